@@ -1,0 +1,189 @@
+"""Every error a user can cause, as one exception type with a stable code.
+
+Tree (catch at any level)::
+
+    SpliceError                  code, message, details, hint; exit code from the code
+    ├── SpecError                manifests, names, ranges, archives (spec/)
+    ├── ProjectError             splice.json, splice.lock, SPLICE_HOME (project/)
+    ├── InstallError             resolve, download, verify, consent (install/)
+    ├── RegistryError            registry client, store and HTTP service (registry/)
+    ├── SandboxError             runtime loader and sandbox (runtime/)
+    └── BrokerError              capability broker and providers (broker/)
+
+Tool failures are *results* (``ToolResult`` with ``ok=False``), not exceptions; the
+runtime uses the same codes for them. The codes are compatible with the TypeScript
+Splice (reference/interfaces.md 1.10, 2.7, 4.8, 5.x).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from enum import StrEnum
+from typing import Any
+
+
+class ErrorCode(StrEnum):
+    """The catalogue: every code any part of Splice may report."""
+
+    # spec (names, semver, manifests, archives)
+    INVALID_NAME = "INVALID_NAME"
+    INVALID_REF = "INVALID_REF"
+    INVALID_VERSION = "INVALID_VERSION"
+    INVALID_RANGE = "INVALID_RANGE"
+    INVALID_BUNDLE = "INVALID_BUNDLE"
+    INVALID_MANIFEST = "INVALID_MANIFEST"
+    # core (project files, install, registry client)
+    NOT_A_PROJECT = "NOT_A_PROJECT"
+    INVALID_PROJECT = "INVALID_PROJECT"
+    INVALID_CONFIG = "INVALID_CONFIG"
+    PACKAGE_NOT_FOUND = "PACKAGE_NOT_FOUND"
+    NO_MATCHING_VERSION = "NO_MATCHING_VERSION"
+    INTEGRITY_MISMATCH = "INTEGRITY_MISMATCH"
+    LOCK_MISMATCH = "LOCK_MISMATCH"
+    INSTALLED_PACKAGE_MODIFIED = "INSTALLED_PACKAGE_MODIFIED"
+    INVALID_PACKAGE = "INVALID_PACKAGE"
+    NOT_INSTALLED = "NOT_INSTALLED"
+    AMBIGUOUS_TOOL = "AMBIGUOUS_TOOL"
+    NOT_LOGGED_IN = "NOT_LOGGED_IN"
+    UNAUTHENTICATED = "UNAUTHENTICATED"
+    FORBIDDEN = "FORBIDDEN"
+    VERSION_EXISTS = "VERSION_EXISTS"
+    RATE_LIMITED = "RATE_LIMITED"
+    PERMISSIONS_NOT_ACCEPTED = "PERMISSIONS_NOT_ACCEPTED"
+    PERMISSIONS_NOT_GRANTED = "PERMISSIONS_NOT_GRANTED"
+    REGISTRY_UNREACHABLE = "REGISTRY_UNREACHABLE"
+    REGISTRY_UNAVAILABLE = "REGISTRY_UNAVAILABLE"
+    REGISTRY_ERROR = "REGISTRY_ERROR"
+    SIGNATURE_INVALID = "SIGNATURE_INVALID"
+    SIGNATURE_REQUIRED = "SIGNATURE_REQUIRED"
+    SIGNER_CHANGED = "SIGNER_CHANGED"
+    KEY_NOT_FOUND = "KEY_NOT_FOUND"
+    KEY_EXISTS = "KEY_EXISTS"
+    USAGE = "USAGE"
+    STATE_LOCKED = "STATE_LOCKED"
+    ISOLATION_UNAVAILABLE = "ISOLATION_UNAVAILABLE"
+    # runtime
+    TOOL_NOT_FOUND = "TOOL_NOT_FOUND"
+    INVALID_INPUT = "INVALID_INPUT"
+    INPUT_TOO_LARGE = "INPUT_TOO_LARGE"
+    INVALID_OUTPUT = "INVALID_OUTPUT"
+    OUTPUT_TOO_LARGE = "OUTPUT_TOO_LARGE"
+    PERMISSION_DENIED = "PERMISSION_DENIED"
+    TOOL_LOAD_FAILED = "TOOL_LOAD_FAILED"
+    TOOL_ERROR = "TOOL_ERROR"
+    TIMEOUT = "TIMEOUT"
+    TOOL_CRASHED = "TOOL_CRASHED"
+    RUNTIME_UNSUPPORTED = "RUNTIME_UNSUPPORTED"
+    # capability channel and broker
+    CAPABILITY_LIMIT = "CAPABILITY_LIMIT"
+    CAPABILITY_UNAVAILABLE = "CAPABILITY_UNAVAILABLE"
+    RESULT_TOO_LARGE = "RESULT_TOO_LARGE"
+    BROKER_ERROR = "BROKER_ERROR"
+    PROVIDER_ERROR = "PROVIDER_ERROR"
+    ALL_PROVIDERS_FAILED = "ALL_PROVIDERS_FAILED"
+    # registry service (HTTP error bodies)
+    NOT_FOUND = "NOT_FOUND"
+    BAD_REQUEST = "BAD_REQUEST"
+    PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
+    INTERNAL_ERROR = "INTERNAL_ERROR"
+    STORAGE_UNAVAILABLE = "STORAGE_UNAVAILABLE"
+    DEPENDENCIES_UNSUPPORTED = "DEPENDENCIES_UNSUPPORTED"
+    NAMESPACE_RESERVED = "NAMESPACE_RESERVED"
+    TOKEN_SCOPE = "TOKEN_SCOPE"
+    USER_EXISTS = "USER_EXISTS"
+    ADMIN_DISABLED = "ADMIN_DISABLED"
+    ARTIFACT_STORAGE_FAILED = "ARTIFACT_STORAGE_FAILED"
+    METADATA_WRITE_FAILED = "METADATA_WRITE_FAILED"
+    KEY_NOT_REGISTERED = "KEY_NOT_REGISTERED"
+    KEY_REVOKED = "KEY_REVOKED"
+    INVALID_SIGNATURE = "INVALID_SIGNATURE"
+
+
+# Exit codes (interfaces.md 3.1): 0 ok, 1 failed, 2 usage, 3 unavailable.
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_UNAVAILABLE = 3
+
+_USAGE_CODES = frozenset(
+    {
+        ErrorCode.USAGE,
+        ErrorCode.INVALID_NAME,
+        ErrorCode.INVALID_REF,
+        ErrorCode.INVALID_RANGE,
+        ErrorCode.INVALID_VERSION,
+        ErrorCode.INVALID_CONFIG,
+    }
+)
+
+
+class SpliceError(Exception):
+    """An error with a stable code, shown to people as ``error:`` / ``- detail`` / ``hint:``.
+
+    ``hint`` defaults to the class attribute, so advice can live with an error family.
+    """
+
+    hint: str | None = None
+
+    def __init__(
+        self,
+        code: ErrorCode,
+        message: str,
+        *,
+        details: Iterable[str] = (),
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = ErrorCode(code)
+        self.message = message
+        self.details: tuple[str, ...] = tuple(details)
+        if hint is not None:
+            self.hint = hint
+
+    @property
+    def exit_code(self) -> int:
+        if self.code in _USAGE_CODES:
+            return EXIT_USAGE
+        return EXIT_FAILED
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape ``{code, message, details?, hint?}`` used by CLI, MCP and HTTP."""
+        out: dict[str, Any] = {"code": str(self.code), "message": self.message}
+        if self.details:
+            out["details"] = list(self.details)
+        if self.hint:
+            out["hint"] = self.hint
+        return out
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.code!s}, {self.message!r})"
+
+
+class SpecError(SpliceError):
+    """A manifest, name, range, version or archive is not valid."""
+
+
+class ProjectError(SpliceError):
+    """splice.json, splice.lock or user state is missing or malformed."""
+
+
+class InstallError(SpliceError):
+    """Resolving, downloading, verifying or installing a package failed."""
+
+
+class RegistryError(SpliceError):
+    """The registry refused a request or could not be reached."""
+
+
+class SandboxError(SpliceError):
+    """A package could not be loaded or run by the runtime."""
+
+
+class BrokerError(SpliceError):
+    """A host capability could not be served."""
+
+
+class UsageError(SpliceError):
+    """The command line was wrong (exit 2)."""
+
+    def __init__(self, message: str, *, details: Iterable[str] = (), hint: str | None = None):
+        super().__init__(ErrorCode.USAGE, message, details=details, hint=hint)

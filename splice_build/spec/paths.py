@@ -1,0 +1,34 @@
+"""The safe relative path rule shared by package files, entries and fs permissions.
+
+interfaces.md 1.4: a safe relative path is ``.`` or a string of 1..256 characters with no
+backslash, no NUL, not starting with ``/``, no drive prefix ``X:``, and no segment equal to
+``..``, ``.`` or empty.
+"""
+
+from __future__ import annotations
+
+import re
+
+MAX_RELATIVE_PATH = 256  # interfaces.md 1.4
+_DRIVE = re.compile(r"^[A-Za-z]:")
+
+
+def is_safe_relative_path(path: str, *, allow_dot: bool = True) -> bool:
+    """True when ``path`` is project- or package-relative and cannot escape its root."""
+    if path == ".":
+        return allow_dot
+    if not 1 <= len(path) <= MAX_RELATIVE_PATH:
+        return False
+    if "\\" in path or "\0" in path or path.startswith("/") or _DRIVE.match(path):
+        return False
+    return all(segment not in ("", ".", "..") for segment in path.split("/"))
+
+
+def utf16_len(text: str) -> int:
+    """Length in UTF-16 code units, as JavaScript's ``String.length`` counts (interfaces.md 11)."""
+    return len(text.encode("utf-16-le")) // 2
+
+
+def utf16_sort_key(text: str) -> bytes:
+    """Sort key matching JavaScript's ``<`` on strings (UTF-16 code-unit order)."""
+    return text.encode("utf-16-be")
