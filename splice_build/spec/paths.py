@@ -17,7 +17,7 @@ def is_safe_relative_path(path: str, *, allow_dot: bool = True) -> bool:
     """True when ``path`` is project- or package-relative and cannot escape its root."""
     if path == ".":
         return allow_dot
-    if not 1 <= len(path) <= MAX_RELATIVE_PATH:
+    if not 1 <= utf16_len(path) <= MAX_RELATIVE_PATH:
         return False
     if "\\" in path or "\0" in path or path.startswith("/") or _DRIVE.match(path):
         return False
@@ -26,9 +26,9 @@ def is_safe_relative_path(path: str, *, allow_dot: bool = True) -> bool:
 
 def utf16_len(text: str) -> int:
     """Length in UTF-16 code units, as JavaScript's ``String.length`` counts (interfaces.md 11)."""
-    return len(text.encode("utf-16-le")) // 2
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def utf16_sort_key(text: str) -> bytes:
     """Sort key matching JavaScript's ``<`` on strings (UTF-16 code-unit order)."""
-    return text.encode("utf-16-be")
+    return text.encode("utf-16-be", "surrogatepass")

@@ -1,0 +1,82 @@
+"""Shared pieces of the benchmarks: the row type and timing helpers (no assertions, ever)."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    value: float
+    unit: str
+    baseline: str | None = None
+    baseline_value: float | None = None
+    target: str | None = None
+
+    @property
+    def ratio(self) -> float | None:
+        if self.baseline_value in (None, 0):
+            return None
+        return self.value / self.baseline_value  # type: ignore[operator]
+
+
+def splice_argv(*args: str) -> list[str]:
+    """The installed console script (the real binary people run)."""
+    exe = Path(sys.executable).with_name("splice")
+    return [str(exe) if exe.exists() else "splice", *args]
+
+
+def time_command(
+    argv: Sequence[str],
+    *,
+    repeat: int,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    warmup: int = 1,
+) -> list[float]:
+    """Wall-clock seconds of ``repeat`` whole-process runs (after ``warmup`` untimed ones)."""
+    full_env = {**os.environ, **(env or {})}
+    samples: list[float] = []
+    for i in range(warmup + repeat):
+        start = time.perf_counter()
+        subprocess.run(argv, env=full_env, cwd=cwd, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, check=True)
+        if i >= warmup:
+            samples.append(time.perf_counter() - start)
+    return samples
+
+
+def time_callable(fn: Callable[[], object], *, repeat: int, warmup: int = 1) -> list[float]:
+    samples: list[float] = []
+    for i in range(warmup + repeat):
+        start = time.perf_counter()
+        fn()
+        if i >= warmup:
+            samples.append(time.perf_counter() - start)
+    return samples
+
+
+def median(samples: Sequence[float]) -> float:
+    return statistics.median(samples)
+
+
+def percentile(samples: Sequence[float], pct: float) -> float:
+    ordered = sorted(samples)
+    index = min(len(ordered) - 1, max(0, round(pct / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def ratio_row(name: str, samples: Sequence[float], baseline: str, baseline_samples: Sequence[float],
+              target: str | None = None) -> Row:
+    """A row comparing two medians, in milliseconds."""
+    return Row(name, median(samples) * 1000, "ms", baseline, median(baseline_samples) * 1000, target)

@@ -1,0 +1,27 @@
+"""The project's own pipeline: `doit lint`, `doit test`, `doit bench`."""
+
+from __future__ import annotations
+
+import sys
+
+DOIT_CONFIG = {"default_tasks": ["lint", "test"], "verbosity": 2, "backend": "sqlite3",
+               "dep_file": ".doit.db"}
+
+
+def task_lint() -> dict:
+    """ruff format --check and ruff check over the package, tests and benchmarks."""
+    targets = "splice_build tests testing bench dodo.py"
+    return {
+        "actions": [f"ruff format --check {targets}", f"ruff check {targets}"],
+        "verbosity": 2,
+    }
+
+
+def task_test() -> dict:
+    """The README's test command."""
+    return {"actions": [f"{sys.executable} -m pytest -q"], "verbosity": 2}
+
+
+def task_bench() -> dict:
+    """Every benchmark, printing ratios against baselines measured in the same run."""
+    return {"actions": [f"{sys.executable} -m bench"], "verbosity": 2, "uptodate": [False]}

@@ -1,0 +1,111 @@
+"""`splice add <pkg>[@range]…`: install packages and record them in splice.json and splice.lock.
+
+Also home of what the package-manager commands share (install, update): the three install
+flags, the consent prompt, and the per-package text output (interfaces.md 3.2).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from splice_build.cli.context import CommandContext
+
+if TYPE_CHECKING:
+    from splice_build.install.installer import InstallReport
+    from splice_build.sdk import Splice
+
+NAME = "add"
+HELP = "install packages and save them to splice.json and splice.lock"
+NEEDS_PROJECT = True
+
+
+def add_install_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--accept-permissions",
+        action="store_true",
+        help="grant the permissions the packages declare",
+    )
+    parser.add_argument(
+        "--require-signed", action="store_true", help="refuse packages without a verified signature"
+    )
+    parser.add_argument(
+        "--allow-signer-change", action="store_true", help="accept a package whose signer changed"
+    )
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "packages", nargs="+", metavar="pkg[@range]", help="e.g. @splice/example@^0.1.0"
+    )
+    add_install_options(parser)
+
+
+def open_splice(ctx: CommandContext) -> Splice:
+    """The SDK for the command's project, printing progress lines on stderr."""
+    from splice_build.sdk import Splice
+
+    assert ctx.project_root is not None, "BUG: a package command without a project"
+    return Splice(
+        ctx.project_root,
+        registry=ctx.registry,
+        env=ctx.env,
+        home=ctx.home,
+        on_progress=lambda step, message: ctx.out.progress(message),
+    )
+
+
+def install_options(args: argparse.Namespace, ctx: CommandContext) -> dict[str, Any]:
+    """Keyword options for ``Splice.add/install/update``; asks on a terminal if not accepted."""
+    accept: bool | Callable[[list[str], str], bool] = bool(args.accept_permissions)
+    if not accept and ctx.interactive and not ctx.json:
+        accept = _prompt(ctx)
+    return {
+        "accept_permissions": accept,
+        "require_signed": bool(args.require_signed),
+        "allow_signer_change": bool(args.allow_signer_change),
+    }
+
+
+def _prompt(ctx: CommandContext) -> Callable[[list[str], str], bool]:
+    def ask(lines: list[str], subject: str) -> bool:
+        ctx.out.info(f"{subject} requests:")
+        for line in lines:
+            ctx.out.info(f"  - {line}")
+        ctx.out.info("Grant these permissions for this project? [y/N] ")
+        try:
+            answer = input()
+        except EOFError:
+            return False
+        return answer.strip().lower() in ("y", "yes")
+
+    return ask
+
+
+def report_lines(reports: Sequence[InstallReport]) -> list[str]:
+    lines: list[str] = []
+    for report in reports:
+        if report.already_installed:
+            lines.append(f"{report.name}@{report.version} is already installed")
+            continue
+        was = f" (was {report.previous_version})" if report.previous_version else ""
+        lines.append(f"Installed {report.name}@{report.version}{was}")
+        if report.offline:
+            lines.append("  offline: installed from the verified local cache")
+        lines.append(
+            f"  signature: {'verified ' + report.signed_by if report.signed_by else 'unsigned'}"
+        )
+        lines.append(
+            f"  permissions: {'; '.join(report.permissions) if report.permissions else 'none'}"
+        )
+        short = report.name.rsplit("/", 1)[-1]
+        lines.append(f"  tools: {', '.join(f'{short}.{t}' for t in report.tools)}")
+    return lines
+
+
+def run(args: argparse.Namespace, ctx: CommandContext) -> int:
+    splice = open_splice(ctx)
+    reports = splice.add(args.packages, **install_options(args, ctx))
+    ctx.out.result([r.to_json() for r in reports], "\n".join(report_lines(reports)))
+    return 0

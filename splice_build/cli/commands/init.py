@@ -1,0 +1,30 @@
+"""`splice init [dir]`: create splice.json (nothing else)."""
+
+from __future__ import annotations
+
+import argparse
+
+from splice_build.cli.context import CommandContext
+
+NAME = "init"
+HELP = "create a Splice project (splice.json) in a directory"
+NEEDS_PROJECT = False
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("dir", nargs="?", default=".", help="project directory (default: .)")
+
+
+def run(args: argparse.Namespace, ctx: CommandContext) -> int:
+    from splice_build.project.project_file import init_project
+
+    registry = None
+    if ctx.registry is not None:
+        from splice_build.project.registry_url import normalize_registry_url
+
+        normalize_registry_url(ctx.registry)
+        registry = ctx.registry
+    root, created = init_project(ctx.cwd / args.dir, registry=registry)
+    text = f"Initialized Splice project in {root}" if created else f"Already a Splice project: {root}"
+    ctx.out.result({"root": str(root), "created": created}, text)
+    return 0

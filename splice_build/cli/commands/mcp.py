@@ -1,0 +1,99 @@
+"""`splice mcp [--project DIR] [--data] [--http [--host H] [--port P]]`: serve installed tools."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from splice_build.errors import BrokerError, ErrorCode, UsageError
+
+if TYPE_CHECKING:
+    from splice_build.cli.context import CommandContext
+    from splice_build.mcp.protocol import Log, Server
+
+NAME = "mcp"
+HELP = "serve the project's installed tools to agents over MCP (stdio, or --http)"
+NEEDS_PROJECT = False  # --project picks the project; found here, not by main
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--project", metavar="DIR", help="project directory (default: found from .)"
+    )
+    parser.add_argument("--data", action="store_true", help="add read-only live-data tools")
+    parser.add_argument("--http", action="store_true", help="Streamable HTTP instead of stdio")
+    parser.add_argument("--host", help="HTTP listen address (default 127.0.0.1; needs --http)")
+    parser.add_argument("--port", type=int, help="HTTP port (default 8788; needs --http)")
+
+
+def run(args: argparse.Namespace, ctx: CommandContext) -> int:
+    if not args.http and (args.host is not None or args.port is not None):
+        raise UsageError("--host and --port need --http")
+    if args.port is not None and not 0 <= args.port <= 65535:
+        raise UsageError(f"--port must be between 0 and 65535, got {args.port}")
+    digest = b""
+    if args.http:
+        from splice_build.mcp.transport.http import TOKEN_ENV, token_digest
+
+        digest = token_digest(ctx.env.get(TOKEN_ENV))  # exit 2 before anything else happens
+    if args.data:
+        raise BrokerError(
+            ErrorCode.CAPABILITY_UNAVAILABLE,
+            "Data tools need the capability broker, which this build does not provide yet",
+            hint="run `splice mcp` without --data to serve the installed skills",
+        )
+
+    from splice_build.project.project_file import find_project_root
+
+    root = find_project_root(ctx.cwd / args.project if args.project else ctx.cwd)
+
+    from splice_build import __version__
+    from splice_build.mcp.backend import INSTRUCTIONS, InstalledBackend
+    from splice_build.mcp.interface import ServerInfo
+    from splice_build.mcp.protocol import Server
+    from splice_build.sdk import Splice
+
+    def log(message: str) -> None:
+        ctx.out.info(f"[splice mcp] {message}")
+
+    splice = Splice(root, registry=ctx.registry, env=ctx.env, home=ctx.home)
+    info = ServerInfo(version=__version__, instructions=INSTRUCTIONS)
+    server = Server(InstalledBackend(splice), info, log=log)
+    if args.http:
+        return _serve_http(args, ctx, server, digest)
+    return _serve_stdio(server, root, log)
+
+
+def _serve_stdio(server: Server, root: Path, log: Log) -> int:
+    import sys
+
+    from splice_build.mcp.transport.stdio import claim_stdout, serve_stdio
+
+    protocol_out = claim_stdout()
+    log(f"serving {root.name} over stdio")
+    try:
+        serve_stdio(server, sys.stdin.buffer, protocol_out, log=log)
+    finally:
+        protocol_out.close()
+    return 0
+
+
+def _serve_http(
+    args: argparse.Namespace, ctx: CommandContext, server: Server, digest: bytes
+) -> int:
+    from splice_build.mcp.transport.http import DEFAULT_HOST, DEFAULT_PORT, serve_http
+
+    host = args.host or DEFAULT_HOST
+    port = DEFAULT_PORT if args.port is None else args.port
+    try:
+        serve_http(
+            server,
+            digest=digest,
+            host=host,
+            port=port,
+            on_ready=lambda url: ctx.out.result({"url": url}, url),
+        )
+    except OSError as exc:
+        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    return 0

@@ -1,0 +1,49 @@
+"""`splice outdated [pkg…]`: current, wanted and latest versions of splice.json packages."""
+
+from __future__ import annotations
+
+import argparse
+
+from splice_build.cli.commands.add import open_splice
+from splice_build.cli.context import CommandContext
+
+NAME = "outdated"
+HELP = "show packages with newer versions"
+NEEDS_PROJECT = True
+
+_STATUS = {
+    "up-to-date": "up to date",
+    "update-available": "update available (splice update)",
+    "not-installed": "not installed (splice install)",
+    "no-match": "no version matches the range",
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("packages", nargs="*", metavar="pkg")
+
+
+def run(args: argparse.Namespace, ctx: CommandContext) -> int:
+    rows = open_splice(ctx).outdated(args.packages)
+
+    def text() -> str:
+        table = [("Package", "Current", "Wanted", "Latest", "Range", "")]
+        table += [
+            (
+                r["id"],
+                r["current"] or "-",
+                r["wanted"] or "-",
+                r["latest"] or "-",
+                r["range"],
+                _STATUS[r["status"]],
+            )
+            for r in rows
+        ]
+        widths = [max(len(row[i]) for row in table) for i in range(5)]
+        return "\n".join(
+            "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:5])) + "  " + row[5]
+            for row in table
+        ).rstrip()
+
+    ctx.out.result(rows, text)
+    return 0

@@ -1,0 +1,168 @@
+"""`splice registry serve | admin …`: run a registry and administer its store.
+
+``serve`` binds 127.0.0.1 by default; the admin HTTP API is enabled only when
+``SPLICE_REGISTRY_ADMIN_TOKEN_SHA256`` holds the hex SHA-256 of an admin token. ``admin``
+works on the data directory directly: whoever can write it administers it.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from splice_build.cli.context import CommandContext
+from splice_build.errors import UsageError
+
+NAME = "registry"
+HELP = "serve a registry over HTTP, or administer its store"
+NEEDS_PROJECT = False
+ADMIN_VERBS = ("create-user", "create-token", "revoke-token", "set-owner")
+DEFAULT_DATA = "splice-registry-data"
+
+
+def _count(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError("expected a non-negative integer (0 = off)")
+    return int(text)
+
+
+def _days(text: str) -> int:
+    raw = text[:-1] if text.endswith("d") else text
+    if not raw.isdigit() or not 1 <= int(raw) <= 365:
+        raise argparse.ArgumentTypeError("--expires must be N or Nd with N from 1 to 365")
+    return int(raw)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    # One flat parser (no nested sub-parsers) so the global options work after any word.
+    parser.add_argument(
+        "action", choices=("serve", "admin"), help="serve over HTTP, or administer the store"
+    )
+    parser.add_argument("verb", nargs="?", choices=ADMIN_VERBS, help="admin: what to do")
+    parser.add_argument(
+        "operands", nargs="*", help="admin: user name, token id, or namespace [user]"
+    )
+    parser.add_argument(
+        "--data", default=DEFAULT_DATA, help=f"data directory (default: ./{DEFAULT_DATA})"
+    )
+    serve = parser.add_argument_group("serve options")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    serve.add_argument(
+        "--port", type=_count, default=8787, help="port (default: 8787; 0 = any free port)"
+    )
+    serve.add_argument(
+        "--publish-limit", type=_count, default=10, help="publishes per user per minute (0 = off)"
+    )
+    serve.add_argument(
+        "--request-limit",
+        type=_count,
+        default=60,
+        help="authenticated requests per client per minute (0 = off)",
+    )
+    token = parser.add_argument_group("admin create-token options")
+    token.add_argument("--label")
+    token.add_argument("--namespace", action="append", default=None, metavar="NS")
+    token.add_argument("--expires", type=_days, metavar="N[d]")
+    token.add_argument(
+        "--publish-only", action="store_true", help="cannot manage tokens or maintainers"
+    )
+    owner = parser.add_argument_group("admin set-owner options")
+    owner.add_argument("--release", action="store_true", help="leave the namespace without owner")
+
+
+_OPERANDS = {
+    "create-user": (1, 1),
+    "create-token": (1, 1),
+    "revoke-token": (1, 1),
+    "set-owner": (1, 2),
+}
+
+
+def _check_admin(args: argparse.Namespace) -> None:
+    if args.verb is None:
+        raise UsageError(f"registry admin needs a verb: {', '.join(ADMIN_VERBS)}")
+    low, high = _OPERANDS[args.verb]
+    if not low <= len(args.operands) <= high:
+        raise UsageError(f"registry admin {args.verb}: wrong number of arguments")
+    if args.verb == "set-owner" and (len(args.operands) == 2) == args.release:
+        raise UsageError("set-owner takes a namespace and a user, or a namespace and --release")
+
+
+def run(args: argparse.Namespace, ctx: CommandContext) -> int:
+    if args.action == "serve":
+        if args.verb is not None:
+            raise UsageError("registry serve takes no verb")
+        return _serve(args, ctx)
+    if args.action == "admin":
+        return _admin(args, ctx)
+    raise UsageError("registry needs an action: serve or admin")
+
+
+def _data_dir(args: argparse.Namespace, ctx: CommandContext) -> Path:
+    data = Path(args.data)
+    return data if data.is_absolute() else ctx.cwd / data
+
+
+def _serve(args: argparse.Namespace, ctx: CommandContext) -> int:
+    from splice_build.registry.http.server import ADMIN_TOKEN_ENV, serve
+    from splice_build.registry.service.ratelimit import RateLimits
+
+    admin_hash = ctx.env.get(ADMIN_TOKEN_ENV, "").strip().lower() or None
+    if admin_hash is not None and (
+        len(admin_hash) != 64 or not all(c in "0123456789abcdef" for c in admin_hash)
+    ):
+        raise UsageError(f"{ADMIN_TOKEN_ENV} must be a hex SHA-256 (64 characters)")
+    data = _data_dir(args, ctx)
+    limits = RateLimits(publishes=args.publish_limit, requests=args.request_limit)
+
+    def announce(url: str) -> None:
+        admin = "enabled" if admin_hash else "disabled"
+        ctx.out.info(f"Registry listening on {url} (data: {data}, admin API: {admin})")
+
+    serve(
+        data,
+        host=args.host,
+        port=args.port,
+        admin_token_sha256=admin_hash,
+        limits=limits,
+        on_listen=announce,
+    )
+    return 0
+
+
+def _admin(args: argparse.Namespace, ctx: CommandContext) -> int:
+    from splice_build.registry.service import admin
+    from splice_build.registry.service.tokens import token_request
+    from splice_build.registry.storage import open_service
+
+    _check_admin(args)
+    first = args.operands[0]
+    deps = open_service(_data_dir(args, ctx)).deps
+    try:
+        result: dict[str, Any]
+        if args.verb == "create-user":
+            result = admin.create_user(deps, first)
+            ctx.out.result(result, f"Created user {result['name']}")
+        elif args.verb == "create-token":
+            body = {
+                "label": args.label,
+                "namespaces": args.namespace,
+                "expiresInDays": args.expires,
+                "canManage": not args.publish_only,
+            }
+            result = admin.create_token(deps, first, token_request(body, allow_manage=True))
+            kind = "publish-only" if args.publish_only else "managing"
+            ctx.out.info(
+                f"Created {kind} token {result['id']} for {result['user']}; it is shown once, store it now"
+            )
+            ctx.out.result(result, result["token"])
+        elif args.verb == "revoke-token":
+            result = admin.revoke_token(deps, first)
+            ctx.out.result(result, f"Revoked token {first}")
+        else:
+            result = admin.set_owner(deps, first, None if args.release else args.operands[1])
+            ctx.out.result(result, f"@{result['namespace']} owner: {result['owner'] or '(none)'}")
+    finally:
+        deps.meta.close()
+    return 0

@@ -1,0 +1,153 @@
+"""`splice run <pkg>.<tool> [key=value…] [--input JSON] [--dir PATH]`: run one tool.
+
+With ``--dir`` the package directory is run as it is (what a skill author does while
+writing one). Installed packages are resolved by the install layer; until it provides the
+loader, ``--dir`` is required. Input coercion follows interfaces.md 3.2 (run row).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any
+
+from splice_build.errors import ErrorCode, SandboxError, UsageError
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from splice_build.cli.context import CommandContext
+    from splice_build.runtime import LoadedPackage, SpliceRuntime
+    from splice_build.spec.names import ToolRef
+
+NAME = "run"
+HELP = "run a tool of a package: splice run [--dir PATH] <pkg>.<tool> [key=value...]"
+NEEDS_PROJECT = False
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("tool_ref", metavar="<pkg>.<tool>", help="e.g. example.hello")
+    parser.add_argument("pairs", nargs="*", metavar="key=value", help="input properties")
+    parser.add_argument("--input", dest="input_json", metavar="JSON", help="input object")
+    parser.add_argument("--dir", dest="package_dir", metavar="PATH", help="run a package directory")
+
+
+def _js_number(text: str) -> float | int | None:
+    """JavaScript ``Number(text)`` when finite, else None (interfaces.md 3.2)."""
+    import math
+    import re
+
+    s = text.strip()
+    if s == "":
+        return 0
+    prefixed = re.fullmatch(r"0([xXoObB])([0-9a-fA-F]+)", s)
+    if prefixed:
+        base = {"x": 16, "o": 8, "b": 2}[prefixed[1].lower()]
+        try:
+            return int(prefixed[2], base)
+        except ValueError:
+            return None
+    if not re.fullmatch(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", s):
+        return None
+    value = float(s)
+    if not math.isfinite(value):
+        return None
+    return int(value) if value.is_integer() and abs(value) < 2**53 else value
+
+
+def _coerce(raw: str, schema: Any) -> Any:
+    import json
+
+    kind = schema.get("type") if isinstance(schema, dict) else None
+    if kind == "string":
+        return raw
+    if kind in ("number", "integer"):
+        number = _js_number(raw)
+        return raw if number is None else number
+    if kind == "boolean":
+        return {"true": True, "false": False}.get(raw, raw)
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+def build_input(input_json: str | None, pairs: list[str], schema: Any) -> dict[str, Any]:
+    """``--input`` object first, then ``key=value`` pairs coerced by the property schema."""
+    import json
+
+    value: dict[str, Any] = {}
+    if input_json is not None:
+        try:
+            parsed = json.loads(input_json)
+        except ValueError as exc:
+            raise UsageError(f"--input is not valid JSON: {exc}") from exc
+        if not isinstance(parsed, dict):
+            raise UsageError("--input must be a JSON object")
+        value.update(parsed)
+    properties = schema.get("properties", {}) if isinstance(schema, dict) else {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise UsageError(f"Invalid argument {pair!r}: expected key=value")
+        value[key] = _coerce(raw, properties.get(key))
+    return value
+
+
+def _package_from_dir(runtime: SpliceRuntime, ctx: CommandContext, path: str) -> LoadedPackage:
+    return runtime.load(ctx.cwd / path)
+
+
+def _installed_package(ref: ToolRef, ctx: CommandContext) -> LoadedPackage:
+    raise UsageError(
+        f"Cannot run {ref.package}.{ref.tool}: running installed packages is not available yet",
+        hint="pass --dir PATH to run a package directory",
+    )
+
+
+def _project_root(ctx: CommandContext) -> Path:
+    from splice_build.errors import ProjectError
+    from splice_build.project.project_file import find_project_root
+
+    try:
+        return find_project_root(ctx.cwd)
+    except ProjectError:
+        return ctx.cwd
+
+
+def _check_ref_matches(ref: ToolRef, pkg: LoadedPackage) -> None:
+    if ref.package not in (pkg.id, pkg.manifest.name):
+        raise SandboxError(
+            ErrorCode.NOT_INSTALLED,
+            f"{ref.package} does not match the package in the directory ({pkg.id})",
+        )
+
+
+def run(args: argparse.Namespace, ctx: CommandContext) -> int:
+    import json
+
+    from splice_build.runtime import SpliceRuntime
+    from splice_build.spec.names import ToolRef
+
+    ref = ToolRef.parse(args.tool_ref)
+    runtime = SpliceRuntime(project_root=_project_root(ctx), env=ctx.env)
+    if args.package_dir is None:
+        pkg = _installed_package(ref, ctx)
+    else:
+        pkg = _package_from_dir(runtime, ctx, args.package_dir)
+    _check_ref_matches(ref, pkg)
+    tool = pkg.manifest.tool(ref.tool)
+    schema = tool.input if tool is not None else {}
+    result = runtime.execute(pkg, ref.tool, build_input(args.input_json, args.pairs, schema))
+    if not ctx.json and result.logs:
+        prefix = f"[{pkg.id}.{ref.tool}]"
+        ctx.out.info("\n".join(f"{prefix} {line}" for line in result.logs.splitlines()))
+    envelope = result.to_json()
+    if result.ok:
+        ctx.out.result(envelope, lambda: json.dumps(result.output, indent=2, ensure_ascii=False))
+        return 0
+    if ctx.json:
+        ctx.out.result(envelope)
+    else:
+        assert result.error is not None, "BUG: failed result without error"
+        ctx.out.error(result.error.message, result.error.details, code=str(result.error.code))
+    return 1

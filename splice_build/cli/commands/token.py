@@ -1,0 +1,102 @@
+"""`splice token list | create | revoke <id>`: manage your registry tokens.
+
+``create`` prints the new token once, alone on stdout (scope details go to stderr), so
+``T=$(splice token create --namespace acme)`` captures exactly the token.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from splice_build.cli.context import CommandContext
+from splice_build.errors import UsageError
+
+NAME = "token"
+HELP = "list, create or revoke registry tokens"
+NEEDS_PROJECT = False
+ACTIONS = ("list", "create", "revoke")
+
+
+def _days(text: str) -> int:
+    raw = text[:-1] if text.endswith("d") else text
+    if not raw.isdigit() or not 1 <= int(raw) <= 365:
+        raise argparse.ArgumentTypeError("--expires must be N or Nd with N from 1 to 365")
+    return int(raw)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    # One flat parser (no nested sub-parsers) so the global options work after any word.
+    parser.add_argument(
+        "action", choices=ACTIONS, help="list your tokens, create one, or revoke one"
+    )
+    parser.add_argument("id", nargs="?", help="the token id to revoke (tok_…)")
+    parser.add_argument("--label", help="create: a name to recognise it by (default: default)")
+    parser.add_argument(
+        "--namespace",
+        action="append",
+        default=None,
+        metavar="NS",
+        help="create: limit to a namespace (repeatable)",
+    )
+    parser.add_argument(
+        "--expires", type=_days, metavar="N[d]", help="create: expire after N days (1..365)"
+    )
+
+
+def _check(args: argparse.Namespace) -> None:
+    if (args.action == "revoke") != (args.id is not None):
+        raise UsageError("only `token revoke <id>` takes an id, and it needs one")
+    creating_options = args.label is not None or args.namespace or args.expires is not None
+    if creating_options and args.action != "create":
+        raise UsageError("--label, --namespace and --expires are options of `token create`")
+
+
+def _list_text(tokens: list[dict[str, Any]]) -> str:
+    if not tokens:
+        return "No tokens."
+    lines = []
+    for t in tokens:
+        state = "revoked" if t.get("revokedAt") else "active"
+        scope = ", ".join(f"@{ns}" for ns in t["namespaces"]) if t.get("namespaces") else "all"
+        kind = "managing" if t.get("canManage") else "publish-only"
+        current = " (current)" if t.get("current") else ""
+        lines.append(f"{t['id']}  {t['label']}  {kind}  scope: {scope}  {state}{current}")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace, ctx: CommandContext) -> int:
+    from splice_build.project.home import SpliceHome
+    from splice_build.registry.client.open import open_configured, require_login
+
+    _check(args)
+    opened = open_configured(
+        flag=ctx.registry, env=ctx.env, cwd=ctx.cwd, home=SpliceHome.from_env(ctx.env)
+    )
+    require_login(opened)
+    client = opened.client
+    try:
+        if args.action == "list":
+            response = client.tokens()
+            ctx.out.result(response, lambda: _list_text(response.get("tokens", [])))
+        elif args.action == "create":
+            namespaces = [ns.removeprefix("@") for ns in args.namespace] if args.namespace else None
+            created = client.create_token(
+                label=args.label, namespaces=namespaces, expires_in_days=args.expires
+            )
+            scope = (
+                ", ".join(f"@{ns}" for ns in created["namespaces"])
+                if created.get("namespaces")
+                else "all"
+            )
+            ctx.out.info(
+                f"Created publish-only token {created['id']} for {created['user']} (scope: {scope}); "
+                "it is shown once, store it now"
+            )
+            ctx.out.result(created, created["token"])
+        else:
+            response = client.revoke_token(args.id)
+            ctx.out.result(response, f"Revoked token {args.id}")
+    finally:
+        client.close()
+    return 0

@@ -1,0 +1,31 @@
+"""`splice update [pkg…]`: install the newest version each range allows (ranges never change)."""
+
+from __future__ import annotations
+
+import argparse
+
+from splice_build.cli.commands.add import add_install_options, install_options, open_splice
+from splice_build.cli.context import CommandContext
+
+NAME = "update"
+HELP = "update packages within their ranges"
+NEEDS_PROJECT = True
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("packages", nargs="*", metavar="pkg")
+    add_install_options(parser)
+
+
+def run(args: argparse.Namespace, ctx: CommandContext) -> int:
+    rows = open_splice(ctx).update(args.packages, **install_options(args, ctx))
+    lines = []
+    for r in rows:
+        if r["status"] == "updated":
+            lines.append(f"Updated {r['id']} {r['from'] or '-'} -> {r['to']}")
+        elif r["status"] == "up-to-date":
+            lines.append(f'{r["id"]}@{r["to"]} is up to date (range "{r["range"]}")')
+        else:
+            ctx.out.warn(f'{r["id"]}: no version matches "{r["range"]}"')
+    ctx.out.result(rows, "\n".join(lines))
+    return 1 if any(r["status"] == "no-match" for r in rows) else 0

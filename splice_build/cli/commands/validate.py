@@ -1,0 +1,57 @@
+"""`splice validate [dir|archive]`: check a package directory or artifact, listing every problem."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from splice_build.cli.context import CommandContext
+
+NAME = "validate"
+HELP = "validate a package directory or a .tar.gz artifact"
+NEEDS_PROJECT = False
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", nargs="?", default=".", help="package directory or archive")
+
+
+def _load_files(target: Path) -> tuple[dict[str, bytes], str]:
+    """Files of a directory (pack rules) or of an archive (through the safe reader)."""
+    from splice_build.errors import ErrorCode, SpecError
+    from splice_build.spec.archive import read_archive
+    from splice_build.spec.limits import MAX_ARCHIVE_BYTES
+    from splice_build.spec.pack import collect_package_files
+
+    if target.is_dir():
+        return collect_package_files(target), "directory"
+    if not target.is_file():
+        raise SpecError(ErrorCode.INVALID_PACKAGE, f"No package directory or archive at {target}")
+    with target.open("rb") as handle:
+        data = handle.read(MAX_ARCHIVE_BYTES + 1)
+    return read_archive(data), "archive"
+
+
+def run(args: argparse.Namespace, ctx: CommandContext) -> int:
+    from splice_build.spec.package import validate_package_files
+
+    target = ctx.cwd / args.target
+    files, kind = _load_files(target)
+    manifest = validate_package_files(files)
+    tools = [f"{manifest.name}.{tool.name}" for tool in manifest.tools]
+    data = {
+        "valid": True,
+        "kind": kind,
+        "name": manifest.id,
+        "version": manifest.version,
+        "files": len(files),
+        "tools": tools,
+        "permissions": manifest.permissions.describe(),
+    }
+    text = (
+        f"{manifest.id}@{manifest.version} is valid ({kind}, {len(files)} files)\n"
+        f"tools: {', '.join(tools) or '(none)'}\n"
+        + "\n".join(f"permission: {line}" for line in manifest.permissions.describe())
+    )
+    ctx.out.result(data, text)
+    return 0

@@ -1,0 +1,28 @@
+"""`splice verify <pkg>[@version]`: every verification check of an artifact (interfaces.md 5.9)."""
+
+from __future__ import annotations
+
+import argparse
+
+from splice_build.cli.commands.add import open_splice
+from splice_build.cli.context import CommandContext
+
+NAME = "verify"
+HELP = "verify a package's artifact, metadata and installed files"
+NEEDS_PROJECT = True
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("package", metavar="pkg[@version]")
+
+
+def run(args: argparse.Namespace, ctx: CommandContext) -> int:
+    report = open_splice(ctx).verify(args.package)
+
+    def text() -> str:
+        head = f"{report['package']}@{report['version']}: {'verified' if report['verified'] else 'FAILED'}"
+        checks = [f"  {c['status']:<7} {c['id']}: {c['message']}" for c in report["checks"]]
+        return "\n".join([head, *checks])
+
+    ctx.out.result(report, text)
+    return 0 if report["verified"] else 1

@@ -1,0 +1,96 @@
+"""Descriptor → MCP tool, and call outcome → MCP tool result (interfaces.md 6.1, 6.2).
+
+The names, titles, annotations and ``_meta`` keys are the interface shared with the
+TypeScript Splice: clients (and their permission prompts) read them, so they are exact.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from splice_build.mcp.interface import ToolOutcome
+
+MAX_TOOL_NAME = 64  # MCP clients refuse longer tool names; such tools are skipped (6.2)
+META_PREFIX = "io.spliceloom/"
+
+
+def annotations(permissions: Mapping[str, Any]) -> dict[str, bool]:
+    """readOnly ⇔ no fs.write; destructive ⇔ fs.write; openWorld ⇔ network or capabilities."""
+    fs = permissions.get("fs") or {}
+    writes = bool(fs.get("write"))
+    open_world = bool(permissions.get("network")) or bool(permissions.get("capabilities"))
+    return {"readOnlyHint": not writes, "destructiveHint": writes, "openWorldHint": open_world}
+
+
+def mcp_tool(descriptor: Mapping[str, Any], *, structured: bool) -> dict[str, Any] | None:
+    """The ``tools/list`` entry for one tool descriptor, or None when its name is too long.
+
+    ``outputSchema`` is shown only to clients of protocol ≥ 2025-06-18 (``structured``) and
+    only when it describes an object, because MCP requires object structured content.
+    """
+    name = str(descriptor["mcpName"])
+    if len(name) > MAX_TOOL_NAME:
+        return None
+    qualified = str(descriptor["qualifiedName"])
+    version = str(descriptor["version"])
+    permissions = descriptor.get("permissions") or {}
+    tool: dict[str, Any] = {
+        "name": name,
+        "title": qualified,
+        "description": (
+            f"{descriptor['description']}\n\n"
+            f"(Splice tool {qualified} v{version}; runs in the Splice sandbox.)"
+        ),
+        "inputSchema": descriptor["inputSchema"],
+    }
+    output_schema = descriptor.get("outputSchema")
+    if structured and isinstance(output_schema, Mapping) and output_schema.get("type") == "object":
+        tool["outputSchema"] = output_schema
+    tool["annotations"] = {"title": qualified, **annotations(permissions)}
+    tool["_meta"] = {
+        f"{META_PREFIX}package": descriptor["package"],
+        f"{META_PREFIX}version": version,
+        f"{META_PREFIX}permissions": permissions,
+        f"{META_PREFIX}timeoutMs": descriptor.get("timeoutMs", 10000),
+    }
+    return tool
+
+
+def error_text(
+    code: str, message: str, details: Iterable[str] = (), hint: str | None = None
+) -> str:
+    """``CODE: message`` + ``\\n- detail`` lines + ``\\nhint: …``, redacted."""
+    from splice_build.security.redact import redact
+
+    lines = [f"{code}: {message}", *(f"- {detail}" for detail in details)]
+    if hint:
+        lines.append(f"hint: {hint}")
+    return redact("\n".join(lines))
+
+
+def error_result(
+    code: str, message: str, details: Iterable[str] = (), hint: str | None = None
+) -> dict[str, Any]:
+    return {
+        "content": [{"type": "text", "text": error_text(code, message, details, hint)}],
+        "isError": True,
+    }
+
+
+def tool_result(outcome: ToolOutcome, *, structured: bool) -> dict[str, Any]:
+    """Success: pretty JSON text (+ ``structuredContent`` for plain objects); failure: isError."""
+    if not outcome.ok:
+        error = outcome.error or {}
+        return error_result(
+            str(error.get("code", "TOOL_ERROR")),
+            str(error.get("message", "")),
+            [str(detail) for detail in error.get("details") or ()],
+        )
+    text = json.dumps(outcome.output, indent=2, ensure_ascii=False)
+    result: dict[str, Any] = {"content": [{"type": "text", "text": text}]}
+    if structured and isinstance(outcome.output, dict):
+        result["structuredContent"] = outcome.output
+    result["isError"] = False
+    return result

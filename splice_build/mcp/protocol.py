@@ -1,0 +1,217 @@
+"""JSON-RPC 2.0 dispatch for MCP (interfaces.md 6.1); knows nothing about transports.
+
+A transport parses bytes with ``parse_message``, calls ``Server.handle(message, session)``
+from any thread (requests are handled concurrently) and writes back whatever dict it returns;
+``None`` means "no response" (notifications, client responses). ``handle`` never raises:
+a backend failure the client cannot fix becomes -32603 and is logged.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from splice_build.errors import ErrorCode, SpliceError
+from splice_build.mcp import mapping
+from splice_build.mcp.interface import Backend, ServerInfo, UnknownResource, UnknownTool
+from splice_build.runtime.input_checks import nesting_depth
+from splice_build.runtime.limits import MAX_INPUT_DEPTH
+
+# Newest first; ``initialize`` answers the requested version if listed, else the newest.
+PROTOCOL_VERSIONS: tuple[str, ...] = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+LATEST_VERSION = PROTOCOL_VERSIONS[0]
+# structuredContent and outputSchema exist from this revision on (6.1).
+STRUCTURED_SINCE = "2025-06-18"
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+RESOURCE_NOT_FOUND = -32002
+UNAUTHORIZED = -32001
+
+Log = Callable[[str], None]
+
+
+class ParseError(ValueError):
+    """The bytes are not one JSON value (or nest too deeply to decode)."""
+
+
+@dataclass
+class Session:
+    """Per-connection state: the negotiated protocol version (stdio) or the header's (HTTP)."""
+
+    protocol_version: str = LATEST_VERSION
+
+    @property
+    def structured(self) -> bool:
+        return self.protocol_version >= STRUCTURED_SINCE
+
+
+def parse_message(data: bytes | str) -> Any:
+    """Decode one JSON-RPC message (or batch); raises ParseError."""
+    try:
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+        return json.loads(text)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise ParseError(str(exc)) from exc
+
+
+def error_response(request_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return {"jsonrpc": "2.0", "id": request_id, "error": error}
+
+
+def encode(message: Mapping[str, Any] | list[Any]) -> bytes:
+    """One compact JSON line (no newline); non-ASCII kept, control characters escaped."""
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+class _RpcError(Exception):
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+def _valid_id(value: Any) -> bool:
+    return isinstance(value, str | int) and not isinstance(value, bool)
+
+
+class Server:
+    """MCP methods over a ``Backend``; one instance serves every session of a process."""
+
+    def __init__(self, backend: Backend, info: ServerInfo, *, log: Log | None = None) -> None:
+        self._backend = backend
+        self._info = info
+        self._log: Log = log or (lambda _message: None)
+        self._methods: dict[str, Callable[[dict[str, Any], Session], dict[str, Any]]] = {
+            "initialize": self._initialize,
+            "ping": lambda _params, _session: {},
+            "tools/list": self._tools_list,
+            "tools/call": self._tools_call,
+            "resources/list": self._resources_list,
+            "resources/templates/list": lambda _params, _session: {"resourceTemplates": []},
+            "resources/read": self._resources_read,
+        }
+
+    # entry point -------------------------------------------------------------------------
+    def handle(self, message: Any, session: Session) -> dict[str, Any] | None:
+        """Answer one decoded message; None for notifications and client responses."""
+        if not isinstance(message, dict):
+            return error_response(None, INVALID_REQUEST, "Invalid Request")
+        has_id = "id" in message
+        request_id = message.get("id")
+        if has_id and not (_valid_id(request_id) or request_id is None):
+            return error_response(None, INVALID_REQUEST, "Invalid Request")
+        method = message.get("method")
+        if message.get("jsonrpc") != "2.0":
+            return error_response(request_id, INVALID_REQUEST, "Invalid Request")
+        if method is None and ("result" in message or "error" in message):
+            return None  # a response to a request we never send; nothing to answer
+        if not isinstance(method, str):
+            return error_response(request_id, INVALID_REQUEST, "Invalid Request")
+        if not has_id:
+            return None  # notifications (initialized, cancelled, …) need no action
+        params = message.get("params", {})
+        if params is None:
+            params = {}
+        if not isinstance(params, dict):
+            return error_response(request_id, INVALID_PARAMS, "params must be an object")
+        handler = self._methods.get(method)
+        if handler is None:
+            return error_response(request_id, METHOD_NOT_FOUND, f"Method not found: {method}")
+        try:
+            result = handler(params, session)
+        except _RpcError as exc:
+            return error_response(request_id, exc.code, exc.message, exc.data)
+        except Exception as exc:
+            self._log(f"internal error in {method}: {type(exc).__name__}: {exc}")
+            return error_response(request_id, INTERNAL_ERROR, "Internal error")
+        return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+    # methods -----------------------------------------------------------------------------
+    def _initialize(self, params: dict[str, Any], session: Session) -> dict[str, Any]:
+        requested = params.get("protocolVersion")
+        version = requested if requested in PROTOCOL_VERSIONS else LATEST_VERSION
+        session.protocol_version = version
+        result: dict[str, Any] = {
+            "protocolVersion": version,
+            "capabilities": {
+                "tools": {"listChanged": False},
+                "resources": {"listChanged": False},
+            },
+            "serverInfo": {
+                "name": self._info.name,
+                "title": self._info.title,
+                "version": self._info.version,
+            },
+        }
+        if self._info.instructions:
+            result["instructions"] = self._info.instructions
+        return result
+
+    def _tools_list(self, _params: dict[str, Any], session: Session) -> dict[str, Any]:
+        tools = []
+        for descriptor in self._backend.list_tools():
+            tool = mapping.mcp_tool(descriptor, structured=session.structured)
+            if tool is None:
+                self._log(f"skipping tool {descriptor.get('mcpName')!r}: name longer than 64")
+                continue
+            tools.append(tool)
+        return {"tools": tools}
+
+    def _tools_call(self, params: dict[str, Any], session: Session) -> dict[str, Any]:
+        name = params.get("name")
+        if not isinstance(name, str) or not name:
+            raise _RpcError(INVALID_PARAMS, "Missing tool name")
+        arguments = params.get("arguments", {})
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            raise _RpcError(INVALID_PARAMS, "Tool arguments must be an object")
+        # Cheap guard before any backend work; the runtime re-checks depth, size and schema
+        # before a tool process starts (interfaces.md 4.3 steps 3-6).
+        if nesting_depth(arguments, MAX_INPUT_DEPTH) > MAX_INPUT_DEPTH:
+            return mapping.error_result(
+                str(ErrorCode.INPUT_TOO_LARGE),
+                f"Input is nested deeper than {MAX_INPUT_DEPTH} levels",
+            )
+        try:
+            outcome = self._backend.call_tool(name, arguments)
+        except UnknownTool as exc:
+            raise _RpcError(INVALID_PARAMS, f"Unknown tool: {exc.name}") from exc
+        except SpliceError as exc:
+            return mapping.error_result(str(exc.code), exc.message, exc.details, exc.hint)
+        if outcome.logs:
+            self._log(f"{name}: {outcome.logs}")
+        return mapping.tool_result(outcome, structured=session.structured)
+
+    def _resources_list(self, _params: dict[str, Any], _session: Session) -> dict[str, Any]:
+        resources = []
+        for resource in self._backend.list_resources():
+            entry = {"uri": resource.uri, "name": resource.name, "mimeType": resource.mime_type}
+            if resource.description:
+                entry["description"] = resource.description
+            resources.append(entry)
+        return {"resources": resources}
+
+    def _resources_read(self, params: dict[str, Any], _session: Session) -> dict[str, Any]:
+        uri = params.get("uri")
+        if not isinstance(uri, str) or not uri:
+            raise _RpcError(INVALID_PARAMS, "Missing resource uri")
+        try:
+            contents = self._backend.read_resource(uri)
+        except UnknownResource as exc:
+            raise _RpcError(RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri}) from exc
+        return {
+            "contents": [
+                {"uri": contents.uri, "mimeType": contents.mime_type, "text": contents.text}
+            ]
+        }

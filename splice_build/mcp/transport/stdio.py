@@ -1,0 +1,156 @@
+"""Newline-delimited JSON-RPC over stdin/stdout (interfaces.md 6.3).
+
+stdout carries protocol messages only (``claim_stdout`` points fd 1 at stderr so a stray
+write elsewhere cannot corrupt the stream). stdin is read in chunks from the binary buffer;
+a line longer than 4 MiB (UTF-16 code units, as the TypeScript server counts) is dropped
+*while it streams* — its bytes are never accumulated past the limit — and answered -32600.
+Requests run concurrently on a bounded thread pool; the server stops when stdin ends.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import BinaryIO, Final
+
+from splice_build.mcp.protocol import (
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    Log,
+    ParseError,
+    Server,
+    Session,
+    encode,
+    error_response,
+    parse_message,
+)
+
+MAX_LINE_UNITS = 4 * 1024 * 1024  # interfaces.md 6.3
+CHUNK_BYTES = 64 * 1024
+MAX_WORKERS = 16  # tool calls block on a sandbox process each
+MAX_IN_FLIGHT = 64  # beyond this the reader waits: back-pressure instead of an unbounded queue
+
+_BOM = b"\xef\xbb\xbf"
+_CONTINUATION = bytes(range(0x80, 0xC0))
+_FOUR_BYTE_LEAD = bytes(range(0xF0, 0xF8))
+
+
+class Oversize:
+    """Marker for a line that was discarded because it exceeded the limit."""
+
+
+OVERSIZE: Final = Oversize()
+
+
+def utf16_units(data: bytes) -> int:
+    """UTF-16 length of UTF-8 bytes, counted per byte class (works on split characters)."""
+    if data.isascii():
+        return len(data)
+    continuation = len(data) - len(data.translate(None, _CONTINUATION))
+    four_byte = len(data) - len(data.translate(None, _FOUR_BYTE_LEAD))
+    return len(data) - continuation + four_byte
+
+
+def iter_lines(stream: BinaryIO, *, limit: int = MAX_LINE_UNITS) -> Iterator[bytes | Oversize]:
+    """Yield each line (without ``\\n``) or OVERSIZE; memory stays within one line's limit."""
+    read = getattr(stream, "read1", stream.read)
+    pieces: list[bytes] = []
+    units = 0
+    discarding = False
+    while True:
+        chunk = read(CHUNK_BYTES)
+        if not chunk:
+            break
+        start = 0
+        while True:
+            newline = chunk.find(b"\n", start)
+            segment = chunk[start:] if newline < 0 else chunk[start:newline]
+            if not discarding and segment:
+                units += utf16_units(segment)
+                if units > limit:
+                    pieces.clear()
+                    discarding = True
+                else:
+                    pieces.append(segment)
+            if newline < 0:
+                break
+            if discarding:
+                yield OVERSIZE
+            else:
+                yield b"".join(pieces)
+            pieces, units, discarding = [], 0, False
+            start = newline + 1
+    if discarding:
+        yield OVERSIZE
+    elif pieces:
+        yield b"".join(pieces)
+
+
+def claim_stdout() -> BinaryIO:
+    """A private handle on fd 1 for protocol messages; fd 1 itself then points at stderr."""
+    protocol_fd = os.dup(1)
+    os.dup2(2, 1)
+    return os.fdopen(protocol_fd, "wb", buffering=0)
+
+
+class _Writer:
+    """Serializes whole messages onto the output stream."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self._stream = stream
+        self._lock = threading.Lock()
+        self.broken = False
+
+    def send(self, message: dict[str, object]) -> None:
+        data = encode(message) + b"\n"
+        with self._lock:
+            if self.broken:
+                return
+            try:
+                self._stream.write(data)
+                self._stream.flush()
+            except (BrokenPipeError, ValueError, OSError):
+                self.broken = True
+
+
+def serve_stdio(
+    server: Server,
+    stdin: BinaryIO,
+    stdout: BinaryIO,
+    *,
+    log: Log,
+    max_line_units: int = MAX_LINE_UNITS,
+) -> None:
+    """Serve until stdin ends (or stdout closes); waits for calls in flight before returning."""
+    session = Session()
+    writer = _Writer(stdout)
+    slots = threading.BoundedSemaphore(MAX_IN_FLIGHT)
+
+    def work(line: bytes) -> None:
+        try:
+            try:
+                message = parse_message(line)
+            except ParseError:
+                writer.send(error_response(None, PARSE_ERROR, "Parse error"))
+                return
+            response = server.handle(message, session)
+            if response is not None:
+                writer.send(response)
+        finally:
+            slots.release()
+
+    with ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="splice-mcp") as pool:
+        for line in iter_lines(stdin, limit=max_line_units):
+            if writer.broken:
+                break
+            if isinstance(line, Oversize):
+                log(f"discarded a message longer than {max_line_units} characters")
+                writer.send(error_response(None, INVALID_REQUEST, "Message too large"))
+                continue
+            line = line.removeprefix(_BOM).removesuffix(b"\r")
+            if not line.strip():
+                continue
+            slots.acquire()
+            pool.submit(work, line)

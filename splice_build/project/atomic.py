@@ -1,0 +1,92 @@
+"""Atomic file replacement: the only way project and user state reaches the disk.
+
+DESIGN.md invariant 8: a crash at any instant leaves the previous file or the new one, never
+a mix. The bytes go to a temp file in the target's directory (same file system, so the rename
+is atomic), are fsynced, renamed over the target with ``os.replace``, and the directory is
+fsynced so the rename itself survives a power cut. The temp file is created with its final
+mode through ``os.open``, so a secret file is never readable by others, not even while it is
+being written.
+
+It also owns the JSON encoding every state file shares: ``JSON.stringify(value, null, 2)``
+plus a newline on the way out, UTF-8 with an optional BOM on the way in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+from pathlib import Path
+
+_O_BINARY = getattr(os, "O_BINARY", 0)  # Windows only; 0 elsewhere
+
+
+def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644) -> None:
+    """Replace ``path`` with ``data`` atomically; the new file has ``mode`` minus the umask.
+
+    The parent directory must exist. Raises ``OSError`` when the write fails; the previous
+    file is then untouched and the temp file is removed.
+    """
+    path = Path(path)
+    temp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY, mode)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
+        raise
+    fsync_directory(path.parent)
+
+
+def atomic_write_json(path: Path, value: object, *, mode: int = 0o644) -> None:
+    """Write ``value`` as ``JSON.stringify(value, null, 2)`` plus a trailing newline."""
+    text = json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+    atomic_write_bytes(path, text.encode("utf-8"), mode=mode)
+
+
+def decode_json(data: bytes) -> object:
+    """Parse a JSON state file; raises ``ValueError`` with a one-line reason.
+
+    The reason names a position, never the content, so a damaged credentials file cannot
+    leak a token into an error message.
+    """
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not UTF-8 (byte {exc.start})") from exc
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+        ) from exc
+    except RecursionError as exc:
+        raise ValueError("not valid JSON (nested too deeply)") from exc
+    except ValueError as exc:  # from _reject_constant
+        raise ValueError(f"not valid JSON ({exc})") from exc
+
+
+def _reject_constant(name: str) -> object:
+    # NaN and Infinity are Python extensions; JSON.parse refuses them, and so do we.
+    raise ValueError(f"{name} is not JSON")
+
+
+def fsync_directory(directory: Path) -> None:
+    """Make a rename or unlink inside ``directory`` durable (a no-op where unsupported)."""
+    if sys.platform == "win32":
+        return  # directories cannot be opened for fsync on Windows; NTFS journals renames
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,190 @@
+"""User state under ``SPLICE_HOME`` (default ``~/.splice``): config, credentials, keys, cache.
+
+interfaces.md 2.6::
+
+    <home>/config.json          {"registry": "<url|alias>"}            0600
+    <home>/credentials.json     {"version": 1, "registries": {"<normalized url>":
+                                  {"token", "user", "savedAt"}}}        0600
+    <home>/keys/<name>.key      Ed25519 private keys (PKCS#8 PEM)      0600
+    <home>/cache/artifacts/sha256/<hex>   verified artifacts
+    <home>/registry/            the embedded registry's store
+    <home>/.env                 provider keys (data layer only)
+    <home>/logs/                unexpected-failure reports
+    <home>/state.lock           serializes credential updates
+
+The directory is 0700 and the two JSON files 0600; both files are written atomically with
+the temp file created 0600, so a token is never readable by another user, not even for an
+instant. ``SPLICE_TOKEN`` is not handled here: it is the registry client's business. Nothing
+is read at import time or by :meth:`SpliceHome.from_env`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from splice_build.errors import ErrorCode, ProjectError
+from splice_build.project.atomic import atomic_write_json, decode_json
+from splice_build.project.locking import lock
+from splice_build.project.registry_url import normalize_registry_url
+
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+CREDENTIALS_VERSION = 1
+
+
+@dataclass(frozen=True)
+class SpliceHome:
+    """The user's Splice directory; pass it explicitly to whatever needs user state."""
+
+    path: Path
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> SpliceHome:
+        """``SPLICE_HOME`` from ``env`` (an empty value counts as unset), else ``~/.splice``."""
+        configured = env.get("SPLICE_HOME")
+        if configured:
+            return cls(Path(os.path.abspath(os.path.expanduser(configured))))
+        return cls(Path.home() / ".splice")
+
+    @property
+    def config_file(self) -> Path:
+        return self.path / "config.json"
+
+    @property
+    def credentials_file(self) -> Path:
+        return self.path / "credentials.json"
+
+    @property
+    def keys_dir(self) -> Path:
+        return self.path / "keys"
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.path / "cache"
+
+    @property
+    def artifact_cache_dir(self) -> Path:
+        return self.cache_dir / "artifacts" / "sha256"
+
+    @property
+    def registry_dir(self) -> Path:
+        return self.path / "registry"
+
+    @property
+    def env_file(self) -> Path:
+        return self.path / ".env"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.path / "logs"
+
+    @property
+    def state_lock(self) -> Path:
+        return self.path / "state.lock"
+
+    def ensure(self) -> None:
+        """Create the directory (mode 0700), tightening an existing one that others can read.
+
+        Raises ``ProjectError(INVALID_CONFIG)`` when the path cannot be used.
+        """
+        try:
+            self.path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+            if self.path.stat().st_mode & 0o077:
+                self.path.chmod(DIR_MODE)
+        except OSError as exc:
+            raise ProjectError(
+                ErrorCode.INVALID_CONFIG,
+                f"SPLICE_HOME {self.path} cannot be used: {exc.strerror}",
+                hint="Set SPLICE_HOME to a directory you own.",
+            ) from exc
+
+    def read_config(self) -> dict[str, Any]:
+        """The user config (``{}`` when there is none); ``INVALID_CONFIG`` when malformed."""
+        value = self._read_json(self.config_file)
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise self._invalid(self.config_file, "the top level must be a JSON object")
+        return value
+
+    def write_config(self, config: Mapping[str, Any]) -> None:
+        """Replace the user config atomically (file 0600)."""
+        self.ensure()
+        atomic_write_json(self.config_file, dict(config), mode=FILE_MODE)
+
+    def read_credentials(self) -> dict[str, Any]:
+        """The whole credentials document, always with ``version`` and ``registries``.
+
+        ``registries`` maps a normalized registry URL to ``{"token", "user", "savedAt"}``.
+        Raises ``ProjectError(INVALID_CONFIG)`` when the file is malformed; the message never
+        contains a token.
+        """
+        value = self._read_json(self.credentials_file)
+        if value is None:
+            return {"version": CREDENTIALS_VERSION, "registries": {}}
+        problem = _credentials_problem(value)
+        if problem is not None:
+            raise self._invalid(self.credentials_file, problem)
+        assert isinstance(value, dict)
+        value.setdefault("version", CREDENTIALS_VERSION)
+        return value
+
+    def save_credential(self, registry_url: str, token: str, user: str) -> None:
+        """Store ``token`` for the normalized ``registry_url``, replacing an older one."""
+        key = normalize_registry_url(registry_url)
+        saved_at = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        self.ensure()
+        with lock(self.state_lock):
+            document = self.read_credentials()
+            document["registries"][key] = {"token": token, "user": user, "savedAt": saved_at}
+            atomic_write_json(self.credentials_file, document, mode=FILE_MODE)
+
+    def remove_credential(self, registry_url: str) -> bool:
+        """Forget the token for ``registry_url``; False when none was saved."""
+        key = normalize_registry_url(registry_url)
+        if not self.credentials_file.exists():
+            return False
+        with lock(self.state_lock):
+            document = self.read_credentials()
+            if document["registries"].pop(key, None) is None:
+                return False
+            atomic_write_json(self.credentials_file, document, mode=FILE_MODE)
+        return True
+
+    def _read_json(self, path: Path) -> object:
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise self._invalid(path, f"cannot be read ({exc.strerror})") from exc
+        try:
+            return decode_json(data)
+        except ValueError as exc:
+            raise self._invalid(path, str(exc)) from exc
+
+    @staticmethod
+    def _invalid(path: Path, problem: str) -> ProjectError:
+        return ProjectError(
+            ErrorCode.INVALID_CONFIG,
+            f"{path.name} is invalid: {problem}",
+            details=(f"file: {path}",),
+            hint=f"Fix or delete {path}.",
+        )
+
+
+def _credentials_problem(value: object) -> str | None:
+    if not isinstance(value, dict):
+        return "the top level must be a JSON object"
+    registries = value.get("registries")
+    if not isinstance(registries, dict):
+        return "registries: must be an object"
+    for url, entry in registries.items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("token"), str):
+            return f"registries.{url}: must be an object with a string token"
+    return None

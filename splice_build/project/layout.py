@@ -1,0 +1,80 @@
+"""Where a project keeps its files: ``splice.json``, ``splice.lock`` and ``.splice/``.
+
+interfaces.md 2.3. Only paths here, no I/O: every module that touches a project asks this
+one where things are, so the layout is written down once.
+
+::
+
+    <root>/splice.json                     project file (ranges)
+    <root>/splice.lock                     lock file (exact versions, integrity, grants)
+    <root>/splice-lock.json                legacy lock (read as fallback, deleted on write)
+    <root>/workspace/                      the @splice/files skill's directory
+    <root>/.splice/state.lock              lock file serializing writers of all of the above
+    <root>/.splice/graph.sqlite3           the doit state graph
+    <root>/.splice/packages/@ns/name/      installed, verified files
+    <root>/.splice/tmp/                    staging and backups during an install
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from splice_build.spec.names import PackageId
+
+PROJECT_FILE = "splice.json"
+LOCK_FILE = "splice.lock"
+LEGACY_LOCK_FILE = "splice-lock.json"
+STATE_DIR = ".splice"
+
+
+@dataclass(frozen=True)
+class ProjectLayout:
+    """The paths of one project, rooted at the directory holding ``splice.json``."""
+
+    root: Path
+
+    @property
+    def project_file(self) -> Path:
+        return self.root / PROJECT_FILE
+
+    @property
+    def lock_file(self) -> Path:
+        return self.root / LOCK_FILE
+
+    @property
+    def legacy_lock_file(self) -> Path:
+        return self.root / LEGACY_LOCK_FILE
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / STATE_DIR
+
+    @property
+    def packages_dir(self) -> Path:
+        return self.state_dir / "packages"
+
+    def package_dir(self, package_id: str) -> Path:
+        """``.splice/packages/@ns/name``; raises ``SpecError(INVALID_NAME)`` for a bad id.
+
+        The id is parsed rather than joined as text, so no id can point outside
+        ``packages_dir``.
+        """
+        scope, name = PackageId.parse(package_id).id.split("/")
+        return self.packages_dir / scope / name
+
+    @property
+    def tmp_dir(self) -> Path:
+        return self.state_dir / "tmp"
+
+    @property
+    def state_lock(self) -> Path:
+        return self.state_dir / "state.lock"
+
+    @property
+    def graph_db(self) -> Path:
+        return self.state_dir / "graph.sqlite3"
+
+    @property
+    def workspace_dir(self) -> Path:
+        return self.root / "workspace"

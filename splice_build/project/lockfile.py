@@ -1,0 +1,260 @@
+"""``splice.lock``: the exact versions, bytes and grants a project installed.
+
+interfaces.md 2.2::
+
+    { "lockfileVersion": 1, "packages": { "@ns/name": LockEntry } }
+
+Entries are written with the key order of the TypeScript Splice (``version``, ``integrity``,
+``size?``, ``files?``, ``registry``, ``resolved``, ``permissions?``, ``signedBy?``), package ids
+in JavaScript's sort order, 2-space JSON and a trailing newline. An empty lock deletes the
+file. The legacy ``splice-lock.json`` is read when ``splice.lock`` is missing and deleted on
+the next write. Every malformed field is reported as ``INVALID_PROJECT`` ("malformed entry
+for @a/b: …"). No credential is ever stored here.
+
+As with ``splice.json``, a read-modify-write cycle must hold
+``lock(ProjectLayout(root).state_lock)``; the functions here do not lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from splice_build.errors import ErrorCode, ProjectError, SpecError
+from splice_build.project.atomic import atomic_write_json, decode_json, fsync_directory
+from splice_build.project.layout import ProjectLayout
+from splice_build.project.project_file import sorted_by_id
+from splice_build.spec.digests import is_integrity
+from splice_build.spec.names import PackageId
+from splice_build.spec.permissions import Permissions
+from splice_build.spec.semver import Version
+
+LOCKFILE_VERSION = 1
+_KEY_ID = re.compile(r"ed25519:[0-9a-f]{16}")  # interfaces.md 2.2, signedBy
+_KEY_ID_FORM = "ed25519:<16 lowercase hex digits>"
+_INTEGRITY_FORM = "sha256-<64 lowercase hex digits>"
+_MAX_SAFE_INTEGER = 2**53 - 1  # JavaScript's Number.MAX_SAFE_INTEGER
+
+
+@dataclass(frozen=True)
+class LockEntry:
+    """One locked package. ``registry`` is filled from ``resolved`` for old locks."""
+
+    version: str
+    integrity: str
+    resolved: str
+    registry: str | None = None
+    size: int | None = None
+    files: str | None = None
+    permissions: Permissions | None = None
+    signed_by: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"version": self.version, "integrity": self.integrity}
+        if self.size is not None:
+            out["size"] = self.size
+        if self.files is not None:
+            out["files"] = self.files
+        if self.registry is not None:
+            out["registry"] = self.registry
+        out["resolved"] = self.resolved
+        if self.permissions is not None:
+            out["permissions"] = self.permissions.to_json()
+        if self.signed_by is not None:
+            out["signedBy"] = self.signed_by
+        return out
+
+
+@dataclass(frozen=True)
+class Lockfile:
+    """The parsed lock: package id → :class:`LockEntry`, in id order."""
+
+    packages: Mapping[str, LockEntry]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "packages", MappingProxyType(sorted_by_id(self.packages)))
+
+    def get(self, package_id: str) -> LockEntry | None:
+        return self.packages.get(package_id)
+
+    def with_entry(self, package_id: str, entry: LockEntry) -> Lockfile:
+        """A copy with ``package_id`` locked to ``entry`` (added or replaced)."""
+        return Lockfile({**self.packages, package_id: entry})
+
+    def without(self, package_id: str) -> Lockfile:
+        """A copy without ``package_id`` (unchanged if it was not locked)."""
+        return Lockfile({k: v for k, v in self.packages.items() if k != package_id})
+
+    def to_json(self) -> dict[str, Any]:
+        packages = {k: entry.to_json() for k, entry in self.packages.items()}
+        return {"lockfileVersion": LOCKFILE_VERSION, "packages": packages}
+
+
+def load_lockfile(root: Path) -> Lockfile:
+    """Read ``splice.lock`` (or the legacy ``splice-lock.json``); missing → empty.
+
+    Raises ``ProjectError(INVALID_PROJECT)`` when the file cannot be read or is malformed.
+    """
+    layout = ProjectLayout(Path(root))
+    for path in (layout.lock_file, layout.legacy_lock_file):
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise _invalid(path.name, f"cannot be read ({exc.strerror})") from exc
+        try:
+            value = decode_json(data)
+        except ValueError as exc:
+            raise _invalid(path.name, str(exc)) from exc
+        return _parse(path.name, value)
+    return Lockfile({})
+
+
+def save_lockfile(root: Path, lock: Lockfile) -> None:
+    """Write ``splice.lock`` atomically, or delete it when ``lock`` is empty.
+
+    The legacy ``splice-lock.json`` is deleted after the new file is in place, so a crash
+    in between leaves both files and ``splice.lock`` (the newer) wins on the next read.
+    """
+    layout = ProjectLayout(Path(root))
+    if lock.packages:
+        atomic_write_json(layout.lock_file, lock.to_json())
+    else:
+        _remove(layout.lock_file)
+    _remove(layout.legacy_lock_file)
+
+
+def _remove(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+        fsync_directory(path.parent)
+
+
+def _invalid(file_name: str, problem: str, details: tuple[str, ...] = ()) -> ProjectError:
+    return ProjectError(
+        ErrorCode.INVALID_PROJECT, f"{file_name} is invalid: {problem}", details=details
+    )
+
+
+def _parse(file_name: str, value: object) -> Lockfile:
+    if not isinstance(value, dict):
+        raise _invalid(file_name, "the top level must be a JSON object")
+    problems: list[str] = []
+    version = value.get("lockfileVersion")
+    if not (_is_number(version) and version == LOCKFILE_VERSION):
+        problems.append(f"lockfileVersion: must be {LOCKFILE_VERSION}")
+    raw_packages = value.get("packages", {})
+    entries: dict[str, LockEntry] = {}
+    if isinstance(raw_packages, dict):
+        for key, raw in raw_packages.items():
+            entry = _parse_entry(key, raw, problems)
+            if entry is not None:
+                entries[key] = entry
+    else:
+        problems.append("packages: must be an object")
+    if problems:
+        raise _invalid(file_name, problems[0], tuple(problems) if len(problems) > 1 else ())
+    return Lockfile(entries)
+
+
+def _parse_entry(key: str, raw: object, problems: list[str]) -> LockEntry | None:
+    """Parse one entry; append ``malformed entry for <id>: <field>: …`` lines on failure."""
+    found: list[str] = []
+    try:
+        if PackageId.parse(key).id != key:
+            found.append("invalid package id")
+    except SpecError as exc:
+        found.append(f"invalid package id ({exc.message})")
+    if not isinstance(raw, dict):
+        found.append("must be an object")
+        problems.extend(f"malformed entry for {key}: {p}" for p in found)
+        return None
+    version = _version(raw, found)
+    integrity = _matching(raw, "integrity", is_integrity, _INTEGRITY_FORM, found, required=True)
+    resolved = _string(raw, "resolved", found, required=True)
+    registry = _string(raw, "registry", found)
+    size = _size(raw, found)
+    files = _matching(raw, "files", is_integrity, _INTEGRITY_FORM, found)
+    signed_by = _matching(raw, "signedBy", _KEY_ID.fullmatch, _KEY_ID_FORM, found)
+    permissions = _permissions(raw, found)
+    if found:
+        problems.extend(f"malformed entry for {key}: {p}" for p in found)
+        return None
+    assert version is not None and integrity is not None and resolved is not None
+    if registry is None and "/packages/" in resolved:
+        registry = resolved.rsplit("/packages/", 1)[0]
+    return LockEntry(version, integrity, resolved, registry, size, files, permissions, signed_by)
+
+
+def _string(
+    raw: dict[str, Any], field: str, found: list[str], *, required: bool = False
+) -> str | None:
+    if field not in raw:
+        if required:
+            found.append(f"{field}: missing")
+        return None
+    value = raw[field]
+    if not isinstance(value, str):
+        found.append(f"{field}: must be a string")
+        return None
+    return value
+
+
+def _matching(
+    raw: dict[str, Any],
+    field: str,
+    test: Callable[[str], object],
+    form: str,
+    found: list[str],
+    *,
+    required: bool = False,
+) -> str | None:
+    text = _string(raw, field, found, required=required)
+    if text is not None and not test(text):
+        found.append(f"{field}: must look like {form}")
+        return None
+    return text
+
+
+def _version(raw: dict[str, Any], found: list[str]) -> str | None:
+    text = _string(raw, "version", found, required=True)
+    if text is None:
+        return None
+    try:
+        Version.parse(text)
+    except SpecError as exc:
+        found.append(f"version: {exc.message}")
+        return None
+    return text
+
+
+def _size(raw: dict[str, Any], found: list[str]) -> int | None:
+    if "size" not in raw:
+        return None
+    size = raw["size"]
+    # Number.isSafeInteger semantics: 5 and 5.0 are the same JSON number; booleans are not.
+    if _is_number(size) and 0 <= size <= _MAX_SAFE_INTEGER and size == int(size):
+        return int(size)
+    found.append("size: must be a non-negative integer")
+    return None
+
+
+def _is_number(value: object) -> bool:
+    # JSON.parse reads 1 and 1.0 as the same number; a boolean is never a number.
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _permissions(raw: dict[str, Any], found: list[str]) -> Permissions | None:
+    if "permissions" not in raw:
+        return None
+    try:
+        return Permissions.from_json(raw["permissions"], where="permissions")
+    except SpecError as exc:
+        found.append("permissions: " + "; ".join(exc.details or (exc.message,)))
+        return None

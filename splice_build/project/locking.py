@@ -1,0 +1,77 @@
+"""The exclusive lock file that serializes writers of project and user state.
+
+Modelled on pre-commit's ``file_lock.py``: one ``lock(path, on_blocked)`` with the platform
+code inside. It tries a non-blocking lock first and, if another process holds it, calls
+``on_blocked`` (so the CLI can say it is waiting on ``.splice/``) and then blocks.
+
+The lock belongs to an open file, not to a process or thread: two threads (or two nested
+``with lock(...)`` blocks) on the same path exclude each other, so the lock is not
+re-entrant. A process that dies releases its lock with its file descriptors.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+if sys.platform == "win32":  # pragma: no cover (Linux CI)
+    import msvcrt
+
+    # msvcrt locks a byte region; any fixed region works as long as every caller uses it.
+    _REGION = 0xFFFF
+
+    @contextlib.contextmanager
+    def _locked(fileno: int, on_blocked: Callable[[], None]) -> Iterator[None]:
+        try:
+            msvcrt.locking(fileno, msvcrt.LK_NBLCK, _REGION)
+        except OSError:
+            on_blocked()
+            while True:
+                try:
+                    msvcrt.locking(fileno, msvcrt.LK_LOCK, _REGION)
+                except OSError as exc:
+                    # LK_LOCK gives up with EDEADLOCK after 10 one-second attempts: retry.
+                    if exc.errno != errno.EDEADLOCK:
+                        raise
+                else:
+                    break
+        try:
+            yield
+        finally:
+            msvcrt.locking(fileno, msvcrt.LK_UNLCK, _REGION)
+
+else:
+    import fcntl
+
+    @contextlib.contextmanager
+    def _locked(fileno: int, on_blocked: Callable[[], None]) -> Iterator[None]:
+        try:
+            fcntl.flock(fileno, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            on_blocked()
+            fcntl.flock(fileno, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fileno, fcntl.LOCK_UN)
+
+
+def _nothing() -> None:
+    return None
+
+
+@contextlib.contextmanager
+def lock(path: Path, on_blocked: Callable[[], None] | None = None) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` for the duration of the ``with`` block.
+
+    ``path`` and its parent directories are created if missing. The lock file itself is
+    never deleted: removing it while another process waits on it would let a third process
+    lock a new file and run alongside the second.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+b") as handle, _locked(handle.fileno(), on_blocked or _nothing):
+        yield

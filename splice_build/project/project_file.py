@@ -1,0 +1,206 @@
+"""``splice.json``: finding the project, and reading, validating and writing its file.
+
+interfaces.md 2.1::
+
+    { "specVersion": 1, "registry"?: "<url|alias>", "packages": { "@ns/name": "<range>" } }
+
+The file marks the project root (found by walking up from the current directory). It is
+parsed once into a :class:`ProjectFile` whose ids and ranges are valid; every problem is
+reported as ``INVALID_PROJECT`` naming the field. Writes are atomic, 2-space JSON with a
+trailing newline and package ids in JavaScript's sort order. Top-level keys this version
+does not know are kept and written back, so a newer tool's settings are not lost.
+
+Writers that read, modify and write must hold ``lock(ProjectLayout(root).state_lock)``
+around the whole cycle; the save functions themselves do not lock (the lock is not
+re-entrant).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from splice_build.errors import ErrorCode, ProjectError, SpecError
+from splice_build.project.atomic import atomic_write_json, decode_json
+from splice_build.project.layout import PROJECT_FILE, ProjectLayout
+from splice_build.project.registry_url import normalize_registry_url
+from splice_build.spec.names import PackageId
+from splice_build.spec.paths import utf16_sort_key
+from splice_build.spec.semver import Range
+
+SPEC_VERSION = 1
+_KNOWN_KEYS = ("specVersion", "registry", "packages")
+
+
+def sorted_by_id(mapping: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``mapping`` ordered as JavaScript sorts its keys (UTF-16 code units)."""
+    return dict(sorted(mapping.items(), key=lambda item: utf16_sort_key(item[0])))
+
+
+@dataclass(frozen=True)
+class ProjectFile:
+    """The parsed ``splice.json``: package id → range text as the user wrote it.
+
+    ``extra`` holds top-level keys this version does not know, in file order.
+    """
+
+    packages: Mapping[str, str]
+    registry: str | None = None
+    spec_version: int = SPEC_VERSION
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "packages", MappingProxyType(sorted_by_id(self.packages)))
+        object.__setattr__(self, "extra", MappingProxyType(dict(self.extra)))
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"specVersion": self.spec_version}
+        if self.registry is not None:
+            out["registry"] = self.registry
+        out["packages"] = dict(self.packages)
+        out.update(self.extra)
+        return out
+
+    def with_package(self, package_id: str, range_text: str) -> ProjectFile:
+        """A copy with ``package_id`` set to ``range_text`` (added or replaced)."""
+        return self._with_packages({**self.packages, package_id: range_text})
+
+    def without_package(self, package_id: str) -> ProjectFile:
+        """A copy without ``package_id`` (unchanged if it was not listed)."""
+        return self._with_packages({k: v for k, v in self.packages.items() if k != package_id})
+
+    def _with_packages(self, packages: Mapping[str, str]) -> ProjectFile:
+        return ProjectFile(packages, self.registry, self.spec_version, self.extra)
+
+
+def find_project_root(start: Path) -> Path:
+    """The nearest directory at or above ``start`` holding a ``splice.json`` file.
+
+    Symbolic links in ``start`` are kept as written (like Node's ``path.resolve``).
+    Raises ``ProjectError(NOT_A_PROJECT)`` when there is none.
+    """
+    here = Path(os.path.abspath(start))
+    for directory in (here, *here.parents):
+        if (directory / PROJECT_FILE).is_file():
+            return directory
+    raise _not_a_project(here)
+
+
+def load_project_file(root: Path) -> ProjectFile:
+    """Read and validate ``<root>/splice.json``.
+
+    Raises ``ProjectError(NOT_A_PROJECT)`` when the file is missing and
+    ``ProjectError(INVALID_PROJECT)`` when it cannot be read or is malformed.
+    """
+    path = ProjectLayout(Path(root)).project_file
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise _not_a_project(Path(root)) from None
+    except OSError as exc:
+        raise _invalid(f"cannot be read ({exc.strerror})") from exc
+    try:
+        value = decode_json(data)
+    except ValueError as exc:
+        raise _invalid(str(exc)) from exc
+    return _parse(value)
+
+
+def save_project_file(root: Path, pf: ProjectFile) -> None:
+    """Write ``<root>/splice.json`` atomically (see the module docstring about locking)."""
+    atomic_write_json(ProjectLayout(Path(root)).project_file, pf.to_json())
+
+
+def init_project(directory: Path, *, registry: str | None = None) -> tuple[Path, bool]:
+    """Create ``splice.json`` (and only that) in ``directory``; returns ``(root, created)``.
+
+    An existing ``splice.json`` is left alone (``created`` is False). ``registry`` is stored
+    as given after it has been validated (``ProjectError(INVALID_CONFIG)``).
+    """
+    root = Path(os.path.abspath(directory))
+    if registry is not None:
+        normalize_registry_url(registry)
+    path = ProjectLayout(root).project_file
+    if path.is_file():
+        return root, False
+    if path.exists():
+        raise _invalid("is not a regular file")
+    root.mkdir(parents=True, exist_ok=True)
+    save_project_file(root, ProjectFile({}, registry))
+    return root, True
+
+
+def _not_a_project(directory: Path) -> ProjectError:
+    return ProjectError(
+        ErrorCode.NOT_A_PROJECT,
+        f"No splice.json found in {directory} or any parent directory.",
+        hint="Run `splice init` to create one.",
+    )
+
+
+def _invalid(problem: str, details: tuple[str, ...] = ()) -> ProjectError:
+    return ProjectError(
+        ErrorCode.INVALID_PROJECT, f"{PROJECT_FILE} is invalid: {problem}", details=details
+    )
+
+
+def _parse(value: object) -> ProjectFile:
+    if not isinstance(value, dict):
+        raise _invalid("the top level must be a JSON object")
+    problems: list[str] = []
+    spec_version = value.get("specVersion")
+    if not _is_spec_version(spec_version):
+        problems.append(f"specVersion: must be {SPEC_VERSION} (got {_show(value, 'specVersion')})")
+    registry = value.get("registry")
+    if "registry" in value:
+        problems.extend(_registry_problems(registry))
+    packages = value.get("packages", {})
+    if isinstance(packages, dict):
+        for key, range_text in packages.items():
+            problems.extend(_package_problems(key, range_text))
+    else:
+        problems.append("packages: must be an object")
+    if problems:
+        raise _invalid(problems[0], tuple(problems) if len(problems) > 1 else ())
+    extra = {k: v for k, v in value.items() if k not in _KNOWN_KEYS}
+    return ProjectFile(packages, registry, SPEC_VERSION, extra)
+
+
+def _is_spec_version(value: object) -> bool:
+    # JSON.parse reads 1 and 1.0 as the same number; a boolean is never a version.
+    return isinstance(value, int | float) and not isinstance(value, bool) and value == SPEC_VERSION
+
+
+def _show(container: Mapping[str, object], key: str) -> str:
+    return json.dumps(container[key]) if key in container else "nothing"
+
+
+def _registry_problems(registry: object) -> list[str]:
+    if not isinstance(registry, str):
+        return ["registry: must be a string"]
+    try:
+        normalize_registry_url(registry)
+    except ProjectError as exc:
+        return [f"registry: {exc.message}"]
+    return []
+
+
+def _package_problems(key: str, range_text: object) -> list[str]:
+    try:
+        canonical = PackageId.parse(key).id
+    except SpecError as exc:
+        return [f"packages.{key}: invalid package id ({exc.message})"]
+    if canonical != key:
+        return [f"packages.{key}: invalid package id (write it as {canonical})"]
+    if not isinstance(range_text, str):
+        return [f"packages.{key}: range must be a string"]
+    try:
+        Range.parse(range_text)
+    except SpecError as exc:
+        return [f"packages.{key}: invalid range {json.dumps(range_text)} ({exc.message})"]
+    return []

@@ -1,0 +1,118 @@
+"""Which registry a command talks to: URL normalization, aliases and precedence.
+
+interfaces.md 2.6. A registry is an http(s) base URL without credentials, or the pseudo URL
+``embedded:``: the in-process store under ``SPLICE_HOME``, which works offline and is the
+default when nothing is configured. Precedence: ``--registry`` → ``SPLICE_REGISTRY`` →
+``splice.json`` ``registry`` → user ``config.json`` → the embedded registry. Every source goes
+through :func:`normalize_registry_url`, so a bad value fails with ``INVALID_CONFIG`` (exit 2)
+wherever it came from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from splice_build.errors import ErrorCode, ProjectError
+
+if TYPE_CHECKING:
+    from splice_build.project.home import SpliceHome
+    from splice_build.project.project_file import ProjectFile
+
+EMBEDDED_REGISTRY = "embedded:"
+ALIASES: Mapping[str, str] = {"local": "http://127.0.0.1:8787", "embedded": EMBEDDED_REGISTRY}
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+_HINT = "Use an http(s) URL or one of the aliases: " + ", ".join(ALIASES) + "."
+
+
+@dataclass(frozen=True)
+class RegistrySetting:
+    """The registry to use and where that choice came from.
+
+    ``source`` is one of ``flag``, ``env``, ``project``, ``user``, ``default``.
+    """
+
+    url: str
+    source: str
+
+
+def _invalid(reason: str, *, details: tuple[str, ...] = ()) -> ProjectError:
+    return ProjectError(
+        ErrorCode.INVALID_CONFIG, f"Invalid registry URL: {reason}", details=details, hint=_HINT
+    )
+
+
+def normalize_registry_url(value: str) -> str:
+    """Expand an alias or normalize an http(s) URL; raises ``ProjectError(INVALID_CONFIG)``.
+
+    Normalizing lower-cases the scheme and host, drops a default port and strips trailing
+    slashes, so one registry has one spelling (it is the key of its saved credential).
+    Error messages never repeat a URL that carries credentials.
+    """
+    text = value.strip()
+    if text in ALIASES:
+        return ALIASES[text]
+    if text == EMBEDDED_REGISTRY:
+        return text
+    if not text:
+        raise _invalid("the value is empty")
+    if "@" in text:
+        raise _invalid("credentials are not allowed in a registry URL (use `splice login`)")
+    if any(ch.isspace() for ch in text):
+        raise _invalid(f'"{text}" contains white space')
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError as exc:
+        raise _invalid(f'"{text}" is not a URL ({exc})') from exc
+    scheme = parts.scheme.lower()
+    if scheme not in _DEFAULT_PORTS:
+        raise _invalid(f'"{text}" must start with http:// or https://')
+    if not parts.hostname:
+        raise _invalid(f'"{text}" has no host')
+    if "?" in text or "#" in text:
+        raise _invalid(f'"{text}" must not have a query or a fragment')
+    host = parts.hostname
+    if ":" in host:
+        host = f"[{host}]"
+    if port is not None and port != _DEFAULT_PORTS[scheme]:
+        host = f"{host}:{port}"
+    return f"{scheme}://{host}{parts.path}".rstrip("/")
+
+
+def _normalize_from(value: object, origin: str) -> str:
+    if not isinstance(value, str):
+        raise _invalid(f"{origin} must be a string")
+    try:
+        return normalize_registry_url(value)
+    except ProjectError as exc:
+        raise ProjectError(
+            exc.code, exc.message, details=(*exc.details, f"set by {origin}"), hint=exc.hint
+        ) from exc
+
+
+def resolve_registry(
+    *,
+    flag: str | None,
+    env: Mapping[str, str],
+    project: ProjectFile | None,
+    home: SpliceHome,
+) -> RegistrySetting:
+    """Pick the registry by precedence (see the module docstring).
+
+    An empty ``SPLICE_REGISTRY`` counts as unset. The user config is read only when no
+    earlier source decided. Raises ``ProjectError(INVALID_CONFIG)`` for a bad value.
+    """
+    if flag is not None:
+        return RegistrySetting(_normalize_from(flag, "--registry"), "flag")
+    from_env = env.get("SPLICE_REGISTRY")
+    if from_env:
+        return RegistrySetting(_normalize_from(from_env, "SPLICE_REGISTRY"), "env")
+    if project is not None and project.registry is not None:
+        return RegistrySetting(_normalize_from(project.registry, "splice.json registry"), "project")
+    configured = home.read_config().get("registry")
+    if configured is not None:
+        return RegistrySetting(_normalize_from(configured, f"{home.config_file} registry"), "user")
+    return RegistrySetting(EMBEDDED_REGISTRY, "default")

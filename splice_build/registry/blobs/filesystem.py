@@ -1,0 +1,68 @@
+"""Filesystem ``BlobStore``: one file per artifact under a root directory.
+
+Writes are atomic and durable: temp file in the target directory, fsync, rename, fsync of
+the directory. A reader therefore sees either no file or the complete bytes.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from splice_build.errors import ErrorCode, RegistryError
+from splice_build.registry.blobs.interface import conflict, missing
+from splice_build.spec.paths import is_safe_relative_path
+
+
+class FilesystemBlobStore:
+    backend = "fs"
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def _path(self, key: str) -> Path:
+        if not is_safe_relative_path(key, allow_dot=False):
+            raise AssertionError(f"BUG: unsafe artifact key {key!r}")
+        return self.root / key
+
+    def put(self, key: str, data: bytes) -> None:
+        target = self._path(key)
+        try:
+            if target.exists():
+                if target.read_bytes() != data:
+                    raise conflict(key)
+                return
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, temp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".part")
+            try:
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(data)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                os.replace(temp, target)
+            except BaseException:
+                Path(temp).unlink(missing_ok=True)
+                raise
+            _fsync_dir(target.parent)
+        except OSError as exc:
+            raise RegistryError(
+                ErrorCode.ARTIFACT_STORAGE_FAILED, f"Could not store artifact {key}: {exc.strerror}"
+            ) from exc
+
+    def get(self, key: str) -> bytes:
+        try:
+            return self._path(key).read_bytes()
+        except FileNotFoundError as exc:
+            raise missing(key) from exc
+
+    def url(self, key: str) -> str | None:
+        return None
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

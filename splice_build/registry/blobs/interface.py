@@ -1,0 +1,40 @@
+"""The ``BlobStore`` protocol: where published artifact bytes live.
+
+Keys are content-addressed (``packages/<ns>/<name>/<version>/<sha256>.tar.gz``), so a put
+of identical bytes under an existing key is a no-op (the retry path after a crash between
+the artifact write and the metadata commit), while different bytes under an existing key
+are refused with ``VERSION_EXISTS``. Other failures raise ``ARTIFACT_STORAGE_FAILED``; a
+missing key raises ``NOT_FOUND``.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from splice_build.errors import ErrorCode, RegistryError
+
+
+class BlobStore(Protocol):
+    backend: str  # recorded in the version row ("fs", "memory", "s3", ...)
+
+    def put(self, key: str, data: bytes) -> None: ...
+    def get(self, key: str) -> bytes: ...
+    def url(self, key: str) -> str | None:
+        """A direct public URL for the artifact, or None when only the registry serves it."""
+        ...
+
+
+def artifact_key(namespace: str, name: str, version: str, sha256_hex: str, *, legacy: bool) -> str:
+    """The content-addressed key of one artifact (interfaces.md 5.7 step 8)."""
+    suffix = "bundle.json" if legacy else "tar.gz"
+    return f"packages/{namespace}/{name}/{version}/{sha256_hex}.{suffix}"
+
+
+def conflict(key: str) -> RegistryError:
+    return RegistryError(
+        ErrorCode.VERSION_EXISTS, f"A different artifact is already stored under {key}"
+    )
+
+
+def missing(key: str) -> RegistryError:
+    return RegistryError(ErrorCode.NOT_FOUND, f"Artifact {key} not found")

@@ -1,0 +1,104 @@
+"""``EmbeddedRegistryClient``: the registry service in-process, over the store in SPLICE_HOME.
+
+No HTTP and no server: the same ``RegistryService`` the HTTP app uses, so the rules are
+identical. Service errors are pushed through the server's status table and the client's
+status table, so callers see exactly the codes an HTTP client would report. Without a token
+the caller acts as the local user ``local`` (``via: "internal"``): whoever can write the
+store owns it anyway. Rate limits are off (a local store has one client).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from splice_build.errors import RegistryError
+from splice_build.project.registry_url import EMBEDDED_REGISTRY as EMBEDDED_URL
+from splice_build.registry.client.interface import split_package_id, token_body
+from splice_build.registry.client.statuses import error_for_status
+from splice_build.registry.service.auth import Caller
+from splice_build.registry.service.ratelimit import RateLimitedError, RateLimits
+from splice_build.registry.service.registry_service import RegistryService
+from splice_build.registry.service.status import status_for
+
+LOCAL_USER = "local"
+NO_LIMITS = RateLimits(failed_auth=0, publishes=0, requests=0, admin=0)
+T = TypeVar("T")
+
+
+class EmbeddedRegistryClient:
+    def __init__(self, data: Path, *, token: str | None = None) -> None:
+        from splice_build.registry.official import ensure_official_skills
+        from splice_build.registry.storage import open_service
+
+        self.base_url = EMBEDDED_URL
+        self.has_token = token is not None
+        self.service: RegistryService = open_service(data, limits=NO_LIMITS)
+        ensure_official_skills(self.service, data)
+        self._caller = (
+            Caller(authorization=f"Bearer {token}")
+            if token is not None
+            else Caller(internal_user=LOCAL_USER)
+        )
+
+    def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        try:
+            return fn(*args, **kwargs)
+        except RegistryError as exc:
+            retry = str(exc.retry_after) if isinstance(exc, RateLimitedError) else None
+            raise error_for_status(
+                status_for(exc.code),
+                exc.message,
+                exc.details,
+                server_code=str(exc.code),
+                retry_after=retry,
+            ) from exc
+
+    def search(self, query: str, *, limit: int = 20) -> dict[str, Any]:
+        return self._call(self.service.search, query, limit=limit)
+
+    def package(self, package_id: str) -> dict[str, Any]:
+        return self._call(self.service.package, *split_package_id(package_id))
+
+    def versions(self, package_id: str) -> dict[str, Any]:
+        return self._call(self.service.versions, *split_package_id(package_id))
+
+    def version(self, package_id: str, version: str) -> dict[str, Any]:
+        ns, name = split_package_id(package_id)
+        return self._call(self.service.version, ns, name, version, base_url=self.base_url)
+
+    def provenance(self, package_id: str, version: str) -> dict[str, Any]:
+        return self._call(self.service.provenance, *split_package_id(package_id), version)
+
+    def download(self, package_id: str, version: str) -> bytes:
+        ns, name = split_package_id(package_id)
+        return self._call(self.service.download, ns, name, version).data
+
+    def namespace(self, namespace: str) -> dict[str, Any]:
+        return self._call(self.service.namespace, namespace.removeprefix("@"))
+
+    def publish(self, archive: bytes) -> dict[str, Any]:
+        return self._call(self.service.publish, self._caller, archive, base_url=self.base_url)
+
+    def whoami(self) -> dict[str, Any]:
+        return self._call(self.service.whoami, self._caller)
+
+    def tokens(self) -> dict[str, Any]:
+        return self._call(self.service.tokens, self._caller)
+
+    def create_token(
+        self,
+        *,
+        label: str | None = None,
+        namespaces: Sequence[str] | None = None,
+        expires_in_days: int | None = None,
+    ) -> dict[str, Any]:
+        body = token_body(label, namespaces, expires_in_days)
+        return self._call(self.service.create_token, self._caller, body)
+
+    def revoke_token(self, token_id: str) -> dict[str, Any]:
+        return self._call(self.service.revoke_token, self._caller, token_id)
+
+    def close(self) -> None:
+        self.service.deps.meta.close()

@@ -1,0 +1,158 @@
+"""``HttpRegistryClient``: the registry API over ``requests``.
+
+Every ``requests`` failure becomes ``REGISTRY_UNREACHABLE`` (``raise … from exc``); every
+non-2xx answer goes through ``statuses.error_for_status``. The token is sent only as an
+``Authorization`` header to this registry's own URL and never appears in an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+from splice_build.errors import ErrorCode, RegistryError
+from splice_build.registry.api import BUNDLE_CONTENT_TYPE, TARGZ_CONTENT_TYPE
+from splice_build.registry.client.interface import split_package_id, token_body
+from splice_build.registry.client.statuses import error_for_status
+
+if TYPE_CHECKING:
+    import requests
+
+CONNECT_TIMEOUT = 10.0
+READ_TIMEOUT = 60.0
+
+
+class HttpRegistryClient:
+    def __init__(self, base_url: str, *, token: str | None = None) -> None:
+        import requests
+
+        self.base_url = base_url.rstrip("/")
+        self.has_token = token is not None
+        self._session = requests.Session()
+        self._session.trust_env = True
+        self._session.headers["accept"] = "application/json"
+        self._session.headers["user-agent"] = "splice-build"
+        if token is not None:
+            self._session.headers["authorization"] = f"Bearer {token}"
+
+    # -- plumbing ---------------------------------------------------------------------
+
+    def _request(self, method: str, path: str, **kwargs: Any) -> requests.Response:
+        import requests
+
+        try:
+            response = self._session.request(
+                method,
+                self.base_url + path,
+                timeout=(CONNECT_TIMEOUT, READ_TIMEOUT),
+                allow_redirects=False,
+                **kwargs,
+            )
+        except requests.RequestException as exc:
+            raise RegistryError(
+                ErrorCode.REGISTRY_UNREACHABLE,
+                f"Cannot reach the registry at {self.base_url}",
+                details=[type(exc).__name__],
+                hint="Check the URL (`splice config get registry`) and your network.",
+            ) from exc
+        if not 200 <= response.status_code < 300:
+            raise _error(response)
+        return response
+
+    def _json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        response = self._request(method, path, **kwargs)
+        try:
+            value = response.json()
+        except ValueError as exc:
+            raise RegistryError(
+                ErrorCode.REGISTRY_ERROR, "Registry error: the answer is not JSON"
+            ) from exc
+        if not isinstance(value, dict):
+            raise RegistryError(ErrorCode.REGISTRY_ERROR, "Registry error: expected a JSON object")
+        return value
+
+    @staticmethod
+    def _pkg(package_id: str, *rest: str) -> str:
+        ns, name = split_package_id(package_id)
+        parts = [ns, name, *rest]
+        return "/packages/" + "/".join(quote(part, safe="") for part in parts)
+
+    # -- reads ------------------------------------------------------------------------
+
+    def search(self, query: str, *, limit: int = 20) -> dict[str, Any]:
+        return self._json("GET", "/packages/search", params={"q": query, "limit": str(limit)})
+
+    def package(self, package_id: str) -> dict[str, Any]:
+        return self._json("GET", self._pkg(package_id))
+
+    def versions(self, package_id: str) -> dict[str, Any]:
+        return self._json("GET", self._pkg(package_id, "versions"))
+
+    def version(self, package_id: str, version: str) -> dict[str, Any]:
+        return self._json("GET", self._pkg(package_id, version))
+
+    def provenance(self, package_id: str, version: str) -> dict[str, Any]:
+        return self._json("GET", self._pkg(package_id, version, "provenance"))
+
+    def download(self, package_id: str, version: str) -> bytes:
+        accept = f"{TARGZ_CONTENT_TYPE}, {BUNDLE_CONTENT_TYPE}"
+        response = self._request(
+            "GET", self._pkg(package_id, version, "download"), headers={"accept": accept}
+        )
+        return response.content
+
+    def namespace(self, namespace: str) -> dict[str, Any]:
+        return self._json("GET", "/namespaces/" + quote(namespace.removeprefix("@"), safe=""))
+
+    # -- authenticated ----------------------------------------------------------------
+
+    def publish(self, archive: bytes) -> dict[str, Any]:
+        content_type = TARGZ_CONTENT_TYPE if archive[:2] == b"\x1f\x8b" else BUNDLE_CONTENT_TYPE
+        return self._json("POST", "/publish", data=archive, headers={"content-type": content_type})
+
+    def whoami(self) -> dict[str, Any]:
+        return self._json("GET", "/auth/whoami")
+
+    def tokens(self) -> dict[str, Any]:
+        return self._json("GET", "/auth/tokens")
+
+    def create_token(
+        self,
+        *,
+        label: str | None = None,
+        namespaces: Sequence[str] | None = None,
+        expires_in_days: int | None = None,
+    ) -> dict[str, Any]:
+        body = token_body(label, namespaces, expires_in_days)
+        return self._json("POST", "/auth/tokens", json=body)
+
+    def revoke_token(self, token_id: str) -> dict[str, Any]:
+        return self._json("DELETE", "/auth/tokens/" + quote(token_id, safe=""))
+
+    def close(self) -> None:
+        self._session.close()
+
+
+def _error(response: requests.Response) -> RegistryError:
+    message: str | None = None
+    details: list[str] = []
+    server_code: str | None = None
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        error = body["error"]
+        message = error.get("message") if isinstance(error.get("message"), str) else None
+        server_code = error.get("code") if isinstance(error.get("code"), str) else None
+        raw = error.get("details")
+        if isinstance(raw, list):
+            details = [str(item) for item in raw]
+    return error_for_status(
+        response.status_code,
+        message,
+        details,
+        server_code=server_code,
+        retry_after=response.headers.get("retry-after"),
+    )

@@ -1,0 +1,113 @@
+"""Open the client for a registry URL, with the token that applies to it.
+
+Token precedence (interfaces.md 2.6): an explicit token, then ``SPLICE_TOKEN``, then the
+credential saved for that registry by ``splice login``. ``SPLICE_TOKEN`` is meant for a
+remote registry (CI) and is not applied to the embedded one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from splice_build.errors import ErrorCode, ProjectError, RegistryError
+from splice_build.project.home import SpliceHome
+from splice_build.project.registry_url import EMBEDDED_REGISTRY, RegistrySetting, resolve_registry
+from splice_build.registry.client.interface import RegistryClient
+
+TOKEN_ENV = "SPLICE_TOKEN"
+
+
+@dataclass(frozen=True)
+class TokenChoice:
+    token: str | None
+    source: str | None  # "flag" | "env" | "credentials" | None
+
+
+def resolve_token(
+    url: str, *, home: SpliceHome, token: str | None = None, env: Mapping[str, str] | None = None
+) -> TokenChoice:
+    if token is not None:
+        return TokenChoice(token, "flag")
+    from_env = (env or {}).get(TOKEN_ENV, "").strip()
+    if from_env and url != EMBEDDED_REGISTRY:
+        return TokenChoice(from_env, "env")
+    saved = home.read_credentials()["registries"].get(url)
+    if isinstance(saved, dict) and isinstance(saved.get("token"), str):
+        return TokenChoice(saved["token"], "credentials")
+    return TokenChoice(None, None)
+
+
+def open_registry(
+    url: str,
+    *,
+    home: SpliceHome,
+    token: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> RegistryClient:
+    """The client for ``url`` (already normalized: ``embedded:`` or an http(s) base URL)."""
+    chosen = resolve_token(url, home=home, token=token, env=env).token
+    return _client(url, home=home, token=chosen)
+
+
+def _client(url: str, *, home: SpliceHome, token: str | None) -> RegistryClient:
+    if url == EMBEDDED_REGISTRY:
+        from splice_build.registry.client.embedded import EmbeddedRegistryClient
+
+        home.ensure()
+        return EmbeddedRegistryClient(home.registry_dir, token=token)
+    from splice_build.registry.client.http import HttpRegistryClient
+
+    return HttpRegistryClient(url, token=token)
+
+
+@dataclass(frozen=True)
+class Opened:
+    """A client for the registry a command should use, and why that one."""
+
+    client: RegistryClient
+    url: str
+    source: str  # flag | env | project | user | default
+    token_source: str | None
+
+
+def configured_registry(
+    *, flag: str | None, env: Mapping[str, str], cwd: Path, home: SpliceHome
+) -> RegistrySetting:
+    """The registry by precedence, reading ``splice.json`` when ``cwd`` is inside a project."""
+    from splice_build.project.project_file import find_project_root, load_project_file
+
+    try:
+        project = load_project_file(find_project_root(cwd))
+    except ProjectError as exc:
+        if exc.code is not ErrorCode.NOT_A_PROJECT:
+            raise
+        project = None
+    return resolve_registry(flag=flag, env=env, project=project, home=home)
+
+
+def open_configured(
+    *,
+    flag: str | None,
+    env: Mapping[str, str],
+    cwd: Path,
+    home: SpliceHome,
+    token: str | None = None,
+) -> Opened:
+    setting = configured_registry(flag=flag, env=env, cwd=cwd, home=home)
+    choice = resolve_token(setting.url, home=home, token=token, env=env)
+    client = _client(setting.url, home=home, token=choice.token)
+    return Opened(client, setting.url, setting.source, choice.source)
+
+
+def require_login(opened: Opened) -> None:
+    """Commands that act as a user need a token, except on the embedded (local) registry."""
+    if opened.client.has_token or opened.url == EMBEDDED_REGISTRY:
+        return
+    opened.client.close()
+    raise RegistryError(
+        ErrorCode.NOT_LOGGED_IN,
+        f"Not logged in to {opened.url}",
+        hint="Run `splice login` or set SPLICE_TOKEN.",
+    )

@@ -1,0 +1,48 @@
+"""HTTP status → client error code: the one table of interfaces.md 2.7.
+
+The embedded client routes service errors through the server's code → status table and then
+this one, so both clients report the same codes for the same failure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from splice_build.errors import ErrorCode, RegistryError
+
+CODE_BY_STATUS: Mapping[int, ErrorCode] = {
+    401: ErrorCode.UNAUTHENTICATED,
+    403: ErrorCode.FORBIDDEN,
+    404: ErrorCode.PACKAGE_NOT_FOUND,
+    409: ErrorCode.VERSION_EXISTS,
+    422: ErrorCode.INVALID_PACKAGE,
+    429: ErrorCode.RATE_LIMITED,
+    503: ErrorCode.REGISTRY_UNAVAILABLE,
+}
+_HINTS: Mapping[ErrorCode, str] = {
+    ErrorCode.UNAUTHENTICATED: "Log in with `splice login` or set SPLICE_TOKEN.",
+    ErrorCode.VERSION_EXISTS: "Published versions are immutable: bump the version and publish again.",
+}
+
+
+def error_for_status(
+    status: int,
+    message: str | None,
+    details: Sequence[str] = (),
+    *,
+    server_code: str | None = None,
+    retry_after: str | None = None,
+) -> RegistryError:
+    """The client error for a non-2xx answer; the server's own code is kept as a detail."""
+    code = CODE_BY_STATUS.get(status, ErrorCode.REGISTRY_ERROR)
+    text = message or f"HTTP {status}"
+    if code is ErrorCode.REGISTRY_ERROR:
+        text = f"Registry error: {text}"
+    extra = list(details)
+    if server_code and server_code != str(code):
+        extra.append(f"registry code: {server_code}")
+    hint = _HINTS.get(code)
+    if retry_after:
+        hint = f"Retry after {retry_after} s."
+        extra.append(f"retry-after: {retry_after}")
+    return RegistryError(code, text, details=extra, hint=hint)

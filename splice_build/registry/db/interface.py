@@ -1,0 +1,175 @@
+"""The ``MetadataStore`` protocol: what the registry service needs from a database.
+
+The surface is split into small protocols by table family; a back end (SQLite now,
+PostgreSQL later) implements all of them in one class. Rows are frozen dataclasses; the
+store never decides policy (who may publish), it only keeps the data consistent:
+
+- ``insert_version`` is the one metadata transaction of a publish (namespace claim,
+  package upsert, version row with provenance); a duplicate version raises
+  ``VERSION_EXISTS`` however the race was lost.
+- the database itself refuses updates of a version's identity, deletes and a second
+  provenance write (triggers), so no code path can rewrite history.
+
+Errors: ``RegistryError`` with ``USER_EXISTS``, ``VERSION_EXISTS``, ``FORBIDDEN`` (namespace
+claimed by someone else inside the publish transaction) or ``METADATA_WRITE_FAILED``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class User:
+    id: int
+    name: str
+    created_at: str
+
+
+@dataclass(frozen=True)
+class Token:
+    """A token row without its hash: nothing read back can reveal the secret."""
+
+    id: str
+    user_id: int
+    label: str
+    created_at: str
+    last_used_at: str | None
+    revoked_at: str | None
+    expires_at: str | None
+    namespaces: tuple[str, ...] | None  # None = every namespace the user may publish to
+    can_manage: bool
+
+
+@dataclass(frozen=True)
+class NewToken:
+    id: str
+    user_id: int
+    token_hash: str  # lowercase hex SHA-256 of the token string; the token is never stored
+    label: str
+    created_at: str
+    expires_at: str | None
+    namespaces: tuple[str, ...] | None
+    can_manage: bool
+
+
+@dataclass(frozen=True)
+class Namespace:
+    name: str
+    owner: str | None  # user name
+    reserved: bool
+    created_at: str
+
+
+@dataclass(frozen=True)
+class Package:
+    id: str  # "@ns/name"
+    namespace: str
+    name: str
+    description: str
+    latest_version: str
+    created_at: str
+    updated_at: str
+    kind: str
+    hidden: bool
+
+
+@dataclass(frozen=True)
+class Version:
+    package_id: str
+    version: str
+    manifest: str  # JSON text of the normalized manifest
+    integrity: str
+    size: int
+    artifact_key: str
+    published_by: str
+    published_at: str
+    artifact_backend: str
+    artifact_url: str | None
+    provenance: str | None  # JSON text, write-once
+
+
+@dataclass(frozen=True)
+class NewVersion:
+    """Everything one publish writes, in one transaction."""
+
+    version: Version
+    namespace: str
+    name: str
+    description: str
+    kind: str
+    claim_for: int | None  # user id claiming the namespace if it is free, else None
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    id: str
+    description: str
+    latest_version: str
+    kind: str
+
+
+LatestOf = Callable[[Sequence[str]], str]
+
+
+class UserStore(Protocol):
+    def create_user(self, name: str, *, now: str) -> User: ...
+    def user_by_name(self, name: str) -> User | None: ...
+    def user_by_id(self, user_id: int) -> User | None: ...
+
+
+class TokenStore(Protocol):
+    def insert_token(self, token: NewToken) -> Token: ...
+    def token_by_hash(self, token_hash: str) -> Token | None: ...
+    def touch_token(self, token_id: str, *, now: str) -> None: ...
+    def tokens_of(self, user_id: int) -> list[Token]: ...
+    def token_by_id(self, token_id: str) -> Token | None: ...
+    def revoke_token(self, token_id: str, *, now: str) -> bool:
+        """Mark revoked; False when unknown or already revoked."""
+        ...
+
+
+class NamespaceStore(Protocol):
+    def namespace(self, name: str) -> Namespace | None: ...
+    def set_owner(self, name: str, owner_id: int | None, *, now: str) -> Namespace:
+        """Create the namespace if needed and set (or clear) its owner."""
+        ...
+
+    def maintainers(self, name: str) -> list[str]: ...
+    def add_maintainer(self, name: str, user_id: int, *, now: str) -> None: ...
+    def remove_maintainer(self, name: str, user_id: int) -> None: ...
+    def namespaces_of(self, user_id: int) -> tuple[list[str], list[str]]:
+        """(owned, maintained) namespace names, sorted."""
+        ...
+
+    def packages_in(self, name: str) -> list[str]: ...
+
+
+class PackageStore(Protocol):
+    def package(self, package_id: str) -> Package | None: ...
+    def versions(self, package_id: str) -> list[Version]:
+        """All versions ordered by publish time, then version."""
+        ...
+
+    def version(self, package_id: str, version: str) -> Version | None: ...
+    def insert_version(self, new: NewVersion, *, latest_of: LatestOf, now: str) -> None: ...
+    def set_hidden(self, package_id: str, hidden: bool, *, now: str) -> bool: ...
+    def search(self, query: str, *, limit: int, kind: str | None) -> list[SearchHit]:
+        """Literal substring match on id or description; exact > prefix > other, then id."""
+        ...
+
+
+class RateLimitStore(Protocol):
+    def hit(self, key: str, window_start: int) -> int:
+        """Count one event in a fixed window and return the window's count."""
+        ...
+
+    def count(self, key: str, window_start: int) -> int: ...
+
+
+class MetadataStore(UserStore, TokenStore, NamespaceStore, PackageStore, RateLimitStore, Protocol):
+    """Everything the registry service keeps in its database."""
+
+    def close(self) -> None: ...

@@ -1,0 +1,69 @@
+"""Numbered SQL migrations shipped as package data (``migrations/NNNN_name.sql``).
+
+The applied level is SQLite's ``PRAGMA user_version``; each migration runs in the same
+``BEGIN IMMEDIATE`` transaction as the version bump, so concurrent openers (two CLI
+processes on a fresh home) apply it exactly once.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from dataclasses import dataclass
+from importlib import resources
+
+_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+
+
+@dataclass(frozen=True)
+class Migration:
+    number: int
+    name: str
+    sql: str
+
+
+def migrations() -> list[Migration]:
+    """The shipped migrations in order; numbers must be 1, 2, 3, ... without gaps."""
+    folder = resources.files("splice_build.registry.db").joinpath("migrations")
+    found = []
+    for entry in folder.iterdir():
+        match = _NAME.match(entry.name)
+        if match:
+            found.append(Migration(int(match.group(1)), entry.name, entry.read_text("utf-8")))
+    found.sort(key=lambda m: m.number)
+    if [m.number for m in found] != list(range(1, len(found) + 1)):
+        raise AssertionError(f"BUG: migration numbers have gaps: {[m.name for m in found]}")
+    return found
+
+
+def apply_migrations(conn: sqlite3.Connection) -> int:
+    """Bring the schema up to date; returns the resulting schema version."""
+    pending = migrations()
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        level = conn.execute("PRAGMA user_version").fetchone()[0]
+        for migration in pending[level:]:
+            for statement in _statements(migration.sql):
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {migration.number}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return len(pending)
+
+
+def _statements(script: str) -> list[str]:
+    """Split a script into statements, keeping trigger bodies (BEGIN ... END;) whole."""
+    out: list[str] = []
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        if line.lstrip().startswith("--") and not buffer:
+            continue
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            out.append(buffer.strip())
+            buffer = ""
+    if buffer.strip():
+        out.append(buffer.strip())
+    return out

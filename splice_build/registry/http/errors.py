@@ -1,0 +1,35 @@
+"""The one function that turns a ``SpliceError`` into an HTTP error response.
+
+Body ``{"error": {"code", "message", "details"?}}`` (interfaces.md 5.1); 429 adds
+``retry-after``. The status comes from ``service.status`` (one table keyed by error code).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+from starlette.responses import Response
+
+from splice_build.errors import SpliceError
+from splice_build.registry.service.ratelimit import RateLimitedError
+from splice_build.registry.service.status import status_for
+
+
+def json_bytes(data: object) -> bytes:
+    return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def error_response(exc: SpliceError, *, headers: Mapping[str, str] | None = None) -> Response:
+    error: dict[str, object] = {"code": str(exc.code), "message": exc.message}
+    if exc.details:
+        error["details"] = list(exc.details)
+    out = {"cache-control": "no-store", **(headers or {})}
+    if isinstance(exc, RateLimitedError):
+        out["retry-after"] = str(exc.retry_after)
+    return Response(
+        json_bytes({"error": error}),
+        status_code=status_for(exc.code),
+        media_type="application/json; charset=utf-8",
+        headers=out,
+    )

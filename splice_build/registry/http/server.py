@@ -1,0 +1,52 @@
+"""Serve a registry data directory over HTTP with uvicorn (``splice registry serve``).
+
+The listening socket is bound here, before uvicorn starts, so ``--port 0`` works and the
+caller learns the real address (``on_listen``) before the first request can arrive.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable
+from pathlib import Path
+
+from splice_build.registry.service.ratelimit import RateLimits
+from splice_build.registry.storage import open_service
+
+ADMIN_TOKEN_ENV = "SPLICE_REGISTRY_ADMIN_TOKEN_SHA256"
+
+
+def bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve(
+    data: Path,
+    *,
+    host: str,
+    port: int,
+    admin_token_sha256: str | None,
+    limits: RateLimits,
+    on_listen: Callable[[str], None],
+) -> None:
+    """Run until interrupted. Blocks; uvicorn handles SIGINT/SIGTERM gracefully."""
+    import uvicorn
+
+    from splice_build.registry.http.app import create_app
+
+    service = open_service(data, admin_token_sha256=admin_token_sha256, limits=limits)
+    sock = bind(host, port)
+    bound_host, bound_port = sock.getsockname()[:2]
+    shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+    config = uvicorn.Config(
+        create_app(service), log_level="warning", access_log=False, lifespan="off"
+    )
+    server = uvicorn.Server(config)
+    on_listen(f"http://{shown}:{bound_port}")
+    server.run(sockets=[sock])

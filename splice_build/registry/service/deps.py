@@ -1,0 +1,25 @@
+"""What every service function works on: the two stores, the clock and the settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from splice_build.registry.blobs.interface import BlobStore
+from splice_build.registry.db.interface import MetadataStore
+from splice_build.registry.service.clock import Clock, iso, system_clock
+from splice_build.registry.service.ratelimit import RateLimits
+
+
+@dataclass(frozen=True)
+class Deps:
+    meta: MetadataStore
+    blobs: BlobStore
+    clock: Clock = system_clock
+    admin_token_sha256: str | None = None  # hex; None disables the admin API (ADMIN_DISABLED)
+    limits: RateLimits = field(default_factory=RateLimits)
+
+    def now(self) -> float:
+        return self.clock()
+
+    def now_iso(self) -> str:
+        return iso(self.clock())

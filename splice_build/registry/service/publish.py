@@ -1,0 +1,171 @@
+"""Publishing a version (interfaces.md 5.7): validate, authorize, store the artifact, then
+record everything in one metadata transaction.
+
+Order matters for crash safety: the artifact is written first (content-addressed, atomic,
+idempotent for identical bytes), the metadata commit second. A crash between the two leaves
+an orphan artifact and no version row: nothing is visible, and retrying the same publish
+finds the identical bytes already stored and completes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from splice_build.errors import ErrorCode, RegistryError, SpecError
+from splice_build.registry.api import API_VERSION, MAX_PUBLISH_BODY
+from splice_build.registry.blobs.interface import artifact_key
+from splice_build.registry.db.interface import NewVersion, Version
+from splice_build.registry.service import ratelimit
+from splice_build.registry.service.auth import Caller, authenticate
+from splice_build.registry.service.deps import Deps
+from splice_build.registry.service.namespaces import authorize_publish
+
+
+@dataclass(frozen=True)
+class Decoded:
+    manifest: Any  # spec.manifest.Manifest
+    normalized: dict[str, Any]
+    archive_format: str  # "tar.gz" | "json-bundle"
+
+
+def decode(body: bytes) -> Decoded:
+    """Steps 2-4: a valid package without build metadata or dependencies, else 422."""
+    from splice_build.spec.archive import archive_format, read_archive
+    from splice_build.spec.package import validate_package_files
+
+    if len(body) > MAX_PUBLISH_BODY:
+        raise RegistryError(
+            ErrorCode.PAYLOAD_TOO_LARGE, f"Artifact exceeds {MAX_PUBLISH_BODY} bytes"
+        )
+    try:
+        fmt = archive_format(body)
+        manifest = validate_package_files(read_archive(body))
+    except SpecError as exc:
+        raise RegistryError(
+            ErrorCode.INVALID_PACKAGE, exc.message, details=exc.details, hint=exc.hint
+        ) from exc
+    version = str(manifest.version)
+    if "+" in version:
+        raise RegistryError(
+            ErrorCode.INVALID_PACKAGE,
+            "Build metadata cannot be published",
+            details=[f"version: {version}"],
+        )
+    dependencies = dict(manifest.dependencies or {})
+    if dependencies:
+        raise RegistryError(
+            ErrorCode.DEPENDENCIES_UNSUPPORTED,
+            "This registry does not accept packages with dependencies",
+            details=[f"{dep}@{rng}" for dep, rng in sorted(dependencies.items())],
+        )
+    return Decoded(manifest, manifest.to_json(), fmt)
+
+
+def publish(deps: Deps, caller: Caller, body: bytes, *, base_url: str) -> dict[str, Any]:
+    """POST /publish → ``{name, version, integrity, size, download}`` (201)."""
+    from splice_build.spec.canonical import canonical_json
+    from splice_build.spec.digests import integrity_of, sha256_hex
+
+    principal = authenticate(deps, caller)  # (1)
+    ratelimit.count_publish(deps, principal.user.id)
+    decoded = decode(body)  # (2)-(4)
+    manifest = decoded.manifest
+    namespace, name, version = manifest.namespace, manifest.name, str(manifest.version)
+    package_id = f"@{namespace}/{name}"
+    right = authorize_publish(deps, principal, namespace)  # (5)
+    sha = sha256_hex(body)  # (6)
+    integrity = integrity_of(body)
+    existing = deps.meta.version(package_id, version)  # (7)
+    if existing is not None:
+        raise _exists(package_id, version, existing.integrity, integrity)
+    legacy = decoded.archive_format != "tar.gz"
+    key = artifact_key(namespace, name, version, sha, legacy=legacy)
+    deps.blobs.put(key, body)  # (8) artifact first
+    now = deps.now_iso()
+    canonical = canonical_json(decoded.normalized)
+    canonical_bytes = canonical.encode("utf-8") if isinstance(canonical, str) else canonical
+    filename = f"{namespace}-{name}-{version}." + ("splice.json" if legacy else "tar.gz")
+    provenance = {
+        "schemaVersion": 1,
+        "recorded": True,
+        "registryApiVersion": API_VERSION,
+        "package": package_id,
+        "version": version,
+        "namespace": namespace,
+        "publisher": {"user": principal.user.name, "via": principal.via},
+        "publishedAt": now,
+        "artifact": {
+            "integrity": integrity,
+            "size": len(body),
+            "format": decoded.archive_format,
+            "filename": filename,
+        },
+        "manifestSha256": sha256_hex(canonical_bytes),
+    }
+    row = Version(
+        package_id=package_id,
+        version=version,
+        manifest=json.dumps(decoded.normalized, ensure_ascii=False),
+        integrity=integrity,
+        size=len(body),
+        artifact_key=key,
+        published_by=principal.user.name,
+        published_at=now,
+        artifact_backend=deps.blobs.backend,
+        artifact_url=deps.blobs.url(key),
+        provenance=json.dumps(provenance, ensure_ascii=False),
+    )
+    new = NewVersion(
+        version=row,
+        namespace=namespace,
+        name=name,
+        description=str(manifest.description),
+        kind="agent" if getattr(manifest, "agent", None) else "skill",
+        claim_for=principal.user.id if right.claim else None,
+    )
+    try:
+        deps.meta.insert_version(new, latest_of=_latest, now=now)  # (9)
+    except RegistryError as exc:
+        if exc.code is ErrorCode.VERSION_EXISTS:
+            won = deps.meta.version(package_id, version)
+            if won is not None:
+                raise _exists(package_id, version, won.integrity, integrity) from exc
+        raise
+    return {
+        "name": package_id,
+        "version": version,
+        "integrity": integrity,
+        "size": len(body),
+        "download": download_url(base_url, namespace, name, version),
+    }
+
+
+def _latest(versions: Sequence[str]) -> str:
+    from splice_build.spec.semver import latest_version
+
+    best = latest_version(versions)
+    if best is None:
+        raise AssertionError(f"BUG: no valid version among {list(versions)}")
+    return str(best)
+
+
+def download_url(base_url: str, namespace: str, name: str, version: str) -> str:
+    return f"{base_url}/packages/{namespace}/{name}/{version}/download"
+
+
+def _exists(package_id: str, version: str, published: str, submitted: str) -> RegistryError:
+    same = published == submitted
+    message = (
+        f"{package_id}@{version} is already published with identical bytes; versions are immutable"
+        if same
+        else f"{package_id}@{version} is already published; versions are immutable"
+    )
+    return RegistryError(
+        ErrorCode.VERSION_EXISTS,
+        message,
+        details=[f"published: {published}", f"submitted: {submitted}"],
+        hint="Bump the version in manifest.json and publish again.",
+    )

@@ -1,0 +1,78 @@
+"""Rate limits kept in the metadata store (interfaces.md 5.5): fixed windows per key.
+
+Keys are ``<limit name>:<client or user>``; the window is ``floor(now / period)``. A limit
+of 0 is off (a private registry behind its own gateway, or test servers).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from splice_build.errors import ErrorCode, RegistryError
+
+if TYPE_CHECKING:
+    from splice_build.registry.service.deps import Deps
+
+
+@dataclass(frozen=True)
+class RateLimits:
+    failed_auth: int = 20  # per client, then the client is blocked before credentials are read
+    failed_auth_period: int = 600
+    publishes: int = 10  # per user
+    publish_period: int = 60
+    requests: int = 60  # authenticated requests per client
+    request_period: int = 60
+    admin: int = 30  # admin API per client
+    admin_period: int = 60
+
+
+class RateLimitedError(RegistryError):
+    """429 with the number of seconds to wait (the HTTP ``retry-after`` header)."""
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(ErrorCode.RATE_LIMITED, message, hint=f"Retry after {retry_after} s.")
+        self.retry_after = retry_after
+
+
+def _window(deps: Deps, period: int) -> int:
+    return int(deps.now() // period)
+
+
+def _count(deps: Deps, name: str, key: str, limit: int, period: int, what: str) -> None:
+    if limit <= 0:
+        return
+    if deps.meta.hit(f"{name}:{key}", _window(deps, period)) > limit:
+        raise RateLimitedError(f"Too many {what}; slow down", retry_after=period)
+
+
+def check_auth_block(deps: Deps, client: str) -> None:
+    """Refuse a client that failed authentication too often, before reading its credentials."""
+    limits = deps.limits
+    if limits.failed_auth <= 0:
+        return
+    window = _window(deps, limits.failed_auth_period)
+    if deps.meta.count(f"auth-fail:{client}", window) >= limits.failed_auth:
+        raise RateLimitedError(
+            "Too many failed authentication attempts", retry_after=limits.failed_auth_period
+        )
+
+
+def record_failed_auth(deps: Deps, client: str) -> None:
+    if deps.limits.failed_auth > 0:
+        deps.meta.hit(f"auth-fail:{client}", _window(deps, deps.limits.failed_auth_period))
+
+
+def count_request(deps: Deps, client: str) -> None:
+    limits = deps.limits
+    _count(deps, "requests", client, limits.requests, limits.request_period, "requests")
+
+
+def count_publish(deps: Deps, user_id: int) -> None:
+    limits = deps.limits
+    _count(deps, "publish", str(user_id), limits.publishes, limits.publish_period, "publishes")
+
+
+def count_admin(deps: Deps, client: str) -> None:
+    limits = deps.limits
+    _count(deps, "admin", client, limits.admin, limits.admin_period, "admin requests")

@@ -1,0 +1,181 @@
+"""Anonymous reads: search, package, versions, version metadata, provenance, download.
+
+interfaces.md 5.2. Hidden packages leave search but stay readable and installable.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from splice_build.errors import ErrorCode, RegistryError
+from splice_build.registry.api import BUNDLE_CONTENT_TYPE, TARGZ_CONTENT_TYPE
+from splice_build.registry.db.interface import Package, Version
+from splice_build.registry.service import fields
+from splice_build.registry.service.deps import Deps
+from splice_build.registry.service.publish import download_url
+
+MAX_QUERY = 100
+DEFAULT_LIMIT = 20
+MAX_LIMIT = 100
+KINDS = ("skill", "agent")
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """Download response: the bytes plus what the HTTP headers announce."""
+
+    data: bytes
+    integrity: str
+    filename: str
+    content_type: str
+
+
+def search(deps: Deps, query: str, *, limit: str | int | None, kind: str | None) -> dict[str, Any]:
+    q = query.strip().lower()[:MAX_QUERY]
+    if kind is not None and kind not in KINDS:
+        raise fields.bad_request(f"kind must be one of: {', '.join(KINDS)}")
+    hits = deps.meta.search(q, limit=_limit(limit), kind=kind)
+    results = [
+        {
+            "name": hit.id,
+            "description": hit.description,
+            "latest": hit.latest_version,
+            "kind": hit.kind,
+        }
+        for hit in hits
+    ]
+    return {"query": q, "results": results}
+
+
+def _limit(value: str | int | None) -> int:
+    if value is None or value == "":
+        return DEFAULT_LIMIT
+    try:
+        number = int(value)
+    except ValueError as exc:
+        raise fields.bad_request("limit must be an integer") from exc
+    return max(1, min(MAX_LIMIT, number))
+
+
+def _package(deps: Deps, namespace: str, name: str) -> Package:
+    package_id = fields.package_id(namespace, name)
+    row = deps.meta.package(package_id)
+    if row is None:
+        raise RegistryError(ErrorCode.NOT_FOUND, f"Package {package_id} not found")
+    return row
+
+
+def _version(deps: Deps, namespace: str, name: str, version: str) -> tuple[Package, Version]:
+    package = _package(deps, namespace, name)
+    row = deps.meta.version(package.id, version)
+    if row is None:
+        raise RegistryError(ErrorCode.NOT_FOUND, f"Version {package.id}@{version} not found")
+    return package, row
+
+
+def package(deps: Deps, namespace: str, name: str) -> dict[str, Any]:
+    row = _package(deps, namespace, name)
+    return {
+        "name": row.id,
+        "namespace": row.namespace,
+        "description": row.description,
+        "latest": row.latest_version,
+        "versions": [
+            {"version": v.version, "publishedAt": v.published_at}
+            for v in deps.meta.versions(row.id)
+        ],
+        "createdAt": row.created_at,
+        "updatedAt": row.updated_at,
+    }
+
+
+def versions(deps: Deps, namespace: str, name: str) -> dict[str, Any]:
+    row = _package(deps, namespace, name)
+    return {
+        "name": row.id,
+        "versions": [
+            {
+                "version": v.version,
+                "publishedAt": v.published_at,
+                "integrity": v.integrity,
+                "size": v.size,
+            }
+            for v in deps.meta.versions(row.id)
+        ],
+    }
+
+
+def _filename(package: Package, row: Version) -> str:
+    legacy = row.artifact_key.endswith(".bundle.json")
+    suffix = "splice.json" if legacy else "tar.gz"
+    return f"{package.namespace}-{package.name}-{row.version}.{suffix}"
+
+
+def version(deps: Deps, namespace: str, name: str, number: str, *, base_url: str) -> dict[str, Any]:
+    package_row, row = _version(deps, namespace, name, number)
+    return {
+        "name": package_row.id,
+        "version": row.version,
+        "manifest": json.loads(row.manifest),
+        "integrity": row.integrity,
+        "size": row.size,
+        "publishedAt": row.published_at,
+        "publishedBy": row.published_by,
+        "download": download_url(base_url, package_row.namespace, package_row.name, row.version),
+        "artifact": {
+            "filename": _filename(package_row, row),
+            "backend": row.artifact_backend,
+            "url": row.artifact_url,
+        },
+        "provenance": _provenance(package_row, row),
+        "signatures": [],
+    }
+
+
+def provenance(deps: Deps, namespace: str, name: str, number: str) -> dict[str, Any]:
+    package_row, row = _version(deps, namespace, name, number)
+    return {
+        "name": package_row.id,
+        "version": row.version,
+        "provenance": _provenance(package_row, row),
+        "location": {"backend": row.artifact_backend, "url": row.artifact_url},
+    }
+
+
+def _provenance(package: Package, row: Version) -> dict[str, Any]:
+    """The recorded record, or one derived from the row for versions that predate recording."""
+    if row.provenance is not None:
+        recorded: dict[str, Any] = json.loads(row.provenance)
+        return recorded
+    legacy = row.artifact_key.endswith(".bundle.json")
+    return {
+        "schemaVersion": 1,
+        "recorded": False,
+        "registryApiVersion": None,
+        "package": package.id,
+        "version": row.version,
+        "namespace": package.namespace,
+        "publisher": {"user": row.published_by, "via": "unknown"},
+        "publishedAt": row.published_at,
+        "artifact": {
+            "integrity": row.integrity,
+            "size": row.size,
+            "format": "json-bundle" if legacy else "tar.gz",
+            "filename": _filename(package, row),
+        },
+        "manifestSha256": None,
+    }
+
+
+def download(deps: Deps, namespace: str, name: str, number: str) -> Artifact:
+    package_row, row = _version(deps, namespace, name, number)
+    data = deps.blobs.get(row.artifact_key)
+    legacy = row.artifact_key.endswith(".bundle.json")
+    return Artifact(
+        data=data,
+        integrity=row.integrity,
+        filename=_filename(package_row, row),
+        content_type=BUNDLE_CONTENT_TYPE if legacy else TARGZ_CONTENT_TYPE,
+    )

@@ -1,0 +1,144 @@
+"""``RegistryService``: one method per API route, shared by the HTTP app and the embedded client.
+
+Each method authenticates as its route requires, then delegates to the module that owns the
+rule. Errors are ``RegistryError``s with server codes; transports turn them into responses
+(``http.errors``) or client errors (``client.statuses``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from splice_build.registry.api import API_VERSION
+from splice_build.registry.blobs.interface import BlobStore
+from splice_build.registry.db.interface import MetadataStore
+from splice_build.registry.service import admin, fields, namespaces, publish, read, tokens
+from splice_build.registry.service.auth import Caller, authenticate, authenticate_admin
+from splice_build.registry.service.clock import Clock, system_clock
+from splice_build.registry.service.deps import Deps
+from splice_build.registry.service.ratelimit import RateLimits
+from splice_build.registry.service.read import Artifact
+
+ENDPOINTS = (
+    "GET /health",
+    "GET /packages/search?q=&limit=&kind=",
+    "GET /packages/:ns/:name",
+    "GET /packages/:ns/:name/versions",
+    "GET /packages/:ns/:name/:version",
+    "GET /packages/:ns/:name/:version/download",
+    "GET /packages/:ns/:name/:version/provenance",
+    "POST /publish",
+    "GET /auth/whoami",
+    "GET /auth/tokens",
+    "POST /auth/tokens",
+    "DELETE /auth/tokens/:id",
+    "GET /namespaces/:ns",
+    "PUT /namespaces/:ns/maintainers/:user",
+    "DELETE /namespaces/:ns/maintainers/:user",
+    "POST /admin/users",
+    "POST /admin/users/:name/tokens",
+    "POST /admin/tokens/:id/revoke",
+    "PUT /admin/namespaces/:ns",
+    "PUT /admin/packages/:ns/:name/hidden",
+)
+
+
+class RegistryService:
+    def __init__(
+        self,
+        meta: MetadataStore,
+        blobs: BlobStore,
+        *,
+        clock: Clock = system_clock,
+        admin_token_sha256: str | None = None,
+        limits: RateLimits | None = None,
+    ) -> None:
+        self.deps = Deps(meta, blobs, clock, admin_token_sha256, limits or RateLimits())
+
+    # -- anonymous reads --------------------------------------------------------------
+
+    def index(self) -> dict[str, Any]:
+        return {
+            "name": "splice-registry",
+            "apiVersion": API_VERSION,
+            "admin": "enabled" if self.deps.admin_token_sha256 else "disabled",
+            "endpoints": list(ENDPOINTS),
+        }
+
+    def health(self) -> dict[str, Any]:
+        return {"status": "ok", "apiVersion": API_VERSION}
+
+    def search(
+        self, query: str, *, limit: str | int | None = None, kind: str | None = None
+    ) -> dict[str, Any]:
+        return read.search(self.deps, query, limit=limit, kind=kind)
+
+    def package(self, ns: str, name: str) -> dict[str, Any]:
+        return read.package(self.deps, ns, name)
+
+    def versions(self, ns: str, name: str) -> dict[str, Any]:
+        return read.versions(self.deps, ns, name)
+
+    def version(self, ns: str, name: str, version: str, *, base_url: str) -> dict[str, Any]:
+        return read.version(self.deps, ns, name, version, base_url=base_url)
+
+    def provenance(self, ns: str, name: str, version: str) -> dict[str, Any]:
+        return read.provenance(self.deps, ns, name, version)
+
+    def download(self, ns: str, name: str, version: str) -> Artifact:
+        return read.download(self.deps, ns, name, version)
+
+    def namespace(self, ns: str) -> dict[str, Any]:
+        return namespaces.namespace_info(self.deps, ns)
+
+    # -- authenticated ----------------------------------------------------------------
+
+    def publish(self, caller: Caller, body: bytes, *, base_url: str) -> dict[str, Any]:
+        return publish.publish(self.deps, caller, body, base_url=base_url)
+
+    def whoami(self, caller: Caller) -> dict[str, Any]:
+        return tokens.whoami(self.deps, authenticate(self.deps, caller))
+
+    def tokens(self, caller: Caller) -> dict[str, Any]:
+        return tokens.list_tokens(self.deps, authenticate(self.deps, caller))
+
+    def create_token(self, caller: Caller, body: dict[str, Any]) -> dict[str, Any]:
+        return tokens.create_token(self.deps, authenticate(self.deps, caller), body)
+
+    def revoke_token(self, caller: Caller, token_id: str) -> dict[str, Any]:
+        return tokens.revoke_token(self.deps, authenticate(self.deps, caller), token_id)
+
+    def set_maintainer(self, caller: Caller, ns: str, user: str, *, add: bool) -> dict[str, Any]:
+        principal = authenticate(self.deps, caller)
+        return namespaces.set_maintainer(self.deps, principal, ns, user, add=add)
+
+    # -- admin (HTTP, behind the admin token) -----------------------------------------
+
+    def admin_create_user(self, caller: Caller, body: dict[str, Any]) -> dict[str, Any]:
+        authenticate_admin(self.deps, caller)
+        return admin.create_user(self.deps, body.get("name"))
+
+    def admin_create_token(self, caller: Caller, user: str, body: dict[str, Any]) -> dict[str, Any]:
+        authenticate_admin(self.deps, caller)
+        return admin.create_token(self.deps, user, tokens.token_request(body, allow_manage=True))
+
+    def admin_revoke_token(self, caller: Caller, token_id: str) -> dict[str, Any]:
+        authenticate_admin(self.deps, caller)
+        return admin.revoke_token(self.deps, token_id)
+
+    def admin_set_owner(self, caller: Caller, ns: str, body: dict[str, Any]) -> dict[str, Any]:
+        authenticate_admin(self.deps, caller)
+        if "owner" not in body:
+            raise fields.bad_request('Body must be {"owner": "<user>" | null}')
+        owner = body["owner"]
+        if owner is not None and not isinstance(owner, str):
+            raise fields.bad_request("owner must be a user name or null")
+        return admin.set_owner(self.deps, ns, owner)
+
+    def admin_set_hidden(
+        self, caller: Caller, ns: str, name: str, body: dict[str, Any]
+    ) -> dict[str, Any]:
+        authenticate_admin(self.deps, caller)
+        if not isinstance(body.get("hidden"), bool):
+            raise fields.bad_request('Body must be {"hidden": true | false}')
+        return admin.set_hidden(self.deps, ns, name, body["hidden"])

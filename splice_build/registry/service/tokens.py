@@ -1,0 +1,125 @@
+"""Token management: issue, list and revoke (interfaces.md 5.4, TokenInfo of 5.3).
+
+The secret exists only in the value returned by :func:`issue_token`; rows keep its hash.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from splice_build.errors import ErrorCode, RegistryError
+from splice_build.registry.db.interface import NewToken, Token, User
+from splice_build.registry.service import fields
+from splice_build.registry.service.auth import (
+    Principal,
+    new_token,
+    new_token_id,
+    require_manage,
+    token_hash,
+)
+from splice_build.registry.service.clock import iso
+from splice_build.registry.service.deps import Deps
+
+_DAY = 86_400
+
+
+@dataclass(frozen=True)
+class TokenRequest:
+    label: str = "default"
+    namespaces: tuple[str, ...] | None = None
+    expires_in_days: int | None = None
+    can_manage: bool = False
+
+
+def token_request(body: dict[str, Any], *, allow_manage: bool) -> TokenRequest:
+    return TokenRequest(
+        label=fields.label(body.get("label")),
+        namespaces=fields.scope(body.get("namespaces")),
+        expires_in_days=fields.expires_in_days(body.get("expiresInDays")),
+        can_manage=fields.boolean(body.get("canManage"), "canManage", default=True)
+        if allow_manage
+        else False,
+    )
+
+
+def token_info(token: Token, *, current: str | None = None) -> dict[str, Any]:
+    info: dict[str, Any] = {
+        "id": token.id,
+        "label": token.label,
+        "createdAt": token.created_at,
+        "lastUsedAt": token.last_used_at,
+        "expiresAt": token.expires_at,
+        "revokedAt": token.revoked_at,
+        "namespaces": list(token.namespaces) if token.namespaces is not None else None,
+        "canManage": token.can_manage,
+    }
+    if current is not None:
+        info["current"] = token.id == current
+    return info
+
+
+def issue_token(deps: Deps, user: User, request: TokenRequest) -> dict[str, Any]:
+    """Create a token; the result (CreatedTokenResponse) is the only place the secret appears."""
+    secret = new_token()
+    now = deps.now()
+    expires = iso(now + request.expires_in_days * _DAY) if request.expires_in_days else None
+    row = deps.meta.insert_token(
+        NewToken(
+            id=new_token_id(),
+            user_id=user.id,
+            token_hash=token_hash(secret),
+            label=request.label,
+            created_at=iso(now),
+            expires_at=expires,
+            namespaces=request.namespaces,
+            can_manage=request.can_manage,
+        )
+    )
+    return {**token_info(row), "token": secret, "user": user.name}
+
+
+def create_token(deps: Deps, principal: Principal, body: dict[str, Any]) -> dict[str, Any]:
+    """POST /auth/tokens: a publish-only token, never wider than the caller's scope."""
+    require_manage(principal)
+    request = token_request(body, allow_manage=False)
+    if principal.scope is not None:
+        wanted = request.namespaces if request.namespaces is not None else principal.scope
+        outside = sorted(set(wanted) - set(principal.scope))
+        if outside:
+            raise RegistryError(
+                ErrorCode.TOKEN_SCOPE,
+                "A scoped token can only create tokens within its own scope",
+                details=[f"outside scope: @{ns}" for ns in outside],
+            )
+        request = TokenRequest(request.label, tuple(sorted(wanted)), request.expires_in_days)
+    return issue_token(deps, principal.user, request)
+
+
+def list_tokens(deps: Deps, principal: Principal) -> dict[str, Any]:
+    require_manage(principal)
+    current = principal.token.id if principal.token else None
+    rows = deps.meta.tokens_of(principal.user.id)
+    return {"tokens": [token_info(row, current=current or "") for row in rows]}
+
+
+def revoke_token(deps: Deps, principal: Principal, token_id: str) -> dict[str, Any]:
+    """DELETE /auth/tokens/:id; another user's token is reported as not found."""
+    require_manage(principal)
+    row = deps.meta.token_by_id(token_id)
+    if row is None or row.user_id != principal.user.id:
+        raise RegistryError(ErrorCode.NOT_FOUND, f"Token {token_id} not found")
+    deps.meta.revoke_token(token_id, now=deps.now_iso())
+    return {"id": token_id, "revoked": True}
+
+
+def whoami(deps: Deps, principal: Principal) -> dict[str, Any]:
+    owns, maintains = deps.meta.namespaces_of(principal.user.id)
+    token = token_info(principal.token) if principal.token else None
+    return {
+        "user": principal.user.name,
+        "namespaces": sorted({*owns, *maintains}),
+        "owns": owns,
+        "maintains": maintains,
+        "token": token,
+    }

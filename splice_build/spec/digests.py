@@ -1,0 +1,54 @@
+"""Integrity strings and the files digest (interfaces.md 1.9 and 2.4).
+
+- Integrity of an artifact: ``sha256-`` + lowercase hex SHA-256 of its bytes.
+- Files digest of a package: for each file sorted by path (UTF-16 code-unit order, as
+  JavaScript sorts), the line ``<path>\\0<hex sha256 of content>\\n``; the digest is the integrity
+  string of those lines' UTF-8 bytes. It depends on file names and contents only, so a
+  ``.tar.gz`` and a legacy bundle with the same files give the same digest.
+
+Paths are encoded with ``surrogatepass``: a name read from disk that is not valid UTF-8 (Python
+keeps it as lone surrogates) still gets its own distinct line instead of an exception; a
+verified package never has such a name, so its digest never matches one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+
+INTEGRITY_PREFIX = "sha256-"
+INTEGRITY_PATTERN = re.compile(r"^sha256-[0-9a-f]{64}$")
+
+
+def sha256_hex(data: bytes) -> str:
+    """Lowercase hex SHA-256 of ``data``."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def integrity_of(data: bytes) -> str:
+    """The integrity string ``sha256-<hex>`` of artifact bytes."""
+    return INTEGRITY_PREFIX + sha256_hex(data)
+
+
+def is_integrity(text: object) -> bool:
+    """True when ``text`` is a well-formed integrity string (lowercase hex, 64 digits)."""
+    return isinstance(text, str) and INTEGRITY_PATTERN.fullmatch(text) is not None
+
+
+def _code_units(path: str) -> bytes:
+    return path.encode("utf-16-be", "surrogatepass")
+
+
+def files_digest_from_hashes(hashes: Mapping[str, str]) -> str:
+    """Files digest from ``path -> lowercase hex sha256`` (for callers that hashed while reading)."""
+    digest = hashlib.sha256()
+    for path in sorted(hashes, key=_code_units):
+        digest.update(path.encode("utf-8", "surrogatepass"))
+        digest.update(b"\0" + hashes[path].encode("ascii") + b"\n")
+    return INTEGRITY_PREFIX + digest.hexdigest()
+
+
+def files_digest(files: Mapping[str, bytes]) -> str:
+    """Files digest of ``path -> content``."""
+    return files_digest_from_hashes({path: sha256_hex(data) for path, data in files.items()})

@@ -1,0 +1,9 @@
+"""Package and archive limits (interfaces.md 1.7, 1.8, 1.9); one place for every layer."""
+
+from __future__ import annotations
+
+MAX_FILES = 500
+MAX_FILE_BYTES = 2 * 1024 * 1024  # per file
+MAX_ARCHIVE_BYTES = 5 * 1024 * 1024  # compressed artifact
+MAX_EXPANDED_BYTES = 16 * 1024 * 1024  # decompressed tar; inflation stops here
+MAX_SKILL_MD_BYTES = 256 * 1024

@@ -1,0 +1,166 @@
+"""Package ids (``@ns/name``), package references (``@ns/name@range``) and tool references.
+
+interfaces.md 1.10. A name segment is lowercase letters, digits and dashes, starting with a
+letter or digit, at most 64 characters; it has no dots because a dot separates a package
+from its tool (``example.hello``, ``@splice/example.hello``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from splice_build.errors import ErrorCode, SpecError
+from splice_build.spec.semver import Range
+from splice_build.spec.validation import js_trim
+
+_SEGMENT = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
+_TOOL_NAME = re.compile(r"[a-z][a-z0-9-]{0,63}")
+_ID_SHAPE = re.compile(r"@([^/@\s]+)/([^/@\s]+)")
+_ID_EXAMPLE = "Expected @namespace/name, e.g. @splice/example."
+_SEGMENT_RULE = "Namespace and name may only contain lowercase letters, digits and dashes."
+
+
+def is_valid_name(segment: object) -> bool:
+    """A namespace or package name segment."""
+    return isinstance(segment, str) and _SEGMENT.fullmatch(segment) is not None
+
+
+def is_valid_tool_name(name: object) -> bool:
+    """A tool name: like a segment, but it starts with a letter."""
+    return isinstance(name, str) and _TOOL_NAME.fullmatch(name) is not None
+
+
+def is_valid_package_id(text: object) -> bool:
+    """``@ns/name`` exactly, without surrounding whitespace (as in manifests)."""
+    if not isinstance(text, str):
+        return False
+    match = _ID_SHAPE.fullmatch(text)
+    return match is not None and is_valid_name(match[1]) and is_valid_name(match[2])
+
+
+@dataclass(frozen=True)
+class PackageId:
+    """``@namespace/name``; both segments are valid once constructed."""
+
+    namespace: str
+    name: str
+
+    def __post_init__(self) -> None:
+        if not (is_valid_name(self.namespace) and is_valid_name(self.name)):
+            raise SpecError(
+                ErrorCode.INVALID_NAME,
+                f"Invalid package name {_quote(f'@{self.namespace}/{self.name}')}. {_SEGMENT_RULE}",
+            )
+
+    @classmethod
+    def parse(cls, text: str) -> PackageId:
+        """Parse ``@ns/name`` (surrounding whitespace ignored); raises SpecError INVALID_NAME."""
+        match = _ID_SHAPE.fullmatch(js_trim(text)) if isinstance(text, str) else None
+        if match is None:
+            raise SpecError(
+                ErrorCode.INVALID_NAME, f"Invalid package name {_quote(text)}. {_ID_EXAMPLE}"
+            )
+        if not (is_valid_name(match[1]) and is_valid_name(match[2])):
+            raise SpecError(
+                ErrorCode.INVALID_NAME, f"Invalid package name {_quote(text)}. {_SEGMENT_RULE}"
+            )
+        return cls(match[1], match[2])
+
+    @classmethod
+    def from_parts(cls, namespace: str, name: str) -> PackageId:
+        return cls(namespace, name)
+
+    @property
+    def id(self) -> str:
+        return f"@{self.namespace}/{self.name}"
+
+    def __str__(self) -> str:
+        return self.id
+
+
+@dataclass(frozen=True)
+class PackageRef:
+    """A package and the range of versions wanted: ``@ns/name`` (``latest``) or ``@ns/name@^1.2.0``."""
+
+    package: PackageId
+    range: Range
+
+    @classmethod
+    def parse(cls, text: str) -> PackageRef:
+        """Raises SpecError INVALID_NAME (the id part) or INVALID_RANGE (after the second ``@``)."""
+        if not isinstance(text, str):
+            raise SpecError(ErrorCode.INVALID_REF, f"Invalid package reference {_quote(text)}")
+        trimmed = js_trim(text)
+        at = trimmed.find("@", 1)
+        id_part, range_text = (trimmed, "latest") if at == -1 else (trimmed[:at], trimmed[at + 1 :])
+        package = PackageId.parse(id_part)
+        try:
+            rng = Range.parse(range_text)
+        except SpecError:
+            raise SpecError(
+                ErrorCode.INVALID_RANGE,
+                f"Invalid version range {_quote(range_text)} in {_quote(text)}. "
+                "Use an exact version (1.2.3), ^1.2.3, ~1.2.3, * or latest.",
+            ) from None
+        return cls(package, rng)
+
+    def __str__(self) -> str:
+        return f"{self.package.id}@{self.range}"
+
+
+@dataclass(frozen=True)
+class ToolRef:
+    """``<package>.<tool>``: ``package`` is a short name (``example``) or an id (``@splice/example``)."""
+
+    package: str
+    tool: str
+
+    def __post_init__(self) -> None:
+        if not is_valid_tool_name(self.tool):
+            raise SpecError(ErrorCode.INVALID_REF, f"Invalid tool name {_quote(self.tool)}.")
+        if not (is_valid_name(self.package) or is_valid_package_id(self.package)):
+            raise SpecError(ErrorCode.INVALID_REF, f"Invalid package name {_quote(self.package)}.")
+
+    @classmethod
+    def parse(cls, text: str) -> ToolRef:
+        """Split at the LAST dot (tool names have none); raises SpecError INVALID_REF."""
+        trimmed = js_trim(text) if isinstance(text, str) else ""
+        dot = trimmed.rfind(".")
+        if dot <= 0 or dot == len(trimmed) - 1:
+            raise SpecError(
+                ErrorCode.INVALID_REF,
+                f"Invalid tool reference {_quote(text)}. Expected <package>.<tool>, e.g. example.hello.",
+            )
+        package, tool = trimmed[:dot], trimmed[dot + 1 :]
+        if not is_valid_tool_name(tool):
+            raise SpecError(
+                ErrorCode.INVALID_REF, f"Invalid tool name {_quote(tool)} in {_quote(text)}."
+            )
+        if not (is_valid_name(package) or is_valid_package_id(package)):
+            raise SpecError(
+                ErrorCode.INVALID_REF, f"Invalid package name {_quote(package)} in {_quote(text)}."
+            )
+        return cls(package, tool)
+
+    @property
+    def qualified(self) -> bool:
+        """True when the package is a full ``@ns/name`` id, not a short name."""
+        return self.package.startswith("@")
+
+    @property
+    def package_id(self) -> PackageId | None:
+        """The package id of a qualified reference, else None."""
+        return PackageId.parse(self.package) if self.qualified else None
+
+    @property
+    def package_name(self) -> str:
+        """The package's name segment (``example`` for both forms)."""
+        return self.package.rsplit("/", 1)[-1]
+
+    def __str__(self) -> str:
+        return f"{self.package}.{self.tool}"
+
+
+def _quote(value: object) -> str:
+    return f'"{value}"'

@@ -1,0 +1,116 @@
+"""Packing a package directory into its artifact (interfaces.md 1.8, ``packages/core/src/pack.ts``).
+
+The walk skips every name starting with ``.`` (``.git``, ``.env``, ``.DS_Store``) and every
+``node_modules``, refuses symbolic links and anything that is not a regular file or a
+directory, and stops at 500 files and at 2 MiB per file without reading further. Files are
+opened with ``O_NOFOLLOW`` so a file swapped for a link during the walk is refused too. Errors
+are SpecError(INVALID_BUNDLE) naming the path, relative to the package directory.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from splice_build.errors import ErrorCode, SpecError
+from splice_build.spec.archive import pack_archive
+from splice_build.spec.digests import integrity_of
+from splice_build.spec.entry_rules import PackageFiles, quote_path
+from splice_build.spec.limits import MAX_FILE_BYTES
+from splice_build.spec.paths import utf16_sort_key
+
+if TYPE_CHECKING:
+    from splice_build.spec.manifest import Manifest
+
+_SKIPPED_NAME = "node_modules"
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+@dataclass(frozen=True)
+class PackResult:
+    """A packed package: its validated manifest, files, artifact bytes and their integrity."""
+
+    manifest: Manifest
+    files: dict[str, bytes]
+    archive: bytes
+    integrity: str
+    size: int
+
+
+def _refuse(message: str, relative: str, reason: str) -> SpecError:
+    return SpecError(
+        ErrorCode.INVALID_BUNDLE, message, details=[f"entry {quote_path(relative)}: {reason}"]
+    )
+
+
+def _read_regular(path: Path, relative: str) -> bytes:
+    """Read at most one byte over the file limit from a regular file that is not a link."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | _NOFOLLOW)
+    except OSError as exc:
+        raise _refuse("Cannot read package file", relative, exc.strerror or str(exc)) from exc
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise _refuse("Only regular files can be packed", relative, "not a regular file")
+        return handle.read(MAX_FILE_BYTES + 1)
+
+
+def _walk(directory: Path, prefix: str, out: PackageFiles) -> None:
+    try:
+        with os.scandir(directory) as scan:
+            entries = sorted(scan, key=lambda entry: entry.name)
+    except OSError as exc:
+        raise _refuse("Cannot read package directory", prefix or ".", str(exc)) from exc
+    for entry in entries:
+        if entry.name.startswith(".") or entry.name == _SKIPPED_NAME:
+            continue
+        relative = prefix + entry.name
+        try:
+            relative.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise _refuse("File names must be valid UTF-8", relative, "invalid UTF-8") from exc
+        if entry.is_symlink():
+            raise _refuse("Symbolic links are not allowed in packages", relative, "symbolic link")
+        if entry.is_dir(follow_symlinks=False):
+            _walk(Path(entry.path), relative + "/", out)
+        elif entry.is_file(follow_symlinks=False):
+            out.add(relative, _read_regular(Path(entry.path), relative))
+        else:
+            raise _refuse("Only regular files can be packed", relative, "not a regular file")
+
+
+def collect_package_files(directory: Path) -> dict[str, bytes]:
+    """The files ``directory`` would pack, sorted by path (UTF-16 code units).
+
+    Raises SpecError(INVALID_BUNDLE) for a missing directory, a symbolic link, a special file,
+    an unreadable entry, an unsafe or non-UTF-8 name, case-insensitive duplicates, more than
+    500 files or a file over 2 MiB.
+    """
+    if not directory.is_dir():
+        raise _refuse("Not a package directory", str(directory), "not a directory")
+    collected = PackageFiles(ErrorCode.INVALID_BUNDLE)
+    _walk(directory, "", collected)
+    return {path: collected.files[path] for path in sorted(collected.files, key=utf16_sort_key)}
+
+
+def pack_directory(directory: Path) -> PackResult:
+    """Collect, validate (``validate_package_files``) and pack a package directory.
+
+    Raises SpecError: INVALID_BUNDLE from collecting or packing, and whatever
+    ``validate_package_files`` raises for an invalid package.
+    """
+    from splice_build.spec.package import validate_package_files
+
+    files = collect_package_files(directory)
+    manifest = validate_package_files(files)
+    archive = pack_archive(files)
+    return PackResult(
+        manifest=manifest,
+        files=files,
+        archive=archive,
+        integrity=integrity_of(archive),
+        size=len(archive),
+    )

@@ -1,0 +1,214 @@
+"""Permissions a package declares and a project grants (interfaces.md 1.4, seed 001).
+
+Everything is denied unless declared: ``fs.read`` / ``fs.write`` (project-relative paths, ``.``
+is the whole project, writable paths are readable too), ``network`` (lowercase host names,
+``*.example.com`` for subdomains only, ``*`` for any *public* host), ``env`` (variable names)
+and ``capabilities`` (host capabilities run by the broker, listed in
+``schemas/capabilities.json``). Lists are de-duplicated keeping the first occurrence, and
+``capabilities`` is left out of the JSON when empty so older manifests and locks serialize
+unchanged.
+
+Grants are compared by exact string per list (``ungranted``): ``*`` does not cover a named
+host and a named host does not cover ``*``; the only implication is write ⇒ read.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from splice_build.errors import ErrorCode, SpecError
+from splice_build.spec.paths import is_safe_relative_path
+from splice_build.spec.validation import SchemaValidator, compile_schema
+
+ANY_PUBLIC_HOST = "*"
+MAX_HOST_LENGTH = 253
+_LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
+_HOST_PATTERN = re.compile(rf"(?:\*\.)?{_LABEL}(?:\.{_LABEL})*")
+
+_NO_PERMISSIONS = "none (sandboxed: no file, network, environment or host capability access)"
+_ANY_HOST_LINE = "network: any public host (private, loopback and link-local addresses are blocked)"
+_CAPABILITY_NOTE = "run by Splice with the host's provider keys; the tool gets results, never keys"
+_BILLED_NOTE = " — may spend provider credits/money"
+
+
+def is_valid_host_pattern(value: str) -> bool:
+    """``*``, or a lowercase host name optionally prefixed with ``*.`` (at most 253 characters)."""
+    return value == ANY_PUBLIC_HOST or (
+        len(value) <= MAX_HOST_LENGTH and _HOST_PATTERN.fullmatch(value) is not None
+    )
+
+
+@dataclass(frozen=True)
+class Capability:
+    """One host capability of ``schemas/capabilities.json``."""
+
+    name: str
+    billed: bool
+    description: str
+
+
+@functools.cache
+def capability_catalogue() -> tuple[Capability, ...]:
+    """Every capability a package may request, in the catalogue's order (read once)."""
+    path = resources.files("splice_build").joinpath("schemas", "capabilities.json")
+    data = json.loads(path.read_text("utf-8"))
+    return tuple(
+        Capability(c["name"], bool(c["billed"]), c["description"]) for c in data["capabilities"]
+    )
+
+
+@functools.cache
+def broker_capabilities() -> frozenset[str]:
+    return frozenset(c.name for c in capability_catalogue())
+
+
+@functools.cache
+def billed_capabilities() -> frozenset[str]:
+    return frozenset(c.name for c in capability_catalogue() if c.billed)
+
+
+def __getattr__(name: str) -> Any:
+    # BROKER_CAPABILITIES / BILLED_CAPABILITIES read the catalogue on first use, not at import.
+    if name == "BROKER_CAPABILITIES":
+        return broker_capabilities()
+    if name == "BILLED_CAPABILITIES":
+        return billed_capabilities()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@functools.cache
+def _schema() -> SchemaValidator:
+    return compile_schema(
+        "permissions.schema.json",
+        formats={
+            "relative-path": is_safe_relative_path,
+            "host-pattern": is_valid_host_pattern,
+            "capability": lambda name: name in broker_capabilities(),
+        },
+    )
+
+
+@dataclass(frozen=True)
+class Permissions:
+    """Normalized permissions; build them with ``from_json`` / ``parse_into`` from JSON."""
+
+    fs_read: tuple[str, ...] = ()
+    fs_write: tuple[str, ...] = ()
+    network: tuple[str, ...] = ()
+    env: tuple[str, ...] = ()
+    capabilities: tuple[str, ...] = ()
+
+    @classmethod
+    def from_json(cls, obj: object, *, where: str = "permissions") -> Permissions:
+        """Validate and normalize; raises SpecError INVALID_MANIFEST listing every problem."""
+        errors: list[str] = []
+        permissions = cls.parse_into(obj, errors, where)
+        if errors:
+            raise SpecError(ErrorCode.INVALID_MANIFEST, f"{where} is invalid", details=errors)
+        return permissions
+
+    @classmethod
+    def parse_into(cls, obj: object, errors: list[str], where: str = "permissions") -> Permissions:
+        """Validate ``obj`` (a JSON value; an absent field is simply ``Permissions()``).
+
+        Problems are appended to ``errors`` as ``<where>.<field>: problem`` lines; the result
+        is then empty and must not be used.
+        """
+        schema = _schema()
+        variables = {"capabilities": ", ".join(c.name for c in capability_catalogue())}
+        problems = schema.check(obj, root=where, variables=variables)
+        if problems:
+            errors.extend(schema.ordered(problems))
+            return cls()
+        assert isinstance(obj, Mapping)
+        fs = obj.get("fs", {})
+        return cls(
+            fs_read=_unique(fs.get("read", ())),
+            fs_write=_unique(fs.get("write", ())),
+            network=_unique(obj.get("network", ())),
+            env=_unique(obj.get("env", ())),
+            capabilities=_unique(obj.get("capabilities", ())),
+        )
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.fs_read or self.fs_write or self.network or self.env or self.capabilities)
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"fs": {"read", "write"}, "network", "env"}`` + ``capabilities`` only when non-empty."""
+        out: dict[str, Any] = {
+            "fs": {"read": list(self.fs_read), "write": list(self.fs_write)},
+            "network": list(self.network),
+            "env": list(self.env),
+        }
+        if self.capabilities:
+            out["capabilities"] = list(self.capabilities)
+        return out
+
+    def describe(self) -> list[str]:
+        """One human line per permission (``splice info``, consent prompts)."""
+        if self.is_empty:
+            return [_NO_PERMISSIONS]
+        lines = [f"read files: {path}" for path in self.fs_read]
+        lines += [f"write files: {path}" for path in self.fs_write]
+        lines += [
+            _ANY_HOST_LINE if host == ANY_PUBLIC_HOST else f"network: {host}"
+            for host in self.network
+        ]
+        lines += [f"environment variable: {name}" for name in self.env]
+        billed = billed_capabilities()
+        lines += [
+            f"host capability: {name} ({_CAPABILITY_NOTE}){_BILLED_NOTE if name in billed else ''}"
+            for name in self.capabilities
+        ]
+        return lines
+
+
+def _unique(items: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(items))
+
+
+def ungranted(requested: Permissions, granted: Permissions) -> Permissions:
+    """What ``requested`` asks for beyond ``granted`` (empty when fully granted).
+
+    Exact string membership per list; a read is also satisfied by a granted write.
+    """
+
+    def missing(want: tuple[str, ...], *have: tuple[str, ...]) -> tuple[str, ...]:
+        held = {item for group in have for item in group}
+        return tuple(item for item in want if item not in held)
+
+    return Permissions(
+        fs_read=missing(requested.fs_read, granted.fs_read, granted.fs_write),
+        fs_write=missing(requested.fs_write, granted.fs_write),
+        network=missing(requested.network, granted.network),
+        env=missing(requested.env, granted.env),
+        capabilities=missing(requested.capabilities, granted.capabilities),
+    )
+
+
+def host_allowed(host: str, patterns: Iterable[str]) -> bool:
+    """Whether ``host`` matches a declared pattern (whether it is public is checked elsewhere).
+
+    Case-insensitive, one trailing dot ignored; ``*`` matches every host; ``*.x`` matches
+    hosts ending in ``.x`` with at least one more label, never ``x`` itself.
+    """
+    name = host.lower()
+    if name.endswith("."):
+        name = name[:-1]
+    for pattern in patterns:
+        if pattern == ANY_PUBLIC_HOST:
+            return True
+        if pattern.startswith("*."):
+            suffix = pattern[1:]
+            if name.endswith(suffix) and len(name) > len(suffix):
+                return True
+        elif name == pattern:
+            return True
+    return False

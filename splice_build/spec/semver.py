@@ -1,0 +1,220 @@
+"""Semantic versions (semver.org 2.0) and the version ranges Splice understands.
+
+interfaces.md 1.10. Ranges are deliberately few: exact ``1.2.3``, caret ``^1.2.3``, tilde
+``~1.2.3``, ``*`` and ``latest``. ``*`` and ``latest`` match stable versions only, and a
+prerelease satisfies nothing but an exact range naming it, so a prerelease is never picked
+up by accident.
+
+Comparison is semver precedence: build metadata is ignored by every comparison, ``==``
+included (``1.0.0+a == 1.0.0+b``); ``str()`` keeps it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+
+from splice_build.errors import ErrorCode, SpecError
+
+MAX_VERSION_LENGTH = 64  # interfaces.md 1.2 (manifest ``version``)
+_MAX_SAFE_INTEGER = 2**53 - 1  # the TypeScript parser rejects what a JS number cannot hold
+
+_IDENT = r"(?:0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*)"
+_VERSION = re.compile(
+    r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)"
+    rf"(?:-({_IDENT}(?:\.{_IDENT})*))?"
+    r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?"
+)
+_RANGE_HELP = "Use an exact version (1.2.3), ^1.2.3, ~1.2.3, * or latest."
+
+Identifier = str | int
+
+
+@dataclass(frozen=True, eq=False)
+class Version:
+    """A parsed semantic version; compare with ``<``, ``==``, ``max()`` by semver precedence."""
+
+    major: int
+    minor: int
+    patch: int
+    prerelease: tuple[Identifier, ...] = ()
+    build: tuple[str, ...] = ()
+
+    @classmethod
+    def parse(cls, text: str) -> Version:
+        """Parse ``text`` exactly (no trimming, no ``v`` prefix); raises SpecError INVALID_VERSION."""
+        version = _parse(text)
+        if version is None:
+            raise SpecError(
+                ErrorCode.INVALID_VERSION,
+                f"Invalid version {text!r}: expected a semantic version such as 1.2.3 or 1.2.3-beta.1",
+            )
+        return version
+
+    @property
+    def is_prerelease(self) -> bool:
+        return bool(self.prerelease)
+
+    def _key(self) -> tuple[int, int, int, tuple[tuple[int, int | str], ...]]:
+        # A release sorts after all of its prereleases; numeric identifiers sort before
+        # alphanumeric ones; a shorter prerelease sorts first when it is a prefix.
+        if not self.prerelease:
+            return (self.major, self.minor, self.patch, ((1, 0),))
+        ids = tuple((0, i) if isinstance(i, int) else (1, i) for i in self.prerelease)
+        return (self.major, self.minor, self.patch, ((0, 0), *ids))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Version):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __lt__(self, other: Version) -> bool:
+        if not isinstance(other, Version):
+            return NotImplemented
+        return self._key() < other._key()
+
+    def __le__(self, other: Version) -> bool:
+        if not isinstance(other, Version):
+            return NotImplemented
+        return self._key() <= other._key()
+
+    def __gt__(self, other: Version) -> bool:
+        if not isinstance(other, Version):
+            return NotImplemented
+        return self._key() > other._key()
+
+    def __ge__(self, other: Version) -> bool:
+        if not isinstance(other, Version):
+            return NotImplemented
+        return self._key() >= other._key()
+
+    def __str__(self) -> str:
+        text = f"{self.major}.{self.minor}.{self.patch}"
+        if self.prerelease:
+            text += "-" + ".".join(str(i) for i in self.prerelease)
+        if self.build:
+            text += "+" + ".".join(self.build)
+        return text
+
+
+def _parse(text: object) -> Version | None:
+    if not isinstance(text, str) or len(text) > MAX_VERSION_LENGTH:
+        return None
+    match = _VERSION.fullmatch(text)
+    if match is None:
+        return None
+    major, minor, patch = (int(match.group(i)) for i in (1, 2, 3))
+    if max(major, minor, patch) > _MAX_SAFE_INTEGER:
+        return None
+    prerelease = tuple(
+        int(part) if part.isdigit() else part
+        for part in (match.group(4).split(".") if match.group(4) else ())
+    )
+    build = tuple(match.group(5).split(".")) if match.group(5) else ()
+    return Version(major, minor, patch, prerelease, build)
+
+
+def is_valid_version(text: object) -> bool:
+    return _parse(text) is not None
+
+
+class RangeKind(StrEnum):
+    LATEST = "latest"
+    ANY = "*"
+    EXACT = "exact"
+    CARET = "^"
+    TILDE = "~"
+
+
+@dataclass(frozen=True)
+class Range:
+    """A version range as written in splice.json, a package ref or ``dependencies``."""
+
+    text: str
+    kind: RangeKind
+    base: Version | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> Range:
+        """Parse ``text`` exactly; raises SpecError INVALID_RANGE."""
+        rng = _parse_range(text)
+        if rng is None:
+            raise SpecError(
+                ErrorCode.INVALID_RANGE, f"Invalid version range {text!r}. {_RANGE_HELP}"
+            )
+        return rng
+
+    @property
+    def is_exact(self) -> bool:
+        return self.kind is RangeKind.EXACT
+
+    def satisfies(self, version: Version) -> bool:
+        if self.kind in (RangeKind.LATEST, RangeKind.ANY):
+            return not version.is_prerelease
+        base = self.base
+        assert base is not None, "BUG: a version range without a base version"
+        if self.kind is RangeKind.EXACT:
+            return version == base
+        if version.is_prerelease or version < base:
+            return False
+        if self.kind is RangeKind.TILDE:
+            return (version.major, version.minor) == (base.major, base.minor)
+        # Caret: changes may not touch the left-most non-zero component.
+        if base.major > 0:
+            return version.major == base.major
+        if base.minor > 0:
+            return version.major == 0 and version.minor == base.minor
+        return (version.major, version.minor, version.patch) == (0, 0, base.patch)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _parse_range(text: object) -> Range | None:
+    if not isinstance(text, str):
+        return None
+    if text == "latest":
+        return Range(text, RangeKind.LATEST)
+    if text == "*":
+        return Range(text, RangeKind.ANY)
+    kind = {"^": RangeKind.CARET, "~": RangeKind.TILDE}.get(text[:1], RangeKind.EXACT)
+    base = _parse(text if kind is RangeKind.EXACT else text[1:])
+    return None if base is None else Range(text, kind, base)
+
+
+def is_valid_range(text: object) -> bool:
+    return _parse_range(text) is not None
+
+
+def _versions(versions: Iterable[str | Version]) -> Iterable[Version]:
+    """Parsed versions; strings that are not versions are skipped (they match no range)."""
+    for item in versions:
+        version = item if isinstance(item, Version) else _parse(item)
+        if version is not None:
+            yield version
+
+
+def max_satisfying(versions: Iterable[str | Version], rng: Range) -> Version | None:
+    """The highest version in ``versions`` that ``rng`` accepts (first one wins a tie)."""
+    best: Version | None = None
+    for version in _versions(versions):
+        if rng.satisfies(version) and (best is None or version > best):
+            best = version
+    return best
+
+
+def latest_version(versions: Iterable[str | Version]) -> Version | None:
+    """The highest stable version, else the highest prerelease, else None."""
+    best_stable: Version | None = None
+    best_any: Version | None = None
+    for version in _versions(versions):
+        if best_any is None or version > best_any:
+            best_any = version
+        if not version.is_prerelease and (best_stable is None or version > best_stable):
+            best_stable = version
+    return best_stable if best_stable is not None else best_any

@@ -1,0 +1,272 @@
+"""JSON Schema validation of the files in ``splice_build/schemas/``, with JavaScript semantics.
+
+The schemas say the structure; this module makes a compiled validator agree with the
+TypeScript Splice where a stock validator would not, and turns its errors into the
+``field: problem`` lines of interfaces.md 1.2:
+
+- ``maxLength`` / ``minLength`` count UTF-16 code units (JavaScript ``String.length``);
+- ``pattern`` is ECMAScript-like: a final ``$`` matches only at the very end (Python's also
+  matches before a trailing newline) and ``\\d``/``\\w`` are ASCII;
+- ``nonBlank`` (our keyword) rejects strings that are empty after JavaScript's ``trim()``;
+- ``required`` and ``additionalProperties: false`` report one error per property, at that
+  property's path, in the instance's key order;
+- ``format`` names are checked by predicates the owning module passes in (an unknown format in
+  a schema is a bug, not a silent pass);
+- ``x-messages`` (our annotation) maps a keyword, or ``*`` for any, to a message template
+  using ``$path``, ``$parent``, ``$key``, ``$value``, ``$limit`` and caller variables.
+
+When a field has a ``type``, ``required`` or ``nonBlank`` error, its other errors are dropped
+(one clear message per field). jsonschema is imported on the first compile, never at import.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from importlib import resources
+from string import Template
+from typing import Any
+
+from splice_build.spec.paths import utf16_len
+
+PathElement = str | int
+Predicate = Callable[[str], bool]
+
+# ECMA-262 WhiteSpace and LineTerminator code points: what String.prototype.trim() removes.
+_JS_WHITESPACE = (
+    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
+    "\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+_SUPERSEDING = frozenset({"type", "required", "nonBlank"})
+
+
+def js_trim(text: str) -> str:
+    """``text.trim()`` as JavaScript does it (Python's ``strip()`` uses another whitespace set)."""
+    return text.strip(_JS_WHITESPACE)
+
+
+def is_blank(text: str) -> bool:
+    return not js_trim(text)
+
+
+def js_literal(value: object) -> str:
+    """``JSON.stringify(value)`` for a message (integral floats print as integers)."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return "null"
+        if value.is_integer() and abs(value) < 1e21:
+            return str(int(value))
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return str(value)
+
+
+def format_path(root: str, path: Iterable[PathElement]) -> str:
+    """``root`` + ``.key`` / ``[index]`` steps, the way error messages name a field."""
+    out = root
+    for element in path:
+        if isinstance(element, int):
+            out += f"[{element}]"
+        else:
+            out = f"{out}.{element}" if out else element
+    return out
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One rendered message and the instance path it is about (used to order messages)."""
+
+    path: tuple[PathElement, ...]
+    message: str
+
+
+@functools.cache
+def load_schema(filename: str) -> Mapping[str, Any]:
+    """A schema from ``splice_build/schemas/`` (read once; treat the result as read-only)."""
+    text = resources.files("splice_build").joinpath("schemas", filename).read_text("utf-8")
+    return json.loads(text)
+
+
+class SchemaValidator:
+    """A compiled schema: ``check()`` an instance, then ``ordered()`` lines for people."""
+
+    def __init__(self, schema: Mapping[str, Any], validator: Any) -> None:
+        self.schema = schema
+        self._validator = validator
+
+    def check(
+        self,
+        instance: object,
+        *,
+        root: str = "",
+        variables: Mapping[str, str] | None = None,
+    ) -> list[Problem]:
+        """Every schema problem of ``instance``; paths in messages start at ``root``."""
+        raw = [
+            (tuple(error.absolute_path), error.validator, error)
+            for error in self._validator.iter_errors(instance)
+        ]
+        superseded = {path for path, keyword, _ in raw if keyword in _SUPERSEDING}
+        problems = []
+        for path, keyword, error in raw:
+            if path in superseded and keyword not in _SUPERSEDING:
+                continue
+            problems.append(Problem(path, self._render(error, keyword, path, root, variables)))
+        return problems
+
+    def ordered(self, problems: Iterable[Problem]) -> list[str]:
+        """Messages in the schema's field order (stable otherwise), duplicates removed."""
+        lines = [p.message for p in sorted(problems, key=lambda p: self._order_key(p.path))]
+        return list(dict.fromkeys(lines))
+
+    def _render(
+        self,
+        error: Any,
+        keyword: str,
+        path: tuple[PathElement, ...],
+        root: str,
+        variables: Mapping[str, str] | None,
+    ) -> str:
+        if keyword == "required":
+            owner = self._resolve(error.schema.get("properties", {}).get(path[-1], {}))
+        else:
+            owner = error.schema
+        messages = owner.get("x-messages", {}) if isinstance(owner, Mapping) else {}
+        template = messages.get(keyword, messages.get("*"))
+        where = format_path(root, path)
+        if template is None:
+            return f"{where}: {error.message}"
+        values = {
+            "path": where,
+            "parent": format_path(root, path[:-1]),
+            "key": str(path[-1]) if path else "",
+            "value": js_literal(error.instance),
+            "limit": js_literal(error.validator_value),
+            **(variables or {}),
+        }
+        return Template(template).substitute(values)
+
+    def _resolve(self, schema: Any) -> Any:
+        """Follow a local ``#/...`` reference (the only kind our schemas use)."""
+        while isinstance(schema, Mapping) and str(schema.get("$ref", "")).startswith("#/"):
+            node: Any = self.schema
+            for part in schema["$ref"][2:].split("/"):
+                node = node[part]
+            schema = node
+        return schema
+
+    def _order_key(self, path: tuple[PathElement, ...]) -> tuple[int, ...]:
+        key: list[int] = []
+        node = self._resolve(self.schema)
+        for element in path:
+            if isinstance(element, int):
+                key.append(element)
+                node = self._resolve(node.get("items", {}) if isinstance(node, Mapping) else {})
+                continue
+            properties = node.get("properties", {}) if isinstance(node, Mapping) else {}
+            names = list(properties)
+            key.append(names.index(element) if element in names else -1)
+            node = self._resolve(properties.get(element, {}))
+        return tuple(key)
+
+
+def compile_schema(
+    filename: str, *, formats: Mapping[str, Predicate] | None = None
+) -> SchemaValidator:
+    """Compile a schema file with our keywords and the given ``format`` predicates.
+
+    Callers keep the result in a module-level cache; compiling costs the jsonschema import.
+    """
+    from jsonschema import FormatChecker
+
+    formats = dict(formats or {})
+    schema = load_schema(filename)
+    missing = _format_names(schema) - formats.keys()
+    assert not missing, f"BUG: {filename} uses formats without a predicate: {sorted(missing)}"
+    checker = FormatChecker(formats=())
+    for name, predicate in formats.items():
+        checker.checks(name)(_strings_only(predicate))
+    return SchemaValidator(schema, _validator_class()(schema, format_checker=checker))
+
+
+def _strings_only(predicate: Predicate) -> Callable[[object], bool]:
+    # A format says nothing about non-strings; ``type`` reports those.
+    return lambda instance: not isinstance(instance, str) or predicate(instance)
+
+
+def _format_names(schema: object) -> set[str]:
+    found: set[str] = set()
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Mapping):
+            if isinstance(node.get("format"), str):
+                found.add(node["format"])
+            stack.extend(v for k, v in node.items() if k != "x-messages")
+        elif isinstance(node, list):
+            stack.extend(node)
+    return found
+
+
+@functools.cache
+def _js_regex(pattern: str) -> re.Pattern[str]:
+    if pattern.endswith("$") and not pattern.endswith("\\$"):
+        pattern = pattern[:-1] + r"\Z"
+    return re.compile(pattern, re.ASCII)
+
+
+@functools.cache
+def _validator_class() -> Any:
+    from jsonschema import Draft202012Validator, ValidationError, validators
+
+    def max_length(validator: Any, limit: int, instance: Any, schema: Any) -> Iterable[Any]:
+        if validator.is_type(instance, "string") and utf16_len(instance) > limit:
+            yield ValidationError(f"is longer than {limit} UTF-16 code units")
+
+    def min_length(validator: Any, limit: int, instance: Any, schema: Any) -> Iterable[Any]:
+        if validator.is_type(instance, "string") and utf16_len(instance) < limit:
+            yield ValidationError(f"is shorter than {limit} UTF-16 code units")
+
+    def pattern(validator: Any, regex: str, instance: Any, schema: Any) -> Iterable[Any]:
+        if validator.is_type(instance, "string") and not _js_regex(regex).search(instance):
+            yield ValidationError(f"does not match {regex!r}")
+
+    def non_blank(validator: Any, enabled: bool, instance: Any, schema: Any) -> Iterable[Any]:
+        if enabled and validator.is_type(instance, "string") and is_blank(instance):
+            yield ValidationError("must not be blank")
+
+    def required(validator: Any, names: list[str], instance: Any, schema: Any) -> Iterable[Any]:
+        if validator.is_type(instance, "object"):
+            for name in names:
+                if name not in instance:
+                    yield ValidationError("is required", path=[name])
+
+    def additional(validator: Any, allowed: Any, instance: Any, schema: Any) -> Iterable[Any]:
+        if not validator.is_type(instance, "object"):
+            return
+        known = schema.get("properties", {})
+        patterns = [_js_regex(p) for p in schema.get("patternProperties", {})]
+        for key in instance:
+            if key in known or any(p.search(key) for p in patterns):
+                continue
+            if allowed is False:
+                yield ValidationError("is not allowed", path=[key])
+            elif isinstance(allowed, Mapping):
+                yield from validator.descend(instance[key], allowed, path=key)
+
+    return validators.extend(
+        Draft202012Validator,
+        {
+            "maxLength": max_length,
+            "minLength": min_length,
+            "pattern": pattern,
+            "nonBlank": non_blank,
+            "required": required,
+            "additionalProperties": additional,
+        },
+    )

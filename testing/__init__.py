@@ -1,0 +1,1 @@
+"""Importable test helpers (pre-commit's testing/ package): real binaries, real files."""

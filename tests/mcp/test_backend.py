@@ -1,0 +1,90 @@
+"""The installed-skills backend over a real project (SDK ``Splice``, real Node), in-process."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from splice_build.mcp.backend import INSTRUCTIONS, InstalledBackend
+from splice_build.mcp.interface import ServerInfo
+from splice_build.mcp.protocol import Server, Session
+
+pytestmark = pytest.mark.node
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> tuple[Server, Path]:
+    from splice_build.project.project_file import init_project
+    from splice_build.sdk import Splice
+
+    root, _created = init_project(tmp_path / "project")
+    splice = Splice(root, home=Path(os.environ["SPLICE_HOME"]))
+    splice.add(["@splice/example", "@splice/json"])
+    return Server(InstalledBackend(splice), ServerInfo(instructions=INSTRUCTIONS)), root
+
+
+def ask(server: Server, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    response = server.handle(
+        {"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}}, Session()
+    )
+    assert response is not None
+    return response
+
+
+def tool_names(server: Server) -> list[str]:
+    return [tool["name"] for tool in ask(server, "tools/list")["result"]["tools"]]
+
+
+def test_lists_calls_and_validates(server: tuple[Server, Path]) -> None:
+    srv, _root = server
+    assert tool_names(srv) == [
+        "splice_example_hello",
+        "splice_example_stats",
+        "splice_json_parse",
+        "splice_json_stringify",
+        "splice_json_pick",
+    ]
+    ok = ask(srv, "tools/call", {"name": "splice_example_hello", "arguments": {"name": "Ada"}})
+    assert ok["result"]["structuredContent"] == {"message": "Hello, Ada."}
+    bad = ask(srv, "tools/call", {"name": "splice_example_hello", "arguments": {"name": 5}})[
+        "result"
+    ]
+    assert bad["isError"] is True
+    assert bad["content"][0]["text"] == (
+        "INVALID_INPUT: Invalid input for @splice/example.hello\n- input.name: expected string, got number"
+    )
+    for name in ("hello", "example.hello", "@splice/example.hello", "splice_nope_x"):
+        err = ask(srv, "tools/call", {"name": name, "arguments": {"name": "x"}})["error"]
+        assert err == {"code": -32602, "message": f"Unknown tool: {name}"}
+
+
+def test_modified_package_is_hidden_and_refused(server: tuple[Server, Path]) -> None:
+    srv, root = server
+    entry = root / ".splice/packages/@splice/example/tools/hello.js"
+    entry.write_text(entry.read_text() + "\n// tampered\n")
+    assert tool_names(srv) == ["splice_json_parse", "splice_json_stringify", "splice_json_pick"]
+    refused = ask(srv, "tools/call", {"name": "splice_example_hello", "arguments": {"name": "Ada"}})
+    text = refused["result"]["content"][0]["text"]
+    assert refused["result"]["isError"] is True
+    assert text.startswith("INSTALLED_PACKAGE_MODIFIED: ")
+    assert str(root) not in text and os.path.realpath(root) not in text
+    parsed = ask(srv, "tools/call", {"name": "splice_json_parse", "arguments": {"text": "[1]"}})
+    assert parsed["result"]["isError"] is False
+    uris = [r["uri"] for r in ask(srv, "resources/list")["result"]["resources"]]
+    assert uris == ["splice://packages/@splice/json/SKILL.md"]
+    gone = ask(srv, "resources/read", {"uri": "splice://packages/@splice/example/SKILL.md"})
+    assert gone["error"]["code"] == -32002
+
+
+def test_skill_md_resources(server: tuple[Server, Path]) -> None:
+    srv, root = server
+    read = ask(srv, "resources/read", {"uri": "splice://packages/@splice/example/SKILL.md"})
+    skill = (root / ".splice/packages/@splice/example/SKILL.md").read_text(encoding="utf-8")
+    assert read["result"]["contents"][0]["text"] == skill
+    traversal = ask(
+        srv, "resources/read", {"uri": "splice://packages/@splice/example/../json/SKILL.md"}
+    )
+    assert traversal["error"]["code"] == -32002

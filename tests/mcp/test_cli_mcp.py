@@ -1,0 +1,39 @@
+"""`splice mcp` command-line checks (the real console script)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from testing.cli import run_splice
+
+
+@pytest.mark.parametrize(
+    "args", [["--host", "0.0.0.0"], ["--port", "9000"], ["--http", "--port", "70000"]]
+)
+def test_host_and_port_need_http(tmp_path: Path, args: list[str]) -> None:
+    completed = run_splice("mcp", *args, cwd=tmp_path, env={"SPLICE_MCP_TOKEN": "t" * 32})
+    assert completed.code == 2
+    assert "error:" in completed.stderr
+
+
+@pytest.mark.parametrize("token", [None, "", "short-token"])
+def test_http_needs_a_long_token(tmp_path: Path, token: str | None) -> None:
+    env = {} if token is None else {"SPLICE_MCP_TOKEN": token}
+    completed = run_splice("mcp", "--http", "--port", "0", cwd=tmp_path, env=env)
+    assert completed.code == 2
+    assert "SPLICE_MCP_TOKEN" in completed.stderr
+    assert completed.stdout == ""
+
+
+def test_outside_a_project(tmp_path: Path) -> None:
+    completed = run_splice("mcp", cwd=tmp_path)
+    assert completed.code == 1
+    assert "splice.json" in completed.stderr
+
+
+def test_data_tools_explain_what_is_missing(tmp_path: Path) -> None:
+    completed = run_splice("mcp", "--data", cwd=tmp_path)
+    assert completed.code == 1
+    assert "broker" in completed.stderr

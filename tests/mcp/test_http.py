@@ -1,0 +1,198 @@
+"""Streamable HTTP: the official SDK client, and every refusal of interfaces.md 6.4."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+import pytest
+
+from splice_build.errors import UsageError
+from splice_build.mcp.transport.http import MAX_BODY_BYTES, token_digest
+from testing.mcp_clients import (
+    DEMO_TOKEN,
+    child_env,
+    demo_argv,
+    free_port,
+    http_server,
+    sdk_http,
+)
+
+AUTH = {"Authorization": f"Bearer {DEMO_TOKEN}"}
+JSON = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+PING = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
+
+
+@pytest.fixture(scope="module")
+def url() -> Iterator[str]:
+    with http_server(demo_argv("http", str(free_port())), env=child_env()) as (address, _process):
+        yield address
+
+
+def post(
+    url: str,
+    body: bytes = PING,
+    headers: dict[str, str] | None = None,
+    *,
+    method: str = "POST",
+    path: str | None = None,
+) -> tuple[int, dict[str, str], Any]:
+    parts = urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=20)
+    try:
+        connection.request(
+            method, path or parts.path, body=body, headers=headers or {**AUTH, **JSON}
+        )
+        response = connection.getresponse()
+        data = response.read()
+        lowered = {key.lower(): value for key, value in response.getheaders()}
+        parsed = json.loads(data) if data and "json" in lowered.get("content-type", "") else data
+        return response.status, lowered, parsed
+    finally:
+        connection.close()
+
+
+def test_sdk_client_lists_calls_and_reads(url: str) -> None:
+    async def scenario() -> None:
+        async with sdk_http(url, DEMO_TOKEN) as session:
+            tools = await session.list_tools()
+            assert "demo_echo_echo" in [tool.name for tool in tools.tools]
+            called = await session.call_tool("demo_echo_echo", {"text": "over http"})
+            assert called.structured_content == {"echo": {"text": "over http"}}
+            failed = await session.call_tool("demo_echo_fail", {})
+            assert failed.is_error
+            assert failed.content[0].text.startswith("INVALID_INPUT: ")
+            read = await session.read_resource("splice://packages/@demo/echo/SKILL.md")
+            assert read.contents[0].text.startswith("# Echo")
+
+    anyio.run(scenario)
+
+
+def test_ping_and_initialize(url: str) -> None:
+    assert post(url)[0:3:2] == (200, {"jsonrpc": "2.0", "id": 1, "result": {}})
+    init = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18"},
+        }
+    ).encode()
+    status, _headers, body = post(url, init)
+    assert status == 200
+    assert body["result"]["protocolVersion"] == "2025-06-18"
+
+
+@pytest.mark.parametrize(
+    "authorization",
+    [None, "Bearer wrong-token-0123456789abcdefghij", f"Basic {DEMO_TOKEN}", DEMO_TOKEN, "Bearer "],
+)
+def test_missing_or_wrong_token_is_401(url: str, authorization: str | None) -> None:
+    headers = dict(JSON)
+    if authorization is not None:
+        headers["Authorization"] = authorization
+    status, response_headers, body = post(url, headers=headers)
+    assert status == 401
+    assert response_headers["www-authenticate"] == 'Bearer realm="splice-mcp"'
+    assert body == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32001, "message": "Unauthorized"},
+    }
+
+
+@pytest.mark.parametrize(
+    "origin", ["http://localhost", "http://127.0.0.1:8788", "null", "https://evil.example"]
+)
+def test_any_origin_is_403(url: str, origin: str) -> None:
+    status, _headers, body = post(url, headers={**AUTH, **JSON, "Origin": origin})
+    assert status == 403
+    assert body["error"]["code"] == -32600
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE", "PUT"])
+def test_only_post_is_allowed(url: str, method: str) -> None:
+    status, headers, _body = post(url, b"", method=method)
+    assert status == 405
+    assert headers["allow"] == "POST"
+
+
+def test_content_type_accept_and_protocol_header(url: str) -> None:
+    assert post(url, headers={**AUTH, "Content-Type": "text/plain"})[0] == 415
+    assert post(url, headers={**AUTH})[0] == 415
+    assert post(url, headers={**AUTH, **JSON, "Accept": "text/html"})[0] == 406
+    assert post(url, headers={**AUTH, "Content-Type": "application/json"})[0] == 200  # no Accept
+    assert post(url, headers={**AUTH, **JSON, "Accept": "*/*"})[0] == 200
+    status, _headers, body = post(
+        url, headers={**AUTH, **JSON, "mcp-protocol-version": "1999-01-01"}
+    )
+    assert status == 400
+    assert body["error"]["code"] == -32600
+    assert post(url, headers={**AUTH, **JSON, "mcp-protocol-version": "2025-11-25"})[0] == 200
+
+
+def test_parse_errors_batches_and_notifications(url: str) -> None:
+    status, _headers, body = post(url, b"{oops")
+    assert (status, body["error"]["code"]) == (400, -32700)
+    status, _headers, body = post(url, b"[]")
+    assert (status, body["error"]["code"]) == (400, -32600)
+    batch = [
+        {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "nope"},
+    ]
+    status, _headers, body = post(url, json.dumps(batch).encode())
+    assert status == 200
+    assert [answer["id"] for answer in body] == [1, 2]
+    assert body[1]["error"]["code"] == -32601
+    note = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()
+    status, _headers, body = post(url, note)
+    assert (status, body) == (202, b"")
+    status, _headers, body = post(url, json.dumps([json.loads(note)]).encode())
+    assert status == 202
+
+
+def test_other_paths_are_404(url: str) -> None:
+    assert post(url, path="/")[0] == 404
+    assert post(url, path="/mcp/")[0] == 404
+    assert post(url, path="/mcpx")[0] == 404
+
+
+def test_oversized_body_is_413_without_reading_it(url: str) -> None:
+    parts = urlsplit(url)
+    # Declared too large: the answer arrives although not one byte of the body was sent.
+    with socket.create_connection((parts.hostname, parts.port), timeout=10) as sock:
+        head = (
+            f"POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {DEMO_TOKEN}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {50 * MAX_BODY_BYTES}\r\n\r\n"
+        )
+        sock.sendall(head.encode())
+        reply = sock.recv(65536).decode()
+    assert reply.startswith("HTTP/1.1 413")
+    # Chunked, no length: refused once the streamed body passes the limit, before it ends.
+    with socket.create_connection((parts.hostname, parts.port), timeout=10) as sock:
+        head = (
+            f"POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {DEMO_TOKEN}\r\n"
+            "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+        )
+        sock.sendall(head.encode())
+        chunk = b"x" * (64 * 1024)
+        for _ in range(MAX_BODY_BYTES // len(chunk) + 2):
+            sock.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        reply = sock.recv(65536).decode()  # the terminating chunk was never sent
+    assert reply.startswith("HTTP/1.1 413")
+    # Exactly at the limit is fine (it is a parse error, not a size error).
+    status, _headers, _body = post(url, b" " * (MAX_BODY_BYTES - len(PING)) + PING)
+    assert status == 200
+
+
+def test_token_must_be_long_enough() -> None:
+    for weak in (None, "", "x" * 23):
+        with pytest.raises(UsageError):
+            token_digest(weak)
+    assert len(token_digest("x" * 24)) == 32

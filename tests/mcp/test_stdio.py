@@ -1,0 +1,201 @@
+"""stdio framing and behaviour: unit tests of the line splitter, then a real server process."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from splice_build.mcp.transport.stdio import OVERSIZE, iter_lines, utf16_units
+from testing.mcp_clients import LineClient, child_env, demo_argv, rss_kib, sdk_stdio
+
+MIB = 1024 * 1024
+
+
+class Trickle(io.RawIOBase):
+    """A stream that hands out at most ``step`` bytes per read, like a pipe."""
+
+    def __init__(self, data: bytes, step: int) -> None:
+        self._data = data
+        self._step = step
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        chunk = self._data[
+            self._pos : self._pos + min(self._step, size if size > 0 else self._step)
+        ]
+        self._pos += len(chunk)
+        return chunk
+
+
+@given(st.text())
+def test_utf16_units_matches_javascript_length(text: str) -> None:
+    data = text.encode("utf-8", "surrogatepass")
+    assert utf16_units(data) == len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+@pytest.mark.parametrize("step", [1, 3, 7, 64 * 1024])
+def test_lines_split_across_reads_and_oversize_discarded(step: int) -> None:
+    data = b'{"a":1}\n' + b"x" * 50 + b"\n" + "é€😀".encode() + b"\nlast"
+    lines = list(iter_lines(Trickle(data, step), limit=20))
+    assert lines == [b'{"a":1}', OVERSIZE, "é€😀".encode(), b"last"]
+
+
+def test_limit_counts_utf16_units_not_bytes() -> None:
+    # 10 x "€" is 30 bytes but 10 UTF-16 units; 6 x "😀" is 24 bytes and 12 units.
+    data = "€".encode() * 10 + b"\n" + "😀".encode() * 6 + b"\n"
+    assert list(iter_lines(io.BytesIO(data), limit=11)) == ["€".encode() * 10, OVERSIZE]
+
+
+def test_oversize_line_at_end_of_stream() -> None:
+    assert list(iter_lines(io.BytesIO(b"y" * 100), limit=10)) == [OVERSIZE]
+
+
+# -- the real process ------------------------------------------------------------------------
+def initialize(client: LineClient) -> None:
+    client.request(
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18"},
+        }
+    )
+    assert client.receive()["result"]["protocolVersion"] == "2025-06-18"
+
+
+@pytest.fixture
+def client() -> Any:
+    line_client = LineClient(demo_argv("stdio"), env=child_env())
+    yield line_client
+    if line_client.process.poll() is None:
+        line_client.process.kill()
+        line_client.process.wait()
+
+
+def test_bom_crlf_blank_lines_and_parse_errors(client: LineClient) -> None:
+    client.send(b'\xef\xbb\xbf{"jsonrpc":"2.0","id":1,"method":"ping"}\r\n')
+    assert client.receive() == {"jsonrpc": "2.0", "id": 1, "result": {}}
+    client.send(b"\n\r\n   \n")
+    client.send(b"{not json\n")
+    assert client.receive() == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32700, "message": "Parse error"},
+    }
+    client.send(b"[1]\n")
+    assert client.receive()["error"]["code"] == -32600
+    client.send(b'{"jsonrpc":"2.0","id":2,"method":"ping"}')  # no newline before EOF
+    code, _out, stderr = client.close()
+    assert code == 0
+    assert "Traceback" not in stderr
+
+
+def test_five_mib_line_never_executes_and_memory_stays_flat(
+    client: LineClient, tmp_path: Path
+) -> None:
+    initialize(client)
+    marker = tmp_path / "executed"
+    # Warm up: one normal call so lazy imports and allocator pools are in place.
+    client.request(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "demo_echo_echo", "arguments": {"text": "x" * 100_000}},
+        }
+    )
+    assert client.receive()["result"]["isError"] is False
+    time.sleep(0.2)
+    before = rss_kib(client.process.pid)
+    huge = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {
+                "name": "demo_echo_marker",
+                "arguments": {"path": str(marker), "pad": "p" * (5 * MIB)},
+            },
+        }
+    ).encode()
+    peak = before
+    for start in range(0, len(huge), MIB // 4):
+        client.send(huge[start : start + MIB // 4])
+        peak = max(peak, rss_kib(client.process.pid))
+    client.send(b"\n")
+    assert client.receive() == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32600, "message": "Message too large"},
+    }
+    after = rss_kib(client.process.pid)
+    client.request({"jsonrpc": "2.0", "id": 3, "method": "ping"})
+    assert client.receive()["id"] == 3
+    assert not marker.exists()
+    # The server holds at most one line's limit (4 MiB) while the 5 MiB line streams past,
+    # and gives it back once the line is dropped.
+    assert peak - before < 5 * 1024, (before, peak, after)  # less than the line itself
+    assert after - before < 2 * 1024, (before, peak, after)
+    code, _out, stderr = client.close()
+    assert code == 0
+    assert "[splice mcp] discarded a message longer than" in stderr
+
+
+def test_stdout_carries_protocol_only(client: LineClient) -> None:
+    initialize(client)
+    client.request({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    client.request(
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "demo_echo_fail"}}
+    )
+    _code, out, _err = client.close()
+    lines = out.decode().splitlines()
+    assert sorted(json.loads(line)["id"] for line in lines) == [1, 2]
+
+
+def test_sdk_client_over_stdio() -> None:
+    async def scenario() -> None:
+        async with sdk_stdio(demo_argv("stdio"), env=child_env()) as session:
+            tools = await session.list_tools()
+            assert "demo_echo_echo" in [tool.name for tool in tools.tools]
+            called = await session.call_tool("demo_echo_echo", {"text": "hi"})
+            assert called.structured_content == {"echo": {"text": "hi"}}
+            refused = await session.call_tool("demo_broken_run", {})
+            assert refused.is_error
+            assert refused.content[0].text.startswith("INSTALLED_PACKAGE_MODIFIED: ")
+            resources = await session.list_resources()
+            read = await session.read_resource(resources.resources[0].uri)
+            assert read.contents[0].text == "# Echo\n\nEchoes.\n"
+
+    anyio.run(scenario)
+
+
+def test_fifty_concurrent_calls() -> None:
+    async def scenario() -> float:
+        async with sdk_stdio(demo_argv("stdio"), env=child_env()) as session:
+            results: dict[int, Any] = {}
+
+            async def one(index: int) -> None:
+                answer = await session.call_tool("demo_echo_sleep", {"ms": 300, "id": index})
+                results[index] = answer.structured_content
+
+            started = time.perf_counter()
+            async with anyio.create_task_group() as group:
+                for index in range(50):
+                    group.start_soon(one, index)
+            elapsed = time.perf_counter() - started
+            assert results == {index: {"slept": 300, "id": index} for index in range(50)}
+            return elapsed
+
+    elapsed = anyio.run(scenario)
+    assert elapsed < 50 * 0.3 / 4  # handled concurrently, not one after another

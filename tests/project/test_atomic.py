@@ -1,0 +1,97 @@
+"""Atomic writes: content, format, modes, and a crash just before the rename."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from splice_build.project.atomic import atomic_write_bytes, atomic_write_json, decode_json
+from testing.projects import run_python
+
+CRASH_BEFORE_RENAME = """
+import os, sys
+from pathlib import Path
+from splice_build.project import atomic
+os.replace = lambda *args: os._exit(41)   # the process dies between temp write and rename
+atomic.atomic_write_bytes(Path(sys.argv[1]), b"new contents", mode=int(sys.argv[2], 8))
+"""
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_writes_bytes_and_replaces_existing(tmp_path: Path) -> None:
+    target = tmp_path / "f.bin"
+    atomic_write_bytes(target, b"one")
+    atomic_write_bytes(target, b"two, longer")
+    assert target.read_bytes() == b"two, longer"
+    assert [p.name for p in tmp_path.iterdir()] == ["f.bin"]  # no temp file left behind
+
+
+def test_json_format_matches_json_stringify(tmp_path: Path) -> None:
+    target = tmp_path / "x.json"
+    atomic_write_json(target, {"b": [1, {}], "a": "é", "c": {"d": None, "e": []}})
+    assert target.read_text(encoding="utf-8") == (
+        '{\n  "b": [\n    1,\n    {}\n  ],\n  "a": "é",\n'
+        '  "c": {\n    "d": null,\n    "e": []\n  }\n}\n'
+    )
+
+
+def test_mode_is_applied_with_the_umask(tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        atomic_write_bytes(tmp_path / "secret", b"s", mode=0o600)
+        atomic_write_bytes(tmp_path / "public", b"p")
+    finally:
+        os.umask(old)
+    assert _mode(tmp_path / "secret") == 0o600
+    assert _mode(tmp_path / "public") == 0o644
+
+
+def test_a_failed_write_keeps_the_old_file_and_removes_the_temp(tmp_path: Path) -> None:
+    target = tmp_path / "dir-in-the-way"
+    target.mkdir()
+    (target / "child").write_text("x")
+    with pytest.raises(OSError):
+        atomic_write_bytes(target, b"cannot replace a non-empty directory")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dir-in-the-way"]
+
+
+def test_crash_between_temp_write_and_rename_leaves_old_file(tmp_path: Path) -> None:
+    target = tmp_path / "splice.json"
+    target.write_bytes(b"old contents")
+    result = run_python(CRASH_BEFORE_RENAME, str(target), "600", umask=0)
+    assert result.returncode == 41, result.stderr  # it really died at the rename
+    assert target.read_bytes() == b"old contents"
+    (temp,) = [p for p in tmp_path.iterdir() if p != target]
+    assert temp.read_bytes() == b"new contents"
+    # Even with umask 0 a secret's temp file was never readable by anyone else.
+    assert _mode(temp) == 0o600
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (
+            b"{",
+            "not valid JSON (Expecting property name enclosed in double quotes at line 1 column 2)",
+        ),
+        (b"\xff{}", "not UTF-8 (byte 0)"),
+        (b'{"a": NaN}', "not valid JSON (NaN is not JSON)"),
+        (b"[" * 100_000 + b"]" * 100_000, "not valid JSON (nested too deeply)"),
+    ],
+)
+def test_decode_json_errors_name_a_position_not_the_content(data: bytes, reason: str) -> None:
+    with pytest.raises(ValueError) as info:
+        decode_json(data)
+    assert str(info.value) == reason
+
+
+def test_decode_json_accepts_a_bom() -> None:
+    assert decode_json('\ufeff{"a": 1}'.encode()) == {"a": 1}
+    assert json.loads("1") == decode_json(b"1")

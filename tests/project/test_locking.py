@@ -1,0 +1,101 @@
+"""The project lock with real processes: waiting, release on death, and no lost updates."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from splice_build.project.layout import ProjectLayout
+from splice_build.project.lockfile import load_lockfile
+from splice_build.project.locking import lock
+from splice_build.project.project_file import load_project_file
+from testing.projects import REPO_ROOT, make_project, start_churn
+
+HOLD_LOCK = """
+import sys, time
+from pathlib import Path
+from splice_build.project.locking import lock
+with lock(Path(sys.argv[1])):
+    Path(sys.argv[2]).touch()
+    time.sleep(float(sys.argv[3]))
+"""
+
+
+def _hold(lock_path: Path, ready: Path, seconds: float) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(lock_path), str(ready), str(seconds)], cwd=REPO_ROOT
+    )
+    deadline = time.monotonic() + 30
+    while not ready.exists():
+        assert proc.poll() is None, "lock holder died"
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    return proc
+
+
+def test_lock_creates_the_file_and_its_directory(tmp_path: Path) -> None:
+    path = tmp_path / ".splice" / "state.lock"
+    with lock(path):
+        assert path.is_file()
+    assert path.is_file()  # never deleted (see the module docstring)
+
+
+def test_uncontended_lock_does_not_call_on_blocked(tmp_path: Path) -> None:
+    calls: list[int] = []
+    with lock(tmp_path / "l", lambda: calls.append(1)):
+        pass
+    assert calls == []
+
+
+def test_waits_for_another_process_and_tells_the_caller(tmp_path: Path) -> None:
+    path = tmp_path / "state.lock"
+    holder = _hold(path, tmp_path / "ready", 0.5)
+    calls: list[float] = []
+    start = time.monotonic()
+    with lock(path, lambda: calls.append(time.monotonic())):
+        acquired = time.monotonic()
+    holder.wait(timeout=30)
+    assert len(calls) == 1
+    assert calls[0] - start < 0.3  # told at once, then waited
+    assert acquired - start >= 0.3
+
+
+def test_a_killed_holder_releases_the_lock(tmp_path: Path) -> None:
+    path = tmp_path / "state.lock"
+    holder = _hold(path, tmp_path / "ready", 60)
+    holder.send_signal(signal.SIGKILL)
+    holder.wait(timeout=30)
+    start = time.monotonic()
+    with lock(path):
+        pass
+    assert time.monotonic() - start < 5
+
+
+def test_two_processes_racing_lose_no_update(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "proj")
+    go = tmp_path / "go"
+    cycles = 200
+    workers = [start_churn(root, tag, cycles, go) for tag in ("a", "b")]
+    deadline = time.monotonic() + 30
+    while not all(Path(f"{go}.{tag}.ready").exists() for tag in ("a", "b")):
+        assert all(w.poll() is None for w in workers), "a worker died before the start"
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    go.touch()
+    reports = []
+    for worker in workers:
+        out, _ = worker.communicate(timeout=120)
+        assert worker.returncode == 0
+        reports.append(json.loads(out))
+    expected = {f"@churn/{tag}-{i}" for tag in ("a", "b") for i in range(cycles)}
+    assert set(load_project_file(root).packages) == expected
+    assert set(load_lockfile(root).packages) == expected
+    # The writers really overlapped: at least one of them found the lock busy.
+    assert sum(r["blocked"] for r in reports) > 0
+    leftovers = {p.name for p in root.iterdir()} - {"splice.json", "splice.lock", ".splice"}
+    assert leftovers == set()
+    assert {p.name for p in ProjectLayout(root).state_dir.iterdir()} == {"state.lock"}

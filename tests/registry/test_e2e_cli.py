@@ -1,0 +1,286 @@
+"""End to end: the real `splice` binary against a real registry server subprocess."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import threading
+from pathlib import Path
+
+import requests
+
+from testing.cli import run_splice
+from testing.registry import HOSTILE, artifact, package_dir
+from testing.registry_server import RunningRegistry, admin, user_token
+
+
+def splice_as(token: str, *args: str, registry: str):
+    return run_splice(*args, "--registry", registry, env={"SPLICE_TOKEN": token})
+
+
+def error_of(done) -> dict:
+    assert done.code == 1, (done.stdout, done.stderr)
+    return done.json()["error"]
+
+
+def test_publish_search_info_download(server: RunningRegistry, pkg_root: Path) -> None:
+    token = user_token(server, "alice")
+    login = run_splice("login", "--registry", server.url, input=token + "\n")
+    assert login.code == 0, login.stderr
+    assert f"Logged in to {server.url} as alice" in login.stdout
+    directory = package_dir(pkg_root, "alice", "tool", "1.0.0")
+    done = run_splice("publish", str(directory), "--registry", server.url)
+    assert done.code == 0, done.stderr
+    assert "Published @alice/tool@1.0.0" in done.stdout
+    found = run_splice("search", "tool", "--registry", server.url, "--json").json()
+    assert "@alice/tool" in [r["name"] for r in found["results"]]
+    text = run_splice("search", "alice", "--registry", server.url)
+    assert "@alice/tool" in text.stdout and "latest: 1.0.0" in text.stdout
+    info = run_splice("info", "@alice/tool", "--registry", server.url, "--json").json()
+    assert info["selected"]["version"] == "1.0.0"
+    assert info["tools"][0]["name"] == "tool.hello"
+    response = requests.get(info["selected"]["download"], timeout=10)
+    assert response.headers["x-splice-integrity"] == info["selected"]["integrity"]
+    assert "immutable" in response.headers["cache-control"]
+    assert "sha256-" + hashlib.sha256(response.content).hexdigest() == info["selected"]["integrity"]
+    for output in (login, done, text):
+        assert token not in output.stdout + output.stderr
+    who = run_splice("whoami", "--registry", server.url, "--json").json()
+    assert (
+        who["user"] == "alice" and who["owns"] == ["alice"] and who["tokenSource"] == "credentials"
+    )
+    assert token not in str(who)
+
+
+def test_duplicate_version_is_409(server: RunningRegistry, pkg_root: Path) -> None:
+    token = user_token(server, "dup")
+    directory = package_dir(pkg_root, "dup", "tool")
+    assert splice_as(token, "publish", str(directory), registry=server.url).code == 0
+    error = error_of(splice_as(token, "publish", str(directory), "--json", registry=server.url))
+    assert error["code"] == "VERSION_EXISTS"
+
+
+def test_ownership_and_reserved_namespaces_are_403(server: RunningRegistry, pkg_root: Path) -> None:
+    owner, other = user_token(server, "owner1"), user_token(server, "intruder")
+    assert (
+        splice_as(
+            owner, "publish", str(package_dir(pkg_root, "owner1", "a")), registry=server.url
+        ).code
+        == 0
+    )
+    wrong = error_of(
+        splice_as(
+            other,
+            "publish",
+            str(package_dir(pkg_root, "owner1", "b")),
+            "--json",
+            registry=server.url,
+        )
+    )
+    assert wrong["code"] == "FORBIDDEN"
+    reserved = error_of(
+        splice_as(
+            other,
+            "publish",
+            str(package_dir(pkg_root, "splice", "x")),
+            "--json",
+            registry=server.url,
+        )
+    )
+    assert reserved["code"] == "FORBIDDEN"
+    assert "registry code: NAMESPACE_RESERVED" in reserved["details"]
+
+
+def test_scoped_publish_only_token(server: RunningRegistry, pkg_root: Path) -> None:
+    managing = user_token(server, "scoper")
+    created = splice_as(
+        managing, "token", "create", "--namespace", "@scoper", "--label", "ci", registry=server.url
+    )
+    assert created.code == 0, created.stderr
+    ci_token = created.stdout.strip()
+    assert ci_token.startswith("splice_") and ci_token not in created.stderr
+    outside = error_of(
+        splice_as(
+            ci_token,
+            "publish",
+            str(package_dir(pkg_root, "elsewhere", "x")),
+            "--json",
+            registry=server.url,
+        )
+    )
+    assert outside["code"] == "FORBIDDEN" and "registry code: TOKEN_SCOPE" in outside["details"]
+    assert (
+        splice_as(
+            ci_token, "publish", str(package_dir(pkg_root, "scoper", "x")), registry=server.url
+        ).code
+        == 0
+    )
+    manage = error_of(splice_as(ci_token, "token", "list", "--json", registry=server.url))
+    assert manage["code"] == "FORBIDDEN" and "registry code: TOKEN_SCOPE" in manage["details"]
+    listed = splice_as(managing, "token", "list", "--json", registry=server.url).json()["tokens"]
+    assert {t["label"] for t in listed} == {"default", "ci"}
+    assert ci_token not in str(listed)
+
+
+def test_revoked_and_expired_tokens_are_401(server: RunningRegistry) -> None:
+    managing = user_token(server, "revoker")
+    created = splice_as(managing, "token", "create", "--json", registry=server.url).json()
+    assert splice_as(created["token"], "whoami", registry=server.url).code == 0
+    assert splice_as(managing, "token", "revoke", created["id"], registry=server.url).code == 0
+    assert (
+        error_of(splice_as(created["token"], "whoami", "--json", registry=server.url))["code"]
+        == "UNAUTHENTICATED"
+    )
+    expiring = splice_as(
+        managing, "token", "create", "--expires", "1d", "--json", registry=server.url
+    ).json()
+    assert splice_as(expiring["token"], "whoami", registry=server.url).code == 0
+    with sqlite3.connect(server.data / "registry.db") as conn:  # a day passes
+        conn.execute(
+            "UPDATE tokens SET expires_at = '2000-01-01T00:00:00.000Z' WHERE id = ?",
+            (expiring["id"],),
+        )
+    assert (
+        error_of(splice_as(expiring["token"], "whoami", "--json", registry=server.url))["code"]
+        == "UNAUTHENTICATED"
+    )
+
+
+def test_tokens_are_stored_only_as_hashes(server: RunningRegistry) -> None:
+    token = user_token(server, "hashed")
+    assert splice_as(token, "whoami", registry=server.url).code == 0
+    stored = b"".join(p.read_bytes() for p in server.data.glob("registry.db*"))
+    assert token.encode() not in stored
+    assert hashlib.sha256(token.encode()).hexdigest().encode() in stored
+
+
+def test_hostile_archives_are_422_with_nothing_stored(server: RunningRegistry) -> None:
+    token = user_token(server, "evil")
+    for name, make in HOSTILE.items():
+        response = requests.post(
+            server.url + "/publish",
+            data=make(),
+            headers={"authorization": f"Bearer {token}"},
+            timeout=30,
+        )
+        assert response.status_code == 422, (name, response.text)
+        assert response.json()["error"]["code"] == "INVALID_PACKAGE"
+    assert not (server.data / "artifacts" / "packages" / "acme" / "evil").exists()
+    assert requests.get(server.url + "/packages/acme/evil", timeout=5).status_code == 404
+
+
+def test_database_refuses_updates_and_deletes_of_versions(
+    server: RunningRegistry, pkg_root: Path
+) -> None:
+    token = user_token(server, "frozen")
+    assert (
+        splice_as(
+            token, "publish", str(package_dir(pkg_root, "frozen", "pkg")), registry=server.url
+        ).code
+        == 0
+    )
+    with sqlite3.connect(server.data / "registry.db") as conn:
+        for statement in (
+            "UPDATE versions SET integrity = 'sha256-x' WHERE package_id = '@frozen/pkg'",
+            "DELETE FROM versions WHERE package_id = '@frozen/pkg'",
+        ):
+            try:
+                conn.execute(statement)
+            except sqlite3.IntegrityError:
+                continue
+            raise AssertionError(f"the database accepted: {statement}")
+
+
+def test_twenty_concurrent_publishes_have_one_winner(
+    server: RunningRegistry, pkg_root: Path
+) -> None:
+    token = user_token(server, "racer")
+    data = artifact(pkg_root, "racer", "pkg", "1.0.0")
+    statuses: list[int] = []
+    barrier = threading.Barrier(20)
+
+    def publish() -> None:
+        barrier.wait()
+        response = requests.post(
+            server.url + "/publish",
+            data=data,
+            headers={"authorization": f"Bearer {token}"},
+            timeout=60,
+        )
+        statuses.append(response.status_code)
+
+    threads = [threading.Thread(target=publish) for _ in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert statuses.count(201) == 1, statuses
+    assert statuses.count(409) == 19, statuses
+    assert (
+        len(requests.get(server.url + "/packages/racer/pkg/versions", timeout=5).json()["versions"])
+        == 1
+    )
+
+
+def test_cors_only_on_anonymous_reads(server: RunningRegistry) -> None:
+    assert (
+        requests.get(server.url + "/packages/search?q=x", timeout=5).headers[
+            "access-control-allow-origin"
+        ]
+        == "*"
+    )
+    preflight = requests.options(server.url + "/health", timeout=5)
+    assert preflight.status_code == 204
+    whoami = requests.get(server.url + "/auth/whoami", timeout=5)
+    assert whoami.status_code == 401 and "access-control-allow-origin" not in whoami.headers
+
+
+def test_admin_http_api(server: RunningRegistry) -> None:
+    from testing.registry_server import ADMIN_TOKEN
+
+    headers = {"authorization": f"Bearer {ADMIN_TOKEN}"}
+    made = requests.post(
+        server.url + "/admin/users", json={"name": "viahttp"}, headers=headers, timeout=5
+    )
+    assert made.status_code == 201
+    again = requests.post(
+        server.url + "/admin/users", json={"name": "viahttp"}, headers=headers, timeout=5
+    )
+    assert again.status_code == 409 and again.json()["error"]["code"] == "USER_EXISTS"
+    wrong = requests.post(
+        server.url + "/admin/users",
+        json={"name": "x"},
+        headers={"authorization": "Bearer splice_no"},
+        timeout=5,
+    )
+    assert wrong.status_code == 403
+    owner = requests.put(
+        server.url + "/admin/namespaces/team", json={"owner": "viahttp"}, headers=headers, timeout=5
+    )
+    assert owner.json() == {"namespace": "team", "owner": "viahttp", "reserved": True}
+
+
+def test_not_logged_in(server: RunningRegistry, pkg_root: Path) -> None:
+    done = run_splice(
+        "publish", str(package_dir(pkg_root, "anon", "x")), "--registry", server.url, "--json"
+    )
+    assert error_of(done)["code"] == "NOT_LOGGED_IN"
+    bad = run_splice("login", "--registry", server.url, "--json", input="splice_" + "A" * 43 + "\n")
+    assert error_of(bad)["code"] == "UNAUTHENTICATED"
+    empty = run_splice("login", "--registry", server.url, input="\n")
+    assert empty.code == 2
+
+
+def test_logout(server: RunningRegistry) -> None:
+    token = user_token(server, "leaver")
+    assert run_splice("login", "--registry", server.url, input=token + "\n").code == 0
+    assert f"Logged out of {server.url}" in run_splice("logout", "--registry", server.url).stdout
+    assert f"Not logged in to {server.url}" in run_splice("logout", "--registry", server.url).stdout
+
+
+def test_admin_cli_set_owner_and_revoke(server: RunningRegistry) -> None:
+    token = user_token(server, "assigned")
+    assert "owner: assigned" in admin(server, "set-owner", "docs", "assigned")
+    token_id = splice_as(token, "whoami", "--json", registry=server.url).json()["token"]["id"]
+    admin(server, "revoke-token", token_id)
+    assert splice_as(token, "whoami", registry=server.url).code == 1

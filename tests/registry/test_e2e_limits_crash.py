@@ -1,0 +1,134 @@
+"""Body limits, rate limits and crash safety of the real server."""
+
+from __future__ import annotations
+
+import socket
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import requests
+
+from testing.cli import run_splice
+from testing.registry import artifact, package_dir
+from testing.registry_server import (
+    launch,
+    python_server_argv,
+    registry_server,
+    serve_argv,
+    user_token,
+)
+
+
+def _raw_post(url: str, head: str, body_part: bytes) -> tuple[bytes, float]:
+    """Send headers and only part of a body; return the response the server gives anyway."""
+    parts = urlsplit(url)
+    start = time.monotonic()
+    with socket.create_connection((parts.hostname, parts.port), timeout=10) as sock:
+        sock.sendall(head.encode() + body_part)
+        answer = sock.recv(65536)
+    return answer, time.monotonic() - start
+
+
+def test_oversize_bodies_are_413_without_reading_them(server) -> None:
+    declared = (
+        "POST /publish HTTP/1.1\r\nHost: x\r\nContent-Length: 104857600\r\n"
+        "Content-Type: application/gzip\r\n\r\n"
+    )
+    answer, _ = _raw_post(server.url, declared, b"\x1f\x8b")  # 100 MiB announced, 2 bytes sent
+    assert answer.startswith(b"HTTP/1.1 413")
+    chunked = "POST /auth/tokens HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+    chunk = b"x" * 70_000
+    answer, _ = _raw_post(
+        server.url, chunked, b"%x\r\n" % len(chunk) + chunk + b"\r\n"
+    )  # never terminated
+    assert answer.startswith(b"HTTP/1.1 413")
+
+
+def test_rate_limits_answer_429_with_retry_after(tmp_path: Path) -> None:
+    with registry_server(tmp_path / "data", "--publish-limit", "2") as server:
+        token = user_token(server, "busy")
+        for version in ("1.0.0", "1.0.1"):
+            directory = package_dir(tmp_path / "p", "busy", "x", version)
+            done = run_splice(
+                "publish", str(directory), "--registry", server.url, env={"SPLICE_TOKEN": token}
+            )
+            assert done.code == 0, done.stderr
+        third = run_splice(
+            "publish",
+            str(package_dir(tmp_path / "p", "busy", "x", "1.0.2")),
+            "--registry",
+            server.url,
+            "--json",
+            env={"SPLICE_TOKEN": token},
+        )
+        assert third.code == 1 and third.json()["error"]["code"] == "RATE_LIMITED"
+        bad = {"authorization": "Bearer splice_" + "B" * 43}
+        statuses = [
+            requests.get(server.url + "/auth/whoami", headers=bad, timeout=5).status_code
+            for _ in range(20)
+        ]
+        assert set(statuses) == {401}
+        blocked = requests.get(
+            server.url + "/auth/whoami", headers={"authorization": f"Bearer {token}"}, timeout=5
+        )
+        assert blocked.status_code == 429 and blocked.headers["retry-after"] == "600"
+
+
+CRASH_SERVER = """
+import os, signal, sys
+from pathlib import Path
+from splice_build.registry.db.sqlite import SqliteMetadataStore
+from splice_build.registry.http.server import serve
+from splice_build.registry.service.ratelimit import RateLimits
+
+def crash(self, new, **kwargs):
+    os.kill(os.getpid(), signal.SIGKILL)  # kill -9 after the artifact write, before the commit
+
+SqliteMetadataStore.insert_version = crash
+serve(Path(sys.argv[1]), host="127.0.0.1", port=0, admin_token_sha256=None, limits=RateLimits(),
+      on_listen=lambda url: print("Registry listening on", url, file=sys.stderr, flush=True))
+"""
+
+
+def test_crash_between_artifact_and_metadata_then_retry(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    with registry_server(data) as first:
+        token = user_token(first, "crashy")
+    archive = artifact(tmp_path / "p", "crashy", "pkg", "1.0.0")
+    crashing = launch([*python_server_argv(CRASH_SERVER), str(data)], data)
+    try:
+        try:
+            requests.post(
+                crashing.url + "/publish",
+                data=archive,
+                headers={"authorization": f"Bearer {token}"},
+                timeout=30,
+            )
+        except requests.ConnectionError:
+            pass
+        else:
+            raise AssertionError("the crashing server answered")
+        assert crashing.process.wait(timeout=10) == -9
+    finally:
+        crashing.stop()
+    stored = list((data / "artifacts").rglob("*.tar.gz"))
+    assert len(stored) == 1 and stored[0].read_bytes() == archive  # the artifact made it
+    restarted = launch(serve_argv(data), data)
+    try:
+        assert (
+            requests.get(restarted.url + "/packages/crashy/pkg/1.0.0", timeout=5).status_code == 404
+        )
+        retry = requests.post(
+            restarted.url + "/publish",
+            data=archive,
+            headers={"authorization": f"Bearer {token}"},
+            timeout=30,
+        )
+        assert retry.status_code == 201, retry.text
+        assert (
+            requests.get(restarted.url + "/packages/crashy/pkg/1.0.0/download", timeout=5).content
+            == archive
+        )
+    finally:
+        restarted.stop()

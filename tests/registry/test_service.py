@@ -1,0 +1,199 @@
+"""The registry service in-process: publish rules, auth, tokens, namespaces, limits, reads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from splice_build.errors import ErrorCode, RegistryError
+from splice_build.registry.service import admin
+from splice_build.registry.service.auth import TOKEN_PATTERN, Caller, token_hash
+from splice_build.registry.service.ratelimit import RateLimitedError, RateLimits
+from splice_build.registry.service.tokens import TokenRequest
+from testing.registry import HOSTILE, artifact, memory_service
+
+BASE = "http://registry.test"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_750_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def svc(tmp_path: Path):
+    service = memory_service(tmp_path)
+    admin.create_user(service.deps, "alice")
+    admin.create_user(service.deps, "bob")
+    return service
+
+
+def login(svc, user: str, **request) -> Caller:
+    token = admin.create_token(svc.deps, user, TokenRequest(**{"can_manage": True, **request}))
+    return Caller(authorization=f"Bearer {token['token']}", client="10.0.0.1")
+
+
+def code_of(fn, *args, **kwargs) -> ErrorCode:
+    with pytest.raises(RegistryError) as info:
+        fn(*args, **kwargs)
+    return info.value.code
+
+
+def test_token_format_and_only_hash_stored(svc, tmp_path: Path) -> None:
+    created = admin.create_token(svc.deps, "alice", TokenRequest())
+    assert TOKEN_PATTERN.match(created["token"])
+    db = (tmp_path / "registry.db").read_bytes() + (tmp_path / "registry.db-wal").read_bytes()
+    assert created["token"].encode() not in db
+    assert token_hash(created["token"]).encode() in db
+
+
+def test_publish_then_read(svc, tmp_path: Path) -> None:
+    alice = login(svc, "alice")
+    data = artifact(tmp_path)
+    out = svc.publish(alice, data, base_url=BASE)
+    assert out["download"] == f"{BASE}/packages/acme/greeter/1.0.0/download"
+    assert svc.download("acme", "greeter", "1.0.0").data == data
+    assert svc.namespace("acme")["owner"] == "alice"
+    version = svc.version("acme", "greeter", "1.0.0", base_url=BASE)
+    assert version["provenance"]["publisher"] == {"user": "alice", "via": "token"}
+    assert version["provenance"]["manifestSha256"]
+
+
+def test_duplicate_version_conflicts_even_with_identical_bytes(svc, tmp_path: Path) -> None:
+    alice = login(svc, "alice")
+    data = artifact(tmp_path)
+    svc.publish(alice, data, base_url=BASE)
+    with pytest.raises(RegistryError) as info:
+        svc.publish(alice, data, base_url=BASE)
+    assert info.value.code is ErrorCode.VERSION_EXISTS
+    assert "identical" in info.value.message
+
+
+def test_namespace_rules(svc, tmp_path: Path) -> None:
+    alice, bob = login(svc, "alice"), login(svc, "bob")
+    svc.publish(alice, artifact(tmp_path), base_url=BASE)
+    assert (
+        code_of(svc.publish, bob, artifact(tmp_path, version="2.0.0"), base_url=BASE)
+        is ErrorCode.FORBIDDEN
+    )
+    assert (
+        code_of(svc.publish, alice, artifact(tmp_path, namespace="splice"), base_url=BASE)
+        is ErrorCode.NAMESPACE_RESERVED
+    )
+    # a maintainer may publish
+    svc.set_maintainer(alice, "acme", "bob", add=True)
+    svc.publish(bob, artifact(tmp_path, version="2.0.0"), base_url=BASE)
+    assert svc.package("acme", "greeter")["latest"] == "2.0.0"
+    # admin assigns a reserved namespace
+    admin.set_owner(svc.deps, "splice", "alice")
+    svc.publish(alice, artifact(tmp_path, namespace="splice"), base_url=BASE)
+
+
+def test_token_scope_and_publish_only(svc, tmp_path: Path) -> None:
+    alice = login(svc, "alice")
+    created = svc.create_token(alice, {"namespaces": ["acme"], "label": "ci"})
+    assert created["canManage"] is False and created["namespaces"] == ["acme"]
+    ci = Caller(authorization=f"Bearer {created['token']}")
+    svc.publish(ci, artifact(tmp_path), base_url=BASE)
+    assert (
+        code_of(svc.publish, ci, artifact(tmp_path, namespace="other"), base_url=BASE)
+        is ErrorCode.TOKEN_SCOPE
+    )
+    assert code_of(svc.tokens, ci) is ErrorCode.TOKEN_SCOPE
+    assert code_of(svc.create_token, ci, {}) is ErrorCode.TOKEN_SCOPE
+    assert svc.whoami(ci)["user"] == "alice"
+
+
+def test_scoped_managing_token_cannot_widen(svc) -> None:
+    scoped = login(svc, "alice", namespaces=("acme",))
+    assert code_of(svc.create_token, scoped, {"namespaces": ["other"]}) is ErrorCode.TOKEN_SCOPE
+    assert svc.create_token(scoped, {})["namespaces"] == ["acme"]
+
+
+def test_revoked_and_expired_tokens_are_refused(tmp_path: Path) -> None:
+    clock = Clock()
+    svc = memory_service(tmp_path, clock=clock)
+    admin.create_user(svc.deps, "alice")
+    alice = login(svc, "alice")
+    short = svc.create_token(alice, {"expiresInDays": 1})
+    short_caller = Caller(authorization=f"Bearer {short['token']}")
+    assert svc.whoami(short_caller)["user"] == "alice"
+    clock.now += 86_400 + 1
+    assert code_of(svc.whoami, short_caller) is ErrorCode.UNAUTHENTICATED
+    other = svc.create_token(alice, {})
+    svc.revoke_token(alice, other["id"])
+    assert (
+        code_of(svc.whoami, Caller(authorization=f"Bearer {other['token']}"))
+        is ErrorCode.UNAUTHENTICATED
+    )
+    assert [t["current"] for t in svc.tokens(alice)["tokens"]].count(True) == 1
+
+
+def test_revoking_someone_elses_token_is_not_found(svc) -> None:
+    alice, bob = login(svc, "alice"), login(svc, "bob")
+    theirs = svc.create_token(alice, {})
+    assert code_of(svc.revoke_token, bob, theirs["id"]) is ErrorCode.NOT_FOUND
+
+
+@pytest.mark.parametrize("attack", sorted(HOSTILE))
+def test_hostile_archives_are_422_and_nothing_is_stored(svc, attack: str) -> None:
+    alice = login(svc, "alice")
+    assert (
+        code_of(svc.publish, alice, HOSTILE[attack](), base_url=BASE) is ErrorCode.INVALID_PACKAGE
+    )
+    assert svc.deps.blobs.keys() == []
+    assert svc.search("")["results"] == []
+
+
+def test_dependencies_and_build_metadata_are_refused(svc, tmp_path: Path) -> None:
+    alice = login(svc, "alice")
+    with_deps = artifact(tmp_path, name="deps", dependencies={"@acme/other": "^1.0.0"})
+    assert (
+        code_of(svc.publish, alice, with_deps, base_url=BASE) is ErrorCode.DEPENDENCIES_UNSUPPORTED
+    )
+    build = artifact(tmp_path, version="1.0.0+build.5")
+    assert code_of(svc.publish, alice, build, base_url=BASE) is ErrorCode.INVALID_PACKAGE
+
+
+def test_failed_auth_blocks_the_client(tmp_path: Path) -> None:
+    svc = memory_service(tmp_path, limits=RateLimits(failed_auth=3))
+    bad = Caller(authorization="Bearer splice_" + "x" * 43, client="10.9.9.9")
+    for _ in range(3):
+        assert code_of(svc.whoami, bad) is ErrorCode.UNAUTHENTICATED
+    with pytest.raises(RateLimitedError) as info:
+        svc.whoami(bad)
+    assert info.value.retry_after == 600
+
+
+def test_publish_limit_per_user(tmp_path: Path) -> None:
+    svc = memory_service(tmp_path, limits=RateLimits(publishes=2))
+    admin.create_user(svc.deps, "alice")
+    alice = login(svc, "alice")
+    svc.publish(alice, artifact(tmp_path, version="1.0.0"), base_url=BASE)
+    svc.publish(alice, artifact(tmp_path, version="1.0.1"), base_url=BASE)
+    with pytest.raises(RateLimitedError) as info:
+        svc.publish(alice, artifact(tmp_path, version="1.0.2"), base_url=BASE)
+    assert info.value.retry_after == 60
+
+
+def test_admin_api_needs_configured_hash(tmp_path: Path) -> None:
+    disabled = memory_service(tmp_path / "a")
+    assert code_of(disabled.admin_create_user, Caller(), {"name": "x"}) is ErrorCode.ADMIN_DISABLED
+    enabled = memory_service(tmp_path / "b", admin_sha256=token_hash("splice_admin"))
+    assert code_of(enabled.admin_create_user, Caller(), {"name": "x"}) is ErrorCode.UNAUTHENTICATED
+    wrong = Caller(authorization="Bearer splice_wrong")
+    assert code_of(enabled.admin_create_user, wrong, {"name": "x"}) is ErrorCode.FORBIDDEN
+    right = Caller(authorization="Bearer splice_admin")
+    assert enabled.admin_create_user(right, {"name": "carol"})["name"] == "carol"
+    assert code_of(enabled.admin_create_user, right, {"name": "carol"}) is ErrorCode.USER_EXISTS
+
+
+def test_hidden_packages_leave_search_but_stay_readable(svc, tmp_path: Path) -> None:
+    svc.publish(login(svc, "alice"), artifact(tmp_path), base_url=BASE)
+    admin.set_hidden(svc.deps, "acme", "greeter", True)
+    assert svc.search("greeter")["results"] == []
+    assert svc.package("acme", "greeter")["latest"] == "1.0.0"

@@ -1,0 +1,3 @@
+export function greeting(name) {
+  return `Hello, ${name}.`;
+}

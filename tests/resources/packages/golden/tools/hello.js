@@ -1,0 +1,5 @@
+import { greeting } from "../lib/greeting.js";
+
+export default function hello(input) {
+  return { message: greeting(input.name) };
+}
