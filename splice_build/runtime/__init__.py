@@ -1,1 +1,32 @@
-"""runtime"""
+"""The sandbox runtime: ``SpliceRuntime``, ``LoadedPackage``, ``ToolResult``.
+
+Names are resolved lazily so importing ``splice_build.runtime`` costs nothing until used::
+
+    from splice_build.runtime import SpliceRuntime
+
+    runtime = SpliceRuntime(project_root="/path/to/project")
+    pkg = runtime.load("/path/to/package")
+    result = runtime.execute(pkg, "hello", {"name": "Dim"})
+    result.to_json()  # {"ok": True, "package": ..., "tool": "hello", "output": ..., ...}
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+__all__ = ["CapabilityBroker", "LoadedPackage", "SpliceRuntime", "ToolError", "ToolResult"]
+
+_WHERE = {
+    "CapabilityBroker": "splice_build.runtime.capabilities",
+    "LoadedPackage": "splice_build.runtime.loader",
+    "SpliceRuntime": "splice_build.runtime.runtime",
+    "ToolError": "splice_build.runtime.result",
+    "ToolResult": "splice_build.runtime.result",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        return getattr(import_module(_WHERE[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

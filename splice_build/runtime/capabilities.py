@@ -1,0 +1,183 @@
+"""The capability channel in the parent (interfaces.md 4.6) and the broker interface.
+
+The host forwards ``ctx.capability(name, args)`` as a request frame; this module decides
+every answer: declaration (also for frames the tool forged itself), call budget, in-flight
+limit, argument size and depth, then the broker, whose result size is bounded too. The broker
+is anything with ``call(request) -> Mapping``; without one, calls answer UNAVAILABLE.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Protocol
+
+from splice_build.errors import ErrorCode
+from splice_build.runtime.input_checks import nesting_depth
+from splice_build.runtime.limits import (
+    MAX_CAPABILITIES_IN_FLIGHT,
+    MAX_CAPABILITY_ARGS_BYTES,
+    MAX_CAPABILITY_ARGS_DEPTH,
+    MAX_CAPABILITY_CALLS,
+    MAX_CAPABILITY_RESULT_BYTES,
+)
+from splice_build.runtime.protocol import CapabilityRequest
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+
+class CapabilityBroker(Protocol):
+    """Runs host capabilities with the host's own keys (the broker issue implements it)."""
+
+    def call(self, request: Mapping[str, Any]) -> Mapping[str, Any]:
+        """``request`` is ``{package, tool, capability, args}``; returns a result object."""
+        ...
+
+
+@dataclass(frozen=True)
+class CapabilityReply:
+    """What to send back for one request: a ``result`` or an ``error`` (code, message)."""
+
+    request_id: int
+    result: Any = None
+    error: tuple[str, str] | None = None
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+class CapabilityChannel:
+    """One execution's capability state; ``handle`` answers now or schedules the broker."""
+
+    def __init__(
+        self,
+        *,
+        package: str,
+        tool: str,
+        declared: Sequence[str],
+        broker: CapabilityBroker | None,
+        sanitize: Callable[[str], str],
+        on_reply: Callable[[CapabilityReply], None],
+    ) -> None:
+        self._package = package
+        self._tool = tool
+        self._declared = frozenset(declared)
+        self._broker = broker
+        self._sanitize = sanitize
+        self._on_reply = on_reply
+        self._calls = 0
+        self._in_flight = 0
+        self._executor: ThreadPoolExecutor | None = None
+
+    def handle(self, request: CapabilityRequest) -> CapabilityReply | None:
+        """The immediate reply, or None when the broker runs in the background."""
+        rid = request.id
+        if request.name not in self._declared:
+            return CapabilityReply(
+                rid,
+                error=(
+                    ErrorCode.PERMISSION_DENIED,
+                    f'Capability "{request.name}" is not declared in manifest permissions.capabilities',
+                ),
+            )
+        self._calls += 1
+        if self._calls > MAX_CAPABILITY_CALLS:
+            return CapabilityReply(
+                rid,
+                error=(
+                    ErrorCode.CAPABILITY_LIMIT,
+                    f"More than {MAX_CAPABILITY_CALLS} capability calls in one execution",
+                ),
+            )
+        if self._in_flight >= MAX_CAPABILITIES_IN_FLIGHT:
+            return CapabilityReply(
+                rid,
+                error=(
+                    ErrorCode.CAPABILITY_LIMIT,
+                    f"More than {MAX_CAPABILITIES_IN_FLIGHT} capability calls in flight",
+                ),
+            )
+        too_large = self._check_args(request.args)
+        if too_large:
+            return CapabilityReply(rid, error=(ErrorCode.INPUT_TOO_LARGE, too_large))
+        if self._broker is None:
+            return CapabilityReply(
+                rid,
+                result={
+                    "status": "UNAVAILABLE",
+                    "code": str(ErrorCode.CAPABILITY_UNAVAILABLE),
+                    "capability": request.name,
+                    "reason": "No capability broker is attached to this runtime",
+                    "timestamp": _now(),
+                },
+            )
+        self._in_flight += 1
+        if self._executor is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._executor = ThreadPoolExecutor(
+                max_workers=MAX_CAPABILITIES_IN_FLIGHT, thread_name_prefix="splice-capability"
+            )
+        future = self._executor.submit(self._call_broker, request)
+        future.add_done_callback(self._done)
+        return None
+
+    def _done(self, future: Future[CapabilityReply]) -> None:
+        self._on_reply(future.result())
+
+    def reply_delivered(self) -> None:
+        """Called by the session (on its own thread) when a background reply was sent."""
+        self._in_flight -= 1
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+
+    @staticmethod
+    def _check_args(args: Any) -> str | None:
+        if nesting_depth(args, MAX_CAPABILITY_ARGS_DEPTH) > MAX_CAPABILITY_ARGS_DEPTH:
+            return f"Capability arguments are nested deeper than {MAX_CAPABILITY_ARGS_DEPTH} levels"
+        size = len(json.dumps(args, separators=(",", ":"), ensure_ascii=False).encode())
+        if size > MAX_CAPABILITY_ARGS_BYTES:
+            return f"Capability arguments are {size} bytes (max {MAX_CAPABILITY_ARGS_BYTES})"
+        return None
+
+    def _call_broker(self, request: CapabilityRequest) -> CapabilityReply:
+        assert self._broker is not None, "BUG: broker call without a broker"
+        try:
+            result = self._broker.call(
+                {
+                    "package": self._package,
+                    "tool": self._tool,
+                    "capability": request.name,
+                    "args": request.args,
+                }
+            )
+            size = len(json.dumps(result, separators=(",", ":"), ensure_ascii=False).encode())
+        except Exception as exc:  # the broker is a plug-in boundary: any failure is a result
+            return CapabilityReply(
+                request.id,
+                result={
+                    "status": "ERROR",
+                    "code": str(ErrorCode.BROKER_ERROR),
+                    "capability": request.name,
+                    "message": self._sanitize(str(exc) or type(exc).__name__),
+                    "timestamp": _now(),
+                },
+            )
+        if size > MAX_CAPABILITY_RESULT_BYTES:
+            return CapabilityReply(
+                request.id,
+                result={
+                    "status": "ERROR",
+                    "code": str(ErrorCode.RESULT_TOO_LARGE),
+                    "capability": request.name,
+                    "message": f"Capability result is {size} bytes (max {MAX_CAPABILITY_RESULT_BYTES})",
+                    "timestamp": _now(),
+                },
+            )
+        return CapabilityReply(request.id, result=result)

@@ -1,0 +1,115 @@
+// The sandbox host: reads one job from the parent, hardens the process, imports the tool's
+// entry module and sends exactly one result frame (PROTOCOL.md). Started by
+// splice_build/runtime/sandbox.py as `node <flags> host.mjs <in-fd> <out-fd>`.
+import './pristine.mjs';
+import { ACCESS_DENIED, HOST_CODES } from './codes.mjs';
+import { Channel, jsonString } from './channel.mjs';
+import { harden, installEnvironment } from './harden.mjs';
+import { installModuleGuard } from './module_guard.mjs';
+import { createGuardedFetch } from './net_guard.mjs';
+import { createCapabilityClient } from './capability.mjs';
+import {
+  apply, freeze, processOn, reallyExit, safeGet, safeString, stringify, writeSync,
+} from './pristine.mjs';
+
+const EXIT_HOST_FAILURE = 70;
+
+const channel = new Channel(Number(process.argv[2]), Number(process.argv[3]));
+let finished = false;
+
+function finish(jsonText) {
+  if (finished) return;
+  finished = true;
+  channel.sendRaw(jsonText);
+  apply(reallyExit, process, [0]);
+}
+
+function fail(code, message) {
+  finish(`{"type":"result","ok":false,"error":{"code":${jsonString(code)},"message":${jsonString(message)}}}`);
+}
+
+function errorCode(err) {
+  return safeGet(err, 'code') === ACCESS_DENIED ? HOST_CODES.PERMISSION_DENIED : null;
+}
+
+function messageOf(err) {
+  const message = safeGet(err, 'message');
+  return message === undefined ? safeString(err) : safeString(message);
+}
+
+function hostFailure(stage, err) {
+  // Fail closed: no result frame, a distinct exit code, the reason on stderr for the logs.
+  apply(writeSync, undefined, [2, `splice host: ${stage} failed: ${messageOf(err)}\n`]);
+  apply(reallyExit, process, [EXIT_HOST_FAILURE]);
+}
+
+function deepFreeze(value) {
+  if (value && typeof value === 'object') {
+    for (const key of Object.keys(value)) deepFreeze(value[key]);
+    freeze(value);
+  }
+  return value;
+}
+
+let job;
+try {
+  job = channel.readFrameSync();
+  if (!job || job.type !== 'job') throw new Error('first frame is not a job');
+} catch (err) {
+  hostFailure('reading the job', err);
+}
+
+const context = job.context;
+const permissions = deepFreeze(context.permissions);
+let logger;
+try {
+  installEnvironment(job.env || {});
+  installModuleGuard(context.paths.package);
+  logger = harden({ guardedFetch: createGuardedFetch({ patterns: permissions.network || [] }) });
+} catch (err) {
+  hostFailure('hardening', err);
+}
+
+const onAsyncFailure = (err) => {
+  fail(errorCode(err) || HOST_CODES.TOOL_ERROR, messageOf(err));
+};
+apply(processOn, process, ['uncaughtException', onAsyncFailure]);
+apply(processOn, process, ['unhandledRejection', onAsyncFailure]);
+
+const ctx = freeze({
+  package: freeze({ id: context.package.id, version: context.package.version }),
+  tool: context.tool,
+  paths: freeze({ project: context.paths.project, package: context.paths.package }),
+  permissions,
+  log: freeze((...args) => logger.error(...args)),
+  capability: freeze(
+    createCapabilityClient({ channel, declared: freeze([...(permissions.capabilities || [])]) }),
+  ),
+});
+
+let entry;
+try {
+  entry = await import(job.entryUrl);
+} catch (err) {
+  fail(errorCode(err) || HOST_CODES.TOOL_LOAD_FAILED, `Could not load tool: ${messageOf(err)}`);
+}
+
+const toolFn = safeGet(entry, 'default');
+if (typeof toolFn !== 'function') {
+  fail(HOST_CODES.TOOL_LOAD_FAILED, 'Tool entry must have a default export function');
+}
+
+let output;
+try {
+  output = await toolFn(job.input, ctx);
+} catch (err) {
+  fail(errorCode(err) || HOST_CODES.TOOL_ERROR, messageOf(err));
+}
+
+let outputJson;
+try {
+  outputJson = stringify(output === undefined ? null : output);
+} catch (err) {
+  fail(HOST_CODES.INVALID_OUTPUT, `Tool output is not JSON-serializable: ${messageOf(err)}`);
+}
+finish(`{"type":"result","ok":true,"output":${outputJson === undefined ? 'null' : outputJson}}`);

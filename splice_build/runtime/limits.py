@@ -1,0 +1,38 @@
+"""Runtime limits (interfaces.md 4.2, 4.6); one place, each value with its source."""
+
+from __future__ import annotations
+
+MAX_LOG_BYTES = 64 * 1024  # maxLogBytes, 4.2
+MAX_OUTPUT_BYTES = 1024 * 1024  # maxOutputBytes (serialized UTF-8), 4.2
+MAX_INPUT_BYTES = 4 * 1024 * 1024  # maxInputBytes, 4.2
+MAX_INPUT_DEPTH = 256  # MAX_INPUT_DEPTH, 4.2
+# Not in the reference: the parent refuses deeper output so nothing downstream (schema
+# validation, redaction, MCP encoding) can hit Python's recursion limit (issue #3).
+MAX_OUTPUT_DEPTH = 256
+# JSON.stringify never writes an integer literal longer than 21 digits (larger numbers use an
+# exponent); anything longer is forged by the tool process (issue #3: 5,000-digit integers).
+MAX_NUMBER_LITERAL = 400
+
+DEFAULT_TIMEOUT_MS = 10_000  # tool timeoutMs default, 1.3
+MAX_TIMEOUT_MS = 60_000
+
+MAX_CAPABILITY_CALLS = 25  # per execution, 4.6
+MAX_CAPABILITIES_IN_FLIGHT = 4
+MAX_CAPABILITY_ARGS_BYTES = 256 * 1024
+MAX_CAPABILITY_ARGS_DEPTH = 32
+MAX_CAPABILITY_RESULT_BYTES = 4 * 1024 * 1024
+
+# Memory: V8 heap cap plus an address-space cap for the whole process. Node 24 reserves about
+# 1.3 GiB of address space when idle, so 2 GiB leaves room for ordinary work while a 1 GiB
+# Buffer fails (measured; see docs/runtime.md).
+HEAP_LIMIT_MB = 256
+ADDRESS_SPACE_LIMIT_BYTES = 2 * 1024 * 1024 * 1024
+
+# Child → parent frames: the largest legitimate frame is a result at MAX_OUTPUT_BYTES plus its
+# envelope; capability requests are smaller. Longer frames are discarded while counting.
+FRAME_ENVELOPE_SLACK = 64 * 1024
+MAX_FRAME_BYTES = MAX_OUTPUT_BYTES + FRAME_ENVELOPE_SLACK
+
+# After the result frame the host exits by itself; this grace lets it flush and exit before
+# the process group is killed anyway.
+EXIT_GRACE_SECONDS = 0.5

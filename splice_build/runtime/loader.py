@@ -1,0 +1,78 @@
+"""Loading a package directory for execution (interfaces.md 4.1).
+
+The directory is canonicalised, manifest.json parsed by ``spec.manifest``, SKILL.md checked
+by ``spec.package``, and every tool entry must resolve (after realpath) to a regular file
+strictly inside the package; nothing here starts a process.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from splice_build.errors import ErrorCode, SandboxError, SpliceError
+
+if TYPE_CHECKING:
+    from splice_build.spec.manifest import Manifest
+
+
+@dataclass(frozen=True)
+class LoadedPackage:
+    """A validated package directory; ``dir`` is canonical (realpath)."""
+
+    id: str
+    version: str
+    dir: Path
+    manifest: Manifest
+
+
+def _invalid(message: str, details: list[str] | tuple[str, ...] = ()) -> SandboxError:
+    return SandboxError(ErrorCode.INVALID_PACKAGE, message, details=details)
+
+
+def _entry_inside(package_dir: Path, entry: str) -> str | None:
+    """None when ``entry`` is a regular file inside the package, else the problem."""
+    candidate = package_dir / entry
+    try:
+        real = Path(os.path.realpath(candidate, strict=True))
+    except OSError:
+        return f'entry "{entry}" does not exist'
+    if package_dir not in real.parents:
+        return f'entry "{entry}" resolves outside the package'
+    if not stat.S_ISREG(real.stat().st_mode):
+        return f'entry "{entry}" is not a regular file'
+    return None
+
+
+def load_package(path: str | os.PathLike[str]) -> LoadedPackage:
+    """Validate and describe the package at ``path``; raises SandboxError(INVALID_PACKAGE)."""
+    from splice_build.spec.manifest import Manifest
+    from splice_build.spec.package import validate_skill_md
+
+    try:
+        package_dir = Path(os.path.realpath(path, strict=True))
+    except OSError as exc:
+        raise _invalid("Package directory not found") from exc
+    if not package_dir.is_dir():
+        raise _invalid("Package directory not found")
+    try:
+        manifest_bytes = (package_dir / "manifest.json").read_bytes()
+    except OSError as exc:
+        raise _invalid("manifest.json is missing") from exc
+    try:
+        manifest = Manifest.from_json(manifest_bytes)
+    except SpliceError as exc:
+        raise _invalid(f"Invalid manifest: {exc.message}", exc.details) from exc
+    skill_md = package_dir / "SKILL.md"
+    if not skill_md.is_file():
+        raise _invalid("SKILL.md is missing")
+    problems = list(validate_skill_md(skill_md.read_bytes()))
+    problems += [p for tool in manifest.tools if (p := _entry_inside(package_dir, tool.entry))]
+    if problems:
+        raise _invalid("Invalid package", problems)
+    return LoadedPackage(
+        id=manifest.id, version=str(manifest.version), dir=package_dir, manifest=manifest
+    )

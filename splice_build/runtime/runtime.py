@@ -1,0 +1,217 @@
+"""SpliceRuntime: load, list_tools and execute (interfaces.md 4.1–4.3).
+
+``execute`` never raises for a tool failure: every outcome becomes a ``ToolResult`` whose
+messages, details and logs are sanitised (paths → ``<package>``/``<project>``, then secret
+redaction including the values of the tool's declared variables).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from splice_build.errors import ErrorCode, SandboxError, SpliceError
+from splice_build.runtime import sandbox
+from splice_build.runtime.capabilities import CapabilityBroker, CapabilityChannel, CapabilityReply
+from splice_build.runtime.input_checks import serialize_input
+from splice_build.runtime.limits import (
+    DEFAULT_TIMEOUT_MS,
+    MAX_LOG_BYTES,
+    MAX_OUTPUT_BYTES,
+    MAX_TIMEOUT_MS,
+)
+from splice_build.runtime.loader import LoadedPackage, load_package
+from splice_build.runtime.node import NodeBinary, find_node
+from splice_build.runtime.outcome import outcome_to_error, output_error
+from splice_build.runtime.protocol import Job, ResultOk
+from splice_build.runtime.result import ToolError, ToolResult
+from splice_build.runtime.session import Session
+from splice_build.security.redact import PathSanitizer, redact
+
+if TYPE_CHECKING:
+    from splice_build.spec.manifest import Tool
+
+
+class SpliceRuntime:
+    """Runs tools of loaded packages in the sandbox; one process per call."""
+
+    def __init__(
+        self,
+        *,
+        project_root: str | os.PathLike[str],
+        env: Mapping[str, str] | None = None,
+        broker: CapabilityBroker | None = None,
+        max_log_bytes: int = MAX_LOG_BYTES,
+        max_output_bytes: int = MAX_OUTPUT_BYTES,
+    ) -> None:
+        self.project_root = Path(os.path.realpath(project_root))
+        self._env: Mapping[str, str] = os.environ if env is None else env
+        self._broker = broker
+        self._max_log_bytes = max_log_bytes
+        self._max_output_bytes = max_output_bytes
+
+    def load(self, path: str | os.PathLike[str]) -> LoadedPackage:
+        """Load and validate a package directory; raises SandboxError(INVALID_PACKAGE)."""
+        return load_package(path)
+
+    @staticmethod
+    def list_tools(pkg: LoadedPackage) -> list[dict[str, Any]]:
+        """``[{name, description, input, output?}]`` in manifest order."""
+        out = []
+        for tool in pkg.manifest.tools:
+            item: dict[str, Any] = {
+                "name": tool.name,
+                "description": tool.description,
+                "input": tool.input,
+            }
+            if tool.output is not None:
+                item["output"] = tool.output
+            out.append(item)
+        return out
+
+    def node(self) -> NodeBinary:
+        return find_node(self._env)
+
+    def execute(self, pkg: LoadedPackage, tool_name: str, input: Any) -> ToolResult:
+        """Run one tool; every failure is a ``ToolResult`` with ``ok=False``."""
+        started = time.monotonic()
+        secrets = [self._env[name] for name in pkg.manifest.permissions.env if name in self._env]
+        paths = PathSanitizer.for_paths({pkg.dir: "<package>", self.project_root: "<project>"})
+
+        def clean(text: str) -> str:
+            text = text.encode("utf-8", "replace").decode("utf-8")
+            return redact(paths(text), secrets)
+
+        def finish(
+            output: Any = None, error: ToolError | None = None, logs: str = ""
+        ) -> ToolResult:
+            if error is not None:
+                error = ToolError(
+                    error.code, clean(error.message), tuple(clean(d) for d in error.details)
+                )
+            return ToolResult(
+                ok=error is None,
+                package=pkg.id,
+                tool=tool_name,
+                output=output if error is None else None,
+                error=error,
+                logs=clean(logs),
+                duration_ms=round((time.monotonic() - started) * 1000),
+            )
+
+        try:
+            tool, job_input = self._prepare(pkg, tool_name, input)
+            process = self._start(pkg)
+        except SpliceError as exc:
+            return finish(error=ToolError(exc.code, exc.message, exc.details))
+        return self._run(pkg, tool, job_input, process, clean, finish)
+
+    def _prepare(self, pkg: LoadedPackage, tool_name: str, value: Any) -> tuple[Tool, Any]:
+        """Steps 1–7 of interfaces.md 4.3; raises SandboxError, never starts a process."""
+        from splice_build.spec.schema_subset import validate_value
+        from splice_build.spec.semver import Version
+
+        tools = {t.name: t for t in pkg.manifest.tools}
+        tool = tools.get(tool_name)
+        if tool is None:  # (1)
+            raise SandboxError(
+                ErrorCode.TOOL_NOT_FOUND,
+                f'Tool "{tool_name}" not found in {pkg.id}. Available: {", ".join(tools) or "none"}',
+            )
+        minimum = (pkg.manifest.runtime or {}).get("minNodeVersion")  # (2)
+        if minimum:
+            node = self.node()
+            if Version.parse(minimum) > Version.parse(node.version_text):
+                raise SandboxError(
+                    ErrorCode.RUNTIME_UNSUPPORTED,
+                    f"{pkg.id} needs Node.js {minimum}; the sandbox has {node.version_text}",
+                )
+        _data, problem = serialize_input(value)  # (3)–(5)
+        if problem is not None:
+            raise SandboxError(problem.code, problem.message)
+        errors = validate_value(tool.input, value, "input")  # (6)
+        if errors:
+            raise SandboxError(
+                ErrorCode.INVALID_INPUT, f"Invalid input for {pkg.id}.{tool.name}", details=errors
+            )
+        for rel in pkg.manifest.permissions.fs_write:  # (7)
+            self._project_path(rel).mkdir(parents=True, exist_ok=True)
+        return tool, value
+
+    def _project_path(self, rel: str) -> Path:
+        return self.project_root if rel == "." else self.project_root / rel
+
+    def _start(self, pkg: LoadedPackage) -> sandbox.SandboxProcess:
+        perms = pkg.manifest.permissions
+        spec = sandbox.SandboxSpec(
+            node=self.node(),
+            package_dir=pkg.dir,
+            read_paths=tuple(self._project_path(p) for p in perms.fs_read),
+            write_paths=tuple(self._project_path(p) for p in perms.fs_write),
+        )
+        try:
+            return sandbox.start(spec)
+        except OSError as exc:
+            raise SandboxError(
+                ErrorCode.TOOL_CRASHED, f"Could not start the tool process: {exc}"
+            ) from exc
+
+    def _run(
+        self,
+        pkg: LoadedPackage,
+        tool: Tool,
+        value: Any,
+        process: sandbox.SandboxProcess,
+        clean: Callable[[str], str],
+        finish: Callable[..., ToolResult],
+    ) -> ToolResult:
+        perms = pkg.manifest.permissions
+        timeout_ms = min(
+            getattr(tool, "effective_timeout_ms", None) or DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS
+        )
+        job = Job(
+            entry_url=(pkg.dir / tool.entry).resolve().as_uri(),
+            input=value,
+            context={
+                "package": {"id": pkg.id, "version": pkg.version},
+                "tool": tool.name,
+                "paths": {"project": str(self.project_root), "package": str(pkg.dir)},
+                "permissions": perms.to_json(),
+            },
+            env={name: self._env[name] for name in perms.env if name in self._env},
+        )
+
+        def make_channel(on_reply: Callable[[CapabilityReply], None]) -> CapabilityChannel:
+            return CapabilityChannel(
+                package=pkg.id,
+                tool=tool.name,
+                declared=perms.capabilities,
+                broker=self._broker,
+                sanitize=clean,
+                on_reply=on_reply,
+            )
+
+        try:
+            outcome = Session(
+                process,
+                job=job.encode(),
+                timeout_s=timeout_ms / 1000,
+                make_channel=make_channel,
+                log_limit=self._max_log_bytes,
+            ).run()
+        finally:
+            process.close()
+        logs = outcome.logs.text()
+        error = outcome_to_error(outcome, timeout_ms=timeout_ms, max_output=self._max_output_bytes)
+        if error is not None:
+            return finish(error=error, logs=logs)
+        assert isinstance(outcome.message, ResultOk), "BUG: success without a result"
+        problem = output_error(
+            pkg.id, tool, outcome.message.output, max_output=self._max_output_bytes
+        )
+        if problem is not None:
+            return finish(error=problem, logs=logs)
+        return finish(output=outcome.message.output, logs=logs)

@@ -1,0 +1,238 @@
+"""One execution inside a started sandbox process: send the job, serve the channel, collect.
+
+A single thread multiplexes the job pipe (outgoing frames), the message pipe (frames from the
+host), stdout and stderr (logs, read while running so a flood can neither block the tool nor
+grow memory) and a wake pipe for capability replies finished by the broker's threads. The
+deadline covers everything; at the end the whole process group is killed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from splice_build.runtime.capabilities import CapabilityChannel, CapabilityReply
+from splice_build.runtime.limits import EXIT_GRACE_SECONDS, MAX_FRAME_BYTES
+from splice_build.runtime.logs import LogBuffer
+from splice_build.runtime.protocol import (
+    RESULT_OK_PREFIX,
+    CapabilityRequest,
+    ChildMessage,
+    ProtocolViolation,
+    encode_capability_result,
+    parse_child_message,
+)
+from splice_build.runtime.sandbox import SandboxProcess
+
+_READ_CHUNK = 65536
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What happened, before mapping to a ToolResult (runtime.py does the mapping)."""
+
+    message: ChildMessage | None  # the result frame, if one arrived
+    violation: str | None  # a protocol violation by the child
+    oversized_output: int | None  # bytes of an oversized result frame
+    timed_out: bool
+    exit_code: int | None
+    logs: LogBuffer
+
+
+class _FrameReader:
+    """Splits the message pipe into frames, bounding each; oversized frames are counted."""
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+        self._discarding: int | None = None  # bytes of an oversized frame seen so far
+        self._discard_is_result = False
+        self.oversized_result: int | None = None
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        frames: list[bytes] = []
+        while chunk:
+            if self._discarding is not None:
+                nl = chunk.find(b"\n")
+                if nl < 0:
+                    self._discarding += len(chunk)
+                    return frames
+                self._discarding += nl
+                if self._discard_is_result:
+                    self.oversized_result = self._discarding - len(RESULT_OK_PREFIX) - 1
+                    self._discarding = None
+                    return frames
+                raise ProtocolViolation(f"frame of {self._discarding} bytes")
+            nl = chunk.find(b"\n")
+            if nl < 0:
+                self._buffer += chunk
+                chunk = b""
+            else:
+                self._buffer += chunk[:nl]
+                chunk = chunk[nl + 1 :]
+                frames.append(bytes(self._buffer))
+                self._buffer.clear()
+            if len(self._buffer) > MAX_FRAME_BYTES:
+                self._discard_is_result = self._buffer.startswith(RESULT_OK_PREFIX)
+                self._discarding = len(self._buffer)
+                self._buffer.clear()
+        return frames
+
+
+class Session:
+    """Drives one started process through one job; ``run`` returns the Outcome."""
+
+    def __init__(
+        self,
+        process: SandboxProcess,
+        *,
+        job: bytes,
+        timeout_s: float,
+        make_channel: Callable[[Callable[[CapabilityReply], None]], CapabilityChannel],
+        log_limit: int,
+    ) -> None:
+        self._proc = process
+        self._outgoing = bytearray(job)
+        self._timeout_s = timeout_s
+        self._logs = LogBuffer(log_limit)
+        self._frames = _FrameReader()
+        self._replies: list[CapabilityReply] = []
+        self._replies_lock = threading.Lock()
+        self._wake_r, self._wake_w = os.pipe()
+        self._channel = make_channel(self._reply_from_thread)
+
+    def _reply_from_thread(self, reply: CapabilityReply) -> None:
+        with self._replies_lock:
+            self._replies.append(reply)
+        with contextlib.suppress(OSError):
+            os.write(self._wake_w, b"x")
+
+    def _queue(self, reply: CapabilityReply) -> None:
+        self._outgoing += encode_capability_result(
+            reply.request_id, result=reply.result, error=reply.error
+        )
+
+    def run(self) -> Outcome:
+        try:
+            return self._loop()
+        finally:
+            self._channel.close()
+            self._proc.kill_group()
+            for fd in (self._wake_r, self._wake_w):
+                os.close(fd)
+
+    def _loop(self) -> Outcome:
+        popen = self._proc.popen
+        assert popen.stdout is not None and popen.stderr is not None, "BUG: pipes missing"
+        os.set_blocking(self._proc.job_fd, False)
+        sel = selectors.DefaultSelector()
+        readers = {
+            popen.stdout.fileno(): "log",
+            popen.stderr.fileno(): "log",
+            self._proc.message_fd: "msg",
+            self._wake_r: "wake",
+        }
+        for fd in readers:
+            sel.register(fd, selectors.EVENT_READ)
+        writing = False
+        message: ChildMessage | None = None
+        violation: str | None = None
+        deadline = time.monotonic() + self._timeout_s
+        grace_until: float | None = None
+        open_streams = 3  # stdout, stderr, message pipe
+        try:
+            while True:
+                if self._outgoing and not writing and self._proc.job_fd >= 0:
+                    sel.register(self._proc.job_fd, selectors.EVENT_WRITE)
+                    writing = True
+                now = time.monotonic()
+                limit = deadline if grace_until is None else min(deadline, grace_until)
+                if now >= limit or open_streams == 0:
+                    break
+                for key, _ in sel.select(limit - now):
+                    fd = key.fd
+                    if fd == self._proc.job_fd:
+                        if not self._write_some():
+                            sel.unregister(fd)
+                            writing = False
+                        continue
+                    kind = readers[fd]
+                    if kind == "wake":
+                        os.read(fd, 4096)
+                        self._deliver_thread_replies()
+                        continue
+                    try:
+                        chunk = os.read(fd, _READ_CHUNK)
+                    except OSError:
+                        chunk = b""
+                    if not chunk:
+                        sel.unregister(fd)
+                        open_streams -= 1
+                        continue
+                    if kind == "log":
+                        self._logs.append(chunk)
+                        continue
+                    if message is not None or violation is not None:
+                        continue  # after the result nothing the child says matters
+                    try:
+                        for raw in self._frames.feed(chunk):
+                            parsed = parse_child_message(raw)
+                            if isinstance(parsed, CapabilityRequest):
+                                reply = self._channel.handle(parsed)
+                                if reply is not None:
+                                    self._queue(reply)
+                            else:
+                                message = parsed
+                                break
+                    except ProtocolViolation as exc:
+                        violation = str(exc)
+                    if (
+                        message is not None
+                        or violation is not None
+                        or self._frames.oversized_result is not None
+                    ) and grace_until is None:
+                        grace_until = time.monotonic() + EXIT_GRACE_SECONDS
+                        if violation is not None or self._frames.oversized_result is not None:
+                            grace_until = time.monotonic()  # nothing more to wait for
+            timed_out = (
+                message is None
+                and violation is None
+                and self._frames.oversized_result is None
+                and time.monotonic() >= deadline
+                and open_streams > 0
+            )
+        finally:
+            sel.close()
+        self._proc.kill_group()
+        exit_code = self._proc.popen.wait()
+        return Outcome(
+            message=message,
+            violation=violation,
+            oversized_output=self._frames.oversized_result,
+            timed_out=timed_out,
+            exit_code=exit_code,
+            logs=self._logs,
+        )
+
+    def _write_some(self) -> bool:
+        """Write pending outgoing bytes; False when nothing is left (or the pipe is gone)."""
+        try:
+            written = os.write(self._proc.job_fd, self._outgoing)
+        except BlockingIOError:
+            return True
+        except OSError:
+            self._outgoing.clear()
+            return False
+        del self._outgoing[:written]
+        return bool(self._outgoing)
+
+    def _deliver_thread_replies(self) -> None:
+        with self._replies_lock:
+            replies, self._replies = self._replies, []
+        for reply in replies:
+            self._channel.reply_delivered()
+            self._queue(reply)

@@ -1,0 +1,85 @@
+"""The guarded fetch against a real local HTTP server: declared hosts only, redirects
+re-checked, credentials refused (the network-guard issue adds address checks)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from splice_build.errors import ErrorCode
+
+pytestmark = pytest.mark.node
+
+
+class _Handler(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        if self.path == "/redirect-out":
+            self.send_response(302)
+            self.send_header("Location", "http://evil.example.org/")
+            self.end_headers()
+            return
+        if self.path == "/redirect-in":
+            self.send_response(302)
+            self.send_header("Location", "/hello")
+            self.end_headers()
+            return
+        body = b'{"hello":"world"}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        return
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+NET = {"network": ["127.0.0.1"]}
+
+
+def test_declared_host_is_reachable(run_tool, server: str) -> None:
+    body = (
+        f"export default async () => {{ const r = await fetch('{server}/redirect-in');"
+        " return { status: r.status, json: await r.json(), redirected: r.redirected,"
+        " type: r.headers.get('content-type') }; };"
+    )
+    result = run_tool(body, permissions=NET)
+    assert result.ok, result.to_json()
+    assert result.output == {
+        "status": 200,
+        "json": {"hello": "world"},
+        "redirected": True,
+        "type": "application/json",
+    }
+
+
+def test_redirect_to_undeclared_host_is_blocked(run_tool, server: str) -> None:
+    result = run_tool(f"export default () => fetch('{server}/redirect-out');", permissions=NET)
+    assert result.error is not None and result.error.code == ErrorCode.PERMISSION_DENIED
+    assert result.error.message.startswith('Redirect blocked: Network access to "evil.example.org"')
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://user:pw@127.0.0.1:1/", "file:///etc/hostname", "ftp://127.0.0.1/"],
+)
+def test_refused_urls(run_tool, url: str) -> None:
+    result = run_tool(f"export default () => fetch('{url}');", permissions=NET)
+    assert result.error is not None and result.error.code == ErrorCode.PERMISSION_DENIED
+
+
+def test_no_network_without_declaration(run_tool, server: str) -> None:
+    result = run_tool(f"export default () => fetch('{server}/hello');")
+    assert result.error is not None and result.error.code == ErrorCode.PERMISSION_DENIED

@@ -1,0 +1,97 @@
+"""Hostile-frame decoding (runtime/protocol.py) and the host's code catalogue."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from splice_build.errors import ErrorCode
+from splice_build.runtime.protocol import (
+    CapabilityRequest,
+    Job,
+    ProtocolViolation,
+    ResultError,
+    ResultOk,
+    encode_capability_result,
+    parse_child_message,
+)
+
+HOST = Path(__file__).resolve().parents[2] / "splice_build" / "runtime" / "host"
+
+
+def test_host_codes_are_error_codes() -> None:
+    text = (HOST / "codes.mjs").read_text(encoding="utf-8")
+    block = text.split("HOST_CODES = Object.freeze({", 1)[1].split("});", 1)[0]
+    codes = re.findall(r"(\w+): '(\w+)'", block)
+    assert codes, "no codes parsed"
+    for key, value in codes:
+        assert key == value
+        assert value in ErrorCode.__members__
+
+
+def test_valid_messages() -> None:
+    assert parse_child_message(
+        b'{"type":"result","ok":true,"output":{"a":[1,2.5,"x",null]}}'
+    ) == ResultOk({"a": [1, 2.5, "x", None]})
+    assert parse_child_message(
+        b'{"type":"result","ok":false,"error":{"code":"TOOL_ERROR","message":"m"}}'
+    ) == ResultError("TOOL_ERROR", "m")
+    assert parse_child_message(
+        b'{"type":"capability","id":3,"name":"web.search","args":{"q":1}}'
+    ) == CapabilityRequest(3, "web.search", {"q": 1})
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        b'{"type":"result","ok":true,"output":' + b"[" * 2000 + b"]" * 2000 + b"}",
+        b'{"type":"result","ok":true,"output":' + b"[" * 300 + b"]" * 300 + b"}",
+        b'{"type":"result","ok":true,"output":' + b"9" * 5000 + b"}",
+        b'{"type":"result","ok":true,"output":1' + b"0" * 500 + b".5}",
+        b'{"type":"result","ok":true,"output":1e999}',
+        b'{"type":"result","ok":true,"output":NaN}',
+        b'{"type":"result","ok":true,"output":Infinity}',
+        b'{"type":"result","ok":true,"output":"\\ud800"}',
+        b'{"type":"result","ok":true,"output":{"\\udfff":1}}',
+        b'{"type":"result","ok":true,"output":1,"x":2}',
+        b'{"type":"result","ok":true}',
+        b'{"type":"result","ok":"yes","output":1}',
+        b'{"type":"result","ok":false,"error":{"code":1,"message":"m"}}',
+        b'{"type":"result","ok":false,"error":{"code":"X","message":"m","stack":"s"}}',
+        b'{"type":"capability","id":"1","name":"x","args":{}}',
+        b'{"type":"capability","id":true,"name":"x","args":{}}',
+        b'{"type":"capability","id":0,"name":"x","args":{}}',
+        b'{"type":"capability","id":1,"name":"' + b"n" * 200 + b'","args":{}}',
+        b'{"type":"other"}',
+        b"[1]",
+        b"\xff\xfe",
+        b"{",
+    ],
+)
+def test_hostile_frames_raise_protocol_violation(frame: bytes) -> None:
+    with pytest.raises(ProtocolViolation):
+        parse_child_message(frame)
+
+
+def test_deep_frame_never_raises_recursion_error() -> None:
+    frame = b'{"type":"result","ok":true,"output":' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    with pytest.raises(ProtocolViolation):
+        parse_child_message(frame)
+
+
+def test_surrogate_pair_is_fine() -> None:
+    assert parse_child_message(
+        b'{"type":"result","ok":true,"output":"\\ud83d\\ude00"}'
+    ) == ResultOk("😀")
+
+
+def test_encodings_are_single_lines() -> None:
+    job = Job(entry_url="file:///p/t.mjs", input={"a": "x\ny"}, context={}, env={"A": "b"}).encode()
+    assert job.endswith(b"\n") and job.count(b"\n") == 1
+    reply = encode_capability_result(4, error=("PERMISSION_DENIED", "no"))
+    assert (
+        reply
+        == b'{"type":"capability-result","id":4,"error":{"code":"PERMISSION_DENIED","message":"no"}}\n'
+    )

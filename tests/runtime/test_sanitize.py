@@ -1,0 +1,46 @@
+"""Messages, details and logs leave the runtime with secrets redacted and absolute paths
+replaced by <package>/<project> (interfaces.md 4.3, 9) — golden tests through real Node."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.node
+
+SECRET = "s3cr3t-value-of-the-declared-variable"
+TOKEN = "ghp_" + "Z" * 36
+
+
+def test_error_message_golden(run_tool, project: Path) -> None:
+    body = (
+        "export default (i, ctx) => { throw new Error("
+        "`read ${ctx.paths.package}/tools/t.mjs and ${ctx.paths.project}/data.txt "
+        "(url ${new URL('file://' + ctx.paths.package + '/x.mjs').href}) "
+        f"with {TOKEN} and ${{process.env.API_SECRET}}`); }};"
+    )
+    result = run_tool(body, env={"API_SECRET": SECRET}, permissions={"env": ["API_SECRET"]})
+    assert result.to_json()["error"] == {
+        "code": "TOOL_ERROR",
+        "message": "read <package>/tools/t.mjs and <project>/data.txt (url <package>/x.mjs) "
+        "with [REDACTED] and [REDACTED]",
+    }
+
+
+def test_logs_golden(run_tool) -> None:
+    body = (
+        "export default (i, ctx) => { console.log('pkg', ctx.paths.package);"
+        " console.error('Authorization: Bearer abcdefghijkl');"
+        " console.log(process.env.API_SECRET); return 1; };"
+    )
+    result = run_tool(body, env={"API_SECRET": SECRET}, permissions={"env": ["API_SECRET"]})
+    assert result.ok
+    assert result.logs == "pkg <package>\nAuthorization: [REDACTED]\n[REDACTED]"
+
+
+def test_load_failure_paths_are_replaced(run_tool) -> None:
+    result = run_tool("import './missing.mjs'; export default () => 1;")
+    assert result.error is not None and result.error.code == "TOOL_LOAD_FAILED"
+    assert "<package>/tools/missing.mjs" in result.error.message
+    assert "/packages/" not in result.error.message
