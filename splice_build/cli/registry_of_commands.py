@@ -26,6 +26,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "logout",
     "whoami",
     "token",
+    "keys",
+    "sign",
     "config",
     "registry_cmd",
 )

@@ -7,8 +7,11 @@ MAX_OUTPUT_BYTES = 1024 * 1024  # maxOutputBytes (serialized UTF-8), 4.2
 MAX_INPUT_BYTES = 4 * 1024 * 1024  # maxInputBytes, 4.2
 MAX_INPUT_DEPTH = 256  # MAX_INPUT_DEPTH, 4.2
 # Not in the reference: the parent refuses deeper output so nothing downstream (schema
-# validation, redaction, MCP encoding) can hit Python's recursion limit (issue #3).
-MAX_OUTPUT_DEPTH = 256
+# validation, redaction, MCP encoding) can hit Python's recursion limit (issue #3). Twice the
+# input limit, so a tool may wrap a 256-deep input (json.parse returns {value, type}).
+MAX_OUTPUT_DEPTH = 512
+# Levels a frame adds around the value it carries ({"type": "result", "output": …}).
+FRAME_ENVELOPE_DEPTH = 1
 # JSON.stringify never writes an integer literal longer than 21 digits (larger numbers use an
 # exponent); anything longer is forged by the tool process (issue #3: 5,000-digit integers).
 MAX_NUMBER_LITERAL = 400

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from splice_build.runtime.limits import MAX_NUMBER_LITERAL, MAX_OUTPUT_DEPTH
+from splice_build.runtime.limits import FRAME_ENVELOPE_DEPTH, MAX_NUMBER_LITERAL, MAX_OUTPUT_DEPTH
 
 PROTOCOL_VERSION = 1
 # The exact prefix host.mjs writes before a successful output (used to name an oversized
@@ -105,8 +105,8 @@ def _parse_constant(name: str) -> Any:
 
 
 def _check_tree(value: Any, *, check_strings: bool) -> None:
-    """Depth ≤ MAX_OUTPUT_DEPTH and (when escapes suggest it) no unpaired surrogates."""
-    stack: list[tuple[Any, int]] = [(value, 0)]
+    """Carried values ≤ MAX_OUTPUT_DEPTH deep and (when escapes suggest it) no lone surrogates."""
+    stack: list[tuple[Any, int]] = [(value, -FRAME_ENVELOPE_DEPTH)]
     while stack:
         item, depth = stack.pop()
         if isinstance(item, dict):

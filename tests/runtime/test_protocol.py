@@ -47,7 +47,7 @@ def test_valid_messages() -> None:
     "frame",
     [
         b'{"type":"result","ok":true,"output":' + b"[" * 2000 + b"]" * 2000 + b"}",
-        b'{"type":"result","ok":true,"output":' + b"[" * 300 + b"]" * 300 + b"}",
+        b'{"type":"result","ok":true,"output":' + b"[" * 513 + b"]" * 513 + b"}",
         b'{"type":"result","ok":true,"output":' + b"9" * 5000 + b"}",
         b'{"type":"result","ok":true,"output":1' + b"0" * 500 + b".5}",
         b'{"type":"result","ok":true,"output":1e999}',
@@ -95,3 +95,13 @@ def test_encodings_are_single_lines() -> None:
         reply
         == b'{"type":"capability-result","id":4,"error":{"code":"PERMISSION_DENIED","message":"no"}}\n'
     )
+
+
+def test_output_exactly_at_the_depth_limit_is_accepted() -> None:
+    from splice_build.runtime.limits import MAX_OUTPUT_DEPTH
+
+    depth = MAX_OUTPUT_DEPTH
+    frame = b'{"type":"result","ok":true,"output":' + b"[" * depth + b"]" * depth + b"}"
+    message = parse_child_message(frame)
+    assert isinstance(message, ResultOk)
+    assert isinstance(message.output, list)

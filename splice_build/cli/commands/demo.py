@@ -1,16 +1,28 @@
-"""`splice demo`: the main job end to end on the bundled example skill, saying what it did."""
+"""`splice demo`: the main job end to end on the embedded registry, saying what it did.
+
+A project is created, ``@splice/example`` is added from the embedded registry (verified and
+pinned in splice.lock), a tool runs in the sandbox, an installed file is tampered with and the
+next call is refused before any code runs, then ``install`` restores the verified copy offline
+and the call works again.
+"""
 
 from __future__ import annotations
 
 import argparse
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from splice_build.cli.context import CommandContext
+if TYPE_CHECKING:
+    from splice_build.cli.context import CommandContext
+    from splice_build.sdk import Splice
 
 NAME = "demo"
-HELP = "show Splice end to end: a project, the example skill, a sandboxed call"
+HELP = "show Splice end to end: add a skill from the embedded registry, run, tamper, restore"
 NEEDS_PROJECT = False
+
+DEMO_PACKAGE = "@splice/example"
+DEMO_TOOL = "example.hello"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -18,54 +30,76 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--name", default="Splice", help="name passed to example.hello")
 
 
-def _example_dir() -> Path:
-    from splice_build.skills import official_skill_dirs
+def _call(splice: Splice, name: str) -> dict[str, Any]:
+    from splice_build.errors import SpliceError
 
-    return next(d for d in official_skill_dirs() if d.name == "example")
+    try:
+        return splice.run(DEMO_TOOL, {"name": name}).to_json()
+    except SpliceError as exc:  # refused before any code ran
+        return {"ok": False, "refused": True, "error": exc.to_dict()}
 
 
-def _run_demo(project: Path, name: str, ctx: CommandContext) -> dict[str, object]:
+def _describe(result: dict[str, Any]) -> str:
+    import json
+
+    if result["ok"]:
+        return f"ok in {result['durationMs']} ms → {json.dumps(result['output'])}"
+    error = result["error"]
+    return f"refused: {error['code']}: {error['message']}"
+
+
+def _run_demo(project: Path, name: str, ctx: CommandContext) -> dict[str, Any]:
     from splice_build.project.project_file import init_project
-    from splice_build.runtime import SpliceRuntime
-    from splice_build.spec.pack import pack_directory
+    from splice_build.sdk import Splice
 
-    steps: list[dict[str, object]] = []
+    say = ctx.out.progress
     root, _ = init_project(project)
-    ctx.out.progress(f"1. Created a project: {root / 'splice.json'}")
-    steps.append({"step": "init", "project": str(root)})
+    splice = Splice(root, registry=ctx.registry, env=ctx.env, home=ctx.home)
+    say(f"1. Created a project: {root / 'splice.json'} (registry: {splice.registry_url})")
 
-    packed = pack_directory(_example_dir())
-    ctx.out.progress(
-        f"2. Packed and validated {packed.manifest.id}@{packed.manifest.version}: "
-        f"{len(packed.files)} files, {packed.size} bytes, {packed.integrity}"
+    report = splice.add([DEMO_PACKAGE])[0].to_json()
+    say(
+        f"2. Added {report['name']}@{report['version']}: verified {report['integrity']} "
+        f"and pinned it in splice.lock"
     )
-    steps.append({"step": "pack", "package": packed.manifest.id, "integrity": packed.integrity})
 
-    runtime = SpliceRuntime(project_root=root, env={})
-    package = runtime.load(_example_dir())
-    result = runtime.execute(package, "hello", {"name": name}).to_json()
-    status = "ok" if result["ok"] else f"failed: {result['error']['code']}"
-    ctx.out.progress(
-        f"3. Ran example.hello in the Node sandbox (no files, network or environment): "
-        f"{status} in {result['durationMs']} ms"
+    first = _call(splice, name)
+    say(
+        f"3. Ran {DEMO_TOOL} in the Node sandbox (no files, network or environment): "
+        f"{_describe(first)}"
     )
-    steps.append({"step": "run", "result": result})
-    return {"ok": bool(result["ok"]), "project": str(root), "steps": steps}
+
+    installed = splice.check(DEMO_PACKAGE)
+    tampered = installed.directory / "SKILL.md"
+    with tampered.open("a", encoding="utf-8") as handle:
+        handle.write("\nInjected by the demo.\n")
+    refused = _call(splice, name)
+    say(
+        f"4. Appended a line to {tampered.relative_to(root)}; the next call is {_describe(refused)}"
+    )
+
+    splice.install()
+    second = _call(splice, name)
+    say(f"5. `splice install` restored the verified copy from the cache; {_describe(second)}")
+
+    ok = bool(first["ok"]) and not refused["ok"] and bool(second["ok"])
+    return {
+        "ok": ok,
+        "project": str(root),
+        "package": report,
+        "runs": {"first": first, "tampered": refused, "restored": second},
+    }
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
+    import json
+
     if args.dir:
         summary = _run_demo(ctx.cwd / args.dir, args.name, ctx)
     else:
         with tempfile.TemporaryDirectory(prefix="splice-demo-") as tmp:
             summary = _run_demo(Path(tmp), args.name, ctx)
-    run_step = summary["steps"][-1]["result"]  # type: ignore[index]
-    output = run_step.get("output") if run_step["ok"] else run_step["error"]
-    ctx.out.result(summary, lambda: _text(output))
+    final = summary["runs"]["restored"]
+    shown = final["output"] if final["ok"] else final["error"]
+    ctx.out.result(summary, lambda: json.dumps(shown, indent=2, ensure_ascii=False))
     return 0 if summary["ok"] else 1
-
-
-def _text(output: object) -> str:
-    import json
-
-    return json.dumps(output, indent=2, ensure_ascii=False)

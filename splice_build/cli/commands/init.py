@@ -25,6 +25,8 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         normalize_registry_url(ctx.registry)
         registry = ctx.registry
     root, created = init_project(ctx.cwd / args.dir, registry=registry)
-    text = f"Initialized Splice project in {root}" if created else f"Already a Splice project: {root}"
+    text = (
+        f"Initialized Splice project in {root}" if created else f"Already a Splice project: {root}"
+    )
     ctx.out.result({"root": str(root), "created": created}, text)
     return 0

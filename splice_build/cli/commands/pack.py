@@ -14,7 +14,9 @@ NEEDS_PROJECT = False
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("dir", nargs="?", default=".", help="package directory (default: .)")
-    parser.add_argument("--out", metavar="FILE", help="output file (default: <ns>-<name>-<version>.tar.gz)")
+    parser.add_argument(
+        "--out", metavar="FILE", help="output file (default: <ns>-<name>-<version>.tar.gz)"
+    )
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:

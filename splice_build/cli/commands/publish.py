@@ -1,15 +1,23 @@
-"""`splice publish [dir] [--dry-run]`: validate, pack and upload a package.
+"""`splice publish [dir] [--dry-run] [--sign [--key name]]`: validate, pack and upload a package.
 
 The registry's answer must name the integrity computed locally; anything else means the
-bytes changed on the way and is reported as ``INTEGRITY_MISMATCH``.
+bytes changed on the way and is reported as ``INTEGRITY_MISMATCH``. With ``--sign`` the key
+is loaded before anything is uploaded, and the *local* integrity is signed once the registry
+has confirmed it.
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice_build.cli.context import CommandContext
+from splice_build.errors import UsageError
+
+if TYPE_CHECKING:
+    from splice_build.project.home import SpliceHome
+    from splice_build.project.keys import SigningKey
+    from splice_build.registry.client.open import Opened
 
 NAME = "publish"
 HELP = "publish a package directory to the registry"
@@ -21,6 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dry-run", action="store_true", help="validate and pack only; upload nothing"
     )
+    parser.add_argument("--sign", action="store_true", help="sign the published version")
+    parser.add_argument("--key", metavar="NAME", help="--sign: the local key (default: default)")
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
@@ -33,7 +43,10 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     )
     from splice_build.spec.pack import pack_directory
 
+    if args.key is not None and not args.sign:
+        raise UsageError("--key is used with --sign")
     home = SpliceHome.from_env(ctx.env)
+    key = _load_key(home, args.key) if args.sign else None
     packed = pack_directory(ctx.cwd / args.dir)
     manifest = packed.manifest
     ident = f"{manifest.id}@{manifest.version}"
@@ -54,17 +67,67 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     opened = open_configured(flag=ctx.registry, env=ctx.env, cwd=ctx.cwd, home=home)
     require_login(opened)
     ctx.out.progress(f"Publishing {ident} to {opened.url}...")
+    text = f"Published {ident} to {opened.url}\n{summary}"
     try:
+        if key is not None:
+            _require_registered(opened, key, manifest.namespace)
         answer = opened.client.publish(packed.archive)
+        if answer.get("integrity") != packed.integrity:
+            raise RegistryError(
+                ErrorCode.INTEGRITY_MISMATCH,
+                f"The registry recorded different bytes for {ident}",
+                details=[f"local: {packed.integrity}", f"registry: {answer.get('integrity')}"],
+            )
+        if key is not None:
+            ctx.out.progress(f"Signing {ident} with {key.key_id}...")
+            data["signedBy"] = _sign(
+                opened, key, manifest.id, str(manifest.version), packed.integrity
+            )
+            text += f"\nsigned by {key.key_id}"
     finally:
         opened.client.close()
-    if answer.get("integrity") != packed.integrity:
-        raise RegistryError(
-            ErrorCode.INTEGRITY_MISMATCH,
-            f"The registry recorded different bytes for {ident}",
-            details=[f"local: {packed.integrity}", f"registry: {answer.get('integrity')}"],
-        )
-    ctx.out.result(
-        {**data, "registry": opened.url}, f"Published {ident} to {opened.url}\n{summary}"
-    )
+    ctx.out.result({**data, "registry": opened.url}, text)
     return 0
+
+
+def _load_key(home: SpliceHome, name: str | None) -> SigningKey:
+    from splice_build.project.keys import DEFAULT_KEY_NAME, load_key
+
+    return load_key(home, name or DEFAULT_KEY_NAME)
+
+
+def _require_registered(opened: Opened, key: SigningKey, namespace: str) -> None:
+    """Before uploading: a version published with an unusable key would stay unsigned."""
+    from splice_build.errors import ErrorCode, RegistryError
+
+    try:
+        keys = opened.client.keys(namespace).get("keys") or []
+    except RegistryError as exc:
+        if exc.code is not ErrorCode.PACKAGE_NOT_FOUND:  # 404: the namespace does not exist yet
+            raise
+        keys = []
+    active = {k.get("keyId") for k in keys if isinstance(k, dict) and not k.get("revokedAt")}
+    if key.key_id not in active:
+        raise RegistryError(
+            ErrorCode.KEY_NOT_REGISTERED,
+            f"Key {key.name} ({key.key_id}) is not an active key of @{namespace} on {opened.url}",
+            hint=f"Register it first (`splice keys register @{namespace} --key {key.name}`); "
+            "a namespace is created by its first publish, so publish unsigned once, then "
+            "register and `splice sign` that version.",
+        )
+
+
+def _sign(opened: Opened, key: SigningKey, package_id: str, version: str, integrity: str) -> str:
+    """Sign the published version; a failure here leaves it published but unsigned."""
+    from splice_build.errors import SpliceError
+    from splice_build.registry.client.signing import upload_signature
+
+    try:
+        upload_signature(opened.client, key, package_id, version, integrity)
+    except SpliceError as exc:
+        exc.hint = (
+            f"{package_id}@{version} is published but unsigned; fix the cause and run "
+            f"`splice sign {package_id}@{version} --key {key.name}`."
+        )
+        raise
+    return key.key_id

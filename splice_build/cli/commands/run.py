@@ -1,8 +1,10 @@
 """`splice run <pkg>.<tool> [key=value…] [--input JSON] [--dir PATH]`: run one tool.
 
 With ``--dir`` the package directory is run as it is (what a skill author does while
-writing one). Installed packages are resolved by the install layer; until it provides the
-loader, ``--dir`` is required. Input coercion follows interfaces.md 3.2 (run row).
+writing one). Otherwise the tool of an installed package is resolved in the project and its
+files are re-verified from bytes (and its grant checked) before any code runs
+(``INSTALLED_PACKAGE_MODIFIED``, ``PERMISSIONS_NOT_GRANTED``, ``NOT_INSTALLED``,
+``AMBIGUOUS_TOOL``). Input coercion follows interfaces.md 3.2 (run row).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from splice_build.cli.context import CommandContext
-    from splice_build.runtime import LoadedPackage, SpliceRuntime
+    from splice_build.runtime import LoadedPackage, ToolResult
     from splice_build.spec.names import ToolRef
 
 NAME = "run"
@@ -93,17 +95,6 @@ def build_input(input_json: str | None, pairs: list[str], schema: Any) -> dict[s
     return value
 
 
-def _package_from_dir(runtime: SpliceRuntime, ctx: CommandContext, path: str) -> LoadedPackage:
-    return runtime.load(ctx.cwd / path)
-
-
-def _installed_package(ref: ToolRef, ctx: CommandContext) -> LoadedPackage:
-    raise UsageError(
-        f"Cannot run {ref.package}.{ref.tool}: running installed packages is not available yet",
-        hint="pass --dir PATH to run a package directory",
-    )
-
-
 def _project_root(ctx: CommandContext) -> Path:
     from splice_build.errors import ProjectError
     from splice_build.project.project_file import find_project_root
@@ -122,25 +113,41 @@ def _check_ref_matches(ref: ToolRef, pkg: LoadedPackage) -> None:
         )
 
 
-def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    import json
-
+def _run_directory(args: argparse.Namespace, ctx: CommandContext) -> tuple[str, ToolResult]:
     from splice_build.runtime import SpliceRuntime
     from splice_build.spec.names import ToolRef
 
     ref = ToolRef.parse(args.tool_ref)
     runtime = SpliceRuntime(project_root=_project_root(ctx), env=ctx.env)
-    if args.package_dir is None:
-        pkg = _installed_package(ref, ctx)
-    else:
-        pkg = _package_from_dir(runtime, ctx, args.package_dir)
+    pkg = runtime.load(ctx.cwd / args.package_dir)
     _check_ref_matches(ref, pkg)
     tool = pkg.manifest.tool(ref.tool)
     schema = tool.input if tool is not None else {}
     result = runtime.execute(pkg, ref.tool, build_input(args.input_json, args.pairs, schema))
+    return f"{pkg.id}.{ref.tool}", result
+
+
+def _run_installed(args: argparse.Namespace, ctx: CommandContext) -> tuple[str, ToolResult]:
+    from splice_build.project.project_file import find_project_root
+    from splice_build.sdk import Splice
+
+    splice = Splice(find_project_root(ctx.cwd), registry=ctx.registry, env=ctx.env, home=ctx.home)
+    pkg, tool_name = splice.resolve_tool(args.tool_ref)
+    tool = pkg.manifest.tool(tool_name)
+    schema = tool.input if tool is not None else {}
+    payload = build_input(args.input_json, args.pairs, schema)
+    return f"{pkg.id}.{tool_name}", splice.run_resolved(pkg, tool_name, payload)
+
+
+def run(args: argparse.Namespace, ctx: CommandContext) -> int:
+    import json
+
+    if args.package_dir is None:
+        label, result = _run_installed(args, ctx)
+    else:
+        label, result = _run_directory(args, ctx)
     if not ctx.json and result.logs:
-        prefix = f"[{pkg.id}.{ref.tool}]"
-        ctx.out.info("\n".join(f"{prefix} {line}" for line in result.logs.splitlines()))
+        ctx.out.info("\n".join(f"[{label}] {line}" for line in result.logs.splitlines()))
     envelope = result.to_json()
     if result.ok:
         ctx.out.result(envelope, lambda: json.dumps(result.output, indent=2, ensure_ascii=False))

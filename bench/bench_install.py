@@ -1,0 +1,79 @@
+"""No-op `splice install` on a project with 20 packages vs a bare walk-and-SHA-256 of the same files.
+
+The 20 packages are generated and published into a temporary embedded registry, installed
+once, then `splice install` (whole process: it re-verifies every installed file from bytes) is
+timed against a Python process that only walks ``.splice/packages`` and hashes every file.
+Target: ≤ 1.5 ×.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from bench.common import Row, ratio_row, splice_argv, time_callable, time_command
+
+PACKAGES = 20
+
+
+def _walk_and_hash(directory: Path) -> None:
+    import hashlib
+
+    for root, _dirs, files in os.walk(directory):
+        for name in files:
+            with open(os.path.join(root, name), "rb") as handle:
+                hashlib.sha256(handle.read()).hexdigest()
+
+
+_WALK = """
+import hashlib, os, sys
+for root, dirs, files in os.walk(sys.argv[1]):
+    for name in files:
+        with open(os.path.join(root, name), "rb") as f:
+            hashlib.sha256(f.read()).hexdigest()
+"""
+
+
+def run(quick: bool = False) -> list[Row]:
+    from splice_build.sdk import Splice
+    from testing.registry_fixtures import embedded_store, new_project, publish
+
+    repeat = 3 if quick else 10
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        env = {"SPLICE_HOME": str(base / "home")}
+        os.environ.update(env)
+        ids = []
+        for i in range(PACKAGES):
+            publish(embedded_store(base / "home"), base / "work", name=f"pkg{i:02d}")
+            ids.append(f"@acme/pkg{i:02d}")
+        project = new_project(base / "p")
+        splice = Splice(project, env={**os.environ, **env})
+        splice.add(ids)
+        sdk = time_callable(splice.install, repeat=repeat)
+        bare = time_callable(
+            lambda: _walk_and_hash(project / ".splice" / "packages"), repeat=repeat
+        )
+        noop = time_command(splice_argv("install"), repeat=repeat, env=env, cwd=project)
+        walk = time_command(
+            [sys.executable, "-c", _WALK, str(project / ".splice" / "packages")],
+            repeat=repeat,
+            env=env,
+        )
+    return [
+        ratio_row(
+            f"no-op splice install ({PACKAGES} packages)",
+            noop,
+            "python walk + sha256 of the installed files",
+            walk,
+            target="<= 1.5x",
+        ),
+        ratio_row(
+            f"no-op Splice.install() in process ({PACKAGES} packages)",
+            sdk,
+            "walk + sha256 of the installed files in process",
+            bare,
+        ),
+    ]

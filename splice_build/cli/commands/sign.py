@@ -1,0 +1,118 @@
+"""`splice sign <@ns/name@version> [--key name] [--dir path]`: sign a published version.
+
+A signature vouches for bytes, so the command first proves which bytes it is signing:
+
+- with ``--dir``, the directory is packed; it must be that package and version, and its
+  integrity must equal the registry's, or nothing is signed (the local source and the
+  published artifact differ);
+- without it, the artifact is downloaded and fully verified against the registry metadata
+  (sha256, size, package, metadata) before its integrity is signed.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from splice_build.cli.context import CommandContext
+from splice_build.errors import ErrorCode, InstallError, UsageError
+
+if TYPE_CHECKING:
+    from splice_build.registry.client.interface import RegistryClient
+
+NAME = "sign"
+HELP = "sign a published package version with your key"
+NEEDS_PROJECT = False
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("package", metavar="@ns/name@version", help="an exact published version")
+    parser.add_argument("--key", metavar="NAME", help="the local key (default: default)")
+    parser.add_argument("--dir", metavar="PATH", help="the package source to compare first")
+
+
+def _exact(text: str) -> tuple[str, str]:
+    from splice_build.spec.names import PackageRef
+
+    ref = PackageRef.parse(text)
+    if not ref.range.is_exact:
+        raise UsageError(f"sign needs an exact version, e.g. {ref.package.id}@1.0.0")
+    return ref.package.id, str(ref.range)
+
+
+def _refuse(subject: str, message: str, details: list[str]) -> InstallError:
+    return InstallError(
+        ErrorCode.INTEGRITY_MISMATCH,
+        f"Refusing to sign {subject}: {message}",
+        details=details,
+        hint="Sign only bytes you built: check out the released source and try again.",
+    )
+
+
+def _local_integrity(directory: Path, package_id: str, version: str, registry: str) -> str:
+    """The integrity of the packed source, which must be that version on the registry."""
+    from splice_build.spec.pack import pack_directory
+
+    packed = pack_directory(directory)
+    subject = f"{package_id}@{version}"
+    found = f"{packed.manifest.id}@{packed.manifest.version}"
+    if found != subject:
+        raise _refuse(subject, f"{directory} contains {found}", [f"directory: {directory}"])
+    if packed.integrity != registry:
+        raise _refuse(
+            subject,
+            "the local source differs from the published artifact",
+            [f"local: {packed.integrity}", f"registry: {registry}"],
+        )
+    return packed.integrity
+
+
+def _downloaded_integrity(
+    client: RegistryClient, package_id: str, version: str, meta: dict[str, Any]
+) -> str:
+    """The registry's integrity, after the downloaded bytes passed the install checks."""
+    from splice_build.install.checks import Expected, verify_artifact
+
+    manifest = meta.get("manifest")
+    size = meta.get("size")
+    expected = Expected(
+        package_id,
+        version,
+        str(meta.get("integrity")),
+        size if isinstance(size, int) else None,
+        manifest if isinstance(manifest, dict) else None,
+    )
+    verify_artifact(client.download(package_id, version), expected)
+    return expected.integrity
+
+
+def run(args: argparse.Namespace, ctx: CommandContext) -> int:
+    from splice_build.project.home import SpliceHome
+    from splice_build.project.keys import DEFAULT_KEY_NAME, load_key
+    from splice_build.registry.client.open import open_configured, require_login
+    from splice_build.registry.client.signing import upload_signature
+
+    package_id, version = _exact(args.package)
+    home = SpliceHome.from_env(ctx.env)
+    key = load_key(home, args.key or DEFAULT_KEY_NAME)
+    opened = open_configured(flag=ctx.registry, env=ctx.env, cwd=ctx.cwd, home=home)
+    require_login(opened)
+    client = opened.client
+    try:
+        meta = client.version(package_id, version)
+        registry_integrity = str(meta.get("integrity"))
+        if args.dir is not None:
+            ctx.out.progress(f"Packing {args.dir}...")
+            integrity = _local_integrity(
+                ctx.cwd / args.dir, package_id, version, registry_integrity
+            )
+        else:
+            ctx.out.progress(f"Downloading and verifying {package_id}@{version}...")
+            integrity = _downloaded_integrity(client, package_id, version, meta)
+        signature = upload_signature(client, key, package_id, version, integrity)
+    finally:
+        client.close()
+    data = {"name": package_id, "version": version, "integrity": integrity, **signature}
+    ctx.out.result(data, f"Signed {package_id}@{version} ({integrity}) with {key.key_id}")
+    return 0

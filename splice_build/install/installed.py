@@ -1,0 +1,101 @@
+"""Is an installed package still the verified copy the lock describes? (invariants 3 and 4)
+
+:func:`check_installed` recomputes the files digest **from bytes** (``tree_digest``), compares
+it with the lock's ``files``, reads the manifest it just verified, and checks that the manifest
+asks for nothing beyond the lock's grant. It raises instead of returning a flag:
+``NOT_INSTALLED``, ``INSTALLED_PACKAGE_MODIFIED`` (hint: ``splice install`` restores it) or
+``PERMISSIONS_NOT_GRANTED``. Lock entries written before files digests existed are not
+hashed, and entries without a grant record are not grant-checked (interfaces.md 2.4, 4.9).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from splice_build.errors import ErrorCode, InstallError, SpliceError
+from splice_build.install.tree_digest import tree_digest
+from splice_build.project.layout import ProjectLayout
+
+if TYPE_CHECKING:
+    from splice_build.project.lockfile import LockEntry
+    from splice_build.spec.manifest import Manifest
+
+RESTORE_HINT = "Run `splice install` to restore the verified copy."
+
+
+@dataclass(frozen=True)
+class InstalledPackage:
+    """A package whose files and grant were checked just now."""
+
+    id: str
+    version: str
+    directory: Path
+    manifest: Manifest
+    lock_entry: LockEntry
+
+
+def _modified(package_id: str, reason: str) -> InstallError:
+    return InstallError(
+        ErrorCode.INSTALLED_PACKAGE_MODIFIED,
+        f"Installed package {package_id} was modified",
+        details=[reason],
+        hint=RESTORE_HINT,
+    )
+
+
+def read_installed_manifest(directory: Path) -> Manifest:
+    """Parse ``manifest.json`` of an installed package; raises ``SpliceError``."""
+    from splice_build.spec.manifest import Manifest
+
+    try:
+        data = (directory / "manifest.json").read_bytes()
+    except OSError as exc:
+        raise InstallError(
+            ErrorCode.INVALID_PACKAGE, f"manifest.json cannot be read: {exc.strerror}"
+        ) from exc
+    return Manifest.from_json(data)
+
+
+def check_installed(
+    layout: ProjectLayout, package_id: str, entry: LockEntry | None
+) -> InstalledPackage:
+    """Verify the installed copy of ``package_id`` against ``entry`` (see the module docstring)."""
+    directory = layout.package_dir(package_id)
+    if entry is None or not directory.is_dir():
+        raise InstallError(
+            ErrorCode.NOT_INSTALLED,
+            f"{package_id} is not installed",
+            hint=f"Run `splice add {package_id}`." if entry is None else RESTORE_HINT,
+        )
+    if entry.files is not None:
+        actual = tree_digest(directory)
+        if actual != entry.files:
+            reason = (
+                "it contains a link, a special file or too many files"
+                if actual is None
+                else f"files digest {actual} differs from splice.lock ({entry.files})"
+            )
+            raise _modified(package_id, reason)
+    try:
+        manifest = read_installed_manifest(directory)
+    except SpliceError as exc:
+        raise _modified(package_id, f"manifest.json: {exc.message}") from exc
+    if manifest.id != package_id or manifest.version != entry.version:
+        raise _modified(
+            package_id,
+            f"manifest says {manifest.id}@{manifest.version}, splice.lock {entry.version}",
+        )
+    if entry.permissions is not None:
+        from splice_build.install.consent import ungranted_lines
+
+        lines = ungranted_lines(manifest.permissions, entry.permissions)
+        if lines:
+            raise InstallError(
+                ErrorCode.PERMISSIONS_NOT_GRANTED,
+                f"{package_id}@{entry.version} requests permissions this project has not granted",
+                details=lines,
+                hint=f"Run `splice add {package_id} --accept-permissions` to review and grant them.",
+            )
+    return InstalledPackage(package_id, entry.version, directory, manifest, entry)

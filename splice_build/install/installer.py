@@ -1,0 +1,356 @@
+"""Installing one version of one package (interfaces.md 2.5 steps 2–8).
+
+(2) metadata — a locked version must match the lock's integrity and size (``LOCK_MISMATCH``);
+(3) artifact — from the verified cache or downloaded; a locked install accepts only the lock's
+bytes; offline, locked versions come from the cache; (4) verification (``checks``); (5) signer
+pinning; (6) cache put; (7) consent; (8) staged extraction and the journaled swap that writes
+``splice.lock`` and ``splice.json`` (``transaction``).
+
+The caller holds the project lock. Progress is reported as ``(step, message)`` pairs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from splice_build.errors import ErrorCode, InstallError, RegistryError
+from splice_build.install import transaction
+from splice_build.install.cache import ArtifactCache
+from splice_build.install.checks import Expected, VerifiedArtifact, verify_artifact
+from splice_build.install.consent import Accept, require_consent
+from splice_build.install.session import RegistrySession, is_offline
+from splice_build.install.tree_digest import tree_digest
+from splice_build.project.layout import ProjectLayout
+from splice_build.project.lockfile import LockEntry, load_lockfile
+from splice_build.project.project_file import load_project_file
+from splice_build.spec.digests import integrity_of, is_integrity
+
+if TYPE_CHECKING:
+    from splice_build.spec.manifest import Manifest
+
+Progress = Callable[[str, str], None]
+
+
+@dataclass(frozen=True)
+class InstallOptions:
+    accept_permissions: Accept = False
+    require_signed: bool = False
+    allow_signer_change: bool = False
+
+
+@dataclass(frozen=True)
+class Target:
+    """What to install: an exact version, the range to record, and the lock entry to honour.
+
+    ``pinned`` is the lock entry when the version is the locked one: then only its bytes
+    are accepted. ``range_text`` None leaves ``splice.json`` as it is.
+    """
+
+    package_id: str
+    version: str
+    range_text: str | None
+    pinned: LockEntry | None = None
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """Artifact bytes (not yet verified) and the registry metadata, if the registry was asked."""
+
+    data: bytes
+    metadata: dict[str, Any] | None
+    from_cache: bool
+    offline: bool
+
+
+@dataclass(frozen=True)
+class InstallReport:
+    """One installed (or already installed) package, shaped like ``splice add --json``."""
+
+    name: str
+    version: str
+    integrity: str
+    already_installed: bool
+    previous_version: str | None
+    from_cache: bool
+    offline: bool
+    signed_by: str | None
+    permissions: list[str]
+    tools: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "version": self.version,
+            "integrity": self.integrity,
+            "alreadyInstalled": self.already_installed,
+            "previousVersion": self.previous_version,
+            "fromCache": self.from_cache,
+            "offline": self.offline,
+            "signedBy": self.signed_by,
+            "permissions": self.permissions,
+            "tools": self.tools,
+        }
+
+
+def report_for(
+    manifest: Manifest,
+    entry: LockEntry,
+    *,
+    already: bool,
+    previous: str | None,
+    from_cache: bool,
+    offline: bool,
+) -> InstallReport:
+    return InstallReport(
+        name=manifest.id,
+        version=entry.version,
+        integrity=entry.integrity,
+        already_installed=already,
+        previous_version=previous,
+        from_cache=from_cache,
+        offline=offline,
+        signed_by=entry.signed_by,
+        permissions=[] if manifest.permissions.is_empty else list(manifest.permissions.describe()),
+        tools=[tool.name for tool in manifest.tools],
+    )
+
+
+class Installer:
+    """Installs targets into one project (see the module docstring)."""
+
+    def __init__(
+        self,
+        layout: ProjectLayout,
+        cache: ArtifactCache,
+        session: RegistrySession,
+        options: InstallOptions,
+        progress: Progress,
+    ) -> None:
+        self.layout = layout
+        self.cache = cache
+        self.session = session
+        self.options = options
+        self.progress = progress
+
+    # (2) ----------------------------------------------------------------------------------
+    def _metadata(self, target: Target) -> dict[str, Any] | None:
+        """The registry's VersionResponse, or None when offline with a locked version."""
+        try:
+            meta = self.session.client.version(target.package_id, target.version)
+        except RegistryError as exc:
+            if target.pinned is not None and is_offline(exc):
+                return None
+            if target.pinned is not None and exc.code is ErrorCode.PACKAGE_NOT_FOUND:
+                raise _lock_mismatch(target, "the registry no longer has this version") from exc
+            raise
+        integrity = meta.get("integrity")
+        if not is_integrity(integrity):
+            raise RegistryError(
+                ErrorCode.REGISTRY_ERROR,
+                f"Registry returned an invalid integrity for {target.package_id}",
+            )
+        pinned = target.pinned
+        if pinned is not None:
+            size = meta.get("size")
+            if integrity != pinned.integrity or (pinned.size is not None and size != pinned.size):
+                raise _lock_mismatch(target, f"registry has {integrity} ({size} bytes)")
+        return meta
+
+    # (3) ----------------------------------------------------------------------------------
+    def _artifact(
+        self, target: Target, integrity: str, size: int | None, offline: bool
+    ) -> tuple[bytes, bool]:
+        cached = self.cache.get(integrity, size)
+        if cached is not None:
+            return cached, True
+        if offline:
+            raise RegistryError(
+                ErrorCode.REGISTRY_UNREACHABLE,
+                f"The registry is unreachable and {target.package_id}@{target.version} is not in the local cache",
+            )
+        self.progress("downloading", f"Downloading {target.package_id}@{target.version}...")
+        data = self.session.client.download(target.package_id, target.version)
+        pinned = target.pinned
+        if pinned is not None and (
+            integrity_of(data) != pinned.integrity
+            or (pinned.size is not None and len(data) != pinned.size)
+        ):
+            # Invariant 2: a locked version installs only with the lock's bytes.
+            raise _lock_mismatch(
+                target, f"the registry served {integrity_of(data)} ({len(data)} bytes)"
+            )
+        return data, False
+
+    def fetch(self, target: Target) -> Fetched:
+        """(2)(3) the artifact bytes, with registry metadata when the registry was asked.
+
+        A locked version already in the verified cache needs no registry at all (this is the
+        offline restore path); otherwise the metadata is checked against the lock first.
+        """
+        pinned = target.pinned
+        if pinned is not None:
+            cached = self.cache.get(pinned.integrity, pinned.size)
+            if cached is not None:
+                return Fetched(cached, None, from_cache=True, offline=False)
+        meta = self._metadata(target)
+        if meta is None:
+            assert pinned is not None
+            data, from_cache = self._artifact(target, pinned.integrity, pinned.size, offline=True)
+            return Fetched(data, None, from_cache, offline=True)
+        size = meta.get("size") if isinstance(meta.get("size"), int) else None
+        data, from_cache = self._artifact(target, str(meta["integrity"]), size, offline=False)
+        return Fetched(data, meta, from_cache, offline=False)
+
+    def _expected(self, target: Target, fetched: Fetched) -> Expected:
+        meta = fetched.metadata
+        if meta is None:
+            assert target.pinned is not None
+            pinned = target.pinned
+            return Expected(
+                target.package_id,
+                target.version,
+                pinned.integrity,
+                pinned.size,
+                None,
+                self.options.require_signed,
+            )
+        manifest = meta.get("manifest")
+        return Expected(
+            target.package_id,
+            target.version,
+            str(meta["integrity"]),
+            meta.get("size") if isinstance(meta.get("size"), int) else None,
+            manifest if isinstance(manifest, dict) else None,
+            self.options.require_signed,
+        )
+
+    def install(self, target: Target, fetched: Fetched) -> InstallReport:
+        """(4)–(8) verify, consent and swap in; raises ``SpliceError`` leaving the project as it was."""
+        expected = self._expected(target, fetched)
+        self.progress("verifying", f"Verifying {expected.integrity}...")
+        verified = verify_artifact(fetched.data, expected)
+        lock = load_lockfile(self.layout.root)
+        current = lock.get(target.package_id)
+        self._check_signer(target, current)
+        if not fetched.from_cache:
+            self.cache.put(fetched.data)
+        subject = f"{target.package_id}@{target.version}"
+        grant = current.permissions if current is not None else None
+        require_consent(
+            verified.manifest.permissions, grant, self.options.accept_permissions, subject
+        )
+        if fetched.metadata is not None:
+            resolved = _download_url(fetched.metadata, self.session.url, target)
+            registry: str | None = self.session.url
+        else:
+            assert target.pinned is not None
+            resolved, registry = target.pinned.resolved, target.pinned.registry
+        entry = LockEntry(
+            version=target.version,
+            integrity=expected.integrity,
+            resolved=resolved,
+            registry=registry,
+            size=len(fetched.data),
+            files=verified.files_digest,
+            permissions=verified.manifest.permissions,
+            signed_by=None,
+        )
+        self.progress("installing", f"Installing {self._relative_dir(target.package_id)}...")
+        self._swap_in(target, verified, entry)
+        previous = (
+            current.version if current is not None and current.version != target.version else None
+        )
+        return report_for(
+            verified.manifest,
+            entry,
+            already=False,
+            previous=previous,
+            from_cache=fetched.from_cache,
+            offline=fetched.offline,
+        )
+
+    def keep(self, target: Target, manifest: Manifest, entry: LockEntry) -> InstallReport:
+        """The intact locked copy stays; only a changed range is written to ``splice.json``."""
+        project = load_project_file(self.layout.root)
+        if (
+            target.range_text is not None
+            and project.packages.get(target.package_id) != target.range_text
+        ):
+            from splice_build.project.project_file import save_project_file
+
+            save_project_file(
+                self.layout.root, project.with_package(target.package_id, target.range_text)
+            )
+        return report_for(
+            manifest, entry, already=True, previous=None, from_cache=False, offline=False
+        )
+
+    def _check_signer(self, target: Target, current: LockEntry | None) -> None:
+        """(5) TOFU signer pinning: a signed package may not become unsigned silently."""
+        if (
+            current is not None
+            and current.signed_by is not None
+            and not self.options.allow_signer_change
+        ):
+            raise InstallError(
+                ErrorCode.SIGNER_CHANGED,
+                f"{target.package_id}@{target.version} is not signed by {current.signed_by}",
+                hint="Re-run with --allow-signer-change if the change is expected.",
+            )
+
+    def _relative_dir(self, package_id: str) -> str:
+        return self.layout.package_dir(package_id).relative_to(self.layout.root).as_posix()
+
+    def _swap_in(self, target: Target, verified: VerifiedArtifact, entry: LockEntry) -> None:
+        """(8) write the files to staging, check them as written, then the journaled swap."""
+        staged = transaction.staging_dir(self.layout, target.package_id)
+        try:
+            _write_files(staged, verified)
+            if tree_digest(staged) != verified.files_digest:
+                raise InstallError(
+                    ErrorCode.INVALID_PACKAGE,
+                    f"staged files of {target.package_id} do not match the artifact",
+                )
+        except BaseException:
+            transaction.remove_tree(staged)
+            raise
+        project = load_project_file(self.layout.root)
+        project_after = None
+        if (
+            target.range_text is not None
+            and project.packages.get(target.package_id) != target.range_text
+        ):
+            project_after = project.with_package(target.package_id, target.range_text)
+        lock_after = load_lockfile(self.layout.root).with_entry(target.package_id, entry)
+        swap = transaction.swap_for(self.layout, target.package_id, staged)
+        transaction.apply(self.layout, [swap], lock_after, project_after)
+
+
+def _write_files(directory: Path, verified: VerifiedArtifact) -> None:
+    for relative, content in verified.files.items():
+        path = directory.joinpath(*relative.split("/"))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "xb") as handle:
+            handle.write(content)
+
+
+def _download_url(meta: dict[str, Any], registry: str, target: Target) -> str:
+    download = meta.get("download")
+    if isinstance(download, str) and download:
+        return download
+    namespace, name = target.package_id[1:].split("/")
+    return f"{registry}/packages/{namespace}/{name}/{target.version}/download"
+
+
+def _lock_mismatch(target: Target, reason: str) -> InstallError:
+    pinned = target.pinned
+    assert pinned is not None
+    return InstallError(
+        ErrorCode.LOCK_MISMATCH,
+        f"{target.package_id}@{target.version} does not match splice.lock",
+        details=[f"splice.lock: {pinned.integrity} ({pinned.size} bytes)", reason],
+        hint="Nothing was changed. If the change is expected, remove the entry and re-add the package.",
+    )

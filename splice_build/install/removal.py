@@ -1,0 +1,32 @@
+"""``remove``: the package directories, lock entries and ranges go in one transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from splice_build.errors import ErrorCode, InstallError
+from splice_build.install import transaction
+from splice_build.project.layout import ProjectLayout
+from splice_build.project.lockfile import load_lockfile
+from splice_build.project.project_file import load_project_file
+
+
+def remove_packages(layout: ProjectLayout, ids: Sequence[str]) -> list[dict[str, Any]]:
+    """Remove ``ids`` (caller holds the project lock); ``NOT_INSTALLED`` if one is nowhere."""
+    project = load_project_file(layout.root)
+    lock = load_lockfile(layout.root)
+    removed: list[dict[str, Any]] = []
+    swaps = []
+    for package_id in dict.fromkeys(ids):
+        entry = lock.get(package_id)
+        on_disk = layout.package_dir(package_id).exists()
+        if entry is None and package_id not in project.packages and not on_disk:
+            raise InstallError(ErrorCode.NOT_INSTALLED, f"{package_id} is not installed")
+        removed.append({"name": package_id, "version": entry.version if entry else None})
+        project = project.without_package(package_id)
+        lock = lock.without(package_id)
+        if on_disk:
+            swaps.append(transaction.swap_for(layout, package_id, None))
+    transaction.apply(layout, swaps, lock, project)
+    return removed

@@ -1,0 +1,79 @@
+"""Choosing a version for a package range (interfaces.md 2.5 "add").
+
+``@ns/name`` means the newest stable version, saved as ``^x.y.z``; ``@ns/name@<range>`` keeps
+the locked version if it satisfies the range and the registry still has it, else takes the
+highest match; ``latest`` and ``*`` are saved as ``^<version>``, other ranges as given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from splice_build.errors import ErrorCode, InstallError, RegistryError
+from splice_build.spec.semver import Range, RangeKind, Version, max_satisfying
+
+if TYPE_CHECKING:
+    from splice_build.project.lockfile import LockEntry
+    from splice_build.registry.client.interface import RegistryClient
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """The version chosen for a package and the range to record in ``splice.json``."""
+
+    package_id: str
+    version: str
+    range_text: str
+    latest: str | None = None
+
+
+def published_versions(client: RegistryClient, package_id: str) -> tuple[list[str], str | None]:
+    """The versions the registry lists and its ``latest``; ``PACKAGE_NOT_FOUND`` passes through."""
+    try:
+        info: dict[str, Any] = client.package(package_id)
+    except RegistryError as exc:
+        if exc.code is ErrorCode.PACKAGE_NOT_FOUND:
+            raise RegistryError(
+                exc.code,
+                f"Package {package_id} was not found in {client.base_url}",
+                hint="Search with `splice search <words>`.",
+            ) from exc
+        raise
+    versions = [str(v["version"]) for v in info.get("versions", []) if isinstance(v, dict)]
+    latest = info.get("latest")
+    return versions, latest if isinstance(latest, str) else None
+
+
+def saved_range(rng: Range, version: str) -> str:
+    """The range written to ``splice.json`` for a chosen version."""
+    if rng.kind in (RangeKind.LATEST, RangeKind.ANY):
+        return f"^{version}"
+    return rng.text
+
+
+def resolve(
+    client: RegistryClient,
+    package_id: str,
+    rng: Range,
+    locked: LockEntry | None,
+    *,
+    prefer_locked: bool = True,
+) -> Resolution:
+    """Pick the version of ``package_id`` for ``rng``; raises ``NO_MATCHING_VERSION``."""
+    versions, latest = published_versions(client, package_id)
+    if (
+        prefer_locked
+        and locked is not None
+        and locked.version in versions
+        and rng.satisfies(Version.parse(locked.version))
+    ):
+        return Resolution(package_id, locked.version, saved_range(rng, locked.version), latest)
+    best = max_satisfying(versions, rng)
+    if best is None:
+        raise InstallError(
+            ErrorCode.NO_MATCHING_VERSION,
+            f"No version of {package_id} matches {rng.text}",
+            details=[f"available: {', '.join(versions) or 'none'}"],
+        )
+    return Resolution(package_id, str(best), saved_range(rng, str(best)), latest)

@@ -1,0 +1,92 @@
+"""(5) The signature check of the install policy and signer pinning (interfaces.md 2.5, 5.10).
+
+:class:`SignatureValid` replaces ``checks.SignatureUnchecked`` in the policy: it verifies the
+signatures the registry lists for the version (``signatures`` of the version metadata) over
+the integrity the sha256 check has already proved. Revoked keys are ignored; any other
+signature that does not verify fails closed (``SIGNATURE_INVALID``); unsigned is ``Skipped``
+("unsigned: …") unless the candidate requires a signature (``SIGNATURE_REQUIRED``). After a
+passing check, ``signed_by`` holds the verified key id that goes into ``splice.lock``.
+
+:func:`signer_pinning` is step (5) of the install: once a lock entry records ``signedBy``,
+an update must be signed by that same key unless the user allows the change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from splice_build.errors import ErrorCode, InstallError, SpecError
+from splice_build.install.checks import Skipped
+
+if TYPE_CHECKING:
+    from splice_build.install.checks import Candidate
+
+
+class SignatureValid:
+    """(5) publisher signatures, verified; ``signed_by`` is set when one is accepted.
+
+    ``trusted_signer`` is the key pinned by the lock (if any): when it is among the valid
+    signers it is the one reported, so a publisher who adds a second key keeps its pin.
+    """
+
+    id = "signature"
+
+    def __init__(
+        self, signatures: Sequence[Mapping[str, Any]], trusted_signer: str | None = None
+    ) -> None:
+        self.signatures = tuple(signatures)
+        self.trusted_signer = trusted_signer
+        self.signed_by: str | None = None
+
+    def check(self, candidate: Candidate) -> str:
+        from splice_build.spec.signing import check_signatures
+
+        self.signed_by = None
+        expected = candidate.expected
+        subject = f"{expected.package_id}@{expected.version}"
+        try:
+            outcome = check_signatures(
+                self.signatures,
+                package_id=expected.package_id,
+                version=expected.version,
+                integrity=expected.integrity,
+                preferred=self.trusted_signer,
+            )
+        except SpecError as exc:
+            raise InstallError(
+                ErrorCode.SIGNATURE_INVALID,
+                f"Publisher signature of {subject} is invalid",
+                details=exc.details,
+                hint="Do not install this version; report it to the publisher and the registry.",
+            ) from exc
+        if outcome.signed_by is None:
+            if expected.require_signed:
+                raise InstallError(
+                    ErrorCode.SIGNATURE_REQUIRED,
+                    f"{subject} has no verified publisher signature and a signature is required",
+                    details=[outcome.describe()],
+                )
+            raise Skipped(outcome.describe())
+        self.signed_by = outcome.signed_by
+        return outcome.describe()
+
+
+def signer_pinning(
+    previous_signed_by: str | None, new_signed_by: str | None, allow_change: bool
+) -> None:
+    """Trust on first use: a pinned signer may not change or disappear silently.
+
+    Raises InstallError(SIGNER_CHANGED) when the lock pinned ``previous_signed_by`` and the
+    new version is signed by another key, or unsigned, and ``allow_change`` is False.
+    """
+    if previous_signed_by is None or previous_signed_by == new_signed_by or allow_change:
+        return
+    found = f"signed by {new_signed_by}" if new_signed_by else "unsigned"
+    raise InstallError(
+        ErrorCode.SIGNER_CHANGED,
+        f"The publisher signature changed: splice.lock pins {previous_signed_by}, "
+        f"the new version is {found}",
+        details=[f"pinned: {previous_signed_by}", f"found: {new_signed_by or 'no signature'}"],
+        hint="If the publisher rotated its key on purpose, re-run with --allow-signer-change.",
+    )

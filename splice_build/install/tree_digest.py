@@ -1,0 +1,71 @@
+"""The files digest of an installed package, recomputed from the bytes on disk.
+
+interfaces.md 2.4 and DESIGN.md invariant 3: every regular file under the package directory
+counts, hidden files and ``node_modules`` included (a verified artifact holds neither, so any
+added file changes the digest). A symbolic link or any other non-regular entry, or more files
+than a package may hold, makes the digest ``None``, which never equals a recorded digest.
+Nothing here looks at modification times: every call reads every byte.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from pathlib import Path
+
+from splice_build.spec.digests import files_digest_from_hashes
+from splice_build.spec.limits import MAX_FILES
+
+_CHUNK = 1024 * 1024
+
+
+class _NotAPackageTree(Exception):
+    """The tree holds something a verified package cannot contain."""
+
+
+def _hash_file(path: str) -> str:
+    digest = hashlib.sha256()
+    # O_NOFOLLOW: the entry was a regular file when listed; refuse it if it became a link.
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise _NotAPackageTree(path)
+        while chunk := os.read(fd, _CHUNK):
+            digest.update(chunk)
+    finally:
+        os.close(fd)
+    return digest.hexdigest()
+
+
+def _walk(directory: str, prefix: str, hashes: dict[str, str]) -> None:
+    with os.scandir(directory) as entries:
+        for entry in entries:
+            relative = prefix + entry.name
+            mode = entry.stat(follow_symlinks=False).st_mode
+            if stat.S_ISDIR(mode):
+                _walk(entry.path, relative + "/", hashes)
+            elif stat.S_ISREG(mode):
+                if len(hashes) >= MAX_FILES:
+                    raise _NotAPackageTree(entry.path)
+                hashes[relative] = _hash_file(entry.path)
+            else:
+                raise _NotAPackageTree(entry.path)
+
+
+def tree_hashes(directory: Path) -> dict[str, str] | None:
+    """``relative path -> hex sha256`` of every file, or None for a tree no package can be."""
+    hashes: dict[str, str] = {}
+    try:
+        if not stat.S_ISDIR(os.lstat(directory).st_mode):
+            return None
+        _walk(os.fspath(directory), "", hashes)
+    except (_NotAPackageTree, FileNotFoundError, NotADirectoryError):
+        return None
+    return hashes
+
+
+def tree_digest(directory: Path) -> str | None:
+    """The files digest of ``directory`` read from bytes, or None (missing, links, specials)."""
+    hashes = tree_hashes(directory)
+    return None if hashes is None else files_digest_from_hashes(hashes)

@@ -1,0 +1,487 @@
+"""The Python SDK: ``Splice(project=...)``, the one code path of the CLI and the MCP server.
+
+::
+
+    from splice_build.sdk import Splice
+
+    splice = Splice("/path/to/project")
+    splice.add(["@splice/example"])
+    splice.run("example.hello", {"name": "Dim"}).to_json()
+
+State changes (``add``, ``install``, ``update``, ``remove``) run the doit graph of
+``splice_build.tasks`` under the project lock; ``last_tasks`` records which tasks executed.
+Everything that loads code re-verifies the installed files **from bytes** first
+(``check``): ``INSTALLED_PACKAGE_MODIFIED``, ``PERMISSIONS_NOT_GRANTED`` and ``NOT_INSTALLED``
+are raised before any tool code runs. ``run`` is not a doit task: doit's runner is
+process-global and the project lock would serialize every tool call (MCP runs them
+concurrently); it calls the same check the ``verify:`` task runs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from splice_build.errors import ErrorCode, InstallError, SpliceError
+from splice_build.install.consent import Accept
+from splice_build.install.installed import (
+    InstalledPackage,
+    check_installed,
+    read_installed_manifest,
+)
+from splice_build.install.installer import InstallReport
+
+if TYPE_CHECKING:
+    from splice_build.install.installer import Installer
+    from splice_build.install.session import RegistrySession
+    from splice_build.project.home import SpliceHome
+    from splice_build.project.layout import ProjectLayout
+    from splice_build.runtime import LoadedPackage, ToolResult
+    from splice_build.tasks.reporter import TaskRecord
+    from splice_build.tasks.request import GraphRequest
+
+__all__ = ["InstallReport", "InstalledPackage", "Splice"]
+
+Progress = Callable[[str, str], None]
+
+
+def _quiet(step: str, message: str) -> None:
+    return None
+
+
+class Splice:
+    """One project (found by walking up from ``project``, default the current directory)."""
+
+    def __init__(
+        self,
+        project: Path | str | None = None,
+        *,
+        registry: str | None = None,
+        env: Mapping[str, str] | None = None,
+        home: Path | None = None,
+        on_progress: Progress | None = None,
+        broker: object | None = None,
+        pool: object | None = None,
+    ) -> None:
+        from splice_build.project.home import SpliceHome
+        from splice_build.project.layout import ProjectLayout
+        from splice_build.project.project_file import find_project_root
+
+        self.env: Mapping[str, str] = dict(os.environ if env is None else env)
+        self.project_root = find_project_root(Path(project) if project is not None else Path.cwd())
+        self.layout: ProjectLayout = ProjectLayout(self.project_root)
+        self.home: SpliceHome = (
+            SpliceHome(Path(home)) if home is not None else SpliceHome.from_env(self.env)
+        )
+        self._registry_flag = registry
+        self._progress: Progress = on_progress or _quiet
+        self._broker = broker
+        self._pool = pool
+        self.last_tasks: TaskRecord | None = None
+
+    # plumbing ------------------------------------------------------------------------------
+    @property
+    def registry_url(self) -> str:
+        from splice_build.project.project_file import load_project_file
+        from splice_build.project.registry_url import resolve_registry
+
+        project = load_project_file(self.project_root)
+        return resolve_registry(
+            flag=self._registry_flag, env=self.env, project=project, home=self.home
+        ).url
+
+    def _session(self) -> RegistrySession:
+        from splice_build.install.session import RegistrySession
+
+        return RegistrySession(self.registry_url, home=self.home, env=self.env)
+
+    def _installer(self, session: RegistrySession, **options: Any) -> Installer:
+        from splice_build.install.cache import ArtifactCache
+        from splice_build.install.installer import Installer, InstallOptions
+
+        cache = ArtifactCache(self.home.artifact_cache_dir.parent)
+        return Installer(self.layout, cache, session, InstallOptions(**options), self._progress)
+
+    def _graph(self, request: GraphRequest, **options: Any) -> dict[str, InstallReport]:
+        """Run the graph; one report per package of the run, in run order."""
+        from splice_build.install.installer import report_for
+        from splice_build.tasks.graph import run_graph
+
+        session = self._session()
+        try:
+            result = run_graph(
+                self.layout,
+                self._installer(session, **options),
+                request,
+                on_blocked=lambda: self._progress(
+                    "waiting", "Waiting for another Splice process on .splice/..."
+                ),
+            )
+        finally:
+            session.close()
+        run = result.run
+        self.last_tasks = run.record
+        reports: dict[str, InstallReport] = {}
+        for package_id in run.ids:
+            if package_id in run.reports:
+                reports[package_id] = run.reports[package_id]
+            elif package_id in run.installed:
+                pkg = run.installed[package_id]
+                reports[package_id] = report_for(
+                    pkg.manifest,
+                    pkg.lock_entry,
+                    already=True,
+                    previous=None,
+                    from_cache=False,
+                    offline=False,
+                )
+        return reports
+
+    def _recovered(self) -> None:
+        """Finish a transaction a crash interrupted before reading state (rare: a file test)."""
+        from splice_build.tasks.graph import project_lock
+
+        if self.layout.tmp_dir.exists():
+            with project_lock(self.layout):
+                pass
+
+    # package lifecycle -----------------------------------------------------------------------
+    def add(
+        self,
+        refs: Sequence[str],
+        *,
+        accept_permissions: Accept = False,
+        require_signed: bool = False,
+        allow_signer_change: bool = False,
+    ) -> list[InstallReport]:
+        """Install each ``@ns/name[@range]`` (newest stable → ``^x.y.z``); raises ``SpliceError``."""
+        from splice_build.spec.names import PackageRef
+        from splice_build.tasks.request import GraphRequest, Resolve
+
+        parsed = [PackageRef.parse(ref) for ref in refs]
+        if not parsed:
+            raise InstallError(ErrorCode.USAGE, "add needs at least one package")
+        resolve = {ref.package.id: Resolve(ref.range) for ref in parsed}
+        request = GraphRequest(ids=tuple(resolve), resolve=resolve)
+        reports = self._graph(
+            request,
+            accept_permissions=accept_permissions,
+            require_signed=require_signed,
+            allow_signer_change=allow_signer_change,
+        )
+        return list(reports.values())
+
+    def install(
+        self,
+        *,
+        accept_permissions: Accept = False,
+        require_signed: bool = False,
+        allow_signer_change: bool = False,
+        frozen: bool = False,
+    ) -> list[InstallReport]:
+        """Make ``.splice/packages`` exactly what splice.json and splice.lock say (repairs too).
+
+        ``frozen`` refuses to resolve anything: every package must already be locked.
+        """
+        from splice_build.project.lockfile import load_lockfile
+        from splice_build.project.project_file import load_project_file
+        from splice_build.tasks.request import GraphRequest
+
+        if frozen:
+            lock = load_lockfile(self.project_root)
+            unlocked = [
+                p for p in load_project_file(self.project_root).packages if lock.get(p) is None
+            ]
+            if unlocked:
+                raise InstallError(
+                    ErrorCode.LOCK_MISMATCH,
+                    "splice.lock does not cover splice.json",
+                    details=unlocked,
+                )
+        reports = self._graph(
+            GraphRequest(),
+            accept_permissions=accept_permissions,
+            require_signed=require_signed,
+            allow_signer_change=allow_signer_change,
+        )
+        return list(reports.values())
+
+    def remove(self, ids: Sequence[str]) -> list[dict[str, Any]]:
+        """Remove packages (files, lock entries, ranges); ``NOT_INSTALLED`` for unknown ids."""
+        from splice_build.install.removal import remove_packages
+        from splice_build.spec.names import PackageId
+        from splice_build.tasks.graph import project_lock
+
+        canonical = [PackageId.parse(i).id for i in ids]
+        with project_lock(self.layout):
+            return remove_packages(self.layout, canonical)
+
+    def list(self) -> list[dict[str, Any]]:
+        """``[{name, version, range, status}]`` with status ``ok`` / ``missing`` / ``invalid``."""
+        from splice_build.project.lockfile import load_lockfile
+        from splice_build.project.project_file import load_project_file, sorted_by_id
+
+        self._recovered()
+        project = load_project_file(self.project_root)
+        lock = load_lockfile(self.project_root)
+        rows = []
+        for package_id in sorted_by_id({**project.packages, **lock.packages}):
+            entry = lock.get(package_id)
+            try:
+                check_installed(self.layout, package_id, entry)
+                status = "ok"
+            except SpliceError as exc:
+                status = "missing" if exc.code is ErrorCode.NOT_INSTALLED else "invalid"
+            rows.append(
+                {
+                    "name": package_id,
+                    "version": entry.version if entry else None,
+                    "range": project.packages.get(package_id),
+                    "status": status,
+                }
+            )
+        return rows
+
+    def outdated(self, ids: Sequence[str] = ()) -> list[dict[str, Any]]:
+        """Per splice.json package: ``{id, range, current, wanted, latest, status}``."""
+        from splice_build.install.resolve import published_versions
+        from splice_build.project.lockfile import load_lockfile
+        from splice_build.project.project_file import load_project_file
+        from splice_build.spec.semver import Range, max_satisfying
+
+        project = load_project_file(self.project_root)
+        lock = load_lockfile(self.project_root)
+        selected = self._selected(project.packages, ids)
+        session = self._session()
+        rows = []
+        try:
+            for package_id in selected:
+                versions, latest = published_versions(session.client, package_id)
+                rng = Range.parse(project.packages[package_id])
+                wanted = max_satisfying(versions, rng)
+                entry = lock.get(package_id)
+                current = entry.version if entry else None
+                if wanted is None:
+                    status = "no-match"
+                elif current is None:
+                    status = "not-installed"
+                elif str(wanted) != current:
+                    status = "update-available"
+                else:
+                    status = "up-to-date"
+                rows.append(
+                    {
+                        "id": package_id,
+                        "range": rng.text,
+                        "current": current,
+                        "wanted": None if wanted is None else str(wanted),
+                        "latest": latest,
+                        "status": status,
+                    }
+                )
+        finally:
+            session.close()
+        return rows
+
+    def update(self, ids: Sequence[str] = (), **options: Any) -> list[dict[str, Any]]:
+        """Install each package's ``wanted`` version; ranges never change.
+
+        Returns ``{id, range, from, to, latest, status}`` with status ``updated`` /
+        ``up-to-date`` / ``no-match``; unknown ids raise ``NOT_INSTALLED``.
+        """
+        from splice_build.spec.semver import Range
+        from splice_build.tasks.request import GraphRequest, Resolve
+
+        rows = self.outdated(ids)
+        todo = {
+            r["id"]: Resolve(Range.parse(r["range"]), prefer_locked=False, save_range=False)
+            for r in rows
+            if r["wanted"]
+        }
+        reports = (
+            self._graph(GraphRequest(ids=tuple(todo), resolve=todo), **options) if todo else {}
+        )
+        results = []
+        for row in rows:
+            report = reports.get(row["id"])
+            if row["wanted"] is None or report is None:
+                status, to = "no-match", row["current"]
+            else:
+                to = report.version
+                status = "up-to-date" if to == row["current"] else "updated"
+            results.append(
+                {
+                    "id": row["id"],
+                    "range": row["range"],
+                    "from": row["current"],
+                    "to": to,
+                    "latest": row["latest"],
+                    "status": status,
+                }
+            )
+        return results
+
+    def _selected(self, packages: Mapping[str, str], ids: Sequence[str]) -> list[str]:
+        from splice_build.spec.names import PackageId
+
+        chosen = [PackageId.parse(i).id for i in ids] or list(packages)
+        unknown = [i for i in chosen if i not in packages]
+        if unknown:
+            raise InstallError(
+                ErrorCode.NOT_INSTALLED, f"{unknown[0]} is not in splice.json", details=unknown
+            )
+        return chosen
+
+    def verify(self, ref: str) -> dict[str, Any]:
+        """The verification report of interfaces.md 5.9 for ``@ns/name[@version]``.
+
+        Without a version: the locked one if the project has it, else the registry's latest.
+        """
+        from splice_build.install.report import verification_report
+        from splice_build.install.resolve import published_versions
+        from splice_build.project.lockfile import load_lockfile
+        from splice_build.spec.names import PackageRef
+        from splice_build.spec.semver import max_satisfying
+
+        parsed = PackageRef.parse(ref)
+        package_id = parsed.package.id
+        session = self._session()
+        try:
+            entry = load_lockfile(self.project_root).get(package_id)
+            if parsed.range.is_exact:
+                version = parsed.range.text
+            elif entry is not None and parsed.range.text == "latest":
+                version = entry.version
+            else:
+                versions, _ = published_versions(session.client, package_id)
+                best = max_satisfying(versions, parsed.range)
+                if best is None:
+                    raise InstallError(
+                        ErrorCode.NO_MATCHING_VERSION,
+                        f"No version of {package_id} matches {parsed.range}",
+                    )
+                version = str(best)
+            return verification_report(session, self.layout, package_id, version)
+        finally:
+            session.close()
+
+    # installed code ---------------------------------------------------------------------------
+    def check(self, package_id: str) -> InstalledPackage:
+        """Re-verify ``package_id`` from bytes; raises ``INSTALLED_PACKAGE_MODIFIED`` /
+        ``PERMISSIONS_NOT_GRANTED`` / ``NOT_INSTALLED``."""
+        from splice_build.project.lockfile import load_lockfile
+
+        self._recovered()
+        return check_installed(
+            self.layout, package_id, load_lockfile(self.project_root).get(package_id)
+        )
+
+    def installed(self) -> list[InstalledPackage]:
+        """Packages passing the files-digest and grant checks (others are silently skipped)."""
+        from splice_build.project.lockfile import load_lockfile
+
+        self._recovered()
+        lock = load_lockfile(self.project_root)
+        intact = []
+        for package_id, entry in lock.packages.items():
+            try:
+                intact.append(check_installed(self.layout, package_id, entry))
+            except SpliceError:
+                continue
+        return intact
+
+    def tools(self, ref: str | None = None) -> list[dict[str, Any]]:
+        """Tool descriptors of intact installed packages (one package if ``ref`` names it)."""
+        from splice_build.spec.names import PackageId
+        from splice_build.spec.tools import describe_tools
+
+        if ref is not None:
+            return describe_tools(self.check(PackageId.parse(ref).id).manifest)
+        return [d for pkg in self.installed() for d in describe_tools(pkg.manifest)]
+
+    def resolve_tool(self, ref: str) -> tuple[InstalledPackage, str]:
+        """``hello``, ``example.hello``, ``@splice/example.hello`` or ``splice_example_hello``.
+
+        Raises ``NOT_INSTALLED`` when no installed package matches, ``AMBIGUOUS_TOOL`` (details:
+        the candidate ids) when several do, and the ``check`` errors for the one that matches.
+        """
+        from splice_build.project.lockfile import load_lockfile
+        from splice_build.spec.names import ToolRef
+
+        lock_ids = list(load_lockfile(self.project_root).packages)
+        if "." in ref:
+            tool_ref = ToolRef.parse(ref)
+            if tool_ref.qualified:
+                candidates = [i for i in lock_ids if i == tool_ref.package]
+            else:
+                candidates = [i for i in lock_ids if i.rsplit("/", 1)[-1] == tool_ref.package_name]
+            tool = tool_ref.tool
+            pairs = [(i, tool) for i in candidates]
+        else:
+            pairs = [
+                (i, t) for i in lock_ids for t in self._tool_names(i) if ref in (t, _mcp_name(i, t))
+            ]
+            tool = ref
+        if not pairs:
+            raise InstallError(
+                ErrorCode.NOT_INSTALLED,
+                f"No installed package provides {ref}",
+                hint="Run `splice list` to see installed packages, `splice add <pkg>` to install one.",
+            )
+        if len({i for i, _ in pairs}) > 1:
+            raise InstallError(
+                ErrorCode.AMBIGUOUS_TOOL,
+                f"{ref} matches several installed packages; use the full @ns/name.tool",
+                details=sorted({i for i, _ in pairs}),
+            )
+        package_id, tool = pairs[0]
+        return self.check(package_id), tool
+
+    def _tool_names(self, package_id: str) -> list[str]:
+        """Tool names from the installed manifest (only to match a name; ``check`` follows)."""
+        try:
+            return [
+                t.name for t in read_installed_manifest(self.layout.package_dir(package_id)).tools
+            ]
+        except SpliceError:
+            return []
+
+    def load(self, ref: str) -> LoadedPackage:
+        """The runtime's view of a verified installed package (``@ns/name``)."""
+        from splice_build.spec.names import PackageId
+
+        pkg = self.check(PackageId.parse(ref).id)
+        return self._runtime().load(pkg.directory)
+
+    def _runtime(self) -> Any:
+        if self._pool is not None:
+            return self._pool
+        from splice_build.runtime import SpliceRuntime
+
+        return SpliceRuntime(project_root=self.project_root, env=self.env, broker=self._broker)  # type: ignore[arg-type]
+
+    def run(self, ref: str, input: Mapping[str, object]) -> ToolResult:
+        """Re-verify the package from bytes, then run the tool in the sandbox.
+
+        ``pool`` (if given) is any executor with ``SpliceRuntime``'s ``load``/``execute``.
+        Raises the ``resolve_tool`` errors before any code runs; tool failures are results.
+        """
+        pkg, tool = self.resolve_tool(ref)
+        return self.run_resolved(pkg, tool, input)
+
+    def run_resolved(
+        self, pkg: InstalledPackage, tool: str, input: Mapping[str, object]
+    ) -> ToolResult:
+        """Run ``tool`` of a package that ``resolve_tool`` has just checked (no second hash)."""
+        runtime = self._runtime()
+        loaded = runtime.load(pkg.directory)
+        return runtime.execute(loaded, tool, dict(input))
+
+
+def _mcp_name(package_id: str, tool: str) -> str:
+    from splice_build.spec.tools import mcp_tool_name
+
+    namespace, name = package_id[1:].split("/")
+    return mcp_tool_name(namespace, name, tool)

@@ -1,0 +1,38 @@
+"""`splice demo`: the README's main job, through the real binary on a fresh SPLICE_HOME."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from testing.cli import run_splice
+
+
+def test_demo_adds_runs_refuses_tampering_and_restores(tmp_path: Path) -> None:
+    result = run_splice("demo", "--dir", str(tmp_path / "proj"), "--name", "Ada", "--json")
+    assert result.code == 0, result.stderr
+    summary = result.json()
+    assert summary["ok"] is True
+    assert summary["package"]["name"] == "@splice/example"
+    runs = summary["runs"]
+    assert runs["first"]["output"] == {"message": "Hello, Ada."}
+    assert runs["tampered"]["ok"] is False
+    assert runs["tampered"]["error"]["code"] == "INSTALLED_PACKAGE_MODIFIED"
+    assert runs["restored"]["output"] == {"message": "Hello, Ada."}
+    lock = (tmp_path / "proj" / "splice.lock").read_text()
+    assert summary["package"]["integrity"] in lock
+    installed = tmp_path / "proj" / ".splice" / "packages" / "@splice" / "example" / "SKILL.md"
+    assert "Injected by the demo" not in installed.read_text()
+
+
+def test_demo_text_output_says_what_it_did(tmp_path: Path) -> None:
+    result = run_splice("demo", "--dir", str(tmp_path / "proj"))
+    assert result.code == 0, result.stderr
+    assert '"message": "Hello, Splice."' in result.stdout
+    for step in (
+        "1. Created a project",
+        "2. Added @splice/example",
+        "3. Ran example.hello",
+        "INSTALLED_PACKAGE_MODIFIED",
+        "5. `splice install` restored",
+    ):
+        assert step in result.stderr

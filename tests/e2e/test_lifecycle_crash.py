@@ -1,0 +1,103 @@
+"""kill -9 during installs, at many points: splice.lock and .splice/packages always agree.
+
+Each run starts from a project with @acme/greeter@1.0.0 installed, starts `add
+@acme/greeter@1.1.0` in a child process and SIGKILLs it after a random delay spread over the
+length of an install, or polls for the staging directory and kills within the next 30 ms
+(inside the transaction). The next access (here `Splice.list`, which every command does under the
+project lock) finishes or undoes the interrupted transaction; the state must then be exactly
+the old one or exactly the new one: lock entry, range, files digest and no leftovers.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from splice_build.install.tree_digest import tree_digest
+from splice_build.project.layout import ProjectLayout
+from splice_build.project.lockfile import load_lockfile
+from splice_build.project.project_file import load_project_file
+from splice_build.sdk import Splice
+from testing.registry_fixtures import embedded_store, new_project, publish
+
+RUNS = 50
+GREETER = "@acme/greeter"
+_LEFTOVERS: list[list[str]] = []  # .splice/tmp contents found right after a kill
+CHILD = "import sys; from splice_build.sdk import Splice; Splice(sys.argv[1]).add([sys.argv[2]])"
+
+
+def _child(project: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(project), f"{GREETER}@1.1.0"],
+        env=dict(os.environ),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def _wait_for_staging(project: Path, child: subprocess.Popen[bytes], deadline: float) -> None:
+    """Poll until the install starts writing its staging directory (the transaction begins)."""
+    tmp = ProjectLayout(project).tmp_dir
+    end = time.monotonic() + deadline
+    while not tmp.exists() and child.poll() is None and time.monotonic() < end:
+        time.sleep(0.0005)
+
+
+def _check_consistent(project: Path) -> str:
+    layout = ProjectLayout(project)
+    if layout.tmp_dir.exists():
+        _LEFTOVERS.append(sorted(p.name for p in layout.tmp_dir.iterdir()))
+    rows = Splice(project).list()  # recovers an interrupted transaction first
+    entry = load_lockfile(project).get(GREETER)
+    assert entry is not None
+    assert rows == [
+        {"name": GREETER, "version": entry.version, "range": rows[0]["range"], "status": "ok"}
+    ]
+    assert tree_digest(layout.package_dir(GREETER)) == entry.files
+    assert not layout.tmp_dir.exists(), list(layout.tmp_dir.iterdir())
+    assert sorted(p.name for p in layout.packages_dir.iterdir()) == ["@acme"]
+    assert load_project_file(project).packages[GREETER] in ("1.0.0", "1.1.0")
+    return entry.version
+
+
+def test_kill_9_at_many_points_leaves_old_or_new_state(tmp_path: Path) -> None:
+    store = embedded_store(Path(os.environ["SPLICE_HOME"]))
+    publish(store, tmp_path / "pkgs")
+    publish(store, tmp_path / "pkgs", version="1.1.0")
+    template = new_project(tmp_path / "template")
+    Splice(template).add([f"{GREETER}@1.0.0"])
+    Splice(template).install()  # warm cache and graph database
+
+    project = tmp_path / "p"
+    shutil.copytree(template, project)
+    start = time.monotonic()
+    assert _child(project).wait() == 0
+    duration = time.monotonic() - start
+    assert _check_consistent(project) == "1.1.0"
+
+    rng = random.Random(6)
+    outcomes: list[str] = []
+    for _ in range(RUNS):
+        shutil.rmtree(project)
+        shutil.copytree(template, project)
+        child = _child(project)
+        if len(outcomes) % 2:
+            time.sleep(rng.uniform(0.0, duration * 1.1))
+        else:
+            _wait_for_staging(project, child, deadline=duration * 2)
+            time.sleep(rng.uniform(0.0, 0.03))
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        outcomes.append(_check_consistent(project))
+    # The delays cover the whole install: some runs die before the commit, some after.
+    assert set(outcomes) == {"1.0.0", "1.1.0"}, outcomes
+    assert _LEFTOVERS, "no kill landed inside a transaction"
+    print(
+        f"{RUNS} kills: {outcomes.count('1.1.0')} new, {outcomes.count('1.0.0')} old, {len(_LEFTOVERS)} with staging/journal left: {_LEFTOVERS}"
+    )

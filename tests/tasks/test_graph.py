@@ -1,0 +1,243 @@
+"""The install graph, counted task by task: incrementality, repair, lock pinning, consent."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from splice_build.errors import ErrorCode, SpliceError
+from splice_build.project.layout import ProjectLayout
+from splice_build.sdk import Splice
+from testing.registry_fixtures import new_project
+
+GREETER = "@acme/greeter"
+OTHER = "@acme/other"
+
+
+def _installed(project: Path) -> Splice:
+    splice = Splice(project)
+    splice.add([f"{GREETER}@^1.0.0", OTHER])
+    return splice
+
+
+def _executed(splice: Splice) -> list[str]:
+    assert splice.last_tasks is not None
+    return splice.last_tasks.executed
+
+
+def test_second_install_executes_no_install_task(tmp_path: Path, registry: dict) -> None:
+    splice = _installed(new_project(tmp_path / "p"))
+    splice.install()
+    splice.install()
+    assert _executed(splice) == [f"verify:{GREETER}", f"verify:{OTHER}"]
+    assert all(r.already_installed for r in splice.install())
+
+
+def test_touching_a_file_reruns_only_the_verification_hash(tmp_path: Path, registry: dict) -> None:
+    project = new_project(tmp_path / "p")
+    splice = _installed(project)
+    splice.install()
+    hello = ProjectLayout(project).package_dir(GREETER) / "tools" / "hello.js"
+    os.utime(hello, (12345, 12345))
+    os.utime(project / "splice.json", (12345, 12345))
+    splice.install()
+    assert _executed(splice) == [f"verify:{GREETER}", f"verify:{OTHER}"]
+
+
+def test_changing_one_range_rebuilds_only_that_package(tmp_path: Path, registry: dict) -> None:
+    project = new_project(tmp_path / "p")
+    splice = _installed(project)
+    splice.install()
+    data = json.loads((project / "splice.json").read_text())
+    data["packages"][GREETER] = "1.1.0"
+    (project / "splice.json").write_text(json.dumps(data))
+    lock = json.loads((project / "splice.lock").read_text())
+    del lock["packages"][GREETER]
+    (project / "splice.lock").write_text(json.dumps(lock))
+    reports = splice.install()
+    installs = [t for t in _executed(splice) if t.startswith(("install:", "fetch:"))]
+    assert installs == [f"fetch:{GREETER}", f"install:{GREETER}"]
+    assert {r.name: r.version for r in reports} == {GREETER: "1.1.0", OTHER: "1.0.0"}
+
+
+@pytest.mark.parametrize("damage", ["edit", "add_hidden", "delete"])
+def test_modified_package_is_refused_then_restored_offline(
+    tmp_path: Path, registry: dict, home: Path, damage: str
+) -> None:
+    project = new_project(tmp_path / "p")
+    splice = _installed(project)
+    directory = ProjectLayout(project).package_dir(GREETER)
+    if damage == "edit":
+        (directory / "tools" / "hello.js").write_text(
+            "export default () => ({ message: 'pwned' });\n"
+        )
+    elif damage == "add_hidden":
+        (directory / ".hidden").write_text("x")
+    else:
+        (directory / "SKILL.md").unlink()
+    with pytest.raises(SpliceError) as info:
+        splice.run("greeter.hello", {"name": "x"})
+    assert info.value.code is ErrorCode.INSTALLED_PACKAGE_MODIFIED
+    assert {r["name"]: r["status"] for r in splice.list()}[GREETER] == "invalid"
+    shutil.rmtree(home / "registry")  # offline: nothing but the verified cache
+    offline = Splice(project, registry="http://127.0.0.1:9")
+    offline.install()
+    assert f"install:{GREETER}" in _executed(offline)
+    assert f"install:{OTHER}" not in _executed(offline)
+    assert offline.run("greeter.hello", {"name": "x"}).to_json()["output"] == {
+        "message": "Hello, x."
+    }
+
+
+def test_offline_without_cache_is_unreachable(tmp_path: Path, registry: dict, home: Path) -> None:
+    project = new_project(tmp_path / "p")
+    _installed(project)
+    shutil.rmtree(ProjectLayout(project).packages_dir)
+    shutil.rmtree(home / "cache")
+    with pytest.raises(SpliceError) as info:
+        Splice(project, registry="http://127.0.0.1:9").install()
+    assert info.value.code is ErrorCode.REGISTRY_UNREACHABLE
+
+
+def test_corrupt_cache_entry_is_fetched_again(tmp_path: Path, registry: dict, home: Path) -> None:
+    project = new_project(tmp_path / "p")
+    splice = _installed(project)
+    shutil.rmtree(ProjectLayout(project).packages_dir)
+    for path in (home / "cache").rglob("*"):
+        if path.is_file():
+            path.write_bytes(b"corrupt")
+    reports = splice.install()
+    assert not any(r.from_cache for r in reports)
+    assert [r["status"] for r in splice.list()] == ["ok", "ok"]
+
+
+def test_fresh_clone_reproduces_lock_and_files(tmp_path: Path, registry: dict) -> None:
+    first = new_project(tmp_path / "a")
+    _installed(first)
+    clone = tmp_path / "b"
+    clone.mkdir()
+    for name in ("splice.json", "splice.lock"):
+        shutil.copy(first / name, clone / name)
+    Splice(clone).install()
+    assert (clone / "splice.lock").read_bytes() == (first / "splice.lock").read_bytes()
+    a, b = ProjectLayout(first).packages_dir, ProjectLayout(clone).packages_dir
+    files_a = {p.relative_to(a): p.read_bytes() for p in a.rglob("*") if p.is_file()}
+    files_b = {p.relative_to(b): p.read_bytes() for p in b.rglob("*") if p.is_file()}
+    assert files_a == files_b and files_a
+
+
+def test_lock_mismatch_when_registry_integrity_differs(
+    tmp_path: Path, registry: dict, home: Path
+) -> None:
+    project = new_project(tmp_path / "p")
+    _installed(project)
+    lock = json.loads((project / "splice.lock").read_text())
+    lock["packages"][GREETER]["integrity"] = "sha256-" + "0" * 64
+    lock["packages"][GREETER].pop("files")
+    (project / "splice.lock").write_text(json.dumps(lock))
+    shutil.rmtree(ProjectLayout(project).packages_dir)
+    before = (project / "splice.lock").read_bytes()
+    with pytest.raises(SpliceError) as info:
+        Splice(project).install()
+    assert info.value.code is ErrorCode.LOCK_MISMATCH
+    assert (project / "splice.lock").read_bytes() == before
+
+
+def test_lock_outside_range_is_a_lock_mismatch(tmp_path: Path, registry: dict) -> None:
+    project = new_project(tmp_path / "p")
+    _installed(project)
+    data = json.loads((project / "splice.json").read_text())
+    data["packages"][GREETER] = "^2.0.0"
+    (project / "splice.json").write_text(json.dumps(data))
+    with pytest.raises(SpliceError) as info:
+        Splice(project).install()
+    assert info.value.code is ErrorCode.LOCK_MISMATCH
+    assert "splice update" in (info.value.hint or "")
+
+
+def test_consent_refused_changes_nothing_and_widening_asks_again(
+    tmp_path: Path, registry: dict
+) -> None:
+    project = new_project(tmp_path / "p")
+    splice = _installed(project)
+    before = {n: (project / n).read_bytes() for n in ("splice.json", "splice.lock")}
+    with pytest.raises(SpliceError) as info:
+        splice.add([f"{GREETER}@2.0.0"])
+    assert info.value.code is ErrorCode.PERMISSIONS_NOT_ACCEPTED
+    assert info.value.details == ("network: api.example.com",)
+    assert {n: (project / n).read_bytes() for n in before} == before
+    asked: list[tuple[list[str], str]] = []
+    reports = splice.add(
+        [f"{GREETER}@2.0.0"], accept_permissions=lambda lines, s: asked.append((lines, s)) or True
+    )
+    assert asked == [(["network: api.example.com"], f"{GREETER}@2.0.0")]
+    assert reports[0].previous_version == "1.1.0"
+    grant = json.loads((project / "splice.lock").read_text())["packages"][GREETER]["permissions"]
+    assert grant["network"] == ["api.example.com"]
+
+
+def test_widened_manifest_without_grant_does_not_run(tmp_path: Path, registry: dict) -> None:
+    project = new_project(tmp_path / "p")
+    splice = _installed(project)
+    manifest_path = ProjectLayout(project).package_dir(GREETER) / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["permissions"] = {"network": ["evil.example.com"]}
+    manifest_path.write_text(json.dumps(manifest))
+    lock = json.loads((project / "splice.lock").read_text())
+    lock["packages"][GREETER].pop("files")  # even without a files digest, the grant is checked
+    (project / "splice.lock").write_text(json.dumps(lock))
+    with pytest.raises(SpliceError) as info:
+        splice.run("greeter.hello", {"name": "x"})
+    assert info.value.code is ErrorCode.PERMISSIONS_NOT_GRANTED
+
+
+def test_tool_resolution(tmp_path: Path, registry: dict) -> None:
+    project = new_project(tmp_path / "p")
+    splice = _installed(project)
+    with pytest.raises(SpliceError) as info:
+        splice.resolve_tool("hello")
+    assert info.value.code is ErrorCode.AMBIGUOUS_TOOL
+    assert info.value.details == (GREETER, OTHER)
+    for ref in ("greeter.hello", f"{GREETER}.hello", "acme_greeter_hello"):
+        pkg, tool = splice.resolve_tool(ref)
+        assert (pkg.id, tool) == (GREETER, "hello")
+    with pytest.raises(SpliceError) as info:
+        splice.resolve_tool("missing.hello")
+    assert info.value.code is ErrorCode.NOT_INSTALLED
+    assert [d["qualifiedName"] for d in splice.tools()] == [f"{GREETER}.hello", f"{OTHER}.hello"]
+
+
+def test_remove_and_verify(tmp_path: Path, registry: dict) -> None:
+    project = new_project(tmp_path / "p")
+    splice = _installed(project)
+    report = splice.verify(GREETER)
+    assert report["verified"] is True
+    assert {c["id"]: c["status"] for c in report["checks"]}["installed"] == "passed"
+    assert splice.remove([OTHER]) == [{"name": OTHER, "version": "1.0.0"}]
+    assert [r["name"] for r in splice.list()] == [GREETER]
+    with pytest.raises(SpliceError) as info:
+        splice.remove([OTHER])
+    assert info.value.code is ErrorCode.NOT_INSTALLED
+
+
+def test_outdated_and_update(tmp_path: Path, registry: dict) -> None:
+    project = new_project(tmp_path / "p")
+    splice = Splice(project)
+    splice.add([f"{GREETER}@1.0.0"])
+    data = json.loads((project / "splice.json").read_text())
+    data["packages"][GREETER] = "^1.0.0"
+    (project / "splice.json").write_text(json.dumps(data))
+    [row] = splice.outdated()
+    assert (row["current"], row["wanted"], row["latest"], row["status"]) == (
+        "1.0.0",
+        "1.1.0",
+        "2.0.0",
+        "update-available",
+    )
+    [result] = splice.update()
+    assert (result["from"], result["to"], result["status"]) == ("1.0.0", "1.1.0", "updated")
+    assert json.loads((project / "splice.json").read_text())["packages"][GREETER] == "^1.0.0"
