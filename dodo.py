@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import sys
 
-DOIT_CONFIG = {"default_tasks": ["lint", "test"], "verbosity": 2, "backend": "sqlite3",
-               "dep_file": ".doit.db"}
+DOIT_CONFIG = {
+    "default_tasks": ["lint", "test"],
+    "verbosity": 2,
+    "backend": "sqlite3",
+    "dep_file": ".doit.db",
+}
 
 
 def task_lint() -> dict:

@@ -6,8 +6,8 @@ import argparse
 import datetime as dt
 import importlib
 import os
-import platform
 import pkgutil
+import platform
 import sys
 from pathlib import Path
 
@@ -16,8 +16,11 @@ from bench.common import Row
 
 def _topics() -> list[str]:
     here = Path(__file__).parent
-    return sorted(m.name[len("bench_"):] for m in pkgutil.iter_modules([str(here)])
-                  if m.name.startswith("bench_"))
+    return sorted(
+        m.name[len("bench_") :]
+        for m in pkgutil.iter_modules([str(here)])
+        if m.name.startswith("bench_")
+    )
 
 
 def _format(rows: list[Row]) -> str:
@@ -38,8 +41,10 @@ def main(argv: list[str] | None = None) -> int:
     unknown = set(topics) - set(_topics())
     if unknown:
         parser.error(f"unknown topics: {', '.join(sorted(unknown))}")
-    print(f"# {dt.date.today()} · {platform.platform()} · {os.cpu_count()} cores · "
-          f"Python {platform.python_version()}")
+    print(
+        f"# {dt.date.today()} · {platform.platform()} · {os.cpu_count()} cores · "
+        f"Python {platform.python_version()}"
+    )
     rows: list[Row] = []
     for topic in topics:
         module = importlib.import_module(f"bench.bench_{topic}")

@@ -49,8 +49,14 @@ def time_command(
     samples: list[float] = []
     for i in range(warmup + repeat):
         start = time.perf_counter()
-        subprocess.run(argv, env=full_env, cwd=cwd, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, check=True)
+        subprocess.run(
+            argv,
+            env=full_env,
+            cwd=cwd,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            check=True,
+        )
         if i >= warmup:
             samples.append(time.perf_counter() - start)
     return samples
@@ -76,7 +82,14 @@ def percentile(samples: Sequence[float], pct: float) -> float:
     return ordered[index]
 
 
-def ratio_row(name: str, samples: Sequence[float], baseline: str, baseline_samples: Sequence[float],
-              target: str | None = None) -> Row:
+def ratio_row(
+    name: str,
+    samples: Sequence[float],
+    baseline: str,
+    baseline_samples: Sequence[float],
+    target: str | None = None,
+) -> Row:
     """A row comparing two medians, in milliseconds."""
-    return Row(name, median(samples) * 1000, "ms", baseline, median(baseline_samples) * 1000, target)
+    return Row(
+        name, median(samples) * 1000, "ms", baseline, median(baseline_samples) * 1000, target
+    )
