@@ -25,15 +25,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from splice_build.errors import ErrorCode, InstallError, SpliceError
-from splice_build.install.consent import Accept
 from splice_build.install.installed import (
     InstalledPackage,
     check_installed,
     read_installed_manifest,
 )
-from splice_build.install.installer import InstallReport
 
 if TYPE_CHECKING:
+    from splice_build.install.consent import Accept
+    from splice_build.install.installer import InstallReport
     from splice_build.install.installer import Installer
     from splice_build.install.session import RegistrySession
     from splice_build.project.home import SpliceHome
@@ -43,6 +43,15 @@ if TYPE_CHECKING:
     from splice_build.tasks.request import GraphRequest
 
 __all__ = ["InstallReport", "InstalledPackage", "Splice"]
+
+
+def __getattr__(name: str) -> Any:
+    # ``InstallReport`` is re-exported lazily: the installer is not needed to run a tool.
+    if name == "InstallReport":
+        from splice_build.install.installer import InstallReport
+
+        return InstallReport
+    raise AttributeError(name)
 
 Progress = Callable[[str, str], None]
 

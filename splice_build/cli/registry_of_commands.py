@@ -30,4 +30,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "sign",
     "config",
     "registry_cmd",
+    "secret_scan",
+    "sync",
+    "workspace",
 )

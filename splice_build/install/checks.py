@@ -66,6 +66,12 @@ class Check(Protocol):
     def check(self, candidate: Candidate) -> str: ...
 
 
+class SignatureCheck(Check, Protocol):
+    """The signature step also tells which key it accepted (None: unsigned)."""
+
+    signed_by: str | None
+
+
 class Sha256Matches:
     """(1) the expected integrity is well formed and the SHA-256 of the bytes equals it."""
 
@@ -154,19 +160,25 @@ class ManifestMatchesMetadata:
         return "manifest equals registry metadata"
 
 
-class SignatureUnchecked:
-    """(5) publisher signatures: this build verifies none, so unsigned unless required."""
+class SignaturePinnedByLock:
+    """(5) offline: the bytes are the lock's (sha256 and size passed), whose signer was checked
+    when the lock entry was written; nothing newer can be asked of a registry that is away."""
 
     id = "signature"
 
+    def __init__(self, pinned_signed_by: str | None) -> None:
+        self.signed_by = pinned_signed_by
+
     def check(self, candidate: Candidate) -> str:
+        subject = f"{candidate.expected.package_id}@{candidate.expected.version}"
+        if self.signed_by is not None:
+            return f"signed by {self.signed_by} (pinned in splice.lock; registry not asked)"
         if candidate.expected.require_signed:
             raise InstallError(
                 ErrorCode.SIGNATURE_REQUIRED,
-                f"{candidate.expected.package_id}@{candidate.expected.version} has no verified"
-                " signature and --require-signed was given",
+                f"{subject} has no recorded publisher signature and a signature is required",
             )
-        raise Skipped("unsigned: no publisher signature was verified")
+        raise Skipped("unsigned: splice.lock records no signer")
 
 
 _CODES_KEPT = {
@@ -235,7 +247,7 @@ class AllOf:
         self.report(candidate).raise_for_failure()
 
 
-def artifact_policy() -> AllOf:
+def artifact_policy(signature: SignatureCheck) -> AllOf:
     """The install policy of interfaces.md 5.9, in the spec's order."""
     return AllOf(
         [
@@ -243,7 +255,7 @@ def artifact_policy() -> AllOf:
             SizeMatches(),
             PackageIsValid(),
             ManifestMatchesMetadata(),
-            SignatureUnchecked(),
+            signature,
         ]
     )
 
@@ -256,9 +268,10 @@ class VerifiedArtifact:
     files: Mapping[str, bytes]
     manifest: Manifest
     files_digest: str
+    signed_by: str | None
 
 
-def verify_artifact(data: bytes, expected: Expected) -> VerifiedArtifact:
+def verify_artifact(data: bytes, expected: Expected, signature: SignatureCheck) -> VerifiedArtifact:
     """Run the install policy; returns the decoded package or raises (2.5 step 4).
 
     Raises ``InstallError`` with ``INTEGRITY_MISMATCH`` (sha256, size), ``SIGNATURE_REQUIRED``,
@@ -267,9 +280,13 @@ def verify_artifact(data: bytes, expected: Expected) -> VerifiedArtifact:
     from splice_build.spec.digests import files_digest
 
     candidate = Candidate(data, expected)
-    artifact_policy().check(candidate)
+    artifact_policy(signature).check(candidate)
     if candidate.files is None or candidate.manifest is None:
         raise AssertionError("BUG: verified artifact without package contents")
     return VerifiedArtifact(
-        data, candidate.files, candidate.manifest, files_digest(candidate.files)
+        data,
+        candidate.files,
+        candidate.manifest,
+        files_digest(candidate.files),
+        signature.signed_by,
     )

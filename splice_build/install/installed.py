@@ -6,6 +6,11 @@ asks for nothing beyond the lock's grant. It raises instead of returning a flag:
 ``NOT_INSTALLED``, ``INSTALLED_PACKAGE_MODIFIED`` (hint: ``splice install`` restores it) or
 ``PERMISSIONS_NOT_GRANTED``. Lock entries written before files digests existed are not
 hashed, and entries without a grant record are not grant-checked (interfaces.md 2.4, 4.9).
+
+The parsed manifest is remembered per files digest (issue #7): the digest is still recomputed
+from bytes on every call, and a manifest is reused only when those bytes hash to a digest
+whose ``manifest.json`` was already parsed and validated, so the reuse trusts nothing the
+check did not prove just now. A sync over many projects sharing a package parses it once.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ if TYPE_CHECKING:
     from splice_build.spec.manifest import Manifest
 
 RESTORE_HINT = "Run `splice install` to restore the verified copy."
+_MANIFESTS_MAX = 1024  # distinct installed package versions one process remembers
+_manifests: dict[str, Manifest] = {}
 
 
 @dataclass(frozen=True)
@@ -78,10 +85,16 @@ def check_installed(
                 else f"files digest {actual} differs from splice.lock ({entry.files})"
             )
             raise _modified(package_id, reason)
-    try:
-        manifest = read_installed_manifest(directory)
-    except SpliceError as exc:
-        raise _modified(package_id, f"manifest.json: {exc.message}") from exc
+    manifest = _manifests.get(entry.files) if entry.files is not None else None
+    if manifest is None:
+        try:
+            manifest = read_installed_manifest(directory)
+        except SpliceError as exc:
+            raise _modified(package_id, f"manifest.json: {exc.message}") from exc
+        if entry.files is not None:
+            if len(_manifests) >= _MANIFESTS_MAX:
+                _manifests.clear()
+            _manifests[entry.files] = manifest
     if manifest.id != package_id or manifest.version != entry.version:
         raise _modified(
             package_id,

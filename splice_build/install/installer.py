@@ -19,13 +19,21 @@ from typing import TYPE_CHECKING, Any
 from splice_build.errors import ErrorCode, InstallError, RegistryError
 from splice_build.install import transaction
 from splice_build.install.cache import ArtifactCache
-from splice_build.install.checks import Expected, VerifiedArtifact, verify_artifact
+from splice_build.install.checks import (
+    Expected,
+    SignatureCheck,
+    SignaturePinnedByLock,
+    VerifiedArtifact,
+    verify_artifact,
+)
 from splice_build.install.consent import Accept, require_consent
 from splice_build.install.session import RegistrySession, is_offline
+from splice_build.install.signature_check import SignatureValid, signer_pinning
 from splice_build.install.tree_digest import tree_digest
 from splice_build.project.layout import ProjectLayout
 from splice_build.project.lockfile import LockEntry, load_lockfile
 from splice_build.project.project_file import load_project_file
+from splice_build.project.registry_url import EMBEDDED_REGISTRY
 from splice_build.spec.digests import integrity_of, is_integrity
 
 if TYPE_CHECKING:
@@ -79,6 +87,7 @@ class InstallReport:
     signed_by: str | None
     permissions: list[str]
     tools: list[str] = field(default_factory=list)
+    signature: str = "unsigned"  # what the signature check found, for people
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -90,9 +99,18 @@ class InstallReport:
             "fromCache": self.from_cache,
             "offline": self.offline,
             "signedBy": self.signed_by,
+            "signature": self.signature,
             "permissions": self.permissions,
             "tools": self.tools,
         }
+
+
+def _signature_text(verified: str | None, recorded: str | None) -> str:
+    if verified is None:
+        return "unsigned"
+    if recorded is None:
+        return f"verified {verified} (this machine's embedded-registry key; not pinned)"
+    return f"verified {verified}"
 
 
 def report_for(
@@ -103,7 +121,10 @@ def report_for(
     previous: str | None,
     from_cache: bool,
     offline: bool,
+    signature: str | None = None,
 ) -> InstallReport:
+    if signature is None:
+        signature = f"verified {entry.signed_by}" if entry.signed_by else "unsigned"
     return InstallReport(
         name=manifest.id,
         version=entry.version,
@@ -115,6 +136,7 @@ def report_for(
         signed_by=entry.signed_by,
         permissions=[] if manifest.permissions.is_empty else list(manifest.permissions.describe()),
         tools=[tool.name for tool in manifest.tools],
+        signature=signature,
     )
 
 
@@ -230,11 +252,18 @@ class Installer:
     def install(self, target: Target, fetched: Fetched) -> InstallReport:
         """(4)–(8) verify, consent and swap in; raises ``SpliceError`` leaving the project as it was."""
         expected = self._expected(target, fetched)
-        self.progress("verifying", f"Verifying {expected.integrity}...")
-        verified = verify_artifact(fetched.data, expected)
         lock = load_lockfile(self.layout.root)
         current = lock.get(target.package_id)
-        self._check_signer(target, current)
+        self.progress("verifying", f"Verifying {expected.integrity}...")
+        verified = verify_artifact(
+            fetched.data, expected, self._signature_check(target, fetched, current)
+        )
+        signed_by = self._recorded_signer(target, fetched, verified.signed_by)
+        signer_pinning(
+            current.signed_by if current is not None else None,
+            signed_by,
+            self.options.allow_signer_change,
+        )
         if not fetched.from_cache:
             self.cache.put(fetched.data)
         subject = f"{target.package_id}@{target.version}"
@@ -256,7 +285,7 @@ class Installer:
             size=len(fetched.data),
             files=verified.files_digest,
             permissions=verified.manifest.permissions,
-            signed_by=None,
+            signed_by=signed_by,
         )
         self.progress("installing", f"Installing {self._relative_dir(target.package_id)}...")
         self._swap_in(target, verified, entry)
@@ -270,6 +299,7 @@ class Installer:
             previous=previous,
             from_cache=fetched.from_cache,
             offline=fetched.offline,
+            signature=_signature_text(verified.signed_by, signed_by),
         )
 
     def keep(self, target: Target, manifest: Manifest, entry: LockEntry) -> InstallReport:
@@ -288,18 +318,30 @@ class Installer:
             manifest, entry, already=True, previous=None, from_cache=False, offline=False
         )
 
-    def _check_signer(self, target: Target, current: LockEntry | None) -> None:
-        """(5) TOFU signer pinning: a signed package may not become unsigned silently."""
-        if (
-            current is not None
-            and current.signed_by is not None
-            and not self.options.allow_signer_change
-        ):
-            raise InstallError(
-                ErrorCode.SIGNER_CHANGED,
-                f"{target.package_id}@{target.version} is not signed by {current.signed_by}",
-                hint="Re-run with --allow-signer-change if the change is expected.",
-            )
+    def _signature_check(
+        self, target: Target, fetched: Fetched, current: LockEntry | None
+    ) -> SignatureCheck:
+        """(5) the registry's signatures, or offline the signer the lock recorded."""
+        if fetched.metadata is None:
+            assert target.pinned is not None
+            return SignaturePinnedByLock(target.pinned.signed_by)
+        signatures = fetched.metadata.get("signatures")
+        return SignatureValid(
+            signatures if isinstance(signatures, list) else (),
+            trusted_signer=current.signed_by if current is not None else None,
+        )
+
+    def _recorded_signer(
+        self, target: Target, fetched: Fetched, verified: str | None
+    ) -> str | None:
+        """The ``signedBy`` written to splice.lock.
+
+        The embedded registry signs the official skills with a key made on this machine at
+        first use, so its key id differs from one machine to the next: pinning it in a
+        committed lock would refuse every fresh clone. Its signatures are still verified.
+        """
+        registry = self.session.url if fetched.metadata is not None else target.pinned.registry
+        return None if registry == EMBEDDED_REGISTRY else verified
 
     def _relative_dir(self, package_id: str) -> str:
         return self.layout.package_dir(package_id).relative_to(self.layout.root).as_posix()

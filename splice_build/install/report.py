@@ -15,6 +15,7 @@ from splice_build.errors import SpliceError
 from splice_build.install.checks import NOT_RUN, Candidate, CheckResult, Expected, artifact_policy
 from splice_build.install.installed import check_installed
 from splice_build.install.session import RegistrySession
+from splice_build.install.signature_check import SignatureValid
 from splice_build.project.layout import ProjectLayout
 from splice_build.project.lockfile import load_lockfile
 from splice_build.spec.digests import files_digest
@@ -51,6 +52,43 @@ def _installed_check(layout: ProjectLayout, candidate: Candidate, package_id: st
     )
 
 
+def _provenance_check(meta: dict[str, Any], expected: Expected) -> CheckResult:
+    """The registry's write-once provenance record must describe exactly these bytes (5.9)."""
+    from splice_build.spec.canonical import canonical_json
+    from splice_build.spec.digests import sha256_hex
+
+    record = meta.get("provenance")
+    if not isinstance(record, dict) or record.get("recorded") is not True:
+        return CheckResult("provenance", "skipped", "no provenance recorded at publish")
+    artifact = record.get("artifact") if isinstance(record.get("artifact"), dict) else {}
+    wanted = {
+        "package": expected.package_id,
+        "version": expected.version,
+        "integrity": expected.integrity,
+        "size": expected.size,
+    }
+    found = {
+        "package": record.get("package"),
+        "version": record.get("version"),
+        "integrity": artifact.get("integrity"),
+        "size": artifact.get("size") if expected.size is not None else None,
+    }
+    if expected.manifest is not None:
+        wanted["manifestSha256"] = sha256_hex(canonical_json(expected.manifest).encode())
+        found["manifestSha256"] = record.get("manifestSha256")
+    wrong = [
+        f"{key}: {found[key]!r} != {wanted[key]!r}" for key in wanted if found[key] != wanted[key]
+    ]
+    if wrong:
+        return CheckResult("provenance", "failed", "provenance differs: " + "; ".join(wrong))
+    publisher = record.get("publisher") if isinstance(record.get("publisher"), dict) else {}
+    return CheckResult(
+        "provenance",
+        "passed",
+        f"recorded at publish by {publisher.get('user')} ({publisher.get('via')})",
+    )
+
+
 def verification_report(
     session: RegistrySession, layout: ProjectLayout | None, package_id: str, version: str
 ) -> dict[str, Any]:
@@ -67,9 +105,15 @@ def verification_report(
         manifest if isinstance(manifest, dict) else None,
     )
     candidate = Candidate(data, expected)
-    outcome = artifact_policy().report(candidate)
+    signatures = meta.get("signatures")
+    signature = SignatureValid(signatures if isinstance(signatures, list) else ())
+    outcome = artifact_policy(signature).report(candidate)
     results = list(outcome.results)
-    results.append(CheckResult("provenance", "skipped", "provenance is not checked by this client"))
+    results.append(
+        _provenance_check(meta, expected)
+        if outcome.verified
+        else CheckResult("provenance", "skipped", NOT_RUN)
+    )
     results.append(
         CheckResult("source", "skipped", "the artifact is served by the registry itself")
     )

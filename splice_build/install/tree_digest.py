@@ -25,14 +25,20 @@ class _NotAPackageTree(Exception):
 
 
 def _hash_file(path: str) -> str:
-    digest = hashlib.sha256()
     # O_NOFOLLOW: the entry was a regular file when listed; refuse it if it became a link.
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0))
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             raise _NotAPackageTree(path)
-        while chunk := os.read(fd, _CHUNK):
+        # One read for a whole small file; a short read of a regular file is its end.
+        want = max(_CHUNK, info.st_size + 1)
+        digest = hashlib.sha256()
+        while True:
+            chunk = os.read(fd, want)
             digest.update(chunk)
+            if len(chunk) < want:
+                break
     finally:
         os.close(fd)
     return digest.hexdigest()
@@ -42,10 +48,10 @@ def _walk(directory: str, prefix: str, hashes: dict[str, str]) -> None:
     with os.scandir(directory) as entries:
         for entry in entries:
             relative = prefix + entry.name
-            mode = entry.stat(follow_symlinks=False).st_mode
-            if stat.S_ISDIR(mode):
+            # The type comes from the directory listing (no stat call); links are neither.
+            if entry.is_dir(follow_symlinks=False):
                 _walk(entry.path, relative + "/", hashes)
-            elif stat.S_ISREG(mode):
+            elif entry.is_file(follow_symlinks=False):
                 if len(hashes) >= MAX_FILES:
                     raise _NotAPackageTree(entry.path)
                 hashes[relative] = _hash_file(entry.path)

@@ -1,24 +1,37 @@
-"""The official skills (``splice_build/skills/*``) published into the embedded store.
+"""The official skills (``splice_build/skills/*``) published and signed into the embedded store.
 
 On first use of the embedded registry every skill directory is packed and published by the
-user ``splice``, owner of the reserved namespace ``splice``. Idempotent (a version already
-in the store is skipped, and a cheap manifest read decides that without packing) and safe
-across processes (a file lock, then check again under it).
+user ``splice``, owner of the reserved namespace ``splice``, and signed with the store's own
+official key: an Ed25519 key generated at first use next to the store
+(``<store>/official-signing.key``, 0600), registered for ``@splice``. A fresh machine
+therefore shows "signature: verified" for them, and an install pins that key in the lock.
+Idempotent (a version already in the store and signed is skipped, and a cheap manifest read
+and two queries decide that without packing or loading the key) and safe across processes
+(a file lock, then check again under it).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from splice_build.errors import ErrorCode, RegistryError
 from splice_build.registry.service.auth import Caller
 from splice_build.registry.service.registry_service import RegistryService
+
+if TYPE_CHECKING:
+    from splice_build.project.keys import SigningKey
+
+log = logging.getLogger(__name__)
 
 OFFICIAL_USER = "splice"
 OFFICIAL_NAMESPACE = "splice"
 LOCK_FILE = "official.lock"
+KEY_FILE = "official-signing.key"
 
 
 @dataclass(frozen=True)
@@ -42,23 +55,37 @@ def official_skills() -> list[OfficialSkill]:
     return found
 
 
-def _missing(service: RegistryService, skills: list[OfficialSkill]) -> list[OfficialSkill]:
+def _pending(service: RegistryService, skills: list[OfficialSkill]) -> list[OfficialSkill]:
+    """Skills whose version is not in the store yet, or is there without any signature."""
     meta = service.deps.meta
-    return [s for s in skills if meta.version(s.package_id, s.version) is None]
+    return [
+        s
+        for s in skills
+        if meta.version(s.package_id, s.version) is None
+        or not meta.signatures_of(s.package_id, s.version)
+    ]
+
+
+def official_key(data: Path) -> SigningKey:
+    """The store's official signing key, created on first use (call under the store's lock)."""
+    from splice_build.project.keys import create_key_file, load_key_file
+
+    path = data / KEY_FILE
+    if path.exists():
+        return load_key_file(path, name="official")
+    return create_key_file(path, name="official")
 
 
 def ensure_official_skills(service: RegistryService, data: Path) -> list[str]:
-    """Publish every official skill version not yet in the store; returns the ids published."""
+    """Publish and sign every official skill version not yet done; returns the ids published."""
     skills = official_skills()
-    if not _missing(service, skills):
+    if not _pending(service, skills):
         return []
     from splice_build.project.locking import lock
     from splice_build.registry.service import admin
-    from splice_build.spec.pack import pack_directory
 
-    published = []
     with lock(data / LOCK_FILE):
-        pending = _missing(service, skills)  # check again: another process may have done it
+        pending = _pending(service, skills)  # check again: another process may have done it
         if not pending:
             return []
         deps = service.deps
@@ -68,8 +95,43 @@ def ensure_official_skills(service: RegistryService, data: Path) -> list[str]:
         if namespace is None or namespace.owner != OFFICIAL_USER:
             admin.set_owner(deps, OFFICIAL_NAMESPACE, OFFICIAL_USER)
         caller = Caller(internal_user=OFFICIAL_USER)
-        for skill in pending:
+        published = _publish_missing(service, caller, pending)
+        _sign(service, caller, data, pending)
+    return published
+
+
+def _publish_missing(
+    service: RegistryService, caller: Caller, pending: list[OfficialSkill]
+) -> list[str]:
+    from splice_build.spec.pack import pack_directory
+
+    published = []
+    for skill in pending:
+        if service.deps.meta.version(skill.package_id, skill.version) is None:
             packed = pack_directory(skill.directory)
             service.publish(caller, packed.archive, base_url="embedded:")
             published.append(f"{skill.package_id}@{skill.version}")
     return published
+
+
+def _sign(
+    service: RegistryService, caller: Caller, data: Path, pending: list[OfficialSkill]
+) -> None:
+    """Register the official key for ``@splice`` (a no-op when it is) and sign each version."""
+    from splice_build.spec.signing import signing_payload
+
+    key = official_key(data)
+    try:
+        service.add_key(caller, OFFICIAL_NAMESPACE, {"publicKey": key.public_key})
+    except RegistryError as exc:
+        if exc.code is not ErrorCode.KEY_REVOKED:
+            raise
+        log.warning("the official signing key %s is revoked; skills stay unsigned", key.key_id)
+        return
+    for skill in pending:
+        row = service.deps.meta.version(skill.package_id, skill.version)
+        assert row is not None, "BUG: official skill missing after publish"
+        signature = key.sign(signing_payload(skill.package_id, skill.version, row.integrity))
+        name = skill.package_id.split("/", 1)[1]
+        body = {"keyId": key.key_id, "signature": signature}
+        service.add_signature(caller, OFFICIAL_NAMESPACE, name, skill.version, body)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
@@ -37,10 +38,16 @@ def data() -> bytes:
     )
 
 
-def run(data: bytes, signatures, *, require: bool = False, trusted: str | None = None):
-    expected = Expected(
-        PKG, "1.0.0", integrity_of(data), len(data), minimal_manifest(), require_signed=require
-    )
+def run(
+    data: bytes,
+    signatures,
+    *,
+    require: bool = False,
+    trusted: str | None = None,
+    integrity: str | None = None,
+):
+    digest = integrity or integrity_of(data)
+    expected = Expected(PKG, "1.0.0", digest, len(data), minimal_manifest(), require_signed=require)
     check = SignatureValid(signatures, trusted_signer=trusted)
     policy = AllOf(
         [Sha256Matches(), SizeMatches(), PackageIsValid(), ManifestMatchesMetadata(), check]
@@ -76,7 +83,9 @@ def test_unsigned_under_require_signed_fails(data: bytes) -> None:
 
 def test_tampered_signature_metadata_fails_closed(data: bytes, tmp_path: Path) -> None:
     entry = signature_entry(new_key(tmp_path), PKG, "1.0.0", integrity_of(data))
-    flipped = entry["signature"].replace(entry["signature"][0], "A" if entry["signature"][0] != "A" else "B", 1)
+    raw = bytearray(base64.b64decode(entry["signature"]))
+    raw[10] ^= 0x01
+    flipped = base64.b64encode(bytes(raw)).decode()
     for tampered in (
         with_field(entry, signature=flipped),
         with_field(entry, publicKey=new_key(tmp_path, "other").public_key),
@@ -120,7 +129,8 @@ def test_signatures_are_not_checked_against_bytes_that_failed_sha256(
     data: bytes, tmp_path: Path
 ) -> None:
     entry = signature_entry(new_key(tmp_path), PKG, "1.0.0", integrity_of(data))
-    report, check = run(data[:-1] + bytes([data[-1] ^ 1]), [entry])
+    corrupted = data[:-1] + bytes([data[-1] ^ 1])
+    report, check = run(corrupted, [entry], integrity=integrity_of(data))
     assert report.failure is not None and report.failure.code is ErrorCode.INTEGRITY_MISMATCH
     assert report.results[-1].status == "skipped" and check.signed_by is None
 

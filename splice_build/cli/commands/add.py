@@ -93,9 +93,7 @@ def report_lines(reports: Sequence[InstallReport]) -> list[str]:
         lines.append(f"Installed {report.name}@{report.version}{was}")
         if report.offline:
             lines.append("  offline: installed from the verified local cache")
-        lines.append(
-            f"  signature: {'verified ' + report.signed_by if report.signed_by else 'unsigned'}"
-        )
+        lines.append(f"  signature: {report.signature}")
         lines.append(
             f"  permissions: {'; '.join(report.permissions) if report.permissions else 'none'}"
         )

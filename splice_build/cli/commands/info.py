@@ -16,8 +16,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("package", help="@namespace/name[@range]")
 
 
-def _installed(ctx: CommandContext, package_id: str) -> str | None:
-    """The locked version when the command runs inside a project that has the package."""
+def _installed(ctx: CommandContext, package_id: str) -> dict[str, Any] | None:
+    """The locked version and its grant, when run inside a project that has the package."""
     from splice_build.errors import ProjectError
     from splice_build.project.lockfile import load_lockfile
     from splice_build.project.project_file import find_project_root
@@ -27,7 +27,32 @@ def _installed(ctx: CommandContext, package_id: str) -> str | None:
     except ProjectError:
         return None
     entry = lock.get(package_id)
-    return str(entry.version) if entry is not None else None
+    if entry is None:
+        return None
+    grant = entry.permissions
+    return {
+        "version": entry.version,
+        "signedBy": entry.signed_by,
+        "grant": None if grant is None else grant.describe(),
+    }
+
+
+def _signature_status(selected: dict[str, Any]) -> str:
+    """Checked locally, never taken from the registry's word: verified / INVALID / unsigned."""
+    from splice_build.errors import SpecError
+    from splice_build.spec.signing import check_signatures
+
+    signatures = selected.get("signatures")
+    try:
+        outcome = check_signatures(
+            signatures if isinstance(signatures, list) else [],
+            package_id=str(selected.get("name")),
+            version=str(selected.get("version")),
+            integrity=str(selected.get("integrity")),
+        )
+    except SpecError as exc:
+        return f"INVALID ({'; '.join(exc.details) or exc.message})"
+    return f"verified {outcome.signed_by}" if outcome.signed_by else "unsigned"
 
 
 def _properties(schema: dict[str, Any]) -> str:
@@ -43,7 +68,6 @@ def _properties(schema: dict[str, Any]) -> str:
 def _text(data: dict[str, Any]) -> str:
     selected = data["selected"]
     manifest = selected["manifest"]
-    permissions = manifest.get("permissions") or {}
     lines = [
         f"{data['name']}@{selected['version']}",
         f"  {data.get('description', '')}",
@@ -54,17 +78,15 @@ def _text(data: dict[str, Any]) -> str:
         f"published: {selected.get('publishedAt')} by {selected.get('publishedBy')}",
         f"integrity: {selected['integrity']}",
         f"size: {selected['size']} bytes",
-        "signature: unsigned" if not selected.get("signatures") else "signature: present",
+        f"signature: {data['signature']}",
     ]
-    if data.get("installed"):
-        lines.append(f"installed: {data['installed']}")
+    installed = data.get("installed")
+    if installed:
+        lines.append(f"installed: {installed['version']}")
+        if installed["grant"] is not None:
+            lines.append("granted in splice.lock: " + ("; ".join(installed["grant"]) or "none"))
     lines.append("Permissions:")
-    shown = [
-        f"  {k}: {', '.join(map(str, v)) if isinstance(v, list) else v}"
-        for k, v in permissions.items()
-        if v
-    ]
-    lines += shown or ["  none"]
+    lines += [f"  {line}" for line in data["permissions"]]
     lines.append("Tools:")
     for tool in data.get("tools", []):
         lines.append(
@@ -101,11 +123,13 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         selected = opened.client.version(package_id, str(chosen))
     finally:
         opened.client.close()
-    tools = describe_tools(Manifest.from_dict(selected["manifest"]))
+    manifest = Manifest.from_dict(selected["manifest"])
     data = {
         **package,
         "selected": selected,
-        "tools": tools,
+        "tools": describe_tools(manifest),
+        "permissions": manifest.permissions.describe(),
+        "signature": _signature_status(selected),
         "installed": _installed(ctx, package_id),
     }
     ctx.out.result(data, lambda: _text(data))

@@ -2,7 +2,10 @@
 
 ``serve`` binds 127.0.0.1 by default; the admin HTTP API is enabled only when
 ``SPLICE_REGISTRY_ADMIN_TOKEN_SHA256`` holds the hex SHA-256 of an admin token. ``admin``
-works on the data directory directly: whoever can write it administers it.
+works on the store directly: whoever can write it administers it. Both use the back ends
+configured in the environment (``SPLICE_REGISTRY_DATABASE_URL``, ``SPLICE_REGISTRY_ARTIFACTS``,
+see ``registry.storage``); ``admin migrate --to postgresql://…`` moves a data directory's
+SQLite store (and, with ``--artifacts s3://…``, its artifacts) there.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from splice_build.errors import UsageError
 NAME = "registry"
 HELP = "serve a registry over HTTP, or administer its store"
 NEEDS_PROJECT = False
-ADMIN_VERBS = ("create-user", "create-token", "revoke-token", "set-owner")
+ADMIN_VERBS = ("create-user", "create-token", "revoke-token", "set-owner", "migrate")
 DEFAULT_DATA = "splice-registry-data"
 
 
@@ -69,6 +72,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     owner = parser.add_argument_group("admin set-owner options")
     owner.add_argument("--release", action="store_true", help="leave the namespace without owner")
+    migrate = parser.add_argument_group("admin migrate options")
+    migrate.add_argument(
+        "--to", metavar="postgresql://…", help="empty PostgreSQL database to copy the store into"
+    )
+    migrate.add_argument(
+        "--artifacts",
+        metavar="s3://bucket/prefix",
+        help="also copy the artifacts to this bucket (endpoint: SPLICE_REGISTRY_S3_ENDPOINT)",
+    )
 
 
 _OPERANDS = {
@@ -76,6 +88,7 @@ _OPERANDS = {
     "create-token": (1, 1),
     "revoke-token": (1, 1),
     "set-owner": (1, 2),
+    "migrate": (0, 0),
 }
 
 
@@ -87,6 +100,10 @@ def _check_admin(args: argparse.Namespace) -> None:
         raise UsageError(f"registry admin {args.verb}: wrong number of arguments")
     if args.verb == "set-owner" and (len(args.operands) == 2) == args.release:
         raise UsageError("set-owner takes a namespace and a user, or a namespace and --release")
+    if (args.verb == "migrate") != (args.to is not None):
+        raise UsageError("--to belongs to registry admin migrate, which needs it")
+    if args.artifacts is not None and args.verb != "migrate":
+        raise UsageError("--artifacts belongs to registry admin migrate")
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
@@ -107,6 +124,7 @@ def _data_dir(args: argparse.Namespace, ctx: CommandContext) -> Path:
 def _serve(args: argparse.Namespace, ctx: CommandContext) -> int:
     from splice_build.registry.http.server import ADMIN_TOKEN_ENV, serve
     from splice_build.registry.service.ratelimit import RateLimits
+    from splice_build.registry.storage import StorageConfig
 
     admin_hash = ctx.env.get(ADMIN_TOKEN_ENV, "").strip().lower() or None
     if admin_hash is not None and (
@@ -114,11 +132,13 @@ def _serve(args: argparse.Namespace, ctx: CommandContext) -> int:
     ):
         raise UsageError(f"{ADMIN_TOKEN_ENV} must be a hex SHA-256 (64 characters)")
     data = _data_dir(args, ctx)
+    config = StorageConfig.from_env(ctx.env)
     limits = RateLimits(publishes=args.publish_limit, requests=args.request_limit)
+    where = f"data: {data}" if config == StorageConfig() else config.describe(data)
 
     def announce(url: str) -> None:
         admin = "enabled" if admin_hash else "disabled"
-        ctx.out.info(f"Registry listening on {url} (data: {data}, admin API: {admin})")
+        ctx.out.info(f"Registry listening on {url} ({where}, admin API: {admin})")
 
     serve(
         data,
@@ -127,6 +147,7 @@ def _serve(args: argparse.Namespace, ctx: CommandContext) -> int:
         admin_token_sha256=admin_hash,
         limits=limits,
         on_listen=announce,
+        config=config,
     )
     return 0
 
@@ -134,11 +155,13 @@ def _serve(args: argparse.Namespace, ctx: CommandContext) -> int:
 def _admin(args: argparse.Namespace, ctx: CommandContext) -> int:
     from splice_build.registry.service import admin
     from splice_build.registry.service.tokens import token_request
-    from splice_build.registry.storage import open_service
+    from splice_build.registry.storage import StorageConfig, open_service
 
     _check_admin(args)
+    if args.verb == "migrate":
+        return _migrate(args, ctx)
     first = args.operands[0]
-    deps = open_service(_data_dir(args, ctx)).deps
+    deps = open_service(_data_dir(args, ctx), config=StorageConfig.from_env(ctx.env)).deps
     try:
         result: dict[str, Any]
         if args.verb == "create-user":
@@ -165,4 +188,45 @@ def _admin(args: argparse.Namespace, ctx: CommandContext) -> int:
             ctx.out.result(result, f"@{result['namespace']} owner: {result['owner'] or '(none)'}")
     finally:
         deps.meta.close()
+    return 0
+
+
+def _migrate(args: argparse.Namespace, ctx: CommandContext) -> int:
+    """Copy the data directory's SQLite store (and optionally its artifacts) to PostgreSQL."""
+    from splice_build.registry.blobs.filesystem import FilesystemBlobStore
+    from splice_build.registry.db.postgres import display_url
+    from splice_build.registry.db.transfer import copy_to_postgres
+    from splice_build.registry.storage import (
+        ARTIFACTS_DIR,
+        DB_FILE,
+        S3_ENDPOINT_ENV,
+        StorageConfig,
+        open_blobs,
+        postgres_url,
+        s3_location,
+    )
+
+    data = _data_dir(args, ctx)
+    target = postgres_url(args.to)
+    blobs_from = blobs_to = None
+    if args.artifacts is not None:
+        config = StorageConfig(
+            artifacts=s3_location(args.artifacts), s3_endpoint=ctx.env.get(S3_ENDPOINT_ENV)
+        )
+        blobs_from = FilesystemBlobStore(data / ARTIFACTS_DIR)
+        blobs_to = open_blobs(data, config)
+    report = copy_to_postgres(
+        data / DB_FILE, target, blobs_from=blobs_from, blobs_to=blobs_to, progress=ctx.out.progress
+    )
+    result = {
+        "from": str(data / DB_FILE),
+        "to": display_url(target),
+        "rows": report.rows,
+        "artifacts": report.artifacts,
+    }
+    moved = f" and {report.artifacts} artifacts" if args.artifacts is not None else ""
+    ctx.out.result(
+        result,
+        f"Copied {sum(report.rows.values())} rows{moved} to {display_url(target)}",
+    )
     return 0

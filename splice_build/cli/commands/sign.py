@@ -73,6 +73,7 @@ def _downloaded_integrity(
 ) -> str:
     """The registry's integrity, after the downloaded bytes passed the install checks."""
     from splice_build.install.checks import Expected, verify_artifact
+    from splice_build.install.signature_check import SignatureValid
 
     manifest = meta.get("manifest")
     size = meta.get("size")
@@ -83,7 +84,9 @@ def _downloaded_integrity(
         size if isinstance(size, int) else None,
         manifest if isinstance(manifest, dict) else None,
     )
-    verify_artifact(client.download(package_id, version), expected)
+    signatures = meta.get("signatures")
+    existing = SignatureValid(signatures if isinstance(signatures, list) else ())
+    verify_artifact(client.download(package_id, version), expected, existing)
     return expected.integrity
 
 

@@ -78,6 +78,25 @@ class EmbeddedRegistryClient:
     def namespace(self, namespace: str) -> dict[str, Any]:
         return self._call(self.service.namespace, namespace.removeprefix("@"))
 
+    def keys(self, namespace: str) -> dict[str, Any]:
+        return self._call(self.service.keys, namespace.removeprefix("@"))
+
+    def add_key(self, namespace: str, public_key: str) -> dict[str, Any]:
+        body = {"publicKey": public_key}
+        return self._call(self.service.add_key, self._caller, namespace.removeprefix("@"), body)
+
+    def revoke_key(self, namespace: str, key_id: str) -> dict[str, Any]:
+        return self._call(
+            self.service.revoke_key, self._caller, namespace.removeprefix("@"), key_id
+        )
+
+    def add_signature(
+        self, package_id: str, version: str, key_id: str, signature: str
+    ) -> dict[str, Any]:
+        ns, name = split_package_id(package_id)
+        body = {"keyId": key_id, "signature": signature}
+        return self._call(self.service.add_signature, self._caller, ns, name, version, body)
+
     def publish(self, archive: bytes) -> dict[str, Any]:
         return self._call(self.service.publish, self._caller, archive, base_url=self.base_url)
 

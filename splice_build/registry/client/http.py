@@ -103,7 +103,10 @@ class HttpRegistryClient:
         return response.content
 
     def namespace(self, namespace: str) -> dict[str, Any]:
-        return self._json("GET", "/namespaces/" + quote(namespace.removeprefix("@"), safe=""))
+        return self._json("GET", _ns(namespace))
+
+    def keys(self, namespace: str) -> dict[str, Any]:
+        return self._json("GET", _ns(namespace) + "/keys")
 
     # -- authenticated ----------------------------------------------------------------
 
@@ -130,8 +133,24 @@ class HttpRegistryClient:
     def revoke_token(self, token_id: str) -> dict[str, Any]:
         return self._json("DELETE", "/auth/tokens/" + quote(token_id, safe=""))
 
+    def add_key(self, namespace: str, public_key: str) -> dict[str, Any]:
+        return self._json("POST", _ns(namespace) + "/keys", json={"publicKey": public_key})
+
+    def revoke_key(self, namespace: str, key_id: str) -> dict[str, Any]:
+        return self._json("DELETE", _ns(namespace) + "/keys/" + quote(key_id, safe=""))
+
+    def add_signature(
+        self, package_id: str, version: str, key_id: str, signature: str
+    ) -> dict[str, Any]:
+        body = {"keyId": key_id, "signature": signature}
+        return self._json("POST", self._pkg(package_id, version, "signatures"), json=body)
+
     def close(self) -> None:
         self._session.close()
+
+
+def _ns(namespace: str) -> str:
+    return "/namespaces/" + quote(namespace.removeprefix("@"), safe="")
 
 
 def _error(response: requests.Response) -> RegistryError:

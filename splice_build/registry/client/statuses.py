@@ -19,9 +19,21 @@ CODE_BY_STATUS: Mapping[int, ErrorCode] = {
     429: ErrorCode.RATE_LIMITED,
     503: ErrorCode.REGISTRY_UNAVAILABLE,
 }
+# Server codes the client reports as themselves: mapping them by status alone would call a
+# conflicting key VERSION_EXISTS and a bad signature INVALID_PACKAGE (interfaces.md 5.10).
+KEPT_SERVER_CODES = frozenset(
+    {
+        ErrorCode.KEY_EXISTS,
+        ErrorCode.KEY_REVOKED,
+        ErrorCode.KEY_NOT_REGISTERED,
+        ErrorCode.INVALID_SIGNATURE,
+    }
+)
 _HINTS: Mapping[ErrorCode, str] = {
     ErrorCode.UNAUTHENTICATED: "Log in with `splice login` or set SPLICE_TOKEN.",
     ErrorCode.VERSION_EXISTS: "Published versions are immutable: bump the version and publish again.",
+    ErrorCode.KEY_NOT_REGISTERED: "Register the key first: `splice keys register @<namespace>`.",
+    ErrorCode.KEY_REVOKED: "Generate a new key (`splice keys generate <name>`) and register it.",
 }
 
 
@@ -35,6 +47,8 @@ def error_for_status(
 ) -> RegistryError:
     """The client error for a non-2xx answer; the server's own code is kept as a detail."""
     code = CODE_BY_STATUS.get(status, ErrorCode.REGISTRY_ERROR)
+    if server_code in KEPT_SERVER_CODES:
+        code = ErrorCode(server_code)
     text = message or f"HTTP {status}"
     if code is ErrorCode.REGISTRY_ERROR:
         text = f"Registry error: {text}"

@@ -8,10 +8,13 @@ store never decides policy (who may publish), it only keeps the data consistent:
   package upsert, version row with provenance); a duplicate version raises
   ``VERSION_EXISTS`` however the race was lost.
 - the database itself refuses updates of a version's identity, deletes and a second
-  provenance write (triggers), so no code path can rewrite history.
+  provenance write (triggers), so no code path can rewrite history. Signing keys and
+  signatures are append-only the same way: a key is revoked once and never changed or
+  deleted, a signature is never changed or deleted.
 
 Errors: ``RegistryError`` with ``USER_EXISTS``, ``VERSION_EXISTS``, ``FORBIDDEN`` (namespace
-claimed by someone else inside the publish transaction) or ``METADATA_WRITE_FAILED``.
+claimed by someone else inside the publish transaction), ``KEY_EXISTS`` (a key id inserted
+twice) or ``METADATA_WRITE_FAILED``.
 """
 
 from __future__ import annotations
@@ -111,6 +114,39 @@ class SearchHit:
     kind: str
 
 
+@dataclass(frozen=True)
+class SigningKeyRow:
+    """A publisher key registered for one namespace (interfaces.md 5.10)."""
+
+    key_id: str
+    namespace: str
+    public_key: str  # raw 32 bytes, standard base64
+    added_by: str  # user name
+    added_at: str
+    revoked_at: str | None
+
+
+@dataclass(frozen=True)
+class SignatureRow:
+    package_id: str
+    version: str
+    key_id: str
+    signature: str  # 64 bytes, standard base64
+    signed_by: str  # user name
+    signed_at: str
+
+
+@dataclass(frozen=True)
+class VersionSignature:
+    """A signature joined with its key, as version metadata shows it."""
+
+    key_id: str
+    public_key: str
+    signature: str
+    signed_at: str
+    revoked_at: str | None  # the key's revocation, if any
+
+
 LatestOf = Callable[[Sequence[str]], str]
 
 
@@ -169,7 +205,32 @@ class RateLimitStore(Protocol):
     def count(self, key: str, window_start: int) -> int: ...
 
 
-class MetadataStore(UserStore, TokenStore, NamespaceStore, PackageStore, RateLimitStore, Protocol):
+class SigningStore(Protocol):
+    def signing_key(self, key_id: str) -> SigningKeyRow | None: ...
+    def signing_keys(self, namespace: str) -> list[SigningKeyRow]:
+        """The namespace's keys, revoked ones included, in the order they were added."""
+        ...
+
+    def insert_signing_key(self, key: SigningKeyRow) -> None:
+        """Raises ``KEY_EXISTS`` when the key id is already registered (any namespace)."""
+        ...
+
+    def revoke_signing_key(self, key_id: str, *, now: str) -> bool:
+        """Mark revoked; False when unknown or already revoked (a key is revoked once)."""
+        ...
+
+    def insert_signature(self, row: SignatureRow) -> None:
+        """Keep ``row`` unless this key already signed this version (the first one stays)."""
+        ...
+
+    def signatures_of(self, package_id: str, version: str) -> list[VersionSignature]:
+        """Every signature of one version with its key, oldest first."""
+        ...
+
+
+class MetadataStore(
+    UserStore, TokenStore, NamespaceStore, PackageStore, RateLimitStore, SigningStore, Protocol
+):
     """Everything the registry service keeps in its database."""
 
     def close(self) -> None: ...

@@ -2,7 +2,9 @@
 
 The applied level is SQLite's ``PRAGMA user_version``; each migration runs in the same
 ``BEGIN IMMEDIATE`` transaction as the version bump, so concurrent openers (two CLI
-processes on a fresh home) apply it exactly once.
+processes on a fresh home) apply it exactly once. PostgreSQL has the same numbered sequence
+in its own dialect (``migrations_pg/``, applied by ``db.postgres``): one schema history,
+two spellings.
 """
 
 from __future__ import annotations
@@ -22,9 +24,9 @@ class Migration:
     sql: str
 
 
-def migrations() -> list[Migration]:
+def migrations(folder_name: str = "migrations") -> list[Migration]:
     """The shipped migrations in order; numbers must be 1, 2, 3, ... without gaps."""
-    folder = resources.files("splice_build.registry.db").joinpath("migrations")
+    folder = resources.files("splice_build.registry.db").joinpath(folder_name)
     found = []
     for entry in folder.iterdir():
         match = _NAME.match(entry.name)

@@ -22,9 +22,12 @@ from splice_build.registry.db.interface import (
     NewVersion,
     Package,
     SearchHit,
+    SignatureRow,
+    SigningKeyRow,
     Token,
     User,
     Version,
+    VersionSignature,
 )
 from splice_build.registry.db.migrate import apply_migrations
 
@@ -33,6 +36,7 @@ _VERSION_COLUMNS = (
     "package_id, version, manifest, integrity, size, artifact_key, published_by, "
     "published_at, artifact_backend, artifact_url, provenance"
 )
+_KEY_COLUMNS = "key_id, namespace, public_key, added_by, added_at, revoked_at"
 _TOKEN_COLUMNS = (
     "id, user_id, label, created_at, last_used_at, revoked_at, expires_at, "
     "scope_namespaces, can_manage"
@@ -350,6 +354,75 @@ class SqliteMetadataStore:
         with self._lock:
             rows = self._conn.execute(sql, params).fetchall()
         return [SearchHit(row[0], row[1], row[2], row[3]) for row in rows]
+
+    # -- signing keys and signatures (append-only: triggers refuse updates and deletes) --
+
+    def signing_key(self, key_id: str) -> SigningKeyRow | None:
+        row = self._one(f"SELECT {_KEY_COLUMNS} FROM signing_keys WHERE key_id = ?", key_id)
+        return SigningKeyRow(*row) if row else None
+
+    def signing_keys(self, namespace: str) -> list[SigningKeyRow]:
+        rows = self._all(
+            f"SELECT {_KEY_COLUMNS} FROM signing_keys WHERE namespace = ? "
+            "ORDER BY added_at, key_id",
+            namespace,
+        )
+        return [SigningKeyRow(*row) for row in rows]
+
+    def insert_signing_key(self, key: SigningKeyRow) -> None:
+        try:
+            with self._write() as conn:
+                conn.execute(
+                    f"INSERT INTO signing_keys ({_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
+                    (
+                        key.key_id,
+                        key.namespace,
+                        key.public_key,
+                        key.added_by,
+                        key.added_at,
+                        key.revoked_at,
+                    ),
+                )
+        except RegistryError as exc:
+            if isinstance(exc.__cause__, sqlite3.IntegrityError) and "UNIQUE" in str(exc.__cause__):
+                raise RegistryError(
+                    ErrorCode.KEY_EXISTS, f"Key {key.key_id} is already registered"
+                ) from exc.__cause__
+            raise
+
+    def revoke_signing_key(self, key_id: str, *, now: str) -> bool:
+        with self._write() as conn:
+            cur = conn.execute(
+                "UPDATE signing_keys SET revoked_at = ? WHERE key_id = ? AND revoked_at IS NULL",
+                (now, key_id),
+            )
+            return cur.rowcount == 1
+
+    def insert_signature(self, row: SignatureRow) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO signatures (package_id, version, key_id, signature, signed_by, "
+                "signed_at) VALUES (?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT(package_id, version, key_id) DO NOTHING",
+                (
+                    row.package_id,
+                    row.version,
+                    row.key_id,
+                    row.signature,
+                    row.signed_by,
+                    row.signed_at,
+                ),
+            )
+
+    def signatures_of(self, package_id: str, version: str) -> list[VersionSignature]:
+        rows = self._all(
+            "SELECT s.key_id, k.public_key, s.signature, s.signed_at, k.revoked_at "
+            "FROM signatures s JOIN signing_keys k ON k.key_id = s.key_id "
+            "WHERE s.package_id = ? AND s.version = ? ORDER BY s.signed_at, s.key_id",
+            package_id,
+            version,
+        )
+        return [VersionSignature(*row) for row in rows]
 
     # -- rate limits ------------------------------------------------------------------
 

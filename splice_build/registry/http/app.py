@@ -133,6 +133,26 @@ def create_app(service: RegistryService) -> Starlette:
         data = await run_in_threadpool(service.namespace, p(request, "ns"))
         return json_response(data, public=True)
 
+    async def keys(request: Request) -> Response:
+        return json_response(await run_in_threadpool(service.keys, p(request, "ns")), public=True)
+
+    async def add_key(request: Request) -> Response:
+        body = await json_body(request)
+        data = await run_in_threadpool(service.add_key, caller_of(request), p(request, "ns"), body)
+        return json_response(data, status=201)
+
+    async def revoke_key(request: Request) -> Response:
+        data = await run_in_threadpool(
+            service.revoke_key, caller_of(request), p(request, "ns"), p(request, "key")
+        )
+        return json_response(data)
+
+    async def signatures(request: Request) -> Response:
+        body = await json_body(request)
+        args = (p(request, "ns"), p(request, "name"), p(request, "version"))
+        data = await run_in_threadpool(service.add_signature, caller_of(request), *args, body)
+        return json_response(data, status=201)
+
     async def publish(request: Request) -> Response:
         body = await read_limited(request, MAX_PUBLISH_BODY)
         data = await run_in_threadpool(
@@ -209,6 +229,10 @@ def create_app(service: RegistryService) -> Starlette:
         Route(pkg + "/{version}/download", public(download), methods=read),
         Route(pkg + "/{version}/provenance", public(provenance), methods=read),
         Route("/namespaces/{ns}", public(namespace), methods=read),
+        Route("/namespaces/{ns}/keys", public(keys), methods=read),
+        Route("/namespaces/{ns}/keys", add_key, methods=["POST"]),
+        Route("/namespaces/{ns}/keys/{key}", revoke_key, methods=["DELETE"]),
+        Route(pkg + "/{version}/signatures", signatures, methods=["POST"]),
         Route("/publish", publish, methods=["POST"]),
         Route("/auth/whoami", whoami, methods=["GET"]),
         Route("/auth/tokens", tokens, methods=["GET", "POST"]),

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from splice_build.registry.service.ratelimit import RateLimits
-from splice_build.registry.storage import open_service
+from splice_build.registry.storage import StorageConfig, open_service
 
 ADMIN_TOKEN_ENV = "SPLICE_REGISTRY_ADMIN_TOKEN_SHA256"
 
@@ -34,13 +34,20 @@ def serve(
     admin_token_sha256: str | None,
     limits: RateLimits,
     on_listen: Callable[[str], None],
+    config: StorageConfig | None = None,
 ) -> None:
-    """Run until interrupted. Blocks; uvicorn handles SIGINT/SIGTERM gracefully."""
+    """Run until interrupted. Blocks; uvicorn handles SIGINT/SIGTERM gracefully.
+
+    ``config`` selects PostgreSQL / S3 back ends (``storage.StorageConfig``); by default the
+    store is the data directory.
+    """
     import uvicorn
 
     from splice_build.registry.http.app import create_app
 
-    service = open_service(data, admin_token_sha256=admin_token_sha256, limits=limits)
+    service = open_service(
+        data, admin_token_sha256=admin_token_sha256, limits=limits, config=config
+    )
     sock = bind(host, port)
     bound_host, bound_port = sock.getsockname()[:2]
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host

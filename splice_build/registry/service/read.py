@@ -15,6 +15,7 @@ from splice_build.registry.db.interface import Package, Version
 from splice_build.registry.service import fields
 from splice_build.registry.service.deps import Deps
 from splice_build.registry.service.publish import download_url
+from splice_build.registry.service.signing import version_signatures
 
 MAX_QUERY = 100
 DEFAULT_LIMIT = 20
@@ -130,7 +131,7 @@ def version(deps: Deps, namespace: str, name: str, number: str, *, base_url: str
             "url": row.artifact_url,
         },
         "provenance": _provenance(package_row, row),
-        "signatures": [],
+        "signatures": version_signatures(deps, package_row.id, row.version),
     }
 
 

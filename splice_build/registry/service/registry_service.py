@@ -12,7 +12,15 @@ from typing import Any
 from splice_build.registry.api import API_VERSION
 from splice_build.registry.blobs.interface import BlobStore
 from splice_build.registry.db.interface import MetadataStore
-from splice_build.registry.service import admin, fields, namespaces, publish, read, tokens
+from splice_build.registry.service import (
+    admin,
+    fields,
+    namespaces,
+    publish,
+    read,
+    signing,
+    tokens,
+)
 from splice_build.registry.service.auth import Caller, authenticate, authenticate_admin
 from splice_build.registry.service.clock import Clock, system_clock
 from splice_build.registry.service.deps import Deps
@@ -35,6 +43,10 @@ ENDPOINTS = (
     "GET /namespaces/:ns",
     "PUT /namespaces/:ns/maintainers/:user",
     "DELETE /namespaces/:ns/maintainers/:user",
+    "GET /namespaces/:ns/keys",
+    "POST /namespaces/:ns/keys",
+    "DELETE /namespaces/:ns/keys/:keyId",
+    "POST /packages/:ns/:name/:version/signatures",
     "POST /admin/users",
     "POST /admin/users/:name/tokens",
     "POST /admin/tokens/:id/revoke",
@@ -91,6 +103,9 @@ class RegistryService:
     def namespace(self, ns: str) -> dict[str, Any]:
         return namespaces.namespace_info(self.deps, ns)
 
+    def keys(self, ns: str) -> dict[str, Any]:
+        return signing.list_keys(self.deps, ns)
+
     # -- authenticated ----------------------------------------------------------------
 
     def publish(self, caller: Caller, body: bytes, *, base_url: str) -> dict[str, Any]:
@@ -111,6 +126,18 @@ class RegistryService:
     def set_maintainer(self, caller: Caller, ns: str, user: str, *, add: bool) -> dict[str, Any]:
         principal = authenticate(self.deps, caller)
         return namespaces.set_maintainer(self.deps, principal, ns, user, add=add)
+
+    def add_key(self, caller: Caller, ns: str, body: dict[str, Any]) -> dict[str, Any]:
+        return signing.add_key(self.deps, authenticate(self.deps, caller), ns, body)
+
+    def revoke_key(self, caller: Caller, ns: str, key_id: str) -> dict[str, Any]:
+        return signing.revoke_key(self.deps, authenticate(self.deps, caller), ns, key_id)
+
+    def add_signature(
+        self, caller: Caller, ns: str, name: str, version: str, body: dict[str, Any]
+    ) -> dict[str, Any]:
+        principal = authenticate(self.deps, caller)
+        return signing.add_signature(self.deps, principal, ns, name, version, body)
 
     # -- admin (HTTP, behind the admin token) -----------------------------------------
 

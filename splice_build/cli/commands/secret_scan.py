@@ -1,0 +1,57 @@
+"""`splice secret-scan [paths…]`: look for provider key values and known key formats.
+
+Exit 0 when nothing is found, 1 with one ``path:line: kind`` line per finding (never the
+secret). Paths default to ``.``; see ``security/secret_scan.py`` for what each kind of path
+means (a git checkout, a build output directory, a packed ``.tar.gz``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from splice_build.errors import UsageError
+
+if TYPE_CHECKING:
+    from splice_build.cli.context import CommandContext
+
+NAME = "secret-scan"
+HELP = "find provider keys and known key formats in a repository, build output or package"
+NEEDS_PROJECT = False
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        default=["."],
+        help="git checkouts (tracked files), directories (every file) or .tar.gz packages",
+    )
+
+
+def run(args: argparse.Namespace, ctx: CommandContext) -> int:
+    from splice_build.broker.keys import load_keys
+    from splice_build.security.secret_scan import scan_paths
+
+    targets = []
+    for name in args.paths:
+        path = ctx.cwd / name
+        if not path.exists():
+            raise UsageError(f"No such file or directory: {name}")
+        targets.append((path, name))
+    keys = load_keys(env=ctx.env, project_root=ctx.project_root or ctx.cwd, home=ctx.home)
+    report = scan_paths(targets, keys.named_values())
+    for where in report.skipped:
+        ctx.out.warn(f"{where}: skipped (larger than the scan limit)")
+    data = {
+        "ok": not report.findings,
+        "files": report.files,
+        "findings": [finding.to_json() for finding in report.findings],
+    }
+    if report.findings:
+        text = "\n".join(str(finding) for finding in report.findings)
+        ctx.out.result(data, text)
+        ctx.out.info(f"{len(report.findings)} secret(s) found in {report.files} file(s)")
+        return 1
+    ctx.out.result(data, f"No secrets found in {report.files} file(s)")
+    return 0

@@ -1,0 +1,161 @@
+"""S3-compatible ``BlobStore`` (``boto3``): artifacts as objects under ``s3://bucket/prefix``.
+
+Keys are the registry's content-addressed keys below the prefix. Integrity is checked at
+both ends, because a bucket is storage we do not control:
+
+- write: the object is sent with its SHA-256 (``ChecksumSHA256``, verified by the store on
+  receipt) and the hex digest as metadata; afterwards its size and SHA-256 are read back
+  and must match, otherwise the publish fails with ``ARTIFACT_STORAGE_FAILED`` before any
+  metadata is written.
+- read: the bytes must have the size and SHA-256 recorded at write time; a damaged object
+  is ``ARTIFACT_STORAGE_FAILED``, never served.
+
+An existing key is compared byte for byte: identical bytes are the idempotent retry path,
+different bytes are ``VERSION_EXISTS`` (``blobs.interface``). Concurrent writers of one key
+can only write identical bytes (the key names their digest), so the last write is harmless.
+Credentials, region and retries come from the usual AWS configuration (environment,
+``~/.aws``, instance roles); ``endpoint_url`` selects an S3-compatible service.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from typing import Any
+
+from splice_build.errors import ErrorCode, RegistryError
+from splice_build.registry.blobs.interface import conflict, missing
+from splice_build.spec.paths import is_safe_relative_path
+
+INSTALL_HINT = "pip install 'splice-build[scale]'"
+SHA256_METADATA = "sha256"  # x-amz-meta-sha256: hex digest recorded at write time
+_NOT_FOUND = {"404", "NoSuchKey", "NotFound"}
+
+
+def make_client(endpoint_url: str | None = None) -> Any:
+    """A thread-safe boto3 S3 client with bounded timeouts and standard retries."""
+    try:
+        import boto3
+        from botocore.config import Config
+    except ImportError as exc:
+        raise RegistryError(
+            ErrorCode.STORAGE_UNAVAILABLE,
+            "S3 support is not installed",
+            hint=f"Install it with: {INSTALL_HINT}",
+        ) from exc
+    config = Config(
+        connect_timeout=5,
+        read_timeout=30,
+        retries={"max_attempts": 3, "mode": "standard"},
+        max_pool_connections=64,
+    )
+    return boto3.client("s3", endpoint_url=endpoint_url, config=config)
+
+
+class S3BlobStore:
+    backend = "s3"
+
+    def __init__(self, bucket: str, prefix: str = "", *, client: Any) -> None:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        self.bucket = bucket
+        self.prefix = prefix.strip("/")
+        self.client = client
+        self._errors = (BotoCoreError, ClientError)
+        try:
+            self.client.head_bucket(Bucket=bucket)
+        except self._errors as exc:
+            raise _failed(f"Bucket {bucket} is not reachable", exc) from exc
+
+    def object_key(self, key: str) -> str:
+        if not is_safe_relative_path(key, allow_dot=False):
+            raise AssertionError(f"BUG: unsafe artifact key {key!r}")
+        return f"{self.prefix}/{key}" if self.prefix else key
+
+    def put(self, key: str, data: bytes) -> None:
+        name = self.object_key(key)
+        digest = hashlib.sha256(data)
+        if self._exists(name):
+            if self._read(key, name) != data:
+                raise conflict(key)
+            return
+        try:
+            self.client.put_object(
+                Bucket=self.bucket,
+                Key=name,
+                Body=data,
+                ContentLength=len(data),
+                ContentType="application/octet-stream",
+                ChecksumSHA256=base64.b64encode(digest.digest()).decode("ascii"),
+                Metadata={SHA256_METADATA: digest.hexdigest()},
+            )
+            head = self.client.head_object(Bucket=self.bucket, Key=name, ChecksumMode="ENABLED")
+        except self._errors as exc:
+            raise _failed(f"Could not store artifact {key}", exc) from exc
+        problems = _mismatches(head, len(data), digest.digest())
+        if problems:
+            raise RegistryError(
+                ErrorCode.ARTIFACT_STORAGE_FAILED,
+                f"The bucket stored artifact {key} with different bytes",
+                details=problems,
+            )
+
+    def get(self, key: str) -> bytes:
+        return self._read(key, self.object_key(key))
+
+    def url(self, key: str) -> str | None:
+        return None  # the bucket may be private: the registry serves (and checks) the bytes
+
+    def _exists(self, name: str) -> bool:
+        try:
+            self.client.head_object(Bucket=self.bucket, Key=name)
+        except self._errors as exc:
+            if _is_not_found(exc):
+                return False
+            raise _failed(f"Could not look up {name}", exc) from exc
+        return True
+
+    def _read(self, key: str, name: str) -> bytes:
+        try:
+            response = self.client.get_object(Bucket=self.bucket, Key=name)
+            data: bytes = response["Body"].read()
+        except self._errors as exc:
+            if _is_not_found(exc):
+                raise missing(key) from exc
+            raise _failed(f"Could not read artifact {key}", exc) from exc
+        expected = response.get("Metadata", {}).get(SHA256_METADATA)
+        actual = hashlib.sha256(data).hexdigest()
+        if len(data) != response.get("ContentLength", len(data)) or expected != actual:
+            raise RegistryError(
+                ErrorCode.ARTIFACT_STORAGE_FAILED,
+                f"Artifact {key} in the bucket is damaged; it is not served",
+                details=[f"recorded sha256: {expected}", f"stored sha256: {actual}"],
+            )
+        return data
+
+
+def _mismatches(head: dict[str, Any], size: int, digest: bytes) -> list[str]:
+    """What differs between the object the bucket reports and the bytes we sent."""
+    problems = []
+    if head.get("ContentLength") != size:
+        problems.append(f"size: sent {size}, stored {head.get('ContentLength')}")
+    if head.get("Metadata", {}).get(SHA256_METADATA) != digest.hex():
+        problems.append("sha256 metadata was not kept")
+    checksum = head.get("ChecksumSHA256")
+    sent = base64.b64encode(digest).decode("ascii")
+    if checksum is not None and checksum != sent:
+        problems.append(f"sha256: sent {sent}, stored {checksum}")
+    return problems
+
+
+def _is_not_found(exc: BaseException) -> bool:
+    response = getattr(exc, "response", None)
+    if not isinstance(response, dict):
+        return False
+    return str(response.get("Error", {}).get("Code")) in _NOT_FOUND
+
+
+def _failed(message: str, exc: BaseException) -> RegistryError:
+    return RegistryError(
+        ErrorCode.ARTIFACT_STORAGE_FAILED, f"{message}: {type(exc).__name__}: {exc}"
+    )

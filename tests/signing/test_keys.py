@@ -1,0 +1,72 @@
+"""Keys on disk: SPLICE_HOME/keys/<name>.key, PKCS#8 PEM, 0600, never overwritten."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pytest
+
+from splice_build.errors import ErrorCode, SpliceError
+from splice_build.project.home import SpliceHome
+from splice_build.project.keys import generate_key, list_keys, load_key
+from splice_build.spec.signing import signing_payload, verify_signature
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> SpliceHome:
+    return SpliceHome(tmp_path / "home")
+
+
+def test_generate_writes_a_private_pkcs8_pem(home: SpliceHome) -> None:
+    key = generate_key(home)
+    assert key.path == home.keys_dir / "default.key"
+    text = key.path.read_text()
+    assert text.startswith("-----BEGIN PRIVATE KEY-----")
+    assert stat.S_IMODE(key.path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(home.keys_dir.stat().st_mode) == 0o700
+    assert [p.name for p in home.keys_dir.iterdir()] == ["default.key"]  # no temp file left
+
+
+def test_a_key_is_never_overwritten(home: SpliceHome) -> None:
+    first = generate_key(home, "release")
+    before = first.path.read_bytes()
+    with pytest.raises(SpliceError) as info:
+        generate_key(home, "release")
+    assert info.value.code is ErrorCode.KEY_EXISTS
+    assert first.path.read_bytes() == before
+    assert load_key(home, "release").key_id == first.key_id
+
+
+def test_loaded_key_signs_what_its_public_key_verifies(home: SpliceHome) -> None:
+    generate_key(home, "ci")
+    key = load_key(home, "ci")
+    payload = signing_payload("@acme/greeter", "1.0.0", "sha256-" + "0" * 64)
+    verify_signature(key.public_key, key.sign(payload), payload)
+
+
+@pytest.mark.parametrize("name", ["Upper", "-lead", "a" * 41, "dot.ted", "", "../x"])
+def test_bad_names_are_usage_errors(home: SpliceHome, name: str) -> None:
+    with pytest.raises(SpliceError) as info:
+        generate_key(home, name)
+    assert info.value.code is ErrorCode.INVALID_NAME and info.value.exit_code == 2
+
+
+def test_missing_and_corrupt_keys(home: SpliceHome) -> None:
+    with pytest.raises(SpliceError) as info:
+        load_key(home, "nope")
+    assert info.value.code is ErrorCode.KEY_NOT_FOUND
+    home.keys_dir.mkdir(parents=True)
+    (home.keys_dir / "broken.key").write_text("not a key")
+    with pytest.raises(SpliceError) as info:
+        load_key(home, "broken")
+    assert info.value.code is ErrorCode.INVALID_CONFIG
+
+
+def test_list_shows_every_key_with_its_id(home: SpliceHome) -> None:
+    assert list_keys(home) == []
+    a, b = generate_key(home, "a"), generate_key(home, "b")
+    (home.keys_dir / "b-broken.key").write_text("garbage")
+    (home.keys_dir / "notes.txt").write_text("ignored")
+    listed = [(k.name, k.key_id) for k in list_keys(home)]
+    assert listed == [("a", a.key_id), ("b", b.key_id), ("b-broken", None)]
