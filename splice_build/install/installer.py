@@ -237,7 +237,7 @@ class Installer:
                 pinned.integrity,
                 pinned.size,
                 None,
-                self.options.require_signed,
+                self._require_signed(target),
             )
         manifest = meta.get("manifest")
         return Expected(
@@ -246,8 +246,14 @@ class Installer:
             str(meta["integrity"]),
             meta.get("size") if isinstance(meta.get("size"), int) else None,
             manifest if isinstance(manifest, dict) else None,
-            self.options.require_signed,
+            self._require_signed(target),
         )
+
+    def _require_signed(self, target: Target) -> bool:
+        """``--require-signed``, or the namespace is listed in splice.json ``requireSignatures``."""
+        if self.options.require_signed:
+            return True
+        return load_project_file(self.layout.root).requires_signature(target.package_id)
 
     def install(self, target: Target, fetched: Fetched) -> InstallReport:
         """(4)–(8) verify, consent and swap in; raises ``SpliceError`` leaving the project as it was."""

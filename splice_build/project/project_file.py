@@ -34,7 +34,7 @@ from splice_build.spec.paths import utf16_sort_key
 from splice_build.spec.semver import Range
 
 SPEC_VERSION = 1
-_KNOWN_KEYS = ("specVersion", "registry", "packages")
+_KNOWN_KEYS = ("specVersion", "registry", "packages", "requireSignatures")
 
 
 def sorted_by_id(mapping: Mapping[str, Any]) -> dict[str, Any]:
@@ -53,6 +53,8 @@ class ProjectFile:
     registry: str | None = None
     spec_version: int = SPEC_VERSION
     extra: Mapping[str, Any] = field(default_factory=dict)
+    # Namespaces whose packages must carry a verified publisher signature (issue #11).
+    require_signatures: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "packages", MappingProxyType(sorted_by_id(self.packages)))
@@ -63,8 +65,14 @@ class ProjectFile:
         if self.registry is not None:
             out["registry"] = self.registry
         out["packages"] = dict(self.packages)
+        if self.require_signatures:
+            out["requireSignatures"] = list(self.require_signatures)
         out.update(self.extra)
         return out
+
+    def requires_signature(self, package_id: str) -> bool:
+        """True when ``@ns/name`` is in a namespace listed in ``requireSignatures``."""
+        return package_id[1:].split("/", 1)[0] in self.require_signatures
 
     def with_package(self, package_id: str, range_text: str) -> ProjectFile:
         """A copy with ``package_id`` set to ``range_text`` (added or replaced)."""
@@ -75,7 +83,9 @@ class ProjectFile:
         return self._with_packages({k: v for k, v in self.packages.items() if k != package_id})
 
     def _with_packages(self, packages: Mapping[str, str]) -> ProjectFile:
-        return ProjectFile(packages, self.registry, self.spec_version, self.extra)
+        return ProjectFile(
+            packages, self.registry, self.spec_version, self.extra, self.require_signatures
+        )
 
 
 def find_project_root(start: Path) -> Path:
@@ -165,10 +175,26 @@ def _parse(value: object) -> ProjectFile:
             problems.extend(_package_problems(key, range_text))
     else:
         problems.append("packages: must be an object")
+    policy = value.get("requireSignatures", [])
+    problems.extend(_policy_problems(policy))
     if problems:
         raise _invalid(problems[0], tuple(problems) if len(problems) > 1 else ())
     extra = {k: v for k, v in value.items() if k not in _KNOWN_KEYS}
-    return ProjectFile(packages, registry, SPEC_VERSION, extra)
+    namespaces = tuple(dict.fromkeys(str(ns).removeprefix("@") for ns in policy))
+    return ProjectFile(packages, registry, SPEC_VERSION, extra, namespaces)
+
+
+def _policy_problems(policy: object) -> list[str]:
+    """``requireSignatures``: a list of namespaces (``acme`` or ``@acme``)."""
+    from splice_build.spec.names import is_valid_name
+
+    if not isinstance(policy, list):
+        return ["requireSignatures: must be a list of namespaces"]
+    return [
+        f"requireSignatures[{i}]: {item!r} is not a valid namespace"
+        for i, item in enumerate(policy)
+        if not isinstance(item, str) or not is_valid_name(item.removeprefix("@"))
+    ]
 
 
 def _is_spec_version(value: object) -> bool:

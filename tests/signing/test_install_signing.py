@@ -82,3 +82,36 @@ def test_official_skills_verify_but_are_not_pinned_to_a_machine_key(tmp_path: Pa
     assert signature["status"] == "passed", signature
     provenance = next(c for c in report["checks"] if c["id"] == "provenance")
     assert provenance["status"] == "passed", provenance
+
+
+def test_project_policy_requires_signatures_for_listed_namespaces(
+    server: RunningRegistry, tmp_path: Path
+) -> None:
+    token = user_token(server, "policy")
+    assert (
+        _as(token, server, "publish", str(package_dir(tmp_path, "policy", "tool", "1.0.0"))).code
+        == 0
+    )
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "splice.json").write_text(
+        json.dumps({"specVersion": 1, "packages": {}, "requireSignatures": ["@policy"]})
+    )
+    refused = _as(token, server, "add", "@policy/tool", "--json", cwd=project)
+    assert refused.code == 1
+    assert refused.json()["error"]["code"] == "SIGNATURE_REQUIRED"
+    # Another namespace is not covered by the policy; the official skills are signed anyway.
+    assert run_splice("add", "@splice/example", cwd=project).code == 0
+    saved = json.loads((project / "splice.json").read_text())
+    assert saved["requireSignatures"] == ["policy"]
+
+
+def test_a_malformed_policy_is_an_invalid_project(tmp_path: Path) -> None:
+    (tmp_path / "splice.json").write_text(
+        json.dumps({"specVersion": 1, "packages": {}, "requireSignatures": ["Not A Namespace"]})
+    )
+    result = run_splice("list", "--json", cwd=tmp_path)
+    assert result.code == 1
+    error = result.json()["error"]
+    assert error["code"] == "INVALID_PROJECT"
+    assert "requireSignatures[0]" in error["message"]
