@@ -2,6 +2,8 @@
 
 The server binds port 0 on 127.0.0.1 and announces its URL on stderr; the helper reads that
 line, then waits for ``GET /health``. ``stop()`` terminates it; ``kill()`` is ``kill -9``.
+With a ``StoreBackend`` (``testing.registry_backends``) the server and the admin CLI get the
+environment that selects its stores (PostgreSQL + S3, or the data directory).
 """
 
 from __future__ import annotations
@@ -15,10 +17,14 @@ import time
 import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from testing.cli import splice_executable
+
+if TYPE_CHECKING:
+    from testing.registry_backends import StoreBackend
 
 _LISTENING = re.compile(r"Registry listening on (http://\S+)")
 ADMIN_TOKEN = "splice_admin-token-for-tests-only-000000000000000"
@@ -30,6 +36,8 @@ class RunningRegistry:
     url: str
     data: Path
     process: subprocess.Popen[str]
+    env: dict[str, str] = field(default_factory=dict)  # store selection, for admin commands
+    backend: StoreBackend | None = None
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -72,7 +80,7 @@ def launch(
         if time.monotonic() > deadline:
             process.kill()
             raise AssertionError("registry server did not announce its URL")
-    running = RunningRegistry(url, data, process)
+    running = RunningRegistry(url, data, process, dict(env or {}))
     while True:
         try:
             with urllib.request.urlopen(url + "/health", timeout=2) as response:
@@ -91,13 +99,18 @@ def serve_argv(data: Path, *extra: str) -> list[str]:
 
 @contextmanager
 def registry_server(
-    data: Path, *extra: str, admin: bool = True, env: Mapping[str, str] | None = None
+    data: Path,
+    *extra: str,
+    admin: bool = True,
+    env: Mapping[str, str] | None = None,
+    backend: StoreBackend | None = None,
 ) -> Iterator[RunningRegistry]:
-    """The real server on a free 127.0.0.1 port with its store in ``data``."""
-    server_env = dict(env or {})
+    """The real server on a free 127.0.0.1 port with its store in ``data`` (or ``backend``)."""
+    server_env = {**(backend.env if backend else {}), **(env or {})}
     if admin:
         server_env["SPLICE_REGISTRY_ADMIN_TOKEN_SHA256"] = ADMIN_TOKEN_SHA256
     running = launch(serve_argv(data, *extra), data, env=server_env)
+    running.backend = backend
     try:
         yield running
     finally:
@@ -113,7 +126,7 @@ def admin(server: RunningRegistry, *args: str) -> str:
     """`splice registry admin --data <server data> ARGS` (must succeed); its stdout."""
     from testing.cli import run_splice
 
-    done = run_splice("registry", "admin", *args, "--data", str(server.data))
+    done = run_splice("registry", "admin", *args, "--data", str(server.data), env=server.env)
     assert done.code == 0, done.stderr
     return done.stdout.strip()
 
@@ -122,5 +135,5 @@ def user_token(server: RunningRegistry, name: str, *extra: str) -> str:
     """Create user ``name`` if needed and return a fresh managing token (printed once)."""
     from testing.cli import run_splice
 
-    run_splice("registry", "admin", "create-user", name, "--data", str(server.data))
+    run_splice("registry", "admin", "create-user", name, "--data", str(server.data), env=server.env)
     return admin(server, "create-token", name, *extra)

@@ -1,7 +1,11 @@
-"""Artifact stores: one contract, run against the filesystem and in-memory back ends."""
+"""Artifact stores: one contract, run against the filesystem, in-memory and S3 back ends.
+
+S3 is moto's server (a test double of S3) started once per session: see conftest.py.
+"""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -10,12 +14,22 @@ from splice_build.errors import ErrorCode, RegistryError
 from splice_build.registry.blobs.filesystem import FilesystemBlobStore
 from splice_build.registry.blobs.interface import artifact_key
 from splice_build.registry.blobs.memory import MemoryBlobStore
+from splice_build.registry.blobs.s3 import S3BlobStore
+from testing.registry_backends import ScaleServices
 
 KEY = artifact_key("acme", "tool", "1.0.0", "ab" * 32, legacy=False)
 
 
-@pytest.fixture(params=["fs", "memory"])
+@pytest.fixture
+def bucket(scale_services: ScaleServices) -> S3BlobStore:
+    s3 = scale_services.s3
+    return S3BlobStore(s3.create_bucket(), "some/prefix", client=s3.client())
+
+
+@pytest.fixture(params=["fs", "memory", "s3"])
 def blobs(request: pytest.FixtureRequest, tmp_path: Path):
+    if request.param == "s3":
+        return request.getfixturevalue("bucket")
     return (
         FilesystemBlobStore(tmp_path / "artifacts") if request.param == "fs" else MemoryBlobStore()
     )
@@ -57,3 +71,30 @@ def test_filesystem_failure_is_artifact_storage_failed(tmp_path: Path) -> None:
     with pytest.raises(RegistryError) as info:
         FilesystemBlobStore(tmp_path).put(KEY, b"x")
     assert info.value.code is ErrorCode.ARTIFACT_STORAGE_FAILED
+
+
+def test_s3_keys_live_under_the_prefix_with_their_digest(bucket: S3BlobStore) -> None:
+    bucket.put(KEY, b"bytes")
+    head = bucket.client.head_object(Bucket=bucket.bucket, Key=f"some/prefix/{KEY}")
+    assert head["ContentLength"] == 5
+    assert head["Metadata"]["sha256"] == hashlib.sha256(b"bytes").hexdigest()
+
+
+def test_s3_damaged_object_is_never_served(bucket: S3BlobStore) -> None:
+    bucket.put(KEY, b"original bytes")
+    name = f"some/prefix/{KEY}"
+    kept = bucket.client.head_object(Bucket=bucket.bucket, Key=name)["Metadata"]
+    bucket.client.put_object(Bucket=bucket.bucket, Key=name, Body=b"tampered bytes", Metadata=kept)
+    with pytest.raises(RegistryError) as info:
+        bucket.get(KEY)
+    assert info.value.code is ErrorCode.ARTIFACT_STORAGE_FAILED
+    with pytest.raises(RegistryError) as again:  # nor accepted as the "identical" retry
+        bucket.put(KEY, b"original bytes")
+    assert again.value.code is ErrorCode.ARTIFACT_STORAGE_FAILED
+
+
+def test_s3_missing_bucket_is_a_clear_error(scale_services: ScaleServices) -> None:
+    with pytest.raises(RegistryError) as info:
+        S3BlobStore("no-such-bucket", client=scale_services.s3.client())
+    assert info.value.code is ErrorCode.ARTIFACT_STORAGE_FAILED
+    assert "no-such-bucket" in info.value.message

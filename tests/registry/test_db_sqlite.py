@@ -1,17 +1,20 @@
-"""SQLite metadata store: migrations, immutability triggers, transactions, search."""
+"""Metadata stores: migrations, immutability triggers, transactions, search.
+
+One contract, run against each back end (SQLite, PostgreSQL: see conftest.py); ``store`` is
+the store under test, ``backend`` reaches the same database without any store code.
+"""
 
 from __future__ import annotations
 
-import sqlite3
 import threading
-from pathlib import Path
+from collections.abc import Iterator
 
 import pytest
 
 from splice_build.errors import ErrorCode, RegistryError
-from splice_build.registry.db.interface import NewToken, NewVersion, Version
+from splice_build.registry.db.interface import MetadataStore, NewToken, NewVersion, Version
 from splice_build.registry.db.migrate import migrations
-from splice_build.registry.db.sqlite import SqliteMetadataStore
+from testing.registry_backends import StoreBackend
 
 NOW = "2025-01-01T00:00:00.000Z"
 
@@ -51,37 +54,37 @@ def _new(
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> SqliteMetadataStore:
-    db = SqliteMetadataStore(tmp_path / "registry.db")
+def store(backend: StoreBackend) -> Iterator[MetadataStore]:
+    db = backend.open_meta()
     yield db
     db.close()
 
 
-def test_migrations_are_numbered_and_applied_once(tmp_path: Path) -> None:
+def test_migrations_are_numbered_and_applied_once(backend: StoreBackend) -> None:
     names = [m.name for m in migrations()]
     assert names[0].startswith("0001_")
-    SqliteMetadataStore(tmp_path / "r.db").close()
-    again = SqliteMetadataStore(tmp_path / "r.db")  # re-open: no re-run, no error
-    level = sqlite3.connect(tmp_path / "r.db").execute("PRAGMA user_version").fetchone()[0]
-    assert level == len(names)
+    assert [m.name for m in migrations("migrations_pg")] == names  # one sequence, two dialects
+    backend.open_meta().close()
+    again = backend.open_meta()  # re-open: no re-run, no error
+    assert backend.schema_level() == len(names)
     assert again.namespace("splice").reserved
     again.close()
 
 
-def test_reserved_namespaces_exist(store: SqliteMetadataStore) -> None:
+def test_reserved_namespaces_exist(store: MetadataStore) -> None:
     for name in ("splice", "spliceloom", "admin", "www"):
         row = store.namespace(name)
         assert row is not None and row.reserved and row.owner is None
 
 
-def test_duplicate_user(store: SqliteMetadataStore) -> None:
+def test_duplicate_user(store: MetadataStore) -> None:
     store.create_user("alice", now=NOW)
     with pytest.raises(RegistryError) as info:
         store.create_user("alice", now=NOW)
     assert info.value.code is ErrorCode.USER_EXISTS
 
 
-def test_publish_transaction_claims_and_tracks_latest(store: SqliteMetadataStore) -> None:
+def test_publish_transaction_claims_and_tracks_latest(store: MetadataStore) -> None:
     alice = store.create_user("alice", now=NOW)
     store.insert_version(
         _new(version="1.2.0", claim=alice.id, description="new"), latest_of=_latest, now=NOW
@@ -95,7 +98,7 @@ def test_publish_transaction_claims_and_tracks_latest(store: SqliteMetadataStore
     assert [v.version for v in store.versions("@acme/tool")] == ["1.0.0", "1.2.0"]
 
 
-def test_duplicate_version_is_version_exists(store: SqliteMetadataStore) -> None:
+def test_duplicate_version_is_version_exists(store: MetadataStore) -> None:
     alice = store.create_user("alice", now=NOW)
     store.insert_version(_new(claim=alice.id), latest_of=_latest, now=NOW)
     with pytest.raises(RegistryError) as info:
@@ -104,7 +107,7 @@ def test_duplicate_version_is_version_exists(store: SqliteMetadataStore) -> None
 
 
 def test_claim_inside_transaction_refuses_someone_elses_namespace(
-    store: SqliteMetadataStore,
+    store: MetadataStore,
 ) -> None:
     alice = store.create_user("alice", now=NOW)
     bob = store.create_user("bob", now=NOW)
@@ -127,28 +130,29 @@ def test_claim_inside_transaction_refuses_someone_elses_namespace(
         "DELETE FROM packages",
     ],
 )
-def test_database_refuses_to_rewrite_history(tmp_path: Path, statement: str) -> None:
-    store = SqliteMetadataStore(tmp_path / "r.db")
+def test_database_refuses_to_rewrite_history(backend: StoreBackend, statement: str) -> None:
+    store = backend.open_meta()
     alice = store.create_user("alice", now=NOW)
     store.insert_version(_new(claim=alice.id), latest_of=_latest, now=NOW)
     store.close()
-    conn = sqlite3.connect(tmp_path / "r.db")  # a direct connection, no store code involved
-    with pytest.raises(sqlite3.IntegrityError):
-        conn.execute(statement)
-    row = conn.execute("SELECT integrity, manifest, provenance FROM versions").fetchone()
-    assert row == ("sha256-" + "0" * 64, '{"name": "x"}', '{"recorded": true}')
+    with pytest.raises(backend.integrity_error):  # a direct connection, no store code involved
+        backend.execute(statement)
+    row = backend.query("SELECT integrity, manifest, provenance FROM versions")
+    assert row == [("sha256-" + "0" * 64, '{"name": "x"}', '{"recorded": true}')]
 
 
-def test_artifact_location_may_move(tmp_path: Path) -> None:
-    store = SqliteMetadataStore(tmp_path / "r.db")
+def test_artifact_location_may_move(backend: StoreBackend) -> None:
+    store = backend.open_meta()
     alice = store.create_user("alice", now=NOW)
     store.insert_version(_new(claim=alice.id), latest_of=_latest, now=NOW)
     store.close()
-    conn = sqlite3.connect(tmp_path / "r.db")
-    conn.execute("UPDATE versions SET artifact_backend = 's3', artifact_url = 'https://x/y'")
+    assert (
+        backend.execute("UPDATE versions SET artifact_backend = 's3', artifact_url = 'https://x/y'")
+        == 1
+    )
 
 
-def test_tokens_keep_only_hashes_and_revoke_once(store: SqliteMetadataStore) -> None:
+def test_tokens_keep_only_hashes_and_revoke_once(store: MetadataStore) -> None:
     alice = store.create_user("alice", now=NOW)
     token = store.insert_token(
         NewToken("tok_1", alice.id, "ab" * 32, "ci", NOW, None, ("acme", "beta"), False)
@@ -162,7 +166,7 @@ def test_tokens_keep_only_hashes_and_revoke_once(store: SqliteMetadataStore) -> 
     assert not store.revoke_token("tok_1", now=NOW)
 
 
-def test_search_ranks_exact_then_prefix_then_substring(store: SqliteMetadataStore) -> None:
+def test_search_ranks_exact_then_prefix_then_substring(store: MetadataStore) -> None:
     alice = store.create_user("alice", now=NOW)
     for pkg in ("@acme/files", "@acme/files-extra", "@acme/myfiles", "@acme/other"):
         store.insert_version(
@@ -172,7 +176,7 @@ def test_search_ranks_exact_then_prefix_then_substring(store: SqliteMetadataStor
     assert hits == ["@acme/files", "@acme/files-extra", "@acme/myfiles"]
 
 
-def test_search_wildcards_are_literal(store: SqliteMetadataStore) -> None:
+def test_search_wildcards_are_literal(store: MetadataStore) -> None:
     alice = store.create_user("alice", now=NOW)
     store.insert_version(
         _new("@acme/alpha", claim=alice.id, description="100% pure"), latest_of=_latest, now=NOW
@@ -184,14 +188,14 @@ def test_search_wildcards_are_literal(store: SqliteMetadataStore) -> None:
     assert store.search("%", limit=10, kind=None) == []
 
 
-def test_rate_limit_counter_is_shared_and_windowed(store: SqliteMetadataStore) -> None:
+def test_rate_limit_counter_is_shared_and_windowed(store: MetadataStore) -> None:
     assert [store.hit("k", 5) for _ in range(3)] == [1, 2, 3]
     assert store.count("k", 5) == 3
     assert store.hit("k", 6) == 1
     assert store.count("k", 5) == 0  # old windows are dropped
 
 
-def test_concurrent_inserts_of_one_version_have_one_winner(store: SqliteMetadataStore) -> None:
+def test_concurrent_inserts_of_one_version_have_one_winner(store: MetadataStore) -> None:
     alice = store.create_user("alice", now=NOW)
     results: list[str] = []
 

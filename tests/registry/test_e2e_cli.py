@@ -1,21 +1,30 @@
-"""End to end: the real `splice` binary against a real registry server subprocess."""
+"""End to end: the real `splice` binary against a real registry server subprocess.
+
+Runs once per store back end (SQLite + files, PostgreSQL + S3): see conftest.py.
+"""
 
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 import threading
 from pathlib import Path
 
+import pytest
 import requests
 
 from testing.cli import run_splice
 from testing.registry import HOSTILE, artifact, package_dir
+from testing.registry_backends import StoreBackend
 from testing.registry_server import RunningRegistry, admin, user_token
 
 
 def splice_as(token: str, *args: str, registry: str):
     return run_splice(*args, "--registry", registry, env={"SPLICE_TOKEN": token})
+
+
+def store_of(server: RunningRegistry) -> StoreBackend:
+    assert server.backend is not None, "BUG: the server fixture has a backend"
+    return server.backend
 
 
 def error_of(done) -> dict:
@@ -135,11 +144,10 @@ def test_revoked_and_expired_tokens_are_401(server: RunningRegistry) -> None:
         managing, "token", "create", "--expires", "1d", "--json", registry=server.url
     ).json()
     assert splice_as(expiring["token"], "whoami", registry=server.url).code == 0
-    with sqlite3.connect(server.data / "registry.db") as conn:  # a day passes
-        conn.execute(
-            "UPDATE tokens SET expires_at = '2000-01-01T00:00:00.000Z' WHERE id = ?",
-            (expiring["id"],),
-        )
+    store_of(server).execute(  # a day passes
+        "UPDATE tokens SET expires_at = '2000-01-01T00:00:00.000Z' WHERE id = %s",
+        (expiring["id"],),
+    )
     assert (
         error_of(splice_as(expiring["token"], "whoami", "--json", registry=server.url))["code"]
         == "UNAUTHENTICATED"
@@ -149,7 +157,7 @@ def test_revoked_and_expired_tokens_are_401(server: RunningRegistry) -> None:
 def test_tokens_are_stored_only_as_hashes(server: RunningRegistry) -> None:
     token = user_token(server, "hashed")
     assert splice_as(token, "whoami", registry=server.url).code == 0
-    stored = b"".join(p.read_bytes() for p in server.data.glob("registry.db*"))
+    stored = store_of(server).dump()
     assert token.encode() not in stored
     assert hashlib.sha256(token.encode()).hexdigest().encode() in stored
 
@@ -165,7 +173,7 @@ def test_hostile_archives_are_422_with_nothing_stored(server: RunningRegistry) -
         )
         assert response.status_code == 422, (name, response.text)
         assert response.json()["error"]["code"] == "INVALID_PACKAGE"
-    assert not (server.data / "artifacts" / "packages" / "acme" / "evil").exists()
+    assert not [key for key in store_of(server).artifacts() if key.startswith("packages/acme/")]
     assert requests.get(server.url + "/packages/acme/evil", timeout=5).status_code == 404
 
 
@@ -179,16 +187,14 @@ def test_database_refuses_updates_and_deletes_of_versions(
         ).code
         == 0
     )
-    with sqlite3.connect(server.data / "registry.db") as conn:
-        for statement in (
-            "UPDATE versions SET integrity = 'sha256-x' WHERE package_id = '@frozen/pkg'",
-            "DELETE FROM versions WHERE package_id = '@frozen/pkg'",
-        ):
-            try:
-                conn.execute(statement)
-            except sqlite3.IntegrityError:
-                continue
-            raise AssertionError(f"the database accepted: {statement}")
+    store = store_of(server)
+    for statement in (
+        "UPDATE versions SET integrity = 'sha256-x' WHERE package_id = '@frozen/pkg'",
+        "DELETE FROM versions WHERE package_id = '@frozen/pkg'",
+    ):
+        with pytest.raises(store.integrity_error):
+            store.execute(statement)
+    assert store.query("SELECT count(*) FROM versions WHERE package_id = '@frozen/pkg'") == [(1,)]
 
 
 def test_twenty_concurrent_publishes_have_one_winner(

@@ -1,4 +1,4 @@
-"""Body limits, rate limits and crash safety of the real server."""
+"""Body limits, rate limits and crash safety of the real server, on each store back end."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import requests
 
 from testing.cli import run_splice
 from testing.registry import artifact, package_dir
+from testing.registry_backends import StoreBackend
 from testing.registry_server import (
     launch,
     python_server_argv,
@@ -45,8 +46,8 @@ def test_oversize_bodies_are_413_without_reading_them(server) -> None:
     assert answer.startswith(b"HTTP/1.1 413")
 
 
-def test_rate_limits_answer_429_with_retry_after(tmp_path: Path) -> None:
-    with registry_server(tmp_path / "data", "--publish-limit", "2") as server:
+def test_rate_limits_answer_429_with_retry_after(tmp_path: Path, backend: StoreBackend) -> None:
+    with registry_server(backend.data, "--publish-limit", "2", backend=backend) as server:
         token = user_token(server, "busy")
         for version in ("1.0.0", "1.0.1"):
             directory = package_dir(tmp_path / "p", "busy", "x", version)
@@ -78,25 +79,31 @@ def test_rate_limits_answer_429_with_retry_after(tmp_path: Path) -> None:
 CRASH_SERVER = """
 import os, signal, sys
 from pathlib import Path
+from splice_build.registry.db.postgres import PostgresMetadataStore
 from splice_build.registry.db.sqlite import SqliteMetadataStore
 from splice_build.registry.http.server import serve
 from splice_build.registry.service.ratelimit import RateLimits
+from splice_build.registry.storage import StorageConfig
 
 def crash(self, new, **kwargs):
     os.kill(os.getpid(), signal.SIGKILL)  # kill -9 after the artifact write, before the commit
 
 SqliteMetadataStore.insert_version = crash
+PostgresMetadataStore.insert_version = crash
 serve(Path(sys.argv[1]), host="127.0.0.1", port=0, admin_token_sha256=None, limits=RateLimits(),
-      on_listen=lambda url: print("Registry listening on", url, file=sys.stderr, flush=True))
+      on_listen=lambda url: print("Registry listening on", url, file=sys.stderr, flush=True),
+      config=StorageConfig.from_env(os.environ))
 """
 
 
-def test_crash_between_artifact_and_metadata_then_retry(tmp_path: Path) -> None:
-    data = tmp_path / "data"
-    with registry_server(data) as first:
+def test_crash_between_artifact_and_metadata_then_retry(
+    tmp_path: Path, backend: StoreBackend
+) -> None:
+    data = backend.data
+    with registry_server(data, backend=backend) as first:
         token = user_token(first, "crashy")
     archive = artifact(tmp_path / "p", "crashy", "pkg", "1.0.0")
-    crashing = launch([*python_server_argv(CRASH_SERVER), str(data)], data)
+    crashing = launch([*python_server_argv(CRASH_SERVER), str(data)], data, env=backend.env)
     try:
         try:
             requests.post(
@@ -112,9 +119,8 @@ def test_crash_between_artifact_and_metadata_then_retry(tmp_path: Path) -> None:
         assert crashing.process.wait(timeout=10) == -9
     finally:
         crashing.stop()
-    stored = list((data / "artifacts").rglob("*.tar.gz"))
-    assert len(stored) == 1 and stored[0].read_bytes() == archive  # the artifact made it
-    restarted = launch(serve_argv(data), data)
+    assert list(backend.artifacts().values()) == [archive]  # the artifact made it
+    restarted = launch(serve_argv(data), data, env=backend.env)
     try:
         assert (
             requests.get(restarted.url + "/packages/crashy/pkg/1.0.0", timeout=5).status_code == 404

@@ -1,7 +1,11 @@
-"""The registry service in-process: publish rules, auth, tokens, namespaces, limits, reads."""
+"""The registry service in-process: publish rules, auth, tokens, namespaces, limits, reads.
+
+Each test runs on both store back ends (SQLite + files, PostgreSQL + S3): see conftest.py.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -10,8 +14,10 @@ from splice_build.errors import ErrorCode, RegistryError
 from splice_build.registry.service import admin
 from splice_build.registry.service.auth import TOKEN_PATTERN, Caller, token_hash
 from splice_build.registry.service.ratelimit import RateLimitedError, RateLimits
+from splice_build.registry.service.registry_service import RegistryService
 from splice_build.registry.service.tokens import TokenRequest
-from testing.registry import HOSTILE, artifact, memory_service
+from testing.registry import HOSTILE, NO_LIMITS, artifact
+from testing.registry_backends import StoreBackend
 
 BASE = "http://registry.test"
 
@@ -24,9 +30,27 @@ class Clock:
         return self.now
 
 
+OpenService = Callable[..., RegistryService]
+
+
 @pytest.fixture
-def svc(tmp_path: Path):
-    service = memory_service(tmp_path)
+def open_service() -> Iterator[OpenService]:
+    """``open_service(backend, limits=…, clock=…, admin_sha256=…)``; closed after the test."""
+    opened: list[RegistryService] = []
+
+    def open_(store: StoreBackend, *, limits: RateLimits = NO_LIMITS, **kwargs) -> RegistryService:
+        service = store.service(limits=limits, **kwargs)
+        opened.append(service)
+        return service
+
+    yield open_
+    for service in opened:
+        service.deps.meta.close()
+
+
+@pytest.fixture
+def svc(backend: StoreBackend, open_service: OpenService):
+    service = open_service(backend)
     admin.create_user(service.deps, "alice")
     admin.create_user(service.deps, "bob")
     return service
@@ -43,10 +67,10 @@ def code_of(fn, *args, **kwargs) -> ErrorCode:
     return info.value.code
 
 
-def test_token_format_and_only_hash_stored(svc, tmp_path: Path) -> None:
+def test_token_format_and_only_hash_stored(svc, backend: StoreBackend) -> None:
     created = admin.create_token(svc.deps, "alice", TokenRequest())
     assert TOKEN_PATTERN.match(created["token"])
-    db = (tmp_path / "registry.db").read_bytes() + (tmp_path / "registry.db-wal").read_bytes()
+    db = backend.dump()
     assert created["token"].encode() not in db
     assert token_hash(created["token"]).encode() in db
 
@@ -114,9 +138,11 @@ def test_scoped_managing_token_cannot_widen(svc) -> None:
     assert svc.create_token(scoped, {})["namespaces"] == ["acme"]
 
 
-def test_revoked_and_expired_tokens_are_refused(tmp_path: Path) -> None:
+def test_revoked_and_expired_tokens_are_refused(
+    backend: StoreBackend, open_service: OpenService
+) -> None:
     clock = Clock()
-    svc = memory_service(tmp_path, clock=clock)
+    svc = open_service(backend, clock=clock)
     admin.create_user(svc.deps, "alice")
     alice = login(svc, "alice")
     short = svc.create_token(alice, {"expiresInDays": 1})
@@ -140,12 +166,14 @@ def test_revoking_someone_elses_token_is_not_found(svc) -> None:
 
 
 @pytest.mark.parametrize("attack", sorted(HOSTILE))
-def test_hostile_archives_are_422_and_nothing_is_stored(svc, attack: str) -> None:
+def test_hostile_archives_are_422_and_nothing_is_stored(
+    svc, backend: StoreBackend, attack: str
+) -> None:
     alice = login(svc, "alice")
     assert (
         code_of(svc.publish, alice, HOSTILE[attack](), base_url=BASE) is ErrorCode.INVALID_PACKAGE
     )
-    assert svc.deps.blobs.keys() == []
+    assert backend.artifacts() == {}
     assert svc.search("")["results"] == []
 
 
@@ -159,8 +187,8 @@ def test_dependencies_and_build_metadata_are_refused(svc, tmp_path: Path) -> Non
     assert code_of(svc.publish, alice, build, base_url=BASE) is ErrorCode.INVALID_PACKAGE
 
 
-def test_failed_auth_blocks_the_client(tmp_path: Path) -> None:
-    svc = memory_service(tmp_path, limits=RateLimits(failed_auth=3))
+def test_failed_auth_blocks_the_client(backend: StoreBackend, open_service: OpenService) -> None:
+    svc = open_service(backend, limits=RateLimits(failed_auth=3))
     bad = Caller(authorization="Bearer splice_" + "x" * 43, client="10.9.9.9")
     for _ in range(3):
         assert code_of(svc.whoami, bad) is ErrorCode.UNAUTHENTICATED
@@ -169,8 +197,10 @@ def test_failed_auth_blocks_the_client(tmp_path: Path) -> None:
     assert info.value.retry_after == 600
 
 
-def test_publish_limit_per_user(tmp_path: Path) -> None:
-    svc = memory_service(tmp_path, limits=RateLimits(publishes=2))
+def test_publish_limit_per_user(
+    tmp_path: Path, backend: StoreBackend, open_service: OpenService
+) -> None:
+    svc = open_service(backend, limits=RateLimits(publishes=2))
     admin.create_user(svc.deps, "alice")
     alice = login(svc, "alice")
     svc.publish(alice, artifact(tmp_path, version="1.0.0"), base_url=BASE)
@@ -180,10 +210,12 @@ def test_publish_limit_per_user(tmp_path: Path) -> None:
     assert info.value.retry_after == 60
 
 
-def test_admin_api_needs_configured_hash(tmp_path: Path) -> None:
-    disabled = memory_service(tmp_path / "a")
+def test_admin_api_needs_configured_hash(
+    new_backend: Callable[..., StoreBackend], open_service: OpenService
+) -> None:
+    disabled = open_service(new_backend("a"))
     assert code_of(disabled.admin_create_user, Caller(), {"name": "x"}) is ErrorCode.ADMIN_DISABLED
-    enabled = memory_service(tmp_path / "b", admin_sha256=token_hash("splice_admin"))
+    enabled = open_service(new_backend("b"), admin_sha256=token_hash("splice_admin"))
     assert code_of(enabled.admin_create_user, Caller(), {"name": "x"}) is ErrorCode.UNAUTHENTICATED
     wrong = Caller(authorization="Bearer splice_wrong")
     assert code_of(enabled.admin_create_user, wrong, {"name": "x"}) is ErrorCode.FORBIDDEN
