@@ -10,8 +10,15 @@ import pytest
 
 _CLEARED_PREFIXES = ("SPLICE_",)
 _CLEARED_NAMES = {
-    "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY",
-    "http_proxy", "https_proxy", "all_proxy", "no_proxy", "NO_COLOR",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+    "no_proxy",
+    "NO_COLOR",
 }
 
 
