@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from splice_build.errors import ErrorCode, InstallError, SpliceError
 from splice_build.install.installed import (
@@ -33,8 +33,7 @@ from splice_build.install.installed import (
 
 if TYPE_CHECKING:
     from splice_build.install.consent import Accept
-    from splice_build.install.installer import InstallReport
-    from splice_build.install.installer import Installer
+    from splice_build.install.installer import Installer, InstallReport
     from splice_build.install.session import RegistrySession
     from splice_build.project.home import SpliceHome
     from splice_build.project.layout import ProjectLayout
@@ -52,6 +51,7 @@ def __getattr__(name: str) -> Any:
 
         return InstallReport
     raise AttributeError(name)
+
 
 Progress = Callable[[str, str], None]
 
@@ -71,9 +71,11 @@ class Splice:
         env: Mapping[str, str] | None = None,
         home: Path | None = None,
         on_progress: Progress | None = None,
-        broker: object | None = None,
+        broker: object | Literal[False] | None = None,
         pool: object | None = None,
     ) -> None:
+        """``broker``: the capability broker (default: the real providers, keys loaded on first
+        use); ``False`` runs tools without one (capability calls answer UNAVAILABLE)."""
         from splice_build.project.home import SpliceHome
         from splice_build.project.layout import ProjectLayout
         from splice_build.project.project_file import find_project_root
@@ -86,11 +88,16 @@ class Splice:
         )
         self._registry_flag = registry
         self._progress: Progress = on_progress or _quiet
-        self._broker = broker
+        self._broker = self._default_broker() if broker is None else broker or None
         self._pool = pool
         self.last_tasks: TaskRecord | None = None
 
     # plumbing ------------------------------------------------------------------------------
+    def _default_broker(self) -> object:
+        from splice_build.broker.lazy import LazyDefaultBroker
+
+        return LazyDefaultBroker(project_root=self.project_root, env=self.env, home=self.home.path)
+
     @property
     def registry_url(self) -> str:
         from splice_build.project.project_file import load_project_file

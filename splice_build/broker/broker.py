@@ -1,0 +1,287 @@
+"""``Broker``: the host side of ``ctx.capability(name, args)`` (interfaces.md 8, seed 000).
+
+For one request (``{package, tool, capability, args}``, already checked by the runtime for
+declaration, budget, concurrency and size):
+
+1. the arguments are checked against the capability's strict schema (``capabilities.py``);
+   a problem answers ``ERROR``/``INVALID_INPUT`` and no provider is contacted;
+2. a fresh cached answer is replayed as ``CACHED`` (AI answers are never cached);
+3. the providers serving the capability are tried in registration order, skipping those
+   whose key is not configured (none configured → ``UNAVAILABLE``); the first answer is
+   ``LIVE``, and when all fail the result is ``ERROR`` with one attempt per provider.
+
+Nothing leaves ``call`` unredacted: every provider message is passed through ``redact``
+with the exact configured key values (and the long pieces of key-carrying URLs). ``call``
+never raises for a provider failure, so the runtime's generic ``BROKER_ERROR`` (which knows
+no provider keys) is reserved for bugs.
+
+Test-only: ``_unsafe_endpoints`` maps a provider host to a local base URL (fake servers on
+127.0.0.1). It is a keyword argument of this constructor and nothing else: no environment
+variable, config file or package can set it, and ``default_broker`` never passes it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from splice_build.broker import envelope
+from splice_build.broker.cache import ResultCache, cache_key
+from splice_build.broker.capabilities import argument_problems
+from splice_build.broker.envelope import Attempt
+from splice_build.broker.interface import BrokerRequest
+from splice_build.broker.keys import ProviderKeys, load_keys
+from splice_build.broker.providers.http import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_TIMEOUT_SECONDS,
+    ProviderClient,
+)
+from splice_build.broker.providers.interface import (
+    Provider,
+    ProviderContext,
+    ProviderData,
+    ProviderFailure,
+)
+from splice_build.errors import ErrorCode
+from splice_build.security.redact import redact
+
+log = logging.getLogger(__name__)
+
+KeysSource = ProviderKeys | Callable[[], ProviderKeys]
+
+
+class Broker:
+    """Serves capability calls with the host's provider keys; satisfies ``CapabilityBroker``."""
+
+    def __init__(
+        self,
+        *,
+        keys: KeysSource,
+        providers: Mapping[str, Provider] | None = None,
+        cache: ResultCache | None = None,
+        clock: Callable[[], float] | None = None,
+        request_timeout: float = DEFAULT_TIMEOUT_SECONDS,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        _unsafe_endpoints: Mapping[str, str] | None = None,
+    ) -> None:
+        if providers is None:
+            from splice_build.broker.providers import PROVIDERS
+
+            providers = PROVIDERS
+        self._providers = dict(providers)
+        self._keys_source = keys
+        self._keys: ProviderKeys | None = keys if isinstance(keys, ProviderKeys) else None
+        self._protected = False
+        self._clock = clock or time.time
+        self._cache = cache or ResultCache(clock=self._clock)
+        self._timeout = request_timeout
+        self._max_bytes = max_response_bytes
+        self._endpoints = dict(_unsafe_endpoints or {})
+        self._lock = threading.Lock()
+        self._degraded: set[str] = set()
+
+    # keys ----------------------------------------------------------------------------------
+    @property
+    def keys(self) -> ProviderKeys:
+        """Loaded on first use, so runs that never call a capability read no file."""
+        with self._lock:
+            if self._keys is None:
+                source = self._keys_source
+                self._keys = source() if callable(source) else source
+                self._protected = False
+            if not self._protected:
+                from splice_build.broker.log_redaction import protect
+
+                protect(self._keys.secret_values())
+                self._protected = True
+            return self._keys
+
+    def redact(self, text: str) -> str:
+        return redact(text, self.keys.secret_values())
+
+    def _configured(self, provider: Provider) -> bool:
+        return not provider.key_required or (
+            provider.key_variable is not None and self.keys.get(provider.key_variable) is not None
+        )
+
+    # the call ------------------------------------------------------------------------------
+    def call(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        req = BrokerRequest.from_json(request)
+        capability, args = req.capability, req.args
+        now = self._clock()
+        problems = argument_problems(capability, args)
+        if problems:
+            return envelope.error(
+                capability,
+                args,
+                ErrorCode.INVALID_INPUT,
+                f"Invalid arguments for capability {capability}",
+                now=now,
+                details=[self.redact(p) for p in problems],
+            )
+        key = cache_key(capability, args)
+        hit = self._cache.get(key)
+        if hit is not None:
+            return envelope.cached(*hit)
+        serving = [p for p in self._providers.values() if capability in p.capabilities]
+        if args.get("provider"):  # ai.*: the caller may name the provider, never a fallback
+            serving = [p for p in serving if p.name == args["provider"]]
+        if not serving:
+            return envelope.unavailable(
+                capability, args, f"No provider for {capability} in this build", now=now
+            )
+        ready = [p for p in serving if self._configured(p)]
+        if not ready:
+            variables = sorted({str(p.key_variable) for p in serving})
+            return envelope.unavailable(
+                capability,
+                args,
+                f"No provider is configured for {capability}: set {' or '.join(variables)} "
+                "(see docs/data-providers.md)",
+                now=now,
+                providers=[p.name for p in serving],
+            )
+        return self._try(ready, capability, args, key)
+
+    def _try(
+        self, providers: list[Provider], capability: str, args: Mapping[str, Any], key: str
+    ) -> dict[str, Any]:
+        attempts: list[Attempt] = []
+        for provider in providers:
+            try:
+                answer = provider.call(capability, args, self._context(provider))
+            except ProviderFailure as exc:
+                attempt = Attempt(provider.name, self.redact(exc.message), exc.status)
+                log.warning(
+                    "provider %s failed for %s: %s", provider.name, capability, attempt.error
+                )
+                if exc.degraded:
+                    with self._lock:
+                        self._degraded.add(provider.name)
+                if exc.code == ErrorCode.INVALID_INPUT:
+                    return envelope.error(
+                        capability,
+                        args,
+                        exc.code,
+                        attempt.error,
+                        now=self._clock(),
+                        attempts=[attempt],
+                    )
+                attempts.append(attempt)
+                last_code = exc.code
+                continue
+            except Exception as exc:  # a provider bug must not reach the runtime unredacted
+                log.error(
+                    "provider %s crashed on %s (%s)", provider.name, capability, type(exc).__name__
+                )
+                attempts.append(Attempt(provider.name, f"internal error ({type(exc).__name__})"))
+                last_code = ErrorCode.PROVIDER_ERROR
+                continue
+            result = self._live(provider, capability, args, answer, attempts)
+            self._cache.put(key, capability, result)
+            return result
+        if len(attempts) == 1:
+            code, message = last_code, attempts[0].error
+        else:
+            code = ErrorCode.ALL_PROVIDERS_FAILED
+            message = f"All providers failed for {capability}: " + "; ".join(
+                f"{a.provider}: {a.error}" for a in attempts
+            )
+        return envelope.error(capability, args, code, message, now=self._clock(), attempts=attempts)
+
+    def _live(
+        self,
+        provider: Provider,
+        capability: str,
+        args: Mapping[str, Any],
+        answer: ProviderData,
+        failed: list[Attempt],
+    ) -> dict[str, Any]:
+        provenance: dict[str, Any] = {
+            "source": provider.name,
+            "resource": answer.resource,
+            "fetchedAt": envelope.iso(self._clock()),
+            "fresh": True,
+        }
+        if answer.block_number is not None:
+            provenance["blockNumber"] = answer.block_number
+        if answer.request_id:
+            provenance["requestId"] = self.redact(answer.request_id)
+        if failed:
+            provenance["fallbackFrom"] = [
+                {"provider": a.provider, "error": a.error} for a in failed
+            ]
+        if answer.rate_limit:
+            provenance["rateLimit"] = dict(answer.rate_limit)
+        if answer.notes:
+            provenance["notes"] = list(answer.notes)
+        return envelope.live(capability, args, answer.data, provenance)
+
+    # clients -------------------------------------------------------------------------------
+    def _context(self, provider: Provider) -> ProviderContext:
+        """One client per host the provider may reach; keys only for its key hosts."""
+        key = self.keys.get(provider.key_variable) if provider.key_variable else None
+        if provider.hosts:
+            bases = {host: (f"https://{host}", "") for host in provider.hosts}
+            label = ""
+        elif provider.key_is_endpoint and key is not None:
+            # The key is a URL (JSON-RPC): its host is the only one allowed.
+            parts = urlsplit(key)
+            if parts.scheme != "https" or not parts.hostname:
+                raise ProviderFailure(f"{provider.key_variable} must be an https URL")
+            suffix = parts.path + (f"?{parts.query}" if parts.query else "")
+            bases = {(parts.hostname or "").lower(): (key, suffix)}
+            label = "{" + str(provider.key_variable) + "}"
+        else:  # no network at all (the in-memory provider)
+            return ProviderContext({})
+        clients = {}
+        for host, (base, suffix) in bases.items():
+            if host in self._endpoints:  # test-only local fake (see the module docstring)
+                base = self._endpoints[host].rstrip("/") + suffix
+            clients[host] = ProviderClient(
+                provider=provider.name,
+                base=base,
+                key=key if host in provider.key_hosts else None,
+                timeout=self._timeout,
+                max_bytes=self._max_bytes,
+                label=label,
+            )
+        return ProviderContext(clients)
+
+    # status --------------------------------------------------------------------------------
+    def status(self) -> list[dict[str, Any]]:
+        """Each provider: configured or not, degraded or not, where its key came from (no values)."""
+        out = []
+        for provider in self._providers.values():
+            variable = provider.key_variable
+            source = self.keys.sources.get(variable) if variable else None
+            if provider.name in self._degraded:
+                state = "degraded"
+            elif self._configured(provider):
+                state = "ready"
+            else:
+                state = "not configured"
+            out.append(
+                {
+                    "provider": provider.name,
+                    "title": provider.title,
+                    "state": state,
+                    "keyVariable": variable,
+                    "keySource": source,
+                    "capabilities": sorted(provider.capabilities),
+                }
+            )
+        return out
+
+
+def default_broker(
+    *, project_root: Path | None, env: Mapping[str, str], home: Path | None
+) -> Broker:
+    """The broker the SDK, CLI and MCP use: real providers, keys loaded on first call."""
+    snapshot = dict(env)
+    return Broker(keys=lambda: load_keys(env=snapshot, project_root=project_root, home=home))

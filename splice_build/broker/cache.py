@@ -1,0 +1,115 @@
+"""The broker's bounded in-memory result cache (interfaces.md 8: ≤ 500 entries, per-type TTLs).
+
+Only ``LIVE`` results are stored, keyed by capability and canonical arguments (never by
+package or key: two skills asking the same question share the answer). AI results are never
+cached: a generation is not a fact that stays true. Least recently used entries go first
+when the cache is full; expired entries are dropped when they are looked up.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from splice_build.broker.envelope import iso
+
+MAX_ENTRIES = 500  # interfaces.md 8
+
+# Seconds a LIVE result stays good, by capability family, then by exact name (which wins).
+# Prices move fast; a mined transaction or a token's metadata does not.
+_FAMILY_TTL: Mapping[str, float] = {
+    "market": 30,
+    "onchain": 15,
+    "tokens": 60,
+    "stock": 30,
+    "perps": 30,
+    "security": 600,
+    "wallet": 60,
+    "web": 600,
+    "github": 300,
+    "defi": 300,
+    "global": 120,
+    "macro": 3600,
+    "equity": 300,
+}
+_EXACT_TTL: Mapping[str, float] = {
+    "onchain.transaction": 300,
+    "onchain.token": 3600,
+    "onchain.contract": 3600,
+    "market.ohlcv": 60,
+}
+NEVER_CACHED_FAMILIES = frozenset({"ai"})
+
+
+def ttl_for(capability: str) -> float:
+    """Seconds a result of ``capability`` may be replayed; 0 means never cached."""
+    family = capability.split(".", 1)[0]
+    if family in NEVER_CACHED_FAMILIES:
+        return 0
+    return _EXACT_TTL.get(capability, _FAMILY_TTL.get(family, 0))
+
+
+def cache_key(capability: str, args: Any) -> str:
+    """``<capability>:<sha256 of the canonical arguments>`` (sorted keys, no whitespace)."""
+    canonical = json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return f"{capability}:{hashlib.sha256(canonical.encode()).hexdigest()[:32]}"
+
+
+@dataclass(frozen=True)
+class _Entry:
+    result: Mapping[str, Any]
+    stored_at: float
+    ttl: float
+
+
+class ResultCache:
+    """Thread-safe LRU of LIVE results; ``clock`` is injectable so tests can age entries."""
+
+    def __init__(
+        self, *, max_entries: int = MAX_ENTRIES, clock: Callable[[], float] | None = None
+    ) -> None:
+        import time
+
+        self._max = max_entries
+        self._clock = clock or time.time
+        self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: str) -> tuple[Mapping[str, Any], dict[str, Any]] | None:
+        """The stored result and its ``provenance.cache`` block, or None (absent or expired)."""
+        now = self._clock()
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                return None
+            if now >= entry.stored_at + entry.ttl:
+                del self._entries[key]
+                return None
+            self._entries.move_to_end(key)
+        ttl_ms = round(entry.ttl * 1000)
+        return entry.result, {
+            "key": key,
+            "cachedAt": iso(entry.stored_at),
+            "ageMs": round((now - entry.stored_at) * 1000),
+            "ttlMs": ttl_ms,
+            "expiresAt": iso(entry.stored_at + entry.ttl),
+        }
+
+    def put(self, key: str, capability: str, result: Mapping[str, Any]) -> None:
+        """Store a LIVE result unless its capability is never cached."""
+        ttl = ttl_for(capability)
+        if ttl <= 0:
+            return
+        with self._lock:
+            self._entries[key] = _Entry(result, self._clock(), ttl)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self._max:
+                self._entries.popitem(last=False)

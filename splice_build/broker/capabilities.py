@@ -1,0 +1,62 @@
+"""Strict argument checks per capability (``schemas/capability_args.json``, interfaces.md 8).
+
+``argument_problems(capability, args)`` lists every problem, ``field: problem`` per line,
+before any provider is contacted: unknown capability, extra or missing arguments
+(``additionalProperties: false``), types, lengths and patterns; then the rules a schema
+cannot say: URLs a web provider would fetch must be public http(s) targets (the same rule
+as a skill with ``network: ["*"]``), and raw GitHub URLs must be exactly raw.githubusercontent.com.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable
+from typing import Any
+
+from splice_build.spec.validation import SchemaValidator, compile_schema
+
+# Capabilities whose arguments hold URLs that a provider fetches on its side.
+_TARGET_URL_ARGS: dict[str, str] = {
+    "web.extract": "urls",
+    "web.map": "url",
+    "web.similar": "url",
+}
+
+
+@functools.cache
+def _schema() -> SchemaValidator:
+    return compile_schema("capability_args.json")
+
+
+def known_capabilities() -> tuple[str, ...]:
+    """Every capability with an argument schema, in the catalogue's order."""
+    return tuple(_schema().schema["properties"]["capability"]["enum"])
+
+
+def _urls(value: Any) -> Iterable[tuple[str, str]]:
+    if isinstance(value, list):
+        return ((f"[{i}]", item) for i, item in enumerate(value))
+    return (("", value),)
+
+
+def argument_problems(capability: str, args: Any) -> list[str]:
+    """Every problem with ``args`` for ``capability`` (empty when the call may proceed)."""
+    schema = _schema()
+    problems = schema.ordered(schema.check({"capability": capability, "args": args}))
+    if problems:
+        return problems
+    field = _TARGET_URL_ARGS.get(capability)
+    if field is not None:
+        from splice_build.broker.targets import target_problem
+
+        for suffix, url in _urls(args[field]):
+            problem = target_problem(url)
+            if problem:
+                problems.append(f"args.{field}{suffix}: {problem}")
+    if capability == "github.raw":
+        from splice_build.broker.providers.github import raw_url_problem
+
+        problem = raw_url_problem(args["url"])
+        if problem:
+            problems.append(f"args.{problem}")
+    return problems

@@ -1,0 +1,120 @@
+"""Provider keys: a FIXED list of variable names, read from fixed places (seed 000).
+
+Each name is looked up, in order, in
+
+1. the process environment given to the broker;
+2. the nearest directory at or above the project that holds ``.env.local`` or ``.env``
+   (``.env.local`` wins over ``.env`` in that directory);
+3. ``SPLICE_HOME/.env``.
+
+No other variable is read from those files: a line whose name is not in
+``PROVIDER_VARIABLES`` is skipped without keeping its value. ``ProviderKeys`` never shows a
+value in its ``repr``; ``secret_values()`` lists everything redaction must remove, including
+the long pieces of a key-carrying RPC URL (path segments and query values).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit
+
+# The whole list. Adding a provider means adding its variable here and to docs/data-providers.md.
+PROVIDER_VARIABLES: tuple[str, ...] = (
+    "TAVILY_API_KEY",
+    "EXA_API_KEY",
+    "FIRECRAWL_API_KEY",
+    "OPENROUTER_API_KEY",
+    "GEMINI_API_KEY",
+    "GITHUB_TOKEN",
+    "ROBINHOOD_RPC_URL",
+)
+ENV_FILES = (".env.local", ".env")
+# Pieces of a URL-valued key at least this long are treated as secrets on their own (an
+# Alchemy or QuickNode key is a path segment; "v2" or "mainnet" are not secrets).
+MIN_URL_SECRET_PIECE = 12
+_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
+
+
+@dataclass(frozen=True)
+class ProviderKeys:
+    """The configured provider keys; ``sources`` says where each one came from (no values)."""
+
+    _values: Mapping[str, str] = field(default_factory=dict, repr=False)
+    sources: Mapping[str, str] = field(default_factory=dict)
+
+    def get(self, name: str) -> str | None:
+        assert name in PROVIDER_VARIABLES, f"BUG: {name} is not a provider variable"
+        return self._values.get(name)
+
+    def named_values(self) -> tuple[tuple[str, str], ...]:
+        """``(variable, secret)`` pairs: each value, plus the long pieces of URL values."""
+        found: list[tuple[str, str]] = []
+        for name, value in self._values.items():
+            found.append((name, value))
+            if "://" in value:
+                parts = urlsplit(value)
+                pieces = [*parts.path.split("/"), *(v for _, v in parse_qsl(parts.query))]
+                if parts.password:
+                    pieces.append(parts.password)
+                found += [(name, p) for p in pieces if len(p) >= MIN_URL_SECRET_PIECE]
+        return tuple(dict.fromkeys(found))
+
+    def secret_values(self) -> tuple[str, ...]:
+        """Every string redaction must remove (see ``named_values``)."""
+        return tuple(dict.fromkeys(value for _, value in self.named_values()))
+
+
+def parse_env_file(text: str) -> dict[str, str]:
+    """The provider variables defined in a dotenv text (others are skipped unread)."""
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        match = _LINE.match(line)
+        if match is None or match.group(1) not in PROVIDER_VARIABLES:
+            continue
+        value = match.group(2)
+        if value[:1] in ("'", '"') and value.find(value[0], 1) > 0:
+            value = value[1 : value.find(value[0], 1)]
+        elif " #" in value:
+            value = value.split(" #", 1)[0].rstrip()
+        if value:
+            found[match.group(1)] = value
+    return found
+
+
+def _read(path: Path) -> dict[str, str]:
+    try:
+        return parse_env_file(path.read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return {}
+
+
+def _nearest_env_files(start: Path) -> list[Path]:
+    for directory in (start, *start.parents):
+        files = [directory / name for name in ENV_FILES if (directory / name).is_file()]
+        if files:
+            return files
+    return []
+
+
+def load_keys(
+    *, env: Mapping[str, str], project_root: Path | None, home: Path | None
+) -> ProviderKeys:
+    """Resolve every provider variable (see the module docstring for the order)."""
+    layers: list[tuple[str, dict[str, str]]] = [
+        ("environment", {n: env[n] for n in PROVIDER_VARIABLES if env.get(n)})
+    ]
+    if project_root is not None:
+        layers += [(str(path), _read(path)) for path in _nearest_env_files(project_root)]
+    if home is not None:
+        layers.append((str(home / ".env"), _read(home / ".env")))
+    values: dict[str, str] = {}
+    sources: dict[str, str] = {}
+    for source, found in layers:
+        for name, value in found.items():
+            if name not in values:
+                values[name] = value
+                sources[name] = source
+    return ProviderKeys(values, sources)

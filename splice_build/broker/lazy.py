@@ -1,0 +1,34 @@
+"""The default broker, built on the first capability call (runs without one cost nothing)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from splice_build.broker.broker import Broker
+
+
+class LazyDefaultBroker:
+    """A ``CapabilityBroker`` that imports and builds ``default_broker`` when first called.
+
+    Importing the broker and its providers costs ~50 ms, which a tool that never calls
+    ``ctx.capability`` should not pay. One instance keeps one broker, so its cache lives as
+    long as the SDK object that owns it.
+    """
+
+    def __init__(self, *, project_root: Path, env: Mapping[str, str], home: Path) -> None:
+        self._project_root = project_root
+        self._env = dict(env)
+        self._home = home
+        self._broker: Broker | None = None
+
+    def call(self, request: Mapping[str, Any]) -> Mapping[str, Any]:
+        if self._broker is None:
+            from splice_build.broker.broker import default_broker
+
+            self._broker = default_broker(
+                project_root=self._project_root, env=self._env, home=self._home
+            )
+        return self._broker.call(request)

@@ -1,0 +1,72 @@
+"""Firecrawl (api.firecrawl.dev): web.search, web.extract, web.map; ``FIRECRAWL_API_KEY`` bearer."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from splice_build.broker.providers.interface import ProviderContext, ProviderData
+from splice_build.broker.providers.web_results import (
+    DEFAULT_LIMIT,
+    UNTRUSTED_NOTE,
+    clip,
+    items,
+    page,
+)
+
+HOST = "api.firecrawl.dev"
+DEFAULT_MAP_LIMIT = 100
+
+
+class Firecrawl:
+    name = "firecrawl"
+    title = "Firecrawl"
+    hosts = (HOST,)
+    key_variable = "FIRECRAWL_API_KEY"
+    key_required = True
+    key_is_endpoint = False
+    key_hosts = (HOST,)
+    capabilities = frozenset({"web.search", "web.extract", "web.map"})
+
+    def call(self, capability: str, args: Mapping[str, Any], ctx: ProviderContext) -> ProviderData:
+        http = ctx.client(HOST)
+        auth = {"authorization": f"Bearer {http.key}"}
+        most = args.get("maxCharacters")
+        if capability == "web.extract":
+            pages = []
+            for url in args["urls"]:  # one scrape per URL (at most 10, by the argument schema)
+                payload, _ = http.request_json(
+                    "POST", "/v1/scrape", body={"url": url, "formats": ["markdown"]}, headers=auth
+                )
+                scraped = payload.get("data") if isinstance(payload, Mapping) else None
+                scraped = scraped if isinstance(scraped, Mapping) else {}
+                meta = (
+                    scraped.get("metadata") if isinstance(scraped.get("metadata"), Mapping) else {}
+                )
+                pages.append(
+                    page(url, meta.get("title"), None, clip(scraped.get("markdown"), most))
+                )
+            return ProviderData(
+                {"pages": pages, "failed": []}, "POST /v1/scrape", notes=(UNTRUSTED_NOTE,)
+            )
+        if capability == "web.map":
+            body = {"url": args["url"], "limit": args.get("limit", DEFAULT_MAP_LIMIT)}
+            payload, _ = http.request_json("POST", "/v1/map", body=body, headers=auth)
+            links = payload.get("links") if isinstance(payload, Mapping) else None
+            data = {
+                "url": args["url"],
+                "links": [link for link in links or [] if isinstance(link, str)],
+            }
+            return ProviderData(data, "POST /v1/map", notes=(UNTRUSTED_NOTE,))
+        body = {"query": args["query"], "limit": args.get("limit", DEFAULT_LIMIT)}
+        payload, _ = http.request_json("POST", "/v1/search", body=body, headers=auth)
+        results = [
+            page(item.get("url"), item.get("title"), clip(item.get("description"), most))
+            for item in items(payload, "data")
+        ]
+        return ProviderData(
+            {"query": args["query"], "results": results}, "POST /v1/search", notes=(UNTRUSTED_NOTE,)
+        )
+
+
+PROVIDER = Firecrawl()

@@ -1,0 +1,152 @@
+"""GitHub (api.github.com) and raw files (raw.githubusercontent.com), read-only.
+
+``GITHUB_TOKEN`` is optional and is sent only to api.github.com (the raw client is built
+without a key). ``github.raw`` URLs are validated before anything is sent: https, exactly
+raw.githubusercontent.com, no port, credentials, query, fragment or traversal.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from splice_build.broker.providers.interface import ProviderContext, ProviderData, ProviderFailure
+from splice_build.errors import ErrorCode
+
+API_HOST = "api.github.com"
+RAW_HOST = "raw.githubusercontent.com"
+DEFAULT_RAW_BYTES = 1024 * 1024
+RAW_TEMPLATE = "/{owner}/{repo}/{ref}/{path}"
+_RAW_PATH = re.compile(r"/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+/[A-Za-z0-9_./%@+=-]+")
+_HEADERS = {"accept": "application/vnd.github+json", "x-github-api-version": "2022-11-28"}
+
+
+def raw_url_problem(url: str) -> str | None:
+    """Why ``url`` is not an acceptable raw-file URL, or None."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return "url: is not a valid URL"
+    if parts.scheme != "https":
+        return "url: must use https"
+    if parts.netloc != RAW_HOST or port is not None or parts.username or parts.password:
+        return f"url: host must be exactly {RAW_HOST} (no port or credentials)"
+    if parts.query or parts.fragment or "?" in url or "#" in url:
+        return "url: must not have a query or fragment"
+    decoded = unquote(parts.path)
+    if "\\" in decoded or "//" in decoded or any(s in (".", "..") for s in decoded.split("/")):
+        return "url: must not contain traversal (., .., // or backslashes)"
+    if not _RAW_PATH.fullmatch(parts.path):
+        return "url: must be /<owner>/<repo>/<ref>/<path>"
+    return None
+
+
+def _rate_limit(headers: Mapping[str, str]) -> dict[str, Any] | None:
+    if "x-ratelimit-limit" not in headers:
+        return None
+
+    def number(name: str) -> int | None:
+        value = headers.get(name, "")
+        return int(value) if value.isdigit() else None
+
+    return {
+        "limit": number("x-ratelimit-limit"),
+        "remaining": number("x-ratelimit-remaining"),
+        "reset": number("x-ratelimit-reset"),
+    }
+
+
+def _repository(item: Mapping[str, Any]) -> dict[str, Any]:
+    owner = item.get("owner") if isinstance(item.get("owner"), Mapping) else {}
+    license_ = item.get("license") if isinstance(item.get("license"), Mapping) else {}
+    return {
+        "fullName": item.get("full_name"),
+        "name": item.get("name"),
+        "owner": owner.get("login"),
+        "description": item.get("description"),
+        "url": item.get("html_url"),
+        "homepage": item.get("homepage") or None,
+        "defaultBranch": item.get("default_branch"),
+        "language": item.get("language"),
+        "license": license_.get("spdx_id"),
+        "topics": [t for t in item.get("topics") or [] if isinstance(t, str)],
+        "stars": item.get("stargazers_count"),
+        "forks": item.get("forks_count"),
+        "openIssues": item.get("open_issues_count"),
+        "archived": item.get("archived"),
+        "fork": item.get("fork"),
+        "createdAt": item.get("created_at"),
+        "updatedAt": item.get("updated_at"),
+        "pushedAt": item.get("pushed_at"),
+    }
+
+
+class GitHub:
+    name = "github"
+    title = "GitHub"
+    hosts = (API_HOST, RAW_HOST)
+    key_variable = "GITHUB_TOKEN"
+    key_required = False
+    key_is_endpoint = False
+    key_hosts = (API_HOST,)
+    capabilities = frozenset({"github.repository", "github.search", "github.raw"})
+
+    def call(self, capability: str, args: Mapping[str, Any], ctx: ProviderContext) -> ProviderData:
+        if capability == "github.raw":
+            return self._raw(args, ctx)
+        http = ctx.client(API_HOST)
+        headers = dict(_HEADERS)
+        if http.key:
+            headers["authorization"] = f"Bearer {http.key}"
+        if capability == "github.repository":
+            owner, repo = str(args["repo"]).split("/", 1)
+            template = "/repos/{owner}/{repo}"
+            payload, response = http.request_json(
+                "GET", template, path_params={"owner": owner, "repo": repo}, headers=headers
+            )
+            data: dict[str, Any] = {
+                "repository": _repository(payload if isinstance(payload, Mapping) else {})
+            }
+        else:
+            template = "/search/repositories"
+            page, per_page = args.get("page", 1), args.get("perPage", 10)
+            params = {"q": args["query"], "page": page, "per_page": per_page}
+            payload, response = http.request_json("GET", template, params=params, headers=headers)
+            payload = payload if isinstance(payload, Mapping) else {}
+            data = {
+                "query": args["query"],
+                "totalCount": payload.get("total_count"),
+                "incompleteResults": payload.get("incomplete_results"),
+                "page": page,
+                "perPage": per_page,
+                "repositories": [
+                    _repository(item)
+                    for item in payload.get("items") or []
+                    if isinstance(item, Mapping)
+                ],
+            }
+        return ProviderData(data, f"GET {template}", rate_limit=_rate_limit(response.headers))
+
+    @staticmethod
+    def _raw(args: Mapping[str, Any], ctx: ProviderContext) -> ProviderData:
+        url = str(args["url"])
+        problem = raw_url_problem(url)
+        if problem:
+            raise ProviderFailure(problem, code=ErrorCode.INVALID_INPUT)
+        limit = int(args.get("maxBytes", DEFAULT_RAW_BYTES))
+        response = ctx.client(RAW_HOST).request_path(
+            "GET", urlsplit(url).path, shown_as=RAW_TEMPLATE, max_bytes=limit
+        )
+        body = response.body
+        try:
+            content: dict[str, Any] = {"encoding": "utf8", "text": body.decode("utf-8")}
+        except UnicodeDecodeError:
+            content = {"encoding": "base64", "base64": base64.b64encode(body).decode("ascii")}
+        return ProviderData({"url": url, "bytes": len(body), **content}, f"GET {RAW_TEMPLATE}")
+
+
+PROVIDER = GitHub()

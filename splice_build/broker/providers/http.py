@@ -1,0 +1,184 @@
+"""``ProviderClient``: one provider's HTTP access to one host, through the guarded session.
+
+Every request goes through ``splice_build.security.guarded_http`` (host allow-list of exactly
+this client's host, DNS-time address checks, re-checked redirects, TLS always verified) with
+the broker's size and time limits. Failures become ``ProviderFailure`` with a message that
+names the provider and the endpoint *template* (``POST /search``) and nothing the vendor sent
+back: error bodies and URLs may echo the key. TLS verification failures mark the provider
+degraded (a proxy intercepting TLS is reported, never bypassed).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, urlencode, urlsplit
+
+from splice_build.broker.providers.interface import ProviderFailure
+from splice_build.errors import ErrorCode
+
+DEFAULT_TIMEOUT_SECONDS = 15.0  # interfaces.md 8: 15 s per provider request
+DEFAULT_MAX_RESPONSE_BYTES = 5 * 1024 * 1024  # interfaces.md 8: 5 MiB
+
+
+@dataclass(frozen=True)
+class Response:
+    """What a provider gets back: status, a few headers and the (size-checked) body."""
+
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+
+    def json(self, endpoint: str, provider: str) -> Any:
+        try:
+            return json.loads(self.body)
+        except ValueError as exc:
+            raise ProviderFailure(
+                f"{provider} {endpoint} returned a body that is not JSON"
+            ) from exc
+
+
+class ProviderClient:
+    """HTTP for one provider and one host.
+
+    ``base`` may carry a key (RPC URLs), so messages use ``label`` (``{ROBINHOOD_RPC_URL}``)
+    plus the path template instead of any URL.
+    """
+
+    def __init__(
+        self,
+        *,
+        provider: str,
+        base: str,
+        key: str | None,
+        timeout: float = DEFAULT_TIMEOUT_SECONDS,
+        max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        label: str = "",
+    ) -> None:
+        self.provider = provider
+        self.key = key
+        self._base = base.rstrip("/")
+        self._host = (urlsplit(base).hostname or "").lower()
+        self._timeout = timeout
+        self._max_bytes = max_bytes
+        self._label = label
+        self._session: Any = None
+
+    def _guarded(self) -> Any:
+        if self._session is None:
+            from splice_build.security.guarded_http import GuardedSession
+
+            # Exactly this client's host: a fake on 127.0.0.1 is reachable only because the
+            # test-only endpoint makes that literal the one allowed host (an explicit grant).
+            self._session = GuardedSession(
+                [self._host], max_response_bytes=self._max_bytes, timeout_s=self._timeout
+            )
+        return self._session
+
+    def request(
+        self,
+        method: str,
+        template: str,
+        *,
+        path_params: Mapping[str, str] | None = None,
+        params: Mapping[str, Any] | None = None,
+        body: Any = None,
+        headers: Mapping[str, str] | None = None,
+        max_bytes: int | None = None,
+    ) -> Response:
+        """Send one request to ``base + template`` (``{name}`` filled, percent-encoded).
+
+        Raises ProviderFailure for network errors, timeouts, oversize bodies and statuses
+        ≥ 400 (404 → NOT_FOUND, 429 → RATE_LIMITED, others PROVIDER_ERROR).
+        """
+        endpoint = f"{method} {self._label}{template}" if self._label or template else f"{method} /"
+        path = template.format(
+            **{k: quote(str(v), safe="") for k, v in (path_params or {}).items()}
+        )
+        limit = min(max_bytes or self._max_bytes, self._max_bytes)
+        response = self._send(method, self._base + path, endpoint, params, body, headers, limit)
+        if response.status >= 400:
+            raise _status_failure(self.provider, endpoint, response)
+        return response
+
+    def request_path(
+        self, method: str, path: str, *, shown_as: str, max_bytes: int | None = None
+    ) -> Response:
+        """Like ``request`` for a path the provider has already validated (``github.raw``)."""
+        endpoint = f"{method} {shown_as}"
+        limit = min(max_bytes or self._max_bytes, self._max_bytes)
+        response = self._send(method, self._base + path, endpoint, None, None, None, limit)
+        if response.status >= 400:
+            raise _status_failure(self.provider, endpoint, response)
+        return response
+
+    def request_json(self, method: str, template: str, **options: Any) -> tuple[Any, Response]:
+        response = self.request(method, template, **options)
+        return response.json(f"{method} {self._label}{template}", self.provider), response
+
+    def _send(
+        self,
+        method: str,
+        url: str,
+        endpoint: str,
+        params: Mapping[str, Any] | None,
+        body: Any,
+        headers: Mapping[str, str] | None,
+        limit: int,
+    ) -> Response:
+        import requests
+
+        from splice_build.security.net_errors import (
+            NetworkDenied,
+            NetworkFailure,
+            NetworkTimeout,
+            ResponseTooLarge,
+        )
+
+        where = f"{self.provider} {endpoint}"
+        query = {k: v for k, v in (params or {}).items() if v is not None}
+        if query:
+            url += ("&" if "?" in url else "?") + urlencode(query)
+        sent = {"accept": "application/json", **(headers or {})}
+        data = None
+        if body is not None:
+            data = json.dumps(body, separators=(",", ":")).encode()
+            sent["content-type"] = "application/json"
+        # The guard's own messages name the host or carry the URL; none of them is passed on.
+        try:
+            raw = self._guarded().request(method, url, headers=sent, data=data)
+        except ResponseTooLarge as exc:
+            raise ProviderFailure(f"{where}: response larger than {limit} bytes") from exc
+        except NetworkTimeout as exc:
+            raise ProviderFailure(f"{where}: timed out after {self._timeout:g} s") from exc
+        except NetworkDenied as exc:
+            raise ProviderFailure(f"{where}: refused by the network guard ({exc.reason})") from exc
+        except NetworkFailure as exc:
+            if isinstance(exc.__cause__, requests.exceptions.SSLError):
+                raise ProviderFailure(
+                    f"{where}: TLS certificate verification failed (TLS interception?); "
+                    "the provider is degraded and was not retried without verification",
+                    degraded=True,
+                ) from exc
+            raise ProviderFailure(f"{where}: network error") from exc
+        if len(raw.content) > limit:
+            raise ProviderFailure(f"{where}: response larger than {limit} bytes")
+        return Response(raw.status, raw.headers, raw.content)
+
+
+def _status_failure(provider: str, endpoint: str, response: Response) -> ProviderFailure:
+    status = response.status
+    where = f"{provider} {endpoint}"
+    if status == 404:
+        return ProviderFailure(f"{where}: not found (404)", code=ErrorCode.NOT_FOUND, status=status)
+    if status == 429 or (status == 403 and response.headers.get("x-ratelimit-remaining") == "0"):
+        reset = response.headers.get("retry-after") or response.headers.get("x-ratelimit-reset")
+        suffix = f"; retry after {reset}" if reset and reset.isdigit() else ""
+        return ProviderFailure(
+            f"{where}: rate limited ({status}){suffix}", code=ErrorCode.RATE_LIMITED, status=status
+        )
+    if status in (401, 403):
+        return ProviderFailure(f"{where}: the key was refused ({status})", status=status)
+    return ProviderFailure(f"{where}: answered HTTP {status}", status=status)

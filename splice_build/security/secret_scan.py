@@ -1,0 +1,181 @@
+"""``splice secret-scan``: find credentials in a repository, build output or a packed package.
+
+What is looked for (seed 000, "Secret hygiene"):
+
+- the exact values of the configured provider keys (``broker/keys.py``: environment, nearest
+  ``.env.local`` / ``.env``, ``SPLICE_HOME/.env``), reported by variable name;
+- the known key formats of ``security/redact.py`` (one source of patterns): PEM private keys,
+  Splice, GitHub, OpenAI/Anthropic-style, Slack, AWS, Google keys and JWTs. The context
+  patterns of redaction (``Authorization:`` values, ``NAME=value``) are not findings: they
+  describe where a secret would be, not a secret.
+
+Where: a directory holding ``.git`` → the files git tracks; any other directory (build
+output) → every file under it; a ``.tar.gz`` / ``.tgz`` → every entry, read through the
+safe archive reader; any other file → that file.
+
+Findings are ``path:line`` and a kind, never the secret. Documentation samples are not
+findings: a match that says it is one (``EXAMPLE``, ``FAKE``, …), whose characters mostly
+run in sequence (``abcdef…``, ``1234…``), a PEM block with no real key body, a JWT whose
+"signature" is readable text, or a line marked ``secret-scan: allow``.
+"""
+
+from __future__ import annotations
+
+import base64
+import itertools
+import re
+import subprocess
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from splice_build.security.redact import _PATTERNS as REDACTION_PATTERNS
+
+# Names of the key-format classes of redact.py, in its order (interfaces.md 9, classes 1-8).
+KEY_FORMATS: tuple[str, ...] = (
+    "PEM private key",
+    "Splice registry token",
+    "GitHub token",
+    "OpenAI/Anthropic-style key",
+    "Slack token",
+    "AWS access key id",
+    "Google API key",
+    "JSON Web Token",
+)
+ALLOW_MARKER = "secret-scan: allow"
+ARCHIVE_SUFFIXES = (".tar.gz", ".tgz")
+MAX_FILE_BYTES = 16 * 1024 * 1024  # larger files are reported as skipped, not read
+MIN_CONFIGURED_VALUE = 8  # shorter configured values would match ordinary text
+_SAMPLE_MARKERS = ("EXAMPLE", "FAKE", "DUMMY", "PLACEHOLDER", "REDACTED", "XXXXXXXX", "CHANGEME")
+_MIN_PEM_BODY = 40  # an Ed25519 key, the smallest, has 64 base64 characters
+_PEM_BODY = re.compile(r"(?:[A-Za-z0-9+/=\s]|\\n)*")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One secret: where it is and what kind it is (never its value)."""
+
+    path: str
+    line: int
+    kind: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.kind}"
+
+    def to_json(self) -> dict[str, object]:
+        return {"path": self.path, "line": self.line, "kind": self.kind}
+
+
+@dataclass(frozen=True)
+class ScanReport:
+    findings: tuple[Finding, ...]
+    files: int
+    skipped: tuple[str, ...]
+
+
+def _key_patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    patterns = tuple(pattern for pattern, _ in REDACTION_PATTERNS)
+    return tuple(zip(KEY_FORMATS, patterns[: len(KEY_FORMATS)], strict=True))
+
+
+def _sequential(text: str) -> bool:
+    body = re.sub(r"[^A-Za-z0-9]", "", text)
+    pairs = list(itertools.pairwise(body))
+    steps = sum(1 for a, b in pairs if ord(b) - ord(a) in (0, 1))
+    return bool(pairs) and steps >= 0.6 * len(pairs)
+
+
+def _readable_jwt_signature(token: str) -> bool:
+    signature = token.split(".")[2] if token.count(".") >= 2 else ""
+    try:
+        raw = base64.urlsafe_b64decode(signature + "=" * (-len(signature) % 4))
+    except ValueError:
+        return False
+    return bool(raw) and sum(32 <= c < 127 for c in raw) >= 0.9 * len(raw)
+
+
+def is_sample(kind: str, match: str, following: str) -> bool:
+    """Whether a format match is a documentation or test sample rather than a credential."""
+    if any(marker in match.upper() for marker in _SAMPLE_MARKERS):
+        return True
+    if kind == "PEM private key":
+        header_end = match.find("-----", 10) + 5
+        body = _PEM_BODY.match(following if header_end >= len(match) else match[header_end:])
+        text = (body.group(0) if body else "").replace("\\n", "")
+        return len(re.sub(r"\s", "", text)) < _MIN_PEM_BODY
+    if kind == "JSON Web Token" and _readable_jwt_signature(match):
+        return True
+    return _sequential(match)
+
+
+def scan_text(text: str, where: str, values: Sequence[tuple[str, str]] = ()) -> list[Finding]:
+    """Findings in one text; ``values`` are ``(variable, secret)`` pairs to look for exactly."""
+    findings: list[Finding] = []
+    lines = text.split("\n")
+    for number, line in enumerate(lines, start=1):
+        if ALLOW_MARKER in line:
+            continue
+        for name, value in values:
+            if len(value) >= MIN_CONFIGURED_VALUE and value in line:
+                findings.append(Finding(where, number, f"configured value of {name}"))
+        for kind, pattern in _key_patterns():
+            for match in pattern.finditer(line):
+                following = "\n".join(lines[number : number + 40])
+                if not is_sample(kind, match.group(0), following):
+                    findings.append(Finding(where, number, kind))
+    return list(dict.fromkeys(findings))
+
+
+def _git_files(root: Path) -> list[Path]:
+    listed = subprocess.run(
+        ["git", "-C", str(root), "ls-files", "-z", "--cached"],
+        capture_output=True,
+        check=True,
+    ).stdout
+    return [root / name for name in listed.decode("utf-8", "surrogateescape").split("\0") if name]
+
+
+def _all_files(root: Path) -> list[Path]:
+    return sorted(
+        p for p in root.rglob("*") if p.is_file() and ".git" not in p.relative_to(root).parts
+    )
+
+
+def _texts(target: Path, shown: str) -> Iterator[tuple[str, str | None]]:
+    """``(shown path, text)`` for each file of ``target``; text None when skipped."""
+    if target.is_dir():
+        files = _git_files(target) if (target / ".git").exists() else _all_files(target)
+        for path in files:
+            if path.is_file() and not path.is_symlink():
+                yield from _texts(
+                    path, f"{shown.rstrip('/')}/{path.relative_to(target).as_posix()}"
+                )
+        return
+    if target.stat().st_size > MAX_FILE_BYTES:
+        yield shown, None
+        return
+    data = target.read_bytes()
+    if target.name.endswith(ARCHIVE_SUFFIXES):
+        from splice_build.spec.archive import read_archive
+
+        for name, content in sorted(read_archive(data).items()):
+            yield f"{shown}!{name}", content.decode("utf-8", "replace")
+        return
+    yield shown, data.decode("utf-8", "replace")
+
+
+def scan_paths(
+    targets: Iterable[tuple[Path, str]], values: Sequence[tuple[str, str]] = ()
+) -> ScanReport:
+    """Scan ``(path, name to show)`` targets. Raises OSError / SpliceError for unreadable input."""
+    findings: list[Finding] = []
+    skipped: list[str] = []
+    files = 0
+    for target, shown in targets:
+        for where, text in _texts(target, shown):
+            if text is None:
+                skipped.append(where)
+                continue
+            files += 1
+            findings += scan_text(text, where, values)
+    return ScanReport(tuple(findings), files, tuple(skipped))

@@ -1,0 +1,114 @@
+"""Per-capability argument schemas and target checks (nothing reaches a provider)."""
+
+from __future__ import annotations
+
+import pytest
+
+from splice_build.broker.capabilities import argument_problems, known_capabilities
+from splice_build.broker.providers import PROVIDERS
+from splice_build.spec.permissions import capability_catalogue
+
+
+def test_every_catalogue_capability_has_a_strict_schema() -> None:
+    assert known_capabilities() == tuple(c.name for c in capability_catalogue())
+    for name in known_capabilities():
+        assert argument_problems(name, {"surely": "not"}) != [], name
+
+
+def test_every_provider_capability_is_in_the_catalogue() -> None:
+    served = {c for p in PROVIDERS.values() for c in p.capabilities}
+    assert served <= set(known_capabilities())
+    issue_names = {
+        "web.search", "web.extract", "web.answer", "market.price", "market.pairs", "market.ohlcv",
+        "onchain.balance", "onchain.transaction", "onchain.token", "github.repository",
+        "github.search", "github.raw", "ai.generate", "ai.models",
+    }  # fmt: skip
+    assert issue_names <= served
+
+
+@pytest.mark.parametrize(
+    ("capability", "args", "expected"),
+    [
+        ("web.search", {"query": "x", "apiKey": "k"}, 'args: unknown argument "apiKey"'),
+        ("web.search", {}, "args.query: is required"),
+        ("web.search", {"query": "x" * 401}, "args.query"),
+        ("web.search", {"query": "x", "limit": 21}, "args.limit"),
+        ("web.search", ["query"], "args: must be an object"),
+        ("nope.nothing", {}, "unknown capability"),
+        ("onchain.balance", {"address": "0x12"}, "args.address"),
+        ("onchain.transaction", {"hash": "0x" + "g" * 64}, "args.hash"),
+        ("market.pairs", {"network": "../x", "address": "a" * 20}, "args.network"),
+        (
+            "market.ohlcv",
+            {"network": "eth", "pool": "p" * 20, "timeframe": "week"},
+            "args.timeframe",
+        ),
+        ("github.repository", {"repo": "../.."}, "args.repo"),
+        ("ai.generate", {"prompt": "hi", "maxTokens": 2049}, "args.maxTokens"),
+        ("ai.generate", {"prompt": "hi", "fresh": True}, 'unknown argument "fresh"'),
+        ("ai.generate", {"prompt": "hi", "image": "data:"}, 'unknown argument "image"'),
+    ],
+)
+def test_invalid_arguments(capability: str, args: object, expected: str) -> None:
+    problems = argument_problems(capability, args)
+    assert any(expected in p for p in problems), problems
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1/",
+        "http://127.1/",
+        "http://2130706433/",
+        "http://0x7f.1/",
+        "http://[::1]/",
+        "http://[::ffff:127.0.0.1]/",
+        "http://169.254.169.254/latest/meta-data",
+        "http://10.0.0.8/",
+        "http://localhost:8080/",
+        "http://api.localhost/",
+        "http://printer.local/",
+        "http://db.internal/",
+        "http://user:pw@example.com/",
+        "ftp://example.com/file",
+        "http://intranet/",
+    ],
+)
+def test_web_targets_must_be_public(url: str) -> None:
+    assert argument_problems("web.extract", {"urls": ["https://example.com/", url]})[0].startswith(
+        "args.urls[1]: "
+    )
+    assert argument_problems("web.map", {"url": url})
+
+
+def test_public_targets_pass() -> None:
+    assert (
+        argument_problems("web.extract", {"urls": ["https://example.com/a", "http://8.8.8.8/"]})
+        == []
+    )
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://raw.githubusercontent.com/o/r/main/README.md",
+        "https://raw.githubusercontent.com:443/o/r/main/README.md",
+        "https://user@raw.githubusercontent.com/o/r/main/README.md",
+        "https://raw.githubusercontent.com/o/r/main/README.md?token=x",
+        "https://raw.githubusercontent.com/o/r/main/../../etc/passwd",
+        "https://raw.githubusercontent.com/o/r/main/%2e%2e/secret",
+        "https://raw.githubusercontent.com.evil.example/o/r/main/README.md",
+        "https://api.github.com/repos/o/r/contents/README.md",
+    ],
+)
+def test_raw_github_urls_are_validated(url: str) -> None:
+    assert argument_problems("github.raw", {"url": url})
+
+
+def test_raw_github_url_accepted() -> None:
+    assert (
+        argument_problems(
+            "github.raw", {"url": "https://raw.githubusercontent.com/o/r/main/docs/a.md"}
+        )
+        == []
+    )

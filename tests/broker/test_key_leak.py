@@ -1,0 +1,70 @@
+"""Key leak: every provider key set to a recognizable value, every capability driven through
+every failure mode of its providers; no value appears in any result or log line."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from splice_build.broker.providers import PROVIDERS
+from testing.fake_providers import (
+    HOSTS,
+    POOL_ADDRESS,
+    TOKEN_ADDRESS,
+    broker_for,
+    fake_providers,
+    recognizable_keys,
+)
+
+pytest.importorskip("splice_build.security.guarded_http")
+
+ARGS = {
+    "web.search": {"query": "q"},
+    "web.extract": {"urls": ["https://example.com/"]},
+    "web.answer": {"query": "q"},
+    "web.similar": {"url": "https://example.com/"},
+    "web.map": {"url": "https://example.com/"},
+    "market.price": {"token": TOKEN_ADDRESS, "network": "base"},
+    "market.pairs": {"network": "eth", "address": TOKEN_ADDRESS},
+    "market.search": {"query": "tst"},
+    "market.ohlcv": {"network": "eth", "pool": POOL_ADDRESS},
+    "onchain.balance": {"address": TOKEN_ADDRESS},
+    "onchain.transaction": {"hash": "0x" + "ab" * 32},
+    "onchain.token": {"address": TOKEN_ADDRESS},
+    "github.repository": {"repo": "octo/hello"},
+    "github.search": {"query": "splice"},
+    "github.raw": {"url": "https://raw.githubusercontent.com/octo/hello/main/README.md"},
+    "ai.generate": {"prompt": "hi"},
+    "ai.models": {},
+}
+MODES = ["ok", "status:401", "status:404", "status:429", "status:500", "oversize", "garbage"]
+
+
+def test_every_capability_served_has_arguments_here() -> None:
+    assert {c for p in PROVIDERS.values() for c in p.capabilities} == set(ARGS)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_no_key_value_in_results_or_logs(mode: str, caplog: pytest.LogCaptureFixture) -> None:
+    keys = recognizable_keys()
+    caplog.set_level(logging.DEBUG)
+    with fake_providers() as fake:
+        for host in HOSTS:
+            fake.behave(host, mode)
+        broker = broker_for(fake)
+        results = [
+            broker.call({"package": "@t/p", "tool": "t", "capability": name, "args": args})
+            for name, args in ARGS.items()
+        ]
+        statuses = {r["status"] for r in results}
+        # (raw GitHub files are text, so "garbage" is a LIVE answer there)
+        assert statuses == {"LIVE"} if mode == "ok" else "ERROR" in statuses, results
+        text = json.dumps(results) + caplog.text + json.dumps(broker.status())
+        leaked = [name for name, value in keys.items() if value in text]
+        assert leaked == [] and "LEAKCANARY" not in text, leaked
+        # The credentials did reach the fakes (so the test would notice an echo).
+        assert any("LEAKCANARY" in str(s.headers) + s.path for s in fake.seen)
+        gh = fake.requests_to("raw.githubusercontent.com")
+        assert gh and all("authorization" not in s.headers for s in gh)

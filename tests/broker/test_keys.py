@@ -1,0 +1,86 @@
+"""Provider keys: fixed names, fixed places, fixed order; values never shown."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from splice_build.broker.keys import PROVIDER_VARIABLES, load_keys, parse_env_file
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def test_environment_then_nearest_env_files_then_home(tmp_path: Path) -> None:
+    repo, project, home = tmp_path / "repo", tmp_path / "repo" / "apps" / "one", tmp_path / "home"
+    project.mkdir(parents=True)
+    _write(repo / ".env", "TAVILY_API_KEY=from-repo-env\nEXA_API_KEY=from-repo-env\n")
+    _write(repo / ".env.local", "TAVILY_API_KEY=from-repo-local\n")
+    _write(tmp_path / ".env", "GITHUB_TOKEN=from-above-the-nearest\n")
+    _write(
+        home / ".env",
+        "GEMINI_API_KEY=from-home\nEXA_API_KEY=from-home\nGITHUB_TOKEN=gh-home-value\n",
+    )
+    keys = load_keys(
+        env={"OPENROUTER_API_KEY": "from-env", "TAVILY_API_KEY": ""},
+        project_root=project,
+        home=home,
+    )
+    assert keys.get("OPENROUTER_API_KEY") == "from-env"
+    assert keys.get("TAVILY_API_KEY") == "from-repo-local"  # .env.local wins; empty env is unset
+    assert keys.get("EXA_API_KEY") == "from-repo-env"
+    assert keys.get("GEMINI_API_KEY") == "from-home"
+    # Only the NEAREST directory with env files counts: the one above it is never read.
+    assert keys.get("GITHUB_TOKEN") == "gh-home-value"
+    assert keys.sources["TAVILY_API_KEY"] == str(repo / ".env.local")
+    assert keys.sources["OPENROUTER_API_KEY"] == "environment"
+
+
+def test_no_other_variable_is_read(tmp_path: Path) -> None:
+    _write(
+        tmp_path / ".env", "DATABASE_PASSWORD=hunter2-secret\nexport EXA_API_KEY='quoted value'\n"
+    )
+    keys = load_keys(
+        env={"AWS_SECRET_ACCESS_KEY": "aws-secret-value"}, project_root=tmp_path, home=None
+    )
+    assert keys.get("EXA_API_KEY") == "quoted value"
+    assert set(keys.secret_values()) == {"quoted value"}
+    assert "hunter2" not in repr(keys) and "aws-secret" not in repr(keys)
+    with pytest.raises(AssertionError):
+        keys.get("DATABASE_PASSWORD")
+
+
+def test_parse_env_file_forms() -> None:
+    text = 'TAVILY_API_KEY="a b" # comment\nEXA_API_KEY=plain # note\n# GEMINI_API_KEY=commented\nbad line\n'
+    assert parse_env_file(text) == {"TAVILY_API_KEY": "a b", "EXA_API_KEY": "plain"}
+
+
+def test_repr_never_shows_values_and_url_pieces_are_secrets() -> None:
+    url = "https://rpc.example.com/v2/abcDEF1234567890xyz?apikey=QQQQQQQQ-secret-query"
+    keys = load_keys(
+        env={"ROBINHOOD_RPC_URL": url, "GITHUB_TOKEN": "tok-value-123"},
+        project_root=None,
+        home=None,
+    )
+    assert "abcDEF" not in repr(keys) and "tok-value" not in repr(keys)
+    secrets = keys.secret_values()
+    assert (
+        url in secrets and "abcDEF1234567890xyz" in secrets and "QQQQQQQQ-secret-query" in secrets
+    )
+    assert "v2" not in secrets
+    assert ("ROBINHOOD_RPC_URL", "abcDEF1234567890xyz") in keys.named_values()
+
+
+def test_the_list_is_fixed() -> None:
+    assert PROVIDER_VARIABLES == (
+        "TAVILY_API_KEY",
+        "EXA_API_KEY",
+        "FIRECRAWL_API_KEY",
+        "OPENROUTER_API_KEY",
+        "GEMINI_API_KEY",
+        "GITHUB_TOKEN",
+        "ROBINHOOD_RPC_URL",
+    )

@@ -1,0 +1,102 @@
+"""The real broker behind the real sandbox: the runtime's limits hold with it attached."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from splice_build.broker import Broker
+from splice_build.broker.keys import load_keys
+from splice_build.broker.providers.memory import MemoryProvider
+from testing.fake_providers import skill_runtime
+from testing.hostile_packages import write_package
+
+pytestmark = pytest.mark.node
+
+DECLARED = {"capabilities": ["web.search"]}
+
+
+class SlowProvider(MemoryProvider):
+    def __init__(self, seconds: float) -> None:
+        super().__init__("slow", {"web.search": {"ok": True}})
+        self.seconds = seconds
+
+    def call(self, capability: str, args: Any, ctx: Any) -> Any:
+        import time
+
+        time.sleep(self.seconds)
+        return super().call(capability, args, ctx)
+
+
+def _run(tmp_path: Path, body: str, provider: MemoryProvider, **options: Any) -> dict[str, Any]:
+    broker = Broker(keys=load_keys(env={}, project_root=None, home=None), providers={"p": provider})
+    runtime = skill_runtime(tmp_path / "project", broker)
+    package = write_package(tmp_path / "packages", body, permissions=DECLARED, **options)
+    return runtime.execute(runtime.load(package), "t", {}).to_json()
+
+
+def test_26th_call_is_refused(tmp_path: Path) -> None:
+    body = (
+        "export default async (i, ctx) => { const out = [];"
+        " for (let n = 0; n < 26; n++) { try { const r = await ctx.capability('web.search', { query: 'q' + n });"
+        " out.push(r.status); } catch (e) { out.push(e.code + ':' + e.message); } } return { out }; };"
+    )
+    provider = MemoryProvider("p", {"web.search": {"ok": True}})
+    result = _run(tmp_path, body, provider)
+    out = result["output"]["out"]
+    assert out[:25] == ["LIVE"] * 25
+    assert "CAPABILITY_LIMIT" in out[25]
+    assert len(provider.calls) == 25
+
+
+def test_fifth_call_in_flight_is_refused(tmp_path: Path) -> None:
+    body = (
+        "export default async (i, ctx) => { const calls = [0, 1, 2, 3, 4].map((n) =>"
+        " ctx.capability('web.search', { query: 'q' + n }).then((r) => r.status, (e) => e.message));"
+        " return { out: await Promise.all(calls) }; };"
+    )
+    result = _run(tmp_path, body, SlowProvider(0.5))
+    out = result["output"]["out"]
+    assert out.count("LIVE") == 4
+    refused = next(o for o in out if o != "LIVE")
+    assert refused.startswith("CAPABILITY_LIMIT") or "in flight" in refused, out
+
+
+def test_oversized_arguments_never_reach_the_broker(tmp_path: Path) -> None:
+    # {"query":"…"} is 12 bytes of JSON around the string: 256 KiB + 1 byte in total.
+    size = 256 * 1024 + 1 - len('{"query":""}')
+    body = (
+        "const call = (ctx, n) => ctx.capability('web.search', { query: 'x'.repeat(n) })"
+        ".then((r) => r.status, (e) => e.code);"
+        f" export default async (i, ctx) => ({{ over: await call(ctx, {size}), at: await call(ctx, {size - 1}) }});"
+    )
+    provider = MemoryProvider("p", {"web.search": {"ok": True}})
+    result = _run(tmp_path, body, provider)
+    assert result["output"] == {"over": "INPUT_TOO_LARGE", "at": "ERROR"}, result
+    # The 256 KiB call reached the broker, whose schema refuses a 400+ character query.
+    assert provider.calls == []
+
+
+def test_forged_capability_message_for_an_undeclared_capability(tmp_path: Path) -> None:
+    body = (
+        "import fs from 'node:fs'; export default () => {"
+        ' fs.writeSync(Number(process.argv[3]), \'{"type":"capability","id":77,"name":"ai.generate","args":{"prompt":"x"}}\\n\');'
+        " const b = Buffer.alloc(4096); const n = fs.readSync(Number(process.argv[2]), b, 0, 4096, null);"
+        " return { reply: b.subarray(0, n).toString() }; };"
+    )
+    provider = MemoryProvider("p", {"ai.generate": {"text": "spent money"}, "web.search": {}})
+    result = _run(tmp_path, body, provider)
+    assert provider.calls == [], "a forged request for an undeclared capability reached the broker"
+    assert "spent money" not in str(result)
+
+
+def test_invalid_arguments_from_a_tool_are_an_error_result(tmp_path: Path) -> None:
+    body = (
+        "export default (i, ctx) => ctx.capability('web.search', { query: 'q', apiKey: 'sk-x' });"
+    )
+    provider = MemoryProvider("p", {"web.search": {"ok": True}})
+    result = _run(tmp_path, body, provider)
+    assert result["output"]["status"] == "ERROR" and result["output"]["code"] == "INVALID_INPUT"
+    assert provider.calls == []

@@ -1,0 +1,118 @@
+"""`splice secret-scan`: planted keys of every known format and configured values are found,
+reported as path:line and kind without the secret; this repository is clean."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import string
+import subprocess
+from pathlib import Path
+
+from splice_build.security.secret_scan import KEY_FORMATS, scan_paths, scan_text
+from splice_build.spec.pack import pack_directory
+from testing.cli import run_splice
+
+REPO = Path(__file__).resolve().parents[2]
+ALNUM = string.ascii_letters + string.digits
+
+
+def _random(n: int, alphabet: str = ALNUM) -> str:
+    return "".join(secrets.choice(alphabet) for _ in range(n))
+
+
+def planted() -> dict[str, str]:
+    """One realistic random credential per known format (built at run time, never stored)."""
+    pem_body = "\n".join(_random(64, ALNUM + "+/") for _ in range(4))
+    head = "-----BEGIN " + "PRIVATE KEY-----"
+    return {
+        "PEM private key": f"{head}\n{pem_body}\n-----END PRIVATE KEY-----",
+        "Splice registry token": "splice_" + _random(43),
+        "GitHub token": "gh" + "p_" + _random(36),
+        "OpenAI/Anthropic-style key": "sk-" + "proj-" + _random(40),
+        "Slack token": "xo" + "xb-" + _random(12, string.digits) + "-" + _random(24),
+        "AWS access key id": "AK" + "IA" + _random(16, string.ascii_uppercase + string.digits),
+        "Google API key": "AI" + "za" + _random(35),
+        "JSON Web Token": "ey" + "J" + _random(20) + ".ey" + "J" + _random(30) + "." + _random(43),
+    }
+
+
+def _git_repo(root: Path, files: dict[str, str]) -> Path:
+    root.mkdir(parents=True)
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    subprocess.run(
+        ["git", "-C", str(root), "add", *[n for n in files if not n.startswith("untracked")]],
+        check=True,
+    )
+    return root
+
+
+def test_every_known_format_is_found_without_showing_it(tmp_path: Path) -> None:
+    keys = planted()
+    assert set(keys) == set(KEY_FORMATS)
+    files = {
+        f"src/{i}.txt": f"line one\nvalue = '{value}'\n" for i, value in enumerate(keys.values())
+    }
+    files["untracked.txt"] = keys["GitHub token"]
+    repo = _git_repo(tmp_path / "repo", files)
+    report = scan_paths([(repo, "repo")])
+    found = {(f.path, f.line, f.kind) for f in report.findings}
+    expected = {(f"repo/src/{i}.txt", 2, kind) for i, kind in enumerate(keys)}
+    assert found == expected
+    done = run_splice("secret-scan", "repo", cwd=tmp_path)
+    assert done.code == 1
+    assert "repo/src/2.txt:2: GitHub token" in done.stdout
+    for value in keys.values():
+        for piece in value.splitlines():
+            assert piece not in done.stdout + done.stderr
+
+
+def test_configured_values_build_output_and_packed_packages(tmp_path: Path) -> None:
+    value = "custom-" + _random(24)
+    project = tmp_path / "project"
+    (project / "dist").mkdir(parents=True)
+    (project / ".env.local").write_text(f"TAVILY_API_KEY={value}\n", encoding="utf-8")
+    (project / "dist" / "bundle.js").write_text(f"const k = '{value}';\n", encoding="utf-8")
+    package = project / "pkg"
+    (package / "tools").mkdir(parents=True)
+    manifest = {
+        "specVersion": 1, "namespace": "t", "name": "leaky", "version": "1.0.0", "description": "A leaky package.",
+        "tools": [{"name": "t", "description": "A tool.", "entry": "tools/t.mjs", "input": {"type": "object"}}],
+    }  # fmt: skip
+    (package / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    (package / "SKILL.md").write_text("# leaky\n", encoding="utf-8")
+    (package / "tools" / "t.mjs").write_text(
+        f"export default () => ({{}});\n// {planted()['GitHub token']}\n", encoding="utf-8"
+    )
+    (project / "leaky.tar.gz").write_bytes(pack_directory(package).archive)
+    done = run_splice("secret-scan", "dist", "leaky.tar.gz", "--json", cwd=project)
+    assert done.code == 1, done.stderr
+    findings = done.json()["findings"]
+    assert {
+        "path": "dist/bundle.js",
+        "line": 1,
+        "kind": "configured value of TAVILY_API_KEY",
+    } in findings
+    assert {"path": "leaky.tar.gz!tools/t.mjs", "line": 2, "kind": "GitHub token"} in findings
+    assert value not in done.stdout + done.stderr
+
+
+def test_samples_are_not_findings() -> None:
+    samples = [
+        "AKIAIOSFODNN7EXAMPLE",
+        "sk-ant-abcdefghijklmnopqrstuv",
+        "xoxb-1234567890-abcdef",
+        "-----BEGIN PRIVATE KEY-----\\nMIIE\\n-----END PRIVATE KEY-----",
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTYifQ.c2lnbmF0dXJlLXZhbHVl",
+        "token = " + "gh" + "p_" + _random(36) + "  # secret-scan: allow",
+    ]
+    assert scan_text("\n".join(samples), "x") == []
+
+
+def test_this_repository_is_clean() -> None:
+    done = run_splice("secret-scan", ".", "--json", cwd=REPO, timeout=120)
+    assert done.code == 0, done.stdout
+    assert done.json()["findings"] == [] and done.json()["files"] > 100
