@@ -26,33 +26,50 @@ _SECRET_NAME_WORDS = (
     "SECRET|TOKEN|PASSWORD|PASSWD|API_KEY|APIKEY|PRIVATE_KEY|ACCESS_KEY|CREDENTIALS?"
 )
 
-# (pattern, replacement) in the order of interfaces.md section 9.
-_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
-    # 1. PEM private key blocks (to END, or to the end of the text when truncated)
-    (
+
+@dataclass(frozen=True)
+class KeyFormat:
+    """A credential format: what it is called, how it looks, what replaces it."""
+
+    kind: str
+    pattern: re.Pattern[str]
+    replacement: str = REDACTED
+
+
+# Classes 1–8 of interfaces.md section 9: the credential formats (also what `splice
+# secret-scan` looks for, reporting ``kind``).
+KEY_FORMATS: tuple[KeyFormat, ...] = (
+    KeyFormat(
+        "PEM private key",
         re.compile(
             r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)",
             re.DOTALL,
         ),
         "[REDACTED PRIVATE KEY]",
     ),
-    # 2. Splice registry tokens: exactly 43 base64url characters after the prefix
-    (
+    # exactly 43 base64url characters after the prefix, so MCP tool names stay untouched
+    KeyFormat(
+        "Splice registry token",
         re.compile(r"(?<![A-Za-z0-9_-])splice_[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])"),
         "splice_[REDACTED]",
     ),
-    # 3. GitHub tokens
-    (re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,255}|github_pat_[A-Za-z0-9_]{20,255})"), REDACTED),
-    # 4. OpenAI / Anthropic style keys
-    (re.compile(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}"), REDACTED),
-    # 5. Slack tokens
-    (re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), REDACTED),
-    # 6. AWS access key ids
-    (re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), REDACTED),
-    # 7. Google API keys
-    (re.compile(r"\bAIza[A-Za-z0-9_-]{35}"), REDACTED),
-    # 8. JSON Web Tokens
-    (re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"), REDACTED),
+    KeyFormat(
+        "GitHub token",
+        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,255}|github_pat_[A-Za-z0-9_]{20,255})"),
+    ),
+    KeyFormat("OpenAI/Anthropic-style key", re.compile(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}")),
+    KeyFormat("Slack token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
+    KeyFormat("AWS access key id", re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b")),
+    KeyFormat("Google API key", re.compile(r"\bAIza[A-Za-z0-9_-]{35}")),
+    KeyFormat(
+        "JSON Web Token",
+        re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"),
+    ),
+)
+
+# (pattern, replacement) in the order of interfaces.md section 9.
+_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+    *((key.pattern, key.replacement) for key in KEY_FORMATS),
     # 9. Authorization / Proxy-Authorization header values (any scheme)
     (
         re.compile(r"(?im)\b((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?)[^\r\n\"',}]+"),

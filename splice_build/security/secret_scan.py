@@ -29,19 +29,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from splice_build.security.redact import _PATTERNS as REDACTION_PATTERNS
+from splice_build.security.redact import KEY_FORMATS as REDACTION_KEY_FORMATS
 
 # Names of the key-format classes of redact.py, in its order (interfaces.md 9, classes 1-8).
-KEY_FORMATS: tuple[str, ...] = (
-    "PEM private key",
-    "Splice registry token",
-    "GitHub token",
-    "OpenAI/Anthropic-style key",
-    "Slack token",
-    "AWS access key id",
-    "Google API key",
-    "JSON Web Token",
-)
+KEY_FORMATS: tuple[str, ...] = tuple(key.kind for key in REDACTION_KEY_FORMATS)
 ALLOW_MARKER = "secret-scan: allow"
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz")
 MAX_FILE_BYTES = 16 * 1024 * 1024  # larger files are reported as skipped, not read
@@ -74,8 +65,7 @@ class ScanReport:
 
 
 def _key_patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
-    patterns = tuple(pattern for pattern, _ in REDACTION_PATTERNS)
-    return tuple(zip(KEY_FORMATS, patterns[: len(KEY_FORMATS)], strict=True))
+    return tuple((key.kind, key.pattern) for key in REDACTION_KEY_FORMATS)
 
 
 def _sequential(text: str) -> bool:
