@@ -80,6 +80,9 @@ class ErrorCode(StrEnum):
     RESULT_TOO_LARGE = "RESULT_TOO_LARGE"
     BROKER_ERROR = "BROKER_ERROR"
     PROVIDER_ERROR = "PROVIDER_ERROR"
+    # network guard (security/guarded_http.py)
+    NETWORK_ERROR = "NETWORK_ERROR"
+    RESPONSE_TOO_LARGE = "RESPONSE_TOO_LARGE"
     ALL_PROVIDERS_FAILED = "ALL_PROVIDERS_FAILED"
     # registry service (HTTP error bodies)
     NOT_FOUND = "NOT_FOUND"

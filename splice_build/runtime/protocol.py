@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from splice_build.runtime.limits import FRAME_ENVELOPE_DEPTH, MAX_NUMBER_LITERAL, MAX_OUTPUT_DEPTH
+from splice_build.security.netpolicy import policy_json
 
 PROTOCOL_VERSION = 1
 # The exact prefix host.mjs writes before a successful output (used to name an oversized
@@ -55,16 +56,23 @@ class Job:
     input: Any
     context: dict[str, Any]
     env: dict[str, str]
+    # Test hook only (SpliceRuntime(_unsafe_test_resolver=...)): {name: [[addresses], ...]},
+    # the answers of the 1st, 2nd, ... lookup of that name in the network guard.
+    test_resolver: dict[str, list[list[str]]] | None = None
 
     def encode(self) -> bytes:
-        frame = {
+        frame: dict[str, Any] = {
             "type": "job",
             "protocol": PROTOCOL_VERSION,
             "entryUrl": self.entry_url,
             "input": self.input,
             "context": self.context,
             "env": self.env,
+            # The host cannot read schemas/: the network guard's policy travels in the job.
+            "netPolicy": policy_json(),
         }
+        if self.test_resolver is not None:
+            frame["testResolver"] = self.test_resolver
         return _encode(frame)
 
 

@@ -6,7 +6,7 @@ import { ACCESS_DENIED, HOST_CODES } from './codes.mjs';
 import { Channel, jsonString } from './channel.mjs';
 import { harden, installEnvironment } from './harden.mjs';
 import { installModuleGuard } from './module_guard.mjs';
-import { createGuardedFetch } from './net_guard.mjs';
+import { createGuardedFetch, tableResolver } from './net_guard.mjs';
 import { createCapabilityClient } from './capability.mjs';
 import {
   apply, freeze, processOn, reallyExit, safeGet, safeString, stringify, writeSync,
@@ -65,7 +65,14 @@ let logger;
 try {
   installEnvironment(job.env || {});
   installModuleGuard(context.paths.package);
-  logger = harden({ guardedFetch: createGuardedFetch({ patterns: permissions.network || [] }) });
+  // netPolicy is schemas/netpolicy.json, sent by the parent (the host cannot read that file);
+  // testResolver exists only when a Python test passed SpliceRuntime(_unsafe_test_resolver=…).
+  const guardedFetch = createGuardedFetch({
+    patterns: permissions.network || [],
+    policy: deepFreeze(job.netPolicy),
+    resolve: job.testResolver ? tableResolver(deepFreeze(job.testResolver)) : undefined,
+  });
+  logger = harden({ guardedFetch });
 } catch (err) {
   hostFailure('hardening', err);
 }

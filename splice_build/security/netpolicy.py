@@ -1,0 +1,75 @@
+"""The network policy data: ``splice_build/schemas/netpolicy.json``, loaded once.
+
+One file for the Node host (the runtime sends it in the job) and for Python (address
+classification, target checks and the guarded ``requests`` session read the typed
+``NetPolicy``). docs/network-security.md explains every entry.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ipaddress import IPv4Network, IPv6Network
+
+
+@dataclass(frozen=True)
+class NetPolicy:
+    """netpolicy.json, typed. Ranges are ``(network, name)`` pairs, IPv4 and IPv6 apart."""
+
+    protocols: tuple[str, ...]
+    refused_v4: tuple[tuple[IPv4Network, str], ...]
+    refused_v6: tuple[tuple[IPv6Network, str], ...]
+    loopback_v4: tuple[IPv4Network, ...]
+    loopback_v6: tuple[IPv6Network, ...]
+    localhost_names: tuple[str, ...]
+    localhost_suffixes: tuple[str, ...]
+    localhost_grant: str
+    max_redirects: int
+    redirect_statuses: frozenset[int]
+    to_get_always: frozenset[int]
+    to_get_after_post: frozenset[int]
+    drop_cross_origin: tuple[str, ...]
+    dropped_request_headers: frozenset[str]
+    max_response_bytes: int
+    decodings: tuple[str, ...]
+
+
+@lru_cache(maxsize=1)
+def policy_json() -> dict[str, Any]:
+    """The raw document (what the runtime puts in the job as ``netPolicy``)."""
+    text = (resources.files("splice_build.schemas") / "netpolicy.json").read_text("utf-8")
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+@lru_cache(maxsize=1)
+def load_policy() -> NetPolicy:
+    """The typed policy; raises ``ValueError`` if the data file is malformed (a packaging bug)."""
+    from ipaddress import IPv4Network, IPv6Network
+
+    raw = policy_json()
+    refused = raw["refused"]
+    redirects = raw["redirects"]
+    return NetPolicy(
+        protocols=tuple(raw["protocols"]),
+        refused_v4=tuple((IPv4Network(r["cidr"]), r["name"]) for r in refused["ipv4"]),
+        refused_v6=tuple((IPv6Network(r["cidr"]), r["name"]) for r in refused["ipv6"]),
+        loopback_v4=tuple(IPv4Network(c) for c in raw["loopback"]["ipv4"]),
+        loopback_v6=tuple(IPv6Network(c) for c in raw["loopback"]["ipv6"]),
+        localhost_names=tuple(raw["localhost"]["names"]),
+        localhost_suffixes=tuple(raw["localhost"]["suffixes"]),
+        localhost_grant=raw["localhost"]["grant"],
+        max_redirects=int(redirects["max"]),
+        redirect_statuses=frozenset(redirects["statuses"]),
+        to_get_always=frozenset(redirects["toGetAlways"]),
+        to_get_after_post=frozenset(redirects["toGetAfterPost"]),
+        drop_cross_origin=tuple(redirects["dropCrossOrigin"]),
+        dropped_request_headers=frozenset(raw["requestHeaders"]["dropped"]),
+        max_response_bytes=int(raw["response"]["maxBytes"]),
+        decodings=tuple(raw["response"]["decodings"]),
+    )

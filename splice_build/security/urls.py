@@ -1,0 +1,360 @@
+"""URL parsing for the network guard, following the WHATWG URL standard where it decides a host.
+
+The Node guard parses targets with Node's WHATWG ``URL``; the Python guard must reach the same
+host for the same text, or a URL could mean one address to a check and another to a
+connection. So this module implements the parts of the standard that decide *where* a URL
+points: scheme, the special-authority rules (``\\`` as ``/``, any number of slashes, the
+last ``@`` ends the userinfo), the port, and the host parser (percent-decoding, UTS #46
+mapping — full-width and circled digits, ideographic full stops —, IPv4 in decimal, octal,
+hex and short forms, IPv6 with compression and an embedded IPv4 tail).
+Paths and queries are carried over without WHATWG re-encoding (they do not decide the
+target). ``tests/network/test_url_table.py`` checks verdicts against Node for 100+ forms.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from urllib.parse import unquote_to_bytes
+
+SPECIAL_PORTS: dict[str, int | None] = {
+    "http": 80,
+    "https": 443,
+    "ws": 80,
+    "wss": 443,
+    "ftp": 21,
+    "file": None,
+}
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*")
+_FORBIDDEN_HOST = frozenset("\x00\t\n\r #/:<>?@[\\]^|")
+_FORBIDDEN_DOMAIN = _FORBIDDEN_HOST | frozenset("%\x7f") | {chr(c) for c in range(0x20)}
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+class InvalidUrl(ValueError):
+    """The text is not a valid absolute URL (Node's ``new URL`` throws for it too)."""
+
+
+@dataclass(frozen=True)
+class ParsedUrl:
+    """The parts of a URL the guard needs; ``hostname`` is serialized as WHATWG does."""
+
+    protocol: str  # "https:"
+    username: str
+    password: str
+    hostname: str  # "example.com", "127.0.0.1", "[::1]"; "" when there is none
+    port: str  # "" for none or the scheme's default
+    path: str  # path and query, as given (backslashes turned into slashes)
+
+    @property
+    def special(self) -> bool:
+        return self.protocol[:-1] in SPECIAL_PORTS
+
+    @property
+    def origin(self) -> str:
+        if self.protocol not in ("http:", "https:", "ws:", "wss:", "ftp:"):
+            return "null"
+        return f"{self.protocol}//{self.hostname}{':' + self.port if self.port else ''}"
+
+    @property
+    def href(self) -> str:
+        auth = ""
+        if self.username or self.password:
+            auth = self.username + (":" + self.password if self.password else "") + "@"
+        return f"{self.protocol}//{auth}{self.hostname}{':' + self.port if self.port else ''}{self.path}"
+
+
+def _clean(text: str) -> str:
+    text = text.strip("".join(chr(c) for c in range(0x21)))
+    return text.replace("\t", "").replace("\n", "").replace("\r", "")
+
+
+def parse_url(text: str) -> ParsedUrl:
+    """Parse an absolute URL; raises ``InvalidUrl`` where WHATWG parsing fails."""
+    text = _clean(text)
+    colon = text.find(":")
+    if colon <= 0 or not _SCHEME.fullmatch(text[:colon]):
+        raise InvalidUrl(f"Invalid URL: {text}")
+    scheme = text[:colon].lower()
+    rest = text[colon + 1 :]
+    if scheme not in SPECIAL_PORTS:
+        return _opaque(scheme, rest)
+    if scheme == "file":
+        return _file(rest)
+    rest = rest.lstrip("/\\")
+    end = len(rest)
+    for i, ch in enumerate(rest):
+        if ch in "/\\?#":
+            end = i
+            break
+    authority, tail = rest[:end], rest[end:]
+    username, password, hostport = _split_userinfo(authority)
+    host_text, port_text = _split_port(hostport)
+    if host_text == "":
+        raise InvalidUrl(f"Invalid URL: {text}")
+    hostname = parse_host(host_text)
+    return ParsedUrl(
+        protocol=f"{scheme}:",
+        username=username,
+        password=password,
+        hostname=hostname,
+        port=_port(port_text, SPECIAL_PORTS[scheme]),
+        path=_path(tail),
+    )
+
+
+def _opaque(scheme: str, rest: str) -> ParsedUrl:
+    """A non-special scheme: only the authority's validity matters (the scheme is refused)."""
+    hostname = ""
+    if rest.startswith("//"):
+        authority = re.split(r"[/?#]", rest[2:], maxsplit=1)[0]
+        _user, _pw, hostport = _split_userinfo(authority)
+        host_text, port_text = _split_port(hostport)
+        if host_text.startswith("["):
+            hostname = parse_host(host_text)
+        elif any(ch in _FORBIDDEN_HOST for ch in host_text):
+            raise InvalidUrl(f"Invalid URL: {scheme}:{rest}")
+        else:
+            hostname = host_text
+        _port(port_text, None)
+    return ParsedUrl(f"{scheme}:", "", "", hostname, "", "")
+
+
+def _file(rest: str) -> ParsedUrl:
+    hostname = ""
+    stripped = rest.replace("\\", "/")
+    if stripped.startswith("//"):
+        host_text = re.split(r"[/?#]", stripped[2:], maxsplit=1)[0]
+        if host_text:
+            hostname = parse_host(host_text)
+            if hostname == "localhost":
+                hostname = ""
+    return ParsedUrl("file:", "", "", hostname, "", "")
+
+
+def _split_userinfo(authority: str) -> tuple[str, str, str]:
+    at = authority.rfind("@")
+    if at < 0:
+        return "", "", authority
+    userinfo, hostport = authority[:at], authority[at + 1 :]
+    if hostport == "":
+        raise InvalidUrl("Invalid URL: credentials without a host")
+    user, _, password = userinfo.partition(":")
+    return user.replace("@", "%40"), password.replace("@", "%40"), hostport
+
+
+def _split_port(hostport: str) -> tuple[str, str | None]:
+    inside = False
+    for i, ch in enumerate(hostport):
+        if ch == "[":
+            inside = True
+        elif ch == "]":
+            inside = False
+        elif ch == ":" and not inside:
+            return hostport[:i], hostport[i + 1 :]
+    return hostport, None
+
+
+def _port(text: str | None, default: int | None) -> str:
+    if text is None or text == "":
+        return ""
+    if not text.isascii() or not text.isdigit():
+        raise InvalidUrl(f"Invalid URL: port {text!r}")
+    value = int(text)
+    if value > 65535:
+        raise InvalidUrl(f"Invalid URL: port {text!r}")
+    return "" if value == default else str(value)
+
+
+def _path(tail: str) -> str:
+    tail = tail.split("#", 1)[0]
+    path, sep, query = tail.partition("?")
+    path = path.replace("\\", "/")
+    if not path.startswith("/"):
+        path = "/" + path
+    return path + sep + query
+
+
+def parse_host(text: str) -> str:
+    """The WHATWG host parser for special schemes; returns the serialized host."""
+    if text.startswith("["):
+        if not text.endswith("]"):
+            raise InvalidUrl(f"Invalid URL: host {text!r}")
+        return f"[{serialize_ipv6(parse_ipv6(text[1:-1]))}]"
+    domain = unquote_to_bytes(text).decode("utf-8", "replace")
+    ascii_domain = domain_to_ascii(domain)
+    if any(ch in _FORBIDDEN_DOMAIN for ch in ascii_domain) or ascii_domain == "":
+        raise InvalidUrl(f"Invalid URL: host {text!r}")
+    if _ends_in_number(ascii_domain):
+        return serialize_ipv4(parse_ipv4(ascii_domain))
+    return ascii_domain
+
+
+def domain_to_ascii(domain: str) -> str:
+    """UTS #46 ToASCII with the URL standard's flags (no STD3 rules, non-transitional)."""
+    import idna
+
+    try:
+        mapped = idna.uts46_remap(domain, std3_rules=False, transitional=False)
+    except idna.IDNAError as exc:
+        raise InvalidUrl(f"Invalid URL: host {domain!r}") from exc
+    labels = []
+    for label in mapped.split("."):
+        if label.startswith("xn--"):
+            try:
+                label[4:].encode("ascii").decode("punycode")
+            except (UnicodeError, ValueError) as exc:
+                raise InvalidUrl(f"Invalid URL: host {domain!r}") from exc
+            labels.append(label)
+        elif label.isascii():
+            labels.append(label)
+        else:
+            labels.append("xn--" + label.encode("punycode").decode("ascii"))
+    return ".".join(labels)
+
+
+def _ends_in_number(domain: str) -> bool:
+    parts = domain.split(".")
+    if parts[-1] == "":
+        if len(parts) == 1:
+            return False
+        parts.pop()
+    last = parts[-1]
+    if last != "" and last.isascii() and last.isdigit():
+        return True
+    return _ipv4_number(last) is not None
+
+
+def _ipv4_number(text: str) -> int | None:
+    if text == "":
+        return None
+    radix = 10
+    if len(text) >= 2 and text[:2] in ("0x", "0X"):
+        radix, text = 16, text[2:]
+    elif len(text) >= 2 and text[0] == "0":
+        radix, text = 8, text[1:]
+    if text == "":
+        return 0
+    digits = {10: "0123456789", 8: "01234567", 16: "0123456789abcdefABCDEF"}[radix]
+    if any(ch not in digits for ch in text):
+        return None
+    return int(text, radix)
+
+
+def parse_ipv4(text: str) -> int:
+    """The WHATWG IPv4 parser (decimal, octal, hex, 1 to 4 parts); raises InvalidUrl."""
+    parts = text.split(".")
+    if parts[-1] == "" and len(parts) > 1:
+        parts.pop()
+    if len(parts) > 4:
+        raise InvalidUrl(f"Invalid URL: IPv4 {text!r}")
+    numbers = []
+    for part in parts:
+        number = _ipv4_number(part)
+        if number is None:
+            raise InvalidUrl(f"Invalid URL: IPv4 {text!r}")
+        numbers.append(number)
+    if any(n > 255 for n in numbers[:-1]) or numbers[-1] >= 256 ** (5 - len(numbers)):
+        raise InvalidUrl(f"Invalid URL: IPv4 {text!r}")
+    value = numbers[-1]
+    for i, n in enumerate(numbers[:-1]):
+        value += n * 256 ** (3 - i)
+    return value
+
+
+def serialize_ipv4(value: int) -> str:
+    return ".".join(str((value >> shift) & 0xFF) for shift in (24, 16, 8, 0))
+
+
+def parse_ipv6(text: str) -> list[int]:
+    """The WHATWG IPv6 parser; eight 16-bit pieces or InvalidUrl."""
+    bad = InvalidUrl(f"Invalid URL: IPv6 {text!r}")
+    pieces = [0] * 8
+    index, compress, i, n = 0, None, 0, len(text)
+    if text.startswith(":"):
+        if not text.startswith("::"):
+            raise bad
+        i, index, compress = 2, 1, 1
+    while i < n:
+        if index == 8:
+            raise bad
+        if text[i] == ":":
+            if compress is not None:
+                raise bad
+            i += 1
+            index += 1
+            compress = index
+            continue
+        value = length = 0
+        while length < 4 and i < n and text[i] in _HEX:
+            value = value * 16 + int(text[i], 16)
+            i += 1
+            length += 1
+        if i < n and text[i] == ".":
+            if length == 0 or index > 6:
+                raise bad
+            pieces[index], pieces[index + 1] = _ipv4_tail(text[i - length :], bad)
+            index += 2
+            i = n
+            break
+        if i < n and text[i] == ":":
+            i += 1
+            if i == n:
+                raise bad
+        elif i < n:
+            raise bad
+        pieces[index] = value
+        index += 1
+    if compress is not None:
+        swaps = index - compress
+        index = 7
+        while index != 0 and swaps > 0:
+            j = compress + swaps - 1
+            pieces[index], pieces[j] = pieces[j], pieces[index]
+            index -= 1
+            swaps -= 1
+    elif index != 8:
+        raise bad
+    return pieces
+
+
+def _ipv4_tail(text: str, bad: InvalidUrl) -> tuple[int, int]:
+    parts = text.split(".")
+    if len(parts) != 4:
+        raise bad
+    value = 0
+    for part in parts:
+        if (
+            part == ""
+            or not part.isascii()
+            or not part.isdigit()
+            or (len(part) > 1 and part[0] == "0")
+        ):
+            raise bad
+        number = int(part)
+        if number > 255:
+            raise bad
+        value = value * 256 + number
+    return value >> 16, value & 0xFFFF
+
+
+def serialize_ipv6(pieces: list[int]) -> str:
+    """Compressed lowercase form: the first longest run (length > 1) of zeros becomes ``::``."""
+    best_start, best_len, start = -1, 1, None
+    for k in range(9):
+        if k < 8 and pieces[k] == 0:
+            if start is None:
+                start = k
+        elif start is not None:
+            if k - start > best_len:
+                best_start, best_len = start, k - start
+            start = None
+    out, k = "", 0
+    while k < 8:
+        if k == best_start:
+            out += "::" if k == 0 else ":"
+            k += best_len
+            continue
+        out += f"{pieces[k]:x}" + (":" if k < 7 else "")
+        k += 1
+    return out

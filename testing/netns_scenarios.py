@@ -1,0 +1,73 @@
+"""DNS-rebinding scenarios run by ``testing.netns.run_in_private_netns`` (one JSON line out).
+
+Each starts a real HTTP server on 127.0.0.1 inside the namespace and gives the guard a fake
+resolver whose first answer is public (unreachable here: no route, no packet leaves) and whose
+second answer is 127.0.0.1. The guard must connect only to the address it checked.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+PUBLIC = "2606:4700:4700::1111"  # a public address; unreachable inside the namespace
+
+
+def node_rebinding() -> dict[str, object]:
+    from splice_build.runtime import SpliceRuntime
+    from testing.hostile_packages import write_package
+    from testing.netservers import serve
+
+    with serve() as server, tempfile.TemporaryDirectory() as tmp:
+        url = f"http://rebind.test:{server.port}/echo"
+        body = (
+            "export default async () => { const out = [];"
+            " for (let i = 0; i < 2; i++) {"
+            f"  try {{ await fetch('{url}', {{ signal: AbortSignal.timeout(1500) }});"
+            " out.push('reached'); }"
+            "  catch (e) { out.push(e.code === 'ERR_ACCESS_DENIED' ? 'denied' : 'failed'); } }"
+            " return out; };"
+        )
+        project = Path(tmp) / "project"
+        project.mkdir()
+        pkg = write_package(Path(tmp) / "pkgs", body, permissions={"network": ["*"]})
+        runtime = SpliceRuntime(
+            project_root=project,
+            env={},
+            _unsafe_test_resolver={"rebind.test": [[PUBLIC], ["127.0.0.1"]]},
+        )
+        result = runtime.execute(runtime.load(pkg), "t", {})
+        return {"result": result.to_json(), "seen": len(server.seen)}
+
+
+def python_rebinding() -> dict[str, object]:
+    from splice_build.security.guarded_http import GuardedSession
+    from splice_build.security.net_errors import NetworkDenied, NetworkFailure
+    from testing.netservers import FakeResolver, serve
+
+    outcomes: list[str] = []
+    with serve() as server:
+        resolver = FakeResolver({"rebind.test": [[PUBLIC], ["127.0.0.1"]]})
+        with GuardedSession(["*"], resolver=resolver, timeout_s=2) as http:
+            for _ in range(2):
+                try:
+                    http.get(f"http://rebind.test:{server.port}/echo")
+                    outcomes.append("reached")
+                except NetworkDenied:
+                    outcomes.append("denied")
+                except NetworkFailure:
+                    outcomes.append("failed")
+            lookups = http.lookups
+        return {
+            "outcomes": outcomes,
+            "lookups": lookups,
+            "calls": resolver.calls,
+            "seen": len(server.seen),
+        }
+
+
+if __name__ == "__main__":
+    name, *args = sys.argv[1:]
+    print(json.dumps(globals()[name](*args)))

@@ -1,0 +1,274 @@
+"""Local HTTP servers on 127.0.0.1 and a fake DNS resolver for the network-guard tests.
+
+``NetServer`` answers on a few routes and records every request it receives (so a test can
+assert that a refused target saw nothing):
+
+- ``/echo``: JSON ``{method, path, headers, body}`` of the request;
+- ``/redirect?to=URL&status=302``: a redirect to ``to``;
+- ``/chain/N``: ``N`` same-origin redirects, then ``/echo``;
+- ``/slow?ms=N``: headers, then the body after N ms;
+- ``/big?bytes=N``: N bytes of body; ``/gzip-bomb?bytes=N``: gzip of N zero bytes;
+- ``/gzip``, ``/deflate``, ``/deflate-raw``, ``/br``: ``{"coding": ...}`` in that encoding.
+
+``FakeResolver`` is the Python guard's resolver hook; ``resolver_table`` builds the same
+answers for ``SpliceRuntime(_unsafe_test_resolver=...)``. Test code only: nothing in
+``splice_build`` imports this module.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import socket
+import threading
+import time
+import zlib
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+# brotli of b'{"coding":"br"}' (made with Node's zlib.brotliCompressSync; Python has no brotli).
+BROTLI_BODY = bytes.fromhex("0b07807b22636f64696e67223a226272227d03")
+
+
+@dataclass(frozen=True)
+class Seen:
+    method: str
+    path: str
+    headers: dict[str, str]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: object) -> None:
+        return
+
+    def _reply(self, status: int, body: bytes, headers: Mapping[str, str] | None = None) -> None:
+        self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _handle(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        self.server.seen.append(Seen(self.command, self.path, headers))
+        url = urlsplit(self.path)
+        query = {k: v[0] for k, v in parse_qs(url.query).items()}
+        route = url.path
+        if route == "/redirect":
+            status = int(query.get("status", "302"))
+            self._reply(status, b"", {"Location": query["to"]})
+        elif route.startswith("/chain/"):
+            left = int(route.rsplit("/", 1)[1])
+            to = "/echo" if left <= 1 else f"/chain/{left - 1}"
+            self._reply(302, b"", {"Location": to})
+        elif route == "/slow":
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.flush()
+            time.sleep(int(query.get("ms", "2000")) / 1000)
+            self.wfile.write(b"ok")
+        elif route == "/big":
+            self._reply(200, b"x" * int(query["bytes"]))
+        elif route == "/gzip-bomb":
+            bomb = gzip.compress(b"\0" * int(query["bytes"]))
+            self._reply(200, bomb, {"Content-Encoding": "gzip"})
+        elif route in ("/gzip", "/deflate", "/deflate-raw", "/br"):
+            self._reply(200, *_encoded(route[1:]))
+        else:
+            echo = {
+                "method": self.command,
+                "path": self.path,
+                "headers": headers,
+                "body": body.decode("utf-8", "replace"),
+            }
+            data = json.dumps(echo).encode()
+            self._reply(200, data, {"Content-Type": "application/json"})
+
+    do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = do_PATCH = _handle
+
+
+def _encoded(coding: str) -> tuple[bytes, dict[str, str]]:
+    raw = json.dumps({"coding": coding}, separators=(",", ":")).encode()
+    if coding == "gzip":
+        return gzip.compress(raw), {"Content-Encoding": "gzip"}
+    if coding == "deflate":
+        return zlib.compress(raw), {"Content-Encoding": "deflate"}
+    if coding == "deflate-raw":
+        packer = zlib.compressobj(wbits=-15)
+        return packer.compress(raw) + packer.flush(), {"Content-Encoding": "deflate"}
+    return BROTLI_BODY, {"Content-Encoding": "br"}
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.seen: list[Seen] = []
+
+
+@dataclass
+class NetServer:
+    """A running server; ``url(path)`` builds ``http://127.0.0.1:<port><path>``."""
+
+    httpd: _Server
+    port: int
+
+    @property
+    def seen(self) -> list[Seen]:
+        return self.httpd.seen
+
+    def url(self, path: str = "/echo", host: str = "127.0.0.1") -> str:
+        return f"http://{host}:{self.port}{path}"
+
+    def paths(self) -> list[str]:
+        return [s.path for s in self.httpd.seen]
+
+
+@contextmanager
+def serve() -> Iterator[NetServer]:
+    """Run a NetServer in a thread for the duration of the block."""
+    httpd = _Server()
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield NetServer(httpd, httpd.server_address[1])
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@contextmanager
+def unix_listener(path: Path) -> Iterator[list[bytes]]:
+    """A UNIX socket that records whatever any client sends (it must stay empty)."""
+    received: list[bytes] = []
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(str(path))
+    sock.listen(4)
+    sock.settimeout(0.2)
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = sock.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.settimeout(0.5)
+                try:
+                    received.append(conn.recv(65536) or b"<connected>")
+                except OSError:
+                    received.append(b"<connected>")
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    try:
+        yield received
+    finally:
+        stop.set()
+        thread.join(2)
+        sock.close()
+
+
+class FakeResolver:
+    """``resolver(name)`` for the Python guard: the n-th call for a name returns the n-th
+    answer list of ``table[name]`` (the last one repeats); unknown names fail like DNS."""
+
+    def __init__(self, table: Mapping[str, Sequence[Sequence[str]]]) -> None:
+        self._table = {name: [list(a) for a in answers] for name, answers in table.items()}
+        self.calls: list[str] = []
+
+    def __call__(self, name: str) -> list[str]:
+        self.calls.append(name)
+        answers = self._table.get(name)
+        if not answers:
+            raise socket.gaierror(socket.EAI_NONAME, f"fake resolver: {name} not found")
+        n = self.calls.count(name) - 1
+        return answers[min(n, len(answers) - 1)]
+
+
+def resolver_table(table: Mapping[str, Sequence[Sequence[str]]]) -> dict[str, list[list[str]]]:
+    """The same table in the job's JSON shape (``SpliceRuntime(_unsafe_test_resolver=...)``)."""
+    return {name: [list(a) for a in answers] for name, answers in table.items()}
+
+
+@contextmanager
+def serve_tls(tmp_dir: Path, hostname: str = "localhost") -> Iterator[tuple[int, Path]]:
+    """An HTTPS echo server on 127.0.0.1 whose certificate (for ``hostname`` and 127.0.0.1)
+    is signed by a fresh test CA; yields ``(port, ca_pem_path)``."""
+    import ssl
+
+    cert_path, key_path, ca_path = _test_certificates(tmp_dir, hostname)
+    httpd = _Server()
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert_path, key_path)
+    httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield httpd.server_address[1], ca_path
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def _test_certificates(tmp_dir: Path, hostname: str) -> tuple[Path, Path, Path]:
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.UTC)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "splice test CA")])
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = ec.generate_private_key(ec.SECP256R1())
+    names = [x509.DNSName(hostname), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hostname)]))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName(names), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    cert_path, key_path, ca_path = tmp_dir / "cert.pem", tmp_dir / "key.pem", tmp_dir / "ca.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    ca_path.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_path, key_path, ca_path

@@ -1,0 +1,96 @@
+"""Address classification from netpolicy.json, in Python and (same data) in the Node host."""
+
+from __future__ import annotations
+
+import pytest
+
+from splice_build.security.addresses import (
+    address_key,
+    is_loopback_address,
+    is_public_address,
+    refused_range,
+)
+from splice_build.security.netpolicy import load_policy
+from testing.node_guard import run_driver
+
+# (address, public)
+CASES = [
+    ("8.8.8.8", True),
+    ("1.1.1.1", True),
+    ("93.184.215.14", True),
+    ("0.0.0.0", False),
+    ("10.1.2.3", False),
+    ("100.64.0.1", False),
+    ("100.63.255.255", True),
+    ("127.0.0.1", False),
+    ("127.255.255.254", False),
+    ("169.254.169.254", False),
+    ("172.16.0.1", False),
+    ("172.32.0.1", True),
+    ("192.0.0.8", False),
+    ("192.0.2.1", False),
+    ("192.88.99.1", False),
+    ("192.168.0.1", False),
+    ("198.18.0.1", False),
+    ("198.51.100.1", False),
+    ("203.0.113.9", False),
+    ("224.0.0.251", False),
+    ("255.255.255.255", False),
+    ("::", False),
+    ("::1", False),
+    ("::ffff:8.8.8.8", False),
+    ("::ffff:7f00:1", False),
+    ("::8.8.8.8", False),
+    ("::ffff:0:808:808", False),
+    ("64:ff9b::808:808", False),
+    ("64:ff9b:1::1", False),
+    ("100::1", False),
+    ("2001::1", False),
+    ("2001:1ff::1", False),
+    ("2001:200::1", True),
+    ("2001:db8::1", False),
+    ("2002:808:808::1", False),
+    ("3fff::1", False),
+    ("5f00::1", False),
+    ("fc00::1", False),
+    ("fdff::1", False),
+    ("fe80::1", False),
+    ("fe80::1%eth0", False),
+    ("fec0::1", False),
+    ("ff02::1", False),
+    ("2606:4700:4700::1111", True),
+    ("2a00:1450::1", True),
+    ("localhost", False),
+    ("127.1", False),
+    ("", False),
+    ("not an address", False),
+]
+
+
+@pytest.mark.parametrize(("address", "public"), CASES)
+def test_python_classification(address: str, public: bool) -> None:
+    assert is_public_address(address) is public
+
+
+@pytest.mark.node
+def test_node_classification_matches() -> None:
+    answer = run_driver(addresses=[a for a, _ in CASES])["addresses"]
+    assert [item["public"] for item in answer] == [p for _, p in CASES]
+    assert [item["loopback"] for item in answer] == [is_loopback_address(a) for a, _ in CASES]
+
+
+def test_ranges_are_named_and_separate() -> None:
+    assert refused_range("169.254.169.254") == "link-local (cloud metadata 169.254.169.254)"
+    assert refused_range("::ffff:127.0.0.1") == "IPv4-mapped"
+    assert refused_range("8.8.8.8") is None
+    policy = load_policy()
+    assert all(net.version == 4 for net, _ in policy.refused_v4)
+    assert all(net.version == 6 for net, _ in policy.refused_v6)
+
+
+def test_loopback_and_keys() -> None:
+    assert is_loopback_address("127.0.0.2") and is_loopback_address("::1")
+    assert not is_loopback_address("::ffff:127.0.0.1") and not is_loopback_address("10.0.0.1")
+    assert address_key("::ffff:1.2.3.4") == address_key("::ffff:102:304")
+    assert address_key("1.2.3.4") != address_key("::ffff:1.2.3.4")
+    assert address_key("nope") is None

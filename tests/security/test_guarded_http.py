@@ -1,0 +1,201 @@
+"""The Python guard (GuardedSession) against real local servers, with the same rules as
+the sandbox's fetch: declared literal grants, redirects re-checked, DNS checked at connect
+time with the connection going to the checked address, header dropping, limits, TLS."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from splice_build.errors import ErrorCode
+from splice_build.security.guarded_http import GuardedSession
+from splice_build.security.net_errors import (
+    NetworkDenied,
+    NetworkFailure,
+    NetworkTimeout,
+    ResponseTooLarge,
+)
+from testing.netns import run_in_private_netns
+from testing.netservers import FakeResolver, NetServer, serve, serve_tls
+
+PUBLIC_V6 = "2606:4700:4700::1111"
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[NetServer]:
+    with serve() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def other() -> Iterator[NetServer]:
+    with serve() as running:
+        yield running
+
+
+def test_declared_literal_may_reach_it(server: NetServer) -> None:
+    with GuardedSession(["127.0.0.1"]) as http:
+        response = http.get(server.url("/echo?a=1"))
+    assert response.status == 200 and response.ok and not response.redirected
+    assert response.json()["path"] == "/echo?a=1"
+    assert response.json()["headers"]["host"] == f"127.0.0.1:{server.port}"
+
+
+def test_any_public_host_may_not_reach_loopback(server: NetServer) -> None:
+    before = len(server.seen)
+    with GuardedSession(["*"]) as http, pytest.raises(NetworkDenied) as caught:
+        http.get(server.url())
+    assert caught.value.code == ErrorCode.PERMISSION_DENIED
+    assert caught.value.reason == "not-public"
+    assert len(server.seen) == before
+
+
+@pytest.mark.parametrize(
+    "to",
+    [
+        "http://127.0.0.2:{port}/echo",
+        "http://169.254.169.254/",
+        "http://[::1]:{port}/",
+        "http://[::ffff:127.0.0.1]:{port}/",
+        "http://internal.test:{port}/echo",
+        "http://localhost:{port}/",
+        "file:///etc/passwd",
+    ],
+)
+def test_redirects_into_refused_targets(server: NetServer, to: str) -> None:
+    resolver = FakeResolver({"internal.test": [["10.0.0.7"]]})
+    before = len(server.seen)
+    with (
+        GuardedSession(["127.0.0.1", "*"], resolver=resolver) as http,
+        pytest.raises(NetworkDenied) as caught,
+    ):
+        http.get(server.url("/redirect?to=" + to.format(port=server.port)))
+    assert caught.value.message.startswith("Redirect blocked: ")
+    assert len(server.seen) == before + 1
+
+
+def test_redirect_limit(server: NetServer) -> None:
+    with GuardedSession(["127.0.0.1"]) as http:
+        assert http.get(server.url("/chain/5")).redirected
+        with pytest.raises(NetworkFailure, match="More than 5 redirects"):
+            http.get(server.url("/chain/6"))
+
+
+@pytest.mark.parametrize(("status", "method"), [(303, "GET"), (302, "GET"), (307, "POST")])
+def test_post_redirects(server: NetServer, status: int, method: str) -> None:
+    with GuardedSession(["127.0.0.1"]) as http:
+        echo = http.post(server.url(f"/redirect?status={status}&to=/echo"), data="d").json()
+    assert echo["method"] == method
+    assert echo["body"] == ("d" if method == "POST" else "")
+
+
+CREDENTIALS = {"authorization": "Bearer t0ken", "cookie": "a=b", "proxy-authorization": "Basic x"}
+
+
+def test_credentials_same_origin_kept_cross_origin_dropped(
+    server: NetServer, other: NetServer
+) -> None:
+    with GuardedSession(["127.0.0.1"]) as http:
+        same = http.get(server.url("/redirect?to=/echo"), headers=CREDENTIALS).json()["headers"]
+        cross = http.get(
+            server.url("/redirect?to=" + other.url("/echo")), headers=CREDENTIALS
+        ).json()["headers"]
+    assert {k: same.get(k) for k in CREDENTIALS} == CREDENTIALS
+    assert not set(CREDENTIALS) & set(cross)
+
+
+def test_host_header_is_the_urls(server: NetServer) -> None:
+    with GuardedSession(["127.0.0.1"]) as http:
+        echo = http.get(server.url(), headers={"Host": "internal.corp"}).json()
+    assert echo["headers"]["host"] == f"127.0.0.1:{server.port}"
+
+
+def test_dns_rebinding_cannot_connect() -> None:
+    """First answer public, second private: one checked lookup per connection; 127.0.0.1 never
+    sees a request. Runs in a loopback-only network namespace (no packet leaves the machine)."""
+    outcome = run_in_private_netns("python_rebinding")
+    assert outcome["outcomes"] == ["failed", "denied"], outcome
+    assert outcome["lookups"] == 2
+    assert outcome["calls"] == ["rebind.test", "rebind.test"]
+    assert outcome["seen"] == 0
+
+
+def test_one_private_answer_among_public_ones(server: NetServer) -> None:
+    resolver = FakeResolver({"mixed.test": [[PUBLIC_V6, "8.8.8.8", "127.0.0.1"]]})
+    with (
+        GuardedSession(["mixed.test"], resolver=resolver) as http,
+        pytest.raises(NetworkDenied, match=r"resolves to 127\.0\.0\.1"),
+    ):
+        http.get(f"http://mixed.test:{server.port}/")
+
+
+def test_localhost_grant_connects_to_the_checked_address(server: NetServer) -> None:
+    resolver = FakeResolver({"localhost": [["127.0.0.1"]]})
+    with GuardedSession(["localhost"], resolver=resolver) as http:
+        echo = http.get(f"http://localhost:{server.port}/echo").json()
+        assert http.connected_addresses == ("127.0.0.1",)
+    assert echo["headers"]["host"] == f"localhost:{server.port}"
+    with (
+        GuardedSession(["localhost"], resolver=FakeResolver({"localhost": [["10.0.0.1"]]})) as http,
+        pytest.raises(NetworkDenied, match="not a loopback address"),
+    ):
+        http.get(f"http://localhost:{server.port}/echo")
+
+
+def test_tls_keeps_sni_and_verifies(tmp_path: Path) -> None:
+    """A name resolved by the guard, connected by address: the certificate is still checked
+    against the name (SNI + hostname verification), and an unknown CA is refused."""
+    resolver = FakeResolver({"localhost": [["127.0.0.1"]]})
+    with serve_tls(tmp_path) as (port, ca):
+        with GuardedSession(["localhost"], resolver=resolver, ca_bundle=str(ca)) as http:
+            assert http.get(f"https://localhost:{port}/echo").json()["path"] == "/echo"
+        with (
+            GuardedSession(["localhost"], resolver=resolver) as http,
+            pytest.raises(NetworkFailure, match="TLS verification failed"),
+        ):
+            http.get(f"https://localhost:{port}/echo")
+
+
+def test_size_limit_also_after_decoding(server: NetServer) -> None:
+    with GuardedSession(["127.0.0.1"], max_response_bytes=1_000_000) as http:
+        with pytest.raises(ResponseTooLarge) as caught:
+            http.get(server.url("/big?bytes=2000000"))
+        assert caught.value.code == ErrorCode.RESPONSE_TOO_LARGE
+        with pytest.raises(ResponseTooLarge):
+            http.get(server.url("/gzip-bomb?bytes=20000000"))
+        assert http.get(server.url("/gzip")).json() == {"coding": "gzip"}
+
+
+def test_time_limit(server: NetServer) -> None:
+    with (
+        GuardedSession(["127.0.0.1"], timeout_s=0.3) as http,
+        pytest.raises(NetworkTimeout) as caught,
+    ):
+        http.get(server.url("/slow?ms=2000"))
+    assert caught.value.code == ErrorCode.TIMEOUT
+
+
+def test_redirect_modes(server: NetServer) -> None:
+    with GuardedSession(["127.0.0.1"]) as http:
+        manual = http.get(server.url("/redirect?to=/echo"), redirect="manual")
+        assert (manual.status, manual.headers["location"]) == (302, "/echo")
+        with pytest.raises(NetworkFailure, match="redirect mode"):
+            http.get(server.url("/redirect?to=/echo"), redirect="error")
+
+
+def test_environment_proxies_are_never_used(
+    server: NetServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:1")
+    monkeypatch.setenv("http_proxy", "http://127.0.0.1:1")
+    with GuardedSession(["127.0.0.1"]) as http:
+        assert http.get(server.url()).status == 200
+
+
+def test_an_empty_allow_list_and_tunnel_methods_are_refused(server: NetServer) -> None:
+    with pytest.raises(ValueError):
+        GuardedSession([])
+    with GuardedSession(["127.0.0.1"]) as http, pytest.raises(ValueError, match="CONNECT"):
+        http.request("CONNECT", server.url())
