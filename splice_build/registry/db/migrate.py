@@ -2,9 +2,10 @@
 
 The applied level is SQLite's ``PRAGMA user_version``; each migration runs in the same
 ``BEGIN IMMEDIATE`` transaction as the version bump, so concurrent openers (two CLI
-processes on a fresh home) apply it exactly once. PostgreSQL has the same numbered sequence
-in its own dialect (``migrations_pg/``, applied by ``db.postgres``): one schema history,
-two spellings.
+processes on a fresh home) apply it exactly once. PostgreSQL runs the same numbered sequence
+(applied by ``db.postgres``): ``migrations/`` holds every migration, and ``migrations_pg/``
+only those PostgreSQL must spell differently, each under the name it replaces. SQL both
+databases accept (the reserved namespaces) is written once.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import sqlite3
 from dataclasses import dataclass
 from importlib import resources
 
+BASE_DIR = "migrations"  # the whole sequence, in SQLite's spelling
 _NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 
 
@@ -24,17 +26,31 @@ class Migration:
     sql: str
 
 
-def migrations(folder_name: str = "migrations") -> list[Migration]:
-    """The shipped migrations in order; numbers must be 1, 2, 3, ... without gaps."""
+def migrations(folder_name: str = BASE_DIR) -> list[Migration]:
+    """A dialect's migrations in order; numbers must be 1, 2, 3, ... without gaps.
+
+    ``folder_name`` names the dialect's folder: its files replace the base migrations of the
+    same name, and a file that replaces none is a bug.
+    """
+    by_name = {m.name: m for m in _read(BASE_DIR)}
+    if folder_name != BASE_DIR:
+        for migration in _read(folder_name):
+            if migration.name not in by_name:
+                raise AssertionError(f"BUG: {folder_name}/{migration.name} has no {BASE_DIR}/ twin")
+            by_name[migration.name] = migration
+    found = sorted(by_name.values(), key=lambda m: m.number)
+    if [m.number for m in found] != list(range(1, len(found) + 1)):
+        raise AssertionError(f"BUG: migration numbers have gaps: {[m.name for m in found]}")
+    return found
+
+
+def _read(folder_name: str) -> list[Migration]:
     folder = resources.files("splice_build.registry.db").joinpath(folder_name)
     found = []
     for entry in folder.iterdir():
         match = _NAME.match(entry.name)
         if match:
             found.append(Migration(int(match.group(1)), entry.name, entry.read_text("utf-8")))
-    found.sort(key=lambda m: m.number)
-    if [m.number for m in found] != list(range(1, len(found) + 1)):
-        raise AssertionError(f"BUG: migration numbers have gaps: {[m.name for m in found]}")
     return found
 
 

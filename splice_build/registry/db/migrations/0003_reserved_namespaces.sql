@@ -1,5 +1,6 @@
 -- Namespaces nobody may claim by publishing (interfaces.md 5.6); an admin can assign them.
-INSERT OR IGNORE INTO namespaces (name, owner_id, reserved, created_at) VALUES
+-- Both dialects run this file as written (there is no migrations_pg/ twin).
+INSERT INTO namespaces (name, owner_id, reserved, created_at) VALUES
     ('splice', NULL, 1, '1970-01-01T00:00:00.000Z'),
     ('spliceloom', NULL, 1, '1970-01-01T00:00:00.000Z'),
     ('dim', NULL, 1, '1970-01-01T00:00:00.000Z'),
@@ -13,4 +14,5 @@ INSERT OR IGNORE INTO namespaces (name, owner_id, reserved, created_at) VALUES
     ('team', NULL, 1, '1970-01-01T00:00:00.000Z'),
     ('api', NULL, 1, '1970-01-01T00:00:00.000Z'),
     ('docs', NULL, 1, '1970-01-01T00:00:00.000Z'),
-    ('www', NULL, 1, '1970-01-01T00:00:00.000Z');
+    ('www', NULL, 1, '1970-01-01T00:00:00.000Z')
+ON CONFLICT (name) DO NOTHING;
