@@ -1,7 +1,13 @@
-"""The project's own pipeline: `doit lint`, `doit test`, `doit bench`."""
+"""The project's own pipeline: `doit lint`, `doit test`, `doit bench`.
+
+Also an example of Splice's own doit targets (docs/doit.md): `doit splice:install`,
+`doit splice:verify` and `doit splice:sync` for the project in ``$SPLICE_PROJECT`` (default:
+the current directory). They are not default tasks: this repository holds no splice.json.
+"""
 
 from __future__ import annotations
 
+import os
 import sys
 
 DOIT_CONFIG = {
@@ -29,3 +35,10 @@ def task_test() -> dict:
 def task_bench() -> dict:
     """Every benchmark, printing ratios against baselines measured in the same run."""
     return {"actions": [f"{sys.executable} -m bench"], "verbosity": 2, "uptodate": [False]}
+
+
+def task_splice():  # type: ignore[no-untyped-def]
+    """Splice's doit targets; other tasks may `task_dep` on e.g. "splice:install"."""
+    from splice_build.tasks import splice_tasks
+
+    yield from splice_tasks(os.environ.get("SPLICE_PROJECT", "."))

@@ -31,8 +31,9 @@ def _hash_file(path: str) -> str:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise _NotAPackageTree(path)
-        # One read for a whole small file; a short read of a regular file is its end.
-        want = max(_CHUNK, info.st_size + 1)
+        # One read sized to a small file (os.read allocates what it is asked for); large
+        # files go in 1 MiB reads. A short read of a regular file is its end.
+        want = min(info.st_size + 1, _CHUNK)
         digest = hashlib.sha256()
         while True:
             chunk = os.read(fd, want)

@@ -1,6 +1,6 @@
-"""Running the graph: one project lock, crash recovery, doit through its API, and the result.
+"""Running the graph: project locks, crash recovery, doit through its API, and the result.
 
-doit facts this module is built on (issue #6):
+doit facts this module is built on (issues #6 and #7):
 
 - ``DoitMain(loader, config_filenames=())``: a user's ``pyproject.toml`` or ``doit.cfg`` cannot
   change Splice's behaviour.
@@ -8,29 +8,40 @@ doit facts this module is built on (issue #6):
   Pythons) and its folder is created first. A database doit cannot read is deleted and the run
   repeated: it only caches file states, every check is recomputed.
 - doit writes its state only at the end of a run and two processes on one database repeat or
-  lose work, so an exclusive lock on the project is held for the whole run (which also
-  serializes every change to splice.json, splice.lock and .splice/).
+  lose work, so an exclusive lock on every project is held for the whole run (which also
+  serializes every change to splice.json, splice.lock and .splice/). Locks are taken in path
+  order, so two overlapping syncs cannot deadlock.
+- ``-n N -P thread`` runs independent tasks on N threads (the tasks are closures, which
+  doit's process pool cannot pickle); ``--continue`` is set, though actions keep errors per
+  project and never fail doit.
 - Runs can leave ``sys.stdout``/``sys.stderr`` redirected (thread-parallel runners swap them);
-  both are restored afterwards, and tasks never capture output.
-- doit's runner keeps global state, so runs inside one process are serialized too.
+  both are restored afterwards, and tasks never capture output. ``DoitMain.run`` also resets
+  doit's command-line variables, which a user's own ``doit`` run (``splice_tasks``) still
+  needs: they are put back.
+- doit's runner keeps global state, so runs inside one process are serialized.
+- A ``check`` run takes no lock it would have to create, recovers nothing and keeps its doit
+  database in a temporary directory: it changes no byte of the projects.
 """
 
 from __future__ import annotations
 
 import contextlib
 import sys
+import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
+from splice_build.errors import SpliceError
 from splice_build.install import transaction
 from splice_build.install.installer import Installer
 from splice_build.project.layout import ProjectLayout
 from splice_build.project.lockfile import load_lockfile
 from splice_build.project.locking import lock
-from splice_build.project.project_file import load_project_file
+from splice_build.project.project_file import load_project_file, sorted_by_id
 from splice_build.tasks.reporter import TaskRecord
-from splice_build.tasks.request import GraphRequest, GraphRun
+from splice_build.tasks.request import GraphRequest, GraphRun, WorkspaceRun
 
 _IN_PROCESS = threading.Lock()
 
@@ -42,6 +53,15 @@ class GraphResult:
     @property
     def tasks(self) -> TaskRecord:
         return self.run.record
+
+
+@dataclass(frozen=True)
+class Member:
+    """One project of a run: where it is, how it installs, and its name in task names."""
+
+    layout: ProjectLayout
+    installer: Installer
+    label: str = ""
 
 
 @contextlib.contextmanager
@@ -56,21 +76,31 @@ def project_lock(
 
 @contextlib.contextmanager
 def _restored_streams() -> Iterator[None]:
+    from doit import doit_cmd
+
     stdout, stderr = sys.stdout, sys.stderr
+    variables = doit_cmd._CMDLINE_VARS
     try:
         yield
     finally:
         sys.stdout, sys.stderr = stdout, stderr
+        doit_cmd._CMDLINE_VARS = variables
 
 
-def scope_ids(layout: ProjectLayout, request: GraphRequest) -> tuple[str, ...]:
-    """The packages a run covers: the request's, else splice.json ∪ splice.lock (sorted)."""
+def open_run(member: Member, request: GraphRequest) -> GraphRun:
+    """Read the project's files once; a project that cannot be read fails on its own."""
+    run = GraphRun(member.layout, member.installer, (), request, label=member.label)
+    try:
+        run.project = load_project_file(member.layout.root)
+        run.lock = load_lockfile(member.layout.root)
+    except SpliceError as exc:
+        run.error = exc
+        return run
     if request.ids is not None:
-        return tuple(request.ids)
-    from splice_build.project.project_file import sorted_by_id
-
-    ids = {**load_project_file(layout.root).packages, **load_lockfile(layout.root).packages}
-    return tuple(sorted_by_id(ids))
+        run.ids = tuple(request.ids)
+    else:
+        run.ids = tuple(sorted_by_id({**run.project.packages, **run.lock.packages}))
+    return run
 
 
 def run_graph(
@@ -80,36 +110,77 @@ def run_graph(
     *,
     on_blocked: Callable[[], None] | None = None,
 ) -> GraphResult:
-    """Run the graph for ``request``; raises the first task's ``SpliceError`` (nothing half-done)."""
-    with _IN_PROCESS, project_lock(layout, on_blocked):
-        run = GraphRun(layout, installer, scope_ids(layout, request), request)
-        _run_doit(run)
-        if run.error is not None:
-            raise run.error
-        if run.record.failed:
-            raise AssertionError(f"BUG: graph tasks failed without an error: {run.record.failed}")
-        return GraphResult(run)
+    """Run the graph of one project; raises its first ``SpliceError`` (nothing half-done)."""
+    workspace = run_workspace(
+        [Member(layout, installer)], request, db=layout.graph_db, on_blocked=on_blocked
+    )
+    [run] = workspace.members
+    if run.error is not None:
+        raise run.error
+    return GraphResult(run)
 
 
-def _run_doit(run: GraphRun) -> None:
+def run_workspace(
+    members: Sequence[Member],
+    request: GraphRequest,
+    *,
+    db: Path,
+    jobs: int = 1,
+    on_blocked: Callable[[], None] | None = None,
+) -> WorkspaceRun:
+    """Run one graph over ``members``; each project's error stays in its ``GraphRun``.
+
+    Raises only for broken invariants (``AssertionError("BUG: …")``).
+    """
+    ordered = sorted(members, key=lambda m: str(m.layout.root))
+    with _IN_PROCESS, contextlib.ExitStack() as stack:
+        for member in ordered:
+            if not request.check:
+                stack.enter_context(project_lock(member.layout, on_blocked))
+            elif member.layout.state_lock.exists():
+                stack.enter_context(lock(member.layout.state_lock, on_blocked))
+        if request.check:
+            db = Path(stack.enter_context(tempfile.TemporaryDirectory())) / "check.sqlite3"
+        runs = tuple(open_run(member, request) for member in members)
+        workspace = WorkspaceRun(runs, db, jobs=jobs, check=request.check)
+        _run_doit(workspace)
+    for run in runs:
+        run.record = workspace.record
+        if run.error is not None and not isinstance(run.error, SpliceError):
+            raise run.error  # a bug, not a project's failure
+    if workspace.record.failed:
+        raise AssertionError(f"BUG: graph tasks failed: {workspace.record.failed}")
+    return workspace
+
+
+def _argv(jobs: int) -> list[str]:
+    argv = ["run", "--continue"]
+    if jobs > 1:
+        argv += ["-n", str(jobs), "-P", "thread"]
+    return argv
+
+
+def _run_doit(workspace: WorkspaceRun) -> None:
     from doit.dependency import DatabaseException
     from doit.doit_cmd import DoitMain
 
     from splice_build.tasks.loader import SpliceTaskLoader
 
-    db = run.layout.graph_db
+    db = workspace.db
     db.parent.mkdir(parents=True, exist_ok=True)
     for attempt in (1, 2):
         with _restored_streams():
             try:
-                code = DoitMain(SpliceTaskLoader(run), config_filenames=()).run(["run"])
+                code = DoitMain(SpliceTaskLoader(workspace), config_filenames=()).run(
+                    _argv(workspace.jobs)
+                )
             except DatabaseException:
                 code = None
         if code is not None or attempt == 2:
             break
         db.unlink(missing_ok=True)  # an unreadable cache of file states: start afresh
-        run.record = TaskRecord()
+        workspace.record = TaskRecord()
     if code is None:
         raise AssertionError(f"BUG: doit cannot use its database {db}")
-    if code not in (0, 1) and run.error is None:
+    if code not in (0, 1):
         raise AssertionError(f"BUG: doit stopped with code {code}")

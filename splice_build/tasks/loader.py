@@ -1,22 +1,29 @@
-"""The doit task loader: tasks built from ``splice.json`` and ``splice.lock``.
+"""The doit task loader: tasks built from each project's ``splice.json`` and ``splice.lock``.
 
-Per run (interfaces.md 2.5, issue #6)::
+Per project (``<p>`` is empty for ``splice install``, ``:<path>`` for a workspace member)::
 
-    splice.json ──▶ lock ──────────────▶ fetch:@ns/name ──▶ install:@ns/name
-                                                             ▲
-    .splice/packages/@ns/name ──▶ verify:@ns/name ───────────┘
+    splice.json ──▶ lock<p> ─────────┐
+                                     ├──▶ fetch:@ns/name (shared) ──▶ install<p>
+    .splice/packages ──▶ verify<p> ──┘                                   ▲
+                        └────────────────────────────────────────────────┘
 
-- ``lock``: resolves the ranges that need the registry (unlocked packages, or a command's
+- ``lock<p>``: resolves the ranges that need the registry (unlocked packages, or a command's
   ``add``/``update``) and checks the locked ones against their ranges (``LOCK_MISMATCH``). Its
   ``file_dep`` is ``splice.json`` under the SHA-256 checker; it is up to date when every
   package is locked within its range and no command asked for a resolution.
-- ``verify:<id>``: the files digest **from bytes** and the grant check; it always runs (it
-  has neither ``file_dep`` nor ``uptodate``), and it is the tree-digest dependency of
-  ``install:`` — a directory is not a valid ``file_dep``.
-- ``fetch:<id>``: the verified artifact in the cache; up to date when the locked version is
-  installed intact or its cache entry exists (the entry is still re-hashed when read).
-- ``install:<id>``: verify, consent, staged swap; up to date when the target is the locked
-  version and ``verify:`` found it intact.
+- ``verify<p>``: the files digest **from bytes** and the grant check of every locked
+  package of the project; it always runs (no ``file_dep``, no ``uptodate``). It is the
+  tree-digest dependency of ``install<p>`` — a directory is not a valid ``file_dep``.
+- ``fetch:<id>``: one task per package id for *all* projects of the run: each distinct
+  artifact (registry, id, version, pinned integrity) some project needs is fetched once, then
+  shared; up to date when every project has the locked version intact or in the cache.
+- ``install<p>``: verify, consent and staged swap of each package that is not kept; up to
+  date when every package is the locked version and ``verify<p>`` found it intact.
+
+One task per project rather than per package keeps doit's per-task cost off a no-op run
+(issue #7). Task actions never fail doit: a project's first error is kept in its
+:class:`GraphRun` and its remaining tasks do nothing, so one project's failure never stops
+another's (and a shared ``fetch:`` never fails because one of its users did).
 """
 
 from __future__ import annotations
@@ -29,76 +36,97 @@ from doit.task import Task
 
 from splice_build.errors import ErrorCode, InstallError, SpliceError
 from splice_build.install.installed import check_installed
-from splice_build.install.installer import Target
+from splice_build.install.installer import Fetched, Target
 from splice_build.install.resolve import resolve
-from splice_build.project.lockfile import Lockfile, load_lockfile
-from splice_build.project.project_file import ProjectFile, load_project_file
 from splice_build.spec.semver import Range, Version
 from splice_build.tasks.checker import Sha256Checker
 from splice_build.tasks.reporter import reporter_class
-from splice_build.tasks.request import GraphRun
+from splice_build.tasks.request import Change, FetchKey, GraphRun, WorkspaceRun
 
 _IO = {"capture": False}  # never swap sys.stdout: MCP speaks JSON-RPC on it
 
 
 def _guarded(run: GraphRun, action: Callable[[], None]) -> Callable[[], bool]:
-    """Keep the exception for the caller; doit sees a plain failure (stops the run)."""
+    """Run ``action`` unless the project already failed; keep its exception for the caller."""
 
     def call() -> bool:
-        try:
-            action()
-        except BaseException as exc:
-            run.error = exc
-            return False
+        if run.error is None:
+            try:
+                action()
+            except Exception as exc:
+                run.error = exc
         return True
 
     return call
 
 
-class SpliceTaskLoader(TaskLoader2):
-    """Builds the tasks of one :class:`GraphRun` (doit's documented ``TaskLoader2`` API)."""
+def task_name(step: str, run: GraphRun) -> str:
+    return f"{step}:{run.label}" if run.label else step
 
-    def __init__(self, run: GraphRun) -> None:
+
+def is_kept(run: GraphRun, package_id: str) -> bool:
+    """The target is the locked version and ``verify`` found it intact."""
+    target = run.targets.get(package_id)
+    return target is not None and target.pinned is not None and package_id in run.installed
+
+
+def fetch_key(run: GraphRun, target: Target) -> FetchKey:
+    pinned = None if target.pinned is None else target.pinned.integrity
+    return (run.installer.session.url, target.package_id, target.version, pinned)
+
+
+class SpliceTaskLoader(TaskLoader2):
+    """Builds the tasks of one :class:`WorkspaceRun` (doit's documented ``TaskLoader2`` API)."""
+
+    def __init__(self, workspace: WorkspaceRun) -> None:
         super().__init__()
-        self.run = run
+        self.workspace = workspace
 
     def load_doit_config(self) -> dict[str, Any]:
-        layout = self.run.layout
         return {
             "backend": "sqlite3",  # the default dbm falls back to dbm.dumb on some Pythons
-            "dep_file": str(layout.graph_db),
+            "dep_file": str(self.workspace.db),
             "check_file_uptodate": Sha256Checker,
-            "reporter": reporter_class(self.run.record),
+            "reporter": reporter_class(self.workspace.record),
             "verbosity": 2,
         }
 
     def load_tasks(self, cmd: Any, pos_args: Any) -> list[Task]:
-        run = self.run
-        project = load_project_file(run.layout.root)
-        lock = load_lockfile(run.layout.root)
-        problems = self._plan(project, lock)
-        tasks = [self._lock_task(problems)]
-        for package_id in run.ids:
-            if lock.get(package_id) is not None:
-                tasks.append(self._verify_task(package_id, lock))
-            tasks.append(self._fetch_task(package_id))
-            tasks.append(self._install_task(package_id, lock))
+        tasks: list[Task] = []
+        users: dict[str, list[GraphRun]] = {}
+        for run in self.workspace.members:
+            tasks.append(self._lock_task(run, self._plan(run)))
+            tasks.append(self._verify_task(run))
+            tasks.append(self._install_task(run))
+            for package_id in run.ids:
+                users.setdefault(package_id, []).append(run)
+        tasks += [self._fetch_task(package_id, runs) for package_id, runs in users.items()]
         return tasks
 
     # planning without the registry --------------------------------------------------------
-    def _plan(self, project: ProjectFile, lock: Lockfile) -> list[SpliceError]:
+    def _plan(self, run: GraphRun) -> list[SpliceError]:
         """Pinned targets for locked packages; the rest is left to the ``lock`` task."""
-        run = self.run
+        run.targets.clear()
+        run.unresolved.clear()
+        if run.error is not None or run.project is None or run.lock is None:
+            return []
+        project, lock, request = run.project, run.lock, run.request
         problems: list[SpliceError] = []
         for package_id in run.ids:
             entry = lock.get(package_id)
-            if package_id in run.request.resolve or entry is None:
+            range_text = project.packages.get(package_id)
+            if request.frozen and (entry is None or range_text is None):
+                problems.append(_frozen_mismatch(package_id, entry is None))
+                continue
+            if package_id in request.resolve or entry is None:
                 run.unresolved.append(package_id)
                 continue
-            range_text = project.packages.get(package_id)
             if range_text is not None and not Range.parse(range_text).satisfies(
                 Version.parse(entry.version)
             ):
+                if request.follow_ranges and not request.frozen:
+                    run.unresolved.append(package_id)
+                    continue
                 problems.append(
                     InstallError(
                         ErrorCode.LOCK_MISMATCH,
@@ -111,122 +139,167 @@ class SpliceTaskLoader(TaskLoader2):
             run.targets[package_id] = Target(package_id, entry.version, None, pinned=entry)
         return problems
 
-    def _resolve_pending(self, problems: list[SpliceError]) -> None:
-        run = self.run
+    def _resolve_pending(self, run: GraphRun, problems: list[SpliceError]) -> None:
         if problems:
             raise problems[0]
         if not run.unresolved:
             return
-        project = load_project_file(run.layout.root)
-        lock = load_lockfile(run.layout.root)
-        client = run.installer.session.client
-        for package_id in run.unresolved:
-            request = run.request.resolve.get(package_id)
-            rng = (
-                request.range
-                if request
-                else Range.parse(project.packages.get(package_id, "latest"))
-            )
-            run.installer.progress("resolving", f"Resolving {package_id}@{rng.text}...")
-            entry = lock.get(package_id)
-            found = resolve(
-                client,
-                package_id,
-                rng,
-                entry,
-                prefer_locked=request.prefer_locked if request else True,
-            )
-            run.latest[package_id] = found.latest
-            pinned = entry if entry is not None and entry.version == found.version else None
-            save = request is None or request.save_range
-            run.targets[package_id] = Target(
-                package_id, found.version, found.range_text if save else None, pinned
-            )
-
-    def _lock_task(self, problems: list[SpliceError]) -> Task:
-        run = self.run
-        return Task(
-            "lock",
-            [_guarded(run, lambda: self._resolve_pending(problems))],
-            file_dep=[str(run.layout.project_file)],
-            uptodate=[not (run.unresolved or problems)],
-            io=_IO,
-        )
-
-    # per package ----------------------------------------------------------------------------
-    def _verify_task(self, package_id: str, lock: Lockfile) -> Task:
-        run = self.run
-
-        def verify() -> None:
-            try:
-                run.installed[package_id] = check_installed(
-                    run.layout, package_id, lock.get(package_id)
+        assert run.project is not None and run.lock is not None
+        if self.workspace.check:
+            for package_id in run.unresolved:
+                wanted = run.project.packages.get(package_id, "latest")
+                entry = run.lock.get(package_id)
+                reason = f"locked {entry.version} is outside {wanted}" if entry else "not locked"
+                run.changes.append(Change(package_id, "resolve", wanted, reason))
+            return
+        session = run.installer.session
+        with self.workspace.registry_lock(session.url):
+            for package_id in run.unresolved:
+                request = run.request.resolve.get(package_id)
+                rng = (
+                    request.range
+                    if request
+                    else Range.parse(run.project.packages.get(package_id, "latest"))
                 )
-            except SpliceError:
-                run.installed.pop(package_id, None)  # install: restores it
+                run.installer.progress("resolving", f"Resolving {package_id}@{rng.text}...")
+                entry = run.lock.get(package_id)
+                found = resolve(
+                    session.client,
+                    package_id,
+                    rng,
+                    entry,
+                    prefer_locked=request.prefer_locked if request else True,
+                )
+                run.latest[package_id] = found.latest
+                pinned = entry if entry is not None and entry.version == found.version else None
+                save = request is None or request.save_range
+                run.targets[package_id] = Target(
+                    package_id, found.version, found.range_text if save else None, pinned
+                )
 
-        return Task(f"verify:{package_id}", [_guarded(run, verify)], io=_IO)
-
-    def _is_kept(self, package_id: str) -> bool:
-        """The target is the locked version and ``verify:`` found it intact."""
-        target = self.run.targets.get(package_id)
-        installed = self.run.installed.get(package_id)
-        return target is not None and target.pinned is not None and installed is not None
-
-    def _fetch_task(self, package_id: str) -> Task:
-        run = self.run
-
-        def up_to_date() -> bool:
-            target = run.targets.get(package_id)
-            if self._is_kept(package_id):
-                return True
-            return bool(
-                target
-                and target.pinned
-                and run.installer.cache.path_for(target.pinned.integrity).exists()
-            )
-
-        def fetch() -> None:
-            run.fetched[package_id] = run.installer.fetch(run.targets[package_id])
-
+    def _lock_task(self, run: GraphRun, problems: list[SpliceError]) -> Task:
         return Task(
-            f"fetch:{package_id}",
-            [_guarded(run, fetch)],
-            task_dep=["lock"],
-            uptodate=[up_to_date],
+            task_name("lock", run),
+            [_guarded(run, lambda: self._resolve_pending(run, problems))],
+            # A project that could not be read has no file state worth keeping.
+            file_dep=[str(run.layout.project_file)] if run.project is not None else [],
+            uptodate=[not (run.unresolved or problems or run.error)],
             io=_IO,
         )
 
-    def _install_task(self, package_id: str, lock: Lockfile) -> Task:
-        run = self.run
+    # per project ----------------------------------------------------------------------------
+    def _verify_task(self, run: GraphRun) -> Task:
+        def verify() -> None:
+            assert run.lock is not None
+            for package_id in run.ids:
+                entry = run.lock.get(package_id)
+                if entry is None:
+                    continue
+                try:
+                    run.installed[package_id] = check_installed(run.layout, package_id, entry)
+                except SpliceError as exc:
+                    run.installed.pop(package_id, None)  # install restores it
+                    if exc.code is not ErrorCode.NOT_INSTALLED:
+                        run.damaged[package_id] = "; ".join((exc.message, *exc.details))
 
+        return Task(task_name("verify", run), [_guarded(run, verify)], io=_IO)
+
+    def _install_task(self, run: GraphRun) -> Task:
         def up_to_date() -> bool:
-            target = run.targets.get(package_id)
-            if not self._is_kept(package_id) or target is None:
+            if run.error is not None or run.project is None:
                 return False
-            project = load_project_file(run.layout.root)
-            return (
-                target.range_text is None or project.packages.get(package_id) == target.range_text
-            )
+            for package_id in run.ids:
+                target = run.targets.get(package_id)
+                if not is_kept(run, package_id) or target is None:
+                    return False
+                if (
+                    target.range_text is not None
+                    and run.project.packages.get(package_id) != target.range_text
+                ):
+                    return False
+            return True
 
         def install() -> None:
-            target = run.targets[package_id]
-            installed = run.installed.get(package_id)
-            if target.pinned is not None and installed is not None:
-                run.reports[package_id] = run.installer.keep(
-                    target, installed.manifest, installed.lock_entry
-                )
-                return
-            fetched = run.fetched.get(package_id) or run.installer.fetch(target)
-            run.reports[package_id] = run.installer.install(target, fetched)
+            for package_id in run.ids:
+                self._install_one(run, package_id)
 
-        deps = ["lock", f"fetch:{package_id}"]
-        if lock.get(package_id) is not None:
-            deps.insert(0, f"verify:{package_id}")
+        deps = [task_name("lock", run), task_name("verify", run)]
+        deps += [f"fetch:{package_id}" for package_id in run.ids]
         return Task(
-            f"install:{package_id}",
+            task_name("install", run),
             [_guarded(run, install)],
             task_dep=deps,
             uptodate=[up_to_date],
             io=_IO,
         )
+
+    def _install_one(self, run: GraphRun, package_id: str) -> None:
+        target = run.targets.get(package_id)
+        if target is None:
+            return  # a check run that would resolve it first
+        installed = run.installed.get(package_id)
+        if self.workspace.check:
+            if not is_kept(run, package_id):
+                damaged = run.damaged.get(package_id)
+                action = "restore" if damaged else "install"
+                reason = damaged or ("not installed" if target.pinned else "newly resolved")
+                run.changes.append(Change(package_id, action, target.version, reason))
+            return
+        if target.pinned is not None and installed is not None:
+            run.reports[package_id] = run.installer.keep(
+                target, installed.manifest, installed.lock_entry
+            )
+            return
+        shared = self.workspace.fetches.get(fetch_key(run, target))
+        if isinstance(shared, BaseException):
+            raise shared
+        fetched = shared or run.installer.fetch(target)
+        run.reports[package_id] = run.installer.install(target, fetched)
+
+    # shared between projects ------------------------------------------------------------------
+    def _fetch_task(self, package_id: str, runs: list[GraphRun]) -> Task:
+        workspace = self.workspace
+
+        def needs(run: GraphRun) -> Target | None:
+            target = run.targets.get(package_id)
+            if run.error is not None or target is None or is_kept(run, package_id):
+                return None
+            pinned = target.pinned
+            if pinned is not None and run.installer.cache.path_for(pinned.integrity).exists():
+                return None  # re-hashed when the install reads it
+            return target
+
+        def up_to_date() -> bool:
+            return workspace.check or not any(needs(run) for run in runs)
+
+        def fetch() -> None:
+            for run in runs:
+                target = needs(run)
+                if target is None:
+                    continue
+                try:
+                    key = fetch_key(run, target)  # the project's registry, decided now
+                except SpliceError as exc:
+                    run.error = exc
+                    continue
+                if key in workspace.fetches:
+                    continue
+                with workspace.registry_lock(key[0]):
+                    try:
+                        result: Fetched | BaseException = run.installer.fetch(target)
+                    except SpliceError as exc:
+                        result = exc  # raised by the install of every project that needs it
+                workspace.fetches[key] = result
+
+        deps = [task_name(step, run) for run in runs for step in ("lock", "verify")]
+        return Task(f"fetch:{package_id}", [fetch], task_dep=deps, uptodate=[up_to_date], io=_IO)
+
+
+def _frozen_mismatch(package_id: str, unlocked: bool) -> InstallError:
+    where = "splice.lock has no entry for it" if unlocked else "splice.json does not list it"
+    return InstallError(
+        ErrorCode.LOCK_MISMATCH,
+        f"splice.lock is out of date for {package_id} (--frozen)",
+        details=[where],
+        hint="Run `splice install` (or `splice sync` without --frozen) and commit splice.lock.",
+    )

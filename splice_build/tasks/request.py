@@ -1,7 +1,13 @@
-"""What one graph run is asked to do, and the state its tasks share while it runs."""
+"""What one graph run is asked to do, and the state its tasks share while it runs.
+
+A run covers one or more projects (``splice install`` one, ``splice sync`` every member of a
+workspace). Each project has its own mutable :class:`GraphRun`; the :class:`WorkspaceRun`
+holds what they share: the artifacts fetched once for all of them and the task record.
+"""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -9,9 +15,13 @@ from typing import TYPE_CHECKING
 from splice_build.tasks.reporter import TaskRecord
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from splice_build.install.installed import InstalledPackage
     from splice_build.install.installer import Fetched, Installer, InstallReport, Target
     from splice_build.project.layout import ProjectLayout
+    from splice_build.project.lockfile import Lockfile
+    from splice_build.project.project_file import ProjectFile
     from splice_build.spec.semver import Range
 
 
@@ -30,25 +40,88 @@ class Resolve:
 
 @dataclass(frozen=True)
 class GraphRequest:
-    """The packages a run covers (``None``: every package of splice.json and splice.lock)."""
+    """The packages a run covers (``None``: every package of splice.json and splice.lock).
+
+    ``frozen``: nothing is resolved; a package of splice.json without a lock entry, or a lock
+    entry splice.json does not list, is a ``LOCK_MISMATCH``. ``check``: nothing is written
+    (no download, no install, no graph database); the run lists what it would change.
+    ``follow_ranges``: a locked version outside its edited range is resolved again (``sync``)
+    instead of being a ``LOCK_MISMATCH`` (``install``, whose hint is ``splice update``).
+    """
 
     ids: tuple[str, ...] | None = None
     resolve: Mapping[str, Resolve] = field(default_factory=dict)
+    frozen: bool = False
+    check: bool = False
+    follow_ranges: bool = False
+
+
+@dataclass(frozen=True)
+class Change:
+    """What a ``check`` run would do to one package: ``install``, ``restore`` or ``resolve``.
+
+    ``version`` is the version it would install, or the range it would resolve.
+    """
+
+    package_id: str
+    action: str
+    version: str | None
+    reason: str
+
+    def to_json(self) -> dict[str, str | None]:
+        return {
+            "name": self.package_id,
+            "action": self.action,
+            "version": self.version,
+            "reason": self.reason,
+        }
 
 
 @dataclass
 class GraphRun:
-    """Mutable state of one run, shared by the task actions (one process, one thread)."""
+    """Mutable state of one project during a run, shared by that project's task actions.
+
+    ``project`` and ``lock`` are read once when the tasks are built; ``damaged`` holds the
+    packages whose installed copy exists but failed verification (they are *restored*).
+    """
 
     layout: ProjectLayout
     installer: Installer
     ids: tuple[str, ...]
     request: GraphRequest
+    label: str = ""
+    project: ProjectFile | None = None
+    lock: Lockfile | None = None
     targets: dict[str, Target] = field(default_factory=dict)
     unresolved: list[str] = field(default_factory=list)
     installed: dict[str, InstalledPackage] = field(default_factory=dict)
-    fetched: dict[str, Fetched] = field(default_factory=dict)
+    damaged: dict[str, str] = field(default_factory=dict)
     reports: dict[str, InstallReport] = field(default_factory=dict)
+    changes: list[Change] = field(default_factory=list)
     latest: dict[str, str | None] = field(default_factory=dict)
     record: TaskRecord = field(default_factory=TaskRecord)
     error: BaseException | None = None
+
+
+FetchKey = tuple[str, str, str, str | None]  # registry URL, id, version, pinned integrity
+
+
+@dataclass
+class WorkspaceRun:
+    """The projects of one run and what they share (see the module docstring).
+
+    ``fetches`` maps a :data:`FetchKey` to the artifact (or the error) fetched once for every
+    project that needs it; ``registry_locks`` serialize calls to one registry client, which
+    is not shared between threads (``-j``).
+    """
+
+    members: tuple[GraphRun, ...]
+    db: Path
+    jobs: int = 1
+    check: bool = False
+    fetches: dict[FetchKey, Fetched | BaseException] = field(default_factory=dict)
+    registry_locks: dict[str, threading.Lock] = field(default_factory=dict)
+    record: TaskRecord = field(default_factory=TaskRecord)
+
+    def registry_lock(self, url: str) -> threading.Lock:
+        return self.registry_locks.setdefault(url, threading.Lock())

@@ -55,7 +55,9 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         outcome = "added" if changed else "already a member"
     else:
         outcome = remove_member(root, directory)
-    path = directory.relative_to(root).as_posix() if directory.is_relative_to(root) else str(directory)
+    path = (
+        directory.relative_to(root).as_posix() if directory.is_relative_to(root) else str(directory)
+    )
     ctx.out.result(
         {"root": str(root), "directory": path, "outcome": outcome},
         f"{path}: {outcome} ({root / 'pyproject.toml'})",

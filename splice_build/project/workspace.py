@@ -1,0 +1,287 @@
+"""A workspace: the many projects one ``splice sync`` covers, and ``[tool.splice.workspace]``.
+
+The root is found by walking up from the current directory to a ``pyproject.toml`` holding
+``[tool.splice.workspace]``::
+
+    [tool.splice.workspace]
+    members = ["packages/*", "services/**"]   # gitignore-style patterns (pathspec)
+    exclude = ["services/legacy"]
+
+A member is a directory holding a ``splice.json`` whose path relative to the root matches
+``members`` and not ``exclude``. As in ``.gitignore``, a matched directory includes its
+subdirectories (``packages/*`` also covers ``packages/a/nested``). Without such a file the
+root is ``--root``, else the git work tree, else the current directory, and every
+``splice.json`` below it that git does not ignore is a member (``git ls-files``; outside a
+git work tree, every one not under a hidden directory or ``node_modules``).
+
+``add_member`` / ``remove_member`` edit ``pyproject.toml`` with tomlkit, so every byte
+outside the ``members`` / ``exclude`` arrays stays as written (comments, spacing, order).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from splice_build.errors import ErrorCode, ProjectError, UsageError
+from splice_build.project.layout import PROJECT_FILE, STATE_DIR
+
+PYPROJECT = "pyproject.toml"
+_PRUNED = {STATE_DIR, "node_modules", ".git"}
+
+
+@dataclass(frozen=True)
+class WorkspaceConfig:
+    members: tuple[str, ...]
+    exclude: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """The root, where its members came from, and the member directories (path order)."""
+
+    root: Path
+    source: str  # "pyproject", "git" or "walk"
+    members: tuple[Path, ...]
+
+    def label(self, member: Path) -> str:
+        """The member's path relative to the root (``.`` for the root itself)."""
+        relative = member.relative_to(self.root).as_posix()
+        return relative or "."
+
+
+def read_config(pyproject: Path) -> WorkspaceConfig | None:
+    """``[tool.splice.workspace]`` of ``pyproject`` (None when absent); raises ``INVALID_CONFIG``."""
+    import tomllib
+
+    try:
+        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise _invalid(pyproject, str(exc)) from exc
+    table = data.get("tool", {}).get("splice", {}).get("workspace")
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise _invalid(pyproject, "[tool.splice.workspace] must be a table")
+    return WorkspaceConfig(
+        _patterns(pyproject, table, "members"), _patterns(pyproject, table, "exclude")
+    )
+
+
+def find_workspace(start: Path, *, root: Path | None = None) -> Workspace:
+    """The workspace containing ``start`` (or rooted at ``root``); see the module docstring.
+
+    Raises ``ProjectError(NOT_A_PROJECT)`` when it has no member.
+    """
+    if root is not None:
+        base = Path(os.path.abspath(root))
+        config = read_config(base / PYPROJECT)
+    else:
+        base, config = _walk_up(Path(os.path.abspath(start)))
+    if config is not None:
+        members = _matching(base, config)
+        source = "pyproject"
+    else:
+        if root is None:
+            base = _git_toplevel(base) or base
+        listed = _git_listed(base)
+        source = "walk" if listed is None else "git"
+        members = listed if listed is not None else _walk(base)
+    if not members:
+        raise ProjectError(
+            ErrorCode.NOT_A_PROJECT,
+            f"No project (splice.json) in the workspace at {base}",
+            hint="Run `splice init` in a project, or `splice workspace add <dir>`.",
+        )
+    ordered = sorted(set(members), key=lambda p: p.relative_to(base).as_posix())
+    return Workspace(base, source, tuple(ordered))
+
+
+def _walk_up(start: Path) -> tuple[Path, WorkspaceConfig | None]:
+    for directory in (start, *start.parents):
+        config = read_config(directory / PYPROJECT)
+        if config is not None:
+            return directory, config
+    return start, None
+
+
+def _matching(root: Path, config: WorkspaceConfig) -> list[Path]:
+    import pathspec
+
+    members = pathspec.GitIgnoreSpec.from_lines(config.members)
+    exclude = pathspec.GitIgnoreSpec.from_lines(config.exclude)
+    found = []
+    for directory in _walk(root):
+        relative = directory.relative_to(root).as_posix() or "."
+        if members.match_file(relative) and not exclude.match_file(relative):
+            found.append(directory)
+    return found
+
+
+def _walk(root: Path) -> list[Path]:
+    """Directories holding a ``splice.json``, skipping hidden ones and ``node_modules``."""
+    found = []
+    for directory, subdirs, files in os.walk(root):
+        subdirs[:] = [d for d in subdirs if d not in _PRUNED and not d.startswith(".")]
+        if PROJECT_FILE in files:
+            found.append(Path(directory))
+    return found
+
+
+def _git(root: Path, *args: str) -> str | None:
+    try:
+        done = subprocess.run(
+            ["git", *args],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except OSError:
+        return None  # no git on this machine
+    return done.stdout if done.returncode == 0 else None
+
+
+def _git_toplevel(start: Path) -> Path | None:
+    out = _git(start, "rev-parse", "--show-toplevel")
+    return Path(out.strip()) if out else None
+
+
+def _git_listed(root: Path) -> list[Path] | None:
+    """Directories of tracked or untracked-but-not-ignored ``splice.json`` files, or None."""
+    out = _git(
+        root,
+        "ls-files",
+        "-z",
+        "--cached",
+        "--others",
+        "--exclude-standard",
+        "--",
+        f":(glob)**/{PROJECT_FILE}",
+    )
+    if out is None:
+        return None
+    found = []
+    for name in out.split("\0"):
+        path = root / name
+        if name and path.is_file() and STATE_DIR not in path.parts:
+            found.append(path.parent)
+    return found
+
+
+def _patterns(pyproject: Path, table: dict[str, Any], key: str) -> tuple[str, ...]:
+    value = table.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _invalid(pyproject, f"[tool.splice.workspace] {key} must be a list of strings")
+    return tuple(value)
+
+
+def _invalid(pyproject: Path, problem: str) -> ProjectError:
+    return ProjectError(ErrorCode.INVALID_CONFIG, f"{pyproject} is invalid: {problem}")
+
+
+# editing ------------------------------------------------------------------------------------
+def member_pattern(root: Path, directory: Path) -> str:
+    """``directory`` as a pattern relative to ``root``; ``USAGE`` when it is outside."""
+    absolute = Path(os.path.abspath(directory))
+    try:
+        relative = absolute.relative_to(root).as_posix()
+    except ValueError:
+        raise UsageError(f"{directory} is not inside the workspace at {root}") from None
+    return relative or "."
+
+
+def add_member(root: Path, directory: Path) -> bool:
+    """Add ``directory`` to ``members`` (and drop it from ``exclude``); False if already there.
+
+    Creates ``pyproject.toml`` or the ``[tool.splice.workspace]`` table when missing.
+    """
+    pattern = member_pattern(root, directory)
+    document = _load_document(root)
+    table = _workspace_table(document)
+    changed = _remove_from(table, "exclude", pattern)
+    if pattern not in _array(table, "members"):
+        _array(table, "members").append(pattern)
+        changed = True
+    if changed:
+        _save_document(root, document)
+    return changed
+
+
+def remove_member(root: Path, directory: Path) -> str:
+    """Stop syncing ``directory``: ``"removed"`` from ``members`` if listed as written, else
+    ``"excluded"`` (added to ``exclude``), or ``"absent"`` when it was not a member."""
+    pattern = member_pattern(root, directory)
+    document = _load_document(root)
+    table = _workspace_table(document)
+    if _remove_from(table, "members", pattern):
+        outcome = "removed"
+    elif directory_is_member(root, directory, table) and pattern not in _array(table, "exclude"):
+        _array(table, "exclude").append(pattern)
+        outcome = "excluded"
+    else:
+        return "absent"
+    _save_document(root, document)
+    return outcome
+
+
+def directory_is_member(root: Path, directory: Path, table: Any) -> bool:
+    import pathspec
+
+    relative = member_pattern(root, directory)
+    members = pathspec.GitIgnoreSpec.from_lines(list(table.get("members", [])))
+    exclude = pathspec.GitIgnoreSpec.from_lines(list(table.get("exclude", [])))
+    return members.match_file(relative) and not exclude.match_file(relative)
+
+
+def _load_document(root: Path) -> Any:
+    import tomlkit
+
+    path = root / PYPROJECT
+    try:
+        return tomlkit.parse(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return tomlkit.document()
+    except Exception as exc:  # tomlkit's parse errors share no public base class
+        raise _invalid(path, str(exc)) from exc
+
+
+def _workspace_table(document: Any) -> Any:
+    import tomlkit
+
+    node = document
+    for key in ("tool", "splice", "workspace"):
+        if key not in node:
+            node[key] = tomlkit.table(is_super_table=key != "workspace")
+        node = node[key]
+    return node
+
+
+def _array(table: Any, key: str) -> Any:
+    import tomlkit
+
+    if key not in table:
+        table[key] = tomlkit.array()
+    return table[key]
+
+
+def _remove_from(table: Any, key: str, pattern: str) -> bool:
+    """Remove ``pattern`` from ``table[key]``; drops an ``exclude`` that becomes empty."""
+    if key not in table or pattern not in table[key]:
+        return False
+    array = table[key]
+    array.remove(pattern)
+    if key == "exclude" and not array:
+        del table[key]
+    return True
+
+
+def _save_document(root: Path, document: Any) -> None:
+    from splice_build.project.atomic import atomic_write_bytes
+
+    atomic_write_bytes(root / PYPROJECT, document.as_string().encode("utf-8"))

@@ -1,0 +1,158 @@
+"""``splice sync``: one graph over every project of a workspace (issue #7).
+
+Every member gets its own installer (its registry, its consent options) over one shared
+artifact cache in ``SPLICE_HOME``; one registry session per registry URL is shared by the
+projects using it. The graph runs with doit's thread-parallel runner for ``jobs > 1``, its
+state in ``<root>/.splice/sync.sqlite3``. A project that fails (unreadable ``splice.json``,
+stale lock, refused consent, …) fails alone; the result lists every project, in the
+workspace's order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from splice_build.tasks.summary import SyncResult, outcome_of
+
+if TYPE_CHECKING:
+    from splice_build.install.cache import ArtifactCache
+    from splice_build.install.session import RegistrySession
+    from splice_build.project.home import SpliceHome
+    from splice_build.project.workspace import Workspace
+    from splice_build.registry.client.interface import RegistryClient
+    from splice_build.tasks.graph import Member
+
+ProjectProgress = Callable[[str, str, str], None]  # (project path, step, message)
+SYNC_DB = "sync.sqlite3"
+
+
+@dataclass(frozen=True)
+class SyncOptions:
+    jobs: int = 1
+    frozen: bool = False
+    check: bool = False
+    accept_permissions: bool = False
+    require_signed: bool = False
+    allow_signer_change: bool = False
+
+
+def _quiet(path: str, step: str, message: str) -> None:
+    return None
+
+
+class _Sessions:
+    """One lazily opened registry session per URL."""
+
+    def __init__(self, home: SpliceHome, env: Mapping[str, str], flag: str | None) -> None:
+        self.home = home
+        self.env = env
+        self.flag = flag
+        self._by_url: dict[str, RegistrySession] = {}
+
+    def get(self, url: str) -> RegistrySession:
+        from splice_build.install.session import RegistrySession
+
+        if url not in self._by_url:
+            self._by_url[url] = RegistrySession(url, home=self.home, env=self.env)
+        return self._by_url[url]
+
+    def close(self) -> None:
+        for session in self._by_url.values():
+            session.close()
+
+
+class _ProjectSession:
+    """A project's registry session, decided only when a task needs the registry.
+
+    A no-op sync never asks, so it never reads the user config or opens a client;
+    ``INVALID_CONFIG`` for a bad registry value fails only that project, from its task.
+    """
+
+    def __init__(self, sessions: _Sessions, root: Path) -> None:
+        self._sessions = sessions
+        self._root = root
+        self._url: str | None = None
+
+    @property
+    def url(self) -> str:
+        if self._url is None:
+            from splice_build.project.project_file import load_project_file
+            from splice_build.project.registry_url import resolve_registry
+
+            sessions = self._sessions
+            project = load_project_file(self._root)
+            self._url = resolve_registry(
+                flag=sessions.flag, env=sessions.env, project=project, home=sessions.home
+            ).url
+        return self._url
+
+    @property
+    def client(self) -> RegistryClient:
+        return self._sessions.get(self.url).client
+
+
+def sync_workspace(
+    workspace: Workspace,
+    *,
+    home: SpliceHome,
+    env: Mapping[str, str],
+    registry: str | None = None,
+    options: SyncOptions = SyncOptions(),
+    on_progress: ProjectProgress = _quiet,
+) -> SyncResult:
+    """Sync every member of ``workspace``; never raises for one project's failure."""
+    from splice_build.install.cache import ArtifactCache
+    from splice_build.project.layout import STATE_DIR
+    from splice_build.tasks.graph import run_workspace
+    from splice_build.tasks.request import GraphRequest
+
+    cache = ArtifactCache(home.artifact_cache_dir.parent)
+    sessions = _Sessions(home, env, registry)
+    members = [
+        _member(directory, workspace.label(directory), cache, sessions, options, on_progress)
+        for directory in workspace.members
+    ]
+    try:
+        request = GraphRequest(frozen=options.frozen, check=options.check, follow_ranges=True)
+        ran = run_workspace(
+            members,
+            request,
+            db=workspace.root / STATE_DIR / SYNC_DB,
+            jobs=options.jobs,
+            on_blocked=lambda: on_progress(
+                ".", "waiting", "Waiting for another Splice process on .splice/..."
+            ),
+        )
+    finally:
+        sessions.close()
+    outcomes = tuple(outcome_of(run) for run in ran.members)
+    return SyncResult(str(workspace.root), options.check, outcomes, ran.record)
+
+
+def _member(
+    directory: Path,
+    label: str,
+    cache: ArtifactCache,
+    sessions: _Sessions,
+    options: SyncOptions,
+    on_progress: ProjectProgress,
+) -> Member:
+    from splice_build.install.installer import Installer, InstallOptions
+    from splice_build.project.layout import ProjectLayout
+    from splice_build.tasks.graph import Member
+
+    layout = ProjectLayout(directory)
+    install_options = InstallOptions(
+        accept_permissions=options.accept_permissions,
+        require_signed=options.require_signed,
+        allow_signer_change=options.allow_signer_change,
+    )
+
+    def progress(step: str, message: str) -> None:
+        on_progress(label, step, message)
+
+    session: Any = _ProjectSession(sessions, directory)  # RegistrySession's url and client
+    return Member(layout, Installer(layout, cache, session, install_options, progress), label)

@@ -1,0 +1,81 @@
+"""A counting reverse proxy in front of a real registry server, for "downloaded once" tests.
+
+``counting_proxy(upstream)`` serves on a free 127.0.0.1 port, forwards every request to
+``upstream`` unchanged and records ``(method, path)``; ``downloads()`` lists the artifact
+GETs (``…/download``). The registry server itself is untouched.
+"""
+
+from __future__ import annotations
+
+import http.client
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
+
+_HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "host", "content-length"}
+
+
+@dataclass
+class CountingProxy:
+    url: str
+    requests: list[tuple[str, str]] = field(default_factory=list)
+
+    def downloads(self) -> list[str]:
+        return [
+            path for method, path in self.requests if method == "GET" and path.endswith("/download")
+        ]
+
+
+def _handler(upstream: str, proxy: CountingProxy) -> type[BaseHTTPRequestHandler]:
+    target = urlsplit(upstream)
+    lock = threading.Lock()
+
+    class Forward(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def _forward(self) -> None:
+            with lock:
+                proxy.requests.append((self.command, self.path.split("?", 1)[0]))
+            length = int(self.headers.get("content-length") or 0)
+            body = self.rfile.read(length) if length else None
+            headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP}
+            connection = http.client.HTTPConnection(target.hostname, target.port, timeout=30)
+            try:
+                connection.request(self.command, self.path, body=body, headers=headers)
+                response = connection.getresponse()
+                data = response.read()
+                self.send_response(response.status)
+                for key, value in response.getheaders():
+                    if key.lower() not in _HOP_BY_HOP:
+                        self.send_header(key, value)
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            finally:
+                connection.close()
+
+        do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = _forward
+
+        def log_message(self, format: str, *args: object) -> None:
+            return None
+
+    return Forward
+
+
+@contextmanager
+def counting_proxy(upstream: str) -> Iterator[CountingProxy]:
+    """Serve the proxy in a thread for the ``with`` block."""
+    proxy = CountingProxy("")
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(upstream, proxy))
+    proxy.url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield proxy
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()

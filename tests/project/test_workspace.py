@@ -1,0 +1,112 @@
+"""Finding a workspace's projects, and editing [tool.splice.workspace] without losing a byte."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from splice_build.errors import ErrorCode, SpliceError
+from splice_build.project.workspace import add_member, find_workspace, remove_member
+from testing.cli import run_splice
+from testing.registry_fixtures import new_project
+
+ODD_PYPROJECT = """\
+# A hand-written file: comments, odd spacing and quoting must survive.
+[project]
+name   =  "demo"      # two spaces before '='
+version = '1.0'
+
+[tool.splice.workspace]
+# the libraries and the services
+members = [
+    "packages/*",   # every library
+    'services/**',
+]
+exclude=["services/legacy"]  # retired
+
+[tool.other]
+answer = 42
+"""
+
+
+def _labels(root: Path, start: Path | None = None) -> list[str]:
+    workspace = find_workspace(start or root)
+    return [workspace.label(m) for m in workspace.members]
+
+
+def test_pyproject_members_and_exclude(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(ODD_PYPROJECT)
+    for rel in ("packages/a", "packages/b/nested", "services/x/y", "services/legacy", "other/c"):
+        new_project(tmp_path / rel)
+    (tmp_path / "packages" / "no-project").mkdir()
+    assert _labels(tmp_path, tmp_path / "packages" / "a") == [
+        "packages/a",
+        "packages/b/nested",  # a matched directory includes its subdirectories
+        "services/x/y",
+    ]
+    assert find_workspace(tmp_path).source == "pyproject"
+
+
+def test_without_pyproject_git_decides(tmp_path: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / ".gitignore").write_text("build/\n")
+    for rel in (".", "apps/web", "build/copy", "node_modules/x"):
+        new_project(tmp_path / rel)
+    (tmp_path / "node_modules" / ".gitignore").write_text("*\n")
+    workspace = find_workspace(tmp_path / "apps" / "web")
+    assert workspace.source == "git"
+    assert workspace.root == tmp_path
+    assert [workspace.label(m) for m in workspace.members] == [".", "apps/web"]
+
+
+def test_without_git_every_visible_project(tmp_path: Path) -> None:
+    for rel in ("a", "b/c", ".hidden/d", "node_modules/e"):
+        new_project(tmp_path / rel)
+    workspace = find_workspace(tmp_path, root=tmp_path)
+    assert workspace.source == "walk"
+    assert [workspace.label(m) for m in workspace.members] == ["a", "b/c"]
+
+
+def test_an_empty_workspace_is_not_a_project(tmp_path: Path) -> None:
+    with pytest.raises(SpliceError) as info:
+        find_workspace(tmp_path, root=tmp_path)
+    assert info.value.code is ErrorCode.NOT_A_PROJECT
+
+
+def test_add_then_remove_keeps_every_other_byte(tmp_path: Path) -> None:
+    path = tmp_path / "pyproject.toml"
+    path.write_text(ODD_PYPROJECT)
+    assert add_member(tmp_path, tmp_path / "apps" / "web") is True
+    added = path.read_text()
+    assert added.replace('    "apps/web",\n', "") == ODD_PYPROJECT
+    assert add_member(tmp_path, tmp_path / "apps" / "web") is False
+    assert remove_member(tmp_path, tmp_path / "apps" / "web") == "removed"
+    assert path.read_bytes() == ODD_PYPROJECT.encode()
+
+
+def test_removing_a_glob_matched_member_excludes_it(tmp_path: Path) -> None:
+    path = tmp_path / "pyproject.toml"
+    path.write_text(ODD_PYPROJECT)
+    assert remove_member(tmp_path, tmp_path / "packages" / "a") == "excluded"
+    assert path.read_text() == ODD_PYPROJECT.replace(
+        'exclude=["services/legacy"]', 'exclude=["services/legacy", "packages/a"]'
+    )
+    assert remove_member(tmp_path, tmp_path / "packages" / "a") == "absent"
+    assert add_member(tmp_path, tmp_path / "packages" / "a") is True  # un-excluded, listed
+    assert 'exclude=["services/legacy"]' in path.read_text()
+
+
+def test_workspace_command_creates_the_table(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    new_project(tmp_path / "libs" / "one")
+    done = run_splice("workspace", "--root", str(tmp_path), "add", "libs/one", cwd=tmp_path)
+    assert done.code == 0, done.stderr
+    text = (tmp_path / "pyproject.toml").read_text()
+    assert text.startswith('[project]\nname = "x"\n')
+    assert "[tool.splice.workspace]" in text and '"libs/one"' in text
+    listed = run_splice("--json", "workspace", "list", cwd=tmp_path / "libs")
+    assert listed.json()["members"] == ["libs/one"]
+    outside = run_splice("workspace", "--root", str(tmp_path), "add", "/", cwd=tmp_path)
+    assert outside.code == 2
