@@ -1,20 +1,38 @@
 """MCP `tools/call` of example.hello over stdio: calls/s with 1 and 4 callers, p50/p99 latency,
-as ratios to a cold `splice run example.hello` (whole process) measured in the same run."""
+as ratios to a cold `splice run example.hello` (whole process) measured in the same run, and
+the server's resident set (plus its sandbox processes).
+
+Two servers: `splice mcp` as shipped (with its warm pool of sandbox processes), and the same
+server without a pool (``COLD_SERVER``: one Node start per call, on the call's path), to show
+what the pool buys."""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import Row, median, percentile, splice_argv, time_command
+from bench.common import REPO, Row, median, percentile, splice_argv, time_command
 
 HELLO = {"name": "splice_example_hello", "arguments": {"name": "Ada"}}
+COLD_SERVER = """
+import os, sys
+from pathlib import Path
+from splice_build.mcp.backend import INSTRUCTIONS, InstalledBackend
+from splice_build.mcp.interface import ServerInfo
+from splice_build.mcp.protocol import Server
+from splice_build.mcp.transport.stdio import claim_stdout, serve_stdio
+from splice_build.sdk import Splice
+splice = Splice(Path.cwd(), env=os.environ)
+server = Server(InstalledBackend(splice), ServerInfo(version="bench", instructions=INSTRUCTIONS))
+serve_stdio(server, sys.stdin.buffer, claim_stdout(), log=lambda message: None)
+"""
 
 
 class _StdioClient:
@@ -58,10 +76,38 @@ class _StdioClient:
             raise TimeoutError(method)
         return box[0]
 
+    def rss_mib(self) -> tuple[float, float]:
+        """Resident set of the server and of all its child processes, in MiB."""
+        children = _children(self._process.pid)
+        return _rss(self._process.pid), sum(_rss(pid) for pid in children)
+
     def close(self) -> None:
         assert self._process.stdin is not None
         self._process.stdin.close()
         self._process.wait(timeout=30)
+
+
+def _rss(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/status", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def _children(pid: int) -> list[int]:
+    """Child processes of every thread of ``pid`` (the pool's thread starts the warm ones)."""
+    found: list[int] = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children", encoding="utf-8") as f:
+                found += [int(p) for p in f.read().split()]
+    except OSError:
+        pass
+    return found
 
 
 def _load(client: _StdioClient, callers: int, calls_each: int) -> tuple[float, list[float]]:
@@ -96,8 +142,43 @@ def _project(base: Path, env: dict[str, str]) -> Path:
     return project
 
 
+def _serve(
+    label: str, argv: list[str], env: dict[str, str], project: Path, calls: int, cold_ms: float
+) -> list[Row]:
+    client = _StdioClient(argv, env=env, cwd=project)
+    try:
+        client.call("initialize", {"protocolVersion": "2025-11-25"})
+        client.call("tools/call", HELLO)  # warm-up
+        rate_1, latency_1 = _load(client, 1, calls)
+        rate_4, latency_4 = _load(client, 4, calls)
+        server_rss, children_rss = client.rss_mib()
+    finally:
+        client.close()
+    cold_rate = 1000 / cold_ms
+    rows = [
+        Row(f"{label}: 1 caller", rate_1, "calls/s", "cold splice run", cold_rate),
+        Row(
+            f"{label}: 4 callers", rate_4, "calls/s", "cold splice run", cold_rate, "≥ 100 calls/s"
+        ),
+    ]
+    for callers, latencies in ((1, latency_1), (4, latency_4)):
+        for name, value in (("p50", median(latencies)), ("p99", percentile(latencies, 99))):
+            rows.append(
+                Row(
+                    f"{label}: {name}, {callers} caller(s)",
+                    value * 1000,
+                    "ms",
+                    "cold splice run",
+                    cold_ms,
+                )
+            )
+    rows.append(Row(f"{label}: server RSS", server_rss, "MiB"))
+    rows.append(Row(f"{label}: RSS of its sandbox processes", children_rss, "MiB"))
+    return rows
+
+
 def run(quick: bool = False) -> list[Row]:
-    calls = 10 if quick else 40
+    calls = 10 if quick else 50
     with tempfile.TemporaryDirectory(prefix="bench-mcp-") as tmp:
         base = Path(tmp)
         env = {**os.environ, "HOME": str(base), "SPLICE_HOME": str(base / ".splice")}
@@ -108,52 +189,10 @@ def run(quick: bool = False) -> list[Row]:
             env=env,
             cwd=project,
         )
-        client = _StdioClient(splice_argv("mcp"), env=env, cwd=project)
-        try:
-            client.call("initialize", {"protocolVersion": "2025-11-25"})
-            client.call("tools/call", HELLO)  # warm-up
-            rate_1, latency_1 = _load(client, 1, calls)
-            rate_4, latency_4 = _load(client, 4, calls // 2)
-        finally:
-            client.close()
-    cold_ms = median(cold) * 1000
-    cold_rate = 1000 / cold_ms
-    return [
-        Row("mcp tools/call, 1 caller", rate_1, "calls/s", "cold splice run", cold_rate),
-        Row(
-            "mcp tools/call, 4 callers",
-            rate_4,
-            "calls/s",
-            "cold splice run",
-            cold_rate,
-            "≥ 50 calls/s",
-        ),
-        Row(
-            "mcp tools/call p50, 1 caller",
-            median(latency_1) * 1000,
-            "ms",
-            "cold splice run",
-            cold_ms,
-        ),
-        Row(
-            "mcp tools/call p99, 1 caller",
-            percentile(latency_1, 99) * 1000,
-            "ms",
-            "cold splice run",
-            cold_ms,
-        ),
-        Row(
-            "mcp tools/call p50, 4 callers",
-            median(latency_4) * 1000,
-            "ms",
-            "cold splice run",
-            cold_ms,
-        ),
-        Row(
-            "mcp tools/call p99, 4 callers",
-            percentile(latency_4, 99) * 1000,
-            "ms",
-            "cold splice run",
-            cold_ms,
-        ),
-    ]
+        cold_ms = median(cold) * 1000
+        unpooled = [sys.executable, "-c", COLD_SERVER]
+        unpooled_env = {**env, "PYTHONPATH": str(REPO)}
+        return [
+            *_serve("splice mcp (warm pool)", splice_argv("mcp"), env, project, calls, cold_ms),
+            *_serve("mcp without a pool", unpooled, unpooled_env, project, calls, cold_ms),
+        ]

@@ -37,7 +37,8 @@ if TYPE_CHECKING:
     from splice_build.install.session import RegistrySession
     from splice_build.project.home import SpliceHome
     from splice_build.project.layout import ProjectLayout
-    from splice_build.runtime import LoadedPackage, ToolResult
+    from splice_build.runtime import LoadedPackage, SpliceRuntime, ToolResult
+    from splice_build.runtime.pool import WarmPool
     from splice_build.tasks.reporter import TaskRecord
     from splice_build.tasks.request import GraphRequest
 
@@ -72,10 +73,12 @@ class Splice:
         home: Path | None = None,
         on_progress: Progress | None = None,
         broker: object | Literal[False] | None = None,
-        pool: object | None = None,
+        pool: WarmPool | None = None,
     ) -> None:
         """``broker``: the capability broker (default: the real providers, keys loaded on first
-        use); ``False`` runs tools without one (capability calls answer UNAVAILABLE)."""
+        use); ``False`` runs tools without one (capability calls answer UNAVAILABLE).
+        ``pool``: a ``WarmPool`` of sandbox processes started before calls arrive (a long-lived
+        caller such as the MCP server); ``close()`` ends them."""
         from splice_build.project.home import SpliceHome
         from splice_build.project.layout import ProjectLayout
         from splice_build.project.project_file import find_project_root
@@ -90,6 +93,7 @@ class Splice:
         self._progress: Progress = on_progress or _quiet
         self._broker = self._default_broker() if broker is None else broker or None
         self._pool = pool
+        self._runtime_instance: SpliceRuntime | None = None
         self.last_tasks: TaskRecord | None = None
 
     # plumbing ------------------------------------------------------------------------------
@@ -471,17 +475,33 @@ class Splice:
         pkg = self.check(PackageId.parse(ref).id)
         return self._runtime().load(pkg.directory)
 
-    def _runtime(self) -> Any:
-        if self._pool is not None:
-            return self._pool
-        from splice_build.runtime import SpliceRuntime
+    def _runtime(self) -> SpliceRuntime:
+        """One runtime per SDK object: it owns the warm pool (if any) and the broker."""
+        if self._runtime_instance is None:
+            from splice_build.runtime import SpliceRuntime
 
-        return SpliceRuntime(project_root=self.project_root, env=self.env, broker=self._broker)  # type: ignore[arg-type]
+            self._runtime_instance = SpliceRuntime(
+                project_root=self.project_root,
+                env=self.env,
+                broker=self._broker,  # type: ignore[arg-type]
+                pool=self._pool,
+            )
+        return self._runtime_instance
+
+    def close(self) -> None:
+        """End the warm sandbox processes, if a pool was given."""
+        if self._runtime_instance is not None:
+            self._runtime_instance.close()
+
+    def __enter__(self) -> Splice:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def run(self, ref: str, input: Mapping[str, object]) -> ToolResult:
         """Re-verify the package from bytes, then run the tool in the sandbox.
 
-        ``pool`` (if given) is any executor with ``SpliceRuntime``'s ``load``/``execute``.
         Raises the ``resolve_tool`` errors before any code runs; tool failures are results.
         """
         pkg, tool = self.resolve_tool(ref)

@@ -51,6 +51,27 @@ def _load_commands() -> dict[str, ModuleType]:
     return {module.NAME: module for module in modules}
 
 
+# Options that take no value, so the word after them can be the command (``--registry`` takes
+# one, and argparse accepts any unambiguous prefix of it: anything else means "not sure").
+_FLAG_ONLY = frozenset({"--json", "--no-color", "--verbose"})
+
+
+def _only_command(argv: Sequence[str]) -> dict[str, ModuleType] | None:
+    """The one command module ``argv`` names, when that is certain (importing all of them
+    for the parser costs more than a short command's own work); else None."""
+    for word in argv:
+        if word in _FLAG_ONLY:
+            continue
+        if word.startswith("-"):
+            return None
+        for name in (word, f"{word}_cmd"):
+            if name in COMMAND_MODULES:
+                module = importlib.import_module(f"splice_build.cli.commands.{name}")
+                return {module.NAME: module} if word == module.NAME else None
+        return None
+    return None
+
+
 def build_parser(commands: dict[str, ModuleType]) -> argparse.ArgumentParser:
     from splice_build import __version__
 
@@ -96,7 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     home = Path(env.get("SPLICE_HOME") or Path.home() / ".splice")
     try:
         with error_handler(out, home=home, verbose="--verbose" in argv):
-            commands = _load_commands()
+            commands = _only_command(argv) or _load_commands()
             parser = build_parser(commands)
             if not argv:
                 parser.print_help(sys.stderr)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from splice_build.errors import ErrorCode, InstallError, SpliceError
-from splice_build.install.tree_digest import tree_digest
+from splice_build.spec.tree_digest import tree_digest
 from splice_build.project.layout import ProjectLayout
 
 if TYPE_CHECKING:

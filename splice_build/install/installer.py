@@ -29,7 +29,7 @@ from splice_build.install.checks import (
 from splice_build.install.consent import Accept, require_consent
 from splice_build.install.session import RegistrySession, is_offline
 from splice_build.install.signature_check import SignatureValid, signer_pinning
-from splice_build.install.tree_digest import tree_digest
+from splice_build.spec.tree_digest import tree_digest
 from splice_build.project.layout import ProjectLayout
 from splice_build.project.lockfile import LockEntry, load_lockfile
 from splice_build.project.project_file import load_project_file

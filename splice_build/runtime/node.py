@@ -53,12 +53,29 @@ def _probe_version(path: str) -> tuple[int, int, int] | None:
     return (int(match[1]), int(match[2]), int(match[3])) if match else None
 
 
+def _header_version(wheel_dir: Path) -> tuple[int, int, int] | None:
+    """The version the wheel's own ``include/node/node_version.h`` declares (no process)."""
+    try:
+        text = (wheel_dir / "include" / "node" / "node_version.h").read_text("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    numbers = []
+    for part in ("MAJOR", "MINOR", "PATCH"):
+        match = re.search(rf"^#define NODE_{part}_VERSION (\d+)$", text, re.MULTILINE)
+        if match is None:
+            return None
+        numbers.append(int(match[1]))
+    return (numbers[0], numbers[1], numbers[2])
+
+
 @lru_cache(maxsize=1)
 def _wheel_binary() -> NodeBinary | None:
+    """The wheel's Node; its version read from the wheel's header (a ``node --version``
+    process costs as much as a sandbox start-up), probed only when the header is missing."""
     path = _wheel_node()
     if path is None:
         return None
-    version = _probe_version(str(path))
+    version = _header_version(path.parent.parent) or _probe_version(str(path))
     return NodeBinary(path, version) if version else None
 
 

@@ -3,6 +3,12 @@
 ``execute`` never raises for a tool failure: every outcome becomes a ``ToolResult`` whose
 messages, details and logs are sanitised (paths → ``<package>``/``<project>``, then secret
 redaction including the values of the tool's declared variables).
+
+With a ``WarmPool`` (``pool=``) a call takes a process started before it (runtime/pool.py):
+``load`` reads the package's files digest *before* its manifest and asks the pool for a
+process, and ``execute`` re-reads the digest after taking one and refuses the call
+(``INSTALLED_PACKAGE_MODIFIED``) before sending the job when the files changed since ``load``.
+Without a pool every call starts its own process (the one-shot CLI).
 """
 
 from __future__ import annotations
@@ -10,6 +16,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,11 +39,23 @@ from splice_build.runtime.session import Session
 from splice_build.security.redact import PathSanitizer, redact
 
 if TYPE_CHECKING:
+    from splice_build.runtime.pool import PoolKey, WarmPool
     from splice_build.spec.manifest import Tool
 
 
+@dataclass(frozen=True)
+class PinnedPackage(LoadedPackage):
+    """A package loaded by a pooled runtime: ``files_digest`` was read before its manifest
+    (None when the tree cannot have one: links, special files, too many files)."""
+
+    files_digest: str | None
+
+
 class SpliceRuntime:
-    """Runs tools of loaded packages in the sandbox; one process per call."""
+    """Runs tools of loaded packages in the sandbox; one process per call (never reused).
+
+    ``pool``: a ``WarmPool`` this runtime owns from now on (``close`` closes it).
+    """
 
     def __init__(
         self,
@@ -46,16 +65,49 @@ class SpliceRuntime:
         broker: CapabilityBroker | None = None,
         max_log_bytes: int = MAX_LOG_BYTES,
         max_output_bytes: int = MAX_OUTPUT_BYTES,
+        pool: WarmPool | None = None,
+        _unsafe_test_resolver: Mapping[str, list[list[str]]] | None = None,
     ) -> None:
         self.project_root = Path(os.path.realpath(project_root))
         self._env: Mapping[str, str] = os.environ if env is None else env
         self._broker = broker
         self._max_log_bytes = max_log_bytes
         self._max_output_bytes = max_output_bytes
+        self._pool = pool
+        # Tests only: fake DNS answers for the network guard (docs/network-security.md).
+        self._test_resolver = None if _unsafe_test_resolver is None else dict(_unsafe_test_resolver)
 
     def load(self, path: str | os.PathLike[str]) -> LoadedPackage:
-        """Load and validate a package directory; raises SandboxError(INVALID_PACKAGE)."""
-        return load_package(path)
+        """Load and validate a package directory; raises SandboxError(INVALID_PACKAGE).
+
+        With a pool the result is a ``PinnedPackage`` and a warm process is requested for it.
+        """
+        if self._pool is None:
+            return load_package(path)
+        from splice_build.spec.tree_digest import tree_digest
+
+        digest = tree_digest(Path(os.path.realpath(path)))
+        pkg = load_package(path)
+        pinned = PinnedPackage(**{f: getattr(pkg, f) for f in _LOADED_FIELDS}, files_digest=digest)
+        self.prewarm(pinned)
+        return pinned
+
+    def prewarm(self, pkg: LoadedPackage, *, wait: bool = False) -> None:
+        """Have a warm process ready for ``pkg`` (no-op without a pool or a files digest)."""
+        key = self._pool_key(pkg) if self._pool is not None else None
+        if self._pool is not None and key is not None:
+            self._pool.prewarm(key, wait=wait)
+
+    def close(self) -> None:
+        """End the pool's processes (a runtime without a pool holds none)."""
+        if self._pool is not None:
+            self._pool.close()
+
+    def __enter__(self) -> SpliceRuntime:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @staticmethod
     def list_tools(pkg: LoadedPackage) -> list[dict[str, Any]]:
@@ -107,7 +159,11 @@ class SpliceRuntime:
             process = self._start(pkg)
         except SpliceError as exc:
             return finish(error=ToolError(exc.code, exc.message, exc.details))
-        return self._run(pkg, tool, job_input, process, clean, finish)
+        try:
+            return self._run(pkg, tool, job_input, process, clean, finish)
+        except BaseException:
+            process.close()  # never leave a started process behind (close is idempotent)
+            raise
 
     def _prepare(self, pkg: LoadedPackage, tool_name: str, value: Any) -> tuple[Tool, Any]:
         """Steps 1–7 of interfaces.md 4.3; raises SandboxError, never starts a process."""
@@ -144,20 +200,42 @@ class SpliceRuntime:
     def _project_path(self, rel: str) -> Path:
         return self.project_root if rel == "." else self.project_root / rel
 
-    def _start(self, pkg: LoadedPackage) -> sandbox.SandboxProcess:
+    def _spec(self, pkg: LoadedPackage) -> sandbox.SandboxSpec:
         perms = pkg.manifest.permissions
-        spec = sandbox.SandboxSpec(
+        return sandbox.SandboxSpec(
             node=self.node(),
             package_dir=pkg.dir,
             read_paths=tuple(self._project_path(p) for p in perms.fs_read),
             write_paths=tuple(self._project_path(p) for p in perms.fs_write),
         )
+
+    def _pool_key(self, pkg: LoadedPackage) -> PoolKey | None:
+        from splice_build.runtime.pool import PoolKey
+
+        digest = pkg.files_digest if isinstance(pkg, PinnedPackage) else _digest(pkg.dir)
+        return None if digest is None else PoolKey(self._spec(pkg), digest)
+
+    def _start(self, pkg: LoadedPackage) -> sandbox.SandboxProcess:
+        key = self._pool_key(pkg) if self._pool is not None else None
         try:
-            return sandbox.start(spec)
+            if self._pool is None or key is None:
+                return sandbox.start(self._spec(pkg))
+            process = self._pool.acquire(key)
         except OSError as exc:
             raise SandboxError(
                 ErrorCode.TOOL_CRASHED, f"Could not start the tool process: {exc}"
             ) from exc
+        # The re-check between taking the process and sending the job (never after).
+        actual = _digest(pkg.dir)
+        if actual != key.files_digest:
+            process.close()
+            raise SandboxError(
+                ErrorCode.INSTALLED_PACKAGE_MODIFIED,
+                f"{pkg.id} changed after it was loaded; the call was refused",
+                details=[f"files digest {actual} differs from {key.files_digest}"],
+                hint="load the package again",
+            )
+        return process
 
     def _run(
         self,
@@ -182,6 +260,7 @@ class SpliceRuntime:
                 "permissions": perms.to_json(),
             },
             env={name: self._env[name] for name in perms.env if name in self._env},
+            test_resolver=self._test_resolver,
         )
 
         def make_channel(on_reply: Callable[[CapabilityReply], None]) -> CapabilityChannel:
@@ -215,3 +294,12 @@ class SpliceRuntime:
         if problem is not None:
             return finish(error=problem, logs=logs)
         return finish(output=outcome.message.output, logs=logs)
+
+
+_LOADED_FIELDS = tuple(f.name for f in fields(LoadedPackage))
+
+
+def _digest(directory: Path) -> str | None:
+    from splice_build.spec.tree_digest import tree_digest
+
+    return tree_digest(directory)

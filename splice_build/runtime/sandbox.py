@@ -5,17 +5,26 @@ a warm pool can start processes early). The process runs in a new session (its o
 group, killed as a whole), with an empty OS environment (declared variables travel in the
 job, so Node, libc and OpenSSL never read tool-controlled variables at start-up), cwd = the
 package directory, and an address-space limit applied before the job is sent.
+
+The process never outlives its parent: on Linux the child asks for SIGKILL when the thread
+that started it ends (``PR_SET_PDEATHSIG``, set between fork and exec, then a check that the
+parent did not die before it was set), and the host exits by itself when its job pipe hangs
+up before the job arrives (host.mjs). A warm pool therefore starts processes from one
+long-lived thread (runtime/pool.py).
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import resource
 import signal
 import subprocess
 import sys
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from splice_build.runtime.host_files import host_dir, host_entry
@@ -60,6 +69,7 @@ class SandboxProcess:
     popen: subprocess.Popen[bytes]
     job_fd: int  # parent writes job and capability results
     message_fd: int  # parent reads frames from the host
+    _closed: bool = field(default=False, init=False, repr=False)
 
     @property
     def pid(self) -> int:
@@ -71,6 +81,10 @@ class SandboxProcess:
             os.killpg(self.popen.pid, signal.SIGKILL)
 
     def close(self) -> None:
+        """Kill, reap and release the pipes; safe to call again (fds are closed only once)."""
+        if self._closed:
+            return
+        self._closed = True
         self.kill_group()
         self.popen.wait()
         for stream in (self.popen.stdout, self.popen.stderr):
@@ -96,6 +110,36 @@ def _preexec_limit(limit: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+_EXIT_PARENT_GONE = 71
+
+
+@lru_cache(maxsize=1)
+def _prctl() -> Callable[..., int] | None:
+    """libc's ``prctl``, looked up in the parent (the child must not load libraries)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl  # type: ignore[no-any-return]
+    except (OSError, AttributeError):
+        return None
+
+
+def _child_setup(parent_pid: int, limit: int | None) -> Callable[[], None]:
+    """The function run in the child between fork and exec (async-signal-safe work only)."""
+    prctl = _prctl()
+
+    def setup() -> None:
+        if prctl is not None:
+            prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+            if os.getppid() != parent_pid:  # the parent died before the signal was armed
+                os._exit(_EXIT_PARENT_GONE)
+        if limit is not None:
+            _preexec_limit(limit)
+
+    return setup
+
+
 def start(spec: SandboxSpec) -> SandboxProcess:
     """Start the host; raises OSError when the process cannot be created."""
     job_r, job_w = os.pipe()
@@ -111,7 +155,7 @@ def start(spec: SandboxSpec) -> SandboxProcess:
             env={},
             cwd=spec.package_dir,
             start_new_session=True,
-            preexec_fn=None if use_prlimit else (lambda: _preexec_limit(spec.address_space_limit)),
+            preexec_fn=_child_setup(os.getpid(), None if use_prlimit else spec.address_space_limit),
         )
     except BaseException:
         for fd in (job_r, job_w, msg_r, msg_w):

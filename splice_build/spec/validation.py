@@ -16,7 +16,13 @@ TypeScript Splice where a stock validator would not, and turns its errors into t
   using ``$path``, ``$parent``, ``$key``, ``$value``, ``$limit`` and caller variables.
 
 When a field has a ``type``, ``required`` or ``nonBlank`` error, its other errors are dropped
-(one clear message per field). jsonschema is imported on the first compile, never at import.
+(one clear message per field).
+
+Speed: a valid document — nearly every one a command reads — is accepted by ``spec.fast_check``
+(a small boolean interpreter of the same keywords, same semantics) without importing
+jsonschema; jsonschema is imported and compiled only to explain an invalid document, so every
+message still comes from one place. A schema using a keyword the fast check does not know is
+always validated by jsonschema.
 """
 
 from __future__ import annotations
@@ -95,9 +101,50 @@ def load_schema(filename: str) -> Mapping[str, Any]:
 class SchemaValidator:
     """A compiled schema: ``check()`` an instance, then ``ordered()`` lines for people."""
 
-    def __init__(self, schema: Mapping[str, Any], validator: Any) -> None:
+    def __init__(self, schema: Mapping[str, Any], formats: Mapping[str, Predicate]) -> None:
+        from splice_build.spec.fast_check import FastCheck
+
         self.schema = schema
-        self._validator = validator
+        self._formats = dict(formats)
+        self._fast = FastCheck.for_schema(
+            schema, self._formats, js_regex=_js_regex, is_blank=is_blank
+        )
+        self._compiled: Any = None
+
+    def _validator(self) -> Any:
+        """The jsonschema validator, built (and jsonschema imported) on first need."""
+        if self._compiled is None:
+            from jsonschema import FormatChecker
+
+            checker = FormatChecker(formats=())
+            for name, predicate in self._formats.items():
+                checker.checks(name)(_strings_only(predicate))
+            self._compiled = _validator_class()(self.schema, format_checker=checker)
+        return self._compiled
+
+    def explain(
+        self,
+        instance: object,
+        *,
+        root: str = "",
+        variables: Mapping[str, str] | None = None,
+    ) -> list[Problem]:
+        """``check`` without the fast path: always asks jsonschema (tests compare the two)."""
+        raw = [
+            (tuple(error.absolute_path), error.validator, error)
+            for error in self._validator().iter_errors(instance)
+        ]
+        superseded = {path for path, keyword, _ in raw if keyword in _SUPERSEDING}
+        problems = []
+        for path, keyword, error in raw:
+            if path in superseded and keyword not in _SUPERSEDING:
+                continue
+            problems.append(Problem(path, self._render(error, keyword, path, root, variables)))
+        return problems
+
+    def is_fast(self) -> bool:
+        """Whether valid documents skip jsonschema (every keyword of the schema is known)."""
+        return self._fast is not None
 
     def check(
         self,
@@ -107,17 +154,9 @@ class SchemaValidator:
         variables: Mapping[str, str] | None = None,
     ) -> list[Problem]:
         """Every schema problem of ``instance``; paths in messages start at ``root``."""
-        raw = [
-            (tuple(error.absolute_path), error.validator, error)
-            for error in self._validator.iter_errors(instance)
-        ]
-        superseded = {path for path, keyword, _ in raw if keyword in _SUPERSEDING}
-        problems = []
-        for path, keyword, error in raw:
-            if path in superseded and keyword not in _SUPERSEDING:
-                continue
-            problems.append(Problem(path, self._render(error, keyword, path, root, variables)))
-        return problems
+        if self._fast is not None and self._fast.accepts(instance):
+            return []
+        return self.explain(instance, root=root, variables=variables)
 
     def ordered(self, problems: Iterable[Problem]) -> list[str]:
         """Messages in the schema's field order (stable otherwise), duplicates removed."""
@@ -180,18 +219,14 @@ def compile_schema(
 ) -> SchemaValidator:
     """Compile a schema file with our keywords and the given ``format`` predicates.
 
-    Callers keep the result in a module-level cache; compiling costs the jsonschema import.
+    Callers keep the result in a module-level cache; jsonschema is imported only when a
+    document turns out to be invalid (see the module docstring).
     """
-    from jsonschema import FormatChecker
-
     formats = dict(formats or {})
     schema = load_schema(filename)
     missing = _format_names(schema) - formats.keys()
     assert not missing, f"BUG: {filename} uses formats without a predicate: {sorted(missing)}"
-    checker = FormatChecker(formats=())
-    for name, predicate in formats.items():
-        checker.checks(name)(_strings_only(predicate))
-    return SchemaValidator(schema, _validator_class()(schema, format_checker=checker))
+    return SchemaValidator(schema, formats)
 
 
 def _strings_only(predicate: Predicate) -> Callable[[object], bool]:

@@ -55,10 +55,10 @@ def test_logs_go_to_stderr_with_prefix(tmp_path: Path) -> None:
     assert "[@test/logger.t] a\n[@test/logger.t] b" in done.stderr
 
 
-def test_without_dir_is_a_usage_error(tmp_path: Path) -> None:
+def test_without_dir_outside_a_project_is_not_a_project(tmp_path: Path) -> None:
     done = run_splice("run", "example.hello", cwd=tmp_path)
-    assert done.code == 2
-    assert "--dir" in done.stderr
+    assert done.code == 1
+    assert "No splice.json found" in done.stderr
 
 
 def test_coercion_by_schema_type() -> None:

@@ -18,8 +18,8 @@ EXAMPLE = skills_root() / "example"
 
 
 @pytest.fixture
-def runtime(project: Path) -> SpliceRuntime:
-    return SpliceRuntime(project_root=project, env={})
+def runtime(make_runtime) -> SpliceRuntime:
+    return make_runtime()
 
 
 def test_example_hello_envelope(runtime: SpliceRuntime) -> None:

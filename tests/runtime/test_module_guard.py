@@ -15,7 +15,27 @@ pytestmark = pytest.mark.node
 _GUARD = (
     Path(__file__).resolve().parents[2] / "splice_build" / "runtime" / "host" / "module_guard.mjs"
 )
-REQUIRED = ["net", "http", "https", "http2", "tls", "dgram", "dns", "dns/promises", "inspector", "inspector/promises", "module", "sqlite", "vm", "worker_threads", "child_process", "cluster", "wasi", "v8", "trace_events"]
+REQUIRED = [
+    "net",
+    "http",
+    "https",
+    "http2",
+    "tls",
+    "dgram",
+    "dns",
+    "dns/promises",
+    "inspector",
+    "inspector/promises",
+    "module",
+    "sqlite",
+    "vm",
+    "worker_threads",
+    "child_process",
+    "cluster",
+    "wasi",
+    "v8",
+    "trace_events",
+]
 
 
 def _denied_modules() -> list[str]:

@@ -57,12 +57,15 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     def log(message: str) -> None:
         ctx.out.info(f"[splice mcp] {message}")
 
-    splice = Splice(root, registry=ctx.registry, env=ctx.env, home=ctx.home)
-    info = ServerInfo(version=__version__, instructions=INSTRUCTIONS)
-    server = Server(InstalledBackend(splice), info, log=log)
-    if args.http:
-        return _serve_http(args, ctx, server, digest)
-    return _serve_stdio(server, root, log)
+    from splice_build.runtime.pool import WarmPool
+
+    # A long-lived server: sandbox processes are started before calls arrive (one per call).
+    with Splice(root, registry=ctx.registry, env=ctx.env, home=ctx.home, pool=WarmPool()) as splice:
+        info = ServerInfo(version=__version__, instructions=INSTRUCTIONS)
+        server = Server(InstalledBackend(splice), info, log=log)
+        if args.http:
+            return _serve_http(args, ctx, server, digest)
+        return _serve_stdio(server, root, log)
 
 
 def _serve_stdio(server: Server, root: Path, log: Log) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from splice_build.install.tree_digest import tree_digest
+from splice_build.spec.tree_digest import tree_digest
 from splice_build.spec.digests import files_digest
 
 

@@ -1,0 +1,258 @@
+"""The warm pool: sandbox processes started before a call, each used for exactly one job.
+
+A warm process is the host (``host.mjs``) started with the exact command line, empty
+environment, working directory and address-space limit its package needs, blocked reading
+its job: no tool code is imported before the job arrives. Processes are keyed by
+``PoolKey`` (the ``SandboxSpec`` — package directory, granted read/write paths, limits,
+Node binary — and the package's files digest when the process was requested).
+
+``acquire`` pops a process (it leaves the pool for good: a process is never handed out
+twice, and the host exits after its one job) and asks for a replacement. Every warm
+process is started by the pool's own long-lived thread, so the parent-death signal the
+sandbox sets (it follows the *thread* that forked) fires only when the pool ends or the
+whole parent dies; the host also exits when its job pipe hangs up. The pool is bounded
+(``max_size`` idle plus starting processes; the least recently started process of another
+key is evicted to make room), idle processes expire after ``idle_seconds``, and ``close``
+(also run at interpreter exit) kills whatever is left.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import threading
+import time
+import weakref
+from collections import deque
+from dataclasses import dataclass
+
+from splice_build.runtime import sandbox
+
+DEFAULT_MAX_SIZE = 8
+DEFAULT_IDLE_SECONDS = 120.0
+# How long ``acquire`` waits for a start already in progress for its key before starting a
+# process itself (a start is fork + exec: milliseconds, unless the machine is overloaded).
+START_WAIT_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class PoolKey:
+    """What a warm process was started for; only a call with an equal key may take it."""
+
+    spec: sandbox.SandboxSpec
+    files_digest: str
+
+
+@dataclass(frozen=True)
+class PoolStats:
+    """Counters since the pool was created (for tests and benchmarks)."""
+
+    idle: int  # warm processes waiting now
+    starting: int  # requested or being started now
+    hits: int  # acquires served by a warm process
+    cold: int  # acquires that had to start a process themselves
+    started: int  # warm processes started by the pool's thread
+    expired: int  # idle processes killed for age
+    evicted: int  # idle processes killed to make room for another key
+    discarded: int  # warm processes found dead when taken
+
+
+@dataclass(frozen=True)
+class _Warm:
+    process: sandbox.SandboxProcess
+    started_at: float
+
+
+class WarmPool:
+    """Bounded, expiring warm sandbox processes; thread-safe."""
+
+    def __init__(
+        self, *, max_size: int = DEFAULT_MAX_SIZE, idle_seconds: float = DEFAULT_IDLE_SECONDS
+    ) -> None:
+        if max_size < 1:
+            raise ValueError("max_size must be at least 1")
+        self.max_size = max_size
+        self.idle_seconds = idle_seconds
+        self._cond = threading.Condition()
+        self._idle: dict[PoolKey, deque[_Warm]] = {}
+        self._queue: deque[PoolKey] = deque()  # starts requested, not begun
+        self._in_flight: PoolKey | None = None  # the start the thread is doing now
+        self._closed = False
+        self._thread: threading.Thread | None = None
+        self._counts = dict.fromkeys(
+            ("hits", "cold", "started", "expired", "evicted", "discarded"), 0
+        )
+        atexit.register(_close_at_exit, weakref.ref(self))
+
+    # public ------------------------------------------------------------------------------
+    def acquire(self, key: PoolKey) -> sandbox.SandboxProcess:
+        """A started process for one job of ``key``; raises OSError when none can start.
+
+        A warm process if there is one (or one is being started for this key), else one
+        started now in the caller's thread. Either way a replacement is requested.
+        """
+        deadline = time.monotonic() + START_WAIT_SECONDS
+        with self._cond:
+            warm = self._pop_alive(key)
+            while warm is None and self._pending(key) and not self._closed:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self._cond.wait(remaining)
+                warm = self._pop_alive(key)
+            if not self._closed:
+                self._request(key)
+            self._counts["hits" if warm is not None else "cold"] += 1
+        if warm is not None:
+            return warm.process
+        return sandbox.start(key.spec)
+
+    def prewarm(self, key: PoolKey, *, wait: bool = False) -> None:
+        """Ask for a warm process of ``key`` unless one is idle or coming; ``wait`` blocks
+        until it is idle (or could not start)."""
+        with self._cond:
+            if self._closed:
+                return
+            if not self._idle.get(key) and not self._pending(key):
+                self._request(key)
+            while wait and not self._closed and not self._idle.get(key) and self._pending(key):
+                self._cond.wait(1.0)
+
+    def stats(self) -> PoolStats:
+        with self._cond:
+            return PoolStats(
+                idle=sum(len(q) for q in self._idle.values()),
+                starting=len(self._queue) + (self._in_flight is not None),
+                **self._counts,
+            )
+
+    def idle_pids(self) -> list[int]:
+        with self._cond:
+            return [w.process.pid for q in self._idle.values() for w in q]
+
+    def close(self) -> None:
+        """Kill every idle process and stop the pool's thread; later acquires start cold."""
+        with self._cond:
+            if self._closed:
+                return
+            self._closed = True
+            victims = [w for q in self._idle.values() for w in q]
+            self._idle.clear()
+            self._queue.clear()
+            self._cond.notify_all()
+            thread = self._thread
+        for warm in victims:
+            warm.process.close()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=10)
+
+    def __enter__(self) -> WarmPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # under the lock ----------------------------------------------------------------------
+    def _pending(self, key: PoolKey) -> bool:
+        return self._in_flight == key or key in self._queue
+
+    def _pop_alive(self, key: PoolKey) -> _Warm | None:
+        queue = self._idle.get(key)
+        while queue:
+            warm = queue.popleft()
+            if warm.process.popen.poll() is None:
+                if not queue:
+                    del self._idle[key]
+                return warm
+            self._counts["discarded"] += 1
+            warm.process.close()
+        self._idle.pop(key, None)
+        return None
+
+    def _request(self, key: PoolKey) -> None:
+        self._queue.append(key)
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._serve, name="splice-warm-pool", daemon=True
+            )
+            self._thread.start()
+        self._cond.notify_all()
+
+    def _size(self) -> int:
+        return sum(len(q) for q in self._idle.values()) + (self._in_flight is not None)
+
+    def _take_expired(self, now: float) -> list[_Warm]:
+        expired = []
+        for key in list(self._idle):
+            queue = self._idle[key]
+            while queue and now - queue[0].started_at >= self.idle_seconds:
+                expired.append(queue.popleft())
+            if not queue:
+                del self._idle[key]
+        self._counts["expired"] += len(expired)
+        return expired
+
+    def _make_room(self, key: PoolKey) -> tuple[bool, list[_Warm]]:
+        """Whether a process of ``key`` may start, and the idle processes evicted for it."""
+        evicted: list[_Warm] = []
+        while self._size() >= self.max_size:
+            others = [(q[0].started_at, k) for k, q in self._idle.items() if k != key and q]
+            if not others:
+                return False, evicted
+            _, oldest = min(others, key=lambda item: item[0])
+            evicted.append(self._idle[oldest].popleft())
+            if not self._idle[oldest]:
+                del self._idle[oldest]
+        self._counts["evicted"] += len(evicted)
+        return True, evicted
+
+    def _next_expiry(self, now: float) -> float | None:
+        oldest = [q[0].started_at for q in self._idle.values() if q]
+        return max(0.0, min(oldest) + self.idle_seconds - now) if oldest else None
+
+    # the pool's thread -------------------------------------------------------------------
+    def _serve(self) -> None:
+        """Start requested processes one at a time; expire idle ones. Runs until ``close``."""
+        while True:
+            with self._cond:
+                key = None
+                while not self._closed:
+                    doomed = self._take_expired(time.monotonic())
+                    if doomed or self._queue:
+                        break
+                    self._cond.wait(self._next_expiry(time.monotonic()))
+                if self._closed:
+                    return
+                if not doomed:
+                    key = self._queue.popleft()
+                    allowed, doomed = self._make_room(key)
+                    if allowed:
+                        self._in_flight = key
+                    else:
+                        key = None
+            for warm in doomed:
+                warm.process.close()
+            if key is not None:
+                self._start(key)
+
+    def _start(self, key: PoolKey) -> None:
+        try:
+            process: sandbox.SandboxProcess | None = sandbox.start(key.spec)
+        except OSError:
+            process = None  # ``acquire`` starts cold and reports the error itself
+        with self._cond:
+            self._in_flight = None
+            if process is not None and not self._closed:
+                self._idle.setdefault(key, deque()).append(_Warm(process, time.monotonic()))
+                self._counts["started"] += 1
+                process = None
+            self._cond.notify_all()
+        if process is not None:
+            process.close()
+
+
+def _close_at_exit(ref: weakref.ref[WarmPool]) -> None:
+    pool = ref()
+    if pool is not None:
+        with contextlib.suppress(Exception):
+            pool.close()

@@ -1,0 +1,79 @@
+"""The one-shot CLI path stays lean: `splice --version` and `splice run` (a package directory,
+and an installed package) import no registry server, MCP, HTTP client, doit, jsonschema or
+cryptography, and Node's version is read without starting a process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from splice_build.skills import skills_root
+from testing.cli import run_splice
+
+HEAVY = (
+    "requests",
+    "starlette",
+    "uvicorn",
+    "doit",
+    "jsonschema",
+    "cryptography",
+    "splice_build.mcp.protocol",
+    "splice_build.registry.http",
+)
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _modules_after(argv: list[str], cwd: Path) -> tuple[int, list[str]]:
+    """Run ``splice <argv>`` in a fresh interpreter; its exit code and the heavy modules."""
+    code = (
+        "import json, sys\n"
+        "from splice_build.cli.main import main\n"
+        f"status = main({argv!r})\n"
+        f"heavy = [m for m in {HEAVY!r} if m in sys.modules]\n"
+        "sys.stderr.write('\\n' + json.dumps([status, heavy]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    status, heavy = json.loads(done.stderr.rsplit("\n", 1)[1])
+    return status, heavy
+
+
+def test_version_is_lean(tmp_path: Path) -> None:
+    assert _modules_after(["--version"], tmp_path) == (0, [])
+
+
+@pytest.mark.node
+def test_run_dir_is_lean(tmp_path: Path) -> None:
+    example = str(skills_root() / "example")
+    status, heavy = _modules_after(["run", "--dir", example, "example.hello", "name=x"], tmp_path)
+    assert (status, heavy) == (0, [])
+
+
+@pytest.mark.node
+def test_run_installed_is_lean(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    for args in (("init",), ("add", "@splice/example")):
+        done = run_splice(*args, cwd=project)
+        assert done.code == 0, done.stderr
+    status, heavy = _modules_after(["run", "example.hello", "name=x"], project)
+    assert (status, heavy) == (0, [])
+
+
+def test_node_version_comes_from_the_wheel_header() -> None:
+    from splice_build.runtime.node import _probe_version, _wheel_binary
+
+    binary = _wheel_binary()
+    assert binary is not None
+    assert binary.version == _probe_version(str(binary.path))

@@ -1,0 +1,232 @@
+"""The warm pool: one process per call, never reused; a package changed after its process
+started is refused before the job is sent; no process outlives its parent.
+
+(The runtime's whole suite also runs through a pool: see ``make_runtime`` in conftest.py.)
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from splice_build.errors import ErrorCode
+from splice_build.runtime import SpliceRuntime
+from splice_build.runtime.pool import PoolKey, WarmPool
+from testing.hostile_packages import tool_returning, write_package
+from testing.pool import sandbox_pids, start_pool_parent, wait_until_gone
+
+pytestmark = pytest.mark.node
+
+# The package lives in <tmp>/pkgs/<name>, the project in <tmp>/project (conftest.py).
+WRITES_ON_IMPORT = (
+    "import fs from 'node:fs'; import path from 'node:path';\n"
+    "const out = path.resolve(process.cwd(), '../../project/out');\n"
+    "fs.writeFileSync(out + '/imported-' + process.pid, 'x');\n"
+    "export default () => process.pid;\n"
+)
+OUT = {"fs": {"read": [], "write": ["out"]}}
+
+
+@pytest.fixture
+def pooled(project: Path) -> Iterator[SpliceRuntime]:
+    runtime = SpliceRuntime(project_root=project, env={}, pool=WarmPool(max_size=4))
+    yield runtime
+    runtime.close()
+
+
+def _pool(runtime: SpliceRuntime) -> WarmPool:
+    pool = runtime._pool
+    assert pool is not None
+    return pool
+
+
+def _alive(pid: int) -> bool:
+    return pid in sandbox_pids("host.mjs")
+
+
+def test_a_process_is_never_used_twice(pooled: SpliceRuntime, tmp_path: Path) -> None:
+    pkg = pooled.load(write_package(tmp_path / "pkgs", tool_returning("process.pid")))
+    pids = []
+    for _ in range(12):
+        pooled.prewarm(pkg, wait=True)
+        waiting = _pool(pooled).idle_pids()
+        result = pooled.execute(pkg, "t", {})
+        assert result.ok, result.to_json()
+        assert result.output in waiting  # it was started before the call
+        pids.append(result.output)
+        assert not _alive(result.output)  # it ended with its call
+    assert len(set(pids)) == len(pids)
+    stats = _pool(pooled).stats()
+    assert stats.hits == 12 and stats.cold == 0
+
+
+def test_concurrent_calls_get_distinct_processes(pooled: SpliceRuntime, tmp_path: Path) -> None:
+    pkg = pooled.load(write_package(tmp_path / "pkgs", tool_returning("process.pid")))
+    outputs: list[int] = []
+    lock = threading.Lock()
+
+    def call() -> None:
+        for _ in range(5):
+            result = pooled.execute(pkg, "t", {})
+            assert result.ok, result.to_json()
+            with lock:
+                outputs.append(result.output)
+
+    threads = [threading.Thread(target=call) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(outputs) == 20 and len(set(outputs)) == 20
+
+
+def test_no_tool_code_runs_before_the_job(
+    pooled: SpliceRuntime, project: Path, tmp_path: Path
+) -> None:
+    (project / "out").mkdir()
+    pkg = pooled.load(write_package(tmp_path / "pkgs", WRITES_ON_IMPORT, permissions=OUT))
+    pooled.prewarm(pkg, wait=True)
+    [pid] = _pool(pooled).idle_pids()
+    threading.Event().wait(0.5)  # give a host that imported early the time to show it
+    assert not (project / "out" / f"imported-{pid}").exists()
+    result = pooled.execute(pkg, "t", {})
+    assert result.ok and result.output == pid, result.to_json()
+    assert (project / "out" / f"imported-{pid}").exists()
+
+
+def test_package_modified_after_its_process_started_is_refused(
+    pooled: SpliceRuntime, project: Path, tmp_path: Path
+) -> None:
+    (project / "out").mkdir()
+    pkg_dir = write_package(tmp_path / "pkgs", WRITES_ON_IMPORT, permissions=OUT)
+    pkg = pooled.load(pkg_dir)
+    pooled.prewarm(pkg, wait=True)
+    [pid] = _pool(pooled).idle_pids()
+    entry = pkg_dir / "tools" / "t.mjs"
+    entry.write_text(entry.read_text() + "// changed\n")
+    result = pooled.execute(pkg, "t", {})
+    assert result.error is not None
+    assert result.error.code == ErrorCode.INSTALLED_PACKAGE_MODIFIED, result.to_json()
+    assert _pool(pooled).stats().hits == 1  # the warm process was taken, then refused
+    assert not list((project / "out").iterdir())  # no job reached any process
+    assert not _alive(pid)
+    again = pooled.execute(pooled.load(pkg_dir), "t", {})  # loaded again: runs the new code
+    assert again.ok, again.to_json()
+
+
+def test_bounded_and_expiring(project: Path, tmp_path: Path) -> None:
+    runtime = SpliceRuntime(
+        project_root=project, env={}, pool=WarmPool(max_size=2, idle_seconds=0.5)
+    )
+    try:
+        pkgs = [
+            runtime.load(write_package(tmp_path / "pkgs", tool_returning("1"), name=f"p{i}"))
+            for i in range(4)
+        ]
+        for pkg in pkgs:
+            runtime.prewarm(pkg, wait=True)
+        pool = _pool(runtime)
+        assert len(pool.idle_pids()) <= 2
+        assert wait_until_gone(str(tmp_path / "pkgs"), timeout=10) == []
+        stats = pool.stats()
+        assert stats.evicted >= 2 and stats.expired >= 1 and stats.idle == 0
+    finally:
+        runtime.close()
+
+
+def test_close_ends_every_warm_process(project: Path, tmp_path: Path) -> None:
+    runtime = SpliceRuntime(project_root=project, env={}, pool=WarmPool())
+    for i in range(3):
+        pkg = runtime.load(write_package(tmp_path / "pkgs", tool_returning("1"), name=f"p{i}"))
+        runtime.prewarm(pkg, wait=True)
+    assert len(sandbox_pids(str(tmp_path / "pkgs"))) == 3
+    runtime.close()
+    assert sandbox_pids(str(tmp_path / "pkgs")) == []
+    pkg = runtime.load(tmp_path / "pkgs" / "p0")  # a closed pool still runs calls (cold)
+    assert runtime.execute(pkg, "t", {}).ok
+
+
+def test_a_dead_warm_process_is_not_handed_out(pooled: SpliceRuntime, tmp_path: Path) -> None:
+    pkg = pooled.load(write_package(tmp_path / "pkgs", tool_returning("process.pid")))
+    pooled.prewarm(pkg, wait=True)
+    [pid] = _pool(pooled).idle_pids()
+    os.kill(pid, signal.SIGKILL)
+    wait_until_gone(f"{tmp_path}/pkgs", timeout=5)
+    result = pooled.execute(pkg, "t", {})
+    assert result.ok and result.output != pid
+    assert _pool(pooled).stats().discarded == 1
+
+
+def test_a_process_is_only_handed_to_its_own_key(project: Path, tmp_path: Path) -> None:
+    """Same package, another project: other --allow-fs-* flags, so never the same process."""
+    other_project = tmp_path / "other"
+    other_project.mkdir()
+    pool = WarmPool()
+    first = SpliceRuntime(project_root=project, env={}, pool=pool)
+    second = SpliceRuntime(project_root=other_project, env={}, pool=pool)
+    try:
+        pkg_dir = write_package(tmp_path / "pkgs", tool_returning("process.pid"), permissions=OUT)
+        first.prewarm(first.load(pkg_dir), wait=True)
+        [waiting] = pool.idle_pids()
+        result = second.execute(second.load(pkg_dir), "t", {})
+        assert result.ok and result.output != waiting
+        assert waiting in pool.idle_pids()
+        assert first._pool_key(first.load(pkg_dir)) != second._pool_key(second.load(pkg_dir))
+        assert isinstance(first._pool_key(first.load(pkg_dir)), PoolKey)
+    finally:
+        pool.close()
+
+
+@pytest.mark.parametrize("ending", ["exit", "SIGTERM", "SIGKILL"])
+def test_no_orphans_when_the_parent_ends(project: Path, tmp_path: Path, ending: str) -> None:
+    (project / "out").mkdir()
+    packages = [
+        write_package(tmp_path / "pkgs", tool_returning("1"), name=f"p{i}") for i in range(3)
+    ]
+    hang = write_package(
+        tmp_path / "pkgs",
+        "import fs from 'node:fs'; export default (i, ctx) => {"
+        " fs.writeFileSync(ctx.paths.project + '/out/pid', String(process.pid)); for (;;) {} };",
+        permissions=OUT,
+        timeout_ms=60000,
+        name="hang",
+    )
+    parent = start_pool_parent(project, packages, mode=ending, hang=hang)
+    assert len(sandbox_pids(str(tmp_path / "pkgs"))) >= 4  # 3 warm + the running call
+    if ending == "exit":
+        parent.wait(timeout=30)
+    else:
+        parent.send_signal(getattr(signal, ending))
+        parent.wait(timeout=30)
+    assert wait_until_gone(str(tmp_path / "pkgs")) == []
+
+
+@pytest.mark.slow
+def test_a_thousand_calls_leave_nothing_behind(project: Path, tmp_path: Path) -> None:
+    fds_before = len(os.listdir("/proc/self/fd"))
+    runtime = SpliceRuntime(project_root=project, env={}, pool=WarmPool())
+    pkg = runtime.load(write_package(tmp_path / "pkgs", tool_returning("process.pid")))
+    seen: set[int] = set()
+    lock = threading.Lock()
+
+    def caller() -> None:
+        for _ in range(250):
+            result = runtime.execute(pkg, "t", {})
+            assert result.ok, result.to_json()
+            with lock:
+                seen.add(result.output)
+
+    threads = [threading.Thread(target=caller) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(seen) == 1000
+    runtime.close()
+    assert wait_until_gone(str(tmp_path / "pkgs")) == []
+    assert len(os.listdir("/proc/self/fd")) <= fds_before + 2
