@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from splice_build.install.tree_digest import tree_digest
+from splice_build.spec.tree_digest import tree_digest
 from splice_build.project.layout import ProjectLayout
 from splice_build.project.lockfile import load_lockfile
 from splice_build.project.project_file import load_project_file

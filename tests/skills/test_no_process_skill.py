@@ -18,7 +18,7 @@ PROCESS_LIKE = re.compile(
 
 def test_no_official_package_exposes_process_execution() -> None:
     dirs = official_skill_dirs()
-    assert {d.name for d in dirs} >= {"json", "files"}
+    assert {d.name for d in dirs} >= {"json", "files", "http", "github"}
     for directory in dirs:
         manifest = json.loads((directory / "manifest.json").read_text(encoding="utf-8"))
         assert not PROCESS_LIKE.search(manifest["name"]), manifest["name"]
@@ -37,7 +37,19 @@ def test_the_pattern_would_catch_process_tools() -> None:
     )
     assert not any(
         PROCESS_LIKE.search(name)
-        for name in ["read", "write", "list", "parse", "stringify", "pick"]
+        for name in [
+            "read",
+            "write",
+            "list",
+            "parse",
+            "stringify",
+            "pick",
+            "get",
+            "post",
+            "get-repo",
+            "list-repos",
+            "search-repositories",
+        ]
     )
 
 
