@@ -161,9 +161,9 @@ class Splice:
 
     def _recovered(self) -> None:
         """Finish a transaction a crash interrupted before reading state (rare: a file test)."""
-        from splice_build.tasks.graph import project_lock
-
         if self.layout.tmp_dir.exists():
+            from splice_build.install.transaction import project_lock
+
             with project_lock(self.layout):
                 pass
 
@@ -231,8 +231,8 @@ class Splice:
     def remove(self, ids: Sequence[str]) -> list[dict[str, Any]]:
         """Remove packages (files, lock entries, ranges); ``NOT_INSTALLED`` for unknown ids."""
         from splice_build.install.removal import remove_packages
+        from splice_build.install.transaction import project_lock
         from splice_build.spec.names import PackageId
-        from splice_build.tasks.graph import project_lock
 
         canonical = [PackageId.parse(i).id for i in ids]
         with project_lock(self.layout):

@@ -24,13 +24,14 @@ import contextlib
 import os
 import secrets
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from splice_build.project.atomic import atomic_write_json, decode_json, fsync_directory
 from splice_build.project.layout import ProjectLayout
 from splice_build.project.lockfile import Lockfile, load_lockfile, save_lockfile
+from splice_build.project.locking import lock
 from splice_build.project.project_file import ProjectFile
 
 JOURNAL = "journal.json"
@@ -221,3 +222,13 @@ def remove_tree(path: Path) -> None:
         path.unlink()
     elif path.exists():
         shutil.rmtree(path)
+
+
+@contextlib.contextmanager
+def project_lock(
+    layout: ProjectLayout, on_blocked: Callable[[], None] | None = None
+) -> Iterator[None]:
+    """Hold the project's lock and finish any transaction a crash interrupted."""
+    with lock(layout.state_lock, on_blocked):
+        recover(layout)
+        yield

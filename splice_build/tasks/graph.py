@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from splice_build.errors import SpliceError
-from splice_build.install import transaction
 from splice_build.install.installer import Installer
+from splice_build.install.transaction import project_lock
 from splice_build.project.layout import ProjectLayout
 from splice_build.project.lockfile import load_lockfile
 from splice_build.project.locking import lock
@@ -62,16 +62,6 @@ class Member:
     layout: ProjectLayout
     installer: Installer
     label: str = ""
-
-
-@contextlib.contextmanager
-def project_lock(
-    layout: ProjectLayout, on_blocked: Callable[[], None] | None = None
-) -> Iterator[None]:
-    """Hold the project's lock and finish any transaction a crash interrupted."""
-    with lock(layout.state_lock, on_blocked):
-        transaction.recover(layout)
-        yield
 
 
 @contextlib.contextmanager
