@@ -26,6 +26,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "logout",
     "whoami",
     "token",
+    "namespace",
     "keys",
     "sign",
     "config",
@@ -33,4 +34,5 @@ COMMAND_MODULES: tuple[str, ...] = (
     "secret_scan",
     "sync",
     "workspace",
+    "doctor",
 )

@@ -10,8 +10,11 @@ processes on several machines share one store (``StorageConfig.from_env``):
 - ``SPLICE_REGISTRY_ARTIFACTS=s3://bucket/prefix`` (AWS credentials and region from the
   usual AWS variables or files; ``SPLICE_REGISTRY_S3_ENDPOINT`` for a non-AWS service)
 
-Each setting is independent; whatever is not configured stays in the data directory. The
-embedded registry never reads these variables: it is always the local SQLite store.
+Each setting is independent; whatever is not configured stays in the data directory. After
+a switch to S3, artifacts already in the data directory stay readable from there until
+``POST /admin/artifacts/migrate`` (or ``splice registry admin migrate-artifacts``) copies
+them into the bucket. The embedded registry never reads these variables: it is always the
+local SQLite store.
 """
 
 from __future__ import annotations
@@ -135,4 +138,24 @@ def open_service(
     except BaseException:
         meta.close()
         raise
-    return RegistryService(meta, blobs, admin_token_sha256=admin_token_sha256, limits=limits)
+    return RegistryService(
+        meta,
+        blobs,
+        admin_token_sha256=admin_token_sha256,
+        limits=limits,
+        previous_blobs=previous_blobs(data, config),
+    )
+
+
+def previous_blobs(data: Path, config: StorageConfig) -> tuple[BlobStore, ...]:
+    """The data directory's artifacts when the configured store is elsewhere (S3).
+
+    Versions published before the switch stay readable from there, and
+    ``POST /admin/artifacts/migrate`` copies them into the configured store.
+    """
+    directory = data / ARTIFACTS_DIR
+    if config.artifacts is None or not directory.is_dir():
+        return ()
+    from splice_build.registry.blobs.filesystem import FilesystemBlobStore
+
+    return (FilesystemBlobStore(directory),)

@@ -15,7 +15,6 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from splice_build.errors import ErrorCode
-from splice_build.runtime.input_checks import nesting_depth
 from splice_build.runtime.limits import (
     MAX_CAPABILITIES_IN_FLIGHT,
     MAX_CAPABILITY_ARGS_BYTES,
@@ -24,6 +23,7 @@ from splice_build.runtime.limits import (
     MAX_CAPABILITY_RESULT_BYTES,
 )
 from splice_build.runtime.protocol import CapabilityRequest
+from splice_build.spec.json_depth import nesting_depth
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor

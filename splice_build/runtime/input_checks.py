@@ -6,31 +6,10 @@ import json
 from typing import Any
 
 from splice_build.errors import ErrorCode
-from splice_build.runtime.limits import MAX_INPUT_BYTES, MAX_INPUT_DEPTH
+from splice_build.runtime.limits import MAX_INPUT_BYTES
 from splice_build.runtime.result import ToolError
-
-
-def nesting_depth(value: Any, stop_after: int) -> int:
-    """Depth of nested objects/arrays (a scalar is 0), counted iteratively.
-
-    Stops early once ``stop_after`` is exceeded, so a hostile 100,000-deep value costs little.
-    """
-    deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, list | tuple):
-            children = item
-        else:
-            continue
-        depth += 1
-        deepest = max(deepest, depth)
-        if deepest > stop_after:
-            return deepest
-        stack.extend((child, depth) for child in children)
-    return deepest
+from splice_build.spec.json_depth import nesting_depth
+from splice_build.spec.limits import MAX_INPUT_DEPTH
 
 
 def serialize_input(value: Any) -> tuple[bytes | None, ToolError | None]:

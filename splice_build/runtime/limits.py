@@ -5,7 +5,6 @@ from __future__ import annotations
 MAX_LOG_BYTES = 64 * 1024  # maxLogBytes, 4.2
 MAX_OUTPUT_BYTES = 1024 * 1024  # maxOutputBytes (serialized UTF-8), 4.2
 MAX_INPUT_BYTES = 4 * 1024 * 1024  # maxInputBytes, 4.2
-MAX_INPUT_DEPTH = 256  # MAX_INPUT_DEPTH, 4.2
 # Not in the reference: the parent refuses deeper output so nothing downstream (schema
 # validation, redaction, MCP encoding) can hit Python's recursion limit (issue #3). Twice the
 # input limit, so a tool may wrap a 256-deep input (json.parse returns {value, type}).

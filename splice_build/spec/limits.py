@@ -7,3 +7,4 @@ MAX_FILE_BYTES = 2 * 1024 * 1024  # per file
 MAX_ARCHIVE_BYTES = 5 * 1024 * 1024  # compressed artifact
 MAX_EXPANDED_BYTES = 16 * 1024 * 1024  # decompressed tar; inflation stops here
 MAX_SKILL_MD_BYTES = 256 * 1024
+MAX_INPUT_DEPTH = 256  # nesting of a tool's input (interfaces.md 4.2), checked by runtime and MCP

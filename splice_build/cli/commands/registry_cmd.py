@@ -5,7 +5,8 @@
 works on the store directly: whoever can write it administers it. Both use the back ends
 configured in the environment (``SPLICE_REGISTRY_DATABASE_URL``, ``SPLICE_REGISTRY_ARTIFACTS``,
 see ``registry.storage``); ``admin migrate --to postgresql://…`` moves a data directory's
-SQLite store (and, with ``--artifacts s3://…``, its artifacts) there.
+SQLite store (and, with ``--artifacts s3://…``, its artifacts) there, and ``admin
+migrate-artifacts`` copies the data directory's artifacts into the configured S3 store.
 """
 
 from __future__ import annotations
@@ -20,7 +21,14 @@ from splice_build.errors import UsageError
 NAME = "registry"
 HELP = "serve a registry over HTTP, or administer its store"
 NEEDS_PROJECT = False
-ADMIN_VERBS = ("create-user", "create-token", "revoke-token", "set-owner", "migrate")
+ADMIN_VERBS = (
+    "create-user",
+    "create-token",
+    "revoke-token",
+    "set-owner",
+    "migrate",
+    "migrate-artifacts",
+)
 DEFAULT_DATA = "splice-registry-data"
 
 
@@ -89,6 +97,7 @@ _OPERANDS = {
     "revoke-token": (1, 1),
     "set-owner": (1, 2),
     "migrate": (0, 0),
+    "migrate-artifacts": (0, 0),
 }
 
 
@@ -160,6 +169,8 @@ def _admin(args: argparse.Namespace, ctx: CommandContext) -> int:
     _check_admin(args)
     if args.verb == "migrate":
         return _migrate(args, ctx)
+    if args.verb == "migrate-artifacts":
+        return _migrate_artifacts(args, ctx)
     first = args.operands[0]
     deps = open_service(_data_dir(args, ctx), config=StorageConfig.from_env(ctx.env)).deps
     try:
@@ -230,3 +241,20 @@ def _migrate(args: argparse.Namespace, ctx: CommandContext) -> int:
         f"Copied {sum(report.rows.values())} rows{moved} to {display_url(target)}",
     )
     return 0
+
+
+def _migrate_artifacts(args: argparse.Namespace, ctx: CommandContext) -> int:
+    """Copy artifacts not in the configured store yet into it; 1 when any was skipped."""
+    from splice_build.registry.service.artifacts import migrate
+    from splice_build.registry.storage import StorageConfig, open_service
+
+    deps = open_service(_data_dir(args, ctx), config=StorageConfig.from_env(ctx.env)).deps
+    try:
+        report = migrate(deps)
+    finally:
+        deps.meta.close()
+    for item in report.skipped:
+        ctx.out.warn(f"skipped {item.version}: {item.reason}")
+    migrated = ", ".join(report.migrated) or "none"
+    ctx.out.result(report.to_json(), f"Migrated to {report.backend}: {migrated}")
+    return 1 if report.skipped else 0

@@ -81,6 +81,10 @@ class EmbeddedRegistryClient:
     def keys(self, namespace: str) -> dict[str, Any]:
         return self._call(self.service.keys, namespace.removeprefix("@"))
 
+    def set_maintainer(self, namespace: str, user: str, *, add: bool) -> dict[str, Any]:
+        ns = namespace.removeprefix("@")
+        return self._call(self.service.set_maintainer, self._caller, ns, user, add=add)
+
     def add_key(self, namespace: str, public_key: str) -> dict[str, Any]:
         body = {"publicKey": public_key}
         return self._call(self.service.add_key, self._caller, namespace.removeprefix("@"), body)

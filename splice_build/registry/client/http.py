@@ -133,6 +133,10 @@ class HttpRegistryClient:
     def revoke_token(self, token_id: str) -> dict[str, Any]:
         return self._json("DELETE", "/auth/tokens/" + quote(token_id, safe=""))
 
+    def set_maintainer(self, namespace: str, user: str, *, add: bool) -> dict[str, Any]:
+        path = _ns(namespace) + "/maintainers/" + quote(user, safe="")
+        return self._json("PUT" if add else "DELETE", path)
+
     def add_key(self, namespace: str, public_key: str) -> dict[str, Any]:
         return self._json("POST", _ns(namespace) + "/keys", json={"publicKey": public_key})
 

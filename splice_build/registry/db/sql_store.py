@@ -310,6 +310,28 @@ class SqlMetadataStore(ABC):
         )
         return Version(**row) if row else None
 
+    def all_versions(self) -> list[Version]:
+        rows = self._all(
+            f"SELECT {_VERSION_COLUMNS} FROM versions "
+            + self._order_by("package_id", "published_at", "version")
+        )
+        return [Version(**row) for row in rows]
+
+    def set_artifact_location(
+        self, package_id: str, version: str, *, backend: str, url: str | None
+    ) -> bool:
+        # The immutability triggers let exactly these two columns change (interfaces.md 5.8).
+        with self._write() as tx:
+            cur = tx.execute(
+                "UPDATE versions SET artifact_backend = ?, artifact_url = ? "
+                "WHERE package_id = ? AND version = ?",
+                backend,
+                url,
+                package_id,
+                version,
+            )
+            return cur.rowcount == 1
+
     def insert_version(self, new: NewVersion, *, latest_of: LatestOf, now: str) -> None:
         v = new.version
         already = f"{v.package_id}@{v.version} is already published"

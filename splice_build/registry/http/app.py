@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -30,6 +30,9 @@ from splice_build.registry.http.errors import error_response, json_bytes
 from splice_build.registry.service import fields
 from splice_build.registry.service.auth import Caller
 from splice_build.registry.service.registry_service import RegistryService
+
+if TYPE_CHECKING:
+    from splice_build.registry.http.mcp_endpoint import RegistryMcpEndpoint
 
 log = logging.getLogger(__name__)
 
@@ -217,6 +220,11 @@ def create_app(service: RegistryService) -> Starlette:
         )
         return json_response(data)
 
+    async def admin_migrate(request: Request) -> Response:
+        await json_body(request)
+        data = await run_in_threadpool(service.admin_migrate_artifacts, caller_of(request))
+        return json_response(data)
+
     read = ["GET", "OPTIONS"]
     pkg = "/packages/{ns}/{name}"
     routes = [
@@ -243,6 +251,8 @@ def create_app(service: RegistryService) -> Starlette:
         Route("/admin/tokens/{id}/revoke", admin_revoke, methods=["POST"]),
         Route("/admin/namespaces/{ns}", admin_namespace, methods=["PUT"]),
         Route("/admin/packages/{ns}/{name}/hidden", admin_hidden, methods=["PUT"]),
+        Route("/admin/artifacts/migrate", admin_migrate, methods=["POST"]),
+        Route("/mcp", _mcp_endpoint(service)),
     ]
     return Starlette(
         routes=routes,
@@ -252,6 +262,15 @@ def create_app(service: RegistryService) -> Starlette:
             Exception: _unexpected,
         },
     )
+
+
+def _mcp_endpoint(service: RegistryService) -> RegistryMcpEndpoint:
+    """The discovery MCP server of ``/mcp``; its errors are logged like the app's."""
+    from splice_build.registry.http.mcp_endpoint import RegistryMcpEndpoint
+    from splice_build.registry.mcp_backend import registry_mcp_server
+
+    server = registry_mcp_server(service.deps, log=lambda message: log.error("mcp: %s", message))
+    return RegistryMcpEndpoint(service, server)
 
 
 def _cors(request: Request) -> dict[str, str]:

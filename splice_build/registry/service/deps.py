@@ -1,4 +1,9 @@
-"""What every service function works on: the two stores, the clock and the settings."""
+"""What every service function works on: the two stores, the clock and the settings.
+
+``previous_blobs`` are artifact stores a registry used before its current one (the data
+directory's files after a switch to S3): versions recorded there stay readable, and
+``POST /admin/artifacts/migrate`` copies them into ``blobs``.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ class Deps:
     clock: Clock = system_clock
     admin_token_sha256: str | None = None  # hex; None disables the admin API (ADMIN_DISABLED)
     limits: RateLimits = field(default_factory=RateLimits)
+    previous_blobs: tuple[BlobStore, ...] = ()
 
     def now(self) -> float:
         return self.clock()

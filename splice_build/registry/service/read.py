@@ -13,6 +13,7 @@ from splice_build.errors import ErrorCode, RegistryError
 from splice_build.registry.api import BUNDLE_CONTENT_TYPE, TARGZ_CONTENT_TYPE
 from splice_build.registry.db.interface import Package, Version
 from splice_build.registry.service import fields
+from splice_build.registry.service.artifacts import read_artifact
 from splice_build.registry.service.deps import Deps
 from splice_build.registry.service.publish import download_url
 from splice_build.registry.service.signing import version_signatures
@@ -172,7 +173,7 @@ def _provenance(package: Package, row: Version) -> dict[str, Any]:
 
 def download(deps: Deps, namespace: str, name: str, number: str) -> Artifact:
     package_row, row = _version(deps, namespace, name, number)
-    data = deps.blobs.get(row.artifact_key)
+    data = read_artifact(deps, row)
     legacy = row.artifact_key.endswith(".bundle.json")
     return Artifact(
         data=data,

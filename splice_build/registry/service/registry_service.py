@@ -7,6 +7,7 @@ rule. Errors are ``RegistryError``s with server codes; transports turn them into
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from splice_build.registry.api import API_VERSION
@@ -14,6 +15,7 @@ from splice_build.registry.blobs.interface import BlobStore
 from splice_build.registry.db.interface import MetadataStore
 from splice_build.registry.service import (
     admin,
+    artifacts,
     fields,
     namespaces,
     publish,
@@ -21,7 +23,12 @@ from splice_build.registry.service import (
     signing,
     tokens,
 )
-from splice_build.registry.service.auth import Caller, authenticate, authenticate_admin
+from splice_build.registry.service.auth import (
+    Caller,
+    Principal,
+    authenticate,
+    authenticate_admin,
+)
 from splice_build.registry.service.clock import Clock, system_clock
 from splice_build.registry.service.deps import Deps
 from splice_build.registry.service.ratelimit import RateLimits
@@ -47,11 +54,13 @@ ENDPOINTS = (
     "POST /namespaces/:ns/keys",
     "DELETE /namespaces/:ns/keys/:keyId",
     "POST /packages/:ns/:name/:version/signatures",
+    "POST /mcp (MCP Streamable HTTP, discovery only, bearer token)",
     "POST /admin/users",
     "POST /admin/users/:name/tokens",
     "POST /admin/tokens/:id/revoke",
     "PUT /admin/namespaces/:ns",
     "PUT /admin/packages/:ns/:name/hidden",
+    "POST /admin/artifacts/migrate",
 )
 
 
@@ -64,8 +73,11 @@ class RegistryService:
         clock: Clock = system_clock,
         admin_token_sha256: str | None = None,
         limits: RateLimits | None = None,
+        previous_blobs: Sequence[BlobStore] = (),
     ) -> None:
-        self.deps = Deps(meta, blobs, clock, admin_token_sha256, limits or RateLimits())
+        self.deps = Deps(
+            meta, blobs, clock, admin_token_sha256, limits or RateLimits(), tuple(previous_blobs)
+        )
 
     # -- anonymous reads --------------------------------------------------------------
 
@@ -110,6 +122,10 @@ class RegistryService:
 
     def publish(self, caller: Caller, body: bytes, *, base_url: str) -> dict[str, Any]:
         return publish.publish(self.deps, caller, body, base_url=base_url)
+
+    def authenticate(self, caller: Caller) -> Principal:
+        """Any valid user token (``POST /mcp``); raises UNAUTHENTICATED or RATE_LIMITED."""
+        return authenticate(self.deps, caller)
 
     def whoami(self, caller: Caller) -> dict[str, Any]:
         return tokens.whoami(self.deps, authenticate(self.deps, caller))
@@ -169,3 +185,7 @@ class RegistryService:
         if not isinstance(body.get("hidden"), bool):
             raise fields.bad_request('Body must be {"hidden": true | false}')
         return admin.set_hidden(self.deps, ns, name, body["hidden"])
+
+    def admin_migrate_artifacts(self, caller: Caller) -> dict[str, Any]:
+        authenticate_admin(self.deps, caller)
+        return artifacts.migrate(self.deps).to_json()

@@ -1,0 +1,43 @@
+"""``/mcp`` on the registry: a registry token first, then MCP's Streamable HTTP rules.
+
+interfaces.md 5.2 and 6.6. The caller must present any valid registry token (401
+``UNAUTHENTICATED`` otherwise, counted against the client's failed-auth budget; 429 once
+blocked); the answer to that is a registry error document, like every other route. The
+request then goes, unread, to the MCP transport of ``splice mcp --http``
+(``mcp.transport.http.McpHttpApp``: POST only, no ``Origin``, JSON content type and
+accept, a supported protocol version, a body of at most 1 MiB, batches, 202 for
+notifications). That transport checks its own bearer token against one digest; it is
+given the digest of the token the registry has just accepted, so its check passes for
+exactly this request's credentials and the transport stays unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+
+from splice_build.mcp.transport.http import McpHttpApp
+from splice_build.registry.http.app import caller_of
+from splice_build.registry.mcp_backend import RegistryMcpServer
+from splice_build.registry.service.auth import bearer_token
+from splice_build.registry.service.registry_service import RegistryService
+
+
+class RegistryMcpEndpoint:
+    """The ASGI app of ``/mcp`` (every method: the transport answers 405 for non-POST)."""
+
+    def __init__(self, service: RegistryService, server: RegistryMcpServer) -> None:
+        self._service = service
+        self._server = server
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        caller = caller_of(Request(scope, receive))
+        await run_in_threadpool(self._service.authenticate, caller)
+        token = bearer_token(caller.authorization)
+        if token is None:
+            raise AssertionError("BUG: authenticated without a bearer token")
+        digest = hashlib.sha256(token.encode("utf-8")).digest()
+        await McpHttpApp(self._server, digest)(scope, receive, send)
