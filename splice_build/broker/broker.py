@@ -78,7 +78,7 @@ class Broker:
         self._keys: ProviderKeys | None = keys if isinstance(keys, ProviderKeys) else None
         self._protected = False
         self._clock = clock or time.time
-        self._cache = cache or ResultCache(clock=self._clock)
+        self._cache = cache if cache is not None else ResultCache(clock=self._clock)
         self._timeout = request_timeout
         self._max_bytes = max_response_bytes
         self._endpoints = dict(_unsafe_endpoints or {})

@@ -10,6 +10,7 @@ shown as ``<package>`` / ``<project>``. Names that match no locked package are u
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,7 @@ from splice_build.mcp.interface import (
     UnknownResource,
     UnknownTool,
 )
+from splice_build.mcp.mapping import META_PREFIX
 
 if TYPE_CHECKING:
     from splice_build.sdk import Splice
@@ -71,7 +73,12 @@ class InstalledBackend:
                 raise self._scrubbed(exc) from exc
             self._refuse_if_locked(name)
             raise UnknownTool(name) from exc
-        return ToolOutcome.from_result_json(result.to_json())
+        envelope = result.to_json()
+        outcome = ToolOutcome.from_result_json(envelope)
+        if "isolation" not in envelope:
+            return outcome
+        # Which isolation ran (issue #14): the call result's _meta["io.spliceloom/isolation"].
+        return replace(outcome, meta={f"{META_PREFIX}isolation": envelope["isolation"]})
 
     def _refuse_if_locked(self, name: str) -> None:
         """A locked package whose check fails explains why its tool is not served."""

@@ -34,13 +34,18 @@ class ToolOutcome:
     """What a call produced: the runtime's ToolResult reduced to what MCP shows.
 
     ``error`` is ``{code, message, details?}`` (already redacted by the runtime) when ``ok``
-    is false; ``logs`` go to the server log, never to the client.
+    is false; ``logs`` go to the server log, never to the client. A failure may carry an
+    ``output`` too (the data tools' ERROR result), shown as ``structuredContent``; ``notice``
+    is put before the result text and ``meta`` becomes the result's ``_meta`` (the data
+    tools' untrusted-content label).
     """
 
     ok: bool
     output: Any = None
     error: Mapping[str, Any] | None = None
     logs: str = ""
+    notice: str | None = None
+    meta: Mapping[str, Any] | None = None
 
     @classmethod
     def from_result_json(cls, result: Mapping[str, Any]) -> ToolOutcome:
@@ -93,7 +98,9 @@ class Backend(Protocol):
 
     ``list_tools`` returns tool descriptors (interfaces.md 1.11: ``mcpName``,
     ``qualifiedName``, ``version``, ``description``, ``inputSchema``, ``outputSchema?``,
-    ``permissions``, ``annotations``, ``timeoutMs``, ``package``). ``call_tool`` raises
+    ``permissions``, ``annotations``, ``timeoutMs``, ``package``), or, for tools that belong
+    to no package (the ``--data`` tools), ``{mcpName, mcpTool}`` where ``mcpTool`` is the
+    finished ``tools/list`` entry. ``call_tool`` raises
     ``UnknownTool`` for a name it does not serve and ``SpliceError`` when the package may not
     run (modified, not granted); a tool failure is a ``ToolOutcome`` with ``ok=False``.
     """

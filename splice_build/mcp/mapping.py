@@ -28,11 +28,16 @@ def mcp_tool(descriptor: Mapping[str, Any], *, structured: bool) -> dict[str, An
     """The ``tools/list`` entry for one tool descriptor, or None when its name is too long.
 
     ``outputSchema`` is shown only to clients of protocol ≥ 2025-06-18 (``structured``) and
-    only when it describes an object, because MCP requires object structured content.
+    only when it describes an object, because MCP requires object structured content. A
+    descriptor with ``mcpTool`` (a tool of no package) is already mapped: only the name and
+    version rules apply.
     """
     name = str(descriptor["mcpName"])
     if len(name) > MAX_TOOL_NAME:
         return None
+    ready = descriptor.get("mcpTool")
+    if isinstance(ready, Mapping):
+        return {key: value for key, value in ready.items() if structured or key != "outputSchema"}
     qualified = str(descriptor["qualifiedName"])
     version = str(descriptor["version"])
     permissions = descriptor.get("permissions") or {}
@@ -80,17 +85,26 @@ def error_result(
 
 
 def tool_result(outcome: ToolOutcome, *, structured: bool) -> dict[str, Any]:
-    """Success: pretty JSON text (+ ``structuredContent`` for plain objects); failure: isError."""
-    if not outcome.ok:
+    """Success: pretty JSON text; failure: ``CODE: message`` text and isError.
+
+    ``structuredContent`` is the output when it is a plain object (a failure has one only
+    when its backend gave it); the outcome's ``notice`` precedes the text, ``meta`` is ``_meta``.
+    """
+    if outcome.ok:
+        text = json.dumps(outcome.output, indent=2, ensure_ascii=False)
+    else:
         error = outcome.error or {}
-        return error_result(
+        text = error_text(
             str(error.get("code", "TOOL_ERROR")),
             str(error.get("message", "")),
             [str(detail) for detail in error.get("details") or ()],
         )
-    text = json.dumps(outcome.output, indent=2, ensure_ascii=False)
+    if outcome.notice:
+        text = f"{outcome.notice}\n\n{text}"
     result: dict[str, Any] = {"content": [{"type": "text", "text": text}]}
     if structured and isinstance(outcome.output, dict):
         result["structuredContent"] = outcome.output
-    result["isError"] = False
+    if outcome.meta:
+        result["_meta"] = dict(outcome.meta)
+    result["isError"] = not outcome.ok
     return result

@@ -16,8 +16,8 @@ from typing import Any
 from splice_build.errors import ErrorCode, SpliceError
 from splice_build.mcp import mapping
 from splice_build.mcp.interface import Backend, ServerInfo, UnknownResource, UnknownTool
-from splice_build.runtime.input_checks import nesting_depth
-from splice_build.runtime.limits import MAX_INPUT_DEPTH
+from splice_build.spec.json_depth import nesting_depth
+from splice_build.spec.limits import MAX_INPUT_DEPTH
 
 # Newest first; ``initialize`` answers the requested version if listed, else the newest.
 PROTOCOL_VERSIONS: tuple[str, ...] = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")

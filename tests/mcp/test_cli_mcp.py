@@ -31,9 +31,3 @@ def test_outside_a_project(tmp_path: Path) -> None:
     completed = run_splice("mcp", cwd=tmp_path)
     assert completed.code == 1
     assert "splice.json" in completed.stderr
-
-
-def test_data_tools_explain_what_is_missing(tmp_path: Path) -> None:
-    completed = run_splice("mcp", "--data", cwd=tmp_path)
-    assert completed.code == 1
-    assert "broker" in completed.stderr

@@ -6,10 +6,12 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from splice_build.errors import BrokerError, ErrorCode, UsageError
+from splice_build.errors import UsageError
 
 if TYPE_CHECKING:
     from splice_build.cli.context import CommandContext
+    from splice_build.mcp.data_backend import DataBackend
+    from splice_build.mcp.interface import Backend
     from splice_build.mcp.protocol import Log, Server
 
 NAME = "mcp"
@@ -37,12 +39,6 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         from splice_build.mcp.transport.http import TOKEN_ENV, token_digest
 
         digest = token_digest(ctx.env.get(TOKEN_ENV))  # exit 2 before anything else happens
-    if args.data:
-        raise BrokerError(
-            ErrorCode.CAPABILITY_UNAVAILABLE,
-            "Data tools need the capability broker, which this build does not provide yet",
-            hint="run `splice mcp` without --data to serve the installed skills",
-        )
 
     from splice_build.project.project_file import find_project_root
 
@@ -59,13 +55,34 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
 
     from splice_build.runtime.pool import WarmPool
 
+    data = _data_backend(ctx, root) if args.data else None
+    broker = data.broker if data is not None else None  # skills' capability calls share it
     # A long-lived server: sandbox processes are started before calls arrive (one per call).
-    with Splice(root, registry=ctx.registry, env=ctx.env, home=ctx.home, pool=WarmPool()) as splice:
-        info = ServerInfo(version=__version__, instructions=INSTRUCTIONS)
-        server = Server(InstalledBackend(splice), info, log=log)
+    with Splice(
+        root, registry=ctx.registry, env=ctx.env, home=ctx.home, pool=WarmPool(), broker=broker
+    ) as splice:
+        backend: Backend = InstalledBackend(splice)
+        instructions = INSTRUCTIONS
+        if data is not None:
+            from splice_build.mcp.composite import CompositeBackend
+            from splice_build.mcp.data_backend import DATA_INSTRUCTIONS
+
+            backend = CompositeBackend(data, backend, log=log)  # data tools win their names
+            instructions = f"{INSTRUCTIONS}\n\n{DATA_INSTRUCTIONS}"
+        info = ServerInfo(version=__version__, instructions=instructions)
+        server = Server(backend, info, log=log)
         if args.http:
             return _serve_http(args, ctx, server, digest)
         return _serve_stdio(server, root, log)
+
+
+def _data_backend(ctx: CommandContext, root: Path) -> DataBackend:
+    """The ``--data`` tools; provider keys are read on the first call, never sent anywhere."""
+    from splice_build.broker.keys import load_keys
+    from splice_build.mcp.data_backend import DataBackend
+
+    env = dict(ctx.env)
+    return DataBackend(keys=lambda: load_keys(env=env, project_root=root, home=ctx.home))
 
 
 def _serve_stdio(server: Server, root: Path, log: Log) -> int:
