@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from splice_build.errors import ErrorCode, InstallError, SpliceError
-from splice_build.spec.tree_digest import tree_digest
 from splice_build.project.layout import ProjectLayout
+from splice_build.spec.tree_digest import tree_digest
 
 if TYPE_CHECKING:
     from splice_build.project.lockfile import LockEntry

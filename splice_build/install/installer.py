@@ -29,12 +29,12 @@ from splice_build.install.checks import (
 from splice_build.install.consent import Accept, require_consent
 from splice_build.install.session import RegistrySession, is_offline
 from splice_build.install.signature_check import SignatureValid, signer_pinning
-from splice_build.spec.tree_digest import tree_digest
 from splice_build.project.layout import ProjectLayout
 from splice_build.project.lockfile import LockEntry, load_lockfile
 from splice_build.project.project_file import load_project_file
 from splice_build.project.registry_url import EMBEDDED_REGISTRY
 from splice_build.spec.digests import integrity_of, is_integrity
+from splice_build.spec.tree_digest import tree_digest
 
 if TYPE_CHECKING:
     from splice_build.spec.manifest import Manifest

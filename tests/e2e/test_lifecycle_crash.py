@@ -19,11 +19,11 @@ import sys
 import time
 from pathlib import Path
 
-from splice_build.spec.tree_digest import tree_digest
 from splice_build.project.layout import ProjectLayout
 from splice_build.project.lockfile import load_lockfile
 from splice_build.project.project_file import load_project_file
 from splice_build.sdk import Splice
+from splice_build.spec.tree_digest import tree_digest
 from testing.registry_fixtures import embedded_store, new_project, publish
 
 RUNS = 50

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from splice_build.spec.tree_digest import tree_digest
 from splice_build.spec.digests import files_digest
+from splice_build.spec.tree_digest import tree_digest
 
 
 def _tree(root: Path) -> Path:
