@@ -59,6 +59,9 @@ class Job:
     # Test hook only (SpliceRuntime(_unsafe_test_resolver=...)): {name: [[addresses], ...]},
     # the answers of the 1st, 2nd, ... lookup of that name in the network guard.
     test_resolver: dict[str, list[list[str]]] | None = None
+    # Test hook only (SpliceRuntime(_unsafe_in_process_guards_off=True)): the host installs
+    # none of its guards (module guard, guarded fetch, process locks).
+    unsafe_in_process_guards_off: bool = False
 
     def encode(self) -> bytes:
         frame: dict[str, Any] = {
@@ -73,6 +76,8 @@ class Job:
         }
         if self.test_resolver is not None:
             frame["testResolver"] = self.test_resolver
+        if self.unsafe_in_process_guards_off:
+            frame["unsafeInProcessGuardsOff"] = True
         return _encode(frame)
 
 

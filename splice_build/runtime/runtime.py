@@ -9,6 +9,10 @@ With a ``WarmPool`` (``pool=``) a call takes a process started before it (runtim
 process, and ``execute`` re-reads the digest after taking one and refuses the call
 (``INSTALLED_PACKAGE_MODIFIED``) before sending the job when the files changed since ``load``.
 Without a pool every call starts its own process (the one-shot CLI).
+
+``isolation`` (``auto``, ``require-os``, ``in-process``; None reads the user's config.json)
+chooses the OS layer under the in-process guards (runtime/isolation/); every result that
+started a process says which layer ran (``ToolResult.isolation``).
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ from splice_build.runtime.session import Session
 from splice_build.security.redact import PathSanitizer, redact
 
 if TYPE_CHECKING:
+    from splice_build.runtime.isolation.plan import IsolationPlan
+    from splice_build.runtime.isolation.support import IsolationSupport
     from splice_build.runtime.pool import PoolKey, WarmPool
     from splice_build.spec.manifest import Tool
 
@@ -66,7 +72,9 @@ class SpliceRuntime:
         max_log_bytes: int = MAX_LOG_BYTES,
         max_output_bytes: int = MAX_OUTPUT_BYTES,
         pool: WarmPool | None = None,
+        isolation: str | None = None,
         _unsafe_test_resolver: Mapping[str, list[list[str]]] | None = None,
+        _unsafe_in_process_guards_off: bool = False,
     ) -> None:
         self.project_root = Path(os.path.realpath(project_root))
         self._env: Mapping[str, str] = os.environ if env is None else env
@@ -76,6 +84,28 @@ class SpliceRuntime:
         self._pool = pool
         # Tests only: fake DNS answers for the network guard (docs/network-security.md).
         self._test_resolver = None if _unsafe_test_resolver is None else dict(_unsafe_test_resolver)
+        # Tests only: no permission model, module guard, fetch guard or process locks in the
+        # tool's process, to prove what the OS layer alone stops (tests/runtime/test_isolation*).
+        self._guards_off = _unsafe_in_process_guards_off
+        from splice_build.runtime.isolation.plan import check_mode, configured_mode
+
+        self.isolation_mode = (
+            configured_mode(self._env)
+            if isolation is None
+            else check_mode(isolation, source="SpliceRuntime(isolation=...)")
+        )
+        if self.isolation_mode == "require-os":
+            self._isolation_support()  # refuse now, not at the first call
+
+    def _isolation_support(self) -> IsolationSupport:
+        """The machine's support; ISOLATION_UNAVAILABLE here under ``require-os``."""
+        from splice_build.runtime.isolation.plan import unavailable_error
+        from splice_build.runtime.isolation.support import detect
+
+        support = detect()
+        if self.isolation_mode == "require-os" and not support.namespaces:
+            raise unavailable_error(support)
+        return support
 
     def load(self, path: str | os.PathLike[str]) -> LoadedPackage:
         """Load and validate a package directory; raises SandboxError(INVALID_PACKAGE).
@@ -132,6 +162,7 @@ class SpliceRuntime:
         started = time.monotonic()
         secrets = [self._env[name] for name in pkg.manifest.permissions.env if name in self._env]
         paths = PathSanitizer.for_paths({pkg.dir: "<package>", self.project_root: "<project>"})
+        isolation: IsolationPlan | None = None  # set once a process is started
 
         def clean(text: str) -> str:
             text = text.encode("utf-8", "replace").decode("utf-8")
@@ -152,6 +183,7 @@ class SpliceRuntime:
                 error=error,
                 logs=clean(logs),
                 duration_ms=round((time.monotonic() - started) * 1000),
+                isolation=isolation,
             )
 
         try:
@@ -159,6 +191,7 @@ class SpliceRuntime:
             process = self._start(pkg)
         except SpliceError as exc:
             return finish(error=ToolError(exc.code, exc.message, exc.details))
+        isolation = process.isolation
         try:
             return self._run(pkg, tool, job_input, process, clean, finish)
         except BaseException:
@@ -201,12 +234,18 @@ class SpliceRuntime:
         return self.project_root if rel == "." else self.project_root / rel
 
     def _spec(self, pkg: LoadedPackage) -> sandbox.SandboxSpec:
+        from splice_build.runtime.isolation.plan import plan_for
+
         perms = pkg.manifest.permissions
         return sandbox.SandboxSpec(
             node=self.node(),
             package_dir=pkg.dir,
             read_paths=tuple(self._project_path(p) for p in perms.fs_read),
             write_paths=tuple(self._project_path(p) for p in perms.fs_write),
+            isolation=plan_for(
+                self.isolation_mode, self._isolation_support(), network=bool(perms.network)
+            ),
+            unsafe_in_process_guards_off=self._guards_off,
         )
 
     def _pool_key(self, pkg: LoadedPackage) -> PoolKey | None:
@@ -261,6 +300,7 @@ class SpliceRuntime:
             },
             env={name: self._env[name] for name in perms.env if name in self._env},
             test_resolver=self._test_resolver,
+            unsafe_in_process_guards_off=self._guards_off,
         )
 
         def make_channel(on_reply: Callable[[CapabilityReply], None]) -> CapabilityChannel:

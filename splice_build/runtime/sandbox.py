@@ -10,26 +10,29 @@ The process never outlives its parent: on Linux the child asks for SIGKILL when 
 that started it ends (``PR_SET_PDEATHSIG``, set between fork and exec, then a check that the
 parent did not die before it was set), and the host exits by itself when its job pipe hangs
 up before the job arrives (host.mjs). A warm pool therefore starts processes from one
-long-lived thread (runtime/pool.py).
+long-lived thread (runtime/pool.py). With the OS layer the started process waits for Node,
+which runs as PID 1 of its own namespace (isolation/child.py); killing the group ends both.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
-import resource
 import signal
 import subprocess
-import sys
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 
 from splice_build.runtime.host_files import host_dir, host_entry
-from splice_build.runtime.limits import ADDRESS_SPACE_LIMIT_BYTES, HEAP_LIMIT_MB
+from splice_build.runtime.isolation.child import make_preexec
+from splice_build.runtime.isolation.plan import IsolationPlan
+from splice_build.runtime.limits import HEAP_LIMIT_MB
 from splice_build.runtime.node import NodeBinary
+
+# Without a plan (direct users of SandboxSpec): limits and no_new_privs, no namespaces.
+IN_PROCESS = IsolationPlan(
+    os_layer=False, isolate_network=False, pid_max=None, no_new_privs=True, last_cap=0
+)
 
 
 @dataclass(frozen=True)
@@ -41,10 +44,22 @@ class SandboxSpec:
     read_paths: tuple[Path, ...] = ()
     write_paths: tuple[Path, ...] = ()
     heap_limit_mb: int = HEAP_LIMIT_MB
-    address_space_limit: int = ADDRESS_SPACE_LIMIT_BYTES
+    isolation: IsolationPlan = IN_PROCESS
+    # Tests only (SpliceRuntime(_unsafe_in_process_guards_off=True)): Node without its
+    # permission model, to show what the OS layer alone still stops.
+    unsafe_in_process_guards_off: bool = False
 
     def argv(self, in_fd: int, out_fd: int) -> list[str]:
         """interfaces.md 4.4, plus the heap cap and the IPC fds for host.mjs."""
+        if self.unsafe_in_process_guards_off:
+            return [
+                str(self.node.path),
+                "--disable-warning=ExperimentalWarning",
+                f"--max-old-space-size={self.heap_limit_mb}",
+                str(host_entry()),
+                str(in_fd),
+                str(out_fd),
+            ]
         args = [
             str(self.node.path),
             "--permission",
@@ -69,6 +84,7 @@ class SandboxProcess:
     popen: subprocess.Popen[bytes]
     job_fd: int  # parent writes job and capability results
     message_fd: int  # parent reads frames from the host
+    isolation: IsolationPlan = IN_PROCESS  # what was applied to it
     _closed: bool = field(default=False, init=False, repr=False)
 
     @property
@@ -95,56 +111,10 @@ class SandboxProcess:
                 os.close(fd)
 
 
-def _limit_address_space(pid: int, limit: int) -> None:
-    """RLIMIT_AS on the child, from the parent (Linux prlimit), before the job is sent."""
-    _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    if hard != resource.RLIM_INFINITY:
-        limit = min(limit, hard)
-    resource.prlimit(pid, resource.RLIMIT_AS, (limit, limit))
-
-
-def _preexec_limit(limit: int) -> None:
-    _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    if hard != resource.RLIM_INFINITY:
-        limit = min(limit, hard)
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
-
-_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
-_EXIT_PARENT_GONE = 71
-
-
-@lru_cache(maxsize=1)
-def _prctl() -> Callable[..., int] | None:
-    """libc's ``prctl``, looked up in the parent (the child must not load libraries)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        return ctypes.CDLL(None, use_errno=True).prctl  # type: ignore[no-any-return]
-    except (OSError, AttributeError):
-        return None
-
-
-def _child_setup(parent_pid: int, limit: int | None) -> Callable[[], None]:
-    """The function run in the child between fork and exec (async-signal-safe work only)."""
-    prctl = _prctl()
-
-    def setup() -> None:
-        if prctl is not None:
-            prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-            if os.getppid() != parent_pid:  # the parent died before the signal was armed
-                os._exit(_EXIT_PARENT_GONE)
-        if limit is not None:
-            _preexec_limit(limit)
-
-    return setup
-
-
 def start(spec: SandboxSpec) -> SandboxProcess:
     """Start the host; raises OSError when the process cannot be created."""
     job_r, job_w = os.pipe()
     msg_r, msg_w = os.pipe()
-    use_prlimit = hasattr(resource, "prlimit") and sys.platform.startswith("linux")
     try:
         popen = subprocess.Popen(
             spec.argv(job_r, msg_w),
@@ -155,19 +125,14 @@ def start(spec: SandboxSpec) -> SandboxProcess:
             env={},
             cwd=spec.package_dir,
             start_new_session=True,
-            preexec_fn=_child_setup(os.getpid(), None if use_prlimit else spec.address_space_limit),
+            preexec_fn=make_preexec(spec.isolation, os.getpid()),
         )
-    except BaseException:
+    except BaseException as exc:
         for fd in (job_r, job_w, msg_r, msg_w):
             os.close(fd)
+        if isinstance(exc, subprocess.SubprocessError):  # the preexec setup failed
+            raise OSError(f"the sandbox's isolation could not be applied: {exc}") from exc
         raise
     os.close(job_r)
     os.close(msg_w)
-    process = SandboxProcess(popen, job_w, msg_r)
-    if use_prlimit:
-        try:
-            _limit_address_space(popen.pid, spec.address_space_limit)
-        except OSError:
-            process.close()
-            raise
-    return process
+    return SandboxProcess(popen, job_w, msg_r, spec.isolation)

@@ -2,7 +2,10 @@
 
 Every test that runs tools through ``make_runtime`` / ``run_tool`` runs twice: ``cold`` (a
 process started per call) and ``warm`` (through a ``WarmPool``: the process was started
-before the call; the teardown checks that every call really took a warm process).
+before the call; the teardown checks that every call really took a warm process). Both use
+the default isolation (``auto``: the OS layer where the kernel allows it, issue #14). The
+adversarial modules run a third time, ``in-process`` (cold, OS layer off): the in-process
+guards must hold on their own.
 """
 
 from __future__ import annotations
@@ -26,15 +29,28 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
-@pytest.fixture(params=["cold", "warm"])
-def make_runtime(
-    request: pytest.FixtureRequest, project: Path
-) -> Iterator[Callable[..., SpliceRuntime]]:
+# Modules whose tools also run with the OS layer off.
+IN_PROCESS_TOO = frozenset({"test_adversarial", "test_net_guard_adversarial", "test_module_guard"})
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "runtime_variant" in metafunc.fixturenames:
+        variants = ["cold", "warm"]
+        if metafunc.module.__name__.rsplit(".", 1)[-1] in IN_PROCESS_TOO:
+            variants.append("in-process")
+        metafunc.parametrize("runtime_variant", variants)
+
+
+@pytest.fixture
+def make_runtime(runtime_variant: str, project: Path) -> Iterator[Callable[..., SpliceRuntime]]:
     """``make_runtime(env=None, broker=None)`` → a runtime rooted at ``project``."""
-    pool = WarmPool() if request.param == "warm" else None
+    pool = WarmPool() if runtime_variant == "warm" else None
+    isolation = "in-process" if runtime_variant == "in-process" else "auto"
 
     def make(*, env: dict[str, str] | None = None, broker: Any = None) -> SpliceRuntime:
-        return SpliceRuntime(project_root=project, env=env or {}, broker=broker, pool=pool)
+        return SpliceRuntime(
+            project_root=project, env=env or {}, broker=broker, pool=pool, isolation=isolation
+        )
 
     yield make
     if pool is not None:

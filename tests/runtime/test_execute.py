@@ -25,7 +25,7 @@ def runtime(make_runtime) -> SpliceRuntime:
 def test_example_hello_envelope(runtime: SpliceRuntime) -> None:
     result = runtime.execute(runtime.load(EXAMPLE), "hello", {"name": " Dim ", "excited": True})
     data = result.to_json()
-    assert list(data) == ["ok", "package", "tool", "output", "logs", "durationMs"]
+    assert list(data) == ["ok", "package", "tool", "output", "logs", "durationMs", "isolation"]
     assert data["ok"] is True
     assert data["package"] == "@splice/example"
     assert data["output"] == {"message": "Hello, Dim!"}

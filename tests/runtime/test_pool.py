@@ -34,7 +34,11 @@ OUT = {"fs": {"read": [], "write": ["out"]}}
 
 @pytest.fixture
 def pooled(project: Path) -> Iterator[SpliceRuntime]:
-    runtime = SpliceRuntime(project_root=project, env={}, pool=WarmPool(max_size=4))
+    """Without the OS layer: these tests tell processes apart by the pid a tool reports, and
+    in a PID namespace every tool is PID 1 (the layered pool: test_isolation_pool.py)."""
+    runtime = SpliceRuntime(
+        project_root=project, env={}, pool=WarmPool(max_size=4), isolation="in-process"
+    )
     yield runtime
     runtime.close()
 
@@ -209,7 +213,9 @@ def test_no_orphans_when_the_parent_ends(project: Path, tmp_path: Path, ending: 
 @pytest.mark.slow
 def test_a_thousand_calls_leave_nothing_behind(project: Path, tmp_path: Path) -> None:
     fds_before = len(os.listdir("/proc/self/fd"))
-    runtime = SpliceRuntime(project_root=project, env={}, pool=WarmPool())
+    runtime = SpliceRuntime(
+        project_root=project, env={}, pool=WarmPool(), isolation="in-process"
+    )  # outputs are pids: see ``pooled``
     pkg = runtime.load(write_package(tmp_path / "pkgs", tool_returning("process.pid")))
     seen: set[int] = set()
     lock = threading.Lock()

@@ -51,7 +51,7 @@ export function installEnvironment(env) {
 }
 
 /** stdout/stderr as plain fd writers (the pipe-backed defaults are net.Socket instances). */
-function installStdio() {
+export function installStdio() {
   const writer = (fd) => {
     const stream = new Writable({
       write(chunk, encoding, callback) {

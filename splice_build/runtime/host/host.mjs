@@ -4,7 +4,7 @@
 import './pristine.mjs';
 import { ACCESS_DENIED, HOST_CODES } from './codes.mjs';
 import { Channel, jsonString } from './channel.mjs';
-import { harden, installEnvironment } from './harden.mjs';
+import { harden, installEnvironment, installStdio } from './harden.mjs';
 import { installModuleGuard } from './module_guard.mjs';
 import { createGuardedFetch, tableResolver } from './net_guard.mjs';
 import { createCapabilityClient } from './capability.mjs';
@@ -61,9 +61,8 @@ try {
 
 const context = job.context;
 const permissions = deepFreeze(context.permissions);
-let logger;
-try {
-  installEnvironment(job.env || {});
+
+function installGuards() {
   installModuleGuard(context.paths.package);
   // netPolicy is schemas/netpolicy.json, sent by the parent (the host cannot read that file);
   // testResolver exists only when a Python test passed SpliceRuntime(_unsafe_test_resolver=…).
@@ -72,7 +71,17 @@ try {
     policy: deepFreeze(job.netPolicy),
     resolve: job.testResolver ? tableResolver(deepFreeze(job.testResolver)) : undefined,
   });
-  logger = harden({ guardedFetch });
+  return harden({ guardedFetch });
+}
+
+let logger;
+try {
+  installEnvironment(job.env || {});
+  // unsafeInProcessGuardsOff exists only when a Python test passed
+  // SpliceRuntime(_unsafe_in_process_guards_off=True) (Node then runs without --permission
+  // too): no guard at all, to prove what the OS layer alone stops. No package, variable or
+  // file can set it.
+  logger = job.unsafeInProcessGuardsOff === true ? installStdio() : installGuards();
 } catch (err) {
   hostFailure('hardening', err);
 }

@@ -1,0 +1,137 @@
+"""The code run in a sandbox child between fork and exec (``preexec_fn``), and its probe.
+
+Without the OS layer the child arms the parent-death signal, sets the resource limits and
+``no_new_privs`` and execs Node. With it (``IsolationPlan.os_layer``):
+
+1. the child (C1, the process ``Popen`` started) arms the parent-death signal and enters new
+   user, PID, IPC and mount namespaces, plus a network namespace when the package has no
+   network grant (only ``lo``, down), mapping its own uid and gid;
+2. it forks C2, the first process of the new PID namespace (PID 1): a new PID namespace
+   applies to children only. C1 closes every descriptor, waits for C2 and ends the way C2
+   ended (exit code or signal): the parent's ``Popen`` and process-group kill keep working,
+   and Popen's exec-error pipe now belongs to C2 alone, so an exec failure is still reported;
+3. C2 follows C1 (parent-death signal), mounts a /proc of its PID namespace (it lists only
+   the tool's own processes), sets the namespace's ``pid_max`` when the kernel allows it,
+   applies the limits, drops every capability and sets ``no_new_privs``; then Popen execs
+   Node in it.
+
+As PID 1 of its namespace Node ignores signals it has no handler for when they come from
+inside (SIGXFSZ is ignored anyway, see rlimits.py); SIGKILL from the parent always works,
+and when PID 1 ends the kernel kills everything else in the namespace.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Callable
+
+from splice_build.runtime.isolation import rlimits
+from splice_build.runtime.isolation.kernel import (
+    CLONE_NEWIPC,
+    CLONE_NEWNET,
+    CLONE_NEWNS,
+    CLONE_NEWPID,
+    CLONE_NEWUSER,
+    Kernel,
+)
+from splice_build.runtime.isolation.plan import IsolationPlan
+
+EXIT_PARENT_GONE = 71
+_WAITER_NAME = b"splice-ns-wait"
+
+
+def namespace_flags(isolate_network: bool) -> int:
+    flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNS
+    return flags | CLONE_NEWNET if isolate_network else flags
+
+
+def enter_namespaces(kernel: Kernel, isolate_network: bool, uid: int, gid: int) -> None:
+    """Step 1 (in C1)."""
+    kernel.unshare(namespace_flags(isolate_network))
+    kernel.map_ids(uid, gid)
+
+
+def become_waiter(kernel: Kernel, child: int) -> None:
+    """Step 2 in C1: hold nothing, wait for C2, end as it ended. Never returns."""
+    kernel.set_name(_WAITER_NAME)
+    os.closerange(0, os.sysconf("SC_OPEN_MAX"))
+    try:
+        _pid, status = os.waitpid(child, 0)
+    except ChildProcessError:
+        os._exit(EXIT_PARENT_GONE)
+    if os.WIFSIGNALED(status):
+        kernel.die_like(os.WTERMSIG(status))
+    os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
+
+
+def seal(kernel: Kernel, plan: IsolationPlan) -> None:
+    """Step 3 up to the limits (in C2, PID 1 of the new namespace).
+
+    C2 cannot check that C1 is still there once the signal is armed (its parent is outside
+    its PID namespace: ``getppid`` is 0). If C1 died in between, it was either killed with
+    its group (C2 too) or by its own parent-death signal, and then the job pipe has no
+    writer left and the host exits by itself.
+    """
+    kernel.parent_death_signal(int(signal.SIGKILL))
+    kernel.mount_private_proc()
+    if plan.pid_max is not None:
+        kernel.set_pid_max(plan.pid_max)
+
+
+def make_preexec(plan: IsolationPlan, parent_pid: int) -> Callable[[], None]:
+    """The ``preexec_fn`` for one sandbox process (libc is looked up here, in the parent)."""
+    kernel = Kernel.load()
+    uid, gid = os.geteuid(), os.getegid()
+
+    def setup() -> None:
+        if kernel is not None:
+            kernel.parent_death_signal(int(signal.SIGKILL))
+            if os.getppid() != parent_pid:  # the parent died before the signal was armed
+                os._exit(EXIT_PARENT_GONE)
+        if plan.os_layer:
+            assert kernel is not None, "BUG: an OS layer without libc"
+            enter_namespaces(kernel, plan.isolate_network, uid, gid)
+            child = kernel.fork()
+            if child > 0:
+                become_waiter(kernel, child)
+            seal(kernel, plan)
+            kernel.drop_capabilities(plan.last_cap)
+        if plan.no_new_privs and kernel is not None:
+            kernel.no_new_privs()
+        rlimits.apply_limits(plan.limits, kernel)
+
+    return setup
+
+
+def probe(kernel: Kernel, last_cap: int, report_fd: int) -> None:
+    """In a throw-away forked child: every step of the OS layer, without exec. Writes
+    ``ok <pid_max ok: 0|1> <processes seen in /proc>`` or ``fail <step: reason>`` to
+    ``report_fd``, then exits."""
+
+    def report(text: str) -> None:
+        os.write(report_fd, text.encode("utf-8", "replace"))
+
+    try:
+        enter_namespaces(kernel, True, os.geteuid(), os.getegid())
+        child = kernel.fork()
+    except OSError as exc:
+        report(f"fail {exc.strerror}")
+        os._exit(0)
+    if child > 0:
+        os.waitpid(child, 0)
+        os._exit(0)
+    try:
+        kernel.parent_death_signal(int(signal.SIGKILL))
+        kernel.mount_private_proc()
+        seen = sum(name.isdigit() for name in os.listdir("/proc"))
+        try:
+            kernel.set_pid_max(rlimits.PID_MAX)
+            pid_max = 1
+        except OSError:
+            pid_max = 0
+        kernel.drop_capabilities(last_cap)
+        report(f"ok {pid_max} {seen}")
+    except OSError as exc:
+        report(f"fail {exc.strerror}")
+    os._exit(0)

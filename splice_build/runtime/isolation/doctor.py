@@ -1,0 +1,143 @@
+"""``splice doctor``'s report: which layers a sandbox process gets on this machine, and why
+a layer is missing. Built from the same detection the runtime uses (support.detect)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from splice_build.runtime.isolation import rlimits
+from splice_build.runtime.isolation.support import IsolationSupport, detect
+from splice_build.runtime.limits import ADDRESS_SPACE_LIMIT_BYTES
+
+_MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Layer:
+    name: str
+    active: bool
+    detail: str  # what it does when active, why it is not otherwise
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "active": self.active, "detail": self.detail}
+
+
+def _node_layer(env: Mapping[str, str]) -> tuple[Layer, dict[str, Any] | None]:
+    from splice_build.errors import SpliceError
+    from splice_build.runtime.node import find_node
+
+    try:
+        node = find_node(env)
+    except SpliceError as exc:
+        return Layer("node permission model", False, exc.message), None
+    detail = f"Node.js {node.version_text} --permission: file access only as the manifest grants"
+    return Layer("node permission model", True, detail), {
+        "path": str(node.path),
+        "version": node.version_text,
+        "permissionModel": True,
+    }
+
+
+def _namespace_layers(support: IsolationSupport) -> list[Layer]:
+    why = support.namespaces_reason or ""
+    on = support.namespaces
+    return [
+        Layer("user namespace", on, "own uid/gid map; every capability dropped" if on else why),
+        Layer(
+            "pid namespace",
+            on,
+            "the tool is PID 1 of its own namespace; /proc lists only its processes" if on else why,
+        ),
+        Layer(
+            "ipc namespace",
+            on,
+            "no System V IPC or POSIX queues shared with the host" if on else why,
+        ),
+        Layer(
+            "network namespace",
+            on,
+            "tools without a network grant: only lo, down; tools with one keep the host "
+            "network and the in-process guard"
+            if on
+            else why,
+        ),
+    ]
+
+
+def _process_limit(support: IsolationSupport) -> Layer:
+    ways = []
+    if support.namespaces and not support.root:
+        ways.append(f"RLIMIT_NPROC {rlimits.PROCESSES} in the user namespace")
+    if support.namespaces and support.pid_max:
+        ways.append(f"pid_max {rlimits.PID_MAX} in the PID namespace")
+    if ways:
+        return Layer("process limit", True, "; ".join(ways))
+    if not support.namespaces:
+        why = f"needs the namespaces ({support.namespaces_reason})"
+    else:
+        why = f"root is exempt from RLIMIT_NPROC and {support.pid_max_reason}"
+    return Layer("process limit", False, why)
+
+
+def machine_report(env: Mapping[str, str], mode: str) -> dict[str, Any]:
+    """The JSON of ``splice doctor --json``."""
+    support = detect()
+    node_layer, node = _node_layer(env)
+    limits = (
+        f"address space {ADDRESS_SPACE_LIMIT_BYTES // _MIB} MiB, CPU {rlimits.CPU_SECONDS} s, "
+        f"open files {rlimits.OPEN_FILES}, file size {rlimits.FILE_SIZE_BYTES // _MIB} MiB"
+    )
+    cgroup = support.cgroup
+    layers = [
+        node_layer,
+        Layer("in-process guards", True, "module guard, guarded fetch, process locks"),
+        *_namespace_layers(support),
+        Layer(
+            "no_new_privs",
+            support.no_new_privs,
+            "no exec can gain privileges"
+            if support.no_new_privs
+            else str(support.no_new_privs_reason),
+        ),
+        Layer(
+            "seccomp",
+            False,
+            "no seccomp filter is installed: namespaces, an empty capability set and "
+            "no_new_privs stand in its place",
+        ),
+        Layer("resource limits", True, limits),
+        _process_limit(support),
+        Layer(
+            "cgroup v2 memory limit",
+            False,
+            f"a delegated cgroup exists ({cgroup.detail}) but tools are not placed in "
+            "cgroups; the address-space limit applies"
+            if cgroup.usable
+            else cgroup.detail,
+        ),
+    ]
+    os_layer = mode != "in-process" and support.namespaces
+    return {
+        "isolation": mode,
+        "osLayer": os_layer,
+        "requireOsSatisfied": support.namespaces,
+        "node": node,
+        "layers": [layer.to_json() for layer in layers],
+    }
+
+
+def render_text(report: Mapping[str, Any]) -> str:
+    lines = [
+        f"isolation = {report['isolation']}: "
+        + (
+            "the OS layer is applied to every tool"
+            if report["osLayer"]
+            else "in-process guards only"
+        )
+    ]
+    for layer in report["layers"]:
+        mark = "on " if layer["active"] else "off"
+        lines.append(f"  [{mark}] {layer['name']}: {layer['detail']}")
+    return "\n".join(lines)

@@ -1,0 +1,160 @@
+"""The Linux system calls of the OS layer, through libc with ``ctypes`` (Python 3.11 has no
+``os.unshare``): namespaces, ID maps, a raw ``fork``, mounts, ``prctl`` and ``signal``.
+
+``Kernel.load()`` looks libc up in the parent; the methods are then called between fork and
+exec (and in the detection probe), where no library may be loaded. Every failure raises
+``OSError(errno, "<step>: <strerror>")`` naming the step, so detection can say which one the
+kernel refused.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+# <linux/sched.h>
+CLONE_NEWNS = 0x00020000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+# <sys/mount.h>
+_MS_NOSUID = 0x2
+_MS_NODEV = 0x4
+_MS_NOEXEC = 0x8
+_MS_REC = 0x4000
+_MS_PRIVATE = 0x40000
+# <linux/prctl.h>
+_PR_SET_PDEATHSIG = 1
+_PR_SET_NAME = 15
+_PR_CAPBSET_DROP = 24
+_PR_SET_NO_NEW_PRIVS = 38
+_PR_CAP_AMBIENT = 47
+_PR_CAP_AMBIENT_CLEAR_ALL = 4
+_SIG_DFL = 0
+_SIG_IGN = 1
+
+
+def _write(path: str, text: str, step: str) -> None:
+    try:
+        fd = os.open(path, os.O_WRONLY)
+    except OSError as exc:
+        raise OSError(exc.errno, f"{step}: {exc.strerror}") from None
+    try:
+        os.write(fd, text.encode("ascii"))
+    except OSError as exc:
+        raise OSError(exc.errno, f"{step}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """libc's entry points, looked up once (``load``) and used in children."""
+
+    _libc: Any
+
+    @staticmethod
+    @lru_cache(maxsize=1)
+    def load() -> Kernel | None:
+        """libc, or None off Linux (or when libc cannot be opened)."""
+        if not sys.platform.startswith("linux"):
+            return None
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.mount.argtypes = [
+                ctypes.c_char_p,
+                ctypes.c_char_p,
+                ctypes.c_char_p,
+                ctypes.c_ulong,
+                ctypes.c_void_p,
+            ]
+            libc.prctl.argtypes = [ctypes.c_int] + [ctypes.c_ulong] * 4
+            libc.unshare.argtypes = [ctypes.c_int]
+            libc.signal.argtypes = [ctypes.c_int, ctypes.c_void_p]
+            libc.signal.restype = ctypes.c_void_p
+            _ = libc.fork
+        except (OSError, AttributeError):
+            return None
+        return Kernel(libc)
+
+    def _check(self, result: int, step: str) -> int:
+        if result == -1:
+            code = ctypes.get_errno() or errno.EPERM
+            raise OSError(code, f"{step}: {os.strerror(code)}")
+        return result
+
+    def _prctl(self, option: int, arg: int, step: str) -> None:
+        self._check(self._libc.prctl(option, arg, 0, 0, 0), step)
+
+    def parent_death_signal(self, signum: int) -> None:
+        """``signum`` is delivered when the thread that forked this process ends."""
+        self._prctl(_PR_SET_PDEATHSIG, signum, "prctl(PR_SET_PDEATHSIG)")
+
+    def set_name(self, name: bytes) -> None:
+        buffer = ctypes.create_string_buffer(name[:15])
+        self._prctl(_PR_SET_NAME, ctypes.addressof(buffer), "prctl(PR_SET_NAME)")
+
+    def unshare(self, flags: int) -> None:
+        self._check(self._libc.unshare(flags), "unshare")
+
+    def map_ids(self, uid: int, gid: int) -> None:
+        """Map this process's own uid and gid into its new user namespace (one line each;
+        setgroups is denied first, as the kernel requires for an unprivileged gid map)."""
+        _write("/proc/self/setgroups", "deny", "setgroups deny")
+        _write("/proc/self/uid_map", f"{uid} {uid} 1", "uid_map")
+        _write("/proc/self/gid_map", f"{gid} {gid} 1", "gid_map")
+
+    def fork(self) -> int:
+        """libc ``fork`` without Python's fork hooks (the caller is a single-threaded child)."""
+        return self._check(self._libc.fork(), "fork")
+
+    def mount_private_proc(self) -> None:
+        """Make every mount private to this mount namespace, then a /proc of this PID
+        namespace over /proc (it lists only the namespace's processes)."""
+        self._check(
+            self._libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None), "private mounts"
+        )
+        flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
+        self._check(self._libc.mount(b"proc", b"/proc", b"proc", flags, None), "mount /proc")
+
+    def set_pid_max(self, value: int) -> None:
+        """The PID namespace's own ``pid_max`` (Linux ≥ 6.14): at most ``value - 1`` tasks."""
+        _write("/proc/sys/kernel/pid_max", str(value), "pid_max")
+
+    def drop_capabilities(self, last_cap: int) -> None:
+        """Empty the bounding and ambient sets: the exec'd program gets no capability."""
+        for cap in range(last_cap + 1):
+            self._prctl(_PR_CAPBSET_DROP, cap, "drop capabilities")
+        self._check(
+            self._libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0),
+            "clear ambient capabilities",
+        )
+
+    def no_new_privs(self) -> None:
+        """No exec can gain privileges again (set-uid bits and file capabilities ignored)."""
+        self._prctl(_PR_SET_NO_NEW_PRIVS, 1, "prctl(PR_SET_NO_NEW_PRIVS)")
+
+    def ignore_signal(self, signum: int) -> None:
+        """SIG_IGN, which survives exec (``signal.signal`` works only in the main thread)."""
+        self._libc.signal(signum, _SIG_IGN)
+
+    def die_like(self, signum: int) -> None:
+        """End this process by ``signum`` with its default action (exit 128 + n otherwise)."""
+        self._libc.signal(signum, _SIG_DFL)
+        os.kill(os.getpid(), signum)
+        os._exit(128 + signum)
+
+
+def last_capability() -> int:
+    """The highest capability number this kernel knows (``/proc/sys/kernel/cap_last_cap``)."""
+    try:
+        with open("/proc/sys/kernel/cap_last_cap", encoding="ascii") as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return 40  # CAP_CHECKPOINT_RESTORE, the last one of Linux 5.9–6.x

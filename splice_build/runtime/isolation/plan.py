@@ -1,0 +1,116 @@
+"""What isolation one sandbox process gets (``IsolationPlan``) and how it is chosen.
+
+Modes (``SpliceRuntime(isolation=…)``, or the user's ``config.json`` key ``isolation``):
+
+- ``auto`` (default): the OS layer where the kernel allows it, else the in-process guards
+  alone; every result says which ran (``ToolResult.isolation``).
+- ``require-os``: a missing OS layer is an error (``ISOLATION_UNAVAILABLE``), never a silent
+  fallback.
+- ``in-process``: the OS layer is not used (reported as such).
+
+The plan is a frozen value: it is part of the sandbox spec, hence of the warm pool's key, so
+a warm process always has exactly the layer its call needs. ``to_json`` is the ``isolation``
+field of ``splice run --json`` and of MCP ``_meta["io.spliceloom/isolation"]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from splice_build.errors import ErrorCode, ProjectError, SandboxError
+from splice_build.runtime.isolation import rlimits
+
+if TYPE_CHECKING:
+    from splice_build.runtime.isolation.support import IsolationSupport
+
+MODES = ("auto", "require-os", "in-process")
+DEFAULT_MODE = "auto"
+
+
+@dataclass(frozen=True)
+class IsolationPlan:
+    """The layers applied between fork and exec of one sandbox process."""
+
+    os_layer: bool  # user, PID, IPC and mount namespaces, a private /proc, no capabilities
+    isolate_network: bool  # an empty network namespace (the package has no network grant)
+    pid_max: int | None  # the PID namespace's pid_max, when the kernel allows setting it
+    no_new_privs: bool
+    last_cap: int
+    limits: rlimits.Limits = field(default_factory=rlimits.Limits)
+    reasons: tuple[str, ...] = ()  # why a layer is not applied (for the report)
+
+    @property
+    def namespaces(self) -> tuple[str, ...]:
+        if not self.os_layer:
+            return ()
+        return ("user", "pid", "ipc", "mount", *(("net",) if self.isolate_network else ()))
+
+    def to_json(self) -> dict[str, Any]:
+        processes: list[str] = []
+        if self.limits.processes is not None:
+            processes.append(f"RLIMIT_NPROC {self.limits.processes}")
+        if self.pid_max is not None:
+            processes.append(f"pid_max {self.pid_max}")
+        out: dict[str, Any] = {
+            "layer": "os" if self.os_layer else "in-process",
+            "namespaces": list(self.namespaces),
+            "network": "none" if self.isolate_network else "host",
+            "noNewPrivs": self.no_new_privs,
+            "capabilities": "none" if self.os_layer else "inherited",
+            "limits": self.limits.to_json(),
+            "processLimit": processes,
+        }
+        if self.reasons:
+            out["unavailable"] = list(self.reasons)
+        return out
+
+
+def check_mode(value: object, *, source: str) -> str:
+    """``value`` if it is a mode; INVALID_CONFIG naming ``source`` otherwise."""
+    if value not in MODES:
+        raise ProjectError(
+            ErrorCode.INVALID_CONFIG,
+            f"{source}: isolation must be one of {', '.join(MODES)}, not {value!r}",
+        )
+    return str(value)
+
+
+def configured_mode(env: Mapping[str, str]) -> str:
+    """The user's ``isolation`` setting (``SPLICE_HOME/config.json``), else ``auto``."""
+    from splice_build.project.home import SpliceHome
+
+    home = SpliceHome.from_env(env)
+    value = home.read_config().get("isolation", DEFAULT_MODE)
+    return check_mode(value, source=str(home.config_file))
+
+
+def plan_for(mode: str, support: IsolationSupport, *, network: bool) -> IsolationPlan:
+    """The plan of a package (``network``: it has a network grant) under ``mode``.
+
+    Raises ``SandboxError(ISOLATION_UNAVAILABLE)`` for ``require-os`` without the OS layer.
+    """
+    os_layer = mode != "in-process" and support.namespaces
+    if mode == "require-os" and not os_layer:
+        raise unavailable_error(support)
+    reasons = () if os_layer else support.reasons(mode)
+    in_user_namespace = os_layer and not support.root
+    return IsolationPlan(
+        os_layer=os_layer,
+        isolate_network=os_layer and not network,
+        pid_max=rlimits.PID_MAX if os_layer and support.pid_max else None,
+        no_new_privs=support.no_new_privs,
+        last_cap=support.last_cap,
+        limits=rlimits.Limits(processes=rlimits.PROCESSES if in_user_namespace else None),
+        reasons=reasons,
+    )
+
+
+def unavailable_error(support: IsolationSupport) -> SandboxError:
+    return SandboxError(
+        ErrorCode.ISOLATION_UNAVAILABLE,
+        "The OS isolation layer is required (isolation = require-os) but unavailable here",
+        details=support.reasons("require-os"),
+        hint="run `splice doctor` for the layers this machine allows",
+    )

@@ -1,0 +1,126 @@
+"""What this machine's kernel allows, found once per process by trying it.
+
+``detect()`` forks a throw-away child that performs every step of the OS layer without exec
+(child.probe: namespaces, ID maps, the PID-1 fork, a private /proc, pid_max, capability
+drop) and reads back which step failed and why; ``no_new_privs`` is tried in a child too.
+Nothing is inferred from sysctl names or kernel versions, so what ``splice doctor`` reports
+is what a sandbox process will get. A probe costs a few milliseconds; its result is cached.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+
+from splice_build.runtime.isolation.cgroup import CgroupStatus, detect_cgroup
+from splice_build.runtime.isolation.kernel import Kernel, last_capability
+
+
+@dataclass(frozen=True)
+class IsolationSupport:
+    """The layers available here; each ``*_reason`` says why one is not (None when it is)."""
+
+    namespaces: bool
+    namespaces_reason: str | None
+    pid_max: bool
+    pid_max_reason: str | None
+    no_new_privs: bool
+    no_new_privs_reason: str | None
+    root: bool
+    last_cap: int
+    cgroup: CgroupStatus
+
+    def reasons(self, mode: str) -> tuple[str, ...]:
+        """Why the OS layer is not applied under ``mode``."""
+        if mode == "in-process":
+            return ("isolation = in-process: the OS layer is switched off",)
+        return (f"namespaces: {self.namespaces_reason}",) if self.namespaces_reason else ()
+
+
+def _run_probe(kernel: Kernel, last_cap: int) -> str:
+    """The probe child's one-line report (``fail …`` when it said nothing)."""
+    from splice_build.runtime.isolation.child import probe
+
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child
+        try:
+            os.close(read_fd)
+            probe(kernel, last_cap, write_fd)
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    chunks = []
+    with contextlib.closing(os.fdopen(read_fd, "rb")) as reader:
+        chunks.append(reader.read(4096))
+    os.waitpid(pid, 0)
+    return b"".join(chunks).decode("utf-8", "replace").strip() or "fail the probe died"
+
+
+def _probe_no_new_privs(kernel: Kernel) -> str | None:
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child
+        try:
+            kernel.no_new_privs()
+            os._exit(0)
+        except BaseException:
+            os._exit(1)
+    _pid, status = os.waitpid(pid, 0)
+    return None if os.waitstatus_to_exitcode(status) == 0 else "prctl(PR_SET_NO_NEW_PRIVS) failed"
+
+
+@lru_cache(maxsize=1)
+def detect() -> IsolationSupport:
+    """The machine's support (cached for the life of the process)."""
+    root = hasattr(os, "geteuid") and os.geteuid() == 0
+    kernel = Kernel.load()
+    last_cap = last_capability()
+    if kernel is None:
+        why = "not Linux" if not sys.platform.startswith("linux") else "libc cannot be loaded"
+        return IsolationSupport(False, why, False, why, False, why, root, last_cap, detect_cgroup())
+    report = _run_probe(kernel, last_cap)
+    nnp_reason = _probe_no_new_privs(kernel)
+    kind, _, rest = report.partition(" ")
+    if kind != "ok":
+        reason = f"the kernel refused them ({rest})"
+        return IsolationSupport(
+            False,
+            reason,
+            False,
+            reason,
+            nnp_reason is None,
+            nnp_reason,
+            root,
+            last_cap,
+            detect_cgroup(),
+        )
+    pid_max_ok, seen = rest.split()[:2] if len(rest.split()) >= 2 else ("0", "0")
+    if seen != "1":
+        reason = f"the private /proc listed {seen} processes instead of 1"
+        return IsolationSupport(
+            False,
+            reason,
+            False,
+            reason,
+            nnp_reason is None,
+            nnp_reason,
+            root,
+            last_cap,
+            detect_cgroup(),
+        )
+    return IsolationSupport(
+        namespaces=True,
+        namespaces_reason=None,
+        pid_max=pid_max_ok == "1",
+        pid_max_reason=None
+        if pid_max_ok == "1"
+        else "this kernel has no per-namespace pid_max (Linux 6.14 or newer)",
+        no_new_privs=nnp_reason is None,
+        no_new_privs_reason=nnp_reason,
+        root=root,
+        last_cap=last_cap,
+        cgroup=detect_cgroup(),
+    )

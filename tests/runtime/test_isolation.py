@@ -1,0 +1,207 @@
+"""The OS layer (issue #14): with the in-process guards switched off by the test hook, the
+kernel still stops the tool — no network without a grant, no view of host processes — and
+the resource limits stop fork, file-size and address-space bombs with a clear code."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from splice_build.errors import ErrorCode
+from splice_build.runtime import SpliceRuntime, ToolResult
+from splice_build.runtime.isolation import rlimits
+from testing.hostile_packages import write_package
+from testing.isolation import needs_os_layer, wait_for_namespace_gone
+
+pytestmark = [pytest.mark.node, needs_os_layer()]
+
+NO_GUARDS_NETWORK = """
+import net from 'node:net'; import dgram from 'node:dgram'; import dns from 'node:dns/promises';
+import fs from 'node:fs'; import os from 'node:os';
+const attempt = (host, port) => new Promise((resolve) => {
+  const s = net.connect({ host, port });
+  s.on('connect', () => { s.destroy(); resolve('connected'); });
+  s.on('error', (e) => resolve(e.code));
+});
+export default async (i) => {
+  const udp = await new Promise((resolve) => {
+    const s = dgram.createSocket('udp4');
+    s.on('error', (e) => resolve(e.code));
+    s.send('x', i.port, '127.0.0.1', (e) => { s.close(); resolve(e ? e.code : 'sent'); });
+  });
+  // Only where nothing can answer (the empty namespace): fetch, a public address and DNS.
+  let fetched = null; let resolved = null; let outside = null;
+  if (i.outside) {
+    try { await fetch(`http://127.0.0.1:${i.port}/`); fetched = 'fetched'; } catch (e) { fetched = String(e.cause?.code); }
+    try { await dns.lookup('example.com'); resolved = 'resolved'; } catch (e) { resolved = e.code; }
+    outside = await attempt('93.184.215.14', 80);
+  }
+  const interfaces = fs.readFileSync('/proc/net/dev', 'utf8').split('\\n').slice(2)
+    .map((l) => l.split(':')[0].trim()).filter(Boolean);
+  return {
+    local: await attempt('127.0.0.1', i.port), outside, udp, fetched, resolved, interfaces,
+    addresses: Object.keys(os.networkInterfaces()), netns: fs.readlinkSync('/proc/self/ns/net'),
+  };
+};
+"""
+
+
+@pytest.fixture
+def server() -> Iterator[socket.socket]:
+    """A TCP server on the host's 127.0.0.1 that must never see a connection."""
+    with socket.create_server(("127.0.0.1", 0)) as srv:
+        srv.setblocking(False)
+        yield srv
+
+
+@pytest.fixture
+def unguarded(project: Path, tmp_path: Path) -> Callable[..., ToolResult]:
+    """``unguarded(body, input, **package_options)``: a tool run with every in-process guard
+    off (test hook) and the OS layer on."""
+    counter = iter(range(1000))
+
+    def run(body: str, input: Any = None, **options: Any) -> ToolResult:
+        runtime = SpliceRuntime(
+            project_root=project, env={}, isolation="require-os", _unsafe_in_process_guards_off=True
+        )
+        pkg = runtime.load(
+            write_package(tmp_path / "pkgs", body, name=f"u{next(counter)}", **options)
+        )
+        return runtime.execute(pkg, "t", input or {})
+
+    return run
+
+
+def _accepted(srv: socket.socket) -> bool:
+    try:
+        conn, _ = srv.accept()
+    except BlockingIOError:
+        return False
+    conn.close()
+    return True
+
+
+def test_no_network_grant_means_no_network_even_without_guards(unguarded, server) -> None:
+    port = server.getsockname()[1]
+    result = unguarded(NO_GUARDS_NETWORK, {"port": port, "outside": True})
+    assert result.ok, result.to_json()
+    out = result.output
+    # ENETUNREACH even for 127.0.0.1: lo exists but is down (up, it would be ECONNREFUSED).
+    assert out["local"] == "ENETUNREACH" and out["outside"] == "ENETUNREACH", out
+    assert out["udp"] == "ENETUNREACH" and out["fetched"] == "ENETUNREACH", out
+    assert out["resolved"] not in ("resolved", None), out
+    assert out["interfaces"] == ["lo"] and out["addresses"] == [], out
+    assert out["netns"] != os.readlink("/proc/self/ns/net")
+    assert not _accepted(server)
+    assert result.isolation is not None and "net" in result.isolation.namespaces
+
+
+def test_a_network_grant_keeps_the_host_network(unguarded, server) -> None:
+    port = server.getsockname()[1]
+    result = unguarded(
+        NO_GUARDS_NETWORK, {"port": port, "outside": False}, permissions={"network": ["127.0.0.1"]}
+    )
+    assert result.ok, result.to_json()
+    assert result.output["local"] == "connected"
+    assert result.output["netns"] == os.readlink("/proc/self/ns/net")
+    assert _accepted(server)
+    report = result.to_json()["isolation"]
+    assert report["network"] == "host" and "net" not in report["namespaces"]
+    assert report["layer"] == "os" and "pid" in report["namespaces"]
+
+
+def test_host_processes_are_invisible_and_cannot_be_signalled(unguarded) -> None:
+    result = unguarded(
+        "import fs from 'node:fs';\n"
+        "const code = (f) => { try { f(); return 'ok'; } catch (e) { return e.code; } };\n"
+        "export default (i) => ({\n"
+        "  proc: fs.readdirSync('/proc').filter((n) => /^\\d+$/.test(n)),\n"
+        "  pid: process.pid, ppid: process.ppid,\n"
+        "  probe: code(() => process.kill(i.host, 0)),\n"
+        "  term: code(() => process.kill(i.host, 'SIGTERM')),\n"
+        "  group: code(() => process.kill(-i.host, 'SIGTERM')),\n"
+        "  ns: ['pid', 'ipc', 'user', 'mnt'].map((n) => fs.readlinkSync('/proc/self/ns/' + n)),\n"
+        "  caps: fs.readFileSync('/proc/self/status', 'utf8').split('\\n')\n"
+        "    .filter((l) => /^(CapEff|CapPrm|CapBnd|NoNewPrivs)/.test(l)),\n"
+        "});\n",
+        {"host": os.getpid()},
+    )
+    assert result.ok, result.to_json()
+    out = result.output
+    assert out["proc"] == ["1"] and out["pid"] == 1 and out["ppid"] == 0, out
+    assert out["probe"] == out["term"] == out["group"] == "ESRCH", out
+    host = [os.readlink(f"/proc/self/ns/{n}") for n in ("pid", "ipc", "user", "mnt")]
+    assert all(a != b for a, b in zip(out["ns"], host, strict=True)), out
+    assert out["caps"] == [
+        "CapPrm:\t0000000000000000",
+        "CapEff:\t0000000000000000",
+        "CapBnd:\t0000000000000000",
+        "NoNewPrivs:\t1",
+    ]
+
+
+@pytest.mark.skipif(shutil.which("sleep") is None, reason="no sleep binary to fork")
+def test_a_fork_bomb_hits_the_process_limit_and_dies_with_the_call(unguarded) -> None:
+    sleep = shutil.which("sleep")
+    result = unguarded(
+        "import { spawn } from 'node:child_process'; import fs from 'node:fs';\n"
+        "export default async () => {\n"
+        "  let spawned = 0; const errors = new Set(); const waits = [];\n"
+        "  for (let i = 0; i < 1000; i++) {\n"
+        f"    const c = spawn('{sleep}', ['60'], {{ stdio: 'ignore' }});\n"
+        "    waits.push(new Promise((r) => { c.on('spawn', () => { spawned++; r(); });\n"
+        "      c.on('error', (e) => { errors.add(e.code); r(); }); }));\n"
+        "  }\n"
+        "  await Promise.all(waits);\n"
+        "  return { spawned, errors: [...errors], ns: fs.readlinkSync('/proc/self/ns/pid') };\n"
+        "};\n",
+        timeout_ms=30000,
+    )
+    assert result.ok, result.to_json()
+    out = result.output
+    assert out["errors"] == ["EAGAIN"], out
+    assert 0 < out["spawned"] < min(rlimits.PID_MAX, 1000), out
+    assert wait_for_namespace_gone(out["ns"]) == []  # everything died with PID 1
+
+
+@pytest.mark.parametrize("isolation", ["auto", "in-process"])
+def test_a_file_size_bomb_stops_at_the_limit(project: Path, tmp_path: Path, isolation: str) -> None:
+    runtime = SpliceRuntime(project_root=project, env={}, isolation=isolation)
+    pkg = runtime.load(
+        write_package(
+            tmp_path / "pkgs",
+            "import fs from 'node:fs'; export default (i, ctx) => {\n"
+            "  const fd = fs.openSync(ctx.paths.project + '/out/bomb', 'w');\n"
+            "  const chunk = Buffer.alloc(1024 * 1024, 120);\n"
+            "  for (let i = 0; i < 1024; i++) fs.writeSync(fd, chunk);\n"
+            "};\n",
+            permissions={"fs": {"read": [], "write": ["out"]}},
+            timeout_ms=30000,
+        )
+    )
+    result = runtime.execute(pkg, "t", {})
+    assert result.error is not None and result.error.code == ErrorCode.TOOL_ERROR, result.to_json()
+    assert result.error.message.startswith("EFBIG: file too large"), result.error.message
+    assert (project / "out" / "bomb").stat().st_size == rlimits.FILE_SIZE_BYTES
+
+
+@pytest.mark.parametrize("isolation", ["auto", "in-process"])
+def test_an_address_space_bomb_fails_cleanly(project: Path, tmp_path: Path, isolation: str) -> None:
+    runtime = SpliceRuntime(project_root=project, env={}, isolation=isolation)
+    pkg = runtime.load(
+        write_package(
+            tmp_path / "pkgs",
+            "export default () => { const keep = [];\n"
+            "  for (let i = 0; i < 64; i++) keep.push(new ArrayBuffer(256 * 1024 * 1024));\n"
+            "  return keep.length; };\n",
+        )
+    )
+    result = runtime.execute(pkg, "t", {})
+    assert result.error is not None and result.error.code == ErrorCode.TOOL_ERROR, result.to_json()
+    assert "allocation failed" in result.error.message

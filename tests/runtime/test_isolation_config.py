@@ -1,0 +1,139 @@
+"""Choosing the isolation (SpliceRuntime(isolation=…), config.json ``isolation``), never
+failing open silently (``require-os`` → ISOLATION_UNAVAILABLE), and reporting it
+(``splice run --json``, ``splice doctor``)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from splice_build.errors import ErrorCode, SpliceError
+from splice_build.runtime import SpliceRuntime
+from splice_build.skills import skills_root
+from testing.cli import run_splice
+from testing.isolation import needs_os_layer, without_user_namespaces
+
+EXAMPLE = str(skills_root() / "example")
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _home(tmp_path: Path, config: dict[str, object]) -> dict[str, str]:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    return {"SPLICE_HOME": str(home)}
+
+
+def test_the_mode_comes_from_the_user_config(tmp_path: Path) -> None:
+    env = _home(tmp_path, {"isolation": "in-process"})
+    assert SpliceRuntime(project_root=tmp_path, env=env).isolation_mode == "in-process"
+    assert SpliceRuntime(project_root=tmp_path, env=env, isolation="auto").isolation_mode == "auto"
+
+
+def test_an_unknown_mode_is_refused(tmp_path: Path) -> None:
+    env = _home(tmp_path, {"isolation": "off"})
+    with pytest.raises(SpliceError) as caught:
+        SpliceRuntime(project_root=tmp_path, env=env)
+    assert caught.value.code == ErrorCode.INVALID_CONFIG
+    assert "auto, require-os, in-process" in caught.value.message
+    with pytest.raises(SpliceError):
+        SpliceRuntime(project_root=tmp_path, env={}, isolation="none")
+
+
+@pytest.mark.node
+@needs_os_layer()
+def test_run_json_reports_the_layer(tmp_path: Path) -> None:
+    env = _home(tmp_path, {"isolation": "require-os"})
+    done = run_splice(
+        "--json", "run", "--dir", EXAMPLE, "example.hello", "name=x", cwd=tmp_path, env=env
+    )
+    assert done.code == 0, done.stderr
+    isolation = done.json()["isolation"]
+    assert isolation["layer"] == "os" and isolation["network"] == "none"
+    assert isolation["namespaces"] == ["user", "pid", "ipc", "mount", "net"]
+    assert isolation["noNewPrivs"] is True and isolation["capabilities"] == "none"
+
+
+@pytest.mark.node
+def test_doctor_lists_every_layer(tmp_path: Path) -> None:
+    env = _home(tmp_path, {})
+    done = run_splice("--json", "doctor", cwd=tmp_path, env=env)
+    assert done.code == 0, done.stderr
+    report = done.json()
+    names = [layer["name"] for layer in report["layers"]]
+    assert names[:3] == ["node permission model", "in-process guards", "user namespace"]
+    assert {"pid namespace", "network namespace", "no_new_privs", "seccomp"} <= set(names)
+    assert {"resource limits", "process limit", "cgroup v2 memory limit"} <= set(names)
+    assert all(layer["detail"] for layer in report["layers"])  # a reason for every "off"
+    assert report["isolation"] == "auto" and report["node"]["permissionModel"] is True
+    text = run_splice("doctor", cwd=tmp_path, env=env)
+    assert text.code == 0 and "[on ] node permission model" in text.stdout
+
+
+SCRIPT = """
+import json, sys
+from pathlib import Path
+from splice_build.errors import SpliceError
+from splice_build.runtime import SpliceRuntime
+root = Path(sys.argv[1])
+out = {}
+try:
+    SpliceRuntime(project_root=root, env={}, isolation="require-os")
+except SpliceError as exc:
+    out["require"] = [str(exc.code), exc.details]
+runtime = SpliceRuntime(project_root=root, env={}, isolation="auto")
+result = runtime.execute(runtime.load(sys.argv[2]), "hello", {"name": "x"})
+out["auto"] = [result.ok, result.to_json()["isolation"]]
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.node
+def test_without_namespaces_require_os_fails_and_auto_says_so(tmp_path: Path) -> None:
+    prefix = without_user_namespaces()
+    if prefix is None:
+        pytest.skip("cannot make a place without user namespaces here (needs unshare --user)")
+    done = subprocess.run(
+        [*prefix, sys.executable, "-c", SCRIPT, str(tmp_path), EXAMPLE],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    code, details = out["require"]
+    assert code == "ISOLATION_UNAVAILABLE" and "No space left on device" in details[0]
+    ok, isolation = out["auto"]
+    assert ok and isolation["layer"] == "in-process" and isolation["namespaces"] == []
+    assert "No space left on device" in isolation["unavailable"][0]
+
+
+@pytest.mark.node
+def test_an_mcp_call_result_says_which_isolation_ran(tmp_path: Path) -> None:
+    import os
+
+    from splice_build.mcp.backend import INSTRUCTIONS, InstalledBackend
+    from splice_build.mcp.interface import ServerInfo
+    from splice_build.mcp.protocol import Server, Session
+    from splice_build.project.project_file import init_project
+    from splice_build.runtime.isolation.support import detect
+    from splice_build.sdk import Splice
+
+    root, _created = init_project(tmp_path / "project")
+    splice = Splice(root, home=Path(os.environ["SPLICE_HOME"]))
+    splice.add(["@splice/example"])
+    server = Server(InstalledBackend(splice), ServerInfo(instructions=INSTRUCTIONS))
+    call = {"name": "splice_example_hello", "arguments": {"name": "Ada"}}
+    response = server.handle(
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}, Session()
+    )
+    assert response is not None
+    meta = response["result"]["_meta"]["io.spliceloom/isolation"]
+    assert meta["layer"] == ("os" if detect().namespaces else "in-process")
+    assert meta["network"] == ("none" if detect().namespaces else "host")

@@ -1,0 +1,55 @@
+"""Warm processes get the same OS layer as cold ones, and a killed warm process leaves
+nothing behind (its PID namespace dies with it)."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from splice_build.runtime import SpliceRuntime
+from splice_build.runtime.pool import WarmPool
+from testing.hostile_packages import write_package
+from testing.isolation import needs_os_layer
+from testing.pool import wait_until_gone
+
+pytestmark = [pytest.mark.node, needs_os_layer()]
+
+REPORTS = (
+    "import fs from 'node:fs'; export default () => ({ pid: process.pid,"
+    " net: fs.readlinkSync('/proc/self/ns/net'), procs: fs.readdirSync('/proc').filter((n) => /^\\d+$/.test(n)) });"
+)
+
+
+def test_a_warm_process_has_the_os_layer(project: Path, tmp_path: Path) -> None:
+    runtime = SpliceRuntime(
+        project_root=project, env={}, pool=WarmPool(), _unsafe_in_process_guards_off=True
+    )
+    try:
+        pkg = runtime.load(write_package(tmp_path / "pkgs", REPORTS))
+        runtime.prewarm(pkg, wait=True)
+        result = runtime.execute(pkg, "t", {})
+        assert result.ok, result.to_json()
+        assert result.output["pid"] == 1 and result.output["procs"] == ["1"]
+        assert result.output["net"] != os.readlink("/proc/self/ns/net")
+        assert result.to_json()["isolation"]["layer"] == "os"
+        assert runtime._pool is not None and runtime._pool.stats().hits == 1
+    finally:
+        runtime.close()
+
+
+def test_killing_a_warm_process_ends_its_node(project: Path, tmp_path: Path) -> None:
+    runtime = SpliceRuntime(project_root=project, env={}, pool=WarmPool())
+    try:
+        pkg = runtime.load(write_package(tmp_path / "pkgs", "export default () => 1;"))
+        runtime.prewarm(pkg, wait=True)
+        assert runtime._pool is not None
+        [waiter] = runtime._pool.idle_pids()  # the process Popen started: it waits for Node
+        os.kill(waiter, signal.SIGKILL)
+        assert wait_until_gone(str(tmp_path / "pkgs"), timeout=5) == []  # Node followed
+        result = runtime.execute(pkg, "t", {})
+        assert result.ok and runtime._pool.stats().discarded == 1
+    finally:
+        runtime.close()
