@@ -4,7 +4,8 @@
 ``needle`` — a unique temporary directory, so only this test's sandbox processes match.
 ``start_pool_parent`` runs ``hold_pool`` in a child Python: it prewarms a pooled runtime for
 the given packages, optionally starts a call that never ends, prints ``ready`` and then
-exits, or waits to be killed.
+exits once the test closes its stdin (so the test counts the processes first), or waits to be
+killed.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ def start_pool_parent(
     proc = subprocess.Popen(
         [sys.executable, "-c", code, *args],
         cwd=REPO,
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -93,6 +95,7 @@ def hold_pool(argv: list[str]) -> None:
             time.sleep(0.02)
     print("ready", flush=True)
     if mode == "exit":
+        sys.stdin.read()  # the test has counted the processes and closed our stdin
         return  # a normal exit: atexit closes the pool
     while True:
         time.sleep(1)

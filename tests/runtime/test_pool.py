@@ -203,6 +203,8 @@ def test_no_orphans_when_the_parent_ends(project: Path, tmp_path: Path, ending: 
     parent = start_pool_parent(project, packages, mode=ending, hang=hang)
     assert len(sandbox_pids(str(tmp_path / "pkgs"))) >= 4  # 3 warm + the running call
     if ending == "exit":
+        assert parent.stdin is not None
+        parent.stdin.close()  # lets the parent return normally
         parent.wait(timeout=30)
     else:
         parent.send_signal(getattr(signal, ending))
