@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import REPO, Row, median, percentile, splice_argv, time_command
+from bench.common import REPO, Row, example_project, median, percentile, splice_argv, time_command
 
 HELLO = {"name": "splice_example_hello", "arguments": {"name": "Ada"}}
 COLD_SERVER = """
@@ -134,14 +134,6 @@ def _load(client: _StdioClient, callers: int, calls_each: int) -> tuple[float, l
     return callers * calls_each / (time.perf_counter() - started), latencies
 
 
-def _project(base: Path, env: dict[str, str]) -> Path:
-    project = base / "project"
-    project.mkdir()
-    for args in (("init",), ("add", "@splice/example")):
-        subprocess.run(splice_argv(*args), cwd=project, env=env, check=True, capture_output=True)
-    return project
-
-
 def _serve(
     label: str, argv: list[str], env: dict[str, str], project: Path, calls: int, cold_ms: float
 ) -> list[Row]:
@@ -182,7 +174,7 @@ def run(quick: bool = False) -> list[Row]:
     with tempfile.TemporaryDirectory(prefix="bench-mcp-") as tmp:
         base = Path(tmp)
         env = {**os.environ, "HOME": str(base), "SPLICE_HOME": str(base / ".splice")}
-        project = _project(base, env)
+        project = example_project(base, env)
         cold = time_command(
             splice_argv("run", "example.hello", "name=Ada"),
             repeat=3 if quick else 10,

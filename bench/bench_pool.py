@@ -10,7 +10,6 @@ way an agent's calls usually arrive.
 
 from __future__ import annotations
 
-import compileall
 import os
 import subprocess
 import sys
@@ -18,7 +17,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import REPO, Row, median, ratio_row, splice_argv, time_callable, time_command
+from bench.common import (
+    REPO,
+    Row,
+    bare_node,
+    example_project,
+    median,
+    precompile,
+    ratio_row,
+    time_callable,
+)
 
 PACKAGES = 20
 _HOLDER = """
@@ -75,28 +83,14 @@ def _memory(root: Path) -> list[Row]:
     ]
 
 
-def _installed_project(base: Path, env: dict[str, str]) -> Path | None:
-    project = base / "project"
-    project.mkdir()
-    for args in (("init",), ("add", "@splice/example")):
-        done = subprocess.run(splice_argv(*args), cwd=project, env=env, capture_output=True)
-        if done.returncode != 0:
-            return None
-    return project
-
-
 def run(quick: bool = False) -> list[Row]:
     from splice_build.runtime import SpliceRuntime
-    from splice_build.runtime.node import find_node
     from splice_build.runtime.pool import WarmPool
 
-    # Bytecode as an installed package has it (PYTHONDONTWRITEBYTECODE would otherwise make
-    # every whole-process run recompile whatever changed since the last write).
-    compileall.compile_dir(REPO / "splice_build", quiet=1)
+    precompile()
     repeat = 10 if quick else 40
     example = REPO / "splice_build" / "skills" / "example"
-    node = find_node()
-    bare = time_command([str(node.path), "--permission", "-e", "0"], repeat=repeat, env={})
+    bare = bare_node(repeat=repeat)
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="bench-pool-") as tmp:
         base = Path(tmp)
@@ -141,9 +135,7 @@ def run(quick: bool = False) -> list[Row]:
                 ),
             ]
         env = {**os.environ, "HOME": str(base), "SPLICE_HOME": str(base / ".splice")}
-        project = _installed_project(base, env)
-        if project is not None:
-            rows.append(_sdk_row(project, env, repeat, bare))
+        rows.append(_sdk_row(example_project(base, env), env, repeat, bare))
         rows += _memory(base / "memory")
     return rows
 

@@ -5,37 +5,31 @@ shown too: a bare ``python -c pass`` of the same interpreter (site and .pth file
 
 from __future__ import annotations
 
-import compileall
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from bench.common import REPO, Row, ratio_row, splice_argv, time_callable, time_command
-
-
-def _installed_project(base: Path, env: dict[str, str]) -> Path | None:
-    project = base / "project"
-    project.mkdir()
-    for args in (("init",), ("add", "@splice/example")):
-        done = subprocess.run(splice_argv(*args), cwd=project, env=env, capture_output=True)
-        if done.returncode != 0:
-            return None
-    return project
+from bench.common import (
+    REPO,
+    Row,
+    bare_node,
+    example_project,
+    precompile,
+    ratio_row,
+    splice_argv,
+    time_callable,
+    time_command,
+)
 
 
 def run(quick: bool = False) -> list[Row]:
     from splice_build.runtime import SpliceRuntime
-    from splice_build.runtime.node import find_node
 
-    # Bytecode as an installed package has it (PYTHONDONTWRITEBYTECODE would otherwise make
-    # every whole-process run recompile whatever changed since the last write).
-    compileall.compile_dir(REPO / "splice_build", quiet=1)
+    precompile()
     repeat = 5 if quick else 20
     example = REPO / "splice_build" / "skills" / "example"
-    node = find_node()
-    bare = time_command([str(node.path), "--permission", "-e", "0"], repeat=repeat, env={})
+    bare = bare_node(repeat=repeat)
     python = time_command([sys.executable, "-c", "pass"], repeat=repeat)
     rows = [ratio_row("python -c pass (the floor)", python, "node --permission -e 0", bare)]
     with tempfile.TemporaryDirectory() as tmp:
@@ -63,18 +57,17 @@ def run(quick: bool = False) -> list[Row]:
             )
         )
         env = {**os.environ, "HOME": str(base), "SPLICE_HOME": str(base / ".splice")}
-        project = _installed_project(base, env)
-        if project is not None:
-            installed = time_command(
-                splice_argv("run", "example.hello", "name=x"), repeat=repeat, env=env, cwd=project
+        project = example_project(base, env)
+        installed = time_command(
+            splice_argv("run", "example.hello", "name=x"), repeat=repeat, env=env, cwd=project
+        )
+        rows.append(
+            ratio_row(
+                "splice run example.hello (installed)",
+                installed,
+                "node --permission -e 0",
+                bare,
+                "≤ 3×",
             )
-            rows.append(
-                ratio_row(
-                    "splice run example.hello (installed)",
-                    installed,
-                    "node --permission -e 0",
-                    bare,
-                    "≤ 3×",
-                )
-            )
+        )
     return rows

@@ -36,6 +36,31 @@ def splice_argv(*args: str) -> list[str]:
     return [str(exe) if exe.exists() else "splice", *args]
 
 
+def example_project(base: Path, env: Mapping[str, str]) -> Path:
+    """A project with ``@splice/example`` added from the embedded registry, by the real CLI."""
+    project = base / "project"
+    project.mkdir()
+    for args in (("init",), ("add", "@splice/example")):
+        subprocess.run(splice_argv(*args), cwd=project, env=env, check=True, capture_output=True)
+    return project
+
+
+def precompile() -> None:
+    """Bytecode as an installed package has it (PYTHONDONTWRITEBYTECODE would otherwise make
+    every whole-process run recompile whatever changed since the last write)."""
+    import compileall
+
+    compileall.compile_dir(REPO / "splice_build", quiet=1)
+
+
+def bare_node(*, repeat: int) -> list[float]:
+    """The baseline of the sandbox benchmarks: ``node --permission -e 0`` with Splice's Node."""
+    from splice_build.runtime.node import find_node
+
+    node = find_node()
+    return time_command([str(node.path), "--permission", "-e", "0"], repeat=repeat, env={})
+
+
 def time_command(
     argv: Sequence[str],
     *,

@@ -84,8 +84,8 @@ def detect() -> IsolationSupport:
     report = _run_probe(kernel, last_cap)
     nnp_reason = _probe_no_new_privs(kernel)
     kind, _, rest = report.partition(" ")
-    if kind != "ok":
-        reason = f"the kernel refused them ({rest})"
+
+    def unavailable(reason: str) -> IsolationSupport:
         return IsolationSupport(
             False,
             reason,
@@ -97,20 +97,12 @@ def detect() -> IsolationSupport:
             last_cap,
             detect_cgroup(),
         )
+
+    if kind != "ok":
+        return unavailable(f"the kernel refused them ({rest})")
     pid_max_ok, seen = rest.split()[:2] if len(rest.split()) >= 2 else ("0", "0")
     if seen != "1":
-        reason = f"the private /proc listed {seen} processes instead of 1"
-        return IsolationSupport(
-            False,
-            reason,
-            False,
-            reason,
-            nnp_reason is None,
-            nnp_reason,
-            root,
-            last_cap,
-            detect_cgroup(),
-        )
+        return unavailable(f"the private /proc listed {seen} processes instead of 1")
     return IsolationSupport(
         namespaces=True,
         namespaces_reason=None,
