@@ -7,6 +7,7 @@ non-2xx answer goes through ``statuses.error_for_status``. The token is sent onl
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -15,12 +16,17 @@ from splice_build.errors import ErrorCode, RegistryError
 from splice_build.registry.api import BUNDLE_CONTENT_TYPE, TARGZ_CONTENT_TYPE
 from splice_build.registry.client.interface import split_package_id, token_body
 from splice_build.registry.client.statuses import error_for_status
+from splice_build.spec.limits import MAX_ARCHIVE_BYTES
 
 if TYPE_CHECKING:
     import requests
 
 CONNECT_TIMEOUT = 10.0
 READ_TIMEOUT = 60.0
+# A registry is a remote party: every body is read with a cap, never whole on trust.
+MAX_JSON_BYTES = 16 * 1024 * 1024  # metadata and search answers (a manifest is far smaller)
+MAX_ERROR_BYTES = 64 * 1024
+CHUNK = 64 * 1024
 
 
 class HttpRegistryClient:
@@ -38,7 +44,10 @@ class HttpRegistryClient:
 
     # -- plumbing ---------------------------------------------------------------------
 
-    def _request(self, method: str, path: str, **kwargs: Any) -> requests.Response:
+    def _request(
+        self, method: str, path: str, *, limit: int = MAX_JSON_BYTES, **kwargs: Any
+    ) -> tuple[requests.Response, bytes]:
+        """The answer and its body, read in chunks and refused past ``limit`` bytes."""
         import requests
 
         try:
@@ -47,8 +56,12 @@ class HttpRegistryClient:
                 self.base_url + path,
                 timeout=(CONNECT_TIMEOUT, READ_TIMEOUT),
                 allow_redirects=False,
+                stream=True,
                 **kwargs,
             )
+            with response:
+                ok = 200 <= response.status_code < 300
+                body = _read_capped(response, limit if ok else MAX_ERROR_BYTES, path)
         except requests.RequestException as exc:
             raise RegistryError(
                 ErrorCode.REGISTRY_UNREACHABLE,
@@ -56,14 +69,14 @@ class HttpRegistryClient:
                 details=[type(exc).__name__],
                 hint="Check the URL (`splice config get registry`) and your network.",
             ) from exc
-        if not 200 <= response.status_code < 300:
-            raise _error(response)
-        return response
+        if not ok:
+            raise _error(response, body)
+        return response, body
 
     def _json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
-        response = self._request(method, path, **kwargs)
+        _, body = self._request(method, path, **kwargs)
         try:
-            value = response.json()
+            value = json.loads(body)
         except ValueError as exc:
             raise RegistryError(
                 ErrorCode.REGISTRY_ERROR, "Registry error: the answer is not JSON"
@@ -96,11 +109,19 @@ class HttpRegistryClient:
         return self._json("GET", self._pkg(package_id, version, "provenance"))
 
     def download(self, package_id: str, version: str) -> bytes:
+        """The artifact bytes (≤ 5 MiB, refused while reading past that).
+
+        Nothing about them is trusted here: the installer verifies them against the lock or
+        the metadata (SHA-256 and size), which no header can stand in for.
+        """
         accept = f"{TARGZ_CONTENT_TYPE}, {BUNDLE_CONTENT_TYPE}"
-        response = self._request(
-            "GET", self._pkg(package_id, version, "download"), headers={"accept": accept}
+        _, body = self._request(
+            "GET",
+            self._pkg(package_id, version, "download"),
+            limit=MAX_ARCHIVE_BYTES,
+            headers={"accept": accept},
         )
-        return response.content
+        return body
 
     def namespace(self, namespace: str) -> dict[str, Any]:
         return self._json("GET", _ns(namespace))
@@ -157,12 +178,34 @@ def _ns(namespace: str) -> str:
     return "/namespaces/" + quote(namespace.removeprefix("@"), safe="")
 
 
-def _error(response: requests.Response) -> RegistryError:
+def _read_capped(response: requests.Response, limit: int, path: str) -> bytes:
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise _too_large(path, limit)
+    chunks: list[bytes] = []
+    total = 0
+    for chunk in response.iter_content(CHUNK):
+        total += len(chunk)
+        if total > limit:
+            raise _too_large(path, limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _too_large(path: str, limit: int) -> RegistryError:
+    return RegistryError(
+        ErrorCode.REGISTRY_ERROR,
+        f"Registry error: the answer to {path} is larger than {limit} bytes",
+        hint="The registry may be misbehaving; nothing was kept.",
+    )
+
+
+def _error(response: requests.Response, raw: bytes) -> RegistryError:
     message: str | None = None
     details: list[str] = []
     server_code: str | None = None
     try:
-        body = response.json()
+        body = json.loads(raw)
     except ValueError:
         body = None
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
