@@ -11,6 +11,9 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import Any, TextIO
 
+# The install pipeline's steps per package (interfaces.md 2.5), in order.
+PROGRESS_STEPS = ("resolving", "downloading", "verifying", "installing")
+
 
 def _redact(text: str) -> str:
     from splice_build.security.redact import redact
@@ -26,11 +29,16 @@ class Output:
         color: bool = False,
         stdout: TextIO | None = None,
         stderr: TextIO | None = None,
+        live: bool | None = None,
     ) -> None:
         self.json_mode = json_mode
         self.color = color
         self._stdout = stdout or sys.stdout
         self._stderr = stderr or sys.stderr
+        # On a terminal, progress redraws one status line (a bar per package step) instead of
+        # scrolling; anywhere else (pipes, CI logs) every step is its own line.
+        self.live = self._stderr.isatty() if live is None else live
+        self._status_shown = False
 
     # results -----------------------------------------------------------------------------
     def result(self, data: Any, text: str | Callable[[], str] | None = None) -> None:
@@ -46,8 +54,18 @@ class Output:
     def info(self, message: str) -> None:
         self._write(self._stderr, message)
 
-    def progress(self, message: str) -> None:
-        self._write(self._stderr, message)
+    def progress(self, message: str, *, step: str | None = None) -> None:
+        """A progress line; ``step`` (resolving … installing) draws a bar on a terminal."""
+        if not self.live or self.json_mode:
+            self._write(self._stderr, message)
+            return
+        bar = ""
+        if step in PROGRESS_STEPS:
+            done = PROGRESS_STEPS.index(step) + 1
+            bar = "[" + "#" * done + "." * (len(PROGRESS_STEPS) - done) + "] "
+        self._stderr.write(f"\r\x1b[2K{bar}{message}")
+        self._stderr.flush()
+        self._status_shown = True
 
     def warn(self, message: str) -> None:
         self._write(self._stderr, f"{self._paint('warning:', '33')} {message}")
@@ -76,7 +94,10 @@ class Output:
     def _paint(self, text: str, color: str) -> str:
         return f"\x1b[{color}m{text}\x1b[0m" if self.color else text
 
-    @staticmethod
-    def _write(stream: TextIO, text: str) -> None:
+    def _write(self, stream: TextIO, text: str) -> None:
+        if self._status_shown:  # a finished line replaces the status line
+            self._stderr.write("\r\x1b[2K")
+            self._stderr.flush()
+            self._status_shown = False
         stream.write(text if text.endswith("\n") else text + "\n")
         stream.flush()

@@ -52,7 +52,7 @@ def open_splice(ctx: CommandContext) -> Splice:
         registry=ctx.registry,
         env=ctx.env,
         home=ctx.home,
-        on_progress=lambda step, message: ctx.out.progress(message),
+        on_progress=lambda step, message: ctx.out.progress(message, step=step),
     )
 
 
