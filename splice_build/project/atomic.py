@@ -22,11 +22,15 @@ from pathlib import Path
 _O_BINARY = getattr(os, "O_BINARY", 0)  # Windows only; 0 elsewhere
 
 
-def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644) -> None:
+def atomic_write_bytes(
+    path: Path, data: bytes, *, mode: int = 0o644, exclusive: bool = False
+) -> bool:
     """Replace ``path`` with ``data`` atomically; the new file has ``mode`` minus the umask.
 
-    The parent directory must exist. Raises ``OSError`` when the write fails; the previous
-    file is then untouched and the temp file is removed.
+    With ``exclusive`` an existing ``path`` is left alone and False is returned (the complete
+    file is linked into place, which fails if the name exists: create-if-absent without a
+    check-then-write race). The parent directory must exist. Raises ``OSError`` when the write
+    fails; the previous file is then untouched and the temp file is removed.
     """
     path = Path(path)
     temp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
@@ -40,18 +44,29 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(temp, path)
+        if exclusive:
+            try:
+                os.link(temp, path)
+            except FileExistsError:
+                return False
+            finally:
+                os.unlink(temp)
+        else:
+            os.replace(temp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)
         raise
     fsync_directory(path.parent)
+    return True
 
 
-def atomic_write_json(path: Path, value: object, *, mode: int = 0o644) -> None:
+def atomic_write_json(
+    path: Path, value: object, *, mode: int = 0o644, exclusive: bool = False
+) -> bool:
     """Write ``value`` as ``JSON.stringify(value, null, 2)`` plus a trailing newline."""
     text = json.dumps(value, indent=2, ensure_ascii=False) + "\n"
-    atomic_write_bytes(path, text.encode("utf-8"), mode=mode)
+    return atomic_write_bytes(path, text.encode("utf-8"), mode=mode, exclusive=exclusive)
 
 
 def decode_json(data: bytes) -> object:

@@ -136,13 +136,12 @@ def init_project(directory: Path, *, registry: str | None = None) -> tuple[Path,
     if registry is not None:
         normalize_registry_url(registry)
     path = ProjectLayout(root).project_file
-    if path.is_file():
-        return root, False
-    if path.exists():
+    if path.exists() and not path.is_file():
         raise _invalid("is not a regular file")
     root.mkdir(parents=True, exist_ok=True)
-    save_project_file(root, ProjectFile({}, registry))
-    return root, True
+    # Created only if absent, atomically: two concurrent inits never overwrite each other.
+    created = atomic_write_json(path, ProjectFile({}, registry).to_json(), exclusive=True)
+    return root, created
 
 
 def _not_a_project(directory: Path) -> ProjectError:

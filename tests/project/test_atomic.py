@@ -95,3 +95,22 @@ def test_decode_json_errors_name_a_position_not_the_content(data: bytes, reason:
 def test_decode_json_accepts_a_bom() -> None:
     assert decode_json('\ufeff{"a": 1}'.encode()) == {"a": 1}
     assert json.loads("1") == decode_json(b"1")
+
+
+def test_exclusive_write_never_replaces_an_existing_file(tmp_path: Path) -> None:
+    target = tmp_path / "splice.json"
+    assert atomic_write_bytes(target, b"first\n", exclusive=True) is True
+    assert atomic_write_bytes(target, b"second\n", exclusive=True) is False
+    assert target.read_bytes() == b"first\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["splice.json"]  # no temp left
+
+
+def test_concurrent_inits_create_the_file_once(tmp_path: Path) -> None:
+    import concurrent.futures
+
+    from splice_build.project.project_file import init_project
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        created = list(pool.map(lambda _: init_project(tmp_path / "p")[1], range(32)))
+    assert created.count(True) == 1
+    assert sorted(p.name for p in (tmp_path / "p").iterdir()) == ["splice.json"]
