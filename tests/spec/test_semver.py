@@ -110,7 +110,7 @@ SEMVER_ORG_CHAIN = [
 ]
 
 
-@pytest.mark.parametrize(("lower", "higher"), itertools.pairwise(SEMVER_ORG_CHAIN))
+@pytest.mark.parametrize(("lower", "higher"), list(itertools.pairwise(SEMVER_ORG_CHAIN)))
 def test_semver_org_precedence_chain(lower: str, higher: str) -> None:
     a, b = Version.parse(lower), Version.parse(higher)
     assert a < b and a <= b and b > a and b >= a and a != b
