@@ -34,7 +34,9 @@ def run_in_private_netns(scenario: str, *args: str, timeout: float = 120) -> Any
     """Run ``testing.netns_scenarios.<scenario>(*args)`` in a loopback-only namespace; its JSON."""
     argv = _unshare_argv()
     if argv is None:
-        pytest.skip("no private network namespace here (unshare --net refused, or no iproute2)")
+        pytest.skip(
+            reason="no private network namespace here (unshare --net refused, or no iproute2)"
+        )
     ip = shutil.which("ip")
     script = f"{ip} link set lo up && exec {sys.executable} -m testing.netns_scenarios " + " ".join(
         [scenario, *args]

@@ -37,7 +37,7 @@ ALLOW_MARKER = "secret-scan: allow"
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz")
 MAX_FILE_BYTES = 16 * 1024 * 1024  # larger files are reported as skipped, not read
 MIN_CONFIGURED_VALUE = 8  # shorter configured values would match ordinary text
-_SAMPLE_MARKERS = ("EXAMPLE", "FAKE", "DUMMY", "PLACEHOLDER", "REDACTED", "XXXXXXXX", "CHANGEME")
+_SAMPLE_MARKERS = ("EXAMPLE", "FAKE", "DUMMY", "PLACEHOLDER", "REDACTED", "X" * 8, "CHANGEME")
 _MIN_PEM_BODY = 40  # an Ed25519 key, the smallest, has 64 base64 characters
 _PEM_BODY = re.compile(r"(?:[A-Za-z0-9+/=\s]|\\n)*")
 

@@ -25,7 +25,7 @@ def scale_services() -> Iterator[ScaleServices]:
     if reason is not None:
         if services_required():
             pytest.fail(f"PostgreSQL + S3 back end required but unavailable: {reason}")
-        pytest.skip(f"PostgreSQL + S3 back end not tested: {reason}")
+        pytest.skip(reason=f"PostgreSQL + S3 back end not tested: {reason}")
     with postgres_server() as postgres, s3_server() as s3:
         yield ScaleServices(postgres, s3)
 

@@ -117,7 +117,7 @@ def test_missing_directory_is_refused(tmp_path: Path) -> None:
 
 def test_unreadable_file_is_refused(tmp_path: Path) -> None:
     if os.geteuid() == 0:
-        pytest.skip("root reads files whatever their mode")
+        pytest.skip(reason="root reads files whatever their mode")
     (tmp_path / "secret.js").write_bytes(b"x")
     (tmp_path / "secret.js").chmod(0)
     assert "secret.js" in _refused(tmp_path).details[0]
