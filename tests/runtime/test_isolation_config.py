@@ -96,9 +96,7 @@ print(json.dumps(out))
 def test_without_namespaces_require_os_fails_and_auto_says_so(tmp_path: Path) -> None:
     prefix = without_user_namespaces()
     if prefix is None:
-        pytest.skip(
-            reason="cannot make a place without user namespaces here (needs unshare --user)"
-        )
+        pytest.skip(reason="no place without user namespaces here (needs unshare --user)")
     done = subprocess.run(
         [*prefix, sys.executable, "-c", SCRIPT, str(tmp_path), EXAMPLE],
         capture_output=True,
