@@ -7,7 +7,7 @@ mode; error bodies echo whatever credential the request carried (header, path or
 a broker that forwarded them would leak them, and the key-leak tests would see it.
 
 Modes: ``ok``; ``status:<code>``; ``slow`` (answers after ``slow_seconds``); ``oversize``
-(a body of ``oversize_bytes``); ``garbage`` (not JSON).
+(a body of ``oversize_bytes``); ``garbage`` (not JSON); ``redirect:<url>`` (a 302 to ``url``).
 """
 
 from __future__ import annotations
@@ -362,6 +362,8 @@ def _handler(state: FakeProviders) -> type[BaseHTTPRequestHandler]:
                 return self._send(200, b"[" + b"0," * (state.oversize_bytes // 2) + b"0]")
             if mode == "garbage":
                 return self._send(200, f"<html>{_credentials(seen)}</html>".encode())
+            if mode.startswith("redirect:"):
+                return self._send(302, b"", location=mode.removeprefix("redirect:"))
             for route_host, method, pattern, answer in ROUTES:
                 match = pattern.fullmatch(seen.path)
                 if route_host == host and method == self.command and match:
@@ -370,8 +372,12 @@ def _handler(state: FakeProviders) -> type[BaseHTTPRequestHandler]:
                     return self._send(200, data, github=host == "api.github.com")
             self._send(404, json.dumps({"error": f"no route {_credentials(seen)}"}).encode())
 
-        def _send(self, status: int, data: bytes, *, github: bool = False) -> None:
+        def _send(
+            self, status: int, data: bytes, *, github: bool = False, location: str | None = None
+        ) -> None:
             self.send_response(status)
+            if location is not None:
+                self.send_header("location", location)
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(data)))
             if github:
@@ -388,10 +394,10 @@ def _handler(state: FakeProviders) -> type[BaseHTTPRequestHandler]:
 
 
 @contextlib.contextmanager
-def fake_providers() -> Iterator[FakeProviders]:
-    """Serve every fake provider on an ephemeral 127.0.0.1 port until the block ends."""
+def fake_providers(address: str = "127.0.0.1") -> Iterator[FakeProviders]:
+    """Serve every fake provider on an ephemeral port of ``address`` until the block ends."""
     state = FakeProviders()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
+    server = ThreadingHTTPServer((address, 0), _handler(state))
     server.daemon_threads = True
     state.port = server.server_address[1]
     thread = threading.Thread(target=server.serve_forever, name="fake-providers", daemon=True)

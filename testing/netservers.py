@@ -114,8 +114,8 @@ def _encoded(coding: str) -> tuple[bytes, dict[str, str]]:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
+    def __init__(self, address: str = "127.0.0.1") -> None:
+        super().__init__((address, 0), _Handler)
         self.seen: list[Seen] = []
 
 
@@ -138,9 +138,9 @@ class NetServer:
 
 
 @contextmanager
-def serve() -> Iterator[NetServer]:
-    """Run a NetServer in a thread for the duration of the block."""
-    httpd = _Server()
+def serve(address: str = "127.0.0.1") -> Iterator[NetServer]:
+    """Run a NetServer on ``address`` in a thread for the duration of the block."""
+    httpd = _Server(address)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     try:
@@ -211,7 +211,7 @@ def serve_tls(tmp_dir: Path, hostname: str = "localhost") -> Iterator[tuple[int,
     is signed by a fresh test CA; yields ``(port, ca_pem_path)``."""
     import ssl
 
-    cert_path, key_path, ca_path = _test_certificates(tmp_dir, hostname)
+    cert_path, key_path, ca_path = make_certificates(tmp_dir, [hostname])
     httpd = _Server()
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert_path, key_path)
@@ -225,7 +225,9 @@ def serve_tls(tmp_dir: Path, hostname: str = "localhost") -> Iterator[tuple[int,
         httpd.server_close()
 
 
-def _test_certificates(tmp_dir: Path, hostname: str) -> tuple[Path, Path, Path]:
+def make_certificates(tmp_dir: Path, hostnames: Sequence[str]) -> tuple[Path, Path, Path]:
+    """A fresh test CA and a server certificate it signs for ``hostnames`` and 127.0.0.1;
+    ``(cert.pem, key.pem, ca.pem)`` in ``tmp_dir``. Nothing trusts that CA unless told to."""
     import datetime
     import ipaddress
 
@@ -249,10 +251,11 @@ def _test_certificates(tmp_dir: Path, hostname: str) -> tuple[Path, Path, Path]:
         .sign(ca_key, hashes.SHA256())
     )
     key = ec.generate_private_key(ec.SECP256R1())
-    names = [x509.DNSName(hostname), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+    names: list[x509.GeneralName] = [x509.DNSName(name) for name in hostnames]
+    names.append(x509.IPAddress(ipaddress.ip_address("127.0.0.1")))
     cert = (
         x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hostname)]))
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hostnames[0])]))
         .issuer_name(ca_name)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())

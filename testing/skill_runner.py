@@ -101,17 +101,21 @@ def examples(name: str) -> list[dict[str, Any]]:
 
 
 def error_codes(results: Iterable[Mapping[str, Any]]) -> list[str]:
-    """The skill's own code of each failed result (``"CODE: …"`` message of a TOOL_ERROR), else the runtime code."""
+    """The skill's own code of each failed result (``error.skillCode`` of a TOOL_ERROR, which
+    must also start its message), else the runtime code; ``OK`` for a success."""
     codes = []
     for result in results:
         if result["ok"]:
             codes.append("OK")
             continue
         error = result["error"]
-        prefix = error["message"].split(":", 1)[0]
-        codes.append(
-            prefix if error["code"] == "TOOL_ERROR" and prefix.isupper() else error["code"]
-        )
+        skill_code = error.get("skillCode")
+        if skill_code is None:
+            codes.append(error["code"])
+            continue
+        assert error["code"] == "TOOL_ERROR", error
+        assert error["message"].startswith(f"{skill_code}: "), error
+        codes.append(skill_code)
     return codes
 
 

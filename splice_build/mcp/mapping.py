@@ -75,11 +75,22 @@ def error_text(
     return redact("\n".join(lines))
 
 
+def error_meta(error: Mapping[str, Any]) -> dict[str, Any]:
+    """``_meta["io.spliceloom/error"]``: the failure's code, and the skill's own code when the
+    runtime found one (``skillCode``), so a client can branch without parsing the text."""
+    structured: dict[str, Any] = {"code": str(error.get("code", "TOOL_ERROR"))}
+    skill_code = error.get("skillCode")
+    if isinstance(skill_code, str):
+        structured["skillCode"] = skill_code
+    return {f"{META_PREFIX}error": structured}
+
+
 def error_result(
     code: str, message: str, details: Iterable[str] = (), hint: str | None = None
 ) -> dict[str, Any]:
     return {
         "content": [{"type": "text", "text": error_text(code, message, details, hint)}],
+        "_meta": error_meta({"code": code}),
         "isError": True,
     }
 
@@ -88,7 +99,8 @@ def tool_result(outcome: ToolOutcome, *, structured: bool) -> dict[str, Any]:
     """Success: pretty JSON text; failure: ``CODE: message`` text and isError.
 
     ``structuredContent`` is the output when it is a plain object (a failure has one only
-    when its backend gave it); the outcome's ``notice`` precedes the text, ``meta`` is ``_meta``.
+    when its backend gave it); the outcome's ``notice`` precedes the text, ``meta`` is ``_meta``,
+    to which a failure adds ``io.spliceloom/error`` (``error_meta``).
     """
     if outcome.ok:
         text = json.dumps(outcome.output, indent=2, ensure_ascii=False)
@@ -104,7 +116,10 @@ def tool_result(outcome: ToolOutcome, *, structured: bool) -> dict[str, Any]:
     result: dict[str, Any] = {"content": [{"type": "text", "text": text}]}
     if structured and isinstance(outcome.output, dict):
         result["structuredContent"] = outcome.output
-    if outcome.meta:
-        result["_meta"] = dict(outcome.meta)
+    meta = dict(outcome.meta or {})
+    if not outcome.ok:
+        meta.update(error_meta(outcome.error or {}))
+    if meta:
+        result["_meta"] = meta
     result["isError"] = not outcome.ok
     return result

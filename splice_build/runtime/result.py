@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -10,6 +11,22 @@ from splice_build.errors import ErrorCode
 if TYPE_CHECKING:
     from splice_build.runtime.isolation.plan import IsolationPlan
 
+# A skill's own refusal code at the start of a thrown error's message ("HARD_LINK: …"): an
+# upper-case letter, then 1–63 upper-case letters, digits or underscores, then ": ".
+SKILL_CODE = re.compile(r"([A-Z][A-Z0-9_]{1,63}): ")
+
+
+def skill_code_of(message: str) -> str | None:
+    """The code a tool put before its message, or None.
+
+    The official skills report a refusal as ``Error("CODE: message")``, which the runtime
+    returns as ``TOOL_ERROR`` with that message (docs/runtime.md, "Errors"). The code is read
+    from the *sanitized* message, so it says nothing the message does not already show: a
+    prefix that redaction or path replacement changed is not a code.
+    """
+    match = SKILL_CODE.match(message)
+    return match.group(1) if match else None
+
 
 @dataclass(frozen=True)
 class ToolError:
@@ -17,10 +34,18 @@ class ToolError:
     message: str
     details: tuple[str, ...] = ()
 
+    @property
+    def skill_code(self) -> str | None:
+        """The tool's own code of a ``TOOL_ERROR`` (``PATH_OUTSIDE_SANDBOX``, …), else None."""
+        return skill_code_of(self.message) if self.code == ErrorCode.TOOL_ERROR else None
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"code": str(self.code), "message": self.message}
         if self.details:
             out["details"] = list(self.details)
+        skill_code = self.skill_code
+        if skill_code is not None:
+            out["skillCode"] = skill_code
         return out
 
 

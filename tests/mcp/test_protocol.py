@@ -222,10 +222,12 @@ def test_tool_failures_and_loader_refusals_are_is_error() -> None:
                 "text": "INVALID_INPUT: Invalid input for @demo/echo.fail\n- input.name: is required",
             }
         ],
+        "_meta": {"io.spliceloom/error": {"code": "INVALID_INPUT"}},
         "isError": True,
     }
     refused = result(server, "tools/call", {"name": "demo_broken_run", "arguments": {}})
     assert refused["isError"] is True
+    assert refused["_meta"] == {"io.spliceloom/error": {"code": "INSTALLED_PACKAGE_MODIFIED"}}
     assert refused["content"][0]["text"] == (
         "INSTALLED_PACKAGE_MODIFIED: Installed package @demo/broken was modified\n"
         "- <package>/tools/run.js changed\n"

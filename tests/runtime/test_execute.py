@@ -186,7 +186,11 @@ def test_undefined_output_is_null(run_tool) -> None:
 
 def test_thrown_error_message(run_tool) -> None:
     result = run_tool("export default () => { throw new Error('INVALID_URL: nope'); };")
-    assert result.to_json()["error"] == {"code": "TOOL_ERROR", "message": "INVALID_URL: nope"}
+    assert result.to_json()["error"] == {
+        "code": "TOOL_ERROR",
+        "message": "INVALID_URL: nope",
+        "skillCode": "INVALID_URL",
+    }
 
 
 def test_output_schema_mismatch(run_tool) -> None:

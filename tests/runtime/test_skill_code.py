@@ -1,0 +1,168 @@
+"""A skill's own refusal code as a structured field: ``error.skillCode`` next to ``TOOL_ERROR``.
+
+The tool signals it the way the official skills always have, ``throw new Error("CODE: …")``;
+the parent reads it from the sanitized message. Walked here: every character in every position
+of the code, the length bounds, what redaction and path replacement do to a prefix, hostile
+tools in the real sandbox, and the two places a client sees it (``splice run --json`` and the
+MCP result's ``_meta["io.spliceloom/error"]``).
+"""
+
+from __future__ import annotations
+
+import string
+from pathlib import Path
+
+import anyio
+import pytest
+
+from splice_build.errors import ErrorCode
+from splice_build.runtime.result import ToolError, skill_code_of
+from splice_build.skills import skills_root
+from testing.cli import run_splice
+from testing.mcp_clients import installed_project, sdk_stdio, splice_argv
+
+FIRST = set(string.ascii_uppercase)
+REST = FIRST | set(string.digits) | {"_"}
+
+
+@pytest.mark.parametrize("position", ["first", "middle", "last"])
+def test_every_character_in_every_position(position: str) -> None:
+    """All 256 Latin-1 characters (and a few beyond) at each place of a 3-letter code."""
+    allowed = FIRST if position == "first" else REST
+    for point in [*range(256), 0x130, 0x212A, 0xFF21]:
+        char = chr(point)
+        code = {"first": char + "BC", "middle": "A" + char + "C", "last": "AB" + char}[position]
+        expected = code if char in allowed else None
+        assert skill_code_of(f"{code}: message") == expected, (position, point)
+
+
+def test_length_bounds() -> None:
+    assert skill_code_of("A: x") is None  # one character is not a code
+    assert skill_code_of("AB: x") == "AB"
+    assert skill_code_of("A" * 64 + ": x") == "A" * 64
+    assert skill_code_of("A" * 65 + ": x") is None
+    assert skill_code_of("A" * 100_000 + ": x") is None
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "HARD_LINK:x",  # no space after the colon
+        "HARD_LINK :x",
+        " HARD_LINK: x",
+        "HARD_LINK",
+        "HARD_LINK - x",
+        "hard_link: x",
+        "Hard_Link: x",
+        "[REDACTED]: x",
+        "<package>: x",
+        "TypeError: x is not a function",
+        "_HARD: x",
+        "9LIVES: x",
+        "",
+    ],
+)
+def test_not_a_code(message: str) -> None:
+    assert skill_code_of(message) is None
+
+
+def test_only_a_tool_error_has_a_skill_code() -> None:
+    for code in ErrorCode:
+        error = ToolError(code, "PATH_OUTSIDE_SANDBOX: ../x is outside workspace/")
+        expected = "PATH_OUTSIDE_SANDBOX" if code == ErrorCode.TOOL_ERROR else None
+        assert error.skill_code == expected, code
+        assert error.to_json().get("skillCode") == expected, code
+    assert ToolError(ErrorCode.TOOL_ERROR, "m", ("d",)).to_json() == {
+        "code": "TOOL_ERROR",
+        "message": "m",
+        "details": ["d"],
+    }
+
+
+# --- hostile tools in the real sandbox ------------------------------------------------------
+
+SECRET = "SECRETVALUE_XY"  # a declared variable's value that looks like a code
+
+
+@pytest.mark.node
+@pytest.mark.parametrize(
+    ("body", "code", "skill"),
+    [
+        ("throw new Error('ALREADY_EXISTS: a.txt exists');", "TOOL_ERROR", "ALREADY_EXISTS"),
+        ("throw 'HARD_LINK: thrown as a string';", "TOOL_ERROR", "HARD_LINK"),
+        ("throw { message: 'NOT_FOUND: a plain object' };", "TOOL_ERROR", "NOT_FOUND"),
+        (
+            "await Promise.reject(new Error('RATE_LIMITED: async'));",
+            "TOOL_ERROR",
+            "RATE_LIMITED",
+        ),
+        (
+            "setTimeout(() => { throw new Error('LATE_FAILURE: after return'); }, 0);"
+            " await new Promise(() => {});",
+            "TOOL_ERROR",
+            "LATE_FAILURE",
+        ),
+        # The error's own ``code`` property is not the signal: only the message prefix counts.
+        ("const e = new Error('plain'); e.code = 'HARD_LINK'; throw e;", "TOOL_ERROR", None),
+        ("throw new Error('lower_case: x');", "TOOL_ERROR", None),
+        ("throw new Error('X'.repeat(65) + ': too long');", "TOOL_ERROR", None),
+        # A prefix the sanitizer changes is not reported: a declared secret, an absolute path.
+        ("throw new Error(process.env.LOOKS_LIKE_A_CODE + ': x');", "TOOL_ERROR", None),
+        ("throw new Error(ctx.paths.package + ': x');", "TOOL_ERROR", None),
+        # The runtime's own verdicts never carry one, whatever the message says.
+        ("await fetch('https://evil.example/');", "PERMISSION_DENIED", None),
+        (
+            "throw Object.assign(new Error('PATH_OUTSIDE_SANDBOX: x'), { code: 'ERR_ACCESS_DENIED' });",
+            "PERMISSION_DENIED",
+            None,
+        ),
+    ],
+)
+def test_hostile_tools(run_tool, body: str, code: str, skill: str | None) -> None:
+    result = run_tool(
+        f"export default async (input, ctx) => {{ {body} }};",
+        env={"LOOKS_LIKE_A_CODE": SECRET},
+        permissions={"env": ["LOOKS_LIKE_A_CODE"]},
+    )
+    error = result.to_json()["error"]
+    assert error["code"] == code, error
+    assert error.get("skillCode") == skill, error
+    assert SECRET not in str(error)
+    if skill is not None:
+        assert error["message"].startswith(f"{skill}: ")
+
+
+# --- where clients see it -------------------------------------------------------------------
+
+
+@pytest.mark.node
+def test_splice_run_json_carries_the_skill_code(tmp_path: Path) -> None:
+    json_skill = str(skills_root() / "json")
+    done = run_splice("--json", "run", "--dir", json_skill, "json.parse", "text={", cwd=tmp_path)
+    assert done.code == 1, done.stderr
+    error = done.json()["error"]
+    assert (error["code"], error["skillCode"]) == ("TOOL_ERROR", "INVALID_JSON")
+    assert error["message"].startswith("INVALID_JSON: ")
+
+
+@pytest.mark.node
+def test_mcp_result_meta_carries_the_skill_code(tmp_path: Path) -> None:
+    project, env = installed_project(tmp_path)
+
+    async def scenario() -> None:
+        async with sdk_stdio(splice_argv("mcp"), env=env, cwd=project) as session:
+            refused = await session.call_tool("splice_json_parse", {"text": "{"})
+            assert refused.is_error is True
+            assert refused.content[0].text.startswith("TOOL_ERROR: INVALID_JSON: ")
+            assert refused.meta["io.spliceloom/error"] == {
+                "code": "TOOL_ERROR",
+                "skillCode": "INVALID_JSON",
+            }
+            invalid = await session.call_tool("splice_json_parse", {"text": 5})
+            assert invalid.is_error is True
+            assert invalid.meta["io.spliceloom/error"] == {"code": "INVALID_INPUT"}
+            fine = await session.call_tool("splice_json_parse", {"text": "[1]"})
+            assert fine.is_error is False
+            assert "io.spliceloom/error" not in (fine.meta or {})
+
+    anyio.run(scenario)
