@@ -33,7 +33,7 @@ from splice_build.install.installed import (
 
 if TYPE_CHECKING:
     from splice_build.install.consent import Accept
-    from splice_build.install.installer import Installer, InstallReport
+    from splice_build.install.installer import InstallReport
     from splice_build.install.session import RegistrySession
     from splice_build.project.home import SpliceHome
     from splice_build.project.layout import ProjectLayout
@@ -117,31 +117,25 @@ class Splice:
 
         return RegistrySession(self.registry_url, home=self.home, env=self.env)
 
-    def _installer(self, session: RegistrySession, **options: Any) -> Installer:
-        from splice_build.install.cache import ArtifactCache
-        from splice_build.install.installer import Installer, InstallOptions
-
-        cache = ArtifactCache(self.home.artifact_cache_dir.parent)
-        return Installer(self.layout, cache, session, InstallOptions(**options), self._progress)
-
-    def _graph(self, request: GraphRequest, **options: Any) -> dict[str, InstallReport]:
+    def _graph(
+        self, request: GraphRequest, *, registry_url: str | None = None, **options: Any
+    ) -> dict[str, InstallReport]:
         """Run the graph; one report per package of the run, in run order."""
-        from splice_build.install.installer import report_for
-        from splice_build.tasks.graph import run_graph
+        from splice_build.install.installer import InstallOptions, report_for
+        from splice_build.tasks.project import run_project
 
-        session = self._session()
-        try:
-            result = run_graph(
-                self.layout,
-                self._installer(session, **options),
-                request,
-                on_blocked=lambda: self._progress(
-                    "waiting", "Waiting for another Splice process on .splice/..."
-                ),
-            )
-        finally:
-            session.close()
-        run = result.run
+        run = run_project(
+            self.layout,
+            request,
+            registry_url=registry_url or self.registry_url,
+            home=self.home,
+            env=self.env,
+            options=InstallOptions(**options),
+            on_progress=self._progress,
+            on_blocked=lambda: self._progress(
+                "waiting", "Waiting for another Splice process on .splice/..."
+            ),
+        )
         self.last_tasks = run.record
         reports: dict[str, InstallReport] = {}
         for package_id in run.ids:
