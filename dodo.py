@@ -20,8 +20,10 @@ DOIT_CONFIG = {
 
 
 def task_lint() -> dict:
-    """ruff format --check and ruff check over the package, tests and benchmarks."""
-    targets = "splice_build tests testing bench dodo.py"
+    """ruff format --check and ruff check over the package, tests and benchmarks (as .ci/run)."""
+    targets = "splice_build tests testing bench dodo.py" + (
+        " fuzz" if os.path.isdir("fuzz") else ""
+    )
     return {
         "actions": [f"ruff format --check {targets}", f"ruff check {targets}"],
         "verbosity": 2,

@@ -14,7 +14,7 @@ import subprocess
 import sys
 from typing import Any
 
-import pytest
+from testing.isolation import os_layer_missing
 
 REPO_ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
 
@@ -34,8 +34,8 @@ def run_in_private_netns(scenario: str, *args: str, timeout: float = 120) -> Any
     """Run ``testing.netns_scenarios.<scenario>(*args)`` in a loopback-only namespace; its JSON."""
     argv = _unshare_argv()
     if argv is None:
-        pytest.skip(
-            reason="no private network namespace here (unshare --net refused, or no iproute2)"
+        os_layer_missing(
+            "no private network namespace here (unshare --net refused, or no iproute2)"
         )
     ip = shutil.which("ip")
     script = f"{ip} link set lo up && exec {sys.executable} -m testing.netns_scenarios " + " ".join(
