@@ -19,7 +19,6 @@ from testing.mcp_clients import (
     splice_argv,
 )
 
-pytest.importorskip("splice_build.sdk", reason="needs the SDK's Splice (install-graph issue)")
 pytestmark = pytest.mark.node
 
 TOKEN = "e2e-token-abcdefghijklmnopqrstuvwxyz"
