@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from splice_build.install.session import RegistrySession
     from splice_build.project.home import SpliceHome
     from splice_build.project.layout import ProjectLayout
+    from splice_build.project.lockfile import LockEntry
+    from splice_build.project.project_file import ProjectFile
     from splice_build.runtime import LoadedPackage, SpliceRuntime, ToolResult
     from splice_build.runtime.pool import WarmPool
     from splice_build.tasks.reporter import TaskRecord
@@ -185,7 +187,25 @@ class Splice:
             require_signed=require_signed,
             allow_signer_change=allow_signer_change,
         )
+        self._remember_registry()
         return list(reports.values())
+
+    def _remember_registry(self) -> None:
+        """A ``registry`` given to ``add`` in a project whose splice.json names none is kept
+        there (as given), so ``outdated``, ``update`` and a fresh clone ask the registry the
+        packages came from. A project that names one keeps it: the flag was a one-off."""
+        if self._registry_flag is None:
+            return
+        from dataclasses import replace
+
+        from splice_build.install.transaction import project_lock
+        from splice_build.project.project_file import load_project_file, save_project_file
+
+        with project_lock(self.layout):
+            project = load_project_file(self.project_root)
+            if project.registry is None:
+                remembered = replace(project, registry=self._registry_flag)
+                save_project_file(self.project_root, remembered)
 
     def install(
         self,
@@ -259,8 +279,29 @@ class Splice:
         return rows
 
     def outdated(self, ids: Sequence[str] = ()) -> list[dict[str, Any]]:
-        """Per splice.json package: ``{id, range, current, wanted, latest, status}``."""
+        """Per splice.json package: ``{id, range, current, wanted, latest, status}``.
+
+        Each package is looked up in its registry: the one ``registry_url`` names, except that
+        a locked package of a project whose splice.json names none (and with no ``--registry``
+        or ``SPLICE_REGISTRY``) is looked up where its lock entry came from.
+        """
+        return [row for row, _url in self._outdated(ids)]
+
+    def _registry_for(self, project: ProjectFile, entry: LockEntry | None) -> str:
+        from splice_build.project.registry_url import resolve_registry
+
+        return resolve_registry(
+            flag=self._registry_flag,
+            env=self.env,
+            project=project,
+            home=self.home,
+            locked=entry.registry if entry is not None else None,
+        ).url
+
+    def _outdated(self, ids: Sequence[str]) -> list[tuple[dict[str, Any], str]]:
+        """``outdated``'s rows, each with the registry URL it was looked up in."""
         from splice_build.install.resolve import published_versions
+        from splice_build.install.session import RegistrySession
         from splice_build.project.lockfile import load_lockfile
         from splice_build.project.project_file import load_project_file
         from splice_build.spec.semver import Range, max_satisfying
@@ -268,14 +309,17 @@ class Splice:
         project = load_project_file(self.project_root)
         lock = load_lockfile(self.project_root)
         selected = self._selected(project.packages, ids)
-        session = self._session()
+        sessions: dict[str, RegistrySession] = {}
         rows = []
         try:
             for package_id in selected:
-                versions, latest = published_versions(session.client, package_id)
+                entry = lock.get(package_id)
+                url = self._registry_for(project, entry)
+                if url not in sessions:
+                    sessions[url] = RegistrySession(url, home=self.home, env=self.env)
+                versions, latest = published_versions(sessions[url].client, package_id)
                 rng = Range.parse(project.packages[package_id])
                 wanted = max_satisfying(versions, rng)
-                entry = lock.get(package_id)
                 current = entry.version if entry else None
                 if wanted is None:
                     status = "no-match"
@@ -285,22 +329,23 @@ class Splice:
                     status = "update-available"
                 else:
                     status = "up-to-date"
-                rows.append(
-                    {
-                        "id": package_id,
-                        "range": rng.text,
-                        "current": current,
-                        "wanted": None if wanted is None else str(wanted),
-                        "latest": latest,
-                        "status": status,
-                    }
-                )
+                row = {
+                    "id": package_id,
+                    "range": rng.text,
+                    "current": current,
+                    "wanted": None if wanted is None else str(wanted),
+                    "latest": latest,
+                    "status": status,
+                }
+                rows.append((row, url))
         finally:
-            session.close()
+            for session in sessions.values():
+                session.close()
         return rows
 
     def update(self, ids: Sequence[str] = (), **options: Any) -> list[dict[str, Any]]:
-        """Install each package's ``wanted`` version; ranges never change.
+        """Install each package's ``wanted`` version, from the registry ``outdated`` found it
+        in; ranges never change.
 
         Returns ``{id, range, from, to, latest, status}`` with status ``updated`` /
         ``up-to-date`` / ``no-match``; unknown ids raise ``NOT_INSTALLED``.
@@ -308,17 +353,18 @@ class Splice:
         from splice_build.spec.semver import Range
         from splice_build.tasks.request import GraphRequest, Resolve
 
-        rows = self.outdated(ids)
-        todo = {
-            r["id"]: Resolve(Range.parse(r["range"]), prefer_locked=False, save_range=False)
-            for r in rows
-            if r["wanted"]
-        }
-        reports = (
-            self._graph(GraphRequest(ids=tuple(todo), resolve=todo), **options) if todo else {}
-        )
+        looked_up = self._outdated(ids)
+        by_registry: dict[str, dict[str, Resolve]] = {}
+        for row, url in looked_up:
+            if row["wanted"]:
+                resolve = Resolve(Range.parse(row["range"]), prefer_locked=False, save_range=False)
+                by_registry.setdefault(url, {})[row["id"]] = resolve
+        reports: dict[str, InstallReport] = {}
+        for url, todo in by_registry.items():
+            request = GraphRequest(ids=tuple(todo), resolve=todo)
+            reports.update(self._graph(request, registry_url=url, **options))
         results = []
-        for row in rows:
+        for row, _url in looked_up:
             report = reports.get(row["id"])
             if row["wanted"] is None or report is None:
                 status, to = "no-match", row["current"]
