@@ -4,7 +4,7 @@
 
     from splice_build.sdk import Splice
 
-    splice = Splice("/path/to/project")
+    splice = Splice.init("/path/to/project")   # Splice(...) opens an existing one
     splice.add(["@splice/example"])
     splice.run("example.hello", {"name": "Dim"}).to_json()
 
@@ -97,6 +97,19 @@ class Splice:
         self._pool = pool
         self._runtime_instance: SpliceRuntime | None = None
         self.last_tasks: TaskRecord | None = None
+
+    @classmethod
+    def init(cls, directory: Path | str, *, registry: str | None = None, **options: Any) -> Splice:
+        """Make ``directory`` a project, as ``splice init`` does, and return its SDK.
+
+        Creates the directory if needed and ``splice.json`` (and nothing else) unless one is
+        there; ``registry`` is stored in it after it has been validated (``INVALID_CONFIG``).
+        ``options`` are the other keyword arguments of ``Splice()``.
+        """
+        from splice_build.project.project_file import init_project
+
+        root, _created = init_project(Path(directory), registry=registry)
+        return cls(root, **options)
 
     # plumbing ------------------------------------------------------------------------------
     def _default_broker(self) -> object:
