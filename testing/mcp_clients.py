@@ -23,6 +23,7 @@ from typing import Any
 from splice_build.errors import ErrorCode, SpliceError
 from splice_build.mcp.interface import ServerInfo, ToolOutcome
 from splice_build.mcp.memory import MemoryBackend, descriptor
+from testing.switches import SWITCHES
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO_TOKEN = "demo-token-0123456789abcdefghij"
@@ -269,8 +270,6 @@ def node_bin_dir() -> Path:
 
 def inspector_dir() -> Path:
     """Where ``@modelcontextprotocol/inspector`` is installed (``SPLICE_TEST_CACHE``)."""
-    from testing.switches import SWITCHES
-
     return SWITCHES.cache / "inspector"
 
 
