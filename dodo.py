@@ -1,8 +1,9 @@
 """The project's own pipeline: `doit lint`, `doit test`, `doit bench`.
 
 Also an example of Splice's own doit targets (docs/doit.md): `doit splice:install`,
-`doit splice:verify` and `doit splice:sync` for the project in ``$SPLICE_PROJECT`` (default:
-the current directory). They are not default tasks: this repository holds no splice.json.
+`doit splice:verify` and `doit splice:sync` for the project in ``$SPLICE_PROJECT``. They
+exist only when that variable is set: this repository holds no splice.json, and
+``splice_tasks`` refuses a directory that is no project as soon as it is called.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ DOIT_CONFIG = {
 
 
 def task_lint() -> dict:
-    """ruff format --check and ruff check over the package, tests and benchmarks."""
-    targets = "splice_build tests testing bench dodo.py"
+    """ruff format --check and ruff check over the package, tests and benchmarks (as .ci/run)."""
+    targets = "splice_build tests testing bench dodo.py" + (
+        " fuzz" if os.path.isdir("fuzz") else ""
+    )
     return {
         "actions": [f"ruff format --check {targets}", f"ruff check {targets}"],
         "verbosity": 2,
@@ -39,6 +42,8 @@ def task_bench() -> dict:
 
 def task_splice():  # type: ignore[no-untyped-def]
     """Splice's doit targets; other tasks may `task_dep` on e.g. "splice:install"."""
-    from splice_build.tasks import splice_tasks
+    project = os.environ.get("SPLICE_PROJECT")
+    if project:
+        from splice_build.tasks import splice_tasks
 
-    yield from splice_tasks(os.environ.get("SPLICE_PROJECT", "."))
+        yield from splice_tasks(project)

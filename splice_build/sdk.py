@@ -4,7 +4,7 @@
 
     from splice_build.sdk import Splice
 
-    splice = Splice("/path/to/project")
+    splice = Splice.init("/path/to/project")   # Splice(...) opens an existing one
     splice.add(["@splice/example"])
     splice.run("example.hello", {"name": "Dim"}).to_json()
 
@@ -33,10 +33,12 @@ from splice_build.install.installed import (
 
 if TYPE_CHECKING:
     from splice_build.install.consent import Accept
-    from splice_build.install.installer import Installer, InstallReport
+    from splice_build.install.installer import InstallReport
     from splice_build.install.session import RegistrySession
     from splice_build.project.home import SpliceHome
     from splice_build.project.layout import ProjectLayout
+    from splice_build.project.lockfile import LockEntry
+    from splice_build.project.project_file import ProjectFile
     from splice_build.runtime import LoadedPackage, SpliceRuntime, ToolResult
     from splice_build.runtime.pool import WarmPool
     from splice_build.tasks.reporter import TaskRecord
@@ -96,6 +98,19 @@ class Splice:
         self._runtime_instance: SpliceRuntime | None = None
         self.last_tasks: TaskRecord | None = None
 
+    @classmethod
+    def init(cls, directory: Path | str, *, registry: str | None = None, **options: Any) -> Splice:
+        """Make ``directory`` a project, as ``splice init`` does, and return its SDK.
+
+        Creates the directory if needed and ``splice.json`` (and nothing else) unless one is
+        there; ``registry`` is stored in it after it has been validated (``INVALID_CONFIG``).
+        ``options`` are the other keyword arguments of ``Splice()``.
+        """
+        from splice_build.project.project_file import init_project
+
+        root, _created = init_project(Path(directory), registry=registry)
+        return cls(root, **options)
+
     # plumbing ------------------------------------------------------------------------------
     def _default_broker(self) -> object:
         from splice_build.broker.lazy import LazyDefaultBroker
@@ -117,31 +132,25 @@ class Splice:
 
         return RegistrySession(self.registry_url, home=self.home, env=self.env)
 
-    def _installer(self, session: RegistrySession, **options: Any) -> Installer:
-        from splice_build.install.cache import ArtifactCache
-        from splice_build.install.installer import Installer, InstallOptions
-
-        cache = ArtifactCache(self.home.artifact_cache_dir.parent)
-        return Installer(self.layout, cache, session, InstallOptions(**options), self._progress)
-
-    def _graph(self, request: GraphRequest, **options: Any) -> dict[str, InstallReport]:
+    def _graph(
+        self, request: GraphRequest, *, registry_url: str | None = None, **options: Any
+    ) -> dict[str, InstallReport]:
         """Run the graph; one report per package of the run, in run order."""
-        from splice_build.install.installer import report_for
-        from splice_build.tasks.graph import run_graph
+        from splice_build.install.installer import InstallOptions, report_for
+        from splice_build.tasks.project import run_project
 
-        session = self._session()
-        try:
-            result = run_graph(
-                self.layout,
-                self._installer(session, **options),
-                request,
-                on_blocked=lambda: self._progress(
-                    "waiting", "Waiting for another Splice process on .splice/..."
-                ),
-            )
-        finally:
-            session.close()
-        run = result.run
+        run = run_project(
+            self.layout,
+            request,
+            registry_url=registry_url or self.registry_url,
+            home=self.home,
+            env=self.env,
+            options=InstallOptions(**options),
+            on_progress=self._progress,
+            on_blocked=lambda: self._progress(
+                "waiting", "Waiting for another Splice process on .splice/..."
+            ),
+        )
         self.last_tasks = run.record
         reports: dict[str, InstallReport] = {}
         for package_id in run.ids:
@@ -191,7 +200,25 @@ class Splice:
             require_signed=require_signed,
             allow_signer_change=allow_signer_change,
         )
+        self._remember_registry()
         return list(reports.values())
+
+    def _remember_registry(self) -> None:
+        """A ``registry`` given to ``add`` in a project whose splice.json names none is kept
+        there (as given), so ``outdated``, ``update`` and a fresh clone ask the registry the
+        packages came from. A project that names one keeps it: the flag was a one-off."""
+        if self._registry_flag is None:
+            return
+        from dataclasses import replace
+
+        from splice_build.install.transaction import project_lock
+        from splice_build.project.project_file import load_project_file, save_project_file
+
+        with project_lock(self.layout):
+            project = load_project_file(self.project_root)
+            if project.registry is None:
+                remembered = replace(project, registry=self._registry_flag)
+                save_project_file(self.project_root, remembered)
 
     def install(
         self,
@@ -265,8 +292,29 @@ class Splice:
         return rows
 
     def outdated(self, ids: Sequence[str] = ()) -> list[dict[str, Any]]:
-        """Per splice.json package: ``{id, range, current, wanted, latest, status}``."""
+        """Per splice.json package: ``{id, range, current, wanted, latest, status}``.
+
+        Each package is looked up in its registry: the one ``registry_url`` names, except that
+        a locked package of a project whose splice.json names none (and with no ``--registry``
+        or ``SPLICE_REGISTRY``) is looked up where its lock entry came from.
+        """
+        return [row for row, _url in self._outdated(ids)]
+
+    def _registry_for(self, project: ProjectFile, entry: LockEntry | None) -> str:
+        from splice_build.project.registry_url import resolve_registry
+
+        return resolve_registry(
+            flag=self._registry_flag,
+            env=self.env,
+            project=project,
+            home=self.home,
+            locked=entry.registry if entry is not None else None,
+        ).url
+
+    def _outdated(self, ids: Sequence[str]) -> list[tuple[dict[str, Any], str]]:
+        """``outdated``'s rows, each with the registry URL it was looked up in."""
         from splice_build.install.resolve import published_versions
+        from splice_build.install.session import RegistrySession
         from splice_build.project.lockfile import load_lockfile
         from splice_build.project.project_file import load_project_file
         from splice_build.spec.semver import Range, max_satisfying
@@ -274,14 +322,17 @@ class Splice:
         project = load_project_file(self.project_root)
         lock = load_lockfile(self.project_root)
         selected = self._selected(project.packages, ids)
-        session = self._session()
+        sessions: dict[str, RegistrySession] = {}
         rows = []
         try:
             for package_id in selected:
-                versions, latest = published_versions(session.client, package_id)
+                entry = lock.get(package_id)
+                url = self._registry_for(project, entry)
+                if url not in sessions:
+                    sessions[url] = RegistrySession(url, home=self.home, env=self.env)
+                versions, latest = published_versions(sessions[url].client, package_id)
                 rng = Range.parse(project.packages[package_id])
                 wanted = max_satisfying(versions, rng)
-                entry = lock.get(package_id)
                 current = entry.version if entry else None
                 if wanted is None:
                     status = "no-match"
@@ -291,22 +342,23 @@ class Splice:
                     status = "update-available"
                 else:
                     status = "up-to-date"
-                rows.append(
-                    {
-                        "id": package_id,
-                        "range": rng.text,
-                        "current": current,
-                        "wanted": None if wanted is None else str(wanted),
-                        "latest": latest,
-                        "status": status,
-                    }
-                )
+                row = {
+                    "id": package_id,
+                    "range": rng.text,
+                    "current": current,
+                    "wanted": None if wanted is None else str(wanted),
+                    "latest": latest,
+                    "status": status,
+                }
+                rows.append((row, url))
         finally:
-            session.close()
+            for session in sessions.values():
+                session.close()
         return rows
 
     def update(self, ids: Sequence[str] = (), **options: Any) -> list[dict[str, Any]]:
-        """Install each package's ``wanted`` version; ranges never change.
+        """Install each package's ``wanted`` version, from the registry ``outdated`` found it
+        in; ranges never change.
 
         Returns ``{id, range, from, to, latest, status}`` with status ``updated`` /
         ``up-to-date`` / ``no-match``; unknown ids raise ``NOT_INSTALLED``.
@@ -314,17 +366,18 @@ class Splice:
         from splice_build.spec.semver import Range
         from splice_build.tasks.request import GraphRequest, Resolve
 
-        rows = self.outdated(ids)
-        todo = {
-            r["id"]: Resolve(Range.parse(r["range"]), prefer_locked=False, save_range=False)
-            for r in rows
-            if r["wanted"]
-        }
-        reports = (
-            self._graph(GraphRequest(ids=tuple(todo), resolve=todo), **options) if todo else {}
-        )
+        looked_up = self._outdated(ids)
+        by_registry: dict[str, dict[str, Resolve]] = {}
+        for row, url in looked_up:
+            if row["wanted"]:
+                resolve = Resolve(Range.parse(row["range"]), prefer_locked=False, save_range=False)
+                by_registry.setdefault(url, {})[row["id"]] = resolve
+        reports: dict[str, InstallReport] = {}
+        for url, todo in by_registry.items():
+            request = GraphRequest(ids=tuple(todo), resolve=todo)
+            reports.update(self._graph(request, registry_url=url, **options))
         results = []
-        for row in rows:
+        for row, _url in looked_up:
             report = reports.get(row["id"])
             if row["wanted"] is None or report is None:
                 status, to = "no-match", row["current"]

@@ -1,6 +1,11 @@
 """Helpers for the OS-layer tests (tests/runtime/test_isolation*.py).
 
-``needs_os_layer`` skips a test, with the kernel's reason, where namespaces are refused.
+Every test that depends on the OS layer or on a namespace tool goes through
+``os_layer_missing``: it skips with the reason, or fails when
+``SPLICE_TEST_REQUIRE_OS_LAYER=1`` (``testing/switches.py``; set by ``.ci/run``).
+``needs_os_layer()`` marks a test (or a module) that needs the OS layer: ``tests/conftest.py``
+calls ``require_os_layer`` before it runs. ``os_layer_available()`` is for tests that expect
+either layer and must know which one ran.
 ``processes_in_namespace(link)`` finds host processes (zombies excluded) whose PID namespace
 is ``link`` (``pid:[inode]``, as a tool reads ``/proc/self/ns/pid``); ``wait_for_namespace_gone``
 polls it; ``busy_sandboxes`` finds a runaway tool by command line and CPU time. ``without_user_namespaces``
@@ -14,17 +19,41 @@ import os
 import shutil
 import subprocess
 import time
+from typing import NoReturn
 
 import pytest
 
 from splice_build.runtime.isolation.support import detect
+from testing.switches import REQUIRE_OS_LAYER, SWITCHES
+
+MARK = "os_layer"
+
+
+def os_layer_missing(reason: str) -> NoReturn:
+    """Skip the running test for ``reason``, or fail it when the switch requires the layer."""
+    if SWITCHES.require_os_layer:
+        pytest.fail(f"{reason} ({REQUIRE_OS_LAYER}=1: the OS layer is required)")
+    pytest.skip(reason=reason)
+
+
+def os_layer_available() -> bool:
+    """Whether the OS layer works here; its absence fails the test when it is required."""
+    support = detect()
+    if not support.namespaces and SWITCHES.require_os_layer:
+        os_layer_missing(f"the OS layer is unavailable: {support.namespaces_reason}")
+    return support.namespaces
+
+
+def require_os_layer() -> None:
+    """Skip (or fail) the running test unless the OS layer works here."""
+    support = detect()
+    if not support.namespaces:
+        os_layer_missing(f"the OS layer is unavailable: {support.namespaces_reason}")
 
 
 def needs_os_layer() -> pytest.MarkDecorator:
-    support = detect()
-    return pytest.mark.skipif(
-        not support.namespaces, reason=f"the OS layer is unavailable: {support.namespaces_reason}"
-    )
+    """Mark a test as needing the OS layer (``require_os_layer`` runs before it)."""
+    return getattr(pytest.mark, MARK)
 
 
 def processes_in_namespace(link: str) -> list[int]:

@@ -23,6 +23,7 @@ from typing import Any
 from splice_build.errors import ErrorCode, SpliceError
 from splice_build.mcp.interface import ServerInfo, ToolOutcome
 from splice_build.mcp.memory import MemoryBackend, descriptor
+from testing.switches import SWITCHES
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO_TOKEN = "demo-token-0123456789abcdefghij"
@@ -268,40 +269,66 @@ def node_bin_dir() -> Path:
 
 
 def inspector_dir() -> Path:
-    """Where `.ci/run` installs ``@modelcontextprotocol/inspector`` (``SPLICE_TEST_CACHE``)."""
-    base = os.environ.get("SPLICE_TEST_CACHE") or str(REPO / ".cache")
-    return Path(base) / "inspector"
+    """Where ``@modelcontextprotocol/inspector`` is installed (``SPLICE_TEST_CACHE``)."""
+    return SWITCHES.cache / "inspector"
 
 
-def inspector_cli() -> Path | None:
+def inspector_cli(target: Path | None = None) -> Path | None:
     """The Inspector's launcher script, if installed (its ``--cli`` mode is the client)."""
     path = (
-        inspector_dir()
-        / "node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js"
-    )
+        target or inspector_dir()
+    ) / "node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js"
     return path if path.is_file() else None
 
 
-def install_inspector() -> None:
-    """`npm install` the Inspector 2.x into ``inspector_dir()`` with the wheel's Node 24."""
-    bin_dir = node_bin_dir()
-    npm_cli = bin_dir.parent / "lib" / "node_modules" / "npm" / "bin" / "npm-cli.js"
-    target = inspector_dir()
+INSPECTOR = "@modelcontextprotocol/inspector@2"
+
+
+class InspectorUnavailable(RuntimeError):
+    """npm could not install the Inspector (the registry is unreachable, or npm failed)."""
+
+
+def install_inspector(target: Path | None = None) -> Path:
+    """The Inspector's launcher, installed with the wheel's Node 24 and npm if it is not yet
+    in ``target`` (default ``inspector_dir()``: a cache kept between sessions; concurrent
+    sessions wait for one another). npm's own cache is kept next to it, so no home directory
+    is written. Raises ``InspectorUnavailable`` with npm's message when it cannot install."""
+    import fcntl
+
+    target = target or inspector_dir()
     target.mkdir(parents=True, exist_ok=True)
-    subprocess.run(
-        [
-            str(bin_dir / "node"),
-            str(npm_cli),
-            "install",
-            "--no-audit",
-            "--no-fund",
-            "--prefix",
-            str(target),
-            "@modelcontextprotocol/inspector@2",
-        ],
-        check=True,
-        env=dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"),
-    )
+    with open(target.parent / "inspector.lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        installed = inspector_cli(target)
+        if installed is not None:
+            return installed
+        bin_dir = node_bin_dir()
+        npm_cli = bin_dir.parent / "lib" / "node_modules" / "npm" / "bin" / "npm-cli.js"
+        env = dict(
+            os.environ,
+            PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+            npm_config_cache=str(target.parent / "npm"),
+            npm_config_update_notifier="false",
+        )
+        argv = [str(bin_dir / "node"), str(npm_cli), "install", "--no-audit", "--no-fund"]
+        try:
+            done = subprocess.run(
+                [*argv, "--prefix", str(target), INSPECTOR],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=600,
+            )
+            problem = f"exit {done.returncode}:\n{done.stderr[-2000:]}"
+        except subprocess.TimeoutExpired:
+            done, problem = None, "no answer in 600 s"
+        installed = inspector_cli(target)
+        if done is None or done.returncode != 0 or installed is None:
+            raise InspectorUnavailable(
+                f"npm could not install {INSPECTOR} into {target}; the MCP Inspector tests "
+                f"need the npm registry once (later runs use that copy): {problem}"
+            )
+        return installed
 
 
 def run_inspector(args: Sequence[str], *, env: Mapping[str, str], timeout: float = 60) -> Any:

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import pytest
+from testing.isolation import os_layer_missing
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -71,8 +71,8 @@ def run_in_private_netns(
     """
     argv = _unshare_argv(mount=hosts is not None)
     if argv is None:
-        pytest.skip(
-            reason="no private network namespace here (unshare --net refused, or no iproute2)"
+        os_layer_missing(
+            "no private network namespace here (unshare --net refused, or no iproute2)"
         )
     ip = shutil.which("ip")
     assert ip is not None, "BUG: _unshare_argv found ip"

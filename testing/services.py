@@ -10,6 +10,7 @@
 
 Both are skipped by the tests with a clear reason when the programs are missing, unless
 ``SPLICE_TEST_REQUIRE_SERVICES=1`` (set by ``.ci/services.sh``), where missing means failed.
+The switches are read once, at the start of the test session (``testing/switches.py``).
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-REQUIRE_ENV = "SPLICE_TEST_REQUIRE_SERVICES"
-PG_BIN_ENV = "SPLICE_TEST_PG_BIN"  # a directory holding initdb and pg_ctl
+from testing.switches import SWITCHES
+
 PG_USER = "splice"
 SYSTEM_USER = "postgres"  # owner of the cluster when the tests run as root
 S3_CREDENTIALS = {
@@ -43,14 +44,14 @@ START_TIMEOUT = 60.0
 
 
 def services_required() -> bool:
-    return os.environ.get(REQUIRE_ENV, "") == "1"
+    return SWITCHES.require_services
 
 
 def postgres_bin_dir() -> Path | None:
     """Where ``initdb`` and ``pg_ctl`` are: $SPLICE_TEST_PG_BIN, PATH, or Debian's layout."""
     candidates = []
-    if os.environ.get(PG_BIN_ENV):
-        candidates.append(Path(os.environ[PG_BIN_ENV]))
+    if SWITCHES.pg_bin is not None:
+        candidates.append(SWITCHES.pg_bin)
     on_path = shutil.which("pg_ctl")
     if on_path:
         candidates.append(Path(on_path).resolve().parent)

@@ -1,4 +1,8 @@
-"""Guards for every test: a private SPLICE_HOME and HOME, and no ambient SPLICE_*/proxy variables."""
+"""Guards for every test: a private SPLICE_HOME and HOME, and no ambient SPLICE_*/proxy variables.
+
+The test switches (``SPLICE_TEST_*``, ``testing/switches.py``) are read when this file is
+imported, before any test clears the environment; tests and helpers read them from there.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from testing.switches import SWITCHES  # first: read before any test clears SPLICE_*
 
 _CLEARED_PREFIXES = ("SPLICE_",)
 _CLEARED_NAMES = {
@@ -20,6 +26,25 @@ _CLEARED_NAMES = {
     "no_proxy",
     "NO_COLOR",
 }
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from testing.isolation import MARK
+
+    config.addinivalue_line(
+        "markers", f"{MARK}: needs the OS layer (skipped, or failed when it is required)"
+    )
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return SWITCHES.describe()
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    from testing.isolation import MARK, require_os_layer
+
+    if item.get_closest_marker(MARK) is not None:
+        require_os_layer()
 
 
 @pytest.fixture(autouse=True)

@@ -3,9 +3,11 @@
 interfaces.md 2.6. A registry is an http(s) base URL without credentials, or the pseudo URL
 ``embedded:``: the in-process store under ``SPLICE_HOME``, which works offline and is the
 default when nothing is configured. Precedence: ``--registry`` → ``SPLICE_REGISTRY`` →
-``splice.json`` ``registry`` → user ``config.json`` → the embedded registry. Every source goes
-through :func:`normalize_registry_url`, so a bad value fails with ``INVALID_CONFIG`` (exit 2)
-wherever it came from.
+``splice.json`` ``registry`` → (for a package already locked, when ``outdated`` and ``update``
+look for its newer versions) the registry its lock entry came from → user ``config.json`` →
+the embedded registry. Every source goes through :func:`normalize_registry_url`, so a bad
+value fails with ``INVALID_CONFIG`` (exit 2) wherever it came from. docs/cli.md, "Which
+registry", says the same for users.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ _HINT = "Use an http(s) URL or one of the aliases: " + ", ".join(ALIASES) + "."
 class RegistrySetting:
     """The registry to use and where that choice came from.
 
-    ``source`` is one of ``flag``, ``env``, ``project``, ``user``, ``default``.
+    ``source`` is one of ``flag``, ``env``, ``project``, ``lock``, ``user``, ``default``.
     """
 
     url: str
@@ -99,11 +101,13 @@ def resolve_registry(
     env: Mapping[str, str],
     project: ProjectFile | None,
     home: SpliceHome,
+    locked: str | None = None,
 ) -> RegistrySetting:
     """Pick the registry by precedence (see the module docstring).
 
-    An empty ``SPLICE_REGISTRY`` counts as unset. The user config is read only when no
-    earlier source decided. Raises ``ProjectError(INVALID_CONFIG)`` for a bad value.
+    ``locked`` is the ``registry`` of the lock entry of the package asked about, if any. An
+    empty ``SPLICE_REGISTRY`` counts as unset. The user config is read only when no earlier
+    source decided. Raises ``ProjectError(INVALID_CONFIG)`` for a bad value.
     """
     if flag is not None:
         return RegistrySetting(_normalize_from(flag, "--registry"), "flag")
@@ -112,6 +116,8 @@ def resolve_registry(
         return RegistrySetting(_normalize_from(from_env, "SPLICE_REGISTRY"), "env")
     if project is not None and project.registry is not None:
         return RegistrySetting(_normalize_from(project.registry, "splice.json registry"), "project")
+    if locked is not None:
+        return RegistrySetting(_normalize_from(locked, "splice.lock registry"), "lock")
     configured = home.read_config().get("registry")
     if configured is not None:
         return RegistrySetting(_normalize_from(configured, f"{home.config_file} registry"), "user")

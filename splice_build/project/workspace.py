@@ -199,9 +199,17 @@ def member_pattern(root: Path, directory: Path) -> str:
 def add_member(root: Path, directory: Path) -> bool:
     """Add ``directory`` to ``members`` (and drop it from ``exclude``); False if already there.
 
-    Creates ``pyproject.toml`` or the ``[tool.splice.workspace]`` table when missing.
+    Creates ``pyproject.toml`` or the ``[tool.splice.workspace]`` table when missing. A
+    ``directory`` that does not exist (or is no directory) is refused with ``USAGE`` and
+    nothing is written: a typo would otherwise become a member that matches nothing.
     """
     pattern = member_pattern(root, directory)
+    if not directory.is_dir():
+        problem = "is not a directory" if directory.exists() else "does not exist"
+        raise UsageError(
+            f"{directory} {problem}",
+            hint=f"Create the project first (`splice init {pattern}`), then add it.",
+        )
     document = _load_document(root)
     table = _workspace_table(document)
     changed = _remove_from(table, "exclude", pattern)

@@ -131,7 +131,12 @@ class WarmPool:
             return [w.process.pid for q in self._idle.values() for w in q]
 
     def close(self) -> None:
-        """Kill every idle process and stop the pool's thread; later acquires start cold."""
+        """Kill every idle process and stop the pool's thread; later acquires start cold.
+
+        Returns once every process the pool started and still held is gone, the sandbox's
+        PID 1 included (``SandboxProcess.close`` waits for it, bounded), and the thread has
+        ended (bounded too; a start in flight is closed by the thread itself).
+        """
         with self._cond:
             if self._closed:
                 return

@@ -11,13 +11,17 @@ that started it ends (``PR_SET_PDEATHSIG``, set between fork and exec, then a ch
 parent did not die before it was set), and the host exits by itself when its job pipe hangs
 up before the job arrives (host.mjs). A warm pool therefore starts processes from one
 long-lived thread (runtime/pool.py). With the OS layer the started process waits for Node,
-which runs as PID 1 of its own namespace (isolation/child.py); killing the group ends both.
+which runs as PID 1 of its own namespace (isolation/child.py); killing the group ends both,
+but the started process dies first, so ``close`` also waits (bounded) on a pidfd of that
+PID 1, taken at start: when it has exited, the kernel has already reaped every other
+process of its namespace, so nothing the sandbox started is left when ``close`` returns.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import subprocess
 from dataclasses import dataclass, field
@@ -33,6 +37,9 @@ from splice_build.runtime.node import NodeBinary
 IN_PROCESS = IsolationPlan(
     os_layer=False, isolate_network=False, pid_max=None, no_new_privs=True, last_cap=0
 )
+# How long ``close`` waits for the namespace's PID 1 after the kill (the kernel tears down
+# its address space and reaps the namespace: milliseconds, unless the machine is overloaded).
+NAMESPACE_EXIT_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -85,6 +92,7 @@ class SandboxProcess:
     job_fd: int  # parent writes job and capability results
     message_fd: int  # parent reads frames from the host
     isolation: IsolationPlan = IN_PROCESS  # what was applied to it
+    namespace_pidfd: int | None = None  # PID 1 of its PID namespace (the OS layer), if any
     _closed: bool = field(default=False, init=False, repr=False)
 
     @property
@@ -97,18 +105,22 @@ class SandboxProcess:
             os.killpg(self.popen.pid, signal.SIGKILL)
 
     def close(self) -> None:
-        """Kill, reap and release the pipes; safe to call again (fds are closed only once)."""
+        """Kill, reap, wait for the namespace's PID 1 and release the fds; safe to call again
+        (fds are closed only once)."""
         if self._closed:
             return
         self._closed = True
         self.kill_group()
         self.popen.wait()
+        if self.namespace_pidfd is not None:
+            select.select([self.namespace_pidfd], [], [], NAMESPACE_EXIT_SECONDS)
         for stream in (self.popen.stdout, self.popen.stderr):
             if stream is not None:
                 stream.close()
-        for fd in (self.job_fd, self.message_fd):
-            with contextlib.suppress(OSError):
-                os.close(fd)
+        for fd in (self.job_fd, self.message_fd, self.namespace_pidfd):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
 
 
 def start(spec: SandboxSpec) -> SandboxProcess:
@@ -135,4 +147,22 @@ def start(spec: SandboxSpec) -> SandboxProcess:
         raise
     os.close(job_r)
     os.close(msg_w)
-    return SandboxProcess(popen, job_w, msg_r, spec.isolation)
+    pidfd = _namespace_pidfd(popen.pid) if spec.isolation.os_layer else None
+    return SandboxProcess(popen, job_w, msg_r, spec.isolation, pidfd)
+
+
+def _namespace_pidfd(pid: int) -> int | None:
+    """A pidfd of the started process's child: Node as PID 1 of its namespace.
+
+    ``Popen`` returns only once its exec-error pipe is closed, which that child holds until
+    it has exec'd Node, so the child exists now. None when it is already gone.
+    """
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as f:
+            children = [int(field) for field in f.read().split()]
+    except OSError:
+        return None
+    for child in children:
+        with contextlib.suppress(OSError):
+            return os.pidfd_open(child)
+    return None

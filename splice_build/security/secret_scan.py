@@ -59,9 +59,26 @@ class Finding:
 
 @dataclass(frozen=True)
 class ScanReport:
+    """``files``: how many files were read (a packed package's members count one by one)."""
+
     findings: tuple[Finding, ...]
     files: int
     skipped: tuple[str, ...]
+
+    @property
+    def files_with_secrets(self) -> int:
+        return len({finding.path for finding in self.findings})
+
+    def summary(self) -> str:
+        """What a person reads last: how many files were scanned and how many hold secrets."""
+        scanned = f"{self.files} file{'' if self.files == 1 else 's'} scanned"
+        if not self.findings:
+            return f"No secrets found; {scanned}"
+        count = len(self.findings)
+        return (
+            f"{count} secret{'' if count == 1 else 's'} found in {self.files_with_secrets} "
+            f"of {scanned}"
+        )
 
 
 def _key_patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:

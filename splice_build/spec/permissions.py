@@ -33,8 +33,8 @@ _HOST_PATTERN = re.compile(rf"(?:\*\.)?{_LABEL}(?:\.{_LABEL})*")
 
 _NO_PERMISSIONS = "none (sandboxed: no file, network, environment or host capability access)"
 _ANY_HOST_LINE = "network: any public host (private, loopback and link-local addresses are blocked)"
-_CAPABILITY_NOTE = "run by Splice with the host's provider keys; the tool gets results, never keys"
-_BILLED_NOTE = " — may spend provider credits/money"
+_CAPABILITY_NOTE = "run by Splice with the host's provider keys: the tool gets results, never keys"
+_BILLED_NOTE = "may spend provider credits/money"
 
 
 def is_valid_host_pattern(value: str) -> bool:
@@ -152,7 +152,8 @@ class Permissions:
         return out
 
     def describe(self) -> list[str]:
-        """One human line per permission (``splice info``, consent prompts)."""
+        """Human lines (``splice info``, consent prompts): one per path, host and variable, and
+        one for all host capabilities."""
         if self.is_empty:
             return [_NO_PERMISSIONS]
         lines = [f"read files: {path}" for path in self.fs_read]
@@ -162,12 +163,19 @@ class Permissions:
             for host in self.network
         ]
         lines += [f"environment variable: {name}" for name in self.env]
-        billed = billed_capabilities()
-        lines += [
-            f"host capability: {name} ({_CAPABILITY_NOTE}){_BILLED_NOTE if name in billed else ''}"
-            for name in self.capabilities
-        ]
+        if self.capabilities:
+            lines.append(_capabilities_line(self.capabilities))
         return lines
+
+
+def _capabilities_line(names: tuple[str, ...]) -> str:
+    """Every host capability on one line, the note on keys and on billing said once."""
+    billed = [name for name in names if name in billed_capabilities()]
+    line = f"host capabilities: {', '.join(names)} ({_CAPABILITY_NOTE})"
+    if billed:
+        which = "" if len(billed) == len(names) else f"{', '.join(billed)} "
+        line += f" — {which}{_BILLED_NOTE}"
+    return line
 
 
 def _unique(items: Iterable[str]) -> tuple[str, ...]:

@@ -7,13 +7,19 @@
     def task_splice():
         yield from splice_tasks()
 
-Each task enters through the same graph as the CLI: ``install`` runs the project's graph,
-``sync`` the workspace's, ``verify`` the workspace's in check mode (files digests from bytes,
-locks against ``splice.json``; nothing is written). ``install`` and ``sync`` are up to date
-exactly when that check finds nothing to change, so a ``doit`` run with everything in place
-re-hashes the installed files and runs nothing else; ``verify`` always runs. Failures are
+Each task enters through the same graph as the CLI: ``install`` runs the project's graph
+(``tasks.project``), ``sync`` the workspace's, ``verify`` the workspace's in check mode
+(files digests from bytes, locks against ``splice.json``; nothing is written). All three are
+up to date exactly when that check finds nothing to change, so a plain ``doit`` with
+everything in place re-hashes the installed files and runs nothing; when the check finds
+something, ``install``/``sync`` repair it and ``verify`` fails listing it. Failures are
 reported to doit as ``TaskFailed`` with the error code (no traceback). Other tasks can
-``task_dep`` on any of them. Progress is not printed.
+``task_dep`` on any of them. They are made in the order a plain ``doit`` should run them
+(``install``, ``sync``, then ``verify``). Progress is not printed.
+
+The project and the workspace are checked when the tasks are made: a directory that is no
+project (or a workspace without one) fails every doit command of that ``dodo.py`` at once,
+as doit's own ``ERROR: … (NOT_A_PROJECT)``, instead of when a task first runs.
 """
 
 from __future__ import annotations
@@ -21,13 +27,18 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from splice_build.errors import SpliceError
+    from splice_build.tasks.request import GraphRun
+    from splice_build.tasks.summary import SyncResult
 
 BASENAME = "splice"
 
 
 def splice_tasks(
-    project: str | Path = ".",
+    project: str | Path | None = ".",
     *,
     root: str | Path | None = None,
     registry: str | None = None,
@@ -35,43 +46,75 @@ def splice_tasks(
 ) -> Iterator[dict[str, Any]]:
     """Task dicts for doit (see the module docstring).
 
-    ``project`` is the project ``splice:install`` installs; ``root`` the workspace root of
-    ``splice:sync`` and ``splice:verify`` (default: found from ``project``, as ``splice sync``
-    does); ``registry`` overrides the registry as ``--registry`` does.
+    ``project`` is the project ``splice:install`` installs (found by walking up, as every
+    ``splice`` command does); ``None`` makes no ``splice:install`` (a monorepo's root, which
+    is no project itself). ``root`` is the workspace root of ``splice:sync`` and
+    ``splice:verify`` (default: found from ``project``, or from the current directory, as
+    ``splice sync`` does). ``registry`` overrides the registry as ``--registry`` does.
+    Raises doit's ``InvalidTask`` (``NOT_A_PROJECT``) when there is no such project or the
+    workspace has none.
     """
-    here = Path(os.path.abspath(project))
+    here = _project_root(project) if project is not None else None
+    workspace = _workspace_root(here or Path.cwd(), root)
+    if here is not None:
+        yield {
+            "basename": f"{BASENAME}:install",
+            "doc": "install exactly what splice.lock pins (restores modified packages)",
+            "actions": [(_install, (here, registry, accept_permissions))],
+            "uptodate": [lambda: _project_check(here, registry)],
+            "verbosity": 2,
+        }
     yield {
-        "basename": f"{BASENAME}:install",
-        "doc": "install exactly what splice.lock pins (restores modified packages)",
-        "actions": [(_install, (here, registry, accept_permissions))],
-        "uptodate": [lambda: _check(here, here, registry)],
+        "basename": f"{BASENAME}:sync",
+        "doc": "install every project of the workspace",
+        "actions": [(_sync, (workspace, registry, accept_permissions))],
+        "uptodate": [lambda: _check(workspace, workspace, registry)],
         "verbosity": 2,
     }
     yield {
         "basename": f"{BASENAME}:verify",
         "doc": "fail unless every lock matches splice.json and every installed file its lock",
-        "actions": [(_verify, (here, root, registry))],
-        "uptodate": [False],
-        "verbosity": 2,
-    }
-    yield {
-        "basename": f"{BASENAME}:sync",
-        "doc": "install every project of the workspace",
-        "actions": [(_sync, (here, root, registry, accept_permissions))],
-        "uptodate": [lambda: _check(here, root, registry)],
+        "actions": [(_verify, (workspace, registry))],
+        "uptodate": [lambda: _check(workspace, workspace, registry)],
         "verbosity": 2,
     }
 
 
-def _run(start: Path, root: str | Path | None, registry: str | None, **options: Any) -> Any:
+def _invalid(exc: SpliceError) -> Exception:
+    from doit.exceptions import InvalidTask
+
+    hint = f"\nhint: {exc.hint}" if exc.hint else ""
+    return InvalidTask(f"splice_tasks: {exc.message} ({exc.code}){hint}")
+
+
+def _project_root(project: str | Path) -> Path:
+    from splice_build.errors import SpliceError
+    from splice_build.project.project_file import find_project_root
+
+    try:
+        return find_project_root(Path(project))
+    except SpliceError as exc:
+        raise _invalid(exc) from exc
+
+
+def _workspace_root(start: Path, root: str | Path | None) -> Path:
+    from splice_build.errors import SpliceError
+    from splice_build.project.workspace import find_workspace
+
+    try:
+        return find_workspace(start, root=None if root is None else Path(root)).root
+    except SpliceError as exc:
+        raise _invalid(exc) from exc
+
+
+def _run(start: Path, root: Path, registry: str | None, **options: Any) -> SyncResult:
     from splice_build.project.home import SpliceHome
     from splice_build.project.workspace import find_workspace
     from splice_build.tasks.sync import SyncOptions, sync_workspace
 
-    workspace = find_workspace(start, root=None if root is None else Path(root))
     env = dict(os.environ)
     return sync_workspace(
-        workspace,
+        find_workspace(start, root=root),
         home=SpliceHome.from_env(env),
         env=env,
         registry=registry,
@@ -79,13 +122,13 @@ def _run(start: Path, root: str | Path | None, registry: str | None, **options: 
     )
 
 
-def _check(start: Path, root: str | Path | None, registry: str | None) -> bool:
+def _check(start: Path, root: Path, registry: str | None) -> bool:
     from splice_build.errors import SpliceError
 
     try:
         return bool(_run(start, root, registry, check=True).ok)
     except SpliceError:
-        return False
+        return False  # the action runs and reports the error
 
 
 def _failed(lines: list[str]) -> Any:
@@ -94,28 +137,69 @@ def _failed(lines: list[str]) -> Any:
     return TaskFailed("\n".join(lines))
 
 
-def _outcome(result: Any) -> Any:
+def _error(exc: SpliceError) -> Any:
+    return _failed([f"{exc.message} ({exc.code})", *(f"  - {d}" for d in exc.details)])
+
+
+def _outcome(start: Path, root: Path, registry: str | None, **options: Any) -> Any:
+    from splice_build.errors import SpliceError
+
+    try:
+        result = _run(start, root, registry, **options)
+    except SpliceError as exc:
+        return _error(exc)
     if result.ok:
         return None
     return _failed([p.line() for p in result.projects if p.status != "ok"])
 
 
-def _install(project: Path, registry: str | None, accept_permissions: bool) -> Any:
+def _run_project(
+    project: Path, registry: str | None, *, check: bool, accept_permissions: bool = False
+) -> GraphRun:
+    from splice_build.install.installer import InstallOptions
+    from splice_build.project.home import SpliceHome
+    from splice_build.project.layout import ProjectLayout
+    from splice_build.project.project_file import load_project_file
+    from splice_build.project.registry_url import resolve_registry
+    from splice_build.tasks.project import run_project
+    from splice_build.tasks.request import GraphRequest
+
+    env = dict(os.environ)
+    home = SpliceHome.from_env(env)
+    url = resolve_registry(flag=registry, env=env, project=load_project_file(project), home=home)
+    return run_project(
+        ProjectLayout(project),
+        GraphRequest(check=check),
+        registry_url=url.url,
+        home=home,
+        env=env,
+        options=InstallOptions(accept_permissions=accept_permissions),
+    )
+
+
+def _project_check(project: Path, registry: str | None) -> bool:
+    """What ``splice install`` of that project alone would change: nothing."""
     from splice_build.errors import SpliceError
-    from splice_build.sdk import Splice
 
     try:
-        Splice(project, registry=registry).install(accept_permissions=accept_permissions)
+        return not _run_project(project, registry, check=True).changes
+    except SpliceError:
+        return False  # the action runs and reports the error
+
+
+def _install(project: Path, registry: str | None, accept_permissions: bool) -> Any:
+    from splice_build.errors import SpliceError
+
+    try:
+        _run_project(project, registry, check=False, accept_permissions=accept_permissions)
     except SpliceError as exc:
-        return _failed([f"{exc.message} ({exc.code})", *(f"  - {d}" for d in exc.details)])
+        return _error(exc)
     return None
 
 
-def _verify(start: Path, root: str | Path | None, registry: str | None) -> Any:
-    return _outcome(_run(start, root, registry, check=True))
+def _verify(root: Path, registry: str | None) -> Any:
+    return _outcome(root, root, registry, check=True)
 
 
-def _sync(
-    start: Path, root: str | Path | None, registry: str | None, accept_permissions: bool
-) -> Any:
-    return _outcome(_run(start, root, registry, accept_permissions=accept_permissions))
+def _sync(root: Path, registry: str | None, accept_permissions: bool) -> Any:
+    return _outcome(root, root, registry, accept_permissions=accept_permissions)

@@ -18,8 +18,6 @@ from testing.fake_providers import (
     recognizable_keys,
 )
 
-pytest.importorskip("splice_build.security.guarded_http")
-
 ARGS = {
     "web.search": {"query": "q"},
     "web.extract": {"urls": ["https://example.com/"]},

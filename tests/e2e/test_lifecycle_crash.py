@@ -10,6 +10,7 @@ the old one or exactly the new one: lock entry, range, files digest and no lefto
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -18,6 +19,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from splice_build.project.layout import ProjectLayout
 from splice_build.project.lockfile import load_lockfile
@@ -55,15 +58,30 @@ def _check_consistent(project: Path) -> str:
         _LEFTOVERS.append(sorted(p.name for p in layout.tmp_dir.iterdir()))
     rows = Splice(project).list()  # recovers an interrupted transaction first
     entry = load_lockfile(project).get(GREETER)
-    assert entry is not None
+    assert entry is not None and entry.version in ("1.0.0", "1.1.0")
+    # `add @acme/greeter@V` records the exact range "V": the old state is range 1.0.0 with
+    # lock 1.0.0, the new one 1.1.0 with 1.1.0; any other pair is a torn state.
+    assert load_project_file(project).packages == {GREETER: entry.version}
     assert rows == [
-        {"name": GREETER, "version": entry.version, "range": rows[0]["range"], "status": "ok"}
+        {"name": GREETER, "version": entry.version, "range": entry.version, "status": "ok"}
     ]
     assert tree_digest(layout.package_dir(GREETER)) == entry.files
     assert not layout.tmp_dir.exists(), list(layout.tmp_dir.iterdir())
     assert sorted(p.name for p in layout.packages_dir.iterdir()) == ["@acme"]
-    assert load_project_file(project).packages[GREETER] in ("1.0.0", "1.1.0")
     return entry.version
+
+
+def test_the_check_refuses_a_torn_state(tmp_path: Path) -> None:
+    """Lock 1.0.0 with range 1.1.0 (half of each state): the check above must not pass it."""
+    publish(embedded_store(Path(os.environ["SPLICE_HOME"])), tmp_path / "pkgs")
+    project = new_project(tmp_path / "p")
+    Splice(project).add([f"{GREETER}@1.0.0"])
+    assert _check_consistent(project) == "1.0.0"
+    torn = json.loads((project / "splice.json").read_text(encoding="utf-8"))
+    torn["packages"][GREETER] = "1.1.0"
+    (project / "splice.json").write_text(json.dumps(torn), encoding="utf-8")
+    with pytest.raises(AssertionError):
+        _check_consistent(project)
 
 
 def test_kill_9_at_many_points_leaves_old_or_new_state(tmp_path: Path) -> None:

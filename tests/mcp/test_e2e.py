@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +18,12 @@ from testing.mcp_clients import (
     splice_argv,
 )
 
-pytest.importorskip("splice_build.sdk", reason="needs the SDK's Splice (install-graph issue)")
 pytestmark = pytest.mark.node
 
 TOKEN = "e2e-token-abcdefghijklmnopqrstuvwxyz"
+# A liveness bound, not a speed check: the 50 calls finish at all (they take seconds; their
+# rate is measured by bench/bench_mcp.py). It fails a hung server instead of hanging the run.
+LIVENESS_SECONDS = 600
 
 
 @pytest.fixture(scope="module")
@@ -105,18 +106,17 @@ def test_fifty_concurrent_tool_calls(installed: tuple[Path, dict[str, str]]) -> 
 
     async def scenario() -> dict[int, Any]:
         results: dict[int, Any] = {}
-        async with sdk_stdio(splice_argv("mcp"), env=env, cwd=project) as session:
+        with anyio.fail_after(LIVENESS_SECONDS):
+            async with sdk_stdio(splice_argv("mcp"), env=env, cwd=project) as session:
 
-            async def one(index: int) -> None:
-                answer = await session.call_tool("splice_example_hello", {"name": f"n{index}"})
-                results[index] = answer.structured_content
+                async def one(index: int) -> None:
+                    answer = await session.call_tool("splice_example_hello", {"name": f"n{index}"})
+                    results[index] = answer.structured_content
 
-            async with anyio.create_task_group() as group:
-                for index in range(50):
-                    group.start_soon(one, index)
+                async with anyio.create_task_group() as group:
+                    for index in range(50):
+                        group.start_soon(one, index)
         return results
 
-    started = time.perf_counter()
     results = anyio.run(scenario)
     assert results == {index: {"message": f"Hello, n{index}."} for index in range(50)}
-    assert time.perf_counter() - started < 60

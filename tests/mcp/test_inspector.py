@@ -1,34 +1,38 @@
 """A second, independent client: the MCP Inspector CLI (npm, run with Node 24).
 
-`.ci/run` installs it into ``$SPLICE_TEST_CACHE/inspector`` (default ``.cache/inspector``);
-``python -c "from testing.mcp_clients import install_inspector; install_inspector()"`` does
-the same by hand.
+The ``inspector`` fixture installs it once into ``$SPLICE_TEST_CACHE/inspector`` (default
+``.cache/inspector``) with the wheel's npm, and later sessions use that copy: the README's
+test command runs these tests as CI does. Without the npm registry and without that copy,
+the tests fail with npm's message (they are never skipped).
 """
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
 from testing.mcp_clients import (
     DEMO_TOKEN,
+    InspectorUnavailable,
     child_env,
     demo_argv,
     free_port,
     http_server,
-    inspector_cli,
-    inspector_dir,
+    install_inspector,
     installed_project,
     run_inspector,
     splice_argv,
 )
 
-pytestmark = pytest.mark.skipif(
-    inspector_cli() is None,
-    reason=f"MCP Inspector not installed in {inspector_dir()} (.ci/run installs it)",
-)
+
+@pytest.fixture(scope="session")
+def inspector() -> Path:
+    """The Inspector's launcher, installed once per cache (see the module docstring)."""
+    try:
+        return install_inspector()
+    except InspectorUnavailable as exc:
+        pytest.fail(str(exc))
 
 
 def check_stdio(
@@ -70,7 +74,7 @@ def check_http(
     return called
 
 
-def test_inspector_against_the_transports(tmp_path: Path) -> None:
+def test_inspector_against_the_transports(inspector: Path, tmp_path: Path) -> None:
     env = child_env({"HOME": str(tmp_path)})
     called = check_stdio(demo_argv("stdio"), "demo_echo_echo", {"text": "hi"}, env, Path.cwd())
     assert called["structuredContent"] == {"echo": {"text": "hi"}}
@@ -79,11 +83,7 @@ def test_inspector_against_the_transports(tmp_path: Path) -> None:
         assert called["structuredContent"] == {"echo": {"text": "yo"}}
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("splice_build.sdk") is None,
-    reason="needs the SDK's Splice (install-graph issue)",
-)
-def test_inspector_against_splice_mcp(tmp_path: Path) -> None:
+def test_inspector_against_splice_mcp(inspector: Path, tmp_path: Path) -> None:
     project, env = installed_project(tmp_path)
     env = {**env, "HOME": env["HOME"]}
     called = check_stdio(splice_argv("mcp"), "splice_example_hello", {"name": "Ada"}, env, project)
@@ -93,3 +93,17 @@ def test_inspector_against_splice_mcp(tmp_path: Path) -> None:
     with http_server(argv, env={**env, "SPLICE_MCP_TOKEN": token}, cwd=project) as (url, _process):
         called = check_http(url, token, "splice_example_hello", {"name": "Bo"}, env)
         assert called["structuredContent"] == {"message": "Hello, Bo."}
+
+
+def test_without_the_npm_registry_the_install_fails_with_npm_s_message(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A registry that refuses connections (a closed port on this machine): the fixture's
+    install fails with a message that says what is needed, never a silent skip."""
+    monkeypatch.setenv("npm_config_registry", f"http://127.0.0.1:{free_port()}/")
+    monkeypatch.setenv("npm_config_fetch_retries", "0")
+    with pytest.raises(InspectorUnavailable) as caught:
+        install_inspector(tmp_path / "cache" / "inspector")
+    message = str(caught.value)
+    assert "the MCP Inspector tests need the npm registry once" in message
+    assert "ECONNREFUSED" in message

@@ -19,18 +19,24 @@ HOLD_LOCK = """
 import sys, time
 from pathlib import Path
 from splice_build.project.locking import lock
+ready, release, releasing = (Path(p) for p in sys.argv[2:5])
 with lock(Path(sys.argv[1])):
-    Path(sys.argv[2]).touch()
-    time.sleep(float(sys.argv[3]))
+    ready.touch()
+    while not release.exists():
+        time.sleep(0.01)
+    releasing.touch()
 """
 
 
-def _hold(lock_path: Path, ready: Path, seconds: float) -> subprocess.Popen[bytes]:
+def _hold(tmp_path: Path, lock_path: Path) -> subprocess.Popen[bytes]:
+    """A process holding ``lock_path`` until ``tmp_path/release`` exists; it touches
+    ``tmp_path/releasing`` just before it lets go."""
+    files = [tmp_path / name for name in ("ready", "release", "releasing")]
     proc = subprocess.Popen(
-        [sys.executable, "-c", HOLD_LOCK, str(lock_path), str(ready), str(seconds)], cwd=REPO_ROOT
+        [sys.executable, "-c", HOLD_LOCK, str(lock_path), *map(str, files)], cwd=REPO_ROOT
     )
     deadline = time.monotonic() + 30
-    while not ready.exists():
+    while not files[0].exists():
         assert proc.poll() is None, "lock holder died"
         assert time.monotonic() < deadline
         time.sleep(0.01)
@@ -52,27 +58,34 @@ def test_uncontended_lock_does_not_call_on_blocked(tmp_path: Path) -> None:
 
 
 def test_waits_for_another_process_and_tells_the_caller(tmp_path: Path) -> None:
+    """Told before waiting (the holder still holds it: it lets go only when told, from the
+    callback), and acquired only once the holder let go. No clock involved."""
     path = tmp_path / "state.lock"
-    holder = _hold(path, tmp_path / "ready", 0.5)
-    calls: list[float] = []
-    start = time.monotonic()
-    with lock(path, lambda: calls.append(time.monotonic())):
-        acquired = time.monotonic()
+    holder = _hold(tmp_path, path)
+    calls: list[bool] = []
+
+    def blocked() -> None:
+        calls.append((tmp_path / "releasing").exists())
+        (tmp_path / "release").touch()
+
+    with lock(path, blocked):
+        acquired_after_release = (tmp_path / "releasing").exists()
     holder.wait(timeout=30)
-    assert len(calls) == 1
-    assert calls[0] - start < 0.3  # told at once, then waited
-    assert acquired - start >= 0.3
+    assert calls == [False]  # once, while the other process still held the lock
+    assert acquired_after_release
 
 
 def test_a_killed_holder_releases_the_lock(tmp_path: Path) -> None:
+    """The kernel drops the lock of a process it killed: free at the first try."""
     path = tmp_path / "state.lock"
-    holder = _hold(path, tmp_path / "ready", 60)
+    holder = _hold(tmp_path, path)
     holder.send_signal(signal.SIGKILL)
     holder.wait(timeout=30)
-    start = time.monotonic()
-    with lock(path):
+    calls: list[int] = []
+    with lock(path, lambda: calls.append(1)):
         pass
-    assert time.monotonic() - start < 5
+    assert calls == []
+    assert not (tmp_path / "releasing").exists()  # it never let go by itself
 
 
 def test_two_processes_racing_lose_no_update(tmp_path: Path) -> None:

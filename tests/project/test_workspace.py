@@ -78,6 +78,7 @@ def test_an_empty_workspace_is_not_a_project(tmp_path: Path) -> None:
 def test_add_then_remove_keeps_every_other_byte(tmp_path: Path) -> None:
     path = tmp_path / "pyproject.toml"
     path.write_text(ODD_PYPROJECT)
+    (tmp_path / "apps" / "web").mkdir(parents=True)
     assert add_member(tmp_path, tmp_path / "apps" / "web") is True
     added = path.read_text()
     assert added.replace('    "apps/web",\n', "") == ODD_PYPROJECT
@@ -94,6 +95,7 @@ def test_removing_a_glob_matched_member_excludes_it(tmp_path: Path) -> None:
         'exclude=["services/legacy"]', 'exclude=["services/legacy", "packages/a"]'
     )
     assert remove_member(tmp_path, tmp_path / "packages" / "a") == "absent"
+    (tmp_path / "packages" / "a").mkdir(parents=True)
     assert add_member(tmp_path, tmp_path / "packages" / "a") is True  # un-excluded, listed
     assert 'exclude=["services/legacy"]' in path.read_text()
 
@@ -110,3 +112,23 @@ def test_workspace_command_creates_the_table(tmp_path: Path) -> None:
     assert listed.json()["members"] == ["libs/one"]
     outside = run_splice("workspace", "--root", str(tmp_path), "add", "/", cwd=tmp_path)
     assert outside.code == 2
+
+
+@pytest.mark.parametrize("make", ["nothing", "a file"])
+def test_adding_a_directory_that_does_not_exist_is_refused(tmp_path: Path, make: str) -> None:
+    (tmp_path / "pyproject.toml").write_text(ODD_PYPROJECT)
+    if make == "a file":
+        (tmp_path / "libz").write_text("")
+    done = run_splice("--json", "workspace", "--root", str(tmp_path), "add", "libz", cwd=tmp_path)
+    assert done.code == 2
+    error = done.json()["error"]
+    assert error["code"] == "USAGE"
+    problem = "is not a directory" if make == "a file" else "does not exist"
+    assert error["message"] == f"{tmp_path / 'libz'} {problem}"
+    assert error["hint"] == "Create the project first (`splice init libz`), then add it."
+    assert (tmp_path / "pyproject.toml").read_text() == ODD_PYPROJECT  # nothing written
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    refused = run_splice("workspace", "--root", str(fresh), "add", "nope", cwd=fresh)
+    assert refused.code == 2 and "does not exist" in refused.stderr
+    assert list(fresh.iterdir()) == []  # no pyproject.toml created either

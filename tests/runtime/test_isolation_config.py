@@ -15,7 +15,12 @@ from splice_build.errors import ErrorCode, SpliceError
 from splice_build.runtime import SpliceRuntime
 from splice_build.skills import skills_root
 from testing.cli import run_splice
-from testing.isolation import needs_os_layer, without_user_namespaces
+from testing.isolation import (
+    needs_os_layer,
+    os_layer_available,
+    os_layer_missing,
+    without_user_namespaces,
+)
 
 EXAMPLE = str(skills_root() / "example")
 REPO = Path(__file__).resolve().parents[2]
@@ -96,7 +101,7 @@ print(json.dumps(out))
 def test_without_namespaces_require_os_fails_and_auto_says_so(tmp_path: Path) -> None:
     prefix = without_user_namespaces()
     if prefix is None:
-        pytest.skip(reason="no place without user namespaces here (needs unshare --user)")
+        os_layer_missing("no place without user namespaces here (needs unshare --user)")
     done = subprocess.run(
         [*prefix, sys.executable, "-c", SCRIPT, str(tmp_path), EXAMPLE],
         capture_output=True,
@@ -122,7 +127,6 @@ def test_an_mcp_call_result_says_which_isolation_ran(tmp_path: Path) -> None:
     from splice_build.mcp.interface import ServerInfo
     from splice_build.mcp.protocol import Server, Session
     from splice_build.project.project_file import init_project
-    from splice_build.runtime.isolation.support import detect
     from splice_build.sdk import Splice
 
     root, _created = init_project(tmp_path / "project")
@@ -135,5 +139,6 @@ def test_an_mcp_call_result_says_which_isolation_ran(tmp_path: Path) -> None:
     )
     assert response is not None
     meta = response["result"]["_meta"]["io.spliceloom/isolation"]
-    assert meta["layer"] == ("os" if detect().namespaces else "in-process")
-    assert meta["network"] == ("none" if detect().namespaces else "host")
+    layered = os_layer_available()
+    assert meta["layer"] == ("os" if layered else "in-process")
+    assert meta["network"] == ("none" if layered else "host")

@@ -13,7 +13,7 @@ from splice_build.runtime import SpliceRuntime
 from splice_build.runtime.pool import WarmPool
 from testing.hostile_packages import write_package
 from testing.isolation import needs_os_layer
-from testing.pool import wait_until_gone
+from testing.pool import sandbox_pids, wait_until_gone
 
 pytestmark = [pytest.mark.node, needs_os_layer()]
 
@@ -53,3 +53,17 @@ def test_killing_a_warm_process_ends_its_node(project: Path, tmp_path: Path) -> 
         assert result.ok and runtime._pool.stats().discarded == 1
     finally:
         runtime.close()
+
+
+def test_close_returns_only_once_every_warm_node_is_gone(project: Path, tmp_path: Path) -> None:
+    """The process ``Popen`` started dies before its Node (PID 1 of the namespace): ``close``
+    must wait for Node too. Checked right after ``close`` returns, no polling, many rounds."""
+    pkgs = tmp_path / "pkgs"
+    paths = [write_package(pkgs, "export default () => 1;", name=f"p{i}") for i in range(2)]
+    for _ in range(8):
+        runtime = SpliceRuntime(project_root=project, env={}, pool=WarmPool())
+        for path in paths:
+            runtime.prewarm(runtime.load(path), wait=True)
+        assert len(sandbox_pids(str(pkgs))) == 2
+        runtime.close()
+        assert sandbox_pids(str(pkgs)) == []

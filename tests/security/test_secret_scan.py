@@ -98,6 +98,20 @@ def test_configured_values_build_output_and_packed_packages(tmp_path: Path) -> N
     } in findings
     assert {"path": "leaky.tar.gz!tools/t.mjs", "line": 2, "kind": "GitHub token"} in findings
     assert value not in done.stdout + done.stderr
+    # dist/bundle.js and the package's three members were scanned; two of them hold secrets.
+    assert (done.json()["files"], done.json()["filesWithSecrets"], len(findings)) == (4, 2, 2)
+    human = run_splice("secret-scan", "dist", "leaky.tar.gz", cwd=project)
+    assert human.code == 1
+    assert human.stderr.splitlines()[-1] == "2 secrets found in 2 of 4 files scanned"
+
+
+def test_a_clean_scan_says_how_many_files_it_read(tmp_path: Path) -> None:
+    for name in ("a.txt", "b.txt", "c.txt"):
+        (tmp_path / name).write_text("nothing to see\n", encoding="utf-8")
+    done = run_splice("secret-scan", ".", cwd=tmp_path)
+    assert (done.code, done.stdout) == (0, "No secrets found; 3 files scanned\n")
+    machine = run_splice("--json", "secret-scan", ".", cwd=tmp_path)
+    assert machine.json() == {"ok": True, "files": 3, "filesWithSecrets": 0, "findings": []}
 
 
 def test_samples_are_not_findings() -> None:

@@ -21,7 +21,6 @@ def test_package() -> None:
 
 
 def test_live_cached_and_fallback(tmp_path: Path) -> None:
-    pytest.importorskip("splice_build.security.guarded_http")
     with fake_providers() as fake:
         runtime, package = load("market", tmp_path, broker_for(fake, {}))
         price = run(runtime, package, "price", {"token": "tst"})
@@ -55,7 +54,6 @@ def test_live_cached_and_fallback(tmp_path: Path) -> None:
     ],
 )
 def test_errors(mode: str, code: str, tmp_path: Path) -> None:
-    pytest.importorskip("splice_build.security.guarded_http")
     with fake_providers() as fake:
         fake.behave("api.geckoterminal.com", mode)
         runtime, package = load("market", tmp_path, broker_for(fake, {}))

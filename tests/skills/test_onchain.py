@@ -35,7 +35,6 @@ def test_unavailable_without_an_endpoint(tmp_path: Path) -> None:
 
 
 def test_live_cached_not_found_and_errors(tmp_path: Path) -> None:
-    pytest.importorskip("splice_build.security.guarded_http")
     keys = recognizable_keys()
     with fake_providers() as fake:
         runtime, package = load("onchain", tmp_path, broker_for(fake))

@@ -42,7 +42,6 @@ def test_strict_input_and_private_targets(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("provider", ["tavily", "exa", "firecrawl"])
 def test_each_provider_live_then_cached(provider: str, tmp_path: Path) -> None:
-    pytest.importorskip("splice_build.security.guarded_http")
     only = {f"{provider.upper()}_API_KEY": recognizable_keys()[f"{provider.upper()}_API_KEY"]}
     with fake_providers() as fake:
         runtime, package = load("web", tmp_path, broker_for(fake, only))
@@ -59,7 +58,6 @@ def test_each_provider_live_then_cached(provider: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("mode", ["status:401", "status:500", "slow", "oversize", "garbage"])
 def test_provider_failures_are_error_results(mode: str, tmp_path: Path) -> None:
-    pytest.importorskip("splice_build.security.guarded_http")
     with fake_providers() as fake:
         for host in ("api.tavily.com", "api.exa.ai", "api.firecrawl.dev"):
             fake.behave(host, mode)

@@ -268,8 +268,13 @@ def test_describe_lines() -> None:
         "network: api.github.com",
         "network: any public host (private, loopback and link-local addresses are blocked)",
         "environment variable: TOKEN",
-        "host capability: market.price (run by Splice with the host's provider keys; the tool gets results, never keys)",
-        "host capability: web.search (run by Splice with the host's provider keys; the tool gets results, never keys) — may spend provider credits/money",
+        "host capabilities: market.price, web.search (run by Splice with the host's provider keys: "
+        "the tool gets results, never keys) — web.search may spend provider credits/money",
+    ]
+    billed = Permissions.from_json({"capabilities": ["web.search", "web.answer"]}).describe()
+    assert billed == [
+        "host capabilities: web.search, web.answer (run by Splice with the host's provider keys: "
+        "the tool gets results, never keys) — may spend provider credits/money"
     ]
 
 

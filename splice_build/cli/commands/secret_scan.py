@@ -1,7 +1,8 @@
 """`splice secret-scan [paths…]`: look for provider key values and known key formats.
 
 Exit 0 when nothing is found, 1 with one ``path:line: kind`` line per finding (never the
-secret). Paths default to ``.``; see ``security/secret_scan.py`` for what each kind of path
+secret) and a summary: how many secrets, in how many of the files scanned (``--json``:
+``files`` scanned, ``filesWithSecrets``, ``findings``). Paths default to ``.``; see ``security/secret_scan.py`` for what each kind of path
 means (a git checkout, a build output directory, a packed ``.tar.gz``).
 """
 
@@ -46,12 +47,13 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     data = {
         "ok": not report.findings,
         "files": report.files,
+        "filesWithSecrets": report.files_with_secrets,
         "findings": [finding.to_json() for finding in report.findings],
     }
     if report.findings:
         text = "\n".join(str(finding) for finding in report.findings)
         ctx.out.result(data, text)
-        ctx.out.info(f"{len(report.findings)} secret(s) found in {report.files} file(s)")
+        ctx.out.info(report.summary())
         return 1
-    ctx.out.result(data, f"No secrets found in {report.files} file(s)")
+    ctx.out.result(data, report.summary())
     return 0
