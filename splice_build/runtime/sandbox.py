@@ -45,6 +45,8 @@ class SandboxSpec:
     write_paths: tuple[Path, ...] = ()
     heap_limit_mb: int = HEAP_LIMIT_MB
     isolation: IsolationPlan = IN_PROCESS
+    # The package may use the network: the host prepares its fetch while it waits for the job.
+    fetch: bool = False
     # Tests only (SpliceRuntime(_unsafe_in_process_guards_off=True)): Node without its
     # permission model, to show what the OS layer alone still stops.
     unsafe_in_process_guards_off: bool = False
@@ -74,7 +76,7 @@ class SandboxSpec:
         args += [f"--allow-fs-read={p}" for p in readable]
         args += [f"--allow-fs-write={p}" for p in dict.fromkeys(self.write_paths)]
         args += [str(host_entry()), str(in_fd), str(out_fd)]
-        return args
+        return [*args, "fetch"] if self.fetch else args
 
 
 @dataclass

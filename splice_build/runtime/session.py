@@ -2,8 +2,10 @@
 
 A single thread multiplexes the job pipe (outgoing frames), the message pipe (frames from the
 host), stdout and stderr (logs, read while running so a flood can neither block the tool nor
-grow memory) and a wake pipe for capability replies finished by the broker's threads. The
-deadline covers everything; at the end the whole process group is killed.
+grow memory) and a wake pipe for answers finished on other threads: capability replies from
+the broker's threads and fetch frames from the fetch workers (fetch_channel.py). The loop
+itself never waits for a broker or the network. The deadline covers everything; at the end
+the whole process group is killed and every open request aborted.
 """
 
 from __future__ import annotations
@@ -17,13 +19,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from splice_build.runtime.capabilities import CapabilityChannel, CapabilityReply
-from splice_build.runtime.limits import EXIT_GRACE_SECONDS, MAX_FRAME_BYTES
+from splice_build.runtime.fetch_channel import FetchChannel
+from splice_build.runtime.limits import (
+    EXIT_GRACE_SECONDS,
+    MAX_FRAME_BYTES,
+    MAX_PENDING_OUTGOING_BYTES,
+)
 from splice_build.runtime.logs import LogBuffer
 from splice_build.runtime.protocol import (
     RESULT_OK_PREFIX,
     CapabilityRequest,
     ChildMessage,
     ProtocolViolation,
+    ResultError,
+    ResultOk,
     encode_capability_result,
     parse_child_message,
 )
@@ -93,6 +102,7 @@ class Session:
         job: bytes,
         timeout_s: float,
         make_channel: Callable[[Callable[[CapabilityReply], None]], CapabilityChannel],
+        make_fetch: Callable[[Callable[[bytes], None]], FetchChannel],
         log_limit: int,
     ) -> None:
         self._proc = process
@@ -102,12 +112,22 @@ class Session:
         self._frames = _FrameReader()
         self._replies: list[CapabilityReply] = []
         self._replies_lock = threading.Lock()
+        self._posted: list[bytes] = []
         self._wake_r, self._wake_w = os.pipe()
         self._channel = make_channel(self._reply_from_thread)
+        self._fetch = make_fetch(self._post_from_thread)
 
     def _reply_from_thread(self, reply: CapabilityReply) -> None:
         with self._replies_lock:
             self._replies.append(reply)
+        self._wake()
+
+    def _post_from_thread(self, frame: bytes) -> None:
+        with self._replies_lock:
+            self._posted.append(frame)
+        self._wake()
+
+    def _wake(self) -> None:
         with contextlib.suppress(OSError):
             os.write(self._wake_w, b"x")
 
@@ -121,6 +141,7 @@ class Session:
             return self._loop()
         finally:
             self._channel.close()
+            self._fetch.close()
             self._proc.kill_group()
             for fd in (self._wake_r, self._wake_w):
                 os.close(fd)
@@ -181,13 +202,10 @@ class Session:
                     try:
                         for raw in self._frames.feed(chunk):
                             parsed = parse_child_message(raw)
-                            if isinstance(parsed, CapabilityRequest):
-                                reply = self._channel.handle(parsed)
-                                if reply is not None:
-                                    self._queue(reply)
-                            else:
+                            if isinstance(parsed, ResultOk | ResultError):
                                 message = parsed
                                 break
+                            self._dispatch(parsed)
                     except ProtocolViolation as exc:
                         violation = str(exc)
                     if (
@@ -218,6 +236,18 @@ class Session:
             logs=self._logs,
         )
 
+    def _dispatch(self, message: ChildMessage) -> None:
+        """A request from the host: answered now, or later by another thread."""
+        if isinstance(message, CapabilityRequest):
+            reply = self._channel.handle(message)
+            if reply is not None:
+                self._queue(reply)
+        else:
+            for frame in self._fetch.handle(message):  # type: ignore[arg-type]
+                self._outgoing += frame
+        if len(self._outgoing) > MAX_PENDING_OUTGOING_BYTES:
+            raise ProtocolViolation("the host does not read its channel")
+
     def _write_some(self) -> bool:
         """Write pending outgoing bytes; False when nothing is left (or the pipe is gone)."""
         try:
@@ -233,6 +263,9 @@ class Session:
     def _deliver_thread_replies(self) -> None:
         with self._replies_lock:
             replies, self._replies = self._replies, []
+            posted, self._posted = self._posted, []
         for reply in replies:
             self._channel.reply_delivered()
             self._queue(reply)
+        for frame in posted:
+            self._outgoing += frame
