@@ -63,6 +63,7 @@ export function createCapabilityClient({ channel, declared }) {
     if (!listening) {
       listening = true;
       channel.on('capability-result', onFrame);
+      channel.listen();
     }
     const box = deferred();
     apply(mapSet, pending, [id, { __proto__: null, resolve: box.resolve, reject: box.reject }]);

@@ -49,9 +49,13 @@ export class Channel {
     }
   }
 
-  /** Deliver every later frame whose ``type`` is ``type`` to ``handler(frame)``. */
+  /** Deliver every frame whose ``type`` is ``type`` to ``handler(frame)`` (once reading). */
   on(type, handler) {
     apply(mapSet, this.#handlers, [type, handler]);
+  }
+
+  /** Start reading frames (when a request that expects an answer is sent; idempotent). */
+  listen() {
     this.#startReading();
   }
 

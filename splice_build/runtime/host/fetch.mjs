@@ -205,6 +205,7 @@ export function createFetch({ channel, limits }) {
     ex.holdsSlot = true;
     apply(mapSet, exchanges, [ex.id, ex]);
     ex.sent = true;
+    channel.listen();
     channel.sendRaw(
       `{"type":"fetch","id":${ex.id},"url":${jsonString(request.url)},"method":${jsonString(request.method)},`
       + `"headers":${headersJson(request.headers)},"redirect":${jsonString(request.redirect)},`
