@@ -243,9 +243,7 @@ class SpliceRuntime:
             package_dir=pkg.dir,
             read_paths=tuple(self._project_path(p) for p in perms.fs_read),
             write_paths=tuple(self._project_path(p) for p in perms.fs_write),
-            isolation=plan_for(
-                self.isolation_mode, self._isolation_support(), network=bool(perms.network)
-            ),
+            isolation=plan_for(self.isolation_mode, self._isolation_support()),
             fetch=bool(perms.network),
             unsafe_in_process_guards_off=self._guards_off,
         )

@@ -30,9 +30,7 @@ from splice_build.runtime.limits import HEAP_LIMIT_MB
 from splice_build.runtime.node import NodeBinary
 
 # Without a plan (direct users of SandboxSpec): limits and no_new_privs, no namespaces.
-IN_PROCESS = IsolationPlan(
-    os_layer=False, isolate_network=False, pid_max=None, no_new_privs=True, last_cap=0
-)
+IN_PROCESS = IsolationPlan(os_layer=False, pid_max=None, no_new_privs=True, last_cap=0)
 
 
 @dataclass(frozen=True)
