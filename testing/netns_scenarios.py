@@ -1,8 +1,10 @@
-"""DNS-rebinding scenarios run by ``testing.netns.run_in_private_netns`` (one JSON line out).
+"""Scenarios run by ``testing.netns.run_in_private_netns`` (one JSON line out).
 
-Each starts a real HTTP server on 127.0.0.1 inside the namespace and gives the guard a fake
-resolver whose first answer is public (unreachable here: no route, no packet leaves) and whose
-second answer is 127.0.0.1. The guard must connect only to the address it checked.
+The rebinding scenarios start a real HTTP server on 127.0.0.1 inside the namespace and give
+the guard a fake resolver whose first answer is public (unreachable here: no route, no
+packet leaves) and whose second answer is 127.0.0.1. The guard must connect only to the
+address it checked. ``url_table`` runs the URL verdict table through real sandboxed tools
+and the parent's fetch, with the table's public addresses on this namespace's ``lo``.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 PUBLIC = "2606:4700:4700::1111"  # a public address; unreachable inside the namespace
 
 
-def node_rebinding() -> dict[str, object]:
+def sandbox_rebinding() -> dict[str, object]:
     from splice_build.runtime import SpliceRuntime
     from testing.hostile_packages import write_package
     from testing.netservers import serve
@@ -66,6 +68,16 @@ def python_rebinding() -> dict[str, object]:
             "calls": resolver.calls,
             "seen": len(server.seen),
         }
+
+
+def url_table(table_file: str) -> dict[str, object]:
+    """Every ``[url, patterns]`` of the file fetched by a sandboxed tool whose manifest
+    declares ``patterns``; each public address the table allows is on ``lo`` with an HTTP
+    server on ports 80 and 8080, so an allowed request really arrives (its Host header is
+    reported) and a refused one never leaves the parent."""
+    from testing.netns_url_table import run_table
+
+    return run_table(json.loads(Path(table_file).read_text(encoding="utf-8")))
 
 
 if __name__ == "__main__":

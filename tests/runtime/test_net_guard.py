@@ -235,7 +235,7 @@ def test_dns_rebinding_cannot_reach_the_second_answer() -> None:
     """First answer public, second private: the connection goes to the checked (public)
     address; the next lookup's private answer is refused; 127.0.0.1 never sees a request.
     Runs in a loopback-only network namespace so the public attempt never leaves the machine."""
-    outcome = run_in_private_netns("node_rebinding")
+    outcome = run_in_private_netns("sandbox_rebinding")
     assert outcome["result"]["output"] == ["failed", "denied"], outcome
     assert outcome["seen"] == 0
 
