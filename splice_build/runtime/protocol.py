@@ -107,7 +107,7 @@ class Job:
     context: dict[str, Any]
     env: dict[str, str]
     # Test hook only (SpliceRuntime(_unsafe_in_process_guards_off=True)): the host installs
-    # none of its guards (module guard, guarded fetch, process locks).
+    # none of its guards (module guard, fetch shim, process locks).
     unsafe_in_process_guards_off: bool = False
 
     def encode(self) -> bytes:
