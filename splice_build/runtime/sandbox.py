@@ -20,6 +20,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -111,10 +112,25 @@ class SandboxProcess:
                 os.close(fd)
 
 
+# Pipe capacity (Linux): fetch bodies travel in frames of up to ~350 KB; the default 64 KiB
+# would split each into several writes and wake-ups.
+_PIPE_BYTES = 1024 * 1024
+
+
+def _widen(*fds: int) -> None:
+    import fcntl
+
+    for fd in fds:
+        with contextlib.suppress(OSError, AttributeError):
+            fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
+
+
 def start(spec: SandboxSpec) -> SandboxProcess:
     """Start the host; raises OSError when the process cannot be created."""
     job_r, job_w = os.pipe()
     msg_r, msg_w = os.pipe()
+    if spec.fetch and sys.platform.startswith("linux"):
+        _widen(job_w, msg_w)
     try:
         popen = subprocess.Popen(
             spec.argv(job_r, msg_w),
