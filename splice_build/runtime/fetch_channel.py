@@ -284,8 +284,10 @@ class FetchChannel:
         try:
             if cancelled:
                 return
-            headers = dict(_DEFAULT_HEADERS)
-            headers.update(request.headers)
+            given: dict[str, str] = {}
+            for name, value in request.headers:  # repeated names are sent combined
+                given[name] = f"{given[name]}, {value}" if name in given else value
+            headers = {**dict(_DEFAULT_HEADERS), **given}
             stream = session.open(
                 request.method,
                 request.url,
