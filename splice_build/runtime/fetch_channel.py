@@ -10,9 +10,10 @@ answer whatever the host checked, since the tool can write frames itself:
   time (from the request frame until the final frame of its answer, or its cancel);
 - request bodies: at most ``MAX_FETCH_REQUEST_BYTES``, in chunk frames, held here until the
   body is complete (bounded), then sent;
-- responses: the head, then one chunk per credit the host granted (``fetch-pull``): nothing
-  is read from the server ahead of the tool, and at most ``MAX_FETCH_CREDIT`` chunks are
-  queued for the host per request; bodies are bounded by the policy's size limit;
+- responses: the head, then one chunk per credit (``FETCH_INITIAL_CREDIT`` with the request,
+  more as the host grants it with ``fetch-pull``): nothing is read from the server beyond
+  what the host asked for, and at most ``MAX_FETCH_CREDIT`` chunks are queued for the host
+  per request; bodies are bounded by the policy's size limit;
 - every request runs on a worker thread, so the session's loop never waits for the
   network; workers post frames through ``post`` (thread-safe, it wakes the loop).
 
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from splice_build.runtime.limits import (
     FETCH_CHUNK_BYTES,
+    FETCH_INITIAL_CREDIT,
     MAX_FETCH_CALLS,
     MAX_FETCH_CREDIT,
     MAX_FETCH_REQUEST_BYTES,
@@ -111,7 +113,7 @@ class _Exchange:
         self.request = request
         self.body = bytearray()
         self.body_failed = False  # over the size limit: later body frames are dropped
-        self.credit = 0
+        self.credit = FETCH_INITIAL_CREDIT
         self.cond = threading.Condition()
         self.cancelled = False
         self.session: GuardedSession | None = None

@@ -32,8 +32,10 @@ MAX_FETCHES_IN_FLIGHT = 6
 MAX_FETCH_REQUEST_BYTES = 4 * 1024 * 1024  # one request body
 # One body frame carries at most this many bytes (base64 in the frame), both directions.
 FETCH_CHUNK_BYTES = 256 * 1024
-# Response chunks the host may ask for ahead of the tool's reads (its credit); the parent
-# never sends a chunk it was not asked for, so at most this many are buffered per request.
+# Response chunks the parent may send before the host asks (every request starts with this
+# credit, so a small response arrives with its head), and the most credit the host may hold;
+# the parent never sends a chunk beyond the credit, so a few chunks at most are buffered.
+FETCH_INITIAL_CREDIT = 8
 MAX_FETCH_CREDIT = 16
 MAX_FETCH_URL_CHARS = 16 * 1024
 MAX_FETCH_HEADERS = 256

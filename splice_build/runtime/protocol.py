@@ -15,6 +15,7 @@ from typing import Any
 
 from splice_build.runtime.limits import (
     FETCH_CHUNK_BYTES,
+    FETCH_INITIAL_CREDIT,
     FRAME_ENVELOPE_DEPTH,
     MAX_FETCH_CREDIT,
     MAX_FETCH_HEADER_BYTES,
@@ -119,7 +120,11 @@ class Job:
             "context": self.context,
             "env": self.env,
             # How the host's fetch shim paces itself; the parent enforces every limit anyway.
-            "fetch": {"maxInFlight": MAX_FETCHES_IN_FLIGHT, "chunkBytes": FETCH_CHUNK_BYTES},
+            "fetch": {
+                "maxInFlight": MAX_FETCHES_IN_FLIGHT,
+                "chunkBytes": FETCH_CHUNK_BYTES,
+                "initialCredit": FETCH_INITIAL_CREDIT,
+            },
         }
         if self.unsafe_in_process_guards_off:
             frame["unsafeInProcessGuardsOff"] = True

@@ -188,4 +188,4 @@ def test_hostile_fetch_frames_raise_protocol_violation(frame: bytes) -> None:
 def test_the_job_carries_no_network_policy() -> None:
     frame = json.loads(Job(entry_url="file:///x.js", input={}, context={}, env={}).encode())
     assert "netPolicy" not in frame and "testResolver" not in frame
-    assert frame["fetch"] == {"maxInFlight": 6, "chunkBytes": 256 * 1024}
+    assert frame["fetch"] == {"maxInFlight": 6, "chunkBytes": 256 * 1024, "initialCredit": 8}

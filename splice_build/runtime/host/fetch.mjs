@@ -18,7 +18,6 @@ import {
 } from './pristine.mjs';
 
 const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
-const WINDOW = 4; // response chunks asked for ahead of the tool's reads
 const NULL_BODY_STATUSES = [101, 204, 205, 304];
 
 function field(frame, key) {
@@ -63,6 +62,8 @@ function fromBase64(text) {
 export function createFetch({ channel, limits }) {
   const maxInFlight = limits.maxInFlight;
   const chunkBytes = limits.chunkBytes;
+  // Response chunks kept ahead of the tool's reads: the credit every request starts with.
+  const window = limits.initialCredit;
   const exchanges = new MapCtor();
   const waiting = [];
   let waitHead = 0;
@@ -101,7 +102,8 @@ export function createFetch({ channel, limits }) {
   function grant(ex) {
     if (ex.done || ex.controller === null) return;
     const want = apply(web.desiredSize, ex.controller, []) - ex.requested;
-    if (want > 0) {
+    // credit in batches of half the window (fewer frames), at once when nothing is coming
+    if (want > 0 && (want * 2 >= window || ex.requested === 0)) {
       ex.requested += want;
       channel.sendRaw(`{"type":"fetch-pull","id":${ex.id},"chunks":${want}}`);
     }
@@ -119,7 +121,7 @@ export function createFetch({ channel, limits }) {
       cancel() {
         cancel(ex);
       },
-    }, { __proto__: null, highWaterMark: WINDOW });
+    }, { __proto__: null, highWaterMark: window });
   }
 
   function onHead(frame) {
@@ -241,7 +243,7 @@ export function createFetch({ channel, limits }) {
       box: deferred(),
       response: null,
       controller: null,
-      requested: 0,
+      requested: window,
       sent: false,
       done: false,
       holdsSlot: false,
