@@ -44,6 +44,35 @@ def sandbox_rebinding() -> dict[str, object]:
         return {"result": result.to_json(), "seen": len(server.seen)}
 
 
+def sandbox_rebinding_reachable() -> dict[str, object]:
+    """As ``sandbox_rebinding``, with the public first answer on ``lo`` and a server there:
+    the first request arrives at exactly that address; the second lookup's 127.0.0.1 is
+    refused, and no request arrives at any other address."""
+    from splice_build.runtime import SpliceRuntime
+    from testing.hostile_packages import write_package
+    from testing.netns_url_table import add_addresses, servers
+
+    add_addresses({PUBLIC})
+    with servers() as seen, tempfile.TemporaryDirectory() as tmp:
+        body = (
+            "export default async () => { const out = [];"
+            " for (let i = 0; i < 2; i++) {"
+            "  try { out.push((await (await fetch('http://rebind.test/')).json()).local); }"
+            "  catch (e) { out.push(e.code === 'ERR_ACCESS_DENIED' ? 'denied' : 'failed'); } }"
+            " return out; };"
+        )
+        project = Path(tmp) / "project"
+        project.mkdir()
+        pkg = write_package(Path(tmp) / "pkgs", body, permissions={"network": ["*"]})
+        runtime = SpliceRuntime(
+            project_root=project,
+            env={},
+            _unsafe_test_resolver={"rebind.test": [[PUBLIC], ["127.0.0.1"]]},
+        )
+        result = runtime.execute(runtime.load(pkg), "t", {})
+        return {"result": result.to_json(), "seen": list(seen)}
+
+
 def python_rebinding() -> dict[str, object]:
     from splice_build.security.guarded_http import GuardedSession
     from splice_build.security.net_errors import NetworkDenied, NetworkFailure

@@ -46,8 +46,12 @@ export default async ({ urls }) => {
 
 
 class _Handler(BaseHTTPRequestHandler):
+    server: _DualStack
+
     def do_GET(self) -> None:
-        body = json.dumps({"host": self.headers.get("Host", "")}).encode()
+        local = str(self.connection.getsockname()[0]).removeprefix("::ffff:")
+        self.server.seen.append(local)
+        body = json.dumps({"host": self.headers.get("Host", ""), "local": local}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -61,6 +65,7 @@ class _Handler(BaseHTTPRequestHandler):
 class _DualStack(ThreadingHTTPServer):
     address_family = socket.AF_INET6
     daemon_threads = True
+    seen: list[str]  # the local address of every request
 
     def server_bind(self) -> None:
         self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
@@ -68,13 +73,17 @@ class _DualStack(ThreadingHTTPServer):
 
 
 @contextmanager
-def _servers() -> Iterator[None]:
+def servers() -> Iterator[list[str]]:
+    """The dual-stack servers on every local address; yields the local addresses hit."""
+    seen: list[str] = []
     running = [_DualStack(("::", port), _Handler) for port in PORTS]
+    for server in running:
+        server.seen = seen
     threads = [threading.Thread(target=s.serve_forever, daemon=True) for s in running]
     for thread in threads:
         thread.start()
     try:
-        yield
+        yield seen
     finally:
         for server in running:
             server.shutdown()
@@ -88,11 +97,9 @@ def _literal(host: str) -> str | None:
         return None
 
 
-def _add_addresses(rows: list[dict[str, Any]]) -> None:
-    wanted = {NAME_ADDRESS} | {
-        address for row in rows if (address := _literal(row.get("expectHost") or "")) is not None
-    }
-    for address in sorted(wanted):
+def add_addresses(addresses: set[str]) -> None:
+    """Put ``addresses`` on this namespace's ``lo`` (loopback ones are there already)."""
+    for address in sorted(addresses):
         if ipaddress.ip_address(address).is_loopback:
             continue
         prefix = "/128" if ":" in address else "/32"
@@ -103,7 +110,10 @@ def run_table(rows: list[dict[str, Any]]) -> dict[str, object]:
     from splice_build.runtime import SpliceRuntime
     from testing.hostile_packages import write_package
 
-    _add_addresses(rows)
+    add_addresses(
+        {NAME_ADDRESS}
+        | {a for row in rows if (a := _literal(row.get("expectHost") or "")) is not None}
+    )
     groups: dict[tuple[str, ...], list[int]] = {}
     for index, row in enumerate(rows):
         groups.setdefault(tuple(row["patterns"]), []).append(index)
@@ -113,7 +123,7 @@ def run_table(rows: list[dict[str, Any]]) -> dict[str, object]:
         if name and _literal(name) is None and name != "localhost":
             resolver[name] = [[NAME_ADDRESS]]
     verdicts: list[Any] = [None] * len(rows)
-    with _servers(), tempfile.TemporaryDirectory() as tmp:
+    with servers(), tempfile.TemporaryDirectory() as tmp:
         project = Path(tmp) / "project"
         project.mkdir()
         runtime = SpliceRuntime(project_root=project, env={}, _unsafe_test_resolver=resolver)

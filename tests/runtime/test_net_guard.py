@@ -240,6 +240,14 @@ def test_dns_rebinding_cannot_reach_the_second_answer() -> None:
     assert outcome["seen"] == 0
 
 
+def test_the_connection_goes_to_the_checked_address() -> None:
+    """With the public first answer reachable (on the namespace's lo): the request arrives at
+    exactly that address, the next lookup's 127.0.0.1 is refused, nothing else is reached."""
+    outcome = run_in_private_netns("sandbox_rebinding_reachable")
+    assert outcome["result"]["output"] == [PUBLIC_V6, "denied"], outcome
+    assert outcome["seen"] == [PUBLIC_V6]
+
+
 def test_one_private_answer_among_public_ones_is_refused(fetch_tool, server: NetServer) -> None:
     result = fetch_tool(
         _returning(f"return fetch('http://mixed.test:{server.port}/echo');"),
