@@ -23,7 +23,6 @@ worker blocked in a read returns at once.
 
 from __future__ import annotations
 
-import base64
 import sys
 import threading
 import time
@@ -345,6 +344,5 @@ class FetchChannel:
                 return
             if exchange.cancelled:
                 return
-            self._post(
-                b'{"type":"fetch-chunk","id":%d,"data":"%s"}\n' % (rid, base64.b64encode(chunk))
-            )
+            # the chunk follows its header line as raw bytes (host/PROTOCOL.md)
+            self._post(b'{"type":"fetch-chunk","id":%d,"bytes":%d}\n' % (rid, len(chunk)) + chunk)

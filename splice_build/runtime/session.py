@@ -112,7 +112,10 @@ class Session:
         self._frames = _FrameReader()
         self._replies: list[CapabilityReply] = []
         self._replies_lock = threading.Lock()
-        self._posted: list[bytes] = []
+        # Guards ``_outgoing`` and the job pipe: fetch workers write their frames themselves
+        # when nothing is queued before them (one thread hop less per frame).
+        self._out_lock = threading.Lock()
+        self._over = False  # the session ended: the pipe may be closed, workers must stop
         self._wake_r, self._wake_w = os.pipe()
         self._channel = make_channel(self._reply_from_thread)
         self._fetch = make_fetch(self._post_from_thread)
@@ -123,8 +126,21 @@ class Session:
         self._wake()
 
     def _post_from_thread(self, frame: bytes) -> None:
-        with self._replies_lock:
-            self._posted.append(frame)
+        """A fetch worker's frame: written now if the pipe takes it, else queued in order."""
+        with self._out_lock:
+            if self._over:
+                return
+            sent = 0
+            if not self._outgoing:
+                try:
+                    sent = os.write(self._proc.job_fd, frame)
+                except BlockingIOError:
+                    sent = 0
+                except OSError:
+                    return  # the host is gone
+                if sent == len(frame):
+                    return
+            self._outgoing += frame[sent:]
         self._wake()
 
     def _wake(self) -> None:
@@ -132,14 +148,16 @@ class Session:
             os.write(self._wake_w, b"x")
 
     def _queue(self, reply: CapabilityReply) -> None:
-        self._outgoing += encode_capability_result(
-            reply.request_id, result=reply.result, error=reply.error
-        )
+        frame = encode_capability_result(reply.request_id, result=reply.result, error=reply.error)
+        with self._out_lock:
+            self._outgoing += frame
 
     def run(self) -> Outcome:
         try:
             return self._loop()
         finally:
+            with self._out_lock:
+                self._over = True
             self._channel.close()
             self._fetch.close()
             self._proc.kill_group()
@@ -243,29 +261,29 @@ class Session:
             if reply is not None:
                 self._queue(reply)
         else:
-            for frame in self._fetch.handle(message):  # type: ignore[arg-type]
-                self._outgoing += frame
+            frames = self._fetch.handle(message)  # type: ignore[arg-type]
+            with self._out_lock:
+                for frame in frames:
+                    self._outgoing += frame
         if len(self._outgoing) > MAX_PENDING_OUTGOING_BYTES:
             raise ProtocolViolation("the host does not read its channel")
 
     def _write_some(self) -> bool:
         """Write pending outgoing bytes; False when nothing is left (or the pipe is gone)."""
-        try:
-            written = os.write(self._proc.job_fd, self._outgoing)
-        except BlockingIOError:
-            return True
-        except OSError:
-            self._outgoing.clear()
-            return False
-        del self._outgoing[:written]
-        return bool(self._outgoing)
+        with self._out_lock:
+            try:
+                written = os.write(self._proc.job_fd, self._outgoing)
+            except BlockingIOError:
+                return True
+            except OSError:
+                self._outgoing.clear()
+                return False
+            del self._outgoing[:written]
+            return bool(self._outgoing)
 
     def _deliver_thread_replies(self) -> None:
         with self._replies_lock:
             replies, self._replies = self._replies, []
-            posted, self._posted = self._posted, []
         for reply in replies:
             self._channel.reply_delivered()
             self._queue(reply)
-        for frame in posted:
-            self._outgoing += frame

@@ -1,12 +1,14 @@
 // The IPC channel to the parent: newline-delimited JSON on two inherited pipe fds
 // (PROTOCOL.md). Outgoing frames are built from strings with pristine functions so prototype
 // pollution by the tool cannot change their shape; incoming frames are dispatched by `type`
-// to the handler registered for it (capability results, fetch answers). Only pristine
-// functions are used (pristine.mjs), and a frame is read through own properties only.
+// to the handler registered for it (capability results, fetch answers). A frame with a
+// numeric `bytes` member is followed by that many raw bytes, handed to the handler as a
+// fresh Uint8Array (response bodies travel so, without base64). Only pristine functions are
+// used (pristine.mjs), and a frame is read through own properties only.
 import {
-  BufferFrom, MapCtor, apply, bufferAllocUnsafe, bufferConcat, bufferIndexOf, bufferSubarray,
-  bufferToString, byteLength, hasOwn, mapGet, mapSet, parse, read, readSync, setOwn, stringify,
-  writeSync,
+  BufferFrom, MapCtor, Uint8ArrayCtor, apply, bufferAllocUnsafe, bufferConcat, bufferIndexOf,
+  bufferSubarray, bufferToString, byteLength, hasOwn, mapGet, mapSet, parse, read, readSync,
+  setOwn, stringify, typedArraySet, writeSync,
 } from './pristine.mjs';
 
 const CHUNK = 256 * 1024;
@@ -22,6 +24,7 @@ export class Channel {
   #pendingBytes = 0;
   #reading = false;
   #handlers = new MapCtor();
+  #raw = null; // the frame whose payload is arriving: { frame, bytes, got }
 
   constructor(inFd, outFd) {
     this.#in = inFd;
@@ -59,10 +62,29 @@ export class Channel {
     this.#startReading();
   }
 
-  #dispatch(frame) {
+  #dispatch(frame, payload) {
     if (frame === null || typeof frame !== 'object' || !hasOwn(frame, 'type')) return;
     const handler = apply(mapGet, this.#handlers, [frame.type]);
-    if (handler !== undefined) handler(frame);
+    if (handler !== undefined) handler(frame, payload);
+  }
+
+  /** A frame, or the start of one with a raw payload (``bytes``), read from ``line``. */
+  #begin(frame) {
+    const size = frame !== null && typeof frame === 'object' && hasOwn(frame, 'bytes')
+      ? frame.bytes : undefined;
+    if (typeof size !== 'number') {
+      this.#dispatch(frame, undefined);
+      return;
+    }
+    if (!(size >= 0 && size <= MAX_INCOMING_FRAME)) throw new Error('IPC payload too large');
+    this.#raw = { __proto__: null, frame, bytes: new Uint8ArrayCtor(size), got: 0 };
+    if (size === 0) this.#endRaw();
+  }
+
+  #endRaw() {
+    const raw = this.#raw;
+    this.#raw = null;
+    this.#dispatch(raw.frame, raw.bytes);
   }
 
   #startReading() {
@@ -82,12 +104,25 @@ export class Channel {
   #feedAll(chunk) {
     let rest = chunk;
     for (;;) {
+      const size = byteLength(rest);
+      if (this.#raw !== null) {
+        const raw = this.#raw;
+        const need = byteLength(raw.bytes) - raw.got;
+        const take = size < need ? size : need;
+        apply(typedArraySet, raw.bytes, [apply(bufferSubarray, rest, [0, take]), raw.got]);
+        raw.got += take;
+        if (raw.got < byteLength(raw.bytes)) return;
+        this.#endRaw();
+        rest = apply(bufferSubarray, rest, [take]);
+        continue;
+      }
+      if (size === 0) return;
       const nl = apply(bufferIndexOf, rest, [10]);
       if (nl < 0) {
         this.#keep(rest);
         return;
       }
-      this.#dispatch(this.#frame(apply(bufferSubarray, rest, [0, nl])));
+      this.#begin(this.#frame(apply(bufferSubarray, rest, [0, nl])));
       rest = apply(bufferSubarray, rest, [nl + 1]);
     }
   }

@@ -12,9 +12,9 @@ import { jsonString } from './channel.mjs';
 import { REQUEST_TOO_LARGE, bodyBytes, describe, fetchFailed } from './fetch_request.mjs';
 import { makeResponse } from './fetch_response.mjs';
 import {
-  ErrorCtor, MapCtor, Uint8ArrayCtor, abortSignalAborted, abortSignalReason, addEventListener,
-  apply, base64Slice, base64Write, byteLength, deferred, hasOwn, mapDelete, mapGet, mapSet,
-  rejected, removeEventListener, setOwn, settle, stringSlice, web,
+  ErrorCtor, MapCtor, abortSignalAborted, abortSignalReason, addEventListener, apply,
+  base64Slice, byteLength, deferred, hasOwn, mapDelete, mapGet, mapSet, rejected,
+  removeEventListener, setOwn, settle, web,
 } from './pristine.mjs';
 
 const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
@@ -48,15 +48,6 @@ function headersJson(headers) {
 /** Base64 of a Uint8Array slice, with the Buffer binding captured in pristine.mjs. */
 function base64(bytes, start, end) {
   return apply(base64Slice, bytes, [start, end]);
-}
-
-function fromBase64(text) {
-  let size = (text.length / 4) * 3;
-  if (text.length > 0 && apply(stringSlice, text, [-1]) === '=') size -= 1;
-  if (text.length > 1 && apply(stringSlice, text, [-2, -1]) === '=') size -= 1;
-  const out = new Uint8ArrayCtor(size);
-  apply(base64Write, out, [text, 0, size]);
-  return out;
 }
 
 export function createFetch({ channel, limits }) {
@@ -147,11 +138,11 @@ export function createFetch({ channel, limits }) {
     ex.box.resolve(ex.response);
   }
 
-  function onChunk(frame) {
+  function onChunk(frame, payload) {
     const ex = apply(mapGet, exchanges, [field(frame, 'id')]);
-    if (ex === undefined || ex.controller === null) return;
+    if (ex === undefined || ex.controller === null || payload === undefined) return;
     ex.requested -= 1;
-    apply(web.enqueue, ex.controller, [fromBase64(field(frame, 'data'))]);
+    apply(web.enqueue, ex.controller, [payload]); // a fresh Uint8Array (channel.mjs)
   }
 
   function onDone(frame) {

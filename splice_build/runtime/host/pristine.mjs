@@ -82,7 +82,6 @@ const textDecode = TextDecoder.prototype.decode;
 const textEncoder = new TextEncoder();
 const textEncode = TextEncoder.prototype.encode;
 export const base64Slice = Buffer.prototype.base64Slice;
-export const base64Write = Buffer.prototype.base64Write;
 export const formatWithOptions = process.getBuiltinModule('node:util').formatWithOptions;
 export const writeSync = fs.writeSync;
 export const readSync = fs.readSync;
