@@ -10,6 +10,8 @@ assert that a refused target saw nothing):
 - ``/big?bytes=N``: N bytes of body; ``/gzip-bomb?bytes=N``: gzip of N zero bytes;
 - ``/gzip``, ``/deflate``, ``/deflate-raw``, ``/br``: ``{"coding": ...}`` in that encoding.
 
+``httpd.max_active`` is the most requests it handled at the same time.
+
 ``FakeResolver`` is the Python guard's resolver hook; ``resolver_table`` builds the same
 answers for ``SpliceRuntime(_unsafe_test_resolver=...)``. Test code only: nothing in
 ``splice_build`` imports this module.
@@ -58,6 +60,16 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
 
     def _handle(self) -> None:
+        with self.server.lock:
+            self.server.active += 1
+            self.server.max_active = max(self.server.max_active, self.server.active)
+        try:
+            self._route()
+        finally:
+            with self.server.lock:
+                self.server.active -= 1
+
+    def _route(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         headers = {k.lower(): v for k, v in self.headers.items()}
@@ -117,6 +129,9 @@ class _Server(ThreadingHTTPServer):
     def __init__(self, address: str = "127.0.0.1") -> None:
         super().__init__((address, 0), _Handler)
         self.seen: list[Seen] = []
+        self.lock = threading.Lock()
+        self.active = 0
+        self.max_active = 0  # the most requests handled at the same time
 
 
 @dataclass

@@ -24,6 +24,23 @@ MAX_CAPABILITY_ARGS_BYTES = 256 * 1024
 MAX_CAPABILITY_ARGS_DEPTH = 32
 MAX_CAPABILITY_RESULT_BYTES = 4 * 1024 * 1024
 
+# fetch (performed by the parent, runtime/fetch_channel.py; docs/network-security.md). Calls
+# and concurrency are bounded per execution like capability calls; the host queues calls
+# beyond the in-flight limit instead of failing them (as browsers queue connections).
+MAX_FETCH_CALLS = 64
+MAX_FETCHES_IN_FLIGHT = 6
+MAX_FETCH_REQUEST_BYTES = 4 * 1024 * 1024  # one request body
+# One body frame carries at most this many bytes (base64 in the frame), both directions.
+FETCH_CHUNK_BYTES = 256 * 1024
+# Response chunks the parent may send before the host asks (every request starts with this
+# credit, so a small response arrives with its head), and the most credit the host may hold;
+# the parent never sends a chunk beyond the credit, so a few chunks at most are buffered.
+FETCH_INITIAL_CREDIT = 8
+MAX_FETCH_CREDIT = 16
+MAX_FETCH_URL_CHARS = 16 * 1024
+MAX_FETCH_HEADERS = 256
+MAX_FETCH_HEADER_BYTES = 64 * 1024  # names and values of one request together
+
 # Memory: V8 heap cap plus an address-space cap for the whole process. Node 24 reserves about
 # 1.3 GiB of address space when idle, so 2 GiB leaves room for ordinary work while a 1 GiB
 # Buffer fails (measured; see docs/runtime.md).
@@ -34,6 +51,10 @@ ADDRESS_SPACE_LIMIT_BYTES = 2 * 1024 * 1024 * 1024
 # envelope; capability requests are smaller. Longer frames are discarded while counting.
 FRAME_ENVELOPE_SLACK = 64 * 1024
 MAX_FRAME_BYTES = MAX_OUTPUT_BYTES + FRAME_ENVELOPE_SLACK
+
+# Parent → host bytes waiting to be written; a host that stops reading its channel while
+# asking for more (forged requests) is killed instead of growing the parent's memory.
+MAX_PENDING_OUTGOING_BYTES = 64 * 1024 * 1024
 
 # After the result frame the host exits by itself; this grace lets it flush and exit before
 # the process group is killed anyway.

@@ -13,8 +13,18 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from splice_build.runtime.limits import FRAME_ENVELOPE_DEPTH, MAX_NUMBER_LITERAL, MAX_OUTPUT_DEPTH
-from splice_build.security.netpolicy import policy_json
+from splice_build.runtime.limits import (
+    FETCH_CHUNK_BYTES,
+    FETCH_INITIAL_CREDIT,
+    FRAME_ENVELOPE_DEPTH,
+    MAX_FETCH_CREDIT,
+    MAX_FETCH_HEADER_BYTES,
+    MAX_FETCH_HEADERS,
+    MAX_FETCH_URL_CHARS,
+    MAX_FETCHES_IN_FLIGHT,
+    MAX_NUMBER_LITERAL,
+    MAX_OUTPUT_DEPTH,
+)
 
 PROTOCOL_VERSION = 1
 # The exact prefix host.mjs writes before a successful output (used to name an oversized
@@ -45,7 +55,48 @@ class CapabilityRequest:
     args: Any
 
 
-ChildMessage = ResultOk | ResultError | CapabilityRequest
+@dataclass(frozen=True)
+class FetchRequest:
+    """``fetch``: a request head; ``has_body`` means body frames and ``fetch-body-end`` follow."""
+
+    id: int
+    url: str
+    method: str
+    headers: tuple[tuple[str, str], ...]
+    redirect: str
+    has_body: bool
+
+
+@dataclass(frozen=True)
+class FetchBody:
+    """``fetch-body``: bytes of the request body (at most FETCH_CHUNK_BYTES)."""
+
+    id: int
+    data: bytes
+
+
+@dataclass(frozen=True)
+class FetchBodyEnd:
+    id: int
+
+
+@dataclass(frozen=True)
+class FetchPull:
+    """``fetch-pull``: the host may receive ``chunks`` more response chunks."""
+
+    id: int
+    chunks: int
+
+
+@dataclass(frozen=True)
+class FetchCancel:
+    """``fetch-cancel``: the tool aborted the request or cancelled its body."""
+
+    id: int
+
+
+FetchMessage = FetchRequest | FetchBody | FetchBodyEnd | FetchPull | FetchCancel
+ChildMessage = ResultOk | ResultError | CapabilityRequest | FetchMessage
 
 
 @dataclass(frozen=True)
@@ -56,11 +107,8 @@ class Job:
     input: Any
     context: dict[str, Any]
     env: dict[str, str]
-    # Test hook only (SpliceRuntime(_unsafe_test_resolver=...)): {name: [[addresses], ...]},
-    # the answers of the 1st, 2nd, ... lookup of that name in the network guard.
-    test_resolver: dict[str, list[list[str]]] | None = None
     # Test hook only (SpliceRuntime(_unsafe_in_process_guards_off=True)): the host installs
-    # none of its guards (module guard, guarded fetch, process locks).
+    # none of its guards (module guard, fetch shim, process locks).
     unsafe_in_process_guards_off: bool = False
 
     def encode(self) -> bytes:
@@ -71,11 +119,13 @@ class Job:
             "input": self.input,
             "context": self.context,
             "env": self.env,
-            # The host cannot read schemas/: the network guard's policy travels in the job.
-            "netPolicy": policy_json(),
+            # How the host's fetch shim paces itself; the parent enforces every limit anyway.
+            "fetch": {
+                "maxInFlight": MAX_FETCHES_IN_FLIGHT,
+                "chunkBytes": FETCH_CHUNK_BYTES,
+                "initialCredit": FETCH_INITIAL_CREDIT,
+            },
         }
-        if self.test_resolver is not None:
-            frame["testResolver"] = self.test_resolver
         if self.unsafe_in_process_guards_off:
             frame["unsafeInProcessGuardsOff"] = True
         return _encode(frame)
@@ -171,6 +221,11 @@ def _require(frame: dict[str, Any], allowed: set[str]) -> None:
         raise ProtocolViolation(f"unexpected fields {sorted(extra)}")
 
 
+def encode_frame(frame: dict[str, Any]) -> bytes:
+    """One parent → host frame (a JSON line)."""
+    return _encode(frame)
+
+
 def parse_child_message(raw: bytes) -> ChildMessage:
     """One frame from the host → a typed message (strict shapes, PROTOCOL.md)."""
     frame = decode_json(raw)
@@ -204,4 +259,101 @@ def parse_child_message(raw: bytes) -> ChildMessage:
         if not isinstance(name, str) or len(name) > 128:
             raise ProtocolViolation("capability request without a valid name")
         return CapabilityRequest(request_id, name, frame.get("args"))
+    if isinstance(kind, str) and kind in _FETCH_PARSERS:
+        return _FETCH_PARSERS[kind](frame)
     raise ProtocolViolation("unknown message type")
+
+
+# fetch frames (PROTOCOL.md, "fetch"). Bounds are checked here; the policy in fetch_channel.
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+_MAX_BASE64_CHARS = 4 * ((FETCH_CHUNK_BYTES + 2) // 3)
+_REDIRECTS = frozenset({"follow", "error", "manual"})
+
+
+def _fetch_id(frame: dict[str, Any]) -> int:
+    request_id = frame.get("id")
+    if type(request_id) is not int or not 0 < request_id < 2**31:
+        raise ProtocolViolation("fetch frame without a valid id")
+    return request_id
+
+
+def _header_list(value: Any) -> tuple[tuple[str, str], ...]:
+    if not isinstance(value, list) or len(value) > MAX_FETCH_HEADERS:
+        raise ProtocolViolation("fetch headers are not a list of at most 256 pairs")
+    pairs: list[tuple[str, str]] = []
+    size = 0
+    for pair in value:
+        if (
+            not isinstance(pair, list)
+            or len(pair) != 2
+            or not isinstance(pair[0], str)
+            or not isinstance(pair[1], str)
+        ):
+            raise ProtocolViolation("a fetch header is not a [name, value] pair of strings")
+        name, text = pair
+        size += len(name) + len(text)
+        if (
+            not _TOKEN.fullmatch(name)
+            or any(c in text for c in "\0\r\n")
+            or max(map(ord, text), default=0) > 0xFF
+        ):
+            raise ProtocolViolation("a fetch header name or value is not valid HTTP")
+        pairs.append((name.lower(), text))
+    if size > MAX_FETCH_HEADER_BYTES:
+        raise ProtocolViolation("fetch headers larger than 64 KiB")
+    return tuple(pairs)
+
+
+def _parse_fetch(frame: dict[str, Any]) -> FetchRequest:
+    _require(frame, {"type", "id", "url", "method", "headers", "redirect", "body"})
+    url, method, redirect, body = (frame.get(k) for k in ("url", "method", "redirect", "body"))
+    if not isinstance(url, str) or not 0 < len(url) <= MAX_FETCH_URL_CHARS:
+        raise ProtocolViolation("fetch without a valid url")
+    if not isinstance(method, str) or len(method) > 32 or not _TOKEN.fullmatch(method):
+        raise ProtocolViolation("fetch without a valid method")
+    if redirect not in _REDIRECTS or not isinstance(body, bool):
+        raise ProtocolViolation("fetch without a valid redirect mode or body flag")
+    return FetchRequest(
+        _fetch_id(frame), url, method, _header_list(frame.get("headers")), redirect, body
+    )
+
+
+def _parse_fetch_body(frame: dict[str, Any]) -> FetchBody:
+    import base64
+
+    _require(frame, {"type", "id", "data"})
+    data = frame.get("data")
+    if (
+        not isinstance(data, str)
+        or len(data) > _MAX_BASE64_CHARS
+        or len(data) % 4
+        or not _BASE64.fullmatch(data)
+    ):
+        raise ProtocolViolation("fetch-body without valid base64 data")
+    return FetchBody(_fetch_id(frame), base64.b64decode(data, validate=True))
+
+
+def _parse_fetch_pull(frame: dict[str, Any]) -> FetchPull:
+    _require(frame, {"type", "id", "chunks"})
+    chunks = frame.get("chunks")
+    if type(chunks) is not int or not 0 < chunks <= MAX_FETCH_CREDIT:
+        raise ProtocolViolation("fetch-pull without a valid chunk count")
+    return FetchPull(_fetch_id(frame), chunks)
+
+
+def _parse_id_only(cls: type[FetchBodyEnd] | type[FetchCancel]) -> Any:
+    def parse(frame: dict[str, Any]) -> FetchBodyEnd | FetchCancel:
+        _require(frame, {"type", "id"})
+        return cls(_fetch_id(frame))
+
+    return parse
+
+
+_FETCH_PARSERS: dict[str, Any] = {
+    "fetch": _parse_fetch,
+    "fetch-body": _parse_fetch_body,
+    "fetch-body-end": _parse_id_only(FetchBodyEnd),
+    "fetch-pull": _parse_fetch_pull,
+    "fetch-cancel": _parse_id_only(FetchCancel),
+}

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from splice_build.errors import ErrorCode, SandboxError, SpliceError
 from splice_build.runtime import sandbox
 from splice_build.runtime.capabilities import CapabilityBroker, CapabilityChannel, CapabilityReply
+from splice_build.runtime.fetch_channel import FetchChannel, TableResolver
 from splice_build.runtime.input_checks import serialize_input
 from splice_build.runtime.limits import (
     DEFAULT_TIMEOUT_MS,
@@ -82,7 +83,7 @@ class SpliceRuntime:
         self._max_log_bytes = max_log_bytes
         self._max_output_bytes = max_output_bytes
         self._pool = pool
-        # Tests only: fake DNS answers for the network guard (docs/network-security.md).
+        # Tests only: fake DNS answers for the parent's fetch (docs/network-security.md).
         self._test_resolver = None if _unsafe_test_resolver is None else dict(_unsafe_test_resolver)
         # Tests only: no permission model, module guard, fetch guard or process locks in the
         # tool's process, to prove what the OS layer alone stops (tests/runtime/test_isolation*).
@@ -242,9 +243,8 @@ class SpliceRuntime:
             package_dir=pkg.dir,
             read_paths=tuple(self._project_path(p) for p in perms.fs_read),
             write_paths=tuple(self._project_path(p) for p in perms.fs_write),
-            isolation=plan_for(
-                self.isolation_mode, self._isolation_support(), network=bool(perms.network)
-            ),
+            isolation=plan_for(self.isolation_mode, self._isolation_support()),
+            fetch=bool(perms.network),
             unsafe_in_process_guards_off=self._guards_off,
         )
 
@@ -299,9 +299,10 @@ class SpliceRuntime:
                 "permissions": perms.to_json(),
             },
             env={name: self._env[name] for name in perms.env if name in self._env},
-            test_resolver=self._test_resolver,
             unsafe_in_process_guards_off=self._guards_off,
         )
+        deadline = time.monotonic() + timeout_ms / 1000
+        resolver = None if self._test_resolver is None else TableResolver(self._test_resolver)
 
         def make_channel(on_reply: Callable[[CapabilityReply], None]) -> CapabilityChannel:
             return CapabilityChannel(
@@ -313,12 +314,18 @@ class SpliceRuntime:
                 on_reply=on_reply,
             )
 
+        def make_fetch(post: Callable[[bytes], None]) -> FetchChannel:
+            return FetchChannel(
+                patterns=perms.network, post=post, deadline=deadline, resolver=resolver
+            )
+
         try:
             outcome = Session(
                 process,
                 job=job.encode(),
                 timeout_s=timeout_ms / 1000,
                 make_channel=make_channel,
+                make_fetch=make_fetch,
                 log_limit=self._max_log_bytes,
             ).run()
         finally:

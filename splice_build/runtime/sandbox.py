@@ -24,6 +24,7 @@ import os
 import select
 import signal
 import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,9 +35,7 @@ from splice_build.runtime.limits import HEAP_LIMIT_MB
 from splice_build.runtime.node import NodeBinary
 
 # Without a plan (direct users of SandboxSpec): limits and no_new_privs, no namespaces.
-IN_PROCESS = IsolationPlan(
-    os_layer=False, isolate_network=False, pid_max=None, no_new_privs=True, last_cap=0
-)
+IN_PROCESS = IsolationPlan(os_layer=False, pid_max=None, no_new_privs=True, last_cap=0)
 # How long ``close`` waits for the namespace's PID 1 after the kill (the kernel tears down
 # its address space and reaps the namespace: milliseconds, unless the machine is overloaded).
 NAMESPACE_EXIT_SECONDS = 10.0
@@ -52,6 +51,8 @@ class SandboxSpec:
     write_paths: tuple[Path, ...] = ()
     heap_limit_mb: int = HEAP_LIMIT_MB
     isolation: IsolationPlan = IN_PROCESS
+    # The package may use the network: the host prepares its fetch while it waits for the job.
+    fetch: bool = False
     # Tests only (SpliceRuntime(_unsafe_in_process_guards_off=True)): Node without its
     # permission model, to show what the OS layer alone still stops.
     unsafe_in_process_guards_off: bool = False
@@ -81,7 +82,7 @@ class SandboxSpec:
         args += [f"--allow-fs-read={p}" for p in readable]
         args += [f"--allow-fs-write={p}" for p in dict.fromkeys(self.write_paths)]
         args += [str(host_entry()), str(in_fd), str(out_fd)]
-        return args
+        return [*args, "fetch"] if self.fetch else args
 
 
 @dataclass
@@ -123,10 +124,25 @@ class SandboxProcess:
                     os.close(fd)
 
 
+# Pipe capacity (Linux): fetch bodies travel in frames of up to ~350 KB; the default 64 KiB
+# would split each into several writes and wake-ups.
+_PIPE_BYTES = 1024 * 1024
+
+
+def _widen(*fds: int) -> None:
+    import fcntl
+
+    for fd in fds:
+        with contextlib.suppress(OSError, AttributeError):
+            fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
+
+
 def start(spec: SandboxSpec) -> SandboxProcess:
     """Start the host; raises OSError when the process cannot be created."""
     job_r, job_w = os.pipe()
     msg_r, msg_w = os.pipe()
+    if spec.fetch and sys.platform.startswith("linux"):
+        _widen(job_w, msg_w)
     try:
         popen = subprocess.Popen(
             spec.argv(job_r, msg_w),

@@ -2,8 +2,10 @@
 
 A single thread multiplexes the job pipe (outgoing frames), the message pipe (frames from the
 host), stdout and stderr (logs, read while running so a flood can neither block the tool nor
-grow memory) and a wake pipe for capability replies finished by the broker's threads. The
-deadline covers everything; at the end the whole process group is killed.
+grow memory) and a wake pipe for answers finished on other threads: capability replies from
+the broker's threads and fetch frames from the fetch workers (fetch_channel.py). The loop
+itself never waits for a broker or the network. The deadline covers everything; at the end
+the whole process group is killed and every open request aborted.
 """
 
 from __future__ import annotations
@@ -17,13 +19,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from splice_build.runtime.capabilities import CapabilityChannel, CapabilityReply
-from splice_build.runtime.limits import EXIT_GRACE_SECONDS, MAX_FRAME_BYTES
+from splice_build.runtime.fetch_channel import FetchChannel
+from splice_build.runtime.limits import (
+    EXIT_GRACE_SECONDS,
+    MAX_FRAME_BYTES,
+    MAX_PENDING_OUTGOING_BYTES,
+)
 from splice_build.runtime.logs import LogBuffer
 from splice_build.runtime.protocol import (
     RESULT_OK_PREFIX,
     CapabilityRequest,
     ChildMessage,
     ProtocolViolation,
+    ResultError,
+    ResultOk,
     encode_capability_result,
     parse_child_message,
 )
@@ -93,6 +102,7 @@ class Session:
         job: bytes,
         timeout_s: float,
         make_channel: Callable[[Callable[[CapabilityReply], None]], CapabilityChannel],
+        make_fetch: Callable[[Callable[[bytes], None]], FetchChannel],
         log_limit: int,
     ) -> None:
         self._proc = process
@@ -102,25 +112,54 @@ class Session:
         self._frames = _FrameReader()
         self._replies: list[CapabilityReply] = []
         self._replies_lock = threading.Lock()
+        # Guards ``_outgoing`` and the job pipe: fetch workers write their frames themselves
+        # when nothing is queued before them (one thread hop less per frame).
+        self._out_lock = threading.Lock()
+        self._over = False  # the session ended: the pipe may be closed, workers must stop
         self._wake_r, self._wake_w = os.pipe()
         self._channel = make_channel(self._reply_from_thread)
+        self._fetch = make_fetch(self._post_from_thread)
 
     def _reply_from_thread(self, reply: CapabilityReply) -> None:
         with self._replies_lock:
             self._replies.append(reply)
+        self._wake()
+
+    def _post_from_thread(self, frame: bytes) -> None:
+        """A fetch worker's frame: written now if the pipe takes it, else queued in order."""
+        with self._out_lock:
+            if self._over:
+                return
+            sent = 0
+            if not self._outgoing:
+                try:
+                    sent = os.write(self._proc.job_fd, frame)
+                except BlockingIOError:
+                    sent = 0
+                except OSError:
+                    return  # the host is gone
+                if sent == len(frame):
+                    return
+            self._outgoing += frame[sent:]
+        self._wake()
+
+    def _wake(self) -> None:
         with contextlib.suppress(OSError):
             os.write(self._wake_w, b"x")
 
     def _queue(self, reply: CapabilityReply) -> None:
-        self._outgoing += encode_capability_result(
-            reply.request_id, result=reply.result, error=reply.error
-        )
+        frame = encode_capability_result(reply.request_id, result=reply.result, error=reply.error)
+        with self._out_lock:
+            self._outgoing += frame
 
     def run(self) -> Outcome:
         try:
             return self._loop()
         finally:
+            with self._out_lock:
+                self._over = True
             self._channel.close()
+            self._fetch.close()
             self._proc.kill_group()
             for fd in (self._wake_r, self._wake_w):
                 os.close(fd)
@@ -181,13 +220,10 @@ class Session:
                     try:
                         for raw in self._frames.feed(chunk):
                             parsed = parse_child_message(raw)
-                            if isinstance(parsed, CapabilityRequest):
-                                reply = self._channel.handle(parsed)
-                                if reply is not None:
-                                    self._queue(reply)
-                            else:
+                            if isinstance(parsed, ResultOk | ResultError):
                                 message = parsed
                                 break
+                            self._dispatch(parsed)
                     except ProtocolViolation as exc:
                         violation = str(exc)
                     if (
@@ -218,17 +254,32 @@ class Session:
             logs=self._logs,
         )
 
+    def _dispatch(self, message: ChildMessage) -> None:
+        """A request from the host: answered now, or later by another thread."""
+        if isinstance(message, CapabilityRequest):
+            reply = self._channel.handle(message)
+            if reply is not None:
+                self._queue(reply)
+        else:
+            frames = self._fetch.handle(message)  # type: ignore[arg-type]
+            with self._out_lock:
+                for frame in frames:
+                    self._outgoing += frame
+        if len(self._outgoing) > MAX_PENDING_OUTGOING_BYTES:
+            raise ProtocolViolation("the host does not read its channel")
+
     def _write_some(self) -> bool:
         """Write pending outgoing bytes; False when nothing is left (or the pipe is gone)."""
-        try:
-            written = os.write(self._proc.job_fd, self._outgoing)
-        except BlockingIOError:
-            return True
-        except OSError:
-            self._outgoing.clear()
-            return False
-        del self._outgoing[:written]
-        return bool(self._outgoing)
+        with self._out_lock:
+            try:
+                written = os.write(self._proc.job_fd, self._outgoing)
+            except BlockingIOError:
+                return True
+            except OSError:
+                self._outgoing.clear()
+                return False
+            del self._outgoing[:written]
+            return bool(self._outgoing)
 
     def _deliver_thread_replies(self) -> None:
         with self._replies_lock:

@@ -1,4 +1,4 @@
-"""Address classification from ``schemas/netpolicy.json`` (the data the Node host reads too).
+"""Address classification from ``schemas/netpolicy.json`` (the network policy's data).
 
 An address is *public* when it is an IP address outside every refused range. IPv4 addresses
 are compared with the IPv4 list only and IPv6 addresses with the IPv6 list only, so IPv4-mapped

@@ -16,58 +16,48 @@ verification; redirects (at most 5) are followed here and re-checked; cross-orig
 after decoding) and the whole exchange is time-limited. Proxies, ``.netrc`` and the cookie
 jar are never used; TLS is always verified (a custom CA bundle may be given, never ``False``).
 
+``request`` returns a whole ``GuardedResponse``; ``open`` returns a ``GuardedStream`` whose
+body is read chunk by chunk (the sandbox's ``fetch`` streams it to the tool this way,
+runtime/fetch_channel.py), and ``abort`` (from any thread) shuts the session's sockets.
+Failures name their cause as Node does (``net_causes.py``).
+
 The ``resolver`` argument replaces the system resolver; tests use it to simulate DNS
 rebinding. Nothing else (no environment variable, no file) can change it.
 """
 
 from __future__ import annotations
 
-import socket
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from splice_build.security.addresses import (
-    address_key,
-    is_ip_literal,
-    is_loopback_address,
-    is_public_address,
-)
+from splice_build.security.guarded_connect import Guard, Resolver, system_resolver
+from splice_build.security.guarded_connect import adapter as connection_adapter
+from splice_build.security.net_causes import failure_for
 from splice_build.security.net_errors import (
-    REASON_NOT_DECLARED,
-    REASON_NOT_PUBLIC,
     NetworkDenied,
     NetworkFailure,
     NetworkTimeout,
     ResponseTooLarge,
 )
 from splice_build.security.netpolicy import NetPolicy, load_policy
-from splice_build.security.targets import (
-    Target,
-    bare_host,
-    check_target,
-    host_allowed,
-    host_grant,
-)
-from splice_build.security.urls import InvalidUrl, ParsedUrl, parse_url
+from splice_build.security.targets import Target, check_target
+from splice_build.security.urls import InvalidUrl, parse_url, resolve_reference
 
 if TYPE_CHECKING:
     import requests
 
-Resolver = Callable[[str], Sequence[str]]
+__all__ = ["GuardedResponse", "GuardedSession", "GuardedStream", "Resolver", "system_resolver"]
+
 RedirectMode = Literal["follow", "error", "manual"]
 
 DEFAULT_TIMEOUT_S = 30.0
 _CHUNK = 16 * 1024
 _FORBIDDEN_METHODS = frozenset({"CONNECT", "TRACE", "TRACK"})
+# Methods the fetch standard upper-cases; any other method is sent as written.
+_NORMALIZED_METHODS = frozenset({"DELETE", "GET", "HEAD", "OPTIONS", "POST", "PUT"})
 _BODY_HEADERS = ("content-type", "content-encoding", "content-language", "content-location")
-
-
-def system_resolver(name: str) -> list[str]:
-    """Every address the OS resolver gives for ``name`` (hosts file included), in order."""
-    infos = socket.getaddrinfo(name, None, type=socket.SOCK_STREAM)
-    return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 
 @dataclass(frozen=True)
@@ -93,123 +83,72 @@ class GuardedResponse:
         return json.loads(self.content)
 
 
-@dataclass
-class _Guard:
-    """What the connection class needs: patterns, policy, resolver; counts lookups."""
+class GuardedStream:
+    """A response whose head has arrived; its body is read with ``read_chunk``.
 
-    patterns: tuple[str, ...]
-    policy: NetPolicy
-    resolver: Resolver
-    lookups: int = 0
-    connected: list[str] = field(default_factory=list)
+    ``headers`` keeps every header line (lower-case names, repeated names repeated, in the
+    server's order). The decoded body is bounded by the session's size limit and the
+    request's deadline; ``close`` releases the connection.
+    """
 
-    def checked_addresses(self, raw_host: str) -> list[str]:
-        """(4) Resolve once and check every answer; the connection uses exactly these."""
-        host = bare_host(raw_host)
-        if not host_allowed(host, self.patterns):  # defence in depth: checked before too
-            raise NetworkDenied(
-                f'Network access to "{host}" is denied: it is not an allowed host.',
-                REASON_NOT_DECLARED,
-            )
-        grant = host_grant(host, self.patterns, self.policy)
-        if is_ip_literal(host):
-            return [host]
-        self.lookups += 1
-        try:
-            answers = [str(a) for a in self.resolver(host)]
-        except OSError as exc:
-            raise NetworkFailure(f'Could not resolve "{host}": {exc}') from exc
-        if not answers:
-            raise NetworkFailure(f'Could not resolve "{host}": no addresses')
-        for address in answers:
-            if grant == "localhost":
-                ok, kind = is_loopback_address(address, self.policy), "a loopback"
-            else:
-                ok, kind = is_public_address(address, self.policy), "a public"
-            if not ok:
-                raise NetworkDenied(
-                    f'Network access to "{host}" is denied: it resolves to {address},'
-                    f" which is not {kind} address.",
-                    REASON_NOT_PUBLIC,
-                )
-        return answers
-
-    def connect(
+    def __init__(
         self,
+        response: requests.Response,
+        *,
+        url: str,
+        redirected: bool,
         host: str,
-        port: int,
-        timeout: float | None,
-        socket_options: Sequence[tuple[int, int, int | bytes]] | None,
-    ) -> socket.socket:
-        addresses = self.checked_addresses(host)
-        allowed = {address_key(a) for a in addresses}
-        last: OSError | None = None
-        for address in addresses:
-            family = socket.AF_INET6 if ":" in address else socket.AF_INET
-            sock = socket.socket(family, socket.SOCK_STREAM)
-            try:
-                for option in socket_options or ():
-                    sock.setsockopt(*option)
-                sock.settimeout(timeout)
-                sock.connect((address, port))
-                peer = sock.getpeername()[0]
-                if address_key(peer) not in allowed:
-                    raise NetworkDenied(
-                        f'Network access to "{host}" is denied: the connection reached an'
-                        " unchecked address.",
-                        REASON_NOT_PUBLIC,
-                    )
-                self.connected.append(peer)
-                return sock
-            except OSError as exc:
-                sock.close()
-                last = exc
-            except BaseException:
-                sock.close()
-                raise
-        assert last is not None, "BUG: no address to connect to"
-        raise last
+        max_bytes: int,
+        deadline: float,
+    ) -> None:
+        self._response = response
+        self.status: int = response.status_code
+        self.reason: str = response.reason or ""
+        self.url = url
+        self.redirected = redirected
+        self.headers: tuple[tuple[str, str], ...] = tuple(
+            (str(name).lower(), str(value)) for name, value in response.raw.headers.items()
+        )
+        self._host = host
+        self._max_bytes = max_bytes
+        self._deadline = deadline
+        self._size = 0
+        self._done = False
 
+    def read_chunk(self, max_bytes: int) -> bytes:
+        """Up to ``max_bytes`` of decoded body (less when less has arrived); b"" at the end.
 
-def _connection_classes(guard: _Guard) -> tuple[type, type]:
-    """urllib3 pool classes whose connections resolve and check inside ``_new_conn``."""
-    from urllib3.connection import HTTPConnection, HTTPSConnection
-    from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
-    from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
+        Raises ``ResponseTooLarge``, ``NetworkTimeout`` or ``NetworkFailure``."""
+        from urllib3.exceptions import HTTPError as Urllib3Error
 
-    def new_conn(self: Any) -> socket.socket:
+        if self._done:
+            return b""
+        if time.monotonic() > self._deadline:
+            self.close()
+            raise NetworkTimeout("Reading the response timed out")
         try:
-            return guard.connect(self.host, self.port, self.timeout, self.socket_options)
-        except TimeoutError as exc:
-            raise ConnectTimeoutError(self, f"Connection to {self.host} timed out") from exc
-        except OSError as exc:
-            raise NewConnectionError(self, f"Failed to establish a new connection: {exc}") from exc
+            chunk = self._response.raw.read1(max_bytes, decode_content=True)
+        except (Urllib3Error, OSError) as exc:
+            self.close()
+            raise failure_for(self._host, exc) from exc
+        if not chunk:
+            self.close()
+            return b""
+        self._size += len(chunk)
+        if self._size > self._max_bytes:
+            self.close()
+            raise ResponseTooLarge(f"response body larger than {self._max_bytes} bytes")
+        return bytes(chunk)
 
-    http_conn = type("GuardedHTTPConnection", (HTTPConnection,), {"_new_conn": new_conn})
-    https_conn = type("GuardedHTTPSConnection", (HTTPSConnection,), {"_new_conn": new_conn})
-    http_pool = type("GuardedHTTPPool", (HTTPConnectionPool,), {"ConnectionCls": http_conn})
-    https_pool = type("GuardedHTTPSPool", (HTTPSConnectionPool,), {"ConnectionCls": https_conn})
-    return http_pool, https_pool
+    def read_all(self) -> bytes:
+        chunks: list[bytes] = []
+        while chunk := self.read_chunk(_CHUNK):
+            chunks.append(chunk)
+        return b"".join(chunks)
 
-
-def _adapter(guard: _Guard) -> requests.adapters.HTTPAdapter:
-    from requests.adapters import HTTPAdapter
-
-    http_pool, https_pool = _connection_classes(guard)
-
-    class GuardedAdapter(HTTPAdapter):
-        def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
-            super().init_poolmanager(*args, **kwargs)
-            self.poolmanager.pool_classes_by_scheme = {"http": http_pool, "https": https_pool}
-
-        def proxy_manager_for(self, proxy: str, **kwargs: Any) -> Any:
-            raise NetworkDenied("Proxies are not used by the guarded client.", REASON_NOT_DECLARED)
-
-        def send(self, request: Any, *args: Any, **kwargs: Any) -> Any:
-            kwargs["proxies"] = None
-            return super().send(request, *args, **kwargs)
-
-    return GuardedAdapter(max_retries=0)
+    def close(self) -> None:
+        self._done = True
+        self._response.close()
 
 
 class GuardedSession:
@@ -239,14 +178,14 @@ class GuardedSession:
             raise ValueError("GuardedSession needs at least one allowed host pattern")
         self._policy = policy or load_policy()
         self._patterns = tuple(allowed_hosts)
-        self._guard = _Guard(self._patterns, self._policy, resolver or system_resolver)
+        self._guard = Guard(self._patterns, self._policy, resolver or system_resolver)
         self._max_bytes = max_response_bytes or self._policy.max_response_bytes
         self._timeout_s = timeout_s
         self._session = requests.Session()
         self._session.trust_env = False  # no proxies, no .netrc, no REQUESTS_CA_BUNDLE
         self._session.verify = ca_bundle if ca_bundle else True
         self._session.cookies.set_policy(http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
-        adapter = _adapter(self._guard)
+        adapter = connection_adapter(self._guard)
         self._session.adapters.clear()
         self._session.mount("http://", adapter)
         self._session.mount("https://", adapter)
@@ -260,6 +199,10 @@ class GuardedSession:
     def connected_addresses(self) -> tuple[str, ...]:
         """The peer address of every connection opened so far."""
         return tuple(self._guard.connected)
+
+    def abort(self) -> None:
+        """Make the request in progress (in another thread) fail now; the session is done."""
+        self._guard.abort()
 
     def close(self) -> None:
         self._session.close()
@@ -286,13 +229,44 @@ class GuardedSession:
         redirect: RedirectMode = "follow",
         timeout_s: float | None = None,
     ) -> GuardedResponse:
-        """Send one request, following redirects per ``redirect``; see the class docstring."""
+        """Send one request and read the whole body; see the class docstring."""
+        stream = self.open(
+            method, url, headers=headers, data=data, redirect=redirect, timeout_s=timeout_s
+        )
+        try:
+            content = stream.read_all()
+        finally:
+            stream.close()
+        joined: dict[str, str] = {}
+        for name, value in stream.headers:
+            joined[name] = f"{joined[name]}, {value}" if name in joined else value
+        return GuardedResponse(
+            status=stream.status,
+            url=stream.url,
+            redirected=stream.redirected,
+            headers=joined,
+            content=content,
+        )
+
+    def open(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: Mapping[str, str] | Sequence[tuple[str, str]] | None = None,
+        data: bytes | str | None = None,
+        redirect: RedirectMode = "follow",
+        timeout_s: float | None = None,
+    ) -> GuardedStream:
+        """Send one request, following redirects per ``redirect``, and return the final
+        response with its body unread (``redirect="manual"`` returns a 3xx as it is)."""
         deadline = time.monotonic() + (timeout_s or self._timeout_s)
-        method = method.upper()
-        if method in _FORBIDDEN_METHODS:
+        method = method.upper() if method.upper() in _NORMALIZED_METHODS else method
+        if method.upper() in _FORBIDDEN_METHODS:
             raise ValueError(f"HTTP method {method} is not allowed")
         body = data.encode("utf-8") if isinstance(data, str) else data
-        sent_headers = {k.lower(): str(v) for k, v in (headers or {}).items()}
+        items = headers.items() if isinstance(headers, Mapping) else (headers or ())
+        sent_headers = {str(k).lower(): str(v) for k, v in items}
         for name in self._policy.dropped_request_headers:
             sent_headers.pop(name, None)
         try:
@@ -306,7 +280,9 @@ class GuardedSession:
                 response = self._send(target, method, sent_headers, body, deadline)
             except NetworkDenied as exc:
                 if hop > 0:
-                    raise NetworkDenied(f"Redirect blocked: {exc.message}", exc.reason) from None
+                    raise NetworkDenied(
+                        f"Redirect blocked: {exc.message}", exc.reason, host=exc.host
+                    ) from None
                 raise
             location = response.headers.get("location")
             if (
@@ -316,13 +292,13 @@ class GuardedSession:
             ):
                 response.close()
                 if redirect == "error":
-                    raise NetworkFailure('Redirect refused: redirect mode is "error"')
+                    raise NetworkFailure('redirect mode is "error"')
                 if hop >= redirects.max_redirects:
                     break
                 try:
                     next_parts = resolve_reference(location, parts)
                 except InvalidUrl as exc:
-                    raise NetworkFailure(f"Invalid redirect location: {location!r}") from exc
+                    raise NetworkFailure("invalid redirect location") from exc
                 if next_parts.origin != parts.origin or next_parts.origin == "null":
                     for name in redirects.drop_cross_origin:
                         sent_headers.pop(name, None)
@@ -335,15 +311,15 @@ class GuardedSession:
                         sent_headers.pop(name, None)
                 parts = next_parts
                 continue
-            content = self._read(response, deadline)
-            return GuardedResponse(
-                status=response.status_code,
+            return GuardedStream(
+                response,
                 url=target.url.href,
                 redirected=hop > 0,
-                headers={k.lower(): v for k, v in response.headers.items()},
-                content=content,
+                host=target.host,
+                max_bytes=self._max_bytes,
+                deadline=deadline,
             )
-        raise NetworkFailure(f"More than {redirects.max_redirects} redirects")
+        raise NetworkFailure(f"more than {redirects.max_redirects} redirects")
 
     def _send(
         self,
@@ -369,56 +345,5 @@ class GuardedSession:
                 timeout=(remaining, remaining),
                 proxies={},
             )
-        except requests.exceptions.Timeout as exc:
-            raise NetworkTimeout(f'Request to "{target.host}" timed out') from exc
-        except requests.exceptions.SSLError as exc:
-            raise NetworkFailure(f'TLS verification failed for "{target.host}": {exc}') from exc
         except requests.exceptions.RequestException as exc:
-            raise NetworkFailure(f'Request to "{target.host}" failed: {exc}') from exc
-
-    def _read(self, response: requests.Response, deadline: float) -> bytes:
-        from urllib3.exceptions import HTTPError as Urllib3Error
-        from urllib3.exceptions import ReadTimeoutError
-
-        chunks: list[bytes] = []
-        size = 0
-        try:
-            while True:
-                if time.monotonic() > deadline:
-                    raise NetworkTimeout("Reading the response timed out")
-                chunk = response.raw.read(_CHUNK, decode_content=True)
-                if not chunk:
-                    break
-                size += len(chunk)
-                if size > self._max_bytes:
-                    raise ResponseTooLarge(f"Response body larger than {self._max_bytes} bytes")
-                chunks.append(chunk)
-        except (ReadTimeoutError, TimeoutError) as exc:
-            raise NetworkTimeout("Reading the response timed out") from exc
-        except (Urllib3Error, OSError) as exc:
-            raise NetworkFailure(f"Reading the response failed: {exc}") from exc
-        finally:
-            response.close()
-        return b"".join(chunks)
-
-
-def resolve_reference(location: str, base: ParsedUrl) -> ParsedUrl:
-    """A redirect ``Location`` against the current URL (the WHATWG forms that occur:
-    absolute, scheme-relative, absolute path, query, relative path)."""
-    text = location.strip("".join(chr(c) for c in range(0x21)))
-    text = text.replace("\t", "").replace("\n", "").replace("\r", "")
-    head = text.split("/", 1)[0].split("\\", 1)[0].split("?", 1)[0].split("#", 1)[0]
-    if ":" in head:
-        return parse_url(text)
-    authority = f"{base.protocol}//{base.hostname}{':' + base.port if base.port else ''}"
-    if text[:2] in ("//", "\\\\", "/\\", "\\/"):
-        return parse_url(f"{base.protocol}{text}")
-    if text.startswith(("/", "\\")):
-        return parse_url(authority + text)
-    path, _, _query = base.path.partition("?")
-    if text.startswith("?"):
-        return parse_url(authority + path + text)
-    if text.startswith("#") or text == "":
-        return base
-    directory = path.rsplit("/", 1)[0]
-    return parse_url(f"{authority}{directory}/{text}")
+            raise failure_for(target.host, exc) from exc

@@ -1,8 +1,8 @@
 """The network policy data: ``splice_build/schemas/netpolicy.json``, loaded once.
 
-One file for the Node host (the runtime sends it in the job) and for Python (address
-classification, target checks and the guarded ``requests`` session read the typed
-``NetPolicy``). docs/network-security.md explains every entry.
+Address classification, target checks and the guarded ``requests`` session (which performs
+the sandbox's ``fetch`` too) read the typed ``NetPolicy``. docs/network-security.md explains
+every entry.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ class NetPolicy:
 
 @lru_cache(maxsize=1)
 def policy_json() -> dict[str, Any]:
-    """The raw document (what the runtime puts in the job as ``netPolicy``)."""
+    """The raw document."""
     text = (resources.files("splice_build.schemas") / "netpolicy.json").read_text("utf-8")
     data: dict[str, Any] = json.loads(text)
     return data

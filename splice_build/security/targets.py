@@ -1,7 +1,8 @@
-"""The static half of the network guard in Python: may this URL be requested at all?
+"""The static half of the network guard: may this URL be requested at all?
 
-Mirror of ``runtime/host/net_target.mjs`` (same rules, same reasons; the verdict table in
-tests/network/test_url_table.py runs both): (1) ``http:``/``https:`` only, no credentials;
+The one implementation of these rules: the sandbox's ``fetch`` is performed by the parent
+through ``guarded_http`` (docs/network-security.md), and so are the providers' requests.
+(1) ``http:``/``https:`` only, no credentials;
 (2) the host (lowercased, brackets and one trailing dot removed, WHATWG-normalized by
 ``urls.parse_url``) must match an allowed pattern; (3) IP literals must be public and
 ``localhost``/``*.localhost`` are refused — unless that exact literal, or ``localhost``, is
@@ -84,13 +85,16 @@ def host_grant(host: str, patterns: Sequence[str], policy: NetPolicy) -> Grant:
             raise NetworkDenied(
                 f'Network access to "{host}" is denied: it is not a public address.',
                 REASON_NOT_PUBLIC,
+                host=host,
             )
         return "none"
     if is_localhost_name(host, policy):
         if host == policy.localhost_grant and host in patterns:
             return "localhost"
         raise NetworkDenied(
-            f'Network access to "{host}" is denied: it is not a public address.', REASON_NOT_PUBLIC
+            f'Network access to "{host}" is denied: it is not a public address.',
+            REASON_NOT_PUBLIC,
+            host=host,
         )
     return "none"
 
@@ -111,11 +115,13 @@ def check_target(
         raise NetworkDenied(
             f'Network access to "{host}" is denied: URLs with credentials are not allowed.',
             REASON_CREDENTIALS,
+            host=host,
         )
     if not host_allowed(host, patterns):
         raise NetworkDenied(
             f'Network access to "{host}" is denied: it is not an allowed host.',
             REASON_NOT_DECLARED,
+            host=host,
         )
     grant = host_grant(host, patterns, policy)
     return Target(url=url, host=host, literal=is_ip_literal(host), grant=grant)

@@ -358,3 +358,25 @@ def serialize_ipv6(pieces: list[int]) -> str:
         out += f"{pieces[k]:x}" + (":" if k < 7 else "")
         k += 1
     return out
+
+
+def resolve_reference(location: str, base: ParsedUrl) -> ParsedUrl:
+    """A redirect ``Location`` against the current URL (the WHATWG forms that occur:
+    absolute, scheme-relative, absolute path, query, relative path)."""
+    text = location.strip("".join(chr(c) for c in range(0x21)))
+    text = text.replace("\t", "").replace("\n", "").replace("\r", "")
+    head = text.split("/", 1)[0].split("\\", 1)[0].split("?", 1)[0].split("#", 1)[0]
+    if ":" in head:
+        return parse_url(text)
+    authority = f"{base.protocol}//{base.hostname}{':' + base.port if base.port else ''}"
+    if text[:2] in ("//", "\\\\", "/\\", "\\/"):
+        return parse_url(f"{base.protocol}{text}")
+    if text.startswith(("/", "\\")):
+        return parse_url(authority + text)
+    path, _, _query = base.path.partition("?")
+    if text.startswith("?"):
+        return parse_url(authority + path + text)
+    if text.startswith("#") or text == "":
+        return base
+    directory = path.rsplit("/", 1)[0]
+    return parse_url(f"{authority}{directory}/{text}")

@@ -1,10 +1,13 @@
-"""The verdict table: 170 URL forms through the Node guard (net_target.mjs, one Node process
-for the whole table) and the Python guard (security.urls + security.targets). Both must give
-the expected verdict, and the same normalized host: a URL cannot mean one address to one
-guard and another to the other."""
+"""The verdict table: 170 URL forms through the policy (security.urls + security.targets)
+and end to end: a sandboxed tool fetches each one and the parent decides (in a private
+network namespace whose ``lo`` carries the table's public addresses, so an allowed request
+really arrives and its ``Host`` shows the normalized host). Both must give the expected
+verdict: the tool's WHATWG URL and the parent's reading of it cannot disagree on the
+target."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -12,7 +15,7 @@ import pytest
 from splice_build.security.net_errors import NetworkDenied
 from splice_build.security.targets import check_target
 from splice_build.security.urls import InvalidUrl, parse_url
-from testing.node_guard import run_driver
+from testing.netns import run_in_private_netns
 
 ANY = ("*",)
 LIT = ("127.0.0.1",)
@@ -237,9 +240,15 @@ def _python_verdict(url: str, patterns: tuple[str, ...]) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def node_verdicts() -> list[dict[str, Any]]:
-    answer = run_driver(targets=[{"url": u, "patterns": list(p)} for u, p, _ in TABLE])
-    return [{k: v for k, v in item.items() if k != "message"} for item in answer["targets"]]
+def sandbox_verdicts(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    rows = []
+    for url, patterns, expected in TABLE:
+        want = _expected(expected)
+        rows.append({"url": url, "patterns": list(patterns), "expectHost": want.get("host")})
+    table = tmp_path_factory.mktemp("table") / "table.json"
+    table.write_text(json.dumps(rows), encoding="utf-8")
+    answer = run_in_private_netns("url_table", str(table), timeout=600)
+    return answer["verdicts"]
 
 
 def test_the_table_is_large_enough() -> None:
@@ -247,17 +256,34 @@ def test_the_table_is_large_enough() -> None:
     assert len({(u, p) for u, p, _ in TABLE}) == len(TABLE)
 
 
+@pytest.mark.parametrize(
+    ("index", "url", "patterns", "expected"), [(i, *row) for i, row in enumerate(TABLE)]
+)
+def test_the_policy_gives_the_expected_verdict(
+    index: int, url: str, patterns: tuple[str, ...], expected: str
+) -> None:
+    assert _python_verdict(url, patterns) == _expected(expected)
+
+
 @pytest.mark.node
 @pytest.mark.parametrize(
     ("index", "url", "patterns", "expected"), [(i, *row) for i, row in enumerate(TABLE)]
 )
-def test_node_and_python_agree(
-    node_verdicts: list[dict[str, Any]],
+def test_a_sandboxed_fetch_gets_the_same_verdict(
+    sandbox_verdicts: list[dict[str, Any]],
     index: int,
     url: str,
     patterns: tuple[str, ...],
     expected: str,
 ) -> None:
     want = _expected(expected)
-    assert _python_verdict(url, patterns) == want, "python"
-    assert node_verdicts[index] == want, "node"
+    got = sandbox_verdicts[index]
+    if want["verdict"] != "allow":
+        assert got == want, got
+        return
+    assert got["verdict"] == "allow", got
+    if "host" in got:  # the request arrived: its Host is the normalized host
+        host = got["host"].rsplit(":", 1)[0] if not got["host"].endswith("]") else got["host"]
+        assert host.strip("[]").lower() == want["host"], got
+    else:  # https, where nothing listens: allowed, then refused by the namespace's lo
+        assert url.lower().lstrip().startswith("https:"), got

@@ -61,6 +61,9 @@ def test_run_json_reports_the_layer(tmp_path: Path) -> None:
     assert isolation["layer"] == "os" and isolation["network"] == "none"
     assert isolation["namespaces"] == ["user", "pid", "ipc", "mount", "net"]
     assert isolation["noNewPrivs"] is True and isolation["capabilities"] == "none"
+    from splice_build.runtime.isolation.seccomp import detect as seccomp_support
+
+    assert isolation["seccomp"] == ("sockets denied" if seccomp_support().available else "off")
 
 
 @pytest.mark.node

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import re
 from pathlib import Path
 
@@ -10,6 +12,11 @@ import pytest
 from splice_build.errors import ErrorCode
 from splice_build.runtime.protocol import (
     CapabilityRequest,
+    FetchBody,
+    FetchBodyEnd,
+    FetchCancel,
+    FetchPull,
+    FetchRequest,
     Job,
     ProtocolViolation,
     ResultError,
@@ -105,3 +112,80 @@ def test_output_exactly_at_the_depth_limit_is_accepted() -> None:
     message = parse_child_message(frame)
     assert isinstance(message, ResultOk)
     assert isinstance(message.output, list)
+
+
+# --- fetch frames ---------------------------------------------------------------------------
+
+
+def _fetch(**overrides: object) -> bytes:
+    frame: dict[str, object] = {
+        "type": "fetch",
+        "id": 1,
+        "url": "https://api.example.com/x",
+        "method": "GET",
+        "headers": [["accept", "text/plain"]],
+        "redirect": "follow",
+        "body": False,
+    }
+    frame.update(overrides)
+    return json.dumps(frame).encode()
+
+
+def test_valid_fetch_frames() -> None:
+    assert parse_child_message(_fetch()) == FetchRequest(
+        1, "https://api.example.com/x", "GET", (("accept", "text/plain"),), "follow", False
+    )
+    assert parse_child_message(_fetch(headers=[["X-A", "1"]])).headers == (("x-a", "1"),)
+    data = base64.b64encode(b"\x00\xffbody").decode()
+    assert parse_child_message(
+        json.dumps({"type": "fetch-body", "id": 1, "data": data}).encode()
+    ) == FetchBody(1, b"\x00\xffbody")
+    assert parse_child_message(b'{"type":"fetch-body-end","id":2}') == FetchBodyEnd(2)
+    assert parse_child_message(b'{"type":"fetch-pull","id":2,"chunks":16}') == FetchPull(2, 16)
+    assert parse_child_message(b'{"type":"fetch-cancel","id":2}') == FetchCancel(2)
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        _fetch(id=0),
+        _fetch(id=2**31),
+        _fetch(id="1"),
+        _fetch(url=""),
+        _fetch(url="x" * (16 * 1024 + 1)),
+        _fetch(url=5),
+        _fetch(method="GE T"),
+        _fetch(method="G" * 33),
+        _fetch(method=""),
+        _fetch(redirect="follow-me"),
+        _fetch(body="yes"),
+        _fetch(headers={"a": "b"}),
+        _fetch(headers=[["a"]]),
+        _fetch(headers=[["a", 1]]),
+        _fetch(headers=[["bad name", "v"]]),
+        _fetch(headers=[["a", "line\r\nInjected: 1"]]),
+        _fetch(headers=[["a", "nul\x00"]]),
+        _fetch(headers=[["a", "\u0100"]]),
+        _fetch(headers=[["a", "v"]] * 257),
+        _fetch(headers=[[f"h{i}", "v" * 1000] for i in range(70)]),
+        _fetch(extra=1),
+        b'{"type":"fetch-body","id":1,"data":"not base64!"}',
+        b'{"type":"fetch-body","id":1,"data":"abc"}',
+        b'{"type":"fetch-body","id":1,"data":"' + b"A" * (350 * 1024) + b'"}',
+        b'{"type":"fetch-body","id":1}',
+        b'{"type":"fetch-pull","id":1,"chunks":0}',
+        b'{"type":"fetch-pull","id":1,"chunks":17}',
+        b'{"type":"fetch-pull","id":1,"chunks":1.5}',
+        b'{"type":"fetch-cancel","id":1,"why":"x"}',
+        b'{"type":"fetch-body-end"}',
+    ],
+)
+def test_hostile_fetch_frames_raise_protocol_violation(frame: bytes) -> None:
+    with pytest.raises(ProtocolViolation):
+        parse_child_message(frame)
+
+
+def test_the_job_carries_no_network_policy() -> None:
+    frame = json.loads(Job(entry_url="file:///x.js", input={}, context={}, env={}).encode())
+    assert "netPolicy" not in frame and "testResolver" not in frame
+    assert frame["fetch"] == {"maxInFlight": 6, "chunkBytes": 256 * 1024, "initialCredit": 8}

@@ -79,7 +79,7 @@ def test_redirects_into_refused_targets(server: NetServer, to: str) -> None:
 def test_redirect_limit(server: NetServer) -> None:
     with GuardedSession(["127.0.0.1"]) as http:
         assert http.get(server.url("/chain/5")).redirected
-        with pytest.raises(NetworkFailure, match="More than 5 redirects"):
+        with pytest.raises(NetworkFailure, match="more than 5 redirects"):
             http.get(server.url("/chain/6"))
 
 
@@ -153,9 +153,10 @@ def test_tls_keeps_sni_and_verifies(tmp_path: Path) -> None:
             assert http.get(f"https://localhost:{port}/echo").json()["path"] == "/echo"
         with (
             GuardedSession(["localhost"], resolver=resolver) as http,
-            pytest.raises(NetworkFailure, match="TLS verification failed"),
+            pytest.raises(NetworkFailure, match="TLS verification failed") as caught,
         ):
             http.get(f"https://localhost:{port}/echo")
+    assert caught.value.cause == "UNABLE_TO_GET_ISSUER_CERT_LOCALLY"
 
 
 def test_size_limit_also_after_decoding(server: NetServer) -> None:

@@ -1,55 +1,73 @@
 // ctx.capability(name, args): capability requests with ids over the channel (PROTOCOL.md).
-// The parent enforces every limit again; the checks here only give the tool early, clear errors.
+// The parent enforces every limit again; the checks here only give the tool early, clear
+// errors. Pristine functions only (pristine.mjs): the tool may have replaced any method.
 import { ACCESS_DENIED, HOST_CODES } from './codes.mjs';
 import { jsonString } from './channel.mjs';
 import {
-  MapCtor, PromiseCtor, apply, arrayIncludes, bufferByteLength, mapDelete, mapGet, mapSet,
-  stringify,
+  ErrorCtor, MapCtor, apply, arrayIncludes, bufferByteLength, deferred, hasOwn, mapDelete,
+  mapGet, mapSet, rejected, safeGet, safeString, setOwn, stringify,
 } from './pristine.mjs';
 
 const MAX_ARGS_BYTES = 256 * 1024;
 
 function capabilityError(code, message) {
-  const err = new Error(message);
-  err.code = code === HOST_CODES.PERMISSION_DENIED ? ACCESS_DENIED : String(code);
+  const err = new ErrorCtor(message);
+  setOwn(err, 'code', code === HOST_CODES.PERMISSION_DENIED ? ACCESS_DENIED : safeString(code));
   return err;
+}
+
+function field(frame, key) {
+  return hasOwn(frame, key) ? frame[key] : undefined;
 }
 
 export function createCapabilityClient({ channel, declared }) {
   const pending = new MapCtor();
   let nextId = 1;
+  let listening = false;
 
   const onFrame = (frame) => {
-    if (!frame || frame.type !== 'capability-result') return;
-    const entry = apply(mapGet, pending, [frame.id]);
-    if (!entry) return;
-    apply(mapDelete, pending, [frame.id]);
-    if (frame.error) entry.reject(capabilityError(frame.error.code, String(frame.error.message)));
-    else entry.resolve(frame.result);
+    const id = field(frame, 'id');
+    const entry = apply(mapGet, pending, [id]);
+    if (entry === undefined) return;
+    apply(mapDelete, pending, [id]);
+    const error = field(frame, 'error');
+    if (error !== undefined && error !== null && typeof error === 'object') {
+      entry.reject(capabilityError(field(error, 'code'), safeString(field(error, 'message'))));
+    } else {
+      entry.resolve(field(frame, 'result'));
+    }
   };
 
-  return function capability(name, args = {}) {
-    const capName = String(name);
+  return function capability(name, args = undefined) {
+    const capName = safeString(name);
     if (!apply(arrayIncludes, declared, [capName])) {
-      return PromiseCtor.reject(
-        capabilityError(HOST_CODES.PERMISSION_DENIED, `Capability "${capName}" is not declared in manifest permissions.capabilities`),
-      );
+      return rejected(capabilityError(
+        HOST_CODES.PERMISSION_DENIED,
+        `Capability "${capName}" is not declared in manifest permissions.capabilities`,
+      ));
     }
     let argsJson;
     try {
-      argsJson = stringify(args === undefined ? {} : args);
+      argsJson = args === undefined ? '{}' : stringify(args);
     } catch (err) {
-      return PromiseCtor.reject(capabilityError(HOST_CODES.INVALID_INPUT, `Capability arguments are not JSON: ${err.message}`));
+      return rejected(capabilityError(
+        HOST_CODES.INVALID_INPUT, `Capability arguments are not JSON: ${safeString(safeGet(err, 'message'))}`,
+      ));
     }
     if (argsJson === undefined) argsJson = 'null';
     if (apply(bufferByteLength, Buffer, [argsJson, 'utf8']) > MAX_ARGS_BYTES) {
-      return PromiseCtor.reject(capabilityError(HOST_CODES.INPUT_TOO_LARGE, 'Capability arguments exceed 256 KiB'));
+      return rejected(capabilityError(HOST_CODES.INPUT_TOO_LARGE, 'Capability arguments exceed 256 KiB'));
     }
-    const id = nextId++;
-    channel.startReading(onFrame);
-    return new PromiseCtor((resolve, reject) => {
-      apply(mapSet, pending, [id, { resolve, reject }]);
-      channel.sendRaw(`{"type":"capability","id":${id},"name":${jsonString(capName)},"args":${argsJson}}`);
-    });
+    const id = nextId;
+    nextId += 1;
+    if (!listening) {
+      listening = true;
+      channel.on('capability-result', onFrame);
+      channel.listen();
+    }
+    const box = deferred();
+    apply(mapSet, pending, [id, { __proto__: null, resolve: box.resolve, reject: box.reject }]);
+    channel.sendRaw(`{"type":"capability","id":${id},"name":${jsonString(capName)},"args":${argsJson}}`);
+    return box.promise;
   };
 }

@@ -1,20 +1,24 @@
 // The sandbox host: reads one job from the parent, hardens the process, imports the tool's
 // entry module and sends exactly one result frame (PROTOCOL.md). Started by
-// splice_build/runtime/sandbox.py as `node <flags> host.mjs <in-fd> <out-fd>`.
+// splice_build/runtime/sandbox.py as `node <flags> host.mjs <in-fd> <out-fd> [fetch]`
+// (`fetch`: the package may use the network, so the web streams its fetch needs are
+// captured while the process waits for its job).
 import './pristine.mjs';
 import { ACCESS_DENIED, HOST_CODES } from './codes.mjs';
 import { Channel, jsonString } from './channel.mjs';
 import { harden, installEnvironment, installStdio } from './harden.mjs';
 import { installModuleGuard } from './module_guard.mjs';
-import { createGuardedFetch, tableResolver } from './net_guard.mjs';
+import { createFetch } from './fetch.mjs';
 import { createCapabilityClient } from './capability.mjs';
 import {
-  apply, freeze, processOn, reallyExit, safeGet, safeString, stringify, writeSync,
+  apply, captureWebStreams, formatWithOptions, freeze, processOn, reallyExit, safeGet,
+  safeString, setOwn, settle, stringify, writeSync,
 } from './pristine.mjs';
 
 const EXIT_HOST_FAILURE = 70;
 
 const channel = new Channel(Number(process.argv[2]), Number(process.argv[3]));
+if (process.argv[4] === 'fetch') captureWebStreams();
 let finished = false;
 
 function finish(jsonText) {
@@ -64,24 +68,28 @@ const permissions = deepFreeze(context.permissions);
 
 function installGuards() {
   installModuleGuard(context.paths.package);
-  // netPolicy is schemas/netpolicy.json, sent by the parent (the host cannot read that file);
-  // testResolver exists only when a Python test passed SpliceRuntime(_unsafe_test_resolver=…).
-  const guardedFetch = createGuardedFetch({
-    patterns: permissions.network || [],
-    policy: deepFreeze(job.netPolicy),
-    resolve: job.testResolver ? tableResolver(deepFreeze(job.testResolver)) : undefined,
-  });
+  // The tool's requests are performed by the parent under its network policy (fetch.mjs).
+  const guardedFetch = createFetch({ channel, limits: deepFreeze(job.fetch) });
   return harden({ guardedFetch });
 }
 
-let logger;
+const LOG_OPTIONS = freeze({ __proto__: null, colors: false });
+
+/** ctx.log: the arguments formatted as console.error would, written to stderr directly. */
+function log(...args) {
+  const list = [LOG_OPTIONS];
+  for (let i = 0; i < args.length; i += 1) setOwn(list, i + 1, args[i]);
+  apply(writeSync, undefined, [2, `${apply(formatWithOptions, undefined, list)}\n`]);
+}
+
 try {
   installEnvironment(job.env || {});
   // unsafeInProcessGuardsOff exists only when a Python test passed
   // SpliceRuntime(_unsafe_in_process_guards_off=True) (Node then runs without --permission
   // too): no guard at all, to prove what the OS layer alone stops. No package, variable or
   // file can set it.
-  logger = job.unsafeInProcessGuardsOff === true ? installStdio() : installGuards();
+  if (job.unsafeInProcessGuardsOff === true) installStdio();
+  else installGuards();
 } catch (err) {
   hostFailure('hardening', err);
 }
@@ -97,7 +105,7 @@ const ctx = freeze({
   tool: context.tool,
   paths: freeze({ project: context.paths.project, package: context.paths.package }),
   permissions,
-  log: freeze((...args) => logger.error(...args)),
+  log: freeze(log),
   capability: freeze(
     createCapabilityClient({ channel, declared: freeze([...(permissions.capabilities || [])]) }),
   ),
@@ -105,7 +113,7 @@ const ctx = freeze({
 
 let entry;
 try {
-  entry = await import(job.entryUrl);
+  entry = await settle(import(job.entryUrl));
 } catch (err) {
   fail(errorCode(err) || HOST_CODES.TOOL_LOAD_FAILED, `Could not load tool: ${messageOf(err)}`);
 }

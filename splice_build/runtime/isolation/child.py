@@ -4,8 +4,9 @@ Without the OS layer the child arms the parent-death signal, sets the resource l
 ``no_new_privs`` and execs Node. With it (``IsolationPlan.os_layer``):
 
 1. the child (C1, the process ``Popen`` started) arms the parent-death signal and enters new
-   user, PID, IPC and mount namespaces, plus a network namespace when the package has no
-   network grant (only ``lo``, down), mapping its own uid and gid;
+   user, PID, IPC, mount and network namespaces (the network one has only ``lo``, down,
+   whatever the package's grants: its requests are performed by the parent), mapping its
+   own uid and gid;
 2. it forks C2, the first process of the new PID namespace (PID 1): a new PID namespace
    applies to children only. C1 closes every descriptor, waits for C2 and ends the way C2
    ended (exit code or signal): the parent's ``Popen`` and process-group kill keep working,
@@ -14,6 +15,9 @@ Without the OS layer the child arms the parent-death signal, sets the resource l
    the tool's own processes), sets the namespace's ``pid_max`` when the kernel allows it,
    applies the limits, drops every capability and sets ``no_new_privs``; then Popen execs
    Node in it.
+
+In every mode but ``in-process`` the last step before exec is the seccomp filter against
+sockets (seccomp.py), where the kernel allows it.
 
 As PID 1 of its namespace Node ignores signals it has no handler for when they come from
 inside (SIGXFSZ is ignored anyway, see rlimits.py); SIGKILL from the parent always works,
@@ -26,7 +30,7 @@ import os
 import signal
 from collections.abc import Callable
 
-from splice_build.runtime.isolation import rlimits
+from splice_build.runtime.isolation import rlimits, seccomp
 from splice_build.runtime.isolation.kernel import (
     CLONE_NEWIPC,
     CLONE_NEWNET,
@@ -41,14 +45,12 @@ EXIT_PARENT_GONE = 71
 _WAITER_NAME = b"splice-ns-wait"
 
 
-def namespace_flags(isolate_network: bool) -> int:
-    flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNS
-    return flags | CLONE_NEWNET if isolate_network else flags
+NAMESPACE_FLAGS = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNS | CLONE_NEWNET
 
 
-def enter_namespaces(kernel: Kernel, isolate_network: bool, uid: int, gid: int) -> None:
+def enter_namespaces(kernel: Kernel, uid: int, gid: int) -> None:
     """Step 1 (in C1)."""
-    kernel.unshare(namespace_flags(isolate_network))
+    kernel.unshare(NAMESPACE_FLAGS)
     kernel.map_ids(uid, gid)
 
 
@@ -83,6 +85,8 @@ def make_preexec(plan: IsolationPlan, parent_pid: int) -> Callable[[], None]:
     """The ``preexec_fn`` for one sandbox process (libc is looked up here, in the parent)."""
     kernel = Kernel.load()
     uid, gid = os.geteuid(), os.getegid()
+    arch = seccomp.current_arch() if plan.seccomp else None
+    socket_filter = seccomp.Filter.build(arch) if arch is not None else None
 
     def setup() -> None:
         if kernel is not None:
@@ -91,7 +95,7 @@ def make_preexec(plan: IsolationPlan, parent_pid: int) -> Callable[[], None]:
                 os._exit(EXIT_PARENT_GONE)
         if plan.os_layer:
             assert kernel is not None, "BUG: an OS layer without libc"
-            enter_namespaces(kernel, plan.isolate_network, uid, gid)
+            enter_namespaces(kernel, uid, gid)
             child = kernel.fork()
             if child > 0:
                 become_waiter(kernel, child)
@@ -100,6 +104,8 @@ def make_preexec(plan: IsolationPlan, parent_pid: int) -> Callable[[], None]:
         if plan.no_new_privs and kernel is not None:
             kernel.no_new_privs()
         rlimits.apply_limits(plan.limits, kernel)
+        if socket_filter is not None:
+            socket_filter.install()
 
     return setup
 
@@ -113,7 +119,7 @@ def probe(kernel: Kernel, last_cap: int, report_fd: int) -> None:
         os.write(report_fd, text.encode("utf-8", "replace"))
 
     try:
-        enter_namespaces(kernel, True, os.geteuid(), os.getegid())
+        enter_namespaces(kernel, os.geteuid(), os.getegid())
         child = kernel.fork()
     except OSError as exc:
         report(f"fail {exc.strerror}")

@@ -58,10 +58,7 @@ def _namespace_layers(support: IsolationSupport) -> list[Layer]:
         Layer(
             "network namespace",
             on,
-            "tools without a network grant: only lo, down; tools with one keep the host "
-            "network and the in-process guard"
-            if on
-            else why,
+            "every tool: only lo, down (its requests are performed by the parent)" if on else why,
         ),
     ]
 
@@ -92,7 +89,11 @@ def machine_report(env: Mapping[str, str], mode: str) -> dict[str, Any]:
     cgroup = support.cgroup
     layers = [
         node_layer,
-        Layer("in-process guards", True, "module guard, guarded fetch, process locks"),
+        Layer(
+            "in-process guards",
+            True,
+            "module guard, process locks; fetch is a shim whose requests the parent performs",
+        ),
         *_namespace_layers(support),
         Layer(
             "no_new_privs",
@@ -103,9 +104,10 @@ def machine_report(env: Mapping[str, str], mode: str) -> dict[str, Any]:
         ),
         Layer(
             "seccomp",
-            False,
-            "no seccomp filter is installed: namespaces, an empty capability set and "
-            "no_new_privs stand in its place",
+            support.seccomp.available and mode != "in-process",
+            "isolation = in-process: the filter is not installed"
+            if mode == "in-process"
+            else support.seccomp.detail,
         ),
         Layer("resource limits", True, limits),
         _process_limit(support),

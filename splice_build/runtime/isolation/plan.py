@@ -33,19 +33,21 @@ DEFAULT_MODE = "auto"
 class IsolationPlan:
     """The layers applied between fork and exec of one sandbox process."""
 
-    os_layer: bool  # user, PID, IPC and mount namespaces, a private /proc, no capabilities
-    isolate_network: bool  # an empty network namespace (the package has no network grant)
+    # user, PID, IPC, mount and network namespaces (the network one always empty: a tool's
+    # requests are the parent's), a private /proc, no capabilities
+    os_layer: bool
     pid_max: int | None  # the PID namespace's pid_max, when the kernel allows setting it
     no_new_privs: bool
     last_cap: int
     limits: rlimits.Limits = field(default_factory=rlimits.Limits)
+    seccomp: bool = False  # the filter against sockets (isolation/seccomp.py)
     reasons: tuple[str, ...] = ()  # why a layer is not applied (for the report)
 
     @property
     def namespaces(self) -> tuple[str, ...]:
         if not self.os_layer:
             return ()
-        return ("user", "pid", "ipc", "mount", *(("net",) if self.isolate_network else ()))
+        return ("user", "pid", "ipc", "mount", "net")
 
     def to_json(self) -> dict[str, Any]:
         processes: list[str] = []
@@ -56,8 +58,9 @@ class IsolationPlan:
         out: dict[str, Any] = {
             "layer": "os" if self.os_layer else "in-process",
             "namespaces": list(self.namespaces),
-            "network": "none" if self.isolate_network else "host",
+            "network": "none" if self.os_layer else "host",
             "noNewPrivs": self.no_new_privs,
+            "seccomp": "sockets denied" if self.seccomp else "off",
             "capabilities": "none" if self.os_layer else "inherited",
             "limits": self.limits.to_json(),
             "processLimit": processes,
@@ -86,8 +89,9 @@ def configured_mode(env: Mapping[str, str]) -> str:
     return check_mode(value, source=str(home.config_file))
 
 
-def plan_for(mode: str, support: IsolationSupport, *, network: bool) -> IsolationPlan:
-    """The plan of a package (``network``: it has a network grant) under ``mode``.
+def plan_for(mode: str, support: IsolationSupport) -> IsolationPlan:
+    """The plan of a sandbox process under ``mode`` (the same for every package: a network
+    grant changes what the parent fetches, never the tool's own network).
 
     Raises ``SandboxError(ISOLATION_UNAVAILABLE)`` for ``require-os`` without the OS layer.
     """
@@ -95,10 +99,13 @@ def plan_for(mode: str, support: IsolationSupport, *, network: bool) -> Isolatio
     if mode == "require-os" and not os_layer:
         raise unavailable_error(support)
     reasons = () if os_layer else support.reasons(mode)
+    seccomp = mode != "in-process" and support.seccomp.available
+    if mode != "in-process" and not seccomp:
+        reasons = (*reasons, f"seccomp: {support.seccomp.detail}")
     in_user_namespace = os_layer and not support.root
     return IsolationPlan(
         os_layer=os_layer,
-        isolate_network=os_layer and not network,
+        seccomp=seccomp,
         pid_max=rlimits.PID_MAX if os_layer and support.pid_max else None,
         no_new_privs=support.no_new_privs,
         last_cap=support.last_cap,

@@ -2,7 +2,8 @@
 
 ``detect()`` forks a throw-away child that performs every step of the OS layer without exec
 (child.probe: namespaces, ID maps, the PID-1 fork, a private /proc, pid_max, capability
-drop) and reads back which step failed and why; ``no_new_privs`` is tried in a child too.
+drop) and reads back which step failed and why; ``no_new_privs`` and the seccomp filter
+(seccomp.detect: a real ``socket()`` must fail) are tried in children too.
 Nothing is inferred from sysctl names or kernel versions, so what ``splice doctor`` reports
 is what a sandbox process will get. A probe costs a few milliseconds; its result is cached.
 """
@@ -17,6 +18,8 @@ from functools import lru_cache
 
 from splice_build.runtime.isolation.cgroup import CgroupStatus, detect_cgroup
 from splice_build.runtime.isolation.kernel import Kernel, last_capability
+from splice_build.runtime.isolation.seccomp import SeccompStatus
+from splice_build.runtime.isolation.seccomp import detect as detect_seccomp
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,7 @@ class IsolationSupport:
     root: bool
     last_cap: int
     cgroup: CgroupStatus
+    seccomp: SeccompStatus
 
     def reasons(self, mode: str) -> tuple[str, ...]:
         """Why the OS layer is not applied under ``mode``."""
@@ -80,7 +84,9 @@ def detect() -> IsolationSupport:
     last_cap = last_capability()
     if kernel is None:
         why = "not Linux" if not sys.platform.startswith("linux") else "libc cannot be loaded"
-        return IsolationSupport(False, why, False, why, False, why, root, last_cap, detect_cgroup())
+        return IsolationSupport(
+            False, why, False, why, False, why, root, last_cap, detect_cgroup(), detect_seccomp()
+        )
     report = _run_probe(kernel, last_cap)
     nnp_reason = _probe_no_new_privs(kernel)
     kind, _, rest = report.partition(" ")
@@ -96,6 +102,7 @@ def detect() -> IsolationSupport:
             root,
             last_cap,
             detect_cgroup(),
+            detect_seccomp(),
         )
 
     if kind != "ok":
@@ -115,4 +122,5 @@ def detect() -> IsolationSupport:
         root=root,
         last_cap=last_cap,
         cgroup=detect_cgroup(),
+        seccomp=detect_seccomp(),
     )

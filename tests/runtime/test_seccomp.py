@@ -1,0 +1,196 @@
+"""The seccomp filter against sockets, tested by doing the forbidden thing for real inside
+the sandbox and checking the errno (isolation/seccomp.py; bubblewrap's test-seccomp.py does
+the same): every address family and socket type, socketpair, io_uring, the x32 ABI and the
+i386 entry point; Node still starts and runs. Also the report (plan, doctor) and the
+fallback when the filter cannot be installed."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from splice_build.runtime import SpliceRuntime
+from splice_build.runtime.isolation import doctor, plan, seccomp, support
+from splice_build.runtime.isolation.child import make_preexec
+from testing.hostile_packages import write_package
+
+pytestmark = pytest.mark.skipif(
+    not seccomp.detect().available, reason=f"no seccomp filter here: {seccomp.detect().detail}"
+)
+
+# Runs inside the filtered process: every family × type through socket(), socketpair(),
+# io_uring_setup and the x32 number of socket() through syscall(); one JSON line out.
+PROBE = r"""
+import ctypes, errno, json, os, socket
+out = {"socket": {}, "other": {}}
+for family in range(0, 46):
+    for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM, socket.SOCK_RAW, socket.SOCK_SEQPACKET):
+        try:
+            socket.socket(family, kind).close()
+            out["socket"][f"{family}/{kind}"] = "created"
+        except OSError as exc:
+            out["socket"][f"{family}/{kind}"] = exc.errno
+try:
+    socket.socketpair()
+    out["other"]["socketpair"] = "created"
+except OSError as exc:
+    out["other"]["socketpair"] = exc.errno
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def raw(number, *args):
+    result = libc.syscall(ctypes.c_long(number), *[ctypes.c_long(a) for a in args])
+    return "ok" if result >= 0 else ctypes.get_errno()
+arch = os.uname().machine
+SOCKET = {"x86_64": 41, "aarch64": 198}[arch]
+out["other"]["io_uring_setup"] = raw(425, 1, 0)
+out["other"]["io_uring_enter"] = raw(426, 0, 0, 0, 0, 0)
+out["other"]["io_uring_register"] = raw(427, 0, 0, 0, 0)
+out["other"]["raw socket"] = raw(SOCKET, socket.AF_INET, socket.SOCK_STREAM, 0)
+if arch == "x86_64":
+    out["other"]["x32 socket"] = raw(SOCKET | 0x40000000, socket.AF_INET, socket.SOCK_STREAM, 0)
+r, w = os.pipe()
+out["other"]["pipe, write, read"] = os.write(w, b"ok") == 2 and os.read(r, 2) == b"ok"
+out["other"]["getpid"] = os.getpid() > 0
+print(json.dumps(out))
+"""
+
+# x86_64 machine code: socket(AF_INET, SOCK_STREAM, 0) through the i386 entry (int 0x80,
+# eax = 359), then return eax. A filter without the architecture check would let it through.
+I386_SOCKET = bytes.fromhex("b867010000bb02000000b90100000031d2cd80c3")
+I386_PROBE = r"""
+import ctypes, mmap, sys
+code = bytes.fromhex(sys.argv[1])
+page = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+page.write(code)
+address = ctypes.addressof(ctypes.c_char.from_buffer(page))
+result = ctypes.CFUNCTYPE(ctypes.c_int)(address)()
+print(result)
+"""
+
+
+def _plans() -> list[tuple[str, plan.IsolationPlan]]:
+    found = support.detect()
+    auto = plan.plan_for("auto", found)
+    only_filter = plan.IsolationPlan(
+        os_layer=False, pid_max=None, no_new_privs=True, last_cap=found.last_cap, seccomp=True
+    )
+    return [("auto", auto), ("filter alone", only_filter)]
+
+
+def _run_filtered(
+    isolation: plan.IsolationPlan, code: str, *args: str
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=make_preexec(isolation, os.getpid()),
+        env={"PATH": os.environ.get("PATH", "")},
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("label", "isolation"), _plans(), ids=lambda v: v if isinstance(v, str) else ""
+)
+def test_every_socket_family_and_type_is_refused(label: str, isolation: plan.IsolationPlan) -> None:
+    assert isolation.seccomp, label
+    done = _run_filtered(isolation, PROBE)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.splitlines()[-1])
+    assert set(out["socket"].values()) == {errno.EPERM}, out["socket"]
+    assert out["other"].pop("socketpair") == errno.EPERM
+    assert out["other"].pop("raw socket") == errno.EPERM
+    if "x32 socket" in out["other"]:
+        assert out["other"].pop("x32 socket") == errno.EPERM
+    for name in ("io_uring_setup", "io_uring_enter", "io_uring_register"):
+        assert out["other"].pop(name) == errno.ENOSYS, name
+    assert out["other"] == {"pipe, write, read": True, "getpid": True}
+
+
+def test_without_the_filter_the_same_probe_creates_sockets() -> None:
+    """The probe can fail: unfiltered, the same code creates sockets (and io_uring exists
+    or is refused by the kernel for its own reasons, never by us)."""
+    done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=60)
+    out = json.loads(done.stdout.splitlines()[-1])
+    assert "created" in out["socket"].values()
+    assert out["other"]["socketpair"] == "created"
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the i386 entry point is x86_64's")
+def test_a_system_call_of_another_architecture_kills_the_process() -> None:
+    unfiltered = subprocess.run(
+        [sys.executable, "-c", I386_PROBE, I386_SOCKET.hex()], capture_output=True, text=True
+    )
+    if unfiltered.returncode != 0:
+        pytest.skip(reason=f"no i386 emulation in this kernel (exit {unfiltered.returncode})")
+    assert int(unfiltered.stdout) >= 0  # a real socket descriptor
+    _label, isolation = _plans()[1]
+    filtered = _run_filtered(isolation, I386_PROBE, I386_SOCKET.hex())
+    assert filtered.returncode == -signal.SIGSYS, (filtered.returncode, filtered.stderr)
+
+
+@pytest.mark.node
+def test_node_runs_and_every_socket_api_gets_eperm(tmp_path: Path) -> None:
+    """With the in-process guards off (no permission model, no module guard), a tool that
+    opens sockets through every API Node has is refused by the kernel, and still runs."""
+    body = r"""
+import net from 'node:net'; import dgram from 'node:dgram'; import os from 'node:os';
+const attempt = (make) => new Promise((resolve) => {
+  try { make(resolve); } catch (e) { resolve(e.code ?? String(e)); } });
+export default async () => ({
+  tcp4: await attempt((r) => net.connect(9, '127.0.0.1').on('error', (e) => r(e.code)).on('connect', () => r('connected'))),
+  tcp6: await attempt((r) => net.connect(9, '::1').on('error', (e) => r(e.code)).on('connect', () => r('connected'))),
+  listen: await attempt((r) => net.createServer().on('error', (e) => r(e.code)).listen(0, () => r('listening'))),
+  unix: await attempt((r) => net.connect('/tmp/splice-seccomp.sock').on('error', (e) => r(e.code)).on('connect', () => r('connected'))),
+  udp4: await attempt((r) => dgram.createSocket('udp4').on('error', (e) => r(e.code)).bind(0, () => r('bound'))),
+  udp6: await attempt((r) => dgram.createSocket('udp6').on('error', (e) => r(e.code)).bind(0, () => r('bound'))),
+  interfaces: await attempt((r) => { os.networkInterfaces(); r('listed'); }),
+  node: process.version,
+});
+"""
+    project = tmp_path / "project"
+    project.mkdir()
+    pkg = write_package(tmp_path / "pkgs", body)
+    runtime = SpliceRuntime(project_root=project, env={}, _unsafe_in_process_guards_off=True)
+    result = runtime.execute(runtime.load(pkg), "t", {})
+    assert result.ok, result.to_json()
+    assert result.isolation is not None and result.isolation.seccomp
+    output = result.output
+    assert output.pop("node").startswith("v24.")
+    assert output.pop("interfaces") == "ERR_SYSTEM_ERROR"  # getifaddrs needs a netlink socket
+    assert output == dict.fromkeys(["tcp4", "tcp6", "listen", "unix", "udp4", "udp6"], "EPERM")
+
+
+def test_the_plan_and_doctor_report_the_filter() -> None:
+    found = support.detect()
+    auto = plan.plan_for("auto", found)
+    assert auto.to_json()["seccomp"] == "sockets denied"
+    assert plan.plan_for("in-process", found).to_json()["seccomp"] == "off"
+    layers = {layer["name"]: layer for layer in doctor.machine_report({}, "auto")["layers"]}
+    assert layers["seccomp"]["active"] is True
+    assert "socket and socketpair refused" in layers["seccomp"]["detail"]
+
+
+def test_where_it_cannot_be_installed_the_reason_is_shown(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(seccomp.platform, "machine", lambda: "riscv64")
+    status = seccomp.detect.__wrapped__()
+    assert status == seccomp.SeccompStatus(
+        False, "no filter is written for the riscv64 architecture"
+    )
+    found = support.detect()
+    missing = plan.plan_for("auto", type(found)(**{**found.__dict__, "seccomp": status}))
+    assert missing.seccomp is False
+    assert missing.to_json()["seccomp"] == "off"
+    assert (
+        "seccomp: no filter is written for the riscv64 architecture"
+        in missing.to_json()["unavailable"]
+    )
