@@ -18,7 +18,12 @@ VECTORS = load("names")
 def _package_ref(text: str) -> dict[str, str]:
     ref = PackageRef.parse(text)
     package = ref.package
-    return {"namespace": package.namespace, "name": package.name, "id": package.id, "range": str(ref.range)}
+    return {
+        "namespace": package.namespace,
+        "name": package.name,
+        "id": package.id,
+        "range": str(ref.range),
+    }
 
 
 def _tool_ref(text: str) -> dict[str, str]:
