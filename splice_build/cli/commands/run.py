@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from splice_build.cli import arg_types
 from splice_build.errors import ErrorCode, SandboxError, UsageError
 
 if TYPE_CHECKING:
@@ -27,7 +28,9 @@ NEEDS_PROJECT = False
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("tool_ref", metavar="<pkg>.<tool>", help="e.g. example.hello")
+    parser.add_argument(
+        "tool_ref", type=arg_types.tool_ref, metavar="<pkg>.<tool>", help="e.g. example.hello"
+    )
     parser.add_argument("pairs", nargs="*", metavar="key=value", help="input properties")
     parser.add_argument("--input", dest="input_json", metavar="JSON", help="input object")
     parser.add_argument("--dir", dest="package_dir", metavar="PATH", help="run a package directory")
