@@ -15,7 +15,7 @@ import pytest
 from splice_build.errors import ErrorCode, SpecError
 from splice_build.spec.archive import archive_format, pack_archive, read_archive
 from splice_build.spec.digests import integrity_of
-from testing.archives import RawEntry, gzip_bytes, gzip_bomb, legacy_bundle, raw_tar
+from testing.archives import RawEntry, gzip_bomb, gzip_bytes, legacy_bundle, raw_tar
 from testing.compat import load, params
 
 VECTORS = load("archive")
