@@ -192,6 +192,19 @@ def stringify(value: object, *, indent: int | None = None) -> str:
     return _encode(value, indent, None)
 
 
+def dumps(value: object, *, indent: int | None = None) -> str:
+    """``json.dumps(value, ensure_ascii=False)``, compact or with ``indent``, by the C encoder.
+
+    A value nested deeper than the C encoder recurses is written by ``stringify``, compactly:
+    indenting N levels costs N² spaces, and output is no place for a 100,000-level staircase.
+    """
+    separators = (",", ": ") if indent is not None else (",", ":")
+    try:
+        return json.dumps(value, ensure_ascii=False, indent=indent, separators=separators)
+    except RecursionError:
+        return stringify(value)
+
+
 def canonical(value: object) -> str:
     """Canonical JSON: keys sorted by UTF-16 code units, no whitespace."""
     return _encode(value, None, _utf16_key)

@@ -18,6 +18,7 @@ from splice_build.registry.service.artifacts import read_artifact
 from splice_build.registry.service.deps import Deps
 from splice_build.registry.service.publish import download_url
 from splice_build.registry.service.signing import version_signatures
+from splice_build.spec import json_text
 from splice_build.spec.js_number import js_number
 
 MAX_QUERY = 100
@@ -131,7 +132,7 @@ def version(deps: Deps, namespace: str, name: str, number: str, *, base_url: str
     return {
         "name": package_row.id,
         "version": row.version,
-        "manifest": json.loads(row.manifest),
+        "manifest": json_text.parse(row.manifest),
         "integrity": row.integrity,
         "size": row.size,
         "publishedAt": row.published_at,
