@@ -185,9 +185,11 @@ def _scalar(text: str, index: int) -> tuple[Any, int]:
 
 
 def stringify(value: object, *, indent: int | None = None) -> str:
-    """``JSON.stringify(value, null, indent)``; object keys keep their order.
+    """``JSON.stringify(value, null, indent)``.
 
-    Raises TypeError for values without a JSON form (non-string keys, other types).
+    Object keys come in JavaScript's property order: keys that are array indices (``"0"``,
+    ``"17"``) first, in numeric order, then the others in insertion order. Raises TypeError
+    for values without a JSON form (non-string keys, other types).
     """
     return _encode(value, indent, None)
 
@@ -233,7 +235,7 @@ def _encode(
             for key in pending:
                 if not isinstance(key, str):
                     raise TypeError(f"JSON object keys must be strings, not {key!r}")
-            members = sorted(pending.items(), key=sort_key) if sort_key else pending.items()
+            members = sorted(pending.items(), key=sort_key) if sort_key else _js_order(pending)
             out.append("{")
             stack.append((True, iter(members), [0]))
         elif isinstance(pending, list | tuple):
@@ -265,6 +267,24 @@ def _encode(
 
 
 _END = object()
+_MAX_ARRAY_INDEX = 2**32 - 2
+
+
+def _array_index(key: str) -> int | None:
+    """The index a key names when JavaScript treats it as an array index, else None."""
+    if not key or not key.isascii() or not key.isdigit() or (len(key) > 1 and key[0] == "0"):
+        return None
+    index = int(key) if len(key) <= 10 else _MAX_ARRAY_INDEX + 1
+    return index if index <= _MAX_ARRAY_INDEX else None
+
+
+def _js_order(members: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    items = list(members.items())
+    indexed = [(index, item) for item in items if (index := _array_index(item[0])) is not None]
+    if not indexed:
+        return items
+    first = [item for _, item in sorted(indexed, key=lambda pair: pair[0])]
+    return first + [item for item in items if _array_index(item[0]) is None]
 
 
 def _primitive(value: object) -> str | None:
