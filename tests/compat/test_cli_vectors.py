@@ -13,6 +13,7 @@ from splice_build.cli.commands.run import build_input
 from splice_build.errors import SpliceError
 from testing.cli import run_splice
 from testing.compat import load, params
+from testing.packages import write_package
 from testing.skill_runner import skill_dir
 
 VECTORS = load("cli")
@@ -77,3 +78,28 @@ def test_run_input_building(case: dict[str, Any]) -> None:
         build_input(case.get("input"), case["pairs"], schema)
     assert caught.value.exit_code == 2
     assert re.search(case.get("here", case["errorMatch"]), caught.value.message)
+
+
+@pytest.mark.parametrize("case", params(VECTORS["pack"]["cases"], label="name"))
+def test_pack(case: dict[str, Any], tmp_path: Path) -> None:
+    package = write_package(tmp_path / "pkg", files=case.get("add"))
+    for relative in case.get("remove", ()):
+        (package / relative).unlink()
+    for link, target in case.get("link", {}).items():
+        (package / link).symlink_to(package / target)
+    runs = [
+        run_splice("--json", "pack", str(package), "--out", str(tmp_path / f"{n}.tar.gz"))
+        for n in range(2 if case.get("twice") else 1)
+    ]
+    done = runs[0]
+    assert done.code == case["code"], done
+    if case["code"] == 0:
+        assert done.json()["files"] == case["files"]
+        assert len({run.json()["integrity"] for run in runs}) == 1
+        return
+    error = done.json()["error"]
+    assert error["code"] == case["error"]
+    if "messageMatch" in case:
+        assert re.search(case["messageMatch"], error["message"])
+    if "detailsMatch" in case:
+        assert any(re.search(case["detailsMatch"], d) for d in error.get("details", ()))
