@@ -46,7 +46,7 @@ def _global_options(*, suppress: bool) -> argparse.ArgumentParser:
     return parent
 
 
-def _load_commands() -> dict[str, ModuleType]:
+def load_commands() -> dict[str, ModuleType]:
     modules = (importlib.import_module(f"splice_build.cli.commands.{m}") for m in COMMAND_MODULES)
     return {module.NAME: module for module in modules}
 
@@ -117,7 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     home = Path(env.get("SPLICE_HOME") or Path.home() / ".splice")
     try:
         with error_handler(out, home=home, verbose="--verbose" in argv):
-            commands = _only_command(argv) or _load_commands()
+            commands = _only_command(argv) or load_commands()
             parser = build_parser(commands)
             if not argv:
                 parser.print_help(sys.stderr)

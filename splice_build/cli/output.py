@@ -44,7 +44,9 @@ class Output:
     def result(self, data: Any, text: str | Callable[[], str] | None = None) -> None:
         """Print the command's result: JSON under ``--json`` (or without a text form)."""
         if self.json_mode or text is None:
-            self._write(self._stdout, json.dumps(data, indent=2, ensure_ascii=False))
+            from splice_build.spec.json_text import dumps
+
+            self._write(self._stdout, dumps(data, indent=2))
             return
         rendered = text() if callable(text) else text
         if rendered:

@@ -35,4 +35,5 @@ COMMAND_MODULES: tuple[str, ...] = (
     "sync",
     "workspace",
     "doctor",
+    "help",
 )

@@ -8,7 +8,6 @@ a backend failure the client cannot fix becomes -32603 and is logged.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 from splice_build.errors import ErrorCode, SpliceError
 from splice_build.mcp import mapping
 from splice_build.mcp.interface import Backend, ServerInfo, UnknownResource, UnknownTool
+from splice_build.spec import json_text
 from splice_build.spec.json_depth import nesting_depth
 from splice_build.spec.limits import MAX_INPUT_DEPTH
 
@@ -55,8 +55,8 @@ def parse_message(data: bytes | str) -> Any:
     """Decode one JSON-RPC message (or batch); raises ParseError."""
     try:
         text = data.decode("utf-8") if isinstance(data, bytes) else data
-        return json.loads(text)
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        return json_text.parse(text)
+    except (UnicodeDecodeError, ValueError) as exc:
         raise ParseError(str(exc)) from exc
 
 
@@ -69,7 +69,7 @@ def error_response(request_id: Any, code: int, message: str, data: Any = None) -
 
 def encode(message: Mapping[str, Any] | list[Any]) -> bytes:
     """One compact JSON line (no newline); non-ASCII kept, control characters escaped."""
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return json_text.dumps(message).encode("utf-8")
 
 
 class _RpcError(Exception):

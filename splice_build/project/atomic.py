@@ -64,8 +64,14 @@ def atomic_write_bytes(
 def atomic_write_json(
     path: Path, value: object, *, mode: int = 0o644, exclusive: bool = False
 ) -> bool:
-    """Write ``value`` as ``JSON.stringify(value, null, 2)`` plus a trailing newline."""
-    text = json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+    """Write ``value`` as ``JSON.stringify(value, null, 2)`` plus a trailing newline.
+
+    The text is JavaScript's to the byte (``spec.json_text``): a file written here is the file
+    the TypeScript Splice writes for the same value.
+    """
+    from splice_build.spec.json_text import stringify
+
+    text = stringify(value, indent=2) + "\n"
     return atomic_write_bytes(path, text.encode("utf-8"), mode=mode, exclusive=exclusive)
 
 

@@ -4,9 +4,10 @@ interfaces.md 2.2::
 
     { "lockfileVersion": 1, "packages": { "@ns/name": LockEntry } }
 
-Entries are written with the key order of the TypeScript Splice (``version``, ``integrity``,
-``size?``, ``files?``, ``registry``, ``resolved``, ``permissions?``, ``signedBy?``), package ids
-in JavaScript's sort order, 2-space JSON and a trailing newline. An empty lock deletes the
+Entries are written byte for byte as the TypeScript Splice writes them (docs/compatibility.md,
+"splice.lock"): its key order (``version``, ``integrity``, ``size?``, ``files?``, ``registry``,
+``resolved``, ``permissions?``, ``signedBy?``), package ids in JavaScript's sort order,
+``JSON.stringify(…, null, 2)`` and a trailing newline. An empty lock deletes the
 file. The legacy ``splice-lock.json`` is read when ``splice.lock`` is missing and deleted on
 the next write. Every malformed field is reported as ``INVALID_PROJECT`` ("malformed entry
 for @a/b: …"). No credential is ever stored here.
@@ -55,13 +56,14 @@ class LockEntry:
     signed_by: str | None = None
 
     def to_json(self) -> dict[str, Any]:
+        """The TypeScript Splice's key order; ``registry`` is always written (from ``resolved``
+        when the entry has none)."""
         out: dict[str, Any] = {"version": self.version, "integrity": self.integrity}
         if self.size is not None:
             out["size"] = self.size
         if self.files is not None:
             out["files"] = self.files
-        if self.registry is not None:
-            out["registry"] = self.registry
+        out["registry"] = self.registry if self.registry is not None else registry_of(self.resolved)
         out["resolved"] = self.resolved
         if self.permissions is not None:
             out["permissions"] = self.permissions.to_json()
@@ -187,9 +189,17 @@ def _parse_entry(key: str, raw: object, problems: list[str]) -> LockEntry | None
         problems.extend(f"malformed entry for {key}: {p}" for p in found)
         return None
     assert version is not None and integrity is not None and resolved is not None
-    if registry is None and "/packages/" in resolved:
-        registry = resolved.rsplit("/packages/", 1)[0]
+    if registry is None:
+        registry = registry_of(resolved)
     return LockEntry(version, integrity, resolved, registry, size, files, permissions, signed_by)
+
+
+def registry_of(resolved: str) -> str:
+    """The registry base URL of a download URL ``<registry>/packages/<ns>/<name>/<v>/download``:
+    the text before the last ``/packages/``, or the whole URL when there is none (as TS reads
+    locks that predate the ``registry`` field)."""
+    at = resolved.rfind("/packages/")
+    return resolved[:at] if at > 0 else resolved
 
 
 def _string(

@@ -6,9 +6,11 @@ interfaces.md 2.1::
 
 The file marks the project root (found by walking up from the current directory). It is
 parsed once into a :class:`ProjectFile` whose ids and ranges are valid; every problem is
-reported as ``INVALID_PROJECT`` naming the field. Writes are atomic, 2-space JSON with a
-trailing newline and package ids in JavaScript's sort order. Top-level keys this version
-does not know are kept and written back, so a newer tool's settings are not lost.
+reported as ``INVALID_PROJECT`` naming the field. Writes are atomic and byte for byte what the
+TypeScript Splice writes (docs/compatibility.md, "splice.json"): ``JSON.stringify(…, null, 2)``
+plus a newline, keys ``specVersion``, ``packages`` (ids in JavaScript's sort order),
+``registry``. Top-level keys this version does not know are kept and written back after them,
+so a newer tool's settings are not lost.
 
 Writers that read, modify and write must hold ``lock(ProjectLayout(root).state_lock)``
 around the whole cycle; the save functions themselves do not lock (the lock is not
@@ -61,10 +63,11 @@ class ProjectFile:
         object.__setattr__(self, "extra", MappingProxyType(dict(self.extra)))
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"specVersion": self.spec_version}
+        """The TypeScript Splice's key order (``specVersion``, ``packages``, ``registry``), then
+        the keys only this implementation writes, then unknown keys as they were read."""
+        out: dict[str, Any] = {"specVersion": self.spec_version, "packages": dict(self.packages)}
         if self.registry is not None:
             out["registry"] = self.registry
-        out["packages"] = dict(self.packages)
         if self.require_signatures:
             out["requireSignatures"] = list(self.require_signatures)
         out.update(self.extra)

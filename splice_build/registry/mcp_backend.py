@@ -14,7 +14,6 @@ matching version, invalid arguments) become ``isError`` results ``CODE: message`
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -34,6 +33,7 @@ from splice_build.registry.db.interface import Version
 from splice_build.registry.service import read
 from splice_build.registry.service.artifacts import read_artifact
 from splice_build.registry.service.deps import Deps
+from splice_build.spec import json_text
 
 if TYPE_CHECKING:
     from splice_build.spec.names import PackageRef
@@ -216,7 +216,7 @@ class RegistryDiscoveryBackend:
         summary = read.package(self._deps, namespace, name)
         versions = [entry["version"] for entry in summary["versions"]]
         row = self._version(ref.package.id, self._resolve(ref, summary["latest"], versions))
-        manifest = Manifest.from_dict(json.loads(row.manifest))
+        manifest = Manifest.from_dict(json_text.parse(row.manifest))
         tools = []
         for descriptor in describe_tools(manifest):
             tool = {key: descriptor[key] for key in _PUBLIC_TOOL_KEYS}

@@ -15,12 +15,12 @@ The normalized manifest is what registries store and compare: fixed key order
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import Any
 
 from splice_build.errors import ErrorCode, SpecError
+from splice_build.spec import json_text
 from splice_build.spec.names import PackageId, is_valid_name, is_valid_package_id
 from splice_build.spec.paths import is_safe_relative_path
 from splice_build.spec.permissions import Permissions
@@ -69,10 +69,10 @@ class Tool:
             "name": self.name,
             "description": self.description,
             "entry": self.entry,
-            "input": _json_copy(self.input),
+            "input": json_text.copy(self.input),
         }
         if self.output is not None:
-            out["output"] = _json_copy(self.output)
+            out["output"] = json_text.copy(self.output)
         if self.timeout_ms is not None:
             out["timeoutMs"] = self.timeout_ms
         return out
@@ -108,8 +108,8 @@ class Manifest:
             except UnicodeDecodeError:
                 raise _invalid(["manifest.json is not valid UTF-8"]) from None
         try:
-            raw = json.loads(text.removeprefix("\ufeff"), parse_constant=_reject_constant)
-        except (ValueError, RecursionError) as exc:
+            raw = json_text.parse(text.removeprefix("\ufeff"))
+        except ValueError as exc:
             raise _invalid([f"manifest.json is not valid JSON: {exc}"]) from None
         return cls.from_dict(raw)
 
@@ -150,7 +150,7 @@ class Manifest:
         if self.homepage is not None:
             out["homepage"] = self.homepage
         if self.agent is not None:
-            out["agent"] = _json_copy(self.agent)
+            out["agent"] = json_text.copy(self.agent)
         if self.dependencies is not None:
             out["dependencies"] = dict(self.dependencies)
         return out
@@ -158,11 +158,6 @@ class Manifest:
 
 def _invalid(errors: list[str]) -> SpecError:
     return SpecError(ErrorCode.INVALID_MANIFEST, "manifest.json is invalid", details=errors)
-
-
-def _reject_constant(name: str) -> NoReturn:
-    # Python's json accepts NaN and Infinity; JSON (and JSON.parse) does not.
-    raise ValueError(f"{name} is not valid JSON")
 
 
 def _validate(raw: object) -> tuple[list[str], Permissions]:
@@ -261,8 +256,8 @@ def _build(raw: dict[str, Any], permissions: Permissions) -> Manifest:
             name=t["name"],
             description=t["description"],
             entry=t["entry"],
-            input=_json_copy(t["input"]),
-            output=_json_copy(t["output"]) if "output" in t else None,
+            input=json_text.copy(t["input"]),
+            output=json_text.copy(t["output"]) if "output" in t else None,
             timeout_ms=int(t["timeoutMs"]) if "timeoutMs" in t else None,
         )
         for t in raw.get("tools", ())
@@ -289,24 +284,3 @@ def _build(raw: dict[str, Any], permissions: Permissions) -> Manifest:
         agent=agent,
         dependencies=dict(raw["dependencies"]) if "dependencies" in raw else None,
     )
-
-
-def _json_copy(value: Any) -> Any:
-    """Deep copy of a JSON value without recursion (``default`` values may nest deeply)."""
-    if not isinstance(value, dict | list):
-        return value
-    root: Any = {} if isinstance(value, dict) else []
-    stack = [(value, root)]
-    while stack:
-        source, target = stack.pop()
-        items = source.items() if isinstance(source, dict) else enumerate(source)
-        for key, item in items:
-            copy: Any = item
-            if isinstance(item, dict | list):
-                copy = {} if isinstance(item, dict) else []
-                stack.append((item, copy))
-            if isinstance(target, dict):
-                target[key] = copy
-            else:
-                target.append(copy)
-    return root

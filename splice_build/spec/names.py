@@ -124,7 +124,10 @@ class ToolRef:
 
     @classmethod
     def parse(cls, text: str) -> ToolRef:
-        """Split at the LAST dot (tool names have none); raises SpecError INVALID_REF."""
+        """Split at the LAST dot (tool names have none).
+
+        Raises SpecError INVALID_REF, or INVALID_NAME for a malformed ``@ns/name`` package.
+        """
         trimmed = js_trim(text) if isinstance(text, str) else ""
         dot = trimmed.rfind(".")
         if dot <= 0 or dot == len(trimmed) - 1:
@@ -137,7 +140,10 @@ class ToolRef:
             raise SpecError(
                 ErrorCode.INVALID_REF, f"Invalid tool name {_quote(tool)} in {_quote(text)}."
             )
-        if not (is_valid_name(package) or is_valid_package_id(package)):
+        if package.startswith("@"):
+            # A qualified package is parsed as an id: a bad one is INVALID_NAME, as in TS.
+            return cls(PackageId.parse(package).id, tool)
+        if not is_valid_name(package):
             raise SpecError(
                 ErrorCode.INVALID_REF, f"Invalid package name {_quote(package)} in {_quote(text)}."
             )

@@ -3,8 +3,11 @@
 The walk skips every name starting with ``.`` (``.git``, ``.env``, ``.DS_Store``) and every
 ``node_modules``, refuses symbolic links and anything that is not a regular file or a
 directory, and stops at 500 files and at 2 MiB per file without reading further. Files are
-opened with ``O_NOFOLLOW`` so a file swapped for a link during the walk is refused too. Errors
-are SpecError(INVALID_BUNDLE) naming the path, relative to the package directory.
+opened with ``O_NOFOLLOW`` so a file swapped for a link during the walk is refused too.
+
+Every error is SpecError(INVALID_PACKAGE), as the TypeScript ``splice pack`` reports them: the
+message says what is wrong and the details name the path (relative to the package directory)
+or list every problem of an invalid package.
 """
 
 from __future__ import annotations
@@ -42,8 +45,13 @@ class PackResult:
 
 def _refuse(message: str, relative: str, reason: str) -> SpecError:
     return SpecError(
-        ErrorCode.INVALID_BUNDLE, message, details=[f"entry {quote_path(relative)}: {reason}"]
+        ErrorCode.INVALID_PACKAGE, message, details=[f"entry {quote_path(relative)}: {reason}"]
     )
+
+
+def _as_package_error(exc: SpecError) -> SpecError:
+    """An archive rule broken while packing is a package problem: same message and details."""
+    return SpecError(ErrorCode.INVALID_PACKAGE, exc.message, details=exc.details)
 
 
 def _read_regular(path: Path, relative: str) -> bytes:
@@ -85,13 +93,13 @@ def _walk(directory: Path, prefix: str, out: PackageFiles) -> None:
 def collect_package_files(directory: Path) -> dict[str, bytes]:
     """The files ``directory`` would pack, sorted by path (UTF-16 code units).
 
-    Raises SpecError(INVALID_BUNDLE) for a missing directory, a symbolic link, a special file,
+    Raises SpecError(INVALID_PACKAGE) for a missing directory, a symbolic link, a special file,
     an unreadable entry, an unsafe or non-UTF-8 name, case-insensitive duplicates, more than
     500 files or a file over 2 MiB.
     """
     if not directory.is_dir():
         raise _refuse("Not a package directory", str(directory), "not a directory")
-    collected = PackageFiles(ErrorCode.INVALID_BUNDLE)
+    collected = PackageFiles(ErrorCode.INVALID_PACKAGE)
     _walk(directory, "", collected)
     return {path: collected.files[path] for path in sorted(collected.files, key=utf16_sort_key)}
 
@@ -99,14 +107,16 @@ def collect_package_files(directory: Path) -> dict[str, bytes]:
 def pack_directory(directory: Path) -> PackResult:
     """Collect, validate (``validate_package_files``) and pack a package directory.
 
-    Raises SpecError: INVALID_BUNDLE from collecting or packing, and whatever
-    ``validate_package_files`` raises for an invalid package.
+    Raises SpecError(INVALID_PACKAGE) for every problem: collecting, validating or packing.
     """
     from splice_build.spec.package import validate_package_files
 
     files = collect_package_files(directory)
     manifest = validate_package_files(files)
-    archive = pack_archive(files)
+    try:
+        archive = pack_archive(files)
+    except SpecError as exc:
+        raise _as_package_error(exc) from exc
     return PackResult(
         manifest=manifest,
         files=files,

@@ -6,7 +6,13 @@ prerelease satisfies nothing but an exact range naming it, so a prerelease is ne
 up by accident.
 
 Comparison is semver precedence: build metadata is ignored by every comparison, ``==``
-included (``1.0.0+a == 1.0.0+b``); ``str()`` keeps it.
+included (``1.0.0+a == 1.0.0+b``); ``str()`` keeps it. Numeric prerelease identifiers are
+compared as JavaScript numbers (doubles), as the TypeScript Splice compares them, so two
+that differ only beyond 2**53 are equal.
+
+A version string has no length limit (only the manifest's ``version`` field has one, 64
+characters, checked by the manifest schema); a major, minor or patch number beyond
+JavaScript's safe integers is not a version.
 """
 
 from __future__ import annotations
@@ -18,8 +24,11 @@ from enum import StrEnum
 
 from splice_build.errors import ErrorCode, SpecError
 
-MAX_VERSION_LENGTH = 64  # interfaces.md 1.2 (manifest ``version``)
 _MAX_SAFE_INTEGER = 2**53 - 1  # the TypeScript parser rejects what a JS number cannot hold
+_MAX_SAFE_DIGITS = len(str(_MAX_SAFE_INTEGER))
+# Numeric prerelease identifiers longer than this stay text (Python's int() refuses very long
+# digit strings); they still compare as numbers.
+_MAX_EXACT_DIGITS = 4000
 
 _IDENT = r"(?:0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*)"
 _VERSION = re.compile(
@@ -57,12 +66,12 @@ class Version:
     def is_prerelease(self) -> bool:
         return bool(self.prerelease)
 
-    def _key(self) -> tuple[int, int, int, tuple[tuple[int, int | str], ...]]:
+    def _key(self) -> tuple[int, int, int, tuple[tuple[int, float | str], ...]]:
         # A release sorts after all of its prereleases; numeric identifiers sort before
         # alphanumeric ones; a shorter prerelease sorts first when it is a prefix.
         if not self.prerelease:
             return (self.major, self.minor, self.patch, ((1, 0),))
-        ids = tuple((0, i) if isinstance(i, int) else (1, i) for i in self.prerelease)
+        ids = tuple(_precedence(i) for i in self.prerelease)
         return (self.major, self.minor, self.patch, ((0, 0), *ids))
 
     def __eq__(self, other: object) -> bool:
@@ -103,20 +112,39 @@ class Version:
 
 
 def _parse(text: object) -> Version | None:
-    if not isinstance(text, str) or len(text) > MAX_VERSION_LENGTH:
+    if not isinstance(text, str):
         return None
     match = _VERSION.fullmatch(text)
     if match is None:
+        return None
+    if any(len(match.group(i)) > _MAX_SAFE_DIGITS for i in (1, 2, 3)):
         return None
     major, minor, patch = (int(match.group(i)) for i in (1, 2, 3))
     if max(major, minor, patch) > _MAX_SAFE_INTEGER:
         return None
     prerelease = tuple(
-        int(part) if part.isdigit() else part
-        for part in (match.group(4).split(".") if match.group(4) else ())
+        _identifier(part) for part in (match.group(4).split(".") if match.group(4) else ())
     )
     build = tuple(match.group(5).split(".")) if match.group(5) else ()
     return Version(major, minor, patch, prerelease, build)
+
+
+def _identifier(part: str) -> Identifier:
+    if part.isdigit() and len(part) <= _MAX_EXACT_DIGITS:
+        return int(part)
+    return part
+
+
+def _precedence(identifier: Identifier) -> tuple[int, float | str]:
+    """Numeric identifiers (as JavaScript numbers) sort before alphanumeric ones."""
+    if isinstance(identifier, int):
+        try:
+            return (0, float(identifier))
+        except OverflowError:
+            return (0, float("inf"))
+    if identifier.isdigit():  # a numeric identifier too long to be kept as an int
+        return (0, float(identifier))
+    return (1, identifier)
 
 
 def is_valid_version(text: object) -> bool:

@@ -29,14 +29,14 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from string import Template
 from typing import Any
 
+from splice_build.spec import json_text
 from splice_build.spec.paths import utf16_len
 
 PathElement = str | int
@@ -61,15 +61,10 @@ def is_blank(text: str) -> bool:
 
 def js_literal(value: object) -> str:
     """``JSON.stringify(value)`` for a message (integral floats print as integers)."""
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return "null"
-        if value.is_integer() and abs(value) < 1e21:
-            return str(int(value))
     try:
-        return json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError, RecursionError):
-        return str(value)
+        return json_text.stringify(value)
+    except TypeError:
+        return f"<{type(value).__name__}>"
 
 
 def format_path(root: str, path: Iterable[PathElement]) -> str:
@@ -132,7 +127,7 @@ class SchemaValidator:
         """``check`` without the fast path: always asks jsonschema (tests compare the two)."""
         raw = [
             (tuple(error.absolute_path), error.validator, error)
-            for error in self._validator().iter_errors(instance)
+            for error in self._validator().iter_errors(_shallow_repr(instance))
         ]
         superseded = {path for path, keyword, _ in raw if keyword in _SUPERSEDING}
         problems = []
@@ -180,14 +175,16 @@ class SchemaValidator:
         where = format_path(root, path)
         if template is None:
             return f"{where}: {error.message}"
-        values = {
-            "path": where,
-            "parent": format_path(root, path[:-1]),
-            "key": str(path[-1]) if path else "",
-            "value": js_literal(error.instance),
-            "limit": js_literal(error.validator_value),
-            **(variables or {}),
-        }
+        values = _Values(
+            {
+                "path": lambda: where,
+                "parent": lambda: format_path(root, path[:-1]),
+                "key": lambda: str(path[-1]) if path else "",
+                "value": lambda: js_literal(error.instance),
+                "limit": lambda: js_literal(error.validator_value),
+            },
+            variables or {},
+        )
         return Template(template).substitute(values)
 
     def _resolve(self, schema: Any) -> Any:
@@ -212,6 +209,56 @@ class SchemaValidator:
             key.append(names.index(element) if element in names else -1)
             node = self._resolve(properties.get(element, {}))
         return tuple(key)
+
+
+class _Values(Mapping[str, str]):
+    """Template variables computed only when a message uses them (``$value`` may be huge)."""
+
+    def __init__(self, lazy: Mapping[str, Callable[[], str]], fixed: Mapping[str, str]) -> None:
+        self._lazy = lazy
+        self._fixed = fixed
+
+    def __getitem__(self, name: str) -> str:
+        if name in self._fixed:
+            return self._fixed[name]
+        return self._lazy[name]()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter({**self._lazy, **self._fixed})
+
+    def __len__(self) -> int:
+        return len({**self._lazy, **self._fixed})
+
+
+class _DeepList(list[Any]):
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "[...]"
+
+
+class _DeepDict(dict[str, Any]):
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "{...}"
+
+
+# jsonschema writes repr(instance) into its messages, and repr recurses: containers this deep
+# print as ``[...]``/``{...}`` so a document nested 100,000 levels gets messages, not a crash.
+_REPR_DEPTH = 32
+
+
+def _shallow_repr(instance: object) -> object:
+    """A copy of ``instance`` (equal to it) whose containers below ``_REPR_DEPTH`` repr shortly."""
+    return json_text.copy(instance, _repr_container)
+
+
+def _repr_container(original: json_text.Container, depth: int) -> json_text.Container:
+    deep = depth > _REPR_DEPTH
+    if isinstance(original, dict):
+        return _DeepDict() if deep else {}
+    return _DeepList() if deep else []
 
 
 def compile_schema(

@@ -49,7 +49,9 @@ def test_round_trip_key_order_and_sorted_ids(tmp_path: Path) -> None:
         "permissions",
         "signedBy",
     ]
-    assert list(document["packages"]["@a/b"]) == ["version", "integrity", "resolved"]
+    # TS always writes registry, from resolved when the entry has none.
+    assert list(document["packages"]["@a/b"]) == ["version", "integrity", "registry", "resolved"]
+    assert document["packages"]["@a/b"]["registry"] == "http://r"
     assert text.startswith('{\n  "lockfileVersion": 1,\n  "packages": {\n    "@a/b": {\n')
     loaded = load_lockfile(tmp_path)
     assert loaded.get("@z/last") == _full_entry()

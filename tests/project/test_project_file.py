@@ -47,8 +47,9 @@ def test_registry_key_order_and_unknown_keys_kept(tmp_path: Path) -> None:
     pf = load_project_file(tmp_path)
     assert pf.registry == "local"  # stored as written; resolve_registry expands it
     save_project_file(tmp_path, pf.without_package("@a/b"))
+    # The TypeScript Splice's order (specVersion, packages, registry), then unknown keys.
     assert (tmp_path / "splice.json").read_text() == (
-        '{\n  "specVersion": 1,\n  "registry": "local",\n  "packages": {},\n  "$schema": "x"\n}\n'
+        '{\n  "specVersion": 1,\n  "packages": {},\n  "registry": "local",\n  "$schema": "x"\n}\n'
     )
 
 

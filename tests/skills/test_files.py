@@ -67,7 +67,7 @@ def _code(result: dict[str, Any]) -> str:
 def test_package_is_valid_official_skill() -> None:
     manifest = validate_package_files(package_files("files"))
     raw = json.loads(package_files("files")["manifest.json"])
-    assert (manifest.id, manifest.version) == ("@splice/files", "0.1.1")
+    assert (manifest.id, manifest.version) == ("@splice/files", "0.1.2")
     assert raw["runtime"] == {"type": "node", "minNodeVersion": "22.18.0"}
     assert raw["permissions"] == {
         "fs": {"read": ["workspace"], "write": ["workspace"]},

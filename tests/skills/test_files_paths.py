@@ -1,11 +1,11 @@
-"""The path table of @splice/files (seed 004), run through the real tools in the real sandbox.
+"""The path table of @splice/files (docs/skills.md), run through the real tools in the real sandbox.
 
 Every refused path gets its exact code from ``read``, ``write`` and ``list``, and nothing is
 created; every accepted path is written, lands at exactly that literal name inside workspace/
 (never percent-decoded, never Unicode-normalized) and reads back. Canaries outside workspace/
 prove nothing else was read or written.
 
-Decision recorded here and in docs/skills.md: the seed's ``credentials*`` and ``secret(s)*`` are
+Decision recorded here and in docs/skills.md: the rules' ``credentials*`` and ``secret(s)*`` are
 globs, so every name *starting* with "credentials" or "secret" is refused, ``secretary.txt``
 included; names that merely contain the word (``my-secrets.txt``, ``top-secret.md``) are not.
 """
@@ -32,14 +32,8 @@ REFUSED: list[tuple[str, str]] = [
     ("//?/C:/Windows/win.ini", OUT),
     ("//./COM1", OUT),
     ("//", OUT),
-    ("\\\\server\\share\\x", OUT),
-    ("\\\\?\\C:\\x", OUT),
-    ("\\\\.\\pipe\\x", OUT),
-    ("\\etc\\passwd", OUT),
-    ("\\", OUT),
     # drive letters (absolute and drive-relative)
     ("C:/Windows/win.ini", OUT),
-    ("c:\\x", OUT),
     ("C:x", OUT),
     ("Z:", OUT),
     ("d:/", OUT),
@@ -48,8 +42,7 @@ REFUSED: list[tuple[str, str]] = [
     ("~", OUT),
     ("~/x", OUT),
     ("~root/.bashrc", OUT),
-    ("~\\x", OUT),
-    # parent segments, also with Windows separators and trimmed dots/spaces
+    # parent segments
     ("..", OUT),
     ("../x", OUT),
     ("../../etc/passwd", OUT),
@@ -57,19 +50,30 @@ REFUSED: list[tuple[str, str]] = [
     ("a/..", OUT),
     ("a/b/../c", OUT),
     ("../", OUT),
-    ("..\\x", OUT),
-    ("a\\..\\..\\x", OUT),
-    (".. /x", OUT),
-    ("a/.. ", OUT),
-    (".../x", OUT),
-    ("a/..../b", OUT),
-    (".. ./x", OUT),
-    # order of concern: leaving the sandbox is reported before anything else
+    # the order of the rules (the TypeScript files skill's): length, NUL and backslash first,
+    # then absolute forms, then each segment in turn ("..", empty, Windows names, credentials)
     ("../.env", OUT),
-    ("CON/../x", OUT),
     ("/.ssh/id_rsa", OUT),
-    ("a\\b\\..\\..\\..\\x", OUT),
-    ("../" + "a" * 600, OUT),
+    ("../" + "a" * 600, BAD),
+    ("\\\\server\\share\\x", BAD),
+    ("\\\\?\\C:\\x", BAD),
+    ("\\\\.\\pipe\\x", BAD),
+    ("\\etc\\passwd", BAD),
+    ("\\", BAD),
+    ("c:\\x", BAD),
+    ("~\\x", BAD),
+    ("..\\x", BAD),
+    ("a\\..\\..\\x", BAD),
+    ("a\\b\\..\\..\\..\\x", BAD),
+    ("CON/../x", BAD),
+    ("a\tb/../x", BAD),
+    ("../a\tb", OUT),
+    # Windows trims trailing dots and spaces: ".. " and "..." are refused as such names
+    (".. /x", BAD),
+    ("a/.. ", BAD),
+    (".../x", BAD),
+    ("a/..../b", BAD),
+    (".. ./x", BAD),
     # length
     ("a" * 513, BAD),
     ("a/" * 256 + "x", BAD),
@@ -90,11 +94,12 @@ REFUSED: list[tuple[str, str]] = [
     # empty and "." segments
     ("", BAD),
     ("a//b", BAD),
-    ("a/", BAD),
-    ("./a", BAD),
     (".", BAD),
+    ("./", BAD),
+    ("././a", BAD),
     ("a/./b", BAD),
     ("a/.", BAD),
+    ("a///b/", BAD),
     # reserved device names, with any extension, any case, superscript digits
     ("CON", BAD),
     ("con", BAD),
@@ -142,9 +147,10 @@ REFUSED: list[tuple[str, str]] = [
     ("PROGRA~1", BAD),
     ("file~1.txt", BAD),
     ("docs/ENVFIL~2.TXT", BAD),
-    # order of concern: a malformed path is reported before a credential name in it
+    # a malformed path is reported before a credential name in it, segment by segment
     ("a\\.env", BAD),
-    (".env/CON", BAD),
+    ("CON/.env", BAD),
+    (".env/CON", SENSITIVE),
     ("a" * 600 + "/.env", BAD),
     # credential-like names, in any segment and any case
     (".env", SENSITIVE),
@@ -277,6 +283,16 @@ ACCEPTED: list[str] = [
     "d/" * 255 + "xy",  # exactly 512 characters
 ]
 
+# One leading "./" (and slashes after it) and trailing slashes are dropped, as in TS:
+# (given, the path the tools answer with and create).
+NORMALIZED: list[tuple[str, str]] = [
+    ("./dot-slash.txt", "dot-slash.txt"),
+    (".//dot-slashes.txt", "dot-slashes.txt"),
+    ("trailing-slash.txt/", "trailing-slash.txt"),
+    ("trailing-slashes.txt///", "trailing-slashes.txt"),
+    ("./norm/both.txt/", "norm/both.txt"),
+]
+
 
 @pytest.fixture(scope="module")
 def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SkillProject, Canaries]]:
@@ -289,7 +305,7 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SkillPro
 
 
 def test_table_size() -> None:
-    assert len(REFUSED) + len(ACCEPTED) >= 150
+    assert len(REFUSED) + len(ACCEPTED) + len(NORMALIZED) >= 150
     assert len({path for path, _ in REFUSED}) == len(REFUSED)
     assert len(set(ACCEPTED)) == len(ACCEPTED)
     assert len("d/" * 255 + "xy") == 512
@@ -322,7 +338,7 @@ def test_refused_by_write_and_nothing_is_created(sandbox: tuple[SkillProject, Ca
 def test_refused_by_list(sandbox: tuple[SkillProject, Canaries]) -> None:
     """Every third row (each category is represented): list shares read's checks, "." aside."""
     project, canaries = sandbox
-    table = [(path, code) for path, code in REFUSED[::3] if path != "."]
+    table = [(path, code) for path, code in REFUSED[::3] if path not in ("", ".", "./")]
     results = project.run_many("list", [{"path": path, "recursive": True} for path, _ in table])
     _expect(results, table)
     canaries.assert_untouched(results)
@@ -350,4 +366,25 @@ def test_accepted_paths_are_literal_names_inside_workspace(
     assert listing["ok"] and listing["output"]["hidden"] == 0
     files = {e["path"] for e in listing["output"]["entries"] if e["type"] == "file"}
     assert files >= set(ACCEPTED) - {"d/" * 255 + "xy"}  # deeper than the 16 listed levels
+    canaries.assert_untouched(writes, reads, listing)
+
+
+def test_normalized_paths_name_the_trimmed_path(sandbox: tuple[SkillProject, Canaries]) -> None:
+    project, canaries = sandbox
+    writes = project.run_many(
+        "write", [{"path": given, "content": f"content of {shown}"} for given, shown in NORMALIZED]
+    )
+    assert [w["output"]["path"] if w["ok"] else w["error"] for w in writes] == [
+        shown for _, shown in NORMALIZED
+    ]
+    for _, shown in NORMALIZED:
+        on_disk = project.workspace.joinpath(*shown.split("/"))
+        assert on_disk.read_text(encoding="utf-8") == f"content of {shown}"
+    reads = project.run_many("read", [{"path": given} for given, _ in NORMALIZED])
+    assert [(r["output"]["path"], r["output"]["content"]) for r in reads] == [
+        (shown, f"content of {shown}") for _, shown in NORMALIZED
+    ]
+    listing = project.run("list", {"path": "./norm/"})
+    assert listing["output"]["path"] == "norm"
+    assert [e["path"] for e in listing["output"]["entries"]] == ["norm/both.txt"]
     canaries.assert_untouched(writes, reads, listing)

@@ -177,9 +177,6 @@ def test_tool_ref_parse(text: str, package: str, tool: str, qualified: bool) -> 
         "Example.hello",
         "example.Hello",
         "example.1hello",
-        "@Splice/example.hello",
-        "@splice/ex.ample.hello",  # split at the last dot: package "@splice/ex.ample"
-        "@splice.hello",
         "exa mple.hello",
     ],
 )
@@ -187,6 +184,21 @@ def test_tool_ref_parse_invalid(text: str) -> None:
     with pytest.raises(SpecError) as info:
         ToolRef.parse(text)
     assert info.value.code is ErrorCode.INVALID_REF
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "@Splice/example.hello",
+        "@splice/ex.ample.hello",  # split at the last dot: package "@splice/ex.ample"
+        "@splice.hello",
+    ],
+)
+def test_tool_ref_with_a_malformed_qualified_package_is_invalid_name(text: str) -> None:
+    """A package starting with ``@`` is parsed as a package id, as the TypeScript Splice does."""
+    with pytest.raises(SpecError) as info:
+        ToolRef.parse(text)
+    assert info.value.code is ErrorCode.INVALID_NAME
 
 
 def test_tool_ref_constructor_checks_parts() -> None:

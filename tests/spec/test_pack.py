@@ -21,7 +21,7 @@ GOLDEN_INTEGRITY = "sha256-ae2773a7920cf409ebba3ea1d3fc694f6ad671947318504be1704
 def _refused(directory: Path) -> SpecError:
     with pytest.raises(SpecError) as caught:
         collect_package_files(directory)
-    assert caught.value.code == ErrorCode.INVALID_BUNDLE
+    assert caught.value.code == ErrorCode.INVALID_PACKAGE  # as the TypeScript pack reports it
     return caught.value
 
 
@@ -141,3 +141,13 @@ def test_pack_directory_refuses_an_invalid_package(tmp_path: Path) -> None:
     with pytest.raises(SpecError) as caught:
         pack_directory(tmp_path)
     assert any("SKILL.md" in detail for detail in caught.value.details)
+
+
+def test_archive_errors_while_packing_are_invalid_package(tmp_path: Path) -> None:
+    """A file name ustar cannot hold is found by the archive writer, reported as a package error."""
+    write_package(tmp_path, files={"x" * 150 + ".js": "export {}"})
+    with pytest.raises(SpecError) as caught:
+        pack_directory(tmp_path)
+    assert caught.value.code == ErrorCode.INVALID_PACKAGE
+    assert caught.value.message == "Path too long for a tar archive"
+    assert "cannot be split" in caught.value.details[0]

@@ -10,6 +10,7 @@ import argparse
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from splice_build.cli import arg_types
 from splice_build.cli.context import CommandContext
 
 if TYPE_CHECKING:
@@ -37,7 +38,11 @@ def add_install_options(parser: argparse.ArgumentParser) -> None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "packages", nargs="+", metavar="pkg[@range]", help="e.g. @splice/example@^0.1.0"
+        "packages",
+        nargs="+",
+        type=arg_types.package_ref,
+        metavar="pkg[@range]",
+        help="e.g. @splice/example@^0.1.0",
     )
     add_install_options(parser)
 

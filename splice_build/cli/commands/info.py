@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from splice_build.cli import arg_types
 from splice_build.cli.context import CommandContext
 
 NAME = "info"
@@ -13,7 +14,7 @@ NEEDS_PROJECT = False
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("package", help="@namespace/name[@range]")
+    parser.add_argument("package", type=arg_types.package_ref, help="@namespace/name[@range]")
 
 
 def _installed(ctx: CommandContext, package_id: str) -> dict[str, Any] | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from splice_build.cli import arg_types
 from splice_build.cli.context import CommandContext
 from splice_build.errors import UsageError
 
@@ -23,7 +24,7 @@ ACTIONS = ("info", "add-maintainer", "remove-maintainer")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     # One flat parser (no nested sub-parsers) so the global options work after any word.
     parser.add_argument("action", choices=ACTIONS, help="what to do")
-    parser.add_argument("namespace", help="the namespace (acme or @acme)")
+    parser.add_argument("namespace", type=arg_types.namespace, help="the namespace (acme or @acme)")
     parser.add_argument("user", nargs="?", help="add-/remove-maintainer: the user")
 
 

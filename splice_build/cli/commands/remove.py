@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from splice_build.cli import arg_types
 from splice_build.cli.commands.add import open_splice
 from splice_build.cli.context import CommandContext
 
@@ -14,7 +15,11 @@ NEEDS_PROJECT = True
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "packages", nargs="+", metavar="pkg", help="package ids, e.g. @splice/example"
+        "packages",
+        nargs="+",
+        type=arg_types.package_id,
+        metavar="pkg",
+        help="package ids, e.g. @splice/example",
     )
 
 

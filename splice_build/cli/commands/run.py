@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from splice_build.cli import arg_types
 from splice_build.errors import ErrorCode, SandboxError, UsageError
 
 if TYPE_CHECKING:
@@ -27,33 +28,25 @@ NEEDS_PROJECT = False
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("tool_ref", metavar="<pkg>.<tool>", help="e.g. example.hello")
+    parser.add_argument(
+        "tool_ref", type=arg_types.tool_ref, metavar="<pkg>.<tool>", help="e.g. example.hello"
+    )
     parser.add_argument("pairs", nargs="*", metavar="key=value", help="input properties")
     parser.add_argument("--input", dest="input_json", metavar="JSON", help="input object")
     parser.add_argument("--dir", dest="package_dir", metavar="PATH", help="run a package directory")
 
 
-def _js_number(text: str) -> float | int | None:
-    """JavaScript ``Number(text)`` when finite, else None (interfaces.md 3.2)."""
+def _number(text: str) -> float | int | None:
+    """``Number(text)`` when the text is not blank and the number finite, else None."""
     import math
-    import re
 
-    s = text.strip()
-    if s == "":
-        return 0
-    prefixed = re.fullmatch(r"0([xXoObB])([0-9a-fA-F]+)", s)
-    if prefixed:
-        base = {"x": 16, "o": 8, "b": 2}[prefixed[1].lower()]
-        try:
-            return int(prefixed[2], base)
-        except ValueError:
-            return None
-    if not re.fullmatch(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", s):
+    from splice_build.spec.js_number import js_number
+    from splice_build.spec.validation import is_blank
+
+    value = js_number(text)
+    if is_blank(text) or not math.isfinite(value):
         return None
-    value = float(s)
-    if not math.isfinite(value):
-        return None
-    return int(value) if value.is_integer() and abs(value) < 2**53 else value
+    return int(value) if value.is_integer() and abs(value) <= 2**53 else value
 
 
 def _coerce(raw: str, schema: Any) -> Any:
@@ -63,7 +56,7 @@ def _coerce(raw: str, schema: Any) -> Any:
     if kind == "string":
         return raw
     if kind in ("number", "integer"):
-        number = _js_number(raw)
+        number = _number(raw)
         return raw if number is None else number
     if kind == "boolean":
         return {"true": True, "false": False}.get(raw, raw)

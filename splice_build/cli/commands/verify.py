@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from splice_build.cli import arg_types
 from splice_build.cli.commands.add import open_splice
 from splice_build.cli.context import CommandContext
 
@@ -13,7 +14,7 @@ NEEDS_PROJECT = True
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("package", metavar="pkg[@version]")
+    parser.add_argument("package", type=arg_types.package_ref, metavar="pkg[@version]")
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:

@@ -16,6 +16,7 @@ from splice_build.errors import ErrorCode, RegistryError
 from splice_build.registry.api import BUNDLE_CONTENT_TYPE, TARGZ_CONTENT_TYPE
 from splice_build.registry.client.interface import split_package_id, token_body
 from splice_build.registry.client.statuses import error_for_status
+from splice_build.spec import json_text
 from splice_build.spec.limits import MAX_ARCHIVE_BYTES
 
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ class HttpRegistryClient:
     def _json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         _, body = self._request(method, path, **kwargs)
         try:
-            value = json.loads(body)
+            value = json_text.parse(body.decode("utf-8"))
         except ValueError as exc:
             raise RegistryError(
                 ErrorCode.REGISTRY_ERROR, "Registry error: the answer is not JSON"

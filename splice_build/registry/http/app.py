@@ -93,9 +93,13 @@ def create_app(service: RegistryService) -> Starlette:
         return json_response(service.health(), public=True)
 
     async def search(request: Request) -> Response:
-        q = request.query_params
+        def first(name: str) -> str | None:
+            # URLSearchParams.get: the first of repeated parameters (Starlette's get: the last).
+            values = request.query_params.getlist(name)
+            return values[0] if values else None
+
         data = await run_in_threadpool(
-            service.search, q.get("q", ""), limit=q.get("limit"), kind=q.get("kind")
+            service.search, first("q") or "", limit=first("limit"), kind=first("kind")
         )
         return json_response(data, public=True)
 

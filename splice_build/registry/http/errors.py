@@ -6,7 +6,6 @@ Body ``{"error": {"code", "message", "details"?}}`` (interfaces.md 5.1); 429 add
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 
 from starlette.responses import Response
@@ -14,10 +13,11 @@ from starlette.responses import Response
 from splice_build.errors import SpliceError
 from splice_build.registry.service.ratelimit import RateLimitedError
 from splice_build.registry.service.status import status_for
+from splice_build.spec import json_text
 
 
 def json_bytes(data: object) -> bytes:
-    return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    return (json_text.dumps(data, indent=2) + "\n").encode("utf-8")
 
 
 def error_response(exc: SpliceError, *, headers: Mapping[str, str] | None = None) -> Response:

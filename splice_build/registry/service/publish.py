@@ -9,7 +9,6 @@ finds the identical bytes already stored and completes.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +21,7 @@ from splice_build.registry.service import ratelimit
 from splice_build.registry.service.auth import Caller, authenticate
 from splice_build.registry.service.deps import Deps
 from splice_build.registry.service.namespaces import authorize_publish
+from splice_build.spec import json_text
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ def publish(deps: Deps, caller: Caller, body: bytes, *, base_url: str) -> dict[s
     row = Version(
         package_id=package_id,
         version=version,
-        manifest=json.dumps(decoded.normalized, ensure_ascii=False),
+        manifest=json_text.stringify(decoded.normalized),
         integrity=integrity,
         size=len(body),
         artifact_key=key,
@@ -116,7 +116,7 @@ def publish(deps: Deps, caller: Caller, body: bytes, *, base_url: str) -> dict[s
         published_at=now,
         artifact_backend=deps.blobs.backend,
         artifact_url=deps.blobs.url(key),
-        provenance=json.dumps(provenance, ensure_ascii=False),
+        provenance=json_text.stringify(provenance),
     )
     new = NewVersion(
         version=row,

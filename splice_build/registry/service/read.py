@@ -6,6 +6,7 @@ interfaces.md 5.2. Hidden packages leave search but stay readable and installabl
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +18,8 @@ from splice_build.registry.service.artifacts import read_artifact
 from splice_build.registry.service.deps import Deps
 from splice_build.registry.service.publish import download_url
 from splice_build.registry.service.signing import version_signatures
+from splice_build.spec import json_text
+from splice_build.spec.js_number import js_number
 
 MAX_QUERY = 100
 DEFAULT_LIMIT = 20
@@ -34,7 +37,9 @@ class Artifact:
     content_type: str
 
 
-def search(deps: Deps, query: str, *, limit: str | int | None, kind: str | None) -> dict[str, Any]:
+def search(
+    deps: Deps, query: str, *, limit: str | float | None, kind: str | None
+) -> dict[str, Any]:
     q = query.strip().lower()[:MAX_QUERY]
     if kind is not None and kind not in KINDS:
         raise fields.bad_request(f"kind must be one of: {', '.join(KINDS)}")
@@ -51,14 +56,21 @@ def search(deps: Deps, query: str, *, limit: str | int | None, kind: str | None)
     return {"query": q, "results": results}
 
 
-def _limit(value: str | int | None) -> int:
-    if value is None or value == "":
+def _limit(value: str | float | None) -> int:
+    """The TypeScript registry's rule: ``Math.trunc(Number(limit)) || 20``, clamped to 1..100.
+
+    So a missing, empty, zero, fractional-below-one or non-numeric limit means 20; ``0x10`` is
+    16, ``1e2`` is 100, ``-5`` is 1, ``Infinity`` is 100 (docs/compatibility.md, "Registry API").
+    """
+    number = (
+        js_number(value)
+        if isinstance(value, str)
+        else float(DEFAULT_LIMIT if value is None else value)
+    )
+    truncated = math.trunc(number) if math.isfinite(number) else number
+    if math.isnan(truncated) or truncated == 0:
         return DEFAULT_LIMIT
-    try:
-        number = int(value)
-    except ValueError as exc:
-        raise fields.bad_request("limit must be an integer") from exc
-    return max(1, min(MAX_LIMIT, number))
+    return int(min(max(truncated, 1), MAX_LIMIT))
 
 
 def _package(deps: Deps, namespace: str, name: str) -> Package:
@@ -120,7 +132,7 @@ def version(deps: Deps, namespace: str, name: str, number: str, *, base_url: str
     return {
         "name": package_row.id,
         "version": row.version,
-        "manifest": json.loads(row.manifest),
+        "manifest": json_text.parse(row.manifest),
         "integrity": row.integrity,
         "size": row.size,
         "publishedAt": row.published_at,

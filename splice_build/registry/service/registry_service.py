@@ -93,7 +93,7 @@ class RegistryService:
         return {"status": "ok", "apiVersion": API_VERSION}
 
     def search(
-        self, query: str, *, limit: str | int | None = None, kind: str | None = None
+        self, query: str, *, limit: str | float | None = None, kind: str | None = None
     ) -> dict[str, Any]:
         return read.search(self.deps, query, limit=limit, kind=kind)
 

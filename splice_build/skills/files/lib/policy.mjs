@@ -1,26 +1,29 @@
 /**
  * The path policy of @splice/files as pure string rules (no file system access). A path is taken
  * exactly as given: never percent-decoded, never Unicode-normalized, so "%2e%2e" and "．．" are
- * ordinary names. Checks run in order of concern, each over the whole path:
+ * ordinary names. The rules run in the order of the TypeScript Splice's files skill, so every
+ * path gets the same code from both (docs/compatibility.md, "Official skills"):
  *
- * 1. PATH_OUTSIDE_SANDBOX — the path could name something outside workspace/ on some platform:
- *    absolute (/x, and //server or //?/ forms), drive letters (C:), a leading ~, or a ".."
- *    segment. Backslashes count as separators for this check only, because Windows reads
- *    "\\server\share" and "..\x" that way; Windows also trims trailing dots and spaces, so
- *    ".. " and "..." are treated as "..".
- * 2. INVALID_PATH — the path is not portable or not unambiguous: over 512 UTF-16 units, control
- *    characters (NUL included), backslashes, empty or "." segments, and names Windows treats
- *    specially (device names with any extension, trailing dot or space, ":", 8.3 "~N" aliases,
- *    < > " | ? *), refused on every platform so behaviour is the same everywhere.
- * 3. SENSITIVE_PATH — any segment looks like a credential store (seed 004's list).
+ * 1. the whole path: over 512 UTF-16 units, a NUL, or a backslash is INVALID_PATH (so
+ *    "\\server\share" and "..\x" are INVALID_PATH); then a leading "/" (also "//server" and
+ *    "//?/" forms), a drive letter ("C:") or a leading "~" is PATH_OUTSIDE_SANDBOX;
+ * 2. one leading "./" (with any slashes after it) and trailing slashes are dropped: "./a/" is
+ *    "a". Nothing left, or ".", names workspace/ itself: files.list only, else INVALID_PATH;
+ * 3. each segment in turn: ".." is PATH_OUTSIDE_SANDBOX; an empty or "." segment is
+ *    INVALID_PATH; so is a name Windows treats specially, refused on every platform (control
+ *    characters, < > : " | ? *, a trailing dot or space — so ".. " and "..." —, device names
+ *    with any extension, 8.3 "~N" aliases); a credential-like name is SENSITIVE_PATH.
+ *
+ * Added here (stricter, never more lenient): C1 control characters and DEL, device names
+ * followed by spaces before the extension ("CON .txt"), and the wider credential list below.
  */
 import { fail, quote } from "./fail.mjs";
 
 export const MAX_PATH_LENGTH = 512;
 
 const DRIVE = /^[A-Za-z]:/;
-/** "..", or ".." followed only by dots and spaces (Windows trims those, leaving ".."). */
-const PARENT = /^\.\.[. ]*$/;
+const LEADING_DOT_SLASH = /^\.\/+/;
+const TRAILING_SLASHES = /\/+$/;
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 const WINDOWS_FORBIDDEN = /[<>:"|?*]/;
 const TRAILING_DOT_OR_SPACE = /[. ]$/;
@@ -30,7 +33,7 @@ const SHORT_NAME_ALIAS = /~[0-9]/;
 
 /**
  * Credential-like names, matched against every segment, case-insensitively (Windows and macOS
- * file systems are case-insensitive). `credentials*` and `secret(s)*` are globs as in the seed:
+ * file systems are case-insensitive). `credentials*` and `secret(s)*` are globs (docs/skills.md):
  * any name starting with "credentials" or "secret" (so "secretary.txt" too), with an optional
  * leading dot. ".yarnrc.yml" is added to ".yarnrc": Yarn 2+ keeps registry tokens there.
  */
@@ -51,6 +54,7 @@ export function isSensitiveName(name) {
 
 /** Why a single name is unsafe on Windows, or null. */
 export function windowsUnsafeReason(name) {
+  if (CONTROL.test(name)) return "contains control characters";
   if (WINDOWS_FORBIDDEN.test(name)) return 'contains a character Windows does not allow in names (< > : " | ? *)';
   if (TRAILING_DOT_OR_SPACE.test(name)) return "ends with a dot or space (Windows would strip it)";
   if (DEVICE.test(name)) return "is a reserved device name";
@@ -58,45 +62,39 @@ export function windowsUnsafeReason(name) {
   return null;
 }
 
-function assertInsideSandbox(path) {
-  const unified = path.replaceAll("\\", "/");
-  if (unified.startsWith("/")) {
+function checkWhole(path) {
+  if (path.length > MAX_PATH_LENGTH) throw fail("INVALID_PATH", `path is longer than ${MAX_PATH_LENGTH} characters`);
+  if (path.includes("\0")) throw fail("INVALID_PATH", `${quote(path)} contains a NUL character`);
+  if (path.includes("\\")) throw fail("INVALID_PATH", `${quote(path)} contains a backslash; use "/" as the separator`);
+  if (path.startsWith("/")) {
     throw fail("PATH_OUTSIDE_SANDBOX", `${quote(path)} is an absolute or UNC path; paths are relative to workspace/`);
   }
   if (DRIVE.test(path)) throw fail("PATH_OUTSIDE_SANDBOX", `${quote(path)} starts with a drive letter; paths are relative to workspace/`);
   if (path.startsWith("~")) throw fail("PATH_OUTSIDE_SANDBOX", `${quote(path)} refers to a home directory; paths are relative to workspace/`);
-  if (unified.split("/").some((segment) => PARENT.test(segment))) {
-    throw fail("PATH_OUTSIDE_SANDBOX", `${quote(path)} contains "..", which would leave workspace/`);
-  }
 }
 
-function assertWellFormed(path, segments) {
-  if (path.length > MAX_PATH_LENGTH) throw fail("INVALID_PATH", `path is longer than ${MAX_PATH_LENGTH} characters`);
-  if (path.includes("\0")) throw fail("INVALID_PATH", `${quote(path)} contains a NUL character`);
-  if (CONTROL.test(path)) throw fail("INVALID_PATH", `${quote(path)} contains control characters`);
-  if (path.includes("\\")) throw fail("INVALID_PATH", `${quote(path)} contains a backslash; use "/" as the separator`);
-  for (const segment of segments) {
-    if (segment === "" || segment === ".") {
-      throw fail("INVALID_PATH", `${quote(path)} contains an empty or "." segment`);
-    }
-    const reason = windowsUnsafeReason(segment);
-    if (reason) throw fail("INVALID_PATH", `${quote(path)}: ${quote(segment)} ${reason}`);
+function checkSegment(path, segment) {
+  if (segment === "..") throw fail("PATH_OUTSIDE_SANDBOX", `${quote(path)} contains "..", which would leave workspace/`);
+  if (segment === "" || segment === ".") throw fail("INVALID_PATH", `${quote(path)} contains an empty or "." segment`);
+  const reason = windowsUnsafeReason(segment);
+  if (reason) throw fail("INVALID_PATH", `${quote(path)}: ${quote(segment)} ${reason}`);
+  if (isSensitiveName(segment)) {
+    throw fail("SENSITIVE_PATH", `${quote(path)} looks like a credential or secret file and cannot be accessed`);
   }
 }
 
 /**
- * Checks a caller's path and returns its segments. With `allowRoot`, exactly "." names
- * workspace/ itself and yields no segments (files.list); elsewhere "." is an invalid segment.
+ * Checks a caller's path and returns its segments. With `allowRoot`, a path naming workspace/
+ * itself ("", ".", "./") yields no segments (files.list); elsewhere it is INVALID_PATH.
  */
 export function checkPath(path, { allowRoot = false } = {}) {
-  assertInsideSandbox(path);
-  if (allowRoot && path === ".") return [];
-  const segments = path.split("/");
-  assertWellFormed(path, segments);
-  for (const segment of segments) {
-    if (isSensitiveName(segment)) {
-      throw fail("SENSITIVE_PATH", `${quote(path)} looks like a credential or secret file and cannot be accessed`);
-    }
+  checkWhole(path);
+  const trimmed = path.replace(LEADING_DOT_SLASH, "").replace(TRAILING_SLASHES, "");
+  if (trimmed === "" || trimmed === ".") {
+    if (allowRoot) return [];
+    throw fail("INVALID_PATH", "a file path is required");
   }
+  const segments = trimmed.split("/");
+  for (const segment of segments) checkSegment(path, segment);
   return segments;
 }

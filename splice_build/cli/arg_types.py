@@ -1,0 +1,48 @@
+"""argparse ``type=`` checks for package and tool references.
+
+A malformed reference is a usage error (exit 2) found while the command line is parsed, before
+a project is looked up or a registry is asked, as the TypeScript CLI reports it. Each check
+raises the parser's own ``SpecError`` (``INVALID_NAME``, ``INVALID_RANGE``, ``INVALID_REF``),
+which the error handler prints, and returns the text unchanged for the command to use.
+Imports happen inside the checks so that loading a command module stays cheap.
+"""
+
+from __future__ import annotations
+
+
+def package_ref(text: str) -> str:
+    """``@ns/name`` or ``@ns/name@<range>``."""
+    from splice_build.spec.names import PackageRef
+
+    PackageRef.parse(text)
+    return text
+
+
+def package_id(text: str) -> str:
+    """``@ns/name``."""
+    from splice_build.spec.names import PackageId
+
+    PackageId.parse(text)
+    return text
+
+
+def tool_ref(text: str) -> str:
+    """``<package>.<tool>`` (``example.hello`` or ``@splice/example.hello``)."""
+    from splice_build.spec.names import ToolRef
+
+    ToolRef.parse(text)
+    return text
+
+
+def namespace(text: str) -> str:
+    """A namespace, written ``acme`` or ``@acme``."""
+    from splice_build.errors import ErrorCode, SpecError
+    from splice_build.spec.names import is_valid_name
+
+    if not is_valid_name(text.removeprefix("@")):
+        raise SpecError(
+            ErrorCode.INVALID_NAME,
+            f'Invalid namespace "{text}". '
+            "A namespace may only contain lowercase letters, digits and dashes.",
+        )
+    return text

@@ -1,0 +1,359 @@
+"""JSON text as JavaScript reads and writes it, at any nesting depth.
+
+``parse`` is ``JSON.parse``: strict JSON (no ``NaN``/``Infinity``, no trailing commas), the
+last of duplicate keys wins, lone surrogate escapes are kept. Integers stay Python ``int`` and
+other numbers are ``float``, as ``json.loads`` gives them. ``stringify`` is
+``JSON.stringify(value, null, indent)``: numbers in ECMAScript's shortest form (``1.0`` is
+``1``, ``1e21`` is ``1e+21``, ``-0.0`` is ``0``, non-finite numbers are ``null``), strings
+with only ``"``, ``\\`` and control characters escaped (non-ASCII stays itself) and lone
+surrogates written as ``\\udxxx``. ``canonical`` sorts object keys by UTF-16 code units and
+has no whitespace (docs/compatibility.md, "Canonical JSON").
+
+Neither recurses: a manifest's ``default`` value may legally nest 100,000 levels, which
+JavaScript's ``JSON.parse`` accepts and CPython's ``json`` refuses ("maximum recursion depth
+exceeded"). ``parse`` uses the C decoder and falls back to an explicit stack only when the C
+decoder runs out of recursion, so ordinary documents cost what ``json.loads`` costs. Limits on
+depth belong to the callers that have one (tool input: 256 levels, see ``spec.limits``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Iterator, Mapping
+from json.decoder import JSONDecodeError, scanstring
+from typing import Any, NoReturn
+
+_SAFE_INTEGER = 2**53
+_ESCAPES = {
+    '"': '\\"',
+    "\\": "\\\\",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+}
+_NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f\ud800-\udfff]')
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+_NUMBER = re.compile(r"(-?(?:0|[1-9][0-9]*))(\.[0-9]+)?([eE][-+]?[0-9]+)?")
+_LITERALS = {"null": None, "true": True, "false": False}
+
+
+# ----------------------------------------------------------------------------------- copy
+
+Container = dict[str, Any] | list[Any]
+
+
+def copy(value: Any, container: Callable[[Container, int], Container] | None = None) -> Any:
+    """A deep copy of a JSON value, without recursion.
+
+    ``container(original, depth)`` makes each new, empty container (``depth`` 1 is the value
+    itself); the default is a plain ``dict`` or ``list``.
+    """
+    make = container or _plain_container
+    if not isinstance(value, dict | list):
+        return value
+    root = make(value, 1)
+    stack: list[tuple[Container, Container, int]] = [(value, root, 1)]
+    while stack:
+        source, target, depth = stack.pop()
+        items = source.items() if isinstance(source, dict) else enumerate(source)
+        for key, item in items:
+            duplicate: Any = item
+            if isinstance(item, dict | list):
+                duplicate = make(item, depth + 1)
+                stack.append((item, duplicate, depth + 1))
+            if isinstance(target, dict):
+                target[key] = duplicate
+            else:
+                target.append(duplicate)
+    return root
+
+
+def _plain_container(original: Container, depth: int) -> Container:
+    return {} if isinstance(original, dict) else []
+
+
+# ---------------------------------------------------------------------------------- parse
+
+
+def parse(text: str) -> Any:
+    """``JSON.parse(text)``; raises ``json.JSONDecodeError`` (a ``ValueError``)."""
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        return parse_iterative(text)
+
+
+def _reject_constant(name: str) -> NoReturn:
+    # Python's json accepts NaN and Infinity; JSON (and JSON.parse) does not.
+    raise JSONDecodeError(f"{name} is not valid JSON", name, 0)
+
+
+def parse_iterative(text: str) -> Any:
+    """The same result as ``parse`` (and as ``json.loads``), with an explicit stack."""
+    end = len(text)
+    # Open containers, innermost last, each with the key its next value belongs to.
+    stack: list[tuple[dict[str, Any] | list[Any], str | None]] = []
+    index = _skip(text, 0)
+    while True:
+        # A value starts at ``index``.
+        char = text[index : index + 1]
+        value: Any
+        if char == "{":
+            index = _skip(text, index + 1)
+            if text[index : index + 1] == "}":
+                value, index = {}, index + 1
+            else:
+                key, index = _key(text, index)
+                stack.append(({}, key))
+                continue
+        elif char == "[":
+            index = _skip(text, index + 1)
+            if text[index : index + 1] == "]":
+                value, index = [], index + 1
+            else:
+                stack.append(([], None))
+                continue
+        elif char == '"':
+            value, index = scanstring(text, index + 1, True)
+        else:
+            value, index = _scalar(text, index)
+        # Store the value; close every container that ends right after it.
+        while True:
+            if not stack:
+                index = _skip(text, index)
+                if index != end:
+                    raise JSONDecodeError("Extra data", text, index)
+                return value
+            container, key = stack[-1]
+            if isinstance(container, list):
+                container.append(value)
+            else:
+                assert key is not None, "BUG: an object member without a key"
+                container[key] = value
+            index = _skip(text, index)
+            char = text[index : index + 1]
+            closing = "]" if isinstance(container, list) else "}"
+            if char == closing:
+                stack.pop()
+                value, index = container, index + 1
+                continue
+            if char != ",":
+                raise JSONDecodeError("Expecting ',' delimiter", text, index)
+            index = _skip(text, index + 1)
+            if isinstance(container, dict):
+                key, index = _key(text, index)
+                stack[-1] = (container, key)
+            break
+
+
+def _skip(text: str, index: int) -> int:
+    match = _WHITESPACE.match(text, index)
+    assert match is not None
+    return match.end()
+
+
+def _key(text: str, index: int) -> tuple[str, int]:
+    """An object key and its ``:``; returns the index of the member's value."""
+    if text[index : index + 1] != '"':
+        raise JSONDecodeError("Expecting property name enclosed in double quotes", text, index)
+    key, index = scanstring(text, index + 1, True)
+    index = _skip(text, index)
+    if text[index : index + 1] != ":":
+        raise JSONDecodeError("Expecting ':' delimiter", text, index)
+    return key, _skip(text, index + 1)
+
+
+def _scalar(text: str, index: int) -> tuple[Any, int]:
+    for word, literal in _LITERALS.items():
+        if text.startswith(word, index):
+            return literal, index + len(word)
+    match = _NUMBER.match(text, index)
+    if match is None:
+        raise JSONDecodeError("Expecting value", text, index)
+    whole, fraction, exponent = match.groups()
+    if fraction or exponent:
+        return float(whole + (fraction or "") + (exponent or "")), match.end()
+    return int(whole), match.end()
+
+
+# ------------------------------------------------------------------------------ stringify
+
+
+def stringify(value: object, *, indent: int | None = None) -> str:
+    """``JSON.stringify(value, null, indent)``.
+
+    Object keys come in JavaScript's property order: keys that are array indices (``"0"``,
+    ``"17"``) first, in numeric order, then the others in insertion order. Raises TypeError
+    for values without a JSON form (non-string keys, other types).
+    """
+    return _encode(value, indent, None)
+
+
+def dumps(value: object, *, indent: int | None = None) -> str:
+    """``json.dumps(value, ensure_ascii=False)``, compact or with ``indent``, by the C encoder.
+
+    A value nested deeper than the C encoder recurses is written by ``stringify``, compactly:
+    indenting N levels costs N² spaces, and output is no place for a 100,000-level staircase.
+    """
+    separators = (",", ": ") if indent is not None else (",", ":")
+    try:
+        return json.dumps(value, ensure_ascii=False, indent=indent, separators=separators)
+    except RecursionError:
+        return stringify(value)
+
+
+def canonical(value: object) -> str:
+    """Canonical JSON: keys sorted by UTF-16 code units, no whitespace."""
+    return _encode(value, None, _utf16_key)
+
+
+def _utf16_key(item: tuple[str, Any]) -> bytes:
+    return _as_utf16_string(item[0]).encode("utf-16-be", "surrogatepass")
+
+
+_Members = Iterator[tuple[str, Any]] | Iterator[Any]
+
+
+def _encode(
+    value: object, indent: int | None, sort_key: Callable[[tuple[str, Any]], bytes] | None
+) -> str:
+    out: list[str] = []
+    colon = ": " if indent else ":"
+    # Open containers: (is_object, members still to write, written so far).
+    stack: list[tuple[bool, _Members, list[int]]] = []
+    pending: object = value
+    while True:
+        text = _primitive(pending)
+        if text is not None:
+            out.append(text)
+        elif isinstance(pending, Mapping):
+            for key in pending:
+                if not isinstance(key, str):
+                    raise TypeError(f"JSON object keys must be strings, not {key!r}")
+            members = sorted(pending.items(), key=sort_key) if sort_key else _js_order(pending)
+            out.append("{")
+            stack.append((True, iter(members), [0]))
+        elif isinstance(pending, list | tuple):
+            out.append("[")
+            stack.append((False, iter(pending), [0]))
+        else:
+            raise TypeError(f"JSON cannot encode {type(pending).__name__}")
+        # Find the next value to write, closing finished containers.
+        while stack:
+            is_object, members, written = stack[-1]
+            member = next(members, _END)
+            margin = "\n" + " " * (indent * len(stack)) if indent else ""
+            if member is _END:
+                stack.pop()
+                if written[0] and indent:
+                    out.append("\n" + " " * (indent * len(stack)))
+                out.append("}" if is_object else "]")
+                continue
+            out.append(("," if written[0] else "") + margin)
+            written[0] += 1
+            if is_object:
+                key, pending = member
+                out.append(_string(key) + colon)
+            else:
+                pending = member
+            break
+        else:
+            return "".join(out)
+
+
+_END = object()
+_MAX_ARRAY_INDEX = 2**32 - 2
+
+
+def _array_index(key: str) -> int | None:
+    """The index a key names when JavaScript treats it as an array index, else None."""
+    if not key or not key.isascii() or not key.isdigit() or (len(key) > 1 and key[0] == "0"):
+        return None
+    index = int(key) if len(key) <= 10 else _MAX_ARRAY_INDEX + 1
+    return index if index <= _MAX_ARRAY_INDEX else None
+
+
+def _js_order(members: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    items = list(members.items())
+    indexed = [(index, item) for item in items if (index := _array_index(item[0])) is not None]
+    if not indexed:
+        return items
+    first = [item for _, item in sorted(indexed, key=lambda pair: pair[0])]
+    return first + [item for item in items if _array_index(item[0]) is None]
+
+
+def _primitive(value: object) -> str | None:
+    """The JSON text of a scalar, or None for a container (or an unsupported value)."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, str):
+        return _string(value)
+    if isinstance(value, int):
+        return _integer(value)
+    if isinstance(value, float):
+        return number_text(value)
+    return None
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    return _ESCAPES.get(char) or f"\\u{ord(char):04x}"
+
+
+def _as_utf16_string(text: str) -> str:
+    """Join surrogate pairs into characters, as a JavaScript string would read them."""
+    if not _SURROGATE.search(text):
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+
+
+def _string(text: str) -> str:
+    return '"' + _NEEDS_ESCAPE.sub(_escape, _as_utf16_string(text)) + '"'
+
+
+def number_text(value: float) -> str:
+    """ECMAScript Number::toString(10), with non-finite numbers as ``null`` (as JSON has them)."""
+    if not math.isfinite(value):
+        return "null"
+    if value == 0:
+        return "0"
+    sign = "-" if value < 0 else ""
+    # repr gives the shortest round-tripping digits; re-lay them out the JavaScript way.
+    mantissa, _, exponent = repr(abs(value)).partition("e")
+    whole, _, fraction = mantissa.partition(".")
+    all_digits = whole + fraction
+    significant = all_digits.lstrip("0")
+    # value = 0.<digits> * 10**point
+    point = len(whole) + int(exponent or 0) - (len(all_digits) - len(significant))
+    digits = significant.rstrip("0")
+    count = len(digits)
+    if count <= point <= 21:
+        text = digits + "0" * (point - count)
+    elif 0 < point <= 21:
+        text = digits[:point] + "." + digits[point:]
+    elif -6 < point <= 0:
+        text = "0." + "0" * -point + digits
+    else:
+        power = point - 1
+        head = digits[0] + ("." + digits[1:] if count > 1 else "")
+        text = f"{head}e{'+' if power >= 0 else '-'}{abs(power)}"
+    return sign + text
+
+
+def _integer(value: int) -> str:
+    # Python ints are JavaScript numbers: exact up to 2**53, rounded to a double beyond.
+    if -_SAFE_INTEGER <= value <= _SAFE_INTEGER:
+        return str(int(value))
+    try:
+        return number_text(float(value))
+    except OverflowError:  # beyond the largest double: JavaScript reads it as Infinity
+        return "null"

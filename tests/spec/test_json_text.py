@@ -1,0 +1,200 @@
+"""spec/json_text.py: JSON.parse and JSON.stringify semantics, at any depth.
+
+The iterative parser must agree with ``json.loads`` (results and refusals), and the writer with
+Node's own ``JSON.stringify`` (one Node process for a whole batch of values).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import struct
+import subprocess
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from splice_build.runtime.node import find_node
+from splice_build.spec import json_text
+from splice_build.spec.json_depth import nesting_depth
+
+_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**60), max_value=2**60)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(alphabet=st.characters(codec="utf-8") | st.sampled_from('\x00\x1f"\\\u2028'))
+)
+_values = st.recursive(
+    _scalars,
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+INVALID = [
+    "",
+    " ",
+    "{",
+    "[1,]",
+    "[1 2]",
+    '{"a" 1}',
+    '{"a":1,}',
+    "{'a': 1}",
+    "NaN",
+    "[Infinity]",
+    "-",
+    "01",
+    "1.",
+    ".5",
+    "tru",
+    '"\x01"',
+    "[1]x",
+    "[" * 5000,
+]
+
+
+@given(_values)
+def test_the_iterative_parser_agrees_with_json_loads(value: Any) -> None:
+    for text in (json.dumps(value), json.dumps(value, indent=2)):
+        assert json_text.parse_iterative(text) == json.loads(text)
+
+
+@pytest.mark.parametrize("text", INVALID)
+def test_both_parsers_refuse_what_is_not_json(text: str) -> None:
+    with pytest.raises(ValueError):
+        json_text.parse(text)
+    with pytest.raises(json.JSONDecodeError):
+        json_text.parse_iterative(text)
+
+
+def test_deep_documents_parse_copy_and_write_without_recursion() -> None:
+    depth = 100_000
+    text = '{"a":' * depth + "[]" + "}" * depth
+    value = json_text.parse(text)
+    assert nesting_depth(value, depth + 2) == depth + 1
+    assert json_text.stringify(value) == text
+    assert json_text.canonical(json_text.copy(value)) == text
+    assert json_text.dumps(value, indent=2) == text  # compact: no 100,000-level staircase
+
+
+def test_duplicate_keys_keep_the_last_and_lone_surrogates_stay() -> None:
+    text = '{"a": 1, "a": [2, "\\ud800"]}'
+    assert json_text.parse_iterative(text) == json.loads(text) == {"a": [2, "\ud800"]}
+
+
+def _node_stringify(values: list[Any], indent: int | None) -> list[str]:
+    script = (
+        'let s = ""; process.stdin.on("data", (c) => (s += c)).on("end", () => {'
+        " const { values, indent } = JSON.parse(s);"
+        " process.stdout.write(JSON.stringify(values.map((v) => JSON.stringify(v, null, indent))));"
+        " });"
+    )
+    done = subprocess.run(
+        [str(find_node({}).path), "-e", script],
+        input=json.dumps({"values": values, "indent": indent}),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return json.loads(done.stdout)
+
+
+NUMBERS = [
+    0.0,
+    -0.0,
+    5.0,
+    0.1,
+    1e21,
+    1e20,
+    1e-7,
+    1e-6,
+    123456789.125,
+    1.7976931348623157e308,
+    5e-324,
+    2**53,
+    2**53 + 1,
+    2**64,
+    -(2**70),
+    12.5e-10,
+    100.0,
+]
+STRINGS = [
+    "",
+    "plain",
+    "\x00\x07\x1f",
+    '"\\',
+    "\u2028\u2029",
+    "caf\u00e9",
+    "\U0001f600",
+    "\ud800",
+    "a\udc00b",
+    "\x7f\u0085",
+]
+
+
+def _random_value(rng: random.Random, depth: int = 0) -> Any:
+    kind = rng.randrange(9 if depth < 4 else 6)
+    if kind == 0:
+        return rng.choice([None, True, False])
+    if kind == 1:
+        return rng.randrange(-(2**60), 2**60) >> rng.randrange(60)
+    if kind == 2:
+        number = rng.choice(NUMBERS) * rng.choice([1, -1, 0.5, 3, 1e-3, 1e17])
+        return number if math.isfinite(number) else -0.0
+    if kind == 3:
+        number = struct.unpack("<d", rng.randbytes(8))[0]
+        return number if math.isfinite(number) else 0.0  # JSON has no NaN or infinities
+    if kind in (4, 5):
+        return "".join(rng.choice([*STRINGS, "x", "0", "17", " "]) for _ in range(rng.randrange(4)))
+    if kind in (6, 7):
+        return [_random_value(rng, depth + 1) for _ in range(rng.randrange(4))]
+    keys = ["a", "b", "0", "17", "01", "\u00e9", "\U0001f600", "\uffff", "4294967295", ""]
+    return {rng.choice(keys): _random_value(rng, depth + 1) for _ in range(rng.randrange(5))}
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_stringify_is_node_json_stringify(seed: int) -> None:
+    rng = random.Random(seed)
+    corpus = [_random_value(rng) for _ in range(300)]
+    corpus += [NUMBERS, STRINGS, {"b": 1, "a": {"nested": [[], {}, [1, [2]]]}}]
+    for indent in (None, 2):
+        # JSON carries lone surrogates as escapes, so Node sees the very same strings.
+        expected = _node_stringify(corpus, indent)
+        got = [json_text.stringify(v, indent=indent) for v in corpus]
+        assert [(v, g) for v, g, e in zip(corpus, got, expected, strict=True) if g != e] == []
+
+
+def test_non_finite_numbers_are_null_as_in_javascript() -> None:
+    assert json_text.stringify([math.nan, math.inf, -math.inf]) == "[null,null,null]"
+
+
+def test_canonical_sorts_keys_by_utf16_code_units() -> None:
+    value = {"\uffff": 1, "\U0001f600": 2, "b": 3, "B": 4, "a": {"z": 1, "y": 2}}
+    assert json_text.canonical(value) == '{"B":4,"a":{"y":2,"z":1},"b":3,"\U0001f600":2,"\uffff":1}'
+
+
+def test_non_json_values_are_refused() -> None:
+    with pytest.raises(TypeError):
+        json_text.stringify({1: "x"})
+    with pytest.raises(TypeError):
+        json_text.stringify({"a": {1, 2}})
+
+
+def test_array_index_keys_come_first_as_in_javascript_objects() -> None:
+    value = {"b": 1, "10": 2, "2": 3, "01": 4, "4294967294": 5, "4294967295": 6, "a": 7}
+    assert json_text.stringify(value) == _node_stringify([value], None)[0]
+    assert list(json.loads(json_text.stringify(value))) == [
+        "2",
+        "10",
+        "4294967294",
+        "b",
+        "01",
+        "4294967295",
+        "a",
+    ]
