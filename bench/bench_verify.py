@@ -1,6 +1,6 @@
 """Hashing throughput of the installed-files check (``spec.tree_digest``, what `splice verify`,
 `splice run` and every no-op install run) against `sha256sum` over the same files, in the same
-run (DESIGN.md target: at least 80 % of sha256sum's throughput)."""
+run (docs/architecture.md#performance-targets: at least 80 % of sha256sum's throughput)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ Tree (catch at any level)::
 
 Tool failures are *results* (``ToolResult`` with ``ok=False``), not exceptions; the
 runtime uses the same codes for them. The codes are compatible with the TypeScript
-Splice (reference/interfaces.md 1.10, 2.7, 4.8, 5.x).
+Splice (docs/compatibility.md#names-and-versions, docs/compatibility.md#error-codes, docs/compatibility.md#registry-api).
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ class ErrorCode(StrEnum):
     INVALID_SIGNATURE = "INVALID_SIGNATURE"
 
 
-# Exit codes (interfaces.md 3.1): 0 ok, 1 failed, 2 usage, 3 unavailable.
+# Exit codes (docs/compatibility.md#cli): 0 ok, 1 failed, 2 usage, 3 unavailable.
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_UNAVAILABLE = 3

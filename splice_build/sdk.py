@@ -408,7 +408,7 @@ class Splice:
         return chosen
 
     def verify(self, ref: str) -> dict[str, Any]:
-        """The verification report of interfaces.md 5.9 for ``@ns/name[@version]``.
+        """The verification report of docs/compatibility.md#verification-pipeline for ``@ns/name[@version]``.
 
         Without a version: the locked one if the project has it, else the registry's latest.
         """

@@ -1,7 +1,7 @@
 """Publisher-signature helpers: real Ed25519 keys and signature entries shaped like the registry's.
 
 Keys are written with the real key store (``project.keys``); entries follow ``PackageSignature``
-(interfaces.md 5.3) so tests can build, move and tamper with version metadata directly.
+(docs/compatibility.md#registry-api) so tests can build, move and tamper with version metadata directly.
 """
 
 from __future__ import annotations

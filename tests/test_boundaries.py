@@ -1,4 +1,4 @@
-"""DESIGN.md "Boundaries": which layers may never import which, checked on every import
+"""docs/architecture.md#boundaries: which layers may never import which, checked on every import
 statement of the package (top-level and inside functions); and no two layers import each
 other, directly or around a loop, counting every import that runs (annotation-only imports
 under ``if TYPE_CHECKING:`` create no dependency when the code runs and are left out).
@@ -16,7 +16,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "splice_build"
 
-# layer -> layers it must never import (DESIGN.md, Boundaries)
+# layer -> layers it must never import (docs/architecture.md#boundaries)
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     "spec": ("cli", "tasks", "registry", "runtime", "install", "mcp", "broker", "project", "sdk"),
     "runtime": ("registry", "install", "cli", "tasks", "sdk"),

@@ -1,4 +1,4 @@
-"""``Broker``: the host side of ``ctx.capability(name, args)`` (interfaces.md 8, seed 000).
+"""``Broker``: the host side of ``ctx.capability(name, args)`` (docs/compatibility.md#capabilities, docs/security.md).
 
 For one request (``{package, tool, capability, args}``, already checked by the runtime for
 declaration, budget, concurrency and size):

@@ -1,4 +1,4 @@
-"""The broker's bounded in-memory result cache (interfaces.md 8: ≤ 500 entries, per-type TTLs).
+"""The broker's bounded in-memory result cache (docs/compatibility.md#capabilities: ≤ 500 entries, per-type TTLs).
 
 Only ``LIVE`` results are stored, keyed by capability and canonical arguments (never by
 package or key: two skills asking the same question share the answer). AI results are never
@@ -18,7 +18,7 @@ from typing import Any
 
 from splice_build.broker.envelope import iso
 
-MAX_ENTRIES = 500  # interfaces.md 8
+MAX_ENTRIES = 500  # docs/compatibility.md#capabilities
 
 # Seconds a LIVE result stays good, by capability family, then by exact name (which wins).
 # Prices move fast; a mined transaction or a token's metadata does not.

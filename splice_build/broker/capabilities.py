@@ -1,4 +1,4 @@
-"""Strict argument checks per capability (``schemas/capability_args.json``, interfaces.md 8).
+"""Strict argument checks per capability (``schemas/capability_args.json``, docs/compatibility.md#capabilities).
 
 ``argument_problems(capability, args)`` lists every problem, ``field: problem`` per line,
 before any provider is contacted: unknown capability, extra or missing arguments

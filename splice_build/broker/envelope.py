@@ -1,4 +1,4 @@
-"""The four result shapes a capability call answers with (interfaces.md 8, ``result.ts``).
+"""The four result shapes a capability call answers with (docs/compatibility.md#capabilities, ``result.ts``).
 
 - ``LIVE`` / ``CACHED``: ``{status, capability, data, provenance}``; provenance names the
   source provider, chain, the endpoint *template* (never a URL carrying a key), when it was
@@ -19,7 +19,7 @@ from typing import Any
 
 from splice_build.errors import ErrorCode
 
-# Robinhood Chain mainnet: the one chain the broker serves (interfaces.md 8).
+# Robinhood Chain mainnet: the one chain the broker serves (docs/compatibility.md#capabilities).
 DEFAULT_CHAIN = "robinhood"
 DEFAULT_CHAIN_ID = 4663
 

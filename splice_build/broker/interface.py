@@ -33,7 +33,7 @@ class BrokerFailure(BrokerError):
 
 @dataclass(frozen=True)
 class BrokerRequest:
-    """One capability call as the runtime forwards it (fields of interfaces.md 4.6)."""
+    """One capability call as the runtime forwards it (fields of docs/compatibility.md#capability-channel)."""
 
     package: str
     tool: str

@@ -1,4 +1,4 @@
-"""Provider keys: a FIXED list of variable names, read from fixed places (seed 000).
+"""Provider keys: a FIXED list of variable names, read from fixed places (docs/security.md).
 
 Each name is looked up, in order, in
 

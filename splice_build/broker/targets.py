@@ -1,4 +1,4 @@
-"""Is a URL a target a web provider may be asked to fetch? (seed 000, "Live data providers")
+"""Is a URL a target a web provider may be asked to fetch? (docs/data-providers.md)
 
 The same rule as a skill declaring ``network: ["*"]``, through the network guard's own check
 (``security.targets.check_target`` on a WHATWG-parsed URL, so ``127.1``, ``2130706433`` and

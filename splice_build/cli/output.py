@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import Any, TextIO
 
-# The install pipeline's steps per package (interfaces.md 2.5), in order.
+# The install pipeline's steps per package (docs/compatibility.md#install-pipeline), in order.
 PROGRESS_STEPS = ("resolving", "downloading", "verifying", "installing")
 
 

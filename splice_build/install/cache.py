@@ -1,6 +1,6 @@
 """The content-addressed artifact cache shared by every project of a user.
 
-interfaces.md 2.6: ``SPLICE_HOME/cache/artifacts/sha256/<hex>`` holds verified artifacts only.
+docs/compatibility.md#user-state: ``SPLICE_HOME/cache/artifacts/sha256/<hex>`` holds verified artifacts only.
 An entry is trusted by nobody: :meth:`ArtifactCache.get` re-hashes it on every read and deletes
 a corrupt one, so the caller fetches it again. Writes are best effort (temp file + rename): a
 cache that cannot be written never fails an install.

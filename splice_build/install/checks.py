@@ -1,4 +1,4 @@
-"""Artifact verification as small check objects (interfaces.md 5.9, STYLE.md 2.3).
+"""Artifact verification as small check objects (docs/compatibility.md#verification-pipeline, one small object per check).
 
 Each check has an ``id`` and ``check(candidate) -> str``: it returns the message of a passed
 check, raises :class:`Skipped` when it has nothing to compare, and raises a ``SpliceError``
@@ -248,7 +248,7 @@ class AllOf:
 
 
 def artifact_policy(signature: SignatureCheck) -> AllOf:
-    """The install policy of interfaces.md 5.9, in the spec's order."""
+    """The install policy of docs/compatibility.md#verification-pipeline, in the spec's order."""
     return AllOf(
         [
             Sha256Matches(),

@@ -1,4 +1,4 @@
-"""Consent to a package's permissions (seed 002 "Permission grants", interfaces.md 2.5 step 7).
+"""Consent to a package's permissions (docs/security.md, docs/compatibility.md#install-pipeline step 7).
 
 A package that declares anything beyond what the project already granted needs an explicit
 yes: ``accept=True`` (``--accept-permissions``) or a callback (the CLI's interactive prompt)

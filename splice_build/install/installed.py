@@ -5,7 +5,7 @@ it with the lock's ``files``, reads the manifest it just verified, and checks th
 asks for nothing beyond the lock's grant. It raises instead of returning a flag:
 ``NOT_INSTALLED``, ``INSTALLED_PACKAGE_MODIFIED`` (hint: ``splice install`` restores it) or
 ``PERMISSIONS_NOT_GRANTED``. Lock entries written before files digests existed are not
-hashed, and entries without a grant record are not grant-checked (interfaces.md 2.4, 4.9).
+hashed, and entries without a grant record are not grant-checked (docs/compatibility.md#files-digest, docs/compatibility.md#sdk).
 
 The parsed manifest is remembered per files digest (issue #7): the digest is still recomputed
 from bytes on every call, and a manifest is reused only when those bytes hash to a digest

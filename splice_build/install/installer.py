@@ -1,4 +1,4 @@
-"""Installing one version of one package (interfaces.md 2.5 steps 2–8).
+"""Installing one version of one package (docs/compatibility.md#install-pipeline steps 2–8).
 
 (2) metadata — a locked version must match the lock's integrity and size (``LOCK_MISMATCH``);
 (3) artifact — from the verified cache or downloaded; a locked install accepts only the lock's

@@ -1,4 +1,4 @@
-"""The ``splice verify`` report (interfaces.md 5.9): every check of an artifact, plus ``installed``.
+"""The ``splice verify`` report (docs/compatibility.md#verification-pipeline): every check of an artifact, plus ``installed``.
 
 The registry's bytes are run through the same policy as an install (sha256, size, package,
 metadata, signature), then ``provenance`` and ``source`` (reported as skipped: this build keeps

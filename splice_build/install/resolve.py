@@ -1,4 +1,4 @@
-"""Choosing a version for a package range (interfaces.md 2.5 "add").
+"""Choosing a version for a package range (docs/compatibility.md#install-pipeline "add").
 
 ``@ns/name`` means the newest stable version, saved as ``^x.y.z``; ``@ns/name@<range>`` keeps
 the locked version if it satisfies the range and the registry still has it, else takes the

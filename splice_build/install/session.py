@@ -2,7 +2,7 @@
 
 A no-op ``splice install`` never opens the registry; an install that finds the registry
 unreachable (``REGISTRY_UNREACHABLE``, or ``REGISTRY_UNAVAILABLE`` for an HTTP 503) falls back
-to the verified cache for locked versions (interfaces.md 2.5 "Offline").
+to the verified cache for locked versions (docs/compatibility.md#install-pipeline "Offline").
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""(5) The signature check of the install policy and signer pinning (interfaces.md 2.5, 5.10).
+"""(5) The signature check of the install policy and signer pinning (docs/compatibility.md#install-pipeline, docs/compatibility.md#signatures).
 
 :class:`SignatureValid` replaces ``checks.SignatureUnchecked`` in the policy: it verifies the
 signatures the registry lists for the version (``signatures`` of the version metadata) over

@@ -1,6 +1,6 @@
 """Swapping installed directories and ``splice.lock`` as one crash-safe change.
 
-DESIGN.md invariant 8. A directory and a file cannot be replaced by one rename, so a change
+docs/architecture.md#invariants, 8. A directory and a file cannot be replaced by one rename, so a change
 is a small journaled transaction (``.splice/tmp/journal.json``):
 
 1. the new package files are complete in a staging directory (``.splice/tmp/<name>-<12 hex>``);
@@ -203,7 +203,7 @@ def _drop_leftovers(layout: ProjectLayout) -> None:
 
 
 def _prune_empty(scope_dir: Path, packages_dir: Path) -> None:
-    """Remove an empty ``@ns`` dir, then an empty ``packages`` dir (interfaces.md 2.3)."""
+    """Remove an empty ``@ns`` dir, then an empty ``packages`` dir (docs/compatibility.md#splice-layout)."""
     for directory in (scope_dir, packages_dir):
         with contextlib.suppress(OSError):
             directory.rmdir()

@@ -1,4 +1,4 @@
-"""The ``--data`` tools: one table from MCP tool name to broker capability (interfaces.md 6.5).
+"""The ``--data`` tools: one table from MCP tool name to broker capability (docs/compatibility.md#mcp).
 
 Each tool is a capability the broker serves here, shown to MCP clients with a strict input
 schema built from that capability's argument schema (``schemas/capability_args.json``,
@@ -26,7 +26,7 @@ CHAIN_VALUES: tuple[str | int, ...] = (DEFAULT_CHAIN, str(DEFAULT_CHAIN_ID), DEF
 
 # Families whose data is text written by third parties (pages, READMEs, repository fields).
 UNTRUSTED_FAMILIES = frozenset({"web", "github"})
-# Calls the host's provider account may be billed for (interfaces.md 8).
+# Calls the host's provider account may be billed for (docs/compatibility.md#capabilities).
 BILLED = frozenset(
     {"ai.generate", "web.search", "web.extract", "web.map", "web.similar", "web.answer"}
 )

@@ -49,7 +49,7 @@ class ToolOutcome:
 
     @classmethod
     def from_result_json(cls, result: Mapping[str, Any]) -> ToolOutcome:
-        """Build from the runtime's JSON shape (interfaces.md 4.3)."""
+        """Build from the runtime's JSON shape (docs/compatibility.md#runtime)."""
         logs = result.get("logs") or ""
         if result.get("ok"):
             return cls(ok=True, output=result.get("output"), logs=str(logs))
@@ -96,7 +96,7 @@ class ServerInfo:
 class Backend(Protocol):
     """Tools and resources to serve; every method is called from worker threads.
 
-    ``list_tools`` returns tool descriptors (interfaces.md 1.11: ``mcpName``,
+    ``list_tools`` returns tool descriptors (docs/compatibility.md#tool-descriptors: ``mcpName``,
     ``qualifiedName``, ``version``, ``description``, ``inputSchema``, ``outputSchema?``,
     ``permissions``, ``annotations``, ``timeoutMs``, ``package``), or, for tools that belong
     to no package (the ``--data`` tools), ``{mcpName, mcpTool}`` where ``mcpTool`` is the

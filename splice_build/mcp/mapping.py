@@ -1,4 +1,4 @@
-"""Descriptor → MCP tool, and call outcome → MCP tool result (interfaces.md 6.1, 6.2).
+"""Descriptor → MCP tool, and call outcome → MCP tool result (docs/compatibility.md#mcp).
 
 The names, titles, annotations and ``_meta`` keys are the interface shared with the
 TypeScript Splice: clients (and their permission prompts) read them, so they are exact.

@@ -34,7 +34,7 @@ def descriptor(
     permissions: Mapping[str, Any] | None = None,
     timeout_ms: int = 10000,
 ) -> dict[str, Any]:
-    """A tool descriptor of the shape ``describe_tools`` produces (interfaces.md 1.11)."""
+    """A tool descriptor of the shape ``describe_tools`` produces (docs/compatibility.md#tool-descriptors)."""
     namespace, name = package.removeprefix("@").split("/", 1)
     result: dict[str, Any] = {
         "package": package,

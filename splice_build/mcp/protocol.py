@@ -1,4 +1,4 @@
-"""JSON-RPC 2.0 dispatch for MCP (interfaces.md 6.1); knows nothing about transports.
+"""JSON-RPC 2.0 dispatch for MCP (docs/compatibility.md#mcp); knows nothing about transports.
 
 A transport parses bytes with ``parse_message``, calls ``Server.handle(message, session)``
 from any thread (requests are handled concurrently) and writes back whatever dict it returns;
@@ -177,7 +177,7 @@ class Server:
         if not isinstance(arguments, dict):
             raise _RpcError(INVALID_PARAMS, "Tool arguments must be an object")
         # Cheap guard before any backend work; the runtime re-checks depth, size and schema
-        # before a tool process starts (interfaces.md 4.3 steps 3-6).
+        # before a tool process starts (docs/compatibility.md#runtime steps 3-6).
         if nesting_depth(arguments, MAX_INPUT_DEPTH) > MAX_INPUT_DEPTH:
             return mapping.error_result(
                 str(ErrorCode.INPUT_TOO_LARGE),

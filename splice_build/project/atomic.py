@@ -1,6 +1,6 @@
 """Atomic file replacement: the only way project and user state reaches the disk.
 
-DESIGN.md invariant 8: a crash at any instant leaves the previous file or the new one, never
+docs/architecture.md#invariants, 8: a crash at any instant leaves the previous file or the new one, never
 a mix. The bytes go to a temp file in the target's directory (same file system, so the rename
 is atomic), are fsynced, renamed over the target with ``os.replace``, and the directory is
 fsynced so the rename itself survives a power cut. The temp file is created with its final

@@ -1,6 +1,6 @@
 """User state under ``SPLICE_HOME`` (default ``~/.splice``): config, credentials, keys, cache.
 
-interfaces.md 2.6::
+docs/compatibility.md#user-state::
 
     <home>/config.json          {"registry": "<url|alias>"}            0600
     <home>/credentials.json     {"version": 1, "registries": {"<normalized url>":

@@ -1,4 +1,4 @@
-"""Publisher signing keys on disk: ``SPLICE_HOME/keys/<name>.key`` (interfaces.md 2.6, 5.10).
+"""Publisher signing keys on disk: ``SPLICE_HOME/keys/<name>.key`` (docs/compatibility.md#user-state, docs/compatibility.md#signatures).
 
 A key file is an Ed25519 private key in PKCS#8 PEM, mode 0600, in a 0700 directory. Names
 match ``^[a-z0-9][a-z0-9-]{0,39}$``. A key file is never overwritten: it is written to a temp
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from splice_build.project.home import SpliceHome
 
-KEY_NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")  # interfaces.md 2.6
+KEY_NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")  # docs/compatibility.md#user-state
 DEFAULT_KEY_NAME = "default"
 KEY_SUFFIX = ".key"
 FILE_MODE = 0o600

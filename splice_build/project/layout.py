@@ -1,6 +1,6 @@
 """Where a project keeps its files: ``splice.json``, ``splice.lock`` and ``.splice/``.
 
-interfaces.md 2.3. Only paths here, no I/O: every module that touches a project asks this
+docs/compatibility.md#splice-layout. Only paths here, no I/O: every module that touches a project asks this
 one where things are, so the layout is written down once.
 
 ::

@@ -1,6 +1,6 @@
 """``splice.lock``: the exact versions, bytes and grants a project installed.
 
-interfaces.md 2.2::
+docs/compatibility.md#splicelock::
 
     { "lockfileVersion": 1, "packages": { "@ns/name": LockEntry } }
 
@@ -36,7 +36,7 @@ from splice_build.spec.permissions import Permissions
 from splice_build.spec.semver import Version
 
 LOCKFILE_VERSION = 1
-_KEY_ID = re.compile(r"ed25519:[0-9a-f]{16}")  # interfaces.md 2.2, signedBy
+_KEY_ID = re.compile(r"ed25519:[0-9a-f]{16}")  # docs/compatibility.md#splicelock, signedBy
 _KEY_ID_FORM = "ed25519:<16 lowercase hex digits>"
 _INTEGRITY_FORM = "sha256-<64 lowercase hex digits>"
 _MAX_SAFE_INTEGER = 2**53 - 1  # JavaScript's Number.MAX_SAFE_INTEGER

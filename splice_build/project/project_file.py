@@ -1,6 +1,6 @@
 """``splice.json``: finding the project, and reading, validating and writing its file.
 
-interfaces.md 2.1::
+docs/compatibility.md#splicejson::
 
     { "specVersion": 1, "registry"?: "<url|alias>", "packages": { "@ns/name": "<range>" } }
 

@@ -1,6 +1,6 @@
 """Which registry a command talks to: URL normalization, aliases and precedence.
 
-interfaces.md 2.6. A registry is an http(s) base URL without credentials, or the pseudo URL
+docs/compatibility.md#user-state. A registry is an http(s) base URL without credentials, or the pseudo URL
 ``embedded:``: the in-process store under ``SPLICE_HOME``, which works offline and is the
 default when nothing is configured. Precedence: ``--registry`` → ``SPLICE_REGISTRY`` →
 ``splice.json`` ``registry`` → (for a package already locked, when ``outdated`` and ``update``

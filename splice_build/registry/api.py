@@ -1,4 +1,4 @@
-"""Wire constants of the registry HTTP API v2 (interfaces.md 5.1-5.3), shared by server and client."""
+"""Wire constants of the registry HTTP API v2 (docs/compatibility.md#registry-api), shared by server and client."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ TARGZ_CONTENT_TYPE = "application/gzip"
 BUNDLE_CONTENT_TYPE = "application/vnd.splice.bundle+json"
 TOKEN_PREFIX = "splice_"
 MAX_TOKEN_DAYS = 365
-MAX_JSON_BODY = 64 * 1024  # interfaces.md 5.1
-MAX_PUBLISH_BODY = 5 * 1024 * 1024  # interfaces.md 5.1, equals spec.limits.MAX_ARCHIVE_BYTES
+MAX_JSON_BODY = 64 * 1024  # docs/compatibility.md#registry-api
+MAX_PUBLISH_BODY = (
+    5 * 1024 * 1024
+)  # docs/compatibility.md#registry-api, equals spec.limits.MAX_ARCHIVE_BYTES
 DEFAULT_PORT = 8787
 IMMUTABLE_CACHE = "public, max-age=31536000, immutable"

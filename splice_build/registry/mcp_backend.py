@@ -1,6 +1,6 @@
 """The registry's MCP server (``POST /mcp``): discovery only, over our own JSON-RPC ``Server``.
 
-interfaces.md 6.6. Agents search the registry, inspect a package version (its tools with the
+docs/compatibility.md#mcp. Agents search the registry, inspect a package version (its tools with the
 input/output schemas of the published manifest) and read its SKILL.md, decoded from the
 stored artifact. Nothing here runs a skill: the registry has no sandbox; tools run where the
 Splice runtime runs (``splice mcp``, the SDK).

@@ -1,4 +1,4 @@
-"""The capability channel in the parent (interfaces.md 4.6) and the broker interface.
+"""The capability channel in the parent (docs/compatibility.md#capability-channel) and the broker interface.
 
 The host forwards ``ctx.capability(name, args)`` as a request frame; this module decides
 every answer: declaration (also for frames the tool forged itself), call budget, in-flight

@@ -1,4 +1,4 @@
-"""Input checks before any process starts (interfaces.md 4.3 steps 3–5)."""
+"""Input checks before any process starts (docs/compatibility.md#runtime steps 3–5)."""
 
 from __future__ import annotations
 

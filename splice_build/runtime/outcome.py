@@ -1,4 +1,4 @@
-"""Mapping a session Outcome and a tool's output to final errors (interfaces.md 4.3, 4.5)."""
+"""Mapping a session Outcome and a tool's output to final errors (docs/compatibility.md#runtime, docs/compatibility.md#ipc)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ToolResult: the outcome of one execution, in the JSON shape of interfaces.md 4.3."""
+"""ToolResult: the outcome of one execution, in the JSON shape of docs/compatibility.md#runtime."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ class ToolResult:
     isolation: IsolationPlan | None = None  # None when no process was started
 
     def to_json(self) -> dict[str, Any]:
-        """``{ok, package, tool, output|error, logs, durationMs}`` (interfaces.md 4.3), plus
+        """``{ok, package, tool, output|error, logs, durationMs}`` (docs/compatibility.md#runtime), plus
         ``isolation`` (the layers that ran, issue #14) when a process was started."""
         out: dict[str, Any] = {"ok": self.ok, "package": self.package, "tool": self.tool}
         if self.ok:

@@ -1,4 +1,4 @@
-"""SpliceRuntime: load, list_tools and execute (interfaces.md 4.1–4.3).
+"""SpliceRuntime: load, list_tools and execute (docs/compatibility.md#runtime–4.3).
 
 ``execute`` never raises for a tool failure: every outcome becomes a ``ToolResult`` whose
 messages, details and logs are sanitised (paths → ``<package>``/``<project>``, then secret
@@ -200,7 +200,7 @@ class SpliceRuntime:
             raise
 
     def _prepare(self, pkg: LoadedPackage, tool_name: str, value: Any) -> tuple[Tool, Any]:
-        """Steps 1–7 of interfaces.md 4.3; raises SandboxError, never starts a process."""
+        """Steps 1–7 of docs/compatibility.md#runtime; raises SandboxError, never starts a process."""
         from splice_build.spec.schema_subset import validate_value
         from splice_build.spec.semver import Version
 

@@ -58,7 +58,7 @@ class SandboxSpec:
     unsafe_in_process_guards_off: bool = False
 
     def argv(self, in_fd: int, out_fd: int) -> list[str]:
-        """interfaces.md 4.4, plus the heap cap and the IPC fds for host.mjs."""
+        """docs/compatibility.md#sandbox-process, plus the heap cap and the IPC fds for host.mjs."""
         if self.unsafe_in_process_guards_off:
             return [
                 str(self.node.path),

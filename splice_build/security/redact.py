@@ -1,9 +1,9 @@
 """Secret redaction and path placeholders for everything Splice shows or returns.
 
 ``redact(text, secret_values)`` replaces the exact secret values first (≥ 6 characters,
-longest first), then every pattern class of interfaces.md section 9, in that order.
+longest first), then every pattern class of docs/compatibility.md#redaction, in that order.
 ``PathSanitizer`` replaces absolute package/project paths (plain, ``file://`` URL and
-URL-encoded forms, longest first) with ``<package>`` / ``<project>`` (interfaces.md 4.3).
+URL-encoded forms, longest first) with ``<package>`` / ``<project>`` (docs/compatibility.md#runtime).
 Both are pattern-based: they cannot recognise arbitrary secrets (docs/security.md).
 """
 
@@ -36,7 +36,7 @@ class KeyFormat:
     replacement: str = REDACTED
 
 
-# Classes 1–8 of interfaces.md section 9: the credential formats (also what `splice
+# Classes 1–8 of docs/compatibility.md#redaction: the credential formats (also what `splice
 # secret-scan` looks for, reporting ``kind``).
 KEY_FORMATS: tuple[KeyFormat, ...] = (
     KeyFormat(
@@ -67,7 +67,7 @@ KEY_FORMATS: tuple[KeyFormat, ...] = (
     ),
 )
 
-# (pattern, replacement) in the order of interfaces.md section 9.
+# (pattern, replacement) in the order of docs/compatibility.md#redaction.
 _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     *((key.pattern, key.replacement) for key in KEY_FORMATS),
     # 9. Authorization / Proxy-Authorization header values (any scheme)

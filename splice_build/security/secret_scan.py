@@ -1,6 +1,6 @@
 """``splice secret-scan``: find credentials in a repository, build output or a packed package.
 
-What is looked for (seed 000, "Secret hygiene"):
+What is looked for (docs/security.md):
 
 - the exact values of the configured provider keys (``broker/keys.py``: environment, nearest
   ``.env.local`` / ``.env``, ``SPLICE_HOME/.env``), reported by variable name;
@@ -31,7 +31,7 @@ from pathlib import Path
 
 from splice_build.security.redact import KEY_FORMATS as REDACTION_KEY_FORMATS
 
-# Names of the key-format classes of redact.py, in its order (interfaces.md 9, classes 1-8).
+# Names of the key-format classes of redact.py, in its order (docs/compatibility.md#redaction, classes 1-8).
 KEY_FORMATS: tuple[str, ...] = tuple(key.kind for key in REDACTION_KEY_FORMATS)
 ALLOW_MARKER = "secret-scan: allow"
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz")

@@ -57,7 +57,7 @@ def bare_host(hostname: str) -> str:
 
 
 def host_allowed(host: str, patterns: Sequence[str]) -> bool:
-    """interfaces.md 1.4: ``*`` any host, ``*.x`` proper subdomains of x only, else equality."""
+    """docs/compatibility.md#permissions: ``*`` any host, ``*.x`` proper subdomains of x only, else equality."""
     for pattern in patterns:
         if pattern == "*":
             return True

@@ -1,4 +1,4 @@
-"""Package artifacts: the deterministic ``.tar.gz`` writer and the safe reader (interfaces.md 1.9).
+"""Package artifacts: the deterministic ``.tar.gz`` writer and the safe reader (docs/compatibility.md#archive-format).
 
 Writer: files sorted by path in UTF-16 code-unit order, one ustar header per file (mode 0644,
 uid/gid 0, mtime 0, empty user and group names, no directory entries), data padded to 512
@@ -31,7 +31,7 @@ _PREFIX_BYTES = 155  # ustar prefix field
 
 
 def _octal_field(value: int, length: int) -> bytes:
-    """``length - 1`` zero-padded octal digits and a NUL (interfaces.md 1.9)."""
+    """``length - 1`` zero-padded octal digits and a NUL (docs/compatibility.md#archive-format)."""
     return format(value, "o").zfill(length - 1).encode("ascii") + b"\0"
 
 

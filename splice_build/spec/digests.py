@@ -1,4 +1,4 @@
-"""Integrity strings and the files digest (interfaces.md 1.9 and 2.4).
+"""Integrity strings and the files digest (docs/compatibility.md#archive-format, docs/compatibility.md#files-digest).
 
 - Integrity of an artifact: ``sha256-`` + lowercase hex SHA-256 of its bytes.
 - Files digest of a package: for each file sorted by path (UTF-16 code-unit order, as

@@ -1,4 +1,4 @@
-"""Which files may be in a package archive (interfaces.md 1.8), for the writer and both readers.
+"""Which files may be in a package archive (docs/compatibility.md#package-format), for the writer and both readers.
 
 One rule set, so that everything ``pack_archive`` writes is accepted by ``read_archive`` and
 everything an untrusted archive may carry is what a packed directory could have produced: safe

@@ -1,6 +1,6 @@
 """The gzip layer of package artifacts: a byte-exact writer and a bounded reader.
 
-Writer (interfaces.md 1.9): a fixed 10-byte header (mtime 0, XFL 0, OS 255), DEFLATE *stored*
+Writer (docs/compatibility.md#archive-format): a fixed 10-byte header (mtime 0, XFL 0, OS 255), DEFLATE *stored*
 blocks of at most 65535 bytes written by hand (never zlib compression, whose output differs
 between zlib versions and levels), then CRC-32 and ISIZE. The same input gives the same bytes
 here and in the TypeScript Splice.
@@ -21,7 +21,7 @@ import zlib
 from splice_build.errors import ErrorCode, SpecError
 
 GZIP_MAGIC = b"\x1f\x8b"
-# ID1 ID2 CM=deflate FLG=0 MTIME=0 XFL=0 OS=255 (unknown): interfaces.md 1.9.
+# ID1 ID2 CM=deflate FLG=0 MTIME=0 XFL=0 OS=255 (unknown): docs/compatibility.md#archive-format.
 _STORED_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
 _MAX_STORED_BLOCK = 0xFFFF  # LEN is 16 bits (RFC 1951 3.2.4)
 _GZIP_WBITS = 16 + zlib.MAX_WBITS  # zlib parses the gzip header and checks CRC-32 + ISIZE

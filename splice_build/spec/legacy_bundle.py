@@ -1,4 +1,4 @@
-"""Reader for the legacy JSON bundle artifact (interfaces.md 1.9, Phase 1/2 artifacts).
+"""Reader for the legacy JSON bundle artifact (docs/compatibility.md#archive-format, Phase 1/2 artifacts).
 
 A bundle is UTF-8 JSON ``{"format": "splice-bundle", "formatVersion": 1, "files": [{"path",
 "content": <base64>}]}``. It is still readable so old registry artifacts install; nothing

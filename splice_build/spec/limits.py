@@ -1,4 +1,4 @@
-"""Package and archive limits (interfaces.md 1.7, 1.8, 1.9); one place for every layer."""
+"""Package and archive limits (docs/compatibility.md#package-format, docs/compatibility.md#archive-format); one place for every layer."""
 
 from __future__ import annotations
 
@@ -7,4 +7,6 @@ MAX_FILE_BYTES = 2 * 1024 * 1024  # per file
 MAX_ARCHIVE_BYTES = 5 * 1024 * 1024  # compressed artifact
 MAX_EXPANDED_BYTES = 16 * 1024 * 1024  # decompressed tar; inflation stops here
 MAX_SKILL_MD_BYTES = 256 * 1024
-MAX_INPUT_DEPTH = 256  # nesting of a tool's input (interfaces.md 4.2), checked by runtime and MCP
+MAX_INPUT_DEPTH = (
+    256  # nesting of a tool's input (docs/compatibility.md#runtime), checked by runtime and MCP
+)

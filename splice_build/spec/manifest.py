@@ -1,6 +1,6 @@
 """manifest.json (spec v1): validated with every problem at once, then normalized.
 
-interfaces.md 1.2-1.6. ``schemas/manifest.schema.json`` holds the structure; this module adds
+docs/compatibility.md#manifest. ``schemas/manifest.schema.json`` holds the structure; this module adds
 what a schema cannot say: ``specVersion`` is checked first and alone (a manifest of another
 spec version is not read further), tool input/output must be valid tool-schema subsets (and
 input an object schema), tool names are unique, and an agent or dependency list may not name
@@ -134,7 +134,7 @@ class Manifest:
         return next((t for t in self.tools if t.name == name), None)
 
     def to_json(self) -> dict[str, Any]:
-        """The normalized manifest, in the exact key order of interfaces.md 1.2."""
+        """The normalized manifest, in the exact key order of docs/compatibility.md#manifest."""
         out: dict[str, Any] = {
             "specVersion": self.spec_version,
             "namespace": self.namespace,

@@ -1,6 +1,6 @@
 """Package ids (``@ns/name``), package references (``@ns/name@range``) and tool references.
 
-interfaces.md 1.10. A name segment is lowercase letters, digits and dashes, starting with a
+docs/compatibility.md#names-and-versions. A name segment is lowercase letters, digits and dashes, starting with a
 letter or digit, at most 64 characters; it has no dots because a dot separates a package
 from its tool (``example.hello``, ``@splice/example.hello``).
 """

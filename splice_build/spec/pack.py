@@ -1,4 +1,4 @@
-"""Packing a package directory into its artifact (interfaces.md 1.8, ``packages/core/src/pack.ts``).
+"""Packing a package directory into its artifact (docs/compatibility.md#package-format, ``packages/core/src/pack.ts``).
 
 The walk skips every name starting with ``.`` (``.git``, ``.env``, ``.DS_Store``) and every
 ``node_modules``, refuses symbolic links and anything that is not a regular file or a

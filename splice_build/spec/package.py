@@ -1,4 +1,4 @@
-"""Whether a set of files is a valid package (interfaces.md 1.7, 1.8).
+"""Whether a set of files is a valid package (docs/compatibility.md#package-format).
 
 A package is judged from its files alone, however they arrived (a directory being packed,
 an archive being read, an installed copy): a valid manifest.json, a valid SKILL.md, an

@@ -1,6 +1,6 @@
 """The safe relative path rule shared by package files, entries and fs permissions.
 
-interfaces.md 1.4: a safe relative path is ``.`` or a string of 1..256 characters with no
+docs/compatibility.md#permissions: a safe relative path is ``.`` or a string of 1..256 characters with no
 backslash, no NUL, not starting with ``/``, no drive prefix ``X:``, and no segment equal to
 ``..``, ``.`` or empty.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-MAX_RELATIVE_PATH = 256  # interfaces.md 1.4
+MAX_RELATIVE_PATH = 256  # docs/compatibility.md#permissions
 _DRIVE = re.compile(r"^[A-Za-z]:")
 
 
@@ -25,7 +25,7 @@ def is_safe_relative_path(path: str, *, allow_dot: bool = True) -> bool:
 
 
 def utf16_len(text: str) -> int:
-    """Length in UTF-16 code units, as JavaScript's ``String.length`` counts (interfaces.md 11)."""
+    """Length in UTF-16 code units, as JavaScript's ``String.length`` counts (docs/compatibility.md#what-differs-on-purpose)."""
     return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 

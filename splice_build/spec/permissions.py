@@ -1,4 +1,4 @@
-"""Permissions a package declares and a project grants (interfaces.md 1.4, seed 001).
+"""Permissions a package declares and a project grants (docs/compatibility.md#permissions, docs/security.md).
 
 Everything is denied unless declared: ``fs.read`` / ``fs.write`` (project-relative paths, ``.``
 is the whole project, writable paths are readable too), ``network`` (lowercase host names,

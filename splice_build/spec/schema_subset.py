@@ -1,4 +1,4 @@
-"""The small JSON Schema subset that describes tool input and output (interfaces.md 1.5).
+"""The small JSON Schema subset that describes tool input and output (docs/compatibility.md#schema-subset).
 
 Two jobs: ``check_schema`` says why a schema in a manifest is not a valid Splice schema
 (unsupported keywords are rejected, so an author is never surprised by a constraint that is

@@ -1,6 +1,6 @@
 """Semantic versions (semver.org 2.0) and the version ranges Splice understands.
 
-interfaces.md 1.10. Ranges are deliberately few: exact ``1.2.3``, caret ``^1.2.3``, tilde
+docs/compatibility.md#names-and-versions. Ranges are deliberately few: exact ``1.2.3``, caret ``^1.2.3``, tilde
 ``~1.2.3``, ``*`` and ``latest``. ``*`` and ``latest`` match stable versions only, and a
 prerelease satisfies nothing but an exact range naming it, so a prerelease is never picked
 up by accident.

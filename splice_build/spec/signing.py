@@ -1,4 +1,4 @@
-"""Publisher signatures (interfaces.md 5.10): the signed payload, key ids, and verification.
+"""Publisher signatures (docs/compatibility.md#signatures): the signed payload, key ids, and verification.
 
 - Ed25519. A public key travels as its raw 32 bytes in standard base64 (44 characters); a
   signature as its 64 bytes in standard base64 (88 characters).
@@ -27,7 +27,9 @@ from splice_build.errors import ErrorCode, SpecError
 
 PAYLOAD_HEADER = "splice-package-signature-v1"
 KEY_ID_PREFIX = "ed25519:"
-KEY_ID_PATTERN = re.compile(r"^ed25519:[0-9a-f]{16}$")  # interfaces.md 2.2 (signedBy)
+KEY_ID_PATTERN = re.compile(
+    r"^ed25519:[0-9a-f]{16}$"
+)  # docs/compatibility.md#splicelock (signedBy)
 PUBLIC_KEY_BYTES = 32  # RFC 8032
 SIGNATURE_BYTES = 64  # RFC 8032
 
@@ -119,7 +121,7 @@ def check_signatures(
     integrity: str,
     preferred: str | None = None,
 ) -> SignatureCheck:
-    """Verify every signature of one version (interfaces.md 5.10 ``checkSignatures``).
+    """Verify every signature of one version (docs/compatibility.md#signatures ``checkSignatures``).
 
     ``preferred`` (a pinned signer) is reported as the signer when its signature is among the
     valid ones, so a publisher that adds a second key does not look like a change of signer.

@@ -1,4 +1,4 @@
-"""A strict ustar parser for untrusted package archives (interfaces.md 1.9, reader side).
+"""A strict ustar parser for untrusted package archives (docs/compatibility.md#archive-format, reader side).
 
 Written for this job instead of ``tarfile``: it parses each 512-byte header itself, accepts
 only what a package can contain, and never touches the file system. It yields regular files

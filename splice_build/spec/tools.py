@@ -1,6 +1,6 @@
 """Tool descriptors: the one description of a tool that the SDK, MCP and the registry share.
 
-interfaces.md 1.11. Names: ``example.hello`` (short, for ``splice run``),
+docs/compatibility.md#tool-descriptors. Names: ``example.hello`` (short, for ``splice run``),
 ``@splice/example.hello`` (qualified) and ``splice_example_hello`` (MCP; segments never
 contain ``_``, so the name is unambiguous). MCP annotations are derived from the package's
 permissions, never declared by it.

@@ -1,6 +1,6 @@
 """The files digest of an installed package, recomputed from the bytes on disk.
 
-interfaces.md 2.4 and DESIGN.md invariant 3: every regular file under the package directory
+docs/compatibility.md#files-digest and docs/architecture.md#invariants, 3: every regular file under the package directory
 counts, hidden files and ``node_modules`` included (a verified artifact holds neither, so any
 added file changes the digest). A symbolic link or any other non-regular entry, or more files
 than a package may hold, makes the digest ``None``, which never equals a recorded digest.

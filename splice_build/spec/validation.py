@@ -2,7 +2,7 @@
 
 The schemas say the structure; this module makes a compiled validator agree with the
 TypeScript Splice where a stock validator would not, and turns its errors into the
-``field: problem`` lines of interfaces.md 1.2:
+``field: problem`` lines of docs/compatibility.md#manifest:
 
 - ``maxLength`` / ``minLength`` count UTF-16 code units (JavaScript ``String.length``);
 - ``pattern`` is ECMAScript-like: a final ``$`` matches only at the very end (Python's also

@@ -2,7 +2,7 @@
 
 The state of a file is ``(mtime_ns, size, sha256 hex)``. Like doit's ``MD5Checker`` it may use
 the stat shortcut (same mtime and size → unchanged): it only decides whether the ``lock`` task
-has work to do, never whether bytes are trusted (DESIGN.md invariant 3). A changed mtime with the
+has work to do, never whether bytes are trusted (docs/architecture.md#invariants, 3). A changed mtime with the
 same size is settled by re-hashing, so touching a file re-runs nothing.
 """
 

@@ -1,4 +1,4 @@
-"""Streamable HTTP: the official SDK client, and every refusal of interfaces.md 6.4."""
+"""Streamable HTTP: the official SDK client, and every refusal of docs/compatibility.md#mcp."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Provider keys never reach an MCP client: results, errors and the server's stderr (seed 000).
+"""Provider keys never reach an MCP client: results, errors and the server's stderr (docs/security.md).
 
 Every provider variable is set to a recognizable value; the fake providers answer with error
 bodies that echo whatever credential the request carried (header, URL path or query), or

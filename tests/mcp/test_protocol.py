@@ -1,4 +1,4 @@
-"""JSON-RPC dispatch and MCP shapes (interfaces.md 6.1, 6.2) over the in-memory backend."""
+"""JSON-RPC dispatch and MCP shapes (docs/compatibility.md#mcp) over the in-memory backend."""
 
 from __future__ import annotations
 

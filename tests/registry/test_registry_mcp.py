@@ -1,4 +1,4 @@
-"""The registry's ``POST /mcp`` (interfaces.md 6.6): the real server, the official SDK client.
+"""The registry's ``POST /mcp`` (docs/compatibility.md#mcp): the real server, the official SDK client.
 
 Runs once per store back end (SQLite + files, PostgreSQL + S3): see conftest.py.
 """

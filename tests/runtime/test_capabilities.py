@@ -1,4 +1,4 @@
-"""The capability channel (interfaces.md 4.6) through the real sandbox, with a real broker
+"""The capability channel (docs/compatibility.md#capability-channel) through the real sandbox, with a real broker
 object (a small in-process implementation of the broker interface)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Messages, details and logs leave the runtime with secrets redacted and absolute paths
-replaced by <package>/<project> (interfaces.md 4.3, 9) — golden tests through real Node."""
+replaced by <package>/<project> (docs/compatibility.md#runtime, docs/compatibility.md#redaction) — golden tests through real Node."""
 
 from __future__ import annotations
 

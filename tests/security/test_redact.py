@@ -1,4 +1,4 @@
-"""Golden tests for secret redaction and path placeholders (interfaces.md 9, 4.3)."""
+"""Golden tests for secret redaction and path placeholders (docs/compatibility.md#redaction, docs/compatibility.md#runtime)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The signed payload, key ids and the client's signature rule (interfaces.md 5.10)."""
+"""The signed payload, key ids and the client's signature rule (docs/compatibility.md#signatures)."""
 
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ from splice_build.spec.pack import collect_package_files
 from testing.archives import RawEntry, gzip_bytes, legacy_bundle, raw_tar, ustar_header
 
 GOLDEN = Path(__file__).parents[1] / "resources" / "packages" / "golden"
-# Computed once from the format rules of interfaces.md 1.9, and cross-checked against a separate
+# Computed once from the format rules of docs/compatibility.md#archive-format, and cross-checked against a separate
 # JavaScript writer run on Node 24 (test_node_writer_agrees below).
 GOLDEN_INTEGRITY = "sha256-ae2773a7920cf409ebba3ea1d3fc694f6ad671947318504be1704d7fb8095896"
 GOLDEN_SIZE = 6167
@@ -347,7 +347,7 @@ def test_legacy_bundle_refuses_nan() -> None:
 
 
 NODE_WRITER = r"""
-// An independent writer, from the format rules of interfaces.md 1.9 only.
+// An independent writer, from the format rules of docs/compatibility.md#archive-format only.
 import { readFileSync } from "node:fs";
 import { createHash } from "node:crypto";
 import { crc32 } from "node:zlib";

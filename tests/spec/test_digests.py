@@ -1,4 +1,4 @@
-"""Integrity strings and the files digest (interfaces.md 1.9, 2.4): known answers."""
+"""Integrity strings and the files digest (docs/compatibility.md#archive-format, docs/compatibility.md#files-digest): known answers."""
 
 from __future__ import annotations
 

@@ -187,7 +187,7 @@ def test_valid_entries(entry: str) -> None:
     Manifest.from_dict(with_tool(entry=entry))
 
 
-# --- invalid manifests: every rule of interfaces.md 1.2-1.6 ----------------------------------
+# --- invalid manifests: every rule of docs/compatibility.md#manifest ----------------------------------
 
 INVALID: list[tuple[str, Any, list[str]]] = [
     # the document

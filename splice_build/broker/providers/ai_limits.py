@@ -1,4 +1,4 @@
-"""Checks every AI request passes before it is sent (seed 000: message, size, token, image limits).
+"""Checks every AI request passes before it is sent (docs/capabilities.md: message, size, token, image limits).
 
 The argument schema already bounds the prompt (100,000 characters), the system text
 (20,000) and ``maxTokens`` (1..2048); these limits add the total request size and refuse
@@ -13,7 +13,7 @@ from typing import Any
 from splice_build.broker.providers.interface import ProviderFailure
 from splice_build.errors import ErrorCode
 
-DEFAULT_MAX_TOKENS = 512  # interfaces.md 8
+DEFAULT_MAX_TOKENS = 512  # docs/compatibility.md#capabilities
 MAX_TOKENS = 2048
 MAX_MESSAGES = 2  # one optional system message and one user message
 MAX_REQUEST_CHARACTERS = 120_000

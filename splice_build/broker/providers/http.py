@@ -19,8 +19,8 @@ from urllib.parse import quote, urlencode, urlsplit
 from splice_build.broker.providers.interface import ProviderFailure
 from splice_build.errors import ErrorCode
 
-DEFAULT_TIMEOUT_SECONDS = 15.0  # interfaces.md 8: 15 s per provider request
-DEFAULT_MAX_RESPONSE_BYTES = 5 * 1024 * 1024  # interfaces.md 8: 5 MiB
+DEFAULT_TIMEOUT_SECONDS = 15.0  # docs/compatibility.md#capabilities: 15 s per provider request
+DEFAULT_MAX_RESPONSE_BYTES = 5 * 1024 * 1024  # docs/compatibility.md#capabilities: 5 MiB
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """`splice add <pkg>[@range]…`: install packages and record them in splice.json and splice.lock.
 
 Also home of what the package-manager commands share (install, update): the three install
-flags, the consent prompt, and the per-package text output (interfaces.md 3.2).
+flags, the consent prompt, and the per-package text output (docs/compatibility.md#cli).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ With ``--dir`` the package directory is run as it is (what a skill author does w
 writing one). Otherwise the tool of an installed package is resolved in the project and its
 files are re-verified from bytes (and its grant checked) before any code runs
 (``INSTALLED_PACKAGE_MODIFIED``, ``PERMISSIONS_NOT_GRANTED``, ``NOT_INSTALLED``,
-``AMBIGUOUS_TOOL``). Input coercion follows interfaces.md 3.2 (run row).
+``AMBIGUOUS_TOOL``). Input coercion follows docs/compatibility.md#cli (run row).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`splice verify <pkg>[@version]`: every verification check of an artifact (interfaces.md 5.9)."""
+"""`splice verify <pkg>[@version]`: every verification check of an artifact (docs/compatibility.md#verification-pipeline)."""
 
 from __future__ import annotations
 

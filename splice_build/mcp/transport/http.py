@@ -1,4 +1,4 @@
-"""Stateless Streamable HTTP transport (interfaces.md 6.4): one Starlette app on uvicorn.
+"""Stateless Streamable HTTP transport (docs/compatibility.md#mcp): one Starlette app on uvicorn.
 
 Every request passes, in order: path ``/mcp`` (404), no ``Origin`` header (403: a browser
 page must never reach a local tool server), bearer token (401, compared in constant time as

@@ -1,4 +1,4 @@
-"""Newline-delimited JSON-RPC over stdin/stdout (interfaces.md 6.3).
+"""Newline-delimited JSON-RPC over stdin/stdout (docs/compatibility.md#mcp).
 
 stdout carries protocol messages only (``claim_stdout`` points fd 1 at stderr so a stray
 write elsewhere cannot corrupt the stream). stdin is read in chunks from the binary buffer;
@@ -27,7 +27,7 @@ from splice_build.mcp.protocol import (
     parse_message,
 )
 
-MAX_LINE_UNITS = 4 * 1024 * 1024  # interfaces.md 6.3
+MAX_LINE_UNITS = 4 * 1024 * 1024  # docs/compatibility.md#mcp
 CHUNK_BYTES = 64 * 1024
 MAX_WORKERS = 16  # tool calls block on a sandbox process each
 MAX_IN_FLIGHT = 64  # beyond this the reader waits: back-pressure instead of an unbounded queue

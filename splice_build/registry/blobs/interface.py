@@ -25,7 +25,7 @@ class BlobStore(Protocol):
 
 
 def artifact_key(namespace: str, name: str, version: str, sha256_hex: str, *, legacy: bool) -> str:
-    """The content-addressed key of one artifact (interfaces.md 5.7 step 8)."""
+    """The content-addressed key of one artifact (docs/compatibility.md#publish-flow step 8)."""
     suffix = "bundle.json" if legacy else "tar.gz"
     return f"packages/{namespace}/{name}/{version}/{sha256_hex}.{suffix}"
 

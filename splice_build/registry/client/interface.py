@@ -1,7 +1,7 @@
 """The ``RegistryClient`` protocol: everything the CLI and installer ask of a registry.
 
-Responses are the API's JSON documents (interfaces.md 5.2-5.3) as dicts. Errors are
-``RegistryError`` with client codes (interfaces.md 2.7): the same table maps an HTTP status,
+Responses are the API's JSON documents (docs/compatibility.md#registry-api) as dicts. Errors are
+``RegistryError`` with client codes (docs/compatibility.md#error-codes): the same table maps an HTTP status,
 or an embedded service error, to ``PACKAGE_NOT_FOUND``, ``VERSION_EXISTS`` and so on.
 """
 

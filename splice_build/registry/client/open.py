@@ -1,6 +1,6 @@
 """Open the client for a registry URL, with the token that applies to it.
 
-Token precedence (interfaces.md 2.6): an explicit token, then ``SPLICE_TOKEN``, then the
+Token precedence (docs/compatibility.md#user-state): an explicit token, then ``SPLICE_TOKEN``, then the
 credential saved for that registry by ``splice login``. ``SPLICE_TOKEN`` is meant for a
 remote registry (CI) and is not applied to the embedded one.
 """

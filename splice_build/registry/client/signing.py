@@ -2,7 +2,7 @@
 
 Used by ``splice publish --sign`` and ``splice sign``. The caller decides *which* bytes are
 being vouched for (the integrity); this module only signs exactly the payload of
-interfaces.md 5.10 for it and uploads the signature, which the registry verifies again.
+docs/compatibility.md#signatures for it and uploads the signature, which the registry verifies again.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""HTTP status → client error code: the one table of interfaces.md 2.7.
+"""HTTP status → client error code: the one table of docs/compatibility.md#error-codes.
 
 The embedded client routes service errors through the server's code → status table and then
 this one, so both clients report the same codes for the same failure.
@@ -20,7 +20,7 @@ CODE_BY_STATUS: Mapping[int, ErrorCode] = {
     503: ErrorCode.REGISTRY_UNAVAILABLE,
 }
 # Server codes the client reports as themselves: mapping them by status alone would call a
-# conflicting key VERSION_EXISTS and a bad signature INVALID_PACKAGE (interfaces.md 5.10).
+# conflicting key VERSION_EXISTS and a bad signature INVALID_PACKAGE (docs/compatibility.md#signatures).
 KEPT_SERVER_CODES = frozenset(
     {
         ErrorCode.KEY_EXISTS,

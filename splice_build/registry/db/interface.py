@@ -116,7 +116,7 @@ class SearchHit:
 
 @dataclass(frozen=True)
 class SigningKeyRow:
-    """A publisher key registered for one namespace (interfaces.md 5.10)."""
+    """A publisher key registered for one namespace (docs/compatibility.md#signatures)."""
 
     key_id: str
     namespace: str

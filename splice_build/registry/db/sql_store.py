@@ -320,7 +320,7 @@ class SqlMetadataStore(ABC):
     def set_artifact_location(
         self, package_id: str, version: str, *, backend: str, url: str | None
     ) -> bool:
-        # The immutability triggers let exactly these two columns change (interfaces.md 5.8).
+        # The immutability triggers let exactly these two columns change (docs/compatibility.md#registry-api).
         with self._write() as tx:
             cur = tx.execute(
                 "UPDATE versions SET artifact_backend = ?, artifact_url = ? "

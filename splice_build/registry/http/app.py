@@ -1,4 +1,4 @@
-"""The registry's ASGI app (Starlette): routes of interfaces.md 5.2 over ``RegistryService``.
+"""The registry's ASGI app (Starlette): routes of docs/compatibility.md#registry-api over ``RegistryService``.
 
 Handlers are thin: read the request (bodies through ``body.read_limited``), call the
 service on the thread pool (SQLite is synchronous), render JSON. Errors of every kind go

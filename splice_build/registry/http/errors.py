@@ -1,6 +1,6 @@
 """The one function that turns a ``SpliceError`` into an HTTP error response.
 
-Body ``{"error": {"code", "message", "details"?}}`` (interfaces.md 5.1); 429 adds
+Body ``{"error": {"code", "message", "details"?}}`` (docs/compatibility.md#registry-api); 429 adds
 ``retry-after``. The status comes from ``service.status`` (one table keyed by error code).
 """
 

@@ -1,6 +1,6 @@
 """``/mcp`` on the registry: a registry token first, then MCP's Streamable HTTP rules.
 
-interfaces.md 5.2 and 6.6. The caller must present any valid registry token (401
+docs/compatibility.md#registry-api, docs/compatibility.md#mcp. The caller must present any valid registry token (401
 ``UNAUTHENTICATED`` otherwise, counted against the client's failed-auth budget; 429 once
 blocked); the answer to that is a registry error document, like every other route. The
 request then goes, unread, to the MCP transport of ``splice mcp --http``

@@ -28,7 +28,7 @@ def _user(deps: Deps, name: str) -> User:
 
 
 def create_token(deps: Deps, user_name: str, request: TokenRequest) -> dict[str, Any]:
-    """A token for any user; managing by default (interfaces.md 5.2 admin routes)."""
+    """A token for any user; managing by default (docs/compatibility.md#registry-api admin routes)."""
     return issue_token(deps, _user(deps, user_name), request)
 
 

@@ -43,7 +43,7 @@ class MigrationReport:
     skipped: tuple[Skipped, ...]
 
     def to_json(self) -> dict[str, list[str]]:
-        """The API response (interfaces.md 5.2): version ids only; reasons go to the log."""
+        """The API response (docs/compatibility.md#registry-api): version ids only; reasons go to the log."""
         return {
             "migrated": list(self.migrated),
             "skipped": [item.version for item in self.skipped],

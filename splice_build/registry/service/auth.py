@@ -1,6 +1,6 @@
 """Who is calling: bearer tokens (format, hashing, lookup) and the admin token.
 
-interfaces.md 5.4. A token is ``splice_`` + 43 base64url characters (32 random bytes); the
+docs/compatibility.md#auth-and-tokens. A token is ``splice_`` + 43 base64url characters (32 random bytes); the
 store keeps only the lowercase hex SHA-256 of the whole string. Every failed attempt counts
 against the client's failed-auth budget, and a blocked client is refused before its
 credentials are even looked at.
@@ -21,7 +21,7 @@ from splice_build.registry.db.interface import Token, User
 from splice_build.registry.service import ratelimit
 from splice_build.registry.service.deps import Deps
 
-MAX_TOKEN_LENGTH = 200  # interfaces.md 5.4
+MAX_TOKEN_LENGTH = 200  # docs/compatibility.md#auth-and-tokens
 TOKEN_PATTERN = re.compile(r"^splice_[A-Za-z0-9_-]{43}$")
 _BEARER = re.compile(r"^bearer +(\S+)$", re.IGNORECASE)
 

@@ -12,7 +12,7 @@ from typing import Any
 from splice_build.errors import ErrorCode, RegistryError, SpecError
 from splice_build.registry.api import MAX_JSON_BODY, MAX_TOKEN_DAYS
 
-MAX_LABEL = 100  # interfaces.md 5.4
+MAX_LABEL = 100  # docs/compatibility.md#auth-and-tokens
 MAX_SCOPE = 20  # namespaces per token
 
 

@@ -1,4 +1,4 @@
-"""Namespaces: who may publish where, reservation, owners and maintainers (interfaces.md 5.6).
+"""Namespaces: who may publish where, reservation, owners and maintainers (docs/compatibility.md#namespaces).
 
 Publishing authorization, in order: token scope (TOKEN_SCOPE, a scope never claims a
 namespace), owner or maintainer (allowed), owned by someone else (FORBIDDEN), reserved and

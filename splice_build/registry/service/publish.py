@@ -1,4 +1,4 @@
-"""Publishing a version (interfaces.md 5.7): validate, authorize, store the artifact, then
+"""Publishing a version (docs/compatibility.md#publish-flow): validate, authorize, store the artifact, then
 record everything in one metadata transaction.
 
 Order matters for crash safety: the artifact is written first (content-addressed, atomic,

@@ -1,4 +1,4 @@
-"""Rate limits kept in the metadata store (interfaces.md 5.5): fixed windows per key.
+"""Rate limits kept in the metadata store (docs/compatibility.md#rate-limits): fixed windows per key.
 
 Keys are ``<limit name>:<client or user>``; the window is ``floor(now / period)``. A limit
 of 0 is off (a private registry behind its own gateway, or test servers).

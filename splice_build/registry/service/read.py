@@ -1,6 +1,6 @@
 """Anonymous reads: search, package, versions, version metadata, provenance, download.
 
-interfaces.md 5.2. Hidden packages leave search but stay readable and installable.
+docs/compatibility.md#registry-api. Hidden packages leave search but stay readable and installable.
 """
 
 from __future__ import annotations

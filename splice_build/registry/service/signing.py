@@ -1,4 +1,4 @@
-"""Publisher keys and signatures on the registry (interfaces.md 5.2, 5.10).
+"""Publisher keys and signatures on the registry (docs/compatibility.md#registry-api, docs/compatibility.md#signatures).
 
 - Keys belong to a namespace. Only its owner, with a managing token, registers or revokes
   one. A key id is registered once, in one namespace (``KEY_EXISTS``); a revoked key stays
@@ -22,7 +22,7 @@ from splice_build.registry.service.deps import Deps
 
 
 def key_info(row: SigningKeyRow) -> dict[str, Any]:
-    """``SigningKeyInfo`` (interfaces.md 5.3)."""
+    """``SigningKeyInfo`` (docs/compatibility.md#registry-api)."""
     return {
         "keyId": row.key_id,
         "publicKey": row.public_key,

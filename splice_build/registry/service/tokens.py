@@ -1,4 +1,4 @@
-"""Token management: issue, list and revoke (interfaces.md 5.4, TokenInfo of 5.3).
+"""Token management: issue, list and revoke (docs/compatibility.md#auth-and-tokens, TokenInfo of 5.3).
 
 The secret exists only in the value returned by :func:`issue_token`; rows keep its hash.
 """

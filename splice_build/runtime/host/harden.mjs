@@ -73,7 +73,7 @@ export function installStdio() {
   lock(process, 'stdout', out);
   lock(process, 'stderr', err);
   lock(process, 'stdin', stdin);
-  // console.* goes to stderr so it can never be confused with a result (interfaces.md 1.12).
+  // console.* goes to stderr so it can never be confused with a result (docs/compatibility.md#tool-module-contract).
   const logger = new Console({ stdout: err, stderr: err, colorMode: false });
   lock(globalThis, 'console', logger);
   return logger;

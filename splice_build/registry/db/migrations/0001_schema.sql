@@ -1,4 +1,4 @@
--- Tables of the registry metadata store (interfaces.md 5.8).
+-- Tables of the registry metadata store (docs/compatibility.md#registry-api).
 CREATE TABLE users (
     id INTEGER PRIMARY KEY,
     name TEXT NOT NULL UNIQUE,

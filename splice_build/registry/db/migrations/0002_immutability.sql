@@ -1,4 +1,4 @@
--- Published versions are immutable, enforced by the database itself (interfaces.md 5.8):
+-- Published versions are immutable, enforced by the database itself (docs/compatibility.md#registry-api):
 -- no update of identity columns, no delete, provenance written once. Only the artifact
 -- location (backend, url) may change, e.g. when artifacts move to another store.
 CREATE TRIGGER versions_identity_immutable

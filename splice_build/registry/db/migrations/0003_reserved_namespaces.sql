@@ -1,4 +1,4 @@
--- Namespaces nobody may claim by publishing (interfaces.md 5.6); an admin can assign them.
+-- Namespaces nobody may claim by publishing (docs/compatibility.md#namespaces); an admin can assign them.
 -- Both dialects run this file as written (there is no migrations_pg/ twin).
 INSERT INTO namespaces (name, owner_id, reserved, created_at) VALUES
     ('splice', NULL, 1, '1970-01-01T00:00:00.000Z'),

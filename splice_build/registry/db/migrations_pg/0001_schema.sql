@@ -1,4 +1,4 @@
--- Tables of the registry metadata store (interfaces.md 5.8), PostgreSQL spelling of
+-- Tables of the registry metadata store (docs/compatibility.md#registry-api), PostgreSQL spelling of
 -- migrations/0001_schema.sql: same tables, columns and keys. Flags stay 0/1 integers and
 -- timestamps ISO-8601 text, so rows copy between the two back ends unchanged.
 CREATE TABLE users (

@@ -1,4 +1,4 @@
--- Published versions are immutable, enforced by the database itself (interfaces.md 5.8), in
+-- Published versions are immutable, enforced by the database itself (docs/compatibility.md#registry-api), in
 -- PL/pgSQL: the rules of migrations/0002_immutability.sql. As in SQLite, BEFORE UPDATE OF
 -- fires when a listed column is assigned at all, even to its own value. The refusal is an
 -- integrity_constraint_violation (SQLSTATE 23000), like SQLite's constraint error.

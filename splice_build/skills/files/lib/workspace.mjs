@@ -9,7 +9,7 @@
  *   a regular file, exactly one link (a hard link can alias a file outside), and the same device
  *   and inode as the in-workspace path, whose real path must still be inside workspace/.
  *
- * Residual limitation (seed 004): another process changing the workspace concurrently could swap
+ * Residual limitation (docs/skills.md): another process changing the workspace concurrently could swap
  * a parent directory for a link between these checks and the creation of a *new* file.
  */
 import { constants } from "node:fs";
