@@ -1,19 +1,25 @@
 """A counting reverse proxy in front of a real registry server, for "downloaded once" tests.
 
 ``counting_proxy(upstream)`` serves on a free 127.0.0.1 port, forwards every request to
-``upstream`` unchanged and records ``(method, path)``; ``downloads()`` lists the artifact
-GETs (``…/download``). The registry server itself is untouched.
+``upstream`` and records ``(method, path)``; ``downloads()`` lists the artifact GETs
+(``…/download``). With ``rewrite``, each JSON answer is passed through it first (a registry
+that twists its answers); otherwise answers go back unchanged. The registry server itself is
+untouched.
 """
 
 from __future__ import annotations
 
 import http.client
+import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 from urllib.parse import urlsplit
+
+Rewrite = Callable[[str, Any], Any]
 
 _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "host", "content-length"}
 
@@ -29,7 +35,9 @@ class CountingProxy:
         ]
 
 
-def _handler(upstream: str, proxy: CountingProxy) -> type[BaseHTTPRequestHandler]:
+def _handler(
+    upstream: str, proxy: CountingProxy, rewrite: Rewrite | None
+) -> type[BaseHTTPRequestHandler]:
     target = urlsplit(upstream)
     lock = threading.Lock()
 
@@ -47,6 +55,9 @@ def _handler(upstream: str, proxy: CountingProxy) -> type[BaseHTTPRequestHandler
                 connection.request(self.command, self.path, body=body, headers=headers)
                 response = connection.getresponse()
                 data = response.read()
+                kind = response.getheader("content-type") or ""
+                if rewrite is not None and kind.startswith("application/json"):
+                    data = json.dumps(rewrite(self.path, json.loads(data))).encode()
                 self.send_response(response.status)
                 for key, value in response.getheaders():
                     if key.lower() not in _HOP_BY_HOP:
@@ -66,10 +77,11 @@ def _handler(upstream: str, proxy: CountingProxy) -> type[BaseHTTPRequestHandler
 
 
 @contextmanager
-def counting_proxy(upstream: str) -> Iterator[CountingProxy]:
-    """Serve the proxy in a thread for the ``with`` block."""
+def counting_proxy(upstream: str, rewrite: Rewrite | None = None) -> Iterator[CountingProxy]:
+    """Serve the proxy in a thread for the ``with`` block; ``rewrite(path, answer)`` twists
+    JSON answers."""
     proxy = CountingProxy("")
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(upstream, proxy))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(upstream, proxy, rewrite))
     proxy.url = f"http://127.0.0.1:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

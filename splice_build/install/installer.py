@@ -278,7 +278,7 @@ class Installer:
             verified.manifest.permissions, grant, self.options.accept_permissions, subject
         )
         if fetched.metadata is not None:
-            resolved = _download_url(fetched.metadata, self.session.url, target)
+            resolved = _download_url(self.session.url, target)
             registry: str | None = self.session.url
         else:
             assert target.pinned is not None
@@ -385,10 +385,10 @@ def _write_files(directory: Path, verified: VerifiedArtifact) -> None:
             handle.write(content)
 
 
-def _download_url(meta: dict[str, Any], registry: str, target: Target) -> str:
-    download = meta.get("download")
-    if isinstance(download, str) and download:
-        return download
+def _download_url(registry: str, target: Target) -> str:
+    """The lock's ``resolved``: the registry's base URL and the path the client downloads
+    from, never the registry's own ``download`` field (which could name another host, a
+    ``file:`` URL or a path outside the registry)."""
     namespace, name = target.package_id[1:].split("/")
     return f"{registry}/packages/{namespace}/{name}/{target.version}/download"
 
