@@ -22,7 +22,7 @@ from typing import Any
 
 from splice_build.errors import ErrorCode, SpliceError
 from splice_build.mcp.interface import ServerInfo, ToolOutcome
-from splice_build.mcp.memory import MemoryBackend, descriptor
+from testing.mcp_memory import MemoryBackend, descriptor
 from testing.switches import SWITCHES
 
 REPO = Path(__file__).resolve().parent.parent

@@ -16,13 +16,13 @@ from splice_build.broker.providers.memory import MemoryProvider
 from splice_build.mcp.composite import CompositeBackend
 from splice_build.mcp.data_backend import DataBackend
 from splice_build.mcp.data_tools import DATA_TOOLS, UNTRUSTED_NOTICE
-from splice_build.mcp.memory import MemoryBackend, descriptor
 from splice_build.mcp.protocol import INVALID_PARAMS, RESOURCE_NOT_FOUND, Server
 from splice_build.spec.validation import load_schema
 from testing.cli import run_splice
 from testing.fake_providers import FakeProviders, fake_providers, recognizable_keys
 from testing.mcp_clients import DEMO_SKILL_URI, child_env, demo_backend, sdk_stdio, splice_argv
 from testing.mcp_data import call, data_server, fake_data_backend, keyless_env, rpc, valid_arguments
+from testing.mcp_memory import MemoryBackend, descriptor
 
 DATA_NAMES = {tool.name for tool in DATA_TOOLS}
 UNTRUSTED = {"web_search", "web_extract", "web_map", "web_similar", "web_answer"} | {

@@ -7,7 +7,6 @@ from typing import Any
 import pytest
 
 from splice_build.mcp.interface import ServerInfo, ToolOutcome
-from splice_build.mcp.memory import MemoryBackend, descriptor
 from splice_build.mcp.protocol import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -22,6 +21,7 @@ from splice_build.mcp.protocol import (
     parse_message,
 )
 from testing.mcp_clients import DEMO_SKILL_URI, demo_backend
+from testing.mcp_memory import MemoryBackend, descriptor
 
 
 def make_server(backend: MemoryBackend | None = None, logs: list[str] | None = None) -> Server:

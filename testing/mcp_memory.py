@@ -1,7 +1,8 @@
 """An in-memory ``Backend``: tools are Python callables, resources are strings.
 
-Real code, like httpx's ``MockTransport``: the protocol and both transports are tested against
-it without installing packages, and an embedding program can serve its own tools with it.
+A test double of our own making, like httpx's ``MockTransport``: the protocol and both
+transports are tested against it without installing packages. It lives in ``testing/``
+because nothing shipped needs it.
 """
 
 from __future__ import annotations
