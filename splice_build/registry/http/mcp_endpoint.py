@@ -20,7 +20,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
 from splice_build.mcp.transport.http import McpHttpApp
-from splice_build.registry.http.app import caller_of
+from splice_build.registry.http.routing import caller_of
 from splice_build.registry.mcp_backend import RegistryMcpServer
 from splice_build.registry.service.auth import bearer_token
 from splice_build.registry.service.registry_service import RegistryService

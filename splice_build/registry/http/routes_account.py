@@ -1,0 +1,94 @@
+"""Authenticated routes of publishers: publish, keys, signatures, tokens and maintainers."""
+
+from __future__ import annotations
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from splice_build.registry.api import MAX_PUBLISH_BODY
+from splice_build.registry.http.body import read_limited
+from splice_build.registry.http.routing import (
+    base_url_of,
+    caller_of,
+    json_body,
+    json_response,
+    path_param,
+)
+from splice_build.registry.service.registry_service import RegistryService
+
+
+def routes(service: RegistryService) -> list[Route]:
+    """The routes of this group, handlers bound to ``service``."""
+
+    async def add_key(request: Request) -> Response:
+        body = await json_body(request)
+        data = await run_in_threadpool(
+            service.add_key, caller_of(request), path_param(request, "ns"), body
+        )
+        return json_response(data, status=201)
+
+    async def revoke_key(request: Request) -> Response:
+        data = await run_in_threadpool(
+            service.revoke_key,
+            caller_of(request),
+            path_param(request, "ns"),
+            path_param(request, "key"),
+        )
+        return json_response(data)
+
+    async def signatures(request: Request) -> Response:
+        body = await json_body(request)
+        args = (
+            path_param(request, "ns"),
+            path_param(request, "name"),
+            path_param(request, "version"),
+        )
+        data = await run_in_threadpool(service.add_signature, caller_of(request), *args, body)
+        return json_response(data, status=201)
+
+    async def publish(request: Request) -> Response:
+        body = await read_limited(request, MAX_PUBLISH_BODY)
+        data = await run_in_threadpool(
+            service.publish, caller_of(request), body, base_url=base_url_of(request)
+        )
+        return json_response(data, status=201)
+
+    async def whoami(request: Request) -> Response:
+        return json_response(await run_in_threadpool(service.whoami, caller_of(request)))
+
+    async def tokens(request: Request) -> Response:
+        if request.method == "GET":
+            return json_response(await run_in_threadpool(service.tokens, caller_of(request)))
+        body = await json_body(request)
+        data = await run_in_threadpool(service.create_token, caller_of(request), body)
+        return json_response(data, status=201)
+
+    async def revoke_token(request: Request) -> Response:
+        data = await run_in_threadpool(
+            service.revoke_token, caller_of(request), path_param(request, "id")
+        )
+        return json_response(data)
+
+    async def maintainer(request: Request) -> Response:
+        data = await run_in_threadpool(
+            service.set_maintainer,
+            caller_of(request),
+            path_param(request, "ns"),
+            path_param(request, "user"),
+            add=request.method == "PUT",
+        )
+        return json_response(data)
+
+    pkg = "/packages/{ns}/{name}"
+    return [
+        Route("/namespaces/{ns}/keys", add_key, methods=["POST"]),
+        Route("/namespaces/{ns}/keys/{key}", revoke_key, methods=["DELETE"]),
+        Route(pkg + "/{version}/signatures", signatures, methods=["POST"]),
+        Route("/publish", publish, methods=["POST"]),
+        Route("/auth/whoami", whoami, methods=["GET"]),
+        Route("/auth/tokens", tokens, methods=["GET", "POST"]),
+        Route("/auth/tokens/{id}", revoke_token, methods=["DELETE"]),
+        Route("/namespaces/{ns}/maintainers/{user}", maintainer, methods=["PUT", "DELETE"]),
+    ]

@@ -1,0 +1,109 @@
+"""Anonymous read routes of the registry: index, health, search, packages, versions, downloads,
+namespaces and their keys (CORS on every answer, errors too)."""
+
+from __future__ import annotations
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from splice_build.registry.api import IMMUTABLE_CACHE, INTEGRITY_HEADER
+from splice_build.registry.http.routing import (
+    CORS_HEADERS,
+    base_url_of,
+    json_response,
+    path_param,
+    public_read,
+)
+from splice_build.registry.service.registry_service import RegistryService
+
+
+def routes(service: RegistryService) -> list[Route]:
+    """The routes of this group, handlers bound to ``service``."""
+
+    async def index(request: Request) -> Response:
+        return json_response(service.index(), public=True)
+
+    async def health(request: Request) -> Response:
+        return json_response(service.health(), public=True)
+
+    async def search(request: Request) -> Response:
+        def first(name: str) -> str | None:
+            # URLSearchParams.get: the first of repeated parameters (Starlette's get: the last).
+            values = request.query_params.getlist(name)
+            return values[0] if values else None
+
+        data = await run_in_threadpool(
+            service.search, first("q") or "", limit=first("limit"), kind=first("kind")
+        )
+        return json_response(data, public=True)
+
+    async def package(request: Request) -> Response:
+        data = await run_in_threadpool(
+            service.package, path_param(request, "ns"), path_param(request, "name")
+        )
+        return json_response(data, public=True)
+
+    async def versions(request: Request) -> Response:
+        data = await run_in_threadpool(
+            service.versions, path_param(request, "ns"), path_param(request, "name")
+        )
+        return json_response(data, public=True)
+
+    async def version(request: Request) -> Response:
+        data = await run_in_threadpool(
+            service.version,
+            path_param(request, "ns"),
+            path_param(request, "name"),
+            path_param(request, "version"),
+            base_url=base_url_of(request),
+        )
+        return json_response(data, public=True)
+
+    async def provenance(request: Request) -> Response:
+        args = (
+            path_param(request, "ns"),
+            path_param(request, "name"),
+            path_param(request, "version"),
+        )
+        return json_response(await run_in_threadpool(service.provenance, *args), public=True)
+
+    async def download(request: Request) -> Response:
+        args = (
+            path_param(request, "ns"),
+            path_param(request, "name"),
+            path_param(request, "version"),
+        )
+        artifact = await run_in_threadpool(service.download, *args)
+        headers = {
+            **CORS_HEADERS,
+            "content-disposition": f'attachment; filename="{artifact.filename}"',
+            INTEGRITY_HEADER: artifact.integrity,
+            "cache-control": IMMUTABLE_CACHE,
+        }
+        return Response(artifact.data, media_type=artifact.content_type, headers=headers)
+
+    async def namespace(request: Request) -> Response:
+        data = await run_in_threadpool(service.namespace, path_param(request, "ns"))
+        return json_response(data, public=True)
+
+    async def keys(request: Request) -> Response:
+        return json_response(
+            await run_in_threadpool(service.keys, path_param(request, "ns")), public=True
+        )
+
+    read = ["GET", "OPTIONS"]
+    pkg = "/packages/{ns}/{name}"
+    return [
+        Route("/", public_read(index), methods=read),
+        Route("/health", public_read(health), methods=read),
+        Route("/packages/search", public_read(search), methods=read),
+        Route(pkg, public_read(package), methods=read),
+        Route(pkg + "/versions", public_read(versions), methods=read),
+        Route(pkg + "/{version}", public_read(version), methods=read),
+        Route(pkg + "/{version}/download", public_read(download), methods=read),
+        Route(pkg + "/{version}/provenance", public_read(provenance), methods=read),
+        Route("/namespaces/{ns}", public_read(namespace), methods=read),
+        Route("/namespaces/{ns}/keys", public_read(keys), methods=read),
+    ]
