@@ -102,10 +102,9 @@ class ErrorCode(StrEnum):
     INVALID_SIGNATURE = "INVALID_SIGNATURE"
 
 
-# Exit codes (docs/compatibility.md#cli): 0 ok, 1 failed, 2 usage, 3 unavailable.
+# Exit codes (docs/compatibility.md#cli): 0 ok, 1 failed, 2 usage.
 EXIT_FAILED = 1
 EXIT_USAGE = 2
-EXIT_UNAVAILABLE = 3
 
 _USAGE_CODES = frozenset(
     {

@@ -12,12 +12,12 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
-from splice_build.registry.blobs.memory import MemoryBlobStore
 from splice_build.registry.db.sqlite import SqliteMetadataStore
 from splice_build.registry.service.ratelimit import RateLimits
 from splice_build.registry.service.registry_service import RegistryService
 from splice_build.spec.pack import pack_directory
 from testing.packages import minimal_manifest, write_package
+from testing.registry_memory_blobs import MemoryBlobStore
 
 NO_LIMITS = RateLimits(failed_auth=0, publishes=0, requests=0, admin=0)
 

@@ -16,7 +16,6 @@ import pytest
 import requests
 
 from splice_build.registry.blobs.filesystem import FilesystemBlobStore
-from splice_build.registry.blobs.memory import MemoryBlobStore
 from splice_build.registry.db.sqlite import SqliteMetadataStore
 from splice_build.registry.service.artifacts import migrate as migrate_artifacts
 from splice_build.registry.service.auth import Caller
@@ -25,6 +24,7 @@ from splice_build.registry.storage import ARTIFACTS_DIR
 from testing.cli import run_splice
 from testing.registry import NO_LIMITS, artifact
 from testing.registry_backends import S3_PREFIX, ScaleServices, StoreBackend, make_backend
+from testing.registry_memory_blobs import MemoryBlobStore
 from testing.registry_server import ADMIN_TOKEN, RunningRegistry, registry_server, user_token
 
 VERSIONS = (("tool", "1.0.0"), ("tool", "1.1.0"), ("other", "1.0.0"))

@@ -13,9 +13,9 @@ import pytest
 from splice_build.errors import ErrorCode, RegistryError
 from splice_build.registry.blobs.filesystem import FilesystemBlobStore
 from splice_build.registry.blobs.interface import artifact_key
-from splice_build.registry.blobs.memory import MemoryBlobStore
 from splice_build.registry.blobs.s3 import S3BlobStore
 from testing.registry_backends import ScaleServices
+from testing.registry_memory_blobs import MemoryBlobStore
 
 KEY = artifact_key("acme", "tool", "1.0.0", "ab" * 32, legacy=False)
 

@@ -17,7 +17,6 @@ DEFAULT_MAX_TOKENS = 512  # docs/compatibility.md#capabilities
 MAX_TOKENS = 2048
 MAX_MESSAGES = 2  # one optional system message and one user message
 MAX_REQUEST_CHARACTERS = 120_000
-MAX_IMAGES = 0  # image input is not offered to skills
 
 
 def check_request(args: Mapping[str, Any]) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
-from urllib.parse import urlsplit
 
 from splice_build.broker.providers.interface import ProviderContext, ProviderData, ProviderFailure
 from splice_build.errors import ErrorCode
@@ -25,10 +24,6 @@ _TOKEN_CALLS = {
     "decimals": "0x313ce567",
     "totalSupply": "0x18160ddd",
 }
-
-
-def rpc_host(url: str) -> str:
-    return (urlsplit(url).hostname or "").lower()
 
 
 def _int(value: Any) -> int | None:

@@ -1,8 +1,2 @@
-"""Registry artifact stores: the ``BlobStore`` protocol and its back ends.
-
-Back ends by name (explicit registration, STYLE 2.4); an S3-compatible store plugs in here.
-"""
-
-from __future__ import annotations
-
-BLOB_BACKENDS = ("fs", "memory")
+"""Registry artifact stores: the ``BlobStore`` protocol (``interface``) and its back ends, the
+file system (``filesystem``) and S3-compatible storage (``s3``)."""

@@ -1,8 +1,2 @@
-"""Registry metadata stores: the ``MetadataStore`` protocol and its back ends.
-
-Back ends by name (explicit registration, STYLE 2.4); a PostgreSQL store plugs in here.
-"""
-
-from __future__ import annotations
-
-METADATA_BACKENDS = ("sqlite",)
+"""Registry metadata stores: the ``MetadataStore`` protocol (``interface``) and its back ends,
+SQLite (``sqlite``) and PostgreSQL (``postgres``)."""

@@ -1,4 +1,5 @@
-"""In-memory ``BlobStore``: a real implementation for unit tests (no mocks)."""
+"""In-memory ``BlobStore``: a real implementation of the protocol for unit tests (no mocks); in
+``testing/`` because nothing shipped needs it."""
 
 from __future__ import annotations
 
