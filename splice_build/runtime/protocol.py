@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from splice_build.runtime.builtins import allowed_builtins
 from splice_build.runtime.limits import (
     FETCH_CHUNK_BYTES,
     FETCH_INITIAL_CREDIT,
@@ -119,6 +120,8 @@ class Job:
             "input": self.input,
             "context": self.context,
             "env": self.env,
+            # The only built-ins the tool may load (module_guard.mjs refuses the rest).
+            "builtins": list(allowed_builtins()),
             # How the host's fetch shim paces itself; the parent enforces every limit anyway.
             "fetch": {
                 "maxInFlight": MAX_FETCHES_IN_FLIGHT,

@@ -197,8 +197,9 @@ DENIED_CASES = [
     ),
     (
         "builtin_with_query",
+        # Anything after node: that is not exactly an allowed name is refused (fail closed).
         "export default async () => Object.keys(await import('node:net?x')).length;",
-        ErrorCode.TOOL_ERROR,
+        ErrorCode.PERMISSION_DENIED,
     ),
     (
         "builtin_upper_case_scheme",

@@ -1,74 +1,233 @@
-"""Every refused built-in through every route: static import, dynamic import(), the bare
-name, process.getBuiltinModule, createRequire and module.registerHooks (issue #3)."""
+"""Built-ins by allow-list (issue #17, item 3): every built-in of the bundled Node, read from
+its ``module.builtinModules`` when the tests run, is either on the list of
+``schemas/builtins.json`` and loads by every route, or is refused with ``ERR_ACCESS_DENIED``
+(runtime code ``PERMISSION_DENIED``) by every route: static import, dynamic import(),
+``import.meta.resolve``, ``process.getBuiltinModule``, ``process.binding`` /
+``_linkedBinding``, with and without the ``node:`` prefix. ``require`` is no route: CommonJS
+never runs and ``node:module`` (createRequire, registerHooks) is refused."""
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
+import json
+import subprocess
+from functools import lru_cache
 
 import pytest
 
 from splice_build.errors import ErrorCode
+from splice_build.runtime.builtins import allowed_builtins
+from splice_build.runtime.node import find_node
 
 pytestmark = pytest.mark.node
 
-_GUARD = (
-    Path(__file__).resolve().parents[2] / "splice_build" / "runtime" / "host" / "module_guard.mjs"
-)
-REQUIRED = [
-    "net",
-    "http",
-    "https",
-    "http2",
-    "tls",
+# The modules the issue names: none of them may ever be allowed (processes, sockets, code
+# generation, engine and loader control, host identity).
+NEVER_ALLOWED = [
+    "child_process",
+    "cluster",
     "dgram",
     "dns",
     "dns/promises",
+    "http",
+    "http2",
+    "https",
     "inspector",
     "inspector/promises",
     "module",
-    "sqlite",
-    "vm",
-    "worker_threads",
-    "child_process",
-    "cluster",
-    "wasi",
-    "v8",
+    "net",
+    "os",
+    "repl",
+    "tls",
     "trace_events",
+    "v8",
+    "vm",
+    "wasi",
+    "worker_threads",
+    "_stream_wrap",
+    "_http_client",
+    "_tls_wrap",
+]
+# Names that no Node lists and that must be refused all the same (fail closed).
+UNLISTED = [
+    "node:quic",
+    "node:internal/test/binding",
+    "node:internal/bootstrap/realm",
+    "node:fs?x",
+    "node:fs#x",
+    "node:fs/",
+    "node:FS",
+    "node:",
 ]
 
 
-def _denied_modules() -> list[str]:
-    text = _GUARD.read_text(encoding="utf-8")
-    block = text.split("DENIED_MODULES = freeze([", 1)[1].split("]);", 1)[0]
-    return re.findall(r"'([^']+)'", block)
+@lru_cache(maxsize=1)
+def bundled_builtins() -> tuple[str, ...]:
+    """``module.builtinModules`` of the Node the sandbox runs, asked of that Node now."""
+    done = subprocess.run(
+        [
+            str(find_node().path),
+            "-e",
+            "process.stdout.write(JSON.stringify(require('node:module').builtinModules))",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={},
+        check=True,
+    )
+    names = json.loads(done.stdout)
+    assert isinstance(names, list) and len(names) > 40, names
+    return tuple(names)
 
 
-DENIED = _denied_modules()
-ROUTES = {
-    "static_import": "import * as m from '{spec}'; export default () => Object.keys(m).length;",
-    "dynamic_import": "export default async () => Object.keys(await import('{spec}')).length;",
-    "get_builtin_module": "export default () => Object.keys(process.getBuiltinModule('{spec}')).length;",
-}
+def _forms(module: str) -> list[str]:
+    """The specifiers that name ``module``: both forms, or only ``node:x`` for the modules
+    Node knows only with the prefix (``node:sqlite``; bare ``sqlite`` is a package name)."""
+    return [module] if module.startswith("node:") else [module, f"node:{module}"]
 
 
-def test_the_issue_list_is_a_subset_of_the_host_list() -> None:
-    assert set(REQUIRED) <= set(DENIED)
+PROBE = """
+const forms = %(forms)s;
+const codeOf = (e) => (e && typeof e.code === 'string' ? e.code : String(e));
+const attempt = async (seen, key, f) => {
+  try { const v = await f(); seen[key] = v == null ? 'missing' : 'ok'; } catch (e) { seen[key] = codeOf(e); }
+};
+export default async (input, ctx) => {
+  const seen = {};
+  for (let i = 0; i < forms.length; i += 1) {
+    const f = forms[i];
+    await attempt(seen, `import() ${f}`, () => import(f));
+    await attempt(seen, `static import ${f}`, () => import(`./static_${i}.mjs`));
+    await attempt(seen, `import.meta.resolve ${f}`, () => import.meta.resolve(f));
+    await attempt(seen, `process.getBuiltinModule ${f}`, () => process.getBuiltinModule(f));
+    await attempt(seen, `process.binding ${f}`, () => process.binding(f));
+    await attempt(seen, `process._linkedBinding ${f}`, () => process._linkedBinding(f));
+  }
+  ctx.log(JSON.stringify(seen));
+  if (input.uncaught) await import('./static_last.mjs');
+  return seen;
+};
+"""
 
 
-@pytest.mark.parametrize("route", sorted(ROUTES))
-@pytest.mark.parametrize("module", DENIED)
-def test_refused_with_node_prefix(run_tool, module: str, route: str) -> None:
-    result = run_tool(ROUTES[route].format(spec=f"node:{module}"))
+def _probe(run_tool, forms: list[str], *, uncaught: bool):
+    statics = {
+        f"tools/static_{i}.mjs": f"import * as m from '{form}';\nexport const n = Object.keys(m).length;\n"
+        for i, form in enumerate(forms)
+    }
+    statics["tools/static_last.mjs"] = f"import * as m from '{forms[-1]}';\nexport default m;\n"
+    body = PROBE % {"forms": json.dumps(forms)}
+    return run_tool(body, {"uncaught": uncaught}, extra_files=statics)
+
+
+def _expected(forms: list[str], verdict: str) -> dict[str, str]:
+    out = {}
+    for form in forms:
+        for route in (
+            "import()",
+            "static import",
+            "import.meta.resolve",
+            "process.getBuiltinModule",
+        ):
+            out[f"{route} {form}"] = verdict
+        out[f"process.binding {form}"] = "ERR_ACCESS_DENIED"
+        out[f"process._linkedBinding {form}"] = "ERR_ACCESS_DENIED"
+    return out
+
+
+def test_the_named_modules_are_never_allowed() -> None:
+    assert not set(NEVER_ALLOWED) & set(allowed_builtins())
+    assert not [name for name in allowed_builtins() if name.startswith("_")]
+
+
+def test_every_allowed_module_is_a_builtin_of_the_bundled_node() -> None:
+    """A misspelt entry would allow nothing and hide it; every entry must be real."""
+    assert set(allowed_builtins()) <= set(bundled_builtins())
+
+
+@pytest.mark.parametrize("module", bundled_builtins())
+def test_every_builtin_is_allowed_or_refused_by_every_route(run_tool, module: str) -> None:
+    forms = _forms(module)
+    name = module.removeprefix("node:")
+    if name in allowed_builtins():
+        result = _probe(run_tool, forms, uncaught=True)
+        assert result.ok, result.to_json()
+        assert result.output == _expected(forms, "ok")
+        return
+    result = _probe(run_tool, forms, uncaught=True)
+    # The last, uncaught attempt fails the call with the runtime's code.
+    assert result.error is not None and result.error.code == ErrorCode.PERMISSION_DENIED, (
+        result.to_json()
+    )
+    seen = json.loads(result.logs.splitlines()[0])
+    assert seen == _expected(forms, "ERR_ACCESS_DENIED")
+
+
+@pytest.mark.parametrize("specifier", UNLISTED)
+def test_unlisted_node_names_are_refused(run_tool, specifier: str) -> None:
+    result = _probe(run_tool, [specifier], uncaught=False)
+    assert result.ok, result.to_json()
+    assert result.output == _expected([specifier], "ERR_ACCESS_DENIED")
+
+
+@pytest.mark.parametrize("module", NEVER_ALLOWED)
+def test_refused_with_node_prefix(run_tool, module: str) -> None:
+    """A static import in the entry itself: the load fails with the runtime's code."""
+    result = run_tool(f"import * as m from 'node:{module}'; export default () => Object.keys(m);")
     assert result.error is not None and result.error.code == ErrorCode.PERMISSION_DENIED, (
         result.to_json()
     )
 
 
-@pytest.mark.parametrize("module", [m for m in DENIED if m != "sqlite"])
+@pytest.mark.parametrize("module", NEVER_ALLOWED)
 def test_refused_by_bare_name(run_tool, module: str) -> None:
-    result = run_tool(ROUTES["dynamic_import"].format(spec=module))
+    result = run_tool(f"export default async () => Object.keys(await import('{module}'));")
     assert result.error is not None and result.error.code == ErrorCode.PERMISSION_DENIED
+
+
+def test_a_string_that_changes_between_check_and_use_is_refused(run_tool) -> None:
+    """getBuiltinModule checks and passes the same primitive: an object whose toString says
+    ``fs`` first and ``net`` next is refused outright."""
+    body = (
+        "export default () => process.getBuiltinModule("
+        "{ n: 0, toString() { return this.n++ ? 'net' : 'fs'; } });"
+    )
+    result = run_tool(body)
+    assert result.error is not None and result.error.code == ErrorCode.PERMISSION_DENIED
+
+
+def test_crypto_loads_no_engine(run_tool) -> None:
+    """crypto is allowed without engines: Node's permission model refuses setEngine (an
+    OpenSSL engine is native code)."""
+    body = (
+        "import crypto from 'node:crypto';"
+        "export default () => { try { crypto.setEngine('dynamic'); return 'loaded'; }"
+        " catch (e) { return e.code; } };"
+    )
+    result = run_tool(body)
+    assert result.ok, result.to_json()
+    assert result.output == "ERR_CRYPTO_CUSTOM_ENGINE_NOT_SUPPORTED"
+
+
+def test_node_process_namespace_is_the_locked_process(run_tool) -> None:
+    """``node:process`` is allowed: its default export is the locked global and its
+    namespace offers none of the locked members."""
+    body = (
+        "import p, * as ns from 'node:process';"
+        "export default () => ({ same: p === process, "
+        "binding: typeof ns.binding, getBuiltinModule: typeof ns.getBuiltinModule, "
+        "dlopen: typeof ns.dlopen, denied: (() => { try { p.binding('fs'); return 'ran'; }"
+        " catch (e) { return e.code; } })() });"
+    )
+    result = run_tool(body)
+    assert result.ok, result.to_json()
+    assert result.output == {
+        "same": True,
+        "binding": "undefined",
+        "getBuiltinModule": "undefined",
+        "dlopen": "undefined",
+        "denied": "ERR_ACCESS_DENIED",
+    }
 
 
 @pytest.mark.parametrize(
@@ -91,9 +250,10 @@ def test_module_routes(run_tool, body: str) -> None:
     assert result.error is not None and result.error.code == ErrorCode.PERMISSION_DENIED
 
 
-@pytest.mark.parametrize(
-    "module", ["fs", "node:path", "node:crypto", "node:os", "node:url", "node:events"]
-)
-def test_allowed_builtins_still_load(run_tool, module: str) -> None:
-    result = run_tool(ROUTES["dynamic_import"].format(spec=module))
-    assert result.ok, result.to_json()
+def test_commonjs_never_runs_so_require_is_no_route(run_tool) -> None:
+    result = run_tool(
+        "import x from './x.cjs'; export default () => x;",
+        extra_files={"tools/x.cjs": "module.exports = require('node:os').hostname();\n"},
+    )
+    assert result.error is not None and result.error.code == ErrorCode.TOOL_LOAD_FAILED
+    assert "CommonJS" in result.error.message

@@ -1,12 +1,15 @@
 // Locks down the tool's process before its module is imported: environment, process methods
-// that reach other processes or native code, live stdio handles, os.setPriority, the globals
-// that open sockets, and process.getBuiltinModule (module_guard.mjs holds the denied list).
-import os from 'node:os';
+// that reach other processes or native code, live stdio handles, the fs.realpath variants,
+// the globals that open sockets, and process.getBuiltinModule (module_guard.mjs holds the
+// built-in allow-list).
+import fs from 'node:fs';
 import { Writable, Readable } from 'node:stream';
 import { Console } from 'node:console';
 import { syncBuiltinESMExports } from 'node:module';
-import { deniedError, isDeniedBuiltin } from './module_guard.mjs';
-import { apply, defineProperty, getOwnPropertyDescriptor, keys, writeSync } from './pristine.mjs';
+import { deniedError, isAllowedBuiltin } from './module_guard.mjs';
+import {
+  apply, defineProperty, getOwnPropertyDescriptor, keys, safeString, writeSync,
+} from './pristine.mjs';
 
 function deniedFunction(what) {
   return function denied() {
@@ -85,21 +88,31 @@ function installProcessDenials() {
   }
 }
 
-function installOsGuard() {
-  const original = os.setPriority;
-  const guarded = function setPriority(pid, priority) {
-    if (priority === undefined) return apply(original, os, [pid]);
-    if (pid !== 0 && pid !== process.pid) throw deniedError('os.setPriority on another process');
-    return apply(original, os, [pid, priority]);
+// fs.realpath and fs.realpathSync are Node's JavaScript walks, which lstat each component
+// without the permission check: outside the grants they answered whether a path exists.
+// Both become their native forms, which check the whole path first and refuse an existing
+// and a missing path alike (docs/security.md#file-access); `.native` stays as it was.
+function installRealpathGuard() {
+  const nativeSync = fs.realpathSync.native;
+  const nativeCallback = fs.realpath.native;
+  const realpathSync = function realpathSync(...args) {
+    return apply(nativeSync, fs, args);
   };
-  lock(os, 'setPriority', guarded);
-  syncBuiltinESMExports();
+  const realpath = function realpath(...args) {
+    return apply(nativeCallback, fs, args);
+  };
+  lock(realpathSync, 'native', nativeSync);
+  lock(realpath, 'native', nativeCallback);
+  lock(fs, 'realpathSync', realpathSync);
+  lock(fs, 'realpath', realpath);
 }
 
 function installBuiltinGuard() {
   const original = process.getBuiltinModule;
   const guarded = function getBuiltinModule(id) {
-    if (isDeniedBuiltin(id)) throw deniedError(`module "${String(id)}"`);
+    // The same primitive is checked and passed on (a non-string is refused: its toString
+    // could answer differently the second time).
+    if (!isAllowedBuiltin(id)) throw deniedError(`module "${safeString(id)}"`);
     return apply(original, process, [id]);
   };
   lock(process, 'getBuiltinModule', guarded);
@@ -121,8 +134,11 @@ function installNetworkGlobals(guardedFetch) {
 export function harden({ guardedFetch }) {
   const logger = installStdio();
   installProcessDenials();
-  installOsGuard();
+  installRealpathGuard();
   installBuiltinGuard();
   installNetworkGlobals(guardedFetch);
+  // The named exports of node:fs and node:process (`import { realpathSync } from 'node:fs'`)
+  // are snapshots: bring them up to date with every lock above.
+  syncBuiltinESMExports();
   return logger;
 }

@@ -36,7 +36,24 @@ function errorCode(err) {
   return safeGet(err, 'code') === ACCESS_DENIED ? HOST_CODES.PERMISSION_DENIED : null;
 }
 
+// Node's permission model names the refused path in `resource` and its kind in `permission`;
+// its message only says which command-line flag would allow it.
+const FS_PERMISSIONS = freeze({ __proto__: null, FileSystemRead: 'read', FileSystemWrite: 'write' });
+
+/** A file-system refusal in the manifest's terms, or null for any other error. */
+function fsRefusalMessage(err) {
+  if (safeGet(err, 'code') !== ACCESS_DENIED) return null;
+  const permission = safeGet(err, 'permission');
+  const kind = typeof permission === 'string' ? FS_PERMISSIONS[permission] : undefined;
+  if (kind === undefined) return null;
+  const resource = safeGet(err, 'resource');
+  const where = typeof resource === 'string' ? ` to \`${resource}\`` : '';
+  return `${kind} access${where} is denied: declare it in manifest \`permissions.fs.${kind}\``;
+}
+
 function messageOf(err) {
+  const refusal = fsRefusalMessage(err);
+  if (refusal !== null) return refusal;
   const message = safeGet(err, 'message');
   return message === undefined ? safeString(err) : safeString(message);
 }
@@ -67,7 +84,7 @@ const context = job.context;
 const permissions = deepFreeze(context.permissions);
 
 function installGuards() {
-  installModuleGuard(context.paths.package);
+  installModuleGuard(context.paths.package, job.builtins);
   // The tool's requests are performed by the parent under its network policy (fetch.mjs).
   const guardedFetch = createFetch({ channel, limits: deepFreeze(job.fetch) });
   return harden({ guardedFetch });

@@ -1,29 +1,30 @@
 // The module guard: which modules a tool may load, enforced by synchronous module hooks
 // (module.registerHooks) for import, dynamic import() and require, and by the
 // process.getBuiltinModule wrapper installed in harden.mjs.
-import { registerHooks } from 'node:module';
+//
+// Built-ins by allow-list: the job carries the list (splice_build/schemas/builtins.json);
+// every other built-in — every `_`-prefixed one and any a later Node adds — is refused with
+// ERR_ACCESS_DENIED, with or without the `node:` prefix. Files load only from inside the
+// package and never from a `node_modules` in it, and bare specifiers that are not built-ins
+// are refused before resolution: a package behaves the same in its directory as after
+// packing (which drops node_modules), docs/security.md#built-in-modules.
+import { isBuiltin, registerHooks } from 'node:module';
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { sep } from 'node:path';
 import { ACCESS_DENIED } from './codes.mjs';
-import { apply, arrayIncludes, freeze, stringSlice, stringStartsWith } from './pristine.mjs';
-
-// Built-ins a tool may never load, with or without the `node:` prefix. Sockets and DNS
-// (the guarded fetch is the only network API), process/thread creation, code evaluation
-// (vm, repl), engine and loader control (v8, module, inspector, trace_events), storage outside
-// the permission model (sqlite), and APIs that hand out live handles or sockets
-// (async_hooks resources, diagnostics_channel messages, tty streams).
-export const DENIED_MODULES = freeze([
-  'net', 'http', 'https', 'http2', 'tls', 'dgram', 'dns', 'dns/promises', 'inspector',
-  'inspector/promises', 'module', 'sqlite', 'vm', 'worker_threads', 'child_process', 'cluster',
-  'wasi', 'v8', 'trace_events', 'repl', 'async_hooks', 'diagnostics_channel', 'tty',
-  '_http_agent', '_http_client', '_http_common', '_http_incoming', '_http_outgoing',
-  '_http_server', '_tls_common', '_tls_wrap', 'test', 'test/reporters', 'quic', 'sea',
-]);
+import {
+  apply, arrayIncludes, freeze, isArray, stringIndexOf, stringSlice, stringStartsWith, URLCtor,
+  urlCanParse, urlHref,
+} from './pristine.mjs';
 
 // Module formats a tool may use: ES modules (JavaScript or TypeScript), JSON, allowed
 // built-ins. CommonJS is refused because its `module.constructor` is node:module itself.
 const ALLOWED_FORMATS = freeze(['module', 'module-typescript', 'json', 'builtin']);
+const NODE_MODULES_SEGMENT = `${sep}node_modules${sep}`;
+
+// Empty until installModuleGuard: nothing is allowed before the job's list is installed.
+let allowedBuiltins = freeze([]);
 
 export function deniedError(what) {
   const err = new Error(`Access to ${what} is denied in the Splice sandbox`);
@@ -37,21 +38,66 @@ export function loadError(message) {
   return err;
 }
 
-/** True when a built-in specifier (`fs`, `node:net`, `dns/promises`) is on the denied list. */
-export function isDeniedBuiltin(specifier) {
-  const s = String(specifier);
-  const bare = apply(stringStartsWith, s, ['node:']) ? apply(stringSlice, s, [5]) : s;
-  return apply(arrayIncludes, DENIED_MODULES, [bare]);
+function dependencyError(specifier) {
+  return loadError(
+    `Cannot import "${apply(stringSlice, specifier, [0, 64])}": tools cannot use npm ` +
+      'dependencies (node_modules is not part of a package); bundle the code into the package',
+  );
 }
 
-/** Install the hooks; afterwards only files under ``packageDir`` and allowed built-ins load. */
-export function installModuleGuard(packageDir) {
+/**
+ * True only when ``specifier`` is a string naming an allowed built-in (`fs`, `node:fs`).
+ * Anything else — another built-in, a non-string, `node:fs?x` — is false: fail closed.
+ */
+export function isAllowedBuiltin(specifier) {
+  if (typeof specifier !== 'string') return false;
+  const bare = apply(stringStartsWith, specifier, ['node:'])
+    ? apply(stringSlice, specifier, [5])
+    : specifier;
+  return apply(arrayIncludes, allowedBuiltins, [bare]);
+}
+
+/** A specifier Node would look up in node_modules: not relative, absolute, `#` or a URL. */
+function isBare(specifier) {
+  if (specifier === '.' || specifier === '..') return false;
+  if (apply(stringStartsWith, specifier, ['./']) || apply(stringStartsWith, specifier, ['../'])) {
+    return false;
+  }
+  if (apply(stringStartsWith, specifier, ['/']) || apply(stringStartsWith, specifier, ['#'])) {
+    return false;
+  }
+  return !apply(urlCanParse, URLCtor, [specifier]);
+}
+
+/**
+ * Install the hooks and the list; afterwards only files under ``packageDir`` (outside any
+ * node_modules) and the ``allowed`` built-ins load. Throws (the host then fails closed) when
+ * ``allowed`` is not an array of strings.
+ */
+export function installModuleGuard(packageDir, allowed) {
+  if (!isArray(allowed)) throw new Error('the job has no built-in allow-list');
+  const list = [];
+  for (let i = 0; i < allowed.length; i += 1) {
+    if (typeof allowed[i] !== 'string') throw new Error('the built-in allow-list is malformed');
+    list[i] = allowed[i];
+  }
+  allowedBuiltins = freeze(list);
   const root = realpathSync(packageDir);
   const prefix = root.endsWith(sep) ? root : root + sep;
+  // A `node_modules` segment below the package root (the file itself may be named so).
+  const inNodeModules = (path) =>
+    apply(stringIndexOf, `${apply(stringSlice, path, [prefix.length - 1])}${sep}`, [
+      NODE_MODULES_SEGMENT,
+    ]) >= 0;
 
-  const checkUrl = (url) => {
+  const checkPath = (path, specifier) => {
+    if (!apply(stringStartsWith, path, [prefix])) throw deniedError('a module outside the package');
+    if (inNodeModules(path)) throw dependencyError(specifier);
+  };
+
+  const checkUrl = (url, specifier) => {
     if (apply(stringStartsWith, url, ['node:'])) {
-      if (isDeniedBuiltin(url)) throw deniedError(`module "${url}"`);
+      if (!isAllowedBuiltin(url)) throw deniedError(`module "${url}"`);
       return;
     }
     if (!apply(stringStartsWith, url, ['file:'])) {
@@ -63,20 +109,43 @@ export function installModuleGuard(packageDir) {
     } catch {
       path = fileURLToPath(url);
     }
-    if (!apply(stringStartsWith, path, [prefix])) {
-      throw deniedError('a module outside the package');
-    }
+    checkPath(path, specifier);
   };
 
   registerHooks({
     resolve(specifier, context, nextResolve) {
-      if (isDeniedBuiltin(specifier)) throw deniedError(`module "${specifier}"`);
+      const s = String(specifier);
+      if (apply(stringStartsWith, s, ['node:']) || isBuiltin(s)) {
+        if (!isAllowedBuiltin(s)) throw deniedError(`module "${s}"`);
+      } else if (isBare(s)) {
+        throw dependencyError(s);
+      } else if (context.parentURL !== undefined && !apply(stringStartsWith, s, ['#'])) {
+        // Decided on the name alone, before any file is looked at: the same refusal whether
+        // the file exists (a package directory) or not (the same package after packing).
+        let target;
+        try {
+          target = apply(urlHref, new URLCtor(s, context.parentURL), []);
+        } catch {
+          target = undefined;
+        }
+        if (target !== undefined && apply(stringStartsWith, target, ['file:'])) {
+          let path;
+          try {
+            path = fileURLToPath(target);
+          } catch {
+            path = undefined;
+          }
+          if (path !== undefined && apply(stringStartsWith, path, [prefix]) && inNodeModules(path)) {
+            throw dependencyError(s);
+          }
+        }
+      }
       const result = nextResolve(specifier, context);
-      checkUrl(String(result.url));
+      checkUrl(String(result.url), s);
       return result;
     },
     load(url, context, nextLoad) {
-      checkUrl(String(url));
+      checkUrl(String(url), String(url));
       const result = nextLoad(url, context);
       if (!apply(arrayIncludes, ALLOWED_FORMATS, [result.format])) {
         throw loadError(
