@@ -30,7 +30,9 @@ def project(tmp_path: Path) -> Path:
 
 
 # Modules whose tools also run with the OS layer off.
-IN_PROCESS_TOO = frozenset({"test_adversarial", "test_net_guard_adversarial", "test_module_guard"})
+IN_PROCESS_TOO = frozenset(
+    {"test_adversarial", "test_net_guard_adversarial", "test_module_guard", "test_file_access"}
+)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

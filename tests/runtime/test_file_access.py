@@ -1,0 +1,187 @@
+"""File access inside the sandbox (issue #17 item 7, issue #18 item 8).
+
+``fs.realpath*`` outside the grants is denied like every other fs call, and gives no
+existence oracle: for random paths inside and outside the grants, existing and missing,
+every realpath variant (sync, sync native, callback, callback native, promises; string,
+Buffer and URL forms; the module object and the named ESM exports) answers inside a grant
+as the kernel does and outside with one and the same refusal.
+
+A refusal that escapes the tool reads in the manifest's terms (``read access to `<path>` is
+denied: declare it in manifest `permissions.fs.read```), never Node's command-line hint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from pathlib import Path
+
+import pytest
+
+from splice_build.errors import ErrorCode
+
+pytestmark = pytest.mark.node
+
+GRANTS = {"fs": {"read": ["workspace"], "write": ["out"]}}
+
+PROBE = r"""
+import fs from 'node:fs';
+import { realpath as promisesRealpath } from 'node:fs/promises';
+import { realpathSync as namedSync, realpath as namedCallback } from 'node:fs';
+const outcome = (e) => [e.code, e.message];
+const callback = (f) => new Promise((resolve) => f((e, v) => resolve(e ? outcome(e) : ['ok', String(v)])));
+const sync = (f) => { try { return ['ok', String(f())]; } catch (e) { return outcome(e); } };
+const promise = (p) => p.then((v) => ['ok', String(v)], outcome);
+export default async ({ paths }) => {
+  const seen = {};
+  for (const p of paths) {
+    const forms = { string: p, buffer: Buffer.from(p), url: new URL(`file://${p}`) };
+    for (const [form, arg] of Object.entries(forms)) {
+      const row = {
+        realpathSync: sync(() => fs.realpathSync(arg)),
+        'realpathSync.native': sync(() => fs.realpathSync.native(arg)),
+        realpath: await callback((done) => fs.realpath(arg, done)),
+        'realpath.native': await callback((done) => fs.realpath.native(arg, done)),
+        'promises.realpath': await promise(fs.promises.realpath(arg)),
+        'fs/promises realpath': await promise(promisesRealpath(arg)),
+        'named realpathSync': sync(() => namedSync(arg)),
+        'named realpathSync.native': sync(() => namedSync.native(arg)),
+        'named realpath': await callback((done) => namedCallback(arg, done)),
+      };
+      seen[`${form} ${p}`] = row;
+    }
+  }
+  return seen;
+};
+"""
+VARIANTS = 9
+DENIED = [
+    "ERR_ACCESS_DENIED",
+    "Access to this API has been restricted. Use --allow-fs-read to manage permissions.",
+]
+
+
+def _tree(project: Path, rng: random.Random) -> tuple[list[Path], list[Path], list[Path]]:
+    """Grants and their surroundings with random names: (inside existing, inside missing,
+    outside), the outside ones half existing, half missing."""
+    regions = {
+        "workspace": True,
+        "out": True,
+        "private": False,
+        "workspace-sibling": False,
+    }
+    inside, missing, outside = [], [], []
+    for region, granted in regions.items():
+        base = project / region
+        base.mkdir(exist_ok=True)
+        for _ in range(3):
+            name = "".join(rng.choice("abcdefgh-_.0") for _ in range(rng.randint(1, 9))).strip(".")
+            name = name or "x"
+            present = base / f"f{name}"
+            present.write_text("x", encoding="utf-8")
+            absent = base / f"m{name}"
+            nested = base / f"d{name}" / "deeper"
+            nested.parent.mkdir(exist_ok=True)
+            nested.write_text("x", encoding="utf-8")
+            if granted:
+                inside += [present, nested, nested.parent]
+                missing += [absent, nested.parent / "nope"]
+            else:
+                outside += [present, absent, nested, nested.parent, nested.parent / "nope"]
+    outside += [
+        project,
+        project / "splice.json",
+        project / "absent.json",
+        project / "workspace" / ".." / "splice.json",
+        project / "workspace" / ".." / "absent.json",
+        Path("/etc/passwd"),
+        Path("/etc/splice-absent"),
+        Path("/"),
+        Path("/nonexistent/deeper/path"),
+    ]
+    return inside, missing, outside
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_realpath_outside_the_grants_is_refused_alike_for_existing_and_missing(
+    run_tool, project: Path, seed: int
+) -> None:
+    inside, missing, outside = _tree(project, random.Random(seed))
+    paths = [str(p) for p in inside + missing + outside]
+    result = run_tool(PROBE, {"paths": paths}, permissions=GRANTS)
+    assert result.ok, result.to_json()
+    seen = result.output
+    for form in ("string", "buffer", "url"):
+        for path in inside:
+            row = seen[f"{form} {path}"]
+            assert len(row) == VARIANTS
+            assert set(map(tuple, row.values())) == {("ok", os.path.realpath(path))}, (path, row)
+        for path in missing:
+            row = seen[f"{form} {path}"]
+            assert {value[0] for value in row.values()} == {"ENOENT"}, (path, row)
+        for path in outside:
+            row = seen[f"{form} {path}"]
+            # One refusal for every variant, existing or not: nothing tells them apart.
+            assert set(map(tuple, row.values())) == {tuple(DENIED)}, (path, row)
+
+
+FS_REFUSALS = [
+    (
+        "write_outside",
+        "import fs from 'node:fs'; export default (i, ctx) =>"
+        " fs.writeFileSync(`${ctx.paths.project}/splice.json`, '{}');",
+        "write access to `<project>/splice.json` is denied: declare it in manifest "
+        "`permissions.fs.write`",
+    ),
+    (
+        "read_outside",
+        "import fs from 'node:fs'; export default (i, ctx) =>"
+        " fs.readFileSync(`${ctx.paths.project}/private.txt`, 'utf8');",
+        "read access to `<project>/private.txt` is denied: declare it in manifest "
+        "`permissions.fs.read`",
+    ),
+    (
+        "write_into_read_grant",
+        "import fs from 'node:fs/promises'; export default async (i, ctx) =>"
+        " fs.writeFile(`${ctx.paths.project}/workspace/new.txt`, 'x');",
+        "write access to `<project>/workspace/new.txt` is denied: declare it in manifest "
+        "`permissions.fs.write`",
+    ),
+    (
+        "realpath_outside",
+        "import fs from 'node:fs'; export default () => fs.realpathSync('/etc/passwd');",
+        "read access to `/etc/passwd` is denied: declare it in manifest `permissions.fs.read`",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("body", "message"), [(b, m) for _, b, m in FS_REFUSALS], ids=[n for n, _, _ in FS_REFUSALS]
+)
+def test_a_file_refusal_speaks_of_the_manifest(
+    run_tool, project: Path, body: str, message: str
+) -> None:
+    (project / "private.txt").write_text("secret", encoding="utf-8")
+    (project / "workspace").mkdir()
+    result = run_tool(body, permissions={"fs": {"read": ["workspace"]}})
+    assert result.error is not None, result.to_json()
+    assert result.to_json()["error"] == {"code": ErrorCode.PERMISSION_DENIED, "message": message}
+    assert "--allow-fs" not in json.dumps(result.to_json())
+    assert (project / "splice.json").read_text(encoding="utf-8") == '{"packages": {}}\n'
+
+
+def test_a_refusal_at_load_time_speaks_of_the_manifest_too(run_tool, project: Path) -> None:
+    """A top-level read, while the module is being evaluated."""
+    (project / "private.txt").write_text("secret", encoding="utf-8")
+    body = (
+        "import fs from 'node:fs';"
+        f"fs.readFileSync({json.dumps(str(project / 'private.txt'))});"
+        "export default () => 1;"
+    )
+    result = run_tool(body)
+    assert result.error is not None and result.error.code == ErrorCode.PERMISSION_DENIED
+    assert result.error.message == (
+        "Could not load tool: read access to `<project>/private.txt` is denied: declare it in "
+        "manifest `permissions.fs.read`"
+    )
