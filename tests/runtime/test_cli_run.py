@@ -115,3 +115,48 @@ def test_splice_node_must_be_24(tmp_path: Path) -> None:
     assert info.value.code == ErrorCode.TOOL_CRASHED
     assert find_node({}).version[0] >= 24
     assert find_node({}).version_text.count(".") == 2
+
+
+# A package directory that carries its own npm dependency: pack drops node_modules and the
+# archive reader refuses it, so `run --dir` must not use it either.
+DEPENDENCY_BODIES = {
+    "static_bare": "import foo from 'foo'; export default () => foo();",
+    "dynamic_bare": "export default async () => (await import('foo')).default();",
+    "relative_into_node_modules": (
+        "import foo from '../node_modules/foo/index.js'; export default () => foo();"
+    ),
+}
+
+
+@pytest.mark.node
+@pytest.mark.parametrize("body", list(DEPENDENCY_BODIES.values()), ids=list(DEPENDENCY_BODIES))
+def test_run_dir_never_resolves_from_node_modules_and_matches_the_packed_package(
+    tmp_path: Path, body: str
+) -> None:
+    from splice_build.spec.archive import read_archive
+
+    pkg = write_package(
+        tmp_path / "src",
+        body,
+        name="deps",
+        extra_files={
+            "node_modules/foo/package.json": '{"name": "foo", "type": "module", "main": "index.js"}',
+            "node_modules/foo/index.js": "export default () => 'from node_modules';\n",
+        },
+    )
+    unpacked = run_splice("--json", "run", "--dir", str(pkg), "deps.t", cwd=tmp_path)
+    archive = tmp_path / "deps.tar.gz"
+    packed = run_splice("pack", str(pkg), "--out", str(archive), cwd=tmp_path)
+    assert packed.code == 0, packed.stderr
+    extracted = tmp_path / "extracted" / "deps"
+    for path, content in read_archive(archive.read_bytes()).items():
+        assert not path.startswith("node_modules/")
+        (extracted / path).parent.mkdir(parents=True, exist_ok=True)
+        (extracted / path).write_bytes(content)
+    repacked = run_splice("--json", "run", "--dir", str(extracted), "deps.t", cwd=tmp_path)
+    assert unpacked.code == repacked.code == 1, (unpacked.stdout, repacked.stdout)
+    before, after = unpacked.json()["error"], repacked.json()["error"]
+    assert before == after
+    assert before["code"] in {"TOOL_LOAD_FAILED", "TOOL_ERROR"}
+    assert 'Cannot import "' in before["message"]
+    assert "tools cannot use npm dependencies" in before["message"]
