@@ -9,8 +9,10 @@ never runs and ``node:module`` (createRequire, registerHooks) is refused."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from functools import lru_cache
+from pathlib import Path
 
 import pytest
 
@@ -138,6 +140,15 @@ def _expected(forms: list[str], verdict: str) -> dict[str, str]:
 def test_the_named_modules_are_never_allowed() -> None:
     assert not set(NEVER_ALLOWED) & set(allowed_builtins())
     assert not [name for name in allowed_builtins() if name.startswith("_")]
+
+
+def test_the_documented_table_is_the_list() -> None:
+    """docs/security.md#built-in-modules names exactly the modules of the data file."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "security.md").read_text("utf-8")
+    section = doc.split("## Built-in modules", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    documented = {name for row in rows for name in re.findall(r"`([^`]+)`", row.split("|")[1])}
+    assert documented == set(allowed_builtins())
 
 
 def test_every_allowed_module_is_a_builtin_of_the_bundled_node() -> None:
