@@ -268,3 +268,33 @@ def test_commonjs_never_runs_so_require_is_no_route(run_tool) -> None:
     )
     assert result.error is not None and result.error.code == ErrorCode.TOOL_LOAD_FAILED
     assert "CommonJS" in result.error.message
+
+
+@pytest.mark.parametrize(
+    "patch",
+    [
+        "globalThis.String = function () { return 'node:fs'; };",
+        "String.prototype.startsWith = function () { return false; };",
+        "Array.prototype.includes = function () { return true; };",
+        "String.prototype.slice = function () { return 'fs'; };",
+        "URL.canParse = function () { return true; };",
+        "Object.defineProperty(Error.prototype, 'code', { set() {}, get() { return 'X'; } });",
+    ],
+    ids=["String", "startsWith", "includes", "slice", "canParse", "code_setter"],
+)
+def test_the_guard_uses_no_tool_replaceable_function(run_tool, patch: str) -> None:
+    """The tool replaces what the guard could call, then imports node:net by every route."""
+    body = f"""
+{patch}
+export default async () => {{
+  const seen = [];
+  for (const load of [() => import('node:net'), () => import('net'),
+                      () => process.getBuiltinModule('node:net'), () => import('_stream_wrap')]) {{
+    try {{ await load(); seen.push('loaded'); }} catch (e) {{ seen.push(Object.getOwnPropertyDescriptor(e, 'code')?.value); }}
+  }}
+  return seen;
+}};
+"""
+    result = run_tool(body)
+    assert result.ok, result.to_json()
+    assert result.output == ["ERR_ACCESS_DENIED"] * 4

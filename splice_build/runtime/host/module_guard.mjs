@@ -14,8 +14,8 @@ import { fileURLToPath } from 'node:url';
 import { sep } from 'node:path';
 import { ACCESS_DENIED } from './codes.mjs';
 import {
-  apply, arrayIncludes, freeze, isArray, stringIndexOf, stringSlice, stringStartsWith, URLCtor,
-  urlCanParse, urlHref,
+  apply, arrayIncludes, ErrorCtor, freeze, isArray, setOwn, stringIndexOf, stringSlice,
+  stringStartsWith, StringCtor, URLCtor, urlCanParse, urlHref,
 } from './pristine.mjs';
 
 // Module formats a tool may use: ES modules (JavaScript or TypeScript), JSON, allowed
@@ -27,14 +27,14 @@ const NODE_MODULES_SEGMENT = `${sep}node_modules${sep}`;
 let allowedBuiltins = freeze([]);
 
 export function deniedError(what) {
-  const err = new Error(`Access to ${what} is denied in the Splice sandbox`);
-  err.code = ACCESS_DENIED;
+  const err = new ErrorCtor(`Access to ${what} is denied in the Splice sandbox`);
+  setOwn(err, 'code', ACCESS_DENIED);
   return err;
 }
 
 export function loadError(message) {
-  const err = new Error(message);
-  err.code = 'ERR_SPLICE_MODULE_REFUSED';
+  const err = new ErrorCtor(message);
+  setOwn(err, 'code', 'ERR_SPLICE_MODULE_REFUSED');
   return err;
 }
 
@@ -114,7 +114,8 @@ export function installModuleGuard(packageDir, allowed) {
 
   registerHooks({
     resolve(specifier, context, nextResolve) {
-      const s = String(specifier);
+      // Captured String: a tool may have replaced the global before it imports.
+      const s = apply(StringCtor, undefined, [specifier]);
       if (apply(stringStartsWith, s, ['node:']) || isBuiltin(s)) {
         if (!isAllowedBuiltin(s)) throw deniedError(`module "${s}"`);
       } else if (isBare(s)) {
@@ -141,11 +142,12 @@ export function installModuleGuard(packageDir, allowed) {
         }
       }
       const result = nextResolve(specifier, context);
-      checkUrl(String(result.url), s);
+      checkUrl(apply(StringCtor, undefined, [result.url]), s);
       return result;
     },
     load(url, context, nextLoad) {
-      checkUrl(String(url), String(url));
+      const u = apply(StringCtor, undefined, [url]);
+      checkUrl(u, u);
       const result = nextLoad(url, context);
       if (!apply(arrayIncludes, ALLOWED_FORMATS, [result.format])) {
         throw loadError(
