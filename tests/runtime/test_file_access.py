@@ -185,3 +185,66 @@ def test_a_refusal_at_load_time_speaks_of_the_manifest_too(run_tool, project: Pa
         "Could not load tool: read access to `<project>/private.txt` is denied: declare it in "
         "manifest `permissions.fs.read`"
     )
+
+
+OTHER_CALLS = r"""
+import fs from 'node:fs';
+const outcome = (f) => { try { f(); return 'ok'; } catch (e) { return e.code; } };
+export default async ({ paths, inside }) => {
+  const seen = {};
+  for (const p of paths) {
+    seen[p] = {
+      existsSync: outcome(() => fs.existsSync(p)),
+      statSync: outcome(() => fs.statSync(p)),
+      lstatSync: outcome(() => fs.lstatSync(p)),
+      statfsSync: outcome(() => fs.statfsSync(p)),
+      accessSync: outcome(() => fs.accessSync(p)),
+      readlinkSync: outcome(() => fs.readlinkSync(p)),
+      readdirSync: outcome(() => fs.readdirSync(p)),
+      opendirSync: outcome(() => fs.opendirSync(p)),
+      openSync: outcome(() => fs.openSync(p, 'r')),
+      openAsBlob: await (async () => fs.openAsBlob(p))().then(() => 'ok', (e) => e.code),
+      watchFile: outcome(() => fs.watchFile(p, () => {})),
+      watch: outcome(() => fs.watch(p).close()),
+      cpSync: outcome(() => fs.cpSync(p, `${inside}/copy`)),
+      copyFileSync: outcome(() => fs.copyFileSync(p, `${inside}/copy`)),
+      chmodSync: outcome(() => fs.chmodSync(p, 0o600)),
+      lutimesSync: outcome(() => fs.lutimesSync(p, 1, 1)),
+      mkdtempSync: outcome(() => fs.mkdtempSync(`${p}-`)),
+      rmSync: outcome(() => fs.rmSync(`${p}-absent`, { force: true })),
+      renameSync: outcome(() => fs.renameSync(`${inside}/a.txt`, p)),
+      globSync: (() => { try { return fs.globSync(`${p}*`).length; } catch (e) { return e.code; } })(),
+    };
+  }
+  return seen;
+};
+"""
+
+
+def test_no_other_fs_call_tells_an_existing_path_outside_from_a_missing_one(
+    run_tool, project: Path
+) -> None:
+    """The same answer for an existing and a missing path outside the grants, call by call."""
+    (project / "out").mkdir()
+    (project / "out" / "a.txt").write_text("x", encoding="utf-8")
+    (project / "private").mkdir()
+    (project / "private" / "secret.txt").write_text("s", encoding="utf-8")
+    pairs = [
+        (project / "private" / "secret.txt", project / "private" / "absent.txt"),
+        (project / "private", project / "absent-dir"),
+        (Path("/etc/passwd"), Path("/etc/splice-absent")),
+    ]
+    paths = [str(p) for pair in pairs for p in pair]
+    result = run_tool(
+        OTHER_CALLS,
+        {"paths": paths, "inside": str(project / "out")},
+        permissions={"fs": {"write": ["out"]}},
+    )
+    assert result.ok, result.to_json()
+    for existing, missing in pairs:
+        answer = result.output[str(existing)]
+        assert answer == result.output[str(missing)], (existing, answer)
+        assert answer.pop("globSync") == 0  # a glob lists only what it may read
+        assert set(answer.values()) == {"ERR_ACCESS_DENIED"}, (existing, answer)
+    assert (project / "out" / "a.txt").exists()
+    assert (project / "private" / "secret.txt").read_text(encoding="utf-8") == "s"
