@@ -298,3 +298,52 @@ export default async () => {{
     result = run_tool(body)
     assert result.ok, result.to_json()
     assert result.output == ["ERR_ACCESS_DENIED"] * 4
+
+
+@pytest.mark.parametrize(
+    "builtins", [None, "fs", ["fs", 1], {"0": "fs"}], ids=["missing", "string", "mixed", "object"]
+)
+def test_a_job_without_a_valid_list_runs_nothing(tmp_path: Path, builtins: object) -> None:
+    """Fail closed: the host exits (70, no result frame) before any tool code runs."""
+    import os
+
+    from splice_build.runtime.protocol import Job
+    from splice_build.runtime.sandbox import SandboxSpec, start
+    from testing.hostile_packages import write_package
+
+    marker = tmp_path / "out" / "ran"
+    marker.parent.mkdir()
+    pkg = write_package(
+        tmp_path,
+        f"import fs from 'node:fs'; fs.writeFileSync({json.dumps(str(marker))}, 'x');"
+        " export default () => 1;",
+    )
+    frame = json.loads(
+        Job(
+            entry_url=(pkg / "tools" / "t.mjs").as_uri(),
+            input={},
+            context={
+                "package": {"id": "@test/hostile", "version": "1.0.0"},
+                "tool": "t",
+                "paths": {"project": str(tmp_path), "package": str(pkg)},
+                "permissions": {"fs": {"read": [], "write": ["out"]}, "network": [], "env": []},
+            },
+            env={},
+        ).encode()
+    )
+    if builtins is None:
+        del frame["builtins"]
+    else:
+        frame["builtins"] = builtins
+    process = start(
+        SandboxSpec(node=find_node(), package_dir=pkg.resolve(), write_paths=(marker.parent,))
+    )
+    try:
+        os.write(process.job_fd, (json.dumps(frame) + "\n").encode())
+        assert process.popen.wait(timeout=60) == 70
+        assert os.read(process.message_fd, 65536) == b""
+        assert process.popen.stderr is not None
+        assert b"hardening failed" in process.popen.stderr.read()
+    finally:
+        process.close()
+    assert not marker.exists()
