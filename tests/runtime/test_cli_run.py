@@ -125,6 +125,8 @@ DEPENDENCY_BODIES = {
     "relative_into_node_modules": (
         "import foo from '../node_modules/foo/index.js'; export default () => foo();"
     ),
+    # package.json "imports" maps #dep to the package foo.
+    "subpath_import": "import foo from '#dep'; export default () => foo();",
 }
 
 
@@ -142,6 +144,7 @@ def test_run_dir_never_resolves_from_node_modules_and_matches_the_packed_package
         extra_files={
             "node_modules/foo/package.json": '{"name": "foo", "type": "module", "main": "index.js"}',
             "node_modules/foo/index.js": "export default () => 'from node_modules';\n",
+            "package.json": '{"type": "module", "imports": {"#dep": "foo"}}',
         },
     )
     unpacked = run_splice("--json", "run", "--dir", str(pkg), "deps.t", cwd=tmp_path)

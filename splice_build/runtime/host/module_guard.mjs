@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { sep } from 'node:path';
 import { ACCESS_DENIED } from './codes.mjs';
 import {
-  apply, arrayIncludes, ErrorCtor, freeze, isArray, setOwn, stringIndexOf, stringSlice,
+  apply, arrayIncludes, ErrorCtor, freeze, isArray, safeGet, setOwn, stringIndexOf, stringSlice,
   stringStartsWith, StringCtor, URLCtor, urlCanParse, urlHref,
 } from './pristine.mjs';
 
@@ -55,6 +55,16 @@ export function isAllowedBuiltin(specifier) {
     ? apply(stringSlice, specifier, [5])
     : specifier;
   return apply(arrayIncludes, allowedBuiltins, [bare]);
+}
+
+/** Node's "Cannot find package" (a bare name it looked up in node_modules), not a missing file. */
+function isMissingPackage(err) {
+  const message = safeGet(err, 'message');
+  return (
+    safeGet(err, 'code') === 'ERR_MODULE_NOT_FOUND' &&
+    typeof message === 'string' &&
+    apply(stringStartsWith, message, ['Cannot find package '])
+  );
 }
 
 /** A specifier Node would look up in node_modules: not relative, absolute, `#` or a URL. */
@@ -141,7 +151,16 @@ export function installModuleGuard(packageDir, allowed) {
           }
         }
       }
-      const result = nextResolve(specifier, context);
+      let result;
+      try {
+        result = nextResolve(specifier, context);
+      } catch (err) {
+        // A package.json `imports` entry (`#dep`) that maps to a package: in a directory it
+        // resolves into node_modules (refused below), after packing Node finds no package.
+        // Both are the same refusal.
+        if (apply(stringStartsWith, s, ['#']) && isMissingPackage(err)) throw dependencyError(s);
+        throw err;
+      }
       checkUrl(apply(StringCtor, undefined, [result.url]), s);
       return result;
     },
