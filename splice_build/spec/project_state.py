@@ -65,7 +65,10 @@ def effective_fs_path(root: PurePath, entry: str) -> PurePath:
     """The path the runtime grants for ``entry``: ``root`` joined with it, normalized the way
     Node's ``path.resolve`` normalizes (``.`` is the root, ``..`` goes up, an absolute entry
     replaces the root)."""
-    return type(root)(os.path.normpath(root / entry))
+    text = os.path.normpath(root / entry)
+    if text.startswith("//"):  # POSIX keeps a leading "//"; path.resolve does not
+        text = "/" + text.lstrip("/")
+    return type(root)(text)
 
 
 def protected_paths(root: PurePath, home: PurePath | None = None) -> list[Protected]:
