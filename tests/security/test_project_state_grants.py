@@ -23,14 +23,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from splice_build.errors import ErrorCode, SpecError
+from splice_build.errors import ErrorCode, InstallError, SpecError
+from splice_build.install.checks import Expected, SignaturePinnedByLock, verify_artifact
 from splice_build.runtime import SpliceRuntime
 from splice_build.runtime.node import find_node
+from splice_build.spec.archive import pack_archive
+from splice_build.spec.digests import integrity_of
 from splice_build.spec.manifest import Manifest
+from splice_build.spec.pack import collect_package_files
 from splice_build.spec.paths import is_safe_relative_path
 from splice_build.spec.project_state import effective_fs_path, env_entry_problem, fs_entry_problem
 from testing.hostile_packages import write_package
 from testing.packages import minimal_manifest
+from testing.packages import write_package as plain_package
 
 PACKAGE = Path(__file__).resolve().parents[2] / "splice_build"
 STATE_FILES = ("splice.json", "splice.lock", "splice-lock.json")
@@ -93,7 +98,9 @@ entries = st.one_of(
 )
 
 
-@settings(max_examples=600, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=600, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(entry=entries, field=st.sampled_from(["read", "write"]))
 def test_validation_refuses_exactly_what_covers_state(entry: str, field: str) -> None:
     details = _manifest_refuses(entry, field)
@@ -109,7 +116,9 @@ def test_validation_refuses_exactly_what_covers_state(entry: str, field: str) ->
         assert line.startswith(f'permissions.fs.{field}: "{entry}" '), line
 
 
-@settings(max_examples=400, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(entry=entries, home_inside=st.booleans())
 def test_with_a_real_project_the_rule_is_the_effective_path(
     entry: str, home_inside: bool, tmp_path_factory: pytest.TempPathFactory
@@ -178,6 +187,7 @@ def test_every_splice_variable_the_code_reads_is_refused() -> None:
             raise AssertionError(f"{name} was accepted as an env grant")
 
 
+@settings(deadline=None)
 @given(name=st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,20}", fullmatch=True))
 def test_env_names_are_refused_by_the_whole_prefix_in_any_case(name: str) -> None:
     assert (env_entry_problem(name) is not None) is name.upper().startswith("SPLICE_")
@@ -282,3 +292,17 @@ def test_the_runtime_refuses_before_anything_is_created_or_run(
     assert result.error.details[0].startswith(f'permissions.fs.write: "{entry}" would include')
     assert result.isolation is None  # no process was started
     assert entry == "alias" or not (root / entry).exists()
+
+
+def test_install_refuses_an_artifact_published_before_the_rule(tmp_path: Path) -> None:
+    """A registry may still hold such a version: the install's package check refuses it
+    before anything is written (the bytes themselves are intact)."""
+    permissions = {"fs": {"read": ["*"], "write": []}}
+    directory = plain_package(tmp_path / "old", minimal_manifest(permissions=permissions))
+    data = pack_archive(collect_package_files(directory))
+    expected = Expected("@acme/greeter", "1.0.0", integrity_of(data), len(data))
+    with pytest.raises(InstallError) as refused:
+        verify_artifact(data, expected, SignaturePinnedByLock(None))
+    assert refused.value.code is ErrorCode.INVALID_PACKAGE
+    (package_line,) = [d for d in refused.value.details if d.startswith("package: ")]
+    assert 'permissions.fs.read: "*" contains "*"' in package_line
