@@ -128,9 +128,9 @@ def fs_entry_problem(
     protected = protected_paths(root, home)
     if root != ABSTRACT_ROOT:
         granted.append(_real(granted[0]))
-        real_root = _real(root)
-        real_home = _real(home) if home is not None else None
-        protected += protected_paths(real_root, real_home)
+        protected += [
+            Protected(_real(p.path), p.what, p.name_prefix, p.in_project) for p in protected
+        ]
     included: list[Protected] = []
     for candidate in granted:
         for item in protected:
