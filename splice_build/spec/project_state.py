@@ -89,11 +89,10 @@ def _fold(path: PurePath) -> tuple[str, ...]:
     return tuple(unicodedata.normalize("NFC", part).casefold().rstrip(". ") for part in path.parts)
 
 
-def _overlap(granted: PurePath, protected: Protected) -> str | None:
-    """``"include"`` when the grant covers the protected path, ``"inside"`` when it lies
-    within it, None when they are apart."""
-    g, p = _fold(granted), _fold(protected.path)
-    if protected.name_prefix:
+def _overlap(g: tuple[str, ...], p: tuple[str, ...], name_prefix: bool) -> str | None:
+    """``"include"`` when the folded grant ``g`` covers the folded protected path ``p``,
+    ``"inside"`` when it lies within it, None when they are apart."""
+    if name_prefix:
         parent, prefix = p[:-1], p[-1]
         if len(g) <= len(parent):
             return "include" if g == parent[: len(g)] else None
@@ -110,6 +109,42 @@ def _real(path: PurePath) -> PurePath:
     return type(path)(os.path.realpath(path))
 
 
+class ProjectState:
+    """The protected paths of one project, folded once (and resolved once, for a real root),
+    so checking every entry of a manifest costs a real path per entry, not per pair."""
+
+    def __init__(self, root: PurePath = ABSTRACT_ROOT, home: PurePath | None = None) -> None:
+        self.root, self.home = root, home
+        self._real = root != ABSTRACT_ROOT
+        items = protected_paths(root, home)
+        if self._real:
+            items += [Protected(_real(i.path), i.what, i.name_prefix, i.in_project) for i in items]
+        self._folded = [(_fold(i.path), i) for i in items]
+
+    def fs_problem(self, entry: str) -> str | None:
+        """Why ``entry`` may not be granted here, or None when it may."""
+        globs = sorted({c for c in entry if c in GLOB_CHARACTERS})
+        if globs:
+            shown = ", ".join(f'"{c}"' for c in globs)
+            reach = _pattern_reach(entry, self.root, self.home)
+            tail = f", and this one could include {reach}" if reach else ""
+            return f'"{entry}" contains {shown}: a grant names one path, never a pattern{tail}'
+        granted = [effective_fs_path(self.root, entry)]
+        if self._real:
+            granted.append(_real(granted[0]))
+        included: list[Protected] = []
+        for candidate in map(_fold, granted):
+            for folded, item in self._folded:
+                verdict = _overlap(candidate, folded, item.name_prefix)
+                if verdict == "inside":
+                    return f'"{entry}" is inside {_describe([item])}'
+                if verdict == "include" and item.what not in {i.what for i in included}:
+                    included.append(item)
+        if included:
+            return f'"{entry}" would include {_describe(included)}'
+        return None
+
+
 def fs_entry_problem(
     entry: str, root: PurePath = ABSTRACT_ROOT, home: PurePath | None = None
 ) -> str | None:
@@ -118,30 +153,7 @@ def fs_entry_problem(
     With an abstract root nothing is read from disk; with a real root the real paths of the
     grant, the project's state and ``home`` are compared as well.
     """
-    globs = sorted({c for c in entry if c in GLOB_CHARACTERS})
-    if globs:
-        shown = ", ".join(f'"{c}"' for c in globs)
-        reach = _pattern_reach(entry, root, home)
-        tail = f", and this one could include {reach}" if reach else ""
-        return f'"{entry}" contains {shown}: a grant names one path, never a pattern{tail}'
-    granted = [effective_fs_path(root, entry)]
-    protected = protected_paths(root, home)
-    if root != ABSTRACT_ROOT:
-        granted.append(_real(granted[0]))
-        protected += [
-            Protected(_real(p.path), p.what, p.name_prefix, p.in_project) for p in protected
-        ]
-    included: list[Protected] = []
-    for candidate in granted:
-        for item in protected:
-            verdict = _overlap(candidate, item)
-            if verdict == "inside":
-                return f'"{entry}" is inside {_describe([item])}'
-            if verdict == "include" and item.what not in {i.what for i in included}:
-                included.append(item)
-    if included:
-        return f'"{entry}" would include {_describe(included)}'
-    return None
+    return ProjectState(root, home).fs_problem(entry)
 
 
 def _pattern_reach(entry: str, root: PurePath, home: PurePath | None) -> str | None:
@@ -193,9 +205,11 @@ def project_state_problems(
 ) -> list[str]:
     """``<where>.fs.read: "." would include …`` lines, one per refused entry (empty: fine)."""
     lines: list[str] = []
+    state = ProjectState(root, home) if permissions.fs_read or permissions.fs_write else None
     for field, entries in (("fs.read", permissions.fs_read), ("fs.write", permissions.fs_write)):
         for entry in entries:
-            problem = fs_entry_problem(entry, root, home)
+            assert state is not None
+            problem = state.fs_problem(entry)
             if problem is not None:
                 lines.append(f"{where}.{field}: {problem}")
     for name in permissions.env:
