@@ -202,3 +202,24 @@ def test_a_hand_written_lock_granting_the_project_never_runs(
     text = json.dumps(called)
     assert "PERMISSIONS_NOT_GRANTED" in text, called
     assert (project / "splice.lock").read_bytes() == lock_bytes
+
+
+def test_the_hint_works_a_fixed_version_replaces_the_grant(tmp_path: Path) -> None:
+    """The refusal's advice: installing a version that does not ask for it rewrites the
+    lock's grant, and the tool runs again."""
+    store = tmp_path / "store"
+    publish(store, tmp_path / "work", version="1.0.1", permissions=WORKSPACE)
+    project = _hand_written_project(tmp_path, DOT, DOT)
+    with registry_server(store, admin=False) as server:
+        document = json.loads((project / "splice.json").read_text())
+        document["registry"] = server.url
+        (project / "splice.json").write_text(json.dumps(document, indent=2) + "\n")
+        hint = _error(run_splice("--json", "run", "greeter.hello", "name=Ada", cwd=project))
+        assert hint["code"] == "PERMISSIONS_NOT_GRANTED"
+        fixed = run_splice("add", "@acme/greeter@1.0.1", "--accept-permissions", cwd=project)
+        assert fixed.code == 0, fixed.stderr
+    lock = json.loads((project / "splice.lock").read_text())
+    assert lock["packages"]["@acme/greeter"]["permissions"]["fs"] == WORKSPACE["fs"]
+    ran = run_splice("run", "greeter.hello", "name=Ada", cwd=project)
+    assert ran.code == 0, ran.stderr
+    assert json.loads(ran.stdout) == {"message": "Hello, Ada."}
