@@ -165,6 +165,7 @@ class Splice:
                     previous=None,
                     from_cache=False,
                     offline=False,
+                    root=self.project_root,
                 )
         return reports
 
@@ -277,7 +278,7 @@ class Splice:
         for package_id in sorted_by_id({**project.packages, **lock.packages}):
             entry = lock.get(package_id)
             try:
-                check_installed(self.layout, package_id, entry)
+                check_installed(self.layout, package_id, entry, home=self.home.path)
                 status = "ok"
             except SpliceError as exc:
                 status = "missing" if exc.code is ErrorCode.NOT_INSTALLED else "invalid"
@@ -448,7 +449,10 @@ class Splice:
 
         self._recovered()
         return check_installed(
-            self.layout, package_id, load_lockfile(self.project_root).get(package_id)
+            self.layout,
+            package_id,
+            load_lockfile(self.project_root).get(package_id),
+            home=self.home.path,
         )
 
     def installed(self) -> list[InstalledPackage]:
@@ -460,7 +464,7 @@ class Splice:
         intact = []
         for package_id, entry in lock.packages.items():
             try:
-                intact.append(check_installed(self.layout, package_id, entry))
+                intact.append(check_installed(self.layout, package_id, entry, home=self.home.path))
             except SpliceError:
                 continue
         return intact
@@ -538,6 +542,7 @@ class Splice:
                 env=self.env,
                 broker=self._broker,  # type: ignore[arg-type]
                 pool=self._pool,
+                home=self.home.path,
             )
         return self._runtime_instance
 

@@ -4,12 +4,15 @@ A package that declares anything beyond what the project already granted needs a
 yes: ``accept=True`` (``--accept-permissions``) or a callback (the CLI's interactive prompt)
 that receives the ``describe`` lines of what is new and ``"id@version"``. Without it the
 install stops with ``PERMISSIONS_NOT_ACCEPTED`` before anything is written. Upgrades within
-the existing grant need no consent.
+the existing grant need no consent. Nothing that reaches the project's own state or
+SPLICE_HOME is ever asked for (``INVALID_MANIFEST``, spec/project_state.py), and the lines
+show the exact paths the runtime would grant in this project.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from splice_build.errors import ErrorCode, InstallError
@@ -20,19 +23,41 @@ if TYPE_CHECKING:
 Accept = bool | Callable[[list[str], str], bool]
 
 
-def ungranted_lines(requested: Permissions, granted: Permissions | None) -> list[str]:
-    """The ``describe`` lines of what ``requested`` asks beyond ``granted`` (None: nothing)."""
+def ungranted_lines(
+    requested: Permissions, granted: Permissions | None, root: Path | None = None
+) -> list[str]:
+    """The ``describe`` lines of what ``requested`` asks beyond ``granted`` (None: nothing),
+    file paths as granted in the project at ``root`` when it is given."""
     from splice_build.spec.permissions import Permissions, ungranted
 
     missing = ungranted(requested, granted if granted is not None else Permissions.from_json({}))
-    return [] if missing.is_empty else list(missing.describe())
+    return [] if missing.is_empty else list(missing.describe(root))
 
 
 def require_consent(
-    requested: Permissions, granted: Permissions | None, accept: Accept, subject: str
+    requested: Permissions,
+    granted: Permissions | None,
+    accept: Accept,
+    subject: str,
+    *,
+    root: Path | None = None,
+    home: Path | None = None,
 ) -> None:
-    """Return when the new permissions are accepted; raise ``PERMISSIONS_NOT_ACCEPTED`` if not."""
-    lines = ungranted_lines(requested, granted)
+    """Return when the new permissions are accepted; raise ``PERMISSIONS_NOT_ACCEPTED`` if not,
+    and ``INVALID_MANIFEST`` (never a question) when they reach the state of the project at
+    ``root`` or ``home`` (SPLICE_HOME)."""
+    if root is not None:
+        from splice_build.spec.project_state import project_state_problems
+
+        problems = project_state_problems(requested, root=root, home=home)
+        if problems:
+            raise InstallError(
+                ErrorCode.INVALID_MANIFEST,
+                f"{subject} asks for access to the project's own state",
+                details=problems,
+                hint="No grant may reach splice.json, splice.lock, .splice/, .env* or SPLICE_HOME.",
+            )
+    lines = ungranted_lines(requested, granted, root)
     if not lines:
         return
     accepted = accept(lines, subject) if callable(accept) else accept is True

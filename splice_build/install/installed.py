@@ -4,7 +4,8 @@
 it with the lock's ``files``, reads the manifest it just verified, and checks that the manifest
 asks for nothing beyond the lock's grant. It raises instead of returning a flag:
 ``NOT_INSTALLED``, ``INSTALLED_PACKAGE_MODIFIED`` (hint: ``splice install`` restores it) or
-``PERMISSIONS_NOT_GRANTED``. Lock entries written before files digests existed are not
+``PERMISSIONS_NOT_GRANTED`` (also when the lock's grant or the manifest reaches the project's
+own state: :func:`refuse_project_state`). Lock entries written before files digests existed are not
 hashed, and entries without a grant record are not grant-checked (docs/compatibility.md#files-digest, docs/compatibility.md#sdk).
 
 The parsed manifest is remembered per files digest (issue #7): the digest is still recomputed
@@ -15,6 +16,7 @@ check did not prove just now. A sync over many projects sharing a package parses
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -53,7 +55,10 @@ def _modified(package_id: str, reason: str) -> InstallError:
 
 
 def read_installed_manifest(directory: Path) -> Manifest:
-    """Parse ``manifest.json`` of an installed package; raises ``SpliceError``."""
+    """Parse ``manifest.json`` of an installed package; raises ``SpliceError``.
+
+    The project-state rule is left to :func:`refuse_project_state`, so that a package
+    installed before the rule is refused as not granted, not as modified."""
     from splice_build.spec.manifest import Manifest
 
     try:
@@ -62,13 +67,42 @@ def read_installed_manifest(directory: Path) -> Manifest:
         raise InstallError(
             ErrorCode.INVALID_PACKAGE, f"manifest.json cannot be read: {exc.strerror}"
         ) from exc
-    return Manifest.from_json(data)
+    return Manifest.from_json(data, check_project_state=False)
+
+
+def refuse_project_state(
+    layout: ProjectLayout,
+    package_id: str,
+    entry: LockEntry,
+    manifest: Manifest,
+    home: Path | None,
+) -> None:
+    """``PERMISSIONS_NOT_GRANTED`` when the lock's grant or the manifest reaches the project's
+    state or ``home`` (SPLICE_HOME), e.g. a lock written before the rule or by hand."""
+    from splice_build.spec.project_state import project_state_problems
+
+    root = Path(os.path.realpath(layout.root))
+    problems = project_state_problems(manifest.permissions, "manifest.json", root=root, home=home)
+    if entry.permissions is not None:
+        problems += project_state_problems(
+            entry.permissions, "splice.lock grant", root=root, home=home
+        )
+    if problems:
+        raise InstallError(
+            ErrorCode.PERMISSIONS_NOT_GRANTED,
+            f"{package_id}@{entry.version} is granted access to the project's own state; "
+            "it will not run",
+            details=problems,
+            hint=f"Install a version that does not ask for it (`splice add {package_id}@<version>`) "
+            f"or remove it (`splice remove {package_id}`).",
+        )
 
 
 def check_installed(
-    layout: ProjectLayout, package_id: str, entry: LockEntry | None
+    layout: ProjectLayout, package_id: str, entry: LockEntry | None, *, home: Path | None = None
 ) -> InstalledPackage:
-    """Verify the installed copy of ``package_id`` against ``entry`` (see the module docstring)."""
+    """Verify the installed copy of ``package_id`` against ``entry`` (see the module docstring);
+    ``home``: SPLICE_HOME, which no grant may reach."""
     directory = layout.package_dir(package_id)
     if entry is None or not directory.is_dir():
         raise InstallError(
@@ -100,6 +134,7 @@ def check_installed(
             package_id,
             f"manifest says {manifest.id}@{manifest.version}, splice.lock {entry.version}",
         )
+    refuse_project_state(layout, package_id, entry, manifest, home)
     if entry.permissions is not None:
         from splice_build.install.consent import ungranted_lines
 

@@ -11,6 +11,7 @@ The caller holds the project lock. Progress is reported as ``(step, message)`` p
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -122,7 +123,9 @@ def report_for(
     from_cache: bool,
     offline: bool,
     signature: str | None = None,
+    root: Path | None = None,
 ) -> InstallReport:
+    """The report of one package; ``root``: the project, so file grants show their paths."""
     if signature is None:
         signature = f"verified {entry.signed_by}" if entry.signed_by else "unsigned"
     return InstallReport(
@@ -134,7 +137,9 @@ def report_for(
         from_cache=from_cache,
         offline=offline,
         signed_by=entry.signed_by,
-        permissions=[] if manifest.permissions.is_empty else list(manifest.permissions.describe()),
+        permissions=[]
+        if manifest.permissions.is_empty
+        else list(manifest.permissions.describe(root)),
         tools=[tool.name for tool in manifest.tools],
         signature=signature,
     )
@@ -156,6 +161,8 @@ class Installer:
         self.session = session
         self.options = options
         self.progress = progress
+        # The directory the runtime joins fs grants to (it resolves links the same way).
+        self._root = Path(os.path.realpath(layout.root))
 
     # (2) ----------------------------------------------------------------------------------
     def _metadata(self, target: Target) -> dict[str, Any] | None:
@@ -275,7 +282,12 @@ class Installer:
         subject = f"{target.package_id}@{target.version}"
         grant = current.permissions if current is not None else None
         require_consent(
-            verified.manifest.permissions, grant, self.options.accept_permissions, subject
+            verified.manifest.permissions,
+            grant,
+            self.options.accept_permissions,
+            subject,
+            root=self._root,
+            home=self.session.home.path,
         )
         if fetched.metadata is not None:
             resolved = _download_url(self.session.url, target)
@@ -306,6 +318,7 @@ class Installer:
             from_cache=fetched.from_cache,
             offline=fetched.offline,
             signature=_signature_text(verified.signed_by, signed_by),
+            root=self._root,
         )
 
     def keep(self, target: Target, manifest: Manifest, entry: LockEntry) -> InstallReport:
@@ -321,7 +334,13 @@ class Installer:
                 self.layout.root, project.with_package(target.package_id, target.range_text)
             )
         return report_for(
-            manifest, entry, already=True, previous=None, from_cache=False, offline=False
+            manifest,
+            entry,
+            already=True,
+            previous=None,
+            from_cache=False,
+            offline=False,
+            root=self._root,
         )
 
     def _signature_check(

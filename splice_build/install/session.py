@@ -34,6 +34,10 @@ class RegistrySession:
         self._client: RegistryClient | None = None
 
     @property
+    def home(self) -> SpliceHome:
+        return self._home
+
+    @property
     def client(self) -> RegistryClient:
         if self._client is None:
             from splice_build.registry.client.open import open_registry

@@ -22,10 +22,10 @@ from pathlib import Path
 
 from splice_build.spec.names import PackageId
 
-PROJECT_FILE = "splice.json"
-LOCK_FILE = "splice.lock"
-LEGACY_LOCK_FILE = "splice-lock.json"
-STATE_DIR = ".splice"
+# The names live with the rule that no grant may reach them (spec/project_state.py).
+from splice_build.spec.project_state import LEGACY_LOCK_FILE, LOCK_FILE, PROJECT_FILE, STATE_DIR
+
+__all__ = ["LEGACY_LOCK_FILE", "LOCK_FILE", "PROJECT_FILE", "STATE_DIR", "ProjectLayout"]
 
 
 @dataclass(frozen=True)

@@ -74,11 +74,14 @@ class SpliceRuntime:
         max_output_bytes: int = MAX_OUTPUT_BYTES,
         pool: WarmPool | None = None,
         isolation: str | None = None,
+        home: str | os.PathLike[str] | None = None,
         _unsafe_test_resolver: Mapping[str, list[list[str]]] | None = None,
         _unsafe_in_process_guards_off: bool = False,
     ) -> None:
         self.project_root = Path(os.path.realpath(project_root))
         self._env: Mapping[str, str] = os.environ if env is None else env
+        # SPLICE_HOME, which no grant may reach (None: from ``env``, as the CLI reads it).
+        self._home = Path(os.path.abspath(home)) if home is not None else None
         self._broker = broker
         self._max_log_bytes = max_log_bytes
         self._max_output_bytes = max_output_bytes
@@ -227,24 +230,42 @@ class SpliceRuntime:
             raise SandboxError(
                 ErrorCode.INVALID_INPUT, f"Invalid input for {pkg.id}.{tool.name}", details=errors
             )
-        for rel in pkg.manifest.permissions.fs_write:  # (7)
-            self._project_path(rel).mkdir(parents=True, exist_ok=True)
+        for path in self._granted_paths(pkg)[1]:  # (7)
+            path.mkdir(parents=True, exist_ok=True)
         return tool, value
 
-    def _project_path(self, rel: str) -> Path:
-        return self.project_root if rel == "." else self.project_root / rel
+    def _granted_paths(self, pkg: LoadedPackage) -> tuple[tuple[Path, ...], tuple[Path, ...]]:
+        """The read and write paths handed to Node, each the effective path of its entry;
+        PERMISSIONS_NOT_GRANTED when one reaches the project's state or SPLICE_HOME (also
+        through a link), so no such grant is ever given, whatever the lock says."""
+        from splice_build.project.home import SpliceHome
+        from splice_build.spec.project_state import effective_fs_path, project_state_problems
+
+        perms = pkg.manifest.permissions
+        home = self._home if self._home is not None else SpliceHome.from_env(self._env).path
+        problems = project_state_problems(perms, root=self.project_root, home=home)
+        if problems:
+            raise SandboxError(
+                ErrorCode.PERMISSIONS_NOT_GRANTED,
+                f"{pkg.id} asks for access to the project's own state; nothing was run",
+                details=problems,
+                hint="Install a version of the package that does not ask for it.",
+            )
+        read = tuple(Path(effective_fs_path(self.project_root, p)) for p in perms.fs_read)
+        write = tuple(Path(effective_fs_path(self.project_root, p)) for p in perms.fs_write)
+        return read, write
 
     def _spec(self, pkg: LoadedPackage) -> sandbox.SandboxSpec:
         from splice_build.runtime.isolation.plan import plan_for
 
-        perms = pkg.manifest.permissions
+        read_paths, write_paths = self._granted_paths(pkg)
         return sandbox.SandboxSpec(
             node=self.node(),
             package_dir=pkg.dir,
-            read_paths=tuple(self._project_path(p) for p in perms.fs_read),
-            write_paths=tuple(self._project_path(p) for p in perms.fs_write),
+            read_paths=read_paths,
+            write_paths=write_paths,
             isolation=plan_for(self.isolation_mode, self._isolation_support()),
-            fetch=bool(perms.network),
+            fetch=bool(pkg.manifest.permissions.network),
             unsafe_in_process_guards_off=self._guards_off,
         )
 

@@ -4,7 +4,9 @@ docs/compatibility.md#manifest. ``schemas/manifest.schema.json`` holds the struc
 what a schema cannot say: ``specVersion`` is checked first and alone (a manifest of another
 spec version is not read further), tool input/output must be valid tool-schema subsets (and
 input an object schema), tool names are unique, and an agent or dependency list may not name
-the package itself. Permissions are checked by ``spec.permissions``.
+the package itself. Permissions are checked by ``spec.permissions``, and may not reach the
+project's own state (``spec.project_state``) unless ``check_project_state=False``: only a
+reader that reports that rule itself (``check_installed``) turns it off.
 
 The normalized manifest is what registries store and compare: fixed key order
 (``specVersion, namespace, name, version, description, runtime, permissions, tools`` then
@@ -24,6 +26,7 @@ from splice_build.spec import json_text
 from splice_build.spec.names import PackageId, is_valid_name, is_valid_package_id
 from splice_build.spec.paths import is_safe_relative_path
 from splice_build.spec.permissions import Permissions
+from splice_build.spec.project_state import project_state_problems
 from splice_build.spec.schema_subset import check_schema
 from splice_build.spec.semver import is_valid_range, is_valid_version
 from splice_build.spec.validation import Problem, SchemaValidator, compile_schema, js_literal
@@ -95,7 +98,7 @@ class Manifest:
     dependencies: Mapping[str, str] | None = field(default=None, hash=False)
 
     @classmethod
-    def from_json(cls, text: str | bytes) -> Manifest:
+    def from_json(cls, text: str | bytes, *, check_project_state: bool = True) -> Manifest:
         """Parse manifest.json text or bytes (a UTF-8 BOM is accepted).
 
         Raises SpecError INVALID_MANIFEST whose details list every problem.
@@ -110,12 +113,12 @@ class Manifest:
             raw = json_text.parse(text.removeprefix("\ufeff"))
         except ValueError as exc:
             raise _invalid([f"manifest.json is not valid JSON: {exc}"]) from None
-        return cls.from_dict(raw)
+        return cls.from_dict(raw, check_project_state=check_project_state)
 
     @classmethod
-    def from_dict(cls, obj: object) -> Manifest:
+    def from_dict(cls, obj: object, *, check_project_state: bool = True) -> Manifest:
         """Validate and normalize a parsed manifest; raises SpecError INVALID_MANIFEST."""
-        errors, permissions = _validate(obj)
+        errors, permissions = _validate(obj, check_project_state)
         if errors:
             raise _invalid(errors)
         assert isinstance(obj, dict)
@@ -159,7 +162,7 @@ def _invalid(errors: list[str]) -> SpecError:
     return SpecError(ErrorCode.INVALID_MANIFEST, "manifest.json is invalid", details=errors)
 
 
-def _validate(raw: object) -> tuple[list[str], Permissions]:
+def _validate(raw: object, check_project_state: bool = True) -> tuple[list[str], Permissions]:
     """Every problem of ``raw`` (empty when valid) and its permissions when they are valid."""
     if not isinstance(raw, dict):
         return ["manifest: must be a JSON object"], Permissions()
@@ -179,6 +182,8 @@ def _validate(raw: object) -> tuple[list[str], Permissions]:
     permissions = Permissions()
     if "permissions" in raw:
         permissions = Permissions.parse_into(raw["permissions"], permission_errors, "permissions")
+        if check_project_state and not permission_errors:
+            permission_errors = project_state_problems(permissions)
     problems += [Problem(("permissions",), line) for line in permission_errors]
     problems += _tool_problems(raw.get("tools"))
     problems += _self_reference_problems(raw)

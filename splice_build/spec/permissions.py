@@ -20,10 +20,12 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import PurePath
 from typing import Any
 
 from splice_build.errors import ErrorCode, SpecError
 from splice_build.spec.paths import is_safe_relative_path
+from splice_build.spec.project_state import effective_fs_path
 from splice_build.spec.validation import SchemaValidator, compile_schema
 
 ANY_PUBLIC_HOST = "*"
@@ -151,13 +153,18 @@ class Permissions:
             out["capabilities"] = list(self.capabilities)
         return out
 
-    def describe(self) -> list[str]:
+    def describe(self, root: PurePath | None = None) -> list[str]:
         """Human lines (``splice info``, consent prompts): one per path, host and variable, and
-        one for all host capabilities."""
+        one for all host capabilities. With ``root`` (a project's directory) a file line shows
+        the exact path the runtime grants, not the entry's text."""
         if self.is_empty:
             return [_NO_PERMISSIONS]
-        lines = [f"read files: {path}" for path in self.fs_read]
-        lines += [f"write files: {path}" for path in self.fs_write]
+
+        def shown(entry: str) -> str:
+            return entry if root is None else str(effective_fs_path(root, entry))
+
+        lines = [f"read files: {shown(path)}" for path in self.fs_read]
+        lines += [f"write files: {shown(path)}" for path in self.fs_write]
         lines += [
             _ANY_HOST_LINE if host == ANY_PUBLIC_HOST else f"network: {host}"
             for host in self.network

@@ -90,6 +90,11 @@ class _ProjectSession:
         return self._url
 
     @property
+    def home(self) -> SpliceHome:
+        """SPLICE_HOME, which consent keeps every grant away from (install/consent.py)."""
+        return self._sessions.home
+
+    @property
     def client(self) -> RegistryClient:
         return self._sessions.get(self.url).client
 

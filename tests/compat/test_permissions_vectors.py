@@ -8,8 +8,11 @@ from typing import Any
 
 import pytest
 
+from splice_build.errors import SpecError
+from splice_build.spec.manifest import Manifest
 from splice_build.spec.permissions import Permissions, host_allowed, ungranted
 from testing.compat import load, params
+from testing.packages import minimal_manifest
 
 VECTORS = load("permissions")
 
@@ -30,6 +33,10 @@ def test_normalize(case: dict[str, Any]) -> None:
         assert re.search(case["firstErrorMatch"], errors[0])
     for pattern in case.get("errorsMatch", ()):
         assert re.search(pattern, "\n".join(errors)), pattern
+    if "manifestError" in case.get("here", {}):  # a documented divergence (docs/compatibility.md)
+        with pytest.raises(SpecError) as refused:
+            Manifest.from_dict(minimal_manifest(permissions=case["input"]))
+        assert re.search(case["here"]["manifestError"], "\n".join(refused.value.details))
 
 
 @pytest.mark.parametrize("case", params(VECTORS["describe"]))

@@ -107,9 +107,9 @@ def test_context_is_frozen_and_complete(run_tool, project: Path, tmp_path: Path)
 
 def test_environment_is_empty_but_declared(run_tool) -> None:
     body = "export default () => ({ ...process.env });"
-    env = {"SPLICE_TEST_VALUE": "declared-value", "OTHER_SECRET_VAR": "nope", "PATH": "/usr/bin"}
-    result = run_tool(body, env=env, permissions={"env": ["SPLICE_TEST_VALUE", "NOT_SET"]})
-    assert result.ok and result.output == {"SPLICE_TEST_VALUE": "declared-value"}
+    env = {"TOOL_TEST_VALUE": "declared-value", "OTHER_SECRET_VAR": "nope", "PATH": "/usr/bin"}
+    result = run_tool(body, env=env, permissions={"env": ["TOOL_TEST_VALUE", "NOT_SET"]})
+    assert result.ok and result.output == {"TOOL_TEST_VALUE": "declared-value"}
     plain = run_tool(body, env=env)
     assert plain.ok and plain.output == {}
 

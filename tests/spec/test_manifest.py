@@ -75,7 +75,7 @@ def test_normalized_key_order_with_every_optional_field() -> None:
                 "x-ui": {},
             }
         ],
-        "permissions": {"env": ["A"], "network": ["*"], "fs": {"write": [], "read": ["."]}},
+        "permissions": {"env": ["A"], "network": ["*"], "fs": {"write": [], "read": ["data"]}},
         "runtime": {"minNodeVersion": "24.0.0", "x-gpu": True, "type": "node"},
         "description": "Example",
         "version": "1.0.0",

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+from pathlib import Path
 from typing import Any
 
 from splice_build.cli import arg_types
@@ -17,14 +19,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("package", type=arg_types.package_ref, help="@namespace/name[@range]")
 
 
-def _installed(ctx: CommandContext, package_id: str) -> dict[str, Any] | None:
-    """The locked version and its grant, when run inside a project that has the package."""
+def _project_root(ctx: CommandContext) -> Path | None:
+    """The real directory of the project around the working directory, if any (fs grants
+    are shown as the paths the runtime would grant there)."""
     from splice_build.errors import ProjectError
-    from splice_build.project.lockfile import load_lockfile
     from splice_build.project.project_file import find_project_root
 
     try:
-        lock = load_lockfile(find_project_root(ctx.cwd))
+        return Path(os.path.realpath(find_project_root(ctx.cwd)))
+    except ProjectError:
+        return None
+
+
+def _installed(root: Path | None, package_id: str) -> dict[str, Any] | None:
+    """The locked version and its grant, when run inside a project that has the package."""
+    from splice_build.errors import ProjectError
+    from splice_build.project.lockfile import load_lockfile
+
+    if root is None:
+        return None
+    try:
+        lock = load_lockfile(root)
     except ProjectError:
         return None
     entry = lock.get(package_id)
@@ -34,7 +49,7 @@ def _installed(ctx: CommandContext, package_id: str) -> dict[str, Any] | None:
     return {
         "version": entry.version,
         "signedBy": entry.signed_by,
-        "grant": None if grant is None else grant.describe(),
+        "grant": None if grant is None else grant.describe(root),
     }
 
 
@@ -125,13 +140,14 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     finally:
         opened.client.close()
     manifest = Manifest.from_dict(selected["manifest"])
+    root = _project_root(ctx)
     data = {
         **package,
         "selected": selected,
         "tools": describe_tools(manifest),
-        "permissions": manifest.permissions.describe(),
+        "permissions": manifest.permissions.describe(root),
         "signature": _signature_status(selected),
-        "installed": _installed(ctx, package_id),
+        "installed": _installed(root, package_id),
     }
     ctx.out.result(data, lambda: _text(data))
     return 0

@@ -1,0 +1,219 @@
+"""Grants never cover the project's own state (docs/security.md#grants-and-project-state).
+
+A tool that may write ``splice.lock`` or its installed ``manifest.json`` can grant itself
+anything on its next run, and one that may read ``.env`` or ``SPLICE_HOME`` holds the user's
+keys and tokens. So ``fs`` entries may not reach the project's ``splice.json``,
+``splice.lock`` (and the legacy ``splice-lock.json``), ``.splice/``, any top-level name
+starting with ``.env``, or ``SPLICE_HOME``; ``env`` entries may not name a ``SPLICE_*``
+variable (every variable Splice reads is one: ``SPLICE_TOKEN``, ``SPLICE_MCP_TOKEN``,
+``SPLICE_HOME``, ``SPLICE_REGISTRY``…).
+
+The rule is decided on the *effective* path, the one the runtime hands to Node's permission
+model (``effective_fs_path``: the project root joined with the entry and normalized, so
+``.`` is the root itself), never on the entry's text. Node grants that path and everything
+below it, and reads ``*`` as a wildcard; so an entry is refused when its effective path and
+a protected path overlap (one equals or contains the other, which also refuses
+``.splice/cache``), or when it holds a glob character at all (a grant names one path).
+
+Without a project (``splice validate``, publish, the install's package check) the root is an
+abstract one and ``SPLICE_HOME`` unknown; with one (consent, ``check_installed``, the
+runtime) the real root and home are used, and the real path of each grant is checked too
+(a directory that is a link to the project root covers the lock as surely as ``.``).
+Names are compared case-folded with trailing dots and spaces dropped, which is what
+case-insensitive file systems and Windows treat as the same name: ``Splice.Lock`` and
+``.ENV`` are refused everywhere (fail closed).
+"""
+
+from __future__ import annotations
+
+import os
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import PurePath, PurePosixPath
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from splice_build.spec.permissions import Permissions
+
+PROJECT_FILE = "splice.json"
+LOCK_FILE = "splice.lock"
+LEGACY_LOCK_FILE = "splice-lock.json"
+STATE_DIR = ".splice"
+ENV_FILE_PREFIX = ".env"  # .env, .env.local, .envrc, …: provider keys are read from them
+RESERVED_ENV_PREFIX = "SPLICE_"
+# Node's permission model reads "*" as a wildcard; the others are refused as well so that a
+# consent line always means exactly one path, whatever layer interprets it.
+GLOB_CHARACTERS = "*?[]{}"
+# The root of "a project" when none is known: entries are already project-relative safe
+# paths there, so only the project's own files can overlap.
+ABSTRACT_ROOT = PurePosixPath("/<project>")
+
+
+@dataclass(frozen=True)
+class Protected:
+    """One path no grant may overlap; ``name_prefix``: every sibling whose name starts with
+    the last part (``.env*``)."""
+
+    path: PurePath
+    what: str  # "splice.lock", ".splice/", ".env* files", "SPLICE_HOME (/home/u/.splice)"
+    name_prefix: bool = False
+    in_project: bool = True
+
+
+def effective_fs_path(root: PurePath, entry: str) -> PurePath:
+    """The path the runtime grants for ``entry``: ``root`` joined with it, normalized the way
+    Node's ``path.resolve`` normalizes (``.`` is the root, ``..`` goes up, an absolute entry
+    replaces the root)."""
+    text = os.path.normpath(root / entry)
+    if text.startswith("//"):  # POSIX keeps a leading "//"; path.resolve does not
+        text = "/" + text.lstrip("/")
+    return type(root)(text)
+
+
+def protected_paths(root: PurePath, home: PurePath | None = None) -> list[Protected]:
+    """What no grant of a project at ``root`` may overlap (``home``: SPLICE_HOME, if known)."""
+    found = [
+        Protected(root / PROJECT_FILE, PROJECT_FILE),
+        Protected(root / LOCK_FILE, LOCK_FILE),
+        Protected(root / LEGACY_LOCK_FILE, LEGACY_LOCK_FILE),
+        Protected(root / STATE_DIR, f"{STATE_DIR}/"),
+        Protected(root / ENV_FILE_PREFIX, f"{ENV_FILE_PREFIX}* files", name_prefix=True),
+    ]
+    if home is not None:
+        found.append(Protected(home, f"SPLICE_HOME ({home})", in_project=False))
+    return found
+
+
+def _fold(path: PurePath) -> tuple[str, ...]:
+    return tuple(unicodedata.normalize("NFC", part).casefold().rstrip(". ") for part in path.parts)
+
+
+def _overlap(g: tuple[str, ...], p: tuple[str, ...], name_prefix: bool) -> str | None:
+    """``"include"`` when the folded grant ``g`` covers the folded protected path ``p``,
+    ``"inside"`` when it lies within it, None when they are apart."""
+    if name_prefix:
+        parent, prefix = p[:-1], p[-1]
+        if len(g) <= len(parent):
+            return "include" if g == parent[: len(g)] else None
+        if g[: len(parent)] == parent and g[len(parent)].startswith(prefix):
+            return "include" if len(g) == len(p) else "inside"
+        return None
+    n = min(len(g), len(p))
+    if g[:n] != p[:n]:
+        return None
+    return "include" if len(g) <= len(p) else "inside"
+
+
+def _real(path: PurePath) -> PurePath:
+    return type(path)(os.path.realpath(path))
+
+
+class ProjectState:
+    """The protected paths of one project, folded once (and resolved once, for a real root),
+    so checking every entry of a manifest costs a real path per entry, not per pair."""
+
+    def __init__(self, root: PurePath = ABSTRACT_ROOT, home: PurePath | None = None) -> None:
+        self.root, self.home = root, home
+        self._real = root != ABSTRACT_ROOT
+        items = protected_paths(root, home)
+        if self._real:
+            items += [Protected(_real(i.path), i.what, i.name_prefix, i.in_project) for i in items]
+        self._folded = [(_fold(i.path), i) for i in items]
+
+    def fs_problem(self, entry: str) -> str | None:
+        """Why ``entry`` may not be granted here, or None when it may."""
+        globs = sorted({c for c in entry if c in GLOB_CHARACTERS})
+        if globs:
+            shown = ", ".join(f'"{c}"' for c in globs)
+            reach = _pattern_reach(entry, self.root, self.home)
+            tail = f", and this one could include {reach}" if reach else ""
+            return f'"{entry}" contains {shown}: a grant names one path, never a pattern{tail}'
+        granted = [effective_fs_path(self.root, entry)]
+        if self._real:
+            granted.append(_real(granted[0]))
+        included: list[Protected] = []
+        for candidate in map(_fold, granted):
+            for folded, item in self._folded:
+                verdict = _overlap(candidate, folded, item.name_prefix)
+                if verdict == "inside":
+                    return f'"{entry}" is inside {_describe([item])}'
+                if verdict == "include" and item.what not in {i.what for i in included}:
+                    included.append(item)
+        if included:
+            return f'"{entry}" would include {_describe(included)}'
+        return None
+
+
+def fs_entry_problem(
+    entry: str, root: PurePath = ABSTRACT_ROOT, home: PurePath | None = None
+) -> str | None:
+    """Why ``entry`` may not be granted to a project at ``root``, or None when it may.
+
+    With an abstract root nothing is read from disk; with a real root the real paths of the
+    grant, the project's state and ``home`` are compared as well.
+    """
+    return ProjectState(root, home).fs_problem(entry)
+
+
+def _pattern_reach(entry: str, root: PurePath, home: PurePath | None) -> str | None:
+    """What a pattern could match: everything whose path starts with its text before the
+    first glob character (Node's ``*`` also crosses ``/``)."""
+    cut = min(entry.index(c) for c in GLOB_CHARACTERS if c in entry)
+    stem = _fold_text(str(root / entry[:cut]) if entry[:cut] else str(root) + os.sep)
+    reached = [
+        item
+        for item in protected_paths(root, home)
+        if _fold_text(str(item.path)).startswith(stem)
+        or stem.startswith(_fold_text(str(item.path)) + os.sep)
+    ]
+    return _describe(reached) if reached else None
+
+
+def _fold_text(text: str) -> str:
+    return unicodedata.normalize("NFC", text).casefold()
+
+
+def _describe(items: Sequence[Protected]) -> str:
+    """``the project's splice.json, splice.lock and .splice/`` (+ ``SPLICE_HOME (…)``)."""
+    names = [i.what for i in items if i.in_project]
+    parts = [f"the project's {_and(names)}"] if names else []
+    parts += [i.what for i in items if not i.in_project]
+    return _and(parts)
+
+
+def _and(words: Sequence[str]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+
+def env_entry_problem(name: str) -> str | None:
+    """Why ``name`` may not be given to a tool, or None (``SPLICE_*``, any case)."""
+    if name.upper().startswith(RESERVED_ENV_PREFIX):
+        return (
+            f'"{name}" is reserved: {RESERVED_ENV_PREFIX}* variables configure Splice itself '
+            "(registry and MCP tokens, SPLICE_HOME)"
+        )
+    return None
+
+
+def project_state_problems(
+    permissions: Permissions,
+    where: str = "permissions",
+    *,
+    root: PurePath = ABSTRACT_ROOT,
+    home: PurePath | None = None,
+) -> list[str]:
+    """``<where>.fs.read: "." would include …`` lines, one per refused entry (empty: fine)."""
+    lines: list[str] = []
+    state = ProjectState(root, home) if permissions.fs_read or permissions.fs_write else None
+    for field, entries in (("fs.read", permissions.fs_read), ("fs.write", permissions.fs_write)):
+        for entry in entries:
+            assert state is not None
+            problem = state.fs_problem(entry)
+            if problem is not None:
+                lines.append(f"{where}.{field}: {problem}")
+    for name in permissions.env:
+        problem = env_entry_problem(name)
+        if problem is not None:
+            lines.append(f"{where}.env: {problem}")
+    return lines

@@ -1,0 +1,308 @@
+"""Grants never cover the project's own state (issue 17 item 6, docs/security.md#grants-and-project-state).
+
+By property: generated ``fs`` entries are refused exactly when the path the runtime would
+grant covers (or lies inside) ``splice.json``, ``splice.lock``, ``splice-lock.json``,
+``.splice/``, a top-level ``.env*`` name or ``SPLICE_HOME``, or when they are a pattern; the
+oracle here computes that independently, on the joined path as text. The real Node then
+shows both directions: what the rule accepts cannot reach any protected file through the
+sandbox, and what it refuses would have reached one with the flag the runtime would pass.
+Every ``SPLICE_*`` name the code reads is refused as an ``env`` entry.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import unicodedata
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from splice_build.errors import ErrorCode, InstallError, SpecError
+from splice_build.install.checks import Expected, SignaturePinnedByLock, verify_artifact
+from splice_build.runtime import SpliceRuntime
+from splice_build.runtime.node import find_node
+from splice_build.spec.archive import pack_archive
+from splice_build.spec.digests import integrity_of
+from splice_build.spec.manifest import Manifest
+from splice_build.spec.pack import collect_package_files
+from splice_build.spec.paths import is_safe_relative_path
+from splice_build.spec.project_state import effective_fs_path, env_entry_problem, fs_entry_problem
+from testing.hostile_packages import write_package
+from testing.packages import minimal_manifest
+from testing.packages import write_package as plain_package
+
+PACKAGE = Path(__file__).resolve().parents[2] / "splice_build"
+STATE_FILES = ("splice.json", "splice.lock", "splice-lock.json")
+STATE_DIRS = (".splice",)
+GLOBS = "*?[]{}"
+
+SEGMENTS = [
+    ".", "..", "*", "**", "workspace", "data", "in", "cache", "splice", "spliceX",
+    ".env", ".env.local", ".ENV", ".envrc", ".en", "env", ".splice", ".Splice", ".splicex",
+    "splice.json", "splice.lock", "Splice.Lock", "splice.lock.", "splice-lock.json",
+    "splice.lock.bak", "home", "w*", ".e*", "[w]orkspace", "?", "{a,b}", "",
+]  # fmt: skip
+FIXED = [
+    ".", "./", "*", "**", "..", "../x", "./.env", ".env.local", ".splice/cache", "workspace",
+    "data/in", "workspace/../splice.lock", "workspace/..", "workspace/*", "work*", ".e*",
+    "*.lock", "splice.json/", "home", "home/keys", "/", "/etc", ".splice", "splice",
+]  # fmt: skip
+
+
+def _fold(text: str) -> str:
+    return "/".join(
+        unicodedata.normalize("NFC", part).casefold().rstrip(". ") for part in text.split("/")
+    )
+
+
+def covers_state(entry: str, root: str, home: str | None) -> bool:
+    """The oracle: does the joined, normalized path reach project state (as text)?"""
+    granted = _fold(re.sub("^/+", "/", os.path.normpath(os.path.join(root, entry))))
+    folded_root = _fold(root)
+
+    def related(a: str, b: str) -> bool:  # one is the other or contains it
+        return os.path.commonpath([a, b]) in (a, b)
+
+    protected = [_fold(f"{root}/{name}") for name in (*STATE_FILES, *STATE_DIRS)]
+    if home is not None:
+        protected.append(_fold(home))
+    if any(related(granted, path) for path in protected):
+        return True
+    if os.path.commonpath([granted, folded_root]) == granted:
+        return True  # the root or above: every .env* file
+    if os.path.commonpath([granted, folded_root]) == folded_root:
+        return os.path.relpath(granted, folded_root).split("/")[0].startswith(".env")
+    return False
+
+
+def _manifest_refuses(entry: str, field: str) -> list[str] | None:
+    permissions = {"fs": {field: [entry]}}
+    try:
+        Manifest.from_dict(minimal_manifest(permissions=permissions))
+    except SpecError as exc:
+        assert exc.code is ErrorCode.INVALID_MANIFEST
+        return list(exc.details)
+    return None
+
+
+entries = st.one_of(
+    st.sampled_from(FIXED),
+    st.lists(st.sampled_from(SEGMENTS), min_size=1, max_size=4).map("/".join),
+    st.tuples(st.sampled_from(["./", "/", ""]), st.sampled_from(SEGMENTS)).map("".join),
+)
+
+
+@settings(
+    max_examples=600, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(entry=entries, field=st.sampled_from(["read", "write"]))
+def test_validation_refuses_exactly_what_covers_state(entry: str, field: str) -> None:
+    details = _manifest_refuses(entry, field)
+    root = "/<project>"
+    expected = (
+        not is_safe_relative_path(entry)
+        or any(c in entry for c in GLOBS)
+        or covers_state(entry, root, None)
+    )
+    assert (details is not None) is expected, (entry, details)
+    if details is not None and is_safe_relative_path(entry):
+        (line,) = details
+        assert line.startswith(f'permissions.fs.{field}: "{entry}" '), line
+
+
+@settings(
+    max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(entry=entries, home_inside=st.booleans())
+def test_with_a_real_project_the_rule_is_the_effective_path(
+    entry: str, home_inside: bool, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    root = tmp_path_factory.getbasetemp() / "realproject"
+    root.mkdir(exist_ok=True)
+    root = Path(os.path.realpath(root))
+    home = root / "home" / "splice" if home_inside else root.parent / "outside-home"
+    problem = fs_entry_problem(entry, root, home)
+    expected = any(c in entry for c in GLOBS) or covers_state(entry, str(root), str(home))
+    assert (problem is not None) is expected, (entry, problem)
+
+
+def test_the_messages_name_the_entry_and_what_it_reaches() -> None:
+    assert _manifest_refuses(".", "write") == [
+        'permissions.fs.write: "." would include the project\'s splice.json, splice.lock, '
+        "splice-lock.json, .splice/ and .env* files"
+    ]
+    assert _manifest_refuses(".splice/cache", "read") == [
+        'permissions.fs.read: ".splice/cache" is inside the project\'s .splice/'
+    ]
+    (star,) = _manifest_refuses("*", "read") or []
+    assert star.startswith('permissions.fs.read: "*" contains "*": a grant names one path')
+    assert "could include the project's splice.json" in star
+    assert _manifest_refuses("workspace", "write") is None
+    assert _manifest_refuses("data/in", "read") is None
+
+
+def test_a_link_to_the_project_root_and_a_home_inside_are_refused(tmp_path: Path) -> None:
+    root = Path(os.path.realpath(tmp_path))
+    (root / "workspace").mkdir()
+    (root / "alias").symlink_to(root)
+    (root / "keys").symlink_to(root / ".splice" / "packages")
+    assert fs_entry_problem("workspace", root, root / "elsewhere") is None
+    assert "would include the project's splice.json" in (fs_entry_problem("alias", root) or "")
+    assert "is inside the project's .splice/" in (fs_entry_problem("keys", root) or "")
+    home = root / "workspace" / "home"
+    assert fs_entry_problem("workspace", root, home) == (
+        f'"workspace" would include SPLICE_HOME ({home})'
+    )
+
+
+# --- env ------------------------------------------------------------------------------------
+
+
+def _splice_variables_in_the_code() -> set[str]:
+    found: set[str] = set()
+    for path in PACKAGE.rglob("*"):
+        if path.suffix in {".py", ".mjs"}:
+            found |= set(re.findall(r"\bSPLICE_[A-Z0-9_]+\b", path.read_text("utf-8")))
+    return found
+
+
+def test_every_splice_variable_the_code_reads_is_refused() -> None:
+    names = _splice_variables_in_the_code()
+    assert {"SPLICE_TOKEN", "SPLICE_MCP_TOKEN", "SPLICE_HOME", "SPLICE_REGISTRY"} <= names
+    for name in sorted(names):
+        try:
+            Manifest.from_dict(minimal_manifest(permissions={"env": [name]}))
+        except SpecError as exc:
+            assert exc.details == (
+                f'permissions.env: "{name}" is reserved: SPLICE_* variables configure Splice '
+                "itself (registry and MCP tokens, SPLICE_HOME)",
+            )
+        else:
+            raise AssertionError(f"{name} was accepted as an env grant")
+
+
+@settings(deadline=None)
+@given(name=st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,20}", fullmatch=True))
+def test_env_names_are_refused_by_the_whole_prefix_in_any_case(name: str) -> None:
+    assert (env_entry_problem(name) is not None) is name.upper().startswith("SPLICE_")
+
+
+# --- the real Node, both directions ---------------------------------------------------------
+
+READ_ALL = """import fs from 'node:fs';
+const targets = %s;
+export default () => targets.map((p) => {
+  try { fs.readFileSync(p); return 'READ ' + p; } catch (e) { return e.code; }
+}).concat(targets.map((p) => {
+  try { fs.appendFileSync(p, ''); return 'WROTE ' + p; } catch (e) { return e.code; }
+}));
+"""
+
+
+def _state_files(root: Path, home: Path) -> list[Path]:
+    """A project holding every kind of protected file (and a home with a credential)."""
+    files = [root / n for n in STATE_FILES] + [root / ".env", root / ".env.local", root / ".envrc"]
+    files += [root / ".splice" / "packages" / "x", home / "credentials.json", home / "keys" / "k"]
+    for path in files:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("state\n")
+    return files
+
+
+ACCEPTED = ["workspace", "data/in", "splice", "spliceX", "env", ".en", ".splicex", "home2"]
+REFUSED = [".", "*", ".env", ".splice/packages", "splice.lock", "home", ".e*", "home/keys"]
+
+
+@pytest.mark.node
+def test_what_the_rule_accepts_cannot_reach_state_through_the_sandbox(tmp_path: Path) -> None:
+    root = Path(os.path.realpath(tmp_path / "project"))
+    home = root / "home"
+    targets = _state_files(root, home)
+    permissions = {"fs": {"read": ACCEPTED, "write": ACCEPTED}}
+    assert all(fs_entry_problem(e, root, home) is None for e in ACCEPTED)
+    body = READ_ALL % json.dumps([str(p) for p in targets])
+    pkg_dir = write_package(tmp_path / "pkgs", body, permissions=permissions)
+    with SpliceRuntime(project_root=root, env={}, home=home) as runtime:
+        result = runtime.execute(runtime.load(pkg_dir), "t", {})
+    assert result.ok, result.error
+    assert result.output == ["ERR_ACCESS_DENIED"] * (2 * len(targets))
+    assert all(p.read_text() == "state\n" for p in targets)
+
+
+@pytest.mark.node
+@pytest.mark.parametrize("entry", REFUSED)
+def test_what_the_rule_refuses_would_reach_state_with_the_runtime_flag(
+    entry: str, tmp_path: Path
+) -> None:
+    """Without the rule: Node given the runtime's flag for ``entry`` reads a protected file."""
+    root = Path(os.path.realpath(tmp_path / "project"))
+    home = root / "home"
+    targets = _state_files(root, home)
+    assert fs_entry_problem(entry, root, home) is not None
+    granted = effective_fs_path(root, entry)
+    probe = tmp_path / "probe.mjs"
+    probe.write_text(
+        "import fs from 'node:fs';\n"
+        f"for (const p of {json.dumps([str(p) for p in targets])}) {{\n"
+        "  try { fs.readFileSync(p); console.log('READ ' + p); } catch (e) { console.log(e.code); }\n"
+        "}\n"
+    )
+    done = subprocess.run(
+        [
+            str(find_node().path),
+            "--permission",
+            f"--allow-fs-read={probe}",
+            f"--allow-fs-read={granted}",
+            str(probe),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert any(line.startswith("READ ") for line in done.stdout.splitlines()), done
+
+
+@pytest.mark.node
+@pytest.mark.parametrize(
+    ("entry", "home_under"),
+    [("workspace", "workspace/home"), ("alias", None), ("data", "data/splice-home")],
+)
+def test_the_runtime_refuses_before_anything_is_created_or_run(
+    entry: str, home_under: str | None, tmp_path: Path
+) -> None:
+    """What only the real project can tell (a link, SPLICE_HOME inside it): the runtime
+    refuses PERMISSIONS_NOT_GRANTED; no directory is made, no process is started."""
+    root = Path(os.path.realpath(tmp_path / "project"))
+    root.mkdir()
+    (root / "alias").symlink_to(root)
+    home = root / home_under if home_under else tmp_path / "home"
+    body = "export default () => 1;"
+    permissions: dict[str, Any] = {"fs": {"read": [], "write": [entry]}}
+    pkg_dir = write_package(tmp_path / "pkgs", body, permissions=permissions)
+    runtime = SpliceRuntime(project_root=root, env={"SPLICE_HOME": str(home)})
+    result = runtime.execute(runtime.load(pkg_dir), "t", {})
+    assert result.error is not None and result.error.code is ErrorCode.PERMISSIONS_NOT_GRANTED
+    assert result.error.details[0].startswith(f'permissions.fs.write: "{entry}" would include')
+    assert result.isolation is None  # no process was started
+    assert entry == "alias" or not (root / entry).exists()
+
+
+def test_install_refuses_an_artifact_published_before_the_rule(tmp_path: Path) -> None:
+    """A registry may still hold such a version: the install's package check refuses it
+    before anything is written (the bytes themselves are intact)."""
+    permissions = {"fs": {"read": ["*"], "write": []}}
+    directory = plain_package(tmp_path / "old", minimal_manifest(permissions=permissions))
+    data = pack_archive(collect_package_files(directory))
+    expected = Expected("@acme/greeter", "1.0.0", integrity_of(data), len(data))
+    with pytest.raises(InstallError) as refused:
+        verify_artifact(data, expected, SignaturePinnedByLock(None))
+    assert refused.value.code is ErrorCode.INVALID_PACKAGE
+    (package_line,) = [d for d in refused.value.details if d.startswith("package: ")]
+    assert 'permissions.fs.read: "*" contains "*"' in package_line
