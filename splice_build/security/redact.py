@@ -5,18 +5,43 @@ longest first), then every pattern class of docs/compatibility.md#redaction, in 
 ``PathSanitizer`` replaces absolute package/project paths (plain, ``file://`` URL and
 URL-encoded forms, longest first) with ``<package>`` / ``<project>`` (docs/compatibility.md#runtime).
 Both are pattern-based: they cannot recognise arbitrary secrets (docs/security.md).
+
+Why RE2 (``google-re2``): the text comes from tools and servers we do not trust, and a
+backtracking engine spends quadratic time on crafted input (a 100 KB run of one keyword cost
+19 s, holding the GIL, so a whole ``splice mcp`` server stalled). RE2 matches in time linear
+in the text, whatever the text, and releases the GIL while it scans. It has no look-around:
+the one boundary that needs it (a Splice token is a whole run of token characters) is checked
+on the match instead. Text longer than ``MAX_REDACTED_CHARS`` is cut before it is scanned,
+and a ``deadline`` bounds the whole pass (docs/security.md#redaction).
 """
 
 from __future__ import annotations
 
+import logging
 import re
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote
+
+import re2
+
+if TYPE_CHECKING:
+    from re2 import _Match as Match
+    from re2 import _Regexp as Regexp
 
 REDACTED = "[REDACTED]"
 MIN_SECRET_VALUE_LENGTH = 6
+# Longer text is cut here before it is scanned; what follows is dropped, never shown. As large
+# as the largest text a tool can send (a result frame), so a real error is never cut.
+MAX_REDACTED_CHARS = 1024 * 1024
+# Shown instead of text that could not be scanned before the deadline.
+NOT_SCANNED = "[REDACTED: not scanned within the time limit]"
+# Characters a token can be made of: a cut inside such a run drops the whole run, so the
+# first characters of a secret cut in two never stay visible.
+_TOKEN_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.~+/="
 
 _SECRET_QUERY_NAMES = (
     "access_token|refresh_token|id_token|token|api_key|api-key|apikey|key|secret|"
@@ -25,87 +50,185 @@ _SECRET_QUERY_NAMES = (
 _SECRET_NAME_WORDS = (
     "SECRET|TOKEN|PASSWORD|PASSWD|API_KEY|APIKEY|PRIVATE_KEY|ACCESS_KEY|CREDENTIALS?"
 )
+_SPLICE_TOKEN_BODY = 43
+_SPLICE_TOKEN_CLASS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def _splice_token(text: str, match: Match) -> bool:
+    """``splice_`` + exactly 43 token characters, as a whole run (MCP tool names stay)."""
+    start, end = match.span()
+    before = text[start - 1] if start else ""
+    return end - start == len("splice_") + _SPLICE_TOKEN_BODY and before not in _SPLICE_TOKEN_CLASS
 
 
 @dataclass(frozen=True)
 class KeyFormat:
-    """A credential format: what it is called, how it looks, what replaces it."""
+    """A credential format: what it is called, how it looks, what replaces it.
+
+    ``accept`` (when set) decides on a match what RE2 cannot say in the pattern.
+    """
 
     kind: str
-    pattern: re.Pattern[str]
+    pattern: Regexp
     replacement: str = REDACTED
+    accept: Callable[[str, Match], bool] | None = None
+
+    def finditer(self, text: str) -> Iterator[Match]:
+        """The matches of this format in ``text`` (linear time)."""
+        for match in self.pattern.finditer(text):
+            if self.accept is None or self.accept(text, match):
+                yield match
+
+    def sub(self, text: str) -> str:
+        accept = self.accept
+        if accept is None:
+            return self.pattern.sub(lambda _m: self.replacement, text)
+        return self.pattern.sub(lambda m: self.replacement if accept(text, m) else m.group(0), text)
 
 
 # Classes 1–8 of docs/compatibility.md#redaction: the credential formats (also what `splice
-# secret-scan` looks for, reporting ``kind``).
+# secret-scan` looks for, reporting ``kind``). Variable-length formats take the whole run,
+# however long: a token of 300 characters leaves no tail.
 KEY_FORMATS: tuple[KeyFormat, ...] = (
     KeyFormat(
         "PEM private key",
-        re.compile(
-            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)",
-            re.DOTALL,
+        re2.compile(
+            r"(?s)-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?"
+            r"(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\z)"
         ),
-        "[REDACTED PRIVATE KEY]",
+        f"-----{REDACTED} PRIVATE KEY-----",
     ),
-    # exactly 43 base64url characters after the prefix, so MCP tool names stay untouched
     KeyFormat(
         "Splice registry token",
-        re.compile(r"(?<![A-Za-z0-9_-])splice_[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])"),
-        "splice_[REDACTED]",
+        re2.compile(r"splice_[A-Za-z0-9_-]+"),
+        f"splice_{REDACTED}",
+        _splice_token,
     ),
     KeyFormat(
         "GitHub token",
-        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,255}|github_pat_[A-Za-z0-9_]{20,255})"),
+        re2.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
     ),
-    KeyFormat("OpenAI/Anthropic-style key", re.compile(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}")),
-    KeyFormat("Slack token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
-    KeyFormat("AWS access key id", re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b")),
-    KeyFormat("Google API key", re.compile(r"\bAIza[A-Za-z0-9_-]{35}")),
+    KeyFormat("OpenAI/Anthropic-style key", re2.compile(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}")),
+    KeyFormat("Slack token", re2.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
+    KeyFormat("AWS access key id", re2.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b")),
+    KeyFormat("Google API key", re2.compile(r"\bAIza[A-Za-z0-9_-]{35,}")),
     KeyFormat(
         "JSON Web Token",
-        re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"),
+        re2.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"),
     ),
 )
 
-# (pattern, replacement) in the order of docs/compatibility.md#redaction.
-_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
-    *((key.pattern, key.replacement) for key in KEY_FORMATS),
-    # 9. Authorization / Proxy-Authorization header values (any scheme)
+
+def _keep_prefix(match: Match) -> str:
+    return match.group(1) + REDACTED
+
+
+def _keep_prefix_and_quotes(match: Match) -> str:
+    """``NAME = "value"`` → ``NAME = "[REDACTED]"``: the whole quoted value goes, spaces too."""
+    prefix = match.group(1)
+    quote_char = match.group(0)[len(prefix) : len(prefix) + 1]
+    if quote_char in ("'", '"'):
+        return prefix + quote_char + REDACTED + quote_char
+    return prefix + REDACTED
+
+
+# Classes 9–14 of docs/compatibility.md#redaction: where a secret would be, by context.
+_CONTEXT_PATTERNS: tuple[tuple[Regexp, Callable[[Match], str]], ...] = (
+    # 9. Authorization / Proxy-Authorization header values (any scheme), to the end of line
     (
-        re.compile(r"(?im)\b((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?)[^\r\n\"',}]+"),
-        r"\1" + REDACTED,
+        re2.compile(r"(?im)\b((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?)[^\r\n\"',}]+"),
+        _keep_prefix,
     ),
     # 10. bare Bearer / Basic credentials
-    (re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{6,}"), r"\1 " + REDACTED),
-    # 11. Cookie / Set-Cookie header values
-    (re.compile(r"(?im)\b((?:set-)?cookie[\"']?\s*[:=]\s*[\"']?)[^\r\n\"'}]+"), r"\1" + REDACTED),
-    # 12. credentials in URLs
-    (re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s:@]+:[^/\s@]+@"), r"\1" + REDACTED + "@"),
-    # 13. secret-looking query parameters
     (
-        re.compile(rf"(?i)([?&](?:{_SECRET_QUERY_NAMES})=)[^&#\s\"']+"),
-        r"\1" + REDACTED,
+        re2.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{6,}"),
+        lambda m: f"{m.group(1)} {REDACTED}",
     ),
-    # 14. NAME=value assignments with a secret-looking UPPERCASE name
+    # 11. Cookie / Set-Cookie header values
+    (re2.compile(r"(?im)\b((?:set-)?cookie[\"']?\s*[:=]\s*[\"']?)[^\r\n\"'}]+"), _keep_prefix),
+    # 12. credentials in URLs
     (
-        re.compile(rf"\b([A-Z0-9_]*(?:{_SECRET_NAME_WORDS})[A-Z0-9_]*\s*=\s*)[^\s\"'&]+"),
-        r"\1" + REDACTED,
+        re2.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s:@]+:[^/\s@]+@"),
+        lambda m: f"{m.group(1)}{REDACTED}@",
+    ),
+    # 13. secret-looking query parameters
+    (re2.compile(rf"(?i)([?&](?:{_SECRET_QUERY_NAMES})=)[^&#\s\"']+"), _keep_prefix),
+    # 14. NAME=value assignments with a secret-looking UPPERCASE name: a quoted value whole
+    # (escapes included, to its closing quote or the end of the line), else up to whitespace
+    (
+        re2.compile(
+            rf"([A-Z0-9_]*(?:{_SECRET_NAME_WORDS})[A-Z0-9_]*\s*=\s*)"
+            r"(?:\"(?:[^\"\\\r\n]|\\.)*\"?|'(?:[^'\\\r\n]|\\.)*'?|[^\s\"']+)"
+        ),
+        _keep_prefix_and_quotes,
     ),
 )
 
+_RULES: tuple[Callable[[str], str], ...] = (
+    *(key.sub for key in KEY_FORMATS),
+    *(lambda text, p=pattern, r=replace: p.sub(r, text) for pattern, replace in _CONTEXT_PATTERNS),
+)
 
-def redact(text: str, secret_values: Iterable[str] = ()) -> str:
-    """``text`` with exact secret values and known credential formats replaced."""
+
+def _scannable(text: str) -> str:
+    """``text`` as valid UTF-8 for RE2: a lone surrogate becomes ``?``."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+def _capped(text: str, values: list[str]) -> str:
+    """At most ``MAX_REDACTED_CHARS``: the rest is dropped with a marker. The cut never leaves
+    the start of a secret behind: a trailing run of token characters goes, and so does a tail
+    that begins one of the exact ``values``."""
+    if len(text) <= MAX_REDACTED_CHARS:
+        return text
+    head = text[:MAX_REDACTED_CHARS]
+    while True:
+        shorter = head.rstrip(_TOKEN_CHARS)
+        for value in values:
+            for size in range(min(len(value), len(shorter)) - 1, 0, -1):
+                if shorter.endswith(value[:size]):
+                    shorter = shorter[:-size]
+                    break
+        if shorter == head:
+            break
+        head = shorter
+    return f"{head}\n[{len(text) - len(head)} characters cut before redaction]"
+
+
+def redact(text: str, secret_values: Iterable[str] = (), *, deadline: float | None = None) -> str:
+    """``text`` with exact secret values and known credential formats replaced.
+
+    Linear in ``len(text)``. ``deadline`` (``time.monotonic()``): when it passes before every
+    pattern has run, the result is ``NOT_SCANNED``, never the partly redacted text.
+    """
     values = sorted(
-        {v for v in secret_values if isinstance(v, str) and len(v) >= MIN_SECRET_VALUE_LENGTH},
+        {
+            _scannable(v)
+            for v in secret_values
+            if isinstance(v, str) and len(v) >= MIN_SECRET_VALUE_LENGTH
+        },
         key=len,
         reverse=True,
     )
-    if values:
-        text = re.sub("|".join(re.escape(v) for v in values), REDACTED, text)
-    for pattern, replacement in _PATTERNS:
-        text = pattern.sub(replacement, text)
+    text = _capped(_scannable(text), values)
+    for value in values:  # longest first, each literally (str.replace is linear)
+        text = text.replace(value, REDACTED)
+    for rule in _RULES:
+        if deadline is not None and time.monotonic() > deadline:
+            return NOT_SCANNED
+        text = rule(text)
     return text
+
+
+class RedactingFormatter(logging.Formatter):
+    """A log formatter whose every line (message, arguments and traceback) is redacted."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
 
 
 def _path_forms(path: str) -> set[str]:
