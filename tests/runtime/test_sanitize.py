@@ -44,3 +44,17 @@ def test_load_failure_paths_are_replaced(run_tool) -> None:
     assert result.error is not None and result.error.code == "TOOL_LOAD_FAILED"
     assert "<package>/tools/missing.mjs" in result.error.message
     assert "/packages/" not in result.error.message
+
+
+def test_crafted_error_and_logs_are_redacted_in_linear_time(run_tool) -> None:
+    """A tool's error made of a 100 KB run of one keyword (it cost a backtracking engine ~19 s
+    after the deadline) and 64 KiB of crafted logs come back redacted, the secrets inside gone."""
+    body = (
+        "export default () => {"
+        " console.log('eyJ-'.repeat(4000) + ' API_TOKEN=\"p@ss w\" ' + 'a.'.repeat(8000));"
+        f" throw new Error('TOKEN'.repeat(20000) + ' {TOKEN} MY_SECRET=abc&def'); }};"
+    )
+    result = run_tool(body)
+    assert result.error is not None and result.error.code == "TOOL_ERROR"
+    assert result.error.message == "TOKEN" * 20000 + " [REDACTED] MY_SECRET=[REDACTED]"
+    assert result.logs == "eyJ-" * 4000 + ' API_TOKEN="[REDACTED]" ' + "a." * 8000
