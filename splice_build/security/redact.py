@@ -48,47 +48,48 @@ _SECRET_QUERY_NAMES = (
     "client_secret|password|passwd|pwd|sig|signature|auth"
 )
 _SECRET_NAME_WORDS = (
-    "SECRET|TOKEN|PASSWORD|PASSWD|API_KEY|APIKEY|PRIVATE_KEY|ACCESS_KEY|CREDENTIALS?"
+    "SECRET",
+    "TOKEN",
+    "PASSWORD",
+    "PASSWD",
+    "API_KEY",
+    "APIKEY",
+    "PRIVATE_KEY",
+    "ACCESS_KEY",
+    "CREDENTIAL",
 )
-_SPLICE_TOKEN_BODY = 43
-_SPLICE_TOKEN_CLASS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
-
-
-def _splice_token(text: str, match: Match) -> bool:
-    """``splice_`` + exactly 43 token characters, as a whole run (MCP tool names stay)."""
-    start, end = match.span()
-    before = text[start - 1] if start else ""
-    return end - start == len("splice_") + _SPLICE_TOKEN_BODY and before not in _SPLICE_TOKEN_CLASS
+_SPLICE_TOKEN_LENGTH = len("splice_") + 43
+_RE2_SPACE = " \t\n\f\r"  # RE2's \s
 
 
 @dataclass(frozen=True)
 class KeyFormat:
     """A credential format: what it is called, how it looks, what replaces it.
 
-    ``accept`` (when set) decides on a match what RE2 cannot say in the pattern.
+    ``length``: the secret is the first ``length`` characters of a match; the rest is the
+    character that closes it (RE2 has no look-ahead), kept as it was.
     """
 
     kind: str
     pattern: Regexp
     replacement: str = REDACTED
-    accept: Callable[[str, Match], bool] | None = None
+    length: int | None = None
 
     def finditer(self, text: str) -> Iterator[Match]:
         """The matches of this format in ``text`` (linear time)."""
-        for match in self.pattern.finditer(text):
-            if self.accept is None or self.accept(text, match):
-                yield match
+        return self.pattern.finditer(text)
 
     def sub(self, text: str) -> str:
-        accept = self.accept
-        if accept is None:
+        if self.length is None:
             return self.pattern.sub(lambda _m: self.replacement, text)
-        return self.pattern.sub(lambda m: self.replacement if accept(text, m) else m.group(0), text)
+        size = self.length
+        return self.pattern.sub(lambda m: self.replacement + m.group(0)[size:], text)
 
 
 # Classes 1–8 of docs/compatibility.md#redaction: the credential formats (also what `splice
 # secret-scan` looks for, reporting ``kind``). Variable-length formats take the whole run,
-# however long: a token of 300 characters leaves no tail.
+# however long: a token of 300 characters leaves no tail. No pattern has a capture group:
+# RE2 finds a match's bounds with its DFAs, and only groups would need its slower NFA.
 KEY_FORMATS: tuple[KeyFormat, ...] = (
     KeyFormat(
         "PEM private key",
@@ -98,11 +99,12 @@ KEY_FORMATS: tuple[KeyFormat, ...] = (
         ),
         f"-----{REDACTED} PRIVATE KEY-----",
     ),
+    # exactly 43 token characters as a whole run, so MCP tool names stay untouched
     KeyFormat(
         "Splice registry token",
-        re2.compile(r"splice_[A-Za-z0-9_-]+"),
+        re2.compile(r"\bsplice_[A-Za-z0-9_-]{43}(?:[^A-Za-z0-9_-]|\z)"),
         f"splice_{REDACTED}",
-        _splice_token,
+        _SPLICE_TOKEN_LENGTH,
     ),
     KeyFormat(
         "GitHub token",
@@ -117,56 +119,130 @@ KEY_FORMATS: tuple[KeyFormat, ...] = (
         re2.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"),
     ),
 )
+# Literals every match of a format contains (one of each group): when the text lacks them,
+# the format is not scanned (each check is one fast substring search).
+_KEY_LITERALS: tuple[tuple[tuple[str, ...], ...], ...] = (
+    (("-----BEGIN ",),),
+    (("splice_",),),
+    (("gh", "github"), ("_",)),
+    (("sk-",),),
+    (("xox",),),
+    (("AKIA", "ASIA"),),
+    (("AIza",),),
+    (("eyJ",),),
+)
 
 
-def _keep_prefix(match: Match) -> str:
-    return match.group(1) + REDACTED
+def _keep_prefix(prefix: re.Pattern[str]) -> Callable[[Match], str]:
+    """Keep what ``prefix`` (anchored, linear: it is known to match) reads, redact the rest."""
+
+    def replace(match: Match) -> str:
+        found = match.group(0)
+        head = prefix.match(found)
+        return (found[: head.end()] if head else "") + REDACTED
+
+    return replace
 
 
-def _keep_prefix_and_quotes(match: Match) -> str:
+def _keep_name(match: Match) -> str:
     """``NAME = "value"`` → ``NAME = "[REDACTED]"``: the whole quoted value goes, spaces too."""
-    prefix = match.group(1)
-    quote_char = match.group(0)[len(prefix) : len(prefix) + 1]
+    found = match.group(0)
+    cut = found.index("=") + 1
+    cut += len(found[cut:]) - len(found[cut:].lstrip(_RE2_SPACE))
+    quote_char = found[cut : cut + 1]
     if quote_char in ("'", '"'):
-        return prefix + quote_char + REDACTED + quote_char
-    return prefix + REDACTED
+        return found[:cut] + quote_char + REDACTED + quote_char
+    return found[:cut] + REDACTED
 
 
-# Classes 9–14 of docs/compatibility.md#redaction: where a secret would be, by context.
-_CONTEXT_PATTERNS: tuple[tuple[Regexp, Callable[[Match], str]], ...] = (
+def _keep_upto(marker: str, suffix: str = "") -> Callable[[Match], str]:
+    def replace(match: Match) -> str:
+        found = match.group(0)
+        return found[: found.index(marker) + len(marker)] + REDACTED + suffix
+
+    return replace
+
+
+_HEADER_SEPARATOR = r"[\"']?\s*[:=]\s*[\"']?"
+
+# Classes 9–14 of docs/compatibility.md#redaction, where a secret would be by context:
+# (pattern, replacement, literal groups as above, whether they are compared case-folded).
+_CONTEXT_PATTERNS: tuple[
+    tuple[Regexp, Callable[[Match], str], tuple[tuple[str, ...], ...], bool], ...
+] = (
     # 9. Authorization / Proxy-Authorization header values (any scheme), to the end of line
     (
-        re2.compile(r"(?im)\b((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?)[^\r\n\"',}]+"),
-        _keep_prefix,
+        re2.compile(rf"(?im)\b(?:proxy-)?authorization{_HEADER_SEPARATOR}[^\r\n\"',}}]+"),
+        _keep_prefix(re.compile(rf"(?i)(?:proxy-)?authorization{_HEADER_SEPARATOR}")),
+        (("authorization",),),
+        True,
     ),
     # 10. bare Bearer / Basic credentials
     (
-        re2.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{6,}"),
-        lambda m: f"{m.group(1)} {REDACTED}",
+        re2.compile(r"\b(?:Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{6,}"),
+        lambda m: m.group(0)[: 6 if m.group(0).startswith("Bearer") else 5] + " " + REDACTED,
+        (("Bearer", "Basic"),),
+        False,
     ),
     # 11. Cookie / Set-Cookie header values
-    (re2.compile(r"(?im)\b((?:set-)?cookie[\"']?\s*[:=]\s*[\"']?)[^\r\n\"'}]+"), _keep_prefix),
+    (
+        re2.compile(rf"(?im)\b(?:set-)?cookie{_HEADER_SEPARATOR}[^\r\n\"'}}]+"),
+        _keep_prefix(re.compile(rf"(?i)(?:set-)?cookie{_HEADER_SEPARATOR}")),
+        (("cookie",),),
+        True,
+    ),
     # 12. credentials in URLs
     (
-        re2.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s:@]+:[^/\s@]+@"),
-        lambda m: f"{m.group(1)}{REDACTED}@",
+        re2.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]+:[^/\s@]+@"),
+        _keep_upto("://", "@"),
+        (("://",),),
+        False,
     ),
     # 13. secret-looking query parameters
-    (re2.compile(rf"(?i)([?&](?:{_SECRET_QUERY_NAMES})=)[^&#\s\"']+"), _keep_prefix),
+    (
+        re2.compile(rf"(?i)[?&](?:{_SECRET_QUERY_NAMES})=[^&#\s\"']+"),
+        _keep_upto("="),
+        (("=",), ("?", "&")),
+        False,
+    ),
     # 14. NAME=value assignments with a secret-looking UPPERCASE name: a quoted value whole
     # (escapes included, to its closing quote or the end of the line), else up to whitespace
     (
         re2.compile(
-            rf"([A-Z0-9_]*(?:{_SECRET_NAME_WORDS})[A-Z0-9_]*\s*=\s*)"
+            rf"[A-Z0-9_]*(?:{'|'.join(_SECRET_NAME_WORDS)}S?)[A-Z0-9_]*\s*=\s*"
             r"(?:\"(?:[^\"\\\r\n]|\\.)*\"?|'(?:[^'\\\r\n]|\\.)*'?|[^\s\"']+)"
         ),
-        _keep_prefix_and_quotes,
+        _keep_name,
+        (("=",), _SECRET_NAME_WORDS),
+        False,
     ),
 )
 
-_RULES: tuple[Callable[[str], str], ...] = (
-    *(key.sub for key in KEY_FORMATS),
-    *(lambda text, p=pattern, r=replace: p.sub(r, text) for pattern, replace in _CONTEXT_PATTERNS),
+
+@dataclass(frozen=True)
+class _Rule:
+    apply: Callable[[str], str]
+    literals: tuple[tuple[str, ...], ...]
+    folded: bool  # compare the literals with the case-folded text
+
+    def needed(self, text: str, folded: str) -> bool:
+        haystack = folded if self.folded else text
+        return all(any(lit in haystack for lit in group) for group in self.literals)
+
+
+def _context_rule(pattern: Regexp, replace: Callable[[Match], str]) -> Callable[[str], str]:
+    return lambda text: pattern.sub(replace, text)
+
+
+_RULES: tuple[_Rule, ...] = (
+    *(
+        _Rule(key.sub, literals, False)
+        for key, literals in zip(KEY_FORMATS, _KEY_LITERALS, strict=True)
+    ),
+    *(
+        _Rule(_context_rule(pattern, replace), literals, folded)
+        for pattern, replace, literals, folded in _CONTEXT_PATTERNS
+    ),
 )
 
 
@@ -217,10 +293,13 @@ def redact(text: str, secret_values: Iterable[str] = (), *, deadline: float | No
     text = _capped(_scannable(text), values)
     for value in values:  # longest first, each literally (str.replace is linear)
         text = text.replace(value, REDACTED)
+    # Replacements never create a literal, so what the text lacks now it lacks after each rule.
+    original, folded = text, text.casefold()
     for rule in _RULES:
         if deadline is not None and time.monotonic() > deadline:
             return NOT_SCANNED
-        text = rule(text)
+        if rule.needed(original, folded):
+            text = rule.apply(text)
     return text
 
 
