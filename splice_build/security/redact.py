@@ -10,8 +10,8 @@ Why RE2 (``google-re2``): the text comes from tools and servers we do not trust,
 backtracking engine spends quadratic time on crafted input (a 100 KB run of one keyword cost
 19 s, holding the GIL, so a whole ``splice mcp`` server stalled). RE2 matches in time linear
 in the text, whatever the text, and releases the GIL while it scans. It has no look-around:
-the one boundary that needs it (a Splice token is a whole run of token characters) is checked
-on the match instead. Text longer than ``MAX_REDACTED_CHARS`` is cut before it is scanned,
+where a boundary needs one (a Splice token ends where its run ends), the closing character is
+matched too and kept. Text longer than ``MAX_REDACTED_CHARS`` is cut before it is scanned,
 and a ``deadline`` bounds the whole pass (docs/security.md#redaction).
 """
 
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 REDACTED = "[REDACTED]"
 MIN_SECRET_VALUE_LENGTH = 6
 # Longer text is cut here before it is scanned; what follows is dropped, never shown. As large
-# as the largest text a tool can send (a result frame), so a real error is never cut.
+# as a tool's largest output (1 MiB), so an ordinary error or log is never cut.
 MAX_REDACTED_CHARS = 1024 * 1024
 # Shown instead of text that could not be scanned before the deadline.
 NOT_SCANNED = "[REDACTED: not scanned within the time limit]"
@@ -163,7 +163,8 @@ def _keep_upto(marker: str, suffix: str = "") -> Callable[[Match], str]:
     return replace
 
 
-_HEADER_SEPARATOR = r"[\"']?\s*[:=]\s*[\"']?"
+# RE2's \s, spelled out so that Python's re (which re-reads a match's prefix) agrees with it.
+_HEADER_SEPARATOR = r"[\"']?[\t\n\f\r ]*[:=][\t\n\f\r ]*[\"']?"
 
 # Classes 9–14 of docs/compatibility.md#redaction, where a secret would be by context:
 # (pattern, replacement, literal groups as above, whether they are compared case-folded).
