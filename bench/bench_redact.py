@@ -27,7 +27,7 @@ ORDINARY = _fill(
 )
 
 # One adversarial input per class of docs/compatibility.md#redaction: (name, the index of the
-# class's rule in redact._RULES, text).
+# class's rule in redact.rules(), text).
 ADVERSARIAL: tuple[tuple[str, int, str], ...] = (
     ("PEM header, never closed", 0, _fill("-----BEGIN " + "PRIVATE KEY " * 6 + "\n")),
     ("Splice token near misses", 1, _fill("splice_" + "A" * 42 + " ")),
@@ -54,12 +54,12 @@ def _ms(fn: object, repeat: int) -> float:
 
 
 def run(quick: bool = False) -> list[Row]:
-    from splice_build.security.redact import _RULES, redact
+    from splice_build.security.redact import redact, rules
 
     repeat = 3 if quick else 7
     rows = []
     for name, index, text in ADVERSARIAL:
-        rule = _RULES[index].apply
+        rule = rules()[index].apply
         took = _ms(lambda r=rule, t=text: r(t), repeat)
         base = _ms(lambda r=rule: r(ORDINARY), repeat)
         rows.append(

@@ -17,7 +17,7 @@ and a ``deadline`` bounds the whole pass (docs/security.md#redaction).
 
 from __future__ import annotations
 
-import logging
+import functools
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -25,8 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote
-
-import re2
 
 if TYPE_CHECKING:
     from re2 import _Match as Match
@@ -71,9 +69,13 @@ class KeyFormat:
     """
 
     kind: str
-    pattern: Regexp
+    source: str  # the RE2 pattern, compiled on first use (nothing is compiled at import)
     replacement: str = REDACTED
     length: int | None = None
+
+    @functools.cached_property
+    def pattern(self) -> Regexp:
+        return _compile(self.source)
 
     def finditer(self, text: str) -> Iterator[Match]:
         """The matches of this format in ``text`` (linear time)."""
@@ -93,30 +95,27 @@ class KeyFormat:
 KEY_FORMATS: tuple[KeyFormat, ...] = (
     KeyFormat(
         "PEM private key",
-        re2.compile(
-            r"(?s)-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?"
-            r"(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\z)"
-        ),
+        r"(?s)-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\z)",
         f"-----{REDACTED} PRIVATE KEY-----",
     ),
     # exactly 43 token characters as a whole run, so MCP tool names stay untouched
     KeyFormat(
         "Splice registry token",
-        re2.compile(r"\bsplice_[A-Za-z0-9_-]{43}(?:[^A-Za-z0-9_-]|\z)"),
+        r"\bsplice_[A-Za-z0-9_-]{43}(?:[^A-Za-z0-9_-]|\z)",
         f"splice_{REDACTED}",
         _SPLICE_TOKEN_LENGTH,
     ),
     KeyFormat(
         "GitHub token",
-        re2.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
+        r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})",
     ),
-    KeyFormat("OpenAI/Anthropic-style key", re2.compile(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}")),
-    KeyFormat("Slack token", re2.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
-    KeyFormat("AWS access key id", re2.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b")),
-    KeyFormat("Google API key", re2.compile(r"\bAIza[A-Za-z0-9_-]{35,}")),
+    KeyFormat("OpenAI/Anthropic-style key", r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}"),
+    KeyFormat("Slack token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
+    KeyFormat("AWS access key id", r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"),
+    KeyFormat("Google API key", r"\bAIza[A-Za-z0-9_-]{35,}"),
     KeyFormat(
         "JSON Web Token",
-        re2.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"),
+        r"\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*",
     ),
 )
 # Literals every match of a format contains (one of each group): when the text lacks them,
@@ -169,39 +168,39 @@ _HEADER_SEPARATOR = r"[\"']?[\t\n\f\r ]*[:=][\t\n\f\r ]*[\"']?"
 # Classes 9–14 of docs/compatibility.md#redaction, where a secret would be by context:
 # (pattern, replacement, literal groups as above, whether they are compared case-folded).
 _CONTEXT_PATTERNS: tuple[
-    tuple[Regexp, Callable[[Match], str], tuple[tuple[str, ...], ...], bool], ...
+    tuple[str, Callable[[Match], str], tuple[tuple[str, ...], ...], bool], ...
 ] = (
     # 9. Authorization / Proxy-Authorization header values (any scheme), to the end of line
     (
-        re2.compile(rf"(?im)\b(?:proxy-)?authorization{_HEADER_SEPARATOR}[^\r\n\"',}}]+"),
+        rf"(?im)\b(?:proxy-)?authorization{_HEADER_SEPARATOR}[^\r\n\"',}}]+",
         _keep_prefix(re.compile(rf"(?i)(?:proxy-)?authorization{_HEADER_SEPARATOR}")),
         (("authorization",),),
         True,
     ),
     # 10. bare Bearer / Basic credentials
     (
-        re2.compile(r"\b(?:Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{6,}"),
+        r"\b(?:Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{6,}",
         lambda m: m.group(0)[: 6 if m.group(0).startswith("Bearer") else 5] + " " + REDACTED,
         (("Bearer", "Basic"),),
         False,
     ),
     # 11. Cookie / Set-Cookie header values
     (
-        re2.compile(rf"(?im)\b(?:set-)?cookie{_HEADER_SEPARATOR}[^\r\n\"'}}]+"),
+        rf"(?im)\b(?:set-)?cookie{_HEADER_SEPARATOR}[^\r\n\"'}}]+",
         _keep_prefix(re.compile(rf"(?i)(?:set-)?cookie{_HEADER_SEPARATOR}")),
         (("cookie",),),
         True,
     ),
     # 12. credentials in URLs
     (
-        re2.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]+:[^/\s@]+@"),
+        r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]+:[^/\s@]+@",
         _keep_upto("://", "@"),
         (("://",),),
         False,
     ),
     # 13. secret-looking query parameters
     (
-        re2.compile(rf"(?i)[?&](?:{_SECRET_QUERY_NAMES})=[^&#\s\"']+"),
+        rf"(?i)[?&](?:{_SECRET_QUERY_NAMES})=[^&#\s\"']+",
         _keep_upto("="),
         (("=",), ("?", "&")),
         False,
@@ -209,10 +208,8 @@ _CONTEXT_PATTERNS: tuple[
     # 14. NAME=value assignments with a secret-looking UPPERCASE name: a quoted value whole
     # (escapes included, to its closing quote or the end of the line), else up to whitespace
     (
-        re2.compile(
-            rf"[A-Z0-9_]*(?:{'|'.join(_SECRET_NAME_WORDS)}S?)[A-Z0-9_]*\s*=\s*"
-            r"(?:\"(?:[^\"\\\r\n]|\\.)*\"?|'(?:[^'\\\r\n]|\\.)*'?|[^\s\"']+)"
-        ),
+        rf"[A-Z0-9_]*(?:{'|'.join(_SECRET_NAME_WORDS)}S?)[A-Z0-9_]*\s*=\s*"
+        r"(?:\"(?:[^\"\\\r\n]|\\.)*\"?|'(?:[^'\\\r\n]|\\.)*'?|[^\s\"']+)",
         _keep_name,
         (("=",), _SECRET_NAME_WORDS),
         False,
@@ -231,20 +228,30 @@ class _Rule:
         return all(any(lit in haystack for lit in group) for group in self.literals)
 
 
-def _context_rule(pattern: Regexp, replace: Callable[[Match], str]) -> Callable[[str], str]:
+def _compile(source: str) -> Regexp:
+    import re2  # on first use: most runs have nothing to redact
+
+    return re2.compile(source)
+
+
+def _context_rule(source: str, replace: Callable[[Match], str]) -> Callable[[str], str]:
+    pattern = _compile(source)
     return lambda text: pattern.sub(replace, text)
 
 
-_RULES: tuple[_Rule, ...] = (
-    *(
-        _Rule(key.sub, literals, False)
-        for key, literals in zip(KEY_FORMATS, _KEY_LITERALS, strict=True)
-    ),
-    *(
-        _Rule(_context_rule(pattern, replace), literals, folded)
-        for pattern, replace, literals, folded in _CONTEXT_PATTERNS
-    ),
-)
+@functools.cache
+def rules() -> tuple[_Rule, ...]:
+    """Classes 1–14 in order, compiled once (on the first text to redact)."""
+    return (
+        *(
+            _Rule(key.sub, literals, False)
+            for key, literals in zip(KEY_FORMATS, _KEY_LITERALS, strict=True)
+        ),
+        *(
+            _Rule(_context_rule(source, replace), literals, folded)
+            for source, replace, literals, folded in _CONTEXT_PATTERNS
+        ),
+    )
 
 
 def _scannable(text: str) -> str:
@@ -282,6 +289,8 @@ def redact(text: str, secret_values: Iterable[str] = (), *, deadline: float | No
     Linear in ``len(text)``. ``deadline`` (``time.monotonic()``): when it passes before every
     pattern has run, the result is ``NOT_SCANNED``, never the partly redacted text.
     """
+    if not text:
+        return text
     values = sorted(
         {
             _scannable(v)
@@ -296,19 +305,12 @@ def redact(text: str, secret_values: Iterable[str] = (), *, deadline: float | No
         text = text.replace(value, REDACTED)
     # Replacements never create a literal, so what the text lacks now it lacks after each rule.
     original, folded = text, text.casefold()
-    for rule in _RULES:
+    for rule in rules():
         if deadline is not None and time.monotonic() > deadline:
             return NOT_SCANNED
         if rule.needed(original, folded):
             text = rule.apply(text)
     return text
-
-
-class RedactingFormatter(logging.Formatter):
-    """A log formatter whose every line (message, arguments and traceback) is redacted."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        return redact(super().format(record))
 
 
 def _path_forms(path: str) -> set[str]:

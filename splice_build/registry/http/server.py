@@ -28,7 +28,7 @@ LOG_CONFIG: dict[str, Any] = {
     "disable_existing_loggers": False,
     "formatters": {
         "redacted": {
-            "()": "splice_build.security.redact.RedactingFormatter",
+            "()": "splice_build.security.log_format.RedactingFormatter",
             "format": "%(levelname)s %(name)s: %(message)s",
         }
     },
