@@ -58,3 +58,15 @@ def test_crafted_error_and_logs_are_redacted_in_linear_time(run_tool) -> None:
     assert result.error is not None and result.error.code == "TOOL_ERROR"
     assert result.error.message == "TOKEN" * 20000 + " [REDACTED] MY_SECRET=[REDACTED]"
     assert result.logs == "eyJ-" * 4000 + ' API_TOKEN="[REDACTED]" ' + "a." * 8000
+
+
+def test_a_timed_out_call_still_gets_its_logs_redacted(run_tool) -> None:
+    """Redaction counts against the call's deadline with a grace (REDACTION_GRACE_S): a tool
+    that used all its time gets its logs back redacted, not replaced by the marker."""
+    body = (
+        "export default () => { console.log('TOKEN'.repeat(13000) + ' GITHUB_TOKEN=abc');"
+        " return new Promise(() => setInterval(() => {}, 1000)); };"
+    )
+    result = run_tool(body, timeout_ms=300)
+    assert result.error is not None and result.error.code == "TIMEOUT"
+    assert result.logs == "TOKEN" * 13000 + " GITHUB_TOKEN=[REDACTED]"
