@@ -9,6 +9,7 @@ formats are drawn up to 600 characters, far beyond the old 255-character bound.
 from __future__ import annotations
 
 import string
+from collections.abc import Callable
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -27,7 +28,9 @@ def run(alphabet: str, low: int, high: int = LONG) -> st.SearchStrategy[str]:
     )
 
 
-def secret(prefix: st.SearchStrategy[str], body: st.SearchStrategy[str]) -> st.SearchStrategy:
+def secret(
+    prefix: st.SearchStrategy[str], body: st.SearchStrategy[str]
+) -> st.SearchStrategy[tuple[str, str]]:
     """``(whole text of the secret, its secret part)``."""
     return st.tuples(prefix, body).map(lambda pair: (pair[0] + pair[1], pair[1]))
 
@@ -117,7 +120,7 @@ def check(around: tuple[str, str], separators: tuple[str, str], found: tuple[str
         assert piece not in out, (piece, out)
 
 
-def _test(name: str):  # one test per format, so a failure names it
+def _test(name: str) -> Callable[..., None]:  # one test per format, so a failure names it
     @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(st.tuples(AROUND, AROUND), st.tuples(SEPARATOR, SEPARATOR), FORMATS[name])
     def test(around: tuple[str, str], separators: tuple[str, str], found: tuple[str, str]) -> None:
