@@ -17,6 +17,10 @@ MAX_NUMBER_LITERAL = 400
 
 DEFAULT_TIMEOUT_MS = 10_000  # tool timeoutMs default, 1.3
 MAX_TIMEOUT_MS = 60_000
+# Redaction of a call's errors and logs counts against the call's deadline: it may end at most
+# this long after it (a tool that used all its time still gets its logs), and text not scanned
+# by then is replaced, never shown (docs/security.md#redaction).
+REDACTION_GRACE_S = 2.0
 
 MAX_CAPABILITY_CALLS = 25  # per execution, 4.6
 MAX_CAPABILITIES_IN_FLIGHT = 4

@@ -34,6 +34,7 @@ from splice_build.runtime.limits import (
     MAX_LOG_BYTES,
     MAX_OUTPUT_BYTES,
     MAX_TIMEOUT_MS,
+    REDACTION_GRACE_S,
 )
 from splice_build.runtime.loader import LoadedPackage, load_package
 from splice_build.runtime.node import NodeBinary, find_node
@@ -167,10 +168,11 @@ class SpliceRuntime:
         secrets = [self._env[name] for name in pkg.manifest.permissions.env if name in self._env]
         paths = PathSanitizer.for_paths({pkg.dir: "<package>", self.project_root: "<project>"})
         isolation: IsolationPlan | None = None  # set once a process is started
+        budget = _RedactionBudget(None)  # the call's deadline, once the job has one
 
         def clean(text: str) -> str:
             text = text.encode("utf-8", "replace").decode("utf-8")
-            return redact(paths(text), secrets)
+            return redact(paths(text), secrets, deadline=budget.deadline)
 
         def finish(
             output: Any = None, error: ToolError | None = None, logs: str = ""
@@ -197,7 +199,7 @@ class SpliceRuntime:
             return finish(error=ToolError(exc.code, exc.message, exc.details))
         isolation = process.isolation
         try:
-            return self._run(pkg, tool, job_input, process, clean, finish)
+            return self._run(pkg, tool, job_input, process, clean, finish, budget)
         except BaseException:
             process.close()  # never leave a started process behind (close is idempotent)
             raise
@@ -305,6 +307,7 @@ class SpliceRuntime:
         process: sandbox.SandboxProcess,
         clean: Callable[[str], str],
         finish: Callable[..., ToolResult],
+        budget: _RedactionBudget,
     ) -> ToolResult:
         perms = pkg.manifest.permissions
         timeout_ms = min(
@@ -323,6 +326,7 @@ class SpliceRuntime:
             unsafe_in_process_guards_off=self._guards_off,
         )
         deadline = time.monotonic() + timeout_ms / 1000
+        budget.deadline = deadline + REDACTION_GRACE_S
         resolver = None if self._test_resolver is None else TableResolver(self._test_resolver)
 
         def make_channel(on_reply: Callable[[CapabilityReply], None]) -> CapabilityChannel:
@@ -362,6 +366,14 @@ class SpliceRuntime:
         if problem is not None:
             return finish(error=problem, logs=logs)
         return finish(output=outcome.message.output, logs=logs)
+
+
+@dataclass
+class _RedactionBudget:
+    """When redaction of one call's texts must be done (``time.monotonic()``; None: no job
+    started, only our own short messages to clean)."""
+
+    deadline: float | None
 
 
 _LOADED_FIELDS = tuple(f.name for f in fields(LoadedPackage))

@@ -5,106 +5,311 @@ longest first), then every pattern class of docs/compatibility.md#redaction, in 
 ``PathSanitizer`` replaces absolute package/project paths (plain, ``file://`` URL and
 URL-encoded forms, longest first) with ``<package>`` / ``<project>`` (docs/compatibility.md#runtime).
 Both are pattern-based: they cannot recognise arbitrary secrets (docs/security.md).
+
+Why RE2 (``google-re2``): the text comes from tools and servers we do not trust, and a
+backtracking engine spends quadratic time on crafted input (a 100 KB run of one keyword cost
+19 s, holding the GIL, so a whole ``splice mcp`` server stalled). RE2 matches in time linear
+in the text, whatever the text, and releases the GIL while it scans. It has no look-around:
+where a boundary needs one (a Splice token ends where its run ends), the closing character is
+matched too and kept. Text longer than ``MAX_REDACTED_CHARS`` is cut before it is scanned,
+and a ``deadline`` bounds the whole pass (docs/security.md#redaction).
 """
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote
+
+if TYPE_CHECKING:
+    from re2 import _Match as Match
+    from re2 import _Regexp as Regexp
 
 REDACTED = "[REDACTED]"
 MIN_SECRET_VALUE_LENGTH = 6
+# Longer text is cut here before it is scanned; what follows is dropped, never shown. As large
+# as a tool's largest output (1 MiB), so an ordinary error or log is never cut.
+MAX_REDACTED_CHARS = 1024 * 1024
+# Shown instead of text that could not be scanned before the deadline.
+NOT_SCANNED = "[REDACTED: not scanned within the time limit]"
+# Characters a token can be made of: a cut inside such a run drops the whole run, so the
+# first characters of a secret cut in two never stay visible.
+_TOKEN_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.~+/="
 
 _SECRET_QUERY_NAMES = (
     "access_token|refresh_token|id_token|token|api_key|api-key|apikey|key|secret|"
     "client_secret|password|passwd|pwd|sig|signature|auth"
 )
 _SECRET_NAME_WORDS = (
-    "SECRET|TOKEN|PASSWORD|PASSWD|API_KEY|APIKEY|PRIVATE_KEY|ACCESS_KEY|CREDENTIALS?"
+    "SECRET",
+    "TOKEN",
+    "PASSWORD",
+    "PASSWD",
+    "API_KEY",
+    "APIKEY",
+    "PRIVATE_KEY",
+    "ACCESS_KEY",
+    "CREDENTIAL",
 )
+_SPLICE_TOKEN_LENGTH = len("splice_") + 43
+_RE2_SPACE = " \t\n\f\r"  # RE2's \s
 
 
 @dataclass(frozen=True)
 class KeyFormat:
-    """A credential format: what it is called, how it looks, what replaces it."""
+    """A credential format: what it is called, how it looks, what replaces it.
+
+    ``length``: the secret is the first ``length`` characters of a match; the rest is the
+    character that closes it (RE2 has no look-ahead), kept as it was.
+    """
 
     kind: str
-    pattern: re.Pattern[str]
+    source: str  # the RE2 pattern, compiled on first use (nothing is compiled at import)
     replacement: str = REDACTED
+    length: int | None = None
+
+    @functools.cached_property
+    def pattern(self) -> Regexp:
+        return _compile(self.source)
+
+    def finditer(self, text: str) -> Iterator[Match]:
+        """The matches of this format in ``text`` (linear time)."""
+        return self.pattern.finditer(text)
+
+    def sub(self, text: str) -> str:
+        if self.length is None:
+            return self.pattern.sub(lambda _m: self.replacement, text)
+        size = self.length
+        return self.pattern.sub(lambda m: self.replacement + m.group(0)[size:], text)
 
 
 # Classes 1–8 of docs/compatibility.md#redaction: the credential formats (also what `splice
-# secret-scan` looks for, reporting ``kind``).
+# secret-scan` looks for, reporting ``kind``). Variable-length formats take the whole run,
+# however long: a token of 300 characters leaves no tail. No pattern has a capture group:
+# RE2 finds a match's bounds with its DFAs, and only groups would need its slower NFA.
 KEY_FORMATS: tuple[KeyFormat, ...] = (
     KeyFormat(
         "PEM private key",
-        re.compile(
-            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)",
-            re.DOTALL,
-        ),
-        "[REDACTED PRIVATE KEY]",
+        r"(?s)-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\z)",
+        f"-----{REDACTED} PRIVATE KEY-----",
     ),
-    # exactly 43 base64url characters after the prefix, so MCP tool names stay untouched
+    # exactly 43 token characters as a whole run, so MCP tool names stay untouched
     KeyFormat(
         "Splice registry token",
-        re.compile(r"(?<![A-Za-z0-9_-])splice_[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])"),
-        "splice_[REDACTED]",
+        r"\bsplice_[A-Za-z0-9_-]{43}(?:[^A-Za-z0-9_-]|\z)",
+        f"splice_{REDACTED}",
+        _SPLICE_TOKEN_LENGTH,
     ),
     KeyFormat(
         "GitHub token",
-        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,255}|github_pat_[A-Za-z0-9_]{20,255})"),
+        r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})",
     ),
-    KeyFormat("OpenAI/Anthropic-style key", re.compile(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}")),
-    KeyFormat("Slack token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
-    KeyFormat("AWS access key id", re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b")),
-    KeyFormat("Google API key", re.compile(r"\bAIza[A-Za-z0-9_-]{35}")),
+    KeyFormat("OpenAI/Anthropic-style key", r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}"),
+    KeyFormat("Slack token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
+    KeyFormat("AWS access key id", r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"),
+    KeyFormat("Google API key", r"\bAIza[A-Za-z0-9_-]{35,}"),
     KeyFormat(
         "JSON Web Token",
-        re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"),
+        r"\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*",
     ),
 )
+# Literals every match of a format contains (one of each group): when the text lacks them,
+# the format is not scanned (each check is one fast substring search).
+_KEY_LITERALS: tuple[tuple[tuple[str, ...], ...], ...] = (
+    (("-----BEGIN ",),),
+    (("splice_",),),
+    (("gh", "github"), ("_",)),
+    (("sk-",),),
+    (("xox",),),
+    (("AKIA", "ASIA"),),
+    (("AIza",),),
+    (("eyJ",),),
+)
 
-# (pattern, replacement) in the order of docs/compatibility.md#redaction.
-_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
-    *((key.pattern, key.replacement) for key in KEY_FORMATS),
-    # 9. Authorization / Proxy-Authorization header values (any scheme)
+
+def _keep_prefix(prefix: re.Pattern[str]) -> Callable[[Match], str]:
+    """Keep what ``prefix`` (anchored, linear: it is known to match) reads, redact the rest."""
+
+    def replace(match: Match) -> str:
+        found = match.group(0)
+        head = prefix.match(found)
+        return (found[: head.end()] if head else "") + REDACTED
+
+    return replace
+
+
+def _keep_name(match: Match) -> str:
+    """``NAME = "value"`` → ``NAME = "[REDACTED]"``: the whole quoted value goes, spaces too."""
+    found = match.group(0)
+    cut = found.index("=") + 1
+    cut += len(found[cut:]) - len(found[cut:].lstrip(_RE2_SPACE))
+    quote_char = found[cut : cut + 1]
+    if quote_char in ("'", '"'):
+        return found[:cut] + quote_char + REDACTED + quote_char
+    return found[:cut] + REDACTED
+
+
+def _keep_upto(marker: str, suffix: str = "") -> Callable[[Match], str]:
+    def replace(match: Match) -> str:
+        found = match.group(0)
+        return found[: found.index(marker) + len(marker)] + REDACTED + suffix
+
+    return replace
+
+
+# RE2's \s, spelled out so that Python's re (which re-reads a match's prefix) agrees with it.
+_HEADER_SEPARATOR = r"[\"']?[\t\n\f\r ]*[:=][\t\n\f\r ]*[\"']?"
+
+# Classes 9–14 of docs/compatibility.md#redaction, where a secret would be by context:
+# (pattern, replacement, literal groups as above, whether they are compared case-folded).
+_CONTEXT_PATTERNS: tuple[
+    tuple[str, Callable[[Match], str], tuple[tuple[str, ...], ...], bool], ...
+] = (
+    # 9. Authorization / Proxy-Authorization header values (any scheme), to the end of line
     (
-        re.compile(r"(?im)\b((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?)[^\r\n\"',}]+"),
-        r"\1" + REDACTED,
+        rf"(?im)\b(?:proxy-)?authorization{_HEADER_SEPARATOR}[^\r\n\"',}}]+",
+        _keep_prefix(re.compile(rf"(?i)(?:proxy-)?authorization{_HEADER_SEPARATOR}")),
+        (("authorization",),),
+        True,
     ),
     # 10. bare Bearer / Basic credentials
-    (re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{6,}"), r"\1 " + REDACTED),
+    (
+        r"\b(?:Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{6,}",
+        lambda m: m.group(0)[: 6 if m.group(0).startswith("Bearer") else 5] + " " + REDACTED,
+        (("Bearer", "Basic"),),
+        False,
+    ),
     # 11. Cookie / Set-Cookie header values
-    (re.compile(r"(?im)\b((?:set-)?cookie[\"']?\s*[:=]\s*[\"']?)[^\r\n\"'}]+"), r"\1" + REDACTED),
+    (
+        rf"(?im)\b(?:set-)?cookie{_HEADER_SEPARATOR}[^\r\n\"'}}]+",
+        _keep_prefix(re.compile(rf"(?i)(?:set-)?cookie{_HEADER_SEPARATOR}")),
+        (("cookie",),),
+        True,
+    ),
     # 12. credentials in URLs
-    (re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s:@]+:[^/\s@]+@"), r"\1" + REDACTED + "@"),
+    (
+        r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]+:[^/\s@]+@",
+        _keep_upto("://", "@"),
+        (("://",),),
+        False,
+    ),
     # 13. secret-looking query parameters
     (
-        re.compile(rf"(?i)([?&](?:{_SECRET_QUERY_NAMES})=)[^&#\s\"']+"),
-        r"\1" + REDACTED,
+        rf"(?i)[?&](?:{_SECRET_QUERY_NAMES})=[^&#\s\"']+",
+        _keep_upto("="),
+        (("=",), ("?", "&")),
+        False,
     ),
-    # 14. NAME=value assignments with a secret-looking UPPERCASE name
+    # 14. NAME=value assignments with a secret-looking UPPERCASE name: a quoted value whole
+    # (escapes included, to its closing quote or the end of the line), else up to whitespace
     (
-        re.compile(rf"\b([A-Z0-9_]*(?:{_SECRET_NAME_WORDS})[A-Z0-9_]*\s*=\s*)[^\s\"'&]+"),
-        r"\1" + REDACTED,
+        rf"[A-Z0-9_]*(?:{'|'.join(_SECRET_NAME_WORDS)}S?)[A-Z0-9_]*\s*=\s*"
+        r"(?:\"(?:[^\"\\\r\n]|\\.)*\"?|'(?:[^'\\\r\n]|\\.)*'?|[^\s\"']+)",
+        _keep_name,
+        (("=",), _SECRET_NAME_WORDS),
+        False,
     ),
 )
 
 
-def redact(text: str, secret_values: Iterable[str] = ()) -> str:
-    """``text`` with exact secret values and known credential formats replaced."""
+@dataclass(frozen=True)
+class _Rule:
+    apply: Callable[[str], str]
+    literals: tuple[tuple[str, ...], ...]
+    folded: bool  # compare the literals with the case-folded text
+
+    def needed(self, text: str, folded: str) -> bool:
+        haystack = folded if self.folded else text
+        return all(any(lit in haystack for lit in group) for group in self.literals)
+
+
+def _compile(source: str) -> Regexp:
+    import re2  # on first use: most runs have nothing to redact
+
+    return re2.compile(source)
+
+
+def _context_rule(source: str, replace: Callable[[Match], str]) -> Callable[[str], str]:
+    pattern = _compile(source)
+    return lambda text: pattern.sub(replace, text)
+
+
+@functools.cache
+def rules() -> tuple[_Rule, ...]:
+    """Classes 1–14 in order, compiled once (on the first text to redact)."""
+    return (
+        *(
+            _Rule(key.sub, literals, False)
+            for key, literals in zip(KEY_FORMATS, _KEY_LITERALS, strict=True)
+        ),
+        *(
+            _Rule(_context_rule(source, replace), literals, folded)
+            for source, replace, literals, folded in _CONTEXT_PATTERNS
+        ),
+    )
+
+
+def _scannable(text: str) -> str:
+    """``text`` as valid UTF-8 for RE2: a lone surrogate becomes ``?``."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+def _capped(text: str, values: list[str]) -> str:
+    """At most ``MAX_REDACTED_CHARS``: the rest is dropped with a marker. The cut never leaves
+    the start of a secret behind: a trailing run of token characters goes, and so does a tail
+    that begins one of the exact ``values``."""
+    if len(text) <= MAX_REDACTED_CHARS:
+        return text
+    head = text[:MAX_REDACTED_CHARS]
+    while True:
+        shorter = head.rstrip(_TOKEN_CHARS)
+        for value in values:
+            for size in range(min(len(value), len(shorter)) - 1, 0, -1):
+                if shorter.endswith(value[:size]):
+                    shorter = shorter[:-size]
+                    break
+        if shorter == head:
+            break
+        head = shorter
+    return f"{head}\n[{len(text) - len(head)} characters cut before redaction]"
+
+
+def redact(text: str, secret_values: Iterable[str] = (), *, deadline: float | None = None) -> str:
+    """``text`` with exact secret values and known credential formats replaced.
+
+    Linear in ``len(text)``. ``deadline`` (``time.monotonic()``): when it passes before every
+    pattern has run, the result is ``NOT_SCANNED``, never the partly redacted text.
+    """
+    if not text:
+        return text
     values = sorted(
-        {v for v in secret_values if isinstance(v, str) and len(v) >= MIN_SECRET_VALUE_LENGTH},
+        {
+            _scannable(v)
+            for v in secret_values
+            if isinstance(v, str) and len(v) >= MIN_SECRET_VALUE_LENGTH
+        },
         key=len,
         reverse=True,
     )
-    if values:
-        text = re.sub("|".join(re.escape(v) for v in values), REDACTED, text)
-    for pattern, replacement in _PATTERNS:
-        text = pattern.sub(replacement, text)
+    text = _capped(_scannable(text), values)
+    for value in values:  # longest first, each literally (str.replace is linear)
+        text = text.replace(value, REDACTED)
+    # Replacements never create a literal, so what the text lacks now it lacks after each rule.
+    original, folded = text, text.casefold()
+    for rule in rules():
+        if deadline is not None and time.monotonic() > deadline:
+            return NOT_SCANNED
+        if rule.needed(original, folded):
+            text = rule.apply(text)
     return text
 
 

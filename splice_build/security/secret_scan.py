@@ -81,10 +81,6 @@ class ScanReport:
         )
 
 
-def _key_patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
-    return tuple((key.kind, key.pattern) for key in REDACTION_KEY_FORMATS)
-
-
 def _sequential(text: str) -> bool:
     body = re.sub(r"[^A-Za-z0-9]", "", text)
     pairs = list(itertools.pairwise(body))
@@ -125,11 +121,11 @@ def scan_text(text: str, where: str, values: Sequence[tuple[str, str]] = ()) -> 
         for name, value in values:
             if len(value) >= MIN_CONFIGURED_VALUE and value in line:
                 findings.append(Finding(where, number, f"configured value of {name}"))
-        for kind, pattern in _key_patterns():
-            for match in pattern.finditer(line):
+        for key in REDACTION_KEY_FORMATS:
+            for match in key.finditer(line):
                 following = "\n".join(lines[number : number + 40])
-                if not is_sample(kind, match.group(0), following):
-                    findings.append(Finding(where, number, kind))
+                if not is_sample(key.kind, match.group(0), following):
+                    findings.append(Finding(where, number, key.kind))
     return list(dict.fromkeys(findings))
 
 

@@ -44,3 +44,29 @@ def test_load_failure_paths_are_replaced(run_tool) -> None:
     assert result.error is not None and result.error.code == "TOOL_LOAD_FAILED"
     assert "<package>/tools/missing.mjs" in result.error.message
     assert "/packages/" not in result.error.message
+
+
+def test_crafted_error_and_logs_are_redacted_in_linear_time(run_tool) -> None:
+    """A tool's error made of a 100 KB run of one keyword (it cost a backtracking engine ~19 s
+    after the deadline) and 64 KiB of crafted logs come back redacted, the secrets inside gone."""
+    body = (
+        "export default () => {"
+        " console.log('eyJ-'.repeat(4000) + ' API_TOKEN=\"p@ss w\" ' + 'a.'.repeat(8000));"
+        f" throw new Error('TOKEN'.repeat(20000) + ' {TOKEN} MY_SECRET=abc&def'); }};"
+    )
+    result = run_tool(body)
+    assert result.error is not None and result.error.code == "TOOL_ERROR"
+    assert result.error.message == "TOKEN" * 20000 + " [REDACTED] MY_SECRET=[REDACTED]"
+    assert result.logs == "eyJ-" * 4000 + ' API_TOKEN="[REDACTED]" ' + "a." * 8000
+
+
+def test_a_timed_out_call_still_gets_its_logs_redacted(run_tool) -> None:
+    """Redaction counts against the call's deadline with a grace (REDACTION_GRACE_S): a tool
+    that used all its time gets its logs back redacted, not replaced by the marker."""
+    body = (
+        "export default () => { console.log('TOKEN'.repeat(13000) + ' GITHUB_TOKEN=abc');"
+        " return new Promise(() => setInterval(() => {}, 1000)); };"
+    )
+    result = run_tool(body, timeout_ms=300)
+    assert result.error is not None and result.error.code == "TIMEOUT"
+    assert result.logs == "TOKEN" * 13000 + " GITHUB_TOKEN=[REDACTED]"

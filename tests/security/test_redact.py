@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
-from splice_build.security.redact import PathSanitizer, redact
+from splice_build.security.redact import (
+    MAX_REDACTED_CHARS,
+    NOT_SCANNED,
+    PathSanitizer,
+    redact,
+)
 
 SPLICE_TOKEN = "splice_" + "A" * 43
 JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTYifQ.c2lnbmF0dXJlLXZhbHVl"
@@ -35,9 +42,9 @@ JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTYifQ.c2lnbmF0dXJlLXZhbHVl"
         ("AWS_SECRET_ACCESS_KEY=wJalr", "AWS_SECRET_ACCESS_KEY=[REDACTED]"),
         (
             "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY----- after",
-            "[REDACTED PRIVATE KEY] after",
+            "-----[REDACTED] PRIVATE KEY----- after",
         ),
-        ("-----BEGIN PRIVATE KEY-----\nMIIE truncated", "[REDACTED PRIVATE KEY]"),
+        ("-----BEGIN PRIVATE KEY-----\nMIIE truncated", "-----[REDACTED] PRIVATE KEY-----"),
     ],
 )
 def test_pattern_classes(text: str, expected: str) -> None:
@@ -80,3 +87,79 @@ def test_path_placeholders_all_forms_longest_first() -> None:
         "at <package>/tools/t.mjs:3 <package>/tools/t.mjs "
         "<project>/data <project>/x /work/my projection stays"
     )
+
+
+LONG_GITHUB = "ghp_" + "Ab1" * 100  # 304 characters: past the old 255-character bound
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('DB_PASSWORD = "p@ss w" next', 'DB_PASSWORD = "[REDACTED]" next'),
+        ("DB_PASSWORD='p@ss w' next", "DB_PASSWORD='[REDACTED]' next"),
+        ('API_KEY="a \\" b c" next', 'API_KEY="[REDACTED]" next'),
+        ('MY_TOKEN="unterminated value\nnext line', 'MY_TOKEN="[REDACTED]"\nnext line'),
+        ("MY_SECRET=abc&def next", "MY_SECRET=[REDACTED] next"),
+        ("x MY_SECRET=abc;def,ghi next", "x MY_SECRET=[REDACTED] next"),
+        (f"token {LONG_GITHUB} end", "token [REDACTED] end"),
+        ("pat github_pat_" + "b_" * 200 + " end", "pat [REDACTED] end"),
+        ("google AIza" + "c" * 300 + " end", "google [REDACTED] end"),
+    ],
+)
+def test_former_leaks(text: str, expected: str) -> None:
+    """The three forms that leaked: a quoted value with a space, a value with ``&``, a token
+    longer than 255 characters."""
+    assert redact(text) == expected
+
+
+def test_splice_token_is_a_whole_run() -> None:
+    token = "splice_" + "Q" * 43
+    assert redact(f"{token} {token}") == "splice_[REDACTED] splice_[REDACTED]"
+    assert redact(f"x{token}") == f"x{token}"  # part of a longer word: a name, not a token
+    assert redact(token + "Q") == token + "Q"  # 44 characters: not the token format
+
+
+def test_text_beyond_the_cap_is_dropped_with_a_marker() -> None:
+    filler = "a " * (MAX_REDACTED_CHARS // 2 - 10)
+    secret = "ghp_" + "Z" * 40
+    # The cap falls inside the token: its first characters must not stay visible.
+    text = filler + secret + " tail secret " + secret
+    out = redact(text)
+    assert "ghp_" not in out and "ZZZZ" not in out and "tail" not in out
+    assert len(out) <= MAX_REDACTED_CHARS + 100
+    dropped = len(text) - len(out.rsplit("\n", 1)[0])
+    assert out.endswith(f"\n[{dropped} characters cut before redaction]")
+
+
+def test_cap_never_leaves_the_start_of_an_exact_value() -> None:
+    value = "open sesame 42"
+    text = "b" * (MAX_REDACTED_CHARS - 5) + " " + value + " and more"
+    out = redact(text, [value])
+    assert "open" not in out and "ses" not in out
+
+
+def test_deadline_passed_gives_the_marker_never_the_text() -> None:
+    text = "API_TOKEN=abc ghp_" + "x" * 30
+    assert redact(text, deadline=time.monotonic() - 1) == NOT_SCANNED
+    assert redact(text, deadline=time.monotonic() + 60) == "API_TOKEN=[REDACTED] [REDACTED]"
+
+
+def test_lone_surrogates_are_scanned() -> None:
+    assert redact("\ud800 GITHUB_TOKEN=abc \udfff") == "? GITHUB_TOKEN=[REDACTED] ?"
+    assert redact("key \ud800secret-value", ["\ud800secret-value"]) == "key [REDACTED]"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # Inputs that took a backtracking engine seconds to minutes: here each is a plain
+        # linear scan (bench/bench_redact.py measures them).
+        "TOKEN" * 20_000,
+        "eyJ-" * 25_000,
+        "a." * 50_000,
+        "-----BEGIN " + "A " * 40_000,
+    ],
+    ids=["keyword-run", "jwt-prefixes", "scheme-dots", "pem-header"],
+)
+def test_adversarial_inputs_pass_unchanged(text: str) -> None:
+    assert redact(text) == text

@@ -146,8 +146,11 @@ def _serve(args: argparse.Namespace, ctx: CommandContext) -> int:
     where = f"data: {data}" if config == StorageConfig() else config.describe(data)
 
     def announce(url: str) -> None:
+        from splice_build.security.redact import redact
+
         admin = "enabled" if admin_hash else "disabled"
-        ctx.out.info(f"Registry listening on {url} ({where}, admin API: {admin})")
+        # redacted like every later line of the server (registry/http/server.py LOG_CONFIG)
+        ctx.out.info(redact(f"Registry listening on {url} ({where}, admin API: {admin})"))
 
     serve(
         data,

@@ -2,6 +2,10 @@
 
 The listening socket is bound here, before uvicorn starts, so ``--port 0`` works and the
 caller learns the real address (``on_listen``) before the first request can arrive.
+
+Every log line of the server process (ours, uvicorn's, Python warnings, tracebacks) goes to
+one stderr handler whose formatter redacts the finished line (``LOG_CONFIG``): an exception
+text that carries a token or a ``NAME=value`` secret is shown redacted (docs/registry.md).
 """
 
 from __future__ import annotations
@@ -9,11 +13,35 @@ from __future__ import annotations
 import socket
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from splice_build.registry.service.ratelimit import RateLimits
 from splice_build.registry.storage import StorageConfig, open_service
 
 ADMIN_TOKEN_ENV = "SPLICE_REGISTRY_ADMIN_TOKEN_SHA256"
+_UVICORN_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access", "uvicorn.asgi")
+
+# Applied before the store opens (its first log line is covered too): one handler, on the root
+# logger, that every logger reaches (uvicorn's own loggers have none and propagate to it).
+LOG_CONFIG: dict[str, Any] = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {
+        "redacted": {
+            "()": "splice_build.security.log_format.RedactingFormatter",
+            "format": "%(levelname)s %(name)s: %(message)s",
+        }
+    },
+    "handlers": {
+        "stderr": {
+            "class": "logging.StreamHandler",
+            "formatter": "redacted",
+            "stream": "ext://sys.stderr",
+        }
+    },
+    "root": {"handlers": ["stderr"], "level": "WARNING"},
+    "loggers": {name: {"handlers": [], "propagate": True} for name in _UVICORN_LOGGERS},
+}
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -41,10 +69,14 @@ def serve(
     ``config`` selects PostgreSQL / S3 back ends (``storage.StorageConfig``); by default the
     store is the data directory.
     """
+    import logging.config
+
     import uvicorn
 
     from splice_build.registry.http.app import create_app
 
+    logging.config.dictConfig(LOG_CONFIG)
+    logging.captureWarnings(True)  # warnings become log records, redacted like the rest
     service = open_service(
         data, admin_token_sha256=admin_token_sha256, limits=limits, config=config
     )
@@ -52,7 +84,11 @@ def serve(
     bound_host, bound_port = sock.getsockname()[:2]
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
     config = uvicorn.Config(
-        create_app(service), log_level="warning", access_log=False, lifespan="off"
+        create_app(service),
+        log_config=None,  # LOG_CONFIG is in place; uvicorn must not install its own handlers
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
     )
     server = uvicorn.Server(config)
     on_listen(f"http://{shown}:{bound_port}")
