@@ -132,10 +132,10 @@ def test_notifications_and_client_responses_get_no_answer() -> None:
 
 
 def test_parse_message_rejects_bad_bytes() -> None:
-    assert parse_message(b'{"a": 1}') == {"a": 1}
-    for bad in (b"{", b"\xff\xfe", b"[" * 100_000):
+    assert parse_message(b'{"a": 1}', max_bytes=8) == {"a": 1}
+    for bad in (b"{", b"\xff\xfe", b"[" * 100_000, b'{"a": 12}'):
         with pytest.raises(ParseError):
-            parse_message(bad)
+            parse_message(bad, max_bytes=8)
     assert PARSE_ERROR == -32700
 
 
