@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from starlette.routing import Route
 
 from splice_build.registry.http.app import create_app
 from splice_build.registry.storage import open_service
@@ -37,9 +38,9 @@ def _route_table(data: Path) -> list[tuple[str, str]]:
     """(method, path) of every route that takes a body; ``/mcp`` takes any method."""
     targets = []
     for route in create_app(open_service(data)).routes:
-        methods = getattr(route, "methods", None)
-        for method in sorted({"POST", "PUT"} & set(methods or {"POST"})):
-            targets.append((method, re.sub(r"\{[^}]+\}", "acme", route.path)))  # type: ignore[attr-defined]
+        assert isinstance(route, Route)
+        for method in sorted({"POST", "PUT"} & set(route.methods or {"POST"})):
+            targets.append((method, re.sub(r"\{[^}]+\}", "acme", route.path)))
     return targets
 
 
