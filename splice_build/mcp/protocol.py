@@ -1,9 +1,15 @@
 """JSON-RPC 2.0 dispatch for MCP (docs/compatibility.md#mcp); knows nothing about transports.
 
-A transport parses bytes with ``parse_message``, calls ``Server.handle(message, session)``
-from any thread (requests are handled concurrently) and writes back whatever dict it returns;
-``None`` means "no response" (notifications, client responses). ``handle`` never raises:
-a backend failure the client cannot fix becomes -32603 and is logged.
+A transport parses bytes with ``parse_message`` (the hostile-input decoder of
+``spec.untrusted_json``: whatever it refuses is -32700), calls ``Server.answer(message,
+session)`` from any thread (requests are handled concurrently) and writes back whatever it
+returns; ``None`` means "no response" (notifications, client responses). ``answer`` never
+raises: a backend failure the client cannot fix becomes -32603 and is logged.
+
+Batches (docs/mcp.md#hostile-input): JSON-RPC batches exist only in protocol revision
+2025-03-26 (later revisions removed them). A batch is answered only in a session of that
+revision, holds 1 to ``MAX_BATCH`` messages, and is otherwise refused as a whole with one
+-32600 (id null).
 """
 
 from __future__ import annotations
@@ -18,12 +24,16 @@ from splice_build.mcp.interface import Backend, ServerInfo, UnknownResource, Unk
 from splice_build.spec import json_text
 from splice_build.spec.json_depth import nesting_depth
 from splice_build.spec.limits import MAX_INPUT_DEPTH
+from splice_build.spec.untrusted_json import UntrustedJsonError, decode
 
 # Newest first; ``initialize`` answers the requested version if listed, else the newest.
 PROTOCOL_VERSIONS: tuple[str, ...] = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 LATEST_VERSION = PROTOCOL_VERSIONS[0]
 # structuredContent and outputSchema exist from this revision on (6.1).
 STRUCTURED_SINCE = "2025-06-18"
+# The only revision whose transports carry JSON-RPC batches.
+BATCH_VERSIONS: tuple[str, ...] = ("2025-03-26",)
+MAX_BATCH = 32
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -37,7 +47,7 @@ Log = Callable[[str], None]
 
 
 class ParseError(ValueError):
-    """The bytes are not one JSON value (or nest too deeply to decode)."""
+    """The bytes are refused by ``spec.untrusted_json.decode`` (answered -32700)."""
 
 
 @dataclass
@@ -51,13 +61,23 @@ class Session:
         return self.protocol_version >= STRUCTURED_SINCE
 
 
-def parse_message(data: bytes | str) -> Any:
-    """Decode one JSON-RPC message (or batch); raises ParseError."""
+def parse_message(data: bytes, *, max_bytes: int) -> Any:
+    """Decode one JSON-RPC message (or batch) of at most ``max_bytes``; raises ParseError."""
     try:
-        text = data.decode("utf-8") if isinstance(data, bytes) else data
-        return json_text.parse(text)
-    except (UnicodeDecodeError, ValueError) as exc:
+        return decode(data, max_bytes=max_bytes)
+    except UntrustedJsonError as exc:
         raise ParseError(str(exc)) from exc
+
+
+def batch_refusal(messages: list[Any], session: Session) -> str | None:
+    """Why a batch is refused as a whole (one -32600), or None when its messages are answered."""
+    if session.protocol_version not in BATCH_VERSIONS:
+        return f"Batches are not supported in protocol version {session.protocol_version}"
+    if not messages:
+        return "Empty batch"
+    if len(messages) > MAX_BATCH:
+        return f"Batch of more than {MAX_BATCH} messages"
+    return None
 
 
 def error_response(request_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
@@ -101,7 +121,17 @@ class Server:
             "resources/read": self._resources_read,
         }
 
-    # entry point -------------------------------------------------------------------------
+    # entry points ------------------------------------------------------------------------
+    def answer(self, message: Any, session: Session) -> dict[str, Any] | list[Any] | None:
+        """Answer a decoded message or batch; None when nothing is to be sent back."""
+        if not isinstance(message, list):
+            return self.handle(message, session)
+        refusal = batch_refusal(message, session)
+        if refusal is not None:
+            return error_response(None, INVALID_REQUEST, refusal)
+        answers = [answer for item in message if (answer := self.handle(item, session)) is not None]
+        return answers or None
+
     def handle(self, message: Any, session: Session) -> dict[str, Any] | None:
         """Answer one decoded message; None for notifications and client responses."""
         if not isinstance(message, dict):

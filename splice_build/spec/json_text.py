@@ -199,12 +199,17 @@ def dumps(value: object, *, indent: int | None = None) -> str:
 
     A value nested deeper than the C encoder recurses is written by ``stringify``, compactly:
     indenting N levels costs N² spaces, and output is no place for a 100,000-level staircase.
+    A surrogate code point (a lone half from a tool's JavaScript string) is written as its
+    ``\\udxxx`` escape, as ``JSON.stringify`` writes it, so the text always has a UTF-8 form:
+    an answer quoting one never fails to encode.
     """
     separators = (",", ": ") if indent is not None else (",", ":")
     try:
-        return json.dumps(value, ensure_ascii=False, indent=indent, separators=separators)
+        text = json.dumps(value, ensure_ascii=False, indent=indent, separators=separators)
     except RecursionError:
         return stringify(value)
+    # Outside string literals JSON text has no surrogates; inside, the escape means the same.
+    return _SURROGATE.sub(_escape, text) if _SURROGATE.search(text) else text
 
 
 def canonical(value: object) -> str:

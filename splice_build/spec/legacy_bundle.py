@@ -2,8 +2,9 @@
 
 A bundle is UTF-8 JSON ``{"format": "splice-bundle", "formatVersion": 1, "files": [{"path",
 "content": <base64>}]}``. It is still readable so old registry artifacts install; nothing
-writes it any more. The JSON is decoded as JavaScript's ``TextDecoder`` + ``JSON.parse`` would
-(a leading BOM is dropped; ``NaN``/``Infinity`` are not JSON) and base64 as ``atob`` would
+writes it any more. The JSON is hostile input (it arrives as a registry publish body and as a
+download): a leading BOM is dropped, then ``spec.untrusted_json`` decodes it (strict UTF-8,
+bounded depth, no lone surrogates or huge numbers, no ``NaN``/``Infinity``); base64 as ``atob`` would
 (ASCII whitespace ignored, padding optional, anything else invalid). The package rules (paths,
 limits, duplicates) are applied by the caller through ``entry_rules.PackageFiles``.
 """
@@ -19,6 +20,7 @@ from collections.abc import Iterator
 from splice_build.errors import ErrorCode, SpecError
 from splice_build.spec.entry_rules import quote_path
 from splice_build.spec.limits import MAX_FILES
+from splice_build.spec.untrusted_json import UntrustedJsonError, decode
 
 BUNDLE_FORMAT = "splice-bundle"
 BUNDLE_FORMAT_VERSION = 1
@@ -30,14 +32,11 @@ def _invalid(message: str, detail: str) -> SpecError:
     return SpecError(ErrorCode.INVALID_PACKAGE, message, details=[detail])
 
 
-def _not_json_constant(name: str) -> object:
-    raise ValueError(f"{name} is not JSON")
-
-
 def _parse(data: bytes) -> object:
+    # The caller has bounded the artifact's size; the decoder bounds everything else.
     try:
-        return json.loads(data.decode("utf-8-sig"), parse_constant=_not_json_constant)
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        return decode(data.removeprefix(b"\xef\xbb\xbf"), max_bytes=len(data))
+    except UntrustedJsonError as exc:
         raise _invalid("Bundle is not valid UTF-8 JSON", f"bundle: {exc}") from exc
 
 

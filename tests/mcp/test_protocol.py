@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -12,12 +13,14 @@ from splice_build.mcp.protocol import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     LATEST_VERSION,
+    MAX_BATCH,
     METHOD_NOT_FOUND,
     PARSE_ERROR,
     RESOURCE_NOT_FOUND,
     ParseError,
     Server,
     Session,
+    encode,
     parse_message,
 )
 from testing.mcp_clients import DEMO_SKILL_URI, demo_backend
@@ -132,10 +135,10 @@ def test_notifications_and_client_responses_get_no_answer() -> None:
 
 
 def test_parse_message_rejects_bad_bytes() -> None:
-    assert parse_message(b'{"a": 1}') == {"a": 1}
-    for bad in (b"{", b"\xff\xfe", b"[" * 100_000):
+    assert parse_message(b'{"a": 1}', max_bytes=8) == {"a": 1}
+    for bad in (b"{", b"\xff\xfe", b"[" * 100_000, b'{"a": 12}'):
         with pytest.raises(ParseError):
-            parse_message(bad)
+            parse_message(bad, max_bytes=8)
     assert PARSE_ERROR == -32700
 
 
@@ -339,3 +342,37 @@ def test_unlisted_resources_are_32002(uri: str) -> None:
 
 def test_resource_read_needs_a_uri() -> None:
     assert error(make_server(), "resources/read", {})["code"] == INVALID_PARAMS
+
+
+def test_an_answer_quoting_a_lone_surrogate_still_encodes() -> None:
+    # A JavaScript tool can return a lone surrogate; the answer must still be UTF-8 JSON.
+    backend = MemoryBackend()
+    backend.add_tool(descriptor("@acme/lone", "t"), lambda arguments: {"text": "a\ud800b"})
+    response = call(make_server(backend), "tools/call", {"name": "acme_lone_t"})
+    line = encode(response)
+    assert json.loads(line)["result"]["structuredContent"] == {"text": "a\ud800b"}
+
+
+def test_batches_are_answered_only_in_2025_03_26_and_capped() -> None:
+    server = make_server()
+    pings = [{"jsonrpc": "2.0", "id": index, "method": "ping"} for index in range(MAX_BATCH + 1)]
+    old = Session("2025-03-26")
+    assert [answer["id"] for answer in server.answer(pings[:MAX_BATCH], old)] == list(
+        range(MAX_BATCH)
+    )
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert server.answer([note], old) is None
+    for batch, session, message in [
+        (pings, old, f"Batch of more than {MAX_BATCH} messages"),
+        ([], old, "Empty batch"),
+        (
+            pings[:1],
+            Session("2025-06-18"),
+            "Batches are not supported in protocol version 2025-06-18",
+        ),
+    ]:
+        assert server.answer(batch, session) == {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {"code": INVALID_REQUEST, "message": message},
+        }

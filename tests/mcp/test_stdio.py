@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import time
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from splice_build.mcp.transport.stdio import OVERSIZE, iter_lines, utf16_units
+from splice_build.mcp.transport.stdio import CHUNK_BYTES, OVERSIZE, iter_lines
 from testing.mcp_clients import LineClient, child_env, demo_argv, rss_kib, sdk_stdio
 
 MIB = 1024 * 1024
@@ -38,12 +39,6 @@ class Trickle(io.RawIOBase):
         return chunk
 
 
-@given(st.text())
-def test_utf16_units_matches_javascript_length(text: str) -> None:
-    data = text.encode("utf-8", "surrogatepass")
-    assert utf16_units(data) == len(text.encode("utf-16-le", "surrogatepass")) // 2
-
-
 @pytest.mark.parametrize("step", [1, 3, 7, 64 * 1024])
 def test_lines_split_across_reads_and_oversize_discarded(step: int) -> None:
     data = b'{"a":1}\n' + b"x" * 50 + b"\n" + "é€😀".encode() + b"\nlast"
@@ -51,10 +46,44 @@ def test_lines_split_across_reads_and_oversize_discarded(step: int) -> None:
     assert lines == [b'{"a":1}', OVERSIZE, "é€😀".encode(), b"last"]
 
 
-def test_limit_counts_utf16_units_not_bytes() -> None:
-    # 10 x "€" is 30 bytes but 10 UTF-16 units; 6 x "😀" is 24 bytes and 12 units.
-    data = "€".encode() * 10 + b"\n" + "😀".encode() * 6 + b"\n"
-    assert list(iter_lines(io.BytesIO(data), limit=11)) == ["€".encode() * 10, OVERSIZE]
+@given(st.text(), st.integers(min_value=0, max_value=64))
+def test_limit_counts_utf8_bytes(text: str, limit: int) -> None:
+    # "é" is one character and one UTF-16 unit but two bytes: only bytes count.
+    line = text.replace("\n", "").encode("utf-8", "surrogatepass")
+    expected = [line] if len(line) <= limit else [OVERSIZE]
+    assert list(iter_lines(io.BytesIO(line + b"\n"), limit=limit)) == (expected if line else [b""])
+
+
+class Accents(io.RawIOBase):
+    """``total`` bytes of ``é`` then a newline, produced chunk by chunk like a pipe."""
+
+    def __init__(self, total: int) -> None:
+        self.left = total
+        self.ended = False
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        if self.left == 0:
+            if self.ended:
+                return b""
+            self.ended = True
+            return b"\n"
+        step = min(self.left, size if size > 0 else CHUNK_BYTES)
+        self.left -= step
+        return "é".encode() * (step // 2)
+
+
+def test_a_multibyte_line_is_never_buffered_past_the_limit_and_a_chunk() -> None:
+    # 12 MiB of "é" is 6 Mi characters: counting characters would hold 8 MiB before the cut.
+    tracemalloc.start()
+    try:
+        assert list(iter_lines(Accents(12 * MIB), limit=4 * MIB)) == [OVERSIZE]
+        _now, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * MIB + 4 * CHUNK_BYTES, peak
 
 
 def test_oversize_line_at_end_of_stream() -> None:

@@ -198,3 +198,11 @@ def test_array_index_keys_come_first_as_in_javascript_objects() -> None:
         "4294967295",
         "a",
     ]
+
+
+def test_dumps_escapes_surrogates_as_json_stringify_does() -> None:
+    value = {"a\udc00": ["\ud800x", "ok"]}
+    for indent in (None, 2):
+        text = json_text.dumps(value, indent=indent)
+        assert json.loads(text.encode("utf-8")) == value  # always has a UTF-8 form
+    assert json_text.dumps(value) == json_text.stringify(value) == '{"a\\udc00":["\\ud800x","ok"]}'

@@ -4,7 +4,9 @@ Every request passes, in order: path ``/mcp`` (404), no ``Origin`` header (403: 
 page must never reach a local tool server), bearer token (401, compared in constant time as
 SHA-256 digests), POST (405), JSON content type (415), an Accept that allows JSON (406), a
 supported ``mcp-protocol-version`` (400), a body of at most 1 MiB (413, decided from
-``content-length`` or while streaming, without reading further). Only notifications → 202.
+``content-length`` or while streaming, without reading further), a body the hostile-input
+decoder accepts (400 with -32700), a batch only where ``protocol.batch_refusal`` allows it
+(400 with -32600). Only notifications → 202.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from splice_build.mcp.protocol import (
     ParseError,
     Server,
     Session,
+    batch_refusal,
     encode,
     error_response,
     parse_message,
@@ -112,17 +115,13 @@ class McpHttpApp:
             raise _Refusal(400, INVALID_REQUEST, f"Unsupported protocol version: {version}")
         body = await self._read_body(request)
         try:
-            message = parse_message(body)
+            message = parse_message(body, max_bytes=MAX_BODY_BYTES)
         except ParseError as exc:
             raise _Refusal(400, PARSE_ERROR, "Parse error") from exc
-        if isinstance(message, list):
-            if not message:
-                raise _Refusal(400, INVALID_REQUEST, "Empty batch")
-            answers = await run_in_threadpool(self._handle_batch, message, version)
-            if not answers:
-                return Response(status_code=202)
-            return self._json(200, answers)
-        answer = await run_in_threadpool(self._server.handle, message, Session(version))
+        session = Session(version)
+        if isinstance(message, list) and (refusal := batch_refusal(message, session)):
+            raise _Refusal(400, INVALID_REQUEST, refusal)
+        answer = await run_in_threadpool(self._server.answer, message, session)
         if answer is None:
             return Response(status_code=202)
         return self._json(200, answer)
@@ -151,11 +150,6 @@ class McpHttpApp:
             if len(body) > MAX_BODY_BYTES:
                 raise _Refusal(413, INVALID_REQUEST, "Message too large")
         return bytes(body)
-
-    def _handle_batch(self, messages: list[Any], version: str) -> list[dict[str, Any]]:
-        session = Session(version)
-        answers = (self._server.handle(message, session) for message in messages)
-        return [answer for answer in answers if answer is not None]
 
     @staticmethod
     def _json(status: int, body: Any, headers: dict[str, str] | None = None) -> Response:

@@ -1,10 +1,12 @@
-"""Newline-delimited JSON-RPC over stdin/stdout (docs/compatibility.md#mcp).
+"""Newline-delimited JSON-RPC over stdin/stdout (docs/compatibility.md#mcp, docs/mcp.md#stdio).
 
 stdout carries protocol messages only (``claim_stdout`` points fd 1 at stderr so a stray
 write elsewhere cannot corrupt the stream). stdin is read in chunks from the binary buffer;
-a line longer than 4 MiB (UTF-16 code units, as the TypeScript server counts) is dropped
-*while it streams* — its bytes are never accumulated past the limit — and answered -32600.
-Requests run concurrently on a bounded thread pool; the server stops when stdin ends.
+a line longer than 4 MiB (4,194,304 bytes of UTF-8, the newline not counted) is dropped
+*while it streams* — at most the limit plus one chunk is ever held — and answered -32600.
+Every line is decoded by ``protocol.parse_message`` (refusals are -32700) and answered by
+``Server.answer`` (batches included). Requests run concurrently on a bounded thread pool;
+the server stops when stdin ends.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import os
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import BinaryIO, Final
+from typing import Any, BinaryIO, Final
 
 from splice_build.mcp.protocol import (
     INVALID_REQUEST,
@@ -27,14 +29,12 @@ from splice_build.mcp.protocol import (
     parse_message,
 )
 
-MAX_LINE_UNITS = 4 * 1024 * 1024  # docs/compatibility.md#mcp
+MAX_LINE_BYTES = 4 * 1024 * 1024  # docs/compatibility.md#mcp
 CHUNK_BYTES = 64 * 1024
 MAX_WORKERS = 16  # tool calls block on a sandbox process each
 MAX_IN_FLIGHT = 64  # beyond this the reader waits: back-pressure instead of an unbounded queue
 
 _BOM = b"\xef\xbb\xbf"
-_CONTINUATION = bytes(range(0x80, 0xC0))
-_FOUR_BYTE_LEAD = bytes(range(0xF0, 0xF8))
 
 
 class Oversize:
@@ -44,20 +44,15 @@ class Oversize:
 OVERSIZE: Final = Oversize()
 
 
-def utf16_units(data: bytes) -> int:
-    """UTF-16 length of UTF-8 bytes, counted per byte class (works on split characters)."""
-    if data.isascii():
-        return len(data)
-    continuation = len(data) - len(data.translate(None, _CONTINUATION))
-    four_byte = len(data) - len(data.translate(None, _FOUR_BYTE_LEAD))
-    return len(data) - continuation + four_byte
+def iter_lines(stream: BinaryIO, *, limit: int = MAX_LINE_BYTES) -> Iterator[bytes | Oversize]:
+    """Yield each line (without ``\\n``) or OVERSIZE once it passes ``limit`` bytes.
 
-
-def iter_lines(stream: BinaryIO, *, limit: int = MAX_LINE_UNITS) -> Iterator[bytes | Oversize]:
-    """Yield each line (without ``\\n``) or OVERSIZE; memory stays within one line's limit."""
+    Memory stays within the limit plus one chunk: a line is dropped as soon as its bytes
+    pass the limit, and the rest of it is skipped chunk by chunk up to its newline.
+    """
     read = getattr(stream, "read1", stream.read)
     pieces: list[bytes] = []
-    units = 0
+    size = 0
     discarding = False
     while True:
         chunk = read(CHUNK_BYTES)
@@ -68,8 +63,8 @@ def iter_lines(stream: BinaryIO, *, limit: int = MAX_LINE_UNITS) -> Iterator[byt
             newline = chunk.find(b"\n", start)
             segment = chunk[start:] if newline < 0 else chunk[start:newline]
             if not discarding and segment:
-                units += utf16_units(segment)
-                if units > limit:
+                size += len(segment)
+                if size > limit:
                     pieces.clear()
                     discarding = True
                 else:
@@ -80,7 +75,7 @@ def iter_lines(stream: BinaryIO, *, limit: int = MAX_LINE_UNITS) -> Iterator[byt
                 yield OVERSIZE
             else:
                 yield b"".join(pieces)
-            pieces, units, discarding = [], 0, False
+            pieces, size, discarding = [], 0, False
             start = newline + 1
     if discarding:
         yield OVERSIZE
@@ -103,7 +98,7 @@ class _Writer:
         self._lock = threading.Lock()
         self.broken = False
 
-    def send(self, message: dict[str, object]) -> None:
+    def send(self, message: dict[str, Any] | list[Any]) -> None:
         data = encode(message) + b"\n"
         with self._lock:
             if self.broken:
@@ -121,7 +116,7 @@ def serve_stdio(
     stdout: BinaryIO,
     *,
     log: Log,
-    max_line_units: int = MAX_LINE_UNITS,
+    max_line_bytes: int = MAX_LINE_BYTES,
 ) -> None:
     """Serve until stdin ends (or stdout closes); waits for calls in flight before returning."""
     session = Session()
@@ -131,22 +126,22 @@ def serve_stdio(
     def work(line: bytes) -> None:
         try:
             try:
-                message = parse_message(line)
+                message = parse_message(line, max_bytes=max_line_bytes)
             except ParseError:
                 writer.send(error_response(None, PARSE_ERROR, "Parse error"))
                 return
-            response = server.handle(message, session)
+            response = server.answer(message, session)
             if response is not None:
                 writer.send(response)
         finally:
             slots.release()
 
     with ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="splice-mcp") as pool:
-        for line in iter_lines(stdin, limit=max_line_units):
+        for line in iter_lines(stdin, limit=max_line_bytes):
             if writer.broken:
                 break
             if isinstance(line, Oversize):
-                log(f"discarded a message longer than {max_line_units} characters")
+                log(f"discarded a message longer than {max_line_bytes} bytes")
                 writer.send(error_response(None, INVALID_REQUEST, "Message too large"))
                 continue
             line = line.removeprefix(_BOM).removesuffix(b"\r")

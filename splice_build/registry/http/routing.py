@@ -1,5 +1,10 @@
 """What every registry route handler shares: JSON answers, the caller, the base URL, bounded JSON
-bodies, path parameters, and the wrapper of anonymous reads (CORS and preflight)."""
+bodies, path parameters, and the wrapper of anonymous reads (CORS and preflight).
+
+Every JSON body goes through ``json_body``: at most 64 KiB, decoded by the hostile-input
+decoder of ``spec.untrusted_json`` (invalid UTF-8, lone surrogates, deep nesting, huge
+numbers → 400 ``BAD_REQUEST``), and an object (docs/registry.md#limits).
+"""
 
 from __future__ import annotations
 
@@ -12,8 +17,9 @@ from starlette.responses import Response
 from splice_build.registry.api import MAX_JSON_BODY
 from splice_build.registry.http.body import read_limited
 from splice_build.registry.http.errors import json_bytes
-from splice_build.registry.service import fields
 from splice_build.registry.service.auth import Caller
+from splice_build.registry.service.fields import bad_request
+from splice_build.spec.untrusted_json import UntrustedJsonError, decode
 
 CORS_HEADERS = {
     "access-control-allow-origin": "*",
@@ -44,7 +50,17 @@ def base_url_of(request: Request) -> str:
 
 
 async def json_body(request: Request) -> dict[str, Any]:
-    return fields.json_object(await read_limited(request, MAX_JSON_BODY))
+    """The request's JSON object (an empty body is ``{}``); 413 or 400 BAD_REQUEST otherwise."""
+    body = await read_limited(request, MAX_JSON_BODY)
+    if not body.strip():
+        return {}
+    try:
+        value = decode(body, max_bytes=MAX_JSON_BODY)
+    except UntrustedJsonError as exc:
+        raise bad_request(f"Request body is not valid JSON: {exc}") from exc
+    if not isinstance(value, dict):
+        raise bad_request("Request body must be a JSON object")
+    return value
 
 
 def public_read(handler: Handler) -> Handler:

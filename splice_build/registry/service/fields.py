@@ -6,11 +6,8 @@ its errors to the registry's status codes.
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 from splice_build.errors import ErrorCode, RegistryError, SpecError
-from splice_build.registry.api import MAX_JSON_BODY, MAX_TOKEN_DAYS
+from splice_build.registry.api import MAX_TOKEN_DAYS
 
 MAX_LABEL = 100  # docs/compatibility.md#auth-and-tokens
 MAX_SCOPE = 20  # namespaces per token
@@ -18,21 +15,6 @@ MAX_SCOPE = 20  # namespaces per token
 
 def bad_request(message: str, *, details: tuple[str, ...] = ()) -> RegistryError:
     return RegistryError(ErrorCode.BAD_REQUEST, message, details=details)
-
-
-def json_object(body: bytes) -> dict[str, Any]:
-    """A JSON request body: at most 64 KiB, and an object (empty body = ``{}``)."""
-    if len(body) > MAX_JSON_BODY:
-        raise RegistryError(ErrorCode.PAYLOAD_TOO_LARGE, f"JSON body exceeds {MAX_JSON_BODY} bytes")
-    if not body.strip():
-        return {}
-    try:
-        value = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise bad_request(f"Request body is not valid JSON: {exc}") from exc
-    if not isinstance(value, dict):
-        raise bad_request("Request body must be a JSON object")
-    return value
 
 
 def package_id(namespace: str, name: str) -> str:
