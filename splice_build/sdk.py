@@ -266,7 +266,9 @@ class Splice:
             return remove_packages(self.layout, canonical)
 
     def list(self) -> list[dict[str, Any]]:
-        """``[{name, version, range, status}]`` with status ``ok`` / ``missing`` / ``invalid``."""
+        """``[{name, version, range, status, code?, hint?}]``: status ``ok`` / ``missing`` /
+        ``invalid``; a package that is not ok carries the refusal's code and hint (for
+        example ``LOCK_INCOMPLETE``, hint ``splice install``)."""
         from splice_build.project.lockfile import load_lockfile
         from splice_build.project.project_file import load_project_file, sorted_by_id
 
@@ -276,17 +278,20 @@ class Splice:
         rows = []
         for package_id in sorted_by_id({**project.packages, **lock.packages}):
             entry = lock.get(package_id)
+            problem: dict[str, Any] = {}
             try:
                 check_installed(self.layout, package_id, entry)
                 status = "ok"
             except SpliceError as exc:
                 status = "missing" if exc.code is ErrorCode.NOT_INSTALLED else "invalid"
+                problem = {"code": str(exc.code), "hint": exc.hint}
             rows.append(
                 {
                     "name": package_id,
                     "version": entry.version if entry else None,
                     "range": project.packages.get(package_id),
                     "status": status,
+                    **problem,
                 }
             )
         return rows

@@ -30,7 +30,7 @@ from splice_build.install.consent import Accept, require_consent
 from splice_build.install.session import RegistrySession, is_offline
 from splice_build.install.signature_check import SignatureValid, signer_pinning
 from splice_build.project.layout import ProjectLayout
-from splice_build.project.lockfile import LockEntry, load_lockfile
+from splice_build.project.lockfile import LockEntry, Unknown, load_lockfile
 from splice_build.project.project_file import load_project_file
 from splice_build.project.registry_url import EMBEDDED_REGISTRY
 from splice_build.spec.digests import integrity_of, is_integrity
@@ -38,6 +38,7 @@ from splice_build.spec.tree_digest import tree_digest
 
 if TYPE_CHECKING:
     from splice_build.spec.manifest import Manifest
+    from splice_build.spec.permissions import Permissions
 
 Progress = Callable[[str, str], None]
 
@@ -177,7 +178,9 @@ class Installer:
         pinned = target.pinned
         if pinned is not None:
             size = meta.get("size")
-            if integrity != pinned.integrity or (pinned.size is not None and size != pinned.size):
+            if integrity != pinned.integrity or (
+                pinned.size_if_known is not None and size != pinned.size_if_known
+            ):
                 raise _lock_mismatch(target, f"registry has {integrity} ({size} bytes)")
         return meta
 
@@ -198,7 +201,7 @@ class Installer:
         pinned = target.pinned
         if pinned is not None and (
             integrity_of(data) != pinned.integrity
-            or (pinned.size is not None and len(data) != pinned.size)
+            or (pinned.size_if_known is not None and len(data) != pinned.size_if_known)
         ):
             # Invariant 2: a locked version installs only with the lock's bytes.
             raise _lock_mismatch(
@@ -214,13 +217,15 @@ class Installer:
         """
         pinned = target.pinned
         if pinned is not None:
-            cached = self.cache.get(pinned.integrity, pinned.size)
+            cached = self.cache.get(pinned.integrity, pinned.size_if_known)
             if cached is not None:
                 return Fetched(cached, None, from_cache=True, offline=False)
         meta = self._metadata(target)
         if meta is None:
             assert pinned is not None
-            data, from_cache = self._artifact(target, pinned.integrity, pinned.size, offline=True)
+            data, from_cache = self._artifact(
+                target, pinned.integrity, pinned.size_if_known, offline=True
+            )
             return Fetched(data, None, from_cache, offline=True)
         size = meta.get("size") if isinstance(meta.get("size"), int) else None
         data, from_cache = self._artifact(target, str(meta["integrity"]), size, offline=False)
@@ -235,7 +240,7 @@ class Installer:
                 target.package_id,
                 target.version,
                 pinned.integrity,
-                pinned.size,
+                pinned.size_if_known,
                 None,
                 self._require_signed(target),
             )
@@ -273,7 +278,7 @@ class Installer:
         if not fetched.from_cache:
             self.cache.put(fetched.data)
         subject = f"{target.package_id}@{target.version}"
-        grant = current.permissions if current is not None else None
+        grant = _recorded_grant(current)
         require_consent(
             verified.manifest.permissions, grant, self.options.accept_permissions, subject
         )
@@ -377,6 +382,14 @@ class Installer:
         transaction.apply(self.layout, [swap], lock_after, project_after)
 
 
+def _recorded_grant(current: LockEntry | None) -> Permissions | None:
+    """The grant consent compares with: an entry that records none (``UNKNOWN``) asks for
+    every permission again, as on a first install."""
+    if current is None or isinstance(current.permissions, Unknown):
+        return None
+    return current.permissions
+
+
 def _write_files(directory: Path, verified: VerifiedArtifact) -> None:
     for relative, content in verified.files.items():
         path = directory.joinpath(*relative.split("/"))
@@ -399,6 +412,6 @@ def _lock_mismatch(target: Target, reason: str) -> InstallError:
     return InstallError(
         ErrorCode.LOCK_MISMATCH,
         f"{target.package_id}@{target.version} does not match splice.lock",
-        details=[f"splice.lock: {pinned.integrity} ({pinned.size} bytes)", reason],
+        details=[f"splice.lock: {pinned.integrity} ({pinned.size_if_known} bytes)", reason],
         hint="Nothing was changed. If the change is expected, remove the entry and re-add the package.",
     )
