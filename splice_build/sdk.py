@@ -136,7 +136,7 @@ class Splice:
         self, request: GraphRequest, *, registry_url: str | None = None, **options: Any
     ) -> dict[str, InstallReport]:
         """Run the graph; one report per package of the run, in run order."""
-        from splice_build.install.installer import InstallOptions, report_for
+        from splice_build.install.installer import InstallOptions
         from splice_build.tasks.project import run_project
 
         run = run_project(
@@ -158,13 +158,8 @@ class Splice:
                 reports[package_id] = run.reports[package_id]
             elif package_id in run.installed:
                 pkg = run.installed[package_id]
-                reports[package_id] = report_for(
-                    pkg.manifest,
-                    pkg.lock_entry,
-                    already=True,
-                    previous=None,
-                    from_cache=False,
-                    offline=False,
+                reports[package_id] = run.installer.kept_report(
+                    package_id, pkg.manifest, pkg.lock_entry
                 )
         return reports
 

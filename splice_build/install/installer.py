@@ -11,12 +11,12 @@ The caller holds the project lock. Progress is reported as ``(step, message)`` p
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from splice_build.errors import ErrorCode, InstallError, RegistryError
+from splice_build.errors import ErrorCode, InstallError, RegistryError, SpliceError
 from splice_build.install import transaction
 from splice_build.install.cache import ArtifactCache
 from splice_build.install.checks import (
@@ -66,12 +66,17 @@ class Target:
 
 @dataclass(frozen=True)
 class Fetched:
-    """Artifact bytes (not yet verified) and the registry metadata, if the registry was asked."""
+    """Artifact bytes (not yet verified) and the registry metadata, if the registry was asked.
+
+    ``stored_signatures``: without metadata, the signature entries kept with the cached
+    artifact (None: none were stored), verified again by the signature check.
+    """
 
     data: bytes
     metadata: dict[str, Any] | None
     from_cache: bool
     offline: bool
+    stored_signatures: tuple[Mapping[str, Any], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -106,9 +111,13 @@ class InstallReport:
         }
 
 
-def _signature_text(verified: str | None, recorded: str | None) -> str:
+def _signature_text(
+    verified: str | None, recorded: str | None, *, pinned_only: bool = False
+) -> str:
     if verified is None:
         return "unsigned"
+    if pinned_only:
+        return f"pinned {verified} in splice.lock (no signature stored with the cached artifact)"
     if recorded is None:
         return f"verified {verified} (this machine's embedded-registry key; not pinned)"
     return f"verified {verified}"
@@ -213,13 +222,14 @@ class Installer:
         """(2)(3) the artifact bytes, with registry metadata when the registry was asked.
 
         A locked version already in the verified cache needs no registry at all (this is the
-        offline restore path); otherwise the metadata is checked against the lock first.
+        offline restore path), its stored signatures going with it; otherwise the metadata is
+        checked against the lock first.
         """
         pinned = target.pinned
         if pinned is not None:
             cached = self.cache.get(pinned.integrity, pinned.size_if_known)
             if cached is not None:
-                return Fetched(cached, None, from_cache=True, offline=False)
+                return self._from_cache(target, pinned, cached)
         meta = self._metadata(target)
         if meta is None:
             assert pinned is not None
@@ -230,6 +240,23 @@ class Installer:
         size = meta.get("size") if isinstance(meta.get("size"), int) else None
         data, from_cache = self._artifact(target, str(meta["integrity"]), size, offline=False)
         return Fetched(data, meta, from_cache, offline=False)
+
+    def _from_cache(self, target: Target, pinned: LockEntry, cached: bytes) -> Fetched:
+        """The cached locked artifact, with the signatures stored next to it.
+
+        Nothing stored (a cache written before signatures were kept) while a signature is
+        pinned or required: the registry's signatures are asked for and verified, and only
+        when the registry cannot answer does the lock's pin stand alone.
+        """
+        stored = self.cache.signatures(pinned.integrity, target.package_id, target.version)
+        if stored is None and (pinned.signed_by is not None or self._require_signed(target)):
+            try:
+                meta = self._metadata(target)
+            except SpliceError:
+                meta = None  # the lock's bytes are in hand; the registry's view is not needed
+            if meta is not None:
+                return Fetched(cached, meta, from_cache=True, offline=False)
+        return Fetched(cached, None, from_cache=True, offline=False, stored_signatures=stored)
 
     def _expected(self, target: Target, fetched: Fetched) -> Expected:
         meta = fetched.metadata
@@ -266,9 +293,8 @@ class Installer:
         lock = load_lockfile(self.layout.root)
         current = lock.get(target.package_id)
         self.progress("verifying", f"Verifying {expected.integrity}...")
-        verified = verify_artifact(
-            fetched.data, expected, self._signature_check(target, fetched, current)
-        )
+        signature = self._signature_check(target, fetched, current)
+        verified = verify_artifact(fetched.data, expected, signature)
         signed_by = self._recorded_signer(target, fetched, verified.signed_by)
         signer_pinning(
             current.signed_by if current is not None else None,
@@ -277,6 +303,7 @@ class Installer:
         )
         if not fetched.from_cache:
             self.cache.put(fetched.data)
+        self._keep_signatures(target, fetched, verified)
         subject = f"{target.package_id}@{target.version}"
         grant = _recorded_grant(current)
         require_consent(
@@ -310,7 +337,11 @@ class Installer:
             previous=previous,
             from_cache=fetched.from_cache,
             offline=fetched.offline,
-            signature=_signature_text(verified.signed_by, signed_by),
+            signature=_signature_text(
+                verified.signed_by,
+                signed_by,
+                pinned_only=isinstance(signature, SignaturePinnedByLock),
+            ),
         )
 
     def keep(self, target: Target, manifest: Manifest, entry: LockEntry) -> InstallReport:
@@ -325,16 +356,58 @@ class Installer:
             save_project_file(
                 self.layout.root, project.with_package(target.package_id, target.range_text)
             )
+        return self.kept_report(target.package_id, manifest, entry)
+
+    def kept_report(self, package_id: str, manifest: Manifest, entry: LockEntry) -> InstallReport:
+        """The report of an intact locked package that stays as it is."""
         return report_for(
-            manifest, entry, already=True, previous=None, from_cache=False, offline=False
+            manifest,
+            entry,
+            already=True,
+            previous=None,
+            from_cache=False,
+            offline=False,
+            signature=self._kept_signature(package_id, entry),
         )
+
+    def _kept_signature(self, package_id: str, entry: LockEntry) -> str:
+        """What a kept package's signature was at install: the lock's pin, else the signer of
+        the signatures stored with its cached artifact (named, not verified again: nothing is
+        installed), else unsigned."""
+        if entry.signed_by is not None:
+            return f"verified {entry.signed_by}"
+        stored = self.cache.signatures(entry.integrity, package_id, entry.version)
+        signer = _stored_signer(stored)
+        if signer is None:
+            return "unsigned"
+        if entry.registry == EMBEDDED_REGISTRY:
+            return _signature_text(signer, None)
+        return f"verified {signer} at install (not pinned in splice.lock)"
+
+    def _keep_signatures(
+        self, target: Target, fetched: Fetched, verified: VerifiedArtifact
+    ) -> None:
+        """Store the registry's signatures of a signed artifact with it, for later restores."""
+        if fetched.metadata is None or verified.signed_by is None:
+            return
+        signatures = fetched.metadata.get("signatures")
+        if isinstance(signatures, list):
+            self.cache.put_signatures(
+                integrity_of(fetched.data), target.package_id, target.version, signatures
+            )
 
     def _signature_check(
         self, target: Target, fetched: Fetched, current: LockEntry | None
     ) -> SignatureCheck:
-        """(5) the registry's signatures, or offline the signer the lock recorded."""
+        """(5) the registry's signatures; from the cache, the signatures stored with the
+        artifact (verified again, the lock's pin preferred); with none stored, the signer the
+        lock recorded."""
         if fetched.metadata is None:
             assert target.pinned is not None
+            if fetched.stored_signatures is not None:
+                return SignatureValid(
+                    fetched.stored_signatures, trusted_signer=target.pinned.signed_by
+                )
             return SignaturePinnedByLock(target.pinned.signed_by)
         signatures = fetched.metadata.get("signatures")
         return SignatureValid(
@@ -380,6 +453,19 @@ class Installer:
         lock_after = load_lockfile(self.layout.root).with_entry(target.package_id, entry)
         swap = transaction.swap_for(self.layout, target.package_id, staged)
         transaction.apply(self.layout, [swap], lock_after, project_after)
+
+
+def _stored_signer(stored: Sequence[Mapping[str, Any]] | None) -> str | None:
+    """The key id (recomputed from its public key) of the first unrevoked stored entry."""
+    from splice_build.spec.signing import decode_public_key, key_id
+
+    for entry in stored or ():
+        if isinstance(entry, Mapping) and entry.get("revokedAt") is None:
+            try:
+                return key_id(decode_public_key(entry.get("publicKey")))
+            except SpliceError:
+                return None
+    return None
 
 
 def _recorded_grant(current: LockEntry | None) -> Permissions | None:
