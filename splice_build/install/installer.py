@@ -488,8 +488,10 @@ def _download_url(registry: str, target: Target) -> str:
     """The lock's ``resolved``: the registry's base URL and the path the client downloads
     from, never the registry's own ``download`` field (which could name another host, a
     ``file:`` URL or a path outside the registry)."""
+    from splice_build.spec.names import download_path
+
     namespace, name = target.package_id[1:].split("/")
-    return f"{registry}/packages/{namespace}/{name}/{target.version}/download"
+    return registry + download_path(namespace, name, target.version)
 
 
 def _lock_mismatch(target: Target, reason: str) -> InstallError:

@@ -20,7 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _installed(ctx: CommandContext, package_id: str) -> dict[str, Any] | None:
     """The locked version and its grant, when run inside a project that has the package."""
     from splice_build.errors import ProjectError
-    from splice_build.project.lockfile import load_lockfile
+    from splice_build.project.lockfile import Unknown, load_lockfile
     from splice_build.project.project_file import find_project_root
 
     try:
@@ -34,7 +34,7 @@ def _installed(ctx: CommandContext, package_id: str) -> dict[str, Any] | None:
     return {
         "version": entry.version,
         "signedBy": entry.signed_by,
-        "grant": None if grant is None else grant.describe(),
+        "grant": None if isinstance(grant, Unknown) else grant.describe(),
     }
 
 

@@ -39,10 +39,6 @@ def caller_of(request: Request) -> Caller:
     return Caller(authorization=request.headers.get("authorization"), client=client)
 
 
-def base_url_of(request: Request) -> str:
-    return str(request.base_url).rstrip("/")
-
-
 async def json_body(request: Request) -> dict[str, Any]:
     return fields.json_object(await read_limited(request, MAX_JSON_BODY))
 
