@@ -136,7 +136,7 @@ class Splice:
         self, request: GraphRequest, *, registry_url: str | None = None, **options: Any
     ) -> dict[str, InstallReport]:
         """Run the graph; one report per package of the run, in run order."""
-        from splice_build.install.installer import InstallOptions, report_for
+        from splice_build.install.installer import InstallOptions
         from splice_build.tasks.project import run_project
 
         run = run_project(
@@ -158,14 +158,8 @@ class Splice:
                 reports[package_id] = run.reports[package_id]
             elif package_id in run.installed:
                 pkg = run.installed[package_id]
-                reports[package_id] = report_for(
-                    pkg.manifest,
-                    pkg.lock_entry,
-                    already=True,
-                    previous=None,
-                    from_cache=False,
-                    offline=False,
-                    root=self.project_root,
+                reports[package_id] = run.installer.kept_report(
+                    package_id, pkg.manifest, pkg.lock_entry
                 )
         return reports
 
@@ -267,7 +261,9 @@ class Splice:
             return remove_packages(self.layout, canonical)
 
     def list(self) -> list[dict[str, Any]]:
-        """``[{name, version, range, status}]`` with status ``ok`` / ``missing`` / ``invalid``."""
+        """``[{name, version, range, status, code?, hint?}]``: status ``ok`` / ``missing`` /
+        ``invalid``; a package that is not ok carries the refusal's code and hint (for
+        example ``LOCK_INCOMPLETE``, hint ``splice install``)."""
         from splice_build.project.lockfile import load_lockfile
         from splice_build.project.project_file import load_project_file, sorted_by_id
 
@@ -277,17 +273,20 @@ class Splice:
         rows = []
         for package_id in sorted_by_id({**project.packages, **lock.packages}):
             entry = lock.get(package_id)
+            problem: dict[str, Any] = {}
             try:
                 check_installed(self.layout, package_id, entry, home=self.home.path)
                 status = "ok"
             except SpliceError as exc:
                 status = "missing" if exc.code is ErrorCode.NOT_INSTALLED else "invalid"
+                problem = {"code": str(exc.code), "hint": exc.hint}
             rows.append(
                 {
                     "name": package_id,
                     "version": entry.version if entry else None,
                     "range": project.packages.get(package_id),
                     "status": status,
+                    **problem,
                 }
             )
         return rows

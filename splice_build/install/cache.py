@@ -4,13 +4,23 @@ docs/compatibility.md#user-state: ``SPLICE_HOME/cache/artifacts/sha256/<hex>`` h
 An entry is trusted by nobody: :meth:`ArtifactCache.get` re-hashes it on every read and deletes
 a corrupt one, so the caller fetches it again. Writes are best effort (temp file + rename): a
 cache that cannot be written never fails an install.
+
+Next to each artifact of a signed package, ``<directory>/signatures/<hex>.json`` keeps the
+registry's signature entries that verified at install (``{package, version, integrity,
+signatures}``), so a restore from the cache verifies them again over the cached bytes, offline
+too (docs/signing.md#restoring-from-the-cache). Like the artifact, it is trusted by nobody: the
+restore runs the same signature check an install runs, and a file that cannot be read or is
+not of that shape counts as absent.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from splice_build.project.atomic import atomic_write_bytes
 from splice_build.spec.digests import INTEGRITY_PREFIX, integrity_of, is_integrity
@@ -55,3 +65,51 @@ class ArtifactCache:
             atomic_write_bytes(path, data)
         except OSError as exc:
             _log.warning("could not write cache entry %s: %s", path, exc)
+
+    def signatures_path_for(self, integrity: str) -> Path:
+        """Where the signatures stored with the artifact ``integrity`` live."""
+        return self.directory / "signatures" / f"{self.path_for(integrity).name}.json"
+
+    def put_signatures(
+        self,
+        integrity: str,
+        package_id: str,
+        version: str,
+        signatures: Sequence[Mapping[str, Any]],
+    ) -> None:
+        """Keep the signature entries that verified for these bytes (best effort)."""
+        path = self.signatures_path_for(integrity)
+        record = {
+            "package": package_id,
+            "version": version,
+            "integrity": integrity,
+            "signatures": [dict(entry) for entry in signatures],
+        }
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(path, json.dumps(record, indent=2).encode() + b"\n")
+        except (OSError, TypeError, ValueError) as exc:
+            _log.warning("could not write signatures %s: %s", path, exc)
+
+    def signatures(
+        self, integrity: str, package_id: str, version: str
+    ) -> tuple[Mapping[str, Any], ...] | None:
+        """The stored signature entries for exactly this artifact, or None (nothing usable).
+
+        The entries are *not* verified here: the caller's signature check does that.
+        """
+        path = self.signatures_path_for(integrity)
+        try:
+            record = json.loads(path.read_bytes())
+        except (OSError, ValueError):
+            return None
+        if not isinstance(record, dict) or (
+            record.get("package"),
+            record.get("version"),
+            record.get("integrity"),
+        ) != (package_id, version, integrity):
+            return None
+        entries = record.get("signatures")
+        if not isinstance(entries, list) or not entries:
+            return None
+        return tuple(entries)

@@ -5,8 +5,9 @@ it with the lock's ``files``, reads the manifest it just verified, and checks th
 asks for nothing beyond the lock's grant. It raises instead of returning a flag:
 ``NOT_INSTALLED``, ``INSTALLED_PACKAGE_MODIFIED`` (hint: ``splice install`` restores it) or
 ``PERMISSIONS_NOT_GRANTED`` (also when the lock's grant or the manifest reaches the project's
-own state: :func:`refuse_project_state`). Lock entries written before files digests existed are not
-hashed, and entries without a grant record are not grant-checked (docs/compatibility.md#files-digest, docs/compatibility.md#sdk).
+own state: :func:`refuse_project_state`). An entry that does not record ``files``, ``size`` or
+``permissions`` is ``LOCK_INCOMPLETE`` before anything is read: no check is ever skipped for a
+field the lock lacks (docs/security.md#incomplete-lock-entries).
 
 The parsed manifest is remembered per files digest (issue #7): the digest is still recomputed
 from bytes on every call, and a manifest is reused only when those bytes hash to a digest
@@ -28,6 +29,7 @@ from splice_build.spec.tree_digest import tree_digest
 if TYPE_CHECKING:
     from splice_build.project.lockfile import LockEntry
     from splice_build.spec.manifest import Manifest
+    from splice_build.spec.permissions import Permissions
 
 RESTORE_HINT = "Run `splice install` to restore the verified copy."
 _MANIFESTS_MAX = 1024  # distinct installed package versions one process remembers
@@ -73,8 +75,9 @@ def read_installed_manifest(directory: Path) -> Manifest:
 def refuse_project_state(
     layout: ProjectLayout,
     package_id: str,
-    entry: LockEntry,
+    version: str,
     manifest: Manifest,
+    grant: Permissions,
     home: Path | None,
 ) -> None:
     """``PERMISSIONS_NOT_GRANTED`` when the lock's grant or the manifest reaches the project's
@@ -83,15 +86,11 @@ def refuse_project_state(
 
     root = Path(os.path.realpath(layout.root))
     problems = project_state_problems(manifest.permissions, "manifest.json", root=root, home=home)
-    if entry.permissions is not None:
-        problems += project_state_problems(
-            entry.permissions, "splice.lock grant", root=root, home=home
-        )
+    problems += project_state_problems(grant, "splice.lock grant", root=root, home=home)
     if problems:
         raise InstallError(
             ErrorCode.PERMISSIONS_NOT_GRANTED,
-            f"{package_id}@{entry.version} is granted access to the project's own state; "
-            "it will not run",
+            f"{package_id}@{version} is granted access to the project's own state; it will not run",
             details=problems,
             hint=f"Install a version that does not ask for it (`splice add {package_id}@<version>`) "
             f"or remove it (`splice remove {package_id}`).",
@@ -110,40 +109,38 @@ def check_installed(
             f"{package_id} is not installed",
             hint=f"Run `splice add {package_id}`." if entry is None else RESTORE_HINT,
         )
-    if entry.files is not None:
-        actual = tree_digest(directory)
-        if actual != entry.files:
-            reason = (
-                "it contains a link, a special file or too many files"
-                if actual is None
-                else f"files digest {actual} differs from splice.lock ({entry.files})"
-            )
-            raise _modified(package_id, reason)
-    manifest = _manifests.get(entry.files) if entry.files is not None else None
+    known = entry.known(package_id)  # LOCK_INCOMPLETE: no check runs on a field it lacks
+    actual = tree_digest(directory)
+    if actual != known.files:
+        reason = (
+            "it contains a link, a special file or too many files"
+            if actual is None
+            else f"files digest {actual} differs from splice.lock ({known.files})"
+        )
+        raise _modified(package_id, reason)
+    manifest = _manifests.get(known.files)
     if manifest is None:
         try:
             manifest = read_installed_manifest(directory)
         except SpliceError as exc:
             raise _modified(package_id, f"manifest.json: {exc.message}") from exc
-        if entry.files is not None:
-            if len(_manifests) >= _MANIFESTS_MAX:
-                _manifests.clear()
-            _manifests[entry.files] = manifest
+        if len(_manifests) >= _MANIFESTS_MAX:
+            _manifests.clear()
+        _manifests[known.files] = manifest
     if manifest.id != package_id or manifest.version != entry.version:
         raise _modified(
             package_id,
             f"manifest says {manifest.id}@{manifest.version}, splice.lock {entry.version}",
         )
-    refuse_project_state(layout, package_id, entry, manifest, home)
-    if entry.permissions is not None:
-        from splice_build.install.consent import ungranted_lines
+    refuse_project_state(layout, package_id, entry.version, manifest, known.permissions, home)
+    from splice_build.install.consent import ungranted_lines
 
-        lines = ungranted_lines(manifest.permissions, entry.permissions)
-        if lines:
-            raise InstallError(
-                ErrorCode.PERMISSIONS_NOT_GRANTED,
-                f"{package_id}@{entry.version} requests permissions this project has not granted",
-                details=lines,
-                hint=f"Run `splice add {package_id} --accept-permissions` to review and grant them.",
-            )
+    lines = ungranted_lines(manifest.permissions, known.permissions)
+    if lines:
+        raise InstallError(
+            ErrorCode.PERMISSIONS_NOT_GRANTED,
+            f"{package_id}@{entry.version} requests permissions this project has not granted",
+            details=lines,
+            hint=f"Run `splice add {package_id} --accept-permissions` to review and grant them.",
+        )
     return InstalledPackage(package_id, entry.version, directory, manifest, entry)

@@ -12,12 +12,12 @@ The caller holds the project lock. Progress is reported as ``(step, message)`` p
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from splice_build.errors import ErrorCode, InstallError, RegistryError
+from splice_build.errors import ErrorCode, InstallError, RegistryError, SpliceError
 from splice_build.install import transaction
 from splice_build.install.cache import ArtifactCache
 from splice_build.install.checks import (
@@ -31,7 +31,7 @@ from splice_build.install.consent import Accept, require_consent
 from splice_build.install.session import RegistrySession, is_offline
 from splice_build.install.signature_check import SignatureValid, signer_pinning
 from splice_build.project.layout import ProjectLayout
-from splice_build.project.lockfile import LockEntry, load_lockfile
+from splice_build.project.lockfile import LockEntry, Unknown, load_lockfile
 from splice_build.project.project_file import load_project_file
 from splice_build.project.registry_url import EMBEDDED_REGISTRY
 from splice_build.spec.digests import integrity_of, is_integrity
@@ -39,6 +39,7 @@ from splice_build.spec.tree_digest import tree_digest
 
 if TYPE_CHECKING:
     from splice_build.spec.manifest import Manifest
+    from splice_build.spec.permissions import Permissions
 
 Progress = Callable[[str, str], None]
 
@@ -66,12 +67,17 @@ class Target:
 
 @dataclass(frozen=True)
 class Fetched:
-    """Artifact bytes (not yet verified) and the registry metadata, if the registry was asked."""
+    """Artifact bytes (not yet verified) and the registry metadata, if the registry was asked.
+
+    ``stored_signatures``: without metadata, the signature entries kept with the cached
+    artifact (None: none were stored), verified again by the signature check.
+    """
 
     data: bytes
     metadata: dict[str, Any] | None
     from_cache: bool
     offline: bool
+    stored_signatures: tuple[Mapping[str, Any], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -106,9 +112,13 @@ class InstallReport:
         }
 
 
-def _signature_text(verified: str | None, recorded: str | None) -> str:
+def _signature_text(
+    verified: str | None, recorded: str | None, *, pinned_only: bool = False
+) -> str:
     if verified is None:
         return "unsigned"
+    if pinned_only:
+        return f"pinned {verified} in splice.lock (no signature stored with the cached artifact)"
     if recorded is None:
         return f"verified {verified} (this machine's embedded-registry key; not pinned)"
     return f"verified {verified}"
@@ -184,7 +194,9 @@ class Installer:
         pinned = target.pinned
         if pinned is not None:
             size = meta.get("size")
-            if integrity != pinned.integrity or (pinned.size is not None and size != pinned.size):
+            if integrity != pinned.integrity or (
+                pinned.size_if_known is not None and size != pinned.size_if_known
+            ):
                 raise _lock_mismatch(target, f"registry has {integrity} ({size} bytes)")
         return meta
 
@@ -205,7 +217,7 @@ class Installer:
         pinned = target.pinned
         if pinned is not None and (
             integrity_of(data) != pinned.integrity
-            or (pinned.size is not None and len(data) != pinned.size)
+            or (pinned.size_if_known is not None and len(data) != pinned.size_if_known)
         ):
             # Invariant 2: a locked version installs only with the lock's bytes.
             raise _lock_mismatch(
@@ -217,21 +229,41 @@ class Installer:
         """(2)(3) the artifact bytes, with registry metadata when the registry was asked.
 
         A locked version already in the verified cache needs no registry at all (this is the
-        offline restore path); otherwise the metadata is checked against the lock first.
+        offline restore path), its stored signatures going with it; otherwise the metadata is
+        checked against the lock first.
         """
         pinned = target.pinned
         if pinned is not None:
-            cached = self.cache.get(pinned.integrity, pinned.size)
+            cached = self.cache.get(pinned.integrity, pinned.size_if_known)
             if cached is not None:
-                return Fetched(cached, None, from_cache=True, offline=False)
+                return self._from_cache(target, pinned, cached)
         meta = self._metadata(target)
         if meta is None:
             assert pinned is not None
-            data, from_cache = self._artifact(target, pinned.integrity, pinned.size, offline=True)
+            data, from_cache = self._artifact(
+                target, pinned.integrity, pinned.size_if_known, offline=True
+            )
             return Fetched(data, None, from_cache, offline=True)
         size = meta.get("size") if isinstance(meta.get("size"), int) else None
         data, from_cache = self._artifact(target, str(meta["integrity"]), size, offline=False)
         return Fetched(data, meta, from_cache, offline=False)
+
+    def _from_cache(self, target: Target, pinned: LockEntry, cached: bytes) -> Fetched:
+        """The cached locked artifact, with the signatures stored next to it.
+
+        Nothing stored (a cache written before signatures were kept) while a signature is
+        pinned or required: the registry's signatures are asked for and verified, and only
+        when the registry cannot answer does the lock's pin stand alone.
+        """
+        stored = self.cache.signatures(pinned.integrity, target.package_id, target.version)
+        if stored is None and (pinned.signed_by is not None or self._require_signed(target)):
+            try:
+                meta = self._metadata(target)
+            except SpliceError:
+                meta = None  # the lock's bytes are in hand; the registry's view is not needed
+            if meta is not None:
+                return Fetched(cached, meta, from_cache=True, offline=False)
+        return Fetched(cached, None, from_cache=True, offline=False, stored_signatures=stored)
 
     def _expected(self, target: Target, fetched: Fetched) -> Expected:
         meta = fetched.metadata
@@ -242,7 +274,7 @@ class Installer:
                 target.package_id,
                 target.version,
                 pinned.integrity,
-                pinned.size,
+                pinned.size_if_known,
                 None,
                 self._require_signed(target),
             )
@@ -268,9 +300,8 @@ class Installer:
         lock = load_lockfile(self.layout.root)
         current = lock.get(target.package_id)
         self.progress("verifying", f"Verifying {expected.integrity}...")
-        verified = verify_artifact(
-            fetched.data, expected, self._signature_check(target, fetched, current)
-        )
+        signature = self._signature_check(target, fetched, current)
+        verified = verify_artifact(fetched.data, expected, signature)
         signed_by = self._recorded_signer(target, fetched, verified.signed_by)
         signer_pinning(
             current.signed_by if current is not None else None,
@@ -279,8 +310,9 @@ class Installer:
         )
         if not fetched.from_cache:
             self.cache.put(fetched.data)
+        self._keep_signatures(target, fetched, verified)
         subject = f"{target.package_id}@{target.version}"
-        grant = current.permissions if current is not None else None
+        grant = _recorded_grant(current)
         require_consent(
             verified.manifest.permissions,
             grant,
@@ -317,7 +349,11 @@ class Installer:
             previous=previous,
             from_cache=fetched.from_cache,
             offline=fetched.offline,
-            signature=_signature_text(verified.signed_by, signed_by),
+            signature=_signature_text(
+                verified.signed_by,
+                signed_by,
+                pinned_only=isinstance(signature, SignaturePinnedByLock),
+            ),
             root=self._root,
         )
 
@@ -333,6 +369,10 @@ class Installer:
             save_project_file(
                 self.layout.root, project.with_package(target.package_id, target.range_text)
             )
+        return self.kept_report(target.package_id, manifest, entry)
+
+    def kept_report(self, package_id: str, manifest: Manifest, entry: LockEntry) -> InstallReport:
+        """The report of an intact locked package that stays as it is."""
         return report_for(
             manifest,
             entry,
@@ -341,14 +381,47 @@ class Installer:
             from_cache=False,
             offline=False,
             root=self._root,
+            signature=self._kept_signature(package_id, entry),
         )
+
+    def _kept_signature(self, package_id: str, entry: LockEntry) -> str:
+        """What a kept package's signature was at install: the lock's pin, else the signer of
+        the signatures stored with its cached artifact (named, not verified again: nothing is
+        installed), else unsigned."""
+        if entry.signed_by is not None:
+            return f"verified {entry.signed_by}"
+        stored = self.cache.signatures(entry.integrity, package_id, entry.version)
+        signer = _stored_signer(stored)
+        if signer is None:
+            return "unsigned"
+        if entry.registry == EMBEDDED_REGISTRY:
+            return _signature_text(signer, None)
+        return f"verified {signer} at install (not pinned in splice.lock)"
+
+    def _keep_signatures(
+        self, target: Target, fetched: Fetched, verified: VerifiedArtifact
+    ) -> None:
+        """Store the registry's signatures of a signed artifact with it, for later restores."""
+        if fetched.metadata is None or verified.signed_by is None:
+            return
+        signatures = fetched.metadata.get("signatures")
+        if isinstance(signatures, list):
+            self.cache.put_signatures(
+                integrity_of(fetched.data), target.package_id, target.version, signatures
+            )
 
     def _signature_check(
         self, target: Target, fetched: Fetched, current: LockEntry | None
     ) -> SignatureCheck:
-        """(5) the registry's signatures, or offline the signer the lock recorded."""
+        """(5) the registry's signatures; from the cache, the signatures stored with the
+        artifact (verified again, the lock's pin preferred); with none stored, the signer the
+        lock recorded."""
         if fetched.metadata is None:
             assert target.pinned is not None
+            if fetched.stored_signatures is not None:
+                return SignatureValid(
+                    fetched.stored_signatures, trusted_signer=target.pinned.signed_by
+                )
             return SignaturePinnedByLock(target.pinned.signed_by)
         signatures = fetched.metadata.get("signatures")
         return SignatureValid(
@@ -396,6 +469,27 @@ class Installer:
         transaction.apply(self.layout, [swap], lock_after, project_after)
 
 
+def _stored_signer(stored: Sequence[Mapping[str, Any]] | None) -> str | None:
+    """The key id (recomputed from its public key) of the first unrevoked stored entry."""
+    from splice_build.spec.signing import decode_public_key, key_id
+
+    for entry in stored or ():
+        if isinstance(entry, Mapping) and entry.get("revokedAt") is None:
+            try:
+                return key_id(decode_public_key(entry.get("publicKey")))
+            except SpliceError:
+                return None
+    return None
+
+
+def _recorded_grant(current: LockEntry | None) -> Permissions | None:
+    """The grant consent compares with: an entry that records none (``UNKNOWN``) asks for
+    every permission again, as on a first install."""
+    if current is None or isinstance(current.permissions, Unknown):
+        return None
+    return current.permissions
+
+
 def _write_files(directory: Path, verified: VerifiedArtifact) -> None:
     for relative, content in verified.files.items():
         path = directory.joinpath(*relative.split("/"))
@@ -408,8 +502,10 @@ def _download_url(registry: str, target: Target) -> str:
     """The lock's ``resolved``: the registry's base URL and the path the client downloads
     from, never the registry's own ``download`` field (which could name another host, a
     ``file:`` URL or a path outside the registry)."""
+    from splice_build.spec.names import download_path
+
     namespace, name = target.package_id[1:].split("/")
-    return f"{registry}/packages/{namespace}/{name}/{target.version}/download"
+    return registry + download_path(namespace, name, target.version)
 
 
 def _lock_mismatch(target: Target, reason: str) -> InstallError:
@@ -418,6 +514,6 @@ def _lock_mismatch(target: Target, reason: str) -> InstallError:
     return InstallError(
         ErrorCode.LOCK_MISMATCH,
         f"{target.package_id}@{target.version} does not match splice.lock",
-        details=[f"splice.lock: {pinned.integrity} ({pinned.size} bytes)", reason],
+        details=[f"splice.lock: {pinned.integrity} ({pinned.size_if_known} bytes)", reason],
         hint="Nothing was changed. If the change is expected, remove the entry and re-add the package.",
     )

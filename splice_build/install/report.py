@@ -34,15 +34,10 @@ def _installed_check(layout: ProjectLayout, candidate: Candidate, package_id: st
     try:
         installed = check_installed(layout, package_id, entry)
     except SpliceError as exc:
-        return CheckResult(
-            "installed",
-            "failed",
-            f"{exc.code}: {exc.message}; {'; '.join(exc.details)}".rstrip("; "),
-        )
-    if (
-        candidate.files is not None
-        and entry.files is not None
-        and entry.files != files_digest(candidate.files)
+        text = f"{exc.code}: {exc.message}; {'; '.join(exc.details)}".rstrip("; ")
+        return CheckResult("installed", "failed", f"{text} ({exc.hint})" if exc.hint else text)
+    if candidate.files is not None and entry.known(package_id).files != files_digest(
+        candidate.files
     ):
         return CheckResult("installed", "failed", "installed files differ from the artifact")
     return CheckResult(

@@ -7,6 +7,7 @@ docs/compatibility.md#user-state::
                                   {"token", "user", "savedAt"}}}        0600
     <home>/keys/<name>.key      Ed25519 private keys (PKCS#8 PEM)      0600
     <home>/cache/artifacts/sha256/<hex>   verified artifacts
+    <home>/cache/artifacts/signatures/<hex>.json   their verified signatures (signed only)
     <home>/registry/            the embedded registry's store
     <home>/.env                 provider keys (data layer only)
     <home>/logs/                unexpected-failure reports

@@ -12,6 +12,14 @@ file. The legacy ``splice-lock.json`` is read when ``splice.lock`` is missing an
 the next write. Every malformed field is reported as ``INVALID_PROJECT`` ("malformed entry
 for @a/b: …"). No credential is ever stored here.
 
+Fail closed by construction (docs/security.md#incomplete-lock-entries): an optional field that
+a check depends on (``size``, ``files``, ``permissions``: ``x-when-absent: unknown`` in
+``schemas/lock_entry.schema.json``) is read as :data:`UNKNOWN` when absent, never as "nothing
+to check". The checks reach those fields only through :meth:`LockEntry.known`, which raises
+``LOCK_INCOMPLETE`` while any is unknown; ``splice install`` re-derives them from the verified
+artifact. An absent ``signedBy`` is a value (unsigned); an absent ``registry`` comes from
+``resolved``.
+
 As with ``splice.json``, a read-modify-write cycle must hold
 ``lock(ProjectLayout(root).state_lock)``; the functions here do not lock.
 """
@@ -19,12 +27,13 @@ As with ``splice.json``, a read-modify-write cycle must hold
 from __future__ import annotations
 
 import contextlib
+import enum
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Final
 
 from splice_build.errors import ErrorCode, ProjectError, SpecError
 from splice_build.project.atomic import atomic_write_json, decode_json, fsync_directory
@@ -42,34 +51,102 @@ _INTEGRITY_FORM = "sha256-<64 lowercase hex digits>"
 _MAX_SAFE_INTEGER = 2**53 - 1  # JavaScript's Number.MAX_SAFE_INTEGER
 
 
+class Unknown(enum.Enum):
+    """The state of a lock field the file does not record: every check needing it refuses."""
+
+    UNKNOWN = "unknown"
+
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+
+UNKNOWN: Final = Unknown.UNKNOWN
+INCOMPLETE_HINT = "Run `splice install` to re-derive them from the verified artifact."
+
+
+@dataclass(frozen=True)
+class KnownFields:
+    """The check fields of a complete entry (only :meth:`LockEntry.known` makes one)."""
+
+    size: int
+    files: str
+    permissions: Permissions
+
+
 @dataclass(frozen=True)
 class LockEntry:
-    """One locked package. ``registry`` is filled from ``resolved`` for old locks."""
+    """One locked package. ``registry`` is filled from ``resolved`` for old locks; ``size``,
+    ``files`` and ``permissions`` are :data:`UNKNOWN` when the file does not record them."""
 
     version: str
     integrity: str
     resolved: str
     registry: str | None = None
-    size: int | None = None
-    files: str | None = None
-    permissions: Permissions | None = None
+    size: int | Unknown = UNKNOWN
+    files: str | Unknown = UNKNOWN
+    permissions: Permissions | Unknown = UNKNOWN
     signed_by: str | None = None
+
+    def __post_init__(self) -> None:
+        if None in (self.size, self.files, self.permissions):
+            raise AssertionError("BUG: a lock field that is not recorded is UNKNOWN, not None")
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        """The JSON names of the check fields this entry does not record, in key order."""
+        return tuple(
+            _JSON_NAME.get(f.name, f.name) for f in fields(self) if getattr(self, f.name) is UNKNOWN
+        )
+
+    def known(self, package_id: str) -> KnownFields:
+        """The check fields, or ``ProjectError(LOCK_INCOMPLETE)`` naming the missing ones."""
+        size, files, permissions = self.size, self.files, self.permissions
+        if (
+            isinstance(size, Unknown)
+            or isinstance(files, Unknown)
+            or isinstance(permissions, Unknown)
+        ):
+            raise incomplete(package_id, self)
+        return KnownFields(size, files, permissions)
+
+    @property
+    def size_if_known(self) -> int | None:
+        """For the install path only, which re-derives the size: the SHA-256 pins the bytes."""
+        return None if isinstance(self.size, Unknown) else self.size
 
     def to_json(self) -> dict[str, Any]:
         """The TypeScript Splice's key order; ``registry`` is always written (from ``resolved``
-        when the entry has none)."""
+        when the entry has none); an unknown field stays absent."""
         out: dict[str, Any] = {"version": self.version, "integrity": self.integrity}
-        if self.size is not None:
+        if not isinstance(self.size, Unknown):
             out["size"] = self.size
-        if self.files is not None:
+        if not isinstance(self.files, Unknown):
             out["files"] = self.files
         out["registry"] = self.registry if self.registry is not None else registry_of(self.resolved)
         out["resolved"] = self.resolved
-        if self.permissions is not None:
+        if not isinstance(self.permissions, Unknown):
             out["permissions"] = self.permissions.to_json()
         if self.signed_by is not None:
             out["signedBy"] = self.signed_by
         return out
+
+
+_JSON_NAME = {"signed_by": "signedBy"}
+
+
+def incomplete(package_id: str, entry: LockEntry) -> ProjectError:
+    """``LOCK_INCOMPLETE``: nothing of ``package_id`` runs or counts as verified until
+    ``splice install`` records the missing fields."""
+    missing = entry.missing
+    return ProjectError(
+        ErrorCode.LOCK_INCOMPLETE,
+        f"splice.lock entry for {package_id} does not record {', '.join(missing)}",
+        details=[f"{name}: unknown (needed by the {_CHECK_OF[name]} check)" for name in missing],
+        hint=INCOMPLETE_HINT,
+    )
+
+
+_CHECK_OF = {"size": "size", "files": "tamper", "permissions": "consent"}
 
 
 @dataclass(frozen=True)
@@ -191,7 +268,16 @@ def _parse_entry(key: str, raw: object, problems: list[str]) -> LockEntry | None
     assert version is not None and integrity is not None and resolved is not None
     if registry is None:
         registry = registry_of(resolved)
-    return LockEntry(version, integrity, resolved, registry, size, files, permissions, signed_by)
+    return LockEntry(
+        version,
+        integrity,
+        resolved,
+        registry,
+        UNKNOWN if size is None else size,
+        UNKNOWN if files is None else files,
+        UNKNOWN if permissions is None else permissions,
+        signed_by,
+    )
 
 
 def registry_of(resolved: str) -> str:

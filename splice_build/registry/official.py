@@ -109,7 +109,7 @@ def _publish_missing(
     for skill in pending:
         if service.deps.meta.version(skill.package_id, skill.version) is None:
             packed = pack_directory(skill.directory)
-            service.publish(caller, packed.archive, base_url="embedded:")
+            service.publish(caller, packed.archive)
             published.append(f"{skill.package_id}@{skill.version}")
     return published
 

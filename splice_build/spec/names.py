@@ -31,6 +31,15 @@ def is_valid_tool_name(name: object) -> bool:
     return isinstance(name, str) and _TOOL_NAME.fullmatch(name) is not None
 
 
+def download_path(namespace: str, name: str, version: str) -> str:
+    """The registry path of an artifact, relative to the registry's base URL, as the registry
+    API's ``download`` field and the lock's ``resolved`` (base URL + this) have it: TS's
+    ``downloadPath`` (the version URI-component encoded)."""
+    from urllib.parse import quote
+
+    return f"/packages/{namespace}/{name}/{quote(version, safe='')}/download"
+
+
 def is_valid_package_id(text: object) -> bool:
     """``@ns/name`` exactly, without surrounding whitespace (as in manifests)."""
     if not isinstance(text, str):

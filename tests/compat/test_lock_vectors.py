@@ -11,7 +11,13 @@ from typing import Any
 import pytest
 
 from splice_build.errors import ErrorCode, ProjectError
-from splice_build.project.lockfile import LockEntry, Lockfile, load_lockfile, save_lockfile
+from splice_build.project.lockfile import (
+    UNKNOWN,
+    LockEntry,
+    Lockfile,
+    load_lockfile,
+    save_lockfile,
+)
 from splice_build.project.project_file import (
     ProjectFile,
     init_project,
@@ -69,8 +75,8 @@ def test_the_same_entries_are_written_as_ts_writes_them(tmp_path: Path) -> None:
             integrity=raw["integrity"],
             resolved=raw["resolved"],
             registry=raw["registry"],
-            size=raw.get("size"),
-            files=raw.get("files"),
+            size=raw.get("size", UNKNOWN),
+            files=raw.get("files", UNKNOWN),
             permissions=Permissions.from_json(raw["permissions"]),
             signed_by=raw.get("signedBy"),
         )

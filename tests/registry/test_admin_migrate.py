@@ -154,7 +154,7 @@ def test_service_migrate_between_in_process_stores(tmp_path: Path) -> None:
     caller = Caller(internal_user="mover")
     for name, version in VERSIONS[:2]:
         data = artifact(tmp_path / "packages", "mover", name, version)
-        first.publish(caller, data, base_url="http://registry.test")
+        first.publish(caller, data)
     first.deps.meta.close()
     files = FilesystemBlobStore(tmp_path / "files")
     orphan = SqliteMetadataStore(meta_path)

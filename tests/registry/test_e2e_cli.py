@@ -48,7 +48,8 @@ def test_publish_search_info_download(server: RunningRegistry, pkg_root: Path) -
     info = run_splice("info", "@alice/tool", "--registry", server.url, "--json").json()
     assert info["selected"]["version"] == "1.0.0"
     assert info["tools"][0]["name"] == "tool.hello"
-    response = requests.get(info["selected"]["download"], timeout=10)
+    assert info["selected"]["download"] == "/packages/alice/tool/1.0.0/download"  # a path, as TS
+    response = requests.get(server.url + info["selected"]["download"], timeout=10)
     assert response.headers["x-splice-integrity"] == info["selected"]["integrity"]
     assert "immutable" in response.headers["cache-control"]
     assert "sha256-" + hashlib.sha256(response.content).hexdigest() == info["selected"]["integrity"]

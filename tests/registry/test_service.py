@@ -16,10 +16,9 @@ from splice_build.registry.service.auth import TOKEN_PATTERN, Caller, token_hash
 from splice_build.registry.service.ratelimit import RateLimitedError, RateLimits
 from splice_build.registry.service.registry_service import RegistryService
 from splice_build.registry.service.tokens import TokenRequest
+from splice_build.spec.names import download_path
 from testing.registry import HOSTILE, NO_LIMITS, artifact
 from testing.registry_backends import StoreBackend
-
-BASE = "http://registry.test"
 
 
 class Clock:
@@ -78,43 +77,53 @@ def test_token_format_and_only_hash_stored(svc, backend: StoreBackend) -> None:
 def test_publish_then_read(svc, tmp_path: Path) -> None:
     alice = login(svc, "alice")
     data = artifact(tmp_path)
-    out = svc.publish(alice, data, base_url=BASE)
-    assert out["download"] == f"{BASE}/packages/acme/greeter/1.0.0/download"
+    out = svc.publish(alice, data)
+    assert out["download"] == "/packages/acme/greeter/1.0.0/download"  # a path, as TS answers
     assert svc.download("acme", "greeter", "1.0.0").data == data
     assert svc.namespace("acme")["owner"] == "alice"
-    version = svc.version("acme", "greeter", "1.0.0", base_url=BASE)
+    version = svc.version("acme", "greeter", "1.0.0")
+    assert version["download"] == out["download"]
     assert version["provenance"]["publisher"] == {"user": "alice", "via": "token"}
     assert version["provenance"]["manifestSha256"]
+
+
+def test_the_download_path_encodes_the_version_as_a_uri_component() -> None:
+    """TS's downloadPath: encodeURIComponent(version), so build metadata's "+" is %2B."""
+    assert (
+        download_path("acme", "greeter", "1.0.0-rc.1")
+        == "/packages/acme/greeter/1.0.0-rc.1/download"
+    )
+    assert (
+        download_path("acme", "greeter", "1.0.0+b.7")
+        == "/packages/acme/greeter/1.0.0%2Bb.7/download"
+    )
 
 
 def test_duplicate_version_conflicts_even_with_identical_bytes(svc, tmp_path: Path) -> None:
     alice = login(svc, "alice")
     data = artifact(tmp_path)
-    svc.publish(alice, data, base_url=BASE)
+    svc.publish(alice, data)
     with pytest.raises(RegistryError) as info:
-        svc.publish(alice, data, base_url=BASE)
+        svc.publish(alice, data)
     assert info.value.code is ErrorCode.VERSION_EXISTS
     assert "identical" in info.value.message
 
 
 def test_namespace_rules(svc, tmp_path: Path) -> None:
     alice, bob = login(svc, "alice"), login(svc, "bob")
-    svc.publish(alice, artifact(tmp_path), base_url=BASE)
+    svc.publish(alice, artifact(tmp_path))
+    assert code_of(svc.publish, bob, artifact(tmp_path, version="2.0.0")) is ErrorCode.FORBIDDEN
     assert (
-        code_of(svc.publish, bob, artifact(tmp_path, version="2.0.0"), base_url=BASE)
-        is ErrorCode.FORBIDDEN
-    )
-    assert (
-        code_of(svc.publish, alice, artifact(tmp_path, namespace="splice"), base_url=BASE)
+        code_of(svc.publish, alice, artifact(tmp_path, namespace="splice"))
         is ErrorCode.NAMESPACE_RESERVED
     )
     # a maintainer may publish
     svc.set_maintainer(alice, "acme", "bob", add=True)
-    svc.publish(bob, artifact(tmp_path, version="2.0.0"), base_url=BASE)
+    svc.publish(bob, artifact(tmp_path, version="2.0.0"))
     assert svc.package("acme", "greeter")["latest"] == "2.0.0"
     # admin assigns a reserved namespace
     admin.set_owner(svc.deps, "splice", "alice")
-    svc.publish(alice, artifact(tmp_path, namespace="splice"), base_url=BASE)
+    svc.publish(alice, artifact(tmp_path, namespace="splice"))
 
 
 def test_token_scope_and_publish_only(svc, tmp_path: Path) -> None:
@@ -122,11 +131,8 @@ def test_token_scope_and_publish_only(svc, tmp_path: Path) -> None:
     created = svc.create_token(alice, {"namespaces": ["acme"], "label": "ci"})
     assert created["canManage"] is False and created["namespaces"] == ["acme"]
     ci = Caller(authorization=f"Bearer {created['token']}")
-    svc.publish(ci, artifact(tmp_path), base_url=BASE)
-    assert (
-        code_of(svc.publish, ci, artifact(tmp_path, namespace="other"), base_url=BASE)
-        is ErrorCode.TOKEN_SCOPE
-    )
+    svc.publish(ci, artifact(tmp_path))
+    assert code_of(svc.publish, ci, artifact(tmp_path, namespace="other")) is ErrorCode.TOKEN_SCOPE
     assert code_of(svc.tokens, ci) is ErrorCode.TOKEN_SCOPE
     assert code_of(svc.create_token, ci, {}) is ErrorCode.TOKEN_SCOPE
     assert svc.whoami(ci)["user"] == "alice"
@@ -170,9 +176,7 @@ def test_hostile_archives_are_422_and_nothing_is_stored(
     svc, backend: StoreBackend, attack: str
 ) -> None:
     alice = login(svc, "alice")
-    assert (
-        code_of(svc.publish, alice, HOSTILE[attack](), base_url=BASE) is ErrorCode.INVALID_PACKAGE
-    )
+    assert code_of(svc.publish, alice, HOSTILE[attack]()) is ErrorCode.INVALID_PACKAGE
     assert backend.artifacts() == {}
     assert svc.search("")["results"] == []
 
@@ -180,11 +184,9 @@ def test_hostile_archives_are_422_and_nothing_is_stored(
 def test_dependencies_and_build_metadata_are_refused(svc, tmp_path: Path) -> None:
     alice = login(svc, "alice")
     with_deps = artifact(tmp_path, name="deps", dependencies={"@acme/other": "^1.0.0"})
-    assert (
-        code_of(svc.publish, alice, with_deps, base_url=BASE) is ErrorCode.DEPENDENCIES_UNSUPPORTED
-    )
+    assert code_of(svc.publish, alice, with_deps) is ErrorCode.DEPENDENCIES_UNSUPPORTED
     build = artifact(tmp_path, version="1.0.0+build.5")
-    assert code_of(svc.publish, alice, build, base_url=BASE) is ErrorCode.INVALID_PACKAGE
+    assert code_of(svc.publish, alice, build) is ErrorCode.INVALID_PACKAGE
 
 
 def test_failed_auth_blocks_the_client(backend: StoreBackend, open_service: OpenService) -> None:
@@ -203,10 +205,10 @@ def test_publish_limit_per_user(
     svc = open_service(backend, limits=RateLimits(publishes=2))
     admin.create_user(svc.deps, "alice")
     alice = login(svc, "alice")
-    svc.publish(alice, artifact(tmp_path, version="1.0.0"), base_url=BASE)
-    svc.publish(alice, artifact(tmp_path, version="1.0.1"), base_url=BASE)
+    svc.publish(alice, artifact(tmp_path, version="1.0.0"))
+    svc.publish(alice, artifact(tmp_path, version="1.0.1"))
     with pytest.raises(RateLimitedError) as info:
-        svc.publish(alice, artifact(tmp_path, version="1.0.2"), base_url=BASE)
+        svc.publish(alice, artifact(tmp_path, version="1.0.2"))
     assert info.value.retry_after == 60
 
 
@@ -225,7 +227,7 @@ def test_admin_api_needs_configured_hash(
 
 
 def test_hidden_packages_leave_search_but_stay_readable(svc, tmp_path: Path) -> None:
-    svc.publish(login(svc, "alice"), artifact(tmp_path), base_url=BASE)
+    svc.publish(login(svc, "alice"), artifact(tmp_path))
     admin.set_hidden(svc.deps, "acme", "greeter", True)
     assert svc.search("greeter")["results"] == []
     assert svc.package("acme", "greeter")["latest"] == "1.0.0"

@@ -128,14 +128,15 @@ def test_tampered_or_moved_signatures_do_not_verify(
     assert response.status_code == 403 and response.json()["error"]["code"] == "KEY_NOT_REGISTERED"
 
     # an installer given tampered metadata fails closed on the real bytes
-    data = requests.get(v1["download"], timeout=10).content
+    data = requests.get(server.url + v1["download"], timeout=10).content
     cases = {
         "moved to 1.0.1": (v2, [signature]),
         "other signature": (v1, [with_field(signature, signature=signature["signature"][::-1])]),
         "other key": (v1, [with_field(signature, keyId="ed25519:" + "1" * 16)]),
     }
     for name, (meta, signatures) in cases.items():
-        payload = data if meta is v1 else requests.get(meta["download"], timeout=10).content
+        download = server.url + meta["download"]
+        payload = data if meta is v1 else requests.get(download, timeout=10).content
         expected = Expected(meta["name"], meta["version"], meta["integrity"], meta["size"])
         with pytest.raises(InstallError) as info:
             AllOf([Sha256Matches(), SignatureValid(signatures)]).check(Candidate(payload, expected))

@@ -85,12 +85,9 @@ def test_a_store_from_an_unsigned_build_gets_its_official_skills_signed(tmp_path
     admin.set_owner(service.deps, OFFICIAL_NAMESPACE, OFFICIAL_USER)
     skill = official_skills()[0]
     archive = pack_directory(skill.directory).archive
-    service.publish(Caller(internal_user=OFFICIAL_USER), archive, base_url="embedded:")
+    service.publish(Caller(internal_user=OFFICIAL_USER), archive)
     assert (
-        service.version("splice", skill.package_id.split("/")[1], skill.version, base_url="x")[
-            "signatures"
-        ]
-        == []
+        service.version("splice", skill.package_id.split("/")[1], skill.version)["signatures"] == []
     )
     service.deps.meta.close()
     client = EmbeddedRegistryClient(store)

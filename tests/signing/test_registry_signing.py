@@ -15,8 +15,6 @@ from splice_build.spec.signing import check_signatures, signing_payload
 from testing.registry import artifact, memory_service
 from testing.signing import new_key
 
-BASE = "http://registry.test"
-
 
 @pytest.fixture
 def svc(tmp_path: Path):
@@ -43,7 +41,7 @@ def published(svc, tmp_path: Path):
     """@acme/greeter 1.0.0 and 1.0.1 by alice, bob a maintainer of @acme."""
     alice = login(svc, "alice")
     for version in ("1.0.0", "1.0.1"):
-        svc.publish(alice, artifact(tmp_path / "pkgs", version=version), base_url=BASE)
+        svc.publish(alice, artifact(tmp_path / "pkgs", version=version))
     svc.set_maintainer(alice, "acme", "bob", add=True)
     return alice
 
@@ -54,7 +52,7 @@ def sign_body(key, version: str, integrity: str) -> dict:
 
 
 def integrity(svc, version: str) -> str:
-    return svc.version("acme", "greeter", version, base_url=BASE)["integrity"]
+    return svc.version("acme", "greeter", version)["integrity"]
 
 
 def test_owner_registers_a_key_and_anyone_lists_it(svc, published, tmp_path: Path) -> None:
@@ -85,7 +83,7 @@ def test_a_key_belongs_to_one_namespace_and_stays_revoked(svc, published, tmp_pa
     body = {"publicKey": key.public_key}
     svc.add_key(published, "acme", body)
     carol = login(svc, "carol")
-    svc.publish(carol, artifact(tmp_path / "c", namespace="carol"), base_url=BASE)
+    svc.publish(carol, artifact(tmp_path / "c", namespace="carol"))
     assert code_of(svc.add_key, carol, "carol", body) is ErrorCode.KEY_EXISTS
     revoked = svc.revoke_key(published, "acme", key.key_id)
     assert revoked["revokedAt"] is not None
@@ -104,7 +102,7 @@ def test_owner_or_maintainer_signs_and_metadata_lists_it(svc, published, tmp_pat
     )
     assert stored["keyId"] == key.key_id and stored["publicKey"] == key.public_key
     assert stored["revokedAt"] is None
-    meta = svc.version("acme", "greeter", "1.0.0", base_url=BASE)
+    meta = svc.version("acme", "greeter", "1.0.0")
     assert meta["signatures"] == [stored]
     outcome = check_signatures(
         meta["signatures"], package_id="@acme/greeter", version="1.0.0", integrity=digest
@@ -114,7 +112,7 @@ def test_owner_or_maintainer_signs_and_metadata_lists_it(svc, published, tmp_pat
         published, "acme", "greeter", "1.0.0", sign_body(key, "1.0.0", digest)
     )
     assert again == stored  # one signature per key and version; the first stays
-    assert svc.version("acme", "greeter", "1.0.1", base_url=BASE)["signatures"] == []
+    assert svc.version("acme", "greeter", "1.0.1")["signatures"] == []
 
 
 def test_signatures_are_verified_before_they_are_stored(svc, published, tmp_path) -> None:
@@ -150,7 +148,7 @@ def test_signatures_are_verified_before_they_are_stored(svc, published, tmp_path
     assert code_of(sign, published, "acme", "greeter", "9.9.9", good) is ErrorCode.NOT_FOUND
     svc.revoke_key(published, "acme", key.key_id)
     assert code_of(sign, published, "acme", "greeter", "1.0.1", good) is ErrorCode.KEY_REVOKED
-    assert svc.version("acme", "greeter", "1.0.1", base_url=BASE)["signatures"] == []
+    assert svc.version("acme", "greeter", "1.0.1")["signatures"] == []
 
 
 def test_revocation_shows_on_existing_signatures(svc, published, tmp_path) -> None:
@@ -159,7 +157,7 @@ def test_revocation_shows_on_existing_signatures(svc, published, tmp_path) -> No
     digest = integrity(svc, "1.0.0")
     svc.add_signature(published, "acme", "greeter", "1.0.0", sign_body(key, "1.0.0", digest))
     svc.revoke_key(published, "acme", key.key_id)
-    (entry,) = svc.version("acme", "greeter", "1.0.0", base_url=BASE)["signatures"]
+    (entry,) = svc.version("acme", "greeter", "1.0.0")["signatures"]
     assert entry["revokedAt"] is not None
     outcome = check_signatures(
         [entry], package_id="@acme/greeter", version="1.0.0", integrity=digest

@@ -12,6 +12,7 @@ import pytest
 from splice_build.errors import ErrorCode, SpliceError
 from splice_build.project.layout import ProjectLayout
 from splice_build.sdk import Splice
+from splice_build.spec.tree_digest import tree_digest
 from testing.registry_fixtures import new_project
 
 GREETER = "@acme/greeter"
@@ -191,7 +192,8 @@ def test_widened_manifest_without_grant_does_not_run(tmp_path: Path, registry: d
     manifest["permissions"] = {"network": ["evil.example.com"]}
     manifest_path.write_text(json.dumps(manifest))
     lock = json.loads((project / "splice.lock").read_text())
-    lock["packages"][GREETER].pop("files")  # even without a files digest, the grant is checked
+    # a lock whose files digest matches the widened copy: the grant still refuses it
+    lock["packages"][GREETER]["files"] = tree_digest(manifest_path.parent)
     (project / "splice.lock").write_text(json.dumps(lock))
     with pytest.raises(SpliceError) as info:
         splice.run("greeter.hello", {"name": "x"})

@@ -34,7 +34,7 @@ def _project_root(ctx: CommandContext) -> Path | None:
 def _installed(root: Path | None, package_id: str) -> dict[str, Any] | None:
     """The locked version and its grant, when run inside a project that has the package."""
     from splice_build.errors import ProjectError
-    from splice_build.project.lockfile import load_lockfile
+    from splice_build.project.lockfile import Unknown, load_lockfile
 
     if root is None:
         return None
@@ -49,7 +49,7 @@ def _installed(root: Path | None, package_id: str) -> dict[str, Any] | None:
     return {
         "version": entry.version,
         "signedBy": entry.signed_by,
-        "grant": None if grant is None else grant.describe(root),
+        "grant": None if isinstance(grant, Unknown) else grant.describe(root),
     }
 
 

@@ -12,6 +12,9 @@ HELP = "list the project's packages and whether they are intact"
 NEEDS_PROJECT = True
 
 _NOTES = {"missing": "  (missing - run splice add)", "invalid": "  (invalid - reinstall)"}
+_CODE_NOTES = {
+    "LOCK_INCOMPLETE": "  (LOCK_INCOMPLETE: splice.lock entry incomplete - run splice install)"
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,7 +29,8 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
             return "No packages installed. Add one with `splice add <pkg>`."
         width = max(len(r["name"]) for r in rows)
         return "\n".join(
-            f"{r['name']:<{width}}  {r['version'] or '-'}{_NOTES.get(r['status'], '')}"
+            f"{r['name']:<{width}}  {r['version'] or '-'}"
+            f"{_CODE_NOTES.get(r.get('code', ''), _NOTES.get(r['status'], ''))}"
             for r in rows
         )
 

@@ -66,7 +66,7 @@ class EmbeddedRegistryClient:
 
     def version(self, package_id: str, version: str) -> dict[str, Any]:
         ns, name = split_package_id(package_id)
-        return self._call(self.service.version, ns, name, version, base_url=self.base_url)
+        return self._call(self.service.version, ns, name, version)
 
     def provenance(self, package_id: str, version: str) -> dict[str, Any]:
         return self._call(self.service.provenance, *split_package_id(package_id), version)
@@ -102,7 +102,7 @@ class EmbeddedRegistryClient:
         return self._call(self.service.add_signature, self._caller, ns, name, version, body)
 
     def publish(self, archive: bytes) -> dict[str, Any]:
-        return self._call(self.service.publish, self._caller, archive, base_url=self.base_url)
+        return self._call(self.service.publish, self._caller, archive)
 
     def whoami(self) -> dict[str, Any]:
         return self._call(self.service.whoami, self._caller)

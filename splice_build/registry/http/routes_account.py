@@ -10,7 +10,6 @@ from starlette.routing import Route
 from splice_build.registry.api import MAX_PUBLISH_BODY
 from splice_build.registry.http.body import read_limited
 from splice_build.registry.http.routing import (
-    base_url_of,
     caller_of,
     json_body,
     json_response,
@@ -50,9 +49,7 @@ def routes(service: RegistryService) -> list[Route]:
 
     async def publish(request: Request) -> Response:
         body = await read_limited(request, MAX_PUBLISH_BODY)
-        data = await run_in_threadpool(
-            service.publish, caller_of(request), body, base_url=base_url_of(request)
-        )
+        data = await run_in_threadpool(service.publish, caller_of(request), body)
         return json_response(data, status=201)
 
     async def whoami(request: Request) -> Response:

@@ -11,7 +11,6 @@ from starlette.routing import Route
 from splice_build.registry.api import IMMUTABLE_CACHE, INTEGRITY_HEADER
 from splice_build.registry.http.routing import (
     CORS_HEADERS,
-    base_url_of,
     json_response,
     path_param,
     public_read,
@@ -57,7 +56,6 @@ def routes(service: RegistryService) -> list[Route]:
             path_param(request, "ns"),
             path_param(request, "name"),
             path_param(request, "version"),
-            base_url=base_url_of(request),
         )
         return json_response(data, public=True)
 

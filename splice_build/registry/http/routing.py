@@ -45,10 +45,6 @@ def caller_of(request: Request) -> Caller:
     return Caller(authorization=request.headers.get("authorization"), client=client)
 
 
-def base_url_of(request: Request) -> str:
-    return str(request.base_url).rstrip("/")
-
-
 async def json_body(request: Request) -> dict[str, Any]:
     """The request's JSON object (an empty body is ``{}``); 413 or 400 BAD_REQUEST otherwise."""
     body = await read_limited(request, MAX_JSON_BODY)

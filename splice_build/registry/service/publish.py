@@ -22,6 +22,7 @@ from splice_build.registry.service.auth import Caller, authenticate
 from splice_build.registry.service.deps import Deps
 from splice_build.registry.service.namespaces import authorize_publish
 from splice_build.spec import json_text
+from splice_build.spec.names import download_path
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,7 @@ def decode(body: bytes) -> Decoded:
     return Decoded(manifest, manifest.to_json(), fmt)
 
 
-def publish(deps: Deps, caller: Caller, body: bytes, *, base_url: str) -> dict[str, Any]:
+def publish(deps: Deps, caller: Caller, body: bytes) -> dict[str, Any]:
     """POST /publish → ``{name, version, integrity, size, download}`` (201)."""
     from splice_build.spec.canonical import canonical_json
     from splice_build.spec.digests import integrity_of, sha256_hex
@@ -139,7 +140,7 @@ def publish(deps: Deps, caller: Caller, body: bytes, *, base_url: str) -> dict[s
         "version": version,
         "integrity": integrity,
         "size": len(body),
-        "download": download_url(base_url, namespace, name, version),
+        "download": download_path(namespace, name, version),
     }
 
 
@@ -150,10 +151,6 @@ def _latest(versions: Sequence[str]) -> str:
     if best is None:
         raise AssertionError(f"BUG: no valid version among {list(versions)}")
     return str(best)
-
-
-def download_url(base_url: str, namespace: str, name: str, version: str) -> str:
-    return f"{base_url}/packages/{namespace}/{name}/{version}/download"
 
 
 def _exists(package_id: str, version: str, published: str, submitted: str) -> RegistryError:

@@ -16,10 +16,10 @@ from splice_build.registry.db.interface import Package, Version
 from splice_build.registry.service import fields
 from splice_build.registry.service.artifacts import read_artifact
 from splice_build.registry.service.deps import Deps
-from splice_build.registry.service.publish import download_url
 from splice_build.registry.service.signing import version_signatures
 from splice_build.spec import json_text
 from splice_build.spec.js_number import js_number
+from splice_build.spec.names import download_path
 
 MAX_QUERY = 100
 DEFAULT_LIMIT = 20
@@ -127,7 +127,7 @@ def _filename(package: Package, row: Version) -> str:
     return f"{package.namespace}-{package.name}-{row.version}.{suffix}"
 
 
-def version(deps: Deps, namespace: str, name: str, number: str, *, base_url: str) -> dict[str, Any]:
+def version(deps: Deps, namespace: str, name: str, number: str) -> dict[str, Any]:
     package_row, row = _version(deps, namespace, name, number)
     return {
         "name": package_row.id,
@@ -137,7 +137,7 @@ def version(deps: Deps, namespace: str, name: str, number: str, *, base_url: str
         "size": row.size,
         "publishedAt": row.published_at,
         "publishedBy": row.published_by,
-        "download": download_url(base_url, package_row.namespace, package_row.name, row.version),
+        "download": download_path(package_row.namespace, package_row.name, row.version),
         "artifact": {
             "filename": _filename(package_row, row),
             "backend": row.artifact_backend,

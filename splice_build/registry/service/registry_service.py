@@ -103,8 +103,8 @@ class RegistryService:
     def versions(self, ns: str, name: str) -> dict[str, Any]:
         return read.versions(self.deps, ns, name)
 
-    def version(self, ns: str, name: str, version: str, *, base_url: str) -> dict[str, Any]:
-        return read.version(self.deps, ns, name, version, base_url=base_url)
+    def version(self, ns: str, name: str, version: str) -> dict[str, Any]:
+        return read.version(self.deps, ns, name, version)
 
     def provenance(self, ns: str, name: str, version: str) -> dict[str, Any]:
         return read.provenance(self.deps, ns, name, version)
@@ -120,8 +120,8 @@ class RegistryService:
 
     # -- authenticated ----------------------------------------------------------------
 
-    def publish(self, caller: Caller, body: bytes, *, base_url: str) -> dict[str, Any]:
-        return publish.publish(self.deps, caller, body, base_url=base_url)
+    def publish(self, caller: Caller, body: bytes) -> dict[str, Any]:
+        return publish.publish(self.deps, caller, body)
 
     def authenticate(self, caller: Caller) -> Principal:
         """Any valid user token (``POST /mcp``); raises UNAUTHENTICATED or RATE_LIMITED."""
