@@ -21,6 +21,7 @@ from splice_build.errors import ErrorCode
 from splice_build.runtime.result import ToolError, skill_code_of
 from splice_build.skills import skills_root
 from testing.cli import run_splice
+from testing.hostile_packages import write_package
 from testing.mcp_clients import child_env, installed_project, sdk_stdio, splice_argv
 
 FIRST = set(string.ascii_uppercase)
@@ -284,3 +285,17 @@ def test_a_hostile_code_gets_no_skill_code_and_a_proper_tool_error(run_tool, bod
     assert "skillCode" not in error, error
     assert isinstance(error["message"], str) and error["message"], error
     assert set(error) == {"code", "message"}, error  # nothing the tool shaped is added
+
+
+@pytest.mark.node
+def test_a_hostile_code_through_splice_run_json(tmp_path: Path) -> None:
+    """A prefix full of terminal escapes is no code: ``splice run --json`` reports a plain
+    ``TOOL_ERROR`` (the message JSON-escaped, as every string) and no ``skillCode``."""
+    body = "throw new Error('HARD\\u001b]0;pwned\\u0007\\u001b[2J_LINK: x');"
+    package = write_package(tmp_path / "pkgs", f"export default async () => {{ {body} }};")
+    done = run_splice("--json", "run", "--dir", str(package), "hostile.t", cwd=tmp_path)
+    assert done.code == 1, done.stderr
+    assert "\x1b" not in done.stdout  # the JSON document escapes it
+    error = done.json()["error"]
+    assert set(error) == {"code", "message"} and error["code"] == "TOOL_ERROR", error
+    assert error["message"].startswith("HARD\x1b]0;pwned"), error
