@@ -18,7 +18,8 @@ import anyio
 import pytest
 
 from splice_build.errors import ErrorCode
-from splice_build.runtime.result import ToolError, skill_code_of
+from splice_build.mcp.mapping import error_meta
+from splice_build.runtime.result import ToolError, is_skill_code, skill_code_of
 from splice_build.skills import skills_root
 from testing.cli import run_splice
 from testing.hostile_packages import write_package
@@ -299,3 +300,36 @@ def test_a_hostile_code_through_splice_run_json(tmp_path: Path) -> None:
     error = done.json()["error"]
     assert set(error) == {"code", "message"} and error["code"] == "TOOL_ERROR", error
     assert error["message"].startswith("HARD\x1b]0;pwned"), error
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "A" * 10240,
+        "HARD\x1b[2J_LINK",
+        "HARD_LINK\n",
+        "HARD_LINK\x00",
+        "hard_link",
+        "",
+        {"code": "HARD_LINK"},
+        ["HARD_LINK"],
+        42,
+        None,
+    ],
+)
+def test_the_mcp_mapping_passes_on_only_an_allow_listed_skill_code(value: object) -> None:
+    """The MCP layer re-checks the shape of what it is handed, so an error dict from any
+    backend cannot put a structure, 10 KB or an escape sequence into ``_meta``."""
+    meta = error_meta({"code": "TOOL_ERROR", "message": "m", "skillCode": value})
+    assert meta == {"io.spliceloom/error": {"code": "TOOL_ERROR"}}
+    assert not is_skill_code(value)
+
+
+def test_the_mcp_mapping_passes_on_a_skill_code() -> None:
+    meta = error_meta({"code": "TOOL_ERROR", "message": "m", "skillCode": "HARD_LINK"})
+    assert meta == {"io.spliceloom/error": {"code": "TOOL_ERROR", "skillCode": "HARD_LINK"}}
+    # Every code skill_code_of reads is one the mapping passes on, and the other way round.
+    for message in ("AB: x", "A" * 64 + ": x", "PATH_OUTSIDE_SANDBOX: x", "ENOENT: x"):
+        code = skill_code_of(message)
+        assert code is not None and is_skill_code(code), message
+    assert not is_skill_code("A") and not is_skill_code("A" * 65)
