@@ -77,10 +77,13 @@ def error_text(
 
 def error_meta(error: Mapping[str, Any]) -> dict[str, Any]:
     """``_meta["io.spliceloom/error"]``: the failure's code, and the skill's own code when the
-    runtime found one (``skillCode``), so a client can branch without parsing the text."""
+    runtime found one (``skillCode``), so a client can branch without parsing the text. The
+    code is passed on only in its allow-listed shape (``is_skill_code``): fail closed."""
+    from splice_build.runtime.result import is_skill_code
+
     structured: dict[str, Any] = {"code": str(error.get("code", "TOOL_ERROR"))}
     skill_code = error.get("skillCode")
-    if isinstance(skill_code, str):
+    if is_skill_code(skill_code):
         structured["skillCode"] = skill_code
     return {f"{META_PREFIX}error": structured}
 

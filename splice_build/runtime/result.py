@@ -11,9 +11,20 @@ from splice_build.errors import ErrorCode
 if TYPE_CHECKING:
     from splice_build.runtime.isolation.plan import IsolationPlan
 
-# A skill's own refusal code at the start of a thrown error's message ("HARD_LINK: …"): an
-# upper-case letter, then 1–63 upper-case letters, digits or underscores, then ": ".
-SKILL_CODE = re.compile(r"([A-Z][A-Z0-9_]{1,63}): ")
+# A skill's own refusal code ("HARD_LINK"): an upper-case letter, then 1–63 upper-case
+# letters, digits or underscores. In a thrown error's message it is followed by ": ".
+_CODE = r"[A-Z][A-Z0-9_]{1,63}"
+SKILL_CODE = re.compile(rf"({_CODE}): ")
+_WHOLE_CODE = re.compile(_CODE)
+
+
+def is_skill_code(value: object) -> bool:
+    """Whether ``value`` is a string of exactly the allow-listed shape ``skill_code_of`` returns.
+
+    For a layer that receives an error as data (the MCP mapping) and must not pass on a
+    structure, a 10 KB string or control characters even if its producer changed.
+    """
+    return isinstance(value, str) and _WHOLE_CODE.fullmatch(value) is not None
 
 
 def skill_code_of(message: str) -> str | None:

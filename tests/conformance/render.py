@@ -113,7 +113,9 @@ violated (most attack the rule for real: a malicious package, a hostile server, 
 to another host). The data lives in `tests/conformance/statements.toml`; this page is
 generated from it (`python -m tests.conformance.render`) and
 `tests/conformance/test_index.py` fails when the two differ, when a statement has no test,
-when a named test file or test function does not exist, or when an id repeats.
+when a named test file or test function does not exist, when an id repeats, or when every
+test of a statement only reads the source code (`inspect.getsource`, `ast.parse`): such a
+test may back a statement next to one that exercises the behaviour, never alone.
 
 Statuses:
 

@@ -127,6 +127,48 @@ def test_every_statement_has_a_test(statements: list[Statement]) -> None:
             assert len(set(s.tests)) == len(s.tests), f"{s.id}: a test is named twice"
 
 
+# Calls that read our own code instead of running it: ``inspect.getsource(module)``,
+# ``ast.parse(source)``. A test made of them shows what the code says, not what it does.
+_READS_CODE = {("inspect", "getsource"), ("inspect", "getsourcelines"), ("ast", "parse")}
+
+
+@cache
+def _reads_code(node_id: str) -> bool:
+    """Whether the named test function (or ``Class::method``) calls one of ``_READS_CODE``."""
+    path, name = node_id.split("::", 1)
+    node: ast.AST = ast.parse((REPO / path).read_text(encoding="utf-8"), filename=path)
+    for part in name.split("::"):
+        node = next(
+            item
+            for item in getattr(node, "body", [])
+            if isinstance(item, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+            and item.name == part
+        )
+    return any(
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and isinstance(call.func.value, ast.Name)
+        and (call.func.value.id, call.func.attr) in _READS_CODE
+        for call in ast.walk(node)
+    )
+
+
+def test_reads_code_tells_a_code_reading_test_from_one_that_runs_the_code() -> None:
+    hosts = "tests/broker/test_provider_hosts.py"
+    assert _reads_code(f"{hosts}::test_github_provider_code_has_only_get_requests")
+    assert not _reads_code(f"{hosts}::test_every_github_capability_sends_only_get")
+    # Reading source through a helper (node_id_problem parses test files) is not this test's
+    # own evidence: only calls in the test's body count.
+    assert not _reads_code("tests/conformance/test_index.py::test_every_named_test_exists")
+
+
+def test_no_statement_rests_on_code_evidence_alone(statements: list[Statement]) -> None:
+    """A test that only reads the source may back a statement, next to one that exercises the
+    behaviour (real servers, a real sandbox); never alone."""
+    only_code = [s.id for s in statements if s.tests and all(_reads_code(test) for test in s.tests)]
+    assert only_code == [], f"backed only by tests that read source code: {only_code}"
+
+
 def test_every_named_test_exists(statements: list[Statement]) -> None:
     problems = [
         f"{s.id}: {problem}"
