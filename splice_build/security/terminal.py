@@ -1,0 +1,56 @@
+"""Text that cannot drive a terminal (docs/security.md#terminal-output).
+
+Tool logs, tool errors, manifest and registry strings are written by someone else. A raw
+``ESC`` starts an escape sequence (``ESC ]52;`` writes the clipboard, ``ESC [2J`` clears the
+screen), ``CSI`` (U+009B) does the same in one code point, ``CR`` overwrites what was shown,
+and bidi overrides (U+202E) or other invisible format characters make a name read as
+something else. ``terminal_safe`` keeps what a terminal shows as a glyph or a space and turns
+everything else into a visible escape (``\\x1b``, ``\\u202e``, ``\\U000e0001``).
+
+The decision is by Unicode general category, as an allow-list: letters, marks, numbers,
+punctuation, symbols and space separators pass, as do newline and tab; control (Cc),
+format (Cf), line and paragraph separators (Zl, Zp), surrogates (Cs, which also carry the
+undecodable bytes of a non-UTF-8 file name), private use (Co) and unassigned (Cn) code points
+are escaped. A backslash passes unchanged: the escapes are for reading, not for decoding.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+# The general categories (by first letter, or whole) that a terminal shows as themselves.
+_SHOWN_CLASSES = frozenset("LMNPS")
+_SHOWN_CATEGORIES = frozenset({"Zs"})
+_SHOWN_CONTROLS = frozenset("\n\t")
+
+
+def is_shown(char: str) -> bool:
+    """Whether ``char`` (one code point) reaches the terminal unchanged."""
+    if char in _SHOWN_CONTROLS:
+        return True
+    category = unicodedata.category(char)
+    return category[0] in _SHOWN_CLASSES or category in _SHOWN_CATEGORIES
+
+
+def escape(char: str) -> str:
+    """The visible escape of one code point: ``\\xNN``, ``\\uNNNN`` or ``\\UNNNNNNNN``."""
+    point = ord(char)
+    if point < 0x100:
+        return f"\\x{point:02x}"
+    if point < 0x10000:
+        return f"\\u{point:04x}"
+    return f"\\U{point:08x}"
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with every code point a terminal would not show as itself made visible.
+
+    Lines without a special character (the usual case) cost one C-level ``isprintable``
+    scan; only the others are walked code point by code point.
+    """
+    lines = text.split("\n")
+    for index, line in enumerate(lines):
+        if line.replace("\t", "").isprintable():
+            continue
+        lines[index] = "".join(c if is_shown(c) else escape(c) for c in line)
+    return "\n".join(lines)
