@@ -17,6 +17,10 @@ are escaped. A backslash passes unchanged: the escapes are for reading, not for 
 from __future__ import annotations
 
 import unicodedata
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from splice_build.spec.manifest import Manifest
 
 # The general categories (by first letter, or whole) that a terminal shows as themselves.
 _SHOWN_CLASSES = frozenset("LMNPS")
@@ -54,3 +58,38 @@ def terminal_safe(text: str) -> str:
             continue
         lines[index] = "".join(c if is_shown(c) else escape(c) for c in line)
     return "\n".join(lines)
+
+
+def require_visible_text(manifest: Manifest) -> None:
+    """Refuse a manifest whose strings hold what a terminal would not show as itself.
+
+    ``validate`` and ``publish`` call it (docs/security.md#terminal-output): a description
+    or file path with ``ESC``, ``CSI``, a bidi override or another control or format
+    character is shown escaped by every Splice command, but it is refused before it reaches
+    a registry. Keys and values of the normalized manifest are checked, each problem naming
+    its field. Raises SpecError INVALID_MANIFEST.
+    """
+    from splice_build.errors import ErrorCode, SpecError
+    from splice_build.spec.validation import format_path
+
+    problems: list[str] = []
+    stack: list[tuple[tuple[str | int, ...], object]] = [((), manifest.to_json())]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, dict):
+            for key in reversed(list(value)):
+                stack.append(((*path, key), value[key]))
+        elif isinstance(value, list):
+            stack.extend(((*path, i), item) for i, item in reversed(list(enumerate(value))))
+        texts = [("", value)] if isinstance(value, str) else []
+        if path and isinstance(path[-1], str):
+            texts.append((" (key)", path[-1]))
+        for label, text in texts:
+            hidden = dict.fromkeys(escape(c) for c in text if not is_shown(c))
+            if hidden:
+                problems.append(
+                    f"{terminal_safe(format_path('', path))}{label}: must not contain control "
+                    f"or invisible format characters (found {', '.join(hidden)})"
+                )
+    if problems:
+        raise SpecError(ErrorCode.INVALID_MANIFEST, "manifest.json is invalid", details=problems)

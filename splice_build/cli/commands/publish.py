@@ -41,6 +41,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         open_configured,
         require_login,
     )
+    from splice_build.security.terminal import require_visible_text
     from splice_build.spec.pack import pack_directory
 
     if args.key is not None and not args.sign:
@@ -49,6 +50,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     key = _load_key(home, args.key) if args.sign else None
     packed = pack_directory(ctx.cwd / args.dir)
     manifest = packed.manifest
+    require_visible_text(manifest)
     ident = f"{manifest.id}@{manifest.version}"
     summary = f"{len(packed.files)} files, {packed.size} bytes, {packed.integrity}"
     data: dict[str, Any] = {
