@@ -110,6 +110,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from splice_build.cli.errors import Exit, error_handler
     from splice_build.cli.output import Output
 
+    # Undecodable bytes of file names arrive as surrogates; written with backslashreplace
+    # they read as ``\udcff`` (a valid JSON escape) instead of ending the command with a
+    # UnicodeEncodeError.
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     env = dict(os.environ)
     json_mode = "--json" in argv
     color = sys.stderr.isatty() and "--no-color" not in argv and not env.get("NO_COLOR")
@@ -119,11 +125,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         with error_handler(out, home=home, verbose="--verbose" in argv):
             commands = _only_command(argv) or load_commands()
             parser = build_parser(commands)
-            if not argv:
-                parser.print_help(sys.stderr)
-                return EXIT_USAGE
-            args = parser.parse_args(argv)
-            if args.command is None:
+            args = parser.parse_args(argv) if argv else None
+            if args is None or args.command is None:
+                if json_mode:
+                    raise UsageError("no command given", hint=f"run `{PROG} --help` for usage")
                 parser.print_help(sys.stderr)
                 return EXIT_USAGE
             module = commands[args.command]

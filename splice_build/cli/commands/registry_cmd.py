@@ -60,7 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     serve = parser.add_argument_group("serve options")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     serve.add_argument(
-        "--port", type=_count, default=8787, help="port (default: 8787; 0 = any free port)"
+        "--port", type=_port, default=8787, help="port (default: 8787; 0 = any free port)"
     )
     serve.add_argument(
         "--publish-limit", type=_count, default=10, help="publishes per user per minute (0 = off)"
@@ -125,9 +125,39 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     raise UsageError("registry needs an action: serve or admin")
 
 
-def _data_dir(args: argparse.Namespace, ctx: CommandContext) -> Path:
+def _port(text: str) -> int:
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError("--port must be an integer from 0 to 65535")
+    return int(text)
+
+
+def _data_dir(args: argparse.Namespace, ctx: CommandContext, *, existing: bool) -> Path:
+    """``--data`` as a path, checked before any store is opened (usage errors, exit 2).
+
+    It must be a directory this user can read and write, or not exist yet under a
+    directory; ``existing`` (the admin verbs whose store lives there) also refuses a path
+    that does not exist, so that a mistyped path never administers a new, empty store.
+    """
+    import os
+
     data = Path(args.data)
-    return data if data.is_absolute() else ctx.cwd / data
+    data = data if data.is_absolute() else ctx.cwd / data
+    hint = "--data names the registry's data directory"
+    if data.is_dir():
+        if not os.access(data, os.R_OK | os.W_OK | os.X_OK):
+            raise UsageError(f"--data {data} cannot be read and written by this user", hint=hint)
+        return data
+    if data.exists() or data.is_symlink():
+        raise UsageError(f"--data {data} is not a directory", hint=hint)
+    if existing:
+        raise UsageError(
+            f"no registry data directory at {data}",
+            hint="check --data; `splice registry serve --data DIR` creates a new store",
+        )
+    parent = next(p for p in data.parents if p.exists() or p.is_symlink())
+    if not parent.is_dir():
+        raise UsageError(f"--data {data} is inside {parent}, which is not a directory", hint=hint)
+    return data
 
 
 def _serve(args: argparse.Namespace, ctx: CommandContext) -> int:
@@ -140,7 +170,7 @@ def _serve(args: argparse.Namespace, ctx: CommandContext) -> int:
         len(admin_hash) != 64 or not all(c in "0123456789abcdef" for c in admin_hash)
     ):
         raise UsageError(f"{ADMIN_TOKEN_ENV} must be a hex SHA-256 (64 characters)")
-    data = _data_dir(args, ctx)
+    data = _data_dir(args, ctx, existing=False)
     config = StorageConfig.from_env(ctx.env)
     limits = RateLimits(publishes=args.publish_limit, requests=args.request_limit)
     where = f"data: {data}" if config == StorageConfig() else config.describe(data)
@@ -172,7 +202,9 @@ def _admin(args: argparse.Namespace, ctx: CommandContext) -> int:
     if args.verb == "migrate-artifacts":
         return _migrate_artifacts(args, ctx)
     first = args.operands[0]
-    deps = open_service(_data_dir(args, ctx), config=StorageConfig.from_env(ctx.env)).deps
+    config = StorageConfig.from_env(ctx.env)
+    data = _data_dir(args, ctx, existing=config.database_url is None)
+    deps = open_service(data, config=config).deps
     try:
         result: dict[str, Any]
         if args.verb == "create-user":
@@ -217,7 +249,7 @@ def _migrate(args: argparse.Namespace, ctx: CommandContext) -> int:
         s3_location,
     )
 
-    data = _data_dir(args, ctx)
+    data = _data_dir(args, ctx, existing=True)
     target = postgres_url(args.to)
     blobs_from = blobs_to = None
     if args.artifacts is not None:
@@ -248,7 +280,8 @@ def _migrate_artifacts(args: argparse.Namespace, ctx: CommandContext) -> int:
     from splice_build.registry.service.artifacts import migrate
     from splice_build.registry.storage import StorageConfig, open_service
 
-    deps = open_service(_data_dir(args, ctx), config=StorageConfig.from_env(ctx.env)).deps
+    data = _data_dir(args, ctx, existing=True)
+    deps = open_service(data, config=StorageConfig.from_env(ctx.env)).deps
     try:
         report = migrate(deps)
     finally:
