@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from splice_build.cli import arg_types
 from splice_build.cli.context import CommandContext
 
 NAME = "pack"
@@ -13,9 +14,14 @@ NEEDS_PROJECT = False
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("dir", nargs="?", default=".", help="package directory (default: .)")
     parser.add_argument(
-        "--out", metavar="FILE", help="output file (default: <ns>-<name>-<version>.tar.gz)"
+        "dir", nargs="?", default=".", type=arg_types.path, help="package directory (default: .)"
+    )
+    parser.add_argument(
+        "--out",
+        metavar="FILE",
+        type=arg_types.path,
+        help="output file (default: <ns>-<name>-<version>.tar.gz)",
     )
 
 

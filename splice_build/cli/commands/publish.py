@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from splice_build.cli import arg_types
 from splice_build.cli.context import CommandContext
 from splice_build.errors import UsageError
 
@@ -25,7 +26,9 @@ NEEDS_PROJECT = False
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("dir", nargs="?", default=".", help="package directory (default: .)")
+    parser.add_argument(
+        "dir", nargs="?", default=".", type=arg_types.path, help="package directory (default: .)"
+    )
     parser.add_argument(
         "--dry-run", action="store_true", help="validate and pack only; upload nothing"
     )

@@ -15,6 +15,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from splice_build.cli import arg_types
 from splice_build.cli.context import CommandContext
 from splice_build.errors import UsageError
 
@@ -55,7 +56,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "operands", nargs="*", help="admin: user name, token id, or namespace [user]"
     )
     parser.add_argument(
-        "--data", default=DEFAULT_DATA, help=f"data directory (default: ./{DEFAULT_DATA})"
+        "--data",
+        default=DEFAULT_DATA,
+        type=arg_types.path,
+        help=f"data directory (default: ./{DEFAULT_DATA})",
     )
     serve = parser.add_argument_group("serve options")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
@@ -132,32 +136,21 @@ def _port(text: str) -> int:
 
 
 def _data_dir(args: argparse.Namespace, ctx: CommandContext, *, existing: bool) -> Path:
-    """``--data`` as a path, checked before any store is opened (usage errors, exit 2).
+    """``--data``, checked before any store is opened (usage errors, exit 2).
 
-    It must be a directory this user can read and write, or not exist yet under a
-    directory; ``existing`` (the admin verbs whose store lives there) also refuses a path
-    that does not exist, so that a mistyped path never administers a new, empty store.
+    ``existing`` (the admin verbs whose store lives there) also refuses a path that does not
+    exist, so that a mistyped path never administers a new, empty store.
     """
-    import os
+    from splice_build.cli.paths import usable_directory
 
     data = Path(args.data)
     data = data if data.is_absolute() else ctx.cwd / data
-    hint = "--data names the registry's data directory"
-    if data.is_dir():
-        if not os.access(data, os.R_OK | os.W_OK | os.X_OK):
-            raise UsageError(f"--data {data} cannot be read and written by this user", hint=hint)
-        return data
-    if data.exists() or data.is_symlink():
-        raise UsageError(f"--data {data} is not a directory", hint=hint)
-    if existing:
-        raise UsageError(
-            f"no registry data directory at {data}",
-            hint="check --data; `splice registry serve --data DIR` creates a new store",
-        )
-    parent = next(p for p in data.parents if p.exists() or p.is_symlink())
-    if not parent.is_dir():
-        raise UsageError(f"--data {data} is inside {parent}, which is not a directory", hint=hint)
-    return data
+    hint = (
+        "check --data; `splice registry serve --data DIR` creates a new store"
+        if existing and not data.exists()
+        else "--data names the registry's data directory"
+    )
+    return usable_directory(data, "--data", must_exist=existing, hint=hint)
 
 
 def _serve(args: argparse.Namespace, ctx: CommandContext) -> int:

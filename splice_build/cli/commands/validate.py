@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from splice_build.cli import arg_types
 from splice_build.cli.context import CommandContext
 
 NAME = "validate"
@@ -13,7 +14,9 @@ NEEDS_PROJECT = False
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("target", nargs="?", default=".", help="package directory or archive")
+    parser.add_argument(
+        "target", nargs="?", default=".", type=arg_types.path, help="package directory or archive"
+    )
 
 
 def _load_files(target: Path) -> tuple[dict[str, bytes], str]:
