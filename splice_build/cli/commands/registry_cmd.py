@@ -82,6 +82,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     token.add_argument(
         "--publish-only", action="store_true", help="cannot manage tokens or maintainers"
     )
+    shown = token.add_mutually_exclusive_group()
+    shown.add_argument(
+        "--out",
+        metavar="FILE",
+        type=arg_types.path,
+        help="write the token to FILE (mode 0600; never overwrites)",
+    )
+    shown.add_argument("--show", action="store_true", help="print the token on stdout instead")
     owner = parser.add_argument_group("admin set-owner options")
     owner.add_argument("--release", action="store_true", help="leave the namespace without owner")
     migrate = parser.add_argument_group("admin migrate options")
@@ -117,6 +125,14 @@ def _check_admin(args: argparse.Namespace) -> None:
         raise UsageError("--to belongs to registry admin migrate, which needs it")
     if args.artifacts is not None and args.verb != "migrate":
         raise UsageError("--artifacts belongs to registry admin migrate")
+    if args.verb != "create-token" and (args.out is not None or args.show):
+        raise UsageError("--out and --show belong to registry admin create-token")
+    if args.verb == "create-token" and args.out is None and not args.show:
+        raise UsageError(
+            "registry admin create-token needs --out FILE or --show",
+            hint="--out FILE writes the token to a new file only you can read (mode 0600); "
+            "--show prints it on stdout, where terminals, logs and CI output keep it",
+        )
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
@@ -197,6 +213,7 @@ def _admin(args: argparse.Namespace, ctx: CommandContext) -> int:
     first = args.operands[0]
     config = StorageConfig.from_env(ctx.env)
     data = _data_dir(args, ctx, existing=config.database_url is None)
+    token_file = _token_file(args, ctx) if args.out is not None else None
     deps = open_service(data, config=config).deps
     try:
         result: dict[str, Any]
@@ -212,10 +229,19 @@ def _admin(args: argparse.Namespace, ctx: CommandContext) -> int:
             }
             result = admin.create_token(deps, first, token_request(body, allow_manage=True))
             kind = "publish-only" if args.publish_only else "managing"
-            ctx.out.info(
-                f"Created {kind} token {result['id']} for {result['user']}; it is shown once, store it now"
-            )
-            ctx.out.result(result, result["token"])
+            if token_file is None:  # --show
+                ctx.out.info(
+                    f"Created {kind} token {result['id']} for {result['user']}; "
+                    "it is shown once, store it now"
+                )
+                ctx.out.result(result, result["token"])
+            else:
+                result = _write_token(deps, result, token_file)
+                ctx.out.result(
+                    result,
+                    f"Created {kind} token {result['id']} for {result['user']} in {token_file} "
+                    "(mode 0600); give it to the user and delete the file",
+                )
         elif args.verb == "revoke-token":
             result = admin.revoke_token(deps, first)
             ctx.out.result(result, f"Revoked token {first}")
@@ -225,6 +251,38 @@ def _admin(args: argparse.Namespace, ctx: CommandContext) -> int:
     finally:
         deps.meta.close()
     return 0
+
+
+def _token_file(args: argparse.Namespace, ctx: CommandContext) -> Path:
+    """``--out``: a new file in an existing directory (checked before the token exists)."""
+    path = Path(args.out)
+    path = path if path.is_absolute() else ctx.cwd / path
+    if path.exists() or path.is_symlink():
+        raise UsageError(f"--out {path} already exists; it is never overwritten")
+    if not path.parent.is_dir():
+        raise UsageError(f"--out {path}: the directory {path.parent} does not exist")
+    return path
+
+
+def _write_token(deps: Any, result: dict[str, Any], path: Path) -> dict[str, Any]:
+    """Write the token to ``path`` (0600, atomically, only if absent); the result without it.
+
+    A file that appeared since the check, or a failed write, revokes the new token: a token
+    nobody holds is not left valid in the store.
+    """
+    from splice_build.project.atomic import atomic_write_bytes
+    from splice_build.registry.service import admin
+
+    token = result["token"]
+    try:
+        written = atomic_write_bytes(path, f"{token}\n".encode(), mode=0o600, exclusive=True)
+    except OSError as exc:
+        admin.revoke_token(deps, result["id"])
+        raise UsageError(f"--out {path}: {exc.strerror or exc}; the token was revoked") from exc
+    if not written:
+        admin.revoke_token(deps, result["id"])
+        raise UsageError(f"--out {path} already exists; the token was revoked")
+    return {**{k: v for k, v in result.items() if k != "token"}, "tokenFile": str(path)}
 
 
 def _migrate(args: argparse.Namespace, ctx: CommandContext) -> int:
