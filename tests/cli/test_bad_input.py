@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import platform
+import signal
+import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +18,7 @@ import pytest
 
 from splice_build.cli.main import build_parser, load_commands
 from splice_build.errors import ErrorCode
-from testing.cli import Completed, run_splice
+from testing.cli import Completed, run_splice, splice_executable
 from testing.packages import write_package
 
 EXIT_CODES = {0, 1, 2}  # docs/cli.md: 130 only on ^C
@@ -226,3 +230,42 @@ def test_no_command_under_json_is_one_usage_document() -> None:
     done = run_splice("--json")
     assert done.code == 2
     assert_failure_document(done, "USAGE")
+
+
+def _reading_stdin(pid: int) -> bool:
+    """Whether process ``pid`` is blocked in ``read(0, …)`` (x86-64 Linux: syscall 0)."""
+    try:
+        fields = Path(f"/proc/{pid}/syscall").read_text().split()
+    except OSError:
+        return False
+    return fields[:2] == ["0", "0x0"]
+
+
+@pytest.mark.skipif(
+    platform.system() != "Linux" or platform.machine() != "x86_64",
+    reason="finds the blocking read through /proc/<pid>/syscall (x86-64 Linux numbering)",
+)
+def test_interrupted_under_json_is_one_document_and_exit_130(tmp_path: Path) -> None:
+    process = subprocess.Popen(
+        [splice_executable(), "login", "--json", "--registry", "http://127.0.0.1:9"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not _reading_stdin(process.pid):  # waiting for the token on stdin
+            assert process.poll() is None and time.monotonic() < deadline, "never read stdin"
+            time.sleep(0.02)
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=30)
+    finally:
+        process.kill()
+        process.wait()
+    assert process.returncode == 130, stderr
+    assert json.loads(stdout) == {
+        "ok": False,
+        "error": {"code": "INTERRUPTED", "message": "interrupted"},
+    }
