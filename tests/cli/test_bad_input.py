@@ -200,7 +200,11 @@ def test_registry_admin_data_that_is_a_file_or_missing(tmp_path: Path) -> None:
         (tmp_path / "missing", "does not exist"),
     ]
     for data, fragment in cases:
-        for verb in (["create-user", "alice"], ["create-token", "alice"], ["migrate-artifacts"]):
+        for verb in (
+            ["create-user", "alice"],
+            ["create-token", "alice", "--show"],
+            ["migrate-artifacts"],
+        ):
             args = ("registry", "admin", *verb, "--data", str(data), "--json")
             _usage(run_splice(*args, cwd=tmp_path), fragment)
     assert not (tmp_path / "missing").exists()
