@@ -273,3 +273,13 @@ def test_interrupted_under_json_is_one_document_and_exit_130(tmp_path: Path) -> 
         "ok": False,
         "error": {"code": "INTERRUPTED", "message": "interrupted"},
     }
+
+
+@pytest.mark.parametrize("token", [f"splice_{UNDECODABLE}", "splice_é", "splice_\x1b[2J"])
+def test_a_token_that_cannot_be_sent_is_a_config_error(tmp_path: Path, token: str) -> None:
+    done = run_splice(
+        "whoami", "--registry", "http://127.0.0.1:9", "--json", env={"SPLICE_TOKEN": token}
+    )
+    assert done.code == 2, done.stderr
+    error = assert_failure_document(done, "INVALID_CONFIG")["error"]
+    assert error["message"].startswith("SPLICE_TOKEN is not a registry token")
