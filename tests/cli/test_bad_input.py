@@ -110,6 +110,37 @@ def test_every_command_answers_undecodable_input_with_one_json_document(
         assert document["error"]["code"] != "INTERNAL_ERROR", document
 
 
+@pytest.fixture(scope="module")
+def undecodable_project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """A project named with byte 0xff, @splice/example installed, its own SPLICE_HOME."""
+    root = tmp_path_factory.mktemp("project") / f"w{UNDECODABLE}"
+    project = root / f"proj{UNDECODABLE}"
+    project.mkdir(parents=True)
+    env = {"SPLICE_HOME": str(root / f"home{UNDECODABLE}"), "HOME": str(root)}
+    for words in (["init"], ["add", "@splice/example"]):
+        done = run_splice(*words, cwd=project, env=env, timeout=300)
+        assert done.code == 0, done.stderr
+    return project, env
+
+
+# Not run bare in the project: `registry serve` serves until it is stopped; `mcp` speaks the
+# MCP protocol on stdout (its stdio tests are in tests/mcp).
+_LONG_RUNNING = {"registry serve", "mcp"}
+
+
+@pytest.mark.parametrize("path", [p for p in COMMAND_PATHS if p not in _LONG_RUNNING])
+def test_every_command_in_an_undecodable_project_answers_one_json_document(
+    undecodable_project: tuple[Path, dict[str, str]], path: str
+) -> None:
+    project, env = undecodable_project
+    done = run_splice(*path.split(), "--json", cwd=project, env=env, timeout=300)
+    assert done.code in EXIT_CODES, done.stderr
+    document = one_document(done)
+    if done.code != 0:
+        assert isinstance(document, dict) and document["ok"] is False, document
+        assert document["error"]["code"] != "INTERNAL_ERROR", document
+
+
 def test_global_options_work_after_nested_command_words(tmp_path: Path) -> None:
     assert run_splice("init", str(tmp_path / "app")).code == 0
     done = run_splice("workspace", "list", "--json", cwd=tmp_path)
@@ -283,3 +314,19 @@ def test_a_token_that_cannot_be_sent_is_a_config_error(tmp_path: Path, token: st
     assert done.code == 2, done.stderr
     error = assert_failure_document(done, "INVALID_CONFIG")["error"]
     assert error["message"].startswith("SPLICE_TOKEN is not a registry token")
+
+
+def test_a_workspace_member_with_an_undecodable_name(tmp_path: Path) -> None:
+    member = tmp_path / f"m{UNDECODABLE}"
+    assert run_splice("init", str(member)).code == 0
+    added = run_splice("workspace", "add", str(member), "--json", cwd=tmp_path)
+    assert added.code == 2
+    message = assert_failure_document(added, "USAGE")["error"]["message"]
+    assert message == "m\\xff is not valid UTF-8, so it cannot be written to pyproject.toml"
+    (tmp_path / "pyproject.toml").write_text('[tool.splice.workspace]\nmembers = ["*"]\n')
+    listed = run_splice("workspace", "list", "--json", cwd=tmp_path)
+    assert listed.code == 0, listed.stderr
+    assert one_document(listed)["members"] == ["m\\xff"]
+    synced = run_splice("sync", "--json", cwd=tmp_path, timeout=300)
+    assert synced.code == 0, synced.stderr
+    assert [p["path"] for p in one_document(synced)["projects"]] == ["m\\xff"]
