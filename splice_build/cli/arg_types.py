@@ -66,8 +66,6 @@ def text(value: str) -> str:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        raise argparse.ArgumentTypeError(
-            f"{value.encode('utf-8', 'surrogateescape').decode('utf-8', 'backslashreplace')!r} "
-            "is not valid UTF-8 text"
-        ) from None
+        shown = value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        raise argparse.ArgumentTypeError(f'"{shown}" is not valid UTF-8 text') from None
     return value
