@@ -55,7 +55,8 @@ class Output:
         if self.json_mode or text is None:
             from splice_build.spec.json_text import dumps
 
-            self._write(self._stdout, dumps(data, indent=2))
+            document = dumps(data, indent=2)  # exact under --json; for people, made safe
+            self._write(self._stdout, document if self.json_mode else _shown(document))
             return
         rendered = text() if callable(text) else text
         if rendered:
