@@ -61,6 +61,7 @@ class ErrorCode(StrEnum):
     KEY_NOT_FOUND = "KEY_NOT_FOUND"
     KEY_EXISTS = "KEY_EXISTS"
     USAGE = "USAGE"
+    INTERRUPTED = "INTERRUPTED"  # the CLI under --json, on ^C
     STATE_LOCKED = "STATE_LOCKED"
     ISOLATION_UNAVAILABLE = "ISOLATION_UNAVAILABLE"
     # runtime

@@ -24,14 +24,19 @@ def publish(
     version: str = "1.0.0",
     permissions: Mapping[str, Any] | None = None,
     files: Mapping[str, str | bytes] | None = None,
+    manifest: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Publish ``@namespace/name@version`` into the registry store ``store``; the response."""
+    """Publish ``@namespace/name@version`` into the registry store ``store``; the response.
+
+    ``manifest`` holds further manifest fields (a hostile description, other tools).
+    """
     from splice_build.registry.client.embedded import EmbeddedRegistryClient
     from splice_build.spec.pack import pack_directory
 
     overrides: dict[str, Any] = {"namespace": namespace, "name": name, "version": version}
     if permissions is not None:
         overrides["permissions"] = dict(permissions)
+    overrides.update(manifest or {})
     directory = write_package(
         work / f"{namespace}-{name}-{version}", minimal_manifest(**overrides), files
     )

@@ -132,8 +132,14 @@ def admin(server: RunningRegistry, *args: str) -> str:
 
 
 def user_token(server: RunningRegistry, name: str, *extra: str) -> str:
-    """Create user ``name`` if needed and return a fresh managing token (printed once)."""
+    """Create user ``name`` if needed and return a fresh managing token (``--out``: a 0600
+    file next to the data directory, read and removed here)."""
     from testing.cli import run_splice
 
     run_splice("registry", "admin", "create-user", name, "--data", str(server.data), env=server.env)
-    return admin(server, "create-token", name, *extra)
+    path = server.data.parent / f"token-{name}-{os.urandom(4).hex()}"
+    admin(server, "create-token", name, *extra, "--out", str(path))
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    finally:
+        path.unlink()

@@ -5,6 +5,12 @@ a project is looked up or a registry is asked, as the TypeScript CLI reports it.
 raises the parser's own ``SpecError`` (``INVALID_NAME``, ``INVALID_RANGE``, ``INVALID_REF``),
 which the error handler prints, and returns the text unchanged for the command to use.
 Imports happen inside the checks so that loading a command module stays cheap.
+
+Text arguments hold undecodable bytes of the command line as surrogates (``\xff`` arrives as
+``\udcff``). A file-system path may (``path``: the operating system takes the bytes back);
+anything else must be UTF-8 text (``text``), which ``main.build_parser`` gives every string
+argument that declares no other type, so a name, query or label with such bytes is a usage
+error here rather than a ``UnicodeEncodeError`` where it is sent or written.
 """
 
 from __future__ import annotations
@@ -46,3 +52,20 @@ def namespace(text: str) -> str:
             "A namespace may only contain lowercase letters, digits and dashes.",
         )
     return text
+
+
+def path(value: str) -> str:
+    """A file-system path: any bytes the operating system accepts (returned unchanged)."""
+    return value
+
+
+def text(value: str) -> str:
+    """UTF-8 text: refuses the surrogates that stand for undecodable command-line bytes."""
+    import argparse
+
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        raise argparse.ArgumentTypeError(f'"{shown}" is not valid UTF-8 text') from None
+    return value

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from splice_build.cli.output import Output
-from splice_build.errors import EXIT_FAILED, SpliceError
+from splice_build.errors import EXIT_FAILED, ErrorCode, SpliceError
 
 EXIT_INTERRUPTED = 130
 
@@ -47,7 +47,8 @@ def _write_crash_log(home: Path, exc: BaseException) -> Path | None:
         )
         from splice_build.security.redact import redact
 
-        path.write_text(redact(text), encoding="utf-8")
+        # backslashreplace: argv and messages may hold undecodable bytes (surrogates)
+        path.write_text(redact(text), encoding="utf-8", errors="backslashreplace")
     except OSError:
         return None
     return path
@@ -55,20 +56,35 @@ def _write_crash_log(home: Path, exc: BaseException) -> Path | None:
 
 @contextlib.contextmanager
 def error_handler(out: Output, *, home: Path, verbose: bool) -> Iterator[None]:
-    """Map SpliceError → its exit code, ^C → 130, anything else → 1 with a crash log."""
+    """Map SpliceError → its exit code, ^C → 130, anything else → 1 with a crash log.
+
+    Under ``--json`` every failure, unexpected ones included, is one error document on
+    stdout (docs/cli.md#exit-codes-and-errors).
+    """
     try:
         yield
     except SpliceError as exc:
         raise Exit(report_error(out, exc)) from exc
     except KeyboardInterrupt as exc:
-        out.info("interrupted")
+        _report(out, ErrorCode.INTERRUPTED, "interrupted")
         raise Exit(EXIT_INTERRUPTED) from exc
     except BrokenPipeError as exc:
         raise Exit(EXIT_FAILED) from exc
     except Exception as exc:
         log = _write_crash_log(home, exc)
         hint = f"a report was written to {log}" if log else None
-        out.error(f"unexpected failure: {type(exc).__name__}: {exc}", hint=hint)
+        message = f"unexpected failure: {type(exc).__name__}: {exc}"
+        _report(out, ErrorCode.INTERNAL_ERROR, message, hint)
         if verbose:
-            traceback.print_exception(exc, file=sys.stderr)
+            from splice_build.security.redact import redact
+
+            out.info(redact("".join(traceback.format_exception(exc))))
         raise Exit(EXIT_FAILED) from exc
+
+
+def _report(out: Output, code: ErrorCode, message: str, hint: str | None = None) -> None:
+    """A failure that is not a SpliceError: its JSON document, or the human error block."""
+    if out.json_mode:
+        out.error_json({"code": str(code), "message": message, **({"hint": hint} if hint else {})})
+    else:
+        out.error(message, hint=hint)

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
+from splice_build.cli import arg_types
 from splice_build.cli.registry_of_commands import COMMAND_MODULES
 from splice_build.errors import EXIT_USAGE, UsageError
 
@@ -35,7 +36,11 @@ def _global_options(*, suppress: bool) -> argparse.ArgumentParser:
     group = parent.add_argument_group("global options")
     group.add_argument("--json", action="store_true", default=flag_default, help="print JSON")
     group.add_argument(
-        "--registry", metavar="URL", default=default, help="registry URL or alias (local, embedded)"
+        "--registry",
+        metavar="URL",
+        default=default,
+        type=arg_types.text,
+        help="registry URL or alias (local, embedded)",
     )
     group.add_argument(
         "--no-color", action="store_true", default=flag_default, help="no colour (also NO_COLOR)"
@@ -88,7 +93,15 @@ def build_parser(commands: dict[str, ModuleType]) -> argparse.ArgumentParser:
             name, help=module.HELP, description=module.HELP, parents=[inherited]
         )
         module.add_arguments(command_parser)
+        _text_by_default(command_parser)
     return parser
+
+
+def _text_by_default(parser: argparse.ArgumentParser) -> None:
+    """Every string argument without a type of its own must be UTF-8 text (``arg_types``)."""
+    for action in parser._actions:
+        if action.type is None and action.nargs != 0:
+            action.type = arg_types.text
 
 
 def _fast_version(argv: Sequence[str]) -> bool:
@@ -110,6 +123,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from splice_build.cli.errors import Exit, error_handler
     from splice_build.cli.output import Output
 
+    # Undecodable bytes of file names arrive as surrogates; written with backslashreplace
+    # they read as ``\udcff`` (a valid JSON escape) instead of ending the command with a
+    # UnicodeEncodeError.
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     env = dict(os.environ)
     json_mode = "--json" in argv
     color = sys.stderr.isatty() and "--no-color" not in argv and not env.get("NO_COLOR")
@@ -119,11 +138,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         with error_handler(out, home=home, verbose="--verbose" in argv):
             commands = _only_command(argv) or load_commands()
             parser = build_parser(commands)
-            if not argv:
-                parser.print_help(sys.stderr)
-                return EXIT_USAGE
-            args = parser.parse_args(argv)
-            if args.command is None:
+            args = parser.parse_args(argv) if argv else None
+            if args is None or args.command is None:
+                if json_mode:
+                    raise UsageError("no command given", hint=f"run `{PROG} --help` for usage")
                 parser.print_help(sys.stderr)
                 return EXIT_USAGE
             module = commands[args.command]

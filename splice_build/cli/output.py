@@ -1,7 +1,10 @@
 """The only code that writes to stdout or stderr.
 
 Results go to stdout (one JSON document under ``--json``); progress, warnings and errors go
-to stderr. Error text is redacted before it is written.
+to stderr. Error text is redacted before it is written. Every human line passes through
+``_shown`` (terminal_safe, docs/security.md#terminal-output) before Splice adds its own colour
+codes, so no tool-, manifest- or registry-controlled text reaches the terminal raw; JSON
+documents are written exactly (JSON escapes the C0 controls itself).
 """
 
 from __future__ import annotations
@@ -19,6 +22,12 @@ def _redact(text: str) -> str:
     from splice_build.security.redact import redact
 
     return redact(text)
+
+
+def _shown(text: str) -> str:
+    from splice_build.security.terminal import terminal_safe
+
+    return terminal_safe(text)
 
 
 class Output:
@@ -46,18 +55,20 @@ class Output:
         if self.json_mode or text is None:
             from splice_build.spec.json_text import dumps
 
-            self._write(self._stdout, dumps(data, indent=2))
+            document = dumps(data, indent=2)  # exact under --json; for people, made safe
+            self._write(self._stdout, document if self.json_mode else _shown(document))
             return
         rendered = text() if callable(text) else text
         if rendered:
-            self._write(self._stdout, rendered)
+            self._write(self._stdout, _shown(rendered))
 
     # human lines on stderr -------------------------------------------------------------------
     def info(self, message: str) -> None:
-        self._write(self._stderr, message)
+        self._write(self._stderr, _shown(message))
 
     def progress(self, message: str, *, step: str | None = None) -> None:
         """A progress line; ``step`` (resolving … installing) draws a bar on a terminal."""
+        message = _shown(message)
         if not self.live or self.json_mode:
             self._write(self._stderr, message)
             return
@@ -70,7 +81,7 @@ class Output:
         self._status_shown = True
 
     def warn(self, message: str) -> None:
-        self._write(self._stderr, f"{self._paint('warning:', '33')} {message}")
+        self._write(self._stderr, f"{self._paint('warning:', '33')} {_shown(message)}")
 
     def error(
         self,
@@ -81,11 +92,11 @@ class Output:
     ) -> None:
         """The error block: ``error: …`` / ``  - detail`` / ``hint: …`` (redacted)."""
         head = f"{message} ({code})" if code else message
-        lines = [f"{self._paint('error:', '31')} {head}"]
-        lines += [f"  - {detail}" for detail in details]
+        lines = [head, *(f"  - {detail}" for detail in details)]
         if hint:
             lines.append(f"hint: {hint}")
-        self._write(self._stderr, _redact("\n".join(lines)))
+        text = _shown(_redact("\n".join(lines)))
+        self._write(self._stderr, f"{self._paint('error:', '31')} {text}")
 
     def error_json(self, error: dict[str, Any]) -> None:
         """The ``--json`` failure document ``{"ok": false, "error": {...}}`` on stdout."""

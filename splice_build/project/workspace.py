@@ -48,9 +48,10 @@ class Workspace:
     members: tuple[Path, ...]
 
     def label(self, member: Path) -> str:
-        """The member's path relative to the root (``.`` for the root itself)."""
+        """The member's path relative to the root (``.`` for the root itself), as text: a
+        byte of a name that is not UTF-8 reads ``\\xff`` (labels name doit tasks and JSON)."""
         relative = member.relative_to(self.root).as_posix()
-        return relative or "."
+        return _shown(relative) or "."
 
 
 def read_config(pyproject: Path) -> WorkspaceConfig | None:
@@ -117,10 +118,21 @@ def _matching(root: Path, config: WorkspaceConfig) -> list[Path]:
     exclude = pathspec.GitIgnoreSpec.from_lines(config.exclude)
     found = []
     for directory in _walk(root):
-        relative = directory.relative_to(root).as_posix() or "."
+        relative = _matchable(directory.relative_to(root).as_posix() or ".")
         if members.match_file(relative) and not exclude.match_file(relative):
             found.append(directory)
     return found
+
+
+def _matchable(relative: str) -> str:
+    """``relative`` as text a pattern can be matched against: a byte of a name that is not
+    UTF-8 (held as a surrogate) becomes U+FFFD, which wildcards match and literals do not."""
+    return relative.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def _shown(relative: str) -> str:
+    """``relative`` with each byte that is not UTF-8 written ``\\xNN``."""
+    return relative.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _walk(root: Path) -> list[Path]:
@@ -193,6 +205,11 @@ def member_pattern(root: Path, directory: Path) -> str:
         relative = absolute.relative_to(root).as_posix()
     except ValueError:
         raise UsageError(f"{directory} is not inside the workspace at {root}") from None
+    if relative != _matchable(relative):
+        raise UsageError(
+            f"{_shown(relative)} is not valid UTF-8, so it cannot be written to {PYPROJECT}",
+            hint="rename the directory to a UTF-8 name",
+        )
     return relative or "."
 
 

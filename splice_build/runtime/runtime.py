@@ -165,6 +165,17 @@ class SpliceRuntime:
     def execute(self, pkg: LoadedPackage, tool_name: str, input: Any) -> ToolResult:
         """Run one tool; every failure is a ``ToolResult`` with ``ok=False``."""
         started = time.monotonic()
+        unreachable = _non_utf8_path(pkg.dir, self.project_root)
+        if unreachable is not None:
+            return ToolResult(
+                ok=False,
+                package=pkg.id,
+                tool=tool_name,
+                output=None,
+                error=unreachable,
+                logs="",
+                duration_ms=round((time.monotonic() - started) * 1000),
+            )
         secrets = [self._env[name] for name in pkg.manifest.permissions.env if name in self._env]
         paths = PathSanitizer.for_paths({pkg.dir: "<package>", self.project_root: "<project>"})
         isolation: IsolationPlan | None = None  # set once a process is started
@@ -383,3 +394,25 @@ def _digest(directory: Path) -> str | None:
     from splice_build.spec.tree_digest import tree_digest
 
     return tree_digest(directory)
+
+
+def _non_utf8_path(package_dir: str | Path, project_root: str | Path) -> ToolError | None:
+    """TOOL_LOAD_FAILED when the package or project path is not valid UTF-8, else None.
+
+    Node.js holds paths as Unicode text: a directory name with a byte such as ``\\xff``
+    reaches it as U+FFFD, so the entry file cannot be found and the sandbox's path rules
+    would name another directory. Refused before a process is started, naming the first
+    offending path component (the absolute path stays private, as in every tool error).
+    """
+    for what, path in (("package directory", package_dir), ("project directory", project_root)):
+        for part in Path(path).parts:
+            try:
+                part.encode("utf-8")
+            except UnicodeEncodeError:
+                shown = part.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+                return ToolError(
+                    ErrorCode.TOOL_LOAD_FAILED,
+                    f"The {what} path is not valid UTF-8, so Node.js cannot load tools from it",
+                    (f"directory name: {shown}", "rename the directory to a UTF-8 name"),
+                )
+    return None

@@ -13,6 +13,8 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from splice_build.cli import arg_types
+
 if TYPE_CHECKING:
     from splice_build.cli.context import CommandContext
     from splice_build.sdk import Splice
@@ -26,7 +28,9 @@ DEMO_TOOL = "example.hello"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--dir", help="project directory to use (default: a temporary one)")
+    parser.add_argument(
+        "--dir", type=arg_types.path, help="project directory to use (default: a temporary one)"
+    )
     parser.add_argument("--name", default="Splice", help="name passed to example.hello")
 
 

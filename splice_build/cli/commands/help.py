@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from splice_build.cli.context import CommandContext
+from splice_build.errors import UsageError
 
 NAME = "help"
 HELP = "show help for splice or for one command"
@@ -18,6 +19,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     from splice_build.cli.main import build_parser, load_commands
 
+    parser = build_parser(load_commands())
+    if ctx.json:  # one document, like every other command: {"command", "help"}
+        target = parser
+        if args.topic:
+            (sub,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+            if args.topic not in sub.choices:
+                raise UsageError(f"unknown command {args.topic!r}", hint="run `splice --help`")
+            target = sub.choices[args.topic]
+        ctx.out.result({"command": args.topic, "help": target.format_help()})
+        return 0
     # argparse prints the help on stdout and exits 0; an unknown command is a usage error.
-    build_parser(load_commands()).parse_args([*([args.topic] if args.topic else []), "--help"])
+    parser.parse_args([*([args.topic] if args.topic else []), "--help"])
     raise AssertionError("BUG: --help did not exit")

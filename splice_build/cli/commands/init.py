@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from splice_build.cli import arg_types
 from splice_build.cli.context import CommandContext
 
 NAME = "init"
@@ -12,10 +13,13 @@ NEEDS_PROJECT = False
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("dir", nargs="?", default=".", help="project directory (default: .)")
+    parser.add_argument(
+        "dir", nargs="?", default=".", type=arg_types.path, help="project directory (default: .)"
+    )
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
+    from splice_build.cli.paths import usable_directory
     from splice_build.project.project_file import init_project
 
     registry = None
@@ -24,7 +28,8 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
 
         normalize_registry_url(ctx.registry)
         registry = ctx.registry
-    root, created = init_project(ctx.cwd / args.dir, registry=registry)
+    target = usable_directory(ctx.cwd / args.dir, "project directory")
+    root, created = init_project(target, registry=registry)
     text = (
         f"Initialized Splice project in {root}" if created else f"Already a Splice project: {root}"
     )

@@ -1,4 +1,9 @@
-"""`splice list`: installed packages with status ok / missing / invalid (checked from bytes)."""
+"""`splice list`: installed packages with status ok / missing / invalid (checked from bytes).
+
+Exit 1 when any package is not ``ok``, so scripts and CI can rely on it; both other states
+are repaired by ``splice install`` (it restores the verified copy, or installs what is missing,
+asking consent where a grant is missing), which the text says.
+"""
 
 from __future__ import annotations
 
@@ -11,10 +16,9 @@ NAME = "list"
 HELP = "list the project's packages and whether they are intact"
 NEEDS_PROJECT = True
 
-_NOTES = {"missing": "  (missing - run splice add)", "invalid": "  (invalid - reinstall)"}
-_CODE_NOTES = {
-    "LOCK_INCOMPLETE": "  (LOCK_INCOMPLETE: splice.lock entry incomplete - run splice install)"
-}
+_NOTES = {"missing": "  (missing)", "invalid": "  (invalid: modified or not granted)"}
+_CODE_NOTES = {"LOCK_INCOMPLETE": "  (invalid: splice.lock entry incomplete)"}
+_HINT = "run `splice install` to install missing packages and restore invalid ones"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,4 +39,8 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         )
 
     ctx.out.result(rows, text)
+    if any(row["status"] != "ok" for row in rows):
+        if not ctx.json:
+            ctx.out.info(f"hint: {_HINT}")
+        return 1
     return 0

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from splice_build.cli import arg_types
 from splice_build.errors import UsageError
 
 if TYPE_CHECKING:
@@ -21,7 +22,10 @@ NEEDS_PROJECT = False  # --project picks the project; found here, not by main
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--project", metavar="DIR", help="project directory (default: found from .)"
+        "--project",
+        metavar="DIR",
+        type=arg_types.path,
+        help="project directory (default: found from .)",
     )
     parser.add_argument("--data", action="store_true", help="add read-only live-data tools")
     parser.add_argument("--http", action="store_true", help="Streamable HTTP instead of stdio")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from splice_build.cli import arg_types
 from splice_build.cli.context import CommandContext
 from splice_build.errors import UsageError
 
@@ -25,7 +26,9 @@ NEEDS_PROJECT = False
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("dir", nargs="?", default=".", help="package directory (default: .)")
+    parser.add_argument(
+        "dir", nargs="?", default=".", type=arg_types.path, help="package directory (default: .)"
+    )
     parser.add_argument(
         "--dry-run", action="store_true", help="validate and pack only; upload nothing"
     )
@@ -41,6 +44,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         open_configured,
         require_login,
     )
+    from splice_build.security.terminal import require_visible_text
     from splice_build.spec.pack import pack_directory
 
     if args.key is not None and not args.sign:
@@ -49,6 +53,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     key = _load_key(home, args.key) if args.sign else None
     packed = pack_directory(ctx.cwd / args.dir)
     manifest = packed.manifest
+    require_visible_text(manifest)
     ident = f"{manifest.id}@{manifest.version}"
     summary = f"{len(packed.files)} files, {packed.size} bytes, {packed.integrity}"
     data: dict[str, Any] = {

@@ -15,6 +15,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from splice_build.cli import arg_types
 from splice_build.cli.context import CommandContext
 from splice_build.errors import UsageError
 
@@ -55,12 +56,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "operands", nargs="*", help="admin: user name, token id, or namespace [user]"
     )
     parser.add_argument(
-        "--data", default=DEFAULT_DATA, help=f"data directory (default: ./{DEFAULT_DATA})"
+        "--data",
+        default=DEFAULT_DATA,
+        type=arg_types.path,
+        help=f"data directory (default: ./{DEFAULT_DATA})",
     )
     serve = parser.add_argument_group("serve options")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     serve.add_argument(
-        "--port", type=_count, default=8787, help="port (default: 8787; 0 = any free port)"
+        "--port", type=_port, default=8787, help="port (default: 8787; 0 = any free port)"
     )
     serve.add_argument(
         "--publish-limit", type=_count, default=10, help="publishes per user per minute (0 = off)"
@@ -78,6 +82,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     token.add_argument(
         "--publish-only", action="store_true", help="cannot manage tokens or maintainers"
     )
+    shown = token.add_mutually_exclusive_group()
+    shown.add_argument(
+        "--out",
+        metavar="FILE",
+        type=arg_types.path,
+        help="write the token to FILE (mode 0600; never overwrites)",
+    )
+    shown.add_argument("--show", action="store_true", help="print the token on stdout instead")
     owner = parser.add_argument_group("admin set-owner options")
     owner.add_argument("--release", action="store_true", help="leave the namespace without owner")
     migrate = parser.add_argument_group("admin migrate options")
@@ -113,6 +125,14 @@ def _check_admin(args: argparse.Namespace) -> None:
         raise UsageError("--to belongs to registry admin migrate, which needs it")
     if args.artifacts is not None and args.verb != "migrate":
         raise UsageError("--artifacts belongs to registry admin migrate")
+    if args.verb != "create-token" and (args.out is not None or args.show):
+        raise UsageError("--out and --show belong to registry admin create-token")
+    if args.verb == "create-token" and args.out is None and not args.show:
+        raise UsageError(
+            "registry admin create-token needs --out FILE or --show",
+            hint="--out FILE writes the token to a new file only you can read (mode 0600); "
+            "--show prints it on stdout, where terminals, logs and CI output keep it",
+        )
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
@@ -125,9 +145,28 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     raise UsageError("registry needs an action: serve or admin")
 
 
-def _data_dir(args: argparse.Namespace, ctx: CommandContext) -> Path:
+def _port(text: str) -> int:
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError("--port must be an integer from 0 to 65535")
+    return int(text)
+
+
+def _data_dir(args: argparse.Namespace, ctx: CommandContext, *, existing: bool) -> Path:
+    """``--data``, checked before any store is opened (usage errors, exit 2).
+
+    ``existing`` (the admin verbs whose store lives there) also refuses a path that does not
+    exist, so that a mistyped path never administers a new, empty store.
+    """
+    from splice_build.cli.paths import usable_directory
+
     data = Path(args.data)
-    return data if data.is_absolute() else ctx.cwd / data
+    data = data if data.is_absolute() else ctx.cwd / data
+    hint = (
+        "check --data; `splice registry serve --data DIR` creates a new store"
+        if existing and not data.exists()
+        else "--data names the registry's data directory"
+    )
+    return usable_directory(data, "--data", must_exist=existing, hint=hint)
 
 
 def _serve(args: argparse.Namespace, ctx: CommandContext) -> int:
@@ -140,7 +179,7 @@ def _serve(args: argparse.Namespace, ctx: CommandContext) -> int:
         len(admin_hash) != 64 or not all(c in "0123456789abcdef" for c in admin_hash)
     ):
         raise UsageError(f"{ADMIN_TOKEN_ENV} must be a hex SHA-256 (64 characters)")
-    data = _data_dir(args, ctx)
+    data = _data_dir(args, ctx, existing=False)
     config = StorageConfig.from_env(ctx.env)
     limits = RateLimits(publishes=args.publish_limit, requests=args.request_limit)
     where = f"data: {data}" if config == StorageConfig() else config.describe(data)
@@ -175,7 +214,10 @@ def _admin(args: argparse.Namespace, ctx: CommandContext) -> int:
     if args.verb == "migrate-artifacts":
         return _migrate_artifacts(args, ctx)
     first = args.operands[0]
-    deps = open_service(_data_dir(args, ctx), config=StorageConfig.from_env(ctx.env)).deps
+    config = StorageConfig.from_env(ctx.env)
+    data = _data_dir(args, ctx, existing=config.database_url is None)
+    token_file = _token_file(args, ctx) if args.out is not None else None
+    deps = open_service(data, config=config).deps
     try:
         result: dict[str, Any]
         if args.verb == "create-user":
@@ -190,10 +232,19 @@ def _admin(args: argparse.Namespace, ctx: CommandContext) -> int:
             }
             result = admin.create_token(deps, first, token_request(body, allow_manage=True))
             kind = "publish-only" if args.publish_only else "managing"
-            ctx.out.info(
-                f"Created {kind} token {result['id']} for {result['user']}; it is shown once, store it now"
-            )
-            ctx.out.result(result, result["token"])
+            if token_file is None:  # --show
+                ctx.out.info(
+                    f"Created {kind} token {result['id']} for {result['user']}; "
+                    "it is shown once, store it now"
+                )
+                ctx.out.result(result, result["token"])
+            else:
+                result = _write_token(deps, result, token_file)
+                ctx.out.result(
+                    result,
+                    f"Created {kind} token {result['id']} for {result['user']} in {token_file} "
+                    "(mode 0600); give it to the user and delete the file",
+                )
         elif args.verb == "revoke-token":
             result = admin.revoke_token(deps, first)
             ctx.out.result(result, f"Revoked token {first}")
@@ -203,6 +254,38 @@ def _admin(args: argparse.Namespace, ctx: CommandContext) -> int:
     finally:
         deps.meta.close()
     return 0
+
+
+def _token_file(args: argparse.Namespace, ctx: CommandContext) -> Path:
+    """``--out``: a new file in an existing directory (checked before the token exists)."""
+    path = Path(args.out)
+    path = path if path.is_absolute() else ctx.cwd / path
+    if path.exists() or path.is_symlink():
+        raise UsageError(f"--out {path} already exists; it is never overwritten")
+    if not path.parent.is_dir():
+        raise UsageError(f"--out {path}: the directory {path.parent} does not exist")
+    return path
+
+
+def _write_token(deps: Any, result: dict[str, Any], path: Path) -> dict[str, Any]:
+    """Write the token to ``path`` (0600, atomically, only if absent); the result without it.
+
+    A file that appeared since the check, or a failed write, revokes the new token: a token
+    nobody holds is not left valid in the store.
+    """
+    from splice_build.project.atomic import atomic_write_bytes
+    from splice_build.registry.service import admin
+
+    token = result["token"]
+    try:
+        written = atomic_write_bytes(path, f"{token}\n".encode(), mode=0o600, exclusive=True)
+    except OSError as exc:
+        admin.revoke_token(deps, result["id"])
+        raise UsageError(f"--out {path}: {exc.strerror or exc}; the token was revoked") from exc
+    if not written:
+        admin.revoke_token(deps, result["id"])
+        raise UsageError(f"--out {path} already exists; the token was revoked")
+    return {**{k: v for k, v in result.items() if k != "token"}, "tokenFile": str(path)}
 
 
 def _migrate(args: argparse.Namespace, ctx: CommandContext) -> int:
@@ -220,7 +303,7 @@ def _migrate(args: argparse.Namespace, ctx: CommandContext) -> int:
         s3_location,
     )
 
-    data = _data_dir(args, ctx)
+    data = _data_dir(args, ctx, existing=True)
     target = postgres_url(args.to)
     blobs_from = blobs_to = None
     if args.artifacts is not None:
@@ -251,7 +334,8 @@ def _migrate_artifacts(args: argparse.Namespace, ctx: CommandContext) -> int:
     from splice_build.registry.service.artifacts import migrate
     from splice_build.registry.storage import StorageConfig, open_service
 
-    deps = open_service(_data_dir(args, ctx), config=StorageConfig.from_env(ctx.env)).deps
+    data = _data_dir(args, ctx, existing=True)
+    deps = open_service(data, config=StorageConfig.from_env(ctx.env)).deps
     try:
         report = migrate(deps)
     finally:

@@ -33,7 +33,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("pairs", nargs="*", metavar="key=value", help="input properties")
     parser.add_argument("--input", dest="input_json", metavar="JSON", help="input object")
-    parser.add_argument("--dir", dest="package_dir", metavar="PATH", help="run a package directory")
+    parser.add_argument(
+        "--dir",
+        dest="package_dir",
+        metavar="PATH",
+        type=arg_types.path,
+        help="run a package directory",
+    )
 
 
 def _number(text: str) -> float | int | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from splice_build.cli import arg_types
 from splice_build.errors import UsageError
 
 if TYPE_CHECKING:
@@ -25,6 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "paths",
         nargs="*",
+        type=arg_types.path,
         default=["."],
         help="git checkouts (tracked files), directories (every file) or .tar.gz packages",
     )

@@ -15,6 +15,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from splice_build.cli import arg_types
 from splice_build.cli.context import CommandContext
 from splice_build.errors import ErrorCode, InstallError, UsageError
 
@@ -29,7 +30,9 @@ NEEDS_PROJECT = False
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("package", metavar="@ns/name@version", help="an exact published version")
     parser.add_argument("--key", metavar="NAME", help="the local key (default: default)")
-    parser.add_argument("--dir", metavar="PATH", help="the package source to compare first")
+    parser.add_argument(
+        "--dir", metavar="PATH", type=arg_types.path, help="the package source to compare first"
+    )
 
 
 def _exact(text: str) -> tuple[str, str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from splice_build.cli import arg_types
 from splice_build.cli.context import CommandContext
 
 NAME = "validate"
@@ -13,7 +14,9 @@ NEEDS_PROJECT = False
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("target", nargs="?", default=".", help="package directory or archive")
+    parser.add_argument(
+        "target", nargs="?", default=".", type=arg_types.path, help="package directory or archive"
+    )
 
 
 def _load_files(target: Path) -> tuple[dict[str, bytes], str]:
@@ -33,11 +36,13 @@ def _load_files(target: Path) -> tuple[dict[str, bytes], str]:
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
+    from splice_build.security.terminal import require_visible_text
     from splice_build.spec.package import validate_package_files
 
     target = ctx.cwd / args.target
     files, kind = _load_files(target)
     manifest = validate_package_files(files)
+    require_visible_text(manifest)
     tools = [f"{manifest.name}.{tool.name}" for tool in manifest.tools]
     data = {
         "valid": True,

@@ -6,22 +6,24 @@ import argparse
 from pathlib import Path
 
 from splice_build.cli.context import CommandContext
+from splice_build.errors import UsageError
 
 NAME = "workspace"
 HELP = "list the workspace's projects, or add/remove one in pyproject.toml"
 NEEDS_PROJECT = False
+ACTIONS = ("list", "add", "remove")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    # One flat parser (no nested sub-parsers) so the global options work after any word.
+    parser.add_argument(
+        "action",
+        choices=ACTIONS,
+        help="list: the member projects; add: a directory to [tool.splice.workspace] "
+        "members; remove: a directory from members (or exclude it)",
+    )
+    parser.add_argument("directory", nargs="?", type=Path, help="add/remove: the directory")
     parser.add_argument("--root", type=Path, help="the workspace root (default: found upwards)")
-    actions = parser.add_subparsers(dest="action", metavar="list|add|remove", required=True)
-    actions.add_parser("list", help="the member projects")
-    for name, text in (
-        ("add", "add a directory to [tool.splice.workspace] members"),
-        ("remove", "remove a directory from members (or exclude it)"),
-    ):
-        sub = actions.add_parser(name, help=text)
-        sub.add_argument("directory", type=Path)
 
 
 def _root(args: argparse.Namespace, ctx: CommandContext) -> Path:
@@ -42,6 +44,9 @@ def _root(args: argparse.Namespace, ctx: CommandContext) -> Path:
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     from splice_build.project.workspace import add_member, find_workspace, remove_member
 
+    if (args.action == "list") != (args.directory is None):
+        wanted = "takes no directory" if args.action == "list" else "needs a directory"
+        raise UsageError(f"workspace {args.action} {wanted}")
     if args.action == "list":
         workspace = find_workspace(ctx.cwd, root=args.root)
         labels = [workspace.label(m) for m in workspace.members]

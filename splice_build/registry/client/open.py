@@ -29,14 +29,31 @@ def resolve_token(
     url: str, *, home: SpliceHome, token: str | None = None, env: Mapping[str, str] | None = None
 ) -> TokenChoice:
     if token is not None:
-        return TokenChoice(token, "flag")
+        return _sendable(TokenChoice(token, "flag"))
     from_env = (env or {}).get(TOKEN_ENV, "").strip()
     if from_env and url != EMBEDDED_REGISTRY:
-        return TokenChoice(from_env, "env")
+        return _sendable(TokenChoice(from_env, "env"))
     saved = home.read_credentials()["registries"].get(url)
     if isinstance(saved, dict) and isinstance(saved.get("token"), str):
-        return TokenChoice(saved["token"], "credentials")
+        return _sendable(TokenChoice(saved["token"], "credentials"))
     return TokenChoice(None, None)
+
+
+_TOKEN_SOURCES = {"flag": "--token", "env": TOKEN_ENV, "credentials": "the saved credential"}
+
+
+def _sendable(choice: TokenChoice) -> TokenChoice:
+    """A token goes into an HTTP header: printable ASCII only (a byte such as ``0xff`` in
+    the environment would otherwise end the command with an encoding error)."""
+    token = choice.token or ""
+    if not (token.isascii() and token.isprintable()):
+        where = _TOKEN_SOURCES.get(choice.source or "", "the token")
+        raise RegistryError(
+            ErrorCode.INVALID_CONFIG,
+            f"{where} is not a registry token: it holds characters other than printable ASCII",
+            hint="Run `splice login` again or set SPLICE_TOKEN to the token as it was given.",
+        )
+    return choice
 
 
 def open_registry(

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from splice_build.errors import UsageError
 from splice_build.registry.service.ratelimit import RateLimits
 from splice_build.registry.storage import StorageConfig, open_service
 
@@ -47,9 +48,13 @@ LOG_CONFIG: dict[str, Any] = {
 def bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(128)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+    except BaseException:
+        sock.close()
+        raise
     sock.set_inheritable(True)
     return sock
 
@@ -77,10 +82,13 @@ def serve(
 
     logging.config.dictConfig(LOG_CONFIG)
     logging.captureWarnings(True)  # warnings become log records, redacted like the rest
+    try:  # first, so that an address that cannot be used leaves no store behind
+        sock = bind(host, port)
+    except OSError as exc:  # in use, not an address of this machine, not resolvable
+        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
     service = open_service(
         data, admin_token_sha256=admin_token_sha256, limits=limits, config=config
     )
-    sock = bind(host, port)
     bound_host, bound_port = sock.getsockname()[:2]
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
     config = uvicorn.Config(

@@ -1,0 +1,30 @@
+"""Directories named on the command line, checked before anything is created in them.
+
+A path that is a file, sits under a file, or (when it must exist) is missing, is a usage
+error (exit 2) that names it, rather than an ``OSError`` from deep inside a command.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from splice_build.errors import UsageError
+
+
+def usable_directory(
+    path: Path, what: str, *, must_exist: bool = False, hint: str | None = None
+) -> Path:
+    """``path`` when it is a directory this user can use, or can be created (not ``must_exist``)."""
+    if path.is_dir():
+        if not os.access(path, os.R_OK | os.W_OK | os.X_OK):
+            raise UsageError(f"{what} {path} cannot be read and written by this user", hint=hint)
+        return path
+    if path.exists() or path.is_symlink():
+        raise UsageError(f"{what} {path} is not a directory", hint=hint)
+    parent = next(p for p in path.parents if p.exists() or p.is_symlink())
+    if not parent.is_dir():
+        raise UsageError(f"{what} {path} is inside {parent}, which is not a directory", hint=hint)
+    if must_exist:
+        raise UsageError(f"{what} {path} does not exist", hint=hint)
+    return path

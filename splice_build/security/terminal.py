@@ -1,0 +1,116 @@
+"""Text that cannot drive a terminal (docs/security.md#terminal-output).
+
+Tool logs, tool errors, manifest and registry strings are written by someone else. A raw
+``ESC`` starts an escape sequence (``ESC ]52;`` writes the clipboard, ``ESC [2J`` clears the
+screen), ``CSI`` (U+009B) does the same in one code point, ``CR`` overwrites what was shown,
+and bidi overrides (U+202E) or other invisible format characters make a name read as
+something else. ``terminal_safe`` keeps what a terminal shows as a glyph or a space and turns
+everything else into a visible escape (``\\x1b``, ``\\u202e``, ``\\U000e0001``).
+
+The decision is by Unicode general category, as an allow-list: letters, marks, numbers,
+punctuation, symbols and space separators pass, as do newline and tab; control (Cc),
+format (Cf), line and paragraph separators (Zl, Zp), surrogates (Cs, which also carry the
+undecodable bytes of a non-UTF-8 file name), private use (Co) and unassigned (Cn) code points
+are escaped. A backslash passes unchanged: the escapes are for reading, not for decoding.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from splice_build.spec.manifest import Manifest
+
+# The general categories (by first letter, or whole) that a terminal shows as themselves.
+_SHOWN_CLASSES = frozenset("LMNPS")
+_SHOWN_CATEGORIES = frozenset({"Zs"})
+_SHOWN_CONTROLS = frozenset("\n\t")
+
+
+def is_shown(char: str) -> bool:
+    """Whether ``char`` (one code point) reaches the terminal unchanged."""
+    if char in _SHOWN_CONTROLS:
+        return True
+    category = unicodedata.category(char)
+    return category[0] in _SHOWN_CLASSES or category in _SHOWN_CATEGORIES
+
+
+def escape(char: str) -> str:
+    """The visible escape of one code point: ``\\xNN``, ``\\uNNNN`` or ``\\UNNNNNNNN``."""
+    point = ord(char)
+    if point < 0x100:
+        return f"\\x{point:02x}"
+    if point < 0x10000:
+        return f"\\u{point:04x}"
+    return f"\\U{point:08x}"
+
+
+class _Shown(dict[int, str]):
+    """``str.translate`` table: code point → itself or its escape, filled on first sight.
+
+    Lookups of code points already seen stay in C; the table is emptied when it grows past
+    ``_MAX_CACHED`` entries, so text made of many distinct code points cannot grow it without
+    bound in a long-running process (``splice mcp``).
+    """
+
+    def __missing__(self, point: int) -> str:
+        if len(self) >= _MAX_CACHED:
+            self.clear()
+        char = chr(point)
+        shown = char if is_shown(char) else escape(char)
+        self[point] = shown
+        return shown
+
+
+_MAX_CACHED = 1 << 16
+_TABLE = _Shown()
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with every code point a terminal would not show as itself made visible.
+
+    Lines without a special character (the usual case) cost one C-level ``isprintable``
+    scan; only the others are translated, through a cached table (1 MiB of ``ESC`` takes a
+    fraction of a second, not seconds).
+    """
+    lines = text.split("\n")
+    for index, line in enumerate(lines):
+        if not line.replace("\t", "").isprintable():
+            lines[index] = line.translate(_TABLE)
+    return "\n".join(lines)
+
+
+def require_visible_text(manifest: Manifest) -> None:
+    """Refuse a manifest whose strings hold what a terminal would not show as itself.
+
+    ``validate`` and ``publish`` call it (docs/security.md#terminal-output): a description
+    or file path with ``ESC``, ``CSI``, a bidi override or another control or format
+    character is shown escaped by every Splice command, but it is refused before it reaches
+    a registry. Keys and values of the normalized manifest are checked, each problem naming
+    its field. Raises SpecError INVALID_MANIFEST.
+    """
+    from splice_build.errors import ErrorCode, SpecError
+    from splice_build.spec.validation import format_path
+
+    problems: list[str] = []
+    stack: list[tuple[tuple[str | int, ...], object]] = [((), manifest.to_json())]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, dict):
+            for key in reversed(list(value)):
+                stack.append(((*path, key), value[key]))
+        elif isinstance(value, list):
+            stack.extend(((*path, i), item) for i, item in reversed(list(enumerate(value))))
+        texts = [("", value)] if isinstance(value, str) else []
+        if path and isinstance(path[-1], str):
+            texts.append((" (key)", path[-1]))
+        for label, text in texts:
+            hidden = dict.fromkeys(escape(c) for c in text if not is_shown(c))
+            if hidden:
+                problems.append(
+                    f"{terminal_safe(format_path('', path))}{label}: must not contain control "
+                    f"or invisible format characters (found {', '.join(hidden)})"
+                )
+    if problems:
+        raise SpecError(ErrorCode.INVALID_MANIFEST, "manifest.json is invalid", details=problems)

@@ -1,0 +1,54 @@
+"""`splice list` exits 1 when a package is missing or invalid, and says `splice install`
+fixes it (docs/cli.md#projects): a real project on the embedded registry, tampered with."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from splice_build.project.layout import ProjectLayout
+from testing.cli import run_splice
+
+EXAMPLE = "@splice/example"
+
+
+def _project(tmp_path: Path) -> Path:
+    project = tmp_path / "project"
+    project.mkdir()
+    for words in (["init"], ["add", EXAMPLE]):
+        done = run_splice(*words, cwd=project, timeout=300)
+        assert done.code == 0, done.stderr
+    return project
+
+
+def _statuses(project: Path) -> tuple[int, list[str]]:
+    done = run_splice("list", "--json", cwd=project)
+    return done.code, [row["status"] for row in done.json()]
+
+
+def test_list_exits_1_with_the_install_hint_until_install_repairs(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    assert _statuses(project) == (0, ["ok"])
+    package = ProjectLayout(project).package_dir(EXAMPLE)
+
+    (package / "SKILL.md").write_text("# modified\n")
+    assert _statuses(project) == (1, ["invalid"])
+    human = run_splice("list", cwd=project)
+    assert human.code == 1
+    assert "invalid" in human.stdout
+    assert "splice install" in human.stderr and "splice add" not in human.stdout + human.stderr
+
+    shutil.rmtree(package)
+    assert _statuses(project) == (1, ["missing"])
+    human = run_splice("list", cwd=project)
+    assert human.code == 1 and "missing" in human.stdout and "splice install" in human.stderr
+
+    assert run_splice("install", cwd=project, timeout=300).code == 0
+    assert _statuses(project) == (0, ["ok"])
+
+
+def test_a_package_only_in_splice_json_is_missing(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    (project / "splice.lock").unlink()
+    shutil.rmtree(ProjectLayout(project).package_dir(EXAMPLE))
+    assert _statuses(project) == (1, ["missing"])

@@ -1,0 +1,229 @@
+"""Nothing a tool, a manifest or a registry controls reaches the terminal raw
+(docs/security.md#terminal-output): a package whose manifest carries escape sequences and a
+bidi override, served by the real registry on 127.0.0.1 and shown by `info`, `search`,
+`list` and the consent prompt of the real binary; a tool that logs and throws them. Only
+Splice's own status-line and colour sequences may remain."""
+
+from __future__ import annotations
+
+import os
+import pty
+import re
+import select
+import subprocess
+import time
+import unicodedata
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from testing.cli import run_splice, splice_executable
+from testing.mcp_clients import LineClient, child_env, splice_argv
+from testing.packages import minimal_manifest, write_package
+from testing.registry_fixtures import new_project, publish
+from testing.registry_server import RunningRegistry, registry_server
+
+OSC52 = "\x1b]52;c;cHduZWQ=\x07"  # write "pwned" to the clipboard
+CSI = "\x9b2J"  # clear the screen, in one C1 code point
+HOSTILE = f"Greets {OSC52}{CSI} \u202etxt.exe\u2066\u200b\r\x1b[2Kok"
+SHOWN_HOSTILE = "Greets \\x1b]52;c;cHduZWQ=\\x07\\x9b2J \\u202etxt.exe\\u2066\\u200b\\x0d\\x1b[2Kok"
+HOSTILE_PATH = "data/\x1b[2J\u202e"
+
+_ESCAPED = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+_OURS = re.compile(r"\r\x1b\[2K")  # the progress line redraw (terminal only)
+
+
+def raw_controls(text: str) -> list[str]:
+    """Code points of the escaped categories in ``text``, apart from Splice's own."""
+    text = _OURS.sub("", text).replace("\r\n", "\n")
+    return [
+        f"U+{ord(c):04X}" for c in text if c not in "\n\t" and unicodedata.category(c) in _ESCAPED
+    ]
+
+
+HOSTILE_TOOL = r"""export default function hello(input) {
+  console.log("log \u001b]52;c;cHduZWQ=\u0007 and \u009b2J");
+  if (input.name === "fail") throw new Error("boom \u001b[2J\u202e");
+  return { message: "out \u001b[31m\u202e" };
+}
+"""
+
+
+def _hostile_manifest() -> dict:
+    tool = dict(minimal_manifest()["tools"][0], description=f"Say {OSC52} hello")
+    return {
+        "description": HOSTILE,
+        "tools": [tool],
+        "permissions": {"fs": {"read": [HOSTILE_PATH]}},
+    }
+
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningRegistry]:
+    root = tmp_path_factory.mktemp("hostile-registry")
+    store = root / "data"
+    publish(store, root / "pkgs", name="hostile", manifest=_hostile_manifest())
+    publish(store, root / "pkgs", name="logger", files={"tools/hello.js": HOSTILE_TOOL})
+    with registry_server(store, admin=False) as server:
+        yield server
+
+
+def _installed_project(tmp_path: Path, registry: RunningRegistry) -> Path:
+    project = new_project(tmp_path / "project")
+    done = run_splice(
+        "--registry", registry.url, "add", "@acme/hostile", "--accept-permissions", cwd=project
+    )
+    assert done.code == 0, done.stderr
+    assert raw_controls(done.stdout + done.stderr) == []
+    return project
+
+
+@pytest.mark.parametrize(
+    "words",
+    [["info", "@acme/hostile"], ["search", "greets"]],
+    ids=["info", "search"],
+)
+def test_registry_strings_are_escaped(
+    tmp_path: Path, registry: RunningRegistry, words: list[str]
+) -> None:
+    done = run_splice("--registry", registry.url, *words, cwd=tmp_path)
+    assert done.code == 0, done.stderr
+    assert raw_controls(done.stdout + done.stderr) == []
+    assert SHOWN_HOSTILE in done.stdout
+    if words[0] == "info":
+        assert "Say \\x1b]52;c;cHduZWQ=\\x07 hello" in done.stdout
+        assert "data/\\x1b[2J\\u202e" in done.stdout
+
+
+def test_json_output_stays_exact(tmp_path: Path, registry: RunningRegistry) -> None:
+    done = run_splice("--registry", registry.url, "info", "@acme/hostile", "--json", cwd=tmp_path)
+    assert done.code == 0, done.stderr
+    assert done.json()["description"] == HOSTILE
+
+
+def test_installed_hostile_package_is_listed_escaped(
+    tmp_path: Path, registry: RunningRegistry
+) -> None:
+    project = _installed_project(tmp_path, registry)
+    for words in (["list"], ["info", "@acme/hostile"]):
+        done = run_splice("--registry", registry.url, *words, cwd=project)
+        assert done.code == 0, done.stderr
+        assert raw_controls(done.stdout + done.stderr) == []
+
+
+def _pty_session(argv: list[str], cwd: Path, answer: str) -> str:
+    """Run ``argv`` with stdin and stderr on a pseudo-terminal; answer the first prompt."""
+    primary, secondary = pty.openpty()
+    process = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        stdin=secondary,
+        stdout=subprocess.PIPE,
+        stderr=secondary,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    os.close(secondary)
+    seen = b""
+    answered = False
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([primary], [], [], 0.5)
+        if ready:
+            try:
+                chunk = os.read(primary, 65536)
+            except OSError:  # the child closed the terminal
+                break
+            if not chunk:
+                break
+            seen += chunk
+            if not answered and b"[y/N]" in seen:
+                os.write(primary, answer.encode() + b"\n")
+                answered = True
+        elif process.poll() is not None:
+            break
+    process.wait(timeout=30)
+    os.close(primary)
+    assert process.stdout is not None
+    process.stdout.close()
+    assert answered, seen.decode(errors="replace")
+    return seen.decode()
+
+
+def test_consent_prompt_shows_manifest_paths_escaped(
+    tmp_path: Path, registry: RunningRegistry
+) -> None:
+    project = new_project(tmp_path / "project")
+    argv = [splice_executable(), "--registry", registry.url, "add", "@acme/hostile"]
+    shown = _pty_session(argv, project, "n")
+    assert "read files: data/\\x1b[2J\\u202e" in shown
+    assert raw_controls(shown.replace("\r\n", "\n")) == []
+
+
+@pytest.mark.parametrize("name", ["ok", "fail"])
+def test_tool_logs_errors_and_output_are_escaped(tmp_path: Path, name: str) -> None:
+    package = write_package(tmp_path / "pkg", files={"tools/hello.js": HOSTILE_TOOL})
+    done = run_splice("run", "greeter.hello", f"name={name}", "--dir", str(package), cwd=tmp_path)
+    assert done.code == (0 if name == "ok" else 1), done.stderr
+    assert raw_controls(done.stdout + done.stderr) == []
+    assert "log \\x1b]52;c;cHduZWQ=\\x07 and \\x9b2J" in done.stderr
+    if name == "ok":
+        assert "out \\u001b[31m\\u202e" in done.stdout  # JSON text (C0 escaped), then escaped
+    else:
+        assert "boom \\x1b[2J\\u202e" in done.stderr
+
+
+@pytest.mark.parametrize("command", [["validate"], ["publish", "--dry-run"]])
+def test_validate_and_publish_refuse_control_characters_naming_the_field(
+    tmp_path: Path, command: list[str]
+) -> None:
+    manifest = minimal_manifest(**_hostile_manifest())
+    manifest["tools"][0]["input"]["properties"] = {"na\u202eme": {"type": "string"}}
+    manifest["tools"][0]["input"]["required"] = []
+    package = write_package(tmp_path / "pkg", manifest)
+    done = run_splice(*command, str(package), "--json", cwd=tmp_path)
+    assert done.code == 1, done.stderr
+    error = done.json()["error"]
+    assert error["code"] == "INVALID_MANIFEST"
+    assert error["details"] == [
+        "description: must not contain control or invisible format characters "
+        "(found \\x1b, \\x07, \\x9b, \\u202e, \\u2066, \\u200b, \\x0d)",
+        "permissions.fs.read[0]: must not contain control or invisible format characters "
+        "(found \\x1b, \\u202e)",
+        "tools[0].description: must not contain control or invisible format characters "
+        "(found \\x1b, \\x07)",
+        "tools[0].input.properties.na\\u202eme (key): must not contain control or invisible "
+        "format characters (found \\u202e)",
+    ]
+    human = run_splice(*command, str(package), cwd=tmp_path)
+    assert human.code == 1
+    assert raw_controls(human.stdout + human.stderr) == []
+    assert "tools[0].description: must not contain" in human.stderr
+
+
+def test_newlines_and_tabs_in_a_description_stay_valid(tmp_path: Path) -> None:
+    package = write_package(tmp_path / "pkg", minimal_manifest(description="Two\tcolumns\nok"))
+    assert run_splice("validate", str(package), cwd=tmp_path).code == 0
+
+
+def test_mcp_server_stderr_shows_tool_logs_escaped(
+    tmp_path: Path, registry: RunningRegistry
+) -> None:
+    project = new_project(tmp_path / "project")
+    added = run_splice("--registry", registry.url, "add", "@acme/logger", cwd=project)
+    assert added.code == 0, added.stderr
+    client = LineClient(splice_argv("mcp"), env=child_env(), cwd=project)
+    try:
+        init = {"protocolVersion": "2025-11-25", "capabilities": {}}
+        client.request({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init})
+        assert "result" in client.receive()
+        client.request({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
+        (tool,) = client.receive()["result"]["tools"]
+        call = {"name": tool["name"], "arguments": {"name": "ok"}}
+        client.request({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call})
+        assert client.receive()["result"]["isError"] is False
+    finally:
+        code, _rest, stderr = client.close()
+    assert code == 0
+    assert "log \\x1b]52;c;cHduZWQ=\\x07 and \\x9b2J" in stderr
+    assert raw_controls(stderr) == []

@@ -1,0 +1,53 @@
+"""terminal_safe: every code point a terminal would act on or hide comes out as a visible
+escape, everything shown as a glyph or a space passes (docs/security.md#terminal-output)."""
+
+from __future__ import annotations
+
+import re
+import sys
+import unicodedata
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from splice_build.security.terminal import terminal_safe
+
+ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+_ESCAPE = re.compile(r"\\x([0-9a-f]{2})|\\u([0-9a-f]{4})|\\U([0-9a-f]{8})")
+
+
+def _unescape(text: str) -> str:
+    return _ESCAPE.sub(lambda m: chr(int(next(g for g in m.groups() if g), 16)), text)
+
+
+def test_every_code_point_of_the_escaped_categories_is_escaped_and_the_rest_passes() -> None:
+    wrong = []
+    for point in range(sys.maxunicode + 1):
+        char = chr(point)
+        shown = terminal_safe(char)
+        if char in "\n\t":
+            expected = char
+        elif unicodedata.category(char) in ESCAPED_CATEGORIES:
+            expected = f"\\x{point:02x}" if point < 0x100 else f"\\u{point:04x}"
+            if point >= 0x10000:
+                expected = f"\\U{point:08x}"
+        else:
+            expected = char
+        if shown != expected:
+            wrong.append(f"U+{point:04X}: {shown!r}")
+    assert wrong == []
+
+
+def test_the_attacks_named_in_the_issue_are_visible() -> None:
+    attack = "ok\x1b]52;c;ZXZpbA==\x07\x9b2J\r\u202eexe.txt\u2066\u2028\u200b"
+    assert terminal_safe(attack) == (
+        "ok\\x1b]52;c;ZXZpbA==\\x07\\x9b2J\\x0d\\u202eexe.txt\\u2066\\u2028\\u200b"
+    )
+    assert terminal_safe("a\tb\nc \u00a0é\u0301 漢 🙂") == "a\tb\nc \u00a0é\u0301 漢 🙂"
+
+
+@given(st.text(alphabet=st.characters(exclude_characters="\\")))
+def test_no_escaped_category_survives_and_the_escapes_give_the_text_back(text: str) -> None:
+    shown = terminal_safe(text)
+    assert all(c in "\n\t" or unicodedata.category(c) not in ESCAPED_CATEGORIES for c in shown)
+    assert _unescape(shown) == text
