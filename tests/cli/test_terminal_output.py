@@ -28,7 +28,7 @@ OSC52 = "\x1b]52;c;cHduZWQ=\x07"  # write "pwned" to the clipboard
 CSI = "\x9b2J"  # clear the screen, in one C1 code point
 HOSTILE = f"Greets {OSC52}{CSI} \u202etxt.exe\u2066\u200b\r\x1b[2Kok"
 SHOWN_HOSTILE = "Greets \\x1b]52;c;cHduZWQ=\\x07\\x9b2J \\u202etxt.exe\\u2066\\u200b\\x0d\\x1b[2Kok"
-HOSTILE_PATH = "data/\x1b[2J\u202e"
+HOSTILE_PATH = "data/\x1bc\u202e"  # ESC c resets the terminal; no pattern characters in a grant
 
 _ESCAPED = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 _OURS = re.compile(r"\r\x1b\[2K")  # the progress line redraw (terminal only)
@@ -93,7 +93,7 @@ def test_registry_strings_are_escaped(
     assert SHOWN_HOSTILE in done.stdout
     if words[0] == "info":
         assert "Say \\x1b]52;c;cHduZWQ=\\x07 hello" in done.stdout
-        assert "data/\\x1b[2J\\u202e" in done.stdout
+        assert "data/\\x1bc\\u202e" in done.stdout
 
 
 def test_json_output_stays_exact(tmp_path: Path, registry: RunningRegistry) -> None:
@@ -156,7 +156,7 @@ def test_consent_prompt_shows_manifest_paths_escaped(
     project = new_project(tmp_path / "project")
     argv = [splice_executable(), "--registry", registry.url, "add", "@acme/hostile"]
     shown = _pty_session(argv, project, "n")
-    assert "read files: data/\\x1b[2J\\u202e" in shown
+    assert "data/\\x1bc\\u202e" in shown and "read files: " in shown
     assert raw_controls(shown.replace("\r\n", "\n")) == []
 
 
