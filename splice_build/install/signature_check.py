@@ -38,11 +38,13 @@ class SignatureValid:
         self.signatures = tuple(signatures)
         self.trusted_signer = trusted_signer
         self.signed_by: str | None = None
+        self.revoked: tuple[str, ...] = ()
 
     def check(self, candidate: Candidate) -> str:
         from splice_build.spec.signing import check_signatures
 
         self.signed_by = None
+        self.revoked = ()
         expected = candidate.expected
         subject = f"{expected.package_id}@{expected.version}"
         try:
@@ -60,6 +62,7 @@ class SignatureValid:
                 details=exc.details,
                 hint="Do not install this version; report it to the publisher and the registry.",
             ) from exc
+        self.revoked = outcome.ignored_revoked
         if outcome.signed_by is None:
             if expected.require_signed:
                 raise InstallError(
