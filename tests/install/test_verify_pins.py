@@ -124,7 +124,7 @@ def test_another_signer_is_a_changed_signer(registry, project, signed, tmp_path:
 
 def test_other_bytes_than_pinned_are_a_lock_mismatch(registry, project, signed) -> None:
     package = signed[1]
-    other = "sha256-" + "A" * 43 + "="
+    other = "sha256-" + "0" * 64
     registry.twist = _on_version(package, lambda answer: answer.update(integrity=other))
     report = _verify(registry, project, package)
     pinned = _check(report, "pinned")

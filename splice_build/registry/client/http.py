@@ -16,6 +16,7 @@ from urllib.parse import quote
 
 from splice_build.errors import ErrorCode, RegistryError
 from splice_build.registry.api import BUNDLE_CONTENT_TYPE, TARGZ_CONTENT_TYPE
+from splice_build.registry.client.answers import checked, malformed
 from splice_build.registry.client.deadline import DEADLINE_ENV, MIN_RATE_ENV, Budget, Deadlines
 from splice_build.registry.client.interface import split_package_id, token_body
 from splice_build.registry.client.statuses import error_for_status
@@ -175,12 +176,10 @@ class HttpRegistryClient:
         _, body = self._request(method, path, **kwargs)
         try:
             value = json_text.parse(body.decode("utf-8"))
-        except ValueError as exc:
-            raise RegistryError(
-                ErrorCode.REGISTRY_ERROR, "Registry error: the answer is not JSON"
-            ) from exc
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise malformed(path, ["the answer is not JSON"]) from exc
         if not isinstance(value, dict):
-            raise RegistryError(ErrorCode.REGISTRY_ERROR, "Registry error: expected a JSON object")
+            raise malformed(path, ["the answer is not a JSON object"])
         return value
 
     @staticmethod
@@ -192,19 +191,27 @@ class HttpRegistryClient:
     # -- reads ------------------------------------------------------------------------
 
     def search(self, query: str, *, limit: int = 20) -> dict[str, Any]:
-        return self._json("GET", "/packages/search", params={"q": query, "limit": str(limit)})
+        path = "/packages/search"
+        answer = self._json("GET", path, params={"q": query, "limit": str(limit)})
+        return checked("search", answer, path)
 
     def package(self, package_id: str) -> dict[str, Any]:
-        return self._json("GET", self._pkg(package_id))
+        path = self._pkg(package_id)
+        return checked("package", self._json("GET", path), path, package_id=package_id)
 
     def versions(self, package_id: str) -> dict[str, Any]:
-        return self._json("GET", self._pkg(package_id, "versions"))
+        path = self._pkg(package_id, "versions")
+        return checked("versions", self._json("GET", path), path, package_id=package_id)
 
     def version(self, package_id: str, version: str) -> dict[str, Any]:
-        return self._json("GET", self._pkg(package_id, version))
+        path = self._pkg(package_id, version)
+        answer = self._json("GET", path)
+        return checked("version", answer, path, package_id=package_id, version=version)
 
     def provenance(self, package_id: str, version: str) -> dict[str, Any]:
-        return self._json("GET", self._pkg(package_id, version, "provenance"))
+        path = self._pkg(package_id, version, "provenance")
+        answer = self._json("GET", path)
+        return checked("provenance", answer, path, package_id=package_id, version=version)
 
     def download(self, package_id: str, version: str) -> bytes:
         """The artifact bytes (≤ 5 MiB, refused while reading past that).
@@ -223,10 +230,11 @@ class HttpRegistryClient:
         return body
 
     def namespace(self, namespace: str) -> dict[str, Any]:
-        return self._json("GET", _ns(namespace))
+        return checked("namespace", self._json("GET", _ns(namespace)), _ns(namespace))
 
     def keys(self, namespace: str) -> dict[str, Any]:
-        return self._json("GET", _ns(namespace) + "/keys")
+        path = _ns(namespace) + "/keys"
+        return checked("keys", self._json("GET", path), path)
 
     # -- authenticated ----------------------------------------------------------------
 
