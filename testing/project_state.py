@@ -15,18 +15,16 @@ BOOKKEEPING = frozenset({".splice/graph.sqlite3", ".splice/state.lock"})
 
 
 def state_bytes(project: Path) -> dict[str, bytes | None]:
-    """Every file of the project state by relative path; a missing top-level entry is None."""
+    """Every file of the project state by relative path; a missing file is None, and a state
+    directory holding only bookkeeping counts as no directory."""
     found: dict[str, bytes | None] = {}
     for name in STATE:
         top = project / name
-        if not top.exists():
-            found[name] = None
-        elif top.is_file():
-            found[name] = top.read_bytes()
-        else:
+        if top.is_dir():
             for path in sorted(top.rglob("*")):
                 key = path.relative_to(project).as_posix()
-                if key in BOOKKEEPING:
-                    continue
-                found[key] = path.read_bytes() if path.is_file() else b"<dir>"
+                if key not in BOOKKEEPING and path.is_file():
+                    found[key] = path.read_bytes()
+        elif name != ".splice":
+            found[name] = top.read_bytes() if top.exists() else None
     return found

@@ -28,7 +28,7 @@ from splice_build.install.checks import (
 )
 from splice_build.install.consent import Accept, require_consent
 from splice_build.install.session import RegistrySession, is_offline
-from splice_build.install.signature_check import SignatureValid, signer_pinning
+from splice_build.install.signature_check import SignatureValid, first_signer, signer_pinning
 from splice_build.project.layout import ProjectLayout
 from splice_build.project.lockfile import LockEntry, load_lockfile
 from splice_build.project.project_file import load_project_file
@@ -105,9 +105,11 @@ class InstallReport:
         }
 
 
-def _signature_text(verified: str | None, recorded: str | None) -> str:
+def _signature_text(verified: str | None, recorded: str | None, untrusted: str | None) -> str:
     if verified is None:
         return "unsigned"
+    if untrusted is not None:
+        return f"verified {verified}, but untrusted ({untrusted}); not pinned"
     if recorded is None:
         return f"verified {verified} (this machine's embedded-registry key; not pinned)"
     return f"verified {verified}"
@@ -261,15 +263,22 @@ class Installer:
         lock = load_lockfile(self.layout.root)
         current = lock.get(target.package_id)
         self.progress("verifying", f"Verifying {expected.integrity}...")
-        verified = verify_artifact(
-            fetched.data, expected, self._signature_check(target, fetched, current)
-        )
+        signature = self._signature_check(target, fetched, current)
+        verified = verify_artifact(fetched.data, expected, signature)
         signed_by = self._recorded_signer(target, fetched, verified.signed_by)
-        signer_pinning(
-            current.signed_by if current is not None else None,
-            signed_by,
-            self.options.allow_signer_change,
-        )
+        pinned = current.signed_by if current is not None else None
+        untrusted: str | None = None
+        if signed_by is not None and signed_by != pinned and isinstance(signature, SignatureValid):
+            trusted = load_project_file(self.layout.root).trusted_for(target.package_id)
+            signed_by, untrusted = first_signer(
+                signature.valid,
+                signed_by,
+                trusted=trusted,
+                registered=() if trusted else self._registered_keys(target.package_id),
+                require_signed=expected.require_signed,
+                subject=f"{target.package_id}@{target.version}",
+            )
+        signer_pinning(pinned, signed_by, self.options.allow_signer_change)
         if not fetched.from_cache:
             self.cache.put(fetched.data)
         subject = f"{target.package_id}@{target.version}"
@@ -305,7 +314,7 @@ class Installer:
             previous=previous,
             from_cache=fetched.from_cache,
             offline=fetched.offline,
-            signature=_signature_text(verified.signed_by, signed_by),
+            signature=_signature_text(verified.signed_by, signed_by, untrusted),
         )
 
     def keep(self, target: Target, manifest: Manifest, entry: LockEntry) -> InstallReport:
@@ -336,6 +345,18 @@ class Installer:
             signatures if isinstance(signatures, list) else (),
             trusted_signer=current.signed_by if current is not None else None,
         )
+
+    def _registered_keys(self, package_id: str) -> tuple[str, ...]:
+        """The unrevoked key ids the registry lists for the package's namespace (none when
+        it does not know the namespace)."""
+        namespace = package_id[1:].split("/", 1)[0]
+        try:
+            answer = self.session.client.keys(namespace)
+        except RegistryError as exc:
+            if exc.code is ErrorCode.PACKAGE_NOT_FOUND:
+                return ()
+            raise
+        return tuple(k["keyId"] for k in answer["keys"] if k.get("revokedAt") is None)
 
     def _recorded_signer(
         self, target: Target, fetched: Fetched, verified: str | None
