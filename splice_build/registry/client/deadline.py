@@ -4,8 +4,8 @@ A socket timeout bounds each read, not the request: a registry that sends one by
 seconds never trips it. Every HTTP request therefore has a budget measured from its start
 (``SPLICE_REGISTRY_DEADLINE`` seconds, default 60); a download gets that plus its size over a
 minimum rate (``SPLICE_REGISTRY_MIN_RATE`` bytes per second, default 64 KiB/s), the size being
-the declared length when the registry gives one within the cap, the cap otherwise
-(docs/registry.md#deadlines).
+the declared length when the registry gives one within the cap, the cap otherwise; an upload
+(``publish``) gets the same for the size of its body (docs/registry.md#deadlines).
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ class Deadlines:
         return cls(request, int(rate))
 
     def for_download(self, size: int) -> float:
+        """The deadline of a request moving ``size`` bytes of artifact, either way."""
         return self.request + size / self.min_rate
 
 

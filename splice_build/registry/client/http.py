@@ -68,7 +68,9 @@ class HttpRegistryClient:
         blocked on a stalled socket cannot be interrupted otherwise. On expiry the answer is
         closed and abandoned (the thread ends with the connection) and the session replaced.
         """
-        budget = Budget(self.deadlines.request)
+        sent = kwargs.get("data")
+        upload = len(sent) if isinstance(sent, bytes) else 0
+        budget = Budget(self.deadlines.for_download(upload) if upload else self.deadlines.request)
         outcome: dict[str, Any] = {}
         done = threading.Event()
         session = self._session
