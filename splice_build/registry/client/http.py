@@ -1,7 +1,9 @@
 """``HttpRegistryClient``: the registry API over ``requests``.
 
 Every ``requests`` failure becomes ``REGISTRY_UNREACHABLE`` (``raise … from exc``); every
-non-2xx answer goes through ``statuses.error_for_status``. The token is sent only as an
+non-2xx answer goes through ``statuses.error_for_status``; every request has one deadline for
+connect, headers and body (``deadline``, ``REGISTRY_UNAVAILABLE`` past it) and every read
+answer is validated before it is returned (``answers``, ``REGISTRY_ERROR``). The token is sent only as an
 ``Authorization`` header to this registry's own URL and never appears in an error.
 """
 
