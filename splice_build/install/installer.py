@@ -2,7 +2,8 @@
 
 (2) metadata — a locked version must match the lock's integrity and size (``LOCK_MISMATCH``);
 (3) artifact — from the verified cache or downloaded; a locked install accepts only the lock's
-bytes; offline, locked versions come from the cache; (4) verification (``checks``); (5) signer
+bytes; offline, locked versions come from the cache; (4) verification (``checks``); (5) a new
+signer must be trusted (registered for the namespace, or in ``trustedSigners``), then signer
 pinning; (6) cache put; (7) consent; (8) staged extraction and the journaled swap that writes
 ``splice.lock`` and ``splice.json`` (``transaction``).
 
