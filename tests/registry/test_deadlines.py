@@ -106,3 +106,23 @@ def test_a_malformed_deadline_is_a_config_error(project: Path, store: Path, valu
         )
         assert done.code == 2, done.stdout + done.stderr
         assert done.json()["error"]["code"] == "INVALID_CONFIG"
+
+
+def test_the_client_answers_again_after_a_deadline(store: Path) -> None:
+    """A long-lived client (SDK, MCP server) is not stuck with the abandoned request."""
+    from splice_build.errors import ErrorCode, RegistryError
+    from splice_build.registry.client.deadline import Deadlines
+    from splice_build.registry.client.http import HttpRegistryClient
+
+    stalled = {"on": True}
+    drip = Drip(lambda path: stalled["on"] and path == PACKAGE, "headers")
+    with registry_server(store, admin=False) as server, counting_proxy(server.url, drip=drip) as p:
+        client = HttpRegistryClient(p.url, deadlines=Deadlines(request=1))
+        try:
+            with pytest.raises(RegistryError) as caught:
+                client.package("@acme/greeter")
+            assert caught.value.code is ErrorCode.REGISTRY_UNAVAILABLE
+            stalled["on"] = False
+            assert client.package("@acme/greeter")["name"] == "@acme/greeter"
+        finally:
+            client.close()
