@@ -193,3 +193,30 @@ def test_the_table_covers_every_field_of_the_honest_answers(world) -> None:
         for where, fields in FIELDS[endpoint].items():
             node = answer[where][0] if where else answer
             assert sorted(node) == sorted(f.rstrip("!~") for f in fields), (endpoint, where)
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "field"),
+    [
+        ("versions", PKG + "/versions", "versions"),
+        ("provenance", PKG + "/1.0.0/provenance", "name"),
+    ],
+)
+def test_answers_no_command_reads_yet_are_validated_too(world, method, path, field) -> None:
+    """`versions` and `provenance` are in the client protocol though no command reads them yet."""
+    from splice_build.errors import ErrorCode, RegistryError
+    from splice_build.registry.client.http import HttpRegistryClient
+
+    registry, _, _ = world
+    client = HttpRegistryClient(registry.url)
+    args = ("@acme/greeter",) if method == "versions" else ("@acme/greeter", "1.0.0")
+    try:
+        assert getattr(client, method)(*args)["name"] == "@acme/greeter"
+        registry.twist = lambda asked, answer: {**answer, field: 12345} if asked == path else answer
+        with pytest.raises(RegistryError) as caught:
+            getattr(client, method)(*args)
+        assert caught.value.code is ErrorCode.REGISTRY_ERROR
+        assert f"the registry answered {path}" in caught.value.message
+    finally:
+        registry.twist = None
+        client.close()
