@@ -5,6 +5,10 @@
 (``…/download``). With ``rewrite``, each JSON answer is passed through it first (a registry
 that twists its answers); otherwise answers go back unchanged. The registry server itself is
 untouched.
+
+With ``drip``, the answers to the paths it matches are sent one byte at a time, from the status
+line (a registry stalling its headers) or from the body (stalling metadata or a download),
+until the client hangs up or the proxy stops.
 """
 
 from __future__ import annotations
@@ -16,10 +20,20 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 Rewrite = Callable[[str, Any], Any]
+
+
+@dataclass(frozen=True)
+class Drip:
+    """Answers to paths where ``matches(path)`` go out one byte every ``interval`` seconds."""
+
+    matches: Callable[[str], bool]
+    phase: Literal["headers", "body"]
+    interval: float = 0.05
+
 
 _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "host", "content-length"}
 
@@ -36,7 +50,11 @@ class CountingProxy:
 
 
 def _handler(
-    upstream: str, proxy: CountingProxy, rewrite: Rewrite | None
+    upstream: str,
+    proxy: CountingProxy,
+    rewrite: Rewrite | None,
+    drip: Drip | None,
+    stop: threading.Event,
 ) -> type[BaseHTTPRequestHandler]:
     target = urlsplit(upstream)
     lock = threading.Lock()
@@ -58,6 +76,9 @@ def _handler(
                 kind = response.getheader("content-type") or ""
                 if rewrite is not None and kind.startswith("application/json"):
                     data = json.dumps(rewrite(self.path, json.loads(data))).encode()
+                if drip is not None and drip.matches(self.path.split("?", 1)[0]):
+                    self._drip(response, data, drip)
+                    return
                 self.send_response(response.status)
                 for key, value in response.getheaders():
                     if key.lower() not in _HOP_BY_HOP:
@@ -68,6 +89,30 @@ def _handler(
             finally:
                 connection.close()
 
+        def _drip(self, response: http.client.HTTPResponse, data: bytes, drip: Drip) -> None:
+            lines = [f"HTTP/1.1 {response.status} {response.reason}"]
+            lines += [
+                f"{key}: {value}"
+                for key, value in response.getheaders()
+                if key.lower() not in _HOP_BY_HOP
+            ]
+            lines += [f"content-length: {len(data)}", "connection: close", "", ""]
+            head = "\r\n".join(lines).encode()
+            self.close_connection = True
+            if drip.phase == "body":
+                self.wfile.write(head)
+                slow = data
+            else:
+                slow = head + data
+            try:
+                for index in range(len(slow)):
+                    if stop.wait(drip.interval):
+                        return
+                    self.wfile.write(slow[index : index + 1])
+                    self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                return
+
         do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = _forward
 
         def log_message(self, format: str, *args: object) -> None:
@@ -77,17 +122,21 @@ def _handler(
 
 
 @contextmanager
-def counting_proxy(upstream: str, rewrite: Rewrite | None = None) -> Iterator[CountingProxy]:
+def counting_proxy(
+    upstream: str, rewrite: Rewrite | None = None, drip: Drip | None = None
+) -> Iterator[CountingProxy]:
     """Serve the proxy in a thread for the ``with`` block; ``rewrite(path, answer)`` twists
-    JSON answers."""
+    JSON answers, ``drip`` stalls some."""
     proxy = CountingProxy("")
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(upstream, proxy, rewrite))
+    stop = threading.Event()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(upstream, proxy, rewrite, drip, stop))
     proxy.url = f"http://127.0.0.1:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
         yield proxy
     finally:
+        stop.set()
         server.shutdown()
         server.server_close()
         thread.join()

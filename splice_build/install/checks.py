@@ -52,12 +52,19 @@ class Candidate:
 
 @dataclass(frozen=True)
 class CheckResult:
+    """One line of a verification report; a failed check carries the error code the same
+    failure has in install and update (``code``)."""
+
     id: str
     status: Status
     message: str
+    code: ErrorCode | None = None
 
     def to_json(self) -> dict[str, str]:
-        return {"id": self.id, "status": self.status, "message": self.message}
+        out = {"id": self.id, "status": self.status, "message": self.message}
+        if self.code is not None:
+            out["code"] = str(self.code)
+        return out
 
 
 class Check(Protocol):
@@ -237,7 +244,7 @@ class AllOf:
                 text = (
                     exc.message if not exc.details else f"{exc.message}: {'; '.join(exc.details)}"
                 )
-                outcome.results.append(CheckResult(check.id, "failed", text))
+                outcome.results.append(CheckResult(check.id, "failed", text, exc.code))
             else:
                 outcome.results.append(CheckResult(check.id, "passed", message))
         return outcome

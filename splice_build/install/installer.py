@@ -2,7 +2,8 @@
 
 (2) metadata — a locked version must match the lock's integrity and size (``LOCK_MISMATCH``);
 (3) artifact — from the verified cache or downloaded; a locked install accepts only the lock's
-bytes; offline, locked versions come from the cache; (4) verification (``checks``); (5) signer
+bytes; offline, locked versions come from the cache; (4) verification (``checks``); (5) a new
+signer must be trusted (registered for the namespace, or in ``trustedSigners``), then signer
 pinning; (6) cache put; (7) consent; (8) staged extraction and the journaled swap that writes
 ``splice.lock`` and ``splice.json`` (``transaction``).
 
@@ -29,7 +30,7 @@ from splice_build.install.checks import (
 )
 from splice_build.install.consent import Accept, require_consent
 from splice_build.install.session import RegistrySession, is_offline
-from splice_build.install.signature_check import SignatureValid, signer_pinning
+from splice_build.install.signature_check import SignatureValid, first_signer, signer_pinning
 from splice_build.project.layout import ProjectLayout
 from splice_build.project.lockfile import LockEntry, Unknown, load_lockfile
 from splice_build.project.project_file import load_project_file
@@ -113,12 +114,18 @@ class InstallReport:
 
 
 def _signature_text(
-    verified: str | None, recorded: str | None, *, pinned_only: bool = False
+    verified: str | None,
+    recorded: str | None,
+    untrusted: str | None = None,
+    *,
+    pinned_only: bool = False,
 ) -> str:
     if verified is None:
         return "unsigned"
     if pinned_only:
         return f"pinned {verified} in splice.lock (no signature stored with the cached artifact)"
+    if untrusted is not None:
+        return f"verified {verified}, but untrusted ({untrusted}); not pinned"
     if recorded is None:
         return f"verified {verified} (this machine's embedded-registry key; not pinned)"
     return f"verified {verified}"
@@ -303,11 +310,19 @@ class Installer:
         signature = self._signature_check(target, fetched, current)
         verified = verify_artifact(fetched.data, expected, signature)
         signed_by = self._recorded_signer(target, fetched, verified.signed_by)
-        signer_pinning(
-            current.signed_by if current is not None else None,
-            signed_by,
-            self.options.allow_signer_change,
-        )
+        pinned = current.signed_by if current is not None else None
+        untrusted: str | None = None
+        if signed_by is not None and signed_by != pinned and isinstance(signature, SignatureValid):
+            trusted = load_project_file(self.layout.root).trusted_for(target.package_id)
+            signed_by, untrusted = first_signer(
+                signature.valid,
+                signed_by,
+                trusted=trusted,
+                registered=() if trusted else self._registered_keys(target.package_id),
+                require_signed=expected.require_signed,
+                subject=f"{target.package_id}@{target.version}",
+            )
+        signer_pinning(pinned, signed_by, self.options.allow_signer_change)
         if not fetched.from_cache:
             self.cache.put(fetched.data)
         self._keep_signatures(target, fetched, verified)
@@ -352,6 +367,7 @@ class Installer:
             signature=_signature_text(
                 verified.signed_by,
                 signed_by,
+                untrusted,
                 pinned_only=isinstance(signature, SignaturePinnedByLock),
             ),
             root=self._root,
@@ -428,6 +444,18 @@ class Installer:
             signatures if isinstance(signatures, list) else (),
             trusted_signer=current.signed_by if current is not None else None,
         )
+
+    def _registered_keys(self, package_id: str) -> tuple[str, ...]:
+        """The unrevoked key ids the registry lists for the package's namespace (none when
+        it does not know the namespace)."""
+        namespace = package_id[1:].split("/", 1)[0]
+        try:
+            answer = self.session.client.keys(namespace)
+        except RegistryError as exc:
+            if exc.code is ErrorCode.PACKAGE_NOT_FOUND:
+                return ()
+            raise
+        return tuple(k["keyId"] for k in answer["keys"] if k.get("revokedAt") is None)
 
     def _recorded_signer(
         self, target: Target, fetched: Fetched, verified: str | None

@@ -1,24 +1,78 @@
 """The ``splice verify`` report (docs/compatibility.md#verification-pipeline): every check of an artifact, plus ``installed``.
 
 The registry's bytes are run through the same policy as an install (sha256, size, package,
-metadata, signature), then ``provenance`` and ``source`` (reported as skipped: this build keeps
-no provenance check), then ``installed`` when the project has that version: the lock's integrity
-equals the registry's, the installed files are byte-identical to the artifact (files digest
-from bytes), and no permission is ungranted.
+metadata, signature), then ``provenance`` and ``source``, then, when the project locks that
+version, ``pinned``: every pin of the lock entry still holds against what the registry shows
+now (integrity and size, ``LOCK_MISMATCH``; the signer, ``SIGNER_CHANGED``; the permission
+grant, ``PERMISSIONS_NOT_GRANTED``: the codes an install or update of the same answer fails
+with), and ``installed``: the installed files are byte-identical to the artifact (files digest
+from bytes) and no permission is ungranted. A project's ``requireSignatures`` applies as in an
+install.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from splice_build.errors import SpliceError
+from splice_build.errors import ErrorCode, SpliceError
 from splice_build.install.checks import NOT_RUN, Candidate, CheckResult, Expected, artifact_policy
 from splice_build.install.installed import check_installed
 from splice_build.install.session import RegistrySession
 from splice_build.install.signature_check import SignatureValid
 from splice_build.project.layout import ProjectLayout
-from splice_build.project.lockfile import load_lockfile
+from splice_build.project.lockfile import LockEntry, load_lockfile
+from splice_build.project.project_file import load_project_file
 from splice_build.spec.digests import files_digest
+
+
+def _pinned_check(
+    entry: LockEntry | None, candidate: Candidate, signature: SignatureValid, verified: bool
+) -> CheckResult:
+    """The lock's pins against the registry's current answer; the first broken pin fails."""
+    expected = candidate.expected
+    if entry is None or entry.version != expected.version:
+        return CheckResult("pinned", "skipped", "this version is not in splice.lock")
+    if entry.integrity != expected.integrity or (
+        entry.size is not None and expected.size is not None and entry.size != expected.size
+    ):
+        return CheckResult(
+            "pinned",
+            "failed",
+            f"splice.lock pins {entry.integrity} ({entry.size} bytes), the registry now shows "
+            f"{expected.integrity} ({expected.size} bytes)",
+            ErrorCode.LOCK_MISMATCH,
+        )
+    if not verified:
+        return CheckResult("pinned", "skipped", NOT_RUN)
+    if entry.signed_by is not None and signature.signed_by != entry.signed_by:
+        if signature.signed_by is not None:
+            found = f"signed by {signature.signed_by}"
+        elif entry.signed_by in signature.revoked:
+            found = f"unsigned: the registry marks {entry.signed_by} revoked"
+        else:
+            found = "unsigned: the registry shows no signature by it"
+        return CheckResult(
+            "pinned",
+            "failed",
+            f"splice.lock pins signer {entry.signed_by}, the registry now shows {found}",
+            ErrorCode.SIGNER_CHANGED,
+        )
+    if candidate.manifest is not None and entry.permissions is not None:
+        from splice_build.install.consent import ungranted_lines
+
+        beyond = ungranted_lines(candidate.manifest.permissions, entry.permissions)
+        if beyond:
+            return CheckResult(
+                "pinned",
+                "failed",
+                "the registry's version asks for permissions splice.lock does not grant: "
+                + "; ".join(beyond),
+                ErrorCode.PERMISSIONS_NOT_GRANTED,
+            )
+    signer = f", signer {entry.signed_by}" if entry.signed_by is not None else ""
+    return CheckResult(
+        "pinned", "passed", f"integrity, size{signer} and grant as pinned in splice.lock"
+    )
 
 
 def _installed_check(layout: ProjectLayout, candidate: Candidate, package_id: str) -> CheckResult:
@@ -30,16 +84,24 @@ def _installed_check(layout: ProjectLayout, candidate: Candidate, package_id: st
             "installed",
             "failed",
             f"splice.lock has {entry.integrity}, registry {candidate.expected.integrity}",
+            ErrorCode.LOCK_MISMATCH,
         )
     try:
         installed = check_installed(layout, package_id, entry)
     except SpliceError as exc:
         text = f"{exc.code}: {exc.message}; {'; '.join(exc.details)}".rstrip("; ")
-        return CheckResult("installed", "failed", f"{text} ({exc.hint})" if exc.hint else text)
+        return CheckResult(
+            "installed", "failed", f"{text} ({exc.hint})" if exc.hint else text, exc.code
+        )
     if candidate.files is not None and entry.known(package_id).files != files_digest(
         candidate.files
     ):
-        return CheckResult("installed", "failed", "installed files differ from the artifact")
+        return CheckResult(
+            "installed",
+            "failed",
+            "installed files differ from the artifact",
+            ErrorCode.INSTALLED_PACKAGE_MODIFIED,
+        )
     return CheckResult(
         "installed",
         "passed",
@@ -89,6 +151,7 @@ def verification_report(
 ) -> dict[str, Any]:
     """Download ``package_id@version`` and report every check; raises only for registry errors."""
     client = session.client
+    entry = load_lockfile(layout.root).get(package_id) if layout is not None else None
     meta = client.version(package_id, version)
     data = client.download(package_id, version)
     manifest = meta.get("manifest")
@@ -98,10 +161,14 @@ def verification_report(
         str(meta.get("integrity")),
         meta.get("size") if isinstance(meta.get("size"), int) else None,
         manifest if isinstance(manifest, dict) else None,
+        layout is not None and load_project_file(layout.root).requires_signature(package_id),
     )
     candidate = Candidate(data, expected)
     signatures = meta.get("signatures")
-    signature = SignatureValid(signatures if isinstance(signatures, list) else ())
+    signature = SignatureValid(
+        signatures if isinstance(signatures, list) else (),
+        trusted_signer=entry.signed_by if entry is not None else None,
+    )
     outcome = artifact_policy(signature).report(candidate)
     results = list(outcome.results)
     results.append(
@@ -113,6 +180,7 @@ def verification_report(
         CheckResult("source", "skipped", "the artifact is served by the registry itself")
     )
     if layout is not None:
+        results.append(_pinned_check(entry, candidate, signature, outcome.verified))
         if outcome.verified:
             results.append(_installed_check(layout, candidate, package_id))
         else:

@@ -7,6 +7,11 @@ signature that does not verify fails closed (``SIGNATURE_INVALID``); unsigned is
 ("unsigned: …") unless the candidate requires a signature (``SIGNATURE_REQUIRED``). After a
 passing check, ``signed_by`` holds the verified key id that goes into ``splice.lock``.
 
+:func:`first_signer` decides whether a signer the lock does not pin yet may become the pin: a
+key of the namespace's ``trustedSigners`` in ``splice.json`` when the project lists any (the
+registry's word does not count then), else a key the registry has registered, unrevoked, for
+the namespace (docs/signing.md#trusted-signers).
+
 :func:`signer_pinning` is step (5) of the install: once a lock entry records ``signedBy``,
 an update must be signed by that same key unless the user allows the change.
 """
@@ -38,11 +43,15 @@ class SignatureValid:
         self.signatures = tuple(signatures)
         self.trusted_signer = trusted_signer
         self.signed_by: str | None = None
+        self.valid: tuple[str, ...] = ()
+        self.revoked: tuple[str, ...] = ()
 
     def check(self, candidate: Candidate) -> str:
         from splice_build.spec.signing import check_signatures
 
         self.signed_by = None
+        self.valid = ()
+        self.revoked = ()
         expected = candidate.expected
         subject = f"{expected.package_id}@{expected.version}"
         try:
@@ -60,6 +69,8 @@ class SignatureValid:
                 details=exc.details,
                 hint="Do not install this version; report it to the publisher and the registry.",
             ) from exc
+        self.revoked = outcome.ignored_revoked
+        self.valid = outcome.valid
         if outcome.signed_by is None:
             if expected.require_signed:
                 raise InstallError(
@@ -90,3 +101,40 @@ def signer_pinning(
         details=[f"pinned: {previous_signed_by}", f"found: {new_signed_by or 'no signature'}"],
         hint="If the publisher rotated its key on purpose, re-run with --allow-signer-change.",
     )
+
+
+def first_signer(
+    valid: Sequence[str],
+    preferred: str,
+    *,
+    trusted: Sequence[str],
+    registered: Sequence[str],
+    require_signed: bool,
+    subject: str,
+) -> tuple[str | None, str | None]:
+    """``(signer to pin, None)``, or ``(None, why not)`` when no valid signer is trusted.
+
+    Raises InstallError(SIGNER_UNTRUSTED) instead of answering ``None`` when a signature is
+    required: an untrusted signature vouches for nothing.
+    """
+    namespace = subject[1:].split("/", 1)[0]
+    allowed, source = (
+        (trusted, "splice.json trustedSigners")
+        if trusted
+        else (registered, f"the keys registered for @{namespace}")
+    )
+    accepted = [key for key in valid if key in allowed]
+    if accepted:
+        return (preferred if preferred in accepted else accepted[0]), None
+    why = f"{', '.join(valid) or preferred} is not among {source}"
+    if require_signed:
+        raise InstallError(
+            ErrorCode.SIGNER_UNTRUSTED,
+            f"{subject} is signed, but not by a key this project trusts: {why}",
+            details=[f"signed by: {key}" for key in valid] + [f"trusted: {k}" for k in allowed],
+            hint=(
+                f"If you know the key belongs to @{namespace}, trust it out of band: "
+                f"`splice keys trust @{namespace} <keyId|public-key-file>`."
+            ),
+        )
+    return None, why

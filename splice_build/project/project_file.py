@@ -2,7 +2,8 @@
 
 docs/compatibility.md#splicejson::
 
-    { "specVersion": 1, "registry"?: "<url|alias>", "packages": { "@ns/name": "<range>" } }
+    { "specVersion": 1, "registry"?: "<url|alias>", "packages": { "@ns/name": "<range>" },
+      "requireSignatures"?: ["<ns>"], "trustedSigners"?: { "<ns>": ["ed25519:<16 hex>"] } }
 
 The file marks the project root (found by walking up from the current directory). It is
 parsed once into a :class:`ProjectFile` whose ids and ranges are valid; every problem is
@@ -22,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -36,7 +37,7 @@ from splice_build.spec.paths import utf16_sort_key
 from splice_build.spec.semver import Range
 
 SPEC_VERSION = 1
-_KNOWN_KEYS = ("specVersion", "registry", "packages", "requireSignatures")
+_KNOWN_KEYS = ("specVersion", "registry", "packages", "requireSignatures", "trustedSigners")
 
 
 def sorted_by_id(mapping: Mapping[str, Any]) -> dict[str, Any]:
@@ -57,10 +58,15 @@ class ProjectFile:
     extra: Mapping[str, Any] = field(default_factory=dict)
     # Namespaces whose packages must carry a verified publisher signature (issue #11).
     require_signatures: tuple[str, ...] = ()
+    # Namespace → key ids trusted out of band (``splice keys trust``, docs/signing.md#trusted-signers).
+    trusted_signers: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "packages", MappingProxyType(sorted_by_id(self.packages)))
         object.__setattr__(self, "extra", MappingProxyType(dict(self.extra)))
+        object.__setattr__(
+            self, "trusted_signers", MappingProxyType(sorted_by_id(dict(self.trusted_signers)))
+        )
 
     def to_json(self) -> dict[str, Any]:
         """The TypeScript Splice's key order (``specVersion``, ``packages``, ``registry``), then
@@ -70,12 +76,25 @@ class ProjectFile:
             out["registry"] = self.registry
         if self.require_signatures:
             out["requireSignatures"] = list(self.require_signatures)
+        if self.trusted_signers:
+            out["trustedSigners"] = {ns: list(ids) for ns, ids in self.trusted_signers.items()}
         out.update(self.extra)
         return out
 
     def requires_signature(self, package_id: str) -> bool:
         """True when ``@ns/name`` is in a namespace listed in ``requireSignatures``."""
         return package_id[1:].split("/", 1)[0] in self.require_signatures
+
+    def trusted_for(self, package_id: str) -> tuple[str, ...]:
+        """The key ids trusted for the namespace of ``@ns/name`` (empty: none pinned)."""
+        return self.trusted_signers.get(package_id[1:].split("/", 1)[0], ())
+
+    def with_trusted(self, namespace: str, key_id: str) -> ProjectFile:
+        """A copy trusting ``key_id`` for ``namespace`` (no change if it already does)."""
+        ids = self.trusted_signers.get(namespace, ())
+        if key_id in ids:
+            return self
+        return replace(self, trusted_signers={**self.trusted_signers, namespace: (*ids, key_id)})
 
     def with_package(self, package_id: str, range_text: str) -> ProjectFile:
         """A copy with ``package_id`` set to ``range_text`` (added or replaced)."""
@@ -86,9 +105,7 @@ class ProjectFile:
         return self._with_packages({k: v for k, v in self.packages.items() if k != package_id})
 
     def _with_packages(self, packages: Mapping[str, str]) -> ProjectFile:
-        return ProjectFile(
-            packages, self.registry, self.spec_version, self.extra, self.require_signatures
-        )
+        return replace(self, packages=packages)
 
 
 def find_project_root(start: Path) -> Path:
@@ -179,11 +196,36 @@ def _parse(value: object) -> ProjectFile:
         problems.append("packages: must be an object")
     policy = value.get("requireSignatures", [])
     problems.extend(_policy_problems(policy))
+    trusted = value.get("trustedSigners", {})
+    problems.extend(_trusted_problems(trusted))
     if problems:
         raise _invalid(problems[0], tuple(problems) if len(problems) > 1 else ())
     extra = {k: v for k, v in value.items() if k not in _KNOWN_KEYS}
     namespaces = tuple(dict.fromkeys(str(ns).removeprefix("@") for ns in policy))
-    return ProjectFile(packages, registry, SPEC_VERSION, extra, namespaces)
+    signers = {ns.removeprefix("@"): tuple(dict.fromkeys(ids)) for ns, ids in trusted.items()}
+    return ProjectFile(packages, registry, SPEC_VERSION, extra, namespaces, signers)
+
+
+def _trusted_problems(trusted: object) -> list[str]:
+    """``trustedSigners``: ``{"<namespace>": ["ed25519:<16 hex>", …]}``."""
+    from splice_build.spec.names import is_valid_name
+    from splice_build.spec.signing import is_key_id
+
+    if not isinstance(trusted, dict):
+        return ["trustedSigners: must be an object of namespace → key ids"]
+    problems = []
+    for ns, ids in trusted.items():
+        if not is_valid_name(ns.removeprefix("@")):
+            problems.append(f"trustedSigners: {ns!r} is not a valid namespace")
+        elif not isinstance(ids, list) or not ids:
+            problems.append(f"trustedSigners.{ns}: must be a non-empty list of key ids")
+        else:
+            problems.extend(
+                f"trustedSigners.{ns}[{i}]: {item!r} is not a key id (ed25519:<16 hex>)"
+                for i, item in enumerate(ids)
+                if not is_key_id(item)
+            )
+    return problems
 
 
 def _policy_problems(policy: object) -> list[str]:

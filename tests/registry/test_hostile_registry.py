@@ -46,6 +46,13 @@ class _Hostile(BaseHTTPRequestHandler):
             self._stream(64 * 1024 * 1024, declare=True)
         elif self.path.endswith("/huge-json"):
             self._stream(MAX_JSON_BYTES + 10 * 65536, declare=False)
+        elif self.path.endswith("/huge-401"):
+            body = b'{"error": {"code": "UNAUTHENTICATED", "message": "' + b"x" * 100 * 1024
+            self.send_response(401)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
         elif self.path.endswith("/small/1.0.0/download"):
             self.send_response(200)
             self.send_header("content-length", str(len(ARTIFACT)))
@@ -93,3 +100,11 @@ def test_an_oversized_json_answer_is_refused(hostile) -> None:
 def test_an_artifact_within_the_limit_is_returned_whole(hostile) -> None:
     client, _ = hostile
     assert client.download("@evil/small", "1.0.0") == ARTIFACT
+
+
+def test_an_oversized_error_body_keeps_its_status(hostile) -> None:
+    """A 401 with 100 KiB of body is still the 401 (only the first 64 KiB are read)."""
+    client, _ = hostile
+    with pytest.raises(RegistryError) as caught:
+        client.package("@evil/huge-401")
+    assert caught.value.code is ErrorCode.UNAUTHENTICATED

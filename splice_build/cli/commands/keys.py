@@ -1,9 +1,12 @@
-"""`splice keys generate [name] | list [@ns] | register @ns | revoke @ns <keyId>`.
+"""`splice keys generate [name] | list [@ns] | register @ns | revoke @ns <keyId> | trust @ns <keyId|file>`.
 
 ``generate`` writes ``SPLICE_HOME/keys/<name>.key`` (never overwriting one: ``KEY_EXISTS``);
 ``list`` shows the local keys, or with ``@ns`` the keys a registry has for a namespace;
 ``register`` adds a local key's public half to a namespace you own (``--key``, default
-``default``); ``revoke`` marks a namespace key revoked, after which its signatures are ignored.
+``default``); ``revoke`` marks a namespace key revoked, after which its signatures are ignored;
+``trust`` pins a key for a namespace out of band, in this project's ``splice.json``
+(``trustedSigners``, docs/signing.md#trusted-signers): from then on only a trusted key is
+accepted as the first signer of that namespace's packages, whatever the registry lists.
 """
 
 from __future__ import annotations
@@ -21,12 +24,19 @@ NAME = "keys"
 HELP = "generate, list, register or revoke publisher signing keys"
 NEEDS_PROJECT = False
 # action -> (least, most) positional arguments after it
-ARITY = {"generate": (0, 1), "list": (0, 1), "register": (1, 1), "revoke": (2, 2)}
+ARITY = {
+    "generate": (0, 1),
+    "list": (0, 1),
+    "register": (1, 1),
+    "revoke": (2, 2),
+    "trust": (2, 2),
+}
 USAGE = {
     "generate": "keys generate [name]",
     "list": "keys list [@namespace]",
     "register": "keys register @namespace [--key name]",
     "revoke": "keys revoke @namespace <keyId>",
+    "trust": "keys trust @namespace <keyId|public-key-file>",
 }
 
 
@@ -154,9 +164,82 @@ def _revoke(args: argparse.Namespace, ctx: CommandContext) -> None:
     )
 
 
+def _trusted_key_id(text: str, ctx: CommandContext) -> str:
+    """A key id as given, or the id of the public key in a file (base64, as `keys generate`
+    prints it, or a PEM public key)."""
+    from pathlib import Path
+
+    from splice_build.errors import ErrorCode, SpecError
+    from splice_build.spec.signing import decode_public_key, is_key_id, key_id
+
+    if is_key_id(text):
+        return text
+    path = Path(ctx.cwd, text)
+    try:
+        content = path.read_bytes()[: 64 * 1024]
+    except OSError as exc:
+        raise UsageError(
+            f"{text!r} is neither a key id (ed25519:<16 hex digits>) nor a readable file",
+            details=[exc.strerror or type(exc).__name__],
+        ) from exc
+    try:
+        if content.lstrip().startswith(b"-----BEGIN PUBLIC KEY-----"):
+            return key_id(_pem_public_key(content))
+        return key_id(decode_public_key(content.decode("ascii").strip()))
+    except (SpecError, UnicodeDecodeError, ValueError) as exc:
+        raise SpecError(
+            ErrorCode.SIGNATURE_INVALID,
+            f"{text} holds no Ed25519 public key (base64 of 32 bytes, or a PEM public key)",
+        ) from exc
+
+
+def _pem_public_key(content: bytes) -> bytes:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    public = serialization.load_pem_public_key(content)
+    if not isinstance(public, Ed25519PublicKey):
+        raise ValueError("not an Ed25519 key")
+    return public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+
+
+def _trust(args: argparse.Namespace, ctx: CommandContext) -> None:
+    from splice_build.project.layout import ProjectLayout
+    from splice_build.project.locking import lock
+    from splice_build.project.project_file import (
+        find_project_root,
+        load_project_file,
+        save_project_file,
+    )
+
+    namespace = _namespace(args.words[0])
+    trusted = _trusted_key_id(args.words[1], ctx)
+    root = find_project_root(ctx.cwd)
+    with lock(ProjectLayout(root).state_lock):
+        project = load_project_file(root)
+        updated = project.with_trusted(namespace, trusted)
+        if updated is not project:
+            save_project_file(root, updated)
+    data = {
+        "namespace": namespace,
+        "keyId": trusted,
+        "trusted": list(updated.trusted_signers[namespace]),
+    }
+    ctx.out.result(
+        data,
+        f"Trusted {trusted} for @{namespace} in {root / 'splice.json'}: only trusted keys are "
+        "accepted as its packages' first signer",
+    )
+
+
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     _check(args)
-    {"generate": _generate, "list": _list, "register": _register, "revoke": _revoke}[args.action](
-        args, ctx
-    )
+    actions = {
+        "generate": _generate,
+        "list": _list,
+        "register": _register,
+        "revoke": _revoke,
+        "trust": _trust,
+    }
+    actions[args.action](args, ctx)
     return 0

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from splice_build.errors import RegistryError
 from splice_build.project.registry_url import EMBEDDED_REGISTRY as EMBEDDED_URL
+from splice_build.registry.client.answers import checked
 from splice_build.registry.client.interface import split_package_id, token_body
 from splice_build.registry.client.statuses import error_for_status
 from splice_build.registry.service.auth import Caller
@@ -56,30 +57,39 @@ class EmbeddedRegistryClient:
             ) from exc
 
     def search(self, query: str, *, limit: int = 20) -> dict[str, Any]:
-        return self._call(self.service.search, query, limit=limit)
+        answer = self._call(self.service.search, query, limit=limit)
+        return checked("search", answer, "/packages/search")
 
     def package(self, package_id: str) -> dict[str, Any]:
-        return self._call(self.service.package, *split_package_id(package_id))
+        answer = self._call(self.service.package, *split_package_id(package_id))
+        return checked("package", answer, _pkg(package_id), package_id=package_id)
 
     def versions(self, package_id: str) -> dict[str, Any]:
-        return self._call(self.service.versions, *split_package_id(package_id))
+        answer = self._call(self.service.versions, *split_package_id(package_id))
+        return checked("versions", answer, _pkg(package_id, "versions"), package_id=package_id)
 
     def version(self, package_id: str, version: str) -> dict[str, Any]:
         ns, name = split_package_id(package_id)
-        return self._call(self.service.version, ns, name, version)
+        answer = self._call(self.service.version, ns, name, version)
+        path = _pkg(package_id, version)
+        return checked("version", answer, path, package_id=package_id, version=version)
 
     def provenance(self, package_id: str, version: str) -> dict[str, Any]:
-        return self._call(self.service.provenance, *split_package_id(package_id), version)
+        answer = self._call(self.service.provenance, *split_package_id(package_id), version)
+        path = _pkg(package_id, version, "provenance")
+        return checked("provenance", answer, path, package_id=package_id, version=version)
 
     def download(self, package_id: str, version: str) -> bytes:
         ns, name = split_package_id(package_id)
         return self._call(self.service.download, ns, name, version).data
 
     def namespace(self, namespace: str) -> dict[str, Any]:
-        return self._call(self.service.namespace, namespace.removeprefix("@"))
+        ns = namespace.removeprefix("@")
+        return checked("namespace", self._call(self.service.namespace, ns), f"/namespaces/{ns}")
 
     def keys(self, namespace: str) -> dict[str, Any]:
-        return self._call(self.service.keys, namespace.removeprefix("@"))
+        ns = namespace.removeprefix("@")
+        return checked("keys", self._call(self.service.keys, ns), f"/namespaces/{ns}/keys")
 
     def set_maintainer(self, namespace: str, user: str, *, add: bool) -> dict[str, Any]:
         ns = namespace.removeprefix("@")
@@ -125,3 +135,8 @@ class EmbeddedRegistryClient:
 
     def close(self) -> None:
         self.service.deps.meta.close()
+
+
+def _pkg(package_id: str, *rest: str) -> str:
+    """The HTTP path of the same answer, to name it in errors as the HTTP client does."""
+    return "/".join(["/packages", package_id[1:], *rest])

@@ -1,19 +1,25 @@
 """``HttpRegistryClient``: the registry API over ``requests``.
 
 Every ``requests`` failure becomes ``REGISTRY_UNREACHABLE`` (``raise … from exc``); every
-non-2xx answer goes through ``statuses.error_for_status``. The token is sent only as an
+non-2xx answer goes through ``statuses.error_for_status``; every request has one deadline for
+connect, headers and body (``deadline``, ``REGISTRY_UNAVAILABLE`` past it) and every read
+answer is validated before it is returned (``answers``, ``REGISTRY_ERROR``). The token is sent only as an
 ``Authorization`` header to this registry's own URL and never appears in an error.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from splice_build.errors import ErrorCode, RegistryError
 from splice_build.registry.api import BUNDLE_CONTENT_TYPE, TARGZ_CONTENT_TYPE
+from splice_build.registry.client.answers import checked, malformed
+from splice_build.registry.client.deadline import DEADLINE_ENV, MIN_RATE_ENV, Budget, Deadlines
 from splice_build.registry.client.interface import split_package_id, token_body
 from splice_build.registry.client.statuses import error_for_status
 from splice_build.spec import json_text
@@ -31,10 +37,13 @@ CHUNK = 64 * 1024
 
 
 class HttpRegistryClient:
-    def __init__(self, base_url: str, *, token: str | None = None) -> None:
+    def __init__(
+        self, base_url: str, *, token: str | None = None, deadlines: Deadlines | None = None
+    ) -> None:
         import requests
 
         self.base_url = base_url.rstrip("/")
+        self.deadlines = deadlines or Deadlines()
         self.has_token = token is not None
         self._session = requests.Session()
         self._session.trust_env = True
@@ -46,23 +55,84 @@ class HttpRegistryClient:
     # -- plumbing ---------------------------------------------------------------------
 
     def _request(
-        self, method: str, path: str, *, limit: int = MAX_JSON_BYTES, **kwargs: Any
+        self,
+        method: str,
+        path: str,
+        *,
+        limit: int = MAX_JSON_BYTES,
+        download: bool = False,
+        **kwargs: Any,
     ) -> tuple[requests.Response, bytes]:
-        """The answer and its body, read in chunks and refused past ``limit`` bytes."""
+        """The answer and its body, read in chunks and refused past ``limit`` bytes, all of it
+        within the request's deadline (``deadline.Budget``).
+
+        The exchange runs in a daemon thread while this one waits for the deadline: a read
+        blocked on a stalled socket cannot be interrupted otherwise. On expiry the answer is
+        closed and abandoned (the thread ends with the connection) and the session replaced.
+        """
+        sent = kwargs.get("data")
+        upload = len(sent) if isinstance(sent, bytes) else 0
+        budget = Budget(self.deadlines.for_download(upload) if upload else self.deadlines.request)
+        outcome: dict[str, Any] = {}
+        done = threading.Event()
+        session = self._session
+
+        def exchange() -> None:
+            try:
+                outcome["value"] = self._exchange(
+                    session, method, path, limit, download, budget, outcome, kwargs
+                )
+            except BaseException as exc:  # handed to the waiting thread, raised there
+                outcome["error"] = exc
+            finally:
+                done.set()
+
+        worker = threading.Thread(target=exchange, name="splice-registry-request", daemon=True)
+        worker.start()
+        while not done.wait(max(budget.remaining(), 0.0)):
+            if budget.expired():
+                self._abandon(outcome.get("response"))
+                raise self._late(path, budget)
+        if isinstance(outcome.get("error"), _Expired):
+            self._abandon(outcome.get("response"))
+            raise self._late(path, budget)
+        if "error" in outcome:
+            raise outcome["error"]
+        value: tuple[requests.Response, bytes] = outcome["value"]
+        return value
+
+    def _exchange(
+        self,
+        session: requests.Session,
+        method: str,
+        path: str,
+        limit: int,
+        download: bool,
+        budget: Budget,
+        outcome: dict[str, Any],
+        kwargs: dict[str, Any],
+    ) -> tuple[requests.Response, bytes]:
         import requests
 
+        remaining = max(budget.remaining(), 0.001)
         try:
-            response = self._session.request(
+            response = session.request(
                 method,
                 self.base_url + path,
-                timeout=(CONNECT_TIMEOUT, READ_TIMEOUT),
+                timeout=(min(CONNECT_TIMEOUT, remaining), min(READ_TIMEOUT, remaining)),
                 allow_redirects=False,
                 stream=True,
                 **kwargs,
             )
+            outcome["response"] = response
             with response:
                 ok = 200 <= response.status_code < 300
-                body = _read_capped(response, limit if ok else MAX_ERROR_BYTES, path)
+                if ok and download:
+                    budget.extend_to(self.deadlines.for_download(_expected_size(response, limit)))
+                if ok:
+                    body = _read_capped(response, limit, path, budget)
+                else:
+                    body = _read_error_body(response, budget)
         except requests.RequestException as exc:
             raise RegistryError(
                 ErrorCode.REGISTRY_UNREACHABLE,
@@ -74,16 +144,46 @@ class HttpRegistryClient:
             raise _error(response, body)
         return response, body
 
+    def _abandon(self, response: requests.Response | None) -> None:
+        """Drop a request past its deadline and start a fresh session.
+
+        The answer is not closed here: closing waits for the lock the reading thread holds.
+        Its socket is shut down instead, which ends that read at once; before the headers
+        there is no answer yet, and the thread ends with its connection's read timeout.
+        """
+        import socket
+
+        import requests
+
+        connection = getattr(getattr(response, "raw", None), "_connection", None)
+        sock = getattr(connection, "sock", None)
+        if isinstance(sock, socket.socket):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        stale = self._session
+        self._session = requests.Session()
+        self._session.trust_env = stale.trust_env
+        self._session.headers.update(stale.headers)
+
+    def _late(self, path: str, budget: Budget) -> RegistryError:
+        return RegistryError(
+            ErrorCode.REGISTRY_UNAVAILABLE,
+            f"The registry at {self.base_url} did not answer {path} within {round(budget.seconds, 1):g} s",
+            details=[f"deadline: {round(budget.seconds, 1):g} s for connect, headers and body"],
+            hint=(
+                "The registry is stalled or too slow; nothing was changed. Retry later, or "
+                f"raise {DEADLINE_ENV} / lower {MIN_RATE_ENV} (docs/registry.md#deadlines)."
+            ),
+        )
+
     def _json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         _, body = self._request(method, path, **kwargs)
         try:
             value = json_text.parse(body.decode("utf-8"))
-        except ValueError as exc:
-            raise RegistryError(
-                ErrorCode.REGISTRY_ERROR, "Registry error: the answer is not JSON"
-            ) from exc
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise malformed(path, ["the answer is not JSON"]) from exc
         if not isinstance(value, dict):
-            raise RegistryError(ErrorCode.REGISTRY_ERROR, "Registry error: expected a JSON object")
+            raise malformed(path, ["the answer is not a JSON object"])
         return value
 
     @staticmethod
@@ -95,19 +195,27 @@ class HttpRegistryClient:
     # -- reads ------------------------------------------------------------------------
 
     def search(self, query: str, *, limit: int = 20) -> dict[str, Any]:
-        return self._json("GET", "/packages/search", params={"q": query, "limit": str(limit)})
+        path = "/packages/search"
+        answer = self._json("GET", path, params={"q": query, "limit": str(limit)})
+        return checked("search", answer, path)
 
     def package(self, package_id: str) -> dict[str, Any]:
-        return self._json("GET", self._pkg(package_id))
+        path = self._pkg(package_id)
+        return checked("package", self._json("GET", path), path, package_id=package_id)
 
     def versions(self, package_id: str) -> dict[str, Any]:
-        return self._json("GET", self._pkg(package_id, "versions"))
+        path = self._pkg(package_id, "versions")
+        return checked("versions", self._json("GET", path), path, package_id=package_id)
 
     def version(self, package_id: str, version: str) -> dict[str, Any]:
-        return self._json("GET", self._pkg(package_id, version))
+        path = self._pkg(package_id, version)
+        answer = self._json("GET", path)
+        return checked("version", answer, path, package_id=package_id, version=version)
 
     def provenance(self, package_id: str, version: str) -> dict[str, Any]:
-        return self._json("GET", self._pkg(package_id, version, "provenance"))
+        path = self._pkg(package_id, version, "provenance")
+        answer = self._json("GET", path)
+        return checked("provenance", answer, path, package_id=package_id, version=version)
 
     def download(self, package_id: str, version: str) -> bytes:
         """The artifact bytes (≤ 5 MiB, refused while reading past that).
@@ -120,15 +228,17 @@ class HttpRegistryClient:
             "GET",
             self._pkg(package_id, version, "download"),
             limit=MAX_ARCHIVE_BYTES,
+            download=True,
             headers={"accept": accept},
         )
         return body
 
     def namespace(self, namespace: str) -> dict[str, Any]:
-        return self._json("GET", _ns(namespace))
+        return checked("namespace", self._json("GET", _ns(namespace)), _ns(namespace))
 
     def keys(self, namespace: str) -> dict[str, Any]:
-        return self._json("GET", _ns(namespace) + "/keys")
+        path = _ns(namespace) + "/keys"
+        return checked("keys", self._json("GET", path), path)
 
     # -- authenticated ----------------------------------------------------------------
 
@@ -179,18 +289,45 @@ def _ns(namespace: str) -> str:
     return "/namespaces/" + quote(namespace.removeprefix("@"), safe="")
 
 
-def _read_capped(response: requests.Response, limit: int, path: str) -> bytes:
+def _expected_size(response: requests.Response, limit: int) -> int:
+    """The size a download's deadline is scaled by: the declared length, at most the cap."""
+    declared = response.headers.get("content-length", "")
+    return min(int(declared), limit) if declared.isdigit() else limit
+
+
+def _read_capped(response: requests.Response, limit: int, path: str, budget: Budget) -> bytes:
     declared = response.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         raise _too_large(path, limit)
     chunks: list[bytes] = []
     total = 0
     for chunk in response.iter_content(CHUNK):
+        if budget.expired():
+            raise _Expired
         total += len(chunk)
         if total > limit:
             raise _too_large(path, limit)
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def _read_error_body(response: requests.Response, budget: Budget) -> bytes:
+    """At most ``MAX_ERROR_BYTES`` of an error answer: the rest is dropped, not refused, so an
+    oversized body still reports its status (a 401 stays ``UNAUTHENTICATED``)."""
+    chunks: list[bytes] = []
+    total = 0
+    for chunk in response.iter_content(CHUNK):
+        if budget.expired():
+            raise _Expired
+        chunks.append(chunk[: MAX_ERROR_BYTES - total])
+        total += len(chunks[-1])
+        if total >= MAX_ERROR_BYTES:
+            break
+    return b"".join(chunks)
+
+
+class _Expired(Exception):
+    """The reading thread saw the deadline pass between chunks; the waiting thread reports it."""
 
 
 def _too_large(path: str, limit: int) -> RegistryError:

@@ -65,18 +65,21 @@ def open_registry(
 ) -> RegistryClient:
     """The client for ``url`` (already normalized: ``embedded:`` or an http(s) base URL)."""
     chosen = resolve_token(url, home=home, token=token, env=env).token
-    return _client(url, home=home, token=chosen)
+    return _client(url, home=home, token=chosen, env=env or {})
 
 
-def _client(url: str, *, home: SpliceHome, token: str | None) -> RegistryClient:
+def _client(
+    url: str, *, home: SpliceHome, token: str | None, env: Mapping[str, str]
+) -> RegistryClient:
     if url == EMBEDDED_REGISTRY:
         from splice_build.registry.client.embedded import EmbeddedRegistryClient
 
         home.ensure()
         return EmbeddedRegistryClient(home.registry_dir, token=token)
+    from splice_build.registry.client.deadline import Deadlines
     from splice_build.registry.client.http import HttpRegistryClient
 
-    return HttpRegistryClient(url, token=token)
+    return HttpRegistryClient(url, token=token, deadlines=Deadlines.from_env(env))
 
 
 @dataclass(frozen=True)
@@ -114,7 +117,7 @@ def open_configured(
 ) -> Opened:
     setting = configured_registry(flag=flag, env=env, cwd=cwd, home=home)
     choice = resolve_token(setting.url, home=home, token=token, env=env)
-    client = _client(setting.url, home=home, token=choice.token)
+    client = _client(setting.url, home=home, token=choice.token, env=env)
     return Opened(client, setting.url, setting.source, choice.source)
 
 

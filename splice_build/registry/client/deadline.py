@@ -1,0 +1,88 @@
+"""The deadline of one registry request: connect, headers and body together.
+
+A socket timeout bounds each read, not the request: a registry that sends one byte every few
+seconds never trips it. Every HTTP request therefore has a budget measured from its start
+(``SPLICE_REGISTRY_DEADLINE`` seconds, default 60); a download gets that plus its size over a
+minimum rate (``SPLICE_REGISTRY_MIN_RATE`` bytes per second, default 64 KiB/s), the size being
+the declared length when the registry gives one within the cap, the cap otherwise; an upload
+(``publish``) gets the same for the size of its body (docs/registry.md#deadlines).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from splice_build.errors import ErrorCode, ProjectError
+
+DEADLINE_ENV = "SPLICE_REGISTRY_DEADLINE"
+MIN_RATE_ENV = "SPLICE_REGISTRY_MIN_RATE"
+DEFAULT_DEADLINE = 60.0
+DEFAULT_MIN_RATE = 64 * 1024
+MAX_DEADLINE = 24 * 3600.0
+MAX_MIN_RATE = 1024**3
+
+
+@dataclass(frozen=True)
+class Deadlines:
+    """``request``: seconds for one request; ``min_rate``: bytes/s a download must keep up."""
+
+    request: float = DEFAULT_DEADLINE
+    min_rate: int = DEFAULT_MIN_RATE
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> Deadlines:
+        """The configured deadlines; a malformed value is ``INVALID_CONFIG`` (never ignored)."""
+        request = _number(env, DEADLINE_ENV, DEFAULT_DEADLINE, MAX_DEADLINE)
+        rate = _number(env, MIN_RATE_ENV, DEFAULT_MIN_RATE, MAX_MIN_RATE)
+        if rate != int(rate):
+            raise _invalid(MIN_RATE_ENV, env[MIN_RATE_ENV], "a whole number of bytes per second")
+        return cls(request, int(rate))
+
+    def for_download(self, size: int) -> float:
+        """The deadline of a request moving ``size`` bytes of artifact, either way."""
+        return self.request + size / self.min_rate
+
+
+def _number(env: Mapping[str, str], name: str, default: float, maximum: float) -> float:
+    text = env.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        raise _invalid(name, text, "a positive number") from None
+    if not 0 < value <= maximum:
+        raise _invalid(name, text, f"a positive number up to {maximum:g}")
+    return value
+
+
+def _invalid(name: str, text: str, wanted: str) -> ProjectError:
+    return ProjectError(
+        ErrorCode.INVALID_CONFIG,
+        f"{name} must be {wanted}, not {text[:40]!r}",
+        hint="See docs/registry.md#deadlines.",
+    )
+
+
+class Budget:
+    """The running deadline of one request; the reading thread may extend it once the size of
+    a download is known, the waiting thread reads it."""
+
+    def __init__(self, seconds: float) -> None:
+        self.start = time.monotonic()
+        self.seconds = seconds
+        self._lock = threading.Lock()
+
+    def extend_to(self, seconds: float) -> None:
+        with self._lock:
+            self.seconds = max(self.seconds, seconds)
+
+    def remaining(self) -> float:
+        with self._lock:
+            return self.start + self.seconds - time.monotonic()
+
+    def expired(self) -> bool:
+        return self.remaining() <= 0

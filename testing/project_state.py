@@ -1,0 +1,30 @@
+"""The bytes of a project's state (``splice.json``, ``splice.lock``, ``.splice/``), to assert that
+a refused command changed none of them.
+
+Two files of ``.splice/`` are bookkeeping of the run itself, not state: the doit graph
+(``graph.sqlite3``, which records every task run, failed ones included) and the writers' lock
+file ``state.lock``; they are left out.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+STATE = ("splice.json", "splice.lock", ".splice")
+BOOKKEEPING = frozenset({".splice/graph.sqlite3", ".splice/state.lock"})
+
+
+def state_bytes(project: Path) -> dict[str, bytes | None]:
+    """Every file of the project state by relative path; a missing file is None, and a state
+    directory holding only bookkeeping counts as no directory."""
+    found: dict[str, bytes | None] = {}
+    for name in STATE:
+        top = project / name
+        if top.is_dir():
+            for path in sorted(top.rglob("*")):
+                key = path.relative_to(project).as_posix()
+                if key not in BOOKKEEPING and path.is_file():
+                    found[key] = path.read_bytes()
+        elif name != ".splice":
+            found[name] = top.read_bytes() if top.exists() else None
+    return found

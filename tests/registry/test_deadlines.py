@@ -1,0 +1,128 @@
+"""Every registry request has one deadline for connect, headers and body: a registry on
+127.0.0.1 that sends one byte at a time (on metadata, on the headers, on a download) is
+refused with ``REGISTRY_UNAVAILABLE`` once the deadline passes, and the project is unchanged."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from testing.cli import run_splice
+from testing.counting_proxy import Drip, counting_proxy
+from testing.project_state import state_bytes
+from testing.registry_fixtures import publish
+from testing.registry_server import registry_server
+
+# One second for a request, and a download rate no real link misses: a byte every 50 ms
+# (20 B/s) cannot finish any of these answers in time.
+FAST = {"SPLICE_REGISTRY_DEADLINE": "1", "SPLICE_REGISTRY_MIN_RATE": "1000000"}
+PACKAGE = "/packages/acme/greeter"
+
+
+def _download(path: str) -> bool:
+    return path.endswith("/download")
+
+
+def _metadata(path: str) -> bool:
+    return path == PACKAGE
+
+
+def _version(path: str) -> bool:
+    return path == PACKAGE + "/1.0.0"
+
+
+def _search(path: str) -> bool:
+    return path == "/packages/search"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    store = tmp_path / "served-data"
+    publish(store, tmp_path / "pkgs")
+    publish(store, tmp_path / "pkgs", name="other")
+    return store
+
+
+@pytest.fixture
+def project(tmp_path: Path, store: Path) -> Path:
+    """A project with one package installed, so there is state to keep."""
+    project = tmp_path / "project"
+    project.mkdir()
+    assert run_splice("init", cwd=project).code == 0
+    with registry_server(store, admin=False) as server:
+        added = run_splice("--registry", server.url, "add", "@acme/other", cwd=project)
+        assert added.code == 0, added.stderr
+    return project
+
+
+def _served(store: Path, drip: Drip) -> Iterator[str]:
+    with registry_server(store, admin=False) as server, counting_proxy(server.url, drip=drip) as p:
+        yield p.url
+
+
+CASES = {
+    "package-body": (Drip(_metadata, "body"), ["add", "@acme/greeter"]),
+    "package-headers": (Drip(_metadata, "headers"), ["add", "@acme/greeter"]),
+    "version-body": (Drip(_version, "body"), ["add", "@acme/greeter"]),
+    "download-body": (Drip(_download, "body"), ["add", "@acme/greeter"]),
+    "download-headers": (Drip(_download, "headers"), ["add", "@acme/greeter"]),
+    "info-body": (Drip(_metadata, "body"), ["info", "@acme/greeter"]),
+    "search-headers": (Drip(_search, "headers"), ["search", "greeter"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_stalling_registry_hits_the_deadline(store: Path, project: Path, case: str) -> None:
+    drip, command = CASES[case]
+    before = state_bytes(project)
+    for url in _served(store, drip):
+        done = run_splice("--json", "--registry", url, *command, cwd=project, env=FAST, timeout=60)
+        assert done.code == 1, done.stdout + done.stderr
+        error = done.json()["error"]
+        assert error["code"] == "REGISTRY_UNAVAILABLE", error
+        assert "did not answer" in error["message"]
+        assert "Traceback" not in done.stderr
+    assert state_bytes(project) == before
+
+
+def test_the_same_registry_answers_in_time_without_the_stall(store: Path, project: Path) -> None:
+    """The control: the proxy and the short deadline alone do not refuse anything."""
+    for url in _served(store, Drip(lambda path: False, "body")):
+        done = run_splice("--registry", url, "add", "@acme/greeter", cwd=project, env=FAST)
+        assert done.code == 0, done.stderr
+    assert (project / "splice.lock").exists()
+
+
+@pytest.mark.parametrize(
+    "value", ["0", "-1", "soon", "1e9", "nan"], ids=["zero", "negative", "word", "huge", "nan"]
+)
+def test_a_malformed_deadline_is_a_config_error(project: Path, store: Path, value: str) -> None:
+    for url in _served(store, Drip(lambda path: False, "body")):
+        env = {"SPLICE_REGISTRY_DEADLINE": value}
+        done = run_splice(
+            "--json", "--registry", url, "info", "@acme/greeter", cwd=project, env=env
+        )
+        assert done.code == 2, done.stdout + done.stderr
+        assert done.json()["error"]["code"] == "INVALID_CONFIG"
+
+
+def test_the_client_answers_again_after_a_deadline(store: Path) -> None:
+    """A long-lived client (SDK, MCP server) is not stuck with the abandoned request."""
+    from splice_build.errors import ErrorCode, RegistryError
+    from splice_build.registry.client.deadline import Deadlines
+    from splice_build.registry.client.http import HttpRegistryClient
+
+    stalled = {"on": True}
+    drip = Drip(lambda path: stalled["on"] and path == PACKAGE, "headers")
+    with registry_server(store, admin=False) as server, counting_proxy(server.url, drip=drip) as p:
+        client = HttpRegistryClient(p.url, deadlines=Deadlines(request=1))
+        try:
+            with pytest.raises(RegistryError) as caught:
+                client.package("@acme/greeter")
+            assert caught.value.code is ErrorCode.REGISTRY_UNAVAILABLE
+            stalled["on"] = False
+            assert client.package("@acme/greeter")["name"] == "@acme/greeter"
+        finally:
+            client.close()

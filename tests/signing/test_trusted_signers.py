@@ -1,0 +1,166 @@
+"""Trust beyond first use: a first signer is pinned only when the namespace registered its key
+on the registry, or the project trusts it out of band (`splice keys trust`, splice.json
+`trustedSigners`, which then overrides the registry's word). The malicious registry hides the
+key or forges a valid signature by its own key; with requireSignatures that is SIGNER_UNTRUSTED
+and the project is unchanged."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from testing.cli import run_splice
+from testing.hostile_registry import (
+    HostileRegistry,
+    SignedPackage,
+    hostile_registry,
+    is_version_answer,
+    signed_store,
+)
+from testing.project_state import state_bytes
+from testing.signing import new_key, signature_entry
+
+
+@pytest.fixture
+def signed(tmp_path: Path) -> tuple[Path, SignedPackage]:
+    store = tmp_path / "served-data"
+    return store, signed_store(store, tmp_path / "pkgs")
+
+
+@pytest.fixture
+def registry(signed: tuple[Path, SignedPackage]) -> Iterator[HostileRegistry]:
+    with hostile_registry(signed[0]) as hostile:
+        yield hostile
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    project = tmp_path / "project"
+    project.mkdir()
+    assert run_splice("init", cwd=project).code == 0
+    return project
+
+
+@pytest.fixture
+def mallory(tmp_path: Path):
+    return new_key(tmp_path / "mallory-keys", "mallory")
+
+
+def _require_signatures(project: Path) -> None:
+    path = project / "splice.json"
+    data = json.loads(path.read_text())
+    data["requireSignatures"] = ["acme"]
+    path.write_text(json.dumps(data, indent=2) + "\n")
+
+
+def _hide_keys(path: str, answer: Any) -> Any:
+    if path.endswith("/namespaces/acme/keys"):
+        answer["keys"] = []
+    return answer
+
+
+def _forge(package: SignedPackage, key):
+    forged = signature_entry(key, package.package_id, package.version, package.integrity)
+
+    def twist(path: str, answer: Any) -> Any:
+        if is_version_answer(path, package):
+            answer["signatures"] = [forged]
+        return answer
+
+    return twist
+
+
+def _add(registry: HostileRegistry, project: Path, package: SignedPackage):
+    return run_splice("--json", "--registry", registry.url, "add", package.package_id, cwd=project)
+
+
+def _lock_entry(project: Path, package: SignedPackage) -> dict[str, Any]:
+    return json.loads((project / "splice.lock").read_text())["packages"][package.package_id]
+
+
+def _refused(registry, project: Path, package: SignedPackage) -> dict[str, Any]:
+    before = state_bytes(project)
+    done = _add(registry, project, package)
+    assert done.code == 1, done.stdout + done.stderr
+    assert state_bytes(project) == before
+    return done.json()["error"]
+
+
+def test_a_registered_signer_is_pinned(registry, project, signed) -> None:
+    """The regression: an honest registry, the namespace's registered key, pinned."""
+    done = _add(registry, project, signed[1])
+    assert done.code == 0, done.stderr
+    assert _lock_entry(project, signed[1])["signedBy"] == signed[1].key_id
+
+
+def test_a_signer_the_namespace_never_registered_is_not_pinned(registry, project, signed) -> None:
+    registry.twist = _hide_keys
+    done = _add(registry, project, signed[1])
+    assert done.code == 0, done.stderr
+    assert "untrusted" in done.json()[0]["signature"]
+    assert "signedBy" not in _lock_entry(project, signed[1])
+
+
+def test_required_signatures_refuse_an_unregistered_signer(registry, project, signed) -> None:
+    _require_signatures(project)
+    registry.twist = _hide_keys
+    error = _refused(registry, project, signed[1])
+    assert error["code"] == "SIGNER_UNTRUSTED"
+    assert signed[1].key_id in error["message"]
+    assert "splice keys trust @acme" in error["hint"]
+
+
+def test_required_signatures_refuse_a_forged_signer(registry, project, signed, mallory) -> None:
+    """A valid signature over the right bytes, by a key the registry made up."""
+    _require_signatures(project)
+    registry.twist = _forge(signed[1], mallory)
+    error = _refused(registry, project, signed[1])
+    assert error["code"] == "SIGNER_UNTRUSTED"
+    assert mallory.key_id in error["message"]
+
+
+def test_a_trusted_key_overrides_the_registry(registry, project, signed, mallory) -> None:
+    """Trusting a key out of band: it is accepted unregistered, and the registered one is not."""
+    _require_signatures(project)
+    trusted = run_splice("--json", "keys", "trust", "@acme", mallory.key_id, cwd=project)
+    assert trusted.code == 0, trusted.stderr
+    assert json.loads((project / "splice.json").read_text())["trustedSigners"] == {
+        "acme": [mallory.key_id]
+    }
+    error = _refused(registry, project, signed[1])  # signed by the registered key only
+    assert error["code"] == "SIGNER_UNTRUSTED"
+    assert "trustedSigners" in error["message"]
+
+    registry.twist = _forge(signed[1], mallory)
+    done = _add(registry, project, signed[1])
+    assert done.code == 0, done.stderr
+    assert _lock_entry(project, signed[1])["signedBy"] == mallory.key_id
+
+
+def test_trust_reads_a_public_key_file(project, mallory, tmp_path: Path) -> None:
+    key_file = tmp_path / "mallory.pub"
+    key_file.write_text(mallory.public_key + "\n")
+    done = run_splice("--json", "keys", "trust", "@acme", str(key_file), cwd=project)
+    assert done.code == 0, done.stderr
+    assert done.json()["keyId"] == mallory.key_id
+    again = run_splice("--json", "keys", "trust", "@acme", mallory.key_id, cwd=project)
+    assert again.json()["trusted"] == [mallory.key_id]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [["ed25519:0011223344556677"], {"acme": "ed25519:0011223344556677"}, {"acme": ["nope"]}],
+    ids=["list", "not-a-list", "bad-key-id"],
+)
+def test_a_malformed_trusted_signers_field_is_an_invalid_project(project, value) -> None:
+    path = project / "splice.json"
+    data = json.loads(path.read_text())
+    data["trustedSigners"] = value
+    path.write_text(json.dumps(data))
+    done = run_splice("--json", "list", cwd=project)
+    assert done.code == 1
+    assert done.json()["error"]["code"] == "INVALID_PROJECT"
