@@ -17,7 +17,9 @@ HELP = "list the project's packages and whether they are intact"
 NEEDS_PROJECT = True
 
 _NOTES = {"missing": "  (missing)", "invalid": "  (invalid: modified or not granted)"}
-_CODE_NOTES = {"LOCK_INCOMPLETE": "  (invalid: splice.lock entry incomplete)"}
+_CODE_NOTES = {
+    "LOCK_INCOMPLETE": "  (LOCK_INCOMPLETE: splice.lock entry incomplete - run splice install)"
+}
 _HINT = "run `splice install` to install missing packages and restore invalid ones"
 
 
