@@ -32,8 +32,12 @@ def _pinned_check(
     expected = candidate.expected
     if entry is None or entry.version != expected.version:
         return CheckResult("pinned", "skipped", "this version is not in splice.lock")
+    try:
+        known = entry.known(expected.package_id)  # a pin the lock lacks is never "as pinned"
+    except SpliceError as exc:
+        return CheckResult("pinned", "failed", f"{exc.message} ({exc.hint})", exc.code)
     if entry.integrity != expected.integrity or (
-        entry.size is not None and expected.size is not None and entry.size != expected.size
+        expected.size is not None and known.size != expected.size
     ):
         return CheckResult(
             "pinned",
@@ -57,10 +61,10 @@ def _pinned_check(
             f"splice.lock pins signer {entry.signed_by}, the registry now shows {found}",
             ErrorCode.SIGNER_CHANGED,
         )
-    if candidate.manifest is not None and entry.permissions is not None:
+    if candidate.manifest is not None:
         from splice_build.install.consent import ungranted_lines
 
-        beyond = ungranted_lines(candidate.manifest.permissions, entry.permissions)
+        beyond = ungranted_lines(candidate.manifest.permissions, known.permissions)
         if beyond:
             return CheckResult(
                 "pinned",
