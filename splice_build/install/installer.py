@@ -312,7 +312,13 @@ class Installer:
         signed_by = self._recorded_signer(target, fetched, verified.signed_by)
         pinned = current.signed_by if current is not None else None
         untrusted: str | None = None
-        if signed_by is not None and signed_by != pinned and isinstance(signature, SignatureValid):
+        changing = pinned is None or self.options.allow_signer_change  # else SIGNER_CHANGED below
+        if (
+            signed_by is not None
+            and signed_by != pinned
+            and changing
+            and isinstance(signature, SignatureValid)
+        ):
             trusted = load_project_file(self.layout.root).trusted_for(target.package_id)
             signed_by, untrusted = first_signer(
                 signature.valid,
