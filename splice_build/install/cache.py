@@ -5,10 +5,11 @@ An entry is trusted by nobody: :meth:`ArtifactCache.get` re-hashes it on every r
 a corrupt one, so the caller fetches it again. Writes are best effort (temp file + rename): a
 cache that cannot be written never fails an install.
 
-Next to each artifact of a signed package, ``<directory>/signatures/<hex>.json`` keeps the
-registry's signature entries that verified at install (``{package, version, integrity,
-signatures}``), so a restore from the cache verifies them again over the cached bytes, offline
-too (docs/signing.md#restoring-from-the-cache). Like the artifact, it is trusted by nobody: the
+Next to each artifact installed from a registry, ``<directory>/signatures/<hex>.json`` keeps
+the registry's signature entries that were checked at install (``{package, version,
+integrity, signatures}``; an empty list for an unsigned package), so a restore from the cache
+verifies them again over the cached bytes, offline too
+(docs/signing.md#restoring-from-the-cache). Like the artifact, it is trusted by nobody: the
 restore runs the same signature check an install runs, and a file that cannot be read or is
 not of that shape counts as absent.
 """
@@ -94,7 +95,8 @@ class ArtifactCache:
     def signatures(
         self, integrity: str, package_id: str, version: str
     ) -> tuple[Mapping[str, Any], ...] | None:
-        """The stored signature entries for exactly this artifact, or None (nothing usable).
+        """The stored signature entries for exactly this artifact (empty: it was unsigned), or
+        None when nothing usable is stored.
 
         The entries are *not* verified here: the caller's signature check does that.
         """
@@ -110,6 +112,6 @@ class ArtifactCache:
         ) != (package_id, version, integrity):
             return None
         entries = record.get("signatures")
-        if not isinstance(entries, list) or not entries:
+        if not isinstance(entries, list):
             return None
         return tuple(entries)

@@ -258,12 +258,12 @@ class Installer:
     def _from_cache(self, target: Target, pinned: LockEntry, cached: bytes) -> Fetched:
         """The cached locked artifact, with the signatures stored next to it.
 
-        Nothing stored (a cache written before signatures were kept) while a signature is
-        pinned or required: the registry's signatures are asked for and verified, and only
-        when the registry cannot answer does the lock's pin stand alone.
+        Nothing stored (a cache written before signatures were kept): the registry's
+        signatures are asked for and verified (and then stored), and only when the registry
+        cannot answer does the lock's pin stand alone.
         """
         stored = self.cache.signatures(pinned.integrity, target.package_id, target.version)
-        if stored is None and (pinned.signed_by is not None or self._require_signed(target)):
+        if stored is None:
             try:
                 meta = self._metadata(target)
             except SpliceError:
@@ -423,14 +423,17 @@ class Installer:
     def _keep_signatures(
         self, target: Target, fetched: Fetched, verified: VerifiedArtifact
     ) -> None:
-        """Store the registry's signatures of a signed artifact with it, for later restores."""
-        if fetched.metadata is None or verified.signed_by is None:
+        """Store the registry's signatures (checked just now; none for an unsigned package)
+        with the artifact, for later restores."""
+        if fetched.metadata is None:
             return
         signatures = fetched.metadata.get("signatures")
-        if isinstance(signatures, list):
-            self.cache.put_signatures(
-                integrity_of(fetched.data), target.package_id, target.version, signatures
-            )
+        self.cache.put_signatures(
+            integrity_of(fetched.data),
+            target.package_id,
+            target.version,
+            signatures if isinstance(signatures, list) and verified.signed_by is not None else [],
+        )
 
     def _signature_check(
         self, target: Target, fetched: Fetched, current: LockEntry | None

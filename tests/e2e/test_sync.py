@@ -144,3 +144,25 @@ def test_parallel_sync_reaches_the_same_state(tmp_path: Path, served: CountingPr
     assert done.code == 0, done.stderr
     assert _state(parallel) == _state(serial)
     assert len(_state(serial)) > PROJECTS
+
+
+def test_sync_records_the_fields_an_incomplete_lock_lacks(
+    tmp_path: Path, served: CountingProxy
+) -> None:
+    """docs/security.md#incomplete-lock-entries: sync, like install, re-derives them."""
+    root = tmp_path / "ws"
+    make_workspace(root, 2, [f"@acme/pkg{i:02d}" for i in range(2)], 2)
+    assert _sync(root, served).code == 0
+    locks = sorted(root.glob("packages/*/splice.lock"))
+    complete = {path: path.read_bytes() for path in locks}
+    for path, field in zip(locks, ("files", "permissions"), strict=True):
+        lock = json.loads(path.read_text())
+        for entry in lock["packages"].values():
+            del entry[field]
+        path.write_text(json.dumps(lock, indent=2) + "\n")
+        refused = run_splice("--json", "list", cwd=path.parent).json()
+        assert {row["code"] for row in refused} == {"LOCK_INCOMPLETE"}
+    synced = _sync(root, served)
+    assert synced.code == 0, synced.stderr
+    assert {path: path.read_bytes() for path in locks} == complete
+    assert all(len(p["restored"]) == 2 for p in _projects(synced).values())

@@ -32,3 +32,22 @@ def test_corrupt_entry_is_deleted(tmp_path: Path) -> None:
 
 def test_missing_entry(tmp_path: Path) -> None:
     assert ArtifactCache(tmp_path).get(integrity_of(b"nothing")) is None
+
+
+def test_stored_signatures_are_for_exactly_one_artifact(tmp_path: Path) -> None:
+    """docs/signing.md#restoring-from-the-cache: kept next to the artifact, unverified here."""
+    cache = ArtifactCache(tmp_path)
+    integrity = integrity_of(b"signed bytes")
+    entry = {"keyId": "ed25519:" + "a" * 16, "publicKey": "k", "signature": "s"}
+    assert cache.signatures(integrity, "@a/b", "1.0.0") is None, "nothing stored yet"
+    cache.put_signatures(integrity, "@a/b", "1.0.0", [entry])
+    path = cache.signatures_path_for(integrity)
+    assert path == tmp_path / "signatures" / (integrity.removeprefix("sha256-") + ".json")
+    assert cache.signatures(integrity, "@a/b", "1.0.0") == (entry,)
+    assert cache.signatures(integrity, "@a/c", "1.0.0") is None, "another package"
+    assert cache.signatures(integrity, "@a/b", "1.0.1") is None, "another version"
+    cache.put_signatures(integrity, "@a/b", "1.0.0", [])
+    assert cache.signatures(integrity, "@a/b", "1.0.0") == (), "stored as unsigned"
+    for text in ("not json", "[]", '{"package": "@a/b"}'):
+        path.write_text(text)
+        assert cache.signatures(integrity, "@a/b", "1.0.0") is None, text

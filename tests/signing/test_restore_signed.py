@@ -217,3 +217,29 @@ def test_the_restore_reports_the_real_signer_not_the_locks_claim(
     refused = _refused(run_splice("--json", "install", cwd=project))
     assert refused["code"] == "SIGNER_CHANGED"
     assert refused["details"] == [f"pinned: {claimed}", f"found: {key_id}"]
+
+
+def test_an_unsigned_package_restores_as_unsigned_and_cannot_be_claimed_signed(
+    signed: tuple[RunningRegistry, str], tmp_path: Path
+) -> None:
+    server, key_id = signed
+    project = tmp_path / "project"
+    project.mkdir()
+    assert run_splice("init", "--registry", server.url, cwd=project).code == 0
+    assert run_splice("add", f"{PACKAGE}@0.9.0", cwd=project).code == 0
+    lock_path = project / "splice.lock"
+    lock = json.loads(lock_path.read_text())
+    integrity = lock["packages"][PACKAGE]["integrity"]
+    cache = ArtifactCache(SpliceHome.from_env(os.environ).artifact_cache_dir.parent)
+    assert cache.signatures(integrity, PACKAGE, "0.9.0") == (), "known to be unsigned"
+    server.stop()
+    _damage(project, "removed")
+    restored = run_splice("install", cwd=project)
+    assert restored.code == 0, restored.stderr
+    assert "signature: unsigned" in restored.stdout
+    lock["packages"][PACKAGE]["signedBy"] = key_id  # a lock edited to claim a signer
+    lock_path.write_text(json.dumps(lock, indent=2) + "\n")
+    _damage(project, "removed")
+    refused = _refused(run_splice("--json", "install", cwd=project))
+    assert refused["code"] == "SIGNER_CHANGED"
+    assert refused["details"] == [f"pinned: {key_id}", "found: no signature"]

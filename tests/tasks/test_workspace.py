@@ -79,8 +79,10 @@ def test_shared_package_is_fetched_once_and_each_lock_is_pinned(
     assert [t for t in result.tasks.executed if t.startswith("fetch:")] == [f"fetch:{GREETER}"]
     locks = {json.dumps(load_lockfile(tmp_path / n).get(GREETER).to_json()) for n in "abc"}
     assert len(locks) == 1
-    artifacts = [p for p in (home / "cache").rglob("*") if p.is_file()]
+    artifacts = [p for p in (home / "cache" / "artifacts" / "sha256").rglob("*") if p.is_file()]
     assert len(artifacts) == 1
+    records = list((home / "cache" / "artifacts" / "signatures").iterdir())
+    assert [r.name for r in records] == [artifacts[0].name + ".json"], "its checked signatures"
 
 
 def test_remembered_manifest_never_skips_the_files_digest(tmp_path: Path, registry: dict) -> None:

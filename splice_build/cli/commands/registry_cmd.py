@@ -46,6 +46,17 @@ def _days(text: str) -> int:
     return int(raw)
 
 
+def _trusted_proxy(text: str) -> Any:
+    from splice_build.registry.http.client_address import parse_trusted_proxy
+
+    try:
+        return parse_trusted_proxy(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(
+            f"--trusted-proxy needs an IP address or CIDR network, not {text!r}"
+        ) from exc
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     # One flat parser (no nested sub-parsers) so the global options work after any word.
     parser.add_argument(
@@ -74,6 +85,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=_count,
         default=60,
         help="authenticated requests per client per minute (0 = off)",
+    )
+    serve.add_argument(
+        "--trusted-proxy",
+        action="append",
+        default=[],
+        type=_trusted_proxy,
+        metavar="ADDR[/BITS]",
+        help="a reverse proxy whose X-Forwarded-For names the client (repeatable; default: none)",
     )
     token = parser.add_argument_group("admin create-token options")
     token.add_argument("--label")
@@ -199,6 +218,7 @@ def _serve(args: argparse.Namespace, ctx: CommandContext) -> int:
         limits=limits,
         on_listen=announce,
         config=config,
+        trusted_proxies=args.trusted_proxy,
     )
     return 0
 

@@ -181,6 +181,9 @@ class NamespaceStore(Protocol):
         ...
 
     def packages_in(self, name: str) -> list[str]: ...
+    def reserved_namespaces(self) -> list[str]:
+        """The names of the reserved namespaces, sorted (assigned or not)."""
+        ...
 
 
 class PackageStore(Protocol):

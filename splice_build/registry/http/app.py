@@ -10,16 +10,19 @@ through ``errors.error_response``. CORS headers only on anonymous read routes.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from splice_build.errors import ErrorCode, RegistryError, SpliceError
 from splice_build.registry.http import routes_account, routes_admin, routes_read
+from splice_build.registry.http.client_address import IPNetwork, TrustedProxies
 from splice_build.registry.http.errors import error_response
 from splice_build.registry.http.routing import CORS_HEADERS
 from splice_build.registry.service.registry_service import RegistryService
@@ -30,8 +33,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def create_app(service: RegistryService) -> Starlette:
-    """The app for one service (one data directory): the route groups, then MCP."""
+def create_app(service: RegistryService, *, trusted_proxies: Sequence[IPNetwork] = ()) -> Starlette:
+    """The app for one service (one data directory): the route groups, then MCP.
+
+    ``trusted_proxies``: the only peers whose ``X-Forwarded-For`` names the client
+    (``client_address``)."""
     routes = [
         *routes_read.routes(service),
         *routes_account.routes(service),
@@ -40,6 +46,7 @@ def create_app(service: RegistryService) -> Starlette:
     ]
     return Starlette(
         routes=routes,
+        middleware=[Middleware(TrustedProxies, trusted=tuple(trusted_proxies))],
         exception_handlers={
             SpliceError: _splice_error,
             HTTPException: _no_route,

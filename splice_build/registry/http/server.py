@@ -11,11 +11,12 @@ text that carries a token or a ``NAME=value`` secret is shown redacted (docs/reg
 from __future__ import annotations
 
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from splice_build.errors import UsageError
+from splice_build.registry.http.client_address import IPNetwork
 from splice_build.registry.service.ratelimit import RateLimits
 from splice_build.registry.storage import StorageConfig, open_service
 
@@ -68,11 +69,13 @@ def serve(
     limits: RateLimits,
     on_listen: Callable[[str], None],
     config: StorageConfig | None = None,
+    trusted_proxies: Sequence[IPNetwork] = (),
 ) -> None:
     """Run until interrupted. Blocks; uvicorn handles SIGINT/SIGTERM gracefully.
 
     ``config`` selects PostgreSQL / S3 back ends (``storage.StorageConfig``); by default the
-    store is the data directory.
+    store is the data directory. ``trusted_proxies`` are the only peers whose
+    ``X-Forwarded-For`` is read (``http.client_address``); uvicorn's own handling is off.
     """
     import logging.config
 
@@ -92,11 +95,12 @@ def serve(
     bound_host, bound_port = sock.getsockname()[:2]
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
     config = uvicorn.Config(
-        create_app(service),
+        create_app(service, trusted_proxies=trusted_proxies),
         log_config=None,  # LOG_CONFIG is in place; uvicorn must not install its own handlers
         log_level="warning",
         access_log=False,
         lifespan="off",
+        proxy_headers=False,
     )
     server = uvicorn.Server(config)
     on_listen(f"http://{shown}:{bound_port}")

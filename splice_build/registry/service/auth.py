@@ -1,9 +1,15 @@
 """Who is calling: bearer tokens (format, hashing, lookup) and the admin token.
 
 docs/compatibility.md#auth-and-tokens. A token is ``splice_`` + 43 base64url characters (32 random bytes); the
-store keeps only the lowercase hex SHA-256 of the whole string. Every failed attempt counts
-against the client's failed-auth budget, and a blocked client is refused before its
-credentials are even looked at.
+store keeps only the lowercase hex SHA-256 of the whole string.
+
+The failed-token lockout (docs/registry.md#abuse-limits) counts failures per client address,
+but a valid user token always gets through: a client that spent its budget gets
+``429 RATE_LIMITED`` for every *failing* attempt, so whoever shares its address (a NAT, an
+office, a proxy) keeps working with a real token. Guessing gains nothing from this: a token has
+256 random bits. The admin API keeps the strict block (its token is the operator's choice and
+may be weak; the operator also has ``splice registry admin`` on the store), with a budget of
+its own, so failing user tokens never lock the admin out, nor the other way round.
 """
 
 from __future__ import annotations
@@ -93,22 +99,28 @@ def authenticate(deps: Deps, caller: Caller) -> Principal:
         if user is None:
             user = deps.meta.create_user(caller.internal_user, now=deps.now_iso())
         return Principal(user, None)
-    ratelimit.check_auth_block(deps, caller.client)
     try:
         secret = bearer_token(caller.authorization)
     except RegistryError:
-        ratelimit.record_failed_auth(deps, caller.client)
+        _failed(deps, ratelimit.USER_AUTH, caller.client)
         raise
     if secret is None:
         raise _unauthenticated("Authentication required")
     principal = _lookup(deps, secret)
     if principal is None:
-        ratelimit.record_failed_auth(deps, caller.client)
+        _failed(deps, ratelimit.USER_AUTH, caller.client)
         raise _unauthenticated("Invalid, expired or revoked token")
     ratelimit.count_request(deps, caller.client)
     if principal.token is not None:
         deps.meta.touch_token(principal.token.id, now=deps.now_iso())
     return principal
+
+
+def _failed(deps: Deps, kind: str, client: str) -> None:
+    """One failed attempt: ``RATE_LIMITED`` once the client's budget is spent, else counted
+    (the caller then raises its own 401)."""
+    ratelimit.check_auth_block(deps, kind, client)
+    ratelimit.record_failed_auth(deps, kind, client)
 
 
 def _lookup(deps: Deps, secret: str) -> Principal | None:
@@ -135,15 +147,15 @@ def authenticate_admin(deps: Deps, caller: Caller) -> None:
     """The admin API: disabled without a configured hash; compared in constant time."""
     if deps.admin_token_sha256 is None:
         raise RegistryError(ErrorCode.ADMIN_DISABLED, "The admin API is disabled on this registry")
-    ratelimit.check_auth_block(deps, caller.client)
+    ratelimit.check_auth_block(deps, ratelimit.ADMIN_AUTH, caller.client)  # strict: see above
     ratelimit.count_admin(deps, caller.client)
     try:
         secret = bearer_token(caller.authorization)
     except RegistryError:
-        ratelimit.record_failed_auth(deps, caller.client)
+        ratelimit.record_failed_auth(deps, ratelimit.ADMIN_AUTH, caller.client)
         raise
     if secret is None:
         raise _unauthenticated("Admin authentication required")
     if not hmac.compare_digest(token_hash(secret), deps.admin_token_sha256.lower()):
-        ratelimit.record_failed_auth(deps, caller.client)
+        ratelimit.record_failed_auth(deps, ratelimit.ADMIN_AUTH, caller.client)
         raise RegistryError(ErrorCode.FORBIDDEN, "Invalid admin token")

@@ -19,6 +19,10 @@ from splice_build.registry.blobs.interface import artifact_key
 from splice_build.registry.db.interface import NewVersion, Version
 from splice_build.registry.service import ratelimit
 from splice_build.registry.service.auth import Caller, authenticate
+from splice_build.registry.service.confusables import (
+    refuse_confusable_namespace,
+    refuse_confusable_package,
+)
 from splice_build.registry.service.deps import Deps
 from splice_build.registry.service.namespaces import authorize_publish
 from splice_build.spec import json_text
@@ -77,6 +81,10 @@ def publish(deps: Deps, caller: Caller, body: bytes) -> dict[str, Any]:
     namespace, name, version = manifest.namespace, manifest.name, str(manifest.version)
     package_id = f"@{namespace}/{name}"
     right = authorize_publish(deps, principal, namespace)  # (5)
+    if right.claim:  # a namespace is created: it may not imitate a reserved one
+        refuse_confusable_namespace(deps, namespace)
+    if deps.meta.package(package_id) is None:  # so is a package name
+        refuse_confusable_package(deps, namespace, name)
     sha = sha256_hex(body)  # (6)
     integrity = integrity_of(body)
     existing = deps.meta.version(package_id, version)  # (7)

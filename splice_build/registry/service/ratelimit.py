@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class RateLimits:
-    failed_auth: int = 20  # per client, then the client is blocked before credentials are read
+    failed_auth: int = 20  # failing tokens per client address, then 429 (valid tokens still pass)
     failed_auth_period: int = 600
     publishes: int = 10  # per user
     publish_period: int = 60
@@ -46,21 +46,25 @@ def _count(deps: Deps, name: str, key: str, limit: int, period: int, what: str) 
         raise RateLimitedError(f"Too many {what}; slow down", retry_after=period)
 
 
-def check_auth_block(deps: Deps, client: str) -> None:
-    """Refuse a client that failed authentication too often, before reading its credentials."""
+USER_AUTH = "auth-fail"  # failed user tokens (a valid token still passes: service.auth)
+ADMIN_AUTH = "admin-auth-fail"  # failed admin tokens (a strict block)
+
+
+def check_auth_block(deps: Deps, kind: str, client: str) -> None:
+    """Refuse a client whose ``kind`` of authentication failed too often (``RATE_LIMITED``)."""
     limits = deps.limits
     if limits.failed_auth <= 0:
         return
     window = _window(deps, limits.failed_auth_period)
-    if deps.meta.count(f"auth-fail:{client}", window) >= limits.failed_auth:
+    if deps.meta.count(f"{kind}:{client}", window) >= limits.failed_auth:
         raise RateLimitedError(
             "Too many failed authentication attempts", retry_after=limits.failed_auth_period
         )
 
 
-def record_failed_auth(deps: Deps, client: str) -> None:
+def record_failed_auth(deps: Deps, kind: str, client: str) -> None:
     if deps.limits.failed_auth > 0:
-        deps.meta.hit(f"auth-fail:{client}", _window(deps, deps.limits.failed_auth_period))
+        deps.meta.hit(f"{kind}:{client}", _window(deps, deps.limits.failed_auth_period))
 
 
 def count_request(deps: Deps, client: str) -> None:

@@ -16,6 +16,7 @@ STATUS_BY_CODE: Mapping[ErrorCode, int] = {
     ErrorCode.FORBIDDEN: 403,
     ErrorCode.TOKEN_SCOPE: 403,
     ErrorCode.NAMESPACE_RESERVED: 403,
+    ErrorCode.NAME_CONFUSABLE: 403,
     ErrorCode.ADMIN_DISABLED: 403,
     ErrorCode.KEY_NOT_REGISTERED: 403,
     ErrorCode.KEY_REVOKED: 403,

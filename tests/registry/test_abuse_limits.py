@@ -1,0 +1,168 @@
+"""Registry abuse limits an attacker cannot turn around (docs/registry.md#abuse-limits).
+
+Against the real `splice registry serve` on 127.0.0.1: ``X-Forwarded-For`` moves a request to
+another address only when the peer is a ``--trusted-proxy``; a client that spent its
+failed-token budget gets 429 for failing tokens while a valid token from the same address
+still works; namespaces and package names that imitate reserved ones are refused at creation
+(``NAME_CONFUSABLE``), with the real `splice publish`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+from splice_build.registry.service.ratelimit import RateLimits
+from testing.cli import run_splice
+from testing.registry import package_dir
+from testing.registry_server import (
+    ADMIN_TOKEN,
+    RunningRegistry,
+    registry_server,
+    serve_argv,
+    user_token,
+)
+
+BUDGET = RateLimits().failed_auth  # failing tokens per address and window
+BOGUS = "splice_" + "x" * 43
+LIMITS_OFF = ("--publish-limit", "0", "--request-limit", "0")
+
+
+@pytest.fixture
+def plain(tmp_path: Path) -> Iterator[RunningRegistry]:
+    with registry_server(tmp_path / "data", *LIMITS_OFF) as server:
+        yield server
+
+
+def _whoami(server: RunningRegistry, token: str, forwarded: str | None = None) -> int:
+    headers = {"authorization": f"Bearer {token}"}
+    if forwarded is not None:
+        headers["x-forwarded-for"] = forwarded
+    return requests.get(f"{server.url}/auth/whoami", headers=headers, timeout=10).status_code
+
+
+def _spend_budget(server: RunningRegistry, forwarded: str | None = None) -> None:
+    for _ in range(BUDGET):
+        assert _whoami(server, BOGUS, forwarded) == 401
+    assert _whoami(server, BOGUS, forwarded) == 429
+
+
+def test_a_spent_failure_budget_does_not_lock_out_a_valid_token(plain: RunningRegistry) -> None:
+    token = user_token(plain, "neighbour")
+    _spend_budget(plain)
+    assert _whoami(plain, token) == 200, "a valid token from the same address still works"
+    assert _whoami(plain, BOGUS) == 429, "failing tokens stay refused"
+    answer = requests.get(
+        f"{plain.url}/auth/whoami", headers={"authorization": "Bearer nonsense"}, timeout=10
+    )
+    assert answer.status_code == 429 and answer.json()["error"]["code"] == "RATE_LIMITED"
+    assert answer.headers["retry-after"] == str(RateLimits().failed_auth_period)
+
+
+def test_failing_user_tokens_do_not_block_the_admin_api(plain: RunningRegistry) -> None:
+    _spend_budget(plain)
+    users = requests.post(
+        f"{plain.url}/admin/users",
+        json={"name": "carol"},
+        headers={"authorization": f"Bearer {ADMIN_TOKEN}"},
+        timeout=10,
+    )
+    assert users.status_code == 201, users.text
+
+
+@pytest.mark.parametrize("trusted", [(), ("10.0.0.0/8",)])
+def test_x_forwarded_for_from_an_untrusted_peer_changes_nothing(
+    tmp_path: Path, trusted: tuple[str, ...]
+) -> None:
+    flags = [arg for network in trusted for arg in ("--trusted-proxy", network)]
+    with registry_server(tmp_path / "data", *LIMITS_OFF, *flags) as server:
+        _spend_budget(server, forwarded="198.51.100.1")
+        # another claimed address is still this peer, whose budget is spent
+        assert _whoami(server, BOGUS, forwarded="198.51.100.2") == 429
+        assert _whoami(server, BOGUS) == 429
+
+
+def test_behind_a_trusted_proxy_the_forwarded_client_is_the_one_counted(tmp_path: Path) -> None:
+    with registry_server(tmp_path / "data", *LIMITS_OFF, "--trusted-proxy", "127.0.0.1") as server:
+        _spend_budget(server, forwarded="198.51.100.1")
+        assert _whoami(server, BOGUS, forwarded="198.51.100.2") == 401, "another client"
+        assert _whoami(server, BOGUS) == 401, "the proxy's own address is another client too"
+        # the client wrote the left part; the proxy appended the address it really saw
+        assert _whoami(server, BOGUS, forwarded="198.51.100.2, 198.51.100.1") == 429
+        assert _whoami(server, BOGUS, forwarded="not-an-address, 198.51.100.1") == 429
+
+
+@pytest.mark.parametrize("value", ["nonsense", "10.0.0.0/33", ""])
+def test_a_malformed_trusted_proxy_is_a_usage_error(tmp_path: Path, value: str) -> None:
+    done = run_splice(*serve_argv(tmp_path / "data", "--trusted-proxy", value)[1:], timeout=30)
+    assert done.code == 2
+    assert "--trusted-proxy" in done.stderr
+
+
+# -- confusable names -----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def publishing(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RunningRegistry, str]]:
+    data = tmp_path_factory.mktemp("confusable")
+    with registry_server(data / "data", *LIMITS_OFF) as server:
+        yield server, user_token(server, "mallory")
+
+
+def _publish(
+    publishing: tuple[RunningRegistry, str], tmp_path: Path, namespace: str, name: str
+) -> Any:
+    server, token = publishing
+    source = package_dir(tmp_path / "src", namespace, name, "1.0.0")
+    done = run_splice(
+        "--json", "publish", str(source), "--registry", server.url, env={"SPLICE_TOKEN": token}
+    )
+    return done.code, json.loads(done.stdout)
+
+
+@pytest.mark.parametrize(
+    ("namespace", "name", "like"),
+    [
+        ("spl1ce", "tool", "@splice"),
+        ("s-p-l-i-c-e", "tool", "@splice"),
+        ("splice-official", "tool", "@splice"),
+        ("official-splice", "tool", "@splice"),
+        ("spliceofficial", "tool", "@splice"),
+        ("sp1iceloom", "tool", "@spliceloom"),
+        ("r00t", "tool", "@root"),
+        ("adm1n", "tool", "@admin"),
+        ("off1cial", "tool", "@official"),
+        ("vvww", "tool", "@www"),
+        ("mallory", "splice", "@splice"),
+        ("mallory", "spl1ce-files", "@splice"),
+        ("mallory", "files-splice", "@splice"),
+    ],
+)
+def test_confusable_names_are_refused_at_creation(
+    publishing: tuple[RunningRegistry, str], tmp_path: Path, namespace: str, name: str, like: str
+) -> None:
+    code, answer = _publish(publishing, tmp_path, namespace, name)
+    assert code == 1, answer
+    error = answer["error"]
+    assert "registry code: NAME_CONFUSABLE" in error["details"], error
+    assert like in error["message"] and "reserved" in error["message"]
+    server, _ = publishing
+    if namespace != "mallory":
+        assert requests.get(f"{server.url}/namespaces/{namespace}", timeout=10).status_code == 404
+    assert requests.get(f"{server.url}/packages/{namespace}/{name}", timeout=10).status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("namespace", "name"),
+    [("mallory", "splicer"), ("mallory-tools", "dimension"), ("acmeteam", "api-client")],
+)
+def test_ordinary_names_are_not_confusable(
+    publishing: tuple[RunningRegistry, str], tmp_path: Path, namespace: str, name: str
+) -> None:
+    code, answer = _publish(publishing, tmp_path, namespace, name)
+    assert code == 0, answer
