@@ -1,7 +1,8 @@
 """Serve a registry data directory over HTTP with uvicorn (``splice registry serve``).
 
 The listening socket is bound here, before uvicorn starts, so ``--port 0`` works and the
-caller learns the real address (``on_listen``) before the first request can arrive.
+caller learns the real address (``on_listen``) before the first request can arrive, and
+every accepted connection runs with ``TCP_NODELAY`` (``splice_build.listen``).
 
 Every log line of the server process (ours, uvicorn's, Python warnings, tracebacks) goes to
 one stderr handler whose formatter redacts the finished line (``LOG_CONFIG``): an exception
@@ -10,11 +11,11 @@ text that carries a token or a ``NAME=value`` secret is shown redacted (docs/reg
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from splice_build.listen import listening_socket
 from splice_build.registry.service.ratelimit import RateLimits
 from splice_build.registry.storage import StorageConfig, open_service
 
@@ -44,16 +45,6 @@ LOG_CONFIG: dict[str, Any] = {
 }
 
 
-def bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(128)
-    sock.set_inheritable(True)
-    return sock
-
-
 def serve(
     data: Path,
     *,
@@ -80,7 +71,7 @@ def serve(
     service = open_service(
         data, admin_token_sha256=admin_token_sha256, limits=limits, config=config
     )
-    sock = bind(host, port)
+    sock = listening_socket(host, port)  # TCP_NODELAY on every accepted connection
     bound_host, bound_port = sock.getsockname()[:2]
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
     config = uvicorn.Config(
