@@ -123,14 +123,13 @@ def run(quick: bool = False) -> list[Row]:
     rows: list[Row] = []
     with _uvicorn_on_plain_socket() as url:
         rows += _compare("before: uvicorn, proto-0 socket", url, _get("/health"), repeat=repeat)
-    with tempfile.TemporaryDirectory() as tmp:
-        with registry_server(Path(tmp) / "data", "--request-limit", "0") as server:
-            rows += _compare(
-                "splice registry serve, GET /health",
-                server.url,
-                _get("/health"),
-                repeat=repeat,
-            )
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        registry_server(Path(tmp) / "data", "--request-limit", "0") as server,
+    ):
+        rows += _compare(
+            "splice registry serve, GET /health", server.url, _get("/health"), repeat=repeat
+        )
     argv = demo_argv("http", str(free_port()))
     with http_server(argv, env=child_env()) as (url, _process):
         rows += _compare(

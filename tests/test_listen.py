@@ -31,11 +31,11 @@ def _nodelay(sock: socket.socket) -> int:
 
 
 def test_a_connection_accepted_by_the_kernel_has_nodelay() -> None:
-    with listening_socket("127.0.0.1", 0) as listener:
-        with socket.create_connection(listener.getsockname()[:2]):
-            accepted, _ = listener.accept()
-            with accepted:
-                assert _nodelay(accepted) == 1
+    listener = listening_socket("127.0.0.1", 0)
+    with listener, socket.create_connection(listener.getsockname()[:2]):
+        accepted, _ = listener.accept()
+        with accepted:
+            assert _nodelay(accepted) == 1
 
 
 def test_asyncio_sets_nodelay_on_the_transports_it_accepts() -> None:
