@@ -61,8 +61,8 @@ class EmbeddedRegistryClient:
     def package(self, package_id: str) -> dict[str, Any]:
         return self._call(self.service.package, *split_package_id(package_id))
 
-    def versions(self, package_id: str) -> dict[str, Any]:
-        return self._call(self.service.versions, *split_package_id(package_id))
+    def versions(self, package_id: str, *, cursor: str | None = None) -> dict[str, Any]:
+        return self._call(self.service.versions, *split_package_id(package_id), cursor=cursor)
 
     def version(self, package_id: str, version: str) -> dict[str, Any]:
         ns, name = split_package_id(package_id)

@@ -100,8 +100,9 @@ class HttpRegistryClient:
     def package(self, package_id: str) -> dict[str, Any]:
         return self._json("GET", self._pkg(package_id))
 
-    def versions(self, package_id: str) -> dict[str, Any]:
-        return self._json("GET", self._pkg(package_id, "versions"))
+    def versions(self, package_id: str, *, cursor: str | None = None) -> dict[str, Any]:
+        params = {"cursor": cursor} if cursor is not None else None
+        return self._json("GET", self._pkg(package_id, "versions"), params=params)
 
     def version(self, package_id: str, version: str) -> dict[str, Any]:
         return self._json("GET", self._pkg(package_id, version))

@@ -30,6 +30,7 @@ from splice_build.registry.db.interface import (
     NewToken,
     NewVersion,
     Package,
+    PageKey,
     SearchHit,
     SignatureRow,
     SigningKeyRow,
@@ -38,6 +39,7 @@ from splice_build.registry.db.interface import (
     Version,
     VersionSignature,
 )
+from splice_build.spec import semver
 
 Row = dict[str, Any]
 Params = Sequence[Any] | Mapping[str, Any]
@@ -287,18 +289,45 @@ class SqlMetadataStore(ABC):
     def package(self, package_id: str) -> Package | None:
         row = self._one(
             "SELECT id, namespace, name, description, latest_version, created_at, updated_at, "
-            "kind, hidden FROM packages WHERE id = ?",
+            "kind, hidden, version_count FROM packages WHERE id = ?",
             package_id,
         )
         if row is None:
             return None
-        return Package(**{**row, "hidden": bool(row["hidden"])})
+        return Package(
+            **{**row, "hidden": bool(row["hidden"]), "version_count": int(row["version_count"])}
+        )
 
     def versions(self, package_id: str) -> list[Version]:
         rows = self._all(
             f"SELECT {_VERSION_COLUMNS} FROM versions WHERE package_id = ? "
             + self._order_by("published_at", "version"),
             package_id,
+        )
+        return [Version(**row) for row in rows]
+
+    def versions_page(self, package_id: str, *, after: PageKey | None, limit: int) -> list[Version]:
+        c = self.COLLATION
+        where = "package_id = ?"
+        params: list[Any] = [package_id]
+        if after is not None:
+            where += f" AND (published_at{c} > ? OR (published_at{c} = ? AND version{c} > ?))"
+            params += [after[0], after[0], after[1]]
+        rows = self._all(
+            f"SELECT {_VERSION_COLUMNS} FROM versions WHERE {where} "
+            + self._order_by("published_at", "version")
+            + " LIMIT ?",
+            *params,
+            limit,
+        )
+        return [Version(**row) for row in rows]
+
+    def highest_versions(self, package_id: str, *, limit: int) -> list[Version]:
+        rows = self._all(
+            f"SELECT {_VERSION_COLUMNS} FROM versions WHERE package_id = ? "
+            f"ORDER BY precedence{self.COLLATION} DESC LIMIT ?",
+            package_id,
+            limit,
         )
         return [Version(**row) for row in rows]
 
@@ -339,15 +368,19 @@ class SqlMetadataStore(ABC):
             self._serialize_publish(tx, v.package_id)
             if new.claim_for is not None:
                 _claim_namespace(tx, new.namespace, new.claim_for, now)
-            existing = tx.execute(
-                "SELECT version FROM versions WHERE package_id = ?", v.package_id
-            ).fetchall()
-            latest = latest_of([*(row["version"] for row in existing), v.version])
+            # The current "latest" is the one row read: latest_of over it and the new version
+            # equals latest_of over the whole history (its rule is a maximum), at any size.
+            current = tx.execute(
+                "SELECT latest_version FROM packages WHERE id = ?", v.package_id
+            ).fetchone()
+            known = [current["latest_version"]] if current is not None else []
+            latest = latest_of([*known, v.version])
             tx.execute(
                 "INSERT INTO packages (id, namespace, name, description, latest_version, "
-                "created_at, updated_at, kind) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+                "created_at, updated_at, kind, version_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1) "
                 "ON CONFLICT (id) DO UPDATE SET latest_version = excluded.latest_version, "
-                "updated_at = excluded.updated_at",
+                "updated_at = excluded.updated_at, "
+                "version_count = packages.version_count + 1",
                 v.package_id,
                 new.namespace,
                 new.name,
@@ -365,7 +398,8 @@ class SqlMetadataStore(ABC):
                     v.package_id,
                 )
             tx.execute(
-                f"INSERT INTO versions ({_VERSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO versions ({_VERSION_COLUMNS}, precedence) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 v.package_id,
                 v.version,
                 v.manifest,
@@ -377,6 +411,7 @@ class SqlMetadataStore(ABC):
                 v.artifact_backend,
                 v.artifact_url,
                 v.provenance,
+                semver.precedence_key(semver.Version.parse(v.version)),
             )
 
     def set_hidden(self, package_id: str, hidden: bool, *, now: str) -> bool:
