@@ -292,7 +292,7 @@ def test_package_view_keeps_the_typescript_clients_shape(server: RunningRegistry
     )
     assert all(set(entry) == {"version", "publishedAt"} for entry in body["versions"])
     listed = [entry["version"] for entry in body["versions"]]
-    assert listed == [f"1.{minor}.0" for minor in range(30, 130)]  # publish order, highest 100
+    assert listed == [f"1.{minor}.0" for minor in range(80, 130)]  # publish order, highest 50
     assert (body["versionCount"], body["versionsTruncated"]) == (130, True)
 
 

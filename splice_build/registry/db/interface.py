@@ -96,6 +96,16 @@ class Version:
 
 
 @dataclass(frozen=True)
+class VersionEntry:
+    """A version as listings show it: the columns a page needs, not the manifest."""
+
+    version: str
+    published_at: str
+    integrity: str
+    size: int
+
+
+@dataclass(frozen=True)
 class NewVersion:
     """Everything one publish writes, in one transaction."""
 
@@ -191,7 +201,9 @@ class PackageStore(Protocol):
         """All versions ordered by publish time, then version."""
         ...
 
-    def versions_page(self, package_id: str, *, after: PageKey | None, limit: int) -> list[Version]:
+    def versions_page(
+        self, package_id: str, *, after: PageKey | None, limit: int
+    ) -> list[VersionEntry]:
         """At most ``limit`` versions in the order of ``versions``, those after ``after``.
 
         Keyset pagination on immutable columns: a walk sees every version that existed when it
@@ -199,7 +211,7 @@ class PackageStore(Protocol):
         """
         ...
 
-    def highest_versions(self, package_id: str, *, limit: int) -> list[Version]:
+    def highest_versions(self, package_id: str, *, limit: int) -> list[VersionEntry]:
         """The ``limit`` versions of highest semver precedence, highest first (an index read)."""
         ...
 

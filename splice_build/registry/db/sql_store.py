@@ -37,6 +37,7 @@ from splice_build.registry.db.interface import (
     Token,
     User,
     Version,
+    VersionEntry,
     VersionSignature,
 )
 from splice_build.spec import semver
@@ -48,6 +49,7 @@ _VERSION_COLUMNS = (
     "package_id, version, manifest, integrity, size, artifact_key, published_by, "
     "published_at, artifact_backend, artifact_url, provenance"
 )
+_ENTRY_COLUMNS = "version, published_at, integrity, size"
 _KEY_COLUMNS = "key_id, namespace, public_key, added_by, added_at, revoked_at"
 _TOKEN_COLUMNS = (
     "id, user_id, label, created_at, last_used_at, revoked_at, expires_at, "
@@ -306,7 +308,9 @@ class SqlMetadataStore(ABC):
         )
         return [Version(**row) for row in rows]
 
-    def versions_page(self, package_id: str, *, after: PageKey | None, limit: int) -> list[Version]:
+    def versions_page(
+        self, package_id: str, *, after: PageKey | None, limit: int
+    ) -> list[VersionEntry]:
         c = self.COLLATION
         where = "package_id = ?"
         params: list[Any] = [package_id]
@@ -314,22 +318,22 @@ class SqlMetadataStore(ABC):
             where += f" AND (published_at{c} > ? OR (published_at{c} = ? AND version{c} > ?))"
             params += [after[0], after[0], after[1]]
         rows = self._all(
-            f"SELECT {_VERSION_COLUMNS} FROM versions WHERE {where} "
+            f"SELECT {_ENTRY_COLUMNS} FROM versions WHERE {where} "
             + self._order_by("published_at", "version")
             + " LIMIT ?",
             *params,
             limit,
         )
-        return [Version(**row) for row in rows]
+        return [VersionEntry(**row) for row in rows]
 
-    def highest_versions(self, package_id: str, *, limit: int) -> list[Version]:
+    def highest_versions(self, package_id: str, *, limit: int) -> list[VersionEntry]:
         rows = self._all(
-            f"SELECT {_VERSION_COLUMNS} FROM versions WHERE package_id = ? "
+            f"SELECT {_ENTRY_COLUMNS} FROM versions WHERE package_id = ? "
             f"ORDER BY precedence{self.COLLATION} DESC LIMIT ?",
             package_id,
             limit,
         )
-        return [Version(**row) for row in rows]
+        return [VersionEntry(**row) for row in rows]
 
     def version(self, package_id: str, version: str) -> Version | None:
         row = self._one(

@@ -13,7 +13,7 @@ from typing import Any
 
 from splice_build.errors import ErrorCode, RegistryError
 from splice_build.registry.api import BUNDLE_CONTENT_TYPE, TARGZ_CONTENT_TYPE
-from splice_build.registry.db.interface import Package, PageKey, Version
+from splice_build.registry.db.interface import Package, PageKey, Version, VersionEntry
 from splice_build.registry.service import fields
 from splice_build.registry.service.artifacts import read_artifact
 from splice_build.registry.service.deps import Deps
@@ -26,8 +26,8 @@ MAX_QUERY = 100
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
 KINDS = ("skill", "agent")
-PACKAGE_VERSIONS = 100  # versions listed by GET /packages/:ns/:name (the highest ones)
-VERSIONS_PAGE = 100  # default page of GET /packages/:ns/:name/versions
+PACKAGE_VERSIONS = 50  # versions listed by GET /packages/:ns/:name (the highest ones)
+VERSIONS_PAGE = 50  # default page of GET /packages/:ns/:name/versions
 VERSIONS_PAGE_MAX = 1000
 MAX_CURSOR = 512  # characters; a real cursor is far shorter
 
@@ -107,7 +107,8 @@ def package(deps: Deps, namespace: str, name: str) -> dict[str, Any]:
         # Many prereleases above the latest stable version: "latest" must stay resolvable.
         latest = deps.meta.version(row.id, row.latest_version)
         if latest is not None:
-            highest = [*highest[: PACKAGE_VERSIONS - 1], latest]
+            entry = VersionEntry(latest.version, latest.published_at, latest.integrity, latest.size)
+            highest = [*highest[: PACKAGE_VERSIONS - 1], entry]
     listed = sorted(highest, key=lambda v: (v.published_at, v.version))
     return {
         "name": row.id,
@@ -160,7 +161,7 @@ def _page_size(value: str | None) -> int:
     return int(value)
 
 
-def _encode_cursor(row: Version) -> str:
+def _encode_cursor(row: VersionEntry) -> str:
     """Opaque to clients: the last row's (publishedAt, version), base64url without padding."""
     text = json.dumps([row.published_at, row.version], separators=(",", ":"))
     return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
