@@ -5,7 +5,9 @@ on a fresh connection (docs/registry.md#latency). Every row compares the two in 
 alternating: the real ``splice registry serve`` (``GET /health``), the real
 ``splice mcp --http`` (a JSON-RPC ``ping``), and, as the before figure, uvicorn on a listening
 socket made the way both servers made it before (``socket(family, SOCK_STREAM)``, so asyncio
-left Nagle's algorithm on for every accepted connection).
+left Nagle's algorithm on for every accepted connection). Then 64 clients, each on its own
+kept-alive connection, load the registry (and, with ``SPLICE_BENCH_BEFORE_TREE``, the older
+tree's registry: see ``bench_versions``).
 """
 
 from __future__ import annotations
@@ -115,11 +117,48 @@ def _uvicorn_on_plain_socket() -> Iterator[str]:
         thread.join(20)
 
 
+def _load(name: str, url: str, *, clients: int, requests: int) -> list[Row]:
+    """``clients`` threads, each on its own kept-alive connection: req/s, p50 and p99."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from bench.common import percentile
+
+    request = _get("/health")
+
+    def client() -> list[float]:
+        parts = urlsplit(url)
+        connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=60)
+        samples = []
+        try:
+            for _ in range(requests):
+                start = time.perf_counter()
+                request(connection)
+                samples.append(time.perf_counter() - start)
+        finally:
+            connection.close()
+        return samples
+
+    start = time.perf_counter()
+    with ThreadPoolExecutor(clients) as pool:
+        latencies = [s for samples in pool.map(lambda _: client(), range(clients)) for s in samples]
+    elapsed = time.perf_counter() - start
+    label = f"{name}, {clients} kept-alive clients"
+    return [
+        Row(f"{label}: GET /health", len(latencies) / elapsed, "req/s"),
+        Row(f"{label}: p50", median(latencies) * 1000, "ms"),
+        Row(f"{label}: p99", percentile(latencies, 99) * 1000, "ms"),
+    ]
+
+
 def run(quick: bool = False) -> list[Row]:
+    import os
+
+    from bench.bench_versions import BEFORE_TREE_ENV, before_argv
     from testing.mcp_clients import DEMO_TOKEN, child_env, demo_argv, free_port, http_server
-    from testing.registry_server import registry_server
+    from testing.registry_server import launch, registry_server
 
     repeat = 20 if quick else 100
+    per_client = 5 if quick else 30
     rows: list[Row] = []
     with _uvicorn_on_plain_socket() as url:
         rows += _compare("before: uvicorn, proto-0 socket", url, _get("/health"), repeat=repeat)
@@ -130,6 +169,18 @@ def run(quick: bool = False) -> list[Row]:
         rows += _compare(
             "splice registry serve, GET /health", server.url, _get("/health"), repeat=repeat
         )
+        rows += _load("splice registry serve", server.url, clients=64, requests=per_client)
+    before_tree = os.environ.get(BEFORE_TREE_ENV)
+    if before_tree:  # the same load on the older tree's registry
+        with tempfile.TemporaryDirectory() as tmp:
+            data = Path(tmp) / "data"
+            before = launch(before_argv(before_tree, data), data)
+            try:
+                rows += _load(
+                    "before: splice registry serve", before.url, clients=64, requests=per_client
+                )
+            finally:
+                before.stop()
     argv = demo_argv("http", str(free_port()))
     with http_server(argv, env=child_env()) as (url, _process):
         rows += _compare(

@@ -148,7 +148,8 @@ def _measure(url: str, token: str, archives: dict[str, list[bytes]], repeat: int
     return rows
 
 
-def _before_argv(tree: str, data: Path) -> list[str]:
+def before_argv(tree: str, data: Path) -> list[str]:
+    """``splice registry serve`` with the code of an older tree (rate limits off)."""
     script = (
         f"import sys; sys.path.insert(0, {tree!r}); "
         "from splice_build.cli.main import main; sys.exit(main())"
@@ -198,7 +199,7 @@ def run(quick: bool = False) -> list[Row]:
             token = user_token(server, "bench")
             rows += _measure(server.url, token, {k: v[0] for k, v in per_round.items()}, repeat)
         if before_tree:
-            before = launch(_before_argv(before_tree, data), data)
+            before = launch(before_argv(before_tree, data), data)
             try:
                 found = _measure(before.url, token, {k: v[1] for k, v in per_round.items()}, repeat)
             finally:
