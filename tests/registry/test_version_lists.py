@@ -27,6 +27,7 @@ from splice_build.registry.service.deps import Deps
 from splice_build.registry.service.ratelimit import RateLimits
 from splice_build.registry.storage import DB_FILE
 from splice_build.spec.semver import Range, latest_version
+from splice_build.spec.semver import Version as SemVer
 from testing.registry_backends import StoreBackend
 from testing.registry_server import RunningRegistry
 
@@ -79,8 +80,12 @@ def store(backend: StoreBackend) -> Iterator[MetadataStore]:
     db.close()
 
 
-def _deps(backend: StoreBackend) -> Deps:
-    return backend.service(limits=RateLimits()).deps
+@pytest.fixture
+def deps(backend: StoreBackend) -> Iterator[Deps]:
+    """The read service's dependencies over a second connection to the same store."""
+    service_deps = backend.service(limits=RateLimits()).deps
+    yield service_deps
+    service_deps.meta.close()
 
 
 # -- latest ---------------------------------------------------------------------------
@@ -126,8 +131,6 @@ def test_highest_versions_follow_semver_precedence(store: MetadataStore) -> None
     shuffled = versions[:]
     random.Random(24).shuffle(shuffled)
     _publish(store, alice.id, shuffled)
-    from splice_build.spec.semver import Version as SemVer
-
     expected = sorted(versions, key=SemVer.parse, reverse=True)
     found = [v.version for v in store.highest_versions(PACKAGE, limit=len(versions))]
     assert found == expected
@@ -138,12 +141,11 @@ def test_highest_versions_follow_semver_precedence(store: MetadataStore) -> None
 
 
 def test_pages_walk_every_version_once_in_order_while_others_publish(
-    backend: StoreBackend, store: MetadataStore
+    backend: StoreBackend, store: MetadataStore, deps: Deps
 ) -> None:
     alice = store.create_user("alice", now=_at(0))
     before = [f"1.0.{patch}" for patch in range(230)]
     _publish(store, alice.id, before, start=1000)
-    deps = _deps(backend)
     ns, name = PACKAGE[1:].split("/")
     stop, running = threading.Event(), threading.Event()
     published: list[str] = []
@@ -189,16 +191,13 @@ def test_pages_walk_every_version_once_in_order_while_others_publish(
     assert len(published) > 3  # the walk ran alongside publishes
 
 
-def test_a_full_walk_equals_the_unpaginated_list(
-    backend: StoreBackend, store: MetadataStore
-) -> None:
+def test_a_full_walk_equals_the_unpaginated_list(store: MetadataStore, deps: Deps) -> None:
     alice = store.create_user("alice", now=_at(0))
     _publish(store, alice.id, [f"0.{minor}.0" for minor in range(25)])
     # Two versions published in the same millisecond: the version breaks the tie.
     same = _at(99)
     for version in ("3.0.0", "3.0.0-rc.1"):
         store.insert_version(_new(version, same, claim=alice.id), latest_of=_latest, now=same)
-    deps = _deps(backend)
     walked: list[str] = []
     cursor = None
     while True:
@@ -213,12 +212,12 @@ def test_a_full_walk_equals_the_unpaginated_list(
 
 @pytest.mark.parametrize("limit", ["0", "1001", "-1", "abc", "1e2", "", " 5", "٣"])
 def test_a_limit_outside_1_to_1000_is_bad_request(
-    backend: StoreBackend, store: MetadataStore, limit: str
+    store: MetadataStore, deps: Deps, limit: str
 ) -> None:
     alice = store.create_user("alice", now=_at(0))
     _publish(store, alice.id, ["1.0.0"])
     with pytest.raises(RegistryError) as caught:
-        read.versions(_deps(backend), "acme", "history", limit=limit)
+        read.versions(deps, "acme", "history", limit=limit)
     assert caught.value.code is ErrorCode.BAD_REQUEST
 
 
@@ -226,25 +225,23 @@ def test_a_limit_outside_1_to_1000_is_bad_request(
     "cursor", ["not-base64!", "bnVsbA", "WyJhIl0", "WzEsMl0", "x" * 600, "ée"]
 )  # "null", ["a"], [1,2]
 def test_a_cursor_the_server_did_not_make_is_bad_request(
-    backend: StoreBackend, store: MetadataStore, cursor: str
+    store: MetadataStore, deps: Deps, cursor: str
 ) -> None:
     alice = store.create_user("alice", now=_at(0))
     _publish(store, alice.id, ["1.0.0"])
     with pytest.raises(RegistryError) as caught:
-        read.versions(_deps(backend), "acme", "history", cursor=cursor)
+        read.versions(deps, "acme", "history", cursor=cursor)
     assert caught.value.code is ErrorCode.BAD_REQUEST
 
 
 # -- the package view -----------------------------------------------------------------
 
 
-def test_package_view_is_bounded_and_keeps_latest(
-    backend: StoreBackend, store: MetadataStore
-) -> None:
+def test_package_view_is_bounded_and_keeps_latest(store: MetadataStore, deps: Deps) -> None:
     alice = store.create_user("alice", now=_at(0))
     # 1.0.0 is the latest stable; 150 prereleases rank above it.
     _publish(store, alice.id, ["1.0.0", *(f"2.0.0-rc.{n}" for n in range(150))])
-    view = read.package(_deps(backend), "acme", "history")
+    view = read.package(deps, "acme", "history")
     listed = [entry["version"] for entry in view["versions"]]
     assert len(listed) == read.PACKAGE_VERSIONS
     assert view["latest"] == "1.0.0" and "1.0.0" in listed
