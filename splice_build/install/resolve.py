@@ -40,9 +40,25 @@ def published_versions(client: RegistryClient, package_id: str) -> tuple[list[st
                 hint="Search with `splice search <words>`.",
             ) from exc
         raise
-    versions = [str(v["version"]) for v in info.get("versions", []) if isinstance(v, dict)]
+    entries = info.get("versions", [])
+    if info.get("versionsTruncated") is True:  # the rest are on the /versions pages
+        entries = all_version_entries(client, package_id)
+    versions = [str(v["version"]) for v in entries if isinstance(v, dict)]
     latest = info.get("latest")
     return versions, latest if isinstance(latest, str) else None
+
+
+def all_version_entries(client: RegistryClient, package_id: str) -> list[Any]:
+    """Every page of the package's versions (docs/registry.md#version-lists), in order."""
+    entries: list[Any] = []
+    cursor: str | None = None
+    while True:
+        page = client.versions(package_id, cursor=cursor)
+        entries += page.get("versions", [])
+        following = page.get("nextCursor")
+        if not isinstance(following, str) or following == cursor:
+            return entries
+        cursor = following
 
 
 def saved_range(rng: Range, version: str) -> str:

@@ -215,6 +215,8 @@ class RegistryDiscoveryBackend:
         namespace, name = ref.package.namespace, ref.package.name
         summary = read.package(self._deps, namespace, name)
         versions = [entry["version"] for entry in summary["versions"]]
+        if summary["versionsTruncated"]:  # a range may want one of the older versions
+            versions = [v.version for v in self._deps.meta.versions(summary["name"])]
         row = self._version(ref.package.id, self._resolve(ref, summary["latest"], versions))
         manifest = Manifest.from_dict(json_text.parse(row.manifest))
         tools = []

@@ -246,3 +246,26 @@ def latest_version(versions: Iterable[str | Version]) -> Version | None:
         if not version.is_prerelease and (best_stable is None or version > best_stable):
             best_stable = version
     return best_stable if best_stable is not None else best_any
+
+
+def precedence_key(version: Version) -> str:
+    """A text whose byte order (SQLite's BINARY, PostgreSQL's ``"C"``) is semver precedence.
+
+    Kept in an indexed column so that a store can read a package's highest versions without
+    parsing all of them. Numbers carry their digit count first (``1.10.0`` after ``1.9.0``); a
+    release ends in ``~``, above a prerelease's ``-`` (``1.0.0-rc.1`` before ``1.0.0``);
+    prerelease identifiers are joined by ``!``, below every identifier character, so a shorter
+    prerelease sorts first; numeric identifiers (``0``) sort before alphanumeric ones (``1``).
+    Build metadata is left out, as precedence ignores it. One difference from ``<``: numeric
+    prerelease identifiers beyond 2**53 order exactly here, where ``<`` compares them as
+    JavaScript numbers.
+    """
+    key = "".join(f"{len(str(n)):02d}{n}" for n in (version.major, version.minor, version.patch))
+    if not version.prerelease:
+        return key + "~"
+    parts = []
+    for identifier in version.prerelease:
+        text = str(identifier)
+        numeric = text.isdigit()
+        parts.append(f"0{len(text):04d}{text}" if numeric else f"1{text}")
+    return key + "-" + "!".join(parts)

@@ -113,6 +113,7 @@ def _text(data: dict[str, Any]) -> str:
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     from splice_build.errors import ErrorCode, RegistryError
+    from splice_build.install.resolve import all_version_entries
     from splice_build.project.home import SpliceHome
     from splice_build.registry.client.open import open_configured
     from splice_build.spec.manifest import Manifest
@@ -127,14 +128,16 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     )
     try:
         package = opened.client.package(package_id)
-        chosen = max_satisfying([v["version"] for v in package.get("versions", [])], ref.range)
+        entries = package.get("versions", [])
+        if package.get("versionsTruncated") is True:  # the rest are on the /versions pages
+            entries = all_version_entries(opened.client, package_id)
+        available = [str(v["version"]) for v in entries]
+        chosen = max_satisfying(available, ref.range)
         if chosen is None:
             raise RegistryError(
                 ErrorCode.NO_MATCHING_VERSION,
                 f"No version of {package_id} matches {ref.range}",
-                details=[
-                    f"available: {', '.join(v['version'] for v in package.get('versions', []))}"
-                ],
+                details=[f"available: {', '.join(available)}"],
             )
         selected = opened.client.version(package_id, str(chosen))
     finally:

@@ -181,13 +181,11 @@ def serve_http(
     """Serve until SIGINT/SIGTERM; ``on_ready`` gets the URL once the socket listens."""
     import uvicorn
 
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(128)
+    from splice_build.listen import listening_socket
+
+    sock = listening_socket(host, port)  # TCP_NODELAY on every accepted connection
     bound_port = sock.getsockname()[1]
-    shown_host = f"[{host}]" if family == socket.AF_INET6 else host
+    shown_host = f"[{host}]" if sock.family == socket.AF_INET6 else host
     config = uvicorn.Config(
         build_app(server, digest),
         log_level="warning",

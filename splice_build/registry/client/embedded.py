@@ -64,8 +64,8 @@ class EmbeddedRegistryClient:
         answer = self._call(self.service.package, *split_package_id(package_id))
         return checked("package", answer, _pkg(package_id), package_id=package_id)
 
-    def versions(self, package_id: str) -> dict[str, Any]:
-        answer = self._call(self.service.versions, *split_package_id(package_id))
+    def versions(self, package_id: str, *, cursor: str | None = None) -> dict[str, Any]:
+        answer = self._call(self.service.versions, *split_package_id(package_id), cursor=cursor)
         return checked("versions", answer, _pkg(package_id, "versions"), package_id=package_id)
 
     def version(self, package_id: str, version: str) -> dict[str, Any]:

@@ -203,9 +203,11 @@ class HttpRegistryClient:
         path = self._pkg(package_id)
         return checked("package", self._json("GET", path), path, package_id=package_id)
 
-    def versions(self, package_id: str) -> dict[str, Any]:
+    def versions(self, package_id: str, *, cursor: str | None = None) -> dict[str, Any]:
         path = self._pkg(package_id, "versions")
-        return checked("versions", self._json("GET", path), path, package_id=package_id)
+        params = {"cursor": cursor} if cursor is not None else None
+        answer = self._json("GET", path, params=params)
+        return checked("versions", answer, path, package_id=package_id)
 
     def version(self, package_id: str, version: str) -> dict[str, Any]:
         path = self._pkg(package_id, version)

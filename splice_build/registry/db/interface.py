@@ -77,6 +77,7 @@ class Package:
     updated_at: str
     kind: str
     hidden: bool
+    version_count: int
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,16 @@ class Version:
     artifact_backend: str
     artifact_url: str | None
     provenance: str | None  # JSON text, write-once
+
+
+@dataclass(frozen=True)
+class VersionEntry:
+    """A version as listings show it: the columns a page needs, not the manifest."""
+
+    version: str
+    published_at: str
+    integrity: str
+    size: int
 
 
 @dataclass(frozen=True)
@@ -148,6 +159,7 @@ class VersionSignature:
 
 
 LatestOf = Callable[[Sequence[str]], str]
+PageKey = tuple[str, str]  # (published_at, version): where a page of versions ends
 
 
 class UserStore(Protocol):
@@ -192,6 +204,20 @@ class PackageStore(Protocol):
         """All versions ordered by publish time, then version."""
         ...
 
+    def versions_page(
+        self, package_id: str, *, after: PageKey | None, limit: int
+    ) -> list[VersionEntry]:
+        """At most ``limit`` versions in the order of ``versions``, those after ``after``.
+
+        Keyset pagination on immutable columns: a walk sees every version that existed when it
+        started exactly once, whatever is published meanwhile, at a cost bounded by ``limit``.
+        """
+        ...
+
+    def highest_versions(self, package_id: str, *, limit: int) -> list[VersionEntry]:
+        """The ``limit`` versions of highest semver precedence, highest first (an index read)."""
+        ...
+
     def version(self, package_id: str, version: str) -> Version | None: ...
     def all_versions(self) -> list[Version]:
         """Every version of every package, ordered by package id, then publish time."""
@@ -204,7 +230,11 @@ class PackageStore(Protocol):
         False when the version does not exist."""
         ...
 
-    def insert_version(self, new: NewVersion, *, latest_of: LatestOf, now: str) -> None: ...
+    def insert_version(self, new: NewVersion, *, latest_of: LatestOf, now: str) -> None:
+        """The publish transaction; ``latest_of`` picks the package's new "latest" from its
+        current one and the new version (it never sees the rest of the history)."""
+        ...
+
     def set_hidden(self, package_id: str, hidden: bool, *, now: str) -> bool: ...
     def search(self, query: str, *, limit: int, kind: str | None) -> list[SearchHit]:
         """Literal substring match on id or description; exact > prefix > other, then id."""

@@ -6,17 +6,25 @@ processes on a fresh home) apply it exactly once. PostgreSQL runs the same numbe
 (applied by ``db.postgres``): ``migrations/`` holds every migration, and ``migrations_pg/``
 only those PostgreSQL must spell differently, each under the name it replaces. SQL both
 databases accept (the reserved namespaces) is written once.
+
+A value SQL cannot compute is filled in by Python right after its migration's script, in the
+same transaction: ``versions.precedence`` (migration 4) for the rows an older store holds.
 """
 
 from __future__ import annotations
 
 import re
 import sqlite3
+from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
 
 BASE_DIR = "migrations"  # the whole sequence, in SQLite's spelling
 _NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+
+PRECEDENCE_MIGRATION = 4  # adds versions.precedence; existing rows are filled after it
+SELECT_WITHOUT_PRECEDENCE = "SELECT package_id, version FROM versions WHERE precedence IS NULL"
+SET_PRECEDENCE = "UPDATE versions SET precedence = ? WHERE package_id = ? AND version = ?"
 
 
 @dataclass(frozen=True)
@@ -63,12 +71,26 @@ def apply_migrations(conn: sqlite3.Connection) -> int:
         for migration in pending[level:]:
             for statement in _statements(migration.sql):
                 conn.execute(statement)
+            if migration.number == PRECEDENCE_MIGRATION:
+                rows = conn.execute(SELECT_WITHOUT_PRECEDENCE).fetchall()
+                conn.executemany(SET_PRECEDENCE, precedence_updates(rows))
             conn.execute(f"PRAGMA user_version = {migration.number}")
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
     return len(pending)
+
+
+def precedence_updates(rows: Iterable[tuple[str, str]]) -> list[tuple[str, str, str]]:
+    """``SET_PRECEDENCE`` parameters for (package_id, version) rows; every stored version
+    passed validation when it was published, so one that does not parse stops the migration."""
+    from splice_build.spec.semver import Version, precedence_key
+
+    return [
+        (precedence_key(Version.parse(version)), package_id, version)
+        for package_id, version in rows
+    ]
 
 
 def _statements(script: str) -> list[str]:

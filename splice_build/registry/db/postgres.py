@@ -12,7 +12,8 @@ differs is PostgreSQL's means:
 - publish isolation: ``insert_version`` runs in one transaction that first takes a
   transaction-scoped advisory lock on the package id, so concurrent publishes of one package
   (from any number of server processes) are serialized; the primary key turns a lost race
-  into ``VERSION_EXISTS``, and "latest" is computed over every committed version.
+  into ``VERSION_EXISTS``, and "latest" is the package row's pointer, compared with the new
+  version under that lock (no read of the other versions).
 - rate-limit counters are single-statement upserts, atomic across processes.
 
 Every connection runs in autocommit mode; writes open explicit transactions. Failures of a
@@ -28,7 +29,13 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from splice_build.errors import ErrorCode, RegistryError
-from splice_build.registry.db.migrate import migrations
+from splice_build.registry.db.migrate import (
+    PRECEDENCE_MIGRATION,
+    SELECT_WITHOUT_PRECEDENCE,
+    SET_PRECEDENCE,
+    migrations,
+    precedence_updates,
+)
 from splice_build.registry.db.sql_store import (
     Params,
     Row,
@@ -88,6 +95,8 @@ def connect(url: str) -> psycopg.Connection[Any]:
 
 def apply_migrations(conn: psycopg.Connection[Any]) -> int:
     """Bring the schema up to date (one transaction, serialized by an advisory lock)."""
+    from psycopg.rows import tuple_row
+
     pending = migrations(MIGRATIONS_DIR)
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (LOCK_CLASS,))
@@ -96,6 +105,10 @@ def apply_migrations(conn: psycopg.Connection[Any]) -> int:
         level = int(row.fetchone()["level"])
         for migration in pending[level:]:
             conn.execute(migration.sql)
+            if migration.number == PRECEDENCE_MIGRATION:
+                with conn.cursor(row_factory=tuple_row) as cursor:
+                    rows = cursor.execute(SELECT_WITHOUT_PRECEDENCE).fetchall()
+                    cursor.executemany(pyformat(SET_PRECEDENCE), precedence_updates(rows))
             conn.execute(f"INSERT INTO {SCHEMA_TABLE} (version) VALUES (%s)", (migration.number,))
     return len(pending)
 

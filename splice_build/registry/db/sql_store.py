@@ -30,14 +30,17 @@ from splice_build.registry.db.interface import (
     NewToken,
     NewVersion,
     Package,
+    PageKey,
     SearchHit,
     SignatureRow,
     SigningKeyRow,
     Token,
     User,
     Version,
+    VersionEntry,
     VersionSignature,
 )
+from splice_build.spec import semver
 
 Row = dict[str, Any]
 Params = Sequence[Any] | Mapping[str, Any]
@@ -46,6 +49,7 @@ _VERSION_COLUMNS = (
     "package_id, version, manifest, integrity, size, artifact_key, published_by, "
     "published_at, artifact_backend, artifact_url, provenance"
 )
+_ENTRY_COLUMNS = "version, published_at, integrity, size"
 _KEY_COLUMNS = "key_id, namespace, public_key, added_by, added_at, revoked_at"
 _TOKEN_COLUMNS = (
     "id, user_id, label, created_at, last_used_at, revoked_at, expires_at, "
@@ -291,12 +295,14 @@ class SqlMetadataStore(ABC):
     def package(self, package_id: str) -> Package | None:
         row = self._one(
             "SELECT id, namespace, name, description, latest_version, created_at, updated_at, "
-            "kind, hidden FROM packages WHERE id = ?",
+            "kind, hidden, version_count FROM packages WHERE id = ?",
             package_id,
         )
         if row is None:
             return None
-        return Package(**{**row, "hidden": bool(row["hidden"])})
+        return Package(
+            **{**row, "hidden": bool(row["hidden"]), "version_count": int(row["version_count"])}
+        )
 
     def versions(self, package_id: str) -> list[Version]:
         rows = self._all(
@@ -305,6 +311,33 @@ class SqlMetadataStore(ABC):
             package_id,
         )
         return [Version(**row) for row in rows]
+
+    def versions_page(
+        self, package_id: str, *, after: PageKey | None, limit: int
+    ) -> list[VersionEntry]:
+        c = self.COLLATION
+        where = "package_id = ?"
+        params: list[Any] = [package_id]
+        if after is not None:
+            where += f" AND (published_at{c} > ? OR (published_at{c} = ? AND version{c} > ?))"
+            params += [after[0], after[0], after[1]]
+        rows = self._all(
+            f"SELECT {_ENTRY_COLUMNS} FROM versions WHERE {where} "
+            + self._order_by("published_at", "version")
+            + " LIMIT ?",
+            *params,
+            limit,
+        )
+        return [VersionEntry(**row) for row in rows]
+
+    def highest_versions(self, package_id: str, *, limit: int) -> list[VersionEntry]:
+        rows = self._all(
+            f"SELECT {_ENTRY_COLUMNS} FROM versions WHERE package_id = ? "
+            f"ORDER BY precedence{self.COLLATION} DESC LIMIT ?",
+            package_id,
+            limit,
+        )
+        return [VersionEntry(**row) for row in rows]
 
     def version(self, package_id: str, version: str) -> Version | None:
         row = self._one(
@@ -343,15 +376,19 @@ class SqlMetadataStore(ABC):
             self._serialize_publish(tx, v.package_id)
             if new.claim_for is not None:
                 _claim_namespace(tx, new.namespace, new.claim_for, now)
-            existing = tx.execute(
-                "SELECT version FROM versions WHERE package_id = ?", v.package_id
-            ).fetchall()
-            latest = latest_of([*(row["version"] for row in existing), v.version])
+            # The current "latest" is the one row read: latest_of over it and the new version
+            # equals latest_of over the whole history (its rule is a maximum), at any size.
+            current = tx.execute(
+                "SELECT latest_version FROM packages WHERE id = ?", v.package_id
+            ).fetchone()
+            known = [current["latest_version"]] if current is not None else []
+            latest = latest_of([*known, v.version])
             tx.execute(
                 "INSERT INTO packages (id, namespace, name, description, latest_version, "
-                "created_at, updated_at, kind) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+                "created_at, updated_at, kind, version_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1) "
                 "ON CONFLICT (id) DO UPDATE SET latest_version = excluded.latest_version, "
-                "updated_at = excluded.updated_at",
+                "updated_at = excluded.updated_at, "
+                "version_count = packages.version_count + 1",
                 v.package_id,
                 new.namespace,
                 new.name,
@@ -369,7 +406,8 @@ class SqlMetadataStore(ABC):
                     v.package_id,
                 )
             tx.execute(
-                f"INSERT INTO versions ({_VERSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO versions ({_VERSION_COLUMNS}, precedence) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 v.package_id,
                 v.version,
                 v.manifest,
@@ -381,6 +419,7 @@ class SqlMetadataStore(ABC):
                 v.artifact_backend,
                 v.artifact_url,
                 v.provenance,
+                semver.precedence_key(semver.Version.parse(v.version)),
             )
 
     def set_hidden(self, package_id: str, hidden: bool, *, now: str) -> bool:

@@ -18,6 +18,12 @@ from splice_build.registry.http.routing import (
 from splice_build.registry.service.registry_service import RegistryService
 
 
+def first(request: Request, name: str) -> str | None:
+    """URLSearchParams.get: the first of repeated parameters (Starlette's get: the last)."""
+    values = request.query_params.getlist(name)
+    return values[0] if values else None
+
+
 def routes(service: RegistryService) -> list[Route]:
     """The routes of this group, handlers bound to ``service``."""
 
@@ -28,13 +34,11 @@ def routes(service: RegistryService) -> list[Route]:
         return json_response(service.health(), public=True)
 
     async def search(request: Request) -> Response:
-        def first(name: str) -> str | None:
-            # URLSearchParams.get: the first of repeated parameters (Starlette's get: the last).
-            values = request.query_params.getlist(name)
-            return values[0] if values else None
-
         data = await run_in_threadpool(
-            service.search, first("q") or "", limit=first("limit"), kind=first("kind")
+            service.search,
+            first(request, "q") or "",
+            limit=first(request, "limit"),
+            kind=first(request, "kind"),
         )
         return json_response(data, public=True)
 
@@ -46,7 +50,11 @@ def routes(service: RegistryService) -> list[Route]:
 
     async def versions(request: Request) -> Response:
         data = await run_in_threadpool(
-            service.versions, path_param(request, "ns"), path_param(request, "name")
+            service.versions,
+            path_param(request, "ns"),
+            path_param(request, "name"),
+            cursor=first(request, "cursor"),
+            limit=first(request, "limit"),
         )
         return json_response(data, public=True)
 

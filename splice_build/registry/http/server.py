@@ -1,7 +1,8 @@
 """Serve a registry data directory over HTTP with uvicorn (``splice registry serve``).
 
 The listening socket is bound here, before uvicorn starts, so ``--port 0`` works and the
-caller learns the real address (``on_listen``) before the first request can arrive.
+caller learns the real address (``on_listen``) before the first request can arrive, and
+every accepted connection runs with ``TCP_NODELAY`` (``splice_build.listen``).
 
 Every log line of the server process (ours, uvicorn's, Python warnings, tracebacks) goes to
 one stderr handler whose formatter redacts the finished line (``LOG_CONFIG``): an exception
@@ -10,12 +11,12 @@ text that carries a token or a ``NAME=value`` secret is shown redacted (docs/reg
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from splice_build.errors import UsageError
+from splice_build.listen import listening_socket
 from splice_build.registry.http.client_address import IPNetwork
 from splice_build.registry.service.ratelimit import RateLimits
 from splice_build.registry.storage import StorageConfig, open_service
@@ -46,20 +47,6 @@ LOG_CONFIG: dict[str, Any] = {
 }
 
 
-def bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(128)
-    except BaseException:
-        sock.close()
-        raise
-    sock.set_inheritable(True)
-    return sock
-
-
 def serve(
     data: Path,
     *,
@@ -86,7 +73,7 @@ def serve(
     logging.config.dictConfig(LOG_CONFIG)
     logging.captureWarnings(True)  # warnings become log records, redacted like the rest
     try:  # first, so that an address that cannot be used leaves no store behind
-        sock = bind(host, port)
+        sock = listening_socket(host, port)  # TCP_NODELAY on every accepted connection
     except OSError as exc:  # in use, not an address of this machine, not resolvable
         raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
     service = open_service(

@@ -5,6 +5,7 @@ docs/compatibility.md#registry-api. Hidden packages leave search but stay readab
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 from dataclasses import dataclass
@@ -12,7 +13,7 @@ from typing import Any
 
 from splice_build.errors import ErrorCode, RegistryError
 from splice_build.registry.api import BUNDLE_CONTENT_TYPE, TARGZ_CONTENT_TYPE
-from splice_build.registry.db.interface import Package, Version
+from splice_build.registry.db.interface import Package, PageKey, Version, VersionEntry
 from splice_build.registry.service import fields
 from splice_build.registry.service.artifacts import read_artifact
 from splice_build.registry.service.deps import Deps
@@ -25,6 +26,10 @@ MAX_QUERY = 100
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
 KINDS = ("skill", "agent")
+PACKAGE_VERSIONS = 50  # versions listed by GET /packages/:ns/:name (the highest ones)
+VERSIONS_PAGE = 50  # default page of GET /packages/:ns/:name/versions
+VERSIONS_PAGE_MAX = 1000
+MAX_CURSOR = 512  # characters; a real cursor is far shorter
 
 
 @dataclass(frozen=True)
@@ -90,23 +95,48 @@ def _version(deps: Deps, namespace: str, name: str, version: str) -> tuple[Packa
 
 
 def package(deps: Deps, namespace: str, name: str) -> dict[str, Any]:
+    """The package with its ``PACKAGE_VERSIONS`` highest versions (docs/registry.md#version-lists).
+
+    ``versions`` keeps the shape every client reads (``[{version, publishedAt}]``, in publish
+    order) and holds the versions a range is most likely to want; ``versionCount`` and
+    ``versionsTruncated`` tell a client that the rest are on the ``/versions`` pages.
+    """
     row = _package(deps, namespace, name)
+    highest = deps.meta.highest_versions(row.id, limit=PACKAGE_VERSIONS)
+    if all(v.version != row.latest_version for v in highest):
+        # Many prereleases above the latest stable version: "latest" must stay resolvable.
+        latest = deps.meta.version(row.id, row.latest_version)
+        if latest is not None:
+            entry = VersionEntry(latest.version, latest.published_at, latest.integrity, latest.size)
+            highest = [*highest[: PACKAGE_VERSIONS - 1], entry]
+    listed = sorted(highest, key=lambda v: (v.published_at, v.version))
     return {
         "name": row.id,
         "namespace": row.namespace,
         "description": row.description,
         "latest": row.latest_version,
-        "versions": [
-            {"version": v.version, "publishedAt": v.published_at}
-            for v in deps.meta.versions(row.id)
-        ],
+        "versions": [{"version": v.version, "publishedAt": v.published_at} for v in listed],
+        "versionCount": row.version_count,
+        "versionsTruncated": row.version_count > len(listed),
         "createdAt": row.created_at,
         "updatedAt": row.updated_at,
     }
 
 
-def versions(deps: Deps, namespace: str, name: str) -> dict[str, Any]:
+def versions(
+    deps: Deps,
+    namespace: str,
+    name: str,
+    *,
+    cursor: str | None = None,
+    limit: str | None = None,
+) -> dict[str, Any]:
+    """One page of versions in publish order; ``nextCursor`` is null on the last page."""
     row = _package(deps, namespace, name)
+    size = _page_size(limit)
+    page = deps.meta.versions_page(row.id, after=_decode_cursor(cursor), limit=size + 1)
+    more = len(page) > size
+    page = page[:size]
     return {
         "name": row.id,
         "versions": [
@@ -116,9 +146,40 @@ def versions(deps: Deps, namespace: str, name: str) -> dict[str, Any]:
                 "integrity": v.integrity,
                 "size": v.size,
             }
-            for v in deps.meta.versions(row.id)
+            for v in page
         ],
+        "nextCursor": _encode_cursor(page[-1]) if more else None,
     }
+
+
+def _page_size(value: str | None) -> int:
+    """``limit``: absent means ``VERSIONS_PAGE``; else a decimal integer in 1..VERSIONS_PAGE_MAX."""
+    if value is None:
+        return VERSIONS_PAGE
+    if not (value.isascii() and value.isdigit()) or not 1 <= int(value) <= VERSIONS_PAGE_MAX:
+        raise fields.bad_request(f"limit must be an integer from 1 to {VERSIONS_PAGE_MAX}")
+    return int(value)
+
+
+def _encode_cursor(row: VersionEntry) -> str:
+    """Opaque to clients: the last row's (publishedAt, version), base64url without padding."""
+    text = json.dumps([row.published_at, row.version], separators=(",", ":"))
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str | None) -> PageKey | None:
+    if cursor is None:
+        return None
+    invalid = fields.bad_request("Invalid cursor: pass back a nextCursor unchanged")
+    if len(cursor) > MAX_CURSOR or not cursor.isascii():
+        raise invalid
+    try:
+        key = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except ValueError as exc:
+        raise invalid from exc
+    if not (isinstance(key, list) and len(key) == 2 and all(isinstance(k, str) for k in key)):
+        raise invalid
+    return key[0], key[1]
 
 
 def _filename(package: Package, row: Version) -> str:

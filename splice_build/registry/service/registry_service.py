@@ -100,8 +100,10 @@ class RegistryService:
     def package(self, ns: str, name: str) -> dict[str, Any]:
         return read.package(self.deps, ns, name)
 
-    def versions(self, ns: str, name: str) -> dict[str, Any]:
-        return read.versions(self.deps, ns, name)
+    def versions(
+        self, ns: str, name: str, *, cursor: str | None = None, limit: str | None = None
+    ) -> dict[str, Any]:
+        return read.versions(self.deps, ns, name, cursor=cursor, limit=limit)
 
     def version(self, ns: str, name: str, version: str) -> dict[str, Any]:
         return read.version(self.deps, ns, name, version)
