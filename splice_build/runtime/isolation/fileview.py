@@ -1,0 +1,287 @@
+"""The tool's file view (issue #17): a fresh root that holds only what the tool may see.
+
+Node's permission model checks path strings and the kernel then follows symbolic links, so
+a link inside a grant (or a directory swapped for one while a call runs) could lead outside
+it. In the OS layer the tool's mount namespace therefore gets a new root, a small read-only
+tmpfs, holding bind mounts of exactly:
+
+- the Node binary, its ELF interpreter and the shared libraries that interpreter resolves
+  for it (``ld.so --list``, once per binary), and ``/etc/ld.so.cache``: read-only, the only
+  place from which a program can be executed (besides the package directory);
+- the host directory (``runtime/host``) and the package directory, read-only;
+- the declared ``fs`` paths, read-only or read-write as granted, never executable;
+- ``/dev/null``, ``/dev/zero``, ``/dev/random``, ``/dev/urandom``, and a ``/proc`` of the
+  tool's PID namespace.
+
+Every bind sits at the same absolute path as outside (and at its canonical path too when
+that differs), so Node's ``--allow-fs-*`` flags, module URLs and the host's paths keep
+working. Nothing else exists: no ``/tmp``, home, ``/etc`` or project outside the grants, so a
+link to anywhere else leads nowhere. Directories on the way to a bind exist (empty, read-only)
+so the bind has a place; the working directory is ``/``.
+
+How (as bubblewrap builds its root, with the file-descriptor mount API):
+
+1. ``plan_view`` (parent) resolves each source to its canonical path;
+2. ``build`` (the namespace's PID 1, before exec) makes every mount private, opens each
+   source one component at a time without following a symbolic link and clones its mount
+   tree (``open_tree``), adding read-only/nosuid/nodev/noexec to the whole clone
+   (``mount_setattr``, recursive: submounts are covered too); all before anything is mounted
+   over a host path;
+3. it mounts the tmpfs over ``/tmp`` (seen only in this namespace), mounts the private
+   ``/proc`` in it, creates each mount point (only on that tmpfs, never following a link,
+   never in a host directory) and attaches each clone (``move_mount``);
+4. it makes the tmpfs read-only, ``pivot_root``\\ s into it and detaches the old root.
+
+A source that does not exist is left out (the path then does not exist for the tool either).
+A symbolic link that appears in a source path between the parent's resolution and the mount
+fails the start instead. ``support.detect`` builds a view once in a throw-away child: where the
+kernel refuses a step, the OS layer runs without a file view and says why (``splice doctor``,
+``isolation.unavailable``).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import struct
+import subprocess
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from splice_build.runtime.isolation.kernel import (
+    MOUNT_ATTR_NODEV,
+    MOUNT_ATTR_NOEXEC,
+    MOUNT_ATTR_NOSUID,
+    MOUNT_ATTR_RDONLY,
+    Kernel,
+)
+
+# Where the new root's tmpfs is mounted before pivot_root: an existing directory whose host
+# contents are hidden only inside this mount namespace (the sources were cloned before).
+BASE = "/tmp"
+# Mount points only: empty directories and files (the root is read-only once built).
+_TMPFS_OPTIONS = "mode=0755,size=64k,nr_inodes=4096"
+
+EXECUTABLE = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV
+READ_ONLY = EXECUTABLE | MOUNT_ATTR_NOEXEC
+WRITABLE = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC
+# Device nodes need a mount without nodev; writing to a device is allowed on a read-only mount.
+DEVICE = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC
+DEVICES = ("/dev/null", "/dev/zero", "/dev/random", "/dev/urandom")
+LD_CACHE = "/etc/ld.so.cache"
+
+_PATH = os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC
+_PT_INTERP = 3
+
+
+@dataclass(frozen=True)
+class Bind:
+    """One bind mount of the view."""
+
+    source: str  # canonical host path (no symbolic link in it)
+    target: str  # absolute path inside the view
+    attrs: int  # MOUNT_ATTR_* added to the clone
+    directory: bool
+
+
+@dataclass(frozen=True)
+class FileView:
+    binds: tuple[Bind, ...]  # parents before their children
+
+    def targets(self) -> list[str]:
+        return [bind.target for bind in self.binds]
+
+
+def elf_interpreter(binary: Path) -> str | None:
+    """The ``PT_INTERP`` path of a 64-bit ELF executable (None for a static one)."""
+    with open(binary, "rb") as f:
+        header = f.read(64)
+        if header[:4] != b"\x7fELF" or header[4] != 2:
+            raise OSError(f"{binary} is not a 64-bit ELF executable")
+        order = "<" if header[5] == 1 else ">"
+        phoff = struct.unpack_from(order + "Q", header, 0x20)[0]
+        phentsize, phnum = struct.unpack_from(order + "HH", header, 0x36)
+        f.seek(phoff)
+        table = f.read(phentsize * phnum)
+        for index in range(phnum):
+            entry = index * phentsize
+            p_type = struct.unpack_from(order + "I", table, entry)[0]
+            if p_type == _PT_INTERP:
+                offset = struct.unpack_from(order + "Q", table, entry + 8)[0]
+                size = struct.unpack_from(order + "Q", table, entry + 32)[0]
+                f.seek(offset)
+                return f.read(size).rstrip(b"\0").decode()
+    return None
+
+
+@lru_cache(maxsize=4)
+def node_files(node: Path) -> tuple[str, ...]:
+    """What executing ``node`` reads: the binary, its interpreter, the libraries the
+    interpreter resolves for it (asked, not guessed: ``<interpreter> --list``, glibc's and
+    musl's) and the loader's cache. Raises OSError naming what failed."""
+    interpreter = elf_interpreter(node)
+    if interpreter is None:
+        return (str(node),)
+    listed = subprocess.run(
+        [interpreter, "--list", str(node)],
+        capture_output=True,
+        text=True,
+        env={},
+        timeout=30,
+        check=False,
+    )
+    if listed.returncode != 0:
+        raise OSError(f"{interpreter} --list {node} failed: {listed.stderr.strip()}")
+    files = [str(node), interpreter]
+    for line in listed.stdout.splitlines():
+        name, arrow, rest = line.strip().partition("=>")
+        path = (rest if arrow else name).split(" (")[0].strip()
+        if "not found" in path:
+            raise OSError(f"{node} needs {name.strip()}, which the loader does not find")
+        if path.startswith("/"):
+            files.append(path)
+    if os.path.isfile(LD_CACHE):
+        files.append(LD_CACHE)
+    return tuple(dict.fromkeys(files))
+
+
+def plan_view(
+    node: Path,
+    host: Path,
+    package: Path,
+    read: Iterable[Path],
+    write: Iterable[Path],
+) -> FileView:
+    """The view of one sandbox process (computed in the parent; raises OSError when Node's
+    files cannot be listed). Earlier entries win a shared target; a path granted for both
+    reading and writing is writable."""
+    entries: list[tuple[str, int]] = [(path, EXECUTABLE) for path in node_files(node)]
+    entries += [(str(host), READ_ONLY), (str(package), EXECUTABLE)]
+    entries += [(str(path), WRITABLE) for path in write]
+    entries += [(str(path), READ_ONLY) for path in read]
+    entries += [(device, DEVICE) for device in DEVICES]
+    by_target: dict[str, Bind] = {}
+    for path, attrs in entries:
+        literal = os.path.abspath(path)
+        source = os.path.realpath(literal)
+        if not os.path.lexists(source):
+            continue
+        for target in dict.fromkeys((literal, source)):
+            if target != "/" and target not in by_target:
+                by_target[target] = Bind(source, target, attrs, os.path.isdir(source))
+    ordered = sorted(by_target.values(), key=lambda bind: bind.target.split("/"))
+    return FileView(tuple(ordered))
+
+
+def _components(path: str) -> list[str]:
+    return [part for part in path.split("/") if part]
+
+
+def _open_source(path: str, directory: bool) -> int | None:
+    """An ``O_PATH`` descriptor of ``path``, opened one component at a time without
+    following a symbolic link (OSError ``ELOOP``/``ENOTDIR`` when one is there); None when
+    it does not exist."""
+    fd = os.open("/", _PATH | os.O_DIRECTORY)
+    parts = _components(path)
+    try:
+        for index, part in enumerate(parts):
+            last = index == len(parts) - 1
+            flags = _PATH | (os.O_DIRECTORY if directory or not last else 0)
+            try:
+                child = os.open(part, flags, dir_fd=fd)
+            except FileNotFoundError:
+                return None
+            os.close(fd)
+            fd = child
+        if stat.S_ISLNK(os.fstat(fd).st_mode):
+            raise OSError(40, f"{path}: a symbolic link appeared in a granted path")  # ELOOP
+        result, fd = fd, -1
+        return result
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+def _mount_point(root: int, target: str, directory: bool) -> int | None:
+    """An ``O_PATH`` descriptor of ``target`` under ``root`` (the new root's tmpfs), created
+    on that tmpfs when missing. Never follows a link and never creates anything outside the
+    tmpfs (inside an earlier bind, a missing path stays missing): None when it cannot be."""
+    tmpfs = os.fstat(root).st_dev
+    fd = os.dup(root)
+    parts = _components(target)
+    try:
+        for index, part in enumerate(parts):
+            as_directory = directory or index < len(parts) - 1
+            flags = _PATH | (os.O_DIRECTORY if as_directory else 0)
+            try:
+                child = os.open(part, flags, dir_fd=fd)
+            except FileNotFoundError:
+                if os.fstat(fd).st_dev != tmpfs:
+                    return None
+                child = _create(fd, part, as_directory)
+            except OSError:  # a link or a file where a directory must be
+                return None
+            os.close(fd)
+            fd = child
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISLNK(mode) or stat.S_ISDIR(mode) != directory:
+            return None
+        result, fd = fd, -1
+        return result
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+def _create(parent: int, name: str, directory: bool) -> int:
+    """Create an empty directory or file ``name`` on the tmpfs and open it ``O_PATH``."""
+    if directory:
+        os.mkdir(name, 0o755, dir_fd=parent)
+        return os.open(name, _PATH | os.O_DIRECTORY, dir_fd=parent)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    os.close(os.open(name, flags, 0o644, dir_fd=parent))
+    return os.open(name, _PATH, dir_fd=parent)
+
+
+def build(kernel: Kernel, view: FileView) -> None:
+    """Steps 2–4 (in the namespace's PID 1, before exec): afterwards ``/`` is the view and
+    the working directory. Raises OSError naming the step the kernel refused."""
+    kernel.make_mounts_private()
+    opened: list[int] = []
+    try:
+        trees: list[tuple[Bind, int]] = []
+        for bind in view.binds:
+            source = _open_source(bind.source, bind.directory)
+            if source is None:
+                continue
+            try:
+                tree = kernel.clone_tree(source)
+            finally:
+                os.close(source)
+            opened.append(tree)
+            kernel.restrict(tree, bind.attrs, recursive=True)
+            trees.append((bind, tree))
+        kernel.mount_tmpfs(BASE, _TMPFS_OPTIONS)
+        root = os.open(BASE, _PATH | os.O_DIRECTORY)
+        opened.append(root)
+        proc = _mount_point(root, "/proc", directory=True)
+        if proc is None:
+            raise OSError(2, "mount /proc: no mount point")
+        os.close(proc)
+        kernel.mount_proc(f"{BASE}/proc")
+        for bind, tree in trees:
+            point = _mount_point(root, bind.target, bind.directory)
+            if point is None:
+                continue
+            try:
+                kernel.attach_tree(tree, point)
+            finally:
+                os.close(point)
+        kernel.restrict(root, READ_ONLY, recursive=False)
+        os.chdir(BASE)
+        kernel.pivot_to_cwd()
+    finally:
+        for fd in opened:
+            os.close(fd)
