@@ -19,9 +19,10 @@ import pytest
 from splice_build.errors import ErrorCode
 from splice_build.runtime import SpliceRuntime, ToolResult
 from splice_build.runtime.host_files import host_dir
+from splice_build.runtime.isolation.support import detect
 from splice_build.runtime.sandbox import empty_directory
 from testing.hostile_packages import write_package
-from testing.isolation import needs_os_layer
+from testing.isolation import needs_os_layer, os_layer_missing
 
 pytestmark = pytest.mark.node
 
@@ -45,6 +46,14 @@ export default (i, ctx) => ({
   cwd: process.cwd(),
 });
 """
+
+
+@pytest.fixture
+def file_view() -> None:
+    """Skip (or, where the OS layer is required, fail) unless a file view can be built."""
+    support = detect()
+    if not support.file_view:
+        os_layer_missing(f"no file view here: {support.file_view_reason}")
 
 
 @pytest.fixture
@@ -84,6 +93,7 @@ def _run(
 
 
 @needs_os_layer()
+@pytest.mark.usefixtures("file_view")
 def test_the_view_holds_only_what_is_listed(project: Path, tmp_path: Path, workspace: Path) -> None:
     """With every in-process guard off, only the kernel's view decides what exists."""
     with tempfile.NamedTemporaryFile(dir=tempfile.gettempdir(), prefix="splice-marker-") as marker:
@@ -123,6 +133,7 @@ def test_the_view_holds_only_what_is_listed(project: Path, tmp_path: Path, works
 
 
 @needs_os_layer()
+@pytest.mark.usefixtures("file_view")
 def test_a_write_grant_is_writable_and_not_executable(project: Path, tmp_path: Path) -> None:
     (project / "ws").mkdir()
     result = _run(
@@ -152,6 +163,7 @@ export default (i, ctx) => {
 
 
 @needs_os_layer()
+@pytest.mark.usefixtures("file_view")
 def test_a_link_inside_a_grant_to_outside_leads_nowhere(
     project: Path, tmp_path: Path, workspace: Path, outside: Path
 ) -> None:
@@ -225,6 +237,7 @@ def racing(workspace: Path, outside: Path) -> Iterator[Callable[[], None]]:
 
 
 @needs_os_layer()
+@pytest.mark.usefixtures("file_view")
 @pytest.mark.parametrize("guards", ["on", "off"])
 def test_a_swap_race_on_read_never_returns_a_byte_outside(
     project: Path, tmp_path: Path, racing: Callable[[], None], guards: str
@@ -245,6 +258,7 @@ def test_a_swap_race_on_read_never_returns_a_byte_outside(
 
 
 @needs_os_layer()
+@pytest.mark.usefixtures("file_view")
 @pytest.mark.parametrize("guards", ["on", "off"])
 def test_a_swap_race_on_write_never_changes_a_byte_outside(
     project: Path, tmp_path: Path, racing: Callable[[], None], outside: Path, guards: str
