@@ -23,8 +23,8 @@ How (as bubblewrap builds its root, with the file-descriptor mount API):
 
 1. ``plan_view`` (parent) resolves each source to its canonical path;
 2. ``build`` (the namespace's PID 1, before exec) makes every mount private, opens each
-   source one component at a time without following a symbolic link and clones its mount
-   tree (``open_tree``), adding read-only/nosuid/nodev/noexec to the whole clone
+   source without following any symbolic link (``openat2`` with ``RESOLVE_NO_SYMLINKS``)
+   and clones its mount tree (``open_tree``), adding read-only/nosuid/nodev/noexec to the whole clone
    (``mount_setattr``, recursive: submounts are covered too); all before anything is mounted
    over a host path;
 3. it mounts the tmpfs over ``/tmp`` (seen only in this namespace), mounts the private
@@ -55,6 +55,8 @@ from splice_build.runtime.isolation.kernel import (
     MOUNT_ATTR_NOEXEC,
     MOUNT_ATTR_NOSUID,
     MOUNT_ATTR_RDONLY,
+    RESOLVE_NO_MAGICLINKS,
+    RESOLVE_NO_SYMLINKS,
     Kernel,
 )
 
@@ -147,6 +149,19 @@ def node_files(node: Path) -> tuple[str, ...]:
     return tuple(dict.fromkeys(files))
 
 
+@lru_cache(maxsize=4)
+def _fixed_binds(node: Path) -> tuple[Bind, ...]:
+    """The binds every tool of this Node shares: its files (at the paths the loader opens)
+    and the devices."""
+    binds = [_bind(path, os.path.realpath(path), EXECUTABLE) for path in node_files(node)]
+    binds += [_bind(d, os.path.realpath(d), DEVICE) for d in DEVICES if os.path.exists(d)]
+    return tuple(binds)
+
+
+def _bind(target: str, source: str, attrs: int) -> Bind:
+    return Bind(source, target, attrs, os.path.isdir(source))
+
+
 def plan_view(
     node: Path,
     host: Path,
@@ -156,82 +171,85 @@ def plan_view(
 ) -> FileView:
     """The view of one sandbox process (computed in the parent; raises OSError when Node's
     files cannot be listed). Earlier entries win a shared target; a path granted for both
-    reading and writing is writable."""
-    entries: list[tuple[str, int]] = [(path, EXECUTABLE) for path in node_files(node)]
-    entries += [(str(host), READ_ONLY), (str(package), EXECUTABLE)]
+    reading and writing is writable. A path that does not exist (yet) is left to the child,
+    which skips it."""
+    by_target = {bind.target: bind for bind in _fixed_binds(node)}
+    entries = [(str(host), READ_ONLY), (str(package), EXECUTABLE)]
     entries += [(str(path), WRITABLE) for path in write]
     entries += [(str(path), READ_ONLY) for path in read]
-    entries += [(device, DEVICE) for device in DEVICES]
-    by_target: dict[str, Bind] = {}
     for path, attrs in entries:
         literal = os.path.abspath(path)
         source = os.path.realpath(literal)
-        if not os.path.lexists(source):
-            continue
         for target in dict.fromkeys((literal, source)):
             if target != "/" and target not in by_target:
-                by_target[target] = Bind(source, target, attrs, os.path.isdir(source))
+                by_target[target] = _bind(target, source, attrs)
     ordered = sorted(by_target.values(), key=lambda bind: bind.target.split("/"))
     return FileView(tuple(ordered))
 
 
-def _components(path: str) -> list[str]:
-    return [part for part in path.split("/") if part]
-
-
-def _open_source(path: str, directory: bool) -> int | None:
-    """An ``O_PATH`` descriptor of ``path``, opened one component at a time without
-    following a symbolic link (OSError ``ELOOP``/``ENOTDIR`` when one is there); None when
-    it does not exist."""
-    fd = os.open("/", _PATH | os.O_DIRECTORY)
-    parts = _components(path)
+def _open_source(kernel: Kernel, path: str, directory: bool) -> int | None:
+    """An ``O_PATH`` descriptor of ``path``, resolved without following any symbolic link
+    (OSError ``ELOOP`` when one is there); None when it does not exist."""
+    flags = _PATH | (os.O_DIRECTORY if directory else 0)
     try:
-        for index, part in enumerate(parts):
-            last = index == len(parts) - 1
-            flags = _PATH | (os.O_DIRECTORY if directory or not last else 0)
-            try:
-                child = os.open(part, flags, dir_fd=fd)
-            except FileNotFoundError:
-                return None
-            os.close(fd)
-            fd = child
-        if stat.S_ISLNK(os.fstat(fd).st_mode):
-            raise OSError(40, f"{path}: a symbolic link appeared in a granted path")  # ELOOP
-        result, fd = fd, -1
-        return result
-    finally:
-        if fd >= 0:
-            os.close(fd)
+        return kernel.open_resolved(path, flags, RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
+    except FileNotFoundError:
+        return None
 
 
-def _mount_point(root: int, target: str, directory: bool) -> int | None:
-    """An ``O_PATH`` descriptor of ``target`` under ``root`` (the new root's tmpfs), created
-    on that tmpfs when missing. Never follows a link and never creates anything outside the
-    tmpfs (inside an earlier bind, a missing path stays missing): None when it cannot be."""
-    tmpfs = os.fstat(root).st_dev
-    fd = os.dup(root)
-    parts = _components(target)
-    try:
-        for index, part in enumerate(parts):
-            as_directory = directory or index < len(parts) - 1
-            flags = _PATH | (os.O_DIRECTORY if as_directory else 0)
-            try:
-                child = os.open(part, flags, dir_fd=fd)
-            except FileNotFoundError:
-                if os.fstat(fd).st_dev != tmpfs:
-                    return None
-                child = _create(fd, part, as_directory)
-            except OSError:  # a link or a file where a directory must be
+class _MountPoints:
+    """Mount points under the new root's tmpfs (``root``), created there when missing.
+
+    Never follows a link and never creates anything outside the tmpfs (inside an earlier
+    bind, a missing path stays missing). Directories opened on the way are remembered, and
+    forgotten under a target once something is attached there (they would name the tmpfs
+    directory underneath)."""
+
+    def __init__(self, kernel: Kernel, root: int) -> None:
+        self._kernel = kernel
+        self._tmpfs = os.fstat(root).st_dev
+        self._dirs: dict[str, int | None] = {"/": root}
+        self._owned: list[int] = []
+
+    def _directory(self, path: str) -> int | None:
+        if path in self._dirs:
+            return self._dirs[path]
+        parent = self._directory(os.path.dirname(path))
+        fd = None if parent is None else self._child(parent, os.path.basename(path), True)
+        self._dirs[path] = fd
+        return fd
+
+    def _child(self, parent: int, name: str, directory: bool) -> int | None:
+        flags = _PATH | (os.O_DIRECTORY if directory else 0)
+        try:
+            fd = os.open(name, flags, dir_fd=parent)
+        except FileNotFoundError:
+            if os.fstat(parent).st_dev != self._tmpfs:
                 return None
-            os.close(fd)
-            fd = child
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISLNK(mode) or stat.S_ISDIR(mode) != directory:
+            fd = _create(parent, name, directory)
+        except OSError:  # a link, or a file where a directory must be
             return None
-        result, fd = fd, -1
-        return result
-    finally:
-        if fd >= 0:
+        self._owned.append(fd)
+        return fd
+
+    def open(self, target: str, directory: bool) -> int | None:
+        """The mount point for ``target`` (None when it cannot be made)."""
+        parent = self._directory(os.path.dirname(target))
+        if parent is None:
+            return None
+        fd = self._child(parent, os.path.basename(target), directory)
+        if fd is None:
+            return None
+        mode = os.fstat(fd).st_mode
+        return None if stat.S_ISLNK(mode) or stat.S_ISDIR(mode) != directory else fd
+
+    def attached(self, target: str) -> None:
+        inside = target.rstrip("/") + "/"
+        for path in [p for p in self._dirs if p == target or p.startswith(inside)]:
+            del self._dirs[path]
+
+    def close(self) -> None:
+        for fd in self._owned:
             os.close(fd)
 
 
@@ -250,10 +268,11 @@ def build(kernel: Kernel, view: FileView) -> None:
     the working directory. Raises OSError naming the step the kernel refused."""
     kernel.make_mounts_private()
     opened: list[int] = []
+    points: _MountPoints | None = None
     try:
         trees: list[tuple[Bind, int]] = []
         for bind in view.binds:
-            source = _open_source(bind.source, bind.directory)
+            source = _open_source(kernel, bind.source, bind.directory)
             if source is None:
                 continue
             try:
@@ -266,22 +285,21 @@ def build(kernel: Kernel, view: FileView) -> None:
         kernel.mount_tmpfs(BASE, _TMPFS_OPTIONS)
         root = os.open(BASE, _PATH | os.O_DIRECTORY)
         opened.append(root)
-        proc = _mount_point(root, "/proc", directory=True)
-        if proc is None:
+        points = _MountPoints(kernel, root)
+        if points.open("/proc", directory=True) is None:
             raise OSError(2, "mount /proc: no mount point")
-        os.close(proc)
         kernel.mount_proc(f"{BASE}/proc")
+        points.attached("/proc")
         for bind, tree in trees:
-            point = _mount_point(root, bind.target, bind.directory)
-            if point is None:
-                continue
-            try:
+            point = points.open(bind.target, bind.directory)
+            if point is not None:
                 kernel.attach_tree(tree, point)
-            finally:
-                os.close(point)
+                points.attached(bind.target)
         kernel.restrict(root, READ_ONLY, recursive=False)
         os.chdir(BASE)
         kernel.pivot_to_cwd()
     finally:
+        if points is not None:
+            points.close()
         for fd in opened:
             os.close(fd)

@@ -45,9 +45,26 @@ MOUNT_ATTR_NODEV = 0x4
 MOUNT_ATTR_NOEXEC = 0x8
 # System calls glibc has no wrapper for (asm/unistd_64.h; aarch64 uses the generic table).
 _SYSCALLS = {
-    "x86_64": {"pivot_root": 155, "open_tree": 428, "move_mount": 429, "mount_setattr": 442},
-    "aarch64": {"pivot_root": 41, "open_tree": 428, "move_mount": 429, "mount_setattr": 442},
+    "x86_64": {
+        "pivot_root": 155,
+        "open_tree": 428,
+        "move_mount": 429,
+        "openat2": 437,
+        "mount_setattr": 442,
+    },
+    "aarch64": {
+        "pivot_root": 41,
+        "open_tree": 428,
+        "move_mount": 429,
+        "openat2": 437,
+        "mount_setattr": 442,
+    },
 }
+# <linux/openat2.h>
+RESOLVE_NO_MAGICLINKS = 0x02
+RESOLVE_NO_SYMLINKS = 0x04
+RESOLVE_BENEATH = 0x08
+_AT_FDCWD = -100
 _MACHINES = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
 # <linux/prctl.h>
 _PR_SET_PDEATHSIG = 1
@@ -148,6 +165,22 @@ class Kernel:
         if number is None:
             raise OSError(errno.ENOSYS, f"{name}: no system call number for this architecture")
         return self._check(self._libc.syscall(ctypes.c_long(number), *args), name)
+
+    def open_resolved(self, path: str, flags: int, resolve: int, dir_fd: int = _AT_FDCWD) -> int:
+        """``openat2(dir_fd, path, {flags, 0, resolve})``: one lookup under ``RESOLVE_*`` rules
+        (e.g. no symbolic link anywhere in the path); raises OSError with the errno."""
+        how = (ctypes.c_uint64 * 3)(flags, 0, resolve)  # struct open_how
+        result = self._libc.syscall(
+            ctypes.c_long(self._numbers.get("openat2", -1)),
+            ctypes.c_int(dir_fd),
+            ctypes.c_char_p(os.fsencode(path)),
+            ctypes.byref(how),
+            ctypes.c_size_t(ctypes.sizeof(how)),
+        )
+        if result == -1:
+            code = ctypes.get_errno() or errno.EPERM
+            raise OSError(code, f"{path}: {os.strerror(code)}")
+        return result
 
     def make_mounts_private(self) -> None:
         """No mount event propagates between this mount namespace and the host's."""
