@@ -13,15 +13,16 @@ tmpfs, holding bind mounts of exactly:
 - ``/dev/null``, ``/dev/zero``, ``/dev/random``, ``/dev/urandom``, and a ``/proc`` of the
   tool's PID namespace.
 
-Every bind sits at the same absolute path as outside (and at its canonical path too when
-that differs), so Node's ``--allow-fs-*`` flags, module URLs and the host's paths keep
-working. Nothing else exists: no ``/tmp``, home, ``/etc`` or project outside the grants, so a
+Every path is bound once, at its canonical path, and the symbolic links met on the way to
+it are recreated as they are on the host (``resolve``), so the path given to Node leads
+there as it does outside: Node's ``--allow-fs-*`` flags, module URLs and the host's paths
+keep working, and a grant that is itself a link still looks like one. Nothing else exists: no ``/tmp``, home, ``/etc`` or project outside the grants, so a
 link to anywhere else leads nowhere. Directories on the way to a bind exist (empty, read-only)
 so the bind has a place; the working directory is ``/``.
 
 How (as bubblewrap builds its root, with the file-descriptor mount API):
 
-1. ``plan_view`` (parent) resolves each source to its canonical path;
+1. ``plan_view`` (parent) resolves each source to its canonical path, noting the links;
 2. ``build`` (the namespace's PID 1, before exec) makes every mount private, opens each
    source without following any symbolic link (``openat2`` with ``RESOLVE_NO_SYMLINKS``)
    and clones its mount tree (``open_tree``), adding read-only/nosuid/nodev/noexec to the whole clone
@@ -29,7 +30,8 @@ How (as bubblewrap builds its root, with the file-descriptor mount API):
    over a host path;
 3. it mounts the tmpfs over ``/tmp`` (seen only in this namespace), mounts the private
    ``/proc`` in it, creates each mount point (only on that tmpfs, never following a link,
-   never in a host directory) and attaches each clone (``move_mount``);
+   never in a host directory), attaches each clone (``move_mount``) and recreates the
+   links;
 4. it makes the tmpfs read-only, ``pivot_root``\\ s into it and detaches the old root.
 
 A source that does not exist is left out (the path then does not exist for the tool either).
@@ -91,6 +93,8 @@ class Bind:
 @dataclass(frozen=True)
 class FileView:
     binds: tuple[Bind, ...]  # parents before their children
+    # Symbolic links on the way to a bind, recreated as they are on the host: (path, text).
+    links: tuple[tuple[str, str], ...] = ()
 
     def targets(self) -> list[str]:
         return [bind.target for bind in self.binds]
@@ -149,17 +153,46 @@ def node_files(node: Path) -> tuple[str, ...]:
     return tuple(dict.fromkeys(files))
 
 
+def resolve(path: str) -> tuple[str, list[tuple[str, str]]]:
+    """``path`` made canonical the way the kernel resolves it, with every symbolic link met
+    on the way: ``(canonical path, [(link path with a canonical parent, link text), …])``.
+    Raises OSError (ELOOP) for more than 40 links."""
+    links: list[tuple[str, str]] = []
+    pending = [part for part in os.path.abspath(path).split("/") if part]
+    done = "/"
+    while pending:
+        part = pending.pop(0)
+        if part in (".", ""):
+            continue
+        if part == "..":
+            done = os.path.dirname(done)
+            continue
+        here = os.path.join(done, part)
+        if not os.path.islink(here):
+            done = here
+            continue
+        if len(links) >= 40:
+            raise OSError(40, f"{path}: too many levels of symbolic links")
+        text = os.readlink(here)
+        links.append((here, text))
+        if text.startswith("/"):
+            done = "/"
+        pending[:0] = [piece for piece in text.split("/") if piece]
+    return done, links
+
+
+def _entry(path: str, attrs: int) -> tuple[Bind, list[tuple[str, str]]]:
+    source, links = resolve(path)
+    return Bind(source, source, attrs, os.path.isdir(source)), links
+
+
 @lru_cache(maxsize=4)
-def _fixed_binds(node: Path) -> tuple[Bind, ...]:
-    """The binds every tool of this Node shares: its files (at the paths the loader opens)
+def _fixed_entries(node: Path) -> tuple[tuple[Bind, list[tuple[str, str]]], ...]:
+    """What every tool of this Node shares: its files (reached by the paths the loader opens)
     and the devices."""
-    binds = [_bind(path, os.path.realpath(path), EXECUTABLE) for path in node_files(node)]
-    binds += [_bind(d, os.path.realpath(d), DEVICE) for d in DEVICES if os.path.exists(d)]
-    return tuple(binds)
-
-
-def _bind(target: str, source: str, attrs: int) -> Bind:
-    return Bind(source, target, attrs, os.path.isdir(source))
+    entries = [_entry(path, EXECUTABLE) for path in node_files(node)]
+    entries += [_entry(device, DEVICE) for device in DEVICES if os.path.exists(device)]
+    return tuple(entries)
 
 
 def plan_view(
@@ -170,21 +203,25 @@ def plan_view(
     write: Iterable[Path],
 ) -> FileView:
     """The view of one sandbox process (computed in the parent; raises OSError when Node's
-    files cannot be listed). Earlier entries win a shared target; a path granted for both
-    reading and writing is writable. A path that does not exist (yet) is left to the child,
-    which skips it."""
-    by_target = {bind.target: bind for bind in _fixed_binds(node)}
-    entries = [(str(host), READ_ONLY), (str(package), EXECUTABLE)]
-    entries += [(str(path), WRITABLE) for path in write]
-    entries += [(str(path), READ_ONLY) for path in read]
-    for path, attrs in entries:
-        literal = os.path.abspath(path)
-        source = os.path.realpath(literal)
-        for target in dict.fromkeys((literal, source)):
-            if target != "/" and target not in by_target:
-                by_target[target] = _bind(target, source, attrs)
+    files cannot be listed). Each path is bound once, at its canonical path, and every
+    symbolic link on the way to it is recreated, so the path given to Node leads there as it
+    does outside (and a grant that is itself a link still looks like one). Earlier entries
+    win a shared target; a path granted for both reading and writing is writable. A path
+    that does not exist (yet) is left to the child, which skips it."""
+    entries = list(_fixed_entries(node))
+    wanted = [(str(host), READ_ONLY), (str(package), EXECUTABLE)]
+    wanted += [(str(path), WRITABLE) for path in write]
+    wanted += [(str(path), READ_ONLY) for path in read]
+    entries += [_entry(path, attrs) for path, attrs in wanted]
+    by_target: dict[str, Bind] = {}
+    links: dict[str, str] = {}
+    for bind, met in entries:
+        if bind.target != "/":
+            by_target.setdefault(bind.target, bind)
+        for where, text in met:
+            links.setdefault(where, text)
     ordered = sorted(by_target.values(), key=lambda bind: bind.target.split("/"))
-    return FileView(tuple(ordered))
+    return FileView(tuple(ordered), tuple(sorted(links.items())))
 
 
 def _open_source(kernel: Kernel, path: str, directory: bool) -> int | None:
@@ -243,6 +280,17 @@ class _MountPoints:
         mode = os.fstat(fd).st_mode
         return None if stat.S_ISLNK(mode) or stat.S_ISDIR(mode) != directory else fd
 
+    def link(self, where: str, text: str) -> None:
+        """Recreate the host's link ``where`` → ``text`` on the tmpfs (left alone when its
+        place is inside a bind, where the host's own link already is, or is taken)."""
+        parent = self._directory(os.path.dirname(where))
+        if parent is None or os.fstat(parent).st_dev != self._tmpfs:
+            return
+        try:
+            os.symlink(text, os.path.basename(where), dir_fd=parent)
+        except OSError:
+            return
+
     def attached(self, target: str) -> None:
         inside = target.rstrip("/") + "/"
         for path in [p for p in self._dirs if p == target or p.startswith(inside)]:
@@ -295,6 +343,8 @@ def build(kernel: Kernel, view: FileView) -> None:
             if point is not None:
                 kernel.attach_tree(tree, point)
                 points.attached(bind.target)
+        for where, text in view.links:
+            points.link(where, text)
         kernel.restrict(root, READ_ONLY, recursive=False)
         os.chdir(BASE)
         kernel.pivot_to_cwd()
