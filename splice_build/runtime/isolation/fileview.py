@@ -76,7 +76,8 @@ DEVICE = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC
 DEVICES = ("/dev/null", "/dev/zero", "/dev/random", "/dev/urandom")
 LD_CACHE = "/etc/ld.so.cache"
 
-_PATH = os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC
+# O_PATH is Linux only (the view is never built elsewhere; the module still imports there).
+_PATH = getattr(os, "O_PATH", 0) | os.O_NOFOLLOW | os.O_CLOEXEC
 _PT_INTERP = 3
 
 
