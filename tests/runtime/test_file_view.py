@@ -349,3 +349,24 @@ def test_every_layer_has_no_core_and_a_cwd_that_is_not_the_package(
     assert guarded.error is not None, guarded.to_json()
     assert guarded.error.code == ErrorCode.PERMISSION_DENIED, guarded.to_json()
     assert not list(tmp_path.rglob("relative-file")) and os.listdir(empty_directory()) == []
+
+
+@needs_os_layer()
+@pytest.mark.usefixtures("file_view")
+def test_a_grant_that_is_a_link_leads_where_it_leads_outside(project: Path, tmp_path: Path) -> None:
+    """The grant ``ws`` is a link to a sibling directory: inside the view it is still a link
+    (recreated as on the host) and leads to the same files."""
+    (project / "real-ws").mkdir()
+    (project / "real-ws" / "a.txt").write_text("inside", encoding="utf-8")
+    (project / "ws").symlink_to("real-ws")
+    result = _run(
+        project,
+        tmp_path,
+        "import fs from 'node:fs';\n"
+        "export default (i, ctx) => ({ read: fs.readFileSync(ctx.paths.project + '/ws/a.txt', 'utf8'),\n"
+        "  link: fs.lstatSync(ctx.paths.project + '/ws').isSymbolicLink() });\n",
+        permissions=WORKSPACE,
+    )
+    assert result.ok, result.to_json()
+    assert result.output == {"read": "inside", "link": True}
+    assert result.to_json()["isolation"]["fileView"] == "minimal"

@@ -16,18 +16,19 @@ tmpfs, holding bind mounts of exactly:
 Every path is bound once, at its canonical path, and the symbolic links met on the way to
 it are recreated as they are on the host (``resolve``), so the path given to Node leads
 there as it does outside: Node's ``--allow-fs-*`` flags, module URLs and the host's paths
-keep working, and a grant that is itself a link still looks like one. Nothing else exists: no ``/tmp``, home, ``/etc`` or project outside the grants, so a
-link to anywhere else leads nowhere. Directories on the way to a bind exist (empty, read-only)
-so the bind has a place; the working directory is ``/``.
+keep working, and a grant that is itself a link still looks like one. Nothing else exists:
+no ``/tmp``, home, ``/etc`` or project outside the grants, so a link to anywhere else leads
+nowhere. Directories on the way to a bind exist (empty, read-only) so the bind has a place;
+the working directory is ``/``.
 
 How (as bubblewrap builds its root, with the file-descriptor mount API):
 
 1. ``plan_view`` (parent) resolves each source to its canonical path, noting the links;
 2. ``build`` (the namespace's PID 1, before exec) makes every mount private, opens each
    source without following any symbolic link (``openat2`` with ``RESOLVE_NO_SYMLINKS``)
-   and clones its mount tree (``open_tree``), adding read-only/nosuid/nodev/noexec to the whole clone
-   (``mount_setattr``, recursive: submounts are covered too); all before anything is mounted
-   over a host path;
+   and clones its mount tree (``open_tree``), adding read-only/nosuid/nodev/noexec to the
+   whole clone (``mount_setattr``, recursive: submounts are covered too); all before
+   anything is mounted over a host path;
 3. it mounts the tmpfs over ``/tmp`` (seen only in this namespace), mounts the private
    ``/proc`` in it, creates each mount point (only on that tmpfs, never following a link,
    never in a host directory), attaches each clone (``move_mount``) and recreates the
@@ -96,9 +97,6 @@ class FileView:
     binds: tuple[Bind, ...]  # parents before their children
     # Symbolic links on the way to a bind, recreated as they are on the host: (path, text).
     links: tuple[tuple[str, str], ...] = ()
-
-    def targets(self) -> list[str]:
-        return [bind.target for bind in self.binds]
 
 
 def elf_interpreter(binary: Path) -> str | None:
