@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pwd
 import resource
 import tempfile
 import threading
@@ -19,7 +20,9 @@ import pytest
 from splice_build.errors import ErrorCode
 from splice_build.runtime import SpliceRuntime, ToolResult
 from splice_build.runtime.host_files import host_dir
+from splice_build.runtime.isolation.fileview import node_files
 from splice_build.runtime.isolation.support import detect
+from splice_build.runtime.node import find_node
 from splice_build.runtime.sandbox import empty_directory
 from testing.hostile_packages import write_package
 from testing.isolation import needs_os_layer, os_layer_missing
@@ -73,6 +76,19 @@ def outside(tmp_path: Path) -> Path:
     return out
 
 
+def _node() -> Path:
+    return find_node(os.environ).path
+
+
+def _next_parts(directory: Path, paths: list[Path]) -> set[str]:
+    """The names directly under ``directory`` on the way to ``paths``."""
+    return {
+        p.relative_to(directory).parts[0]
+        for p in paths
+        if p.is_relative_to(directory) and p != directory
+    }
+
+
 def _run(
     project: Path,
     tmp_path: Path,
@@ -97,7 +113,7 @@ def _run(
 def test_the_view_holds_only_what_is_listed(project: Path, tmp_path: Path, workspace: Path) -> None:
     """With every in-process guard off, only the kernel's view decides what exists."""
     with tempfile.NamedTemporaryFile(dir=tempfile.gettempdir(), prefix="splice-marker-") as marker:
-        home = os.path.expanduser("~")
+        home = pwd.getpwuid(os.getuid()).pw_dir
         result = _run(
             project,
             tmp_path,
@@ -115,15 +131,12 @@ def test_the_view_holds_only_what_is_listed(project: Path, tmp_path: Path, works
     # The project holds only the grant; its splice.json does not exist.
     assert out["project"] == ["ws"] and out["splicejson"] == "ENOENT", out
     assert out["inside"] == "inside" and out["host"] is True and out["manifest"] is True, out
-    # /tmp (the test's tmp_path lives there) holds at most the way to the grants and package.
-    first = Path(tempfile.gettempdir())
-    if out["tmp"] != "ENOENT":
-        way = {
-            p.relative_to(first).parts[0] for p in (project, tmp_path) if p.is_relative_to(first)
-        }
-        assert set(out["tmp"]) <= way, out
-    if not project.is_relative_to(home) and not tmp_path.is_relative_to(home):
-        assert out["home"] == "ENOENT" or set(out["home"]) <= {"."}, out
+    # /tmp (the test's tmp_path lives there) and the user's home hold at most the way to
+    # what is bound: the project, the packages, the host and Node.
+    bound = [project, tmp_path, host_dir(), *(Path(f) for f in node_files(_node()))]
+    tmp = Path(tempfile.gettempdir())
+    assert out["tmp"] == "ENOENT" or set(out["tmp"]) <= _next_parts(tmp, bound), out
+    assert out["home"] == "ENOENT" or set(out["home"]) <= _next_parts(Path(home), bound), out
     # Read-only everywhere but the write grants (none here): the root, the package, the grant.
     assert out["writeRoot"] == "EROFS" and out["writeTmp"] in ("EROFS", "ENOENT"), out
     assert out["writeGrant"] == "EROFS" and out["writePackage"] == "EROFS", out
