@@ -1,10 +1,12 @@
 """The OS layer's start-up cost (issue #14): a cold ``execute`` of example.hello, and a bare
 sandbox start-to-exit, each with the OS layer (namespaces, private /proc, limits) against the
-same without it (``isolation="in-process"``), measured in the same run. The one-off
-detection probe is shown too."""
+same without it (``isolation="in-process"``), measured in the same run; and the file view's
+own cost (issue #17): a sandbox start + end with the OS layer and its file view against the
+same plan without the view, alternating. The one-off detection probe is shown too."""
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 import time
 from pathlib import Path
@@ -16,6 +18,30 @@ def _start_and_end(runtime: object, pkg: object) -> None:
     """Start the sandbox process of ``pkg`` and end it (no job: the host exits on hang-up)."""
     process = runtime._start(pkg)  # type: ignore[attr-defined]
     process.close()
+
+
+def _file_view_rows(runtime: object, pkg: object, repeat: int) -> list[Row]:
+    """Start + end of the same spec with and without the file view, alternating."""
+    from splice_build.runtime import sandbox
+
+    spec = runtime._spec(pkg)  # type: ignore[attr-defined]
+    if not spec.isolation.file_view:
+        return []
+    bare = dataclasses.replace(spec, isolation=dataclasses.replace(spec.isolation, file_view=False))
+    samples: dict[bool, list[float]] = {True: [], False: []}
+    for _ in range(repeat):
+        for viewed, one in ((True, spec), (False, bare)):
+            started = time.perf_counter()
+            sandbox.start(one).close()
+            samples[viewed].append(time.perf_counter() - started)
+    return [
+        ratio_row(
+            "sandbox start + end, OS layer with the file view",
+            samples[True],
+            "the same without the file view",
+            samples[False],
+        )
+    ]
 
 
 def run(quick: bool = False) -> list[Row]:
@@ -42,6 +68,8 @@ def run(quick: bool = False) -> list[Row]:
                 lambda rt=runtime, p=pkg: rt.execute(p, "hello", {"name": "x"}),
                 repeat=repeat,
             )
+            if mode == "auto":
+                rows += _file_view_rows(runtime, pkg, repeat)
     for what, label in (
         ("start", "sandbox start + end"),
         ("execute", "execute example.hello (cold)"),

@@ -3,8 +3,11 @@
 One process per call, started before the job is known (the job travels over the IPC pipe, so
 a warm pool can start processes early). The process runs in a new session (its own process
 group, killed as a whole), with an empty OS environment (declared variables travel in the
-job, so Node, libc and OpenSSL never read tool-controlled variables at start-up), cwd = the
-package directory, and an address-space limit applied before the job is sent.
+job, so Node, libc and OpenSSL never read tool-controlled variables at start-up), a working
+directory that holds nothing (``/`` of its file view with the OS layer, else an empty
+read-only directory of this parent: never the package directory, where a core file or a
+relative write would land), no core dumps and an address-space limit applied before the
+job is sent.
 
 The process never outlives its parent: on Linux the child asks for SIGKILL when the thread
 that started it ends (``PR_SET_PDEATHSIG``, set between fork and exec, then a check that the
@@ -19,6 +22,7 @@ process of its namespace, so nothing the sandbox started is left when ``close`` 
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import select
@@ -26,9 +30,11 @@ import signal
 import subprocess
 import sys
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from splice_build.runtime.host_files import host_dir, host_entry
+from splice_build.runtime.isolation import fileview
 from splice_build.runtime.isolation.child import make_preexec
 from splice_build.runtime.isolation.plan import IsolationPlan
 from splice_build.runtime.limits import HEAP_LIMIT_MB
@@ -83,6 +89,32 @@ class SandboxSpec:
         args += [f"--allow-fs-write={p}" for p in dict.fromkeys(self.write_paths)]
         args += [str(host_entry()), str(in_fd), str(out_fd)]
         return [*args, "fetch"] if self.fetch else args
+
+    def file_view(self) -> fileview.FileView | None:
+        """The tool's file view, when its plan has one (raises OSError when Node's files
+        cannot be listed)."""
+        if not self.isolation.file_view:
+            return None
+        return fileview.plan_view(
+            self.node.path, host_dir(), self.package_dir, self.read_paths, self.write_paths
+        )
+
+
+@lru_cache(maxsize=1)
+def empty_directory() -> str:
+    """The working directory of a tool without a file view: empty and read-only, made once
+    per parent and removed when it exits."""
+    import tempfile
+
+    path = tempfile.mkdtemp(prefix="splice-cwd-")
+    os.chmod(path, 0o500)
+    atexit.register(_remove_directory, path)
+    return path
+
+
+def _remove_directory(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.rmdir(path)
 
 
 @dataclass
@@ -139,6 +171,7 @@ def _widen(*fds: int) -> None:
 
 def start(spec: SandboxSpec) -> SandboxProcess:
     """Start the host; raises OSError when the process cannot be created."""
+    view = spec.file_view()
     job_r, job_w = os.pipe()
     msg_r, msg_w = os.pipe()
     if spec.fetch and sys.platform.startswith("linux"):
@@ -151,9 +184,9 @@ def start(spec: SandboxSpec) -> SandboxProcess:
             stderr=subprocess.PIPE,
             pass_fds=(job_r, msg_w),
             env={},
-            cwd=spec.package_dir,
+            cwd="/" if view is not None else empty_directory(),
             start_new_session=True,
-            preexec_fn=make_preexec(spec.isolation, os.getpid()),
+            preexec_fn=make_preexec(spec.isolation, os.getpid(), view),
         )
     except BaseException as exc:
         for fd in (job_r, job_w, msg_r, msg_w):

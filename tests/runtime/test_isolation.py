@@ -65,17 +65,21 @@ def server() -> Iterator[socket.socket]:
 
 @pytest.fixture
 def unguarded(project: Path, tmp_path: Path) -> Callable[..., ToolResult]:
-    """``unguarded(body, input, **package_options)``: a tool run with every in-process guard
-    off (test hook) and the OS layer on."""
+    """``unguarded(body, input, executable=(), **package_options)``: a tool run with every
+    in-process guard off (test hook) and the OS layer on; ``executable`` names package files
+    to mark executable."""
     counter = iter(range(1000))
 
-    def run(body: str, input: Any = None, **options: Any) -> ToolResult:
+    def run(
+        body: str, input: Any = None, *, executable: tuple[str, ...] = (), **options: Any
+    ) -> ToolResult:
         runtime = SpliceRuntime(
             project_root=project, env={}, isolation="require-os", _unsafe_in_process_guards_off=True
         )
-        pkg = runtime.load(
-            write_package(tmp_path / "pkgs", body, name=f"u{next(counter)}", **options)
-        )
+        pkg_dir = write_package(tmp_path / "pkgs", body, name=f"u{next(counter)}", **options)
+        for rel in executable:
+            (pkg_dir / rel).chmod(0o755)
+        pkg = runtime.load(pkg_dir)
         return runtime.execute(pkg, "t", input or {})
 
     return run
@@ -147,13 +151,16 @@ def test_host_processes_are_invisible_and_cannot_be_signalled(unguarded) -> None
 
 @pytest.mark.skipif(shutil.which("sleep") is None, reason="no sleep binary to fork")
 def test_a_fork_bomb_hits_the_process_limit_and_dies_with_the_call(unguarded) -> None:
-    sleep = shutil.which("sleep")
+    # The file view holds no /usr/bin: the package brings its own copy (it needs only the
+    # C library, which Node needs too).
+    sleep = Path(str(shutil.which("sleep"))).read_bytes()
     result = unguarded(
         "import { spawn } from 'node:child_process'; import fs from 'node:fs';\n"
+        "const sleep = new URL('../bin/sleep', import.meta.url).pathname;\n"
         "export default async () => {\n"
         "  let spawned = 0; const errors = new Set(); const waits = [];\n"
         "  for (let i = 0; i < 1000; i++) {\n"
-        f"    const c = spawn('{sleep}', ['60'], {{ stdio: 'ignore' }});\n"
+        "    const c = spawn(sleep, ['60'], { stdio: 'ignore' });\n"
         "    waits.push(new Promise((r) => { c.on('spawn', () => { spawned++; r(); });\n"
         "      c.on('error', (e) => { errors.add(e.code); r(); }); }));\n"
         "  }\n"
@@ -161,6 +168,8 @@ def test_a_fork_bomb_hits_the_process_limit_and_dies_with_the_call(unguarded) ->
         "  return { spawned, errors: [...errors], ns: fs.readlinkSync('/proc/self/ns/pid') };\n"
         "};\n",
         timeout_ms=30000,
+        extra_files={"bin/sleep": sleep},
+        executable=("bin/sleep",),
     )
     assert result.ok, result.to_json()
     out = result.output

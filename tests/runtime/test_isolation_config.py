@@ -5,6 +5,7 @@ failing open silently (``require-os`` → ISOLATION_UNAVAILABLE), and reporting 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ import pytest
 from splice_build.errors import ErrorCode, SpliceError
 from splice_build.runtime import SpliceRuntime
 from splice_build.skills import skills_root
-from testing.cli import run_splice
+from testing.cli import run_splice, splice_executable
 from testing.isolation import (
     needs_os_layer,
     os_layer_available,
@@ -64,6 +65,10 @@ def test_run_json_reports_the_layer(tmp_path: Path) -> None:
     from splice_build.runtime.isolation.seccomp import detect as seccomp_support
 
     assert isolation["seccomp"] == ("sockets denied" if seccomp_support().available else "off")
+    from splice_build.runtime.isolation.support import detect
+
+    assert isolation["fileView"] == ("minimal" if detect().file_view else "host")
+    assert isolation["limits"]["coreBytes"] == 0
 
 
 @pytest.mark.node
@@ -76,10 +81,59 @@ def test_doctor_lists_every_layer(tmp_path: Path) -> None:
     assert names[:3] == ["node permission model", "in-process guards", "user namespace"]
     assert {"pid namespace", "network namespace", "no_new_privs", "seccomp"} <= set(names)
     assert {"resource limits", "process limit", "cgroup v2 memory limit"} <= set(names)
+    assert {"file view", "core limit"} <= set(names)
     assert all(layer["detail"] for layer in report["layers"])  # a reason for every "off"
     assert report["isolation"] == "auto" and report["node"]["permissionModel"] is True
+    layers = {layer["name"]: layer for layer in report["layers"]}
+    from splice_build.runtime.isolation.support import detect
+
+    support = detect()
+    assert layers["file view"]["active"] is support.file_view
+    assert layers["network namespace"]["active"] is support.namespaces
+    assert layers["core limit"]["active"] is True
+    assert "RLIMIT_CORE 0" in layers["core limit"]["detail"]
     text = run_splice("doctor", cwd=tmp_path, env=env)
     assert text.code == 0 and "[on ] node permission model" in text.stdout
+    assert "[on ] core limit: RLIMIT_CORE 0" in text.stdout
+    view = "[on ] file view: a fresh read-only root" if support.file_view else "[off] file view: "
+    assert view in text.stdout
+
+
+@pytest.mark.node
+def test_doctor_says_every_os_layer_is_off_under_in_process(tmp_path: Path) -> None:
+    env = _home(tmp_path, {"isolation": "in-process"})
+    done = run_splice("--json", "doctor", cwd=tmp_path, env=env)
+    assert done.code == 0, done.stderr
+    layers = {layer["name"]: layer for layer in done.json()["layers"]}
+    for name in ("user namespace", "pid namespace", "network namespace", "file view", "seccomp"):
+        assert layers[name]["active"] is False, layers[name]
+        assert layers[name]["detail"].startswith("isolation = in-process"), layers[name]
+    assert layers["core limit"]["active"] is True
+    assert "an empty read-only directory" in layers["core limit"]["detail"]
+
+
+@pytest.mark.node
+def test_doctor_without_namespaces_says_why_the_file_view_is_off(tmp_path: Path) -> None:
+    prefix = without_user_namespaces()
+    if prefix is None:
+        os_layer_missing("no place without user namespaces here (needs unshare --user)")
+    env = {**os.environ, **_home(tmp_path, {})}
+    done = subprocess.run(
+        [*prefix, splice_executable(), "--json", "doctor"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    layers = {layer["name"]: layer for layer in json.loads(done.stdout)["layers"]}
+    assert layers["file view"]["active"] is False and layers["network namespace"]["active"] is False
+    assert "needs the namespaces" in layers["file view"]["detail"]
+    assert "No space left on device" in layers["file view"]["detail"]
+    assert "No space left on device" in layers["network namespace"]["detail"]
+    assert layers["core limit"]["active"] is True
 
 
 SCRIPT = """

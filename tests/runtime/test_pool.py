@@ -24,8 +24,8 @@ pytestmark = pytest.mark.node
 
 # The package lives in <tmp>/pkgs/<name>, the project in <tmp>/project (conftest.py).
 WRITES_ON_IMPORT = (
-    "import fs from 'node:fs'; import path from 'node:path';\n"
-    "const out = path.resolve(process.cwd(), '../../project/out');\n"
+    "import fs from 'node:fs';\n"
+    "const out = new URL('../../../project/out', import.meta.url).pathname;\n"
     "fs.writeFileSync(out + '/imported-' + process.pid, 'x');\n"
     "export default () => process.pid;\n"
 )

@@ -11,10 +11,12 @@ Without the OS layer the child arms the parent-death signal, sets the resource l
    applies to children only. C1 closes every descriptor, waits for C2 and ends the way C2
    ended (exit code or signal): the parent's ``Popen`` and process-group kill keep working,
    and Popen's exec-error pipe now belongs to C2 alone, so an exec failure is still reported;
-3. C2 follows C1 (parent-death signal), mounts a /proc of its PID namespace (it lists only
-   the tool's own processes), sets the namespace's ``pid_max`` when the kernel allows it,
-   applies the limits, drops every capability and sets ``no_new_privs``; then Popen execs
-   Node in it.
+3. C2 follows C1 (parent-death signal), builds the file view (fileview.py: a fresh root
+   with only Node, the host, the package, the grants, four devices and a /proc of its PID
+   namespace that lists only the tool's own processes; the working directory is its ``/``)
+   or, where the kernel refuses the view, mounts that /proc over the host's; it sets the
+   namespace's ``pid_max`` when the kernel allows it, applies the limits, drops every
+   capability and sets ``no_new_privs``; then Popen execs Node in it.
 
 In every mode but ``in-process`` the last step before exec is the seccomp filter against
 sockets (seccomp.py), where the kernel allows it.
@@ -30,7 +32,7 @@ import os
 import signal
 from collections.abc import Callable
 
-from splice_build.runtime.isolation import rlimits, seccomp
+from splice_build.runtime.isolation import fileview, rlimits, seccomp
 from splice_build.runtime.isolation.kernel import (
     CLONE_NEWIPC,
     CLONE_NEWNET,
@@ -67,7 +69,7 @@ def become_waiter(kernel: Kernel, child: int) -> None:
     os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
 
 
-def seal(kernel: Kernel, plan: IsolationPlan) -> None:
+def seal(kernel: Kernel, plan: IsolationPlan, view: fileview.FileView | None) -> None:
     """Step 3 up to the limits (in C2, PID 1 of the new namespace).
 
     C2 cannot check that C1 is still there once the signal is armed (its parent is outside
@@ -76,13 +78,20 @@ def seal(kernel: Kernel, plan: IsolationPlan) -> None:
     writer left and the host exits by itself.
     """
     kernel.parent_death_signal(int(signal.SIGKILL))
-    kernel.mount_private_proc()
+    if view is not None:
+        fileview.build(kernel, view)
+    else:
+        kernel.mount_private_proc()
     if plan.pid_max is not None:
         kernel.set_pid_max(plan.pid_max)
 
 
-def make_preexec(plan: IsolationPlan, parent_pid: int) -> Callable[[], None]:
-    """The ``preexec_fn`` for one sandbox process (libc is looked up here, in the parent)."""
+def make_preexec(
+    plan: IsolationPlan, parent_pid: int, view: fileview.FileView | None = None
+) -> Callable[[], None]:
+    """The ``preexec_fn`` for one sandbox process (libc is looked up here, in the parent);
+    ``view`` is the file view to build (the OS layer with ``plan.file_view`` only)."""
+    assert view is None or (plan.os_layer and plan.file_view), "BUG: a view without its layer"
     kernel = Kernel.load()
     uid, gid = os.geteuid(), os.getegid()
     arch = seccomp.current_arch() if plan.seccomp else None
@@ -99,7 +108,7 @@ def make_preexec(plan: IsolationPlan, parent_pid: int) -> Callable[[], None]:
             child = kernel.fork()
             if child > 0:
                 become_waiter(kernel, child)
-            seal(kernel, plan)
+            seal(kernel, plan, view)
             kernel.drop_capabilities(plan.last_cap)
         if plan.no_new_privs and kernel is not None:
             kernel.no_new_privs()
@@ -112,8 +121,9 @@ def make_preexec(plan: IsolationPlan, parent_pid: int) -> Callable[[], None]:
 
 def probe(kernel: Kernel, last_cap: int, report_fd: int) -> None:
     """In a throw-away forked child: every step of the OS layer, without exec. Writes
-    ``ok <pid_max ok: 0|1> <processes seen in /proc>`` or ``fail <step: reason>`` to
-    ``report_fd``, then exits."""
+    ``ok <pid_max ok: 0|1> <processes seen in /proc> <file view: ok | why not>`` or
+    ``fail <step: reason>`` to ``report_fd``, then exits. The file view tried holds the
+    devices only; its root must list exactly ``dev`` and ``proc`` afterwards."""
 
     def report(text: str) -> None:
         os.write(report_fd, text.encode("utf-8", "replace"))
@@ -136,8 +146,22 @@ def probe(kernel: Kernel, last_cap: int, report_fd: int) -> None:
             pid_max = 1
         except OSError:
             pid_max = 0
+        view = _probe_view(kernel)
         kernel.drop_capabilities(last_cap)
-        report(f"ok {pid_max} {seen}")
+        report(f"ok {pid_max} {seen} {view}")
     except OSError as exc:
         report(f"fail {exc.strerror}")
     os._exit(0)
+
+
+def _probe_view(kernel: Kernel) -> str:
+    devices = [d for d in fileview.DEVICES if os.path.exists(d)]
+    binds = tuple(fileview.Bind(d, d, fileview.DEVICE, False) for d in devices)
+    try:
+        fileview.build(kernel, fileview.FileView(binds))
+        seen = sorted(os.listdir("/"))
+        with open("/dev/urandom", "rb") as f:
+            f.read(1)
+    except OSError as exc:
+        return str(exc.strerror or exc)
+    return "ok" if seen == ["dev", "proc"] else f"the new root listed {seen}"

@@ -12,6 +12,7 @@ from splice_build.runtime.isolation.support import IsolationSupport, detect
 from splice_build.runtime.limits import ADDRESS_SPACE_LIMIT_BYTES
 
 _MIB = 1024 * 1024
+_OFF_IN_PROCESS = "isolation = in-process: the OS layer is switched off"
 
 
 @dataclass(frozen=True)
@@ -40,9 +41,9 @@ def _node_layer(env: Mapping[str, str]) -> tuple[Layer, dict[str, Any] | None]:
     }
 
 
-def _namespace_layers(support: IsolationSupport) -> list[Layer]:
-    why = support.namespaces_reason or ""
-    on = support.namespaces
+def _namespace_layers(support: IsolationSupport, mode: str) -> list[Layer]:
+    on = support.namespaces and mode != "in-process"
+    why = _OFF_IN_PROCESS if mode == "in-process" else (support.namespaces_reason or "")
     return [
         Layer("user namespace", on, "own uid/gid map; every capability dropped" if on else why),
         Layer(
@@ -61,6 +62,34 @@ def _namespace_layers(support: IsolationSupport) -> list[Layer]:
             "every tool: only lo, down (its requests are performed by the parent)" if on else why,
         ),
     ]
+
+
+def _file_view(support: IsolationSupport, mode: str) -> Layer:
+    if mode == "in-process":
+        return Layer("file view", False, _OFF_IN_PROCESS)
+    if not support.file_view:
+        return Layer("file view", False, str(support.file_view_reason))
+    return Layer(
+        "file view",
+        True,
+        "a fresh read-only root: Node and its libraries, the host, the package and the "
+        "declared fs paths (read-only or writable as granted) at their own paths, "
+        "/dev/{null,zero,random,urandom} and a private /proc; working directory /",
+    )
+
+
+def _core_limit(support: IsolationSupport, mode: str) -> Layer:
+    where = (
+        "/ of the file view"
+        if mode != "in-process" and support.file_view
+        else "an empty read-only directory"
+    )
+    return Layer(
+        "core limit",
+        True,
+        f"RLIMIT_CORE 0: no core file whatever the user's limit; working directory {where}, "
+        "never the package directory",
+    )
 
 
 def _process_limit(support: IsolationSupport) -> Layer:
@@ -94,7 +123,8 @@ def machine_report(env: Mapping[str, str], mode: str) -> dict[str, Any]:
             True,
             "module guard, process locks; fetch is a shim whose requests the parent performs",
         ),
-        *_namespace_layers(support),
+        *_namespace_layers(support, mode),
+        _file_view(support, mode),
         Layer(
             "no_new_privs",
             support.no_new_privs,
@@ -110,6 +140,7 @@ def machine_report(env: Mapping[str, str], mode: str) -> dict[str, Any]:
             else support.seccomp.detail,
         ),
         Layer("resource limits", True, limits),
+        _core_limit(support, mode),
         _process_limit(support),
         Layer(
             "cgroup v2 memory limit",

@@ -1,5 +1,7 @@
 """The Linux system calls of the OS layer, through libc with ``ctypes`` (Python 3.11 has no
-``os.unshare``): namespaces, ID maps, a raw ``fork``, mounts, ``prctl`` and ``signal``.
+``os.unshare``): namespaces, ID maps, a raw ``fork``, mounts (the classic ``mount`` and the
+file-descriptor mount API: ``open_tree``, ``mount_setattr``, ``move_mount``), ``pivot_root``,
+``prctl`` and ``signal``.
 
 ``Kernel.load()`` looks libc up in the parent; the methods are then called between fork and
 exec (and in the detection probe), where no library may be loaded. Every failure raises
@@ -29,6 +31,41 @@ _MS_NODEV = 0x4
 _MS_NOEXEC = 0x8
 _MS_REC = 0x4000
 _MS_PRIVATE = 0x40000
+_MNT_DETACH = 0x2
+# <linux/mount.h>: the file-descriptor mount API (Linux 5.2; mount_setattr 5.12)
+_OPEN_TREE_CLONE = 0x1
+_OPEN_TREE_CLOEXEC = os.O_CLOEXEC
+_AT_EMPTY_PATH = 0x1000
+_AT_RECURSIVE = 0x8000
+_MOVE_MOUNT_F_EMPTY_PATH = 0x4
+_MOVE_MOUNT_T_EMPTY_PATH = 0x40
+MOUNT_ATTR_RDONLY = 0x1
+MOUNT_ATTR_NOSUID = 0x2
+MOUNT_ATTR_NODEV = 0x4
+MOUNT_ATTR_NOEXEC = 0x8
+# System calls glibc has no wrapper for (asm/unistd_64.h; aarch64 uses the generic table).
+_SYSCALLS = {
+    "x86_64": {
+        "pivot_root": 155,
+        "open_tree": 428,
+        "move_mount": 429,
+        "openat2": 437,
+        "mount_setattr": 442,
+    },
+    "aarch64": {
+        "pivot_root": 41,
+        "open_tree": 428,
+        "move_mount": 429,
+        "openat2": 437,
+        "mount_setattr": 442,
+    },
+}
+# <linux/openat2.h>
+RESOLVE_NO_MAGICLINKS = 0x02
+RESOLVE_NO_SYMLINKS = 0x04
+RESOLVE_BENEATH = 0x08
+_AT_FDCWD = -100
+_MACHINES = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
 # <linux/prctl.h>
 _PR_SET_PDEATHSIG = 1
 _PR_SET_NAME = 15
@@ -58,6 +95,7 @@ class Kernel:
     """libc's entry points, looked up once (``load``) and used in children."""
 
     _libc: Any
+    _numbers: dict[str, int]
 
     @staticmethod
     @lru_cache(maxsize=1)
@@ -78,10 +116,12 @@ class Kernel:
             libc.unshare.argtypes = [ctypes.c_int]
             libc.signal.argtypes = [ctypes.c_int, ctypes.c_void_p]
             libc.signal.restype = ctypes.c_void_p
+            libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
+            libc.syscall.restype = ctypes.c_long
             _ = libc.fork
         except (OSError, AttributeError):
             return None
-        return Kernel(libc)
+        return Kernel(libc, _SYSCALLS.get(_MACHINES.get(os.uname().machine.lower(), ""), {}))
 
     def _check(self, result: int, step: str) -> int:
         if result == -1:
@@ -117,11 +157,93 @@ class Kernel:
     def mount_private_proc(self) -> None:
         """Make every mount private to this mount namespace, then a /proc of this PID
         namespace over /proc (it lists only the namespace's processes)."""
+        self.make_mounts_private()
+        self.mount_proc("/proc")
+
+    def _syscall(self, name: str, *args: Any) -> int:
+        number = self._numbers.get(name)
+        if number is None:
+            raise OSError(errno.ENOSYS, f"{name}: no system call number for this architecture")
+        return self._check(self._libc.syscall(ctypes.c_long(number), *args), name)
+
+    def open_resolved(self, path: str, flags: int, resolve: int, dir_fd: int = _AT_FDCWD) -> int:
+        """``openat2(dir_fd, path, {flags, 0, resolve})``: one lookup under ``RESOLVE_*`` rules
+        (e.g. no symbolic link anywhere in the path); raises OSError with the errno."""
+        how = (ctypes.c_uint64 * 3)(flags, 0, resolve)  # struct open_how
+        result = self._libc.syscall(
+            ctypes.c_long(self._numbers.get("openat2", -1)),
+            ctypes.c_int(dir_fd),
+            ctypes.c_char_p(os.fsencode(path)),
+            ctypes.byref(how),
+            ctypes.c_size_t(ctypes.sizeof(how)),
+        )
+        if result == -1:
+            code = ctypes.get_errno() or errno.EPERM
+            raise OSError(code, f"{path}: {os.strerror(code)}")
+        return result
+
+    def make_mounts_private(self) -> None:
+        """No mount event propagates between this mount namespace and the host's."""
         self._check(
             self._libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None), "private mounts"
         )
+
+    def mount_proc(self, target: str) -> None:
+        """A /proc of this PID namespace at ``target`` (a host /proc must still be visible)."""
         flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
-        self._check(self._libc.mount(b"proc", b"/proc", b"proc", flags, None), "mount /proc")
+        self._check(
+            self._libc.mount(b"proc", os.fsencode(target), b"proc", flags, None), "mount /proc"
+        )
+
+    def mount_tmpfs(self, target: str, options: str) -> None:
+        self._check(
+            self._libc.mount(
+                b"tmpfs", os.fsencode(target), b"tmpfs", _MS_NOSUID | _MS_NODEV, options.encode()
+            ),
+            f"mount tmpfs on {target}",
+        )
+
+    def clone_tree(self, fd: int) -> int:
+        """A detached copy of the mount tree at ``fd`` (an ``O_PATH`` descriptor), submounts
+        included (``open_tree(OPEN_TREE_CLONE | AT_RECURSIVE)``): a bind mount not yet attached
+        anywhere, so later mounts over its source's path do not affect it."""
+        flags = _OPEN_TREE_CLONE | _OPEN_TREE_CLOEXEC | _AT_EMPTY_PATH | _AT_RECURSIVE
+        return self._syscall(
+            "open_tree", ctypes.c_int(fd), ctypes.c_char_p(b""), ctypes.c_uint(flags)
+        )
+
+    def restrict(self, fd: int, attrs: int, *, recursive: bool) -> None:
+        """Add mount attributes (``MOUNT_ATTR_*``) to the mount open as ``fd`` (and, when
+        ``recursive``, to every mount under it); attributes are only ever added."""
+        attr = (ctypes.c_uint64 * 4)(attrs, 0, 0, 0)  # struct mount_attr (version 0)
+        flags = _AT_EMPTY_PATH | (_AT_RECURSIVE if recursive else 0)
+        self._syscall(
+            "mount_setattr",
+            ctypes.c_int(fd),
+            ctypes.c_char_p(b""),
+            ctypes.c_uint(flags),
+            ctypes.byref(attr),
+            ctypes.c_size_t(ctypes.sizeof(attr)),
+        )
+
+    def attach_tree(self, tree: int, target: int) -> None:
+        """Attach the detached tree ``tree`` on the mount point open as ``target``."""
+        self._syscall(
+            "move_mount",
+            ctypes.c_int(tree),
+            ctypes.c_char_p(b""),
+            ctypes.c_int(target),
+            ctypes.c_char_p(b""),
+            ctypes.c_uint(_MOVE_MOUNT_F_EMPTY_PATH | _MOVE_MOUNT_T_EMPTY_PATH),
+        )
+
+    def pivot_to_cwd(self) -> None:
+        """Make the current directory (a mount point) the root and detach the old root from
+        it (``pivot_root(".", ".")`` then ``umount2(".", MNT_DETACH)``, as pivot_root(2)
+        describes): nothing outside the new root stays reachable by path."""
+        self._syscall("pivot_root", ctypes.c_char_p(b"."), ctypes.c_char_p(b"."))
+        self._check(self._libc.umount2(b".", _MNT_DETACH), "umount2 old root")
+        os.chdir("/")
 
     def set_pid_max(self, value: int) -> None:
         """The PID namespace's own ``pid_max`` (Linux ≥ 6.14): at most ``value - 1`` tasks."""

@@ -41,6 +41,7 @@ class IsolationPlan:
     last_cap: int
     limits: rlimits.Limits = field(default_factory=rlimits.Limits)
     seccomp: bool = False  # the filter against sockets (isolation/seccomp.py)
+    file_view: bool = False  # a fresh root with only what the tool may see (fileview.py)
     reasons: tuple[str, ...] = ()  # why a layer is not applied (for the report)
 
     @property
@@ -61,6 +62,7 @@ class IsolationPlan:
             "network": "none" if self.os_layer else "host",
             "noNewPrivs": self.no_new_privs,
             "seccomp": "sockets denied" if self.seccomp else "off",
+            "fileView": "minimal" if self.file_view else "host",
             "capabilities": "none" if self.os_layer else "inherited",
             "limits": self.limits.to_json(),
             "processLimit": processes,
@@ -102,10 +104,14 @@ def plan_for(mode: str, support: IsolationSupport) -> IsolationPlan:
     seccomp = mode != "in-process" and support.seccomp.available
     if mode != "in-process" and not seccomp:
         reasons = (*reasons, f"seccomp: {support.seccomp.detail}")
+    file_view = os_layer and support.file_view
+    if os_layer and not file_view:
+        reasons = (*reasons, f"file view: {support.file_view_reason}")
     in_user_namespace = os_layer and not support.root
     return IsolationPlan(
         os_layer=os_layer,
         seccomp=seccomp,
+        file_view=file_view,
         pid_max=rlimits.PID_MAX if os_layer and support.pid_max else None,
         no_new_privs=support.no_new_privs,
         last_cap=support.last_cap,

@@ -26,6 +26,9 @@ OPEN_FILES = 256
 FILE_SIZE_BYTES = 128 * 1024 * 1024
 # Tasks (threads count: Node starts about 10) of the tool's uid in its user namespace.
 PROCESSES = 128
+# No core dump, whatever the user's own limit: a tool's memory (its input, whatever it
+# read) never lands in a file (with core_pattern "core" it would go to the working directory).
+CORE_BYTES = 0
 # The smallest pid_max the kernel accepts (RESERVED_PIDS + 1): at most 300 tasks.
 PID_MAX = 301
 
@@ -38,6 +41,7 @@ class Limits:
     cpu_seconds: int = CPU_SECONDS
     open_files: int = OPEN_FILES
     file_size: int = FILE_SIZE_BYTES
+    core: int = CORE_BYTES
     processes: int | None = None
 
     def to_json(self) -> dict[str, int]:
@@ -46,6 +50,7 @@ class Limits:
             "cpuSeconds": self.cpu_seconds,
             "openFiles": self.open_files,
             "fileSizeBytes": self.file_size,
+            "coreBytes": self.core,
         }
         if self.processes is not None:
             out["processes"] = self.processes
@@ -66,6 +71,7 @@ def apply_limits(limits: Limits, kernel: Kernel | None) -> None:
     _set(resource.RLIMIT_CPU, limits.cpu_seconds)
     _set(resource.RLIMIT_NOFILE, limits.open_files)
     _set(resource.RLIMIT_FSIZE, limits.file_size)
+    _set(resource.RLIMIT_CORE, limits.core)
     if limits.processes is not None:
         _set(resource.RLIMIT_NPROC, limits.processes)
     if kernel is not None:

@@ -1,8 +1,8 @@
 """What this machine's kernel allows, found once per process by trying it.
 
 ``detect()`` forks a throw-away child that performs every step of the OS layer without exec
-(child.probe: namespaces, ID maps, the PID-1 fork, a private /proc, pid_max, capability
-drop) and reads back which step failed and why; ``no_new_privs`` and the seccomp filter
+(child.probe: namespaces, ID maps, the PID-1 fork, a private /proc, pid_max, a file view,
+capability drop) and reads back which step failed and why; ``no_new_privs`` and the seccomp filter
 (seccomp.detect: a real ``socket()`` must fail) are tried in children too.
 Nothing is inferred from sysctl names or kernel versions, so what ``splice doctor`` reports
 is what a sandbox process will get. A probe costs a few milliseconds; its result is cached.
@@ -36,6 +36,11 @@ class IsolationSupport:
     last_cap: int
     cgroup: CgroupStatus
     seccomp: SeccompStatus
+    file_view_reason: str | None = "needs the namespaces"  # None: a file view can be built
+
+    @property
+    def file_view(self) -> bool:
+        return self.namespaces and self.file_view_reason is None
 
     def reasons(self, mode: str) -> tuple[str, ...]:
         """Why the OS layer is not applied under ``mode``."""
@@ -85,7 +90,17 @@ def detect() -> IsolationSupport:
     if kernel is None:
         why = "not Linux" if not sys.platform.startswith("linux") else "libc cannot be loaded"
         return IsolationSupport(
-            False, why, False, why, False, why, root, last_cap, detect_cgroup(), detect_seccomp()
+            False,
+            why,
+            False,
+            why,
+            False,
+            why,
+            root,
+            last_cap,
+            detect_cgroup(),
+            detect_seccomp(),
+            f"needs the namespaces ({why})",
         )
     report = _run_probe(kernel, last_cap)
     nnp_reason = _probe_no_new_privs(kernel)
@@ -103,11 +118,13 @@ def detect() -> IsolationSupport:
             last_cap,
             detect_cgroup(),
             detect_seccomp(),
+            f"needs the namespaces ({reason})",
         )
 
     if kind != "ok":
         return unavailable(f"the kernel refused them ({rest})")
-    pid_max_ok, seen = rest.split()[:2] if len(rest.split()) >= 2 else ("0", "0")
+    fields = rest.split(maxsplit=2)
+    pid_max_ok, seen, view = (fields + ["0", "0", "the probe said nothing"][len(fields) :])[:3]
     if seen != "1":
         return unavailable(f"the private /proc listed {seen} processes instead of 1")
     return IsolationSupport(
@@ -123,4 +140,5 @@ def detect() -> IsolationSupport:
         last_cap=last_cap,
         cgroup=detect_cgroup(),
         seccomp=detect_seccomp(),
+        file_view_reason=None if view == "ok" else f"the kernel refused it ({view})",
     )

@@ -1,0 +1,354 @@
+"""The tool's file view (issue #17): a fresh root that holds only what the tool may see.
+
+Node's permission model checks path strings and the kernel then follows symbolic links, so
+a link inside a grant (or a directory swapped for one while a call runs) could lead outside
+it. In the OS layer the tool's mount namespace therefore gets a new root, a small read-only
+tmpfs, holding bind mounts of exactly:
+
+- the Node binary, its ELF interpreter and the shared libraries that interpreter resolves
+  for it (``ld.so --list``, once per binary), and ``/etc/ld.so.cache``: read-only, the only
+  place from which a program can be executed (besides the package directory);
+- the host directory (``runtime/host``) and the package directory, read-only;
+- the declared ``fs`` paths, read-only or read-write as granted, never executable;
+- ``/dev/null``, ``/dev/zero``, ``/dev/random``, ``/dev/urandom``, and a ``/proc`` of the
+  tool's PID namespace.
+
+Every path is bound once, at its canonical path, and the symbolic links met on the way to
+it are recreated as they are on the host (``resolve``), so the path given to Node leads
+there as it does outside: Node's ``--allow-fs-*`` flags, module URLs and the host's paths
+keep working, and a grant that is itself a link still looks like one. Nothing else exists:
+no ``/tmp``, home, ``/etc`` or project outside the grants, so a link to anywhere else leads
+nowhere. Directories on the way to a bind exist (empty, read-only) so the bind has a place;
+the working directory is ``/``.
+
+How (as bubblewrap builds its root, with the file-descriptor mount API):
+
+1. ``plan_view`` (parent) resolves each source to its canonical path, noting the links;
+2. ``build`` (the namespace's PID 1, before exec) makes every mount private, opens each
+   source without following any symbolic link (``openat2`` with ``RESOLVE_NO_SYMLINKS``)
+   and clones its mount tree (``open_tree``), adding read-only/nosuid/nodev/noexec to the
+   whole clone (``mount_setattr``, recursive: submounts are covered too); all before
+   anything is mounted over a host path;
+3. it mounts the tmpfs over ``/tmp`` (seen only in this namespace), mounts the private
+   ``/proc`` in it, creates each mount point (only on that tmpfs, never following a link,
+   never in a host directory), attaches each clone (``move_mount``) and recreates the
+   links;
+4. it makes the tmpfs read-only, ``pivot_root``\\ s into it and detaches the old root.
+
+A source that does not exist is left out (the path then does not exist for the tool either).
+A symbolic link that appears in a source path between the parent's resolution and the mount
+fails the start instead. ``support.detect`` builds a view once in a throw-away child: where the
+kernel refuses a step, the OS layer runs without a file view and says why (``splice doctor``,
+``isolation.unavailable``).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import struct
+import subprocess
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from splice_build.runtime.isolation.kernel import (
+    MOUNT_ATTR_NODEV,
+    MOUNT_ATTR_NOEXEC,
+    MOUNT_ATTR_NOSUID,
+    MOUNT_ATTR_RDONLY,
+    RESOLVE_NO_MAGICLINKS,
+    RESOLVE_NO_SYMLINKS,
+    Kernel,
+)
+
+# Where the new root's tmpfs is mounted before pivot_root: an existing directory whose host
+# contents are hidden only inside this mount namespace (the sources were cloned before).
+BASE = "/tmp"
+# Mount points only: empty directories and files (the root is read-only once built).
+_TMPFS_OPTIONS = "mode=0755,size=64k,nr_inodes=4096"
+
+EXECUTABLE = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV
+READ_ONLY = EXECUTABLE | MOUNT_ATTR_NOEXEC
+WRITABLE = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC
+# Device nodes need a mount without nodev; writing to a device is allowed on a read-only mount.
+DEVICE = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC
+DEVICES = ("/dev/null", "/dev/zero", "/dev/random", "/dev/urandom")
+LD_CACHE = "/etc/ld.so.cache"
+
+# O_PATH is Linux only (the view is never built elsewhere; the module still imports there).
+_PATH = getattr(os, "O_PATH", 0) | os.O_NOFOLLOW | os.O_CLOEXEC
+_PT_INTERP = 3
+
+
+@dataclass(frozen=True)
+class Bind:
+    """One bind mount of the view."""
+
+    source: str  # canonical host path (no symbolic link in it)
+    target: str  # absolute path inside the view
+    attrs: int  # MOUNT_ATTR_* added to the clone
+    directory: bool
+
+
+@dataclass(frozen=True)
+class FileView:
+    binds: tuple[Bind, ...]  # parents before their children
+    # Symbolic links on the way to a bind, recreated as they are on the host: (path, text).
+    links: tuple[tuple[str, str], ...] = ()
+
+
+def elf_interpreter(binary: Path) -> str | None:
+    """The ``PT_INTERP`` path of a 64-bit ELF executable (None for a static one)."""
+    with open(binary, "rb") as f:
+        header = f.read(64)
+        if header[:4] != b"\x7fELF" or header[4] != 2:
+            raise OSError(f"{binary} is not a 64-bit ELF executable")
+        order = "<" if header[5] == 1 else ">"
+        phoff = struct.unpack_from(order + "Q", header, 0x20)[0]
+        phentsize, phnum = struct.unpack_from(order + "HH", header, 0x36)
+        f.seek(phoff)
+        table = f.read(phentsize * phnum)
+        for index in range(phnum):
+            entry = index * phentsize
+            p_type = struct.unpack_from(order + "I", table, entry)[0]
+            if p_type == _PT_INTERP:
+                offset = struct.unpack_from(order + "Q", table, entry + 8)[0]
+                size = struct.unpack_from(order + "Q", table, entry + 32)[0]
+                f.seek(offset)
+                return f.read(size).rstrip(b"\0").decode()
+    return None
+
+
+@lru_cache(maxsize=4)
+def node_files(node: Path) -> tuple[str, ...]:
+    """What executing ``node`` reads: the binary, its interpreter, the libraries the
+    interpreter resolves for it (asked, not guessed: ``<interpreter> --list``, glibc's and
+    musl's) and the loader's cache. Raises OSError naming what failed."""
+    interpreter = elf_interpreter(node)
+    if interpreter is None:
+        return (str(node),)
+    listed = subprocess.run(
+        [interpreter, "--list", str(node)],
+        capture_output=True,
+        text=True,
+        env={},
+        timeout=30,
+        check=False,
+    )
+    if listed.returncode != 0:
+        raise OSError(f"{interpreter} --list {node} failed: {listed.stderr.strip()}")
+    files = [str(node), interpreter]
+    for line in listed.stdout.splitlines():
+        name, arrow, rest = line.strip().partition("=>")
+        path = (rest if arrow else name).split(" (")[0].strip()
+        if "not found" in path:
+            raise OSError(f"{node} needs {name.strip()}, which the loader does not find")
+        if path.startswith("/"):
+            files.append(path)
+    if os.path.isfile(LD_CACHE):
+        files.append(LD_CACHE)
+    return tuple(dict.fromkeys(files))
+
+
+def resolve(path: str) -> tuple[str, list[tuple[str, str]]]:
+    """``path`` made canonical the way the kernel resolves it, with every symbolic link met
+    on the way: ``(canonical path, [(link path with a canonical parent, link text), …])``.
+    Raises OSError (ELOOP) for more than 40 links."""
+    links: list[tuple[str, str]] = []
+    pending = [part for part in os.path.abspath(path).split("/") if part]
+    done = "/"
+    while pending:
+        part = pending.pop(0)
+        if part in (".", ""):
+            continue
+        if part == "..":
+            done = os.path.dirname(done)
+            continue
+        here = os.path.join(done, part)
+        if not os.path.islink(here):
+            done = here
+            continue
+        if len(links) >= 40:
+            raise OSError(40, f"{path}: too many levels of symbolic links")
+        text = os.readlink(here)
+        links.append((here, text))
+        if text.startswith("/"):
+            done = "/"
+        pending[:0] = [piece for piece in text.split("/") if piece]
+    return done, links
+
+
+def _entry(path: str, attrs: int) -> tuple[Bind, list[tuple[str, str]]]:
+    source, links = resolve(path)
+    return Bind(source, source, attrs, os.path.isdir(source)), links
+
+
+@lru_cache(maxsize=4)
+def _fixed_entries(node: Path) -> tuple[tuple[Bind, list[tuple[str, str]]], ...]:
+    """What every tool of this Node shares: its files (reached by the paths the loader opens)
+    and the devices."""
+    entries = [_entry(path, EXECUTABLE) for path in node_files(node)]
+    entries += [_entry(device, DEVICE) for device in DEVICES if os.path.exists(device)]
+    return tuple(entries)
+
+
+def plan_view(
+    node: Path,
+    host: Path,
+    package: Path,
+    read: Iterable[Path],
+    write: Iterable[Path],
+) -> FileView:
+    """The view of one sandbox process (computed in the parent; raises OSError when Node's
+    files cannot be listed). Each path is bound once, at its canonical path, and every
+    symbolic link on the way to it is recreated, so the path given to Node leads there as it
+    does outside (and a grant that is itself a link still looks like one). Earlier entries
+    win a shared target; a path granted for both reading and writing is writable. A path
+    that does not exist (yet) is left to the child, which skips it."""
+    entries = list(_fixed_entries(node))
+    wanted = [(str(host), READ_ONLY), (str(package), EXECUTABLE)]
+    wanted += [(str(path), WRITABLE) for path in write]
+    wanted += [(str(path), READ_ONLY) for path in read]
+    entries += [_entry(path, attrs) for path, attrs in wanted]
+    by_target: dict[str, Bind] = {}
+    links: dict[str, str] = {}
+    for bind, met in entries:
+        if bind.target != "/":
+            by_target.setdefault(bind.target, bind)
+        for where, text in met:
+            links.setdefault(where, text)
+    ordered = sorted(by_target.values(), key=lambda bind: bind.target.split("/"))
+    return FileView(tuple(ordered), tuple(sorted(links.items())))
+
+
+def _open_source(kernel: Kernel, path: str, directory: bool) -> int | None:
+    """An ``O_PATH`` descriptor of ``path``, resolved without following any symbolic link
+    (OSError ``ELOOP`` when one is there); None when it does not exist."""
+    flags = _PATH | (os.O_DIRECTORY if directory else 0)
+    try:
+        return kernel.open_resolved(path, flags, RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
+    except FileNotFoundError:
+        return None
+
+
+class _MountPoints:
+    """Mount points under the new root's tmpfs (``root``), created there when missing.
+
+    Never follows a link and never creates anything outside the tmpfs (inside an earlier
+    bind, a missing path stays missing). Directories opened on the way are remembered, and
+    forgotten under a target once something is attached there (they would name the tmpfs
+    directory underneath)."""
+
+    def __init__(self, kernel: Kernel, root: int) -> None:
+        self._kernel = kernel
+        self._tmpfs = os.fstat(root).st_dev
+        self._dirs: dict[str, int | None] = {"/": root}
+        self._owned: list[int] = []
+
+    def _directory(self, path: str) -> int | None:
+        if path in self._dirs:
+            return self._dirs[path]
+        parent = self._directory(os.path.dirname(path))
+        fd = None if parent is None else self._child(parent, os.path.basename(path), True)
+        self._dirs[path] = fd
+        return fd
+
+    def _child(self, parent: int, name: str, directory: bool) -> int | None:
+        flags = _PATH | (os.O_DIRECTORY if directory else 0)
+        try:
+            fd = os.open(name, flags, dir_fd=parent)
+        except FileNotFoundError:
+            if os.fstat(parent).st_dev != self._tmpfs:
+                return None
+            fd = _create(parent, name, directory)
+        except OSError:  # a link, or a file where a directory must be
+            return None
+        self._owned.append(fd)
+        return fd
+
+    def open(self, target: str, directory: bool) -> int | None:
+        """The mount point for ``target`` (None when it cannot be made)."""
+        parent = self._directory(os.path.dirname(target))
+        if parent is None:
+            return None
+        fd = self._child(parent, os.path.basename(target), directory)
+        if fd is None:
+            return None
+        mode = os.fstat(fd).st_mode
+        return None if stat.S_ISLNK(mode) or stat.S_ISDIR(mode) != directory else fd
+
+    def link(self, where: str, text: str) -> None:
+        """Recreate the host's link ``where`` → ``text`` on the tmpfs (left alone when its
+        place is inside a bind, where the host's own link already is, or is taken)."""
+        parent = self._directory(os.path.dirname(where))
+        if parent is None or os.fstat(parent).st_dev != self._tmpfs:
+            return
+        try:
+            os.symlink(text, os.path.basename(where), dir_fd=parent)
+        except OSError:
+            return
+
+    def attached(self, target: str) -> None:
+        inside = target.rstrip("/") + "/"
+        for path in [p for p in self._dirs if p == target or p.startswith(inside)]:
+            del self._dirs[path]
+
+    def close(self) -> None:
+        for fd in self._owned:
+            os.close(fd)
+
+
+def _create(parent: int, name: str, directory: bool) -> int:
+    """Create an empty directory or file ``name`` on the tmpfs and open it ``O_PATH``."""
+    if directory:
+        os.mkdir(name, 0o755, dir_fd=parent)
+        return os.open(name, _PATH | os.O_DIRECTORY, dir_fd=parent)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    os.close(os.open(name, flags, 0o644, dir_fd=parent))
+    return os.open(name, _PATH, dir_fd=parent)
+
+
+def build(kernel: Kernel, view: FileView) -> None:
+    """Steps 2–4 (in the namespace's PID 1, before exec): afterwards ``/`` is the view and
+    the working directory. Raises OSError naming the step the kernel refused."""
+    kernel.make_mounts_private()
+    opened: list[int] = []
+    points: _MountPoints | None = None
+    try:
+        trees: list[tuple[Bind, int]] = []
+        for bind in view.binds:
+            source = _open_source(kernel, bind.source, bind.directory)
+            if source is None:
+                continue
+            try:
+                tree = kernel.clone_tree(source)
+            finally:
+                os.close(source)
+            opened.append(tree)
+            kernel.restrict(tree, bind.attrs, recursive=True)
+            trees.append((bind, tree))
+        kernel.mount_tmpfs(BASE, _TMPFS_OPTIONS)
+        root = os.open(BASE, _PATH | os.O_DIRECTORY)
+        opened.append(root)
+        points = _MountPoints(kernel, root)
+        if points.open("/proc", directory=True) is None:
+            raise OSError(2, "mount /proc: no mount point")
+        kernel.mount_proc(f"{BASE}/proc")
+        points.attached("/proc")
+        for bind, tree in trees:
+            point = points.open(bind.target, bind.directory)
+            if point is not None:
+                kernel.attach_tree(tree, point)
+                points.attached(bind.target)
+        for where, text in view.links:
+            points.link(where, text)
+        kernel.restrict(root, READ_ONLY, recursive=False)
+        os.chdir(BASE)
+        kernel.pivot_to_cwd()
+    finally:
+        if points is not None:
+            points.close()
+        for fd in opened:
+            os.close(fd)
