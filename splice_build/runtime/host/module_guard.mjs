@@ -146,9 +146,12 @@ export function installModuleGuard(packageDir, allowed) {
           } catch {
             path = undefined;
           }
-          if (path !== undefined && apply(stringStartsWith, path, [prefix]) && inNodeModules(path)) {
-            throw dependencyError(s);
+          // Outside the package by name: refused before Node looks (the file view may hide
+          // the file, which must not turn the refusal into "not found").
+          if (path !== undefined && !apply(stringStartsWith, path, [prefix])) {
+            throw deniedError('a module outside the package');
           }
+          if (path !== undefined && inNodeModules(path)) throw dependencyError(s);
         }
       }
       let result;
