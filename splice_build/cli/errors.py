@@ -10,9 +10,10 @@ import sys
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NoReturn
 
 from splice_build.cli.output import Output
-from splice_build.errors import EXIT_FAILED, SpliceError
+from splice_build.errors import EXIT_FAILED, SpliceError, storage_error
 
 EXIT_INTERRUPTED = 130
 
@@ -45,11 +46,12 @@ def _write_crash_log(home: Path, exc: BaseException) -> Path | None:
             f"splice {__version__}\npython {sys.version}\nplatform {platform.platform()}\n"
             f"argv {sys.argv!r}\n\n" + "".join(traceback.format_exception(exc))
         )
+        from splice_build.project.atomic import atomic_write_bytes
         from splice_build.security.redact import redact
 
-        path.write_text(redact(text), encoding="utf-8")
+        atomic_write_bytes(path, redact(text).encode("utf-8"))
     except OSError:
-        return None
+        return None  # e.g. the disk is full: no report rather than an empty one
     return path
 
 
@@ -65,10 +67,19 @@ def error_handler(out: Output, *, home: Path, verbose: bool) -> Iterator[None]:
         raise Exit(EXIT_INTERRUPTED) from exc
     except BrokenPipeError as exc:
         raise Exit(EXIT_FAILED) from exc
+    except OSError as exc:
+        coded = storage_error(exc)
+        if coded is None:
+            _crash(out, home, verbose, exc)
+        raise Exit(report_error(out, coded)) from exc
     except Exception as exc:
-        log = _write_crash_log(home, exc)
-        hint = f"a report was written to {log}" if log else None
-        out.error(f"unexpected failure: {type(exc).__name__}: {exc}", hint=hint)
-        if verbose:
-            traceback.print_exception(exc, file=sys.stderr)
-        raise Exit(EXIT_FAILED) from exc
+        _crash(out, home, verbose, exc)
+
+
+def _crash(out: Output, home: Path, verbose: bool, exc: Exception) -> NoReturn:
+    log = _write_crash_log(home, exc)
+    hint = f"a report was written to {log}" if log else None
+    out.error(f"unexpected failure: {type(exc).__name__}: {exc}", hint=hint)
+    if verbose:
+        traceback.print_exception(exc, file=sys.stderr)
+    raise Exit(EXIT_FAILED) from exc

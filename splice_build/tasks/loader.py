@@ -28,13 +28,15 @@ another's (and a shared ``fetch:`` never fails because one of its users did).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
 from doit.cmd_base import TaskLoader2
+from doit.dependency import SqliteDB
 from doit.task import Task
 
-from splice_build.errors import ErrorCode, InstallError, SpliceError
+from splice_build.errors import ErrorCode, InstallError, SpliceError, storage_error
 from splice_build.install.installed import check_installed
 from splice_build.install.installer import Fetched, Target
 from splice_build.install.resolve import resolve
@@ -42,6 +44,31 @@ from splice_build.spec.semver import Range, Version
 from splice_build.tasks.checker import Sha256Checker
 from splice_build.tasks.reporter import reporter_class
 from splice_build.tasks.request import Change, FetchKey, GraphRun, WorkspaceRun
+
+
+class SavingSqliteDB(SqliteDB):  # type: ignore[misc]
+    """doit's sqlite3 backend, but a refused final save is kept, not a traceback and code 3.
+
+    doit saves its database once, after the last task, when every install is already
+    committed or undone; the run then raises the kept error coded (tasks/graph.py). Runs are
+    serialized in a process, so one list serves.
+    """
+
+    failures: list[Exception] = []
+
+    def dump(self) -> None:
+        import sqlite3
+
+        try:
+            super().dump()
+        except sqlite3.DatabaseError as exc:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.close()
+            SavingSqliteDB.failures.append(exc)
+
+
+BACKEND = "splice-sqlite3"
+BACKEND_PLUGIN = {"BACKEND": {BACKEND: f"{__name__}:SavingSqliteDB"}}
 
 _IO = {"capture": False}  # never swap sys.stdout: MCP speaks JSON-RPC on it
 
@@ -53,6 +80,8 @@ def _guarded(run: GraphRun, action: Callable[[], None]) -> Callable[[], bool]:
         if run.error is None:
             try:
                 action()
+            except OSError as exc:  # a full disk or read-only tree fails this project only
+                run.error = storage_error(exc) or exc
             except Exception as exc:
                 run.error = exc
         return True
@@ -84,7 +113,8 @@ class SpliceTaskLoader(TaskLoader2):
 
     def load_doit_config(self) -> dict[str, Any]:
         return {
-            "backend": "sqlite3",  # the default dbm falls back to dbm.dumb on some Pythons
+            # sqlite3 (the default dbm falls back to dbm.dumb on some Pythons), saving coded
+            "backend": BACKEND,
             "dep_file": str(self.workspace.db),
             "check_file_uptodate": Sha256Checker,
             "reporter": reporter_class(self.workspace.record),

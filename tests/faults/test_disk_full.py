@@ -1,0 +1,99 @@
+"""A full disk (a real size-capped tmpfs, ENOSPC from the kernel) while adding and installing.
+
+The project and SPLICE_HOME live on the small disk; the registry is a real server on
+127.0.0.1. The disk is filled to a few bytes (``leave``) so the failing write lands at
+different points: the download's cache entry, the staging copy, the lock. Each run must end
+with DISK_FULL, the project and cache exactly as before, no temp file, and the same command
+succeeding once the filler is deleted.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from testing.faults import Namespace, fill, small_disk, unfill
+from testing.registry_server import RunningRegistry
+from tests.faults.conftest import BIG, GREETER, leftovers, needs_namespaces, snapshot
+
+pytestmark = needs_namespaces
+
+LEAVES = [0, 4096, 300_000]  # the failure lands in the cache write, the staging copy, ...
+
+
+def _setup(ns: Namespace, disk: Path, server: RunningRegistry) -> tuple[Path, Path, dict]:
+    home, project = disk / "home", disk / "p"
+    ns.sh(f"mkdir -p {home} {project}")
+    env = {"SPLICE_HOME": str(home), "SPLICE_REGISTRY": server.url}
+    assert ns.splice("init", cwd=project, env=env).code == 0
+    done = ns.splice("add", f"{GREETER}@1.0.0", cwd=project, env=env)
+    assert done.code == 0, done.stderr
+    return home, project, env
+
+
+def _listed(ns: Namespace, project: Path, env: dict) -> list[tuple[str, str]]:
+    done = ns.splice("--json", "list", cwd=project, env=env)
+    assert done.code == 0, done.stdout + done.stderr
+    return [(row["version"], row["status"]) for row in done.json()]
+
+
+def _assert_failed_cleanly(
+    done, ns: Namespace, disk: Path, before: dict[str, bytes], code: str = "DISK_FULL"
+) -> None:
+    assert done.code == 1 and done.stdout, (done.stdout, done.stderr)
+    assert json.loads(done.stdout)["error"]["code"] == code, done.stdout
+    assert "Traceback" not in done.stderr
+    assert snapshot(ns.view(disk)) == before
+    assert leftovers(ns.view(disk)) == []
+
+
+@pytest.mark.parametrize("leave", LEAVES)
+def test_add_on_a_full_disk_keeps_the_old_version_then_converges(
+    served: RunningRegistry, tmp_path: Path, leave: int
+) -> None:
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    with small_disk(disk) as ns:
+        home, project, env = _setup(ns, disk, served)
+        fill(ns, disk, leave=leave)
+        before = snapshot(ns.view(disk))
+        done = ns.splice("--json", "add", f"{GREETER}@1.1.0", cwd=project, env=env)
+        _assert_failed_cleanly(done, ns, disk, before)
+        assert _listed(ns, project, env) == [("1.0.0", "ok")]  # the old install is intact
+
+        unfill(ns, disk)
+        again = ns.splice("--json", "add", f"{GREETER}@1.1.0", cwd=project, env=env)
+        assert again.code == 0, again.stdout + again.stderr
+        view = ns.view(project)
+        assert (view / ".splice/packages/@acme/greeter/data/big.bin").read_bytes() == BIG
+        assert json.loads((view / "splice.json").read_text())["packages"] == {GREETER: "1.1.0"}
+        assert _listed(ns, project, env) == [("1.1.0", "ok")]
+        assert leftovers(ns.view(disk)) == []
+
+
+@pytest.mark.parametrize("leave", LEAVES)
+def test_install_from_the_lock_on_a_full_disk_then_converges(
+    served: RunningRegistry, tmp_path: Path, leave: int
+) -> None:
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    with small_disk(disk) as ns:
+        home, project, env = _setup(ns, disk, served)
+        assert ns.splice("add", f"{GREETER}@1.1.0", cwd=project, env=env).code == 0
+        # A fresh clone: splice.json and splice.lock only, an empty cache.
+        ns.sh(f"rm -rf {project}/.splice {home}/cache")
+        fill(ns, disk, leave=leave)
+        before = snapshot(ns.view(disk))
+        done = ns.splice("--json", "install", cwd=project, env=env)
+        _assert_failed_cleanly(done, ns, disk, before)
+
+        unfill(ns, disk)
+        again = ns.splice("--json", "install", cwd=project, env=env)
+        assert again.code == 0, again.stdout + again.stderr
+        assert (
+            ns.view(project) / ".splice/packages/@acme/greeter/data/big.bin"
+        ).read_bytes() == BIG
+        assert _listed(ns, project, env) == [("1.1.0", "ok")]
+        assert leftovers(ns.view(disk)) == []
