@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -161,3 +163,75 @@ def read_only(directory: Path) -> Iterator[Namespace]:
 
 def python() -> str:
     return sys.executable
+
+
+class CuttingProxy:
+    """A TCP relay on 127.0.0.1 that stops a stream part-way, so a test can kill the server.
+
+    Bytes are relayed both ways unchanged until one direction of a connection has carried
+    ``cut_after`` bytes (``"down"``: server to client, a download; ``"up"``: client to
+    server, a publish). That connection then stalls: ``reached`` is set, and once ``release``
+    is set (the test has killed the server) both sockets are closed, so the client sees the
+    server die in the middle of the body, as it would without the proxy.
+    """
+
+    def __init__(self, upstream_port: int, *, cut_after: int, direction: str) -> None:
+        assert direction in ("down", "up")
+        self.upstream_port = upstream_port
+        self.cut_after = cut_after
+        self.direction = direction
+        self.reached = threading.Event()
+        self.release = threading.Event()
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._threads: list[threading.Thread] = []
+        self._start(self._accept)
+
+    def _start(self, target: Callable[..., None], *args: object) -> None:
+        thread = threading.Thread(target=target, args=args, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(("127.0.0.1", self.upstream_port))
+            self._start(self._pipe, server, client, self.direction == "down")
+            self._start(self._pipe, client, server, self.direction == "up")
+
+    def _pipe(self, source: socket.socket, sink: socket.socket, cutting: bool) -> None:
+        carried = 0
+        try:
+            while True:
+                data = source.recv(65536)
+                if not data:
+                    sink.shutdown(socket.SHUT_WR)
+                    return
+                if cutting and carried + len(data) > self.cut_after:
+                    sink.sendall(data[: max(self.cut_after - carried, 0)])
+                    self.reached.set()
+                    self.release.wait(30)
+                    _hang_up(source, sink)
+                    return
+                sink.sendall(data)
+                carried += len(data)
+        except OSError:
+            _hang_up(source, sink)
+
+    def close(self) -> None:
+        self.release.set()
+        self.listener.close()
+
+
+def _hang_up(*socks: socket.socket) -> None:
+    """Shut down (which wakes the other relay thread's recv) and close both ends."""
+    for sock in socks:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        sock.close()

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 from doit.cmd_base import TaskLoader2
 from doit.dependency import SqliteDB
@@ -54,7 +54,7 @@ class SavingSqliteDB(SqliteDB):  # type: ignore[misc]
     serialized in a process, so one list serves.
     """
 
-    failures: list[Exception] = []
+    failures: ClassVar[list[Exception]] = []
 
     def dump(self) -> None:
         import sqlite3

@@ -56,7 +56,7 @@ def test_add_on_a_full_disk_keeps_the_old_version_then_converges(
     disk = tmp_path / "disk"
     disk.mkdir()
     with small_disk(disk) as ns:
-        home, project, env = _setup(ns, disk, served)
+        _home, project, env = _setup(ns, disk, served)
         fill(ns, disk, leave=leave)
         before = snapshot(ns.view(disk))
         done = ns.splice("--json", "add", f"{GREETER}@1.1.0", cwd=project, env=env)
