@@ -22,7 +22,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from testing.cli import Completed, splice_executable
@@ -230,8 +230,6 @@ class CuttingProxy:
 def _hang_up(*socks: socket.socket) -> None:
     """Shut down (which wakes the other relay thread's recv) and close both ends."""
     for sock in socks:
-        try:
+        with suppress(OSError):
             sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
         sock.close()
