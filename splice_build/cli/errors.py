@@ -6,16 +6,41 @@ import contextlib
 import datetime as _dt
 import os
 import platform
+import signal
 import sys
+import threading
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
 from typing import NoReturn
 
 from splice_build.cli.output import Output
-from splice_build.errors import EXIT_FAILED, SpliceError, storage_error
+from splice_build.errors import EXIT_FAILED, ErrorCode, SpliceError, storage_error
 
-EXIT_INTERRUPTED = 130
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (or SIGHUP) arrived: stop the way ^C stops, so every ``finally`` runs.
+
+    Without a handler Python dies at once; with it an install in progress rolls back or
+    commits as for ^C (docs/lifecycle.md#failure-and-recovery) and the exit code is 128 + the
+    signal's number.
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def stop_on_termination() -> None:
+    """Turn SIGTERM and SIGHUP into :class:`Terminated` in the main thread."""
+
+    def handler(signum: int, frame: object) -> None:
+        raise Terminated(signum)
+
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+            if signum is not None:
+                signal.signal(signum, handler)
 
 
 class Exit(Exception):
@@ -63,8 +88,14 @@ def error_handler(out: Output, *, home: Path, verbose: bool) -> Iterator[None]:
     except SpliceError as exc:
         raise Exit(report_error(out, exc)) from exc
     except KeyboardInterrupt as exc:
-        out.info("interrupted")
-        raise Exit(EXIT_INTERRUPTED) from exc
+        signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
+        stopped = SpliceError(
+            ErrorCode.INTERRUPTED,
+            f"interrupted by {signal.Signals(signum).name}",
+            hint="run the command again: it finishes or undoes what was interrupted",
+        )
+        report_error(out, stopped)
+        raise Exit(128 + signum) from exc
     except BrokenPipeError as exc:
         raise Exit(EXIT_FAILED) from exc
     except OSError as exc:
