@@ -97,3 +97,47 @@ def test_install_from_the_lock_on_a_full_disk_then_converges(
         ).read_bytes() == BIG
         assert _listed(ns, project, env) == [("1.1.0", "ok")]
         assert leftovers(ns.view(disk)) == []
+
+
+def test_sync_on_a_full_disk_fails_each_project_coded_then_converges(
+    served: RunningRegistry, tmp_path: Path
+) -> None:
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    with small_disk(disk) as ns:
+        home, root = disk / "home", disk / "ws"
+        env = {"SPLICE_HOME": str(home), "SPLICE_REGISTRY": served.url}
+        members = [root / "packages" / f"p{i}" for i in range(3)]
+        ns.sh(f"mkdir -p {home} " + " ".join(str(m) for m in members))
+        (ns.view(root) / "pyproject.toml").write_text(
+            '[tool.splice.workspace]\nmembers = ["packages/*"]\n', encoding="utf-8"
+        )
+        for member in members:
+            (ns.view(member) / "splice.json").write_text(
+                json.dumps({"specVersion": 1, "packages": {GREETER: "1.0.0"}}), encoding="utf-8"
+            )
+        first = ns.splice("--json", "sync", "-j", "2", cwd=root, env=env)
+        assert first.code == 0, first.stdout + first.stderr
+        for member in members:
+            spec = ns.view(member) / "splice.json"
+            spec.write_text(spec.read_text().replace('"1.0.0"', '"1.1.0"'), encoding="utf-8")
+        fill(ns, disk, leave=4096)
+        before = snapshot(ns.view(disk))
+        done = ns.splice("--json", "sync", "-j", "2", cwd=root, env=env)
+        assert done.code == 1 and done.stdout, (done.stdout, done.stderr)
+        assert "Traceback" not in done.stderr
+        result = done.json()
+        if "projects" in result:  # the projects' own writes failed, each alone
+            errors = {p["error"]["code"] for p in result["projects"] if p.get("error")}
+        else:  # or the graph's final save of its cache did, for the whole run
+            errors = {result["error"]["code"]}
+        assert errors == {"DISK_FULL"}, done.stdout
+        assert snapshot(ns.view(disk)) == before
+        assert leftovers(ns.view(disk)) == []
+
+        unfill(ns, disk)
+        again = ns.splice("--json", "sync", "-j", "2", cwd=root, env=env)
+        assert again.code == 0, again.stdout + again.stderr
+        for member in members:
+            assert _listed(ns, member, env) == [("1.1.0", "ok")]
+        assert leftovers(ns.view(disk)) == []
