@@ -1,8 +1,9 @@
-"""A full disk (a real size-capped tmpfs, ENOSPC from the kernel) while adding and installing.
+"""A full disk (a real size-capped tmpfs, ENOSPC from the kernel) while adding, installing
+and syncing.
 
 The project and SPLICE_HOME live on the small disk; the registry is a real server on
-127.0.0.1. The disk is filled to a few bytes (``leave``) so the failing write lands at
-different points: the download's cache entry, the staging copy, the lock. Each run must end
+127.0.0.1. The disk is filled up to ``leave`` free bytes so the failing write lands at
+different points: the download's cache entry, the staging copy, the graph's database. Each run must end
 with DISK_FULL, the project and cache exactly as before, no temp file, and the same command
 succeeding once the filler is deleted.
 """
@@ -20,7 +21,9 @@ from tests.faults.conftest import BIG, GREETER, leftovers, needs_namespaces, sna
 
 pytestmark = needs_namespaces
 
-LEAVES = [0, 4096, 300_000]  # the failure lands in the cache write, the staging copy, ...
+# 0: no write gets a byte; 300 kB: the 600 kB cache entry, then the staging copy of the
+# 600 kB file, fail part-way (a half-written file to clean up).
+LEAVES = [0, 300_000]
 
 
 def _setup(ns: Namespace, disk: Path, server: RunningRegistry) -> tuple[Path, Path, dict]:

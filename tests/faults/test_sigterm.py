@@ -22,7 +22,7 @@ from testing.registry_server import registry_server
 from testing.workspaces import make_workspace, publish_shared
 from tests.faults.conftest import leftovers
 
-PROJECTS, PACKAGES, PER_PROJECT = 16, 6, 3
+PROJECTS, PACKAGES, PER_PROJECT = 12, 6, 3
 
 
 def _installed_projects(root: Path) -> int:

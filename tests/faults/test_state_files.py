@@ -64,7 +64,9 @@ def test_a_read_only_project_refuses_with_not_writable_and_changes_nothing(
 
 
 @pytest.mark.parametrize(
-    "damage", [b"", b"garbage, not SQLite" * 100, b"SQLite format 3\0" + b"\xff" * 4000]
+    "damage",
+    [b"garbage, not SQLite" * 100, b"SQLite format 3\0" + b"\xff" * 4000],
+    ids=["garbage", "bad-header"],
 )
 def test_a_damaged_graph_database_is_rebuilt(
     served: RunningRegistry, tmp_path: Path, damage: bytes
