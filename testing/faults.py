@@ -19,7 +19,6 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
@@ -159,10 +158,6 @@ def read_only(directory: Path) -> Iterator[Namespace]:
         yield ns
     finally:
         ns.close()
-
-
-def python() -> str:
-    return sys.executable
 
 
 class CuttingProxy:

@@ -11,6 +11,7 @@ succeeding once the filler is deleted.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -144,3 +145,41 @@ def test_sync_on_a_full_disk_fails_each_project_coded_then_converges(
         for member in members:
             assert _listed(ns, member, env) == [("1.1.0", "ok")]
         assert leftovers(ns.view(disk)) == []
+
+
+def test_a_file_size_limit_fails_coded_instead_of_killing_the_install(
+    served: RunningRegistry, tmp_path: Path
+) -> None:
+    """``ulimit -f`` (RLIMIT_FSIZE): Python ignores SIGXFSZ, so the write fails with EFBIG."""
+    import resource
+    import subprocess
+
+    from testing.cli import splice_executable
+
+    project = tmp_path / "p"
+    project.mkdir()
+    env = {**os.environ, "SPLICE_REGISTRY": served.url}
+    for argv in (["init"], ["add", f"{GREETER}@1.0.0"]):
+        assert subprocess.run([splice_executable(), *argv], cwd=project, env=env).returncode == 0
+    home = Path(os.environ["SPLICE_HOME"])
+    before = snapshot(project), snapshot(home)
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))
+
+    done = subprocess.run(
+        [splice_executable(), "--json", "add", f"{GREETER}@1.1.0"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=limit,
+    )
+    assert done.returncode == 1, (done.returncode, done.stdout, done.stderr)
+    assert json.loads(done.stdout)["error"]["code"] == "DISK_FULL", done.stdout
+    assert (snapshot(project), snapshot(home)) == before
+    assert leftovers(project, home) == []
+    again = subprocess.run([splice_executable(), "add", f"{GREETER}@1.1.0"], cwd=project, env=env)
+    assert again.returncode == 0
+    assert (project / ".splice/packages/@acme/greeter/data/big.bin").read_bytes() == BIG
