@@ -205,7 +205,7 @@ def disk_full(where: object) -> ProjectError:
     return ProjectError(
         ErrorCode.DISK_FULL,
         f"no space left to write {where}",
-        hint="free some space and run the command again; the previous state is intact",
+        hint="free some space and run the command again; no file was left half-written",
     )
 
 
@@ -213,8 +213,8 @@ def not_writable(where: object, reason: str) -> ProjectError:
     """A write was refused by the file system (read-only mount, permissions)."""
     return ProjectError(
         ErrorCode.NOT_WRITABLE,
-        f"cannot write {where}: {reason}",
-        hint="make it writable and run the command again; the previous state is intact",
+        f"the file system refused access to {where}: {reason}",
+        hint="make it writable and run the command again; no file was left half-written",
     )
 
 
