@@ -125,25 +125,19 @@ def small_disk(mount: Path, *, size: str = "8m") -> Iterator[Namespace]:
 
 
 def fill(ns: Namespace, mount: Path, *, leave: int = 0) -> None:
-    """Take every free byte of the tmpfs at ``mount`` but ``leave`` into ``mount/.filler``."""
-    st = os.statvfs(ns.view(mount))
-    free = st.f_bavail * st.f_frsize
-    filler = ns.view(mount) / ".filler"
-    with open(filler, "ab") as handle:
-        try:
+    """Take every free byte of the tmpfs at ``mount`` but about ``leave`` into ``.filler``.
+
+    With ``leave=0`` the filler is topped up in ever smaller writes until not one byte fits.
+    """
+    free = os.statvfs(ns.view(mount)).f_bavail * os.statvfs(ns.view(mount)).f_frsize
+    with open(ns.view(mount) / ".filler", "ab", buffering=0) as handle:
+        with suppress(OSError):
             handle.write(b"\0" * max(free - leave, 0))
-            handle.flush()
-        except OSError:
-            pass
-    # tmpfs counts pages; top up byte by byte-ish until nothing more fits when asked for 0
-    if leave == 0:
-        with open(filler, "ab", buffering=0) as handle:
+        if leave == 0:
             for chunk in (65536, 4096, 512, 1):
-                while True:
-                    try:
+                with suppress(OSError):
+                    while True:
                         handle.write(b"\0" * chunk)
-                    except OSError:
-                        break
 
 
 def unfill(ns: Namespace, mount: Path) -> None:
