@@ -155,16 +155,26 @@ def _argv(jobs: int) -> list[str]:
 def _run_doit(workspace: WorkspaceRun) -> None:
     from doit.doit_cmd import DoitMain
 
-    from splice_build.tasks.loader import BACKEND_PLUGIN, SavingSqliteDB, SpliceTaskLoader
+    from splice_build.tasks.loader import (
+        BACKEND_PLUGIN,
+        IN_FLIGHT,
+        SavingSqliteDB,
+        SpliceTaskLoader,
+    )
 
     db = workspace.db
     db.parent.mkdir(parents=True, exist_ok=True)
     _usable_database(db)
     SavingSqliteDB.failures.clear()
+    IN_FLIGHT.reset()
     with _restored_streams():
-        code = DoitMain(
-            SpliceTaskLoader(workspace), config_filenames=(), extra_config=BACKEND_PLUGIN
-        ).run(_argv(workspace.jobs))
+        try:
+            code = DoitMain(
+                SpliceTaskLoader(workspace), config_filenames=(), extra_config=BACKEND_PLUGIN
+            ).run(_argv(workspace.jobs))
+        except BaseException:  # ^C or SIGTERM: let running installs end, then let go
+            IN_FLIGHT.stop_and_wait()
+            raise
     if SavingSqliteDB.failures:
         raise _refused(db, SavingSqliteDB.failures.pop())
     if code not in (0, 1):

@@ -29,6 +29,7 @@ another's (and a shared ``fetch:`` never fails because one of its users did).
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -73,17 +74,58 @@ BACKEND_PLUGIN = {"BACKEND": {BACKEND: f"{__name__}:SavingSqliteDB"}}
 _IO = {"capture": False}  # never swap sys.stdout: MCP speaks JSON-RPC on it
 
 
+class InFlight:
+    """The actions running now, so an interrupted run lets them end before its locks go.
+
+    ^C or SIGTERM reaches the main thread while ``-j N`` workers may be inside an install; the
+    run then starts no new action and waits for the running ones (each commits or rolls
+    back) before the project locks are released. Runs are serialized in a process, so one
+    instance serves.
+    """
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._running = 0
+        self._stopping = False
+
+    def reset(self) -> None:
+        with self._changed:
+            self._running, self._stopping = 0, False
+
+    def enter(self) -> bool:
+        with self._changed:
+            if self._stopping:
+                return False
+            self._running += 1
+            return True
+
+    def leave(self) -> None:
+        with self._changed:
+            self._running -= 1
+            self._changed.notify_all()
+
+    def stop_and_wait(self) -> None:
+        with self._changed:
+            self._stopping = True
+            self._changed.wait_for(lambda: self._running == 0)
+
+
+IN_FLIGHT = InFlight()
+
+
 def _guarded(run: GraphRun, action: Callable[[], None]) -> Callable[[], bool]:
     """Run ``action`` unless the project already failed; keep its exception for the caller."""
 
     def call() -> bool:
-        if run.error is None:
+        if run.error is None and IN_FLIGHT.enter():
             try:
                 action()
             except OSError as exc:  # a full disk or read-only tree fails this project only
                 run.error = storage_error(exc) or exc
             except Exception as exc:
                 run.error = exc
+            finally:
+                IN_FLIGHT.leave()
         return True
 
     return call

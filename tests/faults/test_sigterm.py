@@ -2,8 +2,10 @@
 
 The signal is sent once the first projects have installed (others are mid-install or not
 started). The command must stop with the coded INTERRUPTED document and exit 143 (128 +
-SIGTERM); every project must then hold either no lock or a lock whose packages are installed
-intact (no torn state, no staging left after the next access), and the next sync converges:
+SIGTERM) only after the installs running on the two workers have ended (no staging or
+journal left: they committed or rolled back before the project locks were released); every
+project then holds its committed packages intact and the rest not installed, and the next
+sync converges:
 every project ok, and a ``--check`` run finds nothing to do.
 """
 
@@ -56,6 +58,10 @@ def test_sigterm_during_parallel_sync_stops_coded_and_the_next_sync_converges(
         assert child.returncode == 128 + signal.SIGTERM, (out, err)
         assert json.loads(out)["error"]["code"] == "INTERRUPTED", out
         assert "Traceback" not in err
+        # The running installs ended (committed or rolled back) before the process let go of
+        # its locks: nothing is left for the next command to recover.
+        staging = [p.name for p in projects if ProjectLayout(p).tmp_dir.exists()]
+        assert staging == [], staging
 
         for project in projects:  # locked packages intact, the rest not yet installed
             listed = run_splice("--json", "list", cwd=project)
