@@ -17,6 +17,7 @@ Splice (docs/compatibility.md#names-and-versions, docs/compatibility.md#error-co
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Iterable
 from enum import StrEnum
 from typing import Any
@@ -65,6 +66,9 @@ class ErrorCode(StrEnum):
     INTERRUPTED = "INTERRUPTED"  # the CLI under --json, on ^C
     STATE_LOCKED = "STATE_LOCKED"
     ISOLATION_UNAVAILABLE = "ISOLATION_UNAVAILABLE"
+    DISK_FULL = "DISK_FULL"  # a write found no space (or hit a file size limit)
+    NOT_WRITABLE = "NOT_WRITABLE"  # a write was refused: read-only file system or permissions
+    INTERRUPTED = "INTERRUPTED"  # ^C, SIGTERM or SIGHUP stopped the command
     # runtime
     TOOL_NOT_FOUND = "TOOL_NOT_FOUND"
     INVALID_INPUT = "INVALID_INPUT"
@@ -193,3 +197,40 @@ class UsageError(SpliceError):
 
     def __init__(self, message: str, *, details: Iterable[str] = (), hint: str | None = None):
         super().__init__(ErrorCode.USAGE, message, details=details, hint=hint)
+
+
+_DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+_NOT_WRITABLE_ERRNOS = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
+
+
+def disk_full(where: object) -> ProjectError:
+    """A write found no room (``where``: the file or database)."""
+    return ProjectError(
+        ErrorCode.DISK_FULL,
+        f"no space left to write {where}",
+        hint="free some space and run the command again; no file was left half-written",
+    )
+
+
+def not_writable(where: object, reason: str) -> ProjectError:
+    """A write was refused by the file system (read-only mount, permissions)."""
+    return ProjectError(
+        ErrorCode.NOT_WRITABLE,
+        f"the file system refused access to {where}: {reason}",
+        hint="make it writable and run the command again; no file was left half-written",
+    )
+
+
+def storage_error(exc: OSError) -> ProjectError | None:
+    """The coded error for a file system refusal a user can fix, or None for anything else.
+
+    A full disk and a read-only tree are the user's to fix, not bugs: every writer of state
+    writes atomically (docs/lifecycle.md#failure-and-recovery), so the previous files are intact
+    and the same command succeeds once there is room or write access.
+    """
+    where = exc.filename or "a file"
+    if exc.errno in _DISK_FULL_ERRNOS:
+        return disk_full(where)
+    if exc.errno in _NOT_WRITABLE_ERRNOS:
+        return not_writable(where, exc.strerror or "refused")
+    return None

@@ -6,15 +6,41 @@ import contextlib
 import datetime as _dt
 import os
 import platform
+import signal
 import sys
+import threading
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NoReturn
 
 from splice_build.cli.output import Output
-from splice_build.errors import EXIT_FAILED, ErrorCode, SpliceError
+from splice_build.errors import EXIT_FAILED, ErrorCode, SpliceError, storage_error
 
-EXIT_INTERRUPTED = 130
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (or SIGHUP) arrived: stop the way ^C stops, so every ``finally`` runs.
+
+    Without a handler Python dies at once; with it an install in progress rolls back or
+    commits as for ^C (docs/lifecycle.md#failure-and-recovery) and the exit code is 128 + the
+    signal's number.
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def stop_on_termination() -> None:
+    """Turn SIGTERM and SIGHUP into :class:`Terminated` in the main thread."""
+
+    def handler(signum: int, frame: object) -> None:
+        raise Terminated(signum)
+
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+            if signum is not None:
+                signal.signal(signum, handler)
 
 
 class Exit(Exception):
@@ -45,12 +71,13 @@ def _write_crash_log(home: Path, exc: BaseException) -> Path | None:
             f"splice {__version__}\npython {sys.version}\nplatform {platform.platform()}\n"
             f"argv {sys.argv!r}\n\n" + "".join(traceback.format_exception(exc))
         )
+        from splice_build.project.atomic import atomic_write_bytes
         from splice_build.security.redact import redact
 
         # backslashreplace: argv and messages may hold undecodable bytes (surrogates)
-        path.write_text(redact(text), encoding="utf-8", errors="backslashreplace")
+        atomic_write_bytes(path, redact(text).encode("utf-8", errors="backslashreplace"))
     except OSError:
-        return None
+        return None  # e.g. the disk is full: no report rather than an empty one
     return path
 
 
@@ -66,20 +93,35 @@ def error_handler(out: Output, *, home: Path, verbose: bool) -> Iterator[None]:
     except SpliceError as exc:
         raise Exit(report_error(out, exc)) from exc
     except KeyboardInterrupt as exc:
-        _report(out, ErrorCode.INTERRUPTED, "interrupted")
-        raise Exit(EXIT_INTERRUPTED) from exc
+        signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
+        stopped = SpliceError(
+            ErrorCode.INTERRUPTED,
+            f"interrupted by {signal.Signals(signum).name}",
+            hint="run the command again: it finishes or undoes what was interrupted",
+        )
+        report_error(out, stopped)
+        raise Exit(128 + signum) from exc
     except BrokenPipeError as exc:
         raise Exit(EXIT_FAILED) from exc
+    except OSError as exc:
+        coded = storage_error(exc)
+        if coded is None:
+            _crash(out, home, verbose, exc)
+        raise Exit(report_error(out, coded)) from exc
     except Exception as exc:
-        log = _write_crash_log(home, exc)
-        hint = f"a report was written to {log}" if log else None
-        message = f"unexpected failure: {type(exc).__name__}: {exc}"
-        _report(out, ErrorCode.INTERNAL_ERROR, message, hint)
-        if verbose:
-            from splice_build.security.redact import redact
+        _crash(out, home, verbose, exc)
 
-            out.info(redact("".join(traceback.format_exception(exc))))
-        raise Exit(EXIT_FAILED) from exc
+
+def _crash(out: Output, home: Path, verbose: bool, exc: Exception) -> NoReturn:
+    log = _write_crash_log(home, exc)
+    hint = f"a report was written to {log}" if log else None
+    message = f"unexpected failure: {type(exc).__name__}: {exc}"
+    _report(out, ErrorCode.INTERNAL_ERROR, message, hint)
+    if verbose:
+        from splice_build.security.redact import redact
+
+        out.info(redact("".join(traceback.format_exception(exc))))
+    raise Exit(EXIT_FAILED) from exc
 
 
 def _report(out: Output, code: ErrorCode, message: str, hint: str | None = None) -> None:

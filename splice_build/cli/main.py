@@ -120,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
     from splice_build.cli.context import CommandContext
-    from splice_build.cli.errors import Exit, error_handler
+    from splice_build.cli.errors import Exit, error_handler, stop_on_termination
     from splice_build.cli.output import Output
 
     # Undecodable bytes of file names arrive as surrogates; written with backslashreplace
@@ -134,6 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     color = sys.stderr.isatty() and "--no-color" not in argv and not env.get("NO_COLOR")
     out = Output(json_mode=json_mode, color=color)
     home = Path(env.get("SPLICE_HOME") or Path.home() / ".splice")
+    stop_on_termination()
     try:
         with error_handler(out, home=home, verbose="--verbose" in argv):
             commands = _only_command(argv) or load_commands()

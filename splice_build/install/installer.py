@@ -492,7 +492,7 @@ class Installer:
                     f"staged files of {target.package_id} do not match the artifact",
                 )
         except BaseException:
-            transaction.remove_tree(staged)
+            transaction.discard_staging(self.layout, staged)
             raise
         project = load_project_file(self.layout.root)
         project_after = None

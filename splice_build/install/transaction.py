@@ -71,6 +71,13 @@ def staging_dir(layout: ProjectLayout, package_id: str) -> Path:
     return path
 
 
+def discard_staging(layout: ProjectLayout, staged: Path) -> None:
+    """Delete a staging copy that will not be installed, and ``.splice/tmp`` once empty."""
+    remove_tree(staged)
+    with contextlib.suppress(OSError):
+        layout.tmp_dir.rmdir()  # only when empty
+
+
 def swap_for(layout: ProjectLayout, package_id: str, staged: Path | None) -> Swap:
     """The swap installing ``staged`` (or removing the package when None)."""
     final = layout.package_dir(package_id)

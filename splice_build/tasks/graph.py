@@ -5,8 +5,10 @@ doit facts this module is built on (issues #6 and #7):
 - ``DoitMain(loader, config_filenames=())``: a user's ``pyproject.toml`` or ``doit.cfg`` cannot
   change Splice's behaviour.
 - The ``sqlite3`` backend is pinned (the default ``dbm`` falls back to ``dbm.dumb`` on some
-  Pythons) and its folder is created first. A database doit cannot read is deleted and the run
-  repeated: it only caches file states, every check is recomputed.
+  Pythons) and its folder is created first. doit turns a database it cannot open into a
+  traceback and exit code 3, so the file is opened here first: one that is not a database is
+  deleted (it only caches file states, every check is recomputed); a full disk or read-only
+  directory is raised with its code.
 - doit writes its state only at the end of a run and two processes on one database repeat or
   lose work, so an exclusive lock on every project is held for the whole run (which also
   serializes every change to splice.json, splice.lock and .splice/). Locks are taken in path
@@ -151,26 +153,83 @@ def _argv(jobs: int) -> list[str]:
 
 
 def _run_doit(workspace: WorkspaceRun) -> None:
-    from doit.dependency import DatabaseException
     from doit.doit_cmd import DoitMain
 
-    from splice_build.tasks.loader import SpliceTaskLoader
+    from splice_build.tasks.loader import (
+        BACKEND_PLUGIN,
+        IN_FLIGHT,
+        SavingSqliteDB,
+        SpliceTaskLoader,
+    )
 
     db = workspace.db
     db.parent.mkdir(parents=True, exist_ok=True)
-    for attempt in (1, 2):
-        with _restored_streams():
-            try:
-                code = DoitMain(SpliceTaskLoader(workspace), config_filenames=()).run(
-                    _argv(workspace.jobs)
-                )
-            except DatabaseException:
-                code = None
-        if code is not None or attempt == 2:
-            break
-        db.unlink(missing_ok=True)  # an unreadable cache of file states: start afresh
-        workspace.record = TaskRecord()
-    if code is None:
-        raise AssertionError(f"BUG: doit cannot use its database {db}")
+    _usable_database(db)
+    SavingSqliteDB.failures.clear()
+    IN_FLIGHT.reset()
+    with _restored_streams():
+        try:
+            code = DoitMain(
+                SpliceTaskLoader(workspace), config_filenames=(), extra_config=BACKEND_PLUGIN
+            ).run(_argv(workspace.jobs))
+        except BaseException:  # ^C or SIGTERM: let running installs end, then let go
+            IN_FLIGHT.stop_and_wait()
+            raise
+    if SavingSqliteDB.failures:
+        raise _refused(db, SavingSqliteDB.failures.pop())
     if code not in (0, 1):
         raise AssertionError(f"BUG: doit stopped with code {code}")
+
+
+# SQLite's primary result codes (sqlite3.h): the file system refused, not a broken database.
+_SQLITE_READONLY, _SQLITE_FULL, _SQLITE_CANTOPEN = 8, 13, 14
+_SQLITE_REFUSED = frozenset({_SQLITE_READONLY, _SQLITE_FULL, _SQLITE_CANTOPEN})
+
+
+def _sqlite_primary(exc: Exception) -> int:
+    return int(getattr(exc, "sqlite_errorcode", 0)) & 0xFF
+
+
+def _refused(db: Path, exc: Exception) -> SpliceError:
+    """DISK_FULL or NOT_WRITABLE for a database write the file system refused."""
+    from splice_build.errors import disk_full, not_writable
+
+    if _sqlite_primary(exc) == _SQLITE_FULL:
+        return disk_full(db)
+    if _sqlite_primary(exc) in _SQLITE_REFUSED:
+        return not_writable(db, str(exc))
+    raise AssertionError(f"BUG: doit could not save its database {db}: {exc}") from exc
+
+
+def _usable_database(db: Path) -> None:
+    """Make sure doit can open ``db``: a damaged one is deleted, a refused write raised coded.
+
+    doit reports a database it cannot open as a traceback and exit code 3, so it is opened
+    here first, the way doit opens it. The file only caches file states (every check is
+    recomputed), so one that is not a database, or is corrupt, is replaced by an empty one.
+    A full disk or a read-only directory is the user's to fix: ``DISK_FULL`` or
+    ``NOT_WRITABLE`` (docs/lifecycle.md#failure-and-recovery).
+    """
+    import sqlite3
+
+    existed = db.exists()
+    for attempt in (1, 2):
+        try:
+            conn = sqlite3.connect(db)
+            try:
+                conn.execute(
+                    "create table if not exists doit "
+                    "(task_id text not null primary key, task_data json)"
+                )
+                conn.execute("select count(*) from doit").fetchone()
+            finally:
+                conn.close()
+            return
+        except sqlite3.DatabaseError as exc:
+            if not existed:
+                db.unlink(missing_ok=True)  # no empty database left behind
+            if _sqlite_primary(exc) in _SQLITE_REFUSED:
+                raise _refused(db, exc) from exc
+            if attempt == 2:
+                raise AssertionError(f"BUG: doit cannot use its database {db}") from exc
+            db.unlink(missing_ok=True)  # not a database, or corrupt: start afresh

@@ -28,13 +28,16 @@ another's (and a shared ``fetch:`` never fails because one of its users did).
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 from doit.cmd_base import TaskLoader2
+from doit.dependency import SqliteDB
 from doit.task import Task
 
-from splice_build.errors import ErrorCode, InstallError, SpliceError
+from splice_build.errors import ErrorCode, InstallError, SpliceError, storage_error
 from splice_build.install.installed import check_installed
 from splice_build.install.installer import Fetched, Target
 from splice_build.install.resolve import resolve
@@ -43,18 +46,86 @@ from splice_build.tasks.checker import Sha256Checker
 from splice_build.tasks.reporter import reporter_class
 from splice_build.tasks.request import Change, FetchKey, GraphRun, WorkspaceRun
 
+
+class SavingSqliteDB(SqliteDB):  # type: ignore[misc]
+    """doit's sqlite3 backend, but a refused final save is kept, not a traceback and code 3.
+
+    doit saves its database once, after the last task, when every install is already
+    committed or undone; the run then raises the kept error coded (tasks/graph.py). Runs are
+    serialized in a process, so one list serves.
+    """
+
+    failures: ClassVar[list[Exception]] = []
+
+    def dump(self) -> None:
+        import sqlite3
+
+        try:
+            super().dump()
+        except sqlite3.DatabaseError as exc:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.close()
+            SavingSqliteDB.failures.append(exc)
+
+
+BACKEND = "splice-sqlite3"
+BACKEND_PLUGIN = {"BACKEND": {BACKEND: f"{__name__}:SavingSqliteDB"}}
+
 _IO = {"capture": False}  # never swap sys.stdout: MCP speaks JSON-RPC on it
+
+
+class InFlight:
+    """The actions running now, so an interrupted run lets them end before its locks go.
+
+    ^C or SIGTERM reaches the main thread while ``-j N`` workers may be inside an install; the
+    run then starts no new action and waits for the running ones (each commits or rolls
+    back) before the project locks are released. Runs are serialized in a process, so one
+    instance serves.
+    """
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._running = 0
+        self._stopping = False
+
+    def reset(self) -> None:
+        with self._changed:
+            self._running, self._stopping = 0, False
+
+    def enter(self) -> bool:
+        with self._changed:
+            if self._stopping:
+                return False
+            self._running += 1
+            return True
+
+    def leave(self) -> None:
+        with self._changed:
+            self._running -= 1
+            self._changed.notify_all()
+
+    def stop_and_wait(self) -> None:
+        with self._changed:
+            self._stopping = True
+            self._changed.wait_for(lambda: self._running == 0)
+
+
+IN_FLIGHT = InFlight()
 
 
 def _guarded(run: GraphRun, action: Callable[[], None]) -> Callable[[], bool]:
     """Run ``action`` unless the project already failed; keep its exception for the caller."""
 
     def call() -> bool:
-        if run.error is None:
+        if run.error is None and IN_FLIGHT.enter():
             try:
                 action()
+            except OSError as exc:  # a full disk or read-only tree fails this project only
+                run.error = storage_error(exc) or exc
             except Exception as exc:
                 run.error = exc
+            finally:
+                IN_FLIGHT.leave()
         return True
 
     return call
@@ -84,7 +155,8 @@ class SpliceTaskLoader(TaskLoader2):
 
     def load_doit_config(self) -> dict[str, Any]:
         return {
-            "backend": "sqlite3",  # the default dbm falls back to dbm.dumb on some Pythons
+            # sqlite3 (the default dbm falls back to dbm.dumb on some Pythons), saving coded
+            "backend": BACKEND,
             "dep_file": str(self.workspace.db),
             "check_file_uptodate": Sha256Checker,
             "reporter": reporter_class(self.workspace.record),

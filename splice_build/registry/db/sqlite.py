@@ -15,12 +15,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from splice_build.errors import ErrorCode, RegistryError
 from splice_build.registry.db.migrate import apply_migrations
 from splice_build.registry.db.sql_store import (
     Params,
     Row,
     SqlMetadataStore,
     Transaction,
+    first_line,
     write_failed,
 )
 
@@ -36,11 +38,15 @@ class SqliteMetadataStore(SqlMetadataStore):
         self._conn = sqlite3.connect(
             self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
         )
-        self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        self._conn.execute("PRAGMA journal_mode = WAL")
-        self._conn.execute("PRAGMA synchronous = FULL")
-        self._conn.execute("PRAGMA foreign_keys = ON")
-        apply_migrations(self._conn)
+        try:
+            self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute("PRAGMA synchronous = FULL")
+            self._conn.execute("PRAGMA foreign_keys = ON")
+            apply_migrations(self._conn)
+        except sqlite3.DatabaseError as exc:
+            self._conn.close()
+            raise unusable_database(self.path, exc) from exc
         self._conn.row_factory = _dict_row  # the shared queries read columns by name
 
     def close(self) -> None:
@@ -64,7 +70,10 @@ class SqliteMetadataStore(SqlMetadataStore):
                 yield self._conn
                 self._conn.execute("COMMIT")
             except BaseException as exc:
-                self._conn.execute("ROLLBACK")
+                # SQLite may have rolled back already (a full disk fails the COMMIT and ends
+                # the transaction): a second ROLLBACK would hide the real error.
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.Error):
                     raise write_failed(exc) from exc
                 raise
@@ -74,6 +83,20 @@ class SqliteMetadataStore(SqlMetadataStore):
 
     def _serialize_publish(self, tx: Transaction, package_id: str) -> None:
         """Nothing to add: ``BEGIN IMMEDIATE`` already admits one writer at a time."""
+
+
+def unusable_database(path: str, exc: sqlite3.DatabaseError) -> RegistryError:
+    """STORAGE_UNAVAILABLE for a database file that is damaged, not SQLite, or refused.
+
+    Unlike the graph's cache of file states this file is the registry's only record of its
+    packages and users: it is never deleted or rewritten, only reported
+    (docs/lifecycle.md#failure-and-recovery).
+    """
+    return RegistryError(
+        ErrorCode.STORAGE_UNAVAILABLE,
+        f"the registry database {path} cannot be used: {first_line(exc)}",
+        hint="restore the file from a backup (it was left as it is), then start again",
+    )
 
 
 def _dict_row(cursor: sqlite3.Cursor, values: tuple[Any, ...]) -> Row:

@@ -1,0 +1,63 @@
+"""Shared pieces of the fault-injection tests: a served registry, snapshots, leftovers.
+
+Every test here injects one real fault (docs/lifecycle.md#failure-and-recovery), checks the
+coded error, that the project and cache are byte for byte what they were with no temp file
+left, then removes the fault and checks that the same command converges.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from testing.faults import namespaces_available
+from testing.registry_fixtures import publish
+from testing.registry_server import RunningRegistry, registry_server
+
+GREETER = "@acme/greeter"
+# Random bytes do not compress: the 1.1.0 artifact really is this large on the wire and disk.
+BIG = random.Random(21).randbytes(600_000)
+
+
+def publish_greeter(store: Path, work: Path) -> None:
+    """@acme/greeter 1.0.0 (small) and 1.1.0 (with a 600 kB file) into ``store``."""
+    publish(store, work)
+    publish(store, work, version="1.1.0", files={"data/big.bin": BIG})
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[RunningRegistry]:
+    store = tmp_path / "registry-data"
+    publish_greeter(store, tmp_path / "pkgs")
+    with registry_server(store, admin=False) as server:
+        yield server
+
+
+needs_namespaces = pytest.mark.skipif(
+    not namespaces_available(),
+    reason="needs unprivileged user + mount namespaces (unshare -rm) for a real full disk",
+)
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    """Every file under ``root`` with its bytes (not the graph caches, the empty lock file)."""
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name not in {"graph.sqlite3", "sync.sqlite3", "state.lock", ".filler"}
+    }
+
+
+def leftovers(*roots: Path) -> list[str]:
+    """Temp files and staging directories a failed command must not leave behind."""
+    found = []
+    for root in roots:
+        for p in root.rglob("*"):
+            if p.name.endswith((".tmp", ".part")) or (
+                p.name == "tmp" and p.parent.name == ".splice"
+            ):
+                found.append(str(p))
+    return sorted(found)
