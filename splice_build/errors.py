@@ -63,7 +63,6 @@ class ErrorCode(StrEnum):
     KEY_NOT_FOUND = "KEY_NOT_FOUND"
     KEY_EXISTS = "KEY_EXISTS"
     USAGE = "USAGE"
-    INTERRUPTED = "INTERRUPTED"  # the CLI under --json, on ^C
     STATE_LOCKED = "STATE_LOCKED"
     ISOLATION_UNAVAILABLE = "ISOLATION_UNAVAILABLE"
     DISK_FULL = "DISK_FULL"  # a write found no space (or hit a file size limit)
