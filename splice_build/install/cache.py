@@ -78,7 +78,10 @@ class ArtifactCache:
         version: str,
         signatures: Sequence[Mapping[str, Any]],
     ) -> None:
-        """Keep the signature entries that verified for these bytes (best effort)."""
+        """Keep the signature entries that verified for these bytes (best effort), only next
+        to an artifact the cache holds: a put that failed (a full disk) leaves no orphan."""
+        if not self.path_for(integrity).is_file():
+            return
         path = self.signatures_path_for(integrity)
         record = {
             "package": package_id,

@@ -85,7 +85,7 @@ def test_publish_to_a_server_on_a_full_disk_stores_nothing_then_converges(
     with small_disk(disk, size="16m") as ns:
         data = disk / "data"
         ns.sh(f"mkdir -p {data}")
-        for args in (["create-user", "bob"], ["create-token", "bob"]):
+        for args in (["create-user", "bob"], ["create-token", "bob", "--show"]):
             made = ns.splice("registry", "admin", *args, "--data", str(data), cwd=disk)
             assert made.code == 0, made.stderr
         token = made.stdout.strip()
