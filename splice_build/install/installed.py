@@ -18,6 +18,7 @@ check did not prove just now. A sync over many projects sharing a package parses
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -98,10 +99,17 @@ def refuse_project_state(
 
 
 def check_installed(
-    layout: ProjectLayout, package_id: str, entry: LockEntry | None, *, home: Path | None = None
+    layout: ProjectLayout,
+    package_id: str,
+    entry: LockEntry | None,
+    *,
+    home: Path | None = None,
+    digest_of: Callable[[Path], str | None] = tree_digest,
 ) -> InstalledPackage:
     """Verify the installed copy of ``package_id`` against ``entry`` (see the module docstring);
-    ``home``: SPLICE_HOME, which no grant may reach."""
+    ``home``: SPLICE_HOME, which no grant may reach. ``digest_of`` computes the files digest:
+    from bytes, except in the graph's ``verify`` task of install/sync, which passes the stat
+    cache's (install/statcache.py); ``splice run``/``verify``/``mcp`` never do."""
     directory = layout.package_dir(package_id)
     if entry is None or not directory.is_dir():
         raise InstallError(
@@ -110,7 +118,7 @@ def check_installed(
             hint=f"Run `splice add {package_id}`." if entry is None else RESTORE_HINT,
         )
     known = entry.known(package_id)  # LOCK_INCOMPLETE: no check runs on a field it lacks
-    actual = tree_digest(directory)
+    actual = digest_of(directory)
     if actual != known.files:
         reason = (
             "it contains a link, a special file or too many files"
