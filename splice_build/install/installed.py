@@ -1,8 +1,9 @@
 """Is an installed package still the verified copy the lock describes? (invariants 3 and 4)
 
-:func:`check_installed` recomputes the files digest **from bytes** (``tree_digest``), compares
-it with the lock's ``files``, reads the manifest it just verified, and checks that the manifest
-asks for nothing beyond the lock's grant. It raises instead of returning a flag:
+:func:`check_installed` recomputes the files digest **from bytes** (``tree_digest``; only the
+graph's ``verify`` task of install/sync passes the stat cache's digest instead,
+docs/lifecycle.md#the-stat-cache), compares it with the lock's ``files``, reads the manifest
+it just verified, and checks that the manifest asks for nothing beyond the lock's grant. It raises instead of returning a flag:
 ``NOT_INSTALLED``, ``INSTALLED_PACKAGE_MODIFIED`` (hint: ``splice install`` restores it) or
 ``PERMISSIONS_NOT_GRANTED`` (also when the lock's grant or the manifest reaches the project's
 own state: :func:`refuse_project_state`). An entry that does not record ``files``, ``size`` or

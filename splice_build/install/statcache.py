@@ -1,6 +1,6 @@
 """The stat cache: a no-op ``install``/``sync`` re-hashes only files that changed (issue #22).
 
-docs/runtime.md#the-stat-cache. Like git's index, ``.splice/statcache.json`` remembers, per
+docs/lifecycle.md#the-stat-cache. Like git's index, ``.splice/statcache.json`` remembers, per
 installed file, ``(st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns, st_mode)`` and the
 SHA-256 of its bytes as read right after that stat. A later walk of the package directory
 (every entry is still listed, so an added, removed or renamed file is seen) reuses the

@@ -13,7 +13,7 @@ Per project (``<p>`` is empty for ``splice install``, ``:<path>`` for a workspac
   package is locked within its range and no command asked for a resolution.
 - ``verify<p>``: the files digest and the grant check of every locked package of the
   project; it always runs (no ``file_dep``, no ``uptodate``). A file whose stat matches the
-  stat cache's record is not re-read (install/statcache.py, docs/runtime.md#the-stat-cache);
+  stat cache's record is not re-read (install/statcache.py, docs/lifecycle.md#the-stat-cache);
   every other file is hashed from bytes. It is the
   tree-digest dependency of ``install<p>`` — a directory is not a valid ``file_dep``.
 - ``fetch:<id>``: one task per package id for *all* projects of the run: each distinct

@@ -1,4 +1,4 @@
-"""The stat cache of a no-op install/sync (docs/runtime.md#the-stat-cache), through the real
+"""The stat cache of a no-op install/sync (docs/lifecycle.md#the-stat-cache), through the real
 binary against the real registry server: every kind of change is still found, a damaged cache
 is ignored and rebuilt, and ``splice run``/``splice verify`` never consult it."""
 
