@@ -82,17 +82,16 @@ class StatCache:
         except OSError:
             cache.changed = True  # missing or unreadable: rebuilt by the next writing run
             return cache
+        records = None
         try:
             info = os.fstat(fd)
-            data = b""
             if stat.S_ISREG(info.st_mode):
                 with os.fdopen(os.dup(fd), "rb") as handle:
-                    data = handle.read()
+                    records = _parse(handle.read(), written_ns=info.st_mtime_ns)
         except OSError:
-            data = b""
+            records = None
         finally:
             os.close(fd)
-        records = _parse(data, written_ns=info.st_mtime_ns) if data else None
         if records is None:
             cache.changed = True
         else:

@@ -35,7 +35,7 @@ def project(tmp_path: Path, served: str) -> Path:
     """One synced workspace member whose every installed file the stat cache records."""
     root = tmp_path / "ws"
     [member] = make_workspace(root, 1, IDS, len(IDS))
-    for _ in range(2):  # the first run's files are too new to record (the racy rule)
+    for _ in range(2):  # the first run installs after its verify step; the second records
         done = _sync(root, served)
         assert done.code == 0, done.stderr
     recorded = _cache(member)["packages"]["@acme/pkg00"]
