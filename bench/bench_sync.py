@@ -12,7 +12,8 @@ timings of the real binary:
 Issue #22's shape, 30 projects × 3 packages, adds no-op rows against the same walk-and-hash
 baseline measured right before them (target ≤ 1.0 ×): ``splice sync``, ``splice sync
 --check``, one project's ``splice install``, and ``splice sync`` with every project's stat
-cache deleted before each run (every file hashed from bytes, the cost before the stat cache).
+cache deleted before each run (every file hashed from bytes). ``SPLICE_BENCH_BEFORE=<older
+checkout>`` adds the same rows for that checkout, timed in the same rounds (see ``_small``).
 """
 
 from __future__ import annotations
@@ -60,17 +61,44 @@ def _toggle(project: Path) -> None:
     spec.write_text(json.dumps(data, indent=2) + "\n")
 
 
-def _without_stat_cache(root: Path, env: dict[str, str], repeat: int) -> list[float]:
-    samples = []
-    for _ in range(repeat):
-        for cache in glob.glob(str(root / "packages" / "*" / ".splice" / "statcache.json")):
-            os.unlink(cache)
-        samples += time_command(splice_argv("sync"), repeat=1, warmup=0, env=env, cwd=root)
-    return samples
+def _wall_and_cpu(argv: list[str], cwd: Path | None, env: dict[str, str]) -> tuple[float, float]:
+    """Wall-clock and CPU seconds (user + system) of one whole-process run.
+
+    CPU time is what a loaded shared machine distorts least (waiting for a core is not
+    counted), so the rows give both."""
+    import resource
+    import subprocess
+    import time
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(
+        argv,
+        cwd=cwd,
+        env={**os.environ, **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        check=True,
+    )
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
+
+
+def _drop_stat_caches(root: Path) -> None:
+    for cache in glob.glob(str(root / "packages" / "*" / ".splice" / "statcache.json")):
+        os.unlink(cache)
 
 
 def _small(base: Path, ids: list[str], env: dict[str, str], repeat: int) -> list[Row]:
-    """Issue #22's no-op rows over 30 × 3, each against the walk measured in this run."""
+    """Issue #22's no-op rows over 30 × 3, each against the walk measured in this run.
+
+    The commands are timed in rounds (one sample of each per round), so that a shared
+    machine's load drifts over all of them alike. With ``SPLICE_BENCH_BEFORE`` set to an older
+    checkout, the same binary is also timed with that checkout first on ``PYTHONPATH``:
+    before and after in one run, on the same workspace.
+    """
     from testing.workspaces import make_workspace
 
     root = base / "small"
@@ -78,26 +106,75 @@ def _small(base: Path, ids: list[str], env: dict[str, str], repeat: int) -> list
     for _ in range(2):  # the second run records the files the first one installed
         time_command(splice_argv("sync"), repeat=1, warmup=0, env=env, cwd=root)
     installed = sorted(glob.glob(str(root / "packages" / "*" / ".splice" / "packages")))
-    walk = time_command([sys.executable, "-c", _WALK, *installed], repeat=repeat, env=env)
-    noop = time_command(splice_argv("sync"), repeat=repeat, env=env, cwd=root)
-    check = time_command(splice_argv("sync", "--check"), repeat=repeat, env=env, cwd=root)
     one = root / "packages" / "p00"
-    one_walk = time_command(
-        [sys.executable, "-c", _WALK, str(one / ".splice" / "packages")], repeat=repeat, env=env
-    )
-    install = time_command(splice_argv("install"), repeat=repeat, env=env, cwd=one)
-    hashed = _without_stat_cache(root, env, repeat)
+    commands: dict[str, tuple[list[str], Path | None, dict[str, str]]] = {
+        "walk": ([sys.executable, "-c", _WALK, *installed], None, env),
+        "one walk": ([sys.executable, "-c", _WALK, str(one / ".splice" / "packages")], None, env),
+        "sync": (splice_argv("sync"), root, env),
+        "check": (splice_argv("sync", "--check"), root, env),
+        "install": (splice_argv("install"), one, env),
+    }
+    before = os.environ.get("SPLICE_BENCH_BEFORE")
+    if before:
+        import compileall
+
+        compileall.compile_dir(Path(before) / "splice_build", quiet=1)  # as precompile()
+        old = {**env, "PYTHONPATH": before}
+        commands["sync before"] = (splice_argv("sync"), root, old)
+        commands["check before"] = (splice_argv("sync", "--check"), root, old)
+        commands["install before"] = (splice_argv("install"), one, old)
+    names = [*commands, "hashed"]
+    wall: dict[str, list[float]] = {name: [] for name in names}
+    cpu: dict[str, list[float]] = {name: [] for name in names}
+    for round_ in range(repeat + 1):  # round 0 warms up
+        taken = {
+            name: _wall_and_cpu(argv, cwd, run_env)
+            for name, (argv, cwd, run_env) in commands.items()
+        }
+        _drop_stat_caches(root)  # every file hashed from bytes, then recorded again
+        taken["hashed"] = _wall_and_cpu(splice_argv("sync"), root, env)
+        if round_:
+            for name, (seconds, cpu_seconds) in taken.items():
+                wall[name].append(seconds)
+                cpu[name].append(cpu_seconds)
     files = sum(len(files) for top in installed for _, _, files in os.walk(top))
     shape = f"{SMALL_PROJECTS}×{SMALL_PER_PROJECT}, {files} files"
     baseline = "python walk + sha256 of the installed files"
-    return [
-        ratio_row(f"no-op splice sync ({shape})", noop, baseline, walk, target="<= 1.0x"),
-        ratio_row(f"no-op splice sync --check ({shape})", check, baseline, walk),
-        ratio_row(f"no-op splice sync, no stat cache ({shape})", hashed, baseline, walk),
-        ratio_row(
-            f"no-op splice install, one project of {SMALL_PER_PROJECT}", install, baseline, one_walk
-        ),
-    ]
+    rows = []
+    for clock, samples in (("", wall), (", CPU", cpu)):
+        walk, one_walk = samples["walk"], samples["one walk"]
+        for suffix in ("", " before") if before else ("",):
+            label = f"{clock}{' (before)' if suffix else ''}"
+            rows += [
+                ratio_row(
+                    f"no-op splice sync ({shape}){label}",
+                    samples["sync" + suffix],
+                    baseline,
+                    walk,
+                    target="<= 1.0x",
+                ),
+                ratio_row(
+                    f"no-op splice sync --check ({shape}){label}",
+                    samples["check" + suffix],
+                    baseline,
+                    walk,
+                ),
+                ratio_row(
+                    f"no-op splice install, one project of {SMALL_PER_PROJECT}{label}",
+                    samples["install" + suffix],
+                    baseline,
+                    one_walk,
+                ),
+            ]
+        rows.append(
+            ratio_row(
+                f"no-op splice sync, no stat cache ({shape}){clock}",
+                samples["hashed"],
+                baseline,
+                walk,
+            )
+        )
+    return rows
 
 
 def run(quick: bool = False) -> list[Row]:
