@@ -86,6 +86,26 @@ def _wall_and_cpu(argv: list[str], cwd: Path | None, env: dict[str, str]) -> tup
     return wall, cpu
 
 
+def _noop_rounds(root: Path, env: dict[str, str], repeat: int) -> tuple[list[float], list[float]]:
+    """No-op ``splice sync`` samples, and those of ``SPLICE_BENCH_BEFORE`` taken in turn."""
+    before = os.environ.get("SPLICE_BENCH_BEFORE")
+    if before:
+        import compileall
+
+        compileall.compile_dir(Path(before) / "splice_build", quiet=1)  # as precompile()
+    now: list[float] = []
+    old: list[float] = []
+    for round_ in range(repeat + 1):  # round 0 warms up
+        taken = time_command(splice_argv("sync"), repeat=1, warmup=0, env=env, cwd=root)
+        if before:
+            old_env = {**env, "PYTHONPATH": before}
+            taken += time_command(splice_argv("sync"), repeat=1, warmup=0, env=old_env, cwd=root)
+        if round_:
+            now.append(taken[0])
+            old += taken[1:]
+    return now, old
+
+
 def _drop_stat_caches(root: Path) -> None:
     for cache in glob.glob(str(root / "packages" / "*" / ".splice" / "statcache.json")):
         os.unlink(cache)
@@ -197,7 +217,7 @@ def run(quick: bool = False) -> list[Row]:
         _toggle(first)  # p00 pins pkg00 to 1.0.0, so the toggle switches versions
         time_command(splice_argv("sync"), repeat=1, warmup=0, env=env, cwd=root)
         installed = sorted(glob.glob(str(root / "packages" / "*" / ".splice" / "packages")))
-        noop = time_command(splice_argv("sync"), repeat=repeat, env=env, cwd=root)
+        noop, noop_before = _noop_rounds(root, env, repeat)
         noop_j2 = time_command(splice_argv("sync", "-j", "2"), repeat=repeat, env=env, cwd=root)
         walk = time_command([sys.executable, "-c", _WALK, *installed], repeat=repeat, env=env)
         bare = time_command([sys.executable, "-c", "pass"], repeat=repeat, env=env)
@@ -218,6 +238,18 @@ def run(quick: bool = False) -> list[Row]:
             target="<= 1.5x",
         ),
         ratio_row(f"no-op splice sync ({shape})", noop, "python -c pass", bare),
+        *(
+            [
+                ratio_row(
+                    f"no-op splice sync ({shape}) (before)",
+                    noop_before,
+                    "python walk + sha256 of the installed files",
+                    walk,
+                )
+            ]
+            if noop_before
+            else []
+        ),
         ratio_row(
             f"no-op splice sync -j 2 ({shape})",
             noop_j2,
