@@ -63,3 +63,15 @@ def test_a_link_in_the_tree_has_no_digest(tmp_path: Path) -> None:
     directory = _package(tmp_path)
     (directory / "lib" / "link.js").symlink_to(directory / "lib" / "a.js")
     assert StatCache.load(tmp_path / "statcache.json").package_digest(PACKAGE, directory) is None
+
+
+def test_large_packages_hash_on_threads_to_the_same_digest(tmp_path: Path) -> None:
+    from splice_build.install import statcache
+
+    directory = _package(tmp_path)
+    for i in range(statcache.PARALLEL_MIN_FILES + 1):
+        (directory / "lib" / f"blob{i}.bin").write_bytes(bytes([i]) * (1024 * 1024 + i))
+    total = sum(p.stat().st_size for p in directory.rglob("*") if p.is_file())
+    assert total >= statcache.PARALLEL_MIN_BYTES  # the threaded path is taken
+    cache = StatCache.load(tmp_path / "statcache.json")
+    assert cache.package_digest(PACKAGE, directory) == tree_digest(directory)
