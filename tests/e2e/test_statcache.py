@@ -167,8 +167,11 @@ def test_run_and_verify_read_bytes_even_when_the_cache_says_clean(
     root = project.parent.parent
     _same_size_same_mtime(_data_file(project), "0123456789ABCDEF\n")
     _forge_clean(project)
-    # The no-op path trusts the records (that is the cache working) ...
+    # The no-op path trusts the records (that is the cache working), in check and install ...
     assert _changes(_sync(root, served, "--check")) == []
+    installed = run_splice("--registry", served, "install", cwd=project)
+    assert installed.code == 0, installed.stderr
+    assert _data_file(project).read_text() == "0123456789ABCDEF\n"  # no repair was needed
     # ... the commands that load code never do.
     verified = run_splice("--registry", served, "--json", "verify", "@acme/pkg00", cwd=project)
     assert verified.code == 1, verified.stdout
@@ -179,3 +182,7 @@ def test_run_and_verify_read_bytes_even_when_the_cache_says_clean(
     assert ran.code != 0
     assert ran.json()["error"]["code"] == "INSTALLED_PACKAGE_MODIFIED", ran.stdout
     assert run_splice("--json", "run", "pkg01.hello", "name=Ada", cwd=project).code == 0
+    # Without the forged records the next install finds the change and restores the copy.
+    ProjectLayout(project).stat_cache.unlink()
+    assert run_splice("--registry", served, "install", cwd=project).code == 0
+    assert _data_file(project).read_text() == FILES["lib/data.txt"]
