@@ -196,22 +196,26 @@ class SpliceTaskLoader(TaskLoader2):
     def _verify_task(self, run: GraphRun) -> Task:
         def verify() -> None:
             assert run.lock is not None
-            cache = StatCache.load(run.layout.stat_cache)
-            before = None if self.workspace.check else _file_system_now(run)
+            cache = StatCache.load(run.layout.stat_cache) if run.request.stat_cache else None
+            before = None if self.workspace.check or cache is None else _file_system_now(run)
             for package_id in run.ids:
                 entry = run.lock.get(package_id)
                 if entry is None:
                     continue
-                digest_of = functools.partial(cache.package_digest, package_id)
                 try:
-                    run.installed[package_id] = check_installed(
-                        run.layout, package_id, entry, digest_of=digest_of
-                    )
+                    if cache is None:
+                        checked = check_installed(run.layout, package_id, entry)
+                    else:
+                        digest_of = functools.partial(cache.package_digest, package_id)
+                        checked = check_installed(
+                            run.layout, package_id, entry, digest_of=digest_of
+                        )
+                    run.installed[package_id] = checked
                 except SpliceError as exc:
                     run.installed.pop(package_id, None)  # install restores it
                     if exc.code is not ErrorCode.NOT_INSTALLED:
                         run.damaged[package_id] = "; ".join((exc.message, *exc.details))
-            if before is not None:
+            if cache is not None and before is not None:
                 with contextlib.suppress(OSError):  # a hint only: the next run hashes again
                     cache.save(run.ids, before_ns=before)
 

@@ -15,6 +15,7 @@ from splice_build.project.layout import ProjectLayout
 from testing.cli import Completed, run_splice
 from testing.registry_fixtures import publish
 from testing.registry_server import registry_server
+from testing.stat_records import edit_keeping_mtime, forge_clean_record
 from testing.workspaces import make_workspace
 
 IDS = ["@acme/pkg00", "@acme/pkg01"]
@@ -61,12 +62,9 @@ def _data_file(member: Path) -> Path:
 
 
 def _same_size_same_mtime(path: Path, text: str) -> None:
-    """Rewrite ``path`` in place with ``text`` (same length) and put its times back."""
-    before = path.stat()
-    assert len(text.encode()) == before.st_size
-    path.write_text(text)
-    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
-    assert path.stat().st_mtime_ns == before.st_mtime_ns
+    before = path.stat().st_mtime_ns
+    edit_keeping_mtime(path, text)
+    assert path.stat().st_mtime_ns == before
 
 
 def _replaced(path: Path, text: str) -> None:
@@ -142,31 +140,12 @@ def test_a_malformed_cache_is_ignored_and_rebuilt(project: Path, served: str, ba
     assert rebuilt["version"] == 1 and set(rebuilt["packages"]) <= set(IDS)
 
 
-def _forge_clean(project: Path) -> None:
-    """Make the cache call the edited ``lib/data.txt`` unchanged: its stat now, the old hash."""
-    path = ProjectLayout(project).stat_cache
-    cache = _cache(project)
-    info = _data_file(project).stat()
-    record = cache["packages"]["@acme/pkg00"]["lib/data.txt"]
-    record[:6] = [
-        info.st_dev,
-        info.st_ino,
-        info.st_size,
-        info.st_mtime_ns,
-        info.st_ctime_ns,
-        info.st_mode,
-    ]
-    path.write_text(json.dumps(cache))
-    later = info.st_ctime_ns + 10**9  # the cache is newer than the entry (no racy entry)
-    os.utime(path, ns=(later, later))
-
-
 def test_run_and_verify_read_bytes_even_when_the_cache_says_clean(
     project: Path, served: str
 ) -> None:
     root = project.parent.parent
     _same_size_same_mtime(_data_file(project), "0123456789ABCDEF\n")
-    _forge_clean(project)
+    forge_clean_record(project, "@acme/pkg00", "lib/data.txt")
     # The no-op path trusts the records (that is the cache working), in check and install ...
     assert _changes(_sync(root, served, "--check")) == []
     installed = run_splice("--registry", served, "install", cwd=project)
