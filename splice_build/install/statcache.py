@@ -7,7 +7,8 @@ SHA-256 of its bytes as read right after that stat. A later walk of the package 
 recorded SHA-256 of a file whose stat is unchanged and hashes every other file; the files
 digest is then built from those per-file hashes exactly as :func:`tree_digest` builds it, and
 compared with the lock as before. Only the graph's ``verify`` task of ``install``/``sync``/
-``sync --check`` uses it; ``splice run``, ``splice verify`` and ``splice mcp`` never read it.
+``sync --check`` uses it; ``splice run``, ``splice verify``, ``splice mcp`` and doit's
+``splice:verify`` never read it.
 
 Why the stat is enough: any write to a file, ``chmod``, ``utime`` or rename sets its ``ctime``
 to the file system's "now", and no user process can set ``ctime`` back; a replaced file also
