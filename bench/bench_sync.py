@@ -8,6 +8,12 @@ timings of the real binary:
 - no-op: everything in place; compared with a Python process that walks every installed
   package and SHA-256s each file (target ≤ 1.5 ×), and with a bare ``python -c pass``;
 - one project changed: one ``splice.json`` range toggled between two versions (both cached).
+
+Issue #22's shape, 30 projects × 3 packages, adds no-op rows against the same walk-and-hash
+baseline measured right before them (target ≤ 1.0 ×): ``splice sync``, ``splice sync
+--check``, one project's ``splice install``, and ``splice sync`` with every project's stat
+cache deleted before each run (every file hashed from bytes). ``SPLICE_BENCH_BEFORE=<older
+checkout>`` adds the same rows for that checkout, timed in the same rounds (see ``_small``).
 """
 
 from __future__ import annotations
@@ -20,9 +26,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.common import Row, median, ratio_row, splice_argv, time_command
+from bench.common import Row, median, precompile, ratio_row, splice_argv, time_command
 
 PROJECTS, PER_PROJECT, DISTINCT = 50, 10, 20
+SMALL_PROJECTS, SMALL_PER_PROJECT = 30, 3  # issue #22
 
 _WALK = """
 import hashlib, os, sys
@@ -54,10 +61,147 @@ def _toggle(project: Path) -> None:
     spec.write_text(json.dumps(data, indent=2) + "\n")
 
 
+def _wall_and_cpu(argv: list[str], cwd: Path | None, env: dict[str, str]) -> tuple[float, float]:
+    """Wall-clock and CPU seconds (user + system) of one whole-process run.
+
+    CPU time is what a loaded shared machine distorts least (waiting for a core is not
+    counted), so the rows give both."""
+    import resource
+    import subprocess
+    import time
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(
+        argv,
+        cwd=cwd,
+        env={**os.environ, **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        check=True,
+    )
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
+
+
+def _noop_rounds(root: Path, env: dict[str, str], repeat: int) -> tuple[list[float], list[float]]:
+    """No-op ``splice sync`` samples, and those of ``SPLICE_BENCH_BEFORE`` taken in turn."""
+    before = os.environ.get("SPLICE_BENCH_BEFORE")
+    if before:
+        import compileall
+
+        compileall.compile_dir(Path(before) / "splice_build", quiet=1)  # as precompile()
+    now: list[float] = []
+    old: list[float] = []
+    for round_ in range(repeat + 1):  # round 0 warms up
+        taken = time_command(splice_argv("sync"), repeat=1, warmup=0, env=env, cwd=root)
+        if before:
+            old_env = {**env, "PYTHONPATH": before}
+            taken += time_command(splice_argv("sync"), repeat=1, warmup=0, env=old_env, cwd=root)
+        if round_:
+            now.append(taken[0])
+            old += taken[1:]
+    return now, old
+
+
+def _drop_stat_caches(root: Path) -> None:
+    for cache in glob.glob(str(root / "packages" / "*" / ".splice" / "statcache.json")):
+        os.unlink(cache)
+
+
+def _small(base: Path, ids: list[str], env: dict[str, str], repeat: int) -> list[Row]:
+    """Issue #22's no-op rows over 30 × 3, each against the walk measured in this run.
+
+    The commands are timed in rounds (one sample of each per round), so that a shared
+    machine's load drifts over all of them alike. With ``SPLICE_BENCH_BEFORE`` set to an older
+    checkout, the same binary is also timed with that checkout first on ``PYTHONPATH``:
+    before and after in one run, on the same workspace.
+    """
+    from testing.workspaces import make_workspace
+
+    root = base / "small"
+    make_workspace(root, SMALL_PROJECTS, ids, SMALL_PER_PROJECT)
+    for _ in range(2):  # the second run records the files the first one installed
+        time_command(splice_argv("sync"), repeat=1, warmup=0, env=env, cwd=root)
+    installed = sorted(glob.glob(str(root / "packages" / "*" / ".splice" / "packages")))
+    one = root / "packages" / "p00"
+    commands: dict[str, tuple[list[str], Path | None, dict[str, str]]] = {
+        "walk": ([sys.executable, "-c", _WALK, *installed], None, env),
+        "one walk": ([sys.executable, "-c", _WALK, str(one / ".splice" / "packages")], None, env),
+        "sync": (splice_argv("sync"), root, env),
+        "check": (splice_argv("sync", "--check"), root, env),
+        "install": (splice_argv("install"), one, env),
+    }
+    before = os.environ.get("SPLICE_BENCH_BEFORE")
+    if before:
+        import compileall
+
+        compileall.compile_dir(Path(before) / "splice_build", quiet=1)  # as precompile()
+        old = {**env, "PYTHONPATH": before}
+        commands["sync before"] = (splice_argv("sync"), root, old)
+        commands["check before"] = (splice_argv("sync", "--check"), root, old)
+        commands["install before"] = (splice_argv("install"), one, old)
+    names = [*commands, "hashed"]
+    wall: dict[str, list[float]] = {name: [] for name in names}
+    cpu: dict[str, list[float]] = {name: [] for name in names}
+    for round_ in range(repeat + 1):  # round 0 warms up
+        taken = {
+            name: _wall_and_cpu(argv, cwd, run_env)
+            for name, (argv, cwd, run_env) in commands.items()
+        }
+        _drop_stat_caches(root)  # every file hashed from bytes, then recorded again
+        taken["hashed"] = _wall_and_cpu(splice_argv("sync"), root, env)
+        if round_:
+            for name, (seconds, cpu_seconds) in taken.items():
+                wall[name].append(seconds)
+                cpu[name].append(cpu_seconds)
+    files = sum(len(files) for top in installed for _, _, files in os.walk(top))
+    shape = f"{SMALL_PROJECTS}×{SMALL_PER_PROJECT}, {files} files"
+    baseline = "python walk + sha256 of the installed files"
+    rows = []
+    for clock, samples in (("", wall), (", CPU", cpu)):
+        walk, one_walk = samples["walk"], samples["one walk"]
+        for suffix in ("", " before") if before else ("",):
+            label = f"{clock}{' (before)' if suffix else ''}"
+            rows += [
+                ratio_row(
+                    f"no-op splice sync ({shape}){label}",
+                    samples["sync" + suffix],
+                    baseline,
+                    walk,
+                    target="<= 1.0x",
+                ),
+                ratio_row(
+                    f"no-op splice sync --check ({shape}){label}",
+                    samples["check" + suffix],
+                    baseline,
+                    walk,
+                ),
+                ratio_row(
+                    f"no-op splice install, one project of {SMALL_PER_PROJECT}{label}",
+                    samples["install" + suffix],
+                    baseline,
+                    one_walk,
+                ),
+            ]
+        rows.append(
+            ratio_row(
+                f"no-op splice sync, no stat cache ({shape}){clock}",
+                samples["hashed"],
+                baseline,
+                walk,
+            )
+        )
+    return rows
+
+
 def run(quick: bool = False) -> list[Row]:
     from testing.registry_fixtures import embedded_store, publish
     from testing.workspaces import make_workspace, publish_shared, skill_sized_files
 
+    precompile()  # bytecode as installed (PYTHONDONTWRITEBYTECODE would recompile every run)
     repeat = 3 if quick else 10
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
@@ -73,7 +217,7 @@ def run(quick: bool = False) -> list[Row]:
         _toggle(first)  # p00 pins pkg00 to 1.0.0, so the toggle switches versions
         time_command(splice_argv("sync"), repeat=1, warmup=0, env=env, cwd=root)
         installed = sorted(glob.glob(str(root / "packages" / "*" / ".splice" / "packages")))
-        noop = time_command(splice_argv("sync"), repeat=repeat, env=env, cwd=root)
+        noop, noop_before = _noop_rounds(root, env, repeat)
         noop_j2 = time_command(splice_argv("sync", "-j", "2"), repeat=repeat, env=env, cwd=root)
         walk = time_command([sys.executable, "-c", _WALK, *installed], repeat=repeat, env=env)
         bare = time_command([sys.executable, "-c", "pass"], repeat=repeat, env=env)
@@ -82,6 +226,7 @@ def run(quick: bool = False) -> list[Row]:
             _toggle(first)
             changed += time_command(splice_argv("sync"), repeat=1, warmup=0, env=env, cwd=root)
         files = sum(len(files) for top in installed for _, _, files in os.walk(top))
+        small = _small(base, ids, env, repeat)
     shape = f"{PROJECTS}×{PER_PROJECT}, {files} files"
     return [
         Row(f"cold splice sync ({shape})", median(cold) * 1000, "ms"),
@@ -93,6 +238,18 @@ def run(quick: bool = False) -> list[Row]:
             target="<= 1.5x",
         ),
         ratio_row(f"no-op splice sync ({shape})", noop, "python -c pass", bare),
+        *(
+            [
+                ratio_row(
+                    f"no-op splice sync ({shape}) (before)",
+                    noop_before,
+                    "python walk + sha256 of the installed files",
+                    walk,
+                )
+            ]
+            if noop_before
+            else []
+        ),
         ratio_row(
             f"no-op splice sync -j 2 ({shape})",
             noop_j2,
@@ -105,4 +262,5 @@ def run(quick: bool = False) -> list[Row]:
             "no-op splice sync",
             noop,
         ),
+        *small,
     ]

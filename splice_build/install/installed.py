@@ -1,8 +1,9 @@
 """Is an installed package still the verified copy the lock describes? (invariants 3 and 4)
 
-:func:`check_installed` recomputes the files digest **from bytes** (``tree_digest``), compares
-it with the lock's ``files``, reads the manifest it just verified, and checks that the manifest
-asks for nothing beyond the lock's grant. It raises instead of returning a flag:
+:func:`check_installed` recomputes the files digest **from bytes** (``tree_digest``; only the
+graph's ``verify`` task of install/sync passes the stat cache's digest instead,
+docs/lifecycle.md#the-stat-cache), compares it with the lock's ``files``, reads the manifest
+it just verified, and checks that the manifest asks for nothing beyond the lock's grant. It raises instead of returning a flag:
 ``NOT_INSTALLED``, ``INSTALLED_PACKAGE_MODIFIED`` (hint: ``splice install`` restores it) or
 ``PERMISSIONS_NOT_GRANTED`` (also when the lock's grant or the manifest reaches the project's
 own state: :func:`refuse_project_state`). An entry that does not record ``files``, ``size`` or
@@ -18,6 +19,7 @@ check did not prove just now. A sync over many projects sharing a package parses
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -98,10 +100,17 @@ def refuse_project_state(
 
 
 def check_installed(
-    layout: ProjectLayout, package_id: str, entry: LockEntry | None, *, home: Path | None = None
+    layout: ProjectLayout,
+    package_id: str,
+    entry: LockEntry | None,
+    *,
+    home: Path | None = None,
+    digest_of: Callable[[Path], str | None] = tree_digest,
 ) -> InstalledPackage:
     """Verify the installed copy of ``package_id`` against ``entry`` (see the module docstring);
-    ``home``: SPLICE_HOME, which no grant may reach."""
+    ``home``: SPLICE_HOME, which no grant may reach. ``digest_of`` computes the files digest:
+    from bytes, except in the graph's ``verify`` task of install/sync, which passes the stat
+    cache's (install/statcache.py); ``splice run``/``verify``/``mcp`` never do."""
     directory = layout.package_dir(package_id)
     if entry is None or not directory.is_dir():
         raise InstallError(
@@ -110,7 +119,7 @@ def check_installed(
             hint=f"Run `splice add {package_id}`." if entry is None else RESTORE_HINT,
         )
     known = entry.known(package_id)  # LOCK_INCOMPLETE: no check runs on a field it lacks
-    actual = tree_digest(directory)
+    actual = digest_of(directory)
     if actual != known.files:
         reason = (
             "it contains a link, a special file or too many files"

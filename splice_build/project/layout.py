@@ -11,6 +11,7 @@ one where things are, so the layout is written down once.
     <root>/workspace/                      the @splice/files skill's directory
     <root>/.splice/state.lock              lock file serializing writers of all of the above
     <root>/.splice/graph.sqlite3           the doit state graph
+    <root>/.splice/statcache.json          stat records of installed files (install/statcache.py)
     <root>/.splice/packages/@ns/name/      installed, verified files
     <root>/.splice/tmp/                    staging and backups during an install
 """
@@ -74,6 +75,10 @@ class ProjectLayout:
     @property
     def graph_db(self) -> Path:
         return self.state_dir / "graph.sqlite3"
+
+    @property
+    def stat_cache(self) -> Path:
+        return self.state_dir / "statcache.json"
 
     @property
     def workspace_dir(self) -> Path:

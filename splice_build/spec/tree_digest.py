@@ -20,17 +20,18 @@ from splice_build.spec.limits import MAX_FILES
 _CHUNK = 1024 * 1024
 
 
-class _NotAPackageTree(Exception):
+class NotAPackageTree(Exception):
     """The tree holds something a verified package cannot contain."""
 
 
-def _hash_file(path: str) -> str:
+def hash_package_file(path: str) -> str:
+    """Hex SHA-256 of the regular file at ``path``; ``NotAPackageTree`` for anything else."""
     # O_NOFOLLOW: the entry was a regular file when listed; refuse it if it became a link.
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0))
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise _NotAPackageTree(path)
+            raise NotAPackageTree(path)
         # One read sized to a small file (os.read allocates what it is asked for); large
         # files go in 1 MiB reads. A short read of a regular file is its end.
         want = min(info.st_size + 1, _CHUNK)
@@ -54,10 +55,10 @@ def _walk(directory: str, prefix: str, hashes: dict[str, str]) -> None:
                 _walk(entry.path, relative + "/", hashes)
             elif entry.is_file(follow_symlinks=False):
                 if len(hashes) >= MAX_FILES:
-                    raise _NotAPackageTree(entry.path)
-                hashes[relative] = _hash_file(entry.path)
+                    raise NotAPackageTree(entry.path)
+                hashes[relative] = hash_package_file(entry.path)
             else:
-                raise _NotAPackageTree(entry.path)
+                raise NotAPackageTree(entry.path)
 
 
 def tree_hashes(directory: Path) -> dict[str, str] | None:
@@ -67,7 +68,7 @@ def tree_hashes(directory: Path) -> dict[str, str] | None:
         if not stat.S_ISDIR(os.lstat(directory).st_mode):
             return None
         _walk(os.fspath(directory), "", hashes)
-    except (_NotAPackageTree, FileNotFoundError, NotADirectoryError):
+    except (NotAPackageTree, FileNotFoundError, NotADirectoryError):
         return None
     return hashes
 

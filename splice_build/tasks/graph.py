@@ -21,6 +21,10 @@ doit facts this module is built on (issues #6 and #7):
   doit's command-line variables, which a user's own ``doit`` run (``splice_tasks``) still
   needs: they are put back.
 - doit's runner keeps global state, so runs inside one process are serialized.
+- Only doit's own ``run`` command, its built-in reporters and its ``sqlite3`` backend are
+  offered: the entry-point scans for plugin commands, reporters and backends (three passes over
+  every installed distribution's metadata, ~25 ms of a no-op run, issue #22) are skipped, and
+  no package installed next to Splice can replace a part of its graph.
 - A ``check`` run takes no lock it would have to create, recovers nothing and keeps its doit
   database in a temporary directory: it changes no byte of the projects.
 """
@@ -34,6 +38,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from splice_build.errors import SpliceError
 from splice_build.install.installer import Installer
@@ -152,15 +157,33 @@ def _argv(jobs: int) -> list[str]:
     return argv
 
 
-def _run_doit(workspace: WorkspaceRun) -> None:
+def _doit_main(workspace: WorkspaceRun) -> Any:
+    """``DoitMain`` with doit's own ``run`` command and no plugin scan (see the docstring)."""
+    from doit import reporter
+    from doit.cmd_run import Run
     from doit.doit_cmd import DoitMain
+    from doit.plugin import PluginDict
 
-    from splice_build.tasks.loader import (
-        BACKEND_PLUGIN,
-        IN_FLIGHT,
-        SavingSqliteDB,
-        SpliceTaskLoader,
-    )
+    from splice_build.tasks.loader import BACKEND, SavingSqliteDB, SpliceTaskLoader
+
+    class _Run(Run):  # type: ignore[misc]
+        def get_reporters(self) -> dict[str, Any]:
+            return {"console": reporter.ConsoleReporter}  # the loader's reporter is a class
+
+        def get_backends(self) -> dict[str, Any]:
+            return {BACKEND: SavingSqliteDB}
+
+    class _Main(DoitMain):  # type: ignore[misc]
+        def get_cmds(self) -> Any:
+            commands = PluginDict()
+            commands["run"] = _Run
+            return commands
+
+    return _Main(SpliceTaskLoader(workspace), config_filenames=())
+
+
+def _run_doit(workspace: WorkspaceRun) -> None:
+    from splice_build.tasks.loader import IN_FLIGHT, SavingSqliteDB
 
     db = workspace.db
     db.parent.mkdir(parents=True, exist_ok=True)
@@ -169,9 +192,7 @@ def _run_doit(workspace: WorkspaceRun) -> None:
     IN_FLIGHT.reset()
     with _restored_streams():
         try:
-            code = DoitMain(
-                SpliceTaskLoader(workspace), config_filenames=(), extra_config=BACKEND_PLUGIN
-            ).run(_argv(workspace.jobs))
+            code = _doit_main(workspace).run(_argv(workspace.jobs))
         except BaseException:  # ^C or SIGTERM: let running installs end, then let go
             IN_FLIGHT.stop_and_wait()
             raise

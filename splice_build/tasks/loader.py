@@ -11,8 +11,10 @@ Per project (``<p>`` is empty for ``splice install``, ``:<path>`` for a workspac
   ``add``/``update``) and checks the locked ones against their ranges (``LOCK_MISMATCH``). Its
   ``file_dep`` is ``splice.json`` under the SHA-256 checker; it is up to date when every
   package is locked within its range and no command asked for a resolution.
-- ``verify<p>``: the files digest **from bytes** and the grant check of every locked
-  package of the project; it always runs (no ``file_dep``, no ``uptodate``). It is the
+- ``verify<p>``: the files digest and the grant check of every locked package of the
+  project; it always runs (no ``file_dep``, no ``uptodate``). A file whose stat matches the
+  stat cache's record is not re-read (install/statcache.py, docs/lifecycle.md#the-stat-cache);
+  every other file is hashed from bytes. It is the
   tree-digest dependency of ``install<p>`` — a directory is not a valid ``file_dep``.
 - ``fetch:<id>``: one task per package id for *all* projects of the run: each distinct
   artifact (registry, id, version, pinned integrity) some project needs is fetched once, then
@@ -29,6 +31,7 @@ another's (and a shared ``fetch:`` never fails because one of its users did).
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -41,6 +44,7 @@ from splice_build.errors import ErrorCode, InstallError, SpliceError, storage_er
 from splice_build.install.installed import check_installed
 from splice_build.install.installer import Fetched, Target
 from splice_build.install.resolve import resolve
+from splice_build.install.statcache import StatCache, file_system_now
 from splice_build.spec.semver import Range, Version
 from splice_build.tasks.checker import Sha256Checker
 from splice_build.tasks.reporter import reporter_class
@@ -69,7 +73,6 @@ class SavingSqliteDB(SqliteDB):  # type: ignore[misc]
 
 
 BACKEND = "splice-sqlite3"
-BACKEND_PLUGIN = {"BACKEND": {BACKEND: f"{__name__}:SavingSqliteDB"}}
 
 _IO = {"capture": False}  # never swap sys.stdout: MCP speaks JSON-RPC on it
 
@@ -263,16 +266,28 @@ class SpliceTaskLoader(TaskLoader2):
     def _verify_task(self, run: GraphRun) -> Task:
         def verify() -> None:
             assert run.lock is not None
+            cache = StatCache.load(run.layout.stat_cache) if run.request.stat_cache else None
+            before = None if self.workspace.check or cache is None else _file_system_now(run)
             for package_id in run.ids:
                 entry = run.lock.get(package_id)
                 if entry is None:
                     continue
                 try:
-                    run.installed[package_id] = check_installed(run.layout, package_id, entry)
+                    if cache is None:
+                        checked = check_installed(run.layout, package_id, entry)
+                    else:
+                        digest_of = functools.partial(cache.package_digest, package_id)
+                        checked = check_installed(
+                            run.layout, package_id, entry, digest_of=digest_of
+                        )
+                    run.installed[package_id] = checked
                 except SpliceError as exc:
                     run.installed.pop(package_id, None)  # install restores it
                     if exc.code is not ErrorCode.NOT_INSTALLED:
                         run.damaged[package_id] = "; ".join((exc.message, *exc.details))
+            if cache is not None and before is not None:
+                with contextlib.suppress(OSError):  # a hint only: the next run hashes again
+                    cache.save(run.ids, before_ns=before)
 
         return Task(task_name("verify", run), [_guarded(run, verify)], io=_IO)
 
@@ -365,6 +380,15 @@ class SpliceTaskLoader(TaskLoader2):
 
         deps = [task_name(step, run) for run in runs for step in ("lock", "verify")]
         return Task(f"fetch:{package_id}", [fetch], task_dep=deps, uptodate=[up_to_date], io=_IO)
+
+
+def _file_system_now(run: GraphRun) -> int | None:
+    """The file system's clock before any installed file is read (install/statcache.py);
+    None (record nothing) when the project's lock file, which this run holds, cannot tell."""
+    try:
+        return file_system_now(run.layout.state_lock)
+    except OSError:
+        return None
 
 
 def _frozen_mismatch(package_id: str, unlocked: bool) -> InstallError:

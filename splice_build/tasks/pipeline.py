@@ -75,7 +75,7 @@ def splice_tasks(
         "basename": f"{BASENAME}:verify",
         "doc": "fail unless every lock matches splice.json and every installed file its lock",
         "actions": [(_verify, (workspace, registry))],
-        "uptodate": [lambda: _check(workspace, workspace, registry)],
+        "uptodate": [lambda: _check(workspace, workspace, registry, stat_cache=False)],
         "verbosity": 2,
     }
 
@@ -122,11 +122,11 @@ def _run(start: Path, root: Path, registry: str | None, **options: Any) -> SyncR
     )
 
 
-def _check(start: Path, root: Path, registry: str | None) -> bool:
+def _check(start: Path, root: Path, registry: str | None, *, stat_cache: bool = True) -> bool:
     from splice_build.errors import SpliceError
 
     try:
-        return bool(_run(start, root, registry, check=True).ok)
+        return bool(_run(start, root, registry, check=True, stat_cache=stat_cache).ok)
     except SpliceError:
         return False  # the action runs and reports the error
 
@@ -198,7 +198,7 @@ def _install(project: Path, registry: str | None, accept_permissions: bool) -> A
 
 
 def _verify(root: Path, registry: str | None) -> Any:
-    return _outcome(root, root, registry, check=True)
+    return _outcome(root, root, registry, check=True, stat_cache=False)  # always from bytes
 
 
 def _sync(root: Path, registry: str | None, accept_permissions: bool) -> Any:

@@ -47,6 +47,8 @@ class GraphRequest:
     (no download, no install, no graph database); the run lists what it would change.
     ``follow_ranges``: a locked version outside its edited range is resolved again (``sync``)
     instead of being a ``LOCK_MISMATCH`` (``install``, whose hint is ``splice update``).
+    ``stat_cache``: the ``verify`` step may reuse the hash of a file whose stat is unchanged
+    (install/statcache.py); False hashes every file from bytes (doit's ``splice:verify``).
     """
 
     ids: tuple[str, ...] | None = None
@@ -54,6 +56,7 @@ class GraphRequest:
     frozen: bool = False
     check: bool = False
     follow_ranges: bool = False
+    stat_cache: bool = True
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ class SyncOptions:
     accept_permissions: bool = False
     require_signed: bool = False
     allow_signer_change: bool = False
+    stat_cache: bool = True  # False: every installed file hashed from bytes
 
 
 def _quiet(path: str, step: str, message: str) -> None:
@@ -121,7 +122,12 @@ def sync_workspace(
         for directory in workspace.members
     ]
     try:
-        request = GraphRequest(frozen=options.frozen, check=options.check, follow_ranges=True)
+        request = GraphRequest(
+            frozen=options.frozen,
+            check=options.check,
+            follow_ranges=True,
+            stat_cache=options.stat_cache,
+        )
         ran = run_workspace(
             members,
             request,

@@ -12,6 +12,7 @@ from pathlib import Path
 from splice_build.project.layout import ProjectLayout
 from splice_build.sdk import Splice
 from testing.registry_fixtures import new_project
+from testing.stat_records import edit_keeping_mtime, forge_clean_record
 
 GREETER = "@acme/greeter"
 OTHER = "@acme/other"
@@ -83,6 +84,25 @@ def test_verify_fails_on_a_tampered_file_and_install_repairs_it(
     assert _marks(repair)["splice:install"] == "ran"
     assert "evil" not in tampered.read_text(encoding="utf-8")
     assert _marks(_doit(project)) == SETTLED
+
+
+def test_verify_reads_bytes_even_when_the_stat_cache_says_clean(
+    tmp_path: Path, registry: dict
+) -> None:
+    project = new_project(tmp_path / "app")
+    Splice(project).add([f"{GREETER}@^1.0.0"])
+    Splice(project).install()  # a writing no-op run records what add installed
+    _dodo(project, "")
+    assert _marks(_doit(project)) == SETTLED
+    relative = "tools/hello.js"
+    tampered = ProjectLayout(project).package_dir(GREETER) / relative
+    text = tampered.read_text(encoding="utf-8")
+    edit_keeping_mtime(tampered, text[::-1])
+    forge_clean_record(project, GREETER, relative)
+    assert _marks(_doit(project, "splice:sync")) == {"splice:sync": "up to date"}  # trusted
+    verify = _doit(project, "splice:verify")
+    assert verify.returncode == 1, verify.stdout + verify.stderr
+    assert f".: would restore {GREETER}@1.1.0" in verify.stdout + verify.stderr
 
 
 def test_a_monorepo_root_gets_the_workspace_tasks(tmp_path: Path, registry: dict) -> None:

@@ -1,0 +1,247 @@
+"""The stat cache: a no-op ``install``/``sync`` re-hashes only files that changed (issue #22).
+
+docs/lifecycle.md#the-stat-cache. Like git's index, ``.splice/statcache.json`` remembers, per
+installed file, ``(st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns, st_mode)`` and the
+SHA-256 of its bytes as read right after that stat. A later walk of the package directory
+(every entry is still listed, so an added, removed or renamed file is seen) reuses the
+recorded SHA-256 of a file whose stat is unchanged and hashes every other file; the files
+digest is then built from those per-file hashes exactly as :func:`tree_digest` builds it, and
+compared with the lock as before. Only the graph's ``verify`` task of ``install``/``sync``/
+``sync --check`` uses it; ``splice run``, ``splice verify``, ``splice mcp`` and doit's
+``splice:verify`` never read it.
+
+Why the stat is enough: any write to a file, ``chmod``, ``utime`` or rename sets its ``ctime``
+to the file system's "now", and no user process can set ``ctime`` back; a replaced file also
+has a new inode. The one hole is a change within the same clock tick as the recorded ``ctime``
+(git's "racy" case; file system timestamps are coarse, often a few milliseconds, a second or
+two on some file systems). It is closed by taking a timestamp from the file system's own clock
+(``utime`` of ``.splice/state.lock``, which a writing run holds) *before* the files are read,
+and recording only files whose ``mtime`` and ``ctime`` are strictly older: any change after
+that moment carries a later ``ctime``, so it can never look like the recorded one. A file that
+is not strictly older (just installed, just edited) is hashed again on the next run, and
+recorded then. When loading, an entry not strictly older than the cache file's own ``mtime``
+is ignored as well (git's rule), for a cache written by some other means.
+
+The file is only a hint: unreadable, of another version or malformed in any field, it is
+ignored as a whole (every file is hashed) and rewritten by the next writing run. A ``check``
+run reads it but never writes it. Writes go through ``atomic_write_bytes``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from splice_build.spec.digests import files_digest_from_hashes
+from splice_build.spec.limits import MAX_FILES
+from splice_build.spec.tree_digest import NotAPackageTree, hash_package_file
+
+VERSION = 1
+
+# Threads pay off only when hashlib and os.read release the GIL on enough bytes: hashlib does
+# for buffers over 2 KiB, and a pool's start-up costs about what hashing 1 MiB does.
+PARALLEL_MIN_BYTES = 4 * 1024 * 1024
+PARALLEL_MIN_FILES = 4
+_WORKERS = 4
+
+Key = tuple[int, int, int, int, int, int]  # dev, ino, size, mtime_ns, ctime_ns, mode
+_HEX = re.compile(r"[0-9a-f]{64}")
+
+
+def _key(info: os.stat_result) -> Key:
+    return (
+        info.st_dev,
+        info.st_ino,
+        info.st_size,
+        info.st_mtime_ns,
+        info.st_ctime_ns,
+        info.st_mode,
+    )
+
+
+@dataclass
+class StatCache:
+    """The records of one project, loaded once per run; ``save`` writes what changed."""
+
+    path: Path
+    records: dict[str, dict[str, tuple[Key, str]]] = field(default_factory=dict)
+    changed: bool = False
+    _fresh: dict[str, dict[str, tuple[Key, str]]] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path: Path) -> StatCache:
+        """The cache at ``path``; empty (and to be rewritten) when it cannot be trusted."""
+        cache = cls(path)
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            cache.changed = True  # missing or unreadable: rebuilt by the next writing run
+            return cache
+        records = None
+        try:
+            info = os.fstat(fd)
+            if stat.S_ISREG(info.st_mode):
+                with os.fdopen(os.dup(fd), "rb") as handle:
+                    records = _parse(handle.read(), written_ns=info.st_mtime_ns)
+        except OSError:
+            records = None
+        finally:
+            os.close(fd)
+        if records is None:
+            cache.changed = True
+        else:
+            cache.records = records
+        return cache
+
+    def package_digest(self, package_id: str, directory: Path) -> str | None:
+        """The files digest of ``directory`` (as ``tree_digest``), re-hashing changed files."""
+        known = self.records.get(package_id, {})
+        listed: list[tuple[str, str, Key]] = []
+        try:
+            if not stat.S_ISDIR(os.lstat(directory).st_mode):
+                return None
+            _list(os.fspath(directory), "", listed)
+        except (NotAPackageTree, FileNotFoundError, NotADirectoryError):
+            return None
+        hashes: dict[str, str] = {}
+        pending: list[tuple[str, str, Key]] = []
+        for relative, path, key in listed:
+            record = known.get(relative)
+            if record is not None and record[0] == key:
+                hashes[relative] = record[1]
+            else:
+                pending.append((relative, path, key))
+        try:
+            fresh = _hash_all(pending)
+        except (NotAPackageTree, FileNotFoundError):
+            return None
+        hashes.update(fresh)
+        if pending or len(known) != len(listed):
+            self._fresh[package_id] = {rel: (key, hashes[rel]) for rel, _, key in listed}
+        return files_digest_from_hashes(hashes)
+
+    def save(self, package_ids: Iterable[str], *, before_ns: int) -> None:
+        """Record the packages of this run whose files are strictly older than ``before_ns``.
+
+        ``before_ns`` is a file-system timestamp taken before any file was read (see the
+        module docstring). Packages not in ``package_ids`` are dropped. Raises ``OSError``.
+        """
+        ids = sorted(set(package_ids))
+        records: dict[str, dict[str, tuple[Key, str]]] = {}
+        for package_id in ids:
+            entries = self._fresh.get(package_id, self.records.get(package_id))
+            if entries is None:
+                continue
+            kept = {
+                rel: (key, sha)
+                for rel, (key, sha) in entries.items()
+                if key[3] < before_ns and key[4] < before_ns
+            }
+            if kept:
+                records[package_id] = kept
+        if not self.changed and records == self.records:
+            return
+        from splice_build.project.atomic import atomic_write_bytes
+
+        atomic_write_bytes(self.path, _encode(records))
+        self.records, self.changed = records, False
+        self._fresh.clear()
+
+
+def file_system_now(marker: Path) -> int:
+    """Now, by the clock of the file system holding ``marker`` (a file this run owns).
+
+    ``utime`` with no times asks the file system for its current time (a network file
+    system's server clock included), which is the clock every ``ctime`` comes from."""
+    os.utime(marker)
+    return os.stat(marker).st_mtime_ns
+
+
+def _list(directory: str, prefix: str, listed: list[tuple[str, str, Key]]) -> None:
+    with os.scandir(directory) as entries:
+        for entry in entries:
+            relative = prefix + entry.name
+            if entry.is_dir(follow_symlinks=False):
+                _list(entry.path, relative + "/", listed)
+            elif entry.is_file(follow_symlinks=False):
+                if len(listed) >= MAX_FILES:
+                    raise NotAPackageTree(entry.path)
+                info = entry.stat(follow_symlinks=False)
+                if not stat.S_ISREG(info.st_mode):
+                    raise NotAPackageTree(entry.path)
+                listed.append((relative, entry.path, _key(info)))
+            else:
+                raise NotAPackageTree(entry.path)
+
+
+def _hash_one(item: tuple[str, str, Key]) -> tuple[str, str]:
+    relative, path, _ = item
+    return relative, hash_package_file(path)
+
+
+def _hash_all(pending: list[tuple[str, str, Key]]) -> dict[str, str]:
+    """SHA-256 of every pending file; on a few threads when there are bytes enough to win."""
+    total = sum(key[2] for _, _, key in pending)
+    if len(pending) < PARALLEL_MIN_FILES or total < PARALLEL_MIN_BYTES:
+        return dict(map(_hash_one, pending))
+    workers = min(_WORKERS, os.cpu_count() or 1, len(pending))
+    if workers < 2:
+        return dict(map(_hash_one, pending))
+    from concurrent.futures import ThreadPoolExecutor  # ~5 ms of imports a no-op never needs
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return dict(pool.map(_hash_one, pending))
+
+
+def _encode(records: Mapping[str, Mapping[str, tuple[Key, str]]]) -> bytes:
+    # json.dumps, not the JavaScript-compatible writer: nanosecond stamps exceed 2**53.
+    body = {
+        "version": VERSION,
+        "packages": {
+            package_id: {rel: [*key, sha] for rel, (key, sha) in sorted(entries.items())}
+            for package_id, entries in records.items()
+        },
+    }
+    return (json.dumps(body, separators=(",", ":")) + "\n").encode("ascii")
+
+
+def _is_int(value: object) -> bool:
+    return type(value) is int and value >= 0
+
+
+def _parse(data: bytes, *, written_ns: int) -> dict[str, dict[str, tuple[Key, str]]] | None:
+    """The records of a cache file, or None unless every field has exactly its shape."""
+    try:
+        body = json.loads(data.decode("ascii"))
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(body, dict) or set(body) != {"version", "packages"}:
+        return None
+    if type(body["version"]) is not int or body["version"] != VERSION:
+        return None
+    packages = body["packages"]
+    if not isinstance(packages, dict):
+        return None
+    records: dict[str, dict[str, tuple[Key, str]]] = {}
+    for package_id, entries in packages.items():
+        if not isinstance(entries, dict) or len(entries) > MAX_FILES:
+            return None
+        parsed: dict[str, tuple[Key, str]] = {}
+        for rel, value in entries.items():
+            if not isinstance(value, list) or len(value) != 7:
+                return None
+            *numbers, sha = value
+            if not all(_is_int(n) for n in numbers):
+                return None
+            if not isinstance(sha, str) or not _HEX.fullmatch(sha):
+                return None
+            key: Key = tuple(numbers)  # type: ignore[assignment]
+            if key[3] < written_ns and key[4] < written_ns:  # racy entries are not trusted
+                parsed[rel] = (key, sha)
+        records[package_id] = parsed
+    return records

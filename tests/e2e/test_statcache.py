@@ -1,0 +1,167 @@
+"""The stat cache of a no-op install/sync (docs/lifecycle.md#the-stat-cache), through the real
+binary against the real registry server: every kind of change is still found, a damaged cache
+is ignored and rebuilt, and ``splice run``/``splice verify`` never consult it."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from splice_build.project.layout import ProjectLayout
+from testing.cli import Completed, run_splice
+from testing.registry_fixtures import publish
+from testing.registry_server import registry_server
+from testing.stat_records import edit_keeping_mtime, forge_clean_record
+from testing.workspaces import make_workspace
+
+IDS = ["@acme/pkg00", "@acme/pkg01"]
+FILES = {"lib/data.txt": "0123456789abcdef\n", "lib/deep/more.txt": "more bytes here\n"}
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[str]:
+    store = tmp_path / "served-data"
+    for package_id in IDS:
+        publish(store, tmp_path / "pkgs", name=package_id.split("/")[1], files=FILES)
+    with registry_server(store, admin=False) as server:
+        yield server.url
+
+
+@pytest.fixture
+def project(tmp_path: Path, served: str) -> Path:
+    """One synced workspace member whose every installed file the stat cache records."""
+    root = tmp_path / "ws"
+    [member] = make_workspace(root, 1, IDS, len(IDS))
+    for _ in range(2):  # the first run installs after its verify step; the second records
+        done = _sync(root, served)
+        assert done.code == 0, done.stderr
+    recorded = _cache(member)["packages"]["@acme/pkg00"]
+    assert set(recorded) == {"manifest.json", "SKILL.md", "tools/hello.js", *FILES}
+    return member
+
+
+def _sync(root: Path, url: str, *args: str) -> Completed:
+    return run_splice("--registry", url, "--json", "sync", *args, cwd=root)
+
+
+def _cache(member: Path) -> dict:
+    return json.loads(ProjectLayout(member).stat_cache.read_text())
+
+
+def _changes(done: Completed) -> list[tuple[str, str]]:
+    [project] = done.json()["projects"]
+    return [(c["name"], c["action"]) for c in project["changes"]]
+
+
+def _data_file(member: Path) -> Path:
+    return ProjectLayout(member).package_dir("@acme/pkg00") / "lib" / "data.txt"
+
+
+def _same_size_same_mtime(path: Path, text: str) -> None:
+    before = path.stat().st_mtime_ns
+    edit_keeping_mtime(path, text)
+    assert path.stat().st_mtime_ns == before
+
+
+def _replaced(path: Path, text: str) -> None:
+    """A new inode under the old name, same size and mtime as the old file."""
+    before = path.stat()
+    other = path.with_name(".replacement")
+    other.write_text(text)
+    os.utime(other, ns=(before.st_atime_ns, before.st_mtime_ns))
+    os.replace(other, path)
+    assert path.stat().st_ino != before.st_ino
+
+
+def _hidden_file(path: Path) -> None:
+    (path.parent / ".hidden").write_text("")
+
+
+def _removed(path: Path) -> None:
+    path.unlink()
+
+
+CHANGES = {
+    "content, mtime restored": lambda p: _same_size_same_mtime(p, "0123456789ABCDEF\n"),
+    "replaced by a new inode": lambda p: _replaced(p, "fedcba9876543210\n"),
+    "hidden file added": _hidden_file,
+    "file removed": _removed,
+}
+
+
+@pytest.mark.parametrize("change", list(CHANGES))
+def test_every_change_is_found_past_the_stat_cache(project: Path, served: str, change: str) -> None:
+    root = project.parent.parent
+    CHANGES[change](_data_file(project))
+    checked = _sync(root, served, "--check")
+    assert checked.code == 1, checked.stdout
+    assert _changes(checked) == [("@acme/pkg00", "restore")]
+    repaired = _sync(root, served)
+    assert repaired.code == 0, repaired.stderr
+    assert _data_file(project).read_text() == FILES["lib/data.txt"]
+    assert not (_data_file(project).parent / ".hidden").exists()
+    assert _changes(_sync(root, served, "--check")) == []
+
+
+BAD_CACHES = {
+    "not JSON": b"{",
+    "not ASCII": b'{"version":1,"packages":{}}\xff',
+    "foreign version": json.dumps({"version": 2, "packages": {}}).encode(),
+    "extra member": json.dumps({"version": 1, "packages": {}, "more": 1}).encode(),
+    "boolean for a number": None,  # built from the real cache below
+    "short record": None,
+}
+
+
+@pytest.mark.parametrize("bad", list(BAD_CACHES))
+def test_a_malformed_cache_is_ignored_and_rebuilt(project: Path, served: str, bad: str) -> None:
+    root = project.parent.parent
+    path = ProjectLayout(project).stat_cache
+    data = BAD_CACHES[bad]
+    if data is None:
+        real = _cache(project)
+        record = real["packages"]["@acme/pkg00"]["lib/data.txt"]
+        record[0] = True if bad == "boolean for a number" else record[0]
+        if bad == "short record":
+            del record[5]
+        data = json.dumps(real).encode()
+    # Well-formed records would have said "unchanged": the change is found only from bytes.
+    _same_size_same_mtime(_data_file(project), "0123456789ABCDEF\n")
+    path.write_bytes(data)
+    checked = _sync(root, served, "--check")
+    assert _changes(checked) == [("@acme/pkg00", "restore")]
+    assert path.read_bytes() == data  # a check run writes nothing
+    assert _sync(root, served).code == 0
+    rebuilt = _cache(project)
+    assert rebuilt["version"] == 1 and set(rebuilt["packages"]) <= set(IDS)
+
+
+def test_run_and_verify_read_bytes_even_when_the_cache_says_clean(
+    project: Path, served: str
+) -> None:
+    root = project.parent.parent
+    _same_size_same_mtime(_data_file(project), "0123456789ABCDEF\n")
+    forge_clean_record(project, "@acme/pkg00", "lib/data.txt")
+    # The no-op path trusts the records (that is the cache working), in check and install ...
+    assert _changes(_sync(root, served, "--check")) == []
+    installed = run_splice("--registry", served, "install", cwd=project)
+    assert installed.code == 0, installed.stderr
+    assert _data_file(project).read_text() == "0123456789ABCDEF\n"  # no repair was needed
+    # ... the commands that load code never do.
+    verified = run_splice("--registry", served, "--json", "verify", "@acme/pkg00", cwd=project)
+    assert verified.code == 1, verified.stdout
+    installed = {c["id"]: c for c in verified.json()["checks"]}["installed"]
+    assert installed["status"] == "failed"
+    assert installed["message"].startswith("INSTALLED_PACKAGE_MODIFIED: "), installed
+    ran = run_splice("--json", "run", "pkg00.hello", "name=Ada", cwd=project)
+    assert ran.code != 0
+    assert ran.json()["error"]["code"] == "INSTALLED_PACKAGE_MODIFIED", ran.stdout
+    assert run_splice("--json", "run", "pkg01.hello", "name=Ada", cwd=project).code == 0
+    # Without the forged records the next install finds the change and restores the copy.
+    ProjectLayout(project).stat_cache.unlink()
+    assert run_splice("--registry", served, "install", cwd=project).code == 0
+    assert _data_file(project).read_text() == FILES["lib/data.txt"]

@@ -1,0 +1,77 @@
+"""The stat cache's racy rule on real files (install/statcache.py): a file whose mtime or
+ctime is not strictly older than the file system's clock before the files were read is never
+recorded, and a record not strictly older than the cache file itself is never trusted."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from splice_build.install.statcache import StatCache, file_system_now
+from splice_build.spec.tree_digest import tree_digest
+
+PACKAGE = "@acme/pkg"
+
+
+def _package(tmp_path: Path) -> Path:
+    directory = tmp_path / "pkg"
+    (directory / "lib").mkdir(parents=True)
+    (directory / "manifest.json").write_text("{}")
+    (directory / "lib" / "a.js").write_text("export const a = 1;\n")
+    return directory
+
+
+def _times(directory: Path) -> list[int]:
+    files = [p for p in directory.rglob("*") if p.is_file()]
+    return [t for p in files for t in (p.stat().st_mtime_ns, p.stat().st_ctime_ns)]
+
+
+def test_files_not_strictly_older_than_the_clock_are_not_recorded(tmp_path: Path) -> None:
+    directory = _package(tmp_path)
+    path = tmp_path / "statcache.json"
+    cache = StatCache.load(path)
+    assert cache.package_digest(PACKAGE, directory) == tree_digest(directory)
+    cache.save([PACKAGE], before_ns=min(_times(directory)))  # same tick as the oldest stamp
+    assert json.loads(path.read_text())["packages"] == {}
+
+    marker = tmp_path / "marker"
+    marker.write_bytes(b"")
+    now = file_system_now(marker)
+    assert now >= max(_times(directory))
+    cache = StatCache.load(path)
+    cache.package_digest(PACKAGE, directory)
+    cache.save([PACKAGE], before_ns=max(_times(directory)) + 1)
+    assert set(json.loads(path.read_text())["packages"][PACKAGE]) == {"manifest.json", "lib/a.js"}
+
+
+def test_records_not_older_than_the_cache_file_are_ignored(tmp_path: Path) -> None:
+    directory = _package(tmp_path)
+    path = tmp_path / "statcache.json"
+    cache = StatCache.load(path)
+    cache.package_digest(PACKAGE, directory)
+    cache.save([PACKAGE], before_ns=max(_times(directory)) + 1)
+    later = max(_times(directory)) + 10**9
+    os.utime(path, ns=(later, later))
+    assert set(StatCache.load(path).records[PACKAGE]) == {"manifest.json", "lib/a.js"}
+    stamp = min(_times(directory))
+    os.utime(path, ns=(stamp, stamp))  # as old as a recorded stamp: racy, not trusted
+    assert StatCache.load(path).records[PACKAGE] == {}
+
+
+def test_a_link_in_the_tree_has_no_digest(tmp_path: Path) -> None:
+    directory = _package(tmp_path)
+    (directory / "lib" / "link.js").symlink_to(directory / "lib" / "a.js")
+    assert StatCache.load(tmp_path / "statcache.json").package_digest(PACKAGE, directory) is None
+
+
+def test_large_packages_hash_on_threads_to_the_same_digest(tmp_path: Path) -> None:
+    from splice_build.install import statcache
+
+    directory = _package(tmp_path)
+    for i in range(statcache.PARALLEL_MIN_FILES + 1):
+        (directory / "lib" / f"blob{i}.bin").write_bytes(bytes([i]) * (1024 * 1024 + i))
+    total = sum(p.stat().st_size for p in directory.rglob("*") if p.is_file())
+    assert total >= statcache.PARALLEL_MIN_BYTES  # the threaded path is taken
+    cache = StatCache.load(tmp_path / "statcache.json")
+    assert cache.package_digest(PACKAGE, directory) == tree_digest(directory)
