@@ -1,9 +1,10 @@
 """The bytes of a project's state (``splice.json``, ``splice.lock``, ``.splice/``), to assert that
 a refused command changed none of them.
 
-Two files of ``.splice/`` are bookkeeping of the run itself, not state: the doit graph
-(``graph.sqlite3``, which records every task run, failed ones included) and the writers' lock
-file ``state.lock``; they are left out.
+Three files of ``.splice/`` are bookkeeping of the run itself, not state: the doit graph
+(``graph.sqlite3``, which records every task run, failed ones included), the writers' lock
+file ``state.lock`` and the stat cache ``statcache.json`` (file states seen by a run, never
+trusted by a check that runs code); they are left out.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 STATE = ("splice.json", "splice.lock", ".splice")
-BOOKKEEPING = frozenset({".splice/graph.sqlite3", ".splice/state.lock"})
+BOOKKEEPING = frozenset({".splice/graph.sqlite3", ".splice/state.lock", ".splice/statcache.json"})
 
 
 def state_bytes(project: Path) -> dict[str, bytes | None]:
