@@ -6,6 +6,11 @@ client used directly from Python, in the same run, on a loopback HTTP server.
   per request, as the parent makes one per request; and a reused one). Target: ≤ 2 ms more.
 - 10 MiB download: the tool reads the whole body (``arrayBuffer()``, streamed in chunks
   through the channel), against Python reading it directly. Target: ≥ 100 MiB/s.
+- CPU per 10 MiB: what one download costs the Node host (``process.cpuUsage()``) and the
+  parent (``time.process_time()`` of an execution that only downloads, divided by its
+  downloads: an upper bound, it includes the execution's own start). Throughput on a loaded
+  machine is roughly the CPU share the three processes get divided by these costs, so these
+  rows compare changes where the MiB/s rows only show the load.
 """
 
 from __future__ import annotations
@@ -68,12 +73,15 @@ export default async ({ url, big, gets, downloads }) => {
     latency.push(performance.now() - t0);
   }
   const download = [];
+  if (downloads > 0) await (await fetch(big)).arrayBuffer(); // warms the code paths
+  const cpu0 = process.cpuUsage();
   for (let i = 0; i < downloads; i += 1) {
     const t0 = performance.now();
     const bytes = (await (await fetch(big)).arrayBuffer()).byteLength;
     download.push([performance.now() - t0, bytes]);
   }
-  return { latency, download };
+  const cpu = process.cpuUsage(cpu0);
+  return { latency, download, nodeCpuMs: (cpu.user + cpu.system) / 1000 };
 };
 """
 
@@ -111,6 +119,8 @@ def run(quick: bool = False) -> list[Row]:
     direct_download: list[float] = []
     latency: list[float] = []
     through: list[float] = []
+    node_cpu: list[float] = []
+    parent_cpu: list[float] = []
     with _server() as base, tempfile.TemporaryDirectory() as tmp:
         url, big = f"{base}/echo", f"{base}/big"
         project = Path(tmp) / "project"
@@ -127,12 +137,20 @@ def run(quick: bool = False) -> list[Row]:
             reused += one_reused
             direct_download += one_download
             result = runtime.execute(
-                loaded, "t", {"url": url, "big": big, "gets": gets + 1, "downloads": downloads}
+                loaded, "t", {"url": url, "big": big, "gets": gets + 1, "downloads": 0}
             )
             if not result.ok:
                 raise RuntimeError(f"the fetch benchmark tool failed: {result.to_json()}")
             latency += result.output["latency"][1:]  # the first pays the client's imports
+            cpu_started = time.process_time()
+            result = runtime.execute(
+                loaded, "t", {"url": url, "big": big, "gets": 0, "downloads": downloads}
+            )
+            parent_cpu.append((time.process_time() - cpu_started) * 1000 / (downloads + 1))
+            if not result.ok:
+                raise RuntimeError(f"the fetch benchmark tool failed: {result.to_json()}")
             through += [b / _MIB / (ms / 1000) for ms, b in result.output["download"]]
+            node_cpu.append(result.output["nodeCpuMs"] / downloads)
     tool_ms = statistics.median(latency)
     return [
         Row(
@@ -164,4 +182,6 @@ def run(quick: bool = False) -> list[Row]:
             statistics.median(direct_download),
             "≥ 100 MiB/s",
         ),
+        Row("10 MiB download: Node host CPU", statistics.median(node_cpu), "ms"),
+        Row("10 MiB download: parent CPU (upper bound)", statistics.median(parent_cpu), "ms"),
     ]

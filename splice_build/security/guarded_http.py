@@ -53,7 +53,10 @@ __all__ = ["GuardedResponse", "GuardedSession", "GuardedStream", "Resolver", "sy
 RedirectMode = Literal["follow", "error", "manual"]
 
 DEFAULT_TIMEOUT_S = 30.0
-_CHUNK = 16 * 1024
+# ``read_all``'s read size: each ``read1`` returns at most what one socket read gives, so larger
+# reads mean fewer trips through urllib3 (16 KiB cost twice the CPU per MiB; the whole body is
+# held anyway, and bounded by the size limit).
+_CHUNK = 256 * 1024
 _FORBIDDEN_METHODS = frozenset({"CONNECT", "TRACE", "TRACK"})
 # Methods the fetch standard upper-cases; any other method is sent as written.
 _NORMALIZED_METHODS = frozenset({"DELETE", "GET", "HEAD", "OPTIONS", "POST", "PUT"})

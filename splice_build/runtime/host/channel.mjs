@@ -12,6 +12,9 @@ import {
 } from './pristine.mjs';
 
 const CHUNK = 256 * 1024;
+// Reads once listening: as large as the parent's pipe (sandbox.py widens it to 1 MiB when the
+// package fetches), so a response chunk and its header line arrive in one read, not two.
+const LISTEN_READ = 1024 * 1024;
 // The job carries at most 4 MiB of input plus context, a capability result at most 4 MiB;
 // anything larger is a broken parent.
 const MAX_INCOMING_FRAME = 8 * 1024 * 1024;
@@ -90,9 +93,9 @@ export class Channel {
   #startReading() {
     if (this.#reading) return;
     this.#reading = true;
-    const buf = apply(bufferAllocUnsafe, Buffer, [CHUNK]);
+    const buf = apply(bufferAllocUnsafe, Buffer, [LISTEN_READ]);
     const loop = () => {
-      apply(read, undefined, [this.#in, buf, 0, CHUNK, null, (err, n) => {
+      apply(read, undefined, [this.#in, buf, 0, LISTEN_READ, null, (err, n) => {
         if (err || n === 0) return;
         this.#feedAll(apply(bufferSubarray, buf, [0, n]));
         loop();
