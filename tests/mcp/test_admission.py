@@ -205,3 +205,42 @@ def test_stdio_runs_one_call_at_a_time_and_queues_the_next(tmp_path: Path) -> No
         assert [client.receive()["id"] for _ in range(2)] == ["first", "second"]
     finally:
         client.close()
+
+
+def test_admission_queue_bounds_round_robin_and_deadline() -> None:
+    """``AsyncAdmission`` itself: per-key and total bounds, round-robin hand-over, deadline."""
+    import asyncio
+
+    from splice_build.mcp.admission import AsyncAdmission, Busy
+
+    async def scenario() -> None:
+        admission = AsyncAdmission(1, queue=4, per_key=2, wait_seconds=30)
+        served: list[str] = []
+        await admission.acquire("a")  # runs
+        waiters = []
+        for name, key in (("a1", "a"), ("a2", "a"), ("b1", "b"), ("c1", "c")):
+
+            async def wait(name: str = name, key: str = key) -> None:
+                await admission.acquire(key)
+                served.append(name)
+                admission.release()
+
+            waiters.append(asyncio.create_task(wait()))
+            await asyncio.sleep(0)
+        with pytest.raises(Busy):
+            await admission.acquire("a")  # "a" has its two queued
+        with pytest.raises(Busy):
+            await admission.acquire("d")  # the queue holds four
+        admission.release()
+        await asyncio.gather(*waiters)
+        assert served == ["a1", "b1", "c1", "a2"]
+        assert (admission.running, admission.waiting) == (0, 0)
+        short = AsyncAdmission(1, wait_seconds=0.01)
+        await short.acquire("x")
+        with pytest.raises(Busy):
+            await short.acquire("y")  # waited past its deadline
+        assert short.waiting == 0
+        short.release()
+        await short.acquire("y")  # the slot is free again
+
+    asyncio.run(scenario())
