@@ -31,7 +31,7 @@ from splice_build.mcp.transport.stdio import claim_stdout, serve_stdio
 from splice_build.sdk import Splice
 splice = Splice(Path.cwd(), env=os.environ)
 server = Server(InstalledBackend(splice), ServerInfo(version="bench", instructions=INSTRUCTIONS))
-serve_stdio(server, sys.stdin.buffer, claim_stdout(), log=lambda message: None)
+serve_stdio(server, sys.stdin.buffer, claim_stdout(), log=lambda message: None, max_calls=os.cpu_count() or 1)
 """
 
 

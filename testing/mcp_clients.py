@@ -41,6 +41,19 @@ def _sleep(arguments: Mapping[str, Any]) -> dict[str, Any]:
     return {"slept": arguments.get("ms", 100), "id": arguments.get("id")}
 
 
+def _wait(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """Block until the file ``path`` exists (the test creates it to let the call finish);
+    then append the call's ``id`` to the file ``log``, if given (the order calls ran in)."""
+    path = Path(str(arguments["path"]))
+    deadline = time.monotonic() + 60
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if "log" in arguments:
+        with open(str(arguments["log"]), "a", encoding="utf-8") as log:
+            log.write(f"{arguments.get('id')}\n")
+    return {"released": path.exists(), "id": arguments.get("id")}
+
+
 def _fail(arguments: Mapping[str, Any]) -> ToolOutcome:
     return ToolOutcome.failure(
         "INVALID_INPUT", "Invalid input for @demo/echo.fail", ["input.name: is required"]
@@ -75,6 +88,7 @@ def demo_backend() -> MemoryBackend:
         lambda arguments: [1, 2, 3],
     )
     backend.add_tool(descriptor("@demo/echo", "sleep"), _sleep)
+    backend.add_tool(descriptor("@demo/echo", "wait"), _wait)
     backend.add_tool(descriptor("@demo/echo", "fail"), _fail)
     backend.add_tool(
         descriptor(
@@ -91,6 +105,7 @@ def demo_backend() -> MemoryBackend:
 
 def serve_demo(argv: Sequence[str]) -> int:
     """Entry point of the demo server process (``stdio`` or ``http PORT``)."""
+    from splice_build.mcp.admission import default_max_calls
     from splice_build.mcp.protocol import Server
     from splice_build.mcp.transport.http import serve_http, token_digest
     from splice_build.mcp.transport.stdio import claim_stdout, serve_stdio
@@ -100,15 +115,22 @@ def serve_demo(argv: Sequence[str]) -> int:
         sys.stderr.flush()
 
     server = Server(demo_backend(), ServerInfo(version="0.0.0-demo", instructions="Demo."), log=log)
+    max_calls = default_max_calls()  # SPLICE_MCP_MAX_CALLS, as for `splice mcp`
     if argv[0] == "stdio":
-        serve_stdio(server, sys.stdin.buffer, claim_stdout(), log=log)
+        serve_stdio(server, sys.stdin.buffer, claim_stdout(), log=log, max_calls=max_calls)
         return 0
 
     def ready(url: str) -> None:
         sys.stdout.write(url + "\n")
         sys.stdout.flush()
 
-    serve_http(server, digest=token_digest(DEMO_TOKEN), port=int(argv[1]), on_ready=ready)
+    serve_http(
+        server,
+        digest=token_digest(DEMO_TOKEN),
+        port=int(argv[1]),
+        max_calls=max_calls,
+        on_ready=ready,
+    )
     return 0
 
 

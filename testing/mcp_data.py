@@ -148,10 +148,18 @@ def serve(argv: Sequence[str]) -> int:
         _unsafe_endpoints=endpoints,
         request_timeout=1.0,
     )
+    from splice_build.mcp.admission import default_max_calls
+
     with Splice(project, env=env, broker=data.broker) as splice:
         backend = CompositeBackend(data, InstalledBackend(splice), log=log)
         info = ServerInfo(instructions=f"{INSTRUCTIONS}\n\n{DATA_INSTRUCTIONS}")
-        serve_stdio(Server(backend, info, log=log), sys.stdin.buffer, claim_stdout(), log=log)
+        serve_stdio(
+            Server(backend, info, log=log),
+            sys.stdin.buffer,
+            claim_stdout(),
+            log=log,
+            max_calls=default_max_calls(),
+        )
     return 0
 
 

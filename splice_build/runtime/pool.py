@@ -7,7 +7,10 @@ its job: no tool code is imported before the job arrives. Processes are keyed by
 Node binary — and the package's files digest when the process was requested).
 
 ``acquire`` pops a process (it leaves the pool for good: a process is never handed out
-twice, and the host exits after its one job) and asks for a replacement. Every warm
+twice, and the host exits after its one job) and asks for a replacement — unless a start
+for that key is already queued: a key has at most one queued start (and one in flight),
+so a burst of calls does not leave a backlog of starts behind it, and once calls stop the
+pool starts at most two more processes per key (docs/mcp.md#admission-control). Every warm
 process is started by the pool's own long-lived thread, so the parent-death signal the
 sandbox sets (it follows the *thread* that forked) fires only when the pool ends or the
 whole parent dies; the host also exits when its job pipe hangs up. The pool is bounded
@@ -175,6 +178,8 @@ class WarmPool:
         return None
 
     def _request(self, key: PoolKey) -> None:
+        if key in self._queue:
+            return  # that start will serve the next call; a backlog would outlive the burst
         self._queue.append(key)
         if self._thread is None:
             self._thread = threading.Thread(

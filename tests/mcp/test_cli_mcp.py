@@ -31,3 +31,19 @@ def test_outside_a_project(tmp_path: Path) -> None:
     completed = run_splice("mcp", cwd=tmp_path)
     assert completed.code == 1
     assert "splice.json" in completed.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "named"),
+    [
+        (["--max-calls", "0"], {}, "--max-calls"),
+        ([], {"SPLICE_MCP_MAX_CALLS": "many"}, "SPLICE_MCP_MAX_CALLS"),
+        ([], {"SPLICE_MCP_MAX_CALLS": "0"}, "SPLICE_MCP_MAX_CALLS"),
+    ],
+)
+def test_max_calls_must_be_positive(
+    tmp_path: Path, args: list[str], env: dict[str, str], named: str
+) -> None:
+    completed = run_splice("mcp", *args, cwd=tmp_path, env=env)
+    assert completed.code == 2
+    assert named in completed.stderr

@@ -238,3 +238,38 @@ def test_a_thousand_calls_leave_nothing_behind(project: Path, tmp_path: Path) ->
     runtime.close()
     assert wait_until_gone(str(tmp_path / "pkgs")) == []
     assert len(os.listdir("/proc/self/fd")) <= fds_before + 2
+
+
+def test_a_burst_leaves_no_backlog_of_starts(project: Path, tmp_path: Path) -> None:
+    """After 16 calls at once the pool starts at most two more processes (one queued, one in
+    flight) and never holds more than its size (docs/mcp.md#admission-control)."""
+    pool = WarmPool(max_size=4)
+    runtime = SpliceRuntime(project_root=project, env={}, pool=pool, isolation="in-process")
+    try:
+        pkg = runtime.load(write_package(tmp_path / "pkgs", tool_returning("1")))
+        sizes: list[int] = []
+        together = threading.Barrier(16)
+
+        def call() -> None:
+            together.wait()
+            assert runtime.execute(pkg, "t", {}).ok
+            stats = pool.stats()
+            sizes.append(stats.idle + stats.starting)
+
+        threads = [threading.Thread(target=call) for _ in range(16)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        after_calls = pool.stats()
+        for _ in range(1000):  # let the starts already asked for finish
+            settled = pool.stats()
+            if settled.starting == 0:
+                break
+            threading.Event().wait(0.02)
+        assert settled.starting == 0, settled
+        assert max(sizes) <= pool.max_size
+        assert settled.started - after_calls.started <= 2
+        assert settled.idle <= 2
+    finally:
+        runtime.close()

@@ -1,4 +1,4 @@
-"""`splice mcp [--project DIR] [--data] [--http [--host H] [--port P]]`: serve installed tools."""
+"""`splice mcp [--project DIR] [--data] [--max-calls N] [--http [--host H] [--port P]]`."""
 
 from __future__ import annotations
 
@@ -31,6 +31,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--http", action="store_true", help="Streamable HTTP instead of stdio")
     parser.add_argument("--host", help="HTTP listen address (default 127.0.0.1; needs --http)")
     parser.add_argument("--port", type=int, help="HTTP port (default 8788; needs --http)")
+    parser.add_argument(
+        "--max-calls",
+        type=int,
+        metavar="N",
+        help="tool calls run at once; more wait (default $SPLICE_MCP_MAX_CALLS or the cores)",
+    )
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
@@ -38,6 +44,11 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         raise UsageError("--host and --port need --http")
     if args.port is not None and not 0 <= args.port <= 65535:
         raise UsageError(f"--port must be between 0 and 65535, got {args.port}")
+    from splice_build.mcp.admission import default_max_calls
+
+    if args.max_calls is not None and args.max_calls < 1:
+        raise UsageError(f"--max-calls must be at least 1, got {args.max_calls}")
+    max_calls = args.max_calls or default_max_calls(ctx.env)
     digest = b""
     if args.http:
         from splice_build.mcp.transport.http import TOKEN_ENV, token_digest
@@ -76,8 +87,8 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         info = ServerInfo(version=__version__, instructions=instructions)
         server = Server(backend, info, log=log)
         if args.http:
-            return _serve_http(args, ctx, server, digest)
-        return _serve_stdio(server, root, log)
+            return _serve_http(args, ctx, server, digest, max_calls)
+        return _serve_stdio(server, root, log, max_calls)
 
 
 def _data_backend(ctx: CommandContext, root: Path) -> DataBackend:
@@ -89,7 +100,7 @@ def _data_backend(ctx: CommandContext, root: Path) -> DataBackend:
     return DataBackend(keys=lambda: load_keys(env=env, project_root=root, home=ctx.home))
 
 
-def _serve_stdio(server: Server, root: Path, log: Log) -> int:
+def _serve_stdio(server: Server, root: Path, log: Log, max_calls: int) -> int:
     import sys
 
     from splice_build.mcp.transport.stdio import claim_stdout, serve_stdio
@@ -97,14 +108,14 @@ def _serve_stdio(server: Server, root: Path, log: Log) -> int:
     protocol_out = claim_stdout()
     log(f"serving {root.name} over stdio")
     try:
-        serve_stdio(server, sys.stdin.buffer, protocol_out, log=log)
+        serve_stdio(server, sys.stdin.buffer, protocol_out, log=log, max_calls=max_calls)
     finally:
         protocol_out.close()
     return 0
 
 
 def _serve_http(
-    args: argparse.Namespace, ctx: CommandContext, server: Server, digest: bytes
+    args: argparse.Namespace, ctx: CommandContext, server: Server, digest: bytes, max_calls: int
 ) -> int:
     from splice_build.mcp.transport.http import DEFAULT_HOST, DEFAULT_PORT, serve_http
 
@@ -116,6 +127,7 @@ def _serve_http(
             digest=digest,
             host=host,
             port=port,
+            max_calls=max_calls,
             on_ready=lambda url: ctx.out.result({"url": url}, url),
         )
     except OSError as exc:

@@ -7,17 +7,33 @@ supported ``mcp-protocol-version`` (400), a body of at most 1 MiB (413, decided 
 ``content-length`` or while streaming, without reading further), a body the hostile-input
 decoder accepts (400 with -32700), a batch only where ``protocol.batch_refusal`` allows it
 (400 with -32600). Only notifications → 202.
+
+A message holding a ``tools/call`` then takes a slot of the server's ``AsyncAdmission``
+(docs/mcp.md#admission-control): it waits in its client's queue, or is refused with 503,
+``Retry-After`` and the JSON-RPC error ``SERVER_BUSY``. An ``initialize`` answer carries a
+fresh ``mcp-session-id``: the server keeps no state for it, it only names the client's
+queue (any instance may answer any request).
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import secrets
 import socket
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from splice_build.errors import UsageError
+from splice_build.mcp.admission import (
+    BUSY_MESSAGE,
+    RETRY_AFTER_SECONDS,
+    SERVER_BUSY,
+    AsyncAdmission,
+    Busy,
+    busy_data,
+    needs_admission,
+)
 from splice_build.mcp.protocol import (
     INVALID_REQUEST,
     PARSE_ERROR,
@@ -45,6 +61,7 @@ PATH = "/mcp"
 # A request without the header is taken as the oldest revision with this transport (6.4).
 DEFAULT_HTTP_VERSION = "2025-03-26"
 TOKEN_ENV = "SPLICE_MCP_TOKEN"
+SESSION_HEADER = "mcp-session-id"
 
 
 def token_digest(token: str | None) -> bytes:
@@ -58,12 +75,20 @@ def token_digest(token: str | None) -> bytes:
 
 
 class _Refusal(Exception):
-    def __init__(self, status: int, code: int, message: str, headers: dict[str, str] | None = None):
+    def __init__(
+        self,
+        status: int,
+        code: int,
+        message: str,
+        headers: dict[str, str] | None = None,
+        data: Any = None,
+    ):
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
         self.headers = headers or {}
+        self.data = data
 
 
 def _accepts_json(accept: str) -> bool:
@@ -77,9 +102,10 @@ def _accepts_json(accept: str) -> bool:
 class McpHttpApp:
     """The ``/mcp`` endpoint as an ASGI app (stateless: a new session per request)."""
 
-    def __init__(self, server: Server, digest: bytes) -> None:
+    def __init__(self, server: Server, digest: bytes, admission: AsyncAdmission) -> None:
         self._server = server
         self._digest = digest
+        self._admission = admission
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         from starlette.requests import Request
@@ -90,7 +116,7 @@ class McpHttpApp:
         except _Refusal as refusal:
             response = self._json(
                 refusal.status,
-                error_response(None, refusal.code, refusal.message),
+                error_response(None, refusal.code, refusal.message, refusal.data),
                 refusal.headers,
             )
         await response(scope, receive, send)
@@ -121,10 +147,34 @@ class McpHttpApp:
         session = Session(version)
         if isinstance(message, list) and (refusal := batch_refusal(message, session)):
             raise _Refusal(400, INVALID_REQUEST, refusal)
-        answer = await run_in_threadpool(self._server.answer, message, session)
+        if needs_admission(message):
+            try:
+                async with self._admission.slot(self._client_key(request)):
+                    answer = await run_in_threadpool(self._server.answer, message, session)
+            except Busy:
+                raise _Refusal(
+                    503,
+                    SERVER_BUSY,
+                    BUSY_MESSAGE,
+                    {"retry-after": str(RETRY_AFTER_SECONDS)},
+                    busy_data(),
+                ) from None
+        else:
+            answer = await run_in_threadpool(self._server.answer, message, session)
         if answer is None:
             return Response(status_code=202)
-        return self._json(200, answer)
+        extra = None
+        if isinstance(message, dict) and message.get("method") == "initialize":
+            extra = {SESSION_HEADER: secrets.token_urlsafe(16)}
+        return self._json(200, answer, extra)
+
+    @staticmethod
+    def _client_key(request: Request) -> str:
+        """Whose queue a call waits in: its session id, else its peer address."""
+        session_id = request.headers.get(SESSION_HEADER)
+        if session_id:
+            return f"session:{session_id[:128]}"
+        return f"peer:{request.client.host if request.client else ''}"
 
     def _authorize(self, authorization: str) -> None:
         scheme, _, credentials = authorization.partition(" ")
@@ -160,12 +210,12 @@ class McpHttpApp:
         )
 
 
-def build_app(server: Server, digest: bytes) -> Starlette:
+def build_app(server: Server, digest: bytes, admission: AsyncAdmission) -> Starlette:
     """Starlette routes ``/mcp`` (every method) to the endpoint; any other path is a 404."""
     from starlette.applications import Starlette
     from starlette.routing import Route
 
-    app = Starlette(routes=[Route(PATH, McpHttpApp(server, digest))])
+    app = Starlette(routes=[Route(PATH, McpHttpApp(server, digest, admission))])
     app.router.redirect_slashes = False
     return app
 
@@ -176,9 +226,11 @@ def serve_http(
     digest: bytes,
     host: str = DEFAULT_HOST,
     port: int = DEFAULT_PORT,
+    max_calls: int,
     on_ready: Callable[[str], None],
 ) -> None:
-    """Serve until SIGINT/SIGTERM; ``on_ready`` gets the URL once the socket listens."""
+    """Serve until SIGINT/SIGTERM, running at most ``max_calls`` tool calls at once;
+    ``on_ready`` gets the URL once the socket listens."""
     import uvicorn
 
     from splice_build.listen import listening_socket
@@ -187,7 +239,7 @@ def serve_http(
     bound_port = sock.getsockname()[1]
     shown_host = f"[{host}]" if sock.family == socket.AF_INET6 else host
     config = uvicorn.Config(
-        build_app(server, digest),
+        build_app(server, digest, AsyncAdmission(max_calls)),
         log_level="warning",
         access_log=False,
         lifespan="off",

@@ -5,8 +5,11 @@ write elsewhere cannot corrupt the stream). stdin is read in chunks from the bin
 a line longer than 4 MiB (4,194,304 bytes of UTF-8, the newline not counted) is dropped
 *while it streams* — at most the limit plus one chunk is ever held — and answered -32600.
 Every line is decoded by ``protocol.parse_message`` (refusals are -32700) and answered by
-``Server.answer`` (batches included). Requests run concurrently on a bounded thread pool;
-the server stops when stdin ends.
+``Server.answer`` (batches included). Requests run concurrently on bounded thread pools:
+tool calls on ``max_calls`` threads of their own (docs/mcp.md#admission-control — the same
+bound as over HTTP; further calls queue, nothing is refused), everything else on another,
+so a ``ping`` is answered while calls wait. At most ``MAX_IN_FLIGHT`` messages are held:
+beyond that the reader stops reading stdin (back-pressure). The server stops when stdin ends.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO, Final
 
+from splice_build.mcp.admission import needs_admission
 from splice_build.mcp.protocol import (
     INVALID_REQUEST,
     PARSE_ERROR,
@@ -31,7 +35,7 @@ from splice_build.mcp.protocol import (
 
 MAX_LINE_BYTES = 4 * 1024 * 1024  # docs/compatibility.md#mcp
 CHUNK_BYTES = 64 * 1024
-MAX_WORKERS = 16  # tool calls block on a sandbox process each
+MAX_WORKERS = 16  # threads for messages other than tool calls
 MAX_IN_FLIGHT = 64  # beyond this the reader waits: back-pressure instead of an unbounded queue
 
 _BOM = b"\xef\xbb\xbf"
@@ -116,9 +120,11 @@ def serve_stdio(
     stdout: BinaryIO,
     *,
     log: Log,
+    max_calls: int,
     max_line_bytes: int = MAX_LINE_BYTES,
 ) -> None:
-    """Serve until stdin ends (or stdout closes); waits for calls in flight before returning."""
+    """Serve until stdin ends (or stdout closes), running at most ``max_calls`` tool calls at
+    once; waits for calls in flight before returning."""
     session = Session()
     writer = _Writer(stdout)
     slots = threading.BoundedSemaphore(MAX_IN_FLIGHT)
@@ -136,7 +142,10 @@ def serve_stdio(
         finally:
             slots.release()
 
-    with ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="splice-mcp") as pool:
+    with (
+        ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="splice-mcp") as pool,
+        ThreadPoolExecutor(max_workers=max_calls, thread_name_prefix="splice-mcp-call") as calls,
+    ):
         for line in iter_lines(stdin, limit=max_line_bytes):
             if writer.broken:
                 break
@@ -148,4 +157,14 @@ def serve_stdio(
             if not line.strip():
                 continue
             slots.acquire()
-            pool.submit(work, line)
+            (calls if _is_tool_call(line) else pool).submit(work, line)
+
+
+def _is_tool_call(line: bytes) -> bool:
+    """Whether a line holds a tool call (decoded again in ``work``; refusals go there)."""
+    if b"tools/call" not in line:
+        return False
+    try:
+        return needs_admission(parse_message(line, max_bytes=len(line)))
+    except ParseError:
+        return False

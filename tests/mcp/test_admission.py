@@ -1,0 +1,246 @@
+"""Admission control (docs/mcp.md#admission-control) on the real HTTP and stdio transports.
+
+The server runs with ``SPLICE_MCP_MAX_CALLS=1``; ``demo_echo_wait`` blocks until the file it
+names exists, so the test decides when the running call ends. Nothing here measures time:
+"waits" means "has no answer yet while another call has the slot", checked by the order of
+events the test controls.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+import pytest
+
+from splice_build.mcp.admission import SERVER_BUSY
+from testing.mcp_clients import (
+    DEMO_TOKEN,
+    LineClient,
+    child_env,
+    demo_argv,
+    free_port,
+    http_server,
+    sdk_http,
+)
+
+HEADERS = {
+    "Authorization": f"Bearer {DEMO_TOKEN}",
+    "Content-Type": "application/json",
+    "Accept": "application/json, text/event-stream",
+}
+
+
+@pytest.fixture
+def url() -> Iterator[str]:
+    env = child_env({"SPLICE_MCP_MAX_CALLS": "1"})
+    with http_server(demo_argv("http", str(free_port())), env=env) as (address, _process):
+        yield address
+
+
+def wait_call(path: Path, call_id: Any, log: Path | None = None) -> bytes:
+    arguments = {"path": str(path), "id": call_id}
+    if log is not None:
+        arguments["log"] = str(log)
+    params = {"name": "demo_echo_wait", "arguments": arguments}
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": call_id, "method": "tools/call", "params": params}
+    ).encode()
+
+
+class Response:
+    """Status, lower-cased headers and decoded JSON body of one answer."""
+
+    def __init__(self, status: int, headers: dict[str, str], body: bytes) -> None:
+        self.status_code, self.headers, self._body = status, headers, body
+
+    def json(self) -> Any:
+        return json.loads(self._body)
+
+
+def post(url: str, body: bytes, headers: dict[str, str]) -> Response:
+    """One POST on a fresh connection (http.client: a real client, nothing of ours)."""
+    parts = urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+    try:
+        connection.request("POST", parts.path, body=body, headers=headers)
+        answer = connection.getresponse()
+        data = answer.read()
+        lowered = {key.lower(): value for key, value in answer.getheaders()}
+        return Response(answer.status, lowered, data)
+    finally:
+        connection.close()
+
+
+class Caller(threading.Thread):
+    """One HTTP request in its own thread; ``response`` once it is answered."""
+
+    def __init__(self, url: str, body: bytes, session: str) -> None:
+        super().__init__(daemon=True)
+        self.url, self.body, self.session = url, body, session
+        self.response: Response | None = None
+
+    def run(self) -> None:
+        headers = {**HEADERS, "mcp-session-id": self.session}
+        try:
+            self.response = post(self.url, self.body, headers)
+        except ConnectionError:
+            self.response = None  # the server stopped at teardown with this call queued
+
+
+def ping(url: str) -> dict[str, Any]:
+    body = json.dumps({"jsonrpc": "2.0", "id": "p", "method": "ping"}).encode()
+    return post(url, body, HEADERS).json()
+
+
+def until(condition: Any) -> None:
+    """Poll (not a timing assertion: only a bound on a wait that must end)."""
+    for _ in range(3000):
+        if condition():
+            return
+        time.sleep(0.01)
+    raise AssertionError("condition never held")
+
+
+def busy_refusals(url: str, tmp_path: Path, session: str, count: int) -> list[Response]:
+    refused = []
+    for index in range(count):
+        body = wait_call(tmp_path / f"never-{session}-{index}", f"{session}-{index}")
+        caller = Caller(url, body, session)
+        caller.start()
+        caller.join(1.0)
+        if caller.response is not None:
+            refused.append(caller.response)
+    return refused
+
+
+def test_second_call_waits_and_calls_beyond_the_queue_get_503(url: str, tmp_path: Path) -> None:
+    first_release = tmp_path / "first"
+    first = Caller(url, wait_call(first_release, "first"), "a")
+    first.start()
+    # The first call holds the only slot; a ping is not a tool call and is still answered.
+    assert ping(url)["result"] == {}
+    second_release = tmp_path / "second"
+    second = Caller(url, wait_call(second_release, "second"), "b")
+    second_release.touch()  # the second call could finish at once if it ran
+    second.start()
+    assert ping(url)["result"] == {}
+    second.join(0.5)
+    assert second.response is None  # queued behind the first call
+    # Session "a" floods: its share of the queue (8 // 4 = 2) fills, then it is refused.
+    refused = busy_refusals(url, tmp_path, "a", 3)
+    assert len(refused) == 1
+    response = refused[0]
+    assert response.status_code == 503
+    assert response.headers["retry-after"] == "1"
+    assert response.json() == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": SERVER_BUSY, "message": "Server busy", "data": {"retryAfter": 1}},
+    }
+    first_release.touch()
+    second.join(60)
+    first.join(60)
+    assert second.response is not None and second.response.status_code == 200
+    assert json.loads(second.response.json()["result"]["content"][0]["text"])["released"]
+    assert first.response is not None and first.response.status_code == 200
+
+
+def test_a_flooding_session_does_not_starve_another(url: str, tmp_path: Path) -> None:
+    release, order = tmp_path / "release", tmp_path / "order"
+    holder = Caller(url, wait_call(release, "holder", order), "flood")
+    holder.start()
+    until(lambda: ping(url)["result"] == {})
+    flood = []
+    for index in range(2):  # the flooding session's whole share of the queue
+        caller = Caller(url, wait_call(release, f"flood-{index}", order), "flood")
+        caller.start()
+        flood.append(caller)
+    time.sleep(0.3)  # let the flood reach the queue first (order only, nothing measured)
+    other = Caller(url, wait_call(release, "other", order), "other")
+    other.start()
+    time.sleep(0.3)
+    assert other.response is None and all(caller.response is None for caller in flood)
+    release.touch()
+    for caller in [holder, other, *flood]:
+        caller.join(60)
+        assert caller.response is not None and caller.response.status_code == 200
+    # Round-robin: the flood's queued calls alternate with the other session's call.
+    # (The two flood calls race each other to the queue; their own order is theirs.)
+    ran = order.read_text().split()
+    assert ran[0] == "holder" and ran[2] == "other"
+    assert sorted([ran[1], ran[3]]) == ["flood-0", "flood-1"]
+
+
+def test_sdk_client_gets_a_session_id_and_is_served(url: str) -> None:
+    async def scenario() -> None:
+        async with sdk_http(url, DEMO_TOKEN) as session:
+            called = await session.call_tool("demo_echo_echo", {"text": "admitted"})
+            assert called.structured_content == {"echo": {"text": "admitted"}}
+
+    anyio.run(scenario)
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+    response = post(url, json.dumps(init).encode(), HEADERS)
+    assert len(response.headers["mcp-session-id"]) >= 16
+
+
+def test_stdio_runs_one_call_at_a_time_and_queues_the_next(tmp_path: Path) -> None:
+    client = LineClient(demo_argv("stdio"), env=child_env({"SPLICE_MCP_MAX_CALLS": "1"}))
+    try:
+        first_release, second_release = tmp_path / "first", tmp_path / "second"
+        second_release.touch()
+        for call_id, path in (("first", first_release), ("second", second_release)):
+            client.send(wait_call(path, call_id) + b"\n")
+        client.request({"jsonrpc": "2.0", "id": "p", "method": "ping"})
+        # The ping is answered first: the second call (free to finish) waits for the slot.
+        assert client.receive()["id"] == "p"
+        first_release.touch()
+        assert [client.receive()["id"] for _ in range(2)] == ["first", "second"]
+    finally:
+        client.close()
+
+
+def test_admission_queue_bounds_round_robin_and_deadline() -> None:
+    """``AsyncAdmission`` itself: per-key and total bounds, round-robin hand-over, deadline."""
+    import asyncio
+
+    from splice_build.mcp.admission import AsyncAdmission, Busy
+
+    async def scenario() -> None:
+        admission = AsyncAdmission(1, queue=4, per_key=2, wait_seconds=30)
+        served: list[str] = []
+        await admission.acquire("a")  # runs
+        waiters = []
+        for name, key in (("a1", "a"), ("a2", "a"), ("b1", "b"), ("c1", "c")):
+
+            async def wait(name: str = name, key: str = key) -> None:
+                await admission.acquire(key)
+                served.append(name)
+                admission.release()
+
+            waiters.append(asyncio.create_task(wait()))
+            await asyncio.sleep(0)
+        with pytest.raises(Busy):
+            await admission.acquire("a")  # "a" has its two queued
+        with pytest.raises(Busy):
+            await admission.acquire("d")  # the queue holds four
+        admission.release()
+        await asyncio.gather(*waiters)
+        assert served == ["a1", "b1", "c1", "a2"]
+        assert (admission.running, admission.waiting) == (0, 0)
+        short = AsyncAdmission(1, wait_seconds=0.01)
+        await short.acquire("x")
+        with pytest.raises(Busy):
+            await short.acquire("y")  # waited past its deadline
+        assert short.waiting == 0
+        short.release()
+        await short.acquire("y")  # the slot is free again
+
+    asyncio.run(scenario())
