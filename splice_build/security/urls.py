@@ -201,10 +201,18 @@ def domain_to_ascii(domain: str) -> str:
     labels = []
     for label in mapped.split("."):
         if label.startswith("xn--"):
+            # UTS #46 validity: the decoded label must be non-empty and already mapped (every
+            # code point valid, none that maps to another), as Node's URL requires; a label
+            # like "xn--nxasmq6bccom" decodes (to a "ϐ", mapped to "β") but Node refuses it.
             try:
-                label[4:].encode("ascii").decode("punycode")
-            except (UnicodeError, ValueError) as exc:
+                decoded = label[4:].encode("ascii").decode("punycode")
+                valid = decoded != "" and (
+                    idna.uts46_remap(decoded, std3_rules=False, transitional=False) == decoded
+                )
+            except (UnicodeError, ValueError, idna.IDNAError) as exc:
                 raise InvalidUrl(f"Invalid URL: host {domain!r}") from exc
+            if not valid:
+                raise InvalidUrl(f"Invalid URL: host {domain!r}")
             labels.append(label)
         elif label.isascii():
             labels.append(label)

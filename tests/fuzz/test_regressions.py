@@ -1,0 +1,83 @@
+"""Every input a fuzz target found (tests/fuzz/cases/<target>/) replayed through that target.
+
+The target's ``check`` is the same code ``python -m fuzz`` runs: it returns for an accepted
+value or a documented refusal and raises for anything else, so a case fails again the moment
+its defect returns.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fuzz.targets import TARGETS
+from splice_build.errors import ErrorCode, SpliceError
+from splice_build.project.workspace import read_config
+
+CASES = Path(__file__).parent / "cases"
+
+
+def _cases() -> list[tuple[str, Path]]:
+    return [
+        (directory.name, case)
+        for directory in sorted(CASES.iterdir())
+        for case in sorted(directory.iterdir())
+    ]
+
+
+@pytest.mark.parametrize(
+    ("target", "case"), _cases(), ids=lambda value: getattr(value, "name", value)
+)
+def test_found_input_is_refused_cleanly(target: str, case: Path) -> None:
+    check = TARGETS[target].setup()
+    check(case.read_bytes())
+
+
+@pytest.mark.parametrize("case", sorted((CASES / "pyproject").iterdir()), ids=lambda p: p.name)
+def test_pyproject_with_a_non_table_on_the_splice_path_is_invalid_config(
+    case: Path, tmp_path: Path
+) -> None:
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_bytes(case.read_bytes())
+    with pytest.raises(SpliceError) as caught:
+        read_config(pyproject)
+    assert caught.value.code == ErrorCode.INVALID_CONFIG
+    assert "must be a table" in caught.value.message
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://xn--nxasmq6bccom/",
+        "http://xn--abc.com/",
+        "http://xn--a-ecp.com/",
+        "http://xn--.com/",
+    ],
+)
+def test_an_xn_label_that_does_not_decode_to_a_valid_label_is_an_invalid_url(url: str) -> None:
+    from splice_build.security.urls import InvalidUrl, parse_url
+
+    with pytest.raises(InvalidUrl):
+        parse_url(url)
+
+
+@pytest.mark.parametrize(
+    "url", ["https://...../x", "http://a..b/", "http://example.com../", "http://192123814..:80/"]
+)
+def test_a_host_with_an_empty_label_is_refused_by_the_guard(url: str) -> None:
+    from splice_build.security.net_errors import REASON_NOT_DECLARED, NetworkDenied
+    from splice_build.security.targets import check_target
+    from splice_build.security.urls import parse_url
+
+    with pytest.raises(NetworkDenied) as caught:
+        check_target(parse_url(url), ["*"])
+    assert caught.value.reason == REASON_NOT_DECLARED
+    assert "not a valid host name" in str(caught.value)
+
+
+def test_valid_punycode_and_one_final_dot_still_pass() -> None:
+    from splice_build.security.targets import check_target
+    from splice_build.security.urls import parse_url
+
+    assert check_target(parse_url("http://xn--nxasmq6b.com./"), ["*"]).host == "xn--nxasmq6b.com"
