@@ -54,6 +54,9 @@ def run(target: Target, engine: str, runs: int | None, seconds: int | None, time
 def _atheris(target: Target, runs: int | None, seconds: int | None, timeout: int) -> int:
     import atheris
 
+    # Comparisons in regular expressions and str methods guide mutation too.
+    atheris.enabled_hooks.add("RegEx")
+    atheris.enabled_hooks.add("str")
     with atheris.instrument_imports(include=["splice_build"]):
         check = target.setup()
     scratch = Path(tempfile.mkdtemp(prefix=f"splice-fuzz-{target.name}-"))
@@ -69,6 +72,8 @@ def _atheris(target: Target, runs: int | None, seconds: int | None, timeout: int
         "-rss_limit_mb=3072",
         "-print_final_stats=1",
     ]
+    if target.dictionary is not None:
+        argv.append(f"-dict={HERE / 'dict' / target.dictionary}")
     if runs is not None:
         argv.append(f"-runs={runs}")
     if seconds is not None:
