@@ -305,6 +305,24 @@ def _mcp_http() -> Check:
     return check
 
 
+def _publish_example(service: Any, token: str) -> None:
+    """The example skill as ``@fuzzer/example``, so reads find a package, versions, a download."""
+    from splice_build.registry.service import admin
+    from splice_build.registry.service.auth import Caller
+    from splice_build.spec.archive import pack_archive
+
+    admin.set_owner(service.deps, "fuzzer", "fuzzer")
+    example = ROOT / "splice_build" / "skills" / "example"
+    files = {
+        p.relative_to(example).as_posix(): p.read_bytes() for p in example.rglob("*") if p.is_file()
+    }
+    manifest = json.loads(files["manifest.json"])
+    manifest["namespace"] = "fuzzer"
+    files["manifest.json"] = json.dumps(manifest).encode("utf-8")
+    caller = Caller(authorization=f"Bearer {token}", client="127.0.0.1")
+    service.publish(caller, pack_archive(files), base_url="http://127.0.0.1:8000")
+
+
 def _registry_http() -> Check:
     import logging
 
@@ -319,6 +337,7 @@ def _registry_http() -> Check:
     )
     admin.create_user(service.deps, "fuzzer")
     token = admin.create_token(service.deps, "fuzzer", TokenRequest(can_manage=True))["token"]
+    _publish_example(service, token)
     errors: list[str] = []
 
     class _Collect(logging.Handler):
