@@ -54,8 +54,8 @@ def run(target: Target, engine: str, runs: int | None, seconds: int | None, time
 def _atheris(target: Target, runs: int | None, seconds: int | None, timeout: int) -> int:
     import atheris
 
-    # Comparisons in regular expressions and str methods guide mutation too.
-    atheris.enabled_hooks.add("RegEx")
+    # Comparisons in str methods guide mutation too. (Not the "RegEx" hook: it builds strings
+    # from patterns and crashes on a pattern with surrogates, as json_text's has.)
     atheris.enabled_hooks.add("str")
     with atheris.instrument_imports(include=["splice_build"]):
         check = target.setup()

@@ -13,6 +13,7 @@ the per-input cost is the parser's own.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import subprocess
@@ -482,14 +483,15 @@ def _files_paths() -> Check:
 
 # redaction and secret-scan (time per byte) ----------------------------------------------------
 # Superlinear regular expressions show on repetition, and the regex engine gives libFuzzer no
-# coverage to climb, so each input is also pumped: repeated to PUMP_SHORT characters and timed.
-# A suspicious time is measured again (best of three, the machine is shared) at PUMP_SHORT and
-# PUMP_LONG: a finding when the time per byte exceeds the bound or grows clearly faster than
-# the length (linear: x4, quadratic: x16).
+# coverage to climb, so each input is also pumped: repeated to 256 and 2,048 characters and
+# timed once. A suspicious time (over 2 ms, or over 0.2 ms and 12x the shorter; linear is 8x)
+# is measured again, best of three (the machine is shared), at 1,024, 4,096 and 16,384
+# characters: a finding when the time per byte at 16,384 exceeds the bound, or when the time
+# grows more than 8x for each 4x longer text, twice in a row (linear is 4x, quadratic 16x).
 SECONDS_PER_BYTE = 20e-6
-PUMP_SHORT = 1024
-PUMP_LONG = 4096
+PUMPS = (1024, 4096, 16384)
 SUSPECT_SECONDS = 0.002
+QUICK_PUMPS = (256, 2048)
 MAX_GROWTH = 8.0
 
 
@@ -514,20 +516,20 @@ def _timed(name: str, run: Callable[[str], object]) -> Check:
         run(text)
         if not text:
             return
-        short = _pumped(text, PUMP_SHORT)
-        start = time.perf_counter()
-        run(short)
-        if time.perf_counter() - start < SUSPECT_SECONDS:
+        quick = []
+        for length in QUICK_PUMPS:  # one cheap look first: linear time grows 8x here
+            start = time.perf_counter()
+            run(_pumped(text, length))
+            quick.append(time.perf_counter() - start)
+        if quick[1] < SUSPECT_SECONDS and (quick[1] < 0.0002 or quick[1] < 12 * quick[0]):
             return
-        long = _pumped(text, PUMP_LONG)
-        short_time, long_time = _best_of_three(run, short), _best_of_three(run, long)
-        if long_time > SECONDS_PER_BYTE * PUMP_LONG or (
-            long_time > 4 * SUSPECT_SECONDS and long_time > MAX_GROWTH * short_time
+        times = [_best_of_three(run, _pumped(text, length)) for length in PUMPS]
+        growth = [later / max(earlier, 1e-9) for earlier, later in itertools.pairwise(times)]
+        if times[-1] > SECONDS_PER_BYTE * PUMPS[-1] or (
+            times[-1] > 0.016 and min(growth) > MAX_GROWTH
         ):
-            raise Finding(
-                f"{name}: {short_time * 1e3:.1f} ms for {PUMP_SHORT} characters, "
-                f"{long_time * 1e3:.1f} ms for {PUMP_LONG} (pumping {text[:80]!r})"
-            )
+            shown = ", ".join(f"{t * 1e3:.1f} ms" for t in times)
+            raise Finding(f"{name}: {shown} for {PUMPS} characters (pumping {text[:80]!r})")
 
     return check
 
