@@ -198,8 +198,10 @@ def domain_to_ascii(domain: str) -> str:
         mapped = idna.uts46_remap(domain, std3_rules=False, transitional=False)
     except idna.IDNAError as exc:
         raise InvalidUrl(f"Invalid URL: host {domain!r}") from exc
+    _check_bidi(mapped, domain)
     labels = []
     for label in mapped.split("."):
+        _check_joiners(label, domain)
         if label.startswith("xn--"):
             # UTS #46 validity: the decoded label must be non-empty and already mapped (every
             # code point valid, none that maps to another), as Node's URL requires; a label
@@ -213,12 +215,60 @@ def domain_to_ascii(domain: str) -> str:
                 raise InvalidUrl(f"Invalid URL: host {domain!r}") from exc
             if not valid:
                 raise InvalidUrl(f"Invalid URL: host {domain!r}")
+            _check_joiners(decoded, domain)
             labels.append(label)
         elif label.isascii():
             labels.append(label)
         else:
             labels.append("xn--" + label.encode("punycode").decode("ascii"))
     return ".".join(labels)
+
+
+def _check_bidi(mapped: str, domain: str) -> None:
+    """UTS #46 CheckBidi (on in the URL standard): RFC 5893 on every label of a Bidi domain.
+
+    Applied in full, which refuses a few names Node's ``URL`` accepts (``aא``) and every one it
+    refuses (``אa``): where the two disagree, the guard must be the one that refuses.
+    """
+    import unicodedata
+
+    import idna
+
+    labels = [_decoded(label) for label in mapped.split(".")]
+    if not any(
+        unicodedata.bidirectional(c) in ("R", "AL", "AN") for label in labels for c in label
+    ):
+        return
+    for label in labels:
+        try:
+            ok = label == "" or idna.core.check_bidi(label, check_ltr=True)
+        except idna.IDNAError as exc:
+            raise InvalidUrl(f"Invalid URL: host {domain!r}") from exc
+        if not ok:
+            raise InvalidUrl(f"Invalid URL: host {domain!r}")
+
+
+def _decoded(label: str) -> str:
+    """A label as Unicode (``xn--`` decoded; undecodable ones are refused by the caller)."""
+    if label.startswith("xn--"):
+        try:
+            return label[4:].encode("ascii").decode("punycode")
+        except (UnicodeError, ValueError):
+            return label
+    return label
+
+
+def _check_joiners(label: str, domain: str) -> None:
+    """UTS #46 CheckJoiners (on in the URL standard): ZWNJ/ZWJ only where RFC 5892 allows them.
+
+    A lone U+200D would otherwise become ``xn--1ug``: a host the guard checks but Node's
+    ``URL`` refuses.
+    """
+    import idna
+
+    for position, char in enumerate(label):
+        if char in "\u200c\u200d" and not idna.core.valid_contextj(label, position):
+            raise InvalidUrl(f"Invalid URL: host {domain!r}")
 
 
 def _ends_in_number(domain: str) -> bool:

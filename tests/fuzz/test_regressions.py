@@ -81,3 +81,37 @@ def test_valid_punycode_and_one_final_dot_still_pass() -> None:
     from splice_build.security.urls import parse_url
 
     assert check_target(parse_url("http://xn--nxasmq6b.com./"), ["*"]).host == "xn--nxasmq6b.com"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http:\u200d/124...2/",  # a lone ZWJ: UTS #46 CheckJoiners
+        "http://a\u200db.com/",
+        "http://xn--1ug.com/",
+        "http://\u05d0a.com/",  # a right-to-left label ending in a left-to-right letter: CheckBidi
+        "http://a\u05d0.com/",  # Node accepts it; the guard refuses (stricter, never laxer)
+    ],
+)
+def test_joiners_and_bidi_that_node_refuses_are_invalid_urls(url: str) -> None:
+    from splice_build.security.urls import InvalidUrl, parse_url
+
+    with pytest.raises(InvalidUrl):
+        parse_url(url)
+
+
+@pytest.mark.parametrize(
+    ("url", "host"),
+    [
+        ("http://\u0915\u094d\u200d.com/", "xn--11b6iy14e.com"),  # ZWJ after a virama
+        ("http://\u05d0\u05d1.com/", "xn--4dbc.com"),
+        (
+            "http://\u0645\u062b\u0627\u0644.\u0625\u062e\u062a\u0628\u0627\u0631/",
+            "xn--mgbh0fb.xn--kgbechtv",
+        ),
+    ],
+)
+def test_joiners_and_bidi_labels_node_accepts_still_parse(url: str, host: str) -> None:
+    from splice_build.security.urls import parse_url
+
+    assert parse_url(url).hostname == host
