@@ -203,13 +203,16 @@ def domain_to_ascii(domain: str) -> str:
     for label in mapped.split("."):
         _check_joiners(label, domain)
         if label.startswith("xn--"):
-            # UTS #46 validity: the decoded label must be non-empty and already mapped (every
-            # code point valid, none that maps to another), as Node's URL requires; a label
-            # like "xn--nxasmq6bccom" decodes (to a "ϐ", mapped to "β") but Node refuses it.
+            # UTS #46 validity: the decoded label must be non-ASCII, encode back to the same
+            # label, and be already mapped (every code point valid, none that maps to another),
+            # as Node's URL requires; "xn--nxasmq6bccom" decodes (to a "ϐ", mapped to "β") but
+            # Node refuses it.
             try:
                 decoded = label[4:].encode("ascii").decode("punycode")
-                valid = decoded != "" and (
-                    idna.uts46_remap(decoded, std3_rules=False, transitional=False) == decoded
+                valid = (
+                    not decoded.isascii()  # "xn--n--" decodes to "n-": refused by Node too
+                    and decoded.encode("punycode") == label[4:].encode("ascii")
+                    and idna.uts46_remap(decoded, std3_rules=False, transitional=False) == decoded
                 )
             except (UnicodeError, ValueError, idna.IDNAError) as exc:
                 raise InvalidUrl(f"Invalid URL: host {domain!r}") from exc
@@ -267,7 +270,13 @@ def _check_joiners(label: str, domain: str) -> None:
     import idna
 
     for position, char in enumerate(label):
-        if char in "\u200c\u200d" and not idna.core.valid_contextj(label, position):
+        if char not in "\u200c\u200d":
+            continue
+        try:
+            allowed = idna.core.valid_contextj(label, position)
+        except ValueError:  # a neighbour without a Unicode name (a control character)
+            allowed = False
+        if not allowed:
             raise InvalidUrl(f"Invalid URL: host {domain!r}")
 
 
