@@ -92,6 +92,8 @@ def test_valid_punycode_and_one_final_dot_still_pass() -> None:
         "http://\u05d0a.com/",  # a right-to-left label ending in a left-to-right letter: CheckBidi
         "http://a\u05d0.com/",  # Node accepts it; the guard refuses (stricter, never laxer)
         "http://\x15\x00\u200dB]/",  # a joiner next to a character without a Unicode name
+        "http://xn--nxftp://2co",  # decodes to a label that starts with a combining mark
+        "http://\u0301a.com/",
     ],
 )
 def test_joiners_and_bidi_that_node_refuses_are_invalid_urls(url: str) -> None:
