@@ -192,8 +192,14 @@ def parse_host(text: str) -> str:
 
 def domain_to_ascii(domain: str) -> str:
     """UTS #46 ToASCII with the URL standard's flags (no STD3 rules, non-transitional)."""
+    import unicodedata
+
     import idna
 
+    # Unassigned code points are refused before mapping too: idna's tables may map one that
+    # this Python's Unicode data (and Node's) does not know ("\u058b").
+    if not domain.isascii() and any(unicodedata.category(c) == "Cn" for c in domain):
+        raise InvalidUrl(f"Invalid URL: host {domain!r}")
     try:
         mapped = idna.uts46_remap(domain, std3_rules=False, transitional=False)
     except idna.IDNAError as exc:
@@ -224,7 +230,12 @@ def domain_to_ascii(domain: str) -> str:
         elif label.isascii():
             labels.append(label)
         else:
-            labels.append("xn--" + label.encode("punycode").decode("ascii"))
+            encoded = label.encode("punycode").decode("ascii")
+            if encoded.startswith("xn--"):
+                # "xnᚫ-" encodes to "xn--xn--wss", which this parser (like Node) refuses as
+                # text: the host the guard checks must parse again to itself.
+                raise InvalidUrl(f"Invalid URL: host {domain!r}")
+            labels.append("xn--" + encoded)
     return ".".join(labels)
 
 
