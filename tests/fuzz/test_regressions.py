@@ -53,6 +53,11 @@ def test_pyproject_with_a_non_table_on_the_splice_path_is_invalid_config(
         "http://xn--abc.com/",
         "http://xn--a-ecp.com/",
         "http://xn--.com/",
+        "https:xn--n--//a.ec/",  # decodes to the ASCII "n-"
+        "https://xn--xn--wss/",  # a nested ACE prefix
+        "https://xn--nx0smq6b.com/",  # decodes to code points unassigned here
+        "http:\u06a4.\u058b:",  # unassigned before mapping (idna's tables map it)
+        "http://x\u00dfn--fnxasmq6b.cho",  # a Unicode label that encodes to a nested prefix
     ],
 )
 def test_an_xn_label_that_does_not_decode_to_a_valid_label_is_an_invalid_url(url: str) -> None:
