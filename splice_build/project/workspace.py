@@ -64,11 +64,16 @@ def read_config(pyproject: Path) -> WorkspaceConfig | None:
         return None
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise _invalid(pyproject, str(exc)) from exc
-    table = data.get("tool", {}).get("splice", {}).get("workspace")
-    if table is None:
-        return None
-    if not isinstance(table, dict):
-        raise _invalid(pyproject, "[tool.splice.workspace] must be a table")
+    # Walk the tables one key at a time: any level may be a value of another type
+    # (``tool = 1`` is valid TOML), which is a malformed file, not a crash.
+    table: Any = data
+    for depth, key in enumerate(("tool", "splice", "workspace"), start=1):
+        table = table.get(key)
+        if table is None:
+            return None
+        if not isinstance(table, dict):
+            name = ".".join(("tool", "splice", "workspace")[:depth])
+            raise _invalid(pyproject, f"[{name}] must be a table")
     return WorkspaceConfig(
         _patterns(pyproject, table, "members"), _patterns(pyproject, table, "exclude")
     )

@@ -4,7 +4,7 @@ The one implementation of these rules: the sandbox's ``fetch`` is performed by t
 through ``guarded_http`` (docs/network-security.md), and so are the providers' requests.
 (1) ``http:``/``https:`` only, no credentials;
 (2) the host (lowercased, brackets and one trailing dot removed, WHATWG-normalized by
-``urls.parse_url``) must match an allowed pattern; (3) IP literals must be public and
+``urls.parse_url``) must have no empty label and match an allowed pattern; (3) IP literals must be public and
 ``localhost``/``*.localhost`` are refused — unless that exact literal, or ``localhost``, is
 allowed (an explicit grant). The DNS half (every answer public) runs at connect time in
 ``guarded_http``.
@@ -115,6 +115,14 @@ def check_target(
         raise NetworkDenied(
             f'Network access to "{host}" is denied: URLs with credentials are not allowed.',
             REASON_CREDENTIALS,
+            host=host,
+        )
+    if not is_ip_literal(host) and "" in host.split("."):
+        # "a..b" and "x." (after one final dot was removed) parse, but no resolver answers
+        # them and the request URL rebuilt from them would name a different host.
+        raise NetworkDenied(
+            f'Network access to "{host}" is denied: it is not a valid host name.',
+            REASON_NOT_DECLARED,
             host=host,
         )
     if not host_allowed(host, patterns):

@@ -192,25 +192,117 @@ def parse_host(text: str) -> str:
 
 def domain_to_ascii(domain: str) -> str:
     """UTS #46 ToASCII with the URL standard's flags (no STD3 rules, non-transitional)."""
+    import unicodedata
+
     import idna
 
+    # Unassigned code points are refused before mapping too: idna's tables may map one that
+    # this Python's Unicode data (and Node's) does not know ("\u058b").
+    if not domain.isascii() and any(unicodedata.category(c) == "Cn" for c in domain):
+        raise InvalidUrl(f"Invalid URL: host {domain!r}")
     try:
         mapped = idna.uts46_remap(domain, std3_rules=False, transitional=False)
     except idna.IDNAError as exc:
         raise InvalidUrl(f"Invalid URL: host {domain!r}") from exc
+    _check_bidi(mapped, domain)
     labels = []
     for label in mapped.split("."):
+        _check_label(label, domain)
         if label.startswith("xn--"):
+            # UTS #46 validity: the decoded label must be non-ASCII, encode back to the same
+            # label, and be already mapped (every code point valid, none that maps to another),
+            # as Node's URL requires; "xn--nxasmq6bccom" decodes (to a "ϐ", mapped to "β") but
+            # Node refuses it.
             try:
-                label[4:].encode("ascii").decode("punycode")
-            except (UnicodeError, ValueError) as exc:
+                decoded = label[4:].encode("ascii").decode("punycode")
+                valid = (
+                    not label[4:].startswith("xn--")  # "xn--xn--wss": Node refuses a nested prefix
+                    and not decoded.isascii()  # "xn--n--" decodes to "n-": refused by Node too
+                    and decoded.encode("punycode") == label[4:].encode("ascii")
+                    and idna.uts46_remap(decoded, std3_rules=False, transitional=False) == decoded
+                )
+            except (UnicodeError, ValueError, idna.IDNAError) as exc:
                 raise InvalidUrl(f"Invalid URL: host {domain!r}") from exc
+            if not valid:
+                raise InvalidUrl(f"Invalid URL: host {domain!r}")
+            _check_label(decoded, domain)
             labels.append(label)
         elif label.isascii():
             labels.append(label)
         else:
-            labels.append("xn--" + label.encode("punycode").decode("ascii"))
+            encoded = label.encode("punycode").decode("ascii")
+            if encoded.startswith("xn--"):
+                # "xnᚫ-" encodes to "xn--xn--wss", which this parser (like Node) refuses as
+                # text: the host the guard checks must parse again to itself.
+                raise InvalidUrl(f"Invalid URL: host {domain!r}")
+            labels.append("xn--" + encoded)
     return ".".join(labels)
+
+
+def _check_bidi(mapped: str, domain: str) -> None:
+    """UTS #46 CheckBidi (on in the URL standard): RFC 5893 on every label of a Bidi domain.
+
+    Applied in full, which refuses a few names Node's ``URL`` accepts (``aא``) and every one it
+    refuses (``אa``): where the two disagree, the guard must be the one that refuses.
+    """
+    import unicodedata
+
+    import idna
+
+    labels = [_decoded(label) for label in mapped.split(".")]
+    if not any(
+        unicodedata.bidirectional(c) in ("R", "AL", "AN") for label in labels for c in label
+    ):
+        return
+    for label in labels:
+        try:
+            ok = label == "" or idna.core.check_bidi(label, check_ltr=True)
+        except idna.IDNAError as exc:
+            raise InvalidUrl(f"Invalid URL: host {domain!r}") from exc
+        if not ok:
+            raise InvalidUrl(f"Invalid URL: host {domain!r}")
+
+
+def _decoded(label: str) -> str:
+    """A label as Unicode (``xn--`` decoded; undecodable ones are refused by the caller)."""
+    if label.startswith("xn--"):
+        try:
+            return label[4:].encode("ascii").decode("punycode")
+        except (UnicodeError, ValueError):
+            return label
+    return label
+
+
+def _check_label(label: str, domain: str) -> None:
+    """UTS #46 validity that mapping alone does not give: no leading combining mark, joiners."""
+    import unicodedata
+
+    if label and unicodedata.category(label[0]).startswith("M"):
+        raise InvalidUrl(f"Invalid URL: host {domain!r}")
+    # Code points unassigned in this Python's Unicode data: Node's tables may differ, and
+    # where the two could disagree the guard refuses ("xn--nx0smq6b").
+    if not label.isascii() and any(unicodedata.category(c) == "Cn" for c in label):
+        raise InvalidUrl(f"Invalid URL: host {domain!r}")
+    _check_joiners(label, domain)
+
+
+def _check_joiners(label: str, domain: str) -> None:
+    """UTS #46 CheckJoiners (on in the URL standard): ZWNJ/ZWJ only where RFC 5892 allows them.
+
+    A lone U+200D would otherwise become ``xn--1ug``: a host the guard checks but Node's
+    ``URL`` refuses.
+    """
+    import idna
+
+    for position, char in enumerate(label):
+        if char not in "\u200c\u200d":
+            continue
+        try:
+            allowed = idna.core.valid_contextj(label, position)
+        except ValueError:  # a neighbour without a Unicode name (a control character)
+            allowed = False
+        if not allowed:
+            raise InvalidUrl(f"Invalid URL: host {domain!r}")
 
 
 def _ends_in_number(domain: str) -> bool:

@@ -190,9 +190,14 @@ class McpHttpApp:
     async def _read_body(request: Request) -> bytes:
         declared = request.headers.get("content-length")
         if declared is not None:
-            if not declared.isdigit():
+            # ASCII digits only: str.isdigit() also accepts "²", which int() refuses, and a
+            # value longer than the limit's digits is over it (int() refuses 4,300+ digits).
+            if not (declared.isascii() and declared.isdigit()):
                 raise _Refusal(400, INVALID_REQUEST, "Invalid Content-Length")
-            if int(declared) > MAX_BODY_BYTES:
+            if (
+                len(declared.lstrip("0")) > len(str(MAX_BODY_BYTES))
+                or int(declared) > MAX_BODY_BYTES
+            ):
                 raise _Refusal(413, INVALID_REQUEST, "Message too large")
         body = bytearray()
         async for chunk in request.stream():

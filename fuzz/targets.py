@@ -1,0 +1,591 @@
+"""The fuzz targets: one per parser of outside input, each over the real entry point.
+
+A target is a ``setup()`` returning ``check(data: bytes) -> None``. ``check`` feeds the bytes to
+the public entry point and returns when the result is an accepted value or a documented
+refusal (a ``SpliceError`` with one of the target's codes, or the documented exception of that
+parser). Anything else escapes: an unexpected exception, or ``Finding`` for a broken invariant
+(a 500, an internal error, a differential disagreement, too much time per byte).
+
+Setup work (temporary directories, a registry, Node processes) happens once per process, so
+the per-input cost is the parser's own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+Check = Callable[[bytes], None]
+ROOT = Path(__file__).resolve().parent.parent
+JS = Path(__file__).resolve().parent / "js"
+
+
+class Finding(AssertionError):
+    """An invariant of a target broke (not an exception of the code under test)."""
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    setup: Callable[[], Check]
+    doc: str
+    max_len: int = 4096
+    dictionary: str | None = None  # a libFuzzer dictionary in fuzz/dict/
+
+
+def _scratch() -> Path:
+    """A private directory on a RAM file system when there is one (file readers write per input)."""
+    base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+    return Path(tempfile.mkdtemp(prefix="splice-fuzz-", dir=base))
+
+
+def _expect_codes(exc: BaseException, codes: set[str]) -> None:
+    """Re-raise ``exc`` as a finding unless it is a SpliceError with one of ``codes``."""
+    from splice_build.errors import SpliceError
+
+    if not isinstance(exc, SpliceError):
+        raise exc
+    if str(exc.code) not in codes:
+        raise Finding(f"unexpected error code {exc.code}: {exc}") from exc
+
+
+# archives ------------------------------------------------------------------------------------
+def _archive() -> Check:
+    """First byte 0: the bytes as an artifact; else a valid gzip around hostile tar bytes."""
+    from splice_build.errors import SpliceError
+    from splice_build.spec.archive import read_archive
+    from splice_build.spec.gzip_stream import gzip_stored
+    from splice_build.spec.package import validate_package_files
+
+    def check(data: bytes) -> None:
+        if not data:
+            return
+        artifact = data[1:] if data[0] % 2 == 0 else gzip_stored(data[1:])
+        try:
+            files = read_archive(artifact)
+        except SpliceError as exc:
+            _expect_codes(exc, {"INVALID_PACKAGE"})
+            return
+        if not isinstance(files, dict):
+            raise Finding("read_archive returned no mapping")
+        try:
+            validate_package_files(files)
+        except SpliceError as exc:
+            _expect_codes(exc, {"INVALID_PACKAGE", "INVALID_MANIFEST", "INVALID_BUNDLE"})
+
+    return check
+
+
+def _manifest() -> Check:
+    from splice_build.errors import SpliceError
+    from splice_build.spec.manifest import Manifest
+
+    def check(data: bytes) -> None:
+        try:
+            manifest = Manifest.from_json(data)
+        except SpliceError as exc:
+            _expect_codes(exc, {"INVALID_MANIFEST"})
+            return
+        # An accepted manifest must survive its own serialization.
+        Manifest.from_dict(manifest.to_json())
+
+    return check
+
+
+# project files -------------------------------------------------------------------------------
+def _splice_json() -> Check:
+    from splice_build.errors import SpliceError
+    from splice_build.project.project_file import load_project_file
+
+    root = _scratch()
+
+    def check(data: bytes) -> None:
+        (root / "splice.json").write_bytes(data)
+        try:
+            load_project_file(root)
+        except SpliceError as exc:
+            _expect_codes(exc, {"INVALID_PROJECT"})
+
+    return check
+
+
+def _splice_lock() -> Check:
+    from splice_build.errors import SpliceError
+    from splice_build.project.lockfile import load_lockfile
+
+    root = _scratch()
+
+    def check(data: bytes) -> None:
+        (root / "splice.lock").write_bytes(data)
+        try:
+            load_lockfile(root)
+        except SpliceError as exc:
+            _expect_codes(exc, {"INVALID_PROJECT"})
+
+    return check
+
+
+def _pyproject() -> Check:
+    from splice_build.errors import SpliceError
+    from splice_build.project.workspace import read_config
+
+    path = _scratch() / "pyproject.toml"
+
+    def check(data: bytes) -> None:
+        path.write_bytes(data)
+        try:
+            read_config(path)
+        except SpliceError as exc:
+            _expect_codes(exc, {"INVALID_CONFIG"})
+
+    return check
+
+
+# sandbox frames ------------------------------------------------------------------------------
+def _frames() -> Check:
+    from splice_build.runtime.protocol import ProtocolViolation, parse_child_message
+
+    def check(data: bytes) -> None:
+        try:
+            parse_child_message(data)
+        except ProtocolViolation:
+            return
+
+    return check
+
+
+# MCP -----------------------------------------------------------------------------------------
+def _mcp_server() -> tuple[Any, list[str]]:
+    """A real MCP server over the installed-skills backend of an empty project."""
+    from splice_build.mcp.backend import INSTRUCTIONS, InstalledBackend
+    from splice_build.mcp.interface import ServerInfo
+    from splice_build.mcp.protocol import Server
+    from splice_build.project.project_file import init_project
+    from splice_build.sdk import Splice
+
+    scratch = _scratch()
+    root, _created = init_project(scratch / "project")
+    splice = Splice(root, home=scratch / "home")
+    internal: list[str] = []
+    server = Server(
+        InstalledBackend(splice), ServerInfo(instructions=INSTRUCTIONS), log=internal.append
+    )
+    return server, internal
+
+
+def _check_rpc_answer(answer: object) -> None:
+    if not isinstance(answer, dict) or answer.get("jsonrpc") != "2.0":
+        raise Finding(f"not a JSON-RPC answer: {answer!r:.200}")
+    if ("result" in answer) == ("error" in answer):
+        raise Finding(f"answer needs exactly one of result and error: {answer!r:.200}")
+
+
+def _mcp_stdio() -> Check:
+    import io
+
+    from splice_build.mcp.transport.stdio import serve_stdio
+
+    server, internal = _mcp_server()
+
+    def check(data: bytes) -> None:
+        out = io.BytesIO()
+        serve_stdio(server, io.BytesIO(data), out, log=lambda _m: None, max_line_units=2048)
+        if internal:
+            message = internal[0]
+            internal.clear()
+            raise Finding(message)
+        for line in out.getvalue().splitlines():
+            answer = json.loads(line)
+            for item in answer if isinstance(answer, list) else [answer]:
+                _check_rpc_answer(item)
+
+    return check
+
+
+class _Asgi:
+    """Drives an ASGI app in-process, one HTTP request per call (what uvicorn would hand it)."""
+
+    _TOKEN = frozenset(b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyz")
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.loop = asyncio.new_event_loop()
+
+    def request(self, data: bytes, substitutions: dict[bytes, bytes]) -> tuple[int, bytes]:
+        """``data`` is ``METHOD target\\nName: value\\n…\\n\\nbody`` (loosely; fuzzed)."""
+        for key, value in substitutions.items():
+            data = data.replace(key, value)
+        head, _, body = data.partition(b"\n\n")
+        lines = head.split(b"\n")
+        method, _, target = lines[0].partition(b" ")
+        method = (
+            bytes(
+                c for c in method.upper() if c in self._TOKEN.union(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+            )
+            or b"GET"
+        )
+        target = bytes(c for c in target.strip() if 0x21 <= c < 0x7F) or b"/"
+        raw_path, _, query = target.partition(b"?")
+        headers: list[tuple[bytes, bytes]] = []
+        for line in lines[1:]:
+            name, sep, value = line.partition(b":")
+            name = bytes(c for c in name.lower() if c in self._TOKEN)
+            if not sep or not name:
+                continue
+            value = bytes(c for c in value.strip(b" \t") if c not in b"\r\n\x00")
+            headers.append((name, value))
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": method.decode("ascii"),
+            "scheme": "http",
+            "path": unquote(raw_path.decode("ascii")),
+            "raw_path": raw_path,
+            "query_string": query,
+            "root_path": "",
+            "headers": headers,
+            "client": ("127.0.0.1", 50000),
+            "server": ("127.0.0.1", 8000),
+        }
+        return self.loop.run_until_complete(asyncio.wait_for(self._call(scope, body), 10))
+
+    async def _call(self, scope: dict[str, Any], body: bytes) -> tuple[int, bytes]:
+        pending = [{"type": "http.request", "body": body, "more_body": False}]
+        status: list[int] = []
+        chunks: list[bytes] = []
+
+        async def receive() -> dict[str, Any]:
+            if pending:
+                return pending.pop()
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                status.append(message["status"])
+            elif message["type"] == "http.response.body":
+                chunks.append(message.get("body", b""))
+
+        await self.app(scope, receive, send)
+        if len(status) != 1:
+            raise Finding(f"{len(status)} response starts")
+        return status[0], b"".join(chunks)
+
+
+def _mcp_http() -> Check:
+    import hashlib
+
+    from splice_build.mcp.transport.http import build_app
+
+    server, internal = _mcp_server()
+    asgi = _Asgi(build_app(server, hashlib.sha256(b"fuzz-token").digest()))
+
+    def check(data: bytes) -> None:
+        status, body = asgi.request(data, {b"@TOKEN@": b"fuzz-token"})
+        if internal:
+            message = internal[0]
+            internal.clear()
+            raise Finding(message)
+        if status >= 500:
+            raise Finding(f"status {status}: {body[:200]!r}")
+        if status == 200:
+            answer = json.loads(body)
+            for item in answer if isinstance(answer, list) else [answer]:
+                _check_rpc_answer(item)
+
+    return check
+
+
+def _publish_example(service: Any, token: str) -> None:
+    """The example skill as ``@fuzzer/example``, so reads find a package, versions, a download."""
+    from splice_build.registry.service import admin
+    from splice_build.registry.service.auth import Caller
+    from splice_build.spec.archive import pack_archive
+
+    admin.set_owner(service.deps, "fuzzer", "fuzzer")
+    example = ROOT / "splice_build" / "skills" / "example"
+    files = {
+        p.relative_to(example).as_posix(): p.read_bytes() for p in example.rglob("*") if p.is_file()
+    }
+    manifest = json.loads(files["manifest.json"])
+    manifest["namespace"] = "fuzzer"
+    files["manifest.json"] = json.dumps(manifest).encode("utf-8")
+    caller = Caller(authorization=f"Bearer {token}", client="127.0.0.1")
+    service.publish(caller, pack_archive(files), base_url="http://127.0.0.1:8000")
+
+
+def _registry_http() -> Check:
+    import logging
+
+    from splice_build.registry.http.app import create_app
+    from splice_build.registry.service import admin
+    from splice_build.registry.service.ratelimit import RateLimits
+    from splice_build.registry.service.tokens import TokenRequest
+    from splice_build.registry.storage import open_service
+
+    service = open_service(
+        _scratch() / "registry", limits=RateLimits(failed_auth=0, publishes=0, requests=0, admin=0)
+    )
+    admin.create_user(service.deps, "fuzzer")
+    token = admin.create_token(service.deps, "fuzzer", TokenRequest(can_manage=True))["token"]
+    _publish_example(service, token)
+    errors: list[str] = []
+
+    class _Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            errors.append(record.getMessage())
+
+    logger = logging.getLogger("splice_build.registry")
+    logger.addHandler(_Collect(logging.ERROR))
+    logger.propagate = False
+    asgi = _Asgi(create_app(service))
+
+    def check(data: bytes) -> None:
+        status, body = asgi.request(data, {b"@TOKEN@": token.encode("ascii")})
+        if errors:
+            message = errors[0]
+            errors.clear()
+            raise Finding(message)
+        if status >= 500 and status != 503:
+            raise Finding(f"status {status}: {body[:200]!r}")
+
+    return check
+
+
+# URLs ----------------------------------------------------------------------------------------
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
+def _guard() -> Callable[[str], Any]:
+    """parse + classify with every host allowed; None when the guard refuses."""
+    from splice_build.security.net_errors import NetworkDenied
+    from splice_build.security.targets import check_target
+    from splice_build.security.urls import InvalidUrl, parse_url
+
+    def guard(text: str) -> Any:
+        try:
+            return check_target(parse_url(text), ["*"])
+        except (InvalidUrl, NetworkDenied):
+            return None
+
+    return guard
+
+
+def _url_guard() -> Check:
+    from splice_build.security.targets import bare_host
+    from splice_build.security.urls import parse_url
+
+    guard = _guard()
+
+    def check(data: bytes) -> None:
+        target = guard(_text(data))
+        if target is None:
+            return
+        again = parse_url(target.request_url)
+        if bare_host(again.hostname) != target.host or again.port != target.url.port:
+            raise Finding(f"request_url {target.request_url!r} does not parse back to its host")
+
+    return check
+
+
+class _NodeLines:
+    """One long-lived Node process answering one JSON line per JSON line."""
+
+    def __init__(self, script: Path, *args: str) -> None:
+        from splice_build.runtime.node import find_node
+
+        self.process = subprocess.Popen(
+            [str(find_node().path), str(script), *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+
+    def ask(self, request: object) -> Any:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(json.dumps(request).encode("utf-8") + b"\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        if not line:
+            raise Finding("the Node oracle exited")
+        return json.loads(line)
+
+
+def _url_diff() -> Check:
+    guard = _guard()
+    node = _NodeLines(JS / "url_oracle.mjs")
+
+    def check(data: bytes) -> None:
+        text = _text(data)
+        target = guard(text)
+        if target is None:
+            return
+        seen = node.ask(text)
+        url = target.url
+        ours = {
+            "ok": True,
+            "protocol": url.protocol,
+            "username": url.username,
+            "password": url.password,
+            "hostname": url.hostname,
+            "port": url.port,
+        }
+        if seen != ours:
+            raise Finding(f"guard accepted {text!r} as {ours}, Node's URL parses {seen}")
+
+    return check
+
+
+# @splice/files path rules ---------------------------------------------------------------------
+_FILES_CODES = ("INVALID_PATH", "PATH_OUTSIDE_SANDBOX", "SENSITIVE_PATH")
+
+
+def _files_paths() -> Check:
+    import posixpath
+
+    policy = ROOT / "splice_build" / "skills" / "files" / "lib" / "policy.mjs"
+    node = _NodeLines(JS / "files_oracle.mjs", str(policy))
+
+    def check(data: bytes) -> None:
+        allow_root = bool(data[:1]) and data[0] % 2 == 1
+        path = _text(data[1:])
+        answer = node.ask({"path": path, "allowRoot": allow_root})
+        if not answer["ok"]:
+            if answer["name"] != "Error" or not answer["message"].startswith(
+                tuple(code + ": " for code in _FILES_CODES)
+            ):
+                raise Finding(f"{path!r}: unexpected failure {answer}")
+            return
+        segments = answer["segments"]
+        if not segments and not allow_root:
+            raise Finding(f"{path!r} names the workspace itself outside files.list")
+        if "\x00" in path or "\\" in path or len(path.encode("utf-16-le")) // 2 > 512:
+            raise Finding(f"{path!r} accepted despite the whole-path rules")
+        for segment in segments:
+            if segment in ("", ".", "..") or "/" in segment:
+                raise Finding(f"{path!r} accepted with segment {segment!r}")
+        joined = posixpath.normpath(posixpath.join("/workspace", *segments))
+        if joined != "/workspace" and not joined.startswith("/workspace/"):
+            raise Finding(f"{path!r} leaves the workspace: {joined}")
+
+    return check
+
+
+# redaction and secret-scan (time per byte) ----------------------------------------------------
+# Superlinear regular expressions show on repetition, and the regex engine gives libFuzzer no
+# coverage to climb, so each input is also pumped: repeated to 256 and 2,048 characters and
+# timed once. A suspicious time (over 2 ms, or over 0.2 ms and 12x the shorter; linear is 8x)
+# is measured again, best of three (the machine is shared), at 1,024, 4,096 and 16,384
+# characters: a finding when the time per byte at 16,384 exceeds the bound, or when the time
+# grows more than 8x for each 4x longer text, twice in a row (linear is 4x, quadratic 16x).
+SECONDS_PER_BYTE = 20e-6
+PUMPS = (1024, 4096, 16384)
+SUSPECT_SECONDS = 0.002
+QUICK_PUMPS = (256, 2048)
+MAX_GROWTH = 8.0
+
+
+def _best_of_three(run: Callable[[str], object], text: str) -> float:
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        run(text)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _pumped(text: str, length: int) -> str:
+    return (text * (length // len(text) + 1))[:length]
+
+
+def _timed(name: str, run: Callable[[str], object]) -> Check:
+    """``run`` must not raise, and its time must grow linearly with the pumped input."""
+
+    def check(data: bytes) -> None:
+        text = _text(data)
+        run(text)
+        if not text:
+            return
+        quick = []
+        for length in QUICK_PUMPS:  # one cheap look first: linear time grows 8x here
+            start = time.perf_counter()
+            run(_pumped(text, length))
+            quick.append(time.perf_counter() - start)
+        if quick[1] < SUSPECT_SECONDS and (quick[1] < 0.0002 or quick[1] < 12 * quick[0]):
+            return
+        times = [_best_of_three(run, _pumped(text, length)) for length in PUMPS]
+        growth = [later / max(earlier, 1e-9) for earlier, later in itertools.pairwise(times)]
+        if times[-1] > SECONDS_PER_BYTE * PUMPS[-1] or (
+            times[-1] > 0.016 and min(growth) > MAX_GROWTH
+        ):
+            shown = ", ".join(f"{t * 1e3:.1f} ms" for t in times)
+            raise Finding(f"{name}: {shown} for {PUMPS} characters (pumping {text[:80]!r})")
+
+    return check
+
+
+def _redact() -> Check:
+    from splice_build.security.redact import redact
+
+    values = ("hunter2-secret-value", "sk-live-0123456789abcdef")
+    return _timed("redact", lambda text: redact(text, values))
+
+
+def _secret_scan() -> Check:
+    from splice_build.security.secret_scan import scan_text
+
+    return _timed(
+        "secret-scan", lambda text: scan_text(text, "input.txt", [("TOKEN", "abcdef0123456789")])
+    )
+
+
+TARGETS: dict[str, Target] = {
+    t.name: t
+    for t in (
+        Target("archive", _archive, "read_archive (tar.gz, legacy bundle) then validation", 65536),
+        Target("manifest", _manifest, "Manifest.from_json: parser and validator"),
+        Target("splice_json", _splice_json, "load_project_file on splice.json"),
+        Target("splice_lock", _splice_lock, "load_lockfile on splice.lock"),
+        Target("pyproject", _pyproject, "read_config on pyproject.toml [tool.splice]"),
+        Target("frames", _frames, "parse_child_message: the parent's decoder of sandbox frames"),
+        Target("mcp_stdio", _mcp_stdio, "serve_stdio: line reader, JSON-RPC decoding, dispatch"),
+        Target("mcp_http", _mcp_http, "the /mcp ASGI app: headers, body, dispatch"),
+        Target(
+            "registry_http",
+            _registry_http,
+            "the registry ASGI app: paths, queries, headers, bodies",
+        ),
+        Target(
+            "url_guard",
+            _url_guard,
+            "parse_url + check_target (the network guard)",
+            dictionary="url.dict",
+        ),
+        Target(
+            "url_diff",
+            _url_diff,
+            "the guard against Node's WHATWG URL: disagreement must be refused",
+            dictionary="url.dict",
+        ),
+        Target(
+            "files_paths",
+            _files_paths,
+            "@splice/files checkPath in one long-lived Node",
+            dictionary="paths.dict",
+        ),
+        Target("redact", _redact, "redact(): no crash, linear time", 1024, "secrets.dict"),
+        Target(
+            "secret_scan", _secret_scan, "scan_text(): no crash, linear time", 1024, "secrets.dict"
+        ),
+    )
+}

@@ -1,0 +1,125 @@
+"""Every input a fuzz target found (tests/fuzz/cases/<target>/) replayed through that target.
+
+The target's ``check`` is the same code ``python -m fuzz`` runs: it returns for an accepted
+value or a documented refusal and raises for anything else, so a case fails again the moment
+its defect returns.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fuzz.targets import TARGETS
+from splice_build.errors import ErrorCode, SpliceError
+from splice_build.project.workspace import read_config
+
+CASES = Path(__file__).parent / "cases"
+
+
+def _cases() -> list[tuple[str, Path]]:
+    return [
+        (directory.name, case)
+        for directory in sorted(CASES.iterdir())
+        for case in sorted(directory.iterdir())
+    ]
+
+
+@pytest.mark.parametrize(
+    ("target", "case"), _cases(), ids=lambda value: getattr(value, "name", value)
+)
+def test_found_input_is_refused_cleanly(target: str, case: Path) -> None:
+    check = TARGETS[target].setup()
+    check(case.read_bytes())
+
+
+@pytest.mark.parametrize("case", sorted((CASES / "pyproject").iterdir()), ids=lambda p: p.name)
+def test_pyproject_with_a_non_table_on_the_splice_path_is_invalid_config(
+    case: Path, tmp_path: Path
+) -> None:
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_bytes(case.read_bytes())
+    with pytest.raises(SpliceError) as caught:
+        read_config(pyproject)
+    assert caught.value.code == ErrorCode.INVALID_CONFIG
+    assert "must be a table" in caught.value.message
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://xn--nxasmq6bccom/",
+        "http://xn--abc.com/",
+        "http://xn--a-ecp.com/",
+        "http://xn--.com/",
+        "https:xn--n--//a.ec/",  # decodes to the ASCII "n-"
+        "https://xn--xn--wss/",  # a nested ACE prefix
+        "https://xn--nx0smq6b.com/",  # decodes to code points unassigned here
+        "http:\u06a4.\u058b:",  # unassigned before mapping (idna's tables map it)
+        "http://x\u00dfn--fnxasmq6b.cho",  # a Unicode label that encodes to a nested prefix
+    ],
+)
+def test_an_xn_label_that_does_not_decode_to_a_valid_label_is_an_invalid_url(url: str) -> None:
+    from splice_build.security.urls import InvalidUrl, parse_url
+
+    with pytest.raises(InvalidUrl):
+        parse_url(url)
+
+
+@pytest.mark.parametrize(
+    "url", ["https://...../x", "http://a..b/", "http://example.com../", "http://192123814..:80/"]
+)
+def test_a_host_with_an_empty_label_is_refused_by_the_guard(url: str) -> None:
+    from splice_build.security.net_errors import REASON_NOT_DECLARED, NetworkDenied
+    from splice_build.security.targets import check_target
+    from splice_build.security.urls import parse_url
+
+    with pytest.raises(NetworkDenied) as caught:
+        check_target(parse_url(url), ["*"])
+    assert caught.value.reason == REASON_NOT_DECLARED
+    assert "not a valid host name" in str(caught.value)
+
+
+def test_valid_punycode_and_one_final_dot_still_pass() -> None:
+    from splice_build.security.targets import check_target
+    from splice_build.security.urls import parse_url
+
+    assert check_target(parse_url("http://xn--nxasmq6b.com./"), ["*"]).host == "xn--nxasmq6b.com"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http:\u200d/124...2/",  # a lone ZWJ: UTS #46 CheckJoiners
+        "http://a\u200db.com/",
+        "http://xn--1ug.com/",
+        "http://\u05d0a.com/",  # a right-to-left label ending in a left-to-right letter: CheckBidi
+        "http://a\u05d0.com/",  # Node accepts it; the guard refuses (stricter, never laxer)
+        "http://\x15\x00\u200dB]/",  # a joiner next to a character without a Unicode name
+        "http://xn--nxftp://2co",  # decodes to a label that starts with a combining mark
+        "http://\u0301a.com/",
+    ],
+)
+def test_joiners_and_bidi_that_node_refuses_are_invalid_urls(url: str) -> None:
+    from splice_build.security.urls import InvalidUrl, parse_url
+
+    with pytest.raises(InvalidUrl):
+        parse_url(url)
+
+
+@pytest.mark.parametrize(
+    ("url", "host"),
+    [
+        ("http://\u0915\u094d\u200d.com/", "xn--11b6iy14e.com"),  # ZWJ after a virama
+        ("http://\u05d0\u05d1.com/", "xn--4dbc.com"),
+        (
+            "http://\u0645\u062b\u0627\u0644.\u0625\u062e\u062a\u0628\u0627\u0631/",
+            "xn--mgbh0fb.xn--kgbechtv",
+        ),
+    ],
+)
+def test_joiners_and_bidi_labels_node_accepts_still_parse(url: str, host: str) -> None:
+    from splice_build.security.urls import parse_url
+
+    assert parse_url(url).hostname == host
