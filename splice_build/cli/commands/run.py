@@ -128,7 +128,10 @@ def _run_directory(args: argparse.Namespace, ctx: CommandContext) -> tuple[str, 
 
 def _run_installed(args: argparse.Namespace, ctx: CommandContext) -> tuple[str, ToolResult]:
     from splice_build.project.project_file import find_project_root
+    from splice_build.runtime.isolation.support import prefetch
     from splice_build.sdk import Splice
+
+    prefetch()  # the isolation probes run while the package is verified from bytes
 
     splice = Splice(find_project_root(ctx.cwd), registry=ctx.registry, env=ctx.env, home=ctx.home)
     pkg, tool_name = splice.resolve_tool(args.tool_ref)
