@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 import os
-import platform
 import sys
-import traceback
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,6 +32,11 @@ def report_error(out: Output, exc: SpliceError) -> int:
 
 
 def _write_crash_log(home: Path, exc: BaseException) -> Path | None:
+    # Only a crash needs these (lazy: every command imports this module).
+    import datetime as _dt
+    import platform
+    import traceback
+
     from splice_build import __version__
 
     stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%S")
@@ -76,6 +78,8 @@ def error_handler(out: Output, *, home: Path, verbose: bool) -> Iterator[None]:
         message = f"unexpected failure: {type(exc).__name__}: {exc}"
         _report(out, ErrorCode.INTERNAL_ERROR, message, hint)
         if verbose:
+            import traceback
+
             from splice_build.security.redact import redact
 
             out.info(redact("".join(traceback.format_exception(exc))))
