@@ -26,7 +26,6 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
-import platform
 import struct
 import sys
 from collections.abc import Callable
@@ -81,7 +80,7 @@ def current_arch() -> Arch | None:
     """The architecture of this (64-bit) Python on Linux, when a filter exists for it."""
     if not sys.platform.startswith("linux") or sys.maxsize < 2**32:
         return None
-    name = _MACHINE_NAMES.get(platform.machine().lower())
+    name = _MACHINE_NAMES.get(os.uname().machine.lower())
     return ARCHES.get(name) if name else None
 
 
@@ -210,7 +209,7 @@ def start_detect() -> Callable[[], SeccompStatus]:
         why = (
             "not Linux"
             if not sys.platform.startswith("linux")
-            else (f"no filter is written for the {platform.machine()} architecture")
+            else (f"no filter is written for the {os.uname().machine} architecture")
         )
         status = SeccompStatus(False, why)
         return lambda: status
