@@ -76,11 +76,17 @@ class SeccompStatus:
     detail: str  # what the filter denies, or why it cannot be installed
 
 
+def machine() -> str:
+    """The kernel's name of this machine (``uname -m``; what ``platform.machine()`` returns
+    on Linux, without importing ``platform`` on the run path)."""
+    return os.uname().machine
+
+
 def current_arch() -> Arch | None:
     """The architecture of this (64-bit) Python on Linux, when a filter exists for it."""
     if not sys.platform.startswith("linux") or sys.maxsize < 2**32:
         return None
-    name = _MACHINE_NAMES.get(os.uname().machine.lower())
+    name = _MACHINE_NAMES.get(machine().lower())
     return ARCHES.get(name) if name else None
 
 
@@ -209,7 +215,7 @@ def start_detect() -> Callable[[], SeccompStatus]:
         why = (
             "not Linux"
             if not sys.platform.startswith("linux")
-            else (f"no filter is written for the {os.uname().machine} architecture")
+            else (f"no filter is written for the {machine()} architecture")
         )
         status = SeccompStatus(False, why)
         return lambda: status
