@@ -75,6 +75,24 @@ def run(quick: bool = False) -> list[Row]:
                 "≤ 5×",
             )
         )
+        # The issue #22 row: one run of each in turn, so that a shared machine's load
+        # changes hit the run and its baseline alike.
+        paired_run: list[float] = []
+        paired_node: list[float] = []
+        for _ in range(repeat):
+            paired_node += bare_node(repeat=1)
+            paired_run += time_command(
+                splice_argv("run", "example.hello", "name=x"), repeat=1, env=env, cwd=project
+            )
+        rows.append(
+            ratio_row(
+                "splice run example.hello (installed), alternating with its baseline",
+                paired_run,
+                "node --permission -e 0, alternating",
+                paired_node,
+                "≤ 5×",
+            )
+        )
         rows += _breakdown(project, env, repeat)
         before_tree = os.environ.get(BEFORE_TREE_ENV)
         if before_tree:
