@@ -55,6 +55,7 @@ def main(argv: list[str]) -> None:
     spans["run path imports (cli, run command)"] = (imported - _T0) * 1000
     spans["run path imports (sdk, runtime, sandbox)"] = (imported_all - imported) * 1000
     spans["cli main() total"] = (end - start) * 1000
+    spans["script total (first line to the result)"] = (end - _T0) * 1000
     spans["status"] = status
     sys.stderr.write("\n" + json.dumps(spans) + "\n")
 
