@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from splice_build.install.session import RegistrySession
     from splice_build.project.home import SpliceHome
     from splice_build.project.layout import ProjectLayout
-    from splice_build.project.lockfile import LockEntry
+    from splice_build.project.lockfile import LockEntry, Lockfile
     from splice_build.project.project_file import ProjectFile
     from splice_build.runtime import LoadedPackage, SpliceRuntime, ToolResult
     from splice_build.runtime.pool import WarmPool
@@ -447,12 +447,11 @@ class Splice:
         from splice_build.project.lockfile import load_lockfile
 
         self._recovered()
-        return check_installed(
-            self.layout,
-            package_id,
-            load_lockfile(self.project_root).get(package_id),
-            home=self.home.path,
-        )
+        return self._check_in(load_lockfile(self.project_root), package_id)
+
+    def _check_in(self, lock: Lockfile, package_id: str) -> InstalledPackage:
+        """``check`` against a lock already read (one read of it per call of the caller)."""
+        return check_installed(self.layout, package_id, lock.get(package_id), home=self.home.path)
 
     def installed(self) -> list[InstalledPackage]:
         """Packages passing the files-digest and grant checks (others are silently skipped)."""
@@ -486,7 +485,9 @@ class Splice:
         from splice_build.project.lockfile import load_lockfile
         from splice_build.spec.names import ToolRef
 
-        lock_ids = list(load_lockfile(self.project_root).packages)
+        self._recovered()
+        lock = load_lockfile(self.project_root)  # read once: resolved and checked against it
+        lock_ids = list(lock.packages)
         if "." in ref:
             tool_ref = ToolRef.parse(ref)
             if tool_ref.qualified:
@@ -513,7 +514,7 @@ class Splice:
                 details=sorted({i for i, _ in pairs}),
             )
         package_id, tool = pairs[0]
-        return self.check(package_id), tool
+        return self._check_in(lock, package_id), tool
 
     def _tool_names(self, package_id: str) -> list[str]:
         """Tool names from the installed manifest (only to match a name; ``check`` follows)."""

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 import os
-import platform
 import signal
 import sys
 import threading
-import traceback
 from collections.abc import Iterator
 from pathlib import Path
 from typing import NoReturn
@@ -61,6 +58,11 @@ def report_error(out: Output, exc: SpliceError) -> int:
 
 
 def _write_crash_log(home: Path, exc: BaseException) -> Path | None:
+    # Only a crash needs these (lazy: every command imports this module).
+    import datetime as _dt
+    import platform
+    import traceback
+
     from splice_build import __version__
 
     stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%S")
@@ -118,6 +120,8 @@ def _crash(out: Output, home: Path, verbose: bool, exc: Exception) -> NoReturn:
     message = f"unexpected failure: {type(exc).__name__}: {exc}"
     _report(out, ErrorCode.INTERNAL_ERROR, message, hint)
     if verbose:
+        import traceback
+
         from splice_build.security.redact import redact
 
         out.info(redact("".join(traceback.format_exception(exc))))

@@ -24,7 +24,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -137,6 +136,8 @@ class SpliceHome:
 
     def save_credential(self, registry_url: str, token: str, user: str) -> None:
         """Store ``token`` for the normalized ``registry_url``, replacing an older one."""
+        from datetime import UTC, datetime  # lazy: `splice run` reads the home, never logs in
+
         key = normalize_registry_url(registry_url)
         saved_at = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
         self.ensure()

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from splice_build.errors import ErrorCode
@@ -47,6 +46,8 @@ class CapabilityReply:
 
 
 def _now() -> str:
+    from datetime import UTC, datetime  # lazy: only a capability call needs the clock
+
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 

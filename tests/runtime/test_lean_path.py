@@ -1,6 +1,7 @@
 """The one-shot CLI path stays lean: `splice --version` and `splice run` (a package directory,
 and an installed package) import no registry server, MCP, HTTP client, doit, jsonschema or
-cryptography, and Node's version is read without starting a process."""
+cryptography, nor what only a crash report, a login or a capability call needs (traceback,
+datetime, platform), and Node's version is read without starting a process."""
 
 from __future__ import annotations
 
@@ -24,6 +25,10 @@ HEAVY = (
     "cryptography",
     "splice_build.mcp.protocol",
     "splice_build.registry.http",
+    # docs/runtime.md#where-the-time-goes: a few milliseconds each, none needed to run a tool
+    "traceback",
+    "datetime",
+    "platform",
 )
 REPO = Path(__file__).resolve().parents[2]
 

@@ -181,7 +181,7 @@ def test_the_plan_and_doctor_report_the_filter() -> None:
 
 
 def test_where_it_cannot_be_installed_the_reason_is_shown(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(seccomp.platform, "machine", lambda: "riscv64")
+    monkeypatch.setattr(seccomp, "machine", lambda: "riscv64")
     status = seccomp.detect.__wrapped__()
     assert status == seccomp.SeccompStatus(
         False, "no filter is written for the riscv64 architecture"

@@ -126,9 +126,30 @@ def _run_directory(args: argparse.Namespace, ctx: CommandContext) -> tuple[str, 
     return f"{pkg.id}.{ref.tool}", result
 
 
+def _start_machine_probes(ctx: CommandContext) -> None:
+    """Start what the sandbox set-up asks of the machine (the isolation probes, the loader's
+    listing of Node's files) before the package is verified from bytes, so that those child
+    processes work while the parent hashes. Nothing is trusted or skipped: the set-up
+    collects the same answers it would have asked for, and meets any failure itself."""
+    from splice_build.errors import SpliceError
+    from splice_build.runtime.isolation.fileview import prefetch_node_files
+    from splice_build.runtime.isolation.plan import configured_mode
+    from splice_build.runtime.isolation.support import prefetch
+    from splice_build.runtime.node import find_node
+
+    prefetch()
+    try:
+        if configured_mode(ctx.env) != "in-process":
+            prefetch_node_files(find_node(ctx.env).path)
+    except (OSError, SpliceError):
+        return  # the sandbox set-up reports it in its place
+
+
 def _run_installed(args: argparse.Namespace, ctx: CommandContext) -> tuple[str, ToolResult]:
     from splice_build.project.project_file import find_project_root
     from splice_build.sdk import Splice
+
+    _start_machine_probes(ctx)
 
     splice = Splice(find_project_root(ctx.cwd), registry=ctx.registry, env=ctx.env, home=ctx.home)
     pkg, tool_name = splice.resolve_tool(args.tool_ref)

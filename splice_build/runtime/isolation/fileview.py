@@ -121,6 +121,31 @@ def elf_interpreter(binary: Path) -> str | None:
     return None
 
 
+# ``<interpreter> --list`` processes started ahead by ``prefetch_node_files``.
+_listing: dict[tuple[Path, str], subprocess.Popen[str]] = {}
+
+
+def _list(interpreter: str, node: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [interpreter, "--list", str(node)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={},
+    )
+
+
+def prefetch_node_files(node: Path) -> None:
+    """Start the loader's listing of ``node`` now; ``node_files`` collects it (``splice run``
+    calls this before it verifies the package from bytes, so that both run side by side).
+    Raises OSError when the loader cannot be started."""
+    interpreter = elf_interpreter(node)
+    key = (node, interpreter or "")
+    if interpreter is not None and key not in _listing and not node_files.cache_info().currsize:
+        _listing[key] = _list(interpreter, node)
+
+
 @lru_cache(maxsize=4)
 def node_files(node: Path) -> tuple[str, ...]:
     """What executing ``node`` reads: the binary, its interpreter, the libraries the
@@ -129,18 +154,17 @@ def node_files(node: Path) -> tuple[str, ...]:
     interpreter = elf_interpreter(node)
     if interpreter is None:
         return (str(node),)
-    listed = subprocess.run(
-        [interpreter, "--list", str(node)],
-        capture_output=True,
-        text=True,
-        env={},
-        timeout=30,
-        check=False,
-    )
-    if listed.returncode != 0:
-        raise OSError(f"{interpreter} --list {node} failed: {listed.stderr.strip()}")
+    started = _listing.pop((node, interpreter), None) or _list(interpreter, node)
+    try:
+        stdout, stderr = started.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        started.kill()
+        started.communicate()
+        raise OSError(f"{interpreter} --list {node} took more than 30 s") from None
+    if started.returncode != 0:
+        raise OSError(f"{interpreter} --list {node} failed: {stderr.strip()}")
     files = [str(node), interpreter]
-    for line in listed.stdout.splitlines():
+    for line in stdout.splitlines():
         name, arrow, rest = line.strip().partition("=>")
         path = (rest if arrow else name).split(" (")[0].strip()
         if "not found" in path:

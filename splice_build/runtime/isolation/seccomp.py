@@ -26,9 +26,9 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
-import platform
 import struct
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -76,11 +76,17 @@ class SeccompStatus:
     detail: str  # what the filter denies, or why it cannot be installed
 
 
+def machine() -> str:
+    """The kernel's name of this machine (``uname -m``; what ``platform.machine()`` returns
+    on Linux, without importing ``platform`` on the run path)."""
+    return os.uname().machine
+
+
 def current_arch() -> Arch | None:
     """The architecture of this (64-bit) Python on Linux, when a filter exists for it."""
     if not sys.platform.startswith("linux") or sys.maxsize < 2**32:
         return None
-    name = _MACHINE_NAMES.get(platform.machine().lower())
+    name = _MACHINE_NAMES.get(machine().lower())
     return ARCHES.get(name) if name else None
 
 
@@ -197,14 +203,22 @@ def _probe(report_fd: int) -> None:
 @lru_cache(maxsize=1)
 def detect() -> SeccompStatus:
     """Whether the filter can be installed here (tried once per process, in a child)."""
+    return start_detect()()
+
+
+def start_detect() -> Callable[[], SeccompStatus]:
+    """Fork the probe child now and return what collects its answer, so that a caller can
+    run its other probes while this one works (``support.detect`` does: they are
+    independent children, and on two cores side by side they cost one)."""
     arch = current_arch()
     if arch is None:
         why = (
             "not Linux"
             if not sys.platform.startswith("linux")
-            else (f"no filter is written for the {platform.machine()} architecture")
+            else (f"no filter is written for the {machine()} architecture")
         )
-        return SeccompStatus(False, why)
+        status = SeccompStatus(False, why)
+        return lambda: status
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the child
@@ -214,14 +228,18 @@ def detect() -> SeccompStatus:
         finally:
             os._exit(0)
     os.close(write_fd)
-    with os.fdopen(read_fd, "rb") as reader:
-        answer = reader.read(4096).decode("utf-8", "replace").strip()
-    os.waitpid(pid, 0)
-    if answer == "ok":
-        return SeccompStatus(
-            True,
-            f"{arch.name}: socket and socketpair refused (EPERM, every address family), "
-            "io_uring refused (ENOSYS), other architectures' system calls kill the process",
-        )
-    reason = answer.removeprefix("fail ").strip() or "the probe died"
-    return SeccompStatus(False, f"the kernel refused the filter ({reason})")
+
+    def collect() -> SeccompStatus:
+        with os.fdopen(read_fd, "rb") as reader:
+            answer = reader.read(4096).decode("utf-8", "replace").strip()
+        os.waitpid(pid, 0)
+        if answer == "ok":
+            return SeccompStatus(
+                True,
+                f"{arch.name}: socket and socketpair refused (EPERM, every address family), "
+                "io_uring refused (ENOSYS), other architectures' system calls kill the process",
+            )
+        reason = answer.removeprefix("fail ").strip() or "the probe died"
+        return SeccompStatus(False, f"the kernel refused the filter ({reason})")
+
+    return collect

@@ -13,13 +13,13 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
+from splice_build.runtime.isolation import seccomp as seccomp_layer
 from splice_build.runtime.isolation.cgroup import CgroupStatus, detect_cgroup
 from splice_build.runtime.isolation.kernel import Kernel, last_capability
-from splice_build.runtime.isolation.seccomp import SeccompStatus
-from splice_build.runtime.isolation.seccomp import detect as detect_seccomp
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class IsolationSupport:
     root: bool
     last_cap: int
     cgroup: CgroupStatus
-    seccomp: SeccompStatus
+    seccomp: seccomp_layer.SeccompStatus
     file_view_reason: str | None = "needs the namespaces"  # None: a file view can be built
 
     @property
@@ -49,8 +49,9 @@ class IsolationSupport:
         return (f"namespaces: {self.namespaces_reason}",) if self.namespaces_reason else ()
 
 
-def _run_probe(kernel: Kernel, last_cap: int) -> str:
-    """The probe child's one-line report (``fail …`` when it said nothing)."""
+def _run_probe(kernel: Kernel, last_cap: int) -> Callable[[], str]:
+    """Fork the probe child; what returns its one-line report (``fail …`` when it said
+    nothing)."""
     from splice_build.runtime.isolation.child import probe
 
     read_fd, write_fd = os.pipe()
@@ -62,11 +63,14 @@ def _run_probe(kernel: Kernel, last_cap: int) -> str:
         finally:
             os._exit(0)
     os.close(write_fd)
-    chunks = []
-    with contextlib.closing(os.fdopen(read_fd, "rb")) as reader:
-        chunks.append(reader.read(4096))
-    os.waitpid(pid, 0)
-    return b"".join(chunks).decode("utf-8", "replace").strip() or "fail the probe died"
+
+    def collect() -> str:
+        with contextlib.closing(os.fdopen(read_fd, "rb")) as reader:
+            answer = reader.read(4096)
+        os.waitpid(pid, 0)
+        return answer.decode("utf-8", "replace").strip() or "fail the probe died"
+
+    return collect
 
 
 def _probe_no_new_privs(kernel: Kernel) -> str | None:
@@ -81,13 +85,48 @@ def _probe_no_new_privs(kernel: Kernel) -> str | None:
     return None if os.waitstatus_to_exitcode(status) == 0 else "prctl(PR_SET_NO_NEW_PRIVS) failed"
 
 
+@dataclass(frozen=True)
+class _Started:
+    """Probe children forked and not yet collected."""
+
+    kernel: Kernel | None
+    last_cap: int
+    seccomp: Callable[[], seccomp_layer.SeccompStatus]
+    report: Callable[[], str] | None
+
+
+_started: _Started | None = None
+
+
+def _start() -> _Started:
+    kernel = Kernel.load()
+    last_cap = last_capability()
+    # The children are independent: they run side by side (on two cores, for the cost of one).
+    seccomp = (
+        seccomp_layer.detect
+        if seccomp_layer.detect.cache_info().currsize
+        else seccomp_layer.start_detect()
+    )
+    report = None if kernel is None else _run_probe(kernel, last_cap)
+    return _Started(kernel, last_cap, seccomp, report)
+
+
+def prefetch() -> None:
+    """Fork the probe children now; ``detect()`` collects them. ``splice run`` calls this
+    before it verifies the package from bytes, so that the probes work while it hashes."""
+    global _started
+    if _started is None and not detect.cache_info().currsize:
+        _started = _start()
+
+
 @lru_cache(maxsize=1)
 def detect() -> IsolationSupport:
     """The machine's support (cached for the life of the process)."""
+    global _started
+    started, _started = _started or _start(), None
     root = hasattr(os, "geteuid") and os.geteuid() == 0
-    kernel = Kernel.load()
-    last_cap = last_capability()
-    if kernel is None:
+    kernel, last_cap, seccomp_status = started.kernel, started.last_cap, started.seccomp
+    if kernel is None or started.report is None:
         why = "not Linux" if not sys.platform.startswith("linux") else "libc cannot be loaded"
         return IsolationSupport(
             False,
@@ -99,10 +138,10 @@ def detect() -> IsolationSupport:
             root,
             last_cap,
             detect_cgroup(),
-            detect_seccomp(),
+            seccomp_status(),
             f"needs the namespaces ({why})",
         )
-    report = _run_probe(kernel, last_cap)
+    report = started.report()
     nnp_reason = _probe_no_new_privs(kernel)
     kind, _, rest = report.partition(" ")
 
@@ -117,7 +156,7 @@ def detect() -> IsolationSupport:
             root,
             last_cap,
             detect_cgroup(),
-            detect_seccomp(),
+            seccomp_status(),
             f"needs the namespaces ({reason})",
         )
 
@@ -139,6 +178,6 @@ def detect() -> IsolationSupport:
         root=root,
         last_cap=last_cap,
         cgroup=detect_cgroup(),
-        seccomp=detect_seccomp(),
+        seccomp=seccomp_status(),
         file_view_reason=None if view == "ok" else f"the kernel refused it ({view})",
     )
