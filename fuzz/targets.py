@@ -199,7 +199,9 @@ def _mcp_stdio() -> Check:
 
     def check(data: bytes) -> None:
         out = io.BytesIO()
-        serve_stdio(server, io.BytesIO(data), out, log=lambda _m: None, max_line_units=2048)
+        serve_stdio(
+            server, io.BytesIO(data), out, log=lambda _m: None, max_calls=4, max_line_bytes=2048
+        )
         if internal:
             message = internal[0]
             internal.clear()
@@ -285,10 +287,12 @@ class _Asgi:
 def _mcp_http() -> Check:
     import hashlib
 
+    from splice_build.mcp.admission import AsyncAdmission
     from splice_build.mcp.transport.http import build_app
 
     server, internal = _mcp_server()
-    asgi = _Asgi(build_app(server, hashlib.sha256(b"fuzz-token").digest()))
+    admission = AsyncAdmission(4)  # the server's bound on tool calls, as `splice mcp --http`
+    asgi = _Asgi(build_app(server, hashlib.sha256(b"fuzz-token").digest(), admission))
 
     def check(data: bytes) -> None:
         status, body = asgi.request(data, {b"@TOKEN@": b"fuzz-token"})
@@ -321,7 +325,7 @@ def _publish_example(service: Any, token: str) -> None:
     manifest["namespace"] = "fuzzer"
     files["manifest.json"] = json.dumps(manifest).encode("utf-8")
     caller = Caller(authorization=f"Bearer {token}", client="127.0.0.1")
-    service.publish(caller, pack_archive(files), base_url="http://127.0.0.1:8000")
+    service.publish(caller, pack_archive(files))
 
 
 def _registry_http() -> Check:

@@ -8,7 +8,9 @@ request then goes, unread, to the MCP transport of ``splice mcp --http``
 accept, a supported protocol version, a body of at most 1 MiB, batches, 202 for
 notifications). That transport checks its own bearer token against one digest; it is
 given the digest of the token the registry has just accepted, so its check passes for
-exactly this request's credentials and the transport stays unchanged.
+exactly this request's credentials and the transport stays unchanged. Its tool calls are
+reads of the store, admitted like those of ``splice mcp --http`` (at most the core count at
+once, fair queues, 503 beyond; docs/mcp.md#admission-control).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
+from splice_build.mcp.admission import AsyncAdmission, default_max_calls
 from splice_build.mcp.transport.http import McpHttpApp
 from splice_build.registry.http.routing import caller_of
 from splice_build.registry.mcp_backend import RegistryMcpServer
@@ -32,6 +35,7 @@ class RegistryMcpEndpoint:
     def __init__(self, service: RegistryService, server: RegistryMcpServer) -> None:
         self._service = service
         self._server = server
+        self._admission: AsyncAdmission | None = None  # made on the server's event loop
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         caller = caller_of(Request(scope, receive))
@@ -40,4 +44,6 @@ class RegistryMcpEndpoint:
         if token is None:
             raise AssertionError("BUG: authenticated without a bearer token")
         digest = hashlib.sha256(token.encode("utf-8")).digest()
-        await McpHttpApp(self._server, digest)(scope, receive, send)
+        if self._admission is None:
+            self._admission = AsyncAdmission(default_max_calls())
+        await McpHttpApp(self._server, digest, self._admission)(scope, receive, send)
