@@ -136,7 +136,7 @@ def _signature_text(
     if verified == recorded == official_key().key_id:
         return f"verified {verified} (the official @splice key)"
     if recorded is None:
-        return f"verified {verified} (this machine's embedded-registry key; not pinned)"
+        return f"verified {verified} (a key of this machine's embedded registry; not pinned)"
     return f"verified {verified}"
 
 
@@ -490,9 +490,10 @@ class Installer:
     ) -> str | None:
         """The ``signedBy`` written to splice.lock.
 
-        The embedded registry signs the official skills with a key made on this machine at
-        first use, so its key id differs from one machine to the next: pinning it in a
-        committed lock would refuse every fresh clone. Its signatures are still verified.
+        The embedded registry is this machine's own store: a key that signs in it is local
+        to the machine, so pinning it in a committed lock would refuse every fresh clone. Its
+        signatures are still verified. (The official ``@splice`` key is the same everywhere
+        and is pinned by ``install``: docs/signing.md#the-official-key.)
         """
         registry = self.session.url if fetched.metadata is not None else target.pinned.registry
         return None if registry == EMBEDDED_REGISTRY else verified

@@ -250,3 +250,15 @@ def test_an_official_skill_whose_signature_the_registry_replaces_is_refused(
         registry.twist = None
     assert error["code"] == "OFFICIAL_SIGNATURE_REQUIRED"
     assert mallory.key_id in error["details"][1]
+
+
+def test_the_signing_task_refuses_a_key_that_is_not_the_official_one(tmp_path: Path) -> None:
+    """Re-signing with any other key would ship signatures the shipped key cannot verify."""
+    from splice_build.errors import SpecError
+    from splice_build.registry.official_sign import signatures_for
+
+    other = new_key(tmp_path / "keys", "other")
+    with pytest.raises(SpecError) as caught:
+        signatures_for(other.path)
+    assert caught.value.code.value == "SIGNATURE_INVALID"
+    assert OFFICIAL.key_id in caught.value.message
