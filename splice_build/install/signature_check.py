@@ -35,6 +35,9 @@ if TYPE_CHECKING:
 class SignatureValid:
     """(5) publisher signatures, verified; ``signed_by`` is set when one is accepted.
 
+    An ``@splice`` package passes only with the shipped official key (:func:`official_signer`),
+    which is then the signer, whatever else signed it.
+
     ``trusted_signer`` is the key pinned by the lock (if any): when it is among the valid
     signers it is the one reported, so a publisher who adds a second key keeps its pin.
     """
@@ -75,6 +78,10 @@ class SignatureValid:
             ) from exc
         self.revoked = outcome.ignored_revoked
         self.valid = outcome.valid
+        official = official_signer(expected.package_id, outcome.valid, subject)
+        if official is not None:
+            self.signed_by = official
+            return f"verified: signed by {official} (the official @splice key)"
         if outcome.signed_by is None:
             if expected.require_signed:
                 raise InstallError(
