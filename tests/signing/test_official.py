@@ -264,8 +264,8 @@ def test_the_signing_task_refuses_a_key_that_is_not_the_official_one(tmp_path: P
     assert OFFICIAL.key_id in caught.value.message
 
 
-def test_verify_fails_an_splice_package_the_official_key_did_not_sign(served, project) -> None:
-    registry, other = served
+def test_verify_fails_a_splice_package_the_official_key_did_not_sign(served, project) -> None:
+    registry, _ = served
     registry.twist = None
     done = run_splice(
         "--json", "--registry", registry.url, "verify", "@splice/greeter", cwd=project
