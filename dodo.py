@@ -47,3 +47,13 @@ def task_splice():  # type: ignore[no-untyped-def]
         from splice_build.tasks import splice_tasks
 
         yield from splice_tasks(project)
+
+
+def task_sign_official() -> dict:
+    """Maintainers: re-sign the official skills with the release key in $SPLICE_OFFICIAL_KEY_FILE
+    (held outside the repository; docs/signing.md#the-official-key)."""
+    return {
+        "actions": [f"{sys.executable} -m splice_build.registry.official_sign"],
+        "verbosity": 2,
+        "uptodate": [False],
+    }

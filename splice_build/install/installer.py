@@ -30,7 +30,12 @@ from splice_build.install.checks import (
 )
 from splice_build.install.consent import Accept, require_consent
 from splice_build.install.session import RegistrySession, is_offline
-from splice_build.install.signature_check import SignatureValid, first_signer, signer_pinning
+from splice_build.install.signature_check import (
+    SignatureValid,
+    first_signer,
+    official_signer,
+    signer_pinning,
+)
 from splice_build.project.layout import ProjectLayout
 from splice_build.project.lockfile import LockEntry, Unknown, load_lockfile
 from splice_build.project.project_file import load_project_file
@@ -126,8 +131,12 @@ def _signature_text(
         return f"pinned {verified} in splice.lock (no signature stored with the cached artifact)"
     if untrusted is not None:
         return f"verified {verified}, but untrusted ({untrusted}); not pinned"
+    from splice_build.spec.official_key import official_key
+
+    if verified == recorded == official_key().key_id:
+        return f"verified {verified} (the official @splice key)"
     if recorded is None:
-        return f"verified {verified} (this machine's embedded-registry key; not pinned)"
+        return f"verified {verified} (a key of this machine's embedded registry; not pinned)"
     return f"verified {verified}"
 
 
@@ -310,11 +319,22 @@ class Installer:
         signature = self._signature_check(target, fetched, current)
         verified = verify_artifact(fetched.data, expected, signature)
         signed_by = self._recorded_signer(target, fetched, verified.signed_by)
+        subject = f"{target.package_id}@{target.version}"
+        official = official_signer(
+            target.package_id,
+            signature.valid
+            if isinstance(signature, SignatureValid)
+            else tuple(k for k in (verified.signed_by,) if k is not None),
+            subject,
+        )
+        if official is not None:  # the shipped key is trusted for @splice, and pinned
+            signed_by = official
         pinned = current.signed_by if current is not None else None
         untrusted: str | None = None
         changing = pinned is None or self.options.allow_signer_change  # else SIGNER_CHANGED below
         if (
-            signed_by is not None
+            official is None
+            and signed_by is not None
             and signed_by != pinned
             and changing
             and isinstance(signature, SignatureValid)
@@ -332,7 +352,6 @@ class Installer:
         if not fetched.from_cache:
             self.cache.put(fetched.data)
         self._keep_signatures(target, fetched, verified)
-        subject = f"{target.package_id}@{target.version}"
         grant = _recorded_grant(current)
         require_consent(
             verified.manifest.permissions,
@@ -371,7 +390,7 @@ class Installer:
             from_cache=fetched.from_cache,
             offline=fetched.offline,
             signature=_signature_text(
-                verified.signed_by,
+                official or verified.signed_by,
                 signed_by,
                 untrusted,
                 pinned_only=isinstance(signature, SignaturePinnedByLock),
@@ -471,9 +490,10 @@ class Installer:
     ) -> str | None:
         """The ``signedBy`` written to splice.lock.
 
-        The embedded registry signs the official skills with a key made on this machine at
-        first use, so its key id differs from one machine to the next: pinning it in a
-        committed lock would refuse every fresh clone. Its signatures are still verified.
+        The embedded registry is this machine's own store: a key that signs in it is local
+        to the machine, so pinning it in a committed lock would refuse every fresh clone. Its
+        signatures are still verified. (The official ``@splice`` key is the same everywhere
+        and is pinned by ``install``: docs/signing.md#the-official-key.)
         """
         registry = self.session.url if fetched.metadata is not None else target.pinned.registry
         return None if registry == EMBEDDED_REGISTRY else verified

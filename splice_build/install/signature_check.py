@@ -12,6 +12,10 @@ key of the namespace's ``trustedSigners`` in ``splice.json`` when the project li
 registry's word does not count then), else a key the registry has registered, unrevoked, for
 the namespace (docs/signing.md#trusted-signers).
 
+:func:`official_signer` is the rule for the ``@splice`` namespace, from any registry: a valid
+signature by the official key shipped in the wheel, or ``OFFICIAL_SIGNATURE_REQUIRED``, with
+or without a signature requirement (docs/signing.md#the-official-key).
+
 :func:`signer_pinning` is step (5) of the install: once a lock entry records ``signedBy``,
 an update must be signed by that same key unless the user allows the change.
 """
@@ -30,6 +34,9 @@ if TYPE_CHECKING:
 
 class SignatureValid:
     """(5) publisher signatures, verified; ``signed_by`` is set when one is accepted.
+
+    An ``@splice`` package passes only with the shipped official key (:func:`official_signer`),
+    which is then the signer, whatever else signed it.
 
     ``trusted_signer`` is the key pinned by the lock (if any): when it is among the valid
     signers it is the one reported, so a publisher who adds a second key keeps its pin.
@@ -71,6 +78,10 @@ class SignatureValid:
             ) from exc
         self.revoked = outcome.ignored_revoked
         self.valid = outcome.valid
+        official = official_signer(expected.package_id, outcome.valid, subject)
+        if official is not None:
+            self.signed_by = official
+            return f"verified: signed by {official} (the official @splice key)"
         if outcome.signed_by is None:
             if expected.require_signed:
                 raise InstallError(
@@ -138,3 +149,26 @@ def first_signer(
             ),
         )
     return None, why
+
+
+def official_signer(package_id: str, valid: Sequence[str], subject: str) -> str | None:
+    """The shipped official key id when ``package_id`` is in ``@splice`` and it signed;
+    ``None`` for any other namespace. Raises InstallError(OFFICIAL_SIGNATURE_REQUIRED) for an
+    ``@splice`` package that no valid signature by the shipped key covers: no registry, not
+    even the embedded one, can vouch for the official namespace with another key."""
+    from splice_build.spec.official_key import is_official, official_key
+
+    if not is_official(package_id):
+        return None
+    key = official_key()
+    if key.key_id in valid:
+        return key.key_id
+    found = ", ".join(valid) if valid else "no valid signature"
+    raise InstallError(
+        ErrorCode.OFFICIAL_SIGNATURE_REQUIRED,
+        f"{subject} is in the official @{key.namespace} namespace but is not signed by the "
+        f"official key {key.key_id}",
+        details=[f"official key: {key.key_id}", f"found: {found}"],
+        hint=f"Only the Splice maintainers publish @{key.namespace}/*; this registry's copy "
+        "is not theirs. Do not install it.",
+    )

@@ -1,13 +1,14 @@
 """The official skills (``splice_build/skills/*``) published and signed into the embedded store.
 
 On first use of the embedded registry every skill directory is packed and published by the
-user ``splice``, owner of the reserved namespace ``splice``, and signed with the store's own
-official key: an Ed25519 key generated at first use next to the store
-(``<store>/official-signing.key``, 0600), registered for ``@splice``. A fresh machine
-therefore shows "signature: verified" for them, and an install pins that key in the lock.
-Idempotent (a version already in the store and signed is skipped, and a cheap manifest read
-and two queries decide that without packing or loading the key) and safe across processes
-(a file lock, then check again under it).
+user ``splice``, owner of the reserved namespace ``splice``. The shipped official public key
+(``schemas/official_publisher.json``) is registered for ``@splice`` and the signatures the
+maintainers made with the release key (``skills/signatures.json``, see ``official_sign``)
+are attached: the store holds no private key. A shipped signature whose integrity is not the
+packed bytes' (a skill changed without re-signing) is not attached, and clients then refuse
+that skill (``OFFICIAL_SIGNATURE_REQUIRED``). Idempotent (a version already in the store and
+signed by the official key is skipped, decided by a manifest read and two queries without
+packing) and safe across processes (a file lock, then check again under it).
 """
 
 from __future__ import annotations
@@ -17,21 +18,17 @@ import logging
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from splice_build.errors import ErrorCode, RegistryError
 from splice_build.registry.service.auth import Caller
 from splice_build.registry.service.registry_service import RegistryService
-
-if TYPE_CHECKING:
-    from splice_build.project.keys import SigningKey
 
 log = logging.getLogger(__name__)
 
 OFFICIAL_USER = "splice"
 OFFICIAL_NAMESPACE = "splice"
 LOCK_FILE = "official.lock"
-KEY_FILE = "official-signing.key"
+SIGNATURES_FILE = "signatures.json"
 
 
 @dataclass(frozen=True)
@@ -56,24 +53,27 @@ def official_skills() -> list[OfficialSkill]:
 
 
 def _pending(service: RegistryService, skills: list[OfficialSkill]) -> list[OfficialSkill]:
-    """Skills whose version is not in the store yet, or is there without any signature."""
+    """Skills whose version is not in the store yet, or is there unsigned by the official key."""
+    from splice_build.spec.official_key import official_key
+
     meta = service.deps.meta
+    key_id = official_key().key_id
     return [
         s
         for s in skills
         if meta.version(s.package_id, s.version) is None
-        or not meta.signatures_of(s.package_id, s.version)
+        or key_id not in {row.key_id for row in meta.signatures_of(s.package_id, s.version)}
     ]
 
 
-def official_key(data: Path) -> SigningKey:
-    """The store's official signing key, created on first use (call under the store's lock)."""
-    from splice_build.project.keys import create_key_file, load_key_file
-
-    path = data / KEY_FILE
-    if path.exists():
-        return load_key_file(path, name="official")
-    return create_key_file(path, name="official")
+def shipped_signatures() -> dict[tuple[str, str], dict[str, str]]:
+    """``skills/signatures.json`` by (package id, version); empty when the file is missing."""
+    path = Path(str(resources.files("splice_build.skills"))) / SIGNATURES_FILE
+    try:
+        entries = json.loads(path.read_text("utf-8"))["signatures"]
+    except FileNotFoundError:
+        return {}
+    return {(e["package"], e["version"]): e for e in entries}
 
 
 def ensure_official_skills(service: RegistryService, data: Path) -> list[str]:
@@ -96,7 +96,7 @@ def ensure_official_skills(service: RegistryService, data: Path) -> list[str]:
             admin.set_owner(deps, OFFICIAL_NAMESPACE, OFFICIAL_USER)
         caller = Caller(internal_user=OFFICIAL_USER)
         published = _publish_missing(service, caller, pending)
-        _sign(service, caller, data, pending)
+        _sign(service, caller, pending)
     return published
 
 
@@ -114,24 +114,34 @@ def _publish_missing(
     return published
 
 
-def _sign(
-    service: RegistryService, caller: Caller, data: Path, pending: list[OfficialSkill]
-) -> None:
-    """Register the official key for ``@splice`` (a no-op when it is) and sign each version."""
-    from splice_build.spec.signing import signing_payload
+def _sign(service: RegistryService, caller: Caller, pending: list[OfficialSkill]) -> None:
+    """Register the shipped official key for ``@splice`` (a no-op when it is) and attach the
+    shipped signature of each version whose stored integrity it covers."""
+    from splice_build.spec.official_key import official_key
 
-    key = official_key(data)
+    key = official_key()
     try:
         service.add_key(caller, OFFICIAL_NAMESPACE, {"publicKey": key.public_key})
     except RegistryError as exc:
         if exc.code is not ErrorCode.KEY_REVOKED:
             raise
-        log.warning("the official signing key %s is revoked; skills stay unsigned", key.key_id)
+        log.warning(
+            "the official key %s is revoked in this store; skills stay unsigned", key.key_id
+        )
         return
+    shipped = shipped_signatures()
     for skill in pending:
         row = service.deps.meta.version(skill.package_id, skill.version)
         assert row is not None, "BUG: official skill missing after publish"
-        signature = key.sign(signing_payload(skill.package_id, skill.version, row.integrity))
+        entry = shipped.get((skill.package_id, skill.version))
+        if entry is None or entry["integrity"] != row.integrity or entry["keyId"] != key.key_id:
+            log.warning(
+                "no shipped official signature covers %s@%s (%s); re-sign the official skills",
+                skill.package_id,
+                skill.version,
+                row.integrity,
+            )
+            continue
         name = skill.package_id.split("/", 1)[1]
-        body = {"keyId": key.key_id, "signature": signature}
+        body = {"keyId": key.key_id, "signature": entry["signature"]}
         service.add_signature(caller, OFFICIAL_NAMESPACE, name, skill.version, body)

@@ -72,11 +72,13 @@ def test_require_signed_refuses_an_unsigned_package(
     assert not (project / "splice.lock").exists()
 
 
-def test_official_skills_verify_but_are_not_pinned_to_a_machine_key(tmp_path: Path) -> None:
+def test_official_skills_verify_and_are_pinned_to_the_official_key(tmp_path: Path) -> None:
+    from splice_build.spec.official_key import official_key
+
     run_splice("init", cwd=tmp_path)
     added = run_splice("add", "@splice/example", "--json", cwd=tmp_path)
     assert added.code == 0, added.stderr
-    assert "signedBy" not in _lock(tmp_path)["@splice/example"]
+    assert _lock(tmp_path)["@splice/example"]["signedBy"] == official_key().key_id
     report = run_splice("verify", "@splice/example", "--json", cwd=tmp_path).json()
     signature = next(c for c in report["checks"] if c["id"] == "signature")
     assert signature["status"] == "passed", signature

@@ -187,7 +187,7 @@ def test_without_a_stored_signature_an_online_restore_asks_the_registry(
 
 
 def test_official_skills_restore_from_the_cache_under_require_signatures(tmp_path: Path) -> None:
-    """The embedded registry's signatures are not pinned in the lock, but they are stored."""
+    """The official key is pinned in the lock, and its signatures are stored with the artifact."""
     assert run_splice("init", cwd=tmp_path).code == 0
     data = json.loads((tmp_path / "splice.json").read_text())
     data["requireSignatures"] = ["splice"]
