@@ -42,6 +42,8 @@ FIELDS: dict[str, dict[str, list[str]]] = {
             "versions!",
             "createdAt~",
             "updatedAt~",
+            "versionCount",
+            "versionsTruncated",
         ],
         "versions": ["version!~", "publishedAt~"],
     },

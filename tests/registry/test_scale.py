@@ -124,8 +124,12 @@ def test_rate_limit_counters_are_shared_by_the_servers(
             for server in (first, second) * 10
         ]
         assert set(failures) == {401}
-        blocked = requests.get(second.url + "/auth/whoami", headers=headers, timeout=5)
+        # The budget is spent across both servers: the next failure is blocked on either one,
+        # while a valid token still passes (a lockout keyed so that it cannot lock out others).
+        blocked = requests.get(second.url + "/auth/whoami", headers=bad, timeout=5)
         assert blocked.status_code == 429 and blocked.headers["retry-after"] == "600"
+        valid = requests.get(first.url + "/auth/whoami", headers=headers, timeout=5)
+        assert valid.status_code == 200
 
 
 def test_concurrent_first_starts_apply_each_migration_once(scale_services: ScaleServices) -> None:
