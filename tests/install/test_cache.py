@@ -41,6 +41,9 @@ def test_stored_signatures_are_for_exactly_one_artifact(tmp_path: Path) -> None:
     entry = {"keyId": "ed25519:" + "a" * 16, "publicKey": "k", "signature": "s"}
     assert cache.signatures(integrity, "@a/b", "1.0.0") is None, "nothing stored yet"
     cache.put_signatures(integrity, "@a/b", "1.0.0", [entry])
+    assert cache.signatures(integrity, "@a/b", "1.0.0") is None, "no artifact: no orphan record"
+    cache.put(b"signed bytes")
+    cache.put_signatures(integrity, "@a/b", "1.0.0", [entry])
     path = cache.signatures_path_for(integrity)
     assert path == tmp_path / "signatures" / (integrity.removeprefix("sha256-") + ".json")
     assert cache.signatures(integrity, "@a/b", "1.0.0") == (entry,)
