@@ -34,8 +34,10 @@ from splice_build.runtime import sandbox
 DEFAULT_MAX_SIZE = 8
 DEFAULT_IDLE_SECONDS = 120.0
 # How long ``acquire`` waits for a start already in progress for its key before starting a
-# process itself (a start is fork + exec: milliseconds, unless the machine is overloaded).
-START_WAIT_SECONDS = 2.0
+# process itself. A start is milliseconds on an idle machine, but the first one of a process
+# also runs the OS layer's probes, and on an overloaded machine it can take seconds: a second,
+# cold start then only adds to the load, so the wait is long.
+START_WAIT_SECONDS = 10.0
 
 
 @dataclass(frozen=True)

@@ -159,11 +159,17 @@ def _texts(target: Path, shown: str) -> Iterator[tuple[str, str | None]]:
         return
     data = target.read_bytes()
     if target.name.endswith(ARCHIVE_SUFFIXES):
+        from splice_build.errors import SpliceError
         from splice_build.spec.archive import read_archive
 
-        for name, content in sorted(read_archive(data).items()):
-            yield f"{shown}!{name}", content.decode("utf-8", "replace")
-        return
+        try:
+            entries = read_archive(data)
+        except SpliceError:
+            entries = None  # not a package archive after all: its bytes are scanned as they are
+        if entries is not None:
+            for name, content in sorted(entries.items()):
+                yield f"{shown}!{name}", content.decode("utf-8", "replace")
+            return
     yield shown, data.decode("utf-8", "replace")
 
 

@@ -130,3 +130,17 @@ def test_this_repository_is_clean() -> None:
     done = run_splice("secret-scan", ".", "--json", cwd=REPO, timeout=120)
     assert done.code == 0, done.stdout
     assert done.json()["findings"] == [] and done.json()["files"] > 100
+
+
+def test_a_file_named_like_an_archive_that_is_not_one_is_scanned_as_bytes(
+    tmp_path: Path,
+) -> None:
+    """A malformed ``.tgz`` (a fuzz seed, a truncated download) neither stops the scan nor
+    hides what it holds: its bytes are scanned as they are."""
+    token = "gh" + "p_" + _random(36)
+    (tmp_path / "broken.tgz").write_bytes(b"\x00\x1f\x8b not gzip " + token.encode() + b"\n")
+    done = run_splice("secret-scan", ".", "--json", cwd=tmp_path)
+    assert done.code == 1, done.stdout + done.stderr
+    findings = done.json()["findings"]
+    assert [f["path"] for f in findings] == ["./broken.tgz"], findings
+    assert token not in done.stdout
