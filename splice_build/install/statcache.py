@@ -39,7 +39,7 @@ from pathlib import Path
 
 from splice_build.spec.digests import files_digest_from_hashes
 from splice_build.spec.limits import MAX_FILES
-from splice_build.spec.tree_digest import NotAPackageTree, hash_package_file
+from splice_build.spec.tree_digest import NotAPackageTree, hash_package_file, package_files
 
 VERSION = 1
 
@@ -105,7 +105,7 @@ class StatCache:
         try:
             if not stat.S_ISDIR(os.lstat(directory).st_mode):
                 return None
-            _list(os.fspath(directory), "", listed)
+            _list(os.fspath(directory), listed)
         except (NotAPackageTree, FileNotFoundError, NotADirectoryError):
             return None
         hashes: dict[str, str] = {}
@@ -162,21 +162,12 @@ def file_system_now(marker: Path) -> int:
     return os.stat(marker).st_mtime_ns
 
 
-def _list(directory: str, prefix: str, listed: list[tuple[str, str, Key]]) -> None:
-    with os.scandir(directory) as entries:
-        for entry in entries:
-            relative = prefix + entry.name
-            if entry.is_dir(follow_symlinks=False):
-                _list(entry.path, relative + "/", listed)
-            elif entry.is_file(follow_symlinks=False):
-                if len(listed) >= MAX_FILES:
-                    raise NotAPackageTree(entry.path)
-                info = entry.stat(follow_symlinks=False)
-                if not stat.S_ISREG(info.st_mode):
-                    raise NotAPackageTree(entry.path)
-                listed.append((relative, entry.path, _key(info)))
-            else:
-                raise NotAPackageTree(entry.path)
+def _list(directory: str, listed: list[tuple[str, str, Key]]) -> None:
+    for relative, entry in package_files(directory):
+        info = entry.stat(follow_symlinks=False)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotAPackageTree(entry.path)
+        listed.append((relative, entry.path, _key(info)))
 
 
 def _hash_one(item: tuple[str, str, Key]) -> tuple[str, str]:

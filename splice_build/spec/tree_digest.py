@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 from splice_build.spec.digests import files_digest_from_hashes
@@ -46,19 +47,27 @@ def hash_package_file(path: str) -> str:
     return digest.hexdigest()
 
 
-def _walk(directory: str, prefix: str, hashes: dict[str, str]) -> None:
-    with os.scandir(directory) as entries:
-        for entry in entries:
-            relative = prefix + entry.name
-            # The type comes from the directory listing (no stat call); links are neither.
-            if entry.is_dir(follow_symlinks=False):
-                _walk(entry.path, relative + "/", hashes)
-            elif entry.is_file(follow_symlinks=False):
-                if len(hashes) >= MAX_FILES:
+def package_files(directory: str, prefix: str = "") -> Iterator[tuple[str, os.DirEntry[str]]]:
+    """``(relative path, entry)`` of every file under ``directory``: the one walk of a
+    package tree. ``NotAPackageTree`` for a link or anything but a directory or file, and
+    past ``MAX_FILES`` files."""
+    count = 0
+    stack = [(directory, prefix)]
+    while stack:
+        current, base = stack.pop()
+        with os.scandir(current) as entries:
+            for entry in entries:
+                relative = base + entry.name
+                # The type comes from the directory listing (no stat call); links are neither.
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append((entry.path, relative + "/"))
+                elif entry.is_file(follow_symlinks=False):
+                    count += 1
+                    if count > MAX_FILES:
+                        raise NotAPackageTree(entry.path)
+                    yield relative, entry
+                else:
                     raise NotAPackageTree(entry.path)
-                hashes[relative] = hash_package_file(entry.path)
-            else:
-                raise NotAPackageTree(entry.path)
 
 
 def tree_hashes(directory: Path) -> dict[str, str] | None:
@@ -67,7 +76,8 @@ def tree_hashes(directory: Path) -> dict[str, str] | None:
     try:
         if not stat.S_ISDIR(os.lstat(directory).st_mode):
             return None
-        _walk(os.fspath(directory), "", hashes)
+        for relative, entry in package_files(os.fspath(directory)):
+            hashes[relative] = hash_package_file(entry.path)
     except (NotAPackageTree, FileNotFoundError, NotADirectoryError):
         return None
     return hashes
