@@ -22,6 +22,12 @@ is not strictly older (just installed, just edited) is hashed again on the next 
 recorded then. When loading, an entry not strictly older than the cache file's own ``mtime``
 is ignored as well (git's rule), for a cache written by some other means.
 
+The file also holds the project's *no-op state* (:class:`NoopState`), written only by a run
+that found the project a complete no-op: the SHA-256 of the ``splice.json`` and ``splice.lock``
+bytes that run parsed, the project's real path, the Splice version and each package's version.
+When every member's state still matches and every installed file's stat is exactly recorded,
+``sync`` skips the graph (tasks/noop.py, docs/lifecycle.md#the-no-op-fast-path).
+
 The file is only a hint: unreadable, of another version or malformed in any field, it is
 ignored as a whole (every file is hashed) and rewritten by the next writing run. A ``check``
 run reads it but never writes it. Writes go through ``atomic_write_bytes``.
@@ -41,7 +47,7 @@ from splice_build.spec.digests import files_digest_from_hashes
 from splice_build.spec.limits import MAX_FILES
 from splice_build.spec.tree_digest import NotAPackageTree, hash_package_file, package_files
 
-VERSION = 1
+VERSION = 2  # 2: the no-op state
 
 # Threads pay off only when hashlib and os.read release the GIL on enough bytes: hashlib does
 # for buffers over 2 KiB, and a pool's start-up costs about what hashing 1 MiB does.
@@ -64,12 +70,36 @@ def _key(info: os.stat_result) -> Key:
     )
 
 
+@dataclass(frozen=True)
+class NoopState:
+    """What a run that changed nothing saw: see the module docstring.
+
+    ``project``/``lock`` are the ``source`` of the parsed files (SHA-256 hex of their bytes;
+    ``lockfile.NO_LOCK_FILE`` when no lock file existed)."""
+
+    splice: str
+    root: str
+    project: str
+    lock: str
+    packages: Mapping[str, str]  # id -> locked version
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "splice": self.splice,
+            "root": self.root,
+            "project": self.project,
+            "lock": self.lock,
+            "packages": dict(sorted(self.packages.items())),
+        }
+
+
 @dataclass
 class StatCache:
     """The records of one project, loaded once per run; ``save`` writes what changed."""
 
     path: Path
     records: dict[str, dict[str, tuple[Key, str]]] = field(default_factory=dict)
+    state: NoopState | None = None
     changed: bool = False
     _fresh: dict[str, dict[str, tuple[Key, str]]] = field(default_factory=dict)
 
@@ -82,21 +112,44 @@ class StatCache:
         except OSError:
             cache.changed = True  # missing or unreadable: rebuilt by the next writing run
             return cache
-        records = None
+        parsed = None
         try:
             info = os.fstat(fd)
             if stat.S_ISREG(info.st_mode):
                 with os.fdopen(os.dup(fd), "rb") as handle:
-                    records = _parse(handle.read(), written_ns=info.st_mtime_ns)
+                    parsed = _parse(handle.read(), written_ns=info.st_mtime_ns)
         except OSError:
-            records = None
+            parsed = None
         finally:
             os.close(fd)
-        if records is None:
+        if parsed is None:
             cache.changed = True
         else:
-            cache.records = records
+            cache.records, cache.state = parsed
         return cache
+
+    def unchanged(self, package_id: str, directory: Path) -> bool:
+        """Every file of ``directory`` is listed with exactly its recorded stat, and no other.
+
+        The no-op fast path's check (tasks/noop.py): what the records hash to was verified
+        against the lock by the run that wrote them (nothing is hashed here)."""
+        known = self.records.get(package_id)
+        if not known:
+            return False
+        listed: list[tuple[str, str, Key]] = []
+        try:
+            if not stat.S_ISDIR(os.lstat(directory).st_mode):
+                return False
+            _list(os.fspath(directory), listed)
+        except (NotAPackageTree, OSError):
+            return False
+        if len(listed) != len(known):
+            return False
+        for relative, _, key in listed:
+            record = known.get(relative)
+            if record is None or record[0] != key:
+                return False
+        return True
 
     def package_digest(self, package_id: str, directory: Path) -> str | None:
         """The files digest of ``directory`` (as ``tree_digest``), re-hashing changed files."""
@@ -125,11 +178,14 @@ class StatCache:
             self._fresh[package_id] = {rel: (key, hashes[rel]) for rel, _, key in listed}
         return files_digest_from_hashes(hashes)
 
-    def save(self, package_ids: Iterable[str], *, before_ns: int) -> None:
+    def save(
+        self, package_ids: Iterable[str], *, before_ns: int, state: NoopState | None = None
+    ) -> None:
         """Record the packages of this run whose files are strictly older than ``before_ns``.
 
         ``before_ns`` is a file-system timestamp taken before any file was read (see the
-        module docstring). Packages not in ``package_ids`` are dropped. Raises ``OSError``.
+        module docstring). Packages not in ``package_ids`` are dropped. ``state``: the
+        project was a complete no-op (None drops a recorded one). Raises ``OSError``.
         """
         ids = sorted(set(package_ids))
         records: dict[str, dict[str, tuple[Key, str]]] = {}
@@ -144,12 +200,12 @@ class StatCache:
             }
             if kept:
                 records[package_id] = kept
-        if not self.changed and records == self.records:
+        if not self.changed and records == self.records and state == self.state:
             return
         from splice_build.project.atomic import atomic_write_bytes
 
-        atomic_write_bytes(self.path, _encode(records))
-        self.records, self.changed = records, False
+        atomic_write_bytes(self.path, _encode(records, state))
+        self.records, self.state, self.changed = records, state, False
         self._fresh.clear()
 
 
@@ -189,10 +245,11 @@ def _hash_all(pending: list[tuple[str, str, Key]]) -> dict[str, str]:
         return dict(pool.map(_hash_one, pending))
 
 
-def _encode(records: Mapping[str, Mapping[str, tuple[Key, str]]]) -> bytes:
+def _encode(records: Mapping[str, Mapping[str, tuple[Key, str]]], state: NoopState | None) -> bytes:
     # json.dumps, not the JavaScript-compatible writer: nanosecond stamps exceed 2**53.
     body = {
         "version": VERSION,
+        "state": None if state is None else state.to_json(),
         "packages": {
             package_id: {rel: [*key, sha] for rel, (key, sha) in sorted(entries.items())}
             for package_id, entries in records.items()
@@ -205,13 +262,17 @@ def _is_int(value: object) -> bool:
     return type(value) is int and value >= 0
 
 
-def _parse(data: bytes, *, written_ns: int) -> dict[str, dict[str, tuple[Key, str]]] | None:
-    """The records of a cache file, or None unless every field has exactly its shape."""
+Parsed = tuple[dict[str, dict[str, tuple[Key, str]]], NoopState | None]
+_STATE_KEYS = {"splice", "root", "project", "lock", "packages"}
+
+
+def _parse(data: bytes, *, written_ns: int) -> Parsed | None:
+    """The records and state of a cache file, or None unless every field has exactly its shape."""
     try:
         body = json.loads(data.decode("ascii"))
     except (ValueError, RecursionError):
         return None
-    if not isinstance(body, dict) or set(body) != {"version", "packages"}:
+    if not isinstance(body, dict) or set(body) != {"version", "state", "packages"}:
         return None
     if type(body["version"]) is not int or body["version"] != VERSION:
         return None
@@ -235,4 +296,15 @@ def _parse(data: bytes, *, written_ns: int) -> dict[str, dict[str, tuple[Key, st
             if key[3] < written_ns and key[4] < written_ns:  # racy entries are not trusted
                 parsed[rel] = (key, sha)
         records[package_id] = parsed
-    return records
+    state = body["state"]
+    if state is None:
+        return records, None
+    if not isinstance(state, dict) or set(state) != _STATE_KEYS:
+        return None
+    texts = [state[name] for name in ("splice", "root", "project", "lock")]
+    versions = state["packages"]
+    if not all(isinstance(text, str) for text in texts) or not isinstance(versions, dict):
+        return None
+    if not all(isinstance(v, str) for v in versions.values()):
+        return None
+    return records, NoopState(*texts, packages=versions)

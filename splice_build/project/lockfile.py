@@ -30,7 +30,7 @@ import contextlib
 import enum
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final
@@ -45,6 +45,7 @@ from splice_build.spec.permissions import Permissions
 from splice_build.spec.semver import Version
 
 LOCKFILE_VERSION = 1
+NO_LOCK_FILE = "none"  # Lockfile.source when neither lock file exists
 _KEY_ID = re.compile(r"ed25519:[0-9a-f]{16}")  # docs/compatibility.md#splicelock, signedBy
 _KEY_ID_FORM = "ed25519:<16 lowercase hex digits>"
 _INTEGRITY_FORM = "sha256-<64 lowercase hex digits>"
@@ -154,6 +155,10 @@ class Lockfile:
     """The parsed lock: package id → :class:`LockEntry`, in id order."""
 
     packages: Mapping[str, LockEntry]
+    # SHA-256 hex of the bytes of ``splice.lock`` this was read from, NO_LOCK_FILE when
+    # neither lock file exists, None otherwise (built in memory, or the legacy file); the
+    # no-op state compares it (install/statcache.py).
+    source: str | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "packages", MappingProxyType(sorted_by_id(self.packages)))
@@ -191,8 +196,13 @@ def load_lockfile(root: Path) -> Lockfile:
             value = decode_json(data)
         except ValueError as exc:
             raise _invalid(path.name, str(exc)) from exc
-        return _parse(path.name, value)
-    return Lockfile({})
+        parsed = _parse(path.name, value)
+        if path != layout.lock_file:
+            return parsed
+        import hashlib
+
+        return Lockfile(parsed.packages, source=hashlib.sha256(data).hexdigest())
+    return Lockfile({}, source=NO_LOCK_FILE)
 
 
 def save_lockfile(root: Path, lock: Lockfile) -> None:

@@ -60,6 +60,9 @@ class ProjectFile:
     require_signatures: tuple[str, ...] = ()
     # Namespace → key ids trusted out of band (``splice keys trust``, docs/signing.md#trusted-signers).
     trusted_signers: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # SHA-256 hex of the bytes this was read from (None: built in memory); the no-op state
+    # compares it (install/statcache.py).
+    source: str | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "packages", MappingProxyType(sorted_by_id(self.packages)))
@@ -138,7 +141,9 @@ def load_project_file(root: Path) -> ProjectFile:
         value = decode_json(data)
     except ValueError as exc:
         raise _invalid(str(exc)) from exc
-    return _parse(value)
+    import hashlib
+
+    return replace(_parse(value), source=hashlib.sha256(data).hexdigest())
 
 
 def save_project_file(root: Path, pf: ProjectFile) -> None:

@@ -21,7 +21,6 @@ outside the ``members`` / ``exclude`` arrays stays as written (comments, spacing
 from __future__ import annotations
 
 import os
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -151,6 +150,8 @@ def _walk(root: Path) -> list[Path]:
 
 
 def _git(root: Path, *args: str) -> str | None:
+    import subprocess
+
     try:
         done = subprocess.run(
             ["git", *args],

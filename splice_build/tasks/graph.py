@@ -47,6 +47,7 @@ from splice_build.project.layout import ProjectLayout
 from splice_build.project.lockfile import load_lockfile
 from splice_build.project.locking import lock
 from splice_build.project.project_file import load_project_file, sorted_by_id
+from splice_build.tasks.noop import save_stat_caches
 from splice_build.tasks.reporter import TaskRecord
 from splice_build.tasks.request import GraphRequest, GraphRun, WorkspaceRun
 
@@ -141,6 +142,7 @@ def run_workspace(
         runs = tuple(open_run(member, request) for member in members)
         workspace = WorkspaceRun(runs, db, jobs=jobs, check=request.check)
         _run_doit(workspace)
+        save_stat_caches(workspace)
     for run in runs:
         run.record = workspace.record
         if run.error is not None and not isinstance(run.error, SpliceError):

@@ -48,6 +48,7 @@ from splice_build.install.statcache import StatCache, file_system_now
 from splice_build.spec.semver import Range, Version
 from splice_build.tasks.checker import Sha256Checker
 from splice_build.tasks.reporter import reporter_class
+from splice_build.tasks.reporter import task_name as label_task_name
 from splice_build.tasks.request import Change, FetchKey, GraphRun, WorkspaceRun
 
 
@@ -135,7 +136,7 @@ def _guarded(run: GraphRun, action: Callable[[], None]) -> Callable[[], bool]:
 
 
 def task_name(step: str, run: GraphRun) -> str:
-    return f"{step}:{run.label}" if run.label else step
+    return label_task_name(step, run.label)
 
 
 def is_kept(run: GraphRun, package_id: str) -> bool:
@@ -285,9 +286,8 @@ class SpliceTaskLoader(TaskLoader2):
                     run.installed.pop(package_id, None)  # install restores it
                     if exc.code is not ErrorCode.NOT_INSTALLED:
                         run.damaged[package_id] = "; ".join((exc.message, *exc.details))
-            if cache is not None and before is not None:
-                with contextlib.suppress(OSError):  # a hint only: the next run hashes again
-                    cache.save(run.ids, before_ns=before)
+            if before is not None:
+                run.stat_cache, run.stat_before = cache, before  # saved after the run (noop.py)
 
         return Task(task_name("verify", run), [_guarded(run, verify)], io=_IO)
 

@@ -10,6 +10,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+def task_name(step: str, label: str) -> str:
+    """A project's task: ``lock:<label>``, or plain ``lock`` for ``splice install``'s one."""
+    return f"{step}:{label}" if label else step
+
+
 @dataclass
 class TaskRecord:
     executed: list[str] = field(default_factory=list)

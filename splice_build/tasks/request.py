@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
     from splice_build.install.installed import InstalledPackage
     from splice_build.install.installer import Fetched, Installer, InstallReport, Target
+    from splice_build.install.statcache import StatCache
     from splice_build.project.layout import ProjectLayout
     from splice_build.project.lockfile import Lockfile
     from splice_build.project.project_file import ProjectFile
@@ -104,6 +105,10 @@ class GraphRun:
     latest: dict[str, str | None] = field(default_factory=dict)
     record: TaskRecord = field(default_factory=TaskRecord)
     error: BaseException | None = None
+    # The verify step's stat cache and the file-system time taken before it read any file;
+    # saved once the graph has run (tasks/noop.py). None in a check run.
+    stat_cache: StatCache | None = None
+    stat_before: int | None = None
 
 
 FetchKey = tuple[str, str, str, str | None]  # registry URL, id, version, pinned integrity

@@ -13,11 +13,13 @@ text or ``--json``::
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice_build.errors import SpliceError
 from splice_build.tasks.reporter import TaskRecord
-from splice_build.tasks.request import Change, GraphRun
+
+if TYPE_CHECKING:  # not imported at run time: the no-op fast path builds results too
+    from splice_build.tasks.request import Change, GraphRun
 
 
 @dataclass(frozen=True)

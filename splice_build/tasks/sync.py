@@ -109,7 +109,20 @@ def sync_workspace(
     options: SyncOptions = SyncOptions(),
     on_progress: ProjectProgress = _quiet,
 ) -> SyncResult:
-    """Sync every member of ``workspace``; never raises for one project's failure."""
+    """Sync every member of ``workspace``; never raises for one project's failure.
+
+    A workspace whose every member is as its last no-op run left it is answered without the
+    graph (tasks/noop.py)."""
+    from splice_build.tasks.noop import unchanged_workspace
+
+    def blocked() -> None:
+        on_progress(".", "waiting", "Waiting for another Splice process on .splice/...")
+
+    if options.stat_cache:
+        unchanged = unchanged_workspace(workspace, check=options.check, on_blocked=blocked)
+        if unchanged is not None:
+            return unchanged
+
     from splice_build.install.cache import ArtifactCache
     from splice_build.project.layout import STATE_DIR
     from splice_build.tasks.graph import run_workspace
@@ -133,9 +146,7 @@ def sync_workspace(
             request,
             db=workspace.root / STATE_DIR / SYNC_DB,
             jobs=options.jobs,
-            on_blocked=lambda: on_progress(
-                ".", "waiting", "Waiting for another Splice process on .splice/..."
-            ),
+            on_blocked=blocked,
         )
     finally:
         sessions.close()

@@ -1,0 +1,154 @@
+"""The no-op fast path: ``splice sync`` skips the graph when nothing can have changed (issue #22).
+
+docs/lifecycle.md#the-no-op-fast-path. A writing run of the graph that finds a project a
+complete no-op (every package of ``splice.json`` locked, installed, verified and kept, nothing
+else asked for) records a :class:`NoopState` with the project's stat cache
+(:func:`save_stat_caches`). A later ``sync`` or ``sync --check`` first tries
+:func:`unchanged_workspace`: holding each project's lock as the graph would, it re-checks for
+every member
+
+- that no interrupted install waits for recovery (no ``.splice/tmp``),
+- the SHA-256 of the ``splice.json`` and ``splice.lock`` bytes, the project's real path and the
+  Splice version against the state,
+- every installed file's ``(device, inode, size, mtime_ns, ctime_ns, mode)`` against the
+  record taken after it was verified (every directory listed: an added, hidden, removed or
+  replaced file is seen),
+
+and answers "unchanged" for every project only when all of that holds; any difference, in any
+member, runs the whole graph as before. Nothing here decides what to install: the graph stays
+the one implementation, this only recognises its last answer. ``splice run``, ``splice verify``
+and ``splice mcp`` never come here (they hash from bytes, always).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from splice_build.install.statcache import NoopState, StatCache
+from splice_build.project.layout import ProjectLayout
+from splice_build.project.locking import lock
+
+if TYPE_CHECKING:
+    from splice_build.project.workspace import Workspace
+    from splice_build.tasks.request import GraphRun, WorkspaceRun
+    from splice_build.tasks.summary import SyncResult
+
+
+def save_stat_caches(workspace: WorkspaceRun) -> None:
+    """Write each project's stat cache, with its no-op state when the run changed nothing.
+
+    Called after the graph ran, still under the project locks. Best effort: a cache that
+    cannot be written costs the next run its hashing, nothing else."""
+    for run in workspace.members:
+        if run.stat_cache is None or run.stat_before is None:
+            continue
+        with contextlib.suppress(OSError):
+            run.stat_cache.save(run.ids, before_ns=run.stat_before, state=_noop_state(run))
+
+
+def _noop_state(run: GraphRun) -> NoopState | None:
+    """The state to record when ``run`` found its project a complete no-op, else None."""
+    from splice_build import __version__
+    from splice_build.tasks.loader import is_kept
+
+    project, lock_file, request = run.project, run.lock, run.request
+    if run.error is not None or project is None or lock_file is None:
+        return None
+    if project.source is None or lock_file.source is None:
+        return None  # read from the legacy lock file, or not from bytes
+    if request.ids is not None or request.resolve or not request.stat_cache:
+        return None
+    if run.reports or run.changes or run.damaged or run.unresolved:
+        return None
+    ids = set(run.ids)
+    if ids != set(project.packages) or ids != set(lock_file.packages):
+        return None
+    if not all(is_kept(run, package_id) for package_id in ids):
+        return None
+    versions = {package_id: lock_file.packages[package_id].version for package_id in ids}
+    root = os.path.realpath(run.layout.root)
+    return NoopState(__version__, root, project.source, lock_file.source, versions)
+
+
+def unchanged_workspace(
+    workspace: Workspace, *, check: bool, on_blocked: Callable[[], None] | None = None
+) -> SyncResult | None:
+    """The result of a no-op ``sync`` when every member is as its recorded state, else None."""
+    layouts = {directory: ProjectLayout(directory) for directory in workspace.members}
+    if not all(os.path.isfile(layout.stat_cache) for layout in layouts.values()):
+        return None  # never synced, or the cache was deleted: no state to compare
+    states: dict[str, NoopState] = {}
+    with contextlib.ExitStack() as stack:
+        for directory in sorted(workspace.members, key=str):  # run_workspace's lock order
+            layout = layouts[directory]
+            if not check or layout.state_lock.exists():
+                stack.enter_context(lock(layout.state_lock, on_blocked))
+            state = _unchanged(layout)
+            if state is None:
+                return None
+            states[workspace.label(directory)] = state
+    return _result(workspace, check, states)
+
+
+def _unchanged(layout: ProjectLayout) -> NoopState | None:
+    """The project's recorded state if everything it covers is as recorded, else None."""
+    from splice_build import __version__
+
+    if os.path.lexists(layout.tmp_dir):
+        return None  # a staging copy or journal: the graph's lock recovers it first
+    cache = StatCache.load(layout.stat_cache)
+    state = cache.state
+    if state is None or state.splice != __version__:
+        return None
+    if state.root != os.path.realpath(layout.root):
+        return None
+    if _sha256(layout.project_file) != state.project or _lock_source(layout) != state.lock:
+        return None
+    for package_id in state.packages:
+        if not cache.unchanged(package_id, layout.package_dir(package_id)):
+            return None
+    return state
+
+
+def _lock_source(layout: ProjectLayout) -> str | None:
+    """What ``Lockfile.source`` would be, without parsing (None: cannot be the same)."""
+    if os.path.lexists(layout.lock_file):
+        return _sha256(layout.lock_file)
+    if os.path.lexists(layout.legacy_lock_file):
+        return None
+    from splice_build.project.lockfile import NO_LOCK_FILE
+
+    return NO_LOCK_FILE
+
+
+def _sha256(path: os.PathLike[str]) -> str | None:
+    try:
+        with open(path, "rb") as handle:
+            return hashlib.sha256(handle.read()).hexdigest()
+    except OSError:
+        return None
+
+
+def _result(workspace: Workspace, check: bool, states: dict[str, NoopState]) -> SyncResult:
+    """What the graph answered last time: every package unchanged, every task up to date."""
+    from splice_build.spec.paths import utf16_sort_key
+    from splice_build.tasks.reporter import TaskRecord, task_name
+    from splice_build.tasks.summary import Pinned, ProjectOutcome, SyncResult
+
+    outcomes = []
+    record = TaskRecord()
+    ids: set[str] = set()
+    for directory in workspace.members:
+        label = workspace.label(directory)
+        versions = states[label].packages
+        ordered = sorted(versions, key=utf16_sort_key)
+        pinned = tuple(Pinned(package_id, versions[package_id]) for package_id in ordered)
+        outcomes.append(ProjectOutcome(label, unchanged=pinned))
+        record.up_to_date += [task_name(step, label) for step in ("lock", "verify", "install")]
+        ids.update(versions)
+    record.up_to_date += [f"fetch:{package_id}" for package_id in sorted(ids, key=utf16_sort_key)]
+    return SyncResult(str(workspace.root), check, tuple(outcomes), record)
