@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -56,7 +55,7 @@ PARALLEL_MIN_FILES = 4
 _WORKERS = 4
 
 Key = tuple[int, int, int, int, int, int]  # dev, ino, size, mtime_ns, ctime_ns, mode
-_HEX = re.compile(r"[0-9a-f]{64}")
+_HEX_DIGITS = "0123456789abcdef"
 
 
 def _key(info: os.stat_result) -> Key:
@@ -258,10 +257,6 @@ def _encode(records: Mapping[str, Mapping[str, tuple[Key, str]]], state: NoopSta
     return (json.dumps(body, separators=(",", ":")) + "\n").encode("ascii")
 
 
-def _is_int(value: object) -> bool:
-    return type(value) is int and value >= 0
-
-
 Parsed = tuple[dict[str, dict[str, tuple[Key, str]]], NoopState | None]
 _STATE_KEYS = {"splice", "root", "project", "lock", "packages"}
 
@@ -288,9 +283,9 @@ def _parse(data: bytes, *, written_ns: int) -> Parsed | None:
             if not isinstance(value, list) or len(value) != 7:
                 return None
             *numbers, sha = value
-            if not all(_is_int(n) for n in numbers):
+            if not all(type(n) is int and n >= 0 for n in numbers):
                 return None
-            if not isinstance(sha, str) or not _HEX.fullmatch(sha):
+            if not isinstance(sha, str) or len(sha) != 64 or sha.strip(_HEX_DIGITS):
                 return None
             key: Key = tuple(numbers)  # type: ignore[assignment]
             if key[3] < written_ns and key[4] < written_ns:  # racy entries are not trusted

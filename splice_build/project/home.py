@@ -30,7 +30,6 @@ from typing import Any
 from splice_build.errors import ErrorCode, ProjectError
 from splice_build.project.atomic import atomic_write_json, decode_json
 from splice_build.project.locking import lock
-from splice_build.project.registry_url import normalize_registry_url
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -138,6 +137,8 @@ class SpliceHome:
         """Store ``token`` for the normalized ``registry_url``, replacing an older one."""
         from datetime import UTC, datetime  # lazy: `splice run` reads the home, never logs in
 
+        from splice_build.project.registry_url import normalize_registry_url
+
         key = normalize_registry_url(registry_url)
         saved_at = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
         self.ensure()
@@ -148,6 +149,8 @@ class SpliceHome:
 
     def remove_credential(self, registry_url: str) -> bool:
         """Forget the token for ``registry_url``; False when none was saved."""
+        from splice_build.project.registry_url import normalize_registry_url
+
         key = normalize_registry_url(registry_url)
         if not self.credentials_file.exists():
             return False

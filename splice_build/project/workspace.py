@@ -16,6 +16,15 @@ git work tree, every one not under a hidden directory or ``node_modules``).
 
 ``add_member`` / ``remove_member`` edit ``pyproject.toml`` with tomlkit, so every byte
 outside the ``members`` / ``exclude`` arrays stays as written (comments, spacing, order).
+
+Parsing the TOML and matching the patterns are pure functions of the ``pyproject.toml`` bytes
+and of the directories found, and importing tomllib and pathspec costs a no-op ``sync`` more
+than the rest of its work (issue #22). So ``find_workspace(..., remember=True)`` keeps their
+last answer in ``<root>/.splice/workspace.json`` (:class:`_Memo`): the SHA-256 of the bytes
+with the patterns they hold, and the candidate directories with the members among them. The
+tree is still walked every time; an answer is reused only when the bytes hash the same and
+the walk found exactly the same candidates (and only candidates are ever members). It is a
+cache: unreadable or of another shape, it is recomputed and rewritten.
 """
 
 from __future__ import annotations
@@ -55,13 +64,21 @@ class Workspace:
 
 def read_config(pyproject: Path) -> WorkspaceConfig | None:
     """``[tool.splice.workspace]`` of ``pyproject`` (None when absent); raises ``INVALID_CONFIG``."""
+    try:
+        raw = pyproject.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise _invalid(pyproject, str(exc)) from exc
+    return _config_of(pyproject, raw)
+
+
+def _config_of(pyproject: Path, raw: bytes) -> WorkspaceConfig | None:
     import tomllib
 
     try:
-        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise _invalid(pyproject, str(exc)) from exc
     # Walk the tables one key at a time: any level may be a value of another type
     # (``tool = 1`` is valid TOML), which is a malformed file, not a crash.
@@ -78,18 +95,22 @@ def read_config(pyproject: Path) -> WorkspaceConfig | None:
     )
 
 
-def find_workspace(start: Path, *, root: Path | None = None) -> Workspace:
+def find_workspace(start: Path, *, root: Path | None = None, remember: bool = False) -> Workspace:
     """The workspace containing ``start`` (or rooted at ``root``); see the module docstring.
 
-    Raises ``ProjectError(NOT_A_PROJECT)`` when it has no member.
+    ``remember``: write the memo when it did not hold this answer (never for a run that
+    must change no byte). Raises ``ProjectError(NOT_A_PROJECT)`` when it has no member.
     """
     if root is not None:
         base = Path(os.path.abspath(root))
-        config = read_config(base / PYPROJECT)
+        memo = _Memo.read(base, base / PYPROJECT)
     else:
-        base, config = _walk_up(Path(os.path.abspath(start)))
-    if config is not None:
-        members = _matching(base, config)
+        base, memo = _walk_up(Path(os.path.abspath(start)))
+    config = memo.config if memo is not None else None
+    if memo is not None and config is not None:
+        members = memo.members(base)
+        if remember:
+            memo.write(base)
         source = "pyproject"
     else:
         if root is None:
@@ -107,25 +128,106 @@ def find_workspace(start: Path, *, root: Path | None = None) -> Workspace:
     return Workspace(base, source, tuple(ordered))
 
 
-def _walk_up(start: Path) -> tuple[Path, WorkspaceConfig | None]:
+def _walk_up(start: Path) -> tuple[Path, _Memo | None]:
     for directory in (start, *start.parents):
-        config = read_config(directory / PYPROJECT)
-        if config is not None:
-            return directory, config
+        memo = _Memo.read(directory, directory / PYPROJECT)
+        if memo is not None and memo.config is not None:
+            return directory, memo
     return start, None
 
 
-def _matching(root: Path, config: WorkspaceConfig) -> list[Path]:
+MEMO_FILE = "workspace.json"
+_MEMO_VERSION = 1
+
+
+class _Memo:
+    """The last parse of one ``pyproject.toml`` and match of its patterns (module docstring)."""
+
+    def __init__(self, digest: str, config: WorkspaceConfig | None, saved: dict[str, Any]):
+        self.digest = digest
+        self.config = config
+        self._saved = saved  # the memo file's content, when it held these bytes
+        self._answer: dict[str, Any] | None = None
+
+    @classmethod
+    def read(cls, directory: Path, pyproject: Path) -> _Memo | None:
+        """None without a ``pyproject.toml``; raises ``INVALID_CONFIG`` as ``read_config``."""
+        import hashlib
+
+        try:
+            raw = pyproject.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise _invalid(pyproject, str(exc)) from exc
+        digest = hashlib.sha256(raw).hexdigest()
+        saved = _load_memo(directory / STATE_DIR / MEMO_FILE)
+        if saved.get("pyproject") != digest:
+            return cls(digest, _config_of(pyproject, raw), {})
+        return cls(digest, WorkspaceConfig(*map(tuple, saved["config"])), saved)
+
+    def members(self, root: Path) -> list[Path]:
+        """The member directories, matched again only when the candidates differ."""
+        assert self.config is not None
+        found = {_matchable(d.relative_to(root).as_posix() or "."): d for d in _walk(root)}
+        relative = sorted(found)
+        if self._saved.get("candidates") == relative:
+            matched = set(self._saved["members"])
+        else:
+            matched = _matching(self.config, relative)
+        self._answer = {"candidates": relative, "members": sorted(matched)}
+        return [found[rel] for rel in relative if rel in matched]
+
+    def write(self, root: Path) -> None:
+        """Save this answer unless the memo holds it already (best effort: it is a cache)."""
+        assert self.config is not None and self._answer is not None
+        body = {
+            "version": _MEMO_VERSION,
+            "pyproject": self.digest,
+            "config": [list(self.config.members), list(self.config.exclude)],
+            **self._answer,
+        }
+        if body == self._saved:
+            return
+        import json
+
+        from splice_build.project.atomic import atomic_write_bytes
+
+        state = root / STATE_DIR
+        try:
+            state.mkdir(exist_ok=True)
+            atomic_write_bytes(state / MEMO_FILE, json.dumps(body).encode("utf-8"))
+        except OSError:
+            return
+
+
+def _load_memo(path: Path) -> dict[str, Any]:
+    """The memo file's content when every field has its shape, else {} (recomputed)."""
+    import json
+
+    try:
+        body = json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return {}
+    shape = {"version", "pyproject", "config", "candidates", "members"}
+    if not isinstance(body, dict) or set(body) != shape or body["version"] != _MEMO_VERSION:
+        return {}
+    config = body["config"]
+    if not isinstance(config, list) or len(config) != 2 or not isinstance(body["pyproject"], str):
+        return {}
+    lists = [body["candidates"], body["members"], *config]
+    if not all(isinstance(x, list) and all(isinstance(v, str) for v in x) for x in lists):
+        return {}
+    return body
+
+
+def _matching(config: WorkspaceConfig, relative: list[str]) -> set[str]:
+    """Which of the ``relative`` paths (already ``_matchable``) are members."""
     import pathspec
 
     members = pathspec.GitIgnoreSpec.from_lines(config.members)
     exclude = pathspec.GitIgnoreSpec.from_lines(config.exclude)
-    found = []
-    for directory in _walk(root):
-        relative = _matchable(directory.relative_to(root).as_posix() or ".")
-        if members.match_file(relative) and not exclude.match_file(relative):
-            found.append(directory)
-    return found
+    return {r for r in relative if members.match_file(r) and not exclude.match_file(r)}
 
 
 def _matchable(relative: str) -> str:

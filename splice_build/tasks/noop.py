@@ -33,6 +33,8 @@ from splice_build.project.layout import ProjectLayout
 from splice_build.project.locking import lock
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from splice_build.project.workspace import Workspace
     from splice_build.tasks.request import GraphRun, WorkspaceRun
     from splice_build.tasks.summary import SyncResult
@@ -81,7 +83,7 @@ def unchanged_workspace(
     layouts = {directory: ProjectLayout(directory) for directory in workspace.members}
     if not all(os.path.isfile(layout.stat_cache) for layout in layouts.values()):
         return None  # never synced, or the cache was deleted: no state to compare
-    states: dict[str, NoopState] = {}
+    states: dict[Path, NoopState] = {}
     with contextlib.ExitStack() as stack:
         for directory in sorted(workspace.members, key=str):  # run_workspace's lock order
             layout = layouts[directory]
@@ -90,7 +92,7 @@ def unchanged_workspace(
             state = _unchanged(layout)
             if state is None:
                 return None
-            states[workspace.label(directory)] = state
+            states[directory] = state
     return _result(workspace, check, states)
 
 
@@ -133,7 +135,7 @@ def _sha256(path: os.PathLike[str]) -> str | None:
         return None
 
 
-def _result(workspace: Workspace, check: bool, states: dict[str, NoopState]) -> SyncResult:
+def _result(workspace: Workspace, check: bool, states: dict[Path, NoopState]) -> SyncResult:
     """What the graph answered last time: every package unchanged, every task up to date."""
     from splice_build.spec.paths import utf16_sort_key
     from splice_build.tasks.reporter import TaskRecord, task_name
@@ -144,7 +146,7 @@ def _result(workspace: Workspace, check: bool, states: dict[str, NoopState]) -> 
     ids: set[str] = set()
     for directory in workspace.members:
         label = workspace.label(directory)
-        versions = states[label].packages
+        versions = states[directory].packages
         ordered = sorted(versions, key=utf16_sort_key)
         pinned = tuple(Pinned(package_id, versions[package_id]) for package_id in ordered)
         outcomes.append(ProjectOutcome(label, unchanged=pinned))

@@ -44,7 +44,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     from splice_build.project.workspace import find_workspace
     from splice_build.tasks.sync import SyncOptions, sync_workspace
 
-    workspace = find_workspace(ctx.cwd, root=args.root)
+    workspace = find_workspace(ctx.cwd, root=args.root, remember=not args.check)
     options = SyncOptions(
         jobs=args.jobs,
         frozen=bool(args.frozen),
