@@ -1,10 +1,11 @@
 """The bytes of a project's state (``splice.json``, ``splice.lock``, ``.splice/``), to assert that
 a refused command changed none of them.
 
-Three files of ``.splice/`` are bookkeeping of the run itself, not state: the doit graph
+Four files of ``.splice/`` are bookkeeping of the run itself, not state: the doit graph
 (``graph.sqlite3``, which records every task run, failed ones included), the writers' lock
-file ``state.lock`` and the stat cache ``statcache.json`` (file states seen by a run, never
-trusted by a check that runs code); they are left out.
+file ``state.lock``, the stat cache ``statcache.json`` (file states seen by a run, never
+trusted by a check that runs code) and a workspace root's memo ``workspace.json``; they are
+left out.
 """
 
 from __future__ import annotations
@@ -12,7 +13,14 @@ from __future__ import annotations
 from pathlib import Path
 
 STATE = ("splice.json", "splice.lock", ".splice")
-BOOKKEEPING = frozenset({".splice/graph.sqlite3", ".splice/state.lock", ".splice/statcache.json"})
+BOOKKEEPING = frozenset(
+    {
+        ".splice/graph.sqlite3",
+        ".splice/state.lock",
+        ".splice/statcache.json",
+        ".splice/workspace.json",
+    }
+)
 
 
 def state_bytes(project: Path) -> dict[str, bytes | None]:

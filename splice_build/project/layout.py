@@ -11,7 +11,10 @@ one where things are, so the layout is written down once.
     <root>/workspace/                      the @splice/files skill's directory
     <root>/.splice/state.lock              lock file serializing writers of all of the above
     <root>/.splice/graph.sqlite3           the doit state graph
-    <root>/.splice/statcache.json          stat records of installed files (install/statcache.py)
+    <root>/.splice/statcache.json          stat records of installed files and the no-op state
+                                           (install/statcache.py)
+    <root>/.splice/workspace.json          a workspace root's memo of its members
+                                           (project/workspace.py)
     <root>/.splice/packages/@ns/name/      installed, verified files
     <root>/.splice/tmp/                    staging and backups during an install
 """

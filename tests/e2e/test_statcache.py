@@ -1,12 +1,13 @@
-"""The stat cache of a no-op install/sync (docs/lifecycle.md#the-stat-cache), through the real
-binary against the real registry server: every kind of change is still found, a damaged cache
-is ignored and rebuilt, and ``splice run``/``splice verify`` never consult it."""
+"""The stat cache of a no-op install/sync (docs/lifecycle.md#the-stat-cache) and the no-op fast
+path it feeds (docs/lifecycle.md#the-no-op-fast-path), through the real binary against the
+real registry server: every kind of change is still found, a damaged cache is ignored and
+rebuilt, and ``splice run``/``splice verify`` never consult it."""
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -93,9 +94,26 @@ CHANGES = {
 }
 
 
+def _executed(done: Completed) -> list[str]:
+    return done.json()["tasks"]["executed"]
+
+
+def test_a_no_op_sync_skips_the_graph(project: Path, served: str) -> None:
+    root = project.parent.parent
+    for args in ((), ("--check",)):
+        done = _sync(root, served, *args)
+        assert done.code == 0, done.stderr
+        assert _executed(done) == []  # the fast path: no task ran
+        [answer] = done.json()["projects"]
+        assert answer["status"] == "ok"
+        assert [p["name"] for p in answer["unchanged"]] == IDS
+        assert "verify:packages/p00" in done.json()["tasks"]["upToDate"]
+
+
 @pytest.mark.parametrize("change", list(CHANGES))
 def test_every_change_is_found_past_the_stat_cache(project: Path, served: str, change: str) -> None:
     root = project.parent.parent
+    assert _executed(_sync(root, served, "--check")) == []  # the fast path, until the change
     CHANGES[change](_data_file(project))
     checked = _sync(root, served, "--check")
     assert checked.code == 1, checked.stdout
@@ -107,13 +125,72 @@ def test_every_change_is_found_past_the_stat_cache(project: Path, served: str, c
     assert _changes(_sync(root, served, "--check")) == []
 
 
+def _edit_json(path: Path, edit: Callable[[dict], object]) -> None:
+    data = json.loads(path.read_text())
+    edit(data)
+    path.write_text(json.dumps(data, indent=2) + "\n")
+
+
+def _lock_entry_removed(member: Path) -> None:
+    _edit_json(member / "splice.lock", lambda d: d["packages"].pop("@acme/pkg00"))
+
+
+def _range_changed(member: Path) -> None:
+    _edit_json(member / "splice.json", lambda d: d["packages"].update({"@acme/pkg00": "^2.0.0"}))
+
+
+def _lock_reformatted(member: Path) -> None:
+    lock = member / "splice.lock"
+    lock.write_text(json.dumps(json.loads(lock.read_text()), indent=4) + "\n")
+
+
+def _staging_left(member: Path) -> None:
+    (ProjectLayout(member).tmp_dir / "pkg00-0123456789ab").mkdir(parents=True)
+
+
+# A change of the project's own files: (what it does, what `sync --check` then reports).
+PROJECT_CHANGES: dict[str, tuple[Callable[[Path], None], list[tuple[str, str]]]] = {
+    "splice.lock entry removed": (_lock_entry_removed, [("@acme/pkg00", "resolve")]),
+    "splice.json range changed": (_range_changed, [("@acme/pkg00", "resolve")]),
+    "splice.lock rewritten, same meaning": (_lock_reformatted, []),
+    "staging copy of a killed install": (_staging_left, []),
+}
+
+
+@pytest.mark.parametrize("change", list(PROJECT_CHANGES))
+def test_a_changed_project_file_runs_the_graph(project: Path, served: str, change: str) -> None:
+    root = project.parent.parent
+    assert _executed(_sync(root, served, "--check")) == []
+    edit, expected = PROJECT_CHANGES[change]
+    edit(project)
+    checked = _sync(root, served, "--check")
+    assert _executed(checked), "the fast path answered for a changed project"
+    assert _changes(checked) == expected
+    assert checked.code == (1 if expected else 0), checked.stdout
+
+
+def test_a_new_member_is_synced(project: Path, served: str) -> None:
+    """The workspace memo sees a new project: the fast path does not answer for the old set."""
+    root = project.parent.parent
+    other = root / "packages" / "p01"
+    other.mkdir()
+    (other / "splice.json").write_text(
+        json.dumps({"specVersion": 1, "packages": {IDS[1]: "^1.0.0"}})
+    )
+    done = _sync(root, served)
+    assert done.code == 0, done.stderr
+    assert [p["path"] for p in done.json()["projects"]] == ["packages/p00", "packages/p01"]
+    assert [p["name"] for p in done.json()["projects"][1]["installed"]] == [IDS[1]]
+
+
 BAD_CACHES = {
     "not JSON": b"{",
-    "not ASCII": b'{"version":1,"packages":{}}\xff',
-    "foreign version": json.dumps({"version": 2, "packages": {}}).encode(),
-    "extra member": json.dumps({"version": 1, "packages": {}, "more": 1}).encode(),
+    "not ASCII": b'{"version":2,"state":null,"packages":{}}\xff',
+    "foreign version": json.dumps({"version": 99, "state": None, "packages": {}}).encode(),
+    "extra member": json.dumps({"version": 2, "state": None, "packages": {}, "more": 1}).encode(),
     "boolean for a number": None,  # built from the real cache below
     "short record": None,
+    "state of another shape": None,
 }
 
 
@@ -128,6 +205,8 @@ def test_a_malformed_cache_is_ignored_and_rebuilt(project: Path, served: str, ba
         record[0] = True if bad == "boolean for a number" else record[0]
         if bad == "short record":
             del record[5]
+        if bad == "state of another shape":
+            real["state"]["lock"] = 1
         data = json.dumps(real).encode()
     # Well-formed records would have said "unchanged": the change is found only from bytes.
     _same_size_same_mtime(_data_file(project), "0123456789ABCDEF\n")
@@ -137,7 +216,7 @@ def test_a_malformed_cache_is_ignored_and_rebuilt(project: Path, served: str, ba
     assert path.read_bytes() == data  # a check run writes nothing
     assert _sync(root, served).code == 0
     rebuilt = _cache(project)
-    assert rebuilt["version"] == 1 and set(rebuilt["packages"]) <= set(IDS)
+    assert rebuilt["version"] == 2 and set(rebuilt["packages"]) <= set(IDS)
 
 
 def test_run_and_verify_read_bytes_even_when_the_cache_says_clean(

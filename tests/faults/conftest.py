@@ -43,14 +43,21 @@ needs_namespaces = pytest.mark.skipif(
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
-    """Every file under ``root`` with its bytes (not the graph and stat caches, the empty lock
-    file)."""
+    """Every file under ``root`` with its bytes (not the graph, stat and workspace caches, the
+    empty lock file)."""
     return {
         str(p.relative_to(root)): p.read_bytes()
         for p in sorted(root.rglob("*"))
         if p.is_file()
         and p.name
-        not in {"graph.sqlite3", "sync.sqlite3", "state.lock", "statcache.json", ".filler"}
+        not in {
+            "graph.sqlite3",
+            "sync.sqlite3",
+            "state.lock",
+            "statcache.json",
+            "workspace.json",
+            ".filler",
+        }
     }
 
 

@@ -132,3 +132,36 @@ def test_adding_a_directory_that_does_not_exist_is_refused(tmp_path: Path, make:
     refused = run_splice("workspace", "--root", str(fresh), "add", "nope", cwd=fresh)
     assert refused.code == 2 and "does not exist" in refused.stderr
     assert list(fresh.iterdir()) == []  # no pyproject.toml created either
+
+
+def _remembered(root: Path) -> list[str]:
+    workspace = find_workspace(root, remember=True)
+    return [workspace.label(m) for m in workspace.members]
+
+
+def test_the_member_memo_follows_the_bytes_and_the_tree(tmp_path: Path) -> None:
+    """The memo (``.splice/workspace.json``) answers only for the same pyproject bytes and the
+    same candidate directories: a new project, a new pattern or a removed one is seen."""
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text(
+        '[tool.splice.workspace]\nmembers = ["packages/*"]\nexclude = ["packages/b"]\n'
+    )
+    for name in ("a", "b"):
+        new_project(tmp_path / "packages" / name)
+    memo = tmp_path / ".splice" / "workspace.json"
+    assert find_workspace(tmp_path).members and not memo.exists()  # only when asked to remember
+    assert _remembered(tmp_path) == ["packages/a"]
+    written = memo.read_bytes()
+    assert _remembered(tmp_path) == ["packages/a"] and memo.read_bytes() == written
+    new_project(tmp_path / "packages" / "c")
+    assert _remembered(tmp_path) == ["packages/a", "packages/c"]
+    pyproject.write_text('[tool.splice.workspace]\nmembers = ["packages/*"]\n')
+    assert _remembered(tmp_path) == ["packages/a", "packages/b", "packages/c"]
+    (tmp_path / "packages" / "a" / "splice.json").unlink()
+    assert _remembered(tmp_path) == ["packages/b", "packages/c"]
+    memo.write_bytes(b"{not json")
+    assert _remembered(tmp_path) == ["packages/b", "packages/c"]
+    pyproject.write_text("[tool.splice.workspace]\nmembers = 1\n")
+    with pytest.raises(SpliceError) as raised:
+        find_workspace(tmp_path, remember=True)
+    assert raised.value.code is ErrorCode.INVALID_CONFIG
