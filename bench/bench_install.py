@@ -3,7 +3,7 @@
 The 20 packages are generated and published into a temporary embedded registry, installed
 once, then `splice install` (whole process: it re-verifies every installed file from bytes) is
 timed against a Python process that only walks ``.splice/packages`` and hashes every file.
-Target: ≤ 1.5 ×.
+Target: ≤ 1.5 ×. ``SPLICE_BENCH_BEFORE=<older checkout>`` adds the same row for that checkout.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.common import Row, ratio_row, splice_argv, time_callable, time_command
+from bench.common import Row, precompile, ratio_row, splice_argv, time_callable, time_command
 
 PACKAGES = 20
 
@@ -36,10 +36,27 @@ for root, dirs, files in os.walk(sys.argv[1]):
 """
 
 
+def _before(project: Path, env: dict[str, str], repeat: int) -> list[float]:
+    """``SPLICE_BENCH_BEFORE=<older checkout>``: the same no-op on a copy of the project (each
+    side keeps its own stat cache), timed with that checkout first on ``PYTHONPATH``."""
+    before = os.environ.get("SPLICE_BENCH_BEFORE")
+    if not before:
+        return []
+    import compileall
+    import shutil
+
+    compileall.compile_dir(Path(before) / "splice_build", quiet=1)  # as precompile()
+    copy = project.with_name(project.name + "-before")
+    shutil.copytree(project, copy, symlinks=True)
+    old = {**env, "PYTHONPATH": before}
+    return time_command(splice_argv("install"), repeat=repeat, warmup=2, env=old, cwd=copy)
+
+
 def run(quick: bool = False) -> list[Row]:
     from splice_build.sdk import Splice
     from testing.registry_fixtures import embedded_store, new_project, publish
 
+    precompile()
     repeat = 3 if quick else 10
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
@@ -62,6 +79,7 @@ def run(quick: bool = False) -> list[Row]:
             repeat=repeat,
             env=env,
         )
+        before = _before(project, env, repeat)
     return [
         ratio_row(
             f"no-op splice install ({PACKAGES} packages)",
@@ -69,6 +87,18 @@ def run(quick: bool = False) -> list[Row]:
             "python walk + sha256 of the installed files",
             walk,
             target="<= 1.5x",
+        ),
+        *(
+            [
+                ratio_row(
+                    f"no-op splice install ({PACKAGES} packages) (before)",
+                    before,
+                    "python walk + sha256 of the installed files",
+                    walk,
+                )
+            ]
+            if before
+            else []
         ),
         ratio_row(
             f"no-op Splice.install() in process ({PACKAGES} packages)",

@@ -13,7 +13,8 @@ Issue #22's shape, 30 projects × 3 packages, adds no-op rows against the same w
 baseline measured right before them (target ≤ 1.0 ×): ``splice sync``, ``splice sync
 --check``, one project's ``splice install``, and ``splice sync`` with every project's stat
 cache deleted before each run (every file hashed from bytes). ``SPLICE_BENCH_BEFORE=<older
-checkout>`` adds the same rows for that checkout, timed in the same rounds (see ``_small``).
+checkout>`` adds the same rows for that checkout, timed in the same rounds on a copy of the
+same workspace (see ``_small``).
 """
 
 from __future__ import annotations
@@ -86,20 +87,33 @@ def _wall_and_cpu(argv: list[str], cwd: Path | None, env: dict[str, str]) -> tup
     return wall, cpu
 
 
+def _before_copy(root: Path, env: dict[str, str], before: str) -> Path:
+    """A copy of the workspace ``root`` for the older checkout, synced twice by it.
+
+    Each side keeps its own state files (an older checkout rewrites a stat cache of a newer
+    version as its own, and the other way round), so neither pays for the other's."""
+    import compileall
+
+    compileall.compile_dir(Path(before) / "splice_build", quiet=1)  # as precompile()
+    copy = root.with_name(root.name + "-before")
+    shutil.copytree(root, copy, symlinks=True)
+    old_env = {**env, "PYTHONPATH": before}
+    for _ in range(2):  # the copies have new inodes: hashed once, then recorded
+        time_command(splice_argv("sync"), repeat=1, warmup=0, env=old_env, cwd=copy)
+    return copy
+
+
 def _noop_rounds(root: Path, env: dict[str, str], repeat: int) -> tuple[list[float], list[float]]:
     """No-op ``splice sync`` samples, and those of ``SPLICE_BENCH_BEFORE`` taken in turn."""
     before = os.environ.get("SPLICE_BENCH_BEFORE")
-    if before:
-        import compileall
-
-        compileall.compile_dir(Path(before) / "splice_build", quiet=1)  # as precompile()
+    copy = _before_copy(root, env, before) if before else None
     now: list[float] = []
     old: list[float] = []
     for round_ in range(repeat + 1):  # round 0 warms up
         taken = time_command(splice_argv("sync"), repeat=1, warmup=0, env=env, cwd=root)
         if before:
             old_env = {**env, "PYTHONPATH": before}
-            taken += time_command(splice_argv("sync"), repeat=1, warmup=0, env=old_env, cwd=root)
+            taken += time_command(splice_argv("sync"), repeat=1, warmup=0, env=old_env, cwd=copy)
         if round_:
             now.append(taken[0])
             old += taken[1:]
@@ -117,7 +131,7 @@ def _small(base: Path, ids: list[str], env: dict[str, str], repeat: int) -> list
     The commands are timed in rounds (one sample of each per round), so that a shared
     machine's load drifts over all of them alike. With ``SPLICE_BENCH_BEFORE`` set to an older
     checkout, the same binary is also timed with that checkout first on ``PYTHONPATH``:
-    before and after in one run, on the same workspace.
+    before and after in one run, on a copy of the same workspace (``_before_copy``).
     """
     from testing.workspaces import make_workspace
 
@@ -136,13 +150,11 @@ def _small(base: Path, ids: list[str], env: dict[str, str], repeat: int) -> list
     }
     before = os.environ.get("SPLICE_BENCH_BEFORE")
     if before:
-        import compileall
-
-        compileall.compile_dir(Path(before) / "splice_build", quiet=1)  # as precompile()
+        copy = _before_copy(root, env, before)
         old = {**env, "PYTHONPATH": before}
-        commands["sync before"] = (splice_argv("sync"), root, old)
-        commands["check before"] = (splice_argv("sync", "--check"), root, old)
-        commands["install before"] = (splice_argv("install"), one, old)
+        commands["sync before"] = (splice_argv("sync"), copy, old)
+        commands["check before"] = (splice_argv("sync", "--check"), copy, old)
+        commands["install before"] = (splice_argv("install"), copy / "packages" / "p00", old)
     names = [*commands, "hashed"]
     wall: dict[str, list[float]] = {name: [] for name in names}
     cpu: dict[str, list[float]] = {name: [] for name in names}
