@@ -181,6 +181,13 @@ def test_sqlite_store_is_in_wal_mode(tmp_path: Path) -> None:
             conn.close()
 
 
+def test_auto_starts_one_worker_per_core(tmp_path: Path) -> None:
+    cores = len(os.sched_getaffinity(0))
+    expected = cores if cores > 1 else 0  # one worker is the server itself, no supervisor
+    with registry_server(tmp_path / "data", "--workers", "auto") as server:
+        _wait_for(lambda: len(_workers(server)) == expected, "a worker per core")
+
+
 @pytest.mark.parametrize("value", ["0", "-1", "two", "257"])
 def test_bad_worker_counts_are_usage_errors(tmp_path: Path, value: str) -> None:
     done = run_splice(
