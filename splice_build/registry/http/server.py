@@ -95,6 +95,9 @@ def serve(
             on_listen(url)
             run(service)
             return
+        import uvicorn  # noqa: F401  (imported before the forks: every worker starts at once)
+
+        from splice_build.registry.http import app  # noqa: F401
         from splice_build.registry.http.workers import supervise
 
         service.deps.meta.close()  # no connection (nor a pool's threads) crosses a fork

@@ -4,8 +4,9 @@ The parent binds the socket and migrates the store (``server.serve``), then fork
 that each open their own store connections and run uvicorn on the inherited socket; the
 kernel hands each new connection to whichever worker accepts it first. Everything the
 workers share (packages, tokens, rate-limit windows and lockouts) lives in the store: SQLite
-in WAL mode (one writer at a time across processes, ``BEGIN IMMEDIATE``) or PostgreSQL, and
-a counter is one atomic upsert (``db.sql_store.hit``), so a limit holds across workers.
+in WAL mode (one writer at a time across processes, queued on a ``flock``: ``db.sqlite``) or
+PostgreSQL, and a counter is counted and judged in one atomic upsert (``db.sql_store.hit``),
+so a limit holds across workers.
 
 The parent only supervises, with every signal it handles blocked and taken synchronously
 (``sigtimedwait``), so no handler runs between a fork and its bookkeeping:
@@ -47,7 +48,7 @@ def supervise(count: int, run_worker: Callable[[], None]) -> None:
     if threading.active_count() != 1:  # a fork would copy a thread's locks, not the thread
         raise AssertionError("BUG: the registry supervisor forks with threads running")
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, _HANDLED)
-    # SIGCHLD's default disposition discards it; a handler makes it pending while blocked.
+    # A handler keeps SIGCHLD pending while blocked (POSIX may discard an ignored signal).
     old_chld = signal.signal(signal.SIGCHLD, lambda *_: None)
     workers: dict[int, tuple[int, float]] = {}  # pid -> (slot, started at)
     try:
