@@ -42,7 +42,6 @@ class SqliteMetadataStore(SqlMetadataStore):
     def __init__(self, path: Path | str) -> None:
         self.path = str(path)
         self._lock = threading.RLock()
-        self._queue = None if self.path == ":memory:" else _WriterQueue(self.path + LOCK_SUFFIX)
         self._conn = sqlite3.connect(
             self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
         )
@@ -56,6 +55,13 @@ class SqliteMetadataStore(SqlMetadataStore):
             self._conn.close()
             raise unusable_database(self.path, exc) from exc
         self._conn.row_factory = _dict_row  # the shared queries read columns by name
+        self._queue: _WriterQueue | None = None
+        if self.path != ":memory:":
+            try:
+                self._queue = _WriterQueue(self.path + LOCK_SUFFIX)
+            except BaseException:
+                self._conn.close()
+                raise
 
     def close(self) -> None:
         with self._lock:
