@@ -152,12 +152,18 @@ def _gone(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] == "Z"
 
 
+def _stopped_by(server: RunningRegistry, sig: signal.Signals) -> int:
+    server.process.send_signal(sig)
+    return server.process.wait(timeout=30)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_stop_signal_leaves_no_process(tmp_path: Path, sig: signal.Signals) -> None:
+    with registry_server(tmp_path / "one", "--workers", "1") as server:
+        single = _stopped_by(server, sig)
     with registry_server(tmp_path / "data", "--workers", "2") as server:
         workers = _workers(server)
-        server.process.send_signal(sig)
-        assert server.process.wait(timeout=30) == 0
+        assert _stopped_by(server, sig) == single, "the exit code of one worker"
         _wait_for(lambda: all(_gone(pid) for pid in workers), "the workers to end")
         with pytest.raises(requests.ConnectionError):
             requests.get(server.url + "/health", timeout=5)

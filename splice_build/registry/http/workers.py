@@ -15,7 +15,9 @@ The parent only supervises, with every signal it handles blocked and taken synch
   ``FAST_EXIT`` seconds of its start is restarted after ``RESTART_DELAY`` (a store that
   is down does not become a fork loop);
 - SIGTERM or SIGINT stops every worker with SIGTERM (uvicorn finishes the requests in
-  flight), waits up to ``STOP_TIMEOUT`` seconds, kills what is left, and returns.
+  flight), waits up to ``STOP_TIMEOUT`` seconds and kills what is left; then, as uvicorn
+  does in a single process, the signal is raised again with the caller's handlers back in
+  place, so the command ends as it would with one worker (exit code 128 + signal).
 
 Workers run in their own process group, so a terminal's Ctrl-C reaches only the parent
 (which then stops them once, gracefully), and with ``PR_SET_PDEATHSIG`` so that a parent
@@ -54,11 +56,12 @@ def supervise(count: int, run_worker: Callable[[], None]) -> None:
     try:
         for slot in range(count):
             _start(slot, workers, run_worker)
-        _run(count, workers, run_worker)
+        stopped_by = _run(count, workers, run_worker)
     finally:
         _stop(workers)
         signal.signal(signal.SIGCHLD, old_chld)
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+    signal.raise_signal(stopped_by)
 
 
 def _run(count: int, workers: dict[int, tuple[int, float]], run_worker: Callable[[], None]) -> None:
@@ -73,7 +76,7 @@ def _run(count: int, workers: dict[int, tuple[int, float]], run_worker: Callable
         timeout = max(0.0, min(due.values()) - now) if due else 60.0
         info = signal.sigtimedwait(_HANDLED, timeout)
         if info is not None and info.si_signo in _STOP_SIGNALS:
-            return
+            return info.si_signo
         for pid, status in _reap():
             slot, started = workers.pop(pid)
             quick = time.monotonic() - started < FAST_EXIT
