@@ -64,8 +64,8 @@ def supervise(count: int, run_worker: Callable[[], None]) -> None:
     signal.raise_signal(stopped_by)
 
 
-def _run(count: int, workers: dict[int, tuple[int, float]], run_worker: Callable[[], None]) -> None:
-    """Restart workers as they exit; return on a stop signal."""
+def _run(count: int, workers: dict[int, tuple[int, float]], run_worker: Callable[[], None]) -> int:
+    """Restart workers as they exit; return the stop signal once one arrives."""
     due: dict[int, float] = {}  # slot -> when to start it again
     while True:
         now = time.monotonic()
