@@ -31,6 +31,7 @@ ADMIN_VERBS = (
     "migrate-artifacts",
 )
 DEFAULT_DATA = "splice-registry-data"
+MAX_WORKERS = 256
 
 
 def _count(text: str) -> int:
@@ -85,6 +86,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=_count,
         default=60,
         help="authenticated requests per client per minute (0 = off)",
+    )
+    serve.add_argument(
+        "--workers",
+        type=_workers,
+        default=1,
+        metavar="N|auto",
+        help="server processes sharing the store and its rate limits (default: 1; "
+        "auto = one per core)",
     )
     serve.add_argument(
         "--trusted-proxy",
@@ -170,6 +179,19 @@ def _port(text: str) -> int:
     return int(text)
 
 
+def _workers(text: str) -> int:
+    """``--workers``: 1 to 256, or ``auto`` (the cores this process may run on)."""
+    if text == "auto":
+        import os
+
+        return len(os.sched_getaffinity(0)) or 1
+    if not text.isdigit() or not 1 <= int(text) <= MAX_WORKERS:
+        raise argparse.ArgumentTypeError(
+            f"--workers must be an integer from 1 to {MAX_WORKERS}, or auto"
+        )
+    return int(text)
+
+
 def _data_dir(args: argparse.Namespace, ctx: CommandContext, *, existing: bool) -> Path:
     """``--data``, checked before any store is opened (usage errors, exit 2).
 
@@ -208,7 +230,10 @@ def _serve(args: argparse.Namespace, ctx: CommandContext) -> int:
 
         admin = "enabled" if admin_hash else "disabled"
         # redacted like every later line of the server (registry/http/server.py LOG_CONFIG)
-        ctx.out.info(redact(f"Registry listening on {url} ({where}, admin API: {admin})"))
+        processes = f", workers: {args.workers}" if args.workers > 1 else ""
+        ctx.out.info(
+            redact(f"Registry listening on {url} ({where}, admin API: {admin}{processes})")
+        )
 
     serve(
         data,
@@ -219,6 +244,7 @@ def _serve(args: argparse.Namespace, ctx: CommandContext) -> int:
         on_listen=announce,
         config=config,
         trusted_proxies=args.trusted_proxy,
+        workers=args.workers,
     )
     return 0
 

@@ -2,16 +2,22 @@
 
 One connection per store, serialized by a lock (the HTTP app runs handlers on a thread
 pool); cross-process safety comes from SQLite itself (``BEGIN IMMEDIATE`` + busy timeout),
-so embedded CLI processes and a server may share one file. The queries are the shared ones
+so embedded CLI processes and a server may share one file. A writer also takes an exclusive
+``flock`` on ``registry.db.lock`` first: SQLite's busy handler polls with sleeps of up to
+100 ms, so writers of several server processes (``--workers``) would otherwise wait far
+longer than the transaction they wait for; the kernel wakes a ``flock`` waiter as soon as
+the lock is free. The lock is only a queue: correctness still comes from SQLite's own. The queries are the shared ones
 of ``db.sql_store``; this module holds only the connection and its transactions.
 """
 
 from __future__ import annotations
 
+import fcntl
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +33,7 @@ from splice_build.registry.db.sql_store import (
 )
 
 BUSY_TIMEOUT_MS = 10_000  # concurrent CLI processes wait rather than fail
+LOCK_SUFFIX = ".lock"
 
 
 class SqliteMetadataStore(SqlMetadataStore):
@@ -48,10 +55,19 @@ class SqliteMetadataStore(SqlMetadataStore):
             self._conn.close()
             raise unusable_database(self.path, exc) from exc
         self._conn.row_factory = _dict_row  # the shared queries read columns by name
+        self._queue: _WriterQueue | None = None
+        if self.path != ":memory:":
+            try:
+                self._queue = _WriterQueue(self.path + LOCK_SUFFIX)
+            except BaseException:
+                self._conn.close()
+                raise
 
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+            if self._queue is not None:
+                self._queue.close()
 
     # -- dialect hooks ----------------------------------------------------------------
 
@@ -61,7 +77,7 @@ class SqliteMetadataStore(SqlMetadataStore):
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
+        with self._lock, self._queue.turn() if self._queue else nullcontext():
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
@@ -83,6 +99,34 @@ class SqliteMetadataStore(SqlMetadataStore):
 
     def _serialize_publish(self, tx: Transaction, package_id: str) -> None:
         """Nothing to add: ``BEGIN IMMEDIATE`` already admits one writer at a time."""
+
+
+class _WriterQueue:
+    """An exclusive ``flock`` on a file beside the database, held around each write.
+
+    Taken under the store's thread lock: ``flock`` belongs to the open file, so two threads
+    of one process would both "hold" it.
+    """
+
+    def __init__(self, path: str) -> None:
+        try:
+            self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            raise RegistryError(
+                ErrorCode.STORAGE_UNAVAILABLE,
+                f"cannot open the registry's write lock {path}: {exc.strerror or exc}",
+            ) from exc
+
+    @contextmanager
+    def turn(self) -> Iterator[None]:
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        os.close(self._fd)
 
 
 def unusable_database(path: str, exc: sqlite3.DatabaseError) -> RegistryError:

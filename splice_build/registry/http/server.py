@@ -2,7 +2,9 @@
 
 The listening socket is bound here, before uvicorn starts, so ``--port 0`` works and the
 caller learns the real address (``on_listen``) before the first request can arrive, and
-every accepted connection runs with ``TCP_NODELAY`` (``splice_build.listen``).
+every accepted connection runs with ``TCP_NODELAY`` (``splice_build.listen``). The store is
+opened (and migrated) here too, once, before any worker starts: with ``workers > 1`` this
+process then only supervises worker processes serving the same socket (``http.workers``).
 
 Every log line of the server process (ours, uvicorn's, Python warnings, tracebacks) goes to
 one stderr handler whose formatter redacts the finished line (``LOG_CONFIG``): an exception
@@ -19,6 +21,7 @@ from splice_build.errors import UsageError
 from splice_build.listen import listening_socket
 from splice_build.registry.http.client_address import IPNetwork
 from splice_build.registry.service.ratelimit import RateLimits
+from splice_build.registry.service.registry_service import RegistryService
 from splice_build.registry.storage import StorageConfig, open_service
 
 ADMIN_TOKEN_ENV = "SPLICE_REGISTRY_ADMIN_TOKEN_SHA256"
@@ -57,18 +60,16 @@ def serve(
     on_listen: Callable[[str], None],
     config: StorageConfig | None = None,
     trusted_proxies: Sequence[IPNetwork] = (),
+    workers: int = 1,
 ) -> None:
     """Run until interrupted. Blocks; uvicorn handles SIGINT/SIGTERM gracefully.
 
     ``config`` selects PostgreSQL / S3 back ends (``storage.StorageConfig``); by default the
     store is the data directory. ``trusted_proxies`` are the only peers whose
     ``X-Forwarded-For`` is read (``http.client_address``); uvicorn's own handling is off.
+    ``workers`` > 1 serves from that many processes sharing the store (``http.workers``).
     """
     import logging.config
-
-    import uvicorn
-
-    from splice_build.registry.http.app import create_app
 
     logging.config.dictConfig(LOG_CONFIG)
     logging.captureWarnings(True)  # warnings become log records, redacted like the rest
@@ -76,11 +77,39 @@ def serve(
         sock = listening_socket(host, port)  # TCP_NODELAY on every accepted connection
     except OSError as exc:  # in use, not an address of this machine, not resolvable
         raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
-    service = open_service(
-        data, admin_token_sha256=admin_token_sha256, limits=limits, config=config
-    )
-    bound_host, bound_port = sock.getsockname()[:2]
-    shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+
+    def open_store() -> RegistryService:
+        return open_service(
+            data, admin_token_sha256=admin_token_sha256, limits=limits, config=config
+        )
+
+    def run(service: RegistryService) -> None:
+        _uvicorn(service, trusted_proxies).run(sockets=[sock])
+
+    with sock:
+        service = open_store()  # creates and migrates the store, once
+        bound_host, bound_port = sock.getsockname()[:2]
+        shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+        url = f"http://{shown}:{bound_port}"
+        if workers == 1:
+            on_listen(url)
+            run(service)
+            return
+        import uvicorn  # noqa: F401  (imported before the forks: every worker starts at once)
+
+        from splice_build.registry.http import app  # noqa: F401
+        from splice_build.registry.http.workers import supervise
+
+        service.deps.meta.close()  # no connection (nor a pool's threads) crosses a fork
+        on_listen(url)
+        supervise(workers, lambda: run(open_store()))
+
+
+def _uvicorn(service: RegistryService, trusted_proxies: Sequence[IPNetwork]) -> Any:
+    import uvicorn
+
+    from splice_build.registry.http.app import create_app
+
     config = uvicorn.Config(
         create_app(service, trusted_proxies=trusted_proxies),
         log_config=None,  # LOG_CONFIG is in place; uvicorn must not install its own handlers
@@ -89,6 +118,4 @@ def serve(
         lifespan="off",
         proxy_headers=False,
     )
-    server = uvicorn.Server(config)
-    on_listen(f"http://{shown}:{bound_port}")
-    server.run(sockets=[sock])
+    return uvicorn.Server(config)

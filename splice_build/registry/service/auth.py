@@ -102,25 +102,18 @@ def authenticate(deps: Deps, caller: Caller) -> Principal:
     try:
         secret = bearer_token(caller.authorization)
     except RegistryError:
-        _failed(deps, ratelimit.USER_AUTH, caller.client)
+        ratelimit.record_failed_auth(deps, ratelimit.USER_AUTH, caller.client)
         raise
     if secret is None:
         raise _unauthenticated("Authentication required")
     principal = _lookup(deps, secret)
     if principal is None:
-        _failed(deps, ratelimit.USER_AUTH, caller.client)
+        ratelimit.record_failed_auth(deps, ratelimit.USER_AUTH, caller.client)
         raise _unauthenticated("Invalid, expired or revoked token")
     ratelimit.count_request(deps, caller.client)
     if principal.token is not None:
         deps.meta.touch_token(principal.token.id, now=deps.now_iso())
     return principal
-
-
-def _failed(deps: Deps, kind: str, client: str) -> None:
-    """One failed attempt: ``RATE_LIMITED`` once the client's budget is spent, else counted
-    (the caller then raises its own 401)."""
-    ratelimit.check_auth_block(deps, kind, client)
-    ratelimit.record_failed_auth(deps, kind, client)
 
 
 def _lookup(deps: Deps, secret: str) -> Principal | None:

@@ -50,6 +50,12 @@ USER_AUTH = "auth-fail"  # failed user tokens (a valid token still passes: servi
 ADMIN_AUTH = "admin-auth-fail"  # failed admin tokens (a strict block)
 
 
+def _auth_blocked(deps: Deps) -> RateLimitedError:
+    return RateLimitedError(
+        "Too many failed authentication attempts", retry_after=deps.limits.failed_auth_period
+    )
+
+
 def check_auth_block(deps: Deps, kind: str, client: str) -> None:
     """Refuse a client whose ``kind`` of authentication failed too often (``RATE_LIMITED``)."""
     limits = deps.limits
@@ -57,14 +63,22 @@ def check_auth_block(deps: Deps, kind: str, client: str) -> None:
         return
     window = _window(deps, limits.failed_auth_period)
     if deps.meta.count(f"{kind}:{client}", window) >= limits.failed_auth:
-        raise RateLimitedError(
-            "Too many failed authentication attempts", retry_after=limits.failed_auth_period
-        )
+        raise _auth_blocked(deps)
 
 
 def record_failed_auth(deps: Deps, kind: str, client: str) -> None:
-    if deps.limits.failed_auth > 0:
-        deps.meta.hit(f"{kind}:{client}", _window(deps, deps.limits.failed_auth_period))
+    """Count one failed attempt; ``RATE_LIMITED`` when it is past the client's budget.
+
+    The count and the decision are one atomic upsert: concurrent failures (threads of one
+    server, or several server processes) cannot all pass a check made before their count.
+    """
+    limits = deps.limits
+    if limits.failed_auth <= 0:
+        return
+    if deps.meta.hit(f"{kind}:{client}", _window(deps, limits.failed_auth_period)) > (
+        limits.failed_auth
+    ):
+        raise _auth_blocked(deps)
 
 
 def count_request(deps: Deps, client: str) -> None:
