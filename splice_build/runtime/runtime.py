@@ -128,9 +128,18 @@ class SpliceRuntime:
         return pinned
 
     def prewarm(self, pkg: LoadedPackage, *, wait: bool = False) -> None:
-        """Have a warm process ready for ``pkg`` (no-op without a pool or a files digest)."""
-        key = self._pool_key(pkg) if self._pool is not None else None
-        if self._pool is not None and key is not None:
+        """Have a warm process ready for ``pkg`` (no-op without a pool or a files digest).
+
+        The write grants are created first, as a call creates them (pipeline step 5): the
+        process's file view is planned from the paths that exist when it starts, so a write
+        directory made only by the call would be missing from the view of a process started
+        before it, or (made between the plan and the mounts) make the start fail and the
+        call start a process of its own."""
+        if self._pool is None:
+            return
+        self._grant(pkg)
+        key = self._pool_key(pkg)
+        if key is not None:
             self._pool.prewarm(key, wait=wait)
 
     def close(self) -> None:
@@ -243,9 +252,13 @@ class SpliceRuntime:
             raise SandboxError(
                 ErrorCode.INVALID_INPUT, f"Invalid input for {pkg.id}.{tool.name}", details=errors
             )
-        for path in self._granted_paths(pkg)[1]:  # (7)
-            path.mkdir(parents=True, exist_ok=True)
+        self._grant(pkg)  # (7)
         return tool, value
+
+    def _grant(self, pkg: LoadedPackage) -> None:
+        """Check the grants and mkdir -p each write path (PERMISSIONS_NOT_GRANTED first)."""
+        for path in self._granted_paths(pkg)[1]:
+            path.mkdir(parents=True, exist_ok=True)
 
     def _granted_paths(self, pkg: LoadedPackage) -> tuple[tuple[Path, ...], tuple[Path, ...]]:
         """The read and write paths handed to Node, each the effective path of its entry;
