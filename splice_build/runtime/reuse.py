@@ -36,6 +36,8 @@ class Lease:
 
     key: PoolKey
     process: SandboxProcess
+    # The declared variables its first job installed (the host reads them once).
+    env: dict[str, str] = field(default_factory=dict)
     calls: int = 0
     last_used: float = field(default_factory=time.monotonic)
     node_pid: int | None = None  # Node's pid as this parent sees it (for its memory)
@@ -62,9 +64,10 @@ class ReusePool:
         self._reaper: threading.Thread | None = None
         self._counts = dict.fromkeys(("reused", "recycled", "discarded"), 0)
 
-    def take(self, key: PoolKey) -> Lease | None:
-        """An idle process of ``key`` that is still alive, or None. Idle processes of the same
-        package under another key are ended first (the package or its grant changed)."""
+    def take(self, key: PoolKey, env: dict[str, str]) -> Lease | None:
+        """An idle process of ``key`` that is still alive and holds ``env``, or None. Idle
+        processes of the same package under another key or environment are ended first (the
+        package, its grant or the values of its variables changed)."""
         doomed: list[Lease] = []
         lease = None
         with self._cond:
@@ -73,6 +76,11 @@ class ReusePool:
                 self._counts["discarded"] += len(stale)
                 doomed += stale
             queue = self._idle.get(key)
+            if queue and any(kept.env != env for kept in queue):
+                stale = [kept for kept in queue if kept.env != env]
+                self._counts["discarded"] += len(stale)
+                doomed += stale
+                queue = self._idle[key] = deque(kept for kept in queue if kept.env == env)
             while queue and lease is None:
                 candidate = queue.pop()  # the most recently used: its memory is warm
                 if candidate.process.popen.poll() is None:

@@ -320,6 +320,10 @@ class SpliceRuntime:
         digest = pkg.files_digest if isinstance(pkg, PinnedPackage) else _digest(pkg.dir)
         return None if digest is None else PoolKey(self._spec(pkg), digest)
 
+    def _job_env(self, pkg: LoadedPackage) -> dict[str, str]:
+        """The declared variables present in the runtime's environment (the job's ``env``)."""
+        return {name: self._env[name] for name in pkg.manifest.permissions.env if name in self._env}
+
     def _start(self, pkg: LoadedPackage) -> tuple[sandbox.SandboxProcess, Lease | None]:
         """The call's process, and its lease when it may be kept for the next call."""
         key = self._pool_key(pkg) if self._pool is not None else None
@@ -330,7 +334,8 @@ class SpliceRuntime:
             if self._reuse is not None:
                 from splice_build.runtime.reuse import Lease
 
-                lease = self._reuse.take(key) or Lease(key, self._pool.acquire(key))
+                env = self._job_env(pkg)
+                lease = self._reuse.take(key, env) or Lease(key, self._pool.acquire(key), env)
                 process = lease.process
             else:
                 process = self._pool.acquire(key)
@@ -374,7 +379,7 @@ class SpliceRuntime:
                 "paths": {"project": str(self.project_root), "package": str(pkg.dir)},
                 "permissions": perms.to_json(),
             },
-            env={name: self._env[name] for name in perms.env if name in self._env},
+            env=self._job_env(pkg),
             unsafe_in_process_guards_off=self._guards_off,
         )
         deadline = time.monotonic() + timeout_ms / 1000

@@ -70,7 +70,7 @@ def _pool(runtime: SpliceRuntime) -> ReusePool:
 
 
 def _package(tmp_path: Path, name: str = "stateful", **options: object) -> Path:
-    return write_package(tmp_path / "pkgs", STATEFUL, name=name, timeout_ms=1000, **options)  # type: ignore[arg-type]
+    return write_package(tmp_path / "pkgs", STATEFUL, name=name, **options)  # type: ignore[arg-type]
 
 
 def _gone(pid: int) -> bool:
@@ -166,10 +166,9 @@ def test_recycled_after_idle_time(make_reusing, tmp_path: Path) -> None:
     first = _call(runtime, pkg)
     [old] = _pool(runtime).idle_pids()
     deadline = time.monotonic() + 10
-    while _pool(runtime).idle_pids() and time.monotonic() < deadline:
+    while not _gone(old) and time.monotonic() < deadline:  # the reaper ends it
         time.sleep(0.05)
-    assert _pool(runtime).idle_pids() == []
-    assert _gone(old)
+    assert _gone(old) and _pool(runtime).idle_pids() == []
     assert _call(runtime, pkg)["token"] != first["token"]
 
 
@@ -182,7 +181,7 @@ def test_recycled_after_a_failure_or_timeout(
     make_reusing, tmp_path: Path, input: dict[str, object], code: ErrorCode
 ) -> None:
     runtime = make_reusing()
-    pkg = runtime.load(_package(tmp_path))
+    pkg = runtime.load(_package(tmp_path, timeout_ms=3000))
     first = _call(runtime, pkg)
     result = runtime.execute(pkg, "t", input)
     assert result.error is not None and result.error.code == code
@@ -238,3 +237,48 @@ def test_close_ends_every_reused_process(make_reusing, tmp_path: Path) -> None:
     _call(runtime, pkg)
     runtime.close()
     assert wait_until_gone(str(tmp_path / "pkgs"), timeout=10) == []
+
+
+def test_a_changed_variable_value_is_not_served_by_the_old_process(
+    project: Path, tmp_path: Path
+) -> None:
+    """The host installs the declared variables once, for its first job: a process holding
+    other values is not reused."""
+    env = {"REUSE_TEST_VALUE": "first"}
+    body = "import c from 'node:crypto'; const t = c.randomUUID(); export default () => [t, process.env.REUSE_TEST_VALUE];"
+    pkg_dir = write_package(tmp_path / "pkgs", body, permissions={"env": ["REUSE_TEST_VALUE"]})
+    with SpliceRuntime(project_root=project, env=env, reuse=ReusePolicy()) as runtime:
+        pkg = runtime.load(pkg_dir)
+        first = runtime.execute(pkg, "t", {}).output
+        again = runtime.execute(pkg, "t", {}).output
+        env["REUSE_TEST_VALUE"] = "second"
+        changed = runtime.execute(pkg, "t", {}).output
+    assert first[1] == again[1] == "first" and first[0] == again[0]
+    assert changed[1] == "second" and changed[0] != first[0]
+
+
+def test_the_project_setting_and_its_errors(tmp_path: Path) -> None:
+    from splice_build.errors import SpliceError
+    from splice_build.project.project_file import load_project_file
+
+    root = tmp_path / "p"
+    root.mkdir()
+    config = root / "splice.json"
+    config.write_text('{"specVersion": 1, "packages": {}, "reuse": {"maxCalls": 7}}')
+    project = load_project_file(root)
+    assert project.reuse_policy() == ReusePolicy(max_calls=7)
+    assert project.to_json()["reuse"] == {"maxCalls": 7}
+    for bad, named in (
+        ({"maxCalls": 0}, "reuse.maxCalls"),
+        ({"idleSeconds": "long"}, "reuse.idleSeconds"),
+        ({"maxMemoryMb": 1.5}, "reuse.maxMemoryMb"),
+        ({"calls": 3}, "reuse.calls"),
+        ("yes", "reuse:"),
+    ):
+        config.write_text(json.dumps({"specVersion": 1, "packages": {}, "reuse": bad}))
+        with pytest.raises(SpliceError) as caught:
+            load_project_file(root)
+        assert caught.value.code == ErrorCode.INVALID_PROJECT
+        assert named in caught.value.message
+    config.write_text('{"specVersion": 1, "packages": {}, "reuse": false}')
+    assert load_project_file(root).reuse_policy() is None
