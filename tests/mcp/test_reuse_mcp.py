@@ -64,3 +64,18 @@ def test_reuse_in_splice_json(installed) -> None:
         assert _survivors(_node_pids_after_calls(project, env)) != set()
     finally:
         config.write_text(original)
+
+
+@pytest.mark.parametrize("reuse", [True, "project", False])
+def test_the_sdk_option(installed, reuse: object) -> None:
+    """``Splice(reuse=True)`` reuses; ``"project"`` follows splice.json (no setting here: off);
+    the default is a fresh process per call."""
+    from splice_build.sdk import Splice
+
+    project, env = installed
+    with Splice(project, env=env, reuse=reuse) as splice:  # type: ignore[arg-type]
+        for i in range(3):
+            assert splice.run("example.hello", {"name": f"n{i}"}).ok
+        pool = splice._runtime()._reuse
+        reused = None if pool is None else pool.stats().reused
+    assert reused == (2 if reuse is True else None)
