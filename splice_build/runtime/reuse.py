@@ -108,10 +108,12 @@ class ReusePool:
                 self._counts["recycled"] += not self._closed
                 doomed.append(lease)
             else:
+                was_empty = not self._idle
                 self._idle.setdefault(lease.key, deque()).append(lease)
                 doomed += self._over_bound()
                 self._start_reaper()
-                self._cond.notify_all()
+                if was_empty:  # else the reaper already waits for an earlier expiry
+                    self._cond.notify_all()
         for done in doomed:
             done.process.close()
 
