@@ -88,10 +88,13 @@ def _call(runtime: SpliceRuntime, pkg: LoadedPackage, **input: object) -> dict[s
 def test_one_process_serves_successive_calls(make_reusing, tmp_path: Path) -> None:
     runtime = make_reusing()
     pkg = runtime.load(_package(tmp_path))
-    outputs = [_call(runtime, pkg) for _ in range(8)]
+    outputs, pids = [], []
+    for _ in range(8):
+        outputs.append(_call(runtime, pkg))
+        pids.append(tuple(_pool(runtime).idle_pids()))
     assert len({o["token"] for o in outputs}) == 1
     assert [o["calls"] for o in outputs] == list(range(1, 9))
-    assert len(_pool(runtime).idle_pids()) == 1
+    assert len(set(pids)) == 1 and len(pids[0]) == 1  # one pid served all 8
     assert _pool(runtime).stats().reused == 7
 
 
