@@ -335,7 +335,12 @@ class SpliceRuntime:
                 from splice_build.runtime.reuse import Lease
 
                 env = self._job_env(pkg)
-                lease = self._reuse.take(key, env) or Lease(key, self._pool.acquire(key), env)
+                lease = self._reuse.take(key, env)
+                if lease is None:
+                    # Started by the pool's thread, not this one: a process dies with the
+                    # thread that forked it (PR_SET_PDEATHSIG) and a reused one outlives calls.
+                    self._pool.prewarm(key, wait=True)
+                    lease = Lease(key, self._pool.acquire(key), env)
                 process = lease.process
             else:
                 process = self._pool.acquire(key)
