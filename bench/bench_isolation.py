@@ -16,7 +16,7 @@ from bench.common import REPO, Row, ratio_row, time_callable
 
 def _start_and_end(runtime: object, pkg: object) -> None:
     """Start the sandbox process of ``pkg`` and end it (no job: the host exits on hang-up)."""
-    process = runtime._start(pkg)  # type: ignore[attr-defined]
+    process, _lease = runtime._start(pkg)  # type: ignore[attr-defined]
     process.close()
 
 

@@ -2,9 +2,10 @@
 as ratios to a cold `splice run example.hello` (whole process) measured in the same run, and
 the server's resident set (plus its sandbox processes).
 
-Two servers: `splice mcp` as shipped (with its warm pool of sandbox processes), and the same
+Three servers: `splice mcp` as shipped (with its warm pool of sandbox processes), the same
 server without a pool (``COLD_SERVER``: one Node start per call, on the call's path), to show
-what the pool buys."""
+what the pool buys, and `splice mcp --reuse` (opt-in: a process serves successive calls of
+one package, docs/runtime.md#opt-in-reuse)."""
 
 from __future__ import annotations
 
@@ -187,4 +188,7 @@ def run(quick: bool = False) -> list[Row]:
         return [
             *_serve("splice mcp (warm pool)", splice_argv("mcp"), env, project, calls, cold_ms),
             *_serve("mcp without a pool", unpooled, unpooled_env, project, calls, cold_ms),
+            *_serve(
+                "splice mcp --reuse", splice_argv("mcp", "--reuse"), env, project, calls, cold_ms
+            ),
         ]

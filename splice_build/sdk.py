@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from splice_build.project.project_file import ProjectFile
     from splice_build.runtime import LoadedPackage, SpliceRuntime, ToolResult
     from splice_build.runtime.pool import WarmPool
+    from splice_build.spec.reuse import ReusePolicy
     from splice_build.tasks.reporter import TaskRecord
     from splice_build.tasks.request import GraphRequest
 
@@ -76,11 +77,16 @@ class Splice:
         on_progress: Progress | None = None,
         broker: object | Literal[False] | None = None,
         pool: WarmPool | None = None,
+        reuse: ReusePolicy | bool | Literal["project"] = False,
     ) -> None:
         """``broker``: the capability broker (default: the real providers, keys loaded on first
         use); ``False`` runs tools without one (capability calls answer UNAVAILABLE).
         ``pool``: a ``WarmPool`` of sandbox processes started before calls arrive (a long-lived
-        caller such as the MCP server); ``close()`` ends them."""
+        caller such as the MCP server); ``close()`` ends them.
+        ``reuse``: opt-in process reuse between calls of one package under one grant
+        (docs/runtime.md#opt-in-reuse): ``True`` with the default limits, a ``ReusePolicy``,
+        or ``"project"`` for the project's ``splice.json`` ``"reuse"`` setting (off when
+        absent); ``False`` (default): one fresh process per call."""
         from splice_build.project.home import SpliceHome
         from splice_build.project.layout import ProjectLayout
         from splice_build.project.project_file import find_project_root
@@ -95,6 +101,7 @@ class Splice:
         self._progress: Progress = on_progress or _quiet
         self._broker = self._default_broker() if broker is None else broker or None
         self._pool = pool
+        self._reuse = reuse
         self._runtime_instance: SpliceRuntime | None = None
         self.last_tasks: TaskRecord | None = None
 
@@ -543,8 +550,20 @@ class Splice:
                 broker=self._broker,  # type: ignore[arg-type]
                 pool=self._pool,
                 home=self.home.path,
+                reuse=self._reuse_policy(),
             )
         return self._runtime_instance
+
+    def _reuse_policy(self) -> ReusePolicy | None:
+        if self._reuse == "project":
+            from splice_build.project.project_file import load_project_file
+
+            return load_project_file(self.project_root).reuse_policy()
+        if self._reuse is True:
+            from splice_build.spec.reuse import ReusePolicy
+
+            return ReusePolicy()
+        return self._reuse or None
 
     def close(self) -> None:
         """End the warm sandbox processes, if a pool was given."""

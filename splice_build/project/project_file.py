@@ -3,7 +3,10 @@
 docs/compatibility.md#splicejson::
 
     { "specVersion": 1, "registry"?: "<url|alias>", "packages": { "@ns/name": "<range>" },
-      "requireSignatures"?: ["<ns>"], "trustedSigners"?: { "<ns>": ["ed25519:<16 hex>"] } }
+      "requireSignatures"?: ["<ns>"], "trustedSigners"?: { "<ns>": ["ed25519:<16 hex>"] },
+      "reuse"?: true | { "maxCalls"?, "idleSeconds"?, "maxMemoryMb"? } }
+
+(``reuse``: opt-in process reuse for ``splice mcp``, spec/reuse.py.)
 
 The file marks the project root (found by walking up from the current directory). It is
 parsed once into a :class:`ProjectFile` whose ids and ranges are valid; every problem is
@@ -26,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice_build.errors import ErrorCode, ProjectError, SpecError
 from splice_build.project.atomic import atomic_write_json, decode_json
@@ -36,8 +39,18 @@ from splice_build.spec.names import PackageId
 from splice_build.spec.paths import utf16_sort_key
 from splice_build.spec.semver import Range
 
+if TYPE_CHECKING:
+    from splice_build.spec.reuse import ReusePolicy
+
 SPEC_VERSION = 1
-_KNOWN_KEYS = ("specVersion", "registry", "packages", "requireSignatures", "trustedSigners")
+_KNOWN_KEYS = (
+    "specVersion",
+    "registry",
+    "packages",
+    "requireSignatures",
+    "trustedSigners",
+    "reuse",
+)
 
 
 def sorted_by_id(mapping: Mapping[str, Any]) -> dict[str, Any]:
@@ -60,6 +73,8 @@ class ProjectFile:
     require_signatures: tuple[str, ...] = ()
     # Namespace → key ids trusted out of band (``splice keys trust``, docs/signing.md#trusted-signers).
     trusted_signers: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # The ``reuse`` value as written (valid; None when absent): ``reuse_policy`` reads it.
+    reuse: bool | Mapping[str, Any] | None = None
     # SHA-256 hex of the bytes this was read from (None: built in memory); the no-op state
     # compares it (install/statcache.py).
     source: str | None = field(default=None, compare=False, repr=False)
@@ -81,8 +96,16 @@ class ProjectFile:
             out["requireSignatures"] = list(self.require_signatures)
         if self.trusted_signers:
             out["trustedSigners"] = {ns: list(ids) for ns, ids in self.trusted_signers.items()}
+        if self.reuse is not None:
+            out["reuse"] = self.reuse if isinstance(self.reuse, bool) else dict(self.reuse)
         out.update(self.extra)
         return out
+
+    def reuse_policy(self) -> ReusePolicy | None:
+        """The project's opt-in reuse policy (None: one fresh process per call)."""
+        from splice_build.spec.reuse import ReusePolicy
+
+        return ReusePolicy.from_json(self.reuse)
 
     def requires_signature(self, package_id: str) -> bool:
         """True when ``@ns/name`` is in a namespace listed in ``requireSignatures``."""
@@ -203,12 +226,17 @@ def _parse(value: object) -> ProjectFile:
     problems.extend(_policy_problems(policy))
     trusted = value.get("trustedSigners", {})
     problems.extend(_trusted_problems(trusted))
+    reuse = value.get("reuse")
+    if "reuse" in value:
+        from splice_build.spec.reuse import policy_problems
+
+        problems.extend(policy_problems(reuse))
     if problems:
         raise _invalid(problems[0], tuple(problems) if len(problems) > 1 else ())
     extra = {k: v for k, v in value.items() if k not in _KNOWN_KEYS}
     namespaces = tuple(dict.fromkeys(str(ns).removeprefix("@") for ns in policy))
     signers = {ns.removeprefix("@"): tuple(dict.fromkeys(ids)) for ns, ids in trusted.items()}
-    return ProjectFile(packages, registry, SPEC_VERSION, extra, namespaces, signers)
+    return ProjectFile(packages, registry, SPEC_VERSION, extra, namespaces, signers, reuse)
 
 
 def _trusted_problems(trusted: object) -> list[str]:

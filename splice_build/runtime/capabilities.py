@@ -130,6 +130,11 @@ class CapabilityChannel:
     def _done(self, future: Future[CapabilityReply]) -> None:
         self._on_reply(future.result())
 
+    @property
+    def idle(self) -> bool:
+        """No broker call of this execution is still running."""
+        return self._in_flight == 0
+
     def reply_delivered(self) -> None:
         """Called by the session (on its own thread) when a background reply was sent."""
         self._in_flight -= 1

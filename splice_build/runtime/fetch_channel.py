@@ -150,6 +150,12 @@ class FetchChannel:
             # The client's imports (~80 ms) overlap the tool's start instead of its first fetch.
             threading.Thread(target=_import_client, name="splice-fetch-import", daemon=True).start()
 
+    @property
+    def idle(self) -> bool:
+        """No request of this execution is open."""
+        with self._lock:
+            return not self._open
+
     # the loop thread ---------------------------------------------------------------------
     def handle(self, message: FetchMessage) -> list[bytes]:
         """Frames to send at once (refusals); everything else is posted by the workers."""

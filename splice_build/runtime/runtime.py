@@ -10,6 +10,10 @@ process, and ``execute`` re-reads the digest after taking one and refuses the ca
 (``INSTALLED_PACKAGE_MODIFIED``) before sending the job when the files changed since ``load``.
 Without a pool every call starts its own process (the one-shot CLI).
 
+With ``reuse=`` (a ``ReusePolicy``, opt-in; docs/runtime.md#opt-in-reuse) a process that served
+a call successfully may serve the next call of the same package under the same grant
+(runtime/reuse.py); the digest re-check before each call is the same.
+
 ``isolation`` (``auto``, ``require-os``, ``in-process``; None reads the user's config.json)
 chooses the OS layer under the in-process guards (runtime/isolation/); every result that
 started a process says which layer ran (``ToolResult.isolation``).
@@ -48,7 +52,9 @@ if TYPE_CHECKING:
     from splice_build.runtime.isolation.plan import IsolationPlan
     from splice_build.runtime.isolation.support import IsolationSupport
     from splice_build.runtime.pool import PoolKey, WarmPool
+    from splice_build.runtime.reuse import Lease, ReusePool
     from splice_build.spec.manifest import Tool
+    from splice_build.spec.reuse import ReusePolicy
 
 
 @dataclass(frozen=True)
@@ -60,9 +66,11 @@ class PinnedPackage(LoadedPackage):
 
 
 class SpliceRuntime:
-    """Runs tools of loaded packages in the sandbox; one process per call (never reused).
+    """Runs tools of loaded packages in the sandbox; one process per call unless ``reuse``.
 
     ``pool``: a ``WarmPool`` this runtime owns from now on (``close`` closes it).
+    ``reuse``: keep processes between calls of one package under one grant (a pool is
+    created when none is given: reused processes are started by its long-lived thread).
     """
 
     def __init__(
@@ -76,6 +84,7 @@ class SpliceRuntime:
         pool: WarmPool | None = None,
         isolation: str | None = None,
         home: str | os.PathLike[str] | None = None,
+        reuse: ReusePolicy | None = None,
         _unsafe_test_resolver: Mapping[str, list[list[str]]] | None = None,
         _unsafe_in_process_guards_off: bool = False,
     ) -> None:
@@ -86,6 +95,13 @@ class SpliceRuntime:
         self._broker = broker
         self._max_log_bytes = max_log_bytes
         self._max_output_bytes = max_output_bytes
+        self._reuse: ReusePool | None = None
+        if reuse is not None:
+            from splice_build.runtime.pool import WarmPool
+            from splice_build.runtime.reuse import ReusePool
+
+            self._reuse = ReusePool(reuse)
+            pool = pool if pool is not None else WarmPool()
         self._pool = pool
         # Tests only: fake DNS answers for the parent's fetch (docs/network-security.md).
         self._test_resolver = None if _unsafe_test_resolver is None else dict(_unsafe_test_resolver)
@@ -128,13 +144,24 @@ class SpliceRuntime:
         return pinned
 
     def prewarm(self, pkg: LoadedPackage, *, wait: bool = False) -> None:
-        """Have a warm process ready for ``pkg`` (no-op without a pool or a files digest)."""
-        key = self._pool_key(pkg) if self._pool is not None else None
-        if self._pool is not None and key is not None:
+        """Have a warm process ready for ``pkg`` (no-op without a pool or a files digest).
+
+        The write grants are created first, as a call creates them (pipeline step 5): the
+        process's file view is planned from the paths that exist when it starts, so a write
+        directory made only by the call would be missing from the view of a process started
+        before it, or (made between the plan and the mounts) make the start fail and the
+        call start a process of its own."""
+        if self._pool is None:
+            return
+        self._grant(pkg)
+        key = self._pool_key(pkg)
+        if key is not None:
             self._pool.prewarm(key, wait=wait)
 
     def close(self) -> None:
         """End the pool's processes (a runtime without a pool holds none)."""
+        if self._reuse is not None:
+            self._reuse.close()
         if self._pool is not None:
             self._pool.close()
 
@@ -205,12 +232,12 @@ class SpliceRuntime:
 
         try:
             tool, job_input = self._prepare(pkg, tool_name, input)
-            process = self._start(pkg)
+            process, lease = self._start(pkg)
         except SpliceError as exc:
             return finish(error=ToolError(exc.code, exc.message, exc.details))
         isolation = process.isolation
         try:
-            return self._run(pkg, tool, job_input, process, clean, finish, budget)
+            return self._run(pkg, tool, job_input, process, lease, clean, finish, budget)
         except BaseException:
             process.close()  # never leave a started process behind (close is idempotent)
             raise
@@ -243,9 +270,13 @@ class SpliceRuntime:
             raise SandboxError(
                 ErrorCode.INVALID_INPUT, f"Invalid input for {pkg.id}.{tool.name}", details=errors
             )
-        for path in self._granted_paths(pkg)[1]:  # (7)
-            path.mkdir(parents=True, exist_ok=True)
+        self._grant(pkg)  # (7)
         return tool, value
+
+    def _grant(self, pkg: LoadedPackage) -> None:
+        """Check the grants and mkdir -p each write path (PERMISSIONS_NOT_GRANTED first)."""
+        for path in self._granted_paths(pkg)[1]:
+            path.mkdir(parents=True, exist_ok=True)
 
     def _granted_paths(self, pkg: LoadedPackage) -> tuple[tuple[Path, ...], tuple[Path, ...]]:
         """The read and write paths handed to Node, each the effective path of its entry;
@@ -280,6 +311,7 @@ class SpliceRuntime:
             isolation=plan_for(self.isolation_mode, self._isolation_support()),
             fetch=bool(pkg.manifest.permissions.network),
             unsafe_in_process_guards_off=self._guards_off,
+            reuse=self._reuse is not None,
         )
 
     def _pool_key(self, pkg: LoadedPackage) -> PoolKey | None:
@@ -288,12 +320,30 @@ class SpliceRuntime:
         digest = pkg.files_digest if isinstance(pkg, PinnedPackage) else _digest(pkg.dir)
         return None if digest is None else PoolKey(self._spec(pkg), digest)
 
-    def _start(self, pkg: LoadedPackage) -> sandbox.SandboxProcess:
+    def _job_env(self, pkg: LoadedPackage) -> dict[str, str]:
+        """The declared variables present in the runtime's environment (the job's ``env``)."""
+        return {name: self._env[name] for name in pkg.manifest.permissions.env if name in self._env}
+
+    def _start(self, pkg: LoadedPackage) -> tuple[sandbox.SandboxProcess, Lease | None]:
+        """The call's process, and its lease when it may be kept for the next call."""
         key = self._pool_key(pkg) if self._pool is not None else None
+        lease = None
         try:
             if self._pool is None or key is None:
-                return sandbox.start(self._spec(pkg))
-            process = self._pool.acquire(key)
+                return sandbox.start(self._spec(pkg)), None
+            if self._reuse is not None:
+                from splice_build.runtime.reuse import Lease
+
+                env = self._job_env(pkg)
+                lease = self._reuse.take(key, env)
+                if lease is None:
+                    # Started by the pool's thread, not this one: a process dies with the
+                    # thread that forked it (PR_SET_PDEATHSIG) and a reused one outlives calls.
+                    self._pool.prewarm(key, wait=True)
+                    lease = Lease(key, self._pool.acquire(key), env)
+                process = lease.process
+            else:
+                process = self._pool.acquire(key)
         except OSError as exc:
             raise SandboxError(
                 ErrorCode.TOOL_CRASHED, f"Could not start the tool process: {exc}"
@@ -308,7 +358,7 @@ class SpliceRuntime:
                 details=[f"files digest {actual} differs from {key.files_digest}"],
                 hint="load the package again",
             )
-        return process
+        return process, lease
 
     def _run(
         self,
@@ -316,6 +366,7 @@ class SpliceRuntime:
         tool: Tool,
         value: Any,
         process: sandbox.SandboxProcess,
+        lease: Lease | None,
         clean: Callable[[str], str],
         finish: Callable[..., ToolResult],
         budget: _RedactionBudget,
@@ -333,7 +384,7 @@ class SpliceRuntime:
                 "paths": {"project": str(self.project_root), "package": str(pkg.dir)},
                 "permissions": perms.to_json(),
             },
-            env={name: self._env[name] for name in perms.env if name in self._env},
+            env=self._job_env(pkg),
             unsafe_in_process_guards_off=self._guards_off,
         )
         deadline = time.monotonic() + timeout_ms / 1000
@@ -355,6 +406,7 @@ class SpliceRuntime:
                 patterns=perms.network, post=post, deadline=deadline, resolver=resolver
             )
 
+        kept = False
         try:
             outcome = Session(
                 process,
@@ -363,9 +415,14 @@ class SpliceRuntime:
                 make_channel=make_channel,
                 make_fetch=make_fetch,
                 log_limit=self._max_log_bytes,
+                keep=lease is not None,
             ).run()
+            kept = outcome.kept
         finally:
-            process.close()
+            if kept and lease is not None and self._reuse is not None:
+                self._reuse.give_back(lease)
+            else:
+                process.close()
         logs = outcome.logs.text()
         error = outcome_to_error(outcome, timeout_ms=timeout_ms, max_output=self._max_output_bytes)
         if error is not None:

@@ -62,6 +62,8 @@ class SandboxSpec:
     # Tests only (SpliceRuntime(_unsafe_in_process_guards_off=True)): Node without its
     # permission model, to show what the OS layer alone still stops.
     unsafe_in_process_guards_off: bool = False
+    # Opt-in reuse (runtime/reuse.py): the host serves further jobs after a success.
+    reuse: bool = False
 
     def argv(self, in_fd: int, out_fd: int) -> list[str]:
         """docs/compatibility.md#sandbox-process, plus the heap cap and the IPC fds for host.mjs."""
@@ -73,6 +75,7 @@ class SandboxSpec:
                 str(host_entry()),
                 str(in_fd),
                 str(out_fd),
+                *(["reuse"] if self.reuse else []),
             ]
         args = [
             str(self.node.path),
@@ -87,8 +90,10 @@ class SandboxSpec:
         readable = dict.fromkeys([*self.read_paths, *self.write_paths])
         args += [f"--allow-fs-read={p}" for p in readable]
         args += [f"--allow-fs-write={p}" for p in dict.fromkeys(self.write_paths)]
-        args += [str(host_entry()), str(in_fd), str(out_fd)]
-        return [*args, "fetch"] if self.fetch else args
+        return [*args, str(host_entry()), str(in_fd), str(out_fd), *self._host_flags()]
+
+    def _host_flags(self) -> list[str]:
+        return [flag for flag, on in (("fetch", self.fetch), ("reuse", self.reuse)) if on]
 
     def file_view(self) -> fileview.FileView | None:
         """The tool's file view, when its plan has one (raises OSError when Node's files

@@ -5,7 +5,10 @@ host), stdout and stderr (logs, read while running so a flood can neither block 
 grow memory) and a wake pipe for answers finished on other threads: capability replies from
 the broker's threads and fetch frames from the fetch workers (fetch_channel.py). The loop
 itself never waits for a broker or the network. The deadline covers everything; at the end
-the whole process group is killed and every open request aborted.
+the whole process group is killed and every open request aborted — except, with ``keep``
+(opt-in reuse, runtime/reuse.py), after a clean success: a result frame with nothing after
+it, no request of the call still open and nothing left to send. The process then stays
+alive for its next job (``Outcome.kept``); the logs written before the result are drained.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ class Outcome:
     timed_out: bool
     exit_code: int | None
     logs: LogBuffer
+    kept: bool = False  # the process is alive and may take another job (``keep`` only)
 
 
 class _FrameReader:
@@ -61,6 +65,11 @@ class _FrameReader:
         self._discarding: int | None = None  # bytes of an oversized frame seen so far
         self._discard_is_result = False
         self.oversized_result: int | None = None
+
+    @property
+    def empty(self) -> bool:
+        """No partial frame is buffered or being discarded."""
+        return not self._buffer and self._discarding is None
 
     def feed(self, chunk: bytes) -> list[bytes]:
         frames: list[bytes] = []
@@ -104,8 +113,10 @@ class Session:
         make_channel: Callable[[Callable[[CapabilityReply], None]], CapabilityChannel],
         make_fetch: Callable[[Callable[[bytes], None]], FetchChannel],
         log_limit: int,
+        keep: bool = False,
     ) -> None:
         self._proc = process
+        self._keep = keep
         self._outgoing = bytearray(job)
         self._timeout_s = timeout_s
         self._logs = LogBuffer(log_limit)
@@ -153,14 +164,17 @@ class Session:
             self._outgoing += frame
 
     def run(self) -> Outcome:
+        outcome = None
         try:
-            return self._loop()
+            outcome = self._loop()
+            return outcome
         finally:
             with self._out_lock:
                 self._over = True
             self._channel.close()
             self._fetch.close()
-            self._proc.kill_group()
+            if outcome is None or not outcome.kept:
+                self._proc.kill_group()
             for fd in (self._wake_r, self._wake_w):
                 os.close(fd)
 
@@ -183,6 +197,7 @@ class Session:
         deadline = time.monotonic() + self._timeout_s
         grace_until: float | None = None
         open_streams = 3  # stdout, stderr, message pipe
+        kept = False
         try:
             while True:
                 if self._outgoing and not writing and self._proc.job_fd >= 0:
@@ -190,7 +205,7 @@ class Session:
                     writing = True
                 now = time.monotonic()
                 limit = deadline if grace_until is None else min(deadline, grace_until)
-                if now >= limit or open_streams == 0:
+                if kept or now >= limit or open_streams == 0:
                     break
                 for key, _ in sel.select(limit - now):
                     fd = key.fd
@@ -218,14 +233,20 @@ class Session:
                     if message is not None or violation is not None:
                         continue  # after the result nothing the child says matters
                     try:
-                        for raw in self._frames.feed(chunk):
+                        frames = self._frames.feed(chunk)
+                        for index, raw in enumerate(frames):
                             parsed = parse_child_message(raw)
                             if isinstance(parsed, ResultOk | ResultError):
                                 message = parsed
+                                kept = self._keep and self._clean(message, frames[index + 1 :])
                                 break
                             self._dispatch(parsed)
                     except ProtocolViolation as exc:
                         violation = str(exc)
+                    if kept:
+                        break
+                    if self._keep and isinstance(message, ResultOk) and grace_until is None:
+                        grace_until = time.monotonic()  # a reuse host does not exit by itself
                     if (
                         message is not None
                         or violation is not None
@@ -241,10 +262,14 @@ class Session:
                 and time.monotonic() >= deadline
                 and open_streams > 0
             )
+            if kept:
+                self._drain_logs(sel, readers)
         finally:
             sel.close()
-        self._proc.kill_group()
-        exit_code = self._proc.popen.wait()
+        exit_code = None
+        if not kept:
+            self._proc.kill_group()
+            exit_code = self._proc.popen.wait()
         return Outcome(
             message=message,
             violation=violation,
@@ -252,7 +277,37 @@ class Session:
             timed_out=timed_out,
             exit_code=exit_code,
             logs=self._logs,
+            kept=kept,
         )
+
+    def _clean(self, message: ChildMessage, after: list[bytes]) -> bool:
+        """Whether the call ended so that its process may take another job: a success with
+        no frame after it and nothing of this call left open or unsent."""
+        with self._out_lock:
+            unsent = bool(self._outgoing)
+        return (
+            isinstance(message, ResultOk)
+            and not after
+            and self._frames.empty
+            and not unsent
+            and self._channel.idle
+            and self._fetch.idle
+        )
+
+    def _drain_logs(self, sel: selectors.BaseSelector, readers: dict[int, str]) -> None:
+        """Read what the host wrote to stdout/stderr before its result (those writes were
+        synchronous, so it is all in the pipes now)."""
+        while True:
+            ready = [key.fd for key, _ in sel.select(0) if readers.get(key.fd) == "log"]
+            if not ready:
+                return
+            for fd in ready:
+                chunk = os.read(fd, _READ_CHUNK)
+                if not chunk:
+                    sel.unregister(fd)
+                    readers.pop(fd)
+                else:
+                    self._logs.append(chunk)
 
     def _dispatch(self, message: ChildMessage) -> None:
         """A request from the host: answered now, or later by another thread."""

@@ -67,3 +67,26 @@ def test_close_returns_only_once_every_warm_node_is_gone(project: Path, tmp_path
         assert len(sandbox_pids(str(pkgs))) == 2
         runtime.close()
         assert sandbox_pids(str(pkgs)) == []
+
+
+def test_a_write_grant_made_by_the_call_is_in_the_warm_view(project: Path, tmp_path: Path) -> None:
+    """A process started at ``load`` (before the call's mkdir of ``out``) still sees ``out``:
+    the view is planned from the paths that exist at the start, so the grant is created
+    before the warm start is requested (it was missing, or the start failed when the mkdir
+    fell between the plan and the mounts and the call went cold)."""
+    runtime = SpliceRuntime(project_root=project, env={}, pool=WarmPool())
+    try:
+        body = (
+            "import fs from 'node:fs'; export default (i, ctx) =>"
+            " { fs.writeFileSync(ctx.paths.project + '/out/f.txt', 'x'); return 1; };"
+        )
+        pkg_dir = write_package(tmp_path / "pkgs", body, permissions={"fs": {"write": ["out"]}})
+        pkg = runtime.load(pkg_dir)
+        runtime.prewarm(pkg, wait=True)
+        result = runtime.execute(pkg, "t", {})
+        assert result.ok, result.to_json()
+        assert (project / "out" / "f.txt").read_text() == "x"
+        assert runtime._pool is not None
+        assert runtime._pool.stats().hits == 1 and runtime._pool.stats().cold == 0
+    finally:
+        runtime.close()

@@ -1,10 +1,10 @@
-"""`splice mcp [--project DIR] [--data] [--max-calls N] [--http [--host H] [--port P]]`."""
+"""`splice mcp [--project DIR] [--data] [--max-calls N] [--reuse] [--http [--host H] [--port P]]`."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from splice_build.cli import arg_types
 from splice_build.errors import UsageError
@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from splice_build.mcp.data_backend import DataBackend
     from splice_build.mcp.interface import Backend
     from splice_build.mcp.protocol import Log, Server
+    from splice_build.spec.reuse import ReusePolicy
 
 NAME = "mcp"
 HELP = "serve the project's installed tools to agents over MCP (stdio, or --http)"
@@ -28,6 +29,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="project directory (default: found from .)",
     )
     parser.add_argument("--data", action="store_true", help="add read-only live-data tools")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="let a process serve successive calls of one package under one grant"
+        ' (limits from splice.json "reuse", else the defaults; docs/runtime.md)',
+    )
     parser.add_argument("--http", action="store_true", help="Streamable HTTP instead of stdio")
     parser.add_argument("--host", help="HTTP listen address (default 127.0.0.1; needs --http)")
     parser.add_argument("--port", type=int, help="HTTP port (default 8788; needs --http)")
@@ -72,9 +79,16 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
 
     data = _data_backend(ctx, root) if args.data else None
     broker = data.broker if data is not None else None  # skills' capability calls share it
-    # A long-lived server: sandbox processes are started before calls arrive (one per call).
+    # A long-lived server: sandbox processes are started before calls arrive (one per call,
+    # unless reuse is on: --reuse, or "reuse" in splice.json).
     with Splice(
-        root, registry=ctx.registry, env=ctx.env, home=ctx.home, pool=WarmPool(), broker=broker
+        root,
+        registry=ctx.registry,
+        env=ctx.env,
+        home=ctx.home,
+        pool=WarmPool(),
+        broker=broker,
+        reuse=_reuse(root, on=args.reuse),
     ) as splice:
         backend: Backend = InstalledBackend(splice)
         instructions = INSTRUCTIONS
@@ -89,6 +103,17 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         if args.http:
             return _serve_http(args, ctx, server, digest, max_calls)
         return _serve_stdio(server, root, log, max_calls)
+
+
+def _reuse(root: Path, *, on: bool) -> ReusePolicy | Literal["project"]:
+    """``--reuse``: the project's limits if it sets them, else the defaults; without the
+    flag, whatever splice.json says."""
+    if not on:
+        return "project"
+    from splice_build.project.project_file import load_project_file
+    from splice_build.spec.reuse import ReusePolicy
+
+    return load_project_file(root).reuse_policy() or ReusePolicy()
 
 
 def _data_backend(ctx: CommandContext, root: Path) -> DataBackend:

@@ -44,7 +44,7 @@ export class Channel {
     }
   }
 
-  /** Block until one whole frame arrives (used once, for the job). */
+  /** Block until one whole frame arrives (a job, before the channel listens). */
   readFrameSync() {
     const buf = apply(bufferAllocUnsafe, Buffer, [CHUNK]);
     for (;;) {
@@ -63,6 +63,11 @@ export class Channel {
   /** Start reading frames (when a request that expects an answer is sent; idempotent). */
   listen() {
     this.#startReading();
+  }
+
+  /** Whether frames are read asynchronously now (``readFrameSync`` must not be used then). */
+  get listening() {
+    return this.#reading;
   }
 
   #dispatch(frame, payload) {

@@ -1,8 +1,9 @@
 // The sandbox host: reads one job from the parent, hardens the process, imports the tool's
 // entry module and sends exactly one result frame (PROTOCOL.md). Started by
-// splice_build/runtime/sandbox.py as `node <flags> host.mjs <in-fd> <out-fd> [fetch]`
+// splice_build/runtime/sandbox.py as `node <flags> host.mjs <in-fd> <out-fd> [fetch] [reuse]`
 // (`fetch`: the package may use the network, so the web streams its fetch needs are
-// captured while the process waits for its job).
+// captured while the process waits for its job; `reuse`: after a successful result the host
+// serves the next job of the same package instead of exiting, serve.mjs).
 import './pristine.mjs';
 import { ACCESS_DENIED, HOST_CODES } from './codes.mjs';
 import { Channel, jsonString } from './channel.mjs';
@@ -10,6 +11,7 @@ import { harden, installEnvironment, installStdio } from './harden.mjs';
 import { installModuleGuard } from './module_guard.mjs';
 import { createFetch } from './fetch.mjs';
 import { createCapabilityClient } from './capability.mjs';
+import { serveJobs } from './serve.mjs';
 import {
   apply, captureWebStreams, formatWithOptions, freeze, processOn, reallyExit, safeGet,
   safeString, setOwn, settle, stringify, writeSync,
@@ -18,14 +20,21 @@ import {
 const EXIT_HOST_FAILURE = 70;
 
 const channel = new Channel(Number(process.argv[2]), Number(process.argv[3]));
-if (process.argv[4] === 'fetch') captureWebStreams();
+const FLAGS = process.argv.slice(4);
+if (FLAGS.includes('fetch')) captureWebStreams();
+const REUSE = FLAGS.includes('reuse');
 let finished = false;
 
-function finish(jsonText) {
-  if (finished) return;
+/** Send the job's result; exit unless it is a success in reuse mode. A second result for
+ * one job (a failure the tool left running after its result) ends a reused process. */
+function finish(jsonText, success = false) {
+  if (finished) {
+    if (REUSE) apply(reallyExit, process, [EXIT_HOST_FAILURE]);
+    return;
+  }
   finished = true;
   channel.sendRaw(jsonText);
-  apply(reallyExit, process, [0]);
+  if (!(REUSE && success)) apply(reallyExit, process, [0]);
 }
 
 function fail(code, message) {
@@ -80,11 +89,8 @@ try {
   hostFailure('reading the job', err);
 }
 
-const context = job.context;
-const permissions = deepFreeze(context.permissions);
-
 function installGuards() {
-  installModuleGuard(context.paths.package, job.builtins);
+  installModuleGuard(job.context.paths.package, job.builtins);
   // The tool's requests are performed by the parent under its network policy (fetch.mjs).
   const guardedFetch = createFetch({ channel, limits: deepFreeze(job.fetch) });
   return harden({ guardedFetch });
@@ -117,40 +123,49 @@ const onAsyncFailure = (err) => {
 apply(processOn, process, ['uncaughtException', onAsyncFailure]);
 apply(processOn, process, ['unhandledRejection', onAsyncFailure]);
 
-const ctx = freeze({
-  package: freeze({ id: context.package.id, version: context.package.version }),
-  tool: context.tool,
-  paths: freeze({ project: context.paths.project, package: context.paths.package }),
-  permissions,
-  log: freeze(log),
-  capability: freeze(
-    createCapabilityClient({ channel, declared: freeze([...(permissions.capabilities || [])]) }),
-  ),
-});
+/** Run one job to its result frame (a failure exits the process, see ``finish``). */
+async function runJob(job) {
+  finished = false;
+  const context = job.context;
+  const permissions = deepFreeze(context.permissions);
+  const ctx = freeze({
+    package: freeze({ id: context.package.id, version: context.package.version }),
+    tool: context.tool,
+    paths: freeze({ project: context.paths.project, package: context.paths.package }),
+    permissions,
+    log: freeze(log),
+    capability: freeze(
+      createCapabilityClient({ channel, declared: freeze([...(permissions.capabilities || [])]) }),
+    ),
+  });
 
-let entry;
-try {
-  entry = await settle(import(job.entryUrl));
-} catch (err) {
-  fail(errorCode(err) || HOST_CODES.TOOL_LOAD_FAILED, `Could not load tool: ${messageOf(err)}`);
+  let entry;
+  try {
+    entry = await settle(import(job.entryUrl));
+  } catch (err) {
+    fail(errorCode(err) || HOST_CODES.TOOL_LOAD_FAILED, `Could not load tool: ${messageOf(err)}`);
+  }
+
+  const toolFn = safeGet(entry, 'default');
+  if (typeof toolFn !== 'function') {
+    fail(HOST_CODES.TOOL_LOAD_FAILED, 'Tool entry must have a default export function');
+  }
+
+  let output;
+  try {
+    output = await toolFn(job.input, ctx);
+  } catch (err) {
+    fail(errorCode(err) || HOST_CODES.TOOL_ERROR, messageOf(err));
+  }
+
+  let outputJson;
+  try {
+    outputJson = stringify(output === undefined ? null : output);
+  } catch (err) {
+    fail(HOST_CODES.INVALID_OUTPUT, `Tool output is not JSON-serializable: ${messageOf(err)}`);
+  }
+  finish(`{"type":"result","ok":true,"output":${outputJson === undefined ? 'null' : outputJson}}`, true);
 }
 
-const toolFn = safeGet(entry, 'default');
-if (typeof toolFn !== 'function') {
-  fail(HOST_CODES.TOOL_LOAD_FAILED, 'Tool entry must have a default export function');
-}
-
-let output;
-try {
-  output = await toolFn(job.input, ctx);
-} catch (err) {
-  fail(errorCode(err) || HOST_CODES.TOOL_ERROR, messageOf(err));
-}
-
-let outputJson;
-try {
-  outputJson = stringify(output === undefined ? null : output);
-} catch (err) {
-  fail(HOST_CODES.INVALID_OUTPUT, `Tool output is not JSON-serializable: ${messageOf(err)}`);
-}
-finish(`{"type":"result","ok":true,"output":${outputJson === undefined ? 'null' : outputJson}}`);
+await runJob(job);
+if (REUSE) await serveJobs(channel, runJob, (err) => hostFailure('reading the next job', err));

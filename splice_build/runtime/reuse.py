@@ -1,0 +1,212 @@
+"""Opt-in reuse: sandbox processes kept between calls of one package under one grant.
+
+A reused process is a warm process started with ``SandboxSpec.reuse`` (the host then serves
+another job after a success, host/serve.mjs). Between calls it waits here, under the
+``PoolKey`` it was started for — the package directory, its files digest, the grant paths,
+the limits, the isolation plan — and only a call with an equal key takes it: never two
+packages, never two grants. A process is taken by one call at a time (it leaves the pool
+while the call runs), so concurrent calls never share one: each takes its own.
+
+It is given back only after a clean success (session.py: nothing of the call left open) and
+only while it is under the policy's limits (spec/reuse.py): a failure, a timeout, the call
+count, the resident memory or the idle time end it. A call whose key differs from an idle
+process's key for the same package directory (its files or grant changed) ends that
+process. The from-bytes check before each call is the runtime's, as for any warm process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+from splice_build.runtime.pool import PoolKey
+from splice_build.runtime.sandbox import SandboxProcess
+from splice_build.spec.reuse import ReusePolicy
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+@dataclass
+class Lease:
+    """One reused process and what it has served."""
+
+    key: PoolKey
+    process: SandboxProcess
+    # The declared variables its first job installed (the host reads them once).
+    env: dict[str, str] = field(default_factory=dict)
+    calls: int = 0
+    last_used: float = field(default_factory=time.monotonic)
+    node_pid: int | None = None  # Node's pid as this parent sees it (for its memory)
+
+
+@dataclass(frozen=True)
+class ReuseStats:
+    """Counters since the pool was created (for tests and benchmarks)."""
+
+    idle: int  # processes waiting for their next call now
+    reused: int  # calls served by a process that had served one before
+    recycled: int  # processes ended by the policy (calls, memory, idle time, eviction)
+    discarded: int  # processes ended because their package's files or grant changed
+
+
+class ReusePool:
+    """Idle reused processes by key, bounded and expiring; thread-safe."""
+
+    def __init__(self, policy: ReusePolicy) -> None:
+        self.policy = policy
+        self._cond = threading.Condition()
+        self._idle: dict[PoolKey, deque[Lease]] = {}
+        self._closed = False
+        self._reaper: threading.Thread | None = None
+        self._counts = dict.fromkeys(("reused", "recycled", "discarded"), 0)
+
+    def take(self, key: PoolKey, env: dict[str, str]) -> Lease | None:
+        """An idle process of ``key`` that is still alive and holds ``env``, or None. Idle
+        processes of the same package under another key or environment are ended first (the
+        package, its grant or the values of its variables changed)."""
+        doomed: list[Lease] = []
+        lease = None
+        with self._cond:
+            for other in [k for k in self._idle if k != key and _same_package(k, key)]:
+                stale = self._idle.pop(other)
+                self._counts["discarded"] += len(stale)
+                doomed += stale
+            queue = self._idle.get(key)
+            if queue and any(kept.env != env for kept in queue):
+                stale = [kept for kept in queue if kept.env != env]
+                self._counts["discarded"] += len(stale)
+                doomed += stale
+                queue = self._idle[key] = deque(kept for kept in queue if kept.env == env)
+            while queue and lease is None:
+                candidate = queue.pop()  # the most recently used: its memory is warm
+                if candidate.process.popen.poll() is None:
+                    lease = candidate
+                else:
+                    doomed.append(candidate)
+            if queue is not None and not queue:
+                del self._idle[key]
+            if lease is not None:
+                self._counts["reused"] += 1
+        for stale_lease in doomed:
+            stale_lease.process.close()
+        return lease
+
+    def give_back(self, lease: Lease) -> None:
+        """After a clean success: keep the process for its next call, unless a limit says
+        it is done (then it ends here)."""
+        lease.calls += 1
+        lease.last_used = time.monotonic()
+        if lease.node_pid is None:
+            lease.node_pid = _node_pid(lease.process)
+        doomed: list[Lease] = []
+        with self._cond:
+            if self._closed or not self._within_limits(lease):
+                self._counts["recycled"] += not self._closed
+                doomed.append(lease)
+            else:
+                was_empty = not self._idle
+                self._idle.setdefault(lease.key, deque()).append(lease)
+                doomed += self._over_bound()
+                self._start_reaper()
+                if was_empty:  # else the reaper already waits for an earlier expiry
+                    self._cond.notify_all()
+        for done in doomed:
+            done.process.close()
+
+    def stats(self) -> ReuseStats:
+        with self._cond:
+            return ReuseStats(idle=sum(len(q) for q in self._idle.values()), **self._counts)
+
+    def idle_pids(self) -> list[int]:
+        with self._cond:
+            return [lease.process.pid for q in self._idle.values() for lease in q]
+
+    def close(self) -> None:
+        """End every idle process and the reaper."""
+        with self._cond:
+            self._closed = True
+            doomed = [lease for q in self._idle.values() for lease in q]
+            self._idle.clear()
+            self._cond.notify_all()
+            reaper = self._reaper
+        for lease in doomed:
+            lease.process.close()
+        if reaper is not None and reaper is not threading.current_thread():
+            reaper.join(timeout=10)
+
+    # under the lock ----------------------------------------------------------------------
+    def _within_limits(self, lease: Lease) -> bool:
+        if lease.calls >= self.policy.max_calls:
+            return False
+        resident = None if lease.node_pid is None else _resident_bytes(lease.node_pid)
+        return resident is not None and resident <= self.policy.max_memory_mb * 1024 * 1024
+
+    def _over_bound(self) -> list[Lease]:
+        """The least recently used idle processes beyond ``max_idle``, taken out."""
+        doomed: list[Lease] = []
+        while sum(len(q) for q in self._idle.values()) > self.policy.max_idle:
+            key = min((q[0].last_used, k) for k, q in self._idle.items() if q)[1]
+            doomed.append(self._idle[key].popleft())
+            if not self._idle[key]:
+                del self._idle[key]
+        self._counts["recycled"] += len(doomed)
+        return doomed
+
+    def _start_reaper(self) -> None:
+        if self._reaper is None:
+            self._reaper = threading.Thread(target=self._reap, name="splice-reuse", daemon=True)
+            self._reaper.start()
+
+    # the reaper thread -------------------------------------------------------------------
+    def _reap(self) -> None:
+        """End processes idle for ``idle_seconds``; runs until ``close``."""
+        while True:
+            with self._cond:
+                if self._closed:
+                    return
+                now = time.monotonic()
+                doomed: list[Lease] = []
+                for key in list(self._idle):
+                    queue = self._idle[key]
+                    while queue and now - queue[0].last_used >= self.policy.idle_seconds:
+                        doomed.append(queue.popleft())
+                    if not queue:
+                        del self._idle[key]
+                self._counts["recycled"] += len(doomed)
+                if not doomed:
+                    oldest = [q[0].last_used for q in self._idle.values() if q]
+                    wait = min(oldest) + self.policy.idle_seconds - now if oldest else None
+                    self._cond.wait(wait)
+            for lease in doomed:
+                lease.process.close()
+
+
+def _same_package(a: PoolKey, b: PoolKey) -> bool:
+    return a.spec.package_dir == b.spec.package_dir
+
+
+def _node_pid(process: SandboxProcess) -> int | None:
+    """Node's pid: the started process itself, or with the OS layer its one child (PID 1 of
+    the namespace; the started process only waits for it)."""
+    if not process.isolation.os_layer:
+        return process.pid
+    with contextlib.suppress(OSError, ValueError):
+        path = f"/proc/{process.pid}/task/{process.pid}/children"
+        with open(path, encoding="ascii") as f:
+            children = f.read().split()
+        if children:
+            return int(children[0])
+    return None
+
+
+def _resident_bytes(pid: int) -> int | None:
+    """Resident memory of ``pid`` (None when it cannot be read: the process is not kept)."""
+    try:
+        with open(f"/proc/{pid}/statm", encoding="ascii") as f:
+            return int(f.read().split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        return None

@@ -1,0 +1,65 @@
+"""The opt-in reuse policy: when a sandbox process that served a call may serve the next one.
+
+Given as ``splice.json`` ``"reuse"`` (``true`` for the defaults, or an object of limits), by
+``splice mcp --reuse`` or by ``Splice(reuse=…)``; the runtime enforces it (runtime/reuse.py,
+docs/runtime.md#opt-in-reuse)::
+
+    "reuse": {"maxCalls": 100, "idleSeconds": 30, "maxMemoryMb": 192}
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+# (JSON key, attribute, smallest, largest, integer only)
+_LIMITS = (
+    ("maxCalls", "max_calls", 1, 100_000, True),
+    ("idleSeconds", "idle_seconds", 0.1, 3600, False),
+    ("maxMemoryMb", "max_memory_mb", 64, 2048, True),
+)
+
+
+@dataclass(frozen=True)
+class ReusePolicy:
+    """A process is recycled after ``max_calls`` calls, ``idle_seconds`` without one, or once
+    its resident memory exceeds ``max_memory_mb`` after a call (and after any failure)."""
+
+    max_calls: int = 100
+    idle_seconds: float = 30.0
+    max_memory_mb: int = 192
+    # Reused processes kept waiting at once, all packages together.
+    max_idle: int = 4
+
+    def __post_init__(self) -> None:
+        problems = policy_problems({key: getattr(self, attr) for key, attr, *_ in _LIMITS})
+        if problems or self.max_idle < 1:
+            raise ValueError(problems[0] if problems else "max_idle must be at least 1")
+
+    @classmethod
+    def from_json(cls, value: Any) -> ReusePolicy | None:
+        """The policy of a valid ``"reuse"`` value (None: reuse is off)."""
+        if value is None or value is False:
+            return None
+        if value is True:
+            return cls()
+        return cls(**{attr: value[key] for key, attr, *_ in _LIMITS if key in value})
+
+
+def policy_problems(value: Any, where: str = "reuse") -> list[str]:
+    """What is wrong with a ``"reuse"`` value (empty when it is valid)."""
+    if isinstance(value, bool):
+        return []
+    if not isinstance(value, dict):
+        return [f"{where}: must be true, false or an object of limits"]
+    known = {key for key, *_ in _LIMITS}
+    problems = [f"{where}.{key}: unknown limit" for key in value if key not in known]
+    for key, _attr, low, high, integer in _LIMITS:
+        if key not in value:
+            continue
+        number = value[key]
+        kind = int if integer else (int, float)
+        if isinstance(number, bool) or not isinstance(number, kind) or not low <= number <= high:
+            what = "an integer" if integer else "a number"
+            problems.append(f"{where}.{key}: must be {what} from {low} to {high}")
+    return problems

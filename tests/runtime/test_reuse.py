@@ -1,0 +1,287 @@
+"""Opt-in reuse (docs/runtime.md#opt-in-reuse), in real sandboxes: a process serves
+successive calls of one package under one grant, in order; never two packages, never two
+grants, never two calls at once; recycled after N calls, idle time, memory, any failure or
+timeout; discarded when the package's files or grant change.
+
+Processes are told apart by a token each module draws when it is first imported (with the
+OS layer every tool is PID 1 of its own namespace, so a pid says nothing).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from splice_build.errors import ErrorCode
+from splice_build.runtime import LoadedPackage, SpliceRuntime
+from splice_build.runtime.reuse import ReusePool
+from splice_build.spec.reuse import ReusePolicy
+from testing.hostile_packages import write_package
+from testing.pool import wait_until_gone
+
+pytestmark = pytest.mark.node
+
+# Module state: a token per process, a call counter, and whatever the input asks for.
+STATEFUL = """
+import crypto from 'node:crypto';
+const token = crypto.randomUUID();
+let calls = 0;
+let busy = false;
+export default async (input) => {
+  if (busy) throw new Error('CONCURRENT: two calls in one process');
+  busy = true;
+  try {
+    calls += 1;
+    if (input.remember !== undefined) globalThis.remembered = input.remember;
+    if (input.fail) throw new Error('asked to fail');
+    if (input.hang) for (;;) {}
+    if (input.hold) globalThis.held = Buffer.alloc(input.hold * 1024 * 1024, 1);
+    if (input.sleep) await new Promise((resolve) => setTimeout(resolve, input.sleep));
+    return { token, calls, remembered: globalThis.remembered ?? null };
+  } finally {
+    busy = false;
+  }
+};
+"""
+
+
+@pytest.fixture
+def make_reusing(project: Path) -> Iterator[Callable[..., SpliceRuntime]]:
+    runtimes: list[SpliceRuntime] = []
+
+    def make(**policy: float) -> SpliceRuntime:
+        runtime = SpliceRuntime(project_root=project, env={}, reuse=ReusePolicy(**policy))  # type: ignore[arg-type]
+        runtimes.append(runtime)
+        return runtime
+
+    yield make
+    for runtime in runtimes:
+        runtime.close()
+
+
+def _pool(runtime: SpliceRuntime) -> ReusePool:
+    assert runtime._reuse is not None
+    return runtime._reuse
+
+
+def _package(tmp_path: Path, name: str = "stateful", **options: object) -> Path:
+    return write_package(tmp_path / "pkgs", STATEFUL, name=name, **options)  # type: ignore[arg-type]
+
+
+def _gone(pid: int) -> bool:
+    """The process ended and was reaped (an ended sandbox is always reaped by ``close``)."""
+    return not Path(f"/proc/{pid}").exists()
+
+
+def _call(runtime: SpliceRuntime, pkg: LoadedPackage, **input: object) -> dict[str, object]:
+    result = runtime.execute(pkg, "t", input)
+    assert result.ok, result.to_json()
+    assert isinstance(result.output, dict)
+    return result.output
+
+
+def test_one_process_serves_successive_calls(make_reusing, tmp_path: Path) -> None:
+    runtime = make_reusing()
+    pkg = runtime.load(_package(tmp_path))
+    outputs, pids = [], []
+    for _ in range(8):
+        outputs.append(_call(runtime, pkg))
+        pids.append(tuple(_pool(runtime).idle_pids()))
+    assert len({o["token"] for o in outputs}) == 1
+    assert [o["calls"] for o in outputs] == list(range(1, 9))
+    assert len(set(pids)) == 1 and len(pids[0]) == 1  # one pid served all 8
+    assert _pool(runtime).stats().reused == 7
+
+
+def test_the_default_is_a_fresh_process_per_call(project: Path, tmp_path: Path) -> None:
+    from splice_build.runtime.pool import WarmPool
+
+    with SpliceRuntime(project_root=project, env={}, pool=WarmPool()) as runtime:
+        pkg = runtime.load(_package(tmp_path))
+        outputs = [_call(runtime, pkg) for _ in range(3)]
+    assert len({o["token"] for o in outputs}) == 3
+    assert {o["calls"] for o in outputs} == {1}
+
+
+def test_two_packages_never_share_a_process_or_its_state(make_reusing, tmp_path: Path) -> None:
+    runtime = make_reusing()
+    first = runtime.load(_package(tmp_path, "first"))
+    second = runtime.load(_package(tmp_path, "second"))
+    a1 = _call(runtime, first, remember="first's secret")
+    b1 = _call(runtime, second)
+    a2 = _call(runtime, first)
+    b2 = _call(runtime, second)
+    assert a1["token"] == a2["token"] != b1["token"] == b2["token"]
+    # State kept between calls is the package's own: visible to its next call only.
+    assert a2["remembered"] == "first's secret"
+    assert b1["remembered"] is None and b2["remembered"] is None
+
+
+def test_a_changed_grant_discards_the_process(make_reusing, tmp_path: Path, project: Path) -> None:
+    runtime = make_reusing()
+    pkg_dir = _package(tmp_path)
+    before = _call(runtime, runtime.load(pkg_dir))
+    [old] = _pool(runtime).idle_pids()
+    manifest = json.loads((pkg_dir / "manifest.json").read_text())
+    manifest["permissions"] = {"fs": {"read": [], "write": ["out"]}}
+    (pkg_dir / "manifest.json").write_text(json.dumps(manifest))
+    after = _call(runtime, runtime.load(pkg_dir))
+    assert after["token"] != before["token"] and after["calls"] == 1
+    assert _pool(runtime).stats().discarded == 1
+    assert _gone(old)
+
+
+def test_changed_files_refuse_the_call_and_discard_the_process(
+    make_reusing, tmp_path: Path
+) -> None:
+    runtime = make_reusing()
+    pkg_dir = _package(tmp_path)
+    pkg = runtime.load(pkg_dir)
+    first = _call(runtime, pkg)
+    [old] = _pool(runtime).idle_pids()
+    entry = pkg_dir / "tools" / "t.mjs"
+    entry.write_text(entry.read_text() + "\n// changed\n")
+    refused = runtime.execute(pkg, "t", {})  # the from-bytes check before the call
+    assert refused.error is not None
+    assert refused.error.code == ErrorCode.INSTALLED_PACKAGE_MODIFIED
+    assert _gone(old)
+    again = _call(runtime, runtime.load(pkg_dir))
+    assert again["token"] != first["token"]
+
+
+def test_recycled_after_max_calls(make_reusing, tmp_path: Path) -> None:
+    runtime = make_reusing(max_calls=3)
+    pkg = runtime.load(_package(tmp_path))
+    tokens = [_call(runtime, pkg)["token"] for _ in range(7)]
+    assert tokens[0] == tokens[1] == tokens[2] != tokens[3]
+    assert tokens[3] == tokens[4] == tokens[5] != tokens[6]
+    assert _pool(runtime).stats().recycled == 2
+
+
+def test_recycled_after_idle_time(make_reusing, tmp_path: Path) -> None:
+    runtime = make_reusing(idle_seconds=0.3)
+    pkg = runtime.load(_package(tmp_path))
+    first = _call(runtime, pkg)
+    [old] = _pool(runtime).idle_pids()
+    deadline = time.monotonic() + 10
+    while not _gone(old) and time.monotonic() < deadline:  # the reaper ends it
+        time.sleep(0.05)
+    assert _gone(old) and _pool(runtime).idle_pids() == []
+    assert _call(runtime, pkg)["token"] != first["token"]
+
+
+@pytest.mark.parametrize(
+    ("input", "code"),
+    [({"fail": True}, ErrorCode.TOOL_ERROR), ({"hang": True}, ErrorCode.TIMEOUT)],
+    ids=["failure", "timeout"],
+)
+def test_recycled_after_a_failure_or_timeout(
+    make_reusing, tmp_path: Path, input: dict[str, object], code: ErrorCode
+) -> None:
+    runtime = make_reusing()
+    pkg = runtime.load(_package(tmp_path, timeout_ms=3000))
+    first = _call(runtime, pkg)
+    result = runtime.execute(pkg, "t", input)
+    assert result.error is not None and result.error.code == code
+    assert _pool(runtime).idle_pids() == []
+    after = _call(runtime, pkg)
+    assert after["token"] != first["token"] and after["calls"] == 1
+
+
+def test_recycled_over_the_memory_threshold(make_reusing, tmp_path: Path) -> None:
+    runtime = make_reusing(max_memory_mb=128)
+    pkg = runtime.load(_package(tmp_path))
+    first = _call(runtime, pkg)
+    assert _pool(runtime).idle_pids()  # an idle Node is well under 128 MiB
+    assert _call(runtime, pkg, hold=160)["token"] == first["token"]
+    assert _pool(runtime).idle_pids() == [] and _pool(runtime).stats().recycled == 1
+    assert _call(runtime, pkg)["token"] != first["token"]
+
+
+def test_concurrent_calls_never_share_a_process(make_reusing, tmp_path: Path) -> None:
+    runtime = make_reusing()
+    pkg = runtime.load(_package(tmp_path))
+    outputs: list[dict[str, object]] = []
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+
+    def calls() -> None:
+        try:
+            for _ in range(5):
+                output = _call(runtime, pkg, sleep=30)  # CONCURRENT if another call is inside
+                with lock:
+                    outputs.append(output)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=calls) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert len(outputs) == 20
+    # Every process counted its own calls, one after another.
+    by_token: dict[object, list[object]] = {}
+    for output in outputs:
+        by_token.setdefault(output["token"], []).append(output["calls"])
+    assert all(sorted(c) == list(range(1, len(c) + 1)) for c in by_token.values())  # type: ignore[type-var]
+    assert len(by_token) < 20  # and processes were reused
+
+
+def test_close_ends_every_reused_process(make_reusing, tmp_path: Path) -> None:
+    runtime = make_reusing()
+    pkg = runtime.load(_package(tmp_path))
+    _call(runtime, pkg)
+    runtime.close()
+    assert wait_until_gone(str(tmp_path / "pkgs"), timeout=10) == []
+
+
+def test_a_changed_variable_value_is_not_served_by_the_old_process(
+    project: Path, tmp_path: Path
+) -> None:
+    """The host installs the declared variables once, for its first job: a process holding
+    other values is not reused."""
+    env = {"REUSE_TEST_VALUE": "first"}
+    body = "import c from 'node:crypto'; const t = c.randomUUID(); export default () => [t, process.env.REUSE_TEST_VALUE];"
+    pkg_dir = write_package(tmp_path / "pkgs", body, permissions={"env": ["REUSE_TEST_VALUE"]})
+    with SpliceRuntime(project_root=project, env=env, reuse=ReusePolicy()) as runtime:
+        pkg = runtime.load(pkg_dir)
+        first = runtime.execute(pkg, "t", {}).output
+        again = runtime.execute(pkg, "t", {}).output
+        env["REUSE_TEST_VALUE"] = "second"
+        changed = runtime.execute(pkg, "t", {}).output
+    assert first[1] == again[1] == "first" and first[0] == again[0]
+    assert changed[1] == "second" and changed[0] != first[0]
+
+
+def test_the_project_setting_and_its_errors(tmp_path: Path) -> None:
+    from splice_build.errors import SpliceError
+    from splice_build.project.project_file import load_project_file
+
+    root = tmp_path / "p"
+    root.mkdir()
+    config = root / "splice.json"
+    config.write_text('{"specVersion": 1, "packages": {}, "reuse": {"maxCalls": 7}}')
+    project = load_project_file(root)
+    assert project.reuse_policy() == ReusePolicy(max_calls=7)
+    assert project.to_json()["reuse"] == {"maxCalls": 7}
+    for bad, named in (
+        ({"maxCalls": 0}, "reuse.maxCalls"),
+        ({"idleSeconds": "long"}, "reuse.idleSeconds"),
+        ({"maxMemoryMb": 1.5}, "reuse.maxMemoryMb"),
+        ({"calls": 3}, "reuse.calls"),
+        ("yes", "reuse:"),
+    ):
+        config.write_text(json.dumps({"specVersion": 1, "packages": {}, "reuse": bad}))
+        with pytest.raises(SpliceError) as caught:
+            load_project_file(root)
+        assert caught.value.code == ErrorCode.INVALID_PROJECT
+        assert named in caught.value.message
+    config.write_text('{"specVersion": 1, "packages": {}, "reuse": false}')
+    assert load_project_file(root).reuse_policy() is None
