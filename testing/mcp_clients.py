@@ -105,11 +105,11 @@ def demo_backend() -> MemoryBackend:
 
 def serve_demo(argv: Sequence[str]) -> int:
     """Entry point of the demo server process (``stdio`` or ``http PORT [TRUSTED_PROXY…]``)."""
+    from splice_build.client_address import parse_trusted_proxy
     from splice_build.mcp.admission import default_max_calls
     from splice_build.mcp.protocol import Server
     from splice_build.mcp.transport.http import serve_http, token_digest
     from splice_build.mcp.transport.stdio import claim_stdout, serve_stdio
-    from splice_build.registry.http.client_address import parse_trusted_proxy
 
     def log(message: str) -> None:
         sys.stderr.write(f"[splice mcp] {message}\n")

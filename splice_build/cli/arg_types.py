@@ -77,7 +77,7 @@ def trusted_proxy(text: str) -> Any:
     """``ADDR[/BITS]`` of ``--trusted-proxy`` (registry serve, mcp --http): an IP network."""
     import argparse
 
-    from splice_build.registry.http.client_address import parse_trusted_proxy
+    from splice_build.client_address import parse_trusted_proxy
 
     try:
         return parse_trusted_proxy(text)

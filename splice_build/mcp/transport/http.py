@@ -14,7 +14,7 @@ A message holding a ``tools/call`` then takes a slot of the server's ``AsyncAdmi
 fresh ``mcp-session-id``: the server keeps no state for it, it only names the client's
 queue (any instance may answer any request). A request without one is queued under its
 peer address, which is the ``X-Forwarded-For`` client only when the peer is a
-``--trusted-proxy`` (the registry's rule, ``registry/http/client_address.py``).
+``--trusted-proxy`` (the registry's rule, ``splice_build/client_address.py``).
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.responses import Response
 
-    from splice_build.registry.http.client_address import IPNetwork
+    from splice_build.client_address import IPNetwork
 
 MAX_BODY_BYTES = 1024 * 1024
 MIN_TOKEN_LENGTH = 24
@@ -243,8 +243,8 @@ def serve_http(
     ``on_ready`` gets the URL once the socket listens."""
     import uvicorn
 
+    from splice_build.client_address import TrustedProxies
     from splice_build.listen import listening_socket
-    from splice_build.registry.http.client_address import TrustedProxies
 
     sock = listening_socket(host, port)  # TCP_NODELAY on every accepted connection
     bound_port = sock.getsockname()[1]
