@@ -10,6 +10,7 @@ skipped with the reason, or fail when ``SPLICE_TEST_REQUIRE_SERVICES=1`` (CI).
 from __future__ import annotations
 
 import secrets
+import subprocess
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -33,7 +34,7 @@ MCP_TOKEN = "deploy-test-token-" + "0" * 24
 class Deployment:
     nginx: RunningNginx
     registries: tuple[RunningRegistry, RunningRegistry]
-    mcp: list[tuple[str, object]]  # (url, process) of each MCP instance
+    mcp: list[tuple[str, subprocess.Popen[bytes]]]  # (url, process) of each MCP instance
     token: str  # a managing token of user "acme"
     project: Path  # installed through the proxy, served by both MCP instances
     env: dict[str, str]  # HOME and SPLICE_HOME of the project's user
@@ -65,10 +66,11 @@ def deployment(
     store = make_backend("postgres", root / "store", services)
     trusted = ("--trusted-proxy", PROXY_ADDRESS)
     with ExitStack() as stack:
-        registries = tuple(
+        first, second = (
             stack.enter_context(registry_server(root / f"registry-{i}", *trusted, backend=store))
             for i in (1, 2)
         )
+        registries = (first, second)
         mcp_ports = (free_port(), free_port())
         proxy = stack.enter_context(
             nginx(
@@ -78,7 +80,7 @@ def deployment(
             )
         )
         token = user_token(registries[0], "acme")
-        deployment = Deployment(proxy, registries, [], token, root / "project", env)  # type: ignore[arg-type]
+        deployment = Deployment(proxy, registries, [], token, root / "project", env)
         published = deployment.splice("publish", str(package_dir(root / "pkgs")), token=True)
         assert published.code == 0, published.stderr
         deployment.project.mkdir()
