@@ -1,7 +1,7 @@
 """MCP test helpers: a demo server process over the in-memory backend, and clients for it.
 
-``python -m testing.mcp_clients stdio`` / ``python -m testing.mcp_clients http PORT`` serve
-``demo_backend()`` through the real transports, so transport tests (framing, memory, HTTP
+``python -m testing.mcp_clients stdio`` / ``python -m testing.mcp_clients http PORT
+[TRUSTED_PROXY…]`` serve ``demo_backend()`` through the real transports, so transport tests (framing, memory, HTTP
 refusals) run against a real process before any package is installed. The clients are the
 official ``mcp`` SDK (a test dependency), a raw line client, and the MCP Inspector CLI.
 """
@@ -104,7 +104,8 @@ def demo_backend() -> MemoryBackend:
 
 
 def serve_demo(argv: Sequence[str]) -> int:
-    """Entry point of the demo server process (``stdio`` or ``http PORT``)."""
+    """Entry point of the demo server process (``stdio`` or ``http PORT [TRUSTED_PROXY…]``)."""
+    from splice_build.client_address import parse_trusted_proxy
     from splice_build.mcp.admission import default_max_calls
     from splice_build.mcp.protocol import Server
     from splice_build.mcp.transport.http import serve_http, token_digest
@@ -129,6 +130,7 @@ def serve_demo(argv: Sequence[str]) -> int:
         digest=token_digest(DEMO_TOKEN),
         port=int(argv[1]),
         max_calls=max_calls,
+        trusted_proxies=[parse_trusted_proxy(text) for text in argv[2:]],
         on_ready=ready,
     )
     return 0

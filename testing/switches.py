@@ -7,8 +7,8 @@ helper that needs a switch reads ``SWITCHES`` — never ``os.environ``. Whatever
 (``-k``, one file, another order), a switch means the same thing.
 
 ``SPLICE_TEST_REQUIRE_SERVICES=1``
-    a missing PostgreSQL or S3 test server fails the tests that need it (set by
-    ``.ci/services.sh``); without it they are skipped with the reason.
+    a missing PostgreSQL or S3 test server, or nginx (the deployment test), fails the tests
+    that need it (set by ``.ci/services.sh``); without it they are skipped with the reason.
 ``SPLICE_TEST_REQUIRE_OS_LAYER=1``
     a missing OS layer (user/PID/mount/network namespaces) or network-namespace tool
     (``unshare``, ``ip``) fails the tests that need it (set by ``.ci/run``).

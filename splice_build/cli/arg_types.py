@@ -1,4 +1,4 @@
-"""argparse ``type=`` checks for package and tool references.
+"""argparse ``type=`` checks for package and tool references (and a few other values).
 
 A malformed reference is a usage error (exit 2) found while the command line is parsed, before
 a project is looked up or a registry is asked, as the TypeScript CLI reports it. Each check
@@ -14,6 +14,8 @@ error here rather than a ``UnicodeEncodeError`` where it is sent or written.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 
 def package_ref(text: str) -> str:
@@ -69,3 +71,17 @@ def text(value: str) -> str:
         shown = value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
         raise argparse.ArgumentTypeError(f'"{shown}" is not valid UTF-8 text') from None
     return value
+
+
+def trusted_proxy(text: str) -> Any:
+    """``ADDR[/BITS]`` of ``--trusted-proxy`` (registry serve, mcp --http): an IP network."""
+    import argparse
+
+    from splice_build.client_address import parse_trusted_proxy
+
+    try:
+        return parse_trusted_proxy(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(
+            f"--trusted-proxy needs an IP address or CIDR network, not {text!r}"
+        ) from exc

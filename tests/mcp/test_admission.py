@@ -82,13 +82,17 @@ def post(url: str, body: bytes, headers: dict[str, str]) -> Response:
 class Caller(threading.Thread):
     """One HTTP request in its own thread; ``response`` once it is answered."""
 
-    def __init__(self, url: str, body: bytes, session: str) -> None:
+    def __init__(self, url: str, body: bytes, session: str, forwarded: str | None = None) -> None:
         super().__init__(daemon=True)
-        self.url, self.body, self.session = url, body, session
+        self.url, self.body, self.session, self.forwarded = url, body, session, forwarded
         self.response: Response | None = None
 
     def run(self) -> None:
-        headers = {**HEADERS, "mcp-session-id": self.session}
+        headers = dict(HEADERS)
+        if self.session:
+            headers["mcp-session-id"] = self.session
+        if self.forwarded is not None:
+            headers["X-Forwarded-For"] = self.forwarded
         try:
             self.response = post(self.url, self.body, headers)
         except ConnectionError:
@@ -177,6 +181,36 @@ def test_a_flooding_session_does_not_starve_another(url: str, tmp_path: Path) ->
     ran = order.read_text().split()
     assert ran[0] == "holder" and ran[2] == "other"
     assert sorted([ran[1], ran[3]]) == ["flood-0", "flood-1"]
+
+
+@pytest.mark.parametrize("trusted", [True, False], ids=["trusted-proxy", "no-trusted-proxy"])
+def test_behind_a_trusted_proxy_a_client_without_session_is_queued_by_its_address(
+    trusted: bool, tmp_path: Path
+) -> None:
+    """Calls without ``mcp-session-id`` are queued by client address; ``X-Forwarded-For``
+    names it only from a ``--trusted-proxy`` peer (here the test itself, on 127.0.0.1)."""
+    argv = demo_argv("http", str(free_port()), *(["127.0.0.1"] if trusted else []))
+    env = child_env({"SPLICE_MCP_MAX_CALLS": "1"})
+    with http_server(argv, env=env) as (url, _process):
+
+        def call(name: str, client: str) -> Caller:
+            caller = Caller(url, wait_call(tmp_path / "release", name), "", forwarded=client)
+            caller.start()
+            caller.join(1.0)
+            return caller
+
+        calls = [call(f"a{i}", "10.0.0.1") for i in range(3)]  # one runs, two fill a's share
+        refused = call("a3", "10.0.0.1")
+        other = call("b0", "10.0.0.2")
+        assert refused.response is not None and refused.response.status_code == 503
+        if trusted:
+            assert other.response is None  # its own queue: waiting, not refused
+        else:  # the header is ignored: one peer, one share, already full
+            assert other.response is not None and other.response.status_code == 503
+        (tmp_path / "release").touch()
+        for caller in [*calls, other]:
+            caller.join(60)
+        assert all(c.response is not None and c.response.status_code == 200 for c in calls)
 
 
 def test_sdk_client_gets_a_session_id_and_is_served(url: str) -> None:

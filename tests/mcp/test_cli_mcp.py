@@ -18,6 +18,22 @@ def test_host_and_port_need_http(tmp_path: Path, args: list[str]) -> None:
     assert "error:" in completed.stderr
 
 
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--trusted-proxy", "127.0.0.1"], "--trusted-proxy needs --http"),
+        (["--http", "--port", "0", "--trusted-proxy", "10.0.0.0/33"], "--trusted-proxy"),
+    ],
+)
+def test_trusted_proxy_needs_http_and_an_address(
+    tmp_path: Path, args: list[str], expected: str
+) -> None:
+    completed = run_splice("mcp", *args, cwd=tmp_path, env={"SPLICE_MCP_TOKEN": "t" * 32})
+    assert completed.code == 2
+    assert expected in completed.stderr
+    assert completed.stdout == ""
+
+
 @pytest.mark.parametrize("token", [None, "", "short-token"])
 def test_http_needs_a_long_token(tmp_path: Path, token: str | None) -> None:
     env = {} if token is None else {"SPLICE_MCP_TOKEN": token}

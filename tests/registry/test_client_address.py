@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from splice_build.registry.http.client_address import client_address, parse_trusted_proxy
+from splice_build.client_address import client_address, parse_trusted_proxy
 
 
 @pytest.mark.parametrize(

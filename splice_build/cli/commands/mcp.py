@@ -1,4 +1,5 @@
-"""`splice mcp [--project DIR] [--data] [--max-calls N] [--reuse] [--http [--host H] [--port P]]`."""
+"""`splice mcp [--project DIR] [--data] [--max-calls N] [--reuse] [--http [--host H] [--port P]
+[--trusted-proxy ADDR]]`."""
 
 from __future__ import annotations
 
@@ -39,6 +40,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", help="HTTP listen address (default 127.0.0.1; needs --http)")
     parser.add_argument("--port", type=int, help="HTTP port (default 8788; needs --http)")
     parser.add_argument(
+        "--trusted-proxy",
+        action="append",
+        default=[],
+        type=arg_types.trusted_proxy,
+        metavar="ADDR[/BITS]",
+        help="a reverse proxy whose X-Forwarded-For names the client (repeatable; needs --http)",
+    )
+    parser.add_argument(
         "--max-calls",
         type=int,
         metavar="N",
@@ -49,6 +58,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     if not args.http and (args.host is not None or args.port is not None):
         raise UsageError("--host and --port need --http")
+    if not args.http and args.trusted_proxy:
+        raise UsageError("--trusted-proxy needs --http")
     if args.port is not None and not 0 <= args.port <= 65535:
         raise UsageError(f"--port must be between 0 and 65535, got {args.port}")
     from splice_build.mcp.admission import default_max_calls
@@ -153,6 +164,7 @@ def _serve_http(
             host=host,
             port=port,
             max_calls=max_calls,
+            trusted_proxies=args.trusted_proxy,
             on_ready=lambda url: ctx.out.result({"url": url}, url),
         )
     except OSError as exc:

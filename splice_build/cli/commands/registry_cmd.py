@@ -47,17 +47,6 @@ def _days(text: str) -> int:
     return int(raw)
 
 
-def _trusted_proxy(text: str) -> Any:
-    from splice_build.registry.http.client_address import parse_trusted_proxy
-
-    try:
-        return parse_trusted_proxy(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(
-            f"--trusted-proxy needs an IP address or CIDR network, not {text!r}"
-        ) from exc
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     # One flat parser (no nested sub-parsers) so the global options work after any word.
     parser.add_argument(
@@ -99,7 +88,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--trusted-proxy",
         action="append",
         default=[],
-        type=_trusted_proxy,
+        type=arg_types.trusted_proxy,
         metavar="ADDR[/BITS]",
         help="a reverse proxy whose X-Forwarded-For names the client (repeatable; default: none)",
     )

@@ -12,7 +12,9 @@ A message holding a ``tools/call`` then takes a slot of the server's ``AsyncAdmi
 (docs/mcp.md#admission-control): it waits in its client's queue, or is refused with 503,
 ``Retry-After`` and the JSON-RPC error ``SERVER_BUSY``. An ``initialize`` answer carries a
 fresh ``mcp-session-id``: the server keeps no state for it, it only names the client's
-queue (any instance may answer any request).
+queue (any instance may answer any request). A request without one is queued under its
+peer address, which is the ``X-Forwarded-For`` client only when the peer is a
+``--trusted-proxy`` (the registry's rule, ``splice_build/client_address.py``).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import hashlib
 import hmac
 import secrets
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from splice_build.errors import UsageError
@@ -52,6 +54,8 @@ if TYPE_CHECKING:
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import Response
+
+    from splice_build.client_address import IPNetwork
 
 MAX_BODY_BYTES = 1024 * 1024
 MIN_TOKEN_LENGTH = 24
@@ -232,23 +236,28 @@ def serve_http(
     host: str = DEFAULT_HOST,
     port: int = DEFAULT_PORT,
     max_calls: int,
+    trusted_proxies: Sequence[IPNetwork] = (),
     on_ready: Callable[[str], None],
 ) -> None:
     """Serve until SIGINT/SIGTERM, running at most ``max_calls`` tool calls at once;
     ``on_ready`` gets the URL once the socket listens."""
     import uvicorn
 
+    from splice_build.client_address import TrustedProxies
     from splice_build.listen import listening_socket
 
     sock = listening_socket(host, port)  # TCP_NODELAY on every accepted connection
     bound_port = sock.getsockname()[1]
     shown_host = f"[{host}]" if sock.family == socket.AF_INET6 else host
     config = uvicorn.Config(
-        build_app(server, digest, AsyncAdmission(max_calls)),
+        TrustedProxies(
+            build_app(server, digest, AsyncAdmission(max_calls)), trusted=trusted_proxies
+        ),
         log_level="warning",
         access_log=False,
         lifespan="off",
         server_header=False,
+        proxy_headers=False,  # uvicorn's own trusts 127.0.0.1; TrustedProxies alone decides
     )
     on_ready(f"http://{shown_host}:{bound_port}{PATH}")
     uvicorn.Server(config).run(sockets=[sock])

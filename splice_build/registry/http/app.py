@@ -20,9 +20,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from splice_build.client_address import IPNetwork, TrustedProxies
 from splice_build.errors import ErrorCode, RegistryError, SpliceError
 from splice_build.registry.http import routes_account, routes_admin, routes_read
-from splice_build.registry.http.client_address import IPNetwork, TrustedProxies
 from splice_build.registry.http.errors import error_response
 from splice_build.registry.http.routing import CORS_HEADERS
 from splice_build.registry.service.registry_service import RegistryService

@@ -17,9 +17,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from splice_build.client_address import IPNetwork
 from splice_build.errors import UsageError
 from splice_build.listen import listening_socket
-from splice_build.registry.http.client_address import IPNetwork
 from splice_build.registry.service.ratelimit import RateLimits
 from splice_build.registry.service.registry_service import RegistryService
 from splice_build.registry.storage import StorageConfig, open_service
@@ -66,7 +66,7 @@ def serve(
 
     ``config`` selects PostgreSQL / S3 back ends (``storage.StorageConfig``); by default the
     store is the data directory. ``trusted_proxies`` are the only peers whose
-    ``X-Forwarded-For`` is read (``http.client_address``); uvicorn's own handling is off.
+    ``X-Forwarded-For`` is read (``splice_build.client_address``); uvicorn's own handling is off.
     ``workers`` > 1 serves from that many processes sharing the store (``http.workers``).
     """
     import logging.config

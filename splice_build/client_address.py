@@ -1,8 +1,8 @@
 """Which address a request comes from, for rate limits and the failed-token lockout.
 
 docs/registry.md#behind-a-reverse-proxy. The address is the TCP peer's, unless the peer is one
-of the proxies the operator named with ``splice registry serve --trusted-proxy`` (addresses or
-CIDR networks; none by default). Only then is ``X-Forwarded-For`` read, from the right: each
+of the proxies the operator named with ``--trusted-proxy`` (``splice registry serve``, ``splice
+mcp --http``; addresses or CIDR networks; none by default). Only then is ``X-Forwarded-For`` read, from the right: each
 trusted proxy appended the address it received from, so the first entry that is not a trusted
 proxy is the client; what lies to its left was written by the client and is ignored. A header
 that cannot be read this way (an entry that is not an IP address) leaves the peer's address.
