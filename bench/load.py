@@ -236,7 +236,8 @@ def rows(label: str, run: Run, *, latency_target: dict[str, str] | None = None) 
 
     The slopes and the "first sample" baselines leave out the sample taken before any request
     (imports, caches and connections are set up by the first requests, once); the slopes
-    also leave out the one taken after the last (nothing in flight any more)."""
+    also leave out the one taken after the last (nothing in flight any more). The slope of
+    the second half tells a warm-up (allocator arenas, caches filling) from a steady growth."""
     targets = latency_target or {}
     out = [
         Row(f"{label}: requests", run.requests, "req"),
@@ -263,6 +264,12 @@ def rows(label: str, run: Run, *, latency_target: dict[str, str] | None = None) 
         Row(
             f"{label}: RSS slope",
             slope([(s.requests, s.rss_mib) for s in loaded]) * PER,
+            f"MiB/{PER:,} req",
+            target="≤ 1",
+        ),
+        Row(
+            f"{label}: RSS slope, second half",
+            slope([(s.requests, s.rss_mib) for s in loaded[len(loaded) // 2 :]]) * PER,
             f"MiB/{PER:,} req",
             target="≤ 1",
         ),
