@@ -1,9 +1,9 @@
 """The load and soak driver (issue #21 item 2, issue #24 item 6): many concurrent loopback
 clients on one asyncio loop, bounded by a request count and a time limit, while a sampler
 reads the resident set and open file descriptors of the server process and its descendants
-every ``interval`` seconds.
-The memory and fd figures are the server process's own (its sandbox processes come and go
-with the calls; they are counted, and their memory reported, apart).
+every ``interval`` seconds. The memory and fd figures are the server process's own (its
+sandbox processes come and go with the calls; they are counted, and their memory reported,
+apart).
 
 Each client is one kept-alive HTTP/1.1 connection (``HttpConnection``, a minimal client:
 a full-featured one costs more CPU per request than the servers under test, on the same
