@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import importlib
+import inspect
 import os
 import pkgutil
 import platform
@@ -36,6 +37,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench")
     parser.add_argument("topics", nargs="*", help=f"any of: {', '.join(_topics())}")
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    parser.add_argument(
+        "--minutes",
+        type=float,
+        help="how long each load and soak topic runs (load_*, soak_*; they have a default)",
+    )
     args = parser.parse_args(argv)
     topics = args.topics or _topics()
     unknown = set(topics) - set(_topics())
@@ -48,7 +54,10 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[Row] = []
     for topic in topics:
         module = importlib.import_module(f"bench.bench_{topic}")
-        topic_rows = module.run(quick=args.quick)
+        options: dict[str, object] = {"quick": args.quick}
+        if args.minutes is not None and "minutes" in inspect.signature(module.run).parameters:
+            options["minutes"] = args.minutes
+        topic_rows = module.run(**options)
         print(f"\n## {topic}\n{_format(topic_rows)}", flush=True)
         rows += topic_rows
     return 0

@@ -6,6 +6,10 @@ Reported per run: p50/p99 latency of served calls, p99 latency of refusals (503)
 and served calls/s as a ratio to 4 clients in the same run. The "no admission" run sets
 ``--max-calls 64``, which lets every call run at once as the server did before. Each run is
 bounded by a call count and a time limit (the machine is shared).
+
+With ``SPLICE_BENCH_BEFORE_TREE=<an export of an older tree>`` (see ``bench_versions``) the
+64-client run with the default N is repeated against that tree's server and this one,
+alternating (before, after, before, after), in the same run: the "before:" and "again:" rows.
 """
 
 from __future__ import annotations
@@ -14,12 +18,14 @@ import http.client
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
+from bench.bench_versions import BEFORE_TREE_ENV
 from bench.common import Row, example_project, median, percentile, splice_argv
 
 TOKEN = "bench-token-0123456789abcdefghij"
@@ -96,8 +102,16 @@ def _load(port: int, clients: int, total: int, seconds: float) -> dict[str, Any]
     return {"served": served, "refused": refused, "failed": failed[0], "rate": len(served) / wall}
 
 
-def _server(project: Path, env: dict[str, str], max_calls: int | None) -> tuple[Any, int]:
+def _server(
+    project: Path, env: dict[str, str], max_calls: int | None, tree: str | None = None
+) -> tuple[Any, int]:
     argv = splice_argv("mcp", "--http", "--port", "0")
+    if tree is not None:  # the same command with the code of ``tree``
+        script = (
+            f"import sys; sys.path.insert(0, {tree!r}); "
+            "from splice_build.cli.main import main; sys.exit(main())"
+        )
+        argv = [sys.executable, "-c", script, *argv[1:]]
     if max_calls is not None:
         argv += ["--max-calls", str(max_calls)]
     process = subprocess.Popen(
@@ -143,13 +157,24 @@ def run(quick: bool = False) -> list[Row]:
         project = example_project(base, env)
         rows: list[Row] = []
         base_rate: float | None = None
-        for label, clients, max_calls in (
-            (f"admission (N = {os.cpu_count()}), 4 clients", 4, None),
-            (f"admission (N = {os.cpu_count()}), 64 clients", 64, None),
-            ("admission (--max-calls 4), 64 clients", 64, 4),
-            ("no admission (--max-calls 64), 64 clients", 64, 64),
-        ):
-            process, port = _server(project, env, max_calls)
+        default = f"admission (N = {os.cpu_count()}), 64 clients"
+        plan: list[tuple[str, int, int | None, str | None]] = [
+            (f"admission (N = {os.cpu_count()}), 4 clients", 4, None, None),
+            (default, 64, None, None),
+        ]
+        before = os.environ.get(BEFORE_TREE_ENV)
+        if before:
+            plan[1:1] = [(f"before: {default}", 64, None, before)]
+            plan += [
+                (f"before, again: {default}", 64, None, before),
+                (f"again: {default}", 64, None, None),
+            ]
+        plan += [
+            ("admission (--max-calls 4), 64 clients", 64, 4, None),
+            ("no admission (--max-calls 64), 64 clients", 64, 64, None),
+        ]
+        for label, clients, max_calls, tree in plan:
+            process, port = _server(project, env, max_calls, tree)
             try:
                 _load(port, 2, 8, seconds)  # warm-up: imports, the pool's first processes
                 result = _load(port, clients, total, seconds)
