@@ -491,14 +491,14 @@ def _files_paths() -> Check:
 # timed once. A suspicious look (over 5 ms, or over 0.2 ms and 12x the shorter; linear is 8x)
 # is taken once more and the lower times kept: the first scan of a new text also pays for the
 # lazy automaton states RE2 builds, and the machine is shared. Still suspicious, the input is
-# measured again, best of three, at 1,024 and 4,096 characters and, unless that already rules a
-# finding out, at 16,384: a finding when the time per byte at 16,384 exceeds the bound, or when
-# the time grows more than 8x for each 4x longer text, twice in a row (linear is 4x, quadratic
-# 16x); a finding is measured twice, and the lower times must break the bound too. What rules
-# it out early: growth up to 8x and a time at 4,096 under a 16th of the bound at 16,384 (even
-# quadratic growth from there stays under it). Why 5 ms: a time a + b*n^2 that
-# grows under 12x from 256 to 2,048 characters grows under 30x more to 16,384, so below 5 ms
-# at 2,048 it stays under half the bound.
+# measured again, best of three, at 1,024 and 4,096 characters and, unless that already rules
+# a finding out, at 16,384: a finding when the time per byte at 16,384 exceeds the bound, or
+# when the time grows more than 8x for each 4x longer text, twice in a row (linear is 4x,
+# quadratic 16x), and then once more at 65,536 (_superlinear). What rules it out early: growth
+# up to 8x and a time at 4,096 under a 16th of the bound at 16,384 (even quadratic growth from
+# there stays under it). Why 5 ms: a time a + b*n^2 that grows under 12x from 256 to 2,048
+# characters grows under 30x more to 16,384, so below 5 ms at 2,048 it stays under half the
+# bound.
 SECONDS_PER_BYTE = 20e-6
 PUMPS = (1024, 4096, 16384)
 SUSPECT_SECONDS = 0.005
@@ -543,13 +543,19 @@ def _breaks_bound(times: list[float]) -> bool:
 
 
 def _superlinear(run: Callable[[str], object], text: str) -> list[float] | None:
-    """The times at ``PUMPS`` when they break the bound twice in a row (the lower of the two
-    series is kept: a busy moment of the shared machine inflates one, not a quadratic scan)."""
+    """The times at ``PUMPS`` and 4x the last when they break the bound, else None.
+
+    A quadratic scan keeps growing at 4x the length; what a busy machine does to the larger
+    texts (their caches shared with seven other sessions) stops at a size, so a time that
+    broke the bound is looked at once more at 65,536 characters and must grow on (or stay
+    over the bound per byte)."""
     times = _series(run, text)
     if not _breaks_bound(times):
         return None
-    times = [min(first, again) for first, again in zip(times, _series(run, text), strict=False)]
-    return times if _breaks_bound(times) else None
+    longer = _once(run, _pumped(text, 4 * PUMPS[-1]))
+    if longer > SECONDS_PER_BYTE * 4 * PUMPS[-1] or longer > MAX_GROWTH * times[-1]:
+        return [*times, longer]
+    return None
 
 
 def _timed(name: str, run: Callable[[str], object]) -> Check:
@@ -570,7 +576,8 @@ def _timed(name: str, run: Callable[[str], object]) -> Check:
         times = _superlinear(run, text)
         if times is not None:
             shown = ", ".join(f"{t * 1e3:.1f} ms" for t in times)
-            raise Finding(f"{name}: {shown} for {PUMPS} characters (pumping {text[:80]!r})")
+            sizes = (*PUMPS, 4 * PUMPS[-1])
+            raise Finding(f"{name}: {shown} for {sizes} characters (pumping {text[:80]!r})")
 
     return check
 
