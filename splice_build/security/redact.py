@@ -65,13 +65,19 @@ class KeyFormat:
     """A credential format: what it is called, how it looks, what replaces it.
 
     ``length``: the secret is the first ``length`` characters of a match; the rest is the
-    character that closes it (RE2 has no look-ahead), kept as it was.
+    character that closes it (RE2 has no look-ahead), kept as it was. ``literals``: groups of
+    strings, one of each group in every match: text that lacks them is not scanned.
     """
 
     kind: str
     source: str  # the RE2 pattern, compiled on first use (nothing is compiled at import)
+    literals: tuple[tuple[str, ...], ...]
     replacement: str = REDACTED
     length: int | None = None
+
+    def may_match(self, text: str) -> bool:
+        """False when ``text`` lacks a literal every match holds (fast substring searches)."""
+        return _holds(text, self.literals)
 
     @functools.cached_property
     def pattern(self) -> Regexp:
@@ -96,40 +102,36 @@ KEY_FORMATS: tuple[KeyFormat, ...] = (
     KeyFormat(
         "PEM private key",
         r"(?s)-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\z)",
+        (("-----BEGIN ",),),
         f"-----{REDACTED} PRIVATE KEY-----",
     ),
     # exactly 43 token characters as a whole run, so MCP tool names stay untouched
     KeyFormat(
         "Splice registry token",
         r"\bsplice_[A-Za-z0-9_-]{43}(?:[^A-Za-z0-9_-]|\z)",
+        (("splice_",),),
         f"splice_{REDACTED}",
         _SPLICE_TOKEN_LENGTH,
     ),
     KeyFormat(
         "GitHub token",
         r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})",
+        (("gh", "github"), ("_",)),
     ),
-    KeyFormat("OpenAI/Anthropic-style key", r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}"),
-    KeyFormat("Slack token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
-    KeyFormat("AWS access key id", r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"),
-    KeyFormat("Google API key", r"\bAIza[A-Za-z0-9_-]{35,}"),
+    KeyFormat("OpenAI/Anthropic-style key", r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}", (("sk-",),)),
+    KeyFormat("Slack token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}", (("xox",),)),
+    KeyFormat("AWS access key id", r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b", (("AKIA", "ASIA"),)),
+    KeyFormat("Google API key", r"\bAIza[A-Za-z0-9_-]{35,}", (("AIza",),)),
     KeyFormat(
         "JSON Web Token",
         r"\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*",
+        (("eyJ",),),
     ),
 )
-# Literals every match of a format contains (one of each group): when the text lacks them,
-# the format is not scanned (each check is one fast substring search).
-_KEY_LITERALS: tuple[tuple[tuple[str, ...], ...], ...] = (
-    (("-----BEGIN ",),),
-    (("splice_",),),
-    (("gh", "github"), ("_",)),
-    (("sk-",),),
-    (("xox",),),
-    (("AKIA", "ASIA"),),
-    (("AIza",),),
-    (("eyJ",),),
-)
+
+
+def _holds(text: str, literals: tuple[tuple[str, ...], ...]) -> bool:
+    return all(any(literal in text for literal in group) for group in literals)
 
 
 def _keep_prefix(prefix: re.Pattern[str]) -> Callable[[Match], str]:
@@ -224,8 +226,7 @@ class _Rule:
     folded: bool  # compare the literals with the case-folded text
 
     def needed(self, text: str, folded: str) -> bool:
-        haystack = folded if self.folded else text
-        return all(any(lit in haystack for lit in group) for group in self.literals)
+        return _holds(folded if self.folded else text, self.literals)
 
 
 def _compile(source: str) -> Regexp:
@@ -243,10 +244,7 @@ def _context_rule(source: str, replace: Callable[[Match], str]) -> Callable[[str
 def rules() -> tuple[_Rule, ...]:
     """Classes 1–14 in order, compiled once (on the first text to redact)."""
     return (
-        *(
-            _Rule(key.sub, literals, False)
-            for key, literals in zip(KEY_FORMATS, _KEY_LITERALS, strict=True)
-        ),
+        *(_Rule(key.sub, key.literals, False) for key in KEY_FORMATS),
         *(
             _Rule(_context_rule(source, replace), literals, folded)
             for source, replace, literals, folded in _CONTEXT_PATTERNS

@@ -243,7 +243,11 @@ def _check_bidi(mapped: str, domain: str) -> None:
     """UTS #46 CheckBidi (on in the URL standard): RFC 5893 on every label of a Bidi domain.
 
     Applied in full, which refuses a few names Node's ``URL`` accepts (``aא``) and every one it
-    refuses (``אa``): where the two disagree, the guard must be the one that refuses.
+    refuses (``אa``): where the two disagree, the guard must be the one that refuses. The rule
+    reads each code point's Bidi class, so every code point of a Bidi domain must have the class
+    Unicode 3.2 already gave it (``_settled``): Node's Bidi table is older than this Python's
+    Unicode data and has no class for later letters (``\u087b``, Unicode 14), which makes it
+    refuse a label such as ``\u087b\u08c4`` that RFC 5893 allows.
     """
     import unicodedata
 
@@ -255,12 +259,27 @@ def _check_bidi(mapped: str, domain: str) -> None:
     ):
         return
     for label in labels:
+        if not all(
+            _settled(c) and unicodedata.ucd_3_2_0.bidirectional(c) == unicodedata.bidirectional(c)
+            for c in label
+        ):
+            raise InvalidUrl(f"Invalid URL: host {domain!r}")
         try:
             ok = label == "" or idna.core.check_bidi(label, check_ltr=True)
         except idna.IDNAError as exc:
             raise InvalidUrl(f"Invalid URL: host {domain!r}") from exc
         if not ok:
             raise InvalidUrl(f"Invalid URL: host {domain!r}")
+
+
+def _settled(char: str) -> bool:
+    """Whether Unicode 3.2 assigned ``char``: the version IDNA2003 froze, which every UTS #46
+    implementation's tables cover, while later additions reach each one's tables at its own
+    pace. Context rules (CheckBidi, CheckJoiners) only read the properties of settled code
+    points, so the guard and Node cannot read different ones."""
+    import unicodedata
+
+    return unicodedata.ucd_3_2_0.category(char) != "Cn"
 
 
 def _decoded(label: str) -> str:
@@ -290,17 +309,27 @@ def _check_joiners(label: str, domain: str) -> None:
     """UTS #46 CheckJoiners (on in the URL standard): ZWNJ/ZWJ only where RFC 5892 allows them.
 
     A lone U+200D would otherwise become ``xn--1ug``: a host the guard checks but Node's
-    ``URL`` refuses.
+    ``URL`` refuses. Either joiner may follow a virama (canonical combining class 9, the same
+    in Unicode 3.2: Node does not know ``\u1715`` as one); a ZWNJ between joining letters only
+    in a label of settled code points (``_settled``), because implementations' joining-type
+    tables differ for later letters (Node refuses ``\u0628\u200c\u0767``).
     """
+    import unicodedata
+
     import idna
 
     for position, char in enumerate(label):
         if char not in "\u200c\u200d":
             continue
-        try:
-            allowed = idna.core.valid_contextj(label, position)
-        except ValueError:  # a neighbour without a Unicode name (a control character)
-            allowed = False
+        before = label[position - 1] if position else ""
+        if before and unicodedata.combining(before) == 9 == unicodedata.ucd_3_2_0.combining(before):
+            continue
+        allowed = char == "\u200c" and all(_settled(c) for c in label)
+        if allowed:
+            try:
+                allowed = idna.core.valid_contextj(label, position)
+            except ValueError:  # a neighbour without a Unicode name (a control character)
+                allowed = False
         if not allowed:
             raise InvalidUrl(f"Invalid URL: host {domain!r}")
 

@@ -7,6 +7,8 @@ its defect returns.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -123,3 +125,51 @@ def test_joiners_and_bidi_labels_node_accepts_still_parse(url: str, host: str) -
     from splice_build.security.urls import parse_url
 
     assert parse_url(url).hostname == host
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https:xn--nxb0m/",  # U+087B U+08C4: Node's Bidi table has no class for U+087B
+        "https://\u087b\u0628/",
+        "https://\u087b\u087b/",  # Node accepts it (no class, no Bidi rule): stricter, not laxer
+        "https://\u0628\u200c\u0767/",  # Node's joining types lack U+0767
+        "https://\u1703\u1715\u200d/",  # U+1715, a virama since Unicode 14
+    ],
+)
+def test_context_rules_refuse_code_points_newer_than_unicode_3_2(url: str) -> None:
+    """Finding 11: CheckBidi and CheckJoiners read only properties Unicode 3.2 fixed."""
+    from splice_build.security.urls import InvalidUrl, parse_url
+
+    with pytest.raises(InvalidUrl):
+        parse_url(url)
+
+
+@pytest.mark.parametrize(
+    ("url", "host"),
+    [
+        ("https://\u0628\u200c\u0628/", "xn--ngba799q"),  # ZWNJ between joining letters
+        ("https://\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645/", "xn--mgbn2ecje63gr19l"),
+    ],
+)
+def test_settled_joiner_contexts_and_non_bidi_names_still_parse(url: str, host: str) -> None:
+    from splice_build.security.urls import parse_url
+
+    assert parse_url(url).hostname == host
+
+
+def test_secret_scan_skips_the_formats_a_text_cannot_hold() -> None:
+    """Finding 12: each line ran every format's pattern, 10 µs a character for short lines.
+
+    The patterns compile on first use, so a scan that ran none leaves none compiled (a fresh
+    interpreter: another test may have compiled them here)."""
+    code = (
+        "from splice_build.security.redact import KEY_FORMATS\n"
+        "from splice_build.security.secret_scan import scan_text\n"
+        "assert scan_text('\\x17\\n' * 5000 + 'sk-live-abc', 'f') == []\n"
+        "print(sorted(k.kind for k in KEY_FORMATS if 'pattern' in vars(k)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.strip() == "['OpenAI/Anthropic-style key']"
