@@ -1,107 +1,24 @@
-"""`splice` entry point: one parser, a flat dispatch, one error handler.
+"""`splice` entry point: one parser (cli/parser.py), a flat dispatch, one error handler.
 
-Global options (``--json``, ``--registry``, ``--no-color``, ``--verbose``) may appear before
-or after the command word. Exit codes: 0 ok, 1 failed, 2 usage, 130 interrupted.
+Exit codes: 0 ok, 1 failed, 2 usage, 130 interrupted. ``splice --version``, ``splice sync``
+and ``splice sync --check`` (with value-less global flags) skip the parser: argparse and the
+command table cost more than a no-op sync's own work (issue #22).
 """
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from types import ModuleType
+from typing import TYPE_CHECKING
 
-from splice_build.cli import arg_types
-from splice_build.cli.registry_of_commands import COMMAND_MODULES
 from splice_build.errors import EXIT_USAGE, UsageError
 
+if TYPE_CHECKING:
+    from splice_build.cli.output import Output
+
 PROG = "splice"
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that raises UsageError instead of printing and exiting."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(message, hint=f"run `{self.prog} --help` for usage")
-
-
-def _global_options(*, suppress: bool) -> argparse.ArgumentParser:
-    """The global options, shared by the top parser and every subparser."""
-    default = argparse.SUPPRESS if suppress else None
-    flag_default = argparse.SUPPRESS if suppress else False
-    parent = _Parser(add_help=False)
-    group = parent.add_argument_group("global options")
-    group.add_argument("--json", action="store_true", default=flag_default, help="print JSON")
-    group.add_argument(
-        "--registry",
-        metavar="URL",
-        default=default,
-        type=arg_types.text,
-        help="registry URL or alias (local, embedded)",
-    )
-    group.add_argument(
-        "--no-color", action="store_true", default=flag_default, help="no colour (also NO_COLOR)"
-    )
-    group.add_argument(
-        "--verbose", action="store_true", default=flag_default, help="tracebacks for crashes"
-    )
-    return parent
-
-
-def load_commands() -> dict[str, ModuleType]:
-    modules = (importlib.import_module(f"splice_build.cli.commands.{m}") for m in COMMAND_MODULES)
-    return {module.NAME: module for module in modules}
-
-
-# Options that take no value, so the word after them can be the command (``--registry`` takes
-# one, and argparse accepts any unambiguous prefix of it: anything else means "not sure").
-_FLAG_ONLY = frozenset({"--json", "--no-color", "--verbose"})
-
-
-def _only_command(argv: Sequence[str]) -> dict[str, ModuleType] | None:
-    """The one command module ``argv`` names, when that is certain (importing all of them
-    for the parser costs more than a short command's own work); else None."""
-    for word in argv:
-        if word in _FLAG_ONLY:
-            continue
-        if word.startswith("-"):
-            return None
-        for name in (word, f"{word}_cmd"):
-            if name in COMMAND_MODULES:
-                module = importlib.import_module(f"splice_build.cli.commands.{name}")
-                return {module.NAME: module} if word == module.NAME else None
-        return None
-    return None
-
-
-def build_parser(commands: dict[str, ModuleType]) -> argparse.ArgumentParser:
-    from splice_build import __version__
-
-    parser = _Parser(
-        prog=PROG,
-        description="Install, verify and run sandboxed agent skills.",
-        parents=[_global_options(suppress=False)],
-    )
-    parser.add_argument("-v", "--version", action="version", version=f"{PROG} {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="<command>", parser_class=_Parser)
-    inherited = _global_options(suppress=True)
-    for name, module in commands.items():
-        command_parser = sub.add_parser(
-            name, help=module.HELP, description=module.HELP, parents=[inherited]
-        )
-        module.add_arguments(command_parser)
-        _text_by_default(command_parser)
-    return parser
-
-
-def _text_by_default(parser: argparse.ArgumentParser) -> None:
-    """Every string argument without a type of its own must be UTF-8 text (``arg_types``)."""
-    for action in parser._actions:
-        if action.type is None and action.nargs != 0:
-            action.type = arg_types.text
 
 
 def _fast_version(argv: Sequence[str]) -> bool:
@@ -119,7 +36,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if _fast_version(argv):
         return 0
 
-    from splice_build.cli.context import CommandContext
     from splice_build.cli.errors import Exit, error_handler, stop_on_termination
     from splice_build.cli.output import Output
 
@@ -137,7 +53,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     stop_on_termination()
     try:
         with error_handler(out, home=home, verbose="--verbose" in argv):
-            commands = _only_command(argv) or load_commands()
+            code = _plain_sync(argv, out, env=env, home=home)
+            if code is not None:
+                return code
+            from splice_build.cli.context import CommandContext
+            from splice_build.cli.parser import build_parser, load_commands, only_command
+
+            commands = only_command(argv) or load_commands()
             parser = build_parser(commands)
             args = parser.parse_args(argv) if argv else None
             if args is None or args.command is None:
@@ -167,6 +89,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exit_:  # argparse's --help and --version
         return exit_.code if isinstance(exit_.code, int) else 0
     raise AssertionError("BUG: unreachable")
+
+
+def _plain_sync(argv: Sequence[str], out: Output, *, env: dict[str, str], home: Path) -> int | None:
+    """``splice sync [--check]`` without the parser, when ``argv`` says nothing else."""
+    from splice_build.cli.commands import sync
+
+    check = sync.plain_check(argv)
+    if check is None:
+        return None
+    from splice_build.tasks.sync import SyncOptions
+
+    options = SyncOptions(check=check)
+    return sync.sync(
+        out, cwd=Path.cwd(), env=env, home=home, registry=None, root=None, options=options
+    )
 
 
 def _project_root(cwd: Path) -> Path:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from splice_build.spec.validation import js_trim
+from splice_build.spec.js_text import js_trim
 
 _DECIMAL = re.compile(r"[+-]?(?:Infinity|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)")
 _PREFIXED = re.compile(r"0(?:[xX](?P<x>[0-9a-fA-F]+)|[oO](?P<o>[0-7]+)|[bB](?P<b>[01]+))")

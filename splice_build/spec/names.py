@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from splice_build.errors import ErrorCode, SpecError
-from splice_build.spec.semver import Range
-from splice_build.spec.validation import js_trim
+from splice_build.spec.js_text import js_trim
+
+if TYPE_CHECKING:
+    from splice_build.spec.semver import Range
 
 _SEGMENT = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 _TOOL_NAME = re.compile(r"[a-z][a-z0-9-]{0,63}")
@@ -104,6 +107,8 @@ class PackageRef:
         at = trimmed.find("@", 1)
         id_part, range_text = (trimmed, "latest") if at == -1 else (trimmed[:at], trimmed[at + 1 :])
         package = PackageId.parse(id_part)
+        from splice_build.spec.semver import Range  # not needed to parse a bare id
+
         try:
             rng = Range.parse(range_text)
         except SpecError:

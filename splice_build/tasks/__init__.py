@@ -8,6 +8,15 @@ result, and ``pipeline.splice_tasks`` puts the same graph into a user's ``dodo.p
 
 from __future__ import annotations
 
-from splice_build.tasks.pipeline import splice_tasks
+from typing import Any
 
 __all__ = ["splice_tasks"]
+
+
+def __getattr__(name: str) -> Any:
+    """``splice_tasks`` imported on first use: ``splice sync`` imports this package too."""
+    if name == "splice_tasks":
+        from splice_build.tasks.pipeline import splice_tasks
+
+        return splice_tasks
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -107,6 +107,16 @@ class SyncResult:
             "tasks": self.tasks.to_json(),
         }
 
+    def text(self) -> str:
+        """The human form: a line per project, then the counts."""
+        lines = [outcome.line() for outcome in self.projects]
+        failed = sum(1 for p in self.projects if p.status == "failed")
+        changed = sum(1 for p in self.projects if p.status == "changes")
+        summary = f"{len(self.projects)} project(s): {failed} failed"
+        if self.check:
+            summary += f", {changed} would change"
+        return "\n".join([*lines, summary])
+
 
 def outcome_of(run: GraphRun) -> ProjectOutcome:
     """Sort each package of ``run`` into installed / restored / unchanged (kept intact)."""

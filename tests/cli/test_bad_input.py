@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from splice_build.cli.main import build_parser, load_commands
+from splice_build.cli.parser import build_parser, load_commands
 from splice_build.errors import ErrorCode
 from testing.cli import Completed, run_splice, splice_executable
 from testing.packages import write_package

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -244,3 +246,23 @@ def test_run_and_verify_read_bytes_even_when_the_cache_says_clean(
     ProjectLayout(project).stat_cache.unlink()
     assert run_splice("--registry", served, "install", cwd=project).code == 0
     assert _data_file(project).read_text() == FILES["lib/data.txt"]
+
+
+@pytest.mark.parametrize("args", [(), ("--check",)])
+def test_a_plain_no_op_sync_answers_without_the_parser(
+    project: Path, args: tuple[str, ...]
+) -> None:
+    """`sync [--check]` skips argparse (cli/main.py) and answers what the parsed form does."""
+    root = project.parent.parent
+    parsed = run_splice("--json", "sync", "-j", "1", *args, cwd=root)
+    plain = run_splice("--json", "sync", *args, cwd=root)
+    assert (plain.code, plain.stdout) == (parsed.code, parsed.stdout) == (0, parsed.stdout)
+    code = (
+        "import sys\nfrom splice_build.cli.main import main\n"
+        f"status = main(['sync', *{list(args)!r}])\n"
+        "sys.stderr.write('\\n' + str((status, 'argparse' in sys.modules)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True
+    )
+    assert done.stderr.rsplit("\n", 1)[1] == "(0, False)"

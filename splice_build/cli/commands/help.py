@@ -17,7 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    from splice_build.cli.main import build_parser, load_commands
+    from splice_build.cli.parser import build_parser, load_commands
 
     parser = build_parser(load_commands())
     if ctx.json:  # one document, like every other command: {"command", "help"}

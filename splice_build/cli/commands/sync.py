@@ -2,17 +2,29 @@
 
 from __future__ import annotations
 
-import argparse
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from splice_build.cli.context import CommandContext
+if TYPE_CHECKING:
+    import argparse
+
+    from splice_build.cli.context import CommandContext
+    from splice_build.cli.output import Output
+    from splice_build.tasks.sync import SyncOptions
 
 NAME = "sync"
 HELP = "install every project of the workspace (monorepo) in one graph"
 NEEDS_PROJECT = False
 
+# The global flags (cli/main.py) that take no value: with them, `sync` and `sync --check`
+# are parsed without argparse (``plain_check``).
+_GLOBAL_FLAGS = frozenset({"--json", "--no-color", "--verbose"})
+
 
 def _jobs(text: str) -> int:
+    import argparse
+
     try:
         value = int(text)
     except ValueError:
@@ -39,12 +51,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_install_options(parser)
 
 
-def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    from splice_build.project.home import SpliceHome
-    from splice_build.project.workspace import find_workspace
-    from splice_build.tasks.sync import SyncOptions, sync_workspace
+def plain_check(argv: Sequence[str]) -> bool | None:
+    """``--check`` when ``argv`` is exactly ``sync`` or ``sync --check`` (with value-less
+    global flags, each at most once), so the parser's answer is certain; else None.
 
-    workspace = find_workspace(ctx.cwd, root=args.root, remember=not args.check)
+    A no-op ``sync`` costs less than importing and building the parser (issue #22)."""
+    if len(set(argv)) != len(argv) or NAME not in argv:
+        return None
+    at = argv.index(NAME)
+    if not set(argv[:at]) <= _GLOBAL_FLAGS or not set(argv[at + 1 :]) <= {
+        *_GLOBAL_FLAGS,
+        "--check",
+    }:
+        return None
+    return "--check" in argv[at + 1 :]
+
+
+def run(args: argparse.Namespace, ctx: CommandContext) -> int:
+    from splice_build.tasks.sync import SyncOptions
+
     options = SyncOptions(
         jobs=args.jobs,
         frozen=bool(args.frozen),
@@ -53,24 +78,36 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         require_signed=bool(args.require_signed),
         allow_signer_change=bool(args.allow_signer_change),
     )
-    ctx.out.progress(f"Syncing {len(workspace.members)} project(s) in {workspace.root}...")
+    return sync(
+        ctx.out, cwd=ctx.cwd, env=ctx.env, home=ctx.home, registry=ctx.registry,
+        root=args.root, options=options,
+    )  # fmt: skip
+
+
+def sync(
+    out: Output,
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    home: Path,
+    registry: str | None,
+    root: Path | None,
+    options: SyncOptions,
+) -> int:
+    """The command itself, for ``run`` and for the parser-free ``sync`` (cli/main.py)."""
+    from splice_build.project.home import SpliceHome
+    from splice_build.project.workspace import find_workspace
+    from splice_build.tasks.sync import sync_workspace
+
+    workspace = find_workspace(cwd, root=root, remember=not options.check)
+    out.progress(f"Syncing {len(workspace.members)} project(s) in {workspace.root}...")
     result = sync_workspace(
         workspace,
-        home=SpliceHome(ctx.home),
-        env=ctx.env,
-        registry=ctx.registry,
+        home=SpliceHome(home),
+        env=env,
+        registry=registry,
         options=options,
-        on_progress=lambda path, step, message: ctx.out.progress(f"[{path}] {message}"),
+        on_progress=lambda path, step, message: out.progress(f"[{path}] {message}"),
     )
-
-    def text() -> str:
-        lines = [outcome.line() for outcome in result.projects]
-        failed = sum(1 for p in result.projects if p.status == "failed")
-        changed = sum(1 for p in result.projects if p.status == "changes")
-        summary = f"{len(result.projects)} project(s): {failed} failed"
-        if result.check:
-            summary += f", {changed} would change"
-        return "\n".join([*lines, summary])
-
-    ctx.out.result(result.to_json(), text)
+    out.result(result.to_json(), result.text)
     return 0 if result.ok else 1
