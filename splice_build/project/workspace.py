@@ -64,13 +64,18 @@ class Workspace:
 
 def read_config(pyproject: Path) -> WorkspaceConfig | None:
     """``[tool.splice.workspace]`` of ``pyproject`` (None when absent); raises ``INVALID_CONFIG``."""
+    raw = _pyproject_bytes(pyproject)
+    return None if raw is None else _config_of(pyproject, raw)
+
+
+def _pyproject_bytes(pyproject: Path) -> bytes | None:
+    """The bytes of ``pyproject`` (None when absent); raises ``INVALID_CONFIG`` when unreadable."""
     try:
-        raw = pyproject.read_bytes()
+        return pyproject.read_bytes()
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise _invalid(pyproject, str(exc)) from exc
-    return _config_of(pyproject, raw)
 
 
 def _config_of(pyproject: Path, raw: bytes) -> WorkspaceConfig | None:
@@ -154,12 +159,9 @@ class _Memo:
         """None without a ``pyproject.toml``; raises ``INVALID_CONFIG`` as ``read_config``."""
         import hashlib
 
-        try:
-            raw = pyproject.read_bytes()
-        except FileNotFoundError:
+        raw = _pyproject_bytes(pyproject)
+        if raw is None:
             return None
-        except OSError as exc:
-            raise _invalid(pyproject, str(exc)) from exc
         digest = hashlib.sha256(raw).hexdigest()
         saved = _load_memo(directory / STATE_DIR / MEMO_FILE)
         if saved.get("pyproject") != digest:
