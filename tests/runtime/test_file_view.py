@@ -20,6 +20,7 @@ import pytest
 from splice_build.errors import ErrorCode
 from splice_build.runtime import SpliceRuntime, ToolResult
 from splice_build.runtime.host_files import host_dir
+from splice_build.runtime.isolation import rlimits
 from splice_build.runtime.isolation.fileview import node_files
 from splice_build.runtime.isolation.support import detect
 from splice_build.runtime.node import find_node
@@ -331,9 +332,10 @@ def test_an_abort_leaves_no_core_file(
 
 LIMITS = """
 import fs from 'node:fs';
+import os from 'node:os';
 export default (i, ctx) => {
   const core = fs.readFileSync('/proc/self/limits', 'utf8').split('\\n').find((l) => l.startsWith('Max core'));
-  return { core: core.split(/\\s{2,}/).slice(1, 3), cwd: process.cwd(), package: ctx.paths.package };
+  return { core: core.split(/\\s{2,}/).slice(1, 3), cwd: process.cwd(), package: ctx.paths.package, nice: os.getPriority() };
 };
 """
 
@@ -357,6 +359,8 @@ def test_every_layer_has_no_core_and_a_cwd_that_is_not_the_package(
     assert out["core"] == ["0", "0"], out
     assert out["cwd"] != out["package"] and not out["cwd"].startswith(out["package"]), out
     assert result.to_json()["isolation"]["limits"]["coreBytes"] == 0
+    # Below the supervising process's CPU priority (a busy tool cannot starve a server).
+    assert out["nice"] == min(19, os.getpriority(os.PRIO_PROCESS, 0) + rlimits.NICENESS), out
     viewed = result.to_json()["isolation"]["fileView"] == "minimal"
     assert out["cwd"] == ("/" if viewed else empty_directory()), out
     # Guards on (the real configuration): a relative write lands nowhere.

@@ -1,4 +1,4 @@
-"""OS resource limits of every tool process (``setrlimit`` between fork and exec).
+"""OS resource limits and CPU priority of every tool process (between fork and exec).
 
 Each value with its reason. The address-space cap is the runtime's (limits.py). The process
 count is limited twice where the kernel allows: ``RLIMIT_NPROC`` counts the tasks of the
@@ -9,6 +9,7 @@ namespace's own ``pid_max`` (Linux ≥ 6.14) limits every tool, root or not.
 
 from __future__ import annotations
 
+import os
 import resource
 import signal
 from dataclasses import dataclass
@@ -29,6 +30,10 @@ PROCESSES = 128
 # No core dump, whatever the user's own limit: a tool's memory (its input, whatever it
 # read) never lands in a file (with core_pattern "core" it would go to the working directory).
 CORE_BYTES = 0
+# CPU priority below the splice process that supervises the tool (nice increment): a busy
+# tool, or many of them, cannot starve the server that answers, queues and refuses other
+# calls (splice mcp --http under load); on an idle machine it changes nothing.
+NICENESS = 10
 # The smallest pid_max the kernel accepts (RESERVED_PIDS + 1): at most 300 tasks.
 PID_MAX = 301
 
@@ -43,6 +48,7 @@ class Limits:
     file_size: int = FILE_SIZE_BYTES
     core: int = CORE_BYTES
     processes: int | None = None
+    niceness: int = NICENESS
 
     def to_json(self) -> dict[str, int]:
         out = {
@@ -51,6 +57,7 @@ class Limits:
             "openFiles": self.open_files,
             "fileSizeBytes": self.file_size,
             "coreBytes": self.core,
+            "niceness": self.niceness,
         }
         if self.processes is not None:
             out["processes"] = self.processes
@@ -76,4 +83,5 @@ def apply_limits(limits: Limits, kernel: Kernel | None) -> None:
         _set(resource.RLIMIT_NPROC, limits.processes)
     if kernel is not None:
         kernel.ignore_signal(int(signal.SIGXFSZ))
+    os.nice(limits.niceness)
     _set(resource.RLIMIT_AS, limits.address_space)
