@@ -217,9 +217,11 @@ def test_a_thousand_calls_leave_nothing_behind(project: Path, tmp_path: Path) ->
     fds_before = len(os.listdir("/proc/self/fd"))
     runtime = SpliceRuntime(
         project_root=project, env={}, pool=WarmPool(), isolation="in-process"
-    )  # outputs are pids: see ``pooled``
-    pkg = runtime.load(write_package(tmp_path / "pkgs", tool_returning("process.pid")))
-    seen: set[int] = set()
+    )
+    # One process per call: (pid, start time) pairs, since a busy machine reuses pids.
+    identity = "[process.pid, performance.timeOrigin]"
+    pkg = runtime.load(write_package(tmp_path / "pkgs", tool_returning(identity)))
+    seen: set[tuple[int, float]] = set()
     lock = threading.Lock()
 
     def caller() -> None:
@@ -227,7 +229,7 @@ def test_a_thousand_calls_leave_nothing_behind(project: Path, tmp_path: Path) ->
             result = runtime.execute(pkg, "t", {})
             assert result.ok, result.to_json()
             with lock:
-                seen.add(result.output)
+                seen.add(tuple(result.output))
 
     threads = [threading.Thread(target=caller) for _ in range(4)]
     for thread in threads:
