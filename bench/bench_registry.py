@@ -1,8 +1,8 @@
 """Registry throughput through the real server, 8 concurrent clients, 1 against 2 workers.
 
 Two servers run side by side on fresh data directories, ``splice registry serve --workers
-1`` and ``--workers 2``, and every workload (health, publish, download, package read) is
-measured in rounds that alternate between them (1, 2, 2, 1, ...), so a change of the
+1`` and ``--workers 2``, and every workload (health, publish, download, package read, a page
+of 1,000 versions) is measured in rounds that alternate between them (1, 2, 2, 1, ...), so a change of the
 machine's load during the run weighs on both alike; a row is the median of its rounds, and
 "2 ÷ 1 workers" is the median of each round pair's own ratio (the two halves of a pair ran
 back to back, so it is the figure least moved by the other users of the machine). Each
@@ -30,6 +30,7 @@ from bench.common import Row, median, percentile
 
 CLIENTS = 8
 WORKERS = (1, 2)
+VERSIONS_PAGE = "/packages/bench/pkg/versions?limit=1000"
 Job = Callable[[], object]
 
 
@@ -155,6 +156,10 @@ def run(quick: bool = False) -> list[Row]:
                 pids,
             ),
             _alternate("package", each(lambda n, i: get(n, "/packages/bench/pkg"), count), pids),
+            # The server's work per request far above the client's (a page of 1,000 versions
+            # built as JSON, read back as bytes): the workload that has a core to scale onto
+            # when the clients share the machine's two.
+            _alternate("versions page", each(lambda n, i: get(n, VERSIONS_PAGE), count), pids),
         ]
     return _with_baselines(measured)
 
