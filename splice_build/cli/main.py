@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from splice_build.errors import EXIT_USAGE, UsageError
 
@@ -132,7 +132,7 @@ def _project_root(cwd: Path) -> Path:
     return find_project_root(cwd)
 
 
-def entry() -> None:
+def entry() -> NoReturn:
     """The console script: ``main()``, then the end of a normal exit without its teardown.
 
     What a normal exit does for the program still happens, in its order: non-daemon threads
