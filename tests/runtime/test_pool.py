@@ -215,9 +215,7 @@ def test_no_orphans_when_the_parent_ends(project: Path, tmp_path: Path, ending: 
 @pytest.mark.slow
 def test_a_thousand_calls_leave_nothing_behind(project: Path, tmp_path: Path) -> None:
     fds_before = len(os.listdir("/proc/self/fd"))
-    runtime = SpliceRuntime(
-        project_root=project, env={}, pool=WarmPool(), isolation="in-process"
-    )
+    runtime = SpliceRuntime(project_root=project, env={}, pool=WarmPool(), isolation="in-process")
     # One process per call: (pid, start time) pairs, since a busy machine reuses pids.
     identity = "[process.pid, performance.timeOrigin]"
     pkg = runtime.load(write_package(tmp_path / "pkgs", tool_returning(identity)))
