@@ -6,12 +6,12 @@ same plan without the view, alternating. The one-off detection probe is shown to
 
 from __future__ import annotations
 
-import dataclasses
 import tempfile
 import time
 from pathlib import Path
 
 from bench.common import REPO, Row, ratio_row, time_callable
+from splice_build.records import replace
 
 
 def _start_and_end(runtime: object, pkg: object) -> None:
@@ -27,7 +27,7 @@ def _file_view_rows(runtime: object, pkg: object, repeat: int) -> list[Row]:
     spec = runtime._spec(pkg)  # type: ignore[attr-defined]
     if not spec.isolation.file_view:
         return []
-    bare = dataclasses.replace(spec, isolation=dataclasses.replace(spec.isolation, file_view=False))
+    bare = replace(spec, isolation=replace(spec.isolation, file_view=False))
     samples: dict[bool, list[float]] = {True: [], False: []}
     for _ in range(repeat):
         for viewed, one in ((True, spec), (False, bare)):

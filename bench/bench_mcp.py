@@ -5,7 +5,11 @@ the server's resident set (plus its sandbox processes).
 Three servers: `splice mcp` as shipped (with its warm pool of sandbox processes), the same
 server without a pool (``COLD_SERVER``: one Node start per call, on the call's path), to show
 what the pool buys, and `splice mcp --reuse` (opt-in: a process serves successive calls of
-one package, docs/runtime.md#opt-in-reuse)."""
+one package, docs/runtime.md#opt-in-reuse).
+
+The 4-caller rows are set against the ceiling of one fresh process per call: how many
+``node --permission -e 0`` the same Node starts per second, 4 at a time (issue #22 item 1:
+≥ 0.8 × for the servers that start a process per call), measured in the same run."""
 
 from __future__ import annotations
 
@@ -19,7 +23,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import REPO, Row, example_project, median, percentile, splice_argv, time_command
+from bench.common import (
+    REPO,
+    Row,
+    bare_node_rate,
+    example_project,
+    median,
+    percentile,
+    splice_argv,
+    time_command,
+)
 
 HELLO = {"name": "splice_example_hello", "arguments": {"name": "Ada"}}
 COLD_SERVER = """
@@ -135,9 +148,20 @@ def _load(client: _StdioClient, callers: int, calls_each: int) -> tuple[float, l
     return callers * calls_each / (time.perf_counter() - started), latencies
 
 
+CEILING = "node --permission -e 0, 4 at a time"
+
+
 def _serve(
-    label: str, argv: list[str], env: dict[str, str], project: Path, calls: int, cold_ms: float
+    label: str,
+    argv: list[str],
+    env: dict[str, str],
+    project: Path,
+    calls: int,
+    cold_ms: float,
+    target: str | None,
 ) -> list[Row]:
+    """The server's rows; the 4-caller row's baseline value (the ceiling) is filled in by
+    ``run`` once every server is measured."""
     client = _StdioClient(argv, env=env, cwd=project)
     try:
         client.call("initialize", {"protocolVersion": "2025-11-25"})
@@ -150,9 +174,7 @@ def _serve(
     cold_rate = 1000 / cold_ms
     rows = [
         Row(f"{label}: 1 caller", rate_1, "calls/s", "cold splice run", cold_rate),
-        Row(
-            f"{label}: 4 callers", rate_4, "calls/s", "cold splice run", cold_rate, "≥ 100 calls/s"
-        ),
+        Row(f"{label}: 4 callers", rate_4, "calls/s", CEILING, None, target),
     ]
     for callers, latencies in ((1, latency_1), (4, latency_4)):
         for name, value in (("p50", median(latencies)), ("p99", percentile(latencies, 99))):
@@ -185,10 +207,23 @@ def run(quick: bool = False) -> list[Row]:
         cold_ms = median(cold) * 1000
         unpooled = [sys.executable, "-c", COLD_SERVER]
         unpooled_env = {**env, "PYTHONPATH": str(REPO)}
+        servers = [
+            ("splice mcp (warm pool)", splice_argv("mcp"), env, "≥ 0.8×"),
+            ("mcp without a pool", unpooled, unpooled_env, "≥ 0.8×"),
+            ("splice mcp --reuse", splice_argv("mcp", "--reuse"), env, None),
+        ]
+        # The ceiling is measured before each server and once after the last (the median of
+        # the four), so a machine whose load drifts weighs on both sides alike.
+        rates = [bare_node_rate(concurrent=4, starts=4 * calls)]
+        rows: list[Row] = []
+        for label, argv, server_env, target in servers:
+            rows += _serve(label, argv, server_env, project, calls, cold_ms, target)
+            rates.append(bare_node_rate(concurrent=4, starts=4 * calls))
+        ceiling = median(rates)
+        rows.append(Row(f"{CEILING}: starts/s", ceiling, "starts/s"))
         return [
-            *_serve("splice mcp (warm pool)", splice_argv("mcp"), env, project, calls, cold_ms),
-            *_serve("mcp without a pool", unpooled, unpooled_env, project, calls, cold_ms),
-            *_serve(
-                "splice mcp --reuse", splice_argv("mcp", "--reuse"), env, project, calls, cold_ms
-            ),
+            Row(r.name, r.value, r.unit, r.baseline, ceiling, r.target)
+            if r.baseline == CEILING
+            else r
+            for r in rows
         ]

@@ -61,6 +61,30 @@ def bare_node(*, repeat: int) -> list[float]:
     return time_command([str(node.path), "--permission", "-e", "0"], repeat=repeat, env={})
 
 
+def bare_node_rate(*, concurrent: int, starts: int) -> float:
+    """Starts per second of ``node --permission -e 0`` (Splice's Node, an empty environment as
+    a sandbox gets) with ``concurrent`` of them running at any time: the ceiling of a design
+    that starts one fresh process per call (issue #22 item 1)."""
+    import threading
+
+    from splice_build.runtime.node import find_node
+
+    argv = [str(find_node().path), "--permission", "-e", "0"]
+    share = [starts // concurrent + (i < starts % concurrent) for i in range(concurrent)]
+
+    def starter(count: int) -> None:
+        for _ in range(count):
+            subprocess.run(argv, env={}, stdout=subprocess.DEVNULL, check=True)
+
+    threads = [threading.Thread(target=starter, args=(n,)) for n in share]
+    began = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return starts / (time.perf_counter() - began)
+
+
 def time_command(
     argv: Sequence[str],
     *,

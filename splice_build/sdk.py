@@ -211,7 +211,7 @@ class Splice:
         packages came from. A project that names one keeps it: the flag was a one-off."""
         if self._registry_flag is None:
             return
-        from dataclasses import replace
+        from splice_build.records import replace
 
         from splice_build.install.transaction import project_lock
         from splice_build.project.project_file import load_project_file, save_project_file

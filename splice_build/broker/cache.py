@@ -13,10 +13,10 @@ import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from splice_build.broker.envelope import iso
+from splice_build.records import dataclass
 
 MAX_ENTRIES = 500  # docs/compatibility.md#capabilities
 

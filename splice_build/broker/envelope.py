@@ -13,11 +13,11 @@ Every text that reaches these builders is already redacted by the caller.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from splice_build.errors import ErrorCode
+from splice_build.records import dataclass
 
 # Robinhood Chain mainnet: the one chain the broker serves (docs/compatibility.md#capabilities).
 DEFAULT_CHAIN = "robinhood"

@@ -11,10 +11,10 @@ always turned into an ``ERROR`` result before it leaves ``Broker.call``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from splice_build.errors import BrokerError, ErrorCode
+from splice_build.records import dataclass
 
 
 class CapabilityBroker(Protocol):

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
+
+from splice_build.records import dataclass, field
 
 # The whole list. Adding a provider means adding its variable here and to docs/data-providers.md.
 PROVIDER_VARIABLES: tuple[str, ...] = (

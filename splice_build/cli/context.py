@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from splice_build.cli.output import Output
+from splice_build.records import dataclass
 
 
 @dataclass(frozen=True)

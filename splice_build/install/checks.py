@@ -12,10 +12,10 @@ The order is the spec's: (1) sha256, (2) size, (3) package, (4) metadata, (5) si
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from splice_build.errors import ErrorCode, InstallError, SpliceError
+from splice_build.records import dataclass, field
 
 if TYPE_CHECKING:
     from splice_build.spec.manifest import Manifest

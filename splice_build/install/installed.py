@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from splice_build.errors import ErrorCode, InstallError, SpliceError
 from splice_build.project.layout import ProjectLayout
+from splice_build.records import dataclass
 from splice_build.spec.tree_digest import tree_digest
 
 if TYPE_CHECKING:

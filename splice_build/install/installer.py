@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +39,7 @@ from splice_build.project.layout import ProjectLayout
 from splice_build.project.lockfile import LockEntry, Unknown, load_lockfile
 from splice_build.project.project_file import load_project_file
 from splice_build.project.registry_url import EMBEDDED_REGISTRY
+from splice_build.records import dataclass, field
 from splice_build.spec.digests import integrity_of, is_integrity
 from splice_build.spec.tree_digest import tree_digest
 

@@ -7,10 +7,10 @@ highest match; ``latest`` and ``*`` are saved as ``^<version>``, other ranges as
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from splice_build.errors import ErrorCode, InstallError, RegistryError
+from splice_build.records import dataclass
 from splice_build.spec.semver import Range, RangeKind, Version, max_satisfying
 
 if TYPE_CHECKING:

@@ -39,9 +39,9 @@ import json
 import os
 import stat
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from splice_build.records import dataclass, field
 from splice_build.spec.digests import files_digest_from_hashes
 from splice_build.spec.limits import MAX_FILES
 from splice_build.spec.tree_digest import NotAPackageTree, hash_package_file, package_files

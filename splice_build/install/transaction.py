@@ -25,7 +25,6 @@ import os
 import secrets
 import shutil
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from splice_build.project.atomic import atomic_write_json, decode_json, fsync_directory
@@ -33,6 +32,7 @@ from splice_build.project.layout import ProjectLayout
 from splice_build.project.lockfile import Lockfile, load_lockfile, save_lockfile
 from splice_build.project.locking import lock
 from splice_build.project.project_file import ProjectFile
+from splice_build.records import dataclass
 
 JOURNAL = "journal.json"
 

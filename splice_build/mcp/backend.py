@@ -10,7 +10,6 @@ shown as ``<package>`` / ``<project>``. Names that match no locked package are u
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +22,7 @@ from splice_build.mcp.interface import (
     UnknownTool,
 )
 from splice_build.mcp.mapping import META_PREFIX
+from splice_build.records import replace
 
 if TYPE_CHECKING:
     from splice_build.sdk import Splice

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from splice_build.broker.envelope import DEFAULT_CHAIN, DEFAULT_CHAIN_ID, STATUSES
 from splice_build.mcp.mapping import META_PREFIX
+from splice_build.records import dataclass
 
 # Arguments every data tool takes on top of the capability's own; never sent to the broker.
 CHAIN = "chain"

@@ -9,8 +9,9 @@ raise ``UnknownTool`` / ``UnknownResource`` (JSON-RPC -32602 / -32002).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
+
+from splice_build.records import dataclass
 
 
 class UnknownTool(LookupError):

@@ -15,12 +15,12 @@ revision, holds 1 to ``MAX_BATCH`` messages, and is otherwise refused as a whole
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from splice_build.errors import ErrorCode, SpliceError
 from splice_build.mcp import mapping
 from splice_build.mcp.interface import Backend, ServerInfo, UnknownResource, UnknownTool
+from splice_build.records import dataclass
 from splice_build.spec import json_text
 from splice_build.spec.json_depth import nesting_depth
 from splice_build.spec.limits import MAX_INPUT_DEPTH

@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from splice_build.errors import ErrorCode, ProjectError
 from splice_build.project.atomic import atomic_write_json, decode_json
 from splice_build.project.locking import lock
+from splice_build.records import dataclass
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600

@@ -21,9 +21,9 @@ one where things are, so the layout is written down once.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
+from splice_build.records import dataclass
 from splice_build.spec.names import PackageId
 
 # The names live with the rule that no grant may reach them (spec/project_state.py).

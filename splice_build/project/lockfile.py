@@ -30,7 +30,6 @@ import contextlib
 import enum
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final
@@ -39,6 +38,7 @@ from splice_build.errors import ErrorCode, ProjectError, SpecError
 from splice_build.project.atomic import atomic_write_json, decode_json, fsync_directory
 from splice_build.project.layout import ProjectLayout
 from splice_build.project.project_file import sorted_by_id
+from splice_build.records import dataclass, field, fields
 from splice_build.spec.digests import is_integrity
 from splice_build.spec.names import PackageId
 from splice_build.spec.permissions import Permissions

@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -35,6 +34,7 @@ from splice_build.errors import ErrorCode, ProjectError, SpecError
 from splice_build.project.atomic import atomic_write_json, decode_json
 from splice_build.project.layout import PROJECT_FILE, ProjectLayout
 from splice_build.project.registry_url import normalize_registry_url
+from splice_build.records import dataclass, field, replace
 from splice_build.spec.names import PackageId
 from splice_build.spec.paths import utf16_sort_key
 from splice_build.spec.semver import Range

@@ -13,11 +13,11 @@ registry", says the same for users.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from splice_build.errors import ErrorCode, ProjectError
+from splice_build.records import dataclass
 
 if TYPE_CHECKING:
     from splice_build.project.home import SpliceHome

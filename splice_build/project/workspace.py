@@ -30,12 +30,12 @@ cache: unreadable or of another shape, it is recomputed and rewritten.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from splice_build.errors import ErrorCode, ProjectError, UsageError
 from splice_build.project.layout import PROJECT_FILE, STATE_DIR
+from splice_build.records import dataclass
 
 PYPROJECT = "pyproject.toml"
 _PRUNED = {STATE_DIR, "node_modules", ".git"}

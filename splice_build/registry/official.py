@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 from splice_build.errors import ErrorCode, RegistryError
+from splice_build.records import dataclass
 from splice_build.registry.service.auth import Caller
 from splice_build.registry.service.registry_service import RegistryService
 

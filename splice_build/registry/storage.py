@@ -20,11 +20,11 @@ local SQLite store.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from splice_build.errors import ErrorCode, RegistryError
+from splice_build.records import dataclass
 from splice_build.registry.blobs.interface import BlobStore
 from splice_build.registry.db.interface import MetadataStore
 from splice_build.registry.service.ratelimit import RateLimits

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from splice_build.errors import ErrorCode
+from splice_build.records import dataclass
 from splice_build.runtime.limits import (
     MAX_CAPABILITIES_IN_FLIGHT,
     MAX_CAPABILITY_ARGS_BYTES,

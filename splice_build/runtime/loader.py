@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from splice_build.errors import ErrorCode, SandboxError, SpliceError
+from splice_build.records import dataclass
 
 if TYPE_CHECKING:
     from splice_build.spec.manifest import Manifest

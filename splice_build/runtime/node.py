@@ -12,11 +12,11 @@ import os
 import re
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from splice_build.errors import ErrorCode, SandboxError
+from splice_build.records import dataclass
 
 MIN_NODE_MAJOR = 24
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")

@@ -27,8 +27,8 @@ import threading
 import time
 import weakref
 from collections import deque
-from dataclasses import dataclass
 
+from splice_build.records import dataclass
 from splice_build.runtime import sandbox
 
 DEFAULT_MAX_SIZE = 8

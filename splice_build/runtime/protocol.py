@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
 from typing import Any
 
+from splice_build.records import dataclass
 from splice_build.runtime.builtins import allowed_builtins
 from splice_build.runtime.limits import (
     FETCH_CHUNK_BYTES,

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from splice_build.errors import ErrorCode
+from splice_build.records import dataclass
 
 if TYPE_CHECKING:
     from splice_build.runtime.isolation.plan import IsolationPlan

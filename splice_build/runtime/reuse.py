@@ -21,8 +21,8 @@ import os
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field
 
+from splice_build.records import dataclass, field
 from splice_build.runtime.pool import PoolKey
 from splice_build.runtime.sandbox import SandboxProcess
 from splice_build.spec.reuse import ReusePolicy

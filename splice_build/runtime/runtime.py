@@ -24,11 +24,11 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from splice_build.errors import ErrorCode, SandboxError, SpliceError
+from splice_build.records import dataclass, fields
 from splice_build.runtime import sandbox
 from splice_build.runtime.capabilities import CapabilityBroker, CapabilityChannel, CapabilityReply
 from splice_build.runtime.fetch_channel import FetchChannel, TableResolver

@@ -29,10 +29,10 @@ import select
 import signal
 import subprocess
 import sys
-from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from splice_build.records import dataclass, field
 from splice_build.runtime.host_files import host_dir, host_entry
 from splice_build.runtime.isolation import fileview
 from splice_build.runtime.isolation.child import make_preexec

@@ -19,8 +19,8 @@ import selectors
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
+from splice_build.records import dataclass
 from splice_build.runtime.capabilities import CapabilityChannel, CapabilityReply
 from splice_build.runtime.fetch_channel import FetchChannel
 from splice_build.runtime.limits import (

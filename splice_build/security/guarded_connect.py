@@ -14,9 +14,9 @@ import contextlib
 import socket
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from splice_build.records import dataclass, field
 from splice_build.security.addresses import (
     address_key,
     is_ip_literal,

@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from splice_build.records import dataclass
 from splice_build.security.guarded_connect import Guard, Resolver, system_resolver
 from splice_build.security.guarded_connect import adapter as connection_adapter
 from splice_build.security.net_causes import failure_for

@@ -8,10 +8,11 @@ every entry.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
+
+from splice_build.records import dataclass
 
 if TYPE_CHECKING:
     from ipaddress import IPv4Network, IPv6Network

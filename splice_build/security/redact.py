@@ -21,10 +21,11 @@ import functools
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote
+
+from splice_build.records import dataclass
 
 if TYPE_CHECKING:
     from re2 import _Match as Match

@@ -26,9 +26,9 @@ import itertools
 import re
 import subprocess
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
+from splice_build.records import dataclass
 from splice_build.security.redact import KEY_FORMATS as REDACTION_KEY_FORMATS
 
 # Names of the key-format classes of redact.py, in its order (docs/compatibility.md#redaction, classes 1-8).

@@ -13,9 +13,9 @@ allowed (an explicit grant). The DNS half (every answer public) runs at connect 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Literal
 
+from splice_build.records import dataclass
 from splice_build.security.addresses import is_ip_literal, is_public_address
 from splice_build.security.net_errors import (
     REASON_CREDENTIALS,

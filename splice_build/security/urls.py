@@ -14,8 +14,9 @@ target). ``tests/network/test_url_table.py`` checks verdicts against Node for 10
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from urllib.parse import unquote_to_bytes
+
+from splice_build.records import dataclass
 
 SPECIAL_PORTS: dict[str, int | None] = {
     "http": 80,

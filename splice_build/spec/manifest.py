@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from splice_build.errors import ErrorCode, SpecError
+from splice_build.records import dataclass, field
 from splice_build.spec import json_text
 from splice_build.spec.names import PackageId, is_valid_name, is_valid_package_id
 from splice_build.spec.paths import is_safe_relative_path

@@ -8,10 +8,10 @@ from its tool (``example.hello``, ``@splice/example.hello``).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from splice_build.errors import ErrorCode, SpecError
+from splice_build.records import dataclass
 from splice_build.spec.js_text import js_trim
 
 if TYPE_CHECKING:

@@ -9,11 +9,11 @@ the trust anchor a registry cannot replace, because it comes with the client, no
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
 from splice_build.errors import ErrorCode, SpecError
+from splice_build.records import dataclass
 
 DATA_FILE = "official_publisher.json"
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from splice_build.errors import ErrorCode, SpecError
+from splice_build.records import dataclass
 from splice_build.spec.archive import pack_archive
 from splice_build.spec.digests import integrity_of
 from splice_build.spec.entry_rules import PackageFiles, quote_path

@@ -18,12 +18,12 @@ import functools
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import PurePath
 from typing import Any
 
 from splice_build.errors import ErrorCode, SpecError
+from splice_build.records import dataclass
 from splice_build.spec.paths import is_safe_relative_path
 from splice_build.spec.project_state import effective_fs_path
 from splice_build.spec.validation import SchemaValidator, compile_schema

@@ -29,9 +29,10 @@ from __future__ import annotations
 import os
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import PurePath, PurePosixPath
 from typing import TYPE_CHECKING
+
+from splice_build.records import dataclass
 
 if TYPE_CHECKING:
     from splice_build.spec.permissions import Permissions

@@ -9,8 +9,9 @@ docs/runtime.md#opt-in-reuse)::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+from splice_build.records import dataclass
 
 # (JSON key, attribute, smallest, largest, integer only)
 _LIMITS = (

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from enum import StrEnum
 
 from splice_build.errors import ErrorCode, SpecError
+from splice_build.records import dataclass
 
 _MAX_SAFE_INTEGER = 2**53 - 1  # the TypeScript parser rejects what a JS number cannot hold
 _MAX_SAFE_DIGITS = len(str(_MAX_SAFE_INTEGER))

@@ -21,9 +21,9 @@ import binascii
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from splice_build.errors import ErrorCode, SpecError
+from splice_build.records import dataclass
 
 PAYLOAD_HEADER = "splice-package-signature-v1"
 KEY_ID_PREFIX = "ed25519:"

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from splice_build.errors import ErrorCode, SpecError
+from splice_build.records import dataclass
 from splice_build.spec.entry_rules import quote_path
 from splice_build.spec.paths import is_safe_relative_path
 

@@ -31,11 +31,11 @@ import functools
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from importlib import resources
 from string import Template
 from typing import Any
 
+from splice_build.records import dataclass
 from splice_build.spec import json_text
 from splice_build.spec.js_text import js_trim
 from splice_build.spec.paths import utf16_len

@@ -36,7 +36,6 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +46,7 @@ from splice_build.project.layout import ProjectLayout
 from splice_build.project.lockfile import load_lockfile
 from splice_build.project.locking import lock
 from splice_build.project.project_file import load_project_file, sorted_by_id
+from splice_build.records import dataclass
 from splice_build.tasks.noop import save_stat_caches
 from splice_build.tasks.reporter import TaskRecord
 from splice_build.tasks.request import GraphRequest, GraphRun, WorkspaceRun

@@ -6,8 +6,9 @@ how incrementality is tested: by counting tasks, not by timing them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
+
+from splice_build.records import dataclass, field
 
 
 def task_name(step: str, label: str) -> str:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from splice_build.records import dataclass, field
 from splice_build.tasks.reporter import TaskRecord
 
 if TYPE_CHECKING:

@@ -12,10 +12,10 @@ text or ``--json``::
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from splice_build.errors import SpliceError
+from splice_build.records import dataclass, field
 from splice_build.tasks.reporter import TaskRecord
 
 if TYPE_CHECKING:  # not imported at run time: the no-op fast path builds results too

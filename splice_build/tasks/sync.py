@@ -11,10 +11,10 @@ workspace's order.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from splice_build.records import dataclass
 from splice_build.tasks.summary import SyncResult, outcome_of
 
 if TYPE_CHECKING:
@@ -100,13 +100,16 @@ class _ProjectSession:
         return self._sessions.get(self.url).client
 
 
+DEFAULT_OPTIONS = SyncOptions()
+
+
 def sync_workspace(
     workspace: Workspace,
     *,
     home: SpliceHome,
     env: Mapping[str, str],
     registry: str | None = None,
-    options: SyncOptions = SyncOptions(),
+    options: SyncOptions = DEFAULT_OPTIONS,
     on_progress: ProjectProgress = _quiet,
 ) -> SyncResult:
     """Sync every member of ``workspace``; never raises for one project's failure.

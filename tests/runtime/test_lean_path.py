@@ -1,6 +1,6 @@
 """The one-shot CLI path stays lean: `splice --version` and `splice run` (a package directory,
 and an installed package) import no registry server, MCP, HTTP client, doit, jsonschema or
-cryptography, nor what only a crash report, a login or a capability call needs (traceback,
+cryptography, nor the standard ``dataclasses`` and ``inspect``, nor what only a crash report, a login or a capability call needs (traceback,
 datetime, platform), and Node's version is read without starting a process."""
 
 from __future__ import annotations
@@ -29,6 +29,10 @@ HEAVY = (
     "traceback",
     "datetime",
     "platform",
+    # splice_build/records.py: the standard dataclasses imports inspect (~8 ms) and compiles
+    # every class it makes
+    "dataclasses",
+    "inspect",
 )
 REPO = Path(__file__).resolve().parents[2]
 

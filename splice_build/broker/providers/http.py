@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
 from splice_build.broker.providers.interface import ProviderFailure
 from splice_build.errors import ErrorCode
+from splice_build.records import dataclass
 
 DEFAULT_TIMEOUT_SECONDS = 15.0  # docs/compatibility.md#capabilities: 15 s per provider request
 DEFAULT_MAX_RESPONSE_BYTES = 5 * 1024 * 1024  # docs/compatibility.md#capabilities: 5 MiB

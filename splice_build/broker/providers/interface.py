@@ -13,11 +13,11 @@ its *template* (``POST /search``), never by a URL that may carry a key.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from splice_build.broker.interface import BrokerFailure
 from splice_build.errors import ErrorCode
+from splice_build.records import dataclass, field
 
 if TYPE_CHECKING:
     from splice_build.broker.providers.http import ProviderClient

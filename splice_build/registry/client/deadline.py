@@ -13,9 +13,9 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from splice_build.errors import ErrorCode, ProjectError
+from splice_build.records import dataclass
 
 DEADLINE_ENV = "SPLICE_REGISTRY_DEADLINE"
 MIN_RATE_ENV = "SPLICE_REGISTRY_MIN_RATE"

@@ -8,12 +8,12 @@ remote registry (CI) and is not applied to the embedded one.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from splice_build.errors import ErrorCode, ProjectError, RegistryError
 from splice_build.project.home import SpliceHome
 from splice_build.project.registry_url import EMBEDDED_REGISTRY, RegistrySetting, resolve_registry
+from splice_build.records import dataclass
 from splice_build.registry.client.interface import RegistryClient
 
 TOKEN_ENV = "SPLICE_TOKEN"

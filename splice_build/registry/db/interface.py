@@ -20,8 +20,9 @@ twice) or ``METADATA_WRITE_FAILED``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Protocol
+
+from splice_build.records import dataclass
 
 
 @dataclass(frozen=True)

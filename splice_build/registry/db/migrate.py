@@ -16,8 +16,9 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections.abc import Iterable
-from dataclasses import dataclass
 from importlib import resources
+
+from splice_build.records import dataclass
 
 BASE_DIR = "migrations"  # the whole sequence, in SQLite's spelling
 _NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")

@@ -19,11 +19,11 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, ClassVar, Protocol
 
 from splice_build.errors import ErrorCode, RegistryError
+from splice_build.records import dataclass
 from splice_build.registry.db.interface import (
     LatestOf,
     Namespace,

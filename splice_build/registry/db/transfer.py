@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from splice_build.errors import ErrorCode, RegistryError
+from splice_build.records import dataclass
 from splice_build.registry.blobs.interface import BlobStore
 from splice_build.registry.db.postgres import PostgresMetadataStore
 from splice_build.registry.db.sqlite import SqliteMetadataStore

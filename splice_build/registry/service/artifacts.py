@@ -19,9 +19,9 @@ reach is reported as skipped and its row is kept; a failing target aborts the ru
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 
 from splice_build.errors import ErrorCode, RegistryError
+from splice_build.records import dataclass
 from splice_build.registry.blobs.interface import BlobStore
 from splice_build.registry.db.interface import Version
 from splice_build.registry.service.deps import Deps

@@ -19,9 +19,9 @@ import hashlib
 import hmac
 import re
 import secrets
-from dataclasses import dataclass
 
 from splice_build.errors import ErrorCode, RegistryError
+from splice_build.records import dataclass
 from splice_build.registry.api import TOKEN_PREFIX
 from splice_build.registry.db.interface import Token, User
 from splice_build.registry.service import ratelimit

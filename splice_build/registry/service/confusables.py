@@ -15,10 +15,10 @@ from __future__ import annotations
 import functools
 import json
 import unicodedata
-from dataclasses import dataclass
 from importlib import resources
 
 from splice_build.errors import ErrorCode, RegistryError
+from splice_build.records import dataclass
 from splice_build.registry.service.deps import Deps
 
 

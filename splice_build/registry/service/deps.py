@@ -7,8 +7,7 @@ directory's files after a switch to S3): versions recorded there stay readable, 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
+from splice_build.records import dataclass, field
 from splice_build.registry.blobs.interface import BlobStore
 from splice_build.registry.db.interface import MetadataStore
 from splice_build.registry.service.clock import Clock, iso, system_clock

@@ -7,10 +7,10 @@ unassigned (NAMESPACE_RESERVED), otherwise free: the publisher claims it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from splice_build.errors import ErrorCode, RegistryError
+from splice_build.records import dataclass
 from splice_build.registry.db.interface import Namespace
 from splice_build.registry.service import fields
 from splice_build.registry.service.auth import Principal, require_manage

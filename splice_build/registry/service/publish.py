@@ -10,10 +10,10 @@ finds the identical bytes already stored and completes.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from splice_build.errors import ErrorCode, RegistryError, SpecError
+from splice_build.records import dataclass
 from splice_build.registry.api import API_VERSION, MAX_PUBLISH_BODY
 from splice_build.registry.blobs.interface import artifact_key
 from splice_build.registry.db.interface import NewVersion, Version

@@ -6,10 +6,10 @@ of 0 is off (a private registry behind its own gateway, or test servers).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from splice_build.errors import ErrorCode, RegistryError
+from splice_build.records import dataclass
 
 if TYPE_CHECKING:
     from splice_build.registry.service.deps import Deps

@@ -8,10 +8,10 @@ from __future__ import annotations
 import base64
 import json
 import math
-from dataclasses import dataclass
 from typing import Any
 
 from splice_build.errors import ErrorCode, RegistryError
+from splice_build.records import dataclass
 from splice_build.registry.api import BUNDLE_CONTENT_TYPE, TARGZ_CONTENT_TYPE
 from splice_build.registry.db.interface import Package, PageKey, Version, VersionEntry
 from splice_build.registry.service import fields

@@ -5,10 +5,10 @@ The secret exists only in the value returned by :func:`issue_token`; rows keep i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from splice_build.errors import ErrorCode, RegistryError
+from splice_build.records import dataclass
 from splice_build.registry.db.interface import NewToken, Token, User
 from splice_build.registry.service import fields
 from splice_build.registry.service.auth import (

@@ -9,8 +9,9 @@ found first is reported by ``splice doctor``.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
+
+from splice_build.records import dataclass
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 

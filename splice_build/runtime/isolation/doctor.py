@@ -4,9 +4,9 @@ a layer is missing. Built from the same detection the runtime uses (support.dete
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from splice_build.records import dataclass
 from splice_build.runtime.isolation import rlimits
 from splice_build.runtime.isolation.support import IsolationSupport, detect
 from splice_build.runtime.limits import ADDRESS_SPACE_LIMIT_BYTES

@@ -49,10 +49,10 @@ import stat
 import struct
 import subprocess
 from collections.abc import Iterable
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from splice_build.records import dataclass
 from splice_build.runtime.isolation.kernel import (
     MOUNT_ATTR_NODEV,
     MOUNT_ATTR_NOEXEC,

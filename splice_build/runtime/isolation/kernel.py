@@ -15,9 +15,10 @@ import ctypes
 import errno
 import os
 import sys
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
+
+from splice_build.records import dataclass
 
 # <linux/sched.h>
 CLONE_NEWNS = 0x00020000

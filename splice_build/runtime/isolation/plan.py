@@ -16,10 +16,10 @@ field of ``splice run --json`` and of MCP ``_meta["io.spliceloom/isolation"]``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from splice_build.errors import ErrorCode, ProjectError, SandboxError
+from splice_build.records import dataclass, field
 from splice_build.runtime.isolation import rlimits
 
 if TYPE_CHECKING:

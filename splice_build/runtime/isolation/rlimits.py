@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 import resource
 import signal
-from dataclasses import dataclass
 
+from splice_build.records import dataclass
 from splice_build.runtime.isolation.kernel import Kernel
 from splice_build.runtime.limits import ADDRESS_SPACE_LIMIT_BYTES, MAX_TIMEOUT_MS
 

@@ -29,8 +29,9 @@ import os
 import struct
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import lru_cache
+
+from splice_build.records import dataclass
 
 # <linux/audit.h>
 AUDIT_ARCH_X86_64 = 0xC000003E

@@ -14,9 +14,9 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import lru_cache
 
+from splice_build.records import dataclass
 from splice_build.runtime.isolation import seccomp as seccomp_layer
 from splice_build.runtime.isolation.cgroup import CgroupStatus, detect_cgroup
 from splice_build.runtime.isolation.kernel import Kernel, last_capability
