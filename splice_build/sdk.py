@@ -211,10 +211,9 @@ class Splice:
         packages came from. A project that names one keeps it: the flag was a one-off."""
         if self._registry_flag is None:
             return
-        from splice_build.records import replace
-
         from splice_build.install.transaction import project_lock
         from splice_build.project.project_file import load_project_file, save_project_file
+        from splice_build.records import replace
 
         with project_lock(self.layout):
             project = load_project_file(self.project_root)

@@ -2,14 +2,14 @@
 // that reach other processes or native code, live stdio handles, the fs.realpath variants,
 // the globals that open sockets, and process.getBuiltinModule (module_guard.mjs holds the
 // built-in allow-list).
-import fs from 'node:fs';
-import { Writable, Readable } from 'node:stream';
-import { Console } from 'node:console';
-import { syncBuiltinESMExports } from 'node:module';
 import { deniedError, isAllowedBuiltin } from './module_guard.mjs';
 import {
-  apply, defineProperty, getOwnPropertyDescriptor, keys, safeString, writeSync,
+  apply, builtin, defineProperty, getOwnPropertyDescriptor, keys, safeString, setOwn,
+  writeSync,
 } from './pristine.mjs';
+
+const fs = builtin('node:fs');
+const { syncBuiltinESMExports } = builtin('node:module');
 
 function deniedFunction(what) {
   return function denied() {
@@ -36,11 +36,11 @@ const DENYING_DISPATCHER = Object.freeze({
   destroy: deniedFunction('the undici dispatcher'),
 });
 
-function lock(target, name, value) {
+function lock(target, name, value, enumerable = false) {
   // Delete first: reading or redefining Node's lazy globals (WebSocket, fetch) would load
   // undici (~35 ms) just to throw it away.
   if (name in target) delete target[name];
-  defineProperty(target, name, { value, writable: false, configurable: false, enumerable: false });
+  defineProperty(target, name, { value, writable: false, configurable: false, enumerable });
   const d = getOwnPropertyDescriptor(target, name);
   if (!d || d.value !== value || d.writable || d.configurable) {
     throw new Error(`could not lock ${String(name)}`);
@@ -53,33 +53,60 @@ export function installEnvironment(env) {
   for (const name of keys(env)) process.env[name] = String(env[name]);
 }
 
-/** stdout/stderr as plain fd writers (the pipe-backed defaults are net.Socket instances). */
+/** Like ``lock``, for an accessor: a getter no tool can replace, redefine or shadow. */
+function lockGetter(target, name, get) {
+  if (name in target) delete target[name];
+  defineProperty(target, name, { get, set: undefined, configurable: false, enumerable: false });
+  const d = getOwnPropertyDescriptor(target, name);
+  if (!d || d.get !== get || d.set !== undefined || d.configurable) {
+    throw new Error(`could not lock ${String(name)}`);
+  }
+}
+
+/** stdout/stderr as plain fd writers (the pipe-backed defaults are net.Socket instances),
+ * an ended stdin, and console.* on stderr. Each is made when the tool first reads one of
+ * them: most tools never do, and node:stream and node:console cost a process ~4 ms to
+ * load (see pristine.mjs). The getters are locked now, before the tool loads. */
 export function installStdio() {
-  const writer = (fd) => {
-    const stream = new Writable({
-      write(chunk, encoding, callback) {
-        try {
-          apply(writeSync, undefined, [fd, chunk]);
-          callback();
-        } catch (err) {
-          callback(err);
-        }
-      },
-    });
-    stream.fd = fd;
-    stream.isTTY = false;
-    return stream;
+  let made = null;
+  const make = () => {
+    if (made !== null) return made;
+    const { Writable, Readable } = builtin('node:stream');
+    const { Console } = builtin('node:console');
+    const writer = (fd) => {
+      const stream = new Writable({
+        __proto__: null,
+        write(chunk, encoding, callback) {
+          try {
+            apply(writeSync, undefined, [fd, chunk]);
+            callback();
+          } catch (err) {
+            callback(err);
+          }
+        },
+      });
+      // Defined, not assigned: this runs after tool code, which may have put setters on
+      // Object.prototype (pristine.mjs's rules).
+      setOwn(stream, 'fd', fd);
+      setOwn(stream, 'isTTY', false);
+      return stream;
+    };
+    const out = writer(1);
+    const err = writer(2);
+    made = {
+      __proto__: null,
+      stdout: out,
+      stderr: err,
+      stdin: new Readable({ __proto__: null, read() { this.push(null); } }),
+      // console.* goes to stderr so it can never be confused with a result (docs/compatibility.md#tool-module-contract).
+      console: new Console({ __proto__: null, stdout: err, stderr: err, colorMode: false }),
+    };
+    return made;
   };
-  const out = writer(1);
-  const err = writer(2);
-  const stdin = new Readable({ read() { this.push(null); } });
-  lock(process, 'stdout', out);
-  lock(process, 'stderr', err);
-  lock(process, 'stdin', stdin);
-  // console.* goes to stderr so it can never be confused with a result (docs/compatibility.md#tool-module-contract).
-  const logger = new Console({ stdout: err, stderr: err, colorMode: false });
-  lock(globalThis, 'console', logger);
-  return logger;
+  lockGetter(process, 'stdout', function stdout() { return make().stdout; });
+  lockGetter(process, 'stderr', function stderr() { return make().stderr; });
+  lockGetter(process, 'stdin', function stdin() { return make().stdin; });
+  lockGetter(globalThis, 'console', function console() { return make().console; });
 }
 
 function installProcessDenials() {
@@ -103,8 +130,10 @@ function installRealpathGuard() {
   };
   lock(realpathSync, 'native', nativeSync);
   lock(realpath, 'native', nativeCallback);
-  lock(fs, 'realpathSync', realpathSync);
-  lock(fs, 'realpath', realpath);
+  // Enumerable, as Node's own: the tool's `import { realpathSync } from 'node:fs'` links
+  // against the enumerable exports of node:fs, read when the tool first imports it.
+  lock(fs, 'realpathSync', realpathSync, true);
+  lock(fs, 'realpath', realpath, true);
 }
 
 function installBuiltinGuard() {
@@ -132,7 +161,7 @@ function installNetworkGlobals(guardedFetch) {
  * the tool, which the parent reports as TOOL_CRASHED: fail closed).
  */
 export function harden({ guardedFetch }) {
-  const logger = installStdio();
+  installStdio();
   installProcessDenials();
   installRealpathGuard();
   installBuiltinGuard();
@@ -140,5 +169,4 @@ export function harden({ guardedFetch }) {
   // The named exports of node:fs and node:process (`import { realpathSync } from 'node:fs'`)
   // are snapshots: bring them up to date with every lock above.
   syncBuiltinESMExports();
-  return logger;
 }

@@ -8,15 +8,16 @@
 // package and never from a `node_modules` in it, and bare specifiers that are not built-ins
 // are refused before resolution: a package behaves the same in its directory as after
 // packing (which drops node_modules), docs/security.md#built-in-modules.
-import { isBuiltin, registerHooks } from 'node:module';
-import { realpathSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { sep } from 'node:path';
 import { ACCESS_DENIED } from './codes.mjs';
 import {
-  apply, arrayIncludes, ErrorCtor, freeze, isArray, safeGet, setOwn, stringIndexOf, stringSlice,
-  stringStartsWith, StringCtor, URLCtor, urlCanParse, urlHref,
+  apply, arrayIncludes, builtin, ErrorCtor, freeze, isArray, safeGet, setOwn, stringIndexOf,
+  stringSlice, stringStartsWith, StringCtor, URLCtor, urlCanParse, urlHref,
 } from './pristine.mjs';
+
+const { isBuiltin, registerHooks } = builtin('node:module');
+const { realpathSync } = builtin('node:fs');
+const { fileURLToPath } = builtin('node:url');
+const { sep } = builtin('node:path');
 
 // Module formats a tool may use: ES modules (JavaScript or TypeScript), JSON, allowed
 // built-ins. CommonJS is refused because its `module.constructor` is node:module itself.

@@ -12,7 +12,21 @@
 //   never reads `Promise.prototype.constructor`; `then` is never called;
 // - promises are resolved only with primitives, null-prototype objects or values that are
 //   the tool's own anyway.
-import fs from 'node:fs';
+
+// Built-in modules are taken with process.getBuiltinModule (captured here, before harden.mjs
+// puts the module guard in front of it), never with `import`: an ES import of a built-in
+// builds its namespace by reading every export, and reading `fs.promises` loads
+// fs/promises, readline and the streams. A sandbox runs with
+// --disallow-code-generation-from-strings, under which V8 refuses Node's code cache, so every
+// internal module loaded is compiled from source: that import alone cost each call ~8 ms.
+const getBuiltinModule = process.getBuiltinModule;
+
+/** The exports of an allowed or host-only built-in module (``node:fs``, ``node:stream``…). */
+export function builtin(id) {
+  return Reflect.apply(getBuiltinModule, process, [id]);
+}
+
+const fs = builtin('node:fs');
 
 export const apply = Reflect.apply;
 export const ownKeys = Reflect.ownKeys;
