@@ -23,8 +23,9 @@ recorded then. When loading, an entry not strictly older than the cache file's o
 is ignored as well (git's rule), for a cache written by some other means.
 
 The file also holds the project's *no-op state* (:class:`NoopState`), written only by a run
-that found the project a complete no-op: the SHA-256 of the ``splice.json`` and ``splice.lock``
-bytes that run parsed, the project's real path, the Splice version and each package's version.
+that found the project a complete no-op: the text of the ``splice.json`` and ``splice.lock``
+that run parsed (the bytes whose SHA-256 it parsed, read again when the state is written), the
+project's real path, the Splice version and each package's version.
 When every member's state still matches and every installed file's stat is exactly recorded,
 ``sync`` skips the graph (tasks/noop.py, docs/lifecycle.md#the-no-op-fast-path).
 
@@ -46,7 +47,7 @@ from splice_build.spec.digests import files_digest_from_hashes
 from splice_build.spec.limits import MAX_FILES
 from splice_build.spec.tree_digest import NotAPackageTree, hash_package_file, package_files
 
-VERSION = 2  # 2: the no-op state
+VERSION = 3  # 2: the no-op state; 3: it holds the texts of splice.json and splice.lock
 
 # Threads pay off only when hashlib and os.read release the GIL on enough bytes: hashlib does
 # for buffers over 2 KiB, and a pool's start-up costs about what hashing 1 MiB does.
@@ -73,13 +74,13 @@ def _key(info: os.stat_result) -> Key:
 class NoopState:
     """What a run that changed nothing saw: see the module docstring.
 
-    ``project``/``lock`` are the ``source`` of the parsed files (SHA-256 hex of their bytes;
-    ``lockfile.NO_LOCK_FILE`` when no lock file existed)."""
+    ``project``/``lock`` are the texts of the parsed files (``lock`` is None when no lock
+    file existed): a later no-op compares bytes, so it needs no hashing and no OpenSSL."""
 
     splice: str
     root: str
     project: str
-    lock: str
+    lock: str | None
     packages: Mapping[str, str]  # id -> locked version
 
     def to_json(self) -> dict[str, object]:
@@ -135,20 +136,12 @@ class StatCache:
         known = self.records.get(package_id)
         if not known:
             return False
-        listed: list[tuple[str, str, Key]] = []
         try:
             if not stat.S_ISDIR(os.lstat(directory).st_mode):
                 return False
-            _list(os.fspath(directory), listed)
-        except (NotAPackageTree, OSError):
+            return _same_tree(os.fspath(directory), known)
+        except OSError:
             return False
-        if len(listed) != len(known):
-            return False
-        for relative, _, key in listed:
-            record = known.get(relative)
-            if record is None or record[0] != key:
-                return False
-        return True
 
     def package_digest(self, package_id: str, directory: Path) -> str | None:
         """The files digest of ``directory`` (as ``tree_digest``), re-hashing changed files."""
@@ -217,6 +210,31 @@ def file_system_now(marker: Path) -> int:
     return os.stat(marker).st_mtime_ns
 
 
+def _same_tree(directory: str, known: Mapping[str, tuple[Key, str]]) -> bool:
+    """Every entry under ``directory`` is a recorded file with exactly its recorded key, and
+    every recorded file is there.
+
+    The walk of ``package_files`` (same order, same relative names), fused with the
+    comparison so that it stops at the first difference: this runs for every installed
+    file on each no-op sync. A link or special file can only match a recorded name, and a
+    recorded key holds a regular file's mode, so it differs; so does a directory recorded
+    as a file, and a file too many or too few."""
+    seen = 0
+    stack = [(directory, "")]
+    while stack:
+        current, base = stack.pop()
+        with os.scandir(current) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append((entry.path, base + entry.name + "/"))
+                    continue
+                record = known.get(base + entry.name)
+                if record is None or record[0] != _key(entry.stat(follow_symlinks=False)):
+                    return False
+                seen += 1
+    return seen == len(known)
+
+
 def _list(directory: str, listed: list[tuple[str, str, Key]]) -> None:
     for relative, entry in package_files(directory):
         info = entry.stat(follow_symlinks=False)
@@ -282,24 +300,40 @@ def _parse(data: bytes, *, written_ns: int) -> Parsed | None:
         for rel, value in entries.items():
             if not isinstance(value, list) or len(value) != 7:
                 return None
-            *numbers, sha = value
-            if not all(type(n) is int and n >= 0 for n in numbers):
+            dev, ino, size, mtime, ctime, mode, sha = value
+            # Unrolled (every key field a non-negative int, not a bool): this runs for every
+            # installed file of every project on each no-op sync.
+            if not (
+                type(dev) is int
+                and type(ino) is int
+                and type(size) is int
+                and type(mtime) is int
+                and type(ctime) is int
+                and type(mode) is int
+                and dev >= 0
+                and ino >= 0
+                and size >= 0
+                and mtime >= 0
+                and ctime >= 0
+                and mode >= 0
+            ):
                 return None
             if not isinstance(sha, str) or len(sha) != 64 or sha.strip(_HEX_DIGITS):
                 return None
-            key: Key = tuple(numbers)  # type: ignore[assignment]
-            if key[3] < written_ns and key[4] < written_ns:  # racy entries are not trusted
-                parsed[rel] = (key, sha)
+            if mtime < written_ns and ctime < written_ns:  # racy entries are not trusted
+                parsed[rel] = ((dev, ino, size, mtime, ctime, mode), sha)
         records[package_id] = parsed
     state = body["state"]
     if state is None:
         return records, None
     if not isinstance(state, dict) or set(state) != _STATE_KEYS:
         return None
-    texts = [state[name] for name in ("splice", "root", "project", "lock")]
+    texts = [state[name] for name in ("splice", "root", "project")]
     versions = state["packages"]
     if not all(isinstance(text, str) for text in texts) or not isinstance(versions, dict):
         return None
+    if state["lock"] is not None and not isinstance(state["lock"], str):
+        return None
     if not all(isinstance(v, str) for v in versions.values()):
         return None
-    return records, NoopState(*texts, packages=versions)
+    return records, NoopState(*texts, lock=state["lock"], packages=versions)

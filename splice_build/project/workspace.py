@@ -20,11 +20,12 @@ outside the ``members`` / ``exclude`` arrays stays as written (comments, spacing
 Parsing the TOML and matching the patterns are pure functions of the ``pyproject.toml`` bytes
 and of the directories found, and importing tomllib and pathspec costs a no-op ``sync`` more
 than the rest of its work (issue #22). So ``find_workspace(..., remember=True)`` keeps their
-last answer in ``<root>/.splice/workspace.json`` (:class:`_Memo`): the SHA-256 of the bytes
-with the patterns they hold, and the candidate directories with the members among them. The
-tree is still walked every time; an answer is reused only when the bytes hash the same and
-the walk found exactly the same candidates (and only candidates are ever members). It is a
-cache: unreadable or of another shape, it is recomputed and rewritten.
+last answer in ``<root>/.splice/workspace.json`` (:class:`_Memo`): the text of the bytes with
+the patterns they hold, and the candidate directories with the members among them. The tree
+is still walked every time; an answer is reused only when the bytes are the same (compared,
+not hashed: a no-op loads no hashing library) and the walk found exactly the same candidates
+(and only candidates are ever members). It is a cache: unreadable or of another shape, it is
+recomputed and rewritten.
 """
 
 from __future__ import annotations
@@ -142,14 +143,14 @@ def _walk_up(start: Path) -> tuple[Path, _Memo | None]:
 
 
 MEMO_FILE = "workspace.json"
-_MEMO_VERSION = 1
+_MEMO_VERSION = 2  # 2: the text of pyproject.toml, not its SHA-256
 
 
 class _Memo:
     """The last parse of one ``pyproject.toml`` and match of its patterns (module docstring)."""
 
-    def __init__(self, digest: str, config: WorkspaceConfig | None, saved: dict[str, Any]):
-        self.digest = digest
+    def __init__(self, text: str, config: WorkspaceConfig | None, saved: dict[str, Any]):
+        self.text = text  # pyproject.toml's bytes (undecodable ones as surrogates)
         self.config = config
         self._saved = saved  # the memo file's content, when it held these bytes
         self._answer: dict[str, Any] | None = None
@@ -157,16 +158,14 @@ class _Memo:
     @classmethod
     def read(cls, directory: Path, pyproject: Path) -> _Memo | None:
         """None without a ``pyproject.toml``; raises ``INVALID_CONFIG`` as ``read_config``."""
-        import hashlib
-
         raw = _pyproject_bytes(pyproject)
         if raw is None:
             return None
-        digest = hashlib.sha256(raw).hexdigest()
+        text = raw.decode("utf-8", "surrogateescape")
         saved = _load_memo(directory / STATE_DIR / MEMO_FILE)
-        if saved.get("pyproject") != digest:
-            return cls(digest, _config_of(pyproject, raw), {})
-        return cls(digest, WorkspaceConfig(*map(tuple, saved["config"])), saved)
+        if saved.get("pyproject") != text:
+            return cls(text, _config_of(pyproject, raw), {})
+        return cls(text, WorkspaceConfig(*map(tuple, saved["config"])), saved)
 
     def members(self, root: Path) -> list[Path]:
         """The member directories, matched again only when the candidates differ."""
@@ -185,7 +184,7 @@ class _Memo:
         assert self.config is not None and self._answer is not None
         body = {
             "version": _MEMO_VERSION,
-            "pyproject": self.digest,
+            "pyproject": self.text,
             "config": [list(self.config.members), list(self.config.exclude)],
             **self._answer,
         }

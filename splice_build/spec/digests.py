@@ -13,7 +13,6 @@ verified package never has such a name, so its digest never matches one.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Mapping
 
@@ -23,6 +22,8 @@ INTEGRITY_PATTERN = re.compile(r"^sha256-[0-9a-f]{64}$")
 
 def sha256_hex(data: bytes) -> str:
     """Lowercase hex SHA-256 of ``data``."""
+    import hashlib  # imported where used: loading OpenSSL costs ~2.5 ms a no-op sync never needs
+
     return hashlib.sha256(data).hexdigest()
 
 
@@ -42,6 +43,8 @@ def _code_units(path: str) -> bytes:
 
 def files_digest_from_hashes(hashes: Mapping[str, str]) -> str:
     """Files digest from ``path -> lowercase hex sha256`` (for callers that hashed while reading)."""
+    import hashlib
+
     digest = hashlib.sha256()
     for path in sorted(hashes, key=_code_units):
         digest.update(path.encode("utf-8", "surrogatepass"))

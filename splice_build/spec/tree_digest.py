@@ -9,7 +9,6 @@ Nothing here looks at modification times: every call reads every byte.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 from collections.abc import Iterator
@@ -27,6 +26,8 @@ class NotAPackageTree(Exception):
 
 def hash_package_file(path: str) -> str:
     """Hex SHA-256 of the regular file at ``path``; ``NotAPackageTree`` for anything else."""
+    import hashlib  # here: a no-op sync walks package trees without hashing (tasks/noop.py)
+
     # O_NOFOLLOW: the entry was a regular file when listed; refuse it if it became a link.
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0))
     try:

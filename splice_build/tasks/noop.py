@@ -8,8 +8,9 @@ else asked for) records a :class:`NoopState` with the project's stat cache
 every member
 
 - that no interrupted install waits for recovery (no ``.splice/tmp``),
-- the SHA-256 of the ``splice.json`` and ``splice.lock`` bytes, the project's real path and the
-  Splice version against the state,
+- the ``splice.json`` and ``splice.lock`` bytes against the texts the state holds (compared,
+  not hashed: a no-op loads no hashing library), the project's real path and the Splice
+  version,
 - every installed file's ``(device, inode, size, mtime_ns, ctime_ns, mode)`` against the
   record taken after it was verified (every directory listed: an added, hidden, removed or
   replaced file is seen),
@@ -23,7 +24,6 @@ and ``splice mcp`` never come here (they hash from bytes, always).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -55,6 +55,7 @@ def save_stat_caches(workspace: WorkspaceRun) -> None:
 def _noop_state(run: GraphRun) -> NoopState | None:
     """The state to record when ``run`` found its project a complete no-op, else None."""
     from splice_build import __version__
+    from splice_build.project.lockfile import NO_LOCK_FILE
     from splice_build.tasks.loader import is_kept
 
     project, lock_file, request = run.project, run.lock, run.request
@@ -73,7 +74,28 @@ def _noop_state(run: GraphRun) -> NoopState | None:
         return None
     versions = {package_id: lock_file.packages[package_id].version for package_id in ids}
     root = os.path.realpath(run.layout.root)
-    return NoopState(__version__, root, project.source, lock_file.source, versions)
+    project_text = _text_of(run.layout.project_file, project.source)
+    if project_text is None:
+        return None  # changed since the run parsed it: nothing to recognise next time
+    if lock_file.source == NO_LOCK_FILE:
+        lock_text = None
+    else:
+        lock_text = _text_of(run.layout.lock_file, lock_file.source)
+        if lock_text is None:
+            return None
+    return NoopState(__version__, root, project_text, lock_text, versions)
+
+
+def _text_of(path: Path, source: str) -> str | None:
+    """The text of ``path`` if its bytes are still those whose SHA-256 the run parsed."""
+    from splice_build.spec.digests import sha256_hex
+
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+        return data.decode("utf-8") if sha256_hex(data) == source else None
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def unchanged_workspace(
@@ -108,7 +130,7 @@ def _unchanged(layout: ProjectLayout) -> NoopState | None:
         return None
     if state.root != os.path.realpath(layout.root):
         return None
-    if _sha256(layout.project_file) != state.project or _lock_source(layout) != state.lock:
+    if not _holds(layout.project_file, state.project) or not _lock_holds(layout, state.lock):
         return None
     for package_id in state.packages:
         if not cache.unchanged(package_id, layout.package_dir(package_id)):
@@ -116,23 +138,21 @@ def _unchanged(layout: ProjectLayout) -> NoopState | None:
     return state
 
 
-def _lock_source(layout: ProjectLayout) -> str | None:
-    """What ``Lockfile.source`` would be, without parsing (None: cannot be the same)."""
+def _lock_holds(layout: ProjectLayout, text: str | None) -> bool:
+    """``splice.lock`` holds ``text`` (None: neither lock file exists, as the run saw)."""
     if os.path.lexists(layout.lock_file):
-        return _sha256(layout.lock_file)
-    if os.path.lexists(layout.legacy_lock_file):
-        return None
-    from splice_build.project.lockfile import NO_LOCK_FILE
-
-    return NO_LOCK_FILE
+        return text is not None and _holds(layout.lock_file, text)
+    return text is None and not os.path.lexists(layout.legacy_lock_file)
 
 
-def _sha256(path: os.PathLike[str]) -> str | None:
+def _holds(path: Path, text: str) -> bool:
+    """The bytes of ``path`` are exactly ``text`` in UTF-8."""
     try:
+        expected = text.encode("utf-8")
         with open(path, "rb") as handle:
-            return hashlib.sha256(handle.read()).hexdigest()
-    except OSError:
-        return None
+            return handle.read(len(expected) + 1) == expected
+    except (OSError, UnicodeEncodeError):
+        return False
 
 
 def _result(workspace: Workspace, check: bool, states: dict[Path, NoopState]) -> SyncResult:

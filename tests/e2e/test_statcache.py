@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from splice_build.install.statcache import VERSION
 from splice_build.project.layout import ProjectLayout
 from testing.cli import Completed, run_splice
 from testing.registry_fixtures import publish
@@ -146,6 +147,23 @@ def _lock_reformatted(member: Path) -> None:
     lock.write_text(json.dumps(json.loads(lock.read_text()), indent=4) + "\n")
 
 
+def _range_changed_same_size(member: Path) -> None:
+    """One byte of splice.json, the file as long as before (the fast path compares bytes)."""
+    path = member / "splice.json"
+    text = path.read_text()
+    assert '"^1.0.0"' in text
+    path.write_text(text.replace('"^1.0.0"', '"~1.0.0"', 1))
+
+
+def _lock_grown_by_a_newline(member: Path) -> None:
+    with open(member / "splice.lock", "a") as lock:
+        lock.write("\n")
+
+
+def _lock_deleted(member: Path) -> None:
+    (member / "splice.lock").unlink()
+
+
 def _staging_left(member: Path) -> None:
     (ProjectLayout(member).tmp_dir / "pkg00-0123456789ab").mkdir(parents=True)
 
@@ -155,6 +173,9 @@ PROJECT_CHANGES: dict[str, tuple[Callable[[Path], None], list[tuple[str, str]]]]
     "splice.lock entry removed": (_lock_entry_removed, [("@acme/pkg00", "resolve")]),
     "splice.json range changed": (_range_changed, [("@acme/pkg00", "resolve")]),
     "splice.lock rewritten, same meaning": (_lock_reformatted, []),
+    "splice.json byte changed, same size": (_range_changed_same_size, []),
+    "splice.lock one byte longer": (_lock_grown_by_a_newline, []),
+    "splice.lock deleted": (_lock_deleted, [(i, "resolve") for i in IDS]),
     "staging copy of a killed install": (_staging_left, []),
 }
 
@@ -187,9 +208,12 @@ def test_a_new_member_is_synced(project: Path, served: str) -> None:
 
 BAD_CACHES = {
     "not JSON": b"{",
-    "not ASCII": b'{"version":2,"state":null,"packages":{}}\xff',
+    "not ASCII": b'{"version":%d,"state":null,"packages":{}}\xff' % VERSION,
     "foreign version": json.dumps({"version": 99, "state": None, "packages": {}}).encode(),
-    "extra member": json.dumps({"version": 2, "state": None, "packages": {}, "more": 1}).encode(),
+    "extra member": json.dumps(
+        {"version": VERSION, "state": None, "packages": {}, "more": 1}
+    ).encode(),
+    "former version": json.dumps({"version": VERSION - 1, "state": None, "packages": {}}).encode(),
     "boolean for a number": None,  # built from the real cache below
     "short record": None,
     "state of another shape": None,
@@ -218,7 +242,7 @@ def test_a_malformed_cache_is_ignored_and_rebuilt(project: Path, served: str, ba
     assert path.read_bytes() == data  # a check run writes nothing
     assert _sync(root, served).code == 0
     rebuilt = _cache(project)
-    assert rebuilt["version"] == 2 and set(rebuilt["packages"]) <= set(IDS)
+    assert rebuilt["version"] == VERSION and set(rebuilt["packages"]) <= set(IDS)
 
 
 def test_run_and_verify_read_bytes_even_when_the_cache_says_clean(
@@ -253,7 +277,8 @@ def test_a_plain_no_op_sync_answers_without_the_parser(
     project: Path, args: tuple[str, ...]
 ) -> None:
     """`sync [--check]` skips argparse (cli/main.py) and answers what the parsed form does,
-    without the standard ``dataclasses`` (splice_build/records.py) or ``inspect``."""
+    without the standard ``dataclasses`` (splice_build/records.py) or ``inspect``, and
+    without loading a hashing library (it compares bytes, tasks/noop.py)."""
     root = project.parent.parent
     parsed = run_splice("--json", "sync", "-j", "1", *args, cwd=root)
     plain = run_splice("--json", "sync", *args, cwd=root)
@@ -261,7 +286,8 @@ def test_a_plain_no_op_sync_answers_without_the_parser(
     code = (
         "import sys\nfrom splice_build.cli.main import main\n"
         f"status = main(['sync', *{list(args)!r}])\n"
-        "heavy = [m for m in ('argparse', 'dataclasses', 'inspect') if m in sys.modules]\n"
+        "heavy = [m for m in ('argparse', 'dataclasses', 'inspect', 'hashlib')"
+        " if m in sys.modules]\n"
         "sys.stderr.write('\\n' + str((status, heavy)))\n"
     )
     done = subprocess.run(
