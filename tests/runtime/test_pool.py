@@ -16,6 +16,7 @@ import pytest
 
 from splice_build.errors import ErrorCode
 from splice_build.runtime import SpliceRuntime
+from splice_build.runtime.host_files import host_entry
 from splice_build.runtime.pool import PoolKey, WarmPool
 from testing.hostile_packages import tool_returning, write_package
 from testing.pool import sandbox_pids, start_pool_parent, wait_until_gone
@@ -50,7 +51,7 @@ def _pool(runtime: SpliceRuntime) -> WarmPool:
 
 
 def _alive(pid: int) -> bool:
-    return pid in sandbox_pids("host.mjs")
+    return pid in sandbox_pids(str(host_entry()))
 
 
 def test_a_process_is_never_used_twice(pooled: SpliceRuntime, tmp_path: Path) -> None:
