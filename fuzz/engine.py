@@ -14,10 +14,10 @@ import hashlib
 import importlib.util
 import signal
 import sys
-import tempfile
 import time
 from pathlib import Path
 
+from fuzz.scratch import scratch_dir
 from fuzz.targets import Target
 
 HERE = Path(__file__).resolve().parent
@@ -59,7 +59,7 @@ def _atheris(target: Target, runs: int | None, seconds: int | None, timeout: int
     atheris.enabled_hooks.add("str")
     with atheris.instrument_imports(include=["splice_build"]):
         check = target.setup()
-    scratch = Path(tempfile.mkdtemp(prefix=f"splice-fuzz-{target.name}-"))
+    scratch = scratch_dir(target.name)
     for index, seed in enumerate(seeds(target)):
         (scratch / f"seed-{index}").write_bytes(seed)
     FINDINGS.mkdir(exist_ok=True)

@@ -17,13 +17,14 @@ import itertools
 import json
 import os
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
+
+from fuzz.scratch import scratch_dir
 
 Check = Callable[[bytes], None]
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,7 +47,7 @@ class Target:
 def _scratch() -> Path:
     """A private directory on a RAM file system when there is one (file readers write per input)."""
     base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
-    return Path(tempfile.mkdtemp(prefix="splice-fuzz-", dir=base))
+    return scratch_dir("files", base)
 
 
 def _expect_codes(exc: BaseException, codes: set[str]) -> None:
