@@ -4,6 +4,7 @@ The 20 packages are generated and published into a temporary embedded registry, 
 once, then `splice install` (whole process: it re-verifies every installed file from bytes) is
 timed against a Python process that only walks ``.splice/packages`` and hashes every file.
 Target: ≤ 1.5 ×. ``SPLICE_BENCH_BEFORE=<older checkout>`` adds the same row for that checkout.
+The whole-process commands are timed in interleaved rounds.
 """
 
 from __future__ import annotations
@@ -36,20 +37,33 @@ for root, dirs, files in os.walk(sys.argv[1]):
 """
 
 
-def _before(project: Path, env: dict[str, str], repeat: int) -> list[float]:
-    """``SPLICE_BENCH_BEFORE=<older checkout>``: the same no-op on a copy of the project (each
-    side keeps its own stat cache), timed with that checkout first on ``PYTHONPATH``."""
+def _rounds(
+    commands: dict[str, tuple[list[str], Path | None, dict[str, str]]], rounds: int
+) -> dict[str, list[float]]:
+    """Wall-clock seconds of each command, one sample of each per round (round 0 warms up),
+    so that a drifting machine weighs on every command alike."""
+    samples: dict[str, list[float]] = {name: [] for name in commands}
+    for round_ in range(rounds + 1):
+        for name, (argv, cwd, env) in commands.items():
+            taken = time_command(argv, repeat=1, warmup=0, env=env, cwd=cwd)
+            if round_:
+                samples[name] += taken
+    return samples
+
+
+def _before_copy(project: Path) -> Path | None:
+    """``SPLICE_BENCH_BEFORE=<older checkout>``: a copy of the project for that checkout's
+    runs (each side keeps its own stat cache), its bytecode compiled as precompile() does."""
     before = os.environ.get("SPLICE_BENCH_BEFORE")
     if not before:
-        return []
+        return None
     import compileall
     import shutil
 
-    compileall.compile_dir(Path(before) / "splice_build", quiet=1)  # as precompile()
+    compileall.compile_dir(Path(before) / "splice_build", quiet=1)
     copy = project.with_name(project.name + "-before")
     shutil.copytree(project, copy, symlinks=True)
-    old = {**env, "PYTHONPATH": before}
-    return time_command(splice_argv("install"), repeat=repeat, warmup=2, env=old, cwd=copy)
+    return copy
 
 
 def run(quick: bool = False) -> list[Row]:
@@ -73,13 +87,20 @@ def run(quick: bool = False) -> list[Row]:
         bare = time_callable(
             lambda: _walk_and_hash(project / ".splice" / "packages"), repeat=repeat
         )
-        noop = time_command(splice_argv("install"), repeat=repeat, env=env, cwd=project)
-        walk = time_command(
-            [sys.executable, "-c", _WALK, str(project / ".splice" / "packages")],
-            repeat=repeat,
-            env=env,
-        )
-        before = _before(project, env, repeat)
+        commands = {
+            "noop": (splice_argv("install"), project, env),
+            "walk": (
+                [sys.executable, "-c", _WALK, str(project / ".splice" / "packages")],
+                None,
+                env,
+            ),
+        }
+        copy = _before_copy(project)
+        if copy is not None:
+            old = {**env, "PYTHONPATH": os.environ["SPLICE_BENCH_BEFORE"]}
+            commands["before"] = (splice_argv("install"), copy, old)
+        taken = _rounds(commands, 2 * repeat)
+        noop, walk, before = taken["noop"], taken["walk"], taken.get("before", [])
     return [
         ratio_row(
             f"no-op splice install ({PACKAGES} packages)",

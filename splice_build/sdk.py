@@ -33,7 +33,7 @@ from splice_build.install.installed import (
 
 if TYPE_CHECKING:
     from splice_build.install.consent import Accept
-    from splice_build.install.installer import InstallReport
+    from splice_build.install.install_report import InstallReport
     from splice_build.install.session import RegistrySession
     from splice_build.project.home import SpliceHome
     from splice_build.project.layout import ProjectLayout
@@ -51,7 +51,7 @@ __all__ = ["InstallReport", "InstalledPackage", "Splice"]
 def __getattr__(name: str) -> Any:
     # ``InstallReport`` is re-exported lazily: the installer is not needed to run a tool.
     if name == "InstallReport":
-        from splice_build.install.installer import InstallReport
+        from splice_build.install.install_report import InstallReport
 
         return InstallReport
     raise AttributeError(name)
@@ -170,6 +170,23 @@ class Splice:
                 )
         return reports
 
+    def _unchanged_install(self) -> list[InstallReport] | None:
+        """A no-op install's reports without the graph when the project is as the last no-op
+        run left it (tasks/noop.py), else None."""
+        from splice_build.tasks.noop import unchanged_install
+
+        answer = unchanged_install(
+            self.layout,
+            self.home,
+            on_blocked=lambda: self._progress(
+                "waiting", "Waiting for another Splice process on .splice/..."
+            ),
+        )
+        if answer is None:
+            return None
+        reports, self.last_tasks = answer
+        return reports
+
     def _recovered(self) -> None:
         """Finish a transaction a crash interrupted before reading state (rare: a file test)."""
         if self.layout.tmp_dir.exists():
@@ -248,6 +265,9 @@ class Splice:
                     "splice.lock does not cover splice.json",
                     details=unlocked,
                 )
+        unchanged = self._unchanged_install()
+        if unchanged is not None:
+            return unchanged
         reports = self._graph(
             GraphRequest(),
             accept_permissions=accept_permissions,

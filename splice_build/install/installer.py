@@ -13,7 +13,7 @@ The caller holds the project lock. Progress is reported as ``(step, message)`` p
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +28,12 @@ from splice_build.install.checks import (
     verify_artifact,
 )
 from splice_build.install.consent import Accept, require_consent
+from splice_build.install.install_report import (
+    InstallReport,
+    kept_report,
+    report_for,
+    signature_text,
+)
 from splice_build.install.session import RegistrySession, is_offline
 from splice_build.install.signature_check import (
     SignatureValid,
@@ -39,7 +45,7 @@ from splice_build.project.layout import ProjectLayout
 from splice_build.project.lockfile import LockEntry, Unknown, load_lockfile
 from splice_build.project.project_file import load_project_file
 from splice_build.project.registry_url import EMBEDDED_REGISTRY
-from splice_build.records import dataclass, field
+from splice_build.records import dataclass
 from splice_build.spec.digests import integrity_of, is_integrity
 from splice_build.spec.tree_digest import tree_digest
 
@@ -84,91 +90,6 @@ class Fetched:
     from_cache: bool
     offline: bool
     stored_signatures: tuple[Mapping[str, Any], ...] | None = None
-
-
-@dataclass(frozen=True)
-class InstallReport:
-    """One installed (or already installed) package, shaped like ``splice add --json``."""
-
-    name: str
-    version: str
-    integrity: str
-    already_installed: bool
-    previous_version: str | None
-    from_cache: bool
-    offline: bool
-    signed_by: str | None
-    permissions: list[str]
-    tools: list[str] = field(default_factory=list)
-    signature: str = "unsigned"  # what the signature check found, for people
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "version": self.version,
-            "integrity": self.integrity,
-            "alreadyInstalled": self.already_installed,
-            "previousVersion": self.previous_version,
-            "fromCache": self.from_cache,
-            "offline": self.offline,
-            "signedBy": self.signed_by,
-            "signature": self.signature,
-            "permissions": self.permissions,
-            "tools": self.tools,
-        }
-
-
-def _signature_text(
-    verified: str | None,
-    recorded: str | None,
-    untrusted: str | None = None,
-    *,
-    pinned_only: bool = False,
-) -> str:
-    if verified is None:
-        return "unsigned"
-    if pinned_only:
-        return f"pinned {verified} in splice.lock (no signature stored with the cached artifact)"
-    if untrusted is not None:
-        return f"verified {verified}, but untrusted ({untrusted}); not pinned"
-    from splice_build.spec.official_key import official_key
-
-    if verified == recorded == official_key().key_id:
-        return f"verified {verified} (the official @splice key)"
-    if recorded is None:
-        return f"verified {verified} (a key of this machine's embedded registry; not pinned)"
-    return f"verified {verified}"
-
-
-def report_for(
-    manifest: Manifest,
-    entry: LockEntry,
-    *,
-    already: bool,
-    previous: str | None,
-    from_cache: bool,
-    offline: bool,
-    signature: str | None = None,
-    root: Path | None = None,
-) -> InstallReport:
-    """The report of one package; ``root``: the project, so file grants show their paths."""
-    if signature is None:
-        signature = f"verified {entry.signed_by}" if entry.signed_by else "unsigned"
-    return InstallReport(
-        name=manifest.id,
-        version=entry.version,
-        integrity=entry.integrity,
-        already_installed=already,
-        previous_version=previous,
-        from_cache=from_cache,
-        offline=offline,
-        signed_by=entry.signed_by,
-        permissions=[]
-        if manifest.permissions.is_empty
-        else list(manifest.permissions.describe(root)),
-        tools=[tool.name for tool in manifest.tools],
-        signature=signature,
-    )
 
 
 class Installer:
@@ -389,7 +310,7 @@ class Installer:
             previous=previous,
             from_cache=fetched.from_cache,
             offline=fetched.offline,
-            signature=_signature_text(
+            signature=signature_text(
                 official or verified.signed_by,
                 signed_by,
                 untrusted,
@@ -414,30 +335,7 @@ class Installer:
 
     def kept_report(self, package_id: str, manifest: Manifest, entry: LockEntry) -> InstallReport:
         """The report of an intact locked package that stays as it is."""
-        return report_for(
-            manifest,
-            entry,
-            already=True,
-            previous=None,
-            from_cache=False,
-            offline=False,
-            root=self._root,
-            signature=self._kept_signature(package_id, entry),
-        )
-
-    def _kept_signature(self, package_id: str, entry: LockEntry) -> str:
-        """What a kept package's signature was at install: the lock's pin, else the signer of
-        the signatures stored with its cached artifact (named, not verified again: nothing is
-        installed), else unsigned."""
-        if entry.signed_by is not None:
-            return f"verified {entry.signed_by}"
-        stored = self.cache.signatures(entry.integrity, package_id, entry.version)
-        signer = _stored_signer(stored)
-        if signer is None:
-            return "unsigned"
-        if entry.registry == EMBEDDED_REGISTRY:
-            return _signature_text(signer, None)
-        return f"verified {signer} at install (not pinned in splice.lock)"
+        return kept_report(lambda: self.cache, self._root, package_id, manifest, entry)
 
     def _keep_signatures(
         self, target: Target, fetched: Fetched, verified: VerifiedArtifact
@@ -524,19 +422,6 @@ class Installer:
         lock_after = load_lockfile(self.layout.root).with_entry(target.package_id, entry)
         swap = transaction.swap_for(self.layout, target.package_id, staged)
         transaction.apply(self.layout, [swap], lock_after, project_after)
-
-
-def _stored_signer(stored: Sequence[Mapping[str, Any]] | None) -> str | None:
-    """The key id (recomputed from its public key) of the first unrevoked stored entry."""
-    from splice_build.spec.signing import decode_public_key, key_id
-
-    for entry in stored or ():
-        if isinstance(entry, Mapping) and entry.get("revokedAt") is None:
-            try:
-                return key_id(decode_public_key(entry.get("publicKey")))
-            except SpliceError:
-                return None
-    return None
 
 
 def _recorded_grant(current: LockEntry | None) -> Permissions | None:

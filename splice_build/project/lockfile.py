@@ -36,7 +36,7 @@ from typing import Any, Final
 
 from splice_build.errors import ErrorCode, ProjectError, SpecError
 from splice_build.project.atomic import atomic_write_json, decode_json, fsync_directory
-from splice_build.project.layout import ProjectLayout
+from splice_build.project.layout import LOCK_FILE, ProjectLayout
 from splice_build.project.project_file import sorted_by_id
 from splice_build.records import dataclass, field, fields
 from splice_build.spec.digests import is_integrity
@@ -192,17 +192,27 @@ def load_lockfile(root: Path) -> Lockfile:
             continue
         except OSError as exc:
             raise _invalid(path.name, f"cannot be read ({exc.strerror})") from exc
-        try:
-            value = decode_json(data)
-        except ValueError as exc:
-            raise _invalid(path.name, str(exc)) from exc
-        parsed = _parse(path.name, value)
+        parsed = _decode(path.name, data)
         if path != layout.lock_file:
             return parsed
         import hashlib
 
         return Lockfile(parsed.packages, source=hashlib.sha256(data).hexdigest())
     return Lockfile({}, source=NO_LOCK_FILE)
+
+
+def lock_entries(data: bytes) -> dict[str, LockEntry]:
+    """The entries of ``splice.lock`` bytes the caller already holds (the no-op fast path,
+    tasks/noop.py, which has just compared them with the file); raises ``ProjectError``."""
+    return dict(_decode(LOCK_FILE, data).packages)
+
+
+def _decode(file_name: str, data: bytes) -> Lockfile:
+    try:
+        value = decode_json(data)
+    except ValueError as exc:
+        raise _invalid(file_name, str(exc)) from exc
+    return _parse(file_name, value)
 
 
 def save_lockfile(root: Path, lock: Lockfile) -> None:

@@ -1,11 +1,12 @@
-"""The no-op fast path: ``splice sync`` skips the graph when nothing can have changed (issue #22).
+"""The no-op fast path: ``splice sync`` and ``splice install`` skip the graph when nothing can
+have changed (issue #22).
 
 docs/lifecycle.md#the-no-op-fast-path. A writing run of the graph that finds a project a
 complete no-op (every package of ``splice.json`` locked, installed, verified and kept, nothing
 else asked for) records a :class:`NoopState` with the project's stat cache
 (:func:`save_stat_caches`). A later ``sync`` or ``sync --check`` first tries
-:func:`unchanged_workspace`: holding each project's lock as the graph would, it re-checks for
-every member
+:func:`unchanged_workspace`, and ``install`` :func:`unchanged_install`: holding each project's
+lock as the graph would, they re-check for every member
 
 - that no interrupted install waits for recovery (no ``.splice/tmp``),
 - the ``splice.json`` and ``splice.lock`` bytes against the texts the state holds (compared,
@@ -15,17 +16,20 @@ every member
   record taken after it was verified (every directory listed: an added, hidden, removed or
   replaced file is seen),
 
-and answers "unchanged" for every project only when all of that holds; any difference, in any
-member, runs the whole graph as before. Nothing here decides what to install: the graph stays
-the one implementation, this only recognises its last answer. ``splice run``, ``splice verify``
-and ``splice mcp`` never come here (they hash from bytes, always).
+and answer "unchanged" for every project only when all of that holds (``install`` then reports
+each package as the graph reports a kept one, from the lock and the installed manifest); any
+difference, in any member, runs the whole graph as before. Nothing here decides what to
+install: the graph stays the one implementation, this only recognises its last answer.
+``splice run``, ``splice verify`` and ``splice mcp`` never come here (they hash from bytes,
+always).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from splice_build.install.statcache import NoopState, StatCache
@@ -33,9 +37,11 @@ from splice_build.project.layout import ProjectLayout
 from splice_build.project.locking import lock
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
+    from splice_build.install.cache import ArtifactCache
+    from splice_build.install.install_report import InstallReport
+    from splice_build.project.home import SpliceHome
     from splice_build.project.workspace import Workspace
+    from splice_build.tasks.reporter import TaskRecord
     from splice_build.tasks.request import GraphRun, WorkspaceRun
     from splice_build.tasks.summary import SyncResult
 
@@ -118,6 +124,57 @@ def unchanged_workspace(
     return _result(workspace, check, states)
 
 
+def unchanged_install(
+    layout: ProjectLayout, home: SpliceHome, *, on_blocked: Callable[[], None] | None = None
+) -> tuple[list[InstallReport], TaskRecord] | None:
+    """The reports of a no-op ``splice install`` when the project is as its recorded state
+    (every package kept, in the order the graph reports them), else None: run the graph."""
+    if not os.path.isfile(layout.stat_cache):
+        return None
+    with lock(layout.state_lock, on_blocked):
+        state = _unchanged(layout)
+        if state is None:
+            return None
+        reports = _kept_reports(layout, home, state)
+    if reports is None:
+        return None
+    return reports, _up_to_date([("", state.packages)])
+
+
+def _kept_reports(
+    layout: ProjectLayout, home: SpliceHome, state: NoopState
+) -> list[InstallReport] | None:
+    """What the graph reports for each package it keeps, read from the lock and the installed
+    manifests ``state`` covers; None when anything reads differently from what the graph saw
+    (it then runs and says why)."""
+    from splice_build.errors import SpliceError
+    from splice_build.install.install_report import kept_report
+    from splice_build.install.installed import read_installed_manifest
+    from splice_build.project.lockfile import lock_entries
+    from splice_build.spec.paths import utf16_sort_key
+
+    def cache() -> ArtifactCache:  # only for a package whose lock entry pins no signer
+        from splice_build.install.cache import ArtifactCache
+
+        return ArtifactCache(home.artifact_cache_dir.parent)
+
+    if state.lock is None:
+        return None
+    root = Path(os.path.realpath(layout.root))
+    reports = []
+    try:
+        entries = lock_entries(state.lock.encode("utf-8"))  # the bytes just compared
+        for package_id in sorted(state.packages, key=utf16_sort_key):
+            entry = entries.get(package_id)
+            manifest = read_installed_manifest(layout.package_dir(package_id))
+            if entry is None or (manifest.id, manifest.version) != (package_id, entry.version):
+                return None
+            reports.append(kept_report(cache, root, package_id, manifest, entry))
+    except SpliceError:
+        return None
+    return reports
+
+
 def _unchanged(layout: ProjectLayout) -> NoopState | None:
     """The project's recorded state if everything it covers is as recorded, else None."""
     from splice_build import __version__
@@ -158,19 +215,32 @@ def _holds(path: Path, text: str) -> bool:
 def _result(workspace: Workspace, check: bool, states: dict[Path, NoopState]) -> SyncResult:
     """What the graph answered last time: every package unchanged, every task up to date."""
     from splice_build.spec.paths import utf16_sort_key
-    from splice_build.tasks.reporter import TaskRecord, task_name
     from splice_build.tasks.summary import Pinned, ProjectOutcome, SyncResult
 
     outcomes = []
-    record = TaskRecord()
-    ids: set[str] = set()
     for directory in workspace.members:
-        label = workspace.label(directory)
         versions = states[directory].packages
         ordered = sorted(versions, key=utf16_sort_key)
         pinned = tuple(Pinned(package_id, versions[package_id]) for package_id in ordered)
-        outcomes.append(ProjectOutcome(label, unchanged=pinned))
+        outcomes.append(ProjectOutcome(workspace.label(directory), unchanged=pinned))
+    record = _up_to_date(
+        [
+            (workspace.label(directory), states[directory].packages)
+            for directory in workspace.members
+        ]
+    )
+    return SyncResult(str(workspace.root), check, tuple(outcomes), record)
+
+
+def _up_to_date(projects: list[tuple[str, Mapping[str, str]]]) -> TaskRecord:
+    """The task record of a graph run that found every ``(label, packages)`` project a no-op."""
+    from splice_build.spec.paths import utf16_sort_key
+    from splice_build.tasks.reporter import TaskRecord, task_name
+
+    record = TaskRecord()
+    ids: set[str] = set()
+    for label, versions in projects:
         record.up_to_date += [task_name(step, label) for step in ("lock", "verify", "install")]
         ids.update(versions)
     record.up_to_date += [f"fetch:{package_id}" for package_id in sorted(ids, key=utf16_sort_key)]
-    return SyncResult(str(workspace.root), check, tuple(outcomes), record)
+    return record

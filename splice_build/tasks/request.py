@@ -17,8 +17,9 @@ from splice_build.tasks.reporter import TaskRecord
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from splice_build.install.install_report import InstallReport
     from splice_build.install.installed import InstalledPackage
-    from splice_build.install.installer import Fetched, Installer, InstallReport, Target
+    from splice_build.install.installer import Fetched, Installer, Target
     from splice_build.install.statcache import StatCache
     from splice_build.project.layout import ProjectLayout
     from splice_build.project.lockfile import Lockfile

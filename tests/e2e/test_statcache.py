@@ -128,6 +128,62 @@ def test_every_change_is_found_past_the_stat_cache(project: Path, served: str, c
     assert _changes(_sync(root, served, "--check")) == []
 
 
+def _install(member: Path, url: str) -> tuple[Completed, list[str]]:
+    """`splice install --json` in ``member``, and the heavy modules that run imported: the
+    graph's (doit), the registry client's (httpx), OpenSSL's (hashlib: the fast path compares
+    bytes, it hashes nothing)."""
+    code = (
+        "import sys\nfrom splice_build.cli.main import main\n"
+        f"status = main(['--registry', {url!r}, '--json', 'install'])\n"
+        "heavy = [m for m in ('doit', 'httpx', 'hashlib') if m in sys.modules]\n"
+        "sys.stderr.write('\\n' + json.dumps([status, heavy]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", "import json\n" + code], cwd=member, capture_output=True, text=True
+    )
+    status, heavy = json.loads(done.stderr.rsplit("\n", 1)[1])
+    return Completed(status, done.stdout, done.stderr), heavy
+
+
+def test_a_no_op_install_answers_as_the_graph_does(project: Path, served: str) -> None:
+    fast, heavy = _install(project, served)
+    assert fast.code == 0, fast.stderr
+    assert heavy == []  # neither the graph nor the registry client was loaded
+    ProjectLayout(project).stat_cache.unlink()  # no recorded state: the graph answers
+    graph, heavy = _install(project, served)
+    assert (graph.code, heavy) == (0, ["doit", "hashlib"]), graph.stderr
+    assert fast.json() == graph.json()
+    assert [r["name"] for r in fast.json()] == IDS
+    assert all(r["alreadyInstalled"] for r in fast.json())
+    assert _install(project, served)[1] == []  # the graph's run recorded the state again
+
+
+@pytest.mark.parametrize("change", list(CHANGES))
+def test_install_restores_past_the_fast_path(project: Path, served: str, change: str) -> None:
+    assert _install(project, served)[1] == []
+    CHANGES[change](_data_file(project))
+    repaired, heavy = _install(project, served)
+    assert (repaired.code, heavy[:1]) == (0, ["doit"]), repaired.stderr
+    assert _data_file(project).read_text() == FILES["lib/data.txt"]
+    assert not (_data_file(project).parent / ".hidden").exists()
+    # The restoring run records the copy it installed; the next one, finding it intact, the
+    # state the fast path answers from (as after a first install).
+    recording, heavy = _install(project, served)
+    assert heavy[:1] == ["doit"]
+    answered, heavy = _install(project, served)
+    assert heavy == [] and answered.json() == recording.json()
+    assert [r["alreadyInstalled"] for r in answered.json()] == [True, True]
+
+
+def test_install_refuses_a_changed_range_past_the_fast_path(project: Path, served: str) -> None:
+    """``install`` does not follow an edited range (``sync`` does): the graph must say so."""
+    assert _install(project, served)[1] == []
+    _range_changed(project)
+    refused, heavy = _install(project, served)
+    assert refused.code != 0 and heavy[:1] == ["doit"]
+    assert refused.json()["error"]["code"] == "LOCK_MISMATCH", refused.stdout
+
+
 def _edit_json(path: Path, edit: Callable[[dict], object]) -> None:
     data = json.loads(path.read_text())
     edit(data)

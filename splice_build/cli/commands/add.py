@@ -14,7 +14,7 @@ from splice_build.cli import arg_types
 from splice_build.cli.context import CommandContext
 
 if TYPE_CHECKING:
-    from splice_build.install.installer import InstallReport
+    from splice_build.install.install_report import InstallReport
     from splice_build.sdk import Splice
 
 NAME = "add"
