@@ -14,7 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.common import Row, precompile, ratio_row, splice_argv, time_callable, time_command
+from bench.common import Row, precompile, ratio_row, splice_argv, time_callable, time_in_rounds
 
 PACKAGES = 20
 
@@ -37,30 +37,15 @@ for root, dirs, files in os.walk(sys.argv[1]):
 """
 
 
-def _rounds(
-    commands: dict[str, tuple[list[str], Path | None, dict[str, str]]], rounds: int
-) -> dict[str, list[float]]:
-    """Wall-clock seconds of each command, one sample of each per round (round 0 warms up),
-    so that a drifting machine weighs on every command alike."""
-    samples: dict[str, list[float]] = {name: [] for name in commands}
-    for round_ in range(rounds + 1):
-        for name, (argv, cwd, env) in commands.items():
-            taken = time_command(argv, repeat=1, warmup=0, env=env, cwd=cwd)
-            if round_:
-                samples[name] += taken
-    return samples
-
-
 def _before_copy(project: Path) -> Path | None:
     """``SPLICE_BENCH_BEFORE=<older checkout>``: a copy of the project for that checkout's
-    runs (each side keeps its own stat cache), its bytecode compiled as precompile() does."""
+    runs (each side keeps its own stat cache), its bytecode compiled."""
     before = os.environ.get("SPLICE_BENCH_BEFORE")
     if not before:
         return None
-    import compileall
     import shutil
 
-    compileall.compile_dir(Path(before) / "splice_build", quiet=1)
+    precompile(Path(before))
     copy = project.with_name(project.name + "-before")
     shutil.copytree(project, copy, symlinks=True)
     return copy
@@ -99,7 +84,7 @@ def run(quick: bool = False) -> list[Row]:
         if copy is not None:
             old = {**env, "PYTHONPATH": os.environ["SPLICE_BENCH_BEFORE"]}
             commands["before"] = (splice_argv("install"), copy, old)
-        taken = _rounds(commands, 2 * repeat)
+        taken = time_in_rounds(commands, 2 * repeat)
         noop, walk, before = taken["noop"], taken["walk"], taken.get("before", [])
     return [
         ratio_row(

@@ -26,6 +26,7 @@ from bench.common import (
     splice_argv,
     time_callable,
     time_command,
+    time_in_rounds,
 )
 
 
@@ -117,14 +118,15 @@ def _tree_argv(tree: Path) -> list[str]:
 def _before_after(before: Path, project: Path, env: dict[str, str], repeat: int) -> list[Row]:
     """``SPLICE_BENCH_BEFORE_TREE`` (an export of an older commit, compiled like this tree)
     against this tree, alternating one run each so that load changes hit both."""
-    import compileall
-
-    compileall.compile_dir(before / "splice_build", quiet=1)
-    after_samples: list[float] = []
-    before_samples: list[float] = []
-    for _ in range(repeat):
-        after_samples += time_command(_tree_argv(REPO), repeat=1, env=env, cwd=project)
-        before_samples += time_command(_tree_argv(before), repeat=1, env=env, cwd=project)
+    precompile(before)
+    taken = time_in_rounds(
+        {
+            "after": (_tree_argv(REPO), project, env),
+            "before": (_tree_argv(before), project, env),
+        },
+        repeat,
+    )
+    after_samples, before_samples = taken["after"], taken["before"]
     return [
         ratio_row(
             "splice run example.hello (installed), this tree",

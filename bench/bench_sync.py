@@ -27,7 +27,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.common import Row, median, precompile, ratio_row, splice_argv, time_command
+from bench.common import (
+    Row,
+    median,
+    precompile,
+    ratio_row,
+    splice_argv,
+    time_command,
+    time_in_rounds,
+)
 
 PROJECTS, PER_PROJECT, DISTINCT = 50, 10, 20
 SMALL_PROJECTS, SMALL_PER_PROJECT = 30, 3  # issue #22
@@ -92,9 +100,7 @@ def _before_copy(root: Path, env: dict[str, str], before: str) -> Path:
 
     Each side keeps its own state files (an older checkout rewrites a stat cache of a newer
     version as its own, and the other way round), so neither pays for the other's."""
-    import compileall
-
-    compileall.compile_dir(Path(before) / "splice_build", quiet=1)  # as precompile()
+    precompile(Path(before))
     copy = root.with_name(root.name + "-before")
     shutil.copytree(root, copy, symlinks=True)
     old_env = {**env, "PYTHONPATH": before}
@@ -106,18 +112,12 @@ def _before_copy(root: Path, env: dict[str, str], before: str) -> Path:
 def _noop_rounds(root: Path, env: dict[str, str], repeat: int) -> tuple[list[float], list[float]]:
     """No-op ``splice sync`` samples, and those of ``SPLICE_BENCH_BEFORE`` taken in turn."""
     before = os.environ.get("SPLICE_BENCH_BEFORE")
-    copy = _before_copy(root, env, before) if before else None
-    now: list[float] = []
-    old: list[float] = []
-    for round_ in range(repeat + 1):  # round 0 warms up
-        taken = time_command(splice_argv("sync"), repeat=1, warmup=0, env=env, cwd=root)
-        if before:
-            old_env = {**env, "PYTHONPATH": before}
-            taken += time_command(splice_argv("sync"), repeat=1, warmup=0, env=old_env, cwd=copy)
-        if round_:
-            now.append(taken[0])
-            old += taken[1:]
-    return now, old
+    commands = {"now": (splice_argv("sync"), root, env)}
+    if before:
+        old_env = {**env, "PYTHONPATH": before}
+        commands["old"] = (splice_argv("sync"), _before_copy(root, env, before), old_env)
+    taken = time_in_rounds(commands, repeat)
+    return taken["now"], taken.get("old", [])
 
 
 def _drop_stat_caches(root: Path) -> None:

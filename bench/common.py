@@ -45,12 +45,13 @@ def example_project(base: Path, env: Mapping[str, str]) -> Path:
     return project
 
 
-def precompile() -> None:
+def precompile(tree: Path = REPO) -> None:
     """Bytecode as an installed package has it (PYTHONDONTWRITEBYTECODE would otherwise make
-    every whole-process run recompile whatever changed since the last write)."""
+    every whole-process run recompile whatever changed since the last write); ``tree``: this
+    checkout, or an older one timed against it."""
     import compileall
 
-    compileall.compile_dir(REPO / "splice_build", quiet=1)
+    compileall.compile_dir(tree / "splice_build", quiet=1)
 
 
 def bare_node(*, repeat: int) -> list[float]:
@@ -108,6 +109,21 @@ def time_command(
         )
         if i >= warmup:
             samples.append(time.perf_counter() - start)
+    return samples
+
+
+def time_in_rounds(
+    commands: Mapping[str, tuple[Sequence[str], Path | None, Mapping[str, str]]], rounds: int
+) -> dict[str, list[float]]:
+    """Wall-clock seconds of each ``name: (argv, cwd, env)``, one run of each per round after
+    an untimed round 0, so that a drifting machine weighs on every command alike (before and
+    after, a command and its baseline)."""
+    samples: dict[str, list[float]] = {name: [] for name in commands}
+    for round_ in range(rounds + 1):
+        for name, (argv, cwd, env) in commands.items():
+            taken = time_command(argv, repeat=1, warmup=0, env=env, cwd=cwd)
+            if round_:
+                samples[name] += taken
     return samples
 
 

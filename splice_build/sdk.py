@@ -154,9 +154,7 @@ class Splice:
             env=self.env,
             options=InstallOptions(**options),
             on_progress=self._progress,
-            on_blocked=lambda: self._progress(
-                "waiting", "Waiting for another Splice process on .splice/..."
-            ),
+            on_blocked=self._blocked,
         )
         self.last_tasks = run.record
         reports: dict[str, InstallReport] = {}
@@ -170,6 +168,9 @@ class Splice:
                 )
         return reports
 
+    def _blocked(self) -> None:
+        self._progress("waiting", "Waiting for another Splice process on .splice/...")
+
     def _unchanged_install(self) -> list[InstallReport] | None:
         """A no-op install's reports without the graph when the project is as the last no-op
         run left it (tasks/noop.py), else None."""
@@ -178,9 +179,7 @@ class Splice:
         answer = unchanged_install(
             self.layout,
             self.home,
-            on_blocked=lambda: self._progress(
-                "waiting", "Waiting for another Splice process on .splice/..."
-            ),
+            on_blocked=self._blocked,
         )
         if answer is None:
             return None

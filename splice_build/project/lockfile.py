@@ -201,10 +201,10 @@ def load_lockfile(root: Path) -> Lockfile:
     return Lockfile({}, source=NO_LOCK_FILE)
 
 
-def lock_entries(data: bytes) -> dict[str, LockEntry]:
+def lock_entries(data: bytes) -> Mapping[str, LockEntry]:
     """The entries of ``splice.lock`` bytes the caller already holds (the no-op fast path,
     tasks/noop.py, which has just compared them with the file); raises ``ProjectError``."""
-    return dict(_decode(LOCK_FILE, data).packages)
+    return _decode(LOCK_FILE, data).packages
 
 
 def _decode(file_name: str, data: bytes) -> Lockfile:

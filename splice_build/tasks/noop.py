@@ -27,6 +27,7 @@ always).
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -153,7 +154,8 @@ def _kept_reports(
     from splice_build.project.lockfile import lock_entries
     from splice_build.spec.paths import utf16_sort_key
 
-    def cache() -> ArtifactCache:  # only for a package whose lock entry pins no signer
+    @functools.cache
+    def cache() -> ArtifactCache:  # opened only for a package whose lock entry pins no signer
         from splice_build.install.cache import ArtifactCache
 
         return ArtifactCache(home.artifact_cache_dir.parent)
