@@ -192,6 +192,53 @@ def _serve(
     return rows
 
 
+def _server_cpu_ms(pid: int) -> float:
+    """CPU time (user + system) the process itself has used, in ms."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def _per_package_cost(base: Path, env: dict[str, str], project: Path, *, calls: int) -> list[Row]:
+    """The server's own CPU per call (1 caller) in a project of ``MANY`` packages, against the
+    example project's: a call re-checks its own package, never the others (``calls`` is not
+    cut by --quick: the kernel counts CPU in clock ticks)."""
+    from testing.registry_fixtures import embedded_store, publish
+
+    many = base / "many"
+    many.mkdir()
+    others = [f"@acme/pkg{i:02d}" for i in range(MANY - 1)]
+    for package_id in others:
+        publish(embedded_store(base / ".splice"), base / "work", name=package_id.split("/")[1])
+    for args in (("init",), ("add", "@splice/example", *others)):
+        subprocess.run(splice_argv(*args), cwd=many, env=env, check=True, capture_output=True)
+    cost: dict[Path, list[float]] = {project: [], many: []}
+    for _ in range(3):  # interleaved, as the machine drifts
+        for root, samples in cost.items():
+            client = _StdioClient(splice_argv("mcp"), env=env, cwd=root)
+            try:
+                client.call("initialize", {"protocolVersion": "2025-11-25"})
+                client.call("tools/call", HELLO)
+                before = _server_cpu_ms(client._process.pid)
+                _load(client, 1, calls)
+                samples.append((_server_cpu_ms(client._process.pid) - before) / calls)
+            finally:
+                client.close()
+    return [
+        Row(
+            f"splice mcp: server CPU per call, {MANY} packages",
+            median(cost[many]),
+            "ms",
+            "1 package",
+            median(cost[project]),
+            "≤ 1.2×",
+        )
+    ]
+
+
+MANY = 20
+
+
 def run(quick: bool = False) -> list[Row]:
     calls = 10 if quick else 50
     with tempfile.TemporaryDirectory(prefix="bench-mcp-") as tmp:
@@ -221,6 +268,7 @@ def run(quick: bool = False) -> list[Row]:
             rates.append(bare_node_rate(concurrent=4, starts=4 * calls))
         ceiling = median(rates)
         rows.append(Row(f"{CEILING}: starts/s", ceiling, "starts/s"))
+        rows += _per_package_cost(base, env, project, calls=50)
         return [
             Row(r.name, r.value, r.unit, r.baseline, ceiling, r.target)
             if r.baseline == CEILING

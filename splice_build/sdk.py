@@ -508,7 +508,8 @@ class Splice:
         the candidate ids) when several do, and the ``check`` errors for the one that matches.
         """
         from splice_build.project.lockfile import load_lockfile
-        from splice_build.spec.names import ToolRef
+        from splice_build.spec.names import ToolRef, is_valid_tool_name
+        from splice_build.spec.tools import split_mcp_tool_name
 
         self._recovered()
         lock = load_lockfile(self.project_root)  # read once: resolved and checked against it
@@ -521,17 +522,20 @@ class Splice:
                 candidates = [i for i in lock_ids if i.rsplit("/", 1)[-1] == tool_ref.package_name]
             tool = tool_ref.tool
             pairs = [(i, tool) for i in candidates]
-        else:
-            pairs = [
-                (i, t) for i in lock_ids for t in self._tool_names(i) if ref in (t, _mcp_name(i, t))
-            ]
+        elif (named := split_mcp_tool_name(ref)) is not None:
+            # An MCP name says its package: no other package's manifest is read.
+            package_id, tool = named
+            if package_id in lock.packages:
+                pkg = self._check_in(lock, package_id)
+                if pkg.manifest.tool(tool) is not None:
+                    return pkg, tool
+            raise _no_package_provides(ref)
+        else:  # a bare tool name: every installed manifest says whether it has it
+            valid = is_valid_tool_name(ref)
+            pairs = [(i, ref) for i in lock_ids if valid and ref in self._tool_names(i)]
             tool = ref
         if not pairs:
-            raise InstallError(
-                ErrorCode.NOT_INSTALLED,
-                f"No installed package provides {ref}",
-                hint="Run `splice list` to see installed packages, `splice add <pkg>` to install one.",
-            )
+            raise _no_package_provides(ref)
         if len({i for i, _ in pairs}) > 1:
             raise InstallError(
                 ErrorCode.AMBIGUOUS_TOOL,
@@ -607,12 +611,13 @@ class Splice:
     ) -> ToolResult:
         """Run ``tool`` of a package that ``resolve_tool`` has just checked (no second hash)."""
         runtime = self._runtime()
-        loaded = runtime.load(pkg.directory)
+        loaded = runtime.load_verified(pkg.directory, pkg.lock_entry.known(pkg.id).files)
         return runtime.execute(loaded, tool, dict(input))
 
 
-def _mcp_name(package_id: str, tool: str) -> str:
-    from splice_build.spec.tools import mcp_tool_name
-
-    namespace, name = package_id[1:].split("/")
-    return mcp_tool_name(namespace, name, tool)
+def _no_package_provides(ref: str) -> InstallError:
+    return InstallError(
+        ErrorCode.NOT_INSTALLED,
+        f"No installed package provides {ref}",
+        hint="Run `splice list` to see installed packages, `splice add <pkg>` to install one.",
+    )

@@ -184,6 +184,7 @@ def load_lockfile(root: Path) -> Lockfile:
 
     Raises ``ProjectError(INVALID_PROJECT)`` when the file cannot be read or is malformed.
     """
+    global _last_read
     layout = ProjectLayout(Path(root))
     for path in (layout.lock_file, layout.legacy_lock_file):
         try:
@@ -192,13 +193,23 @@ def load_lockfile(root: Path) -> Lockfile:
             continue
         except OSError as exc:
             raise _invalid(path.name, f"cannot be read ({exc.strerror})") from exc
+        last = _last_read
+        if last is not None and last[0] == path.name and last[1] == data:
+            return last[2]
         parsed = _decode(path.name, data)
-        if path != layout.lock_file:
-            return parsed
-        import hashlib
+        if path == layout.lock_file:
+            import hashlib
 
-        return Lockfile(parsed.packages, source=hashlib.sha256(data).hexdigest())
+            parsed = Lockfile(parsed.packages, source=hashlib.sha256(data).hexdigest())
+        _last_read = (path.name, data, parsed)
+        return parsed
     return Lockfile({}, source=NO_LOCK_FILE)
+
+
+# The last lock this process read, by its exact bytes: a long-lived caller (``splice mcp``
+# reads the lock for every call) parses it again only when a byte differs. A Lockfile is
+# immutable, so handing the same one out twice is safe.
+_last_read: tuple[str, bytes, Lockfile] | None = None
 
 
 def lock_entries(data: bytes) -> Mapping[str, LockEntry]:

@@ -96,6 +96,7 @@ class SpliceRuntime:
         self._max_log_bytes = max_log_bytes
         self._max_output_bytes = max_output_bytes
         self._reuse: ReusePool | None = None
+        self._verified: dict[tuple[str, str], LoadedPackage] = {}  # load_verified's
         if reuse is not None:
             from splice_build.runtime.pool import WarmPool
             from splice_build.runtime.reuse import ReusePool
@@ -137,7 +138,31 @@ class SpliceRuntime:
             return load_package(path)
         from splice_build.spec.tree_digest import tree_digest
 
-        digest = tree_digest(Path(os.path.realpath(path)))
+        return self._pinned(path, tree_digest(Path(os.path.realpath(path))))
+
+    def load_verified(self, path: str | os.PathLike[str], files_digest: str) -> LoadedPackage:
+        """``load`` of a directory whose files digest the caller has just computed from its
+        bytes (``Splice.run``, after checking it against the lock): not hashed again here.
+
+        The package is described once per directory and digest: the digest covers every
+        byte and refuses links, so a second description could only repeat the first. Before
+        the job, ``execute`` still recomputes the digest from the bytes and refuses the call
+        when it differs (``INSTALLED_PACKAGE_MODIFIED``).
+        """
+        real = os.path.realpath(path)
+        loaded = self._verified.get((real, files_digest))
+        if loaded is None:
+            loaded = load_package(real) if self._pool is None else self._pinned(real, files_digest)
+            if len(self._verified) >= _VERIFIED_MAX:
+                self._verified.clear()
+            self._verified[(real, files_digest)] = loaded
+        elif self._pool is not None:
+            self.prewarm(loaded)
+        return loaded
+
+    def _pinned(self, path: str | os.PathLike[str], digest: str | None) -> PinnedPackage:
+        """The package at ``path`` keyed by ``digest`` (taken before its manifest is read),
+        with a warm process requested for it."""
         pkg = load_package(path)
         pinned = PinnedPackage(**{f: getattr(pkg, f) for f in _LOADED_FIELDS}, files_digest=digest)
         self.prewarm(pinned)
@@ -445,6 +470,7 @@ class _RedactionBudget:
 
 
 _LOADED_FIELDS = tuple(f.name for f in fields(LoadedPackage))
+_VERIFIED_MAX = 256  # packages described by ``load_verified`` kept per runtime
 
 
 def _digest(directory: Path) -> str | None:

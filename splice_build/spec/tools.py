@@ -18,6 +18,16 @@ def mcp_tool_name(namespace: str, name: str, tool: str) -> str:
     return f"{namespace}_{name}_{tool}"
 
 
+def split_mcp_tool_name(text: str) -> tuple[str, str] | None:
+    """``(package id, tool)`` named by an MCP tool name, or None when ``text`` cannot be one
+    (segments and tools never hold ``_``, so exactly two separate the three parts)."""
+    parts = text.split("_")
+    if len(parts) != 3:
+        return None
+    namespace, name, tool = parts
+    return f"@{namespace}/{name}", tool
+
+
 def annotations_for(permissions: Permissions) -> dict[str, bool]:
     """``readOnlyHint`` / ``destructiveHint`` from ``fs.write``; ``openWorldHint`` from network
     or capabilities (host capabilities reach external data too)."""

@@ -191,3 +191,27 @@ def test_all_problems_are_listed(tmp_path: Path) -> None:
         "malformed entry for @a/a",
         "malformed entry for @a/b",
     ]
+
+
+def test_a_lock_read_again_is_parsed_again_when_any_byte_differs(tmp_path: Path) -> None:
+    """The last lock read is kept by its exact bytes: the same bytes give the same parse, a
+    same-size edit or the same text in the legacy file is read afresh."""
+    save_lockfile(tmp_path, Lockfile({"@acme/tool": _full_entry()}))
+    first = load_lockfile(tmp_path)
+    assert load_lockfile(tmp_path) is first
+    lock_file = tmp_path / "splice.lock"
+    text = lock_file.read_text(encoding="utf-8")
+    edited = text.replace('"1.0.0"', '"1.0.1"', 1)
+    assert len(edited) == len(text) and edited != text
+    lock_file.write_text(edited, encoding="utf-8")
+    second = load_lockfile(tmp_path)
+    assert second.packages["@acme/tool"].version == "1.0.1"
+    assert second.source != first.source
+    lock_file.write_text("{", encoding="utf-8")
+    with pytest.raises(ProjectError) as info:
+        load_lockfile(tmp_path)
+    assert info.value.code is ErrorCode.INVALID_PROJECT
+    lock_file.unlink()
+    (tmp_path / "splice-lock.json").write_text(edited, encoding="utf-8")
+    legacy = load_lockfile(tmp_path)
+    assert legacy.packages == second.packages and legacy.source is None

@@ -104,6 +104,34 @@ def test_no_tool_code_runs_before_the_job(
     assert (project / "out" / f"imported-{pid}").exists()
 
 
+@pytest.mark.parametrize("pool", [True, False])
+def test_a_verified_load_is_described_once_and_still_rechecked_when_pooled(
+    pooled: SpliceRuntime, project: Path, tmp_path: Path, pool: bool
+) -> None:
+    """``load_verified`` (Splice.run after its check against the lock) trusts the caller's
+    digest for the description, never for the call: a pooled call re-hashes before its job."""
+    from splice_build.spec.tree_digest import tree_digest
+
+    runtime = pooled if pool else SpliceRuntime(project_root=project, env={})
+    (project / "out").mkdir()
+    pkg_dir = write_package(tmp_path / "pkgs", WRITES_ON_IMPORT, permissions=OUT)
+    digest = tree_digest(pkg_dir)
+    assert digest is not None
+    pkg = runtime.load_verified(pkg_dir, digest)
+    assert runtime.load_verified(pkg_dir, digest) is pkg
+    entry = pkg_dir / "tools" / "t.mjs"
+    entry.write_text(entry.read_text() + "// changed after the caller's check\n")
+    assert runtime.load_verified(pkg_dir, digest) is pkg  # the same key, the same description
+    result = runtime.execute(pkg, "t", {})
+    if pool:
+        assert result.error is not None
+        assert result.error.code == ErrorCode.INSTALLED_PACKAGE_MODIFIED, result.to_json()
+        assert not list((project / "out").iterdir())  # no job reached any process
+    new_digest = tree_digest(pkg_dir)
+    assert new_digest is not None
+    assert runtime.load_verified(pkg_dir, new_digest) is not pkg
+
+
 def test_package_modified_after_its_process_started_is_refused(
     pooled: SpliceRuntime, project: Path, tmp_path: Path
 ) -> None:

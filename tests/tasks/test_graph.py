@@ -12,6 +12,7 @@ import pytest
 from splice_build.errors import ErrorCode, SpliceError
 from splice_build.project.layout import ProjectLayout
 from splice_build.sdk import Splice
+from splice_build.spec.manifest import Manifest
 from splice_build.spec.tree_digest import tree_digest
 from testing.registry_fixtures import new_project
 
@@ -220,6 +221,36 @@ def test_tool_resolution(tmp_path: Path, registry: dict) -> None:
         splice.resolve_tool("missing.hello")
     assert info.value.code is ErrorCode.NOT_INSTALLED
     assert [d["qualifiedName"] for d in splice.tools()] == [f"{GREETER}.hello", f"{OTHER}.hello"]
+
+
+def test_an_mcp_name_reads_no_other_manifest(
+    tmp_path: Path, registry: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``<ns>_<name>_<tool>`` says its package: resolving it costs the same with 2 packages
+    as with 200 (a bare tool name still reads every installed manifest)."""
+    from splice_build import sdk
+
+    project = new_project(tmp_path / "p")
+    splice = _installed(project)
+    read: list[str] = []
+    real = sdk.read_installed_manifest
+
+    def recording(directory: Path) -> Manifest:
+        read.append(directory.name)
+        return real(directory)
+
+    monkeypatch.setattr(sdk, "read_installed_manifest", recording)
+    pkg, tool = splice.resolve_tool("acme_greeter_hello")
+    assert (pkg.id, tool) == (GREETER, "hello")
+    assert read == []
+    for ref in ("acme_greeter_nope", "acme_missing_hello", "acme_greeter_hello_x", "acme_greeter"):
+        with pytest.raises(SpliceError) as info:
+            splice.resolve_tool(ref)
+        assert info.value.code is ErrorCode.NOT_INSTALLED, ref
+    assert read == []
+    with pytest.raises(SpliceError):
+        splice.resolve_tool("hello")
+    assert sorted(read) == ["greeter", "other"]
 
 
 def test_remove_and_verify(tmp_path: Path, registry: dict) -> None:
