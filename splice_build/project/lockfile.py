@@ -198,9 +198,9 @@ def load_lockfile(root: Path) -> Lockfile:
             return last[2]
         parsed = _decode(path.name, data)
         if path == layout.lock_file:
-            import hashlib
+            from splice_build.spec.digests import sha256_hex
 
-            parsed = Lockfile(parsed.packages, source=hashlib.sha256(data).hexdigest())
+            parsed = Lockfile(parsed.packages, source=sha256_hex(data))
         _last_read = (path.name, data, parsed)
         return parsed
     return Lockfile({}, source=NO_LOCK_FILE)

@@ -164,9 +164,9 @@ def load_project_file(root: Path) -> ProjectFile:
         value = decode_json(data)
     except ValueError as exc:
         raise _invalid(str(exc)) from exc
-    import hashlib
+    from splice_build.spec.digests import sha256_hex
 
-    return replace(_parse(value), source=hashlib.sha256(data).hexdigest())
+    return replace(_parse(value), source=sha256_hex(data))
 
 
 def save_project_file(root: Path, pf: ProjectFile) -> None:

@@ -14,7 +14,7 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from splice_build.spec.digests import files_digest_from_hashes
+from splice_build.spec.digests import files_digest_from_hashes, new_sha256
 from splice_build.spec.limits import MAX_FILES
 
 _CHUNK = 1024 * 1024
@@ -26,8 +26,6 @@ class NotAPackageTree(Exception):
 
 def hash_package_file(path: str) -> str:
     """Hex SHA-256 of the regular file at ``path``; ``NotAPackageTree`` for anything else."""
-    import hashlib  # here: a no-op sync walks package trees without hashing (tasks/noop.py)
-
     # O_NOFOLLOW: the entry was a regular file when listed; refuse it if it became a link.
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0))
     try:
@@ -37,7 +35,7 @@ def hash_package_file(path: str) -> str:
         # One read sized to a small file (os.read allocates what it is asked for); large
         # files go in 1 MiB reads. A short read of a regular file is its end.
         want = min(info.st_size + 1, _CHUNK)
-        digest = hashlib.sha256()
+        digest = new_sha256(info.st_size)
         while True:
             chunk = os.read(fd, want)
             digest.update(chunk)

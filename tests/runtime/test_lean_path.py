@@ -1,6 +1,6 @@
 """The one-shot CLI path stays lean: `splice --version` and `splice run` (a package directory,
 and an installed package) import no registry server, MCP, HTTP client, doit, jsonschema or
-cryptography, nor the standard ``dataclasses`` and ``inspect``, nor what only a crash report, a login or a capability call needs (traceback,
+cryptography, nor the standard ``dataclasses``, ``inspect`` and ``hashlib``, nor what only a crash report, a login or a capability call needs (traceback,
 datetime, platform), and Node's version is read without starting a process."""
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ HEAVY = (
     # every class it makes
     "dataclasses",
     "inspect",
+    # splice_build/spec/digests.py: a small package is hashed without loading OpenSSL (~4 ms)
+    "hashlib",
 )
 REPO = Path(__file__).resolve().parents[2]
 

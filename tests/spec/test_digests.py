@@ -89,3 +89,31 @@ def test_undecodable_names_get_distinct_lines_instead_of_failing() -> None:
     second = files_digest({"a\udcfe": b"x"})
     assert first != second
     assert is_integrity(first)
+
+
+def test_the_builtin_sha256_agrees_with_openssl_and_gives_way_past_its_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``new_sha256`` hands out CPython's own SHA-256 until the process's budget is spent,
+    then OpenSSL's: the same digests, on every padding boundary and in chunks."""
+    import hashlib
+    import random
+
+    from splice_build.spec import digests
+
+    monkeypatch.setattr(digests, "_budget", [3000])
+    rng = random.Random(22)
+    sizes = [0, 1, 55, 56, 57, 63, 64, 65, 119, 120, 128, 1000, 1500, 4096, 70_000]
+    kinds = []
+    for size in sizes:
+        data = rng.randbytes(size)
+        digest = digests.new_sha256(size)
+        for start in range(0, size, 37):
+            digest.update(data[start : start + 37])
+        assert digest.hexdigest() == hashlib.sha256(data).hexdigest(), size
+        kinds.append(type(digest).__name__)
+    builtin = type(hashlib.sha256()).__name__ != kinds[0]
+    assert builtin, "the first small input takes the builtin"
+    assert kinds[-1] == kinds[-2] == type(hashlib.sha256()).__name__
+    # 0 + 1 + ... + 1000 fit in 3000 bytes; 1500 no longer does
+    assert kinds.index(type(hashlib.sha256()).__name__) == sizes.index(1500)
