@@ -86,6 +86,20 @@ def bare_node_rate(*, concurrent: int, starts: int) -> float:
     return starts / (time.perf_counter() - began)
 
 
+def machine_cpu_ms() -> tuple[float, float] | None:
+    """CPU the whole machine has spent since boot, in ms: user (niced included) and kernel
+    (system, irq, softirq), from /proc/stat; None where there is none. Kernel work no process
+    is charged for (a namespace's teardown runs in kernel threads) is counted here."""
+    try:
+        with open("/proc/stat", encoding="ascii") as f:
+            fields = [int(v) for v in f.readline().split()[1:8]]
+    except (OSError, ValueError):
+        return None
+    tick_ms = 1000 / os.sysconf("SC_CLK_TCK")
+    user, nice, system, _idle, _iowait, irq, softirq = fields
+    return (user + nice) * tick_ms, (system + irq + softirq) * tick_ms
+
+
 def time_command(
     argv: Sequence[str],
     *,
