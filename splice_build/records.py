@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import reprlib
 from collections.abc import Callable
+from operator import attrgetter
 from typing import Any, ClassVar, TypeVar, dataclass_transform, overload
 
 __all__ = ["MISSING", "Field", "FrozenInstanceError", "dataclass", "field", "fields", "replace"]
@@ -267,20 +268,33 @@ def _make_repr(shown: tuple[str, ...]) -> Callable[[Any], str]:
     return __repr__
 
 
+def _values_of(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
+    """The tuple of an instance's ``names`` attributes, read in C (``attrgetter``): equality
+    and hashing run on every dict lookup of a record key, such as the warm pool's."""
+    if len(names) > 1:
+        return attrgetter(*names)
+    if names:
+        get = attrgetter(names[0])
+        return lambda obj: (get(obj),)
+    return lambda obj: ()
+
+
 def _make_eq(compared: tuple[str, ...]) -> Callable[[Any, Any], Any]:
+    values = _values_of(compared)
+
     def __eq__(self: Any, other: Any) -> Any:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return tuple(getattr(self, n) for n in compared) == tuple(
-            getattr(other, n) for n in compared
-        )
+        return values(self) == values(other)
 
     return __eq__
 
 
 def _make_hash(hashed: tuple[str, ...]) -> Callable[[Any], int]:
+    values = _values_of(hashed)
+
     def __hash__(self: Any) -> int:
-        return hash(tuple(getattr(self, n) for n in hashed))
+        return hash(values(self))
 
     return __hash__
 

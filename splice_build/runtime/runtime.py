@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -229,7 +230,7 @@ class SpliceRuntime:
                 duration_ms=round((time.monotonic() - started) * 1000),
             )
         secrets = [self._env[name] for name in pkg.manifest.permissions.env if name in self._env]
-        paths = PathSanitizer.for_paths({pkg.dir: "<package>", self.project_root: "<project>"})
+        paths = _path_sanitizer(pkg.dir, self.project_root)
         isolation: IsolationPlan | None = None  # set once a process is started
         budget = _RedactionBudget(None)  # the call's deadline, once the job has one
 
@@ -471,6 +472,13 @@ class _RedactionBudget:
 
 _LOADED_FIELDS = tuple(f.name for f in fields(LoadedPackage))
 _VERIFIED_MAX = 256  # packages described by ``load_verified`` kept per runtime
+
+
+@lru_cache(maxsize=64)
+def _path_sanitizer(package_dir: Path, project_root: Path) -> PathSanitizer:
+    """The placeholders of a call's texts, built once per package and project (each call of
+    ``splice mcp`` would otherwise build its path forms and their pattern again)."""
+    return PathSanitizer.for_paths({package_dir: "<package>", project_root: "<project>"})
 
 
 def _digest(directory: Path) -> str | None:
