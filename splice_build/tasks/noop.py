@@ -219,19 +219,18 @@ def _result(workspace: Workspace, check: bool, states: dict[Path, NoopState]) ->
     from splice_build.spec.paths import utf16_sort_key
     from splice_build.tasks.summary import Pinned, ProjectOutcome, SyncResult
 
-    outcomes = []
-    for directory in workspace.members:
-        versions = states[directory].packages
-        ordered = sorted(versions, key=utf16_sort_key)
-        pinned = tuple(Pinned(package_id, versions[package_id]) for package_id in ordered)
-        outcomes.append(ProjectOutcome(workspace.label(directory), unchanged=pinned))
-    record = _up_to_date(
-        [
-            (workspace.label(directory), states[directory].packages)
-            for directory in workspace.members
-        ]
+    projects = [(workspace.label(d), states[d].packages) for d in workspace.members]
+    outcomes = tuple(
+        ProjectOutcome(
+            label,
+            unchanged=tuple(
+                Pinned(package_id, versions[package_id])
+                for package_id in sorted(versions, key=utf16_sort_key)
+            ),
+        )
+        for label, versions in projects
     )
-    return SyncResult(str(workspace.root), check, tuple(outcomes), record)
+    return SyncResult(str(workspace.root), check, outcomes, _up_to_date(projects))
 
 
 def _up_to_date(projects: list[tuple[str, Mapping[str, str]]]) -> TaskRecord:
