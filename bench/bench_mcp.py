@@ -2,7 +2,7 @@
 as ratios to a cold `splice run example.hello` (whole process) measured in the same run, and
 the server's resident set (plus its sandbox processes).
 
-Three servers: `splice mcp` as shipped (with its warm pool of sandbox processes), the same
+Three servers are measured: `splice mcp` as shipped (with its warm pool of sandbox processes), the same
 server without a pool (``COLD_SERVER``: one Node start per call, on the call's path), to show
 what the pool buys, and `splice mcp --reuse` (opt-in: a process serves successive calls of
 one package, docs/runtime.md#opt-in-reuse).
@@ -12,7 +12,12 @@ The 4-caller rows are set against the ceiling of one fresh process per call: how
 ≥ 0.8 × for the servers that start a process per call), measured in the same run; and what
 the whole machine spends per call against per bare start (/proc/stat: kernel work charged to
 no process counts too), with its kernel share. Last, the server's own CPU per call in a
-project of 20 packages against the example project's (a call re-checks only its package)."""
+project of 20 packages against the example project's (a call re-checks only its package).
+
+A fourth server is a reference only: `splice mcp` with the OS layer switched off by the user
+setting ``isolation = in-process``, to show how much of the gap to the ceiling is the OS
+layer's and how much is the rest of a call (docs/runtime.md, "The ceiling of one process per
+call")."""
 
 from __future__ import annotations
 
@@ -258,6 +263,18 @@ def _per_package_cost(base: Path, env: dict[str, str], project: Path, *, calls: 
 
 
 MANY = 20
+OS_LAYER_OFF = "splice mcp (warm pool), OS layer off"
+
+
+def _in_process_env(base: Path, env: dict[str, str]) -> dict[str, str]:
+    """The environment of a server whose user setting switches the OS layer off
+    (``isolation = in-process``, docs/runtime.md): a reference, not a way to serve. It shows
+    what one fresh process per call reaches without namespaces, file view or seccomp, so the
+    4-caller ceiling can be split into the OS layer's share and the rest."""
+    home = base / "home-in-process"
+    home.mkdir()
+    (home / "config.json").write_text(json.dumps({"isolation": "in-process"}), encoding="utf-8")
+    return {**env, "SPLICE_HOME": str(home)}
 
 
 def run(quick: bool = False) -> list[Row]:
@@ -279,6 +296,7 @@ def run(quick: bool = False) -> list[Row]:
             ("splice mcp (warm pool)", splice_argv("mcp"), env, "≥ 0.8×"),
             ("mcp without a pool", unpooled, unpooled_env, "≥ 0.8×"),
             ("splice mcp --reuse", splice_argv("mcp", "--reuse"), env, None),
+            (OS_LAYER_OFF, splice_argv("mcp"), _in_process_env(base, env), None),
         ]
         # The ceiling is measured before each server and once after the last (the median of
         # the four), so a machine whose load drifts weighs on both sides alike.
