@@ -611,7 +611,9 @@ class Splice:
     ) -> ToolResult:
         """Run ``tool`` of a package that ``resolve_tool`` has just checked (no second hash)."""
         runtime = self._runtime()
-        loaded = runtime.load_verified(pkg.directory, pkg.lock_entry.known(pkg.id).files)
+        loaded = runtime.load_verified(
+            pkg.directory, pkg.lock_entry.known(pkg.id).files, pkg.manifest
+        )
         return runtime.execute(loaded, tool, dict(input))
 
 

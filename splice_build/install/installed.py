@@ -1,32 +1,37 @@
 """Is an installed package still the verified copy the lock describes? (invariants 3 and 4)
 
-:func:`check_installed` recomputes the files digest **from bytes** (``tree_digest``; only the
-graph's ``verify`` task of install/sync passes the stat cache's digest instead,
+:func:`check_installed` recomputes the files digest **from bytes** (``tree_hashes``; only the
+graph's ``verify`` task of install/sync passes the stat cache's hashes instead,
 docs/lifecycle.md#the-stat-cache), compares it with the lock's ``files``, reads the manifest
-it just verified, and checks that the manifest asks for nothing beyond the lock's grant. It raises instead of returning a flag:
+it just verified, and checks that the manifest asks for nothing beyond the lock's grant. It
+raises instead of returning a flag:
 ``NOT_INSTALLED``, ``INSTALLED_PACKAGE_MODIFIED`` (hint: ``splice install`` restores it) or
 ``PERMISSIONS_NOT_GRANTED`` (also when the lock's grant or the manifest reaches the project's
 own state: :func:`refuse_project_state`). An entry that does not record ``files``, ``size`` or
 ``permissions`` is ``LOCK_INCOMPLETE`` before anything is read: no check is ever skipped for a
 field the lock lacks (docs/security.md#incomplete-lock-entries).
 
-The parsed manifest is remembered per files digest (issue #7): the digest is still recomputed
-from bytes on every call, and a manifest is reused only when those bytes hash to a digest
-whose ``manifest.json`` was already parsed and validated, so the reuse trusts nothing the
+The manifest it describes the package with is bound to the verified bytes: the check hashes
+every file (``tree_hashes``), builds the digest from those hashes, and then parses only a
+``manifest.json`` whose bytes hash to the one the digest was built from. A manifest changed
+while the package was being hashed, even if changed back before the hash ended, is refused
+(``INSTALLED_PACKAGE_MODIFIED``), never described. Parses are remembered by that hash
+(issue #7): equal bytes always parse to the same manifest, so the reuse trusts nothing the
 check did not prove just now. A sync over many projects sharing a package parses it once.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from splice_build.errors import ErrorCode, InstallError, SpliceError
 from splice_build.project.layout import ProjectLayout
 from splice_build.records import dataclass
-from splice_build.spec.tree_digest import tree_digest
+from splice_build.spec.digests import files_digest_from_hashes, sha256_hex
+from splice_build.spec.tree_digest import tree_hashes
 
 if TYPE_CHECKING:
     from splice_build.project.lockfile import LockEntry
@@ -34,8 +39,9 @@ if TYPE_CHECKING:
     from splice_build.spec.permissions import Permissions
 
 RESTORE_HINT = "Run `splice install` to restore the verified copy."
-_MANIFESTS_MAX = 1024  # distinct installed package versions one process remembers
+_MANIFESTS_MAX = 1024  # distinct manifests one process remembers, by the SHA-256 of their bytes
 _manifests: dict[str, Manifest] = {}
+MANIFEST_FILE = "manifest.json"
 
 
 @dataclass(frozen=True)
@@ -74,6 +80,30 @@ def read_installed_manifest(directory: Path) -> Manifest:
     return Manifest.from_json(data, check_project_state=False)
 
 
+def _verified_manifest(package_id: str, directory: Path, verified_sha: str | None) -> Manifest:
+    """The manifest parsed from bytes whose SHA-256 is ``verified_sha``, the hash the files
+    digest was just built from; ``INSTALLED_PACKAGE_MODIFIED`` for any other bytes (the file
+    changed after it was hashed, or changed and changed back while the tree was hashed)."""
+    from splice_build.spec.manifest import Manifest
+
+    try:
+        data = (directory / MANIFEST_FILE).read_bytes()
+    except OSError as exc:
+        raise _modified(package_id, f"manifest.json cannot be read: {exc.strerror}") from exc
+    if verified_sha is None or sha256_hex(data) != verified_sha:
+        raise _modified(package_id, "manifest.json changed while the package was being verified")
+    manifest = _manifests.get(verified_sha)
+    if manifest is None:
+        try:
+            manifest = Manifest.from_json(data, check_project_state=False)
+        except SpliceError as exc:
+            raise _modified(package_id, f"manifest.json: {exc.message}") from exc
+        if len(_manifests) >= _MANIFESTS_MAX:
+            _manifests.clear()
+        _manifests[verified_sha] = manifest
+    return manifest
+
+
 def refuse_project_state(
     layout: ProjectLayout,
     package_id: str,
@@ -105,12 +135,13 @@ def check_installed(
     entry: LockEntry | None,
     *,
     home: Path | None = None,
-    digest_of: Callable[[Path], str | None] = tree_digest,
+    hashes_of: Callable[[Path], Mapping[str, str] | None] = tree_hashes,
 ) -> InstalledPackage:
     """Verify the installed copy of ``package_id`` against ``entry`` (see the module docstring);
-    ``home``: SPLICE_HOME, which no grant may reach. ``digest_of`` computes the files digest:
-    from bytes, except in the graph's ``verify`` task of install/sync, which passes the stat
-    cache's (install/statcache.py); ``splice run``/``verify``/``mcp`` never do."""
+    ``home``: SPLICE_HOME, which no grant may reach. ``hashes_of`` hashes every file the
+    files digest is built from: from bytes, except in the graph's ``verify`` task of
+    install/sync, which passes the stat cache's (install/statcache.py); ``splice run``/
+    ``verify``/``mcp`` never do."""
     directory = layout.package_dir(package_id)
     if entry is None or not directory.is_dir():
         raise InstallError(
@@ -119,23 +150,16 @@ def check_installed(
             hint=f"Run `splice add {package_id}`." if entry is None else RESTORE_HINT,
         )
     known = entry.known(package_id)  # LOCK_INCOMPLETE: no check runs on a field it lacks
-    actual = digest_of(directory)
-    if actual != known.files:
+    hashes = hashes_of(directory)
+    actual = None if hashes is None else files_digest_from_hashes(hashes)
+    if hashes is None or actual != known.files:
         reason = (
             "it contains a link, a special file or too many files"
             if actual is None
             else f"files digest {actual} differs from splice.lock ({known.files})"
         )
         raise _modified(package_id, reason)
-    manifest = _manifests.get(known.files)
-    if manifest is None:
-        try:
-            manifest = read_installed_manifest(directory)
-        except SpliceError as exc:
-            raise _modified(package_id, f"manifest.json: {exc.message}") from exc
-        if len(_manifests) >= _MANIFESTS_MAX:
-            _manifests.clear()
-        _manifests[known.files] = manifest
+    manifest = _verified_manifest(package_id, directory, hashes.get(MANIFEST_FILE))
     if manifest.id != package_id or manifest.version != entry.version:
         raise _modified(
             package_id,

@@ -43,7 +43,6 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from splice_build.records import dataclass, field
-from splice_build.spec.digests import files_digest_from_hashes
 from splice_build.spec.limits import MAX_FILES
 from splice_build.spec.tree_digest import NotAPackageTree, hash_package_file, package_files
 
@@ -143,8 +142,9 @@ class StatCache:
         except OSError:
             return False
 
-    def package_digest(self, package_id: str, directory: Path) -> str | None:
-        """The files digest of ``directory`` (as ``tree_digest``), re-hashing changed files."""
+    def package_hashes(self, package_id: str, directory: Path) -> dict[str, str] | None:
+        """The hash of every file of ``directory`` (as ``tree_hashes``), re-hashing changed
+        files."""
         known = self.records.get(package_id, {})
         listed: list[tuple[str, str, Key]] = []
         try:
@@ -168,7 +168,7 @@ class StatCache:
         hashes.update(fresh)
         if pending or len(known) != len(listed):
             self._fresh[package_id] = {rel: (key, hashes[rel]) for rel, _, key in listed}
-        return files_digest_from_hashes(hashes)
+        return hashes
 
     def save(
         self, package_ids: Iterable[str], *, before_ns: int, state: NoopState | None = None

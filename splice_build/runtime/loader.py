@@ -47,10 +47,15 @@ def _entry_inside(package_dir: Path, entry: str) -> str | None:
     return None
 
 
-def load_package(path: str | os.PathLike[str]) -> LoadedPackage:
-    """Validate and describe the package at ``path``; raises SandboxError(INVALID_PACKAGE)."""
+def load_package(
+    path: str | os.PathLike[str], *, manifest_sha256: str | None = None
+) -> LoadedPackage:
+    """Validate and describe the package at ``path``; raises SandboxError(INVALID_PACKAGE).
+
+    ``manifest_sha256``: the hash ``manifest.json`` had when the caller hashed the tree; bytes
+    that hash otherwise (the file changed since) are ``INSTALLED_PACKAGE_MODIFIED``, so the
+    description is always of the bytes the caller's digest covers."""
     from splice_build.spec.manifest import Manifest
-    from splice_build.spec.package import validate_skill_md
 
     try:
         package_dir = Path(os.path.realpath(path, strict=True))
@@ -62,10 +67,28 @@ def load_package(path: str | os.PathLike[str]) -> LoadedPackage:
         manifest_bytes = (package_dir / "manifest.json").read_bytes()
     except OSError as exc:
         raise _invalid("manifest.json is missing") from exc
+    if manifest_sha256 is not None:
+        from splice_build.spec.digests import sha256_hex
+
+        if sha256_hex(manifest_bytes) != manifest_sha256:
+            raise SandboxError(
+                ErrorCode.INSTALLED_PACKAGE_MODIFIED,
+                "manifest.json changed while the package was being hashed",
+                hint="load the package again",
+            )
     try:
         manifest = Manifest.from_json(manifest_bytes)
     except SpliceError as exc:
         raise _invalid(f"Invalid manifest: {exc.message}", exc.details) from exc
+    return describe_package(package_dir, manifest)
+
+
+def describe_package(package_dir: Path, manifest: Manifest) -> LoadedPackage:
+    """The package in ``package_dir`` (a real path) as ``manifest`` describes it, a manifest
+    the caller parsed from bytes it verified; SKILL.md and the tool entries are checked as
+    ``load_package`` checks them. Raises SandboxError(INVALID_PACKAGE)."""
+    from splice_build.spec.package import validate_skill_md
+
     skill_md = package_dir / "SKILL.md"
     if not skill_md.is_file():
         raise _invalid("SKILL.md is missing")

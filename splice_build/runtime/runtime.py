@@ -5,8 +5,8 @@ messages, details and logs are sanitised (paths → ``<package>``/``<project>``,
 redaction including the values of the tool's declared variables).
 
 With a ``WarmPool`` (``pool=``) a call takes a process started before it (runtime/pool.py):
-``load`` reads the package's files digest *before* its manifest and asks the pool for a
-process, and ``execute`` re-reads the digest after taking one and refuses the call
+``load`` hashes the package's files *before* it reads its manifest, and describes it only
+from manifest bytes that hash as they did then; it asks the pool for a process, and ``execute`` re-reads the digest after taking one and refuses the call
 (``INSTALLED_PACKAGE_MODIFIED``) before sending the job when the files changed since ``load``.
 Without a pool every call starts its own process (the one-shot CLI).
 
@@ -41,7 +41,7 @@ from splice_build.runtime.limits import (
     MAX_TIMEOUT_MS,
     REDACTION_GRACE_S,
 )
-from splice_build.runtime.loader import LoadedPackage, load_package
+from splice_build.runtime.loader import LoadedPackage, describe_package, load_package
 from splice_build.runtime.node import NodeBinary, find_node
 from splice_build.runtime.outcome import outcome_to_error, output_error
 from splice_build.runtime.protocol import Job, ResultOk
@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from splice_build.runtime.isolation.support import IsolationSupport
     from splice_build.runtime.pool import PoolKey, WarmPool
     from splice_build.runtime.reuse import Lease, ReusePool
-    from splice_build.spec.manifest import Tool
+    from splice_build.spec.manifest import Manifest, Tool
     from splice_build.spec.reuse import ReusePolicy
 
 
@@ -137,23 +137,36 @@ class SpliceRuntime:
         """
         if self._pool is None:
             return load_package(path)
-        from splice_build.spec.tree_digest import tree_digest
+        from splice_build.spec.digests import files_digest_from_hashes
+        from splice_build.spec.tree_digest import tree_hashes
 
-        return self._pinned(path, tree_digest(Path(os.path.realpath(path))))
+        real = Path(os.path.realpath(path))
+        hashes = tree_hashes(real)
+        if hashes is None:  # links, special files, too many files: no process is warmed
+            return self._pinned(load_package(real), None)
+        described = load_package(real, manifest_sha256=hashes.get("manifest.json", ""))
+        return self._pinned(described, files_digest_from_hashes(hashes))
 
-    def load_verified(self, path: str | os.PathLike[str], files_digest: str) -> LoadedPackage:
-        """``load`` of a directory whose files digest the caller has just computed from its
-        bytes (``Splice.run``, after checking it against the lock): not hashed again here.
+    def load_verified(
+        self, path: str | os.PathLike[str], files_digest: str, manifest: Manifest
+    ) -> LoadedPackage:
+        """``load`` of an installed package the caller has just verified from its bytes
+        (``Splice.run``: ``files_digest`` checked against the lock, ``manifest`` parsed from
+        bytes that hash to what that digest covers, install/installed.py): neither hashed
+        nor read again here.
 
-        The package is described once per directory and digest: the digest covers every
-        byte and refuses links, so a second description could only repeat the first. Before
-        the job, ``execute`` still recomputes the digest from the bytes and refuses the call
-        when it differs (``INSTALLED_PACKAGE_MODIFIED``).
+        The description is kept per directory and digest, and reused only for the very
+        manifest object it was built from. With a pool, ``execute`` recomputes the digest
+        from the bytes after taking a process and refuses the call when it differs
+        (``INSTALLED_PACKAGE_MODIFIED``); without one, the process is started right after
+        the caller's check.
         """
         real = os.path.realpath(path)
         loaded = self._verified.get((real, files_digest))
-        if loaded is None:
-            loaded = load_package(real) if self._pool is None else self._pinned(real, files_digest)
+        if loaded is None or loaded.manifest is not manifest:
+            loaded = describe_package(Path(real), manifest)
+            if self._pool is not None:
+                loaded = self._pinned(loaded, files_digest)
             if len(self._verified) >= _VERIFIED_MAX:
                 self._verified.clear()
             self._verified[(real, files_digest)] = loaded
@@ -161,10 +174,9 @@ class SpliceRuntime:
             self.prewarm(loaded)
         return loaded
 
-    def _pinned(self, path: str | os.PathLike[str], digest: str | None) -> PinnedPackage:
-        """The package at ``path`` keyed by ``digest`` (taken before its manifest is read),
-        with a warm process requested for it."""
-        pkg = load_package(path)
+    def _pinned(self, pkg: LoadedPackage, digest: str | None) -> PinnedPackage:
+        """``pkg`` keyed by ``digest`` (of the bytes its manifest was read from), with a warm
+        process requested for it."""
         pinned = PinnedPackage(**{f: getattr(pkg, f) for f in _LOADED_FIELDS}, files_digest=digest)
         self.prewarm(pinned)
         return pinned

@@ -277,9 +277,9 @@ class SpliceTaskLoader(TaskLoader2):
                     if cache is None:
                         checked = check_installed(run.layout, package_id, entry)
                     else:
-                        digest_of = functools.partial(cache.package_digest, package_id)
+                        hashes_of = functools.partial(cache.package_hashes, package_id)
                         checked = check_installed(
-                            run.layout, package_id, entry, digest_of=digest_of
+                            run.layout, package_id, entry, hashes_of=hashes_of
                         )
                     run.installed[package_id] = checked
                 except SpliceError as exc:

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 from splice_build.install.statcache import StatCache, file_system_now
-from splice_build.spec.tree_digest import tree_digest
+from splice_build.spec.tree_digest import tree_hashes
 
 PACKAGE = "@acme/pkg"
 
@@ -31,7 +31,7 @@ def test_files_not_strictly_older_than_the_clock_are_not_recorded(tmp_path: Path
     directory = _package(tmp_path)
     path = tmp_path / "statcache.json"
     cache = StatCache.load(path)
-    assert cache.package_digest(PACKAGE, directory) == tree_digest(directory)
+    assert cache.package_hashes(PACKAGE, directory) == tree_hashes(directory)
     cache.save([PACKAGE], before_ns=min(_times(directory)))  # same tick as the oldest stamp
     assert json.loads(path.read_text())["packages"] == {}
 
@@ -40,7 +40,7 @@ def test_files_not_strictly_older_than_the_clock_are_not_recorded(tmp_path: Path
     now = file_system_now(marker)
     assert now >= max(_times(directory))
     cache = StatCache.load(path)
-    cache.package_digest(PACKAGE, directory)
+    cache.package_hashes(PACKAGE, directory)
     cache.save([PACKAGE], before_ns=max(_times(directory)) + 1)
     assert set(json.loads(path.read_text())["packages"][PACKAGE]) == {"manifest.json", "lib/a.js"}
 
@@ -49,7 +49,7 @@ def test_records_not_older_than_the_cache_file_are_ignored(tmp_path: Path) -> No
     directory = _package(tmp_path)
     path = tmp_path / "statcache.json"
     cache = StatCache.load(path)
-    cache.package_digest(PACKAGE, directory)
+    cache.package_hashes(PACKAGE, directory)
     cache.save([PACKAGE], before_ns=max(_times(directory)) + 1)
     later = max(_times(directory)) + 10**9
     os.utime(path, ns=(later, later))
@@ -62,7 +62,7 @@ def test_records_not_older_than_the_cache_file_are_ignored(tmp_path: Path) -> No
 def test_a_link_in_the_tree_has_no_digest(tmp_path: Path) -> None:
     directory = _package(tmp_path)
     (directory / "lib" / "link.js").symlink_to(directory / "lib" / "a.js")
-    assert StatCache.load(tmp_path / "statcache.json").package_digest(PACKAGE, directory) is None
+    assert StatCache.load(tmp_path / "statcache.json").package_hashes(PACKAGE, directory) is None
 
 
 def test_large_packages_hash_on_threads_to_the_same_digest(tmp_path: Path) -> None:
@@ -74,4 +74,4 @@ def test_large_packages_hash_on_threads_to_the_same_digest(tmp_path: Path) -> No
     total = sum(p.stat().st_size for p in directory.rglob("*") if p.is_file())
     assert total >= statcache.PARALLEL_MIN_BYTES  # the threaded path is taken
     cache = StatCache.load(tmp_path / "statcache.json")
-    assert cache.package_digest(PACKAGE, directory) == tree_digest(directory)
+    assert cache.package_hashes(PACKAGE, directory) == tree_hashes(directory)

@@ -109,7 +109,9 @@ def test_a_verified_load_is_described_once_and_still_rechecked_when_pooled(
     pooled: SpliceRuntime, project: Path, tmp_path: Path, pool: bool
 ) -> None:
     """``load_verified`` (Splice.run after its check against the lock) trusts the caller's
-    digest for the description, never for the call: a pooled call re-hashes before its job."""
+    digest and manifest for the description, never for the call: a pooled call re-hashes
+    before its job. A description is reused only for the very manifest it was built from."""
+    from splice_build.spec.manifest import Manifest
     from splice_build.spec.tree_digest import tree_digest
 
     runtime = pooled if pool else SpliceRuntime(project_root=project, env={})
@@ -117,19 +119,53 @@ def test_a_verified_load_is_described_once_and_still_rechecked_when_pooled(
     pkg_dir = write_package(tmp_path / "pkgs", WRITES_ON_IMPORT, permissions=OUT)
     digest = tree_digest(pkg_dir)
     assert digest is not None
-    pkg = runtime.load_verified(pkg_dir, digest)
-    assert runtime.load_verified(pkg_dir, digest) is pkg
+    manifest = Manifest.from_json((pkg_dir / "manifest.json").read_bytes())
+    pkg = runtime.load_verified(pkg_dir, digest, manifest)
+    assert pkg.manifest is manifest
+    assert runtime.load_verified(pkg_dir, digest, manifest) is pkg
     entry = pkg_dir / "tools" / "t.mjs"
     entry.write_text(entry.read_text() + "// changed after the caller's check\n")
-    assert runtime.load_verified(pkg_dir, digest) is pkg  # the same key, the same description
+    assert runtime.load_verified(pkg_dir, digest, manifest) is pkg  # same key, same description
     result = runtime.execute(pkg, "t", {})
     if pool:
         assert result.error is not None
         assert result.error.code == ErrorCode.INSTALLED_PACKAGE_MODIFIED, result.to_json()
         assert not list((project / "out").iterdir())  # no job reached any process
+    else:  # without a pool the process starts right after the caller's check, unchecked
+        assert result.ok, result.to_json()
+    other = Manifest.from_json((pkg_dir / "manifest.json").read_bytes())
+    assert runtime.load_verified(pkg_dir, digest, other) is not pkg
     new_digest = tree_digest(pkg_dir)
     assert new_digest is not None
-    assert runtime.load_verified(pkg_dir, new_digest) is not pkg
+    assert runtime.load_verified(pkg_dir, new_digest, other) is not pkg
+
+
+def test_a_pooled_load_describes_only_the_manifest_it_hashed(
+    pooled: SpliceRuntime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``load`` with a pool hashes the tree before it reads the manifest; a manifest replaced
+    in between (then put back) is refused, not described under the digest of the old one."""
+    from splice_build.errors import SandboxError
+    from splice_build.spec import tree_digest as hashing
+
+    pkg_dir = write_package(tmp_path / "pkgs", tool_returning("1"))
+    manifest_path = pkg_dir / "manifest.json"
+    good = manifest_path.read_bytes()
+    real_hash = hashing.hash_package_file
+
+    def hash_then_swap(path: str) -> str:
+        digest = real_hash(path)
+        if path == str(manifest_path):
+            manifest_path.write_bytes(good.replace(b'"t"', b'"u"'))
+        return digest
+
+    monkeypatch.setattr(hashing, "hash_package_file", hash_then_swap)
+    with pytest.raises(SandboxError) as info:
+        pooled.load(pkg_dir)
+    assert info.value.code is ErrorCode.INSTALLED_PACKAGE_MODIFIED
+    monkeypatch.undo()
+    manifest_path.write_bytes(good)
+    assert [t.name for t in pooled.load(pkg_dir).manifest.tools] == ["t"]
 
 
 def test_package_modified_after_its_process_started_is_refused(

@@ -253,6 +253,74 @@ def test_an_mcp_name_reads_no_other_manifest(
     assert sorted(read) == ["greeter", "other"]
 
 
+@pytest.mark.parametrize("pooled", [False, True])
+@pytest.mark.parametrize("when", ["while hashed", "after the check"])
+def test_a_manifest_swapped_during_a_call_is_never_remembered(
+    tmp_path: Path, registry: dict, monkeypatch: pytest.MonkeyPatch, pooled: bool, when: str
+) -> None:
+    """A ``manifest.json`` replaced during a call (a concurrent install, or an attacker who
+    swaps it back before anyone looks), right after the check hashed it or right after the
+    check ended, never describes the package: nothing read from it outlives the call, so once
+    the bytes are the lock's again every call is described by them. The swapped manifest asks
+    for no more than the grant (it would pass the grant check), only refuses every input."""
+    from splice_build import sdk
+    from splice_build.runtime.pool import WarmPool
+    from splice_build.spec import tree_digest as hashing
+
+    project = new_project(tmp_path / "p")
+    _installed(project).close()
+    manifest_path = ProjectLayout(project).package_dir(GREETER) / "manifest.json"
+    good = manifest_path.read_bytes()
+    swapped = json.loads(good)
+    for tool in swapped["tools"]:
+        tool["input"] = {"type": "object", "properties": {}, "additionalProperties": False}
+    swaps: list[str] = []
+
+    def swap() -> None:
+        if not swaps:
+            manifest_path.write_text(json.dumps(swapped))
+            swaps.append(when)
+
+    if when == "while hashed":
+        real_hash = hashing.hash_package_file
+
+        def hash_then_swap(path: str) -> str:
+            digest = real_hash(path)
+            if path == str(manifest_path):
+                swap()
+            return digest
+
+        monkeypatch.setattr(hashing, "hash_package_file", hash_then_swap)
+    else:
+        real_resolve = sdk.Splice.resolve_tool
+
+        def resolve_then_swap(self: Splice, ref: str) -> tuple:
+            resolved = real_resolve(self, ref)
+            swap()
+            return resolved
+
+        monkeypatch.setattr(sdk.Splice, "resolve_tool", resolve_then_swap)
+    splice = Splice(project, broker=False, pool=WarmPool() if pooled else None)
+    try:
+        first = None
+        try:
+            first = splice.run("greeter.hello", {"name": "x"})
+        except SpliceError as exc:
+            assert exc.code is ErrorCode.INSTALLED_PACKAGE_MODIFIED
+        assert swaps
+        if first is not None:  # after the check: described by the bytes the check verified
+            refused = first.error is not None and first.error.code == "INSTALLED_PACKAGE_MODIFIED"
+            assert first.ok or (pooled and refused), first.to_json()
+        manifest_path.write_bytes(good)  # the lock's bytes again
+        monkeypatch.undo()
+        assert splice.check(GREETER).manifest == Manifest.from_json(good)
+        for _ in range(2):
+            result = splice.run("greeter.hello", {"name": "x"})
+            assert result.ok, result.to_json()
+    finally:
+        splice.close()
+
+
 def test_remove_and_verify(tmp_path: Path, registry: dict) -> None:
     project = new_project(tmp_path / "p")
     splice = _installed(project)
