@@ -12,7 +12,7 @@ import math
 import re
 from typing import Any
 
-from splice_build.records import dataclass
+from splice_build.records import dataclass, field
 from splice_build.runtime.builtins import allowed_builtins
 from splice_build.runtime.limits import (
     FETCH_CHUNK_BYTES,
@@ -27,10 +27,11 @@ from splice_build.runtime.limits import (
     MAX_OUTPUT_DEPTH,
 )
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2  # 2: jobs carry an id that their result repeats
 # The exact prefix host.mjs writes before a successful output (used to name an oversized
 # frame OUTPUT_TOO_LARGE rather than a protocol violation).
 RESULT_OK_PREFIX = b'{"type":"result","ok":true,"output":'
+_JOB_ID = re.compile(r"[0-9a-f]{32}")
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
 
 
@@ -41,12 +42,23 @@ class ProtocolViolation(Exception):
 @dataclass(frozen=True)
 class ResultOk:
     output: Any
+    job: str  # the id of the job it answers (Session refuses any other)
 
 
 @dataclass(frozen=True)
 class ResultError:
     code: str
     message: str
+    job: str
+
+
+def new_job_id() -> str:
+    """A job's id: 128 random bits the host repeats in its result and the tool cannot read
+    (host.mjs keeps it out of the tool's reach), so a result frame the tool writes itself
+    cannot pass for its job's (PROTOCOL.md, "Results belong to their job")."""
+    import os
+
+    return os.urandom(16).hex()
 
 
 @dataclass(frozen=True)
@@ -108,6 +120,7 @@ class Job:
     input: Any
     context: dict[str, Any]
     env: dict[str, str]
+    id: str = field(default_factory=new_job_id)
     # Test hook only (SpliceRuntime(_unsafe_in_process_guards_off=True)): the host installs
     # none of its guards (module guard, fetch shim, process locks).
     unsafe_in_process_guards_off: bool = False
@@ -116,6 +129,7 @@ class Job:
         frame: dict[str, Any] = {
             "type": "job",
             "protocol": PROTOCOL_VERSION,
+            "id": self.id,
             "entryUrl": self.entry_url,
             "input": self.input,
             "context": self.context,
@@ -237,13 +251,16 @@ def parse_child_message(raw: bytes) -> ChildMessage:
     kind = frame.get("type")
     if kind == "result":
         ok = frame.get("ok")
+        job = frame.get("job")
+        if not isinstance(job, str) or not _JOB_ID.fullmatch(job):
+            raise ProtocolViolation("result without a job id")
         if ok is True:
-            _require(frame, {"type", "ok", "output"})
+            _require(frame, {"type", "ok", "output", "job"})
             if "output" not in frame:
                 raise ProtocolViolation("result without output")
-            return ResultOk(frame["output"])
+            return ResultOk(frame["output"], job)
         if ok is False:
-            _require(frame, {"type", "ok", "error"})
+            _require(frame, {"type", "ok", "error", "job"})
             error = frame.get("error")
             if (
                 not isinstance(error, dict)
@@ -252,7 +269,7 @@ def parse_child_message(raw: bytes) -> ChildMessage:
                 or not isinstance(error["message"], str)
             ):
                 raise ProtocolViolation("malformed error result")
-            return ResultError(error["code"], error["message"])
+            return ResultError(error["code"], error["message"], job)
         raise ProtocolViolation("result without a boolean ok")
     if kind == "capability":
         _require(frame, {"type", "id", "name", "args"})

@@ -7,9 +7,11 @@ the limits, the isolation plan — and only a call with an equal key takes it: n
 packages, never two grants. A process is taken by one call at a time (it leaves the pool
 while the call runs), so concurrent calls never share one: each takes its own.
 
-It is given back only after a clean success (session.py: nothing of the call left open) and
-only while it is under the policy's limits (spec/reuse.py): a failure, a timeout, the call
-count, the resident memory or the idle time end it. A call whose key differs from an idle
+It is given back only after a clean success (session.py: nothing of the call left open, the
+output accepted) and only while it is under the policy's limits (spec/reuse.py): a failure, a
+timeout, the call count, the resident memory or the idle time end it. A call takes it only if
+it is still alive, still within the memory limit, and has written nothing to its message pipe
+since its result. A call whose key differs from an idle
 process's key for the same package directory (its files or grant changed) ends that
 process. The from-bytes check before each call is the runtime's, as for any warm process.
 """
@@ -83,10 +85,13 @@ class ReusePool:
                 queue = self._idle[key] = deque(kept for kept in queue if kept.env == env)
             while queue and lease is None:
                 candidate = queue.pop()  # the most recently used: its memory is warm
-                if candidate.process.popen.poll() is None:
-                    lease = candidate
-                else:
+                if candidate.process.popen.poll() is not None or not _quiet(candidate.process):
+                    doomed.append(candidate)  # ended, or said something after its result
+                elif not self._memory_ok(candidate):
+                    self._counts["recycled"] += 1  # grew while it waited
                     doomed.append(candidate)
+                else:
+                    lease = candidate
             if queue is not None and not queue:
                 del self._idle[key]
             if lease is not None:
@@ -140,8 +145,11 @@ class ReusePool:
 
     # under the lock ----------------------------------------------------------------------
     def _within_limits(self, lease: Lease) -> bool:
-        if lease.calls >= self.policy.max_calls:
-            return False
+        return lease.calls < self.policy.max_calls and self._memory_ok(lease)
+
+    def _memory_ok(self, lease: Lease) -> bool:
+        """Its resident memory is known and within the policy (read after each call, and
+        again when a call takes it: code the package left running may grow between calls)."""
         resident = None if lease.node_pid is None else _resident_bytes(lease.node_pid)
         return resident is not None and resident <= self.policy.max_memory_mb * 1024 * 1024
 
@@ -183,6 +191,16 @@ class ReusePool:
                     self._cond.wait(wait)
             for lease in doomed:
                 lease.process.close()
+
+
+def _quiet(process: SandboxProcess) -> bool:
+    """Nothing arrived on its message pipe since its result: no frame of code the package
+    left running, and no hang-up. Anything there would be read as the next call's."""
+    import select
+
+    poller = select.poll()
+    poller.register(process.message_fd, select.POLLIN)
+    return not poller.poll(0)
 
 
 def _same_package(a: PoolKey, b: PoolKey) -> bool:

@@ -448,29 +448,32 @@ class SpliceRuntime:
         try:
             outcome = Session(
                 process,
-                job=job.encode(),
+                job=job,
                 timeout_s=timeout_ms / 1000,
                 make_channel=make_channel,
                 make_fetch=make_fetch,
                 log_limit=self._max_log_bytes,
                 keep=lease is not None,
             ).run()
-            kept = outcome.kept
+            error = outcome_to_error(
+                outcome, timeout_ms=timeout_ms, max_output=self._max_output_bytes
+            )
+            if error is None:
+                assert isinstance(outcome.message, ResultOk), "BUG: success without a result"
+                error = output_error(
+                    pkg.id, tool, outcome.message.output, max_output=self._max_output_bytes
+                )
+            # Only a clean success is served again: any failure, the output's included.
+            kept = outcome.kept and error is None
         finally:
             if kept and lease is not None and self._reuse is not None:
                 self._reuse.give_back(lease)
             else:
                 process.close()
         logs = outcome.logs.text()
-        error = outcome_to_error(outcome, timeout_ms=timeout_ms, max_output=self._max_output_bytes)
         if error is not None:
             return finish(error=error, logs=logs)
         assert isinstance(outcome.message, ResultOk), "BUG: success without a result"
-        problem = output_error(
-            pkg.id, tool, outcome.message.output, max_output=self._max_output_bytes
-        )
-        if problem is not None:
-            return finish(error=problem, logs=logs)
         return finish(output=outcome.message.output, logs=logs)
 
 

@@ -33,6 +33,7 @@ from splice_build.runtime.protocol import (
     RESULT_OK_PREFIX,
     CapabilityRequest,
     ChildMessage,
+    Job,
     ProtocolViolation,
     ResultError,
     ResultOk,
@@ -108,7 +109,7 @@ class Session:
         self,
         process: SandboxProcess,
         *,
-        job: bytes,
+        job: Job,
         timeout_s: float,
         make_channel: Callable[[Callable[[CapabilityReply], None]], CapabilityChannel],
         make_fetch: Callable[[Callable[[bytes], None]], FetchChannel],
@@ -117,7 +118,8 @@ class Session:
     ) -> None:
         self._proc = process
         self._keep = keep
-        self._outgoing = bytearray(job)
+        self._outgoing = bytearray(job.encode())
+        self._job_id = job.id
         self._timeout_s = timeout_s
         self._logs = LogBuffer(log_limit)
         self._frames = _FrameReader()
@@ -237,6 +239,8 @@ class Session:
                         for index, raw in enumerate(frames):
                             parsed = parse_child_message(raw)
                             if isinstance(parsed, ResultOk | ResultError):
+                                if parsed.job != self._job_id:  # written by the tool itself
+                                    raise ProtocolViolation("a result that is not this job's")
                                 message = parsed
                                 kept = self._keep and self._clean(message, frames[index + 1 :])
                                 break

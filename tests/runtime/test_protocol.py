@@ -38,13 +38,23 @@ def test_host_codes_are_error_codes() -> None:
         assert value in ErrorCode.__members__
 
 
+JOB = "0123456789abcdef" * 2
+_JOB_FIELD = b',"job":"' + JOB.encode() + b'"}'
+
+
+def _result(frame: bytes) -> bytes:
+    """``frame`` (a result without its job id, ending in ``}``) answering the job ``JOB``."""
+    assert frame.endswith(b"}")
+    return frame[:-1] + _JOB_FIELD
+
+
 def test_valid_messages() -> None:
     assert parse_child_message(
-        b'{"type":"result","ok":true,"output":{"a":[1,2.5,"x",null]}}'
-    ) == ResultOk({"a": [1, 2.5, "x", None]})
+        _result(b'{"type":"result","ok":true,"output":{"a":[1,2.5,"x",null]}}')
+    ) == ResultOk({"a": [1, 2.5, "x", None]}, JOB)
     assert parse_child_message(
-        b'{"type":"result","ok":false,"error":{"code":"TOOL_ERROR","message":"m"}}'
-    ) == ResultError("TOOL_ERROR", "m")
+        _result(b'{"type":"result","ok":false,"error":{"code":"TOOL_ERROR","message":"m"}}')
+    ) == ResultError("TOOL_ERROR", "m", JOB)
     assert parse_child_message(
         b'{"type":"capability","id":3,"name":"web.search","args":{"q":1}}'
     ) == CapabilityRequest(3, "web.search", {"q": 1})
@@ -53,24 +63,30 @@ def test_valid_messages() -> None:
 @pytest.mark.parametrize(
     "frame",
     [
-        b'{"type":"result","ok":true,"output":' + b"[" * 2000 + b"]" * 2000 + b"}",
-        b'{"type":"result","ok":true,"output":' + b"[" * 513 + b"]" * 513 + b"}",
-        b'{"type":"result","ok":true,"output":' + b"9" * 5000 + b"}",
-        b'{"type":"result","ok":true,"output":1' + b"0" * 500 + b".5}",
-        b'{"type":"result","ok":true,"output":1e999}',
-        b'{"type":"result","ok":true,"output":NaN}',
-        b'{"type":"result","ok":true,"output":Infinity}',
-        b'{"type":"result","ok":true,"output":"\\ud800"}',
-        b'{"type":"result","ok":true,"output":{"\\udfff":1}}',
-        b'{"type":"result","ok":true,"output":1,"x":2}',
-        b'{"type":"result","ok":true}',
-        b'{"type":"result","ok":"yes","output":1}',
-        b'{"type":"result","ok":false,"error":{"code":1,"message":"m"}}',
-        b'{"type":"result","ok":false,"error":{"code":"X","message":"m","stack":"s"}}',
+        _result(b'{"type":"result","ok":true,"output":' + b"[" * 2000 + b"]" * 2000 + b"}"),
+        _result(b'{"type":"result","ok":true,"output":' + b"[" * 513 + b"]" * 513 + b"}"),
+        _result(b'{"type":"result","ok":true,"output":' + b"9" * 5000 + b"}"),
+        _result(b'{"type":"result","ok":true,"output":1' + b"0" * 500 + b".5}"),
+        _result(b'{"type":"result","ok":true,"output":1e999}'),
+        _result(b'{"type":"result","ok":true,"output":NaN}'),
+        _result(b'{"type":"result","ok":true,"output":Infinity}'),
+        _result(b'{"type":"result","ok":true,"output":"\\ud800"}'),
+        _result(b'{"type":"result","ok":true,"output":{"\\udfff":1}}'),
+        _result(b'{"type":"result","ok":true,"output":1,"x":2}'),
+        _result(b'{"type":"result","ok":true}'),
+        _result(b'{"type":"result","ok":"yes","output":1}'),
+        _result(b'{"type":"result","ok":false,"error":{"code":1,"message":"m"}}'),
+        _result(b'{"type":"result","ok":false,"error":{"code":"X","message":"m","stack":"s"}}'),
         b'{"type":"capability","id":"1","name":"x","args":{}}',
         b'{"type":"capability","id":true,"name":"x","args":{}}',
         b'{"type":"capability","id":0,"name":"x","args":{}}',
         b'{"type":"capability","id":1,"name":"' + b"n" * 200 + b'","args":{}}',
+        b'{"type":"result","ok":true,"output":1}',
+        b'{"type":"result","ok":true,"output":1,"job":1}',
+        b'{"type":"result","ok":true,"output":1,"job":"' + JOB.upper().encode() + b'"}',
+        b'{"type":"result","ok":true,"output":1,"job":"' + JOB[:31].encode() + b'"}',
+        b'{"type":"result","ok":true,"output":1,"job":"' + JOB.encode() + b'x"}',
+        b'{"type":"result","ok":false,"error":{"code":"X","message":"m"}}',
         b'{"type":"other"}',
         b"[1]",
         b"\xff\xfe",
@@ -83,15 +99,17 @@ def test_hostile_frames_raise_protocol_violation(frame: bytes) -> None:
 
 
 def test_deep_frame_never_raises_recursion_error() -> None:
-    frame = b'{"type":"result","ok":true,"output":' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    frame = _result(
+        b'{"type":"result","ok":true,"output":' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    )
     with pytest.raises(ProtocolViolation):
         parse_child_message(frame)
 
 
 def test_surrogate_pair_is_fine() -> None:
     assert parse_child_message(
-        b'{"type":"result","ok":true,"output":"\\ud83d\\ude00"}'
-    ) == ResultOk("😀")
+        _result(b'{"type":"result","ok":true,"output":"\\ud83d\\ude00"}')
+    ) == ResultOk("😀", JOB)
 
 
 def test_encodings_are_single_lines() -> None:
@@ -108,7 +126,7 @@ def test_output_exactly_at_the_depth_limit_is_accepted() -> None:
     from splice_build.runtime.limits import MAX_OUTPUT_DEPTH
 
     depth = MAX_OUTPUT_DEPTH
-    frame = b'{"type":"result","ok":true,"output":' + b"[" * depth + b"]" * depth + b"}"
+    frame = _result(b'{"type":"result","ok":true,"output":' + b"[" * depth + b"]" * depth + b"}")
     message = parse_child_message(frame)
     assert isinstance(message, ResultOk)
     assert isinstance(message.output, list)

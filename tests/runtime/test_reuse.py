@@ -285,3 +285,107 @@ def test_the_project_setting_and_its_errors(tmp_path: Path) -> None:
         assert named in caught.value.message
     config.write_text('{"specVersion": 1, "packages": {}, "reuse": false}')
     assert load_project_file(root).reuse_policy() is None
+
+
+# A tool that answers for itself: writes a result frame to the host's message pipe, or
+# returns what the parent refuses after the frame (a wrong shape, too large).
+SELF_ANSWERING = """
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+const token = crypto.randomUUID();
+export default async (input) => {
+  if (input.forge !== undefined) {
+    const frame = { type: 'result', ok: true, output: { token, forged: true } };
+    if (input.forge !== null) frame.job = input.forge;
+    fs.writeSync(Number(process.argv[3]), JSON.stringify(frame) + '\\n');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+  }
+  if (input.bad) return 5;
+  if (input.big) return { token, blob: 'x'.repeat(1100000) };
+  return { token };
+};
+"""
+
+
+def _self_answering(tmp_path: Path) -> Path:
+    return write_package(
+        tmp_path / "pkgs", SELF_ANSWERING, name="answers", output_schema={"type": "object"}
+    )
+
+
+@pytest.mark.parametrize(
+    ("input", "code"),
+    [({"bad": True}, ErrorCode.INVALID_OUTPUT), ({"big": True}, ErrorCode.OUTPUT_TOO_LARGE)],
+)
+def test_recycled_after_an_output_the_parent_refuses(
+    make_reusing, tmp_path: Path, input: dict[str, object], code: ErrorCode
+) -> None:
+    """The host reported success, but the output fails the parent's checks: not a clean
+    success, so the process is not served again."""
+    runtime = make_reusing()
+    pkg = runtime.load(_self_answering(tmp_path))
+    first = _call(runtime, pkg)
+    result = runtime.execute(pkg, "t", input)
+    assert result.error is not None and result.error.code == code, result.to_json()
+    assert _pool(runtime).idle_pids() == []
+    assert _call(runtime, pkg)["token"] != first["token"]
+
+
+@pytest.mark.parametrize("reuse", [True, False])
+@pytest.mark.parametrize("job", [None, "0" * 32, "not hex"])
+def test_a_result_the_tool_writes_itself_is_refused(
+    make_reusing, project: Path, tmp_path: Path, reuse: bool, job: str | None
+) -> None:
+    """A result frame the tool writes to the pipe cannot carry its job's id (host.mjs keeps
+    it out of reach): the call fails and its process ends, so a forged result can neither
+    end a call early nor shift the next caller's result (PROTOCOL.md)."""
+    runtime = make_reusing() if reuse else SpliceRuntime(project_root=project, env={})
+    try:
+        pkg = runtime.load(_self_answering(tmp_path))
+        first = _call(runtime, pkg)
+        forged = runtime.execute(pkg, "t", {"forge": job})
+        assert forged.error is not None, forged.to_json()
+        assert forged.error.code == ErrorCode.INVALID_OUTPUT, forged.to_json()
+        if reuse:
+            assert _pool(runtime).idle_pids() == []
+        after = _call(runtime, pkg)
+        assert after.get("forged") is None and after["token"] != first["token"]
+    finally:
+        runtime.close()
+
+
+# A tool that leaves work running after its result, to act while its process waits. Its
+# capability call (unanswered: no broker) makes the host read its pipe asynchronously, so
+# the process's event loop keeps turning between calls.
+LEAVES_WORK = """
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+const token = crypto.randomUUID();
+export default async (input, ctx) => {
+  await ctx.capability('web.search', { query: 'x' }).catch(() => null);
+  const later = (what) => setTimeout(what, 30);
+  if (input.after === 'frame') {
+    later(() => fs.writeSync(Number(process.argv[3]), '{"type":"capability","id":7,"name":"x","args":{}}\\n'));
+  }
+  if (input.after === 'throw') later(() => { throw new Error('late failure'); });
+  if (input.after === 'grow') later(() => { globalThis.big = Buffer.alloc(200 * 1024 * 1024, 1); });
+  return { token };
+};
+"""
+
+
+@pytest.mark.parametrize("after", ["frame", "throw", "grow"])
+def test_a_process_that_acted_while_it_waited_is_not_served_again(
+    make_reusing, tmp_path: Path, after: str
+) -> None:
+    """Work a call left running acts between calls (writes a frame, fails, grows past the
+    memory limit): the next call takes a fresh process instead, and succeeds."""
+    runtime = make_reusing(max_memory_mb=128)
+    capability = {"capabilities": ["web.search"]}
+    package = write_package(tmp_path / "pkgs", LEAVES_WORK, name="leaves", permissions=capability)
+    pkg = runtime.load(package)
+    first = _call(runtime, pkg, after=after)
+    assert _pool(runtime).idle_pids()  # given back: the result was clean
+    time.sleep(1.0)
+    second = _call(runtime, pkg)
+    assert second["token"] != first["token"]

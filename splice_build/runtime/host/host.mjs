@@ -24,12 +24,23 @@ const FLAGS = process.argv.slice(4);
 if (FLAGS.includes('fetch')) captureWebStreams();
 const REUSE = FLAGS.includes('reuse');
 let finished = false;
+// The id of the job being run (PROTOCOL.md): repeated in its result, never in the tool's
+// reach, so a result frame the tool writes to the pipe itself cannot pass for the job's.
+let jobId = '';
 
 /** Send the job's result; exit unless it is a success in reuse mode. A second result for
  * one job (a failure the tool left running after its result) ends a reused process. */
 function finish(jsonText, success = false) {
   if (finished) {
-    if (REUSE) apply(reallyExit, process, [EXIT_HOST_FAILURE]);
+    if (REUSE) {
+      // Said on the pipe first: an exit can wait on a pending read of the job pipe, and the
+      // parent never hands a job to an idle process that wrote anything after its result.
+      try {
+        channel.sendRaw(jsonText);
+      } finally {
+        apply(reallyExit, process, [EXIT_HOST_FAILURE]);
+      }
+    }
     return;
   }
   finished = true;
@@ -38,7 +49,7 @@ function finish(jsonText, success = false) {
 }
 
 function fail(code, message) {
-  finish(`{"type":"result","ok":false,"error":{"code":${jsonString(code)},"message":${jsonString(message)}}}`);
+  finish(`{"type":"result","ok":false,"error":{"code":${jsonString(code)},"message":${jsonString(message)}},"job":${jsonString(jobId)}}`);
 }
 
 function errorCode(err) {
@@ -85,6 +96,7 @@ let job;
 try {
   job = channel.readFrameSync();
   if (!job || job.type !== 'job') throw new Error('first frame is not a job');
+  if (typeof job.id !== 'string') throw new Error('the job has no id');
 } catch (err) {
   hostFailure('reading the job', err);
 }
@@ -126,6 +138,7 @@ apply(processOn, process, ['unhandledRejection', onAsyncFailure]);
 /** Run one job to its result frame (a failure exits the process, see ``finish``). */
 async function runJob(job) {
   finished = false;
+  jobId = job.id;
   const context = job.context;
   const permissions = deepFreeze(context.permissions);
   const ctx = freeze({
@@ -164,7 +177,7 @@ async function runJob(job) {
   } catch (err) {
     fail(HOST_CODES.INVALID_OUTPUT, `Tool output is not JSON-serializable: ${messageOf(err)}`);
   }
-  finish(`{"type":"result","ok":true,"output":${outputJson === undefined ? 'null' : outputJson}}`, true);
+  finish(`{"type":"result","ok":true,"output":${outputJson === undefined ? 'null' : outputJson},"job":${jsonString(jobId)}}`, true);
 }
 
 await runJob(job);

@@ -31,7 +31,9 @@ export async function serveJobs(channel, runJob, onBroken) {
       waiting = deferred();
       job = await waiting.promise;
     }
-    if (!job || job.type !== 'job') onBroken(new Error('the next frame is not a job'));
+    if (!job || job.type !== 'job' || typeof job.id !== 'string') {
+      onBroken(new Error('the next frame is not a job'));
+    }
     await runJob(job);
   }
 }
