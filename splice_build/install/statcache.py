@@ -44,7 +44,12 @@ from pathlib import Path
 
 from splice_build.records import dataclass, field
 from splice_build.spec.limits import MAX_FILES
-from splice_build.spec.tree_digest import NotAPackageTree, hash_package_file, package_files
+from splice_build.spec.names import is_valid_package_id
+from splice_build.spec.tree_digest import (
+    NotAPackageTree,
+    hash_package_file_and_stat,
+    package_files,
+)
 
 VERSION = 3  # 2: the no-op state; 3: it holds the texts of splice.json and splice.lock
 
@@ -107,7 +112,8 @@ class StatCache:
         """The cache at ``path``; empty (and to be rewritten) when it cannot be trusted."""
         cache = cls(path)
         try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            # O_NONBLOCK: a FIFO in its place opens at once (and is then no regular file).
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
         except OSError:
             cache.changed = True  # missing or unreadable: rebuilt by the next writing run
             return cache
@@ -165,7 +171,11 @@ class StatCache:
             fresh = _hash_all(pending)
         except (NotAPackageTree, FileNotFoundError):
             return None
-        hashes.update(fresh)
+        for relative, _, key in pending:
+            sha, opened = fresh[relative]
+            if opened != key:  # another file, or this one changed, since it was listed
+                return None
+            hashes[relative] = sha
         if pending or len(known) != len(listed):
             self._fresh[package_id] = {rel: (key, hashes[rel]) for rel, _, key in listed}
         return hashes
@@ -243,13 +253,16 @@ def _list(directory: str, listed: list[tuple[str, str, Key]]) -> None:
         listed.append((relative, entry.path, _key(info)))
 
 
-def _hash_one(item: tuple[str, str, Key]) -> tuple[str, str]:
+def _hash_one(item: tuple[str, str, Key]) -> tuple[str, tuple[str, Key]]:
     relative, path, _ = item
-    return relative, hash_package_file(path)
+    sha, info = hash_package_file_and_stat(path)
+    return relative, (sha, _key(info))
 
 
-def _hash_all(pending: list[tuple[str, str, Key]]) -> dict[str, str]:
-    """SHA-256 of every pending file; on a few threads when there are bytes enough to win."""
+def _hash_all(pending: list[tuple[str, str, Key]]) -> dict[str, tuple[str, Key]]:
+    """SHA-256 of every pending file with the stat of the very descriptor it was read from
+    (a record pairs a stat with a hash: both must be of one file); on a few threads when
+    there are bytes enough to win."""
     total = sum(key[2] for _, _, key in pending)
     if len(pending) < PARALLEL_MIN_FILES or total < PARALLEL_MIN_BYTES:
         return dict(map(_hash_one, pending))
@@ -296,6 +309,8 @@ def _parse(data: bytes, *, written_ns: int) -> Parsed | None:
     for package_id, entries in packages.items():
         if not isinstance(entries, dict) or len(entries) > MAX_FILES:
             return None
+        if not is_valid_package_id(package_id):
+            return None
         parsed: dict[str, tuple[Key, str]] = {}
         for rel, value in entries.items():
             if not isinstance(value, list) or len(value) != 7:
@@ -335,5 +350,7 @@ def _parse(data: bytes, *, written_ns: int) -> Parsed | None:
     if state["lock"] is not None and not isinstance(state["lock"], str):
         return None
     if not all(isinstance(v, str) for v in versions.values()):
+        return None
+    if not all(is_valid_package_id(package_id) for package_id in versions):
         return None
     return records, NoopState(*texts, lock=state["lock"], packages=versions)

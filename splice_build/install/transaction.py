@@ -122,6 +122,14 @@ def recover(layout: ProjectLayout) -> bool:
     except FileNotFoundError:
         _drop_leftovers(layout)
         return False
+    except NotADirectoryError:
+        from splice_build.errors import ErrorCode, ProjectError
+
+        raise ProjectError(
+            ErrorCode.NOT_WRITABLE,
+            f"{layout.tmp_dir} is not a directory, and installs stage their copies there",
+            hint="remove it; the next install creates it again",
+        ) from None
     except ValueError:
         # The journal is written atomically, so this is not a crash; refuse to guess.
         raise AssertionError(f"BUG: unreadable journal {path}") from None

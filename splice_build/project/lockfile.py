@@ -38,6 +38,7 @@ from splice_build.errors import ErrorCode, ProjectError, SpecError
 from splice_build.project.atomic import atomic_write_json, decode_json, fsync_directory
 from splice_build.project.layout import LOCK_FILE, ProjectLayout
 from splice_build.project.project_file import sorted_by_id
+from splice_build.project.regular_file import read_regular_file
 from splice_build.records import dataclass, field, fields
 from splice_build.spec.digests import is_integrity
 from splice_build.spec.names import PackageId
@@ -188,7 +189,7 @@ def load_lockfile(root: Path) -> Lockfile:
     layout = ProjectLayout(Path(root))
     for path in (layout.lock_file, layout.legacy_lock_file):
         try:
-            data = path.read_bytes()
+            data = read_regular_file(path)
         except FileNotFoundError:
             continue
         except OSError as exc:

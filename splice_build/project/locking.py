@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import os
+import stat
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 if sys.platform == "win32":  # pragma: no cover (Linux CI)
     import msvcrt
@@ -73,5 +76,34 @@ def lock(path: Path, on_blocked: Callable[[], None] | None = None) -> Iterator[N
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+b") as handle, _locked(handle.fileno(), on_blocked or _nothing):
+    with _open_lock_file(path) as handle, _locked(handle.fileno(), on_blocked or _nothing):
         yield
+
+
+def _open_lock_file(path: Path) -> BinaryIO:
+    """The lock file, created if missing; ``NOT_WRITABLE`` naming it when something other
+    than a regular file is in its place (a directory, a FIFO: ``O_NONBLOCK`` keeps the
+    open from waiting on one) or the file system refuses it."""
+    from splice_build.errors import ErrorCode, ProjectError, storage_error
+
+    def occupied() -> ProjectError:
+        return ProjectError(
+            ErrorCode.NOT_WRITABLE,
+            f"{path} is not a regular file, so it cannot hold the lock",
+            hint="remove it; the next command creates the lock file again",
+        )
+
+    nonblocking = getattr(os, "O_NONBLOCK", 0)
+    flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | nonblocking | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, 0o644)
+    except IsADirectoryError:
+        raise occupied() from None
+    except OSError as exc:
+        raise (storage_error(exc) or exc) from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise occupied()
+    if nonblocking:
+        os.set_blocking(fd, True)
+    return open(fd, "a+b")

@@ -34,6 +34,7 @@ from splice_build.errors import ErrorCode, ProjectError, SpecError
 from splice_build.project.atomic import atomic_write_json, decode_json
 from splice_build.project.layout import PROJECT_FILE, ProjectLayout
 from splice_build.project.registry_url import normalize_registry_url
+from splice_build.project.regular_file import read_regular_file
 from splice_build.records import dataclass, field, replace
 from splice_build.spec.names import PackageId
 from splice_build.spec.paths import utf16_sort_key
@@ -155,7 +156,7 @@ def load_project_file(root: Path) -> ProjectFile:
     """
     path = ProjectLayout(Path(root)).project_file
     try:
-        data = path.read_bytes()
+        data = read_regular_file(path)
     except FileNotFoundError:
         raise _not_a_project(Path(root)) from None
     except OSError as exc:

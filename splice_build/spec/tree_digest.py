@@ -26,6 +26,12 @@ class NotAPackageTree(Exception):
 
 def hash_package_file(path: str) -> str:
     """Hex SHA-256 of the regular file at ``path``; ``NotAPackageTree`` for anything else."""
+    return hash_package_file_and_stat(path)[0]
+
+
+def hash_package_file_and_stat(path: str) -> tuple[str, os.stat_result]:
+    """``hash_package_file`` with the ``fstat`` of the descriptor it read (the stat cache
+    records the two together, install/statcache.py)."""
     # O_NOFOLLOW: the entry was a regular file when listed; refuse it if it became a link.
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0))
     try:
@@ -43,7 +49,7 @@ def hash_package_file(path: str) -> str:
                 break
     finally:
         os.close(fd)
-    return digest.hexdigest()
+    return digest.hexdigest(), info
 
 
 def package_files(directory: str, prefix: str = "") -> Iterator[tuple[str, os.DirEntry[str]]]:

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 from splice_build.install.statcache import NoopState, StatCache
 from splice_build.project.layout import ProjectLayout
 from splice_build.project.locking import lock
+from splice_build.project.regular_file import read_regular_file
 
 if TYPE_CHECKING:
     from splice_build.install.cache import ArtifactCache
@@ -98,8 +99,7 @@ def _text_of(path: Path, source: str) -> str | None:
     from splice_build.spec.digests import sha256_hex
 
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        data = read_regular_file(path)
         return data.decode("utf-8") if sha256_hex(data) == source else None
     except (OSError, UnicodeDecodeError):
         return None
@@ -207,9 +207,7 @@ def _lock_holds(layout: ProjectLayout, text: str | None) -> bool:
 def _holds(path: Path, text: str) -> bool:
     """The bytes of ``path`` are exactly ``text`` in UTF-8."""
     try:
-        expected = text.encode("utf-8")
-        with open(path, "rb") as handle:
-            return handle.read(len(expected) + 1) == expected
+        return read_regular_file(path) == text.encode("utf-8")
     except (OSError, UnicodeEncodeError):
         return False
 

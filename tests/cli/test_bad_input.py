@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import signal
 import subprocess
@@ -329,3 +330,38 @@ def test_a_workspace_member_with_an_undecodable_name(tmp_path: Path) -> None:
     synced = run_splice("sync", "--json", cwd=tmp_path, timeout=300)
     assert synced.code == 0, synced.stderr
     assert [p["path"] for p in one_document(synced)["projects"]] == ["m\\xff"]
+
+
+@pytest.mark.parametrize(
+    ("where", "kind", "argv", "codes"),
+    [
+        ("splice.lock", "fifo", ["list"], {"INVALID_PROJECT"}),
+        ("splice.lock", "fifo", ["sync", "--check"], {"INVALID_PROJECT"}),
+        ("splice.json", "fifo", ["sync", "--check"], {"INVALID_PROJECT", "NOT_A_PROJECT"}),
+        (".splice/statcache.json", "fifo", ["install"], None),
+        (".splice/state.lock", "fifo", ["install"], {"NOT_WRITABLE"}),
+        (".splice/state.lock", "directory", ["install"], {"NOT_WRITABLE"}),
+        (".splice/tmp", "file", ["install"], {"NOT_WRITABLE"}),
+    ],
+)
+def test_a_special_file_in_place_of_project_state_is_refused_at_once(
+    tmp_path: Path, where: str, kind: str, argv: list[str], codes: set[str] | None
+) -> None:
+    """A FIFO where a project file is expected would make a plain ``open`` wait forever
+    (with the project lock held); a directory or file in the wrong place must not be an
+    INTERNAL_ERROR. Each is refused at once with a code, or ignored (``codes`` None: the
+    stat cache, which is rebuilt)."""
+    (tmp_path / "splice.json").write_text('{"specVersion": 1, "packages": {}}\n')
+    path = tmp_path / where
+    path.parent.mkdir(exist_ok=True)
+    if where == "splice.json":
+        path.unlink()
+    {"fifo": os.mkfifo, "directory": os.mkdir, "file": Path.touch}[kind](path)
+    done = run_splice(*argv, "--json", cwd=tmp_path, timeout=60)
+    document = one_document(done)
+    if codes is None:
+        assert done.code == 0, document
+        return
+    assert done.code == 1, document
+    error = document.get("error") or document["projects"][0]["error"]
+    assert error["code"] in codes, document

@@ -75,3 +75,76 @@ def test_large_packages_hash_on_threads_to_the_same_digest(tmp_path: Path) -> No
     assert total >= statcache.PARALLEL_MIN_BYTES  # the threaded path is taken
     cache = StatCache.load(tmp_path / "statcache.json")
     assert cache.package_hashes(PACKAGE, directory) == tree_hashes(directory)
+
+
+def test_a_file_swapped_between_its_listing_and_its_hashing_gives_no_hashes(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """A record pairs a stat with a hash, so both must be of one file. Renaming a directory
+    keeps the ctime of what is in it: a tampered ``lib/`` listed, then swapped for the
+    original before its files are opened, would pair the tampered file's stat with the
+    original's hash. The stat of the descriptor hashed must equal the listed one."""
+    from splice_build.install import statcache
+
+    directory = _package(tmp_path)
+    original = tmp_path / "lib-original"
+    os.rename(directory / "lib", original)
+    (directory / "lib").mkdir()
+    (directory / "lib" / "a.js").write_text("export const a = 666;\n")  # the tampered copy
+    real = statcache.hash_package_file_and_stat
+    swapped = []
+
+    def swap_then_hash(path: str) -> tuple[str, os.stat_result]:
+        if not swapped:
+            os.rename(directory / "lib", tmp_path / "lib-tampered")
+            os.rename(original, directory / "lib")
+            swapped.append(path)
+        return real(path)
+
+    monkeypatch.setattr(statcache, "hash_package_file_and_stat", swap_then_hash)
+    cache = StatCache.load(tmp_path / "statcache.json")
+    assert cache.package_hashes(PACKAGE, directory) is None
+    assert swapped
+    cache.save([PACKAGE], before_ns=2**62)
+    assert json.loads((tmp_path / "statcache.json").read_text())["packages"] == {}
+
+
+def test_a_fifo_in_place_of_the_cache_is_ignored_at_once(tmp_path: Path) -> None:
+    import threading
+
+    path = tmp_path / "statcache.json"
+    os.mkfifo(path)
+    loaded: list[StatCache] = []
+    reader = threading.Thread(target=lambda: loaded.append(StatCache.load(path)), daemon=True)
+    reader.start()
+    reader.join(10)
+    assert loaded, "opening the FIFO blocked"
+    assert loaded[0].records == {} and loaded[0].state is None and loaded[0].changed
+
+
+def test_a_record_or_state_naming_no_valid_package_is_not_trusted(tmp_path: Path) -> None:
+    """The cache is read like any other input: an id no package can have (here one that
+    would reach outside ``.splice/packages``) makes the whole file untrusted."""
+    directory = _package(tmp_path)
+    path = tmp_path / "statcache.json"
+    cache = StatCache.load(path)
+    cache.package_hashes(PACKAGE, directory)
+    cache.save([PACKAGE], before_ns=max(_times(directory)) + 1)
+    body = json.loads(path.read_text())
+    assert body["packages"][PACKAGE]
+    for bad in ("@acme/../../x", "acme/pkg", "@ACME/pkg"):
+        forged = {**body, "packages": {bad: body["packages"][PACKAGE]}}
+        path.write_text(json.dumps(forged))
+        assert StatCache.load(path).records == {}, bad
+        state = {
+            "splice": "0",
+            "root": "/",
+            "project": "{}",
+            "lock": None,
+            "packages": {bad: "1.0.0"},
+        }
+        path.write_text(json.dumps({**body, "state": state}))
+        assert StatCache.load(path).state is None, bad
+    good = {"splice": "0", "root": "/", "project": "{}", "lock": None, "packages": {PACKAGE: "1"}}
+    path.write_text(json.dumps({**body, "state": good}))
+    assert StatCache.load(path).state is not None  # the same shape with a valid id is read

@@ -1,0 +1,30 @@
+"""Reading a project's own files (``splice.json``, ``splice.lock``) without ever blocking.
+
+A FIFO put in place of one of them would make a plain ``open`` wait for a writer forever,
+with the project lock held. ``O_NONBLOCK`` makes that open return at once; the file is then
+refused as what it is (not a regular file), through the caller's own "cannot be read" error.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+
+def read_regular_file(path: Path) -> bytes:
+    """The bytes of the regular file at ``path`` (links followed, as ``Path.read_bytes``).
+
+    Raises ``FileNotFoundError`` when it is missing and ``OSError`` (``EINVAL``, "not a
+    regular file") for a FIFO, a device, a socket or a directory."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
