@@ -511,6 +511,8 @@ class Splice:
         from splice_build.spec.names import ToolRef, is_valid_tool_name
         from splice_build.spec.tools import split_mcp_tool_name
 
+        if not isinstance(ref, str):
+            raise _no_package_provides(repr(ref))
         self._recovered()
         lock = load_lockfile(self.project_root)  # read once: resolved and checked against it
         lock_ids = list(lock.packages)

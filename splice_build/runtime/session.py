@@ -43,6 +43,9 @@ from splice_build.runtime.protocol import (
 from splice_build.runtime.sandbox import SandboxProcess
 
 _READ_CHUNK = 65536
+# What a kept process's log pipes may still hold at its result: two pipes of Linux's default
+# capacity (64 KiB), and as much again.
+_DRAIN_BUDGET = 4 * 65536
 
 
 @dataclass(frozen=True)
@@ -267,7 +270,7 @@ class Session:
                 and open_streams > 0
             )
             if kept:
-                self._drain_logs(sel, readers)
+                kept = self._drain_logs(sel, readers)
         finally:
             sel.close()
         exit_code = None
@@ -298,13 +301,16 @@ class Session:
             and self._fetch.idle
         )
 
-    def _drain_logs(self, sel: selectors.BaseSelector, readers: dict[int, str]) -> None:
+    def _drain_logs(self, sel: selectors.BaseSelector, readers: dict[int, str]) -> bool:
         """Read what the host wrote to stdout/stderr before its result (those writes were
-        synchronous, so it is all in the pipes now)."""
+        synchronous, so it is all in the pipes now: at most a pipe's capacity each). False
+        when more than that keeps coming: code of the call still writing, so its process is
+        not kept (and never holds the call past its result)."""
+        budget = _DRAIN_BUDGET
         while True:
             ready = [key.fd for key, _ in sel.select(0) if readers.get(key.fd) == "log"]
             if not ready:
-                return
+                return True
             for fd in ready:
                 chunk = os.read(fd, _READ_CHUNK)
                 if not chunk:
@@ -312,6 +318,9 @@ class Session:
                     readers.pop(fd)
                 else:
                     self._logs.append(chunk)
+                    budget -= len(chunk)
+            if budget < 0:
+                return False
 
     def _dispatch(self, message: ChildMessage) -> None:
         """A request from the host: answered now, or later by another thread."""

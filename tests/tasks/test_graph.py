@@ -217,9 +217,10 @@ def test_tool_resolution(tmp_path: Path, registry: dict) -> None:
     for ref in ("greeter.hello", f"{GREETER}.hello", "acme_greeter_hello"):
         pkg, tool = splice.resolve_tool(ref)
         assert (pkg.id, tool) == (GREETER, "hello")
-    with pytest.raises(SpliceError) as info:
-        splice.resolve_tool("missing.hello")
-    assert info.value.code is ErrorCode.NOT_INSTALLED
+    for missing in ("missing.hello", 7, None, ["acme_greeter_hello"]):
+        with pytest.raises(SpliceError) as info:
+            splice.resolve_tool(missing)  # type: ignore[arg-type]
+        assert info.value.code is ErrorCode.NOT_INSTALLED
     assert [d["qualifiedName"] for d in splice.tools()] == [f"{GREETER}.hello", f"{OTHER}.hello"]
 
 
