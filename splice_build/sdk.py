@@ -561,7 +561,8 @@ class Splice:
         from splice_build.spec.names import PackageId
 
         pkg = self.check(PackageId.parse(ref).id)
-        return self._runtime().load(pkg.directory)
+        files = pkg.lock_entry.known(pkg.id).files
+        return self._runtime().load_verified(pkg.directory, files, pkg.manifest)
 
     def _runtime(self) -> SpliceRuntime:
         """One runtime per SDK object: it owns the warm pool (if any) and the broker."""

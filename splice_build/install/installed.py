@@ -84,10 +84,11 @@ def _verified_manifest(package_id: str, directory: Path, verified_sha: str | Non
     """The manifest parsed from bytes whose SHA-256 is ``verified_sha``, the hash the files
     digest was just built from; ``INSTALLED_PACKAGE_MODIFIED`` for any other bytes (the file
     changed after it was hashed, or changed and changed back while the tree was hashed)."""
+    from splice_build.project.regular_file import read_regular_file
     from splice_build.spec.manifest import Manifest
 
     try:
-        data = (directory / MANIFEST_FILE).read_bytes()
+        data = read_regular_file(directory / MANIFEST_FILE)
     except OSError as exc:
         raise _modified(package_id, f"manifest.json cannot be read: {exc.strerror}") from exc
     if verified_sha is None or sha256_hex(data) != verified_sha:

@@ -42,6 +42,7 @@ import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from splice_build.project.regular_file import READ_FLAGS
 from splice_build.records import dataclass, field
 from splice_build.spec.limits import MAX_FILES
 from splice_build.spec.names import is_valid_package_id
@@ -113,7 +114,7 @@ class StatCache:
         cache = cls(path)
         try:
             # O_NONBLOCK: a FIFO in its place opens at once (and is then no regular file).
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+            fd = os.open(path, READ_FLAGS | getattr(os, "O_NOFOLLOW", 0))
         except OSError:
             cache.changed = True  # missing or unreadable: rebuilt by the next writing run
             return cache
@@ -173,7 +174,7 @@ class StatCache:
             return None
         for relative, _, key in pending:
             sha, opened = fresh[relative]
-            if opened != key:  # another file, or this one changed, since it was listed
+            if not _same_file(key, opened):  # another file, or this one changed, since listed
                 return None
             hashes[relative] = sha
         if pending or len(known) != len(listed):
@@ -251,6 +252,14 @@ def _list(directory: str, listed: list[tuple[str, str, Key]]) -> None:
         if not stat.S_ISREG(info.st_mode):
             raise NotAPackageTree(entry.path)
         listed.append((relative, entry.path, _key(info)))
+
+
+def _same_file(listed: Key, opened: Key) -> bool:
+    """The stat of the descriptor hashed is the listed one. A listing on Windows reports
+    device and inode as 0 (``DirEntry.stat``); there the other fields must agree."""
+    if listed[0] == listed[1] == 0:
+        return listed[2:] == opened[2:]
+    return listed == opened
 
 
 def _hash_one(item: tuple[str, str, Key]) -> tuple[str, tuple[str, Key]]:

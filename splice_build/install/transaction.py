@@ -116,19 +116,21 @@ def recover(layout: ProjectLayout) -> bool:
 
     Call it holding the project lock.
     """
+    from splice_build.project.regular_file import read_regular_file
+
     path = layout.tmp_dir / JOURNAL
     try:
-        journal = decode_json(path.read_bytes())
+        journal = decode_json(read_regular_file(path))
     except FileNotFoundError:
         _drop_leftovers(layout)
         return False
-    except NotADirectoryError:
+    except OSError as exc:  # .splice/tmp a file, the journal a FIFO or a directory
         from splice_build.errors import ErrorCode, ProjectError
 
         raise ProjectError(
             ErrorCode.NOT_WRITABLE,
-            f"{layout.tmp_dir} is not a directory, and installs stage their copies there",
-            hint="remove it; the next install creates it again",
+            f"{path} cannot be read ({exc.strerror}); installs keep their journal there",
+            hint=f"remove {layout.tmp_dir}; the next install creates it again",
         ) from None
     except ValueError:
         # The journal is written atomically, so this is not a crash; refuse to guess.

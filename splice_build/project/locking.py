@@ -75,35 +75,44 @@ def lock(path: Path, on_blocked: Callable[[], None] | None = None) -> Iterator[N
     lock a new file and run alongside the second.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     with _open_lock_file(path) as handle, _locked(handle.fileno(), on_blocked or _nothing):
         yield
 
 
 def _open_lock_file(path: Path) -> BinaryIO:
-    """The lock file, created if missing; ``NOT_WRITABLE`` naming it when something other
-    than a regular file is in its place (a directory, a FIFO: ``O_NONBLOCK`` keeps the
-    open from waiting on one) or the file system refuses it."""
+    """The lock file, created (with its parent directories) if missing. ``NOT_WRITABLE``
+    naming it when something other than a regular file is in its place or on its way (a
+    directory, a FIFO: ``O_NONBLOCK`` keeps the open from waiting on one; a socket; a file
+    where a directory should be), or when the file system refuses it."""
     from splice_build.errors import ErrorCode, ProjectError, storage_error
 
-    def occupied() -> ProjectError:
+    def occupied(what: str) -> ProjectError:
         return ProjectError(
             ErrorCode.NOT_WRITABLE,
-            f"{path} is not a regular file, so it cannot hold the lock",
+            f"{what} is in the way of the lock file {path}",
             hint="remove it; the next command creates the lock file again",
         )
 
     nonblocking = getattr(os, "O_NONBLOCK", 0)
     flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | nonblocking | getattr(os, "O_CLOEXEC", 0)
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, flags, 0o644)
+    except (FileExistsError, NotADirectoryError):
+        raise occupied("a file that is not a directory") from None
     except IsADirectoryError:
-        raise occupied() from None
+        raise occupied("a directory") from None
     except OSError as exc:
-        raise (storage_error(exc) or exc) from exc
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        coded = storage_error(exc)
+        if coded is not None:
+            raise coded from exc
+        raise occupied(f"something that cannot be opened ({exc.strerror})") from exc
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise occupied("something that is not a regular file")
+        if nonblocking:
+            os.set_blocking(fd, True)
+        return open(fd, "a+b")
+    except BaseException:
         os.close(fd)
-        raise occupied()
-    if nonblocking:
-        os.set_blocking(fd, True)
-    return open(fd, "a+b")
+        raise

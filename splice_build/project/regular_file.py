@@ -12,13 +12,21 @@ import os
 import stat
 from pathlib import Path
 
+# Binary on Windows (no newline translation); no O_NONBLOCK there, and no FIFO either.
+READ_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_BINARY", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
+
 
 def read_regular_file(path: Path) -> bytes:
     """The bytes of the regular file at ``path`` (links followed, as ``Path.read_bytes``).
 
     Raises ``FileNotFoundError`` when it is missing and ``OSError`` (``EINVAL``, "not a
     regular file") for a FIFO, a device, a socket or a directory."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    fd = os.open(path, READ_FLAGS)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, "not a regular file", str(path))

@@ -63,8 +63,10 @@ def load_package(
         raise _invalid("Package directory not found") from exc
     if not package_dir.is_dir():
         raise _invalid("Package directory not found")
+    from splice_build.project.regular_file import read_regular_file
+
     try:
-        manifest_bytes = (package_dir / "manifest.json").read_bytes()
+        manifest_bytes = read_regular_file(package_dir / "manifest.json")
     except OSError as exc:
         raise _invalid("manifest.json is missing") from exc
     if manifest_sha256 is not None:

@@ -31,6 +31,8 @@ PROTOCOL_VERSION = 2  # 2: jobs carry an id that their result repeats
 # The exact prefix host.mjs writes before a successful output (used to name an oversized
 # frame OUTPUT_TOO_LARGE rather than a protocol violation).
 RESULT_OK_PREFIX = b'{"type":"result","ok":true,"output":'
+# What follows the output in that frame: ``,"job":"<32 hex digits>"}``.
+RESULT_OK_SUFFIX_BYTES = len(b',"job":""}') + 32
 _JOB_ID = re.compile(r"[0-9a-f]{32}")
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
 

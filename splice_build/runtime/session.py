@@ -31,6 +31,7 @@ from splice_build.runtime.limits import (
 from splice_build.runtime.logs import LogBuffer
 from splice_build.runtime.protocol import (
     RESULT_OK_PREFIX,
+    RESULT_OK_SUFFIX_BYTES,
     CapabilityRequest,
     ChildMessage,
     Job,
@@ -43,9 +44,16 @@ from splice_build.runtime.protocol import (
 from splice_build.runtime.sandbox import SandboxProcess
 
 _READ_CHUNK = 65536
-# What a kept process's log pipes may still hold at its result: two pipes of Linux's default
-# capacity (64 KiB), and as much again.
-_DRAIN_BUDGET = 4 * 65536
+
+
+def _pipe_capacity(fd: int) -> int:
+    """How much the pipe ``fd`` holds (Linux: 16 pages by default; 64 KiB elsewhere)."""
+    import fcntl
+
+    try:
+        return int(fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ))
+    except (AttributeError, OSError):
+        return 65536
 
 
 @dataclass(frozen=True)
@@ -85,7 +93,9 @@ class _FrameReader:
                     return frames
                 self._discarding += nl
                 if self._discard_is_result:
-                    self.oversized_result = self._discarding - len(RESULT_OK_PREFIX) - 1
+                    self.oversized_result = (
+                        self._discarding - len(RESULT_OK_PREFIX) - RESULT_OK_SUFFIX_BYTES
+                    )
                     self._discarding = None
                     return frames
                 raise ProtocolViolation(f"frame of {self._discarding} bytes")
@@ -304,9 +314,9 @@ class Session:
     def _drain_logs(self, sel: selectors.BaseSelector, readers: dict[int, str]) -> bool:
         """Read what the host wrote to stdout/stderr before its result (those writes were
         synchronous, so it is all in the pipes now: at most a pipe's capacity each). False
-        when more than that keeps coming: code of the call still writing, so its process is
+        when more than twice that comes: code of the call still writing, so its process is
         not kept (and never holds the call past its result)."""
-        budget = _DRAIN_BUDGET
+        budget = 2 * sum(_pipe_capacity(fd) for fd, kind in readers.items() if kind == "log")
         while True:
             ready = [key.fd for key, _ in sel.select(0) if readers.get(key.fd) == "log"]
             if not ready:

@@ -332,6 +332,14 @@ def test_a_workspace_member_with_an_undecodable_name(tmp_path: Path) -> None:
     assert [p["path"] for p in one_document(synced)["projects"]] == ["m\\xff"]
 
 
+def _socket(path: Path) -> None:
+    """A Unix socket bound at ``path`` (the file stays after the socket is closed)."""
+    import socket
+
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(path))
+
+
 @pytest.mark.parametrize(
     ("where", "kind", "argv", "codes"),
     [
@@ -341,7 +349,10 @@ def test_a_workspace_member_with_an_undecodable_name(tmp_path: Path) -> None:
         (".splice/statcache.json", "fifo", ["install"], None),
         (".splice/state.lock", "fifo", ["install"], {"NOT_WRITABLE"}),
         (".splice/state.lock", "directory", ["install"], {"NOT_WRITABLE"}),
+        (".splice/state.lock", "socket", ["install"], {"NOT_WRITABLE"}),
+        (".splice", "file", ["install"], {"NOT_WRITABLE"}),
         (".splice/tmp", "file", ["install"], {"NOT_WRITABLE"}),
+        (".splice/tmp/journal.json", "fifo", ["install"], {"NOT_WRITABLE"}),
     ],
 )
 def test_a_special_file_in_place_of_project_state_is_refused_at_once(
@@ -353,10 +364,11 @@ def test_a_special_file_in_place_of_project_state_is_refused_at_once(
     stat cache, which is rebuilt)."""
     (tmp_path / "splice.json").write_text('{"specVersion": 1, "packages": {}}\n')
     path = tmp_path / where
-    path.parent.mkdir(exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
     if where == "splice.json":
         path.unlink()
-    {"fifo": os.mkfifo, "directory": os.mkdir, "file": Path.touch}[kind](path)
+    make = {"fifo": os.mkfifo, "directory": os.mkdir, "file": Path.touch, "socket": _socket}
+    make[kind](path)
     done = run_splice(*argv, "--json", cwd=tmp_path, timeout=60)
     document = one_document(done)
     if codes is None:

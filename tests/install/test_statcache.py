@@ -148,3 +148,16 @@ def test_a_record_or_state_naming_no_valid_package_is_not_trusted(tmp_path: Path
     good = {"splice": "0", "root": "/", "project": "{}", "lock": None, "packages": {PACKAGE: "1"}}
     path.write_text(json.dumps({**body, "state": good}))
     assert StatCache.load(path).state is not None  # the same shape with a valid id is read
+
+
+def test_a_listing_without_device_and_inode_compares_the_other_fields() -> None:
+    """Windows lists files with device and inode 0 (``DirEntry.stat``) while ``fstat`` fills
+    them in: there the descriptor's size, times and mode must still equal the listing's."""
+    from splice_build.install.statcache import _same_file
+
+    opened = (7, 42, 10, 1_000, 2_000, 0o100644)
+    assert _same_file((0, 0, 10, 1_000, 2_000, 0o100644), opened)
+    assert not _same_file((0, 0, 11, 1_000, 2_000, 0o100644), opened)
+    assert not _same_file((0, 0, 10, 1_000, 2_001, 0o100644), opened)
+    assert _same_file(opened, opened)
+    assert not _same_file((7, 43, 10, 1_000, 2_000, 0o100644), opened)  # another inode

@@ -320,6 +320,14 @@ def test_attack_fails_closed(run_tool, body: str, code: ErrorCode) -> None:
     assert result.error.code == code, result.to_json()
 
 
+def test_an_oversized_output_is_reported_with_its_exact_size(run_tool) -> None:
+    """A result frame too large to buffer is counted while discarded; the size reported is
+    the output's own (the frame's prefix and its job id not counted)."""
+    result = run_tool("export default () => 'x'.repeat(2000000);")
+    assert result.error is not None and result.error.code == ErrorCode.OUTPUT_TOO_LARGE
+    assert result.error.message.startswith("Tool output is 2000002 bytes"), result.to_json()
+
+
 def test_fetch_denial_names_the_host(run_tool) -> None:
     result = run_tool("export default () => fetch('https://evil.example.org/x');")
     assert result.error is not None

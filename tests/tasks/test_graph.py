@@ -322,6 +322,21 @@ def test_a_manifest_swapped_during_a_call_is_never_remembered(
         splice.close()
 
 
+def test_load_describes_the_verified_package(tmp_path: Path, registry: dict) -> None:
+    """``Splice.load`` gives the runtime's view of a checked package, described by the
+    manifest the check verified, and refuses a package whose files differ from the lock."""
+    project = new_project(tmp_path / "p")
+    splice = _installed(project)
+    loaded = splice.load(GREETER)
+    assert loaded.manifest is splice.check(GREETER).manifest  # the verified bytes' parse
+    assert (loaded.id, loaded.dir) == (GREETER, ProjectLayout(project).package_dir(GREETER))
+    manifest_path = loaded.dir / "manifest.json"
+    manifest_path.write_bytes(manifest_path.read_bytes() + b"\n")
+    with pytest.raises(SpliceError) as info:
+        splice.load(GREETER)
+    assert info.value.code is ErrorCode.INSTALLED_PACKAGE_MODIFIED
+
+
 def test_remove_and_verify(tmp_path: Path, registry: dict) -> None:
     project = new_project(tmp_path / "p")
     splice = _installed(project)
