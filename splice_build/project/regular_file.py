@@ -28,11 +28,17 @@ def read_regular_file(path: Path) -> bytes:
     regular file") for a FIFO, a device, a socket or a directory."""
     fd = os.open(path, READ_FLAGS)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             raise OSError(errno.EINVAL, "not a regular file", str(path))
+        # One read sized past the end: a short read of a regular file is its end.
+        want = info.st_size + 1
         chunks = []
-        while chunk := os.read(fd, 1 << 20):
+        while True:
+            chunk = os.read(fd, want)
             chunks.append(chunk)
-        return b"".join(chunks)
+            if len(chunk) < want:
+                return b"".join(chunks)
+            want = 1 << 20  # it grew since the fstat: read on to its end
     finally:
         os.close(fd)
