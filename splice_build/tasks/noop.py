@@ -118,10 +118,10 @@ def unchanged_workspace(
             layout = layouts[directory]
             if not check or layout.state_lock.exists():
                 stack.enter_context(lock(layout.state_lock, on_blocked))
-            state = _unchanged(layout)
-            if state is None:
+            cache = _unchanged(layout)
+            if cache is None or cache.state is None:
                 return None
-            states[directory] = state
+            states[directory] = cache.state
     return _result(workspace, check, states)
 
 
@@ -133,25 +133,27 @@ def unchanged_install(
     if not os.path.isfile(layout.stat_cache):
         return None
     with lock(layout.state_lock, on_blocked):
-        state = _unchanged(layout)
-        if state is None:
+        cache = _unchanged(layout)
+        if cache is None or cache.state is None:
             return None
-        reports = _kept_reports(layout, home, state)
+        reports = _kept_reports(layout, home, cache)
     if reports is None:
         return None
-    return reports, _up_to_date([("", state.packages)])
+    return reports, _up_to_date([("", cache.state.packages)])
 
 
 def _kept_reports(
-    layout: ProjectLayout, home: SpliceHome, state: NoopState
+    layout: ProjectLayout, home: SpliceHome, stat_cache: StatCache
 ) -> list[InstallReport] | None:
     """What the graph reports for each package it keeps, read from the lock and the installed
-    manifests ``state`` covers; None when anything reads differently from what the graph saw
-    (it then runs and says why)."""
+    manifests the recorded state covers; None when anything reads differently from what the
+    graph saw (it then runs and says why). A manifest is parsed only from bytes whose hash
+    is the one recorded for it."""
     from splice_build.errors import SpliceError
     from splice_build.install.install_report import kept_report
-    from splice_build.install.installed import read_installed_manifest
     from splice_build.project.lockfile import lock_entries
+    from splice_build.spec.digests import sha256_hex
+    from splice_build.spec.manifest import Manifest
     from splice_build.spec.paths import utf16_sort_key
 
     @functools.cache
@@ -160,7 +162,8 @@ def _kept_reports(
 
         return ArtifactCache(home.artifact_cache_dir.parent)
 
-    if state.lock is None:
+    state = stat_cache.state
+    if state is None or state.lock is None:
         return None
     root = Path(os.path.realpath(layout.root))
     reports = []
@@ -168,17 +171,22 @@ def _kept_reports(
         entries = lock_entries(state.lock.encode("utf-8"))  # the bytes just compared
         for package_id in sorted(state.packages, key=utf16_sort_key):
             entry = entries.get(package_id)
-            manifest = read_installed_manifest(layout.package_dir(package_id))
-            if entry is None or (manifest.id, manifest.version) != (package_id, entry.version):
+            recorded = stat_cache.records.get(package_id, {}).get("manifest.json")
+            data = read_regular_file(layout.package_dir(package_id) / "manifest.json")
+            if entry is None or recorded is None or sha256_hex(data) != recorded[1]:
+                return None
+            manifest = Manifest.from_json(data, check_project_state=False)
+            if (manifest.id, manifest.version) != (package_id, entry.version):
                 return None
             reports.append(kept_report(cache, root, package_id, manifest, entry))
-    except SpliceError:
+    except (SpliceError, OSError):
         return None
     return reports
 
 
-def _unchanged(layout: ProjectLayout) -> NoopState | None:
-    """The project's recorded state if everything it covers is as recorded, else None."""
+def _unchanged(layout: ProjectLayout) -> StatCache | None:
+    """The project's stat cache if everything its recorded state covers is as recorded,
+    else None."""
     from splice_build import __version__
 
     if os.path.lexists(layout.tmp_dir):
@@ -194,7 +202,7 @@ def _unchanged(layout: ProjectLayout) -> NoopState | None:
     for package_id in state.packages:
         if not cache.unchanged(package_id, layout.package_dir(package_id)):
             return None
-    return state
+    return cache
 
 
 def _lock_holds(layout: ProjectLayout, text: str | None) -> bool:

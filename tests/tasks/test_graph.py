@@ -45,6 +45,40 @@ def test_second_install_executes_no_install_task(tmp_path: Path, registry: dict)
     assert [(r.name, r.already_installed) for r in reports] == [(GREETER, True), (OTHER, True)]
 
 
+def test_a_no_op_install_reports_only_a_manifest_it_can_vouch_for(
+    tmp_path: Path, registry: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The no-op install answers from the recorded state, reading each installed manifest
+    for its report. A manifest changed after its files were compared by stat (here: the
+    stat check is made to pass) is not reported: its bytes no longer hash as recorded, so
+    the graph runs, finds the package modified and restores it."""
+    from splice_build.install.statcache import StatCache
+
+    project = new_project(tmp_path / "p")
+    splice = _installed(project)
+    splice.install()
+    splice.install()
+    assert _executed(splice) == []  # the fast path
+    manifest_path = ProjectLayout(project).package_dir(GREETER) / "manifest.json"
+    good = manifest_path.read_bytes()
+    real_unchanged = StatCache.unchanged
+
+    def unchanged_then_swapped(self: StatCache, package_id: str, directory: Path) -> bool:
+        same = real_unchanged(self, package_id, directory)
+        if package_id == GREETER:
+            swapped = json.loads(good)
+            swapped["description"] = "changed after the stat check"
+            manifest_path.write_text(json.dumps(swapped))
+        return same
+
+    monkeypatch.setattr(StatCache, "unchanged", unchanged_then_swapped)
+    reports = splice.install()
+    assert _executed(splice) != []  # the graph ran
+    restored = {r.name: r.already_installed for r in reports}
+    assert restored[GREETER] is False, restored  # restored from the verified artifact
+    assert manifest_path.read_bytes() == good
+
+
 def test_touching_a_file_reruns_only_the_verification_hash(tmp_path: Path, registry: dict) -> None:
     project = new_project(tmp_path / "p")
     splice = _installed(project)
