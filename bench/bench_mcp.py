@@ -2,10 +2,10 @@
 as ratios to a cold `splice run example.hello` (whole process) measured in the same run, and
 the server's resident set (plus its sandbox processes).
 
-Three servers are measured: `splice mcp` as shipped (with its warm pool of sandbox processes), the same
-server without a pool (``COLD_SERVER``: one Node start per call, on the call's path), to show
-what the pool buys, and `splice mcp --reuse` (opt-in: a process serves successive calls of
-one package, docs/runtime.md#opt-in-reuse).
+Three servers are compared: `splice mcp` as shipped (with its warm pool of sandbox
+processes), the same server without a pool (``COLD_SERVER``: one Node start per call, on the
+call's path), to show what the pool buys, and `splice mcp --reuse` (opt-in: a process serves
+successive calls of one package, docs/runtime.md#opt-in-reuse).
 
 The 4-caller rows are set against the ceiling of one fresh process per call: how many
 ``node --permission -e 0`` the same Node starts per second, 4 at a time (issue #22 item 1:

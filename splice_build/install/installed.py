@@ -41,7 +41,6 @@ if TYPE_CHECKING:
 RESTORE_HINT = "Run `splice install` to restore the verified copy."
 _MANIFESTS_MAX = 1024  # distinct manifests one process remembers, by the SHA-256 of their bytes
 _manifests: dict[str, Manifest] = {}
-MANIFEST_FILE = "manifest.json"
 
 
 @dataclass(frozen=True)
@@ -69,10 +68,11 @@ def read_installed_manifest(directory: Path) -> Manifest:
 
     The project-state rule is left to :func:`refuse_project_state`, so that a package
     installed before the rule is refused as not granted, not as modified."""
-    from splice_build.spec.manifest import Manifest
+    from splice_build.spec.manifest import MANIFEST_FILE, Manifest
+    from splice_build.spec.regular_file import read_regular_file
 
     try:
-        data = (directory / "manifest.json").read_bytes()
+        data = read_regular_file(directory / MANIFEST_FILE)
     except OSError as exc:
         raise InstallError(
             ErrorCode.INVALID_PACKAGE, f"manifest.json cannot be read: {exc.strerror}"
@@ -80,12 +80,13 @@ def read_installed_manifest(directory: Path) -> Manifest:
     return Manifest.from_json(data, check_project_state=False)
 
 
-def _verified_manifest(package_id: str, directory: Path, verified_sha: str | None) -> Manifest:
-    """The manifest parsed from bytes whose SHA-256 is ``verified_sha``, the hash the files
-    digest was just built from; ``INSTALLED_PACKAGE_MODIFIED`` for any other bytes (the file
-    changed after it was hashed, or changed and changed back while the tree was hashed)."""
-    from splice_build.project.regular_file import read_regular_file
-    from splice_build.spec.manifest import Manifest
+def verified_manifest(package_id: str, directory: Path, verified_sha: str | None) -> Manifest:
+    """The manifest parsed from bytes whose SHA-256 is ``verified_sha``: the hash the files
+    digest was just built from, or the one the stat cache recorded for it (tasks/noop.py).
+    ``INSTALLED_PACKAGE_MODIFIED`` for any other bytes (the file changed after it was hashed,
+    or changed and changed back while the tree was hashed)."""
+    from splice_build.spec.manifest import MANIFEST_FILE, Manifest
+    from splice_build.spec.regular_file import read_regular_file
 
     try:
         data = read_regular_file(directory / MANIFEST_FILE)
@@ -160,7 +161,9 @@ def check_installed(
             else f"files digest {actual} differs from splice.lock ({known.files})"
         )
         raise _modified(package_id, reason)
-    manifest = _verified_manifest(package_id, directory, hashes.get(MANIFEST_FILE))
+    from splice_build.spec.manifest import MANIFEST_FILE
+
+    manifest = verified_manifest(package_id, directory, hashes.get(MANIFEST_FILE))
     if manifest.id != package_id or manifest.version != entry.version:
         raise _modified(
             package_id,

@@ -42,10 +42,10 @@ import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from splice_build.project.regular_file import READ_FLAGS
 from splice_build.records import dataclass, field
 from splice_build.spec.limits import MAX_FILES
 from splice_build.spec.names import is_valid_package_id
+from splice_build.spec.regular_file import READ_FLAGS
 from splice_build.spec.tree_digest import (
     NotAPackageTree,
     hash_package_file_and_stat,

@@ -116,7 +116,7 @@ def recover(layout: ProjectLayout) -> bool:
 
     Call it holding the project lock.
     """
-    from splice_build.project.regular_file import read_regular_file
+    from splice_build.spec.regular_file import read_regular_file
 
     path = layout.tmp_dir / JOURNAL
     try:

@@ -38,11 +38,11 @@ from splice_build.errors import ErrorCode, ProjectError, SpecError
 from splice_build.project.atomic import atomic_write_json, decode_json, fsync_directory
 from splice_build.project.layout import LOCK_FILE, ProjectLayout
 from splice_build.project.project_file import sorted_by_id
-from splice_build.project.regular_file import read_regular_file
 from splice_build.records import dataclass, field, fields
 from splice_build.spec.digests import is_integrity
 from splice_build.spec.names import PackageId
 from splice_build.spec.permissions import Permissions
+from splice_build.spec.regular_file import read_regular_file
 from splice_build.spec.semver import Version
 
 LOCKFILE_VERSION = 1

@@ -34,10 +34,10 @@ from splice_build.errors import ErrorCode, ProjectError, SpecError
 from splice_build.project.atomic import atomic_write_json, decode_json
 from splice_build.project.layout import PROJECT_FILE, ProjectLayout
 from splice_build.project.registry_url import normalize_registry_url
-from splice_build.project.regular_file import read_regular_file
 from splice_build.records import dataclass, field, replace
 from splice_build.spec.names import PackageId
 from splice_build.spec.paths import utf16_sort_key
+from splice_build.spec.regular_file import read_regular_file
 from splice_build.spec.semver import Range
 
 if TYPE_CHECKING:

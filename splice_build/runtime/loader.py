@@ -55,7 +55,8 @@ def load_package(
     ``manifest_sha256``: the hash ``manifest.json`` had when the caller hashed the tree; bytes
     that hash otherwise (the file changed since) are ``INSTALLED_PACKAGE_MODIFIED``, so the
     description is always of the bytes the caller's digest covers."""
-    from splice_build.spec.manifest import Manifest
+    from splice_build.spec.manifest import MANIFEST_FILE, Manifest
+    from splice_build.spec.regular_file import read_regular_file
 
     try:
         package_dir = Path(os.path.realpath(path, strict=True))
@@ -63,10 +64,8 @@ def load_package(
         raise _invalid("Package directory not found") from exc
     if not package_dir.is_dir():
         raise _invalid("Package directory not found")
-    from splice_build.project.regular_file import read_regular_file
-
     try:
-        manifest_bytes = read_regular_file(package_dir / "manifest.json")
+        manifest_bytes = read_regular_file(package_dir / MANIFEST_FILE)
     except OSError as exc:
         raise _invalid("manifest.json is missing") from exc
     if manifest_sha256 is not None:

@@ -31,9 +31,10 @@ PROTOCOL_VERSION = 2  # 2: jobs carry an id that their result repeats
 # The exact prefix host.mjs writes before a successful output (used to name an oversized
 # frame OUTPUT_TOO_LARGE rather than a protocol violation).
 RESULT_OK_PREFIX = b'{"type":"result","ok":true,"output":'
-# What follows the output in that frame: ``,"job":"<32 hex digits>"}``.
-RESULT_OK_SUFFIX_BYTES = len(b',"job":""}') + 32
-_JOB_ID = re.compile(r"[0-9a-f]{32}")
+JOB_ID_DIGITS = 32  # a job's id: 128 random bits in lowercase hex (new_job_id)
+# What follows the output in that frame: ``,"job":"<the id>"}``.
+RESULT_OK_SUFFIX_BYTES = len(b',"job":""}') + JOB_ID_DIGITS
+_JOB_ID = re.compile(rf"[0-9a-f]{{{JOB_ID_DIGITS}}}")
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
 
 
@@ -60,7 +61,7 @@ def new_job_id() -> str:
     cannot pass for its job's (PROTOCOL.md, "Results belong to their job")."""
     import os
 
-    return os.urandom(16).hex()
+    return os.urandom(JOB_ID_DIGITS // 2).hex()
 
 
 @dataclass(frozen=True)

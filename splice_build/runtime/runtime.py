@@ -5,9 +5,10 @@ messages, details and logs are sanitised (paths → ``<package>``/``<project>``,
 redaction including the values of the tool's declared variables).
 
 With a ``WarmPool`` (``pool=``) a call takes a process started before it (runtime/pool.py):
-``load`` hashes the package's files *before* it reads its manifest, and describes it only
-from manifest bytes that hash as they did then; it asks the pool for a process, and ``execute`` re-reads the digest after taking one and refuses the call
-(``INSTALLED_PACKAGE_MODIFIED``) before sending the job when the files changed since ``load``.
+``load`` hashes the package's files *before* it reads its manifest, describes it only from
+manifest bytes that hash as they did then, and asks the pool for a process; ``execute``
+re-reads the digest after taking one and refuses the call (``INSTALLED_PACKAGE_MODIFIED``)
+before sending the job when the files changed since ``load``.
 Without a pool every call starts its own process (the one-shot CLI).
 
 With ``reuse=`` (a ``ReusePolicy``, opt-in; docs/runtime.md#opt-in-reuse) a process that served
@@ -138,13 +139,14 @@ class SpliceRuntime:
         if self._pool is None:
             return load_package(path)
         from splice_build.spec.digests import files_digest_from_hashes
+        from splice_build.spec.manifest import MANIFEST_FILE
         from splice_build.spec.tree_digest import tree_hashes
 
         real = Path(os.path.realpath(path))
         hashes = tree_hashes(real)
         if hashes is None:  # links, special files, too many files: no process is warmed
             return self._pinned(load_package(real), None)
-        described = load_package(real, manifest_sha256=hashes.get("manifest.json", ""))
+        described = load_package(real, manifest_sha256=hashes.get(MANIFEST_FILE, ""))
         return self._pinned(described, files_digest_from_hashes(hashes))
 
     def load_verified(

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from splice_build.spec.digests import files_digest_from_hashes, new_sha256
 from splice_build.spec.limits import MAX_FILES
+from splice_build.spec.regular_file import READ_FLAGS
 
 _CHUNK = 1024 * 1024
 
@@ -33,9 +34,8 @@ def hash_package_file_and_stat(path: str) -> tuple[str, os.stat_result]:
     """``hash_package_file`` with the ``fstat`` of the descriptor it read (the stat cache
     records the two together, install/statcache.py)."""
     # O_NOFOLLOW: the entry was a regular file when listed; refuse it if it became a link.
-    # O_NONBLOCK: nor wait on a FIFO put in its place (refused below as no regular file).
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
-    fd = os.open(path, flags | getattr(os, "O_NOFOLLOW", 0))
+    # READ_FLAGS: nor wait on a FIFO put in its place (refused below as no regular file).
+    fd = os.open(path, READ_FLAGS | getattr(os, "O_NOFOLLOW", 0))
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):

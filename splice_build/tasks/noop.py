@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 from splice_build.install.statcache import NoopState, StatCache
 from splice_build.project.layout import ProjectLayout
 from splice_build.project.locking import lock
-from splice_build.project.regular_file import read_regular_file
+from splice_build.spec.regular_file import read_regular_file
 
 if TYPE_CHECKING:
     from splice_build.install.cache import ArtifactCache
@@ -151,9 +151,9 @@ def _kept_reports(
     is the one recorded for it."""
     from splice_build.errors import SpliceError
     from splice_build.install.install_report import kept_report
+    from splice_build.install.installed import verified_manifest
     from splice_build.project.lockfile import lock_entries
-    from splice_build.spec.digests import sha256_hex
-    from splice_build.spec.manifest import Manifest
+    from splice_build.spec.manifest import MANIFEST_FILE
     from splice_build.spec.paths import utf16_sort_key
 
     @functools.cache
@@ -171,15 +171,15 @@ def _kept_reports(
         entries = lock_entries(state.lock.encode("utf-8"))  # the bytes just compared
         for package_id in sorted(state.packages, key=utf16_sort_key):
             entry = entries.get(package_id)
-            recorded = stat_cache.records.get(package_id, {}).get("manifest.json")
-            data = read_regular_file(layout.package_dir(package_id) / "manifest.json")
-            if entry is None or recorded is None or sha256_hex(data) != recorded[1]:
+            recorded = stat_cache.records.get(package_id, {}).get(MANIFEST_FILE)
+            if entry is None or recorded is None:
                 return None
-            manifest = Manifest.from_json(data, check_project_state=False)
+            directory = layout.package_dir(package_id)
+            manifest = verified_manifest(package_id, directory, recorded[1])
             if (manifest.id, manifest.version) != (package_id, entry.version):
                 return None
             reports.append(kept_report(cache, root, package_id, manifest, entry))
-    except (SpliceError, OSError):
+    except SpliceError:
         return None
     return reports
 

@@ -1,4 +1,5 @@
-"""Reading a project's own files (``splice.json``, ``splice.lock``) without ever blocking.
+"""Reading a file Splice expects to be regular (``splice.json``, ``splice.lock``, state under
+``.splice/``, an installed package's files) without ever blocking.
 
 A FIFO put in place of one of them would make a plain ``open`` wait for a writer forever,
 with the project lock held. ``O_NONBLOCK`` makes that open return at once; the file is then

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from splice_build.project import regular_file
-from splice_build.project.regular_file import read_regular_file
+from splice_build.spec import regular_file
+from splice_build.spec.regular_file import read_regular_file
 
 
 @pytest.mark.parametrize("size", [0, 1, 4096, (1 << 20) - 1, 1 << 20, 3 * (1 << 20) + 7])
