@@ -52,7 +52,8 @@ from splice_build.spec.tree_digest import (
     package_files,
 )
 
-VERSION = 3  # 2: the no-op state; 3: it holds the texts of splice.json and splice.lock
+# 2: the no-op state; 3: it holds the texts of splice.json and splice.lock; 4: directory keys
+VERSION = 4
 
 # Threads pay off only when hashlib and os.read release the GIL on enough bytes: hashlib does
 # for buffers over 2 KiB, and a pool's start-up costs about what hashing 1 MiB does.
@@ -61,6 +62,8 @@ PARALLEL_MIN_FILES = 4
 _WORKERS = 4
 
 Key = tuple[int, int, int, int, int, int]  # dev, ino, size, mtime_ns, ctime_ns, mode
+Files = dict[str, tuple[Key, str]]  # relative path -> (key, hex sha256)
+Directories = dict[str, Key]  # relative path ("" for the package's own) -> key
 _HEX_DIGITS = "0123456789abcdef"
 
 
@@ -103,10 +106,12 @@ class StatCache:
     """The records of one project, loaded once per run; ``save`` writes what changed."""
 
     path: Path
-    records: dict[str, dict[str, tuple[Key, str]]] = field(default_factory=dict)
+    records: dict[str, Files] = field(default_factory=dict)
+    # Every directory of a package, or the package is absent: see ``unchanged``.
+    directories: dict[str, Directories] = field(default_factory=dict)
     state: NoopState | None = None
     changed: bool = False
-    _fresh: dict[str, dict[str, tuple[Key, str]]] = field(default_factory=dict)
+    _fresh: dict[str, tuple[Files, Directories]] = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: Path) -> StatCache:
@@ -131,35 +136,36 @@ class StatCache:
         if parsed is None:
             cache.changed = True
         else:
-            cache.records, cache.state = parsed
+            cache.records, cache.directories, cache.state = parsed
         return cache
 
     def unchanged(self, package_id: str, directory: Path) -> bool:
-        """Every file of ``directory`` is listed with exactly its recorded stat, and no other.
+        """Every directory and file of ``directory`` has exactly its recorded stat.
 
         The no-op fast path's check (tasks/noop.py): what the records hash to was verified
-        against the lock by the run that wrote them (nothing is hashed here)."""
-        known = self.records.get(package_id)
-        if not known:
+        against the lock by the run that wrote them (nothing is hashed here, and nothing is
+        listed). A directory's entries change only with its ``mtime`` and ``ctime``, so an
+        unchanged key for every directory the run listed means the same names as then, each
+        naming the same inode; an unchanged key for every file, the same content."""
+        files = self.records.get(package_id)
+        directories = self.directories.get(package_id)
+        if not files or not directories:
             return False
-        try:
-            if not stat.S_ISDIR(os.lstat(directory).st_mode):
-                return False
-            return _same_tree(os.fspath(directory), known)
-        except OSError:
-            return False
+        return _same_stats(os.fspath(directory), files, directories)
 
     def package_hashes(self, package_id: str, directory: Path) -> dict[str, str] | None:
         """The hash of every file of ``directory`` (as ``tree_hashes``), re-hashing changed
         files."""
         known = self.records.get(package_id, {})
         listed: list[tuple[str, str, Key]] = []
+        walked: dict[str, os.stat_result] = {}
         try:
             if not stat.S_ISDIR(os.lstat(directory).st_mode):
                 return None
-            _list(os.fspath(directory), listed)
+            _list(os.fspath(directory), listed, walked)
         except (NotAPackageTree, FileNotFoundError, NotADirectoryError):
             return None
+        directories = {relative: _key(info) for relative, info in walked.items()}
         hashes: dict[str, str] = {}
         pending: list[tuple[str, str, Key]] = []
         for relative, path, key in listed:
@@ -177,8 +183,9 @@ class StatCache:
             if not _same_file(key, opened):  # another file, or this one changed, since listed
                 return None
             hashes[relative] = sha
-        if pending or len(known) != len(listed):
-            self._fresh[package_id] = {rel: (key, hashes[rel]) for rel, _, key in listed}
+        if pending or len(known) != len(listed) or directories != self.directories.get(package_id):
+            files = {rel: (key, hashes[rel]) for rel, _, key in listed}
+            self._fresh[package_id] = (files, directories)
         return hashes
 
     def save(
@@ -191,24 +198,37 @@ class StatCache:
         project was a complete no-op (None drops a recorded one). Raises ``OSError``.
         """
         ids = sorted(set(package_ids))
-        records: dict[str, dict[str, tuple[Key, str]]] = {}
+        records: dict[str, Files] = {}
+        directories: dict[str, Directories] = {}
         for package_id in ids:
-            entries = self._fresh.get(package_id, self.records.get(package_id))
-            if entries is None:
+            files, walked = self._fresh.get(package_id) or (
+                self.records.get(package_id),
+                self.directories.get(package_id, {}),
+            )
+            if files is None:
                 continue
-            kept = {
-                rel: (key, sha)
-                for rel, (key, sha) in entries.items()
-                if key[3] < before_ns and key[4] < before_ns
-            }
+            kept = {rel: (key, sha) for rel, (key, sha) in files.items() if _older(key, before_ns)}
             if kept:
                 records[package_id] = kept
-        if not self.changed and records == self.records and state == self.state:
+            # All of them or none, and only with every file (see ``unchanged``).
+            if (
+                walked
+                and len(kept) == len(files)
+                and all(_older(k, before_ns) for k in walked.values())
+            ):
+                directories[package_id] = walked
+        if (
+            not self.changed
+            and records == self.records
+            and directories == self.directories
+            and state == self.state
+        ):
             return
         from splice_build.project.atomic import atomic_write_bytes
 
-        atomic_write_bytes(self.path, _encode(records, state))
-        self.records, self.state, self.changed = records, state, False
+        atomic_write_bytes(self.path, _encode(records, directories, state))
+        self.records, self.directories, self.state = records, directories, state
+        self.changed = False
         self._fresh.clear()
 
 
@@ -221,33 +241,36 @@ def file_system_now(marker: Path) -> int:
     return os.stat(marker).st_mtime_ns
 
 
-def _same_tree(directory: str, known: Mapping[str, tuple[Key, str]]) -> bool:
-    """Every entry under ``directory`` is a recorded file with exactly its recorded key, and
-    every recorded file is there.
-
-    The walk of ``package_files`` (same order, same relative names), fused with the
-    comparison so that it stops at the first difference: this runs for every installed
-    file on each no-op sync. A link or special file can only match a recorded name, and a
-    recorded key holds a regular file's mode, so it differs; so does a directory recorded
-    as a file, and a file too many or too few."""
-    seen = 0
-    stack = [(directory, "")]
-    while stack:
-        current, base = stack.pop()
-        with os.scandir(current) as entries:
-            for entry in entries:
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append((entry.path, base + entry.name + "/"))
-                    continue
-                record = known.get(base + entry.name)
-                if record is None or record[0] != _key(entry.stat(follow_symlinks=False)):
-                    return False
-                seen += 1
-    return seen == len(known)
+def _older(key: Key, before_ns: int) -> bool:
+    """Both stamps of ``key`` are strictly older than ``before_ns`` (the racy rule)."""
+    return key[3] < before_ns and key[4] < before_ns
 
 
-def _list(directory: str, listed: list[tuple[str, str, Key]]) -> None:
-    for relative, entry in package_files(directory):
+def _same_stats(directory: str, files: Files, directories: Directories) -> bool:
+    """Every recorded directory and file under ``directory`` has its recorded key.
+
+    This runs for every installed file of every project on each no-op sync: one ``lstat``
+    per directory and file, no listing. A link or special file put in a recorded name has
+    another mode (and changed its directory's key)."""
+    lstat = os.lstat
+    try:
+        for relative, key in directories.items():
+            seen = _key(lstat(f"{directory}/{relative}" if relative else directory))
+            if seen != key and not _same_file(key, seen):
+                return False
+        for relative, (key, _) in files.items():
+            seen = _key(lstat(f"{directory}/{relative}"))
+            if seen != key and not _same_file(key, seen):
+                return False
+    except OSError:
+        return False
+    return True
+
+
+def _list(
+    directory: str, listed: list[tuple[str, str, Key]], walked: dict[str, os.stat_result]
+) -> None:
+    for relative, entry in package_files(directory, walked):
         info = entry.stat(follow_symlinks=False)
         if not stat.S_ISREG(info.st_mode):
             raise NotAPackageTree(entry.path)
@@ -284,7 +307,9 @@ def _hash_all(pending: list[tuple[str, str, Key]]) -> dict[str, tuple[str, Key]]
         return dict(pool.map(_hash_one, pending))
 
 
-def _encode(records: Mapping[str, Mapping[str, tuple[Key, str]]], state: NoopState | None) -> bytes:
+def _encode(
+    records: Mapping[str, Files], directories: Mapping[str, Directories], state: NoopState | None
+) -> bytes:
     # json.dumps, not the JavaScript-compatible writer: nanosecond stamps exceed 2**53.
     body = {
         "version": VERSION,
@@ -293,63 +318,124 @@ def _encode(records: Mapping[str, Mapping[str, tuple[Key, str]]], state: NoopSta
             package_id: {rel: [*key, sha] for rel, (key, sha) in sorted(entries.items())}
             for package_id, entries in records.items()
         },
+        "directories": {
+            package_id: {rel: list(key) for rel, key in sorted(walked.items())}
+            for package_id, walked in directories.items()
+        },
     }
     return (json.dumps(body, separators=(",", ":")) + "\n").encode("ascii")
 
 
-Parsed = tuple[dict[str, dict[str, tuple[Key, str]]], NoopState | None]
+Parsed = tuple[dict[str, Files], dict[str, Directories], NoopState | None]
+_TOP_KEYS = {"version", "state", "packages", "directories"}
 _STATE_KEYS = {"splice", "root", "project", "lock", "packages"}
 
 
 def _parse(data: bytes, *, written_ns: int) -> Parsed | None:
-    """The records and state of a cache file, or None unless every field has exactly its shape."""
+    """The records, directories and state of a cache file, or None unless every field has
+    exactly its shape. Entries not strictly older than ``written_ns`` (the cache file's
+    ``mtime``) are dropped as racy, and with any of a package's, its directories."""
     try:
         body = json.loads(data.decode("ascii"))
     except (ValueError, RecursionError):
         return None
-    if not isinstance(body, dict) or set(body) != {"version", "state", "packages"}:
+    if not isinstance(body, dict) or set(body) != _TOP_KEYS:
         return None
     if type(body["version"]) is not int or body["version"] != VERSION:
         return None
-    packages = body["packages"]
+    records = _parse_files(body["packages"], written_ns)
+    directories = _parse_directories(body["directories"], written_ns)
+    if records is None or directories is None:
+        return None
+    complete = {
+        package_id: walked
+        for package_id, walked in directories.items()
+        if len(records.get(package_id, ())) == len(body["packages"].get(package_id, ()))
+    }
+    state = body["state"]
+    if state is None:
+        return records, complete, None
+    parsed_state = _parse_state(state)
+    return None if parsed_state is None else (records, complete, parsed_state)
+
+
+def _as_key(
+    dev: object, ino: object, size: object, mtime: object, ctime: object, mode: object
+) -> Key | None:
+    """The key of six fields when each is a non-negative int (not a bool), else None."""
+    if not (
+        type(dev) is type(ino) is type(size) is type(mtime) is type(ctime) is type(mode) is int
+    ):
+        return None
+    key: Key = (dev, ino, size, mtime, ctime, mode)  # type: ignore[assignment]
+    return key if min(key) >= 0 else None
+
+
+def _package_entries(packages: object) -> Iterable[tuple[str, dict]] | None:
+    """The ``(package id, entries)`` pairs of a per-package table, or None for a bad shape."""
     if not isinstance(packages, dict):
         return None
-    records: dict[str, dict[str, tuple[Key, str]]] = {}
     for package_id, entries in packages.items():
         if not isinstance(entries, dict) or len(entries) > MAX_FILES:
             return None
         if not is_valid_package_id(package_id):
             return None
-        parsed: dict[str, tuple[Key, str]] = {}
+    return packages.items()
+
+
+def _parse_files(packages: object, written_ns: int) -> dict[str, Files] | None:
+    pairs = _package_entries(packages)
+    if pairs is None:
+        return None
+    records: dict[str, Files] = {}
+    for package_id, entries in pairs:
+        parsed: Files = {}
         for rel, value in entries.items():
-            if not isinstance(value, list) or len(value) != 7:
+            # Inlined rather than through ``_as_key``: this runs for every installed file of
+            # every project on each no-op sync.
+            if type(value) is not list or len(value) != 7:
                 return None
             dev, ino, size, mtime, ctime, mode, sha = value
-            # Unrolled (every key field a non-negative int, not a bool): this runs for every
-            # installed file of every project on each no-op sync.
             if not (
-                type(dev) is int
-                and type(ino) is int
-                and type(size) is int
-                and type(mtime) is int
-                and type(ctime) is int
-                and type(mode) is int
-                and dev >= 0
-                and ino >= 0
-                and size >= 0
-                and mtime >= 0
-                and ctime >= 0
-                and mode >= 0
+                type(dev)
+                is type(ino)
+                is type(size)
+                is type(mtime)
+                is type(ctime)
+                is type(mode)
+                is int
             ):
                 return None
-            if not isinstance(sha, str) or len(sha) != 64 or sha.strip(_HEX_DIGITS):
+            if min(dev, ino, size, mtime, ctime, mode) < 0:
                 return None
-            if mtime < written_ns and ctime < written_ns:  # racy entries are not trusted
+            if type(sha) is not str or len(sha) != 64 or sha.strip(_HEX_DIGITS):
+                return None
+            if mtime < written_ns and ctime < written_ns:
                 parsed[rel] = ((dev, ino, size, mtime, ctime, mode), sha)
         records[package_id] = parsed
-    state = body["state"]
-    if state is None:
-        return records, None
+    return records
+
+
+def _parse_directories(packages: object, written_ns: int) -> dict[str, Directories] | None:
+    pairs = _package_entries(packages)
+    if pairs is None:
+        return None
+    directories: dict[str, Directories] = {}
+    for package_id, entries in pairs:
+        walked: Directories = {}
+        for rel, value in entries.items():
+            if not isinstance(value, list) or len(value) != 6:
+                return None
+            key = _as_key(*value)
+            if key is None:
+                return None
+            walked[rel] = key
+        if "" in walked and all(_older(key, written_ns) for key in walked.values()):
+            directories[package_id] = walked
+    return directories
+
+
+def _parse_state(state: object) -> NoopState | None:
     if not isinstance(state, dict) or set(state) != _STATE_KEYS:
         return None
     texts = [state[name] for name in ("splice", "root", "project")]
@@ -362,4 +448,4 @@ def _parse(data: bytes, *, written_ns: int) -> Parsed | None:
         return None
     if not all(is_valid_package_id(package_id) for package_id in versions):
         return None
-    return records, NoopState(*texts, lock=state["lock"], packages=versions)
+    return NoopState(*texts, lock=state["lock"], packages=versions)

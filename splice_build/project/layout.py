@@ -21,6 +21,7 @@ one where things are, so the layout is written down once.
 
 from __future__ import annotations
 
+from functools import cached_property
 from pathlib import Path
 
 from splice_build.records import dataclass
@@ -34,27 +35,30 @@ __all__ = ["LEGACY_LOCK_FILE", "LOCK_FILE", "PROJECT_FILE", "STATE_DIR", "Projec
 
 @dataclass(frozen=True)
 class ProjectLayout:
-    """The paths of one project, rooted at the directory holding ``splice.json``."""
+    """The paths of one project, rooted at the directory holding ``splice.json``.
+
+    Each path is built once per layout (``cached_property``): a no-op ``splice sync`` asks a
+    layout for the same few paths many times for every member."""
 
     root: Path
 
-    @property
+    @cached_property
     def project_file(self) -> Path:
         return self.root / PROJECT_FILE
 
-    @property
+    @cached_property
     def lock_file(self) -> Path:
         return self.root / LOCK_FILE
 
-    @property
+    @cached_property
     def legacy_lock_file(self) -> Path:
         return self.root / LEGACY_LOCK_FILE
 
-    @property
+    @cached_property
     def state_dir(self) -> Path:
         return self.root / STATE_DIR
 
-    @property
+    @cached_property
     def packages_dir(self) -> Path:
         return self.state_dir / "packages"
 
@@ -65,24 +69,24 @@ class ProjectLayout:
         ``packages_dir``.
         """
         scope, name = PackageId.parse(package_id).id.split("/")
-        return self.packages_dir / scope / name
+        return self.packages_dir.joinpath(scope, name)
 
-    @property
+    @cached_property
     def tmp_dir(self) -> Path:
         return self.state_dir / "tmp"
 
-    @property
+    @cached_property
     def state_lock(self) -> Path:
         return self.state_dir / "state.lock"
 
-    @property
+    @cached_property
     def graph_db(self) -> Path:
         return self.state_dir / "graph.sqlite3"
 
-    @property
+    @cached_property
     def stat_cache(self) -> Path:
         return self.state_dir / "statcache.json"
 
-    @property
+    @cached_property
     def workspace_dir(self) -> Path:
         return self.root / "workspace"

@@ -54,14 +54,22 @@ def hash_package_file_and_stat(path: str) -> tuple[str, os.stat_result]:
     return digest.hexdigest(), info
 
 
-def package_files(directory: str, prefix: str = "") -> Iterator[tuple[str, os.DirEntry[str]]]:
+def package_files(
+    directory: str, directories: dict[str, os.stat_result] | None = None
+) -> Iterator[tuple[str, os.DirEntry[str]]]:
     """``(relative path, entry)`` of every file under ``directory``: the one walk of a
     package tree. ``NotAPackageTree`` for a link or anything but a directory or file, and
-    past ``MAX_FILES`` files."""
+    past ``MAX_FILES`` files.
+
+    ``directories``, when given, receives the ``lstat`` of every directory walked (``""`` for
+    ``directory`` itself, else its relative path), taken *before* it is listed: a change to
+    its entries after the listing then gives it a later ``ctime`` than the one recorded."""
     count = 0
-    stack = [(directory, prefix)]
+    stack = [(directory, "")]
     while stack:
         current, base = stack.pop()
+        if directories is not None:
+            directories[base[:-1]] = os.lstat(current)
         with os.scandir(current) as entries:
             for entry in entries:
                 relative = base + entry.name

@@ -12,9 +12,9 @@ lock as the graph would, they re-check for every member
 - the ``splice.json`` and ``splice.lock`` bytes against the texts the state holds (compared,
   not hashed: a no-op loads no hashing library), the project's real path and the Splice
   version,
-- every installed file's ``(device, inode, size, mtime_ns, ctime_ns, mode)`` against the
-  record taken after it was verified (every directory listed: an added, hidden, removed or
-  replaced file is seen),
+- every installed directory's and file's ``(device, inode, size, mtime_ns, ctime_ns, mode)``
+  against the record taken after it was verified (an added, hidden, removed or renamed file
+  changes its directory's ``ctime``: nothing is listed, install/statcache.py),
 
 and answer "unchanged" for every project only when all of that holds (``install`` then reports
 each package as the graph reports a kept one, from the lock and the installed manifest); any

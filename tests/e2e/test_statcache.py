@@ -45,6 +45,8 @@ def project(tmp_path: Path, served: str) -> Path:
         assert done.code == 0, done.stderr
     recorded = _cache(member)["packages"]["@acme/pkg00"]
     assert set(recorded) == {"manifest.json", "SKILL.md", "tools/hello.js", *FILES}
+    directories = _cache(member)["directories"]["@acme/pkg00"]
+    assert set(directories) == {"", "lib", "lib/deep", "tools"}
     return member
 
 
@@ -89,11 +91,26 @@ def _removed(path: Path) -> None:
     path.unlink()
 
 
+def _added_with_directory_times_restored(path: Path) -> None:
+    """A file added next to ``path``, its directory's times put back: only the directory's
+    ``ctime`` tells (the no-op check stats directories, it does not list them)."""
+    before = path.parent.stat()
+    (path.parent / "added.txt").write_text("new\n")
+    os.utime(path.parent, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert path.parent.stat().st_mtime_ns == before.st_mtime_ns
+
+
+def _renamed(path: Path) -> None:
+    path.rename(path.with_name("renamed.txt"))
+
+
 CHANGES = {
     "content, mtime restored": lambda p: _same_size_same_mtime(p, "0123456789ABCDEF\n"),
     "replaced by a new inode": lambda p: _replaced(p, "fedcba9876543210\n"),
     "hidden file added": _hidden_file,
     "file removed": _removed,
+    "file added, directory times restored": _added_with_directory_times_restored,
+    "file renamed in its directory": _renamed,
 }
 
 
@@ -124,7 +141,7 @@ def test_every_change_is_found_past_the_stat_cache(project: Path, served: str, c
     repaired = _sync(root, served)
     assert repaired.code == 0, repaired.stderr
     assert _data_file(project).read_text() == FILES["lib/data.txt"]
-    assert not (_data_file(project).parent / ".hidden").exists()
+    assert sorted(p.name for p in _data_file(project).parent.iterdir()) == ["data.txt", "deep"]
     assert _changes(_sync(root, served, "--check")) == []
 
 
@@ -165,7 +182,7 @@ def test_install_restores_past_the_fast_path(project: Path, served: str, change:
     repaired, heavy = _install(project, served)
     assert (repaired.code, heavy[:1]) == (0, ["doit"]), repaired.stderr
     assert _data_file(project).read_text() == FILES["lib/data.txt"]
-    assert not (_data_file(project).parent / ".hidden").exists()
+    assert sorted(p.name for p in _data_file(project).parent.iterdir()) == ["data.txt", "deep"]
     # The restoring run records the copy it installed; the next one, finding it intact, the
     # state the fast path answers from (as after a first install).
     recording, heavy = _install(project, served)

@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from splice_build.install.statcache import StatCache, file_system_now
 from splice_build.spec.tree_digest import tree_hashes
@@ -161,3 +165,104 @@ def test_a_listing_without_device_and_inode_compares_the_other_fields() -> None:
     assert not _same_file((0, 0, 10, 1_000, 2_001, 0o100644), opened)
     assert _same_file(opened, opened)
     assert not _same_file((7, 43, 10, 1_000, 2_000, 0o100644), opened)  # another inode
+
+
+def _recorded(tmp_path: Path, directory: Path) -> StatCache:
+    """The cache after a run that listed and hashed ``directory`` and recorded all of it."""
+    path = tmp_path / "statcache.json"
+    cache = StatCache.load(path)
+    assert cache.package_hashes(PACKAGE, directory) == tree_hashes(directory)
+    stamps = [t for p in (directory, *directory.rglob("*")) for t in _stamps(p)]
+    cache.save([PACKAGE], before_ns=max(stamps) + 1)
+    later = max(stamps) + 10**9  # the cache file newer than every record (not racy)
+    os.utime(path, ns=(later, later))
+    return StatCache.load(path)
+
+
+def _stamps(path: Path) -> tuple[int, int]:
+    info = path.lstat()
+    return info.st_mtime_ns, info.st_ctime_ns
+
+
+def test_every_directory_is_recorded_and_the_no_op_check_stats_them(tmp_path: Path) -> None:
+    directory = _package(tmp_path)
+    (directory / "empty").mkdir()
+    cache = _recorded(tmp_path, directory)
+    assert set(cache.directories[PACKAGE]) == {"", "lib", "empty"}
+    assert cache.unchanged(PACKAGE, directory)
+
+
+def _file_in_the_empty_directory(directory: Path) -> None:
+    (directory / "empty" / "a.js").write_text("export {};\n")
+
+
+def _times_restored(directory: Path, change: Callable[[Path], object]) -> None:
+    """``change`` made, then every directory's times put back as they were."""
+    kept = {p: p.stat() for p in (directory, *directory.rglob("*")) if p.is_dir()}
+    change(directory)
+    for path, info in kept.items():
+        if path.exists():
+            os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+
+
+CHANGES = {
+    "a file in a directory empty when recorded": _file_in_the_empty_directory,
+    "a hidden file in the package's own directory": lambda d: (d / ".x").write_text(""),
+    "a file renamed": lambda d: (d / "lib" / "a.js").rename(d / "lib" / "b.js"),
+    "a directory replaced by a copy": lambda d: (
+        shutil.copytree(d / "lib", d / "lib2", copy_function=shutil.copy2),
+        shutil.rmtree(d / "lib"),
+        (d / "lib2").rename(d / "lib"),
+    ),
+    "the empty directory removed": lambda d: (d / "empty").rmdir(),
+    "a file rewritten": lambda d: (d / "lib" / "a.js").write_text("export const a = 2;\n"),
+}
+
+
+@pytest.mark.parametrize("change", list(CHANGES))
+def test_a_change_under_a_recorded_directory_is_seen_without_listing(
+    tmp_path: Path, change: str
+) -> None:
+    """Each change with every directory's times put back: only ``ctime`` (and the inode)
+    can tell, as no user process can set them back."""
+    directory = _package(tmp_path)
+    (directory / "empty").mkdir()
+    cache = _recorded(tmp_path, directory)
+    _times_restored(directory, CHANGES[change])
+    assert not cache.unchanged(PACKAGE, directory)
+
+
+def test_a_package_with_a_file_not_recorded_has_no_directories_and_is_never_unchanged(
+    tmp_path: Path,
+) -> None:
+    """A file touched after the run's clock reading is racy and not recorded. Its directory
+    may still be older; recording that directory would let the no-op check skip the file
+    (it stats recorded files only), so a package's directories go only with all its files."""
+    directory = _package(tmp_path)
+    path = tmp_path / "statcache.json"
+    cache = StatCache.load(path)
+    cache.package_hashes(PACKAGE, directory)
+    directory_stamps = [t for p in (directory, directory / "lib") for t in _stamps(p)]
+    touched = _stamps(directory / "lib" / "a.js")
+    before_ns = max(directory_stamps) + 1
+    if max(touched) < before_ns:  # written in the same tick as its directory: make it later
+        os.utime(directory / "lib" / "a.js", ns=(before_ns, before_ns))
+        cache = StatCache.load(path)
+        cache.package_hashes(PACKAGE, directory)
+    cache.save([PACKAGE], before_ns=before_ns)
+    body = json.loads(path.read_text())
+    assert set(body["packages"][PACKAGE]) == {"manifest.json"}
+    assert body["directories"] == {}
+    assert not StatCache.load(path).unchanged(PACKAGE, directory)
+
+
+def test_a_racy_file_record_when_loading_drops_its_package_directories(tmp_path: Path) -> None:
+    directory = _package(tmp_path)
+    path = tmp_path / "statcache.json"
+    _recorded(tmp_path, directory)
+    stamp = max(_stamps(directory / "lib" / "a.js"))
+    os.utime(path, ns=(stamp, stamp))  # the cache no newer than one file's record
+    loaded = StatCache.load(path)
+    assert "lib/a.js" not in loaded.records[PACKAGE]
+    assert PACKAGE not in loaded.directories
+    assert not loaded.unchanged(PACKAGE, directory)
