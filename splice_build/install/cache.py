@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,13 @@ from typing import Any
 from splice_build.project.atomic import atomic_write_bytes
 from splice_build.spec.digests import INTEGRITY_PREFIX, integrity_of, is_integrity
 
-_log = logging.getLogger(__name__)
+
+def _warn(message: str, *args: object) -> None:
+    """Log a warning; ``logging`` (with ``traceback``, about 4 ms) is imported only then, as a
+    no-op ``splice install`` opens the cache without writing to it."""
+    import logging
+
+    logging.getLogger(__name__).warning(message, *args)
 
 
 class ArtifactCache:
@@ -53,7 +58,7 @@ class ArtifactCache:
             return None
         if integrity_of(data) == integrity and (size is None or len(data) == size):
             return data
-        _log.warning("deleting corrupt cache entry %s", path)
+        _warn("deleting corrupt cache entry %s", path)
         with contextlib.suppress(OSError):
             path.unlink()
         return None
@@ -65,7 +70,7 @@ class ArtifactCache:
             path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_bytes(path, data)
         except OSError as exc:
-            _log.warning("could not write cache entry %s: %s", path, exc)
+            _warn("could not write cache entry %s: %s", path, exc)
 
     def signatures_path_for(self, integrity: str) -> Path:
         """Where the signatures stored with the artifact ``integrity`` live."""
@@ -93,7 +98,7 @@ class ArtifactCache:
             path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_bytes(path, json.dumps(record, indent=2).encode() + b"\n")
         except (OSError, TypeError, ValueError) as exc:
-            _log.warning("could not write signatures %s: %s", path, exc)
+            _warn("could not write signatures %s: %s", path, exc)
 
     def signatures(
         self, integrity: str, package_id: str, version: str
