@@ -61,6 +61,14 @@ PARALLEL_MIN_BYTES = 4 * 1024 * 1024
 PARALLEL_MIN_FILES = 4
 _WORKERS = 4
 
+# A package may hold any number of directories (empty ones too); past this many its
+# directories are not recorded, so that package alone goes through the graph.
+MAX_DIRECTORIES = 4 * MAX_FILES
+# Everything here rests on ``st_ctime`` being the time of the last change, which no user
+# process can set back. On Windows it is the creation time: nothing is recorded or trusted
+# there, and every no-op hashes from bytes.
+CTIME_IS_CHANGE_TIME = os.name != "nt"
+
 Key = tuple[int, int, int, int, int, int]  # dev, ino, size, mtime_ns, ctime_ns, mode
 Files = dict[str, tuple[Key, str]]  # relative path -> (key, hex sha256)
 Directories = dict[str, Key]  # relative path ("" for the package's own) -> key
@@ -117,6 +125,8 @@ class StatCache:
     def load(cls, path: Path) -> StatCache:
         """The cache at ``path``; empty (and to be rewritten) when it cannot be trusted."""
         cache = cls(path)
+        if not CTIME_IS_CHANGE_TIME:
+            return cache
         try:
             # O_NONBLOCK: a FIFO in its place opens at once (and is then no regular file).
             fd = os.open(path, READ_FLAGS | getattr(os, "O_NOFOLLOW", 0))
@@ -197,6 +207,8 @@ class StatCache:
         module docstring). Packages not in ``package_ids`` are dropped. ``state``: the
         project was a complete no-op (None drops a recorded one). Raises ``OSError``.
         """
+        if not CTIME_IS_CHANGE_TIME:
+            return
         ids = sorted(set(package_ids))
         records: dict[str, Files] = {}
         directories: dict[str, Directories] = {}
@@ -213,6 +225,7 @@ class StatCache:
             # All of them or none, and only with every file (see ``unchanged``).
             if (
                 walked
+                and len(walked) <= MAX_DIRECTORIES
                 and len(kept) == len(files)
                 and all(_older(k, before_ns) for k in walked.values())
             ):
@@ -262,7 +275,7 @@ def _same_stats(directory: str, files: Files, directories: Directories) -> bool:
             seen = _key(lstat(f"{directory}/{relative}"))
             if seen != key and not _same_file(key, seen):
                 return False
-    except OSError:
+    except (OSError, ValueError):  # ValueError: a name with NUL or no encoding (a bad file)
         return False
     return True
 
@@ -362,21 +375,23 @@ def _parse(data: bytes, *, written_ns: int) -> Parsed | None:
 def _as_key(
     dev: object, ino: object, size: object, mtime: object, ctime: object, mode: object
 ) -> Key | None:
-    """The key of six fields when each is a non-negative int (not a bool), else None."""
+    """The key of six fields when each is an int (not a bool), else None. Times before 1970
+    are negative; device, inode, size and mode never are."""
     if not (
         type(dev) is type(ino) is type(size) is type(mtime) is type(ctime) is type(mode) is int
     ):
         return None
     key: Key = (dev, ino, size, mtime, ctime, mode)  # type: ignore[assignment]
-    return key if min(key) >= 0 else None
+    return key if min(dev, ino, size, mode) >= 0 else None  # type: ignore[type-var]
 
 
-def _package_entries(packages: object) -> Iterable[tuple[str, dict]] | None:
-    """The ``(package id, entries)`` pairs of a per-package table, or None for a bad shape."""
+def _package_entries(packages: object, limit: int) -> Iterable[tuple[str, dict]] | None:
+    """The ``(package id, entries)`` pairs of a per-package table of at most ``limit`` entries
+    each, or None for a bad shape."""
     if not isinstance(packages, dict):
         return None
     for package_id, entries in packages.items():
-        if not isinstance(entries, dict) or len(entries) > MAX_FILES:
+        if not isinstance(entries, dict) or len(entries) > limit:
             return None
         if not is_valid_package_id(package_id):
             return None
@@ -384,7 +399,7 @@ def _package_entries(packages: object) -> Iterable[tuple[str, dict]] | None:
 
 
 def _parse_files(packages: object, written_ns: int) -> dict[str, Files] | None:
-    pairs = _package_entries(packages)
+    pairs = _package_entries(packages, MAX_FILES)
     if pairs is None:
         return None
     records: dict[str, Files] = {}
@@ -406,7 +421,7 @@ def _parse_files(packages: object, written_ns: int) -> dict[str, Files] | None:
                 is int
             ):
                 return None
-            if min(dev, ino, size, mtime, ctime, mode) < 0:
+            if min(dev, ino, size, mode) < 0:  # times before 1970 are negative
                 return None
             if type(sha) is not str or len(sha) != 64 or sha.strip(_HEX_DIGITS):
                 return None
@@ -417,7 +432,7 @@ def _parse_files(packages: object, written_ns: int) -> dict[str, Files] | None:
 
 
 def _parse_directories(packages: object, written_ns: int) -> dict[str, Directories] | None:
-    pairs = _package_entries(packages)
+    pairs = _package_entries(packages, MAX_DIRECTORIES)
     if pairs is None:
         return None
     directories: dict[str, Directories] = {}

@@ -266,3 +266,83 @@ def test_a_racy_file_record_when_loading_drops_its_package_directories(tmp_path:
     assert "lib/a.js" not in loaded.records[PACKAGE]
     assert PACKAGE not in loaded.directories
     assert not loaded.unchanged(PACKAGE, directory)
+
+
+@pytest.mark.parametrize("table", ["packages", "directories"])
+@pytest.mark.parametrize("name", ["lib/\u0000x", "lib/\ud800"])
+def test_a_record_name_no_path_can_have_is_a_difference_not_a_crash(
+    tmp_path: Path, table: str, name: str
+) -> None:
+    """A name with NUL, or a lone surrogate (no bytes encode it), cannot be stat'ed: the
+    package counts as changed (the graph runs and rewrites the cache)."""
+    directory = _package(tmp_path)
+    cache = _recorded(tmp_path, directory)
+    path = tmp_path / "statcache.json"
+    body = json.loads(path.read_text())
+    entries = body[table][PACKAGE]
+    entries[name] = entries["lib/a.js" if table == "packages" else "lib"]
+    written = path.stat()
+    path.write_text(json.dumps(body))
+    os.utime(path, ns=(written.st_atime_ns, written.st_mtime_ns))
+    loaded = StatCache.load(path)
+    assert name in (loaded.records if table == "packages" else loaded.directories)[PACKAGE]
+    assert cache.unchanged(PACKAGE, directory)
+    assert not loaded.unchanged(PACKAGE, directory)
+
+
+def test_more_directories_than_files_are_recorded_and_read_back(tmp_path: Path) -> None:
+    """A package of at most ``MAX_FILES`` files can hold more directories than that: what
+    ``save`` writes, ``load`` reads (a refused table would drop every package's records)."""
+    from splice_build.spec.limits import MAX_FILES
+
+    directory = _package(tmp_path)
+    for i in range(MAX_FILES // 2 + 10):
+        (directory / "lib" / f"m{i:03}" / "impl").mkdir(parents=True)
+        (directory / "lib" / f"m{i:03}" / "impl" / "index.js").write_text("export {};\n")
+    cache = _recorded(tmp_path, directory)
+    assert len(cache.directories[PACKAGE]) > MAX_FILES
+    assert cache.unchanged(PACKAGE, directory)
+
+
+def test_a_package_past_the_directory_bound_keeps_its_files_but_no_directories(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from splice_build.install import statcache
+
+    directory = _package(tmp_path)
+    monkeypatch.setattr(statcache, "MAX_DIRECTORIES", 1)  # the package has two
+    cache = _recorded(tmp_path, directory)
+    assert set(cache.records[PACKAGE]) == {"manifest.json", "lib/a.js"}
+    assert cache.directories == {}
+    assert not cache.unchanged(PACKAGE, directory)
+
+
+def test_times_before_1970_are_recorded_and_read_back(tmp_path: Path) -> None:
+    directory = _package(tmp_path)
+    os.utime(directory / "lib", ns=(-(10**9), -(10**9)))
+    os.utime(directory / "manifest.json", ns=(-(10**9), -(10**9)))
+    cache = _recorded(tmp_path, directory)
+    assert cache.directories[PACKAGE]["lib"][3] < 0
+    assert cache.records[PACKAGE]["manifest.json"][0][3] < 0
+    assert cache.unchanged(PACKAGE, directory)
+
+
+def test_where_ctime_is_no_change_time_nothing_is_recorded_or_trusted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On Windows ``st_ctime`` is the creation time, so a restored ``mtime`` would hide an
+    edit or an added file: the cache is neither written nor read there."""
+    from splice_build.install import statcache
+
+    directory = _package(tmp_path)
+    _recorded(tmp_path, directory)
+    path = tmp_path / "statcache.json"
+    monkeypatch.setattr(statcache, "CTIME_IS_CHANGE_TIME", False)
+    loaded = StatCache.load(path)
+    assert (loaded.records, loaded.directories, loaded.state) == ({}, {}, None)
+    assert not loaded.unchanged(PACKAGE, directory)
+    path.unlink()
+    cache = StatCache.load(path)
+    cache.package_hashes(PACKAGE, directory)
+    cache.save([PACKAGE], before_ns=2**62)
+    assert not path.exists()
