@@ -70,6 +70,7 @@ MAX_DIRECTORIES = 4 * MAX_FILES
 CTIME_IS_CHANGE_TIME = os.name != "nt"
 
 Key = tuple[int, int, int, int, int, int]  # dev, ino, size, mtime_ns, ctime_ns, mode
+_DIRECTORY_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
 Files = dict[str, tuple[Key, str]]  # relative path -> (key, hex sha256)
 Directories = dict[str, Key]  # relative path ("" for the package's own) -> key
 _HEX_DIGITS = "0123456789abcdef"
@@ -262,21 +263,28 @@ def _older(key: Key, before_ns: int) -> bool:
 def _same_stats(directory: str, files: Files, directories: Directories) -> bool:
     """Every recorded directory and file under ``directory`` has its recorded key.
 
-    This runs for every installed file of every project on each no-op sync: one ``lstat``
-    per directory and file, no listing. A link or special file put in a recorded name has
-    another mode (and changed its directory's key)."""
-    lstat = os.lstat
+    This runs for every installed file of every project on each no-op sync: one ``fstatat``
+    per directory and file, relative to the package's directory opened once (no listing,
+    and no path walked again from ``/`` for each name). A link or special file put in a
+    recorded name has another mode (and changed its directory's key). Only reached where
+    ``CTIME_IS_CHANGE_TIME`` (never on Windows, which has no ``dir_fd``)."""
+    try:
+        fd = os.open(directory, _DIRECTORY_FLAGS)
+    except (OSError, ValueError):
+        return False
+    stat_at = os.stat
     try:
         for relative, key in directories.items():
-            seen = _key(lstat(f"{directory}/{relative}" if relative else directory))
-            if seen != key and not _same_file(key, seen):
+            info = stat_at(relative, dir_fd=fd, follow_symlinks=False) if relative else os.fstat(fd)
+            if _key(info) != key:
                 return False
         for relative, (key, _) in files.items():
-            seen = _key(lstat(f"{directory}/{relative}"))
-            if seen != key and not _same_file(key, seen):
+            if _key(stat_at(relative, dir_fd=fd, follow_symlinks=False)) != key:
                 return False
     except (OSError, ValueError):  # ValueError: a name with NUL or no encoding (a bad file)
         return False
+    finally:
+        os.close(fd)
     return True
 
 
