@@ -61,15 +61,22 @@ def path(value: str) -> str:
     return value
 
 
-def text(value: str) -> str:
-    """UTF-8 text: refuses the surrogates that stand for undecodable command-line bytes."""
-    import argparse
-
+def is_text(value: str) -> bool:
+    """``value`` holds none of the surrogates that stand for undecodable command-line bytes."""
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
+        return False
+    return True
+
+
+def text(value: str) -> str:
+    """UTF-8 text: refuses the surrogates that stand for undecodable command-line bytes."""
+    if not is_text(value):
+        import argparse
+
         shown = value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-        raise argparse.ArgumentTypeError(f'"{shown}" is not valid UTF-8 text') from None
+        raise argparse.ArgumentTypeError(f'"{shown}" is not valid UTF-8 text')
     return value
 
 

@@ -1,8 +1,9 @@
 """`splice` entry point: one parser (cli/parser.py), a flat dispatch, one error handler.
 
 Exit codes: 0 ok, 1 failed, 2 usage, 130 interrupted. ``splice --version``, ``splice sync``
-and ``splice sync --check`` (with value-less global flags) skip the parser: argparse and the
-command table cost more than a no-op sync's own work (issue #22).
+and ``splice sync --check`` (with value-less global flags), and ``splice run <pkg>.<tool>
+[key=value…]`` skip the parser: argparse and the command's parser cost more than a no-op
+sync's own work, and a sixth of a bare Node start next to a run (issue #22, cli/plain.py).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import TYPE_CHECKING, NoReturn
 from splice_build.errors import EXIT_USAGE, UsageError
 
 if TYPE_CHECKING:
+    from types import ModuleType, SimpleNamespace
+
     from splice_build.cli.output import Output
 
 PROG = "splice"
@@ -76,18 +79,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             code = _plain_sync(argv, out, env=env, home=home)
             if code is not None:
                 return code
-            from splice_build.cli.context import CommandContext
-            from splice_build.cli.parser import build_parser, load_commands, only_command
+            plain = _plain_run(argv)
+            if plain is not None:
+                module, args = plain
+            else:
+                from splice_build.cli.parser import build_parser, load_commands, only_command
 
-            commands = only_command(argv) or load_commands()
-            parser = build_parser(commands)
-            args = parser.parse_args(argv) if argv else None
-            if args is None or args.command is None:
-                if json_mode:
-                    raise UsageError("no command given", hint=f"run `{PROG} --help` for usage")
-                parser.print_help(sys.stderr)
-                return EXIT_USAGE
-            module = commands[args.command]
+                commands = only_command(argv) or load_commands()
+                parser = build_parser(commands)
+                args = parser.parse_args(argv) if argv else None
+                if args is None or args.command is None:
+                    if json_mode:
+                        raise UsageError("no command given", hint=f"run `{PROG} --help` for usage")
+                    parser.print_help(sys.stderr)
+                    return EXIT_USAGE
+                module = commands[args.command]
+            from splice_build.cli.context import CommandContext
+
             out.json_mode = bool(args.json)
             ctx = CommandContext(
                 json=bool(args.json),
@@ -124,6 +132,20 @@ def _plain_sync(argv: Sequence[str], out: Output, *, env: dict[str, str], home: 
     return sync.sync(
         out, cwd=Path.cwd(), env=env, home=home, registry=None, root=None, options=options
     )
+
+
+def _plain_run(argv: Sequence[str]) -> tuple[ModuleType, SimpleNamespace] | None:
+    """``splice run <pkg>.<tool> [key=value…]`` and its arguments without the parser, when
+    the parse is certain (``run.plain_args``); else None."""
+    from splice_build.cli.plain import split_command
+
+    split = split_command(argv)
+    if split is None or split[1] != "run":
+        return None
+    from splice_build.cli.commands import run
+
+    args = run.plain_args(argv)
+    return None if args is None else (run, args)
 
 
 def _project_root(cwd: Path) -> Path:

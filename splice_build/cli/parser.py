@@ -13,6 +13,7 @@ from types import ModuleType
 
 from splice_build.cli import arg_types
 from splice_build.cli.main import PROG
+from splice_build.cli.plain import VALUELESS_GLOBAL_FLAGS
 from splice_build.cli.registry_of_commands import COMMAND_MODULES
 from splice_build.errors import UsageError
 
@@ -52,16 +53,11 @@ def load_commands() -> dict[str, ModuleType]:
     return {module.NAME: module for module in modules}
 
 
-# Options that take no value, so the word after them can be the command (``--registry`` takes
-# one, and argparse accepts any unambiguous prefix of it: anything else means "not sure").
-_FLAG_ONLY = frozenset({"--json", "--no-color", "--verbose"})
-
-
 def only_command(argv: Sequence[str]) -> dict[str, ModuleType] | None:
     """The one command module ``argv`` names, when that is certain (importing all of them
     for the parser costs more than a short command's own work); else None."""
     for word in argv:
-        if word in _FLAG_ONLY:
+        if word in VALUELESS_GLOBAL_FLAGS:
             continue
         if word.startswith("-"):
             return None

@@ -9,13 +9,16 @@ files are re-verified from bytes (and its grant checked) before any code runs
 
 from __future__ import annotations
 
-import argparse
+from collections.abc import Sequence
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from splice_build.cli import arg_types
-from splice_build.errors import ErrorCode, SandboxError, UsageError
+from splice_build.cli.plain import split_command
+from splice_build.errors import ErrorCode, SandboxError, SpecError, UsageError
 
 if TYPE_CHECKING:
+    import argparse
     from pathlib import Path
 
     from splice_build.cli.context import CommandContext
@@ -39,6 +42,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         type=arg_types.path,
         help="run a package directory",
+    )
+
+
+def plain_args(argv: Sequence[str]) -> SimpleNamespace | None:
+    """What the parser makes of ``[flags] run <pkg>.<tool> [key=value…]`` when that is
+    certain (cli/plain.py): no word after ``run`` begins with ``-`` (an option, ``--``, or
+    a word argparse may take for one), the reference parses and every pair is UTF-8 text, as
+    the parser's checks require. Else None: the parser answers, or says what is wrong."""
+    split = split_command(argv)
+    if split is None:
+        return None
+    flags, command, words = split
+    if command != NAME or not words or any(word.startswith("-") for word in words):
+        return None
+    try:
+        arg_types.tool_ref(words[0])
+    except SpecError:
+        return None
+    if not all(arg_types.is_text(word) for word in words[1:]):
+        return None
+    return SimpleNamespace(
+        json="--json" in flags,
+        registry=None,
+        no_color="--no-color" in flags,
+        verbose="--verbose" in flags,
+        command=NAME,
+        tool_ref=words[0],
+        pairs=words[1:],
+        input_json=None,
+        package_dir=None,
     )
 
 

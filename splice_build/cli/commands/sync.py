@@ -6,6 +6,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from splice_build.cli.plain import VALUELESS_GLOBAL_FLAGS
+
 if TYPE_CHECKING:
     import argparse
 
@@ -19,7 +21,6 @@ NEEDS_PROJECT = False
 
 # The global flags (cli/main.py) that take no value: with them, `sync` and `sync --check`
 # are parsed without argparse (``plain_check``).
-_GLOBAL_FLAGS = frozenset({"--json", "--no-color", "--verbose"})
 
 
 def _jobs(text: str) -> int:
@@ -59,8 +60,8 @@ def plain_check(argv: Sequence[str]) -> bool | None:
     if len(set(argv)) != len(argv) or NAME not in argv:
         return None
     at = argv.index(NAME)
-    if not set(argv[:at]) <= _GLOBAL_FLAGS or not set(argv[at + 1 :]) <= {
-        *_GLOBAL_FLAGS,
+    if not set(argv[:at]) <= VALUELESS_GLOBAL_FLAGS or not set(argv[at + 1 :]) <= {
+        *VALUELESS_GLOBAL_FLAGS,
         "--check",
     }:
         return None

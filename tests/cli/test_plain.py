@@ -1,0 +1,102 @@
+"""Command lines answered without argparse (cli/plain.py) are answered as the parser answers
+them: for every command line of a generated space, the plain answer is either "not sure"
+(None) or exactly the parser's namespace, never a line the parser refuses."""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from splice_build.cli.commands import run
+from splice_build.cli.parser import build_parser, load_commands
+from splice_build.cli.plain import VALUELESS_GLOBAL_FLAGS, split_command
+from splice_build.errors import SpliceError
+from testing.cli import run_splice
+
+FLAG_SETS = [
+    list(p)
+    for n in range(3)
+    for c in itertools.combinations(sorted(VALUELESS_GLOBAL_FLAGS), n)
+    for p in itertools.permutations(c)
+] + [["--json", "--json"], ["--registry", "x"], ["--reg=x"], ["-v"]]
+COMMANDS = ["run", "sync", "ru", "RUN", "--json"]
+REFS = ["example.hello", "@splice/example.hello", "Bad.x", "nodot", "", "\udcff.x", "-x.y"]
+WORDS = ["a=1", "a=-1", "-a=1", "-1", "--", "--json", "--input", "", "x", "\udcff=1", "k=v w"]
+
+
+def _command_lines() -> list[list[str]]:
+    lines = []
+    for flags in FLAG_SETS:
+        for command in COMMANDS:
+            lines.append([*flags, command])
+            for ref in REFS:
+                lines.append([*flags, command, ref])
+                for n in (1, 2):
+                    for words in itertools.product(WORDS, repeat=n):
+                        lines.append([*flags, command, ref, *words])
+    return lines
+
+
+def _parsed(argv: list[str]) -> dict[str, object] | None:
+    """The parser's namespace for ``argv``, or None when it refuses the line."""
+    try:
+        return vars(build_parser(load_commands()).parse_args(argv))
+    except (SpliceError, SystemExit):
+        return None
+
+
+def test_every_plain_answer_is_the_parsers() -> None:
+    lines = _command_lines()
+    answered = 0
+    for argv in lines:
+        plain = run.plain_args(argv)
+        if plain is None:
+            continue
+        answered += 1
+        assert vars(plain) == _parsed(argv), argv
+    # The common shapes are answered: `run <ref> [pairs]` with flags before it.
+    assert answered >= 200, answered
+    assert run.plain_args(["--json", "run", "example.hello", "name=x", "n=-1"]) is not None
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--json", "run", "x.y"], (frozenset({"--json"}), "run", ["x.y"])),
+        (["run"], (frozenset(), "run", [])),
+        (["--json", "--json", "run"], None),
+        (["--registry", "x", "run"], None),
+        (["--json"], None),
+        ([], None),
+    ],
+)
+def test_split_command(argv: list[str], expected: object) -> None:
+    assert split_command(argv) == expected
+
+
+def test_a_plain_run_skips_the_parser_and_answers_as_the_parsed_form(tmp_path: Path) -> None:
+    """The same run, once in a shape only the parser reads (``--input``), once plain."""
+    project = tmp_path / "project"
+    project.mkdir()
+    for args in (("init",), ("add", "@splice/example")):
+        assert run_splice(*args, cwd=project).code == 0
+    parsed = run_splice("--json", "run", "--input", '{"name": "x"}', "example.hello", cwd=project)
+    plain = run_splice("--json", "run", "example.hello", "name=x", cwd=project)
+    assert plain.code == parsed.code == 0, plain.stderr
+    answers = [{**done.json(), "durationMs": 0} for done in (plain, parsed)]
+    assert answers[0] == answers[1]
+    assert answers[0]["output"] == {"message": "Hello, x."}
+    code = (
+        "import sys, io\nfrom splice_build.cli.main import main\n"
+        "sys.stdout = io.StringIO()\n"
+        "status = main(['run', 'example.hello', 'name=x'])\n"
+        "sys.stderr.write('\\n' + str((status, 'argparse' in sys.modules)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=project, capture_output=True, text=True, check=True
+    )
+    assert done.stderr.rsplit("\n", 1)[1] == "(0, False)"
