@@ -57,3 +57,26 @@ def test_no_color_leaves_plain_error_text(tmp_path: Path) -> None:
     result = run_splice("validate", str(tmp_path / "missing"), "--no-color")
     assert result.code == 1
     assert "\x1b[" not in result.stderr
+
+
+def test_only_the_one_shot_commands_collect_less_often() -> None:
+    """``run`` and ``sync`` raise the young generation's threshold (fewer collections while
+    their modules load); a long-running server keeps the interpreter's."""
+    import gc
+
+    from splice_build.cli.main import _fewer_collections
+
+    default = gc.get_threshold()
+    try:
+        for argv, young in (
+            (["run", "example.hello"], 20_000),
+            (["--json", "sync", "--check"], 20_000),
+            (["mcp"], default[0]),
+            (["registry", "serve"], default[0]),
+            (["--registry", "x", "run", "example.hello"], default[0]),
+        ):
+            gc.set_threshold(*default)
+            _fewer_collections(argv)
+            assert gc.get_threshold() == (young, *default[1:]), argv
+    finally:
+        gc.set_threshold(*default)
