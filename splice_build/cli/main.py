@@ -1,9 +1,10 @@
 """`splice` entry point: one parser (cli/parser.py), a flat dispatch, one error handler.
 
 Exit codes: 0 ok, 1 failed, 2 usage, 130 interrupted. ``splice --version``, ``splice sync``
-and ``splice sync --check`` (with value-less global flags), and ``splice run <pkg>.<tool>
-[key=value…]`` skip the parser: argparse and the command's parser cost more than a no-op
-sync's own work, and a sixth of a bare Node start next to a run (issue #22, cli/plain.py).
+and ``splice sync --check`` (with value-less global flags), ``splice run <pkg>.<tool>
+[key=value…]`` and ``splice install`` with its value-less options skip the parser:
+argparse and the command's parser cost more than a no-op sync's own work, and a sixth of a
+bare Node start next to a run (issue #22, cli/plain.py).
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             code = _plain_sync(argv, out, env=env, home=home)
             if code is not None:
                 return code
-            plain = _plain_run(argv)
+            plain = _plain_command(argv)
             if plain is not None:
                 module, args = plain
             else:
@@ -159,18 +160,23 @@ def _plain_sync(argv: Sequence[str], out: Output, *, env: dict[str, str], home: 
     )
 
 
-def _plain_run(argv: Sequence[str]) -> tuple[ModuleType, SimpleNamespace] | None:
-    """``splice run <pkg>.<tool> [key=value…]`` and its arguments without the parser, when
-    the parse is certain (``run.plain_args``); else None."""
+# Commands that read some command lines without the parser (their ``plain_args``).
+_PLAIN_COMMANDS = frozenset({"run", "install"})
+
+
+def _plain_command(argv: Sequence[str]) -> tuple[ModuleType, SimpleNamespace] | None:
+    """The command and its arguments without the parser, when the parse is certain (the
+    command's ``plain_args``, cli/plain.py); else None."""
     from splice_build.cli.plain import split_command
 
     split = split_command(argv)
-    if split is None or split[1] != "run":
+    if split is None or split[1] not in _PLAIN_COMMANDS:
         return None
-    from splice_build.cli.commands import run
+    import importlib
 
-    args = run.plain_args(argv)
-    return None if args is None else (run, args)
+    module = importlib.import_module(f"splice_build.cli.commands.{split[1]}")
+    args = module.plain_args(argv)
+    return None if args is None else (module, args)
 
 
 def _project_root(cwd: Path) -> Path:

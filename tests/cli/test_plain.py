@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from splice_build.cli.commands import run
+from splice_build.cli.commands import install, run
 from splice_build.cli.parser import build_parser, load_commands
 from splice_build.cli.plain import VALUELESS_GLOBAL_FLAGS, split_command
 from splice_build.errors import SpliceError
@@ -63,6 +63,42 @@ def test_every_plain_answer_is_the_parsers() -> None:
     assert run.plain_args(["--json", "run", "example.hello", "name=x", "n=-1"]) is not None
 
 
+INSTALL_WORDS = [
+    "--frozen",
+    "--accept-permissions",
+    "--require-signed",
+    "--allow-signer-change",
+    "--froz",
+    "--json",
+    "--registry",
+    "x",
+    "",
+    "-h",
+]
+
+
+def test_every_plain_install_is_the_parsers() -> None:
+    lines = [
+        [*flags, command, *words]
+        for flags in FLAG_SETS
+        for command in ("install", "instal", "run")
+        for n in range(4)
+        for words in itertools.permutations(INSTALL_WORDS, n)
+    ] + [["install", "--frozen", "--frozen"]]
+    answered = 0
+    for argv in lines:
+        plain = install.plain_args(argv)
+        if plain is None:
+            continue
+        answered += 1
+        assert vars(plain) == _parsed(argv), argv
+    # Every line that holds only value-less global flags (10 choices of at most two, in any
+    # order), then `install`, then distinct install options (41 ordered choices of at most
+    # three of the four) is answered.
+    assert answered == 10 * 41, answered
+    assert install.plain_args(["--json", "install", "--frozen"]) is not None
+
+
 @pytest.mark.parametrize(
     ("argv", "expected"),
     [
@@ -78,8 +114,11 @@ def test_split_command(argv: list[str], expected: object) -> None:
     assert split_command(argv) == expected
 
 
-def test_a_plain_run_skips_the_parser_and_answers_as_the_parsed_form(tmp_path: Path) -> None:
-    """The same run, once in a shape only the parser reads (``--input``), once plain."""
+def test_a_plain_run_and_install_skip_the_parser_and_answer_as_the_parsed_form(
+    tmp_path: Path,
+) -> None:
+    """The same run, once in a shape only the parser reads (``--input``), once plain; the
+    same for a no-op install."""
     project = tmp_path / "project"
     project.mkdir()
     for args in (("init",), ("add", "@splice/example")):
@@ -98,5 +137,19 @@ def test_a_plain_run_skips_the_parser_and_answers_as_the_parsed_form(tmp_path: P
     )
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=project, capture_output=True, text=True, check=True
+    )
+    assert done.stderr.rsplit("\n", 1)[1] == "(0, False)"
+
+    # `install`: a repeated global flag sends the same command line through the parser.
+    parsed = run_splice("--json", "--json", "install", "--frozen", cwd=project)
+    plain = run_splice("--json", "install", "--frozen", cwd=project)
+    assert (plain.code, plain.stdout) == (parsed.code, parsed.stdout) == (0, parsed.stdout)
+    assert [r["name"] for r in plain.json()] == ["@splice/example"]
+    done = subprocess.run(
+        [sys.executable, "-c", code.replace("['run', 'example.hello', 'name=x']", "['install']")],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert done.stderr.rsplit("\n", 1)[1] == "(0, False)"

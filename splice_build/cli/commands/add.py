@@ -6,7 +6,6 @@ flags, the consent prompt, and the per-package text output (docs/compatibility.m
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -14,12 +13,22 @@ from splice_build.cli import arg_types
 from splice_build.cli.context import CommandContext
 
 if TYPE_CHECKING:
+    import argparse
+
     from splice_build.install.install_report import InstallReport
     from splice_build.sdk import Splice
 
 NAME = "add"
 HELP = "install packages and save them to splice.json and splice.lock"
 NEEDS_PROJECT = True
+
+
+# The value-less options ``add_install_options`` declares, by their attribute names.
+INSTALL_FLAGS = {
+    "--accept-permissions": "accept_permissions",
+    "--require-signed": "require_signed",
+    "--allow-signer-change": "allow_signer_change",
+}
 
 
 def add_install_options(parser: argparse.ArgumentParser) -> None:

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
-import argparse
+from collections.abc import Sequence
+from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
 from splice_build.cli.commands.add import (
+    INSTALL_FLAGS,
     add_install_options,
     install_options,
     open_splice,
     report_lines,
 )
 from splice_build.cli.context import CommandContext
+from splice_build.cli.plain import split_command
+
+if TYPE_CHECKING:
+    import argparse
 
 NAME = "install"
 HELP = "install exactly what splice.lock pins (restores modified packages)"
@@ -21,6 +28,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_install_options(parser)
     parser.add_argument(
         "--frozen", action="store_true", help="fail instead of resolving unlocked packages"
+    )
+
+
+_FLAGS = {**INSTALL_FLAGS, "--frozen": "frozen"}
+
+
+def plain_args(argv: Sequence[str]) -> SimpleNamespace | None:
+    """What the parser makes of ``[flags] install [--frozen] [--accept-permissions]
+    [--require-signed] [--allow-signer-change]`` (each option written out in full, at most
+    once) when that is certain (cli/plain.py); else None: the parser answers."""
+    split = split_command(argv)
+    if split is None or split[1] != NAME:
+        return None
+    flags, _, words = split
+    if len(set(words)) != len(words) or not set(words) <= set(_FLAGS):
+        return None
+    return SimpleNamespace(
+        json="--json" in flags,
+        registry=None,
+        no_color="--no-color" in flags,
+        verbose="--verbose" in flags,
+        command=NAME,
+        **{name: option in words for option, name in _FLAGS.items()},
     )
 
 
