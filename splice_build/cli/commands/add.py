@@ -23,26 +23,19 @@ HELP = "install packages and save them to splice.json and splice.lock"
 NEEDS_PROJECT = True
 
 
-# The value-less options ``add_install_options`` declares, by their attribute names.
-INSTALL_FLAGS = {
-    "--accept-permissions": "accept_permissions",
-    "--require-signed": "require_signed",
-    "--allow-signer-change": "allow_signer_change",
+# The value-less options every package-manager command takes, with their help.
+_INSTALL_OPTIONS = {
+    "--accept-permissions": "grant the permissions the packages declare",
+    "--require-signed": "refuse packages without a verified signature",
+    "--allow-signer-change": "accept a package whose signer changed",
 }
+# The same options by the attribute argparse gives each (install.plain_args reads them).
+INSTALL_FLAGS = {option: option[2:].replace("-", "_") for option in _INSTALL_OPTIONS}
 
 
 def add_install_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--accept-permissions",
-        action="store_true",
-        help="grant the permissions the packages declare",
-    )
-    parser.add_argument(
-        "--require-signed", action="store_true", help="refuse packages without a verified signature"
-    )
-    parser.add_argument(
-        "--allow-signer-change", action="store_true", help="accept a package whose signer changed"
-    )
+    for option, help_text in _INSTALL_OPTIONS.items():
+        parser.add_argument(option, action="store_true", help=help_text)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
