@@ -10,6 +10,7 @@ parser, which then gives the same answer, or the same error.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from types import SimpleNamespace
 
 # The global options that take no value: the word after one can only be the command
 # (``--registry`` takes a value, and argparse accepts any unambiguous prefix of an option).
@@ -26,3 +27,16 @@ def split_command(argv: Sequence[str]) -> tuple[frozenset[str], str, list[str]] 
                 return None
             return frozenset(flags), word, list(argv[at + 1 :])
     return None
+
+
+def parsed(flags: frozenset[str], command: str, **arguments: object) -> SimpleNamespace:
+    """The namespace the parser gives ``command`` with its ``arguments`` after the value-less
+    global ``flags`` (and no ``--registry``)."""
+    return SimpleNamespace(
+        json="--json" in flags,
+        registry=None,
+        no_color="--no-color" in flags,
+        verbose="--verbose" in flags,
+        command=command,
+        **arguments,
+    )

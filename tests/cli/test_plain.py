@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -49,15 +50,19 @@ def _parsed(argv: list[str]) -> dict[str, object] | None:
         return None
 
 
-def test_every_plain_answer_is_the_parsers() -> None:
-    lines = _command_lines()
+def _answered(plain_args: Callable[[list[str]], object], lines: list[list[str]]) -> int:
+    """How many ``lines`` ``plain_args`` answers; each answer must be the parser's."""
     answered = 0
     for argv in lines:
-        plain = run.plain_args(argv)
-        if plain is None:
-            continue
-        answered += 1
-        assert vars(plain) == _parsed(argv), argv
+        plain = plain_args(argv)
+        if plain is not None:
+            answered += 1
+            assert vars(plain) == _parsed(argv), argv
+    return answered
+
+
+def test_every_plain_answer_is_the_parsers() -> None:
+    answered = _answered(run.plain_args, _command_lines())
     # The common shapes are answered: `run <ref> [pairs]` with flags before it.
     assert answered >= 200, answered
     assert run.plain_args(["--json", "run", "example.hello", "name=x", "n=-1"]) is not None
@@ -85,13 +90,7 @@ def test_every_plain_install_is_the_parsers() -> None:
         for n in range(4)
         for words in itertools.permutations(INSTALL_WORDS, n)
     ] + [["install", "--frozen", "--frozen"]]
-    answered = 0
-    for argv in lines:
-        plain = install.plain_args(argv)
-        if plain is None:
-            continue
-        answered += 1
-        assert vars(plain) == _parsed(argv), argv
+    answered = _answered(install.plain_args, lines)
     # Every line that holds only value-less global flags (10 choices of at most two, in any
     # order), then `install`, then distinct install options (41 ordered choices of at most
     # three of the four) is answered.

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 from splice_build.cli.commands.add import (
@@ -14,10 +13,11 @@ from splice_build.cli.commands.add import (
     report_lines,
 )
 from splice_build.cli.context import CommandContext
-from splice_build.cli.plain import split_command
+from splice_build.cli.plain import parsed, split_command
 
 if TYPE_CHECKING:
     import argparse
+    from types import SimpleNamespace
 
 NAME = "install"
 HELP = "install exactly what splice.lock pins (restores modified packages)"
@@ -44,14 +44,7 @@ def plain_args(argv: Sequence[str]) -> SimpleNamespace | None:
     flags, _, words = split
     if len(set(words)) != len(words) or not set(words) <= set(_FLAGS):
         return None
-    return SimpleNamespace(
-        json="--json" in flags,
-        registry=None,
-        no_color="--no-color" in flags,
-        verbose="--verbose" in flags,
-        command=NAME,
-        **{name: option in words for option, name in _FLAGS.items()},
-    )
+    return parsed(flags, NAME, **{name: option in words for option, name in _FLAGS.items()})
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:

@@ -10,16 +10,16 @@ files are re-verified from bytes (and its grant checked) before any code runs
 from __future__ import annotations
 
 from collections.abc import Sequence
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from splice_build.cli import arg_types
-from splice_build.cli.plain import split_command
+from splice_build.cli.plain import parsed, split_command
 from splice_build.errors import ErrorCode, SandboxError, SpecError, UsageError
 
 if TYPE_CHECKING:
     import argparse
     from pathlib import Path
+    from types import SimpleNamespace
 
     from splice_build.cli.context import CommandContext
     from splice_build.runtime import LoadedPackage, ToolResult
@@ -62,16 +62,8 @@ def plain_args(argv: Sequence[str]) -> SimpleNamespace | None:
         return None
     if not all(arg_types.is_text(word) for word in words[1:]):
         return None
-    return SimpleNamespace(
-        json="--json" in flags,
-        registry=None,
-        no_color="--no-color" in flags,
-        verbose="--verbose" in flags,
-        command=NAME,
-        tool_ref=words[0],
-        pairs=words[1:],
-        input_json=None,
-        package_dir=None,
+    return parsed(
+        flags, NAME, tool_ref=words[0], pairs=words[1:], input_json=None, package_dir=None
     )
 
 
