@@ -168,7 +168,12 @@ def test_killing_one_instance_of_each_loses_no_retried_request(
         reader.join(60)
     assert published.code == 0, published.stderr
     assert added.code == 0, added.stderr
-    assert statuses and set(statuses) == {200}, [s for s in statuses if s != 200]
+    # One read may be cut: the one in flight on the reader's one connection when SIGKILL hit,
+    # if part of its answer had already left nginx, which can then not retry it
+    # (docs/deploy.md, "What is retried and what is not"). Nothing else is lost.
+    lost = [s for s in statuses if s != 200]
+    assert statuses and len(lost) <= 1, lost
+    assert all("IncompleteRead" in str(s) for s in lost), lost
     assert messages[:4] == [f"Hello, b{i}." for i in range(4)]
     assert messages[4:] == [f"Hello, a{i}." for i in range(6)] + ["Hello, new-0.", "Hello, new-1."]
     assert "upstream" in nginx.error_log()  # nginx did see the dead instances
