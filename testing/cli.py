@@ -6,7 +6,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,3 +51,21 @@ def run_splice(
         stdin=None if input is not None else subprocess.DEVNULL,
     )
     return Completed(proc.returncode, proc.stdout, proc.stderr)
+
+
+def main_in_fresh_process(
+    argv: Sequence[str], *, cwd: Path, watched: Sequence[str]
+) -> tuple[Completed, list[str]]:
+    """``main(argv)`` of the CLI in a fresh interpreter in ``cwd``: its status and output,
+    and which of the ``watched`` modules the command imported (what a lean path must not)."""
+    code = (
+        "import json, sys\nfrom splice_build.cli.main import main\n"
+        f"status = main({list(argv)!r})\n"
+        f"imported = [m for m in {list(watched)!r} if m in sys.modules]\n"
+        "sys.stderr.write('\\n' + json.dumps([status, imported]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=120
+    )
+    status, imported = json.loads(done.stderr.rsplit("\n", 1)[1])
+    return Completed(status, done.stdout, done.stderr), imported

@@ -5,8 +5,6 @@ them: for every command line of a generated space, the plain answer is either "n
 from __future__ import annotations
 
 import itertools
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,7 +14,7 @@ from splice_build.cli.commands import install, run
 from splice_build.cli.parser import build_parser, load_commands
 from splice_build.cli.plain import VALUELESS_GLOBAL_FLAGS, split_command
 from splice_build.errors import SpliceError
-from testing.cli import run_splice
+from testing.cli import main_in_fresh_process, run_splice
 
 FLAG_SETS = [
     list(p)
@@ -128,27 +126,15 @@ def test_a_plain_run_and_install_skip_the_parser_and_answer_as_the_parsed_form(
     answers = [{**done.json(), "durationMs": 0} for done in (plain, parsed)]
     assert answers[0] == answers[1]
     assert answers[0]["output"] == {"message": "Hello, x."}
-    code = (
-        "import sys, io\nfrom splice_build.cli.main import main\n"
-        "sys.stdout = io.StringIO()\n"
-        "status = main(['run', 'example.hello', 'name=x'])\n"
-        "sys.stderr.write('\\n' + str((status, 'argparse' in sys.modules)))\n"
+    ran, imported = main_in_fresh_process(
+        ["run", "example.hello", "name=x"], cwd=project, watched=["argparse"]
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=project, capture_output=True, text=True, check=True
-    )
-    assert done.stderr.rsplit("\n", 1)[1] == "(0, False)"
+    assert (ran.code, imported) == (0, []), ran.stderr
 
     # `install`: a repeated global flag sends the same command line through the parser.
     parsed = run_splice("--json", "--json", "install", "--frozen", cwd=project)
     plain = run_splice("--json", "install", "--frozen", cwd=project)
     assert (plain.code, plain.stdout) == (parsed.code, parsed.stdout) == (0, parsed.stdout)
     assert [r["name"] for r in plain.json()] == ["@splice/example"]
-    done = subprocess.run(
-        [sys.executable, "-c", code.replace("['run', 'example.hello', 'name=x']", "['install']")],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert done.stderr.rsplit("\n", 1)[1] == "(0, False)"
+    installed, imported = main_in_fresh_process(["install"], cwd=project, watched=["argparse"])
+    assert (installed.code, imported) == (0, []), installed.stderr

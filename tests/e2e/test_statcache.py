@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -16,7 +14,7 @@ import pytest
 
 from splice_build.install.statcache import VERSION
 from splice_build.project.layout import ProjectLayout
-from testing.cli import Completed, run_splice
+from testing.cli import Completed, main_in_fresh_process, run_splice
 from testing.registry_fixtures import publish
 from testing.registry_server import registry_server
 from testing.stat_records import edit_keeping_mtime, forge_clean_record
@@ -150,17 +148,11 @@ def _install(member: Path, url: str) -> tuple[Completed, list[str]]:
     graph's (doit), the registry client's (httpx), OpenSSL's (hashlib: the fast path compares
     bytes, it hashes nothing), and ``logging`` (about 4 ms with ``traceback``; the fast path
     logs nothing)."""
-    code = (
-        "import sys\nfrom splice_build.cli.main import main\n"
-        f"status = main(['--registry', {url!r}, '--json', 'install'])\n"
-        "heavy = [m for m in ('doit', 'httpx', 'hashlib', 'logging') if m in sys.modules]\n"
-        "sys.stderr.write('\\n' + json.dumps([status, heavy]))\n"
+    return main_in_fresh_process(
+        ["--registry", url, "--json", "install"],
+        cwd=member,
+        watched=["doit", "httpx", "hashlib", "logging"],
     )
-    done = subprocess.run(
-        [sys.executable, "-c", "import json\n" + code], cwd=member, capture_output=True, text=True
-    )
-    status, heavy = json.loads(done.stderr.rsplit("\n", 1)[1])
-    return Completed(status, done.stdout, done.stderr), heavy
 
 
 def test_a_no_op_install_answers_as_the_graph_does(project: Path, served: str) -> None:
@@ -357,14 +349,7 @@ def test_a_plain_no_op_sync_answers_without_the_parser(
     parsed = run_splice("--json", "sync", "-j", "1", *args, cwd=root)
     plain = run_splice("--json", "sync", *args, cwd=root)
     assert (plain.code, plain.stdout) == (parsed.code, parsed.stdout) == (0, parsed.stdout)
-    code = (
-        "import sys\nfrom splice_build.cli.main import main\n"
-        f"status = main(['sync', *{list(args)!r}])\n"
-        "heavy = [m for m in ('argparse', 'dataclasses', 'inspect', 'hashlib')"
-        " if m in sys.modules]\n"
-        "sys.stderr.write('\\n' + str((status, heavy)))\n"
+    synced, imported = main_in_fresh_process(
+        ["sync", *args], cwd=root, watched=["argparse", "dataclasses", "inspect", "hashlib"]
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True
-    )
-    assert done.stderr.rsplit("\n", 1)[1] == "(0, [])"
+    assert (synced.code, imported) == (0, []), synced.stderr
