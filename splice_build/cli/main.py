@@ -42,13 +42,19 @@ _ONE_SHOT_GC_THRESHOLD = 20_000
 _ONE_SHOT_COMMANDS = frozenset({"run", "sync"})
 
 
-def _fewer_collections(argv: Sequence[str]) -> None:
-    """Collect less often in a ``run`` or ``sync`` process; long-running commands (``mcp``,
-    ``registry serve``) keep the interpreter's thresholds."""
+def _command_word(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` names when only value-less global flags come before it (so no
+    option can be taking it as its value); else None (cli/plain.py)."""
     from splice_build.cli.plain import split_command
 
     split = split_command(argv)
-    if split is not None and split[1] in _ONE_SHOT_COMMANDS:
+    return None if split is None else split[1]
+
+
+def _fewer_collections(command: str | None) -> None:
+    """Collect less often in a ``run`` or ``sync`` process; long-running commands (``mcp``,
+    ``registry serve``) keep the interpreter's thresholds."""
+    if command in _ONE_SHOT_COMMANDS:
         import gc
 
         gc.set_threshold(_ONE_SHOT_GC_THRESHOLD, *gc.get_threshold()[1:])
@@ -78,7 +84,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     _open_standard_descriptors()
     if _fast_version(argv):
         return 0
-    _fewer_collections(argv)
+    command = _command_word(argv)
+    _fewer_collections(command)
 
     from splice_build.cli.errors import Exit, error_handler, stop_on_termination
     from splice_build.cli.output import Output
@@ -97,10 +104,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     stop_on_termination()
     try:
         with error_handler(out, home=home, verbose="--verbose" in argv):
-            code = _plain_sync(argv, out, env=env, home=home)
+            # Only a sync command line imports the sync command.
+            code = _plain_sync(argv, out, env=env, home=home) if command == "sync" else None
             if code is not None:
                 return code
-            plain = _plain_command(argv)
+            plain = _plain_command(argv, command)
             if plain is not None:
                 module, args = plain
             else:
@@ -142,11 +150,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _plain_sync(argv: Sequence[str], out: Output, *, env: dict[str, str], home: Path) -> int | None:
     """``splice sync [--check]`` without the parser, when ``argv`` says nothing else."""
-    from splice_build.cli.plain import split_command
-
-    split = split_command(argv)
-    if split is None or split[1] != "sync":
-        return None  # without importing the sync command
     from splice_build.cli.commands import sync
 
     check = sync.plain_check(argv)
@@ -164,17 +167,16 @@ def _plain_sync(argv: Sequence[str], out: Output, *, env: dict[str, str], home: 
 _PLAIN_COMMANDS = frozenset({"run", "install"})
 
 
-def _plain_command(argv: Sequence[str]) -> tuple[ModuleType, SimpleNamespace] | None:
+def _plain_command(
+    argv: Sequence[str], command: str | None
+) -> tuple[ModuleType, SimpleNamespace] | None:
     """The command and its arguments without the parser, when the parse is certain (the
     command's ``plain_args``, cli/plain.py); else None."""
-    from splice_build.cli.plain import split_command
-
-    split = split_command(argv)
-    if split is None or split[1] not in _PLAIN_COMMANDS:
+    if command not in _PLAIN_COMMANDS:
         return None
     import importlib
 
-    module = importlib.import_module(f"splice_build.cli.commands.{split[1]}")
+    module = importlib.import_module(f"splice_build.cli.commands.{command}")
     args = module.plain_args(argv)
     return None if args is None else (module, args)
 

@@ -3,7 +3,7 @@
 Importing argparse and building even one command's parser costs a short command about 4 ms,
 more than a no-op ``sync`` spends on its own work and about a sixth of a bare Node start
 next to ``splice run``. A command may answer the shapes it can read with certainty itself
-(``sync.plain_check``, ``run.plain_args``); every other command line goes through the
+(``sync.plain_check``, and ``plain_args`` of ``run`` and ``install``); every other command line goes through the
 parser, which then gives the same answer, or the same error.
 """
 

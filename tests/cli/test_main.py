@@ -64,7 +64,7 @@ def test_only_the_one_shot_commands_collect_less_often() -> None:
     their modules load); a long-running server keeps the interpreter's."""
     import gc
 
-    from splice_build.cli.main import _fewer_collections
+    from splice_build.cli.main import _command_word, _fewer_collections
 
     default = gc.get_threshold()
     try:
@@ -76,7 +76,7 @@ def test_only_the_one_shot_commands_collect_less_often() -> None:
             (["--registry", "x", "run", "example.hello"], default[0]),
         ):
             gc.set_threshold(*default)
-            _fewer_collections(argv)
+            _fewer_collections(_command_word(argv))
             assert gc.get_threshold() == (young, *default[1:]), argv
     finally:
         gc.set_threshold(*default)

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from splice_build.cli.plain import VALUELESS_GLOBAL_FLAGS
+from splice_build.cli.plain import VALUELESS_GLOBAL_FLAGS, split_command
 
 if TYPE_CHECKING:
     import argparse
@@ -18,9 +18,6 @@ if TYPE_CHECKING:
 NAME = "sync"
 HELP = "install every project of the workspace (monorepo) in one graph"
 NEEDS_PROJECT = False
-
-# The global flags (cli/main.py) that take no value: with them, `sync` and `sync --check`
-# are parsed without argparse (``plain_check``).
 
 
 def _jobs(text: str) -> int:
@@ -57,15 +54,13 @@ def plain_check(argv: Sequence[str]) -> bool | None:
     global flags, each at most once), so the parser's answer is certain; else None.
 
     A no-op ``sync`` costs less than importing and building the parser (issue #22)."""
-    if len(set(argv)) != len(argv) or NAME not in argv:
+    split = split_command(argv)
+    if split is None or split[1] != NAME or len(set(argv)) != len(argv):
         return None
-    at = argv.index(NAME)
-    if not set(argv[:at]) <= VALUELESS_GLOBAL_FLAGS or not set(argv[at + 1 :]) <= {
-        *VALUELESS_GLOBAL_FLAGS,
-        "--check",
-    }:
+    words = split[2]
+    if not set(words) <= {*VALUELESS_GLOBAL_FLAGS, "--check"}:
         return None
-    return "--check" in argv[at + 1 :]
+    return "--check" in words
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
