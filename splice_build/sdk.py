@@ -187,7 +187,11 @@ class Splice:
         return reports
 
     def _recovered(self) -> None:
-        """Finish a transaction a crash interrupted before reading state (rare: a file test)."""
+        """Refuse links in ``.splice/`` (project/state_dir.py), then finish a transaction a
+        crash interrupted before reading state (rare: a file test)."""
+        from splice_build.project.state_dir import check_state_dir
+
+        check_state_dir(self.layout)
         if self.layout.tmp_dir.exists():
             from splice_build.install.transaction import project_lock
 

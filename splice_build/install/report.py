@@ -22,6 +22,7 @@ from splice_build.install.signature_check import SignatureValid
 from splice_build.project.layout import ProjectLayout
 from splice_build.project.lockfile import LockEntry, load_lockfile
 from splice_build.project.project_file import load_project_file
+from splice_build.project.state_dir import check_state_dir
 from splice_build.spec.digests import files_digest
 
 
@@ -91,6 +92,7 @@ def _installed_check(layout: ProjectLayout, candidate: Candidate, package_id: st
             ErrorCode.LOCK_MISMATCH,
         )
     try:
+        check_state_dir(layout)
         installed = check_installed(layout, package_id, entry)
     except SpliceError as exc:
         text = f"{exc.code}: {exc.message}; {'; '.join(exc.details)}".rstrip("; ")

@@ -16,12 +16,20 @@ before its journal was written): if ``splice.lock`` already says what the journa
 wanted, the swaps are completed (roll forward), otherwise undone (roll back). Every step of
 both directions can itself be interrupted and re-run. A failure inside :func:`apply` rolls
 back at once and re-raises.
+
+The journal names each swap by its package id and its staging token, never by a path: a
+project is often someone else's checkout, and a journal in it is input like any other. The
+paths are rebuilt from the layout (``Swap.build``), so no journal can make a recovery rename
+or delete anything but the project's own package directories and staging copies; a journal
+of any other shape is refused (``NOT_WRITABLE``, remove ``.splice/tmp``). Links inside
+``.splice/`` are refused before the lock is taken (project/state_dir.py).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 import shutil
 from collections.abc import Callable, Iterator, Sequence
@@ -32,41 +40,61 @@ from splice_build.project.layout import ProjectLayout
 from splice_build.project.lockfile import Lockfile, load_lockfile, save_lockfile
 from splice_build.project.locking import lock
 from splice_build.project.project_file import ProjectFile
+from splice_build.project.state_dir import check_state_dir
 from splice_build.records import dataclass
 
 JOURNAL = "journal.json"
 
 
+_TOKEN = re.compile(r"[0-9a-f]{12}")
+_SWAP_KEYS = frozenset({"package", "token", "install"})
+_JOURNAL_KEYS = frozenset({"swaps", "lock", "project"})
+
+
 @dataclass(frozen=True)
 class Swap:
-    """One package directory change: install ``staged`` at ``final`` (None: remove ``final``)."""
+    """One package directory change: install ``staged`` at ``final`` (None: remove ``final``).
 
+    Built only by :meth:`build`, from the package id and the staging token: the three paths
+    follow from those and the layout."""
+
+    package_id: str
+    token: str
     final: Path
     backup: Path
     staged: Path | None
 
-    def to_json(self) -> dict[str, str | None]:
-        return {
-            "final": str(self.final),
-            "backup": str(self.backup),
-            "staged": None if self.staged is None else str(self.staged),
-        }
+    @classmethod
+    def build(cls, layout: ProjectLayout, package_id: str, token: str, install: bool) -> Swap:
+        """Raises ``SpecError(INVALID_NAME)`` for a bad id, ``ValueError`` for a bad token."""
+        if _TOKEN.fullmatch(token) is None:
+            raise ValueError(f"not a staging token: {token!r}")
+        final = layout.package_dir(package_id)
+        staged = layout.tmp_dir / f"{final.name}-{token}"
+        backup = staged.with_name(staged.name + "-previous")
+        return cls(package_id, token, final, backup, staged if install else None)
+
+    def to_json(self) -> dict[str, str | bool]:
+        return {"package": self.package_id, "token": self.token, "install": self.staged is not None}
 
     @classmethod
-    def from_json(cls, value: dict[str, str | None]) -> Swap:
-        staged = value["staged"]
-        return cls(
-            Path(str(value["final"])),
-            Path(str(value["backup"])),
-            None if staged is None else Path(staged),
-        )
+    def from_json(cls, layout: ProjectLayout, value: object) -> Swap:
+        """The swap a journal names; ``ValueError`` (or ``SpecError``) for any other shape."""
+        if not isinstance(value, dict) or value.keys() != _SWAP_KEYS:
+            raise ValueError("a swap is not {package, token, install}")
+        package_id, token, install = value["package"], value["token"], value["install"]
+        if not (isinstance(package_id, str) and isinstance(token, str)):
+            raise ValueError("a swap's package and token are not text")
+        if not isinstance(install, bool):
+            raise ValueError("a swap's install is not true or false")
+        return cls.build(layout, package_id, token, install)
 
 
 def staging_dir(layout: ProjectLayout, package_id: str) -> Path:
     """A fresh ``.splice/tmp/<name>-<12 hex>`` (created); its backup is ``…-previous``."""
-    name = layout.package_dir(package_id).name
+    path = Swap.build(layout, package_id, secrets.token_hex(6), install=True).staged
+    assert path is not None
     layout.tmp_dir.mkdir(parents=True, exist_ok=True)
-    path = layout.tmp_dir / f"{name}-{secrets.token_hex(6)}"
     path.mkdir()
     return path
 
@@ -79,12 +107,13 @@ def discard_staging(layout: ProjectLayout, staged: Path) -> None:
 
 
 def swap_for(layout: ProjectLayout, package_id: str, staged: Path | None) -> Swap:
-    """The swap installing ``staged`` (or removing the package when None)."""
-    final = layout.package_dir(package_id)
-    base = staged if staged is not None else staging_dir(layout, package_id)
+    """The swap installing ``staged`` (made by :func:`staging_dir`), or removing the package
+    when None."""
     if staged is None:
-        base.rmdir()  # only its unique name is needed for the backup
-    return Swap(final, base.with_name(base.name + "-previous"), staged)
+        return Swap.build(layout, package_id, secrets.token_hex(6), install=False)
+    swap = Swap.build(layout, package_id, staged.name.rpartition("-")[2], install=True)
+    assert swap.staged == staged, f"{staged} is not a staging directory of {package_id}"
+    return swap
 
 
 def apply(
@@ -116,34 +145,57 @@ def recover(layout: ProjectLayout) -> bool:
 
     Call it holding the project lock.
     """
-    from splice_build.spec.regular_file import read_regular_file
-
-    path = layout.tmp_dir / JOURNAL
-    try:
-        journal = decode_json(read_regular_file(path))
-    except FileNotFoundError:
+    journal = _read_journal(layout)
+    if journal is None:
         _drop_leftovers(layout)
         return False
-    except OSError as exc:  # .splice/tmp a file, the journal a FIFO or a directory
-        from splice_build.errors import ErrorCode, ProjectError
-
-        raise ProjectError(
-            ErrorCode.NOT_WRITABLE,
-            f"{path} cannot be read ({exc.strerror}); installs keep their journal there",
-            hint=f"remove {layout.tmp_dir}; the next install creates it again",
-        ) from None
-    except ValueError:
-        # The journal is written atomically, so this is not a crash; refuse to guess.
-        raise AssertionError(f"BUG: unreadable journal {path}") from None
-    assert isinstance(journal, dict)
-    swaps = [Swap.from_json(s) for s in journal["swaps"]]
-    if load_lockfile(layout.root).to_json() == journal["lock"]:
+    swaps, lock_after, project_after = journal
+    if load_lockfile(layout.root).to_json() == lock_after:
         for swap in swaps:
             _forward(swap)
-        _finish(layout, swaps, journal["project"])
+        _finish(layout, swaps, project_after)
     else:
         _rollback_all(layout, swaps)
     return True
+
+
+def _read_journal(layout: ProjectLayout) -> tuple[list[Swap], object, object] | None:
+    """The journal's swaps, lock and project file; None when there is no journal.
+
+    ``NOT_WRITABLE`` naming ``.splice/tmp`` when the journal cannot be read or is not one
+    this module writes: it is written atomically, so any other shape was put there by
+    someone else, and guessing what it meant could only move the wrong files."""
+    from splice_build.errors import ErrorCode, ProjectError, SpecError
+    from splice_build.spec.regular_file import read_regular_file
+
+    path = layout.tmp_dir / JOURNAL
+
+    def refused(why: str) -> ProjectError:
+        return ProjectError(
+            ErrorCode.NOT_WRITABLE,
+            f"{path} {why}; installs keep their journal there",
+            hint=f"remove {layout.tmp_dir}; the next install creates it again",
+        )
+
+    try:
+        journal = decode_json(read_regular_file(path))
+    except FileNotFoundError:
+        return None
+    except OSError as exc:  # .splice/tmp a file, the journal a FIFO or a directory
+        raise refused(f"cannot be read ({exc.strerror})") from None
+    except ValueError:
+        raise refused("is not JSON") from None
+    try:
+        if not isinstance(journal, dict) or journal.keys() != _JOURNAL_KEYS:
+            raise ValueError("not {swaps, lock, project}")
+        if not isinstance(journal["swaps"], list) or not isinstance(journal["lock"], dict):
+            raise ValueError("no list of swaps or no lock")
+        if not isinstance(journal["project"], dict | None):
+            raise ValueError("a project file that is not an object")
+        swaps = [Swap.from_json(layout, item) for item in journal["swaps"]]
+    except (ValueError, SpecError):
+        raise refused("is not a journal this version of Splice wrote") from None
+    return swaps, journal["lock"], journal["project"]
 
 
 def _forward(swap: Swap) -> None:
@@ -245,7 +297,9 @@ def remove_tree(path: Path) -> None:
 def project_lock(
     layout: ProjectLayout, on_blocked: Callable[[], None] | None = None
 ) -> Iterator[None]:
-    """Hold the project's lock and finish any transaction a crash interrupted."""
+    """Refuse links in ``.splice/``, hold the project's lock and finish any transaction a
+    crash interrupted."""
+    check_state_dir(layout)
     with lock(layout.state_lock, on_blocked):
         recover(layout)
         yield

@@ -83,7 +83,8 @@ def _open_lock_file(path: Path) -> BinaryIO:
     """The lock file, created (with its parent directories) if missing. ``NOT_WRITABLE``
     naming it when something other than a regular file is in its place or on its way (a
     directory, a FIFO: ``O_NONBLOCK`` keeps the open from waiting on one; a socket; a file
-    where a directory should be), or when the file system refuses it."""
+    where a directory should be; a symbolic link, never followed: ``O_NOFOLLOW``), or when
+    the file system refuses it."""
     from splice_build.errors import ErrorCode, ProjectError, storage_error
 
     def occupied(what: str) -> ProjectError:
@@ -97,12 +98,14 @@ def _open_lock_file(path: Path) -> BinaryIO:
     flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | nonblocking | getattr(os, "O_CLOEXEC", 0)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, flags, 0o644)
+        fd = os.open(path, flags | getattr(os, "O_NOFOLLOW", 0), 0o644)
     except (FileExistsError, NotADirectoryError):
         raise occupied("a file that is not a directory") from None
     except IsADirectoryError:
         raise occupied("a directory") from None
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise occupied("a symbolic link") from None
         coded = storage_error(exc)
         if coded is not None:
             raise coded from exc

@@ -88,3 +88,98 @@ def test_removal(tmp_path: Path) -> None:
     assert not layout.package_dir("@acme/tool").exists()
     assert not layout.packages_dir.exists()
     assert not layout.lock_file.exists()
+
+
+def _victim(root: Path) -> Path:
+    victim = root / "victim"
+    (victim / "projects" / "work").mkdir(parents=True)
+    (victim / "projects" / "work" / "main.c").write_text("int main;\n")
+    (victim / ".bashrc").write_text("ORIGINAL\n")
+    return victim
+
+
+def _tree(root: Path) -> dict[str, bytes | None]:
+    return {
+        str(p.relative_to(root)): None if p.is_dir() else p.read_bytes()
+        for p in sorted(root.rglob("*"))
+    }
+
+
+def _good_swap(layout: ProjectLayout) -> dict[str, object]:
+    return transaction.swap_for(layout, "@acme/tool", _staged(layout, "new")).to_json()
+
+
+# No swaps (a removal of packages none of which is installed), any lock (it is only compared
+# with splice.lock), and any project object (it is only written when that lock is reached).
+_OTHER_VALID_SHAPES = {("swaps", "[]"), ("lock", "{}"), ("project", "{}")}
+
+
+def _journals(layout: ProjectLayout, victim: Path) -> dict[str, object]:
+    """Every way of breaking the journal's shape, one change at a time from a good one, and
+    the journal of an earlier format that named paths (pointing at the victim)."""
+    lock = Lockfile({"@acme/tool": _entry("2.0.0")}).to_json()
+    swap = _good_swap(layout)
+    good = {"swaps": [swap], "lock": lock, "project": None}
+    cases: dict[str, object] = {"not an object": [good], "null": None, "text": "journal"}
+    for key in good:
+        cases[f"without {key}"] = {k: v for k, v in good.items() if k != key}
+        for value in (None, 1, "x", [], {}, True):
+            if value != good[key] and (key, repr(value)) not in _OTHER_VALID_SHAPES:
+                cases[f"{key}={value!r}"] = {**good, key: value}
+    cases["an extra key"] = {**good, "paths": []}
+    for key in swap:
+        cases[f"a swap without {key}"] = {
+            **good,
+            "swaps": [{k: v for k, v in swap.items() if k != key}],
+        }
+        for value in (None, 1, 1.5, [], {}, "", "../..", str(victim)):
+            cases[f"a swap's {key}={value!r}"] = {**good, "swaps": [{**swap, key: value}]}
+    for token in ("a" * 11, "a" * 13, "A" * 12, "../" + "a" * 9, "a" * 11 + "/", "a" * 11 + "\n"):
+        cases[f"token {token!r}"] = {**good, "swaps": [{**swap, "token": token}]}
+    for package in ("acme/tool", "@acme/../tool", "@ACME/tool", "@acme/tool/x", "@acme", "/abs"):
+        cases[f"package {package!r}"] = {**good, "swaps": [{**swap, "package": package}]}
+    cases["an extra swap key"] = {**good, "swaps": [{**swap, "final": str(victim)}]}
+    for committed in (False, True):
+        cases[f"paths, lock {'equal' if committed else 'different'}"] = {
+            "swaps": [
+                {
+                    "final": str(victim / ".bashrc"),
+                    "backup": str(victim / "projects"),
+                    "staged": str(victim / "projects" / "work"),
+                }
+            ],
+            "lock": load_lockfile(layout.root).to_json() if committed else lock,
+            "project": None,
+        }
+    return cases
+
+
+def test_a_journal_of_any_other_shape_is_refused_and_nothing_moves(tmp_path: Path) -> None:
+    from splice_build.errors import ErrorCode, ProjectError
+
+    layout = _setup(tmp_path)
+    victim = _victim(tmp_path)
+    cases = _journals(layout, victim)
+    assert len(cases) > 60
+    for name, journal in cases.items():
+        (layout.tmp_dir / transaction.JOURNAL).write_text(json.dumps(journal))
+        project = _tree(layout.root)
+        before = _tree(victim)
+        with pytest.raises(ProjectError) as refused:
+            transaction.recover(layout)
+        assert refused.value.code == ErrorCode.NOT_WRITABLE, name
+        assert "not a journal" in refused.value.message, name
+        assert _tree(victim) == before, name
+        assert _tree(layout.root) == project, name
+
+
+def test_a_journal_that_is_not_json_is_refused(tmp_path: Path) -> None:
+    from splice_build.errors import ErrorCode, ProjectError
+
+    layout = _setup(tmp_path)
+    layout.tmp_dir.mkdir()
+    (layout.tmp_dir / transaction.JOURNAL).write_bytes(b"{garbage")
+    with pytest.raises(ProjectError) as refused:
+        transaction.recover(layout)
+    assert refused.value.code == ErrorCode.NOT_WRITABLE
+    assert "is not JSON" in refused.value.message

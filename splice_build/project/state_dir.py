@@ -1,0 +1,64 @@
+"""Splice never follows a symbolic link inside a project's ``.splice/``.
+
+A project is often a checkout of someone else's repository, and a repository can hold links
+anywhere, ``.splice/`` included: a link there (``.splice/tmp`` to a home directory, a scope
+directory ``.splice/packages/@acme`` to another project) would turn the clean-up of staging
+copies, a package swap or the graph database's writes into changes outside the project.
+Every path Splice creates, renames, writes or deletes under ``.splice/`` lies below
+``.splice`` itself, one of its entries, or a scope directory of ``.splice/packages``;
+:func:`check_state_dir` refuses a link at any of those places before the project lock is
+taken. Links deeper down are harmless: an installed package directory that is a link is
+found modified and replaced without following it (install/installed.py), and staging
+copies are renamed or removed, never entered through a link.
+
+Races with another local user are out of scope: ``.splice/`` belongs to the project's owner.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from splice_build.errors import ErrorCode, ProjectError
+from splice_build.project.layout import STATE_DIR, ProjectLayout
+
+
+def check_state_dir(layout: ProjectLayout) -> None:
+    """``NOT_WRITABLE`` naming the first symbolic link among ``.splice``, its entries and the
+    entries of ``.splice/packages``; nothing is changed. A missing ``.splice`` is fine."""
+    state = layout.state_dir
+    if not _is_real_directory(state):
+        return  # missing, or a file: the lock file's own check names the latter
+    _refuse_links_in(state)
+    if _is_real_directory(layout.packages_dir):
+        _refuse_links_in(layout.packages_dir)
+
+
+def _is_real_directory(path: Path) -> bool:
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return False
+    if stat.S_ISLNK(mode):
+        raise _link(path)
+    return stat.S_ISDIR(mode)
+
+
+def _refuse_links_in(directory: Path) -> None:
+    try:
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                if entry.is_symlink():
+                    raise _link(Path(entry.path))
+    except OSError:
+        return  # unreadable: the command's own reads and writes report it, coded
+
+
+def _link(path: Path) -> ProjectError:
+    return ProjectError(
+        ErrorCode.NOT_WRITABLE,
+        f"{path} is a symbolic link; Splice never follows links inside {STATE_DIR}/, "
+        "where it keeps the project's installed packages and state",
+        hint=f"remove {path}; the next command creates what it needs",
+    )
