@@ -186,8 +186,9 @@ class FetchChannel:
         with self._lock:
             if rid in self._used_ids:
                 return [_failed(rid, f"fetch id {rid} was used before", CAUSE_LIMIT)]
-            self._used_ids.add(rid)
-            if len(self._used_ids) > MAX_FETCH_CALLS:
+            # Counted before the id is kept: the ids a call can make the parent hold stay
+            # bounded, however many requests the tool writes to its pipe itself.
+            if len(self._used_ids) >= MAX_FETCH_CALLS:
                 return [
                     _failed(
                         rid,
@@ -195,6 +196,7 @@ class FetchChannel:
                         CAUSE_LIMIT,
                     )
                 ]
+            self._used_ids.add(rid)
             if len(self._open) >= MAX_FETCHES_IN_FLIGHT:
                 return [
                     _failed(

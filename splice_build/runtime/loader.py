@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from splice_build.errors import ErrorCode, SandboxError, SpliceError
 from splice_build.records import dataclass
+from splice_build.spec.limits import MAX_FILES
 
 if TYPE_CHECKING:
     from splice_build.spec.manifest import Manifest
@@ -47,6 +48,31 @@ def _entry_inside(package_dir: Path, entry: str) -> str | None:
     return None
 
 
+def _check_tree(package_dir: Path) -> None:
+    """INVALID_PACKAGE unless the tree holds only directories and regular files, at most
+    ``MAX_FILES`` of them: what a packed package can hold (spec/entry_rules.py).
+
+    A package directory run in place (``splice run --dir``, ``SpliceRuntime.load``) is often
+    someone else's checkout, and a link in it to a file outside would otherwise be read by
+    the tool wherever no file view hides it (docs/security.md#the-os-layer)."""
+    from splice_build.spec.tree_digest import NotAPackageTree, package_files
+
+    try:
+        for _ in package_files(os.fspath(package_dir)):
+            pass
+    except NotAPackageTree as exc:
+        where = Path(str(exc)).relative_to(package_dir).as_posix()
+        raise _invalid(
+            "Invalid package",
+            [
+                f"{where}: a package holds only directories and regular files (at most "
+                f"{MAX_FILES}), no symbolic link or special file"
+            ],
+        ) from None
+    except OSError as exc:
+        raise _invalid(f"The package directory cannot be read ({exc.strerror})") from None
+
+
 def load_package(
     path: str | os.PathLike[str], *, manifest_sha256: str | None = None
 ) -> LoadedPackage:
@@ -64,6 +90,7 @@ def load_package(
         raise _invalid("Package directory not found") from exc
     if not package_dir.is_dir():
         raise _invalid("Package directory not found")
+    _check_tree(package_dir)
     try:
         manifest_bytes = read_regular_file(package_dir / MANIFEST_FILE)
     except OSError as exc:
@@ -89,11 +116,13 @@ def describe_package(package_dir: Path, manifest: Manifest) -> LoadedPackage:
     the caller parsed from bytes it verified; SKILL.md and the tool entries are checked as
     ``load_package`` checks them. Raises SandboxError(INVALID_PACKAGE)."""
     from splice_build.spec.package import validate_skill_md
+    from splice_build.spec.regular_file import read_regular_file
 
-    skill_md = package_dir / "SKILL.md"
-    if not skill_md.is_file():
-        raise _invalid("SKILL.md is missing")
-    problems = list(validate_skill_md(skill_md.read_bytes()))
+    try:
+        skill_md = read_regular_file(package_dir / "SKILL.md")
+    except OSError as exc:  # missing, or no regular file (a FIFO is refused, never waited on)
+        raise _invalid("SKILL.md is missing") from exc
+    problems = list(validate_skill_md(skill_md))
     problems += [p for tool in manifest.tools if (p := _entry_inside(package_dir, tool.entry))]
     if problems:
         raise _invalid("Invalid package", problems)

@@ -235,4 +235,56 @@ def test_loader_rejects(tmp_path: Path, runtime: SpliceRuntime, setup: str, mess
     assert info.value.code == ErrorCode.INVALID_PACKAGE
     assert info.value.message == message
     if setup == "entry_symlink_out":
-        assert info.value.details == ('entry "tools/t.mjs" resolves outside the package',)
+        assert info.value.details == (
+            "tools/t.mjs: a package holds only directories and regular files (at most 500), "
+            "no symbolic link or special file",
+        )
+
+
+def _place(kind: str, at: Path, outside: Path, inside: Path) -> None:
+    """One entry a packed package cannot hold, at ``at`` (``outside``: a secret file,
+    ``inside``: a file of the package)."""
+    import os
+
+    if kind == "link to a file outside":
+        at.symlink_to(outside)
+    elif kind == "link to a directory outside":
+        at.symlink_to(outside.parent, target_is_directory=True)
+    elif kind == "link inside the package":
+        at.symlink_to(os.path.relpath(inside, at.parent))
+    elif kind == "dangling link":
+        at.symlink_to(outside.parent / "nothing")
+    elif kind == "fifo":
+        os.mkfifo(at)
+    else:
+        raise AssertionError(kind)
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "link to a file outside",
+        "link to a directory outside",
+        "link inside the package",
+        "dangling link",
+        "fifo",
+    ],
+)
+@pytest.mark.parametrize("where", ["data/entry", "entry", ".hidden", "node_modules/x/entry"])
+def test_a_package_directory_holds_only_what_a_packed_one_can(
+    tmp_path: Path, runtime: SpliceRuntime, kind: str, where: str
+) -> None:
+    """``load`` (with and without a pool) refuses a tree with any entry a packed package
+    could not hold, before a process could follow it: without a file view, a link to a
+    file outside is read by the tool through the package's own read grant."""
+    pkg = write_package(tmp_path, "export default () => 1;")
+    secret = tmp_path / "outside" / ".env"
+    secret.parent.mkdir()
+    secret.write_text("SECRET=1\n")
+    at = pkg / where
+    at.parent.mkdir(parents=True, exist_ok=True)
+    _place(kind, at, secret, pkg / "SKILL.md")
+    with pytest.raises(SandboxError) as info:
+        runtime.load(pkg)
+    assert info.value.code == ErrorCode.INVALID_PACKAGE
+    assert any(detail.startswith(f"{where}: ") for detail in info.value.details), info.value

@@ -162,3 +162,25 @@ def test_cancel_and_abort_free_the_request(run_tool, server: NetServer) -> None:
     assert result.output == {"after": "GET", "aborted": "AbortError", "last": "GET"}, (
         result.to_json()
     )
+
+
+def test_the_ids_a_call_can_make_the_parent_keep_are_bounded() -> None:
+    """A tool can write fetch requests to its pipe itself, as fast as it likes (the real
+    host stops at the limit, a tool's own frames do not): the parent keeps the ids of the
+    first ``MAX_FETCH_CALLS`` only, and refuses every other with the limit's code."""
+    import time
+
+    from splice_build.runtime.fetch_channel import FetchChannel
+    from splice_build.runtime.protocol import FetchRequest
+
+    channel = FetchChannel(
+        patterns=["example.com"], post=lambda frame: None, deadline=time.monotonic() + 60
+    )
+    answers = [
+        channel.handle(FetchRequest(i, "https://undeclared.test/", "GET", (), "follow", False))
+        for i in range(20 * MAX_FETCH_CALLS)
+    ]
+    assert all(len(frames) == 1 for frames in answers)
+    limited = [json.loads(frames[0]) for frames in answers[MAX_FETCH_CALLS:]]
+    assert {frame["error"]["code"] for frame in limited} == {"ERR_SPLICE_FETCH_LIMIT"}
+    assert len(channel._used_ids) == MAX_FETCH_CALLS

@@ -194,3 +194,145 @@ def test_where_it_cannot_be_installed_the_reason_is_shown(monkeypatch: pytest.Mo
         "seccomp: no filter is written for the riscv64 architecture"
         in missing.to_json()["unavailable"]
     )
+
+
+# Runs inside the filtered process: every mode 0..0o7777 through every system call that sets
+# a file's mode, on a fresh file each time; which modes each call refused, and with what.
+MODE_PROBE = r"""
+import ctypes, json, os, stat, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def raw(number, *args):
+    result = libc.syscall(ctypes.c_long(number), *[ctypes.c_long(a) if isinstance(a, int) else a for a in args])
+    if result >= 0:
+        return "ok", result
+    return ctypes.get_errno(), None
+arch = os.uname().machine
+AT_FDCWD = -100
+O_WRONLY_CREAT = os.O_WRONLY | os.O_CREAT
+here = sys.argv[1]
+os.chdir(here)
+calls = {
+    "x86_64": {"chmod": 90, "fchmod": 91, "creat": 85, "mknod": 133, "open": 2, "fchmodat": 268,
+               "fchmodat2": 452, "mknodat": 259, "openat": 257},
+    "aarch64": {"fchmod": 52, "fchmodat": 53, "fchmodat2": 452, "mknodat": 33, "openat": 56},
+}[arch]
+def attempt(name, number, mode):
+    path = b"f"
+    if name in ("chmod", "fchmod", "fchmodat", "fchmodat2"):
+        os.close(os.open(path, O_WRONLY_CREAT, 0o600))
+    if name == "chmod":
+        answer = raw(number, path, mode)
+    elif name == "fchmod":
+        fd = os.open(path, os.O_RDONLY)
+        answer = raw(number, fd, mode)
+        os.close(fd)
+    elif name in ("fchmodat", "fchmodat2"):
+        answer = raw(number, AT_FDCWD, path, mode, 0)
+    elif name == "creat":
+        answer = raw(number, path, mode)
+    elif name == "open":
+        answer = raw(number, path, O_WRONLY_CREAT, mode)
+    elif name == "openat":
+        answer = raw(number, AT_FDCWD, path, O_WRONLY_CREAT, mode)
+    elif name == "mknod":
+        answer = raw(number, path, stat.S_IFREG | mode, 0)
+    else:
+        answer = raw(number, AT_FDCWD, path, stat.S_IFREG | mode, 0)
+    outcome, fd = answer
+    if name in ("creat", "open", "openat") and fd is not None:
+        os.close(fd)
+    left = os.lstat(path).st_mode & 0o6000 if os.path.lexists(path) else 0
+    if os.path.lexists(path):
+        os.unlink(path)
+    return outcome, left
+out = {}
+for name, number in calls.items():
+    refused, other, set_id_left = [], set(), 0
+    for mode in range(0o10000):
+        outcome, left = attempt(name, number, mode)
+        set_id_left += bool(left)
+        if outcome == 1:  # EPERM
+            refused.append(mode)
+        else:
+            other.add(outcome)
+    out[name] = {"refused": refused, "other": sorted(map(str, other)), "set_id_left": set_id_left}
+open_how = (ctypes.c_uint64 * 3)(O_WRONLY_CREAT, 0o4755, 0)
+out["openat2"] = raw(437, AT_FDCWD, b"g", ctypes.byref(open_how), 24)[0]
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize(
+    ("label", "isolation"), _plans(), ids=lambda v: v if isinstance(v, str) else ""
+)
+def test_no_mode_with_a_set_id_bit_can_be_set(
+    label: str, isolation: plan.IsolationPlan, tmp_path: Path
+) -> None:
+    """Every mode through every call that sets one: refused (EPERM) exactly when it holds
+    S_ISUID or S_ISGID, and no file is left with either bit; openat2 is ENOSYS."""
+    done = _run_filtered(isolation, MODE_PROBE, str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.splitlines()[-1])
+    assert out.pop("openat2") == errno.ENOSYS
+    set_id_modes = [mode for mode in range(0o10000) if mode & seccomp.SET_ID_BITS]
+    for name, seen in out.items():
+        assert seen["refused"] == set_id_modes, (label, name)
+        # fchmodat2 is new (Linux 6.6): an older kernel has none to give.
+        assert seen["other"] in (["ok"], [str(errno.ENOSYS)]), (label, name, seen["other"])
+        assert seen["set_id_left"] == 0, (label, name)
+
+
+def test_without_the_filter_the_same_probe_sets_set_id_bits(tmp_path: Path) -> None:
+    """The mode probe can fail: unfiltered, the same calls leave set-ID files behind."""
+    done = subprocess.run(
+        [sys.executable, "-c", MODE_PROBE, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    out = json.loads(done.stdout.splitlines()[-1])
+    assert out["fchmod"]["refused"] == []
+    assert out["fchmod"]["set_id_left"] > 0
+
+
+@pytest.mark.node
+def test_a_tool_cannot_leave_a_set_id_file_in_its_write_grant(tmp_path: Path) -> None:
+    """Through Node's own file APIs, with the OS layer: every way of giving a file in the
+    write grant a set-ID mode is refused, plain modes still work, and nothing set-ID is left."""
+    body = r"""
+import fs from 'node:fs';
+const attempt = (name, act) => { try { act(); return 'ok'; } catch (e) { return e.code ?? String(e); } };
+export default async () => {
+  const at = (name) => new URL(`../../../project/w/${name}`, import.meta.url);
+  fs.writeFileSync(at('a'), '#!/bin/sh\n');
+  const fd = fs.openSync(at('a'), 'r');
+  const out = {
+    chmod: attempt('chmod', () => fs.chmodSync(at('a'), 0o4755)),
+    chmodGid: attempt('chmodGid', () => fs.chmodSync(at('a'), 0o2755)),
+    fchmod: attempt('fchmod', () => fs.fchmodSync(fd, 0o6755)),
+    writeWithMode: attempt('writeWithMode', () => fs.writeFileSync(at('b'), 'x', { mode: 0o4755 })),
+    openWithMode: attempt('openWithMode', () => fs.closeSync(fs.openSync(at('c'), 'w', 0o2755))),
+    promises: await fs.promises.chmod(at('a'), 0o4755).then(() => 'ok', (e) => e.code),
+    plain: attempt('plain', () => fs.chmodSync(at('a'), 0o755)),
+  };
+  fs.closeSync(fd);
+  return out;
+};
+"""
+    project = tmp_path / "project"
+    (project / "w").mkdir(parents=True)
+    pkg = write_package(tmp_path / "pkgs", body, permissions={"fs": {"write": ["w"]}})
+    runtime = SpliceRuntime(project_root=project, env={})
+    result = runtime.execute(runtime.load(pkg), "t", {})
+    assert result.ok, result.to_json()
+    assert result.isolation is not None and result.isolation.seccomp
+    output = result.output
+    assert output.pop("plain") == "ok"
+    # Node's permission model refuses fchmod itself (a descriptor names no path to check).
+    assert output.pop("fchmod") in ("EPERM", "ERR_ACCESS_DENIED")
+    assert output == dict.fromkeys(
+        ["chmod", "chmodGid", "writeWithMode", "openWithMode", "promises"], "EPERM"
+    )
+    left = [p for p in (project / "w").iterdir() if p.stat().st_mode & seccomp.SET_ID_BITS]
+    assert left == []

@@ -13,7 +13,13 @@ time), after ``no_new_privs``; it is inherited by everything the tool could star
    PACKET, …) with ``EPERM``;
 4. refuses ``io_uring_setup``/``io_uring_enter``/``io_uring_register`` with ``ENOSYS``
    (io_uring can create sockets itself; libuv falls back to its thread pool);
-5. allows everything else, so Node starts and runs as usual.
+5. refuses with ``EPERM`` every system call that sets a file's mode (``chmod``, ``fchmod``,
+   ``fchmodat``, ``fchmodat2``, ``creat``, ``open``, ``openat``, ``mknod``, ``mknodat``) when
+   the mode holds the set-user-ID or set-group-ID bit: a file the tool leaves in a write
+   grant would otherwise run as the user who ran Splice, for anyone who can execute it; and
+   ``openat2``, whose mode sits in a structure the filter cannot read, with ``ENOSYS`` (its
+   callers fall back to ``openat``);
+6. allows everything else, so Node starts and runs as usual.
 
 ``accept`` and ``recvmsg`` need a socket to begin with, and the process inherits none (its
 descriptors are pipes). ``detect()`` tries the filter once in a throw-away child (it must
@@ -45,11 +51,15 @@ _PR_SET_SECCOMP = 22
 _SECCOMP_MODE_FILTER = 2
 # <linux/filter.h> classic BPF
 _BPF_LD_W_ABS = 0x00 | 0x00 | 0x20
+_BPF_ALU_AND_K = 0x04 | 0x50 | 0x00
 _BPF_JEQ_K = 0x05 | 0x10 | 0x00
 _BPF_JGE_K = 0x05 | 0x30 | 0x00
 _BPF_RET_K = 0x06 | 0x00
-_OFFSET_NR = 0  # struct seccomp_data: int nr; __u32 arch; …
+_OFFSET_NR = 0  # struct seccomp_data: int nr; __u32 arch; __u64 ip; __u64 args[6]
 _OFFSET_ARCH = 4
+_OFFSET_ARGS = 16
+# S_ISUID | S_ISGID
+SET_ID_BITS = 0o6000
 # socket(2) arguments of the probe (the same on every Linux architecture).
 _AF_UNIX = 1
 _SOCK_STREAM = 1
@@ -65,11 +75,45 @@ class Arch:
     socketpair: int
     io_uring: tuple[int, int, int]  # setup, enter, register (the generic numbers)
     x32: bool  # x86_64: refuse the x32 ABI too
+    # (system call, index of its mode argument) of every call that sets a file's mode
+    mode_setters: tuple[tuple[int, int], ...]
+    openat2: int
 
 
+# fchmodat2 (452) and openat2 (437) have the generic numbers on both.
 ARCHES = {
-    "x86_64": Arch("x86_64", AUDIT_ARCH_X86_64, 41, 53, (425, 426, 427), x32=True),
-    "aarch64": Arch("aarch64", AUDIT_ARCH_AARCH64, 198, 199, (425, 426, 427), x32=False),
+    "x86_64": Arch(
+        "x86_64",
+        AUDIT_ARCH_X86_64,
+        41,
+        53,
+        (425, 426, 427),
+        x32=True,
+        # chmod, fchmod, creat, mknod, open, fchmodat, fchmodat2, mknodat, openat
+        mode_setters=(
+            (90, 1),
+            (91, 1),
+            (85, 1),
+            (133, 1),
+            (2, 2),
+            (268, 2),
+            (452, 2),
+            (259, 2),
+            (257, 3),
+        ),
+        openat2=437,
+    ),
+    "aarch64": Arch(
+        "aarch64",
+        AUDIT_ARCH_AARCH64,
+        198,
+        199,
+        (425, 426, 427),
+        x32=False,
+        # fchmod, fchmodat, fchmodat2, mknodat, openat (no chmod, creat, mknod, open)
+        mode_setters=((52, 1), (53, 2), (452, 2), (33, 2), (56, 3)),
+        openat2=437,
+    ),
 }
 _MACHINE_NAMES = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
 
@@ -100,6 +144,17 @@ Insn = tuple[int, "int | str", "int | str", int]  # code, jump if true, if false
 def program(arch: Arch) -> list[Insn | str]:
     """The filter with symbolic jump targets; a ``str`` item is the label of the next one."""
     x32: list[Insn | str] = [(_BPF_JGE_K, "eperm", 0, X32_SYSCALL_BIT)] if arch.x32 else []
+    indexes = sorted({index for _number, index in arch.mode_setters})
+    # One block per mode argument position: load the argument's low 32 bits (the mode is an
+    # unsigned int; little-endian on both architectures), keep the set-ID bits, refuse if any.
+    mode_checks: list[Insn | str] = []
+    for index in indexes:
+        mode_checks += [
+            f"mode{index}",
+            (_BPF_LD_W_ABS, 0, 0, _OFFSET_ARGS + 8 * index),
+            (_BPF_ALU_AND_K, 0, 0, SET_ID_BITS),
+            (_BPF_JEQ_K, "mode allowed", "eperm", 0),
+        ]
     return [
         (_BPF_LD_W_ABS, 0, 0, _OFFSET_ARCH),
         (_BPF_JEQ_K, "nr", "kill", arch.audit),
@@ -111,11 +166,16 @@ def program(arch: Arch) -> list[Insn | str]:
         (_BPF_JEQ_K, "eperm", 0, arch.socket),
         (_BPF_JEQ_K, "eperm", 0, arch.socketpair),
         *[(_BPF_JEQ_K, "enosys", 0, number) for number in arch.io_uring],
+        (_BPF_JEQ_K, "enosys", 0, arch.openat2),
+        *[(_BPF_JEQ_K, f"mode{index}", 0, number) for number, index in arch.mode_setters],
         (_BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW),
+        *mode_checks,
         "eperm",
         (_BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | errno.EPERM),
         "enosys",
         (_BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | errno.ENOSYS),
+        "mode allowed",  # jumps go forward only
+        (_BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW),
     ]
 
 
@@ -244,7 +304,8 @@ def start_detect() -> Callable[[], SeccompStatus]:
             return SeccompStatus(
                 True,
                 f"{arch.name}: socket and socketpair refused (EPERM, every address family), "
-                "io_uring refused (ENOSYS), other architectures' system calls kill the process",
+                "set-user-ID and set-group-ID modes refused (EPERM), io_uring and openat2 "
+                "refused (ENOSYS), other architectures' system calls kill the process",
             )
         reason = answer.removeprefix("fail ").strip() or "the probe died"
         return SeccompStatus(False, f"the kernel refused the filter ({reason})")
