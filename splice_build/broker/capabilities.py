@@ -39,6 +39,23 @@ def _urls(value: Any) -> Iterable[tuple[str, str]]:
     return (("", value),)
 
 
+def with_checked_targets(capability: str, args: dict[str, Any]) -> dict[str, Any]:
+    """``args`` (already free of problems) with each target URL replaced by the WHATWG
+    serialization that was checked: a provider parses the URL it is sent with its own
+    parser, which reads ``http://a.example\\@169.254.169.254/`` as another host than the
+    check did; the serialization reads the same to every parser."""
+    field = _TARGET_URL_ARGS.get(capability)
+    if field is None:
+        return args
+    from splice_build.security.urls import parse_url
+
+    value = args[field]
+    checked = (
+        [parse_url(url).href for url in value] if isinstance(value, list) else parse_url(value).href
+    )
+    return {**args, field: checked}
+
+
 def argument_problems(capability: str, args: Any) -> list[str]:
     """Every problem with ``args`` for ``capability`` (empty when the call may proceed)."""
     schema = _schema()

@@ -112,6 +112,8 @@ class _Exchange:
         self.request = request
         self.body = bytearray()
         self.body_failed = False  # over the size limit: later body frames are dropped
+        # Handed to a worker: at most once per request, whatever frames the tool writes.
+        self.submitted = False
         self.credit = FETCH_INITIAL_CREDIT
         self.cond = threading.Condition()
         self.cancelled = False
@@ -144,6 +146,9 @@ class FetchChannel:
         self._lock = threading.Lock()
         self._open: dict[int, _Exchange] = {}
         self._used_ids: set[int] = set()
+        # Every exchange of the execution (at most MAX_FETCH_CALLS): close() cancels them all,
+        # answered ones included, so no worker can outlive the call.
+        self._started: list[_Exchange] = []
         self._executor: ThreadPoolExecutor | None = None
         self._closed = False
         if self._patterns and "requests" not in sys.modules:
@@ -165,10 +170,13 @@ class FetchChannel:
             exchange = self._open.get(message.id)
         if exchange is None:
             return []  # answered, cancelled or forged: nothing to do
+        # Body frames count only for a request announced with a body and not yet sent; the
+        # real host writes them so, a tool writing its own frames gets them ignored.
+        expects_body = exchange.request.has_body and not exchange.submitted
         if isinstance(message, FetchBody):
-            return self._add_body(exchange, message.data)
+            return self._add_body(exchange, message.data) if expects_body else []
         if isinstance(message, FetchBodyEnd):
-            if not exchange.body_failed:
+            if expects_body and not exchange.body_failed:
                 self._submit(exchange)
             return []
         if isinstance(message, FetchPull):
@@ -205,6 +213,7 @@ class FetchChannel:
                 ]
             exchange = _Exchange(request)
             self._open[rid] = exchange
+            self._started.append(exchange)
         refusal = self._static_refusal(request)
         if refusal is not None:
             self._forget(exchange)
@@ -246,6 +255,9 @@ class FetchChannel:
         return []
 
     def _submit(self, exchange: _Exchange) -> None:
+        if exchange.submitted:
+            return
+        exchange.submitted = True
         if self._executor is None:
             from concurrent.futures import ThreadPoolExecutor
 
@@ -263,7 +275,7 @@ class FetchChannel:
         """Abort every open request (the execution is over)."""
         with self._lock:
             self._closed = True
-            exchanges = list(self._open.values())
+            exchanges = list(self._started)
             self._open.clear()
         for exchange in exchanges:
             exchange.cancel()
@@ -342,7 +354,11 @@ class FetchChannel:
         while True:
             with exchange.cond:
                 while exchange.credit == 0 and not exchange.cancelled:
-                    exchange.cond.wait()
+                    left = self._deadline - time.monotonic()
+                    if left <= 0:
+                        exchange.cancelled = True  # the call is over; close() ends the rest
+                        break
+                    exchange.cond.wait(left)
                 if exchange.cancelled:
                     return
                 exchange.credit -= 1

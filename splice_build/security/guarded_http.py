@@ -27,6 +27,7 @@ rebinding. Nothing else (no environment variable, no file) can change it.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -337,6 +338,12 @@ class GuardedSession:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise NetworkTimeout(f'Request to "{target.host}" timed out')
+        # The timeouts below bound each socket operation, not the whole head: a server that
+        # sends its status line and headers a byte at a time would otherwise hold the request
+        # for as long as it likes. The timer ends it at the deadline.
+        timer = threading.Timer(remaining, self._guard.abort)
+        timer.daemon = True
+        timer.start()
         try:
             return self._session.request(
                 method,
@@ -349,4 +356,8 @@ class GuardedSession:
                 proxies={},
             )
         except requests.exceptions.RequestException as exc:
+            if time.monotonic() >= deadline:
+                raise NetworkTimeout(f'Request to "{target.host}" timed out') from exc
             raise failure_for(target.host, exc) from exc
+        finally:
+            timer.cancel()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from splice_build.broker.capabilities import argument_problems, known_capabilities
@@ -112,3 +114,52 @@ def test_raw_github_url_accepted() -> None:
         )
         == []
     )
+
+
+# URLs that a WHATWG parser (the check's) and an RFC 3986 one (a provider's) read as
+# different hosts, or that only normalize to a public one.
+_DIFFERENTIAL_URLS = [
+    "http://example.com\\@169.254.169.254/latest/meta-data/",
+    "http://example.com\\\\@127.0.0.1/",
+    "http://example.com\t@169.254.169.254/",
+    "http://exam\nple.com/",
+    " http://example.com/",
+    "HTTPS://EXAMPLE.COM",
+    "https://example.com/a/../b",
+    "https://m\u00fcnchen.de/",
+]
+
+
+@pytest.mark.parametrize("url", _DIFFERENTIAL_URLS)
+def test_providers_are_sent_the_url_that_was_checked(url: str) -> None:
+    """Whatever the caller wrote, a provider receives the WHATWG serialization the target
+    check read (every parser reads it as the same host), or nothing when the check refused."""
+    from urllib.parse import urlsplit
+
+    from splice_build.security.urls import parse_url
+    from testing.fake_providers import HOSTS, broker_for, fake_providers
+
+    calls = {"web.extract": {"urls": [url]}, "web.map": {"url": url}, "web.similar": {"url": url}}
+    with fake_providers() as fake:
+        for host in HOSTS:
+            fake.behave(host, "ok")
+        broker = broker_for(fake)
+        for capability, args in calls.items():
+            fake.seen.clear()
+            refused = argument_problems(capability, args)
+            answer = broker.call(
+                {"package": "@t/p", "tool": "t", "capability": capability, "args": args}
+            )
+            if refused:
+                assert answer["status"] == "ERROR" and fake.seen == [], (capability, answer)
+                continue
+            checked = parse_url(url).href
+            assert urlsplit(checked).hostname == parse_url(url).hostname
+            assert answer["status"] == "LIVE", answer
+            sent = [
+                value
+                for seen in fake.seen
+                for value in json.dumps(seen.body or {}).split('"')
+                if value.startswith(("http:", "https:", " http"))
+            ]
+            assert sent and all(value == checked for value in sent), (capability, sent, checked)

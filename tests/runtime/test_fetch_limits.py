@@ -184,3 +184,43 @@ def test_the_ids_a_call_can_make_the_parent_keep_are_bounded() -> None:
     limited = [json.loads(frames[0]) for frames in answers[MAX_FETCH_CALLS:]]
     assert {frame["error"]["code"] for frame in limited} == {"ERR_SPLICE_FETCH_LIMIT"}
     assert len(channel._used_ids) == MAX_FETCH_CALLS
+
+
+def _frame(kind: str, rid: int, url: str, *, body: bool = False) -> str:
+    if kind == "fetch":
+        fields = {"url": url, "method": "POST", "headers": [], "redirect": "follow", "body": body}
+        return json.dumps({"type": "fetch", "id": rid, **fields}) + "\n"
+    if kind == "fetch-body":
+        return json.dumps({"type": "fetch-body", "id": rid, "data": "eA=="}) + "\n"
+    return json.dumps({"type": kind, "id": rid}) + "\n"
+
+
+@pytest.mark.parametrize("with_body", [False, True], ids=["no body", "with body"])
+def test_a_request_is_sent_once_whatever_frames_follow_it(
+    run_tool, server: NetServer, with_body: bool
+) -> None:
+    """A tool that writes its own frames after a request's head (ends of a body it never
+    announced, ends and chunks after the end) still gets exactly one request sent, and no
+    worker of the parent outlives the call."""
+    import threading
+    import time
+
+    url = server.url()
+    tail = "".join(_frame(kind, 7, url) for kind in ("fetch-body-end", "fetch-body") * 100)
+    frames = _frame("fetch", 7, url, body=with_body)
+    if with_body:
+        frames += _frame("fetch-body", 7, url) + _frame("fetch-body-end", 7, url)
+    body = (
+        "import fs from 'node:fs'; export default async () => {"
+        f" fs.writeSync(Number(process.argv[3]), {json.dumps(frames + tail)});"
+        " await new Promise((r) => setTimeout(r, 1500)); return 'done'; };"
+    )
+    result = run_tool(body, permissions=NET, timeout_ms=10000)
+    assert result.ok, result.to_json()
+    assert len(server.seen) == 1, server.seen
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(
+        t.name.startswith("splice-fetch_") for t in threading.enumerate()
+    ):
+        time.sleep(0.05)
+    assert [t.name for t in threading.enumerate() if t.name.startswith("splice-fetch_")] == []

@@ -200,3 +200,42 @@ def test_an_empty_allow_list_and_tunnel_methods_are_refused(server: NetServer) -
         GuardedSession([])
     with GuardedSession(["127.0.0.1"]) as http, pytest.raises(ValueError, match="CONNECT"):
         http.request("CONNECT", server.url())
+
+
+def test_a_head_sent_a_byte_at_a_time_ends_at_the_deadline() -> None:
+    """Each byte comes before the per-read timeout, so only a deadline on the whole head ends
+    the request: TIMEOUT at about ``timeout_s``, not when the server is done."""
+    import socket
+    import threading
+    import time
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def drip() -> None:
+        connection, _ = listener.accept()
+        with connection:
+            connection.recv(65536)
+            for byte in b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 10_000:
+                if stop.is_set():
+                    return
+                try:
+                    connection.sendall(bytes([byte]))
+                except OSError:
+                    return
+                time.sleep(0.3)
+
+    worker = threading.Thread(target=drip, daemon=True)
+    worker.start()
+    started = time.monotonic()
+    try:
+        with (
+            GuardedSession(["127.0.0.1"], timeout_s=1.5) as http,
+            pytest.raises(NetworkTimeout) as caught,
+        ):
+            http.get(f"http://127.0.0.1:{listener.getsockname()[1]}/")
+    finally:
+        stop.set()
+        listener.close()
+    assert caught.value.code == ErrorCode.TIMEOUT
+    assert time.monotonic() - started < 30  # the server would drip for 50 minutes
