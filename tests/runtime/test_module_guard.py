@@ -283,9 +283,10 @@ def test_commonjs_never_runs_so_require_is_no_route(run_tool) -> None:
     ids=["String", "startsWith", "includes", "slice", "canParse", "code_setter"],
 )
 def test_the_guard_uses_no_tool_replaceable_function(run_tool, patch: str) -> None:
-    """The tool replaces what the guard could call, then imports node:net by every route."""
+    """The tool replaces what the guard could call (URL's statics are frozen: that attempt
+    throws), then imports node:net by every route."""
     body = f"""
-{patch}
+try {{ {patch} }} catch {{}}
 export default async () => {{
   const seen = [];
   for (const load of [() => import('node:net'), () => import('net'),
@@ -298,6 +299,159 @@ export default async () => {{
     result = run_tool(body)
     assert result.ok, result.to_json()
     assert result.output == ["ERR_ACCESS_DENIED"] * 4
+
+
+# --- Node's loader runs in the tool's realm ------------------------------------------------
+#
+# It looks up, when it runs, what a tool can replace (URL getters, fs.readFileSync,
+# TextDecoder's decode, names read through Object.prototype, the JavaScript of its TypeScript
+# stripper): none of it may change which file the guard lets in or which text runs as a
+# module (module_guard.mjs). The first two attacks are those of an outside review.
+
+HARMLESS = {"tools/t2.mjs": 'export default "harmless packaged module";\n'}
+WRITE_W = {"fs": {"read": [], "write": ["w"]}}
+
+# The tool writes a module into its write grant and makes URL.prototype.pathname answer an
+# in-package path when the host's bundle asks (the guard's check), the true one otherwise.
+URL_POISON_OUTSIDE = r"""
+import fs from 'node:fs';
+export default async function t(input, ctx) {
+  const J = ctx.paths.project, P = ctx.paths.package;
+  fs.writeFileSync(J + '/w/evil.mjs', "export default 'code generated at run time';");
+  const realGet = Object.getOwnPropertyDescriptor(URL.prototype, 'pathname').get;
+  const inPkg = realGet.call(new URL('file://' + P + '/tools/t.mjs'));
+  try {
+    Object.defineProperty(URL.prototype, 'pathname', { configurable: true, get() {
+      const real = realGet.call(this);
+      if (real.endsWith('/w/evil.mjs') && (new Error().stack.split('\n')[4] || '').includes('/host/bundle.mjs')) return inPkg;
+      return real;
+    }});
+  } catch {}
+  return { loaded: (await import('file://' + J + '/w/evil.mjs')).default };
+}
+"""
+
+# The guard checks a packaged module while Node's loader, asking the same getter, would read
+# the one the tool wrote.
+URL_POISON_DIVERGENCE = r"""
+import fs from 'node:fs';
+export default async function t(input, ctx) {
+  const J = ctx.paths.project;
+  fs.writeFileSync(J + '/w/evil.mjs', "export default 'read from the write grant';");
+  const realGet = Object.getOwnPropertyDescriptor(URL.prototype, 'pathname').get;
+  try {
+    Object.defineProperty(URL.prototype, 'pathname', { configurable: true, get() {
+      const real = realGet.call(this);
+      const st = new Error().stack;
+      if (real.endsWith('/tools/t2.mjs') && /getSource|defaultLoad|readFile/.test(st) && !/resolve/i.test(st)) return J + '/w/evil.mjs';
+      return real;
+    }});
+  } catch {}
+  return { loaded: (await import('./t2.mjs')).default };
+}
+"""
+
+
+def test_a_poisoned_url_getter_lets_no_outside_module_in(run_tool, project: Path) -> None:
+    (project / "w").mkdir()
+    result = run_tool(URL_POISON_OUTSIDE, permissions=WRITE_W)
+    assert result.error is not None, result.to_json()
+    assert result.error.code == ErrorCode.PERMISSION_DENIED
+    assert result.error.message == (
+        "Access to a module outside the package is denied in the Splice sandbox"
+    )
+
+
+def test_a_poisoned_url_getter_does_not_change_what_the_loader_reads(
+    run_tool, project: Path
+) -> None:
+    (project / "w").mkdir()
+    result = run_tool(URL_POISON_DIVERGENCE, permissions=WRITE_W, extra_files=HARMLESS)
+    assert result.ok, result.to_json()
+    assert result.output == {"loaded": "harmless packaged module"}
+
+
+# Each replaces, before importing the packaged ./t2.mjs, something Node's default load step
+# looks up when it runs; each would otherwise have run `evil` as that module.
+LOADER_POISONS = {
+    "Object.prototype.source": """
+Object.defineProperty(Object.prototype, 'source', {
+  configurable: true, get() { return "export default 'evil'"; }, set(v) {},
+});""",
+    "fs.readFileSync": """
+const fs = process.getBuiltinModule('node:fs');
+const read = fs.readFileSync;
+fs.writeFileSync(ctx.paths.project + '/w/evil.mjs', "export default 'evil';");
+fs.readFileSync = function (p, ...rest) {
+  return String(p).endsWith('/t2.mjs') ? read(ctx.paths.project + '/w/evil.mjs') : read.call(this, p, ...rest);
+};""",
+    "TextDecoder.prototype.decode": """
+const decode = TextDecoder.prototype.decode;
+TextDecoder.prototype.decode = function (...args) {
+  const text = decode.apply(this, args);
+  return text.includes('harmless') ? "export default 'evil';" : text;
+};""",
+}
+
+
+@pytest.mark.parametrize("poison", sorted(LOADER_POISONS))
+def test_what_node_looks_up_while_loading_does_not_change_the_module(
+    run_tool, project: Path, poison: str
+) -> None:
+    (project / "w").mkdir()
+    body = f"""
+export default async function t(input, ctx) {{
+  {LOADER_POISONS[poison]}
+  return {{ loaded: (await import('./t2.mjs')).default }};
+}}
+"""
+    result = run_tool(body, permissions=WRITE_W, extra_files=HARMLESS)
+    assert result.ok, result.to_json()
+    assert result.output == {"loaded": "harmless packaged module"}
+
+
+# TypeScript whose stripping blanks characters that are longer in UTF-8 and inserts a `;`.
+TYPED = (
+    'const a: "é😀日" = "é😀日" as "é😀日";\n'
+    "let b = a as string\n"
+    "[1, 2].forEach((n: number) => n);\n"
+    "interface Shape { kind: 'é' }\n"
+    "export default { a, b, line: new Error().stack.split('\\n')[1].split(':').at(-2) };\n"
+)
+
+
+def test_typescript_is_stripped_by_the_guard_as_node_strips_it(run_tool) -> None:
+    body = "export default async () => (await import('./typed.ts')).default;"
+    result = run_tool(body, extra_files={"tools/typed.ts": TYPED})
+    assert result.ok, result.to_json()
+    # Positions are kept: the error made on line 5 of the file says line 5.
+    assert result.output == {"a": "é😀日", "b": "é😀日", "line": "5"}
+
+
+def test_a_poisoned_typescript_stripper_runs_no_other_text(run_tool) -> None:
+    """The stripper is JavaScript of Node's that decodes its result with the realm's
+    TextDecoder: a tool that makes it answer other code gets a refusal, not that code."""
+    body = """
+export default async function t(input, ctx) {
+  const decode = TextDecoder.prototype.decode;
+  TextDecoder.prototype.decode = function (...args) {
+    const text = decode.apply(this, args);
+    return text.includes('harmless') && !text.includes(': string') ? "export default 'evil';" : text;
+  };
+  try {
+    return { loaded: (await import('./t2.ts')).default };
+  } catch (e) {
+    return { refused: e.code, message: e.message };
+  }
+}
+"""
+    files = {"tools/t2.ts": 'const x: string = "harmless packaged module";\nexport default x;\n'}
+    result = run_tool(body, extra_files=files)
+    assert result.ok, result.to_json()
+    assert result.output == {
+        "refused": "ERR_SPLICE_MODULE_REFUSED",
+        "message": "TypeScript type stripping gave code that is not the module's text",
+    }
 
 
 @pytest.mark.parametrize(

@@ -153,8 +153,10 @@ def test_polluted_prototypes_do_not_change_the_check(
     tool, server: NetServer, pollution: str
 ) -> None:
     before = len(server.seen)
+    # (URL.prototype is frozen before the tool loads, harden.mjs: redefining its getters throws)
     result = tool(
-        f"export default async () => {{ {pollution} return fetch('{_forbidden(server)}'); }};",
+        f"export default async () => {{ try {{ {pollution} }} catch {{}}"
+        f" return fetch('{_forbidden(server)}'); }};",
         ["127.0.0.1"],
     )
     assert result.error is not None and result.error.code == ErrorCode.PERMISSION_DENIED

@@ -56,18 +56,12 @@ const mapHas = Map.prototype.has;
 const mapDelete = Map.prototype.delete;
 const PromiseCtor = Promise;
 const promiseReject = Promise.reject;
-const BufferFrom = Buffer.from;
 const bufferByteLength = Buffer.byteLength;
-const bufferConcat = Buffer.concat;
-const bufferAlloc = Buffer.alloc;
-const bufferAllocUnsafe = Buffer.allocUnsafe;
-const bufferIndexOf = Buffer.prototype.indexOf;
-const bufferToString = Buffer.prototype.toString;
-const bufferSubarray = Buffer.prototype.subarray;
 const Uint8ArrayCtor = Uint8Array;
 const TypedArrayPrototype = Object.getPrototypeOf(Uint8Array.prototype);
 const getter = (proto, name) => Object.getOwnPropertyDescriptor(proto, name).get;
 const typedArraySet = TypedArrayPrototype.set;
+const typedArrayIndexOf = TypedArrayPrototype.indexOf;
 const typedArrayBuffer = getter(TypedArrayPrototype, 'buffer');
 const typedArrayByteOffset = getter(TypedArrayPrototype, 'byteOffset');
 const typedArrayByteLength = getter(TypedArrayPrototype, 'byteLength');
@@ -87,6 +81,10 @@ const arrayIncludes = Array.prototype.includes;
 const URLCtor = URL;
 const urlCanParse = URL.canParse;
 const urlHref = getter(URL.prototype, 'href');
+const urlProtocol = getter(URL.prototype, 'protocol');
+const urlHostname = getter(URL.prototype, 'hostname');
+const urlPathname = getter(URL.prototype, 'pathname');
+const decodeUriComponent = decodeURIComponent;
 const urlSearchParamsToString = URLSearchParams.prototype.toString;
 const BlobCtor = Blob;
 const blobArrayBuffer = Blob.prototype.arrayBuffer;
@@ -105,8 +103,12 @@ const textEncode = TextEncoder.prototype.encode;
 const base64Slice = Buffer.prototype.base64Slice;
 const formatWithOptions = process.getBuiltinModule('node:util').formatWithOptions;
 const writeSync = fs.writeSync;
-const readSync = fs.readSync;
-const read = fs.read;
+// The job channel's reads and writes (channel.mjs): the vector forms take an array of views
+// and hand it to the binding as is, where readSync, read and writeSync (with a buffer) read
+// the buffer's `byteLength` getter, which a tool may replace to catch the host's buffers.
+const readvSync = fs.readvSync;
+const readv = fs.readv;
+const writevSync = fs.writevSync;
 const reallyExit = process.reallyExit;
 const processOn = process.on;
 
@@ -208,13 +210,23 @@ function byteLength(bytes) {
   return apply(typedArrayByteLength, bytes, []);
 }
 
+/**
+ * ``length`` bytes of ``bytes`` from ``start``, as a new Uint8Array over the same memory, made
+ * with the captured constructor: ``subarray`` looks up ``constructor`` and ``Symbol.species``,
+ * and Buffer's reads the ``buffer`` and ``byteOffset`` getters, all of which a tool may replace.
+ */
+function view(bytes, start, length) {
+  const offset = apply(typedArrayByteOffset, bytes, []);
+  return new Uint8ArrayCtor(apply(typedArrayBuffer, bytes, []), offset + start, length);
+}
+
 /** A copy of ``bytes`` (a Buffer or any Uint8Array) in a fresh, unshared Uint8Array. */
 function copyBytes(bytes) {
   const out = new Uint8ArrayCtor(byteLength(bytes));
   apply(typedArraySet, out, [bytes]);
   return out;
 }
-return Object.freeze({ __proto__: null, builtin, apply, ownKeys, stringify, parse, defineProperty, freeze, keys, hasOwn, getOwnPropertyDescriptor, getPrototypeOf, isArray, StringCtor, NumberCtor, ErrorCtor, TypeErrorCtor, RangeErrorCtor, MapCtor, mapGet, mapSet, mapHas, mapDelete, PromiseCtor, promiseReject, BufferFrom, bufferByteLength, bufferConcat, bufferAlloc, bufferAllocUnsafe, bufferIndexOf, bufferToString, bufferSubarray, Uint8ArrayCtor, typedArraySet, typedArrayBuffer, typedArrayByteOffset, typedArrayByteLength, typedArrayTag, dataViewBuffer, dataViewByteOffset, dataViewByteLength, arrayBufferByteLength, isView, stringStartsWith, stringSlice, stringIndexOf, stringToLowerCase, stringToUpperCase, stringCharCodeAt, arrayIncludes, URLCtor, urlCanParse, urlHref, urlSearchParamsToString, BlobCtor, blobArrayBuffer, blobType, blobSize, abortSignalAborted, abortSignalReason, addEventListener, removeEventListener, SymbolIterator, SymbolToStringTag, base64Slice, formatWithOptions, writeSync, readSync, read, reallyExit, processOn, web, captureWebStreams, call, settle, deferred, rejected, setOwn, safeString, safeGet, utf8Decode, utf8Encode, byteLength, copyBytes, });
+return Object.freeze({ __proto__: null, builtin, apply, ownKeys, stringify, parse, defineProperty, freeze, keys, hasOwn, getOwnPropertyDescriptor, getPrototypeOf, isArray, StringCtor, NumberCtor, ErrorCtor, TypeErrorCtor, RangeErrorCtor, MapCtor, mapGet, mapSet, mapHas, mapDelete, PromiseCtor, promiseReject, bufferByteLength, Uint8ArrayCtor, typedArraySet, typedArrayIndexOf, typedArrayBuffer, typedArrayByteOffset, typedArrayByteLength, typedArrayTag, dataViewBuffer, dataViewByteOffset, dataViewByteLength, arrayBufferByteLength, isView, stringStartsWith, stringSlice, stringIndexOf, stringToLowerCase, stringToUpperCase, stringCharCodeAt, arrayIncludes, URLCtor, urlCanParse, urlHref, urlProtocol, urlHostname, urlPathname, decodeUriComponent, urlSearchParamsToString, BlobCtor, blobArrayBuffer, blobType, blobSize, abortSignalAborted, abortSignalReason, addEventListener, removeEventListener, SymbolIterator, SymbolToStringTag, base64Slice, formatWithOptions, writeSync, readvSync, readv, writevSync, reallyExit, processOn, web, captureWebStreams, call, settle, deferred, rejected, setOwn, safeString, safeGet, utf8Decode, utf8Encode, byteLength, view, copyBytes, });
 })();
 
 // ---- codes.mjs
@@ -238,7 +250,7 @@ return Object.freeze({ __proto__: null, HOST_CODES, ACCESS_DENIED, });
 
 // ---- channel.mjs
 const __host_channel = (() => {
-const { BufferFrom, MapCtor, Uint8ArrayCtor, apply, bufferAllocUnsafe, bufferConcat, bufferIndexOf, bufferSubarray, bufferToString, byteLength, hasOwn, mapGet, mapSet, parse, read, readSync, setOwn, stringify, typedArraySet, writeSync } = __host_pristine;
+const { MapCtor, Uint8ArrayCtor, apply, byteLength, copyBytes, hasOwn, mapGet, mapSet, parse, readv, readvSync, setOwn, stringify, typedArrayIndexOf, typedArraySet, utf8Decode, utf8Encode, view, writevSync } = __host_pristine;
 // The IPC channel to the parent: newline-delimited JSON on two inherited pipe fds
 // (PROTOCOL.md). Outgoing frames are built from strings with pristine functions so prototype
 // pollution by the tool cannot change their shape; incoming frames are dispatched by `type`
@@ -246,6 +258,14 @@ const { BufferFrom, MapCtor, Uint8ArrayCtor, apply, bufferAllocUnsafe, bufferCon
 // numeric `bytes` member is followed by that many raw bytes, handed to the handler as a
 // fresh Uint8Array (response bodies travel so, without base64). Only pristine functions are
 // used (pristine.mjs), and a frame is read through own properties only.
+//
+// The bytes of jobs and results (the job's id among them, PROTOCOL.md) are only ever in
+// Uint8Arrays the channel made with the captured constructor, and handled only by the typed
+// array builtins, the vector reads and writes of node:fs and the captured TextDecoder and
+// TextEncoder: never by a Buffer (Buffer.from, allocUnsafe and concat take their memory from
+// Node's shared pool, whose ArrayBuffer any Buffer of the tool exposes, sized by the
+// tool-writable Buffer.poolSize), nor by a Node function that reads a getter of the array (a
+// tool that replaced it would be handed the array).
 
 const CHUNK = 256 * 1024;
 // Reads once listening: as large as the parent's pipe (sandbox.py widens it to 1 MiB when the
@@ -262,6 +282,7 @@ class Channel {
   #pendingCount = 0;
   #pendingBytes = 0;
   #reading = false;
+  #syncBuffer = null; // the buffer of blocking reads, made on first use
   #handlers = new MapCtor();
   #raw = null; // the frame whose payload is arriving: { frame, bytes, got }
 
@@ -272,21 +293,23 @@ class Channel {
 
   /** Send one frame whose body is already a JSON text (no newline). */
   sendRaw(jsonText) {
-    const bytes = apply(BufferFrom, Buffer, [jsonText + '\n', 'utf8']);
+    const bytes = utf8Encode(jsonText + '\n');
     let offset = 0;
     const total = byteLength(bytes);
     while (offset < total) {
-      offset += apply(writeSync, undefined, [this.#out, bytes, offset, total - offset]);
+      const rest = offset === 0 ? bytes : view(bytes, offset, total - offset);
+      offset += apply(writevSync, undefined, [this.#out, [rest], null]);
     }
   }
 
   /** Block until one whole frame arrives (a job, before the channel listens). */
   readFrameSync() {
-    const buf = apply(bufferAllocUnsafe, Buffer, [CHUNK]);
+    if (this.#syncBuffer === null) this.#syncBuffer = new Uint8ArrayCtor(CHUNK);
+    const buf = this.#syncBuffer;
     for (;;) {
-      const n = apply(readSync, undefined, [this.#in, buf, 0, CHUNK, null]);
+      const n = apply(readvSync, undefined, [this.#in, [buf], null]);
       if (n === 0) throw new Error('IPC channel closed before the job arrived');
-      const frame = this.#feedOne(apply(bufferSubarray, buf, [0, n]));
+      const frame = this.#feedOne(view(buf, 0, n));
       if (frame !== undefined) return frame;
     }
   }
@@ -334,11 +357,11 @@ class Channel {
   #startReading() {
     if (this.#reading) return;
     this.#reading = true;
-    const buf = apply(bufferAllocUnsafe, Buffer, [LISTEN_READ]);
+    const buf = new Uint8ArrayCtor(LISTEN_READ);
     const loop = () => {
-      apply(read, undefined, [this.#in, buf, 0, LISTEN_READ, null, (err, n) => {
+      apply(readv, undefined, [this.#in, [buf], null, (err, n) => {
         if (err || n === 0) return;
-        this.#feedAll(apply(bufferSubarray, buf, [0, n]));
+        this.#feedAll(view(buf, 0, n));
         loop();
       }]);
     };
@@ -353,33 +376,33 @@ class Channel {
         const raw = this.#raw;
         const need = byteLength(raw.bytes) - raw.got;
         const take = size < need ? size : need;
-        apply(typedArraySet, raw.bytes, [apply(bufferSubarray, rest, [0, take]), raw.got]);
+        apply(typedArraySet, raw.bytes, [view(rest, 0, take), raw.got]);
         raw.got += take;
         if (raw.got < byteLength(raw.bytes)) return;
         this.#endRaw();
-        rest = apply(bufferSubarray, rest, [take]);
+        rest = view(rest, take, size - take);
         continue;
       }
       if (size === 0) return;
-      const nl = apply(bufferIndexOf, rest, [10]);
+      const nl = apply(typedArrayIndexOf, rest, [10]);
       if (nl < 0) {
         this.#keep(rest);
         return;
       }
-      this.#begin(this.#frame(apply(bufferSubarray, rest, [0, nl])));
-      rest = apply(bufferSubarray, rest, [nl + 1]);
+      this.#begin(this.#frame(view(rest, 0, nl)));
+      rest = view(rest, nl + 1, size - nl - 1);
     }
   }
 
   /** The first complete frame in ``chunk`` (the job); anything after it is kept. */
   #feedOne(chunk) {
-    const nl = apply(bufferIndexOf, chunk, [10]);
+    const nl = apply(typedArrayIndexOf, chunk, [10]);
     if (nl < 0) {
       this.#keep(chunk);
       return undefined;
     }
-    const frame = this.#frame(apply(bufferSubarray, chunk, [0, nl]));
-    this.#keep(apply(bufferSubarray, chunk, [nl + 1]));
+    const frame = this.#frame(view(chunk, 0, nl));
+    this.#keep(view(chunk, nl + 1, byteLength(chunk) - nl - 1));
     return frame;
   }
 
@@ -387,7 +410,7 @@ class Channel {
     const size = byteLength(bytes);
     if (size === 0) return;
     // A copy: the read buffer is reused for the next read.
-    setOwn(this.#pending, this.#pendingCount, apply(BufferFrom, Buffer, [bytes]));
+    setOwn(this.#pending, this.#pendingCount, copyBytes(bytes));
     this.#pendingCount += 1;
     this.#pendingBytes += size;
     if (this.#pendingBytes > MAX_INCOMING_FRAME) throw new Error('IPC frame too large');
@@ -397,13 +420,18 @@ class Channel {
   #frame(tail) {
     let whole = tail;
     if (this.#pendingCount > 0) {
-      setOwn(this.#pending, this.#pendingCount, tail);
-      whole = apply(bufferConcat, Buffer, [this.#pending, this.#pendingBytes + byteLength(tail)]);
+      whole = new Uint8ArrayCtor(this.#pendingBytes + byteLength(tail));
+      let at = 0;
+      for (let i = 0; i < this.#pendingCount; i += 1) {
+        apply(typedArraySet, whole, [this.#pending[i], at]);
+        at += byteLength(this.#pending[i]);
+      }
+      apply(typedArraySet, whole, [tail, at]);
       this.#pending = [];
       this.#pendingCount = 0;
       this.#pendingBytes = 0;
     }
-    return parse(apply(bufferToString, whole, ['utf8']));
+    return parse(utf8Decode(whole));
   }
 }
 
@@ -417,7 +445,7 @@ return Object.freeze({ __proto__: null, Channel, jsonString, });
 // ---- module_guard.mjs
 const __host_module_guard = (() => {
 const { ACCESS_DENIED } = __host_codes;
-const { apply, arrayIncludes, builtin, ErrorCtor, freeze, isArray, safeGet, setOwn, stringIndexOf, stringSlice, stringStartsWith, StringCtor, URLCtor, urlCanParse, urlHref } = __host_pristine;
+const { apply, arrayIncludes, builtin, decodeUriComponent, ErrorCtor, freeze, isArray, safeGet, safeString, setOwn, stringIndexOf, stringSlice, stringStartsWith, StringCtor, URLCtor, urlCanParse, urlHostname, urlHref, urlPathname, urlProtocol } = __host_pristine;
 // The module guard: which modules a tool may load, enforced by synchronous module hooks
 // (module.registerHooks) for import, dynamic import() and require, and by the
 // process.getBuiltinModule wrapper installed in harden.mjs.
@@ -428,16 +456,30 @@ const { apply, arrayIncludes, builtin, ErrorCtor, freeze, isArray, safeGet, setO
 // package and never from a `node_modules` in it, and bare specifiers that are not built-ins
 // are refused before resolution: a package behaves the same in its directory as after
 // packing (which drops node_modules), docs/security.md#built-in-modules.
+//
+// Node's loader runs in the tool's realm and looks up, when it runs, functions a tool can
+// replace: URL getters, fs.readFileSync, TextDecoder's decode, properties it reads through
+// Object.prototype (a `source` there becomes a module's source), and the JavaScript of its
+// TypeScript stripper. So the guard takes nothing from it on trust: it computes a URL's path
+// and real path itself, with functions captured before any tool code ran, reads the module's
+// bytes itself from that real path and gives them to Node (which then reads no file), takes
+// from Node only the module's format, and strips TypeScript types itself, accepting the
+// result only when it is the file's text with characters blanked. harden.mjs also freezes
+// the URL classes, so what Node resolves is what a module's URL says.
 
-const { isBuiltin, registerHooks } = builtin('node:module');
-const { realpathSync } = builtin('node:fs');
-const { fileURLToPath } = builtin('node:url');
+const { isBuiltin, registerHooks, stripTypeScriptTypes } = builtin('node:module');
+const { readFileSync } = builtin('node:fs');
+const realpathNative = builtin('node:fs').realpathSync.native;
 const { sep } = builtin('node:path');
 
-// Module formats a tool may use: ES modules (JavaScript or TypeScript), JSON, allowed
-// built-ins. CommonJS is refused because its `module.constructor` is node:module itself.
-const ALLOWED_FORMATS = freeze(['module', 'module-typescript', 'json', 'builtin']);
+// Module formats Node may report, by scheme: ES modules (JavaScript or TypeScript) and JSON
+// for files, and built-ins. CommonJS is refused because its `module.constructor` is
+// node:module itself.
+const FILE_FORMATS = freeze(['module', 'module-typescript', 'json']);
 const NODE_MODULES_SEGMENT = `${sep}node_modules${sep}`;
+// Null-prototype options: readFileSync reads `encoding`, `flag`, `buffer` and `signal`.
+const READ_TEXT = freeze({ __proto__: null, encoding: 'utf8', flag: 'r' });
+const STRIP_TYPES = freeze({ __proto__: null, mode: 'strip' });
 
 // Empty until installModuleGuard: nothing is allowed before the job's list is installed.
 let allowedBuiltins = freeze([]);
@@ -452,6 +494,14 @@ function loadError(message) {
   const err = new ErrorCtor(message);
   setOwn(err, 'code', 'ERR_SPLICE_MODULE_REFUSED');
   return err;
+}
+
+function formatError(format) {
+  return loadError(
+    format === 'commonjs' || format === 'commonjs-typescript'
+      ? 'CommonJS modules are not supported in the sandbox; use ES module syntax'
+      : `Module format "${safeString(format)}" is not supported in the sandbox`,
+  );
 }
 
 function dependencyError(specifier) {
@@ -483,6 +533,56 @@ function isMissingPackage(err) {
   );
 }
 
+/**
+ * The path a `file:` URL names, or undefined when it names none (another scheme, a host, an
+ * encoded `/`, a malformed escape): Node's fileURLToPath for POSIX paths, from the URL
+ * getters captured in pristine.mjs.
+ */
+function filePathOf(href) {
+  let url;
+  try {
+    url = new URLCtor(href);
+  } catch {
+    return undefined;
+  }
+  if (apply(urlProtocol, url, []) !== 'file:' || apply(urlHostname, url, []) !== '') {
+    return undefined;
+  }
+  const pathname = apply(urlPathname, url, []);
+  // Refused by Node's fileURLToPath too ("must not include encoded / characters").
+  const encodedSlash = apply(stringIndexOf, pathname, ['%2f']) >= 0
+    || apply(stringIndexOf, pathname, ['%2F']) >= 0;
+  if (encodedSlash) return undefined;
+  try {
+    return apply(decodeUriComponent, undefined, [pathname]);
+  } catch {
+    return undefined;
+  }
+}
+
+// What Node's type stripping (amaro) puts in place of what it removes, so that positions stay
+// the same in UTF-8 and UTF-16: a space for a one-byte character, U+00A0 for a two-byte one,
+// U+2002 for a three-byte one, a space and U+FEFF for a four-byte one (two UTF-16 units); and
+// `;` where removing a type would join two statements. Measured with Node 24.19, and checked
+// by tests/runtime/test_module_guard.py on a module with such characters in its types.
+const BLANKS = freeze([' ', '\u00a0', '\u2002', '\ufeff', ';']);
+
+/**
+ * The JavaScript of the TypeScript module ``source``, as Node's loader would make it (types
+ * stripped, then a `sourceURL` comment). Node's stripper runs JavaScript that reads what a
+ * tool can replace, so its result is accepted only when it is ``source`` with some
+ * characters blanked (BLANKS): nothing but the file's own text can come out.
+ */
+function stripTypes(source, url) {
+  const code = apply(stripTypeScriptTypes, undefined, [source, STRIP_TYPES]);
+  let same = typeof code === 'string' && code.length === source.length;
+  for (let i = 0; same && i < source.length; i += 1) {
+    same = code[i] === source[i] || apply(arrayIncludes, BLANKS, [code[i]]);
+  }
+  if (!same) throw loadError('TypeScript type stripping gave code that is not the module\'s text');
+  return `${code}\n\n//# sourceURL=${url}`;
+}
+
 /** A specifier Node would look up in node_modules: not relative, absolute, `#` or a URL. */
 function isBare(specifier) {
   if (specifier === '.' || specifier === '..') return false;
@@ -508,7 +608,7 @@ function installModuleGuard(packageDir, allowed) {
     list[i] = allowed[i];
   }
   allowedBuiltins = freeze(list);
-  const root = realpathSync(packageDir);
+  const root = apply(realpathNative, undefined, [packageDir]);
   const prefix = root.endsWith(sep) ? root : root + sep;
   // A `node_modules` segment below the package root (the file itself may be named so).
   const inNodeModules = (path) =>
@@ -521,21 +621,29 @@ function installModuleGuard(packageDir, allowed) {
     if (inNodeModules(path)) throw dependencyError(specifier);
   };
 
+  /** Refuses ``url`` unless it is an allowed built-in (undefined) or a file inside the
+   * package, outside any node_modules (its real path). */
   const checkUrl = (url, specifier) => {
     if (apply(stringStartsWith, url, ['node:'])) {
       if (!isAllowedBuiltin(url)) throw deniedError(`module "${url}"`);
-      return;
+      return undefined;
     }
     if (!apply(stringStartsWith, url, ['file:'])) {
       throw deniedError(`module URL scheme of "${apply(stringSlice, url, [0, 64])}"`);
     }
-    let path;
+    const path = filePathOf(url);
+    if (path === undefined) throw deniedError('a module outside the package');
+    let real;
     try {
-      path = realpathSync(fileURLToPath(url));
-    } catch {
-      path = fileURLToPath(url);
+      // The native form: Node's JavaScript realpathSync looks up path.resolve at run time.
+      real = apply(realpathNative, undefined, [path]);
+    } catch (err) {
+      // Outside by name (the permission model refuses its real path): the same refusal.
+      checkPath(path, specifier);
+      throw err;
     }
-    checkPath(path, specifier);
+    checkPath(real, specifier);
+    return real;
   };
 
   registerHooks({
@@ -556,12 +664,7 @@ function installModuleGuard(packageDir, allowed) {
           target = undefined;
         }
         if (target !== undefined && apply(stringStartsWith, target, ['file:'])) {
-          let path;
-          try {
-            path = fileURLToPath(target);
-          } catch {
-            path = undefined;
-          }
+          const path = filePathOf(target);
           // Outside the package by name: refused before Node looks (the file view may hide
           // the file, which must not turn the refusal into "not found").
           if (path !== undefined && !apply(stringStartsWith, path, [prefix])) {
@@ -585,16 +688,26 @@ function installModuleGuard(packageDir, allowed) {
     },
     load(url, context, nextLoad) {
       const u = apply(StringCtor, undefined, [url]);
-      checkUrl(u, u);
-      const result = nextLoad(url, context);
-      if (!apply(arrayIncludes, ALLOWED_FORMATS, [result.format])) {
-        throw loadError(
-          result.format === 'commonjs' || result.format === 'commonjs-typescript'
-            ? 'CommonJS modules are not supported in the sandbox; use ES module syntax'
-            : `Module format "${result.format}" is not supported in the sandbox`,
-        );
+      const real = checkUrl(u, u);
+      if (real === undefined) {
+        const result = nextLoad(u, context);
+        if (result.format !== 'builtin') throw formatError(result.format);
+        return result;
       }
-      return result;
+      // The file's text, read here from the path just checked; an own `source` in the
+      // context is what Node's default load takes instead of reading the file (with the
+      // `source` of Object.prototype when there is none).
+      let source = apply(readFileSync, undefined, [real, READ_TEXT]);
+      // Without a leading BOM, as Node's decoder gives it.
+      if (source[0] === '\ufeff') source = apply(stringSlice, source, [1]);
+      setOwn(context, 'source', source);
+      const { format } = nextLoad(u, context);
+      if (!apply(arrayIncludes, FILE_FORMATS, [format])) throw formatError(format);
+      if (format === 'module-typescript') {
+        return { __proto__: null, format: 'module', source: stripTypes(source, u) };
+      }
+      // A string: Node decodes bytes with the tool's TextDecoder.prototype.decode.
+      return { __proto__: null, format, source };
     },
   });
 }
@@ -604,11 +717,11 @@ return Object.freeze({ __proto__: null, deniedError, loadError, isAllowedBuiltin
 // ---- harden.mjs
 const __host_harden = (() => {
 const { deniedError, isAllowedBuiltin } = __host_module_guard;
-const { apply, builtin, defineProperty, getOwnPropertyDescriptor, keys, safeString, setOwn, writeSync } = __host_pristine;
+const { apply, builtin, defineProperty, freeze, getOwnPropertyDescriptor, getPrototypeOf, keys, ownKeys, safeString, setOwn, writeSync } = __host_pristine;
 // Locks down the tool's process before its module is imported: environment, process methods
 // that reach other processes or native code, live stdio handles, the fs.realpath variants,
-// the globals that open sockets, and process.getBuiltinModule (module_guard.mjs holds the
-// built-in allow-list).
+// the globals that open sockets, process.getBuiltinModule (module_guard.mjs holds the
+// built-in allow-list) and the URL classes Node's module loader uses.
 
 const fs = builtin('node:fs');
 const { syncBuiltinESMExports } = builtin('node:module');
@@ -749,6 +862,27 @@ function installBuiltinGuard() {
   lock(process, 'getBuiltinModule', guarded);
 }
 
+// Node's module loader resolves and reads modules with the realm's URL class, whose methods,
+// getters and statics it looks up when it runs (fileURLToPath reads `protocol`, `hostname`
+// and `pathname`; the resolver `href`, `search`, `hash`…): a tool that redefined one would
+// decide which file Node resolves and reads. Frozen, with URLSearchParams (a URL's
+// `searchParams`) and its iterator. The module guard does not depend on it (module_guard.mjs
+// computes its own paths and reads its own bytes); this keeps Node's answers the true ones.
+function freezeUrlClasses() {
+  const targets = [
+    URL, URL.prototype, URLSearchParams, URLSearchParams.prototype,
+    getPrototypeOf(new URLSearchParams().keys()),
+  ];
+  for (let i = 0; i < targets.length; i += 1) {
+    const target = freeze(targets[i]);
+    const names = ownKeys(target);
+    for (let j = 0; j < names.length; j += 1) {
+      const d = getOwnPropertyDescriptor(target, names[j]);
+      if (d.configurable || d.writable) throw new Error('could not freeze the URL classes');
+    }
+  }
+}
+
 function installNetworkGlobals(guardedFetch) {
   lock(globalThis, 'fetch', guardedFetch);
   for (const name of REMOVED_GLOBALS) lock(globalThis, name, undefined);
@@ -767,6 +901,7 @@ function harden({ guardedFetch }) {
   installProcessDenials();
   installRealpathGuard();
   installBuiltinGuard();
+  freezeUrlClasses();
   installNetworkGlobals(guardedFetch);
   // The named exports of node:fs and node:process (`import { realpathSync } from 'node:fs'`)
   // are snapshots: bring them up to date with every lock above.
@@ -1828,7 +1963,9 @@ async function serveJobs(channel, runJob, onBroken) {
     }
     const box = waiting;
     waiting = null;
-    box.resolve(frame);
+    // In a null-prototype box: resolving a promise with the frame itself would look up its
+    // `then`, which a getter on Object.prototype answers, handed the frame and its job id.
+    box.resolve({ __proto__: null, frame });
   });
   for (;;) {
     let job = early;
@@ -1840,7 +1977,7 @@ async function serveJobs(channel, runJob, onBroken) {
     }
     if (job === null) {
       waiting = deferred();
-      job = await waiting.promise;
+      job = (await waiting.promise).frame;
     }
     if (!job || job.type !== 'job' || typeof job.id !== 'string') {
       onBroken(new Error('the next frame is not a job'));

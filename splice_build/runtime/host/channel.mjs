@@ -5,10 +5,18 @@
 // numeric `bytes` member is followed by that many raw bytes, handed to the handler as a
 // fresh Uint8Array (response bodies travel so, without base64). Only pristine functions are
 // used (pristine.mjs), and a frame is read through own properties only.
+//
+// The bytes of jobs and results (the job's id among them, PROTOCOL.md) are only ever in
+// Uint8Arrays the channel made with the captured constructor, and handled only by the typed
+// array builtins, the vector reads and writes of node:fs and the captured TextDecoder and
+// TextEncoder: never by a Buffer (Buffer.from, allocUnsafe and concat take their memory from
+// Node's shared pool, whose ArrayBuffer any Buffer of the tool exposes, sized by the
+// tool-writable Buffer.poolSize), nor by a Node function that reads a getter of the array (a
+// tool that replaced it would be handed the array).
 import {
-  BufferFrom, MapCtor, Uint8ArrayCtor, apply, bufferAllocUnsafe, bufferConcat, bufferIndexOf,
-  bufferSubarray, bufferToString, byteLength, hasOwn, mapGet, mapSet, parse, read, readSync,
-  setOwn, stringify, typedArraySet, writeSync,
+  MapCtor, Uint8ArrayCtor, apply, byteLength, copyBytes, hasOwn, mapGet, mapSet, parse, readv,
+  readvSync, setOwn, stringify, typedArrayIndexOf, typedArraySet, utf8Decode, utf8Encode, view,
+  writevSync,
 } from './pristine.mjs';
 
 const CHUNK = 256 * 1024;
@@ -26,6 +34,7 @@ export class Channel {
   #pendingCount = 0;
   #pendingBytes = 0;
   #reading = false;
+  #syncBuffer = null; // the buffer of blocking reads, made on first use
   #handlers = new MapCtor();
   #raw = null; // the frame whose payload is arriving: { frame, bytes, got }
 
@@ -36,21 +45,23 @@ export class Channel {
 
   /** Send one frame whose body is already a JSON text (no newline). */
   sendRaw(jsonText) {
-    const bytes = apply(BufferFrom, Buffer, [jsonText + '\n', 'utf8']);
+    const bytes = utf8Encode(jsonText + '\n');
     let offset = 0;
     const total = byteLength(bytes);
     while (offset < total) {
-      offset += apply(writeSync, undefined, [this.#out, bytes, offset, total - offset]);
+      const rest = offset === 0 ? bytes : view(bytes, offset, total - offset);
+      offset += apply(writevSync, undefined, [this.#out, [rest], null]);
     }
   }
 
   /** Block until one whole frame arrives (a job, before the channel listens). */
   readFrameSync() {
-    const buf = apply(bufferAllocUnsafe, Buffer, [CHUNK]);
+    if (this.#syncBuffer === null) this.#syncBuffer = new Uint8ArrayCtor(CHUNK);
+    const buf = this.#syncBuffer;
     for (;;) {
-      const n = apply(readSync, undefined, [this.#in, buf, 0, CHUNK, null]);
+      const n = apply(readvSync, undefined, [this.#in, [buf], null]);
       if (n === 0) throw new Error('IPC channel closed before the job arrived');
-      const frame = this.#feedOne(apply(bufferSubarray, buf, [0, n]));
+      const frame = this.#feedOne(view(buf, 0, n));
       if (frame !== undefined) return frame;
     }
   }
@@ -98,11 +109,11 @@ export class Channel {
   #startReading() {
     if (this.#reading) return;
     this.#reading = true;
-    const buf = apply(bufferAllocUnsafe, Buffer, [LISTEN_READ]);
+    const buf = new Uint8ArrayCtor(LISTEN_READ);
     const loop = () => {
-      apply(read, undefined, [this.#in, buf, 0, LISTEN_READ, null, (err, n) => {
+      apply(readv, undefined, [this.#in, [buf], null, (err, n) => {
         if (err || n === 0) return;
-        this.#feedAll(apply(bufferSubarray, buf, [0, n]));
+        this.#feedAll(view(buf, 0, n));
         loop();
       }]);
     };
@@ -117,33 +128,33 @@ export class Channel {
         const raw = this.#raw;
         const need = byteLength(raw.bytes) - raw.got;
         const take = size < need ? size : need;
-        apply(typedArraySet, raw.bytes, [apply(bufferSubarray, rest, [0, take]), raw.got]);
+        apply(typedArraySet, raw.bytes, [view(rest, 0, take), raw.got]);
         raw.got += take;
         if (raw.got < byteLength(raw.bytes)) return;
         this.#endRaw();
-        rest = apply(bufferSubarray, rest, [take]);
+        rest = view(rest, take, size - take);
         continue;
       }
       if (size === 0) return;
-      const nl = apply(bufferIndexOf, rest, [10]);
+      const nl = apply(typedArrayIndexOf, rest, [10]);
       if (nl < 0) {
         this.#keep(rest);
         return;
       }
-      this.#begin(this.#frame(apply(bufferSubarray, rest, [0, nl])));
-      rest = apply(bufferSubarray, rest, [nl + 1]);
+      this.#begin(this.#frame(view(rest, 0, nl)));
+      rest = view(rest, nl + 1, size - nl - 1);
     }
   }
 
   /** The first complete frame in ``chunk`` (the job); anything after it is kept. */
   #feedOne(chunk) {
-    const nl = apply(bufferIndexOf, chunk, [10]);
+    const nl = apply(typedArrayIndexOf, chunk, [10]);
     if (nl < 0) {
       this.#keep(chunk);
       return undefined;
     }
-    const frame = this.#frame(apply(bufferSubarray, chunk, [0, nl]));
-    this.#keep(apply(bufferSubarray, chunk, [nl + 1]));
+    const frame = this.#frame(view(chunk, 0, nl));
+    this.#keep(view(chunk, nl + 1, byteLength(chunk) - nl - 1));
     return frame;
   }
 
@@ -151,7 +162,7 @@ export class Channel {
     const size = byteLength(bytes);
     if (size === 0) return;
     // A copy: the read buffer is reused for the next read.
-    setOwn(this.#pending, this.#pendingCount, apply(BufferFrom, Buffer, [bytes]));
+    setOwn(this.#pending, this.#pendingCount, copyBytes(bytes));
     this.#pendingCount += 1;
     this.#pendingBytes += size;
     if (this.#pendingBytes > MAX_INCOMING_FRAME) throw new Error('IPC frame too large');
@@ -161,13 +172,18 @@ export class Channel {
   #frame(tail) {
     let whole = tail;
     if (this.#pendingCount > 0) {
-      setOwn(this.#pending, this.#pendingCount, tail);
-      whole = apply(bufferConcat, Buffer, [this.#pending, this.#pendingBytes + byteLength(tail)]);
+      whole = new Uint8ArrayCtor(this.#pendingBytes + byteLength(tail));
+      let at = 0;
+      for (let i = 0; i < this.#pendingCount; i += 1) {
+        apply(typedArraySet, whole, [this.#pending[i], at]);
+        at += byteLength(this.#pending[i]);
+      }
+      apply(typedArraySet, whole, [tail, at]);
       this.#pending = [];
       this.#pendingCount = 0;
       this.#pendingBytes = 0;
     }
-    return parse(apply(bufferToString, whole, ['utf8']));
+    return parse(utf8Decode(whole));
   }
 }
 

@@ -1,11 +1,11 @@
 // Locks down the tool's process before its module is imported: environment, process methods
 // that reach other processes or native code, live stdio handles, the fs.realpath variants,
-// the globals that open sockets, and process.getBuiltinModule (module_guard.mjs holds the
-// built-in allow-list).
+// the globals that open sockets, process.getBuiltinModule (module_guard.mjs holds the
+// built-in allow-list) and the URL classes Node's module loader uses.
 import { deniedError, isAllowedBuiltin } from './module_guard.mjs';
 import {
-  apply, builtin, defineProperty, getOwnPropertyDescriptor, keys, safeString, setOwn,
-  writeSync,
+  apply, builtin, defineProperty, freeze, getOwnPropertyDescriptor, getPrototypeOf, keys,
+  ownKeys, safeString, setOwn, writeSync,
 } from './pristine.mjs';
 
 const fs = builtin('node:fs');
@@ -147,6 +147,27 @@ function installBuiltinGuard() {
   lock(process, 'getBuiltinModule', guarded);
 }
 
+// Node's module loader resolves and reads modules with the realm's URL class, whose methods,
+// getters and statics it looks up when it runs (fileURLToPath reads `protocol`, `hostname`
+// and `pathname`; the resolver `href`, `search`, `hash`…): a tool that redefined one would
+// decide which file Node resolves and reads. Frozen, with URLSearchParams (a URL's
+// `searchParams`) and its iterator. The module guard does not depend on it (module_guard.mjs
+// computes its own paths and reads its own bytes); this keeps Node's answers the true ones.
+function freezeUrlClasses() {
+  const targets = [
+    URL, URL.prototype, URLSearchParams, URLSearchParams.prototype,
+    getPrototypeOf(new URLSearchParams().keys()),
+  ];
+  for (let i = 0; i < targets.length; i += 1) {
+    const target = freeze(targets[i]);
+    const names = ownKeys(target);
+    for (let j = 0; j < names.length; j += 1) {
+      const d = getOwnPropertyDescriptor(target, names[j]);
+      if (d.configurable || d.writable) throw new Error('could not freeze the URL classes');
+    }
+  }
+}
+
 function installNetworkGlobals(guardedFetch) {
   lock(globalThis, 'fetch', guardedFetch);
   for (const name of REMOVED_GLOBALS) lock(globalThis, name, undefined);
@@ -165,6 +186,7 @@ export function harden({ guardedFetch }) {
   installProcessDenials();
   installRealpathGuard();
   installBuiltinGuard();
+  freezeUrlClasses();
   installNetworkGlobals(guardedFetch);
   // The named exports of node:fs and node:process (`import { realpathSync } from 'node:fs'`)
   // are snapshots: bring them up to date with every lock above.

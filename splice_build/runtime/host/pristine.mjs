@@ -51,18 +51,12 @@ export const mapHas = Map.prototype.has;
 export const mapDelete = Map.prototype.delete;
 export const PromiseCtor = Promise;
 export const promiseReject = Promise.reject;
-export const BufferFrom = Buffer.from;
 export const bufferByteLength = Buffer.byteLength;
-export const bufferConcat = Buffer.concat;
-export const bufferAlloc = Buffer.alloc;
-export const bufferAllocUnsafe = Buffer.allocUnsafe;
-export const bufferIndexOf = Buffer.prototype.indexOf;
-export const bufferToString = Buffer.prototype.toString;
-export const bufferSubarray = Buffer.prototype.subarray;
 export const Uint8ArrayCtor = Uint8Array;
 const TypedArrayPrototype = Object.getPrototypeOf(Uint8Array.prototype);
 const getter = (proto, name) => Object.getOwnPropertyDescriptor(proto, name).get;
 export const typedArraySet = TypedArrayPrototype.set;
+export const typedArrayIndexOf = TypedArrayPrototype.indexOf;
 export const typedArrayBuffer = getter(TypedArrayPrototype, 'buffer');
 export const typedArrayByteOffset = getter(TypedArrayPrototype, 'byteOffset');
 export const typedArrayByteLength = getter(TypedArrayPrototype, 'byteLength');
@@ -82,6 +76,10 @@ export const arrayIncludes = Array.prototype.includes;
 export const URLCtor = URL;
 export const urlCanParse = URL.canParse;
 export const urlHref = getter(URL.prototype, 'href');
+export const urlProtocol = getter(URL.prototype, 'protocol');
+export const urlHostname = getter(URL.prototype, 'hostname');
+export const urlPathname = getter(URL.prototype, 'pathname');
+export const decodeUriComponent = decodeURIComponent;
 export const urlSearchParamsToString = URLSearchParams.prototype.toString;
 export const BlobCtor = Blob;
 export const blobArrayBuffer = Blob.prototype.arrayBuffer;
@@ -100,8 +98,12 @@ const textEncode = TextEncoder.prototype.encode;
 export const base64Slice = Buffer.prototype.base64Slice;
 export const formatWithOptions = process.getBuiltinModule('node:util').formatWithOptions;
 export const writeSync = fs.writeSync;
-export const readSync = fs.readSync;
-export const read = fs.read;
+// The job channel's reads and writes (channel.mjs): the vector forms take an array of views
+// and hand it to the binding as is, where readSync, read and writeSync (with a buffer) read
+// the buffer's `byteLength` getter, which a tool may replace to catch the host's buffers.
+export const readvSync = fs.readvSync;
+export const readv = fs.readv;
+export const writevSync = fs.writevSync;
 export const reallyExit = process.reallyExit;
 export const processOn = process.on;
 
@@ -201,6 +203,16 @@ export function utf8Encode(text) {
 /** The length of a typed array or Buffer (``.length`` is a prototype getter a tool may replace). */
 export function byteLength(bytes) {
   return apply(typedArrayByteLength, bytes, []);
+}
+
+/**
+ * ``length`` bytes of ``bytes`` from ``start``, as a new Uint8Array over the same memory, made
+ * with the captured constructor: ``subarray`` looks up ``constructor`` and ``Symbol.species``,
+ * and Buffer's reads the ``buffer`` and ``byteOffset`` getters, all of which a tool may replace.
+ */
+export function view(bytes, start, length) {
+  const offset = apply(typedArrayByteOffset, bytes, []);
+  return new Uint8ArrayCtor(apply(typedArrayBuffer, bytes, []), offset + start, length);
 }
 
 /** A copy of ``bytes`` (a Buffer or any Uint8Array) in a fresh, unshared Uint8Array. */

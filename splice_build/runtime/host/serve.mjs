@@ -17,7 +17,9 @@ export async function serveJobs(channel, runJob, onBroken) {
     }
     const box = waiting;
     waiting = null;
-    box.resolve(frame);
+    // In a null-prototype box: resolving a promise with the frame itself would look up its
+    // `then`, which a getter on Object.prototype answers, handed the frame and its job id.
+    box.resolve({ __proto__: null, frame });
   });
   for (;;) {
     let job = early;
@@ -29,7 +31,7 @@ export async function serveJobs(channel, runJob, onBroken) {
     }
     if (job === null) {
       waiting = deferred();
-      job = await waiting.promise;
+      job = (await waiting.promise).frame;
     }
     if (!job || job.type !== 'job' || typeof job.id !== 'string') {
       onBroken(new Error('the next frame is not a job'));
