@@ -237,12 +237,24 @@ async def sdk_stdio(
 
 
 @contextlib.asynccontextmanager
-async def sdk_http(url: str, token: str) -> AsyncIterator[Any]:
-    """An initialized ``mcp.ClientSession`` over the SDK's ``streamable_http_client``."""
+async def sdk_http(url: str, token: str, *, source: str | None = None) -> AsyncIterator[Any]:
+    """An initialized ``mcp.ClientSession`` over the SDK's ``streamable_http_client``; its
+    connections come from the loopback address ``source`` if given (127.0.0.0/8 is all
+    loopback on Linux: each address is another client to the server)."""
     from mcp import ClientSession
     from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
 
-    client = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    headers = {"Authorization": f"Bearer {token}"}
+    if source is None:
+        client = create_mcp_http_client(headers=headers)
+    else:  # the SDK's client (its timeouts), bound to ``source``
+        import httpx2
+
+        client = httpx2.AsyncClient(
+            headers=headers,
+            timeout=httpx2.Timeout(30, read=300),
+            transport=httpx2.AsyncHTTPTransport(local_address=source),
+        )
     async with (
         client,
         streamable_http_client(url, http_client=client) as streams,
@@ -255,11 +267,28 @@ async def sdk_http(url: str, token: str) -> AsyncIterator[Any]:
 # -- HTTP server processes --------------------------------------------------------------------
 @contextlib.contextmanager
 def http_server(
-    argv: Sequence[str], *, env: Mapping[str, str], cwd: Path | None = None
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    cwd: Path | None = None,
+    open_files: tuple[int, int] | None = None,
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """Start an HTTP server process that prints its URL first; yields (url, process)."""
+    """Start an HTTP server process that prints its URL first; yields (url, process).
+    ``open_files`` = (soft, hard) ``RLIMIT_NOFILE`` the process starts with."""
+
+    def limit_open_files() -> None:
+        import resource
+
+        if open_files is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, open_files)
+
     process = subprocess.Popen(
-        list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(env), cwd=cwd
+        list(argv),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=dict(env),
+        cwd=cwd,
+        preexec_fn=limit_open_files if open_files is not None else None,
     )
     try:
         assert process.stdout is not None

@@ -4,13 +4,17 @@ A tool call holds a sandbox process and a core for its whole run: running more a
 than the machine has cores only makes every call slower (64 clients on 2 cores gave p50
 2-3.5 s at the same throughput). So at most ``limit`` calls run at once; the others wait.
 
-``AsyncAdmission`` (HTTP, one event loop): a waiting call sits in the queue of its *client
-key* (the ``mcp-session-id`` header, else the peer address); when a call ends, the slot
-goes to the head of the next key's queue in round-robin order, so a client that floods
-the queue delays only its own calls. The queue is bounded in total (``queue``) and per key
-(``per_key``), and a call waits at most ``wait_seconds``: beyond any of these it is
-refused with ``Busy`` (HTTP 503 + ``Retry-After``, JSON-RPC ``SERVER_BUSY``). Over stdio
-there is one client and nobody to answer 503 to, so calls queue on a plain semaphore.
+``AsyncAdmission`` (HTTP, one event loop): a waiting call sits in the queue of its client
+*address* (the peer's, or the ``--trusted-proxy``'s client), under its session (the
+``mcp-session-id`` header); when a call ends, the slot goes to the next address in
+round-robin order, and within it to the next session's oldest call. The queue is bounded
+in total (``queue``) and per address (``per_address``), and a call waits at most
+``wait_seconds``: beyond any of these it is refused with ``Busy`` (HTTP 503 +
+``Retry-After``, JSON-RPC ``SERVER_BUSY``). The bounds are per address because the address
+is what a client cannot change at will: a session id is any string the client sends, and a
+new one is one ``initialize`` away, so keying the bounds on it would let one client take
+the whole queue by sending a new id with every call. Over stdio there is one client and
+nobody to answer 503 to, so calls queue on a plain semaphore.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ MAX_CALLS_ENV = "SPLICE_MCP_MAX_CALLS"
 SERVER_BUSY = -32003
 BUSY_MESSAGE = "Server busy"
 QUEUE_PER_CALL = 8  # queued calls allowed per running slot (total)
-PER_KEY_SHARE = 4  # one client key may hold at most 1/PER_KEY_SHARE of the queue
+PER_ADDRESS_SHARE = 4  # one client address may hold at most 1/PER_ADDRESS_SHARE of the queue
 WAIT_SECONDS = 10.0
 RETRY_AFTER_SECONDS = 1
 # Methods that run tool code (or may: a batch holding one counts as one call).
@@ -61,9 +65,12 @@ class Busy(Exception):
 
 
 class AsyncAdmission:
-    """At most ``limit`` calls at once; fair round-robin queues per client key.
+    """At most ``limit`` calls at once; fair round-robin queues per client address, and
+    within an address per session.
 
-    Used from one event loop only (no locks): ``async with admission.slot(key): ...``.
+    Used from one event loop only (no locks): ``async with admission.slot(address,
+    session): ...``. The bounds are per address: a session id is whatever the client sends,
+    so it only orders the calls of one address and never earns more room.
     """
 
     def __init__(
@@ -71,75 +78,98 @@ class AsyncAdmission:
         limit: int,
         *,
         queue: int | None = None,
-        per_key: int | None = None,
+        per_address: int | None = None,
         wait_seconds: float = WAIT_SECONDS,
     ) -> None:
         if limit < 1:
             raise ValueError("limit must be at least 1")
         self.limit = limit
         self.queue = QUEUE_PER_CALL * limit if queue is None else queue
-        self.per_key = max(1, self.queue // PER_KEY_SHARE) if per_key is None else per_key
+        self.per_address = (
+            max(1, self.queue // PER_ADDRESS_SHARE) if per_address is None else per_address
+        )
         self.wait_seconds = wait_seconds
         self.running = 0
         self.waiting = 0
-        self._queues: OrderedDict[str, deque[asyncio.Future[None]]] = OrderedDict()
+        # address -> session -> its waiting calls, oldest first; both levels in turn order.
+        self._queues: OrderedDict[str, OrderedDict[str, deque[asyncio.Future[None]]]] = (
+            OrderedDict()
+        )
+        self._held: dict[str, int] = {}  # waiting calls per address
 
-    def slot(self, key: str) -> _Slot:
-        return _Slot(self, key)
+    def slot(self, address: str, session: str = "") -> _Slot:
+        return _Slot(self, address, session)
 
-    async def acquire(self, key: str) -> None:
-        """Take a slot, waiting in ``key``'s queue if none is free; raises ``Busy``."""
+    async def acquire(self, address: str, session: str = "") -> None:
+        """Take a slot, waiting in the queue of ``address`` (under ``session``) if none is
+        free; raises ``Busy``."""
         if self.running < self.limit and not self.waiting:
             self.running += 1
             return
-        mine = self._queues.get(key)
-        if self.waiting >= self.queue or (mine is not None and len(mine) >= self.per_key):
+        held = self._held.get(address, 0)
+        if self.waiting >= self.queue or held >= self.per_address:
             raise Busy
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._queues.setdefault(key, deque()).append(future)
+        self._queues.setdefault(address, OrderedDict()).setdefault(session, deque()).append(future)
+        self._held[address] = held + 1
         self.waiting += 1
         try:
             await asyncio.wait_for(asyncio.shield(future), self.wait_seconds)
         except TimeoutError:
-            self._give_up(key, future)
+            self._give_up(address, session, future)
             raise Busy from None
         except asyncio.CancelledError:  # the client went away
-            self._give_up(key, future)
+            self._give_up(address, session, future)
             raise
 
     def release(self) -> None:
-        """End a call: hand its slot to the next client key's oldest waiter, round-robin."""
+        """End a call: hand its slot to the next address's next session's oldest waiter,
+        round-robin at both levels."""
         while self._queues:
-            key, waiters = self._queues.popitem(last=False)
+            address, sessions = self._queues.popitem(last=False)
+            session, waiters = sessions.popitem(last=False)
             future = waiters.popleft()
             if waiters:
-                self._queues[key] = waiters  # to the back: other keys go first
-            self.waiting -= 1
+                sessions[session] = waiters  # to the back: the address's other sessions first
+            if sessions:
+                self._queues[address] = sessions  # to the back: other addresses go first
+            self._forget(address)
             if not future.done():
                 future.set_result(None)  # the slot moves over; ``running`` is unchanged
                 return
         self.running -= 1
 
-    def _give_up(self, key: str, future: asyncio.Future[None]) -> None:
+    def _forget(self, address: str) -> None:
+        """One waiting call of ``address`` is no longer waiting."""
+        self.waiting -= 1
+        self._held[address] -= 1
+        if not self._held[address]:
+            del self._held[address]
+
+    def _give_up(self, address: str, session: str, future: asyncio.Future[None]) -> None:
         if future.done() and not future.cancelled():
             self.release()  # the slot arrived as we gave up: pass it on
             return
         future.cancel()
-        waiters = self._queues.get(key)
-        if waiters is not None and future in waiters:
+        sessions = self._queues.get(address)
+        waiters = sessions.get(session) if sessions is not None else None
+        if sessions is not None and waiters is not None and future in waiters:
             waiters.remove(future)
-            self.waiting -= 1
+            self._forget(address)
             if not waiters:
-                del self._queues[key]
+                del sessions[session]
+            if not sessions:
+                del self._queues[address]
 
 
 class _Slot:
-    def __init__(self, admission: AsyncAdmission, key: str) -> None:
+    def __init__(self, admission: AsyncAdmission, address: str, session: str) -> None:
         self._admission = admission
-        self._key = key
+        self._address = address
+        self._session = session
 
     async def __aenter__(self) -> None:
-        await self._admission.acquire(self._key)
+        await self._admission.acquire(self._address, self._session)
 
     async def __aexit__(self, *exc: object) -> None:
         self._admission.release()

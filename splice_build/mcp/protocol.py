@@ -138,9 +138,11 @@ class Server:
             return error_response(None, INVALID_REQUEST, "Invalid Request")
         has_id = "id" in message
         request_id = message.get("id")
-        if has_id and not (_valid_id(request_id) or request_id is None):
-            return error_response(None, INVALID_REQUEST, "Invalid Request")
         method = message.get("method")
+        # A request id is a string or an integer, never null (docs/mcp.md#hostile-input); only
+        # a client's response (no method, ignored below) may carry a null id.
+        if has_id and not _valid_id(request_id) and not (request_id is None and method is None):
+            return error_response(None, INVALID_REQUEST, "Invalid Request")
         if message.get("jsonrpc") != "2.0":
             return error_response(request_id, INVALID_REQUEST, "Invalid Request")
         if method is None and ("result" in message or "error" in message):

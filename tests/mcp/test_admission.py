@@ -12,6 +12,7 @@ import http.client
 import json
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -65,10 +66,14 @@ class Response:
         return json.loads(self._body)
 
 
-def post(url: str, body: bytes, headers: dict[str, str]) -> Response:
-    """One POST on a fresh connection (http.client: a real client, nothing of ours)."""
+def post(url: str, body: bytes, headers: dict[str, str], source: str | None = None) -> Response:
+    """One POST on a fresh connection (http.client: a real client, nothing of ours), from
+    the loopback address ``source`` if given (127.0.0.0/8 is all loopback on Linux: each
+    address is another client to the server)."""
     parts = urlsplit(url)
-    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+    connection = http.client.HTTPConnection(
+        parts.hostname, parts.port, timeout=60, source_address=(source, 0) if source else None
+    )
     try:
         connection.request("POST", parts.path, body=body, headers=headers)
         answer = connection.getresponse()
@@ -82,9 +87,17 @@ def post(url: str, body: bytes, headers: dict[str, str]) -> Response:
 class Caller(threading.Thread):
     """One HTTP request in its own thread; ``response`` once it is answered."""
 
-    def __init__(self, url: str, body: bytes, session: str, forwarded: str | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        body: bytes,
+        session: str,
+        forwarded: str | None = None,
+        source: str | None = None,
+    ) -> None:
         super().__init__(daemon=True)
         self.url, self.body, self.session, self.forwarded = url, body, session, forwarded
+        self.source = source
         self.response: Response | None = None
 
     def run(self) -> None:
@@ -94,7 +107,7 @@ class Caller(threading.Thread):
         if self.forwarded is not None:
             headers["X-Forwarded-For"] = self.forwarded
         try:
-            self.response = post(self.url, self.body, headers)
+            self.response = post(self.url, self.body, headers, self.source)
         except ConnectionError:
             self.response = None  # the server stopped at teardown with this call queued
 
@@ -138,9 +151,10 @@ def test_second_call_waits_and_calls_beyond_the_queue_get_503(url: str, tmp_path
     assert ping(url)["result"] == {}
     second.join(0.5)
     assert second.response is None  # queued behind the first call
-    # Session "a" floods: its share of the queue (8 // 4 = 2) fills, then it is refused.
+    # Session "a" floods from the same address as "b": the address's share of the queue
+    # (8 // 4 = 2) holds "b"'s call and one of "a"'s, then "a" is refused.
     refused = busy_refusals(url, tmp_path, "a", 3)
-    assert len(refused) == 1
+    assert len(refused) == 2
     response = refused[0]
     assert response.status_code == 503
     assert response.headers["retry-after"] == "1"
@@ -157,18 +171,19 @@ def test_second_call_waits_and_calls_beyond_the_queue_get_503(url: str, tmp_path
     assert first.response is not None and first.response.status_code == 200
 
 
-def test_a_flooding_session_does_not_starve_another(url: str, tmp_path: Path) -> None:
+def test_a_flooding_address_does_not_starve_another(url: str, tmp_path: Path) -> None:
     release, order = tmp_path / "release", tmp_path / "order"
-    holder = Caller(url, wait_call(release, "holder", order), "flood")
+    holder = Caller(url, wait_call(release, "holder", order), "flood", source="127.0.0.2")
     holder.start()
     until(lambda: ping(url)["result"] == {})
     flood = []
-    for index in range(2):  # the flooding session's whole share of the queue
-        caller = Caller(url, wait_call(release, f"flood-{index}", order), "flood")
+    for index in range(2):  # the flooding address's whole share of the queue
+        body = wait_call(release, f"flood-{index}", order)
+        caller = Caller(url, body, "flood", source="127.0.0.2")
         caller.start()
         flood.append(caller)
     time.sleep(0.3)  # let the flood reach the queue first (order only, nothing measured)
-    other = Caller(url, wait_call(release, "other", order), "other")
+    other = Caller(url, wait_call(release, "other", order), "other", source="127.0.0.3")
     other.start()
     time.sleep(0.3)
     assert other.response is None and all(caller.response is None for caller in flood)
@@ -176,11 +191,38 @@ def test_a_flooding_session_does_not_starve_another(url: str, tmp_path: Path) ->
     for caller in [holder, other, *flood]:
         caller.join(60)
         assert caller.response is not None and caller.response.status_code == 200
-    # Round-robin: the flood's queued calls alternate with the other session's call.
+    # Round-robin: the flood's queued calls alternate with the other address's call.
     # (The two flood calls race each other to the queue; their own order is theirs.)
     ran = order.read_text().split()
     assert ran[0] == "holder" and ran[2] == "other"
     assert sorted([ran[1], ran[3]]) == ["flood-0", "flood-1"]
+
+
+def test_rotating_session_ids_earns_a_flooder_no_room(url: str, tmp_path: Path) -> None:
+    """The review's attack: a flooder sends every call under a new ``mcp-session-id``. Its
+    calls share its address's quarter of the queue, so another client's call still waits
+    for its turn instead of being refused."""
+    release = tmp_path / "release"
+    holder = Caller(url, wait_call(release, "holder"), uuid.uuid4().hex, source="127.0.0.2")
+    holder.start()
+    until(lambda: ping(url)["result"] == {})
+    flood = []
+    for index in range(12):  # more than the whole queue (8)
+        body = wait_call(release, f"flood-{index}")
+        caller = Caller(url, body, uuid.uuid4().hex, source="127.0.0.2")
+        caller.start()
+        caller.join(1.0)
+        flood.append(caller)
+    refused = [c for c in flood if c.response is not None and c.response.status_code == 503]
+    assert len(refused) == 10  # two queued: the address's share
+    victim = Caller(url, wait_call(release, "victim"), "victim", source="127.0.0.3")
+    victim.start()
+    victim.join(1.0)
+    assert victim.response is None  # waiting for its turn, not refused
+    release.touch()
+    victim.join(60)
+    assert victim.response is not None and victim.response.status_code == 200
+    holder.join(60)
 
 
 @pytest.mark.parametrize("trusted", [True, False], ids=["trusted-proxy", "no-trusted-proxy"])
@@ -248,7 +290,7 @@ def test_admission_queue_bounds_round_robin_and_deadline() -> None:
     from splice_build.mcp.admission import AsyncAdmission, Busy
 
     async def scenario() -> None:
-        admission = AsyncAdmission(1, queue=4, per_key=2, wait_seconds=30)
+        admission = AsyncAdmission(1, queue=4, per_address=2, wait_seconds=30)
         served: list[str] = []
         await admission.acquire("a")  # runs
         waiters = []
@@ -262,7 +304,7 @@ def test_admission_queue_bounds_round_robin_and_deadline() -> None:
             waiters.append(asyncio.create_task(wait()))
             await asyncio.sleep(0)
         with pytest.raises(Busy):
-            await admission.acquire("a")  # "a" has its two queued
+            await admission.acquire("a", "another session")  # "a" has its two queued
         with pytest.raises(Busy):
             await admission.acquire("d")  # the queue holds four
         admission.release()
@@ -276,5 +318,37 @@ def test_admission_queue_bounds_round_robin_and_deadline() -> None:
         assert short.waiting == 0
         short.release()
         await short.acquire("y")  # the slot is free again
+
+    asyncio.run(scenario())
+
+
+def test_admission_takes_addresses_then_their_sessions_in_turn() -> None:
+    """Round-robin at two levels: addresses first, then the sessions of each address; the
+    bound is the address's, whatever sessions its calls name."""
+    import asyncio
+
+    from splice_build.mcp.admission import AsyncAdmission, Busy
+
+    async def scenario() -> None:
+        admission = AsyncAdmission(1, queue=16, per_address=4, wait_seconds=30)
+        served: list[str] = []
+        await admission.acquire("a", "s1")  # runs
+        waiters = []
+        calls = [("a", "s1"), ("a", "s1"), ("a", "s1"), ("a", "s2"), ("b", "t1"), ("b", "t1")]
+        for index, (address, session) in enumerate(calls):
+
+            async def wait(address: str = address, session: str = session, n: int = index) -> None:
+                await admission.acquire(address, session)
+                served.append(f"{address}/{session}#{n}")
+                admission.release()
+
+            waiters.append(asyncio.create_task(wait()))
+            await asyncio.sleep(0)
+        with pytest.raises(Busy):
+            await admission.acquire("a", "a brand-new session")  # "a" holds its four
+        admission.release()
+        await asyncio.gather(*waiters)
+        assert served == ["a/s1#0", "b/t1#4", "a/s2#3", "b/t1#5", "a/s1#1", "a/s1#2"]
+        assert (admission.running, admission.waiting) == (0, 0)
 
     asyncio.run(scenario())

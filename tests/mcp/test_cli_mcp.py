@@ -43,6 +43,14 @@ def test_http_needs_a_long_token(tmp_path: Path, token: str | None) -> None:
     assert completed.stdout == ""
 
 
+def test_http_refuses_a_token_no_client_can_send(tmp_path: Path) -> None:
+    env = {"SPLICE_MCP_TOKEN": "é" * 24}
+    completed = run_splice("mcp", "--http", "--port", "0", cwd=tmp_path, env=env)
+    assert completed.code == 2
+    assert "SPLICE_MCP_TOKEN must hold only visible ASCII characters" in completed.stderr
+    assert completed.stdout == ""
+
+
 def test_outside_a_project(tmp_path: Path) -> None:
     completed = run_splice("mcp", cwd=tmp_path)
     assert completed.code == 1

@@ -125,15 +125,16 @@ def test_fifty_concurrent_tool_calls(installed: tuple[Path, dict[str, str]]) -> 
 def test_http_with_one_call_at_a_time_serves_every_session(
     installed: tuple[Path, dict[str, str]],
 ) -> None:
-    """`--max-calls 1`: eight SDK sessions call at once; each waits its turn in its own queue
-    (one call each: within the queue's bounds, so none is refused) and all are served."""
+    """`--max-calls 1`: eight SDK sessions, each from its own address, call at once; each
+    waits its turn in its own queue (one call each: within the queue's bounds, so none is
+    refused) and all are served."""
     project, env = installed
     argv = splice_argv("mcp", "--http", "--port", str(free_port()), "--max-calls", "1")
     with http_server(argv, env={**env, "SPLICE_MCP_TOKEN": TOKEN}, cwd=project) as (url, _process):
         results: dict[int, Any] = {}
 
         async def one(index: int) -> None:
-            async with sdk_http(url, TOKEN) as session:
+            async with sdk_http(url, TOKEN, source=f"127.0.0.{index + 2}") as session:
                 answer = await session.call_tool("splice_example_hello", {"name": f"s{index}"})
                 results[index] = answer.structured_content
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.client
 import json
 import socket
+import time
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
@@ -136,6 +137,39 @@ def test_content_type_accept_and_protocol_header(url: str) -> None:
     assert post(url, headers={**AUTH, **JSON, "mcp-protocol-version": "2025-11-25"})[0] == 200
 
 
+@pytest.mark.parametrize(
+    ("content_type", "status"),
+    [
+        ("text/plain; charset=application/json", 415),
+        ("multipart/form-data; boundary=application/json", 415),
+        ("application/json-seq", 415),
+        ("application/jsonx", 415),
+        ("text/application/json", 415),
+        ("application/json; charset=utf-8", 200),
+        (" Application/JSON ", 200),
+    ],
+)
+def test_content_type_is_compared_as_a_media_type(url: str, content_type: str, status: int) -> None:
+    assert post(url, headers={**AUTH, "Content-Type": content_type})[0] == status
+
+
+def test_a_client_leaving_mid_body_gets_nothing_and_logs_nothing() -> None:
+    with http_server(demo_argv("http", str(free_port())), env=child_env()) as (address, process):
+        parts = urlsplit(address)
+        for _ in range(3):
+            with socket.create_connection((parts.hostname, parts.port), timeout=10) as sock:
+                head = (
+                    f"POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {DEMO_TOKEN}\r\n"
+                    "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+                )
+                sock.sendall(head.encode() + b'{"jsonrpc"')
+                time.sleep(0.3)  # the server is reading the body when the client leaves
+        assert post(address)[0] == 200  # and it still serves
+    stderr = process.stderr.read().decode() if process.stderr else ""
+    assert "Traceback" not in stderr
+    assert "ClientDisconnect" not in stderr
+
+
 def test_parse_errors_batches_and_notifications(url: str) -> None:
     status, _headers, body = post(url, b"{oops")
     assert (status, body["error"]["code"]) == (400, -32700)
@@ -196,3 +230,11 @@ def test_token_must_be_long_enough() -> None:
         with pytest.raises(UsageError):
             token_digest(weak)
     assert len(token_digest("x" * 24)) == 32
+
+
+@pytest.mark.parametrize("token", ["é" * 24, "x" * 23 + "é", "x" * 12 + " " + "x" * 12, "\t" * 24])
+def test_token_must_be_visible_ascii(token: str) -> None:
+    """Header bytes are read as Latin-1 and stripped at the edges: no client could present a
+    token with other characters, so the server refuses to start with one."""
+    with pytest.raises(UsageError, match="visible ASCII"):
+        token_digest(token)

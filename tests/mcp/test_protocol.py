@@ -108,6 +108,8 @@ def test_ping_and_empty_templates() -> None:
         ({"id": 3, "method": "ping"}, INVALID_REQUEST, 3),
         ({"jsonrpc": "2.0", "id": 3, "method": 5}, INVALID_REQUEST, 3),
         ({"jsonrpc": "2.0", "id": {"x": 1}, "method": "ping"}, INVALID_REQUEST, None),
+        ({"jsonrpc": "2.0", "id": None, "method": "ping"}, INVALID_REQUEST, None),
+        ({"jsonrpc": "2.0", "id": None}, INVALID_REQUEST, None),
         ({"jsonrpc": "2.0", "id": 3, "method": "nope/nope"}, METHOD_NOT_FOUND, 3),
         ({"jsonrpc": "2.0", "id": "a", "method": "ping", "params": [1]}, INVALID_PARAMS, "a"),
     ],
@@ -129,6 +131,8 @@ def test_notifications_and_client_responses_get_no_answer() -> None:
         server.handle({"jsonrpc": "2.0", "method": "notifications/initialized"}, Session()) is None
     )
     assert server.handle({"jsonrpc": "2.0", "id": 4, "result": {}}, Session()) is None
+    client_error = {"code": -32700, "message": "Parse error"}
+    assert server.handle({"jsonrpc": "2.0", "id": None, "error": client_error}, Session()) is None
     notification = {"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "x_y_z"}}
     assert server.handle(notification, Session()) is None
     assert marker == []  # a notification never executes anything

@@ -50,8 +50,16 @@ def test_lines_split_across_reads_and_oversize_discarded(step: int) -> None:
 def test_limit_counts_utf8_bytes(text: str, limit: int) -> None:
     # "é" is one character and one UTF-16 unit but two bytes: only bytes count.
     line = text.replace("\n", "").encode("utf-8", "surrogatepass")
-    expected = [line] if len(line) <= limit else [OVERSIZE]
-    assert list(iter_lines(io.BytesIO(line + b"\n"), limit=limit)) == (expected if line else [b""])
+    kept = line.removesuffix(b"\r")  # a line's trailing "\r" is dropped, never counted
+    expected = [kept] if len(kept) <= limit else [OVERSIZE]
+    assert list(iter_lines(io.BytesIO(line + b"\n"), limit=limit)) == expected
+
+
+@pytest.mark.parametrize("step", [1, 5, 64 * 1024])
+def test_a_crlf_line_of_exactly_the_limit_is_kept(step: int) -> None:
+    at_limit, over = b"x" * 20, b"y" * 21
+    data = at_limit + b"\r\n" + over + b"\r\n" + at_limit + b"\r"
+    assert list(iter_lines(Trickle(data, step), limit=20)) == [at_limit, OVERSIZE, at_limit]
 
 
 class Accents(io.RawIOBase):
@@ -110,6 +118,33 @@ def client() -> Any:
     if line_client.process.poll() is None:
         line_client.process.kill()
         line_client.process.wait()
+
+
+def test_a_message_of_exactly_4_mib_with_crlf_is_answered(client: LineClient) -> None:
+    """The limit is 4 MiB of message: the newline and a ``\\r`` before it are not counted."""
+    head, tail = b'{"jsonrpc":"2.0","id":3,"method":"ping","params":{"x":"', b'"}}'
+    message = head + b"a" * (4 * MIB - len(head) - len(tail)) + tail
+    assert len(message) == 4 * MIB
+    client.send(message + b"\r\n")
+    assert client.receive(timeout=60) == {"jsonrpc": "2.0", "id": 3, "result": {}}
+    client.send(message[:-1] + b" }\r\n")  # one byte more: too large
+    assert client.receive(timeout=60)["error"] == {"code": -32600, "message": "Message too large"}
+
+
+def test_a_request_with_a_null_id_is_refused_and_never_runs(
+    client: LineClient, tmp_path: Path
+) -> None:
+    marker = tmp_path / "ran"
+    params = {"name": "demo_echo_marker", "arguments": {"path": str(marker)}}
+    client.request({"jsonrpc": "2.0", "id": None, "method": "tools/call", "params": params})
+    assert client.receive() == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32600, "message": "Invalid Request"},
+    }
+    client.request({"jsonrpc": "2.0", "id": 1, "method": "ping"})  # answered after it
+    assert client.receive()["id"] == 1
+    assert not marker.exists()
 
 
 def test_bom_crlf_blank_lines_and_parse_errors(client: LineClient) -> None:

@@ -2,23 +2,27 @@
 
 Every request passes, in order: path ``/mcp`` (404), no ``Origin`` header (403: a browser
 page must never reach a local tool server), bearer token (401, compared in constant time as
-SHA-256 digests), POST (405), JSON content type (415), an Accept that allows JSON (406), a
-supported ``mcp-protocol-version`` (400), a body of at most 1 MiB (413, decided from
-``content-length`` or while streaming, without reading further), a body the hostile-input
-decoder accepts (400 with -32700), a batch only where ``protocol.batch_refusal`` allows it
-(400 with -32600). Only notifications → 202.
+SHA-256 digests), POST (405), media type exactly ``application/json`` (415), an Accept that
+allows JSON (406), a supported ``mcp-protocol-version`` (400), a body of at most 1 MiB (413,
+decided from ``content-length`` or while streaming, without reading further) arriving
+within ``BODY_SECONDS`` (408), a body the hostile-input decoder accepts (400 with -32700),
+a batch only where ``protocol.batch_refusal`` allows it (400 with -32600). Only
+notifications → 202. A client that leaves mid-body gets nothing and logs nothing. Before
+any of this, ``connections`` bounds the connections and the time to send a request head.
 
 A message holding a ``tools/call`` then takes a slot of the server's ``AsyncAdmission``
 (docs/mcp.md#admission-control): it waits in its client's queue, or is refused with 503,
-``Retry-After`` and the JSON-RPC error ``SERVER_BUSY``. An ``initialize`` answer carries a
-fresh ``mcp-session-id``: the server keeps no state for it, it only names the client's
-queue (any instance may answer any request). A request without one is queued under its
-peer address, which is the ``X-Forwarded-For`` client only when the peer is a
-``--trusted-proxy`` (the registry's rule, ``splice_build/client_address.py``).
+``Retry-After`` and the JSON-RPC error ``SERVER_BUSY``. The queue is that of the client's
+address: the peer's, or the ``X-Forwarded-For`` client when the peer is a
+``--trusted-proxy`` (the registry's rule, ``splice_build/client_address.py``); within it,
+calls are taken in turn by ``mcp-session-id``. An ``initialize`` answer carries a fresh
+session id: the server keeps no state for it and never checks it (any instance may answer
+any request), so it earns no room in the queue.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import secrets
@@ -41,6 +45,7 @@ from splice_build.mcp.protocol import (
     PARSE_ERROR,
     PROTOCOL_VERSIONS,
     UNAUTHORIZED,
+    Log,
     ParseError,
     Server,
     Session,
@@ -58,6 +63,7 @@ if TYPE_CHECKING:
     from splice_build.client_address import IPNetwork
 
 MAX_BODY_BYTES = 1024 * 1024
+BODY_SECONDS = 30.0  # the whole body must arrive within this, once the head has
 MIN_TOKEN_LENGTH = 24
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8788
@@ -69,13 +75,27 @@ SESSION_HEADER = "mcp-session-id"
 
 
 def token_digest(token: str | None) -> bytes:
-    """SHA-256 of the configured token; only the digest is kept. Raises UsageError if weak."""
+    """SHA-256 of the configured token; only the digest is kept. Raises UsageError if weak,
+    or if it holds a character other than visible ASCII (``!`` to ``~``): HTTP header bytes
+    are read as Latin-1 and the edges of a header value are stripped, so no client could
+    present such a token."""
+    # In words that do not read as an assignment of a token: the redactor would take
+    # ``SPLICE_MCP_TOKEN="$(…`` for a secret and leave a hint that says nothing.
+    hint = (
+        f"set {TOKEN_ENV} to the output of "
+        "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`"
+    )
     if not token or len(token) < MIN_TOKEN_LENGTH:
         raise UsageError(
             f"{TOKEN_ENV} must be set to a token of at least {MIN_TOKEN_LENGTH} characters",
-            hint=f'export {TOKEN_ENV}="$(python -c "import secrets; print(secrets.token_urlsafe(32))")"',
+            hint=hint,
         )
-    return hashlib.sha256(token.encode("utf-8")).digest()
+    if not all("!" <= character <= "~" for character in token):
+        raise UsageError(
+            f"{TOKEN_ENV} must hold only visible ASCII characters (no spaces, no non-ASCII)",
+            hint=hint,
+        )
+    return hashlib.sha256(token.encode("ascii")).digest()
 
 
 class _Refusal(Exception):
@@ -95,6 +115,11 @@ class _Refusal(Exception):
         self.data = data
 
 
+def _is_json(content_type: str) -> bool:
+    """Whether the media type (before any ``;`` parameter) is exactly ``application/json``."""
+    return content_type.split(";", 1)[0].strip().lower() == "application/json"
+
+
 def _accepts_json(accept: str) -> bool:
     for part in accept.split(","):
         media = part.split(";", 1)[0].strip().lower()
@@ -112,11 +137,13 @@ class McpHttpApp:
         self._admission = admission
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        from starlette.requests import Request
+        from starlette.requests import ClientDisconnect, Request
 
         request = Request(scope, receive)
         try:
             response = await self._respond(request)
+        except ClientDisconnect:
+            return  # the client left mid-body: nobody to answer, nothing to log
         except _Refusal as refusal:
             response = self._json(
                 refusal.status,
@@ -135,7 +162,7 @@ class McpHttpApp:
         self._authorize(headers.get("authorization", ""))
         if request.method != "POST":
             raise _Refusal(405, INVALID_REQUEST, "Method not allowed", {"allow": "POST"})
-        if "application/json" not in headers.get("content-type", "").lower():
+        if not _is_json(headers.get("content-type", "")):
             raise _Refusal(415, INVALID_REQUEST, "Content-Type must be application/json")
         accept = headers.get("accept")
         if accept is not None and not _accepts_json(accept):
@@ -153,7 +180,7 @@ class McpHttpApp:
             raise _Refusal(400, INVALID_REQUEST, refusal)
         if needs_admission(message):
             try:
-                async with self._admission.slot(self._client_key(request)):
+                async with self._admission.slot(*self._client_key(request)):
                     answer = await run_in_threadpool(self._server.answer, message, session)
             except Busy:
                 raise _Refusal(
@@ -173,12 +200,11 @@ class McpHttpApp:
         return self._json(200, answer, extra)
 
     @staticmethod
-    def _client_key(request: Request) -> str:
-        """Whose queue a call waits in: its session id, else its peer address."""
-        session_id = request.headers.get(SESSION_HEADER)
-        if session_id:
-            return f"session:{session_id[:128]}"
-        return f"peer:{request.client.host if request.client else ''}"
+    def _client_key(request: Request) -> tuple[str, str]:
+        """Whose queue a call waits in: its client address (bounded), then its session id
+        (any string the client sends: it only orders the calls of one address)."""
+        address = request.client.host if request.client else ""
+        return address, request.headers.get(SESSION_HEADER, "")[:128]
 
     def _authorize(self, authorization: str) -> None:
         scheme, _, credentials = authorization.partition(" ")
@@ -204,10 +230,16 @@ class McpHttpApp:
             ):
                 raise _Refusal(413, INVALID_REQUEST, "Message too large")
         body = bytearray()
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > MAX_BODY_BYTES:
-                raise _Refusal(413, INVALID_REQUEST, "Message too large")
+        try:
+            async with asyncio.timeout(BODY_SECONDS):
+                async for chunk in request.stream():
+                    body += chunk
+                    if len(body) > MAX_BODY_BYTES:
+                        raise _Refusal(413, INVALID_REQUEST, "Message too large")
+        except TimeoutError:
+            raise _Refusal(
+                408, INVALID_REQUEST, "Request body too slow", {"connection": "close"}
+            ) from None
         return bytes(body)
 
     @staticmethod
@@ -238,14 +270,25 @@ def serve_http(
     max_calls: int,
     trusted_proxies: Sequence[IPNetwork] = (),
     on_ready: Callable[[str], None],
+    log: Log | None = None,
 ) -> None:
     """Serve until SIGINT/SIGTERM, running at most ``max_calls`` tool calls at once;
-    ``on_ready`` gets the URL once the socket listens."""
+    ``on_ready`` gets the URL once the socket listens. ``log`` (default: uvicorn's error
+    log) gets the server's own diagnostics."""
+    import logging
+
     import uvicorn
 
     from splice_build.client_address import TrustedProxies
-    from splice_build.listen import listening_socket
+    from splice_build.listen import BACKLOG, listening_socket
+    from splice_build.mcp.transport.connections import (
+        AcceptErrorLog,
+        connection_protocol,
+        max_connections,
+        raise_open_file_limit,
+    )
 
+    limit = max_connections(raise_open_file_limit())
     sock = listening_socket(host, port)  # TCP_NODELAY on every accepted connection
     bound_port = sock.getsockname()[1]
     shown_host = f"[{host}]" if sock.family == socket.AF_INET6 else host
@@ -253,11 +296,20 @@ def serve_http(
         TrustedProxies(
             build_app(server, digest, AsyncAdmission(max_calls)), trusted=trusted_proxies
         ),
+        http=connection_protocol(limit),  # docs/mcp.md#connections
+        loop="asyncio",
+        backlog=BACKLOG,
         log_level="warning",
         access_log=False,
         lifespan="off",
         server_header=False,
         proxy_headers=False,  # uvicorn's own trusts 127.0.0.1; TrustedProxies alone decides
     )
+    accept_errors = AcceptErrorLog(log or logging.getLogger("uvicorn.error").warning)
+
+    async def serve() -> None:
+        asyncio.get_running_loop().set_exception_handler(accept_errors)
+        await uvicorn.Server(config).serve(sockets=[sock])
+
     on_ready(f"http://{shown_host}:{bound_port}{PATH}")
-    uvicorn.Server(config).run(sockets=[sock])
+    asyncio.run(serve())

@@ -49,10 +49,12 @@ OVERSIZE: Final = Oversize()
 
 
 def iter_lines(stream: BinaryIO, *, limit: int = MAX_LINE_BYTES) -> Iterator[bytes | Oversize]:
-    """Yield each line (without ``\\n``) or OVERSIZE once it passes ``limit`` bytes.
+    """Yield each line (without ``\\n`` and one trailing ``\\r``) or OVERSIZE once it passes
+    ``limit`` bytes, neither of the two counted.
 
     Memory stays within the limit plus one chunk: a line is dropped as soon as its bytes
-    pass the limit, and the rest of it is skipped chunk by chunk up to its newline.
+    pass the limit (plus one for a ``\\r`` that may end it), and the rest of it is skipped
+    chunk by chunk up to its newline.
     """
     read = getattr(stream, "read1", stream.read)
     pieces: list[bytes] = []
@@ -68,23 +70,26 @@ def iter_lines(stream: BinaryIO, *, limit: int = MAX_LINE_BYTES) -> Iterator[byt
             segment = chunk[start:] if newline < 0 else chunk[start:newline]
             if not discarding and segment:
                 size += len(segment)
-                if size > limit:
+                if size > limit + 1:  # one more byte may be the line's "\r"
                     pieces.clear()
                     discarding = True
                 else:
                     pieces.append(segment)
             if newline < 0:
                 break
-            if discarding:
-                yield OVERSIZE
-            else:
-                yield b"".join(pieces)
+            yield OVERSIZE if discarding else _line(pieces, limit)
             pieces, size, discarding = [], 0, False
             start = newline + 1
     if discarding:
         yield OVERSIZE
     elif pieces:
-        yield b"".join(pieces)
+        yield _line(pieces, limit)
+
+
+def _line(pieces: list[bytes], limit: int) -> bytes | Oversize:
+    """The line without one trailing ``\\r``, or OVERSIZE if what remains passes ``limit``."""
+    line = b"".join(pieces).removesuffix(b"\r")
+    return OVERSIZE if len(line) > limit else line
 
 
 def claim_stdout() -> BinaryIO:
@@ -153,7 +158,7 @@ def serve_stdio(
                 log(f"discarded a message longer than {max_line_bytes} bytes")
                 writer.send(error_response(None, INVALID_REQUEST, "Message too large"))
                 continue
-            line = line.removeprefix(_BOM).removesuffix(b"\r")
+            line = line.removeprefix(_BOM)
             if not line.strip():
                 continue
             slots.acquire()

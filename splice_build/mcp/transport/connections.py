@@ -1,0 +1,138 @@
+"""What a client can hold of the HTTP server before its token is read (docs/mcp.md#connections).
+
+A connection costs an open file from ``accept`` on, and the token is only read once the
+request head is complete; so without limits a client that opens connections and never
+finishes a head runs the process out of files, and nobody is served.
+
+- ``raise_open_file_limit``: at start-up the soft ``RLIMIT_NOFILE`` goes up to the hard one.
+- ``connection_protocol``: at most ``max_connections`` connections are open at once
+  (``MAX_CONNECTIONS``, or half the open-file limit if that is lower: the rest is for
+  sandbox processes, the project and the server itself). A connection that would pass it
+  displaces the connection that has waited longest for a request head (idle, or a head not
+  yet complete); when every connection has a request in progress, the new one is closed at
+  once. A request head must be complete within ``HEAD_SECONDS`` of the connection opening
+  or of the previous answer on it, else the connection is closed (uvicorn times out only an
+  idle kept-alive connection, and only until its first byte arrives).
+- ``AcceptErrorLog``: if ``accept`` fails all the same (files used by something else),
+  asyncio reports it with a traceback once per pending connection, every second; this
+  condenses it to one line per ``ACCEPT_LOG_SECONDS``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import resource
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+MAX_CONNECTIONS = 1024
+HEAD_SECONDS = 10.0
+ACCEPT_LOG_SECONDS = 10.0
+# The message asyncio's selector event loop reports when accept() fails for lack of files
+# or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM).
+ACCEPT_ERROR = "socket.accept() out of system resource"
+
+
+def raise_open_file_limit() -> int:
+    """Raise the soft open-file limit to the hard one (where the system allows); returns the
+    soft limit now in force."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and soft != resource.RLIM_INFINITY and soft < hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (ValueError, OSError):
+            return soft  # e.g. macOS refuses more than OPEN_MAX: keep what we have
+        return hard
+    return soft
+
+
+def max_connections(open_files: int) -> int:
+    """Connections open at once under an open-file limit of ``open_files``."""
+    if open_files == resource.RLIM_INFINITY:
+        return MAX_CONNECTIONS
+    return max(1, min(MAX_CONNECTIONS, open_files // 2))
+
+
+def connection_protocol(limit: int, head_seconds: float = HEAD_SECONDS) -> type[asyncio.Protocol]:
+    """uvicorn's h11 protocol class with the connection cap and the head deadline; give it
+    to ``uvicorn.Config(http=…)``. Each call makes a class with state of its own (one server)."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    # Connections waiting for a request head, the longest waiting first, with their deadline.
+    waiting: OrderedDict[Any, asyncio.TimerHandle] = OrderedDict()
+
+    class LimitedH11Protocol(H11Protocol):
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            if len(self.connections) > limit:
+                oldest = next(iter(waiting), None)
+                if oldest is None:
+                    transport.close()  # every connection is busy with a request: refuse
+                    return
+                oldest._give_up()
+            self._wait_for_head()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            self._track()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._track()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._stop_waiting()
+            super().connection_lost(exc)
+
+        def _track(self) -> None:
+            """Waiting for a head unless a request is in progress; the deadline of a wait
+            is never pushed back by the bytes of a head that trickles in."""
+            if self.transport.is_closing() or (
+                self.cycle is not None and not self.cycle.response_complete
+            ):
+                self._stop_waiting()
+            else:
+                self._wait_for_head()
+
+        def _wait_for_head(self) -> None:
+            if self not in waiting:
+                waiting[self] = self.loop.call_later(head_seconds, self._give_up)
+
+        def _stop_waiting(self) -> None:
+            deadline = waiting.pop(self, None)
+            if deadline is not None:
+                deadline.cancel()
+
+        def _give_up(self) -> None:
+            self._stop_waiting()
+            self.transport.close()
+
+    return LimitedH11Protocol
+
+
+class AcceptErrorLog:
+    """An event-loop exception handler: ``ACCEPT_ERROR`` reports become one line (no
+    traceback) per ``ACCEPT_LOG_SECONDS`` with how many were condensed; anything else goes
+    to asyncio's default handler."""
+
+    def __init__(self, log: Callable[[str], None], seconds: float = ACCEPT_LOG_SECONDS) -> None:
+        self._log = log
+        self._seconds = seconds
+        self._last: float | None = None
+        self._count = 0
+
+    def __call__(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        if context.get("message") != ACCEPT_ERROR:
+            loop.default_exception_handler(context)
+            return
+        self._count += 1
+        now = loop.time()
+        if self._last is None or now - self._last >= self._seconds:
+            reason = context.get("exception") or "out of system resources"
+            self._log(
+                f"cannot accept connections: {reason} "
+                f"({self._count} times since the last such line; shown at most every "
+                f"{self._seconds:g} s)"
+            )
+            self._last, self._count = now, 0

@@ -1,0 +1,180 @@
+"""What a client can hold of the HTTP server (docs/mcp.md#connections), attacked for real.
+
+Every test starts the demo server process and opens real sockets to it. Nothing measures
+speed: a deadline below is a bound on a wait that must end, far above the server's own
+(``HEAD_SECONDS``, ``BODY_SECONDS``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import resource
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from splice_build.mcp.transport.connections import (
+    ACCEPT_ERROR,
+    MAX_CONNECTIONS,
+    AcceptErrorLog,
+    max_connections,
+)
+from testing.mcp_clients import DEMO_TOKEN, child_env, demo_argv, free_port, http_server
+
+PING = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
+PARTIAL_HEAD = b"POST /mcp HTTP/1.1\r\n"  # no token, never finished
+
+
+def request(body: bytes = PING, *, content_length: int | None = None) -> bytes:
+    length = len(body) if content_length is None else content_length
+    return (
+        f"POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {DEMO_TOKEN}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {length}\r\n\r\n"
+    ).encode() + body
+
+
+def ping(url: str, timeout: float = 30) -> str:
+    """The status line of a ping on a fresh connection, or what went wrong."""
+    parts = urlsplit(url)
+    try:
+        with socket.create_connection((parts.hostname, parts.port), timeout=timeout) as sock:
+            sock.sendall(request())
+            return sock.recv(65536).split(b"\r\n", 1)[0].decode()
+    except OSError as exc:
+        return repr(exc)
+
+
+def closed_by_server(sock: socket.socket, deadline: float) -> bytes | None:
+    """What the server sent before closing ``sock`` (None if it is still open at
+    ``deadline``)."""
+    received = b""
+    sock.settimeout(1)
+    while time.monotonic() < deadline:
+        try:
+            data = sock.recv(65536)
+        except TimeoutError:
+            continue
+        except ConnectionResetError:
+            return received
+        if not data:
+            return received
+        received += data
+    return None
+
+
+def process_open_files(pid: int) -> tuple[int, int]:
+    for line in Path(f"/proc/{pid}/limits").read_text().splitlines():
+        if line.startswith("Max open files"):
+            soft, hard = line.split()[3:5]
+            return int(soft), int(hard)
+    raise AssertionError("no open-files line")
+
+
+@pytest.fixture
+def many_sockets() -> Iterator[list[socket.socket]]:
+    """Room for a few hundred client sockets in this process; all closed afterwards."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 2048 and (hard == resource.RLIM_INFINITY or hard > soft):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(2048, hard), hard))
+    sockets: list[socket.socket] = []
+    yield sockets
+    for sock in sockets:
+        sock.close()
+    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_partial_heads_cannot_run_the_server_out_of_files(
+    many_sockets: list[socket.socket],
+) -> None:
+    """The review's attack: more connections than the server has files, each sending the
+    first line of a request and nothing more, no token. The server stays reachable and its
+    log stays quiet."""
+    argv = demo_argv("http", str(free_port()))
+    with http_server(argv, env=child_env(), open_files=(256, 256)) as (url, process):
+        parts = urlsplit(url)
+        assert ping(url).startswith("HTTP/1.1 200")
+        for _ in range(400):  # well past 256 files
+            sock = socket.create_connection((parts.hostname, parts.port), timeout=30)
+            sock.sendall(PARTIAL_HEAD)
+            many_sockets.append(sock)
+        assert ping(url).startswith("HTTP/1.1 200")  # while they are all still open
+        for sock in many_sockets:
+            sock.close()
+        assert ping(url).startswith("HTTP/1.1 200")
+    stderr = process.stderr.read() if process.stderr else b""
+    assert b"Traceback" not in stderr
+    assert len(stderr) < 4096, stderr[:4096]
+
+
+def test_the_soft_open_file_limit_is_raised_to_the_hard_one() -> None:
+    argv = demo_argv("http", str(free_port()))
+    with http_server(argv, env=child_env(), open_files=(256, 4096)) as (url, process):
+        assert process_open_files(process.pid) == (4096, 4096)
+        assert ping(url).startswith("HTTP/1.1 200")
+
+
+def test_connection_cap_follows_the_open_file_limit() -> None:
+    assert max_connections(256) == 128
+    assert max_connections(1 << 20) == MAX_CONNECTIONS
+    assert max_connections(resource.RLIM_INFINITY) == MAX_CONNECTIONS
+    assert max_connections(1) == 1
+
+
+def test_a_slow_head_and_a_stalled_body_are_closed() -> None:
+    """A head that trickles in (one header line a second, so never idle) is closed at its
+    deadline; an authorized request whose body never arrives is answered 408 and closed."""
+    with http_server(demo_argv("http", str(free_port())), env=child_env()) as (url, process):
+        parts = urlsplit(url)
+        address = (parts.hostname, parts.port)
+        trickle = socket.create_connection(address, timeout=30)
+        stall = socket.create_connection(address, timeout=30)
+        try:
+            trickle.sendall(PARTIAL_HEAD)
+            stall.sendall(request(b"{", content_length=1000))
+            deadline = time.monotonic() + 120
+            closed = False
+            while time.monotonic() < deadline and not closed:
+                try:
+                    trickle.sendall(b"X-Slow: 1\r\n")
+                except OSError:
+                    closed = True
+                    break
+                closed = closed_by_server(trickle, time.monotonic() + 1) is not None
+            assert closed, "a trickling head was never closed"
+            answer = closed_by_server(stall, time.monotonic() + 120)
+            assert answer is not None, "a stalled body was never closed"
+            assert answer.startswith(b"HTTP/1.1 408")
+            assert b'"code":-32600' in answer
+            assert ping(url).startswith("HTTP/1.1 200")
+        finally:
+            trickle.close()
+            stall.close()
+    stderr = process.stderr.read() if process.stderr else b""
+    assert b"Traceback" not in stderr
+
+
+def test_accept_errors_are_condensed_to_one_line() -> None:
+    """asyncio reports a failed accept() once per pending connection, every second; the
+    server's handler turns a burst of them into one line, and passes anything else on."""
+    lines: list[str] = []
+    others: list[str] = []
+
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        handler = AcceptErrorLog(lines.append, seconds=3600)
+        loop.set_exception_handler(handler)
+        error = OSError(24, "Too many open files")
+        for _ in range(10_000):
+            loop.call_exception_handler({"message": ACCEPT_ERROR, "exception": error})
+        loop.default_exception_handler = lambda context: others.append(context["message"])  # type: ignore[method-assign]
+        loop.call_exception_handler({"message": "something else"})
+
+    asyncio.run(scenario())
+    assert len(lines) == 1
+    assert "Too many open files" in lines[0]
+    assert others == ["something else"]
