@@ -97,13 +97,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
     env = dict(os.environ)
-    json_mode = "--json" in argv
-    color = sys.stderr.isatty() and "--no-color" not in argv and not env.get("NO_COLOR")
+    # What the parser will say of the global flags, for what it reports while it reads the
+    # line (usage errors, --help, --version): a flag counts before ``--``, not as an operand.
+    options = argv[: argv.index("--")] if "--" in argv else argv
+    json_mode = "--json" in options
+    color = sys.stderr.isatty() and "--no-color" not in options and not env.get("NO_COLOR")
     out = Output(json_mode=json_mode, color=color)
     home = Path(env.get("SPLICE_HOME") or Path.home() / ".splice")
     stop_on_termination()
     try:
-        with error_handler(out, home=home, verbose="--verbose" in argv):
+        with error_handler(out, home=home, verbose="--verbose" in options):
             # Only a sync command line imports the sync command.
             code = _plain_sync(argv, out, env=env, home=home) if command == "sync" else None
             if code is not None:
@@ -112,11 +115,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             if plain is not None:
                 module, args = plain
             else:
-                from splice_build.cli.parser import build_parser, load_commands, only_command
+                from splice_build.cli.parser import Shown, build_parser, load_commands, only_command
 
                 commands = only_command(argv) or load_commands()
-                parser = build_parser(commands)
-                args = parser.parse_args(argv) if argv else None
+                parser = build_parser(commands, json=json_mode)
+                try:
+                    args = parser.parse_args(argv) if argv else None
+                except Shown as shown:  # --help or --version under --json
+                    out.result(shown.document)
+                    return 0
                 if args is None or args.command is None:
                     if json_mode:
                         raise UsageError("no command given", hint=f"run `{PROG} --help` for usage")

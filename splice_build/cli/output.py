@@ -24,6 +24,19 @@ def _redact(text: str) -> str:
     return redact(text)
 
 
+def _redacted(value: Any) -> Any:
+    """``value`` with every string in it redacted: a JSON document is redacted before it is
+    serialised, never as text (a pattern ending at an escaped quote would take the backslash
+    of ``\\"`` and leave text that does not parse)."""
+    if isinstance(value, str):
+        return _redact(value)
+    if isinstance(value, dict):
+        return {key: _redacted(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_redacted(item) for item in value]
+    return value
+
+
 def _shown(text: str) -> str:
     from splice_build.security.terminal import terminal_safe
 
@@ -99,9 +112,10 @@ class Output:
         self._write(self._stderr, f"{self._paint('error:', '31')} {text}")
 
     def error_json(self, error: dict[str, Any]) -> None:
-        """The ``--json`` failure document ``{"ok": false, "error": {...}}`` on stdout."""
-        text = json.dumps({"ok": False, "error": error}, indent=2, ensure_ascii=False)
-        self._write(self._stdout, _redact(text))
+        """The ``--json`` failure document ``{"ok": false, "error": {...}}`` on stdout, each
+        string of ``error`` redacted."""
+        document = {"ok": False, "error": _redacted(error)}
+        self._write(self._stdout, json.dumps(document, indent=2, ensure_ascii=False))
 
     # plumbing ------------------------------------------------------------------------------
     def _paint(self, text: str, color: str) -> str:

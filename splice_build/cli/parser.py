@@ -10,6 +10,7 @@ import argparse
 import importlib
 from collections.abc import Sequence
 from types import ModuleType
+from typing import IO, Any
 
 from splice_build.cli import arg_types
 from splice_build.cli.main import PROG
@@ -18,11 +19,65 @@ from splice_build.cli.registry_of_commands import COMMAND_MODULES
 from splice_build.errors import UsageError
 
 
+class Shown(Exception):
+    """``--help`` or ``--version`` under ``--json``: the document main prints on stdout
+    (``{"command", "help"}`` as ``splice help --json`` gives it, or ``{"version"}``) instead
+    of argparse's text."""
+
+    def __init__(self, document: dict[str, Any]) -> None:
+        super().__init__(document)
+        self.document = document
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse that raises UsageError instead of printing and exiting."""
+    """argparse that raises UsageError instead of printing and exiting.
+
+    ``json``: ``--help`` raises ``Shown`` instead of printing text. ``command``: the command
+    a subparser reads (None for ``splice`` itself). ``operands``: a ``nargs="*"`` positional
+    that also takes the operands after an option (``run``'s key=value pairs, see
+    ``parse_known_args``).
+    """
+
+    json = False
+    command: str | None = None
+    operands: argparse.Action | None = None
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(message, hint=f"run `{self.prog} --help` for usage")
+
+    def print_help(self, file: IO[str] | None = None) -> None:
+        if self.json:
+            raise Shown({"command": self.command, "help": self.format_help()})
+        super().print_help(file)
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        """argparse fills a positional once, with the first run of operands: in ``run x.y
+        --input J a=1`` the pairs are taken (empty) with ``x.y`` and ``a=1`` is left over.
+        What is left over is read again for ``operands``: every operand after the first run
+        (after ``--`` too) joins it in order; an unknown option stays unrecognized."""
+        namespace, extras = super().parse_known_args(args, namespace)
+        action = self.operands
+        if action is None or not extras:
+            return namespace, extras
+        rest = _Parser(prog=self.prog, add_help=False)
+        rest.add_argument(action.dest, nargs="*", type=action.type, metavar=action.metavar)
+        more, extras = rest.parse_known_args(extras)
+        taken = getattr(namespace, action.dest, None) or []
+        setattr(namespace, action.dest, [*taken, *getattr(more, action.dest)])
+        return namespace, extras
+
+
+class _ShowVersion(argparse._VersionAction):
+    """``-v``/``--version``: the text, or under ``--json`` the document ``{"version"}``."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        if getattr(parser, "json", False):
+            from splice_build import __version__
+
+            raise Shown({"version": __version__})
+        super().__call__(parser, *args, **kwargs)  # type: ignore[arg-type]
 
 
 def _global_options(*, suppress: bool) -> argparse.ArgumentParser:
@@ -69,7 +124,9 @@ def only_command(argv: Sequence[str]) -> dict[str, ModuleType] | None:
     return None
 
 
-def build_parser(commands: dict[str, ModuleType]) -> argparse.ArgumentParser:
+def build_parser(commands: dict[str, ModuleType], *, json: bool = False) -> argparse.ArgumentParser:
+    """The parser of ``splice`` with ``commands``; ``json``: ``--help`` and ``--version``
+    raise ``Shown`` (the command line holds ``--json`` before any ``--``)."""
     from splice_build import __version__
 
     parser = _Parser(
@@ -77,13 +134,15 @@ def build_parser(commands: dict[str, ModuleType]) -> argparse.ArgumentParser:
         description="Install, verify and run sandboxed agent skills.",
         parents=[_global_options(suppress=False)],
     )
-    parser.add_argument("-v", "--version", action="version", version=f"{PROG} {__version__}")
+    parser.json = json
+    parser.add_argument("-v", "--version", action=_ShowVersion, version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="<command>", parser_class=_Parser)
     inherited = _global_options(suppress=True)
     for name, module in commands.items():
         command_parser = sub.add_parser(
             name, help=module.HELP, description=module.HELP, parents=[inherited]
         )
+        command_parser.json, command_parser.command = json, name
         module.add_arguments(command_parser)
         _text_by_default(command_parser)
     return parser

@@ -80,3 +80,38 @@ def test_only_the_one_shot_commands_collect_less_often() -> None:
             assert gc.get_threshold() == (young, *default[1:]), argv
     finally:
         gc.set_threshold(*default)
+
+
+def test_version_and_help_under_json_are_one_document() -> None:
+    """docs/cli.md: under ``--json`` stdout is one JSON document, ``--version`` and ``--help``
+    included (the help as ``splice help <command> --json`` gives it)."""
+    for argv in (["--json", "-v"], ["--json", "--version"], ["-v", "--json"]):
+        result = run_splice(*argv)
+        assert (result.code, result.json()) == (0, {"version": __version__}), argv
+    top = run_splice("--json", "-h")
+    assert top.code == 0
+    assert top.json()["command"] is None and "usage: splice" in top.json()["help"]
+    for argv in (["--json", "run", "--help"], ["run", "--help", "--json"], ["help", "run"]):
+        result = run_splice(*argv, *(["--json"] if argv[0] == "help" else []))
+        assert result.code == 0, argv
+        assert result.json()["command"] == "run", argv
+        assert result.json()["help"].startswith("usage: splice run"), argv
+    assert (
+        run_splice("--json", "run", "--help").stdout == run_splice("help", "run", "--json").stdout
+    )
+
+
+def test_json_after_the_end_of_options_is_an_operand(tmp_path: Path) -> None:
+    """``splice add -- --json``: the ``--json`` after ``--`` is a package name, not the flag,
+    so the usage error is human text; before ``--`` the flag counts."""
+    human = run_splice("add", "--", "--json", cwd=tmp_path)
+    assert human.code == 2
+    assert human.stdout == ""
+    assert human.stderr.startswith('error: Invalid package name "--json"')
+    document = run_splice("--json", "add", "--", "--json", cwd=tmp_path)
+    assert document.code == 2
+    assert document.json()["error"]["code"] == "INVALID_NAME"
+    for argv in (["run", "--", "--json"], ["run", "x.y", "--", "--verbose", "--json"]):
+        result = run_splice(*argv, cwd=tmp_path)
+        assert result.code in (1, 2) and result.stdout == "", argv
+        assert result.stderr.startswith("error: "), argv

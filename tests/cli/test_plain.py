@@ -12,7 +12,7 @@ import pytest
 
 from splice_build.cli.commands import install, run
 from splice_build.cli.parser import build_parser, load_commands
-from splice_build.cli.plain import VALUELESS_GLOBAL_FLAGS, split_command
+from splice_build.cli.plain import VALUELESS_GLOBAL_FLAGS, parsed, split_command
 from splice_build.errors import SpliceError
 from testing.cli import main_in_fresh_process, run_splice
 
@@ -64,6 +64,79 @@ def test_every_plain_answer_is_the_parsers() -> None:
     # The common shapes are answered: `run <ref> [pairs]` with flags before it.
     assert answered >= 200, answered
     assert run.plain_args(["--json", "run", "example.hello", "name=x", "n=-1"]) is not None
+
+
+# `run` around its options: the tool reference, then pairs, each option group and `--` in
+# every order (docs/cli.md: pairs override keys of --input in either order).
+RUN_OPERANDS = ["a=1", "b=-1", "-1", "k=v w", "-x y"]
+RUN_OPTIONS = [["--input", "J"], ["--input=K"], ["--dir", "D"], ["--json"], ["--no-color"]]
+
+
+def _interleavings(operands: list[str], groups: list[list[str]]) -> list[list[list[str]]]:
+    """Every merge of ``operands`` (kept in order) with the option ``groups`` (in order)."""
+    size = len(operands) + len(groups)
+    merged = []
+    for at in itertools.combinations(range(size), len(groups)):
+        words, rest, options = [], iter(operands), iter(groups)
+        for index in range(size):
+            words.append(next(options) if index in at else [next(rest)])
+        merged.append(words)
+    return merged
+
+
+def _run_lines() -> list[tuple[list[str], dict[str, object]]]:
+    """``run`` command lines and the namespace each must give: before ``--`` each option
+    group counts wherever it stands and every other word is an operand; after it every
+    word is an operand; the first operand is the tool reference, the others are pairs."""
+    lines = []
+    for n in range(3):
+        for pairs in itertools.permutations(RUN_OPERANDS, n):
+            for k in range(3):
+                for groups in itertools.permutations(RUN_OPTIONS, k):
+                    for merged in _interleavings(["example.hello", *pairs], list(groups)):
+                        for end in [None, *range(len(merged) + 1)]:
+                            argv, namespace = _expected(merged, end)
+                            if namespace["tool_ref"] == "example.hello":  # else a bad reference
+                                lines.append((argv, namespace))
+    return lines
+
+
+def _expected(merged: list[list[str]], end: int | None) -> tuple[list[str], dict[str, object]]:
+    values: dict[str, object] = {"input_json": None, "package_dir": None}
+    flags: set[str] = set()
+    operands: list[str] = []
+    for index, group in enumerate(merged):
+        if end is not None and index >= end:
+            operands.extend(group)
+        elif group[0].startswith("--input"):
+            values["input_json"] = group[-1].removeprefix("--input=")
+        elif group[0] == "--dir":
+            values["package_dir"] = group[1]
+        elif group[0].startswith("--"):
+            flags.add(group[0])
+        else:
+            operands.extend(group)
+    words = [word for group in merged for word in group]
+    if end is not None:
+        words.insert(len([w for group in merged[:end] for w in group]), "--")
+    namespace = {
+        **vars(parsed(frozenset(flags), "run")),
+        **values,
+        "tool_ref": operands[0],
+        "pairs": operands[1:],
+    }
+    return ["run", *words], namespace
+
+
+def test_run_pairs_in_any_position_are_parsed_and_the_plain_path_agrees() -> None:
+    parser = build_parser(load_commands())
+    lines = _run_lines()
+    assert len(lines) > 10_000, len(lines)
+    for argv, expected in lines:
+        assert vars(parser.parse_args(argv)) == expected, argv
+        plain = run.plain_args(argv)
+        assert plain is None or vars(plain) == expected, argv
+    assert vars(parser.parse_args(["run", "x.y", "--input", "J", "a=1"]))["pairs"] == ["a=1"]
 
 
 INSTALL_WORDS = [

@@ -34,7 +34,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "tool_ref", type=arg_types.tool_ref, metavar="<pkg>.<tool>", help="e.g. example.hello"
     )
-    parser.add_argument("pairs", nargs="*", metavar="key=value", help="input properties")
+    # Pairs before or after any option (``--input J a=1`` as ``a=1 --input J``): cli/parser.py.
+    parser.operands = parser.add_argument(  # type: ignore[attr-defined]
+        "pairs", nargs="*", metavar="key=value", help="input properties"
+    )
     parser.add_argument("--input", dest="input_json", metavar="JSON", help="input object")
     parser.add_argument(
         "--dir",
@@ -80,9 +83,19 @@ def _number(text: str) -> float | int | None:
     return int(value) if value.is_integer() and abs(value) <= 2**53 else value
 
 
-def _coerce(raw: str, schema: Any) -> Any:
-    import json
+def _json(text: str) -> Any:
+    """The JSON value of command-line text, read as ``splice mcp`` reads a request
+    (spec/untrusted_json.py: no ``NaN``, finite numbers of at most 100 characters), at any
+    depth without recursion: the runtime refuses input nested deeper than 256 levels
+    (``INPUT_TOO_LARGE``), as for the SDK and MCP. ``UntrustedJsonError`` (a ``ValueError``)
+    when it is not JSON; a lone surrogate escape is kept, for the runtime to refuse."""
+    from splice_build.spec.untrusted_json import decode
 
+    data = text.encode("utf-8", "surrogatepass")
+    return decode(data, max_bytes=len(data), max_depth=len(data), lone_surrogates=True)
+
+
+def _coerce(raw: str, schema: Any) -> Any:
     kind = schema.get("type") if isinstance(schema, dict) else None
     if kind == "string":
         return raw
@@ -92,21 +105,23 @@ def _coerce(raw: str, schema: Any) -> Any:
     if kind == "boolean":
         return {"true": True, "false": False}.get(raw, raw)
     try:
-        return json.loads(raw)
+        return _json(raw)
     except ValueError:
         return raw
 
 
 def build_input(input_json: str | None, pairs: list[str], schema: Any) -> dict[str, Any]:
     """``--input`` object first, then ``key=value`` pairs coerced by the property schema."""
-    import json
-
     value: dict[str, Any] = {}
     if input_json is not None:
         try:
-            parsed = json.loads(input_json)
+            parsed = _json(input_json)
         except ValueError as exc:
-            raise UsageError(f"--input is not valid JSON: {exc}") from exc
+            from json import JSONDecodeError  # loaded with the decoder
+
+            # The decoder's own error says where ("… line 1 column 12 (char 11)").
+            where = exc.__cause__ if isinstance(exc.__cause__, JSONDecodeError) else exc
+            raise UsageError(f"--input is not valid JSON: {where}") from exc
         if not isinstance(parsed, dict):
             raise UsageError("--input must be a JSON object")
         value.update(parsed)
