@@ -2,9 +2,10 @@
 
 ``counting_proxy(upstream)`` serves on a free 127.0.0.1 port, forwards every request to
 ``upstream`` and records ``(method, path)``; ``downloads()`` lists the artifact GETs
-(``…/download``). With ``rewrite``, each JSON answer is passed through it first (a registry
-that twists its answers); otherwise answers go back unchanged. The registry server itself is
-untouched.
+(``…/download``) and ``authorized`` the requests that carried an ``Authorization`` header.
+With ``rewrite``, each JSON answer is passed through it first (a registry that twists its
+answers), and with ``rewrite_headers`` the headers of every answer; otherwise answers go back
+unchanged. The registry server itself is untouched.
 
 With ``drip``, the answers to the paths it matches are sent one byte at a time, from the status
 line (a registry stalling its headers) or from the body (stalling metadata or a download),
@@ -24,6 +25,8 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 Rewrite = Callable[[str, Any], Any]
+Headers = list[tuple[str, str]]
+RewriteHeaders = Callable[[str, Headers], Headers]
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,7 @@ _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "host", "content
 class CountingProxy:
     url: str
     requests: list[tuple[str, str]] = field(default_factory=list)
+    authorized: list[tuple[str, str]] = field(default_factory=list)
 
     def downloads(self) -> list[str]:
         return [
@@ -55,6 +59,7 @@ def _handler(
     rewrite: Rewrite | None,
     drip: Drip | None,
     stop: threading.Event,
+    rewrite_headers: RewriteHeaders | None = None,
 ) -> type[BaseHTTPRequestHandler]:
     target = urlsplit(upstream)
     lock = threading.Lock()
@@ -63,8 +68,11 @@ def _handler(
         protocol_version = "HTTP/1.1"
 
         def _forward(self) -> None:
+            asked = (self.command, self.path.split("?", 1)[0])
             with lock:
-                proxy.requests.append((self.command, self.path.split("?", 1)[0]))
+                proxy.requests.append(asked)
+                if "authorization" in self.headers:
+                    proxy.authorized.append(asked)
             length = int(self.headers.get("content-length") or 0)
             body = self.rfile.read(length) if length else None
             headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP}
@@ -80,7 +88,10 @@ def _handler(
                     self._drip(response, data, drip)
                     return
                 self.send_response(response.status)
-                for key, value in response.getheaders():
+                headers = response.getheaders()
+                if rewrite_headers is not None:
+                    headers = rewrite_headers(self.path, headers)
+                for key, value in headers:
                     if key.lower() not in _HOP_BY_HOP:
                         self.send_header(key, value)
                 self.send_header("content-length", str(len(data)))
@@ -123,13 +134,18 @@ def _handler(
 
 @contextmanager
 def counting_proxy(
-    upstream: str, rewrite: Rewrite | None = None, drip: Drip | None = None
+    upstream: str,
+    rewrite: Rewrite | None = None,
+    drip: Drip | None = None,
+    rewrite_headers: RewriteHeaders | None = None,
 ) -> Iterator[CountingProxy]:
     """Serve the proxy in a thread for the ``with`` block; ``rewrite(path, answer)`` twists
-    JSON answers, ``drip`` stalls some."""
+    JSON answers, ``rewrite_headers(path, headers)`` the headers of any answer, ``drip``
+    stalls some."""
     proxy = CountingProxy("")
     stop = threading.Event()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(upstream, proxy, rewrite, drip, stop))
+    handler = _handler(upstream, proxy, rewrite, drip, stop, rewrite_headers)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     proxy.url = f"http://127.0.0.1:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -1,8 +1,8 @@
 """The malicious registry: the real server behind a proxy that twists one answer at a time.
 
 ``hostile_registry(store)`` serves ``store`` through :func:`testing.counting_proxy.counting_proxy`;
-``registry.twist`` (settable at any time) rewrites the JSON answers, ``None`` passes them
-through. ``signed_store`` publishes a package and signs it with a registered key, so a test can
+``registry.twist`` (settable at any time) rewrites the JSON answers and ``registry.twist_headers``
+the headers of every answer, ``None`` passes them through. ``signed_store`` publishes a package and signs it with a registered key, so a test can
 install it honestly first and then turn the registry against the project.
 """
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from testing.counting_proxy import CountingProxy, Rewrite, counting_proxy
+from testing.counting_proxy import CountingProxy, Headers, Rewrite, RewriteHeaders, counting_proxy
 from testing.registry_fixtures import publish
 from testing.registry_server import registry_server
 from testing.signing import new_key
@@ -25,6 +25,7 @@ class HostileRegistry:
     url: str
     proxy: CountingProxy
     twist: Rewrite | None = None
+    twist_headers: RewriteHeaders | None = None
 
 
 @contextmanager
@@ -35,7 +36,13 @@ def hostile_registry(store: Path) -> Iterator[HostileRegistry]:
     def rewrite(path: str, answer: Any) -> Any:
         return answer if hostile.twist is None else hostile.twist(path, answer)
 
-    with registry_server(store, admin=False) as server, counting_proxy(server.url, rewrite) as p:
+    def rewrite_headers(path: str, headers: Headers) -> Headers:
+        return headers if hostile.twist_headers is None else hostile.twist_headers(path, headers)
+
+    with (
+        registry_server(store, admin=False) as server,
+        counting_proxy(server.url, rewrite, rewrite_headers=rewrite_headers) as p,
+    ):
         hostile.url, hostile.proxy = p.url, p
         yield hostile
 

@@ -93,8 +93,14 @@ def _reject_constant(name: str) -> NoReturn:
     raise JSONDecodeError(f"{name} is not valid JSON", name, 0)
 
 
-def parse_iterative(text: str) -> Any:
-    """The same result as ``parse`` (and as ``json.loads``), with an explicit stack."""
+def parse_iterative(
+    text: str,
+    *,
+    parse_int: Callable[[str], Any] = int,
+    parse_float: Callable[[str], Any] = float,
+) -> Any:
+    """The same result as ``parse`` (and as ``json.loads``, whose number hooks it takes), with
+    an explicit stack."""
     end = len(text)
     # Open containers, innermost last, each with the key its next value belongs to.
     stack: list[tuple[dict[str, Any] | list[Any], str | None]] = []
@@ -121,7 +127,7 @@ def parse_iterative(text: str) -> Any:
         elif char == '"':
             value, index = scanstring(text, index + 1, True)
         else:
-            value, index = _scalar(text, index)
+            value, index = _scalar(text, index, parse_int, parse_float)
         # Store the value; close every container that ends right after it.
         while True:
             if not stack:
@@ -168,7 +174,9 @@ def _key(text: str, index: int) -> tuple[str, int]:
     return key, _skip(text, index + 1)
 
 
-def _scalar(text: str, index: int) -> tuple[Any, int]:
+def _scalar(
+    text: str, index: int, parse_int: Callable[[str], Any], parse_float: Callable[[str], Any]
+) -> tuple[Any, int]:
     for word, literal in _LITERALS.items():
         if text.startswith(word, index):
             return literal, index + len(word)
@@ -177,8 +185,8 @@ def _scalar(text: str, index: int) -> tuple[Any, int]:
         raise JSONDecodeError("Expecting value", text, index)
     whole, fraction, exponent = match.groups()
     if fraction or exponent:
-        return float(whole + (fraction or "") + (exponent or "")), match.end()
-    return int(whole), match.end()
+        return parse_float(match.group()), match.end()
+    return parse_int(whole), match.end()
 
 
 # ------------------------------------------------------------------------------ stringify

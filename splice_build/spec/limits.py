@@ -4,6 +4,10 @@ from __future__ import annotations
 
 MAX_FILES = 500
 MAX_FILE_BYTES = 2 * 1024 * 1024  # per file
+# manifest.json is a file of the package, and every level of nesting takes two of its bytes
+# ("[" and "]"): no manifest a registry accepts nests deeper. There is no rule of its own
+# (docs/compatibility.md#manifest); registry clients refuse deeper answers (registry.client.answers).
+MAX_MANIFEST_DEPTH = MAX_FILE_BYTES // 2
 MAX_ARCHIVE_BYTES = 5 * 1024 * 1024  # compressed artifact
 MAX_EXPANDED_BYTES = 16 * 1024 * 1024  # decompressed tar; inflation stops here
 MAX_SKILL_MD_BYTES = 256 * 1024

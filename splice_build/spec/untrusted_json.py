@@ -1,21 +1,25 @@
 """JSON from the network: the one decoder of every protocol entry point (docs/mcp.md#hostile-input).
 
 MCP over stdio and Streamable HTTP and the registry's HTTP API read request bodies with
-``decode``. A document that would crash, exhaust or slip past a server is refused with
-``UntrustedJsonError`` before any handler sees it, so each transport answers one protocol
-error (``-32700`` / HTTP 400) instead of a 500 or silence:
+``decode``, and the registry client reads the registry's answers with it. A document that
+would crash, exhaust or slip past a server is refused with ``UntrustedJsonError`` before any
+handler sees it, so each transport answers one protocol error (``-32700`` / HTTP 400, or
+``REGISTRY_ERROR`` in the client) instead of a 500 or silence:
 
 - more bytes than the caller's limit (checked first, on the raw bytes);
 - bytes that are not strict UTF-8 (no overlong forms, no encoded surrogates);
 - nesting deeper than ``MAX_DEPTH``, counted on the text by two regular expressions without
   recursion and before the decoder runs, so a 100,000-level ``[[[…`` costs one linear scan;
 - a lone surrogate (``"\\ud800"``) in any key or string: it has no UTF-8 form, so it could not
-  even be written back in an error message;
+  even be written back in an error message (unless the caller keeps them: a registry answer
+  carries manifests, whose strings may hold them as ``JSON.parse`` does, docs/compatibility.md);
 - a number literal longer than ``MAX_NUMBER_CHARS`` (CPython refuses integers of more than
   4,300 digits with a plain ``ValueError`` after a quadratic conversion) or one that is not a
   finite double (``1e400``), and ``NaN``/``Infinity``, which JSON does not have.
 
-What remains is what ``json.loads`` gives (the last of duplicate keys wins).
+What remains is what ``json.loads`` gives (the last of duplicate keys wins). A caller may allow
+more than ``MAX_DEPTH`` levels (a registry answer holds a manifest, which may nest deep): what
+the C decoder cannot reach it decodes with ``json_text``'s explicit stack, under the same rules.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ import math
 import re
 from itertools import accumulate
 from typing import Any, NoReturn
+
+from splice_build.spec.json_text import parse_iterative
 
 MAX_DEPTH = 512  # a whole message; tool arguments (256 levels, spec.limits) nest inside it
 MAX_NUMBER_CHARS = 100
@@ -42,8 +48,11 @@ class UntrustedJsonError(ValueError):
     """The document is refused; ``str()`` says why in words safe to send back."""
 
 
-def decode(data: bytes, *, max_bytes: int, max_depth: int = MAX_DEPTH) -> Any:
-    """The JSON value of ``data``, or UntrustedJsonError (see the module docstring)."""
+def decode(
+    data: bytes, *, max_bytes: int, max_depth: int = MAX_DEPTH, lone_surrogates: bool = False
+) -> Any:
+    """The JSON value of ``data``, or UntrustedJsonError (see the module docstring);
+    ``lone_surrogates`` keeps strings that hold one instead of refusing them."""
     if len(data) > max_bytes:
         raise UntrustedJsonError(f"document exceeds {max_bytes} bytes")
     try:
@@ -53,19 +62,23 @@ def decode(data: bytes, *, max_bytes: int, max_depth: int = MAX_DEPTH) -> Any:
     if nesting(text) > max_depth:
         raise UntrustedJsonError(f"nested deeper than {max_depth} levels")
     try:
-        value = json.loads(
-            text, parse_constant=_no_constant, parse_int=_integer, parse_float=_float
-        )
+        value = _loads(text)
     except UntrustedJsonError:
         raise
-    except RecursionError as exc:  # only a stack already deep when called gets here
-        raise UntrustedJsonError(f"nested deeper than {max_depth} levels") from exc
     except ValueError as exc:
         message = exc.msg if isinstance(exc, json.JSONDecodeError) else "invalid JSON"
         raise UntrustedJsonError(message) from exc
-    if _SURROGATE_ESCAPE.search(text) and _has_lone_surrogate(value):
+    if not lone_surrogates and _SURROGATE_ESCAPE.search(text) and _has_lone_surrogate(value):
         raise UntrustedJsonError("a string holds a lone surrogate")
     return value
+
+
+def _loads(text: str) -> Any:
+    try:
+        return json.loads(text, parse_constant=_no_constant, parse_int=_integer, parse_float=_float)
+    except RecursionError:
+        # Deeper than the C decoder goes (or called on a deep stack), yet within max_depth.
+        return parse_iterative(text, parse_int=_integer, parse_float=_float)
 
 
 def nesting(text: str) -> int:

@@ -87,6 +87,25 @@ def test_a_stalling_registry_hits_the_deadline(store: Path, project: Path, case:
     assert state_bytes(project) == before
 
 
+def test_a_download_that_stops_after_its_headers_hits_the_deadline(
+    store: Path, project: Path
+) -> None:
+    """Headers, then nothing: the download's deadline (extended by its size at a rate of 1 kB/s,
+    so more than a second past the request's) ends it, not the socket's read timeout, which
+    would be REGISTRY_UNREACHABLE (docs/registry.md#deadlines)."""
+    slow_link = {"SPLICE_REGISTRY_DEADLINE": "1", "SPLICE_REGISTRY_MIN_RATE": "1000"}
+    before = state_bytes(project)
+    for url in _served(store, Drip(_download, "body", interval=60)):
+        done = run_splice(
+            "--json", "--registry", url, "add", "@acme/greeter", cwd=project, env=slow_link
+        )
+        assert done.code == 1, done.stdout + done.stderr
+        error = done.json()["error"]
+        assert error["code"] == "REGISTRY_UNAVAILABLE", error
+        assert "did not answer" in error["message"] and "/download" in error["message"]
+    assert state_bytes(project) == before
+
+
 def test_the_same_registry_answers_in_time_without_the_stall(store: Path, project: Path) -> None:
     """The control: the proxy and the short deadline alone do not refuse anything."""
     for url in _served(store, Drip(lambda path: False, "body")):

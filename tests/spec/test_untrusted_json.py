@@ -95,3 +95,38 @@ def test_limits_are_inclusive_and_pairs_are_not_lone() -> None:
     # Brackets inside strings do not count.
     assert decode(b'["' + b"[" * 10_000 + b'"]', max_bytes=LIMIT) == ["[" * 10_000]
     assert decode(b"1.7976931348623157e308", max_bytes=LIMIT) == 1.7976931348623157e308
+
+
+def test_a_caller_may_allow_more_levels_than_the_c_decoder_reaches() -> None:
+    """The registry client allows a manifest's depth (spec.limits.MAX_MANIFEST_DEPTH): past
+    what ``json.loads`` can recurse, the explicit stack decodes it, under the same rules."""
+    levels = 100_000
+    deep = b"[" * levels + b'{"n": 1.5, "s": "x"}' + b"]" * levels
+    value = decode(deep, max_bytes=LIMIT, max_depth=levels + 1)
+    for _ in range(levels):
+        (value,) = value
+    assert value == {"n": 1.5, "s": "x"}
+    with pytest.raises(UntrustedJsonError, match=f"nested deeper than {levels} levels"):
+        decode(deep, max_bytes=LIMIT, max_depth=levels)
+    refused = {
+        b"1e400": "a number is out of range",
+        b"1" * 200: f"a number is longer than {MAX_NUMBER_CHARS} characters",
+        b"NaN": "Expecting value",
+        b'"\\ud800"': "a string holds a lone surrogate",
+    }
+    for leaf, reason in refused.items():
+        document = b"[" * levels + leaf + b"]" * levels
+        with pytest.raises(UntrustedJsonError) as caught:
+            decode(document, max_bytes=LIMIT, max_depth=levels)
+        assert str(caught.value) == reason
+
+
+def test_lone_surrogates_are_kept_when_the_caller_says_so() -> None:
+    """A registry answer carries manifests, whose strings may hold them (JSON.parse keeps them)."""
+    document = b'{"default": "\\ud800 alone", "\\udfff": 1}'
+    assert decode(document, max_bytes=LIMIT, lone_surrogates=True) == {
+        "default": "\ud800 alone",
+        "\udfff": 1,
+    }
+    with pytest.raises(UntrustedJsonError):
+        decode(document, max_bytes=LIMIT)

@@ -14,11 +14,15 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from splice_build.errors import ErrorCode, RegistryError
+from splice_build.spec.limits import MAX_MANIFEST_DEPTH
 from splice_build.spec.validation import SchemaValidator, load_schema
 
 Kind = Literal["search", "package", "versions", "version", "provenance", "namespace", "keys"]
 MAX_DETAILS = 5
 MAX_DETAIL_CHARS = 200
+# The deepest answer a registry can legitimately give: a version answer holds the manifest one
+# level down, and nothing else nests as deep. A deeper one is refused before it is parsed.
+MAX_ANSWER_DEPTH = MAX_MANIFEST_DEPTH + 1
 
 
 def _is_package_id(text: str) -> bool:

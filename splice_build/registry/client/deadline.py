@@ -69,20 +69,27 @@ def _invalid(name: str, text: str, wanted: str) -> ProjectError:
 
 class Budget:
     """The running deadline of one request; the reading thread may extend it once the size of
-    a download is known, the waiting thread reads it."""
+    a download is known (up to ``ceiling``, the most it can ever be), the waiting thread reads it."""
 
-    def __init__(self, seconds: float) -> None:
+    def __init__(self, seconds: float, *, ceiling: float | None = None) -> None:
         self.start = time.monotonic()
         self.seconds = seconds
+        self.ceiling = max(seconds, ceiling if ceiling is not None else seconds)
         self._lock = threading.Lock()
 
     def extend_to(self, seconds: float) -> None:
         with self._lock:
-            self.seconds = max(self.seconds, seconds)
+            self.seconds = min(max(self.seconds, seconds), self.ceiling)
 
     def remaining(self) -> float:
         with self._lock:
             return self.start + self.seconds - time.monotonic()
+
+    def until_ceiling(self) -> float:
+        """The longest one socket read may wait: a read that stalls is then always ended by the
+        deadline (``REGISTRY_UNAVAILABLE``) and never first by the socket timeout, whatever the
+        deadline is extended to later."""
+        return self.start + self.ceiling - time.monotonic()
 
     def expired(self) -> bool:
         return self.remaining() <= 0

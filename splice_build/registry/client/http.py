@@ -2,34 +2,36 @@
 
 Every ``requests`` failure becomes ``REGISTRY_UNREACHABLE`` (``raise … from exc``); every
 non-2xx answer goes through ``statuses.error_for_status``; every request has one deadline for
-connect, headers and body (``deadline``, ``REGISTRY_UNAVAILABLE`` past it) and every read
-answer is validated before it is returned (``answers``, ``REGISTRY_ERROR``). The token is sent only as an
-``Authorization`` header to this registry's own URL and never appears in an error.
+connect, headers and body (``deadline``, ``REGISTRY_UNAVAILABLE`` past it); every JSON answer
+is decoded by the hostile-input decoder and every read answer validated before it is returned
+(``answers``, ``REGISTRY_ERROR``). The token is sent as an ``Authorization`` header to this
+registry's own URL, only on the routes that act as a user (``_as_user``): reads and downloads
+are anonymous (docs/registry.md#http-api), so a registry that only serves packages never
+sees it. It never appears in an error.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from splice_build.errors import ErrorCode, RegistryError
-from splice_build.registry.api import BUNDLE_CONTENT_TYPE, TARGZ_CONTENT_TYPE
-from splice_build.registry.client.answers import checked, malformed
+from splice_build.registry.api import BUNDLE_CONTENT_TYPE, INTEGRITY_HEADER, TARGZ_CONTENT_TYPE
+from splice_build.registry.client.answers import MAX_ANSWER_DEPTH, checked, malformed
 from splice_build.registry.client.deadline import DEADLINE_ENV, MIN_RATE_ENV, Budget, Deadlines
 from splice_build.registry.client.interface import split_package_id, token_body
 from splice_build.registry.client.statuses import error_for_status
-from splice_build.spec import json_text
+from splice_build.spec.digests import integrity_of
 from splice_build.spec.limits import MAX_ARCHIVE_BYTES
+from splice_build.spec.untrusted_json import UntrustedJsonError, decode
 
 if TYPE_CHECKING:
     import requests
 
 CONNECT_TIMEOUT = 10.0
-READ_TIMEOUT = 60.0
 # A registry is a remote party: every body is read with a cap, never whole on trust.
 MAX_JSON_BYTES = 16 * 1024 * 1024  # metadata and search answers (a manifest is far smaller)
 MAX_ERROR_BYTES = 64 * 1024
@@ -45,12 +47,13 @@ class HttpRegistryClient:
         self.base_url = base_url.rstrip("/")
         self.deadlines = deadlines or Deadlines()
         self.has_token = token is not None
+        self._authorization = f"Bearer {token}" if token is not None else None
+        # (package id, version) -> the integrity this registry's version answer gave it
+        self._answered_integrity: dict[tuple[str, str], str] = {}
         self._session = requests.Session()
         self._session.trust_env = True
         self._session.headers["accept"] = "application/json"
         self._session.headers["user-agent"] = "splice-build"
-        if token is not None:
-            self._session.headers["authorization"] = f"Bearer {token}"
 
     # -- plumbing ---------------------------------------------------------------------
 
@@ -72,7 +75,10 @@ class HttpRegistryClient:
         """
         sent = kwargs.get("data")
         upload = len(sent) if isinstance(sent, bytes) else 0
-        budget = Budget(self.deadlines.for_download(upload) if upload else self.deadlines.request)
+        budget = Budget(
+            self.deadlines.for_download(upload) if upload else self.deadlines.request,
+            ceiling=self.deadlines.for_download(limit) if download else None,
+        )
         outcome: dict[str, Any] = {}
         done = threading.Event()
         session = self._session
@@ -114,12 +120,12 @@ class HttpRegistryClient:
     ) -> tuple[requests.Response, bytes]:
         import requests
 
-        remaining = max(budget.remaining(), 0.001)
+        connect = min(CONNECT_TIMEOUT, max(budget.remaining(), 0.001))
         try:
             response = session.request(
                 method,
                 self.base_url + path,
-                timeout=(min(CONNECT_TIMEOUT, remaining), min(READ_TIMEOUT, remaining)),
+                timeout=(connect, max(budget.until_ceiling(), 0.001)),
                 allow_redirects=False,
                 stream=True,
                 **kwargs,
@@ -134,6 +140,8 @@ class HttpRegistryClient:
                 else:
                     body = _read_error_body(response, budget)
         except requests.RequestException as exc:
+            if budget.expired():  # a socket timeout that raced the waiting thread
+                raise _Expired from exc
             raise RegistryError(
                 ErrorCode.REGISTRY_UNREACHABLE,
                 f"Cannot reach the registry at {self.base_url}",
@@ -178,13 +186,13 @@ class HttpRegistryClient:
 
     def _json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         _, body = self._request(method, path, **kwargs)
-        try:
-            value = json_text.parse(body.decode("utf-8"))
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise malformed(path, ["the answer is not JSON"]) from exc
-        if not isinstance(value, dict):
-            raise malformed(path, ["the answer is not a JSON object"])
-        return value
+        return _answer(body, path)
+
+    def _as_user(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        """A request that acts as the user: the only kind that carries the token."""
+        if self._authorization is not None:
+            kwargs["headers"] = {**kwargs.get("headers", {}), "authorization": self._authorization}
+        return self._json(method, path, **kwargs)
 
     @staticmethod
     def _pkg(package_id: str, *rest: str) -> str:
@@ -212,7 +220,9 @@ class HttpRegistryClient:
     def version(self, package_id: str, version: str) -> dict[str, Any]:
         path = self._pkg(package_id, version)
         answer = self._json("GET", path)
-        return checked("version", answer, path, package_id=package_id, version=version)
+        answer = checked("version", answer, path, package_id=package_id, version=version)
+        self._answered_integrity[package_id, version] = answer["integrity"]
+        return answer
 
     def provenance(self, package_id: str, version: str) -> dict[str, Any]:
         path = self._pkg(package_id, version, "provenance")
@@ -223,16 +233,17 @@ class HttpRegistryClient:
         """The artifact bytes (≤ 5 MiB, refused while reading past that).
 
         Nothing about them is trusted here: the installer verifies them against the lock or
-        the metadata (SHA-256 and size), which no header can stand in for.
+        the metadata (SHA-256 and size), which no header can stand in for. A header can only
+        refuse them: an ``x-splice-integrity`` that names neither them nor what the registry's
+        version answer said is ``INTEGRITY_MISMATCH`` (``_declared_integrity``).
         """
         accept = f"{TARGZ_CONTENT_TYPE}, {BUNDLE_CONTENT_TYPE}"
-        _, body = self._request(
-            "GET",
-            self._pkg(package_id, version, "download"),
-            limit=MAX_ARCHIVE_BYTES,
-            download=True,
-            headers={"accept": accept},
+        path = self._pkg(package_id, version, "download")
+        response, body = self._request(
+            "GET", path, limit=MAX_ARCHIVE_BYTES, download=True, headers={"accept": accept}
         )
+        answered = self._answered_integrity.get((package_id, version))
+        _declared_integrity(response, body, answered, path)
         return body
 
     def namespace(self, namespace: str) -> dict[str, Any]:
@@ -246,13 +257,14 @@ class HttpRegistryClient:
 
     def publish(self, archive: bytes) -> dict[str, Any]:
         content_type = TARGZ_CONTENT_TYPE if archive[:2] == b"\x1f\x8b" else BUNDLE_CONTENT_TYPE
-        return self._json("POST", "/publish", data=archive, headers={"content-type": content_type})
+        headers = {"content-type": content_type}
+        return self._as_user("POST", "/publish", data=archive, headers=headers)
 
     def whoami(self) -> dict[str, Any]:
-        return self._json("GET", "/auth/whoami")
+        return self._as_user("GET", "/auth/whoami")
 
     def tokens(self) -> dict[str, Any]:
-        return self._json("GET", "/auth/tokens")
+        return self._as_user("GET", "/auth/tokens")
 
     def create_token(
         self,
@@ -262,26 +274,26 @@ class HttpRegistryClient:
         expires_in_days: int | None = None,
     ) -> dict[str, Any]:
         body = token_body(label, namespaces, expires_in_days)
-        return self._json("POST", "/auth/tokens", json=body)
+        return self._as_user("POST", "/auth/tokens", json=body)
 
     def revoke_token(self, token_id: str) -> dict[str, Any]:
-        return self._json("DELETE", "/auth/tokens/" + quote(token_id, safe=""))
+        return self._as_user("DELETE", "/auth/tokens/" + quote(token_id, safe=""))
 
     def set_maintainer(self, namespace: str, user: str, *, add: bool) -> dict[str, Any]:
         path = _ns(namespace) + "/maintainers/" + quote(user, safe="")
-        return self._json("PUT" if add else "DELETE", path)
+        return self._as_user("PUT" if add else "DELETE", path)
 
     def add_key(self, namespace: str, public_key: str) -> dict[str, Any]:
-        return self._json("POST", _ns(namespace) + "/keys", json={"publicKey": public_key})
+        return self._as_user("POST", _ns(namespace) + "/keys", json={"publicKey": public_key})
 
     def revoke_key(self, namespace: str, key_id: str) -> dict[str, Any]:
-        return self._json("DELETE", _ns(namespace) + "/keys/" + quote(key_id, safe=""))
+        return self._as_user("DELETE", _ns(namespace) + "/keys/" + quote(key_id, safe=""))
 
     def add_signature(
         self, package_id: str, version: str, key_id: str, signature: str
     ) -> dict[str, Any]:
         body = {"keyId": key_id, "signature": signature}
-        return self._json("POST", self._pkg(package_id, version, "signatures"), json=body)
+        return self._as_user("POST", self._pkg(package_id, version, "signatures"), json=body)
 
     def close(self) -> None:
         self._session.close()
@@ -289,6 +301,46 @@ class HttpRegistryClient:
 
 def _ns(namespace: str) -> str:
     return "/namespaces/" + quote(namespace.removeprefix("@"), safe="")
+
+
+def _answer(body: bytes, path: str) -> dict[str, Any]:
+    """A JSON answer as the hostile-input decoder reads it, nested no deeper than any answer a
+    registry can legitimately give (``answers.MAX_ANSWER_DEPTH``): a deeper one is refused
+    by a linear scan before any parsing, so it costs no more than its bytes."""
+    try:
+        value = decode(
+            body, max_bytes=MAX_JSON_BYTES, max_depth=MAX_ANSWER_DEPTH, lone_surrogates=True
+        )
+    except UntrustedJsonError as exc:
+        raise malformed(path, [f"the answer is not JSON: {exc}"]) from exc
+    if not isinstance(value, dict):
+        raise malformed(path, ["the answer is not a JSON object"])
+    return value
+
+
+def _declared_integrity(
+    response: requests.Response, body: bytes, answered: str | None, path: str
+) -> None:
+    """A download's ``x-splice-integrity``, when sent, must name the bytes it came with or the
+    integrity of the registry's version answer (``answered``, when this client read one).
+
+    One that names neither is the registry contradicting itself: ``INTEGRITY_MISMATCH``.
+    Otherwise the installer holds the bytes to the metadata and the lock as it always does
+    (``INTEGRITY_MISMATCH``, or ``LOCK_MISMATCH`` first for a locked version), so a header
+    that differs from the metadata never installs (docs/compatibility.md#install-pipeline).
+    """
+    declared = response.headers.get(INTEGRITY_HEADER)
+    actual = integrity_of(body)
+    if declared is None or declared in (actual, answered):
+        return
+    said = [f"metadata: {answered}"] if answered is not None else []
+    raise RegistryError(
+        ErrorCode.INTEGRITY_MISMATCH,
+        f"The registry sent {path} with an {INTEGRITY_HEADER} header that matches neither "
+        "its bytes nor its metadata",
+        details=[f"header: {declared[:80]}", f"bytes: {actual}", *said],
+        hint="The registry may be misbehaving or compromised; nothing was used or kept.",
+    )
 
 
 def _expected_size(response: requests.Response, limit: int) -> int:
@@ -345,8 +397,8 @@ def _error(response: requests.Response, raw: bytes) -> RegistryError:
     details: list[str] = []
     server_code: str | None = None
     try:
-        body = json.loads(raw)
-    except ValueError:
+        body = decode(raw, max_bytes=MAX_ERROR_BYTES)
+    except UntrustedJsonError:
         body = None
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
         error = body["error"]

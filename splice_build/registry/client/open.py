@@ -2,7 +2,12 @@
 
 Token precedence (docs/compatibility.md#user-state): an explicit token, then ``SPLICE_TOKEN``, then the
 credential saved for that registry by ``splice login``. ``SPLICE_TOKEN`` is meant for a
-remote registry (CI) and is not applied to the embedded one.
+remote registry (CI) and is not applied to the embedded one, nor to a registry that only a
+project file names (docs/registry.md#where-a-token-goes): it goes to the registry the user's
+own settings choose (``--registry``, ``SPLICE_REGISTRY``, the user config), so a checkout
+cannot point a CI job's token at a server of its own. A saved credential is already tied to
+the registry it was saved for. Either way the HTTP client sends a token only on the routes
+that act as a user, never on a read or a download.
 """
 
 from __future__ import annotations
@@ -23,23 +28,47 @@ TOKEN_ENV = "SPLICE_TOKEN"
 class TokenChoice:
     token: str | None
     source: str | None  # "flag" | "env" | "credentials" | None
+    env_withheld: bool = False  # SPLICE_TOKEN is set, but this registry is not the user's choice
 
 
 def resolve_token(
-    url: str, *, home: SpliceHome, token: str | None = None, env: Mapping[str, str] | None = None
+    url: str,
+    *,
+    home: SpliceHome,
+    token: str | None = None,
+    env: Mapping[str, str] | None = None,
+    flag: str | None = None,
 ) -> TokenChoice:
+    """The token for ``url``; ``flag`` is the command's ``--registry`` (without it, a registry
+    named only there does not get ``SPLICE_TOKEN``: the rule fails closed)."""
     if token is not None:
         return _sendable(TokenChoice(token, "flag"))
-    from_env = (env or {}).get(TOKEN_ENV, "").strip()
+    env = env or {}
+    from_env = env.get(TOKEN_ENV, "").strip()
+    withheld = False
     if from_env and url != EMBEDDED_REGISTRY:
-        return _sendable(TokenChoice(from_env, "env"))
+        if _users_choice(url, flag=flag, env=env, home=home):
+            return _sendable(TokenChoice(from_env, "env"))
+        withheld = True
     saved = home.read_credentials()["registries"].get(url)
     if isinstance(saved, dict) and isinstance(saved.get("token"), str):
         return _sendable(TokenChoice(saved["token"], "credentials"))
-    return TokenChoice(None, None)
+    return TokenChoice(None, None, env_withheld=withheld)
+
+
+def _users_choice(url: str, *, flag: str | None, env: Mapping[str, str], home: SpliceHome) -> bool:
+    """``url`` is the registry the user's own settings pick, by the usual precedence with the
+    project file left out; a setting that does not parse picks nothing here (it fails where
+    it is used)."""
+    try:
+        chosen = resolve_registry(flag=flag, env=env, project=None, home=home)
+    except ProjectError:
+        return False
+    return chosen.source != "default" and chosen.url == url
 
 
 _TOKEN_SOURCES = {"flag": "--token", "env": TOKEN_ENV, "credentials": "the saved credential"}
+_PROJECT_FILES = {"project": "splice.json", "lock": "splice.lock"}
 
 
 def _sendable(choice: TokenChoice) -> TokenChoice:
@@ -63,7 +92,11 @@ def open_registry(
     token: str | None = None,
     env: Mapping[str, str] | None = None,
 ) -> RegistryClient:
-    """The client for ``url`` (already normalized: ``embedded:`` or an http(s) base URL)."""
+    """The client for ``url`` (already normalized: ``embedded:`` or an http(s) base URL).
+
+    Without the command's ``--registry``, ``SPLICE_TOKEN`` applies only when
+    ``SPLICE_REGISTRY`` or the user config names ``url``: enough for the install session,
+    whose reads are anonymous anyway; commands that act as a user use ``open_configured``."""
     chosen = resolve_token(url, home=home, token=token, env=env).token
     return _client(url, home=home, token=chosen, env=env or {})
 
@@ -90,6 +123,7 @@ class Opened:
     url: str
     source: str  # flag | env | project | user | default
     token_source: str | None
+    env_token_withheld: bool = False
 
 
 def configured_registry(
@@ -116,9 +150,9 @@ def open_configured(
     token: str | None = None,
 ) -> Opened:
     setting = configured_registry(flag=flag, env=env, cwd=cwd, home=home)
-    choice = resolve_token(setting.url, home=home, token=token, env=env)
+    choice = resolve_token(setting.url, home=home, token=token, env=env, flag=flag)
     client = _client(setting.url, home=home, token=choice.token, env=env)
-    return Opened(client, setting.url, setting.source, choice.source)
+    return Opened(client, setting.url, setting.source, choice.source, choice.env_withheld)
 
 
 def require_login(opened: Opened) -> None:
@@ -126,8 +160,16 @@ def require_login(opened: Opened) -> None:
     if opened.client.has_token or opened.url == EMBEDDED_REGISTRY:
         return
     opened.client.close()
+    hint = "Run `splice login` or set SPLICE_TOKEN."
+    details: list[str] = []
+    if opened.env_token_withheld:
+        named_by = _PROJECT_FILES.get(opened.source, opened.source)
+        details = [f"{TOKEN_ENV} is not sent to a registry that only {named_by} names"]
+        hint = (
+            f"Name the registry yourself (--registry {opened.url} or SPLICE_REGISTRY) to use "
+            f"{TOKEN_ENV} with it, or `splice login --registry {opened.url}` "
+            "(docs/registry.md#where-a-token-goes)."
+        )
     raise RegistryError(
-        ErrorCode.NOT_LOGGED_IN,
-        f"Not logged in to {opened.url}",
-        hint="Run `splice login` or set SPLICE_TOKEN.",
+        ErrorCode.NOT_LOGGED_IN, f"Not logged in to {opened.url}", details=details, hint=hint
     )
