@@ -68,6 +68,8 @@ def _archive() -> Check:
     from splice_build.spec.gzip_stream import gzip_stored
     from splice_build.spec.package import validate_package_files
 
+    root = _scratch()
+
     def check(data: bytes) -> None:
         if not data:
             return
@@ -79,12 +81,33 @@ def _archive() -> Check:
             return
         if not isinstance(files, dict):
             raise Finding("read_archive returned no mapping")
+        _write_side_by_side(files, root)
         try:
             validate_package_files(files)
         except SpliceError as exc:
             _expect_codes(exc, {"INVALID_PACKAGE", "INVALID_MANIFEST", "INVALID_BUNDLE"})
 
     return check
+
+
+def _write_side_by_side(files: dict[str, bytes], root: Path) -> None:
+    """Accepted files must be writable into one directory, the way an install writes its
+    staging copy (``_write_files`` in splice_build/install/installer.py): a file and a
+    directory of one name, or one file twice, are a finding."""
+    import shutil
+    import tempfile
+
+    directory = Path(tempfile.mkdtemp(dir=root))
+    try:
+        for relative, content in files.items():
+            path = directory.joinpath(*relative.split("/"))
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "xb") as handle:
+                handle.write(content)
+    except OSError as exc:
+        raise Finding(f"accepted files cannot be written side by side: {exc}") from exc
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def _manifest() -> Check:

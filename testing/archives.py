@@ -193,6 +193,37 @@ def hostile_archives() -> dict[str, tuple[bytes, str]]:
             tar_gz([RawEntry("SKILL.md", b"1"), RawEntry("./SKILL.md", b"2")]),
             "SKILL.md",
         ),
+        # Merged by macOS (NFC and NFD), by macOS and Windows (case: "ſ" is "s" there).
+        "unicode_nfc_nfd_duplicate": (
+            tar_gz([RawEntry("caf\u00e9.js", b"1"), RawEntry("cafe\u0301.js", b"2")]),
+            "cafe\u0301.js",
+        ),
+        "unicode_long_s_duplicate": (
+            tar_gz([RawEntry("s.js", b"1"), RawEntry("\u017f.js", b"2")]),
+            "\u017f.js",
+        ),
+        # A file and a directory of one name: no file system holds both, so the install
+        # would fail halfway through writing its staging copy.
+        "file_then_directory": (
+            tar_gz([RawEntry("lib", b"x"), RawEntry("lib/a.js", b"y")]),
+            'entry "lib/a.js"',
+        ),
+        "directory_then_file": (
+            tar_gz([RawEntry("lib/a.js", b"y"), RawEntry("lib", b"x")]),
+            'entry "lib"',
+        ),
+        "file_then_directory_ignoring_case": (
+            tar_gz([RawEntry("TOOLS", b"x"), RawEntry("tools/hello.js", b"y")]),
+            'entry "tools/hello.js"',
+        ),
+        "deep_directory_then_file": (
+            tar_gz([RawEntry("a/b/c/d.js", b"y"), RawEntry("A/B", b"x")]),
+            'entry "A/B"',
+        ),
+        "bundle_file_and_directory": (
+            legacy_bundle({"lib": b"x", "lib/a.js": b"y"}),
+            'entry "lib/a.js"',
+        ),
         "hidden_file": (tar_gz([RawEntry(".env", b"TOKEN=1")]), ".env"),
         "hidden_directory": (tar_gz([RawEntry(".git/config", b"x")]), ".git/config"),
         "node_modules": (tar_gz([RawEntry("node_modules/x/index.js", b"x")]), "node_modules/x"),

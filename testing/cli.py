@@ -6,7 +6,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,8 +37,12 @@ def run_splice(
     env: Mapping[str, str] | None = None,
     input: str | None = None,
     timeout: float = 120,
+    address_space: int | None = None,
 ) -> Completed:
-    """Run `splice ARGS…` with the test's environment (SPLICE_HOME etc. from os.environ)."""
+    """Run `splice ARGS…` with the test's environment (SPLICE_HOME etc. from os.environ).
+
+    ``address_space``: the command's ``RLIMIT_AS`` in bytes, so that a read that never ends
+    fails with ``MemoryError`` there instead of taking the test machine's memory."""
     full_env = {**os.environ, **(env or {})}
     proc = subprocess.run(
         [splice_executable(), *args],
@@ -49,8 +53,18 @@ def run_splice(
         text=True,
         timeout=timeout,
         stdin=None if input is not None else subprocess.DEVNULL,
+        preexec_fn=None if address_space is None else _limit_address_space(address_space),
     )
     return Completed(proc.returncode, proc.stdout, proc.stderr)
+
+
+def _limit_address_space(limit: int) -> Callable[[], None]:
+    def apply() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    return apply
 
 
 def main_in_fresh_process(

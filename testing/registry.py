@@ -73,6 +73,16 @@ def absolute_path() -> bytes:
     return _tar_gz([*_valid_members(), _file("/tmp/abs.js", b"x")])
 
 
+def file_and_directory() -> bytes:
+    """A file ``lib`` and a file ``lib/a.js``: no file system can hold both."""
+    return _tar_gz([*_valid_members(), _file("lib", b"x"), _file("lib/a.js", b"y")])
+
+
+def unicode_duplicate() -> bytes:
+    """``café.js`` in NFC and in NFD: one file on macOS."""
+    return _tar_gz([*_valid_members(), _file("caf\u00e9.js", b"1"), _file("cafe\u0301.js", b"2")])
+
+
 def bomb() -> bytes:
     """A small gzip that inflates past the 16 MiB expansion cap."""
     return gzip.compress(b"\0" * (20 * 1024 * 1024))
@@ -86,6 +96,8 @@ HOSTILE = {
     "zip_slip": zip_slip,
     "symlink_escape": symlink_escape,
     "absolute_path": absolute_path,
+    "file_and_directory": file_and_directory,
+    "unicode_duplicate": unicode_duplicate,
     "bomb": bomb,
     "not_an_archive": not_an_archive,
 }

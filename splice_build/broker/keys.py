@@ -8,9 +8,11 @@ Each name is looked up, in order, in
 3. ``SPLICE_HOME/.env``.
 
 No other variable is read from those files: a line whose name is not in
-``PROVIDER_VARIABLES`` is skipped without keeping its value. ``ProviderKeys`` never shows a
-value in its ``repr``; ``secret_values()`` lists everything redaction must remove, including
-the long pieces of a key-carrying RPC URL (path segments and query values).
+``PROVIDER_VARIABLES`` is skipped without keeping its value. A file that is not a regular
+file (a FIFO would block the read forever) or is over ``MAX_ENV_FILE_BYTES`` is skipped as
+an unreadable one is. ``ProviderKeys`` never shows a value in its ``repr``;
+``secret_values()`` lists everything redaction must remove, including the long pieces of a
+key-carrying RPC URL (path segments and query values).
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ PROVIDER_VARIABLES: tuple[str, ...] = (
     "ROBINHOOD_RPC_URL",
 )
 ENV_FILES = (".env.local", ".env")
+# A .env file holds a few lines; one larger than this (a link to a log, to /dev/zero) is
+# skipped like an unreadable one, never read into memory.
+MAX_ENV_FILE_BYTES = 1024 * 1024
 # Pieces of a URL-valued key at least this long are treated as secrets on their own (an
 # Alchemy or QuickNode key is a path segment; "v2" or "mainnet" are not secrets).
 MIN_URL_SECRET_PIECE = 12
@@ -86,10 +91,13 @@ def parse_env_file(text: str) -> dict[str, str]:
 
 
 def _read(path: Path) -> dict[str, str]:
+    from splice_build.spec.regular_file import read_regular_file
+
     try:
-        return parse_env_file(path.read_text(encoding="utf-8", errors="replace"))
-    except OSError:
+        data = read_regular_file(path, limit=MAX_ENV_FILE_BYTES)
+    except OSError:  # missing, unreadable, a FIFO or device, too large: no keys from it
         return {}
+    return parse_env_file(data.decode("utf-8", errors="replace"))
 
 
 def _nearest_env_files(start: Path) -> list[Path]:

@@ -2,16 +2,20 @@
 
 docs/compatibility.md#user-state: ``SPLICE_HOME/cache/artifacts/sha256/<hex>`` holds verified artifacts only.
 An entry is trusted by nobody: :meth:`ArtifactCache.get` re-hashes it on every read and deletes
-a corrupt one, so the caller fetches it again. Writes are best effort (temp file + rename): a
-cache that cannot be written never fails an install.
+a corrupt one, so the caller fetches it again. Corrupt includes what is no artifact at all: an
+entry that is no regular file (a FIFO would block the read forever, a link to ``/dev/zero``
+would never end it) or is larger than any artifact can be (``MAX_ARCHIVE_BYTES``); it is
+refused before it is read (``spec/regular_file.py``), and deleting it deletes the entry, never
+what a link points to. Writes are best effort (temp file + rename): a cache that cannot be
+written never fails an install.
 
 Next to each artifact installed from a registry, ``<directory>/signatures/<hex>.json`` keeps
 the registry's signature entries that were checked at install (``{package, version,
 integrity, signatures}``; an empty list for an unsigned package), so a restore from the cache
 verifies them again over the cached bytes, offline too
 (docs/signing.md#restoring-from-the-cache). Like the artifact, it is trusted by nobody: the
-restore runs the same signature check an install runs, and a file that cannot be read or is
-not of that shape counts as absent.
+restore runs the same signature check an install runs, and a file that cannot be read (no
+regular file, or over ``MAX_SIGNATURES_BYTES``) or is not of that shape counts as absent.
 """
 
 from __future__ import annotations
@@ -24,6 +28,12 @@ from typing import Any
 
 from splice_build.project.atomic import atomic_write_bytes
 from splice_build.spec.digests import INTEGRITY_PREFIX, integrity_of, is_integrity
+from splice_build.spec.limits import MAX_ARCHIVE_BYTES
+from splice_build.spec.regular_file import read_regular_file
+
+# A record holds a few signature entries of a few hundred bytes each: far below this. One that
+# would not fit is not written (and one larger on disk is not read), so what is written reads back.
+MAX_SIGNATURES_BYTES = 1024 * 1024
 
 
 def _warn(message: str, *args: object) -> None:
@@ -32,6 +42,15 @@ def _warn(message: str, *args: object) -> None:
     import logging
 
     logging.getLogger(__name__).warning(message, *args)
+
+
+def _mismatch(data: bytes, integrity: str, size: int | None) -> str | None:
+    """How ``data`` is not the artifact ``integrity`` (of ``size`` bytes), or None."""
+    if integrity_of(data) != integrity:
+        return "other bytes"
+    if size is not None and len(data) != size:
+        return f"{len(data)} bytes, expected {size}"
+    return None
 
 
 class ArtifactCache:
@@ -53,14 +72,18 @@ class ArtifactCache:
         """
         path = self.path_for(integrity)
         try:
-            data = path.read_bytes()
-        except OSError:
+            data = read_regular_file(path, limit=MAX_ARCHIVE_BYTES)
+        except FileNotFoundError:
             return None
-        if integrity_of(data) == integrity and (size is None or len(data) == size):
-            return data
-        _warn("deleting corrupt cache entry %s", path)
+        except OSError as exc:  # a FIFO, a device, a directory, too large: no artifact
+            problem = exc.strerror or type(exc).__name__
+        else:
+            problem = _mismatch(data, integrity, size)
+            if problem is None:
+                return data
+        _warn("deleting corrupt cache entry %s (%s)", path, problem)
         with contextlib.suppress(OSError):
-            path.unlink()
+            path.unlink()  # the entry itself: a link goes, never what it points to
         return None
 
     def put(self, data: bytes) -> None:
@@ -95,8 +118,11 @@ class ArtifactCache:
             "signatures": [dict(entry) for entry in signatures],
         }
         try:
+            text = json.dumps(record, indent=2).encode() + b"\n"
+            if len(text) > MAX_SIGNATURES_BYTES:
+                raise ValueError(f"{len(text)} bytes (max {MAX_SIGNATURES_BYTES})")
             path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_bytes(path, json.dumps(record, indent=2).encode() + b"\n")
+            atomic_write_bytes(path, text)
         except (OSError, TypeError, ValueError) as exc:
             _warn("could not write signatures %s: %s", path, exc)
 
@@ -110,7 +136,7 @@ class ArtifactCache:
         """
         path = self.signatures_path_for(integrity)
         try:
-            record = json.loads(path.read_bytes())
+            record = json.loads(read_regular_file(path, limit=MAX_SIGNATURES_BYTES))
         except (OSError, ValueError):
             return None
         if not isinstance(record, dict) or (

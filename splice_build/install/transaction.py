@@ -42,6 +42,7 @@ from splice_build.project.locking import lock
 from splice_build.project.project_file import ProjectFile
 from splice_build.project.state_dir import check_state_dir
 from splice_build.records import dataclass
+from splice_build.spec.regular_file import read_regular_file
 
 JOURNAL = "journal.json"
 
@@ -166,7 +167,6 @@ def _read_journal(layout: ProjectLayout) -> tuple[list[Swap], object, object] | 
     this module writes: it is written atomically, so any other shape was put there by
     someone else, and guessing what it meant could only move the wrong files."""
     from splice_build.errors import ErrorCode, ProjectError, SpecError
-    from splice_build.spec.regular_file import read_regular_file
 
     path = layout.tmp_dir / JOURNAL
 
@@ -250,7 +250,7 @@ def _finish(layout: ProjectLayout, swaps: Sequence[Swap], project_after: object)
 
 def _current_project(layout: ProjectLayout) -> object:
     try:
-        return decode_json(layout.project_file.read_bytes())
+        return decode_json(read_regular_file(layout.project_file))
     except (OSError, ValueError):
         return None  # rewritten below
 

@@ -117,9 +117,18 @@ class InstalledBackend:
         ]
 
     def read_resource(self, uri: str) -> ResourceContents:
+        from splice_build.spec.limits import MAX_SKILL_MD_BYTES
+        from splice_build.spec.regular_file import read_regular_file
+
         # Only listed URIs are served: the client's string is compared, never turned into a path.
         for package in self._splice.installed():
             if skill_uri(package.id) == uri:
-                text = (Path(package.directory) / "SKILL.md").read_text(encoding="utf-8")
-                return ResourceContents(uri=uri, text=text)
+                path = Path(package.directory) / "SKILL.md"
+                try:
+                    data = read_regular_file(path, limit=MAX_SKILL_MD_BYTES)
+                    return ResourceContents(uri=uri, text=data.decode("utf-8"))
+                except (OSError, UnicodeDecodeError):
+                    # Changed since it was checked (gone, a FIFO, not the verified bytes):
+                    # the package is no longer intact, so it is not served.
+                    break
         raise UnknownResource(uri)

@@ -30,6 +30,7 @@ from splice_build.errors import ErrorCode, ProjectError
 from splice_build.project.atomic import atomic_write_json, decode_json
 from splice_build.project.locking import lock
 from splice_build.records import dataclass
+from splice_build.spec.regular_file import read_regular_file
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -163,7 +164,7 @@ class SpliceHome:
 
     def _read_json(self, path: Path) -> object:
         try:
-            data = path.read_bytes()
+            data = read_regular_file(path)
         except FileNotFoundError:
             return None
         except OSError as exc:

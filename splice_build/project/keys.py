@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from splice_build.errors import ErrorCode, ProjectError, SpecError
 from splice_build.records import dataclass, field
+from splice_build.spec.regular_file import read_regular_file
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -129,7 +130,7 @@ def load_key_file(path: Path, *, name: str) -> SigningKey:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     try:
-        private = serialization.load_pem_private_key(path.read_bytes(), password=None)
+        private = serialization.load_pem_private_key(read_regular_file(path), password=None)
     except (OSError, ValueError, TypeError) as exc:
         raise _invalid(path, "not a readable unencrypted PKCS#8 PEM private key") from exc
     if not isinstance(private, Ed25519PrivateKey):

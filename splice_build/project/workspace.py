@@ -37,6 +37,7 @@ from typing import Any
 from splice_build.errors import ErrorCode, ProjectError, UsageError
 from splice_build.project.layout import PROJECT_FILE, STATE_DIR
 from splice_build.records import dataclass
+from splice_build.spec.regular_file import read_regular_file
 
 PYPROJECT = "pyproject.toml"
 _PRUNED = {STATE_DIR, "node_modules", ".git"}
@@ -72,7 +73,7 @@ def read_config(pyproject: Path) -> WorkspaceConfig | None:
 def _pyproject_bytes(pyproject: Path) -> bytes | None:
     """The bytes of ``pyproject`` (None when absent); raises ``INVALID_CONFIG`` when unreadable."""
     try:
-        return pyproject.read_bytes()
+        return read_regular_file(pyproject)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -207,7 +208,7 @@ def _load_memo(path: Path) -> dict[str, Any]:
     import json
 
     try:
-        body = json.loads(path.read_bytes())
+        body = json.loads(read_regular_file(path))
     except (OSError, ValueError, RecursionError):
         return {}
     shape = {"version", "pyproject", "config", "candidates", "members"}
@@ -378,7 +379,7 @@ def _load_document(root: Path) -> Any:
 
     path = root / PYPROJECT
     try:
-        return tomlkit.parse(path.read_text(encoding="utf-8"))
+        return tomlkit.parse(read_regular_file(path).decode("utf-8"))
     except FileNotFoundError:
         return tomlkit.document()
     except Exception as exc:  # tomlkit's parse errors share no public base class

@@ -3,13 +3,16 @@
 One rule set, so that everything ``pack_archive`` writes is accepted by ``read_archive`` and
 everything an untrusted archive may carry is what a packed directory could have produced: safe
 relative paths only, no hidden segment, no ``node_modules``, at most 500 files of at most 2 MiB
-each, and no two paths equal ignoring case (they would collide on macOS and Windows file
-systems). The writer reports ``INVALID_BUNDLE``; the readers report ``INVALID_PACKAGE``.
+each, and no two paths that one file system could not hold side by side (``PathClaims``). The
+writer reports ``INVALID_BUNDLE``; the readers report ``INVALID_PACKAGE``.
 """
 
 from __future__ import annotations
 
+import unicodedata
+
 from splice_build.errors import ErrorCode, SpecError
+from splice_build.records import dataclass
 from splice_build.spec.limits import MAX_FILE_BYTES, MAX_FILES
 from splice_build.spec.paths import is_safe_relative_path
 
@@ -49,6 +52,82 @@ def path_problem(path: str) -> str | None:
     return None
 
 
+def fold_path(path: str) -> str:
+    """``path`` as a file system that ignores case and Unicode normalization stores it.
+
+    macOS (APFS, HFS+) merges the NFC and NFD forms of a name; macOS and Windows merge upper
+    and lower case (Windows also ``s.js`` and ``ſ.js``, both ``S.JS`` in upper case).
+    Canonical caseless matching: NFC, case-folded, and NFC again, since folding can leave a
+    name unnormalized (``ﬆ`` + U+0323 folds to what ``ST`` + U+0323 folds to only once both
+    are normalized again). NFC and case folding never add, drop or move a ``/``, so the
+    folded path has as many segments as ``path``.
+    """
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFC", path).casefold())
+
+
+@dataclass(frozen=True)
+class Clash:
+    """Why a path cannot join the paths claimed before it: ``title`` says what kind of clash,
+    ``reason`` names the path it clashes with."""
+
+    title: str
+    reason: str
+
+
+class PathClaims:
+    """The paths of one package, compared as ``fold_path`` compares them.
+
+    A path clashes with an earlier one when both fold to the same path (one file would
+    overwrite the other), or when one is a directory of the other (``lib`` and ``lib/a.js``:
+    no file system holds a file and a directory under one name, so writing the package would
+    fail halfway).
+    """
+
+    def __init__(self) -> None:
+        self._files: dict[str, str] = {}  # folded path -> the path claimed
+        self._directories: dict[str, str] = {}  # folded directory -> the first path inside it
+
+    def claim(self, path: str) -> Clash | None:
+        """Claim ``path`` (a safe relative path), or say why it clashes (claiming nothing)."""
+        folded = fold_path(path)
+        if folded in self._files:
+            return Clash(
+                "Duplicate file path",
+                f"same path as {quote_path(self._files[folded])} ignoring case and Unicode"
+                " normalization",
+            )
+        if folded in self._directories:
+            inside = self._directories[folded]
+            return Clash(
+                "File and directory of the same name",
+                f"{quote_path(inside)} needs {quote_path(_directory_of(inside, folded))} to be"
+                " a directory",
+            )
+        directories = _folded_directories(folded)
+        for directory in directories:
+            if directory in self._files:
+                return Clash(
+                    "File and directory of the same name",
+                    f"its directory {quote_path(_directory_of(path, directory))} is the file"
+                    f" {quote_path(self._files[directory])}",
+                )
+        self._files[folded] = path
+        for directory in directories:
+            self._directories.setdefault(directory, path)
+        return None
+
+
+def _folded_directories(folded: str) -> list[str]:
+    """``a``, ``a/b`` for ``a/b/c``: every directory the path needs, outermost first."""
+    segments = folded.split("/")
+    return ["/".join(segments[:count]) for count in range(1, len(segments))]
+
+
+def _directory_of(path: str, folded_directory: str) -> str:
+    """The directory of ``path`` that folds to ``folded_directory``, as ``path`` spells it."""
+    return "/".join(path.split("/")[: folded_directory.count("/") + 1])
+
+
 class PackageFiles:
     """Collects files one at a time and raises at the first one that breaks a rule.
 
@@ -57,7 +136,7 @@ class PackageFiles:
 
     def __init__(self, code: ErrorCode) -> None:
         self._code = code
-        self._folded: dict[str, str] = {}
+        self._claims = PathClaims()
         self.files: dict[str, bytes] = {}
 
     def add(self, path: str, content: bytes | bytearray | memoryview) -> None:
@@ -80,12 +159,9 @@ class PackageFiles:
                 f"File exceeds {MAX_FILE_BYTES} bytes",
                 details=[f"{where}: {len(content)} bytes"],
             )
-        key = path.lower()
-        if key in self._folded:
+        clash = self._claims.claim(path)
+        if clash is not None:
             raise SpecError(
-                self._code,
-                "Duplicate file path in archive",
-                details=[f"{where}: same path ignoring case as {quote_path(self._folded[key])}"],
+                self._code, f"{clash.title} in archive", details=[f"{where}: {clash.reason}"]
             )
-        self._folded[key] = path
         self.files[path] = bytes(content)

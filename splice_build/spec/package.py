@@ -2,9 +2,9 @@
 
 A package is judged from its files alone, however they arrived (a directory being packed,
 an archive being read, an installed copy): a valid manifest.json, a valid SKILL.md, an
-existing file for every tool entry, safe and unique paths, no hidden files or
-``node_modules``, and the size and count limits. Every problem is reported, each naming its
-file.
+existing file for every tool entry, safe paths that one file system can hold side by side
+(``entry_rules.PathClaims``), no hidden files or ``node_modules``, and the size and count
+limits. Every problem is reported, each naming its file.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from splice_build.errors import ErrorCode, SpecError
+from splice_build.spec.entry_rules import PathClaims
 from splice_build.spec.limits import MAX_FILE_BYTES, MAX_FILES, MAX_SKILL_MD_BYTES
 from splice_build.spec.manifest import MANIFEST_FILE, Manifest
 from splice_build.spec.paths import is_safe_relative_path, utf16_sort_key
@@ -77,9 +78,10 @@ def _manifest(files: Mapping[str, bytes], problems: list[str]) -> Manifest | Non
 
 
 def _path_problems(files: Mapping[str, bytes]) -> list[str]:
-    """Unsafe, hidden, ``node_modules``, oversized and case-colliding paths, in path order."""
+    """Unsafe, hidden, ``node_modules``, oversized and clashing paths (``PathClaims``), in path
+    order."""
     problems: list[str] = []
-    seen: dict[str, str] = {}
+    claims = PathClaims()  # paths one file system could not hold side by side
     for path in sorted(files, key=utf16_sort_key):
         if not is_safe_relative_path(path, allow_dot=False):
             problems.append(f'unsafe file path "{path}"')
@@ -90,12 +92,7 @@ def _path_problems(files: Mapping[str, bytes]) -> list[str]:
             )
         if len(files[path]) > MAX_FILE_BYTES:
             problems.append(f'file "{path}" exceeds {MAX_FILE_BYTES} bytes')
-        # Paths equal but for case would overwrite each other on Windows and macOS.
-        folded = path.lower()
-        if folded in seen:
-            problems.append(
-                f'duplicate file path "{path}" (differs only in case from "{seen[folded]}")'
-            )
-        else:
-            seen[folded] = path
+        clash = claims.claim(path)
+        if clash is not None:
+            problems.append(f'{clash.title.lower()} "{path}": {clash.reason}')
     return problems

@@ -1,9 +1,13 @@
 """Reading a file Splice expects to be regular (``splice.json``, ``splice.lock``, state under
-``.splice/``, an installed package's files) without ever blocking.
+``.splice/``, an installed package's files, the artifact cache under ``SPLICE_HOME``) without
+ever blocking.
 
 A FIFO put in place of one of them would make a plain ``open`` wait for a writer forever,
 with the project lock held. ``O_NONBLOCK`` makes that open return at once; the file is then
 refused as what it is (not a regular file), through the caller's own "cannot be read" error.
+A caller that knows how large the file may be passes ``limit``: a link to a huge file (or a
+file that keeps growing) is then refused with at most ``limit + 1`` bytes read, never read
+into memory whole.
 """
 
 from __future__ import annotations
@@ -22,24 +26,44 @@ READ_FLAGS = (
 )
 
 
-def read_regular_file(path: Path) -> bytes:
+def read_regular_file(path: Path, limit: int | None = None) -> bytes:
     """The bytes of the regular file at ``path`` (links followed, as ``Path.read_bytes``).
 
     Raises ``FileNotFoundError`` when it is missing and ``OSError`` (``EINVAL``, "not a
-    regular file") for a FIFO, a device, a socket or a directory."""
+    regular file") for a FIFO, a device, a socket or a directory. With ``limit``, a file of
+    more than ``limit`` bytes is ``OSError`` (``EFBIG``), and at most ``limit + 1`` bytes are
+    ever read, even from a file that grows while it is read."""
     fd = os.open(path, READ_FLAGS)
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise OSError(errno.EINVAL, "not a regular file", str(path))
-        # One read sized past the end: a short read of a regular file is its end.
-        want = info.st_size + 1
-        chunks = []
-        while True:
-            chunk = os.read(fd, want)
-            chunks.append(chunk)
-            if len(chunk) < want:
-                return b"".join(chunks)
-            want = 1 << 20  # it grew since the fstat: read on to its end
+        if limit is not None and info.st_size > limit:
+            raise _too_large(path, limit)
+        data = _read_to_end(fd, info.st_size, limit)
+        if limit is not None and len(data) > limit:
+            raise _too_large(path, limit)
+        return data
     finally:
         os.close(fd)
+
+
+def _read_to_end(fd: int, size: int, limit: int | None) -> bytes:
+    """Everything from ``fd`` (``size`` bytes by its ``fstat``), or ``limit + 1`` bytes."""
+    # One read sized past the end: a short read of a regular file is its end.
+    want = size + 1
+    chunks = []
+    total = 0
+    while True:
+        if limit is not None:
+            want = min(want, limit + 1 - total)
+        chunk = os.read(fd, want)
+        chunks.append(chunk)
+        total += len(chunk)
+        if len(chunk) < want or (limit is not None and total > limit):
+            return b"".join(chunks)
+        want = 1 << 20  # it grew since the fstat: read on to its end
+
+
+def _too_large(path: Path, limit: int) -> OSError:
+    return OSError(errno.EFBIG, f"larger than {limit} bytes", str(path))

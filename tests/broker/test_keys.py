@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from splice_build.broker.keys import PROVIDER_VARIABLES, load_keys, parse_env_file
+from splice_build.broker.keys import (
+    MAX_ENV_FILE_BYTES,
+    PROVIDER_VARIABLES,
+    load_keys,
+    parse_env_file,
+)
+from testing.fifos import returns_without_waiting
 
 
 def _write(path: Path, text: str) -> None:
@@ -84,3 +93,48 @@ def test_the_list_is_fixed() -> None:
         "GITHUB_TOKEN",
         "ROBINHOOD_RPC_URL",
     )
+
+
+def test_a_fifo_as_an_env_file_is_skipped_without_waiting(tmp_path: Path) -> None:
+    """``SPLICE_HOME/.env`` is read without an ``is_file`` check first: a FIFO there must be
+    refused, not waited on (every capability call loads the keys)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    os.mkfifo(home / ".env")
+    _write(tmp_path / "project" / ".env", "EXA_API_KEY=from-project\n")
+    keys = returns_without_waiting(
+        lambda: load_keys(env={}, project_root=tmp_path / "project", home=home), home / ".env"
+    )
+    assert keys.get("EXA_API_KEY") == "from-project"
+    assert keys.sources == {"EXA_API_KEY": str(tmp_path / "project" / ".env")}
+
+
+def test_an_env_file_over_the_bound_is_skipped(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    _write(home / ".env", "EXA_API_KEY=from-home\n" + "#" * MAX_ENV_FILE_BYTES)
+    assert load_keys(env={}, project_root=None, home=home).get("EXA_API_KEY") is None
+    _write(home / ".env", "EXA_API_KEY=from-home\n")
+    assert load_keys(env={}, project_root=None, home=home).get("EXA_API_KEY") == "from-home"
+
+
+# 1 GiB of address space: a read of /dev/zero that does not stop ends in MemoryError (exit 1).
+HOME_PROBE = """
+import resource, sys
+from pathlib import Path
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+from splice_build.broker.keys import load_keys
+print(load_keys(env={}, project_root=None, home=Path(sys.argv[1])).sources)
+"""
+
+
+def test_a_link_to_dev_zero_as_the_home_env_file_is_skipped(tmp_path: Path) -> None:
+    (tmp_path / ".env").symlink_to("/dev/zero")
+    done = subprocess.run(
+        [sys.executable, "-c", HOME_PROBE, str(tmp_path)],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "{}"

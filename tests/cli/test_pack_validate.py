@@ -9,8 +9,11 @@ import json
 import tarfile
 from pathlib import Path
 
+import pytest
+
 from testing.cli import run_splice
 from testing.packages import minimal_manifest, write_package
+from testing.registry import file_and_directory
 
 
 def test_pack_writes_the_artifact_and_reports_it(tmp_path: Path) -> None:
@@ -83,6 +86,44 @@ def test_validate_refuses_a_hostile_archive(tmp_path: Path) -> None:
     assert error["code"] == "INVALID_PACKAGE"
     assert any("../escape.txt" in d for d in error["details"])
     assert not (tmp_path.parent / "escape.txt").exists()
+
+
+def test_validate_refuses_a_file_and_a_directory_of_one_name(tmp_path: Path) -> None:
+    archive = tmp_path / "clash.tar.gz"
+    archive.write_bytes(file_and_directory())
+    result = run_splice("validate", str(archive), "--json")
+    assert result.code == 1, result.stdout + result.stderr
+    error = result.json()["error"]
+    assert error["code"] == "INVALID_PACKAGE"
+    assert error["message"] == "File and directory of the same name in archive"
+    assert error["details"] == ['entry "lib/a.js": its directory "lib" is the file "lib"']
+
+
+@pytest.mark.parametrize("command", ["validate", "publish"])
+def test_a_directory_macos_would_merge_is_refused_before_any_upload(
+    tmp_path: Path, command: str
+) -> None:
+    """Linux holds ``Tools`` and ``tools/``, ``café.js`` in NFC and NFD; macOS holds neither
+    pair. ``publish`` refuses it locally: the unreachable registry is never asked."""
+    pkg = write_package(tmp_path / "pkg")
+    (pkg / "Tools").write_bytes(b"a file")
+    result = run_splice("--json", "--registry", "http://127.0.0.1:9", command, str(pkg))
+    assert result.code == 1, result.stdout + result.stderr
+    error = result.json()["error"]
+    assert (error["code"], error["message"]) == (
+        "INVALID_PACKAGE",
+        "File and directory of the same name in archive",
+    )
+    (pkg / "Tools").unlink()
+    (pkg / "caf\u00e9.js").write_bytes(b"nfc")
+    (pkg / "cafe\u0301.js").write_bytes(b"nfd")
+    result = run_splice("--json", "--registry", "http://127.0.0.1:9", command, str(pkg))
+    assert result.code == 1, result.stdout + result.stderr
+    error = result.json()["error"]
+    assert (error["code"], error["message"]) == (
+        "INVALID_PACKAGE",
+        "Duplicate file path in archive",
+    )
 
 
 def test_validate_missing_target(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ import pytest
 from splice_build.mcp.backend import INSTRUCTIONS, InstalledBackend
 from splice_build.mcp.interface import ServerInfo
 from splice_build.mcp.protocol import Server, Session
+from testing.fifos import returns_without_waiting
 
 pytestmark = pytest.mark.node
 
@@ -88,3 +89,30 @@ def test_skill_md_resources(server: tuple[Server, Path]) -> None:
         srv, "resources/read", {"uri": "splice://packages/@splice/example/../json/SKILL.md"}
     )
     assert traversal["error"]["code"] == -32002
+
+
+def test_a_skill_md_swapped_for_a_fifo_after_its_check_is_not_served(
+    server: tuple[Server, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race the files-digest check cannot close: SKILL.md becomes a FIFO between the
+    check (``installed()``) and the read. The read refuses it at once (the server's thread is
+    never blocked) and the resource is unknown, as for any package modified meanwhile."""
+    from splice_build.sdk import Splice
+
+    _, root = server
+    skill = root / ".splice/packages/@splice/example/SKILL.md"
+    splice = Splice(root, home=Path(os.environ["SPLICE_HOME"]))
+    checked = splice.installed
+
+    def then_swapped() -> Any:
+        packages = checked()
+        if skill.is_file():
+            skill.unlink()
+            os.mkfifo(skill)
+        return packages
+
+    monkeypatch.setattr(splice, "installed", then_swapped)
+    srv = Server(InstalledBackend(splice), ServerInfo(instructions=INSTRUCTIONS))
+    uri = "splice://packages/@splice/example/SKILL.md"
+    answer = returns_without_waiting(lambda: ask(srv, "resources/read", {"uri": uri}), skill)
+    assert answer["error"]["code"] == -32002

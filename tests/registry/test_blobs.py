@@ -5,7 +5,9 @@ S3 is moto's server (a test double of S3) started once per session: see conftest
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import os
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,8 @@ from splice_build.errors import ErrorCode, RegistryError
 from splice_build.registry.blobs.filesystem import FilesystemBlobStore
 from splice_build.registry.blobs.interface import artifact_key
 from splice_build.registry.blobs.s3 import S3BlobStore
+from splice_build.spec.limits import MAX_ARCHIVE_BYTES
+from testing.fifos import returns_without_waiting
 from testing.registry_backends import ScaleServices
 from testing.registry_memory_blobs import MemoryBlobStore
 
@@ -98,3 +102,27 @@ def test_s3_missing_bucket_is_a_clear_error(scale_services: ScaleServices) -> No
         S3BlobStore("no-such-bucket", client=scale_services.s3.client())
     assert info.value.code is ErrorCode.ARTIFACT_STORAGE_FAILED
     assert "no-such-bucket" in info.value.message
+
+
+def test_filesystem_refuses_what_no_artifact_can_be_without_reading_it(tmp_path: Path) -> None:
+    """A FIFO where an artifact belongs would block a download forever, a 1 TiB (sparse) file
+    would be read whole: a download gets the error at once, and so does a publish's
+    identical-retry check (ARTIFACT_STORAGE_FAILED)."""
+    store = FilesystemBlobStore(tmp_path)
+    path = tmp_path / KEY
+    path.parent.mkdir(parents=True)
+    os.mkfifo(path)
+    with pytest.raises(OSError) as refused:
+        returns_without_waiting(lambda: store.get(KEY), path)
+    assert refused.value.errno == errno.EINVAL
+    with pytest.raises(RegistryError) as info:
+        returns_without_waiting(lambda: store.put(KEY, b"bytes"), path)
+    assert info.value.code is ErrorCode.ARTIFACT_STORAGE_FAILED
+    assert "not a regular file" in info.value.message
+    path.unlink()
+    with open(path, "wb") as handle:
+        handle.truncate(1 << 40)
+    with pytest.raises(OSError) as refused:
+        store.get(KEY)
+    assert refused.value.errno == errno.EFBIG
+    assert f"larger than {MAX_ARCHIVE_BYTES} bytes" in str(refused.value)

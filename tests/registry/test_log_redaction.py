@@ -45,12 +45,13 @@ def test_mcp_internal_error_is_logged_redacted(tmp_path: Path) -> None:
         token = user_token(server, "reader")
         assert "contents" in _read_skill_doc(server.url, token)["result"]
         artifact.unlink()
-        artifact.mkdir()  # reading it now raises IsADirectoryError naming the path
+        artifact.mkdir()  # reading it now raises OSError ("not a regular file") naming the path
         answer = _read_skill_doc(server.url, token)
         assert answer["error"] == {"code": -32603, "message": "Internal error"}
         server.stop()
         assert server.process.stderr is not None
         logged = server.process.stderr.read()
-    assert "internal error in resources/read: IsADirectoryError" in logged, logged
+    assert "internal error in resources/read: OSError" in logged, logged
+    assert "not a regular file" in logged, logged
     assert SECRET not in logged
     assert f"{tmp_path}/[REDACTED]/store" in logged

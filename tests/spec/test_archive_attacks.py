@@ -6,13 +6,19 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
+import unicodedata
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
 
 from splice_build.errors import ErrorCode, SpecError
 from splice_build.spec.archive import read_archive
+from splice_build.spec.entry_rules import quote_path
+from splice_build.spec.package import validate_package_files
 from testing.archives import RawEntry, gzip_bomb, gzip_bytes, hostile_archives, raw_tar, tar_gz
+from testing.manifests import package_files
 
 REPO = Path(__file__).parents[2]
 HOSTILE = hostile_archives()
@@ -156,3 +162,58 @@ def test_exactly_16_mib_of_tar_is_still_read() -> None:
     tar_bytes = raw_tar(entries)
     assert len(tar_bytes) == 16 * MIB
     assert len(read_archive(gzip_bytes(tar_bytes))) == 8
+
+
+# Paths built from names that file systems merge (case; NFC and NFD; the long s, which is "s"
+# in upper case) or nest (a name used as a file and as a directory, at two depths).
+NAMES = ("lib", "Lib", "LIB", "caf\u00e9", "cafe\u0301", "CAF\u00c9", "s", "\u017f", "S")
+PATHS = sorted({*NAMES, *(f"{n}/a.js" for n in NAMES), "lib/a.js/b.js", "LIB/A.JS/b.js"})
+# How each file system stores a name, written independently of the reader's own folding:
+# as given (Linux), decomposed and lower-cased (macOS), upper-cased (Windows).
+FILE_SYSTEMS: dict[str, Callable[[str], str]] = {
+    "linux": lambda name: name,
+    "macos": lambda name: unicodedata.normalize("NFD", name).lower(),
+    "windows": str.upper,
+}
+
+
+def _holds(paths: Sequence[str], stored_as: Callable[[str], str], root: Path) -> bool:
+    """Whether one real directory takes every path, each name stored as ``stored_as`` makes
+    it, written as an install writes its staging copy (parents made, each file created new)."""
+    directory = Path(tempfile.mkdtemp(dir=root))
+    try:
+        for path in paths:
+            target = directory.joinpath(*(stored_as(name) for name in path.split("/")))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with open(target, "xb"):
+                pass
+    except OSError:  # FileExistsError, NotADirectoryError: one name taken twice
+        return False
+    return True
+
+
+@pytest.mark.parametrize("first", PATHS)
+def test_two_paths_are_accepted_exactly_when_every_file_system_holds_both(
+    first: str, tmp_path: Path
+) -> None:
+    """Every ordered pair: the reader (and package validation) refuses a pair, naming the later
+    entry, exactly when writing both into a directory fails on one of the file systems."""
+    for second in PATHS:
+        held = all(_holds([first, second], fs, tmp_path) for fs in FILE_SYSTEMS.values())
+        try:
+            read_archive(tar_gz([RawEntry(first, b"1"), RawEntry(second, b"2")]))
+        except SpecError as exc:
+            assert exc.code == ErrorCode.INVALID_PACKAGE
+            assert exc.details[0].startswith(f"entry {quote_path(second)}: "), exc.details
+            assert not held, (first, second, exc.details)
+        else:
+            assert held, (first, second)
+        if first == second:
+            continue
+        try:
+            validate_package_files(package_files(extra={first: b"1", second: b"2"}))
+        except SpecError as exc:
+            assert not held and len(exc.details) == 1, (first, second, exc.details)
+            assert exc.details[0].startswith(("duplicate file path", "file and directory"))
+        else:
+            assert held, (first, second)

@@ -99,6 +99,25 @@ def test_case_insensitive_duplicates_are_refused(tmp_path: Path) -> None:
     assert "README.md" in _refused(tmp_path).details[0]
 
 
+def test_names_one_normalization_apart_are_refused(tmp_path: Path) -> None:
+    """Linux keeps both; macOS would merge them into one file."""
+    (tmp_path / "caf\u00e9.js").write_bytes(b"nfc")
+    (tmp_path / "cafe\u0301.js").write_bytes(b"nfd")
+    error = _refused(tmp_path)
+    assert error.message == "Duplicate file path in archive"
+    assert "ignoring case and Unicode normalization" in error.details[0]
+
+
+def test_a_file_named_like_a_directory_ignoring_case_is_refused(tmp_path: Path) -> None:
+    """Linux keeps the file ``Lib`` and the directory ``lib``; macOS and Windows cannot."""
+    (tmp_path / "Lib").write_bytes(b"x")
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "a.js").write_bytes(b"y")
+    error = _refused(tmp_path)
+    assert error.message == "File and directory of the same name in archive"
+    assert error.details == ('entry "lib/a.js": its directory "lib" is the file "Lib"',)
+
+
 def test_names_that_are_not_utf8_are_refused(tmp_path: Path) -> None:
     with open(os.path.join(os.fsencode(tmp_path), b"caf\xe9.js"), "wb") as handle:
         handle.write(b"x")

@@ -101,7 +101,31 @@ def test_validate_skill_md(data: bytes, errors: list[str]) -> None:
         (lambda f: f.update({"C:evil.js": b"x"}), ['unsafe file path "C:evil.js"']),
         (
             lambda f: f.update({"Tools/Hello.ts": b"x"}),
-            ['duplicate file path "tools/hello.ts" (differs only in case from "Tools/Hello.ts")'],
+            [
+                'duplicate file path "tools/hello.ts": same path as "Tools/Hello.ts" ignoring case'
+                " and Unicode normalization"
+            ],
+        ),
+        (
+            lambda f: f.update({"caf\u00e9.js": b"nfc", "cafe\u0301.js": b"nfd"}),
+            ['duplicate file path "caf\u00e9.js": same path as "cafe\u0301.js" ignoring case'],
+        ),
+        (
+            lambda f: f.update({"s.js": b"x", "\u017f.js": b"long s"}),
+            ['duplicate file path "\u017f.js": same path as "s.js" ignoring case'],
+        ),
+        (
+            lambda f: f.update({"tools": b"a file named like the entries' directory"}),
+            [
+                'file and directory of the same name "tools/hello.ts": its directory "tools" is'
+                ' the file "tools"'
+            ],
+        ),
+        (
+            lambda f: f.update({"Lib": b"x", "lib/a.js": b"y"}),
+            [
+                'file and directory of the same name "lib/a.js": its directory "lib" is the file "Lib"'
+            ],
         ),
     ],
 )
@@ -146,7 +170,8 @@ def test_every_problem_at_once() -> None:
     files["readme.MD"] = b"b"
     assert problems_of(files) == [
         'disallowed file ".DS_Store": hidden files and node_modules are not allowed in packages',
-        'duplicate file path "readme.MD" (differs only in case from "README.md")',
+        'duplicate file path "readme.MD": same path as "README.md" ignoring case and Unicode'
+        " normalization",
         "SKILL.md is empty",
         'tool "other": entry file "tools/other.js" is missing',
     ]

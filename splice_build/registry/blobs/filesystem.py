@@ -1,7 +1,11 @@
 """Filesystem ``BlobStore``: one file per artifact under a root directory.
 
 Writes are atomic and durable: temp file in the target directory, fsync, rename, fsync of
-the directory. A reader therefore sees either no file or the complete bytes.
+the directory. A reader therefore sees either no file or the complete bytes. Reads take
+regular files of at most ``MAX_ARCHIVE_BYTES`` only (publish stores nothing larger): a FIFO
+or device in the store, a link to one, or a file too large is refused at once (``OSError``
+from a download, as for any unreadable artifact; ``ARTIFACT_STORAGE_FAILED`` from a
+publish), never a read that blocks or does not end.
 """
 
 from __future__ import annotations
@@ -12,7 +16,9 @@ from pathlib import Path
 
 from splice_build.errors import ErrorCode, RegistryError
 from splice_build.registry.blobs.interface import conflict, missing
+from splice_build.spec.limits import MAX_ARCHIVE_BYTES
 from splice_build.spec.paths import is_safe_relative_path
+from splice_build.spec.regular_file import read_regular_file
 
 
 class FilesystemBlobStore:
@@ -30,7 +36,7 @@ class FilesystemBlobStore:
         target = self._path(key)
         try:
             if target.exists():
-                if target.read_bytes() != data:
+                if read_regular_file(target, limit=MAX_ARCHIVE_BYTES) != data:
                     raise conflict(key)
                 return
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -52,7 +58,7 @@ class FilesystemBlobStore:
 
     def get(self, key: str) -> bytes:
         try:
-            return self._path(key).read_bytes()
+            return read_regular_file(self._path(key), limit=MAX_ARCHIVE_BYTES)
         except FileNotFoundError as exc:
             raise missing(key) from exc
 
