@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from splice_build.mcp.transport.connections import (
+from splice_build.connections import (
     ACCEPT_ERROR,
     MAX_CONNECTIONS,
     AcceptErrorLog,

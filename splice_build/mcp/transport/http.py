@@ -277,39 +277,27 @@ def serve_http(
     log) gets the server's own diagnostics."""
     import logging
 
-    import uvicorn
-
     from splice_build.client_address import TrustedProxies
+    from splice_build.connections import serve_limited
     from splice_build.listen import BACKLOG, listening_socket
-    from splice_build.mcp.transport.connections import (
-        AcceptErrorLog,
-        connection_protocol,
-        max_connections,
-        raise_open_file_limit,
-    )
 
-    limit = max_connections(raise_open_file_limit())
     sock = listening_socket(host, port)  # TCP_NODELAY on every accepted connection
     bound_port = sock.getsockname()[1]
     shown_host = f"[{host}]" if sock.family == socket.AF_INET6 else host
-    config = uvicorn.Config(
-        TrustedProxies(
+    config = {
+        "app": TrustedProxies(
             build_app(server, digest, AsyncAdmission(max_calls)), trusted=trusted_proxies
         ),
-        http=connection_protocol(limit),  # docs/mcp.md#connections
-        loop="asyncio",
-        backlog=BACKLOG,
-        log_level="warning",
-        access_log=False,
-        lifespan="off",
-        server_header=False,
-        proxy_headers=False,  # uvicorn's own trusts 127.0.0.1; TrustedProxies alone decides
+        "backlog": BACKLOG,
+        "log_level": "warning",
+        "access_log": False,
+        "lifespan": "off",
+        "server_header": False,
+        "proxy_headers": False,  # uvicorn's own trusts 127.0.0.1; TrustedProxies alone decides
+    }
+    serve_limited(  # docs/mcp.md#connections
+        config,
+        sock,
+        log or logging.getLogger("uvicorn.error").warning,
+        on_ready=lambda: on_ready(f"http://{shown_host}:{bound_port}{PATH}"),
     )
-    accept_errors = AcceptErrorLog(log or logging.getLogger("uvicorn.error").warning)
-
-    async def serve() -> None:
-        asyncio.get_running_loop().set_exception_handler(accept_errors)
-        await uvicorn.Server(config).serve(sockets=[sock])
-
-    on_ready(f"http://{shown_host}:{bound_port}{PATH}")
-    asyncio.run(serve())

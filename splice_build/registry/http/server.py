@@ -13,6 +13,7 @@ text that carries a token or a ``NAME=value`` secret is shown redacted (docs/reg
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -83,8 +84,8 @@ def serve(
             data, admin_token_sha256=admin_token_sha256, limits=limits, config=config
         )
 
-    def run(service: RegistryService) -> None:
-        _uvicorn(service, trusted_proxies).run(sockets=[sock])
+    def run(service: RegistryService, on_ready: Callable[[], None] = lambda: None) -> None:
+        _serve(service, trusted_proxies, sock, on_ready)
 
     with sock:
         service = open_store()  # creates and migrates the store, once
@@ -92,8 +93,7 @@ def serve(
         shown = f"[{bound_host}]" if ":" in bound_host else bound_host
         url = f"http://{shown}:{bound_port}"
         if workers == 1:
-            on_listen(url)
-            run(service)
+            run(service, on_ready=lambda: on_listen(url))
             return
         import uvicorn  # noqa: F401  (imported before the forks: every worker starts at once)
 
@@ -105,17 +105,25 @@ def serve(
         supervise(workers, lambda: run(open_store()))
 
 
-def _uvicorn(service: RegistryService, trusted_proxies: Sequence[IPNetwork]) -> Any:
-    import uvicorn
+def _serve(
+    service: RegistryService,
+    trusted_proxies: Sequence[IPNetwork],
+    sock: socket.socket,
+    on_ready: Callable[[], None],
+) -> None:
+    """uvicorn on ``sock`` with the connection limits both servers share
+    (splice_build/connections.py, docs/registry.md#connections)."""
+    import logging
 
+    from splice_build.connections import serve_limited
     from splice_build.registry.http.app import create_app
 
-    config = uvicorn.Config(
-        create_app(service, trusted_proxies=trusted_proxies),
-        log_config=None,  # LOG_CONFIG is in place; uvicorn must not install its own handlers
-        log_level="warning",
-        access_log=False,
-        lifespan="off",
-        proxy_headers=False,
-    )
-    return uvicorn.Server(config)
+    config = {
+        "app": create_app(service, trusted_proxies=trusted_proxies),
+        "log_config": None,  # LOG_CONFIG is in place; uvicorn must not install its own handlers
+        "log_level": "warning",
+        "access_log": False,
+        "lifespan": "off",
+        "proxy_headers": False,
+    }
+    serve_limited(config, sock, logging.getLogger("uvicorn.error").warning, on_ready)

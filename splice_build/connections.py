@@ -1,13 +1,15 @@
-"""What a client can hold of the HTTP server before its token is read (docs/mcp.md#connections).
+"""What a client can hold of either HTTP server before it is known (``splice mcp --http``,
+``splice registry serve``; docs/mcp.md#connections).
 
-A connection costs an open file from ``accept`` on, and the token is only read once the
-request head is complete; so without limits a client that opens connections and never
-finishes a head runs the process out of files, and nobody is served.
+A connection costs an open file from ``accept`` on, and a token (or a rate limit's client
+address) is only read once the request head is complete; so without limits a client that
+opens connections and never finishes a head runs the process out of files, and nobody is
+served.
 
 - ``raise_open_file_limit``: at start-up the soft ``RLIMIT_NOFILE`` goes up to the hard one.
 - ``connection_protocol``: at most ``max_connections`` connections are open at once
   (``MAX_CONNECTIONS``, or half the open-file limit if that is lower: the rest is for
-  sandbox processes, the project and the server itself). A connection that would pass it
+  sandbox processes, the project, the registry's store and the server itself). A connection that would pass it
   displaces the connection that has waited longest for a request head (idle, or a head not
   yet complete); when every connection has a request in progress, the new one is closed at
   once. A request head must be complete within ``HEAD_SECONDS`` of the connection opening
@@ -136,3 +138,27 @@ class AcceptErrorLog:
                 f"{self._seconds:g} s)"
             )
             self._last, self._count = now, 0
+
+
+def serve_limited(
+    config_args: dict[str, Any],
+    sock: Any,
+    log: Callable[[str], None],
+    on_ready: Callable[[], None] = lambda: None,
+) -> None:
+    """Run uvicorn on ``sock`` until SIGINT/SIGTERM with this module's limits: the open-file
+    limit raised, the connection cap and head deadline, accept errors condensed into ``log``.
+    ``config_args`` are the server's own ``uvicorn.Config`` arguments; ``on_ready`` runs once
+    the limits are in force, before the first connection is accepted."""
+    import uvicorn
+
+    limit = max_connections(raise_open_file_limit())
+    config = uvicorn.Config(**config_args, http=connection_protocol(limit), loop="asyncio")
+    accept_errors = AcceptErrorLog(log)
+    on_ready()
+
+    async def serve() -> None:
+        asyncio.get_running_loop().set_exception_handler(accept_errors)
+        await uvicorn.Server(config).serve(sockets=[sock])
+
+    asyncio.run(serve())

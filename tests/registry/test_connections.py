@@ -1,0 +1,90 @@
+"""What a client can hold of `splice registry serve` before its request is read
+(docs/registry.md#connections), attacked for real: the server process runs with few open
+files, and the test opens more connections than that, each sending half a request head."""
+
+from __future__ import annotations
+
+import resource
+import socket
+import sys
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from testing.registry_server import RunningRegistry, launch, serve_argv
+
+PARTIAL_HEAD = b"GET /health HTTP/1.1\r\n"  # never finished
+
+
+def _limited(open_files: tuple[int, int], argv: list[str]) -> list[str]:
+    """``argv`` run (exec'd, same process) with ``RLIMIT_NOFILE`` = ``open_files``."""
+    code = (
+        "import os, resource, sys; "
+        f"resource.setrlimit(resource.RLIMIT_NOFILE, {open_files!r}); "
+        "os.execv(sys.argv[1], sys.argv[1:])"
+    )
+    return [sys.executable, "-c", code, *argv]
+
+
+def _health(url: str) -> int | str:
+    try:
+        with urllib.request.urlopen(url + "/health", timeout=30) as answer:
+            return answer.status
+    except OSError as exc:
+        return repr(exc)
+
+
+def _soft_hard(pid: int) -> tuple[int, int]:
+    for line in Path(f"/proc/{pid}/limits").read_text().splitlines():
+        if line.startswith("Max open files"):
+            soft, hard = line.split()[3:5]
+            return int(soft), int(hard)
+    raise AssertionError("no open-files line")
+
+
+@pytest.fixture
+def sockets() -> Iterator[list[socket.socket]]:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 2048 and (hard == resource.RLIM_INFINITY or hard > soft):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(2048, hard), hard))
+    opened: list[socket.socket] = []
+    yield opened
+    for sock in opened:
+        sock.close()
+    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def _server(tmp_path: Path, open_files: tuple[int, int]) -> RunningRegistry:
+    return launch(_limited(open_files, serve_argv(tmp_path / "data")), tmp_path / "data")
+
+
+def test_unfinished_heads_cannot_run_the_server_out_of_files(
+    tmp_path: Path, sockets: list[socket.socket]
+) -> None:
+    server = _server(tmp_path, (256, 256))
+    try:
+        parts = urlsplit(server.url)
+        assert _health(server.url) == 200
+        for _ in range(400):  # well past 256 files
+            sock = socket.create_connection((parts.hostname, parts.port), timeout=30)
+            sock.sendall(PARTIAL_HEAD)
+            sockets.append(sock)
+        assert _health(server.url) == 200  # while they are all still open
+    finally:
+        server.stop()
+    assert server.process.stderr is not None
+    log = server.process.stderr.read()
+    assert "Traceback" not in log, log[-4000:]
+    assert len(log) < 4096, log[:4096]
+
+
+def test_the_soft_open_file_limit_is_raised_to_the_hard_one(tmp_path: Path) -> None:
+    server = _server(tmp_path, (256, 4096))
+    try:
+        assert _soft_hard(server.process.pid) == (4096, 4096)
+        assert _health(server.url) == 200
+    finally:
+        server.stop()
