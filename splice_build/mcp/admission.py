@@ -8,13 +8,16 @@ than the machine has cores only makes every call slower (64 clients on 2 cores g
 *address* (the peer's, or the ``--trusted-proxy``'s client), under its session (the
 ``mcp-session-id`` header); when a call ends, the slot goes to the next address in
 round-robin order, and within it to the next session's oldest call. The queue is bounded
-in total (``queue``) and per address (``per_address``), and a call waits at most
-``wait_seconds``: beyond any of these it is refused with ``Busy`` (HTTP 503 +
-``Retry-After``, JSON-RPC ``SERVER_BUSY``). The bounds are per address because the address
-is what a client cannot change at will: a session id is any string the client sends, and a
-new one is one ``initialize`` away, so keying the bounds on it would let one client take
-the whole queue by sending a new id with every call. Over stdio there is one client and
-nobody to answer 503 to, so calls queue on a plain semaphore.
+in total (``queue``), and a call waits at most ``wait_seconds``: beyond either it is
+refused with ``Busy`` (HTTP 503 + ``Retry-After``, JSON-RPC ``SERVER_BUSY``). One address
+may fill the whole queue while nobody else waits (so clients behind one address, a proxy's
+or a machine's, keep the slots busy); when the queue is full, a call of an address holding
+fewer waiting calls than another *pushes out* that address's newest waiting call, which is
+refused instead. The shares are per address because the address is what a client cannot
+change at will: a session id is any string the client sends, and a new one is one
+``initialize`` away, so shares per session would let one client take the whole queue by
+sending a new id with every call. Over stdio there is one client and nobody to answer 503
+to, so calls queue on a plain semaphore.
 """
 
 from __future__ import annotations
@@ -30,7 +33,6 @@ MAX_CALLS_ENV = "SPLICE_MCP_MAX_CALLS"
 SERVER_BUSY = -32003
 BUSY_MESSAGE = "Server busy"
 QUEUE_PER_CALL = 8  # queued calls allowed per running slot (total)
-PER_ADDRESS_SHARE = 4  # one client address may hold at most 1/PER_ADDRESS_SHARE of the queue
 WAIT_SECONDS = 10.0
 RETRY_AFTER_SECONDS = 1
 # Methods that run tool code (or may: a batch holding one counts as one call).
@@ -61,7 +63,7 @@ def busy_data() -> dict[str, Any]:
 
 
 class Busy(Exception):
-    """The call was not admitted: queue full, this client's share full, or waited too long."""
+    """The call was not admitted: queue full (or pushed out of it), or waited too long."""
 
 
 class AsyncAdmission:
@@ -69,8 +71,9 @@ class AsyncAdmission:
     within an address per session.
 
     Used from one event loop only (no locks): ``async with admission.slot(address,
-    session): ...``. The bounds are per address: a session id is whatever the client sends,
-    so it only orders the calls of one address and never earns more room.
+    session): ...``. Shares are per address: a session id is whatever the client sends, so
+    it only orders the calls of one address and never earns more room. ``per_address``
+    optionally caps one address's waiting calls (default: the whole queue).
     """
 
     def __init__(
@@ -85,9 +88,7 @@ class AsyncAdmission:
             raise ValueError("limit must be at least 1")
         self.limit = limit
         self.queue = QUEUE_PER_CALL * limit if queue is None else queue
-        self.per_address = (
-            max(1, self.queue // PER_ADDRESS_SHARE) if per_address is None else per_address
-        )
+        self.per_address = self.queue if per_address is None else per_address
         self.wait_seconds = wait_seconds
         self.running = 0
         self.waiting = 0
@@ -107,7 +108,7 @@ class AsyncAdmission:
             self.running += 1
             return
         held = self._held.get(address, 0)
-        if self.waiting >= self.queue or held >= self.per_address:
+        if held >= self.per_address or (self.waiting >= self.queue and not self._push_out(held)):
             raise Busy
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._queues.setdefault(address, OrderedDict()).setdefault(session, deque()).append(future)
@@ -138,6 +139,25 @@ class AsyncAdmission:
                 future.set_result(None)  # the slot moves over; ``running`` is unchanged
                 return
         self.running -= 1
+
+    def _push_out(self, held: int) -> bool:
+        """Make room in a full queue for a call of an address holding ``held`` waiting
+        calls: refuse the newest waiting call of the address holding the most, if that is
+        more than the newcomer's would then hold. False when no address holds that many."""
+        heaviest = max(self._held, key=self._held.__getitem__)
+        if self._held[heaviest] <= held + 1:
+            return False
+        sessions = self._queues[heaviest]
+        session = max(sessions, key=lambda name: len(sessions[name]))
+        waiters = sessions[session]
+        future = waiters.pop()  # its newest
+        if not waiters:
+            del sessions[session]
+        if not sessions:
+            del self._queues[heaviest]
+        self._forget(heaviest)
+        future.set_exception(Busy())
+        return True
 
     def _forget(self, address: str) -> None:
         """One waiting call of ``address`` is no longer waiting."""

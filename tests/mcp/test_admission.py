@@ -127,12 +127,14 @@ def until(condition: Any) -> None:
 
 
 def busy_refusals(url: str, tmp_path: Path, session: str, count: int) -> list[Response]:
+    """Send ``count`` calls that never end by themselves; the answers that came at once (a
+    queued call waits, far below the queue's 10 s deadline for all of them together)."""
     refused = []
     for index in range(count):
         body = wait_call(tmp_path / f"never-{session}-{index}", f"{session}-{index}")
         caller = Caller(url, body, session)
         caller.start()
-        caller.join(1.0)
+        caller.join(0.3)
         if caller.response is not None:
             refused.append(caller.response)
     return refused
@@ -151,9 +153,9 @@ def test_second_call_waits_and_calls_beyond_the_queue_get_503(url: str, tmp_path
     assert ping(url)["result"] == {}
     second.join(0.5)
     assert second.response is None  # queued behind the first call
-    # Session "a" floods from the same address as "b": the address's share of the queue
-    # (8 // 4 = 2) holds "b"'s call and one of "a"'s, then "a" is refused.
-    refused = busy_refusals(url, tmp_path, "a", 3)
+    # Session "a" floods from the same address as "b": one address may fill the whole queue
+    # (8 calls: "b"'s and seven of "a"'s), then "a" is refused (it cannot push itself out).
+    refused = busy_refusals(url, tmp_path, "a", 9)
     assert len(refused) == 2
     response = refused[0]
     assert response.status_code == 503
@@ -199,9 +201,9 @@ def test_a_flooding_address_does_not_starve_another(url: str, tmp_path: Path) ->
 
 
 def test_rotating_session_ids_earns_a_flooder_no_room(url: str, tmp_path: Path) -> None:
-    """The review's attack: a flooder sends every call under a new ``mcp-session-id``. Its
-    calls share its address's quarter of the queue, so another client's call still waits
-    for its turn instead of being refused."""
+    """The review's attack: a flooder sends every call under a new ``mcp-session-id`` and
+    fills the queue. Another address's call then pushes out the flooder's newest waiting
+    call and waits for its turn instead of being refused."""
     release = tmp_path / "release"
     holder = Caller(url, wait_call(release, "holder"), uuid.uuid4().hex, source="127.0.0.2")
     holder.start()
@@ -211,10 +213,10 @@ def test_rotating_session_ids_earns_a_flooder_no_room(url: str, tmp_path: Path) 
         body = wait_call(release, f"flood-{index}")
         caller = Caller(url, body, uuid.uuid4().hex, source="127.0.0.2")
         caller.start()
-        caller.join(1.0)
+        caller.join(0.3)
         flood.append(caller)
     refused = [c for c in flood if c.response is not None and c.response.status_code == 503]
-    assert len(refused) == 10  # two queued: the address's share
+    assert len(refused) == 4  # eight queued: the whole queue, nobody else waiting
     victim = Caller(url, wait_call(release, "victim"), "victim", source="127.0.0.3")
     victim.start()
     victim.join(1.0)
@@ -223,6 +225,10 @@ def test_rotating_session_ids_earns_a_flooder_no_room(url: str, tmp_path: Path) 
     victim.join(60)
     assert victim.response is not None and victim.response.status_code == 200
     holder.join(60)
+    for caller in flood:
+        caller.join(60)
+    statuses = sorted(c.response.status_code for c in flood if c.response is not None)
+    assert statuses == [200] * 7 + [503] * 5  # one more pushed out by the victim
 
 
 @pytest.mark.parametrize("trusted", [True, False], ids=["trusted-proxy", "no-trusted-proxy"])
@@ -238,16 +244,20 @@ def test_behind_a_trusted_proxy_a_client_without_session_is_queued_by_its_addres
         def call(name: str, client: str) -> Caller:
             caller = Caller(url, wait_call(tmp_path / "release", name), "", forwarded=client)
             caller.start()
-            caller.join(1.0)
+            caller.join(0.3)
             return caller
 
-        calls = [call(f"a{i}", "10.0.0.1") for i in range(3)]  # one runs, two fill a's share
-        refused = call("a3", "10.0.0.1")
+        calls = [call(f"a{i}", "10.0.0.1") for i in range(9)]  # one runs, eight fill the queue
+        refused = call("a9", "10.0.0.1")
         other = call("b0", "10.0.0.2")
         assert refused.response is not None and refused.response.status_code == 503
-        if trusted:
-            assert other.response is None  # its own queue: waiting, not refused
-        else:  # the header is ignored: one peer, one share, already full
+        if trusted:  # another address: pushes out a's newest call and waits its turn
+            assert other.response is None
+            pushed_out = calls[-1]
+            pushed_out.join(10)
+            assert pushed_out.response is not None and pushed_out.response.status_code == 503
+            calls = calls[:-1]
+        else:  # the header is ignored: one peer, one address, the queue already full
             assert other.response is not None and other.response.status_code == 503
         (tmp_path / "release").touch()
         for caller in [*calls, other]:
@@ -306,10 +316,15 @@ def test_admission_queue_bounds_round_robin_and_deadline() -> None:
         with pytest.raises(Busy):
             await admission.acquire("a", "another session")  # "a" has its two queued
         with pytest.raises(Busy):
-            await admission.acquire("d")  # the queue holds four
+            await admission.acquire("b")  # full, and no address holds more than b would
+        # Full, but "a" holds two: "d" pushes out a's newest waiting call.
+        waiters.append(asyncio.create_task(admission.acquire("d")))
+        await asyncio.sleep(0)
         admission.release()
-        await asyncio.gather(*waiters)
-        assert served == ["a1", "b1", "c1", "a2"]
+        outcomes = await asyncio.gather(*waiters, return_exceptions=True)
+        assert isinstance(outcomes[1], Busy)  # a2, pushed out
+        assert served == ["a1", "b1", "c1"]
+        admission.release()  # d's call ends
         assert (admission.running, admission.waiting) == (0, 0)
         short = AsyncAdmission(1, wait_seconds=0.01)
         await short.acquire("x")
@@ -349,6 +364,40 @@ def test_admission_takes_addresses_then_their_sessions_in_turn() -> None:
         admission.release()
         await asyncio.gather(*waiters)
         assert served == ["a/s1#0", "b/t1#4", "a/s2#3", "b/t1#5", "a/s1#1", "a/s1#2"]
+        assert (admission.running, admission.waiting) == (0, 0)
+
+    asyncio.run(scenario())
+
+
+def test_one_address_may_fill_the_queue_until_another_needs_room() -> None:
+    """Clients behind one address keep the slots busy (the whole queue is theirs while nobody
+    else waits); a call from another address then pushes out their newest waiting call, and
+    is served before their older ones (round-robin)."""
+    import asyncio
+
+    from splice_build.mcp.admission import AsyncAdmission, Busy
+
+    async def scenario() -> None:
+        admission = AsyncAdmission(1, queue=4, wait_seconds=30)
+        served: list[str] = []
+        await admission.acquire("proxy")  # runs
+
+        async def call(address: str, name: str) -> None:
+            await admission.acquire(address)
+            served.append(name)
+            admission.release()
+
+        flood = [asyncio.create_task(call("proxy", f"p{n}")) for n in range(4)]
+        await asyncio.sleep(0)
+        assert admission.waiting == 4  # the whole queue, one address
+        victim = asyncio.create_task(call("victim", "v"))
+        await asyncio.sleep(0)
+        assert admission.waiting == 4
+        admission.release()
+        outcomes = await asyncio.gather(*flood, victim, return_exceptions=True)
+        assert isinstance(outcomes[3], Busy)  # p3, the newest, pushed out
+        assert [o for i, o in enumerate(outcomes) if i != 3] == [None] * 4
+        assert served == ["p0", "v", "p1", "p2"]
         assert (admission.running, admission.waiting) == (0, 0)
 
     asyncio.run(scenario())
