@@ -9,12 +9,10 @@ writer reports ``INVALID_BUNDLE``; the readers report ``INVALID_PACKAGE``.
 
 from __future__ import annotations
 
-import unicodedata
-
 from splice_build.errors import ErrorCode, SpecError
 from splice_build.records import dataclass
 from splice_build.spec.limits import MAX_FILE_BYTES, MAX_FILES
-from splice_build.spec.paths import is_safe_relative_path
+from splice_build.spec.paths import fold_path, is_safe_relative_path
 
 
 def quote_path(path: str) -> str:
@@ -50,19 +48,6 @@ def path_problem(path: str) -> str | None:
         if segment == "node_modules":
             return "node_modules is not allowed in packages"
     return None
-
-
-def fold_path(path: str) -> str:
-    """``path`` as a file system that ignores case and Unicode normalization stores it.
-
-    macOS (APFS, HFS+) merges the NFC and NFD forms of a name; macOS and Windows merge upper
-    and lower case (Windows also ``s.js`` and ``ſ.js``, both ``S.JS`` in upper case).
-    Canonical caseless matching: NFC, case-folded, and NFC again, since folding can leave a
-    name unnormalized (``ﬆ`` + U+0323 folds to what ``ST`` + U+0323 folds to only once both
-    are normalized again). NFC and case folding never add, drop or move a ``/``, so the
-    folded path has as many segments as ``path``.
-    """
-    return unicodedata.normalize("NFC", unicodedata.normalize("NFC", path).casefold())
 
 
 @dataclass(frozen=True)

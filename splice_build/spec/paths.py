@@ -1,4 +1,6 @@
-"""The safe relative path rule shared by package files, entries and fs permissions.
+"""The safe relative path rule shared by package files, entries and fs permissions, and
+``fold_path``: how a case- and normalization-insensitive file system compares two names
+(the package archive rule and the grants' protected names both use it).
 
 docs/compatibility.md#permissions: a safe relative path is ``.`` or a string of 1..256 characters with no
 backslash, no NUL, not starting with ``/``, no drive prefix ``X:``, and no segment equal to
@@ -8,6 +10,7 @@ backslash, no NUL, not starting with ``/``, no drive prefix ``X:``, and no segme
 from __future__ import annotations
 
 import re
+import unicodedata
 
 MAX_RELATIVE_PATH = 256  # docs/compatibility.md#permissions
 _DRIVE = re.compile(r"^[A-Za-z]:")
@@ -32,3 +35,16 @@ def utf16_len(text: str) -> int:
 def utf16_sort_key(text: str) -> bytes:
     """Sort key matching JavaScript's ``<`` on strings (UTF-16 code-unit order)."""
     return text.encode("utf-16-be", "surrogatepass")
+
+
+def fold_path(path: str) -> str:
+    """``path`` as a file system that ignores case and Unicode normalization stores it.
+
+    macOS (APFS, HFS+) merges the NFC and NFD forms of a name; macOS and Windows merge upper
+    and lower case (Windows also ``s.js`` and ``ſ.js``, both ``S.JS`` in upper case).
+    Canonical caseless matching: NFC, case-folded, and NFC again, since folding can leave a
+    name unnormalized (``ﬆ`` + U+0323 folds to what ``ST`` + U+0323 folds to only once both
+    are normalized again). NFC and case folding never add, drop or move a ``/``, so the
+    folded path has as many segments as ``path``.
+    """
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFC", path).casefold())

@@ -19,20 +19,21 @@ Without a project (``splice validate``, publish, the install's package check) th
 abstract one and ``SPLICE_HOME`` unknown; with one (consent, ``check_installed``, the
 runtime) the real root and home are used, and the real path of each grant is checked too
 (a directory that is a link to the project root covers the lock as surely as ``.``).
-Names are compared case-folded with trailing dots and spaces dropped, which is what
-case-insensitive file systems and Windows treat as the same name: ``Splice.Lock`` and
+Names are compared folded (``spec.paths.fold_path``: normalization and case) with trailing
+dots and spaces dropped, which is what case-insensitive file systems and Windows treat as
+the same name: ``Splice.Lock`` and
 ``.ENV`` are refused everywhere (fail closed).
 """
 
 from __future__ import annotations
 
 import os
-import unicodedata
 from collections.abc import Sequence
 from pathlib import PurePath, PurePosixPath
 from typing import TYPE_CHECKING
 
 from splice_build.records import dataclass
+from splice_build.spec.paths import fold_path
 
 if TYPE_CHECKING:
     from splice_build.spec.permissions import Permissions
@@ -87,7 +88,7 @@ def protected_paths(root: PurePath, home: PurePath | None = None) -> list[Protec
 
 
 def _fold(path: PurePath) -> tuple[str, ...]:
-    return tuple(unicodedata.normalize("NFC", part).casefold().rstrip(". ") for part in path.parts)
+    return tuple(fold_path(part).rstrip(". ") for part in path.parts)
 
 
 def _overlap(g: tuple[str, ...], p: tuple[str, ...], name_prefix: bool) -> str | None:
@@ -172,7 +173,7 @@ def _pattern_reach(entry: str, root: PurePath, home: PurePath | None) -> str | N
 
 
 def _fold_text(text: str) -> str:
-    return unicodedata.normalize("NFC", text).casefold()
+    return fold_path(text)
 
 
 def _describe(items: Sequence[Protected]) -> str:
