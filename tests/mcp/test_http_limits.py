@@ -13,7 +13,6 @@ import resource
 import socket
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -25,6 +24,7 @@ from splice_build.connections import (
     max_connections,
 )
 from testing.mcp_clients import DEMO_TOKEN, child_env, demo_argv, free_port, http_server
+from testing.open_files import process_open_files, room_for_sockets
 
 PING = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
 PARTIAL_HEAD = b"POST /mcp HTTP/1.1\r\n"  # no token, never finished
@@ -67,25 +67,10 @@ def closed_by_server(sock: socket.socket, deadline: float) -> bytes | None:
     return None
 
 
-def process_open_files(pid: int) -> tuple[int, int]:
-    for line in Path(f"/proc/{pid}/limits").read_text().splitlines():
-        if line.startswith("Max open files"):
-            soft, hard = line.split()[3:5]
-            return int(soft), int(hard)
-    raise AssertionError("no open-files line")
-
-
 @pytest.fixture
 def many_sockets() -> Iterator[list[socket.socket]]:
-    """Room for a few hundred client sockets in this process; all closed afterwards."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < 2048 and (hard == resource.RLIM_INFINITY or hard > soft):
-        resource.setrlimit(resource.RLIMIT_NOFILE, (min(2048, hard), hard))
-    sockets: list[socket.socket] = []
-    yield sockets
-    for sock in sockets:
-        sock.close()
-    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    with room_for_sockets() as sockets:
+        yield sockets
 
 
 def test_partial_heads_cannot_run_the_server_out_of_files(

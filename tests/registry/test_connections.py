@@ -4,7 +4,6 @@ files, and the test opens more connections than that, each sending half a reques
 
 from __future__ import annotations
 
-import resource
 import socket
 import sys
 import urllib.request
@@ -14,6 +13,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from testing.open_files import process_open_files, room_for_sockets
 from testing.registry_server import RunningRegistry, launch, serve_argv
 
 PARTIAL_HEAD = b"GET /health HTTP/1.1\r\n"  # never finished
@@ -37,24 +37,10 @@ def _health(url: str) -> int | str:
         return repr(exc)
 
 
-def _soft_hard(pid: int) -> tuple[int, int]:
-    for line in Path(f"/proc/{pid}/limits").read_text().splitlines():
-        if line.startswith("Max open files"):
-            soft, hard = line.split()[3:5]
-            return int(soft), int(hard)
-    raise AssertionError("no open-files line")
-
-
 @pytest.fixture
 def sockets() -> Iterator[list[socket.socket]]:
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < 2048 and (hard == resource.RLIM_INFINITY or hard > soft):
-        resource.setrlimit(resource.RLIMIT_NOFILE, (min(2048, hard), hard))
-    opened: list[socket.socket] = []
-    yield opened
-    for sock in opened:
-        sock.close()
-    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    with room_for_sockets() as opened:
+        yield opened
 
 
 def _server(tmp_path: Path, open_files: tuple[int, int]) -> RunningRegistry:
@@ -84,7 +70,7 @@ def test_unfinished_heads_cannot_run_the_server_out_of_files(
 def test_the_soft_open_file_limit_is_raised_to_the_hard_one(tmp_path: Path) -> None:
     server = _server(tmp_path, (256, 4096))
     try:
-        assert _soft_hard(server.process.pid) == (4096, 4096)
+        assert process_open_files(server.process.pid) == (4096, 4096)
         assert _health(server.url) == 200
     finally:
         server.stop()
