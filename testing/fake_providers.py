@@ -7,7 +7,8 @@ mode; error bodies echo whatever credential the request carried (header, path or
 a broker that forwarded them would leak them, and the key-leak tests would see it.
 
 Modes: ``ok``; ``status:<code>``; ``slow`` (answers after ``slow_seconds``); ``oversize``
-(a body of ``oversize_bytes``); ``garbage`` (not JSON); ``redirect:<url>`` (a 302 to ``url``).
+(a body of ``oversize_bytes``); ``garbage`` (not JSON); ``redirect:<url>`` (a 302 to ``url``);
+``body:<text>`` (a 200 whose body is exactly ``text``, for answers JSON does not allow).
 """
 
 from __future__ import annotations
@@ -362,6 +363,8 @@ def _handler(state: FakeProviders) -> type[BaseHTTPRequestHandler]:
                 return self._send(200, b"[" + b"0," * (state.oversize_bytes // 2) + b"0]")
             if mode == "garbage":
                 return self._send(200, f"<html>{_credentials(seen)}</html>".encode())
+            if mode.startswith("body:"):
+                return self._send(200, mode.removeprefix("body:").encode("utf-8", "surrogatepass"))
             if mode.startswith("redirect:"):
                 return self._send(302, b"", location=mode.removeprefix("redirect:"))
             for route_host, method, pattern, answer in ROUTES:

@@ -163,7 +163,13 @@ class CapabilityChannel:
                     "args": request.args,
                 }
             )
-            size = len(json.dumps(result, separators=(",", ":"), ensure_ascii=False).encode())
+            # Strict JSON, as the reply frame is encoded: a NaN or a lone surrogate that got
+            # this far becomes this call's ERROR here, not an exception in the session loop.
+            size = len(
+                json.dumps(
+                    result, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+                ).encode()
+            )
         except Exception as exc:  # the broker is a plug-in boundary: any failure is a result
             return CapabilityReply(
                 request.id,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -100,3 +101,66 @@ def test_invalid_arguments_from_a_tool_are_an_error_result(tmp_path: Path) -> No
     result = _run(tmp_path, body, provider)
     assert result["output"]["status"] == "ERROR" and result["output"]["code"] == "INVALID_INPUT"
     assert provider.calls == []
+
+
+def test_a_non_finite_number_from_a_broker_is_an_error_result(tmp_path: Path) -> None:
+    """NaN has no JSON form: the reply frame could not be written, and the exception ended
+    the whole call (it escaped ``execute``); now that one capability call is an ERROR."""
+    body = (
+        "export default async (i, ctx) => { const r = await ctx.capability('web.search', { query: 'q' });"
+        " return { status: r.status, code: r.code }; };"
+    )
+    provider = MemoryProvider("p", {"web.search": {"price": float("nan")}})
+    result = _run(tmp_path, body, provider)
+    assert result["output"] == {"status": "ERROR", "code": "BROKER_ERROR"}, result
+
+
+MARKET_SEARCH = (
+    "export default async (i, ctx) => { const r = await ctx.capability('market.search', { query: 'tst' });"
+    " return { status: r.status, code: r.code ?? null, prices: (r.data?.pairs ?? []).map((p) => p.priceUsd) }; };"
+)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        '{"pairs": NaN}',
+        '{"pairs": [{"chainId": "robinhood", "liquidity": {"usd": Infinity}}]}',
+        '{"pairs": [{"chainId": "robinhood", "dexId": "\\ud800"}]}',
+        "[" * 600 + "]" * 600,
+    ],
+    ids=["nan", "infinity", "lone-surrogate", "deep"],
+)
+def test_a_provider_body_json_does_not_allow_is_a_provider_error(
+    tmp_path: Path, answer: str
+) -> None:
+    """A provider (a local server standing in for its public API) answering what JSON does
+    not allow: the call is that provider's PROVIDER_ERROR, never a parent crash."""
+    from testing.fake_providers import broker_for, fake_providers
+
+    with fake_providers() as fake:
+        fake.behave("api.dexscreener.com", "body:" + answer)
+        broker = broker_for(fake)
+        runtime = skill_runtime(tmp_path / "project", broker)
+        package = write_package(
+            tmp_path / "packages", MARKET_SEARCH, permissions={"capabilities": ["market.search"]}
+        )
+        result = runtime.execute(runtime.load(package), "t", {}).to_json()
+    assert result["output"] == {"status": "ERROR", "code": "PROVIDER_ERROR", "prices": []}, result
+
+
+def test_prices_that_are_not_finite_numbers_are_null(tmp_path: Path) -> None:
+    """``float()`` reads the strings "NaN", "inf" and "1e999"; a price is a finite number or null."""
+    from testing.fake_providers import broker_for, fake_providers
+
+    pairs = [
+        {"chainId": "robinhood", "priceUsd": text} for text in ("NaN", "-inf", "1e999", "1.25")
+    ]
+    with fake_providers() as fake:
+        fake.behave("api.dexscreener.com", "body:" + json.dumps({"pairs": pairs}))
+        runtime = skill_runtime(tmp_path / "project", broker_for(fake))
+        package = write_package(
+            tmp_path / "packages", MARKET_SEARCH, permissions={"capabilities": ["market.search"]}
+        )
+        result = runtime.execute(runtime.load(package), "t", {}).to_json()
+    assert result["output"] == {"status": "LIVE", "code": None, "prices": [None, None, None, 1.25]}

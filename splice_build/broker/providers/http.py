@@ -32,11 +32,16 @@ class Response:
     body: bytes
 
     def json(self, endpoint: str, provider: str) -> Any:
+        """The body through the network-JSON decoder (``spec/untrusted_json.py``): no
+        ``NaN``/``Infinity``, lone surrogates or runaway nesting reach a result, where they
+        would have no JSON form on the way back to the tool."""
+        from splice_build.spec.untrusted_json import UntrustedJsonError, decode
+
         try:
-            return json.loads(self.body)
-        except ValueError as exc:
+            return decode(self.body, max_bytes=len(self.body))
+        except UntrustedJsonError as exc:
             raise ProviderFailure(
-                f"{provider} {endpoint} returned a body that is not JSON"
+                f"{provider} {endpoint} returned a body that is not JSON ({exc})"
             ) from exc
 
 
