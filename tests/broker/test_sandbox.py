@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -164,3 +165,52 @@ def test_prices_that_are_not_finite_numbers_are_null(tmp_path: Path) -> None:
         )
         result = runtime.execute(runtime.load(package), "t", {}).to_json()
     assert result["output"] == {"status": "LIVE", "code": None, "prices": [None, None, None, 1.25]}
+
+
+class BlockedProvider(MemoryProvider):
+    """Answers only once ``release`` is set: a provider request that outlives its execution."""
+
+    def __init__(self) -> None:
+        super().__init__("blocked", {"web.search": {"ok": True}})
+        self.release = threading.Event()
+
+    def call(self, capability: str, args: Any, ctx: Any) -> Any:
+        self.release.wait()
+        return super().call(capability, args, ctx)
+
+
+def test_calls_left_running_by_earlier_executions_are_bounded_per_process(
+    tmp_path: Path,
+) -> None:
+    """A tool that starts four calls and returns at once left four broker threads running
+    each time: ten runs, forty threads, without bound in a long-lived server. Calls in flight
+    are now bounded across the process, and the slots come back when the calls end."""
+    from splice_build.runtime.limits import (
+        MAX_CAPABILITIES_IN_FLIGHT,
+        MAX_CAPABILITIES_IN_FLIGHT_PER_PROCESS,
+    )
+
+    body = (
+        "export default async (i, ctx) => { const started = [];"
+        " for (let n = 0; n < 4; n++) started.push(ctx.capability('web.search', { query: `q${i.run}-${n}` })"
+        ".then(() => 'answered', (e) => e.code));"
+        " if (i.wait) return { out: await Promise.all(started) };"
+        " await new Promise((done) => setTimeout(done, 200)); return { out: [] }; };"
+    )
+    provider = BlockedProvider()
+    broker = Broker(keys=load_keys(env={}, project_root=None, home=None), providers={"p": provider})
+    runtime = skill_runtime(tmp_path / "project", broker)
+    package = runtime.load(write_package(tmp_path / "packages", body, permissions=DECLARED))
+    try:
+        runs = MAX_CAPABILITIES_IN_FLIGHT_PER_PROCESS // MAX_CAPABILITIES_IN_FLIGHT
+        for run in range(runs):  # each leaves its four calls running
+            assert runtime.execute(package, "t", {"run": run}).ok
+        refused = runtime.execute(package, "t", {"run": runs, "wait": True}).to_json()
+        assert refused["output"] == {"out": ["CAPABILITY_LIMIT"] * 4}, refused
+    finally:
+        provider.release.set()
+    # Every blocked call ends now and gives its slot back (the wait is on the calls, not a clock).
+    for thread in [t for t in threading.enumerate() if t.name.startswith("splice-capability")]:
+        thread.join()
+    answered = runtime.execute(package, "t", {"run": runs + 1, "wait": True}).to_json()
+    assert answered["output"] == {"out": ["answered"] * 4}, answered
