@@ -77,8 +77,13 @@ class ProviderClient:
 
             # Exactly this client's host: a fake on 127.0.0.1 is reachable only because the
             # test-only endpoint makes that literal the one allowed host (an explicit grant).
+            # And exactly its origin: the key rides in headers such as x-api-key, which a
+            # redirect to http:// or another port of the same host would carry along.
             self._session = GuardedSession(
-                [self._host], max_response_bytes=self._max_bytes, timeout_s=self._timeout
+                [self._host],
+                max_response_bytes=self._max_bytes,
+                timeout_s=self._timeout,
+                same_origin_redirects=True,
             )
         return self._session
 
