@@ -121,7 +121,12 @@ _REPO = {
     "open_issues_count": 0,
     "archived": False,
     "fork": False,
+    "private": False,
+    "visibility": "public",
 }
+# What GitHub also answers with when the request's token can see a private repository.
+_PRIVATE_REPO = {**_REPO, "full_name": "octo/secret-plans", "name": "secret-plans"}
+_PRIVATE_REPO |= {"private": True, "visibility": "private"}
 
 # (host, method, path pattern) → function(match, query, body) → JSON body or bytes.
 Route = tuple[str, str, re.Pattern[str], Callable[[re.Match[str], dict[str, list[str]], Any], Any]]
@@ -243,15 +248,20 @@ ROUTES: list[Route] = [
         },
     ),
     (RPC_HOST, "POST", re.compile(r"/.*"), lambda m, q, b: [_rpc(item) for item in b]),
-    ("api.github.com", "GET", re.compile(r"/repos/([^/]+)/([^/]+)"), lambda m, q, b: _REPO),
+    (
+        "api.github.com",
+        "GET",
+        re.compile(r"/repos/([^/]+)/([^/]+)"),
+        lambda m, q, b: _PRIVATE_REPO if m.group(2) == _PRIVATE_REPO["name"] else _REPO,
+    ),
     (
         "api.github.com",
         "GET",
         re.compile(r"/search/repositories"),
         lambda m, q, b: {
-            "total_count": 1,
+            "total_count": 2,
             "incomplete_results": False,
-            "items": [_REPO],
+            "items": [_REPO, _PRIVATE_REPO],
         },
     ),
     ("raw.githubusercontent.com", "GET", re.compile(r"/.+"), lambda m, q, b: b"# raw readme\n"),

@@ -214,3 +214,24 @@ def test_calls_left_running_by_earlier_executions_are_bounded_per_process(
         thread.join()
     answered = runtime.execute(package, "t", {"run": runs + 1, "wait": True}).to_json()
     assert answered["output"] == {"out": ["answered"] * 4}, answered
+
+
+def test_private_repositories_a_token_can_see_never_reach_a_tool(tmp_path: Path) -> None:
+    """github.search and github.repository are about public repositories, but GitHub answers
+    a request with a token with the private ones it can see too ("is:private" lists them):
+    a tool enumerated the user's private repositories through GITHUB_TOKEN."""
+    from testing.fake_providers import broker_for, fake_providers
+
+    body = (
+        "export default async (i, ctx) => {"
+        " const s = await ctx.capability('github.search', { query: 'is:private' });"
+        " const r = await ctx.capability('github.repository', { repo: 'octo/secret-plans' });"
+        " return { found: s.data.repositories.map((x) => x.fullName), repo: [r.status, r.code] }; };"
+    )
+    capabilities = {"capabilities": ["github.search", "github.repository"]}
+    with fake_providers() as fake:
+        runtime = skill_runtime(tmp_path / "project", broker_for(fake))
+        package = write_package(tmp_path / "packages", body, permissions=capabilities)
+        result = runtime.execute(runtime.load(package), "t", {}).to_json()
+        assert all("authorization" in s.headers for s in fake.requests_to("api.github.com"))
+    assert result["output"] == {"found": ["octo/hello"], "repo": ["ERROR", "NOT_FOUND"]}, result
