@@ -235,3 +235,28 @@ def test_private_repositories_a_token_can_see_never_reach_a_tool(tmp_path: Path)
         result = runtime.execute(runtime.load(package), "t", {}).to_json()
         assert all("authorization" in s.headers for s in fake.requests_to("api.github.com"))
     assert result["output"] == {"found": ["octo/hello"], "repo": ["ERROR", "NOT_FOUND"]}, result
+
+
+def test_firecrawl_stops_scraping_once_the_pages_fill_a_result() -> None:
+    """web.extract scrapes up to ten URLs, each answer up to 5 MiB, all held until the end:
+    a tool naming ten pages it serves made each call hold ~50 MB for a result the runtime
+    then refused. Scraping stops once the pages fill what a tool may receive."""
+    from splice_build.runtime.limits import MAX_CAPABILITY_RESULT_BYTES
+    from testing.fake_providers import broker_for, fake_providers, recognizable_keys
+
+    page_bytes = 1_000_000
+    urls = [f"https://example.com/{n}" for n in range(10)]
+    with fake_providers() as fake:
+        answer = json.dumps({"data": {"markdown": "x" * page_bytes}})
+        fake.behave("api.firecrawl.dev", "body:" + answer)
+        env = {"FIRECRAWL_API_KEY": recognizable_keys()["FIRECRAWL_API_KEY"]}
+        broker = broker_for(fake, env=env, max_response_bytes=2 * page_bytes)
+        result = broker.call(
+            {"package": "@t/p", "tool": "t", "capability": "web.extract", "args": {"urls": urls}}
+        )
+        scraped = len(fake.requests_to("api.firecrawl.dev"))
+    fits = MAX_CAPABILITY_RESULT_BYTES // page_bytes
+    assert result["status"] == "LIVE", result["status"]
+    assert len(result["data"]["pages"]) == fits and scraped == fits + 1
+    assert result["data"]["failed"] == urls[fits:]
+    assert len(json.dumps(result)) < MAX_CAPABILITY_RESULT_BYTES
