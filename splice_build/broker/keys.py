@@ -14,7 +14,7 @@ another user (the walk up from the project reaches shared directories such as ``
 where anyone may leave a ``.env`` naming their own RPC URL or AI key) is skipped as an
 unreadable one is; the walk still stops at its directory. ``ProviderKeys`` never shows a value in its ``repr``;
 ``secret_values()`` lists everything redaction must remove, including the long pieces of a
-key-carrying RPC URL (path segments and query values).
+key-carrying RPC URL (path segments, query values and host labels).
 """
 
 from __future__ import annotations
@@ -68,6 +68,9 @@ class ProviderKeys:
                 pieces = [*parts.path.split("/"), *(v for _, v in parse_qsl(parts.query))]
                 if parts.password:
                     pieces.append(parts.password)
+                # Some endpoints carry the key as a host label (<key>.rpc.example), which
+                # urllib3's DEBUG line "Starting new HTTPS connection" shows lower-cased.
+                pieces += (parts.hostname or "").split(".")
                 found += [(name, p) for p in pieces if len(p) >= MIN_URL_SECRET_PIECE]
         return tuple(dict.fromkeys(found))
 
