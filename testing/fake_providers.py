@@ -7,7 +7,8 @@ mode; error bodies echo whatever credential the request carried (header, path or
 a broker that forwarded them would leak them, and the key-leak tests would see it.
 
 Modes: ``ok``; ``status:<code>``; ``slow`` (answers after ``slow_seconds``); ``oversize``
-(a body of ``oversize_bytes``); ``garbage`` (not JSON); ``redirect:<url>`` (a 302 to ``url``).
+(a body of ``oversize_bytes``); ``garbage`` (not JSON); ``redirect:<url>`` (a 302 to ``url``);
+``body:<text>`` (a 200 whose body is exactly ``text``, for answers JSON does not allow).
 """
 
 from __future__ import annotations
@@ -120,7 +121,12 @@ _REPO = {
     "open_issues_count": 0,
     "archived": False,
     "fork": False,
+    "private": False,
+    "visibility": "public",
 }
+# What GitHub also answers with when the request's token can see a private repository.
+_PRIVATE_REPO = {**_REPO, "full_name": "octo/secret-plans", "name": "secret-plans"}
+_PRIVATE_REPO |= {"private": True, "visibility": "private"}
 
 # (host, method, path pattern) → function(match, query, body) → JSON body or bytes.
 Route = tuple[str, str, re.Pattern[str], Callable[[re.Match[str], dict[str, list[str]], Any], Any]]
@@ -242,15 +248,20 @@ ROUTES: list[Route] = [
         },
     ),
     (RPC_HOST, "POST", re.compile(r"/.*"), lambda m, q, b: [_rpc(item) for item in b]),
-    ("api.github.com", "GET", re.compile(r"/repos/([^/]+)/([^/]+)"), lambda m, q, b: _REPO),
+    (
+        "api.github.com",
+        "GET",
+        re.compile(r"/repos/([^/]+)/([^/]+)"),
+        lambda m, q, b: _PRIVATE_REPO if m.group(2) == _PRIVATE_REPO["name"] else _REPO,
+    ),
     (
         "api.github.com",
         "GET",
         re.compile(r"/search/repositories"),
         lambda m, q, b: {
-            "total_count": 1,
+            "total_count": 2,
             "incomplete_results": False,
-            "items": [_REPO],
+            "items": [_REPO, _PRIVATE_REPO],
         },
     ),
     ("raw.githubusercontent.com", "GET", re.compile(r"/.+"), lambda m, q, b: b"# raw readme\n"),
@@ -362,6 +373,8 @@ def _handler(state: FakeProviders) -> type[BaseHTTPRequestHandler]:
                 return self._send(200, b"[" + b"0," * (state.oversize_bytes // 2) + b"0]")
             if mode == "garbage":
                 return self._send(200, f"<html>{_credentials(seen)}</html>".encode())
+            if mode.startswith("body:"):
+                return self._send(200, mode.removeprefix("body:").encode("utf-8", "surrogatepass"))
             if mode.startswith("redirect:"):
                 return self._send(302, b"", location=mode.removeprefix("redirect:"))
             for route_host, method, pattern, answer in ROUTES:

@@ -4,6 +4,13 @@ Only ``LIVE`` results are stored, keyed by capability and canonical arguments (n
 package or key: two skills asking the same question share the answer). AI results are never
 cached: a generation is not a fact that stays true. Least recently used entries go first
 when the cache is full; expired entries are dropped when they are looked up.
+
+The cache is bounded in bytes as well as in entries: a tool chooses the arguments, so it can
+make every call a new entry, and a web page it controls can make every answer megabytes.
+Each entry is kept as its JSON text (so the bytes counted are the bytes held, and a replay
+is a fresh copy nobody else holds); a result larger than a tool may receive
+(``MAX_CAPABILITY_RESULT_BYTES``) is never stored, and the oldest entries go once all of them
+together pass ``MAX_BYTES``.
 """
 
 from __future__ import annotations
@@ -17,8 +24,10 @@ from typing import Any
 
 from splice_build.broker.envelope import iso
 from splice_build.records import dataclass
+from splice_build.runtime.limits import MAX_CAPABILITY_RESULT_BYTES
 
 MAX_ENTRIES = 500  # docs/compatibility.md#capabilities
+MAX_BYTES = 32 * 1024 * 1024  # all entries' JSON together (docs/capabilities.md)
 
 # Seconds a LIVE result stays good, by capability family, then by exact name (which wins).
 # Prices move fast; a mined transaction or a token's metadata does not.
@@ -62,7 +71,7 @@ def cache_key(capability: str, args: Any) -> str:
 
 @dataclass(frozen=True)
 class _Entry:
-    result: Mapping[str, Any]
+    text: bytes  # the result's JSON
     stored_at: float
     ttl: float
 
@@ -71,17 +80,30 @@ class ResultCache:
     """Thread-safe LRU of LIVE results; ``clock`` is injectable so tests can age entries."""
 
     def __init__(
-        self, *, max_entries: int = MAX_ENTRIES, clock: Callable[[], float] | None = None
+        self,
+        *,
+        max_entries: int = MAX_ENTRIES,
+        max_bytes: int = MAX_BYTES,
+        max_entry_bytes: int = MAX_CAPABILITY_RESULT_BYTES,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         import time
 
         self._max = max_entries
+        self._max_bytes = max_bytes
+        self._max_entry_bytes = min(max_entry_bytes, max_bytes)
         self._clock = clock or time.time
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self._bytes = 0
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    @property
+    def bytes(self) -> int:
+        """The JSON bytes all entries hold together (at most ``max_bytes``)."""
+        return self._bytes
 
     def get(self, key: str) -> tuple[Mapping[str, Any], dict[str, Any]] | None:
         """The stored result and its ``provenance.cache`` block, or None (absent or expired)."""
@@ -91,11 +113,11 @@ class ResultCache:
             if entry is None:
                 return None
             if now >= entry.stored_at + entry.ttl:
-                del self._entries[key]
+                self._drop(key)
                 return None
             self._entries.move_to_end(key)
         ttl_ms = round(entry.ttl * 1000)
-        return entry.result, {
+        return json.loads(entry.text), {
             "key": key,
             "cachedAt": iso(entry.stored_at),
             "ageMs": round((now - entry.stored_at) * 1000),
@@ -108,8 +130,23 @@ class ResultCache:
         ttl = ttl_for(capability)
         if ttl <= 0:
             return
+        try:
+            text = json.dumps(
+                result, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+            ).encode()
+        except ValueError:  # no JSON form (the channel answers ERROR): nothing to replay
+            return
+        if len(text) > self._max_entry_bytes:
+            return
         with self._lock:
-            self._entries[key] = _Entry(result, self._clock(), ttl)
-            self._entries.move_to_end(key)
-            while len(self._entries) > self._max:
-                self._entries.popitem(last=False)
+            self._drop(key)
+            self._entries[key] = _Entry(text, self._clock(), ttl)
+            self._bytes += len(text)
+            while len(self._entries) > self._max or self._bytes > self._max_bytes:
+                self._drop(next(iter(self._entries)))
+
+    def _drop(self, key: str) -> None:
+        """Remove ``key`` if present (the lock is held)."""
+        entry = self._entries.pop(key, None)
+        if entry is not None:
+            self._bytes -= len(entry.text)

@@ -9,14 +9,17 @@ Each name is looked up, in order, in
 
 No other variable is read from those files: a line whose name is not in
 ``PROVIDER_VARIABLES`` is skipped without keeping its value. A file that is not a regular
-file (a FIFO would block the read forever) or is over ``MAX_ENV_FILE_BYTES`` is skipped as
-an unreadable one is. ``ProviderKeys`` never shows a value in its ``repr``;
+file (a FIFO would block the read forever), is over ``MAX_ENV_FILE_BYTES`` or is owned by
+another user (the walk up from the project reaches shared directories such as ``/tmp``,
+where anyone may leave a ``.env`` naming their own RPC URL or AI key) is skipped as an
+unreadable one is; the walk still stops at its directory. ``ProviderKeys`` never shows a value in its ``repr``;
 ``secret_values()`` lists everything redaction must remove, including the long pieces of a
-key-carrying RPC URL (path segments and query values).
+key-carrying RPC URL (path segments, query values and host labels).
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -65,6 +68,9 @@ class ProviderKeys:
                 pieces = [*parts.path.split("/"), *(v for _, v in parse_qsl(parts.query))]
                 if parts.password:
                     pieces.append(parts.password)
+                # Some endpoints carry the key as a host label (<key>.rpc.example), which
+                # urllib3's DEBUG line "Starting new HTTPS connection" shows lower-cased.
+                pieces += (parts.hostname or "").split(".")
                 found += [(name, p) for p in pieces if len(p) >= MIN_URL_SECRET_PIECE]
         return tuple(dict.fromkeys(found))
 
@@ -93,9 +99,10 @@ def parse_env_file(text: str) -> dict[str, str]:
 def _read(path: Path) -> dict[str, str]:
     from splice_build.spec.regular_file import read_regular_file
 
+    owner = os.geteuid() if hasattr(os, "geteuid") else None  # no owners to compare on Windows
     try:
-        data = read_regular_file(path, limit=MAX_ENV_FILE_BYTES)
-    except OSError:  # missing, unreadable, a FIFO or device, too large: no keys from it
+        data = read_regular_file(path, limit=MAX_ENV_FILE_BYTES, owner=owner)
+    except OSError:  # missing, unreadable, a FIFO or device, too large, another user's
         return {}
     return parse_env_file(data.decode("utf-8", errors="replace"))
 

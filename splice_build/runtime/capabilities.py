@@ -9,6 +9,7 @@ is anything with ``call(request) -> Mapping``; without one, calls answer UNAVAIL
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -16,6 +17,7 @@ from splice_build.errors import ErrorCode
 from splice_build.records import dataclass
 from splice_build.runtime.limits import (
     MAX_CAPABILITIES_IN_FLIGHT,
+    MAX_CAPABILITIES_IN_FLIGHT_PER_PROCESS,
     MAX_CAPABILITY_ARGS_BYTES,
     MAX_CAPABILITY_ARGS_DEPTH,
     MAX_CAPABILITY_CALLS,
@@ -26,6 +28,10 @@ from splice_build.spec.json_depth import nesting_depth
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
+
+# Broker calls running in this process, whichever execution started them (limits.py): a
+# slot is taken before a call is scheduled and given back when it ends or is cancelled.
+_PROCESS_SLOTS = threading.BoundedSemaphore(MAX_CAPABILITIES_IN_FLIGHT_PER_PROCESS)
 
 
 class CapabilityBroker(Protocol):
@@ -116,19 +122,34 @@ class CapabilityChannel:
                     "timestamp": _now(),
                 },
             )
-        self._in_flight += 1
+        if not _PROCESS_SLOTS.acquire(blocking=False):
+            return CapabilityReply(
+                rid,
+                error=(
+                    ErrorCode.CAPABILITY_LIMIT,
+                    f"More than {MAX_CAPABILITIES_IN_FLIGHT_PER_PROCESS} capability calls in "
+                    "flight in this process (calls of earlier executions still running)",
+                ),
+            )
         if self._executor is None:
             from concurrent.futures import ThreadPoolExecutor
 
             self._executor = ThreadPoolExecutor(
                 max_workers=MAX_CAPABILITIES_IN_FLIGHT, thread_name_prefix="splice-capability"
             )
-        future = self._executor.submit(self._call_broker, request)
+        try:
+            future = self._executor.submit(self._call_broker, request)
+        except BaseException:
+            _PROCESS_SLOTS.release()
+            raise
+        self._in_flight += 1
         future.add_done_callback(self._done)
         return None
 
     def _done(self, future: Future[CapabilityReply]) -> None:
-        self._on_reply(future.result())
+        _PROCESS_SLOTS.release()
+        if not future.cancelled():
+            self._on_reply(future.result())
 
     @property
     def idle(self) -> bool:
@@ -163,7 +184,13 @@ class CapabilityChannel:
                     "args": request.args,
                 }
             )
-            size = len(json.dumps(result, separators=(",", ":"), ensure_ascii=False).encode())
+            # Strict JSON, as the reply frame is encoded: a NaN or a lone surrogate that got
+            # this far becomes this call's ERROR here, not an exception in the session loop.
+            size = len(
+                json.dumps(
+                    result, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+                ).encode()
+            )
         except Exception as exc:  # the broker is a plug-in boundary: any failure is a result
             return CapabilityReply(
                 request.id,

@@ -24,6 +24,10 @@ REDACTION_GRACE_S = 2.0
 
 MAX_CAPABILITY_CALLS = 25  # per execution, 4.6
 MAX_CAPABILITIES_IN_FLIGHT = 4
+# Not in the reference: a broker call outlives the execution that made it (a provider request
+# cannot be interrupted), so a tool that starts calls and returns leaves them running; this
+# bounds them across every execution of the process (a long-lived MCP server or SDK object).
+MAX_CAPABILITIES_IN_FLIGHT_PER_PROCESS = 32
 MAX_CAPABILITY_ARGS_BYTES = 256 * 1024
 MAX_CAPABILITY_ARGS_DEPTH = 32
 MAX_CAPABILITY_RESULT_BYTES = 4 * 1024 * 1024

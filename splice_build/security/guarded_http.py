@@ -37,6 +37,7 @@ from splice_build.security.guarded_connect import Guard, Resolver, system_resolv
 from splice_build.security.guarded_connect import adapter as connection_adapter
 from splice_build.security.net_causes import failure_for
 from splice_build.security.net_errors import (
+    REASON_NOT_DECLARED,
     NetworkDenied,
     NetworkFailure,
     NetworkTimeout,
@@ -173,7 +174,11 @@ class GuardedSession:
         timeout_s: float = DEFAULT_TIMEOUT_S,
         ca_bundle: str | None = None,
         policy: NetPolicy | None = None,
+        same_origin_redirects: bool = False,
     ) -> None:
+        """``same_origin_redirects``: a redirect to another origin (scheme, host or port) is
+        refused, not followed; for a caller whose requests carry a key in a header that the
+        cross-origin rule does not know (``x-api-key``), such as the broker's providers."""
         import http.cookiejar
 
         import requests
@@ -185,6 +190,7 @@ class GuardedSession:
         self._guard = Guard(self._patterns, self._policy, resolver or system_resolver)
         self._max_bytes = max_response_bytes or self._policy.max_response_bytes
         self._timeout_s = timeout_s
+        self._same_origin = same_origin_redirects
         self._session = requests.Session()
         self._session.trust_env = False  # no proxies, no .netrc, no REQUESTS_CA_BUNDLE
         self._session.verify = ca_bundle if ca_bundle else True
@@ -304,6 +310,12 @@ class GuardedSession:
                 except InvalidUrl as exc:
                     raise NetworkFailure("invalid redirect location") from exc
                 if next_parts.origin != parts.origin or next_parts.origin == "null":
+                    if self._same_origin:
+                        raise NetworkDenied(
+                            "Redirect blocked: it leads to another origin.",
+                            REASON_NOT_DECLARED,
+                            host=target.host,
+                        )
                     for name in redirects.drop_cross_origin:
                         sent_headers.pop(name, None)
                 if response.status_code in redirects.to_get_always or (

@@ -1,7 +1,8 @@
 """Secret redaction and path placeholders for everything Splice shows or returns.
 
 ``redact(text, secret_values)`` replaces the exact secret values first (≥ 6 characters,
-longest first), then every pattern class of docs/compatibility.md#redaction, in that order.
+longest first, each also percent-encoded, JSON-escaped and in base64: ``secret_forms``), then
+every pattern class of docs/compatibility.md#redaction, in that order.
 ``PathSanitizer`` replaces absolute package/project paths (plain, ``file://`` URL and
 URL-encoded forms, longest first) with ``<package>`` / ``<project>`` (docs/compatibility.md#runtime).
 Both are pattern-based: they cannot recognise arbitrary secrets (docs/security.md).
@@ -17,13 +18,15 @@ and a ``deadline`` bounds the whole pass (docs/security.md#redaction).
 
 from __future__ import annotations
 
+import base64
 import functools
+import json
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import quote
+from urllib.parse import quote, quote_plus
 
 from splice_build.records import dataclass
 
@@ -292,9 +295,10 @@ def redact(text: str, secret_values: Iterable[str] = (), *, deadline: float | No
         return text
     values = sorted(
         {
-            _scannable(v)
+            form
             for v in secret_values
             if isinstance(v, str) and len(v) >= MIN_SECRET_VALUE_LENGTH
+            for form in secret_forms(_scannable(v))
         },
         key=len,
         reverse=True,
@@ -310,6 +314,26 @@ def redact(text: str, secret_values: Iterable[str] = (), *, deadline: float | No
         if rule.needed(original, folded):
             text = rule.apply(text)
     return text
+
+
+# Characters percent-encoding leaves as they are: Python's ``quote`` (``safe=""`` and its
+# default ``"/"``), JavaScript's ``encodeURIComponent`` and ``encodeURI`` (unreserved
+# characters are always kept).
+_URL_SAFE_SETS = ("", "/", "!*'()", ";,/?:@&=+$#!*'()")
+
+
+def secret_forms(value: str) -> set[str]:
+    """``value`` as code around a secret writes it into a message: as is, percent-encoded
+    (in a URL a tool built), inside a JSON string (a logged config) and in base64 (standard
+    and URL-safe, with and without its padding)."""
+    forms = {value, quote_plus(value, safe="")}
+    forms |= {quote(value, safe=safe) for safe in _URL_SAFE_SETS}
+    forms |= {json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
+    raw = value.encode("utf-8")
+    for encode in (base64.b64encode, base64.urlsafe_b64encode):
+        padded = encode(raw).decode("ascii")
+        forms |= {padded, padded.rstrip("=")}
+    return {form for form in forms if len(form) >= MIN_SECRET_VALUE_LENGTH}
 
 
 def _path_forms(path: str) -> set[str]:

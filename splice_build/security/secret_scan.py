@@ -136,9 +136,15 @@ def scan_text(text: str, where: str, values: Sequence[tuple[str, str]] = ()) -> 
     return list(dict.fromkeys(findings))
 
 
+# The checkout being scanned may be anyone's: its .git/config must not run a command. Of
+# the settings that do, core.fsmonitor is the one ls-files reaches (a hook run on every index
+# read); a setting on the command line wins over the repository's.
+_GIT_SAFE = ("-c", "core.fsmonitor=false")
+
+
 def _git_files(root: Path) -> list[Path]:
     listed = subprocess.run(
-        ["git", "-C", str(root), "ls-files", "-z", "--cached"],
+        ["git", *_GIT_SAFE, "-C", str(root), "ls-files", "-z", "--cached"],
         capture_output=True,
         check=True,
     ).stdout

@@ -6,7 +6,9 @@ keys and tokens. So ``fs`` entries may not reach the project's ``splice.json``,
 ``splice.lock`` (and the legacy ``splice-lock.json``), ``.splice/``, any top-level name
 starting with ``.env``, or ``SPLICE_HOME``; ``env`` entries may not name a ``SPLICE_*``
 variable (every variable Splice reads is one: ``SPLICE_TOKEN``, ``SPLICE_MCP_TOKEN``,
-``SPLICE_HOME``, ``SPLICE_REGISTRY``…).
+``SPLICE_HOME``, ``SPLICE_REGISTRY``…) nor a provider key of the capability broker
+(``broker/keys.py``: ``GITHUB_TOKEN``, ``ROBINHOOD_RPC_URL``…), which a tool uses through
+``permissions.capabilities`` and never holds.
 
 The rule is decided on the *effective* path, the one the runtime hands to Node's permission
 model (``effective_fs_path``: the project root joined with the entry and normalized, so
@@ -189,11 +191,19 @@ def _and(words: Sequence[str]) -> str:
 
 
 def env_entry_problem(name: str) -> str | None:
-    """Why ``name`` may not be given to a tool, or None (``SPLICE_*``, any case)."""
+    """Why ``name`` may not be given to a tool, or None (``SPLICE_*`` and the broker's
+    provider keys, in any case)."""
+    from splice_build.broker.keys import PROVIDER_VARIABLES
+
     if name.upper().startswith(RESERVED_ENV_PREFIX):
         return (
             f'"{name}" is reserved: {RESERVED_ENV_PREFIX}* variables configure Splice itself '
             "(registry and MCP tokens, SPLICE_HOME)"
+        )
+    if name.upper() in PROVIDER_VARIABLES:
+        return (
+            f'"{name}" is reserved: it holds a provider key of the capability broker, which a '
+            "tool uses through permissions.capabilities and never reads (docs/data-providers.md)"
         )
     return None
 

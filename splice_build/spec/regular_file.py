@@ -7,7 +7,8 @@ with the project lock held. ``O_NONBLOCK`` makes that open return at once; the f
 refused as what it is (not a regular file), through the caller's own "cannot be read" error.
 A caller that knows how large the file may be passes ``limit``: a link to a huge file (or a
 file that keeps growing) is then refused with at most ``limit + 1`` bytes read, never read
-into memory whole.
+into memory whole. A caller that trusts only the user's own files (provider keys) passes
+``owner``: a file another user made (a ``.env`` left in ``/tmp``) is refused as well.
 """
 
 from __future__ import annotations
@@ -26,18 +27,22 @@ READ_FLAGS = (
 )
 
 
-def read_regular_file(path: Path, limit: int | None = None) -> bytes:
+def read_regular_file(path: Path, limit: int | None = None, *, owner: int | None = None) -> bytes:
     """The bytes of the regular file at ``path`` (links followed, as ``Path.read_bytes``).
 
     Raises ``FileNotFoundError`` when it is missing and ``OSError`` (``EINVAL``, "not a
     regular file") for a FIFO, a device, a socket or a directory. With ``limit``, a file of
     more than ``limit`` bytes is ``OSError`` (``EFBIG``), and at most ``limit + 1`` bytes are
-    ever read, even from a file that grows while it is read."""
+    ever read, even from a file that grows while it is read. With ``owner`` (a uid), a file
+    owned by anyone but that user or root is ``OSError`` (``EPERM``), decided on the opened
+    file itself."""
     fd = os.open(path, READ_FLAGS)
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise OSError(errno.EINVAL, "not a regular file", str(path))
+        if owner is not None and info.st_uid not in (owner, 0):
+            raise OSError(errno.EPERM, "owned by another user", str(path))
         if limit is not None and info.st_size > limit:
             raise _too_large(path, limit)
         data = _read_to_end(fd, info.st_size, limit)

@@ -4,6 +4,7 @@ vendor; the largest allowed request does, with at most one system and one user m
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -69,3 +70,26 @@ def test_the_largest_allowed_request_is_sent_once(name: str) -> None:
         assert len(body["contents"]) == 1 and "systemInstruction" in body
         assert body["generationConfig"]["maxOutputTokens"] == 2048
         assert "tools" not in body
+
+
+ANSWERS = {
+    "openrouter": lambda text: {"choices": [{"message": {"content": text}}]},
+    "gemini": lambda text: {"candidates": [{"content": {"parts": [{"text": text}]}}]},
+}
+
+
+@pytest.mark.parametrize("name", sorted(AI_HOSTS))
+@pytest.mark.parametrize(
+    "text",
+    ["NaN", '{"score": -Infinity}', "[" * 600 + "]" * 600],
+    ids=["nan", "infinity", "deep"],
+)
+def test_requested_json_json_does_not_allow_is_a_provider_error(name: str, text: str) -> None:
+    """The model writes the text ``responseSchema`` asks for, and a prompt (or web text in it)
+    can make it write ``NaN``: that reached the result as a float with no JSON form."""
+    with fake_providers() as fake:
+        fake.behave(AI_HOSTS[name], "body:" + json.dumps(ANSWERS[name](text)))
+        result = _generate(_broker(fake, name), {"prompt": "hi", "responseSchema": {}})
+    assert (result["status"], result["code"]) == ("ERROR", "PROVIDER_ERROR"), result
+    assert "is not the requested JSON" in result["message"]
+    json.dumps(result, allow_nan=False)

@@ -198,6 +198,44 @@ def test_cache_is_bounded_and_lru() -> None:
     assert MAX_ENTRIES == 500
 
 
+def test_cache_is_bounded_in_bytes() -> None:
+    """A tool picks the arguments (a new entry per call) and, through a web page it controls,
+    the size of each answer: the entries' bytes together stay under the budget."""
+    mib = 1024 * 1024
+    cache = ResultCache(max_bytes=5 * mib // 2, max_entry_bytes=2 * mib, clock=Clock())
+    for i in range(3):
+        cache.put(f"k{i}", "web.extract", {"text": str(i) * mib})
+    assert cache.get("k0") is None and cache.get("k1") is not None
+    assert cache.get("k2") is not None and cache.bytes <= 5 * mib // 2
+    cache.put("big", "web.extract", {"text": "x" * (2 * mib)})
+    assert cache.get("big") is None, "an entry over max_entry_bytes was kept"
+    assert cache.get("k2") is not None
+
+
+def test_a_result_too_large_for_a_tool_is_never_cached() -> None:
+    """The runtime refuses a result over 4 MiB (RESULT_TOO_LARGE), yet the broker kept each
+    one for 10 minutes: 25 calls of one execution held 120 MB, 500 entries about 2.5 GB."""
+    from splice_build.runtime.limits import MAX_CAPABILITY_RESULT_BYTES
+
+    provider = MemoryProvider("p", {"web.extract": {"text": "x" * MAX_CAPABILITY_RESULT_BYTES}})
+    broker = make(provider)
+    args = {"urls": ["https://example.com/"]}
+    assert [call(broker, "web.extract", args)["status"] for _ in range(2)] == ["LIVE", "LIVE"]
+    assert len(provider.calls) == 2
+
+
+def test_a_replayed_result_is_a_copy() -> None:
+    """A caller that changes the result it got does not change what the next one is given."""
+    provider = MemoryProvider("p", {"web.search": {"items": [1]}})
+    broker = make(provider)
+    call(broker, "web.search", {"query": "q"})["data"]["items"].append("poisoned")
+    first = call(broker, "web.search", {"query": "q"})
+    first["data"]["items"].append("poisoned")
+    second = call(broker, "web.search", {"query": "q"})
+    assert (first["status"], second["status"]) == ("CACHED", "CACHED")
+    assert second["data"] == {"items": [1]}
+
+
 def test_keys_are_loaded_lazily(tmp_path: Any) -> None:
     loaded: list[int] = []
 

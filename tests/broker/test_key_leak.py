@@ -66,3 +66,32 @@ def test_no_key_value_in_results_or_logs(mode: str, caplog: pytest.LogCaptureFix
         assert any("LEAKCANARY" in str(s.headers) + s.path for s in fake.seen)
         gh = fake.requests_to("raw.githubusercontent.com")
         assert gh and all("authorization" not in s.headers for s in gh)
+
+
+def test_a_redirect_to_another_origin_of_the_provider_host_is_refused() -> None:
+    """A provider client may reach one host, under any scheme and port: a redirect from its
+    origin to http:// or another port of that host kept the key headers the cross-origin rule
+    does not know (x-api-key, x-goog-api-key) and sent them there."""
+    with fake_providers() as fake, fake_providers() as elsewhere:
+        target = elsewhere.endpoints["api.exa.ai"]  # the same host (127.0.0.1), another port
+        for host in HOSTS:
+            fake.behave(host, f"redirect:{target}/search")
+        broker = broker_for(fake)
+        results = {
+            name: broker.call({"package": "@t/p", "tool": "t", "capability": name, "args": args})
+            for name, args in ARGS.items()
+        }
+        assert elsewhere.seen == [], [s.headers for s in elsewhere.seen]
+        assert {r["status"] for r in results.values()} == {"ERROR"}
+        assert "refused by the network guard" in results["web.search"]["message"]
+
+
+def test_a_redirect_within_the_provider_origin_is_followed() -> None:
+    """A renamed repository answers 301 to another path of api.github.com: still followed."""
+    with fake_providers() as fake:
+        fake.behave("api.github.com", f"redirect:{fake.endpoints['api.dexscreener.com']}/x")
+        broker = broker_for(fake)
+        args = ARGS["github.repository"]
+        call = {"package": "@t/p", "tool": "t", "capability": "github.repository", "args": args}
+        assert broker.call(call)["code"] == "NOT_FOUND"  # the redirect's target was asked
+        assert [s.path for s in fake.requests_to("api.dexscreener.com")] == ["/x"]

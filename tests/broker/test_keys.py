@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import subprocess
 import sys
@@ -138,3 +140,49 @@ def test_a_link_to_dev_zero_as_the_home_env_file_is_skipped(tmp_path: Path) -> N
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "{}"
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() != 0, reason="making another user's file needs root"
+)
+def test_an_env_file_of_another_user_is_skipped(tmp_path: Path) -> None:
+    """The walk up from a project reaches shared directories (``/tmp``): a ``.env`` someone
+    else left there named their own RPC URL and AI key for every project below it."""
+    shared = tmp_path / "shared"
+    _write(tmp_path / ".env", "EXA_API_KEY=above-the-shared-directory\n")
+    _write(shared / ".env", "ROBINHOOD_RPC_URL=https://rpc.attacker.example/v2/k\n")
+    _write(tmp_path / "home" / ".env", "OPENROUTER_API_KEY=from-home\n")
+    project = shared / "project"
+    project.mkdir()
+    os.chown(shared / ".env", 65534, 65534)  # nobody
+    keys = load_keys(env={}, project_root=project, home=tmp_path / "home")
+    assert keys.get("ROBINHOOD_RPC_URL") is None
+    # Skipped like an unreadable file: the walk still stops there (no key from further up).
+    assert keys.sources == {"OPENROUTER_API_KEY": str(tmp_path / "home" / ".env")}
+    os.chown(shared / ".env", os.geteuid(), os.getegid())
+    assert load_keys(env={}, project_root=project, home=None).get("ROBINHOOD_RPC_URL")
+
+
+def test_a_key_in_the_rpc_host_name_stays_out_of_debug_logs(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Some RPC endpoints carry the key as a host label; urllib3 logs every new connection's
+    host at DEBUG ("Starting new HTTPS connection (1): <key>.rpc…:443")."""
+    from splice_build.broker import Broker
+
+    label = "k3y0123456789abcdefxyz"
+    url = f"https://{label}.rpc-provider.invalid/v2"
+    keys = load_keys(env={"ROBINHOOD_RPC_URL": url}, project_root=None, home=None)
+    assert ("ROBINHOOD_RPC_URL", label) in keys.named_values()
+    caplog.set_level(logging.DEBUG)
+    result = Broker(keys=keys, request_timeout=5).call(
+        {
+            "package": "p",
+            "tool": "t",
+            "capability": "onchain.balance",
+            "args": {"address": "0x" + "1f" * 20},
+        }
+    )
+    assert result["status"] == "ERROR"  # .invalid never resolves
+    assert "Starting new HTTPS connection" in caplog.text
+    assert label not in caplog.text + json.dumps(result)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -100,3 +102,161 @@ def test_invalid_arguments_from_a_tool_are_an_error_result(tmp_path: Path) -> No
     result = _run(tmp_path, body, provider)
     assert result["output"]["status"] == "ERROR" and result["output"]["code"] == "INVALID_INPUT"
     assert provider.calls == []
+
+
+def test_a_non_finite_number_from_a_broker_is_an_error_result(tmp_path: Path) -> None:
+    """NaN has no JSON form: the reply frame could not be written, and the exception ended
+    the whole call (it escaped ``execute``); now that one capability call is an ERROR."""
+    body = (
+        "export default async (i, ctx) => { const r = await ctx.capability('web.search', { query: 'q' });"
+        " return { status: r.status, code: r.code }; };"
+    )
+    provider = MemoryProvider("p", {"web.search": {"price": float("nan")}})
+    result = _run(tmp_path, body, provider)
+    assert result["output"] == {"status": "ERROR", "code": "BROKER_ERROR"}, result
+
+
+MARKET_SEARCH = (
+    "export default async (i, ctx) => { const r = await ctx.capability('market.search', { query: 'tst' });"
+    " return { status: r.status, code: r.code ?? null, prices: (r.data?.pairs ?? []).map((p) => p.priceUsd) }; };"
+)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        '{"pairs": NaN}',
+        '{"pairs": [{"chainId": "robinhood", "liquidity": {"usd": Infinity}}]}',
+        '{"pairs": [{"chainId": "robinhood", "dexId": "\\ud800"}]}',
+        "[" * 600 + "]" * 600,
+    ],
+    ids=["nan", "infinity", "lone-surrogate", "deep"],
+)
+def test_a_provider_body_json_does_not_allow_is_a_provider_error(
+    tmp_path: Path, answer: str
+) -> None:
+    """A provider (a local server standing in for its public API) answering what JSON does
+    not allow: the call is that provider's PROVIDER_ERROR, never a parent crash."""
+    from testing.fake_providers import broker_for, fake_providers
+
+    with fake_providers() as fake:
+        fake.behave("api.dexscreener.com", "body:" + answer)
+        broker = broker_for(fake)
+        runtime = skill_runtime(tmp_path / "project", broker)
+        package = write_package(
+            tmp_path / "packages", MARKET_SEARCH, permissions={"capabilities": ["market.search"]}
+        )
+        result = runtime.execute(runtime.load(package), "t", {}).to_json()
+    assert result["output"] == {"status": "ERROR", "code": "PROVIDER_ERROR", "prices": []}, result
+
+
+def test_prices_that_are_not_finite_numbers_are_null(tmp_path: Path) -> None:
+    """``float()`` reads the strings "NaN", "inf" and "1e999"; a price is a finite number or null."""
+    from testing.fake_providers import broker_for, fake_providers
+
+    pairs = [
+        {"chainId": "robinhood", "priceUsd": text} for text in ("NaN", "-inf", "1e999", "1.25")
+    ]
+    with fake_providers() as fake:
+        fake.behave("api.dexscreener.com", "body:" + json.dumps({"pairs": pairs}))
+        runtime = skill_runtime(tmp_path / "project", broker_for(fake))
+        package = write_package(
+            tmp_path / "packages", MARKET_SEARCH, permissions={"capabilities": ["market.search"]}
+        )
+        result = runtime.execute(runtime.load(package), "t", {}).to_json()
+    assert result["output"] == {"status": "LIVE", "code": None, "prices": [None, None, None, 1.25]}
+
+
+class BlockedProvider(MemoryProvider):
+    """Answers only once ``release`` is set: a provider request that outlives its execution."""
+
+    def __init__(self) -> None:
+        super().__init__("blocked", {"web.search": {"ok": True}})
+        self.release = threading.Event()
+
+    def call(self, capability: str, args: Any, ctx: Any) -> Any:
+        self.release.wait()
+        return super().call(capability, args, ctx)
+
+
+def test_calls_left_running_by_earlier_executions_are_bounded_per_process(
+    tmp_path: Path,
+) -> None:
+    """A tool that starts four calls and returns at once left four broker threads running
+    each time: ten runs, forty threads, without bound in a long-lived server. Calls in flight
+    are now bounded across the process, and the slots come back when the calls end."""
+    from splice_build.runtime.limits import (
+        MAX_CAPABILITIES_IN_FLIGHT,
+        MAX_CAPABILITIES_IN_FLIGHT_PER_PROCESS,
+    )
+
+    body = (
+        "export default async (i, ctx) => { const started = [];"
+        " for (let n = 0; n < 4; n++) started.push(ctx.capability('web.search', { query: `q${i.run}-${n}` })"
+        ".then(() => 'answered', (e) => e.code));"
+        " if (i.wait) return { out: await Promise.all(started) };"
+        " await new Promise((done) => setTimeout(done, 200)); return { out: [] }; };"
+    )
+    provider = BlockedProvider()
+    broker = Broker(keys=load_keys(env={}, project_root=None, home=None), providers={"p": provider})
+    runtime = skill_runtime(tmp_path / "project", broker)
+    package = runtime.load(write_package(tmp_path / "packages", body, permissions=DECLARED))
+    try:
+        runs = MAX_CAPABILITIES_IN_FLIGHT_PER_PROCESS // MAX_CAPABILITIES_IN_FLIGHT
+        for run in range(runs):  # each leaves its four calls running
+            assert runtime.execute(package, "t", {"run": run}).ok
+        refused = runtime.execute(package, "t", {"run": runs, "wait": True}).to_json()
+        assert refused["output"] == {"out": ["CAPABILITY_LIMIT"] * 4}, refused
+    finally:
+        provider.release.set()
+    # Every blocked call ends now and gives its slot back (the wait is on the calls, not a clock).
+    for thread in [t for t in threading.enumerate() if t.name.startswith("splice-capability")]:
+        thread.join()
+    answered = runtime.execute(package, "t", {"run": runs + 1, "wait": True}).to_json()
+    assert answered["output"] == {"out": ["answered"] * 4}, answered
+
+
+def test_private_repositories_a_token_can_see_never_reach_a_tool(tmp_path: Path) -> None:
+    """github.search and github.repository are about public repositories, but GitHub answers
+    a request with a token with the private ones it can see too ("is:private" lists them):
+    a tool enumerated the user's private repositories through GITHUB_TOKEN."""
+    from testing.fake_providers import broker_for, fake_providers
+
+    body = (
+        "export default async (i, ctx) => {"
+        " const s = await ctx.capability('github.search', { query: 'is:private' });"
+        " const r = await ctx.capability('github.repository', { repo: 'octo/secret-plans' });"
+        " return { found: s.data.repositories.map((x) => x.fullName), repo: [r.status, r.code] }; };"
+    )
+    capabilities = {"capabilities": ["github.search", "github.repository"]}
+    with fake_providers() as fake:
+        runtime = skill_runtime(tmp_path / "project", broker_for(fake))
+        package = write_package(tmp_path / "packages", body, permissions=capabilities)
+        result = runtime.execute(runtime.load(package), "t", {}).to_json()
+        assert all("authorization" in s.headers for s in fake.requests_to("api.github.com"))
+    assert result["output"] == {"found": ["octo/hello"], "repo": ["ERROR", "NOT_FOUND"]}, result
+
+
+def test_firecrawl_stops_scraping_once_the_pages_fill_a_result() -> None:
+    """web.extract scrapes up to ten URLs, each answer up to 5 MiB, all held until the end:
+    a tool naming ten pages it serves made each call hold ~50 MB for a result the runtime
+    then refused. Scraping stops once the pages fill what a tool may receive."""
+    from splice_build.runtime.limits import MAX_CAPABILITY_RESULT_BYTES
+    from testing.fake_providers import broker_for, fake_providers, recognizable_keys
+
+    page_bytes = 1_000_000
+    urls = [f"https://example.com/{n}" for n in range(10)]
+    with fake_providers() as fake:
+        answer = json.dumps({"data": {"markdown": "x" * page_bytes}})
+        fake.behave("api.firecrawl.dev", "body:" + answer)
+        env = {"FIRECRAWL_API_KEY": recognizable_keys()["FIRECRAWL_API_KEY"]}
+        broker = broker_for(fake, env=env, max_response_bytes=2 * page_bytes)
+        result = broker.call(
+            {"package": "@t/p", "tool": "t", "capability": "web.extract", "args": {"urls": urls}}
+        )
+        scraped = len(fake.requests_to("api.firecrawl.dev"))
+    fits = MAX_CAPABILITY_RESULT_BYTES // page_bytes
+    assert result["status"] == "LIVE", result["status"]
+    assert len(result["data"]["pages"]) == fits and scraped == fits + 1
+    assert result["data"]["failed"] == urls[fits:]
+    assert len(json.dumps(result)) < MAX_CAPABILITY_RESULT_BYTES

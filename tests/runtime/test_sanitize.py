@@ -39,6 +39,26 @@ def test_logs_golden(run_tool) -> None:
     assert result.logs == "pkg <package>\nAuthorization: [REDACTED]\n[REDACTED]"
 
 
+def test_encoded_forms_of_a_declared_secret_are_redacted(run_tool) -> None:
+    """A tool that builds a URL, logs a config or an auth header writes its secret encoded:
+    percent-encoded, JSON-escaped, base64. Each form is redacted like the value itself."""
+    secret = 'Qk9+zz/Pq1=x"Y \u00e4'
+    body = (
+        "export default () => { const s = process.env.API_SECRET;"
+        " for (const b of [Buffer.from(s).toString('base64'), Buffer.from(s).toString('base64url')])"
+        " console.log('auth ' + b);"
+        " throw new Error(`GET https://api.example.com/v1?k=${encodeURIComponent(s)}"
+        " (${encodeURI(s)}) failed; config ${JSON.stringify({ k: s })}`); };"
+    )
+    result = run_tool(body, env={"API_SECRET": secret}, permissions={"env": ["API_SECRET"]})
+    assert result.to_json()["error"] == {
+        "code": "TOOL_ERROR",
+        "message": "GET https://api.example.com/v1?k=[REDACTED] ([REDACTED]) failed; "
+        'config {"k":"[REDACTED]"}',
+    }
+    assert result.logs == "auth [REDACTED]\nauth [REDACTED]"
+
+
 def test_load_failure_paths_are_replaced(run_tool) -> None:
     result = run_tool("import './missing.mjs'; export default () => 1;")
     assert result.error is not None and result.error.code == "TOOL_LOAD_FAILED"

@@ -23,6 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from splice_build.broker.keys import PROVIDER_VARIABLES
 from splice_build.errors import ErrorCode, InstallError, SpecError
 from splice_build.install.checks import Expected, SignaturePinnedByLock, verify_artifact
 from splice_build.runtime import SpliceRuntime
@@ -187,10 +188,30 @@ def test_every_splice_variable_the_code_reads_is_refused() -> None:
             raise AssertionError(f"{name} was accepted as an env grant")
 
 
+def test_every_provider_key_is_refused() -> None:
+    """The broker's keys are used through ``permissions.capabilities``; as an env grant they
+    reached ``process.env`` whole (an RPC URL with its key, an AI key)."""
+    for name in PROVIDER_VARIABLES:
+        try:
+            Manifest.from_dict(minimal_manifest(permissions={"env": [name]}))
+        except SpecError as exc:
+            assert exc.details == (
+                f'permissions.env: "{name}" is reserved: it holds a provider key of the '
+                "capability broker, which a tool uses through permissions.capabilities and "
+                "never reads (docs/data-providers.md)",
+            )
+        else:
+            raise AssertionError(f"{name} was accepted as an env grant")
+
+
 @settings(deadline=None)
-@given(name=st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,20}", fullmatch=True))
+@given(
+    name=st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,20}", fullmatch=True)
+    | st.sampled_from(PROVIDER_VARIABLES).map(str.lower)
+)
 def test_env_names_are_refused_by_the_whole_prefix_in_any_case(name: str) -> None:
-    assert (env_entry_problem(name) is not None) is name.upper().startswith("SPLICE_")
+    reserved = name.upper().startswith("SPLICE_") or name.upper() in PROVIDER_VARIABLES
+    assert (env_entry_problem(name) is not None) is reserved
 
 
 # --- the real Node, both directions ---------------------------------------------------------

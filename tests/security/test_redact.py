@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import time
+from typing import Any
+from urllib.parse import quote, quote_plus
 
 import pytest
 
@@ -71,6 +75,28 @@ def test_exact_values_first_longest_first_min_length() -> None:
     assert redact(text, ["abcdefgh", "abcdefghij", "abc"]) == (
         "value=[REDACTED] and [REDACTED] and short=abc"
     )
+
+
+@pytest.mark.parametrize(
+    "encode",
+    [
+        lambda v: quote(v, safe=""),
+        lambda v: quote(v, safe="/"),
+        lambda v: quote_plus(v),
+        lambda v: json.dumps(v)[1:-1],
+        lambda v: json.dumps(v, ensure_ascii=False)[1:-1],
+        lambda v: base64.b64encode(v.encode()).decode(),
+        lambda v: base64.urlsafe_b64encode(v.encode()).decode().rstrip("="),
+    ],
+    ids=["url", "url-keep-slash", "form", "json", "json-unicode", "base64", "base64url"],
+)
+def test_encoded_forms_of_exact_values(encode: Any) -> None:
+    """A value such as a base64-alphabet key (``+``, ``/``, ``=``) changes when it is
+    encoded; every such form was shown as it was."""
+    value = 'Qk9+zz/Pq1=x"Y \\ \u00e4\u00df'
+    text = f"GET /v1?k={encode(value)} failed"
+    assert encode(value) != value
+    assert redact(text, [value]) == "GET /v1?k=[REDACTED] failed"
 
 
 def test_path_placeholders_all_forms_longest_first() -> None:

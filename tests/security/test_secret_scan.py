@@ -114,6 +114,19 @@ def test_a_clean_scan_says_how_many_files_it_read(tmp_path: Path) -> None:
     assert machine.json() == {"ok": True, "files": 3, "filesWithSecrets": 0, "findings": []}
 
 
+def test_scanning_a_checkout_never_runs_its_git_config(tmp_path: Path) -> None:
+    """An untrusted checkout (an archive of a repository) carries its .git/config, and
+    core.fsmonitor is a command git ls-files runs: scanning it ran that command."""
+    repo = _git_repo(tmp_path / "repo", {"a.txt": "nothing to see\n"})
+    ran = tmp_path / "ran"
+    subprocess.run(
+        ["git", "-C", str(repo), "config", "core.fsmonitor", f"touch '{ran}'; false"], check=True
+    )
+    done = run_splice("secret-scan", str(repo))
+    assert (done.code, done.stdout) == (0, "No secrets found; 1 file scanned\n"), done.stderr
+    assert not ran.exists(), "the checkout's core.fsmonitor command ran"
+
+
 def test_samples_are_not_findings() -> None:
     samples = [
         "AKIAIOSFODNN7EXAMPLE",

@@ -7,17 +7,11 @@ from typing import Any
 
 from splice_build.broker.envelope import DEFAULT_CHAIN, DEFAULT_CHAIN_ID
 from splice_build.broker.providers.interface import ProviderContext, ProviderData, ProviderFailure
+from splice_build.broker.providers.numbers import finite_number
 from splice_build.errors import ErrorCode
 
 HOST = "api.dexscreener.com"
 MAX_PAIRS = 50
-
-
-def _number(value: Any) -> float | None:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
 
 
 def _pair(item: Mapping[str, Any]) -> dict[str, Any]:
@@ -39,10 +33,10 @@ def _pair(item: Mapping[str, Any]) -> dict[str, Any]:
             "symbol": quote.get("symbol"),
             "name": quote.get("name"),
         },
-        "priceUsd": _number(item.get("priceUsd")),
-        "priceNative": _number(item.get("priceNative")),
-        "liquidityUsd": _number(liquidity.get("usd")),
-        "volume24hUsd": _number(volume.get("h24")),
+        "priceUsd": finite_number(item.get("priceUsd")),
+        "priceNative": finite_number(item.get("priceNative")),
+        "liquidityUsd": finite_number(liquidity.get("usd")),
+        "volume24hUsd": finite_number(volume.get("h24")),
         "url": item.get("url"),
     }
 

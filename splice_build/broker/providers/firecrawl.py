@@ -13,9 +13,14 @@ from splice_build.broker.providers.web_results import (
     items,
     page,
 )
+from splice_build.runtime.limits import MAX_CAPABILITY_RESULT_BYTES
 
 HOST = "api.firecrawl.dev"
 DEFAULT_MAP_LIMIT = 100
+PAGES_OVER_BUDGET = (
+    f"Pages past {MAX_CAPABILITY_RESULT_BYTES} bytes together are listed in failed, not fetched;"
+    " set maxCharacters to get more of them."
+)
 
 
 class Firecrawl:
@@ -33,22 +38,7 @@ class Firecrawl:
         auth = {"authorization": f"Bearer {http.key}"}
         most = args.get("maxCharacters")
         if capability == "web.extract":
-            pages = []
-            for url in args["urls"]:  # one scrape per URL (at most 10, by the argument schema)
-                payload, _ = http.request_json(
-                    "POST", "/v1/scrape", body={"url": url, "formats": ["markdown"]}, headers=auth
-                )
-                scraped = payload.get("data") if isinstance(payload, Mapping) else None
-                scraped = scraped if isinstance(scraped, Mapping) else {}
-                meta = (
-                    scraped.get("metadata") if isinstance(scraped.get("metadata"), Mapping) else {}
-                )
-                pages.append(
-                    page(url, meta.get("title"), None, clip(scraped.get("markdown"), most))
-                )
-            return ProviderData(
-                {"pages": pages, "failed": []}, "POST /v1/scrape", notes=(UNTRUSTED_NOTE,)
-            )
+            return self._extract(args, http, auth)
         if capability == "web.map":
             body = {"url": args["url"], "limit": args.get("limit", DEFAULT_MAP_LIMIT)}
             payload, _ = http.request_json("POST", "/v1/map", body=body, headers=auth)
@@ -67,6 +57,37 @@ class Firecrawl:
         return ProviderData(
             {"query": args["query"], "results": results}, "POST /v1/search", notes=(UNTRUSTED_NOTE,)
         )
+
+    @staticmethod
+    def _extract(args: Mapping[str, Any], http: Any, auth: Mapping[str, str]) -> ProviderData:
+        """One scrape per URL (at most 10, by the argument schema), kept while the pages
+        together fit in what a tool may receive: each answer may be 5 MiB, and ten of them
+        held at once by each call in flight were the parent's memory, for a result the
+        runtime then refuses. The URLs not scraped are listed in ``failed``."""
+        most = args.get("maxCharacters")
+        pages: list[dict[str, Any]] = []
+        failed: list[str] = []
+        kept = 0
+        for url in args["urls"]:
+            if kept >= MAX_CAPABILITY_RESULT_BYTES:
+                failed.append(url)
+                continue
+            payload, _ = http.request_json(
+                "POST", "/v1/scrape", body={"url": url, "formats": ["markdown"]}, headers=auth
+            )
+            scraped = payload.get("data") if isinstance(payload, Mapping) else None
+            scraped = scraped if isinstance(scraped, Mapping) else {}
+            meta = scraped.get("metadata") if isinstance(scraped.get("metadata"), Mapping) else {}
+            content = clip(scraped.get("markdown"), most)
+            kept += len(content.encode("utf-8", "surrogatepass")) if content else 0
+            if kept > MAX_CAPABILITY_RESULT_BYTES:
+                failed.append(url)
+                continue
+            pages.append(page(url, meta.get("title"), None, content))
+        notes = (UNTRUSTED_NOTE,)
+        if failed:
+            notes += (PAGES_OVER_BUDGET,)
+        return ProviderData({"pages": pages, "failed": failed}, "POST /v1/scrape", notes=notes)
 
 
 PROVIDER = Firecrawl()

@@ -8,6 +8,7 @@ from typing import Any
 
 from splice_build.broker.envelope import DEFAULT_CHAIN, DEFAULT_CHAIN_ID
 from splice_build.broker.providers.interface import ProviderContext, ProviderData, ProviderFailure
+from splice_build.broker.providers.numbers import finite_number
 from splice_build.errors import ErrorCode
 
 HOST = "api.geckoterminal.com"
@@ -18,13 +19,6 @@ DEFAULT_OHLCV_LIMIT = 100
 def _attributes(item: Any) -> Mapping[str, Any]:
     attrs = item.get("attributes") if isinstance(item, Mapping) else None
     return attrs if isinstance(attrs, Mapping) else {}
-
-
-def _number(value: Any) -> float | None:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
 
 
 class GeckoTerminal:
@@ -54,8 +48,8 @@ class GeckoTerminal:
                     "network": network,
                     "pair": _attributes(p).get("address"),
                     "name": _attributes(p).get("name"),
-                    "priceUsd": _number(_attributes(p).get("base_token_price_usd")),
-                    "liquidityUsd": _number(_attributes(p).get("reserve_in_usd")),
+                    "priceUsd": finite_number(_attributes(p).get("base_token_price_usd")),
+                    "liquidityUsd": finite_number(_attributes(p).get("reserve_in_usd")),
                 }
                 for p in found or []
             ]
@@ -75,7 +69,8 @@ class GeckoTerminal:
         price = None
         if isinstance(prices, Mapping):
             price = next(
-                (_number(v) for k, v in prices.items() if str(k).lower() == token.lower()), None
+                (finite_number(v) for k, v in prices.items() if str(k).lower() == token.lower()),
+                None,
             )
         if price is None:
             raise ProviderFailure(

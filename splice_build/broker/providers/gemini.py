@@ -5,11 +5,14 @@ The key travels in the ``x-goog-api-key`` header, never in the URL's query.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
-from splice_build.broker.providers.ai_limits import DEFAULT_MAX_TOKENS, check_request
+from splice_build.broker.providers.ai_limits import (
+    DEFAULT_MAX_TOKENS,
+    check_request,
+    requested_json,
+)
 from splice_build.broker.providers.interface import ProviderContext, ProviderData, ProviderFailure
 
 HOST = "generativelanguage.googleapis.com"
@@ -86,10 +89,7 @@ class Gemini:
             },
         }
         if "responseSchema" in args:
-            try:
-                data["json"] = json.loads(data["text"])
-            except ValueError as exc:
-                raise ProviderFailure("gemini: the answer is not the requested JSON") from exc
+            data["json"] = requested_json(self.name, data["text"])
         return ProviderData(data, f"POST {template}")
 
 

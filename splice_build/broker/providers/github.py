@@ -3,6 +3,12 @@
 ``GITHUB_TOKEN`` is optional and is sent only to api.github.com (the raw client is built
 without a key). ``github.raw`` URLs are validated before anything is sent: https, exactly
 raw.githubusercontent.com, no port, credentials, query, fragment or traversal.
+
+The capabilities are about *public* repositories (``schemas/capabilities.json``), but with a
+token GitHub also answers with the private ones that token can see (a search for
+``is:private`` lists them). So only a repository GitHub marks ``"private": false`` is ever
+passed on (fail closed: a missing field is not public); another one is ``NOT_FOUND``, or
+left out of the search results.
 """
 
 from __future__ import annotations
@@ -60,6 +66,10 @@ def _rate_limit(headers: Mapping[str, str]) -> dict[str, Any] | None:
     }
 
 
+def _public(item: Any) -> bool:
+    return isinstance(item, Mapping) and item.get("private") is False
+
+
 def _repository(item: Mapping[str, Any]) -> dict[str, Any]:
     owner = item.get("owner") if isinstance(item.get("owner"), Mapping) else {}
     license_ = item.get("license") if isinstance(item.get("license"), Mapping) else {}
@@ -108,9 +118,12 @@ class GitHub:
             payload, response = http.request_json(
                 "GET", template, path_params={"owner": owner, "repo": repo}, headers=headers
             )
-            data: dict[str, Any] = {
-                "repository": _repository(payload if isinstance(payload, Mapping) else {})
-            }
+            if not _public(payload):
+                raise ProviderFailure(
+                    f"github GET {template}: not a public repository",
+                    code=ErrorCode.NOT_FOUND,
+                )
+            data: dict[str, Any] = {"repository": _repository(payload)}
         else:
             template = "/search/repositories"
             page, per_page = args.get("page", 1), args.get("perPage", 10)
@@ -124,9 +137,7 @@ class GitHub:
                 "page": page,
                 "perPage": per_page,
                 "repositories": [
-                    _repository(item)
-                    for item in payload.get("items") or []
-                    if isinstance(item, Mapping)
+                    _repository(item) for item in payload.get("items") or [] if _public(item)
                 ],
             }
         return ProviderData(data, f"GET {template}", rate_limit=_rate_limit(response.headers))

@@ -32,11 +32,16 @@ class Response:
     body: bytes
 
     def json(self, endpoint: str, provider: str) -> Any:
+        """The body through the network-JSON decoder (``spec/untrusted_json.py``): no
+        ``NaN``/``Infinity``, lone surrogates or runaway nesting reach a result, where they
+        would have no JSON form on the way back to the tool."""
+        from splice_build.spec.untrusted_json import UntrustedJsonError, decode
+
         try:
-            return json.loads(self.body)
-        except ValueError as exc:
+            return decode(self.body, max_bytes=len(self.body))
+        except UntrustedJsonError as exc:
             raise ProviderFailure(
-                f"{provider} {endpoint} returned a body that is not JSON"
+                f"{provider} {endpoint} returned a body that is not JSON ({exc})"
             ) from exc
 
 
@@ -72,8 +77,13 @@ class ProviderClient:
 
             # Exactly this client's host: a fake on 127.0.0.1 is reachable only because the
             # test-only endpoint makes that literal the one allowed host (an explicit grant).
+            # And exactly its origin: the key rides in headers such as x-api-key, which a
+            # redirect to http:// or another port of the same host would carry along.
             self._session = GuardedSession(
-                [self._host], max_response_bytes=self._max_bytes, timeout_s=self._timeout
+                [self._host],
+                max_response_bytes=self._max_bytes,
+                timeout_s=self._timeout,
+                same_origin_redirects=True,
             )
         return self._session
 

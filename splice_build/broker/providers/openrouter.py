@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
-from splice_build.broker.providers.ai_limits import DEFAULT_MAX_TOKENS, check_request, messages
+from splice_build.broker.providers.ai_limits import (
+    DEFAULT_MAX_TOKENS,
+    check_request,
+    messages,
+    requested_json,
+)
 from splice_build.broker.providers.interface import ProviderContext, ProviderData, ProviderFailure
 
 HOST = "openrouter.ai"
@@ -67,10 +71,7 @@ class OpenRouter:
             },
         }
         if "responseSchema" in args:
-            try:
-                data["json"] = json.loads(text)
-            except ValueError as exc:
-                raise ProviderFailure("openrouter: the answer is not the requested JSON") from exc
+            data["json"] = requested_json(self.name, text)
         request_id = payload.get("id")
         return ProviderData(
             data,
