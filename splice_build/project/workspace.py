@@ -181,7 +181,8 @@ class _Memo:
         return [found[rel] for rel in relative if rel in matched]
 
     def write(self, root: Path) -> None:
-        """Save this answer unless the memo holds it already (best effort: it is a cache)."""
+        """Save this answer unless the memo holds it already (best effort: it is a cache;
+        ``NOT_WRITABLE`` for a link in the root's ``.splice/``, project/state_dir.py)."""
         assert self.config is not None and self._answer is not None
         body = {
             "version": _MEMO_VERSION,
@@ -194,7 +195,10 @@ class _Memo:
         import json
 
         from splice_build.project.atomic import atomic_write_bytes
+        from splice_build.project.layout import ProjectLayout
+        from splice_build.project.state_dir import check_state_dir
 
+        check_state_dir(ProjectLayout(root))  # a cache, but never written through a link
         state = root / STATE_DIR
         try:
             state.mkdir(exist_ok=True)
