@@ -257,12 +257,20 @@ def _walk(root: Path) -> list[Path]:
     return found
 
 
+# A checkout decides the configuration of the repository git finds: a directory of a clone
+# that looks like a bare repository (``HEAD``, ``objects/``, ``refs/``, ``config``) is one when
+# git starts inside it, and its ``core.fsmonitor`` is a command ``git ls-files`` runs. These
+# settings come from the command line, which no repository can override: an implicit bare
+# repository is refused (the walk is used instead) and no monitor command is ever run.
+_GIT_SAFE = ("-c", "safe.bareRepository=explicit", "-c", "core.fsmonitor=false")
+
+
 def _git(root: Path, *args: str) -> str | None:
     import subprocess
 
     try:
         done = subprocess.run(
-            ["git", *args],
+            ["git", *_GIT_SAFE, *args],
             cwd=root,
             capture_output=True,
             text=True,
@@ -295,9 +303,31 @@ def _git_listed(root: Path) -> list[Path] | None:
     found = []
     for name in out.split("\0"):
         path = root / name
-        if name and path.is_file() and STATE_DIR not in path.parts:
+        if name and _below_without_links(root, name) and path.is_file():
             found.append(path.parent)
     return found
+
+
+def _below_without_links(root: Path, name: str) -> bool:
+    """``name`` (a path git listed) is a file in a real directory below ``root``: relative,
+    no ``..``, not in ``.splice``, and no symbolic link on the way to it. git lists what its
+    index holds, and a work tree (an unpacked archive with its ``.git``) can hold a link
+    where the index has a directory; a member reached through it would be another project
+    of this machine, which the sync would then change (the walk follows no link either)."""
+    import stat
+
+    parts = name.split("/")
+    if name.startswith("/") or any(p in ("", ".", "..", STATE_DIR) for p in parts):
+        return False
+    directory = root
+    for part in parts[:-1]:
+        directory = directory / part
+        try:
+            if not stat.S_ISDIR(os.lstat(directory).st_mode):
+                return False
+        except OSError:
+            return False
+    return True
 
 
 def _patterns(pyproject: Path, table: dict[str, Any], key: str) -> tuple[str, ...]:

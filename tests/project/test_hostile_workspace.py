@@ -1,0 +1,85 @@
+"""A workspace is someone else's checkout: finding its members must not run its code, reach
+outside it, or break on the names it chose (project/workspace.py).
+
+Every test runs the real ``splice`` in a real git repository or directory tree.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from testing.cli import run_splice
+from testing.registry_fixtures import new_project
+
+_GIT_USER = ["-c", "user.email=a@example.com", "-c", "user.name=a"]
+
+
+def _git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", *_GIT_USER, *args], cwd=cwd, check=True, capture_output=True)
+
+
+def _monitor(marker: Path) -> str:
+    """A ``core.fsmonitor`` value: the command git would run, leaving ``marker`` behind."""
+    return f"touch '{marker}'; false #"
+
+
+def test_a_bare_repository_inside_a_clone_runs_nothing(tmp_path: Path) -> None:
+    """A directory of a clone holding ``HEAD``, ``objects/``, ``refs/`` and ``config`` is a
+    repository to git started inside it; its ``core.fsmonitor`` would run on ``ls-files``."""
+    marker = tmp_path / "ran"
+    upstream = tmp_path / "upstream"
+    tools = new_project(upstream / "tools")
+    (tools / "HEAD").write_text("ref: refs/heads/main\n")
+    for directory in ("objects", "refs"):
+        (tools / directory).mkdir()
+        (tools / directory / ".keep").write_text("")
+    (tools / "config").write_text(
+        "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n"
+        f'\tfsmonitor = "{_monitor(marker)}"\n'
+    )
+    _git(upstream, "init", "-q")
+    _git(upstream, "add", "-A")
+    _git(upstream, "commit", "-qm", "tools")
+    clone = tmp_path / "clone"
+    _git(tmp_path, "clone", "-q", str(upstream), str(clone))
+    for command in (["sync"], ["sync", "--check"], ["workspace", "list"]):
+        done = run_splice(*command, cwd=clone / "tools")
+        assert done.code == 0, (command, done.stdout, done.stderr)
+        assert not marker.exists(), command
+
+
+def test_the_configuration_of_an_unpacked_repository_runs_nothing(tmp_path: Path) -> None:
+    """An archive can carry its ``.git`` (and so its ``config``) along with the tree."""
+    marker = tmp_path / "ran"
+    root = tmp_path / "unpacked"
+    new_project(root / "a")
+    _git(tmp_path, "init", "-q", str(root))
+    _git(root, "config", "core.fsmonitor", _monitor(marker))
+    done = run_splice("--json", "sync", cwd=root)
+    assert done.code == 0, (done.stdout, done.stderr)
+    assert [p["path"] for p in json.loads(done.stdout)["projects"]] == ["a"]
+    assert not marker.exists()
+
+
+def test_a_member_git_lists_behind_a_link_is_not_synced(tmp_path: Path) -> None:
+    """git lists its index: a work tree with a link where the index has ``a/`` would make
+    another project of this machine a member, and the sync would change it."""
+    elsewhere = new_project(tmp_path / "elsewhere")
+    before = sorted(p.name for p in elsewhere.iterdir())
+    root = tmp_path / "unpacked"
+    new_project(root / "a")
+    new_project(root / "b")
+    _git(tmp_path, "init", "-q", str(root))
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "two projects")
+    for child in (root / "a").iterdir():
+        child.unlink()
+    (root / "a").rmdir()
+    os.symlink(os.path.relpath(elsewhere, root), root / "a")
+    done = run_splice("--json", "sync", cwd=root)
+    assert done.code == 0, (done.stdout, done.stderr)
+    assert [p["path"] for p in json.loads(done.stdout)["projects"]] == ["b"]
+    assert sorted(p.name for p in elsewhere.iterdir()) == before
