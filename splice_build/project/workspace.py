@@ -59,9 +59,10 @@ class Workspace:
 
     def label(self, member: Path) -> str:
         """The member's path relative to the root (``.`` for the root itself), as text: a
-        byte of a name that is not UTF-8 reads ``\\xff`` (labels name doit tasks and JSON)."""
+        byte of a name that is not UTF-8 reads ``\\xff`` and a backslash ``\\\\``, so two
+        members never share a label (labels name doit tasks, which must be unique, and JSON)."""
         relative = member.relative_to(self.root).as_posix()
-        return _shown(relative) or "."
+        return _shown(relative.replace("\\", "\\\\")) or "."
 
 
 def read_config(pyproject: Path) -> WorkspaceConfig | None:
@@ -266,6 +267,8 @@ _GIT_SAFE = ("-c", "safe.bareRepository=explicit", "-c", "core.fsmonitor=false")
 
 
 def _git(root: Path, *args: str) -> str | None:
+    """git's output, decoded as file names are (a byte that is not UTF-8 as a surrogate,
+    like the walk's), or None when git is missing or fails."""
     import subprocess
 
     try:
@@ -273,12 +276,11 @@ def _git(root: Path, *args: str) -> str | None:
             ["git", *_GIT_SAFE, *args],
             cwd=root,
             capture_output=True,
-            text=True,
             check=False,
         )
     except OSError:
         return None  # no git on this machine
-    return done.stdout if done.returncode == 0 else None
+    return os.fsdecode(done.stdout) if done.returncode == 0 else None
 
 
 def _git_toplevel(start: Path) -> Path | None:

@@ -11,6 +11,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from testing.cli import run_splice
 from testing.registry_fixtures import new_project
 
@@ -83,3 +85,25 @@ def test_a_member_git_lists_behind_a_link_is_not_synced(tmp_path: Path) -> None:
     assert done.code == 0, (done.stdout, done.stderr)
     assert [p["path"] for p in json.loads(done.stdout)["projects"]] == ["b"]
     assert sorted(p.name for p in elsewhere.iterdir()) == before
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX file names")
+@pytest.mark.parametrize("listed_by", ["walk", "git"])
+def test_member_names_never_give_two_projects_one_task(tmp_path: Path, listed_by: str) -> None:
+    """A label shows a byte that is not UTF-8 as ``\\xff``, which a directory can also be
+    called; doit refuses ``=`` in a task name and reads ``*`` in a dependency as a pattern;
+    git lists such a byte as it is."""
+    names = [os.fsdecode(b"\xff"), "\\xff", "a=b", "[a]*", "a"]
+    for name in names:
+        new_project(tmp_path / name)
+    if listed_by == "git":
+        _git(tmp_path, "init", "-q")
+    for command in (["sync"], ["sync", "--check"]):
+        done = run_splice("--json", *command, cwd=tmp_path)
+        assert done.code == 0, (command, done.stdout, done.stderr)
+        answer = json.loads(done.stdout)
+        paths = [p["path"] for p in answer["projects"]]
+        assert len(set(paths)) == len(names), paths
+        tasks = answer["tasks"]["executed"] + answer["tasks"]["upToDate"]
+        assert len(set(tasks)) == len(tasks) == 3 * len(names), tasks
+        assert not any("=" in task or "*" in task for task in tasks), tasks
