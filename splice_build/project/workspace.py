@@ -172,14 +172,19 @@ class _Memo:
     def members(self, root: Path) -> list[Path]:
         """The member directories, matched again only when the candidates differ."""
         assert self.config is not None
-        found = {_matchable(d.relative_to(root).as_posix() or "."): d for d in _walk(root)}
+        # Names that differ only in bytes that are not UTF-8 (or in those and U+FFFD) are one
+        # text to the patterns: they are members together or not at all, never one of them.
+        found: dict[str, list[Path]] = {}
+        for directory in _walk(root):
+            text = _matchable(directory.relative_to(root).as_posix() or ".")
+            found.setdefault(text, []).append(directory)
         relative = sorted(found)
         if self._saved.get("candidates") == relative:
             matched = set(self._saved["members"])
         else:
             matched = _matching(self.config, relative)
         self._answer = {"candidates": relative, "members": sorted(matched)}
-        return [found[rel] for rel in relative if rel in matched]
+        return [d for rel in relative if rel in matched for d in found[rel]]
 
     def write(self, root: Path) -> None:
         """Save this answer unless the memo holds it already (best effort: it is a cache;

@@ -107,3 +107,22 @@ def test_member_names_never_give_two_projects_one_task(tmp_path: Path, listed_by
         tasks = answer["tasks"]["executed"] + answer["tasks"]["upToDate"]
         assert len(set(tasks)) == len(tasks) == 3 * len(names), tasks
         assert not any("=" in task or "*" in task for task in tasks), tasks
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX file names")
+def test_names_patterns_cannot_tell_apart_are_all_members(tmp_path: Path) -> None:
+    """Patterns see a byte that is not UTF-8 as U+FFFD: three directories that differ only
+    there are one text to them, and each of the three is synced (twice: the second run
+    answers from the member memo)."""
+    names = [os.fsdecode(b"\xff"), os.fsdecode(b"\xfe"), "\ufffd"]
+    for name in names:
+        new_project(tmp_path / name)
+    (tmp_path / "pyproject.toml").write_text('[tool.splice.workspace]\nmembers = ["*"]\n')
+    for _ in range(2):
+        done = run_splice("--json", "sync", cwd=tmp_path)
+        assert done.code == 0, (done.stdout, done.stderr)
+        assert [p["path"] for p in json.loads(done.stdout)["projects"]] == [
+            "\\xfe",
+            "\\xff",
+            "\ufffd",
+        ]
