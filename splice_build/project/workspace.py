@@ -23,9 +23,10 @@ than the rest of its work (issue #22). So ``find_workspace(..., remember=True)``
 last answer in ``<root>/.splice/workspace.json`` (:class:`_Memo`): the text of the bytes with
 the patterns they hold, and the candidate directories with the members among them. The tree
 is still walked every time; an answer is reused only when the bytes are the same (compared,
-not hashed: a no-op loads no hashing library) and the walk found exactly the same candidates
-(and only candidates are ever members). It is a cache: unreadable or of another shape, it is
-recomputed and rewritten.
+not hashed: a no-op loads no hashing library), the file is the one the memo was written for
+(its device, inode and ``ctime``, which a memo shipped in a checkout cannot know), and the
+walk found exactly the same candidates (and only candidates are ever members). It is a cache:
+unreadable, of another shape or of another file, it is recomputed and rewritten.
 """
 
 from __future__ import annotations
@@ -145,14 +146,21 @@ def _walk_up(start: Path) -> tuple[Path, _Memo | None]:
 
 
 MEMO_FILE = "workspace.json"
-_MEMO_VERSION = 2  # 2: the text of pyproject.toml, not its SHA-256
+_MEMO_VERSION = 3  # 2: the text of pyproject.toml, not its SHA-256; 3: the file's identity
 
 
 class _Memo:
     """The last parse of one ``pyproject.toml`` and match of its patterns (module docstring)."""
 
-    def __init__(self, text: str, config: WorkspaceConfig | None, saved: dict[str, Any]):
+    def __init__(
+        self,
+        text: str,
+        identity: list[int] | None,
+        config: WorkspaceConfig | None,
+        saved: dict[str, Any],
+    ):
         self.text = text  # pyproject.toml's bytes (undecodable ones as surrogates)
+        self.identity = identity  # pyproject.toml's (device, inode, ctime) as read
         self.config = config
         self._saved = saved  # the memo file's content, when it held these bytes
         self._answer: dict[str, Any] | None = None
@@ -164,10 +172,11 @@ class _Memo:
         if raw is None:
             return None
         text = raw.decode("utf-8", "surrogateescape")
+        identity = _identity(pyproject)
         saved = _load_memo(directory / STATE_DIR / MEMO_FILE)
-        if saved.get("pyproject") != text:
-            return cls(text, _config_of(pyproject, raw), {})
-        return cls(text, WorkspaceConfig(*map(tuple, saved["config"])), saved)
+        if saved.get("pyproject") != text or identity is None or saved.get("file") != identity:
+            return cls(text, identity, _config_of(pyproject, raw), {})
+        return cls(text, identity, WorkspaceConfig(*map(tuple, saved["config"])), saved)
 
     def members(self, root: Path) -> list[Path]:
         """The member directories, matched again only when the candidates differ."""
@@ -190,9 +199,12 @@ class _Memo:
         """Save this answer unless the memo holds it already (best effort: it is a cache;
         ``NOT_WRITABLE`` for a link in the root's ``.splice/``, project/state_dir.py)."""
         assert self.config is not None and self._answer is not None
+        if self.identity is None:
+            return
         body = {
             "version": _MEMO_VERSION,
             "pyproject": self.text,
+            "file": self.identity,
             "config": [list(self.config.members), list(self.config.exclude)],
             **self._answer,
         }
@@ -221,8 +233,10 @@ def _load_memo(path: Path) -> dict[str, Any]:
         body = json.loads(read_regular_file(path))
     except (OSError, ValueError, RecursionError):
         return {}
-    shape = {"version", "pyproject", "config", "candidates", "members"}
+    shape = {"version", "pyproject", "file", "config", "candidates", "members"}
     if not isinstance(body, dict) or set(body) != shape or body["version"] != _MEMO_VERSION:
+        return {}
+    if not isinstance(body["file"], list) or not all(type(v) is int for v in body["file"]):
         return {}
     config = body["config"]
     if not isinstance(config, list) or len(config) != 2 or not isinstance(body["pyproject"], str):
@@ -231,6 +245,18 @@ def _load_memo(path: Path) -> dict[str, Any]:
     if not all(isinstance(x, list) and all(isinstance(v, str) for v in x) for x in lists):
         return {}
     return body
+
+
+def _identity(path: Path) -> list[int] | None:
+    """``path``'s device, inode and ``ctime`` (None when it cannot be read): a memo is this
+    machine's own only when it names them. A checkout can ship ``.splice/workspace.json``
+    with the text of its ``pyproject.toml`` and any members; it cannot know the inode and
+    ``ctime`` its files get when they are written here, and no process sets a ``ctime``."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return [info.st_dev, info.st_ino, info.st_ctime_ns]
 
 
 def _matching(config: WorkspaceConfig, relative: list[str]) -> set[str]:

@@ -126,3 +126,27 @@ def test_names_patterns_cannot_tell_apart_are_all_members(tmp_path: Path) -> Non
             "\\xff",
             "\ufffd",
         ]
+
+
+def test_a_member_memo_shipped_with_the_checkout_is_not_believed(tmp_path: Path) -> None:
+    """``.splice/workspace.json`` is a cache of what ``pyproject.toml`` says; one that came
+    with the checkout, holding that file's very text, must not decide the members (here: the
+    project the file excludes, and not the one it names)."""
+    new_project(tmp_path / "apps" / "a")
+    new_project(tmp_path / "vendor" / "evil")
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[tool.splice.workspace]\nmembers = ["apps/*"]\nexclude = ["vendor"]\n')
+    forged = {
+        "version": 3,
+        "pyproject": pyproject.read_text(),
+        "file": [0, 0, 0],
+        "config": [["**"], []],
+        "candidates": ["apps/a", "vendor/evil"],
+        "members": ["vendor/evil"],
+    }
+    (tmp_path / ".splice").mkdir()
+    (tmp_path / ".splice" / "workspace.json").write_text(json.dumps(forged))
+    for command in (["sync", "--check"], ["sync"], ["sync"]):
+        done = run_splice("--json", *command, cwd=tmp_path)
+        assert done.code == 0, (command, done.stdout, done.stderr)
+        assert [p["path"] for p in json.loads(done.stdout)["projects"]] == ["apps/a"], command
