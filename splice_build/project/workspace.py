@@ -89,6 +89,8 @@ def _config_of(pyproject: Path, raw: bytes) -> WorkspaceConfig | None:
         data = tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise _invalid(pyproject, str(exc)) from exc
+    except RecursionError as exc:  # tomllib recurses once per level of nested arrays
+        raise _invalid(pyproject, "nested too deeply") from exc
     # Walk the tables one key at a time: any level may be a value of another type
     # (``tool = 1`` is valid TOML), which is a malformed file, not a crash.
     table: Any = data

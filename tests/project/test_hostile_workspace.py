@@ -150,3 +150,19 @@ def test_a_member_memo_shipped_with_the_checkout_is_not_believed(tmp_path: Path)
         done = run_splice("--json", *command, cwd=tmp_path)
         assert done.code == 0, (command, done.stdout, done.stderr)
         assert [p["path"] for p in json.loads(done.stdout)["projects"]] == ["apps/a"], command
+
+
+@pytest.mark.parametrize("command", [["sync"], ["sync", "--check"], ["workspace", "list"]])
+def test_a_deeply_nested_pyproject_is_invalid_config(tmp_path: Path, command: list[str]) -> None:
+    """tomllib recurses once per level of nested arrays: 100,000 of them are a bad file."""
+    new_project(tmp_path / "a")
+    depth = 100_000
+    (tmp_path / "pyproject.toml").write_text(
+        f'[tool.splice.workspace]\nmembers = ["a"]\nx = {"[" * depth}{"]" * depth}\n'
+    )
+    done = run_splice("--json", *command, cwd=tmp_path)
+    assert done.code == 2, (done.stdout, done.stderr)
+    error = json.loads(done.stdout)["error"]
+    assert error["code"] == "INVALID_CONFIG", error
+    assert error["message"].endswith("pyproject.toml is invalid: nested too deeply")
+    assert "Traceback" not in done.stderr
