@@ -318,7 +318,8 @@ def _git(root: Path, *args: str) -> str | None:
 
 def _git_toplevel(start: Path) -> Path | None:
     out = _git(start, "rev-parse", "--show-toplevel")
-    return Path(out.strip()) if out else None
+    # Only the line break is git's: a directory name may end with a space.
+    return Path(out.removesuffix("\n")) if out else None
 
 
 def _git_listed(root: Path) -> list[Path] | None:
