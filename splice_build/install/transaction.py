@@ -38,9 +38,8 @@ from pathlib import Path
 from splice_build.project.atomic import atomic_write_json, decode_json, fsync_directory
 from splice_build.project.layout import ProjectLayout
 from splice_build.project.lockfile import Lockfile, load_lockfile, save_lockfile
-from splice_build.project.locking import lock
 from splice_build.project.project_file import ProjectFile
-from splice_build.project.state_dir import check_state_dir
+from splice_build.project.state_dir import state_lock
 from splice_build.records import dataclass
 from splice_build.spec.regular_file import read_regular_file
 
@@ -299,7 +298,6 @@ def project_lock(
 ) -> Iterator[None]:
     """Refuse links in ``.splice/``, hold the project's lock and finish any transaction a
     crash interrupted."""
-    check_state_dir(layout)
-    with lock(layout.state_lock, on_blocked):
+    with state_lock(layout, on_blocked):
         recover(layout)
         yield

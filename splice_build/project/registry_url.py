@@ -12,6 +12,7 @@ registry", says the same for users.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -64,6 +65,11 @@ def normalize_registry_url(value: str) -> str:
         raise _invalid("credentials are not allowed in a registry URL (use `splice login`)")
     if any(ch.isspace() for ch in text):
         raise _invalid(f'"{text}" contains white space')
+    if not (text.isascii() and text.isprintable()):
+        raise _invalid(
+            f'"{text}" holds a character that is not printable ASCII',
+            details=("write a host name that is not ASCII in its xn-- form",),
+        )
     try:
         parts = urlsplit(text)
         port = parts.port
@@ -77,11 +83,31 @@ def normalize_registry_url(value: str) -> str:
     if "?" in text or "#" in text:
         raise _invalid(f'"{text}" must not have a query or a fragment')
     host = parts.hostname
+    if not _is_host(host):
+        raise _invalid(f'"{text}" has no valid host name or IP address')
     if ":" in host:
         host = f"[{host}]"
     if port is not None and port != _DEFAULT_PORTS[scheme]:
         host = f"{host}:{port}"
     return f"{scheme}://{host}{parts.path}".rstrip("/")
+
+
+_LABEL = re.compile(r"[a-z0-9_-]{1,63}")
+
+
+def _is_host(host: str) -> bool:
+    """An IP address, or a DNS name of non-empty labels (one trailing dot allowed): the HTTP
+    client would fail on anything else with an error of its own, uncoded."""
+    import ipaddress
+
+    if ":" in host:
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            return False
+        return True
+    name = host.removesuffix(".")
+    return len(name) <= 253 and all(_LABEL.fullmatch(label) for label in name.split("."))
 
 
 def _normalize_from(value: object, origin: str) -> str:

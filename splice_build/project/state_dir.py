@@ -16,12 +16,27 @@ Races with another local user are out of scope: ``.splice/`` belongs to the proj
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from splice_build.errors import ErrorCode, ProjectError
 from splice_build.project.layout import STATE_DIR, ProjectLayout
+from splice_build.project.locking import lock
+
+
+@contextlib.contextmanager
+def state_lock(
+    layout: ProjectLayout, on_blocked: Callable[[], None] | None = None
+) -> Iterator[None]:
+    """Hold the project's lock, after :func:`check_state_dir`: the lock file is created
+    inside ``.splice``, so taking it through a linked ``.splice`` would create a file
+    elsewhere. Every writer of project state takes the lock here."""
+    check_state_dir(layout)
+    with lock(layout.state_lock, on_blocked):
+        yield
 
 
 def check_state_dir(layout: ProjectLayout) -> None:

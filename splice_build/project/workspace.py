@@ -23,9 +23,10 @@ than the rest of its work (issue #22). So ``find_workspace(..., remember=True)``
 last answer in ``<root>/.splice/workspace.json`` (:class:`_Memo`): the text of the bytes with
 the patterns they hold, and the candidate directories with the members among them. The tree
 is still walked every time; an answer is reused only when the bytes are the same (compared,
-not hashed: a no-op loads no hashing library) and the walk found exactly the same candidates
-(and only candidates are ever members). It is a cache: unreadable or of another shape, it is
-recomputed and rewritten.
+not hashed: a no-op loads no hashing library), the file is the one the memo was written for
+(its device, inode and ``ctime``, which a memo shipped in a checkout cannot know), and the
+walk found exactly the same candidates (and only candidates are ever members). It is a cache:
+unreadable, of another shape or of another file, it is recomputed and rewritten.
 """
 
 from __future__ import annotations
@@ -59,9 +60,10 @@ class Workspace:
 
     def label(self, member: Path) -> str:
         """The member's path relative to the root (``.`` for the root itself), as text: a
-        byte of a name that is not UTF-8 reads ``\\xff`` (labels name doit tasks and JSON)."""
+        byte of a name that is not UTF-8 reads ``\\xff`` and a backslash ``\\\\``, so two
+        members never share a label (labels name doit tasks, which must be unique, and JSON)."""
         relative = member.relative_to(self.root).as_posix()
-        return _shown(relative) or "."
+        return _shown(relative.replace("\\", "\\\\")) or "."
 
 
 def read_config(pyproject: Path) -> WorkspaceConfig | None:
@@ -87,6 +89,8 @@ def _config_of(pyproject: Path, raw: bytes) -> WorkspaceConfig | None:
         data = tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise _invalid(pyproject, str(exc)) from exc
+    except RecursionError as exc:  # tomllib recurses once per level of nested arrays
+        raise _invalid(pyproject, "nested too deeply") from exc
     # Walk the tables one key at a time: any level may be a value of another type
     # (``tool = 1`` is valid TOML), which is a malformed file, not a crash.
     table: Any = data
@@ -144,14 +148,21 @@ def _walk_up(start: Path) -> tuple[Path, _Memo | None]:
 
 
 MEMO_FILE = "workspace.json"
-_MEMO_VERSION = 2  # 2: the text of pyproject.toml, not its SHA-256
+_MEMO_VERSION = 3  # 2: the text of pyproject.toml, not its SHA-256; 3: the file's identity
 
 
 class _Memo:
     """The last parse of one ``pyproject.toml`` and match of its patterns (module docstring)."""
 
-    def __init__(self, text: str, config: WorkspaceConfig | None, saved: dict[str, Any]):
+    def __init__(
+        self,
+        text: str,
+        identity: list[int] | None,
+        config: WorkspaceConfig | None,
+        saved: dict[str, Any],
+    ):
         self.text = text  # pyproject.toml's bytes (undecodable ones as surrogates)
+        self.identity = identity  # pyproject.toml's (device, inode, ctime) as read
         self.config = config
         self._saved = saved  # the memo file's content, when it held these bytes
         self._answer: dict[str, Any] | None = None
@@ -163,29 +174,39 @@ class _Memo:
         if raw is None:
             return None
         text = raw.decode("utf-8", "surrogateescape")
+        identity = _identity(pyproject)
         saved = _load_memo(directory / STATE_DIR / MEMO_FILE)
-        if saved.get("pyproject") != text:
-            return cls(text, _config_of(pyproject, raw), {})
-        return cls(text, WorkspaceConfig(*map(tuple, saved["config"])), saved)
+        if saved.get("pyproject") != text or identity is None or saved.get("file") != identity:
+            return cls(text, identity, _config_of(pyproject, raw), {})
+        return cls(text, identity, WorkspaceConfig(*map(tuple, saved["config"])), saved)
 
     def members(self, root: Path) -> list[Path]:
         """The member directories, matched again only when the candidates differ."""
         assert self.config is not None
-        found = {_matchable(d.relative_to(root).as_posix() or "."): d for d in _walk(root)}
+        # Names that differ only in bytes that are not UTF-8 (or in those and U+FFFD) are one
+        # text to the patterns: they are members together or not at all, never one of them.
+        found: dict[str, list[Path]] = {}
+        for directory in _walk(root):
+            text = _matchable(directory.relative_to(root).as_posix() or ".")
+            found.setdefault(text, []).append(directory)
         relative = sorted(found)
         if self._saved.get("candidates") == relative:
             matched = set(self._saved["members"])
         else:
             matched = _matching(self.config, relative)
         self._answer = {"candidates": relative, "members": sorted(matched)}
-        return [found[rel] for rel in relative if rel in matched]
+        return [d for rel in relative if rel in matched for d in found[rel]]
 
     def write(self, root: Path) -> None:
-        """Save this answer unless the memo holds it already (best effort: it is a cache)."""
+        """Save this answer unless the memo holds it already (best effort: it is a cache;
+        ``NOT_WRITABLE`` for a link in the root's ``.splice/``, project/state_dir.py)."""
         assert self.config is not None and self._answer is not None
+        if self.identity is None:
+            return
         body = {
             "version": _MEMO_VERSION,
             "pyproject": self.text,
+            "file": self.identity,
             "config": [list(self.config.members), list(self.config.exclude)],
             **self._answer,
         }
@@ -194,7 +215,10 @@ class _Memo:
         import json
 
         from splice_build.project.atomic import atomic_write_bytes
+        from splice_build.project.layout import ProjectLayout
+        from splice_build.project.state_dir import check_state_dir
 
+        check_state_dir(ProjectLayout(root))  # a cache, but never written through a link
         state = root / STATE_DIR
         try:
             state.mkdir(exist_ok=True)
@@ -211,8 +235,10 @@ def _load_memo(path: Path) -> dict[str, Any]:
         body = json.loads(read_regular_file(path))
     except (OSError, ValueError, RecursionError):
         return {}
-    shape = {"version", "pyproject", "config", "candidates", "members"}
+    shape = {"version", "pyproject", "file", "config", "candidates", "members"}
     if not isinstance(body, dict) or set(body) != shape or body["version"] != _MEMO_VERSION:
+        return {}
+    if not isinstance(body["file"], list) or not all(type(v) is int for v in body["file"]):
         return {}
     config = body["config"]
     if not isinstance(config, list) or len(config) != 2 or not isinstance(body["pyproject"], str):
@@ -221,6 +247,18 @@ def _load_memo(path: Path) -> dict[str, Any]:
     if not all(isinstance(x, list) and all(isinstance(v, str) for v in x) for x in lists):
         return {}
     return body
+
+
+def _identity(path: Path) -> list[int] | None:
+    """``path``'s device, inode and ``ctime`` (None when it cannot be read): a memo is this
+    machine's own only when it names them. A checkout can ship ``.splice/workspace.json``
+    with the text of its ``pyproject.toml`` and any members; it cannot know the inode and
+    ``ctime`` its files get when they are written here, and no process sets a ``ctime``."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return [info.st_dev, info.st_ino, info.st_ctime_ns]
 
 
 def _matching(config: WorkspaceConfig, relative: list[str]) -> set[str]:
@@ -253,25 +291,35 @@ def _walk(root: Path) -> list[Path]:
     return found
 
 
+# A checkout decides the configuration of the repository git finds: a directory of a clone
+# that looks like a bare repository (``HEAD``, ``objects/``, ``refs/``, ``config``) is one when
+# git starts inside it, and its ``core.fsmonitor`` is a command ``git ls-files`` runs. These
+# settings come from the command line, which no repository can override: an implicit bare
+# repository is refused (the walk is used instead) and no monitor command is ever run.
+_GIT_SAFE = ("-c", "safe.bareRepository=explicit", "-c", "core.fsmonitor=false")
+
+
 def _git(root: Path, *args: str) -> str | None:
+    """git's output, decoded as file names are (a byte that is not UTF-8 as a surrogate,
+    like the walk's), or None when git is missing or fails."""
     import subprocess
 
     try:
         done = subprocess.run(
-            ["git", *args],
+            ["git", *_GIT_SAFE, *args],
             cwd=root,
             capture_output=True,
-            text=True,
             check=False,
         )
     except OSError:
         return None  # no git on this machine
-    return done.stdout if done.returncode == 0 else None
+    return os.fsdecode(done.stdout) if done.returncode == 0 else None
 
 
 def _git_toplevel(start: Path) -> Path | None:
     out = _git(start, "rev-parse", "--show-toplevel")
-    return Path(out.strip()) if out else None
+    # Only the line break is git's: a directory name may end with a space.
+    return Path(out.removesuffix("\n")) if out else None
 
 
 def _git_listed(root: Path) -> list[Path] | None:
@@ -291,9 +339,31 @@ def _git_listed(root: Path) -> list[Path] | None:
     found = []
     for name in out.split("\0"):
         path = root / name
-        if name and path.is_file() and STATE_DIR not in path.parts:
+        if name and _below_without_links(root, name) and path.is_file():
             found.append(path.parent)
     return found
+
+
+def _below_without_links(root: Path, name: str) -> bool:
+    """``name`` (a path git listed) is a file in a real directory below ``root``: relative,
+    no ``..``, not in ``.splice``, and no symbolic link on the way to it. git lists what its
+    index holds, and a work tree (an unpacked archive with its ``.git``) can hold a link
+    where the index has a directory; a member reached through it would be another project
+    of this machine, which the sync would then change (the walk follows no link either)."""
+    import stat
+
+    parts = name.split("/")
+    if name.startswith("/") or any(p in ("", ".", "..", STATE_DIR) for p in parts):
+        return False
+    directory = root
+    for part in parts[:-1]:
+        directory = directory / part
+        try:
+            if not stat.S_ISDIR(os.lstat(directory).st_mode):
+                return False
+        except OSError:
+            return False
+    return True
 
 
 def _patterns(pyproject: Path, table: dict[str, Any], key: str) -> tuple[str, ...]:

@@ -29,6 +29,8 @@ class Sha256Checker(FileChangedChecker):
     """``check_modified`` / ``get_state`` over ``(mtime_ns, size, sha256)``."""
 
     def check_modified(self, file_path: str, file_stat: os.stat_result, state: Any) -> bool:
+        if not _is_state(state):
+            return True  # not a state this checker saved: the task runs, its check decides
         mtime_ns, size, sha = state
         if file_stat.st_size != size:
             return True
@@ -38,6 +40,21 @@ class Sha256Checker(FileChangedChecker):
 
     def get_state(self, dep: str, current_state: Any) -> tuple[int, int, str] | None:
         stat = os.stat(dep)
-        if current_state and tuple(current_state[:2]) == (stat.st_mtime_ns, stat.st_size):
+        if _is_state(current_state) and tuple(current_state[:2]) == (
+            stat.st_mtime_ns,
+            stat.st_size,
+        ):
             return None  # unchanged: keep the saved state
         return (stat.st_mtime_ns, stat.st_size, file_sha256(dep))
+
+
+def _is_state(state: object) -> bool:
+    """``state`` has the shape ``get_state`` gives (a list once doit's JSON database has held
+    it). The database is a file in ``.splice/``, which can come with a checkout: any other
+    value is read as "changed", never unpacked into a crash."""
+    return (
+        isinstance(state, list | tuple)
+        and len(state) == 3
+        and all(type(v) is int for v in state[:2])
+        and isinstance(state[2], str)
+    )

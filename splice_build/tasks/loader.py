@@ -58,9 +58,20 @@ class SavingSqliteDB(SqliteDB):  # type: ignore[misc]
     doit saves its database once, after the last task, when every install is already
     committed or undone; the run then raises the kept error coded (tasks/graph.py). Runs are
     serialized in a process, so one list serves.
+
+    The database is a file in ``.splice/``, which can come with a checkout: a task's record
+    that is not a JSON object (or not JSON) is read as no record, so the task's checks are
+    recomputed, as for a task never run.
     """
 
     failures: ClassVar[list[Exception]] = []
+
+    def _get_task_data(self, task_id: str) -> dict[str, Any]:
+        try:
+            data = super()._get_task_data(task_id)
+        except (ValueError, RecursionError):  # not JSON, or not UTF-8
+            return {}
+        return data if isinstance(data, dict) else {}
 
     def dump(self) -> None:
         import sqlite3

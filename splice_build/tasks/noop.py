@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 from splice_build.install.statcache import NoopState, StatCache
 from splice_build.project.layout import ProjectLayout
 from splice_build.project.locking import lock
+from splice_build.project.state_dir import state_lock
 from splice_build.spec.regular_file import read_regular_file
 
 if TYPE_CHECKING:
@@ -116,7 +117,9 @@ def unchanged_workspace(
     with contextlib.ExitStack() as stack:
         for directory in sorted(workspace.members, key=str):  # run_workspace's lock order
             layout = layouts[directory]
-            if not check or layout.state_lock.exists():
+            if not check:
+                stack.enter_context(state_lock(layout, on_blocked))
+            elif layout.state_lock.exists():
                 stack.enter_context(lock(layout.state_lock, on_blocked))
             cache = _unchanged(layout)
             if cache is None or cache.state is None:
@@ -132,7 +135,7 @@ def unchanged_install(
     (every package kept, in the order the graph reports them), else None: run the graph."""
     if not os.path.isfile(layout.stat_cache):
         return None
-    with lock(layout.state_lock, on_blocked):
+    with state_lock(layout, on_blocked):
         cache = _unchanged(layout)
         if cache is None or cache.state is None:
             return None

@@ -80,11 +80,21 @@ def splice_tasks(
     }
 
 
+def _shown(text: str) -> str:
+    """``text`` as the CLI shows an error (cli/output.py): doit prints a task's failure as it
+    is, and the text holds what a checkout wrote (member paths, ``splice.json`` keys), so
+    secrets are redacted and control characters escaped before doit sees it."""
+    from splice_build.security.redact import redact
+    from splice_build.security.terminal import terminal_safe
+
+    return terminal_safe(redact(text))
+
+
 def _invalid(exc: SpliceError) -> Exception:
     from doit.exceptions import InvalidTask
 
     hint = f"\nhint: {exc.hint}" if exc.hint else ""
-    return InvalidTask(f"splice_tasks: {exc.message} ({exc.code}){hint}")
+    return InvalidTask(_shown(f"splice_tasks: {exc.message} ({exc.code}){hint}"))
 
 
 def _project_root(project: str | Path) -> Path:
@@ -134,7 +144,7 @@ def _check(start: Path, root: Path, registry: str | None, *, stat_cache: bool = 
 def _failed(lines: list[str]) -> Any:
     from doit.exceptions import TaskFailed
 
-    return TaskFailed("\n".join(lines))
+    return TaskFailed(_shown("\n".join(lines)))
 
 
 def _error(exc: SpliceError) -> Any:

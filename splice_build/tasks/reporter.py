@@ -10,10 +10,15 @@ from typing import Any
 
 from splice_build.records import dataclass, field
 
+# doit refuses a task name holding "=" and reads a task_dep holding "*" as a pattern (which
+# may then not even match its own task): each is written as its escape. A workspace label
+# already writes a backslash as two (project/workspace.py), so a name stays unique.
+_NOT_IN_TASK_NAMES = str.maketrans({"=": "\\x3d", "*": "\\x2a"})
+
 
 def task_name(step: str, label: str) -> str:
     """A project's task: ``lock:<label>``, or plain ``lock`` for ``splice install``'s one."""
-    return f"{step}:{label}" if label else step
+    return f"{step}:{label.translate(_NOT_IN_TASK_NAMES)}" if label else step
 
 
 @dataclass

@@ -112,7 +112,8 @@ def sync_workspace(
     options: SyncOptions = DEFAULT_OPTIONS,
     on_progress: ProjectProgress = _quiet,
 ) -> SyncResult:
-    """Sync every member of ``workspace``; never raises for one project's failure.
+    """Sync every member of ``workspace``; never raises for one project's failure (a link in
+    the root's ``.splice/`` is ``NOT_WRITABLE`` for the whole run, project/state_dir.py).
 
     A workspace whose every member is as its last no-op run left it is answered without the
     graph (tasks/noop.py)."""
@@ -121,6 +122,12 @@ def sync_workspace(
     def blocked() -> None:
         on_progress(".", "waiting", "Waiting for another Splice process on .splice/...")
 
+    if not options.check:
+        from splice_build.project.layout import ProjectLayout
+        from splice_build.project.state_dir import check_state_dir
+
+        # The root's .splice/ holds the graph database even when the root is no project.
+        check_state_dir(ProjectLayout(workspace.root))
     if options.stat_cache:
         unchanged = unchanged_workspace(workspace, check=options.check, on_blocked=blocked)
         if unchanged is not None:

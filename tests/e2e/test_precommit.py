@@ -86,3 +86,21 @@ def test_hooks_pass_then_catch_tampering_and_secrets(tmp_path: Path) -> None:
     assert "app: would restore @acme/greeter@1.0.0" in dirty.stdout
     assert "config.env:1: AWS access key id" in dirty.stdout
     assert key not in dirty.stdout
+
+
+def test_a_file_named_like_an_option_does_not_turn_the_scan_off(tmp_path: Path) -> None:
+    """pre-commit appends the file names to the hook's command: a file a checkout calls
+    ``--help`` would otherwise make ``splice secret-scan`` print its help and pass."""
+    source, rev = _hook_source(tmp_path)
+    repo = _init(tmp_path / "repo")
+    (repo / ".pre-commit-config.yaml").write_text(
+        f"repos:\n- repo: {source}\n  rev: {rev}\n  hooks:\n  - id: splice-secret-scan\n"
+    )
+    key = "AKIA" + "Q7RZ3M9TX2WPLK4H"  # split: this file itself must scan clean
+    (repo / "config.env").write_text(f"AWS_ACCESS_KEY_ID={key}\n")
+    (repo / "--help").write_text("an ordinary file\n")
+    _git(repo, "add", "--", ".")
+    done = _pre_commit(repo, tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "config.env:1: AWS access key id" in done.stdout
+    assert "usage:" not in done.stdout

@@ -108,3 +108,62 @@ def test_a_link_in_the_state_directory_is_refused_by_every_command(
         assert "Traceback" not in done.stderr
         assert _tree(victim) == before, command
     assert link.is_symlink()
+
+
+@pytest.mark.parametrize(
+    "command", [("install",), ("sync",), ("keys", "trust", "acme", "ed25519:0123456789abcdef")]
+)
+def test_no_lock_file_is_created_through_a_linked_state_directory(
+    installed: Path, tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    """The no-op fast path and ``keys trust`` take the project lock too: through a linked
+    ``.splice`` whose target holds a ``statcache.json`` (what makes the fast path look), the
+    lock file would be created in the victim's directory before any check."""
+    project = tmp_path / "p"
+    shutil.copytree(installed, project, symlinks=True)
+    victim = _victim(tmp_path)
+    (victim / "statcache.json").write_text("{}")
+    before = _tree(victim)
+    state = ProjectLayout(project).state_dir
+    shutil.rmtree(state)
+    os.symlink(os.path.relpath(victim, project), state)
+    done = run_splice("--json", *command, cwd=project)
+    assert done.code == 1, (done.stdout, done.stderr)
+    error = json.loads(done.stdout)["error"]
+    assert error["code"] == "NOT_WRITABLE", error
+    assert str(state) in error["message"], error
+    assert _tree(victim) == before
+
+
+def _workspace(root: Path) -> Path:
+    """A workspace whose root is no project: members from pyproject.toml."""
+    (root / "a").mkdir(parents=True)
+    (root / "pyproject.toml").write_text('[tool.splice.workspace]\nmembers = ["a"]\n')
+    done = run_splice("init", cwd=root / "a")
+    assert done.code == 0, done.stderr
+    return root
+
+
+@pytest.mark.parametrize("place", ["", "sync.sqlite3", "workspace.json"])
+def test_a_link_in_the_workspace_roots_state_directory_is_refused(
+    tmp_path: Path, place: str
+) -> None:
+    """The root of a workspace keeps the sync's graph database and its member memo in its own
+    ``.splice/``, project or not: a link there would write them into the victim's directory
+    (or, for the database, create or fill the file the link names)."""
+    root = _workspace(tmp_path / "ws")
+    victim = _victim(tmp_path)
+    before = _tree(victim)
+    link = root / ".splice" / place if place else root / ".splice"
+    link.parent.mkdir(parents=True, exist_ok=True)
+    target = victim if not place else victim / "new.db"
+    os.symlink(os.path.relpath(target, link.parent), link)
+    done = run_splice("--json", "sync", cwd=root)
+    assert done.code == 1, (done.stdout, done.stderr)
+    error = json.loads(done.stdout)["error"]
+    assert error["code"] == "NOT_WRITABLE", error
+    assert str(link) in error["message"], error
+    assert _tree(victim) == before
+    check = run_splice("--json", "sync", "--check", cwd=root)  # writes nothing: no refusal
+    assert check.code == 0, (check.stdout, check.stderr)
+    assert _tree(victim) == before

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from splice_build.project.registry_url import (
     normalize_registry_url,
     resolve_registry,
 )
+from testing.cli import run_splice
 
 
 @pytest.mark.parametrize(
@@ -62,6 +64,14 @@ def test_aliases_are_exactly_local_and_embedded() -> None:
         ("http://exa mple.org", '"http://exa mple.org" contains white space'),
         ("http://example.org:99999", '"http://example.org:99999" is not a URL'),
         ("embedded:/x", '"embedded:/x" must start with http:// or https://'),
+        ("http://a..b", '"http://a..b" has no valid host name or IP address'),
+        ("http://a%00b", '"http://a%00b" has no valid host name or IP address'),
+        ("http://.", '"http://." has no valid host name or IP address'),
+        ("http://[::1", '"http://[::1" is not a URL'),
+        ("http://a\x00b", '"http://a\x00b" holds a character that is not printable ASCII'),
+        ("http://a\x1bb/", '"http://a\x1bb/" holds a character that is not printable ASCII'),
+        ("http://a/\x7f", '"http://a/\x7f" holds a character that is not printable ASCII'),
+        ("http://\u00e9x.com", '"http://\u00e9x.com" holds a character that is not printable'),
     ],
 )
 def test_invalid(value: str, reason: str) -> None:
@@ -162,3 +172,22 @@ def test_user_config_registry_must_be_a_string(tmp_path: Path) -> None:
         resolve_registry(flag=None, env={}, project=None, home=home)
     assert info.value.code is ErrorCode.INVALID_CONFIG
     assert "must be a string" in info.value.message
+
+
+def test_a_registry_no_client_can_reach_fails_the_project_coded(tmp_path: Path) -> None:
+    """A checkout's ``registry`` that the HTTP client cannot even parse (an empty label) is
+    that project's ``INVALID_PROJECT``, not an unexpected failure of the whole sync."""
+    project = tmp_path / "checkout"
+    project.mkdir()
+    (project / "splice.json").write_text(
+        json.dumps(
+            {"specVersion": 1, "registry": "http://a..b", "packages": {"@acme/x": "^1.0.0"}}
+        ),
+        encoding="utf-8",
+    )
+    done = run_splice("--json", "sync", cwd=project)
+    assert done.code == 1, (done.stdout, done.stderr)
+    [outcome] = json.loads(done.stdout)["projects"]
+    assert outcome["error"]["code"] == "INVALID_PROJECT", outcome
+    assert "has no valid host name" in outcome["error"]["message"]
+    assert "Traceback" not in done.stderr and "unexpected failure" not in done.stderr

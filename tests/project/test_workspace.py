@@ -165,3 +165,13 @@ def test_the_member_memo_follows_the_bytes_and_the_tree(tmp_path: Path) -> None:
     with pytest.raises(SpliceError) as raised:
         find_workspace(tmp_path, remember=True)
     assert raised.value.code is ErrorCode.INVALID_CONFIG
+
+
+def test_a_git_work_tree_whose_name_ends_with_a_space(tmp_path: Path) -> None:
+    """Only git's line break is dropped from ``rev-parse --show-toplevel``."""
+    root = tmp_path / "repo "
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    new_project(root / "a")
+    workspace = find_workspace(root / "a")
+    assert workspace.source == "git" and workspace.root == root
+    assert [workspace.label(m) for m in workspace.members] == ["a"]

@@ -127,6 +127,27 @@ def test_the_token_goes_to_the_registry_the_user_named_on_user_routes_only(
     assert served.proxy.authorized[first:] == [("POST", "/publish"), ("GET", "/auth/whoami")]
 
 
+def test_a_netrc_password_goes_nowhere(served: Served, tmp_path: Path) -> None:
+    """``requests`` would add ``~/.netrc``'s password for the registry's host (or its
+    ``default``, any host) as ``Authorization: Basic`` to every request: a checkout naming a
+    registry would receive it, and it would replace the user's own token on a user route."""
+    home = tmp_path / "user"
+    home.mkdir()
+    netrc = home / ".netrc"
+    netrc.write_text("default login alice password hunter2\n", encoding="utf-8")
+    netrc.chmod(0o600)
+    project = _project(tmp_path / "checkout", served.proxy.url)
+    env = {**_home(tmp_path), "HOME": str(home), "SPLICE_TOKEN": served.token}
+    first, authorized = len(served.proxy.requests), len(served.proxy.authorized)
+    done = run_splice("add", "@acme/greeter", cwd=project, env=env)
+    assert done.code == 0, done.stderr
+    assert ("GET", "/packages/acme/greeter/1.0.0/download") in served.proxy.requests[first:]
+    assert served.proxy.authorized[authorized:] == []
+    who = run_splice("--registry", served.proxy.url, "--json", "whoami", cwd=project, env=env)
+    assert who.code == 0, who.stdout + who.stderr  # the token, not the netrc password
+    assert who.json()["tokenSource"] == "env"
+
+
 def test_the_rule_in_one_place(tmp_path: Path) -> None:
     """``resolve_token`` alone: SPLICE_TOKEN only for the registry the user's own settings pick."""
     home = SpliceHome(tmp_path / "home")

@@ -148,3 +148,21 @@ def test_a_workspace_root_without_projects_fails_up_front(tmp_path: Path) -> Non
     assert done.returncode == 3
     assert "No project (splice.json) in the workspace" in done.stderr
     assert "(NOT_A_PROJECT)" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_failure_shows_no_control_character_of_the_checkout(tmp_path: Path) -> None:
+    """doit prints a task's failure as it is: a member's name and a ``splice.json`` key come
+    from the checkout, and their escape sequences (a window title, a colour) reach doit
+    written out, as the CLI shows them."""
+    member = tmp_path / "evil\x1b]0;title\x07"
+    member.mkdir()
+    (member / "splice.json").write_text(
+        '{"specVersion": 1, "packages": {"@a/\\u001b[31mred": "1"}}', encoding="utf-8"
+    )
+    _dodo(tmp_path, 'None, root="."')
+    done = _doit(tmp_path, "splice:verify")
+    assert done.returncode == 1, done.stdout + done.stderr
+    output = done.stdout + done.stderr
+    assert "(INVALID_PROJECT)" in output
+    assert "\x1b" not in output and "\x07" not in output
+    assert "evil\\x1b]0;title\\x07: failed" in output

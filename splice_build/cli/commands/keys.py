@@ -205,17 +205,17 @@ def _pem_public_key(content: bytes) -> bytes:
 
 def _trust(args: argparse.Namespace, ctx: CommandContext) -> None:
     from splice_build.project.layout import ProjectLayout
-    from splice_build.project.locking import lock
     from splice_build.project.project_file import (
         find_project_root,
         load_project_file,
         save_project_file,
     )
+    from splice_build.project.state_dir import state_lock
 
     namespace = _namespace(args.words[0])
     trusted = _trusted_key_id(args.words[1], ctx)
     root = find_project_root(ctx.cwd)
-    with lock(ProjectLayout(root).state_lock):
+    with state_lock(ProjectLayout(root)):
         project = load_project_file(root)
         updated = project.with_trusted(namespace, trusted)
         if updated is not project:

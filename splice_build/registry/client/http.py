@@ -38,22 +38,38 @@ MAX_ERROR_BYTES = 64 * 1024
 CHUNK = 64 * 1024
 
 
+def _new_session() -> requests.Session:
+    """A session that takes proxies and CA bundles from the environment, but never a
+    credential: with ``trust_env`` alone, ``requests`` would add the ``~/.netrc`` password
+    of the registry's host (or of its ``default`` entry, any host) as ``Authorization:
+    Basic`` to every request, reads and downloads included, and to a registry that only a
+    checkout's ``splice.json`` names. An ``auth`` of the session's own turns that look-up
+    off; it leaves each request as it is (the token is ``_as_user``'s header)."""
+    import requests
+
+    session = requests.Session()
+    session.trust_env = True
+    session.auth = _no_credentials
+    session.headers["accept"] = "application/json"
+    session.headers["user-agent"] = "splice-build"
+    return session
+
+
+def _no_credentials(request: requests.PreparedRequest) -> requests.PreparedRequest:
+    return request
+
+
 class HttpRegistryClient:
     def __init__(
         self, base_url: str, *, token: str | None = None, deadlines: Deadlines | None = None
     ) -> None:
-        import requests
-
         self.base_url = base_url.rstrip("/")
         self.deadlines = deadlines or Deadlines()
         self.has_token = token is not None
         self._authorization = f"Bearer {token}" if token is not None else None
         # (package id, version) -> the integrity this registry's version answer gave it
         self._answered_integrity: dict[tuple[str, str], str] = {}
-        self._session = requests.Session()
-        self._session.trust_env = True
-        self._session.headers["accept"] = "application/json"
-        self._session.headers["user-agent"] = "splice-build"
+        self._session = _new_session()
 
     # -- plumbing ---------------------------------------------------------------------
 
@@ -161,17 +177,12 @@ class HttpRegistryClient:
         """
         import socket
 
-        import requests
-
         connection = getattr(getattr(response, "raw", None), "_connection", None)
         sock = getattr(connection, "sock", None)
         if isinstance(sock, socket.socket):
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
-        stale = self._session
-        self._session = requests.Session()
-        self._session.trust_env = stale.trust_env
-        self._session.headers.update(stale.headers)
+        self._session = _new_session()
 
     def _late(self, path: str, budget: Budget) -> RegistryError:
         return RegistryError(
