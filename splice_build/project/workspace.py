@@ -291,22 +291,17 @@ def _walk(root: Path) -> list[Path]:
     return found
 
 
-# A checkout decides the configuration of the repository git finds: a directory of a clone
-# that looks like a bare repository (``HEAD``, ``objects/``, ``refs/``, ``config``) is one when
-# git starts inside it, and its ``core.fsmonitor`` is a command ``git ls-files`` runs. These
-# settings come from the command line, which no repository can override: an implicit bare
-# repository is refused (the walk is used instead) and no monitor command is ever run.
-_GIT_SAFE = ("-c", "safe.bareRepository=explicit", "-c", "core.fsmonitor=false")
-
-
 def _git(root: Path, *args: str) -> str | None:
     """git's output, decoded as file names are (a byte that is not UTF-8 as a surrogate,
-    like the walk's), or None when git is missing or fails."""
+    like the walk's), or None when git is missing or fails (an implicit bare repository
+    among them: security/checkout_git.py; the walk is used instead)."""
     import subprocess
+
+    from splice_build.security.checkout_git import GIT
 
     try:
         done = subprocess.run(
-            ["git", *_GIT_SAFE, *args],
+            [*GIT, *args],
             cwd=root,
             capture_output=True,
             check=False,

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from splice_build.records import dataclass
+from splice_build.security.checkout_git import GIT
 from splice_build.security.redact import KEY_FORMATS as REDACTION_KEY_FORMATS
 
 # Names of the key-format classes of redact.py, in its order (docs/compatibility.md#redaction, classes 1-8).
@@ -136,15 +137,9 @@ def scan_text(text: str, where: str, values: Sequence[tuple[str, str]] = ()) -> 
     return list(dict.fromkeys(findings))
 
 
-# The checkout being scanned may be anyone's: its .git/config must not run a command. Of
-# the settings that do, core.fsmonitor is the one ls-files reaches (a hook run on every index
-# read); a setting on the command line wins over the repository's.
-_GIT_SAFE = ("-c", "core.fsmonitor=false")
-
-
 def _git_files(root: Path) -> list[Path]:
     listed = subprocess.run(
-        ["git", *_GIT_SAFE, "-C", str(root), "ls-files", "-z", "--cached"],
+        [*GIT, "-C", str(root), "ls-files", "-z", "--cached"],
         capture_output=True,
         check=True,
     ).stdout
