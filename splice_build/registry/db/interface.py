@@ -198,6 +198,10 @@ class NamespaceStore(Protocol):
         """The names of the reserved namespaces, sorted (assigned or not)."""
         ...
 
+    def namespace_names(self) -> list[str]:
+        """Every namespace's name, sorted (reserved, owned and released ones)."""
+        ...
+
 
 class PackageStore(Protocol):
     def package(self, package_id: str) -> Package | None: ...

@@ -234,6 +234,10 @@ class SqlMetadataStore(ABC):
         rows = self._all(f"SELECT name FROM namespaces WHERE reserved = 1 {self._order_by('name')}")
         return [str(row["name"]) for row in rows]
 
+    def namespace_names(self) -> list[str]:
+        rows = self._all(f"SELECT name FROM namespaces {self._order_by('name')}")
+        return [str(row["name"]) for row in rows]
+
     def set_owner(self, name: str, owner_id: int | None, *, now: str) -> Namespace:
         with self._write() as tx:
             tx.execute(

@@ -82,7 +82,7 @@ def publish(deps: Deps, caller: Caller, body: bytes) -> dict[str, Any]:
     package_id = f"@{namespace}/{name}"
     right = authorize_publish(deps, principal, namespace)  # (5)
     if right.claim:  # a namespace is created: it may not imitate a reserved one
-        refuse_confusable_namespace(deps, namespace)
+        refuse_confusable_namespace(deps, namespace, principal.user)
     if deps.meta.package(package_id) is None:  # so is a package name
         refuse_confusable_package(deps, namespace, name)
     sha = sha256_hex(body)  # (6)
