@@ -198,3 +198,23 @@ def test_the_owner_may_create_a_look_alike_of_its_own_namespace(
 ) -> None:
     code, answer = _publish(acme_exists, tmp_path, "a-cme", "greeter")
     assert code == 0, answer
+
+
+def _admin_guess(server: RunningRegistry, forwarded: str) -> int:
+    headers = {"authorization": f"Bearer {BOGUS}", "x-forwarded-for": forwarded}
+    answer = requests.post(
+        f"{server.url}/admin/users", json={"name": "x"}, headers=headers, timeout=10
+    )
+    return answer.status_code
+
+
+def test_an_ipv6_client_cannot_rotate_addresses_of_its_network_past_the_admin_lockout(
+    tmp_path: Path,
+) -> None:
+    """Each guess from another address of one /64 (what any IPv6 host can pick) still spends
+    the one budget of that network; another network keeps its own."""
+    with registry_server(tmp_path / "data", *LIMITS_OFF, "--trusted-proxy", "127.0.0.1") as server:
+        codes = [_admin_guess(server, f"2001:db8::{n + 1:x}") for n in range(BUDGET + 1)]
+        assert codes == [403] * BUDGET + [429], codes
+        assert _admin_guess(server, "2001:db8::ffff:1234:5678:9abc") == 429
+        assert _admin_guess(server, "2001:db8:0:1::1") == 403, "another /64 is another client"
