@@ -132,6 +132,28 @@ def test_scoped_publish_only_token(server: RunningRegistry, pkg_root: Path) -> N
     assert ci_token not in str(listed)
 
 
+def test_a_token_cannot_mint_one_that_outlives_it(server: RunningRegistry) -> None:
+    """A leaked short-lived managing token must not become a lasting publish token."""
+    short = user_token(server, "shortlived", "--expires", "2d")
+    whoami = splice_as(short, "whoami", "--json", registry=server.url).json()
+    parent_expiry = whoami["token"]["expiresAt"]
+    assert parent_expiry is not None
+    inherited = splice_as(short, "token", "create", "--json", registry=server.url).json()
+    assert inherited["expiresAt"] == parent_expiry, "no --expires: the creating token's expiry"
+    sooner = splice_as(short, "token", "create", "--expires", "1d", "--json", registry=server.url)
+    assert sooner.json()["expiresAt"] < parent_expiry
+    longer = error_of(
+        splice_as(short, "token", "create", "--expires", "90d", "--json", registry=server.url)
+    )
+    assert longer["code"] == "FORBIDDEN" and "registry code: TOKEN_SCOPE" in longer["details"]
+    assert "outlive" in longer["message"]
+    expiries = [
+        t["expiresAt"]
+        for t in splice_as(short, "token", "list", "--json", registry=server.url).json()["tokens"]
+    ]
+    assert None not in expiries and len(expiries) == 3, expiries
+
+
 def test_revoked_and_expired_tokens_are_401(server: RunningRegistry) -> None:
     managing = user_token(server, "revoker")
     created = splice_as(managing, "token", "create", "--json", registry=server.url).json()
