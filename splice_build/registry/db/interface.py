@@ -248,7 +248,11 @@ class PackageStore(Protocol):
 
 class RateLimitStore(Protocol):
     def hit(self, key: str, window_start: int) -> int:
-        """Count one event in a fixed window and return the window's count."""
+        """Count one event in a fixed window and return the window's count.
+
+        Rows of earlier windows are dropped: the key's own, and (once per window) those of
+        every key of the same limit (``<limit>:`` prefix), so a client seen once does not
+        leave its row behind for ever."""
         ...
 
     def count(self, key: str, window_start: int) -> int: ...
