@@ -177,6 +177,25 @@ def test_revoked_and_expired_tokens_are_401(server: RunningRegistry) -> None:
     )
 
 
+@pytest.mark.parametrize("version", ["1.0.0-9007199254740993", "1.0.0-rc.99999999999999999999"])
+def test_a_version_that_compares_equal_to_another_is_not_published(
+    server: RunningRegistry, tmp_path: Path, version: str
+) -> None:
+    """Beyond 2**53 prerelease numbers compare as doubles: 1.0.0-9007199254740993 would
+    equal 1.0.0-9007199254740992, and an exact range could resolve to the other one."""
+    token = user_token(server, "bignum")
+    answer = requests.post(
+        f"{server.url}/publish",
+        data=artifact(tmp_path, "bignum", "tool", version),
+        headers={"authorization": f"Bearer {token}"},
+        timeout=30,
+    )
+    assert answer.status_code == 422, answer.text
+    error = answer.json()["error"]
+    assert error["code"] == "INVALID_PACKAGE" and f"version: {version}" in error["details"]
+    assert requests.get(f"{server.url}/packages/bignum/tool", timeout=10).status_code == 404
+
+
 def test_tokens_are_stored_only_as_hashes(server: RunningRegistry) -> None:
     token = user_token(server, "hashed")
     assert splice_as(token, "whoami", registry=server.url).code == 0

@@ -37,7 +37,9 @@ class Decoded:
 
 
 def decode(body: bytes) -> Decoded:
-    """Steps 2-4: a valid package without build metadata or dependencies, else 422."""
+    """Steps 2-4: a valid package without build metadata, prerelease numbers beyond 2**53 or
+    dependencies, else 422."""
+    from splice_build.spec import semver
     from splice_build.spec.archive import archive_format, read_archive
     from splice_build.spec.package import validate_package_files
 
@@ -58,6 +60,13 @@ def decode(body: bytes) -> Decoded:
             ErrorCode.INVALID_PACKAGE,
             "Build metadata cannot be published",
             details=[f"version: {version}"],
+        )
+    unsafe = semver.unsafe_identifiers(semver.Version.parse(version))
+    if unsafe:  # it would compare equal to another version: a range could not tell them apart
+        raise RegistryError(
+            ErrorCode.INVALID_PACKAGE,
+            "Numeric prerelease identifiers above 9007199254740991 cannot be published",
+            details=[f"version: {version}", *(f"identifier: {text}" for text in unsafe)],
         )
     dependencies = dict(manifest.dependencies or {})
     if dependencies:
