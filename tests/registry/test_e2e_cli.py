@@ -154,6 +154,20 @@ def test_a_token_cannot_mint_one_that_outlives_it(server: RunningRegistry) -> No
     assert None not in expiries and len(expiries) == 3, expiries
 
 
+def test_a_scoped_token_cannot_revoke_wider_tokens(server: RunningRegistry) -> None:
+    """A leaked token for one namespace must not revoke the user's unscoped managing token
+    (only an administrator hands those out)."""
+    main = user_token(server, "narrow")
+    scoped = user_token(server, "narrow", "--namespace", "narrow")
+    main_id = splice_as(main, "whoami", "--json", registry=server.url).json()["token"]["id"]
+    refused = error_of(splice_as(scoped, "token", "revoke", main_id, "--json", registry=server.url))
+    assert refused["code"] == "FORBIDDEN" and "registry code: TOKEN_SCOPE" in refused["details"]
+    assert splice_as(main, "whoami", registry=server.url).code == 0, "still valid"
+    child = splice_as(scoped, "token", "create", "--json", registry=server.url).json()
+    assert splice_as(scoped, "token", "revoke", child["id"], registry=server.url).code == 0
+    assert splice_as(child["token"], "whoami", registry=server.url).code == 1
+
+
 def test_revoked_and_expired_tokens_are_401(server: RunningRegistry) -> None:
     managing = user_token(server, "revoker")
     created = splice_as(managing, "token", "create", "--json", registry=server.url).json()

@@ -119,11 +119,24 @@ def list_tokens(deps: Deps, principal: Principal) -> dict[str, Any]:
 
 
 def revoke_token(deps: Deps, principal: Principal, token_id: str) -> dict[str, Any]:
-    """DELETE /auth/tokens/:id; another user's token is reported as not found."""
+    """DELETE /auth/tokens/:id; another user's token is reported as not found.
+
+    A scoped token revokes only tokens within its scope: otherwise a leaked token for one
+    namespace could revoke the user's unscoped managing tokens, which only an administrator
+    hands out again.
+    """
     require_manage(principal)
     row = deps.meta.token_by_id(token_id)
     if row is None or row.user_id != principal.user.id:
         raise RegistryError(ErrorCode.NOT_FOUND, f"Token {token_id} not found")
+    scope = principal.scope
+    if scope is not None and (row.namespaces is None or not set(row.namespaces) <= set(scope)):
+        wider = "every namespace" if row.namespaces is None else ", ".join(row.namespaces)
+        raise RegistryError(
+            ErrorCode.TOKEN_SCOPE,
+            "A scoped token can only revoke tokens within its own scope",
+            details=[f"token {token_id} scope: {wider}"],
+        )
     deps.meta.revoke_token(token_id, now=deps.now_iso())
     return {"id": token_id, "revoked": True}
 
