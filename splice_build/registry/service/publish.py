@@ -18,7 +18,7 @@ from splice_build.registry.api import API_VERSION, MAX_PUBLISH_BODY
 from splice_build.registry.blobs.interface import artifact_key
 from splice_build.registry.db.interface import NewVersion, Version
 from splice_build.registry.service import ratelimit
-from splice_build.registry.service.auth import Caller, authenticate
+from splice_build.registry.service.auth import Caller, Principal, authenticate
 from splice_build.registry.service.confusables import (
     refuse_confusable_namespace,
     refuse_confusable_package,
@@ -80,10 +80,15 @@ def decode(body: bytes) -> Decoded:
 
 def publish(deps: Deps, caller: Caller, body: bytes) -> dict[str, Any]:
     """POST /publish → ``{name, version, integrity, size, download}`` (201)."""
+    return publish_as(deps, authenticate(deps, caller), body)  # (1)
+
+
+def publish_as(deps: Deps, principal: Principal, body: bytes) -> dict[str, Any]:
+    """``publish`` for a caller already authenticated: the HTTP route authenticates before
+    it reads the body, so an unknown client cannot make the server hold a publish's bytes."""
     from splice_build.spec.canonical import canonical_json
     from splice_build.spec.digests import integrity_of, sha256_hex
 
-    principal = authenticate(deps, caller)  # (1)
     ratelimit.count_publish(deps, principal.user.id)
     decoded = decode(body)  # (2)-(4)
     manifest = decoded.manifest
