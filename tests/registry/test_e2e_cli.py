@@ -346,3 +346,23 @@ def test_admin_cli_set_owner_and_revoke(server: RunningRegistry) -> None:
     token_id = splice_as(token, "whoami", "--json", registry=server.url).json()["token"]["id"]
     admin(server, "revoke-token", token_id)
     assert splice_as(token, "whoami", registry=server.url).code == 1
+
+
+def test_a_released_namespace_with_packages_is_not_claimed_by_a_publish(
+    server: RunningRegistry, pkg_root: Path
+) -> None:
+    """Whoever claimed it would publish new versions (a new "latest") of packages other
+    projects install; only the administrator assigns it again."""
+    owner = user_token(server, "leaving")
+    first = package_dir(pkg_root, "leaving", "tool", "1.0.0")
+    assert splice_as(owner, "publish", str(first), registry=server.url).code == 0
+    admin(server, "set-owner", "leaving", "--release")
+    assert requests.get(f"{server.url}/namespaces/leaving", timeout=10).json()["owner"] is None
+    mallory = user_token(server, "successor")
+    takeover = package_dir(pkg_root, "leaving", "tool", "2.0.0")
+    refused = error_of(splice_as(mallory, "publish", str(takeover), "--json", registry=server.url))
+    assert "registry code: NAMESPACE_RESERVED" in refused["details"], refused
+    answer = requests.get(f"{server.url}/packages/leaving/tool", timeout=10).json()
+    assert answer["latest"] == "1.0.0"
+    assert "owner: successor" in admin(server, "set-owner", "leaving", "successor")
+    assert splice_as(mallory, "publish", str(takeover), registry=server.url).code == 0, "assigned"
