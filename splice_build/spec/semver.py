@@ -111,6 +111,20 @@ class Version:
         return text
 
 
+def unsafe_identifiers(version: Version) -> list[str]:
+    """The numeric prerelease identifiers beyond JavaScript's safe integers.
+
+    Those compare as doubles, so ``1.0.0-9007199254740993`` equals ``1.0.0-9007199254740992``:
+    two texts that a range cannot tell apart. Without them (and without build metadata) two
+    versions are equal exactly when their texts are; the registry publishes no others.
+    """
+    return [
+        text
+        for text in (str(i) for i in version.prerelease)
+        if text.isdigit() and (len(text) > _MAX_SAFE_DIGITS or int(text) > _MAX_SAFE_INTEGER)
+    ]
+
+
 def _parse(text: object) -> Version | None:
     if not isinstance(text, str):
         return None

@@ -118,7 +118,7 @@ def _publish(
     publishing: tuple[RunningRegistry, str], tmp_path: Path, namespace: str, name: str
 ) -> Any:
     server, token = publishing
-    source = package_dir(tmp_path / "src", namespace, name, "1.0.0")
+    source = package_dir(tmp_path / "src" / namespace, namespace, name, "1.0.0")
     done = run_splice(
         "--json", "publish", str(source), "--registry", server.url, env={"SPLICE_TOKEN": token}
     )
@@ -166,3 +166,55 @@ def test_ordinary_names_are_not_confusable(
 ) -> None:
     code, answer = _publish(publishing, tmp_path, namespace, name)
     assert code == 0, answer
+
+
+@pytest.fixture(scope="module")
+def acme_exists(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RunningRegistry, str]]:
+    """A registry where user ``acme`` has published ``@acme/greeter``; the token is acme's."""
+    root = tmp_path_factory.mktemp("lookalike")
+    with registry_server(root / "data", *LIMITS_OFF) as server:
+        token = user_token(server, "acme")
+        code, answer = _publish((server, token), root, "acme", "greeter")
+        assert code == 0, answer
+        yield server, token
+
+
+@pytest.mark.parametrize("namespace", ["acrne", "ac-me", "acm3", "a-c-m-e"])
+def test_a_look_alike_of_another_publishers_namespace_is_refused(
+    acme_exists: tuple[RunningRegistry, str], tmp_path: Path, namespace: str
+) -> None:
+    server, _ = acme_exists
+    mallory = user_token(server, "mallory")
+    code, answer = _publish((server, mallory), tmp_path, namespace, "greeter")
+    assert code == 1, answer
+    error = answer["error"]
+    assert "registry code: NAME_CONFUSABLE" in error["details"], error
+    assert "@acme" in error["message"] and "existing" in error["message"], error
+    assert requests.get(f"{server.url}/namespaces/{namespace}", timeout=10).status_code == 404
+
+
+def test_the_owner_may_create_a_look_alike_of_its_own_namespace(
+    acme_exists: tuple[RunningRegistry, str], tmp_path: Path
+) -> None:
+    code, answer = _publish(acme_exists, tmp_path, "a-cme", "greeter")
+    assert code == 0, answer
+
+
+def _admin_guess(server: RunningRegistry, forwarded: str) -> int:
+    headers = {"authorization": f"Bearer {BOGUS}", "x-forwarded-for": forwarded}
+    answer = requests.post(
+        f"{server.url}/admin/users", json={"name": "x"}, headers=headers, timeout=10
+    )
+    return answer.status_code
+
+
+def test_an_ipv6_client_cannot_rotate_addresses_of_its_network_past_the_admin_lockout(
+    tmp_path: Path,
+) -> None:
+    """Each guess from another address of one /64 (what any IPv6 host can pick) still spends
+    the one budget of that network; another network keeps its own."""
+    with registry_server(tmp_path / "data", *LIMITS_OFF, "--trusted-proxy", "127.0.0.1") as server:
+        codes = [_admin_guess(server, f"2001:db8::{n + 1:x}") for n in range(BUDGET + 1)]
+        assert codes == [403] * BUDGET + [429], codes
+        assert _admin_guess(server, "2001:db8::ffff:1234:5678:9abc") == 429
+        assert _admin_guess(server, "2001:db8:0:1::1") == 403, "another /64 is another client"

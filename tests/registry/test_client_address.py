@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from splice_build.client_address import client_address, parse_trusted_proxy
+from splice_build.registry.service.ratelimit import client_key
 
 
 @pytest.mark.parametrize(
@@ -28,3 +29,18 @@ def test_client_address_reads_forwarded_for_from_the_right(
 ) -> None:
     networks = [parse_trusted_proxy(text) for text in trusted]
     assert client_address(peer, forwarded, networks) == client
+
+
+@pytest.mark.parametrize(
+    ("client", "key"),
+    [
+        ("198.51.100.7", "198.51.100.7"),
+        ("::ffff:198.51.100.7", "198.51.100.7"),  # a dual-stack socket's IPv4 client: itself
+        ("2001:db8::1", "2001:db8::/64"),
+        ("2001:db8::ffff:1:2:3", "2001:db8::/64"),
+        ("2001:db8:0:1::1", "2001:db8:0:1::/64"),
+        ("local", "local"),
+    ],
+)
+def test_rate_limits_count_an_ipv6_client_by_its_64_network(client: str, key: str) -> None:
+    assert client_key(client) == key

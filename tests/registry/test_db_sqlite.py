@@ -196,6 +196,19 @@ def test_rate_limit_counter_is_shared_and_windowed(store: MetadataStore) -> None
     assert store.count("k", 5) == 0  # old windows are dropped
 
 
+def test_rate_limit_rows_of_clients_gone_quiet_are_dropped(store: MetadataStore) -> None:
+    """Each client address has its own key: a client seen once (a scan, a guess from a fresh
+    address) must not leave its row in the store for ever."""
+    for client in ("198.51.100.1", "198.51.100.2", "2001:db8::/64"):
+        assert store.hit(f"auth-fail:{client}", 5) == 1
+    assert store.hit("requests:198.51.100.1", 5) == 1
+    assert store.hit("auth-fail:198.51.100.3", 6) == 1  # the next window of that limit
+    for client in ("198.51.100.1", "198.51.100.2", "2001:db8::/64"):
+        assert store.count(f"auth-fail:{client}", 5) == 0
+    assert store.count("requests:198.51.100.1", 5) == 1, "another limit keeps its own windows"
+    assert store.hit("auth-fail:198.51.100.3", 6) == 2
+
+
 def test_concurrent_inserts_of_one_version_have_one_winner(store: MetadataStore) -> None:
     alice = store.create_user("alice", now=NOW)
     results: list[str] = []

@@ -132,6 +132,42 @@ def test_scoped_publish_only_token(server: RunningRegistry, pkg_root: Path) -> N
     assert ci_token not in str(listed)
 
 
+def test_a_token_cannot_mint_one_that_outlives_it(server: RunningRegistry) -> None:
+    """A leaked short-lived managing token must not become a lasting publish token."""
+    short = user_token(server, "shortlived", "--expires", "2d")
+    whoami = splice_as(short, "whoami", "--json", registry=server.url).json()
+    parent_expiry = whoami["token"]["expiresAt"]
+    assert parent_expiry is not None
+    inherited = splice_as(short, "token", "create", "--json", registry=server.url).json()
+    assert inherited["expiresAt"] == parent_expiry, "no --expires: the creating token's expiry"
+    sooner = splice_as(short, "token", "create", "--expires", "1d", "--json", registry=server.url)
+    assert sooner.json()["expiresAt"] < parent_expiry
+    longer = error_of(
+        splice_as(short, "token", "create", "--expires", "90d", "--json", registry=server.url)
+    )
+    assert longer["code"] == "FORBIDDEN" and "registry code: TOKEN_SCOPE" in longer["details"]
+    assert "outlive" in longer["message"]
+    expiries = [
+        t["expiresAt"]
+        for t in splice_as(short, "token", "list", "--json", registry=server.url).json()["tokens"]
+    ]
+    assert None not in expiries and len(expiries) == 3, expiries
+
+
+def test_a_scoped_token_cannot_revoke_wider_tokens(server: RunningRegistry) -> None:
+    """A leaked token for one namespace must not revoke the user's unscoped managing token
+    (only an administrator hands those out)."""
+    main = user_token(server, "narrow")
+    scoped = user_token(server, "narrow", "--namespace", "narrow")
+    main_id = splice_as(main, "whoami", "--json", registry=server.url).json()["token"]["id"]
+    refused = error_of(splice_as(scoped, "token", "revoke", main_id, "--json", registry=server.url))
+    assert refused["code"] == "FORBIDDEN" and "registry code: TOKEN_SCOPE" in refused["details"]
+    assert splice_as(main, "whoami", registry=server.url).code == 0, "still valid"
+    child = splice_as(scoped, "token", "create", "--json", registry=server.url).json()
+    assert splice_as(scoped, "token", "revoke", child["id"], registry=server.url).code == 0
+    assert splice_as(child["token"], "whoami", registry=server.url).code == 1
+
+
 def test_revoked_and_expired_tokens_are_401(server: RunningRegistry) -> None:
     managing = user_token(server, "revoker")
     created = splice_as(managing, "token", "create", "--json", registry=server.url).json()
@@ -153,6 +189,25 @@ def test_revoked_and_expired_tokens_are_401(server: RunningRegistry) -> None:
         error_of(splice_as(expiring["token"], "whoami", "--json", registry=server.url))["code"]
         == "UNAUTHENTICATED"
     )
+
+
+@pytest.mark.parametrize("version", ["1.0.0-9007199254740993", "1.0.0-rc.99999999999999999999"])
+def test_a_version_that_compares_equal_to_another_is_not_published(
+    server: RunningRegistry, tmp_path: Path, version: str
+) -> None:
+    """Beyond 2**53 prerelease numbers compare as doubles: 1.0.0-9007199254740993 would
+    equal 1.0.0-9007199254740992, and an exact range could resolve to the other one."""
+    token = user_token(server, "bignum")
+    answer = requests.post(
+        f"{server.url}/publish",
+        data=artifact(tmp_path, "bignum", "tool", version),
+        headers={"authorization": f"Bearer {token}"},
+        timeout=30,
+    )
+    assert answer.status_code == 422, answer.text
+    error = answer.json()["error"]
+    assert error["code"] == "INVALID_PACKAGE" and f"version: {version}" in error["details"]
+    assert requests.get(f"{server.url}/packages/bignum/tool", timeout=10).status_code == 404
 
 
 def test_tokens_are_stored_only_as_hashes(server: RunningRegistry) -> None:
@@ -291,3 +346,23 @@ def test_admin_cli_set_owner_and_revoke(server: RunningRegistry) -> None:
     token_id = splice_as(token, "whoami", "--json", registry=server.url).json()["token"]["id"]
     admin(server, "revoke-token", token_id)
     assert splice_as(token, "whoami", registry=server.url).code == 1
+
+
+def test_a_released_namespace_with_packages_is_not_claimed_by_a_publish(
+    server: RunningRegistry, pkg_root: Path
+) -> None:
+    """Whoever claimed it would publish new versions (a new "latest") of packages other
+    projects install; only the administrator assigns it again."""
+    owner = user_token(server, "leaving")
+    first = package_dir(pkg_root, "leaving", "tool", "1.0.0")
+    assert splice_as(owner, "publish", str(first), registry=server.url).code == 0
+    admin(server, "set-owner", "leaving", "--release")
+    assert requests.get(f"{server.url}/namespaces/leaving", timeout=10).json()["owner"] is None
+    mallory = user_token(server, "successor")
+    takeover = package_dir(pkg_root, "leaving", "tool", "2.0.0")
+    refused = error_of(splice_as(mallory, "publish", str(takeover), "--json", registry=server.url))
+    assert "registry code: NAMESPACE_RESERVED" in refused["details"], refused
+    answer = requests.get(f"{server.url}/packages/leaving/tool", timeout=10).json()
+    assert answer["latest"] == "1.0.0"
+    assert "owner: successor" in admin(server, "set-owner", "leaving", "successor")
+    assert splice_as(mallory, "publish", str(takeover), registry=server.url).code == 0, "assigned"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import http.client
+import json
 import socket
 import time
 from pathlib import Path
@@ -32,9 +34,10 @@ def _raw_post(url: str, head: str, body_part: bytes) -> tuple[bytes, float]:
 
 
 def test_oversize_bodies_are_413_without_reading_them(server) -> None:
+    token = user_token(server, "oversize")  # an unknown client is 401 before any body check
     declared = (
         "POST /publish HTTP/1.1\r\nHost: x\r\nContent-Length: 104857600\r\n"
-        "Content-Type: application/gzip\r\n\r\n"
+        f"Authorization: Bearer {token}\r\nContent-Type: application/gzip\r\n\r\n"
     )
     answer, _ = _raw_post(server.url, declared, b"\x1f\x8b")  # 100 MiB announced, 2 bytes sent
     assert answer.startswith(b"HTTP/1.1 413")
@@ -44,6 +47,24 @@ def test_oversize_bodies_are_413_without_reading_them(server) -> None:
         server.url, chunked, b"%x\r\n" % len(chunk) + chunk + b"\r\n"
     )  # never terminated
     assert answer.startswith(b"HTTP/1.1 413")
+
+
+def test_an_unauthenticated_publish_is_401_before_its_body_is_read(server) -> None:
+    """Otherwise every connection of an unknown client makes the server hold up to 5 MiB
+    (1,024 connections: 5 GiB). The answer comes with nothing of the body sent."""
+    parts = urlsplit(server.url)
+    for authorization in (None, "Bearer splice_" + "u" * 43):
+        connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+        connection.putrequest("POST", "/publish")
+        connection.putheader("content-length", "5000000")
+        connection.putheader("content-type", "application/gzip")
+        if authorization is not None:
+            connection.putheader("authorization", authorization)
+        connection.endheaders()  # the head only: not a byte of the body
+        answer = connection.getresponse()
+        assert answer.status == 401
+        assert json.loads(answer.read())["error"]["code"] == "UNAUTHENTICATED"
+        connection.close()
 
 
 def test_rate_limits_answer_429_with_retry_after(tmp_path: Path, backend: StoreBackend) -> None:

@@ -208,9 +208,27 @@ def test_a_full_walk_equals_the_unpaginated_list(store: MetadataStore, deps: Dep
         cursor = page["nextCursor"]
     assert walked == [v.version for v in store.versions(PACKAGE)]
     assert read.versions(deps, "acme", "history", limit="1000")["nextCursor"] is None
+    assert (
+        read.versions(deps, "acme", "history", limit="0" * 5000 + "4")["versions"]
+        == (read.versions(deps, "acme", "history", limit="4")["versions"])
+    )
 
 
-@pytest.mark.parametrize("limit", ["0", "1001", "-1", "abc", "1e2", "", " 5", "٣"])
+@pytest.mark.parametrize(
+    "limit",
+    [
+        "0",
+        "1001",
+        "-1",
+        "abc",
+        "1e2",
+        "",
+        " 5",
+        "٣",
+        pytest.param("9" * 5000, id="5000-digits"),  # past int()'s digit limit: was a 500
+        pytest.param("0" * 5000, id="5000-zeros"),
+    ],
+)
 def test_a_limit_outside_1_to_1000_is_bad_request(
     store: MetadataStore, deps: Deps, limit: str
 ) -> None:

@@ -198,6 +198,10 @@ class NamespaceStore(Protocol):
         """The names of the reserved namespaces, sorted (assigned or not)."""
         ...
 
+    def namespace_names(self) -> list[str]:
+        """Every namespace's name, sorted (reserved, owned and released ones)."""
+        ...
+
 
 class PackageStore(Protocol):
     def package(self, package_id: str) -> Package | None: ...
@@ -244,7 +248,11 @@ class PackageStore(Protocol):
 
 class RateLimitStore(Protocol):
     def hit(self, key: str, window_start: int) -> int:
-        """Count one event in a fixed window and return the window's count."""
+        """Count one event in a fixed window and return the window's count.
+
+        Rows of earlier windows are dropped: the key's own, and (once per window) those of
+        every key of the same limit (``<limit>:`` prefix), so a client seen once does not
+        leave its row behind for ever."""
         ...
 
     def count(self, key: str, window_start: int) -> int: ...

@@ -119,6 +119,7 @@ class PostgresMetadataStore(SqlMetadataStore):
     COLLATION = ' COLLATE "C"'
 
     def __init__(self, url: str, *, pool_size: int = POOL_SIZE) -> None:
+        super().__init__()
         psycopg, psycopg_pool = _psycopg()
         from psycopg.rows import dict_row
 

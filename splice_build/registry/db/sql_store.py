@@ -99,6 +99,10 @@ class SqlMetadataStore(ABC):
 
     COLLATION: ClassVar[str] = ""  # appended to every ORDER BY column
 
+    def __init__(self) -> None:
+        # limit name -> the window whose older rows this store has dropped (``hit``)
+        self._swept: dict[str, int] = {}
+
     @abstractmethod
     def close(self) -> None: ...
 
@@ -232,6 +236,10 @@ class SqlMetadataStore(ABC):
 
     def reserved_namespaces(self) -> list[str]:
         rows = self._all(f"SELECT name FROM namespaces WHERE reserved = 1 {self._order_by('name')}")
+        return [str(row["name"]) for row in rows]
+
+    def namespace_names(self) -> list[str]:
+        rows = self._all(f"SELECT name FROM namespaces {self._order_by('name')}")
         return [str(row["name"]) for row in rows]
 
     def set_owner(self, name: str, owner_id: int | None, *, now: str) -> Namespace:
@@ -524,6 +532,8 @@ class SqlMetadataStore(ABC):
     # -- rate limits ------------------------------------------------------------------
 
     def hit(self, key: str, window_start: int) -> int:
+        limit = key.partition(":")[0] + ":"
+        sweep = self._swept.get(limit, window_start - 1) < window_start
         with self._write() as tx:
             row = tx.execute(
                 "INSERT INTO rate_limits (key, window_start, count) VALUES (?, ?, 1) "
@@ -535,6 +545,15 @@ class SqlMetadataStore(ABC):
             tx.execute(
                 "DELETE FROM rate_limits WHERE key = ? AND window_start < ?", key, window_start
             )
+            if sweep:  # once per window of a limit: the rows its other clients left behind
+                tx.execute(
+                    "DELETE FROM rate_limits WHERE substr(key, 1, ?) = ? AND window_start < ?",
+                    len(limit),
+                    limit,
+                    window_start,
+                )
+        if sweep:
+            self._swept[limit] = window_start
         return int(row["count"])
 
     def count(self, key: str, window_start: int) -> int:

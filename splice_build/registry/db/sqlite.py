@@ -40,6 +40,7 @@ class SqliteMetadataStore(SqlMetadataStore):
     """``MetadataStore`` over one SQLite file (``":memory:"`` works for unit tests)."""
 
     def __init__(self, path: Path | str) -> None:
+        super().__init__()
         self.path = str(path)
         self._lock = threading.RLock()
         self._conn = sqlite3.connect(

@@ -48,8 +48,11 @@ def routes(service: RegistryService) -> list[Route]:
         return json_response(data, status=201)
 
     async def publish(request: Request) -> Response:
+        # Who is asking first: an unauthenticated client gets its 401 (or 429) before the
+        # server reads, and holds, up to MAX_PUBLISH_BODY bytes of it.
+        principal = await run_in_threadpool(service.authenticate, caller_of(request))
         body = await read_limited(request, MAX_PUBLISH_BODY)
-        data = await run_in_threadpool(service.publish, caller_of(request), body)
+        data = await run_in_threadpool(service.publish_as, principal, body)
         return json_response(data, status=201)
 
     async def whoami(request: Request) -> Response:

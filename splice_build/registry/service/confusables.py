@@ -8,6 +8,11 @@ prototypes, digit/letter swaps, separators dropped) equals the skeleton of a res
 brand rules (``@acme/splice``, ``@acme/spl1ce-tools``). The reserved names are the store's
 own (``reserved`` namespaces), so the list lives in one place; only names that are created
 are checked, so nothing that exists today stops working.
+
+A new namespace is also refused when its skeleton equals that of any existing namespace the
+publisher neither owns nor maintains (``acrne`` or ``ac-me`` once ``acme`` exists): otherwise
+anyone could claim a look-alike of a real publisher's namespace and wait for a typo. Names of
+one owner may look alike (``acme`` may add ``ac-me``).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from importlib import resources
 
 from splice_build.errors import ErrorCode, RegistryError
 from splice_build.records import dataclass
+from splice_build.registry.db.interface import User
 from splice_build.registry.service.deps import Deps
 
 
@@ -78,17 +84,24 @@ def _brand_clash(text: str, reserved: list[str]) -> str | None:
     return None
 
 
-def _refused(what: str, name: str, like: str) -> RegistryError:
+@functools.lru_cache(maxsize=65_536)
+def _look(name: str) -> str:
+    """``skeleton`` of an existing name, remembered: every new namespace compares with all."""
+    return skeleton(name)
+
+
+def _refused(what: str, name: str, like: str, *, kind: str = "reserved") -> RegistryError:
     return RegistryError(
         ErrorCode.NAME_CONFUSABLE,
-        f"{what} {name} is too close to the reserved name {like}",
+        f"{what} {name} is too close to the {kind} name {like}",
         details=[f"{name} looks like {like} (digits for letters, look-alike characters, case)"],
         hint="Choose a name that does not imitate a reserved one.",
     )
 
 
-def refuse_confusable_namespace(deps: Deps, namespace: str) -> None:
-    """Raise ``NAME_CONFUSABLE`` when a namespace about to be created imitates a reserved one."""
+def refuse_confusable_namespace(deps: Deps, namespace: str, user: User) -> None:
+    """Raise ``NAME_CONFUSABLE`` when a namespace ``user`` is about to create imitates a
+    reserved one, or an existing one that is not ``user``'s (owned or maintained)."""
     reserved = deps.meta.reserved_namespaces()
     if namespace in reserved:
         return  # the reserved namespace itself: authorize_publish already decided
@@ -99,6 +112,11 @@ def refuse_confusable_namespace(deps: Deps, namespace: str) -> None:
     brand = _brand_clash(namespace, reserved)
     if brand is not None:
         raise _refused("Namespace", f"@{namespace}", f"@{brand}")
+    owns, maintains = deps.meta.namespaces_of(user.id)
+    own = {namespace, *owns, *maintains}
+    for name in deps.meta.namespace_names():
+        if name not in own and _look(name) == look:
+            raise _refused("Namespace", f"@{namespace}", f"@{name}", kind="existing")
 
 
 def refuse_confusable_package(deps: Deps, namespace: str, name: str) -> None:

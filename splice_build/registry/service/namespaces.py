@@ -2,7 +2,9 @@
 
 Publishing authorization, in order: token scope (TOKEN_SCOPE, a scope never claims a
 namespace), owner or maintainer (allowed), owned by someone else (FORBIDDEN), reserved and
-unassigned (NAMESPACE_RESERVED), otherwise free: the publisher claims it.
+unassigned (NAMESPACE_RESERVED), released by the admin while it holds packages
+(NAMESPACE_RESERVED: whoever claimed it would publish new versions of packages others
+use), otherwise free: the publisher claims it.
 """
 
 from __future__ import annotations
@@ -43,6 +45,12 @@ def authorize_publish(deps: Deps, principal: Principal, namespace: str) -> Publi
             ErrorCode.NAMESPACE_RESERVED,
             f"Namespace @{namespace} is reserved",
             hint="Reserved namespaces are assigned by the registry administrator.",
+        )
+    if deps.meta.packages_in(namespace):  # released by the admin: its packages have users
+        raise RegistryError(
+            ErrorCode.NAMESPACE_RESERVED,
+            f"Namespace @{namespace} has no owner but holds packages",
+            hint="A namespace with packages is assigned by the registry administrator.",
         )
     return PublishRight(claim=True)
 

@@ -18,7 +18,7 @@ from splice_build.registry.api import API_VERSION, MAX_PUBLISH_BODY
 from splice_build.registry.blobs.interface import artifact_key
 from splice_build.registry.db.interface import NewVersion, Version
 from splice_build.registry.service import ratelimit
-from splice_build.registry.service.auth import Caller, authenticate
+from splice_build.registry.service.auth import Caller, Principal, authenticate
 from splice_build.registry.service.confusables import (
     refuse_confusable_namespace,
     refuse_confusable_package,
@@ -37,7 +37,9 @@ class Decoded:
 
 
 def decode(body: bytes) -> Decoded:
-    """Steps 2-4: a valid package without build metadata or dependencies, else 422."""
+    """Steps 2-4: a valid package without build metadata, prerelease numbers beyond 2**53 or
+    dependencies, else 422."""
+    from splice_build.spec import semver
     from splice_build.spec.archive import archive_format, read_archive
     from splice_build.spec.package import validate_package_files
 
@@ -59,6 +61,13 @@ def decode(body: bytes) -> Decoded:
             "Build metadata cannot be published",
             details=[f"version: {version}"],
         )
+    unsafe = semver.unsafe_identifiers(semver.Version.parse(version))
+    if unsafe:  # it would compare equal to another version: a range could not tell them apart
+        raise RegistryError(
+            ErrorCode.INVALID_PACKAGE,
+            "Numeric prerelease identifiers above 9007199254740991 cannot be published",
+            details=[f"version: {version}", *(f"identifier: {text}" for text in unsafe)],
+        )
     dependencies = dict(manifest.dependencies or {})
     if dependencies:
         raise RegistryError(
@@ -71,10 +80,15 @@ def decode(body: bytes) -> Decoded:
 
 def publish(deps: Deps, caller: Caller, body: bytes) -> dict[str, Any]:
     """POST /publish → ``{name, version, integrity, size, download}`` (201)."""
+    return publish_as(deps, authenticate(deps, caller), body)  # (1)
+
+
+def publish_as(deps: Deps, principal: Principal, body: bytes) -> dict[str, Any]:
+    """``publish`` for a caller already authenticated: the HTTP route authenticates before
+    it reads the body, so an unknown client cannot make the server hold a publish's bytes."""
     from splice_build.spec.canonical import canonical_json
     from splice_build.spec.digests import integrity_of, sha256_hex
 
-    principal = authenticate(deps, caller)  # (1)
     ratelimit.count_publish(deps, principal.user.id)
     decoded = decode(body)  # (2)-(4)
     manifest = decoded.manifest
@@ -82,7 +96,7 @@ def publish(deps: Deps, caller: Caller, body: bytes) -> dict[str, Any]:
     package_id = f"@{namespace}/{name}"
     right = authorize_publish(deps, principal, namespace)  # (5)
     if right.claim:  # a namespace is created: it may not imitate a reserved one
-        refuse_confusable_namespace(deps, namespace)
+        refuse_confusable_namespace(deps, namespace, principal.user)
     if deps.meta.package(package_id) is None:  # so is a package name
         refuse_confusable_package(deps, namespace, name)
     sha = sha256_hex(body)  # (6)

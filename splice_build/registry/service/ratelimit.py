@@ -2,10 +2,16 @@
 
 Keys are ``<limit name>:<client or user>``; the window is ``floor(now / period)``. A limit
 of 0 is off (a private registry behind its own gateway, or test servers).
+
+A client is counted by :func:`client_key`: an IPv6 client by its /64 network, the smallest
+block a site or a subscriber line is given (docs/registry.md#abuse-limits). Counted by
+address, one host would have 2**64 budgets: every failed admin token or request from a
+fresh source address of its own network would start a new count.
 """
 
 from __future__ import annotations
 
+import ipaddress
 from typing import TYPE_CHECKING
 
 from splice_build.errors import ErrorCode, RegistryError
@@ -35,6 +41,24 @@ class RateLimitedError(RegistryError):
         self.retry_after = retry_after
 
 
+IPV6_PREFIX = 64  # bits of an IPv6 client address that name its budget
+
+
+def client_key(client: str) -> str:
+    """The name a client's budgets are kept under: an IPv4 address (an IPv4-mapped IPv6
+    address included), an IPv6 address's /64 network, or the text itself when it is no
+    address (``local``: the embedded store)."""
+    try:
+        address = ipaddress.ip_address(client)
+    except ValueError:
+        return client
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.IPv6Network((address, IPV6_PREFIX), strict=False))
+    return str(address)
+
+
 def _window(deps: Deps, period: int) -> int:
     return int(deps.now() // period)
 
@@ -62,7 +86,7 @@ def check_auth_block(deps: Deps, kind: str, client: str) -> None:
     if limits.failed_auth <= 0:
         return
     window = _window(deps, limits.failed_auth_period)
-    if deps.meta.count(f"{kind}:{client}", window) >= limits.failed_auth:
+    if deps.meta.count(f"{kind}:{client_key(client)}", window) >= limits.failed_auth:
         raise _auth_blocked(deps)
 
 
@@ -75,7 +99,7 @@ def record_failed_auth(deps: Deps, kind: str, client: str) -> None:
     limits = deps.limits
     if limits.failed_auth <= 0:
         return
-    if deps.meta.hit(f"{kind}:{client}", _window(deps, limits.failed_auth_period)) > (
+    if deps.meta.hit(f"{kind}:{client_key(client)}", _window(deps, limits.failed_auth_period)) > (
         limits.failed_auth
     ):
         raise _auth_blocked(deps)
@@ -83,7 +107,7 @@ def record_failed_auth(deps: Deps, kind: str, client: str) -> None:
 
 def count_request(deps: Deps, client: str) -> None:
     limits = deps.limits
-    _count(deps, "requests", client, limits.requests, limits.request_period, "requests")
+    _count(deps, "requests", client_key(client), limits.requests, limits.request_period, "requests")
 
 
 def count_publish(deps: Deps, user_id: int) -> None:
@@ -93,4 +117,4 @@ def count_publish(deps: Deps, user_id: int) -> None:
 
 def count_admin(deps: Deps, client: str) -> None:
     limits = deps.limits
-    _count(deps, "admin", client, limits.admin, limits.admin_period, "admin requests")
+    _count(deps, "admin", client_key(client), limits.admin, limits.admin_period, "admin requests")

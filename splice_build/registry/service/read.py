@@ -156,9 +156,14 @@ def _page_size(value: str | None) -> int:
     """``limit``: absent means ``VERSIONS_PAGE``; else a decimal integer in 1..VERSIONS_PAGE_MAX."""
     if value is None:
         return VERSIONS_PAGE
-    if not (value.isascii() and value.isdigit()) or not 1 <= int(value) <= VERSIONS_PAGE_MAX:
+    digits = value.lstrip("0") or "0"  # int() refuses thousands of digits: length first
+    if (
+        not (value.isascii() and value.isdigit())
+        or len(digits) > len(str(VERSIONS_PAGE_MAX))
+        or not 1 <= int(digits) <= VERSIONS_PAGE_MAX
+    ):
         raise fields.bad_request(f"limit must be an integer from 1 to {VERSIONS_PAGE_MAX}")
-    return int(value)
+    return int(digits)
 
 
 def _encode_cursor(row: VersionEntry) -> str:

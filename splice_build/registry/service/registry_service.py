@@ -125,8 +125,13 @@ class RegistryService:
     def publish(self, caller: Caller, body: bytes) -> dict[str, Any]:
         return publish.publish(self.deps, caller, body)
 
+    def publish_as(self, principal: Principal, body: bytes) -> dict[str, Any]:
+        """``publish`` for a principal from ``authenticate`` (HTTP: before the body is read)."""
+        return publish.publish_as(self.deps, principal, body)
+
     def authenticate(self, caller: Caller) -> Principal:
-        """Any valid user token (``POST /mcp``); raises UNAUTHENTICATED or RATE_LIMITED."""
+        """Any valid user token (``POST /mcp``, ``POST /publish`` before its body is read);
+        raises UNAUTHENTICATED or RATE_LIMITED."""
         return authenticate(self.deps, caller)
 
     def whoami(self, caller: Caller) -> dict[str, Any]:

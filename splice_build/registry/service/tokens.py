@@ -59,11 +59,24 @@ def token_info(token: Token, *, current: str | None = None) -> dict[str, Any]:
     return info
 
 
-def issue_token(deps: Deps, user: User, request: TokenRequest) -> dict[str, Any]:
-    """Create a token; the result (CreatedTokenResponse) is the only place the secret appears."""
+def issue_token(
+    deps: Deps, user: User, request: TokenRequest, *, not_after: str | None = None
+) -> dict[str, Any]:
+    """Create a token; the result (CreatedTokenResponse) is the only place the secret appears.
+
+    ``not_after``: the expiry of the token that asks for this one, which it may not outlive
+    (no ``expiresInDays`` inherits it; more days than it has left is ``TOKEN_SCOPE``).
+    """
     secret = new_token()
     now = deps.now()
-    expires = iso(now + request.expires_in_days * _DAY) if request.expires_in_days else None
+    expires = iso(now + request.expires_in_days * _DAY) if request.expires_in_days else not_after
+    if not_after is not None and expires is not None and expires > not_after:
+        raise RegistryError(
+            ErrorCode.TOKEN_SCOPE,
+            "A token cannot outlive the token that creates it",
+            details=[f"creating token expires: {not_after}", f"requested expiry: {expires}"],
+            hint="Ask for fewer days, or leave the expiry out to get the creating token's.",
+        )
     row = deps.meta.insert_token(
         NewToken(
             id=new_token_id(),
@@ -80,7 +93,8 @@ def issue_token(deps: Deps, user: User, request: TokenRequest) -> dict[str, Any]
 
 
 def create_token(deps: Deps, principal: Principal, body: dict[str, Any]) -> dict[str, Any]:
-    """POST /auth/tokens: a publish-only token, never wider than the caller's scope."""
+    """POST /auth/tokens: a publish-only token, never wider than the caller's scope and
+    never living longer than the caller's token."""
     require_manage(principal)
     request = token_request(body, allow_manage=False)
     if principal.scope is not None:
@@ -93,7 +107,8 @@ def create_token(deps: Deps, principal: Principal, body: dict[str, Any]) -> dict
                 details=[f"outside scope: @{ns}" for ns in outside],
             )
         request = TokenRequest(request.label, tuple(sorted(wanted)), request.expires_in_days)
-    return issue_token(deps, principal.user, request)
+    not_after = principal.token.expires_at if principal.token is not None else None
+    return issue_token(deps, principal.user, request, not_after=not_after)
 
 
 def list_tokens(deps: Deps, principal: Principal) -> dict[str, Any]:
@@ -104,11 +119,24 @@ def list_tokens(deps: Deps, principal: Principal) -> dict[str, Any]:
 
 
 def revoke_token(deps: Deps, principal: Principal, token_id: str) -> dict[str, Any]:
-    """DELETE /auth/tokens/:id; another user's token is reported as not found."""
+    """DELETE /auth/tokens/:id; another user's token is reported as not found.
+
+    A scoped token revokes only tokens within its scope: otherwise a leaked token for one
+    namespace could revoke the user's unscoped managing tokens, which only an administrator
+    hands out again.
+    """
     require_manage(principal)
     row = deps.meta.token_by_id(token_id)
     if row is None or row.user_id != principal.user.id:
         raise RegistryError(ErrorCode.NOT_FOUND, f"Token {token_id} not found")
+    scope = principal.scope
+    if scope is not None and (row.namespaces is None or not set(row.namespaces) <= set(scope)):
+        wider = "every namespace" if row.namespaces is None else ", ".join(row.namespaces)
+        raise RegistryError(
+            ErrorCode.TOKEN_SCOPE,
+            "A scoped token can only revoke tokens within its own scope",
+            details=[f"token {token_id} scope: {wider}"],
+        )
     deps.meta.revoke_token(token_id, now=deps.now_iso())
     return {"id": token_id, "revoked": True}
 
