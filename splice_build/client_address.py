@@ -1,4 +1,5 @@
-"""Which address a request comes from, for rate limits and the failed-token lockout.
+"""Which address a request comes from, for rate limits, the failed-token lockout and the MCP
+server's admission queues, and the key its budgets are kept under (:func:`client_key`).
 
 docs/registry.md#behind-a-reverse-proxy. The address is the TCP peer's, unless the peer is one
 of the proxies the operator named with ``--trusted-proxy`` (``splice registry serve``, ``splice
@@ -34,6 +35,28 @@ def _address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         return address.ipv4_mapped
     return address
+
+
+IPV6_PREFIX = 64  # bits of an IPv6 client address that name its budget
+
+
+def client_key(client: str) -> str:
+    """The name a client's budgets are kept under: an IPv4 address (an IPv4-mapped IPv6
+    address included), an IPv6 address's /64 network, or the text itself when it is no
+    address (``local``: the embedded store).
+
+    The /64 is the smallest block a site or a subscriber line is given: counted by address,
+    one host would have 2**64 budgets, each fresh source address of its own network a new
+    one (docs/registry.md#abuse-limits)."""
+    try:
+        address = ipaddress.ip_address(client)
+    except ValueError:
+        return client
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.IPv6Network((address, IPV6_PREFIX), strict=False))
+    return str(address)
 
 
 def client_address(peer: str, forwarded_for: Sequence[str], trusted: Sequence[IPNetwork]) -> str:

@@ -265,6 +265,32 @@ def test_behind_a_trusted_proxy_a_client_without_session_is_queued_by_its_addres
         assert all(c.response is not None and c.response.status_code == 200 for c in calls)
 
 
+def test_an_ipv6_client_rotating_addresses_of_its_64_is_one_address(tmp_path: Path) -> None:
+    """An IPv6 host has a /64 of source addresses: its calls share one queue whatever
+    address of it they come from, and another /64 still pushes out (client_address.client_key)."""
+    argv = demo_argv("http", str(free_port()), "127.0.0.1")
+    env = child_env({"SPLICE_MCP_MAX_CALLS": "1"})
+    with http_server(argv, env=env) as (url, _process):
+
+        def call(name: str, client: str) -> Caller:
+            caller = Caller(url, wait_call(tmp_path / "release", name), "", forwarded=client)
+            caller.start()
+            caller.join(0.3)
+            return caller
+
+        calls = [call(f"a{i}", f"2001:db8::{i + 1:x}") for i in range(9)]
+        rotated = call("a9", "2001:db8::ffff:1")  # a fresh address of the same /64
+        assert rotated.response is not None and rotated.response.status_code == 503
+        other = call("b0", "2001:db8:0:1::1")  # the next /64: pushes out the newest
+        assert other.response is None
+        calls[-1].join(10)
+        assert calls[-1].response is not None and calls[-1].response.status_code == 503
+        (tmp_path / "release").touch()
+        for caller in [*calls[:-1], other]:
+            caller.join(60)
+            assert caller.response is not None and caller.response.status_code == 200
+
+
 def test_sdk_client_gets_a_session_id_and_is_served(url: str) -> None:
     async def scenario() -> None:
         async with sdk_http(url, DEMO_TOKEN) as session:

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from splice_build.client_address import client_address, parse_trusted_proxy
-from splice_build.registry.service.ratelimit import client_key
+from splice_build.client_address import client_address, client_key, parse_trusted_proxy
 
 
 @pytest.mark.parametrize(

@@ -30,6 +30,7 @@ import socket
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from splice_build.client_address import client_key
 from splice_build.errors import UsageError
 from splice_build.mcp.admission import (
     BUSY_MESSAGE,
@@ -201,9 +202,10 @@ class McpHttpApp:
 
     @staticmethod
     def _client_key(request: Request) -> tuple[str, str]:
-        """Whose queue a call waits in: its client address (bounded), then its session id
-        (any string the client sends: it only orders the calls of one address)."""
-        address = request.client.host if request.client else ""
+        """Whose queue a call waits in: its client's key (an address, an IPv6 client's /64
+        network: client_address.client_key), then its session id (any string the client
+        sends: it only orders the calls of one address)."""
+        address = client_key(request.client.host) if request.client else ""
         return address, request.headers.get(SESSION_HEADER, "")[:128]
 
     def _authorize(self, authorization: str) -> None:

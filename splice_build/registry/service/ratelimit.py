@@ -3,17 +3,15 @@
 Keys are ``<limit name>:<client or user>``; the window is ``floor(now / period)``. A limit
 of 0 is off (a private registry behind its own gateway, or test servers).
 
-A client is counted by :func:`client_key`: an IPv6 client by its /64 network, the smallest
-block a site or a subscriber line is given (docs/registry.md#abuse-limits). Counted by
-address, one host would have 2**64 budgets: every failed admin token or request from a
-fresh source address of its own network would start a new count.
+A client is counted by ``client_address.client_key``: an IPv6 client by its /64 network
+(docs/registry.md#abuse-limits).
 """
 
 from __future__ import annotations
 
-import ipaddress
 from typing import TYPE_CHECKING
 
+from splice_build.client_address import client_key
 from splice_build.errors import ErrorCode, RegistryError
 from splice_build.records import dataclass
 
@@ -39,24 +37,6 @@ class RateLimitedError(RegistryError):
     def __init__(self, message: str, *, retry_after: int) -> None:
         super().__init__(ErrorCode.RATE_LIMITED, message, hint=f"Retry after {retry_after} s.")
         self.retry_after = retry_after
-
-
-IPV6_PREFIX = 64  # bits of an IPv6 client address that name its budget
-
-
-def client_key(client: str) -> str:
-    """The name a client's budgets are kept under: an IPv4 address (an IPv4-mapped IPv6
-    address included), an IPv6 address's /64 network, or the text itself when it is no
-    address (``local``: the embedded store)."""
-    try:
-        address = ipaddress.ip_address(client)
-    except ValueError:
-        return client
-    if isinstance(address, ipaddress.IPv6Address):
-        if address.ipv4_mapped is not None:
-            return str(address.ipv4_mapped)
-        return str(ipaddress.IPv6Network((address, IPV6_PREFIX), strict=False))
-    return str(address)
 
 
 def _window(deps: Deps, period: int) -> int:
