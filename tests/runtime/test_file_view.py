@@ -389,3 +389,47 @@ def test_a_grant_that_is_a_link_leads_where_it_leads_outside(project: Path, tmp_
     assert result.ok, result.to_json()
     assert result.output == {"read": "inside", "link": True}
     assert result.to_json()["isolation"]["fileView"] == "minimal"
+
+
+# Moves a link it found in its write grant to where a nested grant points (no link is created:
+# Node's permission model refuses fs.symlink, not a rename), then reads through that grant.
+REDIRECT_NESTED = """
+import fs from 'node:fs';
+const rd = (p) => { try { return fs.readFileSync(p, 'utf8'); } catch (e) { return e.code; } };
+export default (i, ctx) => {
+  const w = ctx.paths.project + '/work';
+  if (i.plant) {
+    fs.renameSync(w + '/a', w + '/parked');
+    fs.mkdirSync(w + '/a');
+    fs.renameSync(w + '/found-link', w + '/a/' + i.plant);
+  }
+  return { read: rd(w + '/a/ref/file'), written: (() => {
+    try { fs.writeFileSync(w + '/a/out/new', 'x'); return 'written'; } catch (e) { return e.code; }
+  })() };
+};
+"""
+
+
+@needs_os_layer()
+@pytest.mark.usefixtures("file_view")
+@pytest.mark.parametrize("nested", ["ref", "out"])
+def test_a_grant_inside_a_write_grant_is_never_redirected_by_the_tool(
+    project: Path, tmp_path: Path, outside: Path, nested: str
+) -> None:
+    """A read grant ``work/a/ref`` (or a write grant ``work/a/out``) inside the write grant
+    ``work``: the tool puts a link there (a link a checkout shipped inside ``work``, harmless
+    under the view) and its next process must not get the link's target in its view."""
+    work = project / "work"
+    (work / "a" / nested).mkdir(parents=True)
+    (work / "found-link").symlink_to(outside)
+    runtime = SpliceRuntime(project_root=project, env={}, isolation="require-os")
+    permissions = {"fs": {"read": ["work/a/ref"], "write": ["work", "work/a/out"]}}
+    pkg = runtime.load(write_package(tmp_path / "pkgs", REDIRECT_NESTED, permissions=permissions))
+    planted = runtime.execute(pkg, "t", {"plant": nested})
+    assert planted.ok, planted.to_json()
+    assert (work / "a" / nested).is_symlink()
+    after = runtime.execute(pkg, "t", {})
+    assert after.ok, after.to_json()
+    # The other nested grant is a real directory (the runtime creates a missing write grant).
+    assert after.output == {"read": "ENOENT", "written": "ENOENT" if nested == "out" else "written"}
+    assert sorted(p.name for p in outside.iterdir()) == ["file"]

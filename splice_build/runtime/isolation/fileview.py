@@ -35,7 +35,9 @@ How (as bubblewrap builds its root, with the file-descriptor mount API):
    links;
 4. it makes the tmpfs read-only, ``pivot_root``\\ s into it and detaches the old root.
 
-A source that does not exist is left out (the path then does not exist for the tool either).
+A source that does not exist is left out (the path then does not exist for the tool either),
+and so is a grant that lies inside a writable grant or is reached through a link inside one:
+the tool may have put that link there itself (``plan_view``).
 A symbolic link that appears in a source path between the parent's resolution and the mount
 fails the start instead. ``support.detect`` builds a view once in a throw-away child: where the
 kernel refuses a step, the OS layer runs without a file view and says why (``splice doctor``,
@@ -230,12 +232,14 @@ def plan_view(
     symbolic link on the way to it is recreated, so the path given to Node leads there as it
     does outside (and a grant that is itself a link still looks like one). Earlier entries
     win a shared target; a path granted for both reading and writing is writable. A path
-    that does not exist (yet) is left to the child, which skips it."""
+    that does not exist (yet) is left to the child, which skips it. A grant inside a
+    writable grant, or reached through a link inside one, is not bound (``_shaped_by_tool``)."""
     entries = list(_fixed_entries(node))
-    wanted = [(str(host), READ_ONLY), (str(package), EXECUTABLE)]
-    wanted += [(str(path), WRITABLE) for path in write]
-    wanted += [(str(path), READ_ONLY) for path in read]
-    entries += [_entry(path, attrs) for path, attrs in wanted]
+    entries += [_entry(str(host), READ_ONLY), _entry(str(package), EXECUTABLE)]
+    grants = [_entry(str(path), WRITABLE) for path in write]
+    grants += [_entry(str(path), READ_ONLY) for path in read]
+    writable = [bind.source for bind, _links in grants if bind.attrs == WRITABLE]
+    entries += [entry for entry in grants if not _shaped_by_tool(entry, writable)]
     by_target: dict[str, Bind] = {}
     links: dict[str, str] = {}
     for bind, met in entries:
@@ -245,6 +249,25 @@ def plan_view(
             links.setdefault(where, text)
     ordered = sorted(by_target.values(), key=lambda bind: bind.target.split("/"))
     return FileView(tuple(ordered), tuple(sorted(links.items())))
+
+
+def _shaped_by_tool(entry: tuple[Bind, list[tuple[str, str]]], writable: list[str]) -> bool:
+    """Whether a grant lies inside a writable grant, or is reached through a link that lies
+    inside one (``writable``: canonical paths).
+
+    A tool may create, rename or replace anything inside its write grants, links included,
+    so such a grant names what the tool chose at its last run, not what the user consented
+    to: a read grant ``work/ref`` under a write grant ``work`` would otherwise be bound
+    wherever a link the tool left at ``work/ref`` points (``~/.ssh``) for the next process.
+    It is not bound: what lies inside the writable grant is in the view through that grant
+    already, and a link there leads only where the view leads."""
+    bind, links = entry
+    places = [bind.source, *(where for where, _text in links)]
+    return any(_strictly_inside(place, root) for place in places for root in writable)
+
+
+def _strictly_inside(path: str, root: str) -> bool:
+    return path.startswith(root.rstrip("/") + "/")
 
 
 def _open_source(kernel: Kernel, path: str, directory: bool) -> int | None:
