@@ -194,7 +194,10 @@ class SpliceRuntime:
         if self._pool is None:
             return
         self._grant(pkg)
-        key = self._pool_key(pkg)
+        try:
+            key = self._pool_key(pkg)
+        except OSError:
+            return  # the call starts its process itself and reports why it cannot
         if key is not None:
             self._pool.prewarm(key, wait=wait)
 
@@ -343,7 +346,7 @@ class SpliceRuntime:
         from splice_build.runtime.isolation.plan import plan_for
 
         read_paths, write_paths = self._granted_paths(pkg)
-        return sandbox.SandboxSpec(
+        spec = sandbox.SandboxSpec(
             node=self.node(),
             package_dir=pkg.dir,
             read_paths=read_paths,
@@ -353,6 +356,7 @@ class SpliceRuntime:
             unsafe_in_process_guards_off=self._guards_off,
             reuse=self._reuse is not None,
         )
+        return spec.planned()
 
     def _pool_key(self, pkg: LoadedPackage) -> PoolKey | None:
         from splice_build.runtime.pool import PoolKey
@@ -366,9 +370,9 @@ class SpliceRuntime:
 
     def _start(self, pkg: LoadedPackage) -> tuple[sandbox.SandboxProcess, Lease | None]:
         """The call's process, and its lease when it may be kept for the next call."""
-        key = self._pool_key(pkg) if self._pool is not None else None
         lease = None
         try:
+            key = self._pool_key(pkg) if self._pool is not None else None
             if self._pool is None or key is None:
                 return sandbox.start(self._spec(pkg)), None
             if self._reuse is not None:

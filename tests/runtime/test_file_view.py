@@ -433,3 +433,34 @@ def test_a_grant_inside_a_write_grant_is_never_redirected_by_the_tool(
     # The other nested grant is a real directory (the runtime creates a missing write grant).
     assert after.output == {"read": "ENOENT", "written": "ENOENT" if nested == "out" else "written"}
     assert sorted(p.name for p in outside.iterdir()) == ["file"]
+
+
+LIST_WS = (
+    "import fs from 'node:fs';\n"
+    "export default (i, ctx) => fs.readdirSync(ctx.paths.project + '/ws');\n"
+)
+
+
+@needs_os_layer()
+@pytest.mark.usefixtures("file_view")
+def test_a_warm_process_never_binds_a_grant_renamed_away(
+    project: Path, tmp_path: Path, workspace: Path
+) -> None:
+    """The warm process waiting for the next call bound ws/ when it started; the user then
+    moves ws/ aside and makes a new one. The next call sees the new directory, and a start
+    from the old plan refuses to mount the new one in its place."""
+    from splice_build.runtime.pool import WarmPool
+    from splice_build.runtime.sandbox import start
+
+    with SpliceRuntime(
+        project_root=project, env={}, isolation="require-os", pool=WarmPool()
+    ) as runtime:
+        pkg = runtime.load(write_package(tmp_path / "pkgs", LIST_WS, permissions=WORKSPACE_RW))
+        assert runtime.execute(pkg, "t", {}).output == ["a.txt"]
+        planned = runtime._spec(pkg)
+        runtime.prewarm(pkg, wait=True)
+        workspace.rename(project / "ws-private")
+        workspace.mkdir()
+        assert runtime.execute(pkg, "t", {}).output == []
+    with pytest.raises(OSError):
+        start(planned).close()

@@ -260,6 +260,35 @@ def test_a_changed_variable_value_is_not_served_by_the_old_process(
     assert changed[1] == "second" and changed[0] != first[0]
 
 
+LIST_GRANT = """
+import c from 'node:crypto';
+import fs from 'node:fs';
+const token = c.randomUUID();
+export default (i, ctx) => ({ token, seen: fs.readdirSync(ctx.paths.project + '/ws') });
+"""
+
+
+def test_a_grant_renamed_away_is_not_served_by_the_old_process(
+    make_reusing, tmp_path: Path, project: Path
+) -> None:
+    """The user moves ws/ aside (with what it holds) and makes a new, empty ws/: the grant's
+    path names another directory now, so the process that bound the old one is not reused
+    (with the file view it would go on reading and writing the moved directory)."""
+    runtime = make_reusing()
+    pkg = runtime.load(
+        write_package(tmp_path / "pkgs", LIST_GRANT, permissions={"fs": {"write": ["ws"]}})
+    )
+    before = _call(runtime, pkg)
+    [old] = _pool(runtime).idle_pids()
+    (project / "ws").rename(project / "ws-private")
+    (project / "ws-private" / "diary.txt").write_text("moved out of the grant", encoding="utf-8")
+    (project / "ws").mkdir()
+    after = _call(runtime, pkg)
+    assert after["seen"] == [] and after["token"] != before["token"]
+    assert _pool(runtime).stats().discarded == 1
+    assert _gone(old)
+
+
 def test_the_project_setting_and_its_errors(tmp_path: Path) -> None:
     from splice_build.errors import SpliceError
     from splice_build.project.project_file import load_project_file

@@ -39,13 +39,16 @@ A source that does not exist is left out (the path then does not exist for the t
 and so is a grant that lies inside a writable grant or is reached through a link inside one:
 the tool may have put that link there itself (``plan_view``).
 A symbolic link that appears in a source path between the parent's resolution and the mount
-fails the start instead. ``support.detect`` builds a view once in a throw-away child: where the
+fails the start instead, and so does a grant that is no longer the file or directory (device
+and inode) the parent planned: the plan is part of the warm pool's key (``SandboxSpec.planned``),
+so a process never binds anything but what its key names. ``support.detect`` builds a view once in a throw-away child: where the
 kernel refuses a step, the OS layer runs without a file view and says why (``splice doctor``,
 ``isolation.unavailable``).
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import struct
@@ -92,6 +95,9 @@ class Bind:
     target: str  # absolute path inside the view
     attrs: int  # MOUNT_ATTR_* added to the clone
     directory: bool
+    # A grant's (st_dev, st_ino) when the view was planned: the mount must be that very file
+    # or directory (None: not checked, Node's own files and the devices).
+    identity: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -211,6 +217,17 @@ def _entry(path: str, attrs: int) -> tuple[Bind, list[tuple[str, str]]]:
     return Bind(source, source, attrs, os.path.isdir(source)), links
 
 
+def _grant_entry(path: str, attrs: int) -> tuple[Bind, list[tuple[str, str]]] | None:
+    """A grant's bind with the identity of what it names now; None when nothing is there."""
+    source, links = resolve(path)
+    try:
+        found = os.lstat(source)
+    except FileNotFoundError:
+        return None
+    identity = (found.st_dev, found.st_ino)
+    return Bind(source, source, attrs, stat.S_ISDIR(found.st_mode), identity), links
+
+
 @lru_cache(maxsize=4)
 def _fixed_entries(node: Path) -> tuple[tuple[Bind, list[tuple[str, str]]], ...]:
     """What every tool of this Node shares: its files (reached by the paths the loader opens)
@@ -231,13 +248,16 @@ def plan_view(
     files cannot be listed). Each path is bound once, at its canonical path, and every
     symbolic link on the way to it is recreated, so the path given to Node leads there as it
     does outside (and a grant that is itself a link still looks like one). Earlier entries
-    win a shared target; a path granted for both reading and writing is writable. A path
-    that does not exist (yet) is left to the child, which skips it. A grant inside a
-    writable grant, or reached through a link inside one, is not bound (``_shaped_by_tool``)."""
+    win a shared target; a path granted for both reading and writing is writable. A grant
+    that does not exist (yet) is left out; one inside a writable grant, or reached through a
+    link inside one, is not bound (``_shaped_by_tool``). Each grant's bind records the device
+    and inode it names now, so the view is a value a warm process can be keyed by: a grant
+    renamed away and replaced makes another view, and ``build`` refuses to mount anything
+    else under a planned grant."""
     entries = list(_fixed_entries(node))
     entries += [_entry(str(host), READ_ONLY), _entry(str(package), EXECUTABLE)]
-    grants = [_entry(str(path), WRITABLE) for path in write]
-    grants += [_entry(str(path), READ_ONLY) for path in read]
+    wanted = [(path, WRITABLE) for path in write] + [(path, READ_ONLY) for path in read]
+    grants = [entry for path, attrs in wanted if (entry := _grant_entry(str(path), attrs))]
     writable = [bind.source for bind, _links in grants if bind.attrs == WRITABLE]
     entries += [entry for entry in grants if not _shaped_by_tool(entry, writable)]
     by_target: dict[str, Bind] = {}
@@ -357,6 +377,20 @@ def _create(parent: int, name: str, directory: bool) -> int:
     return os.open(name, _PATH, dir_fd=parent)
 
 
+def _check_identity(bind: Bind, source: int | None) -> None:
+    """OSError (ESTALE) when a grant's source is no longer what the view was planned with."""
+    if bind.identity is None:
+        return
+    found = None
+    if source is not None:
+        now = os.fstat(source)
+        found = (now.st_dev, now.st_ino)
+    if found != bind.identity:
+        if source is not None:
+            os.close(source)
+        raise OSError(errno.ESTALE, f"{bind.source} changed after the file view was planned")
+
+
 def build(kernel: Kernel, view: FileView) -> None:
     """Steps 2–4 (in the namespace's PID 1, before exec): afterwards ``/`` is the view and
     the working directory. Raises OSError naming the step the kernel refused."""
@@ -367,6 +401,7 @@ def build(kernel: Kernel, view: FileView) -> None:
         trees: list[tuple[Bind, int]] = []
         for bind in view.binds:
             source = _open_source(kernel, bind.source, bind.directory)
+            _check_identity(bind, source)
             if source is None:
                 continue
             try:
