@@ -317,9 +317,16 @@ class SpliceRuntime:
         return tool, value
 
     def _grant(self, pkg: LoadedPackage) -> None:
-        """Check the grants and mkdir -p each write path (PERMISSIONS_NOT_GRANTED first)."""
-        for path in self._granted_paths(pkg)[1]:
-            path.mkdir(parents=True, exist_ok=True)
+        """Check the grants and mkdir -p each write path (PERMISSIONS_NOT_GRANTED first),
+        except one inside another write path: the tool shapes what lies there, links
+        included, and may create it itself (``fileview.shaped_by_tool``)."""
+        from splice_build.runtime.isolation.fileview import canonical, shaped_by_tool
+
+        write = self._granted_paths(pkg)[1]
+        writable = canonical(write)
+        for path in write:
+            if not shaped_by_tool(str(path), writable):
+                path.mkdir(parents=True, exist_ok=True)
 
     def _granted_paths(self, pkg: LoadedPackage) -> tuple[tuple[Path, ...], tuple[Path, ...]]:
         """The read and write paths handed to Node, each the effective path of its entry;

@@ -250,7 +250,7 @@ def plan_view(
     does outside (and a grant that is itself a link still looks like one). Earlier entries
     win a shared target; a path granted for both reading and writing is writable. A grant
     that does not exist (yet) is left out; one inside a writable grant, or reached through a
-    link inside one, is not bound (``_shaped_by_tool``). Each grant's bind records the device
+    link inside one, is not bound (``shaped_by_tool``). Each grant's bind records the device
     and inode it names now, so the view is a value a warm process can be keyed by: a grant
     renamed away and replaced makes another view, and ``build`` refuses to mount anything
     else under a planned grant."""
@@ -258,8 +258,12 @@ def plan_view(
     entries += [_entry(str(host), READ_ONLY), _entry(str(package), EXECUTABLE)]
     wanted = [(path, WRITABLE) for path in write] + [(path, READ_ONLY) for path in read]
     grants = [entry for path, attrs in wanted if (entry := _grant_entry(str(path), attrs))]
-    writable = [bind.source for bind, _links in grants if bind.attrs == WRITABLE]
-    entries += [entry for entry in grants if not _shaped_by_tool(entry, writable)]
+    writable = canonical(write)
+    entries += [
+        (bind, links)
+        for bind, links in grants
+        if not _inside_any([bind.source, *(where for where, _text in links)], writable)
+    ]
     by_target: dict[str, Bind] = {}
     links: dict[str, str] = {}
     for bind, met in entries:
@@ -271,19 +275,29 @@ def plan_view(
     return FileView(tuple(ordered), tuple(sorted(links.items())))
 
 
-def _shaped_by_tool(entry: tuple[Bind, list[tuple[str, str]]], writable: list[str]) -> bool:
-    """Whether a grant lies inside a writable grant, or is reached through a link that lies
-    inside one (``writable``: canonical paths).
+def shaped_by_tool(path: str, writable: Iterable[str]) -> bool:
+    """Whether the grant ``path`` lies inside a writable grant, or is reached through a link
+    that lies inside one (``writable``: the write grants' canonical paths, ``canonical``).
 
     A tool may create, rename or replace anything inside its write grants, links included,
     so such a grant names what the tool chose at its last run, not what the user consented
     to: a read grant ``work/ref`` under a write grant ``work`` would otherwise be bound
-    wherever a link the tool left at ``work/ref`` points (``~/.ssh``) for the next process.
-    It is not bound: what lies inside the writable grant is in the view through that grant
-    already, and a link there leads only where the view leads."""
-    bind, links = entry
-    places = [bind.source, *(where for where, _text in links)]
-    return any(_strictly_inside(place, root) for place in places for root in writable)
+    wherever a link the tool left at ``work/ref`` points (``~/.ssh``) for the next process,
+    and the runtime would create a missing write grant ``work/a/out`` through a link at
+    ``work/a``. Such a grant is neither bound nor created: what lies inside the writable
+    grant is in the view through that grant already, and a link there leads only where the
+    view leads."""
+    source, links = resolve(path)
+    return _inside_any([source, *(where for where, _text in links)], list(writable))
+
+
+def canonical(paths: Iterable[Path]) -> list[str]:
+    """The canonical form of each of ``paths`` (``resolve``)."""
+    return [resolve(str(path))[0] for path in paths]
+
+
+def _inside_any(places: list[str], roots: list[str]) -> bool:
+    return any(_strictly_inside(place, root) for place in places for root in roots)
 
 
 def _strictly_inside(path: str, root: str) -> bool:
