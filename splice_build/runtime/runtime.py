@@ -325,8 +325,17 @@ class SpliceRuntime:
         write = self._granted_paths(pkg)[1]
         writable = canonical(write)
         for path in write:
-            if not shaped_by_tool(str(path), writable):
+            if shaped_by_tool(str(path), writable):
+                continue
+            try:
                 path.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:  # a file there or on the way, a refused mkdir, a long name
+                raise SandboxError(
+                    ErrorCode.NOT_WRITABLE,
+                    f"{pkg.id}'s write grant {path} cannot be created as a directory: "
+                    f"{exc.strerror or exc}; nothing was run",
+                    hint="a write grant is a directory: move what is there, or make it writable",
+                ) from exc
 
     def _granted_paths(self, pkg: LoadedPackage) -> tuple[tuple[Path, ...], tuple[Path, ...]]:
         """The read and write paths handed to Node, each the effective path of its entry;

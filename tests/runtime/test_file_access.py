@@ -248,3 +248,22 @@ def test_no_other_fs_call_tells_an_existing_path_outside_from_a_missing_one(
         assert set(answer.values()) == {"ERR_ACCESS_DENIED"}, (existing, answer)
     assert (project / "out" / "a.txt").exists()
     assert (project / "private" / "secret.txt").read_text(encoding="utf-8") == "s"
+
+
+@pytest.mark.parametrize("grant", ["notes.txt", "notes.txt/out", "a" * 256])
+def test_a_write_grant_that_cannot_be_a_directory_is_a_coded_error(
+    project: Path, tmp_path: Path, grant: str
+) -> None:
+    """A file where the grant's directory must be (or on the way to it), or a name longer
+    than the file system allows: NOT_WRITABLE before any process, never an exception."""
+    from splice_build.runtime import SpliceRuntime
+    from testing.hostile_packages import write_package
+
+    (project / "notes.txt").write_text("kept", encoding="utf-8")
+    permissions = {"fs": {"read": [], "write": [grant]}}
+    pkg_dir = write_package(tmp_path / "pkgs", "export default () => 1;", permissions=permissions)
+    with SpliceRuntime(project_root=project, env={}) as runtime:
+        result = runtime.execute(runtime.load(pkg_dir), "t", {})
+    assert result.error is not None and result.error.code == ErrorCode.NOT_WRITABLE
+    assert "<project>/" in result.error.message and str(project) not in result.error.message
+    assert (project / "notes.txt").read_text(encoding="utf-8") == "kept"
