@@ -464,3 +464,23 @@ def test_a_warm_process_never_binds_a_grant_renamed_away(
         assert runtime.execute(pkg, "t", {}).output == []
     with pytest.raises(OSError):
         start(planned).close()
+
+
+@needs_os_layer()
+@pytest.mark.usefixtures("file_view")
+def test_a_users_link_into_a_write_grant_still_leads_there(project: Path, tmp_path: Path) -> None:
+    """The read grant ``ref`` is the user's link (at the project root, out of the tool's
+    reach) into the write grant ``work``: not bound on its own, but the link is there and
+    leads into ``work`` as on the host."""
+    (project / "work" / "sub").mkdir(parents=True)
+    (project / "work" / "sub" / "a.txt").write_text("inside", encoding="utf-8")
+    (project / "ref").symlink_to("work/sub")
+    result = _run(
+        project,
+        tmp_path,
+        "import fs from 'node:fs';\n"
+        "export default (i, ctx) => fs.readFileSync(ctx.paths.project + '/ref/a.txt', 'utf8');\n",
+        permissions={"fs": {"read": ["ref"], "write": ["work"]}},
+    )
+    assert result.ok, result.to_json()
+    assert result.output == "inside"

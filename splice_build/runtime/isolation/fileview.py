@@ -254,20 +254,27 @@ def plan_view(
     and inode it names now, so the view is a value a warm process can be keyed by: a grant
     renamed away and replaced makes another view, and ``build`` refuses to mount anything
     else under a planned grant."""
-    entries = list(_fixed_entries(node))
+    write = tuple(write)
+    entries: list[tuple[Bind | None, list[tuple[str, str]]]] = list(_fixed_entries(node))
     entries += [_entry(str(host), READ_ONLY), _entry(str(package), EXECUTABLE)]
     wanted = [(path, WRITABLE) for path in write] + [(path, READ_ONLY) for path in read]
-    grants = [entry for path, attrs in wanted if (entry := _grant_entry(str(path), attrs))]
     writable = canonical(write)
-    entries += [
-        (bind, links)
-        for bind, links in grants
-        if not _inside_any([bind.source, *(where for where, _text in links)], writable)
-    ]
+    for path, attrs in wanted:
+        grant = _grant_entry(str(path), attrs)
+        if grant is None:
+            continue
+        bind, met = grant
+        # A link on the way outside every writable grant (the tool cannot have made it) is
+        # still recreated: it leads into the writable grant's bind, as on the host.
+        kept = [(where, text) for where, text in met if not _inside_any([where], writable)]
+        if len(kept) == len(met) and not _inside_any([bind.source], writable):
+            entries.append((bind, kept))
+        else:
+            entries.append((None, kept))
     by_target: dict[str, Bind] = {}
     links: dict[str, str] = {}
     for bind, met in entries:
-        if bind.target != "/":
+        if bind is not None and bind.target != "/":
             by_target.setdefault(bind.target, bind)
         for where, text in met:
             links.setdefault(where, text)
