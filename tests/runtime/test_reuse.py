@@ -40,6 +40,7 @@ export default async (input) => {
     if (input.remember !== undefined) globalThis.remembered = input.remember;
     if (input.fail) throw new Error('asked to fail');
     if (input.hang) for (;;) {}
+    if (input.burn) { const end = Date.now() + input.burn; while (Date.now() < end) {} }
     if (input.hold) globalThis.held = Buffer.alloc(input.hold * 1024 * 1024, 1);
     if (input.sleep) await new Promise((resolve) => setTimeout(resolve, input.sleep));
     return { token, calls, remembered: globalThis.remembered ?? null };
@@ -201,6 +202,24 @@ def test_recycled_over_the_memory_threshold(make_reusing, tmp_path: Path) -> Non
     assert _call(runtime, pkg, hold=160)["token"] == first["token"]
     assert _pool(runtime).idle_pids() == [] and _pool(runtime).stats().recycled == 1
     assert _call(runtime, pkg)["token"] != first["token"]
+
+
+def test_recycled_once_its_cpu_time_would_not_leave_a_full_call(
+    make_reusing, tmp_path: Path
+) -> None:
+    """The kernel's CPU limit counts a process's whole life: a process that used more than
+    the budget (here 0.5 s; by default the limit minus the longest call) is not kept, so no
+    later call is killed by what earlier calls used."""
+    runtime = make_reusing(max_cpu_seconds=0.5)
+    pkg = runtime.load(_package(tmp_path))
+    light = _call(runtime, pkg)
+    assert _pool(runtime).stats().idle == 1
+    [kept] = _pool(runtime).idle_pids()
+    heavy = _call(runtime, pkg, burn=1000)
+    assert heavy["token"] == light["token"]  # served by the kept process, which is then done
+    assert _pool(runtime).stats().idle == 0 and _pool(runtime).stats().recycled == 1
+    assert _gone(kept)
+    assert _call(runtime, pkg)["token"] != light["token"]
 
 
 def test_concurrent_calls_never_share_a_process(make_reusing, tmp_path: Path) -> None:
