@@ -40,9 +40,10 @@ and so is a grant that lies inside a writable grant or is reached through a link
 the tool may have put that link there itself (``plan_view``).
 A symbolic link that appears in a source path between the parent's resolution and the mount
 fails the start instead, and so does a grant that is no longer the file or directory (device
-and inode) the parent planned: the plan is part of the warm pool's key (``SandboxSpec.planned``),
-so a process never binds anything but what its key names. ``support.detect`` builds a view once in a throw-away child: where the
-kernel refuses a step, the OS layer runs without a file view and says why (``splice doctor``,
+and inode) the parent planned: the plan is part of the warm pool's key
+(``SandboxSpec.planned``), so a process never binds anything but what its key names.
+``support.detect`` builds a view once in a throw-away child: where the kernel refuses a step,
+the OS layer runs without a file view and says why (``splice doctor``,
 ``isolation.unavailable``).
 """
 
