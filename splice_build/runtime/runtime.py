@@ -34,6 +34,7 @@ from splice_build.records import dataclass, fields
 from splice_build.runtime import sandbox
 from splice_build.runtime.capabilities import CapabilityBroker, CapabilityChannel, CapabilityReply
 from splice_build.runtime.fetch_channel import FetchChannel, TableResolver
+from splice_build.runtime.host_files import host_dir
 from splice_build.runtime.input_checks import serialize_input
 from splice_build.runtime.limits import (
     DEFAULT_TIMEOUT_MS,
@@ -49,6 +50,7 @@ from splice_build.runtime.protocol import Job, ResultOk
 from splice_build.runtime.result import ToolError, ToolResult
 from splice_build.runtime.session import Session
 from splice_build.security.redact import PathSanitizer, redact
+from splice_build.spec.project_state import NODE_WILDCARD
 
 if TYPE_CHECKING:
     from splice_build.runtime.isolation.plan import IsolationPlan
@@ -356,6 +358,7 @@ class SpliceRuntime:
             )
         read = tuple(Path(effective_fs_path(self.project_root, p)) for p in perms.fs_read)
         write = tuple(Path(effective_fs_path(self.project_root, p)) for p in perms.fs_write)
+        _refuse_wildcards(pkg, [host_dir(), pkg.dir, *read, *write])
         return read, write
 
     def _spec(self, pkg: LoadedPackage) -> sandbox.SandboxSpec:
@@ -522,6 +525,25 @@ def _digest(directory: Path) -> str | None:
     from splice_build.spec.tree_digest import tree_digest
 
     return tree_digest(directory)
+
+
+def _refuse_wildcards(pkg: LoadedPackage, paths: list[Path]) -> None:
+    """PERMISSIONS_NOT_GRANTED when a path handed to Node's permission model holds ``*``.
+
+    Node reads ``*`` in an ``--allow-fs-*`` path as a wildcard that also crosses ``/``, so a
+    project at ``/home/me/p*`` would grant ``ws`` as ``/home/me/p<anything>/ws``: other
+    projects' files. Manifest entries cannot hold one (spec/project_state.py); the project's,
+    the package's and Splice's own directories are checked here."""
+    found = [str(path) for path in paths if NODE_WILDCARD in str(path)]
+    if found:
+        raise SandboxError(
+            ErrorCode.PERMISSIONS_NOT_GRANTED,
+            f"{pkg.id} cannot be run from a path that holds {NODE_WILDCARD!r}: Node's "
+            "permission model would read it as a wildcard and grant other directories too; "
+            "nothing was run",
+            details=found,
+            hint=f"rename the directory so that its path holds no {NODE_WILDCARD!r}",
+        )
 
 
 def _non_utf8_path(package_dir: str | Path, project_root: str | Path) -> ToolError | None:

@@ -44,9 +44,12 @@ LEGACY_LOCK_FILE = "splice-lock.json"
 STATE_DIR = ".splice"
 ENV_FILE_PREFIX = ".env"  # .env, .env.local, .envrc, …: provider keys are read from them
 RESERVED_ENV_PREFIX = "SPLICE_"
-# Node's permission model reads "*" as a wildcard; the others are refused as well so that a
-# consent line always means exactly one path, whatever layer interprets it.
-GLOB_CHARACTERS = "*?[]{}"
+# Node's permission model reads "*" (anywhere in a path, also across "/") as a wildcard;
+# the runtime refuses a project or package path that holds one (runtime/runtime.py).
+NODE_WILDCARD = "*"
+# The others are refused in entries as well so that a consent line always means exactly one
+# path, whatever layer interprets it.
+GLOB_CHARACTERS = NODE_WILDCARD + "?[]{}"
 # The root of "a project" when none is known: entries are already project-relative safe
 # paths there, so only the project's own files can overlap.
 ABSTRACT_ROOT = PurePosixPath("/<project>")
