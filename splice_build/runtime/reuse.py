@@ -211,12 +211,16 @@ class ReusePool:
 
 
 def _quiet(process: SandboxProcess) -> bool:
-    """Nothing arrived on its message pipe since its result: no frame of code the package
-    left running, and no hang-up. Anything there would be read as the next call's."""
+    """Nothing arrived on its message pipe or its stdout/stderr since its result: no frame
+    or log line of code the package left running, and no hang-up. Anything there would be
+    read as the next call's (a later caller's logs holding what an earlier call logged)."""
     import select
 
     poller = select.poll()
     poller.register(process.message_fd, select.POLLIN)
+    for stream in (process.popen.stdout, process.popen.stderr):
+        if stream is not None:
+            poller.register(stream.fileno(), select.POLLIN)
     return not poller.poll(0)
 
 

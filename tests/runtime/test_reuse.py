@@ -417,17 +417,19 @@ export default async (input, ctx) => {
   }
   if (input.after === 'throw') later(() => { throw new Error('late failure'); });
   if (input.after === 'grow') later(() => { globalThis.big = Buffer.alloc(200 * 1024 * 1024, 1); });
+  if (input.after === 'log') later(() => console.error('late log of an earlier call'));
   return { token };
 };
 """
 
 
-@pytest.mark.parametrize("after", ["frame", "throw", "grow"])
+@pytest.mark.parametrize("after", ["frame", "throw", "grow", "log"])
 def test_a_process_that_acted_while_it_waited_is_not_served_again(
     make_reusing, tmp_path: Path, after: str
 ) -> None:
     """Work a call left running acts between calls (writes a frame, fails, grows past the
-    memory limit): the next call takes a fresh process instead, and succeeds."""
+    memory limit, logs — what an earlier call's work logs must not show up as the next
+    caller's logs): the next call takes a fresh process instead, and succeeds."""
     runtime = make_reusing(max_memory_mb=128)
     capability = {"capabilities": ["web.search"]}
     package = write_package(tmp_path / "pkgs", LEAVES_WORK, name="leaves", permissions=capability)
@@ -435,5 +437,7 @@ def test_a_process_that_acted_while_it_waited_is_not_served_again(
     first = _call(runtime, pkg, after=after)
     assert _pool(runtime).idle_pids()  # given back: the result was clean
     time.sleep(1.0)
-    second = _call(runtime, pkg)
-    assert second["token"] != first["token"]
+    result = runtime.execute(pkg, "t", {})
+    assert result.ok, result.to_json()
+    assert result.output["token"] != first["token"]
+    assert "earlier call" not in result.logs
