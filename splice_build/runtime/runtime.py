@@ -50,7 +50,6 @@ from splice_build.runtime.protocol import Job, ResultOk
 from splice_build.runtime.result import ToolError, ToolResult
 from splice_build.runtime.session import Session
 from splice_build.security.redact import PathSanitizer, redact
-from splice_build.spec.project_state import NODE_WILDCARD
 
 if TYPE_CHECKING:
     from splice_build.runtime.isolation.plan import IsolationPlan
@@ -534,6 +533,8 @@ def _refuse_wildcards(pkg: LoadedPackage, paths: list[Path]) -> None:
     project at ``/home/me/p*`` would grant ``ws`` as ``/home/me/p<anything>/ws``: other
     projects' files. Manifest entries cannot hold one (spec/project_state.py); the project's,
     the package's and Splice's own directories are checked here."""
+    from splice_build.spec.project_state import NODE_WILDCARD
+
     found = [str(path) for path in paths if NODE_WILDCARD in str(path)]
     if found:
         raise SandboxError(
