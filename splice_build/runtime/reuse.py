@@ -9,9 +9,11 @@ while the call runs), so concurrent calls never share one: each takes its own.
 
 It is given back only after a clean success (session.py: nothing of the call left open, the
 output accepted) and only while it is under the policy's limits (spec/reuse.py): a failure, a
-timeout, the call count, the resident memory or the idle time end it. A call takes it only if
-it is still alive, still within the memory limit, and has written nothing to its message pipe
-since its result. A call whose key differs from an idle
+timeout, the call count, the resident memory, the CPU time used or the idle time end it. The
+CPU time matters because the kernel's CPU limit (isolation/rlimits.py) counts the process's
+whole life: a process is kept only while the longest call could still use its full share. A
+call takes it only if it is still alive, still within the memory and CPU limits, and has
+written nothing to its message pipe since its result. A call whose key differs from an idle
 process's key for the same package directory (its files or grant changed) ends that
 process. The from-bytes check before each call is the runtime's, as for any warm process.
 """
@@ -25,11 +27,16 @@ import time
 from collections import deque
 
 from splice_build.records import dataclass, field
+from splice_build.runtime.isolation.rlimits import CPU_SECONDS
+from splice_build.runtime.limits import MAX_TIMEOUT_MS
 from splice_build.runtime.pool import PoolKey
 from splice_build.runtime.sandbox import SandboxProcess
 from splice_build.spec.reuse import ReusePolicy
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+# What a kept process may have used: the longest call then still has its full CPU share.
+CPU_BUDGET_SECONDS = CPU_SECONDS - MAX_TIMEOUT_MS / 1000
 
 
 @dataclass
@@ -60,6 +67,9 @@ class ReusePool:
 
     def __init__(self, policy: ReusePolicy) -> None:
         self.policy = policy
+        self._cpu_budget = (
+            CPU_BUDGET_SECONDS if policy.max_cpu_seconds is None else policy.max_cpu_seconds
+        )
         self._cond = threading.Condition()
         self._idle: dict[PoolKey, deque[Lease]] = {}
         self._closed = False
@@ -87,8 +97,8 @@ class ReusePool:
                 candidate = queue.pop()  # the most recently used: its memory is warm
                 if candidate.process.popen.poll() is not None or not _quiet(candidate.process):
                     doomed.append(candidate)  # ended, or said something after its result
-                elif not self._memory_ok(candidate):
-                    self._counts["recycled"] += 1  # grew while it waited
+                elif not (self._memory_ok(candidate) and self._cpu_ok(candidate)):
+                    self._counts["recycled"] += 1  # grew or ran while it waited
                     doomed.append(candidate)
                 else:
                     lease = candidate
@@ -145,7 +155,14 @@ class ReusePool:
 
     # under the lock ----------------------------------------------------------------------
     def _within_limits(self, lease: Lease) -> bool:
-        return lease.calls < self.policy.max_calls and self._memory_ok(lease)
+        return (
+            lease.calls < self.policy.max_calls and self._memory_ok(lease) and self._cpu_ok(lease)
+        )
+
+    def _cpu_ok(self, lease: Lease) -> bool:
+        """Its CPU time is known and within the budget (read as its memory is)."""
+        used = None if lease.node_pid is None else _cpu_seconds(lease.node_pid)
+        return used is not None and used <= self._cpu_budget
 
     def _memory_ok(self, lease: Lease) -> bool:
         """Its resident memory is known and within the policy (read after each call, and
@@ -194,12 +211,16 @@ class ReusePool:
 
 
 def _quiet(process: SandboxProcess) -> bool:
-    """Nothing arrived on its message pipe since its result: no frame of code the package
-    left running, and no hang-up. Anything there would be read as the next call's."""
+    """Nothing arrived on its message pipe or its stdout/stderr since its result: no frame
+    or log line of code the package left running, and no hang-up. Anything there would be
+    read as the next call's (a later caller's logs holding what an earlier call logged)."""
     import select
 
     poller = select.poll()
     poller.register(process.message_fd, select.POLLIN)
+    for stream in (process.popen.stdout, process.popen.stderr):
+        if stream is not None:
+            poller.register(stream.fileno(), select.POLLIN)
     return not poller.poll(0)
 
 
@@ -226,5 +247,16 @@ def _resident_bytes(pid: int) -> int | None:
     try:
         with open(f"/proc/{pid}/statm", encoding="ascii") as f:
             return int(f.read().split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """User and system CPU time of ``pid`` (None when it cannot be read: not kept). The
+    fields are read after the last ``)``: the command name may hold spaces and parentheses."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            fields = f.read().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / _TICKS
     except (OSError, ValueError, IndexError):
         return None

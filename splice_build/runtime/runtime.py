@@ -34,6 +34,7 @@ from splice_build.records import dataclass, fields
 from splice_build.runtime import sandbox
 from splice_build.runtime.capabilities import CapabilityBroker, CapabilityChannel, CapabilityReply
 from splice_build.runtime.fetch_channel import FetchChannel, TableResolver
+from splice_build.runtime.host_files import host_dir
 from splice_build.runtime.input_checks import serialize_input
 from splice_build.runtime.limits import (
     DEFAULT_TIMEOUT_MS,
@@ -194,7 +195,10 @@ class SpliceRuntime:
         if self._pool is None:
             return
         self._grant(pkg)
-        key = self._pool_key(pkg)
+        try:
+            key = self._pool_key(pkg)
+        except OSError:
+            return  # the call starts its process itself and reports why it cannot
         if key is not None:
             self._pool.prewarm(key, wait=wait)
 
@@ -314,9 +318,25 @@ class SpliceRuntime:
         return tool, value
 
     def _grant(self, pkg: LoadedPackage) -> None:
-        """Check the grants and mkdir -p each write path (PERMISSIONS_NOT_GRANTED first)."""
-        for path in self._granted_paths(pkg)[1]:
-            path.mkdir(parents=True, exist_ok=True)
+        """Check the grants and mkdir -p each write path (PERMISSIONS_NOT_GRANTED first),
+        except one inside another write path: the tool shapes what lies there, links
+        included, and may create it itself (``fileview.shaped_by_tool``)."""
+        from splice_build.runtime.isolation.fileview import canonical, shaped_by_tool
+
+        write = self._granted_paths(pkg)[1]
+        writable = canonical(write)
+        for path in write:
+            if shaped_by_tool(str(path), writable):
+                continue
+            try:
+                path.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:  # a file there or on the way, a refused mkdir, a long name
+                raise SandboxError(
+                    ErrorCode.NOT_WRITABLE,
+                    f"{pkg.id}'s write grant {path} cannot be created as a directory: "
+                    f"{exc.strerror or exc}; nothing was run",
+                    hint="a write grant is a directory: move what is there, or make it writable",
+                ) from exc
 
     def _granted_paths(self, pkg: LoadedPackage) -> tuple[tuple[Path, ...], tuple[Path, ...]]:
         """The read and write paths handed to Node, each the effective path of its entry;
@@ -337,13 +357,14 @@ class SpliceRuntime:
             )
         read = tuple(Path(effective_fs_path(self.project_root, p)) for p in perms.fs_read)
         write = tuple(Path(effective_fs_path(self.project_root, p)) for p in perms.fs_write)
+        _refuse_wildcards(pkg, [host_dir(), pkg.dir, *read, *write])
         return read, write
 
     def _spec(self, pkg: LoadedPackage) -> sandbox.SandboxSpec:
         from splice_build.runtime.isolation.plan import plan_for
 
         read_paths, write_paths = self._granted_paths(pkg)
-        return sandbox.SandboxSpec(
+        spec = sandbox.SandboxSpec(
             node=self.node(),
             package_dir=pkg.dir,
             read_paths=read_paths,
@@ -353,6 +374,7 @@ class SpliceRuntime:
             unsafe_in_process_guards_off=self._guards_off,
             reuse=self._reuse is not None,
         )
+        return spec.planned()
 
     def _pool_key(self, pkg: LoadedPackage) -> PoolKey | None:
         from splice_build.runtime.pool import PoolKey
@@ -366,9 +388,9 @@ class SpliceRuntime:
 
     def _start(self, pkg: LoadedPackage) -> tuple[sandbox.SandboxProcess, Lease | None]:
         """The call's process, and its lease when it may be kept for the next call."""
-        key = self._pool_key(pkg) if self._pool is not None else None
         lease = None
         try:
+            key = self._pool_key(pkg) if self._pool is not None else None
             if self._pool is None or key is None:
                 return sandbox.start(self._spec(pkg)), None
             if self._reuse is not None:
@@ -502,6 +524,27 @@ def _digest(directory: Path) -> str | None:
     from splice_build.spec.tree_digest import tree_digest
 
     return tree_digest(directory)
+
+
+def _refuse_wildcards(pkg: LoadedPackage, paths: list[Path]) -> None:
+    """PERMISSIONS_NOT_GRANTED when a path handed to Node's permission model holds ``*``.
+
+    Node reads ``*`` in an ``--allow-fs-*`` path as a wildcard that also crosses ``/``, so a
+    project at ``/home/me/p*`` would grant ``ws`` as ``/home/me/p<anything>/ws``: other
+    projects' files. Manifest entries cannot hold one (spec/project_state.py); the project's,
+    the package's and Splice's own directories are checked here."""
+    from splice_build.spec.project_state import NODE_WILDCARD
+
+    found = [str(path) for path in paths if NODE_WILDCARD in str(path)]
+    if found:
+        raise SandboxError(
+            ErrorCode.PERMISSIONS_NOT_GRANTED,
+            f"{pkg.id} cannot be run from a path that holds {NODE_WILDCARD!r}: Node's "
+            "permission model would read it as a wildcard and grant other directories too; "
+            "nothing was run",
+            details=found,
+            hint=f"rename the directory so that its path holds no {NODE_WILDCARD!r}",
+        )
 
 
 def _non_utf8_path(package_dir: str | Path, project_root: str | Path) -> ToolError | None:

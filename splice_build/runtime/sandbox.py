@@ -32,7 +32,7 @@ import sys
 from functools import lru_cache
 from pathlib import Path
 
-from splice_build.records import dataclass, field
+from splice_build.records import dataclass, field, replace
 from splice_build.runtime.host_files import host_dir, host_entry
 from splice_build.runtime.isolation import fileview
 from splice_build.runtime.isolation.child import make_preexec
@@ -64,6 +64,9 @@ class SandboxSpec:
     unsafe_in_process_guards_off: bool = False
     # Opt-in reuse (runtime/reuse.py): the host serves further jobs after a success.
     reuse: bool = False
+    # The file view as planned by ``planned`` (None: planned when the process starts). With
+    # it the spec, hence the warm pool's key, names the very directories the process binds.
+    view: fileview.FileView | None = None
 
     def argv(self, in_fd: int, out_fd: int) -> list[str]:
         """docs/compatibility.md#sandbox-process, plus the heap cap and the IPC fds for host.mjs."""
@@ -100,9 +103,20 @@ class SandboxSpec:
         cannot be listed)."""
         if not self.isolation.file_view:
             return None
+        if self.view is not None:
+            return self.view
         return fileview.plan_view(
             self.node.path, host_dir(), self.package_dir, self.read_paths, self.write_paths
         )
+
+    def planned(self) -> SandboxSpec:
+        """This spec with its file view planned now (raises OSError as ``file_view``).
+
+        A warm or reused process waits under its spec: with the view in it, a grant renamed
+        away and replaced by another directory since the process started is another key, so
+        that process never serves a call under the old directory."""
+        view = self.file_view()
+        return self if view is None or view is self.view else replace(self, view=view)
 
 
 @lru_cache(maxsize=1)

@@ -30,11 +30,12 @@ the same name: ``Splice.Lock`` and
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import PurePath, PurePosixPath
 from typing import TYPE_CHECKING
 
-from splice_build.records import dataclass
+from splice_build.records import dataclass, replace
 from splice_build.spec.paths import fold_path
 
 if TYPE_CHECKING:
@@ -46,9 +47,12 @@ LEGACY_LOCK_FILE = "splice-lock.json"
 STATE_DIR = ".splice"
 ENV_FILE_PREFIX = ".env"  # .env, .env.local, .envrc, …: provider keys are read from them
 RESERVED_ENV_PREFIX = "SPLICE_"
-# Node's permission model reads "*" as a wildcard; the others are refused as well so that a
-# consent line always means exactly one path, whatever layer interprets it.
-GLOB_CHARACTERS = "*?[]{}"
+# Node's permission model reads "*" (anywhere in a path, also across "/") as a wildcard;
+# the runtime refuses a project or package path that holds one (runtime/runtime.py).
+NODE_WILDCARD = "*"
+# The others are refused in entries as well so that a consent line always means exactly one
+# path, whatever layer interprets it.
+GLOB_CHARACTERS = NODE_WILDCARD + "?[]{}"
 # The root of "a project" when none is known: entries are already project-relative safe
 # paths there, so only the project's own files can overlap.
 ABSTRACT_ROOT = PurePosixPath("/<project>")
@@ -63,6 +67,7 @@ class Protected:
     what: str  # "splice.lock", ".splice/", ".env* files", "SPLICE_HOME (/home/u/.splice)"
     name_prefix: bool = False
     in_project: bool = True
+    write_only: bool = False  # reading it is harmless; only a write grant is refused
 
 
 def effective_fs_path(root: PurePath, entry: str) -> PurePath:
@@ -87,6 +92,22 @@ def protected_paths(root: PurePath, home: PurePath | None = None) -> list[Protec
     if home is not None:
         found.append(Protected(home, f"SPLICE_HOME ({home})", in_project=False))
     return found
+
+
+def own_installation(root: PurePath) -> list[Protected]:
+    """Splice's own code and the Python environment running it (``sys.prefix``: the packages
+    it imports and, by default, the sandbox's Node binary). A tool that may write there
+    rewrites the parent's own code for its next run; a project's ``.venv`` often is it."""
+    import splice_build
+
+    code = type(root)(os.path.dirname(os.path.abspath(splice_build.__file__)))
+    prefix = type(root)(sys.prefix)
+    return [
+        Protected(code, f"Splice's own code ({code})", in_project=False, write_only=True),
+        Protected(
+            prefix, f"Splice's Python environment ({prefix})", in_project=False, write_only=True
+        ),
+    ]
 
 
 def _fold(path: PurePath) -> tuple[str, ...]:
@@ -122,11 +143,12 @@ class ProjectState:
         self._real = root != ABSTRACT_ROOT
         items = protected_paths(root, home)
         if self._real:
-            items += [Protected(_real(i.path), i.what, i.name_prefix, i.in_project) for i in items]
+            items += own_installation(root)
+            items += [replace(i, path=_real(i.path)) for i in items]
         self._folded = [(_fold(i.path), i) for i in items]
 
-    def fs_problem(self, entry: str) -> str | None:
-        """Why ``entry`` may not be granted here, or None when it may."""
+    def fs_problem(self, entry: str, *, write: bool = True) -> str | None:
+        """Why ``entry`` may not be granted here (for writing, or only reading), or None."""
         globs = sorted({c for c in entry if c in GLOB_CHARACTERS})
         if globs:
             shown = ", ".join(f'"{c}"' for c in globs)
@@ -139,6 +161,8 @@ class ProjectState:
         included: list[Protected] = []
         for candidate in map(_fold, granted):
             for folded, item in self._folded:
+                if item.write_only and not write:
+                    continue
                 verdict = _overlap(candidate, folded, item.name_prefix)
                 if verdict == "inside":
                     return f'"{entry}" is inside {_describe([item])}'
@@ -221,7 +245,7 @@ def project_state_problems(
     for field, entries in (("fs.read", permissions.fs_read), ("fs.write", permissions.fs_write)):
         for entry in entries:
             assert state is not None
-            problem = state.fs_problem(entry)
+            problem = state.fs_problem(entry, write=field == "fs.write")
             if problem is not None:
                 lines.append(f"{where}.{field}: {problem}")
     for name in permissions.env:

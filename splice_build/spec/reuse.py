@@ -31,11 +31,19 @@ class ReusePolicy:
     max_memory_mb: int = 192
     # Reused processes kept waiting at once, all packages together.
     max_idle: int = 4
+    # CPU seconds a process may have used and still be kept (None: the sandbox's CPU limit
+    # minus the longest call, runtime/reuse.py). The kernel's CPU limit counts a process's
+    # whole life, so a process kept past it could be killed inside a call within its limits.
+    max_cpu_seconds: float | None = None
 
     def __post_init__(self) -> None:
         problems = policy_problems({key: getattr(self, attr) for key, attr, *_ in _LIMITS})
-        if problems or self.max_idle < 1:
-            raise ValueError(problems[0] if problems else "max_idle must be at least 1")
+        if self.max_idle < 1:
+            problems.append("max_idle must be at least 1")
+        if self.max_cpu_seconds is not None and not self.max_cpu_seconds > 0:
+            problems.append("max_cpu_seconds must be more than 0")
+        if problems:
+            raise ValueError(problems[0])
 
     @classmethod
     def from_json(cls, value: Any) -> ReusePolicy | None:

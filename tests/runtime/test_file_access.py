@@ -248,3 +248,55 @@ def test_no_other_fs_call_tells_an_existing_path_outside_from_a_missing_one(
         assert set(answer.values()) == {"ERR_ACCESS_DENIED"}, (existing, answer)
     assert (project / "out" / "a.txt").exists()
     assert (project / "private" / "secret.txt").read_text(encoding="utf-8") == "s"
+
+
+@pytest.mark.parametrize("grant", ["notes.txt", "notes.txt/out", "a" * 256])
+def test_a_write_grant_that_cannot_be_a_directory_is_a_coded_error(
+    project: Path, tmp_path: Path, grant: str
+) -> None:
+    """A file where the grant's directory must be (or on the way to it), or a name longer
+    than the file system allows: NOT_WRITABLE before any process, never an exception."""
+    from splice_build.runtime import SpliceRuntime
+    from testing.hostile_packages import write_package
+
+    (project / "notes.txt").write_text("kept", encoding="utf-8")
+    permissions = {"fs": {"read": [], "write": [grant]}}
+    pkg_dir = write_package(tmp_path / "pkgs", "export default () => 1;", permissions=permissions)
+    with SpliceRuntime(project_root=project, env={}) as runtime:
+        result = runtime.execute(runtime.load(pkg_dir), "t", {})
+    assert result.error is not None and result.error.code == ErrorCode.NOT_WRITABLE
+    assert "<project>/" in result.error.message and str(project) not in result.error.message
+    assert (project / "notes.txt").read_text(encoding="utf-8") == "kept"
+
+
+WILDCARD_PROBE = """
+import fs from 'node:fs';
+export default (i) => {
+  const o = {};
+  try { o.read = fs.readFileSync(i.other + '/f', 'utf8'); } catch (e) { o.read = e.code; }
+  try { fs.writeFileSync(i.other + '/owned', 'x'); o.write = 'written'; } catch (e) { o.write = e.code; }
+  return o;
+};
+"""
+
+
+@pytest.mark.parametrize("isolation", ["in-process", "auto"])
+def test_a_project_path_with_a_wildcard_is_refused(tmp_path: Path, isolation: str) -> None:
+    """Node reads "*" in --allow-fs-write=/…/p*/ws as a wildcard: the grant ws of a project
+    at p* would reach pother/deep/ws, another project's files."""
+    from splice_build.runtime import SpliceRuntime
+    from testing.hostile_packages import write_package
+
+    project = tmp_path / "p*"
+    project.mkdir()
+    (project / "splice.json").write_text('{"packages": {}}\n', encoding="utf-8")
+    other = tmp_path / "pother" / "deep" / "ws"
+    other.mkdir(parents=True)
+    (other / "f").write_text("another project's file", encoding="utf-8")
+    permissions = {"fs": {"read": [], "write": ["ws"]}}
+    pkg_dir = write_package(tmp_path / "pkgs", WILDCARD_PROBE, permissions=permissions)
+    with SpliceRuntime(project_root=project, env={}, isolation=isolation) as runtime:
+        result = runtime.execute(runtime.load(pkg_dir), "t", {"other": str(other)})
+    assert result.error is not None, result.to_json()
+    assert result.error.code == ErrorCode.PERMISSIONS_NOT_GRANTED
+    assert sorted(p.name for p in other.iterdir()) == ["f"]

@@ -389,3 +389,98 @@ def test_a_grant_that_is_a_link_leads_where_it_leads_outside(project: Path, tmp_
     assert result.ok, result.to_json()
     assert result.output == {"read": "inside", "link": True}
     assert result.to_json()["isolation"]["fileView"] == "minimal"
+
+
+# Moves a link it found in its write grant to where a nested grant points (no link is created:
+# Node's permission model refuses fs.symlink, not a rename), then reads through that grant.
+REDIRECT_NESTED = """
+import fs from 'node:fs';
+const rd = (p) => { try { return fs.readFileSync(p, 'utf8'); } catch (e) { return e.code; } };
+export default (i, ctx) => {
+  const w = ctx.paths.project + '/work';
+  if (i.plant) {
+    fs.renameSync(w + '/a', w + '/parked');
+    if (i.plant !== 'a') fs.mkdirSync(w + '/a');
+    fs.renameSync(w + '/found-link', w + '/' + i.plant);
+  }
+  return { read: rd(w + '/a/ref/file'), written: (() => {
+    try { fs.writeFileSync(w + '/a/out/new', 'x'); return 'written'; } catch (e) { return e.code; }
+  })() };
+};
+"""
+
+
+@needs_os_layer()
+@pytest.mark.usefixtures("file_view")
+@pytest.mark.parametrize("place", ["a/ref", "a/out", "a"])
+def test_a_grant_inside_a_write_grant_is_never_redirected_by_the_tool(
+    project: Path, tmp_path: Path, outside: Path, place: str
+) -> None:
+    """A read grant ``work/a/ref`` and a write grant ``work/a/out`` inside the write grant
+    ``work``: the tool puts a link at one of them or at ``work/a`` (a link a checkout shipped
+    inside ``work``, harmless under the view). Its next process must not get the link's
+    target in its view, and the runtime must not create the write grant through the link."""
+    work = project / "work"
+    (work / "a").mkdir(parents=True)
+    (work / "found-link").symlink_to(outside)
+    runtime = SpliceRuntime(project_root=project, env={}, isolation="require-os")
+    permissions = {"fs": {"read": ["work/a/ref"], "write": ["work", "work/a/out"]}}
+    pkg = runtime.load(write_package(tmp_path / "pkgs", REDIRECT_NESTED, permissions=permissions))
+    planted = runtime.execute(pkg, "t", {"plant": place})
+    assert planted.ok, planted.to_json()
+    assert (work / place).is_symlink()
+    after = runtime.execute(pkg, "t", {})
+    assert after.ok, after.to_json()
+    assert after.output == {"read": "ENOENT", "written": "ENOENT"}
+    assert sorted(p.name for p in outside.iterdir()) == ["file"]
+
+
+LIST_WS = (
+    "import fs from 'node:fs';\n"
+    "export default (i, ctx) => fs.readdirSync(ctx.paths.project + '/ws');\n"
+)
+
+
+@needs_os_layer()
+@pytest.mark.usefixtures("file_view")
+def test_a_warm_process_never_binds_a_grant_renamed_away(
+    project: Path, tmp_path: Path, workspace: Path
+) -> None:
+    """The warm process waiting for the next call bound ws/ when it started; the user then
+    moves ws/ aside and makes a new one. The next call sees the new directory, and a start
+    from the old plan refuses to mount the new one in its place."""
+    from splice_build.runtime.pool import WarmPool
+    from splice_build.runtime.sandbox import start
+
+    with SpliceRuntime(
+        project_root=project, env={}, isolation="require-os", pool=WarmPool()
+    ) as runtime:
+        pkg = runtime.load(write_package(tmp_path / "pkgs", LIST_WS, permissions=WORKSPACE_RW))
+        assert runtime.execute(pkg, "t", {}).output == ["a.txt"]
+        planned = runtime._spec(pkg)
+        runtime.prewarm(pkg, wait=True)
+        workspace.rename(project / "ws-private")
+        workspace.mkdir()
+        assert runtime.execute(pkg, "t", {}).output == []
+    with pytest.raises(OSError):
+        start(planned).close()
+
+
+@needs_os_layer()
+@pytest.mark.usefixtures("file_view")
+def test_a_users_link_into_a_write_grant_still_leads_there(project: Path, tmp_path: Path) -> None:
+    """The read grant ``ref`` is the user's link (at the project root, out of the tool's
+    reach) into the write grant ``work``: not bound on its own, but the link is there and
+    leads into ``work`` as on the host."""
+    (project / "work" / "sub").mkdir(parents=True)
+    (project / "work" / "sub" / "a.txt").write_text("inside", encoding="utf-8")
+    (project / "ref").symlink_to("work/sub")
+    result = _run(
+        project,
+        tmp_path,
+        "import fs from 'node:fs';\n"
+        "export default (i, ctx) => fs.readFileSync(ctx.paths.project + '/ref/a.txt', 'utf8');\n",
+        permissions={"fs": {"read": ["ref"], "write": ["work"]}},
+    )
+    assert result.ok, result.to_json()
+    assert result.output == "inside"

@@ -40,6 +40,7 @@ export default async (input) => {
     if (input.remember !== undefined) globalThis.remembered = input.remember;
     if (input.fail) throw new Error('asked to fail');
     if (input.hang) for (;;) {}
+    if (input.burn) { const end = Date.now() + input.burn; while (Date.now() < end) {} }
     if (input.hold) globalThis.held = Buffer.alloc(input.hold * 1024 * 1024, 1);
     if (input.sleep) await new Promise((resolve) => setTimeout(resolve, input.sleep));
     return { token, calls, remembered: globalThis.remembered ?? null };
@@ -203,6 +204,24 @@ def test_recycled_over_the_memory_threshold(make_reusing, tmp_path: Path) -> Non
     assert _call(runtime, pkg)["token"] != first["token"]
 
 
+def test_recycled_once_its_cpu_time_would_not_leave_a_full_call(
+    make_reusing, tmp_path: Path
+) -> None:
+    """The kernel's CPU limit counts a process's whole life: a process that used more than
+    the budget (here 0.5 s; by default the limit minus the longest call) is not kept, so no
+    later call is killed by what earlier calls used."""
+    runtime = make_reusing(max_cpu_seconds=0.5)
+    pkg = runtime.load(_package(tmp_path))
+    light = _call(runtime, pkg)
+    assert _pool(runtime).stats().idle == 1
+    [kept] = _pool(runtime).idle_pids()
+    heavy = _call(runtime, pkg, burn=1000)
+    assert heavy["token"] == light["token"]  # served by the kept process, which is then done
+    assert _pool(runtime).stats().idle == 0 and _pool(runtime).stats().recycled == 1
+    assert _gone(kept)
+    assert _call(runtime, pkg)["token"] != light["token"]
+
+
 def test_concurrent_calls_never_share_a_process(make_reusing, tmp_path: Path) -> None:
     runtime = make_reusing()
     pkg = runtime.load(_package(tmp_path))
@@ -258,6 +277,35 @@ def test_a_changed_variable_value_is_not_served_by_the_old_process(
         changed = runtime.execute(pkg, "t", {}).output
     assert first[1] == again[1] == "first" and first[0] == again[0]
     assert changed[1] == "second" and changed[0] != first[0]
+
+
+LIST_GRANT = """
+import c from 'node:crypto';
+import fs from 'node:fs';
+const token = c.randomUUID();
+export default (i, ctx) => ({ token, seen: fs.readdirSync(ctx.paths.project + '/ws') });
+"""
+
+
+def test_a_grant_renamed_away_is_not_served_by_the_old_process(
+    make_reusing, tmp_path: Path, project: Path
+) -> None:
+    """The user moves ws/ aside (with what it holds) and makes a new, empty ws/: the grant's
+    path names another directory now, so the process that bound the old one is not reused
+    (with the file view it would go on reading and writing the moved directory)."""
+    runtime = make_reusing()
+    pkg = runtime.load(
+        write_package(tmp_path / "pkgs", LIST_GRANT, permissions={"fs": {"write": ["ws"]}})
+    )
+    before = _call(runtime, pkg)
+    [old] = _pool(runtime).idle_pids()
+    (project / "ws").rename(project / "ws-private")
+    (project / "ws-private" / "diary.txt").write_text("moved out of the grant", encoding="utf-8")
+    (project / "ws").mkdir()
+    after = _call(runtime, pkg)
+    assert after["seen"] == [] and after["token"] != before["token"]
+    assert _pool(runtime).stats().discarded == 1
+    assert _gone(old)
 
 
 def test_the_project_setting_and_its_errors(tmp_path: Path) -> None:
@@ -369,17 +417,19 @@ export default async (input, ctx) => {
   }
   if (input.after === 'throw') later(() => { throw new Error('late failure'); });
   if (input.after === 'grow') later(() => { globalThis.big = Buffer.alloc(200 * 1024 * 1024, 1); });
+  if (input.after === 'log') later(() => console.error('late log of an earlier call'));
   return { token };
 };
 """
 
 
-@pytest.mark.parametrize("after", ["frame", "throw", "grow"])
+@pytest.mark.parametrize("after", ["frame", "throw", "grow", "log"])
 def test_a_process_that_acted_while_it_waited_is_not_served_again(
     make_reusing, tmp_path: Path, after: str
 ) -> None:
     """Work a call left running acts between calls (writes a frame, fails, grows past the
-    memory limit): the next call takes a fresh process instead, and succeeds."""
+    memory limit, logs — what an earlier call's work logs must not show up as the next
+    caller's logs): the next call takes a fresh process instead, and succeeds."""
     runtime = make_reusing(max_memory_mb=128)
     capability = {"capabilities": ["web.search"]}
     package = write_package(tmp_path / "pkgs", LEAVES_WORK, name="leaves", permissions=capability)
@@ -387,5 +437,7 @@ def test_a_process_that_acted_while_it_waited_is_not_served_again(
     first = _call(runtime, pkg, after=after)
     assert _pool(runtime).idle_pids()  # given back: the result was clean
     time.sleep(1.0)
-    second = _call(runtime, pkg)
-    assert second["token"] != first["token"]
+    result = runtime.execute(pkg, "t", {})
+    assert result.ok, result.to_json()
+    assert result.output["token"] != first["token"]
+    assert "earlier call" not in result.logs

@@ -327,3 +327,32 @@ def test_install_refuses_an_artifact_published_before_the_rule(tmp_path: Path) -
     assert refused.value.code is ErrorCode.INVALID_PACKAGE
     (package_line,) = [d for d in refused.value.details if d.startswith("package: ")]
     assert 'permissions.fs.read: "*" contains "*"' in package_line
+
+
+@pytest.mark.node
+def test_a_write_grant_may_not_reach_splices_own_installation(tmp_path: Path) -> None:
+    """A project whose ``env`` is Splice's Python environment (its ``.venv`` often is): a
+    write grant there would let a tool rewrite the parent's own code for its next run, so it
+    is refused before anything runs; reading it is harmless and stays allowed."""
+    import sys
+
+    import splice_build
+    from testing.hostile_packages import write_package
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "splice.json").write_text('{"packages": {}}\n', encoding="utf-8")
+    (project / "env").symlink_to(sys.prefix)
+    (project / "code").symlink_to(Path(splice_build.__file__).parent)
+    body = "export default () => 1;"
+    with SpliceRuntime(project_root=project, env={}) as runtime:
+        for n, grant in enumerate(["env", "code", "env/lib"]):
+            perms = {"fs": {"read": [], "write": [grant]}}
+            pkg = write_package(tmp_path / "pkgs", body, permissions=perms, name=f"w{n}")
+            result = runtime.execute(runtime.load(pkg), "t", {})
+            assert result.error is not None, grant
+            assert result.error.code == ErrorCode.PERMISSIONS_NOT_GRANTED, result.to_json()
+            assert "Splice's" in " ".join(result.error.details)
+        readable = {"fs": {"read": ["env", "code"], "write": []}}
+        pkg = write_package(tmp_path / "pkgs", body, permissions=readable, name="reader")
+        assert runtime.execute(runtime.load(pkg), "t", {}).ok

@@ -35,15 +35,21 @@ How (as bubblewrap builds its root, with the file-descriptor mount API):
    links;
 4. it makes the tmpfs read-only, ``pivot_root``\\ s into it and detaches the old root.
 
-A source that does not exist is left out (the path then does not exist for the tool either).
+A source that does not exist is left out (the path then does not exist for the tool either),
+and so is a grant that lies inside a writable grant or is reached through a link inside one:
+the tool may have put that link there itself (``plan_view``).
 A symbolic link that appears in a source path between the parent's resolution and the mount
-fails the start instead. ``support.detect`` builds a view once in a throw-away child: where the
-kernel refuses a step, the OS layer runs without a file view and says why (``splice doctor``,
+fails the start instead, and so does a grant that is no longer the file or directory (device
+and inode) the parent planned: the plan is part of the warm pool's key
+(``SandboxSpec.planned``), so a process never binds anything but what its key names.
+``support.detect`` builds a view once in a throw-away child: where the kernel refuses a step,
+the OS layer runs without a file view and says why (``splice doctor``,
 ``isolation.unavailable``).
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import struct
@@ -90,6 +96,9 @@ class Bind:
     target: str  # absolute path inside the view
     attrs: int  # MOUNT_ATTR_* added to the clone
     directory: bool
+    # A grant's (st_dev, st_ino) when the view was planned: the mount must be that very file
+    # or directory (None: not checked, Node's own files and the devices).
+    identity: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -209,6 +218,17 @@ def _entry(path: str, attrs: int) -> tuple[Bind, list[tuple[str, str]]]:
     return Bind(source, source, attrs, os.path.isdir(source)), links
 
 
+def _grant_entry(path: str, attrs: int) -> tuple[Bind, list[tuple[str, str]]] | None:
+    """A grant's bind with the identity of what it names now; None when nothing is there."""
+    source, links = resolve(path)
+    try:
+        found = os.lstat(source)
+    except FileNotFoundError:
+        return None
+    identity = (found.st_dev, found.st_ino)
+    return Bind(source, source, attrs, stat.S_ISDIR(found.st_mode), identity), links
+
+
 @lru_cache(maxsize=4)
 def _fixed_entries(node: Path) -> tuple[tuple[Bind, list[tuple[str, str]]], ...]:
     """What every tool of this Node shares: its files (reached by the paths the loader opens)
@@ -229,22 +249,67 @@ def plan_view(
     files cannot be listed). Each path is bound once, at its canonical path, and every
     symbolic link on the way to it is recreated, so the path given to Node leads there as it
     does outside (and a grant that is itself a link still looks like one). Earlier entries
-    win a shared target; a path granted for both reading and writing is writable. A path
-    that does not exist (yet) is left to the child, which skips it."""
-    entries = list(_fixed_entries(node))
-    wanted = [(str(host), READ_ONLY), (str(package), EXECUTABLE)]
-    wanted += [(str(path), WRITABLE) for path in write]
-    wanted += [(str(path), READ_ONLY) for path in read]
-    entries += [_entry(path, attrs) for path, attrs in wanted]
+    win a shared target; a path granted for both reading and writing is writable. A grant
+    that does not exist (yet) is left out; one inside a writable grant, or reached through a
+    link inside one, is not bound (``shaped_by_tool``). Each grant's bind records the device
+    and inode it names now, so the view is a value a warm process can be keyed by: a grant
+    renamed away and replaced makes another view, and ``build`` refuses to mount anything
+    else under a planned grant."""
+    write = tuple(write)
+    entries: list[tuple[Bind | None, list[tuple[str, str]]]] = list(_fixed_entries(node))
+    entries += [_entry(str(host), READ_ONLY), _entry(str(package), EXECUTABLE)]
+    wanted = [(path, WRITABLE) for path in write] + [(path, READ_ONLY) for path in read]
+    writable = canonical(write)
+    for path, attrs in wanted:
+        grant = _grant_entry(str(path), attrs)
+        if grant is None:
+            continue
+        bind, met = grant
+        # A link on the way outside every writable grant (the tool cannot have made it) is
+        # still recreated: it leads into the writable grant's bind, as on the host.
+        kept = [(where, text) for where, text in met if not _inside_any([where], writable)]
+        if len(kept) == len(met) and not _inside_any([bind.source], writable):
+            entries.append((bind, kept))
+        else:
+            entries.append((None, kept))
     by_target: dict[str, Bind] = {}
     links: dict[str, str] = {}
     for bind, met in entries:
-        if bind.target != "/":
+        if bind is not None and bind.target != "/":
             by_target.setdefault(bind.target, bind)
         for where, text in met:
             links.setdefault(where, text)
     ordered = sorted(by_target.values(), key=lambda bind: bind.target.split("/"))
     return FileView(tuple(ordered), tuple(sorted(links.items())))
+
+
+def shaped_by_tool(path: str, writable: Iterable[str]) -> bool:
+    """Whether the grant ``path`` lies inside a writable grant, or is reached through a link
+    that lies inside one (``writable``: the write grants' canonical paths, ``canonical``).
+
+    A tool may create, rename or replace anything inside its write grants, links included,
+    so such a grant names what the tool chose at its last run, not what the user consented
+    to: a read grant ``work/ref`` under a write grant ``work`` would otherwise be bound
+    wherever a link the tool left at ``work/ref`` points (``~/.ssh``) for the next process,
+    and the runtime would create a missing write grant ``work/a/out`` through a link at
+    ``work/a``. Such a grant is neither bound nor created: what lies inside the writable
+    grant is in the view through that grant already, and a link there leads only where the
+    view leads."""
+    source, links = resolve(path)
+    return _inside_any([source, *(where for where, _text in links)], list(writable))
+
+
+def canonical(paths: Iterable[Path]) -> list[str]:
+    """The canonical form of each of ``paths`` (``resolve``)."""
+    return [resolve(str(path))[0] for path in paths]
+
+
+def _inside_any(places: list[str], roots: list[str]) -> bool:
+    return any(_strictly_inside(place, root) for place in places for root in roots)
+
+
+def _strictly_inside(path: str, root: str) -> bool:
+    return path.startswith(root.rstrip("/") + "/")
 
 
 def _open_source(kernel: Kernel, path: str, directory: bool) -> int | None:
@@ -334,6 +399,20 @@ def _create(parent: int, name: str, directory: bool) -> int:
     return os.open(name, _PATH, dir_fd=parent)
 
 
+def _check_identity(bind: Bind, source: int | None) -> None:
+    """OSError (ESTALE) when a grant's source is no longer what the view was planned with."""
+    if bind.identity is None:
+        return
+    found = None
+    if source is not None:
+        now = os.fstat(source)
+        found = (now.st_dev, now.st_ino)
+    if found != bind.identity:
+        if source is not None:
+            os.close(source)
+        raise OSError(errno.ESTALE, f"{bind.source} changed after the file view was planned")
+
+
 def build(kernel: Kernel, view: FileView) -> None:
     """Steps 2–4 (in the namespace's PID 1, before exec): afterwards ``/`` is the view and
     the working directory. Raises OSError naming the step the kernel refused."""
@@ -344,6 +423,7 @@ def build(kernel: Kernel, view: FileView) -> None:
         trees: list[tuple[Bind, int]] = []
         for bind in view.binds:
             source = _open_source(kernel, bind.source, bind.directory)
+            _check_identity(bind, source)
             if source is None:
                 continue
             try:
