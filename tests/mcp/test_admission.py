@@ -14,6 +14,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -231,6 +232,15 @@ def test_rotating_session_ids_earns_a_flooder_no_room(url: str, tmp_path: Path) 
     assert statuses == [200] * 7 + [503] * 5  # one more pushed out by the victim
 
 
+def _forwarded_call(url: str, release: Path, name: str, client: str) -> Caller:
+    """A call that waits for ``release``, from ``client`` as a trusted proxy forwards it
+    (``X-Forwarded-For``), started and given a moment to reach the queue."""
+    caller = Caller(url, wait_call(release, name), "", forwarded=client)
+    caller.start()
+    caller.join(0.3)
+    return caller
+
+
 @pytest.mark.parametrize("trusted", [True, False], ids=["trusted-proxy", "no-trusted-proxy"])
 def test_behind_a_trusted_proxy_a_client_without_session_is_queued_by_its_address(
     trusted: bool, tmp_path: Path
@@ -240,12 +250,7 @@ def test_behind_a_trusted_proxy_a_client_without_session_is_queued_by_its_addres
     argv = demo_argv("http", str(free_port()), *(["127.0.0.1"] if trusted else []))
     env = child_env({"SPLICE_MCP_MAX_CALLS": "1"})
     with http_server(argv, env=env) as (url, _process):
-
-        def call(name: str, client: str) -> Caller:
-            caller = Caller(url, wait_call(tmp_path / "release", name), "", forwarded=client)
-            caller.start()
-            caller.join(0.3)
-            return caller
+        call = partial(_forwarded_call, url, tmp_path / "release")
 
         calls = [call(f"a{i}", "10.0.0.1") for i in range(9)]  # one runs, eight fill the queue
         refused = call("a9", "10.0.0.1")
@@ -271,12 +276,7 @@ def test_an_ipv6_client_rotating_addresses_of_its_64_is_one_address(tmp_path: Pa
     argv = demo_argv("http", str(free_port()), "127.0.0.1")
     env = child_env({"SPLICE_MCP_MAX_CALLS": "1"})
     with http_server(argv, env=env) as (url, _process):
-
-        def call(name: str, client: str) -> Caller:
-            caller = Caller(url, wait_call(tmp_path / "release", name), "", forwarded=client)
-            caller.start()
-            caller.join(0.3)
-            return caller
+        call = partial(_forwarded_call, url, tmp_path / "release")
 
         calls = [call(f"a{i}", f"2001:db8::{i + 1:x}") for i in range(9)]
         rotated = call("a9", "2001:db8::ffff:1")  # a fresh address of the same /64
