@@ -12,12 +12,18 @@ punctuation, symbols and space separators pass, as do newline and tab; control (
 format (Cf), line and paragraph separators (Zl, Zp), surrogates (Cs, which also carry the
 undecodable bytes of a non-UTF-8 file name), private use (Co) and unassigned (Cn) code points
 are escaped. A backslash passes unchanged: the escapes are for reading, not for decoding.
+
+``one_line`` is the same rule for one field of someone else's data inside a line Splice
+composes (a description, a publisher, an error's detail): there a newline or a tab is escaped
+too, so the field cannot draw a line of its own (a fake ``permissions: none`` under the real
+heading) or push what follows out of its column.
 """
 
 from __future__ import annotations
 
 import unicodedata
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from splice_build.spec.manifest import Manifest
@@ -46,6 +52,11 @@ def escape(char: str) -> str:
     return f"\\U{point:08x}"
 
 
+def is_shown_in_line(char: str) -> bool:
+    """Whether ``char`` (one code point) reaches the terminal unchanged inside one line."""
+    return char not in _SHOWN_CONTROLS and is_shown(char)
+
+
 class _Shown(dict[int, str]):
     """``str.translate`` table: code point → itself or its escape, filled on first sight.
 
@@ -54,17 +65,22 @@ class _Shown(dict[int, str]):
     bound in a long-running process (``splice mcp``).
     """
 
+    def __init__(self, shown: Callable[[str], bool]) -> None:
+        super().__init__()
+        self._is_shown = shown
+
     def __missing__(self, point: int) -> str:
         if len(self) >= _MAX_CACHED:
             self.clear()
         char = chr(point)
-        shown = char if is_shown(char) else escape(char)
+        shown = char if self._is_shown(char) else escape(char)
         self[point] = shown
         return shown
 
 
 _MAX_CACHED = 1 << 16
-_TABLE = _Shown()
+_TABLE = _Shown(is_shown)
+_LINE_TABLE = _Shown(is_shown_in_line)
 
 
 def terminal_safe(text: str) -> str:
@@ -79,6 +95,59 @@ def terminal_safe(text: str) -> str:
         if not line.replace("\t", "").isprintable():
             lines[index] = line.translate(_TABLE)
     return "\n".join(lines)
+
+
+def one_line(text: str) -> str:
+    """``text`` as one line: ``terminal_safe``, and a newline or tab escaped as well."""
+    return text if text.isprintable() else text.translate(_LINE_TABLE)
+
+
+def _json_escape(char: str) -> str:
+    """The JSON escape of one code point (a surrogate pair above U+FFFF)."""
+    point = ord(char)
+    if point < 0x10000:
+        return f"\\u{point:04x}"
+    point -= 0x10000
+    return f"\\u{0xD800 + (point >> 10):04x}\\u{0xDC00 + (point & 0x3FF):04x}"
+
+
+class _JsonShown(dict[int, str]):
+    """``str.translate`` table for JSON text: code point → itself or its JSON escape."""
+
+    def __missing__(self, point: int) -> str:
+        if len(self) >= _MAX_CACHED:
+            self.clear()
+        char = chr(point)
+        shown = char if is_shown(char) else _json_escape(char)
+        self[point] = shown
+        return shown
+
+
+_JSON_TABLE = _JsonShown()
+
+
+def json_terminal_safe(document: str) -> str:
+    """JSON text (as ``json.dumps`` writes it) with every code point ``terminal_safe`` would
+    escape written as a JSON ``\\uXXXX`` escape instead.
+
+    A program reading it gets exactly the same value (outside string literals JSON text is
+    made of ASCII punctuation, newlines and spaces, which pass), and a terminal showing it
+    gets no raw ``CSI`` (U+009B), bidi override or zero-width character: JSON itself escapes
+    only the C0 controls.
+    """
+    return document if document.replace("\n", "").isprintable() else document.translate(_JSON_TABLE)
+
+
+def one_line_fields(value: Any) -> Any:
+    """A copy of the JSON value ``value`` with every string, key or item, made ``one_line``:
+    what a command's text is rendered from (cli/output.py ``Output.result``)."""
+    if isinstance(value, str):
+        return one_line(value)
+    if isinstance(value, dict):
+        return {one_line(str(key)): one_line_fields(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [one_line_fields(item) for item in value]
+    return value
 
 
 def require_visible_text(manifest: Manifest) -> None:

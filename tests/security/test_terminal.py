@@ -3,6 +3,7 @@ escape, everything shown as a glyph or a space passes (docs/security.md#terminal
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 import unicodedata
@@ -10,7 +11,7 @@ import unicodedata
 from hypothesis import given
 from hypothesis import strategies as st
 
-from splice_build.security.terminal import terminal_safe
+from splice_build.security.terminal import json_terminal_safe, one_line, terminal_safe
 
 ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 _ESCAPE = re.compile(r"\\x([0-9a-f]{2})|\\u([0-9a-f]{4})|\\U([0-9a-f]{8})")
@@ -51,3 +52,22 @@ def test_no_escaped_category_survives_and_the_escapes_give_the_text_back(text: s
     shown = terminal_safe(text)
     assert all(c in "\n\t" or unicodedata.category(c) not in ESCAPED_CATEGORIES for c in shown)
     assert _unescape(shown) == text
+
+
+@given(st.text(alphabet=st.characters(exclude_characters="\\")))
+def test_one_line_is_terminal_safe_without_line_breaks_or_tabs(text: str) -> None:
+    shown = one_line(text)
+    assert "\n" not in shown and "\t" not in shown
+    assert all(unicodedata.category(c) not in ESCAPED_CATEGORIES for c in shown)
+    assert _unescape(shown) == text
+
+
+@given(
+    st.recursive(
+        st.text() | st.integers(), lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner)
+    )
+)
+def test_json_documents_keep_their_value_and_show_no_hidden_code_point(value: object) -> None:
+    document = json_terminal_safe(json.dumps(value, indent=2, ensure_ascii=False))
+    assert json.loads(document) == value
+    assert all(c in "\n" or unicodedata.category(c) not in ESCAPED_CATEGORIES for c in document)
