@@ -51,7 +51,8 @@ def _manifest() -> dict[str, Any]:
 def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HostileRegistry]:
     root = tmp_path_factory.mktemp("forging-registry")
     store = root / "data"
-    publish(store, root / "pkgs", name="forger", manifest=_manifest())
+    skill = {"SKILL.md": f"# Forger\r\n\r\n{TAGGED}\u202e\n"}
+    publish(store, root / "pkgs", name="forger", manifest=_manifest(), files=skill)
     flood = {"fs": {"read": [f"data/{i}" for i in range(FLOOD)]}, "network": ["*"], "env": ["K"]}
     publish(store, root / "pkgs", name="flood", permissions=flood)
     with hostile_registry(store) as hostile:
@@ -165,7 +166,7 @@ def test_a_grant_path_in_a_checkout_lock_is_refused(tmp_path: Path) -> None:
     assert refused.value.code == ErrorCode.INVALID_MANIFEST
 
 
-def test_mcp_descriptions_show_hidden_characters_escaped(
+def test_mcp_descriptions_and_skill_md_show_hidden_characters_escaped(
     tmp_path: Path, registry: HostileRegistry
 ) -> None:
     project = new_project(tmp_path / "project")
@@ -178,6 +179,11 @@ def test_mcp_descriptions_show_hidden_characters_escaped(
         assert "result" in client.receive()
         client.request({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
         (tool,) = client.receive()["result"]["tools"]
+        uri = "splice://packages/@acme/forger/SKILL.md"
+        client.request(
+            {"jsonrpc": "2.0", "id": 3, "method": "resources/read", "params": {"uri": uri}}
+        )
+        (skill,) = client.receive()["result"]["contents"]
     finally:
         client.close()
     assert tool["description"].startswith(
@@ -187,6 +193,10 @@ def test_mcp_descriptions_show_hidden_characters_escaped(
     assert schema["properties"]["name"]["description"] == "who\\u200b\\u202e"
     assert schema["required"] == ["name"]
     assert [c for c in json.dumps(tool, ensure_ascii=False) if ord(c) >= 0xE0000] == []
+    assert skill["text"] == (
+        "# Forger\n\nGreets.\\U000e0049\\U000e0047\\U000e004e\\U000e004f\\U000e0052"
+        "\\U000e0045\\u202e\n"
+    )
 
 
 def test_consent_names_every_kind_of_grant_next_to_the_question(
