@@ -163,14 +163,24 @@ def test_a_grant_path_that_would_read_differently_is_refused(tmp_path: Path, pat
     ]
 
 
-def test_a_grant_path_in_a_checkout_lock_is_refused(tmp_path: Path) -> None:
-    """A cloned project's splice.lock cannot carry such a grant either."""
-    from splice_build.errors import ErrorCode, SpliceError
-    from splice_build.spec.permissions import Permissions
-
-    with pytest.raises(SpliceError) as refused:
-        Permissions.from_json({"fs": {"write": ["out\n  - network: none"]}})
-    assert refused.value.code == ErrorCode.INVALID_MANIFEST
+def test_a_grant_path_in_a_checkout_lock_is_refused(
+    tmp_path: Path, registry: HostileRegistry
+) -> None:
+    """A cloned project's splice.lock cannot carry such a grant either: nothing is listed or
+    run under it."""
+    project = new_project(tmp_path / "project")
+    args = ("--registry", registry.url, "add", "@acme/forger", "--accept-permissions")
+    assert run_splice(*args, cwd=project).code == 0
+    lock = json.loads((project / "splice.lock").read_text(encoding="utf-8"))
+    lock["packages"]["@acme/forger"]["permissions"]["fs"] = {
+        "read": ["notes\n  - network: none"],
+        "write": [],
+    }
+    (project / "splice.lock").write_text(json.dumps(lock), encoding="utf-8")
+    for words in (["list"], ["run", "forger.hello", "name=x"]):
+        done = run_splice("--json", *words, cwd=project)
+        assert done.code == 1
+        assert done.json()["error"]["code"] == "INVALID_PROJECT"
 
 
 def test_mcp_descriptions_and_skill_md_show_hidden_characters_escaped(
