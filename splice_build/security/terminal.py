@@ -8,7 +8,8 @@ something else. ``terminal_safe`` keeps what a terminal shows as a glyph or a sp
 everything else into a visible escape (``\\x1b``, ``\\u202e``, ``\\U000e0001``).
 
 The decision is by Unicode general category, as an allow-list: letters, marks, numbers,
-punctuation, symbols and space separators pass, as do newline and tab; control (Cc),
+punctuation, symbols and space separators pass (but for the few of them that show nothing:
+``_INVISIBLE``), as do newline and tab; control (Cc),
 format (Cf), line and paragraph separators (Zl, Zp), surrogates (Cs, which also carry the
 undecodable bytes of a non-UTF-8 file name), private use (Co) and unassigned (Cn) code points
 are escaped. A backslash passes unchanged: the escapes are for reading, not for decoding.
@@ -21,6 +22,7 @@ heading) or push what follows out of its column.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -34,10 +36,28 @@ _SHOWN_CATEGORIES = frozenset({"Zs"})
 _SHOWN_CONTROLS = frozenset("\n\t")
 
 
+# Marks and letters by category that show nothing (Unicode's Default_Ignorable_Code_Point
+# outside Cf and Cn): the combining grapheme joiner, the Hangul and halfwidth fillers, Khmer
+# inherent vowels, Mongolian free variation selectors and every variation selector but
+# U+FE0E/U+FE0F (text or emoji presentation). A run of them after one glyph can carry text
+# that a model reads and no person sees.
+_INVISIBLE = re.compile(
+    "[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180d\u180f\u3164"
+    "\ufe00-\ufe0d\uffa0\U000e0100-\U000e01ef]"
+)
+
+
+def _plain(text: str) -> bool:
+    """Whether every code point of ``text`` is shown as itself (one C-level scan each)."""
+    return text.isprintable() and _INVISIBLE.search(text) is None
+
+
 def is_shown(char: str) -> bool:
     """Whether ``char`` (one code point) reaches the terminal unchanged."""
     if char in _SHOWN_CONTROLS:
         return True
+    if _INVISIBLE.match(char):
+        return False
     category = unicodedata.category(char)
     return category[0] in _SHOWN_CLASSES or category in _SHOWN_CATEGORIES
 
@@ -92,14 +112,14 @@ def terminal_safe(text: str) -> str:
     """
     lines = text.split("\n")
     for index, line in enumerate(lines):
-        if not line.replace("\t", "").isprintable():
+        if not _plain(line.replace("\t", "")):
             lines[index] = line.translate(_TABLE)
     return "\n".join(lines)
 
 
 def one_line(text: str) -> str:
     """``text`` as one line: ``terminal_safe``, and a newline or tab escaped as well."""
-    return text if text.isprintable() else text.translate(_LINE_TABLE)
+    return text if _plain(text) else text.translate(_LINE_TABLE)
 
 
 def _json_escape(char: str) -> str:
@@ -135,7 +155,7 @@ def json_terminal_safe(document: str) -> str:
     gets no raw ``CSI`` (U+009B), bidi override or zero-width character: JSON itself escapes
     only the C0 controls.
     """
-    return document if document.replace("\n", "").isprintable() else document.translate(_JSON_TABLE)
+    return document if _plain(document.replace("\n", "")) else document.translate(_JSON_TABLE)
 
 
 def one_line_fields(value: Any) -> Any:

@@ -42,7 +42,9 @@ def _manifest() -> dict[str, Any]:
     tool = dict(minimal_manifest()["tools"][0], description=TAGGED)
     tool["input"] = {
         "type": "object",
-        "properties": {"name": {"type": "string", "description": "who\u200b\u202e"}},
+        "properties": {
+            "name": {"type": "string", "description": "who\u200b\u202e\U000e0101\u3164"}
+        },
         "required": ["name"],
     }
     return {
@@ -207,7 +209,7 @@ def test_mcp_descriptions_and_skill_md_show_hidden_characters_escaped(
         "Greets.\\U000e0049\\U000e0047\\U000e004e\\U000e004f\\U000e0052\\U000e0045\n\n"
     )
     schema = tool["inputSchema"]
-    assert schema["properties"]["name"]["description"] == "who\\u200b\\u202e"
+    assert schema["properties"]["name"]["description"] == "who\\u200b\\u202e\\U000e0101\\u3164"
     assert schema["required"] == ["name"]
     assert [c for c in json.dumps(tool, ensure_ascii=False) if ord(c) >= 0xE0000] == []
     assert skill["text"] == (
