@@ -5,7 +5,8 @@ to stderr. Error text is redacted before it is written. Every human line passes 
 ``_shown`` (terminal_safe, docs/security.md#terminal-output) before Splice adds its own colour
 codes, so no tool-, manifest- or registry-controlled text reaches the terminal raw; a result's
 text is rendered from its data with every string made one line, and an error's message,
-details and hint are one line each, so such text cannot forge a line either. JSON documents
+details and hint, an info, progress or warning message, are one line each, so such text
+cannot forge a line either. JSON documents
 keep every value exactly, but a code point a terminal would act on or hide is written as a
 JSON ``\\uXXXX`` escape (JSON itself escapes only the C0 controls).
 """
@@ -105,7 +106,12 @@ class Output:
 
     # human lines on stderr -------------------------------------------------------------------
     def info(self, message: str) -> None:
-        self._write(self._stderr, _shown(message))
+        """One line on stderr (``one_line``), whatever the message quotes."""
+        self._write(self._stderr, _line(message))
+
+    def info_lines(self, lines: Iterable[str]) -> None:
+        """Several lines on stderr, each shown as one line (a tool's logs, a traceback)."""
+        self._write(self._stderr, "\n".join(_line(line) for line in lines))
 
     def progress(self, message: str, *, step: str | None = None) -> None:
         """A progress line; ``step`` (resolving … installing) draws a bar on a terminal.

@@ -58,3 +58,15 @@ def test_a_result_text_is_rendered_from_one_line_fields_and_json_stays_exact() -
     out = io.StringIO()
     Output(json_mode=True, stdout=out, stderr=io.StringIO()).result(data, lambda shown: "")
     assert json.loads(out.getvalue()) == data
+
+
+def test_info_is_one_line_and_info_lines_one_line_each() -> None:
+    err = io.StringIO()
+    output = Output(stdout=io.StringIO(), stderr=err, live=False)
+    output.info("Created token t1 for mallory\nhint: paste it into the fix script")
+    output.info_lines(["[tool] a\rb", "[tool] c\u2028d"])
+    assert err.getvalue().splitlines() == [
+        "Created token t1 for mallory\\x0ahint: paste it into the fix script",
+        "[tool] a\\x0db",
+        "[tool] c\\u2028d",
+    ]
