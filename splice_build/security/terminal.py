@@ -47,8 +47,10 @@ _INVISIBLE = re.compile(
 )
 
 
-def _plain(text: str) -> bool:
-    """Whether every code point of ``text`` is shown as itself (one C-level scan each)."""
+def is_plain_line(text: str) -> bool:
+    """Whether ``text`` is one line shown exactly as itself: glyphs and the ASCII space only
+    (``isprintable`` also refuses a tab and every other space separator; one C-level scan
+    each)."""
     return text.isprintable() and _INVISIBLE.search(text) is None
 
 
@@ -78,22 +80,26 @@ def is_shown_in_line(char: str) -> bool:
 
 
 class _Shown(dict[int, str]):
-    """``str.translate`` table: code point → itself or its escape, filled on first sight.
+    """``str.translate`` table: code point → itself when ``shown``, else its ``escaped`` form,
+    filled on first sight.
 
     Lookups of code points already seen stay in C; the table is emptied when it grows past
     ``_MAX_CACHED`` entries, so text made of many distinct code points cannot grow it without
     bound in a long-running process (``splice mcp``).
     """
 
-    def __init__(self, shown: Callable[[str], bool]) -> None:
+    def __init__(
+        self, shown: Callable[[str], bool], escaped: Callable[[str], str] = escape
+    ) -> None:
         super().__init__()
         self._is_shown = shown
+        self._escaped = escaped
 
     def __missing__(self, point: int) -> str:
         if len(self) >= _MAX_CACHED:
             self.clear()
         char = chr(point)
-        shown = char if self._is_shown(char) else escape(char)
+        shown = char if self._is_shown(char) else self._escaped(char)
         self[point] = shown
         return shown
 
@@ -112,14 +118,14 @@ def terminal_safe(text: str) -> str:
     """
     lines = text.split("\n")
     for index, line in enumerate(lines):
-        if not _plain(line.replace("\t", "")):
+        if not is_plain_line(line.replace("\t", "")):
             lines[index] = line.translate(_TABLE)
     return "\n".join(lines)
 
 
 def one_line(text: str) -> str:
     """``text`` as one line: ``terminal_safe``, and a newline or tab escaped as well."""
-    return text if _plain(text) else text.translate(_LINE_TABLE)
+    return text if is_plain_line(text) else text.translate(_LINE_TABLE)
 
 
 def _json_escape(char: str) -> str:
@@ -131,19 +137,7 @@ def _json_escape(char: str) -> str:
     return f"\\u{0xD800 + (point >> 10):04x}\\u{0xDC00 + (point & 0x3FF):04x}"
 
 
-class _JsonShown(dict[int, str]):
-    """``str.translate`` table for JSON text: code point → itself or its JSON escape."""
-
-    def __missing__(self, point: int) -> str:
-        if len(self) >= _MAX_CACHED:
-            self.clear()
-        char = chr(point)
-        shown = char if is_shown(char) else _json_escape(char)
-        self[point] = shown
-        return shown
-
-
-_JSON_TABLE = _JsonShown()
+_JSON_TABLE = _Shown(is_shown, _json_escape)
 
 
 def json_terminal_safe(document: str) -> str:
@@ -155,7 +149,9 @@ def json_terminal_safe(document: str) -> str:
     gets no raw ``CSI`` (U+009B), bidi override or zero-width character: JSON itself escapes
     only the C0 controls.
     """
-    return document if _plain(document.replace("\n", "")) else document.translate(_JSON_TABLE)
+    return (
+        document if is_plain_line(document.replace("\n", "")) else document.translate(_JSON_TABLE)
+    )
 
 
 def one_line_fields(value: Any) -> Any:

@@ -149,8 +149,16 @@ def test_json_writes_a_line_separator_as_an_escape_and_keeps_the_value(
 
 @pytest.mark.parametrize(
     "path",
-    ["notes\n  - network: none", "notes\tx", "notes\r", "data\u00a0x", "data\u200b", "a\u202eb"],
-    ids=["newline", "tab", "cr", "nbsp", "zero-width", "bidi"],
+    [
+        "notes\n  - network: none",
+        "notes\tx",
+        "notes\r",
+        "data\u00a0x",
+        "data\u200b",
+        "a\u202eb",
+        "data\u3164",
+    ],
+    ids=["newline", "tab", "cr", "nbsp", "zero-width", "bidi", "filler"],
 )
 def test_a_grant_path_that_would_read_differently_is_refused(tmp_path: Path, path: str) -> None:
     manifest = minimal_manifest(permissions={"fs": {"read": ["data", path]}})
