@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import pty
+import select
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,3 +86,42 @@ def main_in_fresh_process(
     )
     status, imported = json.loads(done.stderr.rsplit("\n", 1)[1])
     return Completed(status, done.stdout, done.stderr), imported
+
+
+def answer_on_terminal(argv: list[str], cwd: Path, answer: str) -> str:
+    """Run ``argv`` with stdin and stderr on a pseudo-terminal; answer the first ``[y/N]``
+    prompt with ``answer``; everything the terminal showed."""
+    primary, secondary = pty.openpty()
+    process = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        stdin=secondary,
+        stdout=subprocess.PIPE,
+        stderr=secondary,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    os.close(secondary)
+    seen = b""
+    answered = False
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([primary], [], [], 0.5)
+        if ready:
+            try:
+                chunk = os.read(primary, 65536)
+            except OSError:  # the child closed the terminal
+                break
+            if not chunk:
+                break
+            seen += chunk
+            if not answered and b"[y/N]" in seen:
+                os.write(primary, answer.encode() + b"\n")
+                answered = True
+        elif process.poll() is not None:
+            break
+    process.wait(timeout=30)
+    os.close(primary)
+    assert process.stdout is not None
+    process.stdout.close()
+    assert answered, seen.decode(errors="replace")
+    return seen.decode()

@@ -124,7 +124,7 @@ def _crash(out: Output, home: Path, verbose: bool, exc: Exception) -> NoReturn:
 
         from splice_build.security.redact import redact
 
-        out.info(redact("".join(traceback.format_exception(exc))))
+        out.info_lines(redact("".join(traceback.format_exception(exc))).splitlines())
     raise Exit(EXIT_FAILED) from exc
 
 

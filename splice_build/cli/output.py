@@ -3,8 +3,12 @@
 Results go to stdout (one JSON document under ``--json``); progress, warnings and errors go
 to stderr. Error text is redacted before it is written. Every human line passes through
 ``_shown`` (terminal_safe, docs/security.md#terminal-output) before Splice adds its own colour
-codes, so no tool-, manifest- or registry-controlled text reaches the terminal raw; JSON
-documents are written exactly (JSON escapes the C0 controls itself).
+codes, so no tool-, manifest- or registry-controlled text reaches the terminal raw; a result's
+text is rendered from its data with every string made one line, and an error's message,
+details and hint, an info, progress or warning message, are one line each, so such text
+cannot forge a line either. JSON documents keep every value exactly, but a code point a
+terminal would act on or hide is written as a JSON ``\\uXXXX`` escape (JSON itself escapes
+only the C0 controls).
 """
 
 from __future__ import annotations
@@ -43,6 +47,19 @@ def _shown(text: str) -> str:
     return terminal_safe(text)
 
 
+def _json_shown(document: str) -> str:
+    from splice_build.security.terminal import json_terminal_safe
+
+    return json_terminal_safe(document)
+
+
+def _line(text: str) -> str:
+    """``text`` shown on one line (security/terminal.py ``one_line``)."""
+    from splice_build.security.terminal import one_line
+
+    return one_line(text)
+
+
 class Output:
     def __init__(
         self,
@@ -63,25 +80,45 @@ class Output:
         self._status_shown = False
 
     # results -----------------------------------------------------------------------------
-    def result(self, data: Any, text: str | Callable[[], str] | None = None) -> None:
-        """Print the command's result: JSON under ``--json`` (or without a text form)."""
+    def result(self, data: Any, text: str | Callable[[Any], str] | None = None) -> None:
+        """Print the command's result: JSON under ``--json`` (or without a text form).
+
+        A callable ``text`` renders the lines people read from ``data`` as given to it: a
+        copy in which every string is one line (``one_line_fields``), so a registry's or a
+        manifest's field (a description, a publisher, a license) can never draw a line of
+        its own, such as a fake ``permissions: none`` under the real heading. Command text
+        built from anything but Splice's own words goes through such a callable.
+        """
         if self.json_mode or text is None:
             from splice_build.spec.json_text import dumps
 
             document = dumps(data, indent=2)  # exact under --json; for people, made safe
-            self._write(self._stdout, document if self.json_mode else _shown(document))
+            self._write(self._stdout, _json_shown(document) if self.json_mode else _shown(document))
             return
-        rendered = text() if callable(text) else text
+        if callable(text):
+            from splice_build.security.terminal import one_line_fields
+
+            rendered = text(one_line_fields(data))
+        else:
+            rendered = text
         if rendered:
             self._write(self._stdout, _shown(rendered))
 
     # human lines on stderr -------------------------------------------------------------------
     def info(self, message: str) -> None:
-        self._write(self._stderr, _shown(message))
+        """One line on stderr (``one_line``), whatever the message quotes."""
+        self._write(self._stderr, _line(message))
+
+    def info_lines(self, lines: Iterable[str]) -> None:
+        """Several lines on stderr, each shown as one line (a tool's logs, a traceback)."""
+        self._write(self._stderr, "\n".join(_line(line) for line in lines))
 
     def progress(self, message: str, *, step: str | None = None) -> None:
-        """A progress line; ``step`` (resolving … installing) draws a bar on a terminal."""
-        message = _shown(message)
+        """A progress line; ``step`` (resolving … installing) draws a bar on a terminal.
+
+        One line (``one_line``): it may quote a registry's answer before it is checked (the
+        integrity being verified), and a status line is redrawn in place."""
+        message = _line(message)
         if not self.live or self.json_mode:
             self._write(self._stderr, message)
             return
@@ -94,7 +131,8 @@ class Output:
         self._status_shown = True
 
     def warn(self, message: str) -> None:
-        self._write(self._stderr, f"{self._paint('warning:', '33')} {_shown(message)}")
+        """One ``warning:`` line (``one_line``), whatever the message quotes."""
+        self._write(self._stderr, f"{self._paint('warning:', '33')} {_line(message)}")
 
     def error(
         self,
@@ -103,19 +141,24 @@ class Output:
         hint: str | None = None,
         code: str | None = None,
     ) -> None:
-        """The error block: ``error: …`` / ``  - detail`` / ``hint: …`` (redacted)."""
-        head = f"{message} ({code})" if code else message
-        lines = [head, *(f"  - {detail}" for detail in details)]
+        """The error block: ``error: …`` / ``  - detail`` / ``hint: …`` (redacted).
+
+        Message, details and hint may carry a registry's or a tool's words, so each is shown
+        as one line (``one_line``): a line break in a detail cannot draw a ``hint:`` of its own.
+        """
+        head = _line(_redact(message))
+        head = f"{head} ({code})" if code else head
+        lines = [head, *(f"  - {_line(_redact(detail))}" for detail in details)]
         if hint:
-            lines.append(f"hint: {hint}")
-        text = _shown(_redact("\n".join(lines)))
+            lines.append(f"hint: {_line(_redact(hint))}")
+        text = "\n".join(lines)
         self._write(self._stderr, f"{self._paint('error:', '31')} {text}")
 
     def error_json(self, error: dict[str, Any]) -> None:
         """The ``--json`` failure document ``{"ok": false, "error": {...}}`` on stdout, each
         string of ``error`` redacted."""
         document = {"ok": False, "error": _redacted(error)}
-        self._write(self._stdout, json.dumps(document, indent=2, ensure_ascii=False))
+        self._write(self._stdout, _json_shown(json.dumps(document, indent=2, ensure_ascii=False)))
 
     # plumbing ------------------------------------------------------------------------------
     def _paint(self, text: str, color: str) -> str:

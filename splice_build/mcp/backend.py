@@ -126,9 +126,18 @@ class InstalledBackend:
                 path = Path(package.directory) / "SKILL.md"
                 try:
                     data = read_regular_file(path, limit=MAX_SKILL_MD_BYTES)
-                    return ResourceContents(uri=uri, text=data.decode("utf-8"))
+                    return ResourceContents(uri=uri, text=_shown_skill(data.decode("utf-8")))
                 except (OSError, UnicodeDecodeError):
                     # Changed since it was checked (gone, a FIFO, not the verified bytes):
                     # the package is no longer intact, so it is not served.
                     break
         raise UnknownResource(uri)
+
+
+def _shown_skill(text: str) -> str:
+    """SKILL.md as a client shows it to a person and a model reads it: every code point no one
+    sees as a glyph (tag characters spelling instructions, bidi overrides, zero-width spaces)
+    as its visible escape (security/terminal.py); CRLF line ends are read as newlines."""
+    from splice_build.security.terminal import terminal_safe
+
+    return terminal_safe(text.replace("\r\n", "\n"))

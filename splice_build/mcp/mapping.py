@@ -2,6 +2,10 @@
 
 The names, titles, annotations and ``_meta`` keys are the interface shared with the
 TypeScript Splice: clients (and their permission prompts) read them, so they are exact.
+A package's descriptions (the tool's, and each ``description`` in its schemas) are shown to
+a person in the client's tool list and read by the model: a code point neither sees as a
+glyph (a tag character U+E0041 spelling hidden instructions, a bidi override, a zero-width
+space) is given as its visible escape, as in the terminal (docs/security.md#terminal-output).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from splice_build.mcp.interface import ToolOutcome
+from splice_build.security.terminal import terminal_safe
 
 MAX_TOOL_NAME = 64  # MCP clients refuse longer tool names; such tools are skipped (6.2)
 META_PREFIX = "io.spliceloom/"
@@ -45,14 +50,14 @@ def mcp_tool(descriptor: Mapping[str, Any], *, structured: bool) -> dict[str, An
         "name": name,
         "title": qualified,
         "description": (
-            f"{descriptor['description']}\n\n"
+            f"{terminal_safe(str(descriptor['description']))}\n\n"
             f"(Splice tool {qualified} v{version}; runs in the Splice sandbox.)"
         ),
-        "inputSchema": descriptor["inputSchema"],
+        "inputSchema": _shown_schema(descriptor["inputSchema"]),
     }
     output_schema = descriptor.get("outputSchema")
     if structured and isinstance(output_schema, Mapping) and output_schema.get("type") == "object":
-        tool["outputSchema"] = output_schema
+        tool["outputSchema"] = _shown_schema(output_schema)
     tool["annotations"] = {"title": qualified, **annotations(permissions)}
     tool["_meta"] = {
         f"{META_PREFIX}package": descriptor["package"],
@@ -61,6 +66,25 @@ def mcp_tool(descriptor: Mapping[str, Any], *, structured: bool) -> dict[str, An
         f"{META_PREFIX}timeoutMs": descriptor.get("timeoutMs", 10000),
     }
     return tool
+
+
+def _shown_schema(schema: Any) -> Any:
+    """``schema`` (a checked tool schema, at most 16 levels: spec/schema_subset.py) with the
+    ``description`` of it and of each subschema made ``terminal_safe``; every other keyword
+    (names, enums, defaults) stays exact."""
+    if not isinstance(schema, Mapping):
+        return schema
+    shown = dict(schema)
+    if isinstance(shown.get("description"), str):
+        shown["description"] = terminal_safe(shown["description"])
+    if isinstance(shown.get("properties"), Mapping):
+        shown["properties"] = {
+            name: _shown_schema(sub) for name, sub in shown["properties"].items()
+        }
+    for keyword in ("items", "additionalProperties"):
+        if keyword in shown:
+            shown[keyword] = _shown_schema(shown[keyword])
+    return shown
 
 
 def error_text(

@@ -221,8 +221,8 @@ class Server:
             raise _RpcError(INVALID_PARAMS, f"Unknown tool: {exc.name}") from exc
         except SpliceError as exc:
             return mapping.error_result(str(exc.code), exc.message, exc.details, exc.hint)
-        if outcome.logs:
-            self._log(f"{name}: {outcome.logs}")
+        for line in (outcome.logs or "").splitlines():  # each labelled: none forges a log line
+            self._log(f"{name}: {line}")
         return mapping.tool_result(outcome, structured=session.structured)
 
     def _resources_list(self, _params: dict[str, Any], _session: Session) -> dict[str, Any]:

@@ -8,16 +8,24 @@ something else. ``terminal_safe`` keeps what a terminal shows as a glyph or a sp
 everything else into a visible escape (``\\x1b``, ``\\u202e``, ``\\U000e0001``).
 
 The decision is by Unicode general category, as an allow-list: letters, marks, numbers,
-punctuation, symbols and space separators pass, as do newline and tab; control (Cc),
+punctuation, symbols and space separators pass (but for the few of them that show nothing:
+``_INVISIBLE``), as do newline and tab; control (Cc),
 format (Cf), line and paragraph separators (Zl, Zp), surrogates (Cs, which also carry the
 undecodable bytes of a non-UTF-8 file name), private use (Co) and unassigned (Cn) code points
 are escaped. A backslash passes unchanged: the escapes are for reading, not for decoding.
+
+``one_line`` is the same rule for one field of someone else's data inside a line Splice
+composes (a description, a publisher, an error's detail): there a newline or a tab is escaped
+too, so the field cannot draw a line of its own (a fake ``permissions: none`` under the real
+heading) or push what follows out of its column.
 """
 
 from __future__ import annotations
 
+import re
 import unicodedata
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from splice_build.spec.manifest import Manifest
@@ -28,10 +36,30 @@ _SHOWN_CATEGORIES = frozenset({"Zs"})
 _SHOWN_CONTROLS = frozenset("\n\t")
 
 
+# Marks and letters by category that show nothing (Unicode's Default_Ignorable_Code_Point
+# outside Cf and Cn): the combining grapheme joiner, the Hangul and halfwidth fillers, Khmer
+# inherent vowels, Mongolian free variation selectors and every variation selector but
+# U+FE0E/U+FE0F (text or emoji presentation). A run of them after one glyph can carry text
+# that a model reads and no person sees.
+_INVISIBLE = re.compile(
+    "[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180d\u180f\u3164"
+    "\ufe00-\ufe0d\uffa0\U000e0100-\U000e01ef]"
+)
+
+
+def is_plain_line(text: str) -> bool:
+    """Whether ``text`` is one line shown exactly as itself: glyphs and the ASCII space only
+    (``isprintable`` also refuses a tab and every other space separator; one C-level scan
+    each)."""
+    return text.isprintable() and _INVISIBLE.search(text) is None
+
+
 def is_shown(char: str) -> bool:
     """Whether ``char`` (one code point) reaches the terminal unchanged."""
     if char in _SHOWN_CONTROLS:
         return True
+    if _INVISIBLE.match(char):
+        return False
     category = unicodedata.category(char)
     return category[0] in _SHOWN_CLASSES or category in _SHOWN_CATEGORIES
 
@@ -46,25 +74,39 @@ def escape(char: str) -> str:
     return f"\\U{point:08x}"
 
 
+def is_shown_in_line(char: str) -> bool:
+    """Whether ``char`` (one code point) reaches the terminal unchanged inside one line."""
+    return char not in _SHOWN_CONTROLS and is_shown(char)
+
+
 class _Shown(dict[int, str]):
-    """``str.translate`` table: code point → itself or its escape, filled on first sight.
+    """``str.translate`` table: code point → itself when ``shown``, else its ``escaped`` form,
+    filled on first sight.
 
     Lookups of code points already seen stay in C; the table is emptied when it grows past
     ``_MAX_CACHED`` entries, so text made of many distinct code points cannot grow it without
     bound in a long-running process (``splice mcp``).
     """
 
+    def __init__(
+        self, shown: Callable[[str], bool], escaped: Callable[[str], str] = escape
+    ) -> None:
+        super().__init__()
+        self._is_shown = shown
+        self._escaped = escaped
+
     def __missing__(self, point: int) -> str:
         if len(self) >= _MAX_CACHED:
             self.clear()
         char = chr(point)
-        shown = char if is_shown(char) else escape(char)
+        shown = char if self._is_shown(char) else self._escaped(char)
         self[point] = shown
         return shown
 
 
 _MAX_CACHED = 1 << 16
-_TABLE = _Shown()
+_TABLE = _Shown(is_shown)
+_LINE_TABLE = _Shown(is_shown_in_line)
 
 
 def terminal_safe(text: str) -> str:
@@ -76,9 +118,52 @@ def terminal_safe(text: str) -> str:
     """
     lines = text.split("\n")
     for index, line in enumerate(lines):
-        if not line.replace("\t", "").isprintable():
+        if not is_plain_line(line.replace("\t", "")):
             lines[index] = line.translate(_TABLE)
     return "\n".join(lines)
+
+
+def one_line(text: str) -> str:
+    """``text`` as one line: ``terminal_safe``, and a newline or tab escaped as well."""
+    return text if is_plain_line(text) else text.translate(_LINE_TABLE)
+
+
+def _json_escape(char: str) -> str:
+    """The JSON escape of one code point (a surrogate pair above U+FFFF)."""
+    point = ord(char)
+    if point < 0x10000:
+        return f"\\u{point:04x}"
+    point -= 0x10000
+    return f"\\u{0xD800 + (point >> 10):04x}\\u{0xDC00 + (point & 0x3FF):04x}"
+
+
+_JSON_TABLE = _Shown(is_shown, _json_escape)
+
+
+def json_terminal_safe(document: str) -> str:
+    """JSON text (as ``json.dumps`` writes it) with every code point ``terminal_safe`` would
+    escape written as a JSON ``\\uXXXX`` escape instead.
+
+    A program reading it gets exactly the same value (outside string literals JSON text is
+    made of ASCII punctuation, newlines and spaces, which pass), and a terminal showing it
+    gets no raw ``CSI`` (U+009B), bidi override or zero-width character: JSON itself escapes
+    only the C0 controls.
+    """
+    return (
+        document if is_plain_line(document.replace("\n", "")) else document.translate(_JSON_TABLE)
+    )
+
+
+def one_line_fields(value: Any) -> Any:
+    """A copy of the JSON value ``value`` with every string, key or item, made ``one_line``:
+    what a command's text is rendered from (cli/output.py ``Output.result``)."""
+    if isinstance(value, str):
+        return one_line(value)
+    if isinstance(value, dict):
+        return {one_line(str(key)): one_line_fields(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [one_line_fields(item) for item in value]
+    return value
 
 
 def require_visible_text(manifest: Manifest) -> None:

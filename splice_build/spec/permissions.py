@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
 from pathlib import PurePath
 from typing import Any
@@ -35,6 +35,20 @@ _HOST_PATTERN = re.compile(rf"(?:\*\.)?{_LABEL}(?:\.{_LABEL})*")
 
 _NO_PERMISSIONS = "none (sandboxed: no file, network, environment or host capability access)"
 _ANY_HOST_LINE = "network: any public host (private, loopback and link-local addresses are blocked)"
+_READ, _WRITE, _NETWORK, _ENV, _CAPABILITIES = (
+    "read files: ",
+    "write files: ",
+    "network: ",
+    "environment variable: ",
+    "host capabilities: ",
+)
+# How ``summary`` names each kind of ``describe`` line: (first words, one, several).
+_KINDS = (
+    (_READ, "file path to read", "file paths to read"),
+    (_WRITE, "file path to write", "file paths to write"),
+    (_NETWORK, "named host", "named hosts"),
+    (_ENV, "environment variable", "environment variables"),
+)
 _CAPABILITY_NOTE = "run by Splice with the host's provider keys: the tool gets results, never keys"
 _BILLED_NOTE = "may spend provider credits/money"
 
@@ -44,6 +58,16 @@ def is_valid_host_pattern(value: str) -> bool:
     return value == ANY_PUBLIC_HOST or (
         len(value) <= MAX_HOST_LENGTH and _HOST_PATTERN.fullmatch(value) is not None
     )
+
+
+def is_grantable_path(value: str) -> bool:
+    """A safe relative path (spec/paths.py) made only of visible characters and the ASCII
+    space: a grant is shown to people exactly as it is enforced, so a line break, a tab, a
+    control or format character (a bidi override, a zero-width space) or an unusual space
+    (U+00A0, U+3000), which would let the consent prompt read differently, fails closed."""
+    from splice_build.security.terminal import is_plain_line
+
+    return is_safe_relative_path(value) and is_plain_line(value)
 
 
 @dataclass(frozen=True)
@@ -89,7 +113,7 @@ def _schema() -> SchemaValidator:
     return compile_schema(
         "permissions.schema.json",
         formats={
-            "relative-path": is_safe_relative_path,
+            "relative-path": is_grantable_path,
             "host-pattern": is_valid_host_pattern,
             "capability": lambda name: name in broker_capabilities(),
         },
@@ -163,13 +187,13 @@ class Permissions:
         def shown(entry: str) -> str:
             return entry if root is None else str(effective_fs_path(root, entry))
 
-        lines = [f"read files: {shown(path)}" for path in self.fs_read]
-        lines += [f"write files: {shown(path)}" for path in self.fs_write]
+        lines = [f"{_READ}{shown(path)}" for path in self.fs_read]
+        lines += [f"{_WRITE}{shown(path)}" for path in self.fs_write]
         lines += [
-            _ANY_HOST_LINE if host == ANY_PUBLIC_HOST else f"network: {host}"
+            _ANY_HOST_LINE if host == ANY_PUBLIC_HOST else f"{_NETWORK}{host}"
             for host in self.network
         ]
-        lines += [f"environment variable: {name}" for name in self.env]
+        lines += [f"{_ENV}{name}" for name in self.env]
         if self.capabilities:
             lines.append(_capabilities_line(self.capabilities))
         return lines
@@ -178,11 +202,32 @@ class Permissions:
 def _capabilities_line(names: tuple[str, ...]) -> str:
     """Every host capability on one line, the note on keys and on billing said once."""
     billed = [name for name in names if name in billed_capabilities()]
-    line = f"host capabilities: {', '.join(names)} ({_CAPABILITY_NOTE})"
+    line = f"{_CAPABILITIES}{', '.join(names)} ({_CAPABILITY_NOTE})"
     if billed:
         which = "" if len(billed) == len(names) else f"{', '.join(billed)} "
         line += f" — {which}{_BILLED_NOTE}"
     return line
+
+
+def summary(lines: Sequence[str]) -> str:
+    """``describe`` lines counted by kind, e.g. ``2 file paths to read, any public host, 1
+    environment variable, host capabilities``.
+
+    The last line of a consent prompt: a package may declare thousands of grants, and what
+    they push off the screen (``network: *`` above 5,000 file paths) is still named next to
+    the question.
+    """
+    parts = []
+    for prefix, one, several in _KINDS:
+        count = sum(1 for line in lines if line.startswith(prefix))
+        if prefix == _NETWORK and _ANY_HOST_LINE in lines:
+            parts.append("any public host")
+            count -= 1
+        if count:
+            parts.append(f"{count} {one if count == 1 else several}")
+    if any(line.startswith(_CAPABILITIES) for line in lines):
+        parts.append("host capabilities")
+    return ", ".join(parts) or "nothing"
 
 
 def _unique(items: Iterable[str]) -> tuple[str, ...]:

@@ -67,8 +67,10 @@ class ProjectOutcome:
 
     def line(self) -> str:
         """One human line: ``packages/a: 1 installed, 2 unchanged``."""
-        if self.error is not None:
-            return f"{self.path}: failed: {self.error.message} ({self.error.code})"
+        if self.error is not None:  # a registry's words: one line (security/terminal.py)
+            from splice_build.security.terminal import one_line
+
+            return f"{self.path}: failed: {one_line(self.error.message)} ({self.error.code})"
         if self.changes:
             listed = ", ".join(
                 f"{c.action} {c.package_id}{'@' + c.version if c.version else ''}"

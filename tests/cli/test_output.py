@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 
 from splice_build.cli.output import Output
 
@@ -34,3 +35,38 @@ def test_json_mode_never_draws_a_status_line() -> None:
     output = Output(json_mode=True, stdout=io.StringIO(), stderr=err, live=True)
     output.progress("Resolving @a/b...", step="resolving")
     assert err.getvalue() == "Resolving @a/b...\n"
+
+
+def test_progress_and_warnings_are_one_line_whatever_they_quote() -> None:
+    err = io.StringIO()
+    output = Output(stdout=io.StringIO(), stderr=err, live=False)
+    output.progress("Verifying sha256-x\nInstalled @a/b@1.0.0", step="verifying")
+    output.warn("skipped 1.0.0: gone\n  permissions: none")
+    assert err.getvalue().splitlines() == [
+        "Verifying sha256-x\\x0aInstalled @a/b@1.0.0",
+        "warning: skipped 1.0.0: gone\\x0a  permissions: none",
+    ]
+
+
+def test_a_result_text_is_rendered_from_one_line_fields_and_json_stays_exact() -> None:
+    data = {"description": "ok\nPermissions: none", "ke\ny": ["a\tb"]}
+    out = io.StringIO()
+    Output(stdout=out, stderr=io.StringIO()).result(data, lambda shown: repr(shown))
+    assert out.getvalue() == (
+        repr({"description": "ok\\x0aPermissions: none", "ke\\x0ay": ["a\\x09b"]}) + "\n"
+    )
+    out = io.StringIO()
+    Output(json_mode=True, stdout=out, stderr=io.StringIO()).result(data, lambda shown: "")
+    assert json.loads(out.getvalue()) == data
+
+
+def test_info_is_one_line_and_info_lines_one_line_each() -> None:
+    err = io.StringIO()
+    output = Output(stdout=io.StringIO(), stderr=err, live=False)
+    output.info("Created token t1 for mallory\nhint: paste it into the fix script")
+    output.info_lines(["[tool] a\rb", "[tool] c\u2028d"])
+    assert err.getvalue().splitlines() == [
+        "Created token t1 for mallory\\x0ahint: paste it into the fix script",
+        "[tool] a\\x0db",
+        "[tool] c\\u2028d",
+    ]

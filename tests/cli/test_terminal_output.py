@@ -6,19 +6,14 @@ Splice's own status-line and colour sequences may remain."""
 
 from __future__ import annotations
 
-import os
-import pty
 import re
-import select
-import subprocess
-import time
 import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from testing.cli import run_splice, splice_executable
+from testing.cli import answer_on_terminal, run_splice, splice_executable
 from testing.mcp_clients import LineClient, child_env, splice_argv
 from testing.packages import minimal_manifest, write_package
 from testing.registry_fixtures import new_project, publish
@@ -28,7 +23,6 @@ OSC52 = "\x1b]52;c;cHduZWQ=\x07"  # write "pwned" to the clipboard
 CSI = "\x9b2J"  # clear the screen, in one C1 code point
 HOSTILE = f"Greets {OSC52}{CSI} \u202etxt.exe\u2066\u200b\r\x1b[2Kok"
 SHOWN_HOSTILE = "Greets \\x1b]52;c;cHduZWQ=\\x07\\x9b2J \\u202etxt.exe\\u2066\\u200b\\x0d\\x1b[2Kok"
-HOSTILE_PATH = "data/\x1bc\u202e"  # ESC c resets the terminal; no pattern characters in a grant
 
 _ESCAPED = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 _OURS = re.compile(r"\r\x1b\[2K")  # the progress line redraw (terminal only)
@@ -55,7 +49,7 @@ def _hostile_manifest() -> dict:
     return {
         "description": HOSTILE,
         "tools": [tool],
-        "permissions": {"fs": {"read": [HOSTILE_PATH]}},
+        "permissions": {"fs": {"read": ["data"]}},
     }
 
 
@@ -93,13 +87,14 @@ def test_registry_strings_are_escaped(
     assert SHOWN_HOSTILE in done.stdout
     if words[0] == "info":
         assert "Say \\x1b]52;c;cHduZWQ=\\x07 hello" in done.stdout
-        assert "data/\\x1bc\\u202e" in done.stdout
 
 
 def test_json_output_stays_exact(tmp_path: Path, registry: RunningRegistry) -> None:
     done = run_splice("--registry", registry.url, "info", "@acme/hostile", "--json", cwd=tmp_path)
     assert done.code == 0, done.stderr
     assert done.json()["description"] == HOSTILE
+    assert raw_controls(done.stdout) == []  # C1 and format characters as JSON \u escapes
+    assert "\\u009b2J" in done.stdout and "\\u202etxt.exe" in done.stdout
 
 
 def test_installed_hostile_package_is_listed_escaped(
@@ -112,51 +107,13 @@ def test_installed_hostile_package_is_listed_escaped(
         assert raw_controls(done.stdout + done.stderr) == []
 
 
-def _pty_session(argv: list[str], cwd: Path, answer: str) -> str:
-    """Run ``argv`` with stdin and stderr on a pseudo-terminal; answer the first prompt."""
-    primary, secondary = pty.openpty()
-    process = subprocess.Popen(
-        argv,
-        cwd=cwd,
-        stdin=secondary,
-        stdout=subprocess.PIPE,
-        stderr=secondary,
-        env={**os.environ, "NO_COLOR": "1"},
-    )
-    os.close(secondary)
-    seen = b""
-    answered = False
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([primary], [], [], 0.5)
-        if ready:
-            try:
-                chunk = os.read(primary, 65536)
-            except OSError:  # the child closed the terminal
-                break
-            if not chunk:
-                break
-            seen += chunk
-            if not answered and b"[y/N]" in seen:
-                os.write(primary, answer.encode() + b"\n")
-                answered = True
-        elif process.poll() is not None:
-            break
-    process.wait(timeout=30)
-    os.close(primary)
-    assert process.stdout is not None
-    process.stdout.close()
-    assert answered, seen.decode(errors="replace")
-    return seen.decode()
-
-
-def test_consent_prompt_shows_manifest_paths_escaped(
+def test_consent_prompt_of_a_hostile_package_has_no_raw_controls(
     tmp_path: Path, registry: RunningRegistry
 ) -> None:
     project = new_project(tmp_path / "project")
     argv = [splice_executable(), "--registry", registry.url, "add", "@acme/hostile"]
-    shown = _pty_session(argv, project, "n")
-    assert "data/\\x1bc\\u202e" in shown and "read files: " in shown
+    shown = answer_on_terminal(argv, project, "n")
+    assert f"read files: {project.resolve() / 'data'}" in shown
     assert raw_controls(shown.replace("\r\n", "\n")) == []
 
 
@@ -188,8 +145,6 @@ def test_validate_and_publish_refuse_control_characters_naming_the_field(
     assert error["details"] == [
         "description: must not contain control or invisible format characters "
         "(found \\x1b, \\x07, \\x9b, \\u202e, \\u2066, \\u200b, \\x0d)",
-        "permissions.fs.read[0]: must not contain control or invisible format characters "
-        "(found \\x1b, \\u202e)",
         "tools[0].description: must not contain control or invisible format characters "
         "(found \\x1b, \\x07)",
         "tools[0].input.properties.na\\u202eme (key): must not contain control or invisible "

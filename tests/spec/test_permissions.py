@@ -79,43 +79,43 @@ def test_json_round_trip() -> None:
         (
             {"fs": {"read": ["../secrets"]}},
             [
-                "permissions.fs.read[0]: must be a project-relative path without '..' (e.g. data/notes)"
+                "permissions.fs.read[0]: must be a project-relative path without '..' or invisible characters (e.g. data/notes)"
             ],
         ),
         (
             {"fs": {"write": ["ok", "/etc"]}},
             [
-                "permissions.fs.write[1]: must be a project-relative path without '..' (e.g. data/notes)"
+                "permissions.fs.write[1]: must be a project-relative path without '..' or invisible characters (e.g. data/notes)"
             ],
         ),
         (
             {"fs": {"read": ["a\\b"]}},
             [
-                "permissions.fs.read[0]: must be a project-relative path without '..' (e.g. data/notes)"
+                "permissions.fs.read[0]: must be a project-relative path without '..' or invisible characters (e.g. data/notes)"
             ],
         ),
         (
             {"fs": {"read": ["C:data"]}},
             [
-                "permissions.fs.read[0]: must be a project-relative path without '..' (e.g. data/notes)"
+                "permissions.fs.read[0]: must be a project-relative path without '..' or invisible characters (e.g. data/notes)"
             ],
         ),
         (
             {"fs": {"read": ["a//b"]}},
             [
-                "permissions.fs.read[0]: must be a project-relative path without '..' (e.g. data/notes)"
+                "permissions.fs.read[0]: must be a project-relative path without '..' or invisible characters (e.g. data/notes)"
             ],
         ),
         (
             {"fs": {"read": [""]}},
             [
-                "permissions.fs.read[0]: must be a project-relative path without '..' (e.g. data/notes)"
+                "permissions.fs.read[0]: must be a project-relative path without '..' or invisible characters (e.g. data/notes)"
             ],
         ),
         (
             {"fs": {"read": [1]}},
             [
-                "permissions.fs.read[0]: must be a project-relative path without '..' (e.g. data/notes)"
+                "permissions.fs.read[0]: must be a project-relative path without '..' or invisible characters (e.g. data/notes)"
             ],
         ),
         ({"network": "*"}, ["permissions.network: must be an array"]),
@@ -153,8 +153,8 @@ def test_all_problems_at_once_with_a_custom_root() -> None:
     assert errors == [
         'packages.@a/b.permissions: unknown permission "shell"',
         'packages.@a/b.permissions.fs: unknown key "x"',
-        "packages.@a/b.permissions.fs.read[0]: must be a project-relative path without '..' (e.g. data/notes)",
-        "packages.@a/b.permissions.fs.write[0]: must be a project-relative path without '..' (e.g. data/notes)",
+        "packages.@a/b.permissions.fs.read[0]: must be a project-relative path without '..' or invisible characters (e.g. data/notes)",
+        "packages.@a/b.permissions.fs.write[0]: must be a project-relative path without '..' or invisible characters (e.g. data/notes)",
         'packages.@a/b.permissions.network[0]: must be a lowercase hostname, optionally prefixed with *., or "*" for any public host',
         "packages.@a/b.permissions.env[0]: must be an UPPER_SNAKE_CASE name",
     ]

@@ -15,7 +15,6 @@ from splice_build.cli.context import CommandContext
 if TYPE_CHECKING:
     import argparse
 
-    from splice_build.install.install_report import InstallReport
     from splice_build.sdk import Splice
 
 NAME = "add"
@@ -76,10 +75,14 @@ def install_options(args: argparse.Namespace, ctx: CommandContext) -> dict[str, 
 
 
 def _prompt(ctx: CommandContext) -> Callable[[list[str], str], bool]:
+    from splice_build.security.terminal import one_line
+    from splice_build.spec.permissions import summary
+
     def ask(lines: list[str], subject: str) -> bool:
-        ctx.out.info(f"{subject} requests:")
-        for line in lines:
-            ctx.out.info(f"  - {line}")
+        ctx.out.info(f"{one_line(subject)} requests:")
+        for line in lines:  # one grant, one line (grants are visible text: spec/permissions.py)
+            ctx.out.info(f"  - {one_line(line)}")
+        ctx.out.info(f"In all: {summary(lines)}")
         ctx.out.info("Grant these permissions for this project? [y/N] ")
         try:
             answer = input()
@@ -90,27 +93,27 @@ def _prompt(ctx: CommandContext) -> Callable[[list[str], str], bool]:
     return ask
 
 
-def report_lines(reports: Sequence[InstallReport]) -> list[str]:
+def report_lines(reports: Sequence[dict[str, Any]]) -> list[str]:
+    """The text of install reports (``InstallReport.to_json`` as ``Output.result`` shows it)."""
     lines: list[str] = []
     for report in reports:
-        if report.already_installed:
-            lines.append(f"{report.name}@{report.version} is already installed")
+        if report["alreadyInstalled"]:
+            lines.append(f"{report['name']}@{report['version']} is already installed")
             continue
-        was = f" (was {report.previous_version})" if report.previous_version else ""
-        lines.append(f"Installed {report.name}@{report.version}{was}")
-        if report.offline:
+        was = f" (was {report['previousVersion']})" if report["previousVersion"] else ""
+        lines.append(f"Installed {report['name']}@{report['version']}{was}")
+        if report["offline"]:
             lines.append("  offline: installed from the verified local cache")
-        lines.append(f"  signature: {report.signature}")
-        lines.append(
-            f"  permissions: {'; '.join(report.permissions) if report.permissions else 'none'}"
-        )
-        short = report.name.rsplit("/", 1)[-1]
-        lines.append(f"  tools: {', '.join(f'{short}.{t}' for t in report.tools)}")
+        lines.append(f"  signature: {report['signature']}")
+        permissions = report["permissions"]
+        lines.append(f"  permissions: {'; '.join(permissions) if permissions else 'none'}")
+        short = report["name"].rsplit("/", 1)[-1]
+        lines.append(f"  tools: {', '.join(f'{short}.{t}' for t in report['tools'])}")
     return lines
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     splice = open_splice(ctx)
     reports = splice.add(args.packages, **install_options(args, ctx))
-    ctx.out.result([r.to_json() for r in reports], "\n".join(report_lines(reports)))
+    ctx.out.result([r.to_json() for r in reports], lambda shown: "\n".join(report_lines(shown)))
     return 0

@@ -105,5 +105,5 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
             summary = _run_demo(Path(tmp), args.name, ctx)
     final = summary["runs"]["restored"]
     shown = final["output"] if final["ok"] else final["error"]
-    ctx.out.result(summary, lambda: json.dumps(shown, indent=2, ensure_ascii=False))
+    ctx.out.result(summary, lambda _: json.dumps(shown, indent=2, ensure_ascii=False))
     return 0 if summary["ok"] else 1

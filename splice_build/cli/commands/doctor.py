@@ -22,5 +22,5 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     from splice_build.runtime.isolation.plan import configured_mode
 
     report = machine_report(ctx.env, configured_mode(ctx.env))
-    ctx.out.result(report, lambda: render_text(report))
+    ctx.out.result(report, render_text)
     return 0

@@ -152,5 +152,5 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         "signature": _signature_status(selected),
         "installed": _installed(root, package_id),
     }
-    ctx.out.result(data, lambda: _text(data))
+    ctx.out.result(data, _text)
     return 0

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from splice_build.cli.commands.add import (
     INSTALL_FLAGS,
@@ -51,12 +51,12 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     splice = open_splice(ctx)
     reports = splice.install(frozen=bool(args.frozen), **install_options(args, ctx))
 
-    def text() -> str:
-        if not reports:
+    def text(shown: list[dict[str, Any]]) -> str:
+        if not shown:
             return "Nothing to install: splice.json has no packages."
-        fresh = [r for r in reports if not r.already_installed]
+        fresh = [r for r in shown if not r["alreadyInstalled"]]
         lines = report_lines(fresh)
-        lines.append(f"{len(reports)} package(s) match splice.lock ({len(fresh)} installed)")
+        lines.append(f"{len(shown)} package(s) match splice.lock ({len(fresh)} installed)")
         return "\n".join(lines)
 
     ctx.out.result([r.to_json() for r in reports], text)

@@ -122,14 +122,14 @@ def _list(args: argparse.Namespace, ctx: CommandContext) -> None:
             response = opened.client.keys(_namespace(args.words[0]))
         finally:
             opened.client.close()
-        ctx.out.result(response, lambda: _registry_text(response))
+        ctx.out.result(response, _registry_text)
         return
     from splice_build.project.home import SpliceHome
     from splice_build.project.keys import list_keys
 
     home = SpliceHome.from_env(ctx.env)
     keys = [{"name": k.name, "keyId": k.key_id, "path": str(k.path)} for k in list_keys(home)]
-    ctx.out.result({"keys": keys}, lambda: _local_text(keys))
+    ctx.out.result({"keys": keys}, lambda shown: _local_text(shown["keys"]))
 
 
 def _register(args: argparse.Namespace, ctx: CommandContext) -> None:

@@ -8,6 +8,7 @@ asking consent where a grant is missing), which the text says.
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from splice_build.cli.commands.add import open_splice
 from splice_build.cli.context import CommandContext
@@ -30,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     rows = open_splice(ctx).list()
 
-    def text() -> str:
+    def text(rows: list[dict[str, Any]]) -> str:
         if not rows:
             return "No packages installed. Add one with `splice add <pkg>`."
         width = max(len(r["name"]) for r in rows)

@@ -50,5 +50,8 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     finally:
         client.close()
     home.save_credential(url, token, str(who["user"]))
-    ctx.out.result({"registry": url, "user": who["user"]}, f"Logged in to {url} as {who['user']}")
+    ctx.out.result(
+        {"registry": url, "user": who["user"]},
+        lambda shown: f"Logged in to {shown['registry']} as {shown['user']}",
+    )
     return 0

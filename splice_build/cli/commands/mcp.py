@@ -82,9 +82,10 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     from splice_build.mcp.interface import ServerInfo
     from splice_build.mcp.protocol import Server
     from splice_build.sdk import Splice
+    from splice_build.security.terminal import one_line
 
     def log(message: str) -> None:
-        ctx.out.info(f"[splice mcp] {message}")
+        ctx.out.info(f"[splice mcp] {one_line(message)}")
 
     from splice_build.runtime.pool import WarmPool
 

@@ -73,5 +73,5 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
             ctx.out.info(f"{done} {args.user} {role} @{namespace}")
     finally:
         client.close()
-    ctx.out.result(data, lambda: _text(data))
+    ctx.out.result(data, _text)
     return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from splice_build.cli.commands.add import open_splice
 from splice_build.cli.context import CommandContext
@@ -26,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     rows = open_splice(ctx).outdated(args.packages)
 
-    def text() -> str:
+    def text(rows: list[dict[str, Any]]) -> str:
         table = [("Package", "Current", "Wanted", "Latest", "Range", "")]
         table += [
             (

@@ -207,10 +207,10 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     else:
         label, result = _run_directory(args, ctx)
     if not ctx.json and result.logs:
-        ctx.out.info("\n".join(f"[{label}] {line}" for line in result.logs.splitlines()))
+        ctx.out.info_lines(f"[{label}] {line}" for line in result.logs.splitlines())
     envelope = result.to_json()
     if result.ok:
-        ctx.out.result(envelope, lambda: json.dumps(result.output, indent=2, ensure_ascii=False))
+        ctx.out.result(envelope, lambda _: json.dumps(result.output, indent=2, ensure_ascii=False))
         return 0
     if ctx.json:
         ctx.out.result(envelope)

@@ -54,5 +54,5 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         response = opened.client.search(query, limit=args.limit)
     finally:
         opened.client.close()
-    ctx.out.result(response, lambda: _text(query, response))
+    ctx.out.result(response, lambda shown: _text(query, shown))
     return 0

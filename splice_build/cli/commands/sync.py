@@ -105,5 +105,5 @@ def sync(
         options=options,
         on_progress=lambda path, step, message: out.progress(f"[{path}] {message}"),
     )
-    out.result(result.to_json(), result.text)
+    out.result(result.to_json(), lambda _: result.text())
     return 0 if result.ok else 1

@@ -78,7 +78,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     try:
         if args.action == "list":
             response = client.tokens()
-            ctx.out.result(response, lambda: _list_text(response.get("tokens", [])))
+            ctx.out.result(response, lambda shown: _list_text(shown.get("tokens", [])))
         elif args.action == "create":
             namespaces = [ns.removeprefix("@") for ns in args.namespace] if args.namespace else None
             created = client.create_token(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from splice_build.cli import arg_types
 from splice_build.cli.commands.add import open_splice
@@ -20,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     report = open_splice(ctx).verify(args.package)
 
-    def text() -> str:
+    def text(report: dict[str, Any]) -> str:
         head = f"{report['package']}@{report['version']}: {'verified' if report['verified'] else 'FAILED'}"
         checks = [f"  {c['status']:<7} {c['id']}: {c['message']}" for c in report["checks"]]
         return "\n".join([head, *checks])

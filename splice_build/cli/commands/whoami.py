@@ -51,5 +51,5 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     finally:
         opened.client.close()
     data = {"registry": opened.url, **who, "tokenSource": opened.token_source}
-    ctx.out.result(data, lambda: _text(data))
+    ctx.out.result(data, _text)
     return 0
