@@ -52,6 +52,9 @@ class InstalledPackage:
     directory: Path
     manifest: Manifest
     lock_entry: LockEntry
+    # SHA-256 of SKILL.md in the tree just verified: what `splice mcp` serves as the package's
+    # resource must be these bytes, read afterwards (mcp/backend.py).
+    skill_sha: str | None = None
 
 
 def _modified(package_id: str, reason: str) -> InstallError:
@@ -180,4 +183,8 @@ def check_installed(
             details=lines,
             hint=f"Run `splice add {package_id} --accept-permissions` to review and grant them.",
         )
-    return InstalledPackage(package_id, entry.version, directory, manifest, entry)
+    from splice_build.spec.package import SKILL_FILE
+
+    return InstalledPackage(
+        package_id, entry.version, directory, manifest, entry, hashes.get(SKILL_FILE)
+    )

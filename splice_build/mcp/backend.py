@@ -117,20 +117,24 @@ class InstalledBackend:
         ]
 
     def read_resource(self, uri: str) -> ResourceContents:
+        from splice_build.spec.digests import sha256_hex
         from splice_build.spec.limits import MAX_SKILL_MD_BYTES
+        from splice_build.spec.package import SKILL_FILE
         from splice_build.spec.regular_file import read_regular_file
 
         # Only listed URIs are served: the client's string is compared, never turned into a path.
         for package in self._splice.installed():
             if skill_uri(package.id) == uri:
-                path = Path(package.directory) / "SKILL.md"
+                path = Path(package.directory) / SKILL_FILE
                 try:
                     data = read_regular_file(path, limit=MAX_SKILL_MD_BYTES)
-                    return ResourceContents(uri=uri, text=_shown_skill(data.decode("utf-8")))
+                    if sha256_hex(data) == package.skill_sha:
+                        return ResourceContents(uri=uri, text=_shown_skill(data.decode("utf-8")))
                 except (OSError, UnicodeDecodeError):
-                    # Changed since it was checked (gone, a FIFO, not the verified bytes):
-                    # the package is no longer intact, so it is not served.
-                    break
+                    pass
+                # Changed since its tree was verified (gone, a FIFO, other bytes): the package
+                # is no longer intact, so it is not served.
+                break
         raise UnknownResource(uri)
 
 
