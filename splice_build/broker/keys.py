@@ -26,17 +26,8 @@ from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
 from splice_build.records import dataclass, field
+from splice_build.spec.provider_variables import PROVIDER_VARIABLES
 
-# The whole list. Adding a provider means adding its variable here and to docs/data-providers.md.
-PROVIDER_VARIABLES: tuple[str, ...] = (
-    "TAVILY_API_KEY",
-    "EXA_API_KEY",
-    "FIRECRAWL_API_KEY",
-    "OPENROUTER_API_KEY",
-    "GEMINI_API_KEY",
-    "GITHUB_TOKEN",
-    "ROBINHOOD_RPC_URL",
-)
 ENV_FILES = (".env.local", ".env")
 # A .env file holds a few lines; one larger than this (a link to a log, to /dev/zero) is
 # skipped like an unreadable one, never read into memory.

@@ -9,7 +9,7 @@ everything else into a visible escape (``\\x1b``, ``\\u202e``, ``\\U000e0001``).
 
 The decision is by Unicode general category, as an allow-list: letters, marks, numbers,
 punctuation, symbols and space separators pass (but for the few of them that show nothing:
-``_INVISIBLE``), as do newline and tab; control (Cc),
+``spec/plain_text.INVISIBLE``), as do newline and tab; control (Cc),
 format (Cf), line and paragraph separators (Zl, Zp), surrogates (Cs, which also carry the
 undecodable bytes of a non-UTF-8 file name), private use (Co) and unassigned (Cn) code points
 are escaped. A backslash passes unchanged: the escapes are for reading, not for decoding.
@@ -22,10 +22,11 @@ heading) or push what follows out of its column.
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+from splice_build.spec.plain_text import INVISIBLE, is_plain_line
 
 if TYPE_CHECKING:
     from splice_build.spec.manifest import Manifest
@@ -36,29 +37,11 @@ _SHOWN_CATEGORIES = frozenset({"Zs"})
 _SHOWN_CONTROLS = frozenset("\n\t")
 
 
-# Marks and letters by category that show nothing (Unicode's Default_Ignorable_Code_Point
-# outside Cf and Cn): the combining grapheme joiner, the Hangul and halfwidth fillers, Khmer
-# inherent vowels, Mongolian free variation selectors and every variation selector but
-# U+FE0E/U+FE0F (text or emoji presentation). A run of them after one glyph can carry text
-# that a model reads and no person sees.
-_INVISIBLE = re.compile(
-    "[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180d\u180f\u3164"
-    "\ufe00-\ufe0d\uffa0\U000e0100-\U000e01ef]"
-)
-
-
-def is_plain_line(text: str) -> bool:
-    """Whether ``text`` is one line shown exactly as itself: glyphs and the ASCII space only
-    (``isprintable`` also refuses a tab and every other space separator; one C-level scan
-    each)."""
-    return text.isprintable() and _INVISIBLE.search(text) is None
-
-
 def is_shown(char: str) -> bool:
     """Whether ``char`` (one code point) reaches the terminal unchanged."""
     if char in _SHOWN_CONTROLS:
         return True
-    if _INVISIBLE.match(char):
+    if INVISIBLE.match(char):
         return False
     category = unicodedata.category(char)
     return category[0] in _SHOWN_CLASSES or category in _SHOWN_CATEGORIES

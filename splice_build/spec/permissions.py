@@ -65,7 +65,7 @@ def is_grantable_path(value: str) -> bool:
     space: a grant is shown to people exactly as it is enforced, so a line break, a tab, a
     control or format character (a bidi override, a zero-width space) or an unusual space
     (U+00A0, U+3000), which would let the consent prompt read differently, fails closed."""
-    from splice_build.security.terminal import is_plain_line
+    from splice_build.spec.plain_text import is_plain_line
 
     return is_safe_relative_path(value) and is_plain_line(value)
 

@@ -7,7 +7,7 @@ keys and tokens. So ``fs`` entries may not reach the project's ``splice.json``,
 starting with ``.env``, or ``SPLICE_HOME``; ``env`` entries may not name a ``SPLICE_*``
 variable (every variable Splice reads is one: ``SPLICE_TOKEN``, ``SPLICE_MCP_TOKEN``,
 ``SPLICE_HOME``, ``SPLICE_REGISTRY``…) nor a provider key of the capability broker
-(``broker/keys.py``: ``GITHUB_TOKEN``, ``ROBINHOOD_RPC_URL``…), which a tool uses through
+(``spec/provider_variables.py``: ``GITHUB_TOKEN``, ``ROBINHOOD_RPC_URL``…), which a tool uses through
 ``permissions.capabilities`` and never holds.
 
 The rule is decided on the *effective* path, the one the runtime hands to Node's permission
@@ -217,7 +217,7 @@ def _and(words: Sequence[str]) -> str:
 def env_entry_problem(name: str) -> str | None:
     """Why ``name`` may not be given to a tool, or None (``SPLICE_*`` and the broker's
     provider keys, in any case)."""
-    from splice_build.broker.keys import PROVIDER_VARIABLES
+    from splice_build.spec.provider_variables import PROVIDER_VARIABLES
 
     if name.upper().startswith(RESERVED_ENV_PREFIX):
         return (
