@@ -300,7 +300,7 @@ def test_interrupted_under_json_is_one_document_and_exit_130(tmp_path: Path) -> 
     finally:
         process.kill()
         process.wait()
-    assert process.returncode == 130, stderr
+    assert process.returncode == 130, (stdout, stderr)
     document = json.loads(stdout)
     assert document["ok"] is False and document["error"]["code"] == "INTERRUPTED"
     assert document["error"]["message"] == "interrupted by SIGINT"

@@ -12,8 +12,10 @@ from __future__ import annotations
 import asyncio
 import threading
 from pathlib import Path
+from typing import Any
 
 import requests
+from mcp.shared.exceptions import MCPError
 
 from splice_build.project.lockfile import load_lockfile
 from testing.deploy import PROXY_ADDRESS, request_from
@@ -38,13 +40,25 @@ def _hello_tool(tools: list) -> str:
     return name
 
 
+async def _call(session: Any, name: str, who: str) -> Any:
+    """One tool call; an MCP error (a JSON-RPC error, or an HTTP status from nginx or an
+    instance) fails the test with its code, message and data, which the SDK's own message
+    leaves out."""
+    try:
+        return await session.call_tool(name, {"name": who})
+    except MCPError as exc:
+        raise AssertionError(
+            f"call {who}: MCP error {exc.code} {exc.message!r} {exc.data!r}"
+        ) from exc
+
+
 async def _calls(url: str, count: int, label: str) -> list[str]:
     """``count`` tool calls on one new SDK session through ``url``; their messages."""
     messages = []
     async with sdk_http(url, MCP_TOKEN) as session:
         name = _hello_tool((await session.list_tools()).tools)
         for i in range(count):
-            result = await session.call_tool(name, {"name": f"{label}{i}"})
+            result = await _call(session, name, f"{label}{i}")
             assert not result.is_error, result
             messages.append(result.structured_content["message"])
     return messages
@@ -136,12 +150,12 @@ def test_killing_one_instance_of_each_loses_no_retried_request(
     async def scenario() -> list[str]:
         async with sdk_http(nginx.mcp_url, MCP_TOKEN) as session:
             name = _hello_tool((await session.list_tools()).tools)
-            before = [await session.call_tool(name, {"name": f"b{i}"}) for i in range(4)]
+            before = [await _call(session, name, f"b{i}") for i in range(4)]
             # A session opened on either instance goes on through the other one alone.
             _url, process = deployment.mcp[0]
             process.kill()
             process.wait()
-            after = [await session.call_tool(name, {"name": f"a{i}"}) for i in range(6)]
+            after = [await _call(session, name, f"a{i}") for i in range(6)]
         for result in (*before, *after):
             assert not result.is_error, result
         messages = await _calls(nginx.mcp_url, 2, "new-")  # a new session, too
