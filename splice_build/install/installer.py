@@ -2,10 +2,11 @@
 
 (2) metadata — a locked version must match the lock's integrity and size (``LOCK_MISMATCH``);
 (3) artifact — from the verified cache or downloaded; a locked install accepts only the lock's
-bytes; offline, locked versions come from the cache; (4) verification (``checks``); (5) a new
-signer must be trusted (registered for the namespace, or in ``trustedSigners``), then signer
-pinning; (6) cache put; (7) consent; (8) staged extraction and the journaled swap that writes
-``splice.lock`` and ``splice.json`` (``transaction``).
+bytes; offline, locked versions come from the cache; (4) verification (``checks``); (5) the
+signer must be trusted — when splice.json ``trustedSigners`` lists the namespace, every signer,
+the lock's pin included, must be one of them; otherwise a new signer must be registered for
+the namespace — then signer pinning; (6) cache put; (7) consent; (8) staged extraction and the
+journaled swap that writes ``splice.lock`` and ``splice.json`` (``transaction``).
 
 The caller holds the project lock. Progress is reported as ``(step, message)`` pairs.
 """
@@ -253,22 +254,29 @@ class Installer:
         pinned = current.signed_by if current is not None else None
         untrusted: str | None = None
         changing = pinned is None or self.options.allow_signer_change  # else SIGNER_CHANGED below
-        if (
-            official is None
-            and signed_by is not None
-            and signed_by != pinned
-            and changing
-            and isinstance(signature, SignatureValid)
-        ):
-            trusted = load_project_file(self.layout.root).trusted_for(target.package_id)
-            signed_by, untrusted = first_signer(
-                signature.valid,
-                signed_by,
-                trusted=trusted,
-                registered=() if trusted else self._registered_keys(target.package_id),
-                require_signed=expected.require_signed,
-                subject=f"{target.package_id}@{target.version}",
-            )
+        trusted = load_project_file(self.layout.root).trusted_for(target.package_id)
+        if official is None and signed_by is not None:
+            # splice.json trustedSigners bind every signer, the lock's pin included (a lock
+            # edited to pin another key must not outrank them); otherwise only a new signer
+            # is checked, against the keys the registry lists for the namespace.
+            if trusted:
+                signed_by, untrusted = first_signer(
+                    signature.valid if isinstance(signature, SignatureValid) else (signed_by,),
+                    signed_by,
+                    trusted=trusted,
+                    registered=(),
+                    require_signed=expected.require_signed,
+                    subject=subject,
+                )
+            elif signed_by != pinned and changing and isinstance(signature, SignatureValid):
+                signed_by, untrusted = first_signer(
+                    signature.valid,
+                    signed_by,
+                    trusted=(),
+                    registered=self._registered_keys(target.package_id),
+                    require_signed=expected.require_signed,
+                    subject=subject,
+                )
         signer_pinning(pinned, signed_by, self.options.allow_signer_change)
         if not fetched.from_cache:
             self.cache.put(fetched.data)

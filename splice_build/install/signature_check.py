@@ -7,10 +7,11 @@ signature that does not verify fails closed (``SIGNATURE_INVALID``); unsigned is
 ("unsigned: …") unless the candidate requires a signature (``SIGNATURE_REQUIRED``). After a
 passing check, ``signed_by`` holds the verified key id that goes into ``splice.lock``.
 
-:func:`first_signer` decides whether a signer the lock does not pin yet may become the pin: a
-key of the namespace's ``trustedSigners`` in ``splice.json`` when the project lists any (the
-registry's word does not count then), else a key the registry has registered, unrevoked, for
-the namespace (docs/signing.md#trusted-signers).
+:func:`first_signer` decides whether a signer may be pinned: a key of the namespace's
+``trustedSigners`` in ``splice.json`` when the project lists any (the registry's word and the
+lock's pin do not count then: the installer asks on every install), else a key the registry
+has registered, unrevoked, for the namespace (asked only for a signer the lock does not pin
+yet; docs/signing.md#trusted-signers).
 
 :func:`official_signer` is the rule for the ``@splice`` namespace, from any registry: a valid
 signature by the official key shipped in the wheel, or ``OFFICIAL_SIGNATURE_REQUIRED``, with

@@ -5,8 +5,9 @@
 ``register`` adds a local key's public half to a namespace you own (``--key``, default
 ``default``); ``revoke`` marks a namespace key revoked, after which its signatures are ignored;
 ``trust`` pins a key for a namespace out of band, in this project's ``splice.json``
-(``trustedSigners``, docs/signing.md#trusted-signers): from then on only a trusted key is
-accepted as the first signer of that namespace's packages, whatever the registry lists.
+(``trustedSigners``, docs/signing.md#trusted-signers): from then on every install of that
+namespace's packages must be signed by a trusted key, whatever the registry lists or the lock
+pins.
 """
 
 from __future__ import annotations
@@ -227,8 +228,8 @@ def _trust(args: argparse.Namespace, ctx: CommandContext) -> None:
     }
     ctx.out.result(
         data,
-        f"Trusted {trusted} for @{namespace} in {root / 'splice.json'}: only trusted keys are "
-        "accepted as its packages' first signer",
+        f"Trusted {trusted} for @{namespace} in {root / 'splice.json'}: its packages must be "
+        "signed by a trusted key",
     )
 
 
