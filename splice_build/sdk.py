@@ -621,7 +621,9 @@ class Splice:
         loaded = runtime.load_verified(
             pkg.directory, pkg.lock_entry.known(pkg.id).files, pkg.manifest
         )
-        return runtime.execute(loaded, tool, dict(input))
+        # A mapping is copied; anything else goes as it is, so the input check refuses it
+        # (INVALID_INPUT) instead of dict() turning a list of pairs into an object.
+        return runtime.execute(loaded, tool, dict(input) if isinstance(input, Mapping) else input)
 
 
 def _no_package_provides(ref: str) -> InstallError:
