@@ -232,3 +232,32 @@ def test_a_lock_pin_does_not_outrank_trusted_signers(
     assert done.code == 1, done.stdout + done.stderr
     assert done.json()["error"]["code"] == "SIGNER_UNTRUSTED"
     assert state_bytes(clone) == before
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device-link"])
+def test_trust_refuses_a_key_file_that_is_not_a_regular_file(project, kind) -> None:
+    """A "public key file" from a checkout that is a FIFO (would block for ever) or a link to
+    /dev/zero (would be read without end) is refused at once, and splice.json is unchanged."""
+    import os
+
+    path = project / "publisher.pub"
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to("/dev/zero")
+    before = state_bytes(project)
+    done = run_splice(
+        "--json",
+        "keys",
+        "trust",
+        "@acme",
+        path.name,
+        cwd=project,
+        timeout=60,
+        address_space=2 << 30,
+    )
+    assert done.code == 2, done.stderr
+    error = done.json()["error"]
+    assert error["code"] == "USAGE"
+    assert error["details"] == ["not a regular file"]
+    assert state_bytes(project) == before

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from splice_build.registry.client.open import Opened
 
 NAME = "keys"
+MAX_PUBLIC_KEY_FILE = 64 * 1024  # bytes; a PEM public key is a few hundred
 HELP = "generate, list, register or revoke publisher signing keys"
 NEEDS_PROJECT = False
 # action -> (least, most) positional arguments after it
@@ -171,13 +172,14 @@ def _trusted_key_id(text: str, ctx: CommandContext) -> str:
     from pathlib import Path
 
     from splice_build.errors import ErrorCode, SpecError
+    from splice_build.spec.regular_file import read_regular_file
     from splice_build.spec.signing import decode_public_key, is_key_id, key_id
 
     if is_key_id(text):
         return text
     path = Path(ctx.cwd, text)
-    try:
-        content = path.read_bytes()[: 64 * 1024]
+    try:  # a FIFO or a link to a device is refused, never waited on or read without end
+        content = read_regular_file(path, limit=MAX_PUBLIC_KEY_FILE)
     except OSError as exc:
         raise UsageError(
             f"{text!r} is neither a key id (ed25519:<16 hex digits>) nor a readable file",
