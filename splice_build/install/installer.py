@@ -254,29 +254,22 @@ class Installer:
         pinned = current.signed_by if current is not None else None
         untrusted: str | None = None
         changing = pinned is None or self.options.allow_signer_change  # else SIGNER_CHANGED below
-        trusted = load_project_file(self.layout.root).trusted_for(target.package_id)
-        if official is None and signed_by is not None:
-            # splice.json trustedSigners bind every signer, the lock's pin included (a lock
-            # edited to pin another key must not outrank them); otherwise only a new signer
-            # is checked, against the keys the registry lists for the namespace.
-            if trusted:
-                signed_by, untrusted = first_signer(
-                    signature.valid if isinstance(signature, SignatureValid) else (signed_by,),
-                    signed_by,
-                    trusted=trusted,
-                    registered=(),
-                    require_signed=expected.require_signed,
-                    subject=subject,
-                )
-            elif signed_by != pinned and changing and isinstance(signature, SignatureValid):
-                signed_by, untrusted = first_signer(
-                    signature.valid,
-                    signed_by,
-                    trusted=(),
-                    registered=self._registered_keys(target.package_id),
-                    require_signed=expected.require_signed,
-                    subject=subject,
-                )
+        if (
+            official is None
+            and signed_by is not None
+            and signed_by != pinned
+            and changing
+            and isinstance(signature, SignatureValid)
+            and not signature.trusted  # then the check itself accepted only a trusted key
+        ):
+            signed_by, untrusted = first_signer(
+                signature.valid,
+                signed_by,
+                trusted=(),
+                registered=self._registered_keys(target.package_id),
+                require_signed=expected.require_signed,
+                subject=subject,
+            )
         signer_pinning(pinned, signed_by, self.options.allow_signer_change)
         if not fetched.from_cache:
             self.cache.put(fetched.data)
@@ -366,17 +359,21 @@ class Installer:
         """(5) the registry's signatures; from the cache, the signatures stored with the
         artifact (verified again, the lock's pin preferred); with none stored, the signer the
         lock recorded."""
+        trusted = load_project_file(self.layout.root).trusted_for(target.package_id)
         if fetched.metadata is None:
             assert target.pinned is not None
             if fetched.stored_signatures is not None:
                 return SignatureValid(
-                    fetched.stored_signatures, trusted_signer=target.pinned.signed_by
+                    fetched.stored_signatures,
+                    trusted_signer=target.pinned.signed_by,
+                    trusted=trusted,
                 )
-            return SignaturePinnedByLock(target.pinned.signed_by)
+            return SignaturePinnedByLock(target.pinned.signed_by, trusted)
         signatures = fetched.metadata.get("signatures")
         return SignatureValid(
             signatures if isinstance(signatures, list) else (),
             trusted_signer=current.signed_by if current is not None else None,
+            trusted=trusted,
         )
 
     def _registered_keys(self, package_id: str) -> tuple[str, ...]:

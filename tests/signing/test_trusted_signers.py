@@ -230,7 +230,10 @@ def test_a_lock_pin_does_not_outrank_trusted_signers(
         env={"SPLICE_HOME": str(tmp_path / "other-machine")},
     )
     assert done.code == 1, done.stdout + done.stderr
-    assert done.json()["error"]["code"] == "SIGNER_UNTRUSTED"
+    error = done.json()["error"]
+    assert error["code"] == "SIGNER_UNTRUSTED"
+    assert mallory.key_id in error["message"]
+    assert "splice keys trust @acme" in error["hint"]
     assert state_bytes(clone) == before
 
 
@@ -261,3 +264,24 @@ def test_trust_refuses_a_key_file_that_is_not_a_regular_file(project, kind) -> N
     assert error["code"] == "USAGE"
     assert error["details"] == ["not a regular file"]
     assert state_bytes(project) == before
+
+
+def test_verify_applies_trusted_signers_over_the_lock_pin(
+    registry, project, signed, mallory
+) -> None:
+    """`splice verify` fails as the install would: the lock edited to pin the registry's own
+    key does not make its signature trusted when splice.json trusts another key."""
+    _trust(project, signed[1].key_id)
+    assert _add(registry, project, signed[1]).code == 0
+    lock_path = project / "splice.lock"
+    lock = json.loads(lock_path.read_text())
+    lock["packages"][signed[1].package_id]["signedBy"] = mallory.key_id
+    lock_path.write_text(json.dumps(lock, indent=2) + "\n")
+    registry.twist = _forge(signed[1], mallory)
+    done = run_splice(
+        "--json", "--registry", registry.url, "verify", signed[1].package_id, cwd=project
+    )
+    assert done.code == 1, done.stdout + done.stderr
+    checks = {c["id"]: c for c in done.json()["checks"]}
+    assert checks["signature"]["status"] == "failed"
+    assert checks["signature"]["code"] == "SIGNER_UNTRUSTED"
