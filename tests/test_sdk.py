@@ -30,9 +30,10 @@ def test_init_leaves_an_existing_project_alone(tmp_path: Path) -> None:
     assert splice.project_root == tmp_path
 
 
-def test_init_refuses_a_bad_registry_and_writes_nothing(tmp_path: Path) -> None:
+@pytest.mark.parametrize("registry", ["ftp://example.invalid", 1, ["http://127.0.0.1:1"]])
+def test_init_refuses_a_bad_registry_and_writes_nothing(tmp_path: Path, registry: object) -> None:
     with pytest.raises(SpliceError) as caught:
-        Splice.init(tmp_path / "p", registry="ftp://example.invalid")
+        Splice.init(tmp_path / "p", registry=registry)  # type: ignore[arg-type]
     assert caught.value.code is ErrorCode.INVALID_CONFIG
     assert not (tmp_path / "p").exists()
 
