@@ -268,7 +268,9 @@ class Splice:
                     "splice.lock does not cover splice.json",
                     details=unlocked,
                 )
-        unchanged = self._unchanged_install()
+        # The no-op fast path reports without the graph, so without a one-off requirement
+        # the last no-op run did not check (splice.json's own policy is in its state).
+        unchanged = None if require_signed else self._unchanged_install()
         if unchanged is not None:
             return unchanged
         reports = self._graph(

@@ -34,11 +34,13 @@ from splice_build.install.install_report import (
     kept_report,
     report_for,
     signature_text,
+    stored_signer,
 )
 from splice_build.install.session import RegistrySession, is_offline
 from splice_build.install.signature_check import (
     SignatureValid,
     first_signer,
+    kept_signer,
     official_signer,
     signer_pinning,
 )
@@ -51,6 +53,7 @@ from splice_build.spec.digests import integrity_of, is_integrity
 from splice_build.spec.tree_digest import tree_digest
 
 if TYPE_CHECKING:
+    from splice_build.project.project_file import ProjectFile
     from splice_build.spec.manifest import Manifest
     from splice_build.spec.permissions import Permissions
 
@@ -321,8 +324,11 @@ class Installer:
         )
 
     def keep(self, target: Target, manifest: Manifest, entry: LockEntry) -> InstallReport:
-        """The intact locked copy stays; only a changed range is written to ``splice.json``."""
+        """The intact locked copy stays; only a changed range is written to ``splice.json``.
+
+        Raises the signature policy's errors first (:meth:`check_kept`), writing nothing."""
         project = load_project_file(self.layout.root)
+        self.check_kept(target.package_id, entry, project)
         if (
             target.range_text is not None
             and project.packages.get(target.package_id) != target.range_text
@@ -333,6 +339,21 @@ class Installer:
                 self.layout.root, project.with_package(target.package_id, target.range_text)
             )
         return self.kept_report(target.package_id, manifest, entry)
+
+    def check_kept(self, package_id: str, entry: LockEntry, project: ProjectFile) -> None:
+        """A kept package is not verified again: the signer its install recorded must meet
+        this run's signature policy (``--require-signed``, ``requireSignatures``,
+        ``trustedSigners``) as a fresh install would; raises :func:`kept_signer`'s errors."""
+        require = self.options.require_signed or project.requires_signature(package_id)
+        trusted = project.trusted_for(package_id)
+        if not (require or trusted):
+            return
+        signer = entry.signed_by
+        if signer is None and entry.registry == EMBEDDED_REGISTRY:  # never pinned there
+            signer = stored_signer(
+                self.cache.signatures(entry.integrity, package_id, entry.version)
+            )
+        kept_signer(package_id, entry.version, signer, require_signed=require, trusted=trusted)
 
     def kept_report(self, package_id: str, manifest: Manifest, entry: LockEntry) -> InstallReport:
         """The report of an intact locked package that stays as it is."""

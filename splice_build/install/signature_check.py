@@ -173,6 +173,37 @@ def first_signer(
     return None, why
 
 
+def kept_signer(
+    package_id: str,
+    version: str,
+    signer: str | None,
+    *,
+    require_signed: bool,
+    trusted: Sequence[str],
+) -> None:
+    """This run's signature policy for a kept package (installed before and intact, so not
+    verified again): the signer its install recorded must meet it as a fresh install would.
+    Raises InstallError(SIGNATURE_REQUIRED) for an unsigned one under a requirement, and
+    (SIGNER_UNTRUSTED) for a signer ``trustedSigners`` does not list; the official
+    namespace keeps its own rule (:func:`official_signer`, checked at install)."""
+    from splice_build.spec.official_key import is_official
+
+    subject = f"{package_id}@{version}"
+    if signer is None:
+        if require_signed:
+            raise InstallError(
+                ErrorCode.SIGNATURE_REQUIRED,
+                f"{subject} is installed without a verified publisher signature and a "
+                "signature is required",
+                details=["splice.lock records no signer"],
+                hint=f"Install a signed version (`splice add {package_id}@<version>`) or "
+                f"remove it (`splice remove {package_id}`).",
+            )
+        return
+    if trusted and not is_official(package_id):
+        trusted_only((signer,), signer, trusted, subject)
+
+
 def official_signer(package_id: str, valid: Sequence[str], subject: str) -> str | None:
     """The shipped official key id when ``package_id`` is in ``@splice`` and it signed;
     ``None`` for any other namespace. Raises InstallError(OFFICIAL_SIGNATURE_REQUIRED) for an

@@ -285,3 +285,45 @@ def test_verify_applies_trusted_signers_over_the_lock_pin(
     checks = {c["id"]: c for c in done.json()["checks"]}
     assert checks["signature"]["status"] == "failed"
     assert checks["signature"]["code"] == "SIGNER_UNTRUSTED"
+
+
+def _install(registry: HostileRegistry, project: Path, *flags: str):
+    return run_splice("--json", "--registry", registry.url, "install", *flags, cwd=project)
+
+
+def test_a_kept_unsigned_package_meets_a_signature_requirement_or_fails(
+    registry, project, signed
+) -> None:
+    """`splice install --require-signed` (or requireSignatures) with an unsigned package already
+    installed: it is not verified again, so its recorded signer decides, and none is
+    SIGNATURE_REQUIRED, also after a no-op install recorded the project's state."""
+    registry.twist = _strip_signatures(signed[1])
+    assert _add(registry, project, signed[1]).code == 0
+    assert _install(registry, project).code == 0  # a no-op run: the fast path's state
+    before = state_bytes(project)
+    done = _install(registry, project, "--require-signed")
+    assert done.code == 1, done.stdout + done.stderr
+    assert done.json()["error"]["code"] == "SIGNATURE_REQUIRED"
+    assert state_bytes(project) == before
+    _require_signatures(project)
+    before = state_bytes(project)
+    done = _install(registry, project)
+    assert done.code == 1, done.stdout + done.stderr
+    assert done.json()["error"]["code"] == "SIGNATURE_REQUIRED"
+    assert state_bytes(project) == before
+
+
+def test_a_kept_package_pinned_to_a_key_no_longer_trusted_fails(
+    registry, project, signed, mallory
+) -> None:
+    """Trusting another key for the namespace after the install: the kept package's pinned
+    signer is no longer trusted, as it would not be on a fresh install."""
+    assert _add(registry, project, signed[1]).code == 0
+    _trust(project, mallory.key_id)
+    before = state_bytes(project)
+    done = _install(registry, project)
+    assert done.code == 1, done.stdout + done.stderr
+    error = done.json()["error"]
+    assert error["code"] == "SIGNER_UNTRUSTED"
+    assert signed[1].key_id in error["message"]
+    assert state_bytes(project) == before
