@@ -184,10 +184,7 @@ def kept_signer(
     """This run's signature policy for a kept package (installed before and intact, so not
     verified again): the signer its install recorded must meet it as a fresh install would.
     Raises InstallError(SIGNATURE_REQUIRED) for an unsigned one under a requirement, and
-    (SIGNER_UNTRUSTED) for a signer ``trustedSigners`` does not list; the official
-    namespace keeps its own rule (:func:`official_signer`, checked at install)."""
-    from splice_build.spec.official_key import is_official
-
+    (SIGNER_UNTRUSTED) for a signer ``trusted`` does not list."""
     subject = f"{package_id}@{version}"
     if signer is None:
         if require_signed:
@@ -200,7 +197,7 @@ def kept_signer(
                 f"remove it (`splice remove {package_id}`).",
             )
         return
-    if trusted and not is_official(package_id):
+    if trusted:
         trusted_only((signer,), signer, trusted, subject)
 
 

@@ -116,7 +116,13 @@ class ProjectFile:
         return namespace in self.require_signatures or namespace in self.trusted_signers
 
     def trusted_for(self, package_id: str) -> tuple[str, ...]:
-        """The key ids trusted for the namespace of ``@ns/name`` (empty: none pinned)."""
+        """The key ids trusted for the namespace of ``@ns/name`` (empty: none pinned). None
+        for the official namespace: only the shipped key signs it, whatever splice.json says
+        (docs/signing.md#the-official-key)."""
+        from splice_build.spec.official_key import is_official
+
+        if is_official(package_id):
+            return ()
         return self.trusted_signers.get(package_id[1:].split("/", 1)[0], ())
 
     def with_trusted(self, namespace: str, key_id: str) -> ProjectFile:

@@ -22,9 +22,9 @@ if TYPE_CHECKING:
     from splice_build.registry.client.open import Opened
 
 NAME = "keys"
-MAX_PUBLIC_KEY_FILE = 64 * 1024  # bytes; a PEM public key is a few hundred
 HELP = "generate, list, register or revoke publisher signing keys"
 NEEDS_PROJECT = False
+MAX_PUBLIC_KEY_FILE = 64 * 1024  # bytes; a PEM public key is a few hundred
 # action -> (least, most) positional arguments after it
 ARITY = {
     "generate": (0, 1),
