@@ -268,7 +268,9 @@ class Splice:
                     "splice.lock does not cover splice.json",
                     details=unlocked,
                 )
-        unchanged = self._unchanged_install()
+        # The no-op fast path reports without the graph, so without a one-off requirement
+        # the last no-op run did not check (splice.json's own policy is in its state).
+        unchanged = None if require_signed else self._unchanged_install()
         if unchanged is not None:
             return unchanged
         reports = self._graph(
@@ -621,7 +623,9 @@ class Splice:
         loaded = runtime.load_verified(
             pkg.directory, pkg.lock_entry.known(pkg.id).files, pkg.manifest
         )
-        return runtime.execute(loaded, tool, dict(input))
+        # A mapping is copied; anything else goes as it is, so the input check refuses it
+        # (INVALID_INPUT) instead of dict() turning a list of pairs into an object.
+        return runtime.execute(loaded, tool, dict(input) if isinstance(input, Mapping) else input)
 
 
 def _no_package_provides(ref: str) -> InstallError:

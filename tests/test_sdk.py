@@ -30,8 +30,29 @@ def test_init_leaves_an_existing_project_alone(tmp_path: Path) -> None:
     assert splice.project_root == tmp_path
 
 
-def test_init_refuses_a_bad_registry_and_writes_nothing(tmp_path: Path) -> None:
+@pytest.mark.parametrize("registry", ["ftp://example.invalid", 1, ["http://127.0.0.1:1"]])
+def test_init_refuses_a_bad_registry_and_writes_nothing(tmp_path: Path, registry: object) -> None:
     with pytest.raises(SpliceError) as caught:
-        Splice.init(tmp_path / "p", registry="ftp://example.invalid")
+        Splice.init(tmp_path / "p", registry=registry)  # type: ignore[arg-type]
     assert caught.value.code is ErrorCode.INVALID_CONFIG
     assert not (tmp_path / "p").exists()
+
+
+@pytest.mark.node
+def test_run_refuses_an_input_that_is_not_an_object_as_a_result(tmp_path: Path) -> None:
+    """A caller's input goes to the tool's schema as it is: a list of pairs is not turned into
+    an object, and a string, None or a number is an INVALID_INPUT result, not a TypeError."""
+    splice = Splice.init(tmp_path / "project")
+    splice.add(["@splice/example"])
+    for given, kind in (
+        ([["name", "Ada"]], "array"),
+        ("ab", "string"),
+        (None, "null"),
+        (5, "number"),
+    ):
+        result = splice.run("example.hello", given)  # type: ignore[arg-type]
+        assert not result.ok
+        assert result.error is not None
+        assert result.error.code is ErrorCode.INVALID_INPUT
+        assert result.error.details == (f"input: expected object, got {kind}",)
+    assert splice.run("example.hello", {"name": "Ada"}).output == {"message": "Hello, Ada."}

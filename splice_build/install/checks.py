@@ -169,16 +169,22 @@ class ManifestMatchesMetadata:
 
 class SignaturePinnedByLock:
     """(5) offline: the bytes are the lock's (sha256 and size passed), whose signer was checked
-    when the lock entry was written; nothing newer can be asked of a registry that is away."""
+    when the lock entry was written; nothing newer can be asked of a registry that is away.
+    ``trusted`` (splice.json ``trustedSigners`` of the namespace) must list that signer."""
 
     id = "signature"
 
-    def __init__(self, pinned_signed_by: str | None) -> None:
+    def __init__(self, pinned_signed_by: str | None, trusted: Sequence[str] = ()) -> None:
         self.signed_by = pinned_signed_by
+        self.trusted = tuple(trusted)
 
     def check(self, candidate: Candidate) -> str:
         subject = f"{candidate.expected.package_id}@{candidate.expected.version}"
         if self.signed_by is not None:
+            if self.trusted:  # splice.json trustedSigners bind the lock's pin as well
+                from splice_build.install.signature_check import trusted_only
+
+                trusted_only((self.signed_by,), self.signed_by, self.trusted, subject)
             return f"signed by {self.signed_by} (pinned in splice.lock; registry not asked)"
         if candidate.expected.require_signed:
             raise InstallError(
@@ -193,6 +199,7 @@ _CODES_KEPT = {
     ErrorCode.SIGNATURE_INVALID,
     ErrorCode.SIGNATURE_REQUIRED,
     ErrorCode.OFFICIAL_SIGNATURE_REQUIRED,
+    ErrorCode.SIGNER_UNTRUSTED,
 }
 
 
@@ -217,7 +224,8 @@ class Verification:
             ErrorCode.INTEGRITY_MISMATCH: "Artifact integrity check failed",
             ErrorCode.INVALID_PACKAGE: "Artifact failed verification",
         }.get(code, self.failure.message)
-        raise InstallError(code, message, details=lines) from self.failure
+        hint = self.failure.hint if code is self.failure.code else None
+        raise InstallError(code, message, details=lines, hint=hint) from self.failure
 
 
 class AllOf:

@@ -2,10 +2,11 @@
 
 (2) metadata — a locked version must match the lock's integrity and size (``LOCK_MISMATCH``);
 (3) artifact — from the verified cache or downloaded; a locked install accepts only the lock's
-bytes; offline, locked versions come from the cache; (4) verification (``checks``); (5) a new
-signer must be trusted (registered for the namespace, or in ``trustedSigners``), then signer
-pinning; (6) cache put; (7) consent; (8) staged extraction and the journaled swap that writes
-``splice.lock`` and ``splice.json`` (``transaction``).
+bytes; offline, locked versions come from the cache; (4) verification (``checks``); (5) the
+signer must be trusted — when splice.json ``trustedSigners`` lists the namespace, every signer,
+the lock's pin included, must be one of them; otherwise a new signer must be registered for
+the namespace — then signer pinning; (6) cache put; (7) consent; (8) staged extraction and the
+journaled swap that writes ``splice.lock`` and ``splice.json`` (``transaction``).
 
 The caller holds the project lock. Progress is reported as ``(step, message)`` pairs.
 """
@@ -33,11 +34,13 @@ from splice_build.install.install_report import (
     kept_report,
     report_for,
     signature_text,
+    stored_signer,
 )
 from splice_build.install.session import RegistrySession, is_offline
 from splice_build.install.signature_check import (
     SignatureValid,
     first_signer,
+    kept_signer,
     official_signer,
     signer_pinning,
 )
@@ -50,6 +53,7 @@ from splice_build.spec.digests import integrity_of, is_integrity
 from splice_build.spec.tree_digest import tree_digest
 
 if TYPE_CHECKING:
+    from splice_build.project.project_file import ProjectFile
     from splice_build.spec.manifest import Manifest
     from splice_build.spec.permissions import Permissions
 
@@ -259,15 +263,15 @@ class Installer:
             and signed_by != pinned
             and changing
             and isinstance(signature, SignatureValid)
+            and not signature.trusted  # then the check itself accepted only a trusted key
         ):
-            trusted = load_project_file(self.layout.root).trusted_for(target.package_id)
             signed_by, untrusted = first_signer(
                 signature.valid,
                 signed_by,
-                trusted=trusted,
-                registered=() if trusted else self._registered_keys(target.package_id),
+                trusted=(),
+                registered=self._registered_keys(target.package_id),
                 require_signed=expected.require_signed,
-                subject=f"{target.package_id}@{target.version}",
+                subject=subject,
             )
         signer_pinning(pinned, signed_by, self.options.allow_signer_change)
         if not fetched.from_cache:
@@ -320,8 +324,11 @@ class Installer:
         )
 
     def keep(self, target: Target, manifest: Manifest, entry: LockEntry) -> InstallReport:
-        """The intact locked copy stays; only a changed range is written to ``splice.json``."""
+        """The intact locked copy stays; only a changed range is written to ``splice.json``.
+
+        Raises the signature policy's errors first (:meth:`check_kept`), writing nothing."""
         project = load_project_file(self.layout.root)
+        self.check_kept(target.package_id, entry, project)
         if (
             target.range_text is not None
             and project.packages.get(target.package_id) != target.range_text
@@ -332,6 +339,21 @@ class Installer:
                 self.layout.root, project.with_package(target.package_id, target.range_text)
             )
         return self.kept_report(target.package_id, manifest, entry)
+
+    def check_kept(self, package_id: str, entry: LockEntry, project: ProjectFile) -> None:
+        """A kept package is not verified again: the signer its install recorded must meet
+        this run's signature policy (``--require-signed``, ``requireSignatures``,
+        ``trustedSigners``) as a fresh install would; raises :func:`kept_signer`'s errors."""
+        require = self.options.require_signed or project.requires_signature(package_id)
+        trusted = project.trusted_for(package_id)
+        if not (require or trusted):
+            return
+        signer = entry.signed_by
+        if signer is None and entry.registry == EMBEDDED_REGISTRY:  # never pinned there
+            signer = stored_signer(
+                self.cache.signatures(entry.integrity, package_id, entry.version)
+            )
+        kept_signer(package_id, entry.version, signer, require_signed=require, trusted=trusted)
 
     def kept_report(self, package_id: str, manifest: Manifest, entry: LockEntry) -> InstallReport:
         """The report of an intact locked package that stays as it is."""
@@ -358,17 +380,21 @@ class Installer:
         """(5) the registry's signatures; from the cache, the signatures stored with the
         artifact (verified again, the lock's pin preferred); with none stored, the signer the
         lock recorded."""
+        trusted = load_project_file(self.layout.root).trusted_for(target.package_id)
         if fetched.metadata is None:
             assert target.pinned is not None
             if fetched.stored_signatures is not None:
                 return SignatureValid(
-                    fetched.stored_signatures, trusted_signer=target.pinned.signed_by
+                    fetched.stored_signatures,
+                    trusted_signer=target.pinned.signed_by,
+                    trusted=trusted,
                 )
-            return SignaturePinnedByLock(target.pinned.signed_by)
+            return SignaturePinnedByLock(target.pinned.signed_by, trusted)
         signatures = fetched.metadata.get("signatures")
         return SignatureValid(
             signatures if isinstance(signatures, list) else (),
             trusted_signer=current.signed_by if current is not None else None,
+            trusted=trusted,
         )
 
     def _registered_keys(self, package_id: str) -> tuple[str, ...]:

@@ -6,8 +6,8 @@ version, ``pinned``: every pin of the lock entry still holds against what the re
 now (integrity and size, ``LOCK_MISMATCH``; the signer, ``SIGNER_CHANGED``; the permission
 grant, ``PERMISSIONS_NOT_GRANTED``: the codes an install or update of the same answer fails
 with), and ``installed``: the installed files are byte-identical to the artifact (files digest
-from bytes) and no permission is ungranted. A project's ``requireSignatures`` applies as in an
-install.
+from bytes) and no permission is ungranted. A project's ``requireSignatures`` and
+``trustedSigners`` apply as in an install.
 """
 
 from __future__ import annotations
@@ -161,19 +161,21 @@ def verification_report(
     meta = client.version(package_id, version)
     data = client.download(package_id, version)
     manifest = meta.get("manifest")
+    project = load_project_file(layout.root) if layout is not None else None
     expected = Expected(
         package_id,
         version,
         str(meta.get("integrity")),
         meta.get("size") if isinstance(meta.get("size"), int) else None,
         manifest if isinstance(manifest, dict) else None,
-        layout is not None and load_project_file(layout.root).requires_signature(package_id),
+        project is not None and project.requires_signature(package_id),
     )
     candidate = Candidate(data, expected)
     signatures = meta.get("signatures")
     signature = SignatureValid(
         signatures if isinstance(signatures, list) else (),
         trusted_signer=entry.signed_by if entry is not None else None,
+        trusted=project.trusted_for(package_id) if project is not None else (),
     )
     outcome = artifact_policy(signature).report(candidate)
     results = list(outcome.results)

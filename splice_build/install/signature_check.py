@@ -10,7 +10,9 @@ passing check, ``signed_by`` holds the verified key id that goes into ``splice.l
 :func:`first_signer` decides whether a signer the lock does not pin yet may become the pin: a
 key of the namespace's ``trustedSigners`` in ``splice.json`` when the project lists any (the
 registry's word does not count then), else a key the registry has registered, unrevoked, for
-the namespace (docs/signing.md#trusted-signers).
+the namespace (docs/signing.md#trusted-signers). :func:`trusted_only` applies
+``trustedSigners`` to every signer, the lock's pin included: the signature checks ask it on
+every install and verify.
 
 :func:`official_signer` is the rule for the ``@splice`` namespace, from any registry: a valid
 signature by the official key shipped in the wheel, or ``OFFICIAL_SIGNATURE_REQUIRED``, with
@@ -40,15 +42,21 @@ class SignatureValid:
 
     ``trusted_signer`` is the key pinned by the lock (if any): when it is among the valid
     signers it is the one reported, so a publisher who adds a second key keeps its pin.
+    ``trusted`` is the namespace's ``trustedSigners`` of splice.json: when it lists any key, a
+    signer it does not list is refused (``SIGNER_UNTRUSTED``), whatever the lock pins.
     """
 
     id = "signature"
 
     def __init__(
-        self, signatures: Sequence[Mapping[str, Any]], trusted_signer: str | None = None
+        self,
+        signatures: Sequence[Mapping[str, Any]],
+        trusted_signer: str | None = None,
+        trusted: Sequence[str] = (),
     ) -> None:
         self.signatures = tuple(signatures)
         self.trusted_signer = trusted_signer
+        self.trusted = tuple(trusted)
         self.signed_by: str | None = None
         self.valid: tuple[str, ...] = ()
         self.revoked: tuple[str, ...] = ()
@@ -91,7 +99,21 @@ class SignatureValid:
                 )
             raise Skipped(outcome.describe())
         self.signed_by = outcome.signed_by
+        if self.trusted:
+            self.signed_by = trusted_only(outcome.valid, outcome.signed_by, self.trusted, subject)
+            return f"verified: signed by {self.signed_by} (trusted in splice.json)"
         return outcome.describe()
+
+
+def trusted_only(valid: Sequence[str], preferred: str, trusted: Sequence[str], subject: str) -> str:
+    """The signer among ``valid`` that splice.json ``trustedSigners`` lists (``preferred`` when
+    it is one); raises InstallError(SIGNER_UNTRUSTED) when none is. Not even the lock's pin
+    outranks the list: a lock edited to pin another key must not make it trusted."""
+    signer, _why = first_signer(
+        valid, preferred, trusted=trusted, registered=(), require_signed=True, subject=subject
+    )
+    assert signer is not None  # require_signed: first_signer raises instead
+    return signer
 
 
 def signer_pinning(
@@ -149,6 +171,34 @@ def first_signer(
             ),
         )
     return None, why
+
+
+def kept_signer(
+    package_id: str,
+    version: str,
+    signer: str | None,
+    *,
+    require_signed: bool,
+    trusted: Sequence[str],
+) -> None:
+    """This run's signature policy for a kept package (installed before and intact, so not
+    verified again): the signer its install recorded must meet it as a fresh install would.
+    Raises InstallError(SIGNATURE_REQUIRED) for an unsigned one under a requirement, and
+    (SIGNER_UNTRUSTED) for a signer ``trusted`` does not list."""
+    subject = f"{package_id}@{version}"
+    if signer is None:
+        if require_signed:
+            raise InstallError(
+                ErrorCode.SIGNATURE_REQUIRED,
+                f"{subject} is installed without a verified publisher signature and a "
+                "signature is required",
+                details=["splice.lock records no signer"],
+                hint=f"Install a signed version (`splice add {package_id}@<version>`) or "
+                f"remove it (`splice remove {package_id}`).",
+            )
+        return
+    if trusted:
+        trusted_only((signer,), signer, trusted, subject)
 
 
 def official_signer(package_id: str, valid: Sequence[str], subject: str) -> str | None:

@@ -109,11 +109,20 @@ class ProjectFile:
         return ReusePolicy.from_json(self.reuse)
 
     def requires_signature(self, package_id: str) -> bool:
-        """True when ``@ns/name`` is in a namespace listed in ``requireSignatures``."""
-        return package_id[1:].split("/", 1)[0] in self.require_signatures
+        """True when ``@ns/name`` is in a namespace listed in ``requireSignatures`` or in
+        ``trustedSigners``: trusting a publisher's key asks for its signature, else a registry
+        could drop the signature and the trust would decide nothing."""
+        namespace = package_id[1:].split("/", 1)[0]
+        return namespace in self.require_signatures or namespace in self.trusted_signers
 
     def trusted_for(self, package_id: str) -> tuple[str, ...]:
-        """The key ids trusted for the namespace of ``@ns/name`` (empty: none pinned)."""
+        """The key ids trusted for the namespace of ``@ns/name`` (empty: none pinned). None
+        for the official namespace: only the shipped key signs it, whatever splice.json says
+        (docs/signing.md#the-official-key)."""
+        from splice_build.spec.official_key import is_official
+
+        if is_official(package_id):
+            return ()
         return self.trusted_signers.get(package_id[1:].split("/", 1)[0], ())
 
     def with_trusted(self, namespace: str, key_id: str) -> ProjectFile:
@@ -248,10 +257,16 @@ def _trusted_problems(trusted: object) -> list[str]:
     if not isinstance(trusted, dict):
         return ["trustedSigners: must be an object of namespace → key ids"]
     problems = []
+    seen: set[str] = set()
     for ns, ids in trusted.items():
-        if not is_valid_name(ns.removeprefix("@")):
+        name = ns.removeprefix("@")
+        if not is_valid_name(name):
             problems.append(f"trustedSigners: {ns!r} is not a valid namespace")
-        elif not isinstance(ids, list) or not ids:
+            continue
+        if name in seen:  # "acme" and "@acme": one of the two lists would be dropped
+            problems.append(f"trustedSigners: {ns!r} names a namespace listed before")
+        seen.add(name)
+        if not isinstance(ids, list) or not ids:
             problems.append(f"trustedSigners.{ns}: must be a non-empty list of key ids")
         else:
             problems.extend(

@@ -54,6 +54,8 @@ def normalize_registry_url(value: str) -> str:
     slashes, so one registry has one spelling (it is the key of its saved credential).
     Error messages never repeat a URL that carries credentials.
     """
+    if not isinstance(value, str):  # an SDK caller's value arrives unchecked
+        raise _invalid("the value must be a string")
     text = value.strip()
     if text in ALIASES:
         return ALIASES[text]

@@ -315,6 +315,11 @@ class SpliceTaskLoader(TaskLoader2):
                     and run.project.packages.get(package_id) != target.range_text
                 ):
                     return False
+                try:  # a kept package must meet the signature policy: install() raises why
+                    entry = run.installed[package_id].lock_entry
+                    run.installer.check_kept(package_id, entry, run.project)
+                except SpliceError:
+                    return False
             return True
 
         def install() -> None:

@@ -128,7 +128,7 @@ def sync_workspace(
 
         # The root's .splice/ holds the graph database even when the root is no project.
         check_state_dir(ProjectLayout(workspace.root))
-    if options.stat_cache:
+    if options.stat_cache and not options.require_signed:  # a one-off requirement: the graph
         unchanged = unchanged_workspace(workspace, check=options.check, on_blocked=blocked)
         if unchanged is not None:
             return unchanged

@@ -22,6 +22,7 @@ from splice_build.install.cache import ArtifactCache
 from splice_build.project.home import SpliceHome
 from splice_build.project.layout import ProjectLayout
 from testing.cli import Completed, run_splice
+from testing.project_state import state_bytes
 from testing.registry import package_dir
 from testing.registry_server import RunningRegistry, registry_server, user_token
 from testing.signing import new_key, signature_entry
@@ -243,3 +244,22 @@ def test_an_unsigned_package_restores_as_unsigned_and_cannot_be_claimed_signed(
     refused = _refused(run_splice("--json", "install", cwd=project))
     assert refused["code"] == "SIGNER_CHANGED"
     assert refused["details"] == [f"pinned: {key_id}", "found: no signature"]
+
+
+def test_an_offline_restore_of_a_lock_pin_obeys_trusted_signers(
+    signed: tuple[RunningRegistry, str], tmp_path: Path
+) -> None:
+    """No signature stored, no registry: the lock's pin stands alone, and only if splice.json's
+    trustedSigners list it (a lock edited to pin another key must not outrank them)."""
+    server, key_id = signed
+    project, _ = _project(tmp_path, server, "requireSignatures")
+    other = "ed25519:" + "0" * 16
+    assert run_splice("keys", "trust", "@sealed", other, cwd=project).code == 0
+    _signature_store(project).unlink()
+    _damage(project, "removed")
+    server.stop()
+    before = state_bytes(project)
+    refused = _refused(run_splice("--json", "install", cwd=project))
+    assert refused["code"] == "SIGNER_UNTRUSTED"
+    assert key_id in refused["message"]
+    assert state_bytes(project) == before

@@ -5,8 +5,9 @@
 ``register`` adds a local key's public half to a namespace you own (``--key``, default
 ``default``); ``revoke`` marks a namespace key revoked, after which its signatures are ignored;
 ``trust`` pins a key for a namespace out of band, in this project's ``splice.json``
-(``trustedSigners``, docs/signing.md#trusted-signers): from then on only a trusted key is
-accepted as the first signer of that namespace's packages, whatever the registry lists.
+(``trustedSigners``, docs/signing.md#trusted-signers): from then on every install of that
+namespace's packages must be signed by a trusted key, whatever the registry lists or the lock
+pins.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 NAME = "keys"
 HELP = "generate, list, register or revoke publisher signing keys"
 NEEDS_PROJECT = False
+MAX_PUBLIC_KEY_FILE = 64 * 1024  # bytes; a PEM public key is a few hundred
 # action -> (least, most) positional arguments after it
 ARITY = {
     "generate": (0, 1),
@@ -170,13 +172,14 @@ def _trusted_key_id(text: str, ctx: CommandContext) -> str:
     from pathlib import Path
 
     from splice_build.errors import ErrorCode, SpecError
+    from splice_build.spec.regular_file import read_regular_file
     from splice_build.spec.signing import decode_public_key, is_key_id, key_id
 
     if is_key_id(text):
         return text
     path = Path(ctx.cwd, text)
-    try:
-        content = path.read_bytes()[: 64 * 1024]
+    try:  # a FIFO or a link to a device is refused, never waited on or read without end
+        content = read_regular_file(path, limit=MAX_PUBLIC_KEY_FILE)
     except OSError as exc:
         raise UsageError(
             f"{text!r} is neither a key id (ed25519:<16 hex digits>) nor a readable file",
@@ -227,8 +230,8 @@ def _trust(args: argparse.Namespace, ctx: CommandContext) -> None:
     }
     ctx.out.result(
         data,
-        f"Trusted {trusted} for @{namespace} in {root / 'splice.json'}: only trusted keys are "
-        "accepted as its packages' first signer",
+        f"Trusted {trusted} for @{namespace} in {root / 'splice.json'}: its packages must be "
+        "signed by a trusted key",
     )
 
 
