@@ -4,10 +4,13 @@ reported as path:line and kind without the secret; this repository is clean."""
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import string
 import subprocess
 from pathlib import Path
+
+import pytest
 
 from splice_build.security.secret_scan import KEY_FORMATS, scan_paths, scan_text
 from splice_build.spec.pack import pack_directory
@@ -157,3 +160,17 @@ def test_a_file_named_like_an_archive_that_is_not_one_is_scanned_as_bytes(
     findings = done.json()["findings"]
     assert [f["path"] for f in findings] == ["./broken.tgz"], findings
     assert token not in done.stdout
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX file names")
+def test_a_file_name_cannot_forge_a_finding_line(tmp_path: Path) -> None:
+    """A checkout names its files: one holding a line break is one finding line."""
+    name = "a\nsrc/other.py:7: AWS access key id"
+    _git_repo(tmp_path / "repo", {name: f"key = '{planted()['GitHub token']}'\n"})
+    done = run_splice("secret-scan", "repo", cwd=tmp_path)
+    assert done.code == 1, (done.stdout, done.stderr)
+    assert done.stdout.splitlines() == [
+        "repo/a\\x0asrc/other.py:7: AWS access key id:1: GitHub token"
+    ]
+    machine = run_splice("--json", "secret-scan", "repo", cwd=tmp_path)
+    assert [f["path"] for f in json.loads(machine.stdout)["findings"]] == [f"repo/{name}"]
