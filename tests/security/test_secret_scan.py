@@ -174,3 +174,21 @@ def test_a_file_name_cannot_forge_a_finding_line(tmp_path: Path) -> None:
     ]
     machine = run_splice("--json", "secret-scan", "repo", cwd=tmp_path)
     assert [f["path"] for f in json.loads(machine.stdout)["findings"]] == [f"repo/{name}"]
+
+
+def test_naming_the_rpc_providers_shared_host_is_no_finding(tmp_path: Path) -> None:
+    """ROBINHOOD_RPC_URL's key is its path here; its host labels name a chain and a provider,
+    which a README may mention. A host label that is a key is still a finding."""
+    key = "9aa3d95b3bc440fa88ea12eaa4456161"
+    (tmp_path / "README.md").write_text(
+        "We use the arbitrum-mainnet endpoint of our provider.\n", encoding="utf-8"
+    )
+    (tmp_path / "notes.txt").write_text(f"old host: {key}x.rpc.invalid\n", encoding="utf-8")
+    for url in (
+        f"https://arbitrum-mainnet.infura.io/v3/{key}",
+        f"https://{key}x.rpc.invalid/v2",
+    ):
+        env = {"ROBINHOOD_RPC_URL": url}
+        done = run_splice("secret-scan", "README.md", "notes.txt", cwd=tmp_path, env=env)
+        assert done.code == 1, (url, done.stdout, done.stderr)
+        assert done.stdout.splitlines() == ["notes.txt:1: configured value of ROBINHOOD_RPC_URL"]
