@@ -328,7 +328,7 @@ class SpliceRuntime:
         write = self._granted_paths(pkg)[1]
         self._ran_writes.update(dict.fromkeys(write))
         writable = canonical(write)
-        shared = canonical(self._shared_writes())
+        shared = canonical(self._shared_writes()) if write else []
         for path in write:
             if shaped_by_tool(str(path), writable, shared):
                 continue
@@ -345,7 +345,8 @@ class SpliceRuntime:
     def _shared_writes(self) -> tuple[Path, ...]:
         """The write grants of the project's packages (``splice.lock``) and of every package
         this runtime ran: the places where a tool, this package's or another's, may have
-        left a link on the way to a grant (``fileview.shaped_by_tool``)."""
+        left a link on the way to a grant (``fileview.shaped_by_tool``). Read only for a
+        package with file grants: without one, nothing of the lock matters to its run."""
         from splice_build.project.lockfile import UNKNOWN, load_lockfile
         from splice_build.spec.project_state import effective_fs_path
 
@@ -391,7 +392,7 @@ class SpliceRuntime:
             fetch=bool(pkg.manifest.permissions.network),
             unsafe_in_process_guards_off=self._guards_off,
             reuse=self._reuse is not None,
-            shared_writes=self._shared_writes(),
+            shared_writes=self._shared_writes() if read_paths or write_paths else (),
         )
         return spec.planned()
 
