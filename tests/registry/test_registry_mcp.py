@@ -246,3 +246,28 @@ def test_revoked_token_is_refused(published: tuple[RunningRegistry, str]) -> Non
     assert revoked.status_code == 200, revoked.text
     answer = rpc(server.url, token, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     assert answer.status_code == 401
+
+
+def test_a_skill_md_is_served_with_hidden_code_points_escaped(
+    server: RunningRegistry, tmp_path: Path
+) -> None:
+    """Tag characters spell instructions a model reads and no person sees; a publish over
+    HTTP is not checked for them. The registry's resource shows them escaped, as
+    ``splice mcp`` does for an installed package's SKILL.md."""
+    token = user_token(server, "hider")
+    manifest = minimal_manifest(namespace="hider", name="doc", version="1.0.0")
+    tagged = "Greets.\U000e0049\U000e0047\U000e004e\u202e"
+    directory = write_package(tmp_path, manifest, files={"SKILL.md": f"# Doc\r\n\r\n{tagged}\n"})
+    response = requests.post(
+        server.url + "/publish",
+        data=pack_directory(directory).archive,
+        headers={"authorization": f"Bearer {token}", "content-type": "application/gzip"},
+        timeout=30,
+    )
+    assert response.status_code == 201, response.text
+    uri = "splice://registry/hider/doc/1.0.0/SKILL.md"
+    body = {"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": uri}}
+    answer = rpc(server.url, token, body).json()
+    assert answer["result"]["contents"][0]["text"] == (
+        "# Doc\n\nGreets.\\U000e0049\\U000e0047\\U000e004e\\u202e\n"
+    )
