@@ -27,9 +27,12 @@ def publish(server: RunningRegistry, token: str, root: Path, version: str, **ext
     )
     manifest["tools"][0]["output"] = OUTPUT
     manifest.update(extra)
-    directory = write_package(
-        root / version, manifest, files={"SKILL.md": f"# Lookup {version}\n\nFinds things.\n"}
-    )
+    skill = f"# Lookup {version}\n\nFinds things.\n"
+    post_package(server, token, write_package(root / version, manifest, files={"SKILL.md": skill}))
+
+
+def post_package(server: RunningRegistry, token: str, directory: Path) -> None:
+    """Publish the package in ``directory`` over HTTP (nothing but the server checks it)."""
     response = requests.post(
         server.url + "/publish",
         data=pack_directory(directory).archive,
@@ -258,13 +261,7 @@ def test_a_skill_md_is_served_with_hidden_code_points_escaped(
     manifest = minimal_manifest(namespace="hider", name="doc", version="1.0.0")
     tagged = "Greets.\U000e0049\U000e0047\U000e004e\u202e"
     directory = write_package(tmp_path, manifest, files={"SKILL.md": f"# Doc\r\n\r\n{tagged}\n"})
-    response = requests.post(
-        server.url + "/publish",
-        data=pack_directory(directory).archive,
-        headers={"authorization": f"Bearer {token}", "content-type": "application/gzip"},
-        timeout=30,
-    )
-    assert response.status_code == 201, response.text
+    post_package(server, token, directory)
     uri = "splice://registry/hider/doc/1.0.0/SKILL.md"
     body = {"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": uri}}
     answer = rpc(server.url, token, body).json()
