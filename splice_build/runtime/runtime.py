@@ -351,7 +351,11 @@ class SpliceRuntime:
         from splice_build.spec.project_state import effective_fs_path
 
         found = dict(self._ran_writes)
-        for entry in load_lockfile(self.project_root).packages.values():
+        try:
+            entries = load_lockfile(self.project_root).packages.values()
+        except SpliceError:  # no package of such a lock runs through Splice (INVALID_PROJECT)
+            entries = ()
+        for entry in entries:
             if entry.permissions is not UNKNOWN:
                 for write in entry.permissions.fs_write:
                     found[Path(effective_fs_path(self.project_root, write))] = None
