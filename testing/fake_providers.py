@@ -128,6 +128,15 @@ _REPO = {
 _PRIVATE_REPO = {**_REPO, "full_name": "octo/secret-plans", "name": "secret-plans"}
 _PRIVATE_REPO |= {"private": True, "visibility": "private"}
 
+
+def _repository_search(query: dict[str, list[str]]) -> dict[str, Any]:
+    """GitHub's search as a token that can see a private repository gets it: that one too,
+    and in the count, unless the query says ``is:public``."""
+    public = "is:public" in query.get("q", [""])[0].split()
+    items = [_REPO] if public else [_REPO, _PRIVATE_REPO]
+    return {"total_count": len(items), "incomplete_results": False, "items": items}
+
+
 # (host, method, path pattern) → function(match, query, body) → JSON body or bytes.
 Route = tuple[str, str, re.Pattern[str], Callable[[re.Match[str], dict[str, list[str]], Any], Any]]
 ROUTES: list[Route] = [
@@ -258,11 +267,7 @@ ROUTES: list[Route] = [
         "api.github.com",
         "GET",
         re.compile(r"/search/repositories"),
-        lambda m, q, b: {
-            "total_count": 2,
-            "incomplete_results": False,
-            "items": [_REPO, _PRIVATE_REPO],
-        },
+        lambda m, q, b: _repository_search(q),
     ),
     ("raw.githubusercontent.com", "GET", re.compile(r"/.+"), lambda m, q, b: b"# raw readme\n"),
     (

@@ -61,13 +61,20 @@ class ProviderKeys:
                     pieces.append(parts.password)
                 # Some endpoints carry the key as a host label (<key>.rpc.example), which
                 # urllib3's DEBUG line "Starting new HTTPS connection" shows lower-cased.
-                pieces += (parts.hostname or "").split(".")
+                pieces += [p for p in (parts.hostname or "").split(".") if _key_like(p)]
                 found += [(name, p) for p in pieces if len(p) >= MIN_URL_SECRET_PIECE]
         return tuple(dict.fromkeys(found))
 
     def secret_values(self) -> tuple[str, ...]:
         """Every string redaction must remove (see ``named_values``)."""
         return tuple(dict.fromkeys(value for _, value in self.named_values()))
+
+
+def _key_like(label: str) -> bool:
+    """A host label that looks like a key: letters and digits, no hyphen. The shared host's
+    other labels name a chain or a provider (``arbitrum-mainnet``): a README or a config
+    that names them is no leak, and ``splice secret-scan`` must not refuse it."""
+    return "-" not in label and any(c.isdigit() for c in label) and any(c.isalpha() for c in label)
 
 
 def parse_env_file(text: str) -> dict[str, str]:

@@ -117,6 +117,7 @@ class InstalledBackend:
         ]
 
     def read_resource(self, uri: str) -> ResourceContents:
+        from splice_build.mcp.mapping import shown_document
         from splice_build.spec.digests import sha256_hex
         from splice_build.spec.limits import MAX_SKILL_MD_BYTES
         from splice_build.spec.package import SKILL_FILE
@@ -129,19 +130,10 @@ class InstalledBackend:
                 try:
                     data = read_regular_file(path, limit=MAX_SKILL_MD_BYTES)
                     if sha256_hex(data) == package.skill_sha:
-                        return ResourceContents(uri=uri, text=_shown_skill(data.decode("utf-8")))
+                        return ResourceContents(uri=uri, text=shown_document(data.decode("utf-8")))
                 except (OSError, UnicodeDecodeError):
                     pass
                 # Changed since its tree was verified (gone, a FIFO, other bytes): the package
                 # is no longer intact, so it is not served.
                 break
         raise UnknownResource(uri)
-
-
-def _shown_skill(text: str) -> str:
-    """SKILL.md as a client shows it to a person and a model reads it: every code point no one
-    sees as a glyph (tag characters spelling instructions, bidi overrides, zero-width spaces)
-    as its visible escape (security/terminal.py); CRLF line ends are read as newlines."""
-    from splice_build.security.terminal import terminal_safe
-
-    return terminal_safe(text.replace("\r\n", "\n"))

@@ -68,6 +68,14 @@ def mcp_tool(descriptor: Mapping[str, Any], *, structured: bool) -> dict[str, An
     return tool
 
 
+def shown_document(text: str) -> str:
+    """A package's document (SKILL.md) as a client shows it to a person and a model reads it,
+    from an installed package (mcp/backend.py) or a registry's store (registry/mcp_backend.py):
+    every code point no one sees as a glyph (tag characters spelling instructions, bidi
+    overrides, zero-width spaces) as its visible escape; CRLF line ends read as newlines."""
+    return terminal_safe(text.replace("\r\n", "\n"))
+
+
 def _shown_schema(schema: Any) -> Any:
     """``schema`` (a checked tool schema, at most 16 levels: spec/schema_subset.py) with the
     ``description`` of it and of each subschema made ``terminal_safe``; every other keyword

@@ -266,6 +266,7 @@ class RegistryDiscoveryBackend:
 
     def read_resource(self, uri: str) -> ResourceContents:
         """The SKILL.md of the stored artifact; the bytes must match the version row."""
+        from splice_build.mcp.mapping import shown_document
         from splice_build.spec.archive import read_archive
         from splice_build.spec.digests import integrity_of
 
@@ -288,7 +289,9 @@ class RegistryDiscoveryBackend:
         document = read_archive(data).get(SKILL_DOC)
         if document is None:
             raise UnknownResource(uri)
-        return ResourceContents(uri=uri, text=document.decode("utf-8", errors="replace"))
+        return ResourceContents(
+            uri=uri, text=shown_document(document.decode("utf-8", errors="replace"))
+        )
 
 
 class RegistryMcpServer(Server):

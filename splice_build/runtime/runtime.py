@@ -100,6 +100,8 @@ class SpliceRuntime:
         self._max_output_bytes = max_output_bytes
         self._reuse: ReusePool | None = None
         self._verified: dict[tuple[str, str], LoadedPackage] = {}  # load_verified's
+        # The write grants of every package this runtime ran (``_shared_writes``).
+        self._ran_writes: dict[Path, None] = {}
         if reuse is not None:
             from splice_build.runtime.pool import WarmPool
             from splice_build.runtime.reuse import ReusePool
@@ -324,9 +326,11 @@ class SpliceRuntime:
         from splice_build.runtime.isolation.fileview import canonical, shaped_by_tool
 
         write = self._granted_paths(pkg)[1]
+        self._ran_writes.update(dict.fromkeys(write))
         writable = canonical(write)
+        shared = canonical(self._shared_writes()) if write else []
         for path in write:
-            if shaped_by_tool(str(path), writable):
+            if shaped_by_tool(str(path), writable, shared):
                 continue
             try:
                 path.mkdir(parents=True, exist_ok=True)
@@ -337,6 +341,25 @@ class SpliceRuntime:
                     f"{exc.strerror or exc}; nothing was run",
                     hint="a write grant is a directory: move what is there, or make it writable",
                 ) from exc
+
+    def _shared_writes(self) -> tuple[Path, ...]:
+        """The write grants of the project's packages (``splice.lock``) and of every package
+        this runtime ran: the places where a tool, this package's or another's, may have
+        left a link on the way to a grant (``fileview.shaped_by_tool``). Read only for a
+        package with file grants: without one, nothing of the lock matters to its run."""
+        from splice_build.project.lockfile import UNKNOWN, load_lockfile
+        from splice_build.spec.project_state import effective_fs_path
+
+        found = dict(self._ran_writes)
+        try:
+            entries = load_lockfile(self.project_root).packages.values()
+        except SpliceError:  # no package of such a lock runs through Splice (INVALID_PROJECT)
+            entries = ()
+        for entry in entries:
+            if entry.permissions is not UNKNOWN:
+                for write in entry.permissions.fs_write:
+                    found[Path(effective_fs_path(self.project_root, write))] = None
+        return tuple(found)
 
     def _granted_paths(self, pkg: LoadedPackage) -> tuple[tuple[Path, ...], tuple[Path, ...]]:
         """The read and write paths handed to Node, each the effective path of its entry;
@@ -373,6 +396,7 @@ class SpliceRuntime:
             fetch=bool(pkg.manifest.permissions.network),
             unsafe_in_process_guards_off=self._guards_off,
             reuse=self._reuse is not None,
+            shared_writes=self._shared_writes() if read_paths or write_paths else (),
         )
         return spec.planned()
 

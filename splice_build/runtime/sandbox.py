@@ -67,6 +67,9 @@ class SandboxSpec:
     # The file view as planned by ``planned`` (None: planned when the process starts). With
     # it the spec, hence the warm pool's key, names the very directories the process binds.
     view: fileview.FileView | None = None
+    # Write grants of the project's other packages (runtime.py ``_shared_writes``): a link
+    # their tools may have left on the way to a grant of this one is never followed.
+    shared_writes: tuple[Path, ...] = ()
 
     def argv(self, in_fd: int, out_fd: int) -> list[str]:
         """docs/compatibility.md#sandbox-process, plus the heap cap and the IPC fds for host.mjs."""
@@ -106,7 +109,12 @@ class SandboxSpec:
         if self.view is not None:
             return self.view
         return fileview.plan_view(
-            self.node.path, host_dir(), self.package_dir, self.read_paths, self.write_paths
+            self.node.path,
+            host_dir(),
+            self.package_dir,
+            self.read_paths,
+            self.write_paths,
+            self.shared_writes,
         )
 
     def planned(self) -> SandboxSpec:

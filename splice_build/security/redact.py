@@ -325,7 +325,7 @@ _URL_SAFE_SETS = ("", "/", "!*'()", ";,/?:@&=+$#!*'()")
 def secret_forms(value: str) -> set[str]:
     """``value`` as code around a secret writes it into a message: as is, percent-encoded
     (in a URL a tool built), inside a JSON string (a logged config) and in base64 (standard
-    and URL-safe, with and without its padding)."""
+    and URL-safe, with and without its padding, and inside longer encoded data: ``_base64_cores``)."""
     forms = {value, quote_plus(value, safe="")}
     forms |= {quote(value, safe=safe) for safe in _URL_SAFE_SETS}
     forms |= {json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
@@ -333,7 +333,21 @@ def secret_forms(value: str) -> set[str]:
     for encode in (base64.b64encode, base64.urlsafe_b64encode):
         padded = encode(raw).decode("ascii")
         forms |= {padded, padded.rstrip("=")}
+        forms |= _base64_cores(raw, encode)
     return {form for form in forms if len(form) >= MIN_SECRET_VALUE_LENGTH}
+
+
+def _base64_cores(raw: bytes, encode: Callable[[bytes], bytes]) -> set[str]:
+    """The base64 characters that ``raw`` alone decides, at each of the three byte offsets
+    it can have inside longer encoded data (``user:<key>``, a JSON config): elsewhere the
+    secret's own encoding is not a substring of the message's."""
+    cores = set()
+    for offset in range(3):
+        text = encode(bytes(offset) + raw).decode("ascii")
+        start = -(-8 * offset // 6)  # the first character made of the secret's bits only
+        end = 8 * (offset + len(raw)) // 6  # past the last such character
+        cores.add(text[start:end])
+    return cores
 
 
 def _path_forms(path: str) -> set[str]:

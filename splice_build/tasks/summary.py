@@ -66,17 +66,19 @@ class ProjectOutcome:
         }
 
     def line(self) -> str:
-        """One human line: ``packages/a: 1 installed, 2 unchanged``."""
-        if self.error is not None:  # a registry's words: one line (security/terminal.py)
-            from splice_build.security.terminal import one_line
+        """One human line: ``packages/a: 1 installed, 2 unchanged``. The path (a checkout's
+        directory name) and a registry's words are each one line (security/terminal.py)."""
+        from splice_build.security.terminal import one_line
 
-            return f"{self.path}: failed: {one_line(self.error.message)} ({self.error.code})"
+        path = one_line(self.path)
+        if self.error is not None:
+            return f"{path}: failed: {one_line(self.error.message)} ({self.error.code})"
         if self.changes:
             listed = ", ".join(
                 f"{c.action} {c.package_id}{'@' + c.version if c.version else ''}"
                 for c in self.changes
             )
-            return f"{self.path}: would {listed}"
+            return f"{path}: would {listed}"
         counts = [
             f"{len(items)} {word}"
             for word, items in (
@@ -86,7 +88,7 @@ class ProjectOutcome:
             )
             if items
         ]
-        return f"{self.path}: {', '.join(counts) or 'no packages'}"
+        return f"{path}: {', '.join(counts) or 'no packages'}"
 
 
 @dataclass(frozen=True)

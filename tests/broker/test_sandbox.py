@@ -226,7 +226,8 @@ def test_private_repositories_a_token_can_see_never_reach_a_tool(tmp_path: Path)
         "export default async (i, ctx) => {"
         " const s = await ctx.capability('github.search', { query: 'is:private' });"
         " const r = await ctx.capability('github.repository', { repo: 'octo/secret-plans' });"
-        " return { found: s.data.repositories.map((x) => x.fullName), repo: [r.status, r.code] }; };"
+        " return { found: s.data.repositories.map((x) => x.fullName), count: s.data.totalCount,"
+        " repo: [r.status, r.code] }; };"
     )
     capabilities = {"capabilities": ["github.search", "github.repository"]}
     with fake_providers() as fake:
@@ -234,7 +235,9 @@ def test_private_repositories_a_token_can_see_never_reach_a_tool(tmp_path: Path)
         package = write_package(tmp_path / "packages", body, permissions=capabilities)
         result = runtime.execute(runtime.load(package), "t", {}).to_json()
         assert all("authorization" in s.headers for s in fake.requests_to("api.github.com"))
-    assert result["output"] == {"found": ["octo/hello"], "repo": ["ERROR", "NOT_FOUND"]}, result
+    # Nor their number: "is:private <a name>" answering 1 or 0 told which private names exist.
+    expected = {"found": ["octo/hello"], "count": 1, "repo": ["ERROR", "NOT_FOUND"]}
+    assert result["output"] == expected, result
 
 
 def test_firecrawl_stops_scraping_once_the_pages_fill_a_result() -> None:

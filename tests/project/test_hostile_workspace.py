@@ -166,3 +166,22 @@ def test_a_deeply_nested_pyproject_is_invalid_config(tmp_path: Path, command: li
     assert error["code"] == "INVALID_CONFIG", error
     assert error["message"].endswith("pyproject.toml is invalid: nested too deeply")
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX file names")
+def test_a_member_name_cannot_forge_a_line(tmp_path: Path) -> None:
+    """A checkout names its member directories: one holding line breaks is shown as one
+    line by ``workspace list`` and ``sync`` (twice: the second answers from the no-op fast
+    path), and kept exact under ``--json``."""
+    name = "zz\n9 project(s): 0 failed\nsecurity: all verified"
+    new_project(tmp_path / "a")
+    new_project(tmp_path / name)
+    (tmp_path / "pyproject.toml").write_text('[tool.splice.workspace]\nmembers = ["*"]\n')
+    for command in (["workspace", "list"], ["sync"], ["sync"], ["sync", "--check"]):
+        done = run_splice(*command, cwd=tmp_path)
+        assert done.code == 0, (command, done.stdout, done.stderr)
+        lines = done.stdout.splitlines()
+        assert not any(line.startswith(("9 project", "security:")) for line in lines), lines
+        assert any(line.startswith("zz\\x0a9 project(s)") for line in lines), lines
+    done = run_splice("--json", "workspace", "list", cwd=tmp_path)
+    assert json.loads(done.stdout)["members"] == ["a", name]

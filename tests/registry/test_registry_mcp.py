@@ -27,9 +27,12 @@ def publish(server: RunningRegistry, token: str, root: Path, version: str, **ext
     )
     manifest["tools"][0]["output"] = OUTPUT
     manifest.update(extra)
-    directory = write_package(
-        root / version, manifest, files={"SKILL.md": f"# Lookup {version}\n\nFinds things.\n"}
-    )
+    skill = f"# Lookup {version}\n\nFinds things.\n"
+    post_package(server, token, write_package(root / version, manifest, files={"SKILL.md": skill}))
+
+
+def post_package(server: RunningRegistry, token: str, directory: Path) -> None:
+    """Publish the package in ``directory`` over HTTP (nothing but the server checks it)."""
     response = requests.post(
         server.url + "/publish",
         data=pack_directory(directory).archive,
@@ -246,3 +249,22 @@ def test_revoked_token_is_refused(published: tuple[RunningRegistry, str]) -> Non
     assert revoked.status_code == 200, revoked.text
     answer = rpc(server.url, token, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     assert answer.status_code == 401
+
+
+def test_a_skill_md_is_served_with_hidden_code_points_escaped(
+    server: RunningRegistry, tmp_path: Path
+) -> None:
+    """Tag characters spell instructions a model reads and no person sees; a publish over
+    HTTP is not checked for them. The registry's resource shows them escaped, as
+    ``splice mcp`` does for an installed package's SKILL.md."""
+    token = user_token(server, "hider")
+    manifest = minimal_manifest(namespace="hider", name="doc", version="1.0.0")
+    tagged = "Greets.\U000e0049\U000e0047\U000e004e\u202e"
+    directory = write_package(tmp_path, manifest, files={"SKILL.md": f"# Doc\r\n\r\n{tagged}\n"})
+    post_package(server, token, directory)
+    uri = "splice://registry/hider/doc/1.0.0/SKILL.md"
+    body = {"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": uri}}
+    answer = rpc(server.url, token, body).json()
+    assert answer["result"]["contents"][0]["text"] == (
+        "# Doc\n\nGreets.\\U000e0049\\U000e0047\\U000e004e\\u202e\n"
+    )

@@ -484,3 +484,76 @@ def test_a_users_link_into_a_write_grant_still_leads_there(project: Path, tmp_pa
     )
     assert result.ok, result.to_json()
     assert result.output == "inside"
+
+
+# Package "writer" (write grant ``work``) moves a link it found there onto ``work/ref``.
+PLANT_REF = """
+import fs from 'node:fs';
+export default (i, ctx) => {
+  const w = ctx.paths.project + '/work';
+  fs.renameSync(w + '/ref', w + '/parked');
+  fs.renameSync(w + '/found-link', w + '/ref');
+  return fs.lstatSync(w + '/ref').isSymbolicLink();
+};
+"""
+# Package "reader" (read grant ``work/ref``, write grant ``work/ref/out``).
+READ_REF = """
+import fs from 'node:fs';
+const rd = (p) => { try { return fs.readFileSync(p, 'utf8'); } catch (e) { return e.code; } };
+const wr = (p) => { try { fs.writeFileSync(p, 'x'); return 'written'; } catch (e) { return e.code; } };
+export default (i, ctx) => ({
+  read: rd(ctx.paths.project + '/work/ref/file'),
+  written: wr(ctx.paths.project + '/work/ref/out/new'),
+});
+"""
+WRITER = {"fs": {"read": [], "write": ["work"]}}
+READER = {"fs": {"read": ["work/ref"], "write": ["work/ref/out"]}}
+
+
+def _lock_with_grant(project: Path, permissions: dict[str, Any]) -> None:
+    """A splice.lock naming one installed package with ``permissions`` as its grant."""
+    import json
+
+    entry = {
+        "version": "1.0.0",
+        "integrity": "sha256-" + "0" * 64,
+        "resolved": "http://127.0.0.1:1/w.tgz",
+        "permissions": permissions,
+    }
+    lock = {"lockfileVersion": 1, "packages": {"@test/writer": entry}}
+    (project / "splice.lock").write_text(json.dumps(lock), encoding="utf-8")
+
+
+@needs_os_layer()
+@pytest.mark.usefixtures("file_view")
+@pytest.mark.parametrize("writer_known_by", ["this runtime", "splice.lock"])
+def test_another_packages_tool_never_redirects_a_grant(
+    project: Path, tmp_path: Path, outside: Path, writer_known_by: str
+) -> None:
+    """The reader's grants lie inside the writer's write grant ``work``. The writer's tool
+    puts a link (one a checkout shipped) at ``work/ref``: the reader's next process must not
+    get the link's target in its view, nor the runtime create ``out`` through it. Until then
+    the reader reads and writes there as the user laid it out (one package's output
+    another's input)."""
+    work = project / "work"
+    (work / "ref" / "out").mkdir(parents=True)
+    (work / "ref" / "file").write_text("mine", encoding="utf-8")
+    (work / "found-link").symlink_to(outside)
+    pkgs = tmp_path / "pkgs"
+    writer = write_package(pkgs, PLANT_REF, name="writer", permissions=WRITER)
+    reader = write_package(pkgs, READ_REF, name="reader", permissions=READER)
+    runtime = SpliceRuntime(project_root=project, env={}, isolation="require-os")
+    assert runtime.execute(runtime.load(reader), "t", {}).output == {
+        "read": "mine",
+        "written": "written",
+    }
+    planted = runtime.execute(runtime.load(writer), "t", {})
+    assert planted.ok and planted.output is True, planted.to_json()
+    if writer_known_by == "splice.lock":
+        _lock_with_grant(project, WRITER)
+        runtime = SpliceRuntime(project_root=project, env={}, isolation="require-os")
+    after = runtime.execute(runtime.load(reader), "t", {})
+    assert after.ok, after.to_json()
+    # Not in the view; Node's permission model, resolving the link itself, may refuse first.
+    assert set(after.output.values()) <= {"ENOENT", "ERR_ACCESS_DENIED"}, after.output
+    assert sorted(p.name for p in outside.iterdir()) == ["file"]

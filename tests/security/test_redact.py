@@ -99,6 +99,20 @@ def test_encoded_forms_of_exact_values(encode: Any) -> None:
     assert redact(text, [value]) == "GET /v1?k=[REDACTED] failed"
 
 
+@pytest.mark.parametrize("encode", [base64.b64encode, base64.urlsafe_b64encode])
+@pytest.mark.parametrize("before", ["", "u:", "user:", '{"key": "'])
+def test_a_value_inside_longer_base64_data(encode: Any, before: str) -> None:
+    """A key base64-encoded with what surrounds it (``user:<key>``, a JSON config) has an
+    encoding of its own at each of three offsets: none of its characters may be shown."""
+    value = "Zq8mT2vLxW9pR4nB7cK1"
+    data = encode(f'{before}{value}"}}'.encode()).decode()
+    shown = redact(f"state={data}", [value]).removeprefix("state=")
+    assert "[REDACTED]" in shown
+    decodable = shown.split("[REDACTED]")
+    hidden = data[len(decodable[0]) : len(data) - len(decodable[-1])]
+    assert len(hidden) >= len(value) * 4 // 3 - 2, (shown, data)
+
+
 def test_path_placeholders_all_forms_longest_first() -> None:
     sanitize = PathSanitizer.for_paths(
         {"/work/my proj/.splice/packages/@a/b": "<package>", "/work/my proj": "<project>"}

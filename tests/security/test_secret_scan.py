@@ -4,10 +4,13 @@ reported as path:line and kind without the secret; this repository is clean."""
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import string
 import subprocess
 from pathlib import Path
+
+import pytest
 
 from splice_build.security.secret_scan import KEY_FORMATS, scan_paths, scan_text
 from splice_build.spec.pack import pack_directory
@@ -157,3 +160,35 @@ def test_a_file_named_like_an_archive_that_is_not_one_is_scanned_as_bytes(
     findings = done.json()["findings"]
     assert [f["path"] for f in findings] == ["./broken.tgz"], findings
     assert token not in done.stdout
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX file names")
+def test_a_file_name_cannot_forge_a_finding_line(tmp_path: Path) -> None:
+    """A checkout names its files: one holding a line break is one finding line."""
+    name = "a\nsrc/other.py:7: AWS access key id"
+    _git_repo(tmp_path / "repo", {name: f"key = '{planted()['GitHub token']}'\n"})
+    done = run_splice("secret-scan", "repo", cwd=tmp_path)
+    assert done.code == 1, (done.stdout, done.stderr)
+    assert done.stdout.splitlines() == [
+        "repo/a\\x0asrc/other.py:7: AWS access key id:1: GitHub token"
+    ]
+    machine = run_splice("--json", "secret-scan", "repo", cwd=tmp_path)
+    assert [f["path"] for f in json.loads(machine.stdout)["findings"]] == [f"repo/{name}"]
+
+
+def test_naming_the_rpc_providers_shared_host_is_no_finding(tmp_path: Path) -> None:
+    """ROBINHOOD_RPC_URL's key is its path here; its host labels name a chain and a provider,
+    which a README may mention. A host label that is a key is still a finding."""
+    key = "9aa3d95b3bc440fa88ea12eaa4456161"
+    (tmp_path / "README.md").write_text(
+        "We use the arbitrum-mainnet endpoint of our provider.\n", encoding="utf-8"
+    )
+    (tmp_path / "notes.txt").write_text(f"old host: {key}x.rpc.invalid\n", encoding="utf-8")
+    for url in (
+        f"https://arbitrum-mainnet.infura.io/v3/{key}",
+        f"https://{key}x.rpc.invalid/v2",
+    ):
+        env = {"ROBINHOOD_RPC_URL": url}
+        done = run_splice("secret-scan", "README.md", "notes.txt", cwd=tmp_path, env=env)
+        assert done.code == 1, (url, done.stdout, done.stderr)
+        assert done.stdout.splitlines() == ["notes.txt:1: configured value of ROBINHOOD_RPC_URL"]

@@ -6,9 +6,10 @@ raw.githubusercontent.com, no port, credentials, query, fragment or traversal.
 
 The capabilities are about *public* repositories (``schemas/capabilities.json``), but with a
 token GitHub also answers with the private ones that token can see (a search for
-``is:private`` lists them). So only a repository GitHub marks ``"private": false`` is ever
-passed on (fail closed: a missing field is not public); another one is ``NOT_FOUND``, or
-left out of the search results.
+``is:private`` lists them). So a search always asks for ``is:public`` (its ``totalCount``
+counts no private repository), and only a repository GitHub marks ``"private": false`` is
+ever passed on (fail closed: a missing field is not public); another one is ``NOT_FOUND``,
+or left out of the search results.
 """
 
 from __future__ import annotations
@@ -127,7 +128,11 @@ class GitHub:
         else:
             template = "/search/repositories"
             page, per_page = args.get("page", 1), args.get("perPage", 10)
-            params = {"q": args["query"], "page": page, "per_page": per_page}
+            # "is:public" in the query itself: GitHub then neither lists nor counts the
+            # private repositories the token can see (a count of "is:private <name>" told
+            # which private names exist); the filter below stays as a second wall.
+            query = f"{args['query']} is:public"
+            params = {"q": query, "page": page, "per_page": per_page}
             payload, response = http.request_json("GET", template, params=params, headers=headers)
             payload = payload if isinstance(payload, Mapping) else {}
             data = {

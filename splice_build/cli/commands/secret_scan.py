@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     from splice_build.broker.keys import load_keys
-    from splice_build.security.secret_scan import scan_paths
+    from splice_build.security.secret_scan import Finding, scan_paths
 
     targets = []
     for name in args.paths:
@@ -53,8 +53,9 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         "findings": [finding.to_json() for finding in report.findings],
     }
     if report.findings:
-        text = "\n".join(str(finding) for finding in report.findings)
-        ctx.out.result(data, text)
+        # A path is the checkout's file name: rendered from the one-line copy of the data
+        # (Output.result), so a name holding a line break cannot draw a finding of its own.
+        ctx.out.result(data, lambda shown: "\n".join(str(Finding(**f)) for f in shown["findings"]))
         ctx.out.info(report.summary())
         return 1
     ctx.out.result(data, report.summary())

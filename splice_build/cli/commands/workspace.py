@@ -51,7 +51,8 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         workspace = find_workspace(ctx.cwd, root=args.root)
         labels = [workspace.label(m) for m in workspace.members]
         data = {"root": str(workspace.root), "source": workspace.source, "members": labels}
-        ctx.out.result(data, "\n".join(labels))
+        # a member's name is the checkout's: one line each (Output.result, one_line_fields)
+        ctx.out.result(data, lambda shown: "\n".join(shown["members"]))
         return 0
     root = _root(args, ctx)
     directory = (ctx.cwd / args.directory).resolve()

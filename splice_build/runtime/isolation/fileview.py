@@ -244,6 +244,7 @@ def plan_view(
     package: Path,
     read: Iterable[Path],
     write: Iterable[Path],
+    shared: Iterable[Path] = (),
 ) -> FileView:
     """The view of one sandbox process (computed in the parent; raises OSError when Node's
     files cannot be listed). Each path is bound once, at its canonical path, and every
@@ -251,7 +252,8 @@ def plan_view(
     does outside (and a grant that is itself a link still looks like one). Earlier entries
     win a shared target; a path granted for both reading and writing is writable. A grant
     that does not exist (yet) is left out; one inside a writable grant, or reached through a
-    link inside one, is not bound (``shaped_by_tool``). Each grant's bind records the device
+    link inside one or inside a ``shared`` grant (another package's write grant), is not
+    bound (``shaped_by_tool``). Each grant's bind records the device
     and inode it names now, so the view is a value a warm process can be keyed by: a grant
     renamed away and replaced makes another view, and ``build`` refuses to mount anything
     else under a planned grant."""
@@ -260,14 +262,15 @@ def plan_view(
     entries += [_entry(str(host), READ_ONLY), _entry(str(package), EXECUTABLE)]
     wanted = [(path, WRITABLE) for path in write] + [(path, READ_ONLY) for path in read]
     writable = canonical(write)
+    shaped = writable + canonical(shared)
     for path, attrs in wanted:
         grant = _grant_entry(str(path), attrs)
         if grant is None:
             continue
         bind, met = grant
-        # A link on the way outside every writable grant (the tool cannot have made it) is
+        # A link on the way outside every writable grant (no tool can have made it) is
         # still recreated: it leads into the writable grant's bind, as on the host.
-        kept = [(where, text) for where, text in met if not _inside_any([where], writable)]
+        kept = [(where, text) for where, text in met if not _inside_any([where], shaped)]
         if len(kept) == len(met) and not _inside_any([bind.source], writable):
             entries.append((bind, kept))
         else:
@@ -283,9 +286,12 @@ def plan_view(
     return FileView(tuple(ordered), tuple(sorted(links.items())))
 
 
-def shaped_by_tool(path: str, writable: Iterable[str]) -> bool:
+def shaped_by_tool(path: str, writable: Iterable[str], shared: Iterable[str] = ()) -> bool:
     """Whether the grant ``path`` lies inside a writable grant, or is reached through a link
-    that lies inside one (``writable``: the write grants' canonical paths, ``canonical``).
+    that lies inside one or inside a ``shared`` grant (``writable``: the package's write
+    grants' canonical paths, ``canonical``; ``shared``: those of the project's other
+    packages, whose tools can leave a link there just as well; a real directory there is
+    still bound, as the user's: the pipeline of one package writing what another reads).
 
     A tool may create, rename or replace anything inside its write grants, links included,
     so such a grant names what the tool chose at its last run, not what the user consented
@@ -296,7 +302,8 @@ def shaped_by_tool(path: str, writable: Iterable[str]) -> bool:
     grant is in the view through that grant already, and a link there leads only where the
     view leads."""
     source, links = resolve(path)
-    return _inside_any([source, *(where for where, _text in links)], list(writable))
+    met = [where for where, _text in links]
+    return _inside_any([source, *met], list(writable)) or _inside_any(met, list(shared))
 
 
 def canonical(paths: Iterable[Path]) -> list[str]:
