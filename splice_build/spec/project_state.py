@@ -95,19 +95,37 @@ def protected_paths(root: PurePath, home: PurePath | None = None) -> list[Protec
 
 
 def own_installation(root: PurePath) -> list[Protected]:
-    """Splice's own code and the Python environment running it (``sys.prefix``: the packages
-    it imports and, by default, the sandbox's Node binary). A tool that may write there
-    rewrites the parent's own code for its next run; a project's ``.venv`` often is it."""
+    """Splice's own code and the Python environment running it (the packages it imports
+    and, by default, the sandbox's Node binary). A tool that may write there rewrites the
+    parent's own code for its next run; a project's ``.venv`` often is it."""
     import splice_build
 
     code = type(root)(os.path.dirname(os.path.abspath(splice_build.__file__)))
-    prefix = type(root)(sys.prefix)
-    return [
-        Protected(code, f"Splice's own code ({code})", in_project=False, write_only=True),
-        Protected(
-            prefix, f"Splice's Python environment ({prefix})", in_project=False, write_only=True
-        ),
-    ]
+    found = [Protected(code, f"Splice's own code ({code})", in_project=False, write_only=True)]
+    for directory in _python_environment():
+        path = type(root)(directory)
+        what = f"Splice's Python environment ({path})"
+        found.append(Protected(path, what, in_project=False, write_only=True))
+    return found
+
+
+def _python_environment() -> list[str]:
+    """The directories Python runs code from. A virtual environment whole (its
+    ``pyvenv.cfg`` names the interpreter); otherwise the standard library, site-packages and
+    scripts directories, and the user's own when that site is on: not ``sys.prefix`` whole,
+    which for a system Python is ``/usr`` and would hold projects (``/usr/src/app``)."""
+    import site
+    import sysconfig
+
+    if sys.prefix != sys.base_prefix:
+        return [sys.prefix]
+    keys = ("stdlib", "platstdlib", "purelib", "platlib", "scripts")
+    paths = sysconfig.get_paths()
+    found = [paths[key] for key in keys if key in paths]
+    if site.ENABLE_USER_SITE:
+        user = sysconfig.get_paths(sysconfig.get_preferred_scheme("user"))
+        found += [user[key] for key in ("purelib", "scripts") if key in user]
+    return list(dict.fromkeys(found))
 
 
 def _fold(path: PurePath) -> tuple[str, ...]:

@@ -330,6 +330,27 @@ def test_install_refuses_an_artifact_published_before_the_rule(tmp_path: Path) -
 
 
 @pytest.mark.node
+@pytest.mark.skipif(
+    __import__("sys").prefix != __import__("sys").base_prefix,
+    reason="in a virtual environment the whole environment is protected",
+)
+def test_a_project_below_a_system_pythons_prefix_keeps_its_write_grants() -> None:
+    """Outside a virtual environment ``sys.prefix`` may be ``/usr``, where projects live
+    (``/usr/src/app``): only the directories Python runs code from are protected, so such a
+    project's own write grants stay grantable while a grant reaching site-packages is not."""
+    import sys
+    import sysconfig
+
+    from splice_build.spec.project_state import ProjectState
+
+    state = ProjectState(Path(sys.prefix) / "src" / "app")
+    assert state.fs_problem("out") is None
+    site_packages = Path(sysconfig.get_paths()["purelib"])
+    inside = ProjectState(site_packages.parent)
+    problem = inside.fs_problem(site_packages.name)
+    assert problem is not None and "Splice's Python environment" in problem
+
+
 def test_a_write_grant_may_not_reach_splices_own_installation(tmp_path: Path) -> None:
     """A project whose ``env`` is Splice's Python environment (its ``.venv`` often is): a
     write grant there would let a tool rewrite the parent's own code for its next run, so it
