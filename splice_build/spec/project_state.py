@@ -29,8 +29,10 @@ the same name: ``Splice.Lock`` and
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import PurePath, PurePosixPath
 from typing import TYPE_CHECKING
@@ -109,23 +111,32 @@ def own_installation(root: PurePath) -> list[Protected]:
     return found
 
 
-def _python_environment() -> list[str]:
+_ENVIRONMENT_LOCK = threading.Lock()
+
+
+@functools.cache
+def _python_environment() -> tuple[str, ...]:
     """The directories Python runs code from. A virtual environment whole (its
     ``pyvenv.cfg`` names the interpreter); otherwise the standard library, site-packages and
     scripts directories, and the user's own when that site is on: not ``sys.prefix`` whole,
-    which for a system Python is ``/usr`` and would hold projects (``/usr/src/app``)."""
+    which for a system Python is ``/usr`` and would hold projects (``/usr/src/app``).
+
+    Computed once, under a lock: ``sysconfig`` builds its variables on first use without
+    one, and two threads doing so at once (``splice mcp`` listing and calling) get an
+    ``AttributeError`` for a variable the other has not set yet."""
+    if sys.prefix != sys.base_prefix:
+        return (sys.prefix,)
     import site
     import sysconfig
 
-    if sys.prefix != sys.base_prefix:
-        return [sys.prefix]
-    keys = ("stdlib", "platstdlib", "purelib", "platlib", "scripts")
-    paths = sysconfig.get_paths()
-    found = [paths[key] for key in keys if key in paths]
-    if site.ENABLE_USER_SITE:
-        user = sysconfig.get_paths(sysconfig.get_preferred_scheme("user"))
-        found += [user[key] for key in ("purelib", "scripts") if key in user]
-    return list(dict.fromkeys(found))
+    with _ENVIRONMENT_LOCK:
+        keys = ("stdlib", "platstdlib", "purelib", "platlib", "scripts")
+        paths = sysconfig.get_paths()
+        found = [paths[key] for key in keys if key in paths]
+        if site.ENABLE_USER_SITE:
+            user = sysconfig.get_paths(sysconfig.get_preferred_scheme("user"))
+            found += [user[key] for key in ("purelib", "scripts") if key in user]
+    return tuple(dict.fromkeys(found))
 
 
 def _fold(path: PurePath) -> tuple[str, ...]:

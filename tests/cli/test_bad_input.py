@@ -296,6 +296,9 @@ def test_interrupted_under_json_is_one_document_and_exit_130(tmp_path: Path) -> 
             assert process.poll() is None and time.monotonic() < deadline, "never read stdin"
             time.sleep(0.02)
         process.send_signal(signal.SIGINT)
+        # stdin stays open until it exits: communicate() would close it at once, and a
+        # process not yet scheduled could read that end of input before the signal.
+        process.wait(timeout=30)
         stdout, stderr = process.communicate(timeout=30)
     finally:
         process.kill()
