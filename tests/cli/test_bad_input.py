@@ -277,6 +277,10 @@ def _reading_stdin(pid: int) -> bool:
     return fields[:2] == ["0", "0x0"]
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.skipif(
     platform.system() != "Linux" or platform.machine() != "x86_64",
     reason="finds the blocking read through /proc/<pid>/syscall (x86-64 Linux numbering)",
@@ -289,6 +293,9 @@ def test_interrupted_under_json_is_one_document_and_exit_130(tmp_path: Path) -> 
         stderr=subprocess.PIPE,
         text=True,
         cwd=tmp_path,
+        # A test run started in the background by a shell without job control inherits
+        # SIGINT ignored, and Python keeps an ignored SIGINT ignored: give splice the default.
+        preexec_fn=_default_sigint,
     )
     try:
         deadline = time.monotonic() + 60
