@@ -7,7 +7,7 @@ codes, so no tool-, manifest- or registry-controlled text reaches the terminal r
 text is rendered from its data with every string made one line, and an error's message,
 details and hint, an info, progress or warning message, are one line each, so such text
 cannot forge a line either. JSON documents keep every value exactly, but a code point a
-terminal would act on or hide is written as a JSON ``\\uXXXX`` escape (JSON itself escapes
+terminal would act on or hide is written as a JSON escape such as ``\\u202e`` (JSON itself escapes
 only the C0 controls).
 """
 

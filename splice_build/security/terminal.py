@@ -125,7 +125,7 @@ _JSON_TABLE = _Shown(is_shown, _json_escape)
 
 def json_terminal_safe(document: str) -> str:
     """JSON text (as ``json.dumps`` writes it) with every code point ``terminal_safe`` would
-    escape written as a JSON ``\\uXXXX`` escape instead.
+    escape written as a JSON escape of four hex digits (``\\u202e``) instead.
 
     A program reading it gets exactly the same value (outside string literals JSON text is
     made of ASCII punctuation, newlines and spaces, which pass), and a terminal showing it
