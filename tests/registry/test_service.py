@@ -144,6 +144,21 @@ def test_scoped_managing_token_cannot_widen(svc) -> None:
     assert svc.create_token(scoped, {})["namespaces"] == ["acme"]
 
 
+def test_scoped_managing_token_lists_only_tokens_within_its_scope(svc) -> None:
+    alice = login(svc, "alice")
+    everywhere = svc.create_token(alice, {"label": "everywhere"})
+    other = svc.create_token(alice, {"label": "other", "namespaces": ["other"]})
+    scoped = login(svc, "alice", namespaces=("acme", "tools"))
+    narrower = svc.create_token(scoped, {"label": "narrower", "namespaces": ["acme"]})
+    listed = {t["id"]: t for t in svc.tokens(scoped)["tokens"]}
+    assert narrower["id"] in listed
+    assert [t["current"] for t in listed.values()].count(True) == 1
+    assert everywhere["id"] not in listed and other["id"] not in listed
+    assert all(set(t["namespaces"]) <= {"acme", "tools"} for t in listed.values())
+    everyone = {t["id"] for t in svc.tokens(alice)["tokens"]}
+    assert {everywhere["id"], other["id"], narrower["id"]} <= everyone
+
+
 def test_revoked_and_expired_tokens_are_refused(
     backend: StoreBackend, open_service: OpenService
 ) -> None:

@@ -111,11 +111,30 @@ def create_token(deps: Deps, principal: Principal, body: dict[str, Any]) -> dict
     return issue_token(deps, principal.user, request, not_after=not_after)
 
 
+def within_scope(principal: Principal, token: Token) -> bool:
+    """Whether the caller's scope covers every namespace ``token`` may publish to.
+
+    An unscoped caller covers all of its user's tokens; a scoped one only tokens scoped to
+    a subset of its namespaces, never an unscoped token.
+    """
+    scope = principal.scope
+    return scope is None or (token.namespaces is not None and set(token.namespaces) <= set(scope))
+
+
 def list_tokens(deps: Deps, principal: Principal) -> dict[str, Any]:
+    """GET /auth/tokens: the user's tokens within the caller's scope (the ones it could revoke).
+
+    A token leaked for one namespace therefore learns nothing of the user's other tokens:
+    their labels, scopes or when they were last used.
+    """
     require_manage(principal)
     current = principal.token.id if principal.token else None
     rows = deps.meta.tokens_of(principal.user.id)
-    return {"tokens": [token_info(row, current=current or "") for row in rows]}
+    return {
+        "tokens": [
+            token_info(row, current=current or "") for row in rows if within_scope(principal, row)
+        ]
+    }
 
 
 def revoke_token(deps: Deps, principal: Principal, token_id: str) -> dict[str, Any]:
@@ -129,8 +148,7 @@ def revoke_token(deps: Deps, principal: Principal, token_id: str) -> dict[str, A
     row = deps.meta.token_by_id(token_id)
     if row is None or row.user_id != principal.user.id:
         raise RegistryError(ErrorCode.NOT_FOUND, f"Token {token_id} not found")
-    scope = principal.scope
-    if scope is not None and (row.namespaces is None or not set(row.namespaces) <= set(scope)):
+    if not within_scope(principal, row):
         wider = "every namespace" if row.namespaces is None else ", ".join(row.namespaces)
         raise RegistryError(
             ErrorCode.TOKEN_SCOPE,
