@@ -133,6 +133,8 @@ TOOLS: tuple[dict[str, Any], ...] = (
                 "description": {"type": "string"},
                 "latest": {"type": "string"},
                 "versions": {"type": "array", "items": {"type": "string"}},
+                "versionCount": {"type": "integer"},
+                "versionsTruncated": {"type": "boolean"},
                 "integrity": {"type": "string"},
                 "publishedAt": {"type": "string"},
                 "permissions": {"type": "object"},
@@ -214,7 +216,8 @@ class RegistryDiscoveryBackend:
         ref = PackageRef.parse(f"{package}@{wanted}" if wanted else package)
         namespace, name = ref.package.namespace, ref.package.name
         summary = read.package(self._deps, namespace, name)
-        versions = [entry["version"] for entry in summary["versions"]]
+        shown = [entry["version"] for entry in summary["versions"]]
+        versions = shown
         if summary["versionsTruncated"]:  # a range may want one of the older versions
             versions = [v.version for v in self._deps.meta.versions(summary["name"])]
         row = self._version(ref.package.id, self._resolve(ref, summary["latest"], versions))
@@ -231,7 +234,9 @@ class RegistryDiscoveryBackend:
             "version": row.version,
             "description": manifest.description,
             "latest": summary["latest"],
-            "versions": versions,
+            "versions": shown,
+            "versionCount": summary["versionCount"],
+            "versionsTruncated": summary["versionsTruncated"],
             "integrity": row.integrity,
             "publishedAt": row.published_at,
             "permissions": manifest.permissions.to_json(),

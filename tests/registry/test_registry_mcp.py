@@ -268,3 +268,31 @@ def test_a_skill_md_is_served_with_hidden_code_points_escaped(
     assert answer["result"]["contents"][0]["text"] == (
         "# Doc\n\nGreets.\\U000e0049\\U000e0047\\U000e004e\\u202e\n"
     )
+
+
+def test_package_info_lists_a_bounded_set_of_versions(
+    server: RunningRegistry, tmp_path: Path
+) -> None:
+    """A package with more versions than the registry's package view holds: the answer lists
+    that view (with ``versionCount`` and ``versionsTruncated``), not every version ever
+    published, and a range still resolves to a version outside it."""
+    token = user_token(server, "many")
+    versions = [f"1.0.{patch}" for patch in range(55)]
+    for version in versions:
+        manifest = minimal_manifest(namespace="many", name="pkg", version=version)
+        post_package(server, token, write_package(tmp_path / version, manifest))
+
+    async def scenario() -> None:
+        async with sdk_http(server.url + "/mcp", token) as session:
+            info = await session.call_tool("registry_package_info", {"package": "@many/pkg"})
+            data = info.structured_content
+            assert data is not None and not info.is_error
+            assert (data["versionCount"], data["versionsTruncated"]) == (55, True)
+            assert data["versions"] == versions[-50:]
+            old = await session.call_tool(
+                "registry_package_info", {"package": "@many/pkg", "version": "1.0.2"}
+            )
+            assert old.structured_content["version"] == "1.0.2"
+            assert len(old.structured_content["versions"]) == 50
+
+    anyio.run(scenario)
