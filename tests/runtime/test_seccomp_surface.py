@@ -15,6 +15,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -205,3 +206,30 @@ def test_a_tool_cannot_write_its_namespaces_settings(tmp_path: Path) -> None:
     assert out["pidMax"] == "EROFS" and out["net"] == "EROFS", out
     if found.pid_max:
         assert out["now"] == str(rlimits.PID_MAX), out
+
+
+HEADERS = {
+    "x86_64": ("/usr/include/x86_64-linux-gnu/asm/unistd_64.h", "/usr/include/asm/unistd_64.h"),
+    "aarch64": ("/usr/include/asm-generic/unistd.h",),
+}
+
+
+@pytest.mark.parametrize("name", sorted(seccomp.ARCHES))
+def test_the_tables_numbers_are_the_kernel_headers(name: str) -> None:
+    """Each number the filter refuses by is the one the kernel's own table gives its name
+    (where the headers are installed; the generic table is aarch64's)."""
+    header = next((Path(p) for p in HEADERS[name] if Path(p).is_file()), None)
+    if header is None:
+        pytest.skip(reason=f"no system call header for {name} here")
+    defined = re.findall(r"#define __NR(?:3264)?_(\w+)\s+(\d+)", header.read_text("utf-8"))
+    numbers = {call: int(number) for call, number in defined}
+    arch = seccomp.ARCHES[name]
+    known = [(call, number) for call, number in arch.denied if call in numbers]
+    assert [(call, numbers[call]) for call, _ in known] == known
+    assert len(known) >= len(arch.denied) - 1  # quotactl_fd is newer than some headers
+    fixed = {"socket": arch.socket, "socketpair": arch.socketpair, "clone": arch.clone}
+    assert {call: numbers[call] for call in fixed} == fixed
+    # A newer header names calls above NEWEST: they are ENOSYS until someone reviews them,
+    # adds the dangerous ones to DENIED and raises NEWEST.
+    newer = sorted(call for call, number in numbers.items() if number > seccomp.NEWEST)
+    assert newer == [], f"review {newer} for seccomp.DENIED, then raise seccomp.NEWEST"
