@@ -199,6 +199,15 @@ class Kernel:
             self._libc.mount(b"proc", os.fsencode(target), b"proc", flags, None), "mount /proc"
         )
 
+    def forbid_user_namespaces(self) -> None:
+        """No user namespace can be made inside this one (its ``max_user_namespaces`` is 0,
+        a limit the kernel checks at every level above a new namespace). A nested user
+        namespace would give the tool every capability back inside it, and with them the
+        mount calls; the seccomp filter refuses ``unshare`` and ``clone`` with namespace
+        flags too, but not on an architecture it has no table for. Needs this namespace's
+        ``CAP_SYS_RESOURCE``: called before the capabilities are dropped."""
+        _write("/proc/sys/user/max_user_namespaces", "0", "max_user_namespaces")
+
     def read_only_sysctls(self) -> None:
         """Make ``/proc/sys`` read-only (a bind of itself, remounted read-only, as container
         runtimes do). The kernel lets the root of a user namespace write some of its
