@@ -6,9 +6,12 @@ clear code."""
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import socket
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,8 +19,10 @@ from typing import Any
 import pytest
 
 from splice_build.errors import ErrorCode
+from splice_build.records import replace
 from splice_build.runtime import SpliceRuntime, ToolResult
-from splice_build.runtime.isolation import rlimits, seccomp
+from splice_build.runtime.isolation import plan, rlimits, seccomp, support
+from splice_build.runtime.isolation.child import make_preexec
 from testing.hostile_packages import write_package
 from testing.isolation import needs_os_layer, wait_for_namespace_gone
 
@@ -213,3 +218,35 @@ def test_an_address_space_bomb_fails_cleanly(project: Path, tmp_path: Path, isol
     result = runtime.execute(pkg, "t", {})
     assert result.error is not None and result.error.code == ErrorCode.TOOL_ERROR, result.to_json()
     assert "allocation failed" in result.error.message
+
+
+# Inside the process under test: a nested user namespace (which would hold every capability,
+# and with them the mount calls), through unshare and through a forked child.
+NESTED_USER_NAMESPACE = r"""
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+CLONE_NEWUSER = 0x10000000
+print("made" if libc.unshare(CLONE_NEWUSER) == 0 else os.strerror(ctypes.get_errno()))
+"""
+
+
+def test_no_nested_user_namespace_even_without_the_seccomp_filter() -> None:
+    """The OS layer alone (as on an architecture the filter has no table for): the tool's
+    user namespace allows no user namespace inside it (``max_user_namespaces`` 0)."""
+    found = support.detect()
+    alone = replace(plan.plan_for("require-os", found), seccomp=False)
+    done = subprocess.run(
+        [sys.executable, "-c", NESTED_USER_NAMESPACE],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=make_preexec(alone, os.getpid()),
+        env={},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == os.strerror(errno.ENOSPC), done.stdout
+    unsandboxed = subprocess.run(
+        [sys.executable, "-c", NESTED_USER_NAMESPACE], capture_output=True, text=True, check=False
+    )
+    assert unsandboxed.stdout.strip() == "made"  # the probe can fail

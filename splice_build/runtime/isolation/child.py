@@ -15,8 +15,9 @@ Without the OS layer the child arms the parent-death signal, sets the resource l
    with only Node, the host, the package, the grants, four devices and a /proc of its PID
    namespace that lists only the tool's own processes; the working directory is its ``/``)
    or, where the kernel refuses the view, mounts that /proc over the host's; it sets the
-   namespace's ``pid_max`` when the kernel allows it, applies the limits, drops every
-   capability and sets ``no_new_privs``; then Popen execs Node in it.
+   namespace's ``pid_max`` when the kernel allows it, forbids nested user namespaces
+   (``max_user_namespaces`` 0), makes ``/proc/sys`` read-only, applies the limits, drops every capability and sets ``no_new_privs``; then Popen execs
+   Node in it.
 
 In every mode but ``in-process`` the last step before exec is the seccomp filter against
 sockets (seccomp.py), where the kernel allows it.
@@ -84,6 +85,8 @@ def seal(kernel: Kernel, plan: IsolationPlan, view: fileview.FileView | None) ->
         kernel.mount_private_proc()
     if plan.pid_max is not None:
         kernel.set_pid_max(plan.pid_max)
+    kernel.forbid_user_namespaces()
+    kernel.read_only_sysctls()
 
 
 def make_preexec(
@@ -146,6 +149,8 @@ def probe(kernel: Kernel, last_cap: int, report_fd: int) -> None:
             pid_max = 1
         except OSError:
             pid_max = 0
+        kernel.forbid_user_namespaces()
+        kernel.read_only_sysctls()
         view = _probe_view(kernel)
         kernel.drop_capabilities(last_cap)
         report(f"ok {pid_max} {seen} {view}")

@@ -45,7 +45,11 @@ def _namespace_layers(support: IsolationSupport, mode: str) -> list[Layer]:
     on = support.namespaces and mode != "in-process"
     why = _OFF_IN_PROCESS if mode == "in-process" else (support.namespaces_reason or "")
     return [
-        Layer("user namespace", on, "own uid/gid map; every capability dropped" if on else why),
+        Layer(
+            "user namespace",
+            on,
+            "own uid/gid map; every capability dropped; no nested user namespace" if on else why,
+        ),
         Layer(
             "pid namespace",
             on,

@@ -30,6 +30,9 @@ CLONE_NEWNET = 0x40000000
 _MS_NOSUID = 0x2
 _MS_NODEV = 0x4
 _MS_NOEXEC = 0x8
+_MS_RDONLY = 0x1
+_MS_REMOUNT = 0x20
+_MS_BIND = 0x1000
 _MS_REC = 0x4000
 _MS_PRIVATE = 0x40000
 _MNT_DETACH = 0x2
@@ -195,6 +198,26 @@ class Kernel:
         self._check(
             self._libc.mount(b"proc", os.fsencode(target), b"proc", flags, None), "mount /proc"
         )
+
+    def forbid_user_namespaces(self) -> None:
+        """No user namespace can be made inside this one (its ``max_user_namespaces`` is 0,
+        a limit the kernel checks at every level above a new namespace). A nested user
+        namespace would give the tool every capability back inside it, and with them the
+        mount calls; the seccomp filter refuses ``unshare`` and ``clone`` with namespace
+        flags too, but not on an architecture it has no table for. Needs this namespace's
+        ``CAP_SYS_RESOURCE``: called before the capabilities are dropped."""
+        _write("/proc/sys/user/max_user_namespaces", "0", "max_user_namespaces")
+
+    def read_only_sysctls(self) -> None:
+        """Make ``/proc/sys`` read-only (a bind of itself, remounted read-only, as container
+        runtimes do). The kernel lets the root of a user namespace write some of its
+        namespaces' settings without any capability (``kernel/pid_max`` of its PID
+        namespace among them: a tool run by root could lift its own process limit);
+        nothing there is a tool's to change. Called once ``pid_max`` is set."""
+        target = b"/proc/sys"
+        self._check(self._libc.mount(target, target, None, _MS_BIND, None), "bind /proc/sys")
+        flags = _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
+        self._check(self._libc.mount(None, target, None, flags, None), "read-only /proc/sys")
 
     def mount_tmpfs(self, target: str, options: str) -> None:
         self._check(
