@@ -253,6 +253,8 @@ def hostile_archives() -> dict[str, tuple[bytes, str]]:
         "bundle_zip_slip": (_bundle_with("../../etc/passwd", "eA=="), "../../etc/passwd"),
         "bundle_nul_path": (_bundle_with("a\0b.js", "eA=="), "a\\u0000b.js"),
         "bundle_hidden": (_bundle_with(".npmrc", "eA=="), ".npmrc"),
+        # 200 characters fit the path rule, but as 401 UTF-8 bytes no file system holds the name
+        "bundle_name_too_long": (_bundle_with("é" * 200 + ".md", "eA=="), "é" * 200 + ".md"),
         "bundle_invalid_base64": (_bundle_with("SKILL.md", "@@@@"), "SKILL.md"),
         "bundle_base64_bad_length": (_bundle_with("SKILL.md", "eAe=="), "SKILL.md"),
         "bundle_malformed_entry": (

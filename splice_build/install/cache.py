@@ -11,11 +11,15 @@ written never fails an install.
 
 Next to each artifact installed from a registry, ``<directory>/signatures/<hex>.json`` keeps
 the registry's signature entries that were checked at install (``{package, version,
-integrity, signatures}``; an empty list for an unsigned package), so a restore from the cache
-verifies them again over the cached bytes, offline too
+integrity, registry, signatures}``; an empty list for an unsigned package), so a restore from
+the cache verifies them again over the cached bytes, offline too
 (docs/signing.md#restoring-from-the-cache). Like the artifact, it is trusted by nobody: the
 restore runs the same signature check an install runs, and a file that cannot be read (no
 regular file, or over ``MAX_SIGNATURES_BYTES``) or is not of that shape counts as absent.
+The cache is shared by every project of the user, and the same bytes may come from several
+registries: a record counts only for the registry that listed its signatures (the lock
+entry's), so a registry that lists none for public bytes (one a checkout names) cannot make
+every other project's restore of them unsigned (``SIGNER_CHANGED``).
 """
 
 from __future__ import annotations
@@ -104,10 +108,12 @@ class ArtifactCache:
         integrity: str,
         package_id: str,
         version: str,
+        registry: str,
         signatures: Sequence[Mapping[str, Any]],
     ) -> None:
-        """Keep the signature entries that verified for these bytes (best effort), only next
-        to an artifact the cache holds: a put that failed (a full disk) leaves no orphan."""
+        """Keep the signature entries ``registry`` listed and that verified for these bytes
+        (best effort), only next to an artifact the cache holds: a put that failed (a full
+        disk) leaves no orphan."""
         if not self.path_for(integrity).is_file():
             return
         path = self.signatures_path_for(integrity)
@@ -115,6 +121,7 @@ class ArtifactCache:
             "package": package_id,
             "version": version,
             "integrity": integrity,
+            "registry": registry,
             "signatures": [dict(entry) for entry in signatures],
         }
         try:
@@ -127,10 +134,10 @@ class ArtifactCache:
             _warn("could not write signatures %s: %s", path, exc)
 
     def signatures(
-        self, integrity: str, package_id: str, version: str
+        self, integrity: str, package_id: str, version: str, registry: str | None
     ) -> tuple[Mapping[str, Any], ...] | None:
-        """The stored signature entries for exactly this artifact (empty: it was unsigned), or
-        None when nothing usable is stored.
+        """The signature entries ``registry`` listed for exactly this artifact (empty: it was
+        unsigned there), or None when nothing usable from that registry is stored.
 
         The entries are *not* verified here: the caller's signature check does that.
         """
@@ -143,7 +150,8 @@ class ArtifactCache:
             record.get("package"),
             record.get("version"),
             record.get("integrity"),
-        ) != (package_id, version, integrity):
+            record.get("registry"),
+        ) != (package_id, version, integrity, registry):
             return None
         entries = record.get("signatures")
         if not isinstance(entries, list):

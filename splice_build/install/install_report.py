@@ -136,7 +136,9 @@ def _kept_signature(cache: Callable[[], ArtifactCache], package_id: str, entry: 
     installed), else unsigned."""
     if entry.signed_by is not None:
         return f"verified {entry.signed_by}"
-    signer = stored_signer(cache().signatures(entry.integrity, package_id, entry.version))
+    signer = stored_signer(
+        cache().signatures(entry.integrity, package_id, entry.version, entry.registry)
+    )
     if signer is None:
         return "unsigned"
     if entry.registry == EMBEDDED_REGISTRY:

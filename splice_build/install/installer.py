@@ -192,11 +192,14 @@ class Installer:
     def _from_cache(self, target: Target, pinned: LockEntry, cached: bytes) -> Fetched:
         """The cached locked artifact, with the signatures stored next to it.
 
-        Nothing stored (a cache written before signatures were kept): the registry's
+        Nothing stored from the lock entry's registry (a cache written before signatures were
+        kept, or the same bytes last installed from another registry): the registry's
         signatures are asked for and verified (and then stored), and only when the registry
         cannot answer does the lock's pin stand alone.
         """
-        stored = self.cache.signatures(pinned.integrity, target.package_id, target.version)
+        stored = self.cache.signatures(
+            pinned.integrity, target.package_id, target.version, pinned.registry
+        )
         if stored is None:
             try:
                 meta = self._metadata(target)
@@ -351,7 +354,7 @@ class Installer:
         signer = entry.signed_by
         if signer is None and entry.registry == EMBEDDED_REGISTRY:  # never pinned there
             signer = stored_signer(
-                self.cache.signatures(entry.integrity, package_id, entry.version)
+                self.cache.signatures(entry.integrity, package_id, entry.version, entry.registry)
             )
         kept_signer(package_id, entry.version, signer, require_signed=require, trusted=trusted)
 
@@ -371,6 +374,7 @@ class Installer:
             integrity_of(fetched.data),
             target.package_id,
             target.version,
+            self.session.url,
             signatures if isinstance(signatures, list) and verified.signed_by is not None else [],
         )
 

@@ -13,6 +13,10 @@ from splice_build.errors import ErrorCode, InstallError, RegistryError
 from splice_build.records import dataclass
 from splice_build.spec.semver import Range, RangeKind, Version, max_satisfying
 
+# The most versions a version walk takes (docs/registry.md#version-lists): far beyond any real
+# history, and a bound on what a registry that never ends its pages can make a client read.
+MAX_LISTED_VERSIONS = 100_000
+
 if TYPE_CHECKING:
     from splice_build.project.lockfile import LockEntry
     from splice_build.registry.client.interface import RegistryClient
@@ -49,16 +53,46 @@ def published_versions(client: RegistryClient, package_id: str) -> tuple[list[st
 
 
 def all_version_entries(client: RegistryClient, package_id: str) -> list[Any]:
-    """Every page of the package's versions (docs/registry.md#version-lists), in order."""
+    """Every page of the package's versions (docs/registry.md#version-lists), in order.
+
+    The walk is bounded whatever the registry answers: each page must bring versions not
+    listed before under a cursor not used before, and the whole list holds at most
+    ``MAX_LISTED_VERSIONS``; otherwise ``REGISTRY_ERROR``, never an endless walk."""
     entries: list[Any] = []
+    listed: set[str] = set()
+    cursors: set[str | None] = {None}
     cursor: str | None = None
     while True:
         page = client.versions(package_id, cursor=cursor)
+        versions = [str(entry["version"]) for entry in page.get("versions", [])]
         entries += page.get("versions", [])
         following = page.get("nextCursor")
-        if not isinstance(following, str) or following == cursor:
+        problem = _walk_problem(versions, listed, following, cursors)
+        if problem is not None:
+            from splice_build.registry.client.answers import malformed
+
+            raise malformed(f"/packages/{package_id[1:]}/versions", [problem])
+        if not isinstance(following, str):
             return entries
+        cursors.add(following)
         cursor = following
+
+
+def _walk_problem(
+    versions: list[str], listed: set[str], following: object, cursors: set[str | None]
+) -> str | None:
+    """Why a page of the version walk cannot be taken (``listed`` grows by its versions)."""
+    for version in versions:
+        if version in listed:
+            return f"versions: {version} is listed twice"
+        listed.add(version)
+    if len(listed) > MAX_LISTED_VERSIONS:
+        return f"versions: more than {MAX_LISTED_VERSIONS} versions"
+    if isinstance(following, str) and following in cursors:
+        return "nextCursor: a cursor given before (the pages would never end)"
+    if isinstance(following, str) and not versions:
+        return "nextCursor: a page with no versions is not the last (the pages would never end)"
+    return None
 
 
 def saved_range(rng: Range, version: str) -> str:

@@ -12,7 +12,12 @@ from __future__ import annotations
 from splice_build.errors import ErrorCode, SpecError
 from splice_build.records import dataclass
 from splice_build.spec.limits import MAX_FILE_BYTES, MAX_FILES
-from splice_build.spec.paths import fold_path, is_safe_relative_path
+from splice_build.spec.paths import (
+    MAX_SEGMENT_BYTES,
+    fold_path,
+    is_safe_relative_path,
+    long_segment,
+)
 
 
 def quote_path(path: str) -> str:
@@ -42,6 +47,8 @@ def path_problem(path: str) -> str | None:
             path.encode("utf-8")
         except UnicodeEncodeError:
             return "not valid Unicode (lone surrogate)"
+    if long_segment(path) is not None:
+        return f"a name longer than {MAX_SEGMENT_BYTES} bytes (no file system holds it)"
     for segment in path.split("/"):
         if segment.startswith("."):
             return "hidden files are not allowed in packages"

@@ -15,7 +15,12 @@ from splice_build.errors import ErrorCode, SpecError
 from splice_build.spec.entry_rules import PathClaims
 from splice_build.spec.limits import MAX_FILE_BYTES, MAX_FILES, MAX_SKILL_MD_BYTES
 from splice_build.spec.manifest import MANIFEST_FILE, Manifest
-from splice_build.spec.paths import is_safe_relative_path, utf16_sort_key
+from splice_build.spec.paths import (
+    MAX_SEGMENT_BYTES,
+    is_safe_relative_path,
+    long_segment,
+    utf16_sort_key,
+)
 from splice_build.spec.validation import is_blank
 
 SKILL_FILE = "SKILL.md"
@@ -85,6 +90,9 @@ def _path_problems(files: Mapping[str, bytes]) -> list[str]:
     for path in sorted(files, key=utf16_sort_key):
         if not is_safe_relative_path(path, allow_dot=False):
             problems.append(f'unsafe file path "{path}"')
+            continue
+        if long_segment(path) is not None:
+            problems.append(f'file "{path}" has a name longer than {MAX_SEGMENT_BYTES} bytes')
             continue
         if any(segment.startswith(".") or segment == "node_modules" for segment in path.split("/")):
             problems.append(

@@ -13,6 +13,9 @@ import re
 import unicodedata
 
 MAX_RELATIVE_PATH = 256  # docs/compatibility.md#permissions
+# The longest file name (one segment) Linux and macOS file systems hold, in UTF-8 bytes
+# (NAME_MAX): 256 characters fit the path rule, but not one name of 256 "é".
+MAX_SEGMENT_BYTES = 255
 _DRIVE = re.compile(r"^[A-Za-z]:")
 
 
@@ -25,6 +28,15 @@ def is_safe_relative_path(path: str, *, allow_dot: bool = True) -> bool:
     if "\\" in path or "\0" in path or path.startswith("/") or _DRIVE.match(path):
         return False
     return all(segment not in ("", ".", "..") for segment in path.split("/"))
+
+
+def long_segment(path: str) -> str | None:
+    """The first segment of ``path`` no file system could create (over ``MAX_SEGMENT_BYTES``
+    in UTF-8), or None: a package file must be writable where it is installed."""
+    for segment in path.split("/"):
+        if len(segment.encode("utf-8", "surrogatepass")) > MAX_SEGMENT_BYTES:
+            return segment
+    return None
 
 
 def utf16_len(text: str) -> int:

@@ -14,6 +14,8 @@ from splice_build.install.cache import MAX_SIGNATURES_BYTES, ArtifactCache
 from splice_build.spec.digests import integrity_of
 from testing.fifos import returns_without_waiting
 
+REGISTRY = "https://registry.test"  # the registry the stored signatures came from
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -48,21 +50,26 @@ def test_stored_signatures_are_for_exactly_one_artifact(tmp_path: Path) -> None:
     cache = ArtifactCache(tmp_path)
     integrity = integrity_of(b"signed bytes")
     entry = {"keyId": "ed25519:" + "a" * 16, "publicKey": "k", "signature": "s"}
-    assert cache.signatures(integrity, "@a/b", "1.0.0") is None, "nothing stored yet"
-    cache.put_signatures(integrity, "@a/b", "1.0.0", [entry])
-    assert cache.signatures(integrity, "@a/b", "1.0.0") is None, "no artifact: no orphan record"
+    assert cache.signatures(integrity, "@a/b", "1.0.0", REGISTRY) is None, "nothing stored yet"
+    cache.put_signatures(integrity, "@a/b", "1.0.0", REGISTRY, [entry])
+    assert cache.signatures(integrity, "@a/b", "1.0.0", REGISTRY) is None, (
+        "no artifact: no orphan record"
+    )
     cache.put(b"signed bytes")
-    cache.put_signatures(integrity, "@a/b", "1.0.0", [entry])
+    cache.put_signatures(integrity, "@a/b", "1.0.0", REGISTRY, [entry])
     path = cache.signatures_path_for(integrity)
     assert path == tmp_path / "signatures" / (integrity.removeprefix("sha256-") + ".json")
-    assert cache.signatures(integrity, "@a/b", "1.0.0") == (entry,)
-    assert cache.signatures(integrity, "@a/c", "1.0.0") is None, "another package"
-    assert cache.signatures(integrity, "@a/b", "1.0.1") is None, "another version"
-    cache.put_signatures(integrity, "@a/b", "1.0.0", [])
-    assert cache.signatures(integrity, "@a/b", "1.0.0") == (), "stored as unsigned"
+    assert cache.signatures(integrity, "@a/b", "1.0.0", REGISTRY) == (entry,)
+    assert cache.signatures(integrity, "@a/c", "1.0.0", REGISTRY) is None, "another package"
+    assert cache.signatures(integrity, "@a/b", "1.0.1", REGISTRY) is None, "another version"
+    assert cache.signatures(integrity, "@a/b", "1.0.0", "https://other.test") is None, (
+        "listed by another registry"
+    )
+    cache.put_signatures(integrity, "@a/b", "1.0.0", REGISTRY, [])
+    assert cache.signatures(integrity, "@a/b", "1.0.0", REGISTRY) == (), "stored as unsigned"
     for text in ("not json", "[]", '{"package": "@a/b"}'):
         path.write_text(text)
-        assert cache.signatures(integrity, "@a/b", "1.0.0") is None, text
+        assert cache.signatures(integrity, "@a/b", "1.0.0", REGISTRY) is None, text
 
 
 def test_a_fifo_as_an_entry_is_deleted_without_waiting(tmp_path: Path) -> None:
@@ -85,7 +92,7 @@ from pathlib import Path
 resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
 from splice_build.install.cache import ArtifactCache
 cache = ArtifactCache(Path(sys.argv[1]))
-print(cache.get(sys.argv[2]), cache.signatures(sys.argv[2], "@a/b", "1.0.0"))
+print(cache.get(sys.argv[2]), cache.signatures(sys.argv[2], "@a/b", "1.0.0", "https://r.test"))
 """
 
 
@@ -133,7 +140,10 @@ def test_a_fifo_as_the_signatures_file_counts_as_absent(tmp_path: Path) -> None:
     path.parent.mkdir(parents=True)
     os.mkfifo(path)
     assert (
-        returns_without_waiting(lambda: cache.signatures(integrity, "@a/b", "1.0.0"), path) is None
+        returns_without_waiting(
+            lambda: cache.signatures(integrity, "@a/b", "1.0.0", REGISTRY), path
+        )
+        is None
     )
 
 
@@ -145,7 +155,7 @@ def test_signatures_over_the_bound_are_not_written_so_what_is_written_reads_back
     integrity = integrity_of(b"signed bytes")
     entry = {"keyId": "ed25519:" + "a" * 16, "publicKey": "k", "signature": "s" * 1000}
     many = [entry] * (MAX_SIGNATURES_BYTES // 1000)
-    cache.put_signatures(integrity, "@a/b", "1.0.0", many)
+    cache.put_signatures(integrity, "@a/b", "1.0.0", REGISTRY, many)
     assert not cache.signatures_path_for(integrity).exists()
-    cache.put_signatures(integrity, "@a/b", "1.0.0", [entry])
-    assert cache.signatures(integrity, "@a/b", "1.0.0") == (entry,)
+    cache.put_signatures(integrity, "@a/b", "1.0.0", REGISTRY, [entry])
+    assert cache.signatures(integrity, "@a/b", "1.0.0", REGISTRY) == (entry,)

@@ -232,7 +232,8 @@ def test_an_unsigned_package_restores_as_unsigned_and_cannot_be_claimed_signed(
     lock = json.loads(lock_path.read_text())
     integrity = lock["packages"][PACKAGE]["integrity"]
     cache = ArtifactCache(SpliceHome.from_env(os.environ).artifact_cache_dir.parent)
-    assert cache.signatures(integrity, PACKAGE, "0.9.0") == (), "known to be unsigned"
+    registry = lock["packages"][PACKAGE]["registry"]
+    assert cache.signatures(integrity, PACKAGE, "0.9.0", registry) == (), "known to be unsigned"
     server.stop()
     _damage(project, "removed")
     restored = run_splice("install", cwd=project)

@@ -217,3 +217,13 @@ def test_two_paths_are_accepted_exactly_when_every_file_system_holds_both(
             assert exc.details[0].startswith(("duplicate file path", "file and directory"))
         else:
             assert held, (first, second)
+
+
+def test_validation_refuses_a_name_no_file_system_holds() -> None:
+    """A file name of 256 bytes fits the 256-character path rule but fails every write
+    (ENAMETOOLONG): refused as a package rule, never an internal error at install."""
+    files = {**package_files(), "é" * 128 + ".md": b"x"}
+    with pytest.raises(SpecError) as caught:
+        validate_package_files(files)
+    assert caught.value.code == ErrorCode.INVALID_PACKAGE
+    assert any("longer than 255 bytes" in d for d in caught.value.details), caught.value.details

@@ -354,15 +354,27 @@ def _declared_integrity(
     )
 
 
+def _declared_length(response: requests.Response, limit: int) -> int | None:
+    """The answer's ``content-length`` when it is a decimal number, at most ``limit + 1`` (any
+    larger length is just over the cap); None when absent or not a number. ASCII digits only:
+    ``str.isdigit()`` also accepts ``²``, which ``int()`` refuses, as it refuses 4,300 digits
+    or more, and a registry chooses its headers."""
+    declared = response.headers.get("content-length", "")
+    if not (declared.isascii() and declared.isdigit()):
+        return None
+    digits = declared.lstrip("0") or "0"
+    return limit + 1 if len(digits) > len(str(limit)) else min(int(digits), limit + 1)
+
+
 def _expected_size(response: requests.Response, limit: int) -> int:
     """The size a download's deadline is scaled by: the declared length, at most the cap."""
-    declared = response.headers.get("content-length", "")
-    return min(int(declared), limit) if declared.isdigit() else limit
+    declared = _declared_length(response, limit)
+    return min(declared, limit) if declared is not None else limit
 
 
 def _read_capped(response: requests.Response, limit: int, path: str, budget: Budget) -> bytes:
-    declared = response.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
+    declared = _declared_length(response, limit)
+    if declared is not None and declared > limit:
         raise _too_large(path, limit)
     chunks: list[bytes] = []
     total = 0
