@@ -57,8 +57,10 @@ def _rate_limit(headers: Mapping[str, str]) -> dict[str, Any] | None:
         return None
 
     def number(name: str) -> int | None:
+        """ASCII digits only, at most 15 of them: ``str.isdigit()`` also takes ``²``, which
+        ``int()`` refuses, and a remote header of thousands of digits is no count."""
         value = headers.get(name, "")
-        return int(value) if value.isdigit() else None
+        return int(value) if value.isascii() and value.isdigit() and len(value) <= 15 else None
 
     return {
         "limit": number("x-ratelimit-limit"),
