@@ -3,7 +3,8 @@
 ``Guard.connect`` is every guarded connection's ``_new_conn``: it resolves the name once,
 refuses the request if any answer is not public (or not loopback for a ``localhost``
 grant), connects only to those checked addresses and compares the peer with them again.
-It keeps the sockets it opened so ``abort`` can shut them from another thread.
+It keeps the sockets it opened so ``abort`` (the session is done) and ``expire`` (a request
+reached its deadline) can shut them from another thread.
 ``adapter(guard)`` is the ``requests`` adapter whose pools use such connections and never
 a proxy.
 """
@@ -110,6 +111,8 @@ class Guard:
                 if self.aborted:
                     sock.close()
                     raise NetworkFailure("The request was aborted", cause="ABORT_ERR")
+                # Closed sockets are let go: a long-lived session keeps only its open ones.
+                self.sockets = [s for s in self.sockets if s.fileno() != -1]
                 self.sockets.append(sock)
             try:
                 for option in socket_options or ():
@@ -136,9 +139,17 @@ class Guard:
         raise last
 
     def abort(self) -> None:
-        """Shut every socket opened so far (a read blocked on one returns at once)."""
+        """Shut every socket opened so far (a read blocked on one returns at once) and refuse
+        new connections: the session is done."""
         with self.lock:
             self.aborted = True
+        self.expire()
+
+    def expire(self) -> None:
+        """Shut every socket opened so far, leaving the session usable: a request reached its
+        deadline, and the next one opens new connections (a shut pooled connection is seen
+        as dropped and replaced)."""
+        with self.lock:
             sockets, self.sockets = self.sockets, []
         for sock in sockets:
             with contextlib.suppress(OSError):

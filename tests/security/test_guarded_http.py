@@ -4,7 +4,9 @@ time with the connection going to the checked address, header dropping, limits, 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import struct
+import zlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -18,7 +20,7 @@ from splice_build.security.net_errors import (
     ResponseTooLarge,
 )
 from testing.netns import run_in_private_netns
-from testing.netservers import FakeResolver, NetServer, serve, serve_tls
+from testing.netservers import FakeResolver, NetServer, drip_server, serve, serve_tls
 
 PUBLIC_V6 = "2606:4700:4700::1111"
 
@@ -205,37 +207,63 @@ def test_an_empty_allow_list_and_tunnel_methods_are_refused(server: NetServer) -
 def test_a_head_sent_a_byte_at_a_time_ends_at_the_deadline() -> None:
     """Each byte comes before the per-read timeout, so only a deadline on the whole head ends
     the request: TIMEOUT at about ``timeout_s``, not when the server is done."""
-    import socket
-    import threading
-    import time
-
-    listener = socket.create_server(("127.0.0.1", 0))
-    stop = threading.Event()
-
-    def drip() -> None:
-        connection, _ = listener.accept()
-        with connection:
-            connection.recv(65536)
-            for byte in b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 10_000:
-                if stop.is_set():
-                    return
-                try:
-                    connection.sendall(bytes([byte]))
-                except OSError:
-                    return
-                time.sleep(0.3)
-
-    worker = threading.Thread(target=drip, daemon=True)
-    worker.start()
-    started = time.monotonic()
-    try:
-        with (
-            GuardedSession(["127.0.0.1"], timeout_s=1.5) as http,
-            pytest.raises(NetworkTimeout) as caught,
-        ):
-            http.get(f"http://127.0.0.1:{listener.getsockname()[1]}/")
-    finally:
-        stop.set()
-        listener.close()
+    head = b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 10_000
+    with (
+        drip_server((bytes([byte]) for byte in head), 0.3) as drip,
+        GuardedSession(["127.0.0.1"], timeout_s=1.5) as http,
+        pytest.raises(NetworkTimeout) as caught,
+    ):
+        http.get(f"http://127.0.0.1:{drip.port}/")  # the server would drip for 50 minutes
     assert caught.value.code == ErrorCode.TIMEOUT
-    assert time.monotonic() - started < 30  # the server would drip for 50 minutes
+
+
+def _gzip_that_decodes_to_nothing_for_a_while() -> Iterator[bytes]:
+    """A gzip body whose first 100 pieces are empty stored deflate blocks: urllib3 reads on
+    inside one ``read1`` until something decodes, so no check between reads ever runs."""
+    yield b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nConnection: close\r\n\r\n"
+    yield b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03"
+    for _ in range(100):
+        yield b"\x00\x00\x00\xff\xff"
+    packer = zlib.compressobj(wbits=-15)
+    yield packer.compress(b"late") + packer.flush() + struct.pack("<II", zlib.crc32(b"late"), 4)
+
+
+def _chunked_with_trailers_for_a_while() -> Iterator[bytes]:
+    """One chunk, then 100 trailer lines: http.client reads and drops trailers inside the
+    read of the last chunk, as many as come."""
+    yield b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nlate\r\n0\r\n"
+    for _ in range(100):
+        yield b"X-Trailer: x\r\n"
+    yield b"\r\n"
+
+
+@pytest.mark.parametrize(
+    "pieces", [_gzip_that_decodes_to_nothing_for_a_while, _chunked_with_trailers_for_a_while]
+)
+def test_a_body_read_that_loops_inside_the_parser_ends_at_the_deadline(
+    pieces: Callable[[], Iterator[bytes]],
+) -> None:
+    """Every piece comes well before the per-read timeout and none yields body bytes, so the
+    parser's own loop keeps reading: the deadline must end it with TIMEOUT and hang up, not
+    wait for the server to finish (its whole answer takes about 10 s)."""
+    with (
+        drip_server(pieces(), 0.1) as drip,
+        GuardedSession(["127.0.0.1"], timeout_s=1.0) as http,
+    ):
+        with pytest.raises(NetworkTimeout) as caught:
+            http.get(f"http://127.0.0.1:{drip.port}/")
+        assert not drip.finished.is_set()
+    assert caught.value.code == ErrorCode.TIMEOUT
+
+
+def test_a_timed_out_request_leaves_the_session_usable(server: NetServer) -> None:
+    """A long-lived session (a provider's) times out one request at its deadline; the next
+    request opens a new connection instead of failing as aborted."""
+    head = b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 100
+    with GuardedSession(["127.0.0.1"], timeout_s=1.0) as http:
+        with (
+            drip_server((bytes([byte]) for byte in head), 0.2) as drip,
+            pytest.raises(NetworkTimeout),
+        ):
+            http.get(f"http://127.0.0.1:{drip.port}/")
+        assert http.get(server.url("/echo"), timeout_s=30).status == 200
