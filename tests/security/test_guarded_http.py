@@ -8,6 +8,7 @@ import struct
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -76,6 +77,26 @@ def test_redirects_into_refused_targets(server: NetServer, to: str) -> None:
         http.get(server.url("/redirect?to=" + to.format(port=server.port)))
     assert caught.value.message.startswith("Redirect blocked: ")
     assert len(server.seen) == before + 1
+
+
+@pytest.mark.parametrize(
+    ("location", "path"),
+    [
+        ("http:/echo?via=1", "/echo?via=1"),
+        ("http:echo?via=2", "/echo?via=2"),
+        ("HTTP:\\echo?via=3", "/echo?via=3"),
+        (":echo", "/:echo"),
+    ],
+)
+def test_a_location_in_the_same_scheme_without_slashes_is_relative(
+    server: NetServer, location: str, path: str
+) -> None:
+    """WHATWG (and so Node's fetch) reads ``http:echo`` from an ``http:`` URL as a path on
+    the same host, never as the host ``echo``; ``:echo`` is a path too."""
+    with GuardedSession(["127.0.0.1"]) as http:
+        response = http.get(server.url("/redirect?to=" + quote(location, safe="")))
+    assert response.redirected
+    assert response.json()["path"] == path
 
 
 def test_redirect_limit(server: NetServer) -> None:
