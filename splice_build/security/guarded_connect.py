@@ -58,6 +58,7 @@ class Guard:
     sockets: list[socket.socket] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     aborted: bool = False
+    expiries: int = 0  # how many times ``expire`` ran: a connection begun before one is cut
 
     def checked_addresses(self, raw_host: str) -> list[str]:
         """(4) Resolve once and check every answer; the connection uses exactly these."""
@@ -101,6 +102,8 @@ class Guard:
         timeout: float | None,
         socket_options: Sequence[tuple[int, int, int | bytes]] | None,
     ) -> socket.socket:
+        with self.lock:
+            started = self.expiries
         addresses = self.checked_addresses(host)
         allowed = {address_key(a) for a in addresses}
         last: OSError | None = None
@@ -118,7 +121,11 @@ class Guard:
                 for option in socket_options or ():
                     sock.setsockopt(*option)
                 sock.settimeout(timeout)
+                # A deadline that came during the name look-up (which nothing can interrupt)
+                # or the connect (a socket not yet connected cannot be shut) ends it here.
+                self._check_not_expired(started)
                 sock.connect((address, port))
+                self._check_not_expired(started)
                 peer = sock.getpeername()[0]
                 if address_key(peer) not in allowed:
                     raise NetworkDenied(
@@ -138,6 +145,11 @@ class Guard:
         assert last is not None, "BUG: no address to connect to"
         raise last
 
+    def _check_not_expired(self, started: int) -> None:
+        with self.lock:
+            if self.expiries != started:
+                raise TimeoutError("the request's deadline came while connecting")
+
     def abort(self) -> None:
         """Shut every socket opened so far (a read blocked on one returns at once) and refuse
         new connections: the session is done."""
@@ -150,6 +162,7 @@ class Guard:
         deadline, and the next one opens new connections (a shut pooled connection is seen
         as dropped and replaced)."""
         with self.lock:
+            self.expiries += 1
             sockets, self.sockets = self.sockets, []
         for sock in sockets:
             with contextlib.suppress(OSError):

@@ -288,3 +288,22 @@ def test_a_timed_out_request_leaves_the_session_usable(server: NetServer) -> Non
         ):
             http.get(f"http://127.0.0.1:{drip.port}/")
         assert http.get(server.url("/echo"), timeout_s=30).status == 200
+
+
+def test_a_deadline_during_the_name_lookup_stops_the_connection(server: NetServer) -> None:
+    """The look-up cannot be interrupted; when it returns after the deadline, the request
+    ends with TIMEOUT before it connects (the server sees nothing)."""
+    import time
+
+    def slow_resolver(name: str) -> list[str]:
+        time.sleep(1.0)
+        return ["127.0.0.1"]
+
+    before = len(server.seen)
+    with (
+        GuardedSession(["localhost"], resolver=slow_resolver, timeout_s=0.3) as http,
+        pytest.raises(NetworkTimeout) as caught,
+    ):
+        http.get(f"http://localhost:{server.port}/echo")
+    assert caught.value.code == ErrorCode.TIMEOUT
+    assert len(server.seen) == before
