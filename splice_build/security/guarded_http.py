@@ -44,6 +44,7 @@ from splice_build.security.net_errors import (
     ResponseTooLarge,
 )
 from splice_build.security.netpolicy import NetPolicy, load_policy
+from splice_build.security.response_head import checked_head
 from splice_build.security.targets import Target, check_target
 from splice_build.security.urls import InvalidUrl, ParsedUrl, parse_url, resolve_reference
 
@@ -131,7 +132,7 @@ class GuardedStream:
     """A response whose head has arrived; its body is read with ``read_chunk``.
 
     ``headers`` keeps every header line (lower-case names, repeated names repeated, in the
-    server's order). The decoded body is bounded by the session's size limit and the
+    server's order), checked by ``response_head.checked_head``. The decoded body is bounded by the session's size limit and the
     request's deadline; ``close`` releases the connection.
     """
 
@@ -139,6 +140,8 @@ class GuardedStream:
         self,
         response: requests.Response,
         *,
+        reason: str,
+        headers: tuple[tuple[str, str], ...],
         url: str,
         redirected: bool,
         host: str,
@@ -147,12 +150,10 @@ class GuardedStream:
     ) -> None:
         self._response = response
         self.status: int = response.status_code
-        self.reason: str = response.reason or ""
+        self.reason = reason
         self.url = url
         self.redirected = redirected
-        self.headers: tuple[tuple[str, str], ...] = tuple(
-            (str(name).lower(), str(value)) for name, value in response.raw.headers.items()
-        )
+        self.headers = headers
         self._host = host
         self._max_bytes = max_bytes
         self._deadline = deadline
@@ -358,6 +359,13 @@ class GuardedSession:
                         f"Redirect blocked: {exc.message}", exc.reason, host=exc.host
                     ) from None
                 raise
+            try:
+                reason, head = checked_head(
+                    response.reason or "", response.raw.headers.items(), target.host
+                )
+            except NetworkFailure:
+                response.close()
+                raise
             location = response.headers.get("location")
             if (
                 response.status_code in redirects.redirect_statuses
@@ -393,6 +401,8 @@ class GuardedSession:
                 continue
             return GuardedStream(
                 response,
+                reason=reason,
+                headers=head,
                 url=target.url.href,
                 redirected=hop > 0,
                 host=target.host,

@@ -307,3 +307,27 @@ def test_a_deadline_during_the_name_lookup_stops_the_connection(server: NetServe
         http.get(f"http://localhost:{server.port}/echo")
     assert caught.value.code == ErrorCode.TIMEOUT
     assert len(server.seen) == before
+
+
+@pytest.mark.parametrize(
+    "line",
+    [b"X-Nul: a\x00b", b"X-Ctl: a\x01b", b"X-Del: a\x7fb", b"X@: v", b"X-Esc: \x1b[2J"],
+)
+def test_a_header_no_fetch_client_would_accept_fails_the_request(line: bytes) -> None:
+    """http.client keeps these lines; a tool's Headers would get them unchecked."""
+    head = b"HTTP/1.1 200 OK\r\n" + line + b"\r\nContent-Length: 1\r\n\r\nz"
+    with (
+        drip_server([head], 0) as drip,
+        GuardedSession(["127.0.0.1"]) as http,
+        pytest.raises(NetworkFailure) as caught,
+    ):
+        http.get(f"http://127.0.0.1:{drip.port}/")
+    assert caught.value.code == ErrorCode.NETWORK_ERROR
+    assert caught.value.cause == "HPE_INVALID_HEADER_TOKEN"
+
+
+def test_a_folded_header_is_unfolded_to_one_space() -> None:
+    head = b"HTTP/1.1 200 OK\r\nX-Folded: a\r\n b\r\nContent-Length: 1\r\n\r\nz"
+    with drip_server([head], 0) as drip, GuardedSession(["127.0.0.1"]) as http:
+        response = http.get(f"http://127.0.0.1:{drip.port}/")
+    assert response.headers["x-folded"] == "a b"
