@@ -32,7 +32,8 @@ from splice_build.security.net_errors import (
     NetworkFailure,
 )
 from splice_build.security.netpolicy import NetPolicy
-from splice_build.security.targets import bare_host, host_allowed, host_grant
+from splice_build.security.targets import bare_host, host_grant
+from splice_build.spec.permissions import host_allowed
 
 if TYPE_CHECKING:
     import requests
