@@ -16,7 +16,9 @@ from collections.abc import Iterable
 from splice_build.security.net_errors import NetworkFailure
 
 CAUSE_INVALID_HEADER = "HPE_INVALID_HEADER_TOKEN"
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+# An HTTP token (RFC 9110): a header name or a method; the sandbox's request frames are
+# checked with it too (runtime/protocol.py).
+HTTP_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _FOLD = re.compile(r"\r\n[ \t]+")
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
@@ -30,7 +32,7 @@ def checked_head(
     checked = []
     for name, value in lines:
         unfolded = _FOLD.sub(" ", value)
-        if not _TOKEN.fullmatch(name) or _CONTROL.search(unfolded):
+        if not HTTP_TOKEN.fullmatch(name) or _CONTROL.search(unfolded):
             raise _invalid(host, "header")
         checked.append((name.lower(), unfolded))
     return reason, tuple(checked)
