@@ -43,7 +43,12 @@ Resolver = Callable[[str], Sequence[str]]
 
 def system_resolver(name: str) -> list[str]:
     """Every address the OS resolver gives for ``name`` (hosts file included), in order."""
-    infos = socket.getaddrinfo(name, None, type=socket.SOCK_STREAM)
+    try:
+        infos = socket.getaddrinfo(name, None, type=socket.SOCK_STREAM)
+    except UnicodeError as exc:
+        # Python's idna codec refuses a label over 63 characters before any look-up; the
+        # URL standard allows it, and for Node's fetch such a name is not found.
+        raise socket.gaierror(socket.EAI_NONAME, f"getaddrinfo ENOTFOUND {name}") from exc
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 

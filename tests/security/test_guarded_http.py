@@ -331,3 +331,13 @@ def test_a_folded_header_is_unfolded_to_one_space() -> None:
     with drip_server([head], 0) as drip, GuardedSession(["127.0.0.1"]) as http:
         response = http.get(f"http://127.0.0.1:{drip.port}/")
     assert response.headers["x-folded"] == "a b"
+
+
+def test_a_label_longer_than_dns_allows_is_not_found() -> None:
+    """The URL standard takes a 64-character label; no DNS name has one. The system
+    resolver's codec refuses it before any look-up: a NetworkFailure (ENOTFOUND), as in
+    Node, never a bare UnicodeError."""
+    with GuardedSession(["*"]) as http, pytest.raises(NetworkFailure) as caught:
+        http.get(f"http://{'a' * 64}.test/")
+    assert caught.value.code == ErrorCode.NETWORK_ERROR
+    assert caught.value.cause == "ENOTFOUND"
