@@ -10,6 +10,8 @@ assert that a refused target saw nothing):
 - ``/big?bytes=N``: N bytes of body; ``/gzip-bomb?bytes=N``: gzip of N zero bytes;
 - ``/gzip``, ``/deflate``, ``/deflate-raw``, ``/br``: ``{"coding": ...}`` in that encoding.
 
+``drip_server`` sends a scripted answer slowly, piece by piece (the deadline tests).
+
 ``httpd.max_active`` is the most requests it handled at the same time.
 
 ``FakeResolver`` is the Python guard's resolver hook; ``resolver_table`` builds the same
@@ -26,7 +28,7 @@ import sys
 import threading
 import time
 import zlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -170,6 +172,50 @@ def serve(address: str = "127.0.0.1") -> Iterator[NetServer]:
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+@dataclass
+class Drip:
+    """A running ``drip_server``: its port, and whether it sent every piece."""
+
+    port: int
+    finished: threading.Event
+
+
+@contextmanager
+def drip_server(pieces: Iterable[bytes], pause_s: float) -> Iterator[Drip]:
+    """A raw server on 127.0.0.1 for the deadline tests: it answers one connection by sending
+    ``pieces`` one at a time, ``pause_s`` apart (``finished`` is set once the last is sent), then
+    closes it; it stops early when the client hangs up or the block ends."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+    finished = threading.Event()
+
+    def drip() -> None:
+        try:
+            connection, _ = listener.accept()
+        except OSError:
+            return
+        with connection:
+            connection.recv(65536)
+            for index, piece in enumerate(pieces):
+                if index:
+                    time.sleep(pause_s)
+                if stop.is_set():
+                    return
+                try:
+                    connection.sendall(piece)
+                except OSError:
+                    return
+            finished.set()
+
+    worker = threading.Thread(target=drip, daemon=True)
+    worker.start()
+    try:
+        yield Drip(listener.getsockname()[1], finished)
+    finally:
+        stop.set()
+        listener.close()
 
 
 @contextmanager

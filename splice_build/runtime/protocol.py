@@ -26,6 +26,7 @@ from splice_build.runtime.limits import (
     MAX_NUMBER_LITERAL,
     MAX_OUTPUT_DEPTH,
 )
+from splice_build.security.response_head import HTTP_TOKEN
 
 PROTOCOL_VERSION = 2  # 2: jobs carry an id that their result repeats
 # The exact prefix host.mjs writes before a successful output (used to name an oversized
@@ -288,7 +289,6 @@ def parse_child_message(raw: bytes) -> ChildMessage:
 
 
 # fetch frames (PROTOCOL.md, "fetch"). Bounds are checked here; the policy in fetch_channel.
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 _MAX_BASE64_CHARS = 4 * ((FETCH_CHUNK_BYTES + 2) // 3)
 _REDIRECTS = frozenset({"follow", "error", "manual"})
@@ -317,7 +317,7 @@ def _header_list(value: Any) -> tuple[tuple[str, str], ...]:
         name, text = pair
         size += len(name) + len(text)
         if (
-            not _TOKEN.fullmatch(name)
+            not HTTP_TOKEN.fullmatch(name)
             or any(c in text for c in "\0\r\n")
             or max(map(ord, text), default=0) > 0xFF
         ):
@@ -333,7 +333,7 @@ def _parse_fetch(frame: dict[str, Any]) -> FetchRequest:
     url, method, redirect, body = (frame.get(k) for k in ("url", "method", "redirect", "body"))
     if not isinstance(url, str) or not 0 < len(url) <= MAX_FETCH_URL_CHARS:
         raise ProtocolViolation("fetch without a valid url")
-    if not isinstance(method, str) or len(method) > 32 or not _TOKEN.fullmatch(method):
+    if not isinstance(method, str) or len(method) > 32 or not HTTP_TOKEN.fullmatch(method):
         raise ProtocolViolation("fetch without a valid method")
     if redirect not in _REDIRECTS or not isinstance(body, bool):
         raise ProtocolViolation("fetch without a valid redirect mode or body flag")

@@ -1,6 +1,7 @@
 """Address classification from ``schemas/netpolicy.json`` (the network policy's data).
 
-An address is *public* when it is an IP address outside every refused range. IPv4 addresses
+An address is *public* when it is an IP address outside every refused range (and, for IPv6,
+inside global unicast ``2000::/3``: an allow-list, so unallocated space is never public). IPv4 addresses
 are compared with the IPv4 list only and IPv6 addresses with the IPv6 list only, so IPv4-mapped
 (``::ffff:0:0/96``), IPv4-compatible, NAT64, 6to4 and Teredo forms are refused as ranges,
 never by unwrapping the embedded IPv4 address. Text that is not an IP address is not public.
@@ -45,7 +46,10 @@ def refused_range(address: str, policy: NetPolicy | None = None) -> str | None:
     if isinstance(ip, ipaddress.IPv4Address):
         ranges4 = policy.refused_v4
         return next((name for net, name in ranges4 if ip in net), None)
-    return next((name for net, name in policy.refused_v6 if ip in net), None)
+    refused = next((name for net, name in policy.refused_v6 if ip in net), None)
+    if refused is None and not any(ip in net for net in policy.public_v6):
+        return policy.outside_public_v6
+    return refused
 
 
 def is_public_address(address: str, policy: NetPolicy | None = None) -> bool:

@@ -3,7 +3,8 @@
 ``Guard.connect`` is every guarded connection's ``_new_conn``: it resolves the name once,
 refuses the request if any answer is not public (or not loopback for a ``localhost``
 grant), connects only to those checked addresses and compares the peer with them again.
-It keeps the sockets it opened so ``abort`` can shut them from another thread.
+It keeps the sockets it opened so ``abort`` (the session is done) and ``expire`` (a request
+reached its deadline) can shut them from another thread.
 ``adapter(guard)`` is the ``requests`` adapter whose pools use such connections and never
 a proxy.
 """
@@ -31,7 +32,8 @@ from splice_build.security.net_errors import (
     NetworkFailure,
 )
 from splice_build.security.netpolicy import NetPolicy
-from splice_build.security.targets import bare_host, host_allowed, host_grant
+from splice_build.security.targets import bare_host, host_grant
+from splice_build.spec.permissions import host_allowed
 
 if TYPE_CHECKING:
     import requests
@@ -41,7 +43,12 @@ Resolver = Callable[[str], Sequence[str]]
 
 def system_resolver(name: str) -> list[str]:
     """Every address the OS resolver gives for ``name`` (hosts file included), in order."""
-    infos = socket.getaddrinfo(name, None, type=socket.SOCK_STREAM)
+    try:
+        infos = socket.getaddrinfo(name, None, type=socket.SOCK_STREAM)
+    except UnicodeError as exc:
+        # Python's idna codec refuses a label over 63 characters before any look-up; the
+        # URL standard allows it, and for Node's fetch such a name is not found.
+        raise socket.gaierror(socket.EAI_NONAME, f"getaddrinfo ENOTFOUND {name}") from exc
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 
@@ -57,6 +64,7 @@ class Guard:
     sockets: list[socket.socket] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     aborted: bool = False
+    expiries: int = 0  # how many times ``expire`` ran: a connection begun before one is cut
 
     def checked_addresses(self, raw_host: str) -> list[str]:
         """(4) Resolve once and check every answer; the connection uses exactly these."""
@@ -100,6 +108,8 @@ class Guard:
         timeout: float | None,
         socket_options: Sequence[tuple[int, int, int | bytes]] | None,
     ) -> socket.socket:
+        with self.lock:
+            started = self.expiries
         addresses = self.checked_addresses(host)
         allowed = {address_key(a) for a in addresses}
         last: OSError | None = None
@@ -110,12 +120,18 @@ class Guard:
                 if self.aborted:
                     sock.close()
                     raise NetworkFailure("The request was aborted", cause="ABORT_ERR")
+                # Closed sockets are let go: a long-lived session keeps only its open ones.
+                self.sockets = [s for s in self.sockets if s.fileno() != -1]
                 self.sockets.append(sock)
             try:
                 for option in socket_options or ():
                     sock.setsockopt(*option)
                 sock.settimeout(timeout)
+                # A deadline that came during the name look-up (which nothing can interrupt)
+                # or the connect (a socket not yet connected cannot be shut) ends it here.
+                self._check_not_expired(started)
                 sock.connect((address, port))
+                self._check_not_expired(started)
                 peer = sock.getpeername()[0]
                 if address_key(peer) not in allowed:
                     raise NetworkDenied(
@@ -135,10 +151,24 @@ class Guard:
         assert last is not None, "BUG: no address to connect to"
         raise last
 
+    def _check_not_expired(self, started: int) -> None:
+        with self.lock:
+            if self.expiries != started:
+                raise TimeoutError("the request's deadline came while connecting")
+
     def abort(self) -> None:
-        """Shut every socket opened so far (a read blocked on one returns at once)."""
+        """Shut every socket opened so far (a read blocked on one returns at once) and refuse
+        new connections: the session is done."""
         with self.lock:
             self.aborted = True
+        self.expire()
+
+    def expire(self) -> None:
+        """Shut every socket opened so far, leaving the session usable: a request reached its
+        deadline, and the next one opens new connections (a shut pooled connection is seen
+        as dropped and replaced)."""
+        with self.lock:
+            self.expiries += 1
             sockets, self.sockets = self.sockets, []
         for sock in sockets:
             with contextlib.suppress(OSError):

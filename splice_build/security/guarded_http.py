@@ -44,8 +44,9 @@ from splice_build.security.net_errors import (
     ResponseTooLarge,
 )
 from splice_build.security.netpolicy import NetPolicy, load_policy
+from splice_build.security.response_head import checked_head
 from splice_build.security.targets import Target, check_target
-from splice_build.security.urls import InvalidUrl, parse_url, resolve_reference
+from splice_build.security.urls import InvalidUrl, ParsedUrl, parse_url, resolve_reference
 
 if TYPE_CHECKING:
     import requests
@@ -88,11 +89,50 @@ class GuardedResponse:
         return json.loads(self.content)
 
 
+class _Deadline:
+    """One request's deadline, kept by a timer: when it comes, every socket of the session is
+    shut (``Guard.expire``), so no read outlives it, whether it is a read of the head, of the
+    body, or a loop inside urllib3 or http.client that reads on while each read brings
+    something (a gzip stream that decodes to nothing, chunked trailer lines without end)."""
+
+    def __init__(self, guard: Guard, deadline: float) -> None:
+        self.at = deadline
+        self._guard = guard
+        self._lock = threading.Lock()
+        self._fired = False
+        self._cancelled = False
+        self._timer = threading.Timer(max(0.0, deadline - time.monotonic()), self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _fire(self) -> None:
+        with self._lock:
+            if self._cancelled:
+                return
+            self._fired = True
+            self._guard.expire()
+
+    @property
+    def fired(self) -> bool:
+        """The sockets were shut: what a read returned since may be cut short."""
+        with self._lock:
+            return self._fired
+
+    @property
+    def passed(self) -> bool:
+        return self.fired or time.monotonic() >= self.at
+
+    def cancel(self) -> None:
+        with self._lock:
+            self._cancelled = True
+        self._timer.cancel()
+
+
 class GuardedStream:
     """A response whose head has arrived; its body is read with ``read_chunk``.
 
     ``headers`` keeps every header line (lower-case names, repeated names repeated, in the
-    server's order). The decoded body is bounded by the session's size limit and the
+    server's order), checked by ``response_head.checked_head``. The decoded body is bounded by the session's size limit and the
     request's deadline; ``close`` releases the connection.
     """
 
@@ -100,20 +140,20 @@ class GuardedStream:
         self,
         response: requests.Response,
         *,
+        reason: str,
+        headers: tuple[tuple[str, str], ...],
         url: str,
         redirected: bool,
         host: str,
         max_bytes: int,
-        deadline: float,
+        deadline: _Deadline,
     ) -> None:
         self._response = response
         self.status: int = response.status_code
-        self.reason: str = response.reason or ""
+        self.reason = reason
         self.url = url
         self.redirected = redirected
-        self.headers: tuple[tuple[str, str], ...] = tuple(
-            (str(name).lower(), str(value)) for name, value in response.raw.headers.items()
-        )
+        self.headers = headers
         self._host = host
         self._max_bytes = max_bytes
         self._deadline = deadline
@@ -128,14 +168,21 @@ class GuardedStream:
 
         if self._done:
             return b""
-        if time.monotonic() > self._deadline:
+        if self._deadline.passed:
             self.close()
             raise NetworkTimeout("Reading the response timed out")
         try:
             chunk = self._response.raw.read1(max_bytes, decode_content=True)
         except (Urllib3Error, OSError) as exc:
             self.close()
+            if self._deadline.fired:
+                raise NetworkTimeout("Reading the response timed out") from exc
             raise failure_for(self._host, exc) from exc
+        if self._deadline.fired:
+            # The read ended because the deadline shut the socket: a body read until the
+            # connection closes would otherwise end here, cut short, as if complete.
+            self.close()
+            raise NetworkTimeout("Reading the response timed out")
         if not chunk:
             self.close()
             return b""
@@ -153,6 +200,7 @@ class GuardedStream:
 
     def close(self) -> None:
         self._done = True
+        self._deadline.cancel()
         self._response.close()
 
 
@@ -270,7 +318,7 @@ class GuardedSession:
     ) -> GuardedStream:
         """Send one request, following redirects per ``redirect``, and return the final
         response with its body unread (``redirect="manual"`` returns a 3xx as it is)."""
-        deadline = time.monotonic() + (timeout_s or self._timeout_s)
+        ends = time.monotonic() + (timeout_s or self._timeout_s)
         method = method.upper() if method.upper() in _NORMALIZED_METHODS else method
         if method.upper() in _FORBIDDEN_METHODS:
             raise ValueError(f"HTTP method {method} is not allowed")
@@ -283,6 +331,23 @@ class GuardedSession:
             parts = parse_url(url)
         except InvalidUrl as exc:
             raise NetworkFailure(str(exc)) from exc
+        deadline = _Deadline(self._guard, ends)
+        try:
+            return self._follow(method, parts, sent_headers, body, redirect, deadline)
+        except BaseException:
+            deadline.cancel()
+            raise
+
+    def _follow(
+        self,
+        method: str,
+        parts: ParsedUrl,
+        sent_headers: dict[str, str],
+        body: bytes | None,
+        redirect: RedirectMode,
+        deadline: _Deadline,
+    ) -> GuardedStream:
+        """The request and each redirect hop, checked; the final response, body unread."""
         redirects = self._policy
         for hop in range(redirects.max_redirects + 1):
             try:
@@ -293,6 +358,13 @@ class GuardedSession:
                     raise NetworkDenied(
                         f"Redirect blocked: {exc.message}", exc.reason, host=exc.host
                     ) from None
+                raise
+            try:
+                reason, head = checked_head(
+                    response.reason or "", response.raw.headers.items(), target.host
+                )
+            except NetworkFailure:
+                response.close()
                 raise
             location = response.headers.get("location")
             if (
@@ -329,6 +401,8 @@ class GuardedSession:
                 continue
             return GuardedStream(
                 response,
+                reason=reason,
+                headers=head,
                 url=target.url.href,
                 redirected=hop > 0,
                 host=target.host,
@@ -343,19 +417,16 @@ class GuardedSession:
         method: str,
         headers: Mapping[str, str],
         body: bytes | None,
-        deadline: float,
+        deadline: _Deadline,
     ) -> requests.Response:
         import requests
 
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
+        remaining = deadline.at - time.monotonic()
+        if remaining <= 0 or deadline.fired:
             raise NetworkTimeout(f'Request to "{target.host}" timed out')
         # The timeouts below bound each socket operation, not the whole head: a server that
         # sends its status line and headers a byte at a time would otherwise hold the request
-        # for as long as it likes. The timer ends it at the deadline.
-        timer = threading.Timer(remaining, self._guard.abort)
-        timer.daemon = True
-        timer.start()
+        # for as long as it likes. The deadline's timer ends it.
         try:
             return self._session.request(
                 method,
@@ -368,8 +439,6 @@ class GuardedSession:
                 proxies={},
             )
         except requests.exceptions.RequestException as exc:
-            if time.monotonic() >= deadline:
+            if deadline.passed:
                 raise NetworkTimeout(f'Request to "{target.host}" timed out') from exc
             raise failure_for(target.host, exc) from exc
-        finally:
-            timer.cancel()

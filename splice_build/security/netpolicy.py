@@ -25,6 +25,8 @@ class NetPolicy:
     protocols: tuple[str, ...]
     refused_v4: tuple[tuple[IPv4Network, str], ...]
     refused_v6: tuple[tuple[IPv6Network, str], ...]
+    public_v6: tuple[IPv6Network, ...]  # outside these, no IPv6 address is public
+    outside_public_v6: str  # the refusal's name for such an address
     loopback_v4: tuple[IPv4Network, ...]
     loopback_v6: tuple[IPv6Network, ...]
     localhost_names: tuple[str, ...]
@@ -60,6 +62,8 @@ def load_policy() -> NetPolicy:
         protocols=tuple(raw["protocols"]),
         refused_v4=tuple((IPv4Network(r["cidr"]), r["name"]) for r in refused["ipv4"]),
         refused_v6=tuple((IPv6Network(r["cidr"]), r["name"]) for r in refused["ipv6"]),
+        public_v6=tuple(IPv6Network(c) for c in raw["publicV6"]["within"]),
+        outside_public_v6=raw["publicV6"]["name"],
         loopback_v4=tuple(IPv4Network(c) for c in raw["loopback"]["ipv4"]),
         loopback_v6=tuple(IPv6Network(c) for c in raw["loopback"]["ipv6"]),
         localhost_names=tuple(raw["localhost"]["names"]),

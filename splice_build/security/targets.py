@@ -26,6 +26,7 @@ from splice_build.security.net_errors import (
 )
 from splice_build.security.netpolicy import NetPolicy, load_policy
 from splice_build.security.urls import ParsedUrl
+from splice_build.spec.permissions import host_allowed
 
 Grant = Literal["none", "literal", "localhost"]
 
@@ -54,20 +55,6 @@ def bare_host(hostname: str) -> str:
     if len(host) > 1 and host.endswith("."):
         host = host[:-1]
     return host
-
-
-def host_allowed(host: str, patterns: Sequence[str]) -> bool:
-    """docs/compatibility.md#permissions: ``*`` any host, ``*.x`` proper subdomains of x only, else equality."""
-    for pattern in patterns:
-        if pattern == "*":
-            return True
-        if pattern.startswith("*."):
-            suffix = pattern[1:]
-            if len(host) > len(suffix) and host.endswith(suffix):
-                return True
-        elif pattern == host:
-            return True
-    return False
 
 
 def is_localhost_name(host: str, policy: NetPolicy) -> bool:

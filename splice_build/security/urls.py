@@ -484,12 +484,19 @@ def serialize_ipv6(pieces: list[int]) -> str:
 
 def resolve_reference(location: str, base: ParsedUrl) -> ParsedUrl:
     """A redirect ``Location`` against the current URL (the WHATWG forms that occur:
-    absolute, scheme-relative, absolute path, query, relative path)."""
+    absolute, scheme-relative, absolute path, query, relative path).
+
+    As in WHATWG, the base's own special scheme followed by anything but ``//`` is relative:
+    ``http:evil.com`` from ``http://a.com/`` is ``http://a.com/evil.com``. A colon with no
+    scheme before it (``:x``) starts a relative path."""
     text = location.strip("".join(chr(c) for c in range(0x21)))
     text = text.replace("\t", "").replace("\n", "").replace("\r", "")
     head = text.split("/", 1)[0].split("\\", 1)[0].split("?", 1)[0].split("#", 1)[0]
-    if ":" in head:
-        return parse_url(text)
+    colon = head.find(":")
+    if colon > 0 and _SCHEME.fullmatch(head[:colon]):
+        if not base.special or f"{head[:colon].lower()}:" != base.protocol:
+            return parse_url(text)
+        text = text[colon + 1 :]
     authority = f"{base.protocol}//{base.hostname}{':' + base.port if base.port else ''}"
     if text[:2] in ("//", "\\\\", "/\\", "\\/"):
         return parse_url(f"{base.protocol}{text}")

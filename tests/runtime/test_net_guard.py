@@ -15,7 +15,7 @@ from splice_build.errors import ErrorCode
 from splice_build.runtime import SpliceRuntime, ToolResult
 from testing.hostile_packages import write_package
 from testing.netns import run_in_private_netns
-from testing.netservers import NetServer, serve, serve_tls
+from testing.netservers import NetServer, drip_server, serve, serve_tls
 
 pytestmark = pytest.mark.node
 
@@ -313,6 +313,27 @@ def test_bodies_are_size_limited(fetch_tool, server: NetServer, path: str) -> No
     )
     assert result.output["message"] == "fetch failed"
     assert result.output["causeCode"] == "ERR_SPLICE_RESPONSE_TOO_LARGE"
+
+
+def test_a_head_with_control_characters_never_reaches_the_tool(fetch_tool) -> None:
+    """A NUL in a header value fails the fetch as Node's own parser would; a folded value
+    reaches the tool unfolded, never with its CR LF."""
+    bad = b"HTTP/1.1 200 OK\r\nX-Nul: a\x00b\r\nContent-Length: 1\r\n\r\nz"
+    with drip_server([bad], 0) as drip:
+        result = fetch_tool(
+            _error_of(f"fetch('http://127.0.0.1:{drip.port}/')"), network=["127.0.0.1"]
+        )
+    assert result.output["message"] == "fetch failed"
+    assert result.output["causeCode"] == "HPE_INVALID_HEADER_TOKEN"
+    folded = b"HTTP/1.1 200 OK\r\nX-Folded: a\r\n b\r\nContent-Length: 1\r\n\r\nz"
+    with drip_server([folded], 0) as drip:
+        result = fetch_tool(
+            _returning(
+                f"return (await fetch('http://127.0.0.1:{drip.port}/')).headers.get('x-folded');"
+            ),
+            network=["127.0.0.1"],
+        )
+    assert result.output == "a b"
 
 
 def test_tls_is_always_verified(fetch_tool, tmp_path: Path) -> None:

@@ -60,6 +60,14 @@ CASES = [
     ("ff02::1", False),
     ("2606:4700:4700::1111", True),
     ("2a00:1450::1", True),
+    # global unicast 2000::/3 only: unallocated space is never public
+    ("2000::1", True),
+    ("3fff:1000::1", True),
+    ("1fff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", False),
+    ("4000::1", False),
+    ("1000::1", False),
+    ("e000::1", False),
+    ("fe00::1", False),
     ("localhost", False),
     ("127.1", False),
     ("", False),
@@ -87,3 +95,26 @@ def test_loopback_and_keys() -> None:
     assert address_key("::ffff:1.2.3.4") == address_key("::ffff:102:304")
     assert address_key("1.2.3.4") != address_key("::ffff:1.2.3.4")
     assert address_key("nope") is None
+
+
+def test_ipv6_outside_global_unicast_is_refused_by_name_and_in_a_connection() -> None:
+    """A name answering only ``4000::1`` (unallocated, routable on some private network)
+    is refused before any connection, as the literal is."""
+    from splice_build.security.guarded_http import GuardedSession
+    from splice_build.security.net_errors import NetworkDenied
+    from splice_build.security.targets import check_target
+    from splice_build.security.urls import parse_url
+    from testing.netservers import FakeResolver
+
+    assert refused_range("4000::1") == "not global unicast (outside 2000::/3)"
+    with pytest.raises(NetworkDenied) as literal:
+        check_target(parse_url("http://[4000::1]/"), ["*"])
+    assert literal.value.reason == "not-public"
+    resolver = FakeResolver({"unallocated.test": [["4000::1"]]})
+    with (
+        GuardedSession(["*"], resolver=resolver) as http,
+        pytest.raises(NetworkDenied) as named,
+    ):
+        http.get("http://unallocated.test/")
+    assert named.value.reason == "not-public"
+    assert http.connected_addresses == ()

@@ -4,8 +4,11 @@ time with the connection going to the checked address, header dropping, limits, 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import struct
+import zlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -18,7 +21,7 @@ from splice_build.security.net_errors import (
     ResponseTooLarge,
 )
 from testing.netns import run_in_private_netns
-from testing.netservers import FakeResolver, NetServer, serve, serve_tls
+from testing.netservers import FakeResolver, NetServer, drip_server, serve, serve_tls
 
 PUBLIC_V6 = "2606:4700:4700::1111"
 
@@ -74,6 +77,26 @@ def test_redirects_into_refused_targets(server: NetServer, to: str) -> None:
         http.get(server.url("/redirect?to=" + to.format(port=server.port)))
     assert caught.value.message.startswith("Redirect blocked: ")
     assert len(server.seen) == before + 1
+
+
+@pytest.mark.parametrize(
+    ("location", "path"),
+    [
+        ("http:/echo?via=1", "/echo?via=1"),
+        ("http:echo?via=2", "/echo?via=2"),
+        ("HTTP:\\echo?via=3", "/echo?via=3"),
+        (":echo", "/:echo"),
+    ],
+)
+def test_a_location_in_the_same_scheme_without_slashes_is_relative(
+    server: NetServer, location: str, path: str
+) -> None:
+    """WHATWG (and so Node's fetch) reads ``http:echo`` from an ``http:`` URL as a path on
+    the same host, never as the host ``echo``; ``:echo`` is a path too."""
+    with GuardedSession(["127.0.0.1"]) as http:
+        response = http.get(server.url("/redirect?to=" + quote(location, safe="")))
+    assert response.redirected
+    assert response.json()["path"] == path
 
 
 def test_redirect_limit(server: NetServer) -> None:
@@ -205,37 +228,116 @@ def test_an_empty_allow_list_and_tunnel_methods_are_refused(server: NetServer) -
 def test_a_head_sent_a_byte_at_a_time_ends_at_the_deadline() -> None:
     """Each byte comes before the per-read timeout, so only a deadline on the whole head ends
     the request: TIMEOUT at about ``timeout_s``, not when the server is done."""
-    import socket
-    import threading
+    head = b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 10_000
+    with (
+        drip_server((bytes([byte]) for byte in head), 0.3) as drip,
+        GuardedSession(["127.0.0.1"], timeout_s=1.5) as http,
+        pytest.raises(NetworkTimeout) as caught,
+    ):
+        http.get(f"http://127.0.0.1:{drip.port}/")  # the server would drip for 50 minutes
+    assert caught.value.code == ErrorCode.TIMEOUT
+
+
+def _gzip_that_decodes_to_nothing_for_a_while() -> Iterator[bytes]:
+    """A gzip body whose first 100 pieces are empty stored deflate blocks: urllib3 reads on
+    inside one ``read1`` until something decodes, so no check between reads ever runs."""
+    yield b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nConnection: close\r\n\r\n"
+    yield b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03"
+    for _ in range(100):
+        yield b"\x00\x00\x00\xff\xff"
+    packer = zlib.compressobj(wbits=-15)
+    yield packer.compress(b"late") + packer.flush() + struct.pack("<II", zlib.crc32(b"late"), 4)
+
+
+def _chunked_with_trailers_for_a_while() -> Iterator[bytes]:
+    """One chunk, then 100 trailer lines: http.client reads and drops trailers inside the
+    read of the last chunk, as many as come."""
+    yield b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nlate\r\n0\r\n"
+    for _ in range(100):
+        yield b"X-Trailer: x\r\n"
+    yield b"\r\n"
+
+
+@pytest.mark.parametrize(
+    "pieces", [_gzip_that_decodes_to_nothing_for_a_while, _chunked_with_trailers_for_a_while]
+)
+def test_a_body_read_that_loops_inside_the_parser_ends_at_the_deadline(
+    pieces: Callable[[], Iterator[bytes]],
+) -> None:
+    """Every piece comes well before the per-read timeout and none yields body bytes, so the
+    parser's own loop keeps reading: the deadline must end it with TIMEOUT and hang up, not
+    wait for the server to finish (its whole answer takes about 10 s)."""
+    with (
+        drip_server(pieces(), 0.1) as drip,
+        GuardedSession(["127.0.0.1"], timeout_s=1.0) as http,
+    ):
+        with pytest.raises(NetworkTimeout) as caught:
+            http.get(f"http://127.0.0.1:{drip.port}/")
+        assert not drip.finished.is_set()
+    assert caught.value.code == ErrorCode.TIMEOUT
+
+
+def test_a_timed_out_request_leaves_the_session_usable(server: NetServer) -> None:
+    """A long-lived session (a provider's) times out one request at its deadline; the next
+    request opens a new connection instead of failing as aborted."""
+    head = b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 100
+    with GuardedSession(["127.0.0.1"], timeout_s=1.0) as http:
+        with (
+            drip_server((bytes([byte]) for byte in head), 0.2) as drip,
+            pytest.raises(NetworkTimeout),
+        ):
+            http.get(f"http://127.0.0.1:{drip.port}/")
+        assert http.get(server.url("/echo"), timeout_s=30).status == 200
+
+
+def test_a_deadline_during_the_name_lookup_stops_the_connection(server: NetServer) -> None:
+    """The look-up cannot be interrupted; when it returns after the deadline, the request
+    ends with TIMEOUT before it connects (the server sees nothing)."""
     import time
 
-    listener = socket.create_server(("127.0.0.1", 0))
-    stop = threading.Event()
+    def slow_resolver(name: str) -> list[str]:
+        time.sleep(1.0)
+        return ["127.0.0.1"]
 
-    def drip() -> None:
-        connection, _ = listener.accept()
-        with connection:
-            connection.recv(65536)
-            for byte in b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 10_000:
-                if stop.is_set():
-                    return
-                try:
-                    connection.sendall(bytes([byte]))
-                except OSError:
-                    return
-                time.sleep(0.3)
-
-    worker = threading.Thread(target=drip, daemon=True)
-    worker.start()
-    started = time.monotonic()
-    try:
-        with (
-            GuardedSession(["127.0.0.1"], timeout_s=1.5) as http,
-            pytest.raises(NetworkTimeout) as caught,
-        ):
-            http.get(f"http://127.0.0.1:{listener.getsockname()[1]}/")
-    finally:
-        stop.set()
-        listener.close()
+    before = len(server.seen)
+    with (
+        GuardedSession(["localhost"], resolver=slow_resolver, timeout_s=0.3) as http,
+        pytest.raises(NetworkTimeout) as caught,
+    ):
+        http.get(f"http://localhost:{server.port}/echo")
     assert caught.value.code == ErrorCode.TIMEOUT
-    assert time.monotonic() - started < 30  # the server would drip for 50 minutes
+    assert len(server.seen) == before
+
+
+@pytest.mark.parametrize(
+    "line",
+    [b"X-Nul: a\x00b", b"X-Ctl: a\x01b", b"X-Del: a\x7fb", b"X@: v", b"X-Esc: \x1b[2J"],
+)
+def test_a_header_no_fetch_client_would_accept_fails_the_request(line: bytes) -> None:
+    """http.client keeps these lines; a tool's Headers would get them unchecked."""
+    head = b"HTTP/1.1 200 OK\r\n" + line + b"\r\nContent-Length: 1\r\n\r\nz"
+    with (
+        drip_server([head], 0) as drip,
+        GuardedSession(["127.0.0.1"]) as http,
+        pytest.raises(NetworkFailure) as caught,
+    ):
+        http.get(f"http://127.0.0.1:{drip.port}/")
+    assert caught.value.code == ErrorCode.NETWORK_ERROR
+    assert caught.value.cause == "HPE_INVALID_HEADER_TOKEN"
+
+
+def test_a_folded_header_is_unfolded_to_one_space() -> None:
+    head = b"HTTP/1.1 200 OK\r\nX-Folded: a\r\n b\r\nContent-Length: 1\r\n\r\nz"
+    with drip_server([head], 0) as drip, GuardedSession(["127.0.0.1"]) as http:
+        response = http.get(f"http://127.0.0.1:{drip.port}/")
+    assert response.headers["x-folded"] == "a b"
+
+
+def test_a_label_longer_than_dns_allows_is_not_found() -> None:
+    """The URL standard takes a 64-character label; no DNS name has one. The system
+    resolver's codec refuses it before any look-up: a NetworkFailure (ENOTFOUND), as in
+    Node, never a bare UnicodeError."""
+    with GuardedSession(["*"]) as http, pytest.raises(NetworkFailure) as caught:
+        http.get(f"http://{'a' * 64}.test/")
+    assert caught.value.code == ErrorCode.NETWORK_ERROR
+    assert caught.value.cause == "ENOTFOUND"
