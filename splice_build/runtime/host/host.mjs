@@ -9,6 +9,7 @@ import { ACCESS_DENIED, HOST_CODES } from './codes.mjs';
 import { Channel, jsonString } from './channel.mjs';
 import { harden, installEnvironment, installStdio } from './harden.mjs';
 import { installModuleGuard } from './module_guard.mjs';
+import { prepareBuiltin } from './fd_guard.mjs';
 import { createFetch } from './fetch.mjs';
 import { createCapabilityClient } from './capability.mjs';
 import { serveJobs } from './serve.mjs';
@@ -19,7 +20,8 @@ import {
 
 const EXIT_HOST_FAILURE = 70;
 
-const channel = new Channel(Number(process.argv[2]), Number(process.argv[3]));
+const CHANNEL_FDS = [Number(process.argv[2]), Number(process.argv[3])];
+const channel = new Channel(CHANNEL_FDS[0], CHANNEL_FDS[1]);
 const FLAGS = process.argv.slice(4);
 if (FLAGS.includes('fetch')) captureWebStreams();
 const REUSE = FLAGS.includes('reuse');
@@ -102,10 +104,10 @@ try {
 }
 
 function installGuards() {
-  installModuleGuard(job.context.paths.package, job.builtins);
+  installModuleGuard(job.context.paths.package, job.builtins, prepareBuiltin);
   // The tool's requests are performed by the parent under its network policy (fetch.mjs).
   const guardedFetch = createFetch({ channel, limits: deepFreeze(job.fetch) });
-  return harden({ guardedFetch });
+  return harden({ guardedFetch, channelFds: CHANNEL_FDS });
 }
 
 const LOG_OPTIONS = freeze({ __proto__: null, colors: false });
