@@ -112,7 +112,7 @@ def test_a_tool_uses_its_own_descriptors(run_tool, project: Path) -> None:
     """What a tool opens stays usable by every route, until it closes it."""
     (project / "out").mkdir()
     result = run_tool(
-        "import fs from 'node:fs'; import fsp from 'node:fs/promises';"
+        "import fs from 'node:fs'; import fsp from 'node:fs/promises'; import util from 'node:util';"
         " export default async (i, ctx) => { const OUT = ctx.paths.project + '/out'; const got = {};"
         " const fd = fs.openSync(OUT + '/a', 'w'); fs.writeSync(fd, 'sync'); fs.closeSync(fd);"
         " got.sync = fs.readFileSync(OUT + '/a', 'utf8');"
@@ -126,6 +126,9 @@ def test_a_tool_uses_its_own_descriptors(run_tool, project: Path) -> None:
         " const r = await fsp.open(OUT + '/p'); got.handle = await fsp.readFile(r, 'utf8'); await r.close();"
         " got.stdout = fs.writeSync(1, 'to stdout\\n');"
         " got.stats = fs.statSync(OUT + '/p') instanceof fs.Stats;"
+        " const pf = fs.openSync(OUT + '/p', 'r');"
+        " const { bytesRead } = await util.promisify(fs.read)(pf, Buffer.alloc(6), 0, 6, 0);"
+        " fs.closeSync(pf); got.promisified = [bytesRead, await util.promisify(fs.exists)(OUT + '/p')];"
         " return got; };",
         permissions=WRITES,
     )
@@ -138,5 +141,6 @@ def test_a_tool_uses_its_own_descriptors(run_tool, project: Path) -> None:
         "handle": "handle",
         "stdout": 10,
         "stats": True,
+        "promisified": [6, True],
     }
     assert "to stdout" in result.logs

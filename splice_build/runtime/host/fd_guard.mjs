@@ -76,6 +76,20 @@ function checkingFirst(fn, name) {
   return guarded;
 }
 
+/** ``guarded`` with the symbol-keyed properties of ``fn``: util.promisify's markers
+ * (`fs.read` resolves to `{ bytesRead, buffer }`, `fs.exists` to a boolean), a function
+ * among them guarded as well. */
+function withMarkers(guarded, fn, name) {
+  const own = ownKeys(fn);
+  for (let i = 0; i < own.length; i += 1) {
+    if (typeof own[i] !== 'symbol') continue;
+    const d = getOwnPropertyDescriptor(fn, own[i]);
+    const value = typeof d.value === 'function' ? checkingFirst(d.value, name) : d.value;
+    defineProperty(guarded, own[i], { __proto__: null, ...d, value });
+  }
+  return guarded;
+}
+
 function replace(target, name, value) {
   const d = getOwnPropertyDescriptor(target, name);
   defineProperty(target, name, {
@@ -114,7 +128,7 @@ function wrapFs(channelFds) {
       continue;
     }
     originals[names[i]] = d.value;
-    fs[names[i]] = checkingFirst(d.value, names[i]);
+    fs[names[i]] = withMarkers(checkingFirst(d.value, names[i]), d.value, names[i]);
   }
   const openSync = originals.openSync;
   fs.openSync = function openSync_(...args) {
