@@ -2248,7 +2248,7 @@ const { prepareBuiltin } = __host_fd_guard;
 const { createFetch } = __host_fetch;
 const { createCapabilityClient } = __host_capability;
 const { serveJobs } = __host_serve;
-const { apply, captureWebStreams, formatWithOptions, freeze, processOn, reallyExit, safeGet, safeString, setOwn, settle, stringify, writeSync } = __host_pristine;
+const { apply, captureWebStreams, formatWithOptions, freeze, hasOwn, isArray, keys, processOn, reallyExit, safeGet, safeString, setOwn, settle, stringify, writeSync } = __host_pristine;
 // The sandbox host: reads one job from the parent, hardens the process, imports the tool's
 // entry module and sends exactly one result frame (PROTOCOL.md). Started by
 // splice_build/runtime/sandbox.py as `node <flags> host.mjs <in-fd> <out-fd> [fetch] [reuse]`
@@ -2324,12 +2324,23 @@ function hostFailure(stage, err) {
   apply(reallyExit, process, [EXIT_HOST_FAILURE]);
 }
 
+/** ``value`` frozen with all it holds. It runs for every job, in a reused process after the
+ * tool's code did: captured functions and indexes only (no `Object.keys`, no iterator). */
 function deepFreeze(value) {
   if (value && typeof value === 'object') {
-    for (const key of Object.keys(value)) deepFreeze(value[key]);
+    const names = keys(value);
+    for (let i = 0; i < names.length; i += 1) deepFreeze(value[names[i]]);
     freeze(value);
   }
   return value;
+}
+
+/** The declared capability names, copied by index (a spread would run the tool's iterator). */
+function declaredCapabilities(permissions) {
+  const list = hasOwn(permissions, 'capabilities') ? permissions.capabilities : undefined;
+  const names = [];
+  if (isArray(list)) for (let i = 0; i < list.length; i += 1) setOwn(names, i, list[i]);
+  return freeze(names);
 }
 
 let job;
@@ -2388,7 +2399,7 @@ async function runJob(job) {
     permissions,
     log: freeze(log),
     capability: freeze(
-      createCapabilityClient({ channel, declared: freeze([...(permissions.capabilities || [])]) }),
+      createCapabilityClient({ channel, declared: declaredCapabilities(permissions) }),
     ),
   });
 
