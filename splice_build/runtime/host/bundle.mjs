@@ -82,6 +82,7 @@ const stringIndexOf = String.prototype.indexOf;
 const stringToLowerCase = String.prototype.toLowerCase;
 const stringToUpperCase = String.prototype.toUpperCase;
 const stringCharCodeAt = String.prototype.charCodeAt;
+const stringToWellFormed = String.prototype.toWellFormed;
 const arrayIncludes = Array.prototype.includes;
 const URLCtor = URL;
 const urlCanParse = URL.canParse;
@@ -233,7 +234,7 @@ function copyBytes(bytes) {
   apply(typedArraySet, out, [bytes]);
   return out;
 }
-return Object.freeze({ __proto__: null, builtin, apply, construct, ownKeys, stringify, parse, defineProperty, freeze, keys, hasOwn, getOwnPropertyDescriptor, getPrototypeOf, isArray, StringCtor, NumberCtor, ErrorCtor, TypeErrorCtor, RangeErrorCtor, MapCtor, mapGet, mapSet, mapHas, mapDelete, WeakSetCtor, weakSetAdd, weakSetHas, PromiseCtor, promiseReject, bufferByteLength, Uint8ArrayCtor, typedArraySet, typedArrayIndexOf, typedArrayBuffer, typedArrayByteOffset, typedArrayByteLength, typedArrayTag, dataViewBuffer, dataViewByteOffset, dataViewByteLength, arrayBufferByteLength, isView, stringStartsWith, stringEndsWith, stringSlice, stringIndexOf, stringToLowerCase, stringToUpperCase, stringCharCodeAt, arrayIncludes, URLCtor, urlCanParse, urlHref, urlProtocol, urlHostname, urlPathname, decodeUriComponent, urlSearchParamsToString, BlobCtor, blobArrayBuffer, blobType, blobSize, abortSignalAborted, abortSignalReason, addEventListener, removeEventListener, SymbolIterator, SymbolToStringTag, base64Slice, formatWithOptions, isProxy, writeSync, readvSync, readv, writevSync, reallyExit, processOn, nextTick, web, captureWebStreams, call, settle, deferred, rejected, setOwn, safeString, safeGet, utf8Decode, utf8Encode, byteLength, view, copyBytes, });
+return Object.freeze({ __proto__: null, builtin, apply, construct, ownKeys, stringify, parse, defineProperty, freeze, keys, hasOwn, getOwnPropertyDescriptor, getPrototypeOf, isArray, StringCtor, NumberCtor, ErrorCtor, TypeErrorCtor, RangeErrorCtor, MapCtor, mapGet, mapSet, mapHas, mapDelete, WeakSetCtor, weakSetAdd, weakSetHas, PromiseCtor, promiseReject, bufferByteLength, Uint8ArrayCtor, typedArraySet, typedArrayIndexOf, typedArrayBuffer, typedArrayByteOffset, typedArrayByteLength, typedArrayTag, dataViewBuffer, dataViewByteOffset, dataViewByteLength, arrayBufferByteLength, isView, stringStartsWith, stringEndsWith, stringSlice, stringIndexOf, stringToLowerCase, stringToUpperCase, stringCharCodeAt, stringToWellFormed, arrayIncludes, URLCtor, urlCanParse, urlHref, urlProtocol, urlHostname, urlPathname, decodeUriComponent, urlSearchParamsToString, BlobCtor, blobArrayBuffer, blobType, blobSize, abortSignalAborted, abortSignalReason, addEventListener, removeEventListener, SymbolIterator, SymbolToStringTag, base64Slice, formatWithOptions, isProxy, writeSync, readvSync, readv, writevSync, reallyExit, processOn, nextTick, web, captureWebStreams, call, settle, deferred, rejected, setOwn, safeString, safeGet, utf8Decode, utf8Encode, byteLength, view, copyBytes, });
 })();
 
 // ---- codes.mjs
@@ -2248,7 +2249,7 @@ const { prepareBuiltin } = __host_fd_guard;
 const { createFetch } = __host_fetch;
 const { createCapabilityClient } = __host_capability;
 const { serveJobs } = __host_serve;
-const { apply, captureWebStreams, formatWithOptions, freeze, hasOwn, isArray, keys, processOn, reallyExit, safeGet, safeString, setOwn, settle, stringify, writeSync } = __host_pristine;
+const { apply, captureWebStreams, formatWithOptions, freeze, hasOwn, isArray, keys, processOn, reallyExit, safeGet, safeString, setOwn, settle, stringToWellFormed, stringify, writeSync } = __host_pristine;
 // The sandbox host: reads one job from the parent, hardens the process, imports the tool's
 // entry module and sends exactly one result frame (PROTOCOL.md). Started by
 // splice_build/runtime/sandbox.py as `node <flags> host.mjs <in-fd> <out-fd> [fetch] [reuse]`
@@ -2289,7 +2290,10 @@ function finish(jsonText, success = false) {
 }
 
 function fail(code, message) {
-  finish(`{"type":"result","ok":false,"error":{"code":${jsonString(code)},"message":${jsonString(message)}},"job":${jsonString(jobId)}}`);
+  // Well-formed: a message cut inside a surrogate pair would make the parent refuse the whole
+  // frame (PROTOCOL.md) and report the tool's error as an invalid message.
+  const text = apply(stringToWellFormed, message, []);
+  finish(`{"type":"result","ok":false,"error":{"code":${jsonString(code)},"message":${jsonString(text)}},"job":${jsonString(jobId)}}`);
 }
 
 function errorCode(err) {

@@ -15,7 +15,7 @@ import { createCapabilityClient } from './capability.mjs';
 import { serveJobs } from './serve.mjs';
 import {
   apply, captureWebStreams, formatWithOptions, freeze, hasOwn, isArray, keys, processOn,
-  reallyExit, safeGet, safeString, setOwn, settle, stringify, writeSync,
+  reallyExit, safeGet, safeString, setOwn, settle, stringToWellFormed, stringify, writeSync,
 } from './pristine.mjs';
 
 const EXIT_HOST_FAILURE = 70;
@@ -51,7 +51,10 @@ function finish(jsonText, success = false) {
 }
 
 function fail(code, message) {
-  finish(`{"type":"result","ok":false,"error":{"code":${jsonString(code)},"message":${jsonString(message)}},"job":${jsonString(jobId)}}`);
+  // Well-formed: a message cut inside a surrogate pair would make the parent refuse the whole
+  // frame (PROTOCOL.md) and report the tool's error as an invalid message.
+  const text = apply(stringToWellFormed, message, []);
+  finish(`{"type":"result","ok":false,"error":{"code":${jsonString(code)},"message":${jsonString(text)}},"job":${jsonString(jobId)}}`);
 }
 
 function errorCode(err) {

@@ -77,6 +77,7 @@ export const stringIndexOf = String.prototype.indexOf;
 export const stringToLowerCase = String.prototype.toLowerCase;
 export const stringToUpperCase = String.prototype.toUpperCase;
 export const stringCharCodeAt = String.prototype.charCodeAt;
+export const stringToWellFormed = String.prototype.toWellFormed;
 export const arrayIncludes = Array.prototype.includes;
 export const URLCtor = URL;
 export const urlCanParse = URL.canParse;
