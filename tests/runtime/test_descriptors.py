@@ -144,3 +144,24 @@ def test_a_tool_uses_its_own_descriptors(run_tool, project: Path) -> None:
         "promisified": [6, True],
     }
     assert "to stdout" in result.logs
+
+
+def test_a_descriptor_is_closed_only_after_its_operations(run_tool, project: Path) -> None:
+    """A close waits for the asynchronous operations queued on the descriptor: its number is
+    never free (Node's to reuse for a pipe of its own) while one of them has yet to run. A
+    read queued just before a closeSync failed EBADF about one time in three: that window is
+    where a number reused by Node would have been read or written."""
+    (project / "out").mkdir()
+    result = run_tool(
+        "import fs from 'node:fs'; export default async (i, ctx) => {"
+        " const f = ctx.paths.project + '/out/r'; fs.writeFileSync(f, 'abcdef'); const seen = {};"
+        " for (let n = 0; n < 200; n += 1) { const fd = fs.openSync(f, 'r');"
+        "  const code = await new Promise((ok) => {"
+        "   fs.read(fd, Buffer.alloc(6), 0, 6, 0, (e, got) => ok(e ? e.code : got));"
+        "   if (n % 2) fs.closeSync(fd); else fs.close(fd, () => {}); });"
+        "  seen[code] = (seen[code] || 0) + 1; }"
+        " return seen; };",
+        permissions=WRITES,
+    )
+    assert result.ok, result.to_json()
+    assert result.output == {"6": 200}

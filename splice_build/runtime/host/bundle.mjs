@@ -727,7 +727,7 @@ return Object.freeze({ __proto__: null, deniedError, loadError, isAllowedBuiltin
 // ---- fd_guard.mjs
 const __host_fd_guard = (() => {
 const { deniedError } = __host_module_guard;
-const { MapCtor, WeakSetCtor, apply, builtin, construct, defineProperty, getOwnPropertyDescriptor, getPrototypeOf, isProxy, keys, mapDelete, mapHas, mapSet, nextTick, ownKeys, rejected, settle, stringCharCodeAt, stringEndsWith, stringSlice, stringStartsWith, weakSetAdd, weakSetHas } = __host_pristine;
+const { MapCtor, WeakSetCtor, apply, builtin, construct, defineProperty, getOwnPropertyDescriptor, getPrototypeOf, isProxy, keys, mapDelete, mapGet, mapHas, mapSet, nextTick, ownKeys, rejected, settle, stringCharCodeAt, stringEndsWith, stringSlice, stringStartsWith, weakSetAdd, weakSetHas } = __host_pristine;
 // The descriptor guard: a tool names only file descriptors that are its own.
 //
 // Node's permission model checks paths, never descriptors, and every descriptor of the
@@ -762,6 +762,13 @@ const handles = new WeakSetCtor();
 let handleProto = null;
 let promisesGuarded = false;
 
+// Asynchronous operations queued on each of the tool's descriptors, and the closes waiting for
+// them: a close of a descriptor with an operation in flight is made when the last one ends, so
+// its number is never free (and Node's to reuse for a pipe of its own) while an operation
+// queued under it has yet to run.
+const inFlight = new MapCtor();
+const waitingCloses = new MapCtor();
+
 function usable(fd) {
   return apply(mapHas, permanent, [fd]) || apply(mapHas, opened, [fd]);
 }
@@ -779,6 +786,60 @@ function refuse(fd, name, args) {
   apply(nextTick, process, [callback, err]);
 }
 
+/** Count an asynchronous operation on the tool's ``fd``: its callback (the last of ``args``)
+ * is wrapped to end it. Returns a function that ends it now (the call threw). */
+function track(fd, args) {
+  const last = args.length - 1;
+  const callback = args[last];
+  const count = apply(mapGet, inFlight, [fd]);
+  apply(mapSet, inFlight, [fd, count === undefined ? 1 : count + 1]);
+  let ended = false;
+  const end = () => {
+    if (ended) return;
+    ended = true;
+    endOperation(fd);
+  };
+  args[last] = function operationDone(...results) {
+    end();
+    return apply(callback, this, results);
+  };
+  return end;
+}
+
+/** One operation on ``fd`` ended: the last one makes a waiting close. */
+function endOperation(fd) {
+  const count = apply(mapGet, inFlight, [fd]) - 1;
+  if (count > 0) {
+    apply(mapSet, inFlight, [fd, count]);
+    return;
+  }
+  apply(mapDelete, inFlight, [fd]);
+  const close = apply(mapGet, waitingCloses, [fd]);
+  if (close === undefined) return;
+  apply(mapDelete, waitingCloses, [fd]);
+  try {
+    apply(close.fn, fs, close.args);
+  } catch {
+    // closeSync's own error (the descriptor is gone): nobody is waiting for it.
+  }
+}
+
+/** Call ``fs[name]`` (``fn``) with ``args``, counting it when it is an asynchronous operation
+ * on a descriptor the tool opened. */
+function callCounted(fn, name, self, args) {
+  const fd = args[0];
+  const counted = typeof fd === 'number' && apply(mapHas, opened, [fd])
+    && typeof args[args.length - 1] === 'function' && !apply(stringEndsWith, name, ['Sync']);
+  if (!counted) return apply(fn, self, args);
+  const end = track(fd, args);
+  try {
+    return apply(fn, self, args);
+  } catch (err) {
+    end();
+    throw err;
+  }
+}
+
 /** ``fs[name]`` refusing a first argument that is a number the tool may not use. */
 function checkingFirst(fn, name) {
   const code = apply(stringCharCodeAt, name, [0]);
@@ -787,7 +848,7 @@ function checkingFirst(fn, name) {
     return {
       guarded(...args) {
         if (typeof args[0] === 'number' && !usable(args[0])) return refuse(args[0], name, args);
-        return apply(fn, this, args);
+        return callCounted(fn, name, this, args);
       },
     }.guarded;
   }
@@ -826,13 +887,18 @@ function record(fd) {
 }
 
 /** ``close``/``closeSync``: only the tool's own descriptors, forgotten before they close
- * (the number may be Node's again the moment it is free). */
+ * (the number may be Node's again the moment it is free), and closed only once no operation
+ * on them is in flight (``endOperation`` closes them then). */
 function closing(fn, name) {
   return function close(...args) {
     const fd = args[0];
     if (typeof fd === 'number') {
       if (!apply(mapHas, opened, [fd])) return refuse(fd, name, args);
       apply(mapDelete, opened, [fd]);
+      if (apply(mapHas, inFlight, [fd])) {
+        apply(mapSet, waitingCloses, [fd, { __proto__: null, fn, args }]);
+        return undefined;
+      }
     }
     return apply(fn, this, args);
   };
