@@ -31,7 +31,13 @@ def project(tmp_path: Path) -> Path:
 
 # Modules whose tools also run with the OS layer off.
 IN_PROCESS_TOO = frozenset(
-    {"test_adversarial", "test_net_guard_adversarial", "test_module_guard", "test_file_access"}
+    {
+        "test_adversarial",
+        "test_net_guard_adversarial",
+        "test_module_guard",
+        "test_file_access",
+        "test_descriptors",
+    }
 )
 
 

@@ -320,6 +320,17 @@ def test_attack_fails_closed(run_tool, body: str, code: ErrorCode) -> None:
     assert result.error.code == code, result.to_json()
 
 
+def test_an_error_message_cut_inside_a_surrogate_pair_is_the_tools_error(run_tool) -> None:
+    """The host makes a failure's message well-formed: with half an emoji it was a frame the
+    parent refuses, reported as an invalid message (INVALID_OUTPUT) instead of the error."""
+    result = run_tool(
+        "export default () => { throw new Error('cut: ' + '\\u{1F600}'.slice(0, 1)); };"
+    )
+    assert result.error is not None, result.to_json()
+    assert result.error.code == ErrorCode.TOOL_ERROR, result.to_json()
+    assert result.error.message == "cut: \ufffd"
+
+
 def test_an_oversized_output_is_reported_with_its_exact_size(run_tool) -> None:
     """A result frame too large to buffer is counted while discarded; the size reported is
     the output's own (the frame's prefix and its job id not counted)."""

@@ -34,6 +34,7 @@ function builtin(id) {
 const fs = builtin('node:fs');
 
 const apply = Reflect.apply;
+const construct = Reflect.construct;
 const ownKeys = Reflect.ownKeys;
 const stringify = JSON.stringify;
 const parse = JSON.parse;
@@ -54,6 +55,9 @@ const mapGet = Map.prototype.get;
 const mapSet = Map.prototype.set;
 const mapHas = Map.prototype.has;
 const mapDelete = Map.prototype.delete;
+const WeakSetCtor = WeakSet;
+const weakSetAdd = WeakSet.prototype.add;
+const weakSetHas = WeakSet.prototype.has;
 const PromiseCtor = Promise;
 const promiseReject = Promise.reject;
 const bufferByteLength = Buffer.byteLength;
@@ -72,11 +76,13 @@ const dataViewByteLength = getter(DataView.prototype, 'byteLength');
 const arrayBufferByteLength = getter(ArrayBuffer.prototype, 'byteLength');
 const isView = ArrayBuffer.isView;
 const stringStartsWith = String.prototype.startsWith;
+const stringEndsWith = String.prototype.endsWith;
 const stringSlice = String.prototype.slice;
 const stringIndexOf = String.prototype.indexOf;
 const stringToLowerCase = String.prototype.toLowerCase;
 const stringToUpperCase = String.prototype.toUpperCase;
 const stringCharCodeAt = String.prototype.charCodeAt;
+const stringToWellFormed = String.prototype.toWellFormed;
 const arrayIncludes = Array.prototype.includes;
 const URLCtor = URL;
 const urlCanParse = URL.canParse;
@@ -102,6 +108,7 @@ const textEncoder = new TextEncoder();
 const textEncode = TextEncoder.prototype.encode;
 const base64Slice = Buffer.prototype.base64Slice;
 const formatWithOptions = process.getBuiltinModule('node:util').formatWithOptions;
+const isProxy = process.getBuiltinModule('node:util').types.isProxy;
 const writeSync = fs.writeSync;
 // The job channel's reads and writes (channel.mjs): the vector forms take an array of views
 // and hand it to the binding as is, where readSync, read and writeSync (with a buffer) read
@@ -111,6 +118,7 @@ const readv = fs.readv;
 const writevSync = fs.writevSync;
 const reallyExit = process.reallyExit;
 const processOn = process.on;
+const nextTick = process.nextTick;
 
 /**
  * The web streams the fetch shim needs, captured on request (host.mjs asks for them before
@@ -226,7 +234,7 @@ function copyBytes(bytes) {
   apply(typedArraySet, out, [bytes]);
   return out;
 }
-return Object.freeze({ __proto__: null, builtin, apply, ownKeys, stringify, parse, defineProperty, freeze, keys, hasOwn, getOwnPropertyDescriptor, getPrototypeOf, isArray, StringCtor, NumberCtor, ErrorCtor, TypeErrorCtor, RangeErrorCtor, MapCtor, mapGet, mapSet, mapHas, mapDelete, PromiseCtor, promiseReject, bufferByteLength, Uint8ArrayCtor, typedArraySet, typedArrayIndexOf, typedArrayBuffer, typedArrayByteOffset, typedArrayByteLength, typedArrayTag, dataViewBuffer, dataViewByteOffset, dataViewByteLength, arrayBufferByteLength, isView, stringStartsWith, stringSlice, stringIndexOf, stringToLowerCase, stringToUpperCase, stringCharCodeAt, arrayIncludes, URLCtor, urlCanParse, urlHref, urlProtocol, urlHostname, urlPathname, decodeUriComponent, urlSearchParamsToString, BlobCtor, blobArrayBuffer, blobType, blobSize, abortSignalAborted, abortSignalReason, addEventListener, removeEventListener, SymbolIterator, SymbolToStringTag, base64Slice, formatWithOptions, writeSync, readvSync, readv, writevSync, reallyExit, processOn, web, captureWebStreams, call, settle, deferred, rejected, setOwn, safeString, safeGet, utf8Decode, utf8Encode, byteLength, view, copyBytes, });
+return Object.freeze({ __proto__: null, builtin, apply, construct, ownKeys, stringify, parse, defineProperty, freeze, keys, hasOwn, getOwnPropertyDescriptor, getPrototypeOf, isArray, StringCtor, NumberCtor, ErrorCtor, TypeErrorCtor, RangeErrorCtor, MapCtor, mapGet, mapSet, mapHas, mapDelete, WeakSetCtor, weakSetAdd, weakSetHas, PromiseCtor, promiseReject, bufferByteLength, Uint8ArrayCtor, typedArraySet, typedArrayIndexOf, typedArrayBuffer, typedArrayByteOffset, typedArrayByteLength, typedArrayTag, dataViewBuffer, dataViewByteOffset, dataViewByteLength, arrayBufferByteLength, isView, stringStartsWith, stringEndsWith, stringSlice, stringIndexOf, stringToLowerCase, stringToUpperCase, stringCharCodeAt, stringToWellFormed, arrayIncludes, URLCtor, urlCanParse, urlHref, urlProtocol, urlHostname, urlPathname, decodeUriComponent, urlSearchParamsToString, BlobCtor, blobArrayBuffer, blobType, blobSize, abortSignalAborted, abortSignalReason, addEventListener, removeEventListener, SymbolIterator, SymbolToStringTag, base64Slice, formatWithOptions, isProxy, writeSync, readvSync, readv, writevSync, reallyExit, processOn, nextTick, web, captureWebStreams, call, settle, deferred, rejected, setOwn, safeString, safeGet, utf8Decode, utf8Encode, byteLength, view, copyBytes, });
 })();
 
 // ---- codes.mjs
@@ -597,10 +605,11 @@ function isBare(specifier) {
 
 /**
  * Install the hooks and the list; afterwards only files under ``packageDir`` (outside any
- * node_modules) and the ``allowed`` built-ins load. Throws (the host then fails closed) when
- * ``allowed`` is not an array of strings.
+ * node_modules) and the ``allowed`` built-ins load, each after ``prepare(specifier)`` (which
+ * guards a built-in before its first use, fd_guard.mjs). Throws (the host then fails closed)
+ * when ``allowed`` is not an array of strings.
  */
-function installModuleGuard(packageDir, allowed) {
+function installModuleGuard(packageDir, allowed, prepare) {
   if (!isArray(allowed)) throw new Error('the job has no built-in allow-list');
   const list = [];
   for (let i = 0; i < allowed.length; i += 1) {
@@ -652,6 +661,7 @@ function installModuleGuard(packageDir, allowed) {
       const s = apply(StringCtor, undefined, [specifier]);
       if (apply(stringStartsWith, s, ['node:']) || isBuiltin(s)) {
         if (!isAllowedBuiltin(s)) throw deniedError(`module "${s}"`);
+        prepare(s);
       } else if (isBare(s)) {
         throw dependencyError(s);
       } else if (context.parentURL !== undefined && !apply(stringStartsWith, s, ['#'])) {
@@ -714,12 +724,318 @@ function installModuleGuard(packageDir, allowed) {
 return Object.freeze({ __proto__: null, deniedError, loadError, isAllowedBuiltin, installModuleGuard, });
 })();
 
+// ---- fd_guard.mjs
+const __host_fd_guard = (() => {
+const { deniedError } = __host_module_guard;
+const { MapCtor, WeakSetCtor, apply, builtin, construct, defineProperty, getOwnPropertyDescriptor, getPrototypeOf, isProxy, keys, mapDelete, mapGet, mapHas, mapSet, nextTick, ownKeys, rejected, settle, stringCharCodeAt, stringEndsWith, stringSlice, stringStartsWith, weakSetAdd, weakSetHas } = __host_pristine;
+// The descriptor guard: a tool names only file descriptors that are its own.
+//
+// Node's permission model checks paths, never descriptors, and every descriptor of the
+// process is a small number a tool can guess. Node's own are among them: libuv's wake-up and
+// signal pipes, whose reader takes the bytes it reads for a pointer and calls through it (16
+// bytes written to one crash the process; with a known address they would run native code),
+// and its epoll, eventfd and io_uring descriptors. So every `node:fs` function that is given
+// a number as its first argument (every one that takes a descriptor: read, write, fstat,
+// close, readFileSync(fd)…) refuses it with ERR_ACCESS_DENIED unless it is one the tool may
+// use: 0, 1 and 2 (/dev/null and the log pipes), the job channel's two pipes (PROTOCOL.md
+// says why the tool may write them), and one the tool opened with `fs.open`/`fs.openSync`
+// and has not closed. Streams and `fs.Utf8Stream` given a descriptor go through the same
+// functions (they call the module's `read`, `write`, `close`… when they run).
+//
+// A `FileHandle` (fs/promises) holds its descriptor in `fd`, which Node reads from whatever
+// object it is handed: an object made from a real handle with its own `fd` reached any
+// descriptor. So a handle's methods, and the fs/promises functions that take a handle, accept
+// only a handle `open` returned, and nothing that merely inherits from one.
+//
+// fs/promises costs a process ~10 ms to load, so its guard is installed when a tool first
+// reaches it: through `fs.promises`, `process.getBuiltinModule` or an import (host.mjs passes
+// ``prepareBuiltin`` to the module guard).
+
+const fs = builtin('node:fs');
+const { syncBuiltinESMExports } = builtin('node:module');
+// Descriptors the tool may use: the permanent ones (never closed by the tool) and its own.
+const permanent = new MapCtor();
+const opened = new MapCtor();
+// FileHandles that fs/promises' `open` returned, and the prototype they share (known from
+// the first one: no handle, no prototype).
+const handles = new WeakSetCtor();
+let handleProto = null;
+let promisesGuarded = false;
+
+// Asynchronous operations queued on each of the tool's descriptors, and the closes waiting for
+// them: a close of a descriptor with an operation in flight is made when the last one ends, so
+// its number is never free (and Node's to reuse for a pipe of its own) while an operation
+// queued under it has yet to run.
+const inFlight = new MapCtor();
+const waitingCloses = new MapCtor();
+
+function usable(fd) {
+  return apply(mapHas, permanent, [fd]) || apply(mapHas, opened, [fd]);
+}
+
+function descriptorError(fd) {
+  return deniedError(`file descriptor ${fd} (not opened by the tool)`);
+}
+
+/** The refusal of ``fd``, as Node reports its own: thrown by a synchronous function, passed
+ * to the callback (on the next tick) of an asynchronous one. */
+function refuse(fd, name, args) {
+  const err = descriptorError(fd);
+  const callback = args[args.length - 1];
+  if (typeof callback !== 'function' || apply(stringEndsWith, name, ['Sync'])) throw err;
+  apply(nextTick, process, [callback, err]);
+}
+
+/** Count an asynchronous operation on the tool's ``fd``: its callback (the last of ``args``)
+ * is wrapped to end it. Returns a function that ends it now (the call threw). */
+function track(fd, args) {
+  const last = args.length - 1;
+  const callback = args[last];
+  const count = apply(mapGet, inFlight, [fd]);
+  apply(mapSet, inFlight, [fd, count === undefined ? 1 : count + 1]);
+  let ended = false;
+  const end = () => {
+    if (ended) return;
+    ended = true;
+    endOperation(fd);
+  };
+  args[last] = function operationDone(...results) {
+    end();
+    return apply(callback, this, results);
+  };
+  return end;
+}
+
+/** One operation on ``fd`` ended: the last one makes a waiting close. */
+function endOperation(fd) {
+  const count = apply(mapGet, inFlight, [fd]) - 1;
+  if (count > 0) {
+    apply(mapSet, inFlight, [fd, count]);
+    return;
+  }
+  apply(mapDelete, inFlight, [fd]);
+  const close = apply(mapGet, waitingCloses, [fd]);
+  if (close === undefined) return;
+  apply(mapDelete, waitingCloses, [fd]);
+  try {
+    apply(close.fn, fs, close.args);
+  } catch {
+    // closeSync's own error (the descriptor is gone): nobody is waiting for it.
+  }
+}
+
+/** Call ``fs[name]`` (``fn``) with ``args``, counting it when it is an asynchronous operation
+ * on a descriptor the tool opened. */
+function callCounted(fn, name, self, args) {
+  const fd = args[0];
+  const counted = typeof fd === 'number' && apply(mapHas, opened, [fd])
+    && typeof args[args.length - 1] === 'function' && !apply(stringEndsWith, name, ['Sync']);
+  if (!counted) return apply(fn, self, args);
+  const end = track(fd, args);
+  try {
+    return apply(fn, self, args);
+  } catch (err) {
+    end();
+    throw err;
+  }
+}
+
+/** ``fs[name]`` refusing a first argument that is a number the tool may not use. */
+function checkingFirst(fn, name) {
+  const code = apply(stringCharCodeAt, name, [0]);
+  if (!(code >= 65 && code <= 90)) {
+    // A method: no `prototype` to make (a process wraps ~100 of them at start-up).
+    return {
+      guarded(...args) {
+        if (typeof args[0] === 'number' && !usable(args[0])) return refuse(args[0], name, args);
+        return callCounted(fn, name, this, args);
+      },
+    }.guarded;
+  }
+  // A class (fs.Stats, fs.Dirent) keeps its prototype: `instanceof` answers as before.
+  const guarded = function guarded(...args) {
+    if (typeof args[0] === 'number' && !usable(args[0])) return refuse(args[0], name, args);
+    return new.target ? construct(fn, args, new.target) : apply(fn, this, args);
+  };
+  defineProperty(guarded, 'prototype', { __proto__: null, value: fn.prototype });
+  return guarded;
+}
+
+/** ``guarded`` with the symbol-keyed properties of ``fn``: util.promisify's markers
+ * (`fs.read` resolves to `{ bytesRead, buffer }`, `fs.exists` to a boolean), a function
+ * among them guarded as well. */
+function withMarkers(guarded, fn, name) {
+  const own = ownKeys(fn);
+  for (let i = 0; i < own.length; i += 1) {
+    if (typeof own[i] !== 'symbol') continue;
+    const d = getOwnPropertyDescriptor(fn, own[i]);
+    const value = typeof d.value === 'function' ? checkingFirst(d.value, name) : d.value;
+    defineProperty(guarded, own[i], { __proto__: null, ...d, value });
+  }
+  return guarded;
+}
+
+function replace(target, name, value) {
+  const d = getOwnPropertyDescriptor(target, name);
+  defineProperty(target, name, {
+    __proto__: null, value, writable: d.writable, enumerable: d.enumerable, configurable: true,
+  });
+}
+
+function record(fd) {
+  if (typeof fd === 'number') apply(mapSet, opened, [fd, true]);
+}
+
+/** ``close``/``closeSync``: only the tool's own descriptors, forgotten before they close
+ * (the number may be Node's again the moment it is free), and closed only once no operation
+ * on them is in flight (``endOperation`` closes them then). */
+function closing(fn, name) {
+  return function close(...args) {
+    const fd = args[0];
+    if (typeof fd === 'number') {
+      if (!apply(mapHas, opened, [fd])) return refuse(fd, name, args);
+      apply(mapDelete, opened, [fd]);
+      if (apply(mapHas, inFlight, [fd])) {
+        apply(mapSet, waitingCloses, [fd, { __proto__: null, fn, args }]);
+        return undefined;
+      }
+    }
+    return apply(fn, this, args);
+  };
+}
+
+function wrapFs(channelFds) {
+  const fixed = [0, 1, 2, channelFds[0], channelFds[1]];
+  for (let i = 0; i < fixed.length; i += 1) apply(mapSet, permanent, [fixed[i], true]);
+  const names = keys(fs);
+  const originals = { __proto__: null };
+  for (let i = 0; i < names.length; i += 1) {
+    const d = getOwnPropertyDescriptor(fs, names[i]);
+    // Accessors are the lazily loaded classes and `promises` (below); the realpath variants
+    // harden.mjs locked take paths only. Assigned, not defined: no tool code has run yet,
+    // and a process wraps ~100 of them at start-up.
+    if (d === undefined || !d.writable || !d.configurable || typeof d.value !== 'function') {
+      continue;
+    }
+    originals[names[i]] = d.value;
+    fs[names[i]] = withMarkers(checkingFirst(d.value, names[i]), d.value, names[i]);
+  }
+  const openSync = originals.openSync;
+  fs.openSync = function openSync_(...args) {
+    const fd = apply(openSync, fs, args);
+    record(fd);
+    return fd;
+  };
+  const open = originals.open;
+  fs.open = function open_(...args) {
+    const last = args.length - 1;
+    const callback = args[last];
+    if (typeof callback === 'function') {
+      args[last] = function opened_(err, fd) {
+        if (!err) record(fd);
+        return apply(callback, this, [err, fd]);
+      };
+    }
+    return apply(open, fs, args);
+  };
+  fs.close = closing(originals.close, 'close');
+  fs.closeSync = closing(originals.closeSync, 'closeSync');
+  const promises = getOwnPropertyDescriptor(fs, 'promises');
+  defineProperty(fs, 'promises', {
+    __proto__: null,
+    get() { return guardedPromises(); },
+    set: promises.set,
+    enumerable: promises.enumerable,
+    configurable: true,
+  });
+}
+
+/** Whether ``value`` is, or inherits from, a FileHandle without being one `open` returned.
+ * A proxy anywhere on the way counts as one: its prototype could change between this check
+ * and Node's `instanceof`. */
+function isForgedHandle(value) {
+  if (value === null || (typeof value !== 'object' && typeof value !== 'function')) return false;
+  if (apply(weakSetHas, handles, [value])) return false;
+  if (handleProto === null) return false; // no handle yet: nothing inherits from one
+  for (let v = value; v !== null; v = getPrototypeOf(v)) {
+    if (isProxy(v)) return true;
+    if (v === handleProto) return true;
+  }
+  return false;
+}
+
+function forgedHandleError() {
+  return deniedError('a file handle that fs/promises open did not return');
+}
+
+function guardHandleProto(proto) {
+  handleProto = proto;
+  const names = ownKeys(proto);
+  for (let i = 0; i < names.length; i += 1) {
+    const d = getOwnPropertyDescriptor(proto, names[i]);
+    if (names[i] === 'constructor' || typeof d.value !== 'function') continue;
+    const fn = d.value;
+    replace(proto, names[i], function handleMethod(...args) {
+      if (!apply(weakSetHas, handles, [this])) return rejected(forgedHandleError());
+      return apply(fn, this, args);
+    });
+  }
+}
+
+/** fs/promises with its functions guarded (installed once, on first use). */
+function guardedPromises() {
+  const promises = builtin('node:fs/promises');
+  if (promisesGuarded) return promises;
+  promisesGuarded = true;
+  const names = keys(promises);
+  for (let i = 0; i < names.length; i += 1) {
+    const d = getOwnPropertyDescriptor(promises, names[i]);
+    if (d === undefined || typeof d.value !== 'function') continue;
+    const fn = d.value;
+    replace(promises, names[i], function promisesFunction(...args) {
+      if (typeof args[0] === 'number' && !usable(args[0])) {
+        return rejected(descriptorError(args[0]));
+      }
+      for (let j = 0; j < args.length; j += 1) {
+        if (isForgedHandle(args[j])) return rejected(forgedHandleError());
+      }
+      return apply(fn, this, args);
+    });
+  }
+  // The handle as Node's open resolves it (settled: `await` reads no `then` a tool replaced).
+  const open = getOwnPropertyDescriptor(promises, 'open').value;
+  replace(promises, 'open', async function open_(...args) {
+    const handle = await settle(apply(open, promises, args));
+    apply(weakSetAdd, handles, [handle]);
+    if (handleProto === null) guardHandleProto(getPrototypeOf(handle));
+    return handle;
+  });
+  // `import { open } from 'node:fs/promises'` links against the guarded functions.
+  syncBuiltinESMExports();
+  return promises;
+}
+
+/** Called by the module guard and process.getBuiltinModule before a built-in is handed out. */
+function prepareBuiltin(id) {
+  const bare = apply(stringStartsWith, id, ['node:']) ? apply(stringSlice, id, [5]) : id;
+  if (bare === 'fs/promises') guardedPromises();
+}
+
+/** Install the guard on node:fs; ``channelFds`` are the job channel's pipes. */
+function installFdGuard(channelFds) {
+  wrapFs(channelFds);
+}
+return Object.freeze({ __proto__: null, prepareBuiltin, installFdGuard, });
+})();
+
 // ---- harden.mjs
 const __host_harden = (() => {
 const { deniedError, isAllowedBuiltin } = __host_module_guard;
+const { installFdGuard, prepareBuiltin } = __host_fd_guard;
 const { apply, builtin, defineProperty, freeze, getOwnPropertyDescriptor, getPrototypeOf, keys, ownKeys, safeString, setOwn, writeSync } = __host_pristine;
 // Locks down the tool's process before its module is imported: environment, process methods
 // that reach other processes or native code, live stdio handles, the fs.realpath variants,
+// the file descriptors a tool may name (fd_guard.mjs),
 // the globals that open sockets, process.getBuiltinModule (module_guard.mjs holds the
 // built-in allow-list) and the URL classes Node's module loader uses.
 
@@ -857,6 +1173,7 @@ function installBuiltinGuard() {
     // The same primitive is checked and passed on (a non-string is refused: its toString
     // could answer differently the second time).
     if (!isAllowedBuiltin(id)) throw deniedError(`module "${safeString(id)}"`);
+    prepareBuiltin(id);
     return apply(original, process, [id]);
   };
   lock(process, 'getBuiltinModule', guarded);
@@ -896,10 +1213,11 @@ function installNetworkGlobals(guardedFetch) {
  * Apply every lock; throws if any cannot be applied (the host then exits without running
  * the tool, which the parent reports as TOOL_CRASHED: fail closed).
  */
-function harden({ guardedFetch }) {
+function harden({ guardedFetch, channelFds }) {
   installStdio();
   installProcessDenials();
   installRealpathGuard();
+  installFdGuard(channelFds);
   installBuiltinGuard();
   freezeUrlClasses();
   installNetworkGlobals(guardedFetch);
@@ -1993,10 +2311,11 @@ const { ACCESS_DENIED, HOST_CODES } = __host_codes;
 const { Channel, jsonString } = __host_channel;
 const { harden, installEnvironment, installStdio } = __host_harden;
 const { installModuleGuard } = __host_module_guard;
+const { prepareBuiltin } = __host_fd_guard;
 const { createFetch } = __host_fetch;
 const { createCapabilityClient } = __host_capability;
 const { serveJobs } = __host_serve;
-const { apply, captureWebStreams, formatWithOptions, freeze, processOn, reallyExit, safeGet, safeString, setOwn, settle, stringify, writeSync } = __host_pristine;
+const { apply, captureWebStreams, formatWithOptions, freeze, hasOwn, isArray, keys, processOn, reallyExit, safeGet, safeString, setOwn, settle, stringToWellFormed, stringify, writeSync } = __host_pristine;
 // The sandbox host: reads one job from the parent, hardens the process, imports the tool's
 // entry module and sends exactly one result frame (PROTOCOL.md). Started by
 // splice_build/runtime/sandbox.py as `node <flags> host.mjs <in-fd> <out-fd> [fetch] [reuse]`
@@ -2006,7 +2325,8 @@ const { apply, captureWebStreams, formatWithOptions, freeze, processOn, reallyEx
 
 const EXIT_HOST_FAILURE = 70;
 
-const channel = new Channel(Number(process.argv[2]), Number(process.argv[3]));
+const CHANNEL_FDS = [Number(process.argv[2]), Number(process.argv[3])];
+const channel = new Channel(CHANNEL_FDS[0], CHANNEL_FDS[1]);
 const FLAGS = process.argv.slice(4);
 if (FLAGS.includes('fetch')) captureWebStreams();
 const REUSE = FLAGS.includes('reuse');
@@ -2036,7 +2356,10 @@ function finish(jsonText, success = false) {
 }
 
 function fail(code, message) {
-  finish(`{"type":"result","ok":false,"error":{"code":${jsonString(code)},"message":${jsonString(message)}},"job":${jsonString(jobId)}}`);
+  // Well-formed: a message cut inside a surrogate pair would make the parent refuse the whole
+  // frame (PROTOCOL.md) and report the tool's error as an invalid message.
+  const text = apply(stringToWellFormed, message, []);
+  finish(`{"type":"result","ok":false,"error":{"code":${jsonString(code)},"message":${jsonString(text)}},"job":${jsonString(jobId)}}`);
 }
 
 function errorCode(err) {
@@ -2071,12 +2394,23 @@ function hostFailure(stage, err) {
   apply(reallyExit, process, [EXIT_HOST_FAILURE]);
 }
 
+/** ``value`` frozen with all it holds. It runs for every job, in a reused process after the
+ * tool's code did: captured functions and indexes only (no `Object.keys`, no iterator). */
 function deepFreeze(value) {
   if (value && typeof value === 'object') {
-    for (const key of Object.keys(value)) deepFreeze(value[key]);
+    const names = keys(value);
+    for (let i = 0; i < names.length; i += 1) deepFreeze(value[names[i]]);
     freeze(value);
   }
   return value;
+}
+
+/** The declared capability names, copied by index (a spread would run the tool's iterator). */
+function declaredCapabilities(permissions) {
+  const list = hasOwn(permissions, 'capabilities') ? permissions.capabilities : undefined;
+  const names = [];
+  if (isArray(list)) for (let i = 0; i < list.length; i += 1) setOwn(names, i, list[i]);
+  return freeze(names);
 }
 
 let job;
@@ -2089,10 +2423,10 @@ try {
 }
 
 function installGuards() {
-  installModuleGuard(job.context.paths.package, job.builtins);
+  installModuleGuard(job.context.paths.package, job.builtins, prepareBuiltin);
   // The tool's requests are performed by the parent under its network policy (fetch.mjs).
   const guardedFetch = createFetch({ channel, limits: deepFreeze(job.fetch) });
-  return harden({ guardedFetch });
+  return harden({ guardedFetch, channelFds: CHANNEL_FDS });
 }
 
 const LOG_OPTIONS = freeze({ __proto__: null, colors: false });
@@ -2135,7 +2469,7 @@ async function runJob(job) {
     permissions,
     log: freeze(log),
     capability: freeze(
-      createCapabilityClient({ channel, declared: freeze([...(permissions.capabilities || [])]) }),
+      createCapabilityClient({ channel, declared: declaredCapabilities(permissions) }),
     ),
   });
 

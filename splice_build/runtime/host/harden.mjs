@@ -1,8 +1,10 @@
 // Locks down the tool's process before its module is imported: environment, process methods
 // that reach other processes or native code, live stdio handles, the fs.realpath variants,
+// the file descriptors a tool may name (fd_guard.mjs),
 // the globals that open sockets, process.getBuiltinModule (module_guard.mjs holds the
 // built-in allow-list) and the URL classes Node's module loader uses.
 import { deniedError, isAllowedBuiltin } from './module_guard.mjs';
+import { installFdGuard, prepareBuiltin } from './fd_guard.mjs';
 import {
   apply, builtin, defineProperty, freeze, getOwnPropertyDescriptor, getPrototypeOf, keys,
   ownKeys, safeString, setOwn, writeSync,
@@ -142,6 +144,7 @@ function installBuiltinGuard() {
     // The same primitive is checked and passed on (a non-string is refused: its toString
     // could answer differently the second time).
     if (!isAllowedBuiltin(id)) throw deniedError(`module "${safeString(id)}"`);
+    prepareBuiltin(id);
     return apply(original, process, [id]);
   };
   lock(process, 'getBuiltinModule', guarded);
@@ -181,10 +184,11 @@ function installNetworkGlobals(guardedFetch) {
  * Apply every lock; throws if any cannot be applied (the host then exits without running
  * the tool, which the parent reports as TOOL_CRASHED: fail closed).
  */
-export function harden({ guardedFetch }) {
+export function harden({ guardedFetch, channelFds }) {
   installStdio();
   installProcessDenials();
   installRealpathGuard();
+  installFdGuard(channelFds);
   installBuiltinGuard();
   freezeUrlClasses();
   installNetworkGlobals(guardedFetch);

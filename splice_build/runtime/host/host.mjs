@@ -9,17 +9,19 @@ import { ACCESS_DENIED, HOST_CODES } from './codes.mjs';
 import { Channel, jsonString } from './channel.mjs';
 import { harden, installEnvironment, installStdio } from './harden.mjs';
 import { installModuleGuard } from './module_guard.mjs';
+import { prepareBuiltin } from './fd_guard.mjs';
 import { createFetch } from './fetch.mjs';
 import { createCapabilityClient } from './capability.mjs';
 import { serveJobs } from './serve.mjs';
 import {
-  apply, captureWebStreams, formatWithOptions, freeze, processOn, reallyExit, safeGet,
-  safeString, setOwn, settle, stringify, writeSync,
+  apply, captureWebStreams, formatWithOptions, freeze, hasOwn, isArray, keys, processOn,
+  reallyExit, safeGet, safeString, setOwn, settle, stringToWellFormed, stringify, writeSync,
 } from './pristine.mjs';
 
 const EXIT_HOST_FAILURE = 70;
 
-const channel = new Channel(Number(process.argv[2]), Number(process.argv[3]));
+const CHANNEL_FDS = [Number(process.argv[2]), Number(process.argv[3])];
+const channel = new Channel(CHANNEL_FDS[0], CHANNEL_FDS[1]);
 const FLAGS = process.argv.slice(4);
 if (FLAGS.includes('fetch')) captureWebStreams();
 const REUSE = FLAGS.includes('reuse');
@@ -49,7 +51,10 @@ function finish(jsonText, success = false) {
 }
 
 function fail(code, message) {
-  finish(`{"type":"result","ok":false,"error":{"code":${jsonString(code)},"message":${jsonString(message)}},"job":${jsonString(jobId)}}`);
+  // Well-formed: a message cut inside a surrogate pair would make the parent refuse the whole
+  // frame (PROTOCOL.md) and report the tool's error as an invalid message.
+  const text = apply(stringToWellFormed, message, []);
+  finish(`{"type":"result","ok":false,"error":{"code":${jsonString(code)},"message":${jsonString(text)}},"job":${jsonString(jobId)}}`);
 }
 
 function errorCode(err) {
@@ -84,12 +89,23 @@ function hostFailure(stage, err) {
   apply(reallyExit, process, [EXIT_HOST_FAILURE]);
 }
 
+/** ``value`` frozen with all it holds. It runs for every job, in a reused process after the
+ * tool's code did: captured functions and indexes only (no `Object.keys`, no iterator). */
 function deepFreeze(value) {
   if (value && typeof value === 'object') {
-    for (const key of Object.keys(value)) deepFreeze(value[key]);
+    const names = keys(value);
+    for (let i = 0; i < names.length; i += 1) deepFreeze(value[names[i]]);
     freeze(value);
   }
   return value;
+}
+
+/** The declared capability names, copied by index (a spread would run the tool's iterator). */
+function declaredCapabilities(permissions) {
+  const list = hasOwn(permissions, 'capabilities') ? permissions.capabilities : undefined;
+  const names = [];
+  if (isArray(list)) for (let i = 0; i < list.length; i += 1) setOwn(names, i, list[i]);
+  return freeze(names);
 }
 
 let job;
@@ -102,10 +118,10 @@ try {
 }
 
 function installGuards() {
-  installModuleGuard(job.context.paths.package, job.builtins);
+  installModuleGuard(job.context.paths.package, job.builtins, prepareBuiltin);
   // The tool's requests are performed by the parent under its network policy (fetch.mjs).
   const guardedFetch = createFetch({ channel, limits: deepFreeze(job.fetch) });
-  return harden({ guardedFetch });
+  return harden({ guardedFetch, channelFds: CHANNEL_FDS });
 }
 
 const LOG_OPTIONS = freeze({ __proto__: null, colors: false });
@@ -148,7 +164,7 @@ async function runJob(job) {
     permissions,
     log: freeze(log),
     capability: freeze(
-      createCapabilityClient({ channel, declared: freeze([...(permissions.capabilities || [])]) }),
+      createCapabilityClient({ channel, declared: declaredCapabilities(permissions) }),
     ),
   });
 

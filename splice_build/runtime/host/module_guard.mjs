@@ -155,10 +155,11 @@ function isBare(specifier) {
 
 /**
  * Install the hooks and the list; afterwards only files under ``packageDir`` (outside any
- * node_modules) and the ``allowed`` built-ins load. Throws (the host then fails closed) when
- * ``allowed`` is not an array of strings.
+ * node_modules) and the ``allowed`` built-ins load, each after ``prepare(specifier)`` (which
+ * guards a built-in before its first use, fd_guard.mjs). Throws (the host then fails closed)
+ * when ``allowed`` is not an array of strings.
  */
-export function installModuleGuard(packageDir, allowed) {
+export function installModuleGuard(packageDir, allowed, prepare) {
   if (!isArray(allowed)) throw new Error('the job has no built-in allow-list');
   const list = [];
   for (let i = 0; i < allowed.length; i += 1) {
@@ -210,6 +211,7 @@ export function installModuleGuard(packageDir, allowed) {
       const s = apply(StringCtor, undefined, [specifier]);
       if (apply(stringStartsWith, s, ['node:']) || isBuiltin(s)) {
         if (!isAllowedBuiltin(s)) throw deniedError(`module "${s}"`);
+        prepare(s);
       } else if (isBare(s)) {
         throw dependencyError(s);
       } else if (context.parentURL !== undefined && !apply(stringStartsWith, s, ['#'])) {

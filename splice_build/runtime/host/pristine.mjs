@@ -29,6 +29,7 @@ export function builtin(id) {
 const fs = builtin('node:fs');
 
 export const apply = Reflect.apply;
+export const construct = Reflect.construct;
 export const ownKeys = Reflect.ownKeys;
 export const stringify = JSON.stringify;
 export const parse = JSON.parse;
@@ -49,6 +50,9 @@ export const mapGet = Map.prototype.get;
 export const mapSet = Map.prototype.set;
 export const mapHas = Map.prototype.has;
 export const mapDelete = Map.prototype.delete;
+export const WeakSetCtor = WeakSet;
+export const weakSetAdd = WeakSet.prototype.add;
+export const weakSetHas = WeakSet.prototype.has;
 export const PromiseCtor = Promise;
 export const promiseReject = Promise.reject;
 export const bufferByteLength = Buffer.byteLength;
@@ -67,11 +71,13 @@ export const dataViewByteLength = getter(DataView.prototype, 'byteLength');
 export const arrayBufferByteLength = getter(ArrayBuffer.prototype, 'byteLength');
 export const isView = ArrayBuffer.isView;
 export const stringStartsWith = String.prototype.startsWith;
+export const stringEndsWith = String.prototype.endsWith;
 export const stringSlice = String.prototype.slice;
 export const stringIndexOf = String.prototype.indexOf;
 export const stringToLowerCase = String.prototype.toLowerCase;
 export const stringToUpperCase = String.prototype.toUpperCase;
 export const stringCharCodeAt = String.prototype.charCodeAt;
+export const stringToWellFormed = String.prototype.toWellFormed;
 export const arrayIncludes = Array.prototype.includes;
 export const URLCtor = URL;
 export const urlCanParse = URL.canParse;
@@ -97,6 +103,7 @@ const textEncoder = new TextEncoder();
 const textEncode = TextEncoder.prototype.encode;
 export const base64Slice = Buffer.prototype.base64Slice;
 export const formatWithOptions = process.getBuiltinModule('node:util').formatWithOptions;
+export const isProxy = process.getBuiltinModule('node:util').types.isProxy;
 export const writeSync = fs.writeSync;
 // The job channel's reads and writes (channel.mjs): the vector forms take an array of views
 // and hand it to the binding as is, where readSync, read and writeSync (with a buffer) read
@@ -106,6 +113,7 @@ export const readv = fs.readv;
 export const writevSync = fs.writevSync;
 export const reallyExit = process.reallyExit;
 export const processOn = process.on;
+export const nextTick = process.nextTick;
 
 /**
  * The web streams the fetch shim needs, captured on request (host.mjs asks for them before
