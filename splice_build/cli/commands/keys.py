@@ -135,6 +135,7 @@ def _list(args: argparse.Namespace, ctx: CommandContext) -> None:
 
 
 def _register(args: argparse.Namespace, ctx: CommandContext) -> None:
+    from splice_build.errors import ErrorCode, RegistryError
     from splice_build.project.home import SpliceHome
     from splice_build.project.keys import DEFAULT_KEY_NAME, load_key
 
@@ -145,8 +146,18 @@ def _register(args: argparse.Namespace, ctx: CommandContext) -> None:
         info = opened.client.add_key(namespace, key.public_key)
     finally:
         opened.client.close()
+    if info["keyId"] != key.key_id:  # the registry registered some other key, or says so
+        raise RegistryError(
+            ErrorCode.REGISTRY_ERROR,
+            f"Registry error: the registry answered the registration of {key.key_id} "
+            f"({key.name}) with another key",
+            details=[f"registry: {info['keyId']}"],
+            hint="The registry may be misbehaving or an impostor; check `splice keys list "
+            f"@{namespace}` before signing with this key.",
+        )
     ctx.out.result(
-        info, f"Registered {info['keyId']} ({key.name}) for @{namespace} on {opened.url}"
+        info,
+        lambda shown: f"Registered {shown['keyId']} ({key.name}) for @{namespace} on {opened.url}",
     )
 
 
