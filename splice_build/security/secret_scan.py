@@ -9,6 +9,8 @@ What is looked for (docs/security.md):
   patterns of redaction (``Authorization:`` values, ``NAME=value``) are not findings: they
   describe where a secret would be, not a secret.
 
+``splice publish`` runs the same scan over the files it is about to upload (``scan_files``).
+
 Where: a directory holding ``.git`` → the files git tracks; any other directory (build
 output) → every file under it; a ``.tar.gz`` / ``.tgz`` → every entry, read through the
 safe archive reader; any other file → that file.
@@ -25,7 +27,7 @@ import base64
 import itertools
 import re
 import subprocess
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from splice_build.records import dataclass
@@ -179,6 +181,15 @@ def _texts(target: Path, shown: str) -> Iterator[tuple[str, str | None]]:
                 yield f"{shown}!{name}", content.decode("utf-8", "replace")
             return
     yield shown, data.decode("utf-8", "replace")
+
+
+def scan_files(files: Mapping[str, bytes], values: Sequence[tuple[str, str]] = ()) -> ScanReport:
+    """Scan a package's files (path → bytes, as ``spec/pack.collect_package_files`` gives them):
+    what ``splice publish`` checks before anything leaves the machine."""
+    findings: list[Finding] = []
+    for path, data in files.items():
+        findings += scan_text(data.decode("utf-8", "replace"), path, values)
+    return ScanReport(tuple(findings), len(files), ())
 
 
 def scan_paths(

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
-import string
 import subprocess
 from pathlib import Path
 
@@ -15,29 +13,10 @@ import pytest
 from splice_build.security.secret_scan import KEY_FORMATS, scan_paths, scan_text
 from splice_build.spec.pack import pack_directory
 from testing.cli import run_splice
+from testing.credentials import planted
+from testing.credentials import random_text as _random
 
 REPO = Path(__file__).resolve().parents[2]
-ALNUM = string.ascii_letters + string.digits
-
-
-def _random(n: int, alphabet: str = ALNUM) -> str:
-    return "".join(secrets.choice(alphabet) for _ in range(n))
-
-
-def planted() -> dict[str, str]:
-    """One realistic random credential per known format (built at run time, never stored)."""
-    pem_body = "\n".join(_random(64, ALNUM + "+/") for _ in range(4))
-    head = "-----BEGIN " + "PRIVATE KEY-----"
-    return {
-        "PEM private key": f"{head}\n{pem_body}\n-----END PRIVATE KEY-----",
-        "Splice registry token": "splice_" + _random(43),
-        "GitHub token": "gh" + "p_" + _random(36),
-        "OpenAI/Anthropic-style key": "sk-" + "proj-" + _random(40),
-        "Slack token": "xo" + "xb-" + _random(12, string.digits) + "-" + _random(24),
-        "AWS access key id": "AK" + "IA" + _random(16, string.ascii_uppercase + string.digits),
-        "Google API key": "AI" + "za" + _random(35),
-        "JSON Web Token": "ey" + "J" + _random(20) + ".ey" + "J" + _random(30) + "." + _random(43),
-    }
 
 
 def _git_repo(root: Path, files: dict[str, str]) -> Path:
