@@ -3,7 +3,8 @@
 The walk skips every name starting with ``.`` (``.git``, ``.env``, ``.DS_Store``) and every
 ``node_modules``, refuses symbolic links and anything that is not a regular file or a
 directory, and stops at 500 files and at 2 MiB per file without reading further. Files are
-opened with ``O_NOFOLLOW`` so a file swapped for a link during the walk is refused too.
+opened with ``O_NOFOLLOW`` and ``O_NONBLOCK`` so a file swapped for a link or a FIFO during
+the walk is refused too, never followed or waited on.
 
 Every error is SpecError(INVALID_PACKAGE), as the TypeScript ``splice pack`` reports them: the
 message says what is wrong and the details name the path (relative to the package directory)
@@ -24,6 +25,7 @@ from splice_build.spec.digests import integrity_of
 from splice_build.spec.entry_rules import PackageFiles, quote_path
 from splice_build.spec.limits import MAX_FILE_BYTES
 from splice_build.spec.paths import utf16_sort_key
+from splice_build.spec.regular_file import READ_FLAGS
 
 if TYPE_CHECKING:
     from splice_build.spec.manifest import Manifest
@@ -55,9 +57,12 @@ def _as_package_error(exc: SpecError) -> SpecError:
 
 
 def _read_regular(path: Path, relative: str) -> bytes:
-    """Read at most one byte over the file limit from a regular file that is not a link."""
+    """Read at most one byte over the file limit from a regular file that is not a link.
+
+    Opened without blocking (``READ_FLAGS``): a file swapped for a FIFO after the walk saw a
+    regular file would otherwise hold the open until some writer came."""
     try:
-        descriptor = os.open(path, os.O_RDONLY | _NOFOLLOW)
+        descriptor = os.open(path, READ_FLAGS | _NOFOLLOW)
     except OSError as exc:
         raise _refuse("Cannot read package file", relative, exc.strerror or str(exc)) from exc
     with os.fdopen(descriptor, "rb") as handle:

@@ -170,3 +170,20 @@ def test_archive_errors_while_packing_are_invalid_package(tmp_path: Path) -> Non
     assert caught.value.code == ErrorCode.INVALID_PACKAGE
     assert caught.value.message == "Path too long for a tar archive"
     assert "cannot be split" in caught.value.details[0]
+
+
+def test_a_file_swapped_for_a_fifo_after_the_walk_saw_it_is_refused_unread(
+    tmp_path: Path,
+) -> None:
+    """The walk reads each file it listed through ``_read_regular``; by then a local attacker
+    may have put a FIFO under that name. It is refused at once, never waited on."""
+    from splice_build.spec.pack import _read_regular
+    from testing.fifos import returns_without_waiting
+
+    fifo = tmp_path / "tools" / "hello.js"
+    fifo.parent.mkdir()
+    os.mkfifo(fifo)
+    with pytest.raises(SpecError) as caught:
+        returns_without_waiting(lambda: _read_regular(fifo, "tools/hello.js"), fifo)
+    assert caught.value.code == ErrorCode.INVALID_PACKAGE
+    assert list(caught.value.details) == ['entry "tools/hello.js": not a regular file']
