@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import itertools
+import os
 import re
 import subprocess
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -149,9 +150,23 @@ def _git_files(root: Path) -> list[Path]:
 
 
 def _all_files(root: Path) -> list[Path]:
-    return sorted(
-        p for p in root.rglob("*") if p.is_file() and ".git" not in p.relative_to(root).parts
-    )
+    """Every file under ``root`` outside ``.git``, links not followed, unreadable directories
+    passed over. The walk keeps its own stack: a checkout nested thousands of levels deep is
+    walked, where a recursive one (``Path.rglob``) ended in ``RecursionError``."""
+    found: list[Path] = []
+    pending = [root]
+    while pending:
+        try:
+            with os.scandir(pending.pop()) as scan:
+                entries = [entry for entry in scan if entry.name != ".git"]
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                pending.append(Path(entry.path))
+            elif entry.is_file(follow_symlinks=False):
+                found.append(Path(entry.path))
+    return sorted(found)
 
 
 def _texts(target: Path, shown: str) -> Iterator[tuple[str, str | None]]:

@@ -2,7 +2,9 @@
 
 The walk skips every name starting with ``.`` (``.git``, ``.env``, ``.DS_Store``) and every
 ``node_modules``, refuses symbolic links and anything that is not a regular file or a
-directory, and stops at 500 files and at 2 MiB per file without reading further. Files are
+directory, and stops at 500 files, at 2 MiB per file without reading further, and at a
+directory whose path leaves no room for a file (256 characters; a checkout nested thousands
+of levels deep is refused, never walked to the end). Files are
 opened with ``O_NOFOLLOW`` and ``O_NONBLOCK`` so a file swapped for a link or a FIFO during
 the walk is refused too, never followed or waited on.
 
@@ -24,7 +26,7 @@ from splice_build.spec.archive import pack_archive
 from splice_build.spec.digests import integrity_of
 from splice_build.spec.entry_rules import PackageFiles, quote_path
 from splice_build.spec.limits import MAX_FILE_BYTES
-from splice_build.spec.paths import utf16_sort_key
+from splice_build.spec.paths import MAX_RELATIVE_PATH, utf16_len, utf16_sort_key
 from splice_build.spec.regular_file import READ_FLAGS
 
 if TYPE_CHECKING:
@@ -88,6 +90,12 @@ def _walk(directory: Path, prefix: str, out: PackageFiles) -> None:
         if entry.is_symlink():
             raise _refuse("Symbolic links are not allowed in packages", relative, "symbolic link")
         if entry.is_dir(follow_symlinks=False):
+            if utf16_len(relative) + 2 > MAX_RELATIVE_PATH:  # "<dir>/x" would be too long
+                raise _refuse(
+                    f"Package paths are at most {MAX_RELATIVE_PATH} characters",
+                    relative,
+                    "a directory too deep for any file in it to be packed",
+                )
             _walk(Path(entry.path), relative + "/", out)
         elif entry.is_file(follow_symlinks=False):
             out.add(relative, _read_regular(Path(entry.path), relative))

@@ -171,3 +171,24 @@ def test_naming_the_rpc_providers_shared_host_is_no_finding(tmp_path: Path) -> N
         done = run_splice("secret-scan", "README.md", "notes.txt", cwd=tmp_path, env=env)
         assert done.code == 1, (url, done.stdout, done.stderr)
         assert done.stdout.splitlines() == ["notes.txt:1: configured value of ROBINHOOD_RPC_URL"]
+
+
+def test_a_directory_nested_thousands_of_levels_deep_is_scanned_to_the_bottom(
+    tmp_path: Path,
+) -> None:
+    """Build output or an unpacked checkout that is not a git repository is walked with a
+    stack of its own: a tree deeper than Python's recursion limit is no internal error."""
+    from testing.deep_tree import nested, unnested
+
+    root = tmp_path / "out"
+    root.mkdir()
+    secret = nested(root, 1100) / "leak.txt"
+    secret.write_text(f"token = {planted()['GitHub token']}\n", encoding="utf-8")
+    try:
+        done = run_splice("--json", "secret-scan", "out", cwd=tmp_path)
+    finally:
+        secret.unlink()
+        unnested(root)
+    assert done.code == 1, (done.stdout, done.stderr)
+    [finding] = done.json()["findings"]
+    assert finding == {"path": "out/" + "a/" * 1100 + "leak.txt", "line": 1, "kind": "GitHub token"}
