@@ -94,9 +94,11 @@ def _generate(args: argparse.Namespace, ctx: CommandContext) -> None:
     ctx.out.info(f"Keep {key.path} private and backed up; it is never overwritten.")
     ctx.out.result(
         data,
-        f"Generated key {key.name} ({key.key_id})\npublic key: {key.public_key}\n"
-        f"next: splice keys register @<namespace>"
-        + ("" if name == DEFAULT_KEY_NAME else f" --key {name}"),
+        lambda shown: (
+            f"Generated key {shown['name']} ({shown['keyId']})\npublic key: {shown['publicKey']}\n"
+            f"next: splice keys register @<namespace>"
+            + ("" if name == DEFAULT_KEY_NAME else f" --key {name}")
+        ),
     )
 
 
@@ -225,6 +227,7 @@ def _trust(args: argparse.Namespace, ctx: CommandContext) -> None:
         save_project_file,
     )
     from splice_build.project.state_dir import state_lock
+    from splice_build.security.terminal import one_line
 
     namespace = _namespace(args.words[0])
     trusted = _trusted_key_id(args.words[1], ctx)
@@ -239,10 +242,11 @@ def _trust(args: argparse.Namespace, ctx: CommandContext) -> None:
         "keyId": trusted,
         "trusted": list(updated.trusted_signers[namespace]),
     }
+    # The project's path is the checkout's own: one line, whatever its directories are named.
     ctx.out.result(
         data,
-        f"Trusted {trusted} for @{namespace} in {root / 'splice.json'}: its packages must be "
-        "signed by a trusted key",
+        f"Trusted {trusted} for @{namespace} in {one_line(str(root / 'splice.json'))}: its "
+        "packages must be signed by a trusted key",
     )
 
 
