@@ -46,7 +46,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         open_configured,
         require_login,
     )
-    from splice_build.security.terminal import require_visible_text
+    from splice_build.security.terminal import require_visible_paths, require_visible_text
     from splice_build.spec.pack import pack_directory
 
     if args.key is not None and not args.sign:
@@ -57,6 +57,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     packed = pack_directory(directory)
     manifest = packed.manifest
     require_visible_text(manifest)
+    require_visible_paths(packed.files)
     ident = f"{manifest.id}@{manifest.version}"
     _refuse_secrets(packed.files, ident, directory, ctx)
     summary = f"{len(packed.files)} files, {packed.size} bytes, {packed.integrity}"
