@@ -12,8 +12,8 @@ What is looked for (docs/security.md):
 ``splice publish`` runs the same scan over the files it is about to upload (``scan_files``).
 
 Where: a directory holding ``.git`` → the files git tracks; any other directory (build
-output) → every file under it; a ``.tar.gz`` / ``.tgz`` → every entry, read through the
-safe archive reader; any other file → that file.
+output), or one whose ``.git`` git cannot read → every file under it; a ``.tar.gz`` /
+``.tgz`` → every entry, read through the safe archive reader; any other file → that file.
 
 Findings are ``path:line`` and a kind, never the secret. Documentation samples are not
 findings: a match that says it is one (``EXAMPLE``, ``FAKE``, …), whose characters mostly
@@ -149,6 +149,20 @@ def _git_files(root: Path) -> list[Path]:
     return [root / name for name in listed.decode("utf-8", "surrogateescape").split("\0") if name]
 
 
+def _listed_files(root: Path) -> list[Path]:
+    """The files git tracks under a checkout, else every file.
+
+    A ``.git`` that git cannot read (an empty file or directory, a repository another user
+    owns, which git refuses, or no git at all) means every file is scanned: the scan reads
+    more, it never stops with an internal error."""
+    if (root / ".git").exists():
+        try:
+            return _git_files(root)
+        except (OSError, subprocess.CalledProcessError):
+            pass
+    return _all_files(root)
+
+
 def _all_files(root: Path) -> list[Path]:
     """Every file under ``root`` outside ``.git``, links not followed, unreadable directories
     passed over. The walk keeps its own stack: a checkout nested thousands of levels deep is
@@ -172,7 +186,7 @@ def _all_files(root: Path) -> list[Path]:
 def _texts(target: Path, shown: str) -> Iterator[tuple[str, str | None]]:
     """``(shown path, text)`` for each file of ``target``; text None when skipped."""
     if target.is_dir():
-        files = _git_files(target) if (target / ".git").exists() else _all_files(target)
+        files = _listed_files(target)
         for path in files:
             if path.is_file() and not path.is_symlink():
                 yield from _texts(

@@ -109,6 +109,31 @@ def test_scanning_a_checkout_never_runs_its_git_config(tmp_path: Path) -> None:
     assert not ran.exists(), "the checkout's core.fsmonitor command ran"
 
 
+@pytest.mark.parametrize("broken", ["empty .git file", "empty .git directory", "another user's"])
+def test_a_checkout_git_cannot_read_is_scanned_file_by_file(tmp_path: Path, broken: str) -> None:
+    """git refuses an unreadable `.git` (exit 128): the scan falls back to every file, where it
+    ended with an internal error."""
+    root = tmp_path / "checkout"
+    if broken == "another user's":
+        if os.geteuid() != 0:
+            pytest.skip("only root can hand a repository to another user")
+        _git_repo(root, {"tracked.txt": "nothing\n"})
+        for path in (root, *root.rglob("*")):
+            os.lchown(path, 65534, 65534)  # git: "detected dubious ownership"
+    else:
+        root.mkdir()
+        if broken == "empty .git file":
+            (root / ".git").touch()
+        else:
+            (root / ".git").mkdir()
+    (root / "leak.txt").write_text(f"key = {planted()['GitHub token']}\n", encoding="utf-8")
+    done = run_splice("--json", "secret-scan", "checkout", cwd=tmp_path)
+    assert done.code == 1, (done.stdout, done.stderr)
+    assert done.json()["findings"] == [
+        {"path": "checkout/leak.txt", "line": 1, "kind": "GitHub token"}
+    ]
+
+
 def test_samples_are_not_findings() -> None:
     samples = [
         "AKIAIOSFODNN7EXAMPLE",
