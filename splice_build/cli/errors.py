@@ -68,7 +68,10 @@ def _write_crash_log(home: Path, exc: BaseException) -> Path | None:
     stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%S")
     path = home / "logs" / f"crash-{stamp}-{os.getpid()}.log"
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        # Private like the rest of SPLICE_HOME (project/home.py): a report quotes argv and
+        # the failure's messages, and it may be the first thing written to a new home.
+        home.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path.parent.mkdir(mode=0o700, exist_ok=True)
         text = (
             f"splice {__version__}\npython {sys.version}\nplatform {platform.platform()}\n"
             f"argv {sys.argv!r}\n\n" + "".join(traceback.format_exception(exc))
@@ -77,7 +80,8 @@ def _write_crash_log(home: Path, exc: BaseException) -> Path | None:
         from splice_build.security.redact import redact
 
         # backslashreplace: argv and messages may hold undecodable bytes (surrogates)
-        atomic_write_bytes(path, redact(text).encode("utf-8", errors="backslashreplace"))
+        data = redact(text).encode("utf-8", errors="backslashreplace")
+        atomic_write_bytes(path, data, mode=0o600)
     except OSError:
         return None  # e.g. the disk is full: no report rather than an empty one
     return path

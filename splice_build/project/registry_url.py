@@ -85,7 +85,7 @@ def normalize_registry_url(value: str) -> str:
     if "?" in text or "#" in text:
         raise _invalid(f'"{text}" must not have a query or a fragment')
     host = parts.hostname
-    if not _is_host(host):
+    if not _is_host(host, bracketed=parts.netloc.startswith("[")):
         raise _invalid(f'"{text}" has no valid host name or IP address')
     if ":" in host:
         host = f"[{host}]"
@@ -97,12 +97,16 @@ def normalize_registry_url(value: str) -> str:
 _LABEL = re.compile(r"[a-z0-9_-]{1,63}")
 
 
-def _is_host(host: str) -> bool:
+def _is_host(host: str, *, bracketed: bool) -> bool:
     """An IP address, or a DNS name of non-empty labels (one trailing dot allowed): the HTTP
-    client would fail on anything else with an error of its own, uncoded."""
+    client would fail on anything else with an error of its own, uncoded.
+
+    Square brackets hold an IPv6 address and nothing else: ``urlsplit`` also takes an
+    IPvFuture literal (``[v1.fe]``) and hands back its text without the brackets, which
+    would turn into the DNS name ``v1.fe``, another host than the one written."""
     import ipaddress
 
-    if ":" in host:
+    if bracketed or ":" in host:
         try:
             ipaddress.IPv6Address(host)
         except ValueError:

@@ -9,9 +9,11 @@ What is looked for (docs/security.md):
   patterns of redaction (``Authorization:`` values, ``NAME=value``) are not findings: they
   describe where a secret would be, not a secret.
 
+``splice publish`` runs the same scan over the files it is about to upload (``scan_files``).
+
 Where: a directory holding ``.git`` → the files git tracks; any other directory (build
-output) → every file under it; a ``.tar.gz`` / ``.tgz`` → every entry, read through the
-safe archive reader; any other file → that file.
+output), or one whose ``.git`` git cannot read → every file under it; a ``.tar.gz`` /
+``.tgz`` → every entry, read through the safe archive reader; any other file → that file.
 
 Findings are ``path:line`` and a kind, never the secret. Documentation samples are not
 findings: a match that says it is one (``EXAMPLE``, ``FAKE``, …), whose characters mostly
@@ -23,9 +25,10 @@ from __future__ import annotations
 
 import base64
 import itertools
+import os
 import re
 import subprocess
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from splice_build.records import dataclass
@@ -146,16 +149,44 @@ def _git_files(root: Path) -> list[Path]:
     return [root / name for name in listed.decode("utf-8", "surrogateescape").split("\0") if name]
 
 
+def _listed_files(root: Path) -> list[Path]:
+    """The files git tracks under a checkout, else every file.
+
+    A ``.git`` that git cannot read (an empty file or directory, a repository another user
+    owns, which git refuses, or no git at all) means every file is scanned: the scan reads
+    more, it never stops with an internal error."""
+    if (root / ".git").exists():
+        try:
+            return _git_files(root)
+        except (OSError, subprocess.CalledProcessError):
+            pass
+    return _all_files(root)
+
+
 def _all_files(root: Path) -> list[Path]:
-    return sorted(
-        p for p in root.rglob("*") if p.is_file() and ".git" not in p.relative_to(root).parts
-    )
+    """Every file under ``root`` outside ``.git``, links not followed, unreadable directories
+    passed over. The walk keeps its own stack: a checkout nested thousands of levels deep is
+    walked, where a recursive one (``Path.rglob``) ended in ``RecursionError``."""
+    found: list[Path] = []
+    pending = [root]
+    while pending:
+        try:
+            with os.scandir(pending.pop()) as scan:
+                entries = [entry for entry in scan if entry.name != ".git"]
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                pending.append(Path(entry.path))
+            elif entry.is_file(follow_symlinks=False):
+                found.append(Path(entry.path))
+    return sorted(found)
 
 
 def _texts(target: Path, shown: str) -> Iterator[tuple[str, str | None]]:
     """``(shown path, text)`` for each file of ``target``; text None when skipped."""
     if target.is_dir():
-        files = _git_files(target) if (target / ".git").exists() else _all_files(target)
+        files = _listed_files(target)
         for path in files:
             if path.is_file() and not path.is_symlink():
                 yield from _texts(
@@ -179,6 +210,15 @@ def _texts(target: Path, shown: str) -> Iterator[tuple[str, str | None]]:
                 yield f"{shown}!{name}", content.decode("utf-8", "replace")
             return
     yield shown, data.decode("utf-8", "replace")
+
+
+def scan_files(files: Mapping[str, bytes], values: Sequence[tuple[str, str]] = ()) -> ScanReport:
+    """Scan a package's files (path → bytes, as ``spec/pack.collect_package_files`` gives them):
+    what ``splice publish`` checks before anything leaves the machine."""
+    findings: list[Finding] = []
+    for path, data in files.items():
+        findings += scan_text(data.decode("utf-8", "replace"), path, values)
+    return ScanReport(tuple(findings), len(files), ())
 
 
 def scan_paths(

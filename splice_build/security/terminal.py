@@ -23,7 +23,7 @@ heading) or push what follows out of its column.
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from splice_build.spec.plain_text import INVISIBLE, is_plain_line
@@ -147,6 +147,35 @@ def one_line_fields(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [one_line_fields(item) for item in value]
     return value
+
+
+def require_visible_paths(paths: Iterable[str]) -> None:
+    """Refuse package file names that hold what a terminal would not show as itself.
+
+    ``validate`` and ``publish`` call it beside ``require_visible_text``: a name with a line
+    break, ``ESC``, a bidi override or a zero-width character reads as another name, or as
+    none, in a listing of the checkout, so the author cannot see what they would publish. The
+    archive format allows such names (docs/compatibility.md#package-format); they are refused
+    before they reach a registry. Raises SpecError INVALID_PACKAGE, one detail per name.
+    """
+    from splice_build.errors import ErrorCode, SpecError
+    from splice_build.spec.entry_rules import quote_path
+
+    problems = []
+    for path in paths:
+        hidden = dict.fromkeys(escape(c) for c in path if not is_shown_in_line(c))
+        if hidden:
+            problems.append(
+                f"entry {quote_path(path)}: must not contain control or invisible format "
+                f"characters (found {', '.join(hidden)})"
+            )
+    if problems:
+        raise SpecError(
+            ErrorCode.INVALID_PACKAGE,
+            "Package file names must read as themselves",
+            details=problems,
+            hint="Rename the files (or move them out of the package directory).",
+        )
 
 
 def require_visible_text(manifest: Manifest) -> None:

@@ -2,8 +2,11 @@
 
 The walk skips every name starting with ``.`` (``.git``, ``.env``, ``.DS_Store``) and every
 ``node_modules``, refuses symbolic links and anything that is not a regular file or a
-directory, and stops at 500 files and at 2 MiB per file without reading further. Files are
-opened with ``O_NOFOLLOW`` so a file swapped for a link during the walk is refused too.
+directory, and stops at 500 files, at 2 MiB per file without reading further, and at a
+directory whose path leaves no room for a file (256 characters; a checkout nested thousands
+of levels deep is refused, never walked to the end). Files are
+opened with ``O_NOFOLLOW`` and ``O_NONBLOCK`` so a file swapped for a link or a FIFO during
+the walk is refused too, never followed or waited on.
 
 Every error is SpecError(INVALID_PACKAGE), as the TypeScript ``splice pack`` reports them: the
 message says what is wrong and the details name the path (relative to the package directory)
@@ -23,7 +26,8 @@ from splice_build.spec.archive import pack_archive
 from splice_build.spec.digests import integrity_of
 from splice_build.spec.entry_rules import PackageFiles, quote_path
 from splice_build.spec.limits import MAX_FILE_BYTES
-from splice_build.spec.paths import utf16_sort_key
+from splice_build.spec.paths import MAX_RELATIVE_PATH, utf16_len, utf16_sort_key
+from splice_build.spec.regular_file import READ_FLAGS
 
 if TYPE_CHECKING:
     from splice_build.spec.manifest import Manifest
@@ -55,9 +59,12 @@ def _as_package_error(exc: SpecError) -> SpecError:
 
 
 def _read_regular(path: Path, relative: str) -> bytes:
-    """Read at most one byte over the file limit from a regular file that is not a link."""
+    """Read at most one byte over the file limit from a regular file that is not a link.
+
+    Opened without blocking (``READ_FLAGS``): a file swapped for a FIFO after the walk saw a
+    regular file would otherwise hold the open until some writer came."""
     try:
-        descriptor = os.open(path, os.O_RDONLY | _NOFOLLOW)
+        descriptor = os.open(path, READ_FLAGS | _NOFOLLOW)
     except OSError as exc:
         raise _refuse("Cannot read package file", relative, exc.strerror or str(exc)) from exc
     with os.fdopen(descriptor, "rb") as handle:
@@ -83,6 +90,12 @@ def _walk(directory: Path, prefix: str, out: PackageFiles) -> None:
         if entry.is_symlink():
             raise _refuse("Symbolic links are not allowed in packages", relative, "symbolic link")
         if entry.is_dir(follow_symlinks=False):
+            if utf16_len(relative) + 2 > MAX_RELATIVE_PATH:  # "<dir>/x" would be too long
+                raise _refuse(
+                    f"Package paths are at most {MAX_RELATIVE_PATH} characters",
+                    relative,
+                    "a directory too deep for any file in it to be packed",
+                )
             _walk(Path(entry.path), relative + "/", out)
         elif entry.is_file(follow_symlinks=False):
             out.add(relative, _read_regular(Path(entry.path), relative))

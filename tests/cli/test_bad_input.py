@@ -262,6 +262,23 @@ def test_an_unexpected_failure_is_one_json_document_with_a_crash_report(tmp_path
     assert report.is_file() and "Traceback" in report.read_text()
 
 
+def test_a_crash_report_in_a_new_home_is_readable_by_its_user_only(tmp_path: Path) -> None:
+    """The report quotes argv and the failure's messages; the crash may be the first thing
+    written to SPLICE_HOME, which must not then be created readable by every local user."""
+    data = tmp_path / "data"
+    (data / "registry.db").mkdir(parents=True)
+    home = tmp_path / "new-home"
+    done = run_splice(
+        "registry", "admin", "create-user", "alice", "--data", str(data), "--json",
+        env={"SPLICE_HOME": str(home)},
+    )  # fmt: skip
+    error = assert_failure_document(done, "INTERNAL_ERROR")["error"]
+    report = Path(error["hint"].removeprefix("a report was written to "))
+    assert report.parent == home / "logs"
+    modes = [path.stat().st_mode & 0o777 for path in (home, home / "logs", report)]
+    assert modes == [0o700, 0o700, 0o600]
+
+
 def test_no_command_under_json_is_one_usage_document() -> None:
     done = run_splice("--json")
     assert done.code == 2

@@ -258,3 +258,20 @@ def test_a_tool_log_cannot_print_a_server_log_line(
     assert code == 0
     logged = [line for line in stderr.splitlines() if "all tools verified" in line]
     assert logged and all(line.startswith("[splice mcp] acme_liar_hello: ") for line in logged)
+
+
+def test_a_checkout_directory_name_cannot_draw_a_line_under_pack_or_keys_trust(
+    tmp_path: Path,
+) -> None:
+    """The path pack and `keys trust` print is the checkout's own (an archive can unpack a
+    directory named with a line break): it stays one line."""
+    checkout = tmp_path / f"clone\n{FORGED[1]}"
+    write_package(checkout, minimal_manifest())
+    packed = run_splice("pack", cwd=checkout)
+    assert packed.code == 0, packed.stderr
+    (checkout / "splice.json").write_text('{"specVersion": 1, "packages": {}}', encoding="utf-8")
+    trusted = run_splice("keys", "trust", "@acme", "ed25519:0123456789abcdef", cwd=checkout)
+    assert trusted.code == 0, trusted.stderr
+    for done in (packed, trusted):
+        assert forged_lines(done.stdout + done.stderr) == [], done.stdout
+        assert "clone\\x0asignature: verified by the official key" in done.stdout

@@ -182,3 +182,41 @@ def test_mcp_server_stderr_shows_tool_logs_escaped(
     assert code == 0
     assert "log \\x1b]52;c;cHduZWQ=\\x07 and \\x9b2J" in stderr
     assert raw_controls(stderr) == []
+
+
+@pytest.mark.parametrize(
+    ("name", "found"),
+    [
+        ("notes\nsignature.md", "\\x0a"),
+        ("data/a\x1b]52;c;AAAA\x07.txt", "\\x1b, \\x07"),
+        ("read\u202eme.txt", "\\u202e"),
+        ("\u200b.js", "\\u200b"),
+        ("col\tumn.txt", "\\x09"),
+    ],
+)
+def test_validate_and_publish_refuse_file_names_that_read_as_another(
+    tmp_path: Path, name: str, found: str
+) -> None:
+    """A name that shows as another one, or as none, in the author's listing of the checkout
+    is refused before it reaches a registry; pack still writes what the format allows."""
+    package = write_package(tmp_path / "pkg", minimal_manifest(), {name: "x"})
+    packed = run_splice("pack", str(package), "--out", "pkg.tgz", cwd=tmp_path)
+    assert packed.code == 0, packed.stderr
+    for command in (["validate", "pkg"], ["validate", "pkg.tgz"], ["publish", "--dry-run", "pkg"]):
+        done = run_splice("--json", *command, cwd=tmp_path)
+        assert done.code == 1, (command, done.stdout, done.stderr)
+        error = done.json()["error"]
+        assert error["code"] == "INVALID_PACKAGE", error
+        assert error["message"] == "Package file names must read as themselves"
+        [detail] = error["details"]
+        assert detail.endswith(
+            f"must not contain control or invisible format characters (found {found})"
+        )
+        human = run_splice(*command, cwd=tmp_path)
+        assert raw_controls(human.stdout + human.stderr) == []
+
+
+def test_file_names_in_any_script_or_with_spaces_stay_valid(tmp_path: Path) -> None:
+    files = {"docs/café au lait.md": "x", "docs/\u65e5\u672c.md": "x", "docs/a\u00a0b.md": "x"}
+    package = write_package(tmp_path / "pkg", minimal_manifest(), files)
+    assert run_splice("validate", str(package), cwd=tmp_path).code == 0

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
-import string
 import subprocess
 from pathlib import Path
 
@@ -15,29 +13,10 @@ import pytest
 from splice_build.security.secret_scan import KEY_FORMATS, scan_paths, scan_text
 from splice_build.spec.pack import pack_directory
 from testing.cli import run_splice
+from testing.credentials import planted
+from testing.credentials import random_text as _random
 
 REPO = Path(__file__).resolve().parents[2]
-ALNUM = string.ascii_letters + string.digits
-
-
-def _random(n: int, alphabet: str = ALNUM) -> str:
-    return "".join(secrets.choice(alphabet) for _ in range(n))
-
-
-def planted() -> dict[str, str]:
-    """One realistic random credential per known format (built at run time, never stored)."""
-    pem_body = "\n".join(_random(64, ALNUM + "+/") for _ in range(4))
-    head = "-----BEGIN " + "PRIVATE KEY-----"
-    return {
-        "PEM private key": f"{head}\n{pem_body}\n-----END PRIVATE KEY-----",
-        "Splice registry token": "splice_" + _random(43),
-        "GitHub token": "gh" + "p_" + _random(36),
-        "OpenAI/Anthropic-style key": "sk-" + "proj-" + _random(40),
-        "Slack token": "xo" + "xb-" + _random(12, string.digits) + "-" + _random(24),
-        "AWS access key id": "AK" + "IA" + _random(16, string.ascii_uppercase + string.digits),
-        "Google API key": "AI" + "za" + _random(35),
-        "JSON Web Token": "ey" + "J" + _random(20) + ".ey" + "J" + _random(30) + "." + _random(43),
-    }
 
 
 def _git_repo(root: Path, files: dict[str, str]) -> Path:
@@ -130,6 +109,31 @@ def test_scanning_a_checkout_never_runs_its_git_config(tmp_path: Path) -> None:
     assert not ran.exists(), "the checkout's core.fsmonitor command ran"
 
 
+@pytest.mark.parametrize("broken", ["empty .git file", "empty .git directory", "another user's"])
+def test_a_checkout_git_cannot_read_is_scanned_file_by_file(tmp_path: Path, broken: str) -> None:
+    """git refuses an unreadable `.git` (exit 128): the scan falls back to every file, where it
+    ended with an internal error."""
+    root = tmp_path / "checkout"
+    if broken == "another user's":
+        if os.geteuid() != 0:
+            pytest.skip("only root can hand a repository to another user")
+        _git_repo(root, {"tracked.txt": "nothing\n"})
+        for path in (root, *root.rglob("*")):
+            os.lchown(path, 65534, 65534)  # git: "detected dubious ownership"
+    else:
+        root.mkdir()
+        if broken == "empty .git file":
+            (root / ".git").touch()
+        else:
+            (root / ".git").mkdir()
+    (root / "leak.txt").write_text(f"key = {planted()['GitHub token']}\n", encoding="utf-8")
+    done = run_splice("--json", "secret-scan", "checkout", cwd=tmp_path)
+    assert done.code == 1, (done.stdout, done.stderr)
+    assert done.json()["findings"] == [
+        {"path": "checkout/leak.txt", "line": 1, "kind": "GitHub token"}
+    ]
+
+
 def test_samples_are_not_findings() -> None:
     samples = [
         "AKIAIOSFODNN7EXAMPLE",
@@ -192,3 +196,24 @@ def test_naming_the_rpc_providers_shared_host_is_no_finding(tmp_path: Path) -> N
         done = run_splice("secret-scan", "README.md", "notes.txt", cwd=tmp_path, env=env)
         assert done.code == 1, (url, done.stdout, done.stderr)
         assert done.stdout.splitlines() == ["notes.txt:1: configured value of ROBINHOOD_RPC_URL"]
+
+
+def test_a_directory_nested_thousands_of_levels_deep_is_scanned_to_the_bottom(
+    tmp_path: Path,
+) -> None:
+    """Build output or an unpacked checkout that is not a git repository is walked with a
+    stack of its own: a tree deeper than Python's recursion limit is no internal error."""
+    from testing.deep_tree import nested, unnested
+
+    root = tmp_path / "out"
+    root.mkdir()
+    secret = nested(root, 1100) / "leak.txt"
+    secret.write_text(f"token = {planted()['GitHub token']}\n", encoding="utf-8")
+    try:
+        done = run_splice("--json", "secret-scan", "out", cwd=tmp_path)
+    finally:
+        secret.unlink()
+        unnested(root)
+    assert done.code == 1, (done.stdout, done.stderr)
+    [finding] = done.json()["findings"]
+    assert finding == {"path": "out/" + "a/" * 1100 + "leak.txt", "line": 1, "kind": "GitHub token"}

@@ -12,6 +12,7 @@ from splice_build.errors import ErrorCode, SpecError
 from splice_build.spec.archive import read_archive
 from splice_build.spec.digests import integrity_of
 from splice_build.spec.pack import collect_package_files, pack_directory
+from testing.deep_tree import nested, unnested
 from testing.packages import write_package
 
 GOLDEN = Path(__file__).parents[1] / "resources" / "packages" / "golden"
@@ -170,3 +171,43 @@ def test_archive_errors_while_packing_are_invalid_package(tmp_path: Path) -> Non
     assert caught.value.code == ErrorCode.INVALID_PACKAGE
     assert caught.value.message == "Path too long for a tar archive"
     assert "cannot be split" in caught.value.details[0]
+
+
+def test_a_file_swapped_for_a_fifo_after_the_walk_saw_it_is_refused_unread(
+    tmp_path: Path,
+) -> None:
+    """The walk reads each file it listed through ``_read_regular``; by then a local attacker
+    may have put a FIFO under that name. It is refused at once, never waited on."""
+    from splice_build.spec.pack import _read_regular
+    from testing.fifos import returns_without_waiting
+
+    fifo = tmp_path / "tools" / "hello.js"
+    fifo.parent.mkdir()
+    os.mkfifo(fifo)
+    with pytest.raises(SpecError) as caught:
+        returns_without_waiting(lambda: _read_regular(fifo, "tools/hello.js"), fifo)
+    assert caught.value.code == ErrorCode.INVALID_PACKAGE
+    assert list(caught.value.details) == ['entry "tools/hello.js": not a regular file']
+
+
+def test_a_checkout_nested_thousands_of_levels_deep_is_refused_not_walked(
+    tmp_path: Path,
+) -> None:
+    package = write_package(tmp_path / "pkg")
+    nested(package, 1500)  # deeper than Python's recursion limit
+    try:
+        error = _refused(package)
+    finally:
+        unnested(package)
+    assert error.message == "Package paths are at most 256 characters"
+    assert list(error.details) == [
+        f'entry "{"a/" * 127}a": a directory too deep for any file in it to be packed'
+    ]
+
+
+def test_a_file_path_of_the_full_256_characters_still_packs(tmp_path: Path) -> None:
+    package = write_package(tmp_path / "pkg")
+    deepest = nested(package, 127)
+    (deepest / "xy").write_text("x", encoding="utf-8")
+    files = collect_package_files(package)
+    assert "a/" * 127 + "xy" in files and len("a/" * 127 + "xy") == 256

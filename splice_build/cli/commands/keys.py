@@ -94,9 +94,11 @@ def _generate(args: argparse.Namespace, ctx: CommandContext) -> None:
     ctx.out.info(f"Keep {key.path} private and backed up; it is never overwritten.")
     ctx.out.result(
         data,
-        f"Generated key {key.name} ({key.key_id})\npublic key: {key.public_key}\n"
-        f"next: splice keys register @<namespace>"
-        + ("" if name == DEFAULT_KEY_NAME else f" --key {name}"),
+        lambda shown: (
+            f"Generated key {shown['name']} ({shown['keyId']})\npublic key: {shown['publicKey']}\n"
+            f"next: splice keys register @<namespace>"
+            + ("" if name == DEFAULT_KEY_NAME else f" --key {name}")
+        ),
     )
 
 
@@ -135,6 +137,7 @@ def _list(args: argparse.Namespace, ctx: CommandContext) -> None:
 
 
 def _register(args: argparse.Namespace, ctx: CommandContext) -> None:
+    from splice_build.errors import ErrorCode, RegistryError
     from splice_build.project.home import SpliceHome
     from splice_build.project.keys import DEFAULT_KEY_NAME, load_key
 
@@ -145,8 +148,18 @@ def _register(args: argparse.Namespace, ctx: CommandContext) -> None:
         info = opened.client.add_key(namespace, key.public_key)
     finally:
         opened.client.close()
+    if info["keyId"] != key.key_id:  # the registry registered some other key, or says so
+        raise RegistryError(
+            ErrorCode.REGISTRY_ERROR,
+            f"Registry error: the registry answered the registration of {key.key_id} "
+            f"({key.name}) with another key",
+            details=[f"registry: {info['keyId']}"],
+            hint="The registry may be misbehaving or an impostor; check `splice keys list "
+            f"@{namespace}` before signing with this key.",
+        )
     ctx.out.result(
-        info, f"Registered {info['keyId']} ({key.name}) for @{namespace} on {opened.url}"
+        info,
+        lambda shown: f"Registered {shown['keyId']} ({key.name}) for @{namespace} on {opened.url}",
     )
 
 
@@ -214,6 +227,7 @@ def _trust(args: argparse.Namespace, ctx: CommandContext) -> None:
         save_project_file,
     )
     from splice_build.project.state_dir import state_lock
+    from splice_build.security.terminal import one_line
 
     namespace = _namespace(args.words[0])
     trusted = _trusted_key_id(args.words[1], ctx)
@@ -228,10 +242,11 @@ def _trust(args: argparse.Namespace, ctx: CommandContext) -> None:
         "keyId": trusted,
         "trusted": list(updated.trusted_signers[namespace]),
     }
+    # The project's path is the checkout's own: one line, whatever its directories are named.
     ctx.out.result(
         data,
-        f"Trusted {trusted} for @{namespace} in {root / 'splice.json'}: its packages must be "
-        "signed by a trusted key",
+        f"Trusted {trusted} for @{namespace} in {one_line(str(root / 'splice.json'))}: its "
+        "packages must be signed by a trusted key",
     )
 
 

@@ -56,9 +56,13 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         "integrity": result.integrity,
         "path": str(out_path),
     }
-    text = (
-        f"Packed {manifest.id}@{manifest.version} → {out_path}\n"
-        f"{len(result.files)} files, {result.size} bytes, {result.integrity}"
+    # Rendered from the one-line copy (cli/output.py): the path names the checkout's own
+    # directories, and a line break in one of them would draw a line of its own.
+    ctx.out.result(
+        data,
+        lambda shown: (
+            f"Packed {shown['name']}@{shown['version']} → {shown['path']}\n"
+            f"{shown['files']} files, {shown['size']} bytes, {shown['integrity']}"
+        ),
     )
-    ctx.out.result(data, text)
     return 0

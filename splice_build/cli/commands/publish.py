@@ -16,6 +16,8 @@ from splice_build.cli.context import CommandContext
 from splice_build.errors import UsageError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from splice_build.project.home import SpliceHome
     from splice_build.project.keys import SigningKey
     from splice_build.registry.client.open import Opened
@@ -44,17 +46,20 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         open_configured,
         require_login,
     )
-    from splice_build.security.terminal import require_visible_text
+    from splice_build.security.terminal import require_visible_paths, require_visible_text
     from splice_build.spec.pack import pack_directory
 
     if args.key is not None and not args.sign:
         raise UsageError("--key is used with --sign")
     home = SpliceHome.from_env(ctx.env)
     key = _load_key(home, args.key) if args.sign else None
-    packed = pack_directory(ctx.cwd / args.dir)
+    directory = ctx.cwd / args.dir
+    packed = pack_directory(directory)
     manifest = packed.manifest
     require_visible_text(manifest)
+    require_visible_paths(packed.files)
     ident = f"{manifest.id}@{manifest.version}"
+    _refuse_secrets(packed.files, ident, directory, ctx)
     summary = f"{len(packed.files)} files, {packed.size} bytes, {packed.integrity}"
     data: dict[str, Any] = {
         "signedBy": None,
@@ -93,6 +98,40 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         opened.client.close()
     ctx.out.result({**data, "registry": opened.url}, text)
     return 0
+
+
+MAX_SHOWN_FINDINGS = 20
+
+
+def _refuse_secrets(
+    files: dict[str, bytes], ident: str, directory: Path, ctx: CommandContext
+) -> None:
+    """Refuse to publish a package that holds a credential (docs/publishing.md#secrets).
+
+    A published version is immutable and public: a private key or token in it is leaked for
+    good. The walk skips only names starting with ``.`` and ``node_modules``; a key file
+    without a dot, or one a ``.gitignore`` keeps out of git, is packed like any other. The
+    scan is ``splice secret-scan``'s (``security/secret_scan.py``): the known key formats and
+    the configured provider key values (the environment, ``SPLICE_HOME/.env`` and the nearest
+    ``.env`` of the package directory)."""
+    from splice_build.broker.keys import load_keys
+    from splice_build.errors import ErrorCode, SpecError
+    from splice_build.security.secret_scan import scan_files
+
+    keys = load_keys(env=ctx.env, project_root=directory, home=ctx.home)
+    findings = scan_files(files, keys.named_values()).findings
+    if not findings:
+        return
+    shown = [str(finding) for finding in findings[:MAX_SHOWN_FINDINGS]]
+    more = len(findings) - len(shown)
+    raise SpecError(
+        ErrorCode.INVALID_PACKAGE,
+        f"{ident} holds what looks like a secret; nothing was uploaded",
+        details=[*shown, *([f"and {more} more"] if more > 0 else [])],
+        hint="Move the file out of the package directory (only names starting with '.' and "
+        "node_modules are left out; .gitignore is not read), or mark a sample line "
+        "`secret-scan: allow`.",
+    )
 
 
 def _load_key(home: SpliceHome, name: str | None) -> SigningKey:

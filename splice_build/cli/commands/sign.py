@@ -119,6 +119,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         signature = upload_signature(client, key, package_id, version, integrity)
     finally:
         client.close()
-    data = {"name": package_id, "version": version, "integrity": integrity, **signature}
+    # What was signed is Splice's own word; the registry's answer adds its fields around it.
+    data = {**signature, "name": package_id, "version": version, "integrity": integrity}
     ctx.out.result(data, f"Signed {package_id}@{version} ({integrity}) with {key.key_id}")
     return 0

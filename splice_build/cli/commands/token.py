@@ -93,7 +93,9 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
                 f"Created publish-only token {created['id']} for {created['user']} (scope: {scope}); "
                 "it is shown once, store it now"
             )
-            ctx.out.result(created, created["token"])
+            # The answer is checked (visible ASCII, no space: registry/client/answers.py), and
+            # the text is rendered from its one-line copy all the same.
+            ctx.out.result(created, lambda shown: str(shown["token"]))
         else:
             response = client.revoke_token(args.id)
             ctx.out.result(response, f"Revoked token {args.id}")

@@ -36,13 +36,14 @@ def _load_files(target: Path) -> tuple[dict[str, bytes], str]:
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    from splice_build.security.terminal import require_visible_text
+    from splice_build.security.terminal import require_visible_paths, require_visible_text
     from splice_build.spec.package import validate_package_files
 
     target = ctx.cwd / args.target
     files, kind = _load_files(target)
     manifest = validate_package_files(files)
     require_visible_text(manifest)
+    require_visible_paths(files)
     tools = [f"{manifest.name}.{tool.name}" for tool in manifest.tools]
     data = {
         "valid": True,

@@ -50,6 +50,8 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         who = opened.client.whoami()
     finally:
         opened.client.close()
-    data = {"registry": opened.url, **who, "tokenSource": opened.token_source}
+    # The registry Splice asked, whatever the answer says (a "registry" field of its own
+    # would name another one).
+    data = {**who, "registry": opened.url, "tokenSource": opened.token_source}
     ctx.out.result(data, _text)
     return 0

@@ -1,6 +1,7 @@
 """Every registry answer is checked before any field of it is used (docs/registry.md#validated-answers).
 
-A registry is a remote party: a ``versions`` list of numbers, a ``latest`` that is not among
+A registry is a remote party, and so is one the user logged in to (an impostor answers
+``whoami`` or ``POST /auth/tokens`` as well as a search): a ``versions`` list of numbers, a ``latest`` that is not among
 the versions, a name that is not a package id or an answer about another package must be
 refused as what it is, ``REGISTRY_ERROR`` ("the registry answered …"), and never reach the
 code that formats, sorts or installs. The structure is ``schemas/registry_answers.schema.json``
@@ -17,7 +18,23 @@ from splice_build.errors import ErrorCode, RegistryError
 from splice_build.spec.limits import MAX_MANIFEST_DEPTH
 from splice_build.spec.validation import SchemaValidator, load_schema
 
-Kind = Literal["search", "package", "versions", "version", "provenance", "namespace", "keys"]
+Kind = Literal[
+    "search",
+    "package",
+    "versions",
+    "version",
+    "provenance",
+    "namespace",
+    "keys",
+    # the answers to the routes that act as a user
+    "key",
+    "signature",
+    "whoami",
+    "tokens",
+    "createdToken",
+    "revokedToken",
+    "publish",
+]
 MAX_DETAILS = 5
 MAX_DETAIL_CHARS = 200
 # The deepest answer a registry can legitimately give: a version answer holds the manifest one

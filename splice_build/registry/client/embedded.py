@@ -93,32 +93,38 @@ class EmbeddedRegistryClient:
 
     def set_maintainer(self, namespace: str, user: str, *, add: bool) -> dict[str, Any]:
         ns = namespace.removeprefix("@")
-        return self._call(self.service.set_maintainer, self._caller, ns, user, add=add)
+        answer = self._call(self.service.set_maintainer, self._caller, ns, user, add=add)
+        return checked("namespace", answer, f"/namespaces/{ns}/maintainers/{user}")
 
     def add_key(self, namespace: str, public_key: str) -> dict[str, Any]:
         body = {"publicKey": public_key}
-        return self._call(self.service.add_key, self._caller, namespace.removeprefix("@"), body)
+        ns = namespace.removeprefix("@")
+        answer = self._call(self.service.add_key, self._caller, ns, body)
+        return checked("key", answer, f"/namespaces/{ns}/keys")
 
     def revoke_key(self, namespace: str, key_id: str) -> dict[str, Any]:
-        return self._call(
-            self.service.revoke_key, self._caller, namespace.removeprefix("@"), key_id
-        )
+        ns = namespace.removeprefix("@")
+        answer = self._call(self.service.revoke_key, self._caller, ns, key_id)
+        return checked("key", answer, f"/namespaces/{ns}/keys/{key_id}")
 
     def add_signature(
         self, package_id: str, version: str, key_id: str, signature: str
     ) -> dict[str, Any]:
         ns, name = split_package_id(package_id)
         body = {"keyId": key_id, "signature": signature}
-        return self._call(self.service.add_signature, self._caller, ns, name, version, body)
+        answer = self._call(self.service.add_signature, self._caller, ns, name, version, body)
+        return checked("signature", answer, _pkg(package_id, version, "signatures"))
 
     def publish(self, archive: bytes) -> dict[str, Any]:
-        return self._call(self.service.publish, self._caller, archive)
+        return checked(
+            "publish", self._call(self.service.publish, self._caller, archive), "/publish"
+        )
 
     def whoami(self) -> dict[str, Any]:
-        return self._call(self.service.whoami, self._caller)
+        return checked("whoami", self._call(self.service.whoami, self._caller), "/auth/whoami")
 
     def tokens(self) -> dict[str, Any]:
-        return self._call(self.service.tokens, self._caller)
+        return checked("tokens", self._call(self.service.tokens, self._caller), "/auth/tokens")
 
     def create_token(
         self,
@@ -128,10 +134,12 @@ class EmbeddedRegistryClient:
         expires_in_days: int | None = None,
     ) -> dict[str, Any]:
         body = token_body(label, namespaces, expires_in_days)
-        return self._call(self.service.create_token, self._caller, body)
+        answer = self._call(self.service.create_token, self._caller, body)
+        return checked("createdToken", answer, "/auth/tokens")
 
     def revoke_token(self, token_id: str) -> dict[str, Any]:
-        return self._call(self.service.revoke_token, self._caller, token_id)
+        answer = self._call(self.service.revoke_token, self._caller, token_id)
+        return checked("revokedToken", answer, f"/auth/tokens/{token_id}")
 
     def close(self) -> None:
         self.service.deps.meta.close()

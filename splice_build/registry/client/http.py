@@ -3,9 +3,9 @@
 Every ``requests`` failure becomes ``REGISTRY_UNREACHABLE`` (``raise … from exc``); every
 non-2xx answer goes through ``statuses.error_for_status``; every request has one deadline for
 connect, headers and body (``deadline``, ``REGISTRY_UNAVAILABLE`` past it); every JSON answer
-is decoded by the hostile-input decoder and every read answer validated before it is returned
-(``answers``, ``REGISTRY_ERROR``). The token is sent as an ``Authorization`` header to this
-registry's own URL, only on the routes that act as a user (``_as_user``): reads and downloads
+is decoded by the hostile-input decoder and validated before it is returned, a read's or an
+authenticated route's (``answers``, ``REGISTRY_ERROR``). The token is sent as an
+``Authorization`` header to this registry's own URL, only on the routes that act as a user (``_as_user``): reads and downloads
 are anonymous (docs/registry.md#http-api), so a registry that only serves packages never
 sees it. It never appears in an error.
 """
@@ -269,13 +269,14 @@ class HttpRegistryClient:
     def publish(self, archive: bytes) -> dict[str, Any]:
         content_type = TARGZ_CONTENT_TYPE if archive[:2] == b"\x1f\x8b" else BUNDLE_CONTENT_TYPE
         headers = {"content-type": content_type}
-        return self._as_user("POST", "/publish", data=archive, headers=headers)
+        answer = self._as_user("POST", "/publish", data=archive, headers=headers)
+        return checked("publish", answer, "/publish")
 
     def whoami(self) -> dict[str, Any]:
-        return self._as_user("GET", "/auth/whoami")
+        return checked("whoami", self._as_user("GET", "/auth/whoami"), "/auth/whoami")
 
     def tokens(self) -> dict[str, Any]:
-        return self._as_user("GET", "/auth/tokens")
+        return checked("tokens", self._as_user("GET", "/auth/tokens"), "/auth/tokens")
 
     def create_token(
         self,
@@ -285,26 +286,31 @@ class HttpRegistryClient:
         expires_in_days: int | None = None,
     ) -> dict[str, Any]:
         body = token_body(label, namespaces, expires_in_days)
-        return self._as_user("POST", "/auth/tokens", json=body)
+        answer = self._as_user("POST", "/auth/tokens", json=body)
+        return checked("createdToken", answer, "/auth/tokens")
 
     def revoke_token(self, token_id: str) -> dict[str, Any]:
-        return self._as_user("DELETE", "/auth/tokens/" + quote(token_id, safe=""))
+        path = "/auth/tokens/" + quote(token_id, safe="")
+        return checked("revokedToken", self._as_user("DELETE", path), path)
 
     def set_maintainer(self, namespace: str, user: str, *, add: bool) -> dict[str, Any]:
         path = _ns(namespace) + "/maintainers/" + quote(user, safe="")
-        return self._as_user("PUT" if add else "DELETE", path)
+        return checked("namespace", self._as_user("PUT" if add else "DELETE", path), path)
 
     def add_key(self, namespace: str, public_key: str) -> dict[str, Any]:
-        return self._as_user("POST", _ns(namespace) + "/keys", json={"publicKey": public_key})
+        path = _ns(namespace) + "/keys"
+        return checked("key", self._as_user("POST", path, json={"publicKey": public_key}), path)
 
     def revoke_key(self, namespace: str, key_id: str) -> dict[str, Any]:
-        return self._as_user("DELETE", _ns(namespace) + "/keys/" + quote(key_id, safe=""))
+        path = _ns(namespace) + "/keys/" + quote(key_id, safe="")
+        return checked("key", self._as_user("DELETE", path), path)
 
     def add_signature(
         self, package_id: str, version: str, key_id: str, signature: str
     ) -> dict[str, Any]:
         body = {"keyId": key_id, "signature": signature}
-        return self._as_user("POST", self._pkg(package_id, version, "signatures"), json=body)
+        path = self._pkg(package_id, version, "signatures")
+        return checked("signature", self._as_user("POST", path, json=body), path)
 
     def close(self) -> None:
         self._session.close()

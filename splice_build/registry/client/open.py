@@ -47,7 +47,7 @@ def resolve_token(
     from_env = env.get(TOKEN_ENV, "").strip()
     withheld = False
     if from_env and url != EMBEDDED_REGISTRY:
-        if _users_choice(url, flag=flag, env=env, home=home):
+        if users_choice(url, flag=flag, env=env, home=home):
             return _sendable(TokenChoice(from_env, "env"))
         withheld = True
     saved = home.read_credentials()["registries"].get(url)
@@ -56,10 +56,10 @@ def resolve_token(
     return TokenChoice(None, None, env_withheld=withheld)
 
 
-def _users_choice(url: str, *, flag: str | None, env: Mapping[str, str], home: SpliceHome) -> bool:
+def users_choice(url: str, *, flag: str | None, env: Mapping[str, str], home: SpliceHome) -> bool:
     """``url`` is the registry the user's own settings pick, by the usual precedence with the
     project file left out; a setting that does not parse picks nothing here (it fails where
-    it is used)."""
+    it is used). ``SPLICE_TOKEN`` and ``splice login`` send a token only to such a registry."""
     try:
         chosen = resolve_registry(flag=flag, env=env, project=None, home=home)
     except ProjectError:
