@@ -19,6 +19,12 @@ from splice_build.security.terminal import terminal_safe
 
 MAX_TOOL_NAME = 64  # MCP clients refuse longer tool names; such tools are skipped (6.2)
 META_PREFIX = "io.spliceloom/"
+# Keywords whose value is a subschema (spec/schema_subset.py), or a map of them.
+_SUBSCHEMA = frozenset({"items", "additionalProperties"})
+
+
+class ToolWithheld(Exception):
+    """A tool that is not listed; ``str()`` says why, in words safe to log."""
 
 
 def annotations(permissions: Mapping[str, Any]) -> dict[str, bool]:
@@ -29,8 +35,9 @@ def annotations(permissions: Mapping[str, Any]) -> dict[str, bool]:
     return {"readOnlyHint": not writes, "destructiveHint": writes, "openWorldHint": open_world}
 
 
-def mcp_tool(descriptor: Mapping[str, Any], *, structured: bool) -> dict[str, Any] | None:
-    """The ``tools/list`` entry for one tool descriptor, or None when its name is too long.
+def mcp_tool(descriptor: Mapping[str, Any], *, structured: bool) -> dict[str, Any]:
+    """The ``tools/list`` entry for one tool descriptor; raises ``ToolWithheld`` when its
+    name is too long or a schema holds a hidden code point outside a description.
 
     ``outputSchema`` is shown only to clients of protocol ≥ 2025-06-18 (``structured``) and
     only when it describes an object, because MCP requires object structured content. A
@@ -39,10 +46,17 @@ def mcp_tool(descriptor: Mapping[str, Any], *, structured: bool) -> dict[str, An
     """
     name = str(descriptor["mcpName"])
     if len(name) > MAX_TOOL_NAME:
-        return None
+        raise ToolWithheld(f"name longer than {MAX_TOOL_NAME}")
     ready = descriptor.get("mcpTool")
     if isinstance(ready, Mapping):
         return {key: value for key, value in ready.items() if structured or key != "outputSchema"}
+    for key in ("inputSchema", "outputSchema"):
+        hidden = _hidden_text(descriptor.get(key))
+        if hidden is not None:
+            raise ToolWithheld(
+                f"its {key} holds a name, enum value or default that does not read as "
+                f"written: {terminal_safe(hidden)[:80]}"
+            )
     qualified = str(descriptor["qualifiedName"])
     version = str(descriptor["version"])
     permissions = descriptor.get("permissions") or {}
@@ -93,6 +107,46 @@ def _shown_schema(schema: Any) -> Any:
         if keyword in shown:
             shown[keyword] = _shown_schema(shown[keyword])
     return shown
+
+
+def _hidden_text(schema: Any) -> str | None:
+    """The first string of ``schema`` that ``terminal_safe`` would change, outside the
+    ``description`` of a schema (those are shown escaped: ``_shown_schema``), or None.
+
+    Every other string counts: property names, ``required`` entries, ``enum`` values and
+    ``default`` values with their keys, at any depth (an explicit stack: a default may nest
+    deeper than a schema).
+    """
+    schemas: list[Any] = [schema]
+    values: list[Any] = []
+    while schemas or values:
+        if schemas:
+            node = schemas.pop()
+            if not isinstance(node, Mapping):
+                values.append(node)
+                continue
+            for keyword, value in node.items():
+                values.append(keyword)
+                if keyword == "description":
+                    continue
+                if keyword == "properties" and isinstance(value, Mapping):
+                    values.extend(value)
+                    schemas.extend(value.values())
+                elif keyword in _SUBSCHEMA:
+                    schemas.append(value)
+                else:
+                    values.append(value)
+            continue
+        value = values.pop()
+        if isinstance(value, str):
+            if terminal_safe(value) != value:
+                return value
+        elif isinstance(value, Mapping):
+            values.extend(value)
+            values.extend(value.values())
+        elif isinstance(value, list):
+            values.extend(value)
+    return None
 
 
 def error_text(

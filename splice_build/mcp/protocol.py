@@ -192,11 +192,10 @@ class Server:
     def _tools_list(self, _params: dict[str, Any], session: Session) -> dict[str, Any]:
         tools = []
         for descriptor in self._backend.list_tools():
-            tool = mapping.mcp_tool(descriptor, structured=session.structured)
-            if tool is None:
-                self._log(f"skipping tool {descriptor.get('mcpName')!r}: name longer than 64")
-                continue
-            tools.append(tool)
+            try:
+                tools.append(mapping.mcp_tool(descriptor, structured=session.structured))
+            except mapping.ToolWithheld as exc:
+                self._log(f"skipping tool {descriptor.get('mcpName')!r}: {exc}")
         return {"tools": tools}
 
     def _tools_call(self, params: dict[str, Any], session: Session) -> dict[str, Any]:
