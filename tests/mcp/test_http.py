@@ -15,6 +15,7 @@ import pytest
 
 from splice_build.errors import UsageError
 from splice_build.mcp.transport.http import MAX_BODY_BYTES, token_digest
+from testing.http_framing import two_framings
 from testing.mcp_clients import (
     DEMO_TOKEN,
     child_env,
@@ -238,3 +239,15 @@ def test_token_must_be_visible_ascii(token: str) -> None:
     token with other characters, so the server refuses to start with one."""
     with pytest.raises(UsageError, match="visible ASCII"):
         token_digest(token)
+
+
+def test_a_request_with_two_framings_is_400_and_its_connection_closed(url: str) -> None:
+    """Content-Length and Transfer-Encoding together: refused, and nothing after it on the
+    connection is read (docs/mcp.md#connections)."""
+    parts = urlsplit(url)
+    assert parts.hostname is not None and parts.port is not None
+    received = two_framings(parts.hostname, parts.port, parts.path, PING, {**AUTH, **JSON})
+    assert received.startswith(b"HTTP/1.1 400 ")
+    assert b"connection: close" in received.lower()
+    assert received.count(b"HTTP/1.1 ") == 1  # the request after it was never answered
+    assert post(url)[0] == 200  # and the server still serves
