@@ -10,11 +10,15 @@ tool calls on ``max_calls`` threads of their own (docs/mcp.md#admission-control 
 bound as over HTTP; further calls queue, nothing is refused), everything else on another,
 so a ``ping`` is answered while calls wait. At most ``MAX_IN_FLIGHT`` messages are held:
 beyond that the reader stops reading stdin (back-pressure). The server stops when stdin ends.
+A message whose turn comes after the client stopped reading stdout (the pipe's reader is
+gone, or a write failed) is dropped unanswered: calls already running finish, none queued
+behind them starts a sandbox process for nobody.
 """
 
 from __future__ import annotations
 
 import os
+import select
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -107,6 +111,24 @@ class _Writer:
         self._lock = threading.Lock()
         self.broken = False
 
+    def gone(self) -> bool:
+        """Whether nobody reads the stream any more: a write failed, or (where ``poll``
+        exists) its file reports an error or a hang-up, as a pipe whose read end is closed
+        does."""
+        if self.broken:
+            return True
+        try:
+            fd = self._stream.fileno()
+        except (OSError, ValueError):  # not a file (an in-memory stream), or closed
+            return False
+        if not hasattr(select, "poll"):
+            return False
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        if any(events & (select.POLLERR | select.POLLHUP) for _fd, events in poller.poll(0)):
+            self.broken = True
+        return self.broken
+
     def send(self, message: dict[str, Any] | list[Any]) -> None:
         data = encode(message) + b"\n"
         with self._lock:
@@ -136,6 +158,8 @@ def serve_stdio(
 
     def work(line: bytes) -> None:
         try:
+            if writer.gone():
+                return  # the client left: no answer would be read
             try:
                 message = parse_message(line, max_bytes=max_line_bytes)
             except ParseError:
