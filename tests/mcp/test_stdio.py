@@ -287,3 +287,22 @@ def test_calls_queued_when_the_client_leaves_never_start(tmp_path: Path) -> None
     release.touch()
     assert client.process.wait(timeout=60) == 0
     assert sorted(path.name for path in tmp_path.iterdir()) == ["release"]
+
+
+def test_a_tool_call_spelled_with_escapes_waits_for_its_slot(tmp_path: Path) -> None:
+    """``"tools\\/call"`` is a tool call: it takes one of the ``max_calls`` slots (here 1)
+    like any other, so the second call starts only once the first has answered."""
+    client = LineClient(demo_argv("stdio"), env=child_env({"SPLICE_MCP_MAX_CALLS": "1"}))
+    release = tmp_path / "release"
+    try:
+        for index, name, path in ((1, "wait", release), (2, "marker", tmp_path / "marker")):
+            params = json.dumps({"name": f"demo_echo_{name}", "arguments": {"path": str(path)}})
+            line = f'{{"jsonrpc":"2.0","id":{index},"method":"tools\\/call","params":{params}}}'
+            client.send(line.encode() + b"\n")
+        client.request({"jsonrpc": "2.0", "id": "last", "method": "ping"})
+        assert client.receive()["id"] == "last"  # both calls were read
+        release.touch()
+        assert [client.receive()["id"] for _ in range(2)] == [1, 2]
+    finally:
+        code, _rest, _stderr = client.close()
+    assert code == 0
