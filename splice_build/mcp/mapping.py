@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from splice_build.mcp.interface import ToolOutcome
-from splice_build.security.terminal import terminal_safe
+from splice_build.security.terminal import json_terminal_safe, one_line, terminal_safe
 
 MAX_TOOL_NAME = 64  # MCP clients refuse longer tool names; such tools are skipped (6.2)
 META_PREFIX = "io.spliceloom/"
@@ -152,13 +152,19 @@ def _hidden_text(schema: Any) -> str | None:
 def error_text(
     code: str, message: str, details: Iterable[str] = (), hint: str | None = None
 ) -> str:
-    """``CODE: message`` + ``\\n- detail`` lines + ``\\nhint: …``, redacted."""
+    """``CODE: message`` + ``\\n- detail`` lines + ``\\nhint: …``, each field redacted and
+    then made ``one_line``: a tool's thrown message is someone else's text, and a newline in
+    it would draw a ``hint:`` or ``- detail`` line that reads as Splice's own; a hidden code
+    point is shown as its escape, as in the terminal."""
     from splice_build.security.redact import redact
 
-    lines = [f"{code}: {message}", *(f"- {detail}" for detail in details)]
+    def shown(text: str) -> str:
+        return one_line(redact(text))
+
+    lines = [f"{code}: {shown(message)}", *(f"- {shown(detail)}" for detail in details)]
     if hint:
-        lines.append(f"hint: {hint}")
-    return redact("\n".join(lines))
+        lines.append(f"hint: {shown(hint)}")
+    return "\n".join(lines)
 
 
 def error_meta(error: Mapping[str, Any]) -> dict[str, Any]:
@@ -185,14 +191,17 @@ def error_result(
 
 
 def tool_result(outcome: ToolOutcome, *, structured: bool) -> dict[str, Any]:
-    """Success: pretty JSON text; failure: ``CODE: message`` text and isError.
+    """Success: pretty JSON text (hidden code points as JSON escapes); failure: ``CODE:
+    message`` text (``error_text``) and isError.
 
     ``structuredContent`` is the output when it is a plain object (a failure has one only
     when its backend gave it); the outcome's ``notice`` precedes the text, ``meta`` is ``_meta``,
     to which a failure adds ``io.spliceloom/error`` (``error_meta``).
     """
     if outcome.ok:
-        text = json.dumps(outcome.output, indent=2, ensure_ascii=False)
+        # The same JSON value, with each hidden code point as its JSON escape (``\\u202e``):
+        # the person reading the result sees what the model reads.
+        text = json_terminal_safe(json.dumps(outcome.output, indent=2, ensure_ascii=False))
     else:
         error = outcome.error or {}
         text = error_text(
