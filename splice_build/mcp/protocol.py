@@ -8,8 +8,9 @@ raises: a backend failure the client cannot fix becomes -32603 and is logged.
 
 Batches (docs/mcp.md#hostile-input): JSON-RPC batches exist only in protocol revision
 2025-03-26 (later revisions removed them). A batch is answered only in a session of that
-revision, holds 1 to ``MAX_BATCH`` messages, and is otherwise refused as a whole with one
--32600 (id null).
+revision, holds 1 to ``MAX_BATCH`` messages of which at most one is a tool call (a call
+takes one admission slot, docs/mcp.md#admission-control: a batch of many would hold it for
+all of them in turn), and is otherwise refused as a whole with one -32600 (id null).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 from splice_build.errors import ErrorCode, SpliceError
 from splice_build.mcp import mapping
+from splice_build.mcp.admission import needs_admission
 from splice_build.mcp.interface import Backend, ServerInfo, UnknownResource, UnknownTool
 from splice_build.records import dataclass
 from splice_build.spec import json_text
@@ -77,6 +79,8 @@ def batch_refusal(messages: list[Any], session: Session) -> str | None:
         return "Empty batch"
     if len(messages) > MAX_BATCH:
         return f"Batch of more than {MAX_BATCH} messages"
+    if sum(needs_admission(message) for message in messages) > 1:
+        return "Batch of more than one tools/call"
     return None
 
 
