@@ -71,7 +71,7 @@ def mcp_tool(descriptor: Mapping[str, Any], *, structured: bool) -> dict[str, An
     }
     output_schema = descriptor.get("outputSchema")
     if structured and isinstance(output_schema, Mapping) and output_schema.get("type") == "object":
-        tool["outputSchema"] = _shown_schema(output_schema)
+        tool["outputSchema"] = _shown_schema(output_schema, output=True)
     tool["annotations"] = {"title": qualified, **annotations(permissions)}
     tool["_meta"] = {
         f"{META_PREFIX}package": descriptor["package"],
@@ -90,22 +90,28 @@ def shown_document(text: str) -> str:
     return terminal_safe(text.replace("\r\n", "\n"))
 
 
-def _shown_schema(schema: Any) -> Any:
+def _shown_schema(schema: Any, *, output: bool = False) -> Any:
     """``schema`` (a checked tool schema, at most 16 levels: spec/schema_subset.py) with the
     ``description`` of it and of each subschema made ``terminal_safe``; every other keyword
-    (names, enums, defaults) stays exact."""
+    (names, enums, defaults) stays exact.
+
+    An ``output`` schema loses its ``minLength``: the runtime counts a string's length in
+    UTF-16 units, as JavaScript does (spec/schema_subset.py), and a client's JSON Schema check
+    counts code points, so it would refuse an output the runtime accepted ("\U0001f600" is 2
+    units, 1 code point). ``maxLength`` stays: no string has more code points than units.
+    """
     if not isinstance(schema, Mapping):
         return schema
-    shown = dict(schema)
+    shown = {key: value for key, value in schema.items() if not (output and key == "minLength")}
     if isinstance(shown.get("description"), str):
         shown["description"] = terminal_safe(shown["description"])
     if isinstance(shown.get("properties"), Mapping):
         shown["properties"] = {
-            name: _shown_schema(sub) for name, sub in shown["properties"].items()
+            name: _shown_schema(sub, output=output) for name, sub in shown["properties"].items()
         }
-    for keyword in ("items", "additionalProperties"):
+    for keyword in _SUBSCHEMA:
         if keyword in shown:
-            shown[keyword] = _shown_schema(shown[keyword])
+            shown[keyword] = _shown_schema(shown[keyword], output=output)
     return shown
 
 
