@@ -3,7 +3,8 @@
 A backend owns *what* is served (tools, resources) and how a call runs; the protocol owns the
 wire shapes. Loader failures (a package modified or not granted) are raised as ``SpliceError``
 and shown to the client as ``isError`` results; names and URIs the backend does not serve
-raise ``UnknownTool`` / ``UnknownResource`` (JSON-RPC -32602 / -32002).
+raise ``UnknownTool`` / ``UnknownResource`` (JSON-RPC -32602 / -32002); a listing or a read
+the project's state refuses raises ``Refused`` (-32603 with the refusal's code).
 """
 
 from __future__ import annotations

@@ -19,7 +19,8 @@ from splice_build.security.terminal import json_terminal_safe, one_line, termina
 
 MAX_TOOL_NAME = 64  # MCP clients refuse longer tool names; such tools are skipped (6.2)
 META_PREFIX = "io.spliceloom/"
-# Keywords whose value is a subschema (spec/schema_subset.py), or a map of them.
+# Keywords whose value is one subschema (spec/schema_subset.py; ``properties`` maps names to
+# subschemas).
 _SUBSCHEMA = frozenset({"items", "additionalProperties"})
 
 
