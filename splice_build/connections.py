@@ -15,6 +15,11 @@ served.
   once. A request head must be complete within ``HEAD_SECONDS`` of the connection opening
   or of the previous answer on it, else the connection is closed (uvicorn times out only an
   idle kept-alive connection, and only until its first byte arrives).
+- ``one_framing``: a request that declares both ``Content-Length`` and ``Transfer-Encoding``
+  is refused with 400 and its connection closed, as h11 refuses every other framing it
+  cannot trust. h11 reads such a body as chunked and keeps the connection, so behind a proxy
+  that goes by the length the bytes after the chunks are taken as the next request (request
+  smuggling; RFC 9112 section 6.3 says to close the connection after such a request).
 - ``AcceptErrorLog``: if ``accept`` fails all the same (files used by something else),
   asyncio reports it with a traceback once per pending connection, every second; this
   condenses it to one line per ``ACCEPT_LOG_SECONDS``.
@@ -113,6 +118,29 @@ def connection_protocol(limit: int, head_seconds: float = HEAD_SECONDS) -> type[
     return LimitedH11Protocol
 
 
+# What uvicorn answers to a request h11 refuses (send_400_response), for the one it lets by.
+_FRAMING_REFUSAL = b"Invalid HTTP request received."
+
+
+def one_framing(app: Any) -> Any:
+    """The ASGI ``app`` behind the ``Content-Length`` + ``Transfer-Encoding`` refusal."""
+
+    async def framed(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        names = {name.lower() for name, _value in scope.get("headers", ())}
+        if scope["type"] != "http" or not {b"content-length", b"transfer-encoding"} <= names:
+            await app(scope, receive, send)
+            return
+        headers = [
+            (b"content-type", b"text/plain; charset=utf-8"),
+            (b"content-length", str(len(_FRAMING_REFUSAL)).encode()),
+            (b"connection", b"close"),
+        ]
+        await send({"type": "http.response.start", "status": 400, "headers": headers})
+        await send({"type": "http.response.body", "body": _FRAMING_REFUSAL})
+
+    return framed
+
+
 class AcceptErrorLog:
     """An event-loop exception handler: ``ACCEPT_ERROR`` reports become one line (no
     traceback) per ``ACCEPT_LOG_SECONDS`` with how many were condensed; anything else goes
@@ -147,13 +175,18 @@ def serve_limited(
     on_ready: Callable[[], None] = lambda: None,
 ) -> None:
     """Run uvicorn on ``sock`` until SIGINT/SIGTERM with this module's limits: the open-file
-    limit raised, the connection cap and head deadline, accept errors condensed into ``log``.
+    limit raised, the connection cap and head deadline, one framing per request, accept
+    errors condensed into ``log``.
     ``config_args`` are the server's own ``uvicorn.Config`` arguments; ``on_ready`` runs once
     the limits are in force, before the first connection is accepted."""
     import uvicorn
 
     limit = max_connections(raise_open_file_limit())
-    config = uvicorn.Config(**config_args, http=connection_protocol(limit), loop="asyncio")
+    config = uvicorn.Config(
+        **{**config_args, "app": one_framing(config_args["app"])},
+        http=connection_protocol(limit),
+        loop="asyncio",
+    )
     accept_errors = AcceptErrorLog(log)
     on_ready()
 

@@ -9,12 +9,14 @@ shown as ``<package>`` / ``<project>``. Names that match no locked package are u
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from splice_build.errors import ErrorCode, SpliceError
 from splice_build.mcp.interface import (
+    Refused,
     Resource,
     ResourceContents,
     ToolOutcome,
@@ -58,7 +60,8 @@ class InstalledBackend:
 
     # tools -------------------------------------------------------------------------------
     def list_tools(self) -> Sequence[Mapping[str, Any]]:
-        descriptors = self._splice.tools()
+        with self._refusals_scrubbed():
+            descriptors = self._splice.tools()
         return sorted(descriptors, key=lambda descriptor: str(descriptor["package"]))
 
     def call_tool(self, name: str, arguments: Mapping[str, Any]) -> ToolOutcome:
@@ -92,6 +95,16 @@ class InstalledBackend:
                 if exc.code != ErrorCode.NOT_INSTALLED:
                     raise self._scrubbed(exc) from exc
 
+    @contextlib.contextmanager
+    def _refusals_scrubbed(self) -> Iterator[None]:
+        """A refusal of the project's state (a broken ``splice.lock``, …) leaves as
+        ``Refused``, scrubbed: the protocol answers it with its code, not as an internal
+        error."""
+        try:
+            yield
+        except SpliceError as exc:
+            raise Refused(self._scrubbed(exc)) from exc
+
     def _scrubbed(self, exc: SpliceError) -> SpliceError:
         """The same error with absolute paths replaced by ``<package>`` / ``<project>``."""
         from splice_build.security.redact import PathSanitizer
@@ -111,9 +124,11 @@ class InstalledBackend:
 
     # resources ---------------------------------------------------------------------------
     def list_resources(self) -> Sequence[Resource]:
+        with self._refusals_scrubbed():
+            installed = self._splice.installed()
         return [
             Resource(uri=skill_uri(package.id), name=f"{package.id} SKILL.md")
-            for package in sorted(self._splice.installed(), key=lambda package: package.id)
+            for package in sorted(installed, key=lambda package: package.id)
         ]
 
     def read_resource(self, uri: str) -> ResourceContents:
@@ -124,7 +139,9 @@ class InstalledBackend:
         from splice_build.spec.regular_file import read_regular_file
 
         # Only listed URIs are served: the client's string is compared, never turned into a path.
-        for package in self._splice.installed():
+        with self._refusals_scrubbed():
+            installed = self._splice.installed()
+        for package in installed:
             if skill_uri(package.id) == uri:
                 path = Path(package.directory) / SKILL_FILE
                 try:

@@ -3,15 +3,19 @@
 A backend owns *what* is served (tools, resources) and how a call runs; the protocol owns the
 wire shapes. Loader failures (a package modified or not granted) are raised as ``SpliceError``
 and shown to the client as ``isError`` results; names and URIs the backend does not serve
-raise ``UnknownTool`` / ``UnknownResource`` (JSON-RPC -32602 / -32002).
+raise ``UnknownTool`` / ``UnknownResource`` (JSON-RPC -32602 / -32002); a listing or a read
+the project's state refuses raises ``Refused`` (-32603 with the refusal's code).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from splice_build.records import dataclass
+
+if TYPE_CHECKING:
+    from splice_build.errors import SpliceError
 
 
 class UnknownTool(LookupError):
@@ -20,6 +24,16 @@ class UnknownTool(LookupError):
     def __init__(self, name: str) -> None:
         super().__init__(f"Unknown tool: {name}")
         self.name = name
+
+
+class Refused(Exception):
+    """The backend cannot answer for a reason the user can fix (a broken ``splice.lock``):
+    ``error`` says it, in words fit for the client (paths scrubbed). Any other exception of a
+    backend is an internal error, and only the server's log says more."""
+
+    def __init__(self, error: SpliceError) -> None:
+        super().__init__(error.message)
+        self.error = error
 
 
 class UnknownResource(LookupError):

@@ -15,10 +15,17 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from splice_build.mcp.interface import ToolOutcome
-from splice_build.security.terminal import terminal_safe
+from splice_build.security.terminal import json_terminal_safe, one_line, terminal_safe
 
 MAX_TOOL_NAME = 64  # MCP clients refuse longer tool names; such tools are skipped (6.2)
 META_PREFIX = "io.spliceloom/"
+# Keywords whose value is one subschema (spec/schema_subset.py; ``properties`` maps names to
+# subschemas).
+_SUBSCHEMA = frozenset({"items", "additionalProperties"})
+
+
+class ToolWithheld(Exception):
+    """A tool that is not listed; ``str()`` says why, in words safe to log."""
 
 
 def annotations(permissions: Mapping[str, Any]) -> dict[str, bool]:
@@ -29,8 +36,9 @@ def annotations(permissions: Mapping[str, Any]) -> dict[str, bool]:
     return {"readOnlyHint": not writes, "destructiveHint": writes, "openWorldHint": open_world}
 
 
-def mcp_tool(descriptor: Mapping[str, Any], *, structured: bool) -> dict[str, Any] | None:
-    """The ``tools/list`` entry for one tool descriptor, or None when its name is too long.
+def mcp_tool(descriptor: Mapping[str, Any], *, structured: bool) -> dict[str, Any]:
+    """The ``tools/list`` entry for one tool descriptor; raises ``ToolWithheld`` when its
+    name is too long or a schema holds a hidden code point outside a description.
 
     ``outputSchema`` is shown only to clients of protocol ≥ 2025-06-18 (``structured``) and
     only when it describes an object, because MCP requires object structured content. A
@@ -39,10 +47,17 @@ def mcp_tool(descriptor: Mapping[str, Any], *, structured: bool) -> dict[str, An
     """
     name = str(descriptor["mcpName"])
     if len(name) > MAX_TOOL_NAME:
-        return None
+        raise ToolWithheld(f"name longer than {MAX_TOOL_NAME}")
     ready = descriptor.get("mcpTool")
     if isinstance(ready, Mapping):
         return {key: value for key, value in ready.items() if structured or key != "outputSchema"}
+    for key in ("inputSchema", "outputSchema"):
+        hidden = _hidden_text(descriptor.get(key))
+        if hidden is not None:
+            raise ToolWithheld(
+                f"its {key} holds a name, enum value or default that does not read as "
+                f"written: {terminal_safe(hidden)[:80]}"
+            )
     qualified = str(descriptor["qualifiedName"])
     version = str(descriptor["version"])
     permissions = descriptor.get("permissions") or {}
@@ -57,7 +72,7 @@ def mcp_tool(descriptor: Mapping[str, Any], *, structured: bool) -> dict[str, An
     }
     output_schema = descriptor.get("outputSchema")
     if structured and isinstance(output_schema, Mapping) and output_schema.get("type") == "object":
-        tool["outputSchema"] = _shown_schema(output_schema)
+        tool["outputSchema"] = _shown_schema(output_schema, output=True)
     tool["annotations"] = {"title": qualified, **annotations(permissions)}
     tool["_meta"] = {
         f"{META_PREFIX}package": descriptor["package"],
@@ -76,35 +91,87 @@ def shown_document(text: str) -> str:
     return terminal_safe(text.replace("\r\n", "\n"))
 
 
-def _shown_schema(schema: Any) -> Any:
+def _shown_schema(schema: Any, *, output: bool = False) -> Any:
     """``schema`` (a checked tool schema, at most 16 levels: spec/schema_subset.py) with the
     ``description`` of it and of each subschema made ``terminal_safe``; every other keyword
-    (names, enums, defaults) stays exact."""
+    (names, enums, defaults) stays exact.
+
+    An ``output`` schema loses its ``minLength``: the runtime counts a string's length in
+    UTF-16 units, as JavaScript does (spec/schema_subset.py), and a client's JSON Schema check
+    counts code points, so it would refuse an output the runtime accepted ("\U0001f600" is 2
+    units, 1 code point). ``maxLength`` stays: no string has more code points than units.
+    """
     if not isinstance(schema, Mapping):
         return schema
-    shown = dict(schema)
+    shown = {key: value for key, value in schema.items() if not (output and key == "minLength")}
     if isinstance(shown.get("description"), str):
         shown["description"] = terminal_safe(shown["description"])
     if isinstance(shown.get("properties"), Mapping):
         shown["properties"] = {
-            name: _shown_schema(sub) for name, sub in shown["properties"].items()
+            name: _shown_schema(sub, output=output) for name, sub in shown["properties"].items()
         }
-    for keyword in ("items", "additionalProperties"):
+    for keyword in _SUBSCHEMA:
         if keyword in shown:
-            shown[keyword] = _shown_schema(shown[keyword])
+            shown[keyword] = _shown_schema(shown[keyword], output=output)
     return shown
+
+
+def _hidden_text(schema: Any) -> str | None:
+    """The first string of ``schema`` that ``terminal_safe`` would change, outside the
+    ``description`` of a schema (those are shown escaped: ``_shown_schema``), or None.
+
+    Every other string counts: property names, ``required`` entries, ``enum`` values and
+    ``default`` values with their keys, at any depth (an explicit stack: a default may nest
+    deeper than a schema).
+    """
+    schemas: list[Any] = [schema]
+    values: list[Any] = []
+    while schemas or values:
+        if schemas:
+            node = schemas.pop()
+            if not isinstance(node, Mapping):
+                values.append(node)
+                continue
+            for keyword, value in node.items():
+                values.append(keyword)
+                if keyword == "description":
+                    continue
+                if keyword == "properties" and isinstance(value, Mapping):
+                    values.extend(value)
+                    schemas.extend(value.values())
+                elif keyword in _SUBSCHEMA:
+                    schemas.append(value)
+                else:
+                    values.append(value)
+            continue
+        value = values.pop()
+        if isinstance(value, str):
+            if terminal_safe(value) != value:
+                return value
+        elif isinstance(value, Mapping):
+            values.extend(value)
+            values.extend(value.values())
+        elif isinstance(value, list):
+            values.extend(value)
+    return None
 
 
 def error_text(
     code: str, message: str, details: Iterable[str] = (), hint: str | None = None
 ) -> str:
-    """``CODE: message`` + ``\\n- detail`` lines + ``\\nhint: …``, redacted."""
+    """``CODE: message`` + ``\\n- detail`` lines + ``\\nhint: …``, each field redacted and
+    then made ``one_line``: a tool's thrown message is someone else's text, and a newline in
+    it would draw a ``hint:`` or ``- detail`` line that reads as Splice's own; a hidden code
+    point is shown as its escape, as in the terminal."""
     from splice_build.security.redact import redact
 
-    lines = [f"{code}: {message}", *(f"- {detail}" for detail in details)]
+    def shown(text: str) -> str:
+        return one_line(redact(text))
+
+    lines = [f"{code}: {shown(message)}", *(f"- {shown(detail)}" for detail in details)]
     if hint:
-        lines.append(f"hint: {hint}")
-    return redact("\n".join(lines))
+        lines.append(f"hint: {shown(hint)}")
+    return "\n".join(lines)
 
 
 def error_meta(error: Mapping[str, Any]) -> dict[str, Any]:
@@ -131,14 +198,17 @@ def error_result(
 
 
 def tool_result(outcome: ToolOutcome, *, structured: bool) -> dict[str, Any]:
-    """Success: pretty JSON text; failure: ``CODE: message`` text and isError.
+    """Success: pretty JSON text (hidden code points as JSON escapes); failure: ``CODE:
+    message`` text (``error_text``) and isError.
 
     ``structuredContent`` is the output when it is a plain object (a failure has one only
     when its backend gave it); the outcome's ``notice`` precedes the text, ``meta`` is ``_meta``,
     to which a failure adds ``io.spliceloom/error`` (``error_meta``).
     """
     if outcome.ok:
-        text = json.dumps(outcome.output, indent=2, ensure_ascii=False)
+        # The same JSON value, with each hidden code point as its JSON escape (``\\u202e``):
+        # the person reading the result sees what the model reads.
+        text = json_terminal_safe(json.dumps(outcome.output, indent=2, ensure_ascii=False))
     else:
         error = outcome.error or {}
         text = error_text(

@@ -4,12 +4,16 @@ A transport parses bytes with ``parse_message`` (the hostile-input decoder of
 ``spec.untrusted_json``: whatever it refuses is -32700), calls ``Server.answer(message,
 session)`` from any thread (requests are handled concurrently) and writes back whatever it
 returns; ``None`` means "no response" (notifications, client responses). ``answer`` never
-raises: a backend failure the client cannot fix becomes -32603 and is logged.
+raises: a backend failure the client cannot fix becomes -32603 and is logged; when the
+backend raises ``Refused`` (the project's state refused: a broken ``splice.lock``) the
+error's message is ``CODE: message`` as in a tool result, and its ``data`` the
+``io.spliceloom/error`` code.
 
 Batches (docs/mcp.md#hostile-input): JSON-RPC batches exist only in protocol revision
 2025-03-26 (later revisions removed them). A batch is answered only in a session of that
-revision, holds 1 to ``MAX_BATCH`` messages, and is otherwise refused as a whole with one
--32600 (id null).
+revision, holds 1 to ``MAX_BATCH`` messages of which at most one is a tool call (a call
+takes one admission slot, docs/mcp.md#admission-control: a batch of many would hold it for
+all of them in turn), and is otherwise refused as a whole with one -32600 (id null).
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from typing import Any
 
 from splice_build.errors import ErrorCode, SpliceError
 from splice_build.mcp import mapping
-from splice_build.mcp.interface import Backend, ServerInfo, UnknownResource, UnknownTool
+from splice_build.mcp.admission import needs_admission
+from splice_build.mcp.interface import Backend, Refused, ServerInfo, UnknownResource, UnknownTool
 from splice_build.records import dataclass
 from splice_build.spec import json_text
 from splice_build.spec.json_depth import nesting_depth
@@ -77,6 +82,8 @@ def batch_refusal(messages: list[Any], session: Session) -> str | None:
         return "Empty batch"
     if len(messages) > MAX_BATCH:
         return f"Batch of more than {MAX_BATCH} messages"
+    if sum(needs_admission(message) for message in messages) > 1:
+        return "Batch of more than one tools/call"
     return None
 
 
@@ -163,6 +170,12 @@ class Server:
             result = handler(params, session)
         except _RpcError as exc:
             return error_response(request_id, exc.code, exc.message, exc.data)
+        except Refused as refused:  # the project's state refused (a broken splice.lock, …)
+            error = refused.error
+            self._log(f"{method}: {error.code}: {error.message}")
+            text = mapping.error_text(str(error.code), error.message, error.details, error.hint)
+            data = mapping.error_meta({"code": str(error.code)})
+            return error_response(request_id, INTERNAL_ERROR, text, data)
         except Exception as exc:
             self._log(f"internal error in {method}: {type(exc).__name__}: {exc}")
             return error_response(request_id, INTERNAL_ERROR, "Internal error")
@@ -192,11 +205,10 @@ class Server:
     def _tools_list(self, _params: dict[str, Any], session: Session) -> dict[str, Any]:
         tools = []
         for descriptor in self._backend.list_tools():
-            tool = mapping.mcp_tool(descriptor, structured=session.structured)
-            if tool is None:
-                self._log(f"skipping tool {descriptor.get('mcpName')!r}: name longer than 64")
-                continue
-            tools.append(tool)
+            try:
+                tools.append(mapping.mcp_tool(descriptor, structured=session.structured))
+            except mapping.ToolWithheld as exc:
+                self._log(f"skipping tool {descriptor.get('mcpName')!r}: {exc}")
         return {"tools": tools}
 
     def _tools_call(self, params: dict[str, Any], session: Session) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -71,3 +72,30 @@ def test_max_calls_must_be_positive(
     completed = run_splice("mcp", *args, cwd=tmp_path, env=env)
     assert completed.code == 2
     assert named in completed.stderr
+
+
+def test_a_broken_lock_is_answered_with_its_code_not_as_an_internal_error(
+    tmp_path: Path,
+) -> None:
+    """A checkout whose splice.lock is not JSON: listing answers -32603 with the refusal's
+    ``CODE: message`` and code (docs/mcp.md#what-is-served), the path of the project unsaid."""
+    assert run_splice("init", cwd=tmp_path).code == 0
+    (tmp_path / "splice.lock").write_text('{"lockfileVersion": 1', encoding="utf-8")
+    methods = ("tools/list", "resources/list", "resources/read")
+    requests = [
+        json.dumps({"jsonrpc": "2.0", "id": index, "method": method, "params": {"uri": "x"}})
+        for index, method in enumerate(methods)
+    ]
+    completed = run_splice("mcp", cwd=tmp_path, input="\n".join(requests) + "\n")
+    assert completed.code == 0, completed.stderr
+    answers = sorted(
+        (json.loads(line) for line in completed.stdout.splitlines()), key=lambda a: a["id"]
+    )
+    assert [answer["id"] for answer in answers] == [0, 1, 2]
+    for answer in answers:
+        error = answer["error"]
+        assert error["code"] == -32603
+        assert error["message"].startswith("INVALID_PROJECT: splice.lock is invalid")
+        assert error["data"] == {"io.spliceloom/error": {"code": "INVALID_PROJECT"}}
+        assert str(tmp_path) not in error["message"]
+    assert "internal error" not in completed.stderr

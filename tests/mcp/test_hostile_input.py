@@ -158,7 +158,20 @@ def _pings(count: int) -> list[dict[str, Any]]:
     return [{"jsonrpc": "2.0", "id": index, "method": "ping"} for index in range(count)]
 
 
-def test_stdio_batches_only_in_2025_03_26_and_at_most_32(stdio: LineClient) -> None:
+# A batch may hold one tool call: it takes one slot (docs/mcp.md#admission-control).
+TWO_CALLS = {
+    "jsonrpc": "2.0",
+    "id": None,
+    "error": {"code": -32600, "message": "Batch of more than one tools/call"},
+}
+
+
+def _call(request_id: int) -> dict[str, Any]:
+    params = {"name": "no_such_tool", "arguments": {}}
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+
+
+def test_stdio_batches_only_in_2025_03_26_at_most_32_and_one_call(stdio: LineClient) -> None:
     stdio.send(json.dumps(_pings(2)).encode() + b"\n")
     assert stdio.receive()["error"] == {
         "code": -32600,
@@ -174,6 +187,8 @@ def test_stdio_batches_only_in_2025_03_26_and_at_most_32(stdio: LineClient) -> N
         "id": None,
         "error": {"code": -32600, "message": f"Batch of more than {MAX_BATCH} messages"},
     }
+    stdio.send(json.dumps([_call(1), *_pings(1), _call(2)]).encode() + b"\n")
+    assert stdio.receive() == TWO_CALLS
     _answers_then_exits_cleanly(stdio)
 
 
@@ -241,7 +256,7 @@ def test_http_lone_surrogate_id_is_400_not_500(http_url: tuple[str, Any]) -> Non
     _http_answers_then_has_no_traceback(url, process)
 
 
-def test_http_batches_only_in_2025_03_26_and_at_most_32(http_url: tuple[str, Any]) -> None:
+def test_http_batches_only_in_2025_03_26_at_most_32_and_one_call(http_url: tuple[str, Any]) -> None:
     url, process = http_url
     status, answers = post(url, json.dumps(_pings(MAX_BATCH)).encode())  # no header: 2025-03-26
     assert status == 200
@@ -255,6 +270,11 @@ def test_http_batches_only_in_2025_03_26_and_at_most_32(http_url: tuple[str, Any
             "error": {"code": -32600, "message": f"Batch of more than {MAX_BATCH} messages"},
         },
     )
+    one_call = [*_pings(2), _call(2)]
+    status, answers = post(url, json.dumps(one_call).encode())
+    assert status == 200
+    assert [answer["error"]["code"] for answer in answers if "error" in answer] == [-32602]
+    assert post(url, json.dumps([*one_call, _call(3)]).encode()) == (400, TWO_CALLS)
     status, answer = post(
         url, json.dumps(_pings(2)).encode(), {"mcp-protocol-version": "2025-06-18"}
     )

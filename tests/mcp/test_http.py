@@ -7,6 +7,7 @@ import json
 import socket
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -15,6 +16,7 @@ import pytest
 
 from splice_build.errors import UsageError
 from splice_build.mcp.transport.http import MAX_BODY_BYTES, token_digest
+from testing.http_framing import two_framings
 from testing.mcp_clients import (
     DEMO_TOKEN,
     child_env,
@@ -238,3 +240,51 @@ def test_token_must_be_visible_ascii(token: str) -> None:
     token with other characters, so the server refuses to start with one."""
     with pytest.raises(UsageError, match="visible ASCII"):
         token_digest(token)
+
+
+def test_a_request_with_two_framings_is_400_and_its_connection_closed(url: str) -> None:
+    """Content-Length and Transfer-Encoding together: refused, and nothing after it on the
+    connection is read (docs/mcp.md#connections)."""
+    parts = urlsplit(url)
+    assert parts.hostname is not None and parts.port is not None
+    received = two_framings(parts.hostname, parts.port, parts.path, PING, {**AUTH, **JSON})
+    assert received.startswith(b"HTTP/1.1 400 ")
+    assert b"connection: close" in received.lower()
+    assert received.count(b"HTTP/1.1 ") == 1  # the request after it was never answered
+    assert post(url)[0] == 200  # and the server still serves
+
+
+def test_a_call_whose_client_left_while_it_waited_never_runs(tmp_path: Path) -> None:
+    """One call holds the only slot; three more wait, and their clients close the
+    connection; when the slot frees, none of them runs (docs/mcp.md#admission-control)."""
+    env = child_env({"SPLICE_MCP_MAX_CALLS": "1"})
+    release = tmp_path / "release"
+    with http_server(demo_argv("http", str(free_port())), env=env) as (address, process):
+        parts = urlsplit(address)
+
+        def send(index: int, name: str, arguments: dict[str, Any]) -> socket.socket:
+            params = {"name": name, "arguments": arguments}
+            body = json.dumps(
+                {"jsonrpc": "2.0", "id": index, "method": "tools/call", "params": params}
+            ).encode()
+            head = (
+                f"POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {DEMO_TOKEN}\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+            )
+            sock = socket.create_connection((parts.hostname, parts.port), timeout=30)
+            sock.sendall(head.encode() + body)
+            return sock
+
+        holder = send(0, "demo_echo_wait", {"path": str(release)})
+        for index in range(1, 4):
+            with send(index, "demo_echo_marker", {"path": str(tmp_path / f"marker-{index}")}):
+                time.sleep(0.3)  # the call is read and waits for the slot when its client leaves
+        release.touch()
+        with holder:
+            assert b" 200 " in holder.recv(65536)
+        call = {"name": "demo_echo_echo", "arguments": {}}
+        body = json.dumps({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": call})
+        assert post(address, body.encode())[0] == 200  # queued after the three: they are done
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["release"]
+    stderr = process.stderr.read().decode() if process.stderr else ""
+    assert "Traceback" not in stderr

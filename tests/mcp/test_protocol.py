@@ -380,3 +380,36 @@ def test_batches_are_answered_only_in_2025_03_26_and_capped() -> None:
             "id": None,
             "error": {"code": INVALID_REQUEST, "message": message},
         }
+
+
+# Every JSON kind, and a few values the methods read specially.
+VALUE_KINDS: list[Any] = [
+    None, True, 0, -1, 1.5, 10**30, "", "x" * 10_000, "\x00\u202e", [], [1], {}, {"a": {}},
+    "demo_echo_echo", DEMO_SKILL_URI, "2025-03-26",
+]  # fmt: skip
+PARAM_KEYS = ("protocolVersion", "name", "arguments", "uri", "cursor", "_meta", "capabilities")
+
+
+@pytest.mark.parametrize("method", ["initialize", "ping", "tools/list", "tools/call",
+    "resources/list", "resources/templates/list", "resources/read"])  # fmt: skip
+def test_every_method_answers_every_kind_of_param_with_a_result_or_a_client_error(
+    method: str,
+) -> None:
+    """The method table × each params key × each kind of value: an answer (never None for a
+    request), a result or a JSON-RPC error the client caused, never -32603, and it encodes."""
+    logs: list[str] = []
+    server = make_server(logs=logs)
+    for key in PARAM_KEYS:
+        for value in VALUE_KINDS:
+            for base in ({}, {"name": "demo_echo_echo", "uri": DEMO_SKILL_URI}):
+                message = {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": method,
+                    "params": {**base, key: value},
+                }
+                response = server.handle(message, Session())
+                assert response is not None and response["id"] == 1
+                assert response.get("error", {}).get("code") != INTERNAL_ERROR, (key, value)
+                encode(response)
+    assert logs == []

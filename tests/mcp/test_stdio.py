@@ -263,3 +263,46 @@ def test_fifty_concurrent_calls() -> None:
 
     elapsed = anyio.run(scenario)
     assert elapsed < 50 * 0.3  # one after another takes at least 15 s: they overlapped
+
+
+def test_calls_queued_when_the_client_leaves_never_start(tmp_path: Path) -> None:
+    """One call runs (max 1 at once) and three wait behind it; the client closes both pipes
+    and then lets the running call finish: the server exits without running the others
+    (docs/mcp.md#stdio)."""
+    client = LineClient(demo_argv("stdio"), env=child_env({"SPLICE_MCP_MAX_CALLS": "1"}))
+    release = tmp_path / "release"
+
+    def call(index: int, name: str, arguments: dict[str, Any]) -> None:
+        params = {"name": name, "arguments": arguments}
+        client.request({"jsonrpc": "2.0", "id": index, "method": "tools/call", "params": params})
+
+    call(0, "demo_echo_wait", {"path": str(release)})
+    for index in range(1, 4):
+        call(index, "demo_echo_marker", {"path": str(tmp_path / f"marker-{index}")})
+    client.request({"jsonrpc": "2.0", "id": "last", "method": "ping"})
+    assert client.receive() == {"jsonrpc": "2.0", "id": "last", "result": {}}  # all were read
+    assert client.process.stdin is not None and client.process.stdout is not None
+    client.process.stdin.close()
+    client.process.stdout.close()
+    release.touch()
+    assert client.process.wait(timeout=60) == 0
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["release"]
+
+
+def test_a_tool_call_spelled_with_escapes_waits_for_its_slot(tmp_path: Path) -> None:
+    """``"tools\\/call"`` is a tool call: it takes one of the ``max_calls`` slots (here 1)
+    like any other, so the second call starts only once the first has answered."""
+    client = LineClient(demo_argv("stdio"), env=child_env({"SPLICE_MCP_MAX_CALLS": "1"}))
+    release = tmp_path / "release"
+    try:
+        for index, name, path in ((1, "wait", release), (2, "marker", tmp_path / "marker")):
+            params = json.dumps({"name": f"demo_echo_{name}", "arguments": {"path": str(path)}})
+            line = f'{{"jsonrpc":"2.0","id":{index},"method":"tools\\/call","params":{params}}}'
+            client.send(line.encode() + b"\n")
+        client.request({"jsonrpc": "2.0", "id": "last", "method": "ping"})
+        assert client.receive()["id"] == "last"  # both calls were read
+        release.touch()
+        assert [client.receive()["id"] for _ in range(2)] == [1, 2]
+    finally:
+        code, _rest, _stderr = client.close()
+    assert code == 0

@@ -13,8 +13,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from testing.http_framing import two_framings
 from testing.open_files import process_open_files, room_for_sockets
-from testing.registry_server import RunningRegistry, launch, serve_argv
+from testing.registry_server import RunningRegistry, launch, registry_server, serve_argv
 
 PARTIAL_HEAD = b"GET /health HTTP/1.1\r\n"  # never finished
 
@@ -74,3 +75,17 @@ def test_the_soft_open_file_limit_is_raised_to_the_hard_one(tmp_path: Path) -> N
         assert _health(server.url) == 200
     finally:
         server.stop()
+
+
+def test_a_request_with_two_framings_is_400_and_its_connection_closed(tmp_path: Path) -> None:
+    """Content-Length and Transfer-Encoding together: refused, and nothing after it on the
+    connection is read (splice_build/connections.py ``one_framing``)."""
+    with registry_server(tmp_path / "data", admin=False) as server:
+        parts = urlsplit(server.url)
+        assert parts.hostname is not None and parts.port is not None
+        headers = {"Content-Type": "application/json"}
+        received = two_framings(parts.hostname, parts.port, "/health", b"{}", headers)
+        assert received.startswith(b"HTTP/1.1 400 ")
+        assert b"connection: close" in received.lower()
+        assert received.count(b"HTTP/1.1 ") == 1  # the request after it was never answered
+        assert _health(server.url) == 200

@@ -15,7 +15,8 @@ A message holding a ``tools/call`` then takes a slot of the server's ``AsyncAdmi
 ``Retry-After`` and the JSON-RPC error ``SERVER_BUSY``. The queue is that of the client's
 address: the peer's, or the ``X-Forwarded-For`` client when the peer is a
 ``--trusted-proxy`` (the registry's rule, ``splice_build/client_address.py``); within it,
-calls are taken in turn by ``mcp-session-id``. An ``initialize`` answer carries a fresh
+calls are taken in turn by ``mcp-session-id``. A call whose client closed the connection
+while it waited is dropped when its turn comes, unanswered. An ``initialize`` answer carries a fresh
 session id: the server keeps no state for it and never checks it (any instance may answer
 any request), so it earns no room in the queue.
 """
@@ -116,6 +117,10 @@ class _Refusal(Exception):
         self.data = data
 
 
+class _ClientGone(Exception):
+    """The client closed its connection while its call waited for a slot."""
+
+
 def _is_json(content_type: str) -> bool:
     """Whether the media type (before any ``;`` parameter) is exactly ``application/json``."""
     return content_type.split(";", 1)[0].strip().lower() == "application/json"
@@ -143,8 +148,8 @@ class McpHttpApp:
         request = Request(scope, receive)
         try:
             response = await self._respond(request)
-        except ClientDisconnect:
-            return  # the client left mid-body: nobody to answer, nothing to log
+        except (ClientDisconnect, _ClientGone):
+            return  # the client left mid-body or in the queue: nobody to answer, nothing to log
         except _Refusal as refusal:
             response = self._json(
                 refusal.status,
@@ -182,6 +187,8 @@ class McpHttpApp:
         if needs_admission(message):
             try:
                 async with self._admission.slot(*self._client_key(request)):
+                    if await request.is_disconnected():
+                        raise _ClientGone  # it left while it waited: no call for nobody
                     answer = await run_in_threadpool(self._server.answer, message, session)
             except Busy:
                 raise _Refusal(

@@ -4,17 +4,22 @@ stdout carries protocol messages only (``claim_stdout`` points fd 1 at stderr so
 write elsewhere cannot corrupt the stream). stdin is read in chunks from the binary buffer;
 a line longer than 4 MiB (4,194,304 bytes of UTF-8, the newline not counted) is dropped
 *while it streams* — at most the limit plus one chunk is ever held — and answered -32600.
-Every line is decoded by ``protocol.parse_message`` (refusals are -32700) and answered by
-``Server.answer`` (batches included). Requests run concurrently on bounded thread pools:
-tool calls on ``max_calls`` threads of their own (docs/mcp.md#admission-control — the same
+Every line is decoded once, by the reader, with ``protocol.parse_message`` (refusals are
+-32700), and answered by ``Server.answer`` (batches included). Requests run concurrently on
+bounded thread pools, chosen by the decoded message (never by its bytes: ``tools\\/call`` is a
+tool call too): tool calls on ``max_calls`` threads of their own (docs/mcp.md#admission-control — the same
 bound as over HTTP; further calls queue, nothing is refused), everything else on another,
 so a ``ping`` is answered while calls wait. At most ``MAX_IN_FLIGHT`` messages are held:
 beyond that the reader stops reading stdin (back-pressure). The server stops when stdin ends.
+A message whose turn comes after the client stopped reading stdout (the pipe's reader is
+gone, or a write failed) is dropped unanswered: calls already running finish, none queued
+behind them starts a sandbox process for nobody.
 """
 
 from __future__ import annotations
 
 import os
+import select
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -107,6 +112,24 @@ class _Writer:
         self._lock = threading.Lock()
         self.broken = False
 
+    def gone(self) -> bool:
+        """Whether nobody reads the stream any more: a write failed, or (where ``poll``
+        exists) its file reports an error or a hang-up, as a pipe whose read end is closed
+        does."""
+        if self.broken:
+            return True
+        try:
+            fd = self._stream.fileno()
+        except (OSError, ValueError):  # not a file (an in-memory stream), or closed
+            return False
+        if not hasattr(select, "poll"):
+            return False
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        if any(events & (select.POLLERR | select.POLLHUP) for _fd, events in poller.poll(0)):
+            self.broken = True
+        return self.broken
+
     def send(self, message: dict[str, Any] | list[Any]) -> None:
         data = encode(message) + b"\n"
         with self._lock:
@@ -134,13 +157,10 @@ def serve_stdio(
     writer = _Writer(stdout)
     slots = threading.BoundedSemaphore(MAX_IN_FLIGHT)
 
-    def work(line: bytes) -> None:
+    def work(message: Any) -> None:
         try:
-            try:
-                message = parse_message(line, max_bytes=max_line_bytes)
-            except ParseError:
-                writer.send(error_response(None, PARSE_ERROR, "Parse error"))
-                return
+            if writer.gone():
+                return  # the client left: no answer would be read
             response = server.answer(message, session)
             if response is not None:
                 writer.send(response)
@@ -161,15 +181,10 @@ def serve_stdio(
             line = line.removeprefix(_BOM)
             if not line.strip():
                 continue
+            try:
+                message = parse_message(line, max_bytes=max_line_bytes)
+            except ParseError:
+                writer.send(error_response(None, PARSE_ERROR, "Parse error"))
+                continue
             slots.acquire()
-            (calls if _is_tool_call(line) else pool).submit(work, line)
-
-
-def _is_tool_call(line: bytes) -> bool:
-    """Whether a line holds a tool call (decoded again in ``work``; refusals go there)."""
-    if b"tools/call" not in line:
-        return False
-    try:
-        return needs_admission(parse_message(line, max_bytes=len(line)))
-    except ParseError:
-        return False
+            (calls if needs_admission(message) else pool).submit(work, message)
