@@ -96,6 +96,22 @@ class WarmPool:
         A warm process if there is one (or one is being started for this key), else one
         started now in the caller's thread. Either way a replacement is requested.
         """
+        warm = self.acquire_warm(key)
+        return warm if warm is not None else self.start_cold(key)
+
+    def start_cold(self, key: PoolKey) -> sandbox.SandboxProcess:
+        """A process started now, in the caller's thread (counted as a cold acquire)."""
+        with self._cond:
+            self._counts["cold"] += 1
+        return sandbox.start(key.spec)
+
+    def acquire_warm(self, key: PoolKey) -> sandbox.SandboxProcess | None:
+        """A process the pool's own thread started for ``key``, or None when there is none
+        (none idle, none arriving in time, or the pool closed); never starts one itself.
+
+        For a process that must outlive the calling thread (reuse): one started in the
+        caller's thread dies with that thread (PR_SET_PDEATHSIG).
+        """
         deadline = time.monotonic() + START_WAIT_SECONDS
         with self._cond:
             warm = self._pop_alive(key)
@@ -107,10 +123,9 @@ class WarmPool:
                 warm = self._pop_alive(key)
             if not self._closed:
                 self._request(key)
-            self._counts["hits" if warm is not None else "cold"] += 1
-        if warm is not None:
-            return warm.process
-        return sandbox.start(key.spec)
+            if warm is not None:
+                self._counts["hits"] += 1
+        return warm.process if warm is not None else None
 
     def prewarm(self, key: PoolKey, *, wait: bool = False) -> None:
         """Ask for a warm process of ``key`` unless one is idle or coming; ``wait`` blocks

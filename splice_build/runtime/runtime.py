@@ -423,11 +423,15 @@ class SpliceRuntime:
                 env = self._job_env(pkg)
                 lease = self._reuse.take(key, env)
                 if lease is None:
-                    # Started by the pool's thread, not this one: a process dies with the
-                    # thread that forked it (PR_SET_PDEATHSIG) and a reused one outlives calls.
+                    # Only a process the pool's thread started is kept for later calls: one
+                    # started in this thread dies with it (PR_SET_PDEATHSIG), maybe while
+                    # serving another thread's call. Without one (another caller took it, or
+                    # the pool could not start one) this call runs in a process of its own.
                     self._pool.prewarm(key, wait=True)
-                    lease = Lease(key, self._pool.acquire(key), env)
-                process = lease.process
+                    warm = self._pool.acquire_warm(key)
+                    if warm is not None:
+                        lease = Lease(key, warm, env)
+                process = lease.process if lease is not None else self._pool.start_cold(key)
             else:
                 process = self._pool.acquire(key)
         except OSError as exc:

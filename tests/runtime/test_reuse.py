@@ -253,6 +253,39 @@ def test_concurrent_calls_never_share_a_process(make_reusing, tmp_path: Path) ->
     assert len(by_token) < 20  # and processes were reused
 
 
+def test_a_process_started_in_a_callers_thread_is_not_kept_for_others(
+    make_reusing, tmp_path: Path
+) -> None:
+    """With no process from the pool's thread (here the pool is closed; under load another
+    caller may take the one it started), a call starts its own in its thread. That process
+    dies with the thread (PR_SET_PDEATHSIG), so it serves that call only: kept for reuse, it
+    was killed under another thread's call when the first thread ended."""
+    runtime = make_reusing()
+    pkg = runtime.load(_package(tmp_path))
+    assert runtime._pool is not None
+    runtime._pool.close()
+    first: list[dict[str, object]] = []
+    release = threading.Event()
+
+    def first_call() -> None:
+        first.append(_call(runtime, pkg))
+        release.wait(60)
+
+    thread = threading.Thread(target=first_call)
+    thread.start()
+    while not first and thread.is_alive():
+        time.sleep(0.01)
+    assert first, "the first call failed"
+    ender = threading.Timer(0.3, release.set)  # the first thread ends during the next call
+    ender.start()
+    try:
+        second = _call(runtime, pkg, sleep=1500)
+    finally:
+        release.set()
+        thread.join()
+    assert second["token"] != first[0]["token"] and second["calls"] == 1
+
+
 def test_close_ends_every_reused_process(make_reusing, tmp_path: Path) -> None:
     runtime = make_reusing()
     pkg = runtime.load(_package(tmp_path))
