@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -33,6 +34,7 @@ def atomic_write_bytes(
     fails; the previous file is then untouched and the temp file is removed.
     """
     path = Path(path)
+    remove_stale_temps(path)
     temp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY, mode)
     try:
@@ -58,6 +60,45 @@ def atomic_write_bytes(
             os.unlink(temp)
         raise
     fsync_directory(path.parent)
+    return True
+
+
+def remove_stale_temps(path: Path) -> None:
+    """Delete the temp files of ``path`` that a killed writer left beside it.
+
+    A ``kill -9`` between the temp file's creation and its rename leaves a full copy of the
+    new content next to the target (a lock in the project's root where ``git add`` finds it,
+    a token in SPLICE_HOME that outlives ``splice logout``). A temp file is its writer's
+    until the rename, so only those whose writer's process id (the name holds it) no longer
+    runs on this machine are deleted; a live one, or one this process cannot signal, is left.
+    Nothing is deleted on Windows, where a process cannot be probed without a handle.
+    """
+    if sys.platform == "win32":
+        return
+    pattern = re.compile(rf"\.{re.escape(path.name)}\.([0-9]{{1,10}})\.[0-9a-f]{{8}}\.tmp")
+    try:
+        with os.scandir(path.parent) as entries:
+            names = [e.name for e in entries if pattern.fullmatch(e.name)]
+    except OSError:
+        return  # the write itself reports an unusable directory
+    for name in names:
+        match = pattern.fullmatch(name)
+        assert match is not None
+        if _running(int(match.group(1))):
+            continue
+        with contextlib.suppress(OSError):
+            os.unlink(path.parent / name)
+
+
+def _running(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True  # another user's process, or no process id this system can have
     return True
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -114,3 +116,35 @@ def test_concurrent_inits_create_the_file_once(tmp_path: Path) -> None:
         created = list(pool.map(lambda _: init_project(tmp_path / "p")[1], range(32)))
     assert created.count(True) == 1
     assert sorted(p.name for p in (tmp_path / "p").iterdir()) == ["splice.json"]
+
+
+def _dead_pid() -> int:
+    """The process id of a process that has exited (and been reaped)."""
+    child = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return int(child.stdout)
+
+
+def test_a_killed_writers_temp_file_is_removed_by_the_next_write(tmp_path: Path) -> None:
+    target = tmp_path / "credentials.json"
+    dead = tmp_path / f".credentials.json.{_dead_pid()}.0123abcd.tmp"
+    dead.write_text('{"token": "left by a kill -9"}')
+    live = tmp_path / f".credentials.json.{os.getppid()}.0123abcd.tmp"
+    live.write_text("still being written")
+    others = [
+        tmp_path / f".other.json.{_dead_pid()}.0123abcd.tmp",
+        tmp_path / f".credentials.json.{_dead_pid()}.0123abcd.tmp.keep",
+        tmp_path / "credentials.json.1.0123abcd.tmp",
+    ]
+    for other in others:
+        other.write_text("not a temp file of credentials.json")
+
+    atomic_write_bytes(target, b"{}\n", mode=0o600)
+
+    assert target.read_bytes() == b"{}\n"
+    assert not dead.exists()
+    assert live.exists() and all(other.exists() for other in others)
