@@ -17,6 +17,7 @@ import contextlib
 import json
 import os
 import re
+import stat
 import sys
 from pathlib import Path
 
@@ -24,9 +25,13 @@ _O_BINARY = getattr(os, "O_BINARY", 0)  # Windows only; 0 elsewhere
 
 
 def atomic_write_bytes(
-    path: Path, data: bytes, *, mode: int = 0o644, exclusive: bool = False
+    path: Path, data: bytes, *, mode: int = 0o644, exclusive: bool = False, keep_mode: bool = False
 ) -> bool:
     """Replace ``path`` with ``data`` atomically; the new file has ``mode`` minus the umask.
+
+    With ``keep_mode`` a file that ``path`` already is keeps its permission bits instead (a
+    user's ``splice.json`` made private or group-writable stays so after ``splice add``); a
+    secret is never written with it, its ``mode`` is the only one it may have.
 
     With ``exclusive`` an existing ``path`` is left alone and False is returned (the complete
     file is linked into place, which fails if the name exists: create-if-absent without a
@@ -35,10 +40,13 @@ def atomic_write_bytes(
     """
     path = Path(path)
     remove_stale_temps(path)
+    kept = _current_mode(path) if keep_mode else None
     temp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY, mode)
     try:
         try:
+            if kept is not None:
+                os.fchmod(fd, kept)  # exactly the old bits: the umask applies to new files
             view = memoryview(data)
             while view:
                 written = os.write(fd, view)
@@ -61,6 +69,18 @@ def atomic_write_bytes(
         raise
     fsync_directory(path.parent)
     return True
+
+
+def _current_mode(path: Path) -> int | None:
+    """The permission bits of the regular file at ``path`` (None: none there, or no POSIX
+    modes to keep)."""
+    if not hasattr(os, "fchmod"):
+        return None
+    try:
+        status = os.lstat(path)
+    except OSError:
+        return None
+    return stat.S_IMODE(status.st_mode) if stat.S_ISREG(status.st_mode) else None
 
 
 def remove_stale_temps(path: Path) -> None:
@@ -103,7 +123,12 @@ def _running(pid: int) -> bool:
 
 
 def atomic_write_json(
-    path: Path, value: object, *, mode: int = 0o644, exclusive: bool = False
+    path: Path,
+    value: object,
+    *,
+    mode: int = 0o644,
+    exclusive: bool = False,
+    keep_mode: bool = False,
 ) -> bool:
     """Write ``value`` as ``JSON.stringify(value, null, 2)`` plus a trailing newline.
 
@@ -113,7 +138,9 @@ def atomic_write_json(
     from splice_build.spec.json_text import stringify
 
     text = stringify(value, indent=2) + "\n"
-    return atomic_write_bytes(path, text.encode("utf-8"), mode=mode, exclusive=exclusive)
+    return atomic_write_bytes(
+        path, text.encode("utf-8"), mode=mode, exclusive=exclusive, keep_mode=keep_mode
+    )
 
 
 def decode_json(data: bytes) -> object:

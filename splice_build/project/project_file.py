@@ -186,7 +186,7 @@ def load_project_file(root: Path) -> ProjectFile:
 
 def save_project_file(root: Path, pf: ProjectFile) -> None:
     """Write ``<root>/splice.json`` atomically (see the module docstring about locking)."""
-    atomic_write_json(ProjectLayout(Path(root)).project_file, pf.to_json())
+    atomic_write_json(ProjectLayout(Path(root)).project_file, pf.to_json(), keep_mode=True)
 
 
 def init_project(directory: Path, *, registry: str | None = None) -> tuple[Path, bool]:

@@ -484,4 +484,4 @@ def _remove_from(table: Any, key: str, pattern: str) -> bool:
 def _save_document(root: Path, document: Any) -> None:
     from splice_build.project.atomic import atomic_write_bytes
 
-    atomic_write_bytes(root / PYPROJECT, document.as_string().encode("utf-8"))
+    atomic_write_bytes(root / PYPROJECT, document.as_string().encode("utf-8"), keep_mode=True)

@@ -148,3 +148,22 @@ def test_a_killed_writers_temp_file_is_removed_by_the_next_write(tmp_path: Path)
     assert target.read_bytes() == b"{}\n"
     assert not dead.exists()
     assert live.exists() and all(other.exists() for other in others)
+
+
+@pytest.mark.skipif(not hasattr(os, "fchmod"), reason="POSIX permission bits")
+def test_keep_mode_keeps_the_replaced_files_bits_whatever_the_umask(tmp_path: Path) -> None:
+    target = tmp_path / "splice.json"
+    target.write_text("{}\n")
+    old = os.umask(0o022)
+    try:
+        for bits in (0o600, 0o664, 0o640):
+            target.chmod(bits)
+            atomic_write_bytes(target, b"[]\n", keep_mode=True)
+            assert _mode(target) == bits
+        atomic_write_bytes(target, b"[]\n")  # without it: the given mode minus the umask
+        assert _mode(target) == 0o644
+        fresh = tmp_path / "new.json"
+        atomic_write_bytes(fresh, b"[]\n", mode=0o600, keep_mode=True)
+        assert _mode(fresh) == 0o600
+    finally:
+        os.umask(old)

@@ -1,0 +1,42 @@
+"""A real ``splice add`` and ``splice remove`` rewrite ``splice.json`` and ``splice.lock``:
+the permission bits the user gave them are kept (a private or group-writable project file
+stays so), as an editor keeps them when it saves."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from testing.cli import run_splice
+from testing.registry_server import RunningRegistry
+from tests.faults.conftest import GREETER
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fchmod"), reason="POSIX permission bits")
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_add_and_remove_keep_the_modes_of_the_project_files(
+    served: RunningRegistry, tmp_path: Path
+) -> None:
+    project = tmp_path / "p"
+    project.mkdir()
+    env = {"SPLICE_HOME": str(tmp_path / "home"), "SPLICE_REGISTRY": served.url}
+    assert run_splice("init", cwd=project, env=env).code == 0
+    assert run_splice("add", f"{GREETER}@1.0.0", cwd=project, env=env).code == 0
+    (project / "splice.json").chmod(0o600)
+    (project / "splice.lock").chmod(0o664)
+
+    updated = run_splice("--json", "add", f"{GREETER}@^1.0.0", cwd=project, env=env)
+
+    assert updated.code == 0, updated.stdout + updated.stderr
+    assert '"^1.0.0"' in (project / "splice.json").read_text()
+    assert (_mode(project / "splice.json"), _mode(project / "splice.lock")) == (0o600, 0o664)
+    removed = run_splice("--json", "remove", GREETER, cwd=project, env=env)
+    assert removed.code == 0, removed.stdout + removed.stderr
+    assert _mode(project / "splice.json") == 0o600
