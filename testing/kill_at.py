@@ -1,4 +1,4 @@
-"""Kill a real ``splice`` process with SIGKILL just before one chosen file-system change.
+"""Kill (or stop) a real ``splice`` process just before one chosen file-system change.
 
 No breakpoint and no patched code: a ``sitecustomize`` module on the child's ``PYTHONPATH``
 installs an audit hook (``sys.addaudithook``) that counts the changes the process makes
@@ -8,12 +8,16 @@ removed) and sends itself ``SIGKILL`` before the one asked for. The kill is as a
 
 ``kill_env(hook_dir, root, match=…)`` kills before the first change whose event and path
 contain ``match`` (``"os.rename:/splice.lock"``); ``count=N`` kills before the Nth change
-instead; ``log`` lists every change seen, one ``N event path`` a line.
+instead; ``log`` lists every change seen, one ``N event path`` a line. ``signal=SIGSTOP``
+stops the process there instead, holding whatever it holds (the project lock, a half-done
+swap) until the test sends it ``SIGCONT``: another process can then be run against exactly
+that state.
 """
 
 from __future__ import annotations
 
 import os
+import signal as signals
 import sys
 from pathlib import Path
 
@@ -36,6 +40,7 @@ def kill_env(
     match: str | None = None,
     count: int | None = None,
     log: Path | None = None,
+    signal: signals.Signals = signals.SIGKILL,
 ) -> dict[str, str]:
     """The environment of a ``splice`` child that kills itself as described above."""
     hook_dir.mkdir(parents=True, exist_ok=True)
@@ -45,6 +50,7 @@ def kill_env(
     env = {
         "PYTHONPATH": os.pathsep.join([str(hook_dir), repo]),
         "SPLICE_TEST_KILL_ROOT": str(root),
+        "SPLICE_TEST_KILL_SIGNAL": str(int(signal)),
     }
     if match is not None:
         env["SPLICE_TEST_KILL_MATCH"] = match
@@ -63,7 +69,9 @@ def install() -> None:
     match = os.environ.get("SPLICE_TEST_KILL_MATCH")
     count = int(os.environ.get("SPLICE_TEST_KILL_COUNT", "0"))
     log = os.environ.get("SPLICE_TEST_KILL_LOG")
+    sent = int(os.environ.get("SPLICE_TEST_KILL_SIGNAL", str(int(signals.SIGKILL))))
     seen = [0]
+    fired = [False]
     writing = os.O_WRONLY | os.O_RDWR | os.O_CREAT
 
     def hook(event: str, args: tuple[object, ...]) -> None:
@@ -82,7 +90,10 @@ def install() -> None:
         if log:
             with open(log, "a", encoding="utf-8") as handle:  # outside root: not counted
                 handle.write(f"{seen[0]} {event} {path}\n")
+        if fired[0]:
+            return
         if seen[0] == count or (match is not None and match in f"{event}:{path}"):
-            os.kill(os.getpid(), 9)
+            fired[0] = True  # once: a stopped process goes on after SIGCONT
+            os.kill(os.getpid(), sent)
 
     sys.addaudithook(hook)
