@@ -97,3 +97,19 @@ def install() -> None:
             os.kill(os.getpid(), sent)
 
     sys.addaudithook(hook)
+
+
+def stopped(pid: int) -> bool:
+    """Whether process ``pid`` is stopped (state ``T`` in /proc; Linux)."""
+    text = Path(f"/proc/{pid}/stat").read_text()
+    return text.rpartition(")")[2].split()[0] == "T"
+
+
+def waiting_on(lock_file: Path) -> bool:
+    """Whether some process waits for a lock on ``lock_file`` (a ``->`` line of /proc/locks)."""
+    inode = lock_file.stat().st_ino
+    for line in Path("/proc/locks").read_text().splitlines():
+        fields = line.split()
+        if fields[1] == "->" and fields[6].endswith(f":{inode}"):
+            return True
+    return False

@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -22,28 +23,13 @@ from splice_build.install.installed import InstalledPackage
 from splice_build.project.lockfile import load_lockfile
 from splice_build.sdk import Splice
 from testing.cli import run_splice, splice_executable
-from testing.kill_at import kill_env
+from testing.kill_at import kill_env, stopped, waiting_on
 from testing.registry_server import RunningRegistry
 from tests.faults.conftest import GREETER
 
 pytestmark = pytest.mark.skipif(
     not Path("/proc/locks").exists(), reason="reads the kernel's lock table"
 )
-
-
-def _state(pid: int) -> str:
-    """The process state letter from /proc (``T``: stopped)."""
-    text = Path(f"/proc/{pid}/stat").read_text()
-    return text.rpartition(")")[2].split()[0]
-
-
-def _waiting_on(lock_file: Path) -> bool:
-    """Whether some process waits for a lock on ``lock_file`` (a ``->`` line of /proc/locks)."""
-    inode = lock_file.stat().st_ino
-    return any(
-        line.split()[1] == "->" and line.split()[6].endswith(f":{inode}")
-        for line in Path("/proc/locks").read_text().splitlines()
-    )
 
 
 def test_a_check_halfway_through_another_process_swap_waits_for_it(
@@ -68,8 +54,9 @@ def test_a_check_halfway_through_another_process_swap_waits_for_it(
         stderr=subprocess.DEVNULL,
     )
     try:
-        while _state(writer.pid) != "T":
+        while not stopped(writer.pid):
             assert writer.poll() is None, "the writer ended before its swap"
+            time.sleep(0.001)
         assert not (project / ".splice" / "packages" / "@acme" / "greeter").exists()
 
         answer: list[InstalledPackage | SpliceError] = []
@@ -84,7 +71,7 @@ def test_a_check_halfway_through_another_process_swap_waits_for_it(
         reader = threading.Thread(target=read)
         reader.start()
         lock_file = project / ".splice" / "state.lock"
-        while reader.is_alive() and not _waiting_on(lock_file):
+        while reader.is_alive() and not waiting_on(lock_file):
             reader.join(0.01)
         os.kill(writer.pid, signal.SIGCONT)
         reader.join()
