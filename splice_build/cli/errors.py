@@ -68,7 +68,9 @@ def _write_crash_log(home: Path, exc: BaseException) -> Path | None:
     stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%S")
     path = home / "logs" / f"crash-{stamp}-{os.getpid()}.log"
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        from splice_build.project.home import make_private_dirs
+
+        make_private_dirs(path.parent)
         text = (
             f"splice {__version__}\npython {sys.version}\nplatform {platform.platform()}\n"
             f"argv {sys.argv!r}\n\n" + "".join(traceback.format_exception(exc))
