@@ -39,6 +39,7 @@ import os
 import re
 import secrets
 import shutil
+import stat
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -306,11 +307,34 @@ def _rename(source: Path, target: Path) -> None:
 
 
 def remove_tree(path: Path) -> None:
-    """Delete a file or directory tree if it exists (links are removed, never followed)."""
+    """Delete a file or directory tree if it exists (links are removed, never followed).
+
+    Every tree deleted here is the project's own: an installed package, its backup or a
+    staging copy. A package whose directories were made read-only (``chmod -R a-w`` of
+    vendored code) cannot be emptied as it is, and its backup is deleted after the commit
+    point: the add would report a failure it had not had, and every later command's
+    recovery would fail the same way. So on ``PermissionError`` the tree's directories are
+    given their owner's write and search bits and the removal is tried once more."""
     if path.is_symlink() or path.is_file():
         path.unlink()
     elif path.exists():
-        shutil.rmtree(path)
+        try:
+            shutil.rmtree(path)
+        except PermissionError:
+            _open_up(path)
+            shutil.rmtree(path)
+
+
+def _open_up(directory: Path) -> None:
+    """Add ``u+rwx`` to ``directory`` and every directory below it (links not followed)."""
+    mode = os.lstat(directory).st_mode
+    if not stat.S_ISDIR(mode):
+        return
+    os.chmod(directory, stat.S_IMODE(mode) | stat.S_IRWXU)
+    with os.scandir(directory) as entries:
+        below = [Path(e.path) for e in entries if e.is_dir(follow_symlinks=False)]
+    for child in below:
+        _open_up(child)
 
 
 @contextlib.contextmanager
