@@ -80,7 +80,8 @@ def _current_mode(path: Path) -> int | None:
         status = os.lstat(path)
     except OSError:
         return None
-    return stat.S_IMODE(status.st_mode) if stat.S_ISREG(status.st_mode) else None
+    # The rwx bits only: a set-id or sticky bit on a JSON file is nothing to carry over.
+    return status.st_mode & 0o777 if stat.S_ISREG(status.st_mode) else None
 
 
 def remove_stale_temps(path: Path) -> None:

@@ -160,6 +160,9 @@ def test_keep_mode_keeps_the_replaced_files_bits_whatever_the_umask(tmp_path: Pa
             target.chmod(bits)
             atomic_write_bytes(target, b"[]\n", keep_mode=True)
             assert _mode(target) == bits
+        target.chmod(0o4755)
+        atomic_write_bytes(target, b"[]\n", keep_mode=True)
+        assert _mode(target) == 0o755  # no set-id bit is carried over
         atomic_write_bytes(target, b"[]\n")  # without it: the given mode minus the umask
         assert _mode(target) == 0o644
         fresh = tmp_path / "new.json"
