@@ -481,8 +481,24 @@ class Splice:
         return self._check_in(load_lockfile(self.project_root), package_id)
 
     def _check_in(self, lock: Lockfile, package_id: str) -> InstalledPackage:
-        """``check`` against a lock already read (one read of it per call of the caller)."""
-        return check_installed(self.layout, package_id, lock.get(package_id), home=self.home.path)
+        """``check`` against a lock already read (one read of it per call of the caller).
+
+        An install or removal in another process (``splice add`` while ``splice mcp``
+        serves) can be halfway through its swap when the files are hashed, or commit just
+        after the lock was read: the copy is then missing or does not match that lock for an
+        instant. So a failed check is made once more after any transaction in progress has
+        finished (``_recovered`` waits for the project lock while ``.splice/tmp`` exists),
+        against the lock as it is then; a package really modified fails both times."""
+        try:
+            return check_installed(
+                self.layout, package_id, lock.get(package_id), home=self.home.path
+            )
+        except SpliceError:
+            self._recovered()
+        from splice_build.project.lockfile import load_lockfile
+
+        entry = load_lockfile(self.project_root).get(package_id)
+        return check_installed(self.layout, package_id, entry, home=self.home.path)
 
     def installed(self) -> list[InstalledPackage]:
         """Packages passing the files-digest and grant checks (others are silently skipped)."""
@@ -491,9 +507,9 @@ class Splice:
         self._recovered()
         lock = load_lockfile(self.project_root)
         intact = []
-        for package_id, entry in lock.packages.items():
+        for package_id in lock.packages:
             try:
-                intact.append(check_installed(self.layout, package_id, entry, home=self.home.path))
+                intact.append(self._check_in(lock, package_id))
             except SpliceError:
                 continue
         return intact

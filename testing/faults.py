@@ -222,3 +222,28 @@ def _hang_up(*socks: socket.socket) -> None:
         with suppress(OSError):
             sock.shutdown(socket.SHUT_RDWR)
         sock.close()
+
+
+def capability_free_available() -> bool:
+    """Whether a process can enter a new user namespace with no ID mapped (``unshare -U``):
+    there it keeps its IDs but no capability, so root too is refused by a file's mode."""
+    if shutil.which("unshare") is None:
+        return False
+    done = subprocess.run(["unshare", "-U", "true"], capture_output=True, timeout=10)
+    return done.returncode == 0
+
+
+def splice_without_capabilities(
+    *args: str, cwd: Path, env: Mapping[str, str] | None = None
+) -> Completed:
+    """``splice ARGS`` bound by file modes as an ordinary user is (``unshare -U``)."""
+    done = subprocess.run(
+        ["unshare", "-U", splice_executable(), *args],
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    return Completed(done.returncode, done.stdout, done.stderr)

@@ -68,10 +68,9 @@ def _write_crash_log(home: Path, exc: BaseException) -> Path | None:
     stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%S")
     path = home / "logs" / f"crash-{stamp}-{os.getpid()}.log"
     try:
-        # Private like the rest of SPLICE_HOME (project/home.py): a report quotes argv and
-        # the failure's messages, and it may be the first thing written to a new home.
-        home.mkdir(mode=0o700, parents=True, exist_ok=True)
-        path.parent.mkdir(mode=0o700, exist_ok=True)
+        from splice_build.project.home import make_private_dirs
+
+        make_private_dirs(path.parent)
         text = (
             f"splice {__version__}\npython {sys.version}\nplatform {platform.platform()}\n"
             f"argv {sys.argv!r}\n\n" + "".join(traceback.format_exception(exc))

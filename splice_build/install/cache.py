@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from splice_build.project.atomic import atomic_write_bytes
+from splice_build.project.home import make_private_dirs
 from splice_build.spec.digests import INTEGRITY_PREFIX, integrity_of, is_integrity
 from splice_build.spec.limits import MAX_ARCHIVE_BYTES
 from splice_build.spec.regular_file import read_regular_file
@@ -94,7 +95,7 @@ class ArtifactCache:
         """Store verified ``data`` under its integrity (best effort, never raises OSError)."""
         path = self.path_for(integrity_of(data))
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            make_private_dirs(path.parent)
             atomic_write_bytes(path, data)
         except OSError as exc:
             _warn("could not write cache entry %s: %s", path, exc)
@@ -128,7 +129,7 @@ class ArtifactCache:
             text = json.dumps(record, indent=2).encode() + b"\n"
             if len(text) > MAX_SIGNATURES_BYTES:
                 raise ValueError(f"{len(text)} bytes (max {MAX_SIGNATURES_BYTES})")
-            path.parent.mkdir(parents=True, exist_ok=True)
+            make_private_dirs(path.parent)
             atomic_write_bytes(path, text)
         except (OSError, TypeError, ValueError) as exc:
             _warn("could not write signatures %s: %s", path, exc)

@@ -442,16 +442,10 @@ class Installer:
         except BaseException:
             transaction.discard_staging(self.layout, staged)
             raise
-        project = load_project_file(self.layout.root)
-        project_after = None
-        if (
-            target.range_text is not None
-            and project.packages.get(target.package_id) != target.range_text
-        ):
-            project_after = project.with_package(target.package_id, target.range_text)
+        ranges = {} if target.range_text is None else {target.package_id: target.range_text}
         lock_after = load_lockfile(self.layout.root).with_entry(target.package_id, entry)
         swap = transaction.swap_for(self.layout, target.package_id, staged)
-        transaction.apply(self.layout, [swap], lock_after, project_after)
+        transaction.apply(self.layout, [swap], lock_after, ranges)
 
 
 def _recorded_grant(current: LockEntry | None) -> Permissions | None:

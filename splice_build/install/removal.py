@@ -24,9 +24,9 @@ def remove_packages(layout: ProjectLayout, ids: Sequence[str]) -> list[dict[str,
         if entry is None and package_id not in project.packages and not on_disk:
             raise InstallError(ErrorCode.NOT_INSTALLED, f"{package_id} is not installed")
         removed.append({"name": package_id, "version": entry.version if entry else None})
-        project = project.without_package(package_id)
         lock = lock.without(package_id)
         if on_disk:
             swaps.append(transaction.swap_for(layout, package_id, None))
-    transaction.apply(layout, swaps, lock, project)
+    ranges = {package_id: None for package_id in ids if package_id in project.packages}
+    transaction.apply(layout, swaps, lock, ranges)
     return removed

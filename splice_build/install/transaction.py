@@ -4,11 +4,18 @@ docs/architecture.md#invariants, 8. A directory and a file cannot be replaced by
 is a small journaled transaction (``.splice/tmp/journal.json``):
 
 1. the new package files are complete in a staging directory (``.splice/tmp/<name>-<12 hex>``);
-2. the journal is written atomically: the swaps, the lock after the change and
-   ``splice.json`` after the change;
+2. the journal is written atomically: the swaps, the lock after the change and the
+   ``splice.json`` ranges it sets or drops;
 3. each old directory is renamed to its backup (``…-previous``), each staged one into place;
 4. ``splice.lock`` is written atomically: **the commit point**;
-5. ``splice.json`` is written; backups and the journal are deleted.
+5. the ranges are applied to ``splice.json`` as it is then; backups and the journal are
+   deleted.
+
+The journal holds the range changes, never a copy of ``splice.json``: between a crash and the
+recovery the file may be edited by hand (another range, ``requireSignatures``), and a checkout
+may ship a journal of its own; writing back a stored copy would silently undo the one and let
+the other replace a reviewed ``splice.json``. A change is a package id and its range, or null
+for a removed package, each checked as ``splice.json`` itself is.
 
 :func:`recover` (run under the project lock before any state is read or changed) finishes or
 undoes a transaction a crash interrupted (and deletes staging copies of an install killed
@@ -32,13 +39,23 @@ import os
 import re
 import secrets
 import shutil
-from collections.abc import Callable, Iterator, Sequence
+import stat
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-from splice_build.project.atomic import atomic_write_json, decode_json, fsync_directory
+from splice_build.project.atomic import (
+    atomic_write_json,
+    decode_json,
+    fsync_directory,
+    remove_stale_temps,
+)
 from splice_build.project.layout import ProjectLayout
 from splice_build.project.lockfile import Lockfile, load_lockfile, save_lockfile
-from splice_build.project.project_file import ProjectFile
+from splice_build.project.project_file import (
+    load_project_file,
+    range_change_problems,
+    save_project_file,
+)
 from splice_build.project.state_dir import state_lock
 from splice_build.records import dataclass
 from splice_build.spec.regular_file import read_regular_file
@@ -48,7 +65,7 @@ JOURNAL = "journal.json"
 
 _TOKEN = re.compile(r"[0-9a-f]{12}")
 _SWAP_KEYS = frozenset({"package", "token", "install"})
-_JOURNAL_KEYS = frozenset({"swaps", "lock", "project"})
+_JOURNAL_KEYS = frozenset({"swaps", "lock", "ranges"})
 
 
 @dataclass(frozen=True)
@@ -120,13 +137,15 @@ def apply(
     layout: ProjectLayout,
     swaps: Sequence[Swap],
     lock_after: Lockfile,
-    project_after: ProjectFile | None,
+    ranges: Mapping[str, str | None],
 ) -> None:
-    """Run steps 2–5 of the module docstring; on any failure roll back and re-raise."""
+    """Run steps 2–5 of the module docstring; on any failure roll back and re-raise.
+
+    ``ranges``: the ``splice.json`` packages to set (id → range) or drop (id → None)."""
     journal = {
         "swaps": [s.to_json() for s in swaps],
         "lock": lock_after.to_json(),
-        "project": None if project_after is None else project_after.to_json(),
+        "ranges": dict(ranges),
     }
     layout.tmp_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(layout.tmp_dir / JOURNAL, journal)
@@ -137,7 +156,7 @@ def apply(
     except BaseException:
         _rollback_all(layout, swaps)
         raise
-    _finish(layout, swaps, journal["project"])
+    _finish(layout, swaps, ranges)
 
 
 def recover(layout: ProjectLayout) -> bool:
@@ -145,22 +164,26 @@ def recover(layout: ProjectLayout) -> bool:
 
     Call it holding the project lock.
     """
+    for written in (layout.lock_file, layout.project_file):
+        remove_stale_temps(written)  # not rewritten when the recovery rolls back
     journal = _read_journal(layout)
     if journal is None:
         _drop_leftovers(layout)
         return False
-    swaps, lock_after, project_after = journal
+    swaps, lock_after, ranges = journal
     if load_lockfile(layout.root).to_json() == lock_after:
         for swap in swaps:
             _forward(swap)
-        _finish(layout, swaps, project_after)
+        _finish(layout, swaps, ranges)
     else:
         _rollback_all(layout, swaps)
     return True
 
 
-def _read_journal(layout: ProjectLayout) -> tuple[list[Swap], object, object] | None:
-    """The journal's swaps, lock and project file; None when there is no journal.
+def _read_journal(
+    layout: ProjectLayout,
+) -> tuple[list[Swap], object, dict[str, str | None]] | None:
+    """The journal's swaps, lock and range changes; None when there is no journal.
 
     ``NOT_WRITABLE`` naming ``.splice/tmp`` when the journal cannot be read or is not one
     this module writes: it is written atomically, so any other shape was put there by
@@ -186,15 +209,18 @@ def _read_journal(layout: ProjectLayout) -> tuple[list[Swap], object, object] | 
         raise refused("is not JSON") from None
     try:
         if not isinstance(journal, dict) or journal.keys() != _JOURNAL_KEYS:
-            raise ValueError("not {swaps, lock, project}")
+            raise ValueError("not {swaps, lock, ranges}")
         if not isinstance(journal["swaps"], list) or not isinstance(journal["lock"], dict):
             raise ValueError("no list of swaps or no lock")
-        if not isinstance(journal["project"], dict | None):
-            raise ValueError("a project file that is not an object")
+        ranges = journal["ranges"]
+        if not isinstance(ranges, dict) or any(
+            range_change_problems(package_id, text) for package_id, text in ranges.items()
+        ):
+            raise ValueError("range changes that splice.json could not hold")
         swaps = [Swap.from_json(layout, item) for item in journal["swaps"]]
     except (ValueError, SpecError):
         raise refused("is not a journal this version of Splice wrote") from None
-    return swaps, journal["lock"], journal["project"]
+    return swaps, journal["lock"], ranges
 
 
 def _forward(swap: Swap) -> None:
@@ -238,20 +264,16 @@ def _rollback_all(layout: ProjectLayout, swaps: Sequence[Swap]) -> None:
     _drop_journal(layout)
 
 
-def _finish(layout: ProjectLayout, swaps: Sequence[Swap], project_after: object) -> None:
-    if project_after is not None and _current_project(layout) != project_after:
-        atomic_write_json(layout.project_file, project_after)
+def _finish(layout: ProjectLayout, swaps: Sequence[Swap], ranges: Mapping[str, str | None]) -> None:
+    if ranges:
+        project = load_project_file(layout.root)  # INVALID_PROJECT: the journal waits
+        changed = project.with_ranges(ranges)
+        if changed.packages != project.packages:
+            save_project_file(layout.root, changed)
     for swap in swaps:
         remove_tree(swap.backup)
         _prune_empty(swap.final.parent, layout.packages_dir)
     _drop_journal(layout)
-
-
-def _current_project(layout: ProjectLayout) -> object:
-    try:
-        return decode_json(read_regular_file(layout.project_file))
-    except (OSError, ValueError):
-        return None  # rewritten below
 
 
 def _drop_journal(layout: ProjectLayout) -> None:
@@ -285,11 +307,34 @@ def _rename(source: Path, target: Path) -> None:
 
 
 def remove_tree(path: Path) -> None:
-    """Delete a file or directory tree if it exists (links are removed, never followed)."""
+    """Delete a file or directory tree if it exists (links are removed, never followed).
+
+    Every tree deleted here is the project's own: an installed package, its backup or a
+    staging copy. A package whose directories were made read-only (``chmod -R a-w`` of
+    vendored code) cannot be emptied as it is, and its backup is deleted after the commit
+    point: the add would report a failure it had not had, and every later command's
+    recovery would fail the same way. So on ``PermissionError`` the tree's directories are
+    given their owner's write and search bits and the removal is tried once more."""
     if path.is_symlink() or path.is_file():
         path.unlink()
     elif path.exists():
-        shutil.rmtree(path)
+        try:
+            shutil.rmtree(path)
+        except PermissionError:
+            _open_up(path)
+            shutil.rmtree(path)
+
+
+def _open_up(directory: Path) -> None:
+    """Add ``u+rwx`` to ``directory`` and every directory below it (links not followed)."""
+    mode = os.lstat(directory).st_mode
+    if not stat.S_ISDIR(mode):
+        return
+    os.chmod(directory, stat.S_IMODE(mode) | stat.S_IRWXU)
+    with os.scandir(directory) as entries:
+        below = [Path(e.path) for e in entries if e.is_dir(follow_symlinks=False)]
+    for child in below:
+        _open_up(child)
 
 
 @contextlib.contextmanager

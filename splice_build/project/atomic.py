@@ -16,6 +16,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
+import stat
 import sys
 from pathlib import Path
 
@@ -23,9 +25,13 @@ _O_BINARY = getattr(os, "O_BINARY", 0)  # Windows only; 0 elsewhere
 
 
 def atomic_write_bytes(
-    path: Path, data: bytes, *, mode: int = 0o644, exclusive: bool = False
+    path: Path, data: bytes, *, mode: int = 0o644, exclusive: bool = False, keep_mode: bool = False
 ) -> bool:
     """Replace ``path`` with ``data`` atomically; the new file has ``mode`` minus the umask.
+
+    With ``keep_mode`` a file that ``path`` already is keeps its permission bits instead (a
+    user's ``splice.json`` made private or group-writable stays so after ``splice add``); a
+    secret is never written with it, its ``mode`` is the only one it may have.
 
     With ``exclusive`` an existing ``path`` is left alone and False is returned (the complete
     file is linked into place, which fails if the name exists: create-if-absent without a
@@ -33,10 +39,14 @@ def atomic_write_bytes(
     fails; the previous file is then untouched and the temp file is removed.
     """
     path = Path(path)
+    remove_stale_temps(path)
+    kept = _current_mode(path) if keep_mode else None
     temp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY, mode)
     try:
         try:
+            if kept is not None:
+                os.fchmod(fd, kept)  # exactly the old bits: the umask applies to new files
             view = memoryview(data)
             while view:
                 written = os.write(fd, view)
@@ -61,8 +71,65 @@ def atomic_write_bytes(
     return True
 
 
+def _current_mode(path: Path) -> int | None:
+    """The permission bits of the regular file at ``path`` (None: none there, or no POSIX
+    modes to keep)."""
+    if not hasattr(os, "fchmod"):
+        return None
+    try:
+        status = os.lstat(path)
+    except OSError:
+        return None
+    # The rwx bits only: a set-id or sticky bit on a JSON file is nothing to carry over.
+    return status.st_mode & 0o777 if stat.S_ISREG(status.st_mode) else None
+
+
+def remove_stale_temps(path: Path) -> None:
+    """Delete the temp files of ``path`` that a killed writer left beside it.
+
+    A ``kill -9`` between the temp file's creation and its rename leaves a full copy of the
+    new content next to the target (a lock in the project's root where ``git add`` finds it,
+    a token in SPLICE_HOME that outlives ``splice logout``). A temp file is its writer's
+    until the rename, so only those whose writer's process id (the name holds it) no longer
+    runs on this machine are deleted; a live one, or one this process cannot signal, is left.
+    Nothing is deleted on Windows, where a process cannot be probed without a handle.
+    """
+    if sys.platform == "win32":
+        return
+    pattern = re.compile(rf"\.{re.escape(path.name)}\.([0-9]{{1,10}})\.[0-9a-f]{{8}}\.tmp")
+    try:
+        with os.scandir(path.parent) as entries:
+            names = [e.name for e in entries if pattern.fullmatch(e.name)]
+    except OSError:
+        return  # the write itself reports an unusable directory
+    for name in names:
+        match = pattern.fullmatch(name)
+        assert match is not None
+        if _running(int(match.group(1))):
+            continue
+        with contextlib.suppress(OSError):
+            os.unlink(path.parent / name)
+
+
+def _running(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True  # another user's process, or no process id this system can have
+    return True
+
+
 def atomic_write_json(
-    path: Path, value: object, *, mode: int = 0o644, exclusive: bool = False
+    path: Path,
+    value: object,
+    *,
+    mode: int = 0o644,
+    exclusive: bool = False,
+    keep_mode: bool = False,
 ) -> bool:
     """Write ``value`` as ``JSON.stringify(value, null, 2)`` plus a trailing newline.
 
@@ -72,7 +139,9 @@ def atomic_write_json(
     from splice_build.spec.json_text import stringify
 
     text = stringify(value, indent=2) + "\n"
-    return atomic_write_bytes(path, text.encode("utf-8"), mode=mode, exclusive=exclusive)
+    return atomic_write_bytes(
+        path, text.encode("utf-8"), mode=mode, exclusive=exclusive, keep_mode=keep_mode
+    )
 
 
 def decode_json(data: bytes) -> object:

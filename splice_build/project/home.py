@@ -184,6 +184,26 @@ class SpliceHome:
         )
 
 
+def make_private_dirs(directory: Path) -> None:
+    """Create ``directory`` and each missing parent with mode 0700 (minus the umask).
+
+    Whatever writes under SPLICE_HOME first may be what creates it (the artifact cache on a
+    first ``splice add``, a crash report), and ``mkdir(parents=True)`` would make the home
+    0755 and leave it so: its parents are created with the default mode whatever ``mode``
+    says. The home must be 0700 however it came to exist."""
+    missing: list[Path] = []
+    for path in (directory, *directory.parents):
+        if os.path.isdir(path):
+            break
+        missing.append(path)
+    for path in reversed(missing):
+        try:
+            os.mkdir(path, DIR_MODE)
+        except FileExistsError:
+            if not os.path.isdir(path):
+                raise
+
+
 def _credentials_problem(value: object) -> str | None:
     if not isinstance(value, dict):
         return "the top level must be a JSON object"

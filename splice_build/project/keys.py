@@ -9,12 +9,12 @@ final name. ``cryptography`` is imported inside the functions that need it.
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from splice_build.errors import ErrorCode, ProjectError, SpecError
+from splice_build.project.atomic import atomic_write_bytes
 from splice_build.records import dataclass, field
 from splice_build.spec.regular_file import read_regular_file
 
@@ -90,25 +90,14 @@ def create_key_file(path: Path, *, name: str) -> SigningKey:
         serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption(),
     )
-    temp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(pem)
-            handle.flush()
-            os.fsync(handle.fileno())
-        try:
-            os.link(temp, path)  # fails if the name exists: never overwrite a key
-        except FileExistsError as exc:
-            raise ProjectError(
-                ErrorCode.KEY_EXISTS,
-                f"Key {name!r} already exists",
-                details=[f"file: {path}"],
-                hint="Choose another name (`splice keys generate <name>`); keys are never "
-                "overwritten.",
-            ) from exc
-    finally:
-        temp.unlink(missing_ok=True)
+    # Created only if absent (linked into place): a key is never overwritten.
+    if not atomic_write_bytes(path, pem, mode=FILE_MODE, exclusive=True):
+        raise ProjectError(
+            ErrorCode.KEY_EXISTS,
+            f"Key {name!r} already exists",
+            details=[f"file: {path}"],
+            hint="Choose another name (`splice keys generate <name>`); keys are never overwritten.",
+        )
     return _signing_key(name, path, private)
 
 

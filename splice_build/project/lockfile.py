@@ -235,7 +235,7 @@ def save_lockfile(root: Path, lock: Lockfile) -> None:
     """
     layout = ProjectLayout(Path(root))
     if lock.packages:
-        atomic_write_json(layout.lock_file, lock.to_json())
+        atomic_write_json(layout.lock_file, lock.to_json(), keep_mode=True)
     else:
         _remove(layout.lock_file)
     _remove(layout.legacy_lock_file)

@@ -140,6 +140,11 @@ class ProjectFile:
         """A copy without ``package_id`` (unchanged if it was not listed)."""
         return self._with_packages({k: v for k, v in self.packages.items() if k != package_id})
 
+    def with_ranges(self, ranges: Mapping[str, str | None]) -> ProjectFile:
+        """A copy with each id set to its range, or dropped where the range is None."""
+        packages = {**self.packages, **ranges}
+        return self._with_packages({k: v for k, v in packages.items() if v is not None})
+
     def _with_packages(self, packages: Mapping[str, str]) -> ProjectFile:
         return replace(self, packages=packages)
 
@@ -181,7 +186,7 @@ def load_project_file(root: Path) -> ProjectFile:
 
 def save_project_file(root: Path, pf: ProjectFile) -> None:
     """Write ``<root>/splice.json`` atomically (see the module docstring about locking)."""
-    atomic_write_json(ProjectLayout(Path(root)).project_file, pf.to_json())
+    atomic_write_json(ProjectLayout(Path(root)).project_file, pf.to_json(), keep_mode=True)
 
 
 def init_project(directory: Path, *, registry: str | None = None) -> tuple[Path, bool]:
@@ -309,13 +314,27 @@ def _registry_problems(registry: object) -> list[str]:
     return []
 
 
-def _package_problems(key: str, range_text: object) -> list[str]:
+def range_change_problems(key: str, range_text: object) -> list[str]:
+    """What is wrong with setting ``packages[key]`` to ``range_text`` (None: dropping it)."""
+    if range_text is None:
+        return _id_problems(key)
+    return _package_problems(key, range_text)
+
+
+def _id_problems(key: str) -> list[str]:
     try:
         canonical = PackageId.parse(key).id
     except SpecError as exc:
         return [f"packages.{key}: invalid package id ({exc.message})"]
     if canonical != key:
         return [f"packages.{key}: invalid package id (write it as {canonical})"]
+    return []
+
+
+def _package_problems(key: str, range_text: object) -> list[str]:
+    problems = _id_problems(key)
+    if problems:
+        return problems
     if not isinstance(range_text, str):
         return [f"packages.{key}: range must be a string"]
     try:

@@ -31,7 +31,9 @@ unreadable, of another shape or of another file, it is recomputed and rewritten.
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -402,14 +404,15 @@ def add_member(root: Path, directory: Path) -> bool:
             f"{directory} {problem}",
             hint=f"Create the project first (`splice init {pattern}`), then add it.",
         )
-    document = _load_document(root)
-    table = _workspace_table(document)
-    changed = _remove_from(table, "exclude", pattern)
-    if pattern not in _array(table, "members"):
-        _array(table, "members").append(pattern)
-        changed = True
-    if changed:
-        _save_document(root, document)
+    with _editing(root):
+        document = _load_document(root)
+        table = _workspace_table(document)
+        changed = _remove_from(table, "exclude", pattern)
+        if pattern not in _array(table, "members"):
+            _array(table, "members").append(pattern)
+            changed = True
+        if changed:
+            _save_document(root, document)
     return changed
 
 
@@ -417,17 +420,32 @@ def remove_member(root: Path, directory: Path) -> str:
     """Stop syncing ``directory``: ``"removed"`` from ``members`` if listed as written, else
     ``"excluded"`` (added to ``exclude``), or ``"absent"`` when it was not a member."""
     pattern = member_pattern(root, directory)
-    document = _load_document(root)
-    table = _workspace_table(document)
-    if _remove_from(table, "members", pattern):
-        outcome = "removed"
-    elif directory_is_member(root, directory, table) and pattern not in _array(table, "exclude"):
-        _array(table, "exclude").append(pattern)
-        outcome = "excluded"
-    else:
-        return "absent"
-    _save_document(root, document)
+    with _editing(root):
+        document = _load_document(root)
+        table = _workspace_table(document)
+        if _remove_from(table, "members", pattern):
+            outcome = "removed"
+        elif directory_is_member(root, directory, table) and pattern not in _array(
+            table, "exclude"
+        ):
+            _array(table, "exclude").append(pattern)
+            outcome = "excluded"
+        else:
+            return "absent"
+        _save_document(root, document)
     return outcome
+
+
+@contextlib.contextmanager
+def _editing(root: Path) -> Iterator[None]:
+    """Hold the root's ``.splice/state.lock`` around a read-modify-write of its
+    ``pyproject.toml``: two ``workspace add`` at once would otherwise each write back what
+    it read, and the member the first added would be lost (then never synced or checked)."""
+    from splice_build.project.layout import ProjectLayout
+    from splice_build.project.state_dir import state_lock
+
+    with state_lock(ProjectLayout(root)):
+        yield
 
 
 def directory_is_member(root: Path, directory: Path, table: Any) -> bool:
@@ -484,4 +502,4 @@ def _remove_from(table: Any, key: str, pattern: str) -> bool:
 def _save_document(root: Path, document: Any) -> None:
     from splice_build.project.atomic import atomic_write_bytes
 
-    atomic_write_bytes(root / PYPROJECT, document.as_string().encode("utf-8"))
+    atomic_write_bytes(root / PYPROJECT, document.as_string().encode("utf-8"), keep_mode=True)

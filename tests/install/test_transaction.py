@@ -30,7 +30,7 @@ def _staged(layout: ProjectLayout, text: str) -> Path:
 def _setup(tmp_path: Path) -> ProjectLayout:
     layout = ProjectLayout(new_project(tmp_path / "p"))
     swap = transaction.swap_for(layout, "@acme/tool", _staged(layout, "old"))
-    transaction.apply(layout, [swap], Lockfile({"@acme/tool": _entry("1.0.0")}), None)
+    transaction.apply(layout, [swap], Lockfile({"@acme/tool": _entry("1.0.0")}), {})
     return layout
 
 
@@ -48,7 +48,7 @@ def test_failed_commit_rolls_back(tmp_path: Path) -> None:
     layout.lock_file.unlink()
     layout.lock_file.mkdir()  # the commit (replacing splice.lock) fails
     with pytest.raises(OSError):
-        transaction.apply(layout, [swap], Lockfile({"@acme/tool": _entry("2.0.0")}), None)
+        transaction.apply(layout, [swap], Lockfile({"@acme/tool": _entry("2.0.0")}), {})
     assert (layout.package_dir("@acme/tool") / "f.txt").read_text() == "old"
     assert not (layout.tmp_dir / transaction.JOURNAL).exists()
     layout.lock_file.rmdir()
@@ -62,7 +62,7 @@ def test_recover_after_a_crash(tmp_path: Path, committed: bool, moved: str) -> N
     layout = _setup(tmp_path)
     after = Lockfile({"@acme/tool": _entry("2.0.0")})
     swap = transaction.swap_for(layout, "@acme/tool", _staged(layout, "new"))
-    journal = {"swaps": [swap.to_json()], "lock": after.to_json(), "project": None}
+    journal = {"swaps": [swap.to_json()], "lock": after.to_json(), "ranges": {}}
     (layout.tmp_dir / transaction.JOURNAL).write_text(json.dumps(journal))
     if moved in ("backup", "both"):
         swap.final.rename(swap.backup)
@@ -84,7 +84,7 @@ def test_recover_after_a_crash(tmp_path: Path, committed: bool, moved: str) -> N
 def test_removal(tmp_path: Path) -> None:
     layout = _setup(tmp_path)
     swap = transaction.swap_for(layout, "@acme/tool", None)
-    transaction.apply(layout, [swap], Lockfile({}), None)
+    transaction.apply(layout, [swap], Lockfile({}), {})
     assert not layout.package_dir("@acme/tool").exists()
     assert not layout.packages_dir.exists()
     assert not layout.lock_file.exists()
@@ -110,8 +110,8 @@ def _good_swap(layout: ProjectLayout) -> dict[str, object]:
 
 
 # No swaps (a removal of packages none of which is installed), any lock (it is only compared
-# with splice.lock), and any project object (it is only written when that lock is reached).
-_OTHER_VALID_SHAPES = {("swaps", "[]"), ("lock", "{}"), ("project", "{}")}
+# with splice.lock), and no range change.
+_OTHER_VALID_SHAPES = {("swaps", "[]"), ("lock", "{}"), ("ranges", "{}")}
 
 
 def _journals(layout: ProjectLayout, victim: Path) -> dict[str, object]:
@@ -119,7 +119,7 @@ def _journals(layout: ProjectLayout, victim: Path) -> dict[str, object]:
     the journal of an earlier format that named paths (pointing at the victim)."""
     lock = Lockfile({"@acme/tool": _entry("2.0.0")}).to_json()
     swap = _good_swap(layout)
-    good = {"swaps": [swap], "lock": lock, "project": None}
+    good = {"swaps": [swap], "lock": lock, "ranges": {"@acme/tool": "^2.0.0"}}
     cases: dict[str, object] = {"not an object": [good], "null": None, "text": "journal"}
     for key in good:
         cases[f"without {key}"] = {k: v for k, v in good.items() if k != key}
@@ -127,6 +127,19 @@ def _journals(layout: ProjectLayout, victim: Path) -> dict[str, object]:
             if value != good[key] and (key, repr(value)) not in _OTHER_VALID_SHAPES:
                 cases[f"{key}={value!r}"] = {**good, key: value}
     cases["an extra key"] = {**good, "paths": []}
+    cases["a whole splice.json (an earlier format)"] = {
+        "swaps": [swap],
+        "lock": lock,
+        "project": {"specVersion": 1, "packages": {}},
+    }
+    for ranges in (
+        {"acme/tool": "1.0.0"},
+        {"@ACME/tool": None},
+        {"@acme/tool": 5},
+        {"@acme/tool": "not a range"},
+        {"@acme/tool": ["1.0.0"]},
+    ):
+        cases[f"ranges {ranges!r}"] = {**good, "ranges": ranges}
     for key in swap:
         cases[f"a swap without {key}"] = {
             **good,
@@ -149,7 +162,7 @@ def _journals(layout: ProjectLayout, victim: Path) -> dict[str, object]:
                 }
             ],
             "lock": load_lockfile(layout.root).to_json() if committed else lock,
-            "project": None,
+            "ranges": {},
         }
     return cases
 
@@ -183,3 +196,61 @@ def test_a_journal_that_is_not_json_is_refused(tmp_path: Path) -> None:
         transaction.recover(layout)
     assert refused.value.code == ErrorCode.NOT_WRITABLE
     assert "is not JSON" in refused.value.message
+
+
+def test_recovery_applies_the_journaled_ranges_to_splice_json_as_edited_since(
+    tmp_path: Path,
+) -> None:
+    """Killed after the commit point; splice.json edited by hand before the next command:
+    the recovery sets the journal's ranges and keeps every edit."""
+    layout = _setup(tmp_path)
+    after = Lockfile({"@acme/tool": _entry("2.0.0")})
+    swap = transaction.swap_for(layout, "@acme/tool", _staged(layout, "new"))
+    journal = {
+        "swaps": [swap.to_json()],
+        "lock": after.to_json(),
+        "ranges": {"@acme/tool": "^2.0.0", "@acme/gone": None},
+    }
+    (layout.tmp_dir / transaction.JOURNAL).write_text(json.dumps(journal))
+    layout.lock_file.write_text(json.dumps(after.to_json()))
+    edited = {
+        "specVersion": 1,
+        "packages": {"@acme/gone": "1.0.0", "@acme/mine": "^3.0.0"},
+        "requireSignatures": ["acme"],
+        "editorSetting": [1, 2],
+    }
+    layout.project_file.write_text(json.dumps(edited))
+
+    assert transaction.recover(layout)
+
+    assert json.loads(layout.project_file.read_text()) == {
+        **edited,
+        "packages": {"@acme/mine": "^3.0.0", "@acme/tool": "^2.0.0"},
+    }
+    assert not layout.tmp_dir.exists()
+
+
+def test_a_journal_from_a_checkout_cannot_replace_its_reviewed_splice_json(
+    tmp_path: Path,
+) -> None:
+    """A checkout ships ``.splice/tmp/journal.json`` whose lock is the one it ships too: the
+    recovery rolls it forward, and an earlier format's whole ``splice.json`` (another
+    registry, no ``requireSignatures``) is refused, the reviewed file left as it is."""
+    from splice_build.errors import ErrorCode, ProjectError
+
+    layout = _setup(tmp_path)
+    reviewed = {"specVersion": 1, "packages": {}, "requireSignatures": ["acme"]}
+    layout.project_file.write_text(json.dumps(reviewed))
+    layout.tmp_dir.mkdir()
+    journal = {
+        "swaps": [],
+        "lock": load_lockfile(layout.root).to_json(),
+        "project": {"specVersion": 1, "packages": {}, "registry": "http://127.0.0.1:9"},
+    }
+    (layout.tmp_dir / transaction.JOURNAL).write_text(json.dumps(journal))
+
+    with pytest.raises(ProjectError) as refused:
+        transaction.recover(layout)
+
+    assert refused.value.code == ErrorCode.NOT_WRITABLE
+    assert json.loads(layout.project_file.read_text()) == reviewed

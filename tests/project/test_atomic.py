@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -114,3 +116,57 @@ def test_concurrent_inits_create_the_file_once(tmp_path: Path) -> None:
         created = list(pool.map(lambda _: init_project(tmp_path / "p")[1], range(32)))
     assert created.count(True) == 1
     assert sorted(p.name for p in (tmp_path / "p").iterdir()) == ["splice.json"]
+
+
+def _dead_pid() -> int:
+    """The process id of a process that has exited (and been reaped)."""
+    child = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return int(child.stdout)
+
+
+def test_a_killed_writers_temp_file_is_removed_by_the_next_write(tmp_path: Path) -> None:
+    target = tmp_path / "credentials.json"
+    dead = tmp_path / f".credentials.json.{_dead_pid()}.0123abcd.tmp"
+    dead.write_text('{"token": "left by a kill -9"}')
+    live = tmp_path / f".credentials.json.{os.getppid()}.0123abcd.tmp"
+    live.write_text("still being written")
+    others = [
+        tmp_path / f".other.json.{_dead_pid()}.0123abcd.tmp",
+        tmp_path / f".credentials.json.{_dead_pid()}.0123abcd.tmp.keep",
+        tmp_path / "credentials.json.1.0123abcd.tmp",
+    ]
+    for other in others:
+        other.write_text("not a temp file of credentials.json")
+
+    atomic_write_bytes(target, b"{}\n", mode=0o600)
+
+    assert target.read_bytes() == b"{}\n"
+    assert not dead.exists()
+    assert live.exists() and all(other.exists() for other in others)
+
+
+@pytest.mark.skipif(not hasattr(os, "fchmod"), reason="POSIX permission bits")
+def test_keep_mode_keeps_the_replaced_files_bits_whatever_the_umask(tmp_path: Path) -> None:
+    target = tmp_path / "splice.json"
+    target.write_text("{}\n")
+    old = os.umask(0o022)
+    try:
+        for bits in (0o600, 0o664, 0o640):
+            target.chmod(bits)
+            atomic_write_bytes(target, b"[]\n", keep_mode=True)
+            assert _mode(target) == bits
+        target.chmod(0o4755)
+        atomic_write_bytes(target, b"[]\n", keep_mode=True)
+        assert _mode(target) == 0o755  # no set-id bit is carried over
+        atomic_write_bytes(target, b"[]\n")  # without it: the given mode minus the umask
+        assert _mode(target) == 0o644
+        fresh = tmp_path / "new.json"
+        atomic_write_bytes(fresh, b"[]\n", mode=0o600, keep_mode=True)
+        assert _mode(fresh) == 0o600
+    finally:
+        os.umask(old)

@@ -147,3 +147,20 @@ def test_splice_token_is_not_read_here(tmp_path: Path, monkeypatch: pytest.Monke
     assert (
         SpliceHome.from_env({"SPLICE_TOKEN": "spl_from_env", "SPLICE_HOME": str(home.path)}) == home
     )
+
+
+def test_make_private_dirs_creates_every_missing_parent_0700(tmp_path: Path) -> None:
+    from splice_build.project.home import make_private_dirs
+
+    target = tmp_path / "home" / "cache" / "artifacts" / "sha256"
+    old = os.umask(0o022)
+    try:
+        make_private_dirs(target)
+        make_private_dirs(target)  # existing: nothing to do
+    finally:
+        os.umask(old)
+    for directory in (target, *list(target.parents)[:3]):
+        assert stat.S_IMODE(directory.stat().st_mode) == 0o700, directory
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(OSError):
+        make_private_dirs(tmp_path / "file" / "below")

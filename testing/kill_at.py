@@ -1,0 +1,115 @@
+"""Kill (or stop) a real ``splice`` process just before one chosen file-system change.
+
+No breakpoint and no patched code: a ``sitecustomize`` module on the child's ``PYTHONPATH``
+installs an audit hook (``sys.addaudithook``) that counts the changes the process makes
+under one directory (a file opened for writing, a rename, a removal, a directory made or
+removed) and sends itself ``SIGKILL`` before the one asked for. The kill is as abrupt as
+``kill -9`` from outside, and it lands at the same step on every run.
+
+``kill_env(hook_dir, root, match=…)`` kills before the first change whose event and path
+contain ``match`` (``"os.rename:/splice.lock"``); ``count=N`` kills before the Nth change
+instead; ``log`` lists every change seen, one ``N event path`` a line. ``signal=SIGSTOP``
+stops the process there instead, holding whatever it holds (the project lock, a half-done
+swap) until the test sends it ``SIGCONT``: another process can then be run against exactly
+that state.
+"""
+
+from __future__ import annotations
+
+import os
+import signal as signals
+import sys
+from pathlib import Path
+
+_HOOK = """\
+import sys
+sys.path.insert(0, {testing!r})
+from kill_at import install
+install()
+"""
+
+_EVENTS = frozenset(
+    {"os.rename", "os.remove", "os.rmdir", "os.mkdir", "os.link", "shutil.rmtree", "os.truncate"}
+)
+
+
+def kill_env(
+    hook_dir: Path,
+    root: Path,
+    *,
+    match: str | None = None,
+    count: int | None = None,
+    log: Path | None = None,
+    signal: signals.Signals = signals.SIGKILL,
+) -> dict[str, str]:
+    """The environment of a ``splice`` child that kills itself as described above."""
+    hook_dir.mkdir(parents=True, exist_ok=True)
+    testing = str(Path(__file__).resolve().parent)
+    (hook_dir / "sitecustomize.py").write_text(_HOOK.format(testing=testing), encoding="utf-8")
+    repo = str(Path(testing).parent)
+    env = {
+        "PYTHONPATH": os.pathsep.join([str(hook_dir), repo]),
+        "SPLICE_TEST_KILL_ROOT": str(root),
+        "SPLICE_TEST_KILL_SIGNAL": str(int(signal)),
+    }
+    if match is not None:
+        env["SPLICE_TEST_KILL_MATCH"] = match
+    if count is not None:
+        env["SPLICE_TEST_KILL_COUNT"] = str(count)
+    if log is not None:
+        env["SPLICE_TEST_KILL_LOG"] = str(log)
+    return env
+
+
+def install() -> None:
+    """The audit hook (run in the child by ``sitecustomize``)."""
+    root = os.environ.get("SPLICE_TEST_KILL_ROOT")
+    if not root:
+        return
+    match = os.environ.get("SPLICE_TEST_KILL_MATCH")
+    count = int(os.environ.get("SPLICE_TEST_KILL_COUNT", "0"))
+    log = os.environ.get("SPLICE_TEST_KILL_LOG")
+    sent = int(os.environ.get("SPLICE_TEST_KILL_SIGNAL", str(int(signals.SIGKILL))))
+    seen = [0]
+    fired = [False]
+    writing = os.O_WRONLY | os.O_RDWR | os.O_CREAT
+
+    def hook(event: str, args: tuple[object, ...]) -> None:
+        if event == "open":
+            if not isinstance(args[2], int) or not args[2] & writing:
+                return
+        elif event not in _EVENTS:
+            return
+        target = args[0]
+        if not isinstance(target, str | bytes | os.PathLike):
+            return
+        path = os.fsdecode(target)
+        if not path.startswith(root):
+            return
+        seen[0] += 1
+        if log:
+            with open(log, "a", encoding="utf-8") as handle:  # outside root: not counted
+                handle.write(f"{seen[0]} {event} {path}\n")
+        if fired[0]:
+            return
+        if seen[0] == count or (match is not None and match in f"{event}:{path}"):
+            fired[0] = True  # once: a stopped process goes on after SIGCONT
+            os.kill(os.getpid(), sent)
+
+    sys.addaudithook(hook)
+
+
+def stopped(pid: int) -> bool:
+    """Whether process ``pid`` is stopped (state ``T`` in /proc; Linux)."""
+    text = Path(f"/proc/{pid}/stat").read_text()
+    return text.rpartition(")")[2].split()[0] == "T"
+
+
+def waiting_on(lock_file: Path) -> bool:
+    """Whether some process waits for a lock on ``lock_file`` (a ``->`` line of /proc/locks)."""
+    inode = lock_file.stat().st_ino
+    for line in Path("/proc/locks").read_text().splitlines():
+        fields = line.split()
+        if fields[1] == "->" and fields[6].endswith(f":{inode}"):
+            return True
+    return False

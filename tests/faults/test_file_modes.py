@@ -1,0 +1,64 @@
+"""A real ``splice add`` and ``splice remove`` rewrite ``splice.json`` and ``splice.lock``:
+the permission bits the user gave them are kept (a private or group-writable project file
+stays so), as an editor keeps them when it saves."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from testing.cli import run_splice
+from testing.registry_server import RunningRegistry
+from tests.faults.conftest import GREETER
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fchmod"), reason="POSIX permission bits")
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_add_and_remove_keep_the_modes_of_the_project_files(
+    served: RunningRegistry, tmp_path: Path
+) -> None:
+    project = tmp_path / "p"
+    project.mkdir()
+    env = {"SPLICE_HOME": str(tmp_path / "home"), "SPLICE_REGISTRY": served.url}
+    assert run_splice("init", cwd=project, env=env).code == 0
+    assert run_splice("add", f"{GREETER}@1.0.0", cwd=project, env=env).code == 0
+    (project / "splice.json").chmod(0o600)
+    (project / "splice.lock").chmod(0o664)
+
+    updated = run_splice("--json", "add", f"{GREETER}@^1.0.0", cwd=project, env=env)
+
+    assert updated.code == 0, updated.stdout + updated.stderr
+    assert '"^1.0.0"' in (project / "splice.json").read_text()
+    assert (_mode(project / "splice.json"), _mode(project / "splice.lock")) == (0o600, 0o664)
+    removed = run_splice("--json", "remove", GREETER, cwd=project, env=env)
+    assert removed.code == 0, removed.stdout + removed.stderr
+    assert _mode(project / "splice.json") == 0o600
+
+
+def test_a_home_first_made_by_the_artifact_cache_is_private(
+    served: RunningRegistry, tmp_path: Path
+) -> None:
+    """``splice add`` with a registry on the network writes the cache before anything else
+    under SPLICE_HOME: the home it creates is 0700 all the same (docs/compatibility.md)."""
+    project = tmp_path / "p"
+    project.mkdir()
+    home = tmp_path / "fresh" / "home"
+    env = {"SPLICE_HOME": str(home), "SPLICE_REGISTRY": served.url}
+    assert run_splice("init", cwd=project, env=env).code == 0
+    old = os.umask(0o022)
+    try:
+        done = run_splice("--json", "add", f"{GREETER}@1.0.0", cwd=project, env=env)
+    finally:
+        os.umask(old)
+
+    assert done.code == 0, done.stdout + done.stderr
+    assert any((home / "cache").rglob("*.json"))
+    assert _mode(home) == 0o700
+    assert {_mode(d) for d in home.rglob("*") if d.is_dir()} == {0o700}

@@ -1,0 +1,148 @@
+"""``kill -9`` of a real ``splice`` command at a chosen step (testing/kill_at.py), then the
+next command: it must complete the change or undo it, and keep what the user did in between.
+
+The registry is a real server on 127.0.0.1; the commands are the installed ``splice`` script.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+from pathlib import Path
+
+from testing.cli import run_splice
+from testing.kill_at import kill_env
+from testing.registry_server import RunningRegistry
+from tests.faults.conftest import GREETER
+
+
+def _project(tmp_path: Path, server: RunningRegistry) -> tuple[Path, dict[str, str]]:
+    project = tmp_path / "p"
+    project.mkdir()
+    env = {"SPLICE_HOME": str(tmp_path / "home"), "SPLICE_REGISTRY": server.url}
+    assert run_splice("init", cwd=project, env=env).code == 0
+    return project, env
+
+
+def test_a_hand_edit_after_a_killed_add_survives_the_recovery(
+    served: RunningRegistry, tmp_path: Path
+) -> None:
+    project, env = _project(tmp_path, served)
+    # Killed after the commit point (splice.lock written), before splice.json is.
+    killer = kill_env(tmp_path / "hook", project, match="open:" + str(project / ".splice.json."))
+    killed = run_splice("add", f"{GREETER}@1.0.0", cwd=project, env={**env, **killer})
+    assert killed.code == -signal.SIGKILL, killed.stderr
+    assert GREETER in json.loads((project / "splice.lock").read_text())["packages"]
+    edited = json.loads((project / "splice.json").read_text())
+    assert edited["packages"] == {}
+    edited["requireSignatures"] = ["other"]
+    edited["editorSetting"] = {"kept": True}
+    (project / "splice.json").write_text(json.dumps(edited, indent=2) + "\n")
+
+    done = run_splice("--json", "install", cwd=project, env=env)
+
+    assert done.code == 0, done.stdout + done.stderr
+    assert json.loads((project / "splice.json").read_text()) == {
+        **edited,
+        "packages": {GREETER: "1.0.0"},
+    }
+    assert not (project / ".splice" / "tmp").exists()
+    assert run_splice("--json", "verify", GREETER, cwd=project, env=env).code == 0
+
+
+def test_a_hand_edit_after_a_killed_remove_survives_the_recovery(
+    served: RunningRegistry, tmp_path: Path
+) -> None:
+    project, env = _project(tmp_path, served)
+    assert run_splice("add", f"{GREETER}@1.0.0", cwd=project, env=env).code == 0
+    killer = kill_env(tmp_path / "hook", project, match="open:" + str(project / ".splice.json."))
+    killed = run_splice("remove", GREETER, cwd=project, env={**env, **killer})
+    assert killed.code == -signal.SIGKILL, killed.stderr
+    assert not (project / "splice.lock").exists()
+    edited = json.loads((project / "splice.json").read_text())
+    edited["requireSignatures"] = ["other"]
+    (project / "splice.json").write_text(json.dumps(edited, indent=2) + "\n")
+
+    done = run_splice("--json", "list", cwd=project, env=env)
+
+    assert done.code == 0, done.stdout + done.stderr
+    assert json.loads((project / "splice.json").read_text()) == {
+        **edited,
+        "packages": {},
+    }
+    assert not (project / ".splice" / "packages").exists()
+
+
+def test_the_temp_lock_of_a_killed_add_is_removed_by_the_next_command(
+    served: RunningRegistry, tmp_path: Path
+) -> None:
+    project, env = _project(tmp_path, served)
+    # Killed with the new splice.lock complete in its temp file, before the rename.
+    killer = kill_env(
+        tmp_path / "hook", project, match="os.rename:" + str(project / ".splice.lock.")
+    )
+    killed = run_splice("add", f"{GREETER}@1.0.0", cwd=project, env={**env, **killer})
+    assert killed.code == -signal.SIGKILL, killed.stderr
+    assert [p.name.startswith(".splice.lock.") for p in project.glob("*.tmp")] == [True]
+
+    done = run_splice("--json", "list", cwd=project, env=env)
+
+    assert done.code == 0, done.stdout + done.stderr
+    assert done.json() == []  # rolled back: the commit point was not reached
+    assert sorted(p.name for p in project.iterdir()) == [".splice", "splice.json"]
+
+
+def _agree(project: Path) -> tuple[str | None, str | None]:
+    """splice.lock, splice.json and .splice/packages say the same; (locked, listed) version."""
+    lock_path = project / "splice.lock"
+    lock = json.loads(lock_path.read_text())["packages"] if lock_path.exists() else {}
+    ranges = json.loads((project / "splice.json").read_text())["packages"]
+    installed = project / ".splice" / "packages" / "@acme" / "greeter"
+    assert set(lock) == set(ranges) == ({GREETER} if installed.is_dir() else set())
+    manifest = installed / "manifest.json"
+    listed = json.loads(manifest.read_text())["version"] if installed.is_dir() else None
+    return (lock[GREETER]["version"] if lock else None), listed
+
+
+def test_an_update_killed_before_any_of_its_steps_is_finished_or_undone(
+    served: RunningRegistry, tmp_path: Path
+) -> None:
+    """``add`` 1.0.0 → 1.1.0 killed before each change it makes to the project (every file
+    opened for writing, rename, removal, directory made or removed): the next ``install``
+    leaves exactly the old state or the new one, with no temp file anywhere in the project.
+    (A command that only reads takes the lock, and so recovers, only when ``.splice/tmp``
+    shows a transaction was cut short.)"""
+    template, env = _project(tmp_path, served)
+    assert run_splice("add", f"{GREETER}@1.0.0", cwd=template, env=env).code == 0
+    project = tmp_path / "w"
+    steps = tmp_path / "steps.log"
+    shutil.copytree(template, project)
+    full = run_splice(
+        "add",
+        f"{GREETER}@1.1.0",
+        cwd=project,
+        env={**env, **kill_env(tmp_path / "h", project, log=steps)},
+    )
+    assert full.code == 0, full.stderr
+    count = len(steps.read_text().splitlines())
+    assert count > 10
+    seen = set()
+    for step in range(1, count + 1):
+        shutil.rmtree(project)
+        shutil.copytree(template, project)
+        killer = kill_env(tmp_path / "h", project, count=step)
+        killed = run_splice("add", f"{GREETER}@1.1.0", cwd=project, env={**env, **killer})
+        assert killed.code == -signal.SIGKILL, (step, killed.stderr)
+
+        after = run_splice("--json", "install", cwd=project, env=env)
+
+        assert after.code == 0, (step, after.stdout)
+        state = _agree(project)
+        assert state in {("1.0.0", "1.0.0"), ("1.1.0", "1.1.0")}, (step, state)
+        listed = run_splice("--json", "list", cwd=project, env=env)
+        assert [row["status"] for row in listed.json()] == ["ok"], step
+        assert not list(project.rglob("*.tmp")), step
+        assert not (project / ".splice" / "tmp").exists(), step
+        seen.add(state[0])
+    assert seen == {"1.0.0", "1.1.0"}  # kills before and after the commit point
