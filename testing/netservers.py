@@ -174,6 +174,21 @@ def serve(address: str = "127.0.0.1") -> Iterator[NetServer]:
         httpd.server_close()
 
 
+@contextmanager
+def serve_handler(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """``handler`` served on 127.0.0.1 by a thread per request; yields the base URL
+    (``http://127.0.0.1:PORT``) and stops the server when the block ends."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
 @dataclass
 class Drip:
     """A running ``drip_server``: its port, and whether it sent every piece."""

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import itertools
 import json
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -21,6 +20,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from testing.cli import run_splice
+from testing.netservers import serve_handler
 from testing.project_state import state_bytes
 
 PACKAGE = "@acme/greeter"
@@ -79,15 +79,8 @@ def _endless_registry(pages: Pages) -> Iterator[str]:
             self.end_headers()
             self.wfile.write(data)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serve_handler(Handler) as url:
+        yield url
 
 
 @pytest.mark.parametrize("walk", sorted(WALKS))

