@@ -159,6 +159,30 @@ def test_calls_outside_the_allow_list_are_refused_by_name() -> None:
     )
 
 
+CLONES = r"""
+import ctypes, json, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+CLONE, SIGCHLD = json.loads(sys.argv[1]), 17
+def clone(flags):
+    args = [ctypes.c_long(flags | SIGCHLD)] + [ctypes.c_long(0)] * 4
+    result = libc.syscall(ctypes.c_long(CLONE), *args)
+    if result == 0:
+        os._exit(7)
+    return os.waitstatus_to_exitcode(os.waitpid(result, 0)[1]) if result > 0 else ctypes.get_errno()
+print(json.dumps({"plain": clone(0), "new user": clone(0x10000000), "new net": clone(0x40000000)}))
+"""
+
+
+def test_clone_is_allowed_without_namespace_flags_only() -> None:
+    arch = seccomp.current_arch()
+    assert arch is not None
+    done = _run(CLONES, str(arch.clone))
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.splitlines()[-1])
+    assert out == {"plain": 7, "new user": errno.EPERM, "new net": errno.EPERM}
+
+
 CONTRAST = r"""
 import ctypes, json, sys
 libc = ctypes.CDLL(None, use_errno=True)
