@@ -396,6 +396,12 @@ def program(arch: Arch) -> list[Insn | str]:
     ]
 
 
+@lru_cache(maxsize=2)
+def _assembled(name: str) -> bytes:
+    """``assemble`` once per architecture: every sandbox start builds a ``Filter``."""
+    return assemble(ARCHES[name])
+
+
 def assemble(arch: Arch) -> bytes:
     """The filter as ``struct sock_filter[]`` bytes (u16 code, u8 jt, u8 jf, u32 k)."""
     labels: dict[str, int] = {}
@@ -440,7 +446,7 @@ class Filter:
 
     @staticmethod
     def build(arch: Arch) -> Filter:
-        code = assemble(arch)
+        code = _assembled(arch.name)
         buffer = ctypes.create_string_buffer(code, len(code))
         prog = _SockFprog(len(code) // 8, ctypes.addressof(buffer))
         return Filter(buffer, prog, _libc_prctl())
