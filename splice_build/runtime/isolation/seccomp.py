@@ -93,7 +93,9 @@ _AF_UNIX = 1
 _SOCK_STREAM = 1
 
 # What a sandboxed tool may call, by purpose (the names of <asm/unistd*.h>; a name missing
-# from an architecture's table, like ``open`` on aarch64, is simply not there).
+# from an architecture's table, like ``open`` on aarch64, is simply not there). Extended
+# attributes are read only: writing ``security.capability`` gives a file capabilities, as a
+# set-ID mode would (so ``cp -a`` cannot copy an ACL; Node never writes one).
 ALLOWED = {
     "memory: V8's heap and code space, the C library's allocator": (
         "brk", "mmap", "munmap", "mremap", "mprotect", "madvise", "msync", "mincore",
