@@ -129,7 +129,8 @@ def test_every_system_call_number_gets_the_allow_lists_answer() -> None:
 
 # By name: what reaches past the sandbox, and what the former list of refused calls let
 # through (a file without a name to execute, the splice family of the "Dirty Pipe" attack,
-# another process's descriptors, pages or layout, System V queues, turning ASLR off).
+# another process's descriptors, pages or layout, System V queues, turning ASLR off, and
+# file capabilities through security.capability).
 REFUSED = {
     "keyctl": (250, 219),
     "unshare": (272, 97),
@@ -146,6 +147,8 @@ REFUSED = {
     "process_madvise": (440, 440),
     "msgget": (68, 186),
     "personality": (135, 92),
+    "setxattr": (188, 5),
+    "fsetxattr": (190, 7),
 }
 
 
