@@ -178,6 +178,7 @@ def test_the_plan_and_doctor_report_the_filter() -> None:
     layers = {layer["name"]: layer for layer in doctor.machine_report({}, "auto")["layers"]}
     assert layers["seccomp"]["active"] is True
     assert "socket and socketpair refused" in layers["seccomp"]["detail"]
+    assert "an allow-list of" in layers["seccomp"]["detail"]
 
 
 def test_where_it_cannot_be_installed_the_reason_is_shown(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,9 +1,10 @@
-"""What the seccomp filter refuses besides sockets (isolation/seccomp.py ``DENIED``), and the
-read-only ``/proc/sys`` of the OS layer, attacked for real from inside the sandbox.
+"""The seccomp allow-list (isolation/seccomp.py ``ALLOWED``) walked over every system call
+number, what it refuses besides sockets, and the read-only ``/proc/sys`` of the OS layer,
+attacked for real from inside the sandbox.
 
 A process started with the sandbox's own ``preexec_fn`` (the real plan: namespaces, file
-limits, the filter) tries each refused system call; the same code without the filter shows
-that the attack works there (so each test can fail). The key ring attack is the one that
+limits, the filter) tries every system call number; the same code without the filter shows
+what the kernel itself answers (so each test can fail). The key ring attack is the one that
 crossed the boundary: the session key ring is inherited from the user who ran Splice, and a
 tool read a secret another program had stored in it. The ``pid_max`` attack lifted the
 process limit of a tool run by root: the root of a user namespace may write its own PID
@@ -23,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from splice_build import records
 from splice_build.runtime import SpliceRuntime
 from splice_build.runtime.isolation import plan, rlimits, seccomp, support
 from splice_build.runtime.isolation.child import make_preexec
@@ -34,81 +36,183 @@ pytestmark = pytest.mark.skipif(
     reason=f"no seccomp filter here: {seccomp.detect().detail}",
 )
 
-# Inside the process under test: each system call by number with harmless arguments (-1
-# first: an invalid descriptor, pointer, request or magic number for every one of them),
-# answered "ok" or with its errno; one JSON object out.
-SURFACE_PROBE = r"""
+# Inside the process under test: every system call number from 0 to past NEWEST with
+# harmless arguments (-1 everywhere, an invalid descriptor, pointer, size or flag for each
+# allowed call; 0 where the filter checks an argument), answered "ok" or with its errno; one
+# JSON object out. The calls that cannot return (exit, exit_group, rt_sigreturn, and
+# uretprobe outside a uprobe's trampoline) and vfork (whose child would run on the caller's
+# stack) are left out.
+WALK = r"""
 import ctypes, json, os, sys
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
-def raw(number, *args):
+numbers, zeroed, skipped = json.loads(sys.argv[1])
+me = os.getpid()
+def raw(number):
+    args = [0 if index in zeroed.get(str(number), ()) else -1 for index in range(6)]
     result = libc.syscall(ctypes.c_long(number), *[ctypes.c_long(a) for a in args])
-    if result == 0 and number == CLONE:
-        os._exit(0)  # the child of a clone that went through
+    if os.getpid() != me:
+        os._exit(0)  # the child of a fork or clone that went through
     return "ok" if result >= 0 else ctypes.get_errno()
-calls, CLONE, CLONE3, NEWEST = json.loads(sys.argv[1])
-out = {name: raw(number, -1, 0, 0, 0, 0) for name, number in calls}
-SIGCHLD = 17
-out["clone new user"] = raw(CLONE, 0x10000000 | SIGCHLD, 0, 0, 0, 0)
-out["clone new net"] = raw(CLONE, 0x40000000 | SIGCHLD, 0, 0, 0, 0)
-out["clone3"] = raw(CLONE3, 0, 0)
-out["above the table"] = raw(NEWEST + 10, 0, 0)
-pid = os.fork()
-if pid == 0:
-    os._exit(7)
-out["fork"] = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-print(json.dumps(out))
+print(json.dumps({n: raw(n) for n in numbers if n not in skipped}))
 """
+# The walk's end: a few numbers past the newest the filter knows.
+PAST_NEWEST = 32
 
 
-def _args(names: tuple[str, ...] | None = None) -> str:
-    """The probe's argument: the denied calls (``names`` only, when given), clone, clone3 and
-    the newest number. ``vhangup`` takes no argument to make harmless (with a capability it
-    hangs up the terminal): it is refused by the same rule, untried."""
-    arch = seccomp.current_arch()
-    assert arch is not None
-    calls = [(name, number) for name, number in arch.denied if name != "vhangup"]
-    if names is not None:
-        calls = [(name, number) for name, number in calls if name in names]
-    return json.dumps([calls, arch.clone, arch.clone3, seccomp.NEWEST])
+def _walk_args(arch: seccomp.Arch, numbers: list[int]) -> str:
+    zeroed: dict[int, list[int]] = {number: [index] for number, index in arch.mode_setters}
+    zeroed[arch.clone] = [0]
+    calls = ("exit", "exit_group", "rt_sigreturn", "vfork")
+    skipped = [arch.numbers[call] for call in calls if call in arch.numbers]
+    skipped += [n for call, n in seccomp.UNFILTERED[arch.name].items() if call == "uretprobe"]
+    return json.dumps([numbers, zeroed, skipped])
 
 
 def _auto_plan() -> plan.IsolationPlan:
     return plan.plan_for("auto", support.detect())
 
 
-def _run(code: str, *args: str, filtered: bool = True, env: dict[str, str] | None = None):
+def _run(
+    code: str,
+    *args: str,
+    filtered: bool = True,
+    env: dict[str, str] | None = None,
+    sandbox: plan.IsolationPlan | None = None,
+):
     return subprocess.run(
         [sys.executable, "-c", code, *args],
         capture_output=True,
         text=True,
         timeout=60,
-        preexec_fn=make_preexec(_auto_plan(), os.getpid()) if filtered else None,
+        preexec_fn=make_preexec(sandbox or _auto_plan(), os.getpid()) if filtered else None,
         env={"PATH": os.environ.get("PATH", ""), **(env or {})},
         check=False,
     )
 
 
-def test_every_denied_system_call_is_refused_inside_the_sandbox() -> None:
-    done = _run(SURFACE_PROBE, _args())
+def _walk(arch: seccomp.Arch, numbers: list[int], sandbox: plan.IsolationPlan) -> dict[int, object]:
+    done = _run(WALK, _walk_args(arch, numbers), sandbox=sandbox)
+    assert done.returncode == 0, done.stderr
+    return {int(n): answer for n, answer in json.loads(done.stdout.splitlines()[-1]).items()}
+
+
+def test_every_system_call_number_gets_the_allow_lists_answer() -> None:
+    """The whole number space, in a real sandbox: a number outside ``ALLOWED`` is refused
+    (EPERM, or ENOSYS for ``FALLBACK`` and past ``NEWEST``) and one inside it reaches the
+    kernel: it answers exactly as in the same sandbox without the filter."""
+    arch = seccomp.current_arch()
+    assert arch is not None
+    sandbox = _auto_plan()
+    assert sandbox.seccomp
+    everything = list(range(seccomp.NEWEST + PAST_NEWEST))
+    refusals = {"eperm": errno.EPERM, "enosys": errno.ENOSYS}
+    filtered = _walk(arch, everything, sandbox)
+    unseen = set(seccomp.UNFILTERED[arch.name].values())  # the kernel's exception
+    passed = [n for n in range(seccomp.NEWEST + 1) if arch.answer(n) not in refusals or n in unseen]
+    unfiltered = _walk(arch, passed, records.replace(sandbox, seccomp=False))
+    wrong = {}
+    for number, answer in filtered.items():
+        rule = arch.answer(number) if number <= seccomp.NEWEST else "enosys"
+        rule = "kernel" if number in unseen else rule
+        expected = refusals.get(rule, unfiltered.get(number))
+        if answer != expected:
+            wrong[number] = (rule, answer, expected)
+    assert wrong == {}, wrong  # number: (the filter's rule, the answer, the expected one)
+    # The walk did reach the kernel (what it refuses unfiltered is not all EPERM/ENOSYS)
+    # and the allow-list holds Node's everyday calls.
+    reached = {errno.EBADF, errno.EFAULT, errno.EINVAL} & set(unfiltered.values())
+    assert reached == {errno.EBADF, errno.EFAULT, errno.EINVAL}
+    for call in ("read", "mmap", "futex", "epoll_ctl", "openat", "statx", "getrandom"):
+        assert arch.answer(arch.numbers[call]) in ("allow", "mode3"), call
+
+
+# By name: what reaches past the sandbox, and what the former list of refused calls let
+# through (a file without a name to execute, the splice family of the "Dirty Pipe" attack,
+# another process's descriptors, pages or layout, System V queues, turning ASLR off, and
+# file capabilities through security.capability).
+REFUSED = {
+    "keyctl": (250, 219),
+    "unshare": (272, 97),
+    "mount": (165, 40),
+    "bpf": (321, 280),
+    "ptrace": (101, 117),
+    "memfd_create": (319, 279),
+    "splice": (275, 76),
+    "vmsplice": (278, 75),
+    "tee": (276, 77),
+    "pidfd_getfd": (438, 438),
+    "kcmp": (312, 272),
+    "move_pages": (279, 239),
+    "process_madvise": (440, 440),
+    "msgget": (68, 186),
+    "personality": (135, 92),
+    "setxattr": (188, 5),
+    "fsetxattr": (190, 7),
+}
+
+
+def test_calls_outside_the_allow_list_are_refused_by_name() -> None:
+    arch = seccomp.current_arch()
+    assert arch is not None
+    numbers = {call: pair[arch.name == "aarch64"] for call, pair in REFUSED.items()}
+    out = _walk(arch, sorted(numbers.values()), _auto_plan())
+    assert {call: out[number] for call, number in numbers.items()} == dict.fromkeys(
+        numbers, errno.EPERM
+    )
+
+
+CLONES = r"""
+import ctypes, json, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+CLONE, SIGCHLD = json.loads(sys.argv[1]), 17
+def clone(flags):
+    args = [ctypes.c_long(flags | SIGCHLD)] + [ctypes.c_long(0)] * 4
+    result = libc.syscall(ctypes.c_long(CLONE), *args)
+    if result == 0:
+        os._exit(7)
+    return os.waitstatus_to_exitcode(os.waitpid(result, 0)[1]) if result > 0 else ctypes.get_errno()
+print(json.dumps({"plain": clone(0), "new user": clone(0x10000000), "new net": clone(0x40000000)}))
+"""
+
+
+def test_clone_is_allowed_without_namespace_flags_only() -> None:
+    arch = seccomp.current_arch()
+    assert arch is not None
+    done = _run(CLONES, str(arch.clone))
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout.splitlines()[-1])
-    assert out.pop("fork") == 7  # a plain fork (no namespace flag) still works
-    assert out.pop("clone3") == errno.ENOSYS  # its flags cannot be read: the C library falls back
-    assert out.pop("above the table") == errno.ENOSYS
-    refused = {name: answer for name, answer in out.items() if answer == errno.EPERM}
-    assert refused == out, {name: v for name, v in out.items() if v != errno.EPERM}
-    assert {"keyctl", "unshare", "mount", "bpf", "ptrace", "clone new user"} <= set(refused)
+    assert out == {"plain": 7, "new user": errno.EPERM, "new net": errno.EPERM}
+
+
+CONTRAST = r"""
+import ctypes, json, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def raw(number, *args):
+    result = libc.syscall(ctypes.c_long(number), *[ctypes.c_long(a) for a in args])
+    return "ok" if result >= 0 else ctypes.get_errno()
+keyctl, unshare, clone3 = json.loads(sys.argv[1])
+out = {"keyctl": raw(keyctl, -1, 0), "unshare": raw(unshare, -1), "clone3": raw(clone3, 0, 0)}
+print(json.dumps(out))
+"""
 
 
 def test_without_the_filter_the_same_probe_reaches_the_kernel() -> None:
     """The probe can fail: unfiltered, the kernel answers (only calls that change nothing
     here are tried: this process is not sandboxed)."""
-    done = _run(SURFACE_PROBE, _args(("keyctl", "unshare")), filtered=False)
+    arch = seccomp.current_arch()
+    assert arch is not None
+    keyctl, unshare = {"x86_64": (250, 272), "aarch64": (219, 97)}[arch.name]
+    args = json.dumps([keyctl, unshare, arch.numbers["clone3"]])
+    done = _run(CONTRAST, args, filtered=False)
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout.splitlines()[-1])
     assert errno.EPERM not in (out["keyctl"], out["unshare"]), out
     assert out["clone3"] != errno.ENOSYS, out  # Linux 5.3 and newer
+    filtered = json.loads(_run(CONTRAST, args).stdout.splitlines()[-1])
+    assert filtered == {"keyctl": errno.EPERM, "unshare": errno.EPERM, "clone3": errno.ENOSYS}
 
 
 KEYS = r"""
@@ -220,23 +324,27 @@ HEADERS = {
 
 @pytest.mark.parametrize("name", sorted(seccomp.ARCHES))
 def test_the_tables_numbers_are_the_kernel_headers(name: str) -> None:
-    """Each number the filter refuses by is the one the kernel's own table gives its name
-    (where the headers are installed; the generic table is aarch64's)."""
+    """Each number the filter knows is the one the kernel's own table gives its name (where
+    the headers are installed; the generic table is aarch64's, where ``newfstatat`` is
+    ``fstatat``), and every name of ``ALLOWED`` is a system call of some architecture."""
     header = next((Path(p) for p in HEADERS[name] if Path(p).is_file()), None)
     if header is None:
         pytest.skip(reason=f"no system call header for {name} here")
     defined = re.findall(r"#define __NR(?:3264)?_(\w+)\s+(\d+)", header.read_text("utf-8"))
     numbers = {call: int(number) for call, number in defined}
+    if "fstatat" in numbers:
+        numbers["newfstatat"] = numbers["fstatat"]
     arch = seccomp.ARCHES[name]
-    known = [(call, number) for call, number in arch.denied if call in numbers]
-    assert [(call, numbers[call]) for call, _ in known] == known
-    assert len(known) >= len(arch.denied) - 1  # quotactl_fd is newer than some headers
-    fixed = {"socket": arch.socket, "socketpair": arch.socketpair, "clone": arch.clone}
-    assert {call: numbers[call] for call in fixed} == fixed
+    known = {call: number for call, number in arch.numbers.items() if call in numbers}
+    assert {call: numbers[call] for call in known} == known
+    assert set(arch.numbers) - set(known) <= {"fchmodat2"}  # newer than some headers
+    named = {call for group in seccomp.ALLOWED.values() for call in group}
+    everywhere = {call for each in seccomp.ARCHES.values() for call in each.numbers}
+    assert named <= everywhere, named - everywhere
     # A newer header names calls above NEWEST: they are ENOSYS until someone reviews them,
-    # adds the dangerous ones to DENIED and raises NEWEST.
+    # adds the needed ones to ALLOWED and raises NEWEST.
     newer = sorted(call for call, number in numbers.items() if number > seccomp.NEWEST)
-    assert newer == [], f"review {newer} for seccomp.DENIED, then raise seccomp.NEWEST"
+    assert newer == [], f"review {newer} for seccomp.ALLOWED, then raise seccomp.NEWEST"
 
 
 # A real malicious tool: its package ships a native program that reads the user's secret

@@ -19,8 +19,8 @@ Without the OS layer the child arms the parent-death signal, sets the resource l
    (``max_user_namespaces`` 0), makes ``/proc/sys`` read-only, applies the limits, drops every capability and sets ``no_new_privs``; then Popen execs
    Node in it.
 
-In every mode but ``in-process`` the last step before exec is the seccomp filter against
-sockets (seccomp.py), where the kernel allows it.
+In every mode but ``in-process`` the last step before exec is the seccomp allow-list
+(seccomp.py), where the kernel allows it.
 
 As PID 1 of its namespace Node ignores signals it has no handler for when they come from
 inside (SIGXFSZ is ignored anyway, see rlimits.py); SIGKILL from the parent always works,

@@ -40,7 +40,7 @@ class IsolationPlan:
     no_new_privs: bool
     last_cap: int
     limits: rlimits.Limits = field(default_factory=rlimits.Limits)
-    seccomp: bool = False  # the filter against sockets (isolation/seccomp.py)
+    seccomp: bool = False  # the allow-list filter, no sockets (isolation/seccomp.py)
     file_view: bool = False  # a fresh root with only what the tool may see (fileview.py)
     reasons: tuple[str, ...] = ()  # why a layer is not applied (for the report)
 

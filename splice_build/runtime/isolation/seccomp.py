@@ -1,44 +1,50 @@
-"""A seccomp filter that denies sockets and the kernel's riskier interfaces, installed
-between fork and exec.
+"""A seccomp filter that allows only the system calls a tool needs, installed between fork
+and exec.
 
 The tool's process needs no socket of its own: its requests are performed by the parent
-(docs/network-security.md). The filter is a classic BPF program given to
-``prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER)`` through ``ctypes`` (no compiler at install
-time), after ``no_new_privs``; it is inherited by everything the tool could start. It:
+(docs/network-security.md), and its files are those of its file view. The filter is a
+classic BPF program given to ``prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER)`` through
+``ctypes`` (no compiler at install time), after ``no_new_privs``; it is inherited by
+everything the tool could start. It is an allow-list, and fails closed:
 
-1. kills the process for a system call of any other architecture than the one it was
-   written for (``seccomp_data.arch``: an x86_64 process could otherwise enter the i386
-   table with ``int 0x80``, where the numbers differ);
-2. on x86_64, refuses every x32 system call (numbers with bit 30 set) with ``EPERM``;
-3. refuses ``socket`` and ``socketpair`` (every address family: INET, INET6, UNIX, NETLINK,
-   PACKET, …) with ``EPERM``;
-4. refuses ``io_uring_setup``/``io_uring_enter``/``io_uring_register`` with ``ENOSYS``
-   (io_uring can create sockets itself; libuv falls back to its thread pool);
-5. refuses with ``EPERM`` the system calls a tool never needs whose only use inside the
-   sandbox is to reach past it or to attack the kernel (``DENIED``): the key rings
-   (``keyctl``, ``add_key``, ``request_key``: the session key ring is inherited from the
-   user who ran Splice, with whatever secrets other programs keep there), new or other
-   namespaces (``unshare``, ``setns``, and ``clone`` with any ``CLONE_NEW*`` flag: a nested
-   user namespace gives every capability back, and with them ``mount``), every mount call,
-   ``bpf``, ``perf_event_open``, ``userfaultfd``, ``ptrace`` and ``process_vm_*``, file
-   handles, kernel modules and ``kexec``, and the administrative calls; ``clone3``, whose
-   flags sit in a structure the filter cannot read, gets ``ENOSYS`` (the C library falls
-   back to ``clone``);
-6. refuses with ``ENOSYS`` every system call numbered above ``NEWEST`` (the newest one this
-   table knows): a kernel newer than the table gets no new interface through the sandbox,
-   as if it were older (its callers fall back, as they must on older kernels);
-7. refuses with ``EPERM`` every system call that sets a file's mode (``chmod``, ``fchmod``,
-   ``fchmodat``, ``fchmodat2``, ``creat``, ``open``, ``openat``, ``mknod``, ``mknodat``) when
-   the mode holds the set-user-ID or set-group-ID bit: a file the tool leaves in a write
-   grant would otherwise run as the user who ran Splice, for anyone who can execute it; and
-   ``openat2``, whose mode sits in a structure the filter cannot read, with ``ENOSYS`` (its
-   callers fall back to ``openat``);
-8. allows everything else, so Node starts and runs as usual.
+1. a system call of any other architecture than the one it was written for
+   (``seccomp_data.arch``: an x86_64 process could otherwise enter the i386 table with
+   ``int 0x80``, where the numbers differ) kills the process;
+2. on x86_64, every x32 system call (numbers with bit 30 set) gets ``EPERM``;
+3. every number above ``NEWEST`` (the newest system call this table knows) gets
+   ``ENOSYS``: a kernel newer than the table offers no new interface through the sandbox,
+   as if it were older, and its callers fall back as they must there;
+4. the calls of ``FALLBACK`` get ``ENOSYS``: the C library and libuv try them first and
+   fall back to an allowed one (``io_uring`` to libuv's thread pool, ``clone3``, whose flags
+   sit in a structure the filter cannot read, to ``clone``, ``openat2``, whose mode sits in
+   such a structure too, to ``openat``);
+5. the calls of ``ALLOWED`` (Node.js 24 with glibc, libuv and V8, and the ordinary programs a
+   tool may start, grouped by purpose) are allowed, with three checks on their arguments:
+   ``clone`` with any ``CLONE_NEW*`` flag gets ``EPERM`` (a nested user namespace gives every
+   capability back, and with them ``mount``), and so does every call that sets a file's mode
+   (``chmod``, ``fchmod``, ``fchmodat``, ``fchmodat2``, ``creat``, ``open``, ``openat``,
+   ``mknod``, ``mknodat``) when the mode holds the set-user-ID or set-group-ID bit: a file
+   the tool leaves in a write grant would otherwise run as the user who ran Splice;
+6. every other call gets ``EPERM``: sockets (``socket``, ``socketpair``: every address
+   family) and the socket calls, the key rings (inherited from the user who ran Splice, with
+   whatever secrets other programs keep there), namespaces, mounts, ``bpf``, ``ptrace``, file
+   handles, kernel modules, the administrative calls, and whatever a kernel adds below
+   ``NEWEST`` on an architecture whose table has gaps. (x86_64's ``uretprobe`` and
+   ``uprobe`` are the exception the kernel makes for every filter: ``UNFILTERED``.)
 
-``accept`` and ``recvmsg`` need a socket to begin with, and the process inherits none (its
-descriptors are pipes). ``detect()`` tries the filter once in a throw-away child (it must
-refuse a real ``socket()`` with ``EPERM``) and says why when it cannot be installed;
-``splice doctor`` and every result's ``isolation`` report it.
+The table was taken from ``strace -f`` of sandboxed tools (every official skill's tests, file
+access, fetch, timers, crypto, zlib, TypeScript, allocations up to the memory limit, stack
+overflow, the exit paths, the deadline's signals), plus the calls a libc may use in their
+place (``stat`` or ``newfstatat``, ``poll`` or ``ppoll``, ...), the ordinary file calls, and
+those of the programs a tool may start (``fork``, ``execve``, ``wait4``). The filter finds a
+number by a binary search over runs of numbers that get the same answer, so an allowed call
+costs about eight comparisons, whatever its number. tests/runtime/test_seccomp_surface.py
+calls every number from 0 to past ``NEWEST`` inside the sandbox and checks each answer.
+
+``accept`` and ``recvmsg`` need a socket to begin with, and are refused besides.
+``detect()`` tries the filter once in a throw-away child (it must refuse a real ``socket()``
+with ``EPERM``) and says why when it cannot be installed; ``splice doctor`` and every
+result's ``isolation`` report it.
 """
 
 from __future__ import annotations
@@ -48,7 +54,7 @@ import errno
 import os
 import struct
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 
 from splice_build.records import dataclass
@@ -66,6 +72,7 @@ _SECCOMP_MODE_FILTER = 2
 # <linux/filter.h> classic BPF
 _BPF_LD_W_ABS = 0x00 | 0x00 | 0x20
 _BPF_ALU_AND_K = 0x04 | 0x50 | 0x00
+_BPF_JA = 0x05 | 0x00
 _BPF_JEQ_K = 0x05 | 0x10 | 0x00
 _BPF_JGT_K = 0x05 | 0x20 | 0x00
 _BPF_JGE_K = 0x05 | 0x30 | 0x00
@@ -85,167 +92,190 @@ NEWEST = 452
 _AF_UNIX = 1
 _SOCK_STREAM = 1
 
+# What a sandboxed tool may call, by purpose (the names of <asm/unistd*.h>; a name missing
+# from an architecture's table, like ``open`` on aarch64, is simply not there). Extended
+# attributes are read only: writing ``security.capability`` gives a file capabilities, as a
+# set-ID mode would (so ``cp -a`` cannot copy an ACL; Node never writes one).
+ALLOWED = {
+    "memory: V8's heap and code space, the C library's allocator": (
+        "brk", "mmap", "munmap", "mremap", "mprotect", "madvise", "msync", "mincore",
+        "pkey_alloc", "pkey_free", "pkey_mprotect",
+    ),
+    "threads: libuv's pool, V8's platform workers and their locks": (
+        "clone", "futex", "set_robust_list", "set_tid_address", "rseq", "gettid",
+        "sched_yield", "sched_getaffinity", "sched_getparam", "sched_getscheduler",
+        "sched_get_priority_max", "sched_get_priority_min", "getpriority", "setpriority",
+        "membarrier",
+    ),
+    "event loop: libuv's epoll, its wake-up eventfd and pipes, fs.watch": (
+        "epoll_create", "epoll_create1", "epoll_ctl", "epoll_wait", "epoll_pwait",
+        "epoll_pwait2", "eventfd", "eventfd2", "poll", "ppoll", "select", "pselect6", "pipe",
+        "pipe2", "inotify_init", "inotify_init1", "inotify_add_watch", "inotify_rm_watch",
+    ),
+    "time: clocks (when not answered by the vDSO) and sleeping": (
+        "clock_gettime", "clock_getres", "gettimeofday", "time", "nanosleep", "clock_nanosleep",
+    ),
+    "signals: Node's handlers, the deadline's SIGTERM and SIGKILL, a tool's own children": (
+        "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "rt_sigsuspend", "rt_sigpending",
+        "rt_sigtimedwait", "sigaltstack", "kill", "tgkill", "tkill",
+    ),
+    "descriptors: stdio, the host's channel, open files": (
+        "read", "write", "readv", "writev", "pread64", "pwrite64", "preadv", "pwritev",
+        "preadv2", "pwritev2", "lseek", "close", "close_range", "dup", "dup2", "dup3", "fcntl",
+        "ioctl", "flock", "fsync", "fdatasync", "fadvise64", "fallocate", "ftruncate",
+        "sendfile", "copy_file_range",
+    ),
+    "files: what the file view holds (it, not the filter, decides what exists)": (
+        "open", "openat", "creat", "stat", "fstat", "lstat", "newfstatat", "statx", "statfs",
+        "fstatfs", "access", "faccessat", "faccessat2", "readlink", "readlinkat", "getdents",
+        "getdents64", "getcwd", "chdir", "fchdir", "mkdir", "mkdirat", "rmdir", "unlink",
+        "unlinkat", "rename", "renameat", "renameat2", "link", "linkat", "symlink",
+        "symlinkat", "chmod", "fchmod", "fchmodat", "fchmodat2", "chown", "fchown",
+        "fchownat", "lchown", "utime", "utimes", "utimensat", "futimesat", "truncate", "umask",
+        "mknod", "mknodat", "getxattr", "lgetxattr", "fgetxattr", "listxattr", "llistxattr",
+        "flistxattr",
+    ),
+    "processes: the tool's own programs, its identity and limits (read), exiting": (
+        "fork", "vfork", "execve", "execveat", "wait4", "waitid", "exit", "exit_group",
+        "getpid", "getppid", "getuid", "geteuid", "getgid", "getegid", "getgroups",
+        "getresuid", "getresgid", "getpgid", "getpgrp", "getsid", "setsid", "setpgid",
+        "capget", "prctl", "arch_prctl", "prlimit64", "getrlimit", "setrlimit", "getrusage",
+        "times", "sysinfo", "uname", "getcpu", "getrandom",
+    ),
+}  # fmt: skip
+# Tried first by the C library or libuv, which fall back to an allowed call on ENOSYS.
+FALLBACK = ("io_uring_setup", "io_uring_enter", "io_uring_register", "clone3", "openat2")
+# x86_64's uretprobe and uprobe return from a uprobe's trampoline: the kernel runs them without
+# asking any seccomp filter (Linux 6.11 and 6.16), so this one never sees them; outside a
+# trampoline uretprobe kills its caller (SIGILL) and uprobe fails (ENXIO).
+UNFILTERED = {"x86_64": {"uretprobe": 335, "uprobe": 336}, "aarch64": {}}
+# Every number the filter names, with socket and socketpair (refused, and tried by detect()).
+# fchmodat2 (452), openat2 (437), clone3 (435) and io_uring (425-427) have the generic
+# numbers on both.
+_NUMBERS: dict[str, dict[str, int]] = {
+    "x86_64": {
+        "read": 0, "write": 1, "open": 2, "close": 3, "stat": 4, "fstat": 5, "lstat": 6,
+        "poll": 7, "lseek": 8, "mmap": 9, "mprotect": 10, "munmap": 11, "brk": 12,
+        "rt_sigaction": 13, "rt_sigprocmask": 14, "rt_sigreturn": 15, "ioctl": 16, "pread64": 17,
+        "pwrite64": 18, "readv": 19, "writev": 20, "access": 21, "pipe": 22, "select": 23,
+        "sched_yield": 24, "mremap": 25, "msync": 26, "mincore": 27, "madvise": 28, "dup": 32,
+        "dup2": 33, "nanosleep": 35, "getpid": 39, "sendfile": 40, "socket": 41, "socketpair": 53,
+        "clone": 56, "fork": 57, "vfork": 58, "execve": 59, "exit": 60, "wait4": 61, "kill": 62,
+        "uname": 63, "fcntl": 72, "flock": 73, "fsync": 74, "fdatasync": 75, "truncate": 76,
+        "ftruncate": 77, "getdents": 78, "getcwd": 79, "chdir": 80, "fchdir": 81, "rename": 82,
+        "mkdir": 83, "rmdir": 84, "creat": 85, "link": 86, "unlink": 87, "symlink": 88,
+        "readlink": 89, "chmod": 90, "fchmod": 91, "chown": 92, "fchown": 93, "lchown": 94,
+        "umask": 95, "gettimeofday": 96, "getrlimit": 97, "getrusage": 98, "sysinfo": 99,
+        "times": 100, "getuid": 102, "getgid": 104, "geteuid": 107, "getegid": 108,
+        "setpgid": 109, "getppid": 110, "getpgrp": 111, "setsid": 112, "getgroups": 115,
+        "getresuid": 118, "getresgid": 120, "getpgid": 121, "getsid": 124, "capget": 125,
+        "rt_sigpending": 127, "rt_sigtimedwait": 128, "rt_sigsuspend": 130, "sigaltstack": 131,
+        "utime": 132, "mknod": 133, "statfs": 137, "fstatfs": 138, "getpriority": 140,
+        "setpriority": 141, "sched_getparam": 143, "sched_getscheduler": 145,
+        "sched_get_priority_max": 146, "sched_get_priority_min": 147, "prctl": 157,
+        "arch_prctl": 158, "setrlimit": 160, "gettid": 186, "getxattr": 191, "lgetxattr": 192,
+        "fgetxattr": 193, "listxattr": 194, "llistxattr": 195, "flistxattr": 196, "tkill": 200,
+        "time": 201, "futex": 202, "sched_getaffinity": 204, "epoll_create": 213,
+        "getdents64": 217, "set_tid_address": 218, "fadvise64": 221, "clock_gettime": 228,
+        "clock_getres": 229, "clock_nanosleep": 230, "exit_group": 231, "epoll_wait": 232,
+        "epoll_ctl": 233, "tgkill": 234, "utimes": 235, "waitid": 247, "inotify_init": 253,
+        "inotify_add_watch": 254, "inotify_rm_watch": 255, "openat": 257, "mkdirat": 258,
+        "mknodat": 259, "fchownat": 260, "futimesat": 261, "newfstatat": 262, "unlinkat": 263,
+        "renameat": 264, "linkat": 265, "symlinkat": 266, "readlinkat": 267, "fchmodat": 268,
+        "faccessat": 269, "pselect6": 270, "ppoll": 271, "set_robust_list": 273, "utimensat": 280,
+        "epoll_pwait": 281, "eventfd": 284, "fallocate": 285, "eventfd2": 290,
+        "epoll_create1": 291, "dup3": 292, "pipe2": 293, "inotify_init1": 294, "preadv": 295,
+        "pwritev": 296, "prlimit64": 302, "getcpu": 309, "renameat2": 316, "getrandom": 318,
+        "execveat": 322, "membarrier": 324, "copy_file_range": 326, "preadv2": 327,
+        "pwritev2": 328, "pkey_mprotect": 329, "pkey_alloc": 330, "pkey_free": 331, "statx": 332,
+        "rseq": 334, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+        "clone3": 435, "close_range": 436, "openat2": 437, "faccessat2": 439, "epoll_pwait2": 441,
+        "fchmodat2": 452,
+    },
+    "aarch64": {
+        "getxattr": 8, "lgetxattr": 9, "fgetxattr": 10, "listxattr": 11, "llistxattr": 12,
+        "flistxattr": 13, "getcwd": 17, "eventfd2": 19, "epoll_create1": 20, "epoll_ctl": 21,
+        "epoll_pwait": 22, "dup": 23, "dup3": 24, "fcntl": 25, "inotify_init1": 26,
+        "inotify_add_watch": 27, "inotify_rm_watch": 28, "ioctl": 29, "flock": 32, "mknodat": 33,
+        "mkdirat": 34, "unlinkat": 35, "symlinkat": 36, "linkat": 37, "renameat": 38,
+        "statfs": 43, "fstatfs": 44, "truncate": 45, "ftruncate": 46, "fallocate": 47,
+        "faccessat": 48, "chdir": 49, "fchdir": 50, "fchmod": 52, "fchmodat": 53, "fchownat": 54,
+        "fchown": 55, "openat": 56, "close": 57, "pipe2": 59, "getdents64": 61, "lseek": 62,
+        "read": 63, "write": 64, "readv": 65, "writev": 66, "pread64": 67, "pwrite64": 68,
+        "preadv": 69, "pwritev": 70, "sendfile": 71, "pselect6": 72, "ppoll": 73,
+        "readlinkat": 78, "newfstatat": 79, "fstat": 80, "fsync": 82, "fdatasync": 83,
+        "utimensat": 88, "capget": 90, "exit": 93, "exit_group": 94, "waitid": 95,
+        "set_tid_address": 96, "futex": 98, "set_robust_list": 99, "nanosleep": 101,
+        "clock_gettime": 113, "clock_getres": 114, "clock_nanosleep": 115,
+        "sched_getscheduler": 120, "sched_getparam": 121, "sched_getaffinity": 123,
+        "sched_yield": 124, "sched_get_priority_max": 125, "sched_get_priority_min": 126,
+        "kill": 129, "tkill": 130, "tgkill": 131, "sigaltstack": 132, "rt_sigsuspend": 133,
+        "rt_sigaction": 134, "rt_sigprocmask": 135, "rt_sigpending": 136, "rt_sigtimedwait": 137,
+        "rt_sigreturn": 139, "setpriority": 140, "getpriority": 141, "getresuid": 148,
+        "getresgid": 150, "times": 153, "setpgid": 154, "getpgid": 155, "getsid": 156,
+        "setsid": 157, "getgroups": 158, "uname": 160, "getrlimit": 163, "setrlimit": 164,
+        "getrusage": 165, "umask": 166, "prctl": 167, "getcpu": 168, "gettimeofday": 169,
+        "getpid": 172, "getppid": 173, "getuid": 174, "geteuid": 175, "getgid": 176,
+        "getegid": 177, "gettid": 178, "sysinfo": 179, "socket": 198, "socketpair": 199,
+        "brk": 214, "munmap": 215, "mremap": 216, "clone": 220, "execve": 221, "mmap": 222,
+        "fadvise64": 223, "mprotect": 226, "msync": 227, "mincore": 232, "madvise": 233,
+        "wait4": 260, "prlimit64": 261, "renameat2": 276, "getrandom": 278, "execveat": 281,
+        "membarrier": 283, "copy_file_range": 285, "preadv2": 286, "pwritev2": 287,
+        "pkey_mprotect": 288, "pkey_alloc": 289, "pkey_free": 290, "statx": 291, "rseq": 293,
+        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "clone3": 435,
+        "close_range": 436, "openat2": 437, "faccessat2": 439, "epoll_pwait2": 441,
+        "fchmodat2": 452,
+    },
+}  # fmt: skip
+
 
 @dataclass(frozen=True)
 class Arch:
-    """System call numbers of one architecture (arch/*/include/uapi/asm/unistd*.h)."""
+    """One architecture's filter: its numbers (arch/*/include/uapi/asm/unistd*.h)."""
 
     name: str
     audit: int
-    socket: int
-    socketpair: int
-    io_uring: tuple[int, int, int]  # setup, enter, register (the generic numbers)
     x32: bool  # x86_64: refuse the x32 ABI too
+    numbers: Mapping[str, int]  # ``_NUMBERS[name]``
     # (system call, index of its mode argument) of every call that sets a file's mode
     mode_setters: tuple[tuple[int, int], ...]
-    openat2: int
-    clone: int  # its flags are argument 0 on both architectures
-    clone3: int
-    denied: tuple[tuple[str, int], ...]  # refused with EPERM (``DENIED`` on this architecture)
+
+    @property
+    def socket(self) -> int:
+        return self.numbers["socket"]
+
+    @property
+    def clone(self) -> int:  # its flags are argument 0 on both architectures
+        return self.numbers["clone"]
+
+    def allowed(self) -> frozenset[int]:
+        """The numbers of ``ALLOWED`` that exist on this architecture."""
+        names = (call for group in ALLOWED.values() for call in group)
+        return frozenset(self.numbers[call] for call in names if call in self.numbers)
+
+    def answer(self, number: int) -> str:
+        """What the filter does with ``number`` (0 to ``NEWEST``): ``allow``, ``eperm``,
+        ``enosys``, or the label of the check of its arguments (``clone``, ``mode<i>``)."""
+        return _answers(self.name).get(number, "eperm")
 
 
-# What a tool never needs, by what it would reach (the names of <asm/unistd*.h>).
-DENIED = {
-    "key rings": ("add_key", "request_key", "keyctl"),
-    "namespaces": ("unshare", "setns"),
-    "mounts": (
-        "mount",
-        "umount2",
-        "pivot_root",
-        "chroot",
-        "open_tree",
-        "move_mount",
-        "fsopen",
-        "fsconfig",
-        "fsmount",
-        "fspick",
-        "mount_setattr",
-    ),
-    "kernel interfaces": ("bpf", "perf_event_open", "userfaultfd", "lookup_dcookie"),
-    "other processes": ("ptrace", "process_vm_readv", "process_vm_writev"),
-    "file handles": ("name_to_handle_at", "open_by_handle_at"),
-    "kernel code": (
-        "kexec_load",
-        "kexec_file_load",
-        "init_module",
-        "finit_module",
-        "delete_module",
-    ),
-    "administration": (
-        "acct",
-        "swapon",
-        "swapoff",
-        "reboot",
-        "quotactl",
-        "quotactl_fd",
-        "syslog",
-        "vhangup",
-    ),
-    "x86 only": ("iopl", "ioperm", "modify_ldt"),
-}
-_NUMBERS = {
-    "x86_64": {
-        "add_key": 248,
-        "request_key": 249,
-        "keyctl": 250,
-        "unshare": 272,
-        "setns": 308,
-        "mount": 165,
-        "umount2": 166,
-        "pivot_root": 155,
-        "chroot": 161,
-        "open_tree": 428,
-        "move_mount": 429,
-        "fsopen": 430,
-        "fsconfig": 431,
-        "fsmount": 432,
-        "fspick": 433,
-        "mount_setattr": 442,
-        "bpf": 321,
-        "perf_event_open": 298,
-        "userfaultfd": 323,
-        "lookup_dcookie": 212,
-        "ptrace": 101,
-        "process_vm_readv": 310,
-        "process_vm_writev": 311,
-        "name_to_handle_at": 303,
-        "open_by_handle_at": 304,
-        "kexec_load": 246,
-        "kexec_file_load": 320,
-        "init_module": 175,
-        "finit_module": 313,
-        "delete_module": 176,
-        "acct": 163,
-        "swapon": 167,
-        "swapoff": 168,
-        "reboot": 169,
-        "quotactl": 179,
-        "quotactl_fd": 443,
-        "syslog": 103,
-        "vhangup": 153,
-        "iopl": 172,
-        "ioperm": 173,
-        "modify_ldt": 154,
-    },
-    # The generic table (asm-generic/unistd.h); no iopl, ioperm or modify_ldt.
-    "aarch64": {
-        "add_key": 217,
-        "request_key": 218,
-        "keyctl": 219,
-        "unshare": 97,
-        "setns": 268,
-        "mount": 40,
-        "umount2": 39,
-        "pivot_root": 41,
-        "chroot": 51,
-        "open_tree": 428,
-        "move_mount": 429,
-        "fsopen": 430,
-        "fsconfig": 431,
-        "fsmount": 432,
-        "fspick": 433,
-        "mount_setattr": 442,
-        "bpf": 280,
-        "perf_event_open": 241,
-        "userfaultfd": 282,
-        "lookup_dcookie": 18,
-        "ptrace": 117,
-        "process_vm_readv": 270,
-        "process_vm_writev": 271,
-        "name_to_handle_at": 264,
-        "open_by_handle_at": 265,
-        "kexec_load": 104,
-        "kexec_file_load": 294,
-        "init_module": 105,
-        "finit_module": 273,
-        "delete_module": 106,
-        "acct": 89,
-        "swapon": 224,
-        "swapoff": 225,
-        "reboot": 142,
-        "quotactl": 60,
-        "quotactl_fd": 443,
-        "syslog": 116,
-        "vhangup": 58,
-    },
-}
+@lru_cache(maxsize=2)
+def _answers(name: str) -> dict[int, str]:
+    """Every number the architecture ``name`` does not refuse with EPERM, with its answer."""
+    arch = ARCHES[name]
+    answers = dict.fromkeys(arch.allowed(), "allow")
+    answers.update((arch.numbers[call], "enosys") for call in FALLBACK)
+    answers[arch.clone] = "clone"
+    answers.update((number, f"mode{index}") for number, index in arch.mode_setters)
+    return answers
 
 
-def _denied(machine: str) -> tuple[tuple[str, int], ...]:
-    numbers = _NUMBERS[machine]
-    names = [name for group in DENIED.values() for name in group]
-    return tuple((name, numbers[name]) for name in names if name in numbers)
-
-
-# fchmodat2 (452) and openat2 (437) have the generic numbers on both.
 ARCHES = {
     "x86_64": Arch(
         "x86_64",
         AUDIT_ARCH_X86_64,
-        41,
-        53,
-        (425, 426, 427),
         x32=True,
+        numbers=_NUMBERS["x86_64"],
         # chmod, fchmod, creat, mknod, open, fchmodat, fchmodat2, mknodat, openat
         mode_setters=(
             (90, 1),
@@ -258,24 +288,14 @@ ARCHES = {
             (259, 2),
             (257, 3),
         ),
-        openat2=437,
-        clone=56,
-        clone3=435,
-        denied=_denied("x86_64"),
     ),
     "aarch64": Arch(
         "aarch64",
         AUDIT_ARCH_AARCH64,
-        198,
-        199,
-        (425, 426, 427),
         x32=False,
+        numbers=_NUMBERS["aarch64"],
         # fchmod, fchmodat, fchmodat2, mknodat, openat (no chmod, creat, mknod, open)
         mode_setters=((52, 1), (53, 2), (452, 2), (33, 2), (56, 3)),
-        openat2=437,
-        clone=220,
-        clone3=435,
-        denied=_denied("aarch64"),
     ),
 }
 _MACHINE_NAMES = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
@@ -301,7 +321,42 @@ def current_arch() -> Arch | None:
     return ARCHES.get(name) if name else None
 
 
-Insn = tuple[int, "int | str", "int | str", int]  # code, jump if true, if false, k
+Insn = tuple[int, "int | str", "int | str", "int | str"]  # code, jump if true, if false, k
+
+
+def _runs(arch: Arch) -> list[tuple[int, str]]:
+    """Numbers 0 to ``NEWEST`` as runs of one answer: (first number, answer)."""
+    runs: list[tuple[int, str]] = []
+    for number in range(NEWEST + 1):
+        answer = arch.answer(number)
+        if not runs or runs[-1][1] != answer:
+            runs.append((number, answer))
+    return runs
+
+
+_RETURNS = {
+    "allow": SECCOMP_RET_ALLOW,
+    "eperm": SECCOMP_RET_ERRNO | errno.EPERM,
+    "enosys": SECCOMP_RET_ERRNO | errno.ENOSYS,
+}
+
+
+def _search(runs: list[tuple[int, str]]) -> list[Insn | str]:
+    """A binary search over ``runs`` (the number is loaded): each leaf returns its answer, or
+    jumps to the check of the arguments (``ja``: its 32-bit offset reaches any distance)."""
+    if len(runs) == 1:
+        answer = runs[0][1]
+        if answer in _RETURNS:
+            return [(_BPF_RET_K, 0, 0, _RETURNS[answer])]
+        return [(_BPF_JA, 0, 0, answer)]
+    middle = len(runs) // 2
+    upper = f"from{runs[middle][0]}"
+    return [
+        (_BPF_JGE_K, upper, 0, runs[middle][0]),
+        *_search(runs[:middle]),
+        upper,
+        *_search(runs[middle:]),
+    ]
 
 
 def program(arch: Arch) -> list[Insn | str]:
@@ -327,15 +382,7 @@ def program(arch: Arch) -> list[Insn | str]:
         (_BPF_LD_W_ABS, 0, 0, _OFFSET_NR),
         *x32,
         (_BPF_JGT_K, "enosys", 0, NEWEST),
-        (_BPF_JEQ_K, "eperm", 0, arch.socket),
-        (_BPF_JEQ_K, "eperm", 0, arch.socketpair),
-        *[(_BPF_JEQ_K, "eperm", 0, number) for _name, number in arch.denied],
-        *[(_BPF_JEQ_K, "enosys", 0, number) for number in arch.io_uring],
-        (_BPF_JEQ_K, "enosys", 0, arch.openat2),
-        (_BPF_JEQ_K, "enosys", 0, arch.clone3),
-        (_BPF_JEQ_K, "clone", 0, arch.clone),
-        *[(_BPF_JEQ_K, f"mode{index}", 0, number) for number, index in arch.mode_setters],
-        (_BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW),
+        *_search(_runs(arch)),
         # clone's flags (an unsigned long: its low 32 bits hold every CLONE_NEW* flag)
         "clone",
         (_BPF_LD_W_ABS, 0, 0, _OFFSET_ARGS),
@@ -343,12 +390,18 @@ def program(arch: Arch) -> list[Insn | str]:
         (_BPF_JEQ_K, "allow", "eperm", 0),
         *mode_checks,
         "eperm",
-        (_BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | errno.EPERM),
+        (_BPF_RET_K, 0, 0, _RETURNS["eperm"]),
         "enosys",
-        (_BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | errno.ENOSYS),
+        (_BPF_RET_K, 0, 0, _RETURNS["enosys"]),
         "allow",  # jumps go forward only
-        (_BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW),
+        (_BPF_RET_K, 0, 0, _RETURNS["allow"]),
     ]
+
+
+@lru_cache(maxsize=2)
+def _assembled(name: str) -> bytes:
+    """``assemble`` once per architecture: every sandbox start builds a ``Filter``."""
+    return assemble(ARCHES[name])
 
 
 def assemble(arch: Arch) -> bytes:
@@ -361,16 +414,22 @@ def assemble(arch: Arch) -> bytes:
         else:
             insns.append(item)
 
+    def distance(target: str, index: int) -> int:
+        forward = labels[target] - index - 1
+        assert forward >= 0, "BUG: seccomp jumps go forward only"
+        return forward
+
     def offset(target: int | str, index: int) -> int:
         if isinstance(target, int):
             return target
-        distance = labels[target] - index - 1
-        assert 0 <= distance < 256, "BUG: seccomp jump out of range"
-        return distance
+        short = distance(target, index)
+        assert short < 256, "BUG: seccomp jump out of range"
+        return short
 
     out = bytearray()
     for index, (code, jt, jf, k) in enumerate(insns):
-        out += struct.pack("=HBBI", code, offset(jt, index), offset(jf, index), k)
+        far = distance(k, index) if isinstance(k, str) else k  # ``ja``'s 32-bit offset
+        out += struct.pack("=HBBI", code, offset(jt, index), offset(jf, index), far)
     return bytes(out)
 
 
@@ -389,7 +448,7 @@ class Filter:
 
     @staticmethod
     def build(arch: Arch) -> Filter:
-        code = assemble(arch)
+        code = _assembled(arch.name)
         buffer = ctypes.create_string_buffer(code, len(code))
         prog = _SockFprog(len(code) // 8, ctypes.addressof(buffer))
         return Filter(buffer, prog, _libc_prctl())
@@ -475,11 +534,12 @@ def start_detect() -> Callable[[], SeccompStatus]:
         if answer == "ok":
             return SeccompStatus(
                 True,
-                f"{arch.name}: socket and socketpair refused (EPERM, every address family), "
-                "set-user-ID and set-group-ID modes refused (EPERM), key rings, namespaces, "
-                "mounts, bpf, perf, userfaultfd, ptrace and kernel modules refused (EPERM), "
-                f"io_uring, openat2, clone3 and system calls above {NEWEST} refused (ENOSYS), "
-                "other architectures' system calls kill the process",
+                f"{arch.name}: an allow-list of {len(arch.allowed())} system calls; socket and "
+                "socketpair refused (EPERM, every address family), as is every call off the "
+                "list (key rings, namespaces, mounts, bpf, ptrace, ...), set-user-ID and "
+                "set-group-ID modes and clone's namespace flags; io_uring, openat2, clone3 and "
+                f"system calls above {NEWEST} refused (ENOSYS), other architectures' system "
+                "calls kill the process",
             )
         reason = answer.removeprefix("fail ").strip() or "the probe died"
         return SeccompStatus(False, f"the kernel refused the filter ({reason})")
