@@ -51,6 +51,19 @@ def require_os_layer() -> None:
         os_layer_missing(f"the OS layer is unavailable: {support.namespaces_reason}")
 
 
+def require_seccomp() -> None:
+    """Skip (or, when the OS layer is required, fail) the running test unless the seccomp
+    filter can be installed here: a filter broken enough to let ``socket()`` through must
+    fail its tests in CI, not skip them."""
+    from splice_build.runtime.isolation import seccomp
+
+    if seccomp.current_arch() is None:
+        pytest.skip(reason="no seccomp table for this architecture")
+    found = seccomp.detect()
+    if not found.available:
+        os_layer_missing(f"no seccomp filter here: {found.detail}")
+
+
 def needs_os_layer() -> pytest.MarkDecorator:
     """Mark a test as needing the OS layer (``require_os_layer`` runs before it)."""
     return getattr(pytest.mark, MARK)

@@ -20,10 +20,13 @@ from splice_build.runtime import SpliceRuntime
 from splice_build.runtime.isolation import doctor, plan, seccomp, support
 from splice_build.runtime.isolation.child import make_preexec
 from testing.hostile_packages import write_package
+from testing.isolation import require_seccomp
 
-pytestmark = pytest.mark.skipif(
-    not seccomp.detect().available, reason=f"no seccomp filter here: {seccomp.detect().detail}"
-)
+
+@pytest.fixture(autouse=True)
+def _seccomp_here() -> None:
+    require_seccomp()
+
 
 # Runs inside the filtered process: every family × type through socket(), socketpair(),
 # io_uring_setup and the x32 number of socket() through syscall(); one JSON line out.

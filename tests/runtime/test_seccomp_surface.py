@@ -29,12 +29,13 @@ from splice_build.runtime import SpliceRuntime
 from splice_build.runtime.isolation import plan, rlimits, seccomp, support
 from splice_build.runtime.isolation.child import make_preexec
 from testing.hostile_packages import write_package
-from testing.isolation import needs_os_layer
+from testing.isolation import needs_os_layer, require_seccomp
 
-pytestmark = pytest.mark.skipif(
-    seccomp.current_arch() is None or not seccomp.detect().available,
-    reason=f"no seccomp filter here: {seccomp.detect().detail}",
-)
+
+@pytest.fixture(autouse=True)
+def _seccomp_here() -> None:
+    require_seccomp()
+
 
 # Inside the process under test: every system call number from 0 to past NEWEST with
 # harmless arguments (-1 everywhere, an invalid descriptor, pointer, size or flag for each
