@@ -240,8 +240,19 @@ def test_a_limit_outside_1_to_1000_is_bad_request(
 
 
 @pytest.mark.parametrize(
-    "cursor", ["not-base64!", "bnVsbA", "WyJhIl0", "WzEsMl0", "x" * 600, "ée"]
-)  # "null", ["a"], [1,2]
+    "cursor",
+    [
+        "not-base64!",
+        "bnVsbA",  # null
+        "WyJhIl0",  # ["a"]
+        "WzEsMl0",  # [1,2]
+        "x" * 600,
+        "ée",
+        # ["\\ud800","1.0.0"] and ["x","\\udfff"]: lone surrogates were a 500
+        "WyJcdWQ4MDAiLCAiMS4wLjAiXQ",
+        "WyJ4IiwgIlx1ZGZmZiJd",
+    ],
+)
 def test_a_cursor_the_server_did_not_make_is_bad_request(
     store: MetadataStore, deps: Deps, cursor: str
 ) -> None:

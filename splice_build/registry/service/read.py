@@ -18,7 +18,7 @@ from splice_build.registry.service import fields
 from splice_build.registry.service.artifacts import read_artifact
 from splice_build.registry.service.deps import Deps
 from splice_build.registry.service.signing import version_signatures
-from splice_build.spec import json_text
+from splice_build.spec import json_text, untrusted_json
 from splice_build.spec.js_number import js_number
 from splice_build.spec.names import download_path
 
@@ -179,7 +179,10 @@ def _decode_cursor(cursor: str | None) -> PageKey | None:
     if len(cursor) > MAX_CURSOR or not cursor.isascii():
         raise invalid
     try:
-        key = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        # A client's text like any request body: a lone surrogate ("\\udfff") reached the
+        # database's UTF-8 encoder and made the read an internal error.
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        key = untrusted_json.decode(raw, max_bytes=MAX_CURSOR)
     except ValueError as exc:
         raise invalid from exc
     if not (isinstance(key, list) and len(key) == 2 and all(isinstance(k, str) for k in key)):
