@@ -150,6 +150,49 @@ def test_a_provider_body_json_does_not_allow_is_a_provider_error(
     assert result["output"] == {"status": "ERROR", "code": "PROVIDER_ERROR", "prices": []}, result
 
 
+ONCHAIN_BALANCE = (
+    "export default async (i, ctx) => { const r = await ctx.capability('onchain.balance',"
+    " { address: '0x' + '1'.repeat(40) });"
+    " return { status: r.status, code: r.code ?? null, wei: r.data?.wei ?? null,"
+    " block: r.provenance?.blockNumber ?? null }; };"
+)
+# A JSON-RPC quantity as the node sends it: "0x" and hexadecimal digits, at most 64 (uint256).
+ODD_QUANTITIES = {
+    "4000-hex-digits": "0x" + "f" * 4000,  # an int with no decimal text (was a parent crash)
+    "65-hex-digits": "0x1" + "0" * 64,
+    "not-hex": "0xzz",
+    "underscore": "0x_10",
+    "space": "0x 10",
+    "arabic-indic": "0x\u0661",
+}
+
+
+@pytest.mark.parametrize("odd", ODD_QUANTITIES.values(), ids=ODD_QUANTITIES.keys())
+def test_a_quantity_that_is_not_uint256_hex_is_left_out(tmp_path: Path, odd: str) -> None:
+    """The JSON-RPC endpoint's quantities are read only when they are ``0x`` and 1 to 64 ASCII
+    hexadecimal digits: ``int(text, 16)`` also read ``0x_10`` and Arabic-Indic digits, and
+    made 4,000 digits an integer that has no JSON text on the way back to the tool."""
+    from testing.fake_providers import broker_for, fake_providers
+
+    for answers in (("0x10", odd), (odd, "0x4d2")):
+        batch = [{"jsonrpc": "2.0", "id": i, "result": r} for i, r in enumerate(answers)]
+        with fake_providers() as fake:
+            fake.behave("rpc.robinhood.test", "body:" + json.dumps(batch))
+            runtime = skill_runtime(tmp_path / "project", broker_for(fake))
+            package = write_package(
+                tmp_path / "packages",
+                ONCHAIN_BALANCE,
+                permissions={"capabilities": ["onchain.balance"]},
+            )
+            result = runtime.execute(runtime.load(package), "t", {}).to_json()
+        expected = (
+            {"status": "LIVE", "code": None, "wei": "16", "block": None}
+            if answers[0] == "0x10"
+            else {"status": "ERROR", "code": "PROVIDER_ERROR", "wei": None, "block": None}
+        )
+        assert result.get("output") == expected, result
+
+
 def test_prices_that_are_not_finite_numbers_are_null(tmp_path: Path) -> None:
     """``float()`` reads the strings "NaN", "inf" and "1e999"; a price is a finite number or null."""
     from testing.fake_providers import broker_for, fake_providers

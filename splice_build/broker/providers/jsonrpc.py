@@ -7,6 +7,7 @@ as ``POST {ROBINHOOD_RPC_URL}``. Without the variable the provider is not config
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
@@ -26,12 +27,17 @@ _TOKEN_CALLS = {
 }
 
 
+# A JSON-RPC quantity: "0x" and at most 64 hexadecimal digits (a uint256).
+_QUANTITY = re.compile(r"0x[0-9a-fA-F]{1,64}")
+
+
 def _int(value: Any) -> int | None:
-    return (
-        int(value, 16)
-        if isinstance(value, str) and value.startswith("0x") and len(value) > 2
-        else None
-    )
+    """The endpoint's quantity, or None when ``value`` is not one: ``int(text, 16)`` alone also
+    reads ``0x_10``, `` 0x10`` and non-ASCII digits, raises on ``0xzz``, and turns thousands of
+    digits into an integer that has no JSON text on the way back to the tool."""
+    if not (isinstance(value, str) and _QUANTITY.fullmatch(value)):
+        return None
+    return int(value, 16)
 
 
 def _abi_string(value: Any) -> str | None:
