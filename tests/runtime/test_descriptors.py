@@ -69,6 +69,10 @@ DESCRIPTOR_ROUTES = {
     "forged_handle_method": (
         "fsp.open(OUT + '/h', 'w').then((h) => h.write.call(Object.create(h, { fd: { value: FD } }), 'x'))"
     ),
+    "handle_own_descriptor": (
+        "fsp.open(OUT + '/h', 'w').then((h) => { h[Object.getOwnPropertySymbols(h)"
+        ".find((s) => s.description === 'kFd')] = FD; return h.write('x'); })"
+    ),
     "proxied_handle": (
         "fsp.open(OUT + '/h', 'w').then((h) => fsp.readFile("
         "new Proxy(h, { get: (t, k) => (k === 'fd' ? FD : Reflect.get(t, k, t)) })))"
@@ -105,6 +109,37 @@ def test_a_forged_handle_writes_nothing_to_the_logs(run_tool) -> None:
     )
     assert result.ok, result.to_json()
     assert result.output == ["ERR_ACCESS_DENIED", "ERR_ACCESS_DENIED"]
+    assert "FORGED" not in result.logs
+
+
+def test_a_real_handle_names_only_the_descriptor_it_opened(run_tool) -> None:
+    """A handle `open` returned kept its descriptor in a writable own property (``kFd``,
+    which ``fd`` reads): set to 2, or shadowed by an own ``fd``, the real handle wrote the
+    tool's stderr (and so any descriptor of Node's). Both are fixed on every handle now."""
+    result = run_tool(
+        "import fs from 'node:fs'; import fsp from 'node:fs/promises';"
+        " export default async (i, ctx) => { const OUT = ctx.paths.project + '/out';"
+        " fs.mkdirSync(OUT, { recursive: true }); const codes = {}; const changes = {"
+        "  kFd: (h) => { h[Object.getOwnPropertySymbols(h).find((s) => s.description === 'kFd')] = 2; },"
+        "  fd: (h) => Object.defineProperty(h, 'fd', { value: 2 }) };"
+        " for (const [name, change] of Object.entries(changes)) {"
+        "  const h = await fsp.open(OUT + '/' + name, 'w'); const fd = h.fd;"
+        "  try { change(h); await h.write('FORGED\\n'); codes[name] = 'written'; }"
+        "  catch (e) { codes[name] = e.code ?? e.name; }"
+        "  codes[name + 'Kept'] = h.fd === fd; await h.write(name); await h.close();"
+        "  codes[name + 'Closed'] = h.fd; }"
+        " return codes; };",
+        permissions=WRITES,
+    )
+    assert result.ok, result.to_json()
+    assert result.output == {
+        "kFd": "ERR_ACCESS_DENIED",
+        "kFdKept": True,
+        "kFdClosed": -1,
+        "fd": "TypeError",
+        "fdKept": True,
+        "fdClosed": -1,
+    }
     assert "FORGED" not in result.logs
 
 

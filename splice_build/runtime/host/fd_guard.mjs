@@ -15,7 +15,11 @@
 // A `FileHandle` (fs/promises) holds its descriptor in `fd`, which Node reads from whatever
 // object it is handed: an object made from a real handle with its own `fd` reached any
 // descriptor. So a handle's methods, and the fs/promises functions that take a handle, accept
-// only a handle `open` returned, and nothing that merely inherits from one.
+// only a handle `open` returned, and nothing that merely inherits from one. The handle itself
+// keeps its descriptor in a writable own property (`kFd`) that `fd` returns: a tool that set
+// it, or defined its own `fd` on the handle, made a real handle write any descriptor. So each
+// handle `open` returns has both as fixed accessors over the number it opened, which Node
+// may only set to -1 (its close).
 //
 // fs/promises costs a process ~10 ms to load, so its guard is installed when a tool first
 // reaches it: through `fs.promises`, `process.getBuiltinModule` or an import (host.mjs passes
@@ -24,8 +28,8 @@ import { deniedError } from './module_guard.mjs';
 import {
   MapCtor, WeakSetCtor, apply, builtin, construct, defineProperty, getOwnPropertyDescriptor,
   getPrototypeOf, isProxy, keys, mapDelete, mapGet, mapHas, mapSet, nextTick, ownKeys, rejected,
-  settle, stringCharCodeAt, stringEndsWith, stringSlice, stringStartsWith, weakSetAdd,
-  weakSetHas,
+  settle, stringCharCodeAt, stringEndsWith, stringSlice, stringStartsWith, symbolDescription,
+  weakSetAdd, weakSetHas,
 } from './pristine.mjs';
 
 const fs = builtin('node:fs');
@@ -245,6 +249,39 @@ function forgedHandleError() {
   return deniedError('a file handle that fs/promises open did not return');
 }
 
+/** The own symbol-keyed property where Node's FileHandle keeps its descriptor (`kFd`). */
+function descriptorKey(handle) {
+  const own = ownKeys(handle);
+  for (let i = 0; i < own.length; i += 1) {
+    if (typeof own[i] === 'symbol' && apply(symbolDescription, own[i], []) === 'kFd') {
+      return own[i];
+    }
+  }
+  // Fail closed: a Node that keeps it elsewhere needs this guard reviewed.
+  throw deniedError('file handles (their descriptor property is unknown)');
+}
+
+/** ``handle``'s `kFd` and `fd` as fixed accessors over the descriptor it opened: the tool
+ * reads them, and only Node's close may set `kFd`, to -1. */
+function fixDescriptor(handle) {
+  const key = descriptorKey(handle);
+  let fd = getOwnPropertyDescriptor(handle, key).value;
+  const get = function fd_() { return fd; };
+  defineProperty(handle, key, {
+    __proto__: null,
+    get,
+    set(value) {
+      if (value !== -1) throw descriptorError(value);
+      fd = -1;
+    },
+    enumerable: false,
+    configurable: false,
+  });
+  defineProperty(handle, 'fd', {
+    __proto__: null, get, set: undefined, enumerable: false, configurable: false,
+  });
+}
+
 function guardHandleProto(proto) {
   handleProto = proto;
   const names = ownKeys(proto);
@@ -283,6 +320,12 @@ function guardedPromises() {
   const open = getOwnPropertyDescriptor(promises, 'open').value;
   replace(promises, 'open', async function open_(...args) {
     const handle = await settle(apply(open, promises, args));
+    try {
+      fixDescriptor(handle);
+    } catch (err) {
+      await handle.close();
+      throw err;
+    }
     apply(weakSetAdd, handles, [handle]);
     if (handleProto === null) guardHandleProto(getPrototypeOf(handle));
     return handle;

@@ -97,6 +97,7 @@ export const addEventListener = EventTarget.prototype.addEventListener;
 export const removeEventListener = EventTarget.prototype.removeEventListener;
 export const SymbolIterator = Symbol.iterator;
 export const SymbolToStringTag = Symbol.toStringTag;
+export const symbolDescription = getter(Symbol.prototype, 'description');
 const textDecoder = new TextDecoder();
 const textDecode = TextDecoder.prototype.decode;
 const textEncoder = new TextEncoder();
