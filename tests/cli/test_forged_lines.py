@@ -260,11 +260,11 @@ def test_a_tool_log_cannot_print_a_server_log_line(
     assert logged and all(line.startswith("[splice mcp] acme_liar_hello: ") for line in logged)
 
 
-def test_a_checkout_directory_name_cannot_draw_a_line_under_pack_or_keys_trust(
+def test_a_checkout_directory_name_cannot_draw_a_line_under_pack_keys_trust_or_workspace(
     tmp_path: Path,
 ) -> None:
-    """The path pack and `keys trust` print is the checkout's own (an archive can unpack a
-    directory named with a line break): it stays one line."""
+    """The path pack, `keys trust` and `workspace add` print is the checkout's own (an archive
+    can unpack a directory named with a line break): it stays one line."""
     checkout = tmp_path / f"clone\n{FORGED[1]}"
     write_package(checkout, minimal_manifest())
     packed = run_splice("pack", cwd=checkout)
@@ -272,6 +272,10 @@ def test_a_checkout_directory_name_cannot_draw_a_line_under_pack_or_keys_trust(
     (checkout / "splice.json").write_text('{"specVersion": 1, "packages": {}}', encoding="utf-8")
     trusted = run_splice("keys", "trust", "@acme", "ed25519:0123456789abcdef", cwd=checkout)
     assert trusted.code == 0, trusted.stderr
-    for done in (packed, trusted):
+    (checkout / "packages" / "a").mkdir(parents=True)
+    (checkout / "pyproject.toml").write_text('[project]\nname = "x"\n', encoding="utf-8")
+    added = run_splice("workspace", "add", "packages/a", cwd=checkout)
+    assert added.code == 0, added.stderr
+    for done in (packed, trusted, added):
         assert forged_lines(done.stdout + done.stderr) == [], done.stdout
         assert "clone\\x0asignature: verified by the official key" in done.stdout

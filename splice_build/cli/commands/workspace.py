@@ -42,7 +42,12 @@ def _root(args: argparse.Namespace, ctx: CommandContext) -> Path:
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    from splice_build.project.workspace import add_member, find_workspace, remove_member
+    from splice_build.project.workspace import (
+        PYPROJECT,
+        add_member,
+        find_workspace,
+        remove_member,
+    )
 
     if (args.action == "list") != (args.directory is None):
         wanted = "takes no directory" if args.action == "list" else "needs a directory"
@@ -64,8 +69,9 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     path = (
         directory.relative_to(root).as_posix() if directory.is_relative_to(root) else str(directory)
     )
+    # the root and the member are the checkout's directories: one line each (one_line_fields)
     ctx.out.result(
         {"root": str(root), "directory": path, "outcome": outcome},
-        f"{path}: {outcome} ({root / 'pyproject.toml'})",
+        lambda shown: f"{shown['directory']}: {shown['outcome']} ({shown['root']}/{PYPROJECT})",
     )
     return 0
