@@ -57,6 +57,47 @@ def report_error(out: Output, exc: SpliceError) -> int:
     return exc.exit_code
 
 
+# Options whose value is a credential (``splice login --token``): a report quotes argv, and
+# the value has no format ``redact`` would know.
+SECRET_OPTIONS = ("--token",)
+_SHORTEST_ABBREVIATION = 3  # "--t": argparse takes any unique prefix of a long option
+
+
+def _secret_option(arg: str) -> bool:
+    """Whether ``arg`` (before any ``=``) names a secret option, in full or abbreviated."""
+    name = arg.partition("=")[0]
+    return len(name) >= _SHORTEST_ABBREVIATION and any(o.startswith(name) for o in SECRET_OPTIONS)
+
+
+def _shown_argv(argv: list[str]) -> tuple[list[str], list[str]]:
+    """``argv`` with the value of each secret option replaced, and the values replaced
+    (``--token T``, ``--token=T``, ``--tok=T``…; after ``--`` nothing is an option)."""
+    from splice_build.security.redact import REDACTED
+
+    shown: list[str] = []
+    secrets: list[str] = []
+    expect_value = False
+    for index, arg in enumerate(argv):
+        if expect_value:
+            secrets.append(arg)
+            shown.append(REDACTED)
+            expect_value = False
+        elif arg == "--":
+            shown.extend(argv[index:])
+            break
+        elif arg.startswith("--") and _secret_option(arg):
+            name, equals, value = arg.partition("=")
+            if equals:
+                secrets.append(value)
+                shown.append(f"{name}={REDACTED}")
+            else:
+                shown.append(arg)
+                expect_value = True
+        else:
+            shown.append(arg)
+    return shown, secrets
+
+
 def _write_crash_log(home: Path, exc: BaseException) -> Path | None:
     # Only a crash needs these (lazy: every command imports this module).
     import datetime as _dt
@@ -71,15 +112,16 @@ def _write_crash_log(home: Path, exc: BaseException) -> Path | None:
         from splice_build.project.home import make_private_dirs
 
         make_private_dirs(path.parent)
+        argv, secrets = _shown_argv(sys.argv)
         text = (
             f"splice {__version__}\npython {sys.version}\nplatform {platform.platform()}\n"
-            f"argv {sys.argv!r}\n\n" + "".join(traceback.format_exception(exc))
+            f"argv {argv!r}\n\n" + "".join(traceback.format_exception(exc))
         )
         from splice_build.project.atomic import atomic_write_bytes
         from splice_build.security.redact import redact
 
         # backslashreplace: argv and messages may hold undecodable bytes (surrogates)
-        data = redact(text).encode("utf-8", errors="backslashreplace")
+        data = redact(text, secrets).encode("utf-8", errors="backslashreplace")
         atomic_write_bytes(path, data, mode=0o600)
     except OSError:
         return None  # e.g. the disk is full: no report rather than an empty one

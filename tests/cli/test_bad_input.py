@@ -279,6 +279,24 @@ def test_a_crash_report_in_a_new_home_is_readable_by_its_user_only(tmp_path: Pat
     assert modes == [0o700, 0o700, 0o600]
 
 
+@pytest.mark.parametrize("given", ["--token", "--token=", "--tok="])
+def test_a_crash_report_never_quotes_the_token_login_was_given(tmp_path: Path, given: str) -> None:
+    """The report quotes argv, and `login --token` (or an abbreviation argparse accepts) puts
+    the token there, in no format redaction knows: it was written in clear."""
+    home = tmp_path / "home"
+    (home / "registry" / "registry.db").mkdir(parents=True)  # the embedded store cannot open
+    token = "tok-" + "Zq8" * 8
+    argv = [given, token] if given == "--token" else [given + token]
+    done = run_splice(
+        "--registry", "embedded", "login", *argv, "--json", env={"SPLICE_HOME": str(home)}
+    )
+    error = assert_failure_document(done, "INTERNAL_ERROR")["error"]
+    report = Path(error["hint"].removeprefix("a report was written to ")).read_text()
+    assert "Traceback" in report
+    assert token not in report
+    assert "[REDACTED]" in report
+
+
 def test_no_command_under_json_is_one_usage_document() -> None:
     done = run_splice("--json")
     assert done.code == 2
