@@ -317,6 +317,36 @@ def test_a_tool_cannot_write_its_namespaces_settings(tmp_path: Path) -> None:
         assert out["now"] == str(rlimits.PID_MAX), out
 
 
+MEM_WRITER = """import fs from 'node:fs';
+export default (input, ctx) => {
+  const path = input.direct ? '/proc/self/mem' : `${ctx.paths.project}/out/mem`;
+  try { fs.closeSync(fs.openSync(path, 'r+')); return { write: 'ok' }; }
+  catch (e) { return { write: e.code }; }
+};
+"""
+
+
+@pytest.mark.node
+@needs_os_layer()
+@pytest.mark.parametrize("route", ["planted link", "direct, guards off"])
+def test_a_tool_cannot_open_its_own_memory_for_writing(tmp_path: Path, route: str) -> None:
+    """``/proc/self/mem`` opened for writing is native code run past the in-process guards.
+    A link a checkout planted in a write grant (``out/mem -> /proc/self/mem``) passes Node's
+    permission model, which checks only the path it is given, and the private /proc is in
+    the file view: the whole /proc is read-only, EROFS."""
+    project = tmp_path / "project"
+    (project / "out").mkdir(parents=True)
+    (project / "out" / "mem").symlink_to("/proc/self/mem")
+    direct = route.startswith("direct")
+    runtime = SpliceRuntime(
+        project_root=project, env={}, isolation="require-os", _unsafe_in_process_guards_off=direct
+    )
+    pkg = write_package(tmp_path / "pkgs", MEM_WRITER, permissions={"fs": {"write": ["out"]}})
+    result = runtime.execute(runtime.load(pkg), "t", {"direct": direct})
+    assert result.ok, result.to_json()
+    assert result.output == {"write": "EROFS"}
+
+
 HEADERS = {
     "x86_64": ("/usr/include/x86_64-linux-gnu/asm/unistd_64.h", "/usr/include/asm/unistd_64.h"),
     "aarch64": ("/usr/include/asm-generic/unistd.h",),

@@ -16,7 +16,7 @@ Without the OS layer the child arms the parent-death signal, sets the resource l
    namespace that lists only the tool's own processes; the working directory is its ``/``)
    or, where the kernel refuses the view, mounts that /proc over the host's; it sets the
    namespace's ``pid_max`` when the kernel allows it, forbids nested user namespaces
-   (``max_user_namespaces`` 0), makes ``/proc/sys`` read-only, applies the limits, drops every capability and sets ``no_new_privs``; then Popen execs
+   (``max_user_namespaces`` 0), makes ``/proc`` read-only, applies the limits, drops every capability and sets ``no_new_privs``; then Popen execs
    Node in it.
 
 In every mode but ``in-process`` the last step before exec is the seccomp allow-list
@@ -86,7 +86,7 @@ def seal(kernel: Kernel, plan: IsolationPlan, view: fileview.FileView | None) ->
     if plan.pid_max is not None:
         kernel.set_pid_max(plan.pid_max)
     kernel.forbid_user_namespaces()
-    kernel.read_only_sysctls()
+    kernel.read_only_proc()
 
 
 def make_preexec(
@@ -150,7 +150,7 @@ def probe(kernel: Kernel, last_cap: int, report_fd: int) -> None:
         except OSError:
             pid_max = 0
         kernel.forbid_user_namespaces()
-        kernel.read_only_sysctls()
+        kernel.read_only_proc()
         view = _probe_view(kernel)
         kernel.drop_capabilities(last_cap)
         report(f"ok {pid_max} {seen} {view}")

@@ -208,16 +208,18 @@ class Kernel:
         ``CAP_SYS_RESOURCE``: called before the capabilities are dropped."""
         _write("/proc/sys/user/max_user_namespaces", "0", "max_user_namespaces")
 
-    def read_only_sysctls(self) -> None:
-        """Make ``/proc/sys`` read-only (a bind of itself, remounted read-only, as container
-        runtimes do). The kernel lets the root of a user namespace write some of its
-        namespaces' settings without any capability (``kernel/pid_max`` of its PID
-        namespace among them: a tool run by root could lift its own process limit);
-        nothing there is a tool's to change. Called once ``pid_max`` is set."""
-        target = b"/proc/sys"
-        self._check(self._libc.mount(target, target, None, _MS_BIND, None), "bind /proc/sys")
+    def read_only_proc(self) -> None:
+        """Make the sandbox's ``/proc`` read-only (its mount, remounted read-only; the
+        kernel refuses every open for writing there with ``EROFS``). Nothing in ``/proc``
+        is a tool's to write: the kernel lets the root of a user namespace write some of its
+        namespaces' settings in ``/proc/sys`` without any capability (``kernel/pid_max`` of
+        its PID namespace among them: a tool run by root could lift its own process limit),
+        and ``/proc/self/mem`` written is native code run past the in-process guards (Node's
+        permission model checks only the path it is given, so a link planted in a write
+        grant reached it). Called once ``pid_max`` and ``max_user_namespaces`` are set."""
+        target = b"/proc"
         flags = _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
-        self._check(self._libc.mount(None, target, None, flags, None), "read-only /proc/sys")
+        self._check(self._libc.mount(None, target, None, flags, None), "read-only /proc")
 
     def mount_tmpfs(self, target: str, options: str) -> None:
         self._check(
