@@ -294,6 +294,10 @@ class _Asgi:
         async def receive() -> dict[str, Any]:
             if pending:
                 return pending.pop()
+            # The client stays connected until it has its answer, as with a real server,
+            # whose receive blocks here: a disconnect at once would read as a client that
+            # left before its call ran (the app then answers nobody).
+            await asyncio.Event().wait()
             return {"type": "http.disconnect"}
 
         async def send(message: dict[str, Any]) -> None:
