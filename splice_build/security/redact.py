@@ -323,15 +323,28 @@ def exact_forms(secret_values: Iterable[str]) -> list[str]:
 def scrub_json(value: Any, forms: Sequence[str]) -> Any:
     """A JSON value with each of ``forms`` (``exact_forms``) replaced in every string, object
     keys included. Only exact values go: data keeps text that merely looks like a token, which
-    the pattern rules of ``redact`` would rewrite (a provider's result is data, not a log)."""
+    the pattern rules of ``redact`` would rewrite (a provider's result is data, not a log).
+
+    One pass over the JSON text first: a result without any form (nearly all) is returned as
+    it is, not walked string by string. A string holding a form holds it, JSON-escaped, in that
+    text, and the JSON-escaped form is one of ``forms`` (``secret_forms``)."""
+    text = json.dumps(value, ensure_ascii=False, default=repr)
+    if not any(form in text for form in forms):
+        return value
+    return _scrub_strings(value, forms)
+
+
+def _scrub_strings(value: Any, forms: Sequence[str]) -> Any:
     if isinstance(value, str):
         for form in forms:
             value = value.replace(form, REDACTED)
         return value
     if isinstance(value, Mapping):
-        return {scrub_json(key, forms): scrub_json(item, forms) for key, item in value.items()}
+        return {
+            _scrub_strings(key, forms): _scrub_strings(item, forms) for key, item in value.items()
+        }
     if isinstance(value, (list, tuple)):
-        return [scrub_json(item, forms) for item in value]
+        return [_scrub_strings(item, forms) for item in value]
     return value
 
 
