@@ -48,7 +48,7 @@ from splice_build.broker.providers.interface import (
     ProviderFailure,
 )
 from splice_build.errors import ErrorCode
-from splice_build.security.redact import redact
+from splice_build.security.redact import exact_forms, redact, scrub_json
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +104,10 @@ class Broker:
     def redact(self, text: str) -> str:
         return redact(text, self.keys.secret_values())
 
+    def scrub(self, value: Any) -> Any:
+        """``value`` (a JSON result) without the key values in any string or object key."""
+        return scrub_json(value, exact_forms(self.keys.secret_values()))
+
     def _configured(self, provider: Provider) -> bool:
         return not provider.key_required or (
             provider.key_variable is not None and self.keys.get(provider.key_variable) is not None
@@ -111,6 +115,12 @@ class Broker:
 
     # the call ------------------------------------------------------------------------------
     def call(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        """The result of one capability call, scrubbed of every key value: a provider that
+        echoes its key (a request URL in an error object, a debug field) must not hand it to
+        the calling tool, which is a package's code (docs/security.md)."""
+        return self.scrub(self._call(request))
+
+    def _call(self, request: Mapping[str, Any]) -> dict[str, Any]:
         req = BrokerRequest.from_json(request)
         capability, args = req.capability, req.args
         now = self._clock()

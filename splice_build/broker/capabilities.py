@@ -13,6 +13,7 @@ import functools
 from collections.abc import Iterable
 from typing import Any
 
+from splice_build.spec.untrusted_json import has_lone_surrogate
 from splice_build.spec.validation import SchemaValidator, compile_schema
 
 # Capabilities whose arguments hold URLs that a provider fetches on its side.
@@ -58,8 +59,11 @@ def with_checked_targets(capability: str, args: dict[str, Any]) -> dict[str, Any
 
 def argument_problems(capability: str, args: Any) -> list[str]:
     """Every problem with ``args`` for ``capability`` (empty when the call may proceed)."""
+    request = {"capability": capability, "args": args}
+    if has_lone_surrogate(request):  # no UTF-8 form: neither a cache key nor a request body
+        return ["args: a string holds an unpaired surrogate"]
     schema = _schema()
-    problems = schema.ordered(schema.check({"capability": capability, "args": args}))
+    problems = schema.ordered(schema.check(request))
     if problems:
         return problems
     field = _TARGET_URL_ARGS.get(capability)

@@ -3,9 +3,8 @@
 A call of a data tool is one ``Broker.call`` in the server process, so provider keys never
 leave it: the broker validates the arguments against the capability's strict schema (no
 provider is contacted when they are wrong), redacts provider messages, and answers with a
-LIVE / CACHED / UNAVAILABLE / ERROR result, which becomes the tool result's
-``structuredContent`` (``ERROR`` → ``isError``). As a last guard every string of that result
-is scrubbed of the exact key values before it is returned. Web and GitHub results carry the
+LIVE / CACHED / UNAVAILABLE / ERROR result, scrubbed of the key values (``Broker.scrub``),
+which becomes the tool result's ``structuredContent`` (``ERROR`` → ``isError``). Web and GitHub results carry the
 untrusted-content notice in their text and ``_meta``.
 """
 
@@ -31,7 +30,6 @@ from splice_build.mcp.interface import (
     UnknownTool,
 )
 from splice_build.mcp.mapping import META_PREFIX
-from splice_build.security.redact import REDACTED
 
 if TYPE_CHECKING:
     from splice_build.broker.broker import Broker, KeysSource
@@ -86,18 +84,6 @@ def _option_problems(arguments: Mapping[str, Any]) -> list[str]:
     return problems
 
 
-def _scrub(value: Any, secrets: Sequence[str]) -> Any:
-    if isinstance(value, str):
-        for secret in secrets:
-            value = value.replace(secret, REDACTED)
-        return value
-    if isinstance(value, Mapping):
-        return {key: _scrub(item, secrets) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_scrub(item, secrets) for item in value]
-    return value
-
-
 class DataBackend:
     """``Backend`` of the data tools over its own ``Broker`` (share it: ``.broker``).
 
@@ -120,9 +106,9 @@ class DataBackend:
         tool = data_tools.TOOLS_BY_NAME.get(name)
         if tool is None:
             raise UnknownTool(name)
-        result = self._answer(tool, arguments)
-        secrets = sorted(self.broker.keys.secret_values(), key=len, reverse=True)
-        result = _scrub(result, secrets)
+        # Broker.call scrubs its results; the envelopes built here (refused options, the
+        # status) go through the same scrub, so no answer of this backend skips it.
+        result = self.broker.scrub(self._answer(tool, arguments))
         meta: dict[str, Any] = {f"{META_PREFIX}capability": tool.capability}
         if tool.untrusted:
             meta[f"{META_PREFIX}untrustedContent"] = True

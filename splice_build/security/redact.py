@@ -23,9 +23,9 @@ import functools
 import json
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, quote_plus
 
 from splice_build.records import dataclass
@@ -293,16 +293,7 @@ def redact(text: str, secret_values: Iterable[str] = (), *, deadline: float | No
     """
     if not text:
         return text
-    values = sorted(
-        {
-            form
-            for v in secret_values
-            if isinstance(v, str) and len(v) >= MIN_SECRET_VALUE_LENGTH
-            for form in secret_forms(_scannable(v))
-        },
-        key=len,
-        reverse=True,
-    )
+    values = exact_forms(secret_values)
     text = _capped(_scannable(text), values)
     for value in values:  # longest first, each literally (str.replace is linear)
         text = text.replace(value, REDACTED)
@@ -314,6 +305,47 @@ def redact(text: str, secret_values: Iterable[str] = (), *, deadline: float | No
         if rule.needed(original, folded):
             text = rule.apply(text)
     return text
+
+
+def exact_forms(secret_values: Iterable[str]) -> list[str]:
+    """Every form (``secret_forms``) of the values long enough to redact (at least
+    ``MIN_SECRET_VALUE_LENGTH`` characters: a shorter value would replace ordinary letters
+    everywhere), longest first, so a form is replaced before a shorter one inside it."""
+    forms = {
+        form
+        for v in secret_values
+        if isinstance(v, str) and len(v) >= MIN_SECRET_VALUE_LENGTH
+        for form in secret_forms(_scannable(v))
+    }
+    return sorted(forms, key=len, reverse=True)
+
+
+def scrub_json(value: Any, forms: Sequence[str]) -> Any:
+    """A JSON value with each of ``forms`` (``exact_forms``) replaced in every string, object
+    keys included. Only exact values go: data keeps text that merely looks like a token, which
+    the pattern rules of ``redact`` would rewrite (a provider's result is data, not a log).
+
+    One pass over the JSON text first: a result without any form (nearly all) is returned as
+    it is, not walked string by string. A string holding a form holds it, JSON-escaped, in that
+    text, and the JSON-escaped form is one of ``forms`` (``secret_forms``)."""
+    text = json.dumps(value, ensure_ascii=False, default=repr)
+    if not any(form in text for form in forms):
+        return value
+    return _scrub_strings(value, forms)
+
+
+def _scrub_strings(value: Any, forms: Sequence[str]) -> Any:
+    if isinstance(value, str):
+        for form in forms:
+            value = value.replace(form, REDACTED)
+        return value
+    if isinstance(value, Mapping):
+        return {
+            _scrub_strings(key, forms): _scrub_strings(item, forms) for key, item in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return [_scrub_strings(item, forms) for item in value]
+    return value
 
 
 # Characters percent-encoding leaves as they are: Python's ``quote`` (``safe=""`` and its

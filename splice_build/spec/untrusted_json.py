@@ -68,7 +68,7 @@ def decode(
     except ValueError as exc:
         message = exc.msg if isinstance(exc, json.JSONDecodeError) else "invalid JSON"
         raise UntrustedJsonError(message) from exc
-    if not lone_surrogates and _SURROGATE_ESCAPE.search(text) and _has_lone_surrogate(value):
+    if not lone_surrogates and _SURROGATE_ESCAPE.search(text) and has_lone_surrogate(value):
         raise UntrustedJsonError("a string holds a lone surrogate")
     return value
 
@@ -114,7 +114,8 @@ def _float(text: str) -> float:
     return value
 
 
-def _has_lone_surrogate(value: Any) -> bool:
+def has_lone_surrogate(value: Any) -> bool:
+    """A string (key or value) anywhere in ``value`` holds a surrogate: it has no UTF-8 form."""
     stack = [value]
     while stack:
         item = stack.pop()

@@ -75,6 +75,20 @@ def test_invalid_arguments_never_reach_a_provider() -> None:
     assert unknown["code"] == "INVALID_INPUT" and provider.calls == []
 
 
+@pytest.mark.parametrize(
+    "args",
+    [{"query": "q\ud800"}, {"query": "q", "\udc00": 1}, {"query": ["\ud800"]}],
+)
+def test_an_unpaired_surrogate_is_invalid_input_not_a_crash(args: dict[str, Any]) -> None:
+    # The SDK and the --data backend hand Python strings to the broker: one with no UTF-8
+    # form has no cache key and no request body.
+    provider = MemoryProvider("mem", {"web.search": {}})
+    result = call(make(provider), "web.search", args)
+    assert (result["status"], result["code"]) == ("ERROR", "INVALID_INPUT")
+    assert result["details"] == ["args: a string holds an unpaired surrogate"]
+    assert provider.calls == []
+
+
 def test_unconfigured_providers_answer_unavailable() -> None:
     keyed = MemoryProvider(
         "keyed", {"web.search": {}}, key_variable="TAVILY_API_KEY", key_required=True

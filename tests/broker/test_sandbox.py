@@ -306,3 +306,29 @@ def test_firecrawl_stops_scraping_once_the_pages_fill_a_result() -> None:
     assert len(result["data"]["pages"]) == fits and scraped == fits + 1
     assert result["data"]["failed"] == urls[fits:]
     assert len(json.dumps(result)) < MAX_CAPABILITY_RESULT_BYTES
+
+
+def test_a_key_a_provider_echoes_never_reaches_the_tool(tmp_path: Path) -> None:
+    # The tool reverses what it receives, which no output redaction would recognise.
+    key = "tvly-echoed0123456789abc"
+    body = (
+        "export default async (i, ctx) => { const r = await ctx.capability('web.search',"
+        " { query: 'q' }); return { s: JSON.stringify(r).split('').reverse().join('') }; };"
+    )
+    provider = MemoryProvider(
+        "echo",
+        {"web.search": {"debug": f"GET /search?api_key={key}", key: 1}},
+        key_variable="TAVILY_API_KEY",
+        key_required=True,
+    )
+    broker = Broker(
+        keys=load_keys(env={"TAVILY_API_KEY": key}, project_root=None, home=None),
+        providers={"echo": provider},
+    )
+    runtime = skill_runtime(tmp_path / "project", broker)
+    package = write_package(tmp_path / "packages", body, permissions=DECLARED)
+    result = runtime.execute(runtime.load(package), "t", {}).to_json()
+    received = json.loads(result["output"]["s"][::-1])
+    assert received["status"] == "LIVE"
+    assert received["data"] == {"debug": "GET /search?api_key=[REDACTED]", "[REDACTED]": 1}
+    assert key[::-1] not in json.dumps(result)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import anyio
 import pytest
@@ -219,6 +221,43 @@ def test_a_key_echoed_in_data_is_scrubbed() -> None:
     assert result["structuredContent"]["status"] == "LIVE"
     assert key not in json.dumps(result)
     assert "your key is [REDACTED]!" in result["content"][0]["text"]
+
+
+def test_a_key_in_object_keys_and_encoded_forms_is_scrubbed() -> None:
+    key = "tvly-Scrub0123456789/abc+def="
+    data = {
+        "results": [
+            {
+                key: "a provider echoed the key as an object key",
+                "url": "https://search.example/?k=" + quote(key, safe=""),
+                "auth": base64.b64encode(f"user:{key}".encode()).decode(),
+            }
+        ]
+    }
+    echo = MemoryProvider(
+        "echo", {"web.search": data}, key_variable="TAVILY_API_KEY", key_required=True
+    )
+    backend = DataBackend(keys=ProviderKeys({"TAVILY_API_KEY": key}), providers={"echo": echo})
+    result = call(data_server(backend), "web_search", {"query": "x"})
+    text = json.dumps(result)
+    assert result["structuredContent"]["status"] == "LIVE"
+    assert key not in text and quote(key, safe="") not in text
+    (entry,) = result["structuredContent"]["data"]["results"]
+    assert entry["auth"] != data["results"][0]["auth"] and "[REDACTED]" in entry["auth"]
+    assert entry["[REDACTED]"] == "a provider echoed the key as an object key"
+    assert entry["url"] == "https://search.example/?k=[REDACTED]"
+
+
+def test_a_very_short_key_never_mangles_results() -> None:
+    page = {"title": "a banana in 2024", "url": "https://example.org/a"}
+    echo = MemoryProvider(
+        "echo", {"web.search": {"results": [page]}}, key_variable="TAVILY_API_KEY"
+    )
+    backend = DataBackend(keys=ProviderKeys({"TAVILY_API_KEY": "a"}), providers={"echo": echo})
+    result = call(data_server(backend), "web_search", {"query": "banana"})
+    content = result["structuredContent"]
+    assert (content["status"], content["capability"]) == ("LIVE", "web.search")
+    assert content["data"] == {"results": [page]}
 
 
 # -- composition -----------------------------------------------------------------------------

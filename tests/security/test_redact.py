@@ -14,7 +14,9 @@ from splice_build.security.redact import (
     MAX_REDACTED_CHARS,
     NOT_SCANNED,
     PathSanitizer,
+    exact_forms,
     redact,
+    scrub_json,
 )
 
 SPLICE_TOKEN = "splice_" + "A" * 43
@@ -203,3 +205,23 @@ def test_lone_surrogates_are_scanned() -> None:
 )
 def test_adversarial_inputs_pass_unchanged(text: str) -> None:
     assert redact(text) == text
+
+
+# -- scrub_json: exact values in a JSON result ---------------------------------------------
+@pytest.mark.parametrize(
+    "secret",
+    ["tvly-plain0123456789", 'quo"te\\back-0123', "ctl\x01\x7fchars-0123", "ünïcode-ключ-0123"],
+)
+def test_scrub_json_replaces_values_in_strings_and_keys_however_escaped(secret: str) -> None:
+    forms = exact_forms([secret])
+    value = {"a": [f"<{secret}>", {"n": 1.5, "t": True, "z": None}], secret: f"%{quote(secret)}"}
+    assert scrub_json(value, forms) == {
+        "a": ["<[REDACTED]>", {"n": 1.5, "t": True, "z": None}],
+        "[REDACTED]": "%[REDACTED]",
+    }
+
+
+def test_scrub_json_leaves_short_values_and_clean_results_untouched() -> None:
+    value = {"title": "a banana", "token-like": "ghp_" + "a" * 36}
+    assert scrub_json(value, exact_forms(["a", "ban"])) == value
+    assert scrub_json(value, exact_forms(["not-in-there-0123"])) is value

@@ -10,6 +10,8 @@ from __future__ import annotations
 import base64
 import json
 import os
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from datetime import datetime
@@ -18,8 +20,10 @@ from typing import Any
 
 import pytest
 
+from splice_build.runtime.isolation.support import detect
 from splice_build.spec.package import validate_package_files
 from splice_build.spec.schema_subset import check_schema, validate_value
+from testing.isolation import os_layer_missing
 from testing.skill_runner import (
     Canaries,
     SkillProject,
@@ -506,6 +510,66 @@ def test_directory_swapped_for_a_symlink_never_leaks(
         ok_inside = result["ok"] and result["output"]["content"] == "inside"
         assert ok_inside or _code(result) in {"PATH_OUTSIDE_SANDBOX", "NOT_FOUND"}, result
     (outside / "dir" / "f.txt").unlink()
+    canaries.assert_untouched(results)
+
+
+# Exchanges two paths atomically (renameat2 RENAME_EXCHANGE) until the stop file appears: the
+# directory and the link trade places with no moment where either is missing, in a process of
+# its own, so it swaps as fast as the kernel lets it (hundreds of thousands of times a call).
+_EXCHANGER = """
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+a, b, stop = (arg.encode() for arg in sys.argv[1:4])
+if libc.renameat2(-100, a, -100, b, 2) != 0:
+    sys.exit(f"renameat2: errno {ctypes.get_errno()}")
+while not os.path.exists(stop):
+    libc.renameat2(-100, a, -100, b, 2)
+"""
+
+
+def test_a_directory_exchanged_with_a_link_reaches_nothing_outside_with_the_file_view(
+    project: SkillProject, outside: Path, canaries: Canaries, tmp_path: Path
+) -> None:
+    """The path checks of @splice/files alone lose this race (docs/skills.md); the OS layer's
+    file view must keep every read, listing and write inside workspace/ all the same."""
+    if not detect().file_view:
+        os_layer_missing(f"no file view here: {detect().file_view_reason}")
+    named = outside / "dir" / f"name-{canaries.token}"
+    named.write_text("x")
+    target = project.workspace / "d"
+    target.mkdir()
+    (target / "inner.txt").write_text("inside")
+    (project.workspace / "alt").symlink_to(outside / "dir")
+    stop = tmp_path / "stop"
+    argv = [
+        sys.executable,
+        "-c",
+        _EXCHANGER,
+        str(target),
+        str(project.workspace / "alt"),
+        str(stop),
+    ]
+    exchanger = subprocess.Popen(argv)
+    calls: list[tuple[str, dict[str, Any]]] = []
+    for n in range(40):
+        calls += [
+            ("read", {"path": "d/inner.txt"}),
+            ("list", {"recursive": True}),
+            ("write", {"path": f"d/new-{n}.txt", "content": "pwned"}),
+            ("write", {"path": f"d/sub-{n}/x.txt", "content": "pwned"}),
+        ]
+    try:
+        results = project.run_many_tools(calls)
+    finally:
+        stop.touch()
+        assert exchanger.wait(timeout=60) == 0
+    if (project.workspace / "d").is_symlink():
+        (project.workspace / "d").unlink()
+    for (tool, _), result in zip(calls, results, strict=True):
+        assert result["isolation"]["fileView"] == "minimal", result
+        if tool == "read" and result["ok"]:
+            assert result["output"]["content"] == "inside", result
+    named.unlink()
     canaries.assert_untouched(results)
 
 
