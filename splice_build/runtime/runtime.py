@@ -566,11 +566,17 @@ def _check_bound(
     from splice_build.runtime.isolation.fileview import bound_identity
 
     view = spec.view if spec.isolation.file_view else None
-    bound = None if view is None else bound_identity(view, pkg.dir)
-    if view is None or bound is None:
-        actual, why = _digest(pkg.dir), ""
-    else:
-        actual, why = _bound_digest(pkg.dir, bound)
+    try:
+        bound = None if view is None else bound_identity(view, pkg.dir)
+        if bound is None:
+            actual, why = _digest(pkg.dir), ""
+        else:
+            actual, why = _bound_digest(pkg.dir, bound)
+    except OSError as exc:  # a path too long to name, a file swapped for a link mid-read
+        actual, why = None, f"the package's files cannot be read: {exc.strerror or exc}"
+    except BaseException:
+        process.close()
+        raise
     if actual != expected:
         process.close()
         raise SandboxError(

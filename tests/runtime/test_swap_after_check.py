@@ -77,3 +77,28 @@ def test_the_directory_hashed_is_the_one_the_process_bound(project: Path, tmp_pa
         assert result.ok and result.output == "checked", result.to_json()
     finally:
         runtime.close()
+
+
+def test_files_that_cannot_be_hashed_are_refused_and_the_process_ended(
+    runtime: SpliceRuntime, tmp_path: Path
+) -> None:
+    """A tree nested deeper than one path may name cannot be re-read (ENAMETOOLONG): the
+    call is refused like any other mismatch, and the process already started is ended."""
+    from splice_build.runtime.host_files import host_entry
+    from testing.deep_tree import nested, unnested
+    from testing.pool import sandbox_pids
+
+    checked = write_package(tmp_path / "a", CHECKED)
+    nested(checked, 2100)  # "a/" * 2100: longer than PATH_MAX
+    try:
+        manifest = Manifest.from_json((checked / "manifest.json").read_bytes())
+        pkg = runtime.load_verified(checked, "sha256-" + "0" * 64, manifest)
+        before = set(sandbox_pids(str(host_entry())))
+        result = runtime.execute(pkg, "t", {})
+        assert result.error is not None, result.to_json()
+        assert result.error.code == ErrorCode.INSTALLED_PACKAGE_MODIFIED, result.to_json()
+        assert "cannot be read" in " ".join(result.error.details), result.to_json()
+        runtime.close()  # the warm pool's spare processes, not the refused call's
+        assert set(sandbox_pids(str(host_entry()))) <= before
+    finally:
+        unnested(checked)
