@@ -9,7 +9,8 @@ With a ``WarmPool`` (``pool=``) a call takes a process started before it (runtim
 manifest bytes that hash as they did then, and asks the pool for a process; ``execute``
 re-reads the digest after taking one and refuses the call (``INSTALLED_PACKAGE_MODIFIED``)
 before sending the job when the files changed since ``load``.
-Without a pool every call starts its own process (the one-shot CLI).
+Without a pool every call starts its own process (the one-shot CLI); a package described by
+``load_verified`` is re-checked the same way once that process has started (``_check_bound``).
 
 With ``reuse=`` (a ``ReusePolicy``, opt-in; docs/runtime.md#opt-in-reuse) a process that served
 a call successfully may serve the next call of the same package under the same grant
@@ -62,8 +63,9 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class PinnedPackage(LoadedPackage):
-    """A package loaded by a pooled runtime: ``files_digest`` was read before its manifest
-    (None when the tree cannot have one: links, special files, too many files)."""
+    """A package loaded by a pooled runtime, or verified by the caller (``load_verified``):
+    ``files_digest`` was read before its manifest (None when the tree cannot have one:
+    links, special files, too many files)."""
 
     files_digest: str | None
 
@@ -161,17 +163,14 @@ class SpliceRuntime:
         nor read again here.
 
         The description is kept per directory and digest, and reused only for the very
-        manifest object it was built from. With a pool, ``execute`` recomputes the digest
-        from the bytes after taking a process and refuses the call when it differs
-        (``INSTALLED_PACKAGE_MODIFIED``); without one, the process is started right after
-        the caller's check.
+        manifest object it was built from. ``execute`` recomputes the digest from the bytes
+        after starting or taking the process, through the directory its file view bound,
+        and refuses the call when it differs (``INSTALLED_PACKAGE_MODIFIED``, ``_check_bound``).
         """
         real = os.path.realpath(path)
         loaded = self._verified.get((real, files_digest))
         if loaded is None or loaded.manifest is not manifest:
-            loaded = describe_package(Path(real), manifest)
-            if self._pool is not None:
-                loaded = self._pinned(loaded, files_digest)
+            loaded = self._pinned(describe_package(Path(real), manifest), files_digest)
             if len(self._verified) >= _VERIFIED_MAX:
                 self._verified.clear()
             self._verified[(real, files_digest)] = loaded
@@ -416,7 +415,12 @@ class SpliceRuntime:
         try:
             key = self._pool_key(pkg) if self._pool is not None else None
             if self._pool is None or key is None:
-                return sandbox.start(self._spec(pkg)), None
+                spec = self._spec(pkg)
+                process = sandbox.start(spec)
+                expected = pkg.files_digest if isinstance(pkg, PinnedPackage) else None
+                if expected is not None:
+                    _check_bound(pkg, spec, expected, process)
+                return process, None
             if self._reuse is not None:
                 from splice_build.runtime.reuse import Lease
 
@@ -438,16 +442,7 @@ class SpliceRuntime:
             raise SandboxError(
                 ErrorCode.TOOL_CRASHED, f"Could not start the tool process: {exc}"
             ) from exc
-        # The re-check between taking the process and sending the job (never after).
-        actual = _digest(pkg.dir)
-        if actual != key.files_digest:
-            process.close()
-            raise SandboxError(
-                ErrorCode.INSTALLED_PACKAGE_MODIFIED,
-                f"{pkg.id} changed after it was loaded; the call was refused",
-                details=[f"files digest {actual} differs from {key.files_digest}"],
-                hint="load the package again",
-            )
+        _check_bound(pkg, key.spec, key.files_digest, process)
         return process, lease
 
     def _run(
@@ -548,10 +543,65 @@ def _path_sanitizer(package_dir: Path, project_root: Path) -> PathSanitizer:
     return PathSanitizer.for_paths({package_dir: "<package>", project_root: "<project>"})
 
 
-def _digest(directory: Path) -> str | None:
+def _digest(directory: Path | str) -> str | None:
     from splice_build.spec.tree_digest import tree_digest
 
     return tree_digest(directory)
+
+
+def _check_bound(
+    pkg: LoadedPackage, spec: sandbox.SandboxSpec, expected: str, process: sandbox.SandboxProcess
+) -> None:
+    """The re-check between starting (or taking) the process and sending the job, never after:
+    INSTALLED_PACKAGE_MODIFIED (the process closed) unless the package's files hash to
+    ``expected``.
+
+    With a file view the process has bound the package directory planned in ``spec`` (that
+    device and inode, or it did not start: fileview.build), so the files hashed are read
+    through a descriptor of that very directory: a directory renamed into the package's
+    place before or after the bind, or swapped in and out while the hash reads it, is never
+    what was hashed while another is run. Without a file view Node reads the files by path
+    when the job asks for them: the re-check is by path (docs/security.md#installed-code).
+    """
+    from splice_build.runtime.isolation.fileview import bound_identity
+
+    view = spec.view if spec.isolation.file_view else None
+    try:
+        bound = None if view is None else bound_identity(view, pkg.dir)
+        if bound is None:
+            actual, why = _digest(pkg.dir), ""
+        else:
+            actual, why = _bound_digest(pkg.dir, bound)
+    except OSError as exc:  # a path too long to name, a file swapped for a link mid-read
+        actual, why = None, f"the package's files cannot be read: {exc.strerror or exc}"
+    except BaseException:
+        process.close()
+        raise
+    if actual != expected:
+        process.close()
+        raise SandboxError(
+            ErrorCode.INSTALLED_PACKAGE_MODIFIED,
+            f"{pkg.id} changed after it was loaded; the call was refused",
+            details=[why or f"files digest {actual} differs from {expected}"],
+            hint="load the package again",
+        )
+
+
+def _bound_digest(directory: Path, bound: tuple[int, int]) -> tuple[str | None, str]:
+    """The files digest of the directory ``bound`` (device, inode), read through a descriptor
+    opened at ``directory`` (``/proc/self/fd``: a rename cannot change what it names), and
+    why there is none."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        return None, f"the package directory cannot be opened: {exc.strerror or exc}"
+    try:
+        found = os.fstat(fd)
+        if (found.st_dev, found.st_ino) != bound:
+            return None, "the package directory was replaced after the tool's process bound it"
+        return _digest(f"/proc/self/fd/{fd}/."), ""
+    finally:
+        os.close(fd)
 
 
 def _refuse_wildcards(pkg: LoadedPackage, paths: list[Path]) -> None:

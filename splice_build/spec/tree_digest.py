@@ -85,8 +85,10 @@ def package_files(
                     raise NotAPackageTree(entry.path)
 
 
-def tree_hashes(directory: Path) -> dict[str, str] | None:
-    """``relative path -> hex sha256`` of every file, or None for a tree no package can be."""
+def tree_hashes(directory: Path | str) -> dict[str, str] | None:
+    """``relative path -> hex sha256`` of every file, or None for a tree no package can be
+    (``directory`` may be text such as ``/proc/self/fd/N/.``, which a ``Path`` would cut to
+    the link itself)."""
     hashes: dict[str, str] = {}
     try:
         if not stat.S_ISDIR(os.lstat(directory).st_mode):
@@ -98,7 +100,7 @@ def tree_hashes(directory: Path) -> dict[str, str] | None:
     return hashes
 
 
-def tree_digest(directory: Path) -> str | None:
+def tree_digest(directory: Path | str) -> str | None:
     """The files digest of ``directory`` read from bytes, or None (missing, links, specials)."""
     hashes = tree_hashes(directory)
     return None if hashes is None else files_digest_from_hashes(hashes)

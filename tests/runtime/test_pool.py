@@ -105,12 +105,13 @@ def test_no_tool_code_runs_before_the_job(
 
 
 @pytest.mark.parametrize("pool", [True, False])
-def test_a_verified_load_is_described_once_and_still_rechecked_when_pooled(
+def test_a_verified_load_is_described_once_and_still_rechecked(
     pooled: SpliceRuntime, project: Path, tmp_path: Path, pool: bool
 ) -> None:
     """``load_verified`` (Splice.run after its check against the lock) trusts the caller's
-    digest and manifest for the description, never for the call: a pooled call re-hashes
-    before its job. A description is reused only for the very manifest it was built from."""
+    digest and manifest for the description, never for the call: a call, pooled or cold,
+    re-hashes before its job. A description is reused only for the very manifest it was
+    built from."""
     from splice_build.spec.manifest import Manifest
     from splice_build.spec.tree_digest import tree_digest
 
@@ -127,12 +128,9 @@ def test_a_verified_load_is_described_once_and_still_rechecked_when_pooled(
     entry.write_text(entry.read_text() + "// changed after the caller's check\n")
     assert runtime.load_verified(pkg_dir, digest, manifest) is pkg  # same key, same description
     result = runtime.execute(pkg, "t", {})
-    if pool:
-        assert result.error is not None
-        assert result.error.code == ErrorCode.INSTALLED_PACKAGE_MODIFIED, result.to_json()
-        assert not list((project / "out").iterdir())  # no job reached any process
-    else:  # without a pool the process starts right after the caller's check, unchecked
-        assert result.ok, result.to_json()
+    assert result.error is not None
+    assert result.error.code == ErrorCode.INSTALLED_PACKAGE_MODIFIED, result.to_json()
+    assert not list((project / "out").iterdir())  # nothing of the changed code ran
     other = Manifest.from_json((pkg_dir / "manifest.json").read_bytes())
     assert runtime.load_verified(pkg_dir, digest, other) is not pkg
     new_digest = tree_digest(pkg_dir)

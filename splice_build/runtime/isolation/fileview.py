@@ -96,8 +96,8 @@ class Bind:
     target: str  # absolute path inside the view
     attrs: int  # MOUNT_ATTR_* added to the clone
     directory: bool
-    # A grant's (st_dev, st_ino) when the view was planned: the mount must be that very file
-    # or directory (None: not checked, Node's own files and the devices).
+    # A grant's or the package directory's (st_dev, st_ino) when the view was planned: the
+    # mount must be that very file or directory (None: not checked, Node's files, devices).
     identity: tuple[int, int] | None = None
 
 
@@ -256,10 +256,12 @@ def plan_view(
     bound (``shaped_by_tool``). Each grant's bind records the device
     and inode it names now, so the view is a value a warm process can be keyed by: a grant
     renamed away and replaced makes another view, and ``build`` refuses to mount anything
-    else under a planned grant."""
+    else under a planned grant. The package directory's bind records its identity too: the
+    runtime hashes that very directory once the process has bound it (runtime.py
+    ``_check_bound``), so the bytes checked are the bytes the tool runs."""
     write = tuple(write)
     entries: list[tuple[Bind | None, list[tuple[str, str]]]] = list(_fixed_entries(node))
-    entries += [_entry(str(host), READ_ONLY), _entry(str(package), EXECUTABLE)]
+    entries += [_entry(str(host), READ_ONLY), _grant_entry(str(package), EXECUTABLE) or (None, [])]
     wanted = [(path, WRITABLE) for path in write] + [(path, READ_ONLY) for path in read]
     writable = canonical(write)
     shaped = writable + canonical(shared)
@@ -284,6 +286,12 @@ def plan_view(
             links.setdefault(where, text)
     ordered = sorted(by_target.values(), key=lambda bind: bind.target.split("/"))
     return FileView(tuple(ordered), tuple(sorted(links.items())))
+
+
+def bound_identity(view: FileView, path: Path) -> tuple[int, int] | None:
+    """The device and inode the view binds at ``path``'s canonical path (None: not bound)."""
+    target = resolve(str(path))[0]
+    return next((bind.identity for bind in view.binds if bind.target == target), None)
 
 
 def shaped_by_tool(path: str, writable: Iterable[str], shared: Iterable[str] = ()) -> bool:
