@@ -41,6 +41,11 @@ export default async (input) => {
     if (input.fail) throw new Error('asked to fail');
     if (input.hang) for (;;) {}
     if (input.burn) { const end = Date.now() + input.burn; while (Date.now() < end) {} }
+    if (input.burnCpu) {  // CPU time, whatever the machine's load makes of the wall time
+      const start = process.cpuUsage();
+      const used = () => { const u = process.cpuUsage(start); return (u.user + u.system) / 1000; };
+      while (used() < input.burnCpu) {}
+    }
     if (input.hold) globalThis.held = Buffer.alloc(input.hold * 1024 * 1024, 1);
     if (input.sleep) await new Promise((resolve) => setTimeout(resolve, input.sleep));
     return { token, calls, remembered: globalThis.remembered ?? null };
@@ -215,7 +220,7 @@ def test_recycled_once_its_cpu_time_would_not_leave_a_full_call(
     light = _call(runtime, pkg)
     assert _pool(runtime).stats().idle == 1
     [kept] = _pool(runtime).idle_pids()
-    heavy = _call(runtime, pkg, burn=1000)
+    heavy = _call(runtime, pkg, burnCpu=700)
     assert heavy["token"] == light["token"]  # served by the kept process, which is then done
     assert _pool(runtime).stats().idle == 0 and _pool(runtime).stats().recycled == 1
     assert _gone(kept)
