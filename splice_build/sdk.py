@@ -20,16 +20,18 @@ concurrently); it calls the same check the ``verify:`` task runs.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from splice_build.errors import ErrorCode, InstallError, SpliceError
+from splice_build.errors import ErrorCode, InstallError, SpliceError, UsageError
 from splice_build.install.installed import (
     InstalledPackage,
     check_installed,
     read_installed_manifest,
 )
+from splice_build.sdk_args import env_arg, kind, names_arg, path_arg
 
 if TYPE_CHECKING:
     from splice_build.install.consent import Accept
@@ -91,18 +93,26 @@ class Splice:
         from splice_build.project.layout import ProjectLayout
         from splice_build.project.project_file import find_project_root
 
-        self.env: Mapping[str, str] = dict(os.environ if env is None else env)
-        self.project_root = find_project_root(Path(project) if project is not None else Path.cwd())
+        start = path_arg(project, "project") if project is not None else Path.cwd()
+        self.env: Mapping[str, str] = env_arg(os.environ if env is None else env)
+        if on_progress is not None and not callable(on_progress):
+            raise UsageError(f"on_progress must be callable, not {kind(on_progress)}")
+        if broker is True:
+            raise UsageError("broker must be a broker object, None (the default) or False")
+        self._reuse = _reuse_arg(reuse)
+        self.project_root = find_project_root(start)
         self.layout: ProjectLayout = ProjectLayout(self.project_root)
         self.home: SpliceHome = (
-            SpliceHome(Path(home)) if home is not None else SpliceHome.from_env(self.env)
+            SpliceHome(path_arg(home, "home"))
+            if home is not None
+            else SpliceHome.from_env(self.env)
         )
         self._registry_flag = registry
         self._progress: Progress = on_progress or _quiet
         self._broker = self._default_broker() if broker is None else broker or None
         self._pool = pool
-        self._reuse = reuse
         self._runtime_instance: SpliceRuntime | None = None
+        self._runtime_lock = threading.Lock()
         self.last_tasks: TaskRecord | None = None
 
     @classmethod
@@ -113,9 +123,11 @@ class Splice:
         there; ``registry`` is stored in it after it has been validated (``INVALID_CONFIG``).
         ``options`` are the other keyword arguments of ``Splice()``.
         """
+        from splice_build.project.directories import usable_directory
         from splice_build.project.project_file import init_project
 
-        root, _created = init_project(Path(directory), registry=registry)
+        target = usable_directory(path_arg(directory, "directory"), "project directory")
+        root, _created = init_project(target, registry=registry)
         return cls(root, **options)
 
     # plumbing ------------------------------------------------------------------------------
@@ -211,7 +223,7 @@ class Splice:
         from splice_build.spec.names import PackageRef
         from splice_build.tasks.request import GraphRequest, Resolve
 
-        parsed = [PackageRef.parse(ref) for ref in refs]
+        parsed = [PackageRef.parse(ref) for ref in names_arg(refs, "refs")]  # type: ignore[arg-type]
         if not parsed:
             raise InstallError(ErrorCode.USAGE, "add needs at least one package")
         resolve = {ref.package.id: Resolve(ref.range) for ref in parsed}
@@ -287,7 +299,7 @@ class Splice:
         from splice_build.install.transaction import project_lock
         from splice_build.spec.names import PackageId
 
-        canonical = [PackageId.parse(i).id for i in ids]
+        canonical = [PackageId.parse(i).id for i in names_arg(ids, "ids")]  # type: ignore[arg-type]
         with project_lock(self.layout):
             return remove_packages(self.layout, canonical)
 
@@ -430,7 +442,7 @@ class Splice:
     def _selected(self, packages: Mapping[str, str], ids: Sequence[str]) -> list[str]:
         from splice_build.spec.names import PackageId
 
-        chosen = [PackageId.parse(i).id for i in ids] or list(packages)
+        chosen = [PackageId.parse(i).id for i in names_arg(ids, "ids")] or list(packages)  # type: ignore[arg-type]
         unknown = [i for i in chosen if i not in packages]
         if unknown:
             raise InstallError(
@@ -476,9 +488,11 @@ class Splice:
         """Re-verify ``package_id`` from bytes; raises ``INSTALLED_PACKAGE_MODIFIED`` /
         ``PERMISSIONS_NOT_GRANTED`` / ``NOT_INSTALLED``."""
         from splice_build.project.lockfile import load_lockfile
+        from splice_build.spec.names import PackageId
 
+        canonical = PackageId.parse(package_id).id
         self._recovered()
-        return self._check_in(load_lockfile(self.project_root), package_id)
+        return self._check_in(load_lockfile(self.project_root), canonical)
 
     def _check_in(self, lock: Lockfile, package_id: str) -> InstalledPackage:
         """``check`` against a lock already read (one read of it per call of the caller).
@@ -534,7 +548,7 @@ class Splice:
         from splice_build.spec.tools import split_mcp_tool_name
 
         if not isinstance(ref, str):
-            raise _no_package_provides(repr(ref))
+            raise _no_package_provides(f"a {kind(ref)}")
         self._recovered()
         lock = load_lockfile(self.project_root)  # read once: resolved and checked against it
         lock_ids = list(lock.packages)
@@ -587,18 +601,24 @@ class Splice:
         return self._runtime().load_verified(pkg.directory, files, pkg.manifest)
 
     def _runtime(self) -> SpliceRuntime:
-        """One runtime per SDK object: it owns the warm pool (if any) and the broker."""
-        if self._runtime_instance is None:
-            from splice_build.runtime import SpliceRuntime
+        """One runtime per SDK object: it owns the warm pool (if any) and the broker.
 
-            self._runtime_instance = SpliceRuntime(
-                project_root=self.project_root,
-                env=self.env,
-                broker=self._broker,  # type: ignore[arg-type]
-                pool=self._pool,
-                home=self.home.path,
-                reuse=self._reuse_policy(),
-            )
+        Made under a lock: threads making their first calls at once would otherwise each
+        make one, and ``close()`` would end the processes of the last one only."""
+        with self._runtime_lock:
+            return self._runtime_instance or self._new_runtime()
+
+    def _new_runtime(self) -> SpliceRuntime:
+        from splice_build.runtime import SpliceRuntime
+
+        self._runtime_instance = SpliceRuntime(
+            project_root=self.project_root,
+            env=self.env,
+            broker=self._broker,  # type: ignore[arg-type]
+            pool=self._pool,
+            home=self.home.path,
+            reuse=self._reuse_policy(),
+        )
         return self._runtime_instance
 
     def _reuse_policy(self) -> ReusePolicy | None:
@@ -642,6 +662,17 @@ class Splice:
         # A mapping is copied; anything else goes as it is, so the input check refuses it
         # (INVALID_INPUT) instead of dict() turning a list of pairs into an object.
         return runtime.execute(loaded, tool, dict(input) if isinstance(input, Mapping) else input)
+
+
+def _reuse_arg(reuse: object) -> ReusePolicy | bool | Literal["project"]:
+    """``reuse`` as documented, checked when the SDK is made rather than at the first call."""
+    from splice_build.spec.reuse import ReusePolicy
+
+    if isinstance(reuse, (bool, ReusePolicy)):
+        return reuse
+    if isinstance(reuse, str) and str.__str__(reuse) == "project":
+        return "project"
+    raise UsageError(f'reuse must be True, False, "project" or a ReusePolicy, not {kind(reuse)}')
 
 
 def _no_package_provides(ref: str) -> InstallError:
