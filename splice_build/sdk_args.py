@@ -1,10 +1,11 @@
-"""The SDK's checks of a caller's arguments, made before anything is read or written.
+"""The Python API's checks of a caller's arguments (``Splice`` in sdk.py, ``splice_tasks`` in
+tasks/pipeline.py), made before anything is read or written.
 
 A program embedding Splice can pass anything: ``None``, bytes, a ``Path``, a generator, an
-object whose ``__fspath__`` answers a number. Each argument of ``Splice`` (sdk.py) that is
-not parsed by a spec parser (names, refs and ranges raise their own codes) is checked here,
-so a wrong type or shape is a ``USAGE`` error naming the argument, never a ``TypeError``
-from deep inside a command or a path that silently means another directory.
+object whose ``__fspath__`` answers a number. Each of their arguments that is not parsed by
+a spec parser (names, refs and ranges raise their own codes) is checked here, so a wrong
+type or shape is a ``USAGE`` error naming the argument, never a ``TypeError`` from deep
+inside a command or a path that silently means another directory.
 """
 
 from __future__ import annotations
