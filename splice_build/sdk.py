@@ -226,6 +226,16 @@ class Splice:
         parsed = [PackageRef.parse(ref) for ref in names_arg(refs, "refs")]  # type: ignore[arg-type]
         if not parsed:
             raise InstallError(ErrorCode.USAGE, "add needs at least one package")
+        ranges: dict[str, set[str]] = {}
+        for ref in parsed:
+            ranges.setdefault(ref.package.id, set()).add(ref.range.text)
+        twice = sorted(package_id for package_id, texts in ranges.items() if len(texts) > 1)
+        if twice:  # one of them would silently win: the caller meant something else
+            raise InstallError(
+                ErrorCode.USAGE,
+                f"{twice[0]} is named with different ranges",
+                details=[f"{i}: {', '.join(sorted(ranges[i]))}" for i in twice],
+            )
         resolve = {ref.package.id: Resolve(ref.range) for ref in parsed}
         request = GraphRequest(ids=tuple(resolve), resolve=resolve)
         reports = self._graph(

@@ -196,3 +196,17 @@ def test_first_calls_from_many_threads_share_one_runtime_and_close_ends_every_pr
             thread.join()
     assert results == [True] * 8
     assert _children() - before == set()
+
+
+def test_add_refuses_one_package_named_with_two_ranges_and_writes_nothing(tmp_path: Path) -> None:
+    """``add(["@a/b@1.0.0", "@a/b@^2.0.0"])`` let the last range win silently."""
+    splice = Splice.init(tmp_path / "project")
+    before = sorted((tmp_path / "project").rglob("*"))
+    with pytest.raises(SpliceError) as caught:
+        splice.add(["@splice/example@0.1.1", " @splice/example@^0.1.0"])
+    assert caught.value.code is ErrorCode.USAGE
+    assert caught.value.details == ("@splice/example: 0.1.1, ^0.1.0",)
+    assert sorted((tmp_path / "project").rglob("*")) == before
+    assert [r.name for r in splice.add(["@splice/example", "@splice/example"])] == [
+        "@splice/example"
+    ]
