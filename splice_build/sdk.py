@@ -36,6 +36,7 @@ from splice_build.sdk_args import env_arg, kind, names_arg, path_arg
 if TYPE_CHECKING:
     from splice_build.install.consent import Accept
     from splice_build.install.install_report import InstallReport
+    from splice_build.install.installer import InstallOptions
     from splice_build.install.session import RegistrySession
     from splice_build.project.home import SpliceHome
     from splice_build.project.layout import ProjectLayout
@@ -152,10 +153,9 @@ class Splice:
         return RegistrySession(self.registry_url, home=self.home, env=self.env)
 
     def _graph(
-        self, request: GraphRequest, *, registry_url: str | None = None, **options: Any
+        self, request: GraphRequest, options: InstallOptions, *, registry_url: str | None = None
     ) -> dict[str, InstallReport]:
         """Run the graph; one report per package of the run, in run order."""
-        from splice_build.install.installer import InstallOptions
         from splice_build.tasks.project import run_project
 
         run = run_project(
@@ -164,7 +164,7 @@ class Splice:
             registry_url=registry_url or self.registry_url,
             home=self.home,
             env=self.env,
-            options=InstallOptions(**options),
+            options=options,
             on_progress=self._progress,
             on_blocked=self._blocked,
         )
@@ -220,9 +220,15 @@ class Splice:
         allow_signer_change: bool = False,
     ) -> list[InstallReport]:
         """Install each ``@ns/name[@range]`` (newest stable → ``^x.y.z``); raises ``SpliceError``."""
+        from splice_build.install.installer import InstallOptions
         from splice_build.spec.names import PackageRef
         from splice_build.tasks.request import GraphRequest, Resolve
 
+        options = InstallOptions(
+            accept_permissions=accept_permissions,
+            require_signed=require_signed,
+            allow_signer_change=allow_signer_change,
+        )
         parsed = [PackageRef.parse(ref) for ref in names_arg(refs, "refs")]  # type: ignore[arg-type]
         if not parsed:
             raise InstallError(ErrorCode.USAGE, "add needs at least one package")
@@ -238,12 +244,7 @@ class Splice:
             )
         resolve = {ref.package.id: Resolve(ref.range) for ref in parsed}
         request = GraphRequest(ids=tuple(resolve), resolve=resolve)
-        reports = self._graph(
-            request,
-            accept_permissions=accept_permissions,
-            require_signed=require_signed,
-            allow_signer_change=allow_signer_change,
-        )
+        reports = self._graph(request, options)
         self._remember_registry()
         return list(reports.values())
 
@@ -275,10 +276,16 @@ class Splice:
 
         ``frozen`` refuses to resolve anything: every package must already be locked.
         """
+        from splice_build.install.installer import InstallOptions
         from splice_build.project.lockfile import load_lockfile
         from splice_build.project.project_file import load_project_file
         from splice_build.tasks.request import GraphRequest
 
+        options = InstallOptions(
+            accept_permissions=accept_permissions,
+            require_signed=require_signed,
+            allow_signer_change=allow_signer_change,
+        )
         if frozen:
             lock = load_lockfile(self.project_root)
             unlocked = [
@@ -295,12 +302,7 @@ class Splice:
         unchanged = None if require_signed else self._unchanged_install()
         if unchanged is not None:
             return unchanged
-        reports = self._graph(
-            GraphRequest(),
-            accept_permissions=accept_permissions,
-            require_signed=require_signed,
-            allow_signer_change=allow_signer_change,
-        )
+        reports = self._graph(GraphRequest(), options)
         return list(reports.values())
 
     def remove(self, ids: Sequence[str]) -> list[dict[str, Any]]:
@@ -416,9 +418,11 @@ class Splice:
         Returns ``{id, range, from, to, latest, status}`` with status ``updated`` /
         ``up-to-date`` / ``no-match``; unknown ids raise ``NOT_INSTALLED``.
         """
+        from splice_build.install.installer import InstallOptions
         from splice_build.spec.semver import Range
         from splice_build.tasks.request import GraphRequest, Resolve
 
+        checked = InstallOptions(**options)
         looked_up = self._outdated(ids)
         by_registry: dict[str, dict[str, Resolve]] = {}
         for row, url in looked_up:
@@ -428,7 +432,7 @@ class Splice:
         reports: dict[str, InstallReport] = {}
         for url, todo in by_registry.items():
             request = GraphRequest(ids=tuple(todo), resolve=todo)
-            reports.update(self._graph(request, registry_url=url, **options))
+            reports.update(self._graph(request, checked, registry_url=url))
         results = []
         for row, _url in looked_up:
             report = reports.get(row["id"])

@@ -416,3 +416,23 @@ def test_only_a_true_answer_grants_permissions(
         splice.add([f"{GREETER}@2.0.0"], accept_permissions=lambda lines, s: answer)  # type: ignore[arg-type,return-value]
     assert info.value.code is ErrorCode.PERMISSIONS_NOT_ACCEPTED
     assert {n: (project / n).read_bytes() for n in before} == before
+
+
+@pytest.mark.parametrize("option", ["accept_permissions", "require_signed", "allow_signer_change"])
+def test_a_yes_or_no_option_that_is_no_bool_is_refused_before_anything_runs(
+    tmp_path: Path, registry: dict, option: str
+) -> None:
+    """``allow_signer_change="no"`` (a string read from a config file) was truthy, so it
+    allowed a signer change; every yes-or-no option is a ``bool`` (consent: or a callback)."""
+    project = new_project(tmp_path / "p")
+    splice = _installed(project)
+    before = {n: (project / n).read_bytes() for n in ("splice.json", "splice.lock")}
+    for call in (
+        lambda: splice.add([f"{GREETER}@2.0.0"], **{option: "no"}),
+        lambda: splice.install(**{option: "no"}),
+        lambda: splice.update(**{option: "no"}),
+    ):
+        with pytest.raises(SpliceError) as info:
+            call()
+        assert info.value.code is ErrorCode.USAGE
+    assert {n: (project / n).read_bytes() for n in before} == before
