@@ -20,20 +20,23 @@ concurrently); it calls the same check the ``verify:`` task runs.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from splice_build.errors import ErrorCode, InstallError, SpliceError
+from splice_build.errors import ErrorCode, InstallError, SpliceError, UsageError
 from splice_build.install.installed import (
     InstalledPackage,
     check_installed,
     read_installed_manifest,
 )
+from splice_build.sdk_args import env_arg, kind, names_arg, path_arg
 
 if TYPE_CHECKING:
     from splice_build.install.consent import Accept
     from splice_build.install.install_report import InstallReport
+    from splice_build.install.installer import InstallOptions
     from splice_build.install.session import RegistrySession
     from splice_build.project.home import SpliceHome
     from splice_build.project.layout import ProjectLayout
@@ -91,18 +94,26 @@ class Splice:
         from splice_build.project.layout import ProjectLayout
         from splice_build.project.project_file import find_project_root
 
-        self.env: Mapping[str, str] = dict(os.environ if env is None else env)
-        self.project_root = find_project_root(Path(project) if project is not None else Path.cwd())
+        start = path_arg(project, "project") if project is not None else Path.cwd()
+        self.env: Mapping[str, str] = env_arg(os.environ if env is None else env)
+        if on_progress is not None and not callable(on_progress):
+            raise UsageError(f"on_progress must be callable, not {kind(on_progress)}")
+        if broker is True:
+            raise UsageError("broker must be a broker object, None (the default) or False")
+        self._reuse = _reuse_arg(reuse)
+        self.project_root = find_project_root(start)
         self.layout: ProjectLayout = ProjectLayout(self.project_root)
         self.home: SpliceHome = (
-            SpliceHome(Path(home)) if home is not None else SpliceHome.from_env(self.env)
+            SpliceHome(path_arg(home, "home"))
+            if home is not None
+            else SpliceHome.from_env(self.env)
         )
         self._registry_flag = registry
         self._progress: Progress = on_progress or _quiet
         self._broker = self._default_broker() if broker is None else broker or None
         self._pool = pool
-        self._reuse = reuse
         self._runtime_instance: SpliceRuntime | None = None
+        self._runtime_lock = threading.Lock()
         self.last_tasks: TaskRecord | None = None
 
     @classmethod
@@ -113,9 +124,11 @@ class Splice:
         there; ``registry`` is stored in it after it has been validated (``INVALID_CONFIG``).
         ``options`` are the other keyword arguments of ``Splice()``.
         """
+        from splice_build.project.directories import usable_directory
         from splice_build.project.project_file import init_project
 
-        root, _created = init_project(Path(directory), registry=registry)
+        target = usable_directory(path_arg(directory, "directory"), "project directory")
+        root, _created = init_project(target, registry=registry)
         return cls(root, **options)
 
     # plumbing ------------------------------------------------------------------------------
@@ -140,10 +153,9 @@ class Splice:
         return RegistrySession(self.registry_url, home=self.home, env=self.env)
 
     def _graph(
-        self, request: GraphRequest, *, registry_url: str | None = None, **options: Any
+        self, request: GraphRequest, options: InstallOptions, *, registry_url: str | None = None
     ) -> dict[str, InstallReport]:
         """Run the graph; one report per package of the run, in run order."""
-        from splice_build.install.installer import InstallOptions
         from splice_build.tasks.project import run_project
 
         run = run_project(
@@ -152,7 +164,7 @@ class Splice:
             registry_url=registry_url or self.registry_url,
             home=self.home,
             env=self.env,
-            options=InstallOptions(**options),
+            options=options,
             on_progress=self._progress,
             on_blocked=self._blocked,
         )
@@ -208,20 +220,31 @@ class Splice:
         allow_signer_change: bool = False,
     ) -> list[InstallReport]:
         """Install each ``@ns/name[@range]`` (newest stable → ``^x.y.z``); raises ``SpliceError``."""
+        from splice_build.install.installer import InstallOptions
         from splice_build.spec.names import PackageRef
         from splice_build.tasks.request import GraphRequest, Resolve
 
-        parsed = [PackageRef.parse(ref) for ref in refs]
-        if not parsed:
-            raise InstallError(ErrorCode.USAGE, "add needs at least one package")
-        resolve = {ref.package.id: Resolve(ref.range) for ref in parsed}
-        request = GraphRequest(ids=tuple(resolve), resolve=resolve)
-        reports = self._graph(
-            request,
+        options = InstallOptions(
             accept_permissions=accept_permissions,
             require_signed=require_signed,
             allow_signer_change=allow_signer_change,
         )
+        parsed = [PackageRef.parse(ref) for ref in names_arg(refs, "refs")]  # type: ignore[arg-type]
+        if not parsed:
+            raise InstallError(ErrorCode.USAGE, "add needs at least one package")
+        ranges: dict[str, set[str]] = {}
+        for ref in parsed:
+            ranges.setdefault(ref.package.id, set()).add(ref.range.text)
+        twice = sorted(package_id for package_id, texts in ranges.items() if len(texts) > 1)
+        if twice:  # one of them would silently win: the caller meant something else
+            raise InstallError(
+                ErrorCode.USAGE,
+                f"{twice[0]} is named with different ranges",
+                details=[f"{i}: {', '.join(sorted(ranges[i]))}" for i in twice],
+            )
+        resolve = {ref.package.id: Resolve(ref.range) for ref in parsed}
+        request = GraphRequest(ids=tuple(resolve), resolve=resolve)
+        reports = self._graph(request, options)
         self._remember_registry()
         return list(reports.values())
 
@@ -253,10 +276,16 @@ class Splice:
 
         ``frozen`` refuses to resolve anything: every package must already be locked.
         """
+        from splice_build.install.installer import InstallOptions
         from splice_build.project.lockfile import load_lockfile
         from splice_build.project.project_file import load_project_file
         from splice_build.tasks.request import GraphRequest
 
+        options = InstallOptions(
+            accept_permissions=accept_permissions,
+            require_signed=require_signed,
+            allow_signer_change=allow_signer_change,
+        )
         if frozen:
             lock = load_lockfile(self.project_root)
             unlocked = [
@@ -273,12 +302,7 @@ class Splice:
         unchanged = None if require_signed else self._unchanged_install()
         if unchanged is not None:
             return unchanged
-        reports = self._graph(
-            GraphRequest(),
-            accept_permissions=accept_permissions,
-            require_signed=require_signed,
-            allow_signer_change=allow_signer_change,
-        )
+        reports = self._graph(GraphRequest(), options)
         return list(reports.values())
 
     def remove(self, ids: Sequence[str]) -> list[dict[str, Any]]:
@@ -287,7 +311,7 @@ class Splice:
         from splice_build.install.transaction import project_lock
         from splice_build.spec.names import PackageId
 
-        canonical = [PackageId.parse(i).id for i in ids]
+        canonical = [PackageId.parse(i).id for i in names_arg(ids, "ids")]  # type: ignore[arg-type]
         with project_lock(self.layout):
             return remove_packages(self.layout, canonical)
 
@@ -394,9 +418,11 @@ class Splice:
         Returns ``{id, range, from, to, latest, status}`` with status ``updated`` /
         ``up-to-date`` / ``no-match``; unknown ids raise ``NOT_INSTALLED``.
         """
+        from splice_build.install.installer import InstallOptions
         from splice_build.spec.semver import Range
         from splice_build.tasks.request import GraphRequest, Resolve
 
+        checked = InstallOptions(**options)
         looked_up = self._outdated(ids)
         by_registry: dict[str, dict[str, Resolve]] = {}
         for row, url in looked_up:
@@ -406,7 +432,7 @@ class Splice:
         reports: dict[str, InstallReport] = {}
         for url, todo in by_registry.items():
             request = GraphRequest(ids=tuple(todo), resolve=todo)
-            reports.update(self._graph(request, registry_url=url, **options))
+            reports.update(self._graph(request, checked, registry_url=url))
         results = []
         for row, _url in looked_up:
             report = reports.get(row["id"])
@@ -430,7 +456,7 @@ class Splice:
     def _selected(self, packages: Mapping[str, str], ids: Sequence[str]) -> list[str]:
         from splice_build.spec.names import PackageId
 
-        chosen = [PackageId.parse(i).id for i in ids] or list(packages)
+        chosen = [PackageId.parse(i).id for i in names_arg(ids, "ids")] or list(packages)  # type: ignore[arg-type]
         unknown = [i for i in chosen if i not in packages]
         if unknown:
             raise InstallError(
@@ -476,9 +502,11 @@ class Splice:
         """Re-verify ``package_id`` from bytes; raises ``INSTALLED_PACKAGE_MODIFIED`` /
         ``PERMISSIONS_NOT_GRANTED`` / ``NOT_INSTALLED``."""
         from splice_build.project.lockfile import load_lockfile
+        from splice_build.spec.names import PackageId
 
+        canonical = PackageId.parse(package_id).id
         self._recovered()
-        return self._check_in(load_lockfile(self.project_root), package_id)
+        return self._check_in(load_lockfile(self.project_root), canonical)
 
     def _check_in(self, lock: Lockfile, package_id: str) -> InstalledPackage:
         """``check`` against a lock already read (one read of it per call of the caller).
@@ -534,7 +562,7 @@ class Splice:
         from splice_build.spec.tools import split_mcp_tool_name
 
         if not isinstance(ref, str):
-            raise _no_package_provides(repr(ref))
+            raise _no_package_provides(f"a {kind(ref)}")
         self._recovered()
         lock = load_lockfile(self.project_root)  # read once: resolved and checked against it
         lock_ids = list(lock.packages)
@@ -587,18 +615,24 @@ class Splice:
         return self._runtime().load_verified(pkg.directory, files, pkg.manifest)
 
     def _runtime(self) -> SpliceRuntime:
-        """One runtime per SDK object: it owns the warm pool (if any) and the broker."""
-        if self._runtime_instance is None:
-            from splice_build.runtime import SpliceRuntime
+        """One runtime per SDK object: it owns the warm pool (if any) and the broker.
 
-            self._runtime_instance = SpliceRuntime(
-                project_root=self.project_root,
-                env=self.env,
-                broker=self._broker,  # type: ignore[arg-type]
-                pool=self._pool,
-                home=self.home.path,
-                reuse=self._reuse_policy(),
-            )
+        Made under a lock: threads making their first calls at once would otherwise each
+        make one, and ``close()`` would end the processes of the last one only."""
+        with self._runtime_lock:
+            return self._runtime_instance or self._new_runtime()
+
+    def _new_runtime(self) -> SpliceRuntime:
+        from splice_build.runtime import SpliceRuntime
+
+        self._runtime_instance = SpliceRuntime(
+            project_root=self.project_root,
+            env=self.env,
+            broker=self._broker,  # type: ignore[arg-type]
+            pool=self._pool,
+            home=self.home.path,
+            reuse=self._reuse_policy(),
+        )
         return self._runtime_instance
 
     def _reuse_policy(self) -> ReusePolicy | None:
@@ -642,6 +676,17 @@ class Splice:
         # A mapping is copied; anything else goes as it is, so the input check refuses it
         # (INVALID_INPUT) instead of dict() turning a list of pairs into an object.
         return runtime.execute(loaded, tool, dict(input) if isinstance(input, Mapping) else input)
+
+
+def _reuse_arg(reuse: object) -> ReusePolicy | bool | Literal["project"]:
+    """``reuse`` as documented, checked when the SDK is made rather than at the first call."""
+    from splice_build.spec.reuse import ReusePolicy
+
+    if isinstance(reuse, (bool, ReusePolicy)):
+        return reuse
+    if isinstance(reuse, str) and str.__str__(reuse) == "project":
+        return "project"
+    raise UsageError(f'reuse must be True, False, "project" or a ReusePolicy, not {kind(reuse)}')
 
 
 def _no_package_provides(ref: str) -> InstallError:

@@ -1,9 +1,14 @@
-"""``Splice.init``: the SDK makes a project as ``splice init`` does."""
+"""The SDK: ``Splice.init`` makes a project as ``splice init`` does; every argument of a wrong
+kind is a coded error; threads share one runtime, which ``close()`` ends."""
 
 from __future__ import annotations
 
 import json
+import os
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -56,3 +61,152 @@ def test_run_refuses_an_input_that_is_not_an_object_as_a_result(tmp_path: Path) 
         assert result.error.code is ErrorCode.INVALID_INPUT
         assert result.error.details == (f"input: expected object, got {kind}",)
     assert splice.run("example.hello", {"name": "Ada"}).output == {"message": "Hello, Ada."}
+
+
+class _Hostile:
+    """An argument whose every conversion raises: a message must never call them."""
+
+    def __str__(self) -> str:
+        raise AssertionError("__str__ was called")
+
+    __repr__ = __format__ = __str__  # type: ignore[assignment]
+
+    def __hash__(self) -> int:
+        raise AssertionError("__hash__ was called")
+
+
+class _NumberPath:
+    def __fspath__(self) -> object:
+        return 5
+
+
+_HUGE = "x" * 5000
+_CALLS: dict[str, Callable[[Path, Any], object]] = {
+    "Splice(project)": lambda root, v: Splice(v),
+    "Splice(env)": lambda root, v: Splice(root, env=v),
+    "Splice(home)": lambda root, v: Splice(root, home=v),
+    "Splice(reuse)": lambda root, v: Splice(root, reuse=v),
+    "Splice(on_progress)": lambda root, v: Splice(root, on_progress=v),
+    "Splice.init": lambda root, v: Splice.init(v),
+    "add": lambda root, v: Splice(root).add(v),
+    "remove": lambda root, v: Splice(root).remove(v),
+    "outdated": lambda root, v: Splice(root).outdated(v),
+    "update": lambda root, v: Splice(root).update(v),
+    "check": lambda root, v: Splice(root).check(v),
+    "tools": lambda root, v: Splice(root).tools(v),
+    "load": lambda root, v: Splice(root).load(v),
+    "verify": lambda root, v: Splice(root).verify(v),
+    "resolve_tool": lambda root, v: Splice(root).resolve_tool(v),
+    "run": lambda root, v: Splice(root).run(v, {}),
+}
+_CASES = [
+    # the constructor and init: a path is str or os.PathLike of str, env maps str to str
+    *[("Splice(project)", v, "USAGE") for v in (b"p", 5, ["p"], _NumberPath(), "p\0q")],
+    ("Splice(project)", "/" + _HUGE, "NOT_A_PROJECT"),
+    *[("Splice.init", v, "USAGE") for v in (None, b"p", 5, _NumberPath(), "p\0q", _HUGE)],
+    *[("Splice(home)", v, "USAGE") for v in (b"h", 5, "h\0")],
+    *[("Splice(env)", v, "USAGE") for v in ("A=1", [("A", "1")], {"A": 1}, {1: "a"}, {"A": "\0"})],
+    *[("Splice(reuse)", v, "USAGE") for v in (None, "yes", 1, _Hostile())],
+    ("Splice(on_progress)", "print", "USAGE"),
+    # lists of names: one string is not a list of one-letter names; a bad item is its own code
+    *[
+        (m, v, "USAGE")
+        for m in ("add", "remove", "outdated", "update")
+        for v in (None, 5, "@a/b", b"@a/b", _Hostile())
+    ],
+    *[(m, [_Hostile()], "INVALID_NAME") for m in ("remove", "outdated", "update")],
+    ("add", [_Hostile()], "INVALID_REF"),
+    # one name
+    *[
+        (m, v, "INVALID_NAME")
+        for m in ("check", "tools", "load")
+        for v in (["@a/b"], {"@a/b"}, _Hostile())
+    ],
+    ("verify", _Hostile(), "INVALID_REF"),
+    *[(m, v, "NOT_INSTALLED") for m in ("resolve_tool", "run") for v in (_Hostile(), ["x.y"])],
+]
+
+
+@pytest.mark.parametrize(
+    ("call", "value", "code"),
+    _CASES,
+    ids=[f"{c}-{type(v).__name__}-{n}" for n, (c, v, _) in enumerate(_CASES)],
+)
+def test_every_argument_of_a_wrong_kind_is_a_coded_error_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, call: str, value: object, code: str
+) -> None:
+    """An embedding program's argument of any type is a SpliceError with a stable code (never a
+    TypeError, or a hostile ``__str__``/``__hash__`` run to build a message), and nothing is
+    written: not the project, not a directory named after the argument."""
+    root = tmp_path / "project"
+    Splice.init(root)
+    monkeypatch.chdir(tmp_path)
+    before = sorted(tmp_path.rglob("*"))
+    with pytest.raises(SpliceError) as caught:
+        _CALLS[call](root, value)
+    assert str(caught.value.code) == code, caught.value
+    assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_a_nul_in_the_project_path_does_not_open_a_parent_project(tmp_path: Path) -> None:
+    """``Path`` takes a NUL, every lookup of it fails, and the walk up would have opened the
+    project above it: the argument is refused instead."""
+    Splice.init(tmp_path)
+    with pytest.raises(SpliceError) as caught:
+        Splice(tmp_path / "sub\0dir")
+    assert caught.value.code is ErrorCode.USAGE
+
+
+def _children() -> set[int]:
+    """The live (not zombie) direct children of this process."""
+    me, found = os.getpid(), set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == me and fields[0] != "Z":
+                found.add(int(entry))
+    return found
+
+
+@pytest.mark.node
+def test_first_calls_from_many_threads_share_one_runtime_and_close_ends_every_process(
+    tmp_path: Path,
+) -> None:
+    """Threads making their first ``run`` at once share one runtime (one warm pool, one
+    reuse pool): ``close()`` then ends every process they started. Each thread used to make
+    a runtime of its own, and the processes of all but the last outlived ``close()``."""
+    Splice.init(tmp_path / "project").add(["@splice/example"])
+    before = _children()
+    start = threading.Barrier(8)
+    results: list[bool] = []
+
+    with Splice(tmp_path / "project", reuse=True, broker=False) as splice:
+
+        def call(n: int) -> None:
+            start.wait()
+            results.append(splice.run("example.hello", {"name": f"t{n}"}).ok)
+
+        threads = [threading.Thread(target=call, args=(n,)) for n in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert results == [True] * 8
+    assert _children() - before == set()
+
+
+def test_add_refuses_one_package_named_with_two_ranges_and_writes_nothing(tmp_path: Path) -> None:
+    """``add(["@a/b@1.0.0", "@a/b@^2.0.0"])`` let the last range win silently."""
+    splice = Splice.init(tmp_path / "project")
+    before = sorted((tmp_path / "project").rglob("*"))
+    with pytest.raises(SpliceError) as caught:
+        splice.add(["@splice/example@0.1.1", " @splice/example@^0.1.0"])
+    assert caught.value.code is ErrorCode.USAGE
+    assert caught.value.details == ("@splice/example: 0.1.1, ^0.1.0",)
+    assert sorted((tmp_path / "project").rglob("*")) == before
+    assert [r.name for r in splice.add(["@splice/example", "@splice/example"])] == [
+        "@splice/example"
+    ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,7 +16,8 @@ class LazyDefaultBroker:
 
     Importing the broker and its providers costs ~50 ms, which a tool that never calls
     ``ctx.capability`` should not pay. One instance keeps one broker, so its cache lives as
-    long as the SDK object that owns it.
+    long as the SDK object that owns it (built under a lock: concurrent first calls
+    share it, with its cache and its limits).
     """
 
     def __init__(self, *, project_root: Path, env: Mapping[str, str], home: Path) -> None:
@@ -23,12 +25,15 @@ class LazyDefaultBroker:
         self._env = dict(env)
         self._home = home
         self._broker: Broker | None = None
+        self._lock = threading.Lock()
 
     def call(self, request: Mapping[str, Any]) -> Mapping[str, Any]:
-        if self._broker is None:
-            from splice_build.broker.broker import default_broker
+        with self._lock:
+            if self._broker is None:
+                from splice_build.broker.broker import default_broker
 
-            self._broker = default_broker(
-                project_root=self._project_root, env=self._env, home=self._home
-            )
-        return self._broker.call(request)
+                self._broker = default_broker(
+                    project_root=self._project_root, env=self._env, home=self._home
+                )
+            broker = self._broker
+        return broker.call(request)

@@ -60,7 +60,8 @@ def require_consent(
     lines = ungranted_lines(requested, granted, root)
     if not lines:
         return
-    accepted = accept(lines, subject) if callable(accept) else accept is True
+    # Only ``True`` accepts, given or answered: a truthy "no" or an object is a refusal.
+    accepted = (accept(lines, subject) if callable(accept) else accept) is True
     if not accepted:
         raise InstallError(
             ErrorCode.PERMISSIONS_NOT_ACCEPTED,

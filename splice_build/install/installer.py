@@ -62,9 +62,21 @@ Progress = Callable[[str, str], None]
 
 @dataclass(frozen=True)
 class InstallOptions:
+    """The caller's yes-or-no options, checked when made: a truthy ``"no"`` must never allow
+    a signer change (nor pass for consent), so each is a ``bool`` (consent: or a callback)."""
+
     accept_permissions: Accept = False
     require_signed: bool = False
     allow_signer_change: bool = False
+
+    def __post_init__(self) -> None:
+        from splice_build.errors import UsageError
+
+        if not (isinstance(self.accept_permissions, bool) or callable(self.accept_permissions)):
+            raise UsageError("accept_permissions must be True, False or a callback")
+        for name in ("require_signed", "allow_signer_change"):
+            if not isinstance(getattr(self, name), bool):
+                raise UsageError(f"{name} must be True or False")
 
 
 @dataclass(frozen=True)

@@ -157,7 +157,14 @@ def find_project_root(start: Path) -> Path:
     """
     here = Path(os.path.abspath(start))
     for directory in (here, *here.parents):
-        if (directory / PROJECT_FILE).is_file():
+        try:
+            found = (directory / PROJECT_FILE).is_file()
+        except OSError as exc:  # a name too long, a directory this user may not search
+            raise ProjectError(
+                ErrorCode.NOT_A_PROJECT,
+                f"{directory} cannot be searched for {PROJECT_FILE}: {exc.strerror}",
+            ) from None
+        if found:
             return directory
     raise _not_a_project(here)
 

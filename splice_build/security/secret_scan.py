@@ -24,6 +24,7 @@ run in sequence (``abcdef…``, ``1234…``), a PEM block with no real key body,
 from __future__ import annotations
 
 import base64
+import errno
 import itertools
 import os
 import re
@@ -34,6 +35,7 @@ from pathlib import Path
 from splice_build.records import dataclass
 from splice_build.security.checkout_git import GIT
 from splice_build.security.redact import KEY_FORMATS as REDACTION_KEY_FORMATS
+from splice_build.spec.regular_file import read_regular_file
 
 # Names of the key-format classes of redact.py, in its order (docs/compatibility.md#redaction, classes 1-8).
 KEY_FORMATS: tuple[str, ...] = tuple(key.kind for key in REDACTION_KEY_FORMATS)
@@ -67,7 +69,7 @@ class ScanReport:
 
     findings: tuple[Finding, ...]
     files: int
-    skipped: tuple[str, ...]
+    skipped: tuple[tuple[str, str], ...]  # (path shown, why it was not read)
 
     @property
     def files_with_secrets(self) -> int:
@@ -183,8 +185,11 @@ def _all_files(root: Path) -> list[Path]:
     return sorted(found)
 
 
-def _texts(target: Path, shown: str) -> Iterator[tuple[str, str | None]]:
-    """``(shown path, text)`` for each file of ``target``; text None when skipped."""
+def _texts(target: Path, shown: str) -> Iterator[tuple[str, str | None, str]]:
+    """``(shown path, text, why)`` for each file of ``target``; text None (and ``why``) when
+    skipped. A file is read only if it is a regular file (a FIFO would block the scan, a link
+    to ``/dev/zero`` would fill the memory) and at most ``MAX_FILE_BYTES + 1`` of it, decided
+    on the opened file (``read_regular_file``)."""
     if target.is_dir():
         files = _listed_files(target)
         for path in files:
@@ -193,10 +198,16 @@ def _texts(target: Path, shown: str) -> Iterator[tuple[str, str | None]]:
                     path, f"{shown.rstrip('/')}/{path.relative_to(target).as_posix()}"
                 )
         return
-    if target.stat().st_size > MAX_FILE_BYTES:
-        yield shown, None
-        return
-    data = target.read_bytes()
+    try:
+        data = read_regular_file(target, MAX_FILE_BYTES)
+    except OSError as exc:
+        if exc.errno == errno.EFBIG:
+            yield shown, None, "larger than the scan limit"
+            return
+        if exc.errno == errno.EINVAL:
+            yield shown, None, "not a regular file"
+            return
+        raise
     if target.name.endswith(ARCHIVE_SUFFIXES):
         from splice_build.errors import SpliceError
         from splice_build.spec.archive import read_archive
@@ -207,9 +218,9 @@ def _texts(target: Path, shown: str) -> Iterator[tuple[str, str | None]]:
             entries = None  # not a package archive after all: its bytes are scanned as they are
         if entries is not None:
             for name, content in sorted(entries.items()):
-                yield f"{shown}!{name}", content.decode("utf-8", "replace")
+                yield f"{shown}!{name}", content.decode("utf-8", "replace"), ""
             return
-    yield shown, data.decode("utf-8", "replace")
+    yield shown, data.decode("utf-8", "replace"), ""
 
 
 def scan_files(files: Mapping[str, bytes], values: Sequence[tuple[str, str]] = ()) -> ScanReport:
@@ -226,12 +237,12 @@ def scan_paths(
 ) -> ScanReport:
     """Scan ``(path, name to show)`` targets. Raises OSError / SpliceError for unreadable input."""
     findings: list[Finding] = []
-    skipped: list[str] = []
+    skipped: list[tuple[str, str]] = []
     files = 0
     for target, shown in targets:
-        for where, text in _texts(target, shown):
+        for where, text, why in _texts(target, shown):
             if text is None:
-                skipped.append(where)
+                skipped.append((where, why))
                 continue
             files += 1
             findings += scan_text(text, where, values)

@@ -183,4 +183,8 @@ class ToolRef:
 
 
 def _quote(value: object) -> str:
-    return f'"{value}"'
+    """A name for a message: the text of a string (as ``str``, whatever its subclass says),
+    only the type of anything else, so a caller's ``__str__`` never runs."""
+    if isinstance(value, str):
+        return f'"{str.__str__(value)}"'
+    return f"(a {type(value).__name__}, not a string)"

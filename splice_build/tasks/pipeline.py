@@ -54,6 +54,7 @@ def splice_tasks(
     Raises doit's ``InvalidTask`` (``NOT_A_PROJECT``) when there is no such project or the
     workspace has none.
     """
+    _check_options(registry, accept_permissions)
     here = _project_root(project) if project is not None else None
     workspace = _workspace_root(here or Path.cwd(), root)
     if here is not None:
@@ -97,22 +98,37 @@ def _invalid(exc: SpliceError) -> Exception:
     return InvalidTask(_shown(f"splice_tasks: {exc.message} ({exc.code}){hint}"))
 
 
-def _project_root(project: str | Path) -> Path:
+def _check_options(registry: object, accept_permissions: object) -> None:
+    """The two options are given as the CLI's flags are: text, and a yes or no."""
+    from splice_build.errors import UsageError
+    from splice_build.sdk_args import kind
+
+    if registry is not None and not isinstance(registry, str):
+        raise _invalid(UsageError(f"registry must be a URL or an alias, not {kind(registry)}"))
+    if not isinstance(accept_permissions, bool):
+        raise _invalid(
+            UsageError(f"accept_permissions must be True or False, not {kind(accept_permissions)}")
+        )
+
+
+def _project_root(project: object) -> Path:
     from splice_build.errors import SpliceError
     from splice_build.project.project_file import find_project_root
+    from splice_build.sdk_args import path_arg
 
     try:
-        return find_project_root(Path(project))
+        return find_project_root(path_arg(project, "project"))
     except SpliceError as exc:
         raise _invalid(exc) from exc
 
 
-def _workspace_root(start: Path, root: str | Path | None) -> Path:
+def _workspace_root(start: Path, root: object) -> Path:
     from splice_build.errors import SpliceError
     from splice_build.project.workspace import find_workspace
+    from splice_build.sdk_args import path_arg
 
     try:
-        return find_workspace(start, root=None if root is None else Path(root)).root
+        return find_workspace(start, root=None if root is None else path_arg(root, "root")).root
     except SpliceError as exc:
         raise _invalid(exc) from exc
 

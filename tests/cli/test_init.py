@@ -38,3 +38,12 @@ def test_init_refuses_a_bad_registry_url(tmp_path: Path) -> None:
     assert result.code == 2
     assert result.json()["error"]["code"] == "INVALID_CONFIG"
     assert not (tmp_path / "splice.json").exists()
+
+
+def test_init_of_a_name_too_long_is_a_usage_error(tmp_path: Path) -> None:
+    """A directory name the file system cannot look up is refused (exit 2, USAGE), not an
+    ``unexpected failure`` crash report."""
+    result = run_splice("init", str(tmp_path / ("x" * 300)), "--json")
+    assert result.code == 2
+    assert result.json()["error"]["code"] == "USAGE"
+    assert list(tmp_path.iterdir()) == []

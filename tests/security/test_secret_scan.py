@@ -217,3 +217,26 @@ def test_a_directory_nested_thousands_of_levels_deep_is_scanned_to_the_bottom(
     assert done.code == 1, (done.stdout, done.stderr)
     [finding] = done.json()["findings"]
     assert finding == {"path": "out/" + "a/" * 1100 + "leak.txt", "line": 1, "kind": "GitHub token"}
+
+
+def test_a_file_that_is_not_regular_is_skipped_not_read(tmp_path: Path) -> None:
+    """A pre-commit hook or a CI job names the files: a link to ``/dev/zero`` (which reported
+    size 0, then was read until the memory ran out) and a FIFO (which blocked the scan for
+    ever) are skipped with a warning; the file next to them is still scanned."""
+    (tmp_path / "zero.txt").symlink_to("/dev/zero")
+    os.mkfifo(tmp_path / "fifo.txt")
+    (tmp_path / "key.txt").write_text(f"key = {planted()['GitHub token']}\n", encoding="utf-8")
+    done = run_splice(
+        "secret-scan",
+        "--",
+        "zero.txt",
+        "fifo.txt",
+        "key.txt",
+        cwd=tmp_path,
+        timeout=60,
+        address_space=1 << 30,
+    )
+    assert done.code == 1, done.stderr
+    assert "zero.txt: skipped (not a regular file)" in done.stderr
+    assert "fifo.txt: skipped (not a regular file)" in done.stderr
+    assert done.stdout.splitlines()[0].startswith("key.txt:1: ")

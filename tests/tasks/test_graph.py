@@ -401,3 +401,38 @@ def test_outdated_and_update(tmp_path: Path, registry: dict) -> None:
     [result] = splice.update()
     assert (result["from"], result["to"], result["status"]) == ("1.0.0", "1.1.0", "updated")
     assert json.loads((project / "splice.json").read_text())["packages"][GREETER] == "^1.0.0"
+
+
+@pytest.mark.parametrize("answer", ["no", 1, [False], None])
+def test_only_a_true_answer_grants_permissions(
+    tmp_path: Path, registry: dict, answer: object
+) -> None:
+    """A consent callback grants only by answering ``True``: a truthy "no", 1 or a list is a
+    refusal (fail closed), and nothing is written."""
+    project = new_project(tmp_path / "p")
+    splice = _installed(project)
+    before = {n: (project / n).read_bytes() for n in ("splice.json", "splice.lock")}
+    with pytest.raises(SpliceError) as info:
+        splice.add([f"{GREETER}@2.0.0"], accept_permissions=lambda lines, s: answer)  # type: ignore[arg-type,return-value]
+    assert info.value.code is ErrorCode.PERMISSIONS_NOT_ACCEPTED
+    assert {n: (project / n).read_bytes() for n in before} == before
+
+
+@pytest.mark.parametrize("option", ["accept_permissions", "require_signed", "allow_signer_change"])
+def test_a_yes_or_no_option_that_is_no_bool_is_refused_before_anything_runs(
+    tmp_path: Path, registry: dict, option: str
+) -> None:
+    """``allow_signer_change="no"`` (a string read from a config file) was truthy, so it
+    allowed a signer change; every yes-or-no option is a ``bool`` (consent: or a callback)."""
+    project = new_project(tmp_path / "p")
+    splice = _installed(project)
+    before = {n: (project / n).read_bytes() for n in ("splice.json", "splice.lock")}
+    for call in (
+        lambda: splice.add([f"{GREETER}@2.0.0"], **{option: "no"}),
+        lambda: splice.install(**{option: "no"}),
+        lambda: splice.update(**{option: "no"}),
+    ):
+        with pytest.raises(SpliceError) as info:
+            call()
+        assert info.value.code is ErrorCode.USAGE
+    assert {n: (project / n).read_bytes() for n in before} == before

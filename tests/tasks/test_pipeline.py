@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from splice_build.project.layout import ProjectLayout
 from splice_build.sdk import Splice
 from testing.registry_fixtures import new_project
@@ -166,3 +168,28 @@ def test_a_failure_shows_no_control_character_of_the_checkout(tmp_path: Path) ->
     assert "(INVALID_PROJECT)" in output
     assert "\x1b" not in output and "\x07" not in output
     assert "evil\\x1b]0;title\\x07: failed" in output
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ('"sub\\0dir"', "project contains a NUL character"),
+        ('b"."', "project must be a text path, not bytes"),
+        ('".", root=5', "root must be a path (str or os.PathLike), not int"),
+        ('".", registry=b"local"', "registry must be a URL or an alias, not bytes"),
+        ('".", accept_permissions="no"', "accept_permissions must be True or False, not str"),
+    ],
+)
+def test_an_argument_of_the_wrong_kind_fails_up_front(
+    tmp_path: Path, arguments: str, message: str
+) -> None:
+    """``splice_tasks`` takes its arguments as the CLI takes its flags: a path with a NUL
+    (which every lookup fails, so the walk up silently found the project above it), bytes,
+    a number, a registry or a consent that is no text or no bool fail every doit command at
+    once with the stable code, not a TypeError traceback or a task of another project."""
+    new_project(tmp_path)
+    _dodo(tmp_path, arguments)
+    done = _doit(tmp_path, "list")
+    assert done.returncode == 3, done.stderr
+    assert done.stderr.startswith(f"ERROR: splice_tasks: {message} (USAGE)")
+    assert "Traceback" not in done.stderr

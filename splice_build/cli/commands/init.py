@@ -19,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    from splice_build.cli.paths import usable_directory
+    from splice_build.project.directories import usable_directory
     from splice_build.project.project_file import init_project
 
     registry = None

@@ -187,7 +187,7 @@ def _data_dir(args: argparse.Namespace, ctx: CommandContext, *, existing: bool) 
     ``existing`` (the admin verbs whose store lives there) also refuses a path that does not
     exist, so that a mistyped path never administers a new, empty store.
     """
-    from splice_build.cli.paths import usable_directory
+    from splice_build.project.directories import usable_directory
 
     data = Path(args.data)
     data = data if data.is_absolute() else ctx.cwd / data

@@ -44,8 +44,8 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         targets.append((path, name))
     keys = load_keys(env=ctx.env, project_root=ctx.project_root or ctx.cwd, home=ctx.home)
     report = scan_paths(targets, keys.named_values())
-    for where in report.skipped:
-        ctx.out.warn(f"{where}: skipped (larger than the scan limit)")
+    for where, why in report.skipped:
+        ctx.out.warn(f"{where}: skipped ({why})")
     data = {
         "ok": not report.findings,
         "files": report.files,

@@ -1,7 +1,9 @@
-"""Directories named on the command line, checked before anything is created in them.
+"""Directories named by a caller (the command line, the SDK), checked before anything is
+created in them.
 
-A path that is a file, sits under a file, or (when it must exist) is missing, is a usage
-error (exit 2) that names it, rather than an ``OSError`` from deep inside a command.
+A path that is a file, sits under a file, cannot be looked up (a name too long, a parent this
+user may not search) or (when it must exist) is missing, is a usage error (exit 2) that names
+it, rather than an ``OSError`` from deep inside a command.
 """
 
 from __future__ import annotations
@@ -16,6 +18,13 @@ def usable_directory(
     path: Path, what: str, *, must_exist: bool = False, hint: str | None = None
 ) -> Path:
     """``path`` when it is a directory this user can use, or can be created (not ``must_exist``)."""
+    try:
+        return _usable(path, what, must_exist=must_exist, hint=hint)
+    except OSError as exc:  # a name too long, a parent this user may not search
+        raise UsageError(f"{what} {path} cannot be used: {exc.strerror}", hint=hint) from None
+
+
+def _usable(path: Path, what: str, *, must_exist: bool, hint: str | None) -> Path:
     if path.is_dir():
         if not os.access(path, os.R_OK | os.W_OK | os.X_OK):
             raise UsageError(f"{what} {path} cannot be read and written by this user", hint=hint)

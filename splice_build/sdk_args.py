@@ -1,0 +1,64 @@
+"""The Python API's checks of a caller's arguments (``Splice`` in sdk.py, ``splice_tasks`` in
+tasks/pipeline.py), made before anything is read or written.
+
+A program embedding Splice can pass anything: ``None``, bytes, a ``Path``, a generator, an
+object whose ``__fspath__`` answers a number. Each of their arguments that is not parsed by
+a spec parser (names, refs and ranges raise their own codes) is checked here, so a wrong
+type or shape is a ``USAGE`` error naming the argument, never a ``TypeError`` from deep
+inside a command or a path that silently means another directory.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from splice_build.errors import UsageError
+
+
+def kind(value: object) -> str:
+    """How a refused value is named in a message: its type only, so a caller's hostile
+    ``__str__``/``__repr__`` never runs and a huge value is never copied into an error."""
+    return type(value).__name__
+
+
+def path_arg(value: object, what: str) -> Path:
+    """``value`` (a ``str`` or an ``os.PathLike`` giving one) as a ``Path``.
+
+    Bytes are refused (a project path is text, as in ``splice.json``), and so is a NUL:
+    ``Path`` would accept it, every lookup of it would fail, and the walk up to a project
+    would silently open a parent directory's project instead.
+    """
+    try:
+        text = os.fspath(value)  # type: ignore[call-overload]
+    except TypeError:
+        raise UsageError(f"{what} must be a path (str or os.PathLike), not {kind(value)}") from None
+    if not isinstance(text, str):
+        raise UsageError(f"{what} must be a text path, not {kind(text)}")
+    if "\0" in text:
+        raise UsageError(f"{what} contains a NUL character")
+    return Path(str.__str__(text))
+
+
+def names_arg(values: object, what: str) -> list[object]:
+    """The items of ``values``, a list (or any iterable) of names; a single string is refused
+    rather than read as a list of one-character names."""
+    if isinstance(values, (str, bytes, bytearray)) or not isinstance(values, Iterable):
+        raise UsageError(f"{what} must be a list of package names, not {kind(values)}")
+    return list(values)
+
+
+def env_arg(value: object) -> dict[str, str]:
+    """A copy of ``env``: a mapping of ``str`` to ``str`` (the environment of ``os.environ``)."""
+    if not isinstance(value, Mapping):
+        raise UsageError(f"env must be a mapping of str to str, not {kind(value)}")
+    copy = dict(value)
+    for key, item in copy.items():
+        if not (isinstance(key, str) and isinstance(item, str)):
+            raise UsageError(
+                f"env must map str to str, not {kind(key)} to {kind(item)}",
+            )
+        if "\0" in key or "\0" in item or "=" in key:
+            raise UsageError("env holds a name or value an environment cannot carry")
+    return {str.__str__(k): str.__str__(v) for k, v in copy.items()}
