@@ -15,6 +15,10 @@ served.
   once. A request head must be complete within ``HEAD_SECONDS`` of the connection opening
   or of the previous answer on it, else the connection is closed (uvicorn times out only an
   idle kept-alive connection, and only until its first byte arrives).
+- ``KEEP_ALIVE_SECONDS``: a kept-alive connection idle that long is closed by the server. A
+  proxy that keeps connections to it must drop them sooner (docs/deploy/nginx.conf's
+  ``keepalive_timeout``): a request it writes to a connection at the moment the server closes
+  it fails, and a POST is then answered 502, not retried.
 - ``one_framing``: a request that declares both ``Content-Length`` and ``Transfer-Encoding``
   is refused with 400 and its connection closed, as h11 refuses every other framing it
   cannot trust. h11 reads such a body as chunked and keeps the connection, so behind a proxy
@@ -35,6 +39,7 @@ from typing import Any
 
 MAX_CONNECTIONS = 1024
 HEAD_SECONDS = 10.0
+KEEP_ALIVE_SECONDS = 5
 ACCEPT_LOG_SECONDS = 10.0
 # The message asyncio's selector event loop reports when accept() fails for lack of files
 # or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM).
@@ -185,6 +190,7 @@ def serve_limited(
     config = uvicorn.Config(
         **{**config_args, "app": one_framing(config_args["app"])},
         http=connection_protocol(limit),
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
         loop="asyncio",
     )
     accept_errors = AcceptErrorLog(log)
