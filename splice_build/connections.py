@@ -15,6 +15,10 @@ served.
   once. A request head must be complete within ``HEAD_SECONDS`` of the connection opening
   or of the previous answer on it, else the connection is closed (uvicorn times out only an
   idle kept-alive connection, and only until its first byte arrives).
+- ``KEEP_ALIVE_SECONDS``: a kept-alive connection idle that long is closed by the server. A
+  proxy that keeps connections to it must drop them sooner (docs/deploy/nginx.conf's
+  ``keepalive_timeout``): a request it writes to a connection at the moment the server closes
+  it fails, and a POST is then answered 502, not retried.
 - ``one_framing``: a request that declares both ``Content-Length`` and ``Transfer-Encoding``
   is refused with 400 and its connection closed, as h11 refuses every other framing it
   cannot trust. h11 reads such a body as chunked and keeps the connection, so behind a proxy
@@ -22,7 +26,9 @@ served.
   smuggling; RFC 9112 section 6.3 says to close the connection after such a request).
 - ``AcceptErrorLog``: if ``accept`` fails all the same (files used by something else),
   asyncio reports it with a traceback once per pending connection, every second; this
-  condenses it to one line per ``ACCEPT_LOG_SECONDS``.
+  condenses it to one line per ``ACCEPT_LOG_SECONDS``. asyncio retries such an accept a
+  second later, once per failure, even when the server stopped in between: each retry then
+  fails on the closed listening socket, a traceback apiece; those are dropped.
 """
 
 from __future__ import annotations
@@ -35,10 +41,13 @@ from typing import Any
 
 MAX_CONNECTIONS = 1024
 HEAD_SECONDS = 10.0
+KEEP_ALIVE_SECONDS = 5
 ACCEPT_LOG_SECONDS = 10.0
 # The message asyncio's selector event loop reports when accept() fails for lack of files
 # or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM).
 ACCEPT_ERROR = "socket.accept() out of system resource"
+# The callback that retries such an accept, as its failure is reported.
+ACCEPT_RETRY = "_start_serving"
 
 
 def raise_open_file_limit() -> int:
@@ -146,13 +155,26 @@ class AcceptErrorLog:
     traceback) per ``ACCEPT_LOG_SECONDS`` with how many were condensed; anything else goes
     to asyncio's default handler."""
 
-    def __init__(self, log: Callable[[str], None], seconds: float = ACCEPT_LOG_SECONDS) -> None:
+    def __init__(
+        self,
+        log: Callable[[str], None],
+        seconds: float = ACCEPT_LOG_SECONDS,
+        *,
+        listening: Any = None,
+    ) -> None:
         self._log = log
         self._seconds = seconds
+        self._listening = listening  # the server's socket: closed once it stops
         self._last: float | None = None
         self._count = 0
 
     def __call__(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        if (
+            self._listening is not None
+            and self._listening.fileno() == -1
+            and ACCEPT_RETRY in context.get("message", "")
+        ):
+            return  # a retried accept of a server that has stopped since: nothing to serve
         if context.get("message") != ACCEPT_ERROR:
             loop.default_exception_handler(context)
             return
@@ -185,9 +207,10 @@ def serve_limited(
     config = uvicorn.Config(
         **{**config_args, "app": one_framing(config_args["app"])},
         http=connection_protocol(limit),
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
         loop="asyncio",
     )
-    accept_errors = AcceptErrorLog(log)
+    accept_errors = AcceptErrorLog(log, listening=sock)
     on_ready()
 
     async def serve() -> None:

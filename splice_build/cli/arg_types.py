@@ -90,5 +90,5 @@ def trusted_proxy(text: str) -> Any:
         return parse_trusted_proxy(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(
-            f"--trusted-proxy needs an IP address or CIDR network, not {text!r}"
+            f"--trusted-proxy needs an IP address or CIDR network, not {text!r}: {exc}"
         ) from exc

@@ -241,13 +241,17 @@ def _forwarded_call(url: str, release: Path, name: str, client: str) -> Caller:
     return caller
 
 
-@pytest.mark.parametrize("trusted", [True, False], ids=["trusted-proxy", "no-trusted-proxy"])
+@pytest.mark.parametrize(
+    "proxy", ["127.0.0.1", "::ffff:127.0.0.1", None], ids=["trusted", "mapped", "untrusted"]
+)
 def test_behind_a_trusted_proxy_a_client_without_session_is_queued_by_its_address(
-    trusted: bool, tmp_path: Path
+    proxy: str | None, tmp_path: Path
 ) -> None:
     """Calls without ``mcp-session-id`` are queued by client address; ``X-Forwarded-For``
-    names it only from a ``--trusted-proxy`` peer (here the test itself, on 127.0.0.1)."""
-    argv = demo_argv("http", str(free_port()), *(["127.0.0.1"] if trusted else []))
+    names it only from a ``--trusted-proxy`` peer (here the test itself, on 127.0.0.1, also
+    when named as the IPv4-mapped address a dual-stack socket shows for it)."""
+    trusted = proxy is not None
+    argv = demo_argv("http", str(free_port()), *([proxy] if proxy else []))
     env = child_env({"SPLICE_MCP_MAX_CALLS": "1"})
     with http_server(argv, env=env) as (url, _process):
         call = partial(_forwarded_call, url, tmp_path / "release")

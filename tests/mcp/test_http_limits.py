@@ -11,6 +11,8 @@ import asyncio
 import json
 import resource
 import socket
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from urllib.parse import urlsplit
@@ -163,3 +165,41 @@ def test_accept_errors_are_condensed_to_one_line() -> None:
     assert len(lines) == 1
     assert "Too many open files" in lines[0]
     assert others == ["something else"]
+
+
+# A server out of files that stops within the second before asyncio retries its accept: the
+# retries run on the closed listening socket (both servers stop this way on SIGTERM).
+_STOP_WHILE_ACCEPT_WAITS = """
+import asyncio, resource, socket, sys
+from splice_build.connections import AcceptErrorLog
+
+async def main():
+    loop = asyncio.get_running_loop()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    log = lambda line: print(line, file=sys.stderr)
+    loop.set_exception_handler(AcceptErrorLog(log, listening=sock))
+    server = await loop.create_server(asyncio.Protocol, sock=sock)
+    clients = [socket.create_connection(sock.getsockname()) for _ in range(4)]
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(c.fileno() for c in clients) + 1, hard))
+    await asyncio.sleep(0.2)  # accept() fails for lack of files; asyncio retries in 1 s
+    server.close()
+    await asyncio.sleep(1.5)  # the retries come due
+
+asyncio.run(main())
+"""
+
+
+def test_a_server_stopped_while_accept_waits_logs_no_traceback() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _STOP_WHILE_ACCEPT_WAITS],
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Too many open files" in done.stderr, "the accept did fail"
+    assert "Traceback" not in done.stderr, done.stderr[-2000:]

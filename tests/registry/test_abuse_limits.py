@@ -87,8 +87,13 @@ def test_x_forwarded_for_from_an_untrusted_peer_changes_nothing(
         assert _whoami(server, BOGUS) == 429
 
 
-def test_behind_a_trusted_proxy_the_forwarded_client_is_the_one_counted(tmp_path: Path) -> None:
-    with registry_server(tmp_path / "data", *LIMITS_OFF, "--trusted-proxy", "127.0.0.1") as server:
+# An IPv4-mapped IPv6 address is how a dual-stack socket (`--host ::`) shows an IPv4 peer: it
+# names the same proxy, and was once never matched (every client then shared the proxy's budget).
+@pytest.mark.parametrize("proxy", ["127.0.0.1", "::ffff:127.0.0.1", "::ffff:127.0.0.0/104"])
+def test_behind_a_trusted_proxy_the_forwarded_client_is_the_one_counted(
+    tmp_path: Path, proxy: str
+) -> None:
+    with registry_server(tmp_path / "data", *LIMITS_OFF, "--trusted-proxy", proxy) as server:
         _spend_budget(server, forwarded="198.51.100.1")
         assert _whoami(server, BOGUS, forwarded="198.51.100.2") == 401, "another client"
         assert _whoami(server, BOGUS) == 401, "the proxy's own address is another client too"
@@ -97,7 +102,25 @@ def test_behind_a_trusted_proxy_the_forwarded_client_is_the_one_counted(tmp_path
         assert _whoami(server, BOGUS, forwarded="not-an-address, 198.51.100.1") == 429
 
 
-@pytest.mark.parametrize("value", ["nonsense", "10.0.0.0/33", ""])
+@pytest.mark.parametrize(
+    "written",
+    ["198.51.100.1:4711", "198.51.100.1, ,", ",\t198.51.100.1\t,", "[::ffff:198.51.100.1]:443"],
+)
+def test_a_proxy_writing_a_node_form_charges_its_client_not_itself(
+    tmp_path: Path, written: str
+) -> None:
+    """A proxy that writes the client with its port, in brackets or with empty list elements
+    still names that client: were the entry unreadable, every client behind the proxy would
+    share the proxy's budget, and one of them could lock out all the others."""
+    with registry_server(tmp_path / "data", *LIMITS_OFF, "--trusted-proxy", "127.0.0.1") as server:
+        _spend_budget(server, forwarded=written)
+        assert _whoami(server, BOGUS, forwarded="198.51.100.1") == 429, "the same client"
+        assert _whoami(server, BOGUS) == 401, "the proxy itself was not charged"
+
+
+@pytest.mark.parametrize(
+    "value", ["nonsense", "10.0.0.0/33", "", "localhost", "0.0.0.0/0", "::/0", "::ffff:0:0/96"]
+)
 def test_a_malformed_trusted_proxy_is_a_usage_error(tmp_path: Path, value: str) -> None:
     done = run_splice(*serve_argv(tmp_path / "data", "--trusted-proxy", value)[1:], timeout=30)
     assert done.code == 2
