@@ -185,7 +185,10 @@ def _status_failure(provider: str, endpoint: str, response: Response) -> Provide
         return ProviderFailure(f"{where}: not found (404)", code=ErrorCode.NOT_FOUND, status=status)
     if status == 429 or (status == 403 and response.headers.get("x-ratelimit-remaining") == "0"):
         reset = response.headers.get("retry-after") or response.headers.get("x-ratelimit-reset")
-        suffix = f"; retry after {reset}" if reset and reset.isdigit() else ""
+        # A count of seconds or a time in ASCII digits only: the message is shown to people
+        # and tools, and str.isdigit() also takes "²" or thousands of digits.
+        shown = reset is not None and reset.isascii() and reset.isdigit() and len(reset) <= 15
+        suffix = f"; retry after {reset}" if shown else ""
         return ProviderFailure(
             f"{where}: rate limited ({status}){suffix}", code=ErrorCode.RATE_LIMITED, status=status
         )
