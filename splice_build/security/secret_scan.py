@@ -185,6 +185,18 @@ def _all_files(root: Path) -> list[Path]:
     return sorted(found)
 
 
+def _link_on_the_way(root: Path, path: Path) -> bool:
+    """Whether ``path`` or a directory between ``root`` and it is a symbolic link. git lists
+    its index, not the tree: a checkout's index may name ``a/id_rsa`` where ``a`` is a link
+    to a directory elsewhere on the machine, which the scan would then read."""
+    current = root
+    for part in path.relative_to(root).parts:
+        current = current / part
+        if current.is_symlink():
+            return True
+    return False
+
+
 def _texts(target: Path, shown: str) -> Iterator[tuple[str, str | None, str]]:
     """``(shown path, text, why)`` for each file of ``target``; text None (and ``why``) when
     skipped. A file is read only if it is a regular file (a FIFO would block the scan, a link
@@ -193,7 +205,7 @@ def _texts(target: Path, shown: str) -> Iterator[tuple[str, str | None, str]]:
     if target.is_dir():
         files = _listed_files(target)
         for path in files:
-            if path.is_file() and not path.is_symlink():
+            if path.is_file() and not _link_on_the_way(target, path):
                 yield from _texts(
                     path, f"{shown.rstrip('/')}/{path.relative_to(target).as_posix()}"
                 )

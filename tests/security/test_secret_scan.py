@@ -109,6 +109,33 @@ def test_scanning_a_checkout_never_runs_its_git_config(tmp_path: Path) -> None:
     assert not ran.exists(), "the checkout's core.fsmonitor command ran"
 
 
+def test_an_index_entry_under_a_linked_directory_is_not_read(tmp_path: Path) -> None:
+    """git lists its index, not the tree: a checkout's index can name ``a/id`` while ``a`` is
+    a link to a directory elsewhere (here one holding a key); the scan reads no file through
+    a link, so it neither reports nor reads it."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "id").write_text(planted()["PEM private key"] + "\n", encoding="utf-8")
+    repo = _git_repo(tmp_path / "repo", {"a.txt": "nothing to see\n"})
+    blob = (
+        subprocess.run(
+            ["git", "-C", str(repo), "hash-object", "-w", "--stdin"],
+            input=b"nothing\n",
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .strip()
+    )
+    subprocess.run(
+        ["git", "-C", str(repo), "update-index", "--add", "--cacheinfo", f"100644,{blob},a/id"],
+        check=True,
+    )
+    (repo / "a").symlink_to(elsewhere, target_is_directory=True)
+    report = scan_paths([(repo, "repo")])
+    assert (report.findings, report.files) == ((), 1)
+
+
 @pytest.mark.parametrize("broken", ["empty .git file", "empty .git directory", "another user's"])
 def test_a_checkout_git_cannot_read_is_scanned_file_by_file(tmp_path: Path, broken: str) -> None:
     """git refuses an unreadable `.git` (exit 128): the scan falls back to every file, where it
