@@ -37,7 +37,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import secrets
 import shutil
 import stat
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -66,6 +65,12 @@ JOURNAL = "journal.json"
 _TOKEN = re.compile(r"[0-9a-f]{12}")
 _SWAP_KEYS = frozenset({"package", "token", "install"})
 _JOURNAL_KEYS = frozenset({"swaps", "lock", "ranges"})
+
+
+def _staging_token() -> str:
+    """12 random hex digits naming a staging directory (``os.urandom``, as ``secrets`` does:
+    importing ``secrets`` loads OpenSSL's hashlib, which the no-op fast path never needs)."""
+    return os.urandom(6).hex()
 
 
 @dataclass(frozen=True)
@@ -109,7 +114,7 @@ class Swap:
 
 def staging_dir(layout: ProjectLayout, package_id: str) -> Path:
     """A fresh ``.splice/tmp/<name>-<12 hex>`` (created); its backup is ``…-previous``."""
-    path = Swap.build(layout, package_id, secrets.token_hex(6), install=True).staged
+    path = Swap.build(layout, package_id, _staging_token(), install=True).staged
     assert path is not None
     layout.tmp_dir.mkdir(parents=True, exist_ok=True)
     path.mkdir()
@@ -127,7 +132,7 @@ def swap_for(layout: ProjectLayout, package_id: str, staged: Path | None) -> Swa
     """The swap installing ``staged`` (made by :func:`staging_dir`), or removing the package
     when None."""
     if staged is None:
-        return Swap.build(layout, package_id, secrets.token_hex(6), install=False)
+        return Swap.build(layout, package_id, _staging_token(), install=False)
     swap = Swap.build(layout, package_id, staged.name.rpartition("-")[2], install=True)
     assert swap.staged == staged, f"{staged} is not a staging directory of {package_id}"
     return swap
