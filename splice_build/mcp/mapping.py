@@ -16,6 +16,7 @@ from typing import Any
 
 from splice_build.mcp.interface import ToolOutcome
 from splice_build.security.terminal import json_terminal_safe, one_line, terminal_safe
+from splice_build.spec.untrusted_json import json_strings
 
 MAX_TOOL_NAME = 64  # MCP clients refuse longer tool names; such tools are skipped (6.2)
 META_PREFIX = "io.spliceloom/"
@@ -126,34 +127,23 @@ def _hidden_text(schema: Any) -> str | None:
     """
     schemas: list[Any] = [schema]
     values: list[Any] = []
-    while schemas or values:
-        if schemas:
-            node = schemas.pop()
-            if not isinstance(node, Mapping):
-                values.append(node)
-                continue
-            for keyword, value in node.items():
-                values.append(keyword)
-                if keyword == "description":
-                    continue
-                if keyword == "properties" and isinstance(value, Mapping):
-                    values.extend(value)
-                    schemas.extend(value.values())
-                elif keyword in _SUBSCHEMA:
-                    schemas.append(value)
-                else:
-                    values.append(value)
+    while schemas:
+        node = schemas.pop()
+        if not isinstance(node, Mapping):
+            values.append(node)
             continue
-        value = values.pop()
-        if isinstance(value, str):
-            if terminal_safe(value) != value:
-                return value
-        elif isinstance(value, Mapping):
-            values.extend(value)
-            values.extend(value.values())
-        elif isinstance(value, list):
-            values.extend(value)
-    return None
+        for keyword, value in node.items():
+            values.append(keyword)
+            if keyword == "description":
+                continue
+            if keyword == "properties" and isinstance(value, Mapping):
+                values.extend(value)
+                schemas.extend(value.values())
+            elif keyword in _SUBSCHEMA:
+                schemas.append(value)
+            else:
+                values.append(value)
+    return next((text for text in json_strings(values) if terminal_safe(text) != text), None)
 
 
 def error_text(

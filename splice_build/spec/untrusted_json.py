@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterator, Mapping
 from itertools import accumulate
 from typing import Any, NoReturn
 
@@ -114,17 +115,21 @@ def _float(text: str) -> float:
     return value
 
 
-def has_lone_surrogate(value: Any) -> bool:
-    """A string (key or value) anywhere in ``value`` holds a surrogate: it has no UTF-8 form."""
+def json_strings(value: Any) -> Iterator[str]:
+    """Every string of a JSON value, object keys included, at any depth (an explicit stack:
+    a decoded value may nest deeper than Python's recursion limit)."""
     stack = [value]
     while stack:
         item = stack.pop()
         if isinstance(item, str):
-            if _SURROGATE.search(item):
-                return True
-        elif isinstance(item, dict):
+            yield item
+        elif isinstance(item, Mapping):
             stack.extend(item)
             stack.extend(item.values())
         elif isinstance(item, list):
             stack.extend(item)
-    return False
+
+
+def has_lone_surrogate(value: Any) -> bool:
+    """A string (key or value) anywhere in ``value`` holds a surrogate: it has no UTF-8 form."""
+    return any(_SURROGATE.search(text) for text in json_strings(value))
