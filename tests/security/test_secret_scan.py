@@ -143,7 +143,7 @@ def test_a_checkout_git_cannot_read_is_scanned_file_by_file(tmp_path: Path, brok
     root = tmp_path / "checkout"
     if broken == "another user's":
         if os.geteuid() != 0:
-            pytest.skip("only root can hand a repository to another user")
+            pytest.skip(reason="only root can hand a repository to another user")
         _git_repo(root, {"tracked.txt": "nothing\n"})
         for path in (root, *root.rglob("*")):
             os.lchown(path, 65534, 65534)  # git: "detected dubious ownership"
