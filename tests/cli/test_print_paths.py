@@ -25,6 +25,8 @@ import pytest
 
 import splice_build
 from splice_build.cli.output import Output
+from testing.cli import run_splice
+from testing.packages import write_package
 
 _WALKED = frozenset({"Cc", "Cf", "Zl", "Zp"})
 _RAW = _WALKED | {"Cs", "Co", "Cn"}
@@ -174,3 +176,29 @@ def test_output_is_the_one_writer_of_the_standard_streams() -> None:
         for name in _writes(path)
     }
     assert found == ALLOWED_WRITES
+
+
+TOOL = f"""const P = {json.dumps(EVERY)};
+export default function hello(input) {{
+  console.log("log " + P);
+  if (input.name === "fail") throw new Error("boom " + P);
+  return {{ message: P, [P]: [P] }};
+}}
+"""
+
+
+def test_a_tools_output_log_and_error_through_splice_run(tmp_path: Path) -> None:
+    """The real sandbox: ``splice run``'s output for people is JSON that parses back to
+    exactly what the tool returned (docs/cli.md: scripts read it), with nothing raw; every log
+    line is labelled and escaped; a thrown message is one escaped line."""
+    package = write_package(tmp_path / "pkg", files={"tools/hello.js": TOOL})
+    done = run_splice("run", "greeter.hello", "name=ok", "--dir", str(package), cwd=tmp_path)
+    assert done.code == 0, done.stderr
+    assert _raw(done.stdout) == [] and _raw(done.stderr) == []
+    assert json.loads(done.stdout) == {"message": EVERY, EVERY: [EVERY]}
+    assert all(line.startswith("[@acme/greeter.hello] ") for line in done.stderr.splitlines())
+    failed = run_splice("run", "greeter.hello", "name=fail", "--dir", str(package), cwd=tmp_path)
+    assert failed.code == 1
+    assert _raw(failed.stdout + failed.stderr) == []
+    [error] = [line for line in failed.stderr.splitlines() if line.startswith("error: ")]
+    assert error.startswith("error: boom \\x00\\x01") and error.endswith("(TOOL_ERROR)")
