@@ -211,7 +211,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     envelope = result.to_json()
     if result.ok:
         # The output as JSON that parses to it (scripts read it): a code point a terminal
-        # would act on or hide as its JSON escape, not as the ``\\x9b`` of text for people.
+        # would act on or hide as its JSON escape, not as the ``\x9b`` of text for people.
         ctx.out.result(envelope, lambda _: json_for_people(result.output))
         return 0
     if ctx.json:
