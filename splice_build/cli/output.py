@@ -53,6 +53,16 @@ def _json_shown(document: str) -> str:
     return json_terminal_safe(document)
 
 
+def json_for_people(value: Any) -> str:
+    """``value`` as indented JSON a command prints for people (``splice run``'s output): it
+    parses back to ``value``, and ``Output`` then finds nothing left to escape in it, because
+    every code point a terminal would act on or hide is already its JSON escape (``\\u009b``),
+    not the ``\\x9b`` of text, which no JSON parser reads."""
+    import json
+
+    return _json_shown(json.dumps(value, indent=2, ensure_ascii=False))
+
+
 def _line(text: str) -> str:
     """``text`` shown on one line (security/terminal.py ``one_line``)."""
     from splice_build.security.terminal import one_line
@@ -81,7 +91,8 @@ class Output:
 
     # results -----------------------------------------------------------------------------
     def result(self, data: Any, text: str | Callable[[Any], str] | None = None) -> None:
-        """Print the command's result: JSON under ``--json`` (or without a text form).
+        """Print the command's result: JSON under ``--json`` (or without a text form; for people
+        too that is JSON that parses to ``data``, each hidden code point as its JSON escape).
 
         A callable ``text`` renders the lines people read from ``data`` as given to it: a
         copy in which every string is one line (``one_line_fields``), so a registry's or a
@@ -92,8 +103,8 @@ class Output:
         if self.json_mode or text is None:
             from splice_build.spec.json_text import dumps
 
-            document = dumps(data, indent=2)  # exact under --json; for people, made safe
-            self._write(self._stdout, _json_shown(document) if self.json_mode else _shown(document))
+            # Exact, and JSON for people too: a hidden code point is its JSON escape.
+            self._write(self._stdout, _json_shown(dumps(data, indent=2)))
             return
         if callable(text):
             from splice_build.security.terminal import one_line_fields

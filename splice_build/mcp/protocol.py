@@ -26,6 +26,7 @@ from splice_build.mcp import mapping
 from splice_build.mcp.admission import needs_admission
 from splice_build.mcp.interface import Backend, Refused, ServerInfo, UnknownResource, UnknownTool
 from splice_build.records import dataclass
+from splice_build.security.terminal import json_terminal_safe
 from splice_build.spec import json_text
 from splice_build.spec.json_depth import nesting_depth
 from splice_build.spec.limits import MAX_INPUT_DEPTH
@@ -95,8 +96,16 @@ def error_response(request_id: Any, code: int, message: str, data: Any = None) -
 
 
 def encode(message: Mapping[str, Any] | list[Any]) -> bytes:
-    """One compact JSON line (no newline); non-ASCII kept, control characters escaped."""
-    return json_text.dumps(message).encode("utf-8")
+    """One compact JSON line (no newline); non-ASCII kept, and every code point a terminal
+    would act on or hide written as its JSON escape (``json_terminal_safe``).
+
+    Every message of both transports leaves through here, so none carries a raw ``CSI``
+    (U+009B), bidi override or U+2028 from a tool's ``structuredContent`` or a client's echoed
+    words to a person who runs ``splice mcp`` (or ``curl``) in a terminal
+    (docs/security.md#terminal-output); JSON itself escapes only the C0 controls. A client
+    parses the same value.
+    """
+    return json_terminal_safe(json_text.dumps(message)).encode("utf-8")
 
 
 class _RpcError(Exception):

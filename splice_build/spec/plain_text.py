@@ -23,5 +23,7 @@ INVISIBLE = re.compile(
 def is_plain_line(text: str) -> bool:
     """Whether ``text`` is one line shown exactly as itself: glyphs and the ASCII space only
     (``isprintable`` also refuses a tab and every other space separator; one C-level scan
-    each)."""
-    return text.isprintable() and INVISIBLE.search(text) is None
+    each; ASCII text, which holds none of ``INVISIBLE``, skips its search)."""
+    if not text.isprintable():
+        return False
+    return text.isascii() or INVISIBLE.search(text) is None

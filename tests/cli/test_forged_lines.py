@@ -279,3 +279,14 @@ def test_a_checkout_directory_name_cannot_draw_a_line_under_pack_keys_trust_or_w
     for done in (packed, trusted, added):
         assert forged_lines(done.stdout + done.stderr) == [], done.stdout
         assert "clone\\x0asignature: verified by the official key" in done.stdout
+
+
+def test_a_checkout_directory_name_cannot_draw_a_line_under_init(tmp_path: Path) -> None:
+    """`splice init` prints the project's root, which lies in the checkout's directories."""
+    checkout = tmp_path / f"clone\n{FORGED[1]}"
+    checkout.mkdir()
+    for _ in range(2):  # initialized, then already a project
+        done = run_splice("init", cwd=checkout)
+        assert done.code == 0, done.stderr
+        assert forged_lines(done.stdout + done.stderr) == [], done.stdout
+        assert "clone\\x0asignature: verified by the official key" in done.stdout

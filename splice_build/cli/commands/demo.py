@@ -96,7 +96,7 @@ def _run_demo(project: Path, name: str, ctx: CommandContext) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    import json
+    from splice_build.cli.output import json_for_people
 
     if args.dir:
         summary = _run_demo(ctx.cwd / args.dir, args.name, ctx)
@@ -105,5 +105,5 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
             summary = _run_demo(Path(tmp), args.name, ctx)
     final = summary["runs"]["restored"]
     shown = final["output"] if final["ok"] else final["error"]
-    ctx.out.result(summary, lambda _: json.dumps(shown, indent=2, ensure_ascii=False))
+    ctx.out.result(summary, lambda _: json_for_people(shown))
     return 0 if summary["ok"] else 1

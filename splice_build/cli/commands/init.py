@@ -30,8 +30,14 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         registry = ctx.registry
     target = usable_directory(ctx.cwd / args.dir, "project directory")
     root, created = init_project(target, registry=registry)
-    text = (
-        f"Initialized Splice project in {root}" if created else f"Already a Splice project: {root}"
+    # Rendered from the one-line copy (cli/output.py): the root may lie in a checkout's
+    # directories, and a line break in one of them would draw a line of its own.
+    ctx.out.result(
+        {"root": str(root), "created": created},
+        lambda shown: (
+            f"Initialized Splice project in {shown['root']}"
+            if created
+            else f"Already a Splice project: {shown['root']}"
+        ),
     )
-    ctx.out.result({"root": str(root), "created": created}, text)
     return 0

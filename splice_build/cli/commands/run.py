@@ -200,7 +200,7 @@ def _run_installed(args: argparse.Namespace, ctx: CommandContext) -> tuple[str, 
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    import json
+    from splice_build.cli.output import json_for_people
 
     if args.package_dir is None:
         label, result = _run_installed(args, ctx)
@@ -210,7 +210,9 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         ctx.out.info_lines(f"[{label}] {line}" for line in result.logs.splitlines())
     envelope = result.to_json()
     if result.ok:
-        ctx.out.result(envelope, lambda _: json.dumps(result.output, indent=2, ensure_ascii=False))
+        # The output as JSON that parses to it (scripts read it): a code point a terminal
+        # would act on or hide as its JSON escape, not as the ``\x9b`` of text for people.
+        ctx.out.result(envelope, lambda _: json_for_people(result.output))
         return 0
     if ctx.json:
         ctx.out.result(envelope)
