@@ -77,6 +77,7 @@ def _far(proxy: CountingProxy, spelling: str) -> str:
 def _user_commands(world: World) -> dict[str, tuple[list[str], str | None]]:
     """Every command that acts as a user, with the token on standard input for login."""
     new = str(package_dir(world.packages, USER, "tool", "2.0.0"))
+    source = str(world.packages / f"{USER}-tool-1.0.0")
     return {
         "login": (["login"], world.token + "\n"),
         "whoami": (["whoami"], None),
@@ -89,7 +90,7 @@ def _user_commands(world: World) -> dict[str, tuple[list[str], str | None]]:
         "keys-revoke": (["keys", "revoke", f"@{USER}", world.key_id], None),
         "publish": (["publish", new], None),
         "publish-sign": (["publish", new, "--sign", "--key", "signer"], None),
-        "sign": (["sign", f"@{USER}/tool@1.0.0", "--key", "signer"], None),
+        "sign": (["sign", f"@{USER}/tool@1.0.0", "--key", "signer", "--dir", source], None),
     }
 
 
