@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import re
+
 API_VERSION = 2
 INTEGRITY_HEADER = "x-splice-integrity"
 TARGZ_CONTENT_TYPE = "application/gzip"
 BUNDLE_CONTENT_TYPE = "application/vnd.splice.bundle+json"
 TOKEN_PREFIX = "splice_"
+# docs/compatibility.md#auth-and-tokens: the prefix and the base64url (no padding) of 32 bytes
+TOKEN_PATTERN = re.compile(r"splice_[A-Za-z0-9_-]{43}")
+MAX_TOKEN_LENGTH = 200  # the longest bearer a registry looks up
 MAX_TOKEN_DAYS = 365
 MAX_JSON_BODY = 64 * 1024  # docs/compatibility.md#registry-api
 MAX_PUBLISH_BODY = (

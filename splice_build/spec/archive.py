@@ -18,7 +18,7 @@ from typing import Literal
 
 from splice_build.errors import ErrorCode, SpecError
 from splice_build.spec.entry_rules import PackageFiles, quote_path
-from splice_build.spec.gzip_stream import GZIP_MAGIC, gunzip_bounded, gzip_stored
+from splice_build.spec.gzip_stream import GZIP_MAGIC, gunzip_bounded, gzip_stored, starts_stored
 from splice_build.spec.legacy_bundle import iter_bundle_files
 from splice_build.spec.limits import MAX_ARCHIVE_BYTES, MAX_EXPANDED_BYTES
 from splice_build.spec.paths import utf16_sort_key
@@ -80,6 +80,14 @@ def _tar(files: Mapping[str, bytes]) -> bytes:
         parts += (_ustar_header(path, len(content)), content, bytes(-len(content) % BLOCK))
     parts.append(bytes(2 * BLOCK))
     return b"".join(parts)
+
+
+def is_packed_archive(data: bytes) -> bool:
+    """``data`` starts as ``pack_archive`` writes: the fixed stored-gzip header, then a ustar
+    header. No other tool writes that gzip header (mtime 0, XFL 0, OS 255) with stored
+    blocks, so this names an artifact of ``splice pack``, whatever the file is called."""
+    inner = starts_stored(data)
+    return inner is not None and inner[257:263] == b"ustar\0"
 
 
 def pack_archive(files: Mapping[str, bytes]) -> bytes:

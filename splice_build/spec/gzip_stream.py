@@ -31,6 +31,17 @@ _INPUT_STEP = 64 * 1024
 _OUTPUT_STEP = 256 * 1024
 
 
+def starts_stored(data: bytes) -> bytes | None:
+    """The start of the first stored block's data when ``data`` begins as ``gzip_stored``
+    writes (its fixed header, then a stored block's header), else ``None``."""
+    head = len(_STORED_HEADER) + 5  # BFINAL/BTYPE byte, LEN, NLEN
+    if not data.startswith(_STORED_HEADER) or len(data) < head:
+        return None
+    if data[len(_STORED_HEADER)] & 0b110:  # BTYPE 00: stored
+        return None
+    return data[head:]
+
+
 def gzip_stored(data: bytes) -> bytes:
     """Wrap ``data`` in a deterministic gzip member made of stored (uncompressed) blocks."""
     view = memoryview(data)

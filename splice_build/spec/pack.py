@@ -8,6 +8,11 @@ of levels deep is refused, never walked to the end). Files are
 opened with ``O_NOFOLLOW`` and ``O_NONBLOCK`` so a file swapped for a link or a FIFO during
 the walk is refused too, never followed or waited on.
 
+A file that is itself a packed artifact (``archive.is_packed_archive``, by its bytes, not its
+name) is refused: it is an earlier ``splice pack`` output left in the package directory, and
+packing it would publish the previous release inside the next one (and each pack would hold
+all the ones before it).
+
 Every error is SpecError(INVALID_PACKAGE), as the TypeScript ``splice pack`` reports them: the
 message says what is wrong and the details name the path (relative to the package directory)
 or list every problem of an invalid package.
@@ -22,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from splice_build.errors import ErrorCode, SpecError
 from splice_build.records import dataclass
-from splice_build.spec.archive import pack_archive
+from splice_build.spec.archive import is_packed_archive, pack_archive
 from splice_build.spec.digests import integrity_of
 from splice_build.spec.entry_rules import PackageFiles, quote_path
 from splice_build.spec.limits import MAX_FILE_BYTES
@@ -98,7 +103,16 @@ def _walk(directory: Path, prefix: str, out: PackageFiles) -> None:
                 )
             _walk(Path(entry.path), relative + "/", out)
         elif entry.is_file(follow_symlinks=False):
-            out.add(relative, _read_regular(Path(entry.path), relative))
+            content = _read_regular(Path(entry.path), relative)
+            if is_packed_archive(content):
+                raise SpecError(
+                    ErrorCode.INVALID_PACKAGE,
+                    "A package cannot contain a packed package archive",
+                    details=[f"entry {quote_path(relative)}: an archive `splice pack` wrote"],
+                    hint="Move it out of the package directory; `splice pack` now writes its "
+                    "archive outside the package (docs/packages.md#the-artifact-a-deterministic-targz).",
+                )
+            out.add(relative, content)
         else:
             raise _refuse("Only regular files can be packed", relative, "not a regular file")
 

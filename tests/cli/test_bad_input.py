@@ -285,7 +285,7 @@ def test_a_crash_report_never_quotes_the_token_login_was_given(tmp_path: Path, g
     the token there, in no format redaction knows: it was written in clear."""
     home = tmp_path / "home"
     (home / "registry" / "registry.db").mkdir(parents=True)  # the embedded store cannot open
-    token = "tok-" + "Zq8" * 8
+    token = "splice_" + "Zq8" * 14 + "Z"  # the token format: login refuses anything else
     argv = [given, token] if given == "--token" else [given + token]
     done = run_splice(
         "--registry", "embedded", "login", *argv, "--json", env={"SPLICE_HOME": str(home)}

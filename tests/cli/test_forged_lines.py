@@ -266,8 +266,8 @@ def test_a_checkout_directory_name_cannot_draw_a_line_under_pack_keys_trust_or_w
     """The path pack, `keys trust` and `workspace add` print is the checkout's own (an archive
     can unpack a directory named with a line break): it stays one line."""
     checkout = tmp_path / f"clone\n{FORGED[1]}"
-    write_package(checkout, minimal_manifest())
-    packed = run_splice("pack", cwd=checkout)
+    write_package(checkout / "skill", minimal_manifest())
+    packed = run_splice("pack", "skill", cwd=checkout)  # the archive goes into the checkout
     assert packed.code == 0, packed.stderr
     (checkout / "splice.json").write_text('{"specVersion": 1, "packages": {}}', encoding="utf-8")
     trusted = run_splice("keys", "trust", "@acme", "ed25519:0123456789abcdef", cwd=checkout)

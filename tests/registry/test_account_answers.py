@@ -119,7 +119,7 @@ def _sign(world: World) -> tuple[str, list[str]]:
     version = package.rsplit("-", 1)[1]
     assert world.run("publish", package).code == 0
     path = f"/packages/{USER}/tool/{version}/signatures"
-    return path, ["sign", f"@{USER}/tool@{version}", "--key", "signer"]
+    return path, ["sign", f"@{USER}/tool@{version}", "--key", "signer", "--dir", package]
 
 
 ROUTES: dict[str, Callable[[World], tuple[str, list[str]]]] = {

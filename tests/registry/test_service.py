@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from splice_build.errors import ErrorCode, RegistryError
+from splice_build.registry.api import TOKEN_PATTERN
 from splice_build.registry.service import admin
-from splice_build.registry.service.auth import TOKEN_PATTERN, Caller, token_hash
+from splice_build.registry.service.auth import Caller, token_hash
 from splice_build.registry.service.ratelimit import RateLimitedError, RateLimits
 from splice_build.registry.service.registry_service import RegistryService
 from splice_build.registry.service.tokens import TokenRequest
@@ -68,7 +69,7 @@ def code_of(fn, *args, **kwargs) -> ErrorCode:
 
 def test_token_format_and_only_hash_stored(svc, backend: StoreBackend) -> None:
     created = admin.create_token(svc.deps, "alice", TokenRequest())
-    assert TOKEN_PATTERN.match(created["token"])
+    assert TOKEN_PATTERN.fullmatch(created["token"])
     db = backend.dump()
     assert created["token"].encode() not in db
     assert token_hash(created["token"]).encode() in db

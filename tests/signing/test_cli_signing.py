@@ -22,6 +22,10 @@ def as_user(token: str, server: RunningRegistry, *args: str) -> Completed:
     return run_splice(*args, "--registry", server.url, env={"SPLICE_TOKEN": token})
 
 
+def as_user_in(cwd: Path, token: str, server: RunningRegistry, *args: str) -> Completed:
+    return run_splice(*args, "--registry", server.url, cwd=cwd, env={"SPLICE_TOKEN": token})
+
+
 def ok(done: Completed) -> Completed:
     assert done.code == 0, (done.stdout, done.stderr)
     return done
@@ -91,6 +95,7 @@ def test_register_then_publish_sign_and_sign_dir(server: RunningRegistry, tmp_pa
 def test_signing_mismatched_bytes_is_refused(server: RunningRegistry, tmp_path: Path) -> None:
     token, key_id = publisher(server, tmp_path, "careful")
     source = tmp_path / "careful-tool-1.0.0"
+    published = (source / "SKILL.md").read_bytes()
     (source / "SKILL.md").write_text("# Edited after publishing\n")
     args = ("sign", "@careful/tool@1.0.0", "--dir", str(source), "--key", "careful", "--json")
     error = error_of(as_user(token, server, *args))
@@ -100,16 +105,46 @@ def test_signing_mismatched_bytes_is_refused(server: RunningRegistry, tmp_path: 
     args = ("sign", "@careful/tool@1.0.0", "--dir", str(other), "--key", "careful", "--json")
     assert error_of(as_user(token, server, *args))["code"] == "INTEGRITY_MISMATCH"
     assert metadata(server, "@careful/tool", "1.0.0")["signatures"] == []
-    # without --dir the registry's bytes are downloaded, verified, then signed
-    ok(as_user(token, server, "sign", "@careful/tool@1.0.0", "--key", "careful"))
+    # without --dir the current directory is the source compared
+    (source / "SKILL.md").write_bytes(published)
+    ok(as_user_in(source, token, server, "sign", "@careful/tool@1.0.0", "--key", "careful"))
     assert signer_of(metadata(server, "@careful/tool", "1.0.0")) == key_id
+
+
+def test_a_version_the_signer_did_not_build_is_never_signed(
+    server: RunningRegistry, tmp_path: Path
+) -> None:
+    """A publish-only CI token leaks; with it, someone publishes 1.0.1. The owner, who
+    builds 1.0.1 too, runs `splice sign @leaky/tool@1.0.1`. It used to download the
+    registry's bytes, check them against the registry's own metadata (they agree: the
+    registry stored what was published) and sign them: the leaked token's release became
+    one the owner vouches for. Now it is compared with the owner's source and refused."""
+    token, _key_id = publisher(server, tmp_path, "leaky")
+    ci = ok(as_user(token, server, "token", "create", "--namespace", "leaky", "--json"))
+    evil = package_dir(tmp_path / "evil", "leaky", "tool", "1.0.1")
+    (evil / "tools" / "hello.js").write_text("export default async () => ({ stolen: 1 });\n")
+    ok(as_user(ci.json()["token"], server, "publish", str(evil)))
+    own = package_dir(tmp_path / "own", "leaky", "tool", "1.0.1")
+
+    signed = as_user_in(own, token, server, "sign", "@leaky/tool@1.0.1", "--key", "leaky", "--json")
+    error = error_of(signed)
+    assert error["code"] == "INTEGRITY_MISMATCH"
+    assert "differs from the published artifact" in error["message"]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    args = ("sign", "@leaky/tool@1.0.1", "--key", "leaky", "--json")
+    error = error_of(as_user_in(elsewhere, token, server, *args), exit_code=2)
+    assert error["code"] == "USAGE"
+    assert "not a package directory" in error["message"]
+    assert metadata(server, "@leaky/tool", "1.0.1")["signatures"] == []
 
 
 def test_tampered_or_moved_signatures_do_not_verify(
     server: RunningRegistry, tmp_path: Path
 ) -> None:
     token, key_id = publisher(server, tmp_path, "moved")
-    ok(as_user(token, server, "sign", "@moved/tool@1.0.0", "--key", "moved"))
+    source = tmp_path / "moved-tool-1.0.0"
+    ok(as_user_in(source, token, server, "sign", "@moved/tool@1.0.0", "--key", "moved"))
     ok(as_user(token, server, "publish", str(package_dir(tmp_path, "moved", "tool", "1.0.1"))))
     v1, v2 = metadata(server, "@moved/tool", "1.0.0"), metadata(server, "@moved/tool", "1.0.1")
     (signature,) = v1["signatures"]
@@ -145,7 +180,8 @@ def test_tampered_or_moved_signatures_do_not_verify(
 
 def test_revoked_key_is_ignored_and_cannot_sign(server: RunningRegistry, tmp_path: Path) -> None:
     token, key_id = publisher(server, tmp_path, "revoker")
-    ok(as_user(token, server, "sign", "@revoker/tool@1.0.0", "--key", "revoker"))
+    source = tmp_path / "revoker-tool-1.0.0"
+    ok(as_user_in(source, token, server, "sign", "@revoker/tool@1.0.0", "--key", "revoker"))
     done = ok(as_user(token, server, "keys", "revoke", "@revoker", key_id, "--json"))
     assert done.json()["revokedAt"] is not None
     meta = metadata(server, "@revoker/tool", "1.0.0")

@@ -2,7 +2,12 @@
 
 The token comes from ``--token`` (with a warning: it lands in shell history), else a hidden
 prompt on a terminal that names the registry, else the first line of standard input
-(``echo $T | splice login``). It is never printed.
+(``echo $T | splice login``). It is never printed. Standard input is read for one line of at
+most a token's length (``MAX_TOKEN_LENGTH`` and a line break), never to its end: a stream
+without a line break (``splice login < /dev/zero``) would otherwise fill the memory, and
+what was read would go to the registry as a header. Whatever its source, the token must
+have the registry's token format (``TOKEN_PATTERN``, docs/compatibility.md#auth-and-tokens),
+else ``USAGE`` before anything is sent.
 
 The registry must be one the user chose (``--registry``, ``SPLICE_REGISTRY``, the user
 config), as for ``SPLICE_TOKEN`` (docs/registry.md#where-a-token-goes): in someone else's
@@ -43,7 +48,39 @@ def _read_token(args: argparse.Namespace, ctx: CommandContext, url: str) -> str:
         from splice_build.security.terminal import one_line
 
         return getpass.getpass(f"Registry token for {one_line(url)}: ")
-    return sys.stdin.readline().strip("\r\n")
+    return _stdin_line()
+
+
+def _stdin_line() -> str:
+    """The first line of standard input, read no further than a token and its line break."""
+    from splice_build.registry.api import MAX_TOKEN_LENGTH
+
+    limit = MAX_TOKEN_LENGTH + len("\r\n")
+    raw = sys.stdin.buffer.readline(limit + 1)
+    line = raw.removesuffix(b"\n").removesuffix(b"\r")
+    if len(raw) > limit or len(line) > MAX_TOKEN_LENGTH:
+        raise _not_a_token(f"the first line of standard input is over {MAX_TOKEN_LENGTH} bytes")
+    try:
+        return line.decode("ascii")
+    except UnicodeDecodeError:
+        raise _not_a_token("standard input holds bytes that are not ASCII") from None
+
+
+def _not_a_token(reason: str) -> UsageError:
+    """Refuse what was given as a token; the text itself is never repeated."""
+    return UsageError(
+        "This is not a registry token: nothing was sent",
+        details=[reason, "a token is splice_ followed by 43 characters of A-Z a-z 0-9 _ -"],
+        hint="Paste the token exactly as `splice token create` or your administrator gave it.",
+    )
+
+
+def _checked(token: str) -> str:
+    from splice_build.registry.api import TOKEN_PATTERN
+
+    if not TOKEN_PATTERN.fullmatch(token):
+        raise _not_a_token(f"{len(token)} characters not in the token format")
+    return token
 
 
 def _require_chosen(source: str, url: str, ctx: CommandContext, home: SpliceHome) -> None:
@@ -68,9 +105,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     setting = configured_registry(flag=ctx.registry, env=ctx.env, cwd=ctx.cwd, home=home)
     url = setting.url
     _require_chosen(setting.source, url, ctx, home)
-    token = _read_token(args, ctx, url)
-    if not token.strip() or any(ch.isspace() for ch in token):
-        raise UsageError("The token must be non-empty and contain no white space")
+    token = _checked(_read_token(args, ctx, url))
     client = open_registry(url, home=home, token=token, env={})
     try:
         who = client.whoami()

@@ -1,26 +1,25 @@
 """`splice sign <@ns/name@version> [--key name] [--dir path]`: sign a published version.
 
-A signature vouches for bytes, so the command first proves which bytes it is signing:
+A signature vouches for bytes, so the command signs only bytes the signer built: the package
+directory (``--dir``, default the current directory, as for ``pack`` and ``publish``) is
+packed; it must be that package and version, and its integrity must equal the registry's, or
+nothing is signed (the local source and the published artifact differ).
 
-- with ``--dir``, the directory is packed; it must be that package and version, and its
-  integrity must equal the registry's, or nothing is signed (the local source and the
-  published artifact differ);
-- without it, the artifact is downloaded and fully verified against the registry metadata
-  (sha256, size, package, metadata) before its integrity is signed.
+There is no way to sign what the registry serves without that comparison. A download can
+only be checked against the registry's own metadata, which says nothing about who built it:
+a version published with a leaked publish-only token (or by a maintainer, or served by a
+compromised registry) passes those checks, and signing it would turn it into a release the
+owner vouches for, which signer pinning then installs (docs/signing.md).
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from splice_build.cli import arg_types
 from splice_build.cli.context import CommandContext
 from splice_build.errors import ErrorCode, InstallError, UsageError
-
-if TYPE_CHECKING:
-    from splice_build.registry.client.interface import RegistryClient
 
 NAME = "sign"
 HELP = "sign a published package version with your key"
@@ -31,7 +30,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("package", metavar="@ns/name@version", help="an exact published version")
     parser.add_argument("--key", metavar="NAME", help="the local key (default: default)")
     parser.add_argument(
-        "--dir", metavar="PATH", type=arg_types.path, help="the package source to compare first"
+        "--dir",
+        metavar="PATH",
+        type=arg_types.path,
+        default=".",
+        help="the package source whose packed bytes must be the published ones (default: .)",
     )
 
 
@@ -57,8 +60,14 @@ def _local_integrity(directory: Path, package_id: str, version: str, registry: s
     """The integrity of the packed source, which must be that version on the registry."""
     from splice_build.spec.pack import pack_directory
 
-    packed = pack_directory(directory)
     subject = f"{package_id}@{version}"
+    if not (directory / "manifest.json").is_file():
+        raise UsageError(
+            f"{directory} is not a package directory: sign compares {subject} with its source",
+            hint="Run `splice sign` in the package's source directory or pass --dir PATH: "
+            "only bytes you built are signed (docs/signing.md).",
+        )
+    packed = pack_directory(directory)
     found = f"{packed.manifest.id}@{packed.manifest.version}"
     if found != subject:
         raise _refuse(subject, f"{directory} contains {found}", [f"directory: {directory}"])
@@ -69,28 +78,6 @@ def _local_integrity(directory: Path, package_id: str, version: str, registry: s
             [f"local: {packed.integrity}", f"registry: {registry}"],
         )
     return packed.integrity
-
-
-def _downloaded_integrity(
-    client: RegistryClient, package_id: str, version: str, meta: dict[str, Any]
-) -> str:
-    """The registry's integrity, after the downloaded bytes passed the install checks."""
-    from splice_build.install.checks import Expected, verify_artifact
-    from splice_build.install.signature_check import SignatureValid
-
-    manifest = meta.get("manifest")
-    size = meta.get("size")
-    expected = Expected(
-        package_id,
-        version,
-        str(meta.get("integrity")),
-        size if isinstance(size, int) else None,
-        manifest if isinstance(manifest, dict) else None,
-    )
-    signatures = meta.get("signatures")
-    existing = SignatureValid(signatures if isinstance(signatures, list) else ())
-    verify_artifact(client.download(package_id, version), expected, existing)
-    return expected.integrity
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
@@ -108,14 +95,8 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     try:
         meta = client.version(package_id, version)
         registry_integrity = str(meta.get("integrity"))
-        if args.dir is not None:
-            ctx.out.progress(f"Packing {args.dir}...")
-            integrity = _local_integrity(
-                ctx.cwd / args.dir, package_id, version, registry_integrity
-            )
-        else:
-            ctx.out.progress(f"Downloading and verifying {package_id}@{version}...")
-            integrity = _downloaded_integrity(client, package_id, version, meta)
+        ctx.out.progress(f"Packing {args.dir}...")
+        integrity = _local_integrity(ctx.cwd / args.dir, package_id, version, registry_integrity)
         signature = upload_signature(client, key, package_id, version, integrity)
     finally:
         client.close()

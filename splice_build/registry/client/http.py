@@ -5,9 +5,10 @@ non-2xx answer goes through ``statuses.error_for_status``; every request has one
 connect, headers and body (``deadline``, ``REGISTRY_UNAVAILABLE`` past it); every JSON answer
 is decoded by the hostile-input decoder and validated before it is returned, a read's or an
 authenticated route's (``answers``, ``REGISTRY_ERROR``). The token is sent as an
-``Authorization`` header to this registry's own URL, only on the routes that act as a user (``_as_user``): reads and downloads
-are anonymous (docs/registry.md#http-api), so a registry that only serves packages never
-sees it. It never appears in an error.
+``Authorization`` header to this registry's own URL, only on the routes that act as a user
+(``_as_user``), and only where ``credential_route`` lets it go (https, or http to a loopback
+address): reads and downloads are anonymous (docs/registry.md#http-api), so a registry that
+only serves packages never sees it. It never appears in an error.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from urllib.parse import quote
 from splice_build.errors import ErrorCode, RegistryError
 from splice_build.registry.api import BUNDLE_CONTENT_TYPE, INTEGRITY_HEADER, TARGZ_CONTENT_TYPE
 from splice_build.registry.client.answers import MAX_ANSWER_DEPTH, checked, malformed
+from splice_build.registry.client.credential_route import authorization_header, direct_only
 from splice_build.registry.client.deadline import DEADLINE_ENV, MIN_RATE_ENV, Budget, Deadlines
 from splice_build.registry.client.interface import split_package_id, token_body
 from splice_build.registry.client.statuses import error_for_status
@@ -38,17 +40,20 @@ MAX_ERROR_BYTES = 64 * 1024
 CHUNK = 64 * 1024
 
 
-def _new_session() -> requests.Session:
+def _new_session(base_url: str) -> requests.Session:
     """A session that takes proxies and CA bundles from the environment, but never a
     credential: with ``trust_env`` alone, ``requests`` would add the ``~/.netrc`` password
     of the registry's host (or of its ``default`` entry, any host) as ``Authorization:
     Basic`` to every request, reads and downloads included, and to a registry that only a
     checkout's ``splice.json`` names. An ``auth`` of the session's own turns that look-up
-    off; it leaves each request as it is (the token is ``_as_user``'s header)."""
+    off; it leaves each request as it is (the token is ``_as_user``'s header).
+
+    A plain-HTTP registry on a loopback address takes nothing from the environment: a proxy
+    would receive its requests, token included, in clear (``credential_route.direct_only``)."""
     import requests
 
     session = requests.Session()
-    session.trust_env = True
+    session.trust_env = not direct_only(base_url)
     session.auth = _no_credentials
     session.headers["accept"] = "application/json"
     session.headers["user-agent"] = "splice-build"
@@ -66,10 +71,10 @@ class HttpRegistryClient:
         self.base_url = base_url.rstrip("/")
         self.deadlines = deadlines or Deadlines()
         self.has_token = token is not None
-        self._authorization = f"Bearer {token}" if token is not None else None
+        self._token = token
         # (package id, version) -> the integrity this registry's version answer gave it
         self._answered_integrity: dict[tuple[str, str], str] = {}
-        self._session = _new_session()
+        self._session = _new_session(self.base_url)
 
     # -- plumbing ---------------------------------------------------------------------
 
@@ -182,7 +187,7 @@ class HttpRegistryClient:
         if isinstance(sock, socket.socket):
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
-        self._session = _new_session()
+        self._session = _new_session(self.base_url)
 
     def _late(self, path: str, budget: Budget) -> RegistryError:
         return RegistryError(
@@ -200,9 +205,12 @@ class HttpRegistryClient:
         return _answer(body, path)
 
     def _as_user(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
-        """A request that acts as the user: the only kind that carries the token."""
-        if self._authorization is not None:
-            kwargs["headers"] = {**kwargs.get("headers", {}), "authorization": self._authorization}
+        """A request that acts as the user: the only kind that carries the token, with the
+        header ``credential_route`` builds (refused, nothing sent, over plain http to a host
+        that is not a loopback address)."""
+        if self._token is not None:
+            credential = authorization_header(self.base_url, self._token)
+            kwargs["headers"] = {**kwargs.get("headers", {}), **credential}
         return self._json(method, path, **kwargs)
 
     @staticmethod

@@ -22,13 +22,11 @@ import secrets
 
 from splice_build.errors import ErrorCode, RegistryError
 from splice_build.records import dataclass
-from splice_build.registry.api import TOKEN_PREFIX
+from splice_build.registry.api import MAX_TOKEN_LENGTH, TOKEN_PREFIX
 from splice_build.registry.db.interface import Token, User
 from splice_build.registry.service import ratelimit
 from splice_build.registry.service.deps import Deps
 
-MAX_TOKEN_LENGTH = 200  # docs/compatibility.md#auth-and-tokens
-TOKEN_PATTERN = re.compile(r"^splice_[A-Za-z0-9_-]{43}$")
 _BEARER = re.compile(r"^bearer +(\S+)$", re.IGNORECASE)
 
 

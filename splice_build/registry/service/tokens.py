@@ -142,18 +142,19 @@ def revoke_token(deps: Deps, principal: Principal, token_id: str) -> dict[str, A
 
     A scoped token revokes only tokens within its scope: otherwise a leaked token for one
     namespace could revoke the user's unscoped managing tokens, which only an administrator
-    hands out again.
+    hands out again. The refusal says nothing of the other token (not its scope, label or
+    expiry): as with ``list_tokens``, a token leaked for one namespace learns nothing of the
+    namespaces the user's other tokens publish to.
     """
     require_manage(principal)
     row = deps.meta.token_by_id(token_id)
     if row is None or row.user_id != principal.user.id:
         raise RegistryError(ErrorCode.NOT_FOUND, f"Token {token_id} not found")
     if not within_scope(principal, row):
-        wider = "every namespace" if row.namespaces is None else ", ".join(row.namespaces)
         raise RegistryError(
             ErrorCode.TOKEN_SCOPE,
             "A scoped token can only revoke tokens within its own scope",
-            details=[f"token {token_id} scope: {wider}"],
+            hint="Revoke it with a token for all of your namespaces.",
         )
     deps.meta.revoke_token(token_id, now=deps.now_iso())
     return {"id": token_id, "revoked": True}
