@@ -110,3 +110,18 @@ def test_an_impossible_final_status_is_a_network_error(status: int) -> None:
             assert result["status"] == "ERROR", (name, result)
             assert result["code"] in {"PROVIDER_ERROR", "ALL_PROVIDERS_FAILED"}, (name, result)
             assert "network error" in result["message"], (name, result)
+
+
+@pytest.mark.parametrize("status", [300, 301, 304, 399])
+def test_a_3xx_that_was_not_followed_is_a_provider_error(status: int) -> None:
+    """A redirect without Location, a 300 or a 304 no request asked for: its body (the fakes
+    send a JSON error) was read as an answer, so web.search was LIVE with no results."""
+    with fake_providers() as fake:
+        for host in HOSTS:
+            fake.behave(host, f"status:{status}")
+        broker = broker_for(fake)
+        for name, args in ARGS.items():
+            result = broker.call({"package": "@t/p", "tool": "t", "capability": name, "args": args})
+            assert result["status"] == "ERROR", (name, result)
+            assert result["code"] in {"PROVIDER_ERROR", "ALL_PROVIDERS_FAILED"}, (name, result)
+            assert f"answered HTTP {status}" in result["message"], (name, result)
