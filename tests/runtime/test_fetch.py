@@ -97,3 +97,22 @@ def test_a_final_informational_status_fails_the_fetch(run_tool, answer: bytes) -
         )
         result = run_tool(body, permissions=NET)
     assert result.output == ["TypeError", "fetch failed", "ERR_SPLICE_INVALID_RESPONSE"]
+
+
+def test_a_huge_response_head_is_a_fetch_failure_the_tool_catches(run_tool) -> None:
+    """95 header lines of 65,000 quotes: http.client takes them; JSON-escaped in the head frame
+    they made 12 MiB, more than the host reads from its channel, and the whole call failed
+    with TOOL_ERROR "IPC frame too large" instead of a fetch error."""
+    from testing.netservers import drip_server
+
+    lines = b"".join(b"X-H%d: " % i + b'"' * 65_000 + b"\r\n" for i in range(95))
+    answer = b"HTTP/1.1 200 OK\r\n" + lines + b"Content-Length: 2\r\n\r\nhi"
+    with drip_server([answer], 0) as drip:
+        body = (
+            "export default async () => {"
+            f" try {{ const r = await fetch('http://127.0.0.1:{drip.port}/'); return r.status; }}"
+            " catch (e) { return [e.name, e.message, e.cause.code]; } };"
+        )
+        result = run_tool(body, permissions=NET)
+    assert result.ok, result.to_json()
+    assert result.output == ["TypeError", "fetch failed", "UND_ERR_HEADERS_OVERFLOW"]

@@ -372,3 +372,23 @@ def test_a_final_status_outside_200_599_is_a_network_error(name: str) -> None:
     assert caught.value.message == (
         f'Request to "127.0.0.1" failed: the response has an invalid status {status}'
     )
+
+
+@pytest.mark.parametrize(
+    ("value_bytes", "fails"),
+    [(16_300, False), (16_400, True), (65_000, True)],
+)
+def test_a_response_head_over_16_kib_fails_as_nodes_fetch_does(
+    value_bytes: int, fails: bool
+) -> None:
+    """Node's fetch answers the same heads the same way (16,300 bytes of value pass, 16,400 do
+    not: 16 KiB for the whole head)."""
+    head = b"HTTP/1.1 200 OK\r\nX-A: " + b"a" * value_bytes + b"\r\nContent-Length: 2\r\n\r\nhi"
+    with drip_server([head], 0) as drip, GuardedSession(["127.0.0.1"], timeout_s=5) as http:
+        if not fails:
+            assert http.get(f"http://127.0.0.1:{drip.port}/").content == b"hi"
+            return
+        with pytest.raises(NetworkFailure) as caught:
+            http.get(f"http://127.0.0.1:{drip.port}/")
+    assert caught.value.code == ErrorCode.NETWORK_ERROR
+    assert caught.value.cause == "UND_ERR_HEADERS_OVERFLOW"
