@@ -88,3 +88,15 @@ def test_the_capture_callback_setter_is_denied(run_tool) -> None:
     body = "export default () => process.setUncaughtExceptionCaptureCallback(null);"
     result = run_tool(body)
     assert result.error is not None and result.error.code == ErrorCode.PERMISSION_DENIED
+
+
+def test_a_rejection_with_a_value_that_is_no_error_names_it(run_tool) -> None:
+    """Node wraps a reason that is not an Error before the host sees it (the strict mode that
+    keeps the tool's listeners out of the way); its message quotes the value."""
+    body = (
+        "export default async () => { Promise.reject('boom');"
+        " await new Promise((resolve) => setTimeout(resolve, 100)); return 1; };"
+    )
+    result = run_tool(body)
+    assert result.error is not None and result.error.code == ErrorCode.TOOL_ERROR
+    assert result.error.message.endswith('The promise rejected with the reason "boom".')
