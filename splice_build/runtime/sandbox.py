@@ -77,6 +77,7 @@ class SandboxSpec:
             return [
                 str(self.node.path),
                 "--disable-warning=ExperimentalWarning",
+                "--unhandled-rejections=strict",
                 f"--max-old-space-size={self.heap_limit_mb}",
                 str(host_entry()),
                 str(in_fd),
@@ -88,6 +89,8 @@ class SandboxSpec:
             "--permission",
             "--disallow-code-generation-from-strings",
             "--disable-warning=ExperimentalWarning",
+            # Every unhandled rejection goes to the host's failure handler first (harden.mjs).
+            "--unhandled-rejections=strict",
             "--no-addons",
             f"--max-old-space-size={self.heap_limit_mb}",
             f"--allow-fs-read={host_dir()}",

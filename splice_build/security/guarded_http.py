@@ -37,6 +37,7 @@ from splice_build.security.guarded_connect import Guard, Resolver, system_resolv
 from splice_build.security.guarded_connect import adapter as connection_adapter
 from splice_build.security.net_causes import failure_for
 from splice_build.security.net_errors import (
+    CAUSE_INVALID_RESPONSE,
     REASON_NOT_DECLARED,
     NetworkDenied,
     NetworkFailure,
@@ -64,6 +65,11 @@ _FORBIDDEN_METHODS = frozenset({"CONNECT", "TRACE", "TRACK"})
 # Methods the fetch standard upper-cases; any other method is sent as written.
 _NORMALIZED_METHODS = frozenset({"DELETE", "GET", "HEAD", "OPTIONS", "POST", "PUT"})
 _BODY_HEADERS = ("content-type", "content-encoding", "content-language", "content-location")
+# The statuses a response may end a request with. http.client skips a 100 and takes any other
+# 1xx (101 without an upgrade we never ask for, 102, 103 Early Hints) as the final answer,
+# with no body, and passes 600–999 on: such a "response" is a broken server, never an empty
+# success for a provider or a tool.
+_FINAL_STATUSES = range(200, 600)
 
 
 @dataclass(frozen=True)
@@ -366,6 +372,13 @@ class GuardedSession:
             except NetworkFailure:
                 response.close()
                 raise
+            if response.status_code not in _FINAL_STATUSES:
+                response.close()
+                raise NetworkFailure(
+                    f'Request to "{target.host}" failed: the response has an invalid status'
+                    f" {response.status_code}",
+                    cause=CAUSE_INVALID_RESPONSE,
+                )
             location = response.headers.get("location")
             if (
                 response.status_code in redirects.redirect_statuses

@@ -26,6 +26,7 @@ REASON_NOT_PUBLIC = "not-public"
 
 # Cause codes Splice itself defines (the others are errno and OpenSSL names).
 CAUSE_TOO_LARGE = "ERR_SPLICE_RESPONSE_TOO_LARGE"
+CAUSE_INVALID_RESPONSE = "ERR_SPLICE_INVALID_RESPONSE"
 CAUSE_TIMEOUT = "ETIMEDOUT"
 
 

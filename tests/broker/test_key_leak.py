@@ -95,3 +95,33 @@ def test_a_redirect_within_the_provider_origin_is_followed() -> None:
         call = {"package": "@t/p", "tool": "t", "capability": "github.repository", "args": args}
         assert broker.call(call)["code"] == "NOT_FOUND"  # the redirect's target was asked
         assert [s.path for s in fake.requests_to("api.dexscreener.com")] == ["/x"]
+
+
+@pytest.mark.parametrize("status", [101, 102, 103, 199, 600, 999])
+def test_an_impossible_final_status_is_a_network_error(status: int) -> None:
+    """A 1xx, which http.client takes as a final answer with no body, or 600–999: every
+    capability fails as a network error (``github.raw`` was ``LIVE`` with 0 bytes for a 103)."""
+    with fake_providers() as fake:
+        for host in HOSTS:
+            fake.behave(host, f"status:{status}")
+        broker = broker_for(fake)
+        for name, args in ARGS.items():
+            result = broker.call({"package": "@t/p", "tool": "t", "capability": name, "args": args})
+            assert result["status"] == "ERROR", (name, result)
+            assert result["code"] in {"PROVIDER_ERROR", "ALL_PROVIDERS_FAILED"}, (name, result)
+            assert "network error" in result["message"], (name, result)
+
+
+@pytest.mark.parametrize("status", [300, 301, 304, 399])
+def test_a_3xx_that_was_not_followed_is_a_provider_error(status: int) -> None:
+    """A redirect without Location, a 300 or a 304 no request asked for: its body (the fakes
+    send a JSON error) was read as an answer, so web.search was LIVE with no results."""
+    with fake_providers() as fake:
+        for host in HOSTS:
+            fake.behave(host, f"status:{status}")
+        broker = broker_for(fake)
+        for name, args in ARGS.items():
+            result = broker.call({"package": "@t/p", "tool": "t", "capability": name, "args": args})
+            assert result["status"] == "ERROR", (name, result)
+            assert result["code"] in {"PROVIDER_ERROR", "ALL_PROVIDERS_FAILED"}, (name, result)
+            assert f"answered HTTP {status}" in result["message"], (name, result)

@@ -37,6 +37,7 @@ IN_PROCESS_TOO = frozenset(
         "test_module_guard",
         "test_file_access",
         "test_descriptors",
+        "test_async_failure",
     }
 )
 

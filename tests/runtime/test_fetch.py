@@ -80,3 +80,39 @@ def test_refused_urls(run_tool, url: str) -> None:
 def test_no_network_without_declaration(run_tool, server: str) -> None:
     result = run_tool(f"export default () => fetch('{server}/hello');")
     assert result.error is not None and result.error.code == ErrorCode.PERMISSION_DENIED
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [b"HTTP/1.1 103 Early Hints\r\n\r\n", b"HTTP/1.1 101 Switching Protocols\r\n\r\n"],
+)
+def test_a_final_informational_status_fails_the_fetch(run_tool, answer: bytes) -> None:
+    from testing.netservers import drip_server
+
+    with drip_server([answer], 0) as drip:
+        body = (
+            "export default async () => {"
+            f" try {{ const r = await fetch('http://127.0.0.1:{drip.port}/'); return r.status; }}"
+            " catch (e) { return [e.name, e.message, e.cause.code]; } };"
+        )
+        result = run_tool(body, permissions=NET)
+    assert result.output == ["TypeError", "fetch failed", "ERR_SPLICE_INVALID_RESPONSE"]
+
+
+def test_a_huge_response_head_is_a_fetch_failure_the_tool_catches(run_tool) -> None:
+    """95 header lines of 65,000 quotes: http.client takes them; JSON-escaped in the head frame
+    they made 12 MiB, more than the host reads from its channel, and the whole call failed
+    with TOOL_ERROR "IPC frame too large" instead of a fetch error."""
+    from testing.netservers import drip_server
+
+    lines = b"".join(b"X-H%d: " % i + b'"' * 65_000 + b"\r\n" for i in range(95))
+    answer = b"HTTP/1.1 200 OK\r\n" + lines + b"Content-Length: 2\r\n\r\nhi"
+    with drip_server([answer], 0) as drip:
+        body = (
+            "export default async () => {"
+            f" try {{ const r = await fetch('http://127.0.0.1:{drip.port}/'); return r.status; }}"
+            " catch (e) { return [e.name, e.message, e.cause.code]; } };"
+        )
+        result = run_tool(body, permissions=NET)
+    assert result.ok, result.to_json()
+    assert result.output == ["TypeError", "fetch failed", "UND_ERR_HEADERS_OVERFLOW"]

@@ -15,6 +15,7 @@ import pytest
 from splice_build.errors import ErrorCode
 from splice_build.security.guarded_http import GuardedSession
 from splice_build.security.net_errors import (
+    CAUSE_INVALID_RESPONSE,
     NetworkDenied,
     NetworkFailure,
     NetworkTimeout,
@@ -341,3 +342,53 @@ def test_a_label_longer_than_dns_allows_is_not_found() -> None:
         http.get(f"http://{'a' * 64}.test/")
     assert caught.value.code == ErrorCode.NETWORK_ERROR
     assert caught.value.cause == "ENOTFOUND"
+
+
+# Answers a server may end with that are no final response: http.client takes any 1xx but
+# 100 as final (with no body) and passes 600–999 on.
+IMPOSSIBLE_FINAL = {
+    "early_hints_alone": b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>\r\n\r\n",
+    "switching_without_upgrade": b"HTTP/1.1 101 Switching Protocols\r\n\r\n",
+    "processing_then_ok": (
+        b"HTTP/1.1 102 Processing\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi"
+    ),
+    "status_199": b"HTTP/1.1 199 Whatever\r\n\r\n",
+    "status_600": b"HTTP/1.1 600 Whatever\r\nContent-Length: 2\r\n\r\nhi",
+    "status_999": b"HTTP/1.1 999 Whatever\r\n\r\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(IMPOSSIBLE_FINAL))
+def test_a_final_status_outside_200_599_is_a_network_error(name: str) -> None:
+    with (
+        drip_server([IMPOSSIBLE_FINAL[name]], 0) as drip,
+        GuardedSession(["127.0.0.1"], timeout_s=5) as http,
+        pytest.raises(NetworkFailure) as caught,
+    ):
+        http.get(f"http://127.0.0.1:{drip.port}/")
+    assert caught.value.code == ErrorCode.NETWORK_ERROR
+    assert caught.value.cause == CAUSE_INVALID_RESPONSE
+    status = IMPOSSIBLE_FINAL[name].split(b" ")[1].decode()
+    assert caught.value.message == (
+        f'Request to "127.0.0.1" failed: the response has an invalid status {status}'
+    )
+
+
+@pytest.mark.parametrize(
+    ("value_bytes", "fails"),
+    [(16_300, False), (16_400, True), (65_000, True)],
+)
+def test_a_response_head_over_16_kib_fails_as_nodes_fetch_does(
+    value_bytes: int, fails: bool
+) -> None:
+    """Node's fetch answers the same heads the same way (16,300 bytes of value pass, 16,400 do
+    not: 16 KiB for the whole head)."""
+    head = b"HTTP/1.1 200 OK\r\nX-A: " + b"a" * value_bytes + b"\r\nContent-Length: 2\r\n\r\nhi"
+    with drip_server([head], 0) as drip, GuardedSession(["127.0.0.1"], timeout_s=5) as http:
+        if not fails:
+            assert http.get(f"http://127.0.0.1:{drip.port}/").content == b"hi"
+            return
+        with pytest.raises(NetworkFailure) as caught:
+            http.get(f"http://127.0.0.1:{drip.port}/")
+    assert caught.value.code == ErrorCode.NETWORK_ERROR
+    assert caught.value.cause == "UND_ERR_HEADERS_OVERFLOW"

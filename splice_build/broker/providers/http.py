@@ -21,6 +21,10 @@ from splice_build.records import dataclass
 
 DEFAULT_TIMEOUT_SECONDS = 15.0  # docs/compatibility.md#capabilities: 15 s per provider request
 DEFAULT_MAX_RESPONSE_BYTES = 5 * 1024 * 1024  # docs/compatibility.md#capabilities: 5 MiB
+# The statuses a provider's answer is read from. A 3xx that reaches here was not followed (a
+# 300, a 304 no request asked for, a redirect without Location): its body, often a JSON
+# error, is no answer to the request.
+_SUCCESS = range(200, 300)
 
 
 @dataclass(frozen=True)
@@ -100,8 +104,8 @@ class ProviderClient:
     ) -> Response:
         """Send one request to ``base + template`` (``{name}`` filled, percent-encoded).
 
-        Raises ProviderFailure for network errors, timeouts, oversize bodies and statuses
-        ≥ 400 (404 → NOT_FOUND, 429 → RATE_LIMITED, others PROVIDER_ERROR).
+        Raises ProviderFailure for network errors, timeouts, oversize bodies and any status
+        but 2xx (404 → NOT_FOUND, 429 → RATE_LIMITED, others PROVIDER_ERROR).
         """
         endpoint = f"{method} {self._label}{template}" if self._label or template else f"{method} /"
         path = template.format(
@@ -109,7 +113,7 @@ class ProviderClient:
         )
         limit = min(max_bytes or self._max_bytes, self._max_bytes)
         response = self._send(method, self._base + path, endpoint, params, body, headers, limit)
-        if response.status >= 400:
+        if response.status not in _SUCCESS:
             raise _status_failure(self.provider, endpoint, response)
         return response
 
@@ -120,7 +124,7 @@ class ProviderClient:
         endpoint = f"{method} {shown_as}"
         limit = min(max_bytes or self._max_bytes, self._max_bytes)
         response = self._send(method, self._base + path, endpoint, None, None, None, limit)
-        if response.status >= 400:
+        if response.status not in _SUCCESS:
             raise _status_failure(self.provider, endpoint, response)
         return response
 

@@ -118,7 +118,10 @@ const readvSync = fs.readvSync;
 const readv = fs.readv;
 const writevSync = fs.writevSync;
 const reallyExit = process.reallyExit;
-const processOn = process.on;
+// Node's handler of every uncaught exception and unhandled rejection, which the C++ side looks
+// up on `process` each time, and the setter of the hook it calls (harden.mjs, lockFailureHandler).
+const fatalException = process._fatalException;
+const setUncaughtExceptionCaptureCallback = process.setUncaughtExceptionCaptureCallback;
 const nextTick = process.nextTick;
 
 /**
@@ -235,7 +238,7 @@ function copyBytes(bytes) {
   apply(typedArraySet, out, [bytes]);
   return out;
 }
-return Object.freeze({ __proto__: null, builtin, apply, construct, ownKeys, stringify, parse, defineProperty, freeze, keys, hasOwn, getOwnPropertyDescriptor, getPrototypeOf, isArray, StringCtor, NumberCtor, ErrorCtor, TypeErrorCtor, RangeErrorCtor, MapCtor, mapGet, mapSet, mapHas, mapDelete, WeakSetCtor, weakSetAdd, weakSetHas, PromiseCtor, promiseReject, bufferByteLength, Uint8ArrayCtor, typedArraySet, typedArrayIndexOf, typedArrayBuffer, typedArrayByteOffset, typedArrayByteLength, typedArrayTag, dataViewBuffer, dataViewByteOffset, dataViewByteLength, arrayBufferByteLength, isView, stringStartsWith, stringEndsWith, stringSlice, stringIndexOf, stringToLowerCase, stringToUpperCase, stringCharCodeAt, stringToWellFormed, arrayIncludes, URLCtor, urlCanParse, urlHref, urlProtocol, urlHostname, urlPathname, decodeUriComponent, urlSearchParamsToString, BlobCtor, blobArrayBuffer, blobType, blobSize, abortSignalAborted, abortSignalReason, addEventListener, removeEventListener, SymbolIterator, SymbolToStringTag, symbolDescription, base64Slice, formatWithOptions, isProxy, writeSync, readvSync, readv, writevSync, reallyExit, processOn, nextTick, web, captureWebStreams, call, settle, deferred, rejected, setOwn, safeString, safeGet, utf8Decode, utf8Encode, byteLength, view, copyBytes, });
+return Object.freeze({ __proto__: null, builtin, apply, construct, ownKeys, stringify, parse, defineProperty, freeze, keys, hasOwn, getOwnPropertyDescriptor, getPrototypeOf, isArray, StringCtor, NumberCtor, ErrorCtor, TypeErrorCtor, RangeErrorCtor, MapCtor, mapGet, mapSet, mapHas, mapDelete, WeakSetCtor, weakSetAdd, weakSetHas, PromiseCtor, promiseReject, bufferByteLength, Uint8ArrayCtor, typedArraySet, typedArrayIndexOf, typedArrayBuffer, typedArrayByteOffset, typedArrayByteLength, typedArrayTag, dataViewBuffer, dataViewByteOffset, dataViewByteLength, arrayBufferByteLength, isView, stringStartsWith, stringEndsWith, stringSlice, stringIndexOf, stringToLowerCase, stringToUpperCase, stringCharCodeAt, stringToWellFormed, arrayIncludes, URLCtor, urlCanParse, urlHref, urlProtocol, urlHostname, urlPathname, decodeUriComponent, urlSearchParamsToString, BlobCtor, blobArrayBuffer, blobType, blobSize, abortSignalAborted, abortSignalReason, addEventListener, removeEventListener, SymbolIterator, SymbolToStringTag, symbolDescription, base64Slice, formatWithOptions, isProxy, writeSync, readvSync, readv, writevSync, reallyExit, fatalException, setUncaughtExceptionCaptureCallback, nextTick, web, captureWebStreams, call, settle, deferred, rejected, setOwn, safeString, safeGet, utf8Decode, utf8Encode, byteLength, view, copyBytes, });
 })();
 
 // ---- codes.mjs
@@ -1076,7 +1079,7 @@ return Object.freeze({ __proto__: null, prepareBuiltin, installFdGuard, });
 const __host_harden = (() => {
 const { deniedError, isAllowedBuiltin } = __host_module_guard;
 const { installFdGuard, prepareBuiltin } = __host_fd_guard;
-const { apply, builtin, defineProperty, freeze, getOwnPropertyDescriptor, getPrototypeOf, keys, ownKeys, safeString, setOwn, writeSync } = __host_pristine;
+const { apply, builtin, defineProperty, fatalException, freeze, getOwnPropertyDescriptor, getPrototypeOf, keys, ownKeys, safeString, setOwn, setUncaughtExceptionCaptureCallback, writeSync } = __host_pristine;
 // Locks down the tool's process before its module is imported: environment, process methods
 // that reach other processes or native code, live stdio handles, the fs.realpath variants,
 // the file descriptors a tool may name (fd_guard.mjs),
@@ -1184,6 +1187,28 @@ function installStdio() {
   lockGetter(globalThis, 'console', function console() { return make().console; });
 }
 
+/**
+ * Send every uncaught exception and unhandled rejection to ``handler``, whatever the tool
+ * does to `process` (docs/security.md, "A call's verdict"). Node's C++ side hands each one
+ * to `process._fatalException`, which it reads from `process` every time; that function
+ * calls the capture callback, when one is set, instead of emitting `uncaughtException`.
+ * Both are fixed here, before any tool code: `_fatalException` locked to Node's own, the
+ * callback set to the host's and its setter denied. Listeners, `process.emit` and
+ * `EventEmitter.prototype` then change nothing. Unhandled rejections reach the same path
+ * first because sandbox.py starts Node with `--unhandled-rejections=strict`; without it
+ * Node would ask `process.emit('unhandledRejection')` whether one was handled.
+ */
+function lockFailureHandler(handler) {
+  apply(setUncaughtExceptionCaptureCallback, process, [handler]);
+  lock(process, '_fatalException', fatalException, true);
+  lock(
+    process,
+    'setUncaughtExceptionCaptureCallback',
+    deniedFunction('process.setUncaughtExceptionCaptureCallback'),
+    true,
+  );
+}
+
 function installProcessDenials() {
   for (const name of DENIED_PROCESS_MEMBERS) {
     lock(process, name, deniedFunction(`process.${name}`));
@@ -1269,7 +1294,7 @@ function harden({ guardedFetch, channelFds }) {
   // are snapshots: bring them up to date with every lock above.
   syncBuiltinESMExports();
 }
-return Object.freeze({ __proto__: null, installEnvironment, installStdio, harden, });
+return Object.freeze({ __proto__: null, installEnvironment, installStdio, lockFailureHandler, harden, });
 })();
 
 // ---- fetch_headers.mjs
@@ -1986,7 +2011,8 @@ const { ErrorCtor, MapCtor, abortSignalAborted, abortSignalReason, addEventListe
 // the answer is complete: a response body that is never read or cancelled keeps its slot.
 
 const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
-const NULL_BODY_STATUSES = [101, 204, 205, 304];
+// (a head's status is always 200–599: the parent refuses any other, PROTOCOL.md)
+const NULL_BODY_STATUSES = [204, 205, 304];
 
 function field(frame, key) {
   return hasOwn(frame, key) ? frame[key] : undefined;
@@ -2353,13 +2379,13 @@ return Object.freeze({ __proto__: null, serveJobs, });
 // ---- host.mjs
 const { ACCESS_DENIED, HOST_CODES } = __host_codes;
 const { Channel, jsonString } = __host_channel;
-const { harden, installEnvironment, installStdio } = __host_harden;
+const { harden, installEnvironment, installStdio, lockFailureHandler } = __host_harden;
 const { installModuleGuard } = __host_module_guard;
 const { prepareBuiltin } = __host_fd_guard;
 const { createFetch } = __host_fetch;
 const { createCapabilityClient } = __host_capability;
 const { serveJobs } = __host_serve;
-const { apply, captureWebStreams, formatWithOptions, freeze, hasOwn, isArray, keys, processOn, reallyExit, safeGet, safeString, setOwn, settle, stringToWellFormed, stringify, writeSync } = __host_pristine;
+const { apply, captureWebStreams, formatWithOptions, freeze, hasOwn, isArray, keys, reallyExit, safeGet, safeString, setOwn, settle, stringToWellFormed, stringify, writeSync } = __host_pristine;
 // The sandbox host: reads one job from the parent, hardens the process, imports the tool's
 // entry module and sends exactly one result frame (PROTOCOL.md). Started by
 // splice_build/runtime/sandbox.py as `node <flags> host.mjs <in-fd> <out-fd> [fetch] [reuse]`
@@ -2482,7 +2508,14 @@ function log(...args) {
   apply(writeSync, undefined, [2, `${apply(formatWithOptions, undefined, list)}\n`]);
 }
 
+// The host decides what an exception no code caught means for the call: always a failure,
+// never something the tool's listeners or hooks can swallow (harden.mjs, lockFailureHandler).
+const onAsyncFailure = (err) => {
+  fail(errorCode(err) || HOST_CODES.TOOL_ERROR, messageOf(err));
+};
+
 try {
+  lockFailureHandler(onAsyncFailure);
   installEnvironment(job.env || {});
   // unsafeInProcessGuardsOff exists only when a Python test passed
   // SpliceRuntime(_unsafe_in_process_guards_off=True) (Node then runs without --permission
@@ -2493,12 +2526,6 @@ try {
 } catch (err) {
   hostFailure('hardening', err);
 }
-
-const onAsyncFailure = (err) => {
-  fail(errorCode(err) || HOST_CODES.TOOL_ERROR, messageOf(err));
-};
-apply(processOn, process, ['uncaughtException', onAsyncFailure]);
-apply(processOn, process, ['unhandledRejection', onAsyncFailure]);
 
 /** Run one job to its result frame (a failure exits the process, see ``finish``). */
 async function runJob(job) {

@@ -18,7 +18,8 @@ import {
 } from './pristine.mjs';
 
 const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
-const NULL_BODY_STATUSES = [101, 204, 205, 304];
+// (a head's status is always 200–599: the parent refuses any other, PROTOCOL.md)
+const NULL_BODY_STATUSES = [204, 205, 304];
 
 function field(frame, key) {
   return hasOwn(frame, key) ? frame[key] : undefined;

@@ -6,8 +6,9 @@
 import { deniedError, isAllowedBuiltin } from './module_guard.mjs';
 import { installFdGuard, prepareBuiltin } from './fd_guard.mjs';
 import {
-  apply, builtin, defineProperty, freeze, getOwnPropertyDescriptor, getPrototypeOf, keys,
-  ownKeys, safeString, setOwn, writeSync,
+  apply, builtin, defineProperty, fatalException, freeze, getOwnPropertyDescriptor,
+  getPrototypeOf, keys, ownKeys, safeString, setOwn, setUncaughtExceptionCaptureCallback,
+  writeSync,
 } from './pristine.mjs';
 
 const fs = builtin('node:fs');
@@ -109,6 +110,28 @@ export function installStdio() {
   lockGetter(process, 'stderr', function stderr() { return make().stderr; });
   lockGetter(process, 'stdin', function stdin() { return make().stdin; });
   lockGetter(globalThis, 'console', function console() { return make().console; });
+}
+
+/**
+ * Send every uncaught exception and unhandled rejection to ``handler``, whatever the tool
+ * does to `process` (docs/security.md, "A call's verdict"). Node's C++ side hands each one
+ * to `process._fatalException`, which it reads from `process` every time; that function
+ * calls the capture callback, when one is set, instead of emitting `uncaughtException`.
+ * Both are fixed here, before any tool code: `_fatalException` locked to Node's own, the
+ * callback set to the host's and its setter denied. Listeners, `process.emit` and
+ * `EventEmitter.prototype` then change nothing. Unhandled rejections reach the same path
+ * first because sandbox.py starts Node with `--unhandled-rejections=strict`; without it
+ * Node would ask `process.emit('unhandledRejection')` whether one was handled.
+ */
+export function lockFailureHandler(handler) {
+  apply(setUncaughtExceptionCaptureCallback, process, [handler]);
+  lock(process, '_fatalException', fatalException, true);
+  lock(
+    process,
+    'setUncaughtExceptionCaptureCallback',
+    deniedFunction('process.setUncaughtExceptionCaptureCallback'),
+    true,
+  );
 }
 
 function installProcessDenials() {

@@ -7,15 +7,17 @@
 import './pristine.mjs';
 import { ACCESS_DENIED, HOST_CODES } from './codes.mjs';
 import { Channel, jsonString } from './channel.mjs';
-import { harden, installEnvironment, installStdio } from './harden.mjs';
+import {
+  harden, installEnvironment, installStdio, lockFailureHandler,
+} from './harden.mjs';
 import { installModuleGuard } from './module_guard.mjs';
 import { prepareBuiltin } from './fd_guard.mjs';
 import { createFetch } from './fetch.mjs';
 import { createCapabilityClient } from './capability.mjs';
 import { serveJobs } from './serve.mjs';
 import {
-  apply, captureWebStreams, formatWithOptions, freeze, hasOwn, isArray, keys, processOn,
-  reallyExit, safeGet, safeString, setOwn, settle, stringToWellFormed, stringify, writeSync,
+  apply, captureWebStreams, formatWithOptions, freeze, hasOwn, isArray, keys, reallyExit,
+  safeGet, safeString, setOwn, settle, stringToWellFormed, stringify, writeSync,
 } from './pristine.mjs';
 
 const EXIT_HOST_FAILURE = 70;
@@ -133,7 +135,14 @@ function log(...args) {
   apply(writeSync, undefined, [2, `${apply(formatWithOptions, undefined, list)}\n`]);
 }
 
+// The host decides what an exception no code caught means for the call: always a failure,
+// never something the tool's listeners or hooks can swallow (harden.mjs, lockFailureHandler).
+const onAsyncFailure = (err) => {
+  fail(errorCode(err) || HOST_CODES.TOOL_ERROR, messageOf(err));
+};
+
 try {
+  lockFailureHandler(onAsyncFailure);
   installEnvironment(job.env || {});
   // unsafeInProcessGuardsOff exists only when a Python test passed
   // SpliceRuntime(_unsafe_in_process_guards_off=True) (Node then runs without --permission
@@ -144,12 +153,6 @@ try {
 } catch (err) {
   hostFailure('hardening', err);
 }
-
-const onAsyncFailure = (err) => {
-  fail(errorCode(err) || HOST_CODES.TOOL_ERROR, messageOf(err));
-};
-apply(processOn, process, ['uncaughtException', onAsyncFailure]);
-apply(processOn, process, ['unhandledRejection', onAsyncFailure]);
 
 /** Run one job to its result frame (a failure exits the process, see ``finish``). */
 async function runJob(job) {

@@ -113,7 +113,10 @@ export const readvSync = fs.readvSync;
 export const readv = fs.readv;
 export const writevSync = fs.writevSync;
 export const reallyExit = process.reallyExit;
-export const processOn = process.on;
+// Node's handler of every uncaught exception and unhandled rejection, which the C++ side looks
+// up on `process` each time, and the setter of the hook it calls (harden.mjs, lockFailureHandler).
+export const fatalException = process._fatalException;
+export const setUncaughtExceptionCaptureCallback = process.setUncaughtExceptionCaptureCallback;
 export const nextTick = process.nextTick;
 
 /**
