@@ -284,13 +284,37 @@ def _shown(relative: str) -> str:
 
 
 def _walk(root: Path) -> list[Path]:
-    """Directories holding a ``splice.json``, skipping hidden ones and ``node_modules``."""
+    """Directories holding a ``splice.json``, skipping hidden ones and ``node_modules``.
+
+    A checkout chooses how deep its tree is: ``os.walk`` recurses once per level (Python
+    3.11), so a tree nested past the recursion limit made a sync fail with ``RecursionError``.
+    This walk keeps its own stack, follows no link (a linked directory is not entered, as
+    with ``os.walk``) and skips a directory it cannot list (a path too long to name, a
+    directory this user may not read)."""
     found = []
-    for directory, subdirs, files in os.walk(root):
-        subdirs[:] = [d for d in subdirs if d not in _PRUNED and not d.startswith(".")]
-        if PROJECT_FILE in files:
-            found.append(Path(directory))
+    pending = [str(root)]
+    while pending:
+        directory = pending.pop()
+        try:
+            with os.scandir(directory) as entries:
+                listed = [(entry.name, _is_directory(entry)) for entry in entries]
+        except OSError:
+            continue
+        for name, (is_directory, is_real) in listed:
+            if name == PROJECT_FILE and not is_directory:
+                found.append(Path(directory))
+            elif is_real and name not in _PRUNED and not name.startswith("."):
+                pending.append(os.path.join(directory, name))
     return found
+
+
+def _is_directory(entry: os.DirEntry[str]) -> tuple[bool, bool]:
+    """Whether ``entry`` is a directory or a link to one, and whether it is a directory
+    itself; ``os.walk``'s answers (an entry that cannot be looked up is neither)."""
+    try:
+        return entry.is_dir(), entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False, False
 
 
 def _git(root: Path, *args: str) -> str | None:

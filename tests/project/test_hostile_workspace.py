@@ -168,6 +168,28 @@ def test_a_deeply_nested_pyproject_is_invalid_config(tmp_path: Path, command: li
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize("pyproject", [False, True], ids=["walk", "members"])
+def test_a_tree_nested_past_the_recursion_limit_is_walked(tmp_path: Path, pyproject: bool) -> None:
+    """The walk for members (outside git, and for ``[tool.splice.workspace]`` patterns) goes
+    through a checkout's whole tree: ``os.walk`` recursed once per level, so a tree 1,500
+    deep made every sync an ``INTERNAL_ERROR`` (RecursionError)."""
+    from testing.deep_tree import nested, unnested
+
+    new_project(tmp_path / "p")
+    if pyproject:
+        (tmp_path / "pyproject.toml").write_text('[tool.splice.workspace]\nmembers = ["*"]\n')
+    nested(tmp_path, 1500)
+    try:
+        for command in (["sync", "--check"], ["sync"], ["workspace", "list"]):
+            done = run_splice("--json", *command, cwd=tmp_path)
+            assert done.code == 0, (command, done.stdout, done.stderr)
+            found = json.loads(done.stdout)
+            paths = found["members"] if "members" in found else found["projects"]
+            assert [p if isinstance(p, str) else p["path"] for p in paths] == ["p"], found
+    finally:
+        unnested(tmp_path)
+
+
 @pytest.mark.skipif(os.name == "nt", reason="POSIX file names")
 def test_a_member_name_cannot_forge_a_line(tmp_path: Path) -> None:
     """A checkout names its member directories: one holding line breaks is shown as one
