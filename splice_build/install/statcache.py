@@ -43,7 +43,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from splice_build.records import dataclass, field
-from splice_build.spec.limits import MAX_FILES
+from splice_build.spec.limits import MAX_FILES, MAX_PROJECT_STATE_BYTES
 from splice_build.spec.names import is_valid_package_id
 from splice_build.spec.regular_file import READ_FLAGS
 from splice_build.spec.tree_digest import (
@@ -157,7 +157,9 @@ class StatCache:
             info = os.fstat(fd)
             if stat.S_ISREG(info.st_mode):
                 with os.fdopen(os.dup(fd), "rb") as handle:
-                    parsed = _parse(handle.read(), written_ns=info.st_mtime_ns)
+                    data = handle.read(MAX_PROJECT_STATE_BYTES + 1)
+                if len(data) <= MAX_PROJECT_STATE_BYTES:
+                    parsed = _parse(data, written_ns=info.st_mtime_ns)
         except OSError:
             parsed = None
         finally:

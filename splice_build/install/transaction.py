@@ -57,6 +57,7 @@ from splice_build.project.project_file import (
 )
 from splice_build.project.state_dir import state_lock
 from splice_build.records import dataclass
+from splice_build.spec.limits import MAX_PROJECT_STATE_BYTES
 from splice_build.spec.regular_file import read_regular_file
 
 JOURNAL = "journal.json"
@@ -205,7 +206,7 @@ def _read_journal(
         )
 
     try:
-        journal = decode_json(read_regular_file(path))
+        journal = decode_json(read_regular_file(path, MAX_PROJECT_STATE_BYTES))
     except FileNotFoundError:
         return None
     except OSError as exc:  # .splice/tmp a file, the journal a FIFO or a directory

@@ -40,6 +40,7 @@ from typing import Any
 from splice_build.errors import ErrorCode, ProjectError, UsageError
 from splice_build.project.layout import PROJECT_FILE, STATE_DIR
 from splice_build.records import dataclass
+from splice_build.spec.limits import MAX_PROJECT_STATE_BYTES
 from splice_build.spec.regular_file import read_regular_file
 
 PYPROJECT = "pyproject.toml"
@@ -77,7 +78,7 @@ def read_config(pyproject: Path) -> WorkspaceConfig | None:
 def _pyproject_bytes(pyproject: Path) -> bytes | None:
     """The bytes of ``pyproject`` (None when absent); raises ``INVALID_CONFIG`` when unreadable."""
     try:
-        return read_regular_file(pyproject)
+        return read_regular_file(pyproject, MAX_PROJECT_STATE_BYTES)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -234,7 +235,7 @@ def _load_memo(path: Path) -> dict[str, Any]:
     import json
 
     try:
-        body = json.loads(read_regular_file(path))
+        body = json.loads(read_regular_file(path, MAX_PROJECT_STATE_BYTES))
     except (OSError, ValueError, RecursionError):
         return {}
     shape = {"version", "pyproject", "file", "config", "candidates", "members"}
@@ -486,7 +487,7 @@ def _load_document(root: Path) -> Any:
 
     path = root / PYPROJECT
     try:
-        return tomlkit.parse(read_regular_file(path).decode("utf-8"))
+        return tomlkit.parse(read_regular_file(path, MAX_PROJECT_STATE_BYTES).decode("utf-8"))
     except FileNotFoundError:
         return tomlkit.document()
     except Exception as exc:  # tomlkit's parse errors share no public base class

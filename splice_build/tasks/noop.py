@@ -37,6 +37,7 @@ from splice_build.install.statcache import FileIdentity, NoopState, StatCache, f
 from splice_build.project.layout import ProjectLayout
 from splice_build.project.locking import lock
 from splice_build.project.state_dir import state_lock
+from splice_build.spec.limits import MAX_PROJECT_STATE_BYTES
 from splice_build.spec.regular_file import read_regular_file_and_stat
 
 if TYPE_CHECKING:
@@ -108,7 +109,7 @@ def _text_of(path: Path, source: str) -> tuple[str, FileIdentity] | None:
     from splice_build.spec.digests import sha256_hex
 
     try:
-        data, info = read_regular_file_and_stat(path)
+        data, info = read_regular_file_and_stat(path, MAX_PROJECT_STATE_BYTES)
         if sha256_hex(data) != source:
             return None
         return data.decode("utf-8"), file_identity(info)
@@ -233,7 +234,7 @@ def _holds(path: Path, text: str, identity: FileIdentity) -> bool:
     """The bytes of ``path`` are exactly ``text`` in UTF-8, read from the very file the
     state was recorded from (``NoopState``: a state shipped in a checkout never is)."""
     try:
-        data, info = read_regular_file_and_stat(path)
+        data, info = read_regular_file_and_stat(path, MAX_PROJECT_STATE_BYTES)
         return file_identity(info) == identity and data == text.encode("utf-8")
     except (OSError, UnicodeEncodeError):
         return False
