@@ -127,9 +127,11 @@ def find_workspace(start: Path, *, root: Path | None = None, remember: bool = Fa
             memo.write(base)
         source = "pyproject"
     else:
-        if root is None:
-            base = _git_toplevel(base) or base
-        listed = _git_listed(base)
+        top = _git_toplevel(base)
+        if root is None and top is not None:
+            base = top
+        # Only a work tree git names for the directory holding its .git lists members.
+        listed = None if top is None else _git_listed(base)
         source = "walk" if listed is None else "git"
         members = listed if listed is not None else _walk(base)
     if not members:
@@ -339,9 +341,29 @@ def _git(root: Path, *args: str) -> str | None:
 
 
 def _git_toplevel(start: Path) -> Path | None:
+    """The git work tree holding ``start``: the nearest directory at or above it that holds
+    a ``.git``, when git names that very directory, else None (no git: the walk).
+
+    An unpacked archive can carry its ``.git`` with a ``config`` of its choosing, and
+    ``core.worktree`` there made git name any directory of the machine as the work tree: a
+    sync run inside the archive then synced (and wrote ``.splice/`` into) the projects of
+    another repository instead of its own."""
     out = _git(start, "rev-parse", "--show-toplevel")
+    if not out:
+        return None
     # Only the line break is git's: a directory name may end with a space.
-    return Path(out.removesuffix("\n")) if out else None
+    top = Path(out.removesuffix("\n"))
+    holder = next((d for d in (start, *start.parents) if os.path.lexists(d / ".git")), None)
+    if holder is None or not _same_directory(top, holder):
+        return None
+    return top
+
+
+def _same_directory(one: Path, other: Path) -> bool:
+    try:
+        return os.path.samefile(one, other)
+    except OSError:
+        return False
 
 
 def _git_listed(root: Path) -> list[Path] | None:
