@@ -31,6 +31,7 @@ from splice_build.errors import ErrorCode, InstallError, SpliceError
 from splice_build.project.layout import ProjectLayout
 from splice_build.records import dataclass
 from splice_build.spec.digests import files_digest_from_hashes, sha256_hex
+from splice_build.spec.limits import MAX_FILE_BYTES
 from splice_build.spec.tree_digest import tree_hashes
 
 if TYPE_CHECKING:
@@ -75,7 +76,7 @@ def read_installed_manifest(directory: Path) -> Manifest:
     from splice_build.spec.regular_file import read_regular_file
 
     try:
-        data = read_regular_file(directory / MANIFEST_FILE)
+        data = read_regular_file(directory / MANIFEST_FILE, MAX_FILE_BYTES)
     except OSError as exc:
         raise InstallError(
             ErrorCode.INVALID_PACKAGE, f"manifest.json cannot be read: {exc.strerror}"
@@ -92,7 +93,7 @@ def verified_manifest(package_id: str, directory: Path, verified_sha: str | None
     from splice_build.spec.regular_file import read_regular_file
 
     try:
-        data = read_regular_file(directory / MANIFEST_FILE)
+        data = read_regular_file(directory / MANIFEST_FILE, MAX_FILE_BYTES)
     except OSError as exc:
         raise _modified(package_id, f"manifest.json cannot be read: {exc.strerror}") from exc
     if verified_sha is None or sha256_hex(data) != verified_sha:

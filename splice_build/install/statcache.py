@@ -43,7 +43,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from splice_build.records import dataclass, field
-from splice_build.spec.limits import MAX_FILES
+from splice_build.spec.limits import MAX_FILES, MAX_PROJECT_STATE_BYTES
 from splice_build.spec.names import is_valid_package_id
 from splice_build.spec.regular_file import READ_FLAGS
 from splice_build.spec.tree_digest import (
@@ -52,8 +52,9 @@ from splice_build.spec.tree_digest import (
     package_files,
 )
 
-# 2: the no-op state; 3: it holds the texts of splice.json and splice.lock; 4: directory keys
-VERSION = 4
+# 2: the no-op state; 3: it holds the texts of splice.json and splice.lock; 4: directory keys;
+# 5: the state names the identity of splice.json and splice.lock
+VERSION = 5
 
 # Threads pay off only when hashlib and os.read release the GIL on enough bytes: hashlib does
 # for buffers over 2 KiB, and a pool's start-up costs about what hashing 1 MiB does.
@@ -87,18 +88,33 @@ def _key(info: os.stat_result) -> Key:
     )
 
 
+FileIdentity = tuple[int, int, int]  # dev, ino, ctime_ns
+
+
+def file_identity(info: os.stat_result) -> FileIdentity:
+    """Which file this is on this machine, and since when it holds its bytes."""
+    return (info.st_dev, info.st_ino, info.st_ctime_ns)
+
+
 @dataclass(frozen=True)
 class NoopState:
     """What a run that changed nothing saw: see the module docstring.
 
     ``project``/``lock`` are the texts of the parsed files (``lock`` is None when no lock
-    file existed): a later no-op compares bytes, so it needs no hashing and no OpenSSL."""
+    file existed): a later no-op compares bytes, so it needs no hashing and no OpenSSL.
+    ``project_file``/``lock_file`` are those files' :func:`file_identity` as they were read:
+    a checkout can ship a state holding the texts of its own ``splice.json`` and
+    ``splice.lock`` and no package at all (nothing then left to compare), but it cannot know
+    the inode and ``ctime`` its files get when they are written on this machine, and no
+    process sets a ``ctime``, so only a state this machine wrote can ever match."""
 
     splice: str
     root: str
     project: str
     lock: str | None
     packages: Mapping[str, str]  # id -> locked version
+    project_file: FileIdentity
+    lock_file: FileIdentity | None
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -107,6 +123,8 @@ class NoopState:
             "project": self.project,
             "lock": self.lock,
             "packages": dict(sorted(self.packages.items())),
+            "projectFile": list(self.project_file),
+            "lockFile": None if self.lock_file is None else list(self.lock_file),
         }
 
 
@@ -139,7 +157,9 @@ class StatCache:
             info = os.fstat(fd)
             if stat.S_ISREG(info.st_mode):
                 with os.fdopen(os.dup(fd), "rb") as handle:
-                    parsed = _parse(handle.read(), written_ns=info.st_mtime_ns)
+                    data = handle.read(MAX_PROJECT_STATE_BYTES + 1)
+                if len(data) <= MAX_PROJECT_STATE_BYTES:
+                    parsed = _parse(data, written_ns=info.st_mtime_ns)
         except OSError:
             parsed = None
         finally:
@@ -349,7 +369,7 @@ def _encode(
 
 Parsed = tuple[dict[str, Files], dict[str, Directories], NoopState | None]
 _TOP_KEYS = {"version", "state", "packages", "directories"}
-_STATE_KEYS = {"splice", "root", "project", "lock", "packages"}
+_STATE_KEYS = {"splice", "root", "project", "lock", "packages", "projectFile", "lockFile"}
 
 
 def _parse(data: bytes, *, written_ns: int) -> Parsed | None:
@@ -471,4 +491,22 @@ def _parse_state(state: object) -> NoopState | None:
         return None
     if not all(is_valid_package_id(package_id) for package_id in versions):
         return None
-    return NoopState(*texts, lock=state["lock"], packages=versions)
+    project_file = _as_identity(state["projectFile"])
+    lock_file = None if state["lockFile"] is None else _as_identity(state["lockFile"])
+    if project_file is None or (lock_file is None) != (state["lock"] is None):
+        return None
+    return NoopState(
+        *texts,
+        lock=state["lock"],
+        packages=versions,
+        project_file=project_file,
+        lock_file=lock_file,
+    )
+
+
+def _as_identity(value: object) -> FileIdentity | None:
+    """Three integers (not bools), device and inode not negative, else None."""
+    if type(value) is not list or len(value) != 3 or not all(type(v) is int for v in value):
+        return None
+    dev, ino, ctime = value
+    return (dev, ino, ctime) if min(dev, ino) >= 0 else None

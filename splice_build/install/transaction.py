@@ -57,6 +57,7 @@ from splice_build.project.project_file import (
 )
 from splice_build.project.state_dir import state_lock
 from splice_build.records import dataclass
+from splice_build.spec.limits import MAX_PROJECT_STATE_BYTES
 from splice_build.spec.regular_file import read_regular_file
 
 JOURNAL = "journal.json"
@@ -205,7 +206,7 @@ def _read_journal(
         )
 
     try:
-        journal = decode_json(read_regular_file(path))
+        journal = decode_json(read_regular_file(path, MAX_PROJECT_STATE_BYTES))
     except FileNotFoundError:
         return None
     except OSError as exc:  # .splice/tmp a file, the journal a FIFO or a directory
@@ -315,31 +316,79 @@ def remove_tree(path: Path) -> None:
     """Delete a file or directory tree if it exists (links are removed, never followed).
 
     Every tree deleted here is the project's own: an installed package, its backup or a
-    staging copy. A package whose directories were made read-only (``chmod -R a-w`` of
-    vendored code) cannot be emptied as it is, and its backup is deleted after the commit
-    point: the add would report a failure it had not had, and every later command's
-    recovery would fail the same way. So on ``PermissionError`` the tree's directories are
-    given their owner's write and search bits and the removal is tried once more."""
-    if path.is_symlink() or path.is_file():
-        path.unlink()
-    elif path.exists():
-        try:
-            shutil.rmtree(path)
-        except PermissionError:
-            _open_up(path)
-            shutil.rmtree(path)
-
-
-def _open_up(directory: Path) -> None:
-    """Add ``u+rwx`` to ``directory`` and every directory below it (links not followed)."""
-    mode = os.lstat(directory).st_mode
-    if not stat.S_ISDIR(mode):
+    staging copy; but a checkout ships ``.splice/`` too, so it chooses their shape. The walk
+    is :func:`_remove_directory`'s, on descriptors and with its own stack: ``shutil.rmtree``
+    recurses once per level, and a package tree nested 1,500 deep made the install after its
+    commit point fail with ``INTERNAL_ERROR`` (RecursionError), then every later command's
+    recovery the same way. A package whose directories were made read-only (``chmod -R a-w``
+    of vendored code) is emptied too: its backup is deleted after the commit point, and the
+    add would otherwise report a failure it had not had. So each directory is given its
+    owner's read, write and search bits before it is emptied."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
         return
-    os.chmod(directory, stat.S_IMODE(mode) | stat.S_IRWXU)
-    with os.scandir(directory) as entries:
-        below = [Path(e.path) for e in entries if e.is_dir(follow_symlinks=False)]
-    for child in below:
-        _open_up(child)
+    if not stat.S_ISDIR(mode):
+        path.unlink()
+    elif _BY_DESCRIPTOR:
+        _remove_directory(path)
+    else:  # Windows: no descriptor-relative calls, and no directory a user cannot write
+        shutil.rmtree(path)
+
+
+_DIRECTORY = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+_BY_DESCRIPTOR = {os.open, os.rmdir, os.unlink} <= os.supports_dir_fd and os.scandir in (
+    os.supports_fd
+)
+
+
+def _remove_directory(path: Path) -> None:
+    """Remove the directory ``path`` and everything below it, depth first, each directory
+    opened relative to its parent's descriptor (no recursion, no path length limit, no link
+    followed: a link is an entry like a file, unlinked)."""
+    stack = [(_open_directory(path, None), "")]
+    try:
+        while stack:
+            fd = stack[-1][0]
+            below = _empty_but_directories(fd)
+            if below:
+                stack.append((_open_directory(below, fd), below))
+                continue
+            fd, name = stack.pop()
+            os.close(fd)
+            if stack:
+                os.rmdir(name, dir_fd=stack[-1][0])
+    finally:
+        for fd, _ in stack:
+            os.close(fd)
+    os.rmdir(path)
+
+
+def _open_directory(name: str | Path, parent: int | None) -> int:
+    """Open a directory to empty it, after giving it ``u+rwx`` (it is deleted anyway)."""
+    try:
+        fd = os.open(name, _DIRECTORY, dir_fd=parent)
+    except PermissionError:
+        # No read permission: only a chmod by name can add it (the entry was just listed
+        # as a directory; races with other users are out of scope, project/state_dir.py).
+        os.chmod(name, stat.S_IRWXU, dir_fd=parent)
+        fd = os.open(name, _DIRECTORY, dir_fd=parent)
+    mode = stat.S_IMODE(os.fstat(fd).st_mode)
+    if mode & stat.S_IRWXU != stat.S_IRWXU:
+        os.fchmod(fd, mode | stat.S_IRWXU)
+    return fd
+
+
+def _empty_but_directories(fd: int) -> str | None:
+    """Unlink every entry of the directory ``fd`` that is not a directory; the name of one
+    that is (None once it is empty)."""
+    with os.scandir(fd) as entries:
+        listed = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries]
+    for name, is_directory in listed:
+        if is_directory:
+            return name
+        os.unlink(name, dir_fd=fd)
+    return None
 
 
 @contextlib.contextmanager

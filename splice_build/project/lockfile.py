@@ -40,6 +40,7 @@ from splice_build.project.layout import LOCK_FILE, ProjectLayout
 from splice_build.project.project_file import sorted_by_id
 from splice_build.records import dataclass, field, fields
 from splice_build.spec.digests import is_integrity
+from splice_build.spec.limits import MAX_PROJECT_STATE_BYTES
 from splice_build.spec.names import PackageId
 from splice_build.spec.permissions import Permissions
 from splice_build.spec.regular_file import read_regular_file
@@ -189,7 +190,7 @@ def load_lockfile(root: Path) -> Lockfile:
     layout = ProjectLayout(Path(root))
     for path in (layout.lock_file, layout.legacy_lock_file):
         try:
-            data = read_regular_file(path)
+            data = read_regular_file(path, MAX_PROJECT_STATE_BYTES)
         except FileNotFoundError:
             continue
         except OSError as exc:

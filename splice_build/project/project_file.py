@@ -35,6 +35,7 @@ from splice_build.project.atomic import atomic_write_json, decode_json
 from splice_build.project.layout import PROJECT_FILE, ProjectLayout
 from splice_build.project.registry_url import normalize_registry_url
 from splice_build.records import dataclass, field, replace
+from splice_build.spec.limits import MAX_PROJECT_STATE_BYTES
 from splice_build.spec.names import PackageId
 from splice_build.spec.paths import utf16_sort_key
 from splice_build.spec.regular_file import read_regular_file
@@ -177,7 +178,7 @@ def load_project_file(root: Path) -> ProjectFile:
     """
     path = ProjectLayout(Path(root)).project_file
     try:
-        data = read_regular_file(path)
+        data = read_regular_file(path, MAX_PROJECT_STATE_BYTES)
     except FileNotFoundError:
         raise _not_a_project(Path(root)) from None
     except OSError as exc:

@@ -40,6 +40,7 @@ from typing import Any
 from splice_build.errors import ErrorCode, ProjectError, UsageError
 from splice_build.project.layout import PROJECT_FILE, STATE_DIR
 from splice_build.records import dataclass
+from splice_build.spec.limits import MAX_PROJECT_STATE_BYTES
 from splice_build.spec.regular_file import read_regular_file
 
 PYPROJECT = "pyproject.toml"
@@ -77,7 +78,7 @@ def read_config(pyproject: Path) -> WorkspaceConfig | None:
 def _pyproject_bytes(pyproject: Path) -> bytes | None:
     """The bytes of ``pyproject`` (None when absent); raises ``INVALID_CONFIG`` when unreadable."""
     try:
-        return read_regular_file(pyproject)
+        return read_regular_file(pyproject, MAX_PROJECT_STATE_BYTES)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -126,9 +127,11 @@ def find_workspace(start: Path, *, root: Path | None = None, remember: bool = Fa
             memo.write(base)
         source = "pyproject"
     else:
-        if root is None:
-            base = _git_toplevel(base) or base
-        listed = _git_listed(base)
+        top = _git_toplevel(base)
+        if root is None and top is not None:
+            base = top
+        # Only a work tree git names for the directory holding its .git lists members.
+        listed = None if top is None else _git_listed(base)
         source = "walk" if listed is None else "git"
         members = listed if listed is not None else _walk(base)
     if not members:
@@ -234,7 +237,7 @@ def _load_memo(path: Path) -> dict[str, Any]:
     import json
 
     try:
-        body = json.loads(read_regular_file(path))
+        body = json.loads(read_regular_file(path, MAX_PROJECT_STATE_BYTES))
     except (OSError, ValueError, RecursionError):
         return {}
     shape = {"version", "pyproject", "file", "config", "candidates", "members"}
@@ -284,13 +287,37 @@ def _shown(relative: str) -> str:
 
 
 def _walk(root: Path) -> list[Path]:
-    """Directories holding a ``splice.json``, skipping hidden ones and ``node_modules``."""
+    """Directories holding a ``splice.json``, skipping hidden ones and ``node_modules``.
+
+    A checkout chooses how deep its tree is: ``os.walk`` recurses once per level (Python
+    3.11), so a tree nested past the recursion limit made a sync fail with ``RecursionError``.
+    This walk keeps its own stack, follows no link (a linked directory is not entered, as
+    with ``os.walk``) and skips a directory it cannot list (a path too long to name, a
+    directory this user may not read)."""
     found = []
-    for directory, subdirs, files in os.walk(root):
-        subdirs[:] = [d for d in subdirs if d not in _PRUNED and not d.startswith(".")]
-        if PROJECT_FILE in files:
-            found.append(Path(directory))
+    pending = [str(root)]
+    while pending:
+        directory = pending.pop()
+        try:
+            with os.scandir(directory) as entries:
+                listed = [(entry.name, _is_directory(entry)) for entry in entries]
+        except OSError:
+            continue
+        for name, (is_directory, is_real) in listed:
+            if name == PROJECT_FILE and not is_directory:
+                found.append(Path(directory))
+            elif is_real and name not in _PRUNED and not name.startswith("."):
+                pending.append(os.path.join(directory, name))
     return found
+
+
+def _is_directory(entry: os.DirEntry[str]) -> tuple[bool, bool]:
+    """Whether ``entry`` is a directory or a link to one, and whether it is a directory
+    itself; ``os.walk``'s answers (an entry that cannot be looked up is neither)."""
+    try:
+        return entry.is_dir(), entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False, False
 
 
 def _git(root: Path, *args: str) -> str | None:
@@ -314,9 +341,29 @@ def _git(root: Path, *args: str) -> str | None:
 
 
 def _git_toplevel(start: Path) -> Path | None:
+    """The git work tree holding ``start``: the nearest directory at or above it that holds
+    a ``.git``, when git names that very directory, else None (no git: the walk).
+
+    An unpacked archive can carry its ``.git`` with a ``config`` of its choosing, and
+    ``core.worktree`` there made git name any directory of the machine as the work tree: a
+    sync run inside the archive then synced (and wrote ``.splice/`` into) the projects of
+    another repository instead of its own."""
     out = _git(start, "rev-parse", "--show-toplevel")
+    if not out:
+        return None
     # Only the line break is git's: a directory name may end with a space.
-    return Path(out.removesuffix("\n")) if out else None
+    top = Path(out.removesuffix("\n"))
+    holder = next((d for d in (start, *start.parents) if os.path.lexists(d / ".git")), None)
+    if holder is None or not _same_directory(top, holder):
+        return None
+    return top
+
+
+def _same_directory(one: Path, other: Path) -> bool:
+    try:
+        return os.path.samefile(one, other)
+    except OSError:
+        return False
 
 
 def _git_listed(root: Path) -> list[Path] | None:
@@ -462,7 +509,7 @@ def _load_document(root: Path) -> Any:
 
     path = root / PYPROJECT
     try:
-        return tomlkit.parse(read_regular_file(path).decode("utf-8"))
+        return tomlkit.parse(read_regular_file(path, MAX_PROJECT_STATE_BYTES).decode("utf-8"))
     except FileNotFoundError:
         return tomlkit.document()
     except Exception as exc:  # tomlkit's parse errors share no public base class

@@ -28,7 +28,16 @@ READ_FLAGS = (
 
 
 def read_regular_file(path: Path, limit: int | None = None, *, owner: int | None = None) -> bytes:
-    """The bytes of the regular file at ``path`` (links followed, as ``Path.read_bytes``).
+    """The bytes of the regular file at ``path`` (links followed, as ``Path.read_bytes``);
+    see :func:`read_regular_file_and_stat`."""
+    return read_regular_file_and_stat(path, limit, owner=owner)[0]
+
+
+def read_regular_file_and_stat(
+    path: Path, limit: int | None = None, *, owner: int | None = None
+) -> tuple[bytes, os.stat_result]:
+    """The bytes of the regular file at ``path`` and the ``fstat`` of the very descriptor
+    they were read from (links followed, as ``Path.read_bytes``).
 
     Raises ``FileNotFoundError`` when it is missing and ``OSError`` (``EINVAL``, "not a
     regular file") for a FIFO, a device, a socket or a directory. With ``limit``, a file of
@@ -48,7 +57,7 @@ def read_regular_file(path: Path, limit: int | None = None, *, owner: int | None
         data = _read_to_end(fd, info.st_size, limit)
         if limit is not None and len(data) > limit:
             raise _too_large(path, limit)
-        return data
+        return data, info
     finally:
         os.close(fd)
 

@@ -255,4 +255,19 @@ def _usable_database(db: Path) -> None:
                 raise _refused(db, exc) from exc
             if attempt == 2:
                 raise AssertionError(f"BUG: doit cannot use its database {db}") from exc
-            db.unlink(missing_ok=True)  # not a database, or corrupt: start afresh
+            _start_afresh(db)  # not a database, or corrupt
+
+
+def _start_afresh(db: Path) -> None:
+    """Delete ``db`` and SQLite's companion files beside it. A checkout ships ``.splice/``
+    too: a directory (or garbage) named ``graph.sqlite3-wal`` made every open fail again
+    after the database itself was deleted, and the install an ``INTERNAL_ERROR``. The
+    database only caches file states, so a hot journal's rollback is nothing to keep."""
+    from splice_build.install.transaction import remove_tree
+
+    for path in (db, *(db.with_name(db.name + suffix) for suffix in _COMPANIONS)):
+        remove_tree(path)
+
+
+# The files SQLite keeps beside a database: a rollback journal, a write-ahead log and its index.
+_COMPANIONS = ("-journal", "-wal", "-shm")

@@ -33,11 +33,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from splice_build.install.statcache import NoopState, StatCache
+from splice_build.install.statcache import FileIdentity, NoopState, StatCache, file_identity
 from splice_build.project.layout import ProjectLayout
 from splice_build.project.locking import lock
 from splice_build.project.state_dir import state_lock
-from splice_build.spec.regular_file import read_regular_file
+from splice_build.spec.limits import MAX_PROJECT_STATE_BYTES
+from splice_build.spec.regular_file import read_regular_file_and_stat
 
 if TYPE_CHECKING:
     from splice_build.install.cache import ArtifactCache
@@ -83,25 +84,35 @@ def _noop_state(run: GraphRun) -> NoopState | None:
         return None
     versions = {package_id: lock_file.packages[package_id].version for package_id in ids}
     root = os.path.realpath(run.layout.root)
-    project_text = _text_of(run.layout.project_file, project.source)
-    if project_text is None:
+    project_read = _text_of(run.layout.project_file, project.source)
+    if project_read is None:
         return None  # changed since the run parsed it: nothing to recognise next time
-    if lock_file.source == NO_LOCK_FILE:
-        lock_text = None
-    else:
-        lock_text = _text_of(run.layout.lock_file, lock_file.source)
-        if lock_text is None:
+    lock_read: tuple[str, FileIdentity] | None = None
+    if lock_file.source != NO_LOCK_FILE:
+        lock_read = _text_of(run.layout.lock_file, lock_file.source)
+        if lock_read is None:
             return None
-    return NoopState(__version__, root, project_text, lock_text, versions)
+    return NoopState(
+        __version__,
+        root,
+        project_read[0],
+        None if lock_read is None else lock_read[0],
+        versions,
+        project_file=project_read[1],
+        lock_file=None if lock_read is None else lock_read[1],
+    )
 
 
-def _text_of(path: Path, source: str) -> str | None:
-    """The text of ``path`` if its bytes are still those whose SHA-256 the run parsed."""
+def _text_of(path: Path, source: str) -> tuple[str, FileIdentity] | None:
+    """The text of ``path`` and the identity of the file it was read from, if its bytes
+    are still those whose SHA-256 the run parsed."""
     from splice_build.spec.digests import sha256_hex
 
     try:
-        data = read_regular_file(path)
-        return data.decode("utf-8") if sha256_hex(data) == source else None
+        data, info = read_regular_file_and_stat(path, MAX_PROJECT_STATE_BYTES)
+        if sha256_hex(data) != source:
+            return None
+        return data.decode("utf-8"), file_identity(info)
     except (OSError, UnicodeDecodeError):
         return None
 
@@ -200,7 +211,9 @@ def _unchanged(layout: ProjectLayout) -> StatCache | None:
         return None
     if state.root != os.path.realpath(layout.root):
         return None
-    if not _holds(layout.project_file, state.project) or not _lock_holds(layout, state.lock):
+    if not _holds(layout.project_file, state.project, state.project_file):
+        return None
+    if not _lock_holds(layout, state.lock, state.lock_file):
         return None
     for package_id in state.packages:
         if not cache.unchanged(package_id, layout.package_dir(package_id)):
@@ -208,17 +221,21 @@ def _unchanged(layout: ProjectLayout) -> StatCache | None:
     return cache
 
 
-def _lock_holds(layout: ProjectLayout, text: str | None) -> bool:
+def _lock_holds(layout: ProjectLayout, text: str | None, identity: FileIdentity | None) -> bool:
     """``splice.lock`` holds ``text`` (None: neither lock file exists, as the run saw)."""
     if os.path.lexists(layout.lock_file):
-        return text is not None and _holds(layout.lock_file, text)
+        return (
+            text is not None and identity is not None and _holds(layout.lock_file, text, identity)
+        )
     return text is None and not os.path.lexists(layout.legacy_lock_file)
 
 
-def _holds(path: Path, text: str) -> bool:
-    """The bytes of ``path`` are exactly ``text`` in UTF-8."""
+def _holds(path: Path, text: str, identity: FileIdentity) -> bool:
+    """The bytes of ``path`` are exactly ``text`` in UTF-8, read from the very file the
+    state was recorded from (``NoopState``: a state shipped in a checkout never is)."""
     try:
-        return read_regular_file(path) == text.encode("utf-8")
+        data, info = read_regular_file_and_stat(path, MAX_PROJECT_STATE_BYTES)
+        return file_identity(info) == identity and data == text.encode("utf-8")
     except (OSError, UnicodeEncodeError):
         return False
 

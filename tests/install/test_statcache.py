@@ -146,12 +146,35 @@ def test_a_record_or_state_naming_no_valid_package_is_not_trusted(tmp_path: Path
             "project": "{}",
             "lock": None,
             "packages": {bad: "1.0.0"},
+            "projectFile": [1, 2, 3],
+            "lockFile": None,
         }
         path.write_text(json.dumps({**body, "state": state}))
         assert StatCache.load(path).state is None, bad
-    good = {"splice": "0", "root": "/", "project": "{}", "lock": None, "packages": {PACKAGE: "1"}}
+    good = {
+        "splice": "0",
+        "root": "/",
+        "project": "{}",
+        "lock": None,
+        "packages": {PACKAGE: "1"},
+        "projectFile": [1, 2, 3],
+        "lockFile": None,
+    }
     path.write_text(json.dumps({**body, "state": good}))
     assert StatCache.load(path).state is not None  # the same shape with a valid id is read
+    # The identity of splice.json and splice.lock has its shape too: three integers, and
+    # one for the lock exactly when the state holds a lock's text.
+    for project_file, lock, lock_file in (
+        (None, None, None),
+        ([1, 2], None, None),
+        ([1, 2, True], None, None),
+        ([-1, 2, 3], None, None),
+        ([1, 2, 3], "{}", None),
+        ([1, 2, 3], None, [1, 2, 3]),
+    ):
+        odd = {**good, "projectFile": project_file, "lock": lock, "lockFile": lock_file}
+        path.write_text(json.dumps({**body, "state": odd}))
+        assert StatCache.load(path).state is None, odd
 
 
 def test_a_listing_without_device_and_inode_compares_the_other_fields() -> None:

@@ -66,6 +66,32 @@ def test_the_configuration_of_an_unpacked_repository_runs_nothing(tmp_path: Path
     assert not marker.exists()
 
 
+@pytest.mark.parametrize("command", [["sync"], ["sync", "--check"], ["workspace", "list"]])
+def test_an_unpacked_repository_cannot_name_another_work_tree(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """The ``config`` of an unpacked ``.git`` can set ``core.worktree``: git then names
+    another directory of the machine as the work tree, and a sync run in the archive synced
+    that repository's projects (writing ``.splice/`` there) instead of its own."""
+    elsewhere = tmp_path / "elsewhere"
+    new_project(elsewhere / "theirs")
+    _git(tmp_path, "init", "-q", str(elsewhere))
+    _git(elsewhere, "add", "-A")
+    _git(elsewhere, "commit", "-qm", "another repository of this machine")
+    before = sorted(p.relative_to(elsewhere).as_posix() for p in elsewhere.rglob("*"))
+    root = tmp_path / "unpacked"
+    new_project(root / "a")
+    _git(tmp_path, "init", "-q", str(root))
+    _git(root, "config", "core.worktree", str(elsewhere))
+    done = run_splice("--json", *command, cwd=root)
+    assert done.code == 0, (done.stdout, done.stderr)
+    body = json.loads(done.stdout)
+    assert body["root"] == str(root)
+    found = body["members"] if "members" in body else [p["path"] for p in body["projects"]]
+    assert found == ["a"]
+    assert sorted(p.relative_to(elsewhere).as_posix() for p in elsewhere.rglob("*")) == before
+
+
 def test_a_member_git_lists_behind_a_link_is_not_synced(tmp_path: Path) -> None:
     """git lists its index: a work tree with a link where the index has ``a/`` would make
     another project of this machine a member, and the sync would change it."""
@@ -166,6 +192,28 @@ def test_a_deeply_nested_pyproject_is_invalid_config(tmp_path: Path, command: li
     assert error["code"] == "INVALID_CONFIG", error
     assert error["message"].endswith("pyproject.toml is invalid: nested too deeply")
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("pyproject", [False, True], ids=["walk", "members"])
+def test_a_tree_nested_past_the_recursion_limit_is_walked(tmp_path: Path, pyproject: bool) -> None:
+    """The walk for members (outside git, and for ``[tool.splice.workspace]`` patterns) goes
+    through a checkout's whole tree: ``os.walk`` recursed once per level, so a tree 1,500
+    deep made every sync an ``INTERNAL_ERROR`` (RecursionError)."""
+    from testing.deep_tree import nested, unnested
+
+    new_project(tmp_path / "p")
+    if pyproject:
+        (tmp_path / "pyproject.toml").write_text('[tool.splice.workspace]\nmembers = ["*"]\n')
+    nested(tmp_path, 1500)
+    try:
+        for command in (["sync", "--check"], ["sync"], ["workspace", "list"]):
+            done = run_splice("--json", *command, cwd=tmp_path)
+            assert done.code == 0, (command, done.stdout, done.stderr)
+            found = json.loads(done.stdout)
+            paths = found["members"] if "members" in found else found["projects"]
+            assert [p if isinstance(p, str) else p["path"] for p in paths] == ["p"], found
+    finally:
+        unnested(tmp_path)
 
 
 @pytest.mark.skipif(os.name == "nt", reason="POSIX file names")

@@ -55,3 +55,21 @@ def test_a_forged_task_record_in_the_graph_database_is_not_a_crash(
         done = run_splice("--json", "install", cwd=project)
         assert done.code == 0, done.stdout + done.stderr
         assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("command", [["install"], ["sync"]])
+def test_a_directory_beside_the_graph_database_is_not_a_crash(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """SQLite keeps a write-ahead log and its index beside a database: a checkout shipping
+    ``.splice/graph.sqlite3-wal/`` (``sync.sqlite3-wal/`` for a sync) as a directory made
+    every open fail, and the install an ``INTERNAL_ERROR``. The database only caches file
+    states: it is started afresh, with its companions."""
+    project = new_project(tmp_path / "p")
+    database = "graph.sqlite3" if command == ["install"] else "sync.sqlite3"
+    (project / ".splice" / f"{database}-wal").mkdir(parents=True)
+    for _ in range(2):
+        done = run_splice("--json", *command, cwd=project)
+        assert done.code == 0, done.stdout + done.stderr
+        assert "Traceback" not in done.stderr
+    assert not (project / ".splice" / f"{database}-wal").is_dir()
