@@ -127,12 +127,13 @@ class SpliceRuntime:
             self._isolation_support()  # refuse now, not at the first call
 
     def _isolation_support(self) -> IsolationSupport:
-        """The machine's support; ISOLATION_UNAVAILABLE here under ``require-os``."""
+        """The machine's support; ISOLATION_UNAVAILABLE here under ``require-os`` when any
+        layer it requires is missing."""
         from splice_build.runtime.isolation.plan import unavailable_error
         from splice_build.runtime.isolation.support import detect
 
         support = detect()
-        if self.isolation_mode == "require-os" and not support.namespaces:
+        if self.isolation_mode == "require-os" and support.missing_required():
             raise unavailable_error(support)
         return support
 
