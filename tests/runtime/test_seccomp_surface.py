@@ -464,3 +464,68 @@ def test_a_native_tool_gets_nothing_from_the_key_ring_or_namespaces(tmp_path: Pa
     if "skip" in out:
         pytest.skip(reason=f"no session key ring can be made here: {out['skip']}")
     assert out == {"read": errno.EPERM, "planted": errno.EPERM, "userns": errno.EPERM}, out
+
+
+# A tool (in-process guards off: the kernel alone must hold) reads the key lists of /proc.
+PROC_KEYS_TOOL = """import fs from 'node:fs';
+const read = (p) => { try { return fs.readFileSync(p, 'utf8'); } catch (e) { return e.code; } };
+export default () => ({ keys: read('/proc/keys'), users: read('/proc/key-users') });
+"""
+# The user's side: a key named like a secret in a fresh session key ring; what the user sees
+# in /proc/keys, then what the tool sees (with the file view, and with a private /proc only).
+RUN_PROC_KEYS = (
+    KEYS
+    + r"""
+from pathlib import Path
+from splice_build.runtime import SpliceRuntime
+from testing.hostile_packages import write_package
+if keyctl(ctypes.c_long(1), b"splice-test") < 0:
+    print(json.dumps({"skip": os.strerror(ctypes.get_errno())}))
+    sys.exit(0)
+add_key(b"splice-secret-name", b"hunter2")
+tmp = Path(sys.argv[1])
+project = tmp / "project"
+project.mkdir()
+runtime = SpliceRuntime(project_root=project, env={}, _unsafe_in_process_guards_off=True)
+result = runtime.execute(runtime.load(write_package(tmp / "pkgs", sys.argv[2])), "t", {})
+with open("/proc/keys") as f:
+    outside = f.read()
+print(json.dumps({"outside": outside, "tool": result.output if result.ok else result.to_json(),
+                  "isolation": result.to_json()["isolation"]}))
+"""
+)
+
+
+@pytest.mark.node
+@needs_os_layer()
+def test_proc_keys_and_key_users_are_masked(tmp_path: Path) -> None:
+    """``/proc/keys`` listed every key of the user's key rings (id, type and name: the
+    session key ring's ``splice-secret-name``) and ``/proc/key-users`` the key counts of each
+    user, though the filter refuses ``keyctl``: both read as empty (``/dev/null`` bound over
+    them)."""
+    done = subprocess.run(
+        [sys.executable, "-c", RUN_PROC_KEYS, str(tmp_path), PROC_KEYS_TOOL],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(Path(__file__).parents[2])},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    if "skip" in out:
+        pytest.skip(reason=f"no session key ring can be made here: {out['skip']}")
+    assert "splice-secret-name" in out["outside"]  # the attack reads this much unmasked
+    assert out["isolation"]["layer"] == "os", out["isolation"]
+    assert out["tool"] == {"keys": "", "users": ""}, out["tool"]
+
+
+def test_the_private_proc_without_a_file_view_masks_them_too() -> None:
+    """The same /proc set-up where the kernel refuses the file view (the private /proc is
+    mounted over the host's)."""
+    code = "print(repr(open('/proc/keys').read() + open('/proc/key-users').read()))"
+    done = _run(code)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "''"
+    bare = _run(code, sandbox=records.replace(_auto_plan(), os_layer=False, file_view=False))
+    assert bare.returncode == 0 and bare.stdout.strip() != "''", bare
