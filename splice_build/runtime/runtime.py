@@ -53,6 +53,7 @@ from splice_build.runtime.session import Session
 from splice_build.security.redact import PathSanitizer, redact
 
 if TYPE_CHECKING:
+    from splice_build.runtime.isolation.fileview import SourceChanged
     from splice_build.runtime.isolation.plan import IsolationPlan
     from splice_build.runtime.isolation.support import IsolationSupport
     from splice_build.runtime.pool import PoolKey, WarmPool
@@ -127,12 +128,13 @@ class SpliceRuntime:
             self._isolation_support()  # refuse now, not at the first call
 
     def _isolation_support(self) -> IsolationSupport:
-        """The machine's support; ISOLATION_UNAVAILABLE here under ``require-os``."""
+        """The machine's support; ISOLATION_UNAVAILABLE here under ``require-os`` when any
+        layer it requires is missing."""
         from splice_build.runtime.isolation.plan import unavailable_error
         from splice_build.runtime.isolation.support import detect
 
         support = detect()
-        if self.isolation_mode == "require-os" and not support.namespaces:
+        if self.isolation_mode == "require-os" and support.missing_required():
             raise unavailable_error(support)
         return support
 
@@ -369,7 +371,16 @@ class SpliceRuntime:
 
         perms = pkg.manifest.permissions
         home = self._home if self._home is not None else SpliceHome.from_env(self._env).path
-        problems = project_state_problems(perms, root=self.project_root, home=home)
+        try:
+            problems = project_state_problems(perms, root=self.project_root, home=home)
+        except OSError as exc:  # a grant's path swapped mid-resolution (realpath's readlink)
+            raise SandboxError(
+                ErrorCode.PERMISSIONS_NOT_GRANTED,
+                f"{pkg.id}: a granted path changed while it was checked (a symbolic link or "
+                "another directory in its place); nothing was run",
+                details=[exc.strerror or str(exc)],
+                hint="run the tool again once the files stay in place",
+            ) from exc
         if problems:
             raise SandboxError(
                 ErrorCode.PERMISSIONS_NOT_GRANTED,
@@ -411,6 +422,8 @@ class SpliceRuntime:
 
     def _start(self, pkg: LoadedPackage) -> tuple[sandbox.SandboxProcess, Lease | None]:
         """The call's process, and its lease when it may be kept for the next call."""
+        from splice_build.runtime.isolation.fileview import SourceChanged
+
         lease = None
         try:
             key = self._pool_key(pkg) if self._pool is not None else None
@@ -438,6 +451,8 @@ class SpliceRuntime:
                 process = lease.process if lease is not None else self._pool.start_cold(key)
             else:
                 process = self._pool.acquire(key)
+        except SourceChanged as exc:
+            raise _view_changed(pkg, exc) from exc
         except OSError as exc:
             raise SandboxError(
                 ErrorCode.TOOL_CRASHED, f"Could not start the tool process: {exc}"
@@ -461,7 +476,10 @@ class SpliceRuntime:
             getattr(tool, "effective_timeout_ms", None) or DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS
         )
         job = Job(
-            entry_url=(pkg.dir / tool.entry).resolve().as_uri(),
+            # Lexical: a package tree holds no link (loader.py), and resolving the path again
+            # here could follow a link swapped in at the package's path since its process
+            # bound the package directory (the bound one is at ``pkg.dir``).
+            entry_url=Path(os.path.normpath(pkg.dir / tool.entry)).as_uri(),
             input=value,
             context={
                 "package": {"id": pkg.id, "version": pkg.version},
@@ -549,6 +567,24 @@ def _digest(directory: Path | str) -> str | None:
     return tree_digest(directory)
 
 
+def _view_changed(pkg: LoadedPackage, exc: SourceChanged) -> SandboxError:
+    """The refusal of a start whose file view changed between its plan and its bind: the
+    package directory (or a link on its way) is INSTALLED_PACKAGE_MODIFIED, a grant is
+    PERMISSIONS_NOT_GRANTED (what it names is not what was planned), Node's own files are
+    TOOL_CRASHED (the runtime changed under it). Nothing was run in any case."""
+    codes = {
+        "package": ErrorCode.INSTALLED_PACKAGE_MODIFIED,
+        "grant": ErrorCode.PERMISSIONS_NOT_GRANTED,
+    }
+    what = {"package": "its package directory", "grant": "a granted path"}.get(exc.kind)
+    return SandboxError(
+        codes.get(exc.kind, ErrorCode.TOOL_CRASHED),
+        f"{pkg.id}: {what or 'a file of the runtime'} changed while its sandbox started "
+        "(a symbolic link or another directory in its place); nothing was run",
+        hint="run the tool again once the files stay in place",
+    )
+
+
 def _check_bound(
     pkg: LoadedPackage, spec: sandbox.SandboxSpec, expected: str, process: sandbox.SandboxProcess
 ) -> None:
@@ -557,21 +593,23 @@ def _check_bound(
     ``expected``.
 
     With a file view the process has bound the package directory planned in ``spec`` (that
-    device and inode, or it did not start: fileview.build), so the files hashed are read
-    through a descriptor of that very directory: a directory renamed into the package's
+    device and inode at that canonical path, ``FileView.package``, or it did not start:
+    fileview.build), so the files hashed are read through a descriptor of that very
+    directory, never of the package's path resolved again (a link swapped in at the
+    package's path while the view was planned made the plan bind the link's target): a directory renamed into the package's
     place before or after the bind, or swapped in and out while the hash reads it, is never
     what was hashed while another is run. Without a file view Node reads the files by path
     when the job asks for them: the re-check is by path (docs/security.md#installed-code).
     """
-    from splice_build.runtime.isolation.fileview import bound_identity
-
     view = spec.view if spec.isolation.file_view else None
     try:
-        bound = None if view is None else bound_identity(view, pkg.dir)
-        if bound is None:
+        if view is None:
             actual, why = _digest(pkg.dir), ""
+        elif view.package is None or view.package.identity is None:
+            actual, why = None, "the package directory was not there when its process started"
         else:
-            actual, why = _bound_digest(pkg.dir, bound)
+            bound = view.package
+            actual, why = _bound_digest(Path(bound.source), bound.identity)
     except OSError as exc:  # a path too long to name, a file swapped for a link mid-read
         actual, why = None, f"the package's files cannot be read: {exc.strerror or exc}"
     except BaseException:

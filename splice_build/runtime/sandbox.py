@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import errno
 import os
 import select
 import signal
@@ -200,10 +201,13 @@ def _widen(*fds: int) -> None:
 
 
 def start(spec: SandboxSpec) -> SandboxProcess:
-    """Start the host; raises OSError when the process cannot be created."""
+    """Start the host; raises OSError when the process cannot be created
+    (``fileview.SourceChanged``, with its kind, when a source of its file view changed
+    before the child bound it)."""
     view = spec.file_view()
     job_r, job_w = os.pipe()
     msg_r, msg_w = os.pipe()
+    report_r, report_w = os.pipe() if view is not None else (None, None)
     if spec.fetch and sys.platform.startswith("linux"):
         _widen(job_w, msg_w)
     try:
@@ -216,18 +220,39 @@ def start(spec: SandboxSpec) -> SandboxProcess:
             env={},
             cwd="/" if view is not None else empty_directory(),
             start_new_session=True,
-            preexec_fn=make_preexec(spec.isolation, os.getpid(), view),
+            preexec_fn=make_preexec(spec.isolation, os.getpid(), view, report_w),
         )
     except BaseException as exc:
         for fd in (job_r, job_w, msg_r, msg_w):
             os.close(fd)
+        changed = _changed_source(report_r, report_w)
+        if view is not None and changed:
+            why = "changed after the file view was planned"
+            raise fileview.SourceChanged(errno.ESTALE, changed, why, view.kind_of(changed)) from exc
         if isinstance(exc, subprocess.SubprocessError):  # the preexec setup failed
             raise OSError(f"the sandbox's isolation could not be applied: {exc}") from exc
         raise
+    _changed_source(report_r, report_w)
     os.close(job_r)
     os.close(msg_w)
     pidfd = _namespace_pidfd(popen.pid) if spec.isolation.os_layer else None
     return SandboxProcess(popen, job_w, msg_r, spec.isolation, pidfd)
+
+
+def _changed_source(report_r: int | None, report_w: int | None) -> str:
+    """What the child reported on the pipe (the path of a source that changed; empty when
+    none), both ends closed. Read once the start is over: every child holding the write end
+    has exec'd (close-on-exec) or exited, so the read never waits."""
+    if report_r is None or report_w is None:
+        return ""
+    os.close(report_w)
+    try:
+        os.set_blocking(report_r, False)
+        with contextlib.suppress(BlockingIOError):
+            return os.fsdecode(os.read(report_r, 65536))
+        return ""
+    finally:
+        os.close(report_r)
 
 
 def _namespace_pidfd(pid: int) -> int | None:

@@ -199,3 +199,67 @@ def test_an_mcp_call_result_says_which_isolation_ran(tmp_path: Path) -> None:
     layered = os_layer_available()
     assert meta["layer"] == ("os" if layered else "in-process")
     assert meta["network"] == ("none" if layered else "host")
+
+
+# The user's side with a kernel that refuses the seccomp filter (here: a machine no filter
+# is written for) but allows every other layer: under require-os the runtime must refuse
+# before any tool runs; under auto the tool runs and the result says seccomp is off.
+NO_FILTER = """
+import json, sys
+from splice_build.errors import SpliceError
+from splice_build.runtime import SpliceRuntime
+from splice_build.runtime.isolation import seccomp
+seccomp.machine = lambda: "riscv64"
+root = __import__("pathlib").Path(sys.argv[1])
+out = {}
+try:
+    runtime = SpliceRuntime(project_root=root, env={}, isolation="require-os")
+    result = runtime.execute(runtime.load(sys.argv[2]), "hello", {"name": "x"})
+    out["require"] = ["ran", result.to_json().get("isolation")]
+except SpliceError as exc:
+    out["require"] = [str(exc.code), list(exc.details)]
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.node
+@needs_os_layer()
+def test_require_os_refuses_when_the_seccomp_filter_is_missing(tmp_path: Path) -> None:
+    """``require-os`` promises every OS layer: it used to check the namespaces only, and a
+    machine whose kernel refused the filter ran the tool with every system call (reported
+    as ``seccomp: off``, never refused)."""
+    done = subprocess.run(
+        [sys.executable, "-c", NO_FILTER, str(tmp_path), EXAMPLE],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    code, details = json.loads(done.stdout)["require"]
+    assert code == "ISOLATION_UNAVAILABLE", details
+    assert details == ["seccomp: no filter is written for the riscv64 architecture"]
+
+
+@pytest.mark.parametrize("layer", ["file view", "seccomp", "no_new_privs"])
+def test_require_os_refuses_every_missing_layer_it_claims(layer: str) -> None:
+    from splice_build.records import replace
+    from splice_build.runtime.isolation import plan, seccomp, support
+
+    found = support.detect()
+    if not (found.file_view and found.seccomp.available and found.no_new_privs):
+        os_layer_missing("this machine lacks part of the OS layer itself")
+    lacking = {
+        "file view": {"file_view_reason": "the kernel refused it (test)"},
+        "seccomp": {"seccomp": seccomp.SeccompStatus(False, "the kernel refused it (test)")},
+        "no_new_privs": {"no_new_privs": False, "no_new_privs_reason": "refused (test)"},
+    }[layer]
+    without = replace(found, **lacking)
+    with pytest.raises(SpliceError) as caught:
+        plan.plan_for("require-os", without)
+    assert caught.value.code == ErrorCode.ISOLATION_UNAVAILABLE
+    assert [d.partition(":")[0] for d in caught.value.details] == [layer]
+    assert layer in caught.value.message
+    assert plan.plan_for("auto", without).to_json()["layer"] == "os"  # auto: reported only

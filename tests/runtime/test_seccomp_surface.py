@@ -39,18 +39,18 @@ def _seccomp_here() -> None:
 
 # Inside the process under test: every system call number from 0 to past NEWEST with
 # harmless arguments (-1 everywhere, an invalid descriptor, pointer, size or flag for each
-# allowed call; 0 where the filter checks an argument), answered "ok" or with its errno; one
-# JSON object out. The calls that cannot return (exit, exit_group, rt_sigreturn, and
+# allowed call; 0 where the filter checks a mode or flags, an allowed number where it checks
+# an ioctl request or a prctl option), answered "ok" or with its errno; one JSON object out. The calls that cannot return (exit, exit_group, rt_sigreturn, and
 # uretprobe outside a uprobe's trampoline) and vfork (whose child would run on the caller's
 # stack) are left out.
 WALK = r"""
 import ctypes, json, os, sys
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
-numbers, zeroed, skipped = json.loads(sys.argv[1])
+numbers, fixed, skipped = json.loads(sys.argv[1])
 me = os.getpid()
 def raw(number):
-    args = [0 if index in zeroed.get(str(number), ()) else -1 for index in range(6)]
+    args = [fixed.get(str(number), {}).get(str(index), -1) for index in range(6)]
     result = libc.syscall(ctypes.c_long(number), *[ctypes.c_long(a) for a in args])
     if os.getpid() != me:
         os._exit(0)  # the child of a fork or clone that went through
@@ -62,12 +62,14 @@ PAST_NEWEST = 32
 
 
 def _walk_args(arch: seccomp.Arch, numbers: list[int]) -> str:
-    zeroed: dict[int, list[int]] = {number: [index] for number, index in arch.mode_setters}
-    zeroed[arch.clone] = [0]
+    fixed: dict[int, dict[int, int]] = {number: {index: 0} for number, index in arch.mode_setters}
+    fixed[arch.clone] = {0: 0}
+    for call, listed in seccomp.argument_lists().items():  # the first number of its list
+        fixed[arch.numbers[call]] = {listed.argument: next(iter(listed.allowed.values()))}
     calls = ("exit", "exit_group", "rt_sigreturn", "vfork")
     skipped = [arch.numbers[call] for call in calls if call in arch.numbers]
     skipped += [n for call, n in seccomp.UNFILTERED[arch.name].items() if call == "uretprobe"]
-    return json.dumps([numbers, zeroed, skipped])
+    return json.dumps([numbers, fixed, skipped])
 
 
 def _auto_plan() -> plan.IsolationPlan:
@@ -464,3 +466,303 @@ def test_a_native_tool_gets_nothing_from_the_key_ring_or_namespaces(tmp_path: Pa
     if "skip" in out:
         pytest.skip(reason=f"no session key ring can be made here: {out['skip']}")
     assert out == {"read": errno.EPERM, "planted": errno.EPERM, "userns": errno.EPERM}, out
+
+
+# A tool (in-process guards off: the kernel alone must hold) reads the key lists of /proc.
+PROC_KEYS_TOOL = """import fs from 'node:fs';
+const read = (p) => { try { return fs.readFileSync(p, 'utf8'); } catch (e) { return e.code; } };
+export default () => ({ keys: read('/proc/keys'), users: read('/proc/key-users') });
+"""
+# The user's side: a key named like a secret in a fresh session key ring; what the user sees
+# in /proc/keys, then what the tool sees (with the file view, and with a private /proc only).
+RUN_PROC_KEYS = (
+    KEYS
+    + r"""
+from pathlib import Path
+from splice_build.runtime import SpliceRuntime
+from testing.hostile_packages import write_package
+if keyctl(ctypes.c_long(1), b"splice-test") < 0:
+    print(json.dumps({"skip": os.strerror(ctypes.get_errno())}))
+    sys.exit(0)
+add_key(b"splice-secret-name", b"hunter2")
+tmp = Path(sys.argv[1])
+project = tmp / "project"
+project.mkdir()
+runtime = SpliceRuntime(project_root=project, env={}, _unsafe_in_process_guards_off=True)
+result = runtime.execute(runtime.load(write_package(tmp / "pkgs", sys.argv[2])), "t", {})
+with open("/proc/keys") as f:
+    outside = f.read()
+print(json.dumps({"outside": outside, "tool": result.output if result.ok else result.to_json(),
+                  "isolation": result.to_json()["isolation"]}))
+"""
+)
+
+
+@pytest.mark.node
+@needs_os_layer()
+def test_proc_keys_and_key_users_are_masked(tmp_path: Path) -> None:
+    """``/proc/keys`` listed every key of the user's key rings (id, type and name: the
+    session key ring's ``splice-secret-name``) and ``/proc/key-users`` the key counts of each
+    user, though the filter refuses ``keyctl``: both read as empty (``/dev/null`` bound over
+    them)."""
+    done = subprocess.run(
+        [sys.executable, "-c", RUN_PROC_KEYS, str(tmp_path), PROC_KEYS_TOOL],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(Path(__file__).parents[2])},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    if "skip" in out:
+        pytest.skip(reason=f"no session key ring can be made here: {out['skip']}")
+    assert "splice-secret-name" in out["outside"]  # the attack reads this much unmasked
+    assert out["isolation"]["layer"] == "os", out["isolation"]
+    assert out["tool"] == {"keys": "", "users": ""}, out["tool"]
+
+
+def test_the_private_proc_without_a_file_view_masks_them_too() -> None:
+    """The same /proc set-up where the kernel refuses the file view (the private /proc is
+    mounted over the host's)."""
+    code = "print(repr(open('/proc/keys').read() + open('/proc/key-users').read()))"
+    done = _run(code)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "''"
+    bare = _run(code, sandbox=records.replace(_auto_plan(), os_layer=False, file_view=False))
+    assert bare.returncode == 0 and bare.stdout.strip() != "''", bare
+
+
+# Inside the process under test: ioctl on descriptor -1 (the kernel answers EBADF to every
+# request it is asked, so any other answer is the filter's) and prctl with -1 arguments, for
+# every number given (ioctl: each class's 65536 types and numbers, then the extra ones); one
+# JSON object out, {call: ["ok" | errno, ...]} in the order of the numbers.
+ARGUMENT_WALK = r"""
+import ctypes, json, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+ioctl, prctl, classes, extra, options = json.loads(sys.argv[1])
+requests = [high << 16 | low for high in classes for low in range(0x10000)] + extra
+def raw(number, *args):
+    result = libc.syscall(ctypes.c_long(number), *[ctypes.c_long(a) for a in args])
+    return "ok" if result >= 0 else ctypes.get_errno()
+out = {
+    "ioctl": [raw(ioctl, -1, n, 0) for n in requests],
+    "prctl": [raw(prctl, n, -1, -1, -1, -1) for n in options],
+}
+print(json.dumps(out))
+"""
+# <asm-generic/ioctl.h>: dir (2 bits) << 30 | size (14 bits) << 16 | type << 8 | nr.
+_NONE, _WRITE, _READ = 0, 1, 2
+# Requests the filter must refuse, by name: input injected into a terminal, a virtual
+# console's and a line discipline's controls, clones and dedupes across files, a file
+# system's flags (chattr, set by a file's owner without any capability) and verity, the
+# namespaces' ioctls, the virtual terminal's keyboard, a terminal's settings.
+DANGEROUS_IOCTLS = {
+    "TIOCSTI": 0x5412,
+    "TIOCLINUX": 0x541C,
+    "TIOCSETD": 0x5423,
+    "TIOCSCTTY": 0x540E,
+    "TIOCSPGRP": 0x5410,
+    "TIOCSWINSZ": 0x5414,
+    "TCSETS": 0x5402,
+    "FICLONE": 0x40049409,
+    "FICLONERANGE": 0x4020940D,
+    "FIDEDUPERANGE": 0xC0189436,
+    "FS_IOC_SETFLAGS": 0x40086602,
+    "FS_IOC_FSSETXATTR": 0x401C5820,
+    "FS_IOC_ENABLE_VERITY": 0x40806685,
+    "NS_GET_USERNS": 0xB701,
+    "NS_GET_PARENT": 0xB702,
+    "KDSETMODE": 0x4B3A,
+    "FIOASYNC": 0x5452,
+}
+# Options the filter must refuse, by name (<linux/prctl.h>).
+DANGEROUS_PRCTLS = {
+    "PR_SET_DUMPABLE": 4,
+    "PR_SET_KEEPCAPS": 8,
+    "PR_SET_SECCOMP": 22,
+    "PR_CAPBSET_DROP": 24,
+    "PR_SET_SECUREBITS": 28,
+    "PR_SET_MM": 35,
+    "PR_CAP_AMBIENT": 47,
+    "PR_SET_SPECULATION_CTRL": 53,
+    "PR_SCHED_CORE": 62,
+    "PR_SET_PTRACER": 0x59616D61,
+    "PR_SET_VMA": 0x53564D41,
+}
+# The walk's end past the newest prctl option of <linux/prctl.h> (PR_FUTEX_HASH, 78).
+PRCTL_WALK_END = 78 + 32
+
+
+def _requests() -> tuple[list[int], list[int]]:
+    """(classes, extra): every direction and size class (the request's high 16 bits) the
+    allow-list uses or a request of DANGEROUS_IOCTLS has, each walked over all its types and
+    numbers (0 to 255 each); and the listed numbers with bits above 32 set (the kernel takes
+    the request as a 32-bit int: the filter must too), the all-ones requests and the
+    dangerous ones."""
+    listed = seccomp.argument_lists()["ioctl"].allowed.values()
+    classes = {number >> 16 for number in (*listed, *DANGEROUS_IOCTLS.values())}
+    classes |= {_NONE, _WRITE << 14 | 4, _READ << 14 | 4, (_READ | _WRITE) << 14 | 8}
+    wide = [1 << 32 | number for number in listed] + [0xFFFFFFFF, (1 << 63) - 1]
+    return sorted(classes), wide + list(DANGEROUS_IOCTLS.values())
+
+
+def test_every_ioctl_request_and_prctl_option_gets_the_allow_lists_answer() -> None:
+    """The whole space of both calls' numbers, in a real sandbox: a number whose low 32 bits
+    are on ``schemas/seccomp_args.json``'s list reaches the kernel (it answers as in the
+    same sandbox without the filter), every other one gets the list's refusal."""
+    arch = seccomp.current_arch()
+    assert arch is not None
+    lists = seccomp.argument_lists()
+    classes, extra = _requests()
+    options = list(range(PRCTL_WALK_END)) + list(DANGEROUS_PRCTLS.values())
+    options += [1 << 32 | number for number in lists["prctl"].allowed.values()]
+    walked = {
+        "ioctl": [high << 16 | low for high in classes for low in range(0x10000)] + extra,
+        "prctl": options,
+    }
+    allowed = {call: set(lists[call].allowed.values()) for call in lists}
+    passed = {
+        call: [n for n in numbers if n & 0xFFFFFFFF in allowed[call]]
+        for call, numbers in walked.items()
+    }
+
+    def walk(sandbox: plan.IsolationPlan, classes: list[int], extra: list[int], options: list[int]):
+        numbers = [arch.numbers["ioctl"], arch.numbers["prctl"], classes, extra, options]
+        done = _run(ARGUMENT_WALK, json.dumps(numbers), sandbox=sandbox)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout.splitlines()[-1])
+
+    sandbox = _auto_plan()
+    assert sandbox.seccomp
+    filtered = walk(sandbox, classes, extra, options)
+    bare = walk(records.replace(sandbox, seccomp=False), [], passed["ioctl"], passed["prctl"])
+    unfiltered = {call: dict(zip(passed[call], bare[call], strict=True)) for call in passed}
+    wrong = {}
+    answers = {}
+    for call, numbers in walked.items():
+        answers[call] = dict(zip(numbers, filtered[call], strict=True))
+        for number, answer in answers[call].items():
+            if number & 0xFFFFFFFF in allowed[call]:
+                expected = unfiltered[call][number]
+            else:
+                expected = lists[call].refusal
+            if answer != expected:
+                wrong[f"{call} {number:#x}"] = (answer, expected)
+    assert wrong == {}, wrong
+    # The allowed requests did reach the kernel (descriptor -1: EBADF), the refusals are the
+    # list's, and every dangerous number is refused.
+    assert set(unfiltered["ioctl"].values()) == {errno.EBADF}
+    assert (lists["ioctl"].refusal, lists["prctl"].refusal) == (errno.ENOTTY, errno.EPERM)
+    for name, number in DANGEROUS_IOCTLS.items():
+        assert answers["ioctl"][number] == errno.ENOTTY, name
+    for name, number in DANGEROUS_PRCTLS.items():
+        assert answers["prctl"][number] == errno.EPERM, name
+    assert len(classes) >= 8  # the walk covered every class: 65536 requests each
+
+
+def test_the_argument_lists_are_read_from_the_schema_file() -> None:
+    """One place for the numbers: the filter's blocks hold exactly the file's numbers."""
+    from importlib import resources
+
+    data = resources.files("splice_build.schemas") / "seccomp_args.json"
+    calls = json.loads(data.read_text("utf-8"))["calls"]
+    lists = seccomp.argument_lists()
+    assert set(calls) == set(lists) == {"ioctl", "prctl"}
+    for call, entry in calls.items():
+        numbers = {name: int(str(e["number"]), 0) for name, e in entry["allowed"].items()}
+        assert lists[call].allowed == numbers
+        assert all(e["why"] for e in entry["allowed"].values())
+    arch = seccomp.current_arch()
+    assert arch is not None
+    assert arch.answer(arch.numbers["ioctl"]) == "ioctl"
+    assert arch.answer(arch.numbers["prctl"]) == "prctl"
+
+
+# A malicious tool's native program: marks a file of its write grant ``nodump`` (backups skip
+# it) and ``sync`` through FS_IOC_SETFLAGS (a file's owner needs no capability for either;
+# Node has no API for it, the kernel's file system does), and loosens its own process.
+SETFLAGS_C = r"""
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <linux/fs.h>
+int main(int argc, char **argv) {
+  int fd = open(argv[1], O_RDONLY);
+  long flags = FS_NODUMP_FL | FS_SYNC_FL;
+  int set = ioctl(fd, FS_IOC_SETFLAGS, &flags);
+  printf("{\"setflags\": %d", set == 0 ? 0 : errno);
+  int ptracer = prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+  printf(", \"ptracer\": %d", ptracer == 0 ? 0 : errno);
+  int slack = prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0);
+  printf(", \"timerslack\": %d}\n", slack == 0 ? 0 : errno);
+  return 0;
+}
+"""
+SETFLAGS_TOOL = """
+import { spawnSync } from 'node:child_process'; import fs from 'node:fs';
+const attack = new URL('../bin/attack', import.meta.url).pathname;
+export default (i, ctx) => {
+  const report = ctx.paths.project + '/out/report';
+  const fd = fs.openSync(report, 'w');
+  spawnSync(attack, [ctx.paths.project + '/out/victim'], { stdio: ['ignore', fd, 'ignore'] });
+  fs.closeSync(fd);
+  return JSON.parse(fs.readFileSync(report, 'utf8'));
+};
+"""
+_FS_IOC_GETFLAGS, _FS_IOC_SETFLAGS, _FS_NODUMP_FL = 0x80086601, 0x40086602, 0x40
+
+
+def _file_flags(path: Path, value: int | None = None) -> int:
+    import fcntl
+    import struct
+
+    with open(path, "rb") as f:
+        if value is not None:
+            fcntl.ioctl(f.fileno(), _FS_IOC_SETFLAGS, struct.pack("l", value))
+        return struct.unpack("l", fcntl.ioctl(f.fileno(), _FS_IOC_GETFLAGS, bytes(8)))[0]
+
+
+@pytest.mark.node
+@needs_os_layer()
+def test_a_native_tool_cannot_set_file_flags_or_loosen_its_process(tmp_path: Path) -> None:
+    """Before the argument lists, ``ioctl`` and ``prctl`` reached the kernel with any
+    number: the program above set ``nodump`` and ``sync`` on a file of the user's (in its
+    write grant: seen outside, ``lsattr``) and its own ptracer and timer slack."""
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        pytest.skip(reason="no C compiler to build the malicious tool's program")
+    project = tmp_path / "project"
+    (project / "out").mkdir(parents=True)
+    victim = project / "out" / "victim"
+    victim.write_text("the user's file\n", encoding="utf-8")
+    try:
+        before = _file_flags(victim)
+        if not _file_flags(victim, before | _FS_NODUMP_FL) & _FS_NODUMP_FL:
+            raise OSError(errno.ENOTTY, "the flag did not stick")
+        _file_flags(victim, before)
+    except OSError as exc:
+        pytest.skip(reason=f"this file system keeps no file flags: {exc}")
+    source = tmp_path / "attack.c"
+    source.write_text(SETFLAGS_C, encoding="utf-8")
+    subprocess.run([compiler, "-o", str(tmp_path / "attack"), str(source)], check=True)
+    package = write_package(
+        tmp_path / "pkgs",
+        SETFLAGS_TOOL,
+        permissions={"fs": {"read": [], "write": ["out"]}},
+        extra_files={"bin/attack": (tmp_path / "attack").read_bytes()},
+    )
+    (package / "bin" / "attack").chmod(0o755)
+    runtime = SpliceRuntime(project_root=project, env={}, _unsafe_in_process_guards_off=True)
+    result = runtime.execute(runtime.load(package), "t", {})
+    assert result.ok, result.to_json()
+    assert result.to_json()["isolation"]["seccomp"] != "off"
+    assert result.output == {
+        "setflags": errno.ENOTTY,
+        "ptracer": errno.EPERM,
+        "timerslack": errno.EPERM,
+    }
+    assert _file_flags(victim) == before

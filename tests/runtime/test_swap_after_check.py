@@ -8,9 +8,11 @@ install/transaction.py) or what anyone who may write the project's ``.splice`` c
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -102,3 +104,129 @@ def test_files_that_cannot_be_hashed_are_refused_and_the_process_ended(
         assert set(sandbox_pids(str(host_entry()))) <= before
     finally:
         unnested(checked)
+
+
+def _swap_for_link(path: Path, target: Path) -> Callable[[], None]:
+    """Put a link to ``target`` in ``path``'s place; what puts the directory back."""
+    parked = path.with_name(path.name + ".parked")
+    os.rename(path, parked)
+    path.symlink_to(target, target_is_directory=True)
+
+    def back() -> None:
+        path.unlink()
+        os.rename(parked, path)
+
+    return back
+
+
+@pytest.fixture
+def viewed(project: Path) -> Iterator[SpliceRuntime]:
+    """A cold runtime with the file view, in-process guards off (the kernel alone holds)."""
+    from splice_build.runtime.isolation.support import detect
+
+    require_os_layer()
+    if not detect().file_view:
+        pytest.skip(reason=f"no file view here: {detect().file_view_reason}")
+    made = SpliceRuntime(
+        project_root=project, env={}, isolation="require-os", _unsafe_in_process_guards_off=True
+    )
+    yield made
+    made.close()
+
+
+@pytest.mark.parametrize("when", ["after the plan", "during the plan"])
+def test_a_package_directory_swapped_for_a_link_around_the_plan_is_refused(
+    viewed: SpliceRuntime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, when: str
+) -> None:
+    """The checked directory swapped for a link to another package (what a thread swapping
+    it in a loop does at random: ``test_a_swap_race_around_the_start_...``), at the two moments that
+    matter. After the plan, the bind found the link (ELOOP) and the start failed as
+    TOOL_CRASHED; during the plan (the directory back before the check), the view bound the
+    link's target, the check hashed the checked directory by its path again, and the other
+    package's code ran under the checked one's grant."""
+    checked = write_package(tmp_path / "a", CHECKED)
+    other = write_package(tmp_path / "b", SWAPPED)
+    pkg = _verified(viewed, checked)
+    plan = viewed._spec
+
+    def swapped_around_the_plan(package: object) -> object:
+        if when == "after the plan":
+            planned = plan(package)  # type: ignore[arg-type]
+            _swap_for_link(checked, other)
+            return planned
+        back = _swap_for_link(checked, other)
+        try:
+            return plan(package)  # type: ignore[arg-type]
+        finally:
+            back()
+
+    monkeypatch.setattr(viewed, "_spec", swapped_around_the_plan)
+    result = viewed.execute(pkg, "t", {})  # type: ignore[arg-type]
+    assert result.error is not None, result.to_json()
+    assert result.error.code == ErrorCode.INSTALLED_PACKAGE_MODIFIED, result.to_json()
+
+
+def test_a_grant_swapped_for_a_link_after_the_plan_is_refused(
+    viewed: SpliceRuntime, project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (project / "ws").mkdir()
+    (tmp_path / "outside").mkdir()
+    body = "import fs from 'node:fs';\nexport default (i, ctx) => fs.readdirSync(ctx.paths.project + '/ws');\n"
+    package = write_package(tmp_path / "a", body, permissions={"fs": {"read": ["ws"]}})
+    pkg = _verified(viewed, package)
+    plan = viewed._spec
+
+    def swapped_after_the_plan(package: object) -> object:
+        planned = plan(package)  # type: ignore[arg-type]
+        _swap_for_link(project / "ws", tmp_path / "outside")
+        return planned
+
+    monkeypatch.setattr(viewed, "_spec", swapped_after_the_plan)
+    result = viewed.execute(pkg, "t", {})  # type: ignore[arg-type]
+    assert result.error is not None, result.to_json()
+    assert result.error.code == ErrorCode.PERMISSIONS_NOT_GRANTED, result.to_json()
+
+
+@pytest.mark.parametrize("swapped", ["package", "grant"])
+def test_a_swap_race_around_the_start_gives_one_stable_refusal(
+    project: Path, tmp_path: Path, swapped: str
+) -> None:
+    """A thread swaps the package directory (or a granted directory) for a link in a loop
+    while the tool is run again and again (guards on: what a user runs): each call either
+    runs the checked code on the planned directory or is refused with the one code of what
+    changed; never TOOL_CRASHED (nor an exception), never the other package's code."""
+    require_os_layer()
+    (project / "ws").mkdir()
+    (tmp_path / "outside").mkdir()
+    perms = {"fs": {"read": ["ws"]}}
+    checked = write_package(tmp_path / "a", CHECKED, permissions=perms)
+    other = write_package(tmp_path / "b", SWAPPED, permissions=perms)
+    runtime = SpliceRuntime(project_root=project, env={}, isolation="require-os")
+    pkg = _verified(runtime, checked)
+    path, target = (
+        (checked, other) if swapped == "package" else (project / "ws", tmp_path / "outside")
+    )
+    refusal = {
+        "package": ErrorCode.INSTALLED_PACKAGE_MODIFIED,
+        "grant": ErrorCode.PERMISSIONS_NOT_GRANTED,
+    }[swapped]
+    stop = threading.Event()
+
+    def swap() -> None:
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                _swap_for_link(path, target)()
+
+    thread = threading.Thread(target=swap, daemon=True)
+    seen: dict[str, int] = {}
+    thread.start()
+    try:
+        for _ in range(120):
+            result = runtime.execute(pkg, "t", {})  # type: ignore[arg-type]
+            key = str(result.error.code) if result.error else f"output {result.output}"
+            seen[key] = seen.get(key, 0) + 1
+    finally:
+        stop.set()
+        thread.join()
+        runtime.close()
+    assert set(seen) <= {"output checked", str(refusal)}, seen

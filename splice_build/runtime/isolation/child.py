@@ -90,10 +90,15 @@ def seal(kernel: Kernel, plan: IsolationPlan, view: fileview.FileView | None) ->
 
 
 def make_preexec(
-    plan: IsolationPlan, parent_pid: int, view: fileview.FileView | None = None
+    plan: IsolationPlan,
+    parent_pid: int,
+    view: fileview.FileView | None = None,
+    report_fd: int | None = None,
 ) -> Callable[[], None]:
     """The ``preexec_fn`` for one sandbox process (libc is looked up here, in the parent);
-    ``view`` is the file view to build (the OS layer with ``plan.file_view`` only)."""
+    ``view`` is the file view to build (the OS layer with ``plan.file_view`` only). When a
+    planned source changed before it was bound, its path is written to ``report_fd``
+    (``Popen`` passes on only that the ``preexec_fn`` failed)."""
     assert view is None or (plan.os_layer and plan.file_view), "BUG: a view without its layer"
     kernel = Kernel.load()
     uid, gid = os.geteuid(), os.getegid()
@@ -111,7 +116,12 @@ def make_preexec(
             child = kernel.fork()
             if child > 0:
                 become_waiter(kernel, child)
-            seal(kernel, plan, view)
+            try:
+                seal(kernel, plan, view)
+            except fileview.SourceChanged as exc:
+                if report_fd is not None:
+                    os.write(report_fd, os.fsencode(exc.source))
+                raise
             kernel.drop_capabilities(plan.last_cap)
         if plan.no_new_privs and kernel is not None:
             kernel.no_new_privs()

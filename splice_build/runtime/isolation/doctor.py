@@ -159,7 +159,7 @@ def machine_report(env: Mapping[str, str], mode: str) -> dict[str, Any]:
     return {
         "isolation": mode,
         "osLayer": os_layer,
-        "requireOsSatisfied": support.namespaces,
+        "requireOsSatisfied": not support.missing_required(),
         "node": node,
         "layers": [layer.to_json() for layer in layers],
     }

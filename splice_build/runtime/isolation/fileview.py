@@ -40,8 +40,10 @@ and so is a grant that lies inside a writable grant or is reached through a link
 the tool may have put that link there itself (``plan_view``).
 A symbolic link that appears in a source path between the parent's resolution and the mount
 fails the start instead, and so does a grant that is no longer the file or directory (device
-and inode) the parent planned: the plan is part of the warm pool's key
-(``SandboxSpec.planned``), so a process never binds anything but what its key names.
+and inode) the parent planned (``SourceChanged``: the child reports which source, so the
+parent refuses with the code of what changed, the package or a grant): the plan is part of
+the warm pool's key (``SandboxSpec.planned``), so a process never binds anything but what its
+key names.
 ``support.detect`` builds a view once in a throw-away child: where the kernel refuses a step,
 the OS layer runs without a file view and says why (``splice doctor``,
 ``isolation.unavailable``).
@@ -106,6 +108,29 @@ class FileView:
     binds: tuple[Bind, ...]  # parents before their children
     # Symbolic links on the way to a bind, recreated as they are on the host: (path, text).
     links: tuple[tuple[str, str], ...] = ()
+    # The package directory's bind as planned (None: nothing was there to bind): what the
+    # runtime hashes (runtime.py ``_check_bound``), never the path resolved again later.
+    package: Bind | None = None
+
+    def kind_of(self, source: str) -> str:
+        """What the bind of ``source`` is: ``package``, ``grant`` (a planned identity) or
+        ``runtime`` (Node's files, the host, the devices)."""
+        if self.package is not None and source == self.package.source:
+            return "package"
+        found = next((bind for bind in self.binds if bind.source == source), None)
+        return "grant" if found is not None and found.identity is not None else "runtime"
+
+
+class SourceChanged(OSError):
+    """A source of the view changed while it was planned, or between its plan and its bind
+    (``build``): a symbolic link on its path, or another file or directory (or none) in its
+    place. ``source`` is the bind's canonical path, ``kind`` what it is
+    (``FileView.kind_of``; empty in the child, which does not say); nothing was run."""
+
+    def __init__(self, code: int, source: str, why: str, kind: str = "") -> None:
+        super().__init__(code, f"{source}: {why}")
+        self.source = source
+        self.kind = kind
 
 
 def elf_interpreter(binary: Path) -> str | None:
@@ -200,12 +225,13 @@ def resolve(path: str) -> tuple[str, list[tuple[str, str]]]:
             done = os.path.dirname(done)
             continue
         here = os.path.join(done, part)
-        if not os.path.islink(here):
+        try:  # one look (a link swapped in or out between two looks cannot fail the plan)
+            text = os.readlink(here)
+        except OSError:  # not a link (EINVAL), or nothing there: as ``os.path.islink``
             done = here
             continue
         if len(links) >= 40:
             raise OSError(40, f"{path}: too many levels of symbolic links")
-        text = os.readlink(here)
         links.append((here, text))
         if text.startswith("/"):
             done = "/"
@@ -218,13 +244,19 @@ def _entry(path: str, attrs: int) -> tuple[Bind, list[tuple[str, str]]]:
     return Bind(source, source, attrs, os.path.isdir(source)), links
 
 
-def _grant_entry(path: str, attrs: int) -> tuple[Bind, list[tuple[str, str]]] | None:
-    """A grant's bind with the identity of what it names now; None when nothing is there."""
+def _grant_entry(
+    path: str, attrs: int, kind: str = "grant"
+) -> tuple[Bind, list[tuple[str, str]]] | None:
+    """A grant's bind with the identity of what it names now; None when nothing is there.
+    SourceChanged when a link took the canonical path's place between the two looks (its
+    identity would be the link's, and ``build`` could bind the link itself)."""
     source, links = resolve(path)
     try:
         found = os.lstat(source)
     except FileNotFoundError:
         return None
+    if stat.S_ISLNK(found.st_mode):
+        raise SourceChanged(errno.ESTALE, source, "changed while the file view was planned", kind)
     identity = (found.st_dev, found.st_ino)
     return Bind(source, source, attrs, stat.S_ISDIR(found.st_mode), identity), links
 
@@ -261,7 +293,8 @@ def plan_view(
     ``_check_bound``), so the bytes checked are the bytes the tool runs."""
     write = tuple(write)
     entries: list[tuple[Bind | None, list[tuple[str, str]]]] = list(_fixed_entries(node))
-    entries += [_entry(str(host), READ_ONLY), _grant_entry(str(package), EXECUTABLE) or (None, [])]
+    package_entry = _grant_entry(str(package), EXECUTABLE, "package") or (None, [])
+    entries += [_entry(str(host), READ_ONLY), package_entry]
     wanted = [(path, WRITABLE) for path in write] + [(path, READ_ONLY) for path in read]
     writable = canonical(write)
     shaped = writable + canonical(shared)
@@ -285,13 +318,9 @@ def plan_view(
         for where, text in met:
             links.setdefault(where, text)
     ordered = sorted(by_target.values(), key=lambda bind: bind.target.split("/"))
-    return FileView(tuple(ordered), tuple(sorted(links.items())))
-
-
-def bound_identity(view: FileView, path: Path) -> tuple[int, int] | None:
-    """The device and inode the view binds at ``path``'s canonical path (None: not bound)."""
-    target = resolve(str(path))[0]
-    return next((bind.identity for bind in view.binds if bind.target == target), None)
+    planned = package_entry[0]
+    bound = None if planned is None else by_target.get(planned.target)
+    return FileView(tuple(ordered), tuple(sorted(links.items())), bound)
 
 
 def shaped_by_tool(path: str, writable: Iterable[str], shared: Iterable[str] = ()) -> bool:
@@ -415,7 +444,8 @@ def _create(parent: int, name: str, directory: bool) -> int:
 
 
 def _check_identity(bind: Bind, source: int | None) -> None:
-    """OSError (ESTALE) when a grant's source is no longer what the view was planned with."""
+    """SourceChanged (ESTALE) when a grant's source is no longer what the view was planned
+    with."""
     if bind.identity is None:
         return
     found = None
@@ -425,7 +455,21 @@ def _check_identity(bind: Bind, source: int | None) -> None:
     if found != bind.identity:
         if source is not None:
             os.close(source)
-        raise OSError(errno.ESTALE, f"{bind.source} changed after the file view was planned")
+        raise SourceChanged(errno.ESTALE, bind.source, "changed after the file view was planned")
+
+
+def _open_planned(kernel: Kernel, bind: Bind) -> int | None:
+    """``_open_source`` of ``bind``, checked against its plan (SourceChanged otherwise: a
+    symbolic link that appeared on its path since, or another file or directory)."""
+    try:
+        source = _open_source(kernel, bind.source, bind.directory)
+    except OSError as exc:
+        if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+            raise
+        why = "a symbolic link or a file appeared on its path after the file view was planned"
+        raise SourceChanged(exc.errno, bind.source, why) from None
+    _check_identity(bind, source)
+    return source
 
 
 def build(kernel: Kernel, view: FileView) -> None:
@@ -437,8 +481,7 @@ def build(kernel: Kernel, view: FileView) -> None:
     try:
         trees: list[tuple[Bind, int]] = []
         for bind in view.binds:
-            source = _open_source(kernel, bind.source, bind.directory)
-            _check_identity(bind, source)
+            source = _open_planned(kernel, bind)
             if source is None:
                 continue
             try:

@@ -35,6 +35,12 @@ _MS_REMOUNT = 0x20
 _MS_BIND = 0x1000
 _MS_REC = 0x4000
 _MS_PRIVATE = 0x40000
+# What a /proc of the sandbox masks (``/dev/null`` bound over it: reads as empty, as container
+# runtimes mask it): the key rings of every user namespace above, with each key's id, type
+# and name (what another program keeps there; the seccomp filter refuses ``keyctl`` itself),
+# and the key counts of each user.
+MASKED_PROC = ("keys", "key-users")
+_DEV_NULL = os.makedev(1, 3) if hasattr(os, "makedev") else 0
 _MNT_DETACH = 0x2
 # <linux/mount.h>: the file-descriptor mount API (Linux 5.2; mount_setattr 5.12)
 _OPEN_TREE_CLONE = 0x1
@@ -193,11 +199,26 @@ class Kernel:
         )
 
     def mount_proc(self, target: str) -> None:
-        """A /proc of this PID namespace at ``target`` (a host /proc must still be visible)."""
+        """A /proc of this PID namespace at ``target`` (a host /proc must still be visible),
+        its ``MASKED_PROC`` files masked."""
         flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
         self._check(
             self._libc.mount(b"proc", os.fsencode(target), b"proc", flags, None), "mount /proc"
         )
+        for name in MASKED_PROC:
+            self._mask(f"{target}/{name}")
+
+    def _mask(self, path: str) -> None:
+        """``/dev/null`` bound read-only over the file ``path`` (left alone when the kernel
+        has no such file); OSError when the mask cannot be made: the start fails then."""
+        if not os.path.lexists(path):
+            return
+        where = os.fsencode(path)
+        self._check(self._libc.mount(b"/dev/null", where, None, _MS_BIND, None), f"mask {path}")
+        flags = _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | _MS_NOEXEC
+        self._check(self._libc.mount(None, where, None, flags, None), f"mask {path}")
+        if os.stat(path).st_rdev != _DEV_NULL:
+            raise OSError(errno.EIO, f"mask {path}: /dev/null is not the null device")
 
     def forbid_user_namespaces(self) -> None:
         """No user namespace can be made inside this one (its ``max_user_namespaces`` is 0,

@@ -4,8 +4,9 @@ Modes (``SpliceRuntime(isolation=…)``, or the user's ``config.json`` key ``iso
 
 - ``auto`` (default): the OS layer where the kernel allows it, else the in-process guards
   alone; every result says which ran (``ToolResult.isolation``).
-- ``require-os``: a missing OS layer is an error (``ISOLATION_UNAVAILABLE``), never a silent
-  fallback.
+- ``require-os``: every layer of the OS layer (the namespaces, the file view, the seccomp
+  filter, ``no_new_privs``) is required; any missing one is an error
+  (``ISOLATION_UNAVAILABLE``, naming each), never a silent fallback.
 - ``in-process``: the OS layer is not used (reported as such).
 
 The plan is a frozen value: it is part of the sandbox spec, hence of the warm pool's key, so
@@ -95,11 +96,12 @@ def plan_for(mode: str, support: IsolationSupport) -> IsolationPlan:
     """The plan of a sandbox process under ``mode`` (the same for every package: a network
     grant changes what the parent fetches, never the tool's own network).
 
-    Raises ``SandboxError(ISOLATION_UNAVAILABLE)`` for ``require-os`` without the OS layer.
+    Raises ``SandboxError(ISOLATION_UNAVAILABLE)`` for ``require-os`` when any of its layers
+    is missing (``IsolationSupport.missing_required``).
     """
-    os_layer = mode != "in-process" and support.namespaces
-    if mode == "require-os" and not os_layer:
+    if mode == "require-os" and support.missing_required():
         raise unavailable_error(support)
+    os_layer = mode != "in-process" and support.namespaces
     reasons = () if os_layer else support.reasons(mode)
     seccomp = mode != "in-process" and support.seccomp.available
     if mode != "in-process" and not seccomp:
@@ -123,7 +125,8 @@ def plan_for(mode: str, support: IsolationSupport) -> IsolationPlan:
 def unavailable_error(support: IsolationSupport) -> SandboxError:
     return SandboxError(
         ErrorCode.ISOLATION_UNAVAILABLE,
-        "The OS isolation layer is required (isolation = require-os) but unavailable here",
-        details=support.reasons("require-os"),
+        "The OS isolation layer is required (isolation = require-os) but part of it is "
+        "unavailable here: " + ", ".join(m.partition(":")[0] for m in support.missing_required()),
+        details=support.missing_required(),
         hint="run `splice doctor` for the layers this machine allows",
     )

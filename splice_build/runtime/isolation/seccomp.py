@@ -19,12 +19,19 @@ everything the tool could start. It is an allow-list, and fails closed:
    sit in a structure the filter cannot read, to ``clone``, ``openat2``, whose mode sits in
    such a structure too, to ``openat``);
 5. the calls of ``ALLOWED`` (Node.js 24 with glibc, libuv and V8, and the ordinary programs a
-   tool may start, grouped by purpose) are allowed, with three checks on their arguments:
+   tool may start, grouped by purpose) are allowed, with these checks on their arguments:
    ``clone`` with any ``CLONE_NEW*`` flag gets ``EPERM`` (a nested user namespace gives every
    capability back, and with them ``mount``), and so does every call that sets a file's mode
    (``chmod``, ``fchmod``, ``fchmodat``, ``fchmodat2``, ``creat``, ``open``, ``openat``,
    ``mknod``, ``mknodat``) when the mode holds the set-user-ID or set-group-ID bit: a file
    the tool leaves in a write grant would otherwise run as the user who ran Splice;
+   ``ioctl`` and ``prctl`` are allowed only with the request and option numbers of
+   ``splice_build/schemas/seccomp_args.json`` (``ArgumentList``; terminal queries,
+   non-blocking and close-on-exec modes, thread names, ...), every other number gets that
+   file's refusal (``ENOTTY``, ``EPERM``): each is a door to a whole family of kernel
+   interfaces (a file system's flags and verity, clones and dedupes across files, terminal
+   input injection and line disciplines, the namespaces' ioctls; a process's memory map,
+   ptracer, speculation and seccomp settings) that no tool needs;
 6. every other call gets ``EPERM``: sockets (``socket``, ``socketpair``: every address
    family) and the socket calls, the key rings (inherited from the user who ran Splice, with
    whatever secrets other programs keep there), namespaces, mounts, ``bpf``, ``ptrace``, file
@@ -51,11 +58,13 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import json
 import os
 import struct
 import sys
 from collections.abc import Callable, Mapping
 from functools import lru_cache
+from importlib import resources
 
 from splice_build.records import dataclass
 
@@ -230,6 +239,35 @@ _NUMBERS: dict[str, dict[str, int]] = {
 
 
 @dataclass(frozen=True)
+class ArgumentList:
+    """The numbers one call (``ioctl``, ``prctl``) is allowed with: its argument
+    ``argument``'s low 32 bits (the kernel takes the request and the option as a 32-bit
+    int and ignores the rest) must be one of ``allowed``; anything else gets ``refusal``."""
+
+    call: str
+    argument: int
+    refusal: int  # an errno
+    allowed: Mapping[str, int]  # name (<asm-generic/ioctls.h>, <linux/prctl.h>) -> number
+
+
+@lru_cache(maxsize=1)
+def argument_lists() -> dict[str, ArgumentList]:
+    """``splice_build/schemas/seccomp_args.json``, the one place these numbers are kept
+    (the same on every architecture the filter knows)."""
+    data = resources.files("splice_build.schemas") / "seccomp_args.json"
+    calls = json.loads(data.read_text("utf-8"))["calls"]
+    return {
+        call: ArgumentList(
+            call,
+            int(entry["argument"]),
+            int(getattr(errno, entry["refusal"])),
+            {name: int(str(each["number"]), 0) for name, each in entry["allowed"].items()},
+        )
+        for call, entry in calls.items()
+    }
+
+
+@dataclass(frozen=True)
 class Arch:
     """One architecture's filter: its numbers (arch/*/include/uapi/asm/unistd*.h)."""
 
@@ -255,7 +293,8 @@ class Arch:
 
     def answer(self, number: int) -> str:
         """What the filter does with ``number`` (0 to ``NEWEST``): ``allow``, ``eperm``,
-        ``enosys``, or the label of the check of its arguments (``clone``, ``mode<i>``)."""
+        ``enosys``, or the label of the check of its arguments (``clone``, ``mode<i>``, or
+        the name of a call of ``argument_lists``)."""
         return _answers(self.name).get(number, "eperm")
 
 
@@ -266,6 +305,7 @@ def _answers(name: str) -> dict[int, str]:
     answers = dict.fromkeys(arch.allowed(), "allow")
     answers.update((arch.numbers[call], "enosys") for call in FALLBACK)
     answers[arch.clone] = "clone"
+    answers.update((arch.numbers[call], call) for call in argument_lists())
     answers.update((number, f"mode{index}") for number, index in arch.mode_setters)
     return answers
 
@@ -373,6 +413,22 @@ def program(arch: Arch) -> list[Insn | str]:
             (_BPF_ALU_AND_K, 0, 0, SET_ID_BITS),
             (_BPF_JEQ_K, "allow", "eperm", 0),
         ]
+    # One block per call with an argument allow-list, after the last return (reached by the
+    # search's ``ja`` only, so the short jumps over the search stay short): load the
+    # argument's low 32 bits, allow each listed number, refuse the rest with the list's errno.
+    argument_checks: list[Insn | str] = []
+    for listed in argument_lists().values():
+        argument_checks += [
+            listed.call,
+            (_BPF_LD_W_ABS, 0, 0, _OFFSET_ARGS + 8 * listed.argument),
+            *[
+                (_BPF_JEQ_K, f"{listed.call} allowed", 0, value)
+                for value in sorted(set(listed.allowed.values()))
+            ],
+            (_BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | listed.refusal),
+            f"{listed.call} allowed",
+            (_BPF_RET_K, 0, 0, _RETURNS["allow"]),
+        ]
     return [
         (_BPF_LD_W_ABS, 0, 0, _OFFSET_ARCH),
         (_BPF_JEQ_K, "nr", "kill", arch.audit),
@@ -395,6 +451,7 @@ def program(arch: Arch) -> list[Insn | str]:
         (_BPF_RET_K, 0, 0, _RETURNS["enosys"]),
         "allow",  # jumps go forward only
         (_BPF_RET_K, 0, 0, _RETURNS["allow"]),
+        *argument_checks,
     ]
 
 
@@ -537,7 +594,8 @@ def start_detect() -> Callable[[], SeccompStatus]:
                 f"{arch.name}: an allow-list of {len(arch.allowed())} system calls; socket and "
                 "socketpair refused (EPERM, every address family), as is every call off the "
                 "list (key rings, namespaces, mounts, bpf, ptrace, ...), set-user-ID and "
-                "set-group-ID modes and clone's namespace flags; io_uring, openat2, clone3 and "
+                "set-group-ID modes and clone's namespace flags; ioctl and prctl only with "
+                f"{_listed_counts()}; io_uring, openat2, clone3 and "
                 f"system calls above {NEWEST} refused (ENOSYS), other architectures' system "
                 "calls kill the process",
             )
@@ -545,3 +603,12 @@ def start_detect() -> Callable[[], SeccompStatus]:
         return SeccompStatus(False, f"the kernel refused the filter ({reason})")
 
     return collect
+
+
+def _listed_counts() -> str:
+    """``9 ioctl requests and 11 prctl options`` (for the report)."""
+    lists = argument_lists()
+    kinds = {"ioctl": "requests", "prctl": "options"}
+    return " and ".join(
+        f"{len(each.allowed)} {call} {kinds.get(call, 'numbers')}" for call, each in lists.items()
+    )

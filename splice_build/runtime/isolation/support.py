@@ -48,6 +48,23 @@ class IsolationSupport:
             return ("isolation = in-process: the OS layer is switched off",)
         return (f"namespaces: {self.namespaces_reason}",) if self.namespaces_reason else ()
 
+    def missing_required(self) -> tuple[str, ...]:
+        """Every layer ``require-os`` requires that this machine lacks, with why (empty: all
+        there). The mode promises the whole OS layer, not just its namespaces: a machine
+        whose kernel refuses the seccomp filter, the file view or ``no_new_privs`` would
+        otherwise run tools with every system call, or the whole host's files, while the
+        user believes they asked for the sandbox (docs/security.md, "The OS layer")."""
+        missing = list(self.reasons("require-os"))
+        if not self.namespaces and not missing:
+            missing.append("namespaces: unavailable")
+        if self.namespaces and not self.file_view:
+            missing.append(f"file view: {self.file_view_reason}")
+        if not self.seccomp.available:
+            missing.append(f"seccomp: {self.seccomp.detail}")
+        if not self.no_new_privs:
+            missing.append(f"no_new_privs: {self.no_new_privs_reason}")
+        return tuple(missing)
+
 
 def _run_probe(kernel: Kernel, last_cap: int) -> Callable[[], str]:
     """Fork the probe child; what returns its one-line report (``fail …`` when it said
