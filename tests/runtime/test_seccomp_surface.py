@@ -26,7 +26,7 @@ import pytest
 
 from splice_build import records
 from splice_build.runtime import SpliceRuntime
-from splice_build.runtime.isolation import plan, rlimits, seccomp, support
+from splice_build.runtime.isolation import kernel, plan, rlimits, seccomp, support
 from splice_build.runtime.isolation.child import make_preexec
 from testing.hostile_packages import write_package
 from testing.isolation import needs_os_layer, require_seccomp
@@ -522,15 +522,52 @@ def test_proc_keys_and_key_users_are_masked(tmp_path: Path) -> None:
     assert out["tool"] == {"keys": "", "users": ""}, out["tool"]
 
 
-def test_the_private_proc_without_a_file_view_masks_them_too() -> None:
-    """The same /proc set-up where the kernel refuses the file view (the private /proc is
-    mounted over the host's)."""
-    code = "print(repr(open('/proc/keys').read() + open('/proc/key-users').read()))"
-    done = _run(code)
+# Each named /proc file this kernel has: the number of bytes read from it, or minus the
+# error's number.
+READ_PROC = r"""
+import json, os, sys
+def size(name):
+    try:
+        with open(os.open('/proc/' + name, os.O_RDONLY | os.O_NONBLOCK), 'rb') as f:
+            return len(f.read(1 << 20))
+    except OSError as e:
+        return -e.errno
+print(json.dumps({n: size(n) for n in json.loads(sys.argv[1]) if os.path.lexists('/proc/' + n)}))
+"""
+
+
+def _root_only_proc_files() -> set[str]:
+    """The files at the top of this kernel's /proc that only their owner (root) may read."""
+    found = set()
+    for entry in os.scandir("/proc"):
+        if entry.is_file(follow_symlinks=False) and not entry.stat().st_mode & 0o044:
+            found.add(entry.name)
+    return found
+
+
+@pytest.mark.parametrize("file_view", [True, False], ids=["file-view", "private-proc-only"])
+def test_key_lists_and_root_only_proc_files_read_as_empty(file_view: bool) -> None:
+    """Inside the sandbox, with the file view and where the kernel refuses it (the private
+    /proc is mounted over the host's), every ``MASKED_PROC`` file and every file at the top
+    of /proc that only root may read (walked from this kernel's /proc, so a file a newer
+    kernel adds is checked too) reads as empty or not at all. Outside, ``/proc/key-users``
+    lists the current user, and, run as root, the root-only files have something to read."""
+    names = sorted(set(kernel.MASKED_PROC) | _root_only_proc_files())
+    sandbox = records.replace(_auto_plan(), file_view=file_view)
+    done = _run(READ_PROC, json.dumps(names), sandbox=sandbox)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "''"
-    bare = _run(code, sandbox=records.replace(_auto_plan(), os_layer=False, file_view=False))
-    assert bare.returncode == 0 and bare.stdout.strip() != "''", bare
+    inside = json.loads(done.stdout.splitlines()[-1])
+    assert "key-users" in inside
+    assert {n: v for n, v in inside.items() if v > 0} == {}, inside
+    # Not /proc/kmsg outside: root reading it takes messages away from the system's logger.
+    unmasked = [n for n in names if n != "kmsg"]
+    bare = _run(READ_PROC, json.dumps(unmasked), sandbox=records.replace(sandbox, os_layer=False))
+    assert bare.returncode == 0, bare.stderr
+    outside = json.loads(bare.stdout.splitlines()[-1])
+    assert outside["key-users"] > 0, outside
+    if os.geteuid() == 0:
+        readable = {n for n, v in outside.items() if v > 0}
+        assert readable & _root_only_proc_files(), outside
 
 
 # Inside the process under test: ioctl on descriptor -1 (the kernel answers EBADF to every

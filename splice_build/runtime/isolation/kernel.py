@@ -38,8 +38,27 @@ _MS_PRIVATE = 0x40000
 # What a /proc of the sandbox masks (``/dev/null`` bound over it: reads as empty, as container
 # runtimes mask it): the key rings of every user namespace above, with each key's id, type
 # and name (what another program keeps there; the seccomp filter refuses ``keyctl`` itself),
-# and the key counts of each user.
-MASKED_PROC = ("keys", "key-users")
+# and the key counts of each user; then the kernel's own state that only root may read
+# (mode 0400: a tool of a Splice run as root is root there) or that names kernel symbols:
+# the kernel's log, timers and their callbacks, the slab and vmalloc allocators, the physical pages, the
+# scheduler's and the latency debug files. Nothing a tool needs reads them.
+MASKED_PROC = (
+    "keys",
+    "key-users",
+    "kallsyms",
+    "kcore",
+    "kmsg",
+    "kpagecgroup",
+    "kpagecount",
+    "kpageflags",
+    "latency_stats",
+    "pagetypeinfo",
+    "sched_debug",
+    "slabinfo",
+    "timer_list",
+    "timer_stats",
+    "vmallocinfo",
+)
 _DEV_NULL = os.makedev(1, 3) if hasattr(os, "makedev") else 0
 _MNT_DETACH = 0x2
 # <linux/mount.h>: the file-descriptor mount API (Linux 5.2; mount_setattr 5.12)
