@@ -46,6 +46,7 @@ from splice_build.project.atomic import (
     atomic_write_json,
     decode_json,
     fsync_directory,
+    make_dirs,
     remove_stale_temps,
 )
 from splice_build.project.layout import ProjectLayout
@@ -116,7 +117,7 @@ def staging_dir(layout: ProjectLayout, package_id: str) -> Path:
     """A fresh ``.splice/tmp/<name>-<12 hex>`` (created); its backup is ``…-previous``."""
     path = Swap.build(layout, package_id, _staging_token(), install=True).staged
     assert path is not None
-    layout.tmp_dir.mkdir(parents=True, exist_ok=True)
+    make_dirs(layout.tmp_dir)
     path.mkdir()
     return path
 
@@ -152,7 +153,7 @@ def apply(
         "lock": lock_after.to_json(),
         "ranges": dict(ranges),
     }
-    layout.tmp_dir.mkdir(parents=True, exist_ok=True)
+    make_dirs(layout.tmp_dir)  # the journal's name must outlive a power cut, and tmp's too
     atomic_write_json(layout.tmp_dir / JOURNAL, journal)
     try:
         for swap in swaps:
@@ -243,7 +244,7 @@ def _forward(swap: Swap) -> None:
             remove_tree(swap.final)
         else:
             _rename(swap.final, swap.backup)
-    swap.final.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(swap.final.parent)
     _rename(swap.staged, swap.final)
 
 
