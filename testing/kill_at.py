@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import signal as signals
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 _HOOK = """\
@@ -35,21 +36,23 @@ _EVENTS = frozenset(
 
 def kill_env(
     hook_dir: Path,
-    root: Path,
+    root: Path | Sequence[Path],
     *,
     match: str | None = None,
     count: int | None = None,
     log: Path | None = None,
     signal: signals.Signals = signals.SIGKILL,
 ) -> dict[str, str]:
-    """The environment of a ``splice`` child that kills itself as described above."""
+    """The environment of a ``splice`` child that kills itself as described above; ``root``
+    may be several directories (a project and ``SPLICE_HOME``), whose changes count alike."""
+    roots = [root] if isinstance(root, Path) else list(root)
     hook_dir.mkdir(parents=True, exist_ok=True)
     testing = str(Path(__file__).resolve().parent)
     (hook_dir / "sitecustomize.py").write_text(_HOOK.format(testing=testing), encoding="utf-8")
     repo = str(Path(testing).parent)
     env = {
         "PYTHONPATH": os.pathsep.join([str(hook_dir), repo]),
-        "SPLICE_TEST_KILL_ROOT": str(root),
+        "SPLICE_TEST_KILL_ROOT": os.pathsep.join(str(r) for r in roots),
         "SPLICE_TEST_KILL_SIGNAL": str(int(signal)),
     }
     if match is not None:
@@ -63,8 +66,8 @@ def kill_env(
 
 def install() -> None:
     """The audit hook (run in the child by ``sitecustomize``)."""
-    root = os.environ.get("SPLICE_TEST_KILL_ROOT")
-    if not root:
+    roots = tuple(r for r in os.environ.get("SPLICE_TEST_KILL_ROOT", "").split(os.pathsep) if r)
+    if not roots:
         return
     match = os.environ.get("SPLICE_TEST_KILL_MATCH")
     count = int(os.environ.get("SPLICE_TEST_KILL_COUNT", "0"))
@@ -84,7 +87,7 @@ def install() -> None:
         if not isinstance(target, str | bytes | os.PathLike):
             return
         path = os.fsdecode(target)
-        if not path.startswith(root):
+        if not path.startswith(roots):
             return
         seen[0] += 1
         if log:

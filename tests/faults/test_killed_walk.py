@@ -1,0 +1,137 @@
+"""``kill -9`` before every file-system change of ``add``, ``update``, ``remove``,
+``install`` and ``sync``, in the project and in ``SPLICE_HOME`` (testing/kill_at.py).
+
+Each command is run once to list its changes, then once per change, killed just before it.
+After each kill: ``splice.lock`` is absent or whole, and the next ``splice install`` leaves
+the old state or the new one, every package ``ok``, and no temp file or staging copy in the
+project or the cache (docs/lifecycle.md#crash-safety).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from testing.cli import run_splice
+from testing.kill_at import kill_env
+from testing.registry_server import RunningRegistry
+from tests.faults.conftest import GREETER
+
+Setup = Callable[[Path, dict[str, str]], None]
+
+
+def _run(project: Path, env: dict[str, str], *args: str) -> None:
+    done = run_splice(*args, cwd=project, env=env)
+    assert done.code == 0, (args, done.stdout, done.stderr)
+
+
+def _none(project: Path, env: dict[str, str]) -> None:
+    return None
+
+
+def _locked_at_1_0(project: Path, env: dict[str, str]) -> None:
+    _run(project, env, "add", f"{GREETER}@1.0.0")
+    _run(project, env, "add", f"{GREETER}@^1.0.0")  # the range widens, 1.0.0 stays locked
+
+
+def _installed_1_0(project: Path, env: dict[str, str]) -> None:
+    _run(project, env, "add", f"{GREETER}@1.0.0")
+
+
+def _packages_deleted(project: Path, env: dict[str, str]) -> None:
+    _run(project, env, "add", f"{GREETER}@1.1.0")
+    shutil.rmtree(project / ".splice" / "packages")
+
+
+def _fresh_clone(project: Path, env: dict[str, str]) -> None:
+    """A checkout: splice.json and splice.lock only, and an empty cache."""
+    _run(project, env, "add", f"{GREETER}@1.1.0")
+    shutil.rmtree(project / ".splice")
+    shutil.rmtree(env["SPLICE_HOME"])
+
+
+# name: (set-up, command, the state before it, the state after it)
+CASES: dict[str, tuple[Setup, tuple[str, ...], str | None, str | None]] = {
+    "add": (_none, ("add", f"{GREETER}@1.0.0"), None, "1.0.0"),
+    "update": (_locked_at_1_0, ("update",), "1.0.0", "1.1.0"),
+    "remove": (_installed_1_0, ("remove", GREETER), "1.0.0", None),
+    "install-restore": (_packages_deleted, ("install",), "1.1.0", "1.1.0"),
+    "install-clone": (_fresh_clone, ("install", "--frozen"), "1.1.0", "1.1.0"),
+    "sync": (_packages_deleted, ("sync",), "1.1.0", "1.1.0"),
+}
+
+
+def _state(project: Path) -> str | None:
+    """The version that splice.lock, splice.json and .splice/packages agree on (None: none)."""
+    lock_path = project / "splice.lock"
+    lock = json.loads(lock_path.read_text())["packages"] if lock_path.exists() else {}
+    ranges = json.loads((project / "splice.json").read_text())["packages"]
+    installed = project / ".splice" / "packages" / "@acme" / "greeter"
+    assert set(lock) == set(ranges) == ({GREETER} if installed.is_dir() else set())
+    if not lock:
+        return None
+    listed = json.loads((installed / "manifest.json").read_text())["version"]
+    assert listed == lock[GREETER]["version"]
+    return listed
+
+
+def _leftovers(*roots: Path) -> list[str]:
+    return sorted(
+        str(p)
+        for root in roots
+        for p in root.rglob("*")
+        if p.name.endswith((".tmp", ".part", "-previous")) or p == root / ".splice" / "tmp"
+    )
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_kill_before_any_change_leaves_the_old_state_or_the_new(
+    served: RunningRegistry, tmp_path: Path, case: str
+) -> None:
+    setup, command, old, new = CASES[case]
+    template, home = tmp_path / "template", tmp_path / "template-home"
+    template.mkdir()
+    env = {"SPLICE_HOME": str(home), "SPLICE_REGISTRY": served.url}
+    _run(template, env, "init")
+    setup(template, env)
+    project, project_home = tmp_path / "p", tmp_path / "home"
+    run_env = {**env, "SPLICE_HOME": str(project_home)}
+
+    def fresh() -> None:
+        for copy, original in ((project, template), (project_home, home)):
+            shutil.rmtree(copy, ignore_errors=True)
+            if original.exists():
+                shutil.copytree(original, copy)
+
+    steps = tmp_path / "steps.log"
+    fresh()
+    logged = {**run_env, **kill_env(tmp_path / "h", [project, project_home], log=steps)}
+    _run(project, logged, *command)
+    count = len(steps.read_text().splitlines())
+    assert count > 3, steps.read_text()
+    for step in range(1, count + 1):
+        fresh()
+        killer = kill_env(tmp_path / "h", [project, project_home], count=step)
+        killed = run_splice(*command, cwd=project, env={**run_env, **killer})
+        assert killed.code == -signal.SIGKILL, (step, killed.stdout, killed.stderr)
+        lock = project / "splice.lock"
+        if lock.exists():
+            json.loads(lock.read_text())  # never half-written
+
+        after = run_splice("--json", "install", cwd=project, env=run_env)
+
+        assert after.code == 0, (step, after.stdout, after.stderr)
+        state = _state(project)
+        assert state in {old, new}, step
+        listed = run_splice("--json", "list", cwd=project, env=run_env)
+        assert all(row["status"] == "ok" for row in listed.json()), (step, listed.stdout)
+        assert _leftovers(project) == [], step
+        if state != new:  # rolled back: the command runs again to its end
+            _run(project, run_env, *command)
+            assert _state(project) == new, step
+        assert _leftovers(project, project_home) == [], step
