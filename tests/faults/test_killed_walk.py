@@ -135,3 +135,58 @@ def test_a_kill_before_any_change_leaves_the_old_state_or_the_new(
             _run(project, run_env, *command)
             assert _state(project) == new, step
         assert _leftovers(project, project_home) == [], step
+
+
+def _log(tmp_path: Path, project: Path, env: dict[str, str], *command: str) -> list[str]:
+    """The changes ``command`` makes under ``project``, one ``N event path`` a line."""
+    steps = tmp_path / "steps.log"
+    steps.unlink(missing_ok=True)
+    logged = {**env, **kill_env(tmp_path / "h", project, log=steps)}
+    done = run_splice(*command, cwd=project, env=logged)
+    assert done.code == 0, (command, done.stdout, done.stderr)
+    return steps.read_text().splitlines() if steps.exists() else []
+
+
+@pytest.mark.parametrize("side", ["before", "after"])
+def test_a_recovery_killed_at_any_step_still_ends_in_one_state(
+    served: RunningRegistry, tmp_path: Path, side: str
+) -> None:
+    """An update killed just before (or just after) its commit point, then the recovering
+    ``install`` killed before each of its own changes: the install after that still finishes
+    the swap after the commit point and undoes it before, whatever the recovery had done."""
+    template = tmp_path / "template"
+    template.mkdir()
+    env = {"SPLICE_HOME": str(tmp_path / "home"), "SPLICE_REGISTRY": served.url}
+    _run(template, env, "init")
+    _locked_at_1_0(template, env)
+    project, killed_state = tmp_path / "p", tmp_path / "killed"
+    shutil.copytree(template, project)
+    lines = _log(tmp_path, project, env, "update")
+    # The commit point: the rename of splice.lock's temp file (the log names the source).
+    commit = next(
+        i for i, line in enumerate(lines, 1) if f" os.rename {project / '.splice.lock.'}" in line
+    )
+    shutil.rmtree(project)
+    shutil.copytree(template, project)
+    killer = kill_env(tmp_path / "h", project, count=commit + (side == "after"))
+    assert run_splice("update", cwd=project, env={**env, **killer}).code == -signal.SIGKILL
+    assert (project / ".splice" / "tmp" / "journal.json").exists()
+    shutil.move(project, killed_state)
+    shutil.copytree(killed_state, project)
+    recovery = _log(tmp_path, project, env, "install")
+    assert len(recovery) > 3, recovery
+    expected = "1.0.0" if side == "before" else "1.1.0"
+    for step in range(1, len(recovery) + 1):
+        shutil.rmtree(project)
+        shutil.copytree(killed_state, project)
+        killer = kill_env(tmp_path / "h", project, count=step)
+        killed = run_splice("install", cwd=project, env={**env, **killer})
+        assert killed.code == -signal.SIGKILL, (step, killed.stderr)
+
+        after = run_splice("--json", "install", cwd=project, env=env)
+
+        assert after.code == 0, (step, after.stdout, after.stderr)
+        assert _state(project) == expected, step
+        listed = run_splice("--json", "list", cwd=project, env=env)
+        assert [row["status"] for row in listed.json()] == ["ok"], (step, listed.stdout)
+        assert _leftovers(project) == [], step
