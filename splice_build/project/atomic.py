@@ -94,21 +94,33 @@ def remove_stale_temps(path: Path) -> None:
     runs on this machine are deleted; a live one, or one this process cannot signal, is left.
     Nothing is deleted on Windows, where a process cannot be probed without a handle.
     """
+    _remove_dead_temps(path.parent, re.escape(path.name))
+
+
+def remove_dead_temps(directory: Path) -> None:
+    """:func:`remove_stale_temps` for every file of ``directory``, whatever its name: for a
+    directory only this module writes in (the artifact cache), where a temp file of an entry
+    that is never written again (a package given up after a killed ``splice add``) would
+    otherwise stay for good."""
+    _remove_dead_temps(directory, r"[^/]+")
+
+
+def _remove_dead_temps(directory: Path, name: str) -> None:
     if sys.platform == "win32":
         return
-    pattern = re.compile(rf"\.{re.escape(path.name)}\.([0-9]{{1,10}})\.[0-9a-f]{{8}}\.tmp")
+    pattern = re.compile(rf"\.{name}\.([0-9]{{1,10}})\.[0-9a-f]{{8}}\.tmp")
     try:
-        with os.scandir(path.parent) as entries:
+        with os.scandir(directory) as entries:
             names = [e.name for e in entries if pattern.fullmatch(e.name)]
     except OSError:
         return  # the write itself reports an unusable directory
-    for name in names:
-        match = pattern.fullmatch(name)
+    for found in names:
+        match = pattern.fullmatch(found)
         assert match is not None
         if _running(int(match.group(1))):
             continue
         with contextlib.suppress(OSError):
-            os.unlink(path.parent / name)
+            os.unlink(directory / found)
 
 
 def _running(pid: int) -> bool:
