@@ -13,13 +13,19 @@ plus a newline on the way out, UTF-8 with an optional BOM on the way in.
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import json
 import os
 import re
 import stat
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
 
 _O_BINARY = getattr(os, "O_BINARY", 0)  # Windows only; 0 elsewhere
 
@@ -199,35 +205,61 @@ def make_dirs(directory: Path) -> None:
     fsync_directory(directory.parent)
 
 
-def fsync_tree(directory: Path) -> None:
-    """Make every file and directory below ``directory`` (and its own entries) durable,
-    before the tree is renamed to the name that commits it (install/transaction.py).
+def write_tree(directory: Path, files: Mapping[str, bytes]) -> None:
+    """Write ``files`` (relative POSIX path → bytes) as new files below the existing
+    ``directory``; return once every file and directory written (``directory`` included) is
+    durable. The caller renames the tree to the name that commits it (install/transaction.py)
+    only then, so a power cut can never leave an empty or short file under that name.
 
-    The calls are independent, so they run on a few threads: concurrent fsyncs share one
-    journal commit on ext4 and XFS, where one after the other each waits for its own."""
-    paths: list[str] = []
-    for root, _dirs, files in os.walk(directory):
-        paths.append(root)
-        paths.extend(os.path.join(root, name) for name in files)
-    if len(paths) < _FSYNC_POOL_FROM:
-        for path in paths:
-            _fsync_path(path)
-        return
+    Each file's fsync starts on a worker thread as soon as the file is written, while the next
+    one is being written, and the directories' follow: the calls are independent, and
+    concurrent fsyncs share the file system's journal commits (ext4, XFS), where one after the
+    other each waits for its own (bench/README.md, "install_write")."""
+    from concurrent.futures import wait
+
+    pool = _fsync_pool()
+    pending: list[Future[None]] = []
+    directories = {directory}
+    try:
+        for relative, content in files.items():
+            path = directory.joinpath(*relative.split("/"))
+            if path.parent not in directories:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                below = path.relative_to(directory).parents[:-1]  # "a/b" of "a/b/c.js"
+                directories.update(directory / parent for parent in below)
+            with open(path, "xb") as handle:
+                handle.write(content)
+            pending.append(pool.submit(_fsync_path, str(path)))
+        pending += [pool.submit(_fsync_path, str(d)) for d in directories]
+    finally:
+        wait(pending)  # none still runs when the caller deletes the tree after a failure
+    for done in pending:
+        done.result()  # the first failure, if any
+
+
+_fsync_executor: ThreadPoolExecutor | None = None
+_fsync_executor_lock = _thread.allocate_lock()  # builtin: no import on the no-op path
+_FSYNC_THREADS = 16
+
+
+def _fsync_pool() -> ThreadPoolExecutor:
+    """One pool for the process (``sync -j`` installs share it), its threads started on
+    first use; ``concurrent.futures`` is imported only then, never on the no-op path."""
+    global _fsync_executor
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(max_workers=_FSYNC_THREADS) as pool:
-        for _ in pool.map(_fsync_path, paths):
-            pass
-
-
-_FSYNC_POOL_FROM = 4
-_FSYNC_THREADS = 8
+    with _fsync_executor_lock:
+        if _fsync_executor is None:
+            _fsync_executor = ThreadPoolExecutor(_FSYNC_THREADS, thread_name_prefix="fsync")
+        return _fsync_executor
 
 
 def _fsync_path(path: str) -> None:
     if sys.platform == "win32" and os.path.isdir(path):
         return  # see fsync_directory
-    fd = os.open(path, os.O_RDONLY | _O_BINARY | getattr(os, "O_NOFOLLOW", 0))
+    # Never follow a link, never wait on a FIFO put there: the tree's digest is checked next.
+    flags = os.O_RDONLY | _O_BINARY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    fd = os.open(path, flags)
     try:
         os.fsync(fd)
     finally:
