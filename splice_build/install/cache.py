@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from splice_build.project.atomic import atomic_write_bytes, remove_dead_temps
+from splice_build.project.atomic import atomic_write_bytes, remove_dead_temps, remove_stale_temps
 from splice_build.project.home import make_private_dirs
 from splice_build.spec.digests import INTEGRITY_PREFIX, integrity_of, is_integrity
 from splice_build.spec.limits import MAX_ARCHIVE_BYTES
@@ -85,6 +85,9 @@ class ArtifactCache:
         else:
             problem = _mismatch(data, integrity, size)
             if problem is None:
+                # Two installs of one sync may both write this entry; killed between them, the
+                # second's temp file stays, and no later write of the entry comes to remove it.
+                remove_stale_temps(path)
                 return data
         _warn("deleting corrupt cache entry %s (%s)", path, problem)
         with contextlib.suppress(OSError):
