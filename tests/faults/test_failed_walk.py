@@ -1,5 +1,6 @@
-"""A full disk at every file-system change of ``add``, ``update`` and ``remove`` (and at
-every fsync of a directory), injected into the real ``splice`` process (testing/kill_at.py).
+"""A full disk at every file-system change of ``add``, ``update``, ``remove``, ``install``
+and ``sync``, in the project and in ``SPLICE_HOME`` (and at every fsync of a directory),
+injected into the real ``splice`` process (testing/kill_at.py).
 
 A kill never runs the command's own rollback; a failing call does. Each command is logged
 once, then run once per change with that change failing with ``ENOSPC``: it must end with
@@ -14,6 +15,7 @@ import errno
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,32 +25,47 @@ from testing.registry_server import RunningRegistry
 from tests.faults.test_killed_walk import CASES, _leftovers, _run, _state
 
 
-@pytest.mark.parametrize("case", ["add", "update", "remove", "install-restore"])
+def _error_codes(document: dict[str, Any]) -> set[str]:
+    """The codes of a failed command's ``--json`` document (``sync`` reports per project)."""
+    if "projects" in document:
+        return {p["error"]["code"] for p in document["projects"] if "error" in p}
+    return {document["error"]["code"]}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
 def test_a_failure_at_any_step_leaves_the_old_state_or_the_new(
     served: RunningRegistry, tmp_path: Path, case: str
 ) -> None:
     setup, command, old, new = CASES[case]
-    template = tmp_path / "template"
+    template, home = tmp_path / "template", tmp_path / "template-home"
     template.mkdir()
-    env = {"SPLICE_HOME": str(tmp_path / "home"), "SPLICE_REGISTRY": served.url}
+    env = {"SPLICE_HOME": str(home), "SPLICE_REGISTRY": served.url}
     _run(template, env, "init")
     setup(template, env)
-    project = tmp_path / "p"
+    project, project_home = tmp_path / "p", tmp_path / "home"
+    env["SPLICE_HOME"] = str(project_home)
+    roots = [project, project_home]
+
+    def fresh() -> None:
+        for copy, original in ((project, template), (project_home, home)):
+            shutil.rmtree(copy, ignore_errors=True)
+            if original.exists():
+                shutil.copytree(original, copy)
+
     steps = tmp_path / "steps.log"
-    shutil.copytree(template, project)
-    logged = {**env, **kill_env(tmp_path / "h", project, log=steps, directories=True)}
-    _run(project, logged, *command)
+    fresh()
+    _run(project, {**env, **kill_env(tmp_path / "h", roots, log=steps, directories=True)}, *command)
     count = len(steps.read_text().splitlines())
     assert count > 3
     for step in range(1, count + 1):
-        shutil.rmtree(project)
-        shutil.copytree(template, project)
-        fault = kill_env(tmp_path / "h", project, count=step, fail=errno.ENOSPC, directories=True)
+        fresh()
+        fault = kill_env(tmp_path / "h", roots, count=step, fail=errno.ENOSPC, directories=True)
         failed = run_splice("--json", *command, cwd=project, env={**env, **fault})
-        # A best-effort write (the stat cache, a directory that exists) may fail unseen.
+        # A best-effort write (the stat cache, the artifact cache, a directory that exists)
+        # may fail unseen.
         assert failed.code in (0, 1), (step, failed.stdout, failed.stderr)
         if failed.code == 1:
-            assert json.loads(failed.stdout)["error"]["code"] == "DISK_FULL", (step, failed.stdout)
+            assert _error_codes(json.loads(failed.stdout)) == {"DISK_FULL"}, (step, failed.stdout)
 
         after = run_splice("--json", "install", cwd=project, env=env)
 
