@@ -255,10 +255,14 @@ def _fsync_pool() -> ThreadPoolExecutor:
 
 
 def _fsync_path(path: str) -> None:
-    if sys.platform == "win32" and os.path.isdir(path):
-        return  # see fsync_directory
+    if sys.platform == "win32":
+        if os.path.isdir(path):
+            return  # see fsync_directory
+        access = os.O_RDWR  # FlushFileBuffers needs a handle open for writing there
+    else:
+        access = os.O_RDONLY
     # Never follow a link, never wait on a FIFO put there: the tree's digest is checked next.
-    flags = os.O_RDONLY | _O_BINARY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    flags = access | _O_BINARY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     fd = os.open(path, flags)
     try:
         os.fsync(fd)
