@@ -8,8 +8,12 @@ removed) and sends itself ``SIGKILL`` before the one asked for. The kill is as a
 
 ``kill_env(hook_dir, root, match=…)`` kills before the first change whose event and path
 contain ``match`` (``"os.rename:/splice.lock"``); ``count=N`` kills before the Nth change
-instead; ``log`` lists every change seen, one ``N event path`` a line. ``signal=SIGSTOP``
-stops the process there instead, holding whatever it holds (the project lock, a half-done
+instead; ``log`` lists every change seen, one ``N event path`` a line. ``fail=errno.ENOSPC`` makes
+that change fail with that ``OSError`` instead of killing (the rest of the run goes on, so
+its error handling and rollback are what is tested), and ``directories=True`` also counts
+each directory opened without writing: the ``fsync`` of a directory after a rename or
+unlink (``project/atomic.py``) opens it so, and a failing fsync is what it stands for.
+``signal=SIGSTOP`` stops the process there instead, holding whatever it holds (the project lock, a half-done
 swap) until the test sends it ``SIGCONT``: another process can then be run against exactly
 that state.
 """
@@ -19,6 +23,7 @@ from __future__ import annotations
 import os
 import signal as signals
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 _HOOK = """\
@@ -35,21 +40,25 @@ _EVENTS = frozenset(
 
 def kill_env(
     hook_dir: Path,
-    root: Path,
+    root: Path | Sequence[Path],
     *,
     match: str | None = None,
     count: int | None = None,
     log: Path | None = None,
     signal: signals.Signals = signals.SIGKILL,
+    fail: int | None = None,
+    directories: bool = False,
 ) -> dict[str, str]:
-    """The environment of a ``splice`` child that kills itself as described above."""
+    """The environment of a ``splice`` child that kills itself as described above; ``root``
+    may be several directories (a project and ``SPLICE_HOME``), whose changes count alike."""
+    roots = [root] if isinstance(root, Path) else list(root)
     hook_dir.mkdir(parents=True, exist_ok=True)
     testing = str(Path(__file__).resolve().parent)
     (hook_dir / "sitecustomize.py").write_text(_HOOK.format(testing=testing), encoding="utf-8")
     repo = str(Path(testing).parent)
     env = {
         "PYTHONPATH": os.pathsep.join([str(hook_dir), repo]),
-        "SPLICE_TEST_KILL_ROOT": str(root),
+        "SPLICE_TEST_KILL_ROOT": os.pathsep.join(str(r) for r in roots),
         "SPLICE_TEST_KILL_SIGNAL": str(int(signal)),
     }
     if match is not None:
@@ -58,34 +67,44 @@ def kill_env(
         env["SPLICE_TEST_KILL_COUNT"] = str(count)
     if log is not None:
         env["SPLICE_TEST_KILL_LOG"] = str(log)
+    if fail is not None:
+        env["SPLICE_TEST_KILL_FAIL"] = str(fail)
+    if directories:
+        env["SPLICE_TEST_KILL_DIRS"] = "1"
     return env
 
 
 def install() -> None:
     """The audit hook (run in the child by ``sitecustomize``)."""
-    root = os.environ.get("SPLICE_TEST_KILL_ROOT")
-    if not root:
+    roots = tuple(r for r in os.environ.get("SPLICE_TEST_KILL_ROOT", "").split(os.pathsep) if r)
+    if not roots:
         return
     match = os.environ.get("SPLICE_TEST_KILL_MATCH")
     count = int(os.environ.get("SPLICE_TEST_KILL_COUNT", "0"))
     log = os.environ.get("SPLICE_TEST_KILL_LOG")
     sent = int(os.environ.get("SPLICE_TEST_KILL_SIGNAL", str(int(signals.SIGKILL))))
+    fail = int(os.environ.get("SPLICE_TEST_KILL_FAIL", "0"))
+    directories = os.environ.get("SPLICE_TEST_KILL_DIRS") == "1"
     seen = [0]
     fired = [False]
     writing = os.O_WRONLY | os.O_RDWR | os.O_CREAT
 
     def hook(event: str, args: tuple[object, ...]) -> None:
-        if event == "open":
-            if not isinstance(args[2], int) or not args[2] & writing:
-                return
-        elif event not in _EVENTS:
+        if event not in _EVENTS and event != "open":
             return
         target = args[0]
         if not isinstance(target, str | bytes | os.PathLike):
             return
         path = os.fsdecode(target)
-        if not path.startswith(root):
+        if not path.startswith(roots):
             return
+        if event == "open":
+            if not isinstance(args[2], int):
+                return
+            if not args[2] & writing:
+                if not (directories and args[1] is None and os.path.isdir(path)):
+                    return
+                event = "open-dir"
         seen[0] += 1
         if log:
             with open(log, "a", encoding="utf-8") as handle:  # outside root: not counted
@@ -94,6 +113,8 @@ def install() -> None:
             return
         if seen[0] == count or (match is not None and match in f"{event}:{path}"):
             fired[0] = True  # once: a stopped process goes on after SIGCONT
+            if fail:
+                raise OSError(fail, os.strerror(fail), path)
             os.kill(os.getpid(), sent)
 
     sys.addaudithook(hook)

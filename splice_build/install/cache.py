@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from splice_build.project.atomic import atomic_write_bytes
+from splice_build.project.atomic import atomic_write_bytes, remove_dead_temps, remove_stale_temps
 from splice_build.project.home import make_private_dirs
 from splice_build.spec.digests import INTEGRITY_PREFIX, integrity_of, is_integrity
 from splice_build.spec.limits import MAX_ARCHIVE_BYTES
@@ -85,6 +85,9 @@ class ArtifactCache:
         else:
             problem = _mismatch(data, integrity, size)
             if problem is None:
+                # Two installs of one sync may both write this entry; killed between them, the
+                # second's temp file stays, and no later write of the entry comes to remove it.
+                remove_stale_temps(path)
                 return data
         _warn("deleting corrupt cache entry %s (%s)", path, problem)
         with contextlib.suppress(OSError):
@@ -96,6 +99,7 @@ class ArtifactCache:
         path = self.path_for(integrity_of(data))
         try:
             make_private_dirs(path.parent)
+            remove_dead_temps(path.parent)  # also those of entries never written again
             atomic_write_bytes(path, data)
         except OSError as exc:
             _warn("could not write cache entry %s: %s", path, exc)
@@ -130,6 +134,7 @@ class ArtifactCache:
             if len(text) > MAX_SIGNATURES_BYTES:
                 raise ValueError(f"{len(text)} bytes (max {MAX_SIGNATURES_BYTES})")
             make_private_dirs(path.parent)
+            remove_dead_temps(path.parent)
             atomic_write_bytes(path, text)
         except (OSError, TypeError, ValueError) as exc:
             _warn("could not write signatures %s: %s", path, exc)

@@ -44,6 +44,7 @@ from splice_build.install.signature_check import (
     official_signer,
     signer_pinning,
 )
+from splice_build.project.atomic import write_tree
 from splice_build.project.layout import ProjectLayout
 from splice_build.project.lockfile import LockEntry, Unknown, load_lockfile
 from splice_build.project.project_file import load_project_file
@@ -469,11 +470,9 @@ def _recorded_grant(current: LockEntry | None) -> Permissions | None:
 
 
 def _write_files(directory: Path, verified: VerifiedArtifact) -> None:
-    for relative, content in verified.files.items():
-        path = directory.joinpath(*relative.split("/"))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "xb") as handle:
-            handle.write(content)
+    """Write the staging copy, durable: the swap renames it into place before the lock
+    commits it (docs/lifecycle.md#crash-safety)."""
+    write_tree(directory, verified.files)
 
 
 def _download_url(registry: str, target: Target) -> str:

@@ -21,8 +21,10 @@ for a removed package, each checked as ``splice.json`` itself is.
 undoes a transaction a crash interrupted (and deletes staging copies of an install killed
 before its journal was written): if ``splice.lock`` already says what the journal
 wanted, the swaps are completed (roll forward), otherwise undone (roll back). Every step of
-both directions can itself be interrupted and re-run. A failure inside :func:`apply` rolls
-back at once and re-raises.
+both directions can itself be interrupted and re-run. A failure inside :func:`apply` before
+the commit point rolls back at once and re-raises; one after it (``splice.lock`` renamed into
+place, then the fsync of its directory failed) is never undone: the journal stays for the
+next command's recovery to finish, as after a crash.
 
 The journal names each swap by its package id and its staging token, never by a path: a
 project is often someone else's checkout, and a journal in it is input like any other. The
@@ -46,6 +48,7 @@ from splice_build.project.atomic import (
     atomic_write_json,
     decode_json,
     fsync_directory,
+    make_dirs,
     remove_stale_temps,
 )
 from splice_build.project.layout import ProjectLayout
@@ -117,7 +120,7 @@ def staging_dir(layout: ProjectLayout, package_id: str) -> Path:
     """A fresh ``.splice/tmp/<name>-<12 hex>`` (created); its backup is ``…-previous``."""
     path = Swap.build(layout, package_id, _staging_token(), install=True).staged
     assert path is not None
-    layout.tmp_dir.mkdir(parents=True, exist_ok=True)
+    make_dirs(layout.tmp_dir)
     path.mkdir()
     return path
 
@@ -153,16 +156,32 @@ def apply(
         "lock": lock_after.to_json(),
         "ranges": dict(ranges),
     }
-    layout.tmp_dir.mkdir(parents=True, exist_ok=True)
+    make_dirs(layout.tmp_dir)  # the journal's name must outlive a power cut, and tmp's too
+    before = _lock_json(layout)
     atomic_write_json(layout.tmp_dir / JOURNAL, journal)
     try:
         for swap in swaps:
             _forward(swap)
         save_lockfile(layout.root, lock_after)
     except BaseException:
-        _rollback_all(layout, swaps)
+        if before == journal["lock"] or _lock_json(layout) != journal["lock"]:
+            _rollback_all(layout, swaps)
+        # Else the new lock was renamed into place and only what followed failed (the fsync
+        # of its directory): the change is committed, so it is never undone here; the
+        # journal stays and the next command's recovery finishes it, as after a crash.
         raise
     _finish(layout, swaps, ranges)
+
+
+def _lock_json(layout: ProjectLayout) -> object:
+    """``splice.lock`` as :func:`recover` compares it with a journal; None when it cannot be
+    read (then no lock of ours was renamed into place: what is there is not what we wrote)."""
+    from splice_build.errors import SpliceError
+
+    try:
+        return load_lockfile(layout.root).to_json()
+    except (OSError, SpliceError):
+        return None
 
 
 def recover(layout: ProjectLayout) -> bool:
@@ -244,7 +263,7 @@ def _forward(swap: Swap) -> None:
             remove_tree(swap.final)
         else:
             _rename(swap.final, swap.backup)
-    swap.final.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(swap.final.parent)
     _rename(swap.staged, swap.final)
 
 

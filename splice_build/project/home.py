@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from splice_build.errors import ErrorCode, ProjectError
-from splice_build.project.atomic import atomic_write_json, decode_json
+from splice_build.project.atomic import atomic_write_json, decode_json, fsync_directory
 from splice_build.project.locking import lock
 from splice_build.records import dataclass
 from splice_build.spec.regular_file import read_regular_file
@@ -202,6 +202,8 @@ def make_private_dirs(directory: Path) -> None:
         except FileExistsError:
             if not os.path.isdir(path):
                 raise
+            continue
+        fsync_directory(path.parent)
 
 
 def _credentials_problem(value: object) -> str | None:

@@ -146,3 +146,47 @@ def test_an_update_killed_before_any_of_its_steps_is_finished_or_undone(
         assert not (project / ".splice" / "tmp").exists(), step
         seen.add(state[0])
     assert seen == {"1.0.0", "1.1.0"}  # kills before and after the commit point
+
+
+def test_the_temp_cache_entry_of_a_killed_add_goes_with_the_next_cache_write(
+    served: RunningRegistry, tmp_path: Path
+) -> None:
+    """``add`` killed before its artifact's temp file is renamed into the cache leaves a full
+    copy there (``SPLICE_HOME`` is outside the project, which the recovery cleans). If that
+    version is never added again, the next write of any other entry must still remove it."""
+    project, env = _project(tmp_path, served)
+    entries = tmp_path / "home" / "cache" / "artifacts" / "sha256"
+    killer = kill_env(tmp_path / "hook", tmp_path / "home", match=f"os.rename:{entries}/.")
+    killed = run_splice("add", f"{GREETER}@1.1.0", cwd=project, env={**env, **killer})
+    assert killed.code == -signal.SIGKILL, killed.stderr
+    assert len(list(entries.glob(".*.tmp"))) == 1
+
+    done = run_splice("add", f"{GREETER}@1.0.0", cwd=project, env=env)
+
+    assert done.code == 0, done.stderr
+    assert list(entries.glob(".*.tmp")) == []
+    assert len(list(entries.iterdir())) == 1  # the 1.0.0 artifact
+
+
+def test_a_temp_copy_beside_a_complete_cache_entry_goes_with_its_next_read(
+    served: RunningRegistry, tmp_path: Path
+) -> None:
+    """``sync -j 2`` may write one cache entry from two installs at once; killed after the
+    first rename, the second's temp file stays beside a complete entry that nothing writes
+    again (tests/faults/test_killed_walk.py reaches it). Restoring from the cache removes it."""
+    import subprocess
+
+    project, env = _project(tmp_path, served)
+    assert run_splice("add", f"{GREETER}@1.1.0", cwd=project, env=env).code == 0
+    entries = tmp_path / "home" / "cache" / "artifacts" / "sha256"
+    (entry,) = entries.iterdir()
+    finished = subprocess.Popen(["true"])
+    finished.wait()
+    left = entries / f".{entry.name}.{finished.pid}.0123abcd.tmp"
+    left.write_bytes(entry.read_bytes())
+    shutil.rmtree(project / ".splice" / "packages")
+
+    done = run_splice("--json", "install", cwd=project, env=env)
+
+    assert done.code == 0, done.stdout + done.stderr
+    assert not left.exists()

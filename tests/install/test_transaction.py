@@ -56,6 +56,39 @@ def test_failed_commit_rolls_back(tmp_path: Path) -> None:
     assert load_lockfile(layout.root).get("@acme/tool") == _entry("1.0.0")
 
 
+def test_a_failure_after_the_commit_point_is_finished_not_undone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """splice.lock renamed into place, then the fsync of its directory fails (EIO, or a
+    file system that refuses it): undoing the swaps then would leave the new lock over the
+    old files. The journal stays instead, and the recovery finishes the change."""
+    import errno
+
+    from splice_build.project import atomic
+
+    layout = _setup(tmp_path)
+    swap = transaction.swap_for(layout, "@acme/tool", _staged(layout, "new"))
+    real = atomic.fsync_directory
+
+    def failing(directory: Path) -> None:
+        if directory == layout.root and b"2.0.0" in layout.lock_file.read_bytes():
+            raise OSError(errno.EIO, "injected", str(directory))
+        real(directory)
+
+    monkeypatch.setattr(atomic, "fsync_directory", failing)
+    with pytest.raises(OSError):
+        transaction.apply(layout, [swap], Lockfile({"@acme/tool": _entry("2.0.0")}), {})
+    monkeypatch.setattr(atomic, "fsync_directory", real)
+    assert load_lockfile(layout.root).get("@acme/tool") == _entry("2.0.0")
+    assert (layout.package_dir("@acme/tool") / "f.txt").read_text() == "new"
+    assert (layout.tmp_dir / transaction.JOURNAL).exists()
+
+    assert transaction.recover(layout)
+
+    assert (layout.package_dir("@acme/tool") / "f.txt").read_text() == "new"
+    assert not layout.tmp_dir.exists()
+
+
 @pytest.mark.parametrize("committed", [False, True])
 @pytest.mark.parametrize("moved", ["none", "backup", "both"])
 def test_recover_after_a_crash(tmp_path: Path, committed: bool, moved: str) -> None:

@@ -170,3 +170,39 @@ def test_keep_mode_keeps_the_replaced_files_bits_whatever_the_umask(tmp_path: Pa
         assert _mode(fresh) == 0o600
     finally:
         os.umask(old)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc/self/fd")
+def test_write_tree_fsyncs_every_file_and_directory_it_wrote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from splice_build.project.atomic import write_tree
+
+    synced: list[str] = []
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        real(fd)
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    root = tmp_path / "staged"
+    root.mkdir()
+    files = {"manifest.json": b"{}", "tools/a.js": b"a", "tools/deep/b.js": b"b", "c.md": b""}
+
+    write_tree(root, files)
+
+    assert {p: (root / p).read_bytes() for p in files} == files
+    expected = {str(root / p) for p in files} | {str(root), str(root / "tools")}
+    assert sorted(synced) == sorted(expected | {str(root / "tools" / "deep")})
+
+
+def test_write_tree_reports_a_failure_after_its_fsyncs_ended(tmp_path: Path) -> None:
+    from splice_build.project.atomic import write_tree
+
+    root = tmp_path / "staged"
+    (root / "tools").mkdir(parents=True)
+    (root / "tools" / "b.js").write_bytes(b"there already")
+    with pytest.raises(FileExistsError):
+        write_tree(root, {"a.js": b"a", "tools/b.js": b"b"})
+    assert (root / "a.js").read_bytes() == b"a"

@@ -1,0 +1,76 @@
+"""A full disk at every file-system change of ``add``, ``update``, ``remove``, ``install``
+and ``sync``, in the project and in ``SPLICE_HOME`` (and at every fsync of a directory),
+injected into the real ``splice`` process (testing/kill_at.py).
+
+A kill never runs the command's own rollback; a failing call does. Each command is logged
+once, then run once per change with that change failing with ``ENOSPC``: it must end with
+``DISK_FULL`` (never a crash), and the next ``splice install`` must leave the old state or
+the new one, every package ``ok`` and nothing in ``.splice/tmp`` — in particular when the
+failure comes after ``splice.lock`` was renamed into place (docs/lifecycle.md#crash-safety).
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from testing.cli import run_splice
+from testing.kill_at import kill_env
+from testing.registry_server import RunningRegistry
+from tests.faults.test_killed_walk import CASES, _leftovers, _run, _state
+
+
+def _error_codes(document: dict[str, Any]) -> set[str]:
+    """The codes of a failed command's ``--json`` document (``sync`` reports per project)."""
+    if "projects" in document:
+        return {p["error"]["code"] for p in document["projects"] if "error" in p}
+    return {document["error"]["code"]}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_failure_at_any_step_leaves_the_old_state_or_the_new(
+    served: RunningRegistry, tmp_path: Path, case: str
+) -> None:
+    setup, command, old, new = CASES[case]
+    template, home = tmp_path / "template", tmp_path / "template-home"
+    template.mkdir()
+    env = {"SPLICE_HOME": str(home), "SPLICE_REGISTRY": served.url}
+    _run(template, env, "init")
+    setup(template, env)
+    project, project_home = tmp_path / "p", tmp_path / "home"
+    env["SPLICE_HOME"] = str(project_home)
+    roots = [project, project_home]
+
+    def fresh() -> None:
+        for copy, original in ((project, template), (project_home, home)):
+            shutil.rmtree(copy, ignore_errors=True)
+            if original.exists():
+                shutil.copytree(original, copy)
+
+    steps = tmp_path / "steps.log"
+    fresh()
+    _run(project, {**env, **kill_env(tmp_path / "h", roots, log=steps, directories=True)}, *command)
+    count = len(steps.read_text().splitlines())
+    assert count > 3
+    for step in range(1, count + 1):
+        fresh()
+        fault = kill_env(tmp_path / "h", roots, count=step, fail=errno.ENOSPC, directories=True)
+        failed = run_splice("--json", *command, cwd=project, env={**env, **fault})
+        # A best-effort write (the stat cache, the artifact cache, a directory that exists)
+        # may fail unseen.
+        assert failed.code in (0, 1), (step, failed.stdout, failed.stderr)
+        if failed.code == 1:
+            assert _error_codes(json.loads(failed.stdout)) == {"DISK_FULL"}, (step, failed.stdout)
+
+        after = run_splice("--json", "install", cwd=project, env=env)
+
+        assert after.code == 0, (step, after.stdout, after.stderr)
+        assert _state(project) in ({old, new} if failed.code else {new}), step
+        listed = run_splice("--json", "list", cwd=project, env=env)
+        assert all(row["status"] == "ok" for row in listed.json()), (step, listed.stdout)
+        assert _leftovers(project) == [], step

@@ -1,0 +1,235 @@
+"""``kill -9`` before every file-system change of ``add``, ``update``, ``remove``,
+``install`` and ``sync``, in the project and in ``SPLICE_HOME`` (testing/kill_at.py).
+
+Each command is run once to list its changes, then once per change, killed just before it.
+After each kill: ``splice.lock`` is absent or whole, and the next ``splice install`` leaves
+the old state or the new one, every package ``ok``, and no temp file or staging copy in the
+project or the cache (docs/lifecycle.md#crash-safety).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from testing.cli import run_splice
+from testing.kill_at import kill_env
+from testing.registry_server import RunningRegistry
+from tests.faults.conftest import GREETER
+
+Setup = Callable[[Path, dict[str, str]], None]
+
+
+def _run(project: Path, env: dict[str, str], *args: str) -> None:
+    done = run_splice(*args, cwd=project, env=env)
+    assert done.code == 0, (args, done.stdout, done.stderr)
+
+
+def _none(project: Path, env: dict[str, str]) -> None:
+    return None
+
+
+def _locked_at_1_0(project: Path, env: dict[str, str]) -> None:
+    _run(project, env, "add", f"{GREETER}@1.0.0")
+    _run(project, env, "add", f"{GREETER}@^1.0.0")  # the range widens, 1.0.0 stays locked
+
+
+def _installed_1_0(project: Path, env: dict[str, str]) -> None:
+    _run(project, env, "add", f"{GREETER}@1.0.0")
+
+
+def _packages_deleted(project: Path, env: dict[str, str]) -> None:
+    _run(project, env, "add", f"{GREETER}@1.1.0")
+    shutil.rmtree(project / ".splice" / "packages")
+
+
+def _fresh_clone(project: Path, env: dict[str, str]) -> None:
+    """A checkout: splice.json and splice.lock only, and an empty cache."""
+    _run(project, env, "add", f"{GREETER}@1.1.0")
+    shutil.rmtree(project / ".splice")
+    shutil.rmtree(env["SPLICE_HOME"])
+
+
+# name: (set-up, command, the state before it, the state after it)
+CASES: dict[str, tuple[Setup, tuple[str, ...], str | None, str | None]] = {
+    "add": (_none, ("add", f"{GREETER}@1.0.0"), None, "1.0.0"),
+    "update": (_locked_at_1_0, ("update",), "1.0.0", "1.1.0"),
+    "remove": (_installed_1_0, ("remove", GREETER), "1.0.0", None),
+    "install-restore": (_packages_deleted, ("install",), "1.1.0", "1.1.0"),
+    "install-clone": (_fresh_clone, ("install", "--frozen"), "1.1.0", "1.1.0"),
+    "sync": (_packages_deleted, ("sync",), "1.1.0", "1.1.0"),
+}
+
+
+def _state(project: Path) -> str | None:
+    """The version that splice.lock, splice.json and .splice/packages agree on (None: none)."""
+    lock_path = project / "splice.lock"
+    lock = json.loads(lock_path.read_text())["packages"] if lock_path.exists() else {}
+    ranges = json.loads((project / "splice.json").read_text())["packages"]
+    installed = project / ".splice" / "packages" / "@acme" / "greeter"
+    assert set(lock) == set(ranges) == ({GREETER} if installed.is_dir() else set())
+    if not lock:
+        return None
+    listed = json.loads((installed / "manifest.json").read_text())["version"]
+    assert listed == lock[GREETER]["version"]
+    return listed
+
+
+def _leftovers(*roots: Path) -> list[str]:
+    return sorted(
+        str(p)
+        for root in roots
+        for p in root.rglob("*")
+        if p.name.endswith((".tmp", ".part", "-previous")) or p == root / ".splice" / "tmp"
+    )
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_kill_before_any_change_leaves_the_old_state_or_the_new(
+    served: RunningRegistry, tmp_path: Path, case: str
+) -> None:
+    setup, command, old, new = CASES[case]
+    template, home = tmp_path / "template", tmp_path / "template-home"
+    template.mkdir()
+    env = {"SPLICE_HOME": str(home), "SPLICE_REGISTRY": served.url}
+    _run(template, env, "init")
+    setup(template, env)
+    project, project_home = tmp_path / "p", tmp_path / "home"
+    run_env = {**env, "SPLICE_HOME": str(project_home)}
+
+    def fresh() -> None:
+        for copy, original in ((project, template), (project_home, home)):
+            shutil.rmtree(copy, ignore_errors=True)
+            if original.exists():
+                shutil.copytree(original, copy)
+
+    steps = tmp_path / "steps.log"
+    fresh()
+    logged = {**run_env, **kill_env(tmp_path / "h", [project, project_home], log=steps)}
+    _run(project, logged, *command)
+    count = len(steps.read_text().splitlines())
+    assert count > 3, steps.read_text()
+    for step in range(1, count + 1):
+        fresh()
+        killer = kill_env(tmp_path / "h", [project, project_home], count=step)
+        killed = run_splice(*command, cwd=project, env={**run_env, **killer})
+        assert killed.code == -signal.SIGKILL, (step, killed.stdout, killed.stderr)
+        lock = project / "splice.lock"
+        if lock.exists():
+            json.loads(lock.read_text())  # never half-written
+
+        after = run_splice("--json", "install", cwd=project, env=run_env)
+
+        assert after.code == 0, (step, after.stdout, after.stderr)
+        state = _state(project)
+        assert state in {old, new}, step
+        listed = run_splice("--json", "list", cwd=project, env=run_env)
+        assert all(row["status"] == "ok" for row in listed.json()), (step, listed.stdout)
+        assert _leftovers(project) == [], step
+        if state != new:  # rolled back: the command runs again to its end
+            _run(project, run_env, *command)
+            assert _state(project) == new, step
+        assert _leftovers(project, project_home) == [], step
+
+
+def _log(tmp_path: Path, project: Path, env: dict[str, str], *command: str) -> list[str]:
+    """The changes ``command`` makes under ``project``, one ``N event path`` a line."""
+    steps = tmp_path / "steps.log"
+    steps.unlink(missing_ok=True)
+    logged = {**env, **kill_env(tmp_path / "h", project, log=steps)}
+    done = run_splice(*command, cwd=project, env=logged)
+    assert done.code == 0, (command, done.stdout, done.stderr)
+    return steps.read_text().splitlines() if steps.exists() else []
+
+
+@pytest.mark.parametrize("side", ["before", "after"])
+def test_a_recovery_killed_at_any_step_still_ends_in_one_state(
+    served: RunningRegistry, tmp_path: Path, side: str
+) -> None:
+    """An update killed just before (or just after) its commit point, then the recovering
+    ``install`` killed before each of its own changes: the install after that still finishes
+    the swap after the commit point and undoes it before, whatever the recovery had done."""
+    template = tmp_path / "template"
+    template.mkdir()
+    env = {"SPLICE_HOME": str(tmp_path / "home"), "SPLICE_REGISTRY": served.url}
+    _run(template, env, "init")
+    _locked_at_1_0(template, env)
+    project, killed_state = tmp_path / "p", tmp_path / "killed"
+    shutil.copytree(template, project)
+    lines = _log(tmp_path, project, env, "update")
+    # The commit point: the rename of splice.lock's temp file (the log names the source).
+    commit = next(
+        i for i, line in enumerate(lines, 1) if f" os.rename {project / '.splice.lock.'}" in line
+    )
+    shutil.rmtree(project)
+    shutil.copytree(template, project)
+    killer = kill_env(tmp_path / "h", project, count=commit + (side == "after"))
+    assert run_splice("update", cwd=project, env={**env, **killer}).code == -signal.SIGKILL
+    assert (project / ".splice" / "tmp" / "journal.json").exists()
+    shutil.move(project, killed_state)
+    shutil.copytree(killed_state, project)
+    recovery = _log(tmp_path, project, env, "install")
+    assert len(recovery) > 3, recovery
+    expected = "1.0.0" if side == "before" else "1.1.0"
+    for step in range(1, len(recovery) + 1):
+        shutil.rmtree(project)
+        shutil.copytree(killed_state, project)
+        killer = kill_env(tmp_path / "h", project, count=step)
+        killed = run_splice("install", cwd=project, env={**env, **killer})
+        assert killed.code == -signal.SIGKILL, (step, killed.stderr)
+
+        after = run_splice("--json", "install", cwd=project, env=env)
+
+        assert after.code == 0, (step, after.stdout, after.stderr)
+        assert _state(project) == expected, step
+        listed = run_splice("--json", "list", cwd=project, env=env)
+        assert [row["status"] for row in listed.json()] == ["ok"], (step, listed.stdout)
+        assert _leftovers(project) == [], step
+
+
+def test_a_parallel_sync_of_a_workspace_killed_before_any_change_converges(
+    served: RunningRegistry, tmp_path: Path
+) -> None:
+    """``sync -j 2`` of two fresh members (nothing locked, an empty cache) killed before each
+    change in the workspace or ``SPLICE_HOME``: every ``splice.lock`` is absent or whole, and
+    the next ``sync`` installs both with nothing left over. (The two workers interleave, so a
+    step number may name another change from one run to the next; every change is still
+    reached by some kill.)"""
+    from testing.workspaces import make_workspace
+
+    template, home = tmp_path / "template", tmp_path / "home"
+    make_workspace(template, 2, [GREETER], 1)
+    root = tmp_path / "ws"
+    env = {"SPLICE_HOME": str(home), "SPLICE_REGISTRY": served.url}
+    command = ("sync", "-j", "2")
+
+    def fresh() -> None:
+        shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(home, ignore_errors=True)
+        shutil.copytree(template, root)
+
+    steps = tmp_path / "steps.log"
+    fresh()
+    _run(root, {**env, **kill_env(tmp_path / "h", [root, home], log=steps)}, *command)
+    count = len(steps.read_text().splitlines())
+    assert count > 10
+    members = [root / "packages" / "p00", root / "packages" / "p01"]
+    for step in range(1, count + 1):
+        fresh()
+        killer = kill_env(tmp_path / "h", [root, home], count=step)
+        killed = run_splice(*command, cwd=root, env={**env, **killer})
+        assert killed.code == -signal.SIGKILL, (step, killed.stdout, killed.stderr)
+        for member in members:
+            if (member / "splice.lock").exists():
+                json.loads((member / "splice.lock").read_text())  # never half-written
+
+        after = run_splice("--json", *command, cwd=root, env=env)
+
+        assert after.code == 0, (step, after.stdout, after.stderr)
+        assert [_state(member) for member in members] == ["1.1.0", "1.1.0"], step
+        assert _leftovers(root, home, *members) == [], step
