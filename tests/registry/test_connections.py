@@ -18,6 +18,10 @@ from testing.open_files import process_open_files, room_for_sockets
 from testing.registry_server import RunningRegistry, launch, registry_server, serve_argv
 
 PARTIAL_HEAD = b"GET /health HTTP/1.1\r\n"  # never finished
+UNFINISHED_BODY = (  # no token: POST /auth/tokens reads its body first; 1 of 100 bytes sent
+    b"POST /auth/tokens HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    b"Content-Length: 100\r\n\r\n{"
+)
 
 
 def _limited(open_files: tuple[int, int], argv: list[str]) -> list[str]:
@@ -89,3 +93,26 @@ def test_a_request_with_two_framings_is_400_and_its_connection_closed(tmp_path: 
         assert b"connection: close" in received.lower()
         assert received.count(b"HTTP/1.1 ") == 1  # the request after it was never answered
         assert _health(server.url) == 200
+
+
+def test_unfinished_bodies_cannot_hold_every_connection(
+    tmp_path: Path, sockets: list[socket.socket]
+) -> None:
+    """A complete head and a body that never comes, on a route that reads its JSON body
+    before it checks a token: such a connection still waits for its request, so a new one
+    displaces it (before, 1,030 of them on the default limit of 1,024 refused every other
+    client at once, for as long as they stayed open)."""
+    server = _server(tmp_path, (256, 256))  # 128 connections
+    try:
+        parts = urlsplit(server.url)
+        for _ in range(200):
+            sock = socket.create_connection((parts.hostname, parts.port), timeout=30)
+            sock.sendall(UNFINISHED_BODY)
+            sockets.append(sock)
+        assert _health(server.url) == 200  # while they are all still open
+    finally:
+        server.stop()
+    assert server.process.stderr is not None
+    log = server.process.stderr.read()
+    assert "Traceback" not in log, log[-4000:]
+    assert len(log) < 4096, log[:4096]

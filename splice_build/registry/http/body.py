@@ -2,11 +2,14 @@
 
 A declared ``content-length`` over the limit is refused before a byte is read; a body that
 lies about its length, or is chunked, is cut off at the first chunk that crosses the limit.
+A client that leaves before its body is complete is a ``BAD_REQUEST`` nobody reads, not an
+unexpected failure: a connection displaced while its body arrives
+(splice_build/connections.py) must not cost the server a traceback in its log.
 """
 
 from __future__ import annotations
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 
 from splice_build.errors import ErrorCode, RegistryError
 
@@ -26,9 +29,14 @@ async def read_limited(request: Request, limit: int) -> bytes:
             raise too_large(limit)
     chunks: list[bytes] = []
     total = 0
-    async for chunk in request.stream():
-        total += len(chunk)
-        if total > limit:
-            raise too_large(limit)
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            total += len(chunk)
+            if total > limit:
+                raise too_large(limit)
+            chunks.append(chunk)
+    except ClientDisconnect as exc:
+        raise RegistryError(
+            ErrorCode.BAD_REQUEST, "The client left before its request body was complete"
+        ) from exc
     return b"".join(chunks)
