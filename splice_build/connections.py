@@ -88,7 +88,7 @@ def connection_protocol(limit: int, head_seconds: float = HEAD_SECONDS) -> type[
                 if oldest is None:
                     transport.close()  # every connection is busy with a request: refuse
                     return
-                oldest._give_up()
+                oldest._displace()
             self._wait_for_head()
 
         def data_received(self, data: bytes) -> None:
@@ -137,8 +137,23 @@ def connection_protocol(limit: int, head_seconds: float = HEAD_SECONDS) -> type[
                 deadline.cancel()
 
         def _give_up(self) -> None:
-            self._stop_waiting()
+            """The head deadline: close. A connection whose last answer is still in the
+            write buffer (a client that reads slowly, or not at all) is closed once that is
+            written, and stays displaceable until then: ``close`` keeps its file and the
+            buffer for as long as the client does not read."""
+            if self.transport.get_write_buffer_size():
+                deadline = waiting.get(self)
+                if deadline is not None:
+                    deadline.cancel()
+                waiting[self] = None
+            else:
+                self._stop_waiting()
             self.transport.close()
+
+        def _displace(self) -> None:
+            """Make room for a new connection now: the write buffer is dropped."""
+            self._stop_waiting()
+            self.transport.abort()
 
     return LimitedH11Protocol
 
