@@ -10,9 +10,10 @@ served.
 - ``connection_protocol``: at most ``max_connections`` connections are open at once
   (``MAX_CONNECTIONS``, or half the open-file limit if that is lower: the rest is for
   sandbox processes, the project, the registry's store and the server itself). A connection that would pass it
-  displaces the connection that has waited longest for a request head (idle, or a head not
-  yet complete); when every connection has a request in progress, the new one is closed at
-  once. A request head must be complete within ``HEAD_SECONDS`` of the connection opening
+  displaces the connection that has waited longest for its request (idle, a head not yet
+  complete, a body still arriving, or closed with an answer its client has not read), and
+  drops what it had buffered; when every connection has a request whose bytes are all in,
+  the new one is closed at once. A request head must be complete within ``HEAD_SECONDS`` of the connection opening
   or of the previous answer on it, else the connection is closed (uvicorn times out only an
   idle kept-alive connection, and only until its first byte arrives).
 - ``KEEP_ALIVE_SECONDS``: a kept-alive connection idle that long is closed by the server. A
