@@ -10,9 +10,10 @@ served.
 - ``connection_protocol``: at most ``max_connections`` connections are open at once
   (``MAX_CONNECTIONS``, or half the open-file limit if that is lower: the rest is for
   sandbox processes, the project, the registry's store and the server itself). A connection that would pass it
-  displaces the connection that has waited longest for a request head (idle, or a head not
-  yet complete); when every connection has a request in progress, the new one is closed at
-  once. A request head must be complete within ``HEAD_SECONDS`` of the connection opening
+  displaces the connection that has waited longest for its request (idle, a head not yet
+  complete, a body still arriving, or closed with an answer its client has not read), and
+  drops what it had buffered; when every connection has a request whose bytes are all in,
+  the new one is closed at once. A request head must be complete within ``HEAD_SECONDS`` of the connection opening
   or of the previous answer on it, else the connection is closed (uvicorn times out only an
   idle kept-alive connection, and only until its first byte arrives).
 - ``KEEP_ALIVE_SECONDS``: a kept-alive connection idle that long is closed by the server. A
@@ -73,10 +74,12 @@ def max_connections(open_files: int) -> int:
 def connection_protocol(limit: int, head_seconds: float = HEAD_SECONDS) -> type[asyncio.Protocol]:
     """uvicorn's h11 protocol class with the connection cap and the head deadline; give it
     to ``uvicorn.Config(http=…)``. Each call makes a class with state of its own (one server)."""
+    import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
-    # Connections waiting for a request head, the longest waiting first, with their deadline.
-    waiting: OrderedDict[Any, asyncio.TimerHandle] = OrderedDict()
+    # Connections waiting for their request, the longest waiting first, with the deadline of
+    # their head (None once the head is in and its body is arriving).
+    waiting: OrderedDict[Any, asyncio.TimerHandle | None] = OrderedDict()
 
     class LimitedH11Protocol(H11Protocol):
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -86,7 +89,7 @@ def connection_protocol(limit: int, head_seconds: float = HEAD_SECONDS) -> type[
                 if oldest is None:
                     transport.close()  # every connection is busy with a request: refuse
                     return
-                oldest._give_up()
+                oldest._displace()
             self._wait_for_head()
 
         def data_received(self, data: bytes) -> None:
@@ -102,18 +105,32 @@ def connection_protocol(limit: int, head_seconds: float = HEAD_SECONDS) -> type[
             super().connection_lost(exc)
 
         def _track(self) -> None:
-            """Waiting for a head unless a request is in progress; the deadline of a wait
-            is never pushed back by the bytes of a head that trickles in."""
-            if self.transport.is_closing() or (
-                self.cycle is not None and not self.cycle.response_complete
-            ):
+            """Waiting for its request while the head or the body is still arriving (a
+            body is sent before the server knows who sent it: the registry reads JSON
+            bodies before it checks the token); a request all of whose bytes are here is in
+            progress and never displaced. The deadline of a head is never pushed back by the
+            bytes of a head that trickles in; a body has its server's own deadline
+            (registry/http/body.py, mcp/transport/http.py ``BODY_SECONDS``)."""
+            if self.transport.is_closing():
                 self._stop_waiting()
-            else:
+            elif self.cycle is None or self.cycle.response_complete:
                 self._wait_for_head()
+            elif self.conn.their_state is h11.SEND_BODY:
+                self._wait_for_body()
+            else:
+                self._stop_waiting()
 
         def _wait_for_head(self) -> None:
-            if self not in waiting:
+            if waiting.get(self) is None:  # not waiting yet, or its last wait was for a body
+                waiting.pop(self, None)
                 waiting[self] = self.loop.call_later(head_seconds, self._give_up)
+
+        def _wait_for_body(self) -> None:
+            """No head deadline any more; the connection keeps its place in the queue."""
+            deadline = waiting.get(self)
+            if deadline is not None:
+                deadline.cancel()
+            waiting[self] = None
 
         def _stop_waiting(self) -> None:
             deadline = waiting.pop(self, None)
@@ -121,8 +138,23 @@ def connection_protocol(limit: int, head_seconds: float = HEAD_SECONDS) -> type[
                 deadline.cancel()
 
         def _give_up(self) -> None:
-            self._stop_waiting()
+            """The head deadline: close. A connection whose last answer is still in the
+            write buffer (a client that reads slowly, or not at all) is closed once that is
+            written, and stays displaceable until then: ``close`` keeps its file and the
+            buffer for as long as the client does not read."""
+            if self.transport.get_write_buffer_size():
+                deadline = waiting.get(self)
+                if deadline is not None:
+                    deadline.cancel()
+                waiting[self] = None
+            else:
+                self._stop_waiting()
             self.transport.close()
+
+        def _displace(self) -> None:
+            """Make room for a new connection now: the write buffer is dropped."""
+            self._stop_waiting()
+            self.transport.abort()
 
     return LimitedH11Protocol
 

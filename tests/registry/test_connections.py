@@ -4,8 +4,11 @@ files, and the test opens more connections than that, each sending half a reques
 
 from __future__ import annotations
 
+import http.client
+import os
 import socket
 import sys
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,11 +16,24 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from splice_build.connections import HEAD_SECONDS
+from splice_build.spec.pack import pack_directory
 from testing.http_framing import two_framings
 from testing.open_files import process_open_files, room_for_sockets
-from testing.registry_server import RunningRegistry, launch, registry_server, serve_argv
+from testing.packages import minimal_manifest, write_package
+from testing.registry_server import (
+    RunningRegistry,
+    launch,
+    registry_server,
+    serve_argv,
+    user_token,
+)
 
 PARTIAL_HEAD = b"GET /health HTTP/1.1\r\n"  # never finished
+UNFINISHED_BODY = (  # no token: POST /auth/tokens reads its body first; 1 of 100 bytes sent
+    b"POST /auth/tokens HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    b"Content-Length: 100\r\n\r\n{"
+)
 
 
 def _limited(open_files: tuple[int, int], argv: list[str]) -> list[str]:
@@ -89,3 +105,65 @@ def test_a_request_with_two_framings_is_400_and_its_connection_closed(tmp_path: 
         assert b"connection: close" in received.lower()
         assert received.count(b"HTTP/1.1 ") == 1  # the request after it was never answered
         assert _health(server.url) == 200
+
+
+def test_unfinished_bodies_cannot_hold_every_connection(
+    tmp_path: Path, sockets: list[socket.socket]
+) -> None:
+    """A complete head and a body that never comes, on a route that reads its JSON body
+    before it checks a token: such a connection still waits for its request, so a new one
+    displaces it (before, 1,030 of them on the default limit of 1,024 refused every other
+    client at once, for as long as they stayed open)."""
+    server = _server(tmp_path, (256, 256))  # 128 connections
+    try:
+        parts = urlsplit(server.url)
+        for _ in range(200):
+            sock = socket.create_connection((parts.hostname, parts.port), timeout=30)
+            sock.sendall(UNFINISHED_BODY)
+            sockets.append(sock)
+        assert _health(server.url) == 200  # while they are all still open
+    finally:
+        server.stop()
+    assert server.process.stderr is not None
+    log = server.process.stderr.read()
+    assert "Traceback" not in log, log[-4000:]
+    assert len(log) < 4096, log[:4096]
+
+
+def _publish_large(server: RunningRegistry, tmp_path: Path) -> None:
+    """A 3 MB artifact that does not compress: more than the sockets' buffers hold."""
+    files = {f"data/{n}.bin": os.urandom(1_500_000) for n in "ab"}
+    archive = pack_directory(write_package(tmp_path / "pkg", minimal_manifest(), files)).archive
+    parts = urlsplit(server.url)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+    token = user_token(server, "acme")
+    connection.request("POST", "/publish", archive, {"authorization": f"Bearer {token}"})
+    assert connection.getresponse().status == 201
+    connection.close()
+
+
+def test_clients_that_never_read_an_answer_cannot_hold_every_connection(
+    tmp_path: Path, sockets: list[socket.socket]
+) -> None:
+    """Anonymous downloads of a large artifact by clients that never read: once the head
+    deadline closed them they kept their file until the answer was written, which was never,
+    out of reach of displacement, and every other client was refused at once."""
+    server = _server(tmp_path, (256, 256))  # 128 connections
+    try:
+        _publish_large(server, tmp_path)
+        parts = urlsplit(server.url)
+        for _ in range(140):
+            sock = socket.socket()
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            sock.settimeout(30)
+            sock.connect((parts.hostname, parts.port))
+            sock.sendall(b"GET /packages/acme/greeter/1.0.0/download HTTP/1.1\r\nHost: x\r\n\r\n")
+            sockets.append(sock)
+        time.sleep(HEAD_SECONDS + 2)  # past the head deadline of every one of them
+        assert _health(server.url) == 200  # while they are all still open
+    finally:
+        server.stop()
+    assert server.process.stderr is not None
+    log = server.process.stderr.read()
+    assert "Traceback" not in log, log[-4000:]
+    assert len(log) < 4096, log[:4096]

@@ -2,13 +2,32 @@
 
 A declared ``content-length`` over the limit is refused before a byte is read; a body that
 lies about its length, or is chunked, is cut off at the first chunk that crosses the limit.
+A client that leaves before its body is complete is a ``BAD_REQUEST`` nobody reads, not an
+unexpected failure: a connection displaced while its body arrives
+(splice_build/connections.py) must not cost the server a traceback in its log.
+
+The whole body must arrive within ``body_seconds(limit)`` of the head (``408 TIMEOUT``,
+docs/registry.md#limits): the deadline the registry client gives itself for a request of
+that size (docs/registry.md#deadlines, its defaults), so no client within its own deadline
+is cut off, and a client that sends a head and never the body does not hold a request
+forever.
 """
 
 from __future__ import annotations
 
-from starlette.requests import Request
+import asyncio
+
+from starlette.requests import ClientDisconnect, Request
 
 from splice_build.errors import ErrorCode, RegistryError
+
+BODY_SECONDS = 60.0  # SPLICE_REGISTRY_DEADLINE's default
+BODY_MIN_RATE = 65536  # bytes per second, SPLICE_REGISTRY_MIN_RATE's default
+
+
+def body_seconds(limit: int) -> float:
+    """How long a body of at most ``limit`` bytes may take, once the head is in."""
+    return BODY_SECONDS + limit / BODY_MIN_RATE
 
 
 def too_large(limit: int) -> RegistryError:
@@ -26,9 +45,20 @@ async def read_limited(request: Request, limit: int) -> bytes:
             raise too_large(limit)
     chunks: list[bytes] = []
     total = 0
-    async for chunk in request.stream():
-        total += len(chunk)
-        if total > limit:
-            raise too_large(limit)
-        chunks.append(chunk)
+    seconds = body_seconds(limit)
+    try:
+        async with asyncio.timeout(seconds):
+            async for chunk in request.stream():
+                total += len(chunk)
+                if total > limit:
+                    raise too_large(limit)
+                chunks.append(chunk)
+    except TimeoutError as exc:
+        raise RegistryError(
+            ErrorCode.TIMEOUT, f"Request body not complete within {seconds:g} s"
+        ) from exc
+    except ClientDisconnect as exc:
+        raise RegistryError(
+            ErrorCode.BAD_REQUEST, "The client left before its request body was complete"
+        ) from exc
     return b"".join(chunks)

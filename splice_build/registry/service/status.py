@@ -21,6 +21,7 @@ STATUS_BY_CODE: Mapping[ErrorCode, int] = {
     ErrorCode.KEY_NOT_REGISTERED: 403,
     ErrorCode.KEY_REVOKED: 403,
     ErrorCode.NOT_FOUND: 404,
+    ErrorCode.TIMEOUT: 408,
     ErrorCode.VERSION_EXISTS: 409,
     ErrorCode.USER_EXISTS: 409,
     ErrorCode.KEY_EXISTS: 409,
