@@ -322,22 +322,13 @@ def _is_directory(entry: os.DirEntry[str]) -> tuple[bool, bool]:
 
 def _git(root: Path, *args: str) -> str | None:
     """git's output, decoded as file names are (a byte that is not UTF-8 as a surrogate,
-    like the walk's), or None when git is missing or fails (an implicit bare repository
-    among them: security/checkout_git.py; the walk is used instead)."""
-    import subprocess
+    like the walk's), or None when git is missing, fails or outlasts its limit (an implicit
+    bare repository, a FIFO in the checkout: security/checkout_git.py; the walk is used
+    instead)."""
+    from splice_build.security.checkout_git import run_git
 
-    from splice_build.security.checkout_git import GIT
-
-    try:
-        done = subprocess.run(
-            [*GIT, *args],
-            cwd=root,
-            capture_output=True,
-            check=False,
-        )
-    except OSError:
-        return None  # no git on this machine
-    return os.fsdecode(done.stdout) if done.returncode == 0 else None
+    out = run_git(root, *args)
+    return None if out is None else os.fsdecode(out)
 
 
 def _git_toplevel(start: Path) -> Path | None:

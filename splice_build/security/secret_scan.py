@@ -28,12 +28,11 @@ import errno
 import itertools
 import os
 import re
-import subprocess
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from splice_build.records import dataclass
-from splice_build.security.checkout_git import GIT
+from splice_build.security.checkout_git import run_git
 from splice_build.security.redact import KEY_FORMATS as REDACTION_KEY_FORMATS
 from splice_build.spec.regular_file import read_regular_file
 
@@ -142,12 +141,10 @@ def scan_text(text: str, where: str, values: Sequence[tuple[str, str]] = ()) -> 
     return list(dict.fromkeys(findings))
 
 
-def _git_files(root: Path) -> list[Path]:
-    listed = subprocess.run(
-        [*GIT, "-C", str(root), "ls-files", "-z", "--cached"],
-        capture_output=True,
-        check=True,
-    ).stdout
+def _git_files(root: Path) -> list[Path] | None:
+    listed = run_git(root, "ls-files", "-z", "--cached")
+    if listed is None:
+        return None
     return [root / name for name in listed.decode("utf-8", "surrogateescape").split("\0") if name]
 
 
@@ -155,14 +152,10 @@ def _listed_files(root: Path) -> list[Path]:
     """The files git tracks under a checkout, else every file.
 
     A ``.git`` that git cannot read (an empty file or directory, a repository another user
-    owns, which git refuses, or no git at all) means every file is scanned: the scan reads
-    more, it never stops with an internal error."""
-    if (root / ".git").exists():
-        try:
-            return _git_files(root)
-        except (OSError, subprocess.CalledProcessError):
-            pass
-    return _all_files(root)
+    owns, which git refuses, a FIFO for its index, or no git at all) means every file is
+    scanned: the scan reads more, it never stops with an internal error."""
+    listed = _git_files(root) if (root / ".git").exists() else None
+    return _all_files(root) if listed is None else listed
 
 
 def _all_files(root: Path) -> list[Path]:
