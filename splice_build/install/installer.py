@@ -293,10 +293,9 @@ class Installer:
         if not fetched.from_cache:
             self.cache.put(fetched.data)
         self._keep_signatures(target, fetched, verified)
-        grant = _recorded_grant(current)
         require_consent(
             verified.manifest.permissions,
-            grant,
+            self._granted_here(target.package_id, current),
             self.options.accept_permissions,
             subject,
             root=self._root,
@@ -438,6 +437,29 @@ class Installer:
         """
         registry = self.session.url if fetched.metadata is not None else target.pinned.registry
         return None if registry == EMBEDDED_REGISTRY else verified
+
+    def _granted_here(self, package_id: str, current: LockEntry | None) -> Permissions | None:
+        """The grant consent compares with: the lock's, narrowed to what the copy installed
+        on this machine was granted when there is one (docs/security.md#consent-on-this-machine).
+
+        ``splice.lock`` comes with the checkout: a pull request can pin a new version and
+        widen its grant in one diff. What this machine agreed to is the grant its installed
+        copy runs under (its manifest was within the lock's grant when installed, and the
+        grant recorded is exactly that manifest's permissions), so a lock wider than that
+        asks again. Without an installed copy (a fresh clone) the lock is the project's
+        reviewed record; a copy whose manifest cannot be read counts as none.
+        """
+        from splice_build.install.installed import read_installed_manifest
+        from splice_build.spec.permissions import common
+
+        grant = _recorded_grant(current)
+        try:
+            installed = read_installed_manifest(self.layout.package_dir(package_id))
+        except (SpliceError, OSError):
+            return grant
+        if installed.id != package_id or grant is None:
+            return grant
+        return common(grant, installed.permissions)
 
     def _relative_dir(self, package_id: str) -> str:
         return self.layout.package_dir(package_id).relative_to(self.layout.root).as_posix()
