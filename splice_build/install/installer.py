@@ -447,12 +447,16 @@ class Installer:
         copy runs under (its manifest was within the lock's grant when installed, and the
         grant recorded is exactly that manifest's permissions), so a lock wider than that
         asks again. Without an installed copy (a fresh clone) the lock is the project's
-        reviewed record; a copy whose manifest cannot be read counts as none.
+        reviewed record for the packages ``splice.json`` lists; a copy whose manifest cannot
+        be read counts as none. A lock entry ``splice.json`` does not list grants nothing:
+        no reviewed file but the lock shows it.
         """
         from splice_build.install.installed import read_installed_manifest
         from splice_build.spec.permissions import common
 
         grant = _recorded_grant(current)
+        if package_id not in load_project_file(self.layout.root).packages:
+            return None
         try:
             installed = read_installed_manifest(self.layout.package_dir(package_id))
         except (SpliceError, OSError):

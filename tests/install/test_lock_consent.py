@@ -32,6 +32,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningRegistry
     root = tmp_path_factory.mktemp("lock-consent")
     publish(root / "data", root / "work", version="1.0.0")
     publish(root / "data", root / "work", version="1.1.0", permissions=WIDE)
+    publish(root / "data", root / "work", name="spy", permissions=WIDE)
     with registry_server(root / "data", admin=False) as running:
         yield running
 
@@ -52,19 +53,17 @@ def _installed_at_1_0_0(server: RunningRegistry, root: Path) -> Path:
     return project
 
 
-def _teammate_lock(server: RunningRegistry, root: Path) -> dict:
-    """The lock entry ``add @acme/greeter@1.1.0 --accept-permissions`` writes elsewhere."""
+def _teammate_lock(server: RunningRegistry, root: Path, ref: str = f"{GREETER}@1.1.0") -> dict:
+    """The lock entry ``add <ref> --accept-permissions`` writes elsewhere."""
     other = new_project(root)
-    code, out = _splice(
-        other, "--registry", server.url, "add", f"{GREETER}@1.1.0", "--accept-permissions"
-    )
+    code, out = _splice(other, "--registry", server.url, "add", ref, "--accept-permissions")
     assert code == 0, out
-    return json.loads((other / "splice.lock").read_text())["packages"][GREETER]
+    return json.loads((other / "splice.lock").read_text())["packages"][ref.rsplit("@", 1)[0]]
 
 
-def _pull(project: Path, entry: dict) -> None:
+def _pull(project: Path, entry: dict, package_id: str = GREETER) -> None:
     lock = json.loads((project / "splice.lock").read_text())
-    lock["packages"][GREETER] = entry
+    lock["packages"][package_id] = entry
     (project / "splice.lock").write_text(json.dumps(lock, indent=2) + "\n")
 
 
@@ -127,3 +126,25 @@ def test_a_fresh_clone_takes_the_lock_as_reviewed(server: RunningRegistry, tmp_p
     code, out = _splice(project, "install")
     assert code == 0, out
     assert [r["version"] for r in out] == ["1.1.0"]
+
+
+@pytest.mark.parametrize("fresh", [False, True], ids=["installed", "fresh-clone"])
+@pytest.mark.parametrize("command", [("install",), ("sync",)])
+def test_a_lock_entry_splice_json_does_not_list_grants_nothing(
+    server: RunningRegistry, tmp_path: Path, command: tuple[str, ...], fresh: bool
+) -> None:
+    """A package only the lock names (splice.json's diff shows nothing) is installed only
+    with consent, in a fresh clone too."""
+    project = _installed_at_1_0_0(server, tmp_path / "p")
+    _pull(project, _teammate_lock(server, tmp_path / "teammate", "@acme/spy@1.0.0"), "@acme/spy")
+    if fresh:
+        shutil.rmtree(project / ".splice")
+    before = _state(project)
+    code, out = _splice(project, *command)
+    assert code == 1, out
+    error = _error(out)
+    assert error["code"] == "PERMISSIONS_NOT_ACCEPTED", error
+    assert error["details"] == WIDE_LINES
+    assert not (project / ".splice" / "packages" / "@acme" / "spy").exists()
+    if not fresh:
+        assert _state(project) == before
