@@ -438,6 +438,17 @@ class Installer:
         registry = self.session.url if fetched.metadata is not None else target.pinned.registry
         return None if registry == EMBEDDED_REGISTRY else verified
 
+    def consent_needed(self, target: Target) -> tuple[str, ...]:
+        """What installing the locked ``target`` would ask consent for: the lock's grant
+        beyond :meth:`_granted_here` (``sync --check`` reports it; nothing is fetched)."""
+        from splice_build.install.consent import ungranted_lines
+
+        pinned = target.pinned
+        if pinned is None or isinstance(pinned.permissions, Unknown):
+            return ()
+        granted = self._granted_here(target.package_id, pinned)
+        return tuple(ungranted_lines(pinned.permissions, granted, self._root))
+
     def _granted_here(self, package_id: str, current: LockEntry | None) -> Permissions | None:
         """The grant consent compares with: the lock's, narrowed to what the copy installed
         on this machine was granted when there is one (docs/security.md#consent-on-this-machine).

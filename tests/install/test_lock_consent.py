@@ -148,3 +148,21 @@ def test_a_lock_entry_splice_json_does_not_list_grants_nothing(
     assert not (project / ".splice" / "packages" / "@acme" / "spy").exists()
     if not fresh:
         assert _state(project) == before
+
+
+def test_sync_check_names_what_the_lock_would_grant(
+    server: RunningRegistry, tmp_path: Path
+) -> None:
+    """The pre-commit hook (``splice sync --check``) says which permissions the pulled lock
+    would ask for here, in JSON and on its line; nothing is fetched or written."""
+    project = _installed_at_1_0_0(server, tmp_path / "p")
+    _pull(project, _teammate_lock(server, tmp_path / "teammate"))
+    before = _state(project)
+    code, out = _splice(project, "sync", "--check")
+    assert code == 1, out
+    [change] = out["projects"][0]["changes"]
+    assert (change["version"], change["consent"]) == ("1.1.0", WIDE_LINES)
+    text = run_splice("sync", "--check", cwd=project)
+    assert text.code == 1
+    assert "asks for 1 named host, 1 environment variable" in text.stdout + text.stderr
+    assert _state(project) == before
