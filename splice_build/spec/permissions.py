@@ -187,15 +187,20 @@ class Permissions:
         def shown(entry: str) -> str:
             return entry if root is None else str(effective_fs_path(root, entry))
 
-        lines = [f"{_READ}{shown(path)}" for path in self.fs_read]
-        lines += [f"{_WRITE}{shown(path)}" for path in self.fs_write]
-        lines += [
-            _ANY_HOST_LINE if host == ANY_PUBLIC_HOST else f"{_NETWORK}{host}"
-            for host in self.network
-        ]
-        lines += [f"{_ENV}{name}" for name in self.env]
-        if self.capabilities:
-            lines.append(_capabilities_line(self.capabilities))
+        # One maker per list of the schema: a list without one fails here, never goes unshown.
+        makers: dict[str, Callable[[tuple[str, ...]], list[str]]] = {
+            "fs_read": lambda paths: [f"{_READ}{shown(path)}" for path in paths],
+            "fs_write": lambda paths: [f"{_WRITE}{shown(path)}" for path in paths],
+            "network": lambda hosts: [
+                _ANY_HOST_LINE if host == ANY_PUBLIC_HOST else f"{_NETWORK}{host}" for host in hosts
+            ],
+            "env": lambda names: [f"{_ENV}{name}" for name in names],
+            "capabilities": lambda names: [_capabilities_line(names)] if names else [],
+        }
+        lines: list[str] = []
+        for leaf in schema_leaves():
+            name = "_".join(leaf)
+            lines += makers[name](getattr(self, name))
         return lines
 
 
