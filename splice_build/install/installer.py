@@ -458,23 +458,25 @@ class Installer:
         copy runs under (its manifest was within the lock's grant when installed, and the
         grant recorded is exactly that manifest's permissions), so a lock wider than that
         asks again. Without an installed copy (a fresh clone) the lock is the project's
-        reviewed record for the packages ``splice.json`` lists; a copy whose manifest cannot
-        be read counts as none. A lock entry ``splice.json`` does not list grants nothing:
-        no reviewed file but the lock shows it.
+        reviewed record for the packages ``splice.json`` lists. A copy whose manifest cannot
+        be read, or names another package, grants nothing (fail closed: removing the
+        directory is what makes a fresh clone). A lock entry ``splice.json`` does not list
+        grants nothing either: no reviewed file but the lock shows it.
         """
         from splice_build.install.installed import read_installed_manifest
         from splice_build.spec.permissions import common
 
         grant = _recorded_grant(current)
-        if package_id not in load_project_file(self.layout.root).packages:
+        if grant is None or package_id not in load_project_file(self.layout.root).packages:
             return None
+        directory = self.layout.package_dir(package_id)
+        if not os.path.lexists(directory):
+            return grant
         try:
-            installed = read_installed_manifest(self.layout.package_dir(package_id))
+            installed = read_installed_manifest(directory)
         except (SpliceError, OSError):
-            return grant
-        if installed.id != package_id or grant is None:
-            return grant
-        return common(grant, installed.permissions)
+            return None
+        return common(grant, installed.permissions) if installed.id == package_id else None
 
     def _relative_dir(self, package_id: str) -> str:
         return self.layout.package_dir(package_id).relative_to(self.layout.root).as_posix()

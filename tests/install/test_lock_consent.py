@@ -166,3 +166,19 @@ def test_sync_check_names_what_the_lock_would_grant(
     assert text.code == 1
     assert "asks for 1 named host, 1 environment variable" in text.stdout + text.stderr
     assert _state(project) == before
+
+
+@pytest.mark.parametrize("manifest", [b"not json", b"{}"], ids=["garbled", "another-shape"])
+def test_an_installed_copy_whose_manifest_cannot_be_read_grants_nothing(
+    server: RunningRegistry, tmp_path: Path, manifest: bytes
+) -> None:
+    """The pull request also breaks the installed ``manifest.json`` (a checkout can write
+    into an ignored ``.splice/``): the copy is there but says nothing, so nothing is
+    granted, rather than falling back to the lock's grant."""
+    project = _installed_at_1_0_0(server, tmp_path / "p")
+    _pull(project, _teammate_lock(server, tmp_path / "teammate"))
+    (project / ".splice" / "packages" / "@acme" / "greeter" / "manifest.json").write_bytes(manifest)
+    code, out = _splice(project, "install")
+    assert code == 1, out
+    assert out["error"]["code"] == "PERMISSIONS_NOT_ACCEPTED", out
+    assert out["error"]["details"] == WIDE_LINES
