@@ -368,11 +368,11 @@ class Splice:
 
     def _outdated(self, ids: Sequence[str]) -> list[tuple[dict[str, Any], str]]:
         """``outdated``'s rows, each with the registry URL it was looked up in."""
-        from splice_build.install.resolve import published_versions
+        from splice_build.install.resolve import published_versions, wanted_version
         from splice_build.install.session import RegistrySession
         from splice_build.project.lockfile import load_lockfile
         from splice_build.project.project_file import load_project_file
-        from splice_build.spec.semver import Range, max_satisfying
+        from splice_build.spec.semver import Range
 
         project = load_project_file(self.project_root)
         lock = load_lockfile(self.project_root)
@@ -387,8 +387,8 @@ class Splice:
                     sessions[url] = RegistrySession(url, home=self.home, env=self.env)
                 versions, latest = published_versions(sessions[url].client, package_id)
                 rng = Range.parse(project.packages[package_id])
-                wanted = max_satisfying(versions, rng)
                 current = entry.version if entry else None
+                wanted = wanted_version(versions, rng, current)
                 if wanted is None:
                     status = "no-match"
                 elif current is None:

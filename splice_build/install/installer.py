@@ -293,10 +293,9 @@ class Installer:
         if not fetched.from_cache:
             self.cache.put(fetched.data)
         self._keep_signatures(target, fetched, verified)
-        grant = _recorded_grant(current)
         require_consent(
             verified.manifest.permissions,
-            grant,
+            self._granted_here(target.package_id, current),
             self.options.accept_permissions,
             subject,
             root=self._root,
@@ -438,6 +437,46 @@ class Installer:
         """
         registry = self.session.url if fetched.metadata is not None else target.pinned.registry
         return None if registry == EMBEDDED_REGISTRY else verified
+
+    def consent_needed(self, target: Target) -> tuple[str, ...]:
+        """What installing the locked ``target`` would ask consent for: the lock's grant
+        beyond :meth:`_granted_here` (``sync --check`` reports it; nothing is fetched)."""
+        from splice_build.install.consent import ungranted_lines
+
+        pinned = target.pinned
+        if pinned is None or isinstance(pinned.permissions, Unknown):
+            return ()
+        granted = self._granted_here(target.package_id, pinned)
+        return tuple(ungranted_lines(pinned.permissions, granted, self._root))
+
+    def _granted_here(self, package_id: str, current: LockEntry | None) -> Permissions | None:
+        """The grant consent compares with: the lock's, narrowed to what the copy installed
+        on this machine was granted when there is one (docs/security.md#consent-on-this-machine).
+
+        ``splice.lock`` comes with the checkout: a pull request can pin a new version and
+        widen its grant in one diff. What this machine agreed to is the grant its installed
+        copy runs under (its manifest was within the lock's grant when installed, and the
+        grant recorded is exactly that manifest's permissions), so a lock wider than that
+        asks again. Without an installed copy (a fresh clone) the lock is the project's
+        reviewed record for the packages ``splice.json`` lists. A copy whose manifest cannot
+        be read, or names another package, grants nothing (fail closed: removing the
+        directory is what makes a fresh clone). A lock entry ``splice.json`` does not list
+        grants nothing either: no reviewed file but the lock shows it.
+        """
+        from splice_build.install.installed import read_installed_manifest
+        from splice_build.spec.permissions import common
+
+        grant = _recorded_grant(current)
+        if grant is None or package_id not in load_project_file(self.layout.root).packages:
+            return None
+        directory = self.layout.package_dir(package_id)
+        if not os.path.lexists(directory):
+            return grant
+        try:
+            installed = read_installed_manifest(directory)
+        except (SpliceError, OSError):
+            return None
+        return common(grant, installed.permissions) if installed.id == package_id else None
 
     def _relative_dir(self, package_id: str) -> str:
         return self.layout.package_dir(package_id).relative_to(self.layout.root).as_posix()

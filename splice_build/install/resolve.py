@@ -102,6 +102,22 @@ def saved_range(rng: Range, version: str) -> str:
     return rng.text
 
 
+def wanted_version(versions: list[str], rng: Range, current: str | None) -> Version | None:
+    """The highest listed version ``rng`` accepts, never older than ``current`` (the locked
+    version) when ``rng`` accepts that one.
+
+    Registries never take a version back, so a list without the locked version, or whose
+    best match is older, is a rollback (or a mirror that is behind): ``outdated``, ``add``
+    and ``update`` keep the locked version rather than downgrade to what it offers
+    (docs/security.md#rollback-and-freeze). Installing the kept version still needs its
+    locked bytes (``LOCK_MISMATCH`` otherwise)."""
+    best = max_satisfying(versions, rng)
+    locked = None if current is None else Version.parse(current)
+    if locked is not None and rng.satisfies(locked) and (best is None or best < locked):
+        return locked
+    return best
+
+
 def resolve(
     client: RegistryClient,
     package_id: str,
@@ -110,7 +126,8 @@ def resolve(
     *,
     prefer_locked: bool = True,
 ) -> Resolution:
-    """Pick the version of ``package_id`` for ``rng``; raises ``NO_MATCHING_VERSION``."""
+    """Pick the version of ``package_id`` for ``rng`` (:func:`wanted_version`); raises
+    ``NO_MATCHING_VERSION``."""
     versions, latest = published_versions(client, package_id)
     if (
         prefer_locked
@@ -119,7 +136,7 @@ def resolve(
         and rng.satisfies(Version.parse(locked.version))
     ):
         return Resolution(package_id, locked.version, saved_range(rng, locked.version), latest)
-    best = max_satisfying(versions, rng)
+    best = wanted_version(versions, rng, locked.version if locked is not None else None)
     if best is None:
         raise InstallError(
             ErrorCode.NO_MATCHING_VERSION,

@@ -17,13 +17,13 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib import resources
 from pathlib import PurePath
 from typing import Any
 
 from splice_build.errors import ErrorCode, SpecError
-from splice_build.records import dataclass
+from splice_build.records import dataclass, fields
 from splice_build.spec.paths import is_safe_relative_path
 from splice_build.spec.project_state import effective_fs_path
 from splice_build.spec.validation import SchemaValidator, compile_schema
@@ -153,18 +153,18 @@ class Permissions:
             errors.extend(schema.ordered(problems))
             return cls()
         assert isinstance(obj, Mapping)
-        fs = obj.get("fs", {})
-        return cls(
-            fs_read=_unique(fs.get("read", ())),
-            fs_write=_unique(fs.get("write", ())),
-            network=_unique(obj.get("network", ())),
-            env=_unique(obj.get("env", ())),
-            capabilities=_unique(obj.get("capabilities", ())),
-        )
+
+        def at(path: tuple[str, ...]) -> Iterable[str]:
+            node: Any = obj
+            for key in path:
+                node = node.get(key, {})
+            return node or ()
+
+        return cls(**{"_".join(leaf): _unique(at(leaf)) for leaf in schema_leaves()})
 
     @property
     def is_empty(self) -> bool:
-        return not (self.fs_read or self.fs_write or self.network or self.env or self.capabilities)
+        return not any(getattr(self, "_".join(leaf)) for leaf in schema_leaves())
 
     def to_json(self) -> dict[str, Any]:
         """``{"fs": {"read", "write"}, "network", "env"}`` + ``capabilities`` only when non-empty."""
@@ -187,15 +187,20 @@ class Permissions:
         def shown(entry: str) -> str:
             return entry if root is None else str(effective_fs_path(root, entry))
 
-        lines = [f"{_READ}{shown(path)}" for path in self.fs_read]
-        lines += [f"{_WRITE}{shown(path)}" for path in self.fs_write]
-        lines += [
-            _ANY_HOST_LINE if host == ANY_PUBLIC_HOST else f"{_NETWORK}{host}"
-            for host in self.network
-        ]
-        lines += [f"{_ENV}{name}" for name in self.env]
-        if self.capabilities:
-            lines.append(_capabilities_line(self.capabilities))
+        # One maker per list of the schema: a list without one fails here, never goes unshown.
+        makers: dict[str, Callable[[tuple[str, ...]], list[str]]] = {
+            "fs_read": lambda paths: [f"{_READ}{shown(path)}" for path in paths],
+            "fs_write": lambda paths: [f"{_WRITE}{shown(path)}" for path in paths],
+            "network": lambda hosts: [
+                _ANY_HOST_LINE if host == ANY_PUBLIC_HOST else f"{_NETWORK}{host}" for host in hosts
+            ],
+            "env": lambda names: [f"{_ENV}{name}" for name in names],
+            "capabilities": lambda names: [_capabilities_line(names)] if names else [],
+        }
+        lines: list[str] = []
+        for leaf in schema_leaves():
+            name = "_".join(leaf)
+            lines += makers[name](getattr(self, name))
         return lines
 
 
@@ -234,23 +239,70 @@ def _unique(items: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(items))
 
 
+@functools.cache
+def schema_leaves() -> tuple[tuple[str, ...], ...]:
+    """Every list of ``permissions.schema.json`` as its path of keys (``("fs", "read")``,
+    ``("network",)``, …), walked from the schema itself: each is the :class:`Permissions`
+    field named by joining the path with ``_``, and :func:`ungranted` and :func:`common`
+    compare every one of them, so a permission added to the schema cannot be left out of
+    consent (a leaf without its field fails here, at first use)."""
+    text = resources.files("splice_build").joinpath("schemas", "permissions.schema.json")
+    schema = json.loads(text.read_text("utf-8"))
+    defs = schema.get("$defs", {})
+
+    def walk(node: Mapping[str, Any], path: tuple[str, ...]) -> list[tuple[str, ...]]:
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            node = defs[ref.removeprefix("#/$defs/")]
+        if node.get("type") == "array":
+            return [path]
+        if node.get("type") != "object":
+            raise AssertionError(f"BUG: permissions.schema.json {path}: not an object or a list")
+        return [
+            leaf for key, child in node["properties"].items() for leaf in walk(child, (*path, key))
+        ]
+
+    leaves = tuple(walk(schema, ()))
+    names = {"_".join(leaf) for leaf in leaves}
+    if names != {f.name for f in fields(Permissions)}:
+        raise AssertionError(
+            f"BUG: Permissions fields differ from permissions.schema.json {sorted(names)}"
+        )
+    return leaves
+
+
+# A grant of the first list also grants the second (a writable path is readable).
+_IMPLIED = {"fs_read": ("fs_write",)}
+
+
+def _compare(
+    requested: Permissions, granted: Permissions, keep: Callable[[bool], bool]
+) -> Permissions:
+    """Per list of the schema, the requested items whose being granted satisfies ``keep``."""
+    out: dict[str, tuple[str, ...]] = {}
+    for leaf in schema_leaves():
+        name = "_".join(leaf)
+        held = {
+            item
+            for field_name in (name, *_IMPLIED.get(name, ()))
+            for item in getattr(granted, field_name)
+        }
+        out[name] = tuple(item for item in getattr(requested, name) if keep(item in held))
+    return Permissions(**out)
+
+
 def ungranted(requested: Permissions, granted: Permissions) -> Permissions:
     """What ``requested`` asks for beyond ``granted`` (empty when fully granted).
 
-    Exact string membership per list; a read is also satisfied by a granted write.
-    """
+    Exact string membership per list of the schema; a read is also satisfied by a granted
+    write."""
+    return _compare(requested, granted, lambda held: not held)
 
-    def missing(want: tuple[str, ...], *have: tuple[str, ...]) -> tuple[str, ...]:
-        held = {item for group in have for item in group}
-        return tuple(item for item in want if item not in held)
 
-    return Permissions(
-        fs_read=missing(requested.fs_read, granted.fs_read, granted.fs_write),
-        fs_write=missing(requested.fs_write, granted.fs_write),
-        network=missing(requested.network, granted.network),
-        env=missing(requested.env, granted.env),
-        capabilities=missing(requested.capabilities, granted.capabilities),
-    )
+def common(requested: Permissions, granted: Permissions) -> Permissions:
+    """What of ``requested`` ``granted`` also grants (every list of the schema; a read is
+    also granted by a write): the part of a grant both sides agree to."""
+    return _compare(requested, granted, lambda held: held)
 
 
 def host_allowed(host: str, patterns: Iterable[str]) -> bool:

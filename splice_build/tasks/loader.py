@@ -346,7 +346,8 @@ class SpliceTaskLoader(TaskLoader2):
                 damaged = run.damaged.get(package_id)
                 action = "restore" if damaged else "install"
                 reason = damaged or ("not installed" if target.pinned else "newly resolved")
-                run.changes.append(Change(package_id, action, target.version, reason))
+                consent = run.installer.consent_needed(target)
+                run.changes.append(Change(package_id, action, target.version, reason, consent))
             return
         if target.pinned is not None and installed is not None:
             run.reports[package_id] = run.installer.keep(

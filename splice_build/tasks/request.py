@@ -66,20 +66,26 @@ class Change:
     """What a ``check`` run would do to one package: ``install``, ``restore`` or ``resolve``.
 
     ``version`` is the version it would install, or the range it would resolve.
+    ``consent``: the lines of what the locked grant gives beyond what this machine granted
+    (docs/security.md#consent-on-this-machine): the install would ask for them.
     """
 
     package_id: str
     action: str
     version: str | None
     reason: str
+    consent: tuple[str, ...] = ()
 
-    def to_json(self) -> dict[str, str | None]:
-        return {
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {
             "name": self.package_id,
             "action": self.action,
             "version": self.version,
             "reason": self.reason,
         }
+        if self.consent:
+            out["consent"] = list(self.consent)
+        return out
 
 
 @dataclass

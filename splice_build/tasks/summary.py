@@ -69,6 +69,7 @@ class ProjectOutcome:
         """One human line: ``packages/a: 1 installed, 2 unchanged``. The path (a checkout's
         directory name) and a registry's words are each one line (security/terminal.py)."""
         from splice_build.security.terminal import one_line
+        from splice_build.spec.permissions import summary
 
         path = one_line(self.path)
         if self.error is not None:
@@ -76,6 +77,7 @@ class ProjectOutcome:
         if self.changes:
             listed = ", ".join(
                 f"{c.action} {c.package_id}{'@' + c.version if c.version else ''}"
+                + (f" (asks for {one_line(summary(c.consent))})" if c.consent else "")
                 for c in self.changes
             )
             return f"{path}: would {listed}"

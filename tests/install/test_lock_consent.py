@@ -1,0 +1,184 @@
+"""A pull request cannot grant permissions on this machine by editing ``splice.lock``.
+
+A project installed ``@acme/greeter@1.0.0`` (no permissions) from the real registry server.
+The pull request's ``splice.lock`` pins 1.1.0, which asks for a host and a secret variable,
+with exactly that grant recorded (as a teammate's ``add --accept-permissions`` would write
+it), or widens only the grant of 1.0.0 so that a later ``update`` would pass unasked.
+``install``, ``sync`` and ``update`` ask again (``PERMISSIONS_NOT_ACCEPTED`` without
+``--accept-permissions``) and write nothing; a fresh clone, with no installed copy, takes
+the lock as the project's reviewed record (docs/security.md#consent-on-this-machine)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from testing.cli import run_splice
+from testing.project_state import state_bytes
+from testing.registry_fixtures import new_project, publish
+from testing.registry_server import RunningRegistry, registry_server
+
+GREETER = "@acme/greeter"
+WIDE = {"network": ["evil.example.com"], "env": ["AWS_SECRET_ACCESS_KEY"]}
+WIDE_LINES = ["network: evil.example.com", "environment variable: AWS_SECRET_ACCESS_KEY"]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningRegistry]:
+    root = tmp_path_factory.mktemp("lock-consent")
+    publish(root / "data", root / "work", version="1.0.0")
+    publish(root / "data", root / "work", version="1.1.0", permissions=WIDE)
+    publish(root / "data", root / "work", name="spy", permissions=WIDE)
+    with registry_server(root / "data", admin=False) as running:
+        yield running
+
+
+def _splice(project: Path, *args: str) -> tuple[int, dict]:
+    done = run_splice("--json", *args, cwd=project)
+    assert "Traceback" not in done.stderr, done.stderr
+    return done.code, done.json()
+
+
+def _installed_at_1_0_0(server: RunningRegistry, root: Path) -> Path:
+    project = new_project(root)
+    code, out = _splice(project, "--registry", server.url, "add", f"{GREETER}@1.0.0")
+    assert code == 0, out
+    data = json.loads((project / "splice.json").read_text())
+    data["packages"][GREETER] = "^1.0.0"
+    (project / "splice.json").write_text(json.dumps(data))
+    return project
+
+
+def _teammate_lock(server: RunningRegistry, root: Path, ref: str = f"{GREETER}@1.1.0") -> dict:
+    """The lock entry ``add <ref> --accept-permissions`` writes elsewhere."""
+    other = new_project(root)
+    code, out = _splice(other, "--registry", server.url, "add", ref, "--accept-permissions")
+    assert code == 0, out
+    return json.loads((other / "splice.lock").read_text())["packages"][ref.rsplit("@", 1)[0]]
+
+
+def _pull(project: Path, entry: dict, package_id: str = GREETER) -> None:
+    lock = json.loads((project / "splice.lock").read_text())
+    lock["packages"][package_id] = entry
+    (project / "splice.lock").write_text(json.dumps(lock, indent=2) + "\n")
+
+
+def _state(project: Path) -> dict[str, bytes | None]:
+    """The project state, without sync's graph database (bookkeeping of the run)."""
+    return {k: v for k, v in state_bytes(project).items() if k != ".splice/sync.sqlite3"}
+
+
+def _error(out: dict) -> dict:
+    """The error of a command, or of the one project of a sync."""
+    if "projects" in out:
+        return out["projects"][0]["error"]
+    return out["error"]
+
+
+@pytest.mark.parametrize("command", [("install",), ("sync",)])
+def test_a_lock_pinning_a_wider_version_asks_again(
+    server: RunningRegistry, tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    project = _installed_at_1_0_0(server, tmp_path / "p")
+    _pull(project, _teammate_lock(server, tmp_path / "teammate"))
+    before = _state(project)
+    code, out = _splice(project, *command)
+    assert code == 1, out
+    error = _error(out)
+    assert error["code"] == "PERMISSIONS_NOT_ACCEPTED", error
+    assert error["details"] == WIDE_LINES
+    assert _state(project) == before
+    code, out = _splice(project, *command, "--accept-permissions")
+    assert code == 0, out
+    lock = json.loads((project / "splice.lock").read_text())["packages"][GREETER]
+    assert (lock["version"], lock["permissions"]["network"]) == ("1.1.0", WIDE["network"])
+
+
+def test_a_lock_widening_only_the_grant_does_not_pass_a_later_update(
+    server: RunningRegistry, tmp_path: Path
+) -> None:
+    project = _installed_at_1_0_0(server, tmp_path / "p")
+    lock = json.loads((project / "splice.lock").read_text())
+    lock["packages"][GREETER]["permissions"] = {
+        "fs": {"read": [], "write": []},
+        **WIDE,
+    }  # the same version, a wider grant: the diff reads as harmless
+    (project / "splice.lock").write_text(json.dumps(lock, indent=2) + "\n")
+    code, out = _splice(project, "install")
+    assert code == 0, out  # 1.0.0 is kept: it asks for nothing, whatever the grant says
+    before = _state(project)
+    code, out = _splice(project, "update")
+    assert code == 1, out
+    assert out["error"]["code"] == "PERMISSIONS_NOT_ACCEPTED", out
+    assert out["error"]["details"] == WIDE_LINES
+    assert _state(project) == before
+
+
+def test_a_fresh_clone_takes_the_lock_as_reviewed(server: RunningRegistry, tmp_path: Path) -> None:
+    """Nothing installed here yet: the committed lock is the only record of the grant."""
+    project = _installed_at_1_0_0(server, tmp_path / "p")
+    _pull(project, _teammate_lock(server, tmp_path / "teammate"))
+    shutil.rmtree(project / ".splice")
+    code, out = _splice(project, "install")
+    assert code == 0, out
+    assert [r["version"] for r in out] == ["1.1.0"]
+
+
+@pytest.mark.parametrize("fresh", [False, True], ids=["installed", "fresh-clone"])
+@pytest.mark.parametrize("command", [("install",), ("sync",)])
+def test_a_lock_entry_splice_json_does_not_list_grants_nothing(
+    server: RunningRegistry, tmp_path: Path, command: tuple[str, ...], fresh: bool
+) -> None:
+    """A package only the lock names (splice.json's diff shows nothing) is installed only
+    with consent, in a fresh clone too."""
+    project = _installed_at_1_0_0(server, tmp_path / "p")
+    _pull(project, _teammate_lock(server, tmp_path / "teammate", "@acme/spy@1.0.0"), "@acme/spy")
+    if fresh:
+        shutil.rmtree(project / ".splice")
+    before = _state(project)
+    code, out = _splice(project, *command)
+    assert code == 1, out
+    error = _error(out)
+    assert error["code"] == "PERMISSIONS_NOT_ACCEPTED", error
+    assert error["details"] == WIDE_LINES
+    assert not (project / ".splice" / "packages" / "@acme" / "spy").exists()
+    if not fresh:
+        assert _state(project) == before
+
+
+def test_sync_check_names_what_the_lock_would_grant(
+    server: RunningRegistry, tmp_path: Path
+) -> None:
+    """The pre-commit hook (``splice sync --check``) says which permissions the pulled lock
+    would ask for here, in JSON and on its line; nothing is fetched or written."""
+    project = _installed_at_1_0_0(server, tmp_path / "p")
+    _pull(project, _teammate_lock(server, tmp_path / "teammate"))
+    before = _state(project)
+    code, out = _splice(project, "sync", "--check")
+    assert code == 1, out
+    [change] = out["projects"][0]["changes"]
+    assert (change["version"], change["consent"]) == ("1.1.0", WIDE_LINES)
+    text = run_splice("sync", "--check", cwd=project)
+    assert text.code == 1
+    assert "asks for 1 named host, 1 environment variable" in text.stdout + text.stderr
+    assert _state(project) == before
+
+
+@pytest.mark.parametrize("manifest", [b"not json", b"{}"], ids=["garbled", "another-shape"])
+def test_an_installed_copy_whose_manifest_cannot_be_read_grants_nothing(
+    server: RunningRegistry, tmp_path: Path, manifest: bytes
+) -> None:
+    """The pull request also breaks the installed ``manifest.json`` (a checkout can write
+    into an ignored ``.splice/``): the copy is there but says nothing, so nothing is
+    granted, rather than falling back to the lock's grant."""
+    project = _installed_at_1_0_0(server, tmp_path / "p")
+    _pull(project, _teammate_lock(server, tmp_path / "teammate"))
+    (project / ".splice" / "packages" / "@acme" / "greeter" / "manifest.json").write_bytes(manifest)
+    code, out = _splice(project, "install")
+    assert code == 1, out
+    assert out["error"]["code"] == "PERMISSIONS_NOT_ACCEPTED", out
+    assert out["error"]["details"] == WIDE_LINES
