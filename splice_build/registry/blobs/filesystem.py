@@ -88,8 +88,10 @@ def _read_at(path: Path, size: int | None, offset: int, count: int) -> tuple[byt
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise OSError(errno.EINVAL, "not a regular file", str(path))
-        if info.st_size > MAX_ARCHIVE_BYTES or (size is not None and info.st_size != size):
-            raise OSError(errno.EFBIG, "not the size of the artifact", str(path))
+        if info.st_size > MAX_ARCHIVE_BYTES:
+            raise OSError(errno.EFBIG, f"larger than {MAX_ARCHIVE_BYTES} bytes", str(path))
+        if size is not None and info.st_size != size:
+            raise OSError(errno.EIO, f"its size changed from {size} bytes", str(path))
         os.lseek(fd, offset, os.SEEK_SET)
         return os.read(fd, count), info.st_size
     finally:
