@@ -11,11 +11,16 @@ served.
   (``MAX_CONNECTIONS``, or half the open-file limit if that is lower: the rest is for
   sandbox processes, the project, the registry's store and the server itself). A connection that would pass it
   displaces the connection that has waited longest for its request (idle, a head not yet
-  complete, a body still arriving, or closed with an answer its client has not read), and
+  complete, a body still arriving, or closed with an answer its client has not read) or for
+  its client to read (an answer streamed in pieces, registry/http/download.py, whose write
+  buffer is full), and
   drops what it had buffered; when every connection has a request whose bytes are all in,
   the new one is closed at once. A request head must be complete within ``HEAD_SECONDS`` of the connection opening
   or of the previous answer on it, else the connection is closed (uvicorn times out only an
   idle kept-alive connection, and only until its first byte arrives).
+- ``ABORT_EXTENSION``: every request's ASGI scope carries, under ``extensions``, a callable
+  that aborts its connection at once, dropping what its write buffer holds (an answer the
+  client is too slow to read: registry/http/download.py's write deadline).
 - ``KEEP_ALIVE_SECONDS``: a kept-alive connection idle that long is closed by the server. A
   proxy that keeps connections to it must drop them sooner (docs/deploy/nginx.conf's
   ``keepalive_timeout``): a request it writes to a connection at the moment the server closes
@@ -44,6 +49,7 @@ MAX_CONNECTIONS = 1024
 HEAD_SECONDS = 10.0
 KEEP_ALIVE_SECONDS = 5
 ACCEPT_LOG_SECONDS = 10.0
+ABORT_EXTENSION = "splice.abort"
 # The message asyncio's selector event loop reports when accept() fails for lack of files
 # or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM).
 ACCEPT_ERROR = "socket.accept() out of system resource"
@@ -96,8 +102,22 @@ def connection_protocol(limit: int, head_seconds: float = HEAD_SECONDS) -> type[
             super().data_received(data)
             self._track()
 
+        def handle_events(self) -> None:
+            """A request's scope is made here, before its app task first runs."""
+            super().handle_events()
+            if self.cycle is not None:
+                self.cycle.scope.setdefault("extensions", {})[ABORT_EXTENSION] = self._displace
+
         def on_response_complete(self) -> None:
             super().on_response_complete()
+            self._track()
+
+        def pause_writing(self) -> None:
+            super().pause_writing()
+            self._track()
+
+        def resume_writing(self) -> None:
+            super().resume_writing()
             self._track()
 
         def connection_lost(self, exc: Exception | None) -> None:
@@ -108,14 +128,17 @@ def connection_protocol(limit: int, head_seconds: float = HEAD_SECONDS) -> type[
             """Waiting for its request while the head or the body is still arriving (a
             body is sent before the server knows who sent it: the registry reads JSON
             bodies before it checks the token); a request all of whose bytes are here is in
-            progress and never displaced. The deadline of a head is never pushed back by the
+            progress and never displaced, unless its answer waits for the client to read (the
+            write buffer is full: ``pause_writing``), as one closed with an answer unread
+            does (``_give_up``). The deadline of a head is never pushed back by the
             bytes of a head that trickles in; a body has its server's own deadline
-            (registry/http/body.py, mcp/transport/http.py ``BODY_SECONDS``)."""
+            (registry/http/body.py, mcp/transport/http.py ``BODY_SECONDS``), an answer
+            streamed in pieces too (registry/http/download.py)."""
             if self.transport.is_closing():
                 self._stop_waiting()
             elif self.cycle is None or self.cycle.response_complete:
                 self._wait_for_head()
-            elif self.conn.their_state is h11.SEND_BODY:
+            elif self.conn.their_state is h11.SEND_BODY or self.flow.write_paused:
                 self._wait_for_body()
             else:
                 self._stop_waiting()

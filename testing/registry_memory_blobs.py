@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from splice_build.registry.blobs.interface import conflict, missing
+from splice_build.registry.blobs.interface import BlobReader, conflict, missing
 
 
 class MemoryBlobStore:
@@ -27,6 +27,10 @@ class MemoryBlobStore:
             if key not in self._blobs:
                 raise missing(key)
             return self._blobs[key]
+
+    def reader(self, key: str) -> BlobReader:
+        data = self.get(key)
+        return BlobReader(len(data), lambda offset, count: data[offset : offset + count])
 
     def url(self, key: str) -> str | None:
         return None

@@ -126,3 +126,41 @@ def test_filesystem_refuses_what_no_artifact_can_be_without_reading_it(tmp_path:
         store.get(KEY)
     assert refused.value.errno == errno.EFBIG
     assert f"larger than {MAX_ARCHIVE_BYTES} bytes" in str(refused.value)
+
+
+def test_a_reader_reads_the_artifact_a_piece_at_a_time(blobs) -> None:
+    blobs.put(KEY, b"0123456789")
+    reader = blobs.reader(KEY)
+    assert reader.size == 10
+    assert [reader.read(0, 4), reader.read(4, 4), reader.read(8, 4)] == [b"0123", b"4567", b"89"]
+
+
+def test_missing_key_has_no_reader(blobs) -> None:
+    with pytest.raises(RegistryError) as info:
+        blobs.reader(KEY)
+    assert info.value.code is ErrorCode.NOT_FOUND
+
+
+def test_filesystem_reader_refuses_what_no_artifact_can_be(tmp_path: Path) -> None:
+    """A download's reader opens the file for each piece with ``get``'s checks: a FIFO, a
+    file too large, or one whose size changed since the download began is an OSError (the
+    route then aborts the connection: registry/http/download.py)."""
+    store = FilesystemBlobStore(tmp_path)
+    path = tmp_path / KEY
+    path.parent.mkdir(parents=True)
+    os.mkfifo(path)
+    with pytest.raises(OSError) as refused:
+        returns_without_waiting(lambda: store.reader(KEY), path)
+    assert refused.value.errno == errno.EINVAL
+    path.unlink()
+    with open(path, "wb") as handle:
+        handle.truncate(1 << 40)
+    with pytest.raises(OSError) as refused:
+        store.reader(KEY)
+    assert refused.value.errno == errno.EFBIG
+    path.write_bytes(b"0123456789")
+    reader = store.reader(KEY)
+    path.write_bytes(b"01234")
+    with pytest.raises(OSError) as refused:
+        reader.read(0, 4)
+    assert refused.value.errno == errno.EIO

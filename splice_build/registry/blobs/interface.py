@@ -9,9 +9,23 @@ missing key raises ``NOT_FOUND``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 from splice_build.errors import ErrorCode, RegistryError
+from splice_build.records import dataclass
+
+
+@dataclass(frozen=True)
+class BlobReader:
+    """One stored artifact, read a piece at a time: a download streams it
+    (registry/http/download.py) rather than holding the bytes whole. ``read(offset, count)``
+    returns up to ``count`` bytes from ``offset`` and holds no open file between calls, so a
+    slow download costs its connection's socket and nothing more (the open-file budget of
+    splice_build/connections.py)."""
+
+    size: int
+    read: Callable[[int, int], bytes]
 
 
 class BlobStore(Protocol):
@@ -19,6 +33,7 @@ class BlobStore(Protocol):
 
     def put(self, key: str, data: bytes) -> None: ...
     def get(self, key: str) -> bytes: ...
+    def reader(self, key: str) -> BlobReader: ...
     def url(self, key: str) -> str | None:
         """A direct public URL for the artifact, or None when only the registry serves it."""
         ...

@@ -8,7 +8,9 @@ both ends, because a bucket is storage we do not control:
   and must match, otherwise the publish fails with ``ARTIFACT_STORAGE_FAILED`` before any
   metadata is written.
 - read: the bytes must have the size and SHA-256 recorded at write time; a damaged object
-  is ``ARTIFACT_STORAGE_FAILED``, never served.
+  is ``ARTIFACT_STORAGE_FAILED``, never served. So a download (``reader``) reads and checks
+  the whole object before its first byte is sent, and keeps it in memory while it is
+  streamed (the file system store holds nothing: registry/blobs/filesystem.py).
 
 An existing key is compared byte for byte: identical bytes are the idempotent retry path,
 different bytes are ``VERSION_EXISTS`` (``blobs.interface``). Concurrent writers of one key
@@ -24,7 +26,7 @@ import hashlib
 from typing import Any
 
 from splice_build.errors import ErrorCode, RegistryError
-from splice_build.registry.blobs.interface import conflict, missing
+from splice_build.registry.blobs.interface import BlobReader, conflict, missing
 from splice_build.spec.paths import is_safe_relative_path
 
 INSTALL_HINT = "pip install 'splice-build[scale]'"
@@ -102,6 +104,10 @@ class S3BlobStore:
 
     def get(self, key: str) -> bytes:
         return self._read(key, self.object_key(key))
+
+    def reader(self, key: str) -> BlobReader:
+        data = self.get(key)
+        return BlobReader(len(data), lambda offset, count: data[offset : offset + count])
 
     def url(self, key: str) -> str | None:
         return None  # the bucket may be private: the registry serves (and checks) the bytes

@@ -9,6 +9,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from splice_build.registry.api import IMMUTABLE_CACHE, INTEGRITY_HEADER
+from splice_build.registry.http.download import ArtifactResponse
 from splice_build.registry.http.routing import (
     CORS_HEADERS,
     json_response,
@@ -81,14 +82,14 @@ def routes(service: RegistryService) -> list[Route]:
             path_param(request, "name"),
             path_param(request, "version"),
         )
-        artifact = await run_in_threadpool(service.download, *args)
+        artifact = await run_in_threadpool(service.open_download, *args)
         headers = {
             **CORS_HEADERS,
             "content-disposition": f'attachment; filename="{artifact.filename}"',
             INTEGRITY_HEADER: artifact.integrity,
             "cache-control": IMMUTABLE_CACHE,
         }
-        return Response(artifact.data, media_type=artifact.content_type, headers=headers)
+        return ArtifactResponse(artifact.blob, headers, artifact.content_type)
 
     async def namespace(request: Request) -> Response:
         data = await run_in_threadpool(service.namespace, path_param(request, "ns"))

@@ -22,7 +22,7 @@ import logging
 
 from splice_build.errors import ErrorCode, RegistryError
 from splice_build.records import dataclass
-from splice_build.registry.blobs.interface import BlobStore
+from splice_build.registry.blobs.interface import BlobReader, BlobStore
 from splice_build.registry.db.interface import Version
 from splice_build.registry.service.deps import Deps
 from splice_build.spec.digests import integrity_of
@@ -62,6 +62,12 @@ def read_artifact(deps: Deps, row: Version) -> bytes:
     """The stored bytes of one version (unverified: downloads are checked by the client)."""
     store = store_of(deps, row) or deps.blobs
     return store.get(row.artifact_key)
+
+
+def artifact_reader(deps: Deps, row: Version) -> BlobReader:
+    """``read_artifact`` a piece at a time (a download over HTTP), never held whole."""
+    store = store_of(deps, row) or deps.blobs
+    return store.reader(row.artifact_key)
 
 
 def _ref(row: Version) -> str:

@@ -13,9 +13,10 @@ from typing import Any
 from splice_build.errors import ErrorCode, RegistryError
 from splice_build.records import dataclass
 from splice_build.registry.api import BUNDLE_CONTENT_TYPE, TARGZ_CONTENT_TYPE
+from splice_build.registry.blobs.interface import BlobReader
 from splice_build.registry.db.interface import Package, PageKey, Version, VersionEntry
 from splice_build.registry.service import fields
-from splice_build.registry.service.artifacts import read_artifact
+from splice_build.registry.service.artifacts import artifact_reader, read_artifact
 from splice_build.registry.service.deps import Deps
 from splice_build.registry.service.signing import version_signatures
 from splice_build.spec import json_text, untrusted_json
@@ -37,6 +38,16 @@ class Artifact:
     """Download response: the bytes plus what the HTTP headers announce."""
 
     data: bytes
+    integrity: str
+    filename: str
+    content_type: str
+
+
+@dataclass(frozen=True)
+class OpenArtifact:
+    """``Artifact`` for the HTTP route, which streams the stored bytes."""
+
+    blob: BlobReader
     integrity: str
     filename: str
     content_type: str
@@ -254,11 +265,19 @@ def _provenance(package: Package, row: Version) -> dict[str, Any]:
 
 def download(deps: Deps, namespace: str, name: str, number: str) -> Artifact:
     package_row, row = _version(deps, namespace, name, number)
-    data = read_artifact(deps, row)
+    return Artifact(data=read_artifact(deps, row), **_described(package_row, row))
+
+
+def open_download(deps: Deps, namespace: str, name: str, number: str) -> OpenArtifact:
+    package_row, row = _version(deps, namespace, name, number)
+    return OpenArtifact(blob=artifact_reader(deps, row), **_described(package_row, row))
+
+
+def _described(package_row: Package, row: Version) -> dict[str, str]:
+    """What the headers of a download announce (docs/compatibility.md#registry-api)."""
     legacy = row.artifact_key.endswith(".bundle.json")
-    return Artifact(
-        data=data,
-        integrity=row.integrity,
-        filename=_filename(package_row, row),
-        content_type=BUNDLE_CONTENT_TYPE if legacy else TARGZ_CONTENT_TYPE,
-    )
+    return {
+        "integrity": row.integrity,
+        "filename": _filename(package_row, row),
+        "content_type": BUNDLE_CONTENT_TYPE if legacy else TARGZ_CONTENT_TYPE,
+    }

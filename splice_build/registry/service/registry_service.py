@@ -32,7 +32,7 @@ from splice_build.registry.service.auth import (
 from splice_build.registry.service.clock import Clock, system_clock
 from splice_build.registry.service.deps import Deps
 from splice_build.registry.service.ratelimit import RateLimits
-from splice_build.registry.service.read import Artifact
+from splice_build.registry.service.read import Artifact, OpenArtifact
 
 ENDPOINTS = (
     "GET /health",
@@ -113,6 +113,10 @@ class RegistryService:
 
     def download(self, ns: str, name: str, version: str) -> Artifact:
         return read.download(self.deps, ns, name, version)
+
+    def open_download(self, ns: str, name: str, version: str) -> OpenArtifact:
+        """``download`` for streaming (``blob.read`` a piece at a time)."""
+        return read.open_download(self.deps, ns, name, version)
 
     def namespace(self, ns: str) -> dict[str, Any]:
         return namespaces.namespace_info(self.deps, ns)
