@@ -41,11 +41,14 @@ def run_splice(
     input: str | None = None,
     timeout: float = 120,
     address_space: int | None = None,
+    open_files: int | None = None,
 ) -> Completed:
     """Run `splice ARGS…` with the test's environment (SPLICE_HOME etc. from os.environ).
 
     ``address_space``: the command's ``RLIMIT_AS`` in bytes, so that a read that never ends
-    fails with ``MemoryError`` there instead of taking the test machine's memory."""
+    fails with ``MemoryError`` there instead of taking the test machine's memory.
+    ``open_files``: the command's soft ``RLIMIT_NOFILE`` (a user's default is often 1,024,
+    a test machine's far more)."""
     full_env = {**os.environ, **(env or {})}
     proc = subprocess.run(
         [splice_executable(), *args],
@@ -56,16 +59,23 @@ def run_splice(
         text=True,
         timeout=timeout,
         stdin=None if input is not None else subprocess.DEVNULL,
-        preexec_fn=None if address_space is None else _limit_address_space(address_space),
+        preexec_fn=_limits(address_space, open_files),
     )
     return Completed(proc.returncode, proc.stdout, proc.stderr)
 
 
-def _limit_address_space(limit: int) -> Callable[[], None]:
+def _limits(address_space: int | None, open_files: int | None) -> Callable[[], None] | None:
+    if address_space is None and open_files is None:
+        return None
+
     def apply() -> None:
         import resource
 
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        if address_space is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+        if open_files is not None:
+            hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+            resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, hard))
 
     return apply
 

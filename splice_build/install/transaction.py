@@ -37,6 +37,7 @@ of any other shape is refused (``NOT_WRITABLE``, remove ``.splice/tmp``). Links 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import shutil
@@ -364,22 +365,38 @@ _BY_DESCRIPTOR = {os.open, os.rmdir, os.unlink} <= os.supports_dir_fd and os.sca
 def _remove_directory(path: Path) -> None:
     """Remove the directory ``path`` and everything below it, depth first, each directory
     opened relative to its parent's descriptor (no recursion, no path length limit, no link
-    followed: a link is an entry like a file, unlinked)."""
-    stack = [(_open_directory(path, None), "")]
+    followed: a link is an entry like a file, unlinked).
+
+    One descriptor is open at a time: the walk climbs back through ``..``, checked to be the
+    directory it came down from. A descriptor per level kept a tree deeper than the open-file
+    limit (1,024 by default) from being removed at all (``EMFILE``). Each directory is listed
+    once: listing it again after each subdirectory made a directory of n subdirectories cost
+    n²/2 entries read."""
+    fd = _open_directory(path, None)
+    # One frame a level: the directory's name in its parent, its identity, the
+    # subdirectories still to remove.
+    stack = [("", _identity(fd), _empty_but_directories(fd))]
     try:
-        while stack:
-            fd = stack[-1][0]
-            below = _empty_but_directories(fd)
+        while True:
+            below = stack[-1][2]
             if below:
-                stack.append((_open_directory(below, fd), below))
+                name = below.pop()
+                child = _open_directory(name, fd)
+                os.close(fd)
+                fd = child
+                stack.append((name, _identity(fd), _empty_but_directories(fd)))
                 continue
-            fd, name = stack.pop()
+            name = stack.pop()[0]
+            if not stack:
+                break
+            parent = os.open("..", _DIRECTORY, dir_fd=fd)
             os.close(fd)
-            if stack:
-                os.rmdir(name, dir_fd=stack[-1][0])
+            fd = parent
+            if _identity(fd) != stack[-1][1]:
+                raise OSError(errno.ESTALE, f"{path}: a directory moved while it was removed")
+            os.rmdir(name, dir_fd=fd)
     finally:
-        for fd, _ in stack:
-            os.close(fd)
+        os.close(fd)
     os.rmdir(path)
 
 
@@ -398,16 +415,23 @@ def _open_directory(name: str | Path, parent: int | None) -> int:
     return fd
 
 
-def _empty_but_directories(fd: int) -> str | None:
-    """Unlink every entry of the directory ``fd`` that is not a directory; the name of one
-    that is (None once it is empty)."""
+def _empty_but_directories(fd: int) -> list[str]:
+    """Unlink every entry of the directory ``fd`` that is not a directory; the names of
+    those that are."""
     with os.scandir(fd) as entries:
         listed = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries]
+    directories = []
     for name, is_directory in listed:
         if is_directory:
-            return name
-        os.unlink(name, dir_fd=fd)
-    return None
+            directories.append(name)
+        else:
+            os.unlink(name, dir_fd=fd)
+    return directories
+
+
+def _identity(fd: int) -> tuple[int, int]:
+    info = os.fstat(fd)
+    return info.st_dev, info.st_ino
 
 
 @contextlib.contextmanager

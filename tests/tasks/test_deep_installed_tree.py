@@ -2,7 +2,9 @@
 tree is. An install that replaces a modified copy deletes the old one after its commit point
 (install/transaction.py); ``shutil.rmtree`` recursed once per level, so a tree nested 1,500
 deep made that install fail with ``INTERNAL_ERROR`` (RecursionError), and every later
-command's recovery the same way: the project could not be repaired by Splice at all."""
+command's recovery the same way: the project could not be repaired by Splice at all. The
+removal must also work under a user's usual open-file limit (1,024): a walk that kept a
+descriptor per level failed there with ``EMFILE`` (``INTERNAL_ERROR``)."""
 
 from __future__ import annotations
 
@@ -19,7 +21,8 @@ from testing.deep_tree import nested, unnested
 from testing.registry_fixtures import new_project
 
 GREETER = "@acme/greeter"
-DEPTH = 1500  # deeper than Python's recursion limit
+DEPTH = 1500  # deeper than Python's recursion limit, and than OPEN_FILES
+OPEN_FILES = 1024  # the soft RLIMIT_NOFILE most Linux users have
 
 
 def _plant(package: Path) -> None:
@@ -52,7 +55,7 @@ def test_a_package_tree_nested_past_the_recursion_limit_is_restored(
     good = sorted(p.relative_to(package).as_posix() for p in package.rglob("*"))
     _plant(package)
     try:
-        done = run_splice("--json", *command, cwd=project)
+        done = run_splice("--json", *command, cwd=project, open_files=OPEN_FILES)
         assert done.code == 0, (done.stdout, done.stderr)
         body = json.loads(done.stdout)
         restored = body["projects"][0]["restored"] if "projects" in body else body
