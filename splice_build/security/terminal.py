@@ -131,10 +131,22 @@ def json_terminal_safe(document: str) -> str:
     made of ASCII punctuation, newlines and spaces, which pass), and a terminal showing it
     gets no raw ``CSI`` (U+009B), bidi override or zero-width character: JSON itself escapes
     only the C0 controls.
+
+    A document that needs escaping is translated in pieces of ``_JSON_PIECE`` code points,
+    and only the pieces that need it: one non-breaking space in a megabyte of scraped text
+    (an MCP result) costs one piece's translation, not the whole document's. An escape
+    replaces one code point, so a piece's border never splits one.
     """
-    return (
-        document if is_plain_line(document.replace("\n", "")) else document.translate(_JSON_TABLE)
+    if is_plain_line(document.replace("\n", "")):
+        return document
+    pieces = (document[at : at + _JSON_PIECE] for at in range(0, len(document), _JSON_PIECE))
+    return "".join(
+        piece if is_plain_line(piece.replace("\n", "")) else piece.translate(_JSON_TABLE)
+        for piece in pieces
     )
+
+
+_JSON_PIECE = 1 << 14
 
 
 def one_line_fields(value: Any) -> Any:

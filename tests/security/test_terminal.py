@@ -8,9 +8,11 @@ import re
 import sys
 import unicodedata
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from splice_build.security import terminal
 from splice_build.security.terminal import json_terminal_safe, one_line, terminal_safe
 
 ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
@@ -81,6 +83,20 @@ def test_json_documents_keep_their_value_and_show_no_hidden_code_point(value: ob
     document = json_terminal_safe(json.dumps(value, indent=2, ensure_ascii=False))
     assert json.loads(document) == value
     assert all(c in "\n" or unicodedata.category(c) not in ESCAPED_CATEGORIES for c in document)
+
+
+@pytest.mark.parametrize("hidden", ["\u009b", "\u202e", "\U000e0041", "\u200b"])
+def test_json_documents_past_one_piece_are_escaped_at_every_place(hidden: str) -> None:
+    """A document longer than the piece ``json_terminal_safe`` translates at once, with a
+    hidden code point (one outside the BMP among them) at every place around each border and
+    at both ends: the same value back, nothing hidden left."""
+    piece = terminal._JSON_PIECE
+    text = "x" * (3 * piece)
+    for at in [0, 1, piece - 2, piece - 1, piece, piece + 1, 2 * piece - 1, len(text) - 1]:
+        value = {"t": text[:at] + hidden + text[at:]}
+        document = json_terminal_safe(json.dumps(value, ensure_ascii=False))
+        assert json.loads(document) == value
+        assert hidden not in document, at
 
 
 def test_a_run_of_variation_selectors_cannot_hide_text_after_a_glyph() -> None:
