@@ -54,7 +54,14 @@ def default_max_calls(env: Mapping[str, str] | None = None) -> int:
 def needs_admission(message: Any) -> bool:
     """Whether a decoded message (or batch) runs a tool and so must take a slot."""
     items = message if isinstance(message, list) else [message]
-    return any(isinstance(item, dict) and item.get("method") in ADMITTED_METHODS for item in items)
+    return any(_method(item) in ADMITTED_METHODS for item in items)
+
+
+def _method(item: Any) -> str | None:
+    """The method a decoded message names, or None: a client may send any JSON value there
+    (an object is unhashable), and the protocol layer answers it as an invalid request."""
+    method = item.get("method") if isinstance(item, dict) else None
+    return method if isinstance(method, str) else None
 
 
 def busy_data() -> dict[str, Any]:

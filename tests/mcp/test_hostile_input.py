@@ -63,6 +63,7 @@ def _message(slot: str, part: bytes) -> bytes:
 hostile_messages = hostile_documents(_message, ("method", "name", "key"), ("id", "value", "meta"))
 
 # Valid JSON that is not a request: each is answered -32600 with id null.
+INVALID_REQUEST = {"code": -32600, "message": "Invalid Request"}
 NOT_A_REQUEST = [
     b"1",
     b'"ping"',
@@ -70,6 +71,12 @@ NOT_A_REQUEST = [
     b"true",
     b"[1]",
     b'{"jsonrpc":"2.0","id":{},"method":"ping"}',
+]
+# A request whose method is every JSON type but a string (an object or array is unhashable:
+# the stdio server's read loop once raised on it, and stopped serving).
+METHOD_NOT_A_STRING = [
+    b'{"jsonrpc":"2.0","id":2,"method":%s}' % value
+    for value in (b"{}", b'{"name":"x"}', b"[]", b'["tools/call"]', b"1", b"1.5", b"true", b"null")
 ]
 
 
@@ -114,6 +121,9 @@ def test_stdio_answers_every_hostile_document_with_a_parse_error(stdio: LineClie
         stdio.send(document + b"\n")
         answer = stdio.receive()
         assert (answer["id"], answer["error"]["code"]) == (None, -32600)
+    for document in METHOD_NOT_A_STRING:
+        stdio.send(document + b"\n")
+        assert stdio.receive() == {"jsonrpc": "2.0", "id": 2, "error": INVALID_REQUEST}
     _answers_then_exits_cleanly(stdio)
 
 
@@ -245,7 +255,11 @@ def test_http_answers_every_hostile_document_with_400_parse_error(
         status, answer = post(url, document)
         assert status == 200
         first = answer[0] if isinstance(answer, list) else answer  # "[1]": a batch of one
-        assert first["error"] == {"code": -32600, "message": "Invalid Request"}
+        assert first["error"] == INVALID_REQUEST
+    for document in METHOD_NOT_A_STRING:
+        assert post(url, document) == (200, {"jsonrpc": "2.0", "id": 2, "error": INVALID_REQUEST})
+        status, answer = post(url, b"[%s]" % document)  # in a batch (2025-03-26: no header)
+        assert (status, answer) == (200, [{"jsonrpc": "2.0", "id": 2, "error": INVALID_REQUEST}])
     _http_answers_then_has_no_traceback(url, process)
 
 
