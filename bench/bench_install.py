@@ -37,7 +37,28 @@ for root, dirs, files in os.walk(sys.argv[1]):
 """
 
 
-def _before_copy(project: Path) -> Path | None:
+def installed_project(
+    base: Path, files: dict[str, str] | None = None
+) -> tuple[Path, dict[str, str]]:
+    """``PACKAGES`` packages published into an embedded registry under ``base`` (``files``:
+    each package's files, else the fixture's own) and added to a new project; the project and
+    the environment (``SPLICE_HOME``, also set in ``os.environ``) its commands run with."""
+    from splice_build.sdk import Splice
+    from testing.registry_fixtures import embedded_store, new_project, publish
+
+    env = {"SPLICE_HOME": str(base / "home")}
+    os.environ.update(env)
+    extra = {} if files is None else {"files": files}
+    ids = []
+    for i in range(PACKAGES):
+        publish(embedded_store(base / "home"), base / "work", name=f"pkg{i:02d}", **extra)
+        ids.append(f"@acme/pkg{i:02d}")
+    project = new_project(base / "p")
+    Splice(project, env={**os.environ, **env}).add(ids)
+    return project, env
+
+
+def before_copy(project: Path) -> Path | None:
     """``SPLICE_BENCH_BEFORE=<older checkout>``: a copy of the project for that checkout's
     runs (each side keeps its own stat cache), its bytecode compiled."""
     before = os.environ.get("SPLICE_BENCH_BEFORE")
@@ -53,21 +74,12 @@ def _before_copy(project: Path) -> Path | None:
 
 def run(quick: bool = False) -> list[Row]:
     from splice_build.sdk import Splice
-    from testing.registry_fixtures import embedded_store, new_project, publish
 
     precompile()
     repeat = 3 if quick else 10
     with tempfile.TemporaryDirectory() as tmp:
-        base = Path(tmp)
-        env = {"SPLICE_HOME": str(base / "home")}
-        os.environ.update(env)
-        ids = []
-        for i in range(PACKAGES):
-            publish(embedded_store(base / "home"), base / "work", name=f"pkg{i:02d}")
-            ids.append(f"@acme/pkg{i:02d}")
-        project = new_project(base / "p")
+        project, env = installed_project(Path(tmp))
         splice = Splice(project, env={**os.environ, **env})
-        splice.add(ids)
         sdk = time_callable(splice.install, repeat=repeat)
         bare = time_callable(
             lambda: _walk_and_hash(project / ".splice" / "packages"), repeat=repeat
@@ -80,7 +92,7 @@ def run(quick: bool = False) -> list[Row]:
                 env,
             ),
         }
-        copy = _before_copy(project)
+        copy = before_copy(project)
         if copy is not None:
             old = {**env, "PYTHONPATH": os.environ["SPLICE_BENCH_BEFORE"]}
             commands["before"] = (splice_argv("install"), copy, old)

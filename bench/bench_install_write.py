@@ -11,13 +11,12 @@ the same interleaved rounds.
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 from pathlib import Path
 
+from bench.bench_install import PACKAGES, before_copy, installed_project
 from bench.common import Row, precompile, ratio_row, splice_argv, time_in_rounds
 
-PACKAGES = 20
 FILES = {f"lib/part{i:02d}.js": f"export const part{i} = {i};\n" * 40 for i in range(10)}
 
 
@@ -27,31 +26,17 @@ def _restore(project: Path, argv: list[str]) -> list[str]:
 
 
 def run(quick: bool = False) -> list[Row]:
-    from splice_build.sdk import Splice
-    from testing.registry_fixtures import embedded_store, new_project, publish
-
     precompile()
     rounds = 4 if quick else 12
     with tempfile.TemporaryDirectory() as tmp:
-        base = Path(tmp)
-        env = {"SPLICE_HOME": str(base / "home")}
-        os.environ.update(env)
-        ids = []
-        for i in range(PACKAGES):
-            publish(embedded_store(base / "home"), base / "work", name=f"pkg{i:02d}", files=FILES)
-            ids.append(f"@acme/pkg{i:02d}")
-        project = new_project(base / "p")
-        Splice(project, env={**os.environ, **env}).add(ids)
+        project, env = installed_project(Path(tmp), FILES)
         commands = {
             "install": (_restore(project, splice_argv("install")), None, env),
             "delete only": (_restore(project, ["true"]), None, env),
         }
-        before = os.environ.get("SPLICE_BENCH_BEFORE")
-        if before:
-            precompile(Path(before))
-            copy = project.with_name("p-before")
-            shutil.copytree(project, copy, symlinks=True)
-            old = {**env, "PYTHONPATH": before}
+        copy = before_copy(project)
+        if copy is not None:
+            old = {**env, "PYTHONPATH": os.environ["SPLICE_BENCH_BEFORE"]}
             commands["before"] = (_restore(copy, splice_argv("install")), None, old)
         taken = time_in_rounds(commands, rounds)
     rows = [
@@ -62,7 +47,7 @@ def run(quick: bool = False) -> list[Row]:
             taken["delete only"],
         )
     ]
-    if before:
+    if copy is not None:
         rows.append(
             ratio_row(
                 f"splice install restoring {PACKAGES} packages (this tree)",
