@@ -32,7 +32,9 @@ def _error_codes(document: dict[str, Any]) -> set[str]:
     return {document["error"]["code"]}
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+# Not "sync": it installs through the same steps as "install-restore" (the same set-up); the
+# kill walk keeps it.
+@pytest.mark.parametrize("case", sorted(set(CASES) - {"sync"}))
 def test_a_failure_at_any_step_leaves_the_old_state_or_the_new(
     served: RunningRegistry, tmp_path: Path, case: str
 ) -> None:

@@ -93,61 +93,6 @@ def test_the_temp_lock_of_a_killed_add_is_removed_by_the_next_command(
     assert sorted(p.name for p in project.iterdir()) == [".splice", "splice.json"]
 
 
-def _agree(project: Path) -> tuple[str | None, str | None]:
-    """splice.lock, splice.json and .splice/packages say the same; (locked, listed) version."""
-    lock_path = project / "splice.lock"
-    lock = json.loads(lock_path.read_text())["packages"] if lock_path.exists() else {}
-    ranges = json.loads((project / "splice.json").read_text())["packages"]
-    installed = project / ".splice" / "packages" / "@acme" / "greeter"
-    assert set(lock) == set(ranges) == ({GREETER} if installed.is_dir() else set())
-    manifest = installed / "manifest.json"
-    listed = json.loads(manifest.read_text())["version"] if installed.is_dir() else None
-    return (lock[GREETER]["version"] if lock else None), listed
-
-
-def test_an_update_killed_before_any_of_its_steps_is_finished_or_undone(
-    served: RunningRegistry, tmp_path: Path
-) -> None:
-    """``add`` 1.0.0 → 1.1.0 killed before each change it makes to the project (every file
-    opened for writing, rename, removal, directory made or removed): the next ``install``
-    leaves exactly the old state or the new one, with no temp file anywhere in the project.
-    (A command that only reads takes the lock, and so recovers, only when ``.splice/tmp``
-    shows a transaction was cut short.)"""
-    template, env = _project(tmp_path, served)
-    assert run_splice("add", f"{GREETER}@1.0.0", cwd=template, env=env).code == 0
-    project = tmp_path / "w"
-    steps = tmp_path / "steps.log"
-    shutil.copytree(template, project)
-    full = run_splice(
-        "add",
-        f"{GREETER}@1.1.0",
-        cwd=project,
-        env={**env, **kill_env(tmp_path / "h", project, log=steps)},
-    )
-    assert full.code == 0, full.stderr
-    count = len(steps.read_text().splitlines())
-    assert count > 10
-    seen = set()
-    for step in range(1, count + 1):
-        shutil.rmtree(project)
-        shutil.copytree(template, project)
-        killer = kill_env(tmp_path / "h", project, count=step)
-        killed = run_splice("add", f"{GREETER}@1.1.0", cwd=project, env={**env, **killer})
-        assert killed.code == -signal.SIGKILL, (step, killed.stderr)
-
-        after = run_splice("--json", "install", cwd=project, env=env)
-
-        assert after.code == 0, (step, after.stdout)
-        state = _agree(project)
-        assert state in {("1.0.0", "1.0.0"), ("1.1.0", "1.1.0")}, (step, state)
-        listed = run_splice("--json", "list", cwd=project, env=env)
-        assert [row["status"] for row in listed.json()] == ["ok"], step
-        assert not list(project.rglob("*.tmp")), step
-        assert not (project / ".splice" / "tmp").exists(), step
-        seen.add(state[0])
-    assert seen == {"1.0.0", "1.1.0"}  # kills before and after the commit point
-
-
 def test_the_temp_cache_entry_of_a_killed_add_goes_with_the_next_cache_write(
     served: RunningRegistry, tmp_path: Path
 ) -> None:
