@@ -32,9 +32,10 @@ def _error_codes(document: dict[str, Any]) -> set[str]:
     return {document["error"]["code"]}
 
 
-# Not "sync": it installs through the same steps as "install-restore" (the same set-up); the
-# kill walk keeps it.
-@pytest.mark.parametrize("case", sorted(set(CASES) - {"sync"}))
+# One case per way a command changes a project: fetch and add, remove, restore from the
+# cache. "update" and "install-clone" fetch and swap through the steps of "add", and "sync"
+# installs through those of "install-restore"; the kill walk keeps every case.
+@pytest.mark.parametrize("case", ["add", "install-restore", "remove"])
 def test_a_failure_at_any_step_leaves_the_old_state_or_the_new(
     served: RunningRegistry, tmp_path: Path, case: str
 ) -> None:
