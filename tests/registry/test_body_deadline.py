@@ -59,8 +59,9 @@ def _post(app: Any, path: str) -> tuple[int, dict[str, Any]]:
 def test_a_body_that_never_comes_is_408_timeout(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: str
 ) -> None:
-    monkeypatch.setattr(body, "BODY_SECONDS", 0.2, raising=False)
-    monkeypatch.setattr(body, "BODY_MIN_RATE", 10**12, raising=False)
+    from splice_build.registry.client.deadline import Deadlines
+
+    monkeypatch.setattr(body, "CLIENT_DEADLINES", Deadlines(0.2, 10**12))
     app = create_app(open_service(tmp_path / "data", admin_token_sha256="0" * 64))
     status, answer = _post(app, path)
     assert (status, answer["error"]["code"]) == (408, "TIMEOUT"), answer

@@ -30,14 +30,14 @@ CLIENTS = 200
 ABORTED = "test: download aborted"
 MIB = 1 << 20
 
-# The real server, its write deadline 1 s whatever the size (download.py's constants), and a
+# The real server, its write deadline 1 s whatever the size (body.py's CLIENT_DEADLINES), and a
 # line on stderr once it has aborted a download, so the test knows without a clock.
 QUICK_DEADLINE_SERVER = """
 import sys
 from splice_build.cli.main import main
-from splice_build.registry.http import download
-download.WRITE_SECONDS = 1.0
-download.WRITE_MIN_RATE = 10**12
+from splice_build.registry.client.deadline import Deadlines
+from splice_build.registry.http import body, download
+body.CLIENT_DEADLINES = Deadlines(1.0, 10**12)
 abort = download._abort
 
 async def reported(scope, receive):

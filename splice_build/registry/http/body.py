@@ -20,14 +20,16 @@ import asyncio
 from starlette.requests import ClientDisconnect, Request
 
 from splice_build.errors import ErrorCode, RegistryError
+from splice_build.registry.client.deadline import Deadlines
 
-BODY_SECONDS = 60.0  # SPLICE_REGISTRY_DEADLINE's default
-BODY_MIN_RATE = 65536  # bytes per second, SPLICE_REGISTRY_MIN_RATE's default
+# What the registry client gives itself with its defaults (registry/client/deadline.py): the
+# server holds a request body, and a download it writes (download.py), to the same.
+CLIENT_DEADLINES = Deadlines()
 
 
 def body_seconds(limit: int) -> float:
     """How long a body of at most ``limit`` bytes may take, once the head is in."""
-    return BODY_SECONDS + limit / BODY_MIN_RATE
+    return CLIENT_DEADLINES.for_download(limit)
 
 
 def too_large(limit: int) -> RegistryError:

@@ -25,15 +25,14 @@ from starlette.types import Receive, Scope, Send
 
 from splice_build.connections import ABORT_EXTENSION
 from splice_build.registry.blobs.interface import BlobReader
+from splice_build.registry.http import body
 
 CHUNK_BYTES = 65536
-WRITE_SECONDS = 60.0  # SPLICE_REGISTRY_DEADLINE's default
-WRITE_MIN_RATE = 65536  # bytes per second, SPLICE_REGISTRY_MIN_RATE's default
 
 
 def write_seconds(size: int) -> float:
-    """How long an answer of ``size`` bytes may take to be written."""
-    return WRITE_SECONDS + size / WRITE_MIN_RATE
+    """How long an answer of ``size`` bytes may take to be written (``body.CLIENT_DEADLINES``)."""
+    return body.CLIENT_DEADLINES.for_download(size)
 
 
 class ArtifactResponse(Response):
