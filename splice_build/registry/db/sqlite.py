@@ -43,32 +43,45 @@ class SqliteMetadataStore(SqlMetadataStore):
         super().__init__()
         self.path = str(path)
         self._lock = threading.RLock()
-        self._conn = sqlite3.connect(
-            self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
-        )
-        try:
-            self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            self._conn.execute("PRAGMA journal_mode = WAL")
-            self._conn.execute("PRAGMA synchronous = FULL")
-            self._conn.execute("PRAGMA foreign_keys = ON")
-            apply_migrations(self._conn)
-        except sqlite3.DatabaseError as exc:
-            self._conn.close()
-            raise unusable_database(self.path, exc) from exc
-        self._conn.row_factory = _dict_row  # the shared queries read columns by name
         self._queue: _WriterQueue | None = None
         if self.path != ":memory:":
-            try:
-                self._queue = _WriterQueue(self.path + LOCK_SUFFIX)
-            except BaseException:
-                self._conn.close()
-                raise
+            self._queue = _WriterQueue(self.path + LOCK_SUFFIX)
+        try:
+            self._conn = sqlite3.connect(
+                self.path,
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=BUSY_TIMEOUT_MS / 1000,
+            )
+        except BaseException:
+            self._close_queue()
+            raise
+        try:
+            # Switching a fresh file to WAL needs SQLite's exclusive lock and does not wait
+            # for it (SQLITE_BUSY at once, whatever the busy timeout): openers of one new
+            # store (the first CLI calls on a fresh home) take their turn like writers.
+            with self._queue.turn() if self._queue else nullcontext():
+                self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+                self._conn.execute("PRAGMA journal_mode = WAL")
+                self._conn.execute("PRAGMA synchronous = FULL")
+                self._conn.execute("PRAGMA foreign_keys = ON")
+                apply_migrations(self._conn)
+        except BaseException as exc:
+            self._conn.close()
+            self._close_queue()
+            if isinstance(exc, sqlite3.DatabaseError):
+                raise unusable_database(self.path, exc) from exc
+            raise
+        self._conn.row_factory = _dict_row  # the shared queries read columns by name
+
+    def _close_queue(self) -> None:
+        if self._queue is not None:
+            self._queue.close()
 
     def close(self) -> None:
         with self._lock:
             self._conn.close()
-            if self._queue is not None:
-                self._queue.close()
+            self._close_queue()
 
     # -- dialect hooks ----------------------------------------------------------------
 
