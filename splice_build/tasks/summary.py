@@ -69,12 +69,14 @@ class ProjectOutcome:
         """One human line: ``packages/a: 1 installed, 2 unchanged``. The path (a checkout's
         directory name) and a registry's words are each one line (security/terminal.py)."""
         from splice_build.security.terminal import one_line
-        from splice_build.spec.permissions import summary
 
         path = one_line(self.path)
         if self.error is not None:
             return f"{path}: failed: {one_line(self.error.message)} ({self.error.code})"
         if self.changes:
+            # Imported only here: a no-op sync's lines never name a grant (issue #22 item 4).
+            from splice_build.spec.permissions import summary
+
             listed = ", ".join(
                 f"{c.action} {c.package_id}{'@' + c.version if c.version else ''}"
                 + (f" (asks for {one_line(summary(c.consent))})" if c.consent else "")

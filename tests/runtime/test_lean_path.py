@@ -88,3 +88,44 @@ def test_node_version_comes_from_the_wheel_header() -> None:
     binary = _wheel_binary()
     assert binary is not None
     assert binary.version == _probe_version(str(binary.path))
+
+
+# A no-op ``splice sync`` answers from stat caches and no-op records (docs/monorepo.md): it
+# needs neither the task graph, nor the registry, nor the permission and schema code that
+# an install or a changed lock needs (issue #22 item 4: each import is ~1-2 ms per run).
+NOOP_SYNC_HEAVY = (
+    "doit",
+    "jsonschema",
+    "splice_build.registry.client",
+    "splice_build.install.installer",
+    "splice_build.spec.permissions",
+    "splice_build.spec.validation",
+)
+
+
+def test_noop_sync_is_lean(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.splice.workspace]\nmembers = ["p*"]\n')
+    for name in ("p0", "p1"):
+        (tmp_path / name).mkdir()
+        spec = {"specVersion": 1, "packages": {"@splice/example": "^0.1.0"}}
+        (tmp_path / name / "splice.json").write_text(json.dumps(spec))
+    for _ in range(2):  # the second run records the files the first one installed
+        done = run_splice("sync", cwd=tmp_path)
+        assert done.code == 0, done.stderr
+    code = (
+        "import json, sys\n"
+        "from splice_build.cli.main import main\n"
+        "status = main(['sync'])\n"
+        f"loaded = [m for m in {NOOP_SYNC_HEAVY!r} if m in sys.modules]\n"
+        "sys.stderr.write('\\n' + json.dumps([status, loaded]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert "2 project(s): 0 failed" in done.stdout + done.stderr
+    assert json.loads(done.stderr.rsplit("\n", 1)[1]) == [0, []]
