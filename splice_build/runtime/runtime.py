@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from splice_build.errors import ErrorCode, SandboxError, SpliceError
-from splice_build.records import dataclass, fields
+from splice_build.records import dataclass, fields, replace
 from splice_build.runtime import sandbox
 from splice_build.runtime.capabilities import CapabilityBroker, CapabilityChannel, CapabilityReply
 from splice_build.runtime.fetch_channel import FetchChannel, TableResolver
@@ -443,12 +443,17 @@ class SpliceRuntime:
                     # Only a process the pool's thread started is kept for later calls: one
                     # started in this thread dies with it (PR_SET_PDEATHSIG), maybe while
                     # serving another thread's call. Without one (another caller took it, or
-                    # the pool could not start one) this call runs in a process of its own.
+                    # the pool could not start one) this call runs in a process of its own,
+                    # whose host exits after its result like any one-job host (a reuse host
+                    # would wait for a job that never comes, holding the call for the
+                    # session's exit grace).
                     self._pool.prewarm(key, wait=True)
                     warm = self._pool.acquire_warm(key)
                     if warm is not None:
                         lease = Lease(key, warm, env)
-                process = lease.process if lease is not None else self._pool.start_cold(key)
+                process = (
+                    lease.process if lease is not None else self._pool.start_cold(_one_job(key))
+                )
             else:
                 process = self._pool.acquire(key)
         except SourceChanged as exc:
@@ -559,6 +564,13 @@ def _path_sanitizer(package_dir: Path, project_root: Path) -> PathSanitizer:
     """The placeholders of a call's texts, built once per package and project (each call of
     ``splice mcp`` would otherwise build its path forms and their pattern again)."""
     return PathSanitizer.for_paths({package_dir: "<package>", project_root: "<project>"})
+
+
+def _one_job(key: PoolKey) -> PoolKey:
+    """``key`` for a process that serves one job and exits (same flags, grant and view)."""
+    from splice_build.runtime.pool import PoolKey
+
+    return PoolKey(replace(key.spec, reuse=False), key.files_digest)
 
 
 def _digest(directory: Path | str) -> str | None:

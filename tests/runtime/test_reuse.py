@@ -19,6 +19,7 @@ import pytest
 
 from splice_build.errors import ErrorCode
 from splice_build.runtime import LoadedPackage, SpliceRuntime
+from splice_build.runtime.host_files import host_entry
 from splice_build.runtime.reuse import ReusePool, _quiet, _resident_bytes
 from splice_build.spec.reuse import ReusePolicy
 from testing.hostile_packages import write_package
@@ -289,6 +290,29 @@ def test_a_process_started_in_a_callers_thread_is_not_kept_for_others(
         release.set()
         thread.join()
     assert second["token"] != first[0]["token"] and second["calls"] == 1
+
+
+def test_a_process_a_call_starts_itself_serves_one_job(make_reusing, tmp_path: Path) -> None:
+    """A call that had to start its own process (never kept, above) gets a one-job host: a
+    reuse host waited for a next job after its result, and held every such call for the
+    session's exit grace (0.5 s) with the tool's leftover work still running."""
+    runtime = make_reusing()
+    pkg = runtime.load(_package(tmp_path))
+    pool = runtime._pool
+    assert pool is not None
+    pool.close()
+    started: list[list[str]] = []
+    start_cold = pool.start_cold
+
+    def spy(key):  # type: ignore[no-untyped-def]
+        process = start_cold(key)
+        started.append([str(arg) for arg in process.popen.args])
+        return process
+
+    pool.start_cold = spy  # type: ignore[method-assign]
+    assert _call(runtime, pkg)["calls"] == 1
+    [argv] = started
+    assert "reuse" not in argv[argv.index(str(host_entry())) :]
 
 
 def test_close_ends_every_reused_process(make_reusing, tmp_path: Path) -> None:
