@@ -250,7 +250,10 @@ class SpliceRuntime:
                 logs="",
                 duration_ms=round((time.monotonic() - started) * 1000),
             )
-        secrets = [self._env[name] for name in pkg.manifest.permissions.env if name in self._env]
+        # Read once: the values redacted are the values the process is given (and, with reuse,
+        # the values its lease is kept under), even when the environment changes meanwhile.
+        env = self._job_env(pkg)
+        secrets = list(env.values())
         paths = _path_sanitizer(pkg.dir, self.project_root)
         isolation: IsolationPlan | None = None  # set once a process is started
         budget = _RedactionBudget(None)  # the call's deadline, once the job has one
@@ -279,12 +282,12 @@ class SpliceRuntime:
 
         try:
             tool, job_input = self._prepare(pkg, tool_name, input)
-            process, lease = self._start(pkg)
+            process, lease = self._start(pkg, env)
         except SpliceError as exc:
             return finish(error=ToolError(exc.code, exc.message, exc.details))
         isolation = process.isolation
         try:
-            return self._run(pkg, tool, job_input, process, lease, clean, finish, budget)
+            return self._run(pkg, tool, job_input, env, process, lease, clean, finish, budget)
         except BaseException:
             process.close()  # never leave a started process behind (close is idempotent)
             raise
@@ -420,8 +423,11 @@ class SpliceRuntime:
         """The declared variables present in the runtime's environment (the job's ``env``)."""
         return {name: self._env[name] for name in pkg.manifest.permissions.env if name in self._env}
 
-    def _start(self, pkg: LoadedPackage) -> tuple[sandbox.SandboxProcess, Lease | None]:
-        """The call's process, and its lease when it may be kept for the next call."""
+    def _start(
+        self, pkg: LoadedPackage, env: dict[str, str]
+    ) -> tuple[sandbox.SandboxProcess, Lease | None]:
+        """The call's process, and its lease (under the job's ``env``) when it may be kept for
+        the next call."""
         from splice_build.runtime.isolation.fileview import SourceChanged
 
         lease = None
@@ -437,7 +443,6 @@ class SpliceRuntime:
             if self._reuse is not None:
                 from splice_build.runtime.reuse import Lease
 
-                env = self._job_env(pkg)
                 lease = self._reuse.take(key, env)
                 if lease is None:
                     # Only a process the pool's thread started is kept for later calls: one
@@ -470,6 +475,7 @@ class SpliceRuntime:
         pkg: LoadedPackage,
         tool: Tool,
         value: Any,
+        env: dict[str, str],
         process: sandbox.SandboxProcess,
         lease: Lease | None,
         clean: Callable[[str], str],
@@ -492,7 +498,7 @@ class SpliceRuntime:
                 "paths": {"project": str(self.project_root), "package": str(pkg.dir)},
                 "permissions": perms.to_json(),
             },
-            env=self._job_env(pkg),
+            env=env,
             unsafe_in_process_guards_off=self._guards_off,
         )
         deadline = time.monotonic() + timeout_ms / 1000
