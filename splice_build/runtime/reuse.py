@@ -13,14 +13,16 @@ timeout, the call count, the resident memory, the CPU time used or the idle time
 CPU time matters because the kernel's CPU limit (isolation/rlimits.py) counts the process's
 whole life: a process is kept only while the longest call could still use its full share.
 While it waits it is stopped (SIGSTOP to its process group, every thread of Node seen
-stopped before ``give_back`` returns) and it is continued only by the call that takes it:
+stopped before ``give_back`` returns) and it is continued only by the call that takes it,
+once that call's from-bytes check passed, just before its job is sent (``resume``):
 work a call left running (timers, thread-pool jobs such as a ``crypto.pbkdf2``) runs only
 inside a later call of the same key, bounded by that call's deadline, never between calls
 (where it burned CPU after its call's result, and read and wrote a grant the user had moved
 aside since). A call takes it only if it is still alive, still within the memory and CPU
-limits, and has written nothing to its message pipe since its result. A call whose key differs from an idle
-process's key for the same package directory (its files or grant changed) ends that
-process. The from-bytes check before each call is the runtime's, as for any warm process.
+limits, and has written nothing to its message pipe since its result. A call whose key
+differs from an idle process's key for the same package directory (its files or grant
+changed) ends that process. The from-bytes check before each call is the runtime's, as for
+any warm process.
 """
 
 from __future__ import annotations
@@ -86,9 +88,10 @@ class ReusePool:
         self._counts = dict.fromkeys(("reused", "recycled", "discarded"), 0)
 
     def take(self, key: PoolKey, env: dict[str, str]) -> Lease | None:
-        """An idle process of ``key`` that is still alive and holds ``env``, or None. Idle
-        processes of the same package under another key or environment are ended first (the
-        package, its grant or the values of its variables changed)."""
+        """An idle process of ``key`` that is still alive and holds ``env``, or None; still
+        stopped (``resume`` continues it just before its job). Idle processes of the same
+        package under another key or environment are ended first (the package, its grant or
+        the values of its variables changed)."""
         doomed: list[Lease] = []
         lease = None
         with self._cond:
@@ -108,8 +111,6 @@ class ReusePool:
                     doomed.append(candidate)  # ended, or said something after its result
                 elif not (self._memory_ok(candidate) and self._cpu_ok(candidate)):
                     self._counts["recycled"] += 1  # grew or ran while it waited
-                    doomed.append(candidate)
-                elif not _signal_group(candidate.process, signal.SIGCONT):
                     doomed.append(candidate)
                 else:
                     lease = candidate
@@ -220,6 +221,12 @@ class ReusePool:
                     self._cond.wait(wait)
             for lease in doomed:
                 lease.process.close()
+
+
+def resume(process: SandboxProcess) -> bool:
+    """Continue a process ``take`` returned, just before its job is sent (False when it
+    cannot be signalled: it is not used)."""
+    return _signal_group(process, signal.SIGCONT)
 
 
 def _signal_group(process: SandboxProcess, signum: int) -> bool:

@@ -468,6 +468,14 @@ class SpliceRuntime:
                 ErrorCode.TOOL_CRASHED, f"Could not start the tool process: {exc}"
             ) from exc
         _check_bound(pkg, key.spec, key.files_digest, process)
+        if lease is not None:
+            from splice_build.runtime.reuse import resume
+
+            if not resume(process):  # a kept process waits stopped: continued for this job
+                process.close()
+                raise SandboxError(
+                    ErrorCode.TOOL_CRASHED, "The kept tool process could not be continued"
+                )
         return process, lease
 
     def _run(

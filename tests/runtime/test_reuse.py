@@ -292,6 +292,31 @@ def test_a_process_started_in_a_callers_thread_is_not_kept_for_others(
     assert second["token"] != first[0]["token"] and second["calls"] == 1
 
 
+def test_a_kept_process_stays_stopped_through_the_check_before_its_job(
+    make_reusing, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The from-bytes check of the package before a call runs while the kept process is
+    still stopped: work an earlier call left running gets no time outside a call's deadline
+    (and none at all when the check refuses the call and ends the process)."""
+    from splice_build.runtime import runtime as runtime_module
+
+    runtime = make_reusing()
+    pkg = runtime.load(_package(tmp_path))
+    _call(runtime, pkg)
+    [[lease]] = _pool(runtime)._idle.values()
+    assert lease.node_pid is not None
+    seen: list[set[str]] = []
+    check_bound = runtime_module._check_bound
+
+    def spy(*args: object) -> None:
+        seen.append(set(_thread_states(lease.node_pid)))  # type: ignore[arg-type]
+        check_bound(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(runtime_module, "_check_bound", spy)
+    assert _call(runtime, pkg)["calls"] == 2
+    assert seen == [{"T"}]
+
+
 def test_a_process_a_call_starts_itself_serves_one_job(make_reusing, tmp_path: Path) -> None:
     """A call that had to start its own process (never kept, above) gets a one-job host: a
     reuse host waited for a next job after its result, and held every such call for the
