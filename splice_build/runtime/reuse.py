@@ -11,17 +11,25 @@ It is given back only after a clean success (session.py: nothing of the call lef
 output accepted) and only while it is under the policy's limits (spec/reuse.py): a failure, a
 timeout, the call count, the resident memory, the CPU time used or the idle time end it. The
 CPU time matters because the kernel's CPU limit (isolation/rlimits.py) counts the process's
-whole life: a process is kept only while the longest call could still use its full share. A
-call takes it only if it is still alive, still within the memory and CPU limits, and has
-written nothing to its message pipe since its result. A call whose key differs from an idle
-process's key for the same package directory (its files or grant changed) ends that
-process. The from-bytes check before each call is the runtime's, as for any warm process.
+whole life: a process is kept only while the longest call could still use its full share.
+While it waits it is stopped (SIGSTOP to its process group, every thread of Node seen
+stopped before ``give_back`` returns) and it is continued only by the call that takes it,
+once that call's from-bytes check passed, just before its job is sent (``resume``):
+work a call left running (timers, thread-pool jobs such as a ``crypto.pbkdf2``) runs only
+inside a later call of the same key, bounded by that call's deadline, never between calls
+(where it burned CPU after its call's result, and read and wrote a grant the user had moved
+aside since). A call takes it only if it is still alive, still within the memory and CPU
+limits, and has written nothing to its message pipe since its result. A call whose key
+differs from an idle process's key for the same package directory (its files or grant
+changed) ends that process. The from-bytes check before each call is the runtime's, as for
+any warm process.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import threading
 import time
 from collections import deque
@@ -37,6 +45,9 @@ _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 # What a kept process may have used: the longest call then still has its full CPU share.
 CPU_BUDGET_SECONDS = CPU_SECONDS - MAX_TIMEOUT_MS / 1000
+# How long ``give_back`` waits for every thread of a process it stops (each stops at its next
+# return to user space: microseconds, unless one waits on a disk); past it, it is not kept.
+STOP_WAIT_SECONDS = 2.0
 
 
 @dataclass
@@ -77,9 +88,10 @@ class ReusePool:
         self._counts = dict.fromkeys(("reused", "recycled", "discarded"), 0)
 
     def take(self, key: PoolKey, env: dict[str, str]) -> Lease | None:
-        """An idle process of ``key`` that is still alive and holds ``env``, or None. Idle
-        processes of the same package under another key or environment are ended first (the
-        package, its grant or the values of its variables changed)."""
+        """An idle process of ``key`` that is still alive and holds ``env``, or None; still
+        stopped (``resume`` continues it just before its job). Idle processes of the same
+        package under another key or environment are ended first (the package, its grant or
+        the values of its variables changed)."""
         doomed: list[Lease] = []
         lease = None
         with self._cond:
@@ -111,15 +123,16 @@ class ReusePool:
         return lease
 
     def give_back(self, lease: Lease) -> None:
-        """After a clean success: keep the process for its next call, unless a limit says
-        it is done (then it ends here)."""
+        """After a clean success: keep the process, stopped, for its next call, unless a
+        limit says it is done or it cannot be stopped (then it ends here)."""
         lease.calls += 1
         lease.last_used = time.monotonic()
         if lease.node_pid is None:
             lease.node_pid = _node_pid(lease.process)
+        stopped = lease.node_pid is not None and _stop(lease.process, lease.node_pid)
         doomed: list[Lease] = []
         with self._cond:
-            if self._closed or not self._within_limits(lease):
+            if self._closed or not stopped or not self._within_limits(lease):
                 self._counts["recycled"] += not self._closed
                 doomed.append(lease)
             else:
@@ -208,6 +221,48 @@ class ReusePool:
                     self._cond.wait(wait)
             for lease in doomed:
                 lease.process.close()
+
+
+def resume(process: SandboxProcess) -> bool:
+    """Continue a process ``take`` returned, just before its job is sent (False when it
+    cannot be signalled: it is not used)."""
+    return _signal_group(process, signal.SIGCONT)
+
+
+def _signal_group(process: SandboxProcess, signum: int) -> bool:
+    """Send ``signum`` to the process group (False when it cannot be: not kept)."""
+    try:
+        os.killpg(process.pid, signum)
+    except OSError:
+        return False
+    return True
+
+
+def _stop(process: SandboxProcess, node_pid: int) -> bool:
+    """Stop the process group and wait until every thread of Node is stopped; False when
+    that cannot be seen in time (or read from ``/proc``): the process is not kept."""
+    if not _signal_group(process, signal.SIGSTOP):
+        return False
+    deadline = time.monotonic() + STOP_WAIT_SECONDS
+    while not _all_stopped(node_pid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.0002)
+    return True
+
+
+def _all_stopped(pid: int) -> bool:
+    """Every thread of ``pid`` is in the group stop (state ``T``); False when one is not, or
+    its state cannot be read."""
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/stat", encoding="ascii", errors="replace") as f:
+                state = f.read().rpartition(")")[2].split()[:1]
+            if state != ["T"]:
+                return False
+    except OSError:
+        return False
+    return True
 
 
 def _quiet(process: SandboxProcess) -> bool:

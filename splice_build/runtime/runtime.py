@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from splice_build.errors import ErrorCode, SandboxError, SpliceError
-from splice_build.records import dataclass, fields
+from splice_build.records import dataclass, fields, replace
 from splice_build.runtime import sandbox
 from splice_build.runtime.capabilities import CapabilityBroker, CapabilityChannel, CapabilityReply
 from splice_build.runtime.fetch_channel import FetchChannel, TableResolver
@@ -250,7 +250,10 @@ class SpliceRuntime:
                 logs="",
                 duration_ms=round((time.monotonic() - started) * 1000),
             )
-        secrets = [self._env[name] for name in pkg.manifest.permissions.env if name in self._env]
+        # Read once: the values redacted are the values the process is given (and, with reuse,
+        # the values its lease is kept under), even when the environment changes meanwhile.
+        env = self._job_env(pkg)
+        secrets = list(env.values())
         paths = _path_sanitizer(pkg.dir, self.project_root)
         isolation: IsolationPlan | None = None  # set once a process is started
         budget = _RedactionBudget(None)  # the call's deadline, once the job has one
@@ -279,12 +282,12 @@ class SpliceRuntime:
 
         try:
             tool, job_input = self._prepare(pkg, tool_name, input)
-            process, lease = self._start(pkg)
+            process, lease = self._start(pkg, env)
         except SpliceError as exc:
             return finish(error=ToolError(exc.code, exc.message, exc.details))
         isolation = process.isolation
         try:
-            return self._run(pkg, tool, job_input, process, lease, clean, finish, budget)
+            return self._run(pkg, tool, job_input, env, process, lease, clean, finish, budget)
         except BaseException:
             process.close()  # never leave a started process behind (close is idempotent)
             raise
@@ -420,8 +423,11 @@ class SpliceRuntime:
         """The declared variables present in the runtime's environment (the job's ``env``)."""
         return {name: self._env[name] for name in pkg.manifest.permissions.env if name in self._env}
 
-    def _start(self, pkg: LoadedPackage) -> tuple[sandbox.SandboxProcess, Lease | None]:
-        """The call's process, and its lease when it may be kept for the next call."""
+    def _start(
+        self, pkg: LoadedPackage, env: dict[str, str]
+    ) -> tuple[sandbox.SandboxProcess, Lease | None]:
+        """The call's process, and its lease (under the job's ``env``) when it may be kept for
+        the next call."""
         from splice_build.runtime.isolation.fileview import SourceChanged
 
         lease = None
@@ -437,18 +443,22 @@ class SpliceRuntime:
             if self._reuse is not None:
                 from splice_build.runtime.reuse import Lease
 
-                env = self._job_env(pkg)
                 lease = self._reuse.take(key, env)
                 if lease is None:
                     # Only a process the pool's thread started is kept for later calls: one
                     # started in this thread dies with it (PR_SET_PDEATHSIG), maybe while
                     # serving another thread's call. Without one (another caller took it, or
-                    # the pool could not start one) this call runs in a process of its own.
+                    # the pool could not start one) this call runs in a process of its own,
+                    # whose host exits after its result like any one-job host (a reuse host
+                    # would wait for a job that never comes, holding the call for the
+                    # session's exit grace).
                     self._pool.prewarm(key, wait=True)
                     warm = self._pool.acquire_warm(key)
                     if warm is not None:
                         lease = Lease(key, warm, env)
-                process = lease.process if lease is not None else self._pool.start_cold(key)
+                process = (
+                    lease.process if lease is not None else self._pool.start_cold(_one_job(key))
+                )
             else:
                 process = self._pool.acquire(key)
         except SourceChanged as exc:
@@ -458,6 +468,14 @@ class SpliceRuntime:
                 ErrorCode.TOOL_CRASHED, f"Could not start the tool process: {exc}"
             ) from exc
         _check_bound(pkg, key.spec, key.files_digest, process)
+        if lease is not None:
+            from splice_build.runtime.reuse import resume
+
+            if not resume(process):  # a kept process waits stopped: continued for this job
+                process.close()
+                raise SandboxError(
+                    ErrorCode.TOOL_CRASHED, "The kept tool process could not be continued"
+                )
         return process, lease
 
     def _run(
@@ -465,6 +483,7 @@ class SpliceRuntime:
         pkg: LoadedPackage,
         tool: Tool,
         value: Any,
+        env: dict[str, str],
         process: sandbox.SandboxProcess,
         lease: Lease | None,
         clean: Callable[[str], str],
@@ -487,7 +506,7 @@ class SpliceRuntime:
                 "paths": {"project": str(self.project_root), "package": str(pkg.dir)},
                 "permissions": perms.to_json(),
             },
-            env=self._job_env(pkg),
+            env=env,
             unsafe_in_process_guards_off=self._guards_off,
         )
         deadline = time.monotonic() + timeout_ms / 1000
@@ -559,6 +578,13 @@ def _path_sanitizer(package_dir: Path, project_root: Path) -> PathSanitizer:
     """The placeholders of a call's texts, built once per package and project (each call of
     ``splice mcp`` would otherwise build its path forms and their pattern again)."""
     return PathSanitizer.for_paths({package_dir: "<package>", project_root: "<project>"})
+
+
+def _one_job(key: PoolKey) -> PoolKey:
+    """``key`` for a process that serves one job and exits (same flags, grant and view)."""
+    from splice_build.runtime.pool import PoolKey
+
+    return PoolKey(replace(key.spec, reuse=False), key.files_digest)
 
 
 def _digest(directory: Path | str) -> str | None:

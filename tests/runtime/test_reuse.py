@@ -19,7 +19,8 @@ import pytest
 
 from splice_build.errors import ErrorCode
 from splice_build.runtime import LoadedPackage, SpliceRuntime
-from splice_build.runtime.reuse import ReusePool
+from splice_build.runtime.host_files import host_entry
+from splice_build.runtime.reuse import ReusePool, _quiet, _resident_bytes
 from splice_build.spec.reuse import ReusePolicy
 from testing.hostile_packages import write_package
 from testing.pool import wait_until_gone
@@ -291,6 +292,54 @@ def test_a_process_started_in_a_callers_thread_is_not_kept_for_others(
     assert second["token"] != first[0]["token"] and second["calls"] == 1
 
 
+def test_a_kept_process_stays_stopped_through_the_check_before_its_job(
+    make_reusing, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The from-bytes check of the package before a call runs while the kept process is
+    still stopped: work an earlier call left running gets no time outside a call's deadline
+    (and none at all when the check refuses the call and ends the process)."""
+    from splice_build.runtime import runtime as runtime_module
+
+    runtime = make_reusing()
+    pkg = runtime.load(_package(tmp_path))
+    _call(runtime, pkg)
+    [[lease]] = _pool(runtime)._idle.values()
+    assert lease.node_pid is not None
+    seen: list[set[str]] = []
+    check_bound = runtime_module._check_bound
+
+    def spy(*args: object) -> None:
+        seen.append(set(_thread_states(lease.node_pid)))  # type: ignore[arg-type]
+        check_bound(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(runtime_module, "_check_bound", spy)
+    assert _call(runtime, pkg)["calls"] == 2
+    assert seen == [{"T"}]
+
+
+def test_a_process_a_call_starts_itself_serves_one_job(make_reusing, tmp_path: Path) -> None:
+    """A call that had to start its own process (never kept, above) gets a one-job host: a
+    reuse host waited for a next job after its result, and held every such call for the
+    session's exit grace (0.5 s) with the tool's leftover work still running."""
+    runtime = make_reusing()
+    pkg = runtime.load(_package(tmp_path))
+    pool = runtime._pool
+    assert pool is not None
+    pool.close()
+    started: list[list[str]] = []
+    start_cold = pool.start_cold
+
+    def spy(key):  # type: ignore[no-untyped-def]
+        process = start_cold(key)
+        started.append([str(arg) for arg in process.popen.args])
+        return process
+
+    pool.start_cold = spy  # type: ignore[method-assign]
+    assert _call(runtime, pkg)["calls"] == 1
+    [argv] = started
+    assert "reuse" not in argv[argv.index(str(host_entry())) :]
+
+
 def test_close_ends_every_reused_process(make_reusing, tmp_path: Path) -> None:
     runtime = make_reusing()
     pkg = runtime.load(_package(tmp_path))
@@ -440,9 +489,10 @@ def test_a_result_the_tool_writes_itself_is_refused(
         runtime.close()
 
 
-# A tool that leaves work running after its result, to act while its process waits. Its
-# capability call (unanswered: no broker) makes the host read its pipe asynchronously, so
-# the process's event loop keeps turning between calls.
+# A tool that leaves work running after its result. Its capability call (unanswered: no
+# broker) makes the host read its pipe asynchronously, so its event loop would turn between
+# calls; ``burn`` keeps two of the four threads of the thread pool busy, which needs no event
+# loop at all (the other two still serve the host's reads).
 LEAVES_WORK = """
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -456,26 +506,58 @@ export default async (input, ctx) => {
   if (input.after === 'throw') later(() => { throw new Error('late failure'); });
   if (input.after === 'grow') later(() => { globalThis.big = Buffer.alloc(200 * 1024 * 1024, 1); });
   if (input.after === 'log') later(() => console.error('late log of an earlier call'));
+  if (input.after === 'write') {
+    setInterval(() => fs.appendFileSync(ctx.paths.project + '/ws/ticks', 'tick\\n'), 5);
+  }
+  if (input.after === 'burn') {
+    for (let i = 0; i < 2; i += 1) crypto.pbkdf2('pw', 'salt', 1e9, 64, 'sha512', () => {});
+  }
   return { token };
 };
 """
 
 
-@pytest.mark.parametrize("after", ["frame", "throw", "grow", "log"])
-def test_a_process_that_acted_while_it_waited_is_not_served_again(
-    make_reusing, tmp_path: Path, after: str
+def _thread_states(pid: int) -> list[str]:
+    """The state letter of every thread of ``pid`` (``T``: stopped)."""
+    states = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        states.append((task / "stat").read_text().rpartition(")")[2].split()[0])
+    return states
+
+
+def _cpu_ticks(pid: int) -> int:
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return int(fields[11]) + int(fields[12])
+
+
+@pytest.mark.parametrize("after", ["frame", "throw", "grow", "log", "write", "burn"])
+def test_work_left_running_does_nothing_while_its_process_waits(
+    make_reusing, tmp_path: Path, project: Path, after: str
 ) -> None:
-    """Work a call left running acts between calls (writes a frame, fails, grows past the
-    memory limit, logs — what an earlier call's work logs must not show up as the next
-    caller's logs): the next call takes a fresh process instead, and succeeds."""
+    """A waiting process is stopped, every thread of it: work a call left running (a timer
+    that writes a frame, fails, grows, logs or writes in the grant; thread-pool jobs) uses no
+    CPU and touches nothing after its call's result (it burned CPU for as long as the process
+    waited, and wrote in a grant the user may have moved aside since). It runs again only
+    inside the next call of the same package and grant, which the process still serves; a
+    late result of the earlier call is refused there, never delivered."""
     runtime = make_reusing(max_memory_mb=128)
-    capability = {"capabilities": ["web.search"]}
-    package = write_package(tmp_path / "pkgs", LEAVES_WORK, name="leaves", permissions=capability)
+    permissions = {"capabilities": ["web.search"], "fs": {"write": ["ws"]}}
+    package = write_package(tmp_path / "pkgs", LEAVES_WORK, name="leaves", permissions=permissions)
     pkg = runtime.load(package)
     first = _call(runtime, pkg, after=after)
-    assert _pool(runtime).idle_pids()  # given back: the result was clean
-    time.sleep(1.0)
+    [[lease]] = _pool(runtime)._idle.values()
+    assert lease.node_pid is not None
+    assert set(_thread_states(lease.node_pid)) == {"T"}
+    ticks, cpu = (project / "ws" / "ticks").exists(), _cpu_ticks(lease.node_pid)
+    time.sleep(0.3)  # the work is due: it would have run by now
+    assert _cpu_ticks(lease.node_pid) == cpu and (project / "ws" / "ticks").exists() == ticks
+    # Alive, silent and within its limits: the next call takes it.
+    assert lease.process.popen.poll() is None and _quiet(lease.process)
+    assert _resident_bytes(lease.node_pid) < 128 * 1024 * 1024
     result = runtime.execute(pkg, "t", {})
-    assert result.ok, result.to_json()
-    assert result.output["token"] != first["token"]
-    assert "earlier call" not in result.logs
+    if result.ok:
+        assert isinstance(result.output, dict) and result.output["token"] == first["token"]
+    else:  # the late failure: its result names the earlier job (or fails this one)
+        assert result.error is not None
+        assert result.error.code in (ErrorCode.INVALID_OUTPUT, ErrorCode.TOOL_ERROR)
+        assert after == "throw" and _pool(runtime).idle_pids() == []

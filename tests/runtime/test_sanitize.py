@@ -3,6 +3,8 @@ replaced by <package>/<project> (docs/compatibility.md#runtime, docs/compatibili
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -57,6 +59,39 @@ def test_encoded_forms_of_a_declared_secret_are_redacted(run_tool) -> None:
         'config {"k":"[REDACTED]"}',
     }
     assert result.logs == "auth [REDACTED]\nauth [REDACTED]"
+
+
+class _RefreshedEnvironment(Mapping[str, str]):
+    """The environment of an application that refreshes API_SECRET while calls run: every
+    read gives the next value."""
+
+    def __init__(self) -> None:
+        self._reads = itertools.count()
+
+    def __getitem__(self, name: str) -> str:
+        if name != "API_SECRET":
+            raise KeyError(name)
+        return f"{SECRET}-{next(self._reads):04d}"
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(["API_SECRET"])
+
+    def __len__(self) -> int:
+        return 1
+
+
+def test_the_values_redacted_are_the_values_the_tool_was_given(run_tool) -> None:
+    """The environment is read once per call: the runtime redacted the values it read first
+    and sent the tool values it read again later, so a value refreshed in between reached
+    the logs and the message in clear."""
+    body = (
+        "export default () => { console.log(process.env.API_SECRET);"
+        " throw new Error(`with ${process.env.API_SECRET}`); };"
+    )
+    result = run_tool(body, env=_RefreshedEnvironment(), permissions={"env": ["API_SECRET"]})
+    assert result.error is not None and result.error.code == "TOOL_ERROR"
+    assert result.error.message == "with [REDACTED]"
+    assert result.logs == "[REDACTED]"
 
 
 def test_load_failure_paths_are_replaced(run_tool) -> None:
