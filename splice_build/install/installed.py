@@ -160,7 +160,7 @@ def check_installed(
     actual = None if hashes is None else files_digest_from_hashes(hashes)
     if hashes is None or actual != known.files:
         reason = (
-            "it contains a link, a special file or too many files"
+            "it contains a link, a special file, a file too large or too many files"
             if actual is None
             else f"files digest {actual} differs from splice.lock ({known.files})"
         )
