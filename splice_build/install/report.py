@@ -12,6 +12,7 @@ from bytes) and no permission is ungranted. A project's ``requireSignatures`` an
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from splice_build.errors import ErrorCode, SpliceError
@@ -80,7 +81,11 @@ def _pinned_check(
     )
 
 
-def _installed_check(layout: ProjectLayout, candidate: Candidate, package_id: str) -> CheckResult:
+def _installed_check(
+    layout: ProjectLayout, candidate: Candidate, package_id: str, home: Path
+) -> CheckResult:
+    """The installed copy as ``splice run`` checks it (``home``: SPLICE_HOME, which no grant
+    may reach), and byte-identical to the artifact."""
     entry = load_lockfile(layout.root).get(package_id)
     if entry is None or entry.version != candidate.expected.version:
         return CheckResult("installed", "skipped", "this version is not installed in the project")
@@ -93,7 +98,7 @@ def _installed_check(layout: ProjectLayout, candidate: Candidate, package_id: st
         )
     try:
         check_state_dir(layout)
-        installed = check_installed(layout, package_id, entry)
+        installed = check_installed(layout, package_id, entry, home=home)
     except SpliceError as exc:
         text = f"{exc.code}: {exc.message}; {'; '.join(exc.details)}".rstrip("; ")
         return CheckResult(
@@ -190,7 +195,7 @@ def verification_report(
     if layout is not None:
         results.append(_pinned_check(entry, candidate, signature, outcome.verified))
         if outcome.verified:
-            results.append(_installed_check(layout, candidate, package_id))
+            results.append(_installed_check(layout, candidate, package_id, session.home.path))
         else:
             results.append(CheckResult("installed", "skipped", NOT_RUN))
     verified = all(r.status != "failed" for r in results)
