@@ -6,11 +6,15 @@ the embedded registry, offline), ``Splice.list`` and ``Splice.verify`` are asked
 taken out again. A sparse file larger than any package file (spec/limits.py) was read to the
 end by every check, ``splice run`` and each ``splice mcp`` call included: 20 GiB held
 ``splice list`` for more than 20 s, a terabyte for about an hour. It is refused from its
-``fstat`` now, like a FIFO or a link (spec/tree_digest.py)."""
+``fstat`` now, like a FIFO or a link (spec/tree_digest.py). Directories nested past the
+system's path limit made every check, ``splice install`` (the repair) included, end in
+``INTERNAL_ERROR`` (``File name too long``); a tree that cannot be read whole is now found
+modified, and ``splice install`` restores it."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 from collections.abc import Callable
 from pathlib import Path
@@ -54,12 +58,28 @@ def _link_outside(path: Path) -> None:
     path.symlink_to("/etc/hostname")
 
 
+def _nested_past_path_max(path: Path) -> None:
+    """Directories of 200-byte names, 25 deep: a path no single call can name (5,000 bytes)."""
+    path.mkdir()
+    parent = os.open(path, os.O_RDONLY)
+    try:
+        for _ in range(25):
+            os.mkdir("d" * 200, dir_fd=parent)
+            child = os.open("d" * 200, os.O_RDONLY, dir_fd=parent)
+            os.close(parent)
+            parent = child
+        os.close(os.open("last.js", os.O_WRONLY | os.O_CREAT, dir_fd=parent))
+    finally:
+        os.close(parent)
+
+
 ENTRIES: dict[str, Callable[[Path], None]] = {
     "sparse-terabyte": _sparse,
     "one-byte-too-large": _just_too_large,
     "fifo": _fifo,
     "socket": _socket,
     "link-outside": _link_outside,
+    "nested-past-path-max": _nested_past_path_max,
 }
 
 
@@ -93,6 +113,12 @@ def test_entries_no_package_holds_are_refused_unread(
                 MODIFIED,
             ), name
         finally:
-            target.unlink()
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)  # on descriptors: no path is too long for it
+            else:
+                target.unlink()
+    _nested_past_path_max(target)
+    splice.install()  # the repair replaces the tree it cannot read
     (row,) = splice.list()
     assert row["status"] == "ok"
+    assert not target.exists()
