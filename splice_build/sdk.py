@@ -477,7 +477,6 @@ class Splice:
 
         parsed = PackageRef.parse(ref)
         package_id = parsed.package.id
-        self._recovered()  # it reads the lock and the installed copy as any reader does
         session = self._session()
         try:
             entry = load_lockfile(self.project_root).get(package_id)
