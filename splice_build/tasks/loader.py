@@ -284,13 +284,14 @@ class SpliceTaskLoader(TaskLoader2):
                 entry = run.lock.get(package_id)
                 if entry is None:
                     continue
+                home = run.installer.session.home.path  # no grant may reach it, as in `run`
                 try:
                     if cache is None:
-                        checked = check_installed(run.layout, package_id, entry)
+                        checked = check_installed(run.layout, package_id, entry, home=home)
                     else:
                         hashes_of = functools.partial(cache.package_hashes, package_id)
                         checked = check_installed(
-                            run.layout, package_id, entry, hashes_of=hashes_of
+                            run.layout, package_id, entry, home=home, hashes_of=hashes_of
                         )
                     run.installed[package_id] = checked
                 except SpliceError as exc:

@@ -5,13 +5,19 @@ home inside the project, which the grant ``userhome`` names; an install refuses 
 manifest, docs/security.md#grants-and-project-state). `splice list` said ``invalid`` and
 `splice run` refused it with ``PERMISSIONS_NOT_GRANTED``, but `splice verify` reported every
 check passed and exited 0: its ``installed`` check was made without the home. It fails now
-with the code `run` gives."""
+with the code `run` gives. So did `splice install` and `splice sync --check` (the graph's
+check of the installed copies): "1 package(s) match splice.lock", exit 0, for the package
+`list` sent them to repair; they now try to restore it and refuse it as `add` would
+(``INVALID_MANIFEST``)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import pytest
+
+from splice_build.errors import ErrorCode, SpliceError
 from splice_build.registry.client.embedded import EmbeddedRegistryClient
 from splice_build.sdk import Splice
 from splice_build.spec.archive import read_archive
@@ -53,3 +59,6 @@ def test_verify_fails_a_grant_that_reaches_splice_home(tmp_path: Path) -> None:
     installed = {c["id"]: c for c in report["checks"]}["installed"]
     assert (installed["status"], installed["code"]) == ("failed", "PERMISSIONS_NOT_GRANTED")
     assert report["verified"] is False
+    with pytest.raises(SpliceError) as refused:  # the repair `list` asks for says why too
+        splice.install()
+    assert refused.value.code is ErrorCode.INVALID_MANIFEST
