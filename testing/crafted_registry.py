@@ -43,7 +43,8 @@ class CraftedRegistry:
         with self._guard:
             return self._answers.get(path)
 
-    def _set(self, path: str, content_type: str, body: bytes) -> None:
+    def serve(self, path: str, content_type: str, body: bytes) -> None:
+        """Answer ``path`` with ``body`` from now on."""
         with self._guard:
             self._answers[path] = (content_type, body)
 
@@ -78,10 +79,10 @@ class CraftedRegistry:
             "download": package_path(package_id, version, "download"),
             "signatures": [],
         }
-        self._set(
+        self.serve(
             package_path(package_id, version), "application/json", json.dumps(answer).encode()
         )
-        self._set(package_path(package_id, version, "download"), "application/gzip", archive)
+        self.serve(package_path(package_id, version, "download"), "application/gzip", archive)
         return integrity
 
     def list_versions(self, package_id: str, versions: Sequence[str]) -> None:
@@ -98,9 +99,9 @@ class CraftedRegistry:
             "createdAt": _WHEN,
             "updatedAt": _WHEN,
         }
-        self._set(package_path(package_id), "application/json", json.dumps(answer).encode())
+        self.serve(package_path(package_id), "application/json", json.dumps(answer).encode())
         keys = {"namespace": namespace, "keys": []}
-        self._set(f"/namespaces/{namespace}/keys", "application/json", json.dumps(keys).encode())
+        self.serve(f"/namespaces/{namespace}/keys", "application/json", json.dumps(keys).encode())
 
 
 @contextmanager
