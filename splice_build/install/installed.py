@@ -156,11 +156,14 @@ def check_installed(
             hint=f"Run `splice add {package_id}`." if entry is None else RESTORE_HINT,
         )
     known = entry.known(package_id)  # LOCK_INCOMPLETE: no check runs on a field it lacks
-    hashes = hashes_of(directory)
+    try:
+        hashes = hashes_of(directory)
+    except OSError as exc:  # a path nested past the system's limit, an unreadable directory
+        raise _modified(package_id, f"its files cannot be read: {exc.strerror or exc}") from exc
     actual = None if hashes is None else files_digest_from_hashes(hashes)
     if hashes is None or actual != known.files:
         reason = (
-            "it contains a link, a special file or too many files"
+            "it contains a link, a special file, a file too large or too many files"
             if actual is None
             else f"files digest {actual} differs from splice.lock ({known.files})"
         )

@@ -109,6 +109,19 @@ class Fetched:
     stored_signatures: tuple[Mapping[str, Any], ...] | None = None
 
 
+@dataclass(frozen=True)
+class Checked:
+    """A package verified, its signer trusted and its permissions consented to: what
+    :meth:`Installer.swap_in` puts in place, with the lock entry it records."""
+
+    target: Target
+    fetched: Fetched
+    verified: VerifiedArtifact
+    entry: LockEntry
+    previous: str | None
+    signature: str
+
+
 class Installer:
     """Installs targets into one project (see the module docstring)."""
 
@@ -251,8 +264,10 @@ class Installer:
             return True
         return load_project_file(self.layout.root).requires_signature(target.package_id)
 
-    def install(self, target: Target, fetched: Fetched) -> InstallReport:
-        """(4)–(8) verify, consent and swap in; raises ``SpliceError`` leaving the project as it was."""
+    def check(self, target: Target, fetched: Fetched) -> Checked:
+        """(4)–(7) verify, trust the signer, cache, and ask consent; nothing in the project
+        changes. A command installing several packages checks them all before it swaps any
+        in (tasks/loader.py), so a refusal of one leaves the others as they were too."""
         expected = self._expected(target, fetched)
         lock = load_lockfile(self.layout.root)
         current = lock.get(target.package_id)
@@ -317,24 +332,30 @@ class Installer:
             permissions=verified.manifest.permissions,
             signed_by=signed_by,
         )
-        self.progress("installing", f"Installing {self._relative_dir(target.package_id)}...")
-        self._swap_in(target, verified, entry)
+        signature_line = signature_text(
+            official or verified.signed_by,
+            signed_by,
+            untrusted,
+            pinned_only=isinstance(signature, SignaturePinnedByLock),
+        )
         previous = (
             current.version if current is not None and current.version != target.version else None
         )
+        return Checked(target, fetched, verified, entry, previous, signature_line)
+
+    def swap_in(self, checked: Checked) -> InstallReport:
+        """(8) the checked package's staged copy swapped in with its lock entry."""
+        target = checked.target
+        self.progress("installing", f"Installing {self._relative_dir(target.package_id)}...")
+        self._swap_in(target, checked.verified, checked.entry)
         return report_for(
-            verified.manifest,
-            entry,
+            checked.verified.manifest,
+            checked.entry,
             already=False,
-            previous=previous,
-            from_cache=fetched.from_cache,
-            offline=fetched.offline,
-            signature=signature_text(
-                official or verified.signed_by,
-                signed_by,
-                untrusted,
-                pinned_only=isinstance(signature, SignaturePinnedByLock),
-            ),
+            previous=checked.previous,
+            from_cache=checked.fetched.from_cache,
+            offline=checked.fetched.offline,
+            signature=checked.signature,
             root=self._root,
         )
 

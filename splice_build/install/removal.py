@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,7 +21,7 @@ def remove_packages(layout: ProjectLayout, ids: Sequence[str]) -> list[dict[str,
     swaps = []
     for package_id in dict.fromkeys(ids):
         entry = lock.get(package_id)
-        on_disk = layout.package_dir(package_id).exists()
+        on_disk = os.path.lexists(layout.package_dir(package_id))  # a dangling link too
         if entry is None and package_id not in project.packages and not on_disk:
             raise InstallError(ErrorCode.NOT_INSTALLED, f"{package_id} is not installed")
         removed.append({"name": package_id, "version": entry.version if entry else None})

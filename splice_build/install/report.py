@@ -12,6 +12,7 @@ from bytes) and no permission is ungranted. A project's ``requireSignatures`` an
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from splice_build.errors import ErrorCode, SpliceError
@@ -19,6 +20,7 @@ from splice_build.install.checks import NOT_RUN, Candidate, CheckResult, Expecte
 from splice_build.install.installed import check_installed
 from splice_build.install.session import RegistrySession
 from splice_build.install.signature_check import SignatureValid
+from splice_build.install.transaction import project_lock
 from splice_build.project.layout import ProjectLayout
 from splice_build.project.lockfile import LockEntry, load_lockfile
 from splice_build.project.project_file import load_project_file
@@ -80,7 +82,21 @@ def _pinned_check(
     )
 
 
-def _installed_check(layout: ProjectLayout, candidate: Candidate, package_id: str) -> CheckResult:
+def _installed_check(
+    layout: ProjectLayout, candidate: Candidate, package_id: str, home: Path
+) -> CheckResult:
+    """The installed copy as ``splice run`` checks it (``home``: SPLICE_HOME, which no grant
+    may reach), and byte-identical to the artifact. Like every reader of project state, it
+    first finishes or undoes an install a crash cut short (which never changes
+    ``splice.lock``, so the ``pinned`` check read the same entry); a link in ``.splice/`` or
+    a journal it cannot use fails the check with its code."""
+    try:
+        check_state_dir(layout)
+        if layout.tmp_dir.exists():
+            with project_lock(layout):
+                pass
+    except SpliceError as exc:
+        return _failed_installed(exc)
     entry = load_lockfile(layout.root).get(package_id)
     if entry is None or entry.version != candidate.expected.version:
         return CheckResult("installed", "skipped", "this version is not installed in the project")
@@ -92,13 +108,9 @@ def _installed_check(layout: ProjectLayout, candidate: Candidate, package_id: st
             ErrorCode.LOCK_MISMATCH,
         )
     try:
-        check_state_dir(layout)
-        installed = check_installed(layout, package_id, entry)
+        installed = check_installed(layout, package_id, entry, home=home)
     except SpliceError as exc:
-        text = f"{exc.code}: {exc.message}; {'; '.join(exc.details)}".rstrip("; ")
-        return CheckResult(
-            "installed", "failed", f"{text} ({exc.hint})" if exc.hint else text, exc.code
-        )
+        return _failed_installed(exc)
     if candidate.files is not None and entry.known(package_id).files != files_digest(
         candidate.files
     ):
@@ -112,6 +124,13 @@ def _installed_check(layout: ProjectLayout, candidate: Candidate, package_id: st
         "installed",
         "passed",
         f"{installed.directory.relative_to(layout.root).as_posix()} matches the artifact",
+    )
+
+
+def _failed_installed(exc: SpliceError) -> CheckResult:
+    text = f"{exc.code}: {exc.message}; {'; '.join(exc.details)}".rstrip("; ")
+    return CheckResult(
+        "installed", "failed", f"{text} ({exc.hint})" if exc.hint else text, exc.code
     )
 
 
@@ -190,7 +209,7 @@ def verification_report(
     if layout is not None:
         results.append(_pinned_check(entry, candidate, signature, outcome.verified))
         if outcome.verified:
-            results.append(_installed_check(layout, candidate, package_id))
+            results.append(_installed_check(layout, candidate, package_id, session.home.path))
         else:
             results.append(CheckResult("installed", "skipped", NOT_RUN))
     verified = all(r.status != "failed" for r in results)

@@ -104,16 +104,19 @@ def saved_range(rng: Range, version: str) -> str:
 
 def wanted_version(versions: list[str], rng: Range, current: str | None) -> Version | None:
     """The highest listed version ``rng`` accepts, never older than ``current`` (the locked
-    version) when ``rng`` accepts that one.
+    version) when ``rng`` accepts that one, and never another text of the same precedence.
 
     Registries never take a version back, so a list without the locked version, or whose
     best match is older, is a rollback (or a mirror that is behind): ``outdated``, ``add``
     and ``update`` keep the locked version rather than downgrade to what it offers
     (docs/security.md#rollback-and-freeze). Installing the kept version still needs its
-    locked bytes (``LOCK_MISMATCH`` otherwise)."""
+    locked bytes (``LOCK_MISMATCH`` otherwise). A listed version equal to the locked one in
+    precedence but not in text (``1.0.0+b`` for ``1.0.0``, or a numeric prerelease
+    identifier beyond 2**53, spec/semver.py) is no newer: taking it would install other
+    bytes under a version the range and the lock already hold, with no lock pin to match."""
     best = max_satisfying(versions, rng)
     locked = None if current is None else Version.parse(current)
-    if locked is not None and rng.satisfies(locked) and (best is None or best < locked):
+    if locked is not None and rng.satisfies(locked) and (best is None or best <= locked):
         return locked
     return best
 

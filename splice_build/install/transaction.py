@@ -249,18 +249,25 @@ def _read_journal(
     return swaps, journal["lock"], ranges
 
 
+def _present(path: Path) -> bool:
+    """Something is at ``path``, a link included: ``Path.exists`` follows a link, so a
+    dangling one in a package's place (a checkout can ship it) was taken for nothing there,
+    and the staged copy was then renamed onto it (``ENOTDIR``, an ``INTERNAL_ERROR``)."""
+    return os.path.lexists(path)
+
+
 def _forward(swap: Swap) -> None:
     """Put the new state at ``final`` (idempotent; the old one ends up at ``backup``)."""
     if swap.staged is None:
-        if swap.final.exists() and not swap.backup.exists():
+        if _present(swap.final) and not _present(swap.backup):
             _rename(swap.final, swap.backup)
-        elif swap.final.exists():
+        elif _present(swap.final):
             remove_tree(swap.final)
         return
-    if not swap.staged.exists():
+    if not _present(swap.staged):
         return  # already moved in
-    if swap.final.exists():
-        if swap.backup.exists():
+    if _present(swap.final):
+        if _present(swap.backup):
             remove_tree(swap.final)
         else:
             _rename(swap.final, swap.backup)
@@ -270,13 +277,13 @@ def _forward(swap: Swap) -> None:
 
 def _rollback(swap: Swap) -> None:
     """Put the old state back at ``final`` (idempotent)."""
-    if swap.staged is not None and swap.staged.exists():
-        if swap.backup.exists() and not swap.final.exists():
+    if swap.staged is not None and _present(swap.staged):
+        if _present(swap.backup) and not _present(swap.final):
             _rename(swap.backup, swap.final)
         remove_tree(swap.staged)
         return
-    if swap.backup.exists():
-        if swap.final.exists():
+    if _present(swap.backup):
+        if _present(swap.final):
             remove_tree(swap.final)
         _rename(swap.backup, swap.final)
     elif swap.staged is not None:

@@ -7,9 +7,10 @@ copies, a package swap or the graph database's writes into changes outside the p
 Every path Splice creates, renames, writes or deletes under ``.splice/`` lies below
 ``.splice`` itself, one of its entries, or a scope directory of ``.splice/packages``;
 :func:`check_state_dir` refuses a link at any of those places before the project lock is
-taken. Links deeper down are harmless: an installed package directory that is a link is
-found modified and replaced without following it (install/installed.py), and staging
-copies are renamed or removed, never entered through a link.
+taken. Links deeper down are harmless: an installed package directory that is a link, a
+dangling one too, is found modified or missing and replaced or removed without following it
+(install/installed.py, install/transaction.py), and staging copies are renamed or removed,
+never entered through a link.
 
 Races with another local user are out of scope: ``.splice/`` belongs to the project's owner.
 """

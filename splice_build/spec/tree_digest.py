@@ -2,8 +2,9 @@
 
 docs/compatibility.md#files-digest and docs/architecture.md#invariants, 3: every regular file under the package directory
 counts, hidden files and ``node_modules`` included (a verified artifact holds neither, so any
-added file changes the digest). A symbolic link or any other non-regular entry, or more files
-than a package may hold, makes the digest ``None``, which never equals a recorded digest.
+added file changes the digest). A symbolic link or any other non-regular entry, a file larger
+than a package file may be, or more files than a package may hold, makes the digest ``None``,
+which never equals a recorded digest (and nothing of such a file is read).
 Nothing here looks at modification times: every call reads every byte.
 """
 
@@ -15,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from splice_build.spec.digests import files_digest_from_hashes, new_sha256
-from splice_build.spec.limits import MAX_FILES
+from splice_build.spec.limits import MAX_FILE_BYTES, MAX_FILES
 from splice_build.spec.regular_file import READ_FLAGS
 
 _CHUNK = 1024 * 1024
@@ -38,7 +39,9 @@ def hash_package_file_and_stat(path: str) -> tuple[str, os.stat_result]:
     fd = os.open(path, READ_FLAGS | getattr(os, "O_NOFOLLOW", 0))
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
+        # Larger than any file of an artifact (spec/entry_rules.py): it can never match, and a
+        # sparse file of a terabyte would hold every check for an hour.
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_FILE_BYTES:
             raise NotAPackageTree(path)
         # One read sized to a small file (os.read allocates what it is asked for); large
         # files go in 1 MiB reads. A short read of a regular file is its end.

@@ -42,7 +42,7 @@ from doit.task import Task
 
 from splice_build.errors import ErrorCode, InstallError, SpliceError, storage_error
 from splice_build.install.installed import check_installed
-from splice_build.install.installer import Fetched, Target
+from splice_build.install.installer import Checked, Fetched, Target
 from splice_build.install.resolve import resolve
 from splice_build.install.statcache import StatCache, file_system_now
 from splice_build.spec.semver import Range, Version
@@ -284,13 +284,14 @@ class SpliceTaskLoader(TaskLoader2):
                 entry = run.lock.get(package_id)
                 if entry is None:
                     continue
+                home = run.installer.session.home.path  # no grant may reach it, as in `run`
                 try:
                     if cache is None:
-                        checked = check_installed(run.layout, package_id, entry)
+                        checked = check_installed(run.layout, package_id, entry, home=home)
                     else:
                         hashes_of = functools.partial(cache.package_hashes, package_id)
                         checked = check_installed(
-                            run.layout, package_id, entry, hashes_of=hashes_of
+                            run.layout, package_id, entry, home=home, hashes_of=hashes_of
                         )
                     run.installed[package_id] = checked
                 except SpliceError as exc:
@@ -323,8 +324,11 @@ class SpliceTaskLoader(TaskLoader2):
             return True
 
         def install() -> None:
+            # Every package is checked (verified, its signer trusted, its permissions
+            # consented to) before any is swapped in: a refusal of one changes nothing.
+            checked = {package_id: self._check_one(run, package_id) for package_id in run.ids}
             for package_id in run.ids:
-                self._install_one(run, package_id)
+                self._install_one(run, package_id, checked[package_id])
 
         deps = [task_name("lock", run), task_name("verify", run)]
         deps += [f"fetch:{package_id}" for package_id in run.ids]
@@ -336,10 +340,13 @@ class SpliceTaskLoader(TaskLoader2):
             io=_IO,
         )
 
-    def _install_one(self, run: GraphRun, package_id: str) -> None:
+    def _check_one(self, run: GraphRun, package_id: str) -> Checked | None:
+        """What installing ``package_id`` needs checked before anything is swapped in: the
+        signature policy of a kept copy, or the checks and consent of a new one (``None``:
+        nothing to swap in). A check run only records what it would do."""
         target = run.targets.get(package_id)
         if target is None:
-            return  # a check run that would resolve it first
+            return None  # a check run that would resolve it first
         installed = run.installed.get(package_id)
         if self.workspace.check:
             if not is_kept(run, package_id):
@@ -348,17 +355,27 @@ class SpliceTaskLoader(TaskLoader2):
                 reason = damaged or ("not installed" if target.pinned else "newly resolved")
                 consent = run.installer.consent_needed(target)
                 run.changes.append(Change(package_id, action, target.version, reason, consent))
-            return
+            return None
         if target.pinned is not None and installed is not None:
-            run.reports[package_id] = run.installer.keep(
-                target, installed.manifest, installed.lock_entry
-            )
-            return
+            assert run.project is not None
+            run.installer.check_kept(package_id, installed.lock_entry, run.project)
+            return None
         shared = self.workspace.fetches.get(fetch_key(run, target))
         if isinstance(shared, BaseException):
             raise shared
-        fetched = shared or run.installer.fetch(target)
-        run.reports[package_id] = run.installer.install(target, fetched)
+        return run.installer.check(target, shared or run.installer.fetch(target))
+
+    def _install_one(self, run: GraphRun, package_id: str, checked: Checked | None) -> None:
+        target = run.targets.get(package_id)
+        if target is None or self.workspace.check:
+            return
+        if checked is not None:
+            run.reports[package_id] = run.installer.swap_in(checked)
+            return
+        installed = run.installed[package_id]  # kept: _check_one returned None for it
+        run.reports[package_id] = run.installer.keep(
+            target, installed.manifest, installed.lock_entry
+        )
 
     # shared between projects ------------------------------------------------------------------
     def _fetch_task(self, package_id: str, runs: list[GraphRun]) -> Task:

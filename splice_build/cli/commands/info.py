@@ -115,6 +115,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     from splice_build.errors import ErrorCode, RegistryError
     from splice_build.install.resolve import all_version_entries
     from splice_build.project.home import SpliceHome
+    from splice_build.registry.client.answers import documented
     from splice_build.registry.client.open import open_configured
     from splice_build.spec.manifest import Manifest
     from splice_build.spec.names import PackageRef
@@ -145,8 +146,8 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     manifest = Manifest.from_dict(selected["manifest"])
     root = _project_root(ctx)
     data = {
-        **package,
-        "selected": selected,
+        **documented("package", package),  # a registry's own members are not ours to print
+        "selected": documented("version", selected),
         "tools": describe_tools(manifest),
         "permissions": manifest.permissions.describe(root),
         "signature": _signature_status(selected),

@@ -128,6 +128,14 @@ def _cross_field(
     return problems
 
 
+def documented(kind: Kind, answer: Mapping[str, Any]) -> dict[str, Any]:
+    """The members of a checked ``answer`` its schema names, and no others: what a command
+    prints as its own result (``splice info --json``) must not carry members a registry
+    added, such as ``"ok": false`` with an ``"error"``, the shape of Splice's own failures."""
+    named = _validator(kind).schema.get("properties", {})
+    return {key: value for key, value in answer.items() if key in named}
+
+
 def malformed(path: str, problems: list[str]) -> RegistryError:
     details = [p if len(p) <= MAX_DETAIL_CHARS else p[:MAX_DETAIL_CHARS] + "…" for p in problems]
     more = len(details) - MAX_DETAILS
