@@ -125,3 +125,29 @@ def test_a_3xx_that_was_not_followed_is_a_provider_error(status: int) -> None:
             assert result["status"] == "ERROR", (name, result)
             assert result["code"] in {"PROVIDER_ERROR", "ALL_PROVIDERS_FAILED"}, (name, result)
             assert f"answered HTTP {status}" in result["message"], (name, result)
+
+
+def test_no_key_value_in_urllib3_warnings(caplog: pytest.LogCaptureFixture) -> None:
+    """A provider whose response head holds a line that is no header: urllib3's connection
+    logger warns 'Failed to parse headers (url=...)' with the whole request URL, the path and
+    query of ROBINHOOD_RPC_URL included (shown by any application that configures logging).
+    Only urllib3.connectionpool was redacted; now every logger of urllib3 is."""
+    keys = recognizable_keys()
+    caplog.set_level(logging.DEBUG)
+    with fake_providers() as fake:
+        for host in HOSTS:
+            fake.behave(host, "broken-head")
+        broker = broker_for(fake)
+        for name, args in ARGS.items():
+            broker.call({"package": "@t/p", "tool": "t", "capability": name, "args": args})
+    assert "Failed to parse headers" in caplog.text  # the warning this is about was logged
+    leaked = [name for name, value in keys.items() if value in caplog.text]
+    assert leaked == [] and "LEAKCANARY" not in caplog.text, leaked
+    unfiltered = [
+        name
+        for name, logger in logging.Logger.manager.loggerDict.items()
+        if name.split(".")[0] == "urllib3"
+        and isinstance(logger, logging.Logger)
+        and not any(f.__class__.__name__ == "_RedactingFilter" for f in logger.filters)
+    ]
+    assert unfiltered == []
