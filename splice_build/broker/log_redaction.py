@@ -52,9 +52,9 @@ _install_lock = threading.Lock()
 
 
 def _package_loggers() -> list[logging.Logger]:
-    """Every logger of urllib3 (each module makes its own when it is imported: importing
-    requests, as every provider request does, imports all those a request goes through)."""
-    import requests  # noqa: F401  (its import creates urllib3's loggers)
+    """Every logger of urllib3: each of its modules makes its own when it is imported, and
+    importing urllib3 imports all those a request goes through (``requests`` adds none)."""
+    import urllib3  # noqa: F401  (its import creates the loggers)
 
     found = logging.Logger.manager.loggerDict
     return [
