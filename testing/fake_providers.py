@@ -9,7 +9,8 @@ a broker that forwarded them would leak them, and the key-leak tests would see i
 Modes: ``ok``; ``status:<code>``; ``slow`` (answers after ``slow_seconds``); ``oversize``
 (a body of ``oversize_bytes``); ``garbage`` (not JSON); ``redirect:<url>`` (a 302 to ``url``);
 ``body:<text>`` (a 200 whose body is exactly ``text``, for answers JSON does not allow);
-``broken-head`` (a 200 whose head holds a line that is no header, which urllib3 logs).
+``broken-head`` (a 200 whose head holds a line that is no header, then one echoing the
+credentials: urllib3 logs both, with the request URL).
 """
 
 from __future__ import annotations
@@ -380,7 +381,8 @@ def _handler(state: FakeProviders) -> type[BaseHTTPRequestHandler]:
             if mode == "broken-head":
                 self.close_connection = True
                 head = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nno header\r\n"
-                return self.wfile.write(head + b"content-length: 2\r\n\r\n{}")
+                echo = f"x-echo: {_credentials(seen)}\r\n".encode("latin-1", "replace")
+                return self.wfile.write(head + echo + b"content-length: 2\r\n\r\n{}")
             if mode == "garbage":
                 return self._send(200, f"<html>{_credentials(seen)}</html>".encode())
             if mode.startswith("body:"):

@@ -37,13 +37,13 @@ class _RedactingFilter(logging.Filter):
             record.msg = redact(record.getMessage(), values)
             record.args = None
             if record.exc_info and not record.exc_text:
-                # Formatters print exc_text when it is set: the traceback quotes exceptions
-                # such as MaxRetryError, whose message holds the request URL.
-                record.exc_text = logging.Formatter().formatException(record.exc_info)
-            if record.exc_text:
-                record.exc_text = redact(record.exc_text, values)
-            if record.stack_info:
-                record.stack_info = redact(record.stack_info, values)
+                # The traceback quotes the exception (a head urllib3 could not parse: the
+                # server's header lines, which may echo the key). Formatters print exc_text
+                # instead when it is set, so it is set only when something was redacted.
+                text = logging.Formatter().formatException(record.exc_info)
+                redacted = redact(text, values)
+                if redacted != text:
+                    record.exc_text = redacted
         return True
 
 

@@ -130,8 +130,10 @@ def test_a_3xx_that_was_not_followed_is_a_provider_error(status: int) -> None:
 def test_no_key_value_in_urllib3_warnings(caplog: pytest.LogCaptureFixture) -> None:
     """A provider whose response head holds a line that is no header: urllib3's connection
     logger warns 'Failed to parse headers (url=...)' with the whole request URL, the path and
-    query of ROBINHOOD_RPC_URL included (shown by any application that configures logging).
-    Only urllib3.connectionpool was redacted; now every logger of urllib3 is."""
+    query of ROBINHOOD_RPC_URL included, and a traceback quoting the head's other lines, one of
+    which echoes the request's key headers (shown by any application that configures
+    logging). Only urllib3.connectionpool was redacted, and only its messages; now every
+    logger of urllib3 is, tracebacks included."""
     keys = recognizable_keys()
     caplog.set_level(logging.DEBUG)
     with fake_providers() as fake:
