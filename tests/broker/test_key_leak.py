@@ -153,3 +153,23 @@ def test_no_key_value_in_urllib3_warnings(caplog: pytest.LogCaptureFixture) -> N
         and not any(f.__class__.__name__ == "_RedactingFilter" for f in logger.filters)
     ]
     assert unfiltered == []
+
+
+def test_a_private_repository_answers_as_a_missing_one() -> None:
+    """With GITHUB_TOKEN, GitHub answers /repos/{owner}/{repo} for the private repositories
+    the token can see. github.repository refused them with its own message ('not a public
+    repository', no status) where a missing repository is 'not found (404)': a tool could
+    tell which private names exist. Both answers are now the same."""
+    with fake_providers() as fake:
+        broker = broker_for(fake)
+
+        def answer(repo: str) -> dict[str, object]:
+            request = {"package": "@t/p", "tool": "t", "capability": "github.repository"}
+            result = broker.call({**request, "args": {"repo": repo}})
+            return {k: v for k, v in result.items() if k != "timestamp"}
+
+        private = answer("octo/secret-plans")  # the fake's private repository
+        fake.behave("api.github.com", "status:404")
+        missing = answer("octo/no-such-repository")
+    assert private["code"] == "NOT_FOUND"
+    assert private == missing
