@@ -8,7 +8,9 @@ a broker that forwarded them would leak them, and the key-leak tests would see i
 
 Modes: ``ok``; ``status:<code>``; ``slow`` (answers after ``slow_seconds``); ``oversize``
 (a body of ``oversize_bytes``); ``garbage`` (not JSON); ``redirect:<url>`` (a 302 to ``url``);
-``body:<text>`` (a 200 whose body is exactly ``text``, for answers JSON does not allow).
+``body:<text>`` (a 200 whose body is exactly ``text``, for answers JSON does not allow);
+``broken-head`` (a 200 whose head holds a line that is no header, then one echoing the
+credentials: urllib3 logs both, with the request URL).
 """
 
 from __future__ import annotations
@@ -376,6 +378,11 @@ def _handler(state: FakeProviders) -> type[BaseHTTPRequestHandler]:
                 return self._send(int(mode.split(":")[1]), json.dumps(message).encode())
             if mode == "oversize":
                 return self._send(200, b"[" + b"0," * (state.oversize_bytes // 2) + b"0]")
+            if mode == "broken-head":
+                self.close_connection = True
+                head = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nno header\r\n"
+                echo = f"x-echo: {_credentials(seen)}\r\n".encode("latin-1", "replace")
+                return self.wfile.write(head + echo + b"content-length: 2\r\n\r\n{}")
             if mode == "garbage":
                 return self._send(200, f"<html>{_credentials(seen)}</html>".encode())
             if mode.startswith("body:"):

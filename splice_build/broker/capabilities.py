@@ -16,6 +16,15 @@ from typing import Any
 from splice_build.spec.untrusted_json import has_lone_surrogate
 from splice_build.spec.validation import SchemaValidator, compile_schema
 
+# Problems listed in one INVALID_INPUT answer. The arguments come from a tool (up to 256 KiB):
+# an array of 130,000 wrong items was as many problems, each rendered and then redacted in the
+# host process, 24 s of its CPU for one call, which no tool timeout stops (docs/capabilities.md).
+MAX_LISTED_PROBLEMS = 20
+MORE_PROBLEMS = f"args: more than {MAX_LISTED_PROBLEMS} problems; the others are not listed"
+# Characters of one problem: a message may quote the value (``[1, 1, 1, …] is too long``), and
+# the value may be the whole 256 KiB, quoted, redacted and sent back for every call.
+MAX_PROBLEM_CHARACTERS = 300
+
 # Capabilities whose arguments hold URLs that a provider fetches on its side.
 _TARGET_URL_ARGS: dict[str, str] = {
     "web.extract": "urls",
@@ -57,13 +66,22 @@ def with_checked_targets(capability: str, args: dict[str, Any]) -> dict[str, Any
     return {**args, field: checked}
 
 
+def _shortened(problem: str) -> str:
+    if len(problem) <= MAX_PROBLEM_CHARACTERS:
+        return problem
+    return problem[: MAX_PROBLEM_CHARACTERS - 1] + "…"
+
+
 def argument_problems(capability: str, args: Any) -> list[str]:
     """Every problem with ``args`` for ``capability`` (empty when the call may proceed)."""
     request = {"capability": capability, "args": args}
     if has_lone_surrogate(request):  # no UTF-8 form: neither a cache key nor a request body
         return ["args: a string holds an unpaired surrogate"]
     schema = _schema()
-    problems = schema.ordered(schema.check(request))
+    found = schema.ordered(schema.check(request, limit=MAX_LISTED_PROBLEMS + 1))
+    problems = [_shortened(p) for p in found[:MAX_LISTED_PROBLEMS]]
+    if len(found) > MAX_LISTED_PROBLEMS:
+        problems.append(MORE_PROBLEMS)
     if problems:
         return problems
     field = _TARGET_URL_ARGS.get(capability)

@@ -1,8 +1,12 @@
 """Keep provider keys out of third-party log records.
 
-urllib3 logs every request line at DEBUG (``"POST /v2/<key>?apikey=<key> HTTP/1.1"``), so a
-key carried in an RPC URL would reach any DEBUG log handler. One process-wide filter on
-urllib3's connection-pool logger redacts the exact values of every broker's keys.
+urllib3 logs request URLs, whose path and query may hold a key (``ROBINHOOD_RPC_URL``): every
+request line at DEBUG (``"POST /v2/<key>?apikey=<key> HTTP/1.1"``), and at WARNING, which an
+application that configures logging shows, a response head it cannot parse (``Failed to
+parse headers (url=https://<host>/v2/<key>...)``, with a traceback) or a certificate that does
+not match the host (whose labels may be a key). One process-wide filter, on every logger of
+urllib3 (a logger's filters see only its own records, not those of the loggers below it),
+redacts the exact values of every broker's keys from the message and the traceback.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from collections.abc import Iterable
 
 from splice_build.security.redact import redact
 
-_LOGGERS = ("urllib3.connectionpool",)
+_PACKAGE = "urllib3"
 
 
 class _RedactingFilter(logging.Filter):
@@ -32,20 +36,38 @@ class _RedactingFilter(logging.Filter):
         if values:
             record.msg = redact(record.getMessage(), values)
             record.args = None
+            if record.exc_info and not record.exc_text:
+                # The traceback quotes the exception (a head urllib3 could not parse: the
+                # server's header lines, which may echo the key). Formatters print exc_text
+                # instead when it is set, so it is set only when something was redacted.
+                text = logging.Formatter().formatException(record.exc_info)
+                redacted = redact(text, values)
+                if redacted != text:
+                    record.exc_text = redacted
         return True
 
 
 _FILTER = _RedactingFilter()
-_installed = False
 _install_lock = threading.Lock()
 
 
+def _package_loggers() -> list[logging.Logger]:
+    """Every logger of urllib3: each of its modules makes its own when it is imported, and
+    importing urllib3 imports all those a request goes through (``requests`` adds none)."""
+    import urllib3  # noqa: F401  (its import creates the loggers)
+
+    found = logging.Logger.manager.loggerDict
+    return [
+        logger
+        for name, logger in list(found.items())
+        if (name == _PACKAGE or name.startswith(_PACKAGE + "."))
+        and isinstance(logger, logging.Logger)
+    ]
+
+
 def protect(values: Iterable[str]) -> None:
-    """Redact ``values`` from urllib3's log records from now on (installs the filter once)."""
-    global _installed
+    """Redact ``values`` from urllib3's log records from now on."""
     _FILTER.add(values)
     with _install_lock:
-        if not _installed:
-            for name in _LOGGERS:
-                logging.getLogger(name).addFilter(_FILTER)
-            _installed = True
+        for logger in _package_loggers():
+            logger.addFilter(_FILTER)  # once: a logger keeps a filter it already has

@@ -163,3 +163,49 @@ def test_providers_are_sent_the_url_that_was_checked(url: str) -> None:
                 if value.startswith(("http:", "https:", " http"))
             ]
             assert sent and all(value == checked for value in sent), (capability, sent, checked)
+
+
+# Wrong values a tool can fill its 256 KiB of arguments with: many wrong items, one long
+# text, many unknown arguments (smaller here: the counts, not the time, tell the old
+# behaviour apart).
+_FILLS = {"items": [{}] * 200, "text": "x" * 120000}
+_UNKNOWN_ARGUMENTS = {f"k{i}": 0 for i in range(200)}
+
+
+def test_an_invalid_input_answer_lists_few_short_problems_whatever_the_arguments() -> None:
+    """A tool that filled an argument with 130,000 wrong items got as many problems, each
+    rendered and redacted in the host process: 24 s of its CPU for one call, past the tool's
+    own timeout. Every capability, every argument (and an unknown one), every fill: at most
+    MAX_LISTED_PROBLEMS problems and a last line saying there were more, each one short."""
+    from splice_build.broker import Broker
+    from splice_build.broker.capabilities import (
+        MAX_LISTED_PROBLEMS,
+        MAX_PROBLEM_CHARACTERS,
+        MORE_PROBLEMS,
+        _schema,
+    )
+    from splice_build.broker.keys import ProviderKeys
+
+    broker = Broker(keys=ProviderKeys(), providers={})
+    definitions = _schema().schema["$defs"]
+    for capability in known_capabilities():
+        calls = [
+            ((capability, argument, fill), {argument: value})
+            for argument in [*definitions[capability].get("properties", {}), "unknown"]
+            for fill, value in _FILLS.items()
+        ]
+        for where, args in [*calls, ((capability, "keys"), _UNKNOWN_ARGUMENTS)]:
+            answer = broker.call(
+                {"package": "@t/p", "tool": "t", "capability": capability, "args": args}
+            )
+            assert answer["code"] == "INVALID_INPUT", where
+            details = answer["details"]
+            assert 1 <= len(details) <= MAX_LISTED_PROBLEMS + 1, (where, len(details))
+            assert all(len(d) <= MAX_PROBLEM_CHARACTERS for d in details), where
+            assert MORE_PROBLEMS not in details[:-1], where
+
+
+def test_an_array_longer_than_allowed_is_one_problem() -> None:
+    """Its items are not checked one by one once the array is refused for its length."""
+    problems = argument_problems("web.extract", {"urls": [1] * 3000})
+    assert len(problems) == 1 and problems[0].startswith("args.urls: "), problems[:3]

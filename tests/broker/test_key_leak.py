@@ -125,3 +125,51 @@ def test_a_3xx_that_was_not_followed_is_a_provider_error(status: int) -> None:
             assert result["status"] == "ERROR", (name, result)
             assert result["code"] in {"PROVIDER_ERROR", "ALL_PROVIDERS_FAILED"}, (name, result)
             assert f"answered HTTP {status}" in result["message"], (name, result)
+
+
+def test_no_key_value_in_urllib3_warnings(caplog: pytest.LogCaptureFixture) -> None:
+    """A provider whose response head holds a line that is no header: urllib3's connection
+    logger warns 'Failed to parse headers (url=...)' with the whole request URL, the path and
+    query of ROBINHOOD_RPC_URL included, and a traceback quoting the head's other lines, one of
+    which echoes the request's key headers (shown by any application that configures
+    logging). Only urllib3.connectionpool was redacted, and only its messages; now every
+    logger of urllib3 is, tracebacks included."""
+    keys = recognizable_keys()
+    caplog.set_level(logging.DEBUG)
+    with fake_providers() as fake:
+        for host in HOSTS:
+            fake.behave(host, "broken-head")
+        broker = broker_for(fake)
+        for name, args in ARGS.items():
+            broker.call({"package": "@t/p", "tool": "t", "capability": name, "args": args})
+    assert "Failed to parse headers" in caplog.text  # the warning this is about was logged
+    leaked = [name for name, value in keys.items() if value in caplog.text]
+    assert leaked == [] and "LEAKCANARY" not in caplog.text, leaked
+    unfiltered = [
+        name
+        for name, logger in logging.Logger.manager.loggerDict.items()
+        if name.split(".")[0] == "urllib3"
+        and isinstance(logger, logging.Logger)
+        and not any(f.__class__.__name__ == "_RedactingFilter" for f in logger.filters)
+    ]
+    assert unfiltered == []
+
+
+def test_a_private_repository_answers_as_a_missing_one() -> None:
+    """With GITHUB_TOKEN, GitHub answers /repos/{owner}/{repo} for the private repositories
+    the token can see. github.repository refused them with its own message ('not a public
+    repository', no status) where a missing repository is 'not found (404)': a tool could
+    tell which private names exist. Both answers are now the same."""
+    with fake_providers() as fake:
+        broker = broker_for(fake)
+
+        def answer(repo: str) -> dict[str, object]:
+            request = {"package": "@t/p", "tool": "t", "capability": "github.repository"}
+            result = broker.call({**request, "args": {"repo": repo}})
+            return {k: v for k, v in result.items() if k != "timestamp"}
+
+        private = answer("octo/secret-plans")  # the fake's private repository
+        fake.behave("api.github.com", "status:404")
+        missing = answer("octo/no-such-repository")
+    assert private["code"] == "NOT_FOUND"
+    assert private == missing

@@ -8,8 +8,10 @@ The capabilities are about *public* repositories (``schemas/capabilities.json``)
 token GitHub also answers with the private ones that token can see (a search for
 ``is:private`` lists them). So a search always asks for ``is:public`` (its ``totalCount``
 counts no private repository), and only a repository GitHub marks ``"private": false`` is
-ever passed on (fail closed: a missing field is not public); another one is ``NOT_FOUND``,
-or left out of the search results.
+ever passed on (fail closed: a missing field is not public); another one is left out of the
+search results, and ``github.repository`` answers exactly what a repository that does not
+exist answers (the same 404 failure): a different message told a tool which private names
+the token can see.
 """
 
 from __future__ import annotations
@@ -121,11 +123,8 @@ class GitHub:
             payload, response = http.request_json(
                 "GET", template, path_params={"owner": owner, "repo": repo}, headers=headers
             )
-            if not _public(payload):
-                raise ProviderFailure(
-                    f"github GET {template}: not a public repository",
-                    code=ErrorCode.NOT_FOUND,
-                )
+            if not _public(payload):  # answered as GitHub answers a missing one
+                raise http.not_found("GET", template)
             data: dict[str, Any] = {"repository": _repository(payload)}
         else:
             template = "/search/repositories"

@@ -107,7 +107,7 @@ class ProviderClient:
         Raises ProviderFailure for network errors, timeouts, oversize bodies and any status
         but 2xx (404 → NOT_FOUND, 429 → RATE_LIMITED, others PROVIDER_ERROR).
         """
-        endpoint = f"{method} {self._label}{template}" if self._label or template else f"{method} /"
+        endpoint = self._endpoint(method, template)
         path = template.format(
             **{k: quote(str(v), safe="") for k, v in (path_params or {}).items()}
         )
@@ -116,6 +116,15 @@ class ProviderClient:
         if response.status not in _SUCCESS:
             raise _status_failure(self.provider, endpoint, response)
         return response
+
+    def not_found(self, method: str, template: str) -> ProviderFailure:
+        """The failure a 404 of ``request(method, template)`` is, word for word and status:
+        for an answer a provider must not pass on (a private repository the key can see),
+        which a tool must not be able to tell from one that does not exist."""
+        return _not_found(self.provider, self._endpoint(method, template))
+
+    def _endpoint(self, method: str, template: str) -> str:
+        return f"{method} {self._label}{template}" if self._label or template else f"{method} /"
 
     def request_path(
         self, method: str, path: str, *, shown_as: str, max_bytes: int | None = None
@@ -182,11 +191,17 @@ class ProviderClient:
         return Response(raw.status, raw.headers, raw.content)
 
 
+def _not_found(provider: str, endpoint: str) -> ProviderFailure:
+    return ProviderFailure(
+        f"{provider} {endpoint}: not found (404)", code=ErrorCode.NOT_FOUND, status=404
+    )
+
+
 def _status_failure(provider: str, endpoint: str, response: Response) -> ProviderFailure:
     status = response.status
     where = f"{provider} {endpoint}"
     if status == 404:
-        return ProviderFailure(f"{where}: not found (404)", code=ErrorCode.NOT_FOUND, status=status)
+        return _not_found(provider, endpoint)
     if status == 429 or (status == 403 and response.headers.get("x-ratelimit-remaining") == "0"):
         reset = response.headers.get("retry-after") or response.headers.get("x-ratelimit-reset")
         # A count of seconds or a time in ASCII digits only: the message is shown to people
