@@ -133,8 +133,10 @@ _PRIVATE_REPO |= {"private": True, "visibility": "private"}
 
 def _repository_search(query: dict[str, list[str]]) -> dict[str, Any]:
     """GitHub's search as a token that can see a private repository gets it: that one too,
-    and in the count, unless the query says ``is:public``."""
-    public = "is:public" in query.get("q", [""])[0].split()
+    and in the count, unless the query says ``is:public`` outside a quoted phrase (a phrase
+    left open runs to the end of the query)."""
+    unquoted = query.get("q", [""])[0].split('"')[0::2]
+    public = any("is:public" in part.split() for part in unquoted)
     items = [_REPO] if public else [_REPO, _PRIVATE_REPO]
     return {"total_count": len(items), "incomplete_results": False, "items": items}
 

@@ -173,3 +173,15 @@ def test_a_private_repository_answers_as_a_missing_one() -> None:
         missing = answer("octo/no-such-repository")
     assert private["code"] == "NOT_FOUND"
     assert private == missing
+
+
+@pytest.mark.parametrize("query", ['splice "', '"', 'splice """', 'a "b" "', 'is:private "'])
+def test_a_quote_left_open_does_not_take_in_the_public_qualifier(query: str) -> None:
+    """github.search put "is:public" after the tool's query: a quote the tool left open made
+    it words of a quoted phrase, and GitHub's count took in the private repositories the
+    token can see again. The qualifier goes first and the tool's quote is closed."""
+    with fake_providers() as fake:
+        request = {"package": "@t/p", "tool": "t", "capability": "github.search"}
+        result = broker_for(fake).call({**request, "args": {"query": query}})
+    assert result["status"] == "LIVE", result
+    assert result["data"]["totalCount"] == 1, result

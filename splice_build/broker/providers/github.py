@@ -131,8 +131,10 @@ class GitHub:
             page, per_page = args.get("page", 1), args.get("perPage", 10)
             # "is:public" in the query itself: GitHub then neither lists nor counts the
             # private repositories the token can see (a count of "is:private <name>" told
-            # which private names exist); the filter below stays as a second wall.
-            query = f"{args['query']} is:public"
+            # which private names exist); the filter below stays as a second wall. It goes
+            # first, and the tool's quotes are closed: a qualifier after a quote the tool
+            # left open would be words of that quoted phrase, not a qualifier.
+            query = f"is:public {_quotes_closed(args['query'])}"
             params = {"q": query, "page": page, "per_page": per_page}
             payload, response = http.request_json("GET", template, params=params, headers=headers)
             payload = payload if isinstance(payload, Mapping) else {}
@@ -167,3 +169,8 @@ class GitHub:
 
 
 PROVIDER = GitHub()
+
+
+def _quotes_closed(query: str) -> str:
+    """``query`` with a closing ``"`` added when it leaves a quoted phrase open."""
+    return query + '"' if query.count('"') % 2 else query
