@@ -288,3 +288,25 @@ def test_a_package_directory_holds_only_what_a_packed_one_can(
         runtime.load(pkg)
     assert info.value.code == ErrorCode.INVALID_PACKAGE
     assert any(detail.startswith(f"{where}: ") for detail in info.value.details), info.value
+
+
+def test_hostile_schema_problems_are_bounded(run_tool, project: Path) -> None:
+    """A manifest's enum of 5,000 options against 300 items of the caller, then of the tool:
+    at most 100 messages (each listing at most 1,000 characters of options) and one line
+    that says the rest is not listed (each message listed every option, 300 times)."""
+    many = {"type": "array", "items": {"enum": [0] * 5000}}
+    schema = {"type": "object", "properties": {"xs": many}}
+    body = (
+        "import fs from 'node:fs';"
+        "export default (i, ctx) => { fs.writeFileSync(ctx.paths.project + '/out/ran', '1');"
+        " return { xs: Array(300).fill(1) }; };"
+    )
+    options = {"permissions": {"fs": {"read": [], "write": ["out"]}}, "input_schema": schema}
+    refused = run_tool(body, input={"xs": [1] * 300}, **options)
+    assert refused.error is not None and refused.error.code == ErrorCode.INVALID_INPUT
+    assert len(refused.error.details) == 101 and not (project / "out" / "ran").exists()
+    assert refused.error.details[100] == "input: more than 100 problems; the rest are not listed"
+    output = run_tool(body, input={"xs": []}, output_schema=schema, **options)
+    assert output.error is not None and output.error.code == ErrorCode.INVALID_OUTPUT
+    assert len(output.error.details) == 101
+    assert max(map(len, output.error.details)) < 1100
