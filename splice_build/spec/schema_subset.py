@@ -14,10 +14,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice_build.spec.paths import utf16_len
 from splice_build.spec.validation import js_literal
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    # A place in a value or schema: (parent place or None, step text); its text is built only
+    # for a message (``_path_text``), so a long property name is never copied once per item.
+    _Where: TypeAlias = tuple[Any, str]
+    _Item: TypeAlias = "tuple[Mapping[str, Any], object, _Where] | _Message"
 
 MAX_DEPTH = 16
 MAX_ERRORS = 100  # messages of one validation; one more line says the rest is not listed
@@ -45,49 +53,79 @@ KEYWORDS = frozenset(
 _NON_NEGATIVE_INT = ("minLength", "maxLength", "minItems", "maxItems")
 
 
-def check_schema(schema: object, path: str = "schema") -> list[str]:
-    """Why ``schema`` is not a valid Splice schema (empty when it is)."""
-    return _check(schema, path, 0)
+def check_schema(schema: object, path: str = "schema", *, limit: int = MAX_ERRORS) -> list[str]:
+    """Why ``schema`` is not a valid Splice schema (empty when it is).
+
+    At most ``limit`` problems are listed, then one line (``<path>: further problems are not
+    listed``), so an invalid schema always has a problem and a manifest of 2 MiB cannot make
+    a list of messages many times its size: a path is text only in a message, at most
+    ``MAX_PATH_TEXT`` characters (a long property name is not copied into each of its
+    subschemas' paths).
+    """
+    found = _Found(limit)
+    try:
+        _check(schema, (None, path), 0, found)
+    except _Enough:
+        return [*found.messages, f"{path}: further problems are not listed"]
+    return found.messages
 
 
-def _check(schema: object, path: str, depth: int) -> list[str]:
+class _Enough(Exception):
+    """More problems than a caller lists: the check stops."""
+
+
+class _Found:
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.messages: list[str] = []
+
+    def add(self, where: _Where, text: str) -> None:
+        if len(self.messages) >= self.limit:
+            raise _Enough
+        self.messages.append(_path_text(where) + text)
+
+
+def _check(schema: object, where: _Where, depth: int, found: _Found) -> None:
     if depth > MAX_DEPTH:
-        return [f"{path}: schema nesting is too deep (max {MAX_DEPTH})"]
+        found.add(where, f": schema nesting is too deep (max {MAX_DEPTH})")
+        return
     if not isinstance(schema, dict):
-        return [f"{path}: must be an object"]
-    errors = [f'{path}: unsupported keyword "{key}"' for key in schema if key not in KEYWORDS]
+        found.add(where, ": must be an object")
+        return
+    for key in schema:
+        if key not in KEYWORDS:
+            found.add(where, f': unsupported keyword "{key}"')
     if "type" in schema and not (isinstance(schema["type"], str) and schema["type"] in TYPES):
-        errors.append(f"{path}.type: must be one of {', '.join(TYPES)}")
+        found.add(where, f".type: must be one of {', '.join(TYPES)}")
     if "description" in schema and not isinstance(schema["description"], str):
-        errors.append(f"{path}.description: must be a string")
+        found.add(where, ".description: must be a string")
     if "properties" in schema:
         properties = schema["properties"]
         if not isinstance(properties, dict):
-            errors.append(f"{path}.properties: must be an object")
+            found.add(where, ".properties: must be an object")
         else:
             for name, sub in properties.items():
-                errors.extend(_check(sub, f"{path}.properties.{name}", depth + 1))
+                _check(sub, (where, f".properties.{name}"), depth + 1, found)
     if "required" in schema:
         required = schema["required"]
         if not (isinstance(required, list) and all(isinstance(r, str) for r in required)):
-            errors.append(f"{path}.required: must be an array of strings")
+            found.add(where, ".required: must be an array of strings")
     if "additionalProperties" in schema and not isinstance(schema["additionalProperties"], bool):
-        errors.append(f"{path}.additionalProperties: must be a boolean")
+        found.add(where, ".additionalProperties: must be a boolean")
     if "items" in schema:
-        errors.extend(_check(schema["items"], f"{path}.items", depth + 1))
+        _check(schema["items"], (where, ".items"), depth + 1, found)
     if "enum" in schema:
         options = schema["enum"]
         if not (isinstance(options, list) and options and all(map(_is_primitive, options))):
-            errors.append(f"{path}.enum: must be a non-empty array of primitives")
+            found.add(where, ".enum: must be a non-empty array of primitives")
     for key in _NON_NEGATIVE_INT:
         if key in schema and not (
             _is_number(schema[key]) and _is_integral(schema[key]) and schema[key] >= 0
         ):
-            errors.append(f"{path}.{key}: must be a non-negative integer")
+            found.add(where, f".{key}: must be a non-negative integer")
     for key in ("minimum", "maximum"):
         if key in schema and not (_is_number(schema[key]) and math.isfinite(schema[key])):
-            errors.append(f"{path}.{key}: must be a finite number")
-    return errors
+            found.add(where, f".{key}: must be a finite number")
 
 
 def validate_value(schema: Mapping[str, Any], value: object, path: str = "$") -> list[str]:
@@ -119,11 +157,6 @@ def validate_value(schema: Mapping[str, Any], value: object, path: str = "$") ->
     return walk.errors()
 
 
-# A place in the value: (parent place or None, step text); its text is built only for a
-# message (``_path_text``), so a long property name is never copied once per item.
-_Where = tuple[Any, str]
-
-
 class _Message:
     """A problem found at ``where``: ``<path><text>``."""
 
@@ -132,9 +165,6 @@ class _Message:
     def __init__(self, where: _Where, text: str) -> None:
         self.where = where
         self.text = text
-
-
-_Item = tuple[Mapping[str, Any], object, _Where] | _Message
 
 
 class _Walk:
@@ -184,18 +214,27 @@ class _Walk:
 
 
 def _path_text(where: _Where) -> str:
-    """The path of ``where`` (``input.a[0].b``), cut to ``MAX_PATH_TEXT`` characters."""
+    """The path of ``where`` (``input.a[0].b``); one longer than ``MAX_PATH_TEXT``
+    characters keeps its start and its end around ``…``."""
     steps: list[str] = []
     node: _Where | None = where
     while node is not None:
         node, step = node
         steps.append(step)
-    text = ""
+    steps.reverse()
+    if sum(map(len, steps)) <= MAX_PATH_TEXT:
+        return "".join(steps)
+    half = MAX_PATH_TEXT // 2
+    head = tail = ""
+    for step in steps:
+        head += step[: half - len(head)]
+        if len(head) == half:
+            break
     for step in reversed(steps):
-        text += step
-        if len(text) > MAX_PATH_TEXT:
-            return text[:MAX_PATH_TEXT] + "…"
-    return text
+        tail = step[max(0, len(step) - (half - len(tail))) :] + tail
+        if len(tail) == half:
+            break
+    return f"{head}…{tail}"
 
 
 def _options_text(options: list[Any]) -> str:
