@@ -12,8 +12,15 @@ from splice_build.spec.json_depth import nesting_depth
 from splice_build.spec.limits import MAX_INPUT_DEPTH
 
 
-def serialize_input(value: Any) -> tuple[bytes | None, ToolError | None]:
-    """The input as JSON bytes, or the error that stops the call before a process starts."""
+def input_as_sent(value: Any) -> tuple[Any, ToolError | None]:
+    """The input as the tool receives it (``value`` through its JSON text), or the error that
+    stops the call before a process starts.
+
+    The schema check reads this value, never the caller's: JSON turns a Python key ``1``,
+    ``True`` or ``None`` into ``"1"``, ``"true"`` or ``"null"``, so ``{"1": "ok", 1: {...}}``
+    passes a check of ``"1"`` as a string yet reaches the tool as ``{"1": {...}}`` (the last
+    of duplicate keys wins in ``JSON.parse``); a tuple becomes an array.
+    """
     if nesting_depth(value, MAX_INPUT_DEPTH) > MAX_INPUT_DEPTH:
         return None, ToolError(
             ErrorCode.INPUT_TOO_LARGE, f"Input is nested deeper than {MAX_INPUT_DEPTH} levels"
@@ -28,4 +35,4 @@ def serialize_input(value: Any) -> tuple[bytes | None, ToolError | None]:
         return None, ToolError(
             ErrorCode.INPUT_TOO_LARGE, f"Input is {len(data)} bytes (max {MAX_INPUT_BYTES})"
         )
-    return data, None
+    return json.loads(data), None

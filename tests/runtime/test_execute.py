@@ -310,3 +310,26 @@ def test_hostile_schema_problems_are_bounded(run_tool, project: Path) -> None:
     assert output.error is not None and output.error.code == ErrorCode.INVALID_OUTPUT
     assert len(output.error.details) == 101
     assert max(map(len, output.error.details)) < 1100
+
+
+def test_input_is_checked_as_the_tool_receives_it(run_tool, project: Path) -> None:
+    """A Python key ``1`` (or ``None``) is the JSON key ``"1"`` (``"null"``): the last of two
+    wins in the tool's ``JSON.parse``, so the check must read the JSON, not the dict (the
+    tool received an object where the schema allows a string of at most 3 characters)."""
+    text = {"type": "string", "maxLength": 3}
+    schema = {"type": "object", "properties": {"1": text, "null": text}}
+    body = (
+        "import fs from 'node:fs';"
+        "export default (i, ctx) => { fs.writeFileSync(ctx.paths.project + '/out/ran', '1');"
+        " return i; };"
+    )
+    options = {"permissions": {"fs": {"read": [], "write": ["out"]}}, "input_schema": schema}
+    refused = run_tool(body, input={"1": "ok", 1: {"x": 1}, "null": "ok", None: 1}, **options)
+    assert refused.error is not None and refused.error.code == ErrorCode.INVALID_INPUT
+    assert refused.error.details == (
+        "input.1: expected string, got object",
+        "input.null: expected string, got number",
+    )
+    assert not (project / "out" / "ran").exists()
+    sent = run_tool(body, input={"1": "ok", "t": (1, 2)}, **options)
+    assert sent.ok and sent.output == {"1": "ok", "t": [1, 2]}, sent.to_json()
