@@ -120,11 +120,11 @@ def _check(schema: object, where: _Where, depth: int, found: _Found) -> None:
             found.add(where, ".enum: must be a non-empty array of primitives")
     for key in _NON_NEGATIVE_INT:
         if key in schema and not (
-            _is_number(schema[key]) and _is_integral(schema[key]) and schema[key] >= 0
+            _is_finite(schema[key]) and _is_integral(schema[key]) and schema[key] >= 0
         ):
             found.add(where, f".{key}: must be a non-negative integer")
     for key in ("minimum", "maximum"):
-        if key in schema and not (_is_number(schema[key]) and math.isfinite(schema[key])):
+        if key in schema and not _is_finite(schema[key]):
             found.add(where, f".{key}: must be a finite number")
 
 
@@ -350,6 +350,18 @@ def _enum_key(value: object) -> tuple[str, object] | None:
 
 def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _is_finite(value: object) -> bool:
+    """A number JavaScript holds as a finite double: an integer literal beyond the largest
+    double (``1`` and 400 zeros) is ``Infinity`` there (spec/json_text.py), and
+    ``math.isfinite`` would raise OverflowError on it."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def _is_integral(value: object) -> bool:

@@ -710,3 +710,25 @@ def test_schema_problems_are_bounded_for_the_whole_manifest() -> None:
         "tools[2].input: further problems are not listed",
     ]
     assert max(map(len, details)) < 1100
+
+
+def test_integers_beyond_a_double_are_not_finite_in_tool_schemas() -> None:
+    """``1`` and 400 zeros is Infinity to JavaScript: a bound of that size is refused like
+    ``1e400`` (``minimum`` crashed `splice validate` with OverflowError; ``maxLength`` was
+    accepted, though TS refuses it and canonical JSON writes it as null)."""
+    huge = "1" + "0" * 400
+    bounds = {"minimum": 111, "maximum": 222, "maxLength": 333, "minItems": 444}
+    tool = tool_dict(input={"type": "object", "properties": {"a": bounds}})
+    text = json.dumps(manifest_dict(tools=[tool]))
+    for number, literal in (("111", huge), ("222", "-" + huge), ("333", huge), ("444", huge)):
+        text = text.replace(f": {number}", f": {literal}")
+    with pytest.raises(SpecError) as caught:
+        Manifest.from_json(text)
+    assert caught.value.code == ErrorCode.INVALID_MANIFEST
+    where = "tools[0].input.properties.a"
+    assert list(caught.value.details) == [
+        f"{where}.maxLength: must be a non-negative integer",
+        f"{where}.minItems: must be a non-negative integer",
+        f"{where}.minimum: must be a finite number",
+        f"{where}.maximum: must be a finite number",
+    ]
