@@ -68,8 +68,10 @@ def test_failure_envelope_has_no_output_and_details_only_when_present(runtime) -
         ({"a": "x" * (4 * 1024 * 1024)}, ErrorCode.INPUT_TOO_LARGE),
         ({"a": float("nan")}, ErrorCode.INVALID_INPUT),
         ({"a": object()}, ErrorCode.INVALID_INPUT),
+        # JSON.parse reads it as Infinity (integers of 310 digits and more)
+        ({"a": 10**400}, ErrorCode.INVALID_INPUT),
     ],
-    ids=["depth", "bytes", "nan", "object"],
+    ids=["depth", "bytes", "nan", "object", "beyond-double"],
 )
 def test_input_limits_stop_before_any_process(run_tool, project: Path, value, code) -> None:
     # The tool would leave a marker if it ever ran.
