@@ -11,9 +11,22 @@ from splice_build.runtime.result import ToolError
 from splice_build.spec.json_depth import nesting_depth
 from splice_build.spec.limits import MAX_INPUT_DEPTH
 
+# The largest double has 309 integer digits: a shorter run of digits is a finite number.
+# With every digit read as "0", one substring search finds a longer run (a regular
+# expression tries every position and costs ten times more on 4 MiB).
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_LONG_RUN = b"0" * 309
 
-def serialize_input(value: Any) -> tuple[bytes | None, ToolError | None]:
-    """The input as JSON bytes, or the error that stops the call before a process starts."""
+
+def input_as_sent(value: Any) -> tuple[Any, ToolError | None]:
+    """The input as the tool receives it (``value`` through its JSON text), or the error that
+    stops the call before a process starts.
+
+    The schema check reads this value, never the caller's: JSON turns a Python key ``1``,
+    ``True`` or ``None`` into ``"1"``, ``"true"`` or ``"null"``, so ``{"1": "ok", 1: {...}}``
+    passes a check of ``"1"`` as a string yet reaches the tool as ``{"1": {...}}`` (the last
+    of duplicate keys wins in ``JSON.parse``); a tuple becomes an array.
+    """
     if nesting_depth(value, MAX_INPUT_DEPTH) > MAX_INPUT_DEPTH:
         return None, ToolError(
             ErrorCode.INPUT_TOO_LARGE, f"Input is nested deeper than {MAX_INPUT_DEPTH} levels"
@@ -28,4 +41,19 @@ def serialize_input(value: Any) -> tuple[bytes | None, ToolError | None]:
         return None, ToolError(
             ErrorCode.INPUT_TOO_LARGE, f"Input is {len(data)} bytes (max {MAX_INPUT_BYTES})"
         )
-    return data, None
+    if _LONG_RUN not in data.translate(_DIGITS_AS_ZERO):  # no integer literal is that long
+        return json.loads(data), None
+    try:
+        return json.loads(data, parse_int=_js_integer), None
+    except OverflowError:
+        return None, ToolError(
+            ErrorCode.INVALID_INPUT, "Input holds an integer beyond the largest JavaScript number"
+        )
+
+
+def _js_integer(text: str) -> int:
+    """An integer the tool's ``JSON.parse`` reads as a finite number: one beyond the largest
+    double (310 digits) would reach it as ``Infinity``, which no schema admits."""
+    value = int(text)
+    float(value)  # OverflowError beyond the largest double
+    return value

@@ -36,7 +36,7 @@ from splice_build.runtime import sandbox
 from splice_build.runtime.capabilities import CapabilityBroker, CapabilityChannel, CapabilityReply
 from splice_build.runtime.fetch_channel import FetchChannel, TableResolver
 from splice_build.runtime.host_files import host_dir
-from splice_build.runtime.input_checks import serialize_input
+from splice_build.runtime.input_checks import input_as_sent
 from splice_build.runtime.limits import (
     DEFAULT_TIMEOUT_MS,
     MAX_LOG_BYTES,
@@ -312,10 +312,10 @@ class SpliceRuntime:
                     ErrorCode.RUNTIME_UNSUPPORTED,
                     f"{pkg.id} needs Node.js {minimum}; the sandbox has {node.version_text}",
                 )
-        _data, problem = serialize_input(value)  # (3)–(5)
+        value, problem = input_as_sent(value)  # (3)–(5)
         if problem is not None:
             raise SandboxError(problem.code, problem.message)
-        errors = validate_value(tool.input, value, "input")  # (6)
+        errors = validate_value(tool.input, value, "input")  # (6): what the tool receives
         if errors:
             raise SandboxError(
                 ErrorCode.INVALID_INPUT, f"Invalid input for {pkg.id}.{tool.name}", details=errors

@@ -197,29 +197,76 @@ def require_visible_text(manifest: Manifest) -> None:
     or file path with ``ESC``, ``CSI``, a bidi override or another control or format
     character is shown escaped by every Splice command, but it is refused before it reaches
     a registry. Keys and values of the normalized manifest are checked, each problem naming
-    its field. Raises SpecError INVALID_MANIFEST.
+    its field, at most ``MAX_TEXT_PROBLEMS`` of them. Raises SpecError INVALID_MANIFEST.
+
+    A ``default`` may nest a million levels (docs/compatibility.md#manifest), so the walk
+    keeps no path per value: each value holds its parent's place and the start of its path
+    (``_Place``), and a path is written out only for a problem, a long one as its first and
+    last ``_PATH_HALF`` characters (a path copied into every value made the walk quadratic:
+    `splice validate` of a 2 MB manifest ran for more than an hour).
     """
     from splice_build.errors import ErrorCode, SpecError
-    from splice_build.spec.validation import format_path
 
     problems: list[str] = []
-    stack: list[tuple[tuple[str | int, ...], object]] = [((), manifest.to_json())]
-    while stack:
-        path, value = stack.pop()
+    stack: list[tuple[_Place | None, object]] = [(None, manifest.to_json())]
+    while stack and len(problems) <= MAX_TEXT_PROBLEMS:
+        place, value = stack.pop()
         if isinstance(value, dict):
-            for key in reversed(list(value)):
-                stack.append(((*path, key), value[key]))
+            stack.extend((_Place(place, key), value[key]) for key in reversed(list(value)))
         elif isinstance(value, list):
-            stack.extend(((*path, i), item) for i, item in reversed(list(enumerate(value))))
+            stack.extend((_Place(place, i), item) for i, item in reversed(list(enumerate(value))))
         texts = [("", value)] if isinstance(value, str) else []
-        if path and isinstance(path[-1], str):
-            texts.append((" (key)", path[-1]))
+        if place is not None and isinstance(place.step, str):
+            texts.append((" (key)", place.step))
         for label, text in texts:
+            if is_plain_line(text):  # the fast path: nothing in it is hidden
+                continue
             hidden = dict.fromkeys(escape(c) for c in text if not is_shown(c))
             if hidden:
                 problems.append(
-                    f"{terminal_safe(format_path('', path))}{label}: must not contain control "
+                    f"{terminal_safe(_place_text(place))}{label}: must not contain control "
                     f"or invisible format characters (found {', '.join(hidden)})"
                 )
+    if len(problems) > MAX_TEXT_PROBLEMS:
+        problems[MAX_TEXT_PROBLEMS:] = ["further problems are not listed"]
     if problems:
         raise SpecError(ErrorCode.INVALID_MANIFEST, "manifest.json is invalid", details=problems)
+
+
+MAX_TEXT_PROBLEMS = 100
+_PATH_HALF = 500
+
+
+class _Place:
+    """A value's place in the manifest: its parent's place, its key or index, and ``head``,
+    the start of its path as ``spec.validation.format_path`` writes it (once longer than
+    ``2 * _PATH_HALF`` characters, the parent's own string: no long path is copied)."""
+
+    __slots__ = ("head", "parent", "step")
+
+    def __init__(self, parent: _Place | None, step: str | int) -> None:
+        self.parent = parent
+        self.step = step
+        above = parent.head if parent is not None else ""
+        self.head = above if len(above) > 2 * _PATH_HALF else _joined(above, step)
+
+
+def _joined(path: str, step: str | int) -> str:
+    if isinstance(step, int):
+        return f"{path}[{step}]"
+    return f"{path}.{step}" if path else step
+
+
+def _place_text(place: _Place | None) -> str:
+    """The path of ``place``; a long one as its start, ``…`` and its end."""
+    if place is None:
+        return ""
+    if len(place.head) <= 2 * _PATH_HALF:
+        return place.head
+    tail = ""
+    node: _Place | None = place
+    while node is not None and len(tail) < _PATH_HALF:
+        step = node.step
+        tail = (f"[{step}]" if isinstance(step, int) else f".{step[-_PATH_HALF:]}") + tail
+        node = node.parent
+    return f"{place.head[:_PATH_HALF]}…{tail[-_PATH_HALF:]}"

@@ -1,5 +1,5 @@
-"""JavaScript's ``String.prototype.trim()``, alone: ``spec.names`` needs it on paths (a no-op
-``splice sync``) that must not import the schema validator."""
+"""JavaScript's ``String.prototype.trim()`` and ``toWellFormed()``, alone: ``spec.names``
+needs the first on paths (a no-op ``splice sync``) that must not import the schema validator."""
 
 from __future__ import annotations
 
@@ -13,3 +13,10 @@ _JS_WHITESPACE = (
 def js_trim(text: str) -> str:
     """``text.trim()`` as JavaScript does it (Python's ``strip()`` uses another whitespace set)."""
     return text.strip(_JS_WHITESPACE)
+
+
+def well_formed(text: str) -> str:
+    """``text.toWellFormed()``: each lone surrogate as U+FFFD, which is what Node's UTF-8
+    encoder writes for one. A manifest's strings may hold them (``JSON.parse`` keeps
+    ``"\\ud800"``), and a database column, which takes UTF-8, cannot."""
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")

@@ -27,7 +27,7 @@ from splice_build.spec.names import PackageId, is_valid_name, is_valid_package_i
 from splice_build.spec.paths import is_safe_relative_path
 from splice_build.spec.permissions import Permissions
 from splice_build.spec.project_state import project_state_problems
-from splice_build.spec.schema_subset import check_schema
+from splice_build.spec.schema_subset import MAX_ERRORS, check_schema
 from splice_build.spec.semver import is_valid_range, is_valid_version
 from splice_build.spec.validation import Problem, SchemaValidator, compile_schema, js_literal
 
@@ -191,11 +191,15 @@ def _validate(raw: object, check_project_state: bool = True) -> tuple[list[str],
 
 
 def _tool_problems(tools: object) -> list[Problem]:
-    """Tool-schema subsets of input/output, ``input.type == "object"``, unique names."""
+    """Tool-schema subsets of input/output (at most ``MAX_ERRORS`` problems listed in all),
+    ``input.type == "object"``, unique names."""
     if not isinstance(tools, list):
         return []
     problems: list[Problem] = []
     names: set[str] = set()
+    # Schema problems listed for the whole manifest: each tool's schemas may hold thousands,
+    # each naming a long path; past the budget an invalid schema still says it is invalid.
+    room = MAX_ERRORS
     for i, tool in enumerate(tools):
         if not isinstance(tool, dict):
             continue
@@ -207,13 +211,15 @@ def _tool_problems(tools: object) -> list[Problem]:
                 )
             names.add(name)
         if "input" in tool:
-            errors = check_schema(tool["input"], f"tools[{i}].input")
+            errors = check_schema(tool["input"], f"tools[{i}].input", limit=room)
             if not errors and tool["input"].get("type") != "object":
                 errors.append(f'tools[{i}].input.type: tool input must be "object"')
             problems += [Problem(("tools", i, "input"), e) for e in errors]
+            room = max(0, room - len(errors))
         if "output" in tool:
-            errors = check_schema(tool["output"], f"tools[{i}].output")
+            errors = check_schema(tool["output"], f"tools[{i}].output", limit=room)
             problems += [Problem(("tools", i, "output"), e) for e in errors]
+            room = max(0, room - len(errors))
     return problems
 
 

@@ -78,3 +78,27 @@ def test_config_registry_precedence(tmp_path: Path) -> None:
 def test_unreachable_registry() -> None:
     done = run_splice("search", "x", "--registry", "http://127.0.0.1:9", "--json")
     assert done.code == 1 and done.json()["error"]["code"] == "REGISTRY_UNREACHABLE"
+
+
+def test_a_lone_surrogate_in_the_description_is_published(tmp_path: Path) -> None:
+    """``"\\ud800"`` in a manifest string is valid (``JSON.parse`` keeps it) and reached the
+    database's UTF-8 encoder as itself: the publish failed with 500 INTERNAL_ERROR after the
+    artifact was stored. The description column now holds U+FFFD, as Node's encoder writes
+    it; the manifest keeps the escape."""
+    import json
+
+    from splice_build.registry.client.embedded import EmbeddedRegistryClient
+    from testing.packages import minimal_manifest
+    from testing.registry_fixtures import publish
+
+    manifest = minimal_manifest(description="odd \ud800 text")
+    store = tmp_path / "store"
+    publish(store, tmp_path / "pkgs", files={"manifest.json": json.dumps(manifest)})
+    client = EmbeddedRegistryClient(store)
+    try:
+        [hit] = client.search("greeter")["results"]
+        assert hit["description"] == "odd \ufffd text"
+        answer = client.version("@acme/greeter", "1.0.0")
+        assert answer["manifest"]["description"] == "odd \ud800 text"
+    finally:
+        client.close()

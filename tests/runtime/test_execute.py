@@ -68,8 +68,10 @@ def test_failure_envelope_has_no_output_and_details_only_when_present(runtime) -
         ({"a": "x" * (4 * 1024 * 1024)}, ErrorCode.INPUT_TOO_LARGE),
         ({"a": float("nan")}, ErrorCode.INVALID_INPUT),
         ({"a": object()}, ErrorCode.INVALID_INPUT),
+        # JSON.parse reads it as Infinity (integers of 310 digits and more)
+        ({"a": 10**400}, ErrorCode.INVALID_INPUT),
     ],
-    ids=["depth", "bytes", "nan", "object"],
+    ids=["depth", "bytes", "nan", "object", "beyond-double"],
 )
 def test_input_limits_stop_before_any_process(run_tool, project: Path, value, code) -> None:
     # The tool would leave a marker if it ever ran.
@@ -288,3 +290,48 @@ def test_a_package_directory_holds_only_what_a_packed_one_can(
         runtime.load(pkg)
     assert info.value.code == ErrorCode.INVALID_PACKAGE
     assert any(detail.startswith(f"{where}: ") for detail in info.value.details), info.value
+
+
+def test_hostile_schema_problems_are_bounded(run_tool, project: Path) -> None:
+    """A manifest's enum of 5,000 options against 300 items of the caller, then of the tool:
+    at most 100 messages (each listing at most 1,000 characters of options) and one line
+    that says the rest is not listed (each message listed every option, 300 times)."""
+    many = {"type": "array", "items": {"enum": [0] * 5000}}
+    schema = {"type": "object", "properties": {"xs": many}}
+    body = (
+        "import fs from 'node:fs';"
+        "export default (i, ctx) => { fs.writeFileSync(ctx.paths.project + '/out/ran', '1');"
+        " return { xs: Array(300).fill(1) }; };"
+    )
+    options = {"permissions": {"fs": {"read": [], "write": ["out"]}}, "input_schema": schema}
+    refused = run_tool(body, input={"xs": [1] * 300}, **options)
+    assert refused.error is not None and refused.error.code == ErrorCode.INVALID_INPUT
+    assert len(refused.error.details) == 101 and not (project / "out" / "ran").exists()
+    assert refused.error.details[100] == "input: more than 100 problems; the rest are not listed"
+    output = run_tool(body, input={"xs": []}, output_schema=schema, **options)
+    assert output.error is not None and output.error.code == ErrorCode.INVALID_OUTPUT
+    assert len(output.error.details) == 101
+    assert max(map(len, output.error.details)) < 1100
+
+
+def test_input_is_checked_as_the_tool_receives_it(run_tool, project: Path) -> None:
+    """A Python key ``1`` (or ``None``) is the JSON key ``"1"`` (``"null"``): the last of two
+    wins in the tool's ``JSON.parse``, so the check must read the JSON, not the dict (the
+    tool received an object where the schema allows a string of at most 3 characters)."""
+    text = {"type": "string", "maxLength": 3}
+    schema = {"type": "object", "properties": {"1": text, "null": text}}
+    body = (
+        "import fs from 'node:fs';"
+        "export default (i, ctx) => { fs.writeFileSync(ctx.paths.project + '/out/ran', '1');"
+        " return i; };"
+    )
+    options = {"permissions": {"fs": {"read": [], "write": ["out"]}}, "input_schema": schema}
+    refused = run_tool(body, input={"1": "ok", 1: {"x": 1}, "null": "ok", None: 1}, **options)
+    assert refused.error is not None and refused.error.code == ErrorCode.INVALID_INPUT
+    assert refused.error.details == (
+        "input.1: expected string, got object",
+        "input.null: expected string, got number",
+    )
+    assert not (project / "out" / "ran").exists()
+    sent = run_tool(body, input={"1": "ok", "t": (1, 2)}, **options)
+    assert sent.ok and sent.output == {"1": "ok", "t": [1, 2]}, sent.to_json()

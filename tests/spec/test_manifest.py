@@ -687,3 +687,48 @@ def test_schema_file_is_a_valid_json_schema() -> None:
     from jsonschema import Draft202012Validator
 
     Draft202012Validator.check_schema(load_schema("manifest.schema.json"))
+
+
+def test_schema_problems_are_bounded_for_the_whole_manifest() -> None:
+    """A long property name over thousands of bad subschemas: each problem copied the name
+    into its path (5,000 of them under a 1 MB name took `splice validate` 207 s and 19 GB).
+    Now at most 100 schema problems are listed in all, paths cut at 1,000 characters, and a
+    schema past the budget still says it is invalid."""
+    name = "A" * 10_000
+    bad = {"type": "object", "properties": {name: {"properties": {f"p{i}": 0 for i in range(300)}}}}
+    tools = [tool_dict(name=f"t{i}", input=bad) for i in range(3)]
+    with pytest.raises(SpecError) as caught:
+        Manifest.from_dict(manifest_dict(tools=tools))
+    assert caught.value.code == ErrorCode.INVALID_MANIFEST
+    details = list(caught.value.details)
+    paths = [f"tools[0].input.properties.{name}.properties.p{i}" for i in (0, 1)]
+    assert details[:2] == [f"{path[:500]}…{path[-500:]}: must be an object" for path in paths]
+    assert len(details) == 103
+    assert details[100:] == [
+        "tools[0].input: further problems are not listed",
+        "tools[1].input: further problems are not listed",
+        "tools[2].input: further problems are not listed",
+    ]
+    assert max(map(len, details)) < 1100
+
+
+def test_integers_beyond_a_double_are_not_finite_in_tool_schemas() -> None:
+    """``1`` and 400 zeros is Infinity to JavaScript: a bound of that size is refused like
+    ``1e400`` (``minimum`` crashed `splice validate` with OverflowError; ``maxLength`` was
+    accepted, though TS refuses it and canonical JSON writes it as null)."""
+    huge = "1" + "0" * 400
+    bounds = {"minimum": 111, "maximum": 222, "maxLength": 333, "minItems": 444}
+    tool = tool_dict(input={"type": "object", "properties": {"a": bounds}})
+    text = json.dumps(manifest_dict(tools=[tool]))
+    for number, literal in (("111", huge), ("222", "-" + huge), ("333", huge), ("444", huge)):
+        text = text.replace(f": {number}", f": {literal}")
+    with pytest.raises(SpecError) as caught:
+        Manifest.from_json(text)
+    assert caught.value.code == ErrorCode.INVALID_MANIFEST
+    where = "tools[0].input.properties.a"
+    assert list(caught.value.details) == [
+        f"{where}.maxLength: must be a non-negative integer",
+        f"{where}.minItems: must be a non-negative integer",
+        f"{where}.minimum: must be a finite number",
+        f"{where}.maximum: must be a finite number",
+    ]

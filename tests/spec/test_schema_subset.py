@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from splice_build.spec.schema_subset import MAX_DEPTH, check_schema, validate_value
+from splice_build.spec.schema_subset import MAX_DEPTH, MAX_ERRORS, check_schema, validate_value
 from testing.manifests import nested_schema
 
 EXAMPLE: dict[str, Any] = {
@@ -205,4 +205,44 @@ def test_deep_values_do_not_recurse() -> None:
     for _ in range(5000):
         schema = {"type": "array", "items": schema}
     errors = validate_value(schema, deep)
-    assert errors == ["$" + "[0]" * 5000 + ": expected string, got array"]
+    # (a checked schema has at most 16 levels; a longer path is cut in the message)
+    path = "$" + "[0]" * 5000
+    assert errors == [f"{path[:500]}…{path[-500:]}: expected string, got array"]
+
+
+# --- a hostile schema meets a hostile value ----------------------------------------------
+# The schema comes from an untrusted manifest (2 MiB), the value from a caller (4 MiB): no
+# step may cost the product of their sizes (an enum of 500,000 options against 100 items
+# took 44 s and 487 MB in `splice run`, each message listing every option).
+
+
+def test_messages_stop_at_max_errors_and_list_a_bounded_enum() -> None:
+    schema = {"type": "array", "items": {"enum": [0] * 5000}}
+    errors = validate_value(schema, [1] * 300, "input")
+    assert len(errors) == MAX_ERRORS + 1 == 101
+    options = "0, " * 333 + "… (4667 more)"  # 333 options of 3 characters fill 1,000
+    assert errors[0] == f"input[0]: must be one of {options}"
+    assert errors[99] == f"input[99]: must be one of {options}"
+    assert errors[100] == "input: more than 100 problems; the rest are not listed"
+    assert validate_value(schema, [0] * 300) == []
+
+
+def test_a_repeated_required_name_is_one_problem() -> None:
+    schema = {"type": "object", "required": ["a", "b"] * 1000 + ["c"]}
+    assert validate_value(schema, {"b": 1}) == ["$.a: is required", "$.c: is required"]
+
+
+def test_a_long_property_name_is_not_copied_into_each_item() -> None:
+    import tracemalloc
+
+    name = "k" * 100_000
+    schema = {"type": "object", "properties": {name: {"items": {"type": "number"}}}}
+    tracemalloc.start()
+    try:
+        assert validate_value(schema, {name: [0] * 500}) == []
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1_000_000  # was 500 paths of 100 KB each
+    [error] = validate_value(schema, {name: [0, "x"]}, "input")
+    assert error == f"input.{name[:494]}…{name[-497:]}[1]: expected number, got string"

@@ -26,6 +26,7 @@ from splice_build.registry.service.confusables import (
 from splice_build.registry.service.deps import Deps
 from splice_build.registry.service.namespaces import authorize_publish
 from splice_build.spec import json_text
+from splice_build.spec.js_text import well_formed
 from splice_build.spec.names import download_path
 
 
@@ -145,7 +146,7 @@ def publish_as(deps: Deps, principal: Principal, body: bytes) -> dict[str, Any]:
         version=row,
         namespace=namespace,
         name=name,
-        description=str(manifest.description),
+        description=well_formed(str(manifest.description)),  # a UTF-8 column
         kind="agent" if getattr(manifest, "agent", None) else "skill",
         claim_for=principal.user.id if right.claim else None,
     )
