@@ -263,10 +263,14 @@ class WarmPool:
                 self._start(key)
 
     def _start(self, key: PoolKey) -> None:
+        """Start one process of ``key`` and make it idle. Whatever the start raises, the
+        thread goes on and the waiters of ``prewarm`` are woken: a caller then starts cold in
+        its own thread, where the same error is raised and reported as the call's."""
+        process: sandbox.SandboxProcess | None = None
         try:
-            process: sandbox.SandboxProcess | None = sandbox.start(key.spec)
-        except OSError:
-            process = None  # ``acquire`` starts cold and reports the error itself
+            process = sandbox.start(key.spec)
+        except Exception:  # any error: see the docstring (the cold start reports it)
+            process = None
         with self._cond:
             self._in_flight = None
             if process is not None and not self._closed:

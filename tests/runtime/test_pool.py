@@ -336,3 +336,33 @@ def test_a_burst_leaves_no_backlog_of_starts(project: Path, tmp_path: Path) -> N
         assert settled.idle <= 2
     finally:
         runtime.close()
+
+
+def test_a_start_that_fails_unexpectedly_leaves_the_pool_serving(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pool's thread let only OSError pass: any other error of a start ended the thread
+    with that start marked in flight, so ``prewarm(wait=True)`` (every call of a reusing
+    runtime without a spare process) waited for ever, and nothing started or expired again."""
+    from splice_build.runtime import sandbox
+
+    runtime = SpliceRuntime(project_root=project, env={}, pool=WarmPool())
+    try:
+        pkg = runtime.load(write_package(tmp_path / "pkgs", tool_returning("1")))
+        real_start = sandbox.start
+
+        def failing_start(spec: object) -> object:
+            if threading.current_thread().name == "splice-warm-pool":
+                raise RuntimeError("an error no start was expected to raise")
+            return real_start(spec)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(sandbox, "start", failing_start)
+        waiter = threading.Thread(target=runtime.prewarm, args=(pkg,), kwargs={"wait": True})
+        waiter.start()
+        waiter.join(timeout=30)
+        assert not waiter.is_alive(), "prewarm(wait=True) never returned"
+        monkeypatch.setattr(sandbox, "start", real_start)
+        runtime.prewarm(pkg, wait=True)  # the thread is still there and starts this one
+        assert len(_pool(runtime).idle_pids()) == 1
+    finally:
+        runtime.close()
