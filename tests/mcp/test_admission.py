@@ -431,3 +431,55 @@ def test_one_address_may_fill_the_queue_until_another_needs_room() -> None:
         assert (admission.running, admission.waiting) == (0, 0)
 
     asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("gives_up", ["deadline", "cancelled"])
+def test_a_call_pushed_out_as_it_gives_up_frees_no_slot(gives_up: str) -> None:
+    """A waiting call is pushed out in the turn of the loop in which it stops waiting (its
+    deadline passes, or its task is cancelled): it held no slot, so none is handed on. Before,
+    the call that gave up released one, and the next waiting call ran beside the one holding
+    the only slot; the count stayed one short for as long as the server lived (a real
+    ``splice mcp --http`` with one slot ran every queued call beside a blocked one). The loop's
+    clock is the test's: the deadline passes when the test says so, never by waiting."""
+    import asyncio
+
+    from splice_build.mcp.admission import AsyncAdmission, Busy
+
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        clock = [loop.time()]
+        loop.time = lambda: clock[0]  # type: ignore[method-assign]
+        admission = AsyncAdmission(1, queue=2, wait_seconds=10)
+        await admission.acquire("holder")  # runs until the test releases it
+        served: list[str] = []
+
+        async def call(address: str) -> None:
+            await admission.acquire(address)
+            served.append(address)
+
+        first, newest = asyncio.create_task(call("a")), asyncio.create_task(call("a"))
+        await asyncio.sleep(0)
+        assert admission.waiting == 2  # the queue is full, "a" holds both
+        pushers: list[asyncio.Task[None]] = []
+        if gives_up == "deadline":
+            # "b" comes in the turn in which both deadlines pass; it runs in the next, first.
+            loop.call_soon(lambda: pushers.append(asyncio.create_task(call("b"))))
+            clock[0] += 11
+        else:
+            pushers.append(asyncio.create_task(call("b")))  # runs before the cancelled call
+            newest.cancel()
+        outcome = (await asyncio.gather(newest, return_exceptions=True))[0]
+        assert isinstance(outcome, Busy if gives_up == "deadline" else asyncio.CancelledError)
+        first.cancel()  # timed out too, or its client leaves now: it only waited
+        await asyncio.gather(first, return_exceptions=True)
+        for _ in range(10):
+            await asyncio.sleep(0)
+        assert served == []  # "b" waits: the holder still has the only slot
+        assert (admission.running, admission.waiting) == (1, 1)
+        admission.release()  # the holder's call ends: "b" runs
+        await pushers[0]
+        assert served == ["b"]
+        admission.release()
+        assert (admission.running, admission.waiting) == (0, 0)
+
+    asyncio.run(scenario())
