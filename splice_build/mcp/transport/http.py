@@ -3,10 +3,11 @@
 Every request passes, in order: path ``/mcp`` (404), no ``Origin`` header (403: a browser
 page must never reach a local tool server), bearer token (401, compared in constant time as
 SHA-256 digests), POST (405), media type exactly ``application/json`` (415), an Accept that
-allows JSON (406), a supported ``mcp-protocol-version`` (400), a body of at most 1 MiB (413,
-decided from ``content-length`` or while streaming, without reading further) arriving
-within ``BODY_SECONDS`` (408), a body the hostile-input decoder accepts (400 with -32700),
-a batch only where ``protocol.batch_refusal`` allows it (400 with -32600). Only
+allows JSON (406; a weight of 0 refuses it), a supported ``mcp-protocol-version`` (400), a
+body of at most 1 MiB (413, decided from ``content-length`` or while streaming, without
+reading further) arriving within ``BODY_SECONDS`` (408), a body the hostile-input decoder
+accepts (400 with -32700), a batch only where ``protocol.batch_refusal`` allows it (400
+with -32600). Only
 notifications → 202. A client that leaves mid-body gets nothing and logs nothing. Before
 any of this, ``connections`` bounds the connections and the time to send a request head.
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import re
 import secrets
 import socket
 from collections.abc import Callable, Sequence
@@ -126,12 +128,39 @@ def _is_json(content_type: str) -> bool:
     return content_type.split(";", 1)[0].strip().lower() == "application/json"
 
 
+# The media ranges that match application/json, by how specific they are.
+_JSON_RANGES = {"application/json": 2, "application/*": 1, "*/*": 0}
+# A weight as RFC 9110 section 12.4.2 writes it: 0 to 1, at most three decimals.
+_QVALUE = re.compile(r"0(\.[0-9]{0,3})?|1(\.0{0,3})?")
+
+
 def _accepts_json(accept: str) -> bool:
+    """Whether ``Accept`` lets the answer be JSON: the most specific range that matches
+    ``application/json`` decides (RFC 9110 section 12.5.1), and a weight of 0 refuses it
+    (``application/json;q=0``, ``text/html, */*;q=0``). Where ranges equally specific
+    disagree, or a weight is not one, the lowest wins: refused rather than guessed."""
+    decided: tuple[int, float] | None = None  # (specificity, weight) of the deciding range
     for part in accept.split(","):
-        media = part.split(";", 1)[0].strip().lower()
-        if media in ("application/json", "application/*", "*/*"):
-            return True
-    return False
+        media, *parameters = part.split(";")
+        specificity = _JSON_RANGES.get(media.strip().lower())
+        if specificity is None:
+            continue
+        weight = _weight(parameters)
+        if decided is None or specificity > decided[0]:
+            decided = (specificity, weight)
+        elif specificity == decided[0]:
+            decided = (specificity, min(weight, decided[1]))
+    return decided is not None and decided[1] > 0
+
+
+def _weight(parameters: list[str]) -> float:
+    """The ``q`` of a media range's parameters: 1 without one, 0 for one that is no weight."""
+    for parameter in parameters:
+        name, _, value = parameter.partition("=")
+        if name.strip().lower() == "q":
+            value = value.strip()
+            return float(value) if _QVALUE.fullmatch(value) else 0.0
+    return 1.0
 
 
 class McpHttpApp:
