@@ -483,3 +483,48 @@ def test_a_call_pushed_out_as_it_gives_up_frees_no_slot(gives_up: str) -> None:
         assert (admission.running, admission.waiting) == (0, 0)
 
     asyncio.run(scenario())
+
+
+def test_requests_are_answered_while_as_many_calls_run_as_the_pool_has_threads(
+    tmp_path: Path,
+) -> None:
+    """With N = 40 (the default on a machine of 40 cores), 40 calls run at once: before, they
+    took all 40 threads of the pool that answers every request, and a ping, an initialize, a
+    tools/list got no answer until one of them ended (here: until the calls gave up waiting,
+    unreleased, 60 s later). Admitted calls now have threads of their own."""
+    threads = 40  # anyio's default thread limiter, which Starlette's run_in_threadpool takes
+    env = child_env({"SPLICE_MCP_MAX_CALLS": str(threads)})
+    release, started = tmp_path / "release", tmp_path / "started"
+    with http_server(demo_argv("http", str(free_port())), env=env) as (address, _process):
+        parts = urlsplit(address)
+
+        def send(body: bytes) -> http.client.HTTPConnection:
+            connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+            connection.request("POST", parts.path, body=body, headers=HEADERS)
+            return connection
+
+        calls = []
+        for index in range(threads):
+            params = {
+                "name": "demo_echo_wait",
+                "arguments": {"path": str(release), "started": str(started), "id": index},
+            }
+            body = {"jsonrpc": "2.0", "id": index, "method": "tools/call", "params": params}
+            calls.append(send(json.dumps(body).encode()))
+        deadline = time.monotonic() + 60  # a bound on a wait that must end, not a measure
+        while time.monotonic() < deadline and (
+            not started.exists() or len(started.read_text().splitlines()) < threads
+        ):
+            time.sleep(0.01)
+        assert len(started.read_text().splitlines()) == threads  # all of them run now
+        ping = send(json.dumps({"jsonrpc": "2.0", "id": "ping", "method": "ping"}).encode())
+        try:
+            answered = ping.getresponse()
+            assert (answered.status, json.loads(answered.read())["result"]) == (200, {})
+        finally:
+            release.touch()
+            ping.close()
+        for connection in calls:  # each ran until the release, after the ping's answer
+            result = json.loads(connection.getresponse().read())["result"]
+            assert json.loads(result["content"][0]["text"])["released"] is True, result
+            connection.close()

@@ -16,10 +16,12 @@ A message holding a ``tools/call`` then takes a slot of the server's ``AsyncAdmi
 ``Retry-After`` and the JSON-RPC error ``SERVER_BUSY``. The queue is that of the client's
 address: the peer's, or the ``X-Forwarded-For`` client when the peer is a
 ``--trusted-proxy`` (the registry's rule, ``splice_build/client_address.py``); within it,
-calls are taken in turn by ``mcp-session-id``. A call whose client closed the connection
-while it waited is dropped when its turn comes, unanswered. An ``initialize`` answer carries a fresh
-session id: the server keeps no state for it and never checks it (any instance may answer
-any request), so it earns no room in the queue.
+calls are taken in turn by ``mcp-session-id``. Admitted calls run on threads of their own,
+so other requests are answered while as many calls run as the admission allows. A call
+whose client closed the connection while it waited is dropped when its turn comes,
+unanswered. An ``initialize`` answer carries a fresh session id: the server keeps no state
+for it and never checks it (any instance may answer any request), so it earns no room in
+the queue.
 """
 
 from __future__ import annotations
@@ -167,9 +169,16 @@ class McpHttpApp:
     """The ``/mcp`` endpoint as an ASGI app (stateless: a new session per request)."""
 
     def __init__(self, server: Server, digest: bytes, admission: AsyncAdmission) -> None:
+        from anyio import CapacityLimiter
+
         self._server = server
         self._digest = digest
         self._admission = admission
+        # Threads of the admitted calls' own: on the shared pool (40 threads, what
+        # run_in_threadpool takes) as many running calls would leave no thread to answer a
+        # ping, an initialize or a tools/list until one of them ended. The admission already
+        # bounds them, so this never makes a call wait.
+        self._call_threads = CapacityLimiter(admission.limit)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         from starlette.requests import ClientDisconnect, Request
@@ -188,6 +197,7 @@ class McpHttpApp:
         await response(scope, receive, send)
 
     async def _respond(self, request: Request) -> Response:
+        from anyio import to_thread
         from starlette.concurrency import run_in_threadpool
         from starlette.responses import Response
 
@@ -218,7 +228,9 @@ class McpHttpApp:
                 async with self._admission.slot(*self._client_key(request)):
                     if await request.is_disconnected():
                         raise _ClientGone  # it left while it waited: no call for nobody
-                    answer = await run_in_threadpool(self._server.answer, message, session)
+                    answer = await to_thread.run_sync(
+                        self._server.answer, message, session, limiter=self._call_threads
+                    )
             except Busy:
                 raise _Refusal(
                     503,
