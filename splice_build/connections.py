@@ -30,6 +30,11 @@ served.
   cannot trust. h11 reads such a body as chunked and keeps the connection, so behind a proxy
   that goes by the length the bytes after the chunks are taken as the next request (request
   smuggling; RFC 9112 section 6.3 says to close the connection after such a request).
+- ``RequestWarningLog``: uvicorn logs a warning for every request h11 refuses and for every
+  ``Upgrade`` header (two lines, one of them telling to install a WebSocket library), before
+  any token is read: one client sent 1,700 such requests a second on one connection, a
+  line or two each. Each of these becomes one line per ``ACCEPT_LOG_SECONDS`` with how many
+  were condensed.
 - ``AcceptErrorLog``: if ``accept`` fails all the same (files used by something else),
   asyncio reports it with a traceback once per pending connection, every second; this
   condenses it to one line per ``ACCEPT_LOG_SECONDS``. asyncio retries such an accept a
@@ -40,7 +45,9 @@ served.
 from __future__ import annotations
 
 import asyncio
+import logging
 import resource
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -205,6 +212,52 @@ def one_framing(app: Any) -> Any:
     return framed
 
 
+# What uvicorn's h11 protocol logs (logger "uvicorn.error") about a request any client can
+# send: one refused by h11, one with an Upgrade header (the second line follows it when no
+# WebSocket library is installed).
+REQUEST_WARNINGS = (
+    "Invalid HTTP request received.",
+    "Unsupported upgrade request.",
+    "No supported WebSocket library detected.",
+)
+
+
+class RequestWarningLog(logging.Filter):
+    """A filter for uvicorn's error logger: a warning of ``REQUEST_WARNINGS`` passes at
+    most once per ``seconds`` for each of them, saying how many were condensed; any other
+    record passes unchanged. A client chooses how often these are logged, so unfiltered they
+    would fill the log (or the disk holding it) at the rate it sends requests."""
+
+    def __init__(
+        self, seconds: float = ACCEPT_LOG_SECONDS, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        super().__init__()
+        self._seconds = seconds
+        self._clock = clock
+        self._last: dict[str, float] = {}
+        self._count: dict[str, int] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not isinstance(record.msg, str):
+            return True
+        kind = next((known for known in REQUEST_WARNINGS if record.msg.startswith(known)), None)
+        if kind is None:
+            return True
+        count = self._count.get(kind, 0) + 1
+        now = self._clock()
+        last = self._last.get(kind)
+        if last is not None and now - last < self._seconds:
+            self._count[kind] = count
+            return False
+        record.msg = (
+            f"{kind} ({count} times since the last such line; shown at most every "
+            f"{self._seconds:g} s)"
+        )
+        record.args = ()
+        self._last[kind], self._count[kind] = now, 0
+        return True
+
+
 class AcceptErrorLog:
     """An event-loop exception handler: ``ACCEPT_ERROR`` reports become one line (no
     traceback) per ``ACCEPT_LOG_SECONDS`` with how many were condensed; anything else goes
@@ -253,7 +306,7 @@ def serve_limited(
 ) -> None:
     """Run uvicorn on ``sock`` until SIGINT/SIGTERM with this module's limits: the open-file
     limit raised, the connection cap and head deadline, one framing per request, accept
-    errors condensed into ``log``.
+    errors condensed into ``log``, uvicorn's warnings about single requests condensed.
     ``config_args`` are the server's own ``uvicorn.Config`` arguments; ``on_ready`` runs once
     the limits are in force, before the first connection is accepted."""
     import uvicorn
@@ -266,10 +319,16 @@ def serve_limited(
         loop="asyncio",
     )
     accept_errors = AcceptErrorLog(log, listening=sock)
+    request_warnings = RequestWarningLog()
+    uvicorn_log = logging.getLogger("uvicorn.error")
+    uvicorn_log.addFilter(request_warnings)
     on_ready()
 
     async def serve() -> None:
         asyncio.get_running_loop().set_exception_handler(accept_errors)
         await uvicorn.Server(config).serve(sockets=[sock])
 
-    asyncio.run(serve())
+    try:
+        asyncio.run(serve())
+    finally:
+        uvicorn_log.removeFilter(request_warnings)

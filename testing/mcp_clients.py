@@ -43,8 +43,12 @@ def _sleep(arguments: Mapping[str, Any]) -> dict[str, Any]:
 
 def _wait(arguments: Mapping[str, Any]) -> dict[str, Any]:
     """Block until the file ``path`` exists (the test creates it to let the call finish);
-    then append the call's ``id`` to the file ``log``, if given (the order calls ran in)."""
+    then append the call's ``id`` to the file ``log``, if given (the order calls ran in).
+    The file ``started``, if given, gets a line as the call starts (how many run)."""
     path = Path(str(arguments["path"]))
+    if "started" in arguments:
+        with open(str(arguments["started"]), "a", encoding="utf-8") as started:
+            started.write(f"{arguments.get('id')}\n")
     deadline = time.monotonic() + 60
     while not path.exists() and time.monotonic() < deadline:
         time.sleep(0.01)

@@ -174,8 +174,14 @@ class AsyncAdmission:
             del self._held[address]
 
     def _give_up(self, address: str, session: str, future: asyncio.Future[None]) -> None:
+        """A waiting call stops waiting (its deadline passed, or its task was cancelled).
+        What its future holds by then decides: a slot handed over as it gave up is passed
+        on; a push-out that came in the same turn of the loop (``_push_out`` already
+        forgot it) holds no slot, and releasing one for it would let one more call run
+        than ``limit``, for as long as the server lives."""
         if future.done() and not future.cancelled():
-            self.release()  # the slot arrived as we gave up: pass it on
+            if future.exception() is None:
+                self.release()  # the slot arrived as we gave up: pass it on
             return
         future.cancel()
         sessions = self._queues.get(address)

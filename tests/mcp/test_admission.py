@@ -431,3 +431,100 @@ def test_one_address_may_fill_the_queue_until_another_needs_room() -> None:
         assert (admission.running, admission.waiting) == (0, 0)
 
     asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("gives_up", ["deadline", "cancelled"])
+def test_a_call_pushed_out_as_it_gives_up_frees_no_slot(gives_up: str) -> None:
+    """A waiting call is pushed out in the turn of the loop in which it stops waiting (its
+    deadline passes, or its task is cancelled): it held no slot, so none is handed on. Before,
+    the call that gave up released one, and the next waiting call ran beside the one holding
+    the only slot; the count stayed one short for as long as the server lived (a real
+    ``splice mcp --http`` with one slot ran every queued call beside a blocked one). The loop's
+    clock is the test's: the deadline passes when the test says so, never by waiting."""
+    import asyncio
+
+    from splice_build.mcp.admission import AsyncAdmission, Busy
+
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        clock = [loop.time()]
+        loop.time = lambda: clock[0]  # type: ignore[method-assign]
+        admission = AsyncAdmission(1, queue=2, wait_seconds=10)
+        await admission.acquire("holder")  # runs until the test releases it
+        served: list[str] = []
+
+        async def call(address: str) -> None:
+            await admission.acquire(address)
+            served.append(address)
+
+        first, newest = asyncio.create_task(call("a")), asyncio.create_task(call("a"))
+        await asyncio.sleep(0)
+        assert admission.waiting == 2  # the queue is full, "a" holds both
+        pushers: list[asyncio.Task[None]] = []
+        if gives_up == "deadline":
+            # "b" comes in the turn in which both deadlines pass; it runs in the next, first.
+            loop.call_soon(lambda: pushers.append(asyncio.create_task(call("b"))))
+            clock[0] += 11
+        else:
+            pushers.append(asyncio.create_task(call("b")))  # runs before the cancelled call
+            newest.cancel()
+        outcome = (await asyncio.gather(newest, return_exceptions=True))[0]
+        assert isinstance(outcome, Busy if gives_up == "deadline" else asyncio.CancelledError)
+        first.cancel()  # timed out too, or its client leaves now: it only waited
+        await asyncio.gather(first, return_exceptions=True)
+        for _ in range(10):
+            await asyncio.sleep(0)
+        assert served == []  # "b" waits: the holder still has the only slot
+        assert (admission.running, admission.waiting) == (1, 1)
+        admission.release()  # the holder's call ends: "b" runs
+        await pushers[0]
+        assert served == ["b"]
+        admission.release()
+        assert (admission.running, admission.waiting) == (0, 0)
+
+    asyncio.run(scenario())
+
+
+def test_requests_are_answered_while_as_many_calls_run_as_the_pool_has_threads(
+    tmp_path: Path,
+) -> None:
+    """With N = 40 (the default on a machine of 40 cores), 40 calls run at once: before, they
+    took all 40 threads of the pool that answers every request, and a ping, an initialize, a
+    tools/list got no answer until one of them ended (here: until the calls gave up waiting,
+    unreleased, 60 s later). Admitted calls now have threads of their own."""
+    threads = 40  # anyio's default thread limiter, which Starlette's run_in_threadpool takes
+    env = child_env({"SPLICE_MCP_MAX_CALLS": str(threads)})
+    release, started = tmp_path / "release", tmp_path / "started"
+    with http_server(demo_argv("http", str(free_port())), env=env) as (address, _process):
+        parts = urlsplit(address)
+
+        def send(body: bytes) -> http.client.HTTPConnection:
+            connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+            connection.request("POST", parts.path, body=body, headers=HEADERS)
+            return connection
+
+        calls = []
+        for index in range(threads):
+            params = {
+                "name": "demo_echo_wait",
+                "arguments": {"path": str(release), "started": str(started), "id": index},
+            }
+            body = {"jsonrpc": "2.0", "id": index, "method": "tools/call", "params": params}
+            calls.append(send(json.dumps(body).encode()))
+        deadline = time.monotonic() + 60  # a bound on a wait that must end, not a measure
+        while time.monotonic() < deadline and (
+            not started.exists() or len(started.read_text().splitlines()) < threads
+        ):
+            time.sleep(0.01)
+        assert len(started.read_text().splitlines()) == threads  # all of them run now
+        ping = send(json.dumps({"jsonrpc": "2.0", "id": "ping", "method": "ping"}).encode())
+        try:
+            answered = ping.getresponse()
+            assert (answered.status, json.loads(answered.read())["result"]) == (200, {})
+        finally:
+            release.touch()
+            ping.close()
+        for connection in calls:  # each ran until the release, after the ping's answer
+            result = json.loads(connection.getresponse().read())["result"]
+            assert json.loads(result["content"][0]["text"])["released"] is True, result
+            connection.close()

@@ -155,6 +155,29 @@ def test_content_type_is_compared_as_a_media_type(url: str, content_type: str, s
     assert post(url, headers={**AUTH, "Content-Type": content_type})[0] == status
 
 
+@pytest.mark.parametrize(
+    ("accept", "status"),
+    [
+        ("application/json;q=0", 406),
+        ("application/json; Q=0.000, text/event-stream", 406),
+        ("*/*;q=0", 406),
+        ("text/html, */*;q=0", 406),
+        ("application/json;q=0, */*", 406),  # the most specific range decides
+        ("application/json;q=0, application/json", 406),  # equals disagree: the lowest
+        ("application/json;q=abc", 406),  # not a weight
+        ("application/json;q=1.5", 406),
+        ("application/*;q=0.001", 200),
+        ("*/*;q=0, application/json;q=0.5", 200),
+        ("application/json;charset=utf-8;q=1.000", 200),
+        ("application/json, text/event-stream", 200),  # what the SDK client sends
+    ],
+)
+def test_accept_weights_decide(url: str, accept: str, status: int) -> None:
+    """A client that gives JSON a weight of 0 does not get JSON (docs/mcp.md#streamable-http);
+    before, any range naming JSON passed, whatever its weight."""
+    assert post(url, headers={**AUTH, **JSON, "Accept": accept})[0] == status
+
+
 def test_a_client_leaving_mid_body_gets_nothing_and_logs_nothing() -> None:
     with http_server(demo_argv("http", str(free_port())), env=child_env()) as (address, process):
         parts = urlsplit(address)

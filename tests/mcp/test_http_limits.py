@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import resource
 import socket
 import subprocess
@@ -22,7 +23,9 @@ import pytest
 from splice_build.connections import (
     ACCEPT_ERROR,
     MAX_CONNECTIONS,
+    REQUEST_WARNINGS,
     AcceptErrorLog,
+    RequestWarningLog,
     max_connections,
 )
 from testing.mcp_clients import DEMO_TOKEN, child_env, demo_argv, free_port, http_server
@@ -165,6 +168,55 @@ def test_accept_errors_are_condensed_to_one_line() -> None:
     assert len(lines) == 1
     assert "Too many open files" in lines[0]
     assert others == ["something else"]
+
+
+def test_request_warnings_are_condensed_per_kind() -> None:
+    """uvicorn's warning about one request passes once per window and kind, with the count
+    of those it stood for; other records pass unchanged. The clock is the test's."""
+    now = [0.0]
+    condensed = RequestWarningLog(seconds=10, clock=lambda: now[0])
+
+    def passes(message: str) -> str | None:
+        record = logging.LogRecord("uvicorn.error", logging.WARNING, "", 0, message, (), None)
+        return record.getMessage() if condensed.filter(record) else None
+
+    for kind in REQUEST_WARNINGS:
+        shown = [line for _ in range(1000) if (line := passes(kind + " more")) is not None]
+        assert len(shown) == 1 and shown[0].startswith(f"{kind} (1 times")
+    assert passes("Application startup failed.") == "Application startup failed."
+    now[0] = 10.0
+    assert passes(REQUEST_WARNINGS[0]) == (
+        f"{REQUEST_WARNINGS[0]} (1000 times since the last such line; shown at most every 10 s)"
+    )
+
+
+def test_a_flood_of_refused_requests_is_not_a_flood_of_log_lines() -> None:
+    """Before any token: requests h11 refuses, each on its own connection, and requests
+    asking for an Upgrade, pipelined on one. Before, the server logged one line for each
+    refused request and two for each Upgrade (one telling to install a WebSocket library);
+    now each kind is one line per window, while the server answers them all."""
+    with http_server(demo_argv("http", str(free_port())), env=child_env()) as (url, process):
+        parts = urlsplit(url)
+        address = (parts.hostname, parts.port)
+        for _ in range(50):
+            with socket.create_connection(address, timeout=30) as sock:
+                sock.sendall(b"NOT HTTP\r\n\r\n")
+                assert sock.recv(100).startswith(b"HTTP/1.1 400 ")
+        upgrade = b"GET /mcp HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n"
+        with socket.create_connection(address, timeout=30) as sock:
+            sock.sendall(upgrade * 100)
+            answered = b""
+            while answered.count(b"HTTP/1.1 401 ") < 100:
+                chunk = sock.recv(65536)
+                assert chunk, answered[-200:]
+                answered += chunk
+        assert ping(url) == "HTTP/1.1 200 OK"
+        process.terminate()
+        _out, err = process.communicate(timeout=30)
+    stderr = err.decode()
+    for kind in REQUEST_WARNINGS:
+        assert 1 <= stderr.count(kind) < 5, stderr[-2000:]  # one per 10 s window
+    assert "pip install" not in stderr
 
 
 # A server out of files that stops within the second before asyncio retries its accept: the

@@ -3,10 +3,11 @@
 Every request passes, in order: path ``/mcp`` (404), no ``Origin`` header (403: a browser
 page must never reach a local tool server), bearer token (401, compared in constant time as
 SHA-256 digests), POST (405), media type exactly ``application/json`` (415), an Accept that
-allows JSON (406), a supported ``mcp-protocol-version`` (400), a body of at most 1 MiB (413,
-decided from ``content-length`` or while streaming, without reading further) arriving
-within ``BODY_SECONDS`` (408), a body the hostile-input decoder accepts (400 with -32700),
-a batch only where ``protocol.batch_refusal`` allows it (400 with -32600). Only
+allows JSON (406; a weight of 0 refuses it), a supported ``mcp-protocol-version`` (400), a
+body of at most 1 MiB (413, decided from ``content-length`` or while streaming, without
+reading further) arriving within ``BODY_SECONDS`` (408), a body the hostile-input decoder
+accepts (400 with -32700), a batch only where ``protocol.batch_refusal`` allows it (400
+with -32600). Only
 notifications → 202. A client that leaves mid-body gets nothing and logs nothing. Before
 any of this, ``connections`` bounds the connections and the time to send a request head.
 
@@ -15,10 +16,12 @@ A message holding a ``tools/call`` then takes a slot of the server's ``AsyncAdmi
 ``Retry-After`` and the JSON-RPC error ``SERVER_BUSY``. The queue is that of the client's
 address: the peer's, or the ``X-Forwarded-For`` client when the peer is a
 ``--trusted-proxy`` (the registry's rule, ``splice_build/client_address.py``); within it,
-calls are taken in turn by ``mcp-session-id``. A call whose client closed the connection
-while it waited is dropped when its turn comes, unanswered. An ``initialize`` answer carries a fresh
-session id: the server keeps no state for it and never checks it (any instance may answer
-any request), so it earns no room in the queue.
+calls are taken in turn by ``mcp-session-id``. Admitted calls run on threads of their own,
+so other requests are answered while as many calls run as the admission allows. A call
+whose client closed the connection while it waited is dropped when its turn comes,
+unanswered. An ``initialize`` answer carries a fresh session id: the server keeps no state
+for it and never checks it (any instance may answer any request), so it earns no room in
+the queue.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import re
 import secrets
 import socket
 from collections.abc import Callable, Sequence
@@ -126,21 +130,55 @@ def _is_json(content_type: str) -> bool:
     return content_type.split(";", 1)[0].strip().lower() == "application/json"
 
 
+# The media ranges that match application/json, by how specific they are.
+_JSON_RANGES = {"application/json": 2, "application/*": 1, "*/*": 0}
+# A weight as RFC 9110 section 12.4.2 writes it: 0 to 1, at most three decimals.
+_QVALUE = re.compile(r"0(\.[0-9]{0,3})?|1(\.0{0,3})?")
+
+
 def _accepts_json(accept: str) -> bool:
+    """Whether ``Accept`` lets the answer be JSON: the most specific range that matches
+    ``application/json`` decides (RFC 9110 section 12.5.1), and a weight of 0 refuses it
+    (``application/json;q=0``, ``text/html, */*;q=0``). Where ranges equally specific
+    disagree, or a weight is not one, the lowest wins: refused rather than guessed."""
+    decided: tuple[int, float] | None = None  # (specificity, weight) of the deciding range
     for part in accept.split(","):
-        media = part.split(";", 1)[0].strip().lower()
-        if media in ("application/json", "application/*", "*/*"):
-            return True
-    return False
+        media, *parameters = part.split(";")
+        specificity = _JSON_RANGES.get(media.strip().lower())
+        if specificity is None:
+            continue
+        weight = _weight(parameters)
+        if decided is None or specificity > decided[0]:
+            decided = (specificity, weight)
+        elif specificity == decided[0]:
+            decided = (specificity, min(weight, decided[1]))
+    return decided is not None and decided[1] > 0
+
+
+def _weight(parameters: list[str]) -> float:
+    """The ``q`` of a media range's parameters: 1 without one, 0 for one that is no weight."""
+    for parameter in parameters:
+        name, _, value = parameter.partition("=")
+        if name.strip().lower() == "q":
+            value = value.strip()
+            return float(value) if _QVALUE.fullmatch(value) else 0.0
+    return 1.0
 
 
 class McpHttpApp:
     """The ``/mcp`` endpoint as an ASGI app (stateless: a new session per request)."""
 
     def __init__(self, server: Server, digest: bytes, admission: AsyncAdmission) -> None:
+        from anyio import CapacityLimiter
+
         self._server = server
         self._digest = digest
         self._admission = admission
+        # Threads of the admitted calls' own: on the shared pool (40 threads, what
+        # run_in_threadpool takes) as many running calls would leave no thread to answer a
+        # ping, an initialize or a tools/list until one of them ended. The admission already
+        # bounds them, so this never makes a call wait.
+        self._call_threads = CapacityLimiter(admission.limit)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         from starlette.requests import ClientDisconnect, Request
@@ -159,6 +197,7 @@ class McpHttpApp:
         await response(scope, receive, send)
 
     async def _respond(self, request: Request) -> Response:
+        from anyio import to_thread
         from starlette.concurrency import run_in_threadpool
         from starlette.responses import Response
 
@@ -189,7 +228,9 @@ class McpHttpApp:
                 async with self._admission.slot(*self._client_key(request)):
                     if await request.is_disconnected():
                         raise _ClientGone  # it left while it waited: no call for nobody
-                    answer = await run_in_threadpool(self._server.answer, message, session)
+                    answer = await to_thread.run_sync(
+                        self._server.answer, message, session, limiter=self._call_threads
+                    )
             except Busy:
                 raise _Refusal(
                     503,
