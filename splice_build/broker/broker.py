@@ -28,7 +28,6 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from splice_build.broker import envelope
 from splice_build.broker.cache import ResultCache, cache_key
@@ -47,6 +46,7 @@ from splice_build.broker.providers.interface import (
     ProviderData,
     ProviderFailure,
 )
+from splice_build.broker.targets import endpoint_problem
 from splice_build.errors import ErrorCode
 from splice_build.security.redact import exact_forms, redact, scrub_json
 
@@ -241,12 +241,14 @@ class Broker:
             bases = {host: (f"https://{host}", "") for host in provider.hosts}
             label = ""
         elif provider.key_is_endpoint and key is not None:
-            # The key is a URL (JSON-RPC): its host is the only one allowed.
-            parts = urlsplit(key)
-            if parts.scheme != "https" or not parts.hostname:
-                raise ProviderFailure(f"{provider.key_variable} must be an https URL")
-            suffix = parts.path + (f"?{parts.query}" if parts.query else "")
-            bases = {(parts.hostname or "").lower(): (key, suffix)}
+            # The key is a URL (JSON-RPC): its host is the only one allowed, and only when
+            # it is public (targets.endpoint_problem): a checkout's .env may name it.
+            target, problem = endpoint_problem(key)
+            if target is None:
+                raise ProviderFailure(
+                    f"{provider.key_variable} {problem}: it must be an https URL of a public host"
+                )
+            bases = {target.host: (target.url.href, target.url.path)}
             label = "{" + str(provider.key_variable) + "}"
         else:  # no network at all (the in-memory provider)
             return ProviderContext({})
