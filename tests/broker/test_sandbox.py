@@ -211,15 +211,34 @@ def test_prices_that_are_not_finite_numbers_are_null(tmp_path: Path) -> None:
 
 
 class BlockedProvider(MemoryProvider):
-    """Answers only once ``release`` is set: a provider request that outlives its execution."""
+    """Answers a query starting "hold" only once ``release`` is set: a provider request that
+    outlives its execution; any other query at once."""
 
     def __init__(self) -> None:
         super().__init__("blocked", {"web.search": {"ok": True}})
         self.release = threading.Event()
 
     def call(self, capability: str, args: Any, ctx: Any) -> Any:
-        self.release.wait()
+        if str(args.get("query", "")).startswith("hold"):
+            self.release.wait()
         return super().call(capability, args, ctx)
+
+
+# Starts four calls and returns at once (leaving them running), or waits for them (i.wait).
+LEAVES_CALLS_RUNNING = (
+    "export default async (i, ctx) => { const started = [];"
+    " for (let n = 0; n < 4; n++) started.push(ctx.capability('web.search', { query: `${i.q}${i.run}-${n}` })"
+    ".then(() => 'answered', (e) => e.code + (i.why ? ': ' + e.message : '')));"
+    " if (i.wait) return { out: await Promise.all(started) };"
+    " await new Promise((done) => setTimeout(done, 200)); return { out: [] }; };"
+)
+
+
+def _join_capability_threads() -> None:
+    """Every blocked call ends once released and gives its slot back (a wait on the calls,
+    not a clock)."""
+    for thread in [t for t in threading.enumerate() if t.name.startswith("splice-capability")]:
+        thread.join()
 
 
 def test_calls_left_running_by_earlier_executions_are_bounded_per_process(
@@ -227,36 +246,107 @@ def test_calls_left_running_by_earlier_executions_are_bounded_per_process(
 ) -> None:
     """A tool that starts four calls and returns at once left four broker threads running
     each time: ten runs, forty threads, without bound in a long-lived server. Calls in flight
-    are now bounded across the process, and the slots come back when the calls end."""
+    are now bounded across the process (packages together), and the slots come back when the
+    calls end."""
     from splice_build.runtime.limits import (
         MAX_CAPABILITIES_IN_FLIGHT,
+        MAX_CAPABILITIES_IN_FLIGHT_PER_PACKAGE,
         MAX_CAPABILITIES_IN_FLIGHT_PER_PROCESS,
     )
 
-    body = (
-        "export default async (i, ctx) => { const started = [];"
-        " for (let n = 0; n < 4; n++) started.push(ctx.capability('web.search', { query: `q${i.run}-${n}` })"
-        ".then(() => 'answered', (e) => e.code));"
-        " if (i.wait) return { out: await Promise.all(started) };"
-        " await new Promise((done) => setTimeout(done, 200)); return { out: [] }; };"
-    )
     provider = BlockedProvider()
     broker = Broker(keys=load_keys(env={}, project_root=None, home=None), providers={"p": provider})
     runtime = skill_runtime(tmp_path / "project", broker)
-    package = runtime.load(write_package(tmp_path / "packages", body, permissions=DECLARED))
+    runs = MAX_CAPABILITIES_IN_FLIGHT_PER_PACKAGE // MAX_CAPABILITIES_IN_FLIGHT
+    count = MAX_CAPABILITIES_IN_FLIGHT_PER_PROCESS // MAX_CAPABILITIES_IN_FLIGHT_PER_PACKAGE
+    packages = [
+        runtime.load(
+            write_package(tmp_path / "p", LEAVES_CALLS_RUNNING, permissions=DECLARED, name=f"p{n}")
+        )
+        for n in range(count + 1)
+    ]
+    last = packages.pop()
     try:
-        runs = MAX_CAPABILITIES_IN_FLIGHT_PER_PROCESS // MAX_CAPABILITIES_IN_FLIGHT
-        for run in range(runs):  # each leaves its four calls running
-            assert runtime.execute(package, "t", {"run": run}).ok
-        refused = runtime.execute(package, "t", {"run": runs, "wait": True}).to_json()
-        assert refused["output"] == {"out": ["CAPABILITY_LIMIT"] * 4}, refused
+        for package in packages:
+            for run in range(runs):  # each leaves its four calls running
+                assert runtime.execute(package, "t", {"q": "hold", "run": run}).ok
+        waits = {"q": "free", "run": 0, "wait": True, "why": True}
+        refused = runtime.execute(last, "t", waits).to_json()
+        why = f"CAPABILITY_LIMIT: More than {MAX_CAPABILITIES_IN_FLIGHT_PER_PROCESS} capability calls in flight in this process"
+        assert [o.split(" (")[0] for o in refused["output"]["out"]] == [why] * 4, refused
     finally:
         provider.release.set()
-    # Every blocked call ends now and gives its slot back (the wait is on the calls, not a clock).
-    for thread in [t for t in threading.enumerate() if t.name.startswith("splice-capability")]:
-        thread.join()
-    answered = runtime.execute(package, "t", {"run": runs + 1, "wait": True}).to_json()
+    _join_capability_threads()
+    answered = runtime.execute(last, "t", {**waits, "run": 1}).to_json()
     assert answered["output"] == {"out": ["answered"] * 4}, answered
+
+
+def test_one_package_cannot_hold_every_slot_of_the_process() -> None:
+    """The process bound was one pool for every package: a hostile tool run eight times,
+    each leaving four calls to a slow provider running, held all 32 slots, and every other
+    package's capability calls answered CAPABILITY_LIMIT until those ended (a Firecrawl
+    web.extract may take minutes; seen in the real sandbox with the tool above). Each package
+    now has a share of the slots: its calls past it are refused, another package's still run.
+    The channels are driven directly, as the session does for each request frame."""
+    from splice_build.runtime.capabilities import CapabilityChannel, CapabilityReply
+    from splice_build.runtime.limits import (
+        MAX_CAPABILITIES_IN_FLIGHT,
+        MAX_CAPABILITIES_IN_FLIGHT_PER_PACKAGE,
+        MAX_CAPABILITIES_IN_FLIGHT_PER_PROCESS,
+    )
+    from splice_build.runtime.protocol import CapabilityRequest
+
+    provider = BlockedProvider()
+    broker = Broker(keys=load_keys(env={}, project_root=None, home=None), providers={"p": provider})
+    replies: list[CapabilityReply] = []
+    channels: list[CapabilityChannel] = []
+    expected = MAX_CAPABILITIES_IN_FLIGHT_PER_PACKAGE + MAX_CAPABILITIES_IN_FLIGHT
+    all_replied = threading.Event()
+
+    def on_reply(reply: CapabilityReply) -> None:
+        replies.append(reply)
+        if len(replies) == expected:
+            all_replied.set()
+
+    def channel(package: str) -> CapabilityChannel:
+        channels.append(
+            CapabilityChannel(
+                package=package,
+                tool="t",
+                declared=["web.search"],
+                broker=broker,
+                sanitize=str,
+                on_reply=on_reply,
+            )
+        )
+        return channels[-1]
+
+    def four_calls(package: str, query: str) -> list[Any]:
+        """One execution's four calls: their immediate replies (None: the broker runs)."""
+        one = channel(package)
+        args = [{"query": f"{query}{n}"} for n in range(MAX_CAPABILITIES_IN_FLIGHT)]
+        return [one.handle(CapabilityRequest(n, "web.search", a)) for n, a in enumerate(args)]
+
+    try:
+        # As many executions as would fill the whole process.
+        runs = MAX_CAPABILITIES_IN_FLIGHT_PER_PROCESS // MAX_CAPABILITIES_IN_FLIGHT
+        hostile = [r for run in range(runs) for r in four_calls("@test/hog", f"hold{run}-")]
+        other = four_calls("@test/other", "free")
+    finally:
+        provider.release.set()
+    # Closing a channel cancels its queued calls: close them once every call answered.
+    all_replied.wait(60)
+    for one in channels:
+        one.close()
+    _join_capability_threads()
+    refused = [r.error for r in hostile if r is not None]
+    share = MAX_CAPABILITIES_IN_FLIGHT_PER_PACKAGE
+    assert len(refused) == MAX_CAPABILITIES_IN_FLIGHT_PER_PROCESS - share
+    assert {code for code, _ in refused} == {"CAPABILITY_LIMIT"}
+    assert "of package @test/hog" in refused[0][1], refused[0]
+    assert other == [None] * MAX_CAPABILITIES_IN_FLIGHT, other
+    answered = [r.result["data"] for r in replies if r.result and r.result["status"] == "LIVE"]
+    assert len(answered) == expected
 
 
 def test_private_repositories_a_token_can_see_never_reach_a_tool(tmp_path: Path) -> None:
