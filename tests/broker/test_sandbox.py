@@ -210,6 +210,31 @@ def test_prices_that_are_not_finite_numbers_are_null(tmp_path: Path) -> None:
     assert result["output"] == {"status": "LIVE", "code": None, "prices": [None, None, None, 1.25]}
 
 
+def test_a_provider_answer_holds_a_bounded_number_of_values() -> None:
+    """Bytes alone did not bound what an answer cost the host process: a provider answering
+    5 MiB of ``[[],[],…]`` became 1.7 million Python lists (~136 MiB measured in one
+    ``broker.call``), in each of the calls a process may have in flight. An answer with more
+    values than MAX_RESPONSE_VALUES is a provider failure before it is decoded; one at the
+    limit is read."""
+    from splice_build.broker.providers.http import MAX_RESPONSE_VALUES
+    from testing.fake_providers import broker_for, fake_providers
+
+    request = {"package": "@t/p", "tool": "t", "capability": "market.search"}
+    results = []
+    with fake_providers() as fake:
+        broker = broker_for(fake, max_response_bytes=8 * MAX_RESPONSE_VALUES)
+        # The object, "pairs", the lists and "note" (its commas and brackets are no values).
+        for lists in (MAX_RESPONSE_VALUES - 3, MAX_RESPONSE_VALUES - 2):
+            answer = '{"pairs": [' + ", ".join(["[ ]"] * lists) + '], "note": ",[{,"}'
+            fake.behave("api.dexscreener.com", "body:" + answer)
+            results.append(broker.call({**request, "args": {"query": f"q{lists}"}}))
+    assert [(r["status"], r.get("code")) for r in results] == [
+        ("LIVE", None),
+        ("ERROR", "PROVIDER_ERROR"),
+    ], results
+    assert f"more than {MAX_RESPONSE_VALUES} values" in results[1]["attempts"][0]["error"]
+
+
 class BlockedProvider(MemoryProvider):
     """Answers a query starting "hold" only once ``release`` is set: a provider request that
     outlives its execution; any other query at once."""

@@ -21,6 +21,11 @@ from splice_build.records import dataclass
 
 DEFAULT_TIMEOUT_SECONDS = 15.0  # docs/compatibility.md#capabilities: 15 s per provider request
 DEFAULT_MAX_RESPONSE_BYTES = 5 * 1024 * 1024  # docs/compatibility.md#capabilities: 5 MiB
+# Values a JSON answer may hold (docs/capabilities.md). Bytes alone do not bound what decoding
+# costs: 5 MiB of [[],[],...] was 1.7 million lists, ~130 MiB of Python objects, in each of
+# the 32 calls a process may have in flight. The largest real answers (an AI provider's model
+# list, 100 GitHub repositories, 1,000 OHLCV candles) hold a few tens of thousands.
+MAX_RESPONSE_VALUES = 100_000
 # The statuses a provider's answer is read from. A 3xx that reaches here was not followed (a
 # 300, a 304 no request asked for, a redirect without Location): its body, often a JSON
 # error, is no answer to the request.
@@ -38,11 +43,12 @@ class Response:
     def json(self, endpoint: str, provider: str) -> Any:
         """The body through the network-JSON decoder (``spec/untrusted_json.py``): no
         ``NaN``/``Infinity``, lone surrogates or runaway nesting reach a result, where they
-        would have no JSON form on the way back to the tool."""
+        would have no JSON form on the way back to the tool, and no more values than
+        ``MAX_RESPONSE_VALUES`` become Python objects."""
         from splice_build.spec.untrusted_json import UntrustedJsonError, decode
 
         try:
-            return decode(self.body, max_bytes=len(self.body))
+            return decode(self.body, max_bytes=len(self.body), max_values=MAX_RESPONSE_VALUES)
         except UntrustedJsonError as exc:
             raise ProviderFailure(
                 f"{provider} {endpoint} returned a body that is not JSON ({exc})"
