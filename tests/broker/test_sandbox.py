@@ -423,6 +423,32 @@ def test_firecrawl_stops_scraping_once_the_pages_fill_a_result() -> None:
     assert len(json.dumps(result)) < MAX_CAPABILITY_RESULT_BYTES
 
 
+def test_firecrawl_scrapes_share_the_time_of_one_call() -> None:
+    """The provider timeout was per request, and web.extract scrapes up to ten pages one
+    after another: pages a tool names that are slow to scrape made one call last ten times
+    its budget (150 s for 15 s), holding a capability slot all along. The scrapes now share
+    the call's time; the pages it does not cover are listed in failed with a note."""
+    from splice_build.broker.providers.firecrawl import PAGES_OVER_TIME
+    from testing.fake_providers import broker_for, fake_providers, recognizable_keys
+
+    urls = [f"https://example.com/{n}" for n in range(10)]
+    with fake_providers() as fake:
+        # The first page at once, each later one in 1.5 s of the call's 2 s.
+        fake.slow_seconds = 1.5
+        fake.behave("api.firecrawl.dev", "slow-after:1")
+        env = {"FIRECRAWL_API_KEY": recognizable_keys()["FIRECRAWL_API_KEY"]}
+        broker = broker_for(fake, env=env, request_timeout=2.0)
+        result = broker.call(
+            {"package": "@t/p", "tool": "t", "capability": "web.extract", "args": {"urls": urls}}
+        )
+        scraped = len(fake.requests_to("api.firecrawl.dev"))
+    assert result["status"] == "LIVE", result
+    done = len(result["data"]["pages"])
+    assert 1 <= done <= 2 and scraped <= 3, (done, scraped)
+    assert result["data"]["failed"] == urls[done:]
+    assert PAGES_OVER_TIME in result["provenance"]["notes"]
+
+
 def test_a_key_a_provider_echoes_never_reaches_the_tool(tmp_path: Path) -> None:
     # The tool reverses what it receives, which no output redaction would recognise.
     key = "tvly-echoed0123456789abc"
