@@ -266,43 +266,33 @@ def _join_capability_threads() -> None:
         thread.join()
 
 
-def test_calls_left_running_by_earlier_executions_are_bounded_per_process(
-    tmp_path: Path,
-) -> None:
+def test_calls_left_running_by_earlier_executions_are_bounded(tmp_path: Path) -> None:
     """A tool that starts four calls and returns at once left four broker threads running
     each time: ten runs, forty threads, without bound in a long-lived server. Calls in flight
-    are now bounded across the process (packages together), and the slots come back when the
-    calls end."""
+    are now bounded across the process and per package (the unit test below has the numbers),
+    and the slots come back when the calls end."""
     from splice_build.runtime.limits import (
         MAX_CAPABILITIES_IN_FLIGHT,
         MAX_CAPABILITIES_IN_FLIGHT_PER_PACKAGE,
-        MAX_CAPABILITIES_IN_FLIGHT_PER_PROCESS,
     )
 
     provider = BlockedProvider()
     broker = Broker(keys=load_keys(env={}, project_root=None, home=None), providers={"p": provider})
     runtime = skill_runtime(tmp_path / "project", broker)
+    package = runtime.load(
+        write_package(tmp_path / "packages", LEAVES_CALLS_RUNNING, permissions=DECLARED)
+    )
     runs = MAX_CAPABILITIES_IN_FLIGHT_PER_PACKAGE // MAX_CAPABILITIES_IN_FLIGHT
-    count = MAX_CAPABILITIES_IN_FLIGHT_PER_PROCESS // MAX_CAPABILITIES_IN_FLIGHT_PER_PACKAGE
-    packages = [
-        runtime.load(
-            write_package(tmp_path / "p", LEAVES_CALLS_RUNNING, permissions=DECLARED, name=f"p{n}")
-        )
-        for n in range(count + 1)
-    ]
-    last = packages.pop()
+    waits = {"q": "free", "wait": True}
     try:
-        for package in packages:
-            for run in range(runs):  # each leaves its four calls running
-                assert runtime.execute(package, "t", {"q": "hold", "run": run}).ok
-        waits = {"q": "free", "run": 0, "wait": True, "why": True}
-        refused = runtime.execute(last, "t", waits).to_json()
-        why = f"CAPABILITY_LIMIT: More than {MAX_CAPABILITIES_IN_FLIGHT_PER_PROCESS} capability calls in flight in this process"
-        assert [o.split(" (")[0] for o in refused["output"]["out"]] == [why] * 4, refused
+        for run in range(runs):  # each leaves its four calls running
+            assert runtime.execute(package, "t", {"q": "hold", "run": run}).ok
+        refused = runtime.execute(package, "t", {**waits, "run": runs}).to_json()
+        assert refused["output"] == {"out": ["CAPABILITY_LIMIT"] * 4}, refused
     finally:
         provider.release.set()
     _join_capability_threads()
-    answered = runtime.execute(last, "t", {**waits, "run": 1}).to_json()
+    answered = runtime.execute(package, "t", {**waits, "run": runs + 1}).to_json()
     assert answered["output"] == {"out": ["answered"] * 4}, answered
 
 
@@ -310,9 +300,10 @@ def test_one_package_cannot_hold_every_slot_of_the_process() -> None:
     """The process bound was one pool for every package: a hostile tool run eight times,
     each leaving four calls to a slow provider running, held all 32 slots, and every other
     package's capability calls answered CAPABILITY_LIMIT until those ended (a Firecrawl
-    web.extract may take minutes; seen in the real sandbox with the tool above). Each package
-    now has a share of the slots: its calls past it are refused, another package's still run.
-    The channels are driven directly, as the session does for each request frame."""
+    web.extract may take minutes; seen in the real sandbox with LEAVES_CALLS_RUNNING). Each
+    package now has a share of the slots: its calls past it are refused, another package's
+    still run, and only several packages together fill the process. The channels are driven
+    directly, as the session does for each request frame."""
     from splice_build.runtime.capabilities import CapabilityChannel, CapabilityReply
     from splice_build.runtime.limits import (
         MAX_CAPABILITIES_IN_FLIGHT,
@@ -323,55 +314,60 @@ def test_one_package_cannot_hold_every_slot_of_the_process() -> None:
 
     provider = BlockedProvider()
     broker = Broker(keys=load_keys(env={}, project_root=None, home=None), providers={"p": provider})
+    share, total = MAX_CAPABILITIES_IN_FLIGHT_PER_PACKAGE, MAX_CAPABILITIES_IN_FLIGHT_PER_PROCESS
     replies: list[CapabilityReply] = []
     channels: list[CapabilityChannel] = []
-    expected = MAX_CAPABILITIES_IN_FLIGHT_PER_PACKAGE + MAX_CAPABILITIES_IN_FLIGHT
-    all_replied = threading.Event()
+    expected = total + MAX_CAPABILITIES_IN_FLIGHT  # every slot held, and "other"'s calls
+    replied = threading.Semaphore(0)
 
     def on_reply(reply: CapabilityReply) -> None:
         replies.append(reply)
-        if len(replies) == expected:
-            all_replied.set()
+        replied.release()
 
-    def channel(package: str) -> CapabilityChannel:
-        channels.append(
-            CapabilityChannel(
-                package=package,
-                tool="t",
-                declared=["web.search"],
-                broker=broker,
-                sanitize=str,
-                on_reply=on_reply,
-            )
-        )
-        return channels[-1]
+    def wait_for_replies(count: int) -> None:
+        for _ in range(count):
+            assert replied.acquire(timeout=60), "a capability call never answered"
 
     def four_calls(package: str, query: str) -> list[Any]:
         """One execution's four calls: their immediate replies (None: the broker runs)."""
-        one = channel(package)
+        one = CapabilityChannel(
+            package=package,
+            tool="t",
+            declared=["web.search"],
+            broker=broker,
+            sanitize=str,
+            on_reply=on_reply,
+        )
+        channels.append(one)
         args = [{"query": f"{query}{n}"} for n in range(MAX_CAPABILITIES_IN_FLIGHT)]
         return [one.handle(CapabilityRequest(n, "web.search", a)) for n, a in enumerate(args)]
 
+    def runs(package: str, count: int) -> list[Any]:
+        return [r for run in range(count) for r in four_calls(package, f"hold-{package}-{run}-")]
+
     try:
-        # As many executions as would fill the whole process.
-        runs = MAX_CAPABILITIES_IN_FLIGHT_PER_PROCESS // MAX_CAPABILITIES_IN_FLIGHT
-        hostile = [r for run in range(runs) for r in four_calls("@test/hog", f"hold{run}-")]
-        other = four_calls("@test/other", "free")
+        hostile = runs("@test/hog", total // MAX_CAPABILITIES_IN_FLIGHT)  # enough for all
+        other = four_calls("@test/other", "free")  # answered at once, slots given back
+        wait_for_replies(other.count(None))
+        fillers = [runs(f"@test/f{n}", share // MAX_CAPABILITIES_IN_FLIGHT) for n in (1, 2, 3)]
+        late = four_calls("@test/late", "free")
     finally:
         provider.release.set()
     # Closing a channel cancels its queued calls: close them once every call answered.
-    all_replied.wait(60)
+    wait_for_replies([*hostile, *late, *(r for f in fillers for r in f)].count(None))
     for one in channels:
         one.close()
     _join_capability_threads()
     refused = [r.error for r in hostile if r is not None]
-    share = MAX_CAPABILITIES_IN_FLIGHT_PER_PACKAGE
-    assert len(refused) == MAX_CAPABILITIES_IN_FLIGHT_PER_PROCESS - share
+    assert len(refused) == total - share
     assert {code for code, _ in refused} == {"CAPABILITY_LIMIT"}
-    assert "of package @test/hog" in refused[0][1], refused[0]
+    assert f"More than {share} capability calls of package @test/hog" in refused[0][1]
     assert other == [None] * MAX_CAPABILITIES_IN_FLIGHT, other
-    answered = [r.result["data"] for r in replies if r.result and r.result["status"] == "LIVE"]
-    assert len(answered) == expected
+    assert all(r is None for filler in fillers for r in filler)
+    assert {r.error[0] for r in late} == {"CAPABILITY_LIMIT"}
+    assert f"More than {total} capability calls in flight in this process" in late[0].error[1]
+    answered = [r for r in replies if r.result and r.result["status"] == "LIVE"]
+    assert len(answered) == expected, len(answered)
 
 
 def test_private_repositories_a_token_can_see_never_reach_a_tool(tmp_path: Path) -> None:
