@@ -40,6 +40,7 @@ MAX_NUMBER_CHARS = 100
 
 # A complete string literal, possessively matched (linear, no backtracking), to blank out.
 _STRING = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]++")
 _SPACE = re.compile(r"[ \t\n\r]++")
 _SCALAR = re.compile(r"[^\[\]{},]++")
 _STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
@@ -68,7 +69,8 @@ def decode(
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise UntrustedJsonError(f"invalid UTF-8 at byte {exc.start}") from exc
-    structure = _structure(text)
+    # The value count needs scalars kept apart from brackets: two more passes, only when asked.
+    structure = _brackets(text) if max_values is None else _structure(text)
     if _depth(structure) > max_depth:
         raise UntrustedJsonError(f"nested deeper than {max_depth} levels")
     if max_values is not None and _values(structure) > max_values:
@@ -93,6 +95,13 @@ def _loads(text: str) -> Any:
         return parse_iterative(text, parse_int=_integer, parse_float=_float)
 
 
+def _brackets(text: str) -> str:
+    """The brackets of JSON text outside string literals (see ``_structure``)."""
+    if text.count("[") + text.count("{") == 0:
+        return ""
+    return _NOT_BRACKET.sub("", _STRING.sub("", text))
+
+
 def _structure(text: str) -> str:
     """JSON text outside string literals with each scalar (a string, a number, a key and its
     colon) as ``0`` and no whitespace: ``{"a": [1, "b"], "c": []}`` is ``{0[0,0],0[]}``.
@@ -106,6 +115,7 @@ def _structure(text: str) -> str:
 
 
 def _depth(structure: str) -> int:
+    """The deepest nesting of ``_brackets`` or ``_structure`` text."""
     brackets = structure.replace(",", "").replace("0", "")
     return max(accumulate(map(_STEP.__getitem__, brackets)), default=0)
 
@@ -120,7 +130,7 @@ def _values(structure: str) -> int:
 
 def nesting(text: str) -> int:
     """The deepest bracket nesting of JSON text outside string literals, without recursion."""
-    return _depth(_structure(text))
+    return _depth(_brackets(text))
 
 
 def _no_constant(name: str) -> NoReturn:
