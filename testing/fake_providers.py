@@ -6,7 +6,8 @@ the broker's test-only injection. ``behave(host, mode)`` switches one host to a 
 mode; error bodies echo whatever credential the request carried (header, path or query), so
 a broker that forwarded them would leak them, and the key-leak tests would see it.
 
-Modes: ``ok``; ``status:<code>``; ``slow`` (answers after ``slow_seconds``); ``oversize``
+Modes: ``ok``; ``status:<code>``; ``slow`` (answers after ``slow_seconds``); ``slow-after:<n>``
+(answers its first ``n`` requests at once, the later ones as ``slow``); ``oversize``
 (a body of ``oversize_bytes``); ``garbage`` (not JSON); ``redirect:<url>`` (a 302 to ``url``);
 ``body:<text>`` (a 200 whose body is exactly ``text``, for answers JSON does not allow);
 ``broken-head`` (a 200 whose head holds a line that is no header, then one echoing the
@@ -375,6 +376,11 @@ def _handler(state: FakeProviders) -> type[BaseHTTPRequestHandler]:
             mode = state.modes.get(host, "ok")
             if mode == "slow":
                 time.sleep(state.slow_seconds)
+            if mode.startswith("slow-after:"):
+                with state.lock:
+                    earlier = sum(s.host == host for s in state.seen) - 1
+                if earlier >= int(mode.split(":")[1]):
+                    time.sleep(state.slow_seconds)
             if mode.startswith("status:"):
                 message = {"error": f"rejected credentials {_credentials(seen)}"}
                 return self._send(int(mode.split(":")[1]), json.dumps(message).encode())

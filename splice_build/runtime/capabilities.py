@@ -17,6 +17,7 @@ from splice_build.errors import ErrorCode
 from splice_build.records import dataclass
 from splice_build.runtime.limits import (
     MAX_CAPABILITIES_IN_FLIGHT,
+    MAX_CAPABILITIES_IN_FLIGHT_PER_PACKAGE,
     MAX_CAPABILITIES_IN_FLIGHT_PER_PROCESS,
     MAX_CAPABILITY_ARGS_BYTES,
     MAX_CAPABILITY_ARGS_DEPTH,
@@ -29,9 +30,51 @@ from splice_build.spec.json_depth import nesting_depth
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
 
-# Broker calls running in this process, whichever execution started them (limits.py): a
-# slot is taken before a call is scheduled and given back when it ends or is cancelled.
-_PROCESS_SLOTS = threading.BoundedSemaphore(MAX_CAPABILITIES_IN_FLIGHT_PER_PROCESS)
+
+class _ProcessSlots:
+    """Broker calls running in this process, whichever execution started them (limits.py),
+    and each package's share of them: a slot is taken before a call is scheduled and given
+    back when it ends or is cancelled.
+
+    The share is what keeps one package from starving the others in a long-lived server: a
+    tool that starts calls to a slow provider and returns, run again and again, held every
+    process slot, and every other package's capability calls answered CAPABILITY_LIMIT."""
+
+    def __init__(self, total: int, per_package: int) -> None:
+        self._total = total
+        self._per_package = per_package
+        self._held: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def take(self, package: str) -> str | None:
+        """None when a slot was taken for ``package``, else why not (a CAPABILITY_LIMIT message)."""
+        with self._lock:
+            mine = self._held.get(package, 0)
+            if mine >= self._per_package:
+                return (
+                    f"More than {self._per_package} capability calls of package {package} in "
+                    "flight in this process (calls of earlier executions still running)"
+                )
+            if sum(self._held.values()) >= self._total:
+                return (
+                    f"More than {self._total} capability calls in flight in this process "
+                    "(calls of earlier executions still running)"
+                )
+            self._held[package] = mine + 1
+            return None
+
+    def give_back(self, package: str) -> None:
+        with self._lock:
+            left = self._held[package] - 1
+            if left:
+                self._held[package] = left
+            else:
+                del self._held[package]
+
+
+_PROCESS_SLOTS = _ProcessSlots(
+    MAX_CAPABILITIES_IN_FLIGHT_PER_PROCESS, MAX_CAPABILITIES_IN_FLIGHT_PER_PACKAGE
+)
 
 
 class CapabilityBroker(Protocol):
@@ -122,15 +165,9 @@ class CapabilityChannel:
                     "timestamp": _now(),
                 },
             )
-        if not _PROCESS_SLOTS.acquire(blocking=False):
-            return CapabilityReply(
-                rid,
-                error=(
-                    ErrorCode.CAPABILITY_LIMIT,
-                    f"More than {MAX_CAPABILITIES_IN_FLIGHT_PER_PROCESS} capability calls in "
-                    "flight in this process (calls of earlier executions still running)",
-                ),
-            )
+        refused = _PROCESS_SLOTS.take(self._package)
+        if refused:
+            return CapabilityReply(rid, error=(ErrorCode.CAPABILITY_LIMIT, refused))
         if self._executor is None:
             from concurrent.futures import ThreadPoolExecutor
 
@@ -140,14 +177,14 @@ class CapabilityChannel:
         try:
             future = self._executor.submit(self._call_broker, request)
         except BaseException:
-            _PROCESS_SLOTS.release()
+            _PROCESS_SLOTS.give_back(self._package)
             raise
         self._in_flight += 1
         future.add_done_callback(self._done)
         return None
 
     def _done(self, future: Future[CapabilityReply]) -> None:
-        _PROCESS_SLOTS.release()
+        _PROCESS_SLOTS.give_back(self._package)
         if not future.cancelled():
             self._on_reply(future.result())
 

@@ -28,6 +28,9 @@ MAX_CAPABILITIES_IN_FLIGHT = 4
 # cannot be interrupted), so a tool that starts calls and returns leaves them running; this
 # bounds them across every execution of the process (a long-lived MCP server or SDK object).
 MAX_CAPABILITIES_IN_FLIGHT_PER_PROCESS = 32
+# Each package's share of those (runtime/capabilities.py): two executions' worth, so at least
+# four packages together could fill the process, and one package never can.
+MAX_CAPABILITIES_IN_FLIGHT_PER_PACKAGE = 8
 MAX_CAPABILITY_ARGS_BYTES = 256 * 1024
 MAX_CAPABILITY_ARGS_DEPTH = 32
 MAX_CAPABILITY_RESULT_BYTES = 4 * 1024 * 1024

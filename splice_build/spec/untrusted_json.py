@@ -10,6 +10,8 @@ handler sees it, so each transport answers one protocol error (``-32700`` / HTTP
 - bytes that are not strict UTF-8 (no overlong forms, no encoded surrogates);
 - nesting deeper than ``MAX_DEPTH``, counted on the text by two regular expressions without
   recursion and before the decoder runs, so a 100,000-level ``[[[…`` costs one linear scan;
+- more values than the caller's ``max_values``, if it gives one, counted on the same text:
+  5 MiB of ``[[],[],…]`` is 1.7 million lists, ~130 MiB of Python objects from one answer;
 - a lone surrogate (``"\\ud800"``) in any key or string: it has no UTF-8 form, so it could not
   even be written back in an error message (unless the caller keeps them: a registry answer
   carries manifests, whose strings may hold them as ``JSON.parse`` does, docs/compatibility.md);
@@ -39,6 +41,8 @@ MAX_NUMBER_CHARS = 100
 # A complete string literal, possessively matched (linear, no backtracking), to blank out.
 _STRING = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"', re.DOTALL)
 _NOT_BRACKET = re.compile(r"[^\[\]{}]++")
+_SPACE = re.compile(r"[ \t\n\r]++")
+_SCALAR = re.compile(r"[^\[\]{},]++")
 _STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 # Only a \u escape can put a surrogate into text decoded as strict UTF-8.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
@@ -50,7 +54,12 @@ class UntrustedJsonError(ValueError):
 
 
 def decode(
-    data: bytes, *, max_bytes: int, max_depth: int = MAX_DEPTH, lone_surrogates: bool = False
+    data: bytes,
+    *,
+    max_bytes: int,
+    max_depth: int = MAX_DEPTH,
+    max_values: int | None = None,
+    lone_surrogates: bool = False,
 ) -> Any:
     """The JSON value of ``data``, or UntrustedJsonError (see the module docstring);
     ``lone_surrogates`` keeps strings that hold one instead of refusing them."""
@@ -60,8 +69,12 @@ def decode(
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise UntrustedJsonError(f"invalid UTF-8 at byte {exc.start}") from exc
-    if nesting(text) > max_depth:
+    # The value count needs scalars kept apart from brackets: two more passes, only when asked.
+    structure = _brackets(text) if max_values is None else _structure(text)
+    if _depth(structure) > max_depth:
         raise UntrustedJsonError(f"nested deeper than {max_depth} levels")
+    if max_values is not None and _values(structure) > max_values:
+        raise UntrustedJsonError(f"more than {max_values} values")
     try:
         value = _loads(text)
     except UntrustedJsonError:
@@ -82,16 +95,42 @@ def _loads(text: str) -> Any:
         return parse_iterative(text, parse_int=_integer, parse_float=_float)
 
 
-def nesting(text: str) -> int:
-    """The deepest bracket nesting of JSON text outside string literals, without recursion.
+def _brackets(text: str) -> str:
+    """The brackets of JSON text outside string literals (see ``_structure``)."""
+    if text.count("[") + text.count("{") == 0:
+        return ""
+    return _NOT_BRACKET.sub("", _STRING.sub("", text))
 
-    On invalid text (an unterminated string) the count may be too high, never too low for the
+
+def _structure(text: str) -> str:
+    """JSON text outside string literals with each scalar (a string, a number, a key and its
+    colon) as ``0`` and no whitespace: ``{"a": [1, "b"], "c": []}`` is ``{0[0,0],0[]}``.
+
+    On invalid text (an unterminated string) it may hold too much, never too little for the
     part that could decode: the document is refused either way.
     """
     if text.count("[") + text.count("{") == 0:
-        return 0
-    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
+        return ""
+    return _SCALAR.sub("0", _SPACE.sub("", _STRING.sub("0", text)))
+
+
+def _depth(structure: str) -> int:
+    """The deepest nesting of ``_brackets`` or ``_structure`` text."""
+    brackets = structure.replace(",", "").replace("0", "")
     return max(accumulate(map(_STEP.__getitem__, brackets)), default=0)
+
+
+def _values(structure: str) -> int:
+    """The values of the document, object keys aside: the first, then each one a non-empty
+    container holds (its commas and one more)."""
+    opened = structure.count("[") + structure.count("{")
+    empty = structure.count("[]") + structure.count("{}")
+    return 1 + structure.count(",") + opened - empty
+
+
+def nesting(text: str) -> int:
+    """The deepest bracket nesting of JSON text outside string literals, without recursion."""
+    return _depth(_brackets(text))
 
 
 def _no_constant(name: str) -> NoReturn:

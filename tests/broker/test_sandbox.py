@@ -210,53 +210,164 @@ def test_prices_that_are_not_finite_numbers_are_null(tmp_path: Path) -> None:
     assert result["output"] == {"status": "LIVE", "code": None, "prices": [None, None, None, 1.25]}
 
 
+def test_a_provider_answer_holds_a_bounded_number_of_values() -> None:
+    """Bytes alone did not bound what an answer cost the host process: a provider answering
+    5 MiB of ``[[],[],…]`` became 1.7 million Python lists (~136 MiB measured in one
+    ``broker.call``), in each of the calls a process may have in flight. An answer with more
+    values than MAX_RESPONSE_VALUES is a provider failure before it is decoded; one at the
+    limit is read."""
+    from splice_build.broker.providers.http import MAX_RESPONSE_VALUES
+    from testing.fake_providers import broker_for, fake_providers
+
+    request = {"package": "@t/p", "tool": "t", "capability": "market.search"}
+    results = []
+    with fake_providers() as fake:
+        broker = broker_for(fake, max_response_bytes=8 * MAX_RESPONSE_VALUES)
+        # The object, "pairs", the lists and "note" (its commas and brackets are no values).
+        for lists in (MAX_RESPONSE_VALUES - 3, MAX_RESPONSE_VALUES - 2):
+            answer = '{"pairs": [' + ", ".join(["[ ]"] * lists) + '], "note": ",[{,"}'
+            fake.behave("api.dexscreener.com", "body:" + answer)
+            results.append(broker.call({**request, "args": {"query": f"q{lists}"}}))
+    assert [(r["status"], r.get("code")) for r in results] == [
+        ("LIVE", None),
+        ("ERROR", "PROVIDER_ERROR"),
+    ], results
+    assert f"more than {MAX_RESPONSE_VALUES} values" in results[1]["attempts"][0]["error"]
+
+
 class BlockedProvider(MemoryProvider):
-    """Answers only once ``release`` is set: a provider request that outlives its execution."""
+    """Answers a query starting "hold" only once ``release`` is set: a provider request that
+    outlives its execution; any other query at once."""
 
     def __init__(self) -> None:
         super().__init__("blocked", {"web.search": {"ok": True}})
         self.release = threading.Event()
 
     def call(self, capability: str, args: Any, ctx: Any) -> Any:
-        self.release.wait()
+        if str(args.get("query", "")).startswith("hold"):
+            self.release.wait()
         return super().call(capability, args, ctx)
 
 
-def test_calls_left_running_by_earlier_executions_are_bounded_per_process(
-    tmp_path: Path,
-) -> None:
+# Starts four calls and returns at once (leaving them running), or waits for them (i.wait).
+LEAVES_CALLS_RUNNING = (
+    "export default async (i, ctx) => { const started = [];"
+    " for (let n = 0; n < 4; n++) started.push(ctx.capability('web.search', { query: `${i.q}${i.run}-${n}` })"
+    ".then(() => 'answered', (e) => e.code + (i.why ? ': ' + e.message : '')));"
+    " if (i.wait) return { out: await Promise.all(started) };"
+    " await new Promise((done) => setTimeout(done, 200)); return { out: [] }; };"
+)
+
+
+def _join_capability_threads() -> None:
+    """Every blocked call ends once released and gives its slot back (a wait on the calls,
+    not a clock)."""
+    for thread in [t for t in threading.enumerate() if t.name.startswith("splice-capability")]:
+        thread.join()
+
+
+def test_calls_left_running_by_earlier_executions_are_bounded(tmp_path: Path) -> None:
     """A tool that starts four calls and returns at once left four broker threads running
     each time: ten runs, forty threads, without bound in a long-lived server. Calls in flight
-    are now bounded across the process, and the slots come back when the calls end."""
+    are now bounded across the process and per package (the unit test below has the numbers),
+    and the slots come back when the calls end."""
     from splice_build.runtime.limits import (
         MAX_CAPABILITIES_IN_FLIGHT,
-        MAX_CAPABILITIES_IN_FLIGHT_PER_PROCESS,
+        MAX_CAPABILITIES_IN_FLIGHT_PER_PACKAGE,
     )
 
-    body = (
-        "export default async (i, ctx) => { const started = [];"
-        " for (let n = 0; n < 4; n++) started.push(ctx.capability('web.search', { query: `q${i.run}-${n}` })"
-        ".then(() => 'answered', (e) => e.code));"
-        " if (i.wait) return { out: await Promise.all(started) };"
-        " await new Promise((done) => setTimeout(done, 200)); return { out: [] }; };"
-    )
     provider = BlockedProvider()
     broker = Broker(keys=load_keys(env={}, project_root=None, home=None), providers={"p": provider})
     runtime = skill_runtime(tmp_path / "project", broker)
-    package = runtime.load(write_package(tmp_path / "packages", body, permissions=DECLARED))
+    package = runtime.load(
+        write_package(tmp_path / "packages", LEAVES_CALLS_RUNNING, permissions=DECLARED)
+    )
+    runs = MAX_CAPABILITIES_IN_FLIGHT_PER_PACKAGE // MAX_CAPABILITIES_IN_FLIGHT
+    waits = {"q": "free", "wait": True}
     try:
-        runs = MAX_CAPABILITIES_IN_FLIGHT_PER_PROCESS // MAX_CAPABILITIES_IN_FLIGHT
         for run in range(runs):  # each leaves its four calls running
-            assert runtime.execute(package, "t", {"run": run}).ok
-        refused = runtime.execute(package, "t", {"run": runs, "wait": True}).to_json()
+            assert runtime.execute(package, "t", {"q": "hold", "run": run}).ok
+        refused = runtime.execute(package, "t", {**waits, "run": runs}).to_json()
         assert refused["output"] == {"out": ["CAPABILITY_LIMIT"] * 4}, refused
     finally:
         provider.release.set()
-    # Every blocked call ends now and gives its slot back (the wait is on the calls, not a clock).
-    for thread in [t for t in threading.enumerate() if t.name.startswith("splice-capability")]:
-        thread.join()
-    answered = runtime.execute(package, "t", {"run": runs + 1, "wait": True}).to_json()
+    _join_capability_threads()
+    answered = runtime.execute(package, "t", {**waits, "run": runs + 1}).to_json()
     assert answered["output"] == {"out": ["answered"] * 4}, answered
+
+
+def test_one_package_cannot_hold_every_slot_of_the_process() -> None:
+    """The process bound was one pool for every package: a hostile tool run eight times,
+    each leaving four calls to a slow provider running, held all 32 slots, and every other
+    package's capability calls answered CAPABILITY_LIMIT until those ended (a Firecrawl
+    web.extract may take minutes; seen in the real sandbox with LEAVES_CALLS_RUNNING). Each
+    package now has a share of the slots: its calls past it are refused, another package's
+    still run, and only several packages together fill the process. The channels are driven
+    directly, as the session does for each request frame."""
+    from splice_build.runtime.capabilities import CapabilityChannel, CapabilityReply
+    from splice_build.runtime.limits import (
+        MAX_CAPABILITIES_IN_FLIGHT,
+        MAX_CAPABILITIES_IN_FLIGHT_PER_PACKAGE,
+        MAX_CAPABILITIES_IN_FLIGHT_PER_PROCESS,
+    )
+    from splice_build.runtime.protocol import CapabilityRequest
+
+    provider = BlockedProvider()
+    broker = Broker(keys=load_keys(env={}, project_root=None, home=None), providers={"p": provider})
+    share, total = MAX_CAPABILITIES_IN_FLIGHT_PER_PACKAGE, MAX_CAPABILITIES_IN_FLIGHT_PER_PROCESS
+    replies: list[CapabilityReply] = []
+    channels: list[CapabilityChannel] = []
+    expected = total + MAX_CAPABILITIES_IN_FLIGHT  # every slot held, and "other"'s calls
+    replied = threading.Semaphore(0)
+
+    def on_reply(reply: CapabilityReply) -> None:
+        replies.append(reply)
+        replied.release()
+
+    def wait_for_replies(count: int) -> None:
+        for _ in range(count):
+            assert replied.acquire(timeout=60), "a capability call never answered"
+
+    def four_calls(package: str, query: str) -> list[Any]:
+        """One execution's four calls: their immediate replies (None: the broker runs)."""
+        one = CapabilityChannel(
+            package=package,
+            tool="t",
+            declared=["web.search"],
+            broker=broker,
+            sanitize=str,
+            on_reply=on_reply,
+        )
+        channels.append(one)
+        args = [{"query": f"{query}{n}"} for n in range(MAX_CAPABILITIES_IN_FLIGHT)]
+        return [one.handle(CapabilityRequest(n, "web.search", a)) for n, a in enumerate(args)]
+
+    def runs(package: str, count: int) -> list[Any]:
+        return [r for run in range(count) for r in four_calls(package, f"hold-{package}-{run}-")]
+
+    try:
+        hostile = runs("@test/hog", total // MAX_CAPABILITIES_IN_FLIGHT)  # enough for all
+        other = four_calls("@test/other", "free")  # answered at once, slots given back
+        wait_for_replies(other.count(None))
+        fillers = [runs(f"@test/f{n}", share // MAX_CAPABILITIES_IN_FLIGHT) for n in (1, 2, 3)]
+        late = four_calls("@test/late", "free")
+    finally:
+        provider.release.set()
+    # Closing a channel cancels its queued calls: close them once every call answered.
+    wait_for_replies([*hostile, *late, *(r for f in fillers for r in f)].count(None))
+    for one in channels:
+        one.close()
+    _join_capability_threads()
+    refused = [r.error for r in hostile if r is not None]
+    assert len(refused) == total - share
+    assert {code for code, _ in refused} == {"CAPABILITY_LIMIT"}
+    assert f"More than {share} capability calls of package @test/hog" in refused[0][1]
+    assert other == [None] * MAX_CAPABILITIES_IN_FLIGHT, other
+    assert all(r is None for filler in fillers for r in filler)
+    assert {r.error[0] for r in late} == {"CAPABILITY_LIMIT"}
+    assert f"More than {total} capability calls in flight in this process" in late[0].error[1]
+    answered = [r for r in replies if r.result and r.result["status"] == "LIVE"]
+    assert len(answered) == expected, len(answered)
 
 
 def test_private_repositories_a_token_can_see_never_reach_a_tool(tmp_path: Path) -> None:
@@ -306,6 +417,32 @@ def test_firecrawl_stops_scraping_once_the_pages_fill_a_result() -> None:
     assert len(result["data"]["pages"]) == fits and scraped == fits + 1
     assert result["data"]["failed"] == urls[fits:]
     assert len(json.dumps(result)) < MAX_CAPABILITY_RESULT_BYTES
+
+
+def test_firecrawl_scrapes_share_the_time_of_one_call() -> None:
+    """The provider timeout was per request, and web.extract scrapes up to ten pages one
+    after another: pages a tool names that are slow to scrape made one call last ten times
+    its budget (150 s for 15 s), holding a capability slot all along. The scrapes now share
+    the call's time; the pages it does not cover are listed in failed with a note."""
+    from splice_build.broker.providers.firecrawl import PAGES_OVER_TIME
+    from testing.fake_providers import broker_for, fake_providers, recognizable_keys
+
+    urls = [f"https://example.com/{n}" for n in range(10)]
+    with fake_providers() as fake:
+        # The first page at once, each later one in 1.5 s of the call's 2 s.
+        fake.slow_seconds = 1.5
+        fake.behave("api.firecrawl.dev", "slow-after:1")
+        env = {"FIRECRAWL_API_KEY": recognizable_keys()["FIRECRAWL_API_KEY"]}
+        broker = broker_for(fake, env=env, request_timeout=2.0)
+        result = broker.call(
+            {"package": "@t/p", "tool": "t", "capability": "web.extract", "args": {"urls": urls}}
+        )
+        scraped = len(fake.requests_to("api.firecrawl.dev"))
+    assert result["status"] == "LIVE", result
+    done = len(result["data"]["pages"])
+    assert 1 <= done <= 2 and scraped <= 3, (done, scraped)
+    assert result["data"]["failed"] == urls[done:]
+    assert PAGES_OVER_TIME in result["provenance"]["notes"]
 
 
 def test_a_key_a_provider_echoes_never_reaches_the_tool(tmp_path: Path) -> None:

@@ -48,6 +48,27 @@ def test_ordinary_documents_decode_as_json_loads_does(value: Any) -> None:
         assert nesting(text) == depth_of(value)
 
 
+def values_of(value: Any) -> int:
+    """The values of a document, object keys aside: what ``max_values`` counts."""
+    if isinstance(value, dict):
+        return 1 + sum(map(values_of, value.values()))
+    if isinstance(value, list):
+        return 1 + sum(map(values_of, value))
+    return 1
+
+
+@given(json_values)
+def test_max_values_counts_exactly_the_values(value: Any) -> None:
+    """Counted on the text (strings, whitespace and all), as ``decode`` does for a provider's
+    answer: at the count the document decodes, one under it is refused."""
+    count = values_of(value)
+    for text in (json.dumps(value), json.dumps(value, ensure_ascii=False, indent=1)):
+        data = text.encode("utf-8")
+        assert decode(data, max_bytes=LIMIT, max_values=count) == json.loads(text)
+        with pytest.raises(UntrustedJsonError, match=f"more than {count - 1} values"):
+            decode(data, max_bytes=LIMIT, max_values=count - 1)
+
+
 def _template(slot: str, part: bytes) -> bytes:
     parts = {"key": b'"k"', "value": b"1", "item": b"2"}
     parts[slot] = part

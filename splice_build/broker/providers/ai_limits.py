@@ -42,10 +42,11 @@ def requested_json(provider: str, text: str) -> Any:
     """The model's answer read as the JSON ``responseSchema`` asked for, by the network-JSON
     decoder: a model (steered by the prompt or by web text in it) may answer ``NaN`` or a
     thousand-deep ``[[[…``, which has no JSON form to send back."""
+    from splice_build.broker.providers.http import MAX_RESPONSE_VALUES
     from splice_build.spec.untrusted_json import UntrustedJsonError, decode
 
     raw = text.encode("utf-8", "surrogatepass")
     try:
-        return decode(raw, max_bytes=len(raw))
+        return decode(raw, max_bytes=len(raw), max_values=MAX_RESPONSE_VALUES)
     except UntrustedJsonError as exc:
         raise ProviderFailure(f"{provider}: the answer is not the requested JSON ({exc})") from exc

@@ -5,7 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from splice_build.broker.providers.interface import ProviderContext, ProviderData
+from splice_build.broker.providers.interface import (
+    ProviderContext,
+    ProviderData,
+    ProviderFailure,
+)
 from splice_build.broker.providers.web_results import (
     DEFAULT_LIMIT,
     UNTRUSTED_NOTE,
@@ -20,6 +24,9 @@ DEFAULT_MAP_LIMIT = 100
 PAGES_OVER_BUDGET = (
     f"Pages past {MAX_CAPABILITY_RESULT_BYTES} bytes together are listed in failed, not fetched;"
     " set maxCharacters to get more of them."
+)
+PAGES_OVER_TIME = (
+    "Pages not scraped within the call's time are listed in failed; ask for fewer at once."
 )
 
 
@@ -63,18 +70,29 @@ class Firecrawl:
         """One scrape per URL (at most 10, by the argument schema), kept while the pages
         together fit in what a tool may receive: each answer may be 5 MiB, and ten of them
         held at once by each call in flight were the parent's memory, for a result the
-        runtime then refuses. The URLs not scraped are listed in ``failed``."""
+        runtime then refuses. And while the call has time (``ProviderClient``): the scrapes
+        share it, and once a page has been scraped, a scrape cut short by the call's end
+        lists it and the rest in ``failed`` instead of failing the call."""
         most = args.get("maxCharacters")
         pages: list[dict[str, Any]] = []
         failed: list[str] = []
+        notes = (UNTRUSTED_NOTE,)
         kept = 0
-        for url in args["urls"]:
+        urls = list(args["urls"])
+        for n, url in enumerate(urls):
             if kept >= MAX_CAPABILITY_RESULT_BYTES:
                 failed.append(url)
                 continue
-            payload, _ = http.request_json(
-                "POST", "/v1/scrape", body={"url": url, "formats": ["markdown"]}, headers=auth
-            )
+            try:
+                payload, _ = http.request_json(
+                    "POST", "/v1/scrape", body={"url": url, "formats": ["markdown"]}, headers=auth
+                )
+            except ProviderFailure:
+                if not pages or http.time_left() > 0:
+                    raise
+                failed.extend(urls[n:])
+                notes += (PAGES_OVER_TIME,)
+                break
             scraped = payload.get("data") if isinstance(payload, Mapping) else None
             scraped = scraped if isinstance(scraped, Mapping) else {}
             meta = scraped.get("metadata") if isinstance(scraped.get("metadata"), Mapping) else {}
@@ -84,8 +102,7 @@ class Firecrawl:
                 failed.append(url)
                 continue
             pages.append(page(url, meta.get("title"), None, content))
-        notes = (UNTRUSTED_NOTE,)
-        if failed:
+        if kept >= MAX_CAPABILITY_RESULT_BYTES and failed:
             notes += (PAGES_OVER_BUDGET,)
         return ProviderData({"pages": pages, "failed": failed}, "POST /v1/scrape", notes=notes)
 

@@ -11,6 +11,7 @@ degraded (a proxy intercepting TLS is reported, never bypassed).
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
@@ -19,8 +20,14 @@ from splice_build.broker.providers.interface import ProviderFailure
 from splice_build.errors import ErrorCode
 from splice_build.records import dataclass
 
-DEFAULT_TIMEOUT_SECONDS = 15.0  # docs/compatibility.md#capabilities: 15 s per provider request
+# docs/capabilities.md: 15 s for one provider's part of one call, all its requests together
+DEFAULT_TIMEOUT_SECONDS = 15.0
 DEFAULT_MAX_RESPONSE_BYTES = 5 * 1024 * 1024  # docs/compatibility.md#capabilities: 5 MiB
+# Values a JSON answer may hold (docs/capabilities.md). Bytes alone do not bound what decoding
+# costs: 5 MiB of [[],[],...] was 1.7 million lists, ~130 MiB of Python objects, in each of
+# the 32 calls a process may have in flight. The largest real answers (an AI provider's model
+# list, 100 GitHub repositories, 1,000 OHLCV candles) hold a few tens of thousands.
+MAX_RESPONSE_VALUES = 100_000
 # The statuses a provider's answer is read from. A 3xx that reaches here was not followed (a
 # 300, a 304 no request asked for, a redirect without Location): its body, often a JSON
 # error, is no answer to the request.
@@ -38,11 +45,12 @@ class Response:
     def json(self, endpoint: str, provider: str) -> Any:
         """The body through the network-JSON decoder (``spec/untrusted_json.py``): no
         ``NaN``/``Infinity``, lone surrogates or runaway nesting reach a result, where they
-        would have no JSON form on the way back to the tool."""
+        would have no JSON form on the way back to the tool, and no more values than
+        ``MAX_RESPONSE_VALUES`` become Python objects."""
         from splice_build.spec.untrusted_json import UntrustedJsonError, decode
 
         try:
-            return decode(self.body, max_bytes=len(self.body))
+            return decode(self.body, max_bytes=len(self.body), max_values=MAX_RESPONSE_VALUES)
         except UntrustedJsonError as exc:
             raise ProviderFailure(
                 f"{provider} {endpoint} returned a body that is not JSON ({exc})"
@@ -50,10 +58,14 @@ class Response:
 
 
 class ProviderClient:
-    """HTTP for one provider and one host.
+    """HTTP for one provider and one host, for one capability call.
 
     ``base`` may carry a key (RPC URLs), so messages use ``label`` (``{ROBINHOOD_RPC_URL}``)
     plus the path template instead of any URL.
+
+    ``timeout`` is the whole call's, from the client's creation: each request gets what is
+    left of it. Per request, a provider making several (Firecrawl scrapes up to ten pages one
+    after another) ran ten times past it, holding one of the process's capability slots.
     """
 
     def __init__(
@@ -71,6 +83,7 @@ class ProviderClient:
         self._base = base.rstrip("/")
         self._host = (urlsplit(base).hostname or "").lower()
         self._timeout = timeout
+        self._deadline = time.monotonic() + timeout
         self._max_bytes = max_bytes
         self._label = label
         self._session: Any = None
@@ -123,6 +136,10 @@ class ProviderClient:
         which a tool must not be able to tell from one that does not exist."""
         return _not_found(self.provider, self._endpoint(method, template))
 
+    def time_left(self) -> float:
+        """Seconds left of the call's time (negative once it has passed)."""
+        return self._deadline - time.monotonic()
+
     def _endpoint(self, method: str, template: str) -> str:
         return f"{method} {self._label}{template}" if self._label or template else f"{method} /"
 
@@ -169,9 +186,12 @@ class ProviderClient:
         if body is not None:
             data = json.dumps(body, separators=(",", ":")).encode()
             sent["content-type"] = "application/json"
+        left = self.time_left()
+        if left <= 0:
+            raise ProviderFailure(f"{where}: timed out after {self._timeout:g} s")
         # The guard's own messages name the host or carry the URL; none of them is passed on.
         try:
-            raw = self._guarded().request(method, url, headers=sent, data=data)
+            raw = self._guarded().request(method, url, headers=sent, data=data, timeout_s=left)
         except ResponseTooLarge as exc:
             raise ProviderFailure(f"{where}: response larger than {limit} bytes") from exc
         except NetworkTimeout as exc:
