@@ -36,7 +36,7 @@ from splice_build.install.install_report import (
     signature_text,
     stored_signer,
 )
-from splice_build.install.session import RegistrySession, is_offline
+from splice_build.install.session import RegistrySession, RegistrySessions, is_offline
 from splice_build.install.signature_check import (
     SignatureValid,
     first_signer,
@@ -85,13 +85,16 @@ class Target:
     """What to install: an exact version, the range to record, and the lock entry to honour.
 
     ``pinned`` is the lock entry when the version is the locked one: then only its bytes
-    are accepted. ``range_text`` None leaves ``splice.json`` as it is.
+    are accepted. ``range_text`` None leaves ``splice.json`` as it is. ``registry``: the
+    registry URL to fetch it from when it is not the run's own (``update`` of a project whose
+    lock pins packages from several registries); None: the installer's session.
     """
 
     package_id: str
     version: str
     range_text: str | None
     pinned: LockEntry | None = None
+    registry: str | None = None
 
 
 @dataclass(frozen=True)
@@ -132,20 +135,36 @@ class Installer:
         session: RegistrySession,
         options: InstallOptions,
         progress: Progress,
+        others: RegistrySessions | None = None,
     ) -> None:
         self.layout = layout
         self.cache = cache
         self.session = session
+        self._others = others
         self.options = options
         self.progress = progress
         # The directory the runtime joins fs grants to (it resolves links the same way).
         self._root = Path(os.path.realpath(layout.root))
 
+    def session_for(self, registry: str | None) -> RegistrySession:
+        """The session of ``registry`` (a :attr:`Target.registry`): the run's own for None.
+
+        One run covers every registry a command needs, so that all its packages are checked
+        before any is swapped in (tasks/loader.py); a run given no other sessions refuses a
+        target of another registry rather than asking the wrong one."""
+        if registry is None or registry == self.session.url:
+            return self.session
+        if self._others is None:
+            raise InstallError(ErrorCode.INTERNAL_ERROR, f"no session for {registry}")
+        return self._others.get(registry)
+
     # (2) ----------------------------------------------------------------------------------
     def _metadata(self, target: Target) -> dict[str, Any] | None:
         """The registry's VersionResponse, or None when offline with a locked version."""
         try:
-            meta = self.session.client.version(target.package_id, target.version)
+            meta = self.session_for(target.registry).client.version(
+                target.package_id, target.version
+            )
         except RegistryError as exc:
             if target.pinned is not None and is_offline(exc):
                 return None
@@ -180,7 +199,7 @@ class Installer:
                 f"The registry is unreachable and {target.package_id}@{target.version} is not in the local cache",
             )
         self.progress("downloading", f"Downloading {target.package_id}@{target.version}...")
-        data = self.session.client.download(target.package_id, target.version)
+        data = self.session_for(target.registry).client.download(target.package_id, target.version)
         pinned = target.pinned
         if pinned is not None and (
             integrity_of(data) != pinned.integrity
@@ -300,7 +319,7 @@ class Installer:
                 signature.valid,
                 signed_by,
                 trusted=(),
-                registered=self._registered_keys(target.package_id),
+                registered=self._registered_keys(target),
                 require_signed=expected.require_signed,
                 subject=subject,
             )
@@ -317,8 +336,8 @@ class Installer:
             home=self.session.home.path,
         )
         if fetched.metadata is not None:
-            resolved = _download_url(self.session.url, target)
-            registry: str | None = self.session.url
+            registry: str | None = self.session_for(target.registry).url
+            resolved = _download_url(registry, target)
         else:
             assert target.pinned is not None
             resolved, registry = target.pinned.resolved, target.pinned.registry
@@ -407,7 +426,7 @@ class Installer:
             integrity_of(fetched.data),
             target.package_id,
             target.version,
-            self.session.url,
+            self.session_for(target.registry).url,
             signatures if isinstance(signatures, list) and verified.signed_by is not None else [],
         )
 
@@ -434,12 +453,12 @@ class Installer:
             trusted=trusted,
         )
 
-    def _registered_keys(self, package_id: str) -> tuple[str, ...]:
-        """The unrevoked key ids the registry lists for the package's namespace (none when
-        it does not know the namespace)."""
-        namespace = package_id[1:].split("/", 1)[0]
+    def _registered_keys(self, target: Target) -> tuple[str, ...]:
+        """The unrevoked key ids the target's registry lists for the package's namespace
+        (none when it does not know the namespace)."""
+        namespace = target.package_id[1:].split("/", 1)[0]
         try:
-            answer = self.session.client.keys(namespace)
+            answer = self.session_for(target.registry).client.keys(namespace)
         except RegistryError as exc:
             if exc.code is ErrorCode.PACKAGE_NOT_FOUND:
                 return ()
@@ -456,7 +475,11 @@ class Installer:
         signatures are still verified. (The official ``@splice`` key is the same everywhere
         and is pinned by ``install``: docs/signing.md#the-official-key.)
         """
-        registry = self.session.url if fetched.metadata is not None else target.pinned.registry
+        if fetched.metadata is not None:
+            registry = self.session_for(target.registry).url
+        else:
+            assert target.pinned is not None
+            registry = target.pinned.registry
         return None if registry == EMBEDDED_REGISTRY else verified
 
     def consent_needed(self, target: Target) -> tuple[str, ...]:

@@ -158,7 +158,8 @@ def is_kept(run: GraphRun, package_id: str) -> bool:
 
 def fetch_key(run: GraphRun, target: Target) -> FetchKey:
     pinned = None if target.pinned is None else target.pinned.integrity
-    return (run.installer.session.url, target.package_id, target.version, pinned)
+    url = run.installer.session_for(target.registry).url
+    return (url, target.package_id, target.version, pinned)
 
 
 class SpliceTaskLoader(TaskLoader2):
@@ -239,17 +240,18 @@ class SpliceTaskLoader(TaskLoader2):
                 reason = f"locked {entry.version} is outside {wanted}" if entry else "not locked"
                 run.changes.append(Change(package_id, "resolve", wanted, reason))
             return
-        session = run.installer.session
-        with self.workspace.registry_lock(session.url):
-            for package_id in run.unresolved:
-                request = run.request.resolve.get(package_id)
-                rng = (
-                    request.range
-                    if request
-                    else Range.parse(run.project.packages.get(package_id, "latest"))
-                )
-                run.installer.progress("resolving", f"Resolving {package_id}@{rng.text}...")
-                entry = run.lock.get(package_id)
+        for package_id in run.unresolved:
+            request = run.request.resolve.get(package_id)
+            registry = request.registry if request else None
+            session = run.installer.session_for(registry)
+            rng = (
+                request.range
+                if request
+                else Range.parse(run.project.packages.get(package_id, "latest"))
+            )
+            run.installer.progress("resolving", f"Resolving {package_id}@{rng.text}...")
+            entry = run.lock.get(package_id)
+            with self.workspace.registry_lock(session.url):
                 found = resolve(
                     session.client,
                     package_id,
@@ -257,12 +259,12 @@ class SpliceTaskLoader(TaskLoader2):
                     entry,
                     prefer_locked=request.prefer_locked if request else True,
                 )
-                run.latest[package_id] = found.latest
-                pinned = entry if entry is not None and entry.version == found.version else None
-                save = request is None or request.save_range
-                run.targets[package_id] = Target(
-                    package_id, found.version, found.range_text if save else None, pinned
-                )
+            run.latest[package_id] = found.latest
+            pinned = entry if entry is not None and entry.version == found.version else None
+            save = request is None or request.save_range
+            run.targets[package_id] = Target(
+                package_id, found.version, found.range_text if save else None, pinned, registry
+            )
 
     def _lock_task(self, run: GraphRun, problems: list[SpliceError]) -> Task:
         return Task(

@@ -36,15 +36,18 @@ def run_project(
     on_progress: Progress = _quiet,
     on_blocked: Callable[[], None] | None = None,
 ) -> GraphRun:
-    """Run the project's graph against ``registry_url``; raises its first ``SpliceError``."""
+    """Run the project's graph against ``registry_url`` (and the registry a ``Resolve`` of
+    the request names, for its package); raises its first ``SpliceError``."""
     from splice_build.install.cache import ArtifactCache
     from splice_build.install.installer import Installer
-    from splice_build.install.session import RegistrySession
+    from splice_build.install.session import RegistrySession, RegistrySessions
 
     session = RegistrySession(registry_url, home=home, env=env)
+    others = RegistrySessions(home=home, env=env)  # the registries a ``Resolve`` names
     try:
         cache = ArtifactCache(home.artifact_cache_dir.parent)
-        installer = Installer(layout, cache, session, options, on_progress)
+        installer = Installer(layout, cache, session, options, on_progress, others)
         return run_graph(layout, installer, request, on_blocked=on_blocked).run
     finally:
+        others.close()
         session.close()
