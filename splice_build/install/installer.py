@@ -14,7 +14,7 @@ The caller holds the project lock. Progress is reported as ``(step, message)`` p
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -362,21 +362,42 @@ class Installer:
         )
         return Checked(target, fetched, verified, entry, previous, signature_line)
 
-    def swap_in(self, checked: Checked) -> InstallReport:
-        """(8) the checked package's staged copy swapped in with its lock entry."""
-        target = checked.target
-        self.progress("installing", f"Installing {self._relative_dir(target.package_id)}...")
-        self._swap_in(target, checked.verified, checked.entry)
-        return report_for(
-            checked.verified.manifest,
-            checked.entry,
-            already=False,
-            previous=checked.previous,
-            from_cache=checked.fetched.from_cache,
-            offline=checked.fetched.offline,
-            signature=checked.signature,
-            root=self._root,
-        )
+    def swap_in(self, checked: Sequence[Checked]) -> dict[str, InstallReport]:
+        """(8) every checked package staged, then all swapped in with their lock entries in
+        one journaled transaction: one ``splice.lock`` write commits them all, so a failure
+        while staging or swapping any of them (a full disk, a file in the way) leaves every
+        one as it was, as a refusal by a check does."""
+        staged: list[tuple[Checked, Path]] = []
+        try:
+            for one in checked:
+                staged.append((one, self._stage(one)))
+        except BaseException:
+            for _one, path in staged:
+                transaction.discard_staging(self.layout, path)
+            raise
+        lock_after = load_lockfile(self.layout.root)
+        ranges: dict[str, str | None] = {}
+        swaps = []
+        for one, path in staged:
+            package_id = one.target.package_id
+            lock_after = lock_after.with_entry(package_id, one.entry)
+            if one.target.range_text is not None:
+                ranges[package_id] = one.target.range_text
+            swaps.append(transaction.swap_for(self.layout, package_id, path))
+        transaction.apply(self.layout, swaps, lock_after, ranges)
+        return {
+            one.target.package_id: report_for(
+                one.verified.manifest,
+                one.entry,
+                already=False,
+                previous=one.previous,
+                from_cache=one.fetched.from_cache,
+                offline=one.fetched.offline,
+                signature=one.signature,
+                root=self._root,
+            )
+            for one in checked
+        }
 
     def keep(self, target: Target, manifest: Manifest, entry: LockEntry) -> InstallReport:
         """The intact locked copy stays; only a changed range is written to ``splice.json``.
@@ -525,8 +546,10 @@ class Installer:
     def _relative_dir(self, package_id: str) -> str:
         return self.layout.package_dir(package_id).relative_to(self.layout.root).as_posix()
 
-    def _swap_in(self, target: Target, verified: VerifiedArtifact, entry: LockEntry) -> None:
-        """(8) write the files to staging, check them as written, then the journaled swap."""
+    def _stage(self, checked: Checked) -> Path:
+        """(8) write the files to staging and check them as written (the swap follows)."""
+        target, verified = checked.target, checked.verified
+        self.progress("installing", f"Installing {self._relative_dir(target.package_id)}...")
         staged = transaction.staging_dir(self.layout, target.package_id)
         try:
             _write_files(staged, verified)
@@ -538,10 +561,7 @@ class Installer:
         except BaseException:
             transaction.discard_staging(self.layout, staged)
             raise
-        ranges = {} if target.range_text is None else {target.package_id: target.range_text}
-        lock_after = load_lockfile(self.layout.root).with_entry(target.package_id, entry)
-        swap = transaction.swap_for(self.layout, target.package_id, staged)
-        transaction.apply(self.layout, [swap], lock_after, ranges)
+        return staged
 
 
 def _recorded_grant(current: LockEntry | None) -> Permissions | None:

@@ -327,10 +327,17 @@ class SpliceTaskLoader(TaskLoader2):
 
         def install() -> None:
             # Every package is checked (verified, its signer trusted, its permissions
-            # consented to) before any is swapped in: a refusal of one changes nothing.
+            # consented to) before any is swapped in, and all are swapped in by one
+            # transaction: a refusal or a failure of one changes nothing.
             checked = {package_id: self._check_one(run, package_id) for package_id in run.ids}
+            if self.workspace.check:
+                return
+            new = [one for one in checked.values() if one is not None]
+            if new:
+                run.reports.update(run.installer.swap_in(new))
             for package_id in run.ids:
-                self._install_one(run, package_id, checked[package_id])
+                if checked[package_id] is None:
+                    self._keep_one(run, package_id)
 
         deps = [task_name("lock", run), task_name("verify", run)]
         deps += [f"fetch:{package_id}" for package_id in run.ids]
@@ -367,14 +374,12 @@ class SpliceTaskLoader(TaskLoader2):
             raise shared
         return run.installer.check(target, shared or run.installer.fetch(target))
 
-    def _install_one(self, run: GraphRun, package_id: str, checked: Checked | None) -> None:
+    def _keep_one(self, run: GraphRun, package_id: str) -> None:
+        """The report of a package kept as installed (``_check_one`` returned None for it)."""
         target = run.targets.get(package_id)
-        if target is None or self.workspace.check:
+        if target is None:
             return
-        if checked is not None:
-            run.reports[package_id] = run.installer.swap_in(checked)
-            return
-        installed = run.installed[package_id]  # kept: _check_one returned None for it
+        installed = run.installed[package_id]
         run.reports[package_id] = run.installer.keep(
             target, installed.manifest, installed.lock_entry
         )
