@@ -162,6 +162,7 @@ class Splice:
             options=options,
             on_progress=self._progress,
             on_blocked=self._blocked,
+            flag=self._registry_flag,
         )
         self.last_tasks = run.record
         reports: dict[str, InstallReport] = {}

@@ -136,11 +136,17 @@ class Installer:
         options: InstallOptions,
         progress: Progress,
         others: RegistrySessions | None = None,
+        lock_decides: Callable[[ProjectFile], bool] | None = None,
     ) -> None:
+        """``others``: the sessions of registries other than ``session``'s; ``lock_decides``:
+        whether a locked package of the project is fetched from its lock entry's registry
+        (project/registry_url.py ``lock_decides``; None: never, every package asks
+        ``session``)."""
         self.layout = layout
         self.cache = cache
         self.session = session
         self._others = others
+        self._lock_decides = lock_decides
         self.options = options
         self.progress = progress
         # The directory the runtime joins fs grants to (it resolves links the same way).
@@ -157,6 +163,19 @@ class Installer:
         if self._others is None:
             raise InstallError(ErrorCode.INTERNAL_ERROR, f"no session for {registry}")
         return self._others.get(registry)
+
+    def locked_registry(self, project: ProjectFile, entry: LockEntry) -> str | None:
+        """The :attr:`Target.registry` of the locked version ``entry``: the registry it came
+        from when nothing before the lock in the precedence names one (docs/cli.md#which-registry),
+        so a fresh clone installs a lock that pins packages from several registries; None: the
+        run's own. Raises ``INVALID_CONFIG`` for a ``registry`` that is no registry URL."""
+        if entry.registry is None or self._lock_decides is None:
+            return None
+        if not self._lock_decides(project):
+            return None
+        from splice_build.project.registry_url import normalize_registry_url
+
+        return normalize_registry_url(entry.registry)
 
     # (2) ----------------------------------------------------------------------------------
     def _metadata(self, target: Target) -> dict[str, Any] | None:

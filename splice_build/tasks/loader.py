@@ -224,7 +224,12 @@ class SpliceTaskLoader(TaskLoader2):
                     )
                 )
                 continue
-            run.targets[package_id] = Target(package_id, entry.version, None, pinned=entry)
+            try:
+                registry = run.installer.locked_registry(project, entry)
+            except SpliceError as exc:
+                problems.append(exc)
+                continue
+            run.targets[package_id] = Target(package_id, entry.version, None, entry, registry)
         return problems
 
     def _resolve_pending(self, run: GraphRun, problems: list[SpliceError]) -> None:
