@@ -34,7 +34,7 @@ def test_update_from_two_registries_on_a_full_disk_changes_nothing(tmp_path: Pat
         second.list_versions("@beta/second", ["1.0.0"])
         project = disk / "p"
         ns.sh(f"mkdir -p {project}")
-        assert ns.splice("init", cwd=project).code == 0
+        (ns.view(project) / "splice.json").write_text('{"specVersion": 1, "packages": {}}\n')
         for registry, name in ((first, "@acme/first"), (second, "@beta/second")):
             added = ns.splice("add", name, cwd=project, env={"SPLICE_REGISTRY": registry.url})
             assert added.code == 0, added.stderr

@@ -57,7 +57,6 @@ def test_update_across_registries_is_all_or_nothing(tmp_path: Path) -> None:
         second.add_version("@beta/second", "1.1.0", permissions=NETWORK)
         second.list_versions("@beta/second", ["1.0.0", "1.1.0"])
         splice = Splice(project)
-        assert [r["status"] for r in splice.outdated()] == ["update-available"] * 2
         before = state_bytes(project)
         with pytest.raises(SpliceError) as refused:
             splice.update()
