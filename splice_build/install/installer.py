@@ -86,8 +86,9 @@ class Target:
 
     ``pinned`` is the lock entry when the version is the locked one: then only its bytes
     are accepted. ``range_text`` None leaves ``splice.json`` as it is. ``registry``: the
-    registry URL to fetch it from when it is not the run's own (``update`` of a project whose
-    lock pins packages from several registries); None: the installer's session.
+    registry URL to fetch it from when it is not the run's own (``update``, ``install`` or
+    ``sync`` of a project whose lock pins packages from several registries); None: the
+    installer's session.
     """
 
     package_id: str

@@ -52,8 +52,9 @@ class RegistrySession:
 
 
 class RegistrySessions:
-    """One lazily opened :class:`RegistrySession` per registry URL, for a command that asks
-    several registries in one run (``update``); close them when the operation ends."""
+    """One lazily opened :class:`RegistrySession` per registry URL, for a run that asks
+    several registries (``update``, or ``install`` of a lock that pins packages from several);
+    close them when the operation ends."""
 
     def __init__(self, *, home: SpliceHome, env: Mapping[str, str]) -> None:
         self._home = home
