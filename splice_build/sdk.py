@@ -147,11 +147,6 @@ class Splice:
             flag=self._registry_flag, env=self.env, project=project, home=self.home
         ).url
 
-    def _session(self) -> RegistrySession:
-        from splice_build.install.session import RegistrySession
-
-        return RegistrySession(self.registry_url, home=self.home, env=self.env)
-
     def _graph(
         self, request: GraphRequest, options: InstallOptions, *, registry_url: str | None = None
     ) -> dict[str, InstallReport]:
@@ -167,6 +162,7 @@ class Splice:
             options=options,
             on_progress=self._progress,
             on_blocked=self._blocked,
+            flag=self._registry_flag,
         )
         self.last_tasks = run.record
         reports: dict[str, InstallReport] = {}
@@ -424,15 +420,19 @@ class Splice:
 
         checked = InstallOptions(**options)
         looked_up = self._outdated(ids)
-        by_registry: dict[str, dict[str, Resolve]] = {}
-        for row, url in looked_up:
-            if row["wanted"]:
-                resolve = Resolve(Range.parse(row["range"]), prefer_locked=False, save_range=False)
-                by_registry.setdefault(url, {})[row["id"]] = resolve
+        # One run for every registry: each package is checked before any is swapped in, so a
+        # refusal among one registry's packages leaves the other registries' as they were.
+        todo = {
+            row["id"]: Resolve(
+                Range.parse(row["range"]), prefer_locked=False, save_range=False, registry=url
+            )
+            for row, url in looked_up
+            if row["wanted"]
+        }
         reports: dict[str, InstallReport] = {}
-        for url, todo in by_registry.items():
+        if todo:
             request = GraphRequest(ids=tuple(todo), resolve=todo)
-            reports.update(self._graph(request, checked, registry_url=url))
+            reports = self._graph(request, checked)
         results = []
         for row, _url in looked_up:
             report = reports.get(row["id"])
@@ -468,18 +468,24 @@ class Splice:
         """The verification report of docs/compatibility.md#verification-pipeline for ``@ns/name[@version]``.
 
         Without a version: the locked one if the project has it, else the registry's latest.
+        The registry asked is the package's, as for ``outdated`` and ``update``: a locked
+        package of a project whose splice.json names none (and with no ``--registry`` or
+        ``SPLICE_REGISTRY``) is asked of the registry its lock entry came from.
         """
         from splice_build.install.report import verification_report
         from splice_build.install.resolve import published_versions
+        from splice_build.install.session import RegistrySession
         from splice_build.project.lockfile import load_lockfile
+        from splice_build.project.project_file import load_project_file
         from splice_build.spec.names import PackageRef
         from splice_build.spec.semver import max_satisfying
 
         parsed = PackageRef.parse(ref)
         package_id = parsed.package.id
-        session = self._session()
+        entry = load_lockfile(self.project_root).get(package_id)
+        url = self._registry_for(load_project_file(self.project_root), entry)
+        session = RegistrySession(url, home=self.home, env=self.env)
         try:
-            entry = load_lockfile(self.project_root).get(package_id)
             if parsed.range.is_exact:
                 version = parsed.range.text
             elif entry is not None and parsed.range.text == "latest":

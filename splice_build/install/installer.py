@@ -14,7 +14,7 @@ The caller holds the project lock. Progress is reported as ``(step, message)`` p
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +36,7 @@ from splice_build.install.install_report import (
     signature_text,
     stored_signer,
 )
-from splice_build.install.session import RegistrySession, is_offline
+from splice_build.install.session import RegistrySession, RegistrySessions, is_offline
 from splice_build.install.signature_check import (
     SignatureValid,
     first_signer,
@@ -85,13 +85,17 @@ class Target:
     """What to install: an exact version, the range to record, and the lock entry to honour.
 
     ``pinned`` is the lock entry when the version is the locked one: then only its bytes
-    are accepted. ``range_text`` None leaves ``splice.json`` as it is.
+    are accepted. ``range_text`` None leaves ``splice.json`` as it is. ``registry``: the
+    registry URL to fetch it from when it is not the run's own (``update``, ``install`` or
+    ``sync`` of a project whose lock pins packages from several registries); None: the
+    installer's session.
     """
 
     package_id: str
     version: str
     range_text: str | None
     pinned: LockEntry | None = None
+    registry: str | None = None
 
 
 @dataclass(frozen=True)
@@ -132,20 +136,55 @@ class Installer:
         session: RegistrySession,
         options: InstallOptions,
         progress: Progress,
+        others: RegistrySessions | None = None,
+        lock_decides: Callable[[ProjectFile], bool] | None = None,
     ) -> None:
+        """``others``: the sessions of registries other than ``session``'s; ``lock_decides``:
+        whether a locked package of the project is fetched from its lock entry's registry
+        (project/registry_url.py ``lock_decides``; None: never, every package asks
+        ``session``)."""
         self.layout = layout
         self.cache = cache
         self.session = session
+        self._others = others
+        self._lock_decides = lock_decides
         self.options = options
         self.progress = progress
         # The directory the runtime joins fs grants to (it resolves links the same way).
         self._root = Path(os.path.realpath(layout.root))
 
+    def session_for(self, registry: str | None) -> RegistrySession:
+        """The session of ``registry`` (a :attr:`Target.registry`): the run's own for None.
+
+        One run covers every registry a command needs, so that all its packages are checked
+        before any is swapped in (tasks/loader.py); a run given no other sessions refuses a
+        target of another registry rather than asking the wrong one."""
+        if registry is None or registry == self.session.url:
+            return self.session
+        if self._others is None:
+            raise InstallError(ErrorCode.INTERNAL_ERROR, f"no session for {registry}")
+        return self._others.get(registry)
+
+    def locked_registry(self, project: ProjectFile, entry: LockEntry) -> str | None:
+        """The :attr:`Target.registry` of the locked version ``entry``: the registry it came
+        from when nothing before the lock in the precedence names one (docs/cli.md#which-registry),
+        so a fresh clone installs a lock that pins packages from several registries; None: the
+        run's own. Raises ``INVALID_CONFIG`` for a ``registry`` that is no registry URL."""
+        if entry.registry is None or self._lock_decides is None:
+            return None
+        if not self._lock_decides(project):
+            return None
+        from splice_build.project.registry_url import normalize_registry_url
+
+        return normalize_registry_url(entry.registry)
+
     # (2) ----------------------------------------------------------------------------------
     def _metadata(self, target: Target) -> dict[str, Any] | None:
         """The registry's VersionResponse, or None when offline with a locked version."""
         try:
-            meta = self.session.client.version(target.package_id, target.version)
+            meta = self.session_for(target.registry).client.version(
+                target.package_id, target.version
+            )
         except RegistryError as exc:
             if target.pinned is not None and is_offline(exc):
                 return None
@@ -180,7 +219,7 @@ class Installer:
                 f"The registry is unreachable and {target.package_id}@{target.version} is not in the local cache",
             )
         self.progress("downloading", f"Downloading {target.package_id}@{target.version}...")
-        data = self.session.client.download(target.package_id, target.version)
+        data = self.session_for(target.registry).client.download(target.package_id, target.version)
         pinned = target.pinned
         if pinned is not None and (
             integrity_of(data) != pinned.integrity
@@ -300,7 +339,7 @@ class Installer:
                 signature.valid,
                 signed_by,
                 trusted=(),
-                registered=self._registered_keys(target.package_id),
+                registered=self._registered_keys(target),
                 require_signed=expected.require_signed,
                 subject=subject,
             )
@@ -317,8 +356,8 @@ class Installer:
             home=self.session.home.path,
         )
         if fetched.metadata is not None:
-            resolved = _download_url(self.session.url, target)
-            registry: str | None = self.session.url
+            registry: str | None = self.session_for(target.registry).url
+            resolved = _download_url(registry, target)
         else:
             assert target.pinned is not None
             resolved, registry = target.pinned.resolved, target.pinned.registry
@@ -343,21 +382,42 @@ class Installer:
         )
         return Checked(target, fetched, verified, entry, previous, signature_line)
 
-    def swap_in(self, checked: Checked) -> InstallReport:
-        """(8) the checked package's staged copy swapped in with its lock entry."""
-        target = checked.target
-        self.progress("installing", f"Installing {self._relative_dir(target.package_id)}...")
-        self._swap_in(target, checked.verified, checked.entry)
-        return report_for(
-            checked.verified.manifest,
-            checked.entry,
-            already=False,
-            previous=checked.previous,
-            from_cache=checked.fetched.from_cache,
-            offline=checked.fetched.offline,
-            signature=checked.signature,
-            root=self._root,
-        )
+    def swap_in(self, checked: Sequence[Checked]) -> dict[str, InstallReport]:
+        """(8) every checked package staged, then all swapped in with their lock entries in
+        one journaled transaction: one ``splice.lock`` write commits them all, so a failure
+        while staging or swapping any of them (a full disk, a file in the way) leaves every
+        one as it was, as a refusal by a check does."""
+        staged: list[tuple[Checked, Path]] = []
+        try:
+            for one in checked:
+                staged.append((one, self._stage(one)))
+        except BaseException:
+            for _one, path in staged:
+                transaction.discard_staging(self.layout, path)
+            raise
+        lock_after = load_lockfile(self.layout.root)
+        ranges: dict[str, str | None] = {}
+        swaps = []
+        for one, path in staged:
+            package_id = one.target.package_id
+            lock_after = lock_after.with_entry(package_id, one.entry)
+            if one.target.range_text is not None:
+                ranges[package_id] = one.target.range_text
+            swaps.append(transaction.swap_for(self.layout, package_id, path))
+        transaction.apply(self.layout, swaps, lock_after, ranges)
+        return {
+            one.target.package_id: report_for(
+                one.verified.manifest,
+                one.entry,
+                already=False,
+                previous=one.previous,
+                from_cache=one.fetched.from_cache,
+                offline=one.fetched.offline,
+                signature=one.signature,
+                root=self._root,
+            )
+            for one in checked
+        }
 
     def keep(self, target: Target, manifest: Manifest, entry: LockEntry) -> InstallReport:
         """The intact locked copy stays; only a changed range is written to ``splice.json``.
@@ -407,7 +467,7 @@ class Installer:
             integrity_of(fetched.data),
             target.package_id,
             target.version,
-            self.session.url,
+            self.session_for(target.registry).url,
             signatures if isinstance(signatures, list) and verified.signed_by is not None else [],
         )
 
@@ -434,12 +494,12 @@ class Installer:
             trusted=trusted,
         )
 
-    def _registered_keys(self, package_id: str) -> tuple[str, ...]:
-        """The unrevoked key ids the registry lists for the package's namespace (none when
-        it does not know the namespace)."""
-        namespace = package_id[1:].split("/", 1)[0]
+    def _registered_keys(self, target: Target) -> tuple[str, ...]:
+        """The unrevoked key ids the target's registry lists for the package's namespace
+        (none when it does not know the namespace)."""
+        namespace = target.package_id[1:].split("/", 1)[0]
         try:
-            answer = self.session.client.keys(namespace)
+            answer = self.session_for(target.registry).client.keys(namespace)
         except RegistryError as exc:
             if exc.code is ErrorCode.PACKAGE_NOT_FOUND:
                 return ()
@@ -456,7 +516,11 @@ class Installer:
         signatures are still verified. (The official ``@splice`` key is the same everywhere
         and is pinned by ``install``: docs/signing.md#the-official-key.)
         """
-        registry = self.session.url if fetched.metadata is not None else target.pinned.registry
+        if fetched.metadata is not None:
+            registry = self.session_for(target.registry).url
+        else:
+            assert target.pinned is not None
+            registry = target.pinned.registry
         return None if registry == EMBEDDED_REGISTRY else verified
 
     def consent_needed(self, target: Target) -> tuple[str, ...]:
@@ -502,8 +566,10 @@ class Installer:
     def _relative_dir(self, package_id: str) -> str:
         return self.layout.package_dir(package_id).relative_to(self.layout.root).as_posix()
 
-    def _swap_in(self, target: Target, verified: VerifiedArtifact, entry: LockEntry) -> None:
-        """(8) write the files to staging, check them as written, then the journaled swap."""
+    def _stage(self, checked: Checked) -> Path:
+        """(8) write the files to staging and check them as written (the swap follows)."""
+        target, verified = checked.target, checked.verified
+        self.progress("installing", f"Installing {self._relative_dir(target.package_id)}...")
         staged = transaction.staging_dir(self.layout, target.package_id)
         try:
             _write_files(staged, verified)
@@ -515,10 +581,7 @@ class Installer:
         except BaseException:
             transaction.discard_staging(self.layout, staged)
             raise
-        ranges = {} if target.range_text is None else {target.package_id: target.range_text}
-        lock_after = load_lockfile(self.layout.root).with_entry(target.package_id, entry)
-        swap = transaction.swap_for(self.layout, target.package_id, staged)
-        transaction.apply(self.layout, [swap], lock_after, ranges)
+        return staged
 
 
 def _recorded_grant(current: LockEntry | None) -> Permissions | None:

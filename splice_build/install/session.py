@@ -49,3 +49,23 @@ class RegistrySession:
         if self._client is not None:
             self._client.close()
             self._client = None
+
+
+class RegistrySessions:
+    """One lazily opened :class:`RegistrySession` per registry URL, for a run that asks
+    several registries (``update``, or ``install`` of a lock that pins packages from several);
+    close them when the operation ends."""
+
+    def __init__(self, *, home: SpliceHome, env: Mapping[str, str]) -> None:
+        self._home = home
+        self._env = env
+        self._by_url: dict[str, RegistrySession] = {}
+
+    def get(self, url: str) -> RegistrySession:
+        if url not in self._by_url:
+            self._by_url[url] = RegistrySession(url, home=self._home, env=self._env)
+        return self._by_url[url]
+
+    def close(self) -> None:
+        for session in self._by_url.values():
+            session.close()

@@ -3,8 +3,8 @@
 docs/compatibility.md#user-state. A registry is an http(s) base URL without credentials, or the pseudo URL
 ``embedded:``: the in-process store under ``SPLICE_HOME``, which works offline and is the
 default when nothing is configured. Precedence: ``--registry`` → ``SPLICE_REGISTRY`` →
-``splice.json`` ``registry`` → (for a package already locked, when ``outdated`` and ``update``
-look for its newer versions) the registry its lock entry came from → user ``config.json`` →
+``splice.json`` ``registry`` → (for a package already locked: ``install``, ``sync``,
+``outdated``, ``update``, ``verify``) the registry its lock entry came from → user ``config.json`` →
 the embedded registry. Every source goes through :func:`normalize_registry_url`, so a bad
 value fails with ``INVALID_CONFIG`` (exit 2) wherever it came from. docs/cli.md, "Which
 registry", says the same for users.
@@ -125,6 +125,13 @@ def _normalize_from(value: object, origin: str) -> str:
         raise ProjectError(
             exc.code, exc.message, details=(*exc.details, f"set by {origin}"), hint=exc.hint
         ) from exc
+
+
+def lock_decides(*, flag: str | None, env: Mapping[str, str], project: ProjectFile) -> bool:
+    """Whether a locked package is asked of the registry its lock entry came from: nothing
+    before the lock in the precedence (``--registry``, ``SPLICE_REGISTRY``, ``splice.json``)
+    names a registry. The user config is not read: the lock comes before it."""
+    return flag is None and not env.get("SPLICE_REGISTRY") and project.registry is None
 
 
 def resolve_registry(

@@ -42,13 +42,14 @@ def state_lock(
 
 def check_state_dir(layout: ProjectLayout) -> None:
     """``NOT_WRITABLE`` naming the first symbolic link among ``.splice``, its entries and the
-    entries of ``.splice/packages``; nothing is changed. A missing ``.splice`` is fine."""
+    entries of ``.splice/packages``, or a scope entry of the latter that is no directory;
+    nothing is changed. A missing ``.splice`` is fine."""
     state = layout.state_dir
     if not _is_real_directory(state):
         return  # missing, or a file: the lock file's own check names the latter
     _refuse_links_in(state)
     if _is_real_directory(layout.packages_dir):
-        _refuse_links_in(layout.packages_dir)
+        _refuse_links_in(layout.packages_dir, scopes=True)
 
 
 def _is_real_directory(path: Path) -> bool:
@@ -61,14 +62,27 @@ def _is_real_directory(path: Path) -> bool:
     return stat.S_ISDIR(mode)
 
 
-def _refuse_links_in(directory: Path) -> None:
+def _refuse_links_in(directory: Path, *, scopes: bool = False) -> None:
+    """``scopes``: ``directory`` is ``.splice/packages``, whose ``@ns`` entries must be
+    directories too (a file there made the swap of a package of that scope fail uncoded,
+    ``INTERNAL_ERROR`` FileExistsError, after the checks had passed)."""
     try:
         with os.scandir(directory) as entries:
             for entry in entries:
                 if entry.is_symlink():
                     raise _link(Path(entry.path))
+                if scopes and entry.name.startswith("@") and not entry.is_dir():
+                    raise _not_a_scope(Path(entry.path))
     except OSError:
         return  # unreadable: the command's own reads and writes report it, coded
+
+
+def _not_a_scope(path: Path) -> ProjectError:
+    return ProjectError(
+        ErrorCode.NOT_WRITABLE,
+        f"{path} is not a directory; Splice keeps the packages of a namespace in it",
+        hint=f"remove {path}; the next command creates what it needs",
+    )
 
 
 def _link(path: Path) -> ProjectError:

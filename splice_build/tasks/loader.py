@@ -158,7 +158,8 @@ def is_kept(run: GraphRun, package_id: str) -> bool:
 
 def fetch_key(run: GraphRun, target: Target) -> FetchKey:
     pinned = None if target.pinned is None else target.pinned.integrity
-    return (run.installer.session.url, target.package_id, target.version, pinned)
+    url = run.installer.session_for(target.registry).url
+    return (url, target.package_id, target.version, pinned)
 
 
 class SpliceTaskLoader(TaskLoader2):
@@ -223,7 +224,12 @@ class SpliceTaskLoader(TaskLoader2):
                     )
                 )
                 continue
-            run.targets[package_id] = Target(package_id, entry.version, None, pinned=entry)
+            try:
+                registry = run.installer.locked_registry(project, entry)
+            except SpliceError as exc:
+                problems.append(exc)
+                continue
+            run.targets[package_id] = Target(package_id, entry.version, None, entry, registry)
         return problems
 
     def _resolve_pending(self, run: GraphRun, problems: list[SpliceError]) -> None:
@@ -239,17 +245,18 @@ class SpliceTaskLoader(TaskLoader2):
                 reason = f"locked {entry.version} is outside {wanted}" if entry else "not locked"
                 run.changes.append(Change(package_id, "resolve", wanted, reason))
             return
-        session = run.installer.session
-        with self.workspace.registry_lock(session.url):
-            for package_id in run.unresolved:
-                request = run.request.resolve.get(package_id)
-                rng = (
-                    request.range
-                    if request
-                    else Range.parse(run.project.packages.get(package_id, "latest"))
-                )
-                run.installer.progress("resolving", f"Resolving {package_id}@{rng.text}...")
-                entry = run.lock.get(package_id)
+        for package_id in run.unresolved:
+            request = run.request.resolve.get(package_id)
+            registry = request.registry if request else None
+            session = run.installer.session_for(registry)
+            rng = (
+                request.range
+                if request
+                else Range.parse(run.project.packages.get(package_id, "latest"))
+            )
+            run.installer.progress("resolving", f"Resolving {package_id}@{rng.text}...")
+            entry = run.lock.get(package_id)
+            with self.workspace.registry_lock(session.url):
                 found = resolve(
                     session.client,
                     package_id,
@@ -257,12 +264,12 @@ class SpliceTaskLoader(TaskLoader2):
                     entry,
                     prefer_locked=request.prefer_locked if request else True,
                 )
-                run.latest[package_id] = found.latest
-                pinned = entry if entry is not None and entry.version == found.version else None
-                save = request is None or request.save_range
-                run.targets[package_id] = Target(
-                    package_id, found.version, found.range_text if save else None, pinned
-                )
+            run.latest[package_id] = found.latest
+            pinned = entry if entry is not None and entry.version == found.version else None
+            save = request is None or request.save_range
+            run.targets[package_id] = Target(
+                package_id, found.version, found.range_text if save else None, pinned, registry
+            )
 
     def _lock_task(self, run: GraphRun, problems: list[SpliceError]) -> Task:
         return Task(
@@ -325,10 +332,17 @@ class SpliceTaskLoader(TaskLoader2):
 
         def install() -> None:
             # Every package is checked (verified, its signer trusted, its permissions
-            # consented to) before any is swapped in: a refusal of one changes nothing.
+            # consented to) before any is swapped in, and all are swapped in by one
+            # transaction: a refusal or a failure of one changes nothing.
             checked = {package_id: self._check_one(run, package_id) for package_id in run.ids}
+            if self.workspace.check:
+                return
+            new = [one for one in checked.values() if one is not None]
+            if new:
+                run.reports.update(run.installer.swap_in(new))
             for package_id in run.ids:
-                self._install_one(run, package_id, checked[package_id])
+                if checked[package_id] is None:
+                    self._keep_one(run, package_id)
 
         deps = [task_name("lock", run), task_name("verify", run)]
         deps += [f"fetch:{package_id}" for package_id in run.ids]
@@ -365,14 +379,12 @@ class SpliceTaskLoader(TaskLoader2):
             raise shared
         return run.installer.check(target, shared or run.installer.fetch(target))
 
-    def _install_one(self, run: GraphRun, package_id: str, checked: Checked | None) -> None:
+    def _keep_one(self, run: GraphRun, package_id: str) -> None:
+        """The report of a package kept as installed (``_check_one`` returned None for it)."""
         target = run.targets.get(package_id)
-        if target is None or self.workspace.check:
+        if target is None:
             return
-        if checked is not None:
-            run.reports[package_id] = run.installer.swap_in(checked)
-            return
-        installed = run.installed[package_id]  # kept: _check_one returned None for it
+        installed = run.installed[package_id]
         run.reports[package_id] = run.installer.keep(
             target, installed.manifest, installed.lock_entry
         )

@@ -200,6 +200,7 @@ def _run_project(
         home=home,
         env=env,
         options=InstallOptions(accept_permissions=accept_permissions),
+        flag=registry,
     )
 
 

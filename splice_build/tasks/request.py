@@ -32,12 +32,15 @@ class Resolve:
     """A command asks for ``range`` to be resolved against the registry (``add``, ``update``).
 
     ``prefer_locked`` keeps a locked version that still satisfies the range (``add``);
-    ``update`` takes the highest match.
+    ``update`` takes the highest match. ``registry``: the registry URL to resolve and fetch it
+    in when it is not the run's own (``update``, from the registry ``outdated`` found it in),
+    so one run, checked whole before anything is swapped in, covers every registry.
     """
 
     range: Range
     prefer_locked: bool = True
     save_range: bool = True
+    registry: str | None = None
 
 
 @dataclass(frozen=True)

@@ -174,6 +174,8 @@ def _member(
 ) -> Member:
     from splice_build.install.installer import Installer, InstallOptions
     from splice_build.project.layout import ProjectLayout
+    from splice_build.project.project_file import ProjectFile
+    from splice_build.project.registry_url import lock_decides as registry_url_lock_decides
     from splice_build.tasks.graph import Member
 
     layout = ProjectLayout(directory)
@@ -187,4 +189,10 @@ def _member(
         on_progress(label, step, message)
 
     session: Any = _ProjectSession(sessions, directory)  # RegistrySession's url and client
-    return Member(layout, Installer(layout, cache, session, install_options, progress), label)
+    others: Any = sessions  # RegistrySessions' get(url)
+
+    def lock_decides(project: ProjectFile) -> bool:
+        return registry_url_lock_decides(flag=sessions.flag, env=sessions.env, project=project)
+
+    installer = Installer(layout, cache, session, install_options, progress, others, lock_decides)
+    return Member(layout, installer, label)

@@ -44,3 +44,23 @@ def test_one_refused_package_leaves_every_other_as_it_was(tmp_path: Path) -> Non
                 command()
             assert refused.value.code is ErrorCode.PERMISSIONS_NOT_ACCEPTED
             assert state_bytes(project) == before
+
+
+def test_a_file_as_a_scope_directory_is_refused_before_anything_changes(tmp_path: Path) -> None:
+    """A file at ``.splice/packages/@beta`` (a checkout can ship one) made the swap of the
+    second package fail ``INTERNAL_ERROR`` FileExistsError once the first had been swapped
+    in and locked; it is refused up front, ``NOT_WRITABLE`` naming it, as a link there is."""
+    with crafted_registry(tmp_path / "work") as registry:
+        for name in ("@acme/first", "@beta/second"):
+            registry.add_version(name, "1.0.0")
+            registry.list_versions(name, ["1.0.0"])
+        project = new_project(tmp_path / "p")
+        scope = project / ".splice" / "packages" / "@beta"
+        scope.parent.mkdir(parents=True)
+        scope.write_text("not a scope\n")
+        before = state_bytes(project)
+        with pytest.raises(SpliceError) as refused:
+            Splice(project, registry=registry.url).add(["@acme/first", "@beta/second"])
+        assert refused.value.code is ErrorCode.NOT_WRITABLE
+        assert str(scope) in refused.value.message
+        assert state_bytes(project) == before
