@@ -12,9 +12,10 @@ output accepted) and only while it is under the policy's limits (spec/reuse.py):
 timeout, the call count, the resident memory, the CPU time used or the idle time end it. The
 CPU time matters because the kernel's CPU limit (isolation/rlimits.py) counts the process's
 whole life: a process is kept only while the longest call could still use its full share.
-While it waits it is stopped (SIGSTOP to its process group, every thread of Node seen
-stopped before ``give_back`` returns) and it is continued only by the call that takes it,
-once that call's from-bytes check passed, just before its job is sent (``resume``):
+While it waits it is stopped (SIGSTOP to its process group as ``give_back`` keeps it; Node
+is seen stopped before ``take`` hands it out, else it is ended) and it is
+continued only by the call that takes it, once that call's from-bytes check passed, just
+before its job is sent (``resume``):
 work a call left running (timers, thread-pool jobs such as a ``crypto.pbkdf2``) runs only
 inside a later call of the same key, bounded by that call's deadline, never between calls
 (where it burned CPU after its call's result, and read and wrote a grant the user had moved
@@ -45,8 +46,11 @@ _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 # What a kept process may have used: the longest call then still has its full CPU share.
 CPU_BUDGET_SECONDS = CPU_SECONDS - MAX_TIMEOUT_MS / 1000
-# How long ``give_back`` waits for every thread of a process it stops (each stops at its next
-# return to user space: microseconds, unless one waits on a disk); past it, it is not kept.
+# How long ``take`` waits for a kept Node to be seen stopped (microseconds, unless its main
+# thread waits on a disk); past it, the process is ended. Waiting there, not in
+# ``give_back``, keeps the wait off the path of a call's answer, and one thread's state is
+# read, not every thread's: 4 calls in flight lost a third of their throughput to waiting
+# for all of Node's threads in ``give_back``.
 STOP_WAIT_SECONDS = 2.0
 
 
@@ -116,8 +120,13 @@ class ReusePool:
                     lease = candidate
             if queue is not None and not queue:
                 del self._idle[key]
-            if lease is not None:
-                self._counts["reused"] += 1
+        if lease is not None:
+            seen = _seen_stopped(lease)  # outside the lock: it may wait for a thread
+            with self._cond:
+                self._counts["reused" if seen else "discarded"] += 1
+            if not seen:  # a thread never stopped: it may have run while it waited
+                doomed.append(lease)
+                lease = None
         for stale_lease in doomed:
             stale_lease.process.close()
         return lease
@@ -129,7 +138,7 @@ class ReusePool:
         lease.last_used = time.monotonic()
         if lease.node_pid is None:
             lease.node_pid = _node_pid(lease.process)
-        stopped = lease.node_pid is not None and _stop(lease.process, lease.node_pid)
+        stopped = lease.node_pid is not None and _signal_group(lease.process, signal.SIGSTOP)
         doomed: list[Lease] = []
         with self._cond:
             if self._closed or not stopped or not self._within_limits(lease):
@@ -238,31 +247,30 @@ def _signal_group(process: SandboxProcess, signum: int) -> bool:
     return True
 
 
-def _stop(process: SandboxProcess, node_pid: int) -> bool:
-    """Stop the process group and wait until every thread of Node is stopped; False when
-    that cannot be seen in time (or read from ``/proc``): the process is not kept."""
-    if not _signal_group(process, signal.SIGSTOP):
+def _seen_stopped(lease: Lease) -> bool:
+    """Wait until the stop has reached the kept process's Node; False when that cannot be
+    seen in time (or read from ``/proc``): the process is not used."""
+    if lease.node_pid is None:
         return False
     deadline = time.monotonic() + STOP_WAIT_SECONDS
-    while not _all_stopped(node_pid):
+    while not _stop_reached(lease.node_pid):
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.0002)
     return True
 
 
-def _all_stopped(pid: int) -> bool:
-    """Every thread of ``pid`` is in the group stop (state ``T``); False when one is not, or
-    its state cannot be read."""
+def _stop_reached(pid: int) -> bool:
+    """Node's main thread is in the group stop (state ``T``): the stop reached the process.
+    A group stop is the whole process's: once one thread has stopped for it, the kernel has
+    marked it on every thread, and none runs the tool's code again before ``SIGCONT``. False
+    when the state is another, or cannot be read."""
     try:
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{tid}/stat", encoding="ascii", errors="replace") as f:
-                state = f.read().rpartition(")")[2].split()[:1]
-            if state != ["T"]:
-                return False
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            state = f.read().rpartition(")")[2].split()[:1]
     except OSError:
         return False
-    return True
+    return state == ["T"]
 
 
 def _quiet(process: SandboxProcess) -> bool:
