@@ -28,7 +28,7 @@ from splice_build.project.home import SpliceHome
 from splice_build.project.workspace import find_workspace
 from splice_build.sdk import Splice
 from splice_build.tasks.sync import sync_workspace
-from testing.crafted_registry import crafted_registry
+from testing.crafted_registry import CraftedRegistry, crafted_registry
 from testing.project_state import state_bytes
 from testing.registry_fixtures import new_project
 
@@ -40,18 +40,25 @@ def _through(registry_url: str) -> dict[str, str]:
     return {**os.environ, "SPLICE_REGISTRY": registry_url}
 
 
+def _locked_from_both(directory: Path, first: CraftedRegistry, second: CraftedRegistry) -> Path:
+    """A project locking ``@acme/first@1.0.0`` from ``first`` and ``@beta/second@1.0.0`` from
+    ``second`` (each added through ``SPLICE_REGISTRY``)."""
+    first.add_version("@acme/first", "1.0.0")
+    first.list_versions("@acme/first", ["1.0.0"])
+    second.add_version("@beta/second", "1.0.0")
+    second.list_versions("@beta/second", ["1.0.0"])
+    project = new_project(directory)
+    Splice(project, env=_through(first.url)).add(["@acme/first"])
+    Splice(project, env=_through(second.url)).add(["@beta/second"])
+    return project
+
+
 def test_update_across_registries_is_all_or_nothing(tmp_path: Path) -> None:
     with (
         crafted_registry(tmp_path / "a") as first,
         crafted_registry(tmp_path / "b") as second,
     ):
-        first.add_version("@acme/first", "1.0.0")
-        first.list_versions("@acme/first", ["1.0.0"])
-        second.add_version("@beta/second", "1.0.0")
-        second.list_versions("@beta/second", ["1.0.0"])
-        project = new_project(tmp_path / "p")
-        Splice(project, env=_through(first.url)).add(["@acme/first"])
-        Splice(project, env=_through(second.url)).add(["@beta/second"])
+        project = _locked_from_both(tmp_path / "p", first, second)
         first.add_version("@acme/first", "1.1.0")
         first.list_versions("@acme/first", ["1.0.0", "1.1.0"])
         second.add_version("@beta/second", "1.1.0", permissions=NETWORK)
@@ -98,13 +105,7 @@ def test_a_fresh_clone_installs_from_the_registry_of_each_lock_entry(tmp_path: P
         crafted_registry(tmp_path / "a") as first,
         crafted_registry(tmp_path / "b") as second,
     ):
-        first.add_version("@acme/first", "1.0.0")
-        first.list_versions("@acme/first", ["1.0.0"])
-        second.add_version("@beta/second", "1.0.0")
-        second.list_versions("@beta/second", ["1.0.0"])
-        project = new_project(tmp_path / "p")
-        Splice(project, env=_through(first.url)).add(["@acme/first"])
-        Splice(project, env=_through(second.url)).add(["@beta/second"])
+        project = _locked_from_both(tmp_path / "p", first, second)
         clone, synced = tmp_path / "clone", tmp_path / "synced"
         for directory in (clone, synced):
             directory.mkdir()
