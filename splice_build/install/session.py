@@ -57,13 +57,13 @@ class RegistrySessions:
     close them when the operation ends."""
 
     def __init__(self, *, home: SpliceHome, env: Mapping[str, str]) -> None:
-        self._home = home
-        self._env = env
+        self.home = home
+        self.env = env
         self._by_url: dict[str, RegistrySession] = {}
 
     def get(self, url: str) -> RegistrySession:
         if url not in self._by_url:
-            self._by_url[url] = RegistrySession(url, home=self._home, env=self._env)
+            self._by_url[url] = RegistrySession(url, home=self.home, env=self.env)
         return self._by_url[url]
 
     def close(self) -> None:

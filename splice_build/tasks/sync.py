@@ -14,12 +14,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from splice_build.install.session import RegistrySessions
 from splice_build.records import dataclass
 from splice_build.tasks.summary import SyncResult, outcome_of
 
 if TYPE_CHECKING:
     from splice_build.install.cache import ArtifactCache
-    from splice_build.install.session import RegistrySession
     from splice_build.project.home import SpliceHome
     from splice_build.project.workspace import Workspace
     from splice_build.registry.client.interface import RegistryClient
@@ -44,25 +44,13 @@ def _quiet(path: str, step: str, message: str) -> None:
     return None
 
 
-class _Sessions:
-    """One lazily opened registry session per URL."""
+class _Sessions(RegistrySessions):
+    """The registries of a sync, with the ``--registry`` flag each member's registry is
+    decided with."""
 
     def __init__(self, home: SpliceHome, env: Mapping[str, str], flag: str | None) -> None:
-        self.home = home
-        self.env = env
+        super().__init__(home=home, env=env)
         self.flag = flag
-        self._by_url: dict[str, RegistrySession] = {}
-
-    def get(self, url: str) -> RegistrySession:
-        from splice_build.install.session import RegistrySession
-
-        if url not in self._by_url:
-            self._by_url[url] = RegistrySession(url, home=self.home, env=self.env)
-        return self._by_url[url]
-
-    def close(self) -> None:
-        for session in self._by_url.values():
-            session.close()
 
 
 class _ProjectSession:
