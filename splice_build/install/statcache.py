@@ -25,7 +25,9 @@ is ignored as well (git's rule), for a cache written by some other means.
 The file also holds the project's *no-op state* (:class:`NoopState`), written only by a run
 that found the project a complete no-op: the text of the ``splice.json`` and ``splice.lock``
 that run parsed (the bytes whose SHA-256 it parsed, read again when the state is written), the
-project's real path, the Splice version and each package's version.
+project's real path, the Splice version, each package's version and every ``fs`` entry of the
+packages' grants and manifests (judged again on each no-op: their real paths and
+``SPLICE_HOME`` are in no file the state compares).
 When every member's state still matches and every installed file's stat is exactly recorded,
 ``sync`` skips the graph (tasks/noop.py, docs/lifecycle.md#the-no-op-fast-path).
 
@@ -53,8 +55,8 @@ from splice_build.spec.tree_digest import (
 )
 
 # 2: the no-op state; 3: it holds the texts of splice.json and splice.lock; 4: directory keys;
-# 5: the state names the identity of splice.json and splice.lock
-VERSION = 5
+# 5: the state names the identity of splice.json and splice.lock; 6: and the fs grants
+VERSION = 6
 
 # Threads pay off only when hashlib and os.read release the GIL on enough bytes: hashlib does
 # for buffers over 2 KiB, and a pool's start-up costs about what hashing 1 MiB does.
@@ -106,7 +108,12 @@ class NoopState:
     a checkout can ship a state holding the texts of its own ``splice.json`` and
     ``splice.lock`` and no package at all (nothing then left to compare), but it cannot know
     the inode and ``ctime`` its files get when they are written on this machine, and no
-    process sets a ``ctime``, so only a state this machine wrote can ever match."""
+    process sets a ``ctime``, so only a state this machine wrote can ever match.
+
+    ``fs``: every ``(entry, write)`` of the packages' lock grants and manifests (``fs.read``,
+    ``fs.write``). Whether one reaches the project's state or ``SPLICE_HOME`` depends on the
+    real path it names and on this run's home, not only on bytes (spec/project_state.py), so
+    each no-op judges them again as the graph's ``verify`` does (tasks/noop.py)."""
 
     splice: str
     root: str
@@ -115,6 +122,7 @@ class NoopState:
     packages: Mapping[str, str]  # id -> locked version
     project_file: FileIdentity
     lock_file: FileIdentity | None
+    fs: tuple[tuple[str, bool], ...]
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -125,6 +133,7 @@ class NoopState:
             "packages": dict(sorted(self.packages.items())),
             "projectFile": list(self.project_file),
             "lockFile": None if self.lock_file is None else list(self.lock_file),
+            "fs": [[entry, write] for entry, write in self.fs],
         }
 
 
@@ -369,7 +378,7 @@ def _encode(
 
 Parsed = tuple[dict[str, Files], dict[str, Directories], NoopState | None]
 _TOP_KEYS = {"version", "state", "packages", "directories"}
-_STATE_KEYS = {"splice", "root", "project", "lock", "packages", "projectFile", "lockFile"}
+_STATE_KEYS = {"splice", "root", "project", "lock", "packages", "projectFile", "lockFile", "fs"}
 
 
 def _parse(data: bytes, *, written_ns: int) -> Parsed | None:
@@ -495,13 +504,32 @@ def _parse_state(state: object) -> NoopState | None:
     lock_file = None if state["lockFile"] is None else _as_identity(state["lockFile"])
     if project_file is None or (lock_file is None) != (state["lock"] is None):
         return None
+    fs = _as_fs_entries(state["fs"])
+    if fs is None:
+        return None
     return NoopState(
         *texts,
         lock=state["lock"],
         packages=versions,
         project_file=project_file,
         lock_file=lock_file,
+        fs=fs,
     )
+
+
+def _as_fs_entries(value: object) -> tuple[tuple[str, bool], ...] | None:
+    """A list of ``[entry, write]`` pairs (a string and a bool), else None."""
+    if type(value) is not list:
+        return None
+    entries = []
+    for pair in value:
+        if type(pair) is not list or len(pair) != 2:
+            return None
+        entry, write = pair
+        if type(entry) is not str or type(write) is not bool:
+            return None
+        entries.append((entry, write))
+    return tuple(entries)
 
 
 def _as_identity(value: object) -> FileIdentity | None:

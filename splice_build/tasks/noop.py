@@ -15,6 +15,10 @@ lock as the graph would, they re-check for every member
 - every installed directory's and file's ``(device, inode, size, mtime_ns, ctime_ns, mode)``
   against the record taken after it was verified (an added, hidden, removed or renamed file
   changes its directory's ``ctime``: nothing is listed, install/statcache.py),
+- every ``fs`` entry of the packages' grants and manifests, judged again against the project's
+  state and this run's ``SPLICE_HOME`` as the graph's ``verify`` judges them (a granted
+  directory that became a link to ``.splice``, or a home moved inside a granted one, changes
+  no byte the state compares),
 
 and answer "unchanged" for every project only when all of that holds (``install`` then reports
 each package as the graph reports a kept one, from the lock and the installed manifest); any
@@ -29,7 +33,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -43,6 +47,7 @@ from splice_build.spec.regular_file import read_regular_file_and_stat
 if TYPE_CHECKING:
     from splice_build.install.cache import ArtifactCache
     from splice_build.install.install_report import InstallReport
+    from splice_build.install.installed import InstalledPackage
     from splice_build.project.home import SpliceHome
     from splice_build.project.workspace import Workspace
     from splice_build.tasks.reporter import TaskRecord
@@ -83,6 +88,7 @@ def _noop_state(run: GraphRun) -> NoopState | None:
     if not all(is_kept(run, package_id) for package_id in ids):
         return None
     versions = {package_id: lock_file.packages[package_id].version for package_id in ids}
+    fs = _fs_entries(run.installed[package_id] for package_id in ids)
     root = os.path.realpath(run.layout.root)
     project_read = _text_of(run.layout.project_file, project.source)
     if project_read is None:
@@ -100,7 +106,20 @@ def _noop_state(run: GraphRun) -> NoopState | None:
         versions,
         project_file=project_read[1],
         lock_file=None if lock_read is None else lock_read[1],
+        fs=fs,
     )
+
+
+def _fs_entries(packages: Iterable[InstalledPackage]) -> tuple[tuple[str, bool], ...]:
+    """Every ``(entry, write)`` of the packages' manifests and lock grants, which
+    ``refuse_project_state`` judged (install/installed.py)."""
+    found: set[tuple[str, bool]] = set()
+    for package in packages:
+        grant = package.lock_entry.known(package.id).permissions
+        for permissions in (package.manifest.permissions, grant):
+            found.update((entry, False) for entry in permissions.fs_read)
+            found.update((entry, True) for entry in permissions.fs_write)
+    return tuple(sorted(found))
 
 
 def _text_of(path: Path, source: str) -> tuple[str, FileIdentity] | None:
@@ -118,9 +137,14 @@ def _text_of(path: Path, source: str) -> tuple[str, FileIdentity] | None:
 
 
 def unchanged_workspace(
-    workspace: Workspace, *, check: bool, on_blocked: Callable[[], None] | None = None
+    workspace: Workspace,
+    *,
+    home: Path,
+    check: bool,
+    on_blocked: Callable[[], None] | None = None,
 ) -> SyncResult | None:
-    """The result of a no-op ``sync`` when every member is as its recorded state, else None."""
+    """The result of a no-op ``sync`` when every member is as its recorded state, else None;
+    ``home``: this run's SPLICE_HOME, which no grant may reach."""
     layouts = {directory: ProjectLayout(directory) for directory in workspace.members}
     if not all(os.path.isfile(layout.stat_cache) for layout in layouts.values()):
         return None  # never synced, or the cache was deleted: no state to compare
@@ -132,7 +156,7 @@ def unchanged_workspace(
                 stack.enter_context(state_lock(layout, on_blocked))
             elif layout.state_lock.exists():
                 stack.enter_context(lock(layout.state_lock, on_blocked))
-            cache = _unchanged(layout)
+            cache = _unchanged(layout, home)
             if cache is None or cache.state is None:
                 return None
             states[directory] = cache.state
@@ -147,7 +171,7 @@ def unchanged_install(
     if not os.path.isfile(layout.stat_cache):
         return None
     with state_lock(layout, on_blocked):
-        cache = _unchanged(layout)
+        cache = _unchanged(layout, home.path)
         if cache is None or cache.state is None:
             return None
         reports = _kept_reports(layout, home, cache)
@@ -198,9 +222,9 @@ def _kept_reports(
     return reports
 
 
-def _unchanged(layout: ProjectLayout) -> StatCache | None:
-    """The project's stat cache if everything its recorded state covers is as recorded,
-    else None."""
+def _unchanged(layout: ProjectLayout, home: Path) -> StatCache | None:
+    """The project's stat cache if everything its recorded state covers is as recorded
+    and no recorded ``fs`` entry reaches the project's state or ``home``, else None."""
     from splice_build import __version__
 
     if os.path.lexists(layout.tmp_dir):
@@ -218,7 +242,19 @@ def _unchanged(layout: ProjectLayout) -> StatCache | None:
     for package_id in state.packages:
         if not cache.unchanged(package_id, layout.package_dir(package_id)):
             return None
+    if state.fs and _reaches_state(state.root, home, state.fs):
+        return None
     return cache
+
+
+def _reaches_state(root: str, home: Path, entries: Iterable[tuple[str, bool]]) -> bool:
+    """Some entry reaches the project's state or ``home``, by the rule (and the real paths)
+    the graph's ``verify`` applies (``refuse_project_state``); imported only for a project
+    whose packages name a path."""
+    from splice_build.spec.project_state import ProjectState
+
+    checked = ProjectState(Path(root), home)
+    return any(checked.fs_problem(entry, write=write) is not None for entry, write in entries)
 
 
 def _lock_holds(layout: ProjectLayout, text: str | None, identity: FileIdentity | None) -> bool:

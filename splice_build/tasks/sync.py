@@ -117,7 +117,9 @@ def sync_workspace(
         # The root's .splice/ holds the graph database even when the root is no project.
         check_state_dir(ProjectLayout(workspace.root))
     if options.stat_cache and not options.require_signed:  # a one-off requirement: the graph
-        unchanged = unchanged_workspace(workspace, check=options.check, on_blocked=blocked)
+        unchanged = unchanged_workspace(
+            workspace, home=home.path, check=options.check, on_blocked=blocked
+        )
         if unchanged is not None:
             return unchanged
 

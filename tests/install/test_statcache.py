@@ -148,6 +148,7 @@ def test_a_record_or_state_naming_no_valid_package_is_not_trusted(tmp_path: Path
             "packages": {bad: "1.0.0"},
             "projectFile": [1, 2, 3],
             "lockFile": None,
+            "fs": [],
         }
         path.write_text(json.dumps({**body, "state": state}))
         assert StatCache.load(path).state is None, bad
@@ -159,9 +160,14 @@ def test_a_record_or_state_naming_no_valid_package_is_not_trusted(tmp_path: Path
         "packages": {PACKAGE: "1"},
         "projectFile": [1, 2, 3],
         "lockFile": None,
+        "fs": [["out", True]],
     }
     path.write_text(json.dumps({**body, "state": good}))
     assert StatCache.load(path).state is not None  # the same shape with a valid id is read
+    # The fs entries judged on each no-op: [text, bool] pairs, or the state is not read.
+    for fs in (None, {}, [["out"]], [["out", 1]], [[1, True]], [("out", True, 1)]):
+        path.write_text(json.dumps({**body, "state": {**good, "fs": fs}}))
+        assert StatCache.load(path).state is None, fs
     # The identity of splice.json and splice.lock has its shape too: three integers, and
     # one for the lock exactly when the state holds a lock's text.
     for project_file, lock, lock_file in (

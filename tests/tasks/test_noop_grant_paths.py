@@ -1,0 +1,74 @@
+"""A no-op answer must be the graph's answer even when only the file system under a grant
+changed (tasks/noop.py, docs/lifecycle.md#the-no-op-fast-path).
+
+The graph's ``verify`` refuses a package whose ``fs`` grant reaches the project's own state
+or ``SPLICE_HOME`` (install/installed.py, ``refuse_project_state``), judged on the real path
+of each entry and on the home of this run. Neither is in ``splice.json``, ``splice.lock`` or
+the installed files: a grant ``out`` that became a link to ``.splice``, or a ``SPLICE_HOME``
+moved inside a granted directory, changed nothing the recorded no-op state compared. So
+``splice install`` reported the package kept (exit 0) and ``splice sync --check`` said "ok",
+where the graph refuses it (``INVALID_MANIFEST``, "would restore") and ``splice run`` will
+not run it (``PERMISSIONS_NOT_GRANTED``)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from splice_build.errors import ErrorCode, SpliceError
+from splice_build.project.home import SpliceHome
+from splice_build.project.workspace import find_workspace
+from splice_build.sdk import Splice
+from splice_build.tasks.sync import SyncOptions, SyncResult, sync_workspace
+from testing.registry_fixtures import embedded_store, new_project, publish
+
+PACKAGE = "@acme/files"
+GRANT = {"fs": {"read": ["data"], "write": ["out"]}}
+
+
+def _recorded(project: Path, home: Path) -> Splice:
+    """The SDK of ``project`` once a no-op install answers from the recorded state."""
+    splice = Splice(project, home=home)
+    for _ in range(3):
+        splice.install()
+        if splice.last_tasks is not None and splice.last_tasks.executed == []:
+            return splice
+    raise AssertionError("BUG: the no-op state was never recorded")
+
+
+def _check(project: Path, home: Path) -> SyncResult:
+    return sync_workspace(
+        find_workspace(project, root=project),
+        home=SpliceHome(home),
+        env=dict(os.environ),
+        options=SyncOptions(check=True),
+    )
+
+
+@pytest.mark.skipif(os.name == "nt", reason="no stat cache on Windows")
+def test_a_grant_that_now_reaches_project_state_goes_to_the_graph(tmp_path: Path) -> None:
+    home = Path(os.environ["SPLICE_HOME"])
+    publish(embedded_store(home), tmp_path / "work", name="files", permissions=GRANT)
+    project = new_project(tmp_path / "p", {PACKAGE: "^1.0.0"})
+    (project / "data").mkdir()
+    (project / "out").mkdir()
+    Splice(project, home=home).install(accept_permissions=True)
+    _recorded(project, home)
+
+    # A SPLICE_HOME inside the granted "data": the graph's check names it.
+    inside = project / "data" / "home"
+    [outcome] = _check(project, inside).projects
+    assert [(c.package_id, c.action) for c in outcome.changes] == [(PACKAGE, "restore")]
+    assert "SPLICE_HOME" in outcome.changes[0].reason
+    assert not _check(project, home).projects[0].changes  # the home it was recorded with
+
+    # "out" made a link to .splice: a write grant over the project's state.
+    (project / "out").rmdir()
+    (project / "out").symlink_to(".splice")
+    [outcome] = _check(project, home).projects
+    assert [(c.package_id, c.action) for c in outcome.changes] == [(PACKAGE, "restore")]
+    with pytest.raises(SpliceError) as refused:
+        Splice(project, home=home).install()
+    assert refused.value.code is ErrorCode.INVALID_MANIFEST
