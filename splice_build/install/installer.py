@@ -126,6 +126,13 @@ class Checked:
     signature: str
 
 
+def signer_from_cache(entry: LockEntry) -> bool:
+    """The lock entry pins no signer, so a kept package's is the one stored with its cached
+    artifact in SPLICE_HOME (:meth:`Installer.check_kept`): the embedded registry's entries
+    never pin one. No recorded no-op state can stand for that file (tasks/noop.py)."""
+    return entry.signed_by is None and entry.registry == EMBEDDED_REGISTRY
+
+
 class Installer:
     """Installs targets into one project (see the module docstring)."""
 
@@ -445,7 +452,7 @@ class Installer:
         if not (require or trusted):
             return
         signer = entry.signed_by
-        if signer is None and entry.registry == EMBEDDED_REGISTRY:  # never pinned there
+        if signer_from_cache(entry):
             signer = stored_signer(
                 self.cache.signatures(entry.integrity, package_id, entry.version, entry.registry)
             )

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from splice_build.install.install_report import InstallReport
     from splice_build.install.installed import InstalledPackage
     from splice_build.project.home import SpliceHome
+    from splice_build.project.project_file import ProjectFile
     from splice_build.project.workspace import Workspace
     from splice_build.tasks.reporter import TaskRecord
     from splice_build.tasks.request import GraphRun, WorkspaceRun
@@ -87,6 +88,8 @@ def _noop_state(run: GraphRun) -> NoopState | None:
         return None
     if not all(is_kept(run, package_id) for package_id in ids):
         return None
+    if any(_signer_in_home(project, run.installed[package_id]) for package_id in ids):
+        return None
     versions = {package_id: lock_file.packages[package_id].version for package_id in ids}
     fs = _fs_entries(run.installed[package_id] for package_id in ids)
     root = os.path.realpath(run.layout.root)
@@ -120,6 +123,17 @@ def _fs_entries(packages: Iterable[InstalledPackage]) -> tuple[tuple[str, bool],
             found.update((entry, False) for entry in permissions.fs_read)
             found.update((entry, True) for entry in permissions.fs_write)
     return tuple(sorted(found))
+
+
+def _signer_in_home(project: ProjectFile, package: InstalledPackage) -> bool:
+    """The graph checks the signer of this kept package against splice.json's policy from a
+    file of SPLICE_HOME, which the state does not compare (another home, or the cached
+    signatures removed: ``SIGNATURE_REQUIRED``), so only the graph may answer for it."""
+    from splice_build.install.installer import signer_from_cache
+
+    if not signer_from_cache(package.lock_entry):
+        return False
+    return project.requires_signature(package.id) or bool(project.trusted_for(package.id))
 
 
 def _text_of(path: Path, source: str) -> tuple[str, FileIdentity] | None:

@@ -1,5 +1,5 @@
-"""A no-op answer must be the graph's answer even when only the file system under a grant
-changed (tasks/noop.py, docs/lifecycle.md#the-no-op-fast-path).
+"""A no-op answer must be the graph's answer even when what changed is outside the files the
+recorded state compares (tasks/noop.py, docs/lifecycle.md#the-no-op-fast-path).
 
 The graph's ``verify`` refuses a package whose ``fs`` grant reaches the project's own state
 or ``SPLICE_HOME`` (install/installed.py, ``refuse_project_state``), judged on the real path
@@ -8,10 +8,17 @@ the installed files: a grant ``out`` that became a link to ``.splice``, or a ``S
 moved inside a granted directory, changed nothing the recorded no-op state compared. So
 ``splice install`` reported the package kept (exit 0) and ``splice sync --check`` said "ok",
 where the graph refuses it (``INVALID_MANIFEST``, "would restore") and ``splice run`` will
-not run it (``PERMISSIONS_NOT_GRANTED``)."""
+not run it (``PERMISSIONS_NOT_GRANTED``).
+
+The graph's check of a kept package's signer under ``requireSignatures`` reads it, for the
+embedded registry (whose lock entries pin none), from the signatures stored with the cached
+artifact in ``SPLICE_HOME``. Under another home (or with those signatures removed) the graph
+refuses to keep it (``SIGNATURE_REQUIRED``), while the recorded state answered "kept": no
+state is recorded for such a package now, so the graph always answers for it."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -22,6 +29,7 @@ from splice_build.project.home import SpliceHome
 from splice_build.project.workspace import find_workspace
 from splice_build.sdk import Splice
 from splice_build.tasks.sync import SyncOptions, SyncResult, sync_workspace
+from testing.hostile_registry import signed_store
 from testing.registry_fixtures import embedded_store, new_project, publish
 
 PACKAGE = "@acme/files"
@@ -36,6 +44,17 @@ def _recorded(project: Path, home: Path) -> Splice:
         if splice.last_tasks is not None and splice.last_tasks.executed == []:
             return splice
     raise AssertionError("BUG: the no-op state was never recorded")
+
+
+def _no_op_installs(project: Path, home: Path) -> list[list[str]]:
+    """The tasks each of three no-op installs executed."""
+    splice = Splice(project, home=home)
+    executed = []
+    for _ in range(3):
+        splice.install()
+        assert splice.last_tasks is not None
+        executed.append(splice.last_tasks.executed)
+    return executed
 
 
 def _check(project: Path, home: Path) -> SyncResult:
@@ -72,3 +91,25 @@ def test_a_grant_that_now_reaches_project_state_goes_to_the_graph(tmp_path: Path
     with pytest.raises(SpliceError) as refused:
         Splice(project, home=home).install()
     assert refused.value.code is ErrorCode.INVALID_MANIFEST
+
+
+@pytest.mark.skipif(os.name == "nt", reason="no stat cache on Windows")
+def test_a_signer_known_only_to_splice_home_is_never_answered_for(tmp_path: Path) -> None:
+    home = Path(os.environ["SPLICE_HOME"])
+    signed = signed_store(embedded_store(home), tmp_path / "work", namespace="sealed")
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "splice.json").write_text(
+        json.dumps(
+            {
+                "specVersion": 1,
+                "packages": {signed.package_id: "1.0.0"},
+                "requireSignatures": ["sealed"],
+            }
+        )
+    )
+    Splice(project, home=home).install()
+    assert all(executed for executed in _no_op_installs(project, home))  # the graph, each time
+    with pytest.raises(SpliceError) as refused:
+        Splice(project, home=tmp_path / "other-home").install()
+    assert refused.value.code is ErrorCode.SIGNATURE_REQUIRED
