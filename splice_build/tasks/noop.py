@@ -267,8 +267,11 @@ def _reaches_state(root: str, home: Path, entries: Iterable[tuple[str, bool]]) -
     whose packages name a path."""
     from splice_build.spec.project_state import ProjectState
 
-    checked = ProjectState(Path(root), home)
-    return any(checked.fs_problem(entry, write=write) is not None for entry, write in entries)
+    try:
+        checked = ProjectState(Path(root), home)
+        return any(checked.fs_problem(entry, write=write) is not None for entry, write in entries)
+    except (OSError, ValueError):  # a name no path can have: the graph says what it is
+        return True
 
 
 def _lock_holds(layout: ProjectLayout, text: str | None, identity: FileIdentity | None) -> bool:
