@@ -7,8 +7,9 @@ or after the command word.
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from types import ModuleType
 from typing import IO, Any
 
@@ -45,6 +46,40 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(message, hint=f"run `{self.prog} --help` for usage")
 
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        """argparse's, but words no option reads are reported against the command that was
+        given (its ``--help``, and the closest of its options to a mistyped one)."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            command = self._command_parser(getattr(parsed, "command", None))
+            options = command._option_string_actions if extras[0].startswith("-") else ()
+            closest = _did_you_mean(extras[0], options)
+            raise UsageError(
+                f"unrecognized arguments: {' '.join(extras)}{closest}",
+                hint=f"run `{command.prog} --help` for usage",
+            )
+        return parsed
+
+    def _command_parser(self, name: str | None) -> argparse.ArgumentParser:
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction) and name in action.choices:
+                return action.choices[name]
+        return self
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        """A word that is none of the choices names the closest one: a mistyped command is
+        ``unknown command 'instal' (did you mean 'install'?)``, not a list of thirty."""
+        choices = action.choices
+        if choices is None or value in choices:
+            return
+        if isinstance(action, argparse._SubParsersAction):
+            raise argparse.ArgumentError(None, unknown_command(value, choices))
+        listed = ", ".join(map(repr, choices))
+        message = f"invalid choice: {value!r} (choose from {listed}){_did_you_mean(value, choices)}"
+        raise argparse.ArgumentError(action, message)
+
     def print_help(self, file: IO[str] | None = None) -> None:
         if self.json:
             raise Shown({"command": self.command, "help": self.format_help()})
@@ -67,6 +102,17 @@ class _Parser(argparse.ArgumentParser):
         taken = getattr(namespace, action.dest, None) or []
         setattr(namespace, action.dest, [*taken, *getattr(more, action.dest)])
         return namespace, extras
+
+
+def unknown_command(word: str, commands: Iterable[str]) -> str:
+    """The usage error of a command word that names no command (also ``splice help WORD``)."""
+    return f"unknown command {word!r}{_did_you_mean(word, commands)}"
+
+
+def _did_you_mean(word: str, choices: Iterable[Any]) -> str:
+    names = [choice for choice in choices if isinstance(choice, str)]
+    close = difflib.get_close_matches(word, names, n=1) if isinstance(word, str) else []
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 class _ShowVersion(argparse._VersionAction):

@@ -5,7 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from splice_build import __version__
+from splice_build.cli.parser import build_parser, load_commands
+from splice_build.errors import UsageError
 from testing.cli import run_splice
 
 
@@ -115,3 +119,39 @@ def test_json_after_the_end_of_options_is_an_operand(tmp_path: Path) -> None:
         result = run_splice(*argv, cwd=tmp_path)
         assert result.code in (1, 2) and result.stdout == "", argv
         assert result.stderr.startswith("error: "), argv
+
+
+def test_a_mistyped_command_or_option_names_the_closest_one() -> None:
+    """A typo is a usage error that says what was meant and sends to that command's help,
+    not argparse's list of every command with the top-level hint."""
+    parser = build_parser(load_commands())
+    for argv, message, hint in (
+        (["instal"], "unknown command 'instal' (did you mean 'install'?)", "splice"),
+        (["frobnicate"], "unknown command 'frobnicate'", "splice"),
+        (
+            ["add", "--acept-permissions", "@a/b"],
+            "unrecognized arguments: --acept-permissions (did you mean '--accept-permissions'?)",
+            "splice add",
+        ),
+        (["list", "extra"], "unrecognized arguments: extra", "splice list"),
+        (
+            ["token", "lst"],
+            "argument action: invalid choice: 'lst' (choose from 'list', 'create', 'revoke')"
+            " (did you mean 'list'?)",
+            "splice token",
+        ),
+    ):
+        with pytest.raises(UsageError) as raised:
+            parser.parse_args(argv)
+        assert (raised.value.message, raised.value.hint) == (
+            message,
+            f"run `{hint} --help` for usage",
+        ), argv
+    for argv in (["--json", "instal"], ["--json", "help", "instal"]):
+        result = run_splice(*argv)
+        assert result.code == 2, argv
+        assert result.json()["error"] == {
+            "code": "USAGE",
+            "message": "unknown command 'instal' (did you mean 'install'?)",
+            "hint": "run `splice --help` for usage",
+        }, argv
