@@ -191,6 +191,7 @@ def build_parser(commands: dict[str, ModuleType], *, json: bool = False) -> argp
         command_parser.json, command_parser.command = json, name
         module.add_arguments(command_parser)
         _text_by_default(command_parser)
+        _operand_lists_optional(command_parser)
     return parser
 
 
@@ -199,3 +200,12 @@ def _text_by_default(parser: argparse.ArgumentParser) -> None:
     for action in parser._actions:
         if action.type is None and action.nargs != 0:
             action.type = arg_types.text
+
+
+def _operand_lists_optional(parser: argparse.ArgumentParser) -> None:
+    """argparse marks a ``nargs="*"`` positional without a default as required, so a missing
+    ``action`` was reported as ``required: action, arg`` (``splice keys``), as if the
+    operands every verb may leave out were needed too."""
+    for action in parser._actions:
+        if not action.option_strings and action.nargs == "*":
+            action.required = False

@@ -123,7 +123,8 @@ def test_json_after_the_end_of_options_is_an_operand(tmp_path: Path) -> None:
 
 def test_a_mistyped_command_or_option_names_the_closest_one() -> None:
     """A typo is a usage error that says what was meant and sends to that command's help,
-    not argparse's list of every command with the top-level hint."""
+    not argparse's list of every command with the top-level hint; a missing verb is named
+    alone."""
     parser = build_parser(load_commands())
     for argv, message, hint in (
         (["instal"], "unknown command 'instal' (did you mean 'install'?)", "splice"),
@@ -134,6 +135,9 @@ def test_a_mistyped_command_or_option_names_the_closest_one() -> None:
             "splice add",
         ),
         (["list", "extra"], "unrecognized arguments: extra", "splice list"),
+        # operands a verb may leave out are not listed as missing with it
+        (["keys"], "the following arguments are required: action", "splice keys"),
+        (["registry"], "the following arguments are required: action", "splice registry"),
         (
             ["token", "lst"],
             "argument action: invalid choice: 'lst' (choose from 'list', 'create', 'revoke')"
