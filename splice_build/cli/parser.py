@@ -15,6 +15,7 @@ from typing import IO, Any
 
 from splice_build.cli import arg_types
 from splice_build.cli.main import PROG
+from splice_build.cli.operands import options_first
 from splice_build.cli.plain import VALUELESS_GLOBAL_FLAGS
 from splice_build.cli.registry_of_commands import COMMAND_MODULES
 from splice_build.errors import UsageError
@@ -34,14 +35,12 @@ class _Parser(argparse.ArgumentParser):
     """argparse that raises UsageError instead of printing and exiting.
 
     ``json``: ``--help`` raises ``Shown`` instead of printing text. ``command``: the command
-    a subparser reads (None for ``splice`` itself). ``operands``: a ``nargs="*"`` positional
-    that also takes the operands after an option (``run``'s key=value pairs, see
-    ``parse_known_args``).
+    a subparser reads (None for ``splice`` itself); its options may stand anywhere on the
+    line (cli/operands.py).
     """
 
     json = False
     command: str | None = None
-    operands: argparse.Action | None = None
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(message, hint=f"run `{self.prog} --help` for usage")
@@ -88,20 +87,11 @@ class _Parser(argparse.ArgumentParser):
     def parse_known_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> tuple[argparse.Namespace, list[str]]:
-        """argparse fills a positional once, with the first run of operands: in ``run x.y
-        --input J a=1`` the pairs are taken (empty) with ``x.y`` and ``a=1`` is left over.
-        What is left over is read again for ``operands``: every operand after the first run
-        (after ``--`` too) joins it in order; an unknown option stays unrecognized."""
-        namespace, extras = super().parse_known_args(args, namespace)
-        action = self.operands
-        if action is None or not extras:
-            return namespace, extras
-        rest = _Parser(prog=self.prog, add_help=False)
-        rest.add_argument(action.dest, nargs="*", type=action.type, metavar=action.metavar)
-        more, extras = rest.parse_known_args(extras)
-        taken = getattr(namespace, action.dest, None) or []
-        setattr(namespace, action.dest, [*taken, *getattr(more, action.dest)])
-        return namespace, extras
+        """argparse fills positionals from the first run of operands only, so a command's
+        options are moved in front of its operands first (cli/operands.py)."""
+        if self.command is not None and args is not None:
+            args = options_first(args, self._option_string_actions)
+        return super().parse_known_args(args, namespace)
 
 
 def unknown_command(word: str, commands: Iterable[str]) -> str:

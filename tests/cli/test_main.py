@@ -159,3 +159,34 @@ def test_a_mistyped_command_or_option_names_the_closest_one() -> None:
             "message": "unknown command 'instal' (did you mean 'install'?)",
             "hint": "run `splice --help` for usage",
         }, argv
+
+
+def test_an_option_may_stand_between_any_two_operands() -> None:
+    """docs/cli.md: options may come after every word. argparse fills positionals from the
+    first run of operands only, so ``add @a/b --accept-permissions @c/d`` left ``@c/d``
+    unrecognized and ``registry admin --data DIR create-user alice`` lost its verb. Every
+    place an option can go gives the namespace it gives at the end of the line."""
+    parser = build_parser(load_commands())
+    lines = (
+        (["add", "@a/b", "@c/d"], ["--accept-permissions"]),
+        (["registry", "admin", "create-user", "alice"], ["--data", "/srv/r"]),
+        (["registry", "admin", "set-owner", "acme", "bob"], ["--json"]),
+        (["token", "revoke", "tok_0123456789abcdef"], ["--registry", "local"]),
+        (["namespace", "add-maintainer", "acme", "bob"], ["--json"]),
+        (["config", "set", "registry", "local"], ["--json"]),
+        (["keys", "trust", "@acme", "ed25519:0123456789abcdef"], ["--json"]),
+        (["workspace", "add", "packages/a"], ["--root", "/repo"]),
+        (["search", "web", "tools"], ["--limit", "5"]),
+        (["secret-scan", "a", "b"], ["--json"]),
+        (["run", "x.y", "a=1", "b=2"], ["--input", "{}"]),
+        (["remove", "@a/b", "@c/d"], ["--json"]),
+    )
+    for words, option in lines:
+        expected = parser.parse_args([*words, *option])
+        for place in range(1, len(words)):
+            line = [*words[:place], *option, *words[place:]]
+            assert parser.parse_args(line) == expected, line
+    # after ``--`` an option word is an operand; an option without its value says so
+    assert parser.parse_args(["run", "x.y", "a=1", "--", "--json"]).pairs == ["a=1", "--json"]
+    with pytest.raises(UsageError, match="--input: expected one argument"):
+        parser.parse_args(["run", "x.y", "--input"])
