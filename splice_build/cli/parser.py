@@ -7,13 +7,15 @@ or after the command word.
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from types import ModuleType
 from typing import IO, Any
 
 from splice_build.cli import arg_types
 from splice_build.cli.main import PROG
+from splice_build.cli.operands import options_first
 from splice_build.cli.plain import VALUELESS_GLOBAL_FLAGS
 from splice_build.cli.registry_of_commands import COMMAND_MODULES
 from splice_build.errors import UsageError
@@ -33,17 +35,49 @@ class _Parser(argparse.ArgumentParser):
     """argparse that raises UsageError instead of printing and exiting.
 
     ``json``: ``--help`` raises ``Shown`` instead of printing text. ``command``: the command
-    a subparser reads (None for ``splice`` itself). ``operands``: a ``nargs="*"`` positional
-    that also takes the operands after an option (``run``'s key=value pairs, see
-    ``parse_known_args``).
+    a subparser reads (None for ``splice`` itself); its options may stand anywhere on the
+    line (cli/operands.py).
     """
 
     json = False
     command: str | None = None
-    operands: argparse.Action | None = None
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(message, hint=f"run `{self.prog} --help` for usage")
+
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        """argparse's, but words no option reads are reported against the command that was
+        given (its ``--help``, and the closest of its options to a mistyped one)."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            command = self._command_parser(getattr(parsed, "command", None))
+            options = command._option_string_actions if extras[0].startswith("-") else ()
+            closest = _did_you_mean(extras[0], options)
+            raise UsageError(
+                f"unrecognized arguments: {' '.join(extras)}{closest}",
+                hint=f"run `{command.prog} --help` for usage",
+            )
+        return parsed
+
+    def _command_parser(self, name: str | None) -> argparse.ArgumentParser:
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction) and name in action.choices:
+                return action.choices[name]
+        return self
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        """A word that is none of the choices names the closest one: a mistyped command is
+        ``unknown command 'instal' (did you mean 'install'?)``, not a list of thirty."""
+        choices = action.choices
+        if choices is None or value in choices:
+            return
+        if isinstance(action, argparse._SubParsersAction):
+            raise argparse.ArgumentError(None, unknown_command(value, choices))
+        listed = ", ".join(map(repr, choices))
+        message = f"invalid choice: {value!r} (choose from {listed}){_did_you_mean(value, choices)}"
+        raise argparse.ArgumentError(action, message)
 
     def print_help(self, file: IO[str] | None = None) -> None:
         if self.json:
@@ -53,20 +87,22 @@ class _Parser(argparse.ArgumentParser):
     def parse_known_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> tuple[argparse.Namespace, list[str]]:
-        """argparse fills a positional once, with the first run of operands: in ``run x.y
-        --input J a=1`` the pairs are taken (empty) with ``x.y`` and ``a=1`` is left over.
-        What is left over is read again for ``operands``: every operand after the first run
-        (after ``--`` too) joins it in order; an unknown option stays unrecognized."""
-        namespace, extras = super().parse_known_args(args, namespace)
-        action = self.operands
-        if action is None or not extras:
-            return namespace, extras
-        rest = _Parser(prog=self.prog, add_help=False)
-        rest.add_argument(action.dest, nargs="*", type=action.type, metavar=action.metavar)
-        more, extras = rest.parse_known_args(extras)
-        taken = getattr(namespace, action.dest, None) or []
-        setattr(namespace, action.dest, [*taken, *getattr(more, action.dest)])
-        return namespace, extras
+        """argparse fills positionals from the first run of operands only, so a command's
+        options are moved in front of its operands first (cli/operands.py)."""
+        if self.command is not None and args is not None:
+            args = options_first(args, self._option_string_actions)
+        return super().parse_known_args(args, namespace)
+
+
+def unknown_command(word: str, commands: Iterable[str]) -> str:
+    """The usage error of a command word that names no command (also ``splice help WORD``)."""
+    return f"unknown command {word!r}{_did_you_mean(word, commands)}"
+
+
+def _did_you_mean(word: str, choices: Iterable[Any]) -> str:
+    names = [choice for choice in choices if isinstance(choice, str)]
+    close = difflib.get_close_matches(word, names, n=1) if isinstance(word, str) else []
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 class _ShowVersion(argparse._VersionAction):
@@ -145,6 +181,7 @@ def build_parser(commands: dict[str, ModuleType], *, json: bool = False) -> argp
         command_parser.json, command_parser.command = json, name
         module.add_arguments(command_parser)
         _text_by_default(command_parser)
+        _operand_lists_optional(command_parser)
     return parser
 
 
@@ -153,3 +190,12 @@ def _text_by_default(parser: argparse.ArgumentParser) -> None:
     for action in parser._actions:
         if action.type is None and action.nargs != 0:
             action.type = arg_types.text
+
+
+def _operand_lists_optional(parser: argparse.ArgumentParser) -> None:
+    """argparse marks a ``nargs="*"`` positional without a default as required, so a missing
+    ``action`` was reported as ``required: action, arg`` (``splice keys``), as if the
+    operands every verb may leave out were needed too."""
+    for action in parser._actions:
+        if not action.option_strings and action.nargs == "*":
+            action.required = False

@@ -36,3 +36,19 @@ def test_demo_text_output_says_what_it_did(tmp_path: Path) -> None:
         "5. `splice install` restored",
     ):
         assert step in result.stderr
+
+
+def test_demo_runs_on_the_embedded_registry_whatever_registry_is_configured(
+    tmp_path: Path,
+) -> None:
+    """README: the demo adds from the embedded registry and needs no server. A registry set
+    by SPLICE_REGISTRY (or the user config) that nothing answers on ended it with
+    REGISTRY_UNREACHABLE; only ``--registry`` chooses another."""
+    nobody = "http://127.0.0.1:9"
+    result = run_splice(
+        "demo", "--dir", str(tmp_path / "proj"), "--json", env={"SPLICE_REGISTRY": nobody}
+    )
+    assert result.code == 0, result.stdout
+    assert result.json()["ok"] is True
+    chosen = run_splice("--registry", nobody, "--json", "demo", "--dir", str(tmp_path / "other"))
+    assert (chosen.code, chosen.json()["error"]["code"]) == (1, "REGISTRY_UNREACHABLE")

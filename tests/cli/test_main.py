@@ -5,7 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from splice_build import __version__
+from splice_build.cli.parser import build_parser, load_commands
+from splice_build.errors import UsageError
 from testing.cli import run_splice
 
 
@@ -115,3 +119,74 @@ def test_json_after_the_end_of_options_is_an_operand(tmp_path: Path) -> None:
         result = run_splice(*argv, cwd=tmp_path)
         assert result.code in (1, 2) and result.stdout == "", argv
         assert result.stderr.startswith("error: "), argv
+
+
+def test_a_mistyped_command_or_option_names_the_closest_one() -> None:
+    """A typo is a usage error that says what was meant and sends to that command's help,
+    not argparse's list of every command with the top-level hint; a missing verb is named
+    alone."""
+    parser = build_parser(load_commands())
+    for argv, message, hint in (
+        (["instal"], "unknown command 'instal' (did you mean 'install'?)", "splice"),
+        (["frobnicate"], "unknown command 'frobnicate'", "splice"),
+        (
+            ["add", "--acept-permissions", "@a/b"],
+            "unrecognized arguments: --acept-permissions (did you mean '--accept-permissions'?)",
+            "splice add",
+        ),
+        (["list", "extra"], "unrecognized arguments: extra", "splice list"),
+        # operands a verb may leave out are not listed as missing with it
+        (["keys"], "the following arguments are required: action", "splice keys"),
+        (["registry"], "the following arguments are required: action", "splice registry"),
+        (
+            ["token", "lst"],
+            "argument action: invalid choice: 'lst' (choose from 'list', 'create', 'revoke')"
+            " (did you mean 'list'?)",
+            "splice token",
+        ),
+    ):
+        with pytest.raises(UsageError) as raised:
+            parser.parse_args(argv)
+        assert (raised.value.message, raised.value.hint) == (
+            message,
+            f"run `{hint} --help` for usage",
+        ), argv
+    for argv in (["--json", "instal"], ["--json", "help", "instal"]):
+        result = run_splice(*argv)
+        assert result.code == 2, argv
+        assert result.json()["error"] == {
+            "code": "USAGE",
+            "message": "unknown command 'instal' (did you mean 'install'?)",
+            "hint": "run `splice --help` for usage",
+        }, argv
+
+
+def test_an_option_may_stand_between_any_two_operands() -> None:
+    """docs/cli.md: options may come after every word. argparse fills positionals from the
+    first run of operands only, so ``add @a/b --accept-permissions @c/d`` left ``@c/d``
+    unrecognized and ``registry admin --data DIR create-user alice`` lost its verb. Every
+    place an option can go gives the namespace it gives at the end of the line."""
+    parser = build_parser(load_commands())
+    lines = (
+        (["add", "@a/b", "@c/d"], ["--accept-permissions"]),
+        (["registry", "admin", "create-user", "alice"], ["--data", "/srv/r"]),
+        (["registry", "admin", "set-owner", "acme", "bob"], ["--json"]),
+        (["token", "revoke", "tok_0123456789abcdef"], ["--registry", "local"]),
+        (["namespace", "add-maintainer", "acme", "bob"], ["--json"]),
+        (["config", "set", "registry", "local"], ["--json"]),
+        (["keys", "trust", "@acme", "ed25519:0123456789abcdef"], ["--json"]),
+        (["workspace", "add", "packages/a"], ["--root", "/repo"]),
+        (["search", "web", "tools"], ["--limit", "5"]),
+        (["secret-scan", "a", "b"], ["--json"]),
+        (["run", "x.y", "a=1", "b=2"], ["--input", "{}"]),
+        (["remove", "@a/b", "@c/d"], ["--json"]),
+    )
+    for words, option in lines:
+        expected = parser.parse_args([*words, *option])
+        for place in range(1, len(words)):
+            line = [*words[:place], *option, *words[place:]]
+            assert parser.parse_args(line) == expected, line
+    # after ``--`` an option word is an operand; an option without its value says so
+    assert parser.parse_args(["run", "x.y", "a=1", "--", "--json"]).pairs == ["a=1", "--json"]
+    with pytest.raises(UsageError, match="--input: expected one argument"):
+        parser.parse_args(["run", "x.y", "--input"])

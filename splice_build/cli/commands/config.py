@@ -16,7 +16,11 @@ KEYS = ("registry",)
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "action", nargs="?", default="list", choices=("list", "get", "set", "unset")
+        "action",
+        nargs="?",
+        default="list",
+        choices=("list", "get", "set", "unset"),
+        help="list (the default): every setting and where the registry comes from",
     )
     parser.add_argument("key", nargs="?", help="the setting (only: registry)")
     parser.add_argument("value", nargs="?", help="the new value (set only): a URL or an alias")

@@ -58,7 +58,9 @@ def _run_demo(project: Path, name: str, ctx: CommandContext) -> dict[str, Any]:
 
     say = ctx.out.progress
     root, _ = init_project(project)
-    splice = Splice(root, registry=ctx.registry, env=ctx.env, home=ctx.home)
+    # The embedded registry unless --registry names another: SPLICE_REGISTRY, the user config
+    # or a served registry a project names would make the offline demo need a server.
+    splice = Splice(root, registry=ctx.registry or "embedded", env=ctx.env, home=ctx.home)
     say(f"1. Created a project: {root / 'splice.json'} (registry: {splice.registry_url})")
 
     report = splice.add([DEMO_PACKAGE])[0].to_json()

@@ -17,7 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    from splice_build.cli.parser import build_parser, load_commands
+    from splice_build.cli.parser import build_parser, load_commands, unknown_command
 
     parser = build_parser(load_commands())
     if ctx.json:  # one document, like every other command: {"command", "help"}
@@ -25,7 +25,8 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         if args.topic:
             (sub,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
             if args.topic not in sub.choices:
-                raise UsageError(f"unknown command {args.topic!r}", hint="run `splice --help`")
+                message = unknown_command(args.topic, sub.choices)
+                raise UsageError(message, hint="run `splice --help` for usage")
             target = sub.choices[args.topic]
         ctx.out.result({"command": args.topic, "help": target.format_help()})
         return 0

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from splice_build.registry.client.open import Opened
 
 NAME = "keys"
-HELP = "generate, list, register or revoke publisher signing keys"
+HELP = "generate, list, register, revoke or trust publisher signing keys"
 NEEDS_PROJECT = False
 MAX_PUBLIC_KEY_FILE = 64 * 1024  # bytes; a PEM public key is a few hundred
 # action -> (least, most) positional arguments after it

@@ -21,7 +21,9 @@ _STATUS = {
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("packages", nargs="*", metavar="pkg")
+    parser.add_argument(
+        "packages", nargs="*", metavar="pkg", help="packages to check (default: all of splice.json)"
+    )
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:

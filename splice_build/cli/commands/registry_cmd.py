@@ -58,6 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--data",
+        metavar="DIR",
         default=DEFAULT_DATA,
         type=arg_types.path,
         help=f"data directory (default: ./{DEFAULT_DATA})",

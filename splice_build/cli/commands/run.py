@@ -34,10 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "tool_ref", type=arg_types.tool_ref, metavar="<pkg>.<tool>", help="e.g. example.hello"
     )
-    # Pairs before or after any option (``--input J a=1`` as ``a=1 --input J``): cli/parser.py.
-    parser.operands = parser.add_argument(  # type: ignore[attr-defined]
-        "pairs", nargs="*", metavar="key=value", help="input properties"
-    )
+    # Pairs before or after any option (``--input J a=1`` as ``a=1 --input J``): cli/operands.py.
+    parser.add_argument("pairs", nargs="*", metavar="key=value", help="input properties")
     parser.add_argument("--input", dest="input_json", metavar="JSON", help="input object")
     parser.add_argument(
         "--dir",

@@ -26,7 +26,11 @@ def _limit(text: str) -> int:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("query", nargs="+", help="words to look for in names and descriptions")
     parser.add_argument(
-        "--limit", type=_limit, default=20, help="at most this many results (1..100)"
+        "--limit",
+        type=_limit,
+        default=20,
+        metavar="N",
+        help="at most N results (1..100; default 20)",
     )
 
 

@@ -28,7 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="*",
         type=arg_types.path,
         default=["."],
-        help="git checkouts (tracked files), directories (every file) or .tar.gz packages",
+        help="git checkouts (tracked files), directories (every file), files or .tar.gz packages"
+        " (default: .)",
     )
 
 

@@ -13,7 +13,12 @@ NEEDS_PROJECT = True
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("packages", nargs="*", metavar="pkg")
+    parser.add_argument(
+        "packages",
+        nargs="*",
+        metavar="pkg",
+        help="packages to update (default: all of splice.json)",
+    )
     add_install_options(parser)
 
 

@@ -15,7 +15,12 @@ NEEDS_PROJECT = True
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("package", type=arg_types.package_ref, metavar="pkg[@version]")
+    parser.add_argument(
+        "package",
+        type=arg_types.package_ref,
+        metavar="pkg[@version]",
+        help="e.g. @splice/example (default version: the locked one, else the latest)",
+    )
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
