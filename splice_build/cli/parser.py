@@ -7,7 +7,6 @@ or after the command word.
 from __future__ import annotations
 
 import argparse
-import difflib
 import importlib
 from collections.abc import Iterable, Sequence
 from types import ModuleType
@@ -100,6 +99,8 @@ def unknown_command(word: str, commands: Iterable[str]) -> str:
 
 
 def _did_you_mean(word: str, choices: Iterable[Any]) -> str:
+    import difflib  # only on a usage error: the parse of a good command line never needs it
+
     names = [choice for choice in choices if isinstance(choice, str)]
     close = difflib.get_close_matches(word, names, n=1) if isinstance(word, str) else []
     return f" (did you mean {close[0]!r}?)" if close else ""
