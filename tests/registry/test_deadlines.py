@@ -98,10 +98,10 @@ def test_a_stalling_registry_hits_the_deadline(served: str, project: Path, case:
 def test_a_download_that_stops_after_its_headers_hits_the_deadline(
     served: str, project: Path
 ) -> None:
-    """Headers, then nothing: the download's deadline (extended by its size at a rate of 1 kB/s,
-    so more than a second past the request's) ends it, not the socket's read timeout, which
-    would be REGISTRY_UNREACHABLE (docs/registry.md#deadlines)."""
-    slow_link = {"SPLICE_REGISTRY_DEADLINE": "1", "SPLICE_REGISTRY_MIN_RATE": "1000"}
+    """Headers, then nothing: the download's deadline (extended by its size at a rate of 2 kB/s,
+    so more than a second past the request's: the artifact is 4 kB) ends it, not the socket's
+    read timeout, which would be REGISTRY_UNREACHABLE (docs/registry.md#deadlines)."""
+    slow_link = {"SPLICE_REGISTRY_DEADLINE": "1", "SPLICE_REGISTRY_MIN_RATE": "2000"}
     before = state_bytes(project)
     for url in _served(served, Drip(_download, "body", interval=60)):
         done = run_splice(
