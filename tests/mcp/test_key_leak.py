@@ -65,6 +65,28 @@ class Conversation:
         assert "result" in response, response
         return response["result"]
 
+    def call_all(self, calls: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+        """The results of ``calls``, sent at once: the server runs as many at a time as it
+        has call threads and queues the rest (docs/mcp.md#stdio), so the skills' sandbox
+        processes start two at a time on two cores instead of one after another."""
+        ids = []
+        for name, arguments in calls:
+            self._next += 1
+            ids.append(self._next)
+            params = {"name": name, "arguments": arguments}
+            self.client.request(
+                {"jsonrpc": "2.0", "id": self._next, "method": "tools/call", "params": params}
+            )
+        answers: dict[int, dict[str, Any]] = {}
+        for _ in calls:
+            response = self.client.receive(timeout=60)
+            self.lines.append(json.dumps(response))
+            answers[response["id"]] = response
+        assert sorted(answers) == ids
+        for response in answers.values():
+            assert "result" in response, response
+        return [answers[number]["result"] for number in ids]
+
 
 def assert_no_secret(texts: list[str], where: str) -> None:
     for secret in secret_values():
@@ -86,8 +108,11 @@ def test_keys_never_reach_mcp_messages_or_logs(project: tuple[Path, dict[str, st
             for mode in FAILURE_MODES:
                 for host in HOSTS:
                     fake.behave(host, mode)
-                for name, arguments in [*valid_arguments().items(), *skill_calls()]:
-                    result = talk.call(name, {**arguments, **fresh_for(name)})
+                calls = [
+                    (name, {**arguments, **fresh_for(name)})
+                    for name, arguments in [*valid_arguments().items(), *skill_calls()]
+                ]
+                for (name, _), result in zip(calls, talk.call_all(calls), strict=True):
                     status = (result.get("structuredContent") or {}).get("status", "")
                     statuses.setdefault(name, set()).add(status)
             # Error paths that never reach a provider, with a key as an argument.

@@ -37,29 +37,37 @@ def _search(path: str) -> bool:
     return path == "/packages/search"
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Path:
-    store = tmp_path / "served-data"
-    publish(store, tmp_path / "pkgs")
-    publish(store, tmp_path / "pkgs", name="other")
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The store every test reads (none publishes): written once for the module."""
+    work = tmp_path_factory.mktemp("deadlines")
+    store = work / "served-data"
+    publish(store, work / "pkgs")
+    publish(store, work / "pkgs", name="other")
     return store
 
 
+@pytest.fixture(scope="module")
+def served(store: Path) -> Iterator[str]:
+    """One registry server for the module: each test puts its own stalling proxy before it."""
+    with registry_server(store, admin=False) as server:
+        yield server.url
+
+
 @pytest.fixture
-def project(tmp_path: Path, store: Path) -> Path:
+def project(tmp_path: Path, served: str) -> Path:
     """A project with one package installed, so there is state to keep."""
     project = tmp_path / "project"
     project.mkdir()
     assert run_splice("init", cwd=project).code == 0
-    with registry_server(store, admin=False) as server:
-        added = run_splice("--registry", server.url, "add", "@acme/other", cwd=project)
-        assert added.code == 0, added.stderr
+    added = run_splice("--registry", served, "add", "@acme/other", cwd=project)
+    assert added.code == 0, added.stderr
     return project
 
 
-def _served(store: Path, drip: Drip) -> Iterator[str]:
-    with registry_server(store, admin=False) as server, counting_proxy(server.url, drip=drip) as p:
-        yield p.url
+def _served(served: str, drip: Drip) -> Iterator[str]:
+    with counting_proxy(served, drip=drip) as proxy:
+        yield proxy.url
 
 
 CASES = {
@@ -74,10 +82,10 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_a_stalling_registry_hits_the_deadline(store: Path, project: Path, case: str) -> None:
+def test_a_stalling_registry_hits_the_deadline(served: str, project: Path, case: str) -> None:
     drip, command = CASES[case]
     before = state_bytes(project)
-    for url in _served(store, drip):
+    for url in _served(served, drip):
         done = run_splice("--json", "--registry", url, *command, cwd=project, env=FAST, timeout=60)
         assert done.code == 1, done.stdout + done.stderr
         error = done.json()["error"]
@@ -88,14 +96,14 @@ def test_a_stalling_registry_hits_the_deadline(store: Path, project: Path, case:
 
 
 def test_a_download_that_stops_after_its_headers_hits_the_deadline(
-    store: Path, project: Path
+    served: str, project: Path
 ) -> None:
-    """Headers, then nothing: the download's deadline (extended by its size at a rate of 1 kB/s,
-    so more than a second past the request's) ends it, not the socket's read timeout, which
-    would be REGISTRY_UNREACHABLE (docs/registry.md#deadlines)."""
-    slow_link = {"SPLICE_REGISTRY_DEADLINE": "1", "SPLICE_REGISTRY_MIN_RATE": "1000"}
+    """Headers, then nothing: the download's deadline (extended by its size at a rate of 2 kB/s,
+    so more than a second past the request's: the artifact is 4 kB) ends it, not the socket's
+    read timeout, which would be REGISTRY_UNREACHABLE (docs/registry.md#deadlines)."""
+    slow_link = {"SPLICE_REGISTRY_DEADLINE": "1", "SPLICE_REGISTRY_MIN_RATE": "2000"}
     before = state_bytes(project)
-    for url in _served(store, Drip(_download, "body", interval=60)):
+    for url in _served(served, Drip(_download, "body", interval=60)):
         done = run_splice(
             "--json", "--registry", url, "add", "@acme/greeter", cwd=project, env=slow_link
         )
@@ -106,9 +114,9 @@ def test_a_download_that_stops_after_its_headers_hits_the_deadline(
     assert state_bytes(project) == before
 
 
-def test_the_same_registry_answers_in_time_without_the_stall(store: Path, project: Path) -> None:
+def test_the_same_registry_answers_in_time_without_the_stall(served: str, project: Path) -> None:
     """The control: the proxy and the short deadline alone do not refuse anything."""
-    for url in _served(store, Drip(lambda path: False, "body")):
+    for url in _served(served, Drip(lambda path: False, "body")):
         done = run_splice("--registry", url, "add", "@acme/greeter", cwd=project, env=FAST)
         assert done.code == 0, done.stderr
     assert (project / "splice.lock").exists()
@@ -117,8 +125,8 @@ def test_the_same_registry_answers_in_time_without_the_stall(store: Path, projec
 @pytest.mark.parametrize(
     "value", ["0", "-1", "soon", "1e9", "nan"], ids=["zero", "negative", "word", "huge", "nan"]
 )
-def test_a_malformed_deadline_is_a_config_error(project: Path, store: Path, value: str) -> None:
-    for url in _served(store, Drip(lambda path: False, "body")):
+def test_a_malformed_deadline_is_a_config_error(project: Path, served: str, value: str) -> None:
+    for url in _served(served, Drip(lambda path: False, "body")):
         env = {"SPLICE_REGISTRY_DEADLINE": value}
         done = run_splice(
             "--json", "--registry", url, "info", "@acme/greeter", cwd=project, env=env
@@ -127,7 +135,7 @@ def test_a_malformed_deadline_is_a_config_error(project: Path, store: Path, valu
         assert done.json()["error"]["code"] == "INVALID_CONFIG"
 
 
-def test_the_client_answers_again_after_a_deadline(store: Path) -> None:
+def test_the_client_answers_again_after_a_deadline(served: str) -> None:
     """A long-lived client (SDK, MCP server) is not stuck with the abandoned request."""
     from splice_build.errors import ErrorCode, RegistryError
     from splice_build.registry.client.deadline import Deadlines
@@ -135,7 +143,7 @@ def test_the_client_answers_again_after_a_deadline(store: Path) -> None:
 
     stalled = {"on": True}
     drip = Drip(lambda path: stalled["on"] and path == PACKAGE, "headers")
-    with registry_server(store, admin=False) as server, counting_proxy(server.url, drip=drip) as p:
+    with counting_proxy(served, drip=drip) as p:
         client = HttpRegistryClient(p.url, deadlines=Deadlines(request=1))
         try:
             with pytest.raises(RegistryError) as caught:

@@ -276,7 +276,12 @@ def test_no_orphans_when_the_parent_ends(project: Path, tmp_path: Path, ending: 
 
 
 @pytest.mark.slow
-def test_a_thousand_calls_leave_nothing_behind(project: Path, tmp_path: Path) -> None:
+def test_two_hundred_calls_leave_nothing_behind(project: Path, tmp_path: Path) -> None:
+    """Every call has its own process, and none of them leaves a process or an open file in
+    the parent. The property is per call, not a count: the open files are allowed 2 more
+    than before in all, so a call that leaked one (a pipe, a pidfd) in 3 calls of the 200
+    already fails, as a leak in every call would; the processes are checked by name, each
+    one. (It was a thousand calls: the same checks, 50 s of CI time.)"""
     fds_before = len(os.listdir("/proc/self/fd"))
     runtime = SpliceRuntime(project_root=project, env={}, pool=WarmPool(), isolation="in-process")
     # One process per call: (pid, start time) pairs, since a busy machine reuses pids.
@@ -286,7 +291,7 @@ def test_a_thousand_calls_leave_nothing_behind(project: Path, tmp_path: Path) ->
     lock = threading.Lock()
 
     def caller() -> None:
-        for _ in range(250):
+        for _ in range(50):
             result = runtime.execute(pkg, "t", {})
             assert result.ok, result.to_json()
             with lock:
@@ -297,7 +302,7 @@ def test_a_thousand_calls_leave_nothing_behind(project: Path, tmp_path: Path) ->
         thread.start()
     for thread in threads:
         thread.join()
-    assert len(seen) == 1000
+    assert len(seen) == 200
     runtime.close()
     assert wait_until_gone(str(tmp_path / "pkgs")) == []
     assert len(os.listdir("/proc/self/fd")) <= fds_before + 2
