@@ -25,6 +25,8 @@ from collections.abc import Callable, Iterator, Mapping
 from json.decoder import JSONDecodeError, scanstring
 from typing import Any, NoReturn
 
+from splice_build.records import dataclass
+
 _SAFE_INTEGER = 2**53
 _ESCAPES = {
     '"': '\\"',
@@ -78,6 +80,34 @@ def _plain_container(original: Container, depth: int) -> Container:
 
 
 # ---------------------------------------------------------------------------------- parse
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """JSON text this process wrote itself with ``stringify``, kept as text: ``stringify`` and
+    ``dumps`` write it as it is.
+
+    For a stored document too deep for the C decoder (``parse_shallow``): parsing it with
+    ``parse_iterative`` and writing it again with ``stringify`` costs seconds of pure Python per
+    million levels and gives back the same text, since ``stringify`` of its own output's parse
+    is that output. Never wrap text that another party wrote: it is not checked.
+    """
+
+    text: str
+
+
+def parse_shallow(text: str) -> Any:
+    """``parse(text)`` when the C decoder can read it, else ``Encoded(text)`` unparsed.
+
+    Only for text written by ``stringify`` (a registry's stored manifest): the value is read
+    only to be written out again (``dumps`` writes an ``Encoded`` compactly, as ``stringify``
+    writes any value too deep for the C encoder), so its bytes are what the full parse and
+    write would give, at the cost of the C decoder's refusal.
+    """
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        return Encoded(text)
 
 
 def parse(text: str) -> Any:
@@ -213,11 +243,23 @@ def dumps(value: object, *, indent: int | None = None) -> str:
     """
     separators = (",", ": ") if indent is not None else (",", ":")
     try:
-        text = json.dumps(value, ensure_ascii=False, indent=indent, separators=separators)
-    except RecursionError:
+        text = json.dumps(
+            value, ensure_ascii=False, indent=indent, separators=separators, default=_no_c_form
+        )
+    except (RecursionError, _EncodedInside):
         return stringify(value)
     # Outside string literals JSON text has no surrogates; inside, the escape means the same.
     return _SURROGATE.sub(_escape, text) if _SURROGATE.search(text) else text
+
+
+class _EncodedInside(Exception):
+    """The C encoder met an ``Encoded``, which only ``stringify`` writes."""
+
+
+def _no_c_form(value: object) -> NoReturn:
+    if isinstance(value, Encoded):
+        raise _EncodedInside
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 def canonical(value: object) -> str:
@@ -314,6 +356,8 @@ def _primitive(value: object) -> str | None:
         return _integer(value)
     if isinstance(value, float):
         return number_text(value)
+    if isinstance(value, Encoded):
+        return value.text
     return None
 
 
