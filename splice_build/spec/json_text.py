@@ -252,6 +252,33 @@ def dumps(value: object, *, indent: int | None = None) -> str:
     return _SURROGATE.sub(_escape, text) if _SURROGATE.search(text) else text
 
 
+def indented_within(value: object, indent: int, limit: int) -> str | None:
+    """``dumps(value, indent=indent)`` when it has at most ``limit`` characters, else None.
+
+    Writing stops once past ``limit``: indenting multiplies a value's size by its depth (a
+    2 MiB manifest holding a million numbers 400 levels deep is 860 MB indented), so the cost
+    is bounded by ``limit``, not by the value. A value only ``stringify`` writes (deeper than
+    the C encoder recurses, or holding an ``Encoded``) is None too.
+    """
+    encoder = json.JSONEncoder(
+        ensure_ascii=False, indent=indent, separators=(",", ": "), default=_no_c_form
+    )
+    chunks: list[str] = []
+    size = 0
+    try:
+        for chunk in encoder.iterencode(value):
+            size += len(chunk)
+            if size > limit:
+                return None
+            chunks.append(chunk)
+    except (RecursionError, _EncodedInside):
+        return None
+    text = "".join(chunks)
+    if _SURROGATE.search(text):
+        text = _SURROGATE.sub(_escape, text)  # six characters for each: count them again
+    return text if len(text) <= limit else None
+
+
 class _EncodedInside(Exception):
     """The C encoder met an ``Encoded``, which only ``stringify`` writes."""
 

@@ -223,3 +223,13 @@ def test_a_document_too_deep_for_the_c_decoder_is_written_as_its_parse_would_be(
     answer = {"name": "x", "manifest": kept}
     written = json_text.dumps({**answer, "manifest": json_text.parse(deep)}, indent=2)
     assert json_text.dumps(answer, indent=2) == json_text.stringify(answer) == written
+
+
+def test_indented_within_is_dumps_or_none_past_its_limit() -> None:
+    value = {"a": [[1, "\ud800"], {"b": None}], "c": "é"}
+    pretty = json_text.dumps(value, indent=2)
+    assert json_text.indented_within(value, 2, len(pretty)) == pretty
+    assert json_text.indented_within(value, 2, len(pretty) - 1) is None
+    assert json_text.indented_within({"m": json_text.Encoded("[]")}, 2, 10**6) is None
+    deep = json_text.parse("[" * 5000 + "]" * 5000)
+    assert json_text.indented_within(deep, 2, 10**9) is None
