@@ -252,6 +252,22 @@ def dumps(value: object, *, indent: int | None = None) -> str:
     return _SURROGATE.sub(_escape, text) if _SURROGATE.search(text) else text
 
 
+READABLE_SLACK = 64 * 1024  # characters indentation may always add (``readable``)
+
+
+def readable(value: object, *, indent: int = 2) -> str:
+    """``dumps(value, indent=indent)``, or the compact ``dumps(value)`` when indenting would
+    more than double it beyond ``READABLE_SLACK``.
+
+    For answers to other parties (registry answers, MCP tool results): indenting multiplies a
+    value by its depth, so a 2 MiB manifest holding a million numbers 400 levels deep was an
+    860 MB answer. The cost here is the compact text's plus at most twice its length again.
+    """
+    compact = dumps(value)
+    pretty = indented_within(value, indent, 2 * len(compact) + READABLE_SLACK)
+    return compact if pretty is None else pretty
+
+
 def indented_within(value: object, indent: int, limit: int) -> str | None:
     """``dumps(value, indent=indent)`` when it has at most ``limit`` characters, else None.
 

@@ -9,7 +9,7 @@ pure-Python parser must not be reached at all, and the bytes stay those of the f
 
 Indenting an answer multiplies it by its depth: a 2 MiB manifest holding a million numbers 400
 levels deep was answered in 860 MB (18-20 s of CPU on the server's event loop). An answer whose
-indented form would more than double it (beyond ``PRETTY_SLACK``) is now compact.
+indented form would more than double it (beyond ``json_text.READABLE_SLACK``) is now compact.
 """
 
 from __future__ import annotations
@@ -21,8 +21,10 @@ from typing import Any
 
 import pytest
 
+from splice_build.mcp.interface import ToolOutcome
+from splice_build.mcp.mapping import tool_result
 from splice_build.registry.http.app import create_app
-from splice_build.registry.http.errors import PRETTY_SLACK, json_bytes
+from splice_build.registry.http.errors import json_bytes
 from splice_build.registry.storage import open_service
 from splice_build.spec import json_text
 from testing.packages import minimal_manifest
@@ -107,6 +109,21 @@ def test_an_answer_that_indenting_would_multiply_is_compact(tmp_path: Path) -> N
     (wide_status, wide_body), (plain_status, plain_body) = answers
     assert wide_status == plain_status == 200
     compact = json_text.dumps(wide)
-    assert len(json_text.dumps(wide, indent=2)) > 2 * len(compact) + PRETTY_SLACK
+    assert len(json_text.dumps(wide, indent=2)) > 2 * len(compact) + json_text.READABLE_SLACK
     assert wide_body == (compact + "\n").encode()
     assert plain_body == (json_text.dumps(plain, indent=2) + "\n").encode()  # as before
+
+
+def test_a_tool_result_that_indenting_would_multiply_is_compact_and_any_depth_is_written() -> None:
+    # The registry's registry_package_info answered a manifest with 1,000,000 numbers 150 levels
+    # down in 335 MB (8.8 s of CPU); one nested past the C encoder was an internal error.
+    wide: object = list(range(5000))
+    for _ in range(50):
+        wide = [wide]
+    deep = json_text.parse("[" * 3000 + "]" * 3000)
+    for output in ({"wide": wide}, {"deep": deep}):
+        text = tool_result(ToolOutcome(ok=True, output=output), structured=True)
+        assert text["content"][0]["text"] == json_text.dumps(output)
+    small = {"a": [1, {"b": "\u202e"}]}
+    text = tool_result(ToolOutcome(ok=True, output=small), structured=True)["content"][0]["text"]
+    assert text == json.dumps(small, indent=2)  # as before (\\u202e escaped)
