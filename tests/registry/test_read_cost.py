@@ -21,10 +21,12 @@ from typing import Any
 
 import pytest
 
+from splice_build.errors import ErrorCode, RegistryError
 from splice_build.mcp.interface import ToolOutcome
 from splice_build.mcp.mapping import tool_result
 from splice_build.registry.http.app import create_app
 from splice_build.registry.http.errors import json_bytes
+from splice_build.registry.mcp_backend import PACKAGE_INFO, RegistryDiscoveryBackend
 from splice_build.registry.storage import open_service
 from splice_build.spec import json_text
 from testing.packages import minimal_manifest
@@ -127,3 +129,25 @@ def test_a_tool_result_that_indenting_would_multiply_is_compact_and_any_depth_is
     small = {"a": [1, {"b": "\u202e"}]}
     text = tool_result(ToolOutcome(ok=True, output=small), structured=True)["content"][0]["text"]
     assert text == json.dumps(small, indent=2)  # as before (\\u202e escaped)
+
+
+def test_registry_package_info_refuses_a_manifest_too_deep_for_the_c_decoder_unparsed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # It parsed, checked and wrote a million-level manifest in pure Python: 10 s of CPU a call.
+    store = tmp_path / "store"
+    publish(store, tmp_path / "work", name="deep", files={"manifest.json": _manifest_text(DEPTH)})
+    service = open_service(store)
+
+    def refuse(*_args: object, **_kwargs: object) -> object:
+        raise AssertionError("the pure-Python JSON parser ran for registry_package_info")
+
+    monkeypatch.setattr(json_text, "parse_iterative", refuse)
+    try:
+        backend = RegistryDiscoveryBackend(service.deps)
+        with pytest.raises(RegistryError) as refused:
+            backend.call_tool(PACKAGE_INFO, {"package": "@acme/deep"})
+    finally:
+        service.deps.meta.close()
+    assert refused.value.code is ErrorCode.RESULT_TOO_LARGE
+    assert "GET /packages/acme/deep/1.0.0" in refused.value.message
