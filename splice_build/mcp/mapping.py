@@ -10,12 +10,12 @@ space) is given as its visible escape, as in the terminal (docs/security.md#term
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from splice_build.mcp.interface import ToolOutcome
 from splice_build.security.terminal import json_terminal_safe, one_line, terminal_safe
+from splice_build.spec import json_text
 from splice_build.spec.untrusted_json import json_strings
 
 MAX_TOOL_NAME = 64  # MCP clients refuse longer tool names; such tools are skipped (6.2)
@@ -197,8 +197,9 @@ def tool_result(outcome: ToolOutcome, *, structured: bool) -> dict[str, Any]:
     """
     if outcome.ok:
         # The same JSON value, with each hidden code point as its JSON escape (``\\u202e``):
-        # the person reading the result sees what the model reads.
-        text = json_terminal_safe(json.dumps(outcome.output, indent=2, ensure_ascii=False))
+        # the person reading the result sees what the model reads. Indented unless that would
+        # multiply it (``json_text.readable``), written at any depth.
+        text = json_terminal_safe(json_text.readable(outcome.output))
     else:
         error = outcome.error or {}
         text = error_text(

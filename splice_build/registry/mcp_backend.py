@@ -163,6 +163,24 @@ def _invalid(message: str) -> RegistryError:
     return RegistryError(ErrorCode.INVALID_INPUT, message)
 
 
+def _shallow_manifest(namespace: str, name: str, row: Version) -> Any:
+    """The stored manifest, read only when the C decoder can read it (about 1,000 levels).
+
+    A manifest may nest a ``default`` a million levels deep; parsing, checking and writing it
+    again in pure Python took about 10 s of the server's CPU for every call (and before that it
+    ended in an internal error). Such a version is refused at the cost of the C decoder's
+    refusal; ``GET /packages/:ns/:name/:version`` still carries it (``json_text.parse_shallow``).
+    """
+    value = json_text.parse_shallow(row.manifest)
+    if isinstance(value, json_text.Encoded):
+        raise RegistryError(
+            ErrorCode.RESULT_TOO_LARGE,
+            f"@{namespace}/{name}@{row.version}: its manifest nests too deep for {PACKAGE_INFO};"
+            f" read it with GET /packages/{namespace}/{name}/{row.version}",
+        )
+    return value
+
+
 def _skill_doc_uri(package_id: str, version: str) -> str:
     namespace, name = package_id.removeprefix("@").split("/", 1)
     return f"splice://registry/{namespace}/{name}/{version}/{SKILL_DOC}"
@@ -221,7 +239,7 @@ class RegistryDiscoveryBackend:
         if summary["versionsTruncated"]:  # a range may want one of the older versions
             versions = [v.version for v in self._deps.meta.versions(summary["name"])]
         row = self._version(ref.package.id, self._resolve(ref, summary["latest"], versions))
-        manifest = Manifest.from_dict(json_text.parse(row.manifest))
+        manifest = Manifest.from_dict(_shallow_manifest(namespace, name, row))
         tools = []
         for descriptor in describe_tools(manifest):
             tool = {key: descriptor[key] for key in _PUBLIC_TOOL_KEYS}

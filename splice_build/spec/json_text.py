@@ -25,6 +25,8 @@ from collections.abc import Callable, Iterator, Mapping
 from json.decoder import JSONDecodeError, scanstring
 from typing import Any, NoReturn
 
+from splice_build.records import dataclass
+
 _SAFE_INTEGER = 2**53
 _ESCAPES = {
     '"': '\\"',
@@ -78,6 +80,34 @@ def _plain_container(original: Container, depth: int) -> Container:
 
 
 # ---------------------------------------------------------------------------------- parse
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """JSON text this process wrote itself with ``stringify``, kept as text: ``stringify`` and
+    ``dumps`` write it as it is.
+
+    For a stored document too deep for the C decoder (``parse_shallow``): parsing it with
+    ``parse_iterative`` and writing it again with ``stringify`` costs seconds of pure Python per
+    million levels and gives back the same text, since ``stringify`` of its own output's parse
+    is that output. Never wrap text that another party wrote: it is not checked.
+    """
+
+    text: str
+
+
+def parse_shallow(text: str) -> Any:
+    """``parse(text)`` when the C decoder can read it, else ``Encoded(text)`` unparsed.
+
+    Only for text written by ``stringify`` (a registry's stored manifest): the value is read
+    only to be written out again (``dumps`` writes an ``Encoded`` compactly, as ``stringify``
+    writes any value too deep for the C encoder), so its bytes are what the full parse and
+    write would give, at the cost of the C decoder's refusal.
+    """
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        return Encoded(text)
 
 
 def parse(text: str) -> Any:
@@ -213,11 +243,66 @@ def dumps(value: object, *, indent: int | None = None) -> str:
     """
     separators = (",", ": ") if indent is not None else (",", ":")
     try:
-        text = json.dumps(value, ensure_ascii=False, indent=indent, separators=separators)
-    except RecursionError:
+        text = json.dumps(
+            value, ensure_ascii=False, indent=indent, separators=separators, default=_no_c_form
+        )
+    except (RecursionError, _EncodedInside):
         return stringify(value)
     # Outside string literals JSON text has no surrogates; inside, the escape means the same.
     return _SURROGATE.sub(_escape, text) if _SURROGATE.search(text) else text
+
+
+READABLE_SLACK = 64 * 1024  # characters indentation may always add (``readable``)
+
+
+def readable(value: object, *, indent: int = 2) -> str:
+    """``dumps(value, indent=indent)``, or the compact ``dumps(value)`` when indenting would
+    more than double it beyond ``READABLE_SLACK``.
+
+    For answers to other parties (registry answers, MCP tool results): indenting multiplies a
+    value by its depth, so a 2 MiB manifest holding a million numbers 400 levels deep was an
+    860 MB answer. The cost here is the compact text's plus at most twice its length again.
+    """
+    compact = dumps(value)
+    pretty = indented_within(value, indent, 2 * len(compact) + READABLE_SLACK)
+    return compact if pretty is None else pretty
+
+
+def indented_within(value: object, indent: int, limit: int) -> str | None:
+    """``dumps(value, indent=indent)`` when it has at most ``limit`` characters, else None.
+
+    Writing stops once past ``limit``: indenting multiplies a value's size by its depth (a
+    2 MiB manifest holding a million numbers 400 levels deep is 860 MB indented), so the cost
+    is bounded by ``limit``, not by the value. A value only ``stringify`` writes (deeper than
+    the C encoder recurses, or holding an ``Encoded``) is None too.
+    """
+    encoder = json.JSONEncoder(
+        ensure_ascii=False, indent=indent, separators=(",", ": "), default=_no_c_form
+    )
+    chunks: list[str] = []
+    size = 0
+    try:
+        for chunk in encoder.iterencode(value):
+            size += len(chunk)
+            if size > limit:
+                return None
+            chunks.append(chunk)
+    except (RecursionError, _EncodedInside):
+        return None
+    text = "".join(chunks)
+    if _SURROGATE.search(text):
+        text = _SURROGATE.sub(_escape, text)  # six characters for each: count them again
+    return text if len(text) <= limit else None
+
+
+class _EncodedInside(Exception):
+    """The C encoder met an ``Encoded``, which only ``stringify`` writes."""
+
+
+def _no_c_form(value: object) -> NoReturn:
+    if isinstance(value, Encoded):
+        raise _EncodedInside
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 def canonical(value: object) -> str:
@@ -314,6 +399,8 @@ def _primitive(value: object) -> str | None:
         return _integer(value)
     if isinstance(value, float):
         return number_text(value)
+    if isinstance(value, Encoded):
+        return value.text
     return None
 
 

@@ -206,3 +206,30 @@ def test_dumps_escapes_surrogates_as_json_stringify_does() -> None:
         text = json_text.dumps(value, indent=indent)
         assert json.loads(text.encode("utf-8")) == value  # always has a UTF-8 form
     assert json_text.dumps(value) == json_text.stringify(value) == '{"a\\udc00":["\\ud800x","ok"]}'
+
+
+@given(_values | st.sampled_from(["\ud800", "\ud83d\ude00", {"1": 0, "0": 1}, 2**60, -0.0]))
+def test_stringify_writes_its_own_parsed_output_unchanged(value: Any) -> None:
+    # Why an Encoded (a registry's stored manifest) may be written as it is, unparsed.
+    text = json_text.stringify(value)
+    assert json_text.stringify(json_text.parse(text)) == text
+
+
+def test_a_document_too_deep_for_the_c_decoder_is_written_as_its_parse_would_be() -> None:
+    deep = json_text.stringify(json_text.parse('{"a":' * 5000 + '"\\ud800"' + "}" * 5000))
+    kept = json_text.parse_shallow(deep)
+    assert kept == json_text.Encoded(deep)
+    assert json_text.parse_shallow('{"a":[1]}') == {"a": [1]}
+    answer = {"name": "x", "manifest": kept}
+    written = json_text.dumps({**answer, "manifest": json_text.parse(deep)}, indent=2)
+    assert json_text.dumps(answer, indent=2) == json_text.stringify(answer) == written
+
+
+def test_indented_within_is_dumps_or_none_past_its_limit() -> None:
+    value = {"a": [[1, "\ud800"], {"b": None}], "c": "é"}
+    pretty = json_text.dumps(value, indent=2)
+    assert json_text.indented_within(value, 2, len(pretty)) == pretty
+    assert json_text.indented_within(value, 2, len(pretty) - 1) is None
+    assert json_text.indented_within({"m": json_text.Encoded("[]")}, 2, 10**6) is None
+    deep = json_text.parse("[" * 5000 + "]" * 5000)
+    assert json_text.indented_within(deep, 2, 10**9) is None

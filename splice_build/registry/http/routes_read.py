@@ -3,6 +3,8 @@ namespaces and their keys (CORS on every answer, errors too)."""
 
 from __future__ import annotations
 
+from functools import partial
+
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
@@ -61,7 +63,7 @@ def routes(service: RegistryService) -> list[Route]:
 
     async def version(request: Request) -> Response:
         data = await run_in_threadpool(
-            service.version,
+            partial(service.version, to_send=True),
             path_param(request, "ns"),
             path_param(request, "name"),
             path_param(request, "version"),

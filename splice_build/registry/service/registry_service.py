@@ -105,8 +105,8 @@ class RegistryService:
     ) -> dict[str, Any]:
         return read.versions(self.deps, ns, name, cursor=cursor, limit=limit)
 
-    def version(self, ns: str, name: str, version: str) -> dict[str, Any]:
-        return read.version(self.deps, ns, name, version)
+    def version(self, ns: str, name: str, version: str, *, to_send: bool = False) -> dict[str, Any]:
+        return read.version(self.deps, ns, name, version, to_send=to_send)
 
     def provenance(self, ns: str, name: str, version: str) -> dict[str, Any]:
         return read.provenance(self.deps, ns, name, version)
