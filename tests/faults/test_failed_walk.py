@@ -46,12 +46,12 @@ def _error_codes(document: dict[str, Any]) -> set[str]:
 # installs through those of "install-restore"; the kill walk keeps every case.
 @pytest.mark.parametrize("case", ["add", "install-restore", "remove"])
 def test_a_failure_at_any_step_leaves_the_old_state_or_the_new(
-    served: RunningRegistry, tmp_path: Path, case: str
+    served_to_read: RunningRegistry, tmp_path: Path, case: str
 ) -> None:
     setup, command, old, new = CASES[case]
     template, home = tmp_path / "template", tmp_path / "template-home"
     template.mkdir()
-    env = {"SPLICE_HOME": str(home), "SPLICE_REGISTRY": served.url}
+    env = {"SPLICE_HOME": str(home), "SPLICE_REGISTRY": served_to_read.url}
     _run(template, env, "init")
     setup(template, env)
 

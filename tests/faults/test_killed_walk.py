@@ -115,12 +115,12 @@ def _lane_steps(logs: list[list[str]]) -> int:
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_a_kill_before_any_change_leaves_the_old_state_or_the_new(
-    served: RunningRegistry, tmp_path: Path, case: str
+    served_to_read: RunningRegistry, tmp_path: Path, case: str
 ) -> None:
     setup, command, old, new = CASES[case]
     template, home = tmp_path / "template", tmp_path / "template-home"
     template.mkdir()
-    env = {"SPLICE_HOME": str(home), "SPLICE_REGISTRY": served.url}
+    env = {"SPLICE_HOME": str(home), "SPLICE_REGISTRY": served_to_read.url}
     _run(template, env, "init")
     setup(template, env)
 
@@ -183,14 +183,14 @@ def _log(
 
 @pytest.mark.parametrize("side", ["before", "after"])
 def test_a_recovery_killed_at_any_step_still_ends_in_one_state(
-    served: RunningRegistry, tmp_path: Path, side: str
+    served_to_read: RunningRegistry, tmp_path: Path, side: str
 ) -> None:
     """An update killed just before (or just after) its commit point, then the recovering
     ``install`` killed before each of its own changes: the install after that still finishes
     the swap after the commit point and undoes it before, whatever the recovery had done."""
     template, home = tmp_path / "template", tmp_path / "home"
     template.mkdir()
-    env = {"SPLICE_HOME": str(home), "SPLICE_REGISTRY": served.url}
+    env = {"SPLICE_HOME": str(home), "SPLICE_REGISTRY": served_to_read.url}
     _run(template, env, "init")
     _locked_at_1_0(template, env)
     project, killed_state = tmp_path / "p", tmp_path / "killed"
