@@ -28,12 +28,27 @@ def publish_greeter(store: Path, work: Path) -> None:
     publish(store, work, version="1.1.0", files={"data/big.bin": BIG})
 
 
+def _greeter_registry(tmp: Path, env: dict[str, str] | None = None) -> Iterator[RunningRegistry]:
+    store = tmp / "registry-data"
+    publish_greeter(store, tmp / "pkgs")
+    with registry_server(store, admin=False, env=env) as server:
+        yield server
+
+
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[RunningRegistry]:
-    store = tmp_path / "registry-data"
-    publish_greeter(store, tmp_path / "pkgs")
-    with registry_server(store, admin=False) as server:
-        yield server
+    """A registry of its own (a test may stop it or change its store)."""
+    yield from _greeter_registry(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def served_to_read(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningRegistry]:
+    """One registry for a module whose tests only fetch from it: the same store and server
+    as ``served``, started once instead of once a test. It starts before the first test's
+    private HOME (tests/conftest.py), so it gets one of its own."""
+    tmp = tmp_path_factory.mktemp("registry")
+    home = {"HOME": str(tmp / "home"), "SPLICE_HOME": str(tmp / "home" / ".splice")}
+    yield from _greeter_registry(tmp, home)
 
 
 needs_namespaces = pytest.mark.skipif(

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import errno
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +20,18 @@ import pytest
 
 from testing.cli import run_splice
 from testing.kill_at import kill_env
+from testing.lanes import each_lane, each_step
 from testing.registry_server import RunningRegistry
-from tests.faults.test_killed_walk import CASES, _leftovers, _run, _state
+from tests.faults.test_killed_walk import (
+    CASES,
+    _fresh,
+    _lane,
+    _lane_steps,
+    _leftovers,
+    _log,
+    _run,
+    _state,
+)
 
 
 def _error_codes(document: dict[str, Any]) -> set[str]:
@@ -37,43 +46,43 @@ def _error_codes(document: dict[str, Any]) -> set[str]:
 # installs through those of "install-restore"; the kill walk keeps every case.
 @pytest.mark.parametrize("case", ["add", "install-restore", "remove"])
 def test_a_failure_at_any_step_leaves_the_old_state_or_the_new(
-    served: RunningRegistry, tmp_path: Path, case: str
+    served_to_read: RunningRegistry, tmp_path: Path, case: str
 ) -> None:
     setup, command, old, new = CASES[case]
     template, home = tmp_path / "template", tmp_path / "template-home"
     template.mkdir()
-    env = {"SPLICE_HOME": str(home), "SPLICE_REGISTRY": served.url}
+    env = {"SPLICE_HOME": str(home), "SPLICE_REGISTRY": served_to_read.url}
     _run(template, env, "init")
     setup(template, env)
-    project, project_home = tmp_path / "p", tmp_path / "home"
-    env["SPLICE_HOME"] = str(project_home)
-    roots = [project, project_home]
 
-    def fresh() -> None:
-        for copy, original in ((project, template), (project_home, home)):
-            shutil.rmtree(copy, ignore_errors=True)
-            if original.exists():
-                shutil.copytree(original, copy)
+    def log(lane: int) -> list[str]:
+        project, project_home, hook = _lane(tmp_path, lane)
+        _fresh(template, home, project, project_home)
+        roots = [project, project_home]
+        lane_env = {**env, "SPLICE_HOME": str(project_home)}
+        return _log(hook, roots, lane_env, *command, directories=True)
 
-    steps = tmp_path / "steps.log"
-    fresh()
-    _run(project, {**env, **kill_env(tmp_path / "h", roots, log=steps, directories=True)}, *command)
-    count = len(steps.read_text().splitlines())
-    assert count > 3
-    for step in range(1, count + 1):
-        fresh()
-        fault = kill_env(tmp_path / "h", roots, count=step, fail=errno.ENOSPC, directories=True)
-        failed = run_splice("--json", *command, cwd=project, env={**env, **fault})
+    count = _lane_steps(each_lane(log))
+
+    def one_step(step: int, lane: int) -> None:
+        project, project_home, hook = _lane(tmp_path, lane)
+        lane_env = {**env, "SPLICE_HOME": str(project_home)}
+        _fresh(template, home, project, project_home)
+        roots = [project, project_home]
+        fault = kill_env(hook, roots, count=step, fail=errno.ENOSPC, directories=True)
+        failed = run_splice("--json", *command, cwd=project, env={**lane_env, **fault})
         # A best-effort write (the stat cache, the artifact cache, a directory that exists)
         # may fail unseen.
         assert failed.code in (0, 1), (step, failed.stdout, failed.stderr)
         if failed.code == 1:
             assert _error_codes(json.loads(failed.stdout)) == {"DISK_FULL"}, (step, failed.stdout)
 
-        after = run_splice("--json", "install", cwd=project, env=env)
+        after = run_splice("--json", "install", cwd=project, env=lane_env)
 
         assert after.code == 0, (step, after.stdout, after.stderr)
         assert _state(project) in ({old, new} if failed.code else {new}), step
-        listed = run_splice("--json", "list", cwd=project, env=env)
+        listed = run_splice("--json", "list", cwd=project, env=lane_env)
         assert all(row["status"] == "ok" for row in listed.json()), (step, listed.stdout)
         assert _leftovers(project) == [], step
+
+    each_step(count, one_step)

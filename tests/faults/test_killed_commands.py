@@ -26,9 +26,9 @@ def _project(tmp_path: Path, server: RunningRegistry) -> tuple[Path, dict[str, s
 
 
 def test_a_hand_edit_after_a_killed_add_survives_the_recovery(
-    served: RunningRegistry, tmp_path: Path
+    served_to_read: RunningRegistry, tmp_path: Path
 ) -> None:
-    project, env = _project(tmp_path, served)
+    project, env = _project(tmp_path, served_to_read)
     # Killed after the commit point (splice.lock written), before splice.json is.
     killer = kill_env(tmp_path / "hook", project, match="open:" + str(project / ".splice.json."))
     killed = run_splice("add", f"{GREETER}@1.0.0", cwd=project, env={**env, **killer})
@@ -52,9 +52,9 @@ def test_a_hand_edit_after_a_killed_add_survives_the_recovery(
 
 
 def test_a_hand_edit_after_a_killed_remove_survives_the_recovery(
-    served: RunningRegistry, tmp_path: Path
+    served_to_read: RunningRegistry, tmp_path: Path
 ) -> None:
-    project, env = _project(tmp_path, served)
+    project, env = _project(tmp_path, served_to_read)
     assert run_splice("add", f"{GREETER}@1.0.0", cwd=project, env=env).code == 0
     killer = kill_env(tmp_path / "hook", project, match="open:" + str(project / ".splice.json."))
     killed = run_splice("remove", GREETER, cwd=project, env={**env, **killer})
@@ -75,9 +75,9 @@ def test_a_hand_edit_after_a_killed_remove_survives_the_recovery(
 
 
 def test_the_temp_lock_of_a_killed_add_is_removed_by_the_next_command(
-    served: RunningRegistry, tmp_path: Path
+    served_to_read: RunningRegistry, tmp_path: Path
 ) -> None:
-    project, env = _project(tmp_path, served)
+    project, env = _project(tmp_path, served_to_read)
     # Killed with the new splice.lock complete in its temp file, before the rename.
     killer = kill_env(
         tmp_path / "hook", project, match="os.rename:" + str(project / ".splice.lock.")
@@ -94,12 +94,12 @@ def test_the_temp_lock_of_a_killed_add_is_removed_by_the_next_command(
 
 
 def test_the_temp_cache_entry_of_a_killed_add_goes_with_the_next_cache_write(
-    served: RunningRegistry, tmp_path: Path
+    served_to_read: RunningRegistry, tmp_path: Path
 ) -> None:
     """``add`` killed before its artifact's temp file is renamed into the cache leaves a full
     copy there (``SPLICE_HOME`` is outside the project, which the recovery cleans). If that
     version is never added again, the next write of any other entry must still remove it."""
-    project, env = _project(tmp_path, served)
+    project, env = _project(tmp_path, served_to_read)
     entries = tmp_path / "home" / "cache" / "artifacts" / "sha256"
     killer = kill_env(tmp_path / "hook", tmp_path / "home", match=f"os.rename:{entries}/.")
     killed = run_splice("add", f"{GREETER}@1.1.0", cwd=project, env={**env, **killer})
@@ -114,14 +114,14 @@ def test_the_temp_cache_entry_of_a_killed_add_goes_with_the_next_cache_write(
 
 
 def test_a_temp_copy_beside_a_complete_cache_entry_goes_with_its_next_read(
-    served: RunningRegistry, tmp_path: Path
+    served_to_read: RunningRegistry, tmp_path: Path
 ) -> None:
     """``sync -j 2`` may write one cache entry from two installs at once; killed after the
     first rename, the second's temp file stays beside a complete entry that nothing writes
     again (tests/faults/test_killed_walk.py reaches it). Restoring from the cache removes it."""
     import subprocess
 
-    project, env = _project(tmp_path, served)
+    project, env = _project(tmp_path, served_to_read)
     assert run_splice("add", f"{GREETER}@1.1.0", cwd=project, env=env).code == 0
     entries = tmp_path / "home" / "cache" / "artifacts" / "sha256"
     (entry,) = entries.iterdir()

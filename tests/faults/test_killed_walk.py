@@ -19,6 +19,7 @@ import pytest
 
 from testing.cli import run_splice
 from testing.kill_at import kill_env
+from testing.lanes import LANES, each_lane, each_step
 from testing.registry_server import RunningRegistry
 from tests.faults.conftest import GREETER
 
@@ -89,35 +90,54 @@ def _leftovers(*roots: Path) -> list[str]:
     )
 
 
+def _lane(tmp_path: Path, lane: int) -> tuple[Path, Path, Path]:
+    """A lane's project, its ``SPLICE_HOME`` and the directory of its kill hook and step log
+    (testing/lanes.py); the hook's directory is outside the other two."""
+    root = tmp_path / f"lane{lane}"
+    return root / "p", root / "home", root / "h"
+
+
+def _fresh(template: Path, home: Path, project: Path, project_home: Path) -> None:
+    """``project`` and ``project_home``: copies of ``template`` and ``home`` (if it exists)."""
+    for copy, original in ((project, template), (project_home, home)):
+        shutil.rmtree(copy, ignore_errors=True)
+        if original.exists():
+            shutil.copytree(original, copy)
+
+
+def _lane_steps(logs: list[list[str]]) -> int:
+    """The walk's step count: the lanes (same layout, other paths) logged as many changes."""
+    count = len(logs[0])
+    assert count > 3, logs[0]
+    assert [len(log) for log in logs] == [count] * LANES, logs
+    return count
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_a_kill_before_any_change_leaves_the_old_state_or_the_new(
-    served: RunningRegistry, tmp_path: Path, case: str
+    served_to_read: RunningRegistry, tmp_path: Path, case: str
 ) -> None:
     setup, command, old, new = CASES[case]
     template, home = tmp_path / "template", tmp_path / "template-home"
     template.mkdir()
-    env = {"SPLICE_HOME": str(home), "SPLICE_REGISTRY": served.url}
+    env = {"SPLICE_HOME": str(home), "SPLICE_REGISTRY": served_to_read.url}
     _run(template, env, "init")
     setup(template, env)
-    project, project_home = tmp_path / "p", tmp_path / "home"
-    run_env = {**env, "SPLICE_HOME": str(project_home)}
 
-    def fresh() -> None:
-        for copy, original in ((project, template), (project_home, home)):
-            shutil.rmtree(copy, ignore_errors=True)
-            if original.exists():
-                shutil.copytree(original, copy)
+    def log(lane: int) -> list[str]:
+        project, project_home, hook = _lane(tmp_path, lane)
+        _fresh(template, home, project, project_home)
+        return _log(
+            hook, [project, project_home], {**env, "SPLICE_HOME": str(project_home)}, *command
+        )
 
-    steps = tmp_path / "steps.log"
-    fresh()
-    logged = {**run_env, **kill_env(tmp_path / "h", [project, project_home], log=steps)}
-    _run(project, logged, *command)
-    count = len(steps.read_text().splitlines())
-    assert count > 3, steps.read_text()
-    seen = set()
-    for step in range(1, count + 1):
-        fresh()
-        killer = kill_env(tmp_path / "h", [project, project_home], count=step)
+    count = _lane_steps(each_lane(log))
+
+    def one_step(step: int, lane: int) -> str | None:
+        project, project_home, hook = _lane(tmp_path, lane)
+        run_env = {**env, "SPLICE_HOME": str(project_home)}
+        _fresh(template, home, project, project_home)
+        killer = kill_env(hook, [project, project_home], count=step)
         killed = run_splice(*command, cwd=project, env={**run_env, **killer})
         assert killed.code == -signal.SIGKILL, (step, killed.stdout, killed.stderr)
         lock = project / "splice.lock"
@@ -129,7 +149,6 @@ def test_a_kill_before_any_change_leaves_the_old_state_or_the_new(
         assert after.code == 0, (step, after.stdout, after.stderr)
         state = _state(project)
         assert state in {old, new}, step
-        seen.add(state)
         listed = run_splice("--json", "list", cwd=project, env=run_env)
         assert all(row["status"] == "ok" for row in listed.json()), (step, listed.stdout)
         assert _leftovers(project) == [], step
@@ -137,14 +156,26 @@ def test_a_kill_before_any_change_leaves_the_old_state_or_the_new(
             _run(project, run_env, *command)
             assert _state(project) == new, step
         assert _leftovers(project, project_home) == [], step
+        return state
+
+    seen = set(each_step(count, one_step))
     assert seen == {old, new}  # kills before and after the commit point
 
 
-def _log(tmp_path: Path, project: Path, env: dict[str, str], *command: str) -> list[str]:
-    """The changes ``command`` makes under ``project``, one ``N event path`` a line."""
-    steps = tmp_path / "steps.log"
+def _log(
+    hook: Path,
+    roots: Path | list[Path],
+    env: dict[str, str],
+    *command: str,
+    directories: bool = False,
+) -> list[str]:
+    """The changes ``command`` makes under ``roots`` (run in the first), one ``N event path`` a
+    line; ``hook``: the directory of the kill hook and the log, outside ``roots``;
+    ``directories`` as in testing/kill_at.py."""
+    steps = hook / "steps.log"
     steps.unlink(missing_ok=True)
-    logged = {**env, **kill_env(tmp_path / "h", project, log=steps)}
+    logged = {**env, **kill_env(hook, roots, log=steps, directories=directories)}
+    project = roots if isinstance(roots, Path) else roots[0]
     done = run_splice(*command, cwd=project, env=logged)
     assert done.code == 0, (command, done.stdout, done.stderr)
     return steps.read_text().splitlines() if steps.exists() else []
@@ -152,19 +183,19 @@ def _log(tmp_path: Path, project: Path, env: dict[str, str], *command: str) -> l
 
 @pytest.mark.parametrize("side", ["before", "after"])
 def test_a_recovery_killed_at_any_step_still_ends_in_one_state(
-    served: RunningRegistry, tmp_path: Path, side: str
+    served_to_read: RunningRegistry, tmp_path: Path, side: str
 ) -> None:
     """An update killed just before (or just after) its commit point, then the recovering
     ``install`` killed before each of its own changes: the install after that still finishes
     the swap after the commit point and undoes it before, whatever the recovery had done."""
-    template = tmp_path / "template"
+    template, home = tmp_path / "template", tmp_path / "home"
     template.mkdir()
-    env = {"SPLICE_HOME": str(tmp_path / "home"), "SPLICE_REGISTRY": served.url}
+    env = {"SPLICE_HOME": str(home), "SPLICE_REGISTRY": served_to_read.url}
     _run(template, env, "init")
     _locked_at_1_0(template, env)
     project, killed_state = tmp_path / "p", tmp_path / "killed"
     shutil.copytree(template, project)
-    lines = _log(tmp_path, project, env, "update")
+    lines = _log(tmp_path / "h", project, env, "update")
     # The commit point: the rename of splice.lock's temp file (the log names the source).
     commit = next(
         i for i, line in enumerate(lines, 1) if f" os.rename {project / '.splice.lock.'}" in line
@@ -175,21 +206,32 @@ def test_a_recovery_killed_at_any_step_still_ends_in_one_state(
     assert run_splice("update", cwd=project, env={**env, **killer}).code == -signal.SIGKILL
     assert (project / ".splice" / "tmp" / "journal.json").exists()
     shutil.move(project, killed_state)
-    shutil.copytree(killed_state, project)
-    recovery = _log(tmp_path, project, env, "install")
-    assert len(recovery) > 3, recovery
+
+    def log(lane: int) -> list[str]:
+        """The lane's own copies of the killed project and of the cache it was killed with."""
+        lane_project, lane_home, hook = _lane(tmp_path, lane)
+        shutil.copytree(killed_state, lane_project)
+        shutil.copytree(home, lane_home)
+        return _log(hook, lane_project, {**env, "SPLICE_HOME": str(lane_home)}, "install")
+
+    count = _lane_steps(each_lane(log))
     expected = "1.0.0" if side == "before" else "1.1.0"
-    for step in range(1, len(recovery) + 1):
+
+    def one_step(step: int, lane: int) -> None:
+        project, lane_home, hook = _lane(tmp_path, lane)
+        lane_env = {**env, "SPLICE_HOME": str(lane_home)}
         shutil.rmtree(project)
         shutil.copytree(killed_state, project)
-        killer = kill_env(tmp_path / "h", project, count=step)
-        killed = run_splice("install", cwd=project, env={**env, **killer})
+        killer = kill_env(hook, project, count=step)
+        killed = run_splice("install", cwd=project, env={**lane_env, **killer})
         assert killed.code == -signal.SIGKILL, (step, killed.stderr)
 
-        after = run_splice("--json", "install", cwd=project, env=env)
+        after = run_splice("--json", "install", cwd=project, env=lane_env)
 
         assert after.code == 0, (step, after.stdout, after.stderr)
         assert _state(project) == expected, step
-        listed = run_splice("--json", "list", cwd=project, env=env)
+        listed = run_splice("--json", "list", cwd=project, env=lane_env)
         assert [row["status"] for row in listed.json()] == ["ok"], (step, listed.stdout)
         assert _leftovers(project) == [], step
+
+    each_step(count, one_step)
