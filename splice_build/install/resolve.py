@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from splice_build.errors import ErrorCode, InstallError, RegistryError
+from splice_build.project.registry_url import EMBEDDED_REGISTRY
 from splice_build.records import dataclass
 from splice_build.spec.semver import Range, RangeKind, Version, max_satisfying
 
@@ -40,7 +41,7 @@ def published_versions(client: RegistryClient, package_id: str) -> tuple[list[st
         if exc.code is ErrorCode.PACKAGE_NOT_FOUND:
             raise RegistryError(
                 exc.code,
-                f"Package {package_id} was not found in {client.base_url}",
+                f"Package {package_id} was not found in {_registry_named(client.base_url)}",
                 hint="Search with `splice search <words>`.",
             ) from exc
         raise
@@ -50,6 +51,11 @@ def published_versions(client: RegistryClient, package_id: str) -> tuple[list[st
     versions = [str(v["version"]) for v in entries if isinstance(v, dict)]
     latest = info.get("latest")
     return versions, latest if isinstance(latest, str) else None
+
+
+def _registry_named(url: str) -> str:
+    """The registry as a message names it: ``embedded:`` read as a cut-off sentence."""
+    return "the embedded registry" if url == EMBEDDED_REGISTRY else url
 
 
 def all_version_entries(client: RegistryClient, package_id: str) -> list[Any]:
