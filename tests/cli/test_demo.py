@@ -36,6 +36,9 @@ def test_demo_text_output_says_what_it_did(tmp_path: Path) -> None:
         "5. `splice install` restored",
     ):
         assert step in result.stderr
+    again = run_splice("demo", "--dir", str(tmp_path / "proj"))  # splice.json is kept
+    assert again.code == 0, again.stderr
+    assert "1. Used the project" in again.stderr and "Created" not in again.stderr
 
 
 def test_demo_runs_on_the_embedded_registry_whatever_registry_is_configured(

@@ -57,11 +57,12 @@ def _run_demo(project: Path, name: str, ctx: CommandContext) -> dict[str, Any]:
     from splice_build.sdk import Splice
 
     say = ctx.out.progress
-    root, _ = init_project(project)
+    root, created = init_project(project)
     # The embedded registry unless --registry names another: SPLICE_REGISTRY, the user config
     # or a served registry a project names would make the offline demo need a server.
     splice = Splice(root, registry=ctx.registry or "embedded", env=ctx.env, home=ctx.home)
-    say(f"1. Created a project: {root / 'splice.json'} (registry: {splice.registry_url})")
+    made = "Created a project" if created else "Used the project"
+    say(f"1. {made}: {root / 'splice.json'} (registry: {splice.registry_url})")
 
     report = splice.add([DEMO_PACKAGE])[0].to_json()
     say(
