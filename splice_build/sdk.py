@@ -176,6 +176,17 @@ class Splice:
                 )
         return reports
 
+    def _check_registry_choice(self) -> None:
+        """A bad ``registry`` argument or ``SPLICE_REGISTRY`` is ``INVALID_CONFIG`` even when
+        no registry is asked: the no-op fast path answered a no-op install with exit 0 where
+        the graph refuses it. Only those two come before anything the project or the lock
+        says, so only they are read here (project/registry_url.py)."""
+        if self._registry_flag is None and not self.env.get("SPLICE_REGISTRY"):
+            return
+        from splice_build.project.registry_url import resolve_registry
+
+        resolve_registry(flag=self._registry_flag, env=self.env, project=None, home=self.home)
+
     def _blocked(self) -> None:
         self._progress("waiting", "Waiting for another Splice process on .splice/...")
 
@@ -295,6 +306,7 @@ class Splice:
                 )
         # The no-op fast path reports without the graph, so without a one-off requirement
         # the last no-op run did not check (splice.json's own policy is in its state).
+        self._check_registry_choice()
         unchanged = None if require_signed else self._unchanged_install()
         if unchanged is not None:
             return unchanged

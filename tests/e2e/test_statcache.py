@@ -194,6 +194,15 @@ def test_install_refuses_a_changed_range_past_the_fast_path(project: Path, serve
     assert refused.json()["error"]["code"] == "LOCK_MISMATCH", refused.stdout
 
 
+def test_a_bad_registry_choice_is_refused_past_the_fast_path(project: Path, served: str) -> None:
+    """The fast path answered a no-op install exit 0 with a ``--registry`` or
+    ``SPLICE_REGISTRY`` that the graph refuses (docs/cli.md, "Which registry")."""
+    assert _install(project, served)[1] == []
+    for args, env in ((("--registry", "ftp://x"), None), ((), {"SPLICE_REGISTRY": "ftp://x"})):
+        done = run_splice(*args, "--json", "install", cwd=project, env=env)
+        assert (done.code, done.json()["error"]["code"]) == (2, "INVALID_CONFIG"), done.stdout
+
+
 def _edit_json(path: Path, edit: Callable[[dict], object]) -> None:
     data = json.loads(path.read_text())
     edit(data)
