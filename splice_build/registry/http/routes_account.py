@@ -12,8 +12,8 @@ from splice_build.registry.http.body import read_limited
 from splice_build.registry.http.routing import (
     caller_of,
     json_body,
-    json_response,
     path_param,
+    threaded_json,
 )
 from splice_build.registry.service.registry_service import RegistryService
 
@@ -23,19 +23,17 @@ def routes(service: RegistryService) -> list[Route]:
 
     async def add_key(request: Request) -> Response:
         body = await json_body(request)
-        data = await run_in_threadpool(
-            service.add_key, caller_of(request), path_param(request, "ns"), body
+        return await threaded_json(
+            service.add_key, caller_of(request), path_param(request, "ns"), body, status=201
         )
-        return json_response(data, status=201)
 
     async def revoke_key(request: Request) -> Response:
-        data = await run_in_threadpool(
+        return await threaded_json(
             service.revoke_key,
             caller_of(request),
             path_param(request, "ns"),
             path_param(request, "key"),
         )
-        return json_response(data)
 
     async def signatures(request: Request) -> Response:
         body = await json_body(request)
@@ -44,42 +42,39 @@ def routes(service: RegistryService) -> list[Route]:
             path_param(request, "name"),
             path_param(request, "version"),
         )
-        data = await run_in_threadpool(service.add_signature, caller_of(request), *args, body)
-        return json_response(data, status=201)
+        return await threaded_json(
+            service.add_signature, caller_of(request), *args, body, status=201
+        )
 
     async def publish(request: Request) -> Response:
         # Who is asking first: an unauthenticated client gets its 401 (or 429) before the
         # server reads, and holds, up to MAX_PUBLISH_BODY bytes of it.
         principal = await run_in_threadpool(service.authenticate, caller_of(request))
         body = await read_limited(request, MAX_PUBLISH_BODY)
-        data = await run_in_threadpool(service.publish_as, principal, body)
-        return json_response(data, status=201)
+        return await threaded_json(service.publish_as, principal, body, status=201)
 
     async def whoami(request: Request) -> Response:
-        return json_response(await run_in_threadpool(service.whoami, caller_of(request)))
+        return await threaded_json(service.whoami, caller_of(request))
 
     async def tokens(request: Request) -> Response:
         if request.method == "GET":
-            return json_response(await run_in_threadpool(service.tokens, caller_of(request)))
+            return await threaded_json(service.tokens, caller_of(request))
         body = await json_body(request)
-        data = await run_in_threadpool(service.create_token, caller_of(request), body)
-        return json_response(data, status=201)
+        return await threaded_json(service.create_token, caller_of(request), body, status=201)
 
     async def revoke_token(request: Request) -> Response:
-        data = await run_in_threadpool(
+        return await threaded_json(
             service.revoke_token, caller_of(request), path_param(request, "id")
         )
-        return json_response(data)
 
     async def maintainer(request: Request) -> Response:
-        data = await run_in_threadpool(
+        return await threaded_json(
             service.set_maintainer,
             caller_of(request),
             path_param(request, "ns"),
             path_param(request, "user"),
             add=request.method == "PUT",
         )
-        return json_response(data)
 
     pkg = "/packages/{ns}/{name}"
     return [

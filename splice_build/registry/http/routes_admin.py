@@ -3,12 +3,11 @@ artifact migration."""
 
 from __future__ import annotations
 
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from splice_build.registry.http.routing import caller_of, json_body, json_response, path_param
+from splice_build.registry.http.routing import caller_of, json_body, path_param, threaded_json
 from splice_build.registry.service.registry_service import RegistryService
 
 
@@ -17,45 +16,43 @@ def routes(service: RegistryService) -> list[Route]:
 
     async def admin_users(request: Request) -> Response:
         body = await json_body(request)
-        data = await run_in_threadpool(service.admin_create_user, caller_of(request), body)
-        return json_response(data, status=201)
+        return await threaded_json(service.admin_create_user, caller_of(request), body, status=201)
 
     async def admin_user_tokens(request: Request) -> Response:
         body = await json_body(request)
-        data = await run_in_threadpool(
-            service.admin_create_token, caller_of(request), path_param(request, "name"), body
+        return await threaded_json(
+            service.admin_create_token,
+            caller_of(request),
+            path_param(request, "name"),
+            body,
+            status=201,
         )
-        return json_response(data, status=201)
 
     async def admin_revoke(request: Request) -> Response:
         await json_body(request)
-        data = await run_in_threadpool(
+        return await threaded_json(
             service.admin_revoke_token, caller_of(request), path_param(request, "id")
         )
-        return json_response(data)
 
     async def admin_namespace(request: Request) -> Response:
         body = await json_body(request)
-        data = await run_in_threadpool(
+        return await threaded_json(
             service.admin_set_owner, caller_of(request), path_param(request, "ns"), body
         )
-        return json_response(data)
 
     async def admin_hidden(request: Request) -> Response:
         body = await json_body(request)
-        data = await run_in_threadpool(
+        return await threaded_json(
             service.admin_set_hidden,
             caller_of(request),
             path_param(request, "ns"),
             path_param(request, "name"),
             body,
         )
-        return json_response(data)
 
     async def admin_migrate(request: Request) -> Response:
         await json_body(request)
-        data = await run_in_threadpool(service.admin_migrate_artifacts, caller_of(request))
-        return json_response(data)
+        return await threaded_json(service.admin_migrate_artifacts, caller_of(request))
 
     return [
         Route("/admin/users", admin_users, methods=["POST"]),

@@ -17,6 +17,7 @@ from splice_build.registry.http.routing import (
     json_response,
     path_param,
     public_read,
+    threaded_json,
 )
 from splice_build.registry.service.registry_service import RegistryService
 
@@ -37,38 +38,37 @@ def routes(service: RegistryService) -> list[Route]:
         return json_response(service.health(), public=True)
 
     async def search(request: Request) -> Response:
-        data = await run_in_threadpool(
+        return await threaded_json(
             service.search,
             first(request, "q") or "",
             limit=first(request, "limit"),
             kind=first(request, "kind"),
+            public=True,
         )
-        return json_response(data, public=True)
 
     async def package(request: Request) -> Response:
-        data = await run_in_threadpool(
-            service.package, path_param(request, "ns"), path_param(request, "name")
+        return await threaded_json(
+            service.package, path_param(request, "ns"), path_param(request, "name"), public=True
         )
-        return json_response(data, public=True)
 
     async def versions(request: Request) -> Response:
-        data = await run_in_threadpool(
+        return await threaded_json(
             service.versions,
             path_param(request, "ns"),
             path_param(request, "name"),
             cursor=first(request, "cursor"),
             limit=first(request, "limit"),
+            public=True,
         )
-        return json_response(data, public=True)
 
     async def version(request: Request) -> Response:
-        data = await run_in_threadpool(
+        return await threaded_json(
             partial(service.version, to_send=True),
             path_param(request, "ns"),
             path_param(request, "name"),
             path_param(request, "version"),
+            public=True,
         )
-        return json_response(data, public=True)
 
     async def provenance(request: Request) -> Response:
         args = (
@@ -76,7 +76,7 @@ def routes(service: RegistryService) -> list[Route]:
             path_param(request, "name"),
             path_param(request, "version"),
         )
-        return json_response(await run_in_threadpool(service.provenance, *args), public=True)
+        return await threaded_json(service.provenance, *args, public=True)
 
     async def download(request: Request) -> Response:
         args = (
@@ -94,13 +94,10 @@ def routes(service: RegistryService) -> list[Route]:
         return ArtifactResponse(artifact.blob, headers, artifact.content_type)
 
     async def namespace(request: Request) -> Response:
-        data = await run_in_threadpool(service.namespace, path_param(request, "ns"))
-        return json_response(data, public=True)
+        return await threaded_json(service.namespace, path_param(request, "ns"), public=True)
 
     async def keys(request: Request) -> Response:
-        return json_response(
-            await run_in_threadpool(service.keys, path_param(request, "ns")), public=True
-        )
+        return await threaded_json(service.keys, path_param(request, "ns"), public=True)
 
     read = ["GET", "OPTIONS"]
     pkg = "/packages/{ns}/{name}"
