@@ -20,6 +20,7 @@ from splice_build.mcp.interface import ServerInfo
 from splice_build.mcp.protocol import Server, Session, encode, parse_message
 from splice_build.mcp.transport import http
 from splice_build.mcp.transport.http import McpHttpApp, token_digest
+from testing.asgi import exchange, http_scope, sending
 from testing.mcp_clients import DEMO_SKILL_URI, DEMO_TOKEN, demo_backend
 
 MESSAGES = [
@@ -43,35 +44,8 @@ HEADERS = [
 
 async def _post(app: McpHttpApp, body: bytes) -> tuple[int, bytes]:
     """One POST through the real ASGI app, on this thread's event loop."""
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": "/mcp",
-        "raw_path": b"/mcp",
-        "root_path": "",
-        "query_string": b"",
-        "headers": [*HEADERS, (b"content-length", str(len(body)).encode())],
-        "client": ("127.0.0.1", 40000),
-        "server": ("127.0.0.1", 80),
-    }
-    sent: list[dict[str, Any]] = []
-    parts = [{"type": "http.request", "body": body, "more_body": False}]
-
-    async def receive() -> dict[str, Any]:
-        if parts:
-            return parts.pop()
-        await asyncio.Event().wait()  # the client never leaves
-        raise AssertionError("unreachable")
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    await app(scope, receive, send)
-    status = next(m["status"] for m in sent if m["type"] == "http.response.start")
-    return status, b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    headers = [*HEADERS, (b"content-length", str(len(body)).encode())]
+    return await exchange(app, http_scope("POST", "/mcp", headers), sending(body))
 
 
 def test_bodies_are_decoded_and_answers_written_off_the_event_loop(

@@ -18,41 +18,15 @@ import pytest
 from splice_build.registry.http import body
 from splice_build.registry.http.app import create_app
 from splice_build.registry.storage import open_service
+from testing.asgi import exchange, http_scope, stalling
 
 
 def _post(app: Any, path: str) -> tuple[int, dict[str, Any]]:
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "query_string": b"",
-        "root_path": "",
-        "headers": [(b"content-type", b"application/json"), (b"content-length", b"100")],
-        "client": ("127.0.0.1", 4711),
-        "server": ("127.0.0.1", 8787),
-    }
-    sent: list[dict[str, Any]] = []
-    first = True
-
-    async def receive() -> dict[str, Any]:
-        nonlocal first
-        if first:
-            first = False
-            return {"type": "http.request", "body": b"{", "more_body": True}
-        await asyncio.Event().wait()  # the rest of the body never comes
-        raise AssertionError("unreachable")
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    asyncio.run(asyncio.wait_for(app(scope, receive, send), 30))  # far above the deadline
-    start = next(m for m in sent if m["type"] == "http.response.start")
-    payload = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
-    return start["status"], json.loads(payload)
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"100")]
+    # One byte of the 100, then nothing: the rest of the body never comes.
+    answer = exchange(app, http_scope("POST", path, headers), stalling(b"{"))
+    status, payload = asyncio.run(asyncio.wait_for(answer, 30))  # far above the deadline
+    return status, json.loads(payload)
 
 
 @pytest.mark.parametrize("path", ["/auth/tokens", "/admin/users"])

@@ -20,6 +20,7 @@ from splice_build.registry.http import routing
 from splice_build.registry.http.app import create_app
 from splice_build.registry.http.errors import json_bytes
 from splice_build.registry.storage import open_service
+from testing.asgi import exchange, http_scope, sending
 from testing.registry_fixtures import publish
 
 READS = {  # path → what the answer holds, computed by the service directly
@@ -35,32 +36,7 @@ READS = {  # path → what the answer holds, computed by the service directly
 
 async def _get(app: Any, target: str) -> tuple[int, bytes]:
     """One GET through the real ASGI app, on this thread's event loop."""
-    path, _, query = target.partition("?")
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "GET",
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "root_path": "",
-        "query_string": query.encode(),
-        "headers": [(b"host", b"registry.test")],
-        "client": ("127.0.0.1", 40000),
-        "server": ("127.0.0.1", 80),
-    }
-    sent: list[dict[str, Any]] = []
-
-    async def receive() -> dict[str, Any]:
-        return {"type": "http.request", "body": b"", "more_body": False}
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    await app(scope, receive, send)
-    status = next(m["status"] for m in sent if m["type"] == "http.response.start")
-    return status, b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return await exchange(app, http_scope("GET", target), sending())
 
 
 def test_every_read_answer_is_written_off_the_event_loop(

@@ -27,8 +27,10 @@ from splice_build.mcp.mapping import tool_result
 from splice_build.registry.http.app import create_app
 from splice_build.registry.http.errors import json_bytes
 from splice_build.registry.mcp_backend import PACKAGE_INFO, RegistryDiscoveryBackend
+from splice_build.registry.service.registry_service import RegistryService
 from splice_build.registry.storage import open_service
 from splice_build.spec import json_text
+from testing.asgi import exchange, http_scope, sending
 from testing.packages import minimal_manifest
 from testing.registry_fixtures import publish
 
@@ -41,42 +43,22 @@ def _manifest_text(depth: int, inner: str = "", name: str = "deep") -> str:
     return json.dumps(manifest).replace('"DEEP"', "[" * depth + inner + "]" * depth)
 
 
+def _with_deep_manifest(tmp_path: Path) -> RegistryService:
+    """A registry store holding ``@acme/deep``, whose ``default`` nests ``DEPTH`` levels."""
+    store = tmp_path / "store"
+    publish(store, tmp_path / "work", name="deep", files={"manifest.json": _manifest_text(DEPTH)})
+    return open_service(store)
+
+
 async def _get(app: Any, path: str) -> tuple[int, bytes]:
     """One GET through the real ASGI app, in this process."""
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "GET",
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "root_path": "",
-        "query_string": b"",
-        "headers": [(b"host", b"registry.test")],
-        "client": ("127.0.0.1", 40000),
-        "server": ("127.0.0.1", 80),
-    }
-    sent: list[dict[str, Any]] = []
-
-    async def receive() -> dict[str, Any]:
-        return {"type": "http.request", "body": b"", "more_body": False}
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    await app(scope, receive, send)
-    status = next(m["status"] for m in sent if m["type"] == "http.response.start")
-    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
-    return status, body
+    return await exchange(app, http_scope("GET", path), sending())
 
 
 def test_a_deep_manifest_is_answered_without_the_pure_python_parser(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = tmp_path / "store"
-    publish(store, tmp_path / "work", name="deep", files={"manifest.json": _manifest_text(DEPTH)})
-    service = open_service(store)
+    service = _with_deep_manifest(tmp_path)
     try:
         stored = service.deps.meta.version("@acme/deep", "1.0.0")
         assert stored is not None
@@ -135,9 +117,7 @@ def test_registry_package_info_refuses_a_manifest_too_deep_for_the_c_decoder_unp
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # It parsed, checked and wrote a million-level manifest in pure Python: 10 s of CPU a call.
-    store = tmp_path / "store"
-    publish(store, tmp_path / "work", name="deep", files={"manifest.json": _manifest_text(DEPTH)})
-    service = open_service(store)
+    service = _with_deep_manifest(tmp_path)
 
     def refuse(*_args: object, **_kwargs: object) -> object:
         raise AssertionError("the pure-Python JSON parser ran for registry_package_info")
