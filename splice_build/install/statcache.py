@@ -47,7 +47,7 @@ from pathlib import Path
 from splice_build.records import dataclass, field
 from splice_build.spec.limits import MAX_FILES, MAX_PROJECT_STATE_BYTES
 from splice_build.spec.names import is_valid_package_id
-from splice_build.spec.regular_file import READ_FLAGS
+from splice_build.spec.regular_file import read_regular_file_and_stat
 from splice_build.spec.tree_digest import (
     NotAPackageTree,
     hash_package_file_and_stat,
@@ -156,23 +156,11 @@ class StatCache:
         if not CTIME_IS_CHANGE_TIME:
             return cache
         try:
-            # O_NONBLOCK: a FIFO in its place opens at once (and is then no regular file).
-            fd = os.open(path, READ_FLAGS | getattr(os, "O_NOFOLLOW", 0))
-        except OSError:
-            cache.changed = True  # missing or unreadable: rebuilt by the next writing run
-            return cache
-        parsed = None
-        try:
-            info = os.fstat(fd)
-            if stat.S_ISREG(info.st_mode):
-                with os.fdopen(os.dup(fd), "rb") as handle:
-                    data = handle.read(MAX_PROJECT_STATE_BYTES + 1)
-                if len(data) <= MAX_PROJECT_STATE_BYTES:
-                    parsed = _parse(data, written_ns=info.st_mtime_ns)
-        except OSError:
+            # Not through a link; a FIFO in its place opens at once (and is no regular file).
+            data, info = read_regular_file_and_stat(path, MAX_PROJECT_STATE_BYTES, follow=False)
+            parsed = _parse(data, written_ns=info.st_mtime_ns)
+        except OSError:  # missing, unreadable, too large, or no regular file
             parsed = None
-        finally:
-            os.close(fd)
         if parsed is None:
             cache.changed = True
         else:

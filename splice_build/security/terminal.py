@@ -9,7 +9,7 @@ everything else into a visible escape (``\\x1b``, ``\\u202e``, ``\\U000e0001``).
 
 The decision is by Unicode general category, as an allow-list: letters, marks, numbers,
 punctuation, symbols and space separators pass (but for the few of them that show nothing:
-``spec/plain_text.INVISIBLE``), as do newline and tab; control (Cc),
+``spec/plain_text.invisible``), as do newline and tab; control (Cc),
 format (Cf), line and paragraph separators (Zl, Zp), surrogates (Cs, which also carry the
 undecodable bytes of a non-UTF-8 file name), private use (Co) and unassigned (Cn) code points
 are escaped. A backslash passes unchanged: the escapes are for reading, not for decoding.
@@ -22,11 +22,10 @@ heading) or push what follows out of its column.
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from splice_build.spec.plain_text import INVISIBLE, is_plain_line
+from splice_build.spec.plain_text import invisible, is_plain_line
 
 if TYPE_CHECKING:
     from splice_build.spec.manifest import Manifest
@@ -41,8 +40,10 @@ def is_shown(char: str) -> bool:
     """Whether ``char`` (one code point) reaches the terminal unchanged."""
     if char in _SHOWN_CONTROLS:
         return True
-    if INVISIBLE.match(char):
+    if invisible().match(char):
         return False
+    import unicodedata  # only for text that is not plain: most output never loads it
+
     category = unicodedata.category(char)
     return category[0] in _SHOWN_CLASSES or category in _SHOWN_CATEGORIES
 

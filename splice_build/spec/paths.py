@@ -10,7 +10,6 @@ backslash, no NUL, not starting with ``/``, no drive prefix ``X:``, and no segme
 from __future__ import annotations
 
 import re
-import unicodedata
 
 MAX_RELATIVE_PATH = 256  # docs/compatibility.md#permissions
 # The longest file name (one segment) Linux and macOS file systems hold, in UTF-8 bytes
@@ -44,9 +43,21 @@ def utf16_len(text: str) -> int:
     return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
-def utf16_sort_key(text: str) -> bytes:
-    """Sort key matching JavaScript's ``<`` on strings (UTF-16 code-unit order)."""
-    return text.encode("utf-16-be", "surrogatepass")
+def utf16_sort_key(text: str) -> str:
+    """Sort key matching JavaScript's ``<`` on strings (UTF-16 code-unit order).
+
+    Code-point order differs from it only where a character above U+FFFF (two surrogates,
+    U+D800-U+DFFF, in UTF-16) meets one in U+E000-U+FFFF, so text below U+E000 (every package
+    id and most paths) is its own key, with no codec loaded; other text has each such
+    character spelled as its two surrogates."""
+    if text.isascii() or max(text) < "\ue000":
+        return text
+    return "".join(char if char < "\U00010000" else _surrogates(char) for char in text)
+
+
+def _surrogates(char: str) -> str:
+    point = ord(char) - 0x10000
+    return chr(0xD800 + (point >> 10)) + chr(0xDC00 + (point & 0x3FF))
 
 
 def fold_path(path: str) -> str:
@@ -59,4 +70,6 @@ def fold_path(path: str) -> str:
     are normalized again). NFC and case folding never add, drop or move a ``/``, so the
     folded path has as many segments as ``path``.
     """
+    import unicodedata  # a C extension; the no-op ``sync`` never folds a path
+
     return unicodedata.normalize("NFC", unicodedata.normalize("NFC", path).casefold())

@@ -34,7 +34,7 @@ def read_regular_file(path: Path, limit: int | None = None, *, owner: int | None
 
 
 def read_regular_file_and_stat(
-    path: Path, limit: int | None = None, *, owner: int | None = None
+    path: Path, limit: int | None = None, *, owner: int | None = None, follow: bool = True
 ) -> tuple[bytes, os.stat_result]:
     """The bytes of the regular file at ``path`` and the ``fstat`` of the very descriptor
     they were read from (links followed, as ``Path.read_bytes``).
@@ -44,8 +44,9 @@ def read_regular_file_and_stat(
     more than ``limit`` bytes is ``OSError`` (``EFBIG``), and at most ``limit + 1`` bytes are
     ever read, even from a file that grows while it is read. With ``owner`` (a uid), a file
     owned by anyone but that user or root is ``OSError`` (``EPERM``), decided on the opened
-    file itself."""
-    fd = os.open(path, READ_FLAGS)
+    file itself. ``follow=False``: a link at ``path`` itself is ``OSError`` (``ELOOP``,
+    ``O_NOFOLLOW``)."""
+    fd = os.open(path, READ_FLAGS if follow else READ_FLAGS | getattr(os, "O_NOFOLLOW", 0))
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
