@@ -206,6 +206,7 @@ def tool_result(outcome: ToolOutcome, *, structured: bool) -> dict[str, Any]:
             str(error.get("code", "TOOL_ERROR")),
             str(error.get("message", "")),
             [str(detail) for detail in error.get("details") or ()],
+            str(error["hint"]) if error.get("hint") else None,
         )
     if outcome.notice:
         text = f"{outcome.notice}\n\n{text}"

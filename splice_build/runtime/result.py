@@ -44,6 +44,9 @@ class ToolError:
     code: ErrorCode
     message: str
     details: tuple[str, ...] = ()
+    # What to do about a failure Splice found before the tool ran (``SpliceError.hint``:
+    # "unset SPLICE_NODE …", "run `splice doctor` …"); a tool's own error has none.
+    hint: str | None = None
 
     @property
     def skill_code(self) -> str | None:
@@ -54,6 +57,8 @@ class ToolError:
         out: dict[str, Any] = {"code": str(self.code), "message": self.message}
         if self.details:
             out["details"] = list(self.details)
+        if self.hint:
+            out["hint"] = self.hint
         skill_code = self.skill_code
         if skill_code is not None:
             out["skillCode"] = skill_code

@@ -267,7 +267,10 @@ class SpliceRuntime:
         ) -> ToolResult:
             if error is not None:
                 error = ToolError(
-                    error.code, clean(error.message), tuple(clean(d) for d in error.details)
+                    error.code,
+                    clean(error.message),
+                    tuple(clean(d) for d in error.details),
+                    None if error.hint is None else clean(error.hint),
                 )
             return ToolResult(
                 ok=error is None,
@@ -284,7 +287,7 @@ class SpliceRuntime:
             tool, job_input = self._prepare(pkg, tool_name, input)
             process, lease = self._start(pkg, env)
         except SpliceError as exc:
-            return finish(error=ToolError(exc.code, exc.message, exc.details))
+            return finish(error=ToolError(exc.code, exc.message, exc.details, exc.hint))
         isolation = process.isolation
         try:
             return self._run(pkg, tool, job_input, env, process, lease, clean, finish, budget)
@@ -706,6 +709,7 @@ def _non_utf8_path(package_dir: str | Path, project_root: str | Path) -> ToolErr
                 return ToolError(
                     ErrorCode.TOOL_LOAD_FAILED,
                     f"The {what} path is not valid UTF-8, so Node.js cannot load tools from it",
-                    (f"directory name: {shown}", "rename the directory to a UTF-8 name"),
+                    (f"directory name: {shown}",),
+                    hint="rename the directory to a UTF-8 name",
                 )
     return None

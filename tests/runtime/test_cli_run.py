@@ -117,6 +117,28 @@ def test_splice_node_must_be_24(tmp_path: Path) -> None:
     assert find_node({}).version_text.count(".") == 2
 
 
+def test_a_refusal_before_the_tool_keeps_its_hint(tmp_path: Path) -> None:
+    # Found before any process starts, so the result's error is Splice's own, with what to do.
+    fake = tmp_path / "node"
+    fake.write_text("#!/bin/sh\necho v20.11.0\n")
+    fake.chmod(0o755)
+    env = {"SPLICE_NODE": str(fake)}
+    args = ("run", "--dir", EXAMPLE, "example.hello", "name=Dim")
+    plain = run_splice(*args, cwd=tmp_path, env=env)
+    assert plain.code == 1
+    assert plain.stderr.splitlines() == [
+        "error: SPLICE_NODE is not Node.js 24 or newer (TOOL_CRASHED)",
+        "hint: unset SPLICE_NODE to use the bundled Node.js",
+    ]
+    envelope = run_splice("--json", *args, cwd=tmp_path, env=env)
+    assert envelope.code == 1
+    assert envelope.json()["error"] == {
+        "code": "TOOL_CRASHED",
+        "message": "SPLICE_NODE is not Node.js 24 or newer",
+        "hint": "unset SPLICE_NODE to use the bundled Node.js",
+    }
+
+
 # A package directory that carries its own npm dependency: pack drops node_modules and the
 # archive reader refuses it, so `run --dir` must not use it either.
 DEPENDENCY_BODIES = {

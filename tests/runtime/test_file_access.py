@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 
 from splice_build.errors import ErrorCode
+from splice_build.mcp.interface import ToolOutcome
+from splice_build.mcp.mapping import tool_result
 
 pytestmark = pytest.mark.node
 
@@ -267,6 +269,11 @@ def test_a_write_grant_that_cannot_be_a_directory_is_a_coded_error(
     assert result.error is not None and result.error.code == ErrorCode.NOT_WRITABLE
     assert "<project>/" in result.error.message and str(project) not in result.error.message
     assert (project / "notes.txt").read_text(encoding="utf-8") == "kept"
+    # What to do reaches every surface: the result, its JSON and an MCP client's text.
+    hint = "a write grant is a directory: move what is there, or make it writable"
+    assert result.error.hint == hint and result.to_json()["error"]["hint"] == hint
+    answer = tool_result(ToolOutcome.from_result_json(result.to_json()), structured=True)
+    assert answer["content"][0]["text"].endswith(f"; nothing was run\nhint: {hint}")
 
 
 WILDCARD_PROBE = """

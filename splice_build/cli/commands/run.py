@@ -216,5 +216,6 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         ctx.out.result(envelope)
     else:
         assert result.error is not None, "BUG: failed result without error"
-        ctx.out.error(result.error.message, result.error.details, code=str(result.error.code))
+        error = result.error
+        ctx.out.error(error.message, error.details, error.hint, code=str(error.code))
     return 1
