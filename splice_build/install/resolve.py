@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from splice_build.errors import ErrorCode, InstallError, RegistryError
 from splice_build.project.registry_url import EMBEDDED_REGISTRY
 from splice_build.records import dataclass
-from splice_build.spec.semver import Range, RangeKind, Version, max_satisfying
+from splice_build.spec.semver import Range, RangeKind, Version, latest_version, max_satisfying
 
 # The most versions a version walk takes (docs/registry.md#version-lists): far beyond any real
 # history, and a bound on what a registry that never ends its pages can make a client read.
@@ -34,7 +34,13 @@ class Resolution:
 
 
 def published_versions(client: RegistryClient, package_id: str) -> tuple[list[str], str | None]:
-    """The versions the registry lists and its ``latest``; ``PACKAGE_NOT_FOUND`` passes through."""
+    """The versions the registry lists and the latest of them; ``PACKAGE_NOT_FOUND`` passes
+    through.
+
+    The latest is computed from the list, as TS's ``latestVersion`` does (the highest stable
+    version, else the highest prerelease), never taken from the answer's ``latest``: the
+    registry's own pointer is only a claim, and one naming an older listed version made
+    ``outdated`` and ``update`` report that one as the latest."""
     try:
         info: dict[str, Any] = client.package(package_id)
     except RegistryError as exc:
@@ -49,8 +55,8 @@ def published_versions(client: RegistryClient, package_id: str) -> tuple[list[st
     if info.get("versionsTruncated") is True:  # the rest are on the /versions pages
         entries = all_version_entries(client, package_id)
     versions = [str(v["version"]) for v in entries if isinstance(v, dict)]
-    latest = info.get("latest")
-    return versions, latest if isinstance(latest, str) else None
+    latest = latest_version(versions)
+    return versions, None if latest is None else str(latest)
 
 
 def _registry_named(url: str) -> str:

@@ -31,8 +31,8 @@ if TYPE_CHECKING:
 class Resolve:
     """A command asks for ``range`` to be resolved against the registry (``add``, ``update``).
 
-    ``prefer_locked`` keeps a locked version that still satisfies the range (``add``);
-    ``update`` takes the highest match. ``registry``: the registry URL to resolve and fetch it
+    ``prefer_locked`` keeps a locked version that still satisfies the range (``add`` with a
+    range); ``update``, and ``add`` of a bare id or ``@latest``, take the highest match. ``registry``: the registry URL to resolve and fetch it
     in when it is not the run's own (``update``, from the registry ``outdated`` found it in),
     so one run, checked whole before anything is swapped in, covers every registry.
     """
