@@ -254,7 +254,9 @@ class Splice:
         # the newest stable version, as TS's ``addPackage`` takes it (never older than the lock:
         # install/resolve.py wanted_version).
         resolve = {
-            ref.package.id: Resolve(ref.range, prefer_locked=ref.range.kind is not RangeKind.LATEST)
+            ref.package.id: Resolve(
+                ref.range, prefer_locked=ref.range.kind is not RangeKind.LATEST, offline_locked=True
+            )
             for ref in parsed
         }
         request = GraphRequest(ids=tuple(resolve), resolve=resolve)

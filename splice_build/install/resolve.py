@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from splice_build.errors import ErrorCode, InstallError, RegistryError
+from splice_build.errors import ErrorCode, InstallError, RegistryError, SpliceError
 from splice_build.project.registry_url import EMBEDDED_REGISTRY
 from splice_build.records import dataclass
 from splice_build.spec.semver import Range, RangeKind, Version, latest_version, max_satisfying
@@ -159,3 +159,28 @@ def resolve(
             details=[f"available: {', '.join(versions) or 'none'}"],
         )
     return Resolution(package_id, str(best), saved_range(rng, str(best)), latest)
+
+
+def locked_offline(
+    exc: SpliceError,
+    package_id: str,
+    rng: Range,
+    locked: LockEntry | None,
+    project_range: str | None,
+) -> Resolution | None:
+    """``add``'s resolution when the registry cannot be asked (``exc`` is offline): the locked
+    version when ``rng`` accepts it, as TS's ``addPackage`` falls back (its bytes then come
+    from the verified cache, pinned by the lock); None otherwise.
+
+    The range saved is the one given (``*`` as ``^<locked>``, as online); a bare id
+    (``latest``) keeps the project's range, else ``^<locked>``. Unlike TS, a bare id never
+    keeps a locked prerelease offline: ``latest`` does not accept one, and a lock outside
+    its range is never written."""
+    from splice_build.install.session import is_offline
+
+    if locked is None or not is_offline(exc) or not rng.satisfies(Version.parse(locked.version)):
+        return None
+    saved = saved_range(rng, locked.version)
+    if rng.kind is RangeKind.LATEST and project_range is not None:
+        saved = project_range
+    return Resolution(package_id, locked.version, saved)

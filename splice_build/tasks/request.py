@@ -35,12 +35,16 @@ class Resolve:
     range); ``update``, and ``add`` of a bare id or ``@latest``, take the highest match. ``registry``: the registry URL to resolve and fetch it
     in when it is not the run's own (``update``, from the registry ``outdated`` found it in),
     so one run, checked whole before anything is swapped in, covers every registry.
+    ``offline_locked`` (``add``): a registry that cannot be asked (``install/session.py``
+    ``is_offline``) leaves the locked version when the range accepts it, installed as
+    ``install`` restores it, from the verified cache, as TS's ``addPackage`` falls back.
     """
 
     range: Range
     prefer_locked: bool = True
     save_range: bool = True
     registry: str | None = None
+    offline_locked: bool = False
 
 
 @dataclass(frozen=True)
