@@ -30,7 +30,6 @@ class Resolution:
     package_id: str
     version: str
     range_text: str
-    latest: str | None = None
 
 
 def published_versions(client: RegistryClient, package_id: str) -> tuple[list[str], str | None]:
@@ -143,14 +142,14 @@ def resolve(
 ) -> Resolution:
     """Pick the version of ``package_id`` for ``rng`` (:func:`wanted_version`); raises
     ``NO_MATCHING_VERSION``."""
-    versions, latest = published_versions(client, package_id)
+    versions, _latest = published_versions(client, package_id)
     if (
         prefer_locked
         and locked is not None
         and locked.version in versions
         and rng.satisfies(Version.parse(locked.version))
     ):
-        return Resolution(package_id, locked.version, saved_range(rng, locked.version), latest)
+        return Resolution(package_id, locked.version, saved_range(rng, locked.version))
     best = wanted_version(versions, rng, locked.version if locked is not None else None)
     if best is None:
         raise InstallError(
@@ -158,7 +157,7 @@ def resolve(
             f"No version of {package_id} matches {rng.text}",
             details=[f"available: {', '.join(versions) or 'none'}"],
         )
-    return Resolution(package_id, str(best), saved_range(rng, str(best)), latest)
+    return Resolution(package_id, str(best), saved_range(rng, str(best)))
 
 
 def locked_offline(

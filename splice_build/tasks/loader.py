@@ -274,7 +274,6 @@ class SpliceTaskLoader(TaskLoader2):
                     if kept is None:
                         raise
                     found = kept
-            run.latest[package_id] = found.latest
             pinned = entry if entry is not None and entry.version == found.version else None
             save = request is None or request.save_range
             run.targets[package_id] = Target(
