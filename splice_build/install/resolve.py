@@ -172,14 +172,21 @@ def locked_offline(
     from the verified cache, pinned by the lock); None otherwise.
 
     The range saved is the one given (``*`` as ``^<locked>``, as online); a bare id
-    (``latest``) keeps the project's range, else ``^<locked>``. Unlike TS, a bare id never
-    keeps a locked prerelease offline: ``latest`` does not accept one, and a lock outside
-    its range is never written."""
+    (``latest``) keeps the project's range when it accepts the locked version, else
+    ``^<locked>``. Unlike TS, a bare id never keeps a locked prerelease offline: ``latest``
+    does not accept one, and a lock outside its range is never written."""
     from splice_build.install.session import is_offline
 
-    if locked is None or not is_offline(exc) or not rng.satisfies(Version.parse(locked.version)):
+    if locked is None or not is_offline(exc):
+        return None
+    version = Version.parse(locked.version)
+    if not rng.satisfies(version):
         return None
     saved = saved_range(rng, locked.version)
-    if rng.kind is RangeKind.LATEST and project_range is not None:
+    if (
+        rng.kind is RangeKind.LATEST
+        and project_range is not None
+        and Range.parse(project_range).satisfies(version)
+    ):
         saved = project_range
     return Resolution(package_id, locked.version, saved)
