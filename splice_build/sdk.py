@@ -229,6 +229,7 @@ class Splice:
         """Install each ``@ns/name[@range]`` (newest stable → ``^x.y.z``); raises ``SpliceError``."""
         from splice_build.install.installer import InstallOptions
         from splice_build.spec.names import PackageRef
+        from splice_build.spec.semver import RangeKind
         from splice_build.tasks.request import GraphRequest, Resolve
 
         options = InstallOptions(
@@ -249,7 +250,15 @@ class Splice:
                 f"{twice[0]} is named with different ranges",
                 details=[f"{i}: {', '.join(sorted(ranges[i]))}" for i in twice],
             )
-        resolve = {ref.package.id: Resolve(ref.range) for ref in parsed}
+        # A given range keeps a locked version it accepts; a bare id (or ``@latest``) asks for
+        # the newest stable version, as TS's ``addPackage`` takes it (never older than the lock:
+        # install/resolve.py wanted_version).
+        resolve = {
+            ref.package.id: Resolve(
+                ref.range, prefer_locked=ref.range.kind is not RangeKind.LATEST, offline_locked=True
+            )
+            for ref in parsed
+        }
         request = GraphRequest(ids=tuple(resolve), resolve=resolve)
         reports = self._graph(request, options)
         self._remember_registry()

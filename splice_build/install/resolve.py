@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from splice_build.errors import ErrorCode, InstallError, RegistryError
+from splice_build.errors import ErrorCode, InstallError, RegistryError, SpliceError
 from splice_build.project.registry_url import EMBEDDED_REGISTRY
 from splice_build.records import dataclass
-from splice_build.spec.semver import Range, RangeKind, Version, max_satisfying
+from splice_build.spec.semver import Range, RangeKind, Version, latest_version, max_satisfying
 
 # The most versions a version walk takes (docs/registry.md#version-lists): far beyond any real
 # history, and a bound on what a registry that never ends its pages can make a client read.
@@ -30,11 +30,16 @@ class Resolution:
     package_id: str
     version: str
     range_text: str
-    latest: str | None = None
 
 
 def published_versions(client: RegistryClient, package_id: str) -> tuple[list[str], str | None]:
-    """The versions the registry lists and its ``latest``; ``PACKAGE_NOT_FOUND`` passes through."""
+    """The versions the registry lists and the latest of them; ``PACKAGE_NOT_FOUND`` passes
+    through.
+
+    The latest is computed from the list, as TS's ``latestVersion`` does (the highest stable
+    version, else the highest prerelease), never taken from the answer's ``latest``: the
+    registry's own pointer is only a claim, and one naming an older listed version made
+    ``outdated`` and ``update`` report that one as the latest."""
     try:
         info: dict[str, Any] = client.package(package_id)
     except RegistryError as exc:
@@ -49,8 +54,8 @@ def published_versions(client: RegistryClient, package_id: str) -> tuple[list[st
     if info.get("versionsTruncated") is True:  # the rest are on the /versions pages
         entries = all_version_entries(client, package_id)
     versions = [str(v["version"]) for v in entries if isinstance(v, dict)]
-    latest = info.get("latest")
-    return versions, latest if isinstance(latest, str) else None
+    latest = latest_version(versions)
+    return versions, None if latest is None else str(latest)
 
 
 def _registry_named(url: str) -> str:
@@ -137,14 +142,14 @@ def resolve(
 ) -> Resolution:
     """Pick the version of ``package_id`` for ``rng`` (:func:`wanted_version`); raises
     ``NO_MATCHING_VERSION``."""
-    versions, latest = published_versions(client, package_id)
+    versions, _latest = published_versions(client, package_id)
     if (
         prefer_locked
         and locked is not None
         and locked.version in versions
         and rng.satisfies(Version.parse(locked.version))
     ):
-        return Resolution(package_id, locked.version, saved_range(rng, locked.version), latest)
+        return Resolution(package_id, locked.version, saved_range(rng, locked.version))
     best = wanted_version(versions, rng, locked.version if locked is not None else None)
     if best is None:
         raise InstallError(
@@ -152,4 +157,36 @@ def resolve(
             f"No version of {package_id} matches {rng.text}",
             details=[f"available: {', '.join(versions) or 'none'}"],
         )
-    return Resolution(package_id, str(best), saved_range(rng, str(best)), latest)
+    return Resolution(package_id, str(best), saved_range(rng, str(best)))
+
+
+def locked_offline(
+    exc: SpliceError,
+    package_id: str,
+    rng: Range,
+    locked: LockEntry | None,
+    project_range: str | None,
+) -> Resolution | None:
+    """``add``'s resolution when the registry cannot be asked (``exc`` is offline): the locked
+    version when ``rng`` accepts it, as TS's ``addPackage`` falls back (its bytes then come
+    from the verified cache, pinned by the lock); None otherwise.
+
+    The range saved is the one given (``*`` as ``^<locked>``, as online); a bare id
+    (``latest``) keeps the project's range when it accepts the locked version, else
+    ``^<locked>``. Unlike TS, a bare id never keeps a locked prerelease offline: ``latest``
+    does not accept one, and a lock outside its range is never written."""
+    from splice_build.install.session import is_offline
+
+    if locked is None or not is_offline(exc):
+        return None
+    version = Version.parse(locked.version)
+    if not rng.satisfies(version):
+        return None
+    saved = saved_range(rng, locked.version)
+    if (
+        rng.kind is RangeKind.LATEST
+        and project_range is not None
+        and Range.parse(project_range).satisfies(version)
+    ):
+        saved = project_range
+    return Resolution(package_id, locked.version, saved)

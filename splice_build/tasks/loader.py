@@ -43,7 +43,7 @@ from doit.task import Task
 from splice_build.errors import ErrorCode, InstallError, SpliceError, storage_error
 from splice_build.install.installed import check_installed
 from splice_build.install.installer import Checked, Fetched, Target
-from splice_build.install.resolve import resolve
+from splice_build.install.resolve import locked_offline, resolve
 from splice_build.install.statcache import StatCache, file_system_now
 from splice_build.spec.semver import Range, Version
 from splice_build.tasks.checker import Sha256Checker
@@ -257,14 +257,23 @@ class SpliceTaskLoader(TaskLoader2):
             run.installer.progress("resolving", f"Resolving {package_id}@{rng.text}...")
             entry = run.lock.get(package_id)
             with self.workspace.registry_lock(session.url):
-                found = resolve(
-                    session.client,
-                    package_id,
-                    rng,
-                    entry,
-                    prefer_locked=request.prefer_locked if request else True,
-                )
-            run.latest[package_id] = found.latest
+                try:
+                    found = resolve(
+                        session.client,
+                        package_id,
+                        rng,
+                        entry,
+                        prefer_locked=request.prefer_locked if request else True,
+                    )
+                except SpliceError as exc:
+                    kept = None
+                    if request is not None and request.offline_locked:
+                        kept = locked_offline(
+                            exc, package_id, rng, entry, run.project.packages.get(package_id)
+                        )
+                    if kept is None:
+                        raise
+                    found = kept
             pinned = entry if entry is not None and entry.version == found.version else None
             save = request is None or request.save_range
             run.targets[package_id] = Target(

@@ -31,16 +31,21 @@ if TYPE_CHECKING:
 class Resolve:
     """A command asks for ``range`` to be resolved against the registry (``add``, ``update``).
 
-    ``prefer_locked`` keeps a locked version that still satisfies the range (``add``);
-    ``update`` takes the highest match. ``registry``: the registry URL to resolve and fetch it
-    in when it is not the run's own (``update``, from the registry ``outdated`` found it in),
-    so one run, checked whole before anything is swapped in, covers every registry.
+    ``prefer_locked`` keeps a locked version that still satisfies the range (``add`` with a
+    range); ``update``, and ``add`` of a bare id or ``@latest``, take the highest match.
+    ``registry``: the registry URL to resolve and fetch it in when it is not the run's own
+    (``update``, from the registry ``outdated`` found it in), so one run, checked whole
+    before anything is swapped in, covers every registry.
+    ``offline_locked`` (``add``): a registry that cannot be asked (``install/session.py``
+    ``is_offline``) leaves the locked version when the range accepts it, installed as
+    ``install`` restores it, from the verified cache, as TS's ``addPackage`` falls back.
     """
 
     range: Range
     prefer_locked: bool = True
     save_range: bool = True
     registry: str | None = None
+    offline_locked: bool = False
 
 
 @dataclass(frozen=True)
@@ -112,7 +117,6 @@ class GraphRun:
     damaged: dict[str, str] = field(default_factory=dict)
     reports: dict[str, InstallReport] = field(default_factory=dict)
     changes: list[Change] = field(default_factory=list)
-    latest: dict[str, str | None] = field(default_factory=dict)
     record: TaskRecord = field(default_factory=TaskRecord)
     error: BaseException | None = None
     # The verify step's stat cache and the file-system time taken before it read any file;

@@ -1,0 +1,52 @@
+"""`add` with the registry unreachable keeps a locked version its range accepts, as TS does.
+
+TS's ``addPackage`` falls back to the locked version when the registry cannot be reached and
+the range accepts it (a bare id: any locked version), installing it from the verified cache;
+``add`` here ended ``REGISTRY_UNREACHABLE`` even for the package already installed. The bytes
+are still only the lock's (docs/compatibility.md#install-pipeline); a range the locked
+version is outside of still needs the registry.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from splice_build.errors import SpliceError
+from splice_build.sdk import Splice
+from testing.crafted_registry import crafted_registry
+from testing.registry_fixtures import new_project
+
+PACKAGE = "@acme/greeter"
+
+
+def _state(project: Path) -> tuple[str, str]:
+    lock = json.loads((project / "splice.lock").read_text())["packages"][PACKAGE]["version"]
+    return lock, json.loads((project / "splice.json").read_text())["packages"][PACKAGE]
+
+
+def test_add_keeps_the_locked_version_from_the_cache_when_the_registry_is_unreachable(
+    tmp_path: Path,
+) -> None:
+    project = new_project(tmp_path / "p")
+    with crafted_registry(tmp_path / "work") as registry:
+        registry.add_version(PACKAGE, "1.0.0")
+        registry.list_versions(PACKAGE, ["1.0.0"])
+        Splice(project, registry=registry.url).add([PACKAGE])
+    splice = Splice(project, registry=registry.url)  # nothing listens there any more
+    for ref, saved in ((PACKAGE, "^1.0.0"), (f"{PACKAGE}@~1.0.0", "~1.0.0")):
+        (kept,) = splice.add([ref])
+        assert (kept.version, kept.already_installed) == ("1.0.0", True), ref
+        assert _state(project) == ("1.0.0", saved), ref
+    shutil.rmtree(project / ".splice/packages")
+    (restored,) = splice.add([PACKAGE])
+    assert (restored.version, restored.from_cache) == ("1.0.0", True)
+    assert _state(project) == ("1.0.0", "~1.0.0")  # a bare id keeps the project's range
+    assert (project / ".splice/packages" / PACKAGE / "manifest.json").is_file()
+    with pytest.raises(SpliceError) as refused:
+        splice.add([f"{PACKAGE}@2.0.0"])
+    assert str(refused.value.code) == "REGISTRY_UNREACHABLE"
+    assert _state(project) == ("1.0.0", "~1.0.0")
