@@ -303,6 +303,7 @@ def serve_limited(
     sock: Any,
     log: Callable[[str], None],
     on_ready: Callable[[], None] = lambda: None,
+    head_seconds: float = HEAD_SECONDS,
 ) -> None:
     """Run uvicorn on ``sock`` until SIGINT/SIGTERM with this module's limits: the open-file
     limit raised, the connection cap and head deadline, one framing per request, accept
@@ -314,7 +315,7 @@ def serve_limited(
     limit = max_connections(raise_open_file_limit())
     config = uvicorn.Config(
         **{**config_args, "app": one_framing(config_args["app"])},
-        http=connection_protocol(limit),
+        http=connection_protocol(limit, head_seconds),
         timeout_keep_alive=KEEP_ALIVE_SECONDS,
         loop="asyncio",
     )

@@ -108,7 +108,9 @@ def demo_backend() -> MemoryBackend:
 
 
 def serve_demo(argv: Sequence[str]) -> int:
-    """Entry point of the demo server process (``stdio`` or ``http PORT [TRUSTED_PROXY…]``)."""
+    """Entry point of the demo server process (``stdio`` or ``http PORT [--deadlines HEAD,BODY]
+    [TRUSTED_PROXY…]``; ``--deadlines``: a request's head and body deadlines in seconds, so a
+    test of them waits seconds, not the server's own 10 and 30)."""
     from splice_build.client_address import parse_trusted_proxy
     from splice_build.mcp.admission import default_max_calls
     from splice_build.mcp.protocol import Server
@@ -129,13 +131,20 @@ def serve_demo(argv: Sequence[str]) -> int:
         sys.stdout.write(url + "\n")
         sys.stdout.flush()
 
+    rest = list(argv[2:])
+    deadlines: dict[str, float] = {}
+    if rest[:1] == ["--deadlines"]:
+        head, body = rest[1].split(",")
+        deadlines = {"head_seconds": float(head), "body_seconds": float(body)}
+        del rest[:2]
     serve_http(
         server,
         digest=token_digest(DEMO_TOKEN),
         port=int(argv[1]),
         max_calls=max_calls,
-        trusted_proxies=[parse_trusted_proxy(text) for text in argv[2:]],
+        trusted_proxies=[parse_trusted_proxy(text) for text in rest],
         on_ready=ready,
+        **deadlines,
     )
     return 0
 

@@ -116,9 +116,11 @@ def test_connection_cap_follows_the_open_file_limit() -> None:
 
 
 def test_a_slow_head_and_a_stalled_body_are_closed() -> None:
-    """A head that trickles in (one header line a second, so never idle) is closed at its
-    deadline; an authorized request whose body never arrives is answered 408 and closed."""
-    with http_server(demo_argv("http", str(free_port())), env=child_env()) as (url, process):
+    """A head that trickles in (one header line every half second, so never idle) is closed
+    at its deadline; an authorized request whose body never arrives is answered 408 and
+    closed. The server's deadlines are shortened to 2 and 3 s (`splice mcp` has 10 and 30)."""
+    argv = demo_argv("http", str(free_port()), "--deadlines", "2,3")
+    with http_server(argv, env=child_env()) as (url, process):
         parts = urlsplit(url)
         address = (parts.hostname, parts.port)
         trickle = socket.create_connection(address, timeout=30)
@@ -134,7 +136,7 @@ def test_a_slow_head_and_a_stalled_body_are_closed() -> None:
                 except OSError:
                     closed = True
                     break
-                closed = closed_by_server(trickle, time.monotonic() + 1) is not None
+                closed = closed_by_server(trickle, time.monotonic() + 0.5) is not None
             assert closed, "a trickling head was never closed"
             answer = closed_by_server(stall, time.monotonic() + 120)
             assert answer is not None, "a stalled body was never closed"

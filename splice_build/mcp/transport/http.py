@@ -39,6 +39,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from splice_build.client_address import client_key
+from splice_build.connections import HEAD_SECONDS
 from splice_build.errors import UsageError
 from splice_build.mcp.admission import (
     BUSY_MESSAGE,
@@ -171,12 +172,19 @@ def _weight(parameters: list[str]) -> float:
 class McpHttpApp:
     """The ``/mcp`` endpoint as an ASGI app (stateless: a new session per request)."""
 
-    def __init__(self, server: Server, digest: bytes, admission: AsyncAdmission) -> None:
+    def __init__(
+        self,
+        server: Server,
+        digest: bytes,
+        admission: AsyncAdmission,
+        body_seconds: float = BODY_SECONDS,
+    ) -> None:
         from anyio import CapacityLimiter
 
         self._server = server
         self._digest = digest
         self._admission = admission
+        self._body_seconds = body_seconds
         # Threads of the admitted calls' own: on the shared pool (40 threads, what
         # run_in_threadpool takes) as many running calls would leave no thread to answer a
         # ping, an initialize or a tools/list until one of them ended. The admission already
@@ -275,8 +283,7 @@ class McpHttpApp:
                 401, UNAUTHORIZED, "Unauthorized", {"www-authenticate": 'Bearer realm="splice-mcp"'}
             )
 
-    @staticmethod
-    async def _read_body(request: Request) -> bytes:
+    async def _read_body(self, request: Request) -> bytes:
         declared = request.headers.get("content-length")
         if declared is not None:
             # ASCII digits only: str.isdigit() also accepts "²", which int() refuses, and a
@@ -290,7 +297,7 @@ class McpHttpApp:
                 raise _Refusal(413, INVALID_REQUEST, "Message too large")
         body = bytearray()
         try:
-            async with asyncio.timeout(BODY_SECONDS):
+            async with asyncio.timeout(self._body_seconds):
                 async for chunk in request.stream():
                     body += chunk
                     if len(body) > MAX_BODY_BYTES:
@@ -311,12 +318,15 @@ class McpHttpApp:
         )
 
 
-def build_app(server: Server, digest: bytes, admission: AsyncAdmission) -> Starlette:
+def build_app(
+    server: Server, digest: bytes, admission: AsyncAdmission, body_seconds: float = BODY_SECONDS
+) -> Starlette:
     """Starlette routes ``/mcp`` (every method) to the endpoint; any other path is a 404."""
     from starlette.applications import Starlette
     from starlette.routing import Route
 
-    app = Starlette(routes=[Route(PATH, McpHttpApp(server, digest, admission))])
+    endpoint = McpHttpApp(server, digest, admission, body_seconds)
+    app = Starlette(routes=[Route(PATH, endpoint)])
     app.router.redirect_slashes = False
     return app
 
@@ -331,10 +341,14 @@ def serve_http(
     trusted_proxies: Sequence[IPNetwork] = (),
     on_ready: Callable[[str], None],
     log: Log | None = None,
+    head_seconds: float = HEAD_SECONDS,
+    body_seconds: float = BODY_SECONDS,
 ) -> None:
     """Serve until SIGINT/SIGTERM, running at most ``max_calls`` tool calls at once;
     ``on_ready`` gets the URL once the socket listens. ``log`` (default: uvicorn's error
-    log) gets the server's own diagnostics."""
+    log) gets the server's own diagnostics. ``head_seconds`` and ``body_seconds``: the
+    deadlines of a request's head and body (`splice mcp` keeps the defaults; a test server
+    shortens them)."""
     import logging
 
     from splice_build.client_address import TrustedProxies
@@ -346,7 +360,8 @@ def serve_http(
     shown_host = f"[{host}]" if sock.family == socket.AF_INET6 else host
     config = {
         "app": TrustedProxies(
-            build_app(server, digest, AsyncAdmission(max_calls)), trusted=trusted_proxies
+            build_app(server, digest, AsyncAdmission(max_calls), body_seconds),
+            trusted=trusted_proxies,
         ),
         "backlog": BACKLOG,
         "log_level": "warning",
@@ -360,4 +375,5 @@ def serve_http(
         sock,
         log or logging.getLogger("uvicorn.error").warning,
         on_ready=lambda: on_ready(f"http://{shown_host}:{bound_port}{PATH}"),
+        head_seconds=head_seconds,
     )
