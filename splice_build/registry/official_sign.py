@@ -65,7 +65,15 @@ def main(argv: list[str] | None = None) -> int:
     key_file = args.key or (Path(os.environ[KEY_ENV]) if os.environ.get(KEY_ENV) else None)
     if key_file is None:
         parser.error(f"give --key FILE or set {KEY_ENV}")
-    entries = signatures_for(key_file)
+    from splice_build.errors import SpliceError
+
+    try:
+        entries = signatures_for(key_file)
+    except SpliceError as exc:  # a wrong or unreadable key: a coded line, not a traceback
+        print(f"error: {exc.message} ({exc.code.value})", file=sys.stderr)
+        if exc.hint:
+            print(f"hint: {exc.hint}", file=sys.stderr)
+        return 1
     text = json.dumps({"signatures": entries}, indent=2) + "\n"
     target = skills_root() / SIGNATURES_FILE
     atomic_write_bytes(target, text.encode("utf-8"))

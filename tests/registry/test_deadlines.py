@@ -135,6 +135,25 @@ def test_a_malformed_deadline_is_a_config_error(project: Path, served: str, valu
         assert done.json()["error"]["code"] == "INVALID_CONFIG"
 
 
+def test_an_over_limit_value_names_the_exact_limit() -> None:
+    """The bounds docs/registry.md#deadlines gives (a day, 1 GiB/s) are named exactly: the
+    rate's read 'up to 1.07374e+09', a number no one can type back as the limit."""
+    from splice_build.errors import ProjectError
+    from splice_build.registry.client.deadline import Deadlines
+
+    for name, value, limit in (
+        ("SPLICE_REGISTRY_DEADLINE", "86401", "86400"),
+        ("SPLICE_REGISTRY_MIN_RATE", "2000000000", "1073741824"),
+    ):
+        with pytest.raises(ProjectError) as caught:
+            Deadlines.from_env({name: value})
+        assert caught.value.code.value == "INVALID_CONFIG"
+        assert (
+            caught.value.message == f"{name} must be a positive number up to {limit}, not {value!r}"
+        )
+    assert Deadlines.from_env({"SPLICE_REGISTRY_MIN_RATE": "1073741824"}).min_rate == 1024**3
+
+
 def test_the_client_answers_again_after_a_deadline(served: str) -> None:
     """A long-lived client (SDK, MCP server) is not stuck with the abandoned request."""
     from splice_build.errors import ErrorCode, RegistryError

@@ -105,11 +105,32 @@ def test_doctor_says_every_os_layer_is_off_under_in_process(tmp_path: Path) -> N
     done = run_splice("--json", "doctor", cwd=tmp_path, env=env)
     assert done.code == 0, done.stderr
     layers = {layer["name"]: layer for layer in done.json()["layers"]}
-    for name in ("user namespace", "pid namespace", "network namespace", "file view", "seccomp"):
+    off = ("user namespace", "pid namespace", "ipc namespace", "network namespace", "file view")
+    for name in (*off, "seccomp", "process limit"):
         assert layers[name]["active"] is False, layers[name]
         assert layers[name]["detail"].startswith("isolation = in-process"), layers[name]
     assert layers["core limit"]["active"] is True
     assert "an empty read-only directory" in layers["core limit"]["detail"]
+
+
+def test_doctor_claims_a_process_limit_exactly_when_the_runtime_sets_one() -> None:
+    """For every mode, doctor's "process limit" is on iff the plan a tool process gets has
+    one (under in-process it said "pid_max 301 in the PID namespace", with no namespace)."""
+    from splice_build.runtime.isolation.doctor import machine_report
+    from splice_build.runtime.isolation.plan import MODES, plan_for
+    from splice_build.runtime.isolation.support import detect
+
+    support = detect()
+    for mode in MODES:
+        layers = {
+            layer["name"]: layer for layer in machine_report(dict(os.environ), mode)["layers"]
+        }
+        try:
+            limits = plan_for(mode, support).to_json()["processLimit"]
+        except SpliceError as exc:  # require-os with a layer missing: no tool runs at all
+            assert exc.code is ErrorCode.ISOLATION_UNAVAILABLE
+            continue
+        assert layers["process limit"]["active"] is bool(limits), (mode, layers, limits)
 
 
 @pytest.mark.node

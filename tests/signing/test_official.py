@@ -264,6 +264,29 @@ def test_the_signing_task_refuses_a_key_that_is_not_the_official_one(tmp_path: P
     assert OFFICIAL.key_id in caught.value.message
 
 
+def test_the_signing_command_refuses_another_key_with_a_coded_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`python -m splice_build.registry.official_sign --key FILE` (docs/signing.md) ended in
+    a Python traceback for a key that is not the official one, or a key file that is none;
+    now one `error: …` line with the code, exit 1, and signatures.json untouched."""
+    from splice_build.registry.official import SIGNATURES_FILE
+    from splice_build.registry.official_sign import main
+    from splice_build.skills import skills_root
+
+    shipped = (skills_root() / SIGNATURES_FILE).read_bytes()
+    other = new_key(tmp_path / "keys", "other")
+    (tmp_path / "garbage.key").write_text("not a key\n")
+    for key_file, code in (
+        (other.path, "SIGNATURE_INVALID"),
+        (tmp_path / "garbage.key", "INVALID_CONFIG"),
+    ):
+        assert main(["--key", str(key_file)]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and f"({code})\n" in err and "Traceback" not in err, err
+    assert (skills_root() / SIGNATURES_FILE).read_bytes() == shipped
+
+
 def test_verify_fails_a_splice_package_the_official_key_did_not_sign(served, project) -> None:
     registry, _ = served
     registry.twist = None

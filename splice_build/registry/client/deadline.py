@@ -55,7 +55,7 @@ def _number(env: Mapping[str, str], name: str, default: float, maximum: float) -
     except ValueError:
         raise _invalid(name, text, "a positive number") from None
     if not 0 < value <= maximum:
-        raise _invalid(name, text, f"a positive number up to {maximum:g}")
+        raise _invalid(name, text, f"a positive number up to {maximum:.0f}")
     return value
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from splice_build.records import dataclass
 from splice_build.runtime.isolation import rlimits
+from splice_build.runtime.isolation.plan import plan_for
 from splice_build.runtime.isolation.support import IsolationSupport, detect
 from splice_build.runtime.limits import ADDRESS_SPACE_LIMIT_BYTES
 
@@ -96,15 +97,21 @@ def _core_limit(support: IsolationSupport, mode: str) -> Layer:
     )
 
 
-def _process_limit(support: IsolationSupport) -> Layer:
+def _process_limit(support: IsolationSupport, mode: str) -> Layer:
+    """Read off the plan a sandbox process gets under ``mode`` (``require-os`` runs what
+    ``auto`` plans, or nothing), so the report never claims a limit the runtime does not set:
+    under ``in-process`` neither RLIMIT_NPROC nor the PID namespace's pid_max applies."""
+    plan = plan_for("in-process" if mode == "in-process" else "auto", support)
     ways = []
-    if support.namespaces and not support.root:
-        ways.append(f"RLIMIT_NPROC {rlimits.PROCESSES} in the user namespace")
-    if support.namespaces and support.pid_max:
-        ways.append(f"pid_max {rlimits.PID_MAX} in the PID namespace")
+    if plan.limits.processes is not None:
+        ways.append(f"RLIMIT_NPROC {plan.limits.processes} in the user namespace")
+    if plan.pid_max is not None:
+        ways.append(f"pid_max {plan.pid_max} in the PID namespace")
     if ways:
         return Layer("process limit", True, "; ".join(ways))
-    if not support.namespaces:
+    if mode == "in-process":
+        why = _OFF_IN_PROCESS
+    elif not support.namespaces:
         why = f"needs the namespaces ({support.namespaces_reason})"
     else:
         why = f"root is exempt from RLIMIT_NPROC and {support.pid_max_reason}"
@@ -145,7 +152,7 @@ def machine_report(env: Mapping[str, str], mode: str) -> dict[str, Any]:
         ),
         Layer("resource limits", True, limits),
         _core_limit(support, mode),
-        _process_limit(support),
+        _process_limit(support, mode),
         Layer(
             "cgroup v2 memory limit",
             False,
