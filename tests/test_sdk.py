@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -210,3 +211,52 @@ def test_add_refuses_one_package_named_with_two_ranges_and_writes_nothing(tmp_pa
     assert [r.name for r in splice.add(["@splice/example", "@splice/example"])] == [
         "@splice/example"
     ]
+
+
+def _state(pid: int) -> str:
+    """``/proc/<pid>/stat``'s state letter, ``-`` when the process is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return "-"
+
+
+@pytest.mark.node
+def test_a_forked_child_never_touches_the_parents_processes(tmp_path: Path) -> None:
+    """A child of ``fork`` (multiprocessing, a daemonizing server) inherits the SDK with the
+    parent's warm and kept processes. Its first call found them "exited" (``waitpid`` fails:
+    they are not its children) and killed them, its ``close()`` (or exit) killed the rest,
+    and its second call waited for ever for the pool's thread, which the child does not have.
+    Now the child starts and ends processes of its own; the parent's stay as they were."""
+    Splice.init(tmp_path / "project").add(["@splice/example"])
+    with Splice(tmp_path / "project", reuse=True, broker=False) as splice:
+        assert splice.run("example.hello", {"name": "parent"}).ok
+        runtime = splice._runtime_instance
+        assert runtime is not None and runtime._pool is not None and runtime._reuse is not None
+        runtime._pool.prewarm(next(iter(runtime._reuse._idle)), wait=True)
+        parents = runtime._pool.idle_pids() + runtime._reuse.idle_pids()
+        assert len(parents) == 2
+        read, write = os.pipe()
+        child = os.fork()
+        if child == 0:  # pragma: no cover (the child's report is checked below)
+            status = 1
+            try:
+                signal.alarm(30)  # the old code's second call never returned
+                oks = [splice.run("example.hello", {"name": f"c{n}"}).ok for n in range(2)]
+                mine = runtime._pool.idle_pids() + runtime._reuse.idle_pids()
+                splice.close()
+                os.write(write, json.dumps([oks, mine]).encode())
+                status = 0
+            finally:
+                os._exit(status)
+        os.close(write)
+        with os.fdopen(read, "rb") as report:
+            answer = report.read()
+        _, status = os.waitpid(child, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        oks, mine = json.loads(answer)
+        assert oks == [True, True]
+        assert mine and not set(mine) & set(parents)
+        assert [_state(pid) for pid in parents] == ["S", "T"]  # waiting warm; kept, stopped
+        assert splice.run("example.hello", {"name": "parent again"}).ok
+        assert runtime._reuse.stats().reused == 1  # the kept process served it

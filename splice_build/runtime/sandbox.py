@@ -178,9 +178,20 @@ class SandboxProcess:
         self.popen.wait()
         if self.namespace_pidfd is not None:
             select.select([self.namespace_pidfd], [], [], NAMESPACE_EXIT_SECONDS)
+        self._release()
+
+    def forget(self) -> None:
+        """Release this object's copies of the pipes without signalling or waiting for the
+        process: in a child of ``fork`` the process is the parent's (runtime/forks.py)."""
+        if not self._closed:
+            self._closed = True
+            self._release()
+
+    def _release(self) -> None:
         for stream in (self.popen.stdout, self.popen.stderr):
             if stream is not None:
-                stream.close()
+                with contextlib.suppress(OSError):
+                    stream.close()
         for fd in (self.job_fd, self.message_fd, self.namespace_pidfd):
             if fd is not None:
                 with contextlib.suppress(OSError):
