@@ -693,7 +693,11 @@ class Splice:
         )
         # A mapping is copied; anything else goes as it is, so the input check refuses it
         # (INVALID_INPUT) instead of dict() turning a list of pairs into an object.
-        return runtime.execute(loaded, tool, dict(input) if isinstance(input, Mapping) else input)
+        try:
+            value = dict(input) if isinstance(input, Mapping) else input
+        except Exception as exc:  # the caller's own mapping code raised while it was read
+            return _unreadable_input(pkg.id, tool, input, exc)
+        return runtime.execute(loaded, tool, value)
 
 
 def _reuse_arg(reuse: object) -> ReusePolicy | bool | Literal["project"]:
@@ -705,6 +709,23 @@ def _reuse_arg(reuse: object) -> ReusePolicy | bool | Literal["project"]:
     if isinstance(reuse, str) and str.__str__(reuse) == "project":
         return "project"
     raise UsageError(f'reuse must be True, False, "project" or a ReusePolicy, not {kind(reuse)}')
+
+
+def _unreadable_input(package: str, tool: str, given: object, exc: Exception) -> ToolResult:
+    """The INVALID_INPUT result of a mapping that raised while it was copied (its
+    ``__iter__``, ``keys`` or ``__getitem__``), named by types only: no caller's ``__str__``
+    runs, and no ``TypeError`` or ``KeyError`` of its code comes out of ``run``."""
+    from splice_build.runtime.result import ToolError, ToolResult
+
+    return ToolResult(
+        ok=False,
+        package=package,
+        tool=tool,
+        error=ToolError(
+            ErrorCode.INVALID_INPUT,
+            f"Input could not be read: the {kind(given)} raised {kind(exc)}",
+        ),
+    )
 
 
 def _no_package_provides(ref: str) -> InstallError:

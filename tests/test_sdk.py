@@ -7,7 +7,7 @@ import json
 import os
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +62,58 @@ def test_run_refuses_an_input_that_is_not_an_object_as_a_result(tmp_path: Path) 
         assert result.error.code is ErrorCode.INVALID_INPUT
         assert result.error.details == (f"input: expected object, got {kind}",)
     assert splice.run("example.hello", {"name": "Ada"}).output == {"message": "Hello, Ada."}
+
+
+class _RaisingItems(dict):  # type: ignore[type-arg]
+    def items(self) -> Any:
+        raise RuntimeError("items")
+
+    values = items  # type: ignore[assignment]
+
+
+class _RaisingList(list):  # type: ignore[type-arg]
+    def __iter__(self) -> Any:
+        raise RuntimeError("iter")
+
+
+class _Pairs(Mapping[str, str]):
+    """A mapping whose iteration yields what ``dict()`` cannot take (``how``)."""
+
+    def __init__(self, how: str) -> None:
+        self.how = how
+
+    def __getitem__(self, key: str) -> str:
+        if self.how == "missing":
+            raise KeyError(key)
+        return "x"
+
+    def __iter__(self) -> Any:
+        return {"unhashable": iter([["name"]]), "missing": iter(["name"])}.get(self.how, 5)
+
+    def __len__(self) -> int:
+        return 1
+
+
+def test_run_answers_an_input_whose_own_code_raises_with_an_invalid_input_result(
+    tmp_path: Path,
+) -> None:
+    """A mapping that raises while it is copied (TypeError, KeyError), and a dict or list
+    subclass that raises when its items are read (the depth count and the JSON encoder read
+    them), came out of ``run`` as that exception; each is now an INVALID_INPUT result naming
+    types only, and no process is started."""
+    splice = Splice.init(tmp_path / "project")
+    splice.add(["@splice/example"])
+    for given, why in (
+        (_Pairs("not an iterator"), "the _Pairs raised TypeError"),
+        (_Pairs("unhashable"), "the _Pairs raised TypeError"),
+        (_Pairs("missing"), "the _Pairs raised KeyError"),
+        ({"name": _RaisingItems(a=1)}, "a value in it raised RuntimeError when read"),
+        ({"name": _RaisingList([1])}, "a value in it raised RuntimeError when read"),
+    ):
+        result = splice.run("example.hello", given)  # type: ignore[arg-type]
+        assert result.error is not None and result.isolation is None
+        assert result.error.code is ErrorCode.INVALID_INPUT
+        assert result.error.message.endswith(why)
 
 
 class _Hostile:
