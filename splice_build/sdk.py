@@ -206,10 +206,14 @@ class Splice:
         return reports
 
     def _recovered(self) -> None:
-        """Refuse links in ``.splice/`` (project/state_dir.py), then finish a transaction a
-        crash interrupted before reading state (rare: a file test)."""
-        from splice_build.project.state_dir import check_state_dir
+        """Refuse a project that is gone (its splice.json removed since this object was made:
+        every call says so, ``NOT_A_PROJECT``, as ``list`` does, rather than "no installed
+        package provides" or an empty list) and links in ``.splice/`` (project/state_dir.py),
+        then finish a transaction a crash interrupted before reading state (rare: a file test)."""
+        from splice_build.project.state_dir import check_state_dir, project_gone
 
+        if not self.layout.project_file.is_file():
+            raise project_gone(self.project_root)
         check_state_dir(self.layout)
         if self.layout.tmp_dir.exists():
             from splice_build.install.transaction import project_lock

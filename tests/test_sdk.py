@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import threading
 from collections.abc import Callable, Mapping
@@ -312,3 +313,38 @@ def test_a_forked_child_never_touches_the_parents_processes(tmp_path: Path) -> N
         assert [_state(pid) for pid in parents] == ["S", "T"]  # waiting warm; kept, stopped
         assert splice.run("example.hello", {"name": "parent again"}).ok
         assert runtime._reuse.stats().reused == 1  # the kept process served it
+
+
+def test_every_call_on_a_removed_project_is_not_a_project_and_makes_nothing(
+    tmp_path: Path,
+) -> None:
+    """A project removed while its ``Splice`` lives: ``run``, ``check``, ``load`` and
+    ``resolve_tool`` answered NOT_INSTALLED ("no installed package provides"), ``tools`` and
+    ``installed`` an empty list, and ``remove`` made the removed directory again to hold
+    ``.splice/state.lock``. Every call is NOT_A_PROJECT now, and nothing is made."""
+    root = tmp_path / "project"
+    splice = Splice.init(root)
+    splice.add(["@splice/example"])
+    shutil.rmtree(root)
+    calls: dict[str, Callable[[], object]] = {
+        "run": lambda: splice.run("example.hello", {"name": "Ada"}),
+        "resolve_tool": lambda: splice.resolve_tool("splice_example_hello"),
+        "check": lambda: splice.check("@splice/example"),
+        "load": lambda: splice.load("@splice/example"),
+        "tools": splice.tools,
+        "installed": splice.installed,
+        "list": splice.list,
+        "add": lambda: splice.add(["@splice/example"]),
+        "install": splice.install,
+        "remove": lambda: splice.remove(["@splice/example"]),
+        "outdated": splice.outdated,
+        "update": splice.update,
+        "verify": lambda: splice.verify("@splice/example"),
+    }
+    codes = {}
+    for name, call in calls.items():
+        with pytest.raises(SpliceError) as caught:
+            call()
+        codes[name] = str(caught.value.code)
+    assert codes == dict.fromkeys(calls, "NOT_A_PROJECT")
+    assert not root.exists()
