@@ -7,6 +7,8 @@ import json
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -348,3 +350,49 @@ def test_every_call_on_a_removed_project_is_not_a_project_and_makes_nothing(
         codes[name] = str(caught.value.code)
     assert codes == dict.fromkeys(calls, "NOT_A_PROJECT")
     assert not root.exists()
+
+
+_IMPORT_DURING_A_FORK = """
+import json, os, sys, threading
+from splice_build.runtime import SpliceRuntime
+from splice_build.skills import skills_root
+
+assert "concurrent.futures.thread" not in sys.modules
+failures = []
+sys.unraisablehook = lambda hook: failures.append(repr(hook.exc_value))
+
+
+def import_during_fork():  # another thread of the program, importing as a call forks
+    import concurrent.futures.thread
+
+
+os.register_at_fork(before=import_during_fork)
+stop = threading.Event()
+other = threading.Thread(target=stop.wait)
+other.start()
+runtime = SpliceRuntime(project_root=sys.argv[1])
+ok = runtime.execute(runtime.load(skills_root() / "example"), "hello", {"name": "x"}).ok
+stop.set()
+other.join()
+print(json.dumps([ok, failures]))
+"""
+
+
+@pytest.mark.node
+def test_a_module_imported_while_a_call_forks_keeps_its_fork_lock_balanced(
+    tmp_path: Path,
+) -> None:
+    """CPython runs the fork hooks registered when a fork begins before it and those
+    registered when it ends after it: ``concurrent.futures.thread``, imported by an asyncio
+    program's first ``to_thread`` while another thread's call forked its sandbox, had its
+    lock released without having taken it (``RuntimeError: release unlocked lock`` in the
+    program's ``to_thread``, about one run in three). A start now imports it first whenever
+    other threads run; the import here happens inside the fork, deterministically."""
+    done = subprocess.run(
+        [sys.executable, "-c", _IMPORT_DURING_A_FORK, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+    )
+    assert json.loads(done.stdout) == [True, []], done.stderr

@@ -14,13 +14,23 @@ So every holder registered here forgets, in the child, what it held: the child's
 the pipes are closed, no process is signalled or waited for, locks are made anew (another
 thread may have held one at the fork), and the pool starts empty; the child's calls start
 processes of its own, with a thread of its own.
+
+The other way round, every sandbox start forks (``preexec_fn``), often from a thread while
+the program's other threads go on: ``settle_fork_hooks`` runs before each such fork.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
+import sys
+import threading
 import weakref
 from typing import Protocol
+
+# Standard modules that, when first imported, register a pair of fork hooks: a lock taken
+# before a fork and released after it in the parent.
+_PAIRED_HOOKS = ("logging", "concurrent.futures.thread")
 
 
 class ForkHolder(Protocol):
@@ -34,6 +44,24 @@ _HOLDERS: weakref.WeakSet[ForkHolder] = weakref.WeakSet()
 def forget_in_children(holder: ForkHolder) -> None:
     """Have ``holder.forget_after_fork()`` run in every child this process forks."""
     _HOLDERS.add(holder)
+
+
+def settle_fork_hooks() -> None:
+    """Import the modules of ``_PAIRED_HOOKS`` before this process forks, when another thread
+    could import them while the fork is under way.
+
+    CPython runs the ``before`` hooks registered when a fork begins and the ``after_in_parent``
+    hooks registered when it ends. A module imported by another thread in between (an asyncio
+    program's first ``asyncio.to_thread`` imports ``concurrent.futures.thread``) has its lock
+    released without having taken it: that program's ``to_thread`` raised ``RuntimeError:
+    release unlocked lock`` (about one run in three of ``to_thread(splice.run, ...)`` while
+    other threads made calls), or, released while another thread held it, let two threads in.
+    Once imported, the pair is balanced for every later fork. A single-threaded process (the
+    one-shot CLI) has no other thread to import them and loads neither."""
+    if threading.active_count() > 1:
+        for name in _PAIRED_HOOKS:
+            if name not in sys.modules:
+                importlib.import_module(name)
 
 
 def _in_child() -> None:

@@ -34,6 +34,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from splice_build.records import dataclass, field, replace
+from splice_build.runtime.forks import settle_fork_hooks
 from splice_build.runtime.host_files import host_dir, host_entry
 from splice_build.runtime.isolation import fileview
 from splice_build.runtime.isolation.child import make_preexec
@@ -221,6 +222,7 @@ def start(spec: SandboxSpec) -> SandboxProcess:
     report_r, report_w = os.pipe() if view is not None else (None, None)
     if spec.fetch and sys.platform.startswith("linux"):
         _widen(job_w, msg_w)
+    settle_fork_hooks()
     try:
         popen = subprocess.Popen(
             spec.argv(job_r, msg_w),
