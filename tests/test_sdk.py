@@ -3,6 +3,7 @@ kind is a coded error; threads share one runtime, which ``close()`` ends."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
@@ -396,3 +397,31 @@ def test_a_module_imported_while_a_call_forks_keeps_its_fork_lock_balanced(
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
     )
     assert json.loads(done.stdout) == [True, []], done.stderr
+
+
+def _pool_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name in ("splice-warm-pool", "splice-reuse")]
+
+
+@pytest.mark.node
+def test_a_splice_dropped_without_close_ends_its_processes_and_threads(tmp_path: Path) -> None:
+    """A program making a ``Splice(reuse=True)`` per request and never closing it kept, for
+    each one, the pool's thread for ever and its warm and kept processes until they expired
+    (10 objects: 20 threads, 20 processes, 100 descriptors): the pools' threads hold the
+    pools, so nothing was ever collected. The runtime now closes them when it is collected.
+    ``close()`` twice is harmless, and a call after it runs in a process of its own."""
+    Splice.init(tmp_path / "project").add(["@splice/example"])
+    children, threads = _children(), _pool_threads()
+    splice = Splice(tmp_path / "project", reuse=True, broker=False)
+    assert splice.run("example.hello", {"name": "dropped"}).ok
+    assert _children() - children and _pool_threads() != threads
+    del splice
+    gc.collect()
+    assert _children() - children == set()
+    assert _pool_threads() == threads
+    closed = Splice(tmp_path / "project", reuse=True, broker=False)
+    assert closed.run("example.hello", {"name": "before"}).ok
+    closed.close()
+    closed.close()
+    assert closed.run("example.hello", {"name": "after"}).ok
+    assert _children() - children == set()

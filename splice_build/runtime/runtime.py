@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from functools import lru_cache
 from pathlib import Path
@@ -112,6 +113,10 @@ class SpliceRuntime:
             self._reuse = ReusePool(reuse)
             pool = pool if pool is not None else WarmPool()
         self._pool = pool
+        # The pools' threads hold the pools, never this runtime: a runtime (or a ``Splice``)
+        # dropped without ``close()`` ends its processes and threads when it is collected,
+        # instead of keeping them until the interpreter exits.
+        self._closer = weakref.finalize(self, _close_pools, self._reuse, pool)
         # Tests only: fake DNS answers for the parent's fetch (docs/network-security.md).
         self._test_resolver = None if _unsafe_test_resolver is None else dict(_unsafe_test_resolver)
         # Tests only: no permission model, module guard, fetch guard or process locks in the
@@ -206,11 +211,9 @@ class SpliceRuntime:
             self._pool.prewarm(key, wait=wait)
 
     def close(self) -> None:
-        """End the pool's processes (a runtime without a pool holds none)."""
-        if self._reuse is not None:
-            self._reuse.close()
-        if self._pool is not None:
-            self._pool.close()
+        """End the pool's processes (a runtime without a pool holds none); also done when the
+        runtime is collected without it."""
+        self._closer()
 
     def __enter__(self) -> SpliceRuntime:
         return self
@@ -559,6 +562,13 @@ class SpliceRuntime:
             return finish(error=error, logs=logs)
         assert isinstance(outcome.message, ResultOk), "BUG: success without a result"
         return finish(output=outcome.message.output, logs=logs)
+
+
+def _close_pools(reuse: ReusePool | None, pool: WarmPool | None) -> None:
+    if reuse is not None:
+        reuse.close()
+    if pool is not None:
+        pool.close()
 
 
 @dataclass
