@@ -98,8 +98,16 @@ class Splice:
         self.env: Mapping[str, str] = env_arg(os.environ if env is None else env)
         if on_progress is not None and not callable(on_progress):
             raise UsageError(f"on_progress must be callable, not {kind(on_progress)}")
-        if broker is True:
-            raise UsageError("broker must be a broker object, None (the default) or False")
+        if not (broker is None or broker is False or callable(getattr(type(broker), "call", 0))):
+            raise UsageError(
+                f"broker must be an object with a call method, None (the default) or False, "
+                f"not {kind(broker)}"
+            )
+        if pool is not None:
+            from splice_build.runtime.pool import WarmPool
+
+            if not isinstance(pool, WarmPool):
+                raise UsageError(f"pool must be a WarmPool or None, not {kind(pool)}")
         self._reuse = _reuse_arg(reuse)
         self.project_root = find_project_root(start)
         self.layout: ProjectLayout = ProjectLayout(self.project_root)

@@ -144,6 +144,8 @@ _CALLS: dict[str, Callable[[Path, Any], object]] = {
     "Splice(home)": lambda root, v: Splice(root, home=v),
     "Splice(reuse)": lambda root, v: Splice(root, reuse=v),
     "Splice(on_progress)": lambda root, v: Splice(root, on_progress=v),
+    "Splice(broker)": lambda root, v: Splice(root, broker=v),
+    "Splice(pool)": lambda root, v: Splice(root, pool=v),
     "Splice.init": lambda root, v: Splice.init(v),
     "add": lambda root, v: Splice(root).add(v),
     "remove": lambda root, v: Splice(root).remove(v),
@@ -165,6 +167,9 @@ _CASES = [
     *[("Splice(env)", v, "USAGE") for v in ("A=1", [("A", "1")], {"A": 1}, {1: "a"}, {"A": "\0"})],
     *[("Splice(reuse)", v, "USAGE") for v in (None, "yes", 1, _Hostile())],
     ("Splice(on_progress)", "print", "USAGE"),
+    # a broker answers call(request); a pool is a WarmPool (both failed only at the first call)
+    *[("Splice(broker)", v, "USAGE") for v in (True, 0, "broker", _Hostile())],
+    *[("Splice(pool)", v, "USAGE") for v in (True, "pool", 5, _Hostile())],
     # lists of names: one string is not a list of one-letter names; a bad item is its own code
     *[
         (m, v, "USAGE")
