@@ -305,6 +305,8 @@ class Splice:
             require_signed=require_signed,
             allow_signer_change=allow_signer_change,
         )
+        if not isinstance(frozen, bool):  # a truthy "no" must not mean frozen
+            raise UsageError(f"frozen must be True or False, not {kind(frozen)}")
         if frozen:
             lock = load_lockfile(self.project_root)
             unlocked = [

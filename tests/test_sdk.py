@@ -148,6 +148,7 @@ _CALLS: dict[str, Callable[[Path, Any], object]] = {
     "Splice(pool)": lambda root, v: Splice(root, pool=v),
     "Splice.init": lambda root, v: Splice.init(v),
     "add": lambda root, v: Splice(root).add(v),
+    "install(frozen)": lambda root, v: Splice(root).install(frozen=v),
     "remove": lambda root, v: Splice(root).remove(v),
     "outdated": lambda root, v: Splice(root).outdated(v),
     "update": lambda root, v: Splice(root).update(v),
@@ -170,6 +171,7 @@ _CASES = [
     # a broker answers call(request); a pool is a WarmPool (both failed only at the first call)
     *[("Splice(broker)", v, "USAGE") for v in (True, 0, "broker", _Hostile())],
     *[("Splice(pool)", v, "USAGE") for v in (True, "pool", 5, _Hostile())],
+    *[("install(frozen)", v, "USAGE") for v in ("no", 1, None)],
     # lists of names: one string is not a list of one-letter names; a bad item is its own code
     *[
         (m, v, "USAGE")
