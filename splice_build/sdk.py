@@ -112,7 +112,9 @@ class Splice:
         self.project_root = find_project_root(start)
         self.layout: ProjectLayout = ProjectLayout(self.project_root)
         self.home: SpliceHome = (
-            SpliceHome(path_arg(home, "home"))
+            # Absolute now, as SPLICE_HOME is read: a relative home would follow every later
+            # os.chdir (caches, credentials and keys read and written elsewhere).
+            SpliceHome(Path(os.path.abspath(path_arg(home, "home"))))
             if home is not None
             else SpliceHome.from_env(self.env)
         )

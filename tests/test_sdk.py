@@ -432,3 +432,19 @@ def test_a_splice_dropped_without_close_ends_its_processes_and_threads(tmp_path:
     closed.close()
     assert closed.run("example.hello", {"name": "after"}).ok
     assert _children() - children == set()
+
+
+def test_a_relative_home_is_the_one_named_when_the_splice_was_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``Splice(project, home="relhome")`` kept the relative path: after the program's
+    ``os.chdir`` its artifact cache, credentials and signing keys were read and written in
+    another directory's ``relhome``."""
+    (tmp_path / "made here").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "made here")
+    splice = Splice.init(tmp_path / "project", home="relhome")
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert splice.home.path == tmp_path / "made here" / "relhome"
+    splice.home.write_config({})
+    assert not (tmp_path / "elsewhere" / "relhome").exists()
