@@ -646,21 +646,38 @@ class Splice:
 
         pkg = self.check(PackageId.parse(ref).id)
         files = pkg.lock_entry.known(pkg.id).files
-        return self._runtime().load_verified(pkg.directory, files, pkg.manifest)
+        real = Path(os.path.realpath(pkg.directory))
+        return self._runtime(real).load_verified(real, files, pkg.manifest)
 
-    def _runtime(self) -> SpliceRuntime:
-        """One runtime per SDK object: it owns the warm pool (if any) and the broker.
+    def _runtime(self, package_dir: Path) -> SpliceRuntime:
+        """The runtime of the project ``package_dir`` (a real path, as the package was just
+        checked) is installed in: one per SDK object, which owns the warm pool (if any).
 
         Made under a lock: threads making their first calls at once would otherwise each
-        make one, and ``close()`` would end the processes of the last one only."""
+        make one, and ``close()`` would end the processes of the last one only. The project's
+        path may name another directory by now (a ``current`` link switched to a new release
+        of the project): the package checked is the new project's, so a runtime rooted at
+        the old one would resolve its grants (``workspace``) in the old directory. That
+        runtime is closed and one made for the project the package belongs to."""
+        root = package_dir.parents[3]  # <root>/.splice/packages/@ns/name
         with self._runtime_lock:
-            return self._runtime_instance or self._new_runtime()
+            current = self._runtime_instance
+            if current is not None and current.project_root == root:
+                return current
+            if current is not None:
+                current.close()  # calls in flight keep their processes; no new one is kept
+                if self._pool is not None:  # the caller's pool ended with it: one like it
+                    from splice_build.runtime.pool import WarmPool
 
-    def _new_runtime(self) -> SpliceRuntime:
+                    old = self._pool
+                    self._pool = WarmPool(max_size=old.max_size, idle_seconds=old.idle_seconds)
+            return self._new_runtime(root)
+
+    def _new_runtime(self, root: Path) -> SpliceRuntime:
         from splice_build.runtime import SpliceRuntime
 
         self._runtime_instance = SpliceRuntime(
-            project_root=self.project_root,
+            project_root=root,
             env=self.env,
             broker=self._broker,  # type: ignore[arg-type]
             pool=self._pool,
@@ -703,10 +720,9 @@ class Splice:
         self, pkg: InstalledPackage, tool: str, input: Mapping[str, object]
     ) -> ToolResult:
         """Run ``tool`` of a package that ``resolve_tool`` has just checked (no second hash)."""
-        runtime = self._runtime()
-        loaded = runtime.load_verified(
-            pkg.directory, pkg.lock_entry.known(pkg.id).files, pkg.manifest
-        )
+        real = Path(os.path.realpath(pkg.directory))
+        runtime = self._runtime(real)
+        loaded = runtime.load_verified(real, pkg.lock_entry.known(pkg.id).files, pkg.manifest)
         # A mapping is copied; anything else goes as it is, so the input check refuses it
         # (INVALID_INPUT) instead of dict() turning a list of pairs into an object.
         try:

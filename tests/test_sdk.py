@@ -448,3 +448,22 @@ def test_a_relative_home_is_the_one_named_when_the_splice_was_made(
     assert splice.home.path == tmp_path / "made here" / "relhome"
     splice.home.write_config({})
     assert not (tmp_path / "elsewhere" / "relhome").exists()
+
+
+@pytest.mark.node
+def test_a_project_path_switched_to_another_project_runs_in_the_new_one(tmp_path: Path) -> None:
+    """``Splice("deploy/current")`` where ``current`` is a link switched to a new release of
+    the project while the object lives: the package checked and run was the new release's,
+    but its grant (``workspace``) was resolved against the first release, where the runtime
+    had been rooted at the first call, so the tool wrote into the old project."""
+    Splice.init(tmp_path / "rel1").add(["@splice/files"], accept_permissions=True)
+    shutil.copytree(tmp_path / "rel1", tmp_path / "rel2", symlinks=True)
+    current = tmp_path / "current"
+    current.symlink_to("rel1")
+    with Splice(current, broker=False) as splice:
+        assert splice.run("files.write", {"path": "one.txt", "content": "1"}).ok
+        current.unlink()
+        current.symlink_to("rel2")
+        assert splice.run("files.write", {"path": "two.txt", "content": "2"}).ok
+    assert [p.name for p in (tmp_path / "rel1" / "workspace").iterdir()] == ["one.txt"]
+    assert [p.name for p in (tmp_path / "rel2" / "workspace").iterdir()] == ["two.txt"]
