@@ -467,3 +467,41 @@ def test_a_project_path_switched_to_another_project_runs_in_the_new_one(tmp_path
         assert splice.run("files.write", {"path": "two.txt", "content": "2"}).ok
     assert [p.name for p in (tmp_path / "rel1" / "workspace").iterdir()] == ["one.txt"]
     assert [p.name for p in (tmp_path / "rel2" / "workspace").iterdir()] == ["two.txt"]
+
+
+def test_a_change_asked_from_a_callback_of_a_change_is_state_locked(tmp_path: Path) -> None:
+    """A progress callback making another change (``add``, ``install``, ``remove``, through
+    this ``Splice`` or another of the same project) waited for ever: the graph's in-process
+    lock and the project's lock file were held by that very thread. Each is now STATE_LOCKED
+    at once, and the change in progress completes."""
+    root = tmp_path / "project"
+    Splice.init(root)
+    inner: dict[str, str] = {}
+    others = {
+        "add": lambda s: s.add(["@splice/json"]),
+        "install": lambda s: s.install(),
+        "remove": lambda s: s.remove(["@splice/example"]),
+        "remove, another Splice": lambda s: Splice(root).remove(["@splice/example"]),
+    }
+
+    def progress(step: str, message: str) -> None:
+        for name, change in others.items():
+            if name not in inner:
+                try:
+                    change(splice)
+                except SpliceError as exc:
+                    inner[name] = str(exc.code)
+
+    def hung(signum: int, frame: object) -> None:
+        raise TimeoutError("the change from the callback waited for itself")
+
+    splice = Splice(root, on_progress=progress)
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(20)  # the old code never returned
+    try:
+        assert [r.name for r in splice.add(["@splice/example"])] == ["@splice/example"]
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert inner == dict.fromkeys(others, "STATE_LOCKED")
+    assert [row["status"] for row in splice.list()] == ["ok"]
