@@ -31,6 +31,7 @@ from splice_build.install.installed import (
     check_installed,
     read_installed_manifest,
 )
+from splice_build.runtime.forks import forget_in_children
 from splice_build.sdk_args import env_arg, kind, names_arg, path_arg
 
 if TYPE_CHECKING:
@@ -125,6 +126,13 @@ class Splice:
         self._runtime_instance: SpliceRuntime | None = None
         self._runtime_lock = threading.Lock()
         self.last_tasks: TaskRecord | None = None
+        forget_in_children(self)
+
+    def forget_after_fork(self) -> None:
+        """In a child of ``fork`` (runtime/forks.py): a lock another thread held at the fork
+        (making the first runtime, or closing one for a project switched at its path) would
+        never be released there; the child's runtime forgets the parent's processes."""
+        self._runtime_lock = threading.Lock()
 
     @classmethod
     def init(cls, directory: Path | str, *, registry: str | None = None, **options: Any) -> Splice:

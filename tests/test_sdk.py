@@ -289,8 +289,9 @@ def test_a_forked_child_never_touches_the_parents_processes(tmp_path: Path) -> N
     """A child of ``fork`` (multiprocessing, a daemonizing server) inherits the SDK with the
     parent's warm and kept processes. Its first call found them "exited" (``waitpid`` fails:
     they are not its children) and killed them, its ``close()`` (or exit) killed the rest,
-    and its second call waited for ever for the pool's thread, which the child does not have.
-    Now the child starts and ends processes of its own; the parent's stay as they were."""
+    and its second call waited for ever for the pool's thread, which the child does not have
+    (or for the SDK's lock, when another thread held it at the fork). Now the child starts and
+    ends processes of its own; the parent's stay as they were."""
     Splice.init(tmp_path / "project").add(["@splice/example"])
     with Splice(tmp_path / "project", reuse=True, broker=False) as splice:
         assert splice.run("example.hello", {"name": "parent"}).ok
@@ -300,6 +301,16 @@ def test_a_forked_child_never_touches_the_parents_processes(tmp_path: Path) -> N
         parents = runtime._pool.idle_pids() + runtime._reuse.idle_pids()
         assert len(parents) == 2
         read, write = os.pipe()
+        held, release = threading.Event(), threading.Event()
+
+        def first_call_in_progress() -> None:  # another thread inside _runtime() at the fork
+            with splice._runtime_lock:
+                held.set()
+                release.wait()
+
+        holder = threading.Thread(target=first_call_in_progress)
+        holder.start()
+        held.wait()
         child = os.fork()
         if child == 0:  # pragma: no cover (the child's report is checked below)
             status = 1
@@ -312,6 +323,8 @@ def test_a_forked_child_never_touches_the_parents_processes(tmp_path: Path) -> N
                 status = 0
             finally:
                 os._exit(status)
+        release.set()
+        holder.join()
         os.close(write)
         with os.fdopen(read, "rb") as report:
             answer = report.read()
