@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import sys
 import threading
 import weakref
 from typing import Protocol
@@ -60,8 +59,9 @@ def settle_fork_hooks() -> None:
     one-shot CLI) has no other thread to import them and loads neither."""
     if threading.active_count() > 1:
         for name in _PAIRED_HOOKS:
-            if name not in sys.modules:
-                importlib.import_module(name)
+            # Also when another thread is importing it now: import_module waits for that
+            # import to finish (and its hooks to be registered); loaded, it is a lookup.
+            importlib.import_module(name)
 
 
 def _in_child() -> None:
