@@ -31,6 +31,7 @@ from splice_build.install.installed import (
     check_installed,
     read_installed_manifest,
 )
+from splice_build.runtime.forks import forget_in_children
 from splice_build.sdk_args import env_arg, kind, names_arg, path_arg
 
 if TYPE_CHECKING:
@@ -98,13 +99,23 @@ class Splice:
         self.env: Mapping[str, str] = env_arg(os.environ if env is None else env)
         if on_progress is not None and not callable(on_progress):
             raise UsageError(f"on_progress must be callable, not {kind(on_progress)}")
-        if broker is True:
-            raise UsageError("broker must be a broker object, None (the default) or False")
+        if not (broker is None or broker is False or callable(getattr(type(broker), "call", 0))):
+            raise UsageError(
+                f"broker must be an object with a call method, None (the default) or False, "
+                f"not {kind(broker)}"
+            )
+        if pool is not None:
+            from splice_build.runtime.pool import WarmPool
+
+            if not isinstance(pool, WarmPool):
+                raise UsageError(f"pool must be a WarmPool or None, not {kind(pool)}")
         self._reuse = _reuse_arg(reuse)
         self.project_root = find_project_root(start)
         self.layout: ProjectLayout = ProjectLayout(self.project_root)
         self.home: SpliceHome = (
-            SpliceHome(path_arg(home, "home"))
+            # Absolute now, as SPLICE_HOME is read: a relative home would follow every later
+            # os.chdir (caches, credentials and keys read and written elsewhere).
+            SpliceHome(Path(os.path.abspath(path_arg(home, "home"))))
             if home is not None
             else SpliceHome.from_env(self.env)
         )
@@ -115,6 +126,13 @@ class Splice:
         self._runtime_instance: SpliceRuntime | None = None
         self._runtime_lock = threading.Lock()
         self.last_tasks: TaskRecord | None = None
+        forget_in_children(self)
+
+    def forget_after_fork(self) -> None:
+        """In a child of ``fork`` (runtime/forks.py): a lock another thread held at the fork
+        (making the first runtime, or closing one for a project switched at its path) would
+        never be released there; the child's runtime forgets the parent's processes."""
+        self._runtime_lock = threading.Lock()
 
     @classmethod
     def init(cls, directory: Path | str, *, registry: str | None = None, **options: Any) -> Splice:
@@ -206,10 +224,14 @@ class Splice:
         return reports
 
     def _recovered(self) -> None:
-        """Refuse links in ``.splice/`` (project/state_dir.py), then finish a transaction a
-        crash interrupted before reading state (rare: a file test)."""
-        from splice_build.project.state_dir import check_state_dir
+        """Refuse a project that is gone (its splice.json removed since this object was made:
+        every call says so, ``NOT_A_PROJECT``, as ``list`` does, rather than "no installed
+        package provides" or an empty list) and links in ``.splice/`` (project/state_dir.py),
+        then finish a transaction a crash interrupted before reading state (rare: a file test)."""
+        from splice_build.project.state_dir import check_state_dir, project_gone
 
+        if not self.layout.project_file.is_file():
+            raise project_gone(self.project_root)
         check_state_dir(self.layout)
         if self.layout.tmp_dir.exists():
             from splice_build.install.transaction import project_lock
@@ -302,6 +324,8 @@ class Splice:
             require_signed=require_signed,
             allow_signer_change=allow_signer_change,
         )
+        if not isinstance(frozen, bool):  # a truthy "no" must not mean frozen
+            raise UsageError(f"frozen must be True or False, not {kind(frozen)}")
         if frozen:
             lock = load_lockfile(self.project_root)
             unlocked = [
@@ -639,21 +663,38 @@ class Splice:
 
         pkg = self.check(PackageId.parse(ref).id)
         files = pkg.lock_entry.known(pkg.id).files
-        return self._runtime().load_verified(pkg.directory, files, pkg.manifest)
+        real = Path(os.path.realpath(pkg.directory))
+        return self._runtime(real).load_verified(real, files, pkg.manifest)
 
-    def _runtime(self) -> SpliceRuntime:
-        """One runtime per SDK object: it owns the warm pool (if any) and the broker.
+    def _runtime(self, package_dir: Path) -> SpliceRuntime:
+        """The runtime of the project ``package_dir`` (a real path, as the package was just
+        checked) is installed in: one per SDK object, which owns the warm pool (if any).
 
         Made under a lock: threads making their first calls at once would otherwise each
-        make one, and ``close()`` would end the processes of the last one only."""
+        make one, and ``close()`` would end the processes of the last one only. The project's
+        path may name another directory by now (a ``current`` link switched to a new release
+        of the project): the package checked is the new project's, so a runtime rooted at
+        the old one would resolve its grants (``workspace``) in the old directory. That
+        runtime is closed and one made for the project the package belongs to."""
+        root = package_dir.parents[3]  # <root>/.splice/packages/@ns/name
         with self._runtime_lock:
-            return self._runtime_instance or self._new_runtime()
+            current = self._runtime_instance
+            if current is not None and current.project_root == root:
+                return current
+            if current is not None:
+                current.close()  # calls in flight keep their processes; no new one is kept
+                if self._pool is not None:  # the caller's pool ended with it: one like it
+                    from splice_build.runtime.pool import WarmPool
 
-    def _new_runtime(self) -> SpliceRuntime:
+                    old = self._pool
+                    self._pool = WarmPool(max_size=old.max_size, idle_seconds=old.idle_seconds)
+            return self._new_runtime(root)
+
+    def _new_runtime(self, root: Path) -> SpliceRuntime:
         from splice_build.runtime import SpliceRuntime
 
         self._runtime_instance = SpliceRuntime(
-            project_root=self.project_root,
+            project_root=root,
             env=self.env,
             broker=self._broker,  # type: ignore[arg-type]
             pool=self._pool,
@@ -696,13 +737,16 @@ class Splice:
         self, pkg: InstalledPackage, tool: str, input: Mapping[str, object]
     ) -> ToolResult:
         """Run ``tool`` of a package that ``resolve_tool`` has just checked (no second hash)."""
-        runtime = self._runtime()
-        loaded = runtime.load_verified(
-            pkg.directory, pkg.lock_entry.known(pkg.id).files, pkg.manifest
-        )
+        real = Path(os.path.realpath(pkg.directory))
+        runtime = self._runtime(real)
+        loaded = runtime.load_verified(real, pkg.lock_entry.known(pkg.id).files, pkg.manifest)
         # A mapping is copied; anything else goes as it is, so the input check refuses it
         # (INVALID_INPUT) instead of dict() turning a list of pairs into an object.
-        return runtime.execute(loaded, tool, dict(input) if isinstance(input, Mapping) else input)
+        try:
+            value = dict(input) if isinstance(input, Mapping) else input
+        except Exception as exc:  # the caller's own mapping code raised while it was read
+            return _unreadable_input(pkg.id, tool, input, exc)
+        return runtime.execute(loaded, tool, value)
 
 
 def _reuse_arg(reuse: object) -> ReusePolicy | bool | Literal["project"]:
@@ -714,6 +758,23 @@ def _reuse_arg(reuse: object) -> ReusePolicy | bool | Literal["project"]:
     if isinstance(reuse, str) and str.__str__(reuse) == "project":
         return "project"
     raise UsageError(f'reuse must be True, False, "project" or a ReusePolicy, not {kind(reuse)}')
+
+
+def _unreadable_input(package: str, tool: str, given: object, exc: Exception) -> ToolResult:
+    """The INVALID_INPUT result of a mapping that raised while it was copied (its
+    ``__iter__``, ``keys`` or ``__getitem__``), named by types only: no caller's ``__str__``
+    runs, and no ``TypeError`` or ``KeyError`` of its code comes out of ``run``."""
+    from splice_build.runtime.result import ToolError, ToolResult
+
+    return ToolResult(
+        ok=False,
+        package=package,
+        tool=tool,
+        error=ToolError(
+            ErrorCode.INVALID_INPUT,
+            f"Input could not be read: the {kind(given)} raised {kind(exc)}",
+        ),
+    )
 
 
 def _no_package_provides(ref: str) -> InstallError:

@@ -3,10 +3,15 @@ kind is a coded error; threads share one runtime, which ``close()`` ends."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
+import shutil
+import signal
+import subprocess
+import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +68,58 @@ def test_run_refuses_an_input_that_is_not_an_object_as_a_result(tmp_path: Path) 
     assert splice.run("example.hello", {"name": "Ada"}).output == {"message": "Hello, Ada."}
 
 
+class _RaisingItems(dict):  # type: ignore[type-arg]
+    def items(self) -> Any:
+        raise RuntimeError("items")
+
+    values = items  # type: ignore[assignment]
+
+
+class _RaisingList(list):  # type: ignore[type-arg]
+    def __iter__(self) -> Any:
+        raise RuntimeError("iter")
+
+
+class _Pairs(Mapping[str, str]):
+    """A mapping whose iteration yields what ``dict()`` cannot take (``how``)."""
+
+    def __init__(self, how: str) -> None:
+        self.how = how
+
+    def __getitem__(self, key: str) -> str:
+        if self.how == "missing":
+            raise KeyError(key)
+        return "x"
+
+    def __iter__(self) -> Any:
+        return {"unhashable": iter([["name"]]), "missing": iter(["name"])}.get(self.how, 5)
+
+    def __len__(self) -> int:
+        return 1
+
+
+def test_run_answers_an_input_whose_own_code_raises_with_an_invalid_input_result(
+    tmp_path: Path,
+) -> None:
+    """A mapping that raises while it is copied (TypeError, KeyError), and a dict or list
+    subclass that raises when its items are read (the depth count and the JSON encoder read
+    them), came out of ``run`` as that exception; each is now an INVALID_INPUT result naming
+    types only, and no process is started."""
+    splice = Splice.init(tmp_path / "project")
+    splice.add(["@splice/example"])
+    for given, why in (
+        (_Pairs("not an iterator"), "the _Pairs raised TypeError"),
+        (_Pairs("unhashable"), "the _Pairs raised TypeError"),
+        (_Pairs("missing"), "the _Pairs raised KeyError"),
+        ({"name": _RaisingItems(a=1)}, "a value in it raised RuntimeError when read"),
+        ({"name": _RaisingList([1])}, "a value in it raised RuntimeError when read"),
+    ):
+        result = splice.run("example.hello", given)  # type: ignore[arg-type]
+        assert result.error is not None and result.isolation is None
+        assert result.error.code is ErrorCode.INVALID_INPUT
+        assert result.error.message.endswith(why)
+
+
 class _Hostile:
     """An argument whose every conversion raises: a message must never call them."""
 
@@ -87,8 +144,11 @@ _CALLS: dict[str, Callable[[Path, Any], object]] = {
     "Splice(home)": lambda root, v: Splice(root, home=v),
     "Splice(reuse)": lambda root, v: Splice(root, reuse=v),
     "Splice(on_progress)": lambda root, v: Splice(root, on_progress=v),
+    "Splice(broker)": lambda root, v: Splice(root, broker=v),
+    "Splice(pool)": lambda root, v: Splice(root, pool=v),
     "Splice.init": lambda root, v: Splice.init(v),
     "add": lambda root, v: Splice(root).add(v),
+    "install(frozen)": lambda root, v: Splice(root).install(frozen=v),
     "remove": lambda root, v: Splice(root).remove(v),
     "outdated": lambda root, v: Splice(root).outdated(v),
     "update": lambda root, v: Splice(root).update(v),
@@ -108,6 +168,10 @@ _CASES = [
     *[("Splice(env)", v, "USAGE") for v in ("A=1", [("A", "1")], {"A": 1}, {1: "a"}, {"A": "\0"})],
     *[("Splice(reuse)", v, "USAGE") for v in (None, "yes", 1, _Hostile())],
     ("Splice(on_progress)", "print", "USAGE"),
+    # a broker answers call(request); a pool is a WarmPool (both failed only at the first call)
+    *[("Splice(broker)", v, "USAGE") for v in (True, 0, "broker", _Hostile())],
+    *[("Splice(pool)", v, "USAGE") for v in (True, "pool", 5, _Hostile())],
+    *[("install(frozen)", v, "USAGE") for v in ("no", 1, None)],
     # lists of names: one string is not a list of one-letter names; a bad item is its own code
     *[
         (m, v, "USAGE")
@@ -210,3 +274,247 @@ def test_add_refuses_one_package_named_with_two_ranges_and_writes_nothing(tmp_pa
     assert [r.name for r in splice.add(["@splice/example", "@splice/example"])] == [
         "@splice/example"
     ]
+
+
+def _state(pid: int) -> str:
+    """``/proc/<pid>/stat``'s state letter, ``-`` when the process is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return "-"
+
+
+@pytest.mark.node
+def test_a_forked_child_never_touches_the_parents_processes(tmp_path: Path) -> None:
+    """A child of ``fork`` (multiprocessing, a daemonizing server) inherits the SDK with the
+    parent's warm and kept processes. Its first call found them "exited" (``waitpid`` fails:
+    they are not its children) and killed them, its ``close()`` (or exit) killed the rest,
+    and its second call waited for ever for the pool's thread, which the child does not have
+    (or for the SDK's lock, when another thread held it at the fork). Now the child starts and
+    ends processes of its own; the parent's stay as they were."""
+    Splice.init(tmp_path / "project").add(["@splice/example"])
+    with Splice(tmp_path / "project", reuse=True, broker=False) as splice:
+        assert splice.run("example.hello", {"name": "parent"}).ok
+        runtime = splice._runtime_instance
+        assert runtime is not None and runtime._pool is not None and runtime._reuse is not None
+        runtime._pool.prewarm(next(iter(runtime._reuse._idle)), wait=True)
+        parents = runtime._pool.idle_pids() + runtime._reuse.idle_pids()
+        assert len(parents) == 2
+        read, write = os.pipe()
+        held, release = threading.Event(), threading.Event()
+
+        def first_call_in_progress() -> None:  # another thread inside _runtime() at the fork
+            with splice._runtime_lock:
+                held.set()
+                release.wait()
+
+        holder = threading.Thread(target=first_call_in_progress)
+        holder.start()
+        held.wait()
+        child = os.fork()
+        if child == 0:  # pragma: no cover (the child's report is checked below)
+            status = 1
+            try:
+                signal.alarm(30)  # the old code's second call never returned
+                oks = [splice.run("example.hello", {"name": f"c{n}"}).ok for n in range(2)]
+                mine = runtime._pool.idle_pids() + runtime._reuse.idle_pids()
+                splice.close()
+                os.write(write, json.dumps([oks, mine]).encode())
+                status = 0
+            finally:
+                os._exit(status)
+        release.set()
+        holder.join()
+        os.close(write)
+        with os.fdopen(read, "rb") as report:
+            answer = report.read()
+        _, status = os.waitpid(child, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        oks, mine = json.loads(answer)
+        assert oks == [True, True]
+        assert mine and not set(mine) & set(parents)
+        assert [_state(pid) for pid in parents] == ["S", "T"]  # waiting warm; kept, stopped
+        assert splice.run("example.hello", {"name": "parent again"}).ok
+        assert runtime._reuse.stats().reused == 1  # the kept process served it
+
+
+def test_every_call_on_a_removed_project_is_not_a_project_and_makes_nothing(
+    tmp_path: Path,
+) -> None:
+    """A project removed while its ``Splice`` lives: ``run``, ``check``, ``load`` and
+    ``resolve_tool`` answered NOT_INSTALLED ("no installed package provides"), ``tools`` and
+    ``installed`` an empty list, and ``remove`` made the removed directory again to hold
+    ``.splice/state.lock``. Every call is NOT_A_PROJECT now, and nothing is made."""
+    root = tmp_path / "project"
+    splice = Splice.init(root)
+    splice.add(["@splice/example"])
+    shutil.rmtree(root)
+    calls: dict[str, Callable[[], object]] = {
+        "run": lambda: splice.run("example.hello", {"name": "Ada"}),
+        "resolve_tool": lambda: splice.resolve_tool("splice_example_hello"),
+        "check": lambda: splice.check("@splice/example"),
+        "load": lambda: splice.load("@splice/example"),
+        "tools": splice.tools,
+        "installed": splice.installed,
+        "list": splice.list,
+        "add": lambda: splice.add(["@splice/example"]),
+        "install": splice.install,
+        "remove": lambda: splice.remove(["@splice/example"]),
+        "outdated": splice.outdated,
+        "update": splice.update,
+        "verify": lambda: splice.verify("@splice/example"),
+    }
+    codes = {}
+    for name, call in calls.items():
+        with pytest.raises(SpliceError) as caught:
+            call()
+        codes[name] = str(caught.value.code)
+    assert codes == dict.fromkeys(calls, "NOT_A_PROJECT")
+    assert not root.exists()
+
+
+_IMPORT_DURING_A_FORK = """
+import json, os, sys, threading
+from splice_build.runtime import SpliceRuntime
+from splice_build.skills import skills_root
+
+assert "concurrent.futures.thread" not in sys.modules
+failures = []
+sys.unraisablehook = lambda hook: failures.append(repr(hook.exc_value))
+
+
+def import_during_fork():  # another thread of the program, importing as a call forks
+    import concurrent.futures.thread
+
+
+os.register_at_fork(before=import_during_fork)
+stop = threading.Event()
+other = threading.Thread(target=stop.wait)
+other.start()
+runtime = SpliceRuntime(project_root=sys.argv[1])
+ok = runtime.execute(runtime.load(skills_root() / "example"), "hello", {"name": "x"}).ok
+stop.set()
+other.join()
+print(json.dumps([ok, failures]))
+"""
+
+
+@pytest.mark.node
+def test_a_module_imported_while_a_call_forks_keeps_its_fork_lock_balanced(
+    tmp_path: Path,
+) -> None:
+    """CPython runs the fork hooks registered when a fork begins before it and those
+    registered when it ends after it: ``concurrent.futures.thread``, imported by an asyncio
+    program's first ``to_thread`` while another thread's call forked its sandbox, had its
+    lock released without having taken it (``RuntimeError: release unlocked lock`` in the
+    program's ``to_thread``, about one run in three). A start now imports it first whenever
+    other threads run; the import here happens inside the fork, deterministically."""
+    done = subprocess.run(
+        [sys.executable, "-c", _IMPORT_DURING_A_FORK, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+    )
+    assert json.loads(done.stdout) == [True, []], done.stderr
+
+
+def _pool_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name in ("splice-warm-pool", "splice-reuse")]
+
+
+@pytest.mark.node
+def test_a_splice_dropped_without_close_ends_its_processes_and_threads(tmp_path: Path) -> None:
+    """A program making a ``Splice(reuse=True)`` per request and never closing it kept, for
+    each one, the pool's thread for ever and its warm and kept processes until they expired
+    (10 objects: 20 threads, 20 processes, 100 descriptors): the pools' threads hold the
+    pools, so nothing was ever collected. The runtime now closes them when it is collected.
+    ``close()`` twice is harmless, and a call after it runs in a process of its own."""
+    Splice.init(tmp_path / "project").add(["@splice/example"])
+    children, threads = _children(), _pool_threads()
+    splice = Splice(tmp_path / "project", reuse=True, broker=False)
+    assert splice.run("example.hello", {"name": "dropped"}).ok
+    assert _children() - children and _pool_threads() != threads
+    del splice
+    gc.collect()
+    assert _children() - children == set()
+    assert _pool_threads() == threads
+    closed = Splice(tmp_path / "project", reuse=True, broker=False)
+    assert closed.run("example.hello", {"name": "before"}).ok
+    closed.close()
+    closed.close()
+    assert closed.run("example.hello", {"name": "after"}).ok
+    assert _children() - children == set()
+
+
+def test_a_relative_home_is_the_one_named_when_the_splice_was_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``Splice(project, home="relhome")`` kept the relative path: after the program's
+    ``os.chdir`` its artifact cache, credentials and signing keys were read and written in
+    another directory's ``relhome``."""
+    (tmp_path / "made here").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "made here")
+    splice = Splice.init(tmp_path / "project", home="relhome")
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert splice.home.path == tmp_path / "made here" / "relhome"
+    splice.home.write_config({})
+    assert not (tmp_path / "elsewhere" / "relhome").exists()
+
+
+@pytest.mark.node
+def test_a_project_path_switched_to_another_project_runs_in_the_new_one(tmp_path: Path) -> None:
+    """``Splice("deploy/current")`` where ``current`` is a link switched to a new release of
+    the project while the object lives: the package checked and run was the new release's,
+    but its grant (``workspace``) was resolved against the first release, where the runtime
+    had been rooted at the first call, so the tool wrote into the old project."""
+    Splice.init(tmp_path / "rel1").add(["@splice/files"], accept_permissions=True)
+    shutil.copytree(tmp_path / "rel1", tmp_path / "rel2", symlinks=True)
+    current = tmp_path / "current"
+    current.symlink_to("rel1")
+    with Splice(current, broker=False) as splice:
+        assert splice.run("files.write", {"path": "one.txt", "content": "1"}).ok
+        current.unlink()
+        current.symlink_to("rel2")
+        assert splice.run("files.write", {"path": "two.txt", "content": "2"}).ok
+    assert [p.name for p in (tmp_path / "rel1" / "workspace").iterdir()] == ["one.txt"]
+    assert [p.name for p in (tmp_path / "rel2" / "workspace").iterdir()] == ["two.txt"]
+
+
+def test_a_change_asked_from_a_callback_of_a_change_is_state_locked(tmp_path: Path) -> None:
+    """A progress callback making another change (``add``, ``install``, ``remove``, through
+    this ``Splice`` or another of the same project) waited for ever: the graph's in-process
+    lock and the project's lock file were held by that very thread. Each is now STATE_LOCKED
+    at once, and the change in progress completes."""
+    root = tmp_path / "project"
+    Splice.init(root)
+    inner: dict[str, str] = {}
+    others = {
+        "add": lambda s: s.add(["@splice/json"]),
+        "install": lambda s: s.install(),
+        "remove": lambda s: s.remove(["@splice/example"]),
+        "remove, another Splice": lambda s: Splice(root).remove(["@splice/example"]),
+    }
+
+    def progress(step: str, message: str) -> None:
+        for name, change in others.items():
+            if name not in inner:
+                try:
+                    change(splice)
+                except SpliceError as exc:
+                    inner[name] = str(exc.code)
+
+    def hung(signum: int, frame: object) -> None:
+        raise TimeoutError("the change from the callback waited for itself")
+
+    splice = Splice(root, on_progress=progress)
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(20)  # the old code never returned
+    try:
+        assert [r.name for r in splice.add(["@splice/example"])] == ["@splice/example"]
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert inner == dict.fromkeys(others, "STATE_LOCKED")
+    assert [row["status"] for row in splice.list()] == ["ok"]

@@ -4,9 +4,11 @@ Modelled on pre-commit's ``file_lock.py``: one ``lock(path, on_blocked)`` with t
 code inside. It tries a non-blocking lock first and, if another process holds it, calls
 ``on_blocked`` (so the CLI can say it is waiting on ``.splice/``) and then blocks.
 
-The lock belongs to an open file, not to a process or thread: two threads (or two nested
-``with lock(...)`` blocks) on the same path exclude each other, so the lock is not
-re-entrant. A process that dies releases its lock with its file descriptors.
+The lock belongs to an open file, not to a process or thread: two threads on the same path
+exclude each other, so the lock is not re-entrant. A nested ``with lock(...)`` on a lock file
+the same thread holds (a progress or consent callback of an install making another change)
+would wait for itself for ever: it is refused at once, ``STATE_LOCKED``. A process that dies
+releases its lock with its file descriptors.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import errno
 import os
 import stat
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -75,8 +78,40 @@ def lock(path: Path, on_blocked: Callable[[], None] | None = None) -> Iterator[N
     lock a new file and run alongside the second.
     """
     path = Path(path)
-    with _open_lock_file(path) as handle, _locked(handle.fileno(), on_blocked or _nothing):
-        yield
+    with _open_lock_file(path) as handle:
+        found = os.fstat(handle.fileno())
+        key = (found.st_dev, found.st_ino)
+        held = _held_here()
+        if key in held:  # waiting would wait for this very thread: for ever
+            raise _held_by_this_thread(path)
+        held.add(key)
+        try:
+            with _locked(handle.fileno(), on_blocked or _nothing):
+                yield
+        finally:
+            held.discard(key)
+
+
+_THIS_THREAD = threading.local()
+
+
+def _held_here() -> set[tuple[int, int]]:
+    """The lock files (device, inode) the calling thread holds."""
+    held: set[tuple[int, int]] | None = getattr(_THIS_THREAD, "held", None)
+    if held is None:
+        held = _THIS_THREAD.held = set()
+    return held
+
+
+def _held_by_this_thread(path: Path) -> Exception:
+    from splice_build.errors import ErrorCode, ProjectError
+
+    return ProjectError(
+        ErrorCode.STATE_LOCKED,
+        f"{path} is held by this thread: a change asked while another is in progress in it "
+        "(from a progress or consent callback) would wait for itself",
+        hint="make the change after the call in progress has returned",
+    )
 
 
 def _open_lock_file(path: Path) -> BinaryIO:

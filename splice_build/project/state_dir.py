@@ -36,8 +36,31 @@ def state_lock(
     inside ``.splice``, so taking it through a linked ``.splice`` would create a file
     elsewhere. Every writer of project state takes the lock here."""
     check_state_dir(layout)
+    _make_state_dir(layout)
     with lock(layout.state_lock, on_blocked):
         yield
+
+
+def _make_state_dir(layout: ProjectLayout) -> None:
+    """``.splice`` made inside the project's directory, never that directory itself (the lock
+    file's parents are made for a user's SPLICE_HOME): a project removed while a ``Splice`` of
+    it lives is ``NOT_A_PROJECT``, not made again as a directory holding ``.splice/state.lock``.
+    Anything else in the way is named by the lock file's own open, coded."""
+    try:
+        layout.state_dir.mkdir(exist_ok=True)
+    except FileNotFoundError:
+        raise project_gone(layout.root) from None
+    except OSError:
+        return
+
+
+def project_gone(root: Path) -> ProjectError:
+    """A project's directory or its splice.json removed since it was opened."""
+    return ProjectError(
+        ErrorCode.NOT_A_PROJECT,
+        f"{root} no longer holds splice.json: the project was removed or moved",
+        hint="Open the project again where it is now, or `splice init` it.",
+    )
 
 
 def check_state_dir(layout: ProjectLayout) -> None:

@@ -27,16 +27,18 @@ def input_as_sent(value: Any) -> tuple[Any, ToolError | None]:
     passes a check of ``"1"`` as a string yet reaches the tool as ``{"1": {...}}`` (the last
     of duplicate keys wins in ``JSON.parse``); a tuple becomes an array.
     """
-    if nesting_depth(value, MAX_INPUT_DEPTH) > MAX_INPUT_DEPTH:
-        return None, ToolError(
-            ErrorCode.INPUT_TOO_LARGE, f"Input is nested deeper than {MAX_INPUT_DEPTH} levels"
-        )
     try:
+        if nesting_depth(value, MAX_INPUT_DEPTH) > MAX_INPUT_DEPTH:
+            return None, ToolError(
+                ErrorCode.INPUT_TOO_LARGE, f"Input is nested deeper than {MAX_INPUT_DEPTH} levels"
+            )
         data = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode(
             "utf-8"
         )
-    except (TypeError, ValueError, UnicodeEncodeError, RecursionError) as exc:
-        return None, ToolError(ErrorCode.INVALID_INPUT, f"Input is not JSON-serializable: {exc}")
+    except Exception as exc:
+        return None, ToolError(
+            ErrorCode.INVALID_INPUT, f"Input is not JSON-serializable: {_why(exc)}"
+        )
     if len(data) > MAX_INPUT_BYTES:
         return None, ToolError(
             ErrorCode.INPUT_TOO_LARGE, f"Input is {len(data)} bytes (max {MAX_INPUT_BYTES})"
@@ -49,6 +51,15 @@ def input_as_sent(value: Any) -> tuple[Any, ToolError | None]:
         return None, ToolError(
             ErrorCode.INVALID_INPUT, "Input holds an integer beyond the largest JavaScript number"
         )
+
+
+def _why(exc: Exception) -> str:
+    """The encoder's own message; for an error a caller's value raised itself (the ``items``,
+    ``values`` or ``__iter__`` of a dict or list subclass, which the depth count and the
+    encoder call) its type only: the caller's exception is never formatted or raised on."""
+    if type(exc) in (TypeError, ValueError, UnicodeEncodeError, RecursionError):
+        return str(exc)
+    return f"a value in it raised {type(exc).__name__} when read"
 
 
 def _js_integer(text: str) -> int:

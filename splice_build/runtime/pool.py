@@ -16,7 +16,8 @@ sandbox sets (it follows the *thread* that forked) fires only when the pool ends
 whole parent dies; the host also exits when its job pipe hangs up. The pool is bounded
 (``max_size`` idle plus starting processes; the least recently started process of another
 key is evicted to make room), idle processes expire after ``idle_seconds``, and ``close``
-(also run at interpreter exit) kills whatever is left.
+(also run at interpreter exit) kills whatever is left. A child of ``fork`` starts with an
+empty pool and never touches the parent's processes (runtime/forks.py).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from collections import deque
 
 from splice_build.records import dataclass
 from splice_build.runtime import sandbox
+from splice_build.runtime.forks import forget_in_children
 
 DEFAULT_MAX_SIZE = 8
 DEFAULT_IDLE_SECONDS = 120.0
@@ -88,6 +90,7 @@ class WarmPool:
             ("hits", "cold", "started", "expired", "evicted", "discarded"), 0
         )
         atexit.register(_close_at_exit, weakref.ref(self))
+        forget_in_children(self)
 
     # public ------------------------------------------------------------------------------
     def acquire(self, key: PoolKey) -> sandbox.SandboxProcess:
@@ -170,6 +173,18 @@ class WarmPool:
             warm.process.close()
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=10)
+
+    def forget_after_fork(self) -> None:
+        """In a child of ``fork``: the parent's processes and thread are not the child's; the
+        pool starts empty, with a lock of its own (runtime/forks.py)."""
+        inherited = [w.process for q in self._idle.values() for w in q]
+        self._cond = threading.Condition()
+        self._idle = {}
+        self._queue = deque()
+        self._in_flight = None
+        self._thread = None
+        for process in inherited:
+            process.forget()
 
     def __enter__(self) -> WarmPool:
         return self

@@ -36,6 +36,7 @@ import time
 from collections import deque
 
 from splice_build.records import dataclass, field
+from splice_build.runtime.forks import forget_in_children
 from splice_build.runtime.isolation.rlimits import CPU_SECONDS
 from splice_build.runtime.limits import MAX_TIMEOUT_MS
 from splice_build.runtime.pool import PoolKey
@@ -90,6 +91,7 @@ class ReusePool:
         self._closed = False
         self._reaper: threading.Thread | None = None
         self._counts = dict.fromkeys(("reused", "recycled", "discarded"), 0)
+        forget_in_children(self)
 
     def take(self, key: PoolKey, env: dict[str, str]) -> Lease | None:
         """An idle process of ``key`` that is still alive and holds ``env``, or None; still
@@ -174,6 +176,16 @@ class ReusePool:
             lease.process.close()
         if reaper is not None and reaper is not threading.current_thread():
             reaper.join(timeout=10)
+
+    def forget_after_fork(self) -> None:
+        """In a child of ``fork``: the parent's kept processes are not the child's (taking
+        one killed it); none is kept, the reaper is the child's own (runtime/forks.py)."""
+        inherited = [lease.process for q in self._idle.values() for lease in q]
+        self._cond = threading.Condition()
+        self._idle = {}
+        self._reaper = None
+        for process in inherited:
+            process.forget()
 
     # under the lock ----------------------------------------------------------------------
     def _within_limits(self, lease: Lease) -> bool:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from functools import lru_cache
 from pathlib import Path
@@ -102,6 +103,7 @@ class SpliceRuntime:
         self._max_log_bytes = max_log_bytes
         self._max_output_bytes = max_output_bytes
         self._reuse: ReusePool | None = None
+        made: WarmPool | None = None  # a pool this runtime made for itself (reuse)
         self._verified: dict[tuple[str, str], LoadedPackage] = {}  # load_verified's
         # The write grants of every package this runtime ran (``_shared_writes``).
         self._ran_writes: dict[Path, None] = {}
@@ -110,8 +112,15 @@ class SpliceRuntime:
             from splice_build.runtime.reuse import ReusePool
 
             self._reuse = ReusePool(reuse)
-            pool = pool if pool is not None else WarmPool()
+            made = None if pool is not None else WarmPool()
+            pool = pool if pool is not None else made
         self._pool = pool
+        # The pools' threads hold the pools, never this runtime: a runtime (or a ``Splice``)
+        # dropped without ``close()`` ends the pools it made when it is collected, instead of
+        # keeping their processes and threads until the interpreter exits. A pool the caller
+        # gave may serve other runtimes too: only ``close()`` ends it.
+        self._closer = weakref.finalize(self, _close_pools, self._reuse, made)
+        self._given = None if made is not None else pool
         # Tests only: fake DNS answers for the parent's fetch (docs/network-security.md).
         self._test_resolver = None if _unsafe_test_resolver is None else dict(_unsafe_test_resolver)
         # Tests only: no permission model, module guard, fetch guard or process locks in the
@@ -206,11 +215,11 @@ class SpliceRuntime:
             self._pool.prewarm(key, wait=wait)
 
     def close(self) -> None:
-        """End the pool's processes (a runtime without a pool holds none)."""
-        if self._reuse is not None:
-            self._reuse.close()
-        if self._pool is not None:
-            self._pool.close()
+        """End the pool's processes (a runtime without a pool holds none); a pool this runtime
+        made ends also when the runtime is collected without it."""
+        self._closer()
+        if self._given is not None:
+            self._given.close()
 
     def __enter__(self) -> SpliceRuntime:
         return self
@@ -562,6 +571,13 @@ class SpliceRuntime:
             return finish(error=error, logs=logs)
         assert isinstance(outcome.message, ResultOk), "BUG: success without a result"
         return finish(output=outcome.message.output, logs=logs)
+
+
+def _close_pools(reuse: ReusePool | None, pool: WarmPool | None) -> None:
+    if reuse is not None:
+        reuse.close()
+    if pool is not None:
+        pool.close()
 
 
 @dataclass

@@ -34,6 +34,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from splice_build.records import dataclass, field, replace
+from splice_build.runtime.forks import settle_fork_hooks
 from splice_build.runtime.host_files import host_dir, host_entry
 from splice_build.runtime.isolation import fileview
 from splice_build.runtime.isolation.child import make_preexec
@@ -178,9 +179,20 @@ class SandboxProcess:
         self.popen.wait()
         if self.namespace_pidfd is not None:
             select.select([self.namespace_pidfd], [], [], NAMESPACE_EXIT_SECONDS)
+        self._release()
+
+    def forget(self) -> None:
+        """Release this object's copies of the pipes without signalling or waiting for the
+        process: in a child of ``fork`` the process is the parent's (runtime/forks.py)."""
+        if not self._closed:
+            self._closed = True
+            self._release()
+
+    def _release(self) -> None:
         for stream in (self.popen.stdout, self.popen.stderr):
             if stream is not None:
-                stream.close()
+                with contextlib.suppress(OSError):
+                    stream.close()
         for fd in (self.job_fd, self.message_fd, self.namespace_pidfd):
             if fd is not None:
                 with contextlib.suppress(OSError):
@@ -210,6 +222,7 @@ def start(spec: SandboxSpec) -> SandboxProcess:
     report_r, report_w = os.pipe() if view is not None else (None, None)
     if spec.fetch and sys.platform.startswith("linux"):
         _widen(job_w, msg_w)
+    settle_fork_hooks()
     try:
         popen = subprocess.Popen(
             spec.argv(job_r, msg_w),

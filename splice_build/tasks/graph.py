@@ -52,6 +52,7 @@ from splice_build.tasks.reporter import TaskRecord
 from splice_build.tasks.request import GraphRequest, GraphRun, WorkspaceRun
 
 _IN_PROCESS = threading.Lock()
+_RUNNING_HERE = threading.local()  # whether this thread is inside run_workspace
 
 
 @dataclass(frozen=True)
@@ -128,8 +129,38 @@ def run_workspace(
 ) -> WorkspaceRun:
     """Run one graph over ``members``; each project's error stays in its ``GraphRun``.
 
-    Raises only for broken invariants (``AssertionError("BUG: …")``).
+    Raises ``STATE_LOCKED`` when this thread is already running one (a progress or consent
+    callback asking for another change: ``_IN_PROCESS`` and the project locks would wait for
+    this very thread for ever), else only for broken invariants (``AssertionError("BUG: …")``).
     """
+    if getattr(_RUNNING_HERE, "active", False):  # _IN_PROCESS would wait for this thread
+        raise _graph_in_progress()
+    _RUNNING_HERE.active = True
+    try:
+        return _run_workspace(members, request, db=db, jobs=jobs, on_blocked=on_blocked)
+    finally:
+        _RUNNING_HERE.active = False
+
+
+def _graph_in_progress() -> SpliceError:
+    from splice_build.errors import ErrorCode
+
+    return SpliceError(
+        ErrorCode.STATE_LOCKED,
+        "a graph run is in progress in this thread: a change asked from one of its callbacks "
+        "(progress, consent) would wait for itself",
+        hint="make the change after the call in progress has returned",
+    )
+
+
+def _run_workspace(
+    members: Sequence[Member],
+    request: GraphRequest,
+    *,
+    db: Path,
+    jobs: int,
+    on_blocked: Callable[[], None] | None,
+) -> WorkspaceRun:
     ordered = sorted(members, key=lambda m: str(m.layout.root))
     with _IN_PROCESS, contextlib.ExitStack() as stack:
         for member in ordered:

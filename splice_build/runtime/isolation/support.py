@@ -17,6 +17,7 @@ from collections.abc import Callable
 from functools import lru_cache
 
 from splice_build.records import dataclass
+from splice_build.runtime.forks import settle_fork_hooks
 from splice_build.runtime.isolation import seccomp as seccomp_layer
 from splice_build.runtime.isolation.cgroup import CgroupStatus, detect_cgroup
 from splice_build.runtime.isolation.kernel import Kernel, last_capability
@@ -72,6 +73,7 @@ def _run_probe(kernel: Kernel, last_cap: int) -> Callable[[], str]:
     from splice_build.runtime.isolation.child import probe
 
     read_fd, write_fd = os.pipe()
+    settle_fork_hooks()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the child
         try:
@@ -91,6 +93,7 @@ def _run_probe(kernel: Kernel, last_cap: int) -> Callable[[], str]:
 
 
 def _probe_no_new_privs(kernel: Kernel) -> str | None:
+    settle_fork_hooks()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the child
         try:
