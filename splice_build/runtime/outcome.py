@@ -23,6 +23,9 @@ _KEPT_HOST_CODES = frozenset(
     }
 )
 _HOST_FAILURE_EXIT = 70  # host.mjs EXIT_HOST_FAILURE: hardening or job read failed
+# Node.js's exit code when the module's top-level await (the host awaiting the tool) is still
+# pending and nothing is left that could settle it.
+_UNSETTLED_EXIT = 13
 _OOM_MARKERS = (
     b"JavaScript heap out of memory",
     b"Reached heap limit",
@@ -56,6 +59,12 @@ def outcome_to_error(outcome: Outcome, *, timeout_ms: int, max_output: int) -> T
         return ToolError(ErrorCode.PERMISSION_DENIED, "Tool process was denied access")
     if outcome.exit_code == _HOST_FAILURE_EXIT:
         return ToolError(ErrorCode.TOOL_CRASHED, "The sandbox host failed before running the tool")
+    if outcome.exit_code == _UNSETTLED_EXIT:
+        return ToolError(
+            ErrorCode.TOOL_CRASHED,
+            "Tool process exited without a result (exit code 13): the tool's promise never "
+            "settled, and nothing was left that could settle it",
+        )
     return ToolError(
         ErrorCode.TOOL_CRASHED,
         f"Tool process exited without a result (exit code {outcome.exit_code})",

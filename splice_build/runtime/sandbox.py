@@ -164,6 +164,19 @@ class SandboxProcess:
     def pid(self) -> int:
         return self.popen.pid
 
+    def await_exit(self, seconds: float) -> None:
+        """Wait up to ``seconds`` for the process to end by itself, without reaping it: its
+        pid stays its group's (no other group can be given it) until ``kill_group`` and the
+        wait that reads its exit code."""
+        try:
+            fd = os.pidfd_open(self.popen.pid)
+        except (AttributeError, OSError):  # no pidfd (an old kernel, not Linux), or reaped
+            return
+        try:
+            select.select([fd], [], [], seconds)
+        finally:
+            os.close(fd)
+
     def kill_group(self) -> None:
         """SIGKILL the whole process group (the host and anything it could have started)."""
         with contextlib.suppress(ProcessLookupError, PermissionError):

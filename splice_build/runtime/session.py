@@ -285,6 +285,12 @@ class Session:
             sel.close()
         exit_code = None
         if not kept:
+            if open_streams == 0:
+                # Every pipe reached its end: the process is ending by itself. Its own exit
+                # code, not the -9 of a kill that overtook its exit, says what happened (13:
+                # the tool's promise never settled; outcome.py).
+                left = max(0.0, deadline - time.monotonic())
+                self._proc.await_exit(min(EXIT_GRACE_SECONDS, left))
             self._proc.kill_group()
             exit_code = self._proc.popen.wait()
         return Outcome(

@@ -413,6 +413,27 @@ def test_infinite_loop_times_out_and_the_group_is_gone(
     assert busy_sandboxes(str(tmp_path / "packages"), cpu_seconds=0.5) == []
 
 
+def test_a_process_that_ends_by_itself_is_reported_with_its_own_exit_code(run_tool) -> None:
+    """Once every pipe of the process reached its end the parent lets it finish before the
+    group is killed: a kill that overtook the exit made most of these "exit code -9"."""
+    never = "export default () => new Promise(() => {});"
+    unsettled = (
+        "Tool process exited without a result (exit code 13): the tool's promise never "
+        "settled, and nothing was left that could settle it"
+    )
+    for body, message in [
+        (never, unsettled),
+        (
+            "export default () => process.exit(3);",
+            "Tool process exited without a result (exit code 3)",
+        ),
+    ]:
+        for _ in range(2):
+            result = run_tool(body)
+            assert result.error is not None, result.to_json()
+            assert (result.error.code, result.error.message) == (ErrorCode.TOOL_CRASHED, message)
+
+
 def test_heap_bomb_crashes_cleanly(run_tool) -> None:
     result = run_tool(
         "export default () => { const a = []; for (;;) a.push(new Array(1e6).fill(1.5)); };",
