@@ -56,12 +56,15 @@ def authorize_publish(deps: Deps, principal: Principal, namespace: str) -> Publi
 
 
 def namespace_response(deps: Deps, row: Namespace) -> dict[str, Any]:
+    """``GET /namespaces/:ns`` and the maintainer routes' answer: a listing, so hidden packages
+    leave it as they leave search (docs/registry.md#http-api); the publish rule above still
+    counts them."""
     return {
         "namespace": row.name,
         "owner": row.owner,
         "maintainers": deps.meta.maintainers(row.name),
         "reserved": row.reserved,
-        "packages": deps.meta.packages_in(row.name),
+        "packages": deps.meta.packages_in(row.name, listed=True),
     }
 
 
