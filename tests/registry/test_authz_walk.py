@@ -84,6 +84,19 @@ class World:
             Caller(f"Bearer {self.tokens['owner']}"), "acme", {"publicKey": self.key.public_key}
         )
         self.spare_key = new_key(root / "keys", "spare").public_key
+        # Namespaces the admin released with no package, one keeping its former owner's
+        # maintainer (bob), one its key: docs/registry.md#users-tokens-and-namespaces.
+        for ns in ("orphan", "keyed"):
+            admin.set_owner(deps, ns, "alice")
+        self.service.set_maintainer(
+            Caller(f"Bearer {self.tokens['owner']}"), "orphan", "bob", add=True
+        )
+        keyed = {"publicKey": new_key(root / "keys", "keyed").public_key}
+        self.service.add_key(Caller(f"Bearer {self.tokens['owner']}"), "keyed", keyed)
+        for ns in ("orphan", "keyed"):
+            admin.set_owner(deps, ns, None)
+        self.orphan = artifact(root / "src", "orphan", "tool")
+        self.keyed = artifact(root / "src", "keyed", "tool")
         self.next = artifact(root / "src", "acme", "greeter", "2.0.0")
         self.app = create_app(self.service)
         self._reader = sqlite3.connect(self.db, isolation_level=None)  # autocommit: sees commits
@@ -202,6 +215,8 @@ def as_admin(allowed: Cell) -> Callable[[str], Cell]:
 SCOPE: Cell = (403, "TOKEN_SCOPE")
 FORBIDDEN: Cell = (403, "FORBIDDEN")
 ELSEWHERE: Cell = (404, "NOT_FOUND")
+RESERVED: Cell = (403, "NAMESPACE_RESERVED")
+SCOPED = {"owner_scoped_elsewhere": SCOPE}
 PUBLISH_ONLY = {"owner_publish_only": SCOPE}
 # Only the owner, with a managing token in scope (maintainers and keys).
 OWNER_ONLY = {
@@ -226,6 +241,8 @@ def account_routes(world: World) -> list[tuple[str, str, Any, Callable[[str], Ce
         ("GET", "/auth/whoami", None, as_user((200, None))),
         ("POST", "/mcp", mcp, as_user((200, None))),
         ("POST", "/publish", world.next, as_user((201, None), **OWNER_OR_MAINTAINER)),
+        ("POST", "/publish", world.orphan, as_user(RESERVED, **SCOPED, maintainer=(201, None))),
+        ("POST", "/publish", world.keyed, as_user(RESERVED, **SCOPED)),
         ("GET", "/auth/tokens", None, as_user((200, None), **PUBLISH_ONLY)),
         ("POST", "/auth/tokens", {}, as_user((201, None), **PUBLISH_ONLY)),
         (
