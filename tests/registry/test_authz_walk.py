@@ -24,9 +24,10 @@ from urllib.parse import unquote
 
 import pytest
 
+from splice_build.registry.db.interface import NewToken
 from splice_build.registry.http.app import create_app
 from splice_build.registry.service import admin, tokens
-from splice_build.registry.service.auth import Caller
+from splice_build.registry.service.auth import Caller, new_token, new_token_id, token_hash
 from splice_build.registry.service.registry_service import RegistryService
 from splice_build.spec.signing import signing_payload
 from testing.asgi import exchange, http_scope, sending
@@ -68,6 +69,22 @@ class World:
         revoked = admin.create_token(deps, "alice", tokens.TokenRequest(can_manage=True))
         admin.revoke_token(deps, revoked["id"])
         self.revoked = str(revoked["token"])
+        expired = new_token()
+        alice = deps.meta.user_by_name("alice")
+        assert alice is not None
+        deps.meta.insert_token(
+            NewToken(
+                id=new_token_id(),
+                user_id=alice.id,
+                token_hash=token_hash(expired),
+                label="expired",
+                created_at="2020-01-01T00:00:00.000Z",
+                expires_at="2020-01-02T00:00:00.000Z",
+                namespaces=None,
+                can_manage=True,
+            )
+        )
+        self.expired = expired
         self.victim = str(admin.create_token(deps, "alice", tokens.TokenRequest())["id"])
         erin = token("erin", can_manage=True)
         for owner, ns, name in (
@@ -168,6 +185,7 @@ def callers(world: World) -> dict[str, tuple[str | None, str]]:
         "unknown token": ("Bearer splice_" + "A" * 43, "wrong"),
         "not a token": ("Bearer 12345", "wrong"),
         "revoked token": (f"Bearer {world.revoked}", "wrong"),
+        "expired token": (f"Bearer {world.expired}", "wrong"),
         "admin token": (f"Bearer {ADMIN}", "admin"),
         "lowercase scheme": (f"bearer {owner}", "owner"),
         "upper scheme, spaces": (f"BEARER   {owner}", "owner"),
