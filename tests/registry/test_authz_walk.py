@@ -65,7 +65,9 @@ class World:
             "maintainer": token("bob", can_manage=True),
             "other_maintainer": token("carol", can_manage=True),
             "no_rights": token("dave", can_manage=True),
+            "other_owner": token("erin", can_manage=True),
         }
+        erin = self.tokens["other_owner"]
         revoked = admin.create_token(deps, "alice", tokens.TokenRequest(can_manage=True))
         admin.revoke_token(deps, revoked["id"])
         self.revoked = str(revoked["token"])
@@ -86,7 +88,6 @@ class World:
         )
         self.expired = expired
         self.victim = str(admin.create_token(deps, "alice", tokens.TokenRequest())["id"])
-        erin = token("erin", can_manage=True)
         for owner, ns, name in (
             (self.tokens["owner"], "acme", "greeter"),
             (self.tokens["owner"], "acme", "secret"),
@@ -202,7 +203,14 @@ def callers(world: World) -> dict[str, tuple[str | None, str]]:
 
 # -- routes and what the docs say of each --------------------------------------------------
 
-MANAGING = ("owner", "owner_scoped_elsewhere", "maintainer", "other_maintainer", "no_rights")
+MANAGING = (
+    "owner",
+    "owner_scoped_elsewhere",
+    "maintainer",
+    "other_maintainer",
+    "other_owner",
+    "no_rights",
+)
 ROLES = (*MANAGING, "owner_publish_only")
 
 
@@ -242,12 +250,14 @@ OWNER_ONLY = {
     "owner_scoped_elsewhere": SCOPE,
     "maintainer": FORBIDDEN,
     "other_maintainer": FORBIDDEN,
+    "other_owner": FORBIDDEN,
     "no_rights": FORBIDDEN,
 }
 # The owner or a maintainer, any token in scope (publish, signatures).
 OWNER_OR_MAINTAINER = {
     "owner_scoped_elsewhere": SCOPE,
     "other_maintainer": FORBIDDEN,
+    "other_owner": FORBIDDEN,
     "no_rights": FORBIDDEN,
 }
 
@@ -273,6 +283,7 @@ def account_routes(world: World) -> list[tuple[str, str, Any, Callable[[str], Ce
                 owner_scoped_elsewhere=SCOPE,  # the victim is unscoped
                 maintainer=ELSEWHERE,  # another user's token is not found
                 other_maintainer=ELSEWHERE,
+                other_owner=ELSEWHERE,
                 no_rights=ELSEWHERE,
             ),
         ),
@@ -373,6 +384,11 @@ def path_routes(world: World) -> Iterator[tuple[str, str, Any, str, Cell]]:
         "other_maintainer",
         (403, "KEY_NOT_REGISTERED"),
     )
+    # acme's key through the owner of another namespace: not its key, nor registrable there.
+    key_path = f"/namespaces/globex/keys/{world.key.key_id}"
+    yield "DELETE", key_path, None, "other_owner", ELSEWHERE
+    acme_key = {"publicKey": world.key.public_key}
+    yield "POST", "/namespaces/globex/keys", acme_key, "other_owner", (409, "KEY_EXISTS")
     for path in ("/publish/", "/auth/whoami/", "/auth/tokens/", "/admin/users/"):
         yield "POST" if "whoami" not in path else "GET", path, {}, "owner", ELSEWHERE
 
