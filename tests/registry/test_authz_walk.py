@@ -31,7 +31,7 @@ from splice_build.registry.service.auth import Caller, new_token, new_token_id, 
 from splice_build.registry.service.registry_service import RegistryService
 from splice_build.spec.signing import signing_payload
 from testing.asgi import exchange, http_scope, sending
-from testing.registry import artifact, memory_service
+from testing.registry import NO_LIMITS, artifact, memory_service
 from testing.registry_memory_blobs import MemoryBlobStore
 from testing.signing import new_key
 
@@ -117,6 +117,9 @@ class World:
         self.keyed = artifact(root / "src", "keyed", "tool")
         self.next = artifact(root / "src", "acme", "greeter", "2.0.0")
         self.app = create_app(self.service)
+        # The same store behind a server started without SPLICE_REGISTRY_ADMIN_TOKEN_SHA256.
+        without_admin = RegistryService(deps.meta, deps.blobs, limits=NO_LIMITS)
+        self.app_without_admin = create_app(without_admin)
         self._reader = sqlite3.connect(self.db, isolation_level=None)  # autocommit: sees commits
         self._queries: list[str] = []
 
@@ -437,7 +440,13 @@ def method_routes(world: World) -> Iterator[tuple[str, str, Any, str, Cell]]:
 
 
 async def request(
-    world: World, method: str, target: str, authorization: str | None, body: Any = None
+    world: World,
+    method: str,
+    target: str,
+    authorization: str | None,
+    body: Any = None,
+    *,
+    app: Any = None,
 ) -> tuple[int, bytes]:
     """One request as a server hands it to the app: the path percent-decoded, the raw path
     kept (uvicorn does so)."""
@@ -456,7 +465,7 @@ async def request(
     scope["path"] = unquote(raw)
     scope["raw_path"] = raw.encode()
     scope["query_string"] = query.encode()
-    return await exchange(world.app, scope, sending(data))
+    return await exchange(app or world.app, scope, sending(data))
 
 
 def code_of(body: bytes) -> str | None:
@@ -477,12 +486,14 @@ def test_every_route_times_every_caller_answers_as_the_docs_say(world: World) ->
 
     state = [world.dump()]
 
-    async def cell(method: str, path: str, body: Any, caller: str, want: Cell) -> None:
+    async def cell(
+        method: str, path: str, body: Any, caller: str, want: Cell, app: Any = None
+    ) -> None:
         header = who[caller][0]
         before = state[0]
         safe = method in ("GET", "HEAD", "OPTIONS")
         restore = world.checkpoint() if want[0] < 400 and not safe else None
-        status, answer = await request(world, method, path, header, body)
+        status, answer = await request(world, method, path, header, body, app=app)
         got = (status, code_of(answer) if status >= 400 else None)
         label = f"{method} {path} as {caller}"
         if got != want:
@@ -499,6 +510,10 @@ def test_every_route_times_every_caller_answers_as_the_docs_say(world: World) ->
             for caller, (_, identity) in who.items():
                 await cell(method, path, body, caller, expect(identity))
                 cells += 1
+                if path.startswith("/admin/"):  # docs/registry.md#admin: disabled for all
+                    disabled = (403, "ADMIN_DISABLED")
+                    await cell(method, path, body, caller, disabled, world.app_without_admin)
+                    cells += 1
         for path in READS:
             for caller in who:
                 await cell("GET", path, None, caller, (200, None))
