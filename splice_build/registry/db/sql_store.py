@@ -292,9 +292,10 @@ class SqlMetadataStore(ABC):
         )
         return [row["name"] for row in owned], [row["namespace"] for row in maintained]
 
-    def packages_in(self, name: str) -> list[str]:
+    def packages_in(self, name: str, *, listed: bool = False) -> list[str]:
+        hidden = "AND hidden = 0 " if listed else ""
         rows = self._all(
-            "SELECT id FROM packages WHERE namespace = ? " + self._order_by("id"), name
+            "SELECT id FROM packages WHERE namespace = ? " + hidden + self._order_by("id"), name
         )
         return [row["id"] for row in rows]
 

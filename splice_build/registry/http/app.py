@@ -44,7 +44,7 @@ def create_app(service: RegistryService, *, trusted_proxies: Sequence[IPNetwork]
         *routes_admin.routes(service),
         Route("/mcp", _mcp_endpoint(service)),
     ]
-    return Starlette(
+    app = Starlette(
         routes=routes,
         middleware=[Middleware(TrustedProxies, trusted=tuple(trusted_proxies))],
         exception_handlers={
@@ -53,6 +53,11 @@ def create_app(service: RegistryService, *, trusted_proxies: Sequence[IPNetwork]
             Exception: _unexpected,
         },
     )
+    # A path the API does not list is 404 NOT_FOUND, a trailing slash too: Starlette would
+    # answer 307 to a URL it builds from the request's Host header and scheme (http:// behind
+    # a TLS proxy), inviting a client that follows it to send its token and body there.
+    app.router.redirect_slashes = False
+    return app
 
 
 def _mcp_endpoint(service: RegistryService) -> RegistryMcpEndpoint:

@@ -57,8 +57,9 @@ def routes(service: RegistryService) -> list[Route]:
         return await threaded_json(service.whoami, caller_of(request))
 
     async def tokens(request: Request) -> Response:
-        if request.method == "GET":
-            return await threaded_json(service.tokens, caller_of(request))
+        return await threaded_json(service.tokens, caller_of(request))
+
+    async def create_token(request: Request) -> Response:
         body = await json_body(request)
         return await threaded_json(service.create_token, caller_of(request), body, status=201)
 
@@ -83,7 +84,10 @@ def routes(service: RegistryService) -> list[Route]:
         Route(pkg + "/{version}/signatures", signatures, methods=["POST"]),
         Route("/publish", publish, methods=["POST"]),
         Route("/auth/whoami", whoami, methods=["GET"]),
-        Route("/auth/tokens", tokens, methods=["GET", "POST"]),
+        # One route per method: Starlette answers HEAD with a GET route's handler, and one
+        # handler for both created a token on HEAD.
+        Route("/auth/tokens", tokens, methods=["GET"]),
+        Route("/auth/tokens", create_token, methods=["POST"]),
         Route("/auth/tokens/{id}", revoke_token, methods=["DELETE"]),
         Route("/namespaces/{ns}/maintainers/{user}", maintainer, methods=["PUT", "DELETE"]),
     ]

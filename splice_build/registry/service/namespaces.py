@@ -4,7 +4,9 @@ Publishing authorization, in order: token scope (TOKEN_SCOPE, a scope never clai
 namespace), owner or maintainer (allowed), owned by someone else (FORBIDDEN), reserved and
 unassigned (NAMESPACE_RESERVED), released by the admin while it holds packages
 (NAMESPACE_RESERVED: whoever claimed it would publish new versions of packages others
-use), otherwise free: the publisher claims it.
+use) or keeps maintainers or signing keys (NAMESPACE_RESERVED: the claimer would inherit
+its former owner's maintainers and the keys clients trust for it), otherwise free: the
+publisher claims it.
 """
 
 from __future__ import annotations
@@ -52,16 +54,28 @@ def authorize_publish(deps: Deps, principal: Principal, namespace: str) -> Publi
             f"Namespace @{namespace} has no owner but holds packages",
             hint="A namespace with packages is assigned by the registry administrator.",
         )
+    if deps.meta.maintainers(namespace) or deps.meta.signing_keys(namespace):
+        # Released by the admin with its former owner's maintainers (who would publish into
+        # the claimer's namespace) or keys (which clients trust as the namespace's signers).
+        raise RegistryError(
+            ErrorCode.NAMESPACE_RESERVED,
+            f"Namespace @{namespace} has no owner but keeps maintainers or signing keys",
+            hint="A released namespace with maintainers or keys is assigned by the registry "
+            "administrator.",
+        )
     return PublishRight(claim=True)
 
 
 def namespace_response(deps: Deps, row: Namespace) -> dict[str, Any]:
+    """``GET /namespaces/:ns`` and the maintainer routes' answer: a listing, so hidden packages
+    leave it as they leave search (docs/registry.md#http-api); the publish rule above still
+    counts them."""
     return {
         "namespace": row.name,
         "owner": row.owner,
         "maintainers": deps.meta.maintainers(row.name),
         "reserved": row.reserved,
-        "packages": deps.meta.packages_in(row.name),
+        "packages": deps.meta.packages_in(row.name, listed=True),
     }
 
 
