@@ -115,12 +115,13 @@ def load_key(home: SpliceHome, name: str = DEFAULT_KEY_NAME) -> SigningKey:
 
 
 def load_key_file(path: Path, *, name: str) -> SigningKey:
+    from cryptography.exceptions import UnsupportedAlgorithm
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     try:
         private = serialization.load_pem_private_key(read_regular_file(path), password=None)
-    except (OSError, ValueError, TypeError) as exc:
+    except (OSError, ValueError, TypeError, UnsupportedAlgorithm) as exc:  # a curve unknown here
         raise _invalid(path, "not a readable unencrypted PKCS#8 PEM private key") from exc
     if not isinstance(private, Ed25519PrivateKey):
         raise _invalid(path, "not an Ed25519 key")

@@ -63,6 +63,30 @@ def test_missing_and_corrupt_keys(home: SpliceHome) -> None:
     assert info.value.code is ErrorCode.INVALID_CONFIG
 
 
+# secp112r1 (openssl ecparam -name secp112r1 -genkey), a curve cryptography does not support:
+# it raises UnsupportedAlgorithm, neither ValueError nor TypeError.
+UNSUPPORTED_CURVE_KEY = """-----BEGIN EC PRIVATE KEY-----
+MD4CAQEEDsm2ALiu0j+iFybzUBk2oAcGBSuBBAAGoSADHgAEiSq8oqcp7tEP9KBg
+wTIpxY+Yl4QcPCMWtsexIQ==
+-----END EC PRIVATE KEY-----
+"""
+UNSUPPORTED_CURVE_PUBLIC_KEY = """-----BEGIN PUBLIC KEY-----
+MDIwEAYHKoZIzj0CAQYFK4EEAAYDHgAEiSq8oqcp7tEP9KBgwTIpxY+Yl4QcPCMW
+tsexIQ==
+-----END PUBLIC KEY-----
+"""
+
+
+def test_a_key_on_a_curve_cryptography_does_not_support_is_invalid(home: SpliceHome) -> None:
+    """It ended ``keys list``, ``keys register`` and ``publish --sign`` INTERNAL_ERROR."""
+    home.keys_dir.mkdir(parents=True)
+    (home.keys_dir / "odd.key").write_text(UNSUPPORTED_CURVE_KEY)
+    with pytest.raises(SpliceError) as info:
+        load_key(home, "odd")
+    assert info.value.code is ErrorCode.INVALID_CONFIG
+    assert [(k.name, k.key_id) for k in list_keys(home)] == [("odd", None)]
+
+
 def test_list_shows_every_key_with_its_id(home: SpliceHome) -> None:
     assert list_keys(home) == []
     a, b = generate_key(home, "a"), generate_key(home, "b")
