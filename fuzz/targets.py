@@ -573,6 +573,38 @@ def _capability_args() -> Check:
     return check
 
 
+# signing key files ----------------------------------------------------------------------------
+def _key_files() -> Check:
+    """First byte even: the rest as a private key file in ``SPLICE_HOME/keys`` (``keys list``,
+    ``keys register``, ``publish --sign``); odd: as the public key file of ``keys trust``."""
+    from types import SimpleNamespace
+
+    from splice_build.cli.commands.keys import _trusted_key_id
+    from splice_build.errors import SpliceError
+    from splice_build.project.keys import load_key_file
+    from splice_build.spec.signing import is_key_id
+
+    root = _scratch()
+    path = root / "fuzz.key"
+    ctx = SimpleNamespace(cwd=root)
+
+    def check(data: bytes) -> None:
+        if not data:
+            return
+        path.write_bytes(data[1:])
+        try:
+            if data[0] % 2 == 0:
+                key = load_key_file(path, name="fuzz")
+                if not is_key_id(key.key_id):
+                    raise Finding(f"a loaded key has the id {key.key_id!r}")
+            elif not is_key_id(_trusted_key_id(path.name, ctx)):  # type: ignore[arg-type]
+                raise Finding("keys trust took a file for a malformed key id")
+        except SpliceError as exc:
+            _expect_codes(exc, {"INVALID_CONFIG"} if data[0] % 2 == 0 else {"SIGNATURE_INVALID"})
+
+    return check
+
+
 # semantic versions and ranges -----------------------------------------------------------------
 def _semver_run() -> Callable[[str], object]:
     from splice_build.spec.semver import is_valid_range, is_valid_version
@@ -1036,6 +1068,12 @@ TARGETS: dict[str, Target] = {
             "capability_args",
             _capability_args,
             "Broker.call (no provider) on a tool's capability arguments",
+            short_runs=1000,
+        ),
+        Target(
+            "key_files",
+            _key_files,
+            "signing key files: a private key in SPLICE_HOME/keys, keys trust's public key",
             short_runs=1000,
         ),
         Target("redact", _redact, "redact(): no crash, linear time", 1024, "secrets.dict"),
