@@ -975,7 +975,30 @@ def _secret_scan_run() -> Callable[[str], object]:
     return lambda text: scan_text(text, "input.txt", [("TOKEN", "abcdef0123456789")])
 
 
-TIMED_RUNS = {"redact": _redact_run, "secret_scan": _secret_scan_run, "semver": _semver_run}
+def _env_file_run() -> Callable[[str], object]:
+    """The text as a whole ``.env`` file, and as the middle of one provider variable's value
+    (pumping repeats the whole text, so a long run inside one value needs a line around it)."""
+    from splice_build.broker.keys import parse_env_file
+
+    return lambda text: (parse_env_file(text), parse_env_file(f"EXA_API_KEY=x{text}x\n"))
+
+
+def _js_number_run() -> Callable[[str], object]:
+    """``Number(text)`` (registry ``?limit=``, ``splice run key=value``) on the text, and on the
+    text followed by a character no number ends with (a failed match is where a pattern
+    backtracks, and pumping repeats the whole text)."""
+    from splice_build.spec.js_number import js_number
+
+    return lambda text: (js_number(text), js_number(text + "!"))
+
+
+TIMED_RUNS = {
+    "redact": _redact_run,
+    "secret_scan": _secret_scan_run,
+    "semver": _semver_run,
+    "env_file": _env_file_run,
+    "js_number": _js_number_run,
+}
 # The slow measurement runs in a helper process of its own: under atheris the code is
 # instrumented, and its coverage tracing made a linear scan look superlinear (secret_scan:
 # 1.0 / 8.3 / 65 / 481 ms at 1,024 to 65,536 characters against 0.7 / 1.6 / 16 / 66 ms
@@ -1002,6 +1025,14 @@ def _redact() -> Check:
 
 def _secret_scan() -> Check:
     return _timed_target("secret_scan")
+
+
+def _env_file() -> Check:
+    return _timed_target("env_file")
+
+
+def _js_number() -> Check:
+    return _timed_target("js_number")
 
 
 TARGETS: dict[str, Target] = {
@@ -1079,6 +1110,20 @@ TARGETS: dict[str, Target] = {
         Target("redact", _redact, "redact(): no crash, linear time", 1024, "secrets.dict"),
         Target(
             "secret_scan", _secret_scan, "scan_text(): no crash, linear time", 1024, "secrets.dict"
+        ),
+        Target(
+            "env_file",
+            _env_file,
+            "parse_env_file (.env, .env.local): no crash, linear time",
+            1024,
+            short_runs=1000,
+        ),
+        Target(
+            "js_number",
+            _js_number,
+            "js_number (JavaScript's Number(text)): no crash, linear time",
+            256,
+            short_runs=1000,
         ),
     )
 }
