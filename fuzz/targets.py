@@ -43,7 +43,7 @@ class Target:
     max_len: int = 4096
     dictionary: str | None = None  # a libFuzzer dictionary in fuzz/dict/
     # The CI short run (tests/fuzz/test_short_runs.py): 3 s, or at most this many inputs for
-    # a parser fast enough that a few thousand cover its seeds and their mutations.
+    # a parser fast enough that a few hundred cover its seeds and their mutations.
     short_runs: int | None = None
 
 
@@ -1073,39 +1073,39 @@ TARGETS: dict[str, Target] = {
             "registry_client",
             _registry_client,
             "HttpRegistryClient over a hostile registry's status, headers and body",
-            short_runs=500,
+            short_runs=300,
         ),
         Target(
             "semver",
             _semver,
             "Version/Range.parse: codes, write-back, precedence_key order, linear time",
             1024,
-            short_runs=3000,
+            short_runs=1000,
         ),
         Target(
             "statcache",
             _statcache,
             "StatCache.load on .splice/statcache.json",
-            short_runs=3000,
+            short_runs=1000,
         ),
         Target(
             "env_settings",
             _env_settings,
             "the settings Splice reads from environment variables",
             1024,
-            short_runs=3000,
+            short_runs=1000,
         ),
         Target(
             "capability_args",
             _capability_args,
             "Broker.call (no provider) on a tool's capability arguments",
-            short_runs=1000,
+            short_runs=500,
         ),
         Target(
             "key_files",
             _key_files,
             "signing key files: a private key in SPLICE_HOME/keys, keys trust's public key",
-            short_runs=1000,
+            short_runs=500,
         ),
         Target("redact", _redact, "redact(): no crash, linear time", 1024, "secrets.dict"),
         Target(
@@ -1116,14 +1116,14 @@ TARGETS: dict[str, Target] = {
             _env_file,
             "parse_env_file (.env, .env.local): no crash, linear time",
             1024,
-            short_runs=1000,
+            short_runs=500,
         ),
         Target(
             "js_number",
             _js_number,
             "js_number (JavaScript's Number(text)): no crash, linear time",
             256,
-            short_runs=1000,
+            short_runs=500,
         ),
     )
 }
