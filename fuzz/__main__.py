@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.list or args.target is None:
         for name, target in sorted(TARGETS.items()):
-            print(f"{name:14} {target.doc}")
+            print(f"{name:15} {target.doc}")
         return 0
     if args.runs is None and args.seconds is None:
         parser.error("give --runs N or --seconds S")

@@ -42,6 +42,9 @@ class Target:
     doc: str
     max_len: int = 4096
     dictionary: str | None = None  # a libFuzzer dictionary in fuzz/dict/
+    # The CI short run (tests/fuzz/test_short_runs.py): 3 s, or at most this many inputs for
+    # a parser fast enough that a few hundred cover its seeds and their mutations.
+    short_runs: int | None = None
 
 
 def _scratch() -> Path:
@@ -394,6 +397,343 @@ def _registry_http() -> Check:
     return check
 
 
+# a hostile registry's answers (the client side) ------------------------------------------------
+_PACKAGE = "@fuzzer/example"
+# What the client asks, by the input's first byte: every route whose answer it reads.
+_CLIENT_CALLS: tuple[Callable[[Any], object], ...] = (
+    lambda c: c.search("example"),
+    lambda c: c.package(_PACKAGE),
+    lambda c: c.versions(_PACKAGE),
+    lambda c: c.version(_PACKAGE, "1.0.0"),
+    lambda c: c.provenance(_PACKAGE, "1.0.0"),
+    lambda c: c.download(_PACKAGE, "1.0.0"),
+    lambda c: c.namespace("fuzzer"),
+    lambda c: c.keys("fuzzer"),
+    lambda c: c.whoami(),
+    lambda c: c.tokens(),
+    lambda c: c.create_token(label="fuzz"),
+    lambda c: c.revoke_token("t1"),
+    lambda c: c.set_maintainer("fuzzer", "someone", add=True),
+    lambda c: c.add_key("fuzzer", "A" * 43 + "="),
+    lambda c: c.add_signature(_PACKAGE, "1.0.0", "ed25519:" + "0" * 16, "A" * 86 + "=="),
+    lambda c: c.publish(b"\x1f\x8b fuzz"),
+)
+_LISTS_VERSIONS = (1, 2)  # package, versions
+# Every code a registry's answer may become (registry/client/statuses.py, http.py).
+_CLIENT_CODES = {
+    "REGISTRY_ERROR",
+    "REGISTRY_UNREACHABLE",
+    "REGISTRY_UNAVAILABLE",
+    "UNAUTHENTICATED",
+    "FORBIDDEN",
+    "PACKAGE_NOT_FOUND",
+    "VERSION_EXISTS",
+    "INVALID_PACKAGE",
+    "RATE_LIMITED",
+    "KEY_EXISTS",
+    "KEY_REVOKED",
+    "KEY_NOT_REGISTERED",
+    "INVALID_SIGNATURE",
+    "INTEGRITY_MISMATCH",
+}
+_SHOWN_TEXT = 1100  # statuses.MAX_ERROR_TEXT and its prefix: a registry's words are cut short
+
+
+class _Wire:
+    """A socket for ``http.client``: the answer's bytes as they would arrive."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def makefile(self, *_args: Any, **_kwargs: Any) -> Any:
+        import io
+
+        return io.BytesIO(self.data)
+
+
+def _wire_adapter() -> Any:
+    """The ``requests`` transport with the socket left out: each answer is parsed by
+    ``http.client`` and wrapped by ``urllib3`` as ``HTTPConnection.getresponse`` does, so
+    headers (cookies, ``content-length``, ``content-encoding``) reach the client as a real
+    server's would."""
+    import http.client
+
+    import requests
+    import urllib3
+
+    class Wire(requests.adapters.HTTPAdapter):
+        answer = b""
+
+        def send(self, request: Any, *_args: Any, **_kwargs: Any) -> requests.Response:
+            answer = http.client.HTTPResponse(_Wire(self.answer), method=request.method)
+            try:
+                answer.begin()
+            except (http.client.HTTPException, OSError) as exc:  # urllib3: a ProtocolError
+                raise requests.exceptions.ConnectionError(exc, request=request) from exc
+            try:
+                response = self._wrapped(request, answer)
+            except urllib3.exceptions.InvalidHeader as exc:  # as HTTPAdapter.send maps it
+                raise requests.exceptions.InvalidHeader(exc, request=request) from exc
+            return self.build_response(request, response)
+
+        @staticmethod
+        def _wrapped(request: Any, answer: http.client.HTTPResponse) -> urllib3.HTTPResponse:
+            return urllib3.HTTPResponse(
+                body=answer,
+                headers=urllib3.HTTPHeaderDict(answer.msg.items()),
+                status=answer.status,
+                version=answer.version,
+                reason=answer.reason,
+                preload_content=False,
+                decode_content=True,
+                original_response=answer,
+                enforce_content_length=True,
+                request_method=request.method,
+                request_url=request.url,
+            )
+
+    return Wire()
+
+
+def _registry_client() -> Check:
+    """After a first byte choosing the route: a status line, header lines, an empty line and
+    the body, lines ending in LF. The header lines are sent as they are (anything but a line
+    break); a status that is not three digits from 100 to 599 is 200."""
+    from splice_build.errors import SpliceError
+    from splice_build.registry.client.http import HttpRegistryClient
+    from splice_build.spec.semver import latest_version
+
+    adapter = _wire_adapter()
+
+    def check(data: bytes) -> None:
+        if not data:
+            return
+        index = data[0] % len(_CLIENT_CALLS)
+        head, _, body = data[1:].partition(b"\n\n")
+        lines = head.split(b"\n")
+        digits = bytes(c for c in lines[0][:3] if 0x30 <= c <= 0x39)
+        status = digits if len(digits) == 3 and digits[0] in b"12345" else b"200"
+        adapter.answer = b"\r\n".join([b"HTTP/1.1 " + status + b" Fuzz", *lines[1:], b"", body])
+        client = HttpRegistryClient("http://127.0.0.1:9", token="fuzz-token-0123456789")
+        client._session.mount("http://", adapter)
+        try:
+            answer = _CLIENT_CALLS[index](client)
+        except SpliceError as exc:
+            _expect_codes(exc, _CLIENT_CODES)
+            shown = [exc.message, *exc.details, exc.hint or ""]
+            if len(exc.details) > 60 or max(map(len, shown)) > _SHOWN_TEXT:
+                raise Finding(f"{exc.code}: a registry's words were not cut short") from exc
+            return
+        finally:
+            client.close()
+        if index in _LISTS_VERSIONS:  # what resolution does with a checked version list
+            assert isinstance(answer, dict)
+            latest_version(entry["version"] for entry in answer["versions"])
+
+    return check
+
+
+# capability arguments from a sandboxed tool ----------------------------------------------------
+def _capability_args() -> Check:
+    """The first byte picks a capability, the rest is its ``args`` as the tool's frame carries
+    them: decoded by the parent's frame decoder, then ``Broker.call`` with no provider (so
+    nothing leaves the machine: argument checks, target checks, the cache key, the answer)."""
+    from splice_build.broker.broker import Broker
+    from splice_build.broker.capabilities import (
+        MAX_LISTED_PROBLEMS,
+        MAX_PROBLEM_CHARACTERS,
+        known_capabilities,
+    )
+    from splice_build.broker.keys import ProviderKeys
+    from splice_build.runtime.protocol import ProtocolViolation, decode_json
+
+    capabilities = known_capabilities()
+    broker = Broker(keys=ProviderKeys({}, {}), providers={})
+
+    def check(data: bytes) -> None:
+        if not data:
+            return
+        capability = capabilities[data[0] % len(capabilities)]
+        try:
+            args = decode_json(data[1:])
+        except ProtocolViolation:
+            return
+        answer = broker.call(
+            {"package": "@fuzzer/p", "tool": "t", "capability": capability, "args": args}
+        )
+        json.dumps(answer, allow_nan=False)  # goes back to the tool as a frame
+        if answer.get("code") not in ("INVALID_INPUT", "CAPABILITY_UNAVAILABLE"):
+            raise Finding(f"{capability}: unexpected answer {answer!r:.300}")
+        details = answer.get("details", [])
+        if len(details) > MAX_LISTED_PROBLEMS + 1 or any(
+            len(d) > MAX_PROBLEM_CHARACTERS for d in details
+        ):
+            raise Finding(f"{capability}: problems not bounded: {details!r:.300}")
+
+    return check
+
+
+# signing key files ----------------------------------------------------------------------------
+def _key_files() -> Check:
+    """First byte even: the rest as a private key file in ``SPLICE_HOME/keys`` (``keys list``,
+    ``keys register``, ``publish --sign``); odd: as the public key file of ``keys trust``."""
+    from types import SimpleNamespace
+
+    from splice_build.cli.commands.keys import _trusted_key_id
+    from splice_build.errors import SpliceError
+    from splice_build.project.keys import load_key_file
+    from splice_build.spec.signing import is_key_id
+
+    root = _scratch()
+    path = root / "fuzz.key"
+    ctx = SimpleNamespace(cwd=root)
+
+    def check(data: bytes) -> None:
+        if not data:
+            return
+        path.write_bytes(data[1:])
+        try:
+            if data[0] % 2 == 0:
+                key = load_key_file(path, name="fuzz")
+                if not is_key_id(key.key_id):
+                    raise Finding(f"a loaded key has the id {key.key_id!r}")
+            elif not is_key_id(_trusted_key_id(path.name, ctx)):  # type: ignore[arg-type]
+                raise Finding("keys trust took a file for a malformed key id")
+        except SpliceError as exc:
+            _expect_codes(exc, {"INVALID_CONFIG"} if data[0] % 2 == 0 else {"SIGNATURE_INVALID"})
+
+    return check
+
+
+# semantic versions and ranges -----------------------------------------------------------------
+def _semver_run() -> Callable[[str], object]:
+    from splice_build.spec.semver import is_valid_range, is_valid_version
+
+    return lambda text: (is_valid_version(text), is_valid_range(text))
+
+
+def _semver_parts(text: str) -> None:
+    """Each line's refusal has its code; what parses writes back as it was read; ranges hold
+    their own base; precedence_key orders as ``<`` does (the registry's index relies on it)."""
+    from splice_build.errors import SpliceError
+    from splice_build.spec.semver import (
+        Range,
+        Version,
+        max_satisfying,
+        precedence_key,
+        unsafe_identifiers,
+    )
+
+    versions = []
+    for part in text.split("\n")[:4]:
+        try:
+            version = Version.parse(part)
+        except SpliceError as exc:
+            _expect_codes(exc, {"INVALID_VERSION"})
+        else:
+            if str(version) != part or Version.parse(str(version)) != version:
+                raise Finding(f"{part!r} does not write back as itself: {version}")
+            versions.append(version)
+        try:
+            rng = Range.parse(part)
+        except SpliceError as exc:
+            _expect_codes(exc, {"INVALID_RANGE"})
+            continue
+        base = rng.base
+        if (
+            base is not None
+            and (rng.is_exact or not base.is_prerelease)
+            and not rng.satisfies(base)
+        ):
+            raise Finding(f"{part!r} does not hold its own base version")
+        max_satisfying(versions, rng)
+    exact = [v for v in versions if not unsafe_identifiers(v)]
+    for a, b in itertools.combinations(exact, 2):
+        keys = (precedence_key(a), precedence_key(b))
+        if (a < b, a == b) != (keys[0] < keys[1], keys[0] == keys[1]):
+            raise Finding(f"precedence_key orders {a} and {b} unlike <: {keys}")
+
+
+def _semver() -> Check:
+    timed = _timed_target("semver")
+
+    def check(data: bytes) -> None:
+        _semver_parts(_text(data))
+        timed(data)
+
+    return check
+
+
+# the no-op stat cache -------------------------------------------------------------------------
+def _statcache() -> Check:
+    """``.splice/statcache.json`` is only a hint: whatever it holds, ``load`` returns a cache
+    (ignored as a whole when malformed), and what it kept writes back to the same records."""
+    from splice_build.install.statcache import StatCache, _encode, _parse
+
+    root = _scratch() / "statcache"
+    root.mkdir()
+    path = root / "statcache.json"
+
+    def check(data: bytes) -> None:
+        path.write_bytes(data)
+        cache = StatCache.load(path)
+        if cache.changed:
+            return
+        kept = (cache.records, cache.directories, cache.state)
+        again = _parse(_encode(*kept), written_ns=2**63)
+        if again != kept:
+            raise Finding(f"what load kept does not read back: {again!r:.200} != {kept!r:.200}")
+        for package_id in cache.records:
+            cache.unchanged(package_id, root)
+
+    return check
+
+
+# settings read from environment variables -----------------------------------------------------
+def _env_settings() -> Check:
+    """First byte: which variable; the rest: its value, as ``os.environ`` decodes bytes."""
+    from splice_build.errors import SpliceError
+    from splice_build.mcp.admission import MAX_CALLS_ENV, default_max_calls
+    from splice_build.mcp.transport.http import token_digest
+    from splice_build.project.home import SpliceHome
+    from splice_build.project.registry_url import resolve_registry
+    from splice_build.registry.client.deadline import DEADLINE_ENV, MIN_RATE_ENV, Deadlines
+    from splice_build.registry.client.open import resolve_token
+    from splice_build.registry.storage import ARTIFACTS_ENV, DATABASE_URL_ENV, StorageConfig
+
+    home = SpliceHome(_scratch() / "home")
+    url = "http://127.0.0.1:8787"
+    settings: tuple[tuple[Callable[[str], object], set[str]], ...] = (
+        (lambda v: Deadlines.from_env({DEADLINE_ENV: v}), {"INVALID_CONFIG"}),
+        (lambda v: Deadlines.from_env({MIN_RATE_ENV: v}), {"INVALID_CONFIG"}),
+        (lambda v: default_max_calls({MAX_CALLS_ENV: v}), {"USAGE"}),
+        (token_digest, {"USAGE"}),
+        (
+            lambda v: resolve_registry(
+                flag=None, env={"SPLICE_REGISTRY": v}, project=None, home=home
+            ),
+            {"INVALID_CONFIG"},
+        ),
+        (
+            lambda v: resolve_token(url, home=home, env={"SPLICE_TOKEN": v}, flag=url),
+            {"INVALID_CONFIG"},
+        ),
+        (lambda v: StorageConfig.from_env({DATABASE_URL_ENV: v}), {"INVALID_CONFIG"}),
+        (lambda v: StorageConfig.from_env({ARTIFACTS_ENV: v}), {"INVALID_CONFIG"}),
+    )
+
+    def check(data: bytes) -> None:
+        if not data:
+            return
+        parse, codes = settings[data[0] % len(settings)]
+        try:
+            parse(os.fsdecode(data[1:].replace(b"\x00", b"")))
+        except SpliceError as exc:
+            _expect_codes(exc, codes)
+
+    return check
+
+
 # URLs ----------------------------------------------------------------------------------------
 def _text(data: bytes) -> str:
     return data.decode("utf-8", "replace")
@@ -635,7 +975,30 @@ def _secret_scan_run() -> Callable[[str], object]:
     return lambda text: scan_text(text, "input.txt", [("TOKEN", "abcdef0123456789")])
 
 
-TIMED_RUNS = {"redact": _redact_run, "secret_scan": _secret_scan_run}
+def _env_file_run() -> Callable[[str], object]:
+    """The text as a whole ``.env`` file, and as the middle of one provider variable's value
+    (pumping repeats the whole text, so a long run inside one value needs a line around it)."""
+    from splice_build.broker.keys import parse_env_file
+
+    return lambda text: (parse_env_file(text), parse_env_file(f"EXA_API_KEY=x{text}x\n"))
+
+
+def _js_number_run() -> Callable[[str], object]:
+    """``Number(text)`` (registry ``?limit=``, ``splice run key=value``) on the text, and on the
+    text followed by a character no number ends with (a failed match is where a pattern
+    backtracks, and pumping repeats the whole text)."""
+    from splice_build.spec.js_number import js_number
+
+    return lambda text: (js_number(text), js_number(text + "!"))
+
+
+TIMED_RUNS = {
+    "redact": _redact_run,
+    "secret_scan": _secret_scan_run,
+    "semver": _semver_run,
+    "env_file": _env_file_run,
+    "js_number": _js_number_run,
+}
 # The slow measurement runs in a helper process of its own: under atheris the code is
 # instrumented, and its coverage tracing made a linear scan look superlinear (secret_scan:
 # 1.0 / 8.3 / 65 / 481 ms at 1,024 to 65,536 characters against 0.7 / 1.6 / 16 / 66 ms
@@ -662,6 +1025,14 @@ def _redact() -> Check:
 
 def _secret_scan() -> Check:
     return _timed_target("secret_scan")
+
+
+def _env_file() -> Check:
+    return _timed_target("env_file")
+
+
+def _js_number() -> Check:
+    return _timed_target("js_number")
 
 
 TARGETS: dict[str, Target] = {
@@ -698,9 +1069,61 @@ TARGETS: dict[str, Target] = {
             "@splice/files checkPath in one long-lived Node",
             dictionary="paths.dict",
         ),
+        Target(
+            "registry_client",
+            _registry_client,
+            "HttpRegistryClient over a hostile registry's status, headers and body",
+            short_runs=300,
+        ),
+        Target(
+            "semver",
+            _semver,
+            "Version/Range.parse: codes, write-back, precedence_key order, linear time",
+            1024,
+            short_runs=1000,
+        ),
+        Target(
+            "statcache",
+            _statcache,
+            "StatCache.load on .splice/statcache.json",
+            short_runs=1000,
+        ),
+        Target(
+            "env_settings",
+            _env_settings,
+            "the settings Splice reads from environment variables",
+            1024,
+            short_runs=1000,
+        ),
+        Target(
+            "capability_args",
+            _capability_args,
+            "Broker.call (no provider) on a tool's capability arguments",
+            short_runs=500,
+        ),
+        Target(
+            "key_files",
+            _key_files,
+            "signing key files: a private key in SPLICE_HOME/keys, keys trust's public key",
+            short_runs=500,
+        ),
         Target("redact", _redact, "redact(): no crash, linear time", 1024, "secrets.dict"),
         Target(
             "secret_scan", _secret_scan, "scan_text(): no crash, linear time", 1024, "secrets.dict"
+        ),
+        Target(
+            "env_file",
+            _env_file,
+            "parse_env_file (.env, .env.local): no crash, linear time",
+            1024,
+            short_runs=500,
+        ),
+        Target(
+            "js_number",
+            _js_number,
+            "js_number (JavaScript's Number(text)): no crash, linear time",
+            256,
+            short_runs=500,
         ),
     )
 }

@@ -35,7 +35,11 @@ MAX_ENV_FILE_BYTES = 1024 * 1024
 # Pieces of a URL-valued key at least this long are treated as secrets on their own (an
 # Alchemy or QuickNode key is a path segment; "v2" or "mainnet" are not secrets).
 MIN_URL_SECRET_PIECE = 12
-_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
+# The name and its ``=``; the value is the rest of the line, stripped. (Matched by the former
+# ``=\s*(.*?)\s*$``, a value of spaces followed by a letter was a quadratic scan: the lazy group
+# took one character at a time and ``\s*$`` ran to the end of the spaces each time; a checkout's
+# .env of one such 64 KB line held splice secret-scan for 13 s.)
+_NAME = re.compile(r"\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=")
 
 
 @dataclass(frozen=True)
@@ -81,10 +85,10 @@ def parse_env_file(text: str) -> dict[str, str]:
     """The provider variables defined in a dotenv text (others are skipped unread)."""
     found: dict[str, str] = {}
     for line in text.splitlines():
-        match = _LINE.match(line)
+        match = _NAME.match(line)
         if match is None or match.group(1) not in PROVIDER_VARIABLES:
             continue
-        value = match.group(2)
+        value = line[match.end() :].strip()
         if value[:1] in ("'", '"') and value.find(value[0], 1) > 0:
             value = value[1 : value.find(value[0], 1)]
         elif " #" in value:

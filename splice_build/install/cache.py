@@ -150,7 +150,7 @@ class ArtifactCache:
         path = self.signatures_path_for(integrity)
         try:
             record = json.loads(read_regular_file(path, limit=MAX_SIGNATURES_BYTES))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):  # RecursionError: nested past the decoder
             return None
         if not isinstance(record, dict) or (
             record.get("package"),

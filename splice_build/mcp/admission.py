@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from typing import Any
 
 MAX_CALLS_ENV = "SPLICE_MCP_MAX_CALLS"
+MAX_CALLS_DIGITS = 9
 # JSON-RPC error of a refused call: implementation-defined server-error range.
 SERVER_BUSY = -32003
 BUSY_MESSAGE = "Server busy"
@@ -46,8 +47,13 @@ def default_max_calls(env: Mapping[str, str] | None = None) -> int:
     raw = (os.environ if env is None else env).get(MAX_CALLS_ENV)
     if raw is None or raw == "":
         return max(1, os.cpu_count() or 1)
-    if not raw.isdigit() or int(raw) < 1:
-        raise UsageError(f"{MAX_CALLS_ENV} must be a positive integer, got {raw!r}")
+    # ASCII digits, and few of them: str.isdigit() also takes "²", which int() refuses, and
+    # int() refuses 4,300 digits or more; either was an internal error instead of this one.
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > MAX_CALLS_DIGITS or int(raw) < 1:
+        raise UsageError(
+            f"{MAX_CALLS_ENV} must be a positive integer of at most {MAX_CALLS_DIGITS} digits, "
+            f"got {raw[:40]!r}"
+        )
     return int(raw)
 
 

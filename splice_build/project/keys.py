@@ -114,13 +114,24 @@ def load_key(home: SpliceHome, name: str = DEFAULT_KEY_NAME) -> SigningKey:
     return load_key_file(path, name=name)
 
 
+def key_refusals() -> tuple[type[Exception], ...]:
+    """The exceptions with which ``cryptography`` refuses a PEM key: ``ValueError`` and
+    ``TypeError`` (malformed, encrypted), ``UnsupportedAlgorithm`` (a curve it does not
+    support: secp112r1) and ``InternalError`` (a key OpenSSL cannot set up: the X448
+    identifier with an Ed25519 key's 32 bytes). Called in an ``except`` clause, so the import
+    happens only when something was raised."""
+    from cryptography.exceptions import InternalError, UnsupportedAlgorithm
+
+    return (ValueError, TypeError, UnsupportedAlgorithm, InternalError)
+
+
 def load_key_file(path: Path, *, name: str) -> SigningKey:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     try:
         private = serialization.load_pem_private_key(read_regular_file(path), password=None)
-    except (OSError, ValueError, TypeError) as exc:
+    except (OSError, *key_refusals()) as exc:
         raise _invalid(path, "not a readable unencrypted PKCS#8 PEM private key") from exc
     if not isinstance(private, Ed25519PrivateKey):
         raise _invalid(path, "not an Ed25519 key")

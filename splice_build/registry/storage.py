@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from splice_build.errors import ErrorCode, RegistryError
 from splice_build.records import dataclass
@@ -80,8 +80,18 @@ class StorageConfig:
         return f"metadata: {meta}, artifacts: {blobs}"
 
 
+def _split(text: str) -> SplitResult | None:
+    """``text`` split as a URL, or None when ``urlsplit`` refuses it (``ValueError``: an
+    unclosed ``[`` of an IPv6 host, or characters NFKC makes into a separator)."""
+    try:
+        return urlsplit(text)
+    except ValueError:
+        return None
+
+
 def postgres_url(text: str) -> str:
-    if urlsplit(text).scheme not in POSTGRES_SCHEMES:
+    parts = _split(text)
+    if parts is None or parts.scheme not in POSTGRES_SCHEMES:
         raise RegistryError(
             ErrorCode.INVALID_CONFIG,
             f"{DATABASE_URL_ENV} must be a postgresql:// URL",
@@ -91,8 +101,8 @@ def postgres_url(text: str) -> str:
 
 
 def s3_location(text: str) -> S3Location:
-    parts = urlsplit(text)
-    if parts.scheme != "s3" or not parts.netloc or parts.query or parts.fragment:
+    parts = _split(text)
+    if parts is None or parts.scheme != "s3" or not parts.netloc or parts.query or parts.fragment:
         raise RegistryError(
             ErrorCode.INVALID_CONFIG,
             f"{ARTIFACTS_ENV} must be s3://bucket or s3://bucket/prefix",

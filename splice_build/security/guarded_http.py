@@ -235,7 +235,7 @@ class GuardedSession:
         cross-origin rule does not know (``x-api-key``), such as the broker's providers."""
         import http.cookiejar
 
-        import requests
+        from splice_build.security.http_session import new_session
 
         if not allowed_hosts:
             raise ValueError("GuardedSession needs at least one allowed host pattern")
@@ -245,7 +245,7 @@ class GuardedSession:
         self._max_bytes = max_response_bytes or self._policy.max_response_bytes
         self._timeout_s = timeout_s
         self._same_origin = same_origin_redirects
-        self._session = requests.Session()
+        self._session = new_session()  # reads no redirect's body: _follow checks each hop
         self._session.trust_env = False  # no proxies, no .netrc, no REQUESTS_CA_BUNDLE
         self._session.verify = ca_bundle if ca_bundle else True
         self._session.cookies.set_policy(http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))

@@ -69,6 +69,22 @@ def test_parse_env_file_forms() -> None:
     assert parse_env_file(text) == {"TAVILY_API_KEY": "a b", "EXA_API_KEY": "plain"}
 
 
+def test_parse_env_file_strips_a_value_of_any_whitespace_linearly() -> None:
+    """The value is the rest of the line after ``=``, stripped of Unicode whitespace (as the
+    former pattern's ``\\s*(.*?)\\s*$`` took it, which scanned a run of spaces before a
+    letter once per space: quadratic, a 1 MB line about an hour; the pumped timing of
+    tests/fuzz/cases/env_file/ checks the time)."""
+    text = (
+        "export  TAVILY_API_KEY \t=\u00a0 a \u3000 b \u2007\n"
+        "EXA_API_KEY=x" + " " * 1000 + "y\n"
+        "exportGEMINI_API_KEY=z\n"
+    )
+    assert parse_env_file(text) == {
+        "TAVILY_API_KEY": "a \u3000 b",
+        "EXA_API_KEY": "x" + " " * 1000 + "y",
+    }
+
+
 def test_repr_never_shows_values_and_url_pieces_are_secrets() -> None:
     url = "https://rpc.example.com/v2/abcDEF1234567890xyz?apikey=QQQQQQQQ-secret-query"
     keys = load_keys(

@@ -24,8 +24,10 @@ AT_ONCE = 2
 
 
 def _fuzz(target: str) -> subprocess.CompletedProcess[str]:
+    runs = TARGETS[target].short_runs
+    budget = ["--seconds", "3"] if runs is None else ["--runs", str(runs), "--seconds", "3"]
     return subprocess.run(
-        [sys.executable, "-m", "fuzz", target, "--seconds", "3", "--timeout", "10"],
+        [sys.executable, "-m", "fuzz", target, *budget, "--timeout", "10"],
         cwd=ROOT,
         capture_output=True,
         text=True,

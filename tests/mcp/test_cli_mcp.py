@@ -64,6 +64,7 @@ def test_outside_a_project(tmp_path: Path) -> None:
         (["--max-calls", "0"], {}, "--max-calls"),
         ([], {"SPLICE_MCP_MAX_CALLS": "many"}, "SPLICE_MCP_MAX_CALLS"),
         ([], {"SPLICE_MCP_MAX_CALLS": "0"}, "SPLICE_MCP_MAX_CALLS"),
+        ([], {"SPLICE_MCP_MAX_CALLS": "\u00b2"}, "SPLICE_MCP_MAX_CALLS"),
     ],
 )
 def test_max_calls_must_be_positive(
@@ -72,6 +73,28 @@ def test_max_calls_must_be_positive(
     completed = run_splice("mcp", *args, cwd=tmp_path, env=env)
     assert completed.code == 2
     assert named in completed.stderr
+
+
+def test_max_calls_from_the_environment_is_ascii_digits_or_usage(tmp_path: Path) -> None:
+    """``str.isdigit()`` took "²" and 5,000 digits, which ``int()`` refuses: an internal error
+    (exit 1) in ``splice mcp``, and a 500 on every ``/mcp`` request of a registry server,
+    which now refuses the setting when its app is made."""
+    from splice_build.errors import ErrorCode, SpliceError
+    from splice_build.mcp.admission import MAX_CALLS_ENV, default_max_calls
+    from splice_build.registry.http.app import create_app
+    from splice_build.registry.storage import open_service
+
+    assert default_max_calls({MAX_CALLS_ENV: "12"}) == 12
+    for raw in ["\u00b2", "1" * 5000, "1" * 10, "\u0661", " 4", "+4", "4\n", "0", "-1"]:
+        with pytest.raises(SpliceError) as caught:
+            default_max_calls({MAX_CALLS_ENV: raw})
+        assert caught.value.code == ErrorCode.USAGE, raw
+    service = open_service(tmp_path / "registry")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(MAX_CALLS_ENV, "\u00b2")
+        with pytest.raises(SpliceError) as caught:
+            create_app(service)
+    assert caught.value.code == ErrorCode.USAGE
 
 
 def test_a_broken_lock_is_answered_with_its_code_not_as_an_internal_error(

@@ -42,6 +42,10 @@ def test_postgres_and_s3_from_the_environment() -> None:
         ("SPLICE_REGISTRY_DATABASE_URL", "/srv/registry.db"),
         ("SPLICE_REGISTRY_ARTIFACTS", "https://bucket.example/x"),
         ("SPLICE_REGISTRY_ARTIFACTS", "s3:///no-bucket"),
+        # urlsplit raises ValueError for these: INTERNAL_ERROR at `registry serve` before
+        ("SPLICE_REGISTRY_DATABASE_URL", "postgresql://splice@[::1/splice"),
+        ("SPLICE_REGISTRY_ARTIFACTS", "s3://[bucket"),
+        ("SPLICE_REGISTRY_ARTIFACTS", "s3://a\u2100b/prefix"),  # NFKC makes ℀ "a/c"
     ],
 )
 def test_wrong_settings_are_invalid_config(name: str, value: str) -> None:

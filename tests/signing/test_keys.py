@@ -63,6 +63,40 @@ def test_missing_and_corrupt_keys(home: SpliceHome) -> None:
     assert info.value.code is ErrorCode.INVALID_CONFIG
 
 
+# secp112r1 (openssl ecparam -name secp112r1 -genkey), a curve cryptography does not support:
+# it raises UnsupportedAlgorithm, neither ValueError nor TypeError.
+UNSUPPORTED_CURVE_KEY = """-----BEGIN EC PRIVATE KEY-----
+MD4CAQEEDsm2ALiu0j+iFybzUBk2oAcGBSuBBAAGoSADHgAEiSq8oqcp7tEP9KBg
+wTIpxY+Yl4QcPCMWtsexIQ==
+-----END EC PRIVATE KEY-----
+"""
+UNSUPPORTED_CURVE_PUBLIC_KEY = """-----BEGIN PUBLIC KEY-----
+MDIwEAYHKoZIzj0CAQYFK4EEAAYDHgAEiSq8oqcp7tEP9KBgwTIpxY+Yl4QcPCMW
+tsexIQ==
+-----END PUBLIC KEY-----
+"""
+
+
+# The X448 identifier with an Ed25519 key's 32 bytes: OpenSSL cannot set it up, and
+# cryptography raises InternalError (found by the key_files fuzz target).
+X448_IDENTIFIER_KEY = """-----BEGIN PRIVATE KEY-----
+MC4CAQAwBQYDK2VvBCIEIAABAgMEBQYHCAkKCwwNDg8QERITFBUWFxgZGhscHR4f
+-----END PRIVATE KEY-----
+"""
+
+
+def test_a_key_cryptography_cannot_load_is_invalid(home: SpliceHome) -> None:
+    """Each ended ``keys list``, ``keys register`` and ``publish --sign`` INTERNAL_ERROR."""
+    home.keys_dir.mkdir(parents=True)
+    (home.keys_dir / "curve.key").write_text(UNSUPPORTED_CURVE_KEY)
+    (home.keys_dir / "x448.key").write_text(X448_IDENTIFIER_KEY)
+    for name in ("curve", "x448"):
+        with pytest.raises(SpliceError) as info:
+            load_key(home, name)
+        assert info.value.code is ErrorCode.INVALID_CONFIG
+    assert [(k.name, k.key_id) for k in list_keys(home)] == [("curve", None), ("x448", None)]
+
+
 def test_list_shows_every_key_with_its_id(home: SpliceHome) -> None:
     assert list_keys(home) == []
     a, b = generate_key(home, "a"), generate_key(home, "b")

@@ -152,6 +152,18 @@ def test_trust_reads_a_public_key_file(project, mallory, tmp_path: Path) -> None
     assert again.json()["trusted"] == [mallory.key_id]
 
 
+def test_trust_refuses_a_public_key_on_an_unsupported_curve(project, tmp_path: Path) -> None:
+    """``keys trust`` with such a PEM ended INTERNAL_ERROR (UnsupportedAlgorithm)."""
+    from tests.signing.test_keys import UNSUPPORTED_CURVE_PUBLIC_KEY
+
+    key_file = tmp_path / "odd.pub"
+    key_file.write_text(UNSUPPORTED_CURVE_PUBLIC_KEY)
+    before = state_bytes(project)
+    done = run_splice("--json", "keys", "trust", "@acme", str(key_file), cwd=project)
+    assert done.json()["error"]["code"] == "SIGNATURE_INVALID", done.stderr
+    assert state_bytes(project) == before
+
+
 @pytest.mark.parametrize(
     "value",
     [

@@ -210,10 +210,17 @@ def _trusted_key_id(text: str, ctx: CommandContext) -> str:
 
 
 def _pem_public_key(content: bytes) -> bytes:
+    """The raw Ed25519 public key of a PEM; ``ValueError`` for any other PEM, whatever
+    ``cryptography`` raised for it (``project.keys.key_refusals``)."""
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-    public = serialization.load_pem_public_key(content)
+    from splice_build.project.keys import key_refusals
+
+    try:
+        public = serialization.load_pem_public_key(content)
+    except key_refusals() as exc:
+        raise ValueError(str(exc)) from exc
     if not isinstance(public, Ed25519PublicKey):
         raise ValueError("not an Ed25519 key")
     return public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)

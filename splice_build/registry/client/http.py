@@ -50,9 +50,9 @@ def _new_session(base_url: str) -> requests.Session:
 
     A plain-HTTP registry on a loopback address takes nothing from the environment: a proxy
     would receive its requests, token included, in clear (``credential_route.direct_only``)."""
-    import requests
+    from splice_build.security.http_session import new_session
 
-    session = requests.Session()
+    session = new_session()
     session.trust_env = not direct_only(base_url)
     session.auth = _no_credentials
     session.headers["accept"] = "application/json"

@@ -35,6 +35,9 @@ class RegistryMcpEndpoint:
     def __init__(self, service: RegistryService, server: RegistryMcpServer) -> None:
         self._service = service
         self._server = server
+        # Read when the app is made, so a bad SPLICE_MCP_MAX_CALLS stops the server at its
+        # start (USAGE), not every /mcp request with an error of its own.
+        self._max_calls = default_max_calls()
         self._admission: AsyncAdmission | None = None  # made on the server's event loop
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
@@ -45,5 +48,5 @@ class RegistryMcpEndpoint:
             raise AssertionError("BUG: authenticated without a bearer token")
         digest = hashlib.sha256(token.encode("utf-8")).digest()
         if self._admission is None:
-            self._admission = AsyncAdmission(default_max_calls())
+            self._admission = AsyncAdmission(self._max_calls)
         await McpHttpApp(self._server, digest, self._admission)(scope, receive, send)
