@@ -76,6 +76,8 @@ def test_the_sdk_option(installed, reuse: object) -> None:
     with Splice(project, env=env, reuse=reuse) as splice:  # type: ignore[arg-type]
         for i in range(3):
             assert splice.run("example.hello", {"name": f"n{i}"}).ok
-        pool = splice._runtime()._reuse
+        runtime = splice._runtime_instance  # made by the first call
+        assert runtime is not None
+        pool = runtime._reuse
         reused = None if pool is None else pool.stats().reused
     assert reused == (2 if reuse is True else None)
