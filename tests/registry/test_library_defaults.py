@@ -1,7 +1,9 @@
-"""A request value holding U+0000 is 400 BAD_REQUEST on both stores (docs/registry.md#limits).
+"""What the registry's libraries do by default and `splice registry serve` must not.
 
-PostgreSQL cannot hold NUL in text: its store answered these 503 STORAGE_UNAVAILABLE (psycopg
-refused the parameter), where the SQLite store answered 200 or 404.
+A request value holding U+0000 is 400 BAD_REQUEST on both stores (docs/registry.md#limits):
+PostgreSQL cannot hold NUL in text, and its store answered these 503 STORAGE_UNAVAILABLE
+(psycopg refused the parameter), where the SQLite store answered 200 or 404. No answer names
+the server's software (uvicorn adds ``server: uvicorn`` unless told not to).
 """
 
 from __future__ import annotations
@@ -43,3 +45,15 @@ def test_a_nul_character_is_a_bad_request_on_both_stores(server: RunningRegistry
     answers = [_ask(server, method, path, body, who) for method, path, body, who in REQUESTS]
     expected = {"code": "BAD_REQUEST", "message": "Text may not hold a NUL character (U+0000)"}
     assert answers == [(400, expected)] * len(REQUESTS)
+
+
+def test_no_answer_names_the_server_software(server: RunningRegistry) -> None:
+    address = urlsplit(server.url)
+    conn = http.client.HTTPConnection(address.hostname, address.port, timeout=30)
+    try:
+        conn.request("GET", "/health")
+        answer = conn.getresponse()
+        answer.read()
+    finally:
+        conn.close()
+    assert (answer.status, answer.getheader("server")) == (200, None)
