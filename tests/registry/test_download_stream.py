@@ -49,6 +49,23 @@ sys.exit(main(sys.argv[1:]))
 """.replace("ABORTED", repr(ABORTED))
 
 
+# The real server, with a line on stderr for every chunk of an artifact it reads.
+CHUNK_READ = "test: artifact chunk read"
+COUNTING_SERVER = """
+import sys
+from splice_build.cli.main import main
+from splice_build.registry.http import download
+pool = download.run_in_threadpool
+
+async def counted(work, *args):
+    print(CHUNK_READ, file=sys.stderr, flush=True)
+    return await pool(work, *args)
+
+download.run_in_threadpool = counted
+sys.exit(main(sys.argv[1:]))
+""".replace("CHUNK_READ", repr(CHUNK_READ))
+
+
 @pytest.fixture
 def sockets() -> Iterator[list[socket.socket]]:
     with room_for_sockets() as opened:
@@ -135,15 +152,43 @@ def test_never_reading_clients_cost_the_server_a_bounded_buffer_each(
         server.stop()
 
 
+def head_then_health(server: RunningRegistry) -> bytes:
+    """A HEAD of the download, then ``GET /health`` on the same connection: once the health
+    answer is here, the HEAD's answer was finished (a connection's requests are answered in
+    turn). Everything received."""
+    parts = urlsplit(server.url)
+    with socket.create_connection((parts.hostname, parts.port), timeout=60) as sock:
+        sock.sendall(
+            DOWNLOAD.replace(b"GET", b"HEAD")
+            + b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        received = b""
+        while chunk := sock.recv(1 << 16):
+            received += chunk
+    return received
+
+
 def test_a_download_keeps_its_bytes_and_headers(tmp_path: Path) -> None:
     """Streamed in chunks, the answer is the artifact with the headers of
-    docs/compatibility.md#registry-api and its exact content-length."""
-    server = launch(serve_argv(tmp_path / "data"), tmp_path / "data")
+    docs/compatibility.md#registry-api and its exact content-length. A HEAD answers the same
+    headers and reads no chunk of the artifact: it read all of it before, for no byte sent
+    (20 pipelined HEADs of a 4 MB artifact made the server read 80 MB)."""
+    data = tmp_path / "data"
+    server = launch([*python_server_argv(COUNTING_SERVER), *serve_argv(data)[1:]], data)
     try:
         archive = publish_large(server, tmp_path)
         headers, body = download(server)
+        received = head_then_health(server)
     finally:
         server.stop()
+    assert server.process.stderr is not None
+    chunks_read = server.process.stderr.read().splitlines().count(CHUNK_READ)
+    assert chunks_read == -(-len(archive) // 65536)  # the GET's chunks, none for the HEAD
+    head_answer, health_answer = received.split(b"HTTP/1.1 ")[1:]
+    assert head_answer.startswith(b"200 OK\r\n")
+    assert f"content-length: {len(archive)}\r\n".encode() in head_answer
+    assert head_answer.endswith(b"\r\n\r\n")  # the headers only
+    assert health_answer.startswith(b"200 OK\r\n")
     assert body == archive
     assert headers["content-length"] == str(len(archive))
     assert headers["x-splice-integrity"] == integrity_of(archive)

@@ -82,6 +82,20 @@ class Cursor(Protocol):
     def fetchall(self) -> list[Any]: ...
 
 
+def refuse_nul(params: Params) -> None:
+    """400 BAD_REQUEST for a text value holding U+0000, before either driver sees it.
+
+    PostgreSQL cannot hold NUL in text: psycopg refused the value, and the PostgreSQL store
+    answered an anonymous ``GET /packages/search?q=a%00b`` (or a token id, user or owner
+    with one) 503 STORAGE_UNAVAILABLE, a storage failure that was none, where the SQLite
+    store answered 200 or 404. Refused here, for every statement of both stores, the two
+    answer alike; no stored name, id or version can hold NUL (their grammars exclude it).
+    """
+    values = params.values() if isinstance(params, Mapping) else params
+    if any(isinstance(value, str) and "\x00" in value for value in values):
+        raise RegistryError(ErrorCode.BAD_REQUEST, "Text may not hold a NUL character (U+0000)")
+
+
 @dataclass(frozen=True)
 class Transaction:
     """A connection inside one write transaction, taking queries in the shared spelling."""
@@ -90,6 +104,7 @@ class Transaction:
     translate: Callable[[str], str]  # the store's placeholder translation
 
     def execute(self, sql: str, *params: Any) -> Cursor:
+        refuse_nul(params)
         cursor: Cursor = self.conn.execute(self.translate(sql), params)
         return cursor
 
@@ -134,8 +149,13 @@ class SqlMetadataStore(ABC):
         with self._transaction() as conn:
             yield Transaction(conn, self._sql)
 
-    def _all(self, sql: str, *params: Any) -> list[Row]:
+    def _read(self, sql: str, params: Params) -> list[Row]:
+        """Every read of the shared queries: its values checked (``refuse_nul``), then run."""
+        refuse_nul(params)
         return self._fetch(self._sql(sql), params)
+
+    def _all(self, sql: str, *params: Any) -> list[Row]:
+        return self._read(sql, params)
 
     def _one(self, sql: str, *params: Any) -> Row | None:
         rows = self._all(sql, *params)
@@ -464,7 +484,7 @@ class SqlMetadataStore(ABC):
             "limit": limit,
             "kind": kind,
         }
-        rows = self._fetch(self._sql(sql), params)
+        rows = self._read(sql, params)
         return [
             SearchHit(row["id"], row["description"], row["latest_version"], row["kind"])
             for row in rows

@@ -48,13 +48,19 @@ class ArtifactResponse(Response):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
             async with asyncio.timeout(write_seconds(self.blob.size)):
-                await self._send(send)
+                await self._send(scope, send)
         except (TimeoutError, OSError):
             await _abort(scope, receive)
 
-    async def _send(self, send: Send) -> None:
+    async def _send(self, scope: Scope, send: Send) -> None:
         headers = {"type": "http.response.start", "status": 200, "headers": self.raw_headers}
         await send(headers)
+        if scope["method"] == "HEAD":
+            # The headers alone: uvicorn drops a HEAD answer's body, so reading it cost the
+            # store the whole artifact for no byte sent (20 pipelined HEADs of a 4 MB
+            # artifact read 80 MB, and as fast as the store gave it: no client read to wait for).
+            await send({"type": "http.response.body", "body": b""})
+            return
         offset = 0
         while offset < self.blob.size:
             count = min(CHUNK_BYTES, self.blob.size - offset)

@@ -125,5 +125,6 @@ def _serve(
         "access_log": False,
         "lifespan": "off",
         "proxy_headers": False,
+        "server_header": False,  # uvicorn's "server: uvicorn" names the software to everyone
     }
     serve_limited(config, sock, logging.getLogger("uvicorn.error").warning, on_ready)
