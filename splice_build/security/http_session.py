@@ -17,15 +17,26 @@ Splice uses cookies (the registry's credential is a token header), but a registr
 its answers set: 90 new cookies of 8 KB per answer, over 42 pages of a version list a
 registry may split as it likes, made ``splice info`` send a 29 MB ``Cookie`` header and hold
 204 MB for 13 s, growing with the square of the pages. The jar parses and stores nothing.
+
+And no line of a chunked body is longer than ``MAX_CHUNK_LINE``. http.client bounds each
+line of the head, but urllib3 reads a chunk's size line and the trailer lines with a bare
+``readline()``: a 200 whose first size line never ended made ``splice info`` hold 2.9 GB
+in 12 s (then ``MemoryError``, ``INTERNAL_ERROR``), and more until the request's deadline
+on a machine with more memory. A longer line is ``http.client.LineTooLong``, which urllib3
+reports as a broken answer (``requests.exceptions.ChunkedEncodingError``).
 """
 
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import requests
+
+# A chunk's size line is its size in hexadecimal, perhaps with extensions; a trailer line is
+# a header line, which http.client bounds at 64 KiB as well.
+MAX_CHUNK_LINE = 64 * 1024
 
 
 @functools.cache
@@ -46,6 +57,7 @@ def _session_class() -> type[requests.Session]:
         def __init__(self) -> None:
             super().__init__()
             self.cookies = NoCookies()
+            self.hooks["response"].append(_bound_lines)
 
         def get_redirect_target(self, resp: requests.Response) -> None:
             """None: ``send`` and ``resolve_redirects`` then neither read nor follow."""
@@ -58,3 +70,31 @@ def new_session() -> requests.Session:
     """A ``requests.Session`` whose ``send`` never reads a redirect's body or ``Location``,
     and whose jar never keeps a cookie."""
     return _session_class()()
+
+
+class _BoundedLines:
+    """The socket file of an answer whose ``readline`` reads at most ``MAX_CHUNK_LINE``
+    bytes; everything else is the file's own."""
+
+    def __init__(self, file: IO[bytes]) -> None:
+        self._file = file
+
+    def readline(self, limit: int = -1) -> bytes:
+        import http.client
+
+        bound = MAX_CHUNK_LINE if limit < 0 else min(limit, MAX_CHUNK_LINE)
+        line = self._file.readline(bound + 1)
+        if len(line) > bound:
+            raise http.client.LineTooLong("chunked body line")
+        return line
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._file, name)
+
+
+def _bound_lines(response: requests.Response, *args: object, **kwargs: object) -> None:
+    """Before any of its body is read, bound the lines urllib3 reads from ``response``."""
+    head = getattr(response.raw, "_fp", None)  # http.client's answer, read by urllib3
+    file = getattr(head, "fp", None)
+    if file is not None and not isinstance(file, _BoundedLines):
+        head.fp = _BoundedLines(file)
