@@ -49,6 +49,9 @@ PYPROJECT = "pyproject.toml"
 # workspace's own; the matcher of the largest lists compiles in well under a second.
 MAX_PATTERNS = 256
 MAX_PATTERN_CHARS = 256
+# Keys and array items of a pyproject.toml that workspace add/remove edit with tomlkit
+# (_check_editable): 5,000 dotted keys under one table cost it 0.5 s.
+MAX_EDITED_ENTRIES = 5_000
 _PRUNED = {STATE_DIR, "node_modules", ".git"}
 
 
@@ -538,11 +541,39 @@ def _load_document(root: Path) -> Any:
 
     path = root / PYPROJECT
     try:
-        return tomlkit.parse(read_regular_file(path, MAX_PROJECT_STATE_BYTES).decode("utf-8"))
+        raw = read_regular_file(path, MAX_PROJECT_STATE_BYTES)
     except FileNotFoundError:
         return tomlkit.document()
+    except OSError as exc:
+        raise _invalid(path, str(exc)) from exc
+    _check_editable(path, raw)
+    try:
+        return tomlkit.parse(raw.decode("utf-8"))
     except Exception as exc:  # tomlkit's parse errors share no public base class
         raise _invalid(path, str(exc)) from exc
+
+
+def _check_editable(path: Path, raw: bytes) -> None:
+    """Raise ``INVALID_CONFIG`` unless ``raw`` is TOML of at most ``MAX_EDITED_ENTRIES`` keys
+    and array items, counted on tomllib's reading, which is linear.
+
+    tomlkit, which keeps the file's layout for the edit, is not: each dotted key under one
+    table costs it the keys before it (40,000 ``a.kN = 1`` lines, 509 KB, held ``splice
+    workspace remove`` more than 120 s; a file may have 64 MiB)."""
+    import tomllib
+
+    _config_of(path, raw)  # the refusals of reading the workspace: bad TOML, bad patterns
+
+    entries, stack = 0, [tomllib.loads(raw.decode("utf-8"))]
+    while stack:
+        node = stack.pop()
+        children = list(node.values()) if isinstance(node, dict) else node
+        entries += len(children)
+        if entries > MAX_EDITED_ENTRIES:
+            raise _invalid(
+                path, f"more than {MAX_EDITED_ENTRIES} keys and array items to edit in place"
+            )
+        stack += [child for child in children if isinstance(child, dict | list)]
 
 
 def _workspace_table(document: Any) -> Any:
