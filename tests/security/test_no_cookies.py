@@ -17,6 +17,7 @@ from threading import Thread
 
 from splice_build.install.resolve import all_version_entries
 from splice_build.registry.client.http import HttpRegistryClient
+from splice_build.security.guarded_http import GuardedSession
 
 PAGES = 3
 
@@ -70,3 +71,10 @@ def test_the_registry_client_sends_back_no_cookie_a_registry_set() -> None:
     assert [e["version"] for e in entries] == ["1.0.0", "1.0.1", "1.0.2"]
     assert server.cookies == [None] * PAGES  # type: ignore[attr-defined]
     assert len(jar) == 0
+
+
+def test_the_guarded_session_sends_back_no_cookie_a_server_set() -> None:
+    with _registry() as server, GuardedSession(["127.0.0.1"], timeout_s=5) as http:
+        for _ in range(2):
+            http.request("GET", f"http://127.0.0.1:{server.server_address[1]}/x")
+    assert server.cookies == [None, None]  # type: ignore[attr-defined]
