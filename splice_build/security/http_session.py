@@ -82,9 +82,10 @@ class _BoundedLines:
     def readline(self, limit: int = -1) -> bytes:
         import http.client
 
-        bound = MAX_CHUNK_LINE if limit < 0 else min(limit, MAX_CHUNK_LINE)
-        line = self._file.readline(bound + 1)
-        if len(line) > bound:
+        if 0 <= limit <= MAX_CHUNK_LINE:
+            return self._file.readline(limit)
+        line = self._file.readline(MAX_CHUNK_LINE + 1)
+        if len(line) > MAX_CHUNK_LINE:
             raise http.client.LineTooLong("chunked body line")
         return line
 
