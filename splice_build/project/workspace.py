@@ -44,6 +44,14 @@ from splice_build.spec.limits import MAX_PROJECT_STATE_BYTES
 from splice_build.spec.regular_file import read_regular_file
 
 PYPROJECT = "pyproject.toml"
+# Workspace patterns, each list: a checkout chooses them, and compiling them costs their
+# size (200,000 patterns held a sync 28 s and 780 MB before RE2 gave up). Far above any
+# workspace's own; the matcher of the largest lists compiles in well under a second.
+MAX_PATTERNS = 256
+MAX_PATTERN_CHARS = 256
+# Keys and array items of a pyproject.toml that workspace add/remove edit with tomlkit
+# (_check_editable): 5,000 dotted keys under one table cost it 0.5 s.
+MAX_EDITED_ENTRIES = 5_000
 _PRUNED = {STATE_DIR, "node_modules", ".git"}
 
 
@@ -268,10 +276,7 @@ def _identity(path: Path) -> list[int] | None:
 
 def _matching(config: WorkspaceConfig, relative: list[str]) -> set[str]:
     """Which of the ``relative`` paths (already ``_matchable``) are members."""
-    import pathspec
-
-    members = pathspec.GitIgnoreSpec.from_lines(config.members)
-    exclude = pathspec.GitIgnoreSpec.from_lines(config.exclude)
+    members, exclude = _spec(config.members), _spec(config.exclude)
     return {r for r in relative if members.match_file(r) and not exclude.match_file(r)}
 
 
@@ -401,11 +406,46 @@ def _below_without_links(root: Path, name: str) -> bool:
     return True
 
 
-def _patterns(pyproject: Path, table: dict[str, Any], key: str) -> tuple[str, ...]:
+def _patterns(pyproject: Path, table: Any, key: str) -> tuple[str, ...]:
+    """The ``key`` patterns of ``table``, each string as written; raises ``INVALID_CONFIG``
+    unless they are a list of at most ``MAX_PATTERNS`` strings of at most
+    ``MAX_PATTERN_CHARS`` characters that ``_spec`` compiles."""
     value = table.get(key, [])
+    name = f"[tool.splice.workspace] {key}"
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise _invalid(pyproject, f"[tool.splice.workspace] {key} must be a list of strings")
-    return tuple(value)
+        raise _invalid(pyproject, f"{name} must be a list of strings")
+    if len(value) > MAX_PATTERNS:
+        raise _invalid(pyproject, f"{name} holds more than {MAX_PATTERNS} patterns")
+    if any(len(v) > MAX_PATTERN_CHARS for v in value):
+        raise _invalid(
+            pyproject, f"{name} holds a pattern of more than {MAX_PATTERN_CHARS} characters"
+        )
+    patterns = tuple(str(v) for v in value)
+    try:
+        _spec(patterns)
+    except ValueError as exc:
+        raise _invalid(pyproject, f"{name}: {exc}") from exc
+    return patterns
+
+
+def _spec(patterns: tuple[str, ...]) -> Any:
+    """``patterns`` compiled for matching; raises ``ValueError`` naming why they cannot be.
+
+    pathspec picks its regular expression engine by default, and Python's own (``re``)
+    backtracks: ``*a*a*a*a*a*a*a*a*b`` took a minute against one 60-character name. RE2 is
+    asked for by name, so matching stays linear in the name. What pathspec and RE2 raise for
+    a pattern they refuse (an invalid range ``[z-a]``, a lone ``!``, a POSIX class RE2 does
+    not take, a set past RE2's memory budget) is each its own type: all become ``ValueError``.
+    """
+    import re
+
+    import pathspec
+    import re2
+
+    try:
+        return pathspec.GitIgnoreSpec.from_lines(patterns, backend="re2")
+    except (ValueError, re.error, re2.error) as exc:
+        raise ValueError(f"a pattern cannot be compiled ({exc})") from exc
 
 
 def _invalid(pyproject: Path, problem: str) -> ProjectError:
@@ -487,11 +527,12 @@ def _editing(root: Path) -> Iterator[None]:
 
 
 def directory_is_member(root: Path, directory: Path, table: Any) -> bool:
-    import pathspec
-
+    """Whether ``table``'s patterns make ``directory`` a member; raises ``INVALID_CONFIG``
+    for patterns ``read_config`` refuses."""
     relative = member_pattern(root, directory)
-    members = pathspec.GitIgnoreSpec.from_lines(list(table.get("members", [])))
-    exclude = pathspec.GitIgnoreSpec.from_lines(list(table.get("exclude", [])))
+    pyproject = root / PYPROJECT
+    members = _spec(_patterns(pyproject, table, "members"))
+    exclude = _spec(_patterns(pyproject, table, "exclude"))
     return members.match_file(relative) and not exclude.match_file(relative)
 
 
@@ -500,11 +541,39 @@ def _load_document(root: Path) -> Any:
 
     path = root / PYPROJECT
     try:
-        return tomlkit.parse(read_regular_file(path, MAX_PROJECT_STATE_BYTES).decode("utf-8"))
+        raw = read_regular_file(path, MAX_PROJECT_STATE_BYTES)
     except FileNotFoundError:
         return tomlkit.document()
+    except OSError as exc:
+        raise _invalid(path, str(exc)) from exc
+    _check_editable(path, raw)
+    try:
+        return tomlkit.parse(raw.decode("utf-8"))
     except Exception as exc:  # tomlkit's parse errors share no public base class
         raise _invalid(path, str(exc)) from exc
+
+
+def _check_editable(path: Path, raw: bytes) -> None:
+    """Raise ``INVALID_CONFIG`` unless ``raw`` is TOML of at most ``MAX_EDITED_ENTRIES`` keys
+    and array items, counted on tomllib's reading, which is linear.
+
+    tomlkit, which keeps the file's layout for the edit, is not: each dotted key under one
+    table costs it the keys before it (40,000 ``a.kN = 1`` lines, 509 KB, held ``splice
+    workspace remove`` more than 120 s; a file may have 64 MiB)."""
+    import tomllib
+
+    _config_of(path, raw)  # the refusals of reading the workspace: bad TOML, bad patterns
+
+    entries, stack = 0, [tomllib.loads(raw.decode("utf-8"))]
+    while stack:
+        node = stack.pop()
+        children = list(node.values()) if isinstance(node, dict) else node
+        entries += len(children)
+        if entries > MAX_EDITED_ENTRIES:
+            raise _invalid(
+                path, f"more than {MAX_EDITED_ENTRIES} keys and array items to edit in place"
+            )
+        stack += [child for child in children if isinstance(child, dict | list)]
 
 
 def _workspace_table(document: Any) -> Any:

@@ -13,8 +13,8 @@ class resolves the name once, refuses the request if any answer is not public, a
 only to those checked addresses, keeping the name for ``Host``, SNI and certificate
 verification; redirects (at most 5) are followed here and re-checked; cross-origin hops drop
 ``Authorization``, ``Cookie`` and ``Proxy-Authorization``; bodies are size-limited (also
-after decoding) and the whole exchange is time-limited. Proxies, ``.netrc`` and the cookie
-jar are never used; TLS is always verified (a custom CA bundle may be given, never ``False``).
+after decoding) and the whole exchange is time-limited. Proxies, ``.netrc`` and a cookie
+jar are never used (``http_session.new_session``'s jar keeps nothing); TLS is always verified (a custom CA bundle may be given, never ``False``).
 
 ``request`` returns a whole ``GuardedResponse``; ``open`` returns a ``GuardedStream`` whose
 body is read chunk by chunk (the sandbox's ``fetch`` streams it to the tool this way,
@@ -233,8 +233,6 @@ class GuardedSession:
         """``same_origin_redirects``: a redirect to another origin (scheme, host or port) is
         refused, not followed; for a caller whose requests carry a key in a header that the
         cross-origin rule does not know (``x-api-key``), such as the broker's providers."""
-        import http.cookiejar
-
         from splice_build.security.http_session import new_session
 
         if not allowed_hosts:
@@ -248,7 +246,6 @@ class GuardedSession:
         self._session = new_session()  # reads no redirect's body: _follow checks each hop
         self._session.trust_env = False  # no proxies, no .netrc, no REQUESTS_CA_BUNDLE
         self._session.verify = ca_bundle if ca_bundle else True
-        self._session.cookies.set_policy(http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
         adapter = connection_adapter(self._guard)
         self._session.adapters.clear()
         self._session.mount("http://", adapter)
