@@ -74,3 +74,9 @@ def find_stored_artifact(data: Path, artifact: bytes) -> Path:
         ):
             return path
     raise AssertionError(f"BUG: artifact not found under {data}")
+
+
+def pinned(project: Path, package_id: str) -> tuple[str, str]:
+    """The version ``splice.lock`` pins for ``package_id`` and the range ``splice.json`` saves."""
+    lock = json.loads((project / "splice.lock").read_text())["packages"][package_id]["version"]
+    return lock, json.loads((project / "splice.json").read_text())["packages"][package_id]

@@ -11,19 +11,13 @@ when every listed match is older (tests/install/test_rollback.py).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from splice_build.sdk import Splice
 from testing.crafted_registry import crafted_registry
-from testing.registry_fixtures import new_project
+from testing.registry_fixtures import new_project, pinned
 
 PACKAGE = "@acme/greeter"
-
-
-def _locked(project: Path) -> tuple[str, str]:
-    lock = json.loads((project / "splice.lock").read_text())["packages"][PACKAGE]["version"]
-    return lock, json.loads((project / "splice.json").read_text())["packages"][PACKAGE]
 
 
 def test_a_bare_id_takes_the_newest_stable_version_a_given_range_keeps_the_lock(
@@ -49,5 +43,5 @@ def test_a_bare_id_takes_the_newest_stable_version_a_given_range_keeps_the_lock(
         assert (row["current"], row["wanted"], row["latest"]) == ("1.0.0", "1.0.0", "1.1.0")
         for ref, expected in asked.items():
             (report,) = Splice(projects[ref], registry=registry.url).add([ref])
-            assert _locked(projects[ref]) == expected, ref
+            assert pinned(projects[ref], PACKAGE) == expected, ref
             assert report.version == expected[0], ref

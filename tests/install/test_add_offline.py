@@ -9,7 +9,6 @@ version is outside of still needs the registry.
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
@@ -18,14 +17,9 @@ import pytest
 from splice_build.errors import SpliceError
 from splice_build.sdk import Splice
 from testing.crafted_registry import crafted_registry
-from testing.registry_fixtures import new_project
+from testing.registry_fixtures import new_project, pinned
 
 PACKAGE = "@acme/greeter"
-
-
-def _state(project: Path) -> tuple[str, str]:
-    lock = json.loads((project / "splice.lock").read_text())["packages"][PACKAGE]["version"]
-    return lock, json.loads((project / "splice.json").read_text())["packages"][PACKAGE]
 
 
 def test_add_keeps_the_locked_version_from_the_cache_when_the_registry_is_unreachable(
@@ -40,13 +34,13 @@ def test_add_keeps_the_locked_version_from_the_cache_when_the_registry_is_unreac
     for ref, saved in ((PACKAGE, "^1.0.0"), (f"{PACKAGE}@~1.0.0", "~1.0.0")):
         (kept,) = splice.add([ref])
         assert (kept.version, kept.already_installed) == ("1.0.0", True), ref
-        assert _state(project) == ("1.0.0", saved), ref
+        assert pinned(project, PACKAGE) == ("1.0.0", saved), ref
     shutil.rmtree(project / ".splice/packages")
     (restored,) = splice.add([PACKAGE])
     assert (restored.version, restored.from_cache) == ("1.0.0", True)
-    assert _state(project) == ("1.0.0", "~1.0.0")  # a bare id keeps the project's range
+    assert pinned(project, PACKAGE) == ("1.0.0", "~1.0.0")  # a bare id keeps the project's range
     assert (project / ".splice/packages" / PACKAGE / "manifest.json").is_file()
     with pytest.raises(SpliceError) as refused:
         splice.add([f"{PACKAGE}@2.0.0"])
     assert str(refused.value.code) == "REGISTRY_UNREACHABLE"
-    assert _state(project) == ("1.0.0", "~1.0.0")
+    assert pinned(project, PACKAGE) == ("1.0.0", "~1.0.0")
