@@ -8,6 +8,7 @@ machine) when the module starts, and each test reads its target's run.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -23,12 +24,13 @@ NEEDS_NODE = {"url_diff", "files_paths", "mcp_stdio", "mcp_http"}
 AT_ONCE = 2
 
 
-def _fuzz(target: str) -> subprocess.CompletedProcess[str]:
+def _fuzz(target: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     runs = TARGETS[target].short_runs
     budget = ["--seconds", "3"] if runs is None else ["--runs", str(runs), "--seconds", "3"]
     return subprocess.run(
         [sys.executable, "-m", "fuzz", target, *budget, "--timeout", "10"],
         cwd=ROOT,
+        env=env,
         capture_output=True,
         text=True,
         timeout=120,
@@ -47,8 +49,12 @@ def runs(
             if item.module is request.module
         }
     )
+    # Each run gets its own copy of the environment: with none, the child's exec reads the
+    # process's C environ, which pytest rewrites in the main thread (PYTEST_CURRENT_TEST) while
+    # a worker thread starts a run; a reallocation in between made one start fail with EFAULT.
+    env = dict(os.environ)
     with ThreadPoolExecutor(AT_ONCE) as pool:
-        yield {target: pool.submit(_fuzz, target) for target in selected}
+        yield {target: pool.submit(_fuzz, target, env) for target in selected}
 
 
 @pytest.mark.parametrize(
