@@ -94,14 +94,23 @@ def _pyproject_bytes(pyproject: Path) -> bytes | None:
 
 
 def _config_of(pyproject: Path, raw: bytes) -> WorkspaceConfig | None:
+    return _config_in(pyproject, _toml_of(pyproject, raw))
+
+
+def _toml_of(pyproject: Path, raw: bytes) -> dict[str, Any]:
+    """``raw`` read as TOML; raises ``INVALID_CONFIG`` for anything that is not."""
     import tomllib
 
     try:
-        data = tomllib.loads(raw.decode("utf-8"))
+        return tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise _invalid(pyproject, str(exc)) from exc
     except RecursionError as exc:  # tomllib recurses once per level of nested arrays
         raise _invalid(pyproject, "nested too deeply") from exc
+
+
+def _config_in(pyproject: Path, data: dict[str, Any]) -> WorkspaceConfig | None:
+    """The ``[tool.splice.workspace]`` table of the TOML ``data``, checked."""
     # Walk the tables one key at a time: any level may be a value of another type
     # (``tool = 1`` is valid TOML), which is a malformed file, not a crash.
     table: Any = data
@@ -560,11 +569,9 @@ def _check_editable(path: Path, raw: bytes) -> None:
     tomlkit, which keeps the file's layout for the edit, is not: each dotted key under one
     table costs it the keys before it (40,000 ``a.kN = 1`` lines, 509 KB, held ``splice
     workspace remove`` more than 120 s; a file may have 64 MiB)."""
-    import tomllib
-
-    _config_of(path, raw)  # the refusals of reading the workspace: bad TOML, bad patterns
-
-    entries, stack = 0, [tomllib.loads(raw.decode("utf-8"))]
+    data = _toml_of(path, raw)
+    _config_in(path, data)  # the refusals of reading the workspace: bad patterns
+    entries, stack = 0, [data]
     while stack:
         node = stack.pop()
         children = list(node.values()) if isinstance(node, dict) else node
