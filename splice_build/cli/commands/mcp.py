@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 NAME = "mcp"
 HELP = "serve the project's installed tools to agents over MCP (stdio, or --http)"
 NEEDS_PROJECT = False  # --project picks the project; found here, not by main
+_PORT = arg_types.numeric("--port", 0, 65535)
+_MAX_CALLS = arg_types.numeric("--max-calls", 1, 999_999_999)  # SPLICE_MCP_MAX_CALLS' range
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--http", action="store_true", help="Streamable HTTP instead of stdio")
     parser.add_argument("--host", help="HTTP listen address (default 127.0.0.1; needs --http)")
-    parser.add_argument("--port", type=int, help="HTTP port (default 8788; needs --http)")
+    parser.add_argument("--port", type=_PORT, help="HTTP port (default 8788; needs --http)")
     parser.add_argument(
         "--trusted-proxy",
         action="append",
@@ -49,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-calls",
-        type=int,
+        type=_MAX_CALLS,
         metavar="N",
         help="tool calls run at once; more wait (default $SPLICE_MCP_MAX_CALLS or the cores)",
     )
@@ -60,12 +62,8 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         raise UsageError("--host and --port need --http")
     if not args.http and args.trusted_proxy:
         raise UsageError("--trusted-proxy needs --http")
-    if args.port is not None and not 0 <= args.port <= 65535:
-        raise UsageError(f"--port must be between 0 and 65535, got {args.port}")
     from splice_build.mcp.admission import default_max_calls
 
-    if args.max_calls is not None and args.max_calls < 1:
-        raise UsageError(f"--max-calls must be at least 1, got {args.max_calls}")
     max_calls = args.max_calls or default_max_calls(ctx.env)
     digest = b""
     if args.http:
