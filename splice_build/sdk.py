@@ -189,8 +189,12 @@ class Splice:
                 reports[package_id] = run.reports[package_id]
             elif package_id in run.installed:
                 pkg = run.installed[package_id]
+                target = run.targets.get(package_id)
                 reports[package_id] = run.installer.kept_report(
-                    package_id, pkg.manifest, pkg.lock_entry
+                    package_id,
+                    pkg.manifest,
+                    pkg.lock_entry,
+                    offline=target is not None and target.offline,
                 )
         return reports
 
