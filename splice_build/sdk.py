@@ -461,7 +461,9 @@ class Splice:
         in; ranges never change.
 
         Returns ``{id, range, from, to, latest, status}`` with status ``updated`` /
-        ``up-to-date`` / ``no-match``; unknown ids raise ``NOT_INSTALLED``.
+        ``up-to-date`` / ``no-match``; unknown ids raise ``NOT_INSTALLED``. ``up-to-date``
+        means nothing was installed: a locked version reinstalled because its installed copy
+        did not match the lock is ``updated`` (``from`` equal to ``to``), as in TS.
         """
         from splice_build.install.installer import InstallOptions
         from splice_build.spec.semver import Range
@@ -489,7 +491,7 @@ class Splice:
                 status, to = "no-match", row["current"]
             else:
                 to = report.version
-                status = "up-to-date" if to == row["current"] else "updated"
+                status = "up-to-date" if report.already_installed else "updated"
             results.append(
                 {
                     "id": row["id"],

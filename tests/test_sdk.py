@@ -518,3 +518,23 @@ def test_a_change_asked_from_a_callback_of_a_change_is_state_locked(tmp_path: Pa
         signal.signal(signal.SIGALRM, previous)
     assert inner == dict.fromkeys(others, "STATE_LOCKED")
     assert [row["status"] for row in splice.list()] == ["ok"]
+
+
+def test_update_of_a_damaged_copy_is_updated_not_up_to_date(tmp_path: Path) -> None:
+    """``update`` reinstalls the locked version when its installed copy no longer matches the
+    lock; that is ``updated`` (``from`` = ``to``), as TS's ``updatePackages`` reports any
+    install. It said ``up-to-date``, the status of a package left as it was."""
+    from testing.crafted_registry import crafted_registry
+    from testing.registry_fixtures import new_project
+
+    project = new_project(tmp_path / "p")
+    with crafted_registry(tmp_path / "work") as registry:
+        registry.add_version("@acme/greeter", "1.0.0")
+        registry.list_versions("@acme/greeter", ["1.0.0"])
+        splice = Splice(project, registry=registry.url)
+        splice.add(["@acme/greeter"])
+        tool = project / ".splice/packages/@acme/greeter/tools/hello.js"
+        tool.write_text("export default () => 'changed';\n", encoding="utf-8")
+        (row,) = splice.update()
+        assert (row["from"], row["to"], row["status"]) == ("1.0.0", "1.0.0", "updated")
+        assert "changed" not in tool.read_text(encoding="utf-8")
