@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from splice_build.cli import arg_types
 from splice_build.errors import UsageError
@@ -74,6 +74,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     from splice_build.project.project_file import find_project_root
 
     root = find_project_root(ctx.cwd / args.project if args.project else ctx.cwd)
+    reuse = _reuse(root, on=args.reuse)  # INVALID_PROJECT (exit 1) here, before serving
 
     from splice_build import __version__
     from splice_build.mcp.backend import INSTRUCTIONS, InstalledBackend
@@ -98,7 +99,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         home=ctx.home,
         pool=WarmPool(),
         broker=broker,
-        reuse=_reuse(root, on=args.reuse),
+        reuse=reuse,
     ) as splice:
         backend: Backend = InstalledBackend(splice)
         instructions = INSTRUCTIONS
@@ -115,15 +116,19 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         return _serve_stdio(server, root, log, max_calls)
 
 
-def _reuse(root: Path, *, on: bool) -> ReusePolicy | Literal["project"]:
+def _reuse(root: Path, *, on: bool) -> ReusePolicy | bool:
     """``--reuse``: the project's limits if it sets them, else the defaults; without the
-    flag, whatever splice.json says."""
-    if not on:
-        return "project"
+    flag, whatever splice.json says.
+
+    splice.json is read at the start, so a ``reuse`` setting it refuses (``INVALID_PROJECT``)
+    stops the server there, as a missing project does, rather than refusing every call."""
     from splice_build.project.project_file import load_project_file
     from splice_build.spec.reuse import ReusePolicy
 
-    return load_project_file(root).reuse_policy() or ReusePolicy()
+    policy = load_project_file(root).reuse_policy()
+    if on:
+        return policy or ReusePolicy()
+    return policy or False
 
 
 def _data_backend(ctx: CommandContext, root: Path) -> DataBackend:
