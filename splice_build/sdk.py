@@ -456,9 +456,18 @@ class Splice:
                 session.close()
         return rows
 
-    def update(self, ids: Sequence[str] = (), **options: Any) -> list[dict[str, Any]]:
+    def update(
+        self,
+        ids: Sequence[str] = (),
+        *,
+        accept_permissions: Accept = False,
+        require_signed: bool = False,
+        allow_signer_change: bool = False,
+    ) -> list[dict[str, Any]]:
         """Install each package's ``wanted`` version, from the registry ``outdated`` found it
-        in; ranges never change.
+        in; ranges never change. The options are ``add``'s (an unknown keyword is Python's
+        ``TypeError`` naming ``Splice.update``, as for every method's signature; a wrong
+        value is ``USAGE``).
 
         Returns ``{id, range, from, to, latest, status}`` with status ``updated`` /
         ``up-to-date`` / ``no-match``; unknown ids raise ``NOT_INSTALLED``. ``up-to-date``
@@ -469,7 +478,11 @@ class Splice:
         from splice_build.spec.semver import Range
         from splice_build.tasks.request import GraphRequest, Resolve
 
-        checked = InstallOptions(**options)
+        checked = InstallOptions(
+            accept_permissions=accept_permissions,
+            require_signed=require_signed,
+            allow_signer_change=allow_signer_change,
+        )
         looked_up = self._outdated(ids)
         # One run for every registry: each package is checked before any is swapped in, so a
         # refusal among one registry's packages leaves the other registries' as they were.

@@ -538,3 +538,20 @@ def test_update_of_a_damaged_copy_is_updated_not_up_to_date(tmp_path: Path) -> N
         (row,) = splice.update()
         assert (row["from"], row["to"], row["status"]) == ("1.0.0", "1.0.0", "updated")
         assert "changed" not in tool.read_text(encoding="utf-8")
+
+
+def test_update_takes_the_install_options_by_name(tmp_path: Path) -> None:
+    """A wrong signature is Python's ``TypeError`` naming the public method, as for ``add``
+    and ``install`` (``update(foo=1)`` named a private class, ``InstallOptions.__init__``);
+    a wrong value of a known option is ``USAGE``. Nothing is asked of a registry."""
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "splice.json").write_text('{"specVersion": 1, "packages": {}}\n', encoding="utf-8")
+    splice = Splice(project)
+    for method in (splice.add, splice.install, splice.update):
+        with pytest.raises(TypeError) as caught:
+            method(foo=1)  # type: ignore[operator]
+        assert str(caught.value).startswith(f"Splice.{method.__name__}() got an unexpected")
+    with pytest.raises(SpliceError) as refused:
+        splice.update(require_signed="no")  # type: ignore[arg-type]
+    assert refused.value.code is ErrorCode.USAGE
