@@ -75,8 +75,7 @@ def text(value: str) -> str:
     if not is_text(value):
         import argparse
 
-        shown = value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-        raise argparse.ArgumentTypeError(f'"{shown}" is not valid UTF-8 text')
+        raise argparse.ArgumentTypeError(f"{shown(value)} is not valid UTF-8 text")
     return value
 
 
