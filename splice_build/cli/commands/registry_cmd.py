@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice_build.cli import arg_types
 from splice_build.cli.context import CommandContext
 from splice_build.errors import UsageError
+
+if TYPE_CHECKING:
+    from splice_build.registry.http.server import ServeDeadlines
 
 NAME = "registry"
 HELP = "serve a registry over HTTP, or administer its store"
@@ -32,19 +35,47 @@ ADMIN_VERBS = (
 )
 DEFAULT_DATA = "splice-registry-data"
 MAX_WORKERS = 256
+MAX_DIGITS = 9
+MAX_DEADLINE_SECONDS = 24 * 3600  # a day, as SPLICE_REGISTRY_DEADLINE (docs/registry.md)
 
 
-def _count(text: str) -> int:
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError("expected a non-negative integer (0 = off)")
+def _whole(text: str) -> int | None:
+    """``text`` as a number when it is 1 to ``MAX_DIGITS`` ASCII digits, else None.
+    str.isdigit() and int() also take other scripts' digits ('١٢' is 12), int() takes
+    '1_0' and ' 10', and isdigit() takes '²', which int() then refuses."""
+    if not (text.isascii() and text.isdigit() and len(text) <= MAX_DIGITS):
+        return None
     return int(text)
 
 
+def _count(text: str) -> int:
+    value = _whole(text)
+    if value is None:
+        raise argparse.ArgumentTypeError(
+            f"expected a non-negative integer of at most {MAX_DIGITS} digits (0 = off)"
+        )
+    return value
+
+
 def _days(text: str) -> int:
-    raw = text[:-1] if text.endswith("d") else text
-    if not raw.isdigit() or not 1 <= int(raw) <= 365:
+    value = _whole(text[:-1] if text.endswith("d") else text)
+    if value is None or not 1 <= value <= 365:
         raise argparse.ArgumentTypeError("--expires must be N or Nd with N from 1 to 365")
-    return int(raw)
+    return value
+
+
+def _deadline(flag: str) -> Any:
+    """The type of a deadline flag: whole seconds from 1 to ``MAX_DEADLINE_SECONDS``."""
+
+    def seconds(text: str) -> float:
+        value = _whole(text)
+        if value is None or not 1 <= value <= MAX_DEADLINE_SECONDS:
+            raise argparse.ArgumentTypeError(
+                f"{flag} must be whole seconds from 1 to {MAX_DEADLINE_SECONDS}"
+            )
+        return float(value)
+
+    return seconds
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -76,6 +107,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=_count,
         default=60,
         help="authenticated requests per client per minute (0 = off)",
+    )
+    serve.add_argument(
+        "--head-deadline",
+        type=_deadline("--head-deadline"),
+        metavar="SECONDS",
+        help="a request head must be complete within this (default: 10)",
+    )
+    serve.add_argument(
+        "--body-deadline",
+        type=_deadline("--body-deadline"),
+        metavar="SECONDS",
+        help="a request body must be complete within this plus its size limit at 64 KiB/s "
+        "(default: 60)",
     )
     serve.add_argument(
         "--workers",
@@ -164,9 +208,10 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
 
 
 def _port(text: str) -> int:
-    if not text.isdigit() or int(text) > 65535:
+    value = _whole(text)
+    if value is None or value > 65535:
         raise argparse.ArgumentTypeError("--port must be an integer from 0 to 65535")
-    return int(text)
+    return value
 
 
 def _workers(text: str) -> int:
@@ -175,11 +220,12 @@ def _workers(text: str) -> int:
         import os
 
         return len(os.sched_getaffinity(0)) or 1
-    if not text.isdigit() or not 1 <= int(text) <= MAX_WORKERS:
+    value = _whole(text)
+    if value is None or not 1 <= value <= MAX_WORKERS:
         raise argparse.ArgumentTypeError(
             f"--workers must be an integer from 1 to {MAX_WORKERS}, or auto"
         )
-    return int(text)
+    return value
 
 
 def _data_dir(args: argparse.Namespace, ctx: CommandContext, *, existing: bool) -> Path:
@@ -235,8 +281,17 @@ def _serve(args: argparse.Namespace, ctx: CommandContext) -> int:
         config=config,
         trusted_proxies=args.trusted_proxy,
         workers=args.workers,
+        deadlines=_deadlines(args),
     )
     return 0
+
+
+def _deadlines(args: argparse.Namespace) -> ServeDeadlines:
+    """``--head-deadline`` and ``--body-deadline``, each the server's default when not given."""
+    from splice_build.registry.http.server import ServeDeadlines
+
+    given = {"head": args.head_deadline, "body": args.body_deadline}
+    return ServeDeadlines(**{name: value for name, value in given.items() if value is not None})
 
 
 def _admin(args: argparse.Namespace, ctx: CommandContext) -> int:
