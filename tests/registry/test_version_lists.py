@@ -21,7 +21,7 @@ import requests
 from splice_build.errors import ErrorCode, RegistryError
 from splice_build.install.resolve import resolve
 from splice_build.registry.client.http import HttpRegistryClient
-from splice_build.registry.db.interface import MetadataStore, NewVersion, Version
+from splice_build.registry.db.interface import MetadataStore, NewVersion, Publisher, Version
 from splice_build.registry.service import read
 from splice_build.registry.service.deps import Deps
 from splice_build.registry.service.ratelimit import RateLimits
@@ -59,7 +59,7 @@ def _new(version: str, published_at: str, *, package_id: str = PACKAGE, claim: i
         name=name,
         description=f"version {version}",
         kind="skill",
-        claim_for=claim,
+        publisher=Publisher(claim, claim=True),
     )
 
 

@@ -13,7 +13,10 @@ differs is PostgreSQL's means:
   transaction-scoped advisory lock on the package id, so concurrent publishes of one package
   (from any number of server processes) are serialized; the primary key turns a lost race
   into ``VERSION_EXISTS``, and "latest" is the package row's pointer, compared with the new
-  version under that lock (no read of the other versions).
+  version under that lock (no read of the other versions). The publisher's token, namespace
+  and maintainer rows are read ``FOR SHARE`` in that transaction: a revocation, an owner
+  change or a maintainer's removal waits for an in-flight publish to end, and one that
+  ended first is seen by it (READ COMMITTED re-reads a row it waited for).
 - rate-limit counters are single-statement upserts, atomic across processes.
 
 Every connection runs in autocommit mode; writes open explicit transactions. Failures of a
@@ -117,6 +120,7 @@ class PostgresMetadataStore(SqlMetadataStore):
     """``MetadataStore`` over a PostgreSQL database (``postgresql://user@host/db``)."""
 
     COLLATION = ' COLLATE "C"'
+    ROW_LOCK = " FOR SHARE"
 
     def __init__(self, url: str, *, pool_size: int = POOL_SIZE) -> None:
         super().__init__()
