@@ -403,7 +403,7 @@ def _old_store(backend: StoreBackend) -> None:
         "INSERT INTO users (id, name, created_at) VALUES (1, 'alice', '2025')",
         "INSERT INTO namespaces (name, owner_id, reserved, created_at) VALUES ('acme', 1, 0, '2025')",
         "INSERT INTO packages (id, namespace, name, description, latest_version, created_at, "
-        "updated_at) VALUES ('@acme/history', 'acme', 'history', 'd', '1.10.0', '2025', '2025')",
+        "updated_at) VALUES ('@acme/history', 'acme', 'history', 'Ärger', '1.10.0', '2025', '2025')",
     ]
     insert = "INSERT INTO versions VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
     if backend.kind == "sqlite":
@@ -437,7 +437,9 @@ def test_an_old_store_is_migrated_in_place(backend: StoreBackend) -> None:
     _old_store(backend)
     store = backend.open_meta()
     try:
-        assert backend.schema_level() == 4
+        assert backend.schema_level() == 5
+        # migration 5 keys the description for search (db/search_key.py)
+        assert [hit.id for hit in store.search("ärger", limit=5, kind=None)] == [PACKAGE]
         package = store.package(PACKAGE)
         assert package is not None
         assert (package.latest_version, package.version_count) == ("1.10.0", len(_OLD_VERSIONS))

@@ -259,7 +259,8 @@ class PackageStore(Protocol):
 
     def set_hidden(self, package_id: str, hidden: bool, *, now: str) -> bool: ...
     def search(self, query: str, *, limit: int, kind: str | None) -> list[SearchHit]:
-        """Literal substring match on id or description; exact > prefix > other, then id."""
+        """Literal substring match on id, or on the description by ``db.search_key`` (Unicode
+        canonical caseless matching, alike on every store); exact > prefix > other, then id."""
         ...
 
 

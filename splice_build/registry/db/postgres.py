@@ -32,13 +32,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from splice_build.errors import ErrorCode, RegistryError
-from splice_build.registry.db.migrate import (
-    PRECEDENCE_MIGRATION,
-    SELECT_WITHOUT_PRECEDENCE,
-    SET_PRECEDENCE,
-    migrations,
-    precedence_updates,
-)
+from splice_build.registry.db.migrate import FILLS, migrations
 from splice_build.registry.db.sql_store import (
     Params,
     Row,
@@ -108,10 +102,11 @@ def apply_migrations(conn: psycopg.Connection[Any]) -> int:
         level = int(row.fetchone()["level"])
         for migration in pending[level:]:
             conn.execute(migration.sql)
-            if migration.number == PRECEDENCE_MIGRATION:
+            fill = FILLS.get(migration.number)
+            if fill is not None:
                 with conn.cursor(row_factory=tuple_row) as cursor:
-                    rows = cursor.execute(SELECT_WITHOUT_PRECEDENCE).fetchall()
-                    cursor.executemany(pyformat(SET_PRECEDENCE), precedence_updates(rows))
+                    rows = cursor.execute(fill.select).fetchall()
+                    cursor.executemany(pyformat(fill.update), fill.updates(rows))
             conn.execute(f"INSERT INTO {SCHEMA_TABLE} (version) VALUES (%s)", (migration.number,))
     return len(pending)
 

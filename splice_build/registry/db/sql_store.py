@@ -44,6 +44,7 @@ from splice_build.registry.db.interface import (
     VersionEntry,
     VersionSignature,
 )
+from splice_build.registry.db.search_key import search_key
 from splice_build.spec import semver
 
 Row = dict[str, Any]
@@ -417,8 +418,9 @@ class SqlMetadataStore(ABC):
             known = [current["latest_version"]] if current is not None else []
             latest = latest_of([*known, v.version])
             tx.execute(
-                "INSERT INTO packages (id, namespace, name, description, latest_version, "
-                "created_at, updated_at, kind, version_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1) "
+                "INSERT INTO packages (id, namespace, name, description, search_text, "
+                "latest_version, created_at, updated_at, kind, version_count) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1) "
                 "ON CONFLICT (id) DO UPDATE SET latest_version = excluded.latest_version, "
                 "updated_at = excluded.updated_at, "
                 "version_count = packages.version_count + 1",
@@ -426,6 +428,7 @@ class SqlMetadataStore(ABC):
                 new.namespace,
                 new.name,
                 new.description,
+                search_key(new.description),
                 latest,
                 now,
                 now,
@@ -433,8 +436,9 @@ class SqlMetadataStore(ABC):
             )
             if latest == v.version:
                 tx.execute(
-                    "UPDATE packages SET description = ?, kind = ? WHERE id = ?",
+                    "UPDATE packages SET description = ?, search_text = ?, kind = ? WHERE id = ?",
                     new.description,
+                    search_key(new.description),
                     new.kind,
                     v.package_id,
                 )
@@ -503,12 +507,12 @@ class SqlMetadataStore(ABC):
             return cur.rowcount == 1
 
     def search(self, query: str, *, limit: int, kind: str | None) -> list[SearchHit]:
-        literal = query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        literal = _like_literal(query)
         bare = query.removeprefix("@")
         bare_literal = literal.removeprefix("@")
         sql = (
             "SELECT id, description, latest_version, kind FROM packages "
-            "WHERE hidden = 0 AND (id LIKE :sub ESCAPE '\\' OR lower(description) LIKE :sub ESCAPE '\\') "
+            "WHERE hidden = 0 AND (id LIKE :sub ESCAPE '\\' OR search_text LIKE :key ESCAPE '\\') "
             + ("AND kind = :kind " if kind else "")
             + "ORDER BY CASE "
             "WHEN id = :q OR name = :bare OR substr(id, 2) = :bare THEN 0 "
@@ -518,6 +522,7 @@ class SqlMetadataStore(ABC):
         )
         params = {
             "sub": f"%{literal}%",
+            "key": f"%{_like_literal(search_key(query))}%",
             "q": query,
             "bare": bare,
             "prefix": f"{literal}%",
@@ -623,6 +628,11 @@ class SqlMetadataStore(ABC):
             "SELECT count FROM rate_limits WHERE key = ? AND window_start = ?", key, window_start
         )
         return int(row["count"]) if row else 0
+
+
+def _like_literal(text: str) -> str:
+    """``text`` matched literally by ``LIKE … ESCAPE '\\'`` (``%``, ``_`` and ``\\`` escaped)."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def _claim_namespace(tx: Transaction, name: str, user_id: int, now: str) -> None:
