@@ -13,7 +13,9 @@ right away, and its change is committed before the publish transaction begins.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -120,3 +122,70 @@ def test_a_right_lost_while_the_artifact_is_written_publishes_nothing(
         published = publishing.deps.meta.version("@acme/greeter", version) is not None
         answers.append((code, published))
     assert answers == [(expected, expected is None) for _caller, _change, expected in cases]
+
+
+def test_on_postgresql_a_removal_waits_for_the_publish_in_flight(
+    services: tuple[RegistryService, RegistryService, Clock], backend: StoreBackend, tmp_path: Path
+) -> None:
+    """The publish transaction reads its publisher's rows FOR SHARE: a removal that comes
+    while it runs waits for it to commit, so once the removal has answered no publish on the
+    old right is recorded after it. The removal runs on a thread while the transaction is
+    held in ``latest_of``; the transaction goes on once PostgreSQL shows the removal waiting
+    for a lock (a state, not a time). SQLite runs one write transaction at a time."""
+    if backend.kind != "postgres":
+        pytest.skip("SQLite admits one writer at a time")
+    from splice_build.registry.db.interface import NewVersion, Publisher, Version
+    from splice_build.spec.semver import latest_version
+
+    publishing, other, _clock = services
+    for user in ("alice", "bob"):
+        admin.create_user(publishing.deps, user)
+    alice, _ = _login(publishing, "alice")
+    publishing.publish(alice, artifact(tmp_path, version="1.0.0"))
+    other.set_maintainer(alice, "acme", "bob", add=True)
+    bob = publishing.deps.meta.user_by_name("bob")
+    assert bob is not None
+    removal = threading.Thread(
+        target=other.set_maintainer, args=(alice, "acme", "bob"), kwargs={"add": False}
+    )
+    order: list[str] = []
+
+    def latest_while_the_removal_waits(versions: Sequence[str]) -> str:
+        removal.start()
+        deadline = time.monotonic() + 60  # a bound on a broken run, never reached otherwise
+        while not _waiting_for_a_lock(backend):
+            assert time.monotonic() < deadline, "the removal never waited for the publish"
+            time.sleep(0.01)
+        order.append("publish")
+        return str(latest_version(versions))
+
+    row = Version(
+        package_id="@acme/greeter",
+        version="1.1.0",
+        manifest="{}",
+        integrity="sha256-" + "0" * 64,
+        size=1,
+        artifact_key="k",
+        published_by="bob",
+        published_at="2025-01-01T00:00:00.000Z",
+        artifact_backend="fs",
+        artifact_url=None,
+        provenance=None,
+    )
+    new = NewVersion(row, "acme", "greeter", "d", "skill", Publisher(bob.id))
+    publishing.deps.meta.insert_version(
+        new, latest_of=latest_while_the_removal_waits, now=row.published_at
+    )
+    removal.join()
+    order.append("removal")
+    assert order == ["publish", "removal"]
+    assert publishing.deps.meta.version("@acme/greeter", "1.1.0") is not None
+    assert "bob" not in publishing.deps.meta.maintainers("acme")
+
+
+def _waiting_for_a_lock(backend: StoreBackend) -> bool:
+    rows = backend.query(
+        "SELECT count(*) FROM pg_stat_activity "
+        "WHERE datname = current_database() AND wait_event_type = 'Lock'"
+    )
+    return bool(rows[0][0])
