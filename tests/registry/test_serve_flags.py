@@ -1,4 +1,4 @@
-"""`splice registry serve`'s number flags (docs/registry.md#running-your-own): ASCII digits
+"""`splice registry`'s number flags (docs/registry.md#running-your-own): ASCII digits
 only, within their bounds, else a usage error naming the flag, before anything is served.
 
 ``str.isdigit()`` and ``int()`` take more than ASCII digits: ``--publish-limit ١٢`` (Arabic-Indic
@@ -19,6 +19,7 @@ FLAGS = {  # flag: (a value it takes, its value, values out of its bounds)
     "--request-limit": ("12", 12, ("1234567890",)),
     "--workers": ("2", 2, ("0", "257")),
     "--port": ("0", 0, ("65536",)),
+    "--expires": ("30d", 30, ("0", "366d", "١d")),  # admin create-token's
 }
 NOT_DIGITS = ("١٢", "1_0", "²", "٣", "１２", " 5", "5 ", "+5", "-1", "5.0", "0x5", "", "5s")
 
@@ -37,7 +38,7 @@ def test_every_number_flag_takes_ascii_digits_within_its_bounds_only() -> None:
             assert refusal.value.code is ErrorCode.USAGE
             assert refusal.value.message.startswith(f"argument {flag}: "), refusal.value.message
             refused.append((flag, bad))
-    assert len(refused) == len(FLAGS) * len(NOT_DIGITS) + 9
+    assert len(refused) == len(FLAGS) * len(NOT_DIGITS) + 12
 
 
 def test_the_deadlines_default_to_the_servers_own() -> None:
