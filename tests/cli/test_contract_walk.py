@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -32,8 +33,9 @@ import pytest
 from splice_build.cli.main import main
 from splice_build.cli.parser import build_parser, load_commands
 from splice_build.errors import ErrorCode, SpliceError
-from testing.cli import Completed
+from testing.cli import Completed, splice_executable
 from testing.packages import write_package
+from testing.registry_fixtures import new_project
 
 COMMANDS = load_commands()
 _PARSER = build_parser(COMMANDS)
@@ -373,3 +375,22 @@ def _filled(word: str, words: Mapping[str, str]) -> str:
     for key, value in words.items():
         word = word.replace(key, value)
     return word
+
+
+def test_a_server_stopped_after_its_json_answer_prints_no_second_document(tmp_path: Path) -> None:
+    """``splice mcp --http --json`` prints ``{"url"}`` once it listens; SIGTERM, its normal
+    stop, then wrote an INTERRUPTED failure document after it: two documents on stdout."""
+    new_project(tmp_path)
+    env = {**os.environ, "SPLICE_MCP_TOKEN": "t" * 32}
+    argv = [splice_executable(), "mcp", "--http", "--port", "0", "--json"]
+    with subprocess.Popen(
+        argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as process:
+        assert process.stdout is not None
+        first = "".join(iter(process.stdout.readline, "}\n")) + "}\n"
+        process.send_signal(signal.SIGTERM)
+        rest, stderr = process.communicate(timeout=60)
+    assert json.loads(first)["url"].startswith("http://127.0.0.1:")
+    assert rest == "", rest
+    assert process.returncode == 128 + signal.SIGTERM
+    assert "error: interrupted by SIGTERM (INTERRUPTED)" in stderr, stderr
