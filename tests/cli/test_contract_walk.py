@@ -142,6 +142,12 @@ NOT_BARE = {("mcp",), ("registry", "serve"), ("demo",)}
 TEXT_SITUATIONS = {"success", "not a project"}
 
 
+# Global options may stand before the command word or after any word (docs/cli.md), and the
+# plain paths of run, install and sync read their own command lines (cli/plain.py): --json
+# comes first in these situations, last in the others.
+JSON_FIRST = {"bad operand", "unreachable registry", "files in the way"}
+
+
 @dataclass(frozen=True)
 class Cell:
     path: str
@@ -174,7 +180,8 @@ def _cells() -> Iterator[Cell]:
         for situation, argv in situations.items():
             if argv in NOT_BARE:
                 continue
-            yield Cell(path, situation, (*argv, "--json"), True)
+            flagged = ("--json", *argv) if situation in JSON_FIRST else (*argv, "--json")
+            yield Cell(path, situation, flagged, True)
             if situation in TEXT_SITUATIONS:
                 yield Cell(path, situation, argv, False)
 
