@@ -186,14 +186,23 @@ def _cells() -> Iterator[Cell]:
                 yield Cell(path, situation, argv, False)
 
 
+class _ClosedPipe(io.StringIO):
+    """A stdout nobody reads: ``splice … | head -0``."""
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
 @contextlib.contextmanager
-def _as_a_process(cwd: Path, env: Mapping[str, str]) -> Iterator[tuple[io.StringIO, io.StringIO]]:
+def _as_a_process(
+    cwd: Path, env: Mapping[str, str], stdout: io.StringIO | None = None
+) -> Iterator[tuple[io.StringIO, io.StringIO]]:
     """What ``main`` reads and changes of the process, set for one call and restored."""
     saved_env, saved_cwd = dict(os.environ), os.getcwd()
     saved_streams = sys.stdin, sys.stdout, sys.stderr
     handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGHUP)}
     thresholds = gc.get_threshold()
-    stdout, stderr = io.StringIO(), io.StringIO()
+    stdout, stderr = stdout or io.StringIO(), io.StringIO()
     os.environ.update(env)
     os.chdir(cwd)
     sys.stdin = io.TextIOWrapper(io.BytesIO(b""))
@@ -210,10 +219,12 @@ def _as_a_process(cwd: Path, env: Mapping[str, str]) -> Iterator[tuple[io.String
         gc.set_threshold(*thresholds)
 
 
-def invoke(argv: tuple[str, ...], cwd: Path, env: Mapping[str, str]) -> Completed:
-    with _as_a_process(cwd, env) as (stdout, stderr):
+def invoke(
+    argv: tuple[str, ...], cwd: Path, env: Mapping[str, str], stdout: io.StringIO | None = None
+) -> Completed:
+    with _as_a_process(cwd, env, stdout) as (out, stderr):
         code = main(list(argv))
-    return Completed(code, stdout.getvalue(), stderr.getvalue())
+    return Completed(code, out.getvalue(), stderr.getvalue())
 
 
 # The files of a project's state a command may rewrite in place (SQLite, the stat cache, the
@@ -410,3 +421,18 @@ def test_mcp_over_stdio_refuses_json(tmp_path: Path) -> None:
     done = run_splice("mcp", "--json", cwd=tmp_path)
     assert done.code == 2, done
     assert json.loads(done.stdout)["error"]["code"] == "USAGE"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [("--version",), ("-v",), ("--json", "--version"), ("--help",), ("help", "list"), ("doctor",)],
+)
+def test_a_closed_stdout_ends_in_exit_1_without_a_traceback(
+    templates: Templates, tmp_path: Path, argv: tuple[str, ...]
+) -> None:
+    """``splice --version | head -0``: the version's fast path wrote outside the error
+    handler, and a Python traceback ended it (exit 1 by the interpreter); argparse's help
+    kept silent about the failed write and ended 0."""
+    done = invoke(argv, tmp_path, templates.env, stdout=_ClosedPipe())
+    assert done.code == 1, done
+    assert done.stderr == "", done
