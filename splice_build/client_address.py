@@ -28,6 +28,8 @@ import ipaddress
 from collections.abc import Sequence
 from typing import Any
 
+from splice_build.spec.number_text import whole_number
+
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 _HEADER = b"x-forwarded-for"
 _MAPPED = ipaddress.IPv6Network("::ffff:0:0/96")
@@ -70,7 +72,7 @@ def _address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
 
 
 def _is_port(digits: str) -> bool:
-    return digits.isascii() and digits.isdigit() and len(digits) <= 5
+    return whole_number(digits, 5) is not None
 
 
 IPV6_PREFIX = 64  # bits of an IPv6 client address that name its budget

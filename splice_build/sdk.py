@@ -189,8 +189,12 @@ class Splice:
                 reports[package_id] = run.reports[package_id]
             elif package_id in run.installed:
                 pkg = run.installed[package_id]
+                target = run.targets.get(package_id)
                 reports[package_id] = run.installer.kept_report(
-                    package_id, pkg.manifest, pkg.lock_entry
+                    package_id,
+                    pkg.manifest,
+                    pkg.lock_entry,
+                    offline=target is not None and target.offline,
                 )
         return reports
 
@@ -452,18 +456,33 @@ class Splice:
                 session.close()
         return rows
 
-    def update(self, ids: Sequence[str] = (), **options: Any) -> list[dict[str, Any]]:
+    def update(
+        self,
+        ids: Sequence[str] = (),
+        *,
+        accept_permissions: Accept = False,
+        require_signed: bool = False,
+        allow_signer_change: bool = False,
+    ) -> list[dict[str, Any]]:
         """Install each package's ``wanted`` version, from the registry ``outdated`` found it
-        in; ranges never change.
+        in; ranges never change. The options are ``add``'s (an unknown keyword is Python's
+        ``TypeError`` naming ``Splice.update``, as for every method's signature; a wrong
+        value is ``USAGE``).
 
         Returns ``{id, range, from, to, latest, status}`` with status ``updated`` /
-        ``up-to-date`` / ``no-match``; unknown ids raise ``NOT_INSTALLED``.
+        ``up-to-date`` / ``no-match``; unknown ids raise ``NOT_INSTALLED``. ``up-to-date``
+        means nothing was installed: a locked version reinstalled because its installed copy
+        did not match the lock is ``updated`` (``from`` equal to ``to``), as in TS.
         """
         from splice_build.install.installer import InstallOptions
         from splice_build.spec.semver import Range
         from splice_build.tasks.request import GraphRequest, Resolve
 
-        checked = InstallOptions(**options)
+        checked = InstallOptions(
+            accept_permissions=accept_permissions,
+            require_signed=require_signed,
+            allow_signer_change=allow_signer_change,
+        )
         looked_up = self._outdated(ids)
         # One run for every registry: each package is checked before any is swapped in, so a
         # refusal among one registry's packages leaves the other registries' as they were.
@@ -485,7 +504,7 @@ class Splice:
                 status, to = "no-match", row["current"]
             else:
                 to = report.version
-                status = "up-to-date" if to == row["current"] else "updated"
+                status = "up-to-date" if report.already_installed else "updated"
             results.append(
                 {
                     "id": row["id"],

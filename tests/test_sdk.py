@@ -518,3 +518,40 @@ def test_a_change_asked_from_a_callback_of_a_change_is_state_locked(tmp_path: Pa
         signal.signal(signal.SIGALRM, previous)
     assert inner == dict.fromkeys(others, "STATE_LOCKED")
     assert [row["status"] for row in splice.list()] == ["ok"]
+
+
+def test_update_of_a_damaged_copy_is_updated_not_up_to_date(tmp_path: Path) -> None:
+    """``update`` reinstalls the locked version when its installed copy no longer matches the
+    lock; that is ``updated`` (``from`` = ``to``), as TS's ``updatePackages`` reports any
+    install. It said ``up-to-date``, the status of a package left as it was."""
+    from testing.crafted_registry import crafted_registry
+    from testing.registry_fixtures import new_project
+
+    project = new_project(tmp_path / "p")
+    with crafted_registry(tmp_path / "work") as registry:
+        registry.add_version("@acme/greeter", "1.0.0")
+        registry.list_versions("@acme/greeter", ["1.0.0"])
+        splice = Splice(project, registry=registry.url)
+        splice.add(["@acme/greeter"])
+        tool = project / ".splice/packages/@acme/greeter/tools/hello.js"
+        tool.write_text("export default () => 'changed';\n", encoding="utf-8")
+        (row,) = splice.update()
+        assert (row["from"], row["to"], row["status"]) == ("1.0.0", "1.0.0", "updated")
+        assert "changed" not in tool.read_text(encoding="utf-8")
+
+
+def test_update_takes_the_install_options_by_name(tmp_path: Path) -> None:
+    """A wrong signature is Python's ``TypeError`` naming the public method, as for ``add``
+    and ``install`` (``update(foo=1)`` named a private class, ``InstallOptions.__init__``);
+    a wrong value of a known option is ``USAGE``. Nothing is asked of a registry."""
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "splice.json").write_text('{"specVersion": 1, "packages": {}}\n', encoding="utf-8")
+    splice = Splice(project)
+    for method in (splice.add, splice.install, splice.update):
+        with pytest.raises(TypeError) as caught:
+            method(foo=1)  # type: ignore[operator]
+        assert str(caught.value).startswith(f"Splice.{method.__name__}() got an unexpected")
+    with pytest.raises(SpliceError) as refused:
+        splice.update(require_signed="no")  # type: ignore[arg-type]
+    assert refused.value.code is ErrorCode.USAGE

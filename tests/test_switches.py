@@ -32,7 +32,7 @@ def _child_env(**switches: str) -> dict[str, str]:
 
 def _pytest(prefix: list[str], code: str, args: list[str], env: dict[str, str]) -> tuple[int, str]:
     done = subprocess.run(
-        [*prefix, sys.executable, "-c", code, "-q", "-p", "no:cacheprovider", *args],
+        [*prefix, sys.executable, "-c", code, "-q", "-n", "0", "-p", "no:cacheprovider", *args],
         cwd=REPO,
         env=env,
         capture_output=True,

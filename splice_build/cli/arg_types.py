@@ -1,4 +1,4 @@
-"""argparse ``type=`` checks for package and tool references (and a few other values).
+"""argparse ``type=`` checks for package and tool references, numbers and a few other values.
 
 A malformed reference is a usage error (exit 2) found while the command line is parsed, before
 a project is looked up or a registry is asked, as the TypeScript CLI reports it. Each check
@@ -75,20 +75,64 @@ def text(value: str) -> str:
     if not is_text(value):
         import argparse
 
-        shown = value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-        raise argparse.ArgumentTypeError(f'"{shown}" is not valid UTF-8 text')
+        raise argparse.ArgumentTypeError(f"{shown(value)} is not valid UTF-8 text")
     return value
+
+
+def shown(value: str) -> str:
+    """A typed value quoted in a message: its first 40 characters on one line, every code point
+    a terminal would act on or hide made visible (security/terminal.py ``one_line``)."""
+    from splice_build.security.terminal import one_line
+
+    head = one_line(value[:40])
+    return f'"{head}…"' if len(value) > 40 else f'"{head}"'
+
+
+def refusal(option: str, wanted: str, value: str) -> Exception:
+    """The ``argparse.ArgumentTypeError`` of a flag's value: the option, what it takes, and the
+    value as typed, shown safely (argparse adds ``argument OPTION:`` before it)."""
+    import argparse
+
+    return argparse.ArgumentTypeError(f"{option} must be {wanted}, not {shown(value)}")
+
+
+def whole_number(value: str, option: str, low: int, high: int, wanted: str = "") -> int:
+    """A flag's integer from ``low`` to ``high``: ASCII digits only, no more of them than
+    ``high`` has (spec/number_text.py), else the flag's usage error (``wanted`` says what
+    the flag takes when the range alone does not)."""
+    from splice_build.spec.number_text import whole_number as read
+
+    number = read(value, len(str(high)))
+    if number is None or not low <= number <= high:
+        raise refusal(option, wanted or f"an integer from {low} to {high}", value)
+    return number
+
+
+def numeric(option: str, low: int, high: int, wanted: str = "") -> Any:
+    """The ``type=`` of a flag taking an integer from ``low`` to ``high``."""
+
+    def check(value: str) -> int:
+        return whole_number(value, option, low, high, wanted)
+
+    return check
+
+
+def days(value: str) -> int:
+    """``--expires N`` or ``Nd`` (token create, registry admin create-token): 1 to 365 days."""
+    from splice_build.spec.number_text import whole_number as read
+
+    number = read(value.removesuffix("d"), 3)
+    if number is None or not 1 <= number <= 365:
+        raise refusal("--expires", "N or Nd with N from 1 to 365", value)
+    return number
 
 
 def trusted_proxy(text: str) -> Any:
     """``ADDR[/BITS]`` of ``--trusted-proxy`` (registry serve, mcp --http): an IP network."""
-    import argparse
 
     from splice_build.client_address import parse_trusted_proxy
 
     try:
         return parse_trusted_proxy(text)
     except ValueError as exc:
-        raise argparse.ArgumentTypeError(
-            f"--trusted-proxy needs an IP address or CIDR network, not {text!r}: {exc}"
-        ) from exc
+        raise refusal("--trusted-proxy", "an IP address or CIDR network", text) from exc

@@ -115,16 +115,19 @@ def kept_report(
     package_id: str,
     manifest: Manifest,
     entry: LockEntry,
+    *,
+    offline: bool = False,
 ) -> InstallReport:
     """The report of an intact locked package that stays as it is (``root``: the project's
-    real path; ``cache`` is asked for only when the lock pins no signer)."""
+    real path; ``cache`` is asked for only when the lock pins no signer; ``offline``: kept
+    because the registry could not be asked)."""
     return report_for(
         manifest,
         entry,
         already=True,
         previous=None,
         from_cache=False,
-        offline=False,
+        offline=offline,
         root=root,
         signature=_kept_signature(cache, package_id, entry),
     )

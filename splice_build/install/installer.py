@@ -88,7 +88,9 @@ class Target:
     are accepted. ``range_text`` None leaves ``splice.json`` as it is. ``registry``: the
     registry URL to fetch it from when it is not the run's own (``update``, ``install`` or
     ``sync`` of a project whose lock pins packages from several registries); None: the
-    installer's session.
+    installer's session. ``offline``: the registry could not be asked, so the version is the
+    lock's (``add``'s fallback, install/resolve.py ``locked_offline``); its report says so
+    whether the copy is kept or restored from the verified cache.
     """
 
     package_id: str
@@ -96,6 +98,7 @@ class Target:
     range_text: str | None
     pinned: LockEntry | None = None
     registry: str | None = None
+    offline: bool = False
 
 
 @dataclass(frozen=True)
@@ -419,7 +422,7 @@ class Installer:
                 already=False,
                 previous=one.previous,
                 from_cache=one.fetched.from_cache,
-                offline=one.fetched.offline,
+                offline=one.fetched.offline or one.target.offline,
                 signature=one.signature,
                 root=self._root,
             )
@@ -441,7 +444,7 @@ class Installer:
             save_project_file(
                 self.layout.root, project.with_package(target.package_id, target.range_text)
             )
-        return self.kept_report(target.package_id, manifest, entry)
+        return self.kept_report(target.package_id, manifest, entry, offline=target.offline)
 
     def check_kept(self, package_id: str, entry: LockEntry, project: ProjectFile) -> None:
         """A kept package is not verified again: the signer its install recorded must meet
@@ -458,9 +461,13 @@ class Installer:
             )
         kept_signer(package_id, entry.version, signer, require_signed=require, trusted=trusted)
 
-    def kept_report(self, package_id: str, manifest: Manifest, entry: LockEntry) -> InstallReport:
+    def kept_report(
+        self, package_id: str, manifest: Manifest, entry: LockEntry, *, offline: bool = False
+    ) -> InstallReport:
         """The report of an intact locked package that stays as it is."""
-        return kept_report(lambda: self.cache, self._root, package_id, manifest, entry)
+        return kept_report(
+            lambda: self.cache, self._root, package_id, manifest, entry, offline=offline
+        )
 
     def _keep_signatures(
         self, target: Target, fetched: Fetched, verified: VerifiedArtifact

@@ -47,14 +47,15 @@ def default_max_calls(env: Mapping[str, str] | None = None) -> int:
     raw = (os.environ if env is None else env).get(MAX_CALLS_ENV)
     if raw is None or raw == "":
         return max(1, os.cpu_count() or 1)
-    # ASCII digits, and few of them: str.isdigit() also takes "²", which int() refuses, and
-    # int() refuses 4,300 digits or more; either was an internal error instead of this one.
-    if not (raw.isascii() and raw.isdigit()) or len(raw) > MAX_CALLS_DIGITS or int(raw) < 1:
+    from splice_build.spec.number_text import whole_number
+
+    value = whole_number(raw, MAX_CALLS_DIGITS)  # ASCII digits, few of them
+    if value is None or value < 1:
         raise UsageError(
             f"{MAX_CALLS_ENV} must be a positive integer of at most {MAX_CALLS_DIGITS} digits, "
             f"got {raw[:40]!r}"
         )
-    return int(raw)
+    return value
 
 
 def needs_admission(message: Any) -> bool:

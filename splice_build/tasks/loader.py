@@ -256,6 +256,7 @@ class SpliceTaskLoader(TaskLoader2):
             )
             run.installer.progress("resolving", f"Resolving {package_id}@{rng.text}...")
             entry = run.lock.get(package_id)
+            kept = None  # the locked version, kept because the registry cannot be asked
             with self.workspace.registry_lock(session.url):
                 try:
                     found = resolve(
@@ -266,7 +267,6 @@ class SpliceTaskLoader(TaskLoader2):
                         prefer_locked=request.prefer_locked if request else True,
                     )
                 except SpliceError as exc:
-                    kept = None
                     if request is not None and request.offline_locked:
                         kept = locked_offline(
                             exc, package_id, rng, entry, run.project.packages.get(package_id)
@@ -277,7 +277,12 @@ class SpliceTaskLoader(TaskLoader2):
             pinned = entry if entry is not None and entry.version == found.version else None
             save = request is None or request.save_range
             run.targets[package_id] = Target(
-                package_id, found.version, found.range_text if save else None, pinned, registry
+                package_id,
+                found.version,
+                found.range_text if save else None,
+                pinned,
+                registry,
+                offline=kept is not None,
             )
 
     def _lock_task(self, run: GraphRun, problems: list[SpliceError]) -> Task:

@@ -86,8 +86,9 @@ def test_files_that_cannot_be_hashed_are_refused_and_the_process_ended(
     runtime: SpliceRuntime, tmp_path: Path
 ) -> None:
     """A tree nested deeper than one path may name cannot be re-read (ENAMETOOLONG): the
-    call is refused like any other mismatch, and the process already started is ended."""
-    from splice_build.runtime.host_files import host_entry
+    call is refused like any other mismatch, and the process already started is ended.
+    Processes are told apart by this test's own directory in their command line (a
+    package's grant names it): another test running at the same time has other ones."""
     from testing.deep_tree import nested, unnested
     from testing.pool import sandbox_pids
 
@@ -96,13 +97,13 @@ def test_files_that_cannot_be_hashed_are_refused_and_the_process_ended(
     try:
         manifest = Manifest.from_json((checked / "manifest.json").read_bytes())
         pkg = runtime.load_verified(checked, "sha256-" + "0" * 64, manifest)
-        before = set(sandbox_pids(str(host_entry())))
+        before = set(sandbox_pids(str(tmp_path)))
         result = runtime.execute(pkg, "t", {})
         assert result.error is not None, result.to_json()
         assert result.error.code == ErrorCode.INSTALLED_PACKAGE_MODIFIED, result.to_json()
         assert "cannot be read" in " ".join(result.error.details), result.to_json()
         runtime.close()  # the warm pool's spare processes, not the refused call's
-        assert set(sandbox_pids(str(host_entry()))) <= before
+        assert set(sandbox_pids(str(tmp_path))) <= before
     finally:
         unnested(checked)
 

@@ -24,6 +24,7 @@ from urllib.parse import unquote, urlsplit
 
 from splice_build.broker.providers.interface import ProviderContext, ProviderData, ProviderFailure
 from splice_build.errors import ErrorCode
+from splice_build.spec.number_text import whole_number
 
 API_HOST = "api.github.com"
 RAW_HOST = "raw.githubusercontent.com"
@@ -62,7 +63,7 @@ def _rate_limit(headers: Mapping[str, str]) -> dict[str, Any] | None:
         """ASCII digits only, at most 15 of them: ``str.isdigit()`` also takes ``²``, which
         ``int()`` refuses, and a remote header of thousands of digits is no count."""
         value = headers.get(name, "")
-        return int(value) if value.isascii() and value.isdigit() and len(value) <= 15 else None
+        return whole_number(value, 15)
 
     return {
         "limit": number("x-ratelimit-limit"),

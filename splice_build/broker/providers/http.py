@@ -19,6 +19,7 @@ from urllib.parse import quote, urlencode, urlsplit
 from splice_build.broker.providers.interface import ProviderFailure
 from splice_build.errors import ErrorCode
 from splice_build.records import dataclass
+from splice_build.spec.number_text import whole_number
 
 # docs/capabilities.md: 15 s for one provider's part of one call, all its requests together
 DEFAULT_TIMEOUT_SECONDS = 15.0
@@ -226,7 +227,7 @@ def _status_failure(provider: str, endpoint: str, response: Response) -> Provide
         reset = response.headers.get("retry-after") or response.headers.get("x-ratelimit-reset")
         # A count of seconds or a time in ASCII digits only: the message is shown to people
         # and tools, and str.isdigit() also takes "²" or thousands of digits.
-        shown = reset is not None and reset.isascii() and reset.isdigit() and len(reset) <= 15
+        shown = reset is not None and whole_number(reset, 15) is not None
         suffix = f"; retry after {reset}" if shown else ""
         return ProviderFailure(
             f"{where}: rate limited ({status}){suffix}", code=ErrorCode.RATE_LIMITED, status=status

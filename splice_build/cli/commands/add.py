@@ -99,6 +99,8 @@ def report_lines(reports: Sequence[dict[str, Any]]) -> list[str]:
     for report in reports:
         if report["alreadyInstalled"]:
             lines.append(f"{report['name']}@{report['version']} is already installed")
+            if report["offline"]:
+                lines.append("  offline: the registry is unreachable; the locked version is kept")
             continue
         was = f" (was {report['previousVersion']})" if report["previousVersion"] else ""
         lines.append(f"Installed {report['name']}@{report['version']}{was}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from splice_build.cli import arg_types
 from splice_build.errors import UsageError
@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 NAME = "mcp"
 HELP = "serve the project's installed tools to agents over MCP (stdio, or --http)"
 NEEDS_PROJECT = False  # --project picks the project; found here, not by main
+_PORT = arg_types.numeric("--port", 0, 65535)
+_MAX_CALLS = arg_types.numeric("--max-calls", 1, 999_999_999)  # SPLICE_MCP_MAX_CALLS' range
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--http", action="store_true", help="Streamable HTTP instead of stdio")
     parser.add_argument("--host", help="HTTP listen address (default 127.0.0.1; needs --http)")
-    parser.add_argument("--port", type=int, help="HTTP port (default 8788; needs --http)")
+    parser.add_argument("--port", type=_PORT, help="HTTP port (default 8788; needs --http)")
     parser.add_argument(
         "--trusted-proxy",
         action="append",
@@ -49,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-calls",
-        type=int,
+        type=_MAX_CALLS,
         metavar="N",
         help="tool calls run at once; more wait (default $SPLICE_MCP_MAX_CALLS or the cores)",
     )
@@ -67,12 +69,8 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         raise UsageError("--host and --port need --http")
     if not args.http and args.trusted_proxy:
         raise UsageError("--trusted-proxy needs --http")
-    if args.port is not None and not 0 <= args.port <= 65535:
-        raise UsageError(f"--port must be between 0 and 65535, got {args.port}")
     from splice_build.mcp.admission import default_max_calls
 
-    if args.max_calls is not None and args.max_calls < 1:
-        raise UsageError(f"--max-calls must be at least 1, got {args.max_calls}")
     max_calls = args.max_calls or default_max_calls(ctx.env)
     digest = b""
     if args.http:
@@ -83,6 +81,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     from splice_build.project.project_file import find_project_root
 
     root = find_project_root(ctx.cwd / args.project if args.project else ctx.cwd)
+    reuse = _reuse(root, on=args.reuse)  # INVALID_PROJECT (exit 1) here, before serving
 
     from splice_build import __version__
     from splice_build.mcp.backend import INSTRUCTIONS, InstalledBackend
@@ -107,7 +106,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         home=ctx.home,
         pool=WarmPool(),
         broker=broker,
-        reuse=_reuse(root, on=args.reuse),
+        reuse=reuse,
     ) as splice:
         backend: Backend = InstalledBackend(splice)
         instructions = INSTRUCTIONS
@@ -124,15 +123,19 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         return _serve_stdio(server, root, log, max_calls)
 
 
-def _reuse(root: Path, *, on: bool) -> ReusePolicy | Literal["project"]:
+def _reuse(root: Path, *, on: bool) -> ReusePolicy | bool:
     """``--reuse``: the project's limits if it sets them, else the defaults; without the
-    flag, whatever splice.json says."""
-    if not on:
-        return "project"
+    flag, whatever splice.json says.
+
+    splice.json is read at the start, so a ``reuse`` setting it refuses (``INVALID_PROJECT``)
+    stops the server there, as a missing project does, rather than refusing every call."""
     from splice_build.project.project_file import load_project_file
     from splice_build.spec.reuse import ReusePolicy
 
-    return load_project_file(root).reuse_policy() or ReusePolicy()
+    policy = load_project_file(root).reuse_policy()
+    if on:
+        return policy or ReusePolicy()
+    return policy or False
 
 
 def _data_backend(ctx: CommandContext, root: Path) -> DataBackend:

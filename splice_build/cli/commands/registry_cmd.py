@@ -34,17 +34,7 @@ DEFAULT_DATA = "splice-registry-data"
 MAX_WORKERS = 256
 
 
-def _count(text: str) -> int:
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError("expected a non-negative integer (0 = off)")
-    return int(text)
-
-
-def _days(text: str) -> int:
-    raw = text[:-1] if text.endswith("d") else text
-    if not raw.isdigit() or not 1 <= int(raw) <= 365:
-        raise argparse.ArgumentTypeError("--expires must be N or Nd with N from 1 to 365")
-    return int(raw)
+MAX_LIMIT = 999_999_999  # of --publish-limit and --request-limit: any real limit fits
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -66,14 +56,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     serve = parser.add_argument_group("serve options")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     serve.add_argument(
-        "--port", type=_port, default=8787, help="port (default: 8787; 0 = any free port)"
+        "--port",
+        type=arg_types.numeric("--port", 0, 65535),
+        default=8787,
+        help="port (default: 8787; 0 = any free port)",
     )
     serve.add_argument(
-        "--publish-limit", type=_count, default=10, help="publishes per user per minute (0 = off)"
+        "--publish-limit",
+        type=arg_types.numeric("--publish-limit", 0, MAX_LIMIT),
+        default=10,
+        help="publishes per user per minute (0 = off)",
     )
     serve.add_argument(
         "--request-limit",
-        type=_count,
+        type=arg_types.numeric("--request-limit", 0, MAX_LIMIT),
         default=60,
         help="authenticated requests per client per minute (0 = off)",
     )
@@ -96,7 +92,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     token = parser.add_argument_group("admin create-token options")
     token.add_argument("--label")
     token.add_argument("--namespace", action="append", default=None, metavar="NS")
-    token.add_argument("--expires", type=_days, metavar="N[d]")
+    token.add_argument("--expires", type=arg_types.days, metavar="N[d]")
     token.add_argument(
         "--publish-only", action="store_true", help="cannot manage tokens or maintainers"
     )
@@ -163,23 +159,14 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     raise UsageError("registry needs an action: serve or admin")
 
 
-def _port(text: str) -> int:
-    if not text.isdigit() or int(text) > 65535:
-        raise argparse.ArgumentTypeError("--port must be an integer from 0 to 65535")
-    return int(text)
-
-
 def _workers(text: str) -> int:
     """``--workers``: 1 to 256, or ``auto`` (the cores this process may run on)."""
     if text == "auto":
         import os
 
         return len(os.sched_getaffinity(0)) or 1
-    if not text.isdigit() or not 1 <= int(text) <= MAX_WORKERS:
-        raise argparse.ArgumentTypeError(
-            f"--workers must be an integer from 1 to {MAX_WORKERS}, or auto"
-        )
-    return int(text)
+    wanted = f"an integer from 1 to {MAX_WORKERS}, or auto"
+    return arg_types.whole_number(text, "--workers", 1, MAX_WORKERS, wanted)
 
 
 def _data_dir(args: argparse.Namespace, ctx: CommandContext, *, existing: bool) -> Path:

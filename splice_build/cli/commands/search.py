@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from splice_build.cli import arg_types
 from splice_build.cli.context import CommandContext
 from splice_build.errors import UsageError
 
@@ -13,21 +14,11 @@ HELP = "search the registry for packages"
 NEEDS_PROJECT = False
 
 
-def _limit(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if not 1 <= value <= 100:
-        raise argparse.ArgumentTypeError("--limit must be an integer from 1 to 100")
-    return value
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("query", nargs="+", help="words to look for in names and descriptions")
     parser.add_argument(
         "--limit",
-        type=_limit,
+        type=arg_types.numeric("--limit", 1, 100),
         default=20,
         metavar="N",
         help="at most N results (1..100; default 20)",

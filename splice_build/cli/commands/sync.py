@@ -21,15 +21,9 @@ NEEDS_PROJECT = False
 
 
 def _jobs(text: str) -> int:
-    import argparse
+    from splice_build.cli.arg_types import whole_number
 
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 1 <= value <= 64:
-        raise argparse.ArgumentTypeError("must be between 1 and 64")
-    return value
+    return whole_number(text, "--jobs", 1, 64)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

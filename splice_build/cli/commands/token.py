@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from splice_build.cli import arg_types
 from splice_build.cli.context import CommandContext
 from splice_build.errors import UsageError
 
@@ -16,13 +17,6 @@ NAME = "token"
 HELP = "list, create or revoke registry tokens"
 NEEDS_PROJECT = False
 ACTIONS = ("list", "create", "revoke")
-
-
-def _days(text: str) -> int:
-    raw = text[:-1] if text.endswith("d") else text
-    if not raw.isdigit() or not 1 <= int(raw) <= 365:
-        raise argparse.ArgumentTypeError("--expires must be N or Nd with N from 1 to 365")
-    return int(raw)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,7 +34,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="create: limit to a namespace (repeatable)",
     )
     parser.add_argument(
-        "--expires", type=_days, metavar="N[d]", help="create: expire after N days (1..365)"
+        "--expires",
+        type=arg_types.days,
+        metavar="N[d]",
+        help="create: expire after N days (1..365)",
     )
 
 

@@ -26,7 +26,9 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     rows = open_splice(ctx).update(args.packages, **install_options(args, ctx))
     lines = []
     for r in rows:
-        if r["status"] == "updated":
+        if r["status"] == "updated" and r["from"] == r["to"]:
+            lines.append(f"Reinstalled {r['id']}@{r['to']}: the installed copy was restored")
+        elif r["status"] == "updated":
             lines.append(f"Updated {r['id']} {r['from'] or '-'} -> {r['to']}")
         elif r["status"] == "up-to-date":
             lines.append(f'{r["id"]}@{r["to"]} is up to date (range "{r["range"]}")')

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 
 from splice_build.errors import ErrorCode, ProjectError
 from splice_build.records import dataclass
+from splice_build.spec.number_text import decimal_number, whole_number
 
 DEADLINE_ENV = "SPLICE_REGISTRY_DEADLINE"
 MIN_RATE_ENV = "SPLICE_REGISTRY_MIN_RATE"
@@ -23,6 +24,7 @@ DEFAULT_DEADLINE = 60.0
 DEFAULT_MIN_RATE = 64 * 1024
 MAX_DEADLINE = 24 * 3600.0
 MAX_MIN_RATE = 1024**3
+MAX_DIGITS = 12  # of each part of a value: room for leading zeros, never thousands of digits
 
 
 @dataclass(frozen=True)
@@ -35,27 +37,34 @@ class Deadlines:
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Deadlines:
         """The configured deadlines; a malformed value is ``INVALID_CONFIG`` (never ignored)."""
-        request = _number(env, DEADLINE_ENV, DEFAULT_DEADLINE, MAX_DEADLINE)
-        rate = _number(env, MIN_RATE_ENV, DEFAULT_MIN_RATE, MAX_MIN_RATE)
-        if rate != int(rate):
-            raise _invalid(MIN_RATE_ENV, env[MIN_RATE_ENV], "a whole number of bytes per second")
-        return cls(request, int(rate))
+        request = _seconds(env.get(DEADLINE_ENV, ""))
+        rate = _rate(env.get(MIN_RATE_ENV, ""))
+        return cls(request, rate)
 
     def for_download(self, size: int) -> float:
         """The deadline of a request moving ``size`` bytes of artifact, either way."""
         return self.request + size / self.min_rate
 
 
-def _number(env: Mapping[str, str], name: str, default: float, maximum: float) -> float:
-    text = env.get(name, "").strip()
-    if not text:
-        return default
-    try:
-        value = float(text)
-    except ValueError:
-        raise _invalid(name, text, "a positive number") from None
-    if not 0 < value <= maximum:
-        raise _invalid(name, text, f"a positive number up to {maximum:.0f}")
+def _seconds(text: str) -> float:
+    """``SPLICE_REGISTRY_DEADLINE``: ``DIGITS[.DIGITS]`` in ASCII (spec/number_text.py), above 0
+    and at most a day; unset or empty is the default."""
+    if text == "":
+        return DEFAULT_DEADLINE
+    value = decimal_number(text, MAX_DIGITS)
+    if value is None or not 0 < value <= MAX_DEADLINE:
+        raise _invalid(DEADLINE_ENV, text, f"a positive number up to {MAX_DEADLINE:.0f}")
+    return value
+
+
+def _rate(text: str) -> int:
+    """``SPLICE_REGISTRY_MIN_RATE``: ASCII digits, a whole number of bytes per second, from 1
+    to 1 GiB/s; unset or empty is the default."""
+    if text == "":
+        return DEFAULT_MIN_RATE
+    value = whole_number(text, MAX_DIGITS)
+    if value is None or not 0 < value <= MAX_MIN_RATE:
+        raise _invalid(MIN_RATE_ENV, text, f"a positive number up to {MAX_MIN_RATE}")
     return value
 
 

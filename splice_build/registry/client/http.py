@@ -28,6 +28,7 @@ from splice_build.registry.client.interface import split_package_id, token_body
 from splice_build.registry.client.statuses import error_for_status
 from splice_build.spec.digests import integrity_of
 from splice_build.spec.limits import MAX_ARCHIVE_BYTES
+from splice_build.spec.number_text import capped_count
 from splice_build.spec.untrusted_json import UntrustedJsonError, decode
 
 if TYPE_CHECKING:
@@ -373,11 +374,7 @@ def _declared_length(response: requests.Response, limit: int) -> int | None:
     larger length is just over the cap); None when absent or not a number. ASCII digits only:
     ``str.isdigit()`` also accepts ``²``, which ``int()`` refuses, as it refuses 4,300 digits
     or more, and a registry chooses its headers."""
-    declared = response.headers.get("content-length", "")
-    if not (declared.isascii() and declared.isdigit()):
-        return None
-    digits = declared.lstrip("0") or "0"
-    return limit + 1 if len(digits) > len(str(limit)) else min(int(digits), limit + 1)
+    return capped_count(response.headers.get("content-length", ""), limit)
 
 
 def _expected_size(response: requests.Response, limit: int) -> int:

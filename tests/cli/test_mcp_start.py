@@ -1,0 +1,24 @@
+"""`splice mcp` reads splice.json when it starts: a ``reuse`` setting it refuses stops the
+server there (INVALID_PROJECT, exit 1, as a missing project does), where it served and
+refused every tool call with INVALID_PROJECT."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from testing.cli import run_splice
+from testing.registry_fixtures import new_project
+
+
+def test_an_invalid_reuse_setting_stops_mcp_at_its_start(tmp_path: Path) -> None:
+    project = new_project(tmp_path / "p")
+    document = json.loads((project / "splice.json").read_text(encoding="utf-8"))
+    document["reuse"] = {"maxCalls": 0}
+    (project / "splice.json").write_text(json.dumps(document), encoding="utf-8")
+    done = run_splice("--json", "mcp", cwd=project, input="")
+    assert done.code == 1, done.stdout + done.stderr
+    error = done.json()["error"]
+    assert error["code"] == "INVALID_PROJECT"
+    assert "reuse.maxCalls" in error["message"]
+    assert "serving" not in done.stderr
