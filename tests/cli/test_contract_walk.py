@@ -33,7 +33,7 @@ import pytest
 from splice_build.cli.main import main
 from splice_build.cli.parser import build_parser, load_commands
 from splice_build.errors import ErrorCode, SpliceError
-from testing.cli import Completed, run_splice, splice_executable
+from testing.cli import Completed, splice_executable
 from testing.packages import write_package
 from testing.registry_fixtures import new_project
 
@@ -412,15 +412,6 @@ def test_a_server_stopped_after_its_json_answer_prints_no_second_document(tmp_pa
     assert rest == "", rest
     assert process.returncode == 128 + signal.SIGTERM
     assert "error: interrupted by SIGTERM (INTERRUPTED)" in stderr, stderr
-
-
-def test_mcp_over_stdio_refuses_json(tmp_path: Path) -> None:
-    """Over stdio, stdout is the MCP protocol's: ``splice mcp --json`` served it silently,
-    exit 0 and no document; it is a usage error, as a command that cannot print one."""
-    new_project(tmp_path)
-    done = run_splice("mcp", "--json", cwd=tmp_path)
-    assert done.code == 2, done
-    assert json.loads(done.stdout)["error"]["code"] == "USAGE"
 
 
 @pytest.mark.parametrize(

@@ -58,13 +58,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    if ctx.json and not args.http:
-        # Over stdio, stdout carries the protocol's messages, never one JSON document.
-        raise UsageError(
-            "--json needs --http: over stdio, stdout carries the MCP protocol",
-            hint="run `splice mcp` without --json for stdio, or `splice mcp --http --json`"
-            " for the document {url}",
-        )
     if not args.http and (args.host is not None or args.port is not None):
         raise UsageError("--host and --port need --http")
     if not args.http and args.trusted_proxy:
