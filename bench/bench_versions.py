@@ -29,7 +29,7 @@ BEFORE_TREE_ENV = "SPLICE_BENCH_BEFORE_TREE"
 
 
 def _fill(data: Path, package: str, count: int) -> None:
-    from splice_build.registry.db.interface import NewVersion, Version
+    from splice_build.registry.db.interface import NewVersion, Publisher, Version
     from splice_build.registry.storage import StorageConfig, open_metadata
     from splice_build.spec.semver import latest_version
 
@@ -53,7 +53,9 @@ def _fill(data: Path, package: str, count: int) -> None:
                 artifact_url=None,
                 provenance=None,
             )
-            new = NewVersion(row, "bench", package, "filled", "skill", user.id)
+            new = NewVersion(
+                row, "bench", package, "filled", "skill", Publisher(user.id, claim=True)
+            )
             store.insert_version(new, latest_of=lambda vs: str(latest_version(vs)), now=at)
     finally:
         store.close()

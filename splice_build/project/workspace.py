@@ -445,14 +445,20 @@ def _spec(patterns: tuple[str, ...]) -> Any:
     asked for by name, so matching stays linear in the name. What pathspec and RE2 raise for
     a pattern they refuse (an invalid range ``[z-a]``, a lone ``!``, a POSIX class RE2 does
     not take, a set past RE2's memory budget) is each its own type: all become ``ValueError``.
+    pathspec also compiles each pattern with ``re``, which warns (``FutureWarning``) about a
+    set such as ``[[`` that a later Python may read otherwise: matching is RE2's, so the
+    warning would only print a library's line on a command's stderr.
     """
     import re
+    import warnings
 
     import pathspec
     import re2
 
     try:
-        return pathspec.GitIgnoreSpec.from_lines(patterns, backend="re2")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            return pathspec.GitIgnoreSpec.from_lines(patterns, backend="re2")
     except (ValueError, re.error, re2.error) as exc:
         raise ValueError(f"a pattern cannot be compiled ({exc})") from exc
 

@@ -46,7 +46,9 @@ WHOLE_ONLY = ("5.0", "5.", ".5")  # a decimal point where a whole number is mean
 NUMERIC_FLAGS = {
     ("mcp", "--max-calls"),
     ("mcp", "--port"),
+    ("registry", "--body-deadline"),
     ("registry", "--expires"),
+    ("registry", "--head-deadline"),
     ("registry", "--port"),
     ("registry", "--publish-limit"),
     ("registry", "--request-limit"),

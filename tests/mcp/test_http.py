@@ -216,10 +216,47 @@ def test_parse_errors_batches_and_notifications(url: str) -> None:
     assert status == 202
 
 
-def test_other_paths_are_404(url: str) -> None:
-    assert post(url, path="/")[0] == 404
-    assert post(url, path="/mcp/")[0] == 404
-    assert post(url, path="/mcpx")[0] == 404
+OTHER_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD", "TRACE", "FOO")
+OTHER_PATHS = (
+    "/",
+    "/mcp/",
+    "/mcpx",
+    "/MCP",
+    "/mcp/tools",
+    "//mcp",
+    "/mcp%2F",
+    "/mcp%00",
+    "/%C3%A9",
+    "/.well-known/oauth-authorization-server",
+    "/health?x=1",
+    "*",
+)
+NOT_FOUND = {
+    "jsonrpc": "2.0",
+    "id": None,
+    "error": {"code": -32600, "message": "Not found: the MCP endpoint is /mcp"},
+}
+
+
+def test_other_paths_are_404_with_a_json_rpc_error(url: str) -> None:
+    """Every method on every path but /mcp, with and without the token: 404 with the JSON-RPC
+    error document every refusal has (it was Starlette's plain text 'Not Found')."""
+    answers = {}
+    for method in OTHER_METHODS:
+        for path in OTHER_PATHS:
+            for headers in ({**AUTH, **JSON}, {}):
+                status, answer_headers, body = post(url, b"", headers, method=method, path=path)
+                content_type = answer_headers.get("content-type")
+                shown = None if method == "HEAD" else body  # a HEAD answer has no body
+                answers[method, path, bool(headers)] = (status, content_type, shown)
+    expected = (404, "application/json", NOT_FOUND)
+    wrong = {
+        key: got
+        for key, got in answers.items()
+        if got != (expected if key[0] != "HEAD" else (*expected[:2], None))
+    }
+    assert not wrong, wrong
+    assert len(answers) == len(OTHER_METHODS) * len(OTHER_PATHS) * 2
 
 
 def test_oversized_body_is_413_without_reading_it(url: str) -> None:

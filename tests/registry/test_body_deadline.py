@@ -30,13 +30,11 @@ def _post(app: Any, path: str) -> tuple[int, dict[str, Any]]:
 
 
 @pytest.mark.parametrize("path", ["/auth/tokens", "/admin/users"])
-def test_a_body_that_never_comes_is_408_timeout(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: str
-) -> None:
+def test_a_body_that_never_comes_is_408_timeout(tmp_path: Path, path: str) -> None:
     from splice_build.registry.client.deadline import Deadlines
 
-    monkeypatch.setattr(body, "CLIENT_DEADLINES", Deadlines(0.2, 10**12))
     app = create_app(open_service(tmp_path / "data", admin_token_sha256="0" * 64))
+    setattr(app.state, body.BODY_DEADLINES, Deadlines(0.2, 10**12))
     status, answer = _post(app, path)
     assert (status, answer["error"]["code"]) == (408, "TIMEOUT"), answer
 

@@ -1,6 +1,8 @@
 """What a client can hold of `splice registry serve` before its request is read
 (docs/registry.md#connections), attacked for real: the server process runs with few open
-files, and the test opens more connections than that, each sending half a request head."""
+files, and the test opens more connections than that, each sending half a request head.
+The servers run with a head deadline of ``HEAD_SECONDS`` (``--head-deadline``), so a test
+that waits past it waits a second or two, not the default 10 s."""
 
 from __future__ import annotations
 
@@ -16,7 +18,6 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from splice_build.connections import HEAD_SECONDS
 from splice_build.spec.pack import pack_directory
 from testing.http_framing import two_framings
 from testing.open_files import process_open_files, room_for_sockets
@@ -29,6 +30,7 @@ from testing.registry_server import (
     user_token,
 )
 
+HEAD_SECONDS = 1
 PARTIAL_HEAD = b"GET /health HTTP/1.1\r\n"  # never finished
 UNFINISHED_BODY = (  # no token: POST /auth/tokens reads its body first; 1 of 100 bytes sent
     b"POST /auth/tokens HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
@@ -61,7 +63,8 @@ def sockets() -> Iterator[list[socket.socket]]:
 
 
 def _server(tmp_path: Path, open_files: tuple[int, int]) -> RunningRegistry:
-    return launch(_limited(open_files, serve_argv(tmp_path / "data")), tmp_path / "data")
+    argv = serve_argv(tmp_path / "data", "--head-deadline", str(HEAD_SECONDS))
+    return launch(_limited(open_files, argv), tmp_path / "data")
 
 
 def _stop(server: RunningRegistry, sockets: list[socket.socket]) -> None:
@@ -157,7 +160,8 @@ def test_clients_that_never_read_an_answer_cannot_hold_every_connection(
 ) -> None:
     """Anonymous downloads of a large artifact by clients that never read: once the head
     deadline closed them they kept their file until the answer was written, which was never,
-    out of reach of displacement, and every other client was refused at once."""
+    out of reach of displacement, and every other client was refused at once. A client that
+    sent half a head meanwhile was closed at the server's ``--head-deadline``."""
     server = _server(tmp_path, (256, 256))  # 128 connections
     try:
         _publish_large(server, tmp_path)
@@ -169,7 +173,11 @@ def test_clients_that_never_read_an_answer_cannot_hold_every_connection(
             sock.connect((parts.hostname, parts.port))
             sock.sendall(b"GET /packages/acme/greeter/1.0.0/download HTTP/1.1\r\nHost: x\r\n\r\n")
             sockets.append(sock)
-        time.sleep(HEAD_SECONDS + 2)  # past the head deadline of every one of them
+        half = socket.create_connection((parts.hostname, parts.port), timeout=30)
+        sockets.append(half)
+        half.sendall(PARTIAL_HEAD)
+        time.sleep(HEAD_SECONDS + 1)  # past the head deadline of every one of them
+        assert half.recv(1) == b""  # closed by the server, nothing answered
         assert _health(server.url) == 200  # while they are all still open
     finally:
         _stop(server, sockets)

@@ -12,7 +12,13 @@ from collections.abc import Iterator
 import pytest
 
 from splice_build.errors import ErrorCode, RegistryError
-from splice_build.registry.db.interface import MetadataStore, NewToken, NewVersion, Version
+from splice_build.registry.db.interface import (
+    MetadataStore,
+    NewToken,
+    NewVersion,
+    Publisher,
+    Version,
+)
 from splice_build.registry.db.migrate import migrations
 from testing.registry_backends import StoreBackend
 
@@ -27,7 +33,7 @@ def _new(
     package_id: str = "@acme/tool",
     version: str = "1.0.0",
     *,
-    claim: int | None = None,
+    claim: int,
     description: str = "A tool",
 ) -> NewVersion:
     ns, name = package_id[1:].split("/")
@@ -49,7 +55,7 @@ def _new(
         name=name,
         description=description,
         kind="skill",
-        claim_for=claim,
+        publisher=Publisher(claim, claim=True),
     )
 
 
@@ -89,7 +95,9 @@ def test_publish_transaction_claims_and_tracks_latest(store: MetadataStore) -> N
     store.insert_version(
         _new(version="1.2.0", claim=alice.id, description="new"), latest_of=_latest, now=NOW
     )
-    store.insert_version(_new(version="1.0.0", description="old"), latest_of=_latest, now=NOW)
+    store.insert_version(
+        _new(version="1.0.0", claim=alice.id, description="old"), latest_of=_latest, now=NOW
+    )
     package = store.package("@acme/tool")
     assert package is not None
     assert package.latest_version == "1.2.0"
@@ -182,7 +190,9 @@ def test_search_wildcards_are_literal(store: MetadataStore) -> None:
     store.insert_version(
         _new("@acme/alpha", claim=alice.id, description="100% pure"), latest_of=_latest, now=NOW
     )
-    store.insert_version(_new("@acme/beta", description="plain"), latest_of=_latest, now=NOW)
+    store.insert_version(
+        _new("@acme/beta", claim=alice.id, description="plain"), latest_of=_latest, now=NOW
+    )
     assert [h.id for h in store.search("%", limit=10, kind=None)] == ["@acme/alpha"]
     assert store.search("_", limit=10, kind=None) == []
     store.set_hidden("@acme/alpha", True, now=NOW)

@@ -21,7 +21,7 @@ import requests
 from splice_build.errors import ErrorCode, RegistryError
 from splice_build.install.resolve import resolve
 from splice_build.registry.client.http import HttpRegistryClient
-from splice_build.registry.db.interface import MetadataStore, NewVersion, Version
+from splice_build.registry.db.interface import MetadataStore, NewVersion, Publisher, Version
 from splice_build.registry.service import read
 from splice_build.registry.service.deps import Deps
 from splice_build.registry.service.ratelimit import RateLimits
@@ -59,7 +59,7 @@ def _new(version: str, published_at: str, *, package_id: str = PACKAGE, claim: i
         name=name,
         description=f"version {version}",
         kind="skill",
-        claim_for=claim,
+        publisher=Publisher(claim, claim=True),
     )
 
 
@@ -403,7 +403,7 @@ def _old_store(backend: StoreBackend) -> None:
         "INSERT INTO users (id, name, created_at) VALUES (1, 'alice', '2025')",
         "INSERT INTO namespaces (name, owner_id, reserved, created_at) VALUES ('acme', 1, 0, '2025')",
         "INSERT INTO packages (id, namespace, name, description, latest_version, created_at, "
-        "updated_at) VALUES ('@acme/history', 'acme', 'history', 'd', '1.10.0', '2025', '2025')",
+        "updated_at) VALUES ('@acme/history', 'acme', 'history', 'Ärger', '1.10.0', '2025', '2025')",
     ]
     insert = "INSERT INTO versions VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
     if backend.kind == "sqlite":
@@ -437,7 +437,9 @@ def test_an_old_store_is_migrated_in_place(backend: StoreBackend) -> None:
     _old_store(backend)
     store = backend.open_meta()
     try:
-        assert backend.schema_level() == 4
+        assert backend.schema_level() == 5
+        # migration 5 keys the description for search (db/search_key.py)
+        assert [hit.id for hit in store.search("ärger", limit=5, kind=None)] == [PACKAGE]
         package = store.package(PACKAGE)
         assert package is not None
         assert (package.latest_version, package.version_count) == ("1.10.0", len(_OLD_VERSIONS))

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice_build.cli import arg_types
 from splice_build.cli.context import CommandContext
 from splice_build.errors import UsageError
+
+if TYPE_CHECKING:
+    from splice_build.registry.http.server import ServeDeadlines
 
 NAME = "registry"
 HELP = "serve a registry over HTTP, or administer its store"
@@ -32,8 +35,8 @@ ADMIN_VERBS = (
 )
 DEFAULT_DATA = "splice-registry-data"
 MAX_WORKERS = 256
-
-
+MAX_DEADLINE_SECONDS = 24 * 3600  # a day, as SPLICE_REGISTRY_DEADLINE (docs/registry.md)
+SECONDS = f"whole seconds from 1 to {MAX_DEADLINE_SECONDS}"
 MAX_LIMIT = 999_999_999  # of --publish-limit and --request-limit: any real limit fits
 
 
@@ -72,6 +75,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=arg_types.numeric("--request-limit", 0, MAX_LIMIT),
         default=60,
         help="authenticated requests per client per minute (0 = off)",
+    )
+    serve.add_argument(
+        "--head-deadline",
+        type=arg_types.numeric("--head-deadline", 1, MAX_DEADLINE_SECONDS, SECONDS),
+        metavar="SECONDS",
+        help="a request head must be complete within this (default: 10)",
+    )
+    serve.add_argument(
+        "--body-deadline",
+        type=arg_types.numeric("--body-deadline", 1, MAX_DEADLINE_SECONDS, SECONDS),
+        metavar="SECONDS",
+        help="a request body must be complete within this plus its size limit at 64 KiB/s "
+        "(default: 60)",
     )
     serve.add_argument(
         "--workers",
@@ -222,8 +238,17 @@ def _serve(args: argparse.Namespace, ctx: CommandContext) -> int:
         config=config,
         trusted_proxies=args.trusted_proxy,
         workers=args.workers,
+        deadlines=_deadlines(args),
     )
     return 0
+
+
+def _deadlines(args: argparse.Namespace) -> ServeDeadlines:
+    """``--head-deadline`` and ``--body-deadline``, each the server's default when not given."""
+    from splice_build.registry.http.server import ServeDeadlines
+
+    given = {"head": args.head_deadline, "body": args.body_deadline}
+    return ServeDeadlines(**{name: value for name, value in given.items() if value is not None})
 
 
 def _admin(args: argparse.Namespace, ctx: CommandContext) -> int:

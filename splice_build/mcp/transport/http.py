@@ -1,8 +1,8 @@
 """Stateless Streamable HTTP transport (docs/compatibility.md#mcp): one Starlette app on uvicorn.
 
-Every request passes, in order: path ``/mcp`` (404), no ``Origin`` header (403: a browser
-page must never reach a local tool server), bearer token (401, compared in constant time as
-SHA-256 digests), POST (405), media type exactly ``application/json`` (415), an Accept that
+Every request passes, in order: path ``/mcp`` (404; every refusal is a JSON-RPC error
+document), no ``Origin`` header (403: a browser page must never reach a local tool server),
+bearer token (401, compared in constant time as SHA-256 digests), POST (405), media type exactly ``application/json`` (415), an Accept that
 allows JSON (406; a weight of 0 refuses it), a supported ``mcp-protocol-version`` (400), a
 body of at most 1 MiB (413, decided from ``content-length`` or while streaming, without
 reading further) arriving within ``BODY_SECONDS`` (408), a body the hostile-input decoder
@@ -326,9 +326,16 @@ def build_app(
     from starlette.routing import Route
 
     endpoint = McpHttpApp(server, digest, admission, body_seconds)
-    app = Starlette(routes=[Route(PATH, endpoint)])
+    app = Starlette(routes=[Route(PATH, endpoint)], exception_handlers={404: _not_found})
     app.router.redirect_slashes = False
     return app
+
+
+async def _not_found(request: Request, exc: Exception) -> Response:
+    """Any path but ``/mcp``, whatever the method: 404 with a JSON-RPC error document, as
+    every other refusal (Starlette's own is the plain text ``Not Found``)."""
+    message = f"Not found: the MCP endpoint is {PATH}"
+    return McpHttpApp._json(404, error_response(None, INVALID_REQUEST, message))
 
 
 def serve_http(

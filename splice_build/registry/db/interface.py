@@ -6,15 +6,20 @@ store never decides policy (who may publish), it only keeps the data consistent:
 
 - ``insert_version`` is the one metadata transaction of a publish (namespace claim,
   package upsert, version row with provenance); a duplicate version raises
-  ``VERSION_EXISTS`` however the race was lost.
+  ``VERSION_EXISTS`` however the race was lost. The service decides who may publish where
+  before it stores the artifact; the transaction checks again, against what it writes
+  with, that the publisher's token is still valid and the publisher still the namespace's
+  owner or maintainer (``Publisher``): a token revoked or a maintainer removed while the
+  publish was in flight (its body arriving, its artifact being stored) publishes nothing.
 - the database itself refuses updates of a version's identity, deletes and a second
   provenance write (triggers), so no code path can rewrite history. Signing keys and
   signatures are append-only the same way: a key is revoked once and never changed or
   deleted, a signature is never changed or deleted.
 
 Errors: ``RegistryError`` with ``USER_EXISTS``, ``VERSION_EXISTS``, ``FORBIDDEN`` (namespace
-claimed by someone else inside the publish transaction), ``KEY_EXISTS`` (a key id inserted
-twice) or ``METADATA_WRITE_FAILED``.
+claimed by someone else, or no longer the publisher's, inside the publish transaction),
+``UNAUTHENTICATED`` (the publisher's token revoked or expired by then), ``KEY_EXISTS`` (a key
+id inserted twice) or ``METADATA_WRITE_FAILED``.
 """
 
 from __future__ import annotations
@@ -107,6 +112,15 @@ class VersionEntry:
 
 
 @dataclass(frozen=True)
+class Publisher:
+    """Who publishes, and on what right: the publish transaction checks it again."""
+
+    user_id: int
+    token_id: str | None = None  # None: the embedded registry's own user, with no token
+    claim: bool = False  # True: the namespace was free; the transaction claims it
+
+
+@dataclass(frozen=True)
 class NewVersion:
     """Everything one publish writes, in one transaction."""
 
@@ -115,7 +129,7 @@ class NewVersion:
     name: str
     description: str
     kind: str
-    claim_for: int | None  # user id claiming the namespace if it is free, else None
+    publisher: Publisher
 
 
 @dataclass(frozen=True)
@@ -245,7 +259,8 @@ class PackageStore(Protocol):
 
     def set_hidden(self, package_id: str, hidden: bool, *, now: str) -> bool: ...
     def search(self, query: str, *, limit: int, kind: str | None) -> list[SearchHit]:
-        """Literal substring match on id or description; exact > prefix > other, then id."""
+        """Literal substring match on id, or on the description by ``db.search_key`` (Unicode
+        canonical caseless matching, alike on every store); exact > prefix > other, then id."""
         ...
 
 

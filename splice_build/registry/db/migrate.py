@@ -8,24 +8,22 @@ only those PostgreSQL must spell differently, each under the name it replaces. S
 databases accept (the reserved namespaces) is written once.
 
 A value SQL cannot compute is filled in by Python right after its migration's script, in the
-same transaction: ``versions.precedence`` (migration 4) for the rows an older store holds.
+same transaction (``FILLS``), for the rows an older store holds: ``versions.precedence``
+(migration 4) and ``packages.search_text`` (migration 5).
 """
 
 from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from importlib import resources
+from typing import Any
 
 from splice_build.records import dataclass
 
 BASE_DIR = "migrations"  # the whole sequence, in SQLite's spelling
 _NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
-
-PRECEDENCE_MIGRATION = 4  # adds versions.precedence; existing rows are filled after it
-SELECT_WITHOUT_PRECEDENCE = "SELECT package_id, version FROM versions WHERE precedence IS NULL"
-SET_PRECEDENCE = "UPDATE versions SET precedence = ? WHERE package_id = ? AND version = ?"
 
 
 @dataclass(frozen=True)
@@ -33,6 +31,16 @@ class Migration:
     number: int
     name: str
     sql: str
+
+
+@dataclass(frozen=True)
+class Fill:
+    """Values a migration adds that only Python computes: ``updates`` turns the rows
+    ``select`` reads into the parameters of ``update`` (``?`` placeholders)."""
+
+    select: str
+    update: str
+    updates: Callable[[Iterable[tuple[Any, ...]]], list[tuple[Any, ...]]]
 
 
 def migrations(folder_name: str = BASE_DIR) -> list[Migration]:
@@ -72,9 +80,10 @@ def apply_migrations(conn: sqlite3.Connection) -> int:
         for migration in pending[level:]:
             for statement in _statements(migration.sql):
                 conn.execute(statement)
-            if migration.number == PRECEDENCE_MIGRATION:
-                rows = conn.execute(SELECT_WITHOUT_PRECEDENCE).fetchall()
-                conn.executemany(SET_PRECEDENCE, precedence_updates(rows))
+            fill = FILLS.get(migration.number)
+            if fill is not None:
+                rows = conn.execute(fill.select).fetchall()
+                conn.executemany(fill.update, fill.updates(rows))
             conn.execute(f"PRAGMA user_version = {migration.number}")
         conn.execute("COMMIT")
     except BaseException:
@@ -83,15 +92,36 @@ def apply_migrations(conn: sqlite3.Connection) -> int:
     return len(pending)
 
 
-def precedence_updates(rows: Iterable[tuple[str, str]]) -> list[tuple[str, str, str]]:
-    """``SET_PRECEDENCE`` parameters for (package_id, version) rows; every stored version
-    passed validation when it was published, so one that does not parse stops the migration."""
+def precedence_updates(rows: Iterable[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """``versions.precedence`` of (package_id, version) rows; every stored version passed
+    validation when it was published, so one that does not parse stops the migration."""
     from splice_build.spec.semver import Version, precedence_key
 
     return [
         (precedence_key(Version.parse(version)), package_id, version)
         for package_id, version in rows
     ]
+
+
+def search_text_updates(rows: Iterable[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """``packages.search_text`` of (id, description) rows."""
+    from splice_build.registry.db.search_key import search_key
+
+    return [(search_key(description), package_id) for package_id, description in rows]
+
+
+FILLS = {
+    4: Fill(
+        "SELECT package_id, version FROM versions WHERE precedence IS NULL",
+        "UPDATE versions SET precedence = ? WHERE package_id = ? AND version = ?",
+        precedence_updates,
+    ),
+    5: Fill(
+        "SELECT id, description FROM packages",
+        "UPDATE packages SET search_text = ? WHERE id = ?",
+        search_text_updates,
+    ),
+}
 
 
 def _statements(script: str) -> list[str]:

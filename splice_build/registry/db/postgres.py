@@ -13,7 +13,10 @@ differs is PostgreSQL's means:
   transaction-scoped advisory lock on the package id, so concurrent publishes of one package
   (from any number of server processes) are serialized; the primary key turns a lost race
   into ``VERSION_EXISTS``, and "latest" is the package row's pointer, compared with the new
-  version under that lock (no read of the other versions).
+  version under that lock (no read of the other versions). The publisher's token, namespace
+  and maintainer rows are read ``FOR SHARE`` in that transaction: a revocation, an owner
+  change or a maintainer's removal waits for an in-flight publish to end, and one that
+  ended first is seen by it (READ COMMITTED re-reads a row it waited for).
 - rate-limit counters are single-statement upserts, atomic across processes.
 
 Every connection runs in autocommit mode; writes open explicit transactions. Failures of a
@@ -29,13 +32,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from splice_build.errors import ErrorCode, RegistryError
-from splice_build.registry.db.migrate import (
-    PRECEDENCE_MIGRATION,
-    SELECT_WITHOUT_PRECEDENCE,
-    SET_PRECEDENCE,
-    migrations,
-    precedence_updates,
-)
+from splice_build.registry.db.migrate import FILLS, migrations
 from splice_build.registry.db.sql_store import (
     Params,
     Row,
@@ -105,10 +102,11 @@ def apply_migrations(conn: psycopg.Connection[Any]) -> int:
         level = int(row.fetchone()["level"])
         for migration in pending[level:]:
             conn.execute(migration.sql)
-            if migration.number == PRECEDENCE_MIGRATION:
+            fill = FILLS.get(migration.number)
+            if fill is not None:
                 with conn.cursor(row_factory=tuple_row) as cursor:
-                    rows = cursor.execute(SELECT_WITHOUT_PRECEDENCE).fetchall()
-                    cursor.executemany(pyformat(SET_PRECEDENCE), precedence_updates(rows))
+                    rows = cursor.execute(fill.select).fetchall()
+                    cursor.executemany(pyformat(fill.update), fill.updates(rows))
             conn.execute(f"INSERT INTO {SCHEMA_TABLE} (version) VALUES (%s)", (migration.number,))
     return len(pending)
 
@@ -117,6 +115,7 @@ class PostgresMetadataStore(SqlMetadataStore):
     """``MetadataStore`` over a PostgreSQL database (``postgresql://user@host/db``)."""
 
     COLLATION = ' COLLATE "C"'
+    ROW_LOCK = " FOR SHARE"
 
     def __init__(self, url: str, *, pool_size: int = POOL_SIZE) -> None:
         super().__init__()

@@ -10,7 +10,10 @@ placeholders. What differs between the databases is left to a back end's hooks:
   database failures into ``METADATA_WRITE_FAILED`` (the driver error as ``__cause__``);
 - ``_is_unique_violation`` recognizes a driver's uniqueness error;
 - ``_serialize_publish`` keeps concurrent publishes of one package apart;
-- ``_sql`` translates the placeholders, ``COLLATION`` makes ``ORDER BY`` sort by code point.
+- ``_sql`` translates the placeholders, ``COLLATION`` makes ``ORDER BY`` sort by code point;
+- ``ROW_LOCK`` ends a read inside a transaction that the transaction's outcome depends on
+  (the publisher's rights): PostgreSQL's ``FOR SHARE`` makes a concurrent revocation or
+  removal wait for the publish to end; SQLite runs one write transaction at a time.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from splice_build.registry.db.interface import (
     NewVersion,
     Package,
     PageKey,
+    Publisher,
     SearchHit,
     SignatureRow,
     SigningKeyRow,
@@ -40,6 +44,7 @@ from splice_build.registry.db.interface import (
     VersionEntry,
     VersionSignature,
 )
+from splice_build.registry.db.search_key import search_key
 from splice_build.spec import semver
 
 Row = dict[str, Any]
@@ -113,6 +118,7 @@ class SqlMetadataStore(ABC):
     """``MetadataStore`` written once in SQL; a subclass supplies the dialect hooks."""
 
     COLLATION: ClassVar[str] = ""  # appended to every ORDER BY column
+    ROW_LOCK: ClassVar[str] = ""  # appended to a read the transaction's writes depend on
 
     def __init__(self) -> None:
         # limit name -> the window whose older rows this store has dropped (``hit``)
@@ -403,8 +409,7 @@ class SqlMetadataStore(ABC):
         already = f"{v.package_id}@{v.version} is already published"
         with self._unique_as(ErrorCode.VERSION_EXISTS, already), self._write() as tx:
             self._serialize_publish(tx, v.package_id)
-            if new.claim_for is not None:
-                _claim_namespace(tx, new.namespace, new.claim_for, now)
+            self._check_publisher(tx, new.namespace, new.publisher, now)
             # The current "latest" is the one row read: latest_of over it and the new version
             # equals latest_of over the whole history (its rule is a maximum), at any size.
             current = tx.execute(
@@ -413,8 +418,9 @@ class SqlMetadataStore(ABC):
             known = [current["latest_version"]] if current is not None else []
             latest = latest_of([*known, v.version])
             tx.execute(
-                "INSERT INTO packages (id, namespace, name, description, latest_version, "
-                "created_at, updated_at, kind, version_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1) "
+                "INSERT INTO packages (id, namespace, name, description, search_text, "
+                "latest_version, created_at, updated_at, kind, version_count) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1) "
                 "ON CONFLICT (id) DO UPDATE SET latest_version = excluded.latest_version, "
                 "updated_at = excluded.updated_at, "
                 "version_count = packages.version_count + 1",
@@ -422,6 +428,7 @@ class SqlMetadataStore(ABC):
                 new.namespace,
                 new.name,
                 new.description,
+                search_key(new.description),
                 latest,
                 now,
                 now,
@@ -429,8 +436,9 @@ class SqlMetadataStore(ABC):
             )
             if latest == v.version:
                 tx.execute(
-                    "UPDATE packages SET description = ?, kind = ? WHERE id = ?",
+                    "UPDATE packages SET description = ?, search_text = ?, kind = ? WHERE id = ?",
                     new.description,
+                    search_key(new.description),
                     new.kind,
                     v.package_id,
                 )
@@ -451,6 +459,43 @@ class SqlMetadataStore(ABC):
                 semver.precedence_key(semver.Version.parse(v.version)),
             )
 
+    def _check_publisher(self, tx: Transaction, namespace: str, who: Publisher, now: str) -> None:
+        """Inside the publish transaction: the publisher's token is still valid (not revoked,
+        not expired) and the publisher still owns the namespace, claims it free, or
+        maintains it. The service checked all this before it stored the artifact; what
+        changed since (a body that took minutes to arrive, an artifact written to S3) is
+        decided here, with the rows locked until the publish ends (``ROW_LOCK``)."""
+        if who.token_id is not None:
+            token = tx.execute(
+                "SELECT revoked_at, expires_at FROM tokens WHERE id = ?" + self.ROW_LOCK,
+                who.token_id,
+            ).fetchone()
+            if (
+                token is None
+                or token["revoked_at"] is not None
+                or (token["expires_at"] is not None and token["expires_at"] <= now)
+            ):
+                raise RegistryError(ErrorCode.UNAUTHENTICATED, "Invalid, expired or revoked token")
+        if who.claim:
+            _claim_namespace(tx, namespace, who.user_id, now)
+            return
+        owner = tx.execute(
+            "SELECT owner_id FROM namespaces WHERE name = ?" + self.ROW_LOCK, namespace
+        ).fetchone()
+        if owner is not None and owner["owner_id"] == who.user_id:
+            return
+        maintainer = tx.execute(
+            "SELECT user_id FROM namespace_maintainers WHERE namespace = ? AND user_id = ?"
+            + self.ROW_LOCK,
+            namespace,
+            who.user_id,
+        ).fetchone()
+        if maintainer is None:
+            raise RegistryError(
+                ErrorCode.FORBIDDEN,
+                f"You are no longer the owner or a maintainer of @{namespace}",
+            )
+
     def set_hidden(self, package_id: str, hidden: bool, *, now: str) -> bool:
         with self._write() as tx:
             cur = tx.execute(
@@ -462,12 +507,12 @@ class SqlMetadataStore(ABC):
             return cur.rowcount == 1
 
     def search(self, query: str, *, limit: int, kind: str | None) -> list[SearchHit]:
-        literal = query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        literal = _like_literal(query)
         bare = query.removeprefix("@")
         bare_literal = literal.removeprefix("@")
         sql = (
             "SELECT id, description, latest_version, kind FROM packages "
-            "WHERE hidden = 0 AND (id LIKE :sub ESCAPE '\\' OR lower(description) LIKE :sub ESCAPE '\\') "
+            "WHERE hidden = 0 AND (id LIKE :sub ESCAPE '\\' OR search_text LIKE :key ESCAPE '\\') "
             + ("AND kind = :kind " if kind else "")
             + "ORDER BY CASE "
             "WHEN id = :q OR name = :bare OR substr(id, 2) = :bare THEN 0 "
@@ -477,6 +522,7 @@ class SqlMetadataStore(ABC):
         )
         params = {
             "sub": f"%{literal}%",
+            "key": f"%{_like_literal(search_key(query))}%",
             "q": query,
             "bare": bare,
             "prefix": f"{literal}%",
@@ -582,6 +628,11 @@ class SqlMetadataStore(ABC):
             "SELECT count FROM rate_limits WHERE key = ? AND window_start = ?", key, window_start
         )
         return int(row["count"]) if row else 0
+
+
+def _like_literal(text: str) -> str:
+    """``text`` matched literally by ``LIKE … ESCAPE '\\'`` (``%``, ``_`` and ``\\`` escaped)."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def _claim_namespace(tx: Transaction, name: str, user_id: int, now: str) -> None:

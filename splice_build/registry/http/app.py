@@ -22,7 +22,10 @@ from starlette.routing import Route
 
 from splice_build.client_address import IPNetwork, TrustedProxies
 from splice_build.errors import ErrorCode, RegistryError, SpliceError
+from splice_build.mcp.transport.http import BODY_SECONDS
+from splice_build.registry.client.deadline import DEFAULT_DEADLINE, Deadlines
 from splice_build.registry.http import routes_account, routes_admin, routes_read
+from splice_build.registry.http.body import BODY_DEADLINES
 from splice_build.registry.http.errors import error_response
 from splice_build.registry.http.routing import CORS_HEADERS
 from splice_build.registry.service.registry_service import RegistryService
@@ -33,16 +36,22 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def create_app(service: RegistryService, *, trusted_proxies: Sequence[IPNetwork] = ()) -> Starlette:
+def create_app(
+    service: RegistryService,
+    *,
+    trusted_proxies: Sequence[IPNetwork] = (),
+    body_deadline: float = DEFAULT_DEADLINE,
+) -> Starlette:
     """The app for one service (one data directory): the route groups, then MCP.
 
     ``trusted_proxies``: the only peers whose ``X-Forwarded-For`` names the client
-    (``client_address``)."""
+    (``client_address``). ``body_deadline``: the base of a request body's deadline, in
+    seconds (``body.body_seconds``; ``/mcp`` takes the lesser of it and its own 30 s)."""
     routes = [
         *routes_read.routes(service),
         *routes_account.routes(service),
         *routes_admin.routes(service),
-        Route("/mcp", _mcp_endpoint(service)),
+        Route("/mcp", _mcp_endpoint(service, min(BODY_SECONDS, body_deadline))),
     ]
     app = Starlette(
         routes=routes,
@@ -57,16 +66,17 @@ def create_app(service: RegistryService, *, trusted_proxies: Sequence[IPNetwork]
     # answer 307 to a URL it builds from the request's Host header and scheme (http:// behind
     # a TLS proxy), inviting a client that follows it to send its token and body there.
     app.router.redirect_slashes = False
+    setattr(app.state, BODY_DEADLINES, Deadlines(request=body_deadline))
     return app
 
 
-def _mcp_endpoint(service: RegistryService) -> RegistryMcpEndpoint:
+def _mcp_endpoint(service: RegistryService, body_seconds: float) -> RegistryMcpEndpoint:
     """The discovery MCP server of ``/mcp``; its errors are logged like the app's."""
     from splice_build.registry.http.mcp_endpoint import RegistryMcpEndpoint
     from splice_build.registry.mcp_backend import registry_mcp_server
 
     server = registry_mcp_server(service.deps, log=lambda message: log.error("mcp: %s", message))
-    return RegistryMcpEndpoint(service, server)
+    return RegistryMcpEndpoint(service, server, body_seconds)
 
 
 def _cors(request: Request) -> dict[str, str]:

@@ -7,10 +7,11 @@ unexpected failure: a connection displaced while its body arrives
 (splice_build/connections.py) must not cost the server a traceback in its log.
 
 The whole body must arrive within ``body_seconds(limit)`` of the head (``408 TIMEOUT``,
-docs/registry.md#limits): the deadline the registry client gives itself for a request of
-that size (docs/registry.md#deadlines, its defaults), so no client within its own deadline
-is cut off, and a client that sends a head and never the body does not hold a request
-forever.
+docs/registry.md#limits): by default the deadline the registry client gives itself for a
+request of that size (docs/registry.md#deadlines, its defaults), so no client within its own
+deadline is cut off, and a client that sends a head and never the body does not hold a
+request forever. ``splice registry serve --body-deadline SECONDS`` replaces the base of it
+(``BODY_DEADLINES``, kept in the app's state).
 """
 
 from __future__ import annotations
@@ -25,11 +26,13 @@ from splice_build.registry.client.deadline import Deadlines
 # What the registry client gives itself with its defaults (registry/client/deadline.py): the
 # server holds a request body, and a download it writes (download.py), to the same.
 CLIENT_DEADLINES = Deadlines()
+# The app state's name for the ``Deadlines`` whose ``for_download`` is a body's deadline.
+BODY_DEADLINES = "body_deadlines"
 
 
-def body_seconds(limit: int) -> float:
+def body_seconds(limit: int, deadlines: Deadlines = CLIENT_DEADLINES) -> float:
     """How long a body of at most ``limit`` bytes may take, once the head is in."""
-    return CLIENT_DEADLINES.for_download(limit)
+    return deadlines.for_download(limit)
 
 
 def too_large(limit: int) -> RegistryError:
@@ -47,7 +50,7 @@ async def read_limited(request: Request, limit: int) -> bytes:
             raise too_large(limit)
     chunks: list[bytes] = []
     total = 0
-    seconds = body_seconds(limit)
+    seconds = body_seconds(limit, getattr(request.app.state, BODY_DEADLINES, CLIENT_DEADLINES))
     try:
         async with asyncio.timeout(seconds):
             async for chunk in request.stream():

@@ -32,9 +32,12 @@ from splice_build.registry.service.registry_service import RegistryService
 class RegistryMcpEndpoint:
     """The ASGI app of ``/mcp`` (every method: the transport answers 405 for non-POST)."""
 
-    def __init__(self, service: RegistryService, server: RegistryMcpServer) -> None:
+    def __init__(
+        self, service: RegistryService, server: RegistryMcpServer, body_seconds: float
+    ) -> None:
         self._service = service
         self._server = server
+        self._body_seconds = body_seconds
         # Read when the app is made, so a bad SPLICE_MCP_MAX_CALLS stops the server at its
         # start (USAGE), not every /mcp request with an error of its own.
         self._max_calls = default_max_calls()
@@ -49,4 +52,5 @@ class RegistryMcpEndpoint:
         digest = hashlib.sha256(token.encode("utf-8")).digest()
         if self._admission is None:
             self._admission = AsyncAdmission(self._max_calls)
-        await McpHttpApp(self._server, digest, self._admission)(scope, receive, send)
+        endpoint = McpHttpApp(self._server, digest, self._admission, self._body_seconds)
+        await endpoint(scope, receive, send)

@@ -19,13 +19,31 @@ from pathlib import Path
 from typing import Any
 
 from splice_build.client_address import IPNetwork
+from splice_build.connections import HEAD_SECONDS
 from splice_build.errors import UsageError
 from splice_build.listen import listening_socket
+from splice_build.records import dataclass
+from splice_build.registry.client.deadline import DEFAULT_DEADLINE
 from splice_build.registry.service.ratelimit import RateLimits
 from splice_build.registry.service.registry_service import RegistryService
 from splice_build.registry.storage import StorageConfig, open_service
 
 ADMIN_TOKEN_ENV = "SPLICE_REGISTRY_ADMIN_TOKEN_SHA256"
+
+
+@dataclass(frozen=True)
+class ServeDeadlines:
+    """``head``: seconds for a request head, from the connection opening or the previous
+    answer on it (splice_build/connections.py); ``body``: the base of a request body's
+    deadline, once its head is in (``body.body_seconds``). The defaults are what a client
+    with the default deadlines needs (docs/registry.md#deadlines)."""
+
+    head: float = HEAD_SECONDS
+    body: float = DEFAULT_DEADLINE
+
+
+DEFAULT_DEADLINES = ServeDeadlines()
+
 _UVICORN_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access", "uvicorn.asgi")
 
 # Applied before the store opens (its first log line is covered too): one handler, on the root
@@ -62,6 +80,7 @@ def serve(
     config: StorageConfig | None = None,
     trusted_proxies: Sequence[IPNetwork] = (),
     workers: int = 1,
+    deadlines: ServeDeadlines = DEFAULT_DEADLINES,
 ) -> None:
     """Run until interrupted. Blocks; uvicorn handles SIGINT/SIGTERM gracefully.
 
@@ -69,6 +88,7 @@ def serve(
     store is the data directory. ``trusted_proxies`` are the only peers whose
     ``X-Forwarded-For`` is read (``splice_build.client_address``); uvicorn's own handling is off.
     ``workers`` > 1 serves from that many processes sharing the store (``http.workers``).
+    ``deadlines``: how long a request head and body may take (docs/registry.md#connections).
     """
     import logging.config
 
@@ -85,7 +105,7 @@ def serve(
         )
 
     def run(service: RegistryService, on_ready: Callable[[], None] = lambda: None) -> None:
-        _serve(service, trusted_proxies, sock, on_ready)
+        _serve(service, trusted_proxies, deadlines, sock, on_ready)
 
     with sock:
         service = open_store()  # creates and migrates the store, once
@@ -108,6 +128,7 @@ def serve(
 def _serve(
     service: RegistryService,
     trusted_proxies: Sequence[IPNetwork],
+    deadlines: ServeDeadlines,
     sock: socket.socket,
     on_ready: Callable[[], None],
 ) -> None:
@@ -119,7 +140,7 @@ def _serve(
     from splice_build.registry.http.app import create_app
 
     config = {
-        "app": create_app(service, trusted_proxies=trusted_proxies),
+        "app": create_app(service, trusted_proxies=trusted_proxies, body_deadline=deadlines.body),
         "log_config": None,  # LOG_CONFIG is in place; uvicorn must not install its own handlers
         "log_level": "warning",
         "access_log": False,
@@ -127,4 +148,5 @@ def _serve(
         "proxy_headers": False,
         "server_header": False,  # uvicorn's "server: uvicorn" names the software to everyone
     }
-    serve_limited(config, sock, logging.getLogger("uvicorn.error").warning, on_ready)
+    warn = logging.getLogger("uvicorn.error").warning
+    serve_limited(config, sock, warn, on_ready, head_seconds=deadlines.head)

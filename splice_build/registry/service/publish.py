@@ -1,5 +1,5 @@
 """Publishing a version (docs/compatibility.md#publish-flow): validate, authorize, store the artifact, then
-record everything in one metadata transaction.
+record everything in one metadata transaction, which authorizes again (``db.interface``).
 
 Order matters for crash safety: the artifact is written first (content-addressed, atomic,
 idempotent for identical bytes), the metadata commit second. A crash between the two leaves
@@ -16,7 +16,7 @@ from splice_build.errors import ErrorCode, RegistryError, SpecError
 from splice_build.records import dataclass
 from splice_build.registry.api import API_VERSION, MAX_PUBLISH_BODY
 from splice_build.registry.blobs.interface import artifact_key
-from splice_build.registry.db.interface import NewVersion, Version
+from splice_build.registry.db.interface import NewVersion, Publisher, Version
 from splice_build.registry.service import ratelimit
 from splice_build.registry.service.auth import Caller, Principal, authenticate
 from splice_build.registry.service.confusables import (
@@ -148,10 +148,15 @@ def publish_as(deps: Deps, principal: Principal, body: bytes) -> dict[str, Any]:
         name=name,
         description=well_formed(str(manifest.description)),  # a UTF-8 column
         kind="agent" if getattr(manifest, "agent", None) else "skill",
-        claim_for=principal.user.id if right.claim else None,
+        publisher=Publisher(
+            principal.user.id,
+            principal.token.id if principal.token is not None else None,
+            claim=right.claim,
+        ),
     )
     try:
-        deps.meta.insert_version(new, latest_of=_latest, now=now)  # (9)
+        # (9), which checks (5) again: a token revoked or a maintainer removed since is refused
+        deps.meta.insert_version(new, latest_of=_latest, now=now)
     except RegistryError as exc:
         if exc.code is ErrorCode.VERSION_EXISTS:
             won = deps.meta.version(package_id, version)
