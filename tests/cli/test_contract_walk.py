@@ -248,6 +248,9 @@ def _digests(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
 
 
+DIRS = ("keys", "registry", "cache")  # of SPLICE_HOME, made files in "files in the way"
+
+
 @dataclass(frozen=True)
 class Templates:
     installed: Path
@@ -285,9 +288,6 @@ def templates(tmp_path_factory: pytest.TempPathFactory) -> Templates:
     for path in (in_the_way / ".splice" / "packages", *(in_the_way_home / d for d in DIRS)):
         path.write_text("a file where Splice keeps a directory\n")
     return Templates(installed, damaged, in_the_way, in_the_way_home, env, words)
-
-
-DIRS = ("keys", "registry", "cache")  # of SPLICE_HOME
 
 
 def _assert_contract(cell: Cell, done: Completed) -> dict | list | None:
