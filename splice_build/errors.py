@@ -18,8 +18,11 @@ Splice (docs/compatibility.md#names-and-versions, docs/compatibility.md#error-co
 from __future__ import annotations
 
 import errno
+import os
+import stat
 from collections.abc import Iterable
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 
@@ -201,6 +204,8 @@ class UsageError(SpliceError):
 
 _DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 _NOT_WRITABLE_ERRNOS = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
+# What creating or entering a directory answers when a file stands in its place.
+_IN_THE_WAY_ERRNOS = frozenset({errno.EEXIST, errno.ENOTDIR})
 
 
 def disk_full(where: object) -> ProjectError:
@@ -224,13 +229,40 @@ def not_writable(where: object, reason: str) -> ProjectError:
 def storage_error(exc: OSError) -> ProjectError | None:
     """The coded error for a file system refusal a user can fix, or None for anything else.
 
-    A full disk and a read-only tree are the user's to fix, not bugs: every writer of state
-    writes atomically (docs/lifecycle.md#failure-and-recovery), so the previous files are intact
-    and the same command succeeds once there is room or write access.
+    A full disk, a read-only tree and a file where a directory belongs are the user's to fix,
+    not bugs: every writer of state writes atomically (docs/lifecycle.md#failure-and-recovery),
+    so the previous files are intact and the same command succeeds once there is room, write
+    access or the directory.
     """
     where = exc.filename or "a file"
     if exc.errno in _DISK_FULL_ERRNOS:
         return disk_full(where)
     if exc.errno in _NOT_WRITABLE_ERRNOS:
         return not_writable(where, exc.strerror or "refused")
+    if exc.errno in _IN_THE_WAY_ERRNOS and exc.filename is not None:
+        return _in_the_way(exc.filename, exc.strerror or "in the way")
+    return None
+
+
+def _in_the_way(filename: object, reason: str) -> ProjectError | None:
+    """``NOT_WRITABLE`` naming what stands where Splice creates or enters a directory
+    (``SPLICE_HOME/keys``, ``SPLICE_HOME/registry`` or ``.splice/packages`` made a regular
+    file: ``FileExistsError`` or ``NotADirectoryError``, an ``INTERNAL_ERROR`` before): the
+    first part of ``filename``'s path that exists, when it is not a directory; else None (a
+    directory there is no user's to fix)."""
+    if not isinstance(filename, str | bytes | os.PathLike):
+        return None
+    path = Path(os.fsdecode(filename))
+    for part in (path, *path.parents):
+        try:
+            mode = os.lstat(part).st_mode
+        except OSError:
+            continue
+        if stat.S_ISDIR(mode):
+            return None
+        return ProjectError(
+            ErrorCode.NOT_WRITABLE,
+            f"{part} is in the way: {reason}",
+            hint=f"remove or move {part}; the next command creates what it needs",
+        )
     return None

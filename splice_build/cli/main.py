@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from splice_build.errors import EXIT_USAGE, UsageError
+from splice_build.errors import EXIT_FAILED, EXIT_USAGE, UsageError
 
 if TYPE_CHECKING:
     from types import ModuleType, SimpleNamespace
@@ -25,14 +25,19 @@ if TYPE_CHECKING:
 PROG = "splice"
 
 
-def _fast_version(argv: Sequence[str]) -> bool:
-    """`splice --version` without building the parser (it is on hot paths in scripts)."""
-    if list(argv) in (["--version"], ["-v"]):
-        from splice_build import __version__
+def _fast_version(argv: Sequence[str]) -> int | None:
+    """`splice --version` without building the parser (it is on hot paths in scripts): its
+    exit code, or None for any other command line."""
+    if list(argv) not in (["--version"], ["-v"]):
+        return None
+    from splice_build import __version__
 
+    try:
         sys.stdout.write(f"{PROG} {__version__}\n")
-        return True
-    return False
+        sys.stdout.flush()
+    except BrokenPipeError:  # nobody reads stdout: exit 1 as every command (cli/errors.py)
+        return EXIT_FAILED
+    return 0
 
 
 # Allocations between two young-generation collections for the one-shot commands below
@@ -82,8 +87,9 @@ def _open_standard_descriptors() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     _open_standard_descriptors()
-    if _fast_version(argv):
-        return 0
+    version = _fast_version(argv)
+    if version is not None:
+        return version
     command = _command_word(argv)
     _fewer_collections(command)
 
@@ -214,8 +220,8 @@ def entry() -> NoReturn:
         try:
             if stream is not None:  # None when the descriptor was closed at start-up
                 stream.flush()
-        except (OSError, ValueError):  # closed or broken pipe: what Python's exit reports
-            code = code or 120
+        except (OSError, ValueError):  # closed or broken pipe: exit 1, as the error handler's
+            code = code or EXIT_FAILED  # (Python's own exit says 120, which docs/cli.md has not)
     os._exit(code)
 
 

@@ -88,6 +88,9 @@ class Output:
         # scrolling; anywhere else (pipes, CI logs) every step is its own line.
         self.live = self._stderr.isatty() if live is None else live
         self._status_shown = False
+        # Under --json stdout holds one document: once the result is written, a later
+        # failure (a server stopped by a signal after printing its address) is text on stderr.
+        self._answered = False
 
     # results -----------------------------------------------------------------------------
     def result(self, data: Any, text: str | Callable[[Any], str] | None = None) -> None:
@@ -104,7 +107,9 @@ class Output:
             from splice_build.spec.json_text import dumps
 
             # Exact, and JSON for people too: a hidden code point is its JSON escape.
-            self._write(self._stdout, _json_shown(dumps(data, indent=2)))
+            shown = _json_shown(dumps(data, indent=2))
+            self._answered = self.json_mode  # first: a signal may end the write's last call
+            self._write(self._stdout, shown)
             return
         if callable(text):
             from splice_build.security.terminal import one_line_fields
@@ -167,7 +172,12 @@ class Output:
 
     def error_json(self, error: dict[str, Any]) -> None:
         """The ``--json`` failure document ``{"ok": false, "error": {...}}`` on stdout, each
-        string of ``error`` redacted."""
+        string of ``error`` redacted; after the command's result document, the error block with
+        its code on stderr (stdout already holds its one document)."""
+        if self._answered:
+            details = error.get("details", ())
+            self.error(error["message"], details, error.get("hint"), code=error["code"])
+            return
         document = {"ok": False, "error": _redacted(error)}
         self._write(self._stdout, _json_shown(json.dumps(document, indent=2, ensure_ascii=False)))
 

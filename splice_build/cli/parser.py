@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sys
 from collections.abc import Iterable, Sequence
 from types import ModuleType
 from typing import IO, Any
@@ -82,6 +83,12 @@ class _Parser(argparse.ArgumentParser):
         if self.json:
             raise Shown({"command": self.command, "help": self.format_help()})
         super().print_help(file)
+
+    def _print_message(self, message: str, file: IO[str] | None = None) -> None:
+        """argparse's, without its silence on a failed write: ``splice --help`` into a closed
+        pipe ended 0 with nothing shown; it ends 1 as every command (cli/errors.py)."""
+        if message:
+            (file or sys.stderr).write(message)
 
     def parse_known_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None

@@ -434,8 +434,11 @@ class SpliceTaskLoader(TaskLoader2):
                 with workspace.registry_lock(key[0]):
                     try:
                         result: Fetched | BaseException = run.installer.fetch(target)
-                    except SpliceError as exc:
-                        result = exc  # raised by the install of every project that needs it
+                    except (SpliceError, OSError) as exc:
+                        # Raised by the install of every project that needs it, which codes an
+                        # OSError (SPLICE_HOME/cache a file: it ended doit itself, an
+                        # INTERNAL_ERROR 'doit stopped with code 2').
+                        result = exc
                 workspace.fetches[key] = result
 
         deps = [task_name(step, run) for run in runs for step in ("lock", "verify")]
