@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 import requests
 
+from splice_build.registry.service.ratelimit import RateLimits
+from testing.rate_windows import away_from_window_ends
 from testing.registry import artifact
 from testing.registry_backends import ScaleServices, StoreBackend, make_backend
 from testing.registry_server import RunningRegistry, registry_server, user_token
@@ -108,6 +110,7 @@ def test_rate_limit_counters_are_shared_by_the_servers(
     with two_servers(backend, "--publish-limit", "2", "--request-limit", "0") as (first, second):
         token = user_token(first, "busy")
         headers = {"authorization": f"Bearer {token}"}
+        away_from_window_ends(RateLimits().publish_period, margin=5)
         statuses = [
             requests.post(
                 server.url + "/publish",

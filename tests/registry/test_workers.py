@@ -25,6 +25,7 @@ import requests
 from splice_build.registry.service.ratelimit import RateLimits
 from splice_build.registry.storage import DB_FILE
 from testing.cli import run_splice
+from testing.rate_windows import away_from_window_ends
 from testing.registry_backends import StoreBackend
 from testing.registry_server import RunningRegistry, registry_server, user_token
 
@@ -64,13 +65,6 @@ def _whoami(server: RunningRegistry, token: str) -> int:
     return requests.get(f"{server.url}/auth/whoami", headers=headers, timeout=10).status_code
 
 
-def _away_from_window_ends(period: int, margin: float = 8) -> None:
-    """Fixed windows: do not start a limit check just before one ends."""
-    left = period - time.time() % period
-    if left < margin:
-        time.sleep(left + 0.5)
-
-
 def _two_workers(
     data: Path, backend: StoreBackend, *extra: str
 ) -> AbstractContextManager[RunningRegistry]:
@@ -84,8 +78,8 @@ def test_each_worker_serves_and_limits_are_shared(
     with _two_workers(tmp_path / "data", backend, "--request-limit", str(REQUESTS)) as server:
         first, second = _workers(server)
         token = user_token(server, "alice")
-        _away_from_window_ends(60)
-        _away_from_window_ends(RateLimits().failed_auth_period)
+        away_from_window_ends(60)
+        away_from_window_ends(RateLimits().failed_auth_period)
         with _only(first, [second]):
             assert requests.get(server.url + "/health", timeout=10).status_code == 200
             for _ in range(BUDGET):
@@ -106,7 +100,7 @@ def test_concurrent_failures_cannot_exceed_the_budget(
     """Failures racing through two workers: exactly ``BUDGET`` get 401, every other one 429."""
     backend = new_backend()
     with _two_workers(tmp_path / "data", backend, "--request-limit", "0") as server:
-        _away_from_window_ends(RateLimits().failed_auth_period, margin=30)
+        away_from_window_ends(RateLimits().failed_auth_period, margin=30)
         with ThreadPoolExecutor(16) as pool:
             codes = list(pool.map(lambda _: _whoami(server, BOGUS), range(BUDGET * 3)))
         assert sorted(set(codes)) == [401, 429]
