@@ -9,6 +9,8 @@ is anything with ``call(request) -> Mapping``; without one, calls answer UNAVAIL
 from __future__ import annotations
 
 import json
+import math
+import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
@@ -87,11 +89,72 @@ class CapabilityBroker(Protocol):
 
 @dataclass(frozen=True)
 class CapabilityReply:
-    """What to send back for one request: a ``result`` or an ``error`` (code, message)."""
+    """What to send back for one request: a ``result``, its JSON already encoded
+    (``encoded``: a broker's answer, whose objects are let go as soon as it is written), or
+    an ``error`` (code, message)."""
 
     request_id: int
     result: Any = None
     error: tuple[str, str] | None = None
+    encoded: bytes | None = None
+
+
+# What json.dumps(ensure_ascii=False) writes for a character of a string: one more byte for
+# the short escapes, five more for \u00XX (json.encoder.ESCAPE). Counted in the UTF-8 bytes,
+# where no byte of a longer character is below 0x80.
+_NEEDS_ESCAPE = re.compile(r'[\x00-\x1f\\"]')
+_SHORT_ESCAPES = b'"\\\b\f\n\r\t'
+_LONG_ESCAPES = bytes(c for c in range(0x20) if c not in _SHORT_ESCAPES)
+_CONSTANTS = {True: 4, False: 5, None: 4}
+
+
+def _string_size(text: str) -> int:
+    if not _NEEDS_ESCAPE.search(text):
+        return 2 + (len(text) if text.isascii() else len(text.encode("utf-8")))
+    raw = text.encode("utf-8")
+    short = len(raw) - len(raw.translate(None, _SHORT_ESCAPES))
+    long = len(raw) - len(raw.translate(None, _LONG_ESCAPES))
+    return 2 + len(raw) + short + 5 * long
+
+
+def _scalar_size(value: Any) -> int:
+    if value is None or value is True or value is False:
+        return _CONSTANTS[value]
+    if isinstance(value, str):
+        return _string_size(value)
+    if isinstance(value, int):
+        return len(int.__repr__(value))
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError("Out of range float values are not JSON compliant")
+        return len(float.__repr__(value))
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def json_size(value: Any, limit: int) -> int:
+    """The UTF-8 bytes of ``json.dumps(value, separators=(",", ":"), ensure_ascii=False,
+    allow_nan=False)``, counted without writing it; the count stops once past ``limit`` (any
+    number above it is returned then). Raises as ``json.dumps`` would for a value with no
+    JSON form.
+
+    Writing a result only to learn its size cost the host process a copy of it each time,
+    and more than the result itself: a 5 MiB text holding one emoji is a 20 MiB ``str`` in
+    Python, and 5 MiB of control characters 30 MiB of JSON (docs/capabilities.md)."""
+    size = 0
+    stack = [value]
+    while stack and size <= limit:
+        item = stack.pop()
+        if isinstance(item, dict):
+            size += max(2 * len(item) + 1, 2)  # the braces, colons and commas
+            for key, child in item.items():
+                size += _string_size(key) if isinstance(key, str) else 2 + _scalar_size(key)
+                stack.append(child)
+        elif isinstance(item, list | tuple):
+            size += max(len(item) + 1, 2)
+            stack.extend(item)
+        else:
+            size += _scalar_size(item)
+    return size
 
 
 def _now() -> str:
@@ -223,11 +286,13 @@ class CapabilityChannel:
             )
             # Strict JSON, as the reply frame is encoded: a NaN or a lone surrogate that got
             # this far becomes this call's ERROR here, not an exception in the session loop.
-            size = len(
-                json.dumps(
+            # Counted before it is written, and written once: the reply carries the bytes,
+            # and the result's objects go with this thread's frame.
+            size = json_size(result, MAX_CAPABILITY_RESULT_BYTES)
+            if size <= MAX_CAPABILITY_RESULT_BYTES:
+                encoded = json.dumps(
                     result, separators=(",", ":"), ensure_ascii=False, allow_nan=False
                 ).encode()
-            )
         except Exception as exc:  # the broker is a plug-in boundary: any failure is a result
             return CapabilityReply(
                 request.id,
@@ -246,8 +311,8 @@ class CapabilityChannel:
                     "status": "ERROR",
                     "code": str(ErrorCode.RESULT_TOO_LARGE),
                     "capability": request.name,
-                    "message": f"Capability result is {size} bytes (max {MAX_CAPABILITY_RESULT_BYTES})",
+                    "message": f"Capability result is over {MAX_CAPABILITY_RESULT_BYTES} bytes",
                     "timestamp": _now(),
                 },
             )
-        return CapabilityReply(request.id, result=result)
+        return CapabilityReply(request.id, encoded=encoded)

@@ -174,7 +174,9 @@ class Session:
             os.write(self._wake_w, b"x")
 
     def _queue(self, reply: CapabilityReply) -> None:
-        frame = encode_capability_result(reply.request_id, result=reply.result, error=reply.error)
+        frame = encode_capability_result(
+            reply.request_id, result=reply.result, error=reply.error, encoded=reply.encoded
+        )
         with self._out_lock:
             self._outgoing += frame
 

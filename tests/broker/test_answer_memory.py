@@ -1,0 +1,81 @@
+"""The memory a capability call makes the host process hold: results counted before they
+are written (json_size), and provider answers taken from a process budget before each chunk
+is read (docs/capabilities.md)."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import pytest
+
+from splice_build.broker.providers.http import BODIES_IN_FLIGHT, MAX_BYTES_IN_FLIGHT
+from splice_build.runtime.capabilities import json_size
+
+# Characters of every class json.dumps(ensure_ascii=False) writes differently: each control
+# character, the two escaped ones, ASCII, DEL, two-, three- and four-byte UTF-8.
+_CHARACTERS = [chr(c) for c in range(0x21)] + ['"', "\\", "a", "\x7f", "é", "€", "\u2028", "😀"]
+
+
+def _value(rng: random.Random, depth: int = 0) -> Any:
+    kind = rng.randrange(9 if depth < 4 else 6)
+    if kind == 0:
+        return rng.choice([None, True, False])
+    if kind == 1:
+        return rng.randrange(-(10**30), 10**30)
+    if kind == 2:
+        return rng.uniform(-1e300, 1e300) * rng.choice([1, 1e-300, 0])
+    if kind in (3, 4, 5):
+        return "".join(rng.choices(_CHARACTERS, k=rng.randrange(12)))
+    if kind == 6:
+        return [_value(rng, depth + 1) for _ in range(rng.randrange(4))]
+    if kind == 7:
+        return tuple(_value(rng, depth + 1) for _ in range(rng.randrange(3)))
+    keys = [_value(rng, 5) for _ in range(rng.randrange(4))]
+    return {k if isinstance(k, str) else str(k): _value(rng, depth + 1) for k in keys} | (
+        {1: 2, None: 3, 2.5: 4, False: 5} if rng.random() < 0.2 else {}
+    )
+
+
+def test_json_size_is_what_json_dumps_writes() -> None:
+    rng = random.Random(7)
+    for _ in range(3000):
+        value = _value(rng)
+        written = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        assert json_size(value, 1 << 30) == len(written.encode()), value
+        assert json_size(value, 0) > 0
+    for odd in (float("nan"), [float("inf")], {"a": object()}, "\ud800", {"\udfff": 1}):
+        with pytest.raises((ValueError, TypeError)):
+            json_size(odd, 1 << 30)
+
+
+def test_json_size_stops_past_its_limit() -> None:
+    """A result far over the limit is not walked to its end: of a million strings, the
+    commas are counted and a few strings (100 MB of JSON in all)."""
+    many = ["x" * 100] * 1_000_000
+    assert 1000 < json_size(many, 1000) < 1_000_000 + 1000
+
+
+def test_an_answer_past_the_process_budget_is_capability_limit() -> None:
+    """The process's capability calls hold at most MAX_BYTES_IN_FLIGHT of provider answers:
+    a chunk that would pass it is not read, the call is CAPABILITY_LIMIT (no other provider
+    tried), and every call gives its bytes back once its result is made."""
+    from testing.fake_providers import broker_for, fake_providers
+
+    request = {"package": "@t/p", "tool": "t", "capability": "market.search"}
+    held = BODIES_IN_FLIGHT.held
+    others = MAX_BYTES_IN_FLIGHT - held - 1024  # other calls' answers fill the budget
+    with fake_providers() as fake:
+        broker = broker_for(fake)
+        assert BODIES_IN_FLIGHT.take(others)
+        try:
+            refused = broker.call({**request, "args": {"query": "full"}})
+        finally:
+            BODIES_IN_FLIGHT.give_back(others)
+        assert len(fake.requests_to("api.dexscreener.com")) == 1
+        assert not fake.requests_to("api.geckoterminal.com")
+        answered = broker.call({**request, "args": {"query": "free"}})
+    assert (refused["status"], refused["code"]) == ("ERROR", "CAPABILITY_LIMIT"), refused
+    assert answered["status"] == "LIVE", answered
+    assert BODIES_IN_FLIGHT.held == held
