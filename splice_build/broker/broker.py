@@ -48,7 +48,7 @@ from splice_build.broker.providers.interface import (
 )
 from splice_build.broker.targets import endpoint_problem
 from splice_build.errors import ErrorCode
-from splice_build.runtime.capabilities import json_size
+from splice_build.runtime.capabilities import WRITTEN_WHOLE, json_size, write_json
 from splice_build.runtime.limits import MAX_CAPABILITY_RESULT_BYTES
 from splice_build.security.redact import REDACTED, exact_forms, redact, scrub_json
 
@@ -109,15 +109,27 @@ class Broker:
     def scrub(self, value: Any) -> Any:
         """``value`` (a JSON result) without the key values in any string or object key.
 
-        ``scrub_json`` looks for the keys in the value's JSON text, which it writes whole: a
-        result over what a tool may receive (refused by the runtime, still scrubbed for the
-        broker's other callers) is walked string by string instead, never written."""
+        ``scrub_json`` looks for the keys in the value's JSON text, which it writes whole as
+        one ``str``: a large result is looked through as the bytes ``write_json`` writes
+        (the same escaping), and one over what a tool may receive (the runtime refuses it;
+        the broker's other callers still get it scrubbed) is walked string by string."""
         forms = exact_forms(self.keys.secret_values())
+        if not forms:
+            return value
         try:
-            small = json_size(value, MAX_CAPABILITY_RESULT_BYTES) <= MAX_CAPABILITY_RESULT_BYTES
+            size = json_size(value, MAX_CAPABILITY_RESULT_BYTES)
+            text = (
+                write_json(value, size)
+                if WRITTEN_WHOLE < size <= MAX_CAPABILITY_RESULT_BYTES
+                else None
+            )
         except (ValueError, TypeError):  # no strict JSON form: the runtime answers ERROR
-            small = True
-        return scrub_json(value, forms) if small else _scrub_walk(value, forms)
+            return scrub_json(value, forms)
+        if size <= WRITTEN_WHOLE:
+            return scrub_json(value, forms)
+        if text is not None and not any(f.encode("utf-8", "surrogatepass") in text for f in forms):
+            return value
+        return _scrub_walk(value, forms)
 
     def _configured(self, provider: Provider) -> bool:
         return not provider.key_required or (

@@ -24,7 +24,7 @@ from typing import Any
 
 from splice_build.broker.envelope import iso
 from splice_build.records import dataclass
-from splice_build.runtime.capabilities import json_size
+from splice_build.runtime.capabilities import json_size, write_json
 from splice_build.runtime.limits import MAX_CAPABILITY_RESULT_BYTES
 
 MAX_ENTRIES = 500  # docs/compatibility.md#capabilities
@@ -134,11 +134,10 @@ class ResultCache:
         try:
             # Counted first: one written only to be found too large cost a copy of it, up to
             # six times its size (runtime/capabilities.py, json_size).
-            if json_size(result, self._max_entry_bytes) > self._max_entry_bytes:
+            size = json_size(result, self._max_entry_bytes)
+            if size > self._max_entry_bytes:
                 return
-            text = json.dumps(
-                result, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-            ).encode()
+            text = write_json(result, size)
         except (ValueError, TypeError):  # no JSON form (the channel answers ERROR)
             return
         with self._lock:

@@ -12,7 +12,8 @@ import json
 import math
 import re
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from typing import TYPE_CHECKING, Any, Protocol
 
 from splice_build.errors import ErrorCode
@@ -106,15 +107,34 @@ _NEEDS_ESCAPE = re.compile(r'[\x00-\x1f\\"]')
 _SHORT_ESCAPES = b'"\\\b\f\n\r\t'
 _LONG_ESCAPES = bytes(c for c in range(0x20) if c not in _SHORT_ESCAPES)
 _CONSTANTS = {True: 4, False: 5, None: 4}
+# A long string is counted and written this many characters at a time: never one copy of it
+# as a whole (a str holding one emoji takes four bytes for each of its characters).
+_PIECE = 64 * 1024
+# A result at most this large is written by json.dumps in one piece (its copies are small).
+WRITTEN_WHOLE = 256 * 1024
 
 
 def _string_size(text: str) -> int:
     if not _NEEDS_ESCAPE.search(text):
-        return 2 + (len(text) if text.isascii() else len(text.encode("utf-8")))
-    raw = text.encode("utf-8")
-    short = len(raw) - len(raw.translate(None, _SHORT_ESCAPES))
-    long = len(raw) - len(raw.translate(None, _LONG_ESCAPES))
-    return 2 + len(raw) + short + 5 * long
+        if text.isascii():
+            return 2 + len(text)
+        return 2 + sum(len(piece.encode("utf-8")) for piece in _pieces(text))
+    size = 2
+    for piece in _pieces(text):
+        raw = piece.encode("utf-8")
+        short = len(raw) - len(raw.translate(None, _SHORT_ESCAPES))
+        long = len(raw) - len(raw.translate(None, _LONG_ESCAPES))
+        size += len(raw) + short + 5 * long
+    return size
+
+
+def _pieces(text: str) -> Iterator[str]:
+    """``text`` in slices of at most _PIECE characters (one slice when it is short)."""
+    if len(text) <= _PIECE:
+        yield text
+        return
+    for start in range(0, len(text), _PIECE):
+        yield text[start : start + _PIECE]
 
 
 def _scalar_size(value: Any) -> int:
@@ -155,6 +175,66 @@ def json_size(value: Any, limit: int) -> int:
         else:
             size += _scalar_size(item)
     return size
+
+
+def write_json(value: Any, size: int) -> bytes:
+    """``value`` as ``json.dumps(value, separators=(",", ":"), ensure_ascii=False,
+    allow_nan=False)`` writes it, in UTF-8; ``size`` is its ``json_size``.
+
+    json.dumps makes the whole text one ``str`` (twice, while it joins the pieces), and one
+    character outside the BMP makes each character of it four bytes: a 4 MiB result became
+    32 MiB of copies. A large result is written piece by piece as UTF-8 instead; strings
+    through json's own escaping, so both write the same bytes."""
+    if size <= WRITTEN_WHOLE:
+        return json.dumps(
+            value, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        ).encode()
+    out: list[bytes] = []
+    _write(value, out)
+    return b"".join(out)
+
+
+def _write(value: Any, out: list[bytes]) -> None:
+    if isinstance(value, str):
+        _write_string(value, out)
+    elif isinstance(value, dict):
+        out.append(b"{")
+        for index, (key, child) in enumerate(value.items()):
+            if index:
+                out.append(b",")
+            _write_string(key if isinstance(key, str) else _scalar_text(key), out)
+            out.append(b":")
+            _write(child, out)
+        out.append(b"}")
+    elif isinstance(value, list | tuple):
+        out.append(b"[")
+        for index, child in enumerate(value):
+            if index:
+                out.append(b",")
+            _write(child, out)
+        out.append(b"]")
+    else:
+        out.append(_scalar_text(value).encode())
+
+
+def _write_string(text: str, out: list[bytes]) -> None:
+    if len(text) <= _PIECE:
+        out.append(encode_basestring(text).encode("utf-8"))
+        return
+    out.append(b'"')
+    out.extend(encode_basestring(piece)[1:-1].encode("utf-8") for piece in _pieces(text))
+    out.append(b'"')
+
+
+def _scalar_text(value: Any) -> str:
+    if value is None or value is True or value is False:
+        return {None: "null", True: "true", False: "false"}[value]
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if isinstance(value, float):
+        _scalar_size(value)  # raises for NaN and the infinities
+        return float.__repr__(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 def _now() -> str:
@@ -290,9 +370,7 @@ class CapabilityChannel:
             # and the result's objects go with this thread's frame.
             size = json_size(result, MAX_CAPABILITY_RESULT_BYTES)
             if size <= MAX_CAPABILITY_RESULT_BYTES:
-                encoded = json.dumps(
-                    result, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-                ).encode()
+                encoded = write_json(result, size)
         except Exception as exc:  # the broker is a plug-in boundary: any failure is a result
             return CapabilityReply(
                 request.id,

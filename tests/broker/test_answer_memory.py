@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from splice_build.broker.providers.http import BODIES_IN_FLIGHT, MAX_BYTES_IN_FLIGHT
-from splice_build.runtime.capabilities import json_size
+from splice_build.runtime.capabilities import WRITTEN_WHOLE, json_size, write_json
 
 # Characters of every class json.dumps(ensure_ascii=False) writes differently: each control
 # character, the two escaped ones, ASCII, DEL, two-, three- and four-byte UTF-8.
@@ -50,6 +50,22 @@ def test_json_size_is_what_json_dumps_writes() -> None:
             json_size(odd, 1 << 30)
 
 
+def test_a_large_result_is_written_as_json_dumps_writes_it() -> None:
+    """write_json writes a large result piece by piece (long strings in slices): the same
+    bytes as json.dumps, whose one whole str it never makes."""
+    rng = random.Random(11)
+    long = "".join(rng.choices(_CHARACTERS, k=200_000))  # cut inside escapes and emoji
+    values = [_value(rng) for _ in range(3000)]
+    big = {"long": long, "values": values, "ascii": "a" * 100_000, 7: [long[:70_000]]}
+    written = json.dumps(big, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    size = json_size(big, 1 << 30)
+    assert size == len(written.encode()) > WRITTEN_WHOLE
+    assert write_json(big, size) == written.encode()
+    for odd in ([float("nan")], {"a": object()}, "\ud800" + "x" * 70_000):
+        with pytest.raises((ValueError, TypeError)):
+            write_json([odd, "x" * WRITTEN_WHOLE], WRITTEN_WHOLE + 1)
+
+
 def test_json_size_stops_past_its_limit() -> None:
     """A result far over the limit is not walked to its end: of a million strings, the
     commas are counted and a few strings (100 MB of JSON in all)."""
@@ -79,3 +95,46 @@ def test_an_answer_past_the_process_budget_is_capability_limit() -> None:
     assert (refused["status"], refused["code"]) == ("ERROR", "CAPABILITY_LIMIT"), refused
     assert answered["status"] == "LIVE", answered
     assert BODIES_IN_FLIGHT.held == held
+
+
+def test_a_large_result_costs_the_channel_about_its_own_bytes() -> None:
+    """A 4 MiB result holding one emoji: json.dumps made its text a 16 MiB str twice (the
+    escaped string, then the joined text) in the channel's size check, and again for the
+    session's frame (32 MiB traced at the peak). It is now written once, as UTF-8 in pieces
+    (8 MiB), and the frame is put around those bytes."""
+    import threading
+    import tracemalloc
+
+    from splice_build.runtime.capabilities import CapabilityChannel, CapabilityReply
+    from splice_build.runtime.limits import MAX_CAPABILITY_RESULT_BYTES
+    from splice_build.runtime.protocol import CapabilityRequest, encode_capability_result
+
+    text = "a" * (MAX_CAPABILITY_RESULT_BYTES - 200) + "\U0001f600"
+    result = {"status": "LIVE", "data": {"text": text}}
+
+    class Answers:
+        def call(self, request: Any) -> Any:
+            return result
+
+    replies: list[CapabilityReply] = []
+    answered = threading.Event()
+    channel = CapabilityChannel(
+        package="@t/p",
+        tool="t",
+        declared=["web.search"],
+        broker=Answers(),
+        sanitize=str,
+        on_reply=lambda reply: (replies.append(reply), answered.set()),
+    )
+    tracemalloc.start()
+    try:
+        assert channel.handle(CapabilityRequest(1, "web.search", {"query": "q"})) is None
+        assert answered.wait(60)
+        (reply,) = replies
+        frame = encode_capability_result(1, result=reply.result, encoded=reply.encoded)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+        channel.close()
+    assert json.loads(frame)["result"] == result
+    assert peak < 4 * MAX_CAPABILITY_RESULT_BYTES, f"{peak >> 20} MiB"
