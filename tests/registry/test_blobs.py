@@ -175,7 +175,7 @@ def test_an_s3_download_holds_a_window_of_its_artifact(bucket: S3BlobStore) -> N
 
     from splice_build.registry.blobs.s3 import WINDOW_BYTES
 
-    data = random.Random(3).randbytes(3 * 1024 * 1024 + 17)
+    data = random.Random(3).randbytes(3 * 512 * 1024 + 17)
     bucket.put(KEY, data)
     served = hashlib.sha256()
     tracemalloc.start()

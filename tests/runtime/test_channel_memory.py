@@ -2,11 +2,14 @@
 parent with a payload past its bound: capability arguments and results, a fetch request
 body (forged frames too), logs and the result frame. Each is refused with its own code, and
 the parent's Python memory grows by a bounded amount: nothing is buffered, nor written out
-whole, only to be found too large (docs/security.md#memory-a-tool-can-make-the-parent-hold)."""
+whole, only to be found too large (docs/security.md#memory-a-tool-can-make-the-parent-hold).
+And a capability call the tool leaves running answers into nothing once its execution ended."""
 
 from __future__ import annotations
 
 import json
+import os
+import threading
 import tracemalloc
 from pathlib import Path
 from typing import Any
@@ -28,9 +31,18 @@ GROWTH_BOUND = 24 * 1024 * 1024
 
 
 class HugeAnswers:
-    """A broker answering every call with HUGE_RESULT (made once, before the walk)."""
+    """A broker answering every call with HUGE_RESULT (made once, before the walk), except
+    a query "hold", answered once ``release`` is set."""
+
+    def __init__(self) -> None:
+        self.held = threading.Event()
+        self.release = threading.Event()
 
     def call(self, request: Any) -> Any:
+        if request["args"].get("query") == "hold":
+            self.held.set()
+            self.release.wait()
+            return {"status": "LIVE"}
         return HUGE_RESULT
 
 
@@ -51,17 +63,19 @@ def _walk_tool(url: str) -> str:
         f" const args = await ctx.capability('web.search', {{ query: 'q'.repeat({MAX_CAPABILITY_ARGS_BYTES}) }})"
         ".then((r) => r.status, (e) => e.code);"
         " const result = (await ctx.capability('web.search', { query: 'q' })).code;"
-        " for (let k = 0; k < 64; k++) { process.stdout.write('o'.repeat(128 * 1024));"
+        " for (let k = 0; k < 8; k++) { process.stdout.write('o'.repeat(128 * 1024));"
         " process.stderr.write('e'.repeat(128 * 1024)); }"
+        " ctx.capability('web.search', { query: 'hold' }).catch(() => {});"
         " return { host, parent, args, result }; };"
     )
 
 
-def test_every_channel_refuses_past_its_bound_without_growing_the_parent(
+def test_every_channel_refuses_past_its_bound_and_late_answers_go_nowhere(
     tmp_path: Path,
 ) -> None:
+    broker = HugeAnswers()
     with serve() as server:
-        runtime = skill_runtime(tmp_path / "project", HugeAnswers())
+        runtime = skill_runtime(tmp_path / "project", broker)
         permissions = {"network": ["127.0.0.1"], "capabilities": ["web.search"]}
         package = runtime.load(
             write_package(tmp_path / "packages", _walk_tool(server.url()), permissions=permissions)
@@ -71,9 +85,20 @@ def test_every_channel_refuses_past_its_bound_without_growing_the_parent(
             walked = runtime.execute(package, "t", {}).to_json()
             too_large = runtime.execute(package, "t", {"big": True}).to_json()
             _, peak = tracemalloc.get_traced_memory()
+            assert broker.held.wait(30)
+            # The lowest free numbers, the ended sessions' among them: files a server might
+            # be writing. The late answer woke its session through its closed wake pipe,
+            # and the byte went to one of them.
+            files = [os.open(tmp_path / f"f{n}", os.O_RDWR | os.O_CREAT, 0o600) for n in range(32)]
         finally:
             tracemalloc.stop()
+            broker.release.set()
         assert server.seen == []
+    for thread in [t for t in threading.enumerate() if t.name.startswith("splice-capability")]:
+        thread.join()
+    written = {fd: os.fstat(fd).st_size for fd in files}
+    for fd in files:
+        os.close(fd)
     assert walked["output"] == {
         "host": "ERR_SPLICE_REQUEST_TOO_LARGE",
         "parent": "ERR_SPLICE_REQUEST_TOO_LARGE",
@@ -83,3 +108,4 @@ def test_every_channel_refuses_past_its_bound_without_growing_the_parent(
     assert walked["logs"].endswith("[logs truncated]") and len(walked["logs"]) < 70_000
     assert too_large["error"]["code"] == "OUTPUT_TOO_LARGE", too_large
     assert peak < GROWTH_BOUND, f"the parent's traced memory peaked at {peak >> 20} MiB"
+    assert set(written.values()) == {0}, written
