@@ -90,13 +90,20 @@ class _Stream:
         pass
 
 
+class _Failing(_Stream):
+    def read_chunk(self, count: int) -> bytes:
+        from splice_build.security.net_errors import NetworkTimeout
+
+        raise NetworkTimeout("Reading the response timed out")
+
+
 class _Session:
     def __init__(self) -> None:
         self.opened = 0
 
-    def open(self, *args: Any, **options: Any) -> _Stream:
+    def open(self, method: str, url: str, *args: Any, **options: Any) -> _Stream:
         self.opened += 1
-        return _Stream(b'{"pairs": []}')
+        return (_Failing if "geckoterminal" in url else _Stream)(b'{"pairs": []}')
 
 
 def test_an_answer_past_the_process_budget_is_capability_limit(
@@ -122,8 +129,18 @@ def test_an_answer_past_the_process_budget_is_capability_limit(
         BODIES_IN_FLIGHT.give_back(others)
     assert session.opened == 1  # dexscreener's answer, unread; geckoterminal not asked
     answered = broker.call({**request, "capability": "market.search", "args": {"query": "q"}})
+    # A read that fails gives its chunk back too (each failure kept 256 KiB: 256 of them
+    # and every capability call of the process was CAPABILITY_LIMIT).
+    failed = broker.call(
+        {
+            **request,
+            "capability": "market.ohlcv",
+            "args": {"network": "robinhood", "pool": "0x" + "2e" * 20},
+        }
+    )
     assert (refused["status"], refused["code"]) == ("ERROR", "CAPABILITY_LIMIT"), refused
     assert answered["status"] == "LIVE", answered
+    assert (failed["status"], failed["code"]) == ("ERROR", "PROVIDER_ERROR"), failed
     assert BODIES_IN_FLIGHT.held == held
 
 

@@ -272,9 +272,12 @@ class ProviderClient:
                     f"{MAX_BYTES_IN_FLIGHT} bytes; try again later",
                     code=ErrorCode.CAPABILITY_LIMIT,
                 )
-            chunk = stream.read_chunk(_READ_CHUNK)
-            self._budget.give_back(_READ_CHUNK - len(chunk))
-            self._held += len(chunk)
+            chunk = b""
+            try:
+                chunk = stream.read_chunk(_READ_CHUNK)
+            finally:  # a failed read (a timeout, a body too large) holds nothing
+                self._budget.give_back(_READ_CHUNK - len(chunk))
+                self._held += len(chunk)
             if not chunk:
                 return bytes(body)
             body += chunk
