@@ -48,8 +48,8 @@ from splice_build.broker.providers.interface import (
 )
 from splice_build.broker.targets import endpoint_problem
 from splice_build.errors import ErrorCode
-from splice_build.runtime.capabilities import WRITTEN_WHOLE, json_size, write_json
 from splice_build.runtime.limits import MAX_CAPABILITY_RESULT_BYTES
+from splice_build.runtime.result_json import WRITTEN_WHOLE, json_size, write_json
 from splice_build.security.redact import REDACTED, exact_forms, redact, scrub_json
 
 log = logging.getLogger(__name__)

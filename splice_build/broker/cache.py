@@ -24,8 +24,8 @@ from typing import Any
 
 from splice_build.broker.envelope import iso
 from splice_build.records import dataclass
-from splice_build.runtime.capabilities import json_size, write_json
 from splice_build.runtime.limits import MAX_CAPABILITY_RESULT_BYTES
+from splice_build.runtime.result_json import json_size, write_json
 
 MAX_ENTRIES = 500  # docs/compatibility.md#capabilities
 MAX_BYTES = 32 * 1024 * 1024  # all entries' JSON together (docs/capabilities.md)
@@ -133,7 +133,7 @@ class ResultCache:
             return
         try:
             # Counted first: one written only to be found too large cost a copy of it, up to
-            # six times its size (runtime/capabilities.py, json_size).
+            # six times its size (runtime/result_json.py).
             size = json_size(result, self._max_entry_bytes)
             if size > self._max_entry_bytes:
                 return

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from splice_build.broker.providers.http import BODIES_IN_FLIGHT, MAX_BYTES_IN_FLIGHT
-from splice_build.runtime.capabilities import WRITTEN_WHOLE, json_size, write_json
+from splice_build.runtime.result_json import WRITTEN_WHOLE, json_size, write_json
 
 # Characters of every class json.dumps(ensure_ascii=False) writes differently: each control
 # character, the two escaped ones, ASCII, DEL, two-, three- and four-byte UTF-8.
