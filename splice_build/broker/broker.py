@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +48,9 @@ from splice_build.broker.providers.interface import (
 )
 from splice_build.broker.targets import endpoint_problem
 from splice_build.errors import ErrorCode
-from splice_build.security.redact import exact_forms, redact, scrub_json
+from splice_build.runtime.limits import MAX_CAPABILITY_RESULT_BYTES
+from splice_build.runtime.result_json import WRITTEN_WHOLE, json_size, write_json
+from splice_build.security.redact import REDACTED, exact_forms, redact, scrub_json
 
 log = logging.getLogger(__name__)
 
@@ -105,8 +107,29 @@ class Broker:
         return redact(text, self.keys.secret_values())
 
     def scrub(self, value: Any) -> Any:
-        """``value`` (a JSON result) without the key values in any string or object key."""
-        return scrub_json(value, exact_forms(self.keys.secret_values()))
+        """``value`` (a JSON result) without the key values in any string or object key.
+
+        ``scrub_json`` looks for the keys in the value's JSON text, which it writes whole as
+        one ``str``: a large result is looked through as the bytes ``write_json`` writes
+        (the same escaping), and one over what a tool may receive (the runtime refuses it;
+        the broker's other callers still get it scrubbed) is walked string by string."""
+        forms = exact_forms(self.keys.secret_values())
+        if not forms:
+            return value
+        try:
+            size = json_size(value, MAX_CAPABILITY_RESULT_BYTES)
+            text = (
+                write_json(value, size)
+                if WRITTEN_WHOLE < size <= MAX_CAPABILITY_RESULT_BYTES
+                else None
+            )
+        except (ValueError, TypeError):  # no strict JSON form: the runtime answers ERROR
+            return scrub_json(value, forms)
+        if size <= WRITTEN_WHOLE:
+            return scrub_json(value, forms)
+        if text is not None and not any(f.encode("utf-8", "surrogatepass") in text for f in forms):
+            return value
+        return _scrub_walk(value, forms)
 
     def _configured(self, provider: Provider) -> bool:
         return not provider.key_required or (
@@ -163,9 +186,28 @@ class Broker:
         self, providers: list[Provider], capability: str, args: Mapping[str, Any], key: str
     ) -> dict[str, Any]:
         attempts: list[Attempt] = []
+        contexts: list[ProviderContext] = []
+        try:
+            return self._try_each(providers, capability, args, key, attempts, contexts)
+        finally:  # every answer has become the result (or an attempt) by now
+            for context in contexts:
+                for client in context.clients.values():
+                    client.release()
+
+    def _try_each(
+        self,
+        providers: list[Provider],
+        capability: str,
+        args: Mapping[str, Any],
+        key: str,
+        attempts: list[Attempt],
+        contexts: list[ProviderContext],
+    ) -> dict[str, Any]:
         for provider in providers:
             try:
-                answer = provider.call(capability, args, self._context(provider))
+                context = self._context(provider)
+                contexts.append(context)
+                answer = provider.call(capability, args, context)
             except ProviderFailure as exc:
                 attempt = Attempt(provider.name, self.redact(exc.message), exc.status)
                 log.warning(
@@ -174,7 +216,7 @@ class Broker:
                 if exc.degraded:
                     with self._lock:
                         self._degraded.add(provider.name)
-                if exc.code == ErrorCode.INVALID_INPUT:
+                if exc.code in (ErrorCode.INVALID_INPUT, ErrorCode.CAPABILITY_LIMIT):
                     return envelope.error(
                         capability,
                         args,
@@ -298,3 +340,18 @@ def default_broker(
     """The broker the SDK, CLI and MCP use: real providers, keys loaded on first call."""
     snapshot = dict(env)
     return Broker(keys=lambda: load_keys(env=snapshot, project_root=project_root, home=home))
+
+
+def _scrub_walk(value: Any, forms: Sequence[str]) -> Any:
+    """``value`` with each of ``forms`` replaced in every string and object key, walked
+    without writing it (``Broker.scrub``: a result too large to write for the search)."""
+    if isinstance(value, str):
+        for form in forms:
+            if form in value:
+                value = value.replace(form, REDACTED)
+        return value
+    if isinstance(value, Mapping):
+        return {_scrub_walk(k, forms): _scrub_walk(v, forms) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_scrub_walk(item, forms) for item in value]
+    return value

@@ -25,6 +25,7 @@ from typing import Any
 from splice_build.broker.envelope import iso
 from splice_build.records import dataclass
 from splice_build.runtime.limits import MAX_CAPABILITY_RESULT_BYTES
+from splice_build.runtime.result_json import json_size, write_json
 
 MAX_ENTRIES = 500  # docs/compatibility.md#capabilities
 MAX_BYTES = 32 * 1024 * 1024  # all entries' JSON together (docs/capabilities.md)
@@ -131,12 +132,13 @@ class ResultCache:
         if ttl <= 0:
             return
         try:
-            text = json.dumps(
-                result, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-            ).encode()
-        except ValueError:  # no JSON form (the channel answers ERROR): nothing to replay
-            return
-        if len(text) > self._max_entry_bytes:
+            # Counted first: one written only to be found too large cost a copy of it, up to
+            # six times its size (runtime/result_json.py).
+            size = json_size(result, self._max_entry_bytes)
+            if size > self._max_entry_bytes:
+                return
+            text = write_json(result, size)
+        except (ValueError, TypeError):  # no JSON form (the channel answers ERROR)
             return
         with self._lock:
             self._drop(key)

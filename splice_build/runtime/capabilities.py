@@ -25,6 +25,7 @@ from splice_build.runtime.limits import (
     MAX_CAPABILITY_RESULT_BYTES,
 )
 from splice_build.runtime.protocol import CapabilityRequest
+from splice_build.runtime.result_json import json_size, write_json
 from splice_build.spec.json_depth import nesting_depth
 
 if TYPE_CHECKING:
@@ -87,11 +88,14 @@ class CapabilityBroker(Protocol):
 
 @dataclass(frozen=True)
 class CapabilityReply:
-    """What to send back for one request: a ``result`` or an ``error`` (code, message)."""
+    """What to send back for one request: a ``result``, its JSON already encoded
+    (``encoded``: a broker's answer, whose objects are let go as soon as it is written), or
+    an ``error`` (code, message)."""
 
     request_id: int
     result: Any = None
     error: tuple[str, str] | None = None
+    encoded: bytes | None = None
 
 
 def _now() -> str:
@@ -223,11 +227,11 @@ class CapabilityChannel:
             )
             # Strict JSON, as the reply frame is encoded: a NaN or a lone surrogate that got
             # this far becomes this call's ERROR here, not an exception in the session loop.
-            size = len(
-                json.dumps(
-                    result, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-                ).encode()
-            )
+            # Counted before it is written, and written once: the reply carries the bytes,
+            # and the result's objects go with this thread's frame.
+            size = json_size(result, MAX_CAPABILITY_RESULT_BYTES)
+            if size <= MAX_CAPABILITY_RESULT_BYTES:
+                encoded = write_json(result, size)
         except Exception as exc:  # the broker is a plug-in boundary: any failure is a result
             return CapabilityReply(
                 request.id,
@@ -246,8 +250,8 @@ class CapabilityChannel:
                     "status": "ERROR",
                     "code": str(ErrorCode.RESULT_TOO_LARGE),
                     "capability": request.name,
-                    "message": f"Capability result is {size} bytes (max {MAX_CAPABILITY_RESULT_BYTES})",
+                    "message": f"Capability result is over {MAX_CAPABILITY_RESULT_BYTES} bytes",
                     "timestamp": _now(),
                 },
             )
-        return CapabilityReply(request.id, result=result)
+        return CapabilityReply(request.id, encoded=encoded)

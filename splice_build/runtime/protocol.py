@@ -153,9 +153,17 @@ class Job:
 
 
 def encode_capability_result(
-    request_id: int, *, result: Any = None, error: tuple[str, str] | None = None
+    request_id: int,
+    *,
+    result: Any = None,
+    error: tuple[str, str] | None = None,
+    encoded: bytes | None = None,
 ) -> bytes:
-    """Parent → host answer to one capability request."""
+    """Parent → host answer to one capability request; ``encoded`` is a result already
+    written as JSON (strict, UTF-8: runtime/capabilities.py), placed in the frame as it is."""
+    if encoded is not None:
+        head = _encode({"type": "capability-result", "id": request_id})[:-2]
+        return b"".join((head, b',"result":', encoded, b"}\n"))
     frame: dict[str, Any] = {"type": "capability-result", "id": request_id}
     if error is not None:
         frame["error"] = {"code": error[0], "message": error[1]}

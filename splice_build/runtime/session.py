@@ -147,9 +147,15 @@ class Session:
         self._fetch = make_fetch(self._post_from_thread)
 
     def _reply_from_thread(self, reply: CapabilityReply) -> None:
-        with self._replies_lock:
-            self._replies.append(reply)
-        self._wake()
+        """A broker thread's answer; dropped once the session is over (a call the tool left
+        running answers after its execution, when the wake pipe is closed and its number
+        may be another file's: the wake byte was written there)."""
+        with self._out_lock:
+            if self._over:
+                return
+            with self._replies_lock:
+                self._replies.append(reply)
+            self._wake()
 
     def _post_from_thread(self, frame: bytes) -> None:
         """A fetch worker's frame: written now if the pipe takes it, else queued in order."""
@@ -167,14 +173,18 @@ class Session:
                 if sent == len(frame):
                     return
             self._outgoing += frame[sent:]
-        self._wake()
+            self._wake()
 
     def _wake(self) -> None:
+        """Wake the loop; only with ``_out_lock`` held and the session not over, so the
+        pipe is still this session's."""
         with contextlib.suppress(OSError):
             os.write(self._wake_w, b"x")
 
     def _queue(self, reply: CapabilityReply) -> None:
-        frame = encode_capability_result(reply.request_id, result=reply.result, error=reply.error)
+        frame = encode_capability_result(
+            reply.request_id, result=reply.result, error=reply.error, encoded=reply.encoded
+        )
         with self._out_lock:
             self._outgoing += frame
 
@@ -186,12 +196,12 @@ class Session:
         finally:
             with self._out_lock:
                 self._over = True
+                for fd in (self._wake_r, self._wake_w):
+                    os.close(fd)
             self._channel.close()
             self._fetch.close()
             if outcome is None or not outcome.kept:
                 self._proc.kill_group()
-            for fd in (self._wake_r, self._wake_w):
-                os.close(fd)
 
     def _loop(self) -> Outcome:
         popen = self._proc.popen

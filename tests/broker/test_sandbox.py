@@ -366,7 +366,7 @@ def test_one_package_cannot_hold_every_slot_of_the_process() -> None:
     assert all(r is None for filler in fillers for r in filler)
     assert {r.error[0] for r in late} == {"CAPABILITY_LIMIT"}
     assert f"More than {total} capability calls in flight in this process" in late[0].error[1]
-    answered = [r for r in replies if r.result and r.result["status"] == "LIVE"]
+    answered = [r for r in replies if r.encoded and json.loads(r.encoded)["status"] == "LIVE"]
     assert len(answered) == expected, len(answered)
 
 

@@ -164,3 +164,54 @@ def test_filesystem_reader_refuses_what_no_artifact_can_be(tmp_path: Path) -> No
     with pytest.raises(OSError) as refused:
         reader.read(0, 4)
     assert refused.value.errno == errno.EIO
+
+
+def test_an_s3_download_holds_a_window_of_its_artifact(bucket: S3BlobStore) -> None:
+    """A download read and checked the whole object, then kept it in memory while a client
+    read it (5 MiB for each slow client). The check now reads a piece at a time and keeps
+    none; the download reads ranged windows of the checked object (If-Match its ETag)."""
+    import random
+    import tracemalloc
+
+    from splice_build.registry.blobs.s3 import WINDOW_BYTES
+
+    data = random.Random(3).randbytes(3 * 512 * 1024 + 17)
+    bucket.put(KEY, data)
+    served = hashlib.sha256()
+    tracemalloc.start()
+    try:
+        reader = bucket.reader(KEY)
+        for offset in range(0, reader.size, 65536):
+            served.update(reader.read(offset, 65536))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert served.digest() == hashlib.sha256(data).digest()
+    assert peak < 4 * WINDOW_BYTES, f"{peak} bytes"
+
+
+def test_an_s3_object_replaced_during_a_download_is_not_served(bucket: S3BlobStore) -> None:
+    """Past its first window, a download reads the object again: one replaced since it was
+    checked (other bytes, the same metadata) ends the download (the route aborts it)."""
+    from splice_build.registry.blobs.s3 import WINDOW_BYTES
+
+    size = WINDOW_BYTES + 1000
+    bucket.put(KEY, b"x" * size)
+    reader = bucket.reader(KEY)
+    assert reader.read(0, 65536) == b"x" * 65536
+    name = f"some/prefix/{KEY}"
+    kept = bucket.client.head_object(Bucket=bucket.bucket, Key=name)["Metadata"]
+    bucket.client.put_object(Bucket=bucket.bucket, Key=name, Body=b"y" * size, Metadata=kept)
+    with pytest.raises(OSError):
+        reader.read(size - 1000, 1000)
+
+
+def test_an_s3_object_larger_than_any_artifact_is_refused(bucket: S3BlobStore) -> None:
+    name = f"some/prefix/{KEY}"
+    body = b"z" * (MAX_ARCHIVE_BYTES + 1)
+    bucket.client.put_object(Bucket=bucket.bucket, Key=name, Body=body)
+    for read in (bucket.reader, bucket.get):
+        with pytest.raises(RegistryError) as info:
+            read(KEY)
+        assert info.value.code is ErrorCode.ARTIFACT_STORAGE_FAILED
+        assert "larger than any artifact" in info.value.message

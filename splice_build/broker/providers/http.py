@@ -11,6 +11,7 @@ degraded (a proxy intercepting TLS is reported, never bypassed).
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -29,6 +30,13 @@ DEFAULT_MAX_RESPONSE_BYTES = 5 * 1024 * 1024  # docs/compatibility.md#capabiliti
 # the 32 calls a process may have in flight. The largest real answers (an AI provider's model
 # list, 100 GitHub repositories, 1,000 OHLCV candles) hold a few tens of thousands.
 MAX_RESPONSE_VALUES = 100_000
+# Provider answer bytes the whole process holds at once for capability calls
+# (docs/capabilities.md), taken chunk by chunk before each chunk is read and held until the
+# call's result is made: the 32 calls a process may have in flight, 5 MiB each, were 160 MiB
+# of bodies before any decoding. One package's share of the calls (8, 40 MiB) fits, so no
+# package fills it alone.
+MAX_BYTES_IN_FLIGHT = 64 * 1024 * 1024
+_READ_CHUNK = 256 * 1024
 # The statuses a provider's answer is read from. A 3xx that reaches here was not followed (a
 # 300, a 304 no request asked for, a redirect without Location): its body, often a JSON
 # error, is no answer to the request.
@@ -58,6 +66,34 @@ class Response:
             ) from exc
 
 
+class ByteBudget:
+    """Bytes that callers on any thread hold together, at most ``total``."""
+
+    def __init__(self, total: int) -> None:
+        self._total = total
+        self._held = 0
+        self._lock = threading.Lock()
+
+    @property
+    def held(self) -> int:
+        return self._held
+
+    def take(self, count: int) -> bool:
+        """Whether ``count`` more bytes fit (they are then held); nothing is taken otherwise."""
+        with self._lock:
+            if self._held + count > self._total:
+                return False
+            self._held += count
+            return True
+
+    def give_back(self, count: int) -> None:
+        with self._lock:
+            self._held -= count
+
+
+BODIES_IN_FLIGHT = ByteBudget(MAX_BYTES_IN_FLIGHT)
+
+
 class ProviderClient:
     """HTTP for one provider and one host, for one capability call.
 
@@ -78,8 +114,11 @@ class ProviderClient:
         timeout: float = DEFAULT_TIMEOUT_SECONDS,
         max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         label: str = "",
+        budget: ByteBudget = BODIES_IN_FLIGHT,
     ) -> None:
         self.provider = provider
+        self._budget = budget
+        self._held = 0  # bytes of ``budget`` this client's answers hold (``release``)
         self.key = key
         self._base = base.rstrip("/")
         self._host = (urlsplit(base).hostname or "").lower()
@@ -137,6 +176,11 @@ class ProviderClient:
         which a tool must not be able to tell from one that does not exist."""
         return _not_found(self.provider, self._endpoint(method, template))
 
+    def release(self) -> None:
+        """Give back the budget this client's answers held: the call made its result."""
+        self._budget.give_back(self._held)
+        self._held = 0
+
     def time_left(self) -> float:
         """Seconds left of the call's time (negative once it has passed)."""
         return self._deadline - time.monotonic()
@@ -192,7 +236,11 @@ class ProviderClient:
             raise ProviderFailure(f"{where}: timed out after {self._timeout:g} s")
         # The guard's own messages name the host or carry the URL; none of them is passed on.
         try:
-            raw = self._guarded().request(method, url, headers=sent, data=data, timeout_s=left)
+            stream = self._guarded().open(method, url, headers=sent, data=data, timeout_s=left)
+            try:
+                content = self._read(stream, where)
+            finally:
+                stream.close()
         except ResponseTooLarge as exc:
             raise ProviderFailure(f"{where}: response larger than {limit} bytes") from exc
         except NetworkTimeout as exc:
@@ -207,9 +255,33 @@ class ProviderClient:
                     degraded=True,
                 ) from exc
             raise ProviderFailure(f"{where}: network error") from exc
-        if len(raw.content) > limit:
+        if len(content) > limit:
             raise ProviderFailure(f"{where}: response larger than {limit} bytes")
-        return Response(raw.status, raw.headers, raw.content)
+        joined: dict[str, str] = {}
+        for name, value in stream.headers:
+            joined[name] = f"{joined[name]}, {value}" if name in joined else value
+        return Response(stream.status, joined, content)
+
+    def _read(self, stream: Any, where: str) -> bytes:
+        """The body, each chunk's bytes taken from the budget before it is read; past the
+        budget the call is CAPABILITY_LIMIT (no other provider is tried: it would be too)."""
+        body = bytearray()
+        while True:
+            if not self._budget.take(_READ_CHUNK):
+                raise ProviderFailure(
+                    f"{where}: capability answers in flight in this process hold "
+                    f"{MAX_BYTES_IN_FLIGHT} bytes; try again later",
+                    code=ErrorCode.CAPABILITY_LIMIT,
+                )
+            chunk = b""
+            try:
+                chunk = stream.read_chunk(_READ_CHUNK)
+            finally:  # a failed read (a timeout, a body too large) holds nothing
+                self._budget.give_back(_READ_CHUNK - len(chunk))
+                self._held += len(chunk)
+            if not chunk:
+                return bytes(body)
+            body += chunk
 
 
 def _not_found(provider: str, endpoint: str) -> ProviderFailure:

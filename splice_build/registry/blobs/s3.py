@@ -8,9 +8,13 @@ both ends, because a bucket is storage we do not control:
   and must match, otherwise the publish fails with ``ARTIFACT_STORAGE_FAILED`` before any
   metadata is written.
 - read: the bytes must have the size and SHA-256 recorded at write time; a damaged object
-  is ``ARTIFACT_STORAGE_FAILED``, never served. So a download (``reader``) reads and checks
-  the whole object before its first byte is sent, and keeps it in memory while it is
-  streamed (the file system store holds nothing: registry/blobs/filesystem.py).
+  is ``ARTIFACT_STORAGE_FAILED``, never served, and one larger than any artifact
+  (``MAX_ARCHIVE_BYTES``) is refused from its length, unread. So a download (``reader``)
+  reads and checks the whole object before its first byte is sent, a piece at a time and
+  keeping none, then serves it in ranged reads of ``WINDOW_BYTES`` that name the checked
+  object's ETag (``If-Match``): an object replaced since is an ``OSError``, and the route
+  aborts the download (registry/http/download.py). It kept the whole object in memory while
+  it was streamed: 5 MiB for each slow client.
 
 An existing key is compared byte for byte: identical bytes are the idempotent retry path,
 different bytes are ``VERSION_EXISTS`` (``blobs.interface``). Concurrent writers of one key
@@ -23,13 +27,19 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import threading
 from typing import Any
 
 from splice_build.errors import ErrorCode, RegistryError
 from splice_build.registry.blobs.interface import BlobReader, conflict, missing
+from splice_build.spec.limits import MAX_ARCHIVE_BYTES
 from splice_build.spec.paths import is_safe_relative_path
 
 INSTALL_HINT = "pip install 'splice-build[scale]'"
+# What a download holds of its artifact at once: one ranged read of the bucket (so a 5 MiB
+# artifact is 20 of them, after the check's one read of the whole object).
+WINDOW_BYTES = 256 * 1024
+_READ_BYTES = 256 * 1024  # a piece of the check's read
 SHA256_METADATA = "sha256"  # x-amz-meta-sha256: hex digest recorded at write time
 _NOT_FOUND = {"404", "NoSuchKey", "NotFound"}
 
@@ -106,8 +116,9 @@ class S3BlobStore:
         return self._read(key, self.object_key(key))
 
     def reader(self, key: str) -> BlobReader:
-        data = self.get(key)
-        return BlobReader(len(data), lambda offset, count: data[offset : offset + count])
+        name = self.object_key(key)
+        size, etag = self._checked(key, name, keep=None)
+        return BlobReader(size, _Window(self, name, size, etag).read)
 
     def url(self, key: str) -> str | None:
         return None  # the bucket may be private: the registry serves (and checks) the bytes
@@ -122,22 +133,85 @@ class S3BlobStore:
         return True
 
     def _read(self, key: str, name: str) -> bytes:
+        kept: list[bytes] = []
+        self._checked(key, name, keep=kept)
+        return b"".join(kept)
+
+    def _checked(self, key: str, name: str, *, keep: list[bytes] | None) -> tuple[int, str]:
+        """The object's size and ETag once its bytes have the recorded size and SHA-256,
+        read a piece at a time (appended to ``keep`` when given, else let go)."""
+        digest = hashlib.sha256()
+        size = 0
         try:
             response = self.client.get_object(Bucket=self.bucket, Key=name)
-            data: bytes = response["Body"].read()
+            length = response.get("ContentLength")
+            if not isinstance(length, int) or length > MAX_ARCHIVE_BYTES:
+                response["Body"].close()
+                raise RegistryError(
+                    ErrorCode.ARTIFACT_STORAGE_FAILED,
+                    f"Artifact {key} in the bucket is {length} bytes, larger than any "
+                    f"artifact ({MAX_ARCHIVE_BYTES}); it is not served",
+                )
+            while size <= length and (piece := response["Body"].read(_READ_BYTES)):
+                size += len(piece)
+                digest.update(piece)
+                if keep is not None:
+                    keep.append(piece)
+            response["Body"].close()
         except self._errors as exc:
             if _is_not_found(exc):
                 raise missing(key) from exc
             raise _failed(f"Could not read artifact {key}", exc) from exc
         expected = response.get("Metadata", {}).get(SHA256_METADATA)
-        actual = hashlib.sha256(data).hexdigest()
-        if len(data) != response.get("ContentLength", len(data)) or expected != actual:
+        actual = digest.hexdigest()
+        if size != length or expected != actual:
             raise RegistryError(
                 ErrorCode.ARTIFACT_STORAGE_FAILED,
                 f"Artifact {key} in the bucket is damaged; it is not served",
                 details=[f"recorded sha256: {expected}", f"stored sha256: {actual}"],
             )
-        return data
+        return size, str(response.get("ETag", ""))
+
+
+class _Window:
+    """A download's reads of one checked object: each ``read`` is served from the last
+    ranged read of the bucket, or makes the next one (``WINDOW_BYTES``, ``If-Match`` the
+    checked ETag). Reads come one at a time, in order (registry/http/download.py)."""
+
+    def __init__(self, store: S3BlobStore, name: str, size: int, etag: str) -> None:
+        self._store = store
+        self._name = name
+        self._size = size
+        self._etag = etag
+        self._start = 0
+        self._bytes = b""
+        self._lock = threading.Lock()
+
+    def read(self, offset: int, count: int) -> bytes:
+        with self._lock:
+            end = min(offset + count, self._size)
+            if not self._start <= offset <= end <= self._start + len(self._bytes):
+                self._fill(offset)
+            return self._bytes[offset - self._start : end - self._start]
+
+    def _fill(self, offset: int) -> None:
+        last = min(offset + WINDOW_BYTES, self._size) - 1
+        store = self._store
+        self._bytes = b""  # the old window goes before the new one is read
+        try:
+            response = store.client.get_object(
+                Bucket=store.bucket,
+                Key=self._name,
+                Range=f"bytes={offset}-{last}",
+                IfMatch=self._etag,
+            )
+            data: bytes = response["Body"].read(last - offset + 2)
+            response["Body"].close()
+        except store._errors as exc:
+            raise OSError(f"artifact {self._name} could not be read again: {exc}") from exc
+        if len(data) != last - offset + 1:
+            raise OSError(f"artifact {self._name} changed since it was checked")
+        self._start, self._bytes = offset, data
 
 
 def _mismatches(head: dict[str, Any], size: int, digest: bytes) -> list[str]:
