@@ -6,6 +6,9 @@
 - ``admin migrate`` copies a store nobody has open: a running server (any open store) makes
   it ``STATE_LOCKED`` with nothing copied, and while it copies nobody opens the source.
   Before, it copied a store that kept taking publishes, which the new store never got.
+- ``admin migrate`` into a database that holds anything of a registry beyond a new store's
+  own rows is refused: before, one holding only a namespace (no user, token or package) was
+  merged into, its row overwritten by the source's.
 """
 
 from __future__ import annotations
@@ -77,5 +80,11 @@ def test_migrate_refuses_a_store_in_use_and_holds_it_while_copying(
     with serving.exclusive():  # a migration in progress: nobody else opens the store
         _refused(ErrorCode.STATE_LOCKED, lambda: SqliteMetadataStore(path))
     serving.close()
+    occupant = PostgresMetadataStore(url, pool_size=1)  # a namespace, released, nothing else
+    occupant.set_owner("acme", None, now="2026-01-01T00:00:00.000Z")
+    occupant.close()
+    refused = _refused(ErrorCode.METADATA_WRITE_FAILED, lambda: copy_to_postgres(path, url))
+    assert refused.details == ("namespaces: 1 rows",)
+    target.execute("DELETE FROM namespaces WHERE name = 'acme'")
     assert copy_to_postgres(path, url).rows["users"] == 1
     SqliteMetadataStore(path).close()  # the copy let the store go

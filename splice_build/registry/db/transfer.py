@@ -38,7 +38,12 @@ TABLES = (
     "signing_keys",
     "signatures",
 )
-_OCCUPIED = ("users", "tokens", "packages")
+# What a registry holds beyond a new database's own rows (the reserved namespaces of
+# migration 0003, unowned): any of it makes the target occupied.
+_OCCUPIED = {
+    **{table: f"SELECT count(*) AS n FROM {table}" for table in TABLES if table != "namespaces"},
+    "namespaces": "SELECT count(*) AS n FROM namespaces WHERE owner_id IS NOT NULL OR reserved = 0",
+}
 
 
 @dataclass(frozen=True)
@@ -115,10 +120,7 @@ def _copy(
 
 
 def _refuse_occupied(conn: Any) -> None:
-    counts = {
-        table: conn.execute(f"SELECT count(*) AS n FROM {table}").fetchone()["n"]
-        for table in _OCCUPIED
-    }
+    counts = {table: conn.execute(query).fetchone()["n"] for table, query in _OCCUPIED.items()}
     if any(counts.values()):
         raise RegistryError(
             ErrorCode.METADATA_WRITE_FAILED,
