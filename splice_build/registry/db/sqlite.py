@@ -11,7 +11,7 @@ of ``db.sql_store``; this module holds only the connection and its transactions.
 
 Every open store also holds a shared lock on the first byte of that file for as long as it
 is open (an open-file-description lock, ``F_OFD_SETLK``, independent of the ``flock``
-queue). ``exclusive()`` turns it into an exclusive one, refused at once while any other
+queue; Linux only: elsewhere there is no such lock and nothing is refused). ``exclusive()`` turns it into an exclusive one, refused at once while any other
 store is open (``STATE_LOCKED``): ``splice registry admin migrate`` copies a store nobody
 serves, and nobody opens it (a server start, another admin command) until the copy ends,
 so no publish is accepted by a store that is being left behind.
@@ -43,7 +43,9 @@ from splice_build.registry.db.sql_store import (
 
 BUSY_TIMEOUT_MS = 10_000  # concurrent CLI processes wait rather than fail
 LOCK_SUFFIX = ".lock"
-_FLOCK = "hhqqi4x"  # struct flock: l_type, l_whence, l_start, l_len, l_pid (0 for OFD locks)
+_OFD_SETLK = getattr(fcntl, "F_OFD_SETLK", None)  # open-file-description locks: Linux only
+_FLOCK = "hhqqi4x"  # Linux's struct flock: l_type, l_whence, l_start, l_len, l_pid (0 for OFD)
+_NO_LOCKS = (errno.ENOLCK, errno.EINVAL, errno.EOPNOTSUPP)  # a file system without them
 
 
 class SqliteMetadataStore(SqlMetadataStore):
@@ -170,12 +172,16 @@ class _WriterQueue:
 
     def hold(self, kind: int, refusal: str) -> None:
         """Take (or change to) the shared or exclusive in-use lock on the file's first byte;
-        ``STATE_LOCKED`` saying the store ``refusal`` when another store holds a conflicting one."""
+        ``STATE_LOCKED`` saying the store ``refusal`` when another store holds a conflicting
+        one. Where there are no such locks (not Linux, a file system without them) nothing
+        is held and nothing refused, as before there was this lock."""
+        if _OFD_SETLK is None:
+            return
         try:
-            fcntl.fcntl(
-                self._fd, fcntl.F_OFD_SETLK, struct.pack(_FLOCK, kind, os.SEEK_SET, 0, 1, 0)
-            )
+            fcntl.fcntl(self._fd, _OFD_SETLK, struct.pack(_FLOCK, kind, os.SEEK_SET, 0, 1, 0))
         except OSError as exc:
+            if exc.errno in _NO_LOCKS:
+                return
             if exc.errno not in (errno.EAGAIN, errno.EACCES):
                 raise
             raise RegistryError(
