@@ -23,6 +23,8 @@ from splice_build.registry.blobs.filesystem import FilesystemBlobStore
 from splice_build.registry.blobs.s3 import S3BlobStore
 from splice_build.registry.db.sqlite import SqliteMetadataStore
 from splice_build.registry.db.transfer import TABLES, copy_to_postgres
+from splice_build.registry.service.artifacts import migrate as migrate_artifacts
+from splice_build.registry.service.artifacts import read_artifact
 from splice_build.registry.service.auth import Caller
 from splice_build.registry.service.registry_service import RegistryService
 from splice_build.registry.storage import ARTIFACTS_DIR, DB_FILE
@@ -56,9 +58,8 @@ def _run_until(step: int, migrate: Callable[[Callable[[], None]], None]) -> bool
     return os.WIFSIGNALED(status)
 
 
-def test_a_migration_killed_at_any_step_converges(
-    scale_services: ScaleServices, tmp_path: Path
-) -> None:
+def _published(tmp_path: Path) -> Path:
+    """A data directory (SQLite + files) where alice published ``VERSIONS`` of @alice/tool."""
     data = tmp_path / "data"
     data.mkdir()
     service = RegistryService(
@@ -71,6 +72,13 @@ def test_a_migration_killed_at_any_step_converges(
             Caller(internal_user="alice"), artifact(tmp_path / "p", "alice", "tool", version)
         )
     service.deps.meta.close()
+    return data
+
+
+def test_a_migration_killed_at_any_step_converges(
+    scale_services: ScaleServices, tmp_path: Path
+) -> None:
+    data = _published(tmp_path)
     artifacts = {
         path: path.read_bytes() for path in (data / ARTIFACTS_DIR).rglob("*") if path.is_file()
     }
@@ -117,3 +125,46 @@ def test_a_migration_killed_at_any_step_converges(
     for key, integrity, size, backend in copied:
         assert backend == "s3" and integrity_of(objects[key]) == integrity
         assert len(objects[key]) == size
+
+
+def test_migrate_artifacts_killed_at_every_step_serves_only_whole_artifacts(
+    scale_services: ScaleServices, tmp_path: Path
+) -> None:
+    """``admin migrate-artifacts`` (files → S3, the metadata stays in SQLite) killed before
+    each write to the bucket and before each row is pointed at it: every version still
+    reads, from the store its row names, the bytes its row records, and the next run ends
+    with every row in the bucket."""
+    data = _published(tmp_path)
+    bucket = scale_services.s3.create_bucket("moved")
+    client = scale_services.s3.client()  # used only by the children, each on its own copy
+
+    def service() -> RegistryService:
+        return RegistryService(
+            SqliteMetadataStore(data / DB_FILE),
+            S3BlobStore(bucket, S3_PREFIX, client=client),
+            limits=NO_LIMITS,
+            previous_blobs=(FilesystemBlobStore(data / ARTIFACTS_DIR),),
+        )
+
+    def migrate(hook: Callable[[], None]) -> None:
+        deps = service().deps
+        put, point = deps.blobs.put, deps.meta.set_artifact_location
+        deps.blobs.put = lambda key, value: (hook(), put(key, value))[1]  # type: ignore[method-assign]
+        deps.meta.set_artifact_location = lambda *a, **k: (hook(), point(*a, **k))[1]  # type: ignore[method-assign]
+        assert migrate_artifacts(deps).skipped == ()
+
+    def backends() -> set[str]:
+        deps = service().deps
+        try:
+            for row in deps.meta.all_versions():
+                assert integrity_of(read_artifact(deps, row)) == row.integrity, row
+            return {row.artifact_backend for row in deps.meta.all_versions()}
+        finally:
+            deps.meta.close()
+
+    seen = []
+    for step in range(1, 2 * len(VERSIONS) + 1):
+        assert _run_until(step, migrate), step
+        seen.append(backends())
+    assert not _run_until(2 * len(VERSIONS) + 1, migrate)
+    assert seen[-1] == {"fs"} and backends() == {"s3"}
