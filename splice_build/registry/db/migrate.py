@@ -7,6 +7,11 @@ processes on a fresh home) apply it exactly once. PostgreSQL runs the same numbe
 only those PostgreSQL must spell differently, each under the name it replaces. SQL both
 databases accept (the reserved namespaces) is written once.
 
+A store whose level is above the last migration this code ships was written by a newer
+Splice: its schema holds what this code does not know (a column it would not fill, a trigger
+it would not expect), so it is refused (``newer_schema``, ``STORAGE_UNAVAILABLE``) before any
+read or write, on both databases, rather than used half-understood.
+
 A value SQL cannot compute is filled in by Python right after its migration's script, in the
 same transaction (``FILLS``), for the rows an older store holds: ``versions.precedence``
 (migration 4) and ``packages.search_text`` (migration 5).
@@ -20,6 +25,7 @@ from collections.abc import Callable, Iterable
 from importlib import resources
 from typing import Any
 
+from splice_build.errors import ErrorCode, RegistryError
 from splice_build.records import dataclass
 
 BASE_DIR = "migrations"  # the whole sequence, in SQLite's spelling
@@ -77,6 +83,8 @@ def apply_migrations(conn: sqlite3.Connection) -> int:
     conn.execute("BEGIN IMMEDIATE")
     try:
         level = conn.execute("PRAGMA user_version").fetchone()[0]
+        if level > len(pending):
+            raise newer_schema(level, len(pending))
         for migration in pending[level:]:
             for statement in _statements(migration.sql):
                 conn.execute(statement)
@@ -90,6 +98,15 @@ def apply_migrations(conn: sqlite3.Connection) -> int:
         conn.execute("ROLLBACK")
         raise
     return len(pending)
+
+
+def newer_schema(level: int, known: int) -> RegistryError:
+    """The refusal of a store at a schema level this code does not know (left unchanged)."""
+    return RegistryError(
+        ErrorCode.STORAGE_UNAVAILABLE,
+        f"the registry store has schema level {level}; this Splice knows levels up to {known}",
+        hint="a newer Splice wrote this store: run that version (the store was left as it is)",
+    )
 
 
 def precedence_updates(rows: Iterable[tuple[Any, ...]]) -> list[tuple[Any, ...]]:

@@ -32,7 +32,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from splice_build.errors import ErrorCode, RegistryError
-from splice_build.registry.db.migrate import FILLS, migrations
+from splice_build.registry.db.migrate import FILLS, migrations, newer_schema
 from splice_build.registry.db.sql_store import (
     Params,
     Row,
@@ -100,6 +100,8 @@ def apply_migrations(conn: psycopg.Connection[Any]) -> int:
         conn.execute(f"CREATE TABLE IF NOT EXISTS {SCHEMA_TABLE} (version INTEGER NOT NULL)")
         row = conn.execute(f"SELECT coalesce(max(version), 0) AS level FROM {SCHEMA_TABLE}")
         level = int(row.fetchone()["level"])
+        if level > len(pending):
+            raise newer_schema(level, len(pending))
         for migration in pending[level:]:
             conn.execute(migration.sql)
             fill = FILLS.get(migration.number)

@@ -8,13 +8,22 @@ so embedded CLI processes and a server may share one file. A writer also takes a
 longer than the transaction they wait for; the kernel wakes a ``flock`` waiter as soon as
 the lock is free. The lock is only a queue: correctness still comes from SQLite's own. The queries are the shared ones
 of ``db.sql_store``; this module holds only the connection and its transactions.
+
+Every open store also holds a shared lock on the first byte of that file for as long as it
+is open (an open-file-description lock, ``F_OFD_SETLK``, independent of the ``flock``
+queue; Linux only: elsewhere there is no such lock and nothing is refused). ``exclusive()`` turns it into an exclusive one, refused at once while any other
+store is open (``STATE_LOCKED``): ``splice registry admin migrate`` copies a store nobody
+serves, and nobody opens it (a server start, another admin command) until the copy ends,
+so no publish is accepted by a store that is being left behind.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import sqlite3
+import struct
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
@@ -34,6 +43,9 @@ from splice_build.registry.db.sql_store import (
 
 BUSY_TIMEOUT_MS = 10_000  # concurrent CLI processes wait rather than fail
 LOCK_SUFFIX = ".lock"
+_OFD_SETLK = getattr(fcntl, "F_OFD_SETLK", None)  # open-file-description locks: Linux only
+_FLOCK = "hhqqi4x"  # Linux's struct flock: l_type, l_whence, l_start, l_len, l_pid (0 for OFD)
+_NO_LOCKS = (errno.ENOLCK, errno.EINVAL, errno.EOPNOTSUPP)  # a file system without them
 
 
 class SqliteMetadataStore(SqlMetadataStore):
@@ -46,6 +58,11 @@ class SqliteMetadataStore(SqlMetadataStore):
         self._queue: _WriterQueue | None = None
         if self.path != ":memory:":
             self._queue = _WriterQueue(self.path + LOCK_SUFFIX)
+            try:
+                self._queue.hold(fcntl.F_RDLCK, "is being migrated by another process")
+            except BaseException:
+                self._close_queue()
+                raise
         try:
             self._conn = sqlite3.connect(
                 self.path,
@@ -82,6 +99,19 @@ class SqliteMetadataStore(SqlMetadataStore):
         with self._lock:
             self._conn.close()
             self._close_queue()
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Hold the store alone: ``STATE_LOCKED`` while another store (any process) has it
+        open; until the block ends no other store opens it (module docstring)."""
+        if self._queue is None:
+            yield
+            return
+        self._queue.hold(fcntl.F_WRLCK, "is open in another process (a running server?)")
+        try:
+            yield
+        finally:
+            self._queue.hold(fcntl.F_RDLCK, "")
 
     # -- dialect hooks ----------------------------------------------------------------
 
@@ -123,6 +153,7 @@ class _WriterQueue:
     """
 
     def __init__(self, path: str) -> None:
+        self.path = path
         try:
             self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         except OSError as exc:
@@ -138,6 +169,26 @@ class _WriterQueue:
             yield
         finally:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def hold(self, kind: int, refusal: str) -> None:
+        """Take (or change to) the shared or exclusive in-use lock on the file's first byte;
+        ``STATE_LOCKED`` saying the store ``refusal`` when another store holds a conflicting
+        one. Where there are no such locks (not Linux, a file system without them) nothing
+        is held and nothing refused, as before there was this lock."""
+        if _OFD_SETLK is None:
+            return
+        try:
+            fcntl.fcntl(self._fd, _OFD_SETLK, struct.pack(_FLOCK, kind, os.SEEK_SET, 0, 1, 0))
+        except OSError as exc:
+            if exc.errno in _NO_LOCKS:
+                return
+            if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                raise
+            raise RegistryError(
+                ErrorCode.STATE_LOCKED,
+                f"the registry store {self.path.removesuffix(LOCK_SUFFIX)} {refusal}",
+                hint="stop the server (or wait for the migration to end), then run this again",
+            ) from exc
 
     def close(self) -> None:
         os.close(self._fd)

@@ -2,7 +2,10 @@
 
 Every table is copied with its rows unchanged (same ids, hashes, timestamps, provenance)
 in one PostgreSQL transaction, into a database that holds no registry yet; rate-limit
-counters are transient and stay behind. With a target artifact store, every artifact is
+counters are transient and stay behind. The source is held alone for the whole copy
+(``SqliteMetadataStore.exclusive``: ``STATE_LOCKED`` while a server or any other process has
+it open, and none opens it meanwhile) and read as one snapshot, so what is copied is the
+whole store at one moment and no publish lands in it while, or after, it is copied. With a target artifact store, every artifact is
 read from the source store, checked against its version row (SHA-256 and size) and written
 to the target *before* the metadata commits, the order a publish uses; the version rows
 then name the new store (``artifact_backend`` / ``artifact_url`` are the only columns the
@@ -35,7 +38,12 @@ TABLES = (
     "signing_keys",
     "signatures",
 )
-_OCCUPIED = ("users", "tokens", "packages")
+# What a registry holds beyond a new database's own rows (the reserved namespaces of
+# migration 0003, unowned): any of it makes the target occupied.
+_OCCUPIED = {
+    **{table: f"SELECT count(*) AS n FROM {table}" for table in TABLES if table != "namespaces"},
+    "namespaces": "SELECT count(*) AS n FROM namespaces WHERE owner_id IS NOT NULL OR reserved = 0",
+}
 
 
 @dataclass(frozen=True)
@@ -57,10 +65,27 @@ def copy_to_postgres(
         raise AssertionError("BUG: artifacts move with a source and a target store, or not at all")
     if not source.is_file():
         raise RegistryError(ErrorCode.NOT_FOUND, f"No registry database at {source}")
-    SqliteMetadataStore(source).close()  # bring the source schema up to date first
-    reader = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
-    target = PostgresMetadataStore(target_url, pool_size=1)
+    held = SqliteMetadataStore(source)  # brings the source schema up to date first
     try:
+        with held.exclusive():
+            return _copy(source, target_url, blobs_from, blobs_to, progress)
+    finally:
+        held.close()
+
+
+def _copy(
+    source: Path,
+    target_url: str,
+    blobs_from: BlobStore | None,
+    blobs_to: BlobStore | None,
+    progress: Callable[[str], None],
+) -> TransferReport:
+    """The copy itself, of one snapshot of the source (a single read transaction)."""
+    reader = sqlite3.connect(f"file:{source}?mode=ro", uri=True, isolation_level=None)
+    target = None
+    try:
+        reader.execute("BEGIN")
+        target = PostgresMetadataStore(target_url, pool_size=1)
         with target.connection() as conn, conn.transaction():
             _refuse_occupied(conn)
             rows: dict[str, int] = {}
@@ -89,15 +114,13 @@ def copy_to_postgres(
         ) from exc
     finally:
         reader.close()
-        target.close()
+        if target is not None:
+            target.close()
     return TransferReport(rows, artifacts)
 
 
 def _refuse_occupied(conn: Any) -> None:
-    counts = {
-        table: conn.execute(f"SELECT count(*) AS n FROM {table}").fetchone()["n"]
-        for table in _OCCUPIED
-    }
+    counts = {table: conn.execute(query).fetchone()["n"] for table, query in _OCCUPIED.items()}
     if any(counts.values()):
         raise RegistryError(
             ErrorCode.METADATA_WRITE_FAILED,
