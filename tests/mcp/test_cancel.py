@@ -1,0 +1,200 @@
+"""``notifications/cancelled`` (docs/mcp.md#cancellation), through the real `splice mcp` and
+a real sandbox, with one admission slot: a cancelled call's Node process is gone at once, its
+slot serves the next call and no answer is sent for its id. Cancellations of another
+session's call, of another id (``"1"`` is not ``1``), of an unknown or finished call and of
+``initialize`` do nothing. Before, every cancellation was ignored: the process ran on to its
+60 s timeout and held the only slot."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2 as httpx
+import pytest
+
+from testing.cli import run_splice
+from testing.mcp_clients import (
+    LineClient,
+    child_env,
+    free_port,
+    http_server,
+    sdk_http,
+    sdk_stdio,
+    splice_argv,
+)
+from testing.pool import sandbox_pids, wait_until_gone
+from testing.registry_fixtures import embedded_store, new_project, publish
+
+pytestmark = pytest.mark.node
+
+TOKEN = "cancel-token-0123456789abcdefghij"
+# Waits for ever when asked to (a timer keeps Node alive; the promise never settles), under
+# the process title it is given: the warm pool's spare, started for the next call, has the
+# same command line.
+HANG_TOOL = """export default async function t(input) {
+  if (!input.hang) return { done: true };
+  process.title = input.hang;
+  setInterval(() => {}, 1000);
+  return new Promise(() => {});
+}
+"""
+TOOL = "acme_hang_t"
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str], str]:
+    """A project with @acme/hang; its environment (one slot); a prefix unique to this run
+    for the titles of the calls' processes."""
+    base = tmp_path_factory.mktemp("mcp-cancel")
+    home = base / "home" / ".splice"
+    env = {"HOME": str(base / "home"), "SPLICE_HOME": str(home)}
+    tool = {
+        "name": "t",
+        "description": "Waits.",
+        "entry": "tools/hello.js",
+        "timeoutMs": 60000,
+        "input": {"type": "object", "properties": {"hang": {"type": "string"}}},
+    }
+    publish(embedded_store(home), base / "work", name="hang", manifest={"tools": [tool]},
+            files={"tools/hello.js": HANG_TOOL})  # fmt: skip
+    project = new_project(base / "project")
+    added = run_splice("add", "@acme/hang", cwd=project, env=env, timeout=300)
+    assert added.code == 0, added.stderr
+    return (
+        project,
+        child_env({**env, "SPLICE_MCP_MAX_CALLS": "1", "SPLICE_MCP_TOKEN": TOKEN}),
+        f"{base}/hang",
+    )
+
+
+def _started(needle: str) -> None:
+    """Wait until the hanging call's Node process runs."""
+    for _ in range(400):
+        if sandbox_pids(needle):
+            return
+        threading.Event().wait(0.025)
+    raise AssertionError("the call's process never started")
+
+
+async def _cancel_with_the_sdk(session: Any, title: str) -> None:
+    """The SDK client abandons a running call (its cancel scope): it sends the cancellation."""
+    async with anyio.create_task_group() as group:
+        scope = anyio.CancelScope()
+
+        async def hang() -> None:
+            with scope:
+                await session.call_tool(TOOL, {"hang": title})
+
+        group.start_soon(hang)
+        await anyio.to_thread.run_sync(_started, title)
+        scope.cancel()
+    # Off the loop: the client sends its notification from there.
+    assert await anyio.to_thread.run_sync(wait_until_gone, title) == []
+    served = await session.call_tool(TOOL, {})  # the only slot is free again
+    assert served.structured_content == {"done": True}
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_the_sdk_client_cancels_a_running_call(installed, transport: str) -> None:
+    project, env, prefix = installed
+    title = f"{prefix}-sdk-{transport}"
+
+    async def scenario(url: str | None) -> None:
+        if url is None:
+            async with sdk_stdio(splice_argv("mcp"), env=env, cwd=project) as session:
+                await _cancel_with_the_sdk(session, title)
+        else:
+            async with sdk_http(url, TOKEN) as session:
+                await _cancel_with_the_sdk(session, title)
+
+    if transport == "stdio":
+        anyio.run(scenario, None)
+        return
+    argv = splice_argv("mcp", "--http", "--port", str(free_port()))
+    with http_server(argv, env=env, cwd=project) as (url, _process):
+        anyio.run(scenario, url)
+
+
+def _cancel(request_id: Any) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": {"requestId": request_id},
+    }
+
+
+def _call(request_id: Any, hang: str | None = None) -> dict[str, Any]:
+    arguments = {"name": TOOL, "arguments": {"hang": hang} if hang else {}}
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": arguments}
+
+
+def test_over_stdio_only_the_exact_id_cancels_and_nothing_is_answered_for_it(installed) -> None:
+    """Cancellations are applied in stdin order, so a ping's answer says the one before it
+    was applied."""
+    project, env, prefix = installed
+    needle = f"{prefix}-stdio"
+    client = LineClient(splice_argv("mcp"), env=env, cwd=project)
+    try:
+        init = {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        }
+        client.request({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": init})
+        assert client.receive()["id"] == "init"
+        client.request(_cancel("init"))  # initialize cannot be cancelled: ignored
+        client.request(_call(1, needle))
+        _started(needle)
+        for ignored in ("1", 99, None, [1]):  # another id (a string), unknown, malformed
+            client.request(_cancel(ignored))
+        client.request({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+        assert client.receive() == {"jsonrpc": "2.0", "id": 2, "result": {}}
+        assert sandbox_pids(needle) != []  # still running
+        client.request(_cancel(1))
+        assert wait_until_gone(needle) == []
+        client.request(_call(3))  # served once the slot is free
+        answered = client.receive()
+        assert answered["id"] == 3 and answered["result"]["structuredContent"] == {"done": True}
+        client.request(_cancel(3))  # finished: ignored
+        client.request({"jsonrpc": "2.0", "id": 4, "method": "ping"})
+        assert client.receive()["id"] == 4
+    finally:
+        code, rest, stderr = client.close()
+    assert code == 0
+    assert [json.loads(line)["id"] for line in rest.splitlines()] == []  # nothing for 1
+    assert "tools/call 1 cancelled by its client" in stderr
+
+
+def test_over_http_only_the_calling_session_cancels(installed) -> None:
+    project, env, prefix = installed
+    needle = f"{prefix}-http"
+    argv = splice_argv("mcp", "--http", "--port", str(free_port()))
+    with http_server(argv, env=env, cwd=project) as (url, _process):
+        headers = {
+            "Authorization": f"Bearer {TOKEN}",
+            "Accept": "application/json",
+            "mcp-protocol-version": "2025-11-25",
+        }
+
+        def post(message: dict[str, Any], session: str | None) -> httpx.Response:
+            extra = {"mcp-session-id": session} if session else {}
+            return httpx.post(url, json=message, headers={**headers, **extra}, timeout=60)
+
+        answers: list[httpx.Response] = []
+        caller = threading.Thread(target=lambda: answers.append(post(_call(1, needle), "sa")))
+        caller.start()
+        _started(needle)
+        # Another session, no session, another id of the same session: nothing is cancelled.
+        for message, session in ((_cancel(1), "sb"), (_cancel(1), None), (_cancel("1"), "sa")):
+            assert post(message, session).status_code == 202
+        assert sandbox_pids(needle) != []
+        assert post(_cancel(1), "sa").status_code == 202
+        caller.join(30)
+        assert [(a.status_code, a.content) for a in answers] == [(202, b"")]  # no answer
+        assert wait_until_gone(needle) == []
+        served = post(_call(2), "sb").json()  # the only slot is free
+        assert served["result"]["structuredContent"] == {"done": True}
