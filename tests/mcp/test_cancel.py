@@ -8,6 +8,7 @@ session's call, of another id (``"1"`` is not ``1``), of an unknown or finished 
 from __future__ import annotations
 
 import json
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -16,14 +17,13 @@ import anyio
 import httpx2 as httpx
 import pytest
 
-from testing.cli import run_splice
+from splice_build.sdk import Splice
 from testing.mcp_clients import (
     LineClient,
     child_env,
     free_port,
     http_server,
     sdk_http,
-    sdk_stdio,
     splice_argv,
 )
 from testing.pool import sandbox_pids, wait_until_gone
@@ -62,8 +62,8 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
     publish(embedded_store(home), base / "work", name="hang", manifest={"tools": [tool]},
             files={"tools/hello.js": HANG_TOOL})  # fmt: skip
     project = new_project(base / "project")
-    added = run_splice("add", "@acme/hang", cwd=project, env=env, timeout=300)
-    assert added.code == 0, added.stderr
+    with Splice(project, env={**os.environ, **env}) as splice:  # in-process: no CLI start-up
+        splice.add(["@acme/hang"])
     return (
         project,
         child_env({**env, "SPLICE_MCP_MAX_CALLS": "1", "SPLICE_MCP_TOKEN": TOKEN}),
@@ -81,7 +81,8 @@ def _started(needle: str) -> None:
 
 
 async def _cancel_with_the_sdk(session: Any, title: str) -> None:
-    """The SDK client abandons a running call (its cancel scope): it sends the cancellation."""
+    """The SDK client abandons a running call (its cancel scope): it sends the cancellation;
+    the process is gone and the only slot serves the next call."""
     async with anyio.create_task_group() as group:
         scope = anyio.CancelScope()
 
@@ -96,27 +97,6 @@ async def _cancel_with_the_sdk(session: Any, title: str) -> None:
     assert await anyio.to_thread.run_sync(wait_until_gone, title) == []
     served = await session.call_tool(TOOL, {})  # the only slot is free again
     assert served.structured_content == {"done": True}
-
-
-@pytest.mark.parametrize("transport", ["stdio", "http"])
-def test_the_sdk_client_cancels_a_running_call(installed, transport: str) -> None:
-    project, env, prefix = installed
-    title = f"{prefix}-sdk-{transport}"
-
-    async def scenario(url: str | None) -> None:
-        if url is None:
-            async with sdk_stdio(splice_argv("mcp"), env=env, cwd=project) as session:
-                await _cancel_with_the_sdk(session, title)
-        else:
-            async with sdk_http(url, TOKEN) as session:
-                await _cancel_with_the_sdk(session, title)
-
-    if transport == "stdio":
-        anyio.run(scenario, None)
-        return
-    argv = splice_argv("mcp", "--http", "--port", str(free_port()))
-    with http_server(argv, env=env, cwd=project) as (url, _process):
-        anyio.run(scenario, url)
 
 
 def _cancel(request_id: Any) -> dict[str, Any]:
@@ -170,10 +150,18 @@ def test_over_stdio_only_the_exact_id_cancels_and_nothing_is_answered_for_it(ins
 
 
 def test_over_http_only_the_calling_session_cancels(installed) -> None:
+    """The SDK client cancels its call; then, by hand: cancellations from another session,
+    without a session or of another id do nothing, and the call gets no answer."""
     project, env, prefix = installed
     needle = f"{prefix}-http"
     argv = splice_argv("mcp", "--http", "--port", str(free_port()))
     with http_server(argv, env=env, cwd=project) as (url, _process):
+
+        async def with_the_sdk() -> None:
+            async with sdk_http(url, TOKEN) as session:
+                await _cancel_with_the_sdk(session, f"{prefix}-sdk")
+
+        anyio.run(with_the_sdk)
         headers = {
             "Authorization": f"Bearer {TOKEN}",
             "Accept": "application/json",
@@ -198,3 +186,26 @@ def test_over_http_only_the_calling_session_cancels(installed) -> None:
         assert wait_until_gone(needle) == []
         served = post(_call(2), "sb").json()  # the only slot is free
         assert served["result"]["structuredContent"] == {"done": True}
+
+
+def test_a_call_cancelled_as_it_succeeds_leaves_no_kept_process(installed, monkeypatch) -> None:
+    """With reuse, a cancel that comes after the result was read (the session already
+    decided to keep the process) still ends the process: it is never given back."""
+    from splice_build.runtime import runtime as runtime_module
+    from splice_build.runtime.cancel import Cancellation, cancellable
+
+    project, env, _prefix = installed
+    token = Cancellation()
+    run = runtime_module.Session.run
+
+    def run_then_cancel(self: Any) -> Any:
+        outcome = run(self)
+        token.cancel()
+        return outcome
+
+    monkeypatch.setattr(runtime_module.Session, "run", run_then_cancel)
+    with Splice(project, env=env, reuse=True) as splice, cancellable(token):
+        assert splice.run(TOOL, {}).ok
+        runtime = splice._runtime_instance
+        assert runtime is not None and runtime._reuse is not None
+        assert runtime._reuse.idle_pids() == []
