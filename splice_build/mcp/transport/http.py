@@ -21,7 +21,10 @@ so other requests are answered while as many calls run as the admission allows. 
 whose client closed the connection while it waited is dropped when its turn comes,
 unanswered. An ``initialize`` answer carries a fresh session id: the server keeps no state
 for it and never checks it (any instance may answer any request), so it earns no room in
-the queue.
+the queue. With the client's address it scopes ``notifications/cancelled``
+(docs/mcp.md#cancellation): a cancellation reaches only the calls its own session sent; a
+call cancelled while it waits leaves the queue, and a cancelled call's POST is answered 202
+with no body.
 
 The loop only routes: the body is decoded, and every answer written, in the thread pool (or
 on the call's own thread), so a megabyte of JSON in or out delays no other client.

@@ -13,7 +13,9 @@ so a ``ping`` is answered while calls wait. At most ``MAX_IN_FLIGHT`` messages a
 beyond that the reader stops reading stdin (back-pressure). The server stops when stdin ends.
 A message whose turn comes after the client stopped reading stdout (the pipe's reader is
 gone, or a write failed) is dropped unanswered: calls already running finish, none queued
-behind them starts a sandbox process for nobody.
+behind them starts a sandbox process for nobody. A ``notifications/cancelled`` is applied
+by the reader itself, in stdin order (docs/mcp.md#cancellation): the call it names is ended,
+or leaves the queue, and gets no answer.
 """
 
 from __future__ import annotations
