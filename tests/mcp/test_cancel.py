@@ -116,7 +116,7 @@ def test_over_stdio_only_the_exact_id_cancels_and_nothing_is_answered_for_it(ins
     """Cancellations are applied in stdin order, so a ping's answer says the one before it
     was applied."""
     project, env, prefix = installed
-    needle = f"{prefix}-stdio"
+    needle, queued = f"{prefix}-stdio-run", f"{prefix}-stdio-queued"
     client = LineClient(splice_argv("mcp"), env=env, cwd=project)
     try:
         init = {
@@ -129,6 +129,8 @@ def test_over_stdio_only_the_exact_id_cancels_and_nothing_is_answered_for_it(ins
         client.request(_cancel("init"))  # initialize cannot be cancelled: ignored
         client.request(_call(1, needle))
         _started(needle)
+        client.request(_call(5, queued))  # waits for the only slot
+        client.request(_cancel(5))  # leaves the queue
         for ignored in ("1", 99, None, [1]):  # another id (a string), unknown, malformed
             client.request(_cancel(ignored))
         client.request({"jsonrpc": "2.0", "id": 2, "method": "ping"})
@@ -145,8 +147,10 @@ def test_over_stdio_only_the_exact_id_cancels_and_nothing_is_answered_for_it(ins
     finally:
         code, rest, stderr = client.close()
     assert code == 0
-    assert [json.loads(line)["id"] for line in rest.splitlines()] == []  # nothing for 1
+    assert [json.loads(line)["id"] for line in rest.splitlines()] == []  # nothing for 1 or 5
     assert "tools/call 1 cancelled by its client" in stderr
+    assert "tools/call 5 cancelled by its client" in stderr
+    assert sandbox_pids(queued) == []  # it never ran
 
 
 def test_over_http_only_the_calling_session_cancels(installed) -> None:
