@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import threading
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 import httpx2 as httpx
@@ -189,6 +191,22 @@ def test_over_http_only_the_calling_session_cancels(installed) -> None:
         assert [(a.status_code, a.content) for a in answers] == [(202, b"")]  # no answer
         assert wait_until_gone(needle) == []
         served = post(_call(2), "sb").json()  # the only slot is free
+        assert served["result"]["structuredContent"] == {"done": True}
+
+        # A client that closes its connection cancels its running call (no session needed).
+        left = f"{prefix}-left"
+        body = json.dumps(_call(7, left)).encode()
+        head = (
+            f"POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+            "Content-Type: application/json\r\nmcp-protocol-version: 2025-11-25\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        )
+        parts = urlsplit(url)
+        with socket.create_connection((parts.hostname, parts.port)) as connection:
+            connection.sendall(head.encode() + body)
+            _started(left)
+        assert wait_until_gone(left) == []
+        served = post(_call(8), "sb").json()
         assert served["result"]["structuredContent"] == {"done": True}
 
 

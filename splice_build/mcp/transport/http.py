@@ -24,7 +24,7 @@ for it and never checks it (any instance may answer any request), so it earns no
 the queue. With the client's address it scopes ``notifications/cancelled``
 (docs/mcp.md#cancellation): a cancellation reaches only the calls its own session sent; a
 call cancelled while it waits leaves the queue, and a cancelled call's POST is answered 202
-with no body.
+with no body. A client that closes its connection while its call runs cancels it.
 
 The loop only routes: the body is decoded, and every answer written, in the thread pool (or
 on the call's own thread), so a megabyte of JSON in or out delays no other client.
@@ -132,6 +132,15 @@ class _Refusal(Exception):
 
 class _ClientGone(Exception):
     """The client closed its connection while its call waited for a slot."""
+
+
+async def _cancel_on_leave(request: Request, token: Cancellation) -> None:
+    """Cancel a running call when its client closes the connection: nobody is left to read
+    its answer, and its process would hold a slot to its timeout (docs/mcp.md#cancellation).
+    The body has been read, so the server's next message is the disconnect; anything else
+    ends the watch (never a loop that spins)."""
+    if (await request.receive())["type"] == "http.disconnect":
+        token.cancel()
 
 
 def _is_json(content_type: str) -> bool:
@@ -250,9 +259,13 @@ class McpHttpApp:
                     try:
                         if await request.is_disconnected():
                             raise _ClientGone  # it left while it waited: no call for nobody
-                        answer = await to_thread.run_sync(
-                            self._answer, message, session, ticket, limiter=self._call_threads
-                        )
+                        watch = asyncio.ensure_future(_cancel_on_leave(request, ticket.token))
+                        try:
+                            answer = await to_thread.run_sync(
+                                self._answer, message, session, ticket, limiter=self._call_threads
+                            )
+                        finally:
+                            watch.cancel()
                     finally:
                         self._admission.release()
             except Busy:
