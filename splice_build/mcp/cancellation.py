@@ -98,7 +98,7 @@ class InFlight:
         with self._lock:
             tickets = list(self._tickets.get(_key(scope, found), ()))
         for ticket in tickets:
-            self._log(f"tools/call {shown_id(found)} cancelled by its client: no answer is sent")
+            self._log(f"tools/call {shown_id(found)} cancelled by its client")
             ticket.token.cancel()
 
 

@@ -83,8 +83,8 @@ def _started(needle: str) -> None:
 
 
 async def _cancel_with_the_sdk(session: Any, title: str) -> None:
-    """The SDK client abandons a running call (its cancel scope): it sends the cancellation;
-    the process is gone and the only slot serves the next call."""
+    """The SDK client abandons a running call (its cancel scope): it sends the cancellation,
+    and the process is gone."""
     async with anyio.create_task_group() as group:
         scope = anyio.CancelScope()
 
@@ -97,8 +97,6 @@ async def _cancel_with_the_sdk(session: Any, title: str) -> None:
         scope.cancel()
     # Off the loop: the client sends its notification from there.
     assert await anyio.to_thread.run_sync(wait_until_gone, title) == []
-    served = await session.call_tool(TOOL, {})  # the only slot is free again
-    assert served.structured_content == {"done": True}
 
 
 def _cancel(request_id: Any) -> dict[str, Any]:
@@ -181,7 +179,7 @@ def test_over_http_only_the_calling_session_cancels(installed) -> None:
         answers: list[httpx.Response] = []
         caller = threading.Thread(target=lambda: answers.append(post(_call(1, needle), "sa")))
         caller.start()
-        _started(needle)
+        _started(needle)  # the SDK's cancelled call left the only slot free
         # Another session, no session, another id of the same session: nothing is cancelled.
         for message, session in ((_cancel(1), "sb"), (_cancel(1), None), (_cancel("1"), "sa")):
             assert post(message, session).status_code == 202
@@ -190,8 +188,6 @@ def test_over_http_only_the_calling_session_cancels(installed) -> None:
         caller.join(30)
         assert [(a.status_code, a.content) for a in answers] == [(202, b"")]  # no answer
         assert wait_until_gone(needle) == []
-        served = post(_call(2), "sb").json()  # the only slot is free
-        assert served["result"]["structuredContent"] == {"done": True}
 
         # A client that closes its connection cancels its running call (no session needed).
         left = f"{prefix}-left"
@@ -204,9 +200,9 @@ def test_over_http_only_the_calling_session_cancels(installed) -> None:
         parts = urlsplit(url)
         with socket.create_connection((parts.hostname, parts.port)) as connection:
             connection.sendall(head.encode() + body)
-            _started(left)
+            _started(left)  # the only slot was free again
         assert wait_until_gone(left) == []
-        served = post(_call(8), "sb").json()
+        served = post(_call(8), "sb").json()  # and is again
         assert served["result"]["structuredContent"] == {"done": True}
 
 
