@@ -53,9 +53,16 @@ class Ticket:
     """One message's tool call while it waits or runs: its ``token`` is cancelled by a
     matching ``notifications/cancelled``."""
 
-    def __init__(self, close: Callable[[], None]) -> None:
+    def __init__(self, close: Callable[[], None], shown: str, log: Callable[[str], None]) -> None:
         self.token = Cancellation()
         self._close = close
+        self._shown = shown
+        self._log = log
+
+    def cancel(self, why: str) -> None:
+        """Cancel the call and log ``why``, once: a repeated cancellation adds no log line."""
+        if self.token.cancel():
+            self._log(f"tools/call {self._shown} cancelled: {why}")
 
     def close(self) -> None:
         """The call is answered or dropped: no cancellation reaches it any more."""
@@ -73,8 +80,10 @@ class InFlight:
     def open(self, message: Any, scope: Hashable | None) -> Ticket:
         """A ticket for the tool call(s) of a decoded message (or batch), filed under
         ``scope`` unless it is None."""
-        keys = [] if scope is None else _call_keys(message, scope)
-        ticket = Ticket(lambda: self._remove(keys, ticket))
+        ids = _call_ids(message)
+        keys = [] if scope is None else [_key(scope, found) for found in ids]
+        shown = ", ".join(shown_id(found) for found in ids) or "without an id"
+        ticket = Ticket(lambda: self._remove(keys, ticket), shown, self._log)
         with self._lock:
             for key in keys:
                 self._tickets.setdefault(key, []).append(ticket)
@@ -98,21 +107,21 @@ class InFlight:
         with self._lock:
             tickets = list(self._tickets.get(_key(scope, found), ()))
         for ticket in tickets:
-            self._log(f"tools/call {shown_id(found)} cancelled by its client")
-            ticket.token.cancel()
+            ticket.cancel("notifications/cancelled from its client")
 
 
 def _key(scope: Hashable, value: str | int) -> _Key:
     return (scope, isinstance(value, str), value)
 
 
-def _call_keys(message: Any, scope: Hashable) -> list[_Key]:
+def _call_ids(message: Any) -> list[str | int]:
+    """The request ids of the tool calls of a decoded message (or batch)."""
     items = message if isinstance(message, list) else [message]
-    keys = []
+    ids = []
     for item in items:
         method = item.get("method") if isinstance(item, dict) else None
         if isinstance(method, str) and method in ADMITTED_METHODS:
             found = request_id(item.get("id"))
             if found is not None:
-                keys.append(_key(scope, found))
-    return keys
+                ids.append(found)
+    return ids

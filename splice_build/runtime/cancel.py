@@ -37,17 +37,19 @@ class Cancellation:
     def cancelled(self) -> bool:
         return self._cancelled
 
-    def cancel(self) -> None:
-        """Flip the switch: end the watched process now, and run the callbacks (each once)."""
+    def cancel(self) -> bool:
+        """Flip the switch: end the watched process now, and run the callbacks (each once).
+        False when it was already flipped (nothing more is done)."""
         with self._lock:
             if self._cancelled:
-                return
+                return False
             self._cancelled = True
             if self._process is not None:
                 self._process.end_now()
             callbacks, self._callbacks = self._callbacks, []
         for callback in callbacks:
             callback()
+        return True
 
     def on_cancel(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Run ``callback`` when the call is cancelled (at once if it already is); returns

@@ -148,8 +148,8 @@ def test_over_stdio_only_the_exact_id_cancels_and_nothing_is_answered_for_it(ins
         code, rest, stderr = client.close()
     assert code == 0
     assert [json.loads(line)["id"] for line in rest.splitlines()] == []  # nothing for 1 or 5
-    assert "tools/call 1 cancelled by its client" in stderr
-    assert "tools/call 5 cancelled by its client" in stderr
+    assert "tools/call 1 cancelled: notifications/cancelled from its client" in stderr
+    assert "tools/call 5 cancelled: notifications/cancelled from its client" in stderr
     assert sandbox_pids(queued) == []  # it never ran
 
 

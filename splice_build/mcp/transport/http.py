@@ -134,13 +134,13 @@ class _ClientGone(Exception):
     """The client closed its connection while its call waited for a slot."""
 
 
-async def _cancel_on_leave(request: Request, token: Cancellation) -> None:
+async def _cancel_on_leave(request: Request, ticket: Ticket) -> None:
     """Cancel a running call when its client closes the connection: nobody is left to read
     its answer, and its process would hold a slot to its timeout (docs/mcp.md#cancellation).
     The body has been read, so the server's next message is the disconnect; anything else
     ends the watch (never a loop that spins)."""
     if (await request.receive())["type"] == "http.disconnect":
-        token.cancel()
+        ticket.cancel("its client closed the connection")
 
 
 def _is_json(content_type: str) -> bool:
@@ -259,7 +259,7 @@ class McpHttpApp:
                     try:
                         if await request.is_disconnected():
                             raise _ClientGone  # it left while it waited: no call for nobody
-                        watch = asyncio.ensure_future(_cancel_on_leave(request, ticket.token))
+                        watch = asyncio.ensure_future(_cancel_on_leave(request, ticket))
                         try:
                             answer = await to_thread.run_sync(
                                 self._answer, message, session, ticket, limiter=self._call_threads
