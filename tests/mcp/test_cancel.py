@@ -133,6 +133,8 @@ def test_over_stdio_only_the_exact_id_cancels_and_nothing_is_answered_for_it(ins
         client.request(_cancel(5))  # leaves the queue
         for ignored in ("1", 99, None, [1]):  # another id (a string), unknown, malformed
             client.request(_cancel(ignored))
+        client.request({k: v for k, v in _cancel(1).items() if k != "jsonrpc"})
+        assert client.receive()["error"]["code"] == -32600  # not JSON-RPC 2.0: answered
         client.request({"jsonrpc": "2.0", "id": 2, "method": "ping"})
         assert client.receive() == {"jsonrpc": "2.0", "id": 2, "result": {}}
         assert sandbox_pids(needle) != []  # still running

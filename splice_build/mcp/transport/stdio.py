@@ -196,8 +196,9 @@ def serve_stdio(
             except ParseError:
                 writer.send(error_response(None, PARSE_ERROR, "Parse error"))
                 continue
-            if is_cancellation(message):
-                server.answer(message, session)  # here, in stdin order: no thread runs it late
+            if is_cancellation(message):  # here, in stdin order: no thread applies it late
+                if (refusal := server.answer(message, session)) is not None:
+                    writer.send(refusal)  # not JSON-RPC 2.0: answered as any message
                 continue
             slots.acquire()
             if not needs_admission(message):
