@@ -84,8 +84,8 @@ class AsyncAdmission:
     """At most ``limit`` calls at once; fair round-robin queues per client address, and
     within an address per session.
 
-    Used from one event loop only (no locks): ``async with admission.slot(address,
-    session): ...``. Shares are per address: a session id is whatever the client sends, so
+    Used from one event loop only (no locks): ``await admission.acquire(address,
+    session)``, then ``release()`` when the call ends. Shares are per address: a session id is whatever the client sends, so
     it only orders the calls of one address and never earns more room. ``per_address``
     optionally caps one address's waiting calls (default: the whole queue).
     """
@@ -111,9 +111,6 @@ class AsyncAdmission:
             OrderedDict()
         )
         self._held: dict[str, int] = {}  # waiting calls per address
-
-    def slot(self, address: str, session: str = "") -> _Slot:
-        return _Slot(self, address, session)
 
     async def acquire(self, address: str, session: str = "") -> None:
         """Take a slot, waiting in the queue of ``address`` (under ``session``) if none is
@@ -200,16 +197,3 @@ class AsyncAdmission:
                 del sessions[session]
             if not sessions:
                 del self._queues[address]
-
-
-class _Slot:
-    def __init__(self, admission: AsyncAdmission, address: str, session: str) -> None:
-        self._admission = admission
-        self._address = address
-        self._session = session
-
-    async def __aenter__(self) -> None:
-        await self._admission.acquire(self._address, self._session)
-
-    async def __aexit__(self, *exc: object) -> None:
-        self._admission.release()

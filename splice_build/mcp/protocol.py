@@ -18,14 +18,16 @@ all of them in turn), and is otherwise refused as a whole with one -32600 (id nu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
 from splice_build.errors import ErrorCode, SpliceError
 from splice_build.mcp import mapping
 from splice_build.mcp.admission import needs_admission
+from splice_build.mcp.cancellation import InFlight, Ticket
 from splice_build.mcp.interface import Backend, Refused, ServerInfo, UnknownResource, UnknownTool
 from splice_build.records import dataclass
+from splice_build.runtime.cancel import cancellable
 from splice_build.security.terminal import json_terminal_safe
 from splice_build.spec import json_text
 from splice_build.spec.json_depth import nesting_depth
@@ -48,6 +50,7 @@ INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 RESOURCE_NOT_FOUND = -32002
 UNAUTHORIZED = -32001
+CANCELLED = "notifications/cancelled"
 
 Log = Callable[[str], None]
 
@@ -58,9 +61,12 @@ class ParseError(ValueError):
 
 @dataclass
 class Session:
-    """Per-connection state: the negotiated protocol version (stdio) or the header's (HTTP)."""
+    """Per-connection state: the negotiated protocol version (stdio) or the header's (HTTP),
+    and the scope whose calls its ``notifications/cancelled`` may reach (mcp/cancellation.py;
+    None: none)."""
 
     protocol_version: str = LATEST_VERSION
+    scope: Hashable | None = None
 
     @property
     def structured(self) -> bool:
@@ -120,6 +126,15 @@ def _valid_id(value: Any) -> bool:
     return isinstance(value, str | int) and not isinstance(value, bool)
 
 
+def _call_ids(batch: list[Any]) -> list[Any]:
+    """The ids of a batch's tool calls (at most one: ``batch_refusal``)."""
+    return [
+        item.get("id")
+        for item in batch
+        if isinstance(item, dict) and item.get("method") == "tools/call"
+    ]
+
+
 class Server:
     """MCP methods over a ``Backend``; one instance serves every session of a process."""
 
@@ -127,6 +142,7 @@ class Server:
         self._backend = backend
         self._info = info
         self._log: Log = log or (lambda _message: None)
+        self._in_flight = InFlight(self._log)
         self._methods: dict[str, Callable[[dict[str, Any], Session], dict[str, Any]]] = {
             "initialize": self._initialize,
             "ping": lambda _params, _session: {},
@@ -138,8 +154,30 @@ class Server:
         }
 
     # entry points ------------------------------------------------------------------------
-    def answer(self, message: Any, session: Session) -> dict[str, Any] | list[Any] | None:
-        """Answer a decoded message or batch; None when nothing is to be sent back."""
+    def track(self, message: Any, session: Session) -> Ticket:
+        """The ticket of a message holding a tool call, opened as soon as it is read (before
+        it waits for a slot) and closed by the transport once the call is answered or
+        dropped: ``notifications/cancelled`` of the session's scope reaches it meanwhile."""
+        return self._in_flight.open(message, session.scope)
+
+    def answer(
+        self, message: Any, session: Session, ticket: Ticket | None = None
+    ) -> dict[str, Any] | list[Any] | None:
+        """Answer a decoded message or batch; None when nothing is to be sent back. The tool
+        call of a message with a ``ticket`` runs cancellable (runtime/cancel.py), and once
+        cancelled gets no answer."""
+        if ticket is None:
+            return self._answer(message, session)
+        with cancellable(ticket.token):
+            answer = self._answer(message, session)
+        if not ticket.token.cancelled:
+            return answer
+        if isinstance(answer, list):  # a batch: its other answers still go
+            answer = [item for item in answer if item.get("id") not in _call_ids(message)]
+            return answer or None
+        return None
+
+    def _answer(self, message: Any, session: Session) -> dict[str, Any] | list[Any] | None:
         if not isinstance(message, list):
             return self.handle(message, session)
         refusal = batch_refusal(message, session)
@@ -166,7 +204,9 @@ class Server:
         if not isinstance(method, str):
             return error_response(request_id, INVALID_REQUEST, "Invalid Request")
         if not has_id:
-            return None  # notifications (initialized, cancelled, …) need no action
+            if method == CANCELLED:
+                self._in_flight.cancel(message.get("params"), session.scope)
+            return None  # other notifications (initialized, …) need no action
         params = message.get("params", {})
         if params is None:
             params = {}

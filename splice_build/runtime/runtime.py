@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from splice_build.errors import ErrorCode, SandboxError, SpliceError
 from splice_build.records import dataclass, fields, replace
-from splice_build.runtime import sandbox
+from splice_build.runtime import cancel, sandbox
 from splice_build.runtime.capabilities import CapabilityBroker, CapabilityChannel, CapabilityReply
 from splice_build.runtime.fetch_channel import FetchChannel, TableResolver
 from splice_build.runtime.host_files import host_dir
@@ -298,9 +298,14 @@ class SpliceRuntime:
         except SpliceError as exc:
             return finish(error=ToolError(exc.code, exc.message, exc.details, exc.hint))
         isolation = process.isolation
+        cancellation = cancel.current()  # an MCP client's notifications/cancelled ends it
+        cancellation.watch(process)
         try:
-            return self._run(pkg, tool, job_input, env, process, lease, clean, finish, budget)
+            return self._run(
+                pkg, tool, job_input, env, process, lease, clean, finish, budget, cancellation
+            )
         except BaseException:
+            cancellation.unwatch()
             process.close()  # never leave a started process behind (close is idempotent)
             raise
 
@@ -501,6 +506,7 @@ class SpliceRuntime:
         clean: Callable[[str], str],
         finish: Callable[..., ToolResult],
         budget: _RedactionBudget,
+        cancellation: cancel.Cancellation,
     ) -> ToolResult:
         perms = pkg.manifest.permissions
         timeout_ms = min(
@@ -562,6 +568,9 @@ class SpliceRuntime:
             # Only a clean success is served again: any failure, the output's included.
             kept = outcome.kept and error is None
         finally:
+            # From here no cancel reaches the process; one that came is why it is not kept.
+            if cancellation.unwatch():
+                kept = False
             if kept and lease is not None and self._reuse is not None:
                 self._reuse.give_back(lease)
             else:

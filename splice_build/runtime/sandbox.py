@@ -30,6 +30,7 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 from functools import lru_cache
 from pathlib import Path
 
@@ -158,7 +159,10 @@ class SandboxProcess:
     message_fd: int  # parent reads frames from the host
     isolation: IsolationPlan = IN_PROCESS  # what was applied to it
     namespace_pidfd: int | None = None  # PID 1 of its PID namespace (the OS layer), if any
+    leader_pidfd: int | None = None  # the started process itself (``end_now``), if any
     _closed: bool = field(default=False, init=False, repr=False)
+    # Held while a pidfd is signalled or closed: a closed fd's number may be reused at once.
+    _pidfd_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     @property
     def pid(self) -> int:
@@ -181,6 +185,21 @@ class SandboxProcess:
         """SIGKILL the whole process group (the host and anything it could have started)."""
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.popen.pid, signal.SIGKILL)
+
+    def end_now(self) -> None:
+        """SIGKILL the started process and its namespace's PID 1, from any thread (a
+        cancelled call, runtime/cancel.py).
+
+        Through pidfds, which name these very processes: the call's own thread may reap
+        the process meanwhile, and a pid (or group id) freed that way could already name
+        another process. The rest of the group follows on the call's thread, as after a
+        timeout: with its pipes closed the session ends and kills the group, whose id stays
+        reserved until its leader is reaped. Without pidfds (not Linux) nothing is sent."""
+        with self._pidfd_lock:
+            for fd in (self.leader_pidfd, self.namespace_pidfd):
+                if fd is not None and not self._closed:
+                    with contextlib.suppress(OSError):
+                        signal.pidfd_send_signal(fd, signal.SIGKILL)
 
     def close(self) -> None:
         """Kill, reap, wait for the namespace's PID 1 and release the fds; safe to call again
@@ -206,10 +225,14 @@ class SandboxProcess:
             if stream is not None:
                 with contextlib.suppress(OSError):
                     stream.close()
-        for fd in (self.job_fd, self.message_fd, self.namespace_pidfd):
-            if fd is not None:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
+        for fd in (self.job_fd, self.message_fd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        with self._pidfd_lock:
+            for fd in (self.namespace_pidfd, self.leader_pidfd):
+                if fd is not None:
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
 
 
 # Pipe capacity (Linux): fetch bodies travel in frames of up to ~350 KB; the default 64 KiB
@@ -262,7 +285,7 @@ def start(spec: SandboxSpec) -> SandboxProcess:
     os.close(job_r)
     os.close(msg_w)
     pidfd = _namespace_pidfd(popen.pid) if spec.isolation.os_layer else None
-    return SandboxProcess(popen, job_w, msg_r, spec.isolation, pidfd)
+    return SandboxProcess(popen, job_w, msg_r, spec.isolation, pidfd, _leader_pidfd(popen.pid))
 
 
 def _changed_source(report_r: int | None, report_w: int | None) -> str:
@@ -279,6 +302,14 @@ def _changed_source(report_r: int | None, report_w: int | None) -> str:
         return ""
     finally:
         os.close(report_r)
+
+
+def _leader_pidfd(pid: int) -> int | None:
+    """A pidfd of the started process (not reaped yet: only its owner waits on it)."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
 
 
 def _namespace_pidfd(pid: int) -> int | None:

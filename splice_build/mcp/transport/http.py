@@ -21,7 +21,10 @@ so other requests are answered while as many calls run as the admission allows. 
 whose client closed the connection while it waited is dropped when its turn comes,
 unanswered. An ``initialize`` answer carries a fresh session id: the server keeps no state
 for it and never checks it (any instance may answer any request), so it earns no room in
-the queue.
+the queue. With the client's address it scopes ``notifications/cancelled``
+(docs/mcp.md#cancellation): a cancellation reaches only the calls its own session sent; a
+call cancelled while it waits leaves the queue, and a cancelled call's POST is answered 202
+with no body. A client that closes its connection while its call runs cancels it.
 
 The loop only routes: the body is decoded, and every answer written, in the thread pool (or
 on the call's own thread), so a megabyte of JSON in or out delays no other client.
@@ -50,6 +53,7 @@ from splice_build.mcp.admission import (
     busy_data,
     needs_admission,
 )
+from splice_build.mcp.cancellation import Ticket
 from splice_build.mcp.protocol import (
     INVALID_REQUEST,
     PARSE_ERROR,
@@ -71,6 +75,7 @@ if TYPE_CHECKING:
     from starlette.responses import Response
 
     from splice_build.client_address import IPNetwork
+    from splice_build.runtime.cancel import Cancellation
 
 MAX_BODY_BYTES = 1024 * 1024
 BODY_SECONDS = 30.0  # the whole body must arrive within this, once the head has
@@ -127,6 +132,15 @@ class _Refusal(Exception):
 
 class _ClientGone(Exception):
     """The client closed its connection while its call waited for a slot."""
+
+
+async def _cancel_on_leave(request: Request, ticket: Ticket) -> None:
+    """Cancel a running call when its client closes the connection: nobody is left to read
+    its answer, and its process would hold a slot to its timeout (docs/mcp.md#cancellation).
+    The body has been read, so the server's next message is the disconnect; anything else
+    ends the watch (never a loop that spins)."""
+    if (await request.receive())["type"] == "http.disconnect":
+        ticket.cancel("its client closed the connection")
 
 
 def _is_json(content_type: str) -> bool:
@@ -231,17 +245,29 @@ class McpHttpApp:
             message = await run_in_threadpool(parse_message, body, max_bytes=MAX_BODY_BYTES)
         except ParseError as exc:
             raise _Refusal(400, PARSE_ERROR, "Parse error") from exc
-        session = Session(version)
+        address, session_id = self._client_key(request)
+        # Only a session the client names can cancel, and only its own calls: with no id,
+        # every client's requests would share one scope.
+        session = Session(version, scope=(address, session_id) if session_id else None)
         if isinstance(message, list) and (refusal := batch_refusal(message, session)):
             raise _Refusal(400, INVALID_REQUEST, refusal)
         if needs_admission(message):
+            ticket = self._server.track(message, session)
             try:
-                async with self._admission.slot(*self._client_key(request)):
-                    if await request.is_disconnected():
-                        raise _ClientGone  # it left while it waited: no call for nobody
-                    answer = await to_thread.run_sync(
-                        self._answer, message, session, limiter=self._call_threads
-                    )
+                answer = None  # cancelled while it waited: it never runs, nothing is answered
+                if await self._admitted(address, session_id, ticket.token):
+                    try:
+                        if await request.is_disconnected():
+                            raise _ClientGone  # it left while it waited: no call for nobody
+                        watch = asyncio.ensure_future(_cancel_on_leave(request, ticket))
+                        try:
+                            answer = await to_thread.run_sync(
+                                self._answer, message, session, ticket, limiter=self._call_threads
+                            )
+                        finally:
+                            watch.cancel()
+                    finally:
+                        self._admission.release()
             except Busy:
                 raise _Refusal(
                     503,
@@ -250,6 +276,8 @@ class McpHttpApp:
                     {"retry-after": str(RETRY_AFTER_SECONDS)},
                     busy_data(),
                 ) from None
+            finally:
+                ticket.close()
         else:
             answer = await run_in_threadpool(self._answer, message, session)
         if answer is None:
@@ -259,11 +287,39 @@ class McpHttpApp:
             extra = {SESSION_HEADER: secrets.token_urlsafe(16)}
         return Response(answer, status_code=200, headers=extra, media_type="application/json")
 
-    def _answer(self, message: Any, session: Session) -> bytes | None:
-        """The answer's bytes (None: notifications only), written on the answering thread: a
-        tool result or a resource can be megabytes, and the loop serves every other client."""
-        answer = self._server.answer(message, session)
+    def _answer(self, message: Any, session: Session, ticket: Ticket | None = None) -> bytes | None:
+        """The answer's bytes (None: notifications only, or a cancelled call), written on
+        the answering thread: a tool result or a resource can be megabytes, and the loop
+        serves every other client."""
+        answer = self._server.answer(message, session, ticket)
         return None if answer is None else encode(answer)
+
+    async def _admitted(self, address: str, session_id: str, token: Cancellation) -> bool:
+        """Take an admission slot; False, holding none, when the call is cancelled first: a
+        cancel that comes while it waits takes it out of its queue at once (the same path
+        as a client that went away, ``AsyncAdmission._give_up``)."""
+        if token.cancelled:
+            return False
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None, "BUG: admission outside a task"
+        waiting = True
+
+        def interrupt() -> None:  # on the loop, so ``waiting`` is read after any change
+            if waiting:
+                task.cancel()
+
+        remove = token.on_cancel(lambda: loop.call_soon_threadsafe(interrupt))
+        try:
+            await self._admission.acquire(address, session_id)
+        except asyncio.CancelledError:
+            if token.cancelled and task.uncancel() == 0:
+                return False  # our own interruption, and nobody else's
+            raise
+        finally:
+            waiting = False
+            remove()
+        return True
 
     @staticmethod
     def _client_key(request: Request) -> tuple[str, str]:

@@ -13,7 +13,9 @@ so a ``ping`` is answered while calls wait. At most ``MAX_IN_FLIGHT`` messages a
 beyond that the reader stops reading stdin (back-pressure). The server stops when stdin ends.
 A message whose turn comes after the client stopped reading stdout (the pipe's reader is
 gone, or a write failed) is dropped unanswered: calls already running finish, none queued
-behind them starts a sandbox process for nobody.
+behind them starts a sandbox process for nobody. A ``notifications/cancelled`` is applied
+by the reader itself, in stdin order (docs/mcp.md#cancellation): the call it names is ended,
+or leaves the queue, and gets no answer.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO, Final
 
 from splice_build.mcp.admission import needs_admission
+from splice_build.mcp.cancellation import Ticket, is_cancellation
 from splice_build.mcp.protocol import (
     INVALID_REQUEST,
     PARSE_ERROR,
@@ -153,19 +156,26 @@ def serve_stdio(
 ) -> None:
     """Serve until stdin ends (or stdout closes), running at most ``max_calls`` tool calls at
     once; waits for calls in flight before returning."""
-    session = Session()
+    session = Session(scope="stdio")  # one client: its cancellations reach its calls
     writer = _Writer(stdout)
     slots = threading.BoundedSemaphore(MAX_IN_FLIGHT)
 
-    def work(message: Any) -> None:
+    def work(message: Any, ticket: Ticket | None) -> None:
         try:
             if writer.gone():
                 return  # the client left: no answer would be read
-            response = server.answer(message, session)
+            if ticket is not None and ticket.token.cancelled:
+                return  # cancelled as its turn came: it never runs
+            response = server.answer(message, session, ticket)
             if response is not None:
                 writer.send(response)
         finally:
-            slots.release()
+            done(ticket)
+
+    def done(ticket: Ticket | None) -> None:
+        if ticket is not None:
+            ticket.close()
+        slots.release()
 
     with (
         ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="splice-mcp") as pool,
@@ -186,5 +196,15 @@ def serve_stdio(
             except ParseError:
                 writer.send(error_response(None, PARSE_ERROR, "Parse error"))
                 continue
+            if is_cancellation(message):  # here, in stdin order: no thread applies it late
+                if (refusal := server.answer(message, session)) is not None:
+                    writer.send(refusal)  # not JSON-RPC 2.0: answered as any message
+                continue
             slots.acquire()
-            (calls if needs_admission(message) else pool).submit(work, message)
+            if not needs_admission(message):
+                pool.submit(work, message, None)
+                continue
+            ticket = server.track(message, session)  # known from now on, queued or running
+            queued = calls.submit(work, message, ticket)
+            # Cancelled while it waits for a thread: out of the queue, its place freed.
+            ticket.token.on_cancel(lambda q=queued, t=ticket: q.cancel() and done(t))

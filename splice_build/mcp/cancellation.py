@@ -1,0 +1,127 @@
+"""Tool calls in flight, for ``notifications/cancelled`` (docs/mcp.md#cancellation).
+
+A transport opens a ``Ticket`` for every message holding a ``tools/call`` as soon as it has
+read it (so a call waiting for a slot is known too) and closes it when the call is answered
+or dropped. A ticket is filed under its session's *scope* and the call's request id:
+``notifications/cancelled`` reaches only the calls filed under the scope of the session it
+came in. Over stdio the scope is the one client; over HTTP it is the client's address with
+the ``mcp-session-id`` the server gave at ``initialize`` (a request without one has no
+scope: its calls cannot be cancelled, since any other client sends no id as well). Ids match
+as JSON values: ``1`` and ``"1"`` are two ids. A cancellation of an id nobody filed (never
+issued, answered already, an ``initialize``) does nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from splice_build.mcp.admission import ADMITTED_METHODS
+from splice_build.runtime.cancel import Cancellation
+from splice_build.security.terminal import json_terminal_safe
+from splice_build.spec import json_text
+
+SHOWN_ID_CHARS = 64  # a request id in the log is cut there: it is the client's text
+
+_Key = tuple[Hashable, bool, str | int]
+
+
+def request_id(value: Any) -> str | int | None:
+    """``value`` if it is a JSON-RPC request id (a string or an integer), else None."""
+    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    return None
+
+
+def is_cancellation(message: Any) -> bool:
+    """Whether a decoded message is a ``notifications/cancelled`` (a notification: no id)."""
+    return (
+        isinstance(message, dict)
+        and message.get("method") == "notifications/cancelled"
+        and "id" not in message
+    )
+
+
+def shown_id(value: str | int) -> str:
+    """A request id as JSON for the log, terminal-safe and short."""
+    text = json_terminal_safe(json_text.dumps(value))
+    return text if len(text) <= SHOWN_ID_CHARS else f"{text[:SHOWN_ID_CHARS]}…"
+
+
+class Ticket:
+    """One message's tool call while it waits or runs: its ``token`` is cancelled by a
+    matching ``notifications/cancelled``."""
+
+    def __init__(self, close: Callable[[], None], shown: str, log: Callable[[str], None]) -> None:
+        self.token = Cancellation()
+        self._close = close
+        self._shown = shown
+        self._log = log
+
+    def cancel(self, why: str) -> None:
+        """Cancel the call and log ``why``, once: a repeated cancellation adds no log line."""
+        if self.token.cancel():
+            self._log(f"tools/call {self._shown} cancelled: {why}")
+
+    def close(self) -> None:
+        """The call is answered or dropped: no cancellation reaches it any more."""
+        self._close()
+
+
+class InFlight:
+    """The open tickets of a server, by scope and request id; used from any thread."""
+
+    def __init__(self, log: Callable[[str], None]) -> None:
+        self._log = log
+        self._lock = threading.Lock()
+        self._tickets: dict[_Key, list[Ticket]] = {}
+
+    def open(self, message: Any, scope: Hashable | None) -> Ticket:
+        """A ticket for the tool call(s) of a decoded message (or batch), filed under
+        ``scope`` unless it is None."""
+        ids = _call_ids(message)
+        keys = [] if scope is None else [_key(scope, found) for found in ids]
+        shown = ", ".join(shown_id(found) for found in ids) or "without an id"
+        ticket = Ticket(lambda: self._remove(keys, ticket), shown, self._log)
+        with self._lock:
+            for key in keys:
+                self._tickets.setdefault(key, []).append(ticket)
+        return ticket
+
+    def _remove(self, keys: list[_Key], ticket: Ticket) -> None:
+        with self._lock:
+            for key in keys:
+                tickets = self._tickets.get(key, [])
+                if ticket in tickets:
+                    tickets.remove(ticket)
+                if not tickets:
+                    self._tickets.pop(key, None)
+
+    def cancel(self, params: Any, scope: Hashable | None) -> None:
+        """Apply ``notifications/cancelled`` params from a session of ``scope``: cancel the
+        calls filed there under its ``requestId``; anything else is ignored."""
+        found = request_id(params.get("requestId")) if isinstance(params, dict) else None
+        if scope is None or found is None:
+            return
+        with self._lock:
+            tickets = list(self._tickets.get(_key(scope, found), ()))
+        for ticket in tickets:
+            ticket.cancel("notifications/cancelled from its client")
+
+
+def _key(scope: Hashable, value: str | int) -> _Key:
+    return (scope, isinstance(value, str), value)
+
+
+def _call_ids(message: Any) -> list[str | int]:
+    """The request ids of the tool calls of a decoded message (or batch)."""
+    items = message if isinstance(message, list) else [message]
+    ids = []
+    for item in items:
+        method = item.get("method") if isinstance(item, dict) else None
+        if isinstance(method, str) and method in ADMITTED_METHODS:
+            found = request_id(item.get("id"))
+            if found is not None:
+                ids.append(found)
+    return ids

@@ -1,0 +1,231 @@
+"""``notifications/cancelled`` (docs/mcp.md#cancellation), through the real `splice mcp` and
+a real sandbox, with one admission slot: a cancelled call's Node process is gone at once, its
+slot serves the next call and no answer is sent for its id. Cancellations of another
+session's call, of another id (``"1"`` is not ``1``), of an unknown or finished call and of
+``initialize`` do nothing. Before, every cancellation was ignored: the process ran on to its
+60 s timeout and held the only slot."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+import httpx2 as httpx
+import pytest
+
+from splice_build.sdk import Splice
+from testing.mcp_clients import (
+    LineClient,
+    child_env,
+    free_port,
+    http_server,
+    sdk_http,
+    splice_argv,
+)
+from testing.pool import sandbox_pids, wait_until_gone
+from testing.registry_fixtures import embedded_store, new_project, publish
+
+pytestmark = pytest.mark.node
+
+TOKEN = "cancel-token-0123456789abcdefghij"
+# Waits for ever when asked to (a timer keeps Node alive; the promise never settles), under
+# the process title it is given: the warm pool's spare, started for the next call, has the
+# same command line.
+HANG_TOOL = """export default async function t(input) {
+  if (!input.hang) return { done: true };
+  process.title = input.hang;
+  setInterval(() => {}, 1000);
+  return new Promise(() => {});
+}
+"""
+TOOL = "acme_hang_t"
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str], str]:
+    """A project with @acme/hang; its environment (one slot); a prefix unique to this run
+    for the titles of the calls' processes."""
+    base = tmp_path_factory.mktemp("mcp-cancel")
+    home = base / "home" / ".splice"
+    env = {"HOME": str(base / "home"), "SPLICE_HOME": str(home)}
+    tool = {
+        "name": "t",
+        "description": "Waits.",
+        "entry": "tools/hello.js",
+        "timeoutMs": 60000,
+        "input": {"type": "object", "properties": {"hang": {"type": "string"}}},
+    }
+    publish(embedded_store(home), base / "work", name="hang", manifest={"tools": [tool]},
+            files={"tools/hello.js": HANG_TOOL})  # fmt: skip
+    project = new_project(base / "project")
+    with Splice(project, env={**os.environ, **env}) as splice:  # in-process: no CLI start-up
+        splice.add(["@acme/hang"])
+    return (
+        project,
+        child_env({**env, "SPLICE_MCP_MAX_CALLS": "1", "SPLICE_MCP_TOKEN": TOKEN}),
+        f"{base}/hang",
+    )
+
+
+def _started(needle: str) -> None:
+    """Wait until the hanging call's Node process runs."""
+    for _ in range(400):
+        if sandbox_pids(needle):
+            return
+        threading.Event().wait(0.025)
+    raise AssertionError("the call's process never started")
+
+
+async def _cancel_with_the_sdk(session: Any, title: str) -> None:
+    """The SDK client abandons a running call (its cancel scope): it sends the cancellation,
+    and the process is gone."""
+    async with anyio.create_task_group() as group:
+        scope = anyio.CancelScope()
+
+        async def hang() -> None:
+            with scope:
+                await session.call_tool(TOOL, {"hang": title})
+
+        group.start_soon(hang)
+        await anyio.to_thread.run_sync(_started, title)
+        scope.cancel()
+    # Off the loop: the client sends its notification from there.
+    assert await anyio.to_thread.run_sync(wait_until_gone, title) == []
+
+
+def _cancel(request_id: Any) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": {"requestId": request_id},
+    }
+
+
+def _call(request_id: Any, hang: str | None = None) -> dict[str, Any]:
+    arguments = {"name": TOOL, "arguments": {"hang": hang} if hang else {}}
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": arguments}
+
+
+def test_over_stdio_only_the_exact_id_cancels_and_nothing_is_answered_for_it(installed) -> None:
+    """Cancellations are applied in stdin order, so a ping's answer says the one before it
+    was applied."""
+    project, env, prefix = installed
+    needle, queued = f"{prefix}-stdio-run", f"{prefix}-stdio-queued"
+    client = LineClient(splice_argv("mcp"), env=env, cwd=project)
+    try:
+        init = {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        }
+        client.request({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": init})
+        assert client.receive()["id"] == "init"
+        client.request(_cancel("init"))  # initialize cannot be cancelled: ignored
+        client.request(_call(1, needle))
+        _started(needle)
+        client.request(_call(5, queued))  # waits for the only slot
+        client.request(_cancel(5))  # leaves the queue
+        for ignored in ("1", 99, None, [1]):  # another id (a string), unknown, malformed
+            client.request(_cancel(ignored))
+        client.request({k: v for k, v in _cancel(1).items() if k != "jsonrpc"})
+        assert client.receive()["error"]["code"] == -32600  # not JSON-RPC 2.0: answered
+        client.request({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+        assert client.receive() == {"jsonrpc": "2.0", "id": 2, "result": {}}
+        assert sandbox_pids(needle) != []  # still running
+        client.request(_cancel(1))
+        assert wait_until_gone(needle) == []
+        client.request(_call(3))  # served once the slot is free
+        answered = client.receive()
+        assert answered["id"] == 3 and answered["result"]["structuredContent"] == {"done": True}
+        client.request(_cancel(3))  # finished: ignored
+        client.request({"jsonrpc": "2.0", "id": 4, "method": "ping"})
+        assert client.receive()["id"] == 4
+    finally:
+        code, rest, stderr = client.close()
+    assert code == 0
+    assert [json.loads(line)["id"] for line in rest.splitlines()] == []  # nothing for 1 or 5
+    assert "tools/call 1 cancelled: notifications/cancelled from its client" in stderr
+    assert "tools/call 5 cancelled: notifications/cancelled from its client" in stderr
+    assert sandbox_pids(queued) == []  # it never ran
+
+
+def test_over_http_only_the_calling_session_cancels(installed) -> None:
+    """The SDK client cancels its call; then, by hand: cancellations from another session,
+    without a session or of another id do nothing, and the call gets no answer."""
+    project, env, prefix = installed
+    needle = f"{prefix}-http"
+    argv = splice_argv("mcp", "--http", "--port", str(free_port()))
+    with http_server(argv, env=env, cwd=project) as (url, _process):
+
+        async def with_the_sdk() -> None:
+            async with sdk_http(url, TOKEN) as session:
+                await _cancel_with_the_sdk(session, f"{prefix}-sdk")
+
+        anyio.run(with_the_sdk)
+        headers = {
+            "Authorization": f"Bearer {TOKEN}",
+            "Accept": "application/json",
+            "mcp-protocol-version": "2025-11-25",
+        }
+
+        def post(message: dict[str, Any], session: str | None) -> httpx.Response:
+            extra = {"mcp-session-id": session} if session else {}
+            return httpx.post(url, json=message, headers={**headers, **extra}, timeout=60)
+
+        answers: list[httpx.Response] = []
+        caller = threading.Thread(target=lambda: answers.append(post(_call(1, needle), "sa")))
+        caller.start()
+        _started(needle)  # the SDK's cancelled call left the only slot free
+        # Another session, no session, another id of the same session: nothing is cancelled.
+        for message, session in ((_cancel(1), "sb"), (_cancel(1), None), (_cancel("1"), "sa")):
+            assert post(message, session).status_code == 202
+        assert sandbox_pids(needle) != []
+        assert post(_cancel(1), "sa").status_code == 202
+        caller.join(30)
+        assert [(a.status_code, a.content) for a in answers] == [(202, b"")]  # no answer
+        assert wait_until_gone(needle) == []
+
+        # A client that closes its connection cancels its running call (no session needed).
+        left = f"{prefix}-left"
+        body = json.dumps(_call(7, left)).encode()
+        head = (
+            f"POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+            "Content-Type: application/json\r\nmcp-protocol-version: 2025-11-25\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        )
+        parts = urlsplit(url)
+        with socket.create_connection((parts.hostname, parts.port)) as connection:
+            connection.sendall(head.encode() + body)
+            _started(left)  # the only slot was free again
+        assert wait_until_gone(left) == []
+        served = post(_call(8), "sb").json()  # and is again
+        assert served["result"]["structuredContent"] == {"done": True}
+
+
+def test_a_call_cancelled_as_it_succeeds_leaves_no_kept_process(installed, monkeypatch) -> None:
+    """With reuse, a cancel that comes after the result was read (the session already
+    decided to keep the process) still ends the process: it is never given back."""
+    from splice_build.runtime import runtime as runtime_module
+    from splice_build.runtime.cancel import Cancellation, cancellable
+
+    project, env, _prefix = installed
+    token = Cancellation()
+    run = runtime_module.Session.run
+
+    def run_then_cancel(self: Any) -> Any:
+        outcome = run(self)
+        token.cancel()
+        return outcome
+
+    monkeypatch.setattr(runtime_module.Session, "run", run_then_cancel)
+    with Splice(project, env=env, reuse=True) as splice, cancellable(token):
+        assert splice.run(TOOL, {}).ok
+        runtime = splice._runtime_instance
+        assert runtime is not None and runtime._reuse is not None
+        assert runtime._reuse.idle_pids() == []
