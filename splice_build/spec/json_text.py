@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from json.decoder import JSONDecodeError, scanstring
 from typing import Any, NoReturn
 
@@ -40,6 +40,7 @@ _ESCAPES = {
 _NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f\ud800-\udfff]')
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
+_SPACE = frozenset(" \t\n\r")
 _NUMBER = re.compile(r"(-?(?:0|[1-9][0-9]*))(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 _LITERALS = {"null": None, "true": True, "false": False}
 
@@ -53,21 +54,26 @@ def copy(value: Any, container: Callable[[Container, int], Container] | None = N
     """A deep copy of a JSON value, without recursion.
 
     ``container(original, depth)`` makes each new, empty container (``depth`` 1 is the value
-    itself); the default is a plain ``dict`` or ``list``.
+    itself); the default is a plain ``dict`` or ``list``. The containers still to fill are
+    kept in flat lists, no object per level (see ``parse_iterative``).
     """
     make = container or _plain_container
     if not isinstance(value, dict | list):
         return value
     root = make(value, 1)
-    stack: list[tuple[Container, Container, int]] = [(value, root, 1)]
-    while stack:
-        source, target, depth = stack.pop()
+    sources: list[Container] = [value]
+    targets: list[Container] = [root]
+    depths: list[int] = [1]
+    while sources:
+        source, target, depth = sources.pop(), targets.pop(), depths.pop()
         items = source.items() if isinstance(source, dict) else enumerate(source)
         for key, item in items:
             duplicate: Any = item
             if isinstance(item, dict | list):
                 duplicate = make(item, depth + 1)
-                stack.append((item, duplicate, depth + 1))
+                sources.append(item)
+                targets.append(duplicate)
+                depths.append(depth + 1)
             if isinstance(target, dict):
                 target[key] = duplicate
             else:
@@ -130,60 +136,77 @@ def parse_iterative(
     parse_float: Callable[[str], Any] = float,
 ) -> Any:
     """The same result as ``parse`` (and as ``json.loads``, whose number hooks it takes), with
-    an explicit stack."""
+    an explicit stack.
+
+    Per level it keeps only references in two flat lists (the open containers and the key
+    each open object's next value goes to), and each container joins its parent when it
+    opens, so closing one is a pop: a million levels allocate no more than their million
+    containers, which the garbage collector then walks less often (docs/registry.md, what a
+    publish costs).
+    """
     end = len(text)
-    # Open containers, innermost last, each with the key its next value belongs to.
-    stack: list[tuple[dict[str, Any] | list[Any], str | None]] = []
+    containers: list[dict[str, Any] | list[Any]] = []  # open, innermost last
+    keys: list[str | None] = []  # the key of each open object's next value (None in arrays)
+    root: Any = None
     index = _skip(text, 0)
     while True:
         # A value starts at ``index``.
         char = text[index : index + 1]
         value: Any
-        if char == "{":
+        opened: dict[str, Any] | list[Any] | None = None
+        if char == "[":
+            index += 1
+            if text[index : index + 1] in _SPACE:
+                index = _skip(text, index)
+            if text[index : index + 1] == "]":
+                value, index = [], index + 1
+            else:
+                value = opened = []
+                key = None
+        elif char == "{":
             index = _skip(text, index + 1)
             if text[index : index + 1] == "}":
                 value, index = {}, index + 1
             else:
                 key, index = _key(text, index)
-                stack.append(({}, key))
-                continue
-        elif char == "[":
-            index = _skip(text, index + 1)
-            if text[index : index + 1] == "]":
-                value, index = [], index + 1
-            else:
-                stack.append(([], None))
-                continue
+                value = opened = {}
         elif char == '"':
             value, index = scanstring(text, index + 1, True)
         else:
             value, index = _scalar(text, index, parse_int, parse_float)
-        # Store the value; close every container that ends right after it.
+        # The value joins its container (one that opened too, before its members).
+        if not containers:
+            root = value
+        else:
+            parent = containers[-1]
+            if parent.__class__ is list:
+                parent.append(value)  # type: ignore[union-attr]
+            else:
+                parent[keys[-1]] = value  # type: ignore[index]
+        if opened is not None:
+            containers.append(opened)
+            keys.append(key)
+            continue
+        # Close every container that ends right after it, then find the next value.
         while True:
-            if not stack:
+            if text[index : index + 1] in _SPACE:
                 index = _skip(text, index)
+            if not containers:
                 if index != end:
                     raise JSONDecodeError("Extra data", text, index)
-                return value
-            container, key = stack[-1]
-            if isinstance(container, list):
-                container.append(value)
-            else:
-                assert key is not None, "BUG: an object member without a key"
-                container[key] = value
-            index = _skip(text, index)
+                return root
             char = text[index : index + 1]
-            closing = "]" if isinstance(container, list) else "}"
-            if char == closing:
-                stack.pop()
-                value, index = container, index + 1
+            container = containers[-1]
+            if char == ("]" if container.__class__ is list else "}"):
+                containers.pop()
+                keys.pop()
+                index += 1
                 continue
             if char != ",":
                 raise JSONDecodeError("Expecting ',' delimiter", text, index)
             index = _skip(text, index + 1)
-            if isinstance(container, dict):
-                key, index = _key(text, index)
-                stack[-1] = (container, key)
+            if container.__class__ is dict:
+                keys[-1], index = _key(text, index)
             break
 
 
@@ -314,57 +337,83 @@ def _utf16_key(item: tuple[str, Any]) -> bytes:
     return _as_utf16_string(item[0]).encode("utf-16-be", "surrogatepass")
 
 
-_Members = Iterator[tuple[str, Any]] | Iterator[Any]
-
-
 def _encode(
     value: object, indent: int | None, sort_key: Callable[[tuple[str, Any]], bytes] | None
 ) -> str:
     out: list[str] = []
     colon = ": " if indent else ":"
-    # Open containers: (is_object, members still to write, written so far).
-    stack: list[tuple[bool, _Members, list[int]]] = []
+    # Open containers, innermost last, in flat lists (no object per level but the members of
+    # an object): the members to write (an array itself, or an object's (key, value) pairs in
+    # order), the index of the next one, and whether it is an object.
+    members: list[Sequence[Any]] = []
+    nexts: list[int] = []
+    objects: list[bool] = []
     pending: object = value
     while True:
-        text = _primitive(pending)
-        if text is not None:
-            out.append(text)
-        elif isinstance(pending, Mapping):
-            for key in pending:
+        kind = pending.__class__
+        is_object: bool | None = None  # None: a scalar, written
+        if kind is list or kind is tuple:
+            is_object = False
+        elif kind is dict:
+            is_object = True
+        else:
+            text = _primitive(pending)
+            if text is not None:
+                out.append(text)
+            elif isinstance(pending, Mapping):
+                is_object = True
+            elif isinstance(pending, list | tuple):
+                is_object = False
+            else:
+                raise TypeError(f"JSON cannot encode {type(pending).__name__}")
+        if is_object:
+            for key in pending:  # type: ignore[attr-defined]
                 if not isinstance(key, str):
                     raise TypeError(f"JSON object keys must be strings, not {key!r}")
-            members = sorted(pending.items(), key=sort_key) if sort_key else _js_order(pending)
-            out.append("{")
-            stack.append((True, iter(members), [0]))
-        elif isinstance(pending, list | tuple):
-            out.append("[")
-            stack.append((False, iter(pending), [0]))
-        else:
-            raise TypeError(f"JSON cannot encode {type(pending).__name__}")
+            if pending:
+                out.append("{")
+                members.append(
+                    sorted(pending.items(), key=sort_key)  # type: ignore[attr-defined]
+                    if sort_key
+                    else _js_order(pending)  # type: ignore[arg-type]
+                )
+                nexts.append(0)
+                objects.append(True)
+            else:
+                out.append("{}")
+        elif is_object is False:
+            if pending:
+                out.append("[")
+                members.append(pending)  # type: ignore[arg-type]
+                nexts.append(0)
+                objects.append(False)
+            else:
+                out.append("[]")
         # Find the next value to write, closing finished containers.
-        while stack:
-            is_object, members, written = stack[-1]
-            member = next(members, _END)
-            margin = "\n" + " " * (indent * len(stack)) if indent else ""
-            if member is _END:
-                stack.pop()
-                if written[0] and indent:
-                    out.append("\n" + " " * (indent * len(stack)))
-                out.append("}" if is_object else "]")
+        while members:
+            index = nexts[-1]
+            if index == len(members[-1]):
+                members.pop()
+                nexts.pop()
+                if indent:
+                    out.append("\n" + " " * (indent * len(members)))
+                out.append("}" if objects.pop() else "]")
                 continue
-            out.append(("," if written[0] else "") + margin)
-            written[0] += 1
-            if is_object:
-                key, pending = member
+            nexts[-1] = index + 1
+            if index:
+                out.append(",")
+            if indent:
+                out.append("\n" + " " * (indent * len(members)))
+            if objects[-1]:
+                key, pending = members[-1][index]
                 out.append(_string(key) + colon)
             else:
-                pending = member
+                pending = members[-1][index]
             break
         else:
             return "".join(out)
 
 
-_END = object()
 _MAX_ARRAY_INDEX = 2**32 - 2
 
 

@@ -76,7 +76,7 @@ def decode(body: bytes) -> Decoded:
             "This registry does not accept packages with dependencies",
             details=[f"{dep}@{rng}" for dep, rng in sorted(dependencies.items())],
         )
-    return Decoded(manifest, manifest.to_json(), fmt)
+    return Decoded(manifest, manifest.to_json(shared=True), fmt)  # only written out
 
 
 def publish(deps: Deps, caller: Caller, body: bytes) -> dict[str, Any]:
