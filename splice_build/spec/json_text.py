@@ -348,6 +348,7 @@ def _encode(
     members: list[Sequence[Any]] = []
     nexts: list[int] = []
     objects: list[bool] = []
+    key_texts: dict[str, str] = {}
     pending: object = value
     while True:
         kind = pending.__class__
@@ -372,11 +373,10 @@ def _encode(
                     raise TypeError(f"JSON object keys must be strings, not {key!r}")
             if pending:
                 out.append("{")
-                members.append(
-                    sorted(pending.items(), key=sort_key)  # type: ignore[attr-defined]
-                    if sort_key
-                    else _js_order(pending)  # type: ignore[arg-type]
-                )
+                pairs = list(pending.items())  # type: ignore[attr-defined]
+                if len(pairs) > 1:  # one member is in order: no key to read for it
+                    pairs = sorted(pairs, key=sort_key) if sort_key else _js_order(pairs)
+                members.append(pairs)
                 nexts.append(0)
                 objects.append(True)
             else:
@@ -406,7 +406,12 @@ def _encode(
                 out.append("\n" + " " * (indent * len(members)))
             if objects[-1]:
                 key, pending = members[-1][index]
-                out.append(_string(key) + colon)
+                text = key_texts.get(key)
+                if (
+                    text is None
+                ):  # each distinct key is escaped once (they repeat level after level)
+                    text = key_texts[key] = _string(key) + colon
+                out.append(text)
             else:
                 pending = members[-1][index]
             break
@@ -425,8 +430,7 @@ def _array_index(key: str) -> int | None:
     return index if index <= _MAX_ARRAY_INDEX else None
 
 
-def _js_order(members: Mapping[str, Any]) -> list[tuple[str, Any]]:
-    items = list(members.items())
+def _js_order(items: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
     indexed = [(index, item) for item in items if (index := _array_index(item[0])) is not None]
     if not indexed:
         return items

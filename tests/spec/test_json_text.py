@@ -11,6 +11,7 @@ import math
 import random
 import struct
 import subprocess
+import tracemalloc
 from typing import Any
 
 import pytest
@@ -233,3 +234,20 @@ def test_indented_within_is_dumps_or_none_past_its_limit() -> None:
     assert json_text.indented_within({"m": json_text.Encoded("[]")}, 2, 10**6) is None
     deep = json_text.parse("[" * 5000 + "]" * 5000)
     assert json_text.indented_within(deep, 2, 10**9) is None
+
+
+def test_writing_a_deep_value_keeps_no_object_per_level() -> None:
+    """The encoder's open containers are references in flat lists: each level held a tuple,
+    an iterator and a counter list (about 200 bytes), which the garbage collector walked
+    again and again while a million-level manifest was written (docs/registry.md#limits)."""
+    depth = 20_000
+    value = json_text.parse("[" * depth + "]" * depth)
+    for write in (json_text.stringify, json_text.canonical):
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            write(value)
+            peak = tracemalloc.get_traced_memory()[1] - before
+        finally:
+            tracemalloc.stop()
+        assert peak / depth < 100, write.__name__
