@@ -129,6 +129,15 @@ def run(quick: bool = False) -> list[Row]:
         )
         rows.append(
             Row(
+                "canonical_and_stringified (one walk)",
+                _cpu_ms(lambda: json_text.canonical_and_stringified(normalized), repeat),
+                "ms",
+                label,
+                base,
+            )
+        )
+        rows.append(
+            Row(
                 "stringify",
                 _cpu_ms(lambda: json_text.stringify(normalized), repeat),
                 "ms",

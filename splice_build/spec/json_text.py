@@ -333,14 +333,56 @@ def canonical(value: object) -> str:
     return _encode(value, None, _utf16_key)
 
 
+def canonical_and_stringified(value: object) -> tuple[str, str]:
+    """``(canonical(value), stringify(value))``, in one walk where the two agree.
+
+    They differ only in the order of an object's members: everything else is written once
+    (a publish writes the manifest both ways, and a million-level ``default`` cost 0.3 s a
+    walk). The members of an object whose two orders differ are written once each and laid
+    out both ways, down to ``_SPLIT_LEVELS`` such objects nested (each copies its members'
+    text once more); deeper ones are written twice.
+    """
+    both = _encode(value, None, _BOTH, _SPLIT_LEVELS)
+    return (both, both) if isinstance(both, str) else both
+
+
+_SPLIT_LEVELS = 32
+
+
+def _split(members: list[tuple[str, Any]], splits: int) -> tuple[str, str]:
+    """An object's texts (canonical, stringify) whose two member orders differ."""
+    if not splits:
+        value = dict(members)
+        return _encode(value, None, _utf16_key), _encode(value, None, None)
+    texts: dict[str, Any] = {}
+    for key, member in members:
+        both = _encode(member, None, _BOTH, splits - 1)
+        texts[key] = (both, both) if isinstance(both, str) else both
+    laid = [
+        "{" + ",".join(_string(key) + ":" + texts[key][side] for key, _ in order) + "}"
+        for side, order in ((0, sorted(members, key=_utf16_key)), (1, _js_order(members)))
+    ]
+    return laid[0], laid[1]
+
+
+def _BOTH(item: tuple[str, Any]) -> bytes:
+    """``_encode``'s order for ``canonical_and_stringified``: never called, only compared."""
+    raise AssertionError("BUG: _BOTH is a marker")
+
+
 def _utf16_key(item: tuple[str, Any]) -> bytes:
     return _as_utf16_string(item[0]).encode("utf-16-be", "surrogatepass")
 
 
 def _encode(
-    value: object, indent: int | None, sort_key: Callable[[tuple[str, Any]], bytes] | None
-) -> str:
-    out: list[str] = []
+    value: object,
+    indent: int | None,
+    sort_key: Callable[[tuple[str, Any]], bytes] | None,
+    splits: int = 0,
+) -> Any:
+    """The text of ``value``; with the order ``_BOTH``, a (canonical, stringify) pair when an
+    object's orders differ inside, else the one text both are."""
+    out: list[Any] = []  # text, and with _BOTH an object's (canonical, stringify) pair
     colon = ": " if indent else ":"
     # Open containers, innermost last, in flat lists (no object per level but the members of
     # an object): the members to write (an array itself, or an object's (key, value) pairs in
@@ -371,15 +413,22 @@ def _encode(
             for key in pending:  # type: ignore[attr-defined]
                 if not isinstance(key, str):
                     raise TypeError(f"JSON object keys must be strings, not {key!r}")
-            if pending:
-                out.append("{")
-                pairs = list(pending.items())  # type: ignore[attr-defined]
-                if len(pairs) > 1:  # one member is in order: no key to read for it
+            pairs = list(pending.items())  # type: ignore[attr-defined]
+            if len(pairs) > 1:  # one member is in order: no key to read for it
+                if sort_key is _BOTH:
+                    pairs = _js_order(pairs)
+                    canonical_order = sorted(pairs, key=_utf16_key)
+                    if [key for key, _ in pairs] != [key for key, _ in canonical_order]:
+                        out.append(_split(pairs, splits))
+                        pairs = []
+                else:
                     pairs = sorted(pairs, key=sort_key) if sort_key else _js_order(pairs)
+            if pairs:
+                out.append("{")
                 members.append(pairs)
                 nexts.append(0)
                 objects.append(True)
-            else:
+            elif not pending:
                 out.append("{}")
         elif is_object is False:
             if pending:
@@ -407,16 +456,18 @@ def _encode(
             if objects[-1]:
                 key, pending = members[-1][index]
                 text = key_texts.get(key)
-                if (
-                    text is None
-                ):  # each distinct key is escaped once (they repeat level after level)
+                if text is None:  # each distinct key escaped once: keys repeat level by level
                     text = key_texts[key] = _string(key) + colon
                 out.append(text)
             else:
                 pending = members[-1][index]
             break
         else:
-            return "".join(out)
+            if sort_key is not _BOTH or all(piece.__class__ is str for piece in out):
+                return "".join(out)
+            return tuple(
+                "".join(p if p.__class__ is str else p[side] for p in out) for side in (0, 1)
+            )
 
 
 _MAX_ARRAY_INDEX = 2**32 - 2

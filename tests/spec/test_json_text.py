@@ -251,3 +251,23 @@ def test_writing_a_deep_value_keeps_no_object_per_level() -> None:
         finally:
             tracemalloc.stop()
         assert peak / depth < 100, write.__name__
+
+
+@given(_values)
+def test_one_walk_writes_the_canonical_and_the_stringified_text(value: Any) -> None:
+    assert json_text.canonical_and_stringified(value) == (
+        json_text.canonical(value),
+        json_text.stringify(value),
+    )
+
+
+def test_objects_whose_orders_differ_nest_past_the_split_levels() -> None:
+    depth = 100
+    value: Any = [[1]]
+    for _ in range(depth):
+        value = {"b": value, "a": {"1": [], "0": "\ud800"}}
+    value = {"x": [[{"z": 1, "y": value}]] * 2}
+    assert json_text.canonical_and_stringified(value) == (
+        json_text.canonical(value),
+        json_text.stringify(value),
+    )
