@@ -15,7 +15,7 @@ import tracemalloc
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from splice_build.runtime.node import find_node
@@ -253,6 +253,7 @@ def test_writing_a_deep_value_keeps_no_object_per_level() -> None:
         assert peak / depth < 100, write.__name__
 
 
+@settings(max_examples=40)
 @given(_values)
 def test_one_walk_writes_the_canonical_and_the_stringified_text(value: Any) -> None:
     assert json_text.canonical_and_stringified(value) == (
