@@ -8,21 +8,19 @@ from typing import Any
 def nesting_depth(value: Any, stop_after: int) -> int:
     """Depth of nested objects/arrays (a scalar is 0), counted iteratively.
 
-    Stops early once ``stop_after`` is exceeded, so a hostile 100,000-deep value costs little.
+    Counted a level at a time, so nothing is allocated per value but the lists of one
+    level's containers; stops early once ``stop_after`` is exceeded, so a hostile
+    100,000-deep value costs little.
     """
-    deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, list | tuple):
-            children = item
-        else:
-            continue
+    level = [value] if isinstance(value, dict | list | tuple) else []
+    depth = 0
+    while level:
         depth += 1
-        deepest = max(deepest, depth)
-        if deepest > stop_after:
-            return deepest
-        stack.extend((child, depth) for child in children)
-    return deepest
+        if depth > stop_after:
+            return depth
+        below: list[Any] = []
+        for item in level:
+            children = item.values() if isinstance(item, dict) else item
+            below.extend(child for child in children if isinstance(child, dict | list | tuple))
+        level = below
+    return depth

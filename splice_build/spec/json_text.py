@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from json.decoder import JSONDecodeError, scanstring
 from typing import Any, NoReturn
 
@@ -40,6 +40,7 @@ _ESCAPES = {
 _NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f\ud800-\udfff]')
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
+_SPACE = frozenset(" \t\n\r")
 _NUMBER = re.compile(r"(-?(?:0|[1-9][0-9]*))(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 _LITERALS = {"null": None, "true": True, "false": False}
 
@@ -53,21 +54,26 @@ def copy(value: Any, container: Callable[[Container, int], Container] | None = N
     """A deep copy of a JSON value, without recursion.
 
     ``container(original, depth)`` makes each new, empty container (``depth`` 1 is the value
-    itself); the default is a plain ``dict`` or ``list``.
+    itself); the default is a plain ``dict`` or ``list``. The containers still to fill are
+    kept in flat lists, no object per level (see ``parse_iterative``).
     """
     make = container or _plain_container
     if not isinstance(value, dict | list):
         return value
     root = make(value, 1)
-    stack: list[tuple[Container, Container, int]] = [(value, root, 1)]
-    while stack:
-        source, target, depth = stack.pop()
+    sources: list[Container] = [value]
+    targets: list[Container] = [root]
+    depths: list[int] = [1]
+    while sources:
+        source, target, depth = sources.pop(), targets.pop(), depths.pop()
         items = source.items() if isinstance(source, dict) else enumerate(source)
         for key, item in items:
             duplicate: Any = item
             if isinstance(item, dict | list):
                 duplicate = make(item, depth + 1)
-                stack.append((item, duplicate, depth + 1))
+                sources.append(item)
+                targets.append(duplicate)
+                depths.append(depth + 1)
             if isinstance(target, dict):
                 target[key] = duplicate
             else:
@@ -130,60 +136,77 @@ def parse_iterative(
     parse_float: Callable[[str], Any] = float,
 ) -> Any:
     """The same result as ``parse`` (and as ``json.loads``, whose number hooks it takes), with
-    an explicit stack."""
+    an explicit stack.
+
+    Per level it keeps only references in two flat lists (the open containers and the key
+    each open object's next value goes to), and each container joins its parent when it
+    opens, so closing one is a pop: a million levels allocate no more than their million
+    containers, which the garbage collector then walks less often (docs/registry.md, what a
+    publish costs).
+    """
     end = len(text)
-    # Open containers, innermost last, each with the key its next value belongs to.
-    stack: list[tuple[dict[str, Any] | list[Any], str | None]] = []
+    containers: list[dict[str, Any] | list[Any]] = []  # open, innermost last
+    keys: list[str | None] = []  # the key of each open object's next value (None in arrays)
+    root: Any = None
     index = _skip(text, 0)
     while True:
         # A value starts at ``index``.
         char = text[index : index + 1]
         value: Any
-        if char == "{":
+        opened: dict[str, Any] | list[Any] | None = None
+        if char == "[":
+            index += 1
+            if text[index : index + 1] in _SPACE:
+                index = _skip(text, index)
+            if text[index : index + 1] == "]":
+                value, index = [], index + 1
+            else:
+                value = opened = []
+                key = None
+        elif char == "{":
             index = _skip(text, index + 1)
             if text[index : index + 1] == "}":
                 value, index = {}, index + 1
             else:
                 key, index = _key(text, index)
-                stack.append(({}, key))
-                continue
-        elif char == "[":
-            index = _skip(text, index + 1)
-            if text[index : index + 1] == "]":
-                value, index = [], index + 1
-            else:
-                stack.append(([], None))
-                continue
+                value = opened = {}
         elif char == '"':
             value, index = scanstring(text, index + 1, True)
         else:
             value, index = _scalar(text, index, parse_int, parse_float)
-        # Store the value; close every container that ends right after it.
+        # The value joins its container (one that opened too, before its members).
+        if not containers:
+            root = value
+        else:
+            parent = containers[-1]
+            if parent.__class__ is list:
+                parent.append(value)  # type: ignore[union-attr]
+            else:
+                parent[keys[-1]] = value  # type: ignore[index]
+        if opened is not None:
+            containers.append(opened)
+            keys.append(key)
+            continue
+        # Close every container that ends right after it, then find the next value.
         while True:
-            if not stack:
+            if text[index : index + 1] in _SPACE:
                 index = _skip(text, index)
+            if not containers:
                 if index != end:
                     raise JSONDecodeError("Extra data", text, index)
-                return value
-            container, key = stack[-1]
-            if isinstance(container, list):
-                container.append(value)
-            else:
-                assert key is not None, "BUG: an object member without a key"
-                container[key] = value
-            index = _skip(text, index)
+                return root
             char = text[index : index + 1]
-            closing = "]" if isinstance(container, list) else "}"
-            if char == closing:
-                stack.pop()
-                value, index = container, index + 1
+            container = containers[-1]
+            if char == ("]" if container.__class__ is list else "}"):
+                containers.pop()
+                keys.pop()
+                index += 1
                 continue
             if char != ",":
                 raise JSONDecodeError("Expecting ',' delimiter", text, index)
             index = _skip(text, index + 1)
-            if isinstance(container, dict):
-                key, index = _key(text, index)
-                stack[-1] = (container, key)
+            if container.__class__ is dict:
+                keys[-1], index = _key(text, index)
             break
 
 
@@ -310,61 +333,143 @@ def canonical(value: object) -> str:
     return _encode(value, None, _utf16_key)
 
 
+def canonical_and_stringified(value: object) -> tuple[str, str]:
+    """``(canonical(value), stringify(value))``, in one walk where the two agree.
+
+    They differ only in the order of an object's members: everything else is written once
+    (a publish writes the manifest both ways, and a million-level ``default`` cost 0.3 s a
+    walk). The members of an object whose two orders differ are written once each and laid
+    out both ways, down to ``_SPLIT_LEVELS`` such objects nested (each copies its members'
+    text once more); deeper ones are written twice.
+    """
+    both = _encode(value, None, _BOTH, _SPLIT_LEVELS)
+    return (both, both) if isinstance(both, str) else both
+
+
+_SPLIT_LEVELS = 32
+
+
+def _split(members: list[tuple[str, Any]], splits: int) -> tuple[str, str]:
+    """An object's texts (canonical, stringify) whose two member orders differ."""
+    if not splits:
+        value = dict(members)
+        return _encode(value, None, _utf16_key), _encode(value, None, None)
+    texts: dict[str, Any] = {}
+    for key, member in members:
+        both = _encode(member, None, _BOTH, splits - 1)
+        texts[key] = (both, both) if isinstance(both, str) else both
+    laid = [
+        "{" + ",".join(_string(key) + ":" + texts[key][side] for key, _ in order) + "}"
+        for side, order in ((0, sorted(members, key=_utf16_key)), (1, _js_order(members)))
+    ]
+    return laid[0], laid[1]
+
+
+def _BOTH(item: tuple[str, Any]) -> bytes:
+    """``_encode``'s order for ``canonical_and_stringified``: never called, only compared."""
+    raise AssertionError("BUG: _BOTH is a marker")
+
+
 def _utf16_key(item: tuple[str, Any]) -> bytes:
     return _as_utf16_string(item[0]).encode("utf-16-be", "surrogatepass")
 
 
-_Members = Iterator[tuple[str, Any]] | Iterator[Any]
-
-
 def _encode(
-    value: object, indent: int | None, sort_key: Callable[[tuple[str, Any]], bytes] | None
-) -> str:
-    out: list[str] = []
+    value: object,
+    indent: int | None,
+    sort_key: Callable[[tuple[str, Any]], bytes] | None,
+    splits: int = 0,
+) -> Any:
+    """The text of ``value``; with the order ``_BOTH``, a (canonical, stringify) pair when an
+    object's orders differ inside, else the one text both are."""
+    out: list[Any] = []  # text, and with _BOTH an object's (canonical, stringify) pair
     colon = ": " if indent else ":"
-    # Open containers: (is_object, members still to write, written so far).
-    stack: list[tuple[bool, _Members, list[int]]] = []
+    # Open containers, innermost last, in flat lists (no object per level but the members of
+    # an object): the members to write (an array itself, or an object's (key, value) pairs in
+    # order), the index of the next one, and whether it is an object.
+    members: list[Sequence[Any]] = []
+    nexts: list[int] = []
+    objects: list[bool] = []
+    key_texts: dict[str, str] = {}
     pending: object = value
     while True:
-        text = _primitive(pending)
-        if text is not None:
-            out.append(text)
-        elif isinstance(pending, Mapping):
-            for key in pending:
+        kind = pending.__class__
+        is_object: bool | None = None  # None: a scalar, written
+        if kind is list or kind is tuple:
+            is_object = False
+        elif kind is dict:
+            is_object = True
+        else:
+            text = _primitive(pending)
+            if text is not None:
+                out.append(text)
+            elif isinstance(pending, Mapping):
+                is_object = True
+            elif isinstance(pending, list | tuple):
+                is_object = False
+            else:
+                raise TypeError(f"JSON cannot encode {type(pending).__name__}")
+        if is_object:
+            for key in pending:  # type: ignore[attr-defined]
                 if not isinstance(key, str):
                     raise TypeError(f"JSON object keys must be strings, not {key!r}")
-            members = sorted(pending.items(), key=sort_key) if sort_key else _js_order(pending)
-            out.append("{")
-            stack.append((True, iter(members), [0]))
-        elif isinstance(pending, list | tuple):
-            out.append("[")
-            stack.append((False, iter(pending), [0]))
-        else:
-            raise TypeError(f"JSON cannot encode {type(pending).__name__}")
-        # Find the next value to write, closing finished containers.
-        while stack:
-            is_object, members, written = stack[-1]
-            member = next(members, _END)
-            margin = "\n" + " " * (indent * len(stack)) if indent else ""
-            if member is _END:
-                stack.pop()
-                if written[0] and indent:
-                    out.append("\n" + " " * (indent * len(stack)))
-                out.append("}" if is_object else "]")
-                continue
-            out.append(("," if written[0] else "") + margin)
-            written[0] += 1
-            if is_object:
-                key, pending = member
-                out.append(_string(key) + colon)
+            pairs = list(pending.items())  # type: ignore[attr-defined]
+            if len(pairs) > 1:  # one member is in order: no key to read for it
+                if sort_key is _BOTH:
+                    pairs = _js_order(pairs)
+                    canonical_order = sorted(pairs, key=_utf16_key)
+                    if [key for key, _ in pairs] != [key for key, _ in canonical_order]:
+                        out.append(_split(pairs, splits))
+                        pairs = []
+                else:
+                    pairs = sorted(pairs, key=sort_key) if sort_key else _js_order(pairs)
+            if pairs:
+                out.append("{")
+                members.append(pairs)
+                nexts.append(0)
+                objects.append(True)
+            elif not pending:
+                out.append("{}")
+        elif is_object is False:
+            if pending:
+                out.append("[")
+                members.append(pending)  # type: ignore[arg-type]
+                nexts.append(0)
+                objects.append(False)
             else:
-                pending = member
+                out.append("[]")
+        # Find the next value to write, closing finished containers.
+        while members:
+            index = nexts[-1]
+            if index == len(members[-1]):
+                members.pop()
+                nexts.pop()
+                if indent:
+                    out.append("\n" + " " * (indent * len(members)))
+                out.append("}" if objects.pop() else "]")
+                continue
+            nexts[-1] = index + 1
+            if index:
+                out.append(",")
+            if indent:
+                out.append("\n" + " " * (indent * len(members)))
+            if objects[-1]:
+                key, pending = members[-1][index]
+                text = key_texts.get(key)
+                if text is None:  # each distinct key escaped once: keys repeat level by level
+                    text = key_texts[key] = _string(key) + colon
+                out.append(text)
+            else:
+                pending = members[-1][index]
             break
         else:
-            return "".join(out)
+            if sort_key is not _BOTH or all(piece.__class__ is str for piece in out):
+                return "".join(out)
+            return tuple(
+                "".join(p if p.__class__ is str else p[side] for p in out) for side in (0, 1)
+            )
 
 
-_END = object()
 _MAX_ARRAY_INDEX = 2**32 - 2
 
 
@@ -376,8 +481,7 @@ def _array_index(key: str) -> int | None:
     return index if index <= _MAX_ARRAY_INDEX else None
 
 
-def _js_order(members: Mapping[str, Any]) -> list[tuple[str, Any]]:
-    items = list(members.items())
+def _js_order(items: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
     indexed = [(index, item) for item in items if (index := _array_index(item[0])) is not None]
     if not indexed:
         return items

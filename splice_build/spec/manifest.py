@@ -65,16 +65,18 @@ class Tool:
     def effective_timeout_ms(self) -> int:
         return self.timeout_ms if self.timeout_ms is not None else DEFAULT_TOOL_TIMEOUT_MS
 
-    def to_json(self) -> dict[str, Any]:
-        """Normalized key order: ``name, description, entry, input, output?, timeoutMs?``."""
+    def to_json(self, *, shared: bool = False) -> dict[str, Any]:
+        """Normalized key order: ``name, description, entry, input, output?, timeoutMs?``
+        (``shared``: see ``Manifest.to_json``)."""
+        copy = _shared if shared else json_text.copy
         out: dict[str, Any] = {
             "name": self.name,
             "description": self.description,
             "entry": self.entry,
-            "input": json_text.copy(self.input),
+            "input": copy(self.input),
         }
         if self.output is not None:
-            out["output"] = json_text.copy(self.output)
+            out["output"] = copy(self.output)
         if self.timeout_ms is not None:
             out["timeoutMs"] = self.timeout_ms
         return out
@@ -113,16 +115,22 @@ class Manifest:
             raw = json_text.parse(text.removeprefix("\ufeff"))
         except ValueError as exc:
             raise _invalid([f"manifest.json is not valid JSON: {exc}"]) from None
-        return cls.from_dict(raw, check_project_state=check_project_state)
+        # Nothing else holds the parsed value: its schemas are kept, not copied (a copy of a
+        # million-level default cost the registry about a second of CPU per publish).
+        return cls._from_parsed(raw, check_project_state, owned=True)
 
     @classmethod
     def from_dict(cls, obj: object, *, check_project_state: bool = True) -> Manifest:
         """Validate and normalize a parsed manifest; raises SpecError INVALID_MANIFEST."""
+        return cls._from_parsed(obj, check_project_state, owned=False)
+
+    @classmethod
+    def _from_parsed(cls, obj: object, check_project_state: bool, *, owned: bool) -> Manifest:
         errors, permissions = _validate(obj, check_project_state)
         if errors:
             raise _invalid(errors)
         assert isinstance(obj, dict)
-        return _build(obj, permissions)
+        return _build(obj, permissions, owned=owned)
 
     @property
     def id(self) -> str:
@@ -135,8 +143,13 @@ class Manifest:
     def tool(self, name: str) -> Tool | None:
         return next((t for t in self.tools if t.name == name), None)
 
-    def to_json(self) -> dict[str, Any]:
-        """The normalized manifest, in the exact key order of docs/compatibility.md#manifest."""
+    def to_json(self, *, shared: bool = False) -> dict[str, Any]:
+        """The normalized manifest, in the exact key order of docs/compatibility.md#manifest.
+
+        Its tool schemas and agent are copies, unless ``shared``: then they are the manifest's
+        own, for a caller that only writes the value out and changes nothing of it (a publish
+        encodes it; a copy of a million-level default cost a second of CPU).
+        """
         out: dict[str, Any] = {
             "specVersion": self.spec_version,
             "namespace": self.namespace,
@@ -145,14 +158,14 @@ class Manifest:
             "description": self.description,
             "runtime": dict(self.runtime),
             "permissions": self.permissions.to_json(),
-            "tools": [tool.to_json() for tool in self.tools],
+            "tools": [tool.to_json(shared=shared) for tool in self.tools],
         }
         if self.license is not None:
             out["license"] = self.license
         if self.homepage is not None:
             out["homepage"] = self.homepage
         if self.agent is not None:
-            out["agent"] = json_text.copy(self.agent)
+            out["agent"] = self.agent if shared else json_text.copy(self.agent)
         if self.dependencies is not None:
             out["dependencies"] = dict(self.dependencies)
         return out
@@ -256,8 +269,14 @@ def _self_reference_problems(raw: dict[str, Any]) -> list[Problem]:
     return problems
 
 
-def _build(raw: dict[str, Any], permissions: Permissions) -> Manifest:
-    """The normalized manifest of a valid ``raw`` (``x-*`` keys dropped everywhere)."""
+def _shared(value: Mapping[str, Any]) -> Mapping[str, Any]:
+    return value
+
+
+def _build(raw: dict[str, Any], permissions: Permissions, *, owned: bool) -> Manifest:
+    """The normalized manifest of a valid ``raw`` (``x-*`` keys dropped everywhere); its
+    schemas are ``raw``'s own when ``owned`` (nothing else holds ``raw``), else copies."""
+    copy = _shared if owned else json_text.copy
     runtime = {"type": "node"}
     if "minNodeVersion" in raw.get("runtime", {}):
         runtime["minNodeVersion"] = raw["runtime"]["minNodeVersion"]
@@ -266,8 +285,8 @@ def _build(raw: dict[str, Any], permissions: Permissions) -> Manifest:
             name=t["name"],
             description=t["description"],
             entry=t["entry"],
-            input=json_text.copy(t["input"]),
-            output=json_text.copy(t["output"]) if "output" in t else None,
+            input=copy(t["input"]),
+            output=copy(t["output"]) if "output" in t else None,
             timeout_ms=int(t["timeoutMs"]) if "timeoutMs" in t else None,
         )
         for t in raw.get("tools", ())

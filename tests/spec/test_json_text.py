@@ -11,10 +11,11 @@ import math
 import random
 import struct
 import subprocess
+import tracemalloc
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from splice_build.runtime.node import find_node
@@ -233,3 +234,41 @@ def test_indented_within_is_dumps_or_none_past_its_limit() -> None:
     assert json_text.indented_within({"m": json_text.Encoded("[]")}, 2, 10**6) is None
     deep = json_text.parse("[" * 5000 + "]" * 5000)
     assert json_text.indented_within(deep, 2, 10**9) is None
+
+
+def test_writing_a_deep_value_keeps_no_object_per_level() -> None:
+    """The encoder's open containers are references in flat lists: each level held a tuple,
+    an iterator and a counter list (about 200 bytes), which the garbage collector walked
+    again and again while a million-level manifest was written (docs/registry.md#limits)."""
+    depth = 20_000
+    value = json_text.parse("[" * depth + "]" * depth)
+    for write in (json_text.stringify, json_text.canonical):
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            write(value)
+            peak = tracemalloc.get_traced_memory()[1] - before
+        finally:
+            tracemalloc.stop()
+        assert peak / depth < 100, write.__name__
+
+
+@settings(max_examples=40)
+@given(_values)
+def test_one_walk_writes_the_canonical_and_the_stringified_text(value: Any) -> None:
+    assert json_text.canonical_and_stringified(value) == (
+        json_text.canonical(value),
+        json_text.stringify(value),
+    )
+
+
+def test_objects_whose_orders_differ_nest_past_the_split_levels() -> None:
+    depth = 100
+    value: Any = [[1]]
+    for _ in range(depth):
+        value = {"b": value, "a": {"1": [], "0": "\ud800"}}
+    value = {"x": [[{"z": 1, "y": value}]] * 2}
+    assert json_text.canonical_and_stringified(value) == (
+        json_text.canonical(value),
+        json_text.stringify(value),
+    )

@@ -732,3 +732,17 @@ def test_integers_beyond_a_double_are_not_finite_in_tool_schemas() -> None:
         f"{where}.minimum: must be a finite number",
         f"{where}.maximum: must be a finite number",
     ]
+
+
+def test_only_a_manifest_parsed_from_text_keeps_its_schemas_uncopied() -> None:
+    """A caller's dict stays the caller's (``from_dict`` copies the schemas), ``to_json`` gives
+    copies to change; a publish encodes the manifest's own (``to_json(shared=True)``)."""
+    raw = manifest_dict()
+    manifest = Manifest.from_dict(raw)
+    raw["tools"][0]["input"]["properties"] = {}
+    assert manifest.tools[0].input["properties"] != {}
+    normalized = manifest.to_json()
+    normalized["tools"][0]["input"]["properties"] = {}
+    assert manifest.tools[0].input["properties"] != {}
+    shared = Manifest.from_json(json.dumps(manifest_dict())).to_json(shared=True)
+    assert shared == Manifest.from_dict(manifest_dict()).to_json()

@@ -76,7 +76,7 @@ def decode(body: bytes) -> Decoded:
             "This registry does not accept packages with dependencies",
             details=[f"{dep}@{rng}" for dep, rng in sorted(dependencies.items())],
         )
-    return Decoded(manifest, manifest.to_json(), fmt)
+    return Decoded(manifest, manifest.to_json(shared=True), fmt)  # only written out
 
 
 def publish(deps: Deps, caller: Caller, body: bytes) -> dict[str, Any]:
@@ -87,7 +87,6 @@ def publish(deps: Deps, caller: Caller, body: bytes) -> dict[str, Any]:
 def publish_as(deps: Deps, principal: Principal, body: bytes) -> dict[str, Any]:
     """``publish`` for a caller already authenticated: the HTTP route authenticates before
     it reads the body, so an unknown client cannot make the server hold a publish's bytes."""
-    from splice_build.spec.canonical import canonical_json
     from splice_build.spec.digests import integrity_of, sha256_hex
 
     ratelimit.count_publish(deps, principal.user.id)
@@ -109,8 +108,9 @@ def publish_as(deps: Deps, principal: Principal, body: bytes) -> dict[str, Any]:
     key = artifact_key(namespace, name, version, sha, legacy=legacy)
     deps.blobs.put(key, body)  # (8) artifact first
     now = deps.now_iso()
-    canonical = canonical_json(decoded.normalized)
-    canonical_bytes = canonical.encode("utf-8") if isinstance(canonical, str) else canonical
+    # One walk writes both: the canonical form (manifestSha256) and the stored text
+    canonical, stored = json_text.canonical_and_stringified(decoded.normalized)
+    canonical_bytes = canonical.encode("utf-8")
     filename = f"{namespace}-{name}-{version}." + ("splice.json" if legacy else "tar.gz")
     provenance = {
         "schemaVersion": 1,
@@ -132,7 +132,7 @@ def publish_as(deps: Deps, principal: Principal, body: bytes) -> dict[str, Any]:
     row = Version(
         package_id=package_id,
         version=version,
-        manifest=json_text.stringify(decoded.normalized),
+        manifest=stored,
         integrity=integrity,
         size=len(body),
         artifact_key=key,
