@@ -124,6 +124,7 @@ def test_a_right_lost_while_the_artifact_is_written_publishes_nothing(
     assert answers == [(expected, expected is None) for _caller, _change, expected in cases]
 
 
+@pytest.mark.parametrize("backend_kind", ["postgres"], indirect=True)
 def test_on_postgresql_a_removal_waits_for_the_publish_in_flight(
     services: tuple[RegistryService, RegistryService, Clock], backend: StoreBackend, tmp_path: Path
 ) -> None:
@@ -131,9 +132,9 @@ def test_on_postgresql_a_removal_waits_for_the_publish_in_flight(
     while it runs waits for it to commit, so once the removal has answered no publish on the
     old right is recorded after it. The removal runs on a thread while the transaction is
     held in ``latest_of``; the transaction goes on once PostgreSQL shows the removal waiting
-    for a lock (a state, not a time). SQLite runs one write transaction at a time."""
-    if backend.kind != "postgres":
-        pytest.skip("SQLite admits one writer at a time")
+    for a lock (a state, not a time). PostgreSQL only: SQLite runs one write transaction at
+    a time, so no removal can come while a publish is held."""
+    assert backend.kind == "postgres"
     from splice_build.registry.db.interface import NewVersion, Publisher, Version
     from splice_build.spec.semver import latest_version
 
