@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib import resources
@@ -185,7 +186,7 @@ class Permissions:
             return [_NO_PERMISSIONS]
 
         def shown(entry: str) -> str:
-            return entry if root is None else str(effective_fs_path(root, entry))
+            return entry if root is None else shown_fs_path(root, entry)
 
         # One maker per list of the schema: a list without one fails here, never goes unshown.
         makers: dict[str, Callable[[tuple[str, ...]], list[str]]] = {
@@ -303,6 +304,18 @@ def common(requested: Permissions, granted: Permissions) -> Permissions:
     """What of ``requested`` ``granted`` also grants (every list of the schema; a read is
     also granted by a write): the part of a grant both sides agree to."""
     return _compare(requested, granted, lambda held: held)
+
+
+def shown_fs_path(root: PurePath, entry: str) -> str:
+    """The path a file grant names in the project at ``root``, and where it really leads when a
+    symbolic link on the way (``docs -> ~/.ssh`` in a cloned checkout) takes it elsewhere: the
+    runtime grants and binds the real path (runtime/runtime.py resolves each grant), so the
+    consent prompt names it too, never only the project path the link stands at."""
+    effective = effective_fs_path(root, entry)
+    real = os.path.realpath(effective)
+    if real == str(effective_fs_path(PurePath(os.path.realpath(root)), entry)):
+        return str(effective)
+    return f"{effective} (a link to {real})"
 
 
 def host_allowed(host: str, patterns: Iterable[str]) -> bool:

@@ -96,6 +96,22 @@ def protected_paths(root: PurePath, home: PurePath | None = None) -> list[Protec
     return found
 
 
+# The kernel's own file systems: their entries are processes, devices and kernel state, not
+# files. A link to one in a project (a checkout's ``out -> /proc/self``) made a grant of
+# ``/proc/self/mem`` (native code past every in-process guard), ``/proc/self/root`` (the whole
+# file system: Node checks only the path string) and ``/proc/self/fd/N`` (the descriptors the
+# host guards, opened again by path).
+KERNEL_FILE_SYSTEMS = ("/proc", "/sys", "/dev")
+
+
+def kernel_file_systems(root: PurePath) -> list[Protected]:
+    """What no real grant may reach: ``/proc``, ``/sys`` and ``/dev``, read or written."""
+    return [
+        Protected(type(root)(path), f"the kernel's {path}", in_project=False)
+        for path in KERNEL_FILE_SYSTEMS
+    ]
+
+
 def own_installation(root: PurePath) -> list[Protected]:
     """Splice's own code and the Python environment running it (the packages it imports
     and, by default, the sandbox's Node binary). A tool that may write there rewrites the
@@ -172,7 +188,7 @@ class ProjectState:
         self._real = root != ABSTRACT_ROOT
         items = protected_paths(root, home)
         if self._real:
-            items += own_installation(root)
+            items += own_installation(root) + kernel_file_systems(root)
             items += [replace(i, path=_real(i.path)) for i in items]
         self._folded = [(_fold(i.path), i) for i in items]
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from splice_build.errors import ErrorCode
+from splice_build.errors import ErrorCode, SandboxError
 from splice_build.mcp.interface import ToolOutcome
 from splice_build.mcp.mapping import tool_result
 
@@ -307,3 +307,36 @@ def test_a_project_path_with_a_wildcard_is_refused(tmp_path: Path, isolation: st
     assert result.error is not None, result.to_json()
     assert result.error.code == ErrorCode.PERMISSIONS_NOT_GRANTED
     assert sorted(p.name for p in other.iterdir()) == ["f"]
+
+
+KERNEL_PROBE = """
+import fs from 'node:fs';
+export default (i, ctx) => {
+  const out = ctx.paths.project + '/out';
+  const fd = fs.openSync(out + '/mem', 'r+');
+  return { mem: fd, root: fs.readdirSync(out + '/root').length };
+};
+"""
+
+
+def test_a_grant_through_a_link_into_the_kernels_file_systems_is_refused(
+    run_tool, project: Path
+) -> None:
+    """A checkout's ``out -> /proc/self`` with ``fs.write: ["out"]``: Node checks only the path
+    string, so without the file view the tool opened ``out/mem`` for writing (native code past
+    every in-process guard) and listed ``out/root`` (the host's whole file system); with it,
+    ``out/fd/N`` still reopened the host's own descriptors by path. Every link into /proc,
+    /sys or /dev is refused before any process starts."""
+    targets = {"out": "/proc/self", "fd": "/dev/fd", "shm": "/dev/shm", "sys": "/sys/kernel"}
+    for name, target in targets.items():
+        os.symlink(target, project / name)
+    for name, target in targets.items():
+        try:  # with a warm pool, load's prewarm already refuses
+            error = run_tool(KERNEL_PROBE, permissions={"fs": {"read": [], "write": [name]}}).error
+        except SandboxError as exc:
+            error = exc
+        assert error is not None, target
+        assert error.code == ErrorCode.PERMISSIONS_NOT_GRANTED, (target, error)
+        kernel = "/proc" if target in {"/proc/self", "/dev/fd"} else target[:4]
+        problem = f'permissions.fs.write: "{name}" is inside the kernel\'s {kernel}'
+        assert list(error.details) == [problem]
