@@ -319,6 +319,8 @@ def _serve(args: argparse.Namespace, ctx: CommandContext) -> int:
         ctx.out.info(
             redact(f"Registry listening on {url} ({where}, admin API: {admin}{processes})")
         )
+        if ctx.json:  # stdout's one document, once the socket listens (as mcp --http --json)
+            ctx.out.result({"url": url})
 
     serve(
         data,
