@@ -107,6 +107,7 @@ def _locked_temp(directory: Path) -> tuple[int, str]:
                 return fd, temp
         except BaseException:
             os.close(fd)
+            Path(temp).unlink(missing_ok=True)
             raise
         os.close(fd)
 
