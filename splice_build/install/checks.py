@@ -158,8 +158,9 @@ class ManifestMatchesMetadata:
             raise InstallError(
                 ErrorCode.INVALID_PACKAGE, f"registry manifest is invalid: {exc.message}"
             ) from exc
-        if canonical_json(registry_manifest.to_json()) != canonical_json(
-            candidate.manifest.to_json()
+        # shared: the schemas are written out, not copied first (canonical_json only reads)
+        if canonical_json(registry_manifest.to_json(shared=True)) != canonical_json(
+            candidate.manifest.to_json(shared=True)
         ):
             raise InstallError(
                 ErrorCode.INVALID_PACKAGE, "artifact manifest differs from the registry metadata"

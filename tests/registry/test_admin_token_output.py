@@ -108,4 +108,6 @@ def test_out_and_show_belong_to_create_token_and_exclude_each_other(
     other = run_splice(
         "registry", "admin", "create-user", "bob", "--show", "--data", str(server.data), "--json"
     )
-    assert other.code == 2 and "belong to registry admin create-token" in other.stdout
+    assert other.code == 2 and other.json()["error"]["message"] == (
+        "--show applies to registry admin create-token, not to registry admin create-user"
+    )

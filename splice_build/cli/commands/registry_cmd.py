@@ -38,10 +38,104 @@ MAX_WORKERS = 256
 MAX_DEADLINE_SECONDS = 24 * 3600  # a day, as SPLICE_REGISTRY_DEADLINE (docs/registry.md)
 SECONDS = f"whole seconds from 1 to {MAX_DEADLINE_SECONDS}"
 MAX_LIMIT = 999_999_999  # of --publish-limit and --request-limit: any real limit fits
+SERVE_OPTIONS = frozenset(
+    {
+        "--data",
+        "--host",
+        "--port",
+        "--publish-limit",
+        "--request-limit",
+        "--head-deadline",
+        "--body-deadline",
+        "--workers",
+        "--trusted-proxy",
+    }
+)
+# The options each action or admin verb takes (besides the global ones). One flat parser
+# reads them all, so this table says which apply: any other given option is a usage error.
+# add_arguments checks the table against the parser, so a new option must be placed here.
+TAKES: dict[str, frozenset[str]] = {
+    "serve": SERVE_OPTIONS,
+    "create-user": frozenset({"--data"}),
+    "create-token": frozenset(
+        {"--data", "--label", "--namespace", "--expires", "--publish-only", "--out", "--show"}
+    ),
+    "revoke-token": frozenset({"--data"}),
+    "set-owner": frozenset({"--data", "--release"}),
+    "migrate": frozenset({"--data", "--to", "--artifacts"}),
+    "migrate-artifacts": frozenset({"--data"}),
+}
+
+
+class _Noted:
+    """An argparse action that also notes its option, when given, in ``options_given`` (a
+    default's value cannot tell ``--port 8787`` from no ``--port``)."""
+
+    option_strings: list[str]
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        super().__call__(parser, namespace, values, option_string)  # type: ignore[misc]
+        if option_string is not None:  # None: an operand (action, verb, operands)
+            namespace.options_given = (*namespace.options_given, self.option_strings[0])
+
+
+_NOTED_ACTIONS = {
+    name: type(f"_Noted{kind.__name__}", (_Noted, kind), {})
+    for name, kind in (
+        ("store", argparse._StoreAction),
+        ("store_true", argparse._StoreTrueAction),
+        ("append", argparse._AppendAction),
+    )
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     # One flat parser (no nested sub-parsers) so the global options work after any word.
+    inherited = len(parser._actions)  # --help and the global options
+    for name, noted in _NOTED_ACTIONS.items():
+        parser.register("action", name, noted)
+    parser.register("action", None, _NOTED_ACTIONS["store"])
+    parser.set_defaults(options_given=())
+    _add_options(parser)
+    _check_table(parser._actions[inherited:])
+
+
+def _check_table(actions: list[argparse.Action]) -> None:
+    """TAKES has an entry for each action and verb, every option of the command is noted when
+    given and placed in TAKES, which names no other: a parser with an option in no entry is
+    never built, so no command line runs until the option is placed."""
+    options = {a.option_strings[0]: a for a in actions if a.option_strings}
+    placed = frozenset().union(*TAKES.values())
+    if TAKES.keys() != {"serve", *ADMIN_VERBS} or placed != options.keys():
+        raise AssertionError(f"BUG: TAKES and the parser differ: {placed ^ options.keys()}")
+    for option, action in options.items():
+        if not isinstance(action, _Noted) or action.option_strings != [option]:
+            raise AssertionError(f"BUG: {option} is not noted when given")
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    """Every given option applies to the chosen action or admin verb (TAKES)."""
+    chosen = "serve" if args.action == "serve" else args.verb
+    for option in args.options_given:
+        if option not in TAKES[chosen]:
+            users = [f"registry {_words(key)}" for key, taken in TAKES.items() if option in taken]
+            raise UsageError(
+                f"{option} applies to {' and '.join(users)}, not to registry {_words(chosen)}",
+                hint="run `splice registry --help` for the options of each",
+            )
+
+
+def _words(key: str) -> str:
+    return key if key == "serve" else f"admin {key}"
+
+
+def _add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "action", choices=("serve", "admin"), help="serve over HTTP, or administer the store"
     )
@@ -146,17 +240,14 @@ _OPERANDS = {
 def _check_admin(args: argparse.Namespace) -> None:
     if args.verb is None:
         raise UsageError(f"registry admin needs a verb: {', '.join(ADMIN_VERBS)}")
+    _check_options(args)
     low, high = _OPERANDS[args.verb]
     if not low <= len(args.operands) <= high:
         raise UsageError(f"registry admin {args.verb}: wrong number of arguments")
     if args.verb == "set-owner" and (len(args.operands) == 2) == args.release:
         raise UsageError("set-owner takes a namespace and a user, or a namespace and --release")
-    if (args.verb == "migrate") != (args.to is not None):
-        raise UsageError("--to belongs to registry admin migrate, which needs it")
-    if args.artifacts is not None and args.verb != "migrate":
-        raise UsageError("--artifacts belongs to registry admin migrate")
-    if args.verb != "create-token" and (args.out is not None or args.show):
-        raise UsageError("--out and --show belong to registry admin create-token")
+    if args.verb == "migrate" and args.to is None:
+        raise UsageError("registry admin migrate needs --to postgresql://…")
     if args.verb == "create-token" and args.out is None and not args.show:
         raise UsageError(
             "registry admin create-token needs --out FILE or --show",
@@ -169,6 +260,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     if args.action == "serve":
         if args.verb is not None:
             raise UsageError("registry serve takes no verb")
+        _check_options(args)
         return _serve(args, ctx)
     if args.action == "admin":
         return _admin(args, ctx)
@@ -227,6 +319,8 @@ def _serve(args: argparse.Namespace, ctx: CommandContext) -> int:
         ctx.out.info(
             redact(f"Registry listening on {url} ({where}, admin API: {admin}{processes})")
         )
+        if ctx.json:  # stdout's one document, once the socket listens (as mcp --http --json)
+            ctx.out.result({"url": url})
 
     serve(
         data,

@@ -1,7 +1,11 @@
 """Filesystem ``BlobStore``: one file per artifact under a root directory.
 
-Writes are atomic and durable: temp file in the target directory, fsync, rename, fsync of
-the directory. A reader therefore sees either no file or the complete bytes. Reads take
+Writes are atomic and durable: temp file, fsync, rename into place, fsync of the target's
+directory. A reader therefore sees either no file or the complete bytes. The temp files live
+in one directory, ``PARTS``, each locked (``flock``) by its writer from its creation until it
+is renamed: a write that was killed leaves its file unlocked, and opening the store removes
+the files of ``PARTS`` it can lock (``sweep_parts``), never one another writer still holds,
+whichever process or worker it is. Reads take
 regular files of at most ``MAX_ARCHIVE_BYTES`` only (publish stores nothing larger): a FIFO
 or device in the store, a link to one, or a file too large is refused at once (``OSError``
 from a download, as for any unreadable artifact; ``ARTIFACT_STORAGE_FAILED`` from a
@@ -14,6 +18,7 @@ in place, so every piece comes from the same bytes, and a file whose size change
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import stat
 import tempfile
@@ -25,12 +30,18 @@ from splice_build.spec.limits import MAX_ARCHIVE_BYTES
 from splice_build.spec.paths import is_safe_relative_path
 from splice_build.spec.regular_file import READ_FLAGS, read_regular_file
 
+PARTS = ".parts"  # below the root, beside ``packages/`` (no key starts with a dot)
+# flock errors of a file system without such locks: there the writers write unlocked, and the
+# sweep, which removes only what it could lock, removes nothing
+_NO_LOCKS = frozenset({errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EINVAL})
+
 
 class FilesystemBlobStore:
     backend = "fs"
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        sweep_parts(root / PARTS)
 
     def _path(self, key: str) -> Path:
         if not is_safe_relative_path(key, allow_dot=False):
@@ -44,17 +55,21 @@ class FilesystemBlobStore:
                 if read_regular_file(target, limit=MAX_ARCHIVE_BYTES) != data:
                     raise conflict(key)
                 return
-            target.parent.mkdir(parents=True, exist_ok=True)
-            fd, temp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".part")
+            parts = self.root / PARTS
+            parts.mkdir(parents=True, exist_ok=True)
+            fd, temp = _locked_temp(parts)
             try:
-                with os.fdopen(fd, "wb") as handle:
+                with os.fdopen(fd, "wb", closefd=False) as handle:
                     handle.write(data)
                     handle.flush()
                     os.fsync(handle.fileno())
+                target.parent.mkdir(parents=True, exist_ok=True)
                 os.replace(temp, target)
             except BaseException:
                 Path(temp).unlink(missing_ok=True)
                 raise
+            finally:
+                os.close(fd)  # the lock goes with it, once the file is in place or removed
             _fsync_dir(target.parent)
         except OSError as exc:
             raise RegistryError(
@@ -77,6 +92,71 @@ class FilesystemBlobStore:
 
     def url(self, key: str) -> str | None:
         return None
+
+
+def _locked_temp(directory: Path) -> tuple[int, str]:
+    """A new temp file in ``directory``, open and locked by this writer, and its path.
+
+    A sweep may take the lock of a file just created, before its writer does, and remove it;
+    the writer then finds its path naming no file, or another, and makes a new one.
+    """
+    while True:
+        fd, temp = tempfile.mkstemp(dir=directory, suffix=".part")
+        try:
+            if not _lock(fd, wait=True) or _names(temp, fd):
+                return fd, temp
+        except BaseException:
+            os.close(fd)
+            Path(temp).unlink(missing_ok=True)
+            raise
+        os.close(fd)
+
+
+def sweep_parts(directory: Path) -> None:
+    """Remove the temp files of writes that were interrupted: those of ``directory`` whose
+    lock this process can take (a writer holds its file's lock until the file is renamed, and
+    the lock ends with the writer's process). Best effort: a store this process cannot write
+    keeps them."""
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:  # no write made it yet, or not readable
+        return
+    for entry in entries:
+        try:
+            fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            if _lock(fd, wait=False) and _names(entry.path, fd):
+                os.unlink(entry.path)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+
+def _lock(fd: int, *, wait: bool) -> bool:
+    """An exclusive ``flock`` on ``fd``: True when taken, False when this file system has no
+    such locks or (``wait=False``) another open file holds it."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    except OSError as exc:
+        if exc.errno in _NO_LOCKS:
+            return False
+        raise
+    return True
+
+
+def _names(path: str, fd: int) -> bool:
+    """``path`` still names the file open as ``fd``."""
+    try:
+        named = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    opened = os.fstat(fd)
+    return (named.st_dev, named.st_ino) == (opened.st_dev, opened.st_ino)
 
 
 def _read_at(path: Path, size: int | None, offset: int, count: int) -> tuple[bytes, int]:

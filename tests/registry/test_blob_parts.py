@@ -1,0 +1,85 @@
+"""The filesystem artifact store leaves no temp file of an interrupted write behind, and
+never removes one another writer is still writing (splice_build/registry/blobs/filesystem.py).
+
+A write killed between its temp file and the rename left ``.tmp-….part`` beside the
+artifact for good: `splice registry serve` SIGKILLed there during a publish kept it across
+restarts. Now the temp files live in ``artifacts/.parts``, each locked by its writer until
+renamed, and opening the store removes those it can lock. Each writer here is a forked
+child, stopped (SIGSTOP, holding what it holds) or killed (SIGKILL) by an audit hook at one
+step of its write: just before the rename, or just after creating its file and before
+locking it (the window a sweep may take the file in).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from splice_build.registry.blobs.filesystem import PARTS, FilesystemBlobStore
+from splice_build.registry.blobs.interface import artifact_key
+
+
+def _key(n: int) -> str:
+    return artifact_key("acme", "tool", f"1.0.{n}", f"{n:064x}", legacy=False)
+
+
+def _writer(root: Path, n: int, event: str, sig: signal.Signals) -> int:
+    """A child writing ``_key(n)`` that sends itself ``sig`` at the first ``event`` of its
+    write (``os.rename`` of its temp file, or ``fcntl.flock`` of its writer's lock); its pid,
+    once it is stopped or dead."""
+    pid = os.fork()
+    if pid == 0:  # the child: only the write
+        try:
+            store = FilesystemBlobStore(root)  # its own sweep runs before the hook
+            seen = [False]
+
+            def hook(name: str, args: tuple[Any, ...]) -> None:
+                writers_lock = name == "fcntl.flock" and args[1] == fcntl.LOCK_EX
+                renamed = name == "os.rename" and str(args[0]).endswith(".part")
+                if not seen[0] and name == event and (writers_lock or renamed):
+                    seen[0] = True
+                    os.kill(os.getpid(), sig)
+
+            sys.addaudithook(hook)
+            store.put(_key(n), b"bytes %d" % n)
+        except BaseException:
+            traceback.print_exc()
+            os._exit(1)
+        os._exit(0)
+    _, status = os.waitpid(pid, os.WUNTRACED)
+    expected = os.WIFSTOPPED(status) if sig == signal.SIGSTOP else os.WIFSIGNALED(status)
+    assert expected, status
+    return pid
+
+
+def _finish(pid: int) -> None:
+    os.kill(pid, signal.SIGCONT)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+
+
+def test_interrupted_writes_are_swept_and_live_ones_kept(tmp_path: Path) -> None:
+    root = tmp_path / "artifacts"
+    parts = root / PARTS
+    _writer(root, 1, "os.rename", signal.SIGKILL)  # killed with its bytes written
+    (killed,) = parts.iterdir()
+    assert killed.read_bytes() == b"bytes 1" and not (root / _key(1)).exists()
+
+    stopped = _writer(root, 2, "os.rename", signal.SIGSTOP)  # alive, its file locked
+    (live,) = set(parts.iterdir()) - {killed}
+    fresh = _writer(root, 3, "fcntl.flock", signal.SIGSTOP)  # created, not locked yet
+    (unlocked,) = set(parts.iterdir()) - {killed, live}
+
+    FilesystemBlobStore(root)  # the sweep of a store opening, as a server or worker starts
+    assert set(parts.iterdir()) == {live}  # the killed write's and the unlocked file went
+
+    _finish(fresh)  # its file was taken: it writes a new one, and completes
+    _finish(stopped)
+    assert [(root / _key(n)).read_bytes() for n in (2, 3)] == [b"bytes 2", b"bytes 3"]
+    assert not (root / _key(1)).exists() and list(parts.iterdir()) == []
+    assert unlocked != live and not unlocked.exists()
