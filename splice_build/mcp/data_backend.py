@@ -5,7 +5,9 @@ leave it: the broker validates the arguments against the capability's strict sch
 provider is contacted when they are wrong), redacts provider messages, and answers with a
 LIVE / CACHED / UNAVAILABLE / ERROR result, scrubbed of the key values (``Broker.scrub``),
 which becomes the tool result's ``structuredContent`` (``ERROR`` → ``isError``). Web and GitHub results carry the
-untrusted-content notice in their text and ``_meta``.
+untrusted-content notice in their text and ``_meta``. A result is held to the 4 MiB a
+sandboxed tool may receive, counted before anything writes it: a larger one is the
+``RESULT_TOO_LARGE`` error a skill gets (docs/mcp.md#data-tools---data).
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from splice_build.mcp.interface import (
     UnknownTool,
 )
 from splice_build.mcp.mapping import META_PREFIX
+from splice_build.runtime.limits import MAX_CAPABILITY_RESULT_BYTES
+from splice_build.runtime.result_json import json_size
 
 if TYPE_CHECKING:
     from splice_build.broker.broker import Broker, KeysSource
@@ -82,6 +86,25 @@ def _option_problems(arguments: Mapping[str, Any]) -> list[str]:
     if FRESH in arguments and not isinstance(arguments[FRESH], bool):
         problems.append("args.fresh: must be a boolean")
     return problems
+
+
+def _bounded(capability: str, args: Any, result: dict[str, Any]) -> dict[str, Any]:
+    """``result``, or the ``RESULT_TOO_LARGE`` error when its JSON is over 4 MiB.
+
+    The bound of a capability result a sandboxed tool receives (runtime/capabilities.py),
+    counted without writing the result: unbounded, a provider's 5 MiB answer of control
+    characters was a 30 MiB result, written again as the tool result's text and its
+    ``structuredContent`` in one JSON-RPC message to the client. A result with no strict JSON
+    form is the runtime's ``BROKER_ERROR``.
+    """
+    try:
+        size = json_size(result, MAX_CAPABILITY_RESULT_BYTES)
+    except (ValueError, TypeError) as exc:
+        return envelope.error(capability, args, ErrorCode.BROKER_ERROR, str(exc), now=time.time())
+    if size <= MAX_CAPABILITY_RESULT_BYTES:
+        return result
+    message = f"Capability result is over {MAX_CAPABILITY_RESULT_BYTES} bytes"
+    return envelope.error(capability, args, ErrorCode.RESULT_TOO_LARGE, message, now=time.time())
 
 
 class DataBackend:
@@ -137,7 +160,8 @@ class DataBackend:
         request = {"package": _CALLER, "tool": tool.name, "capability": tool.capability}
         fresh = self._cache.skipping_reads() if arguments.get(FRESH) else contextlib.nullcontext()
         with fresh:
-            return dict(self.broker.call({**request, "args": args}))
+            result = dict(self.broker.call({**request, "args": args}))
+        return _bounded(tool.capability, args, result)
 
     def _status(self, args: Mapping[str, Any]) -> dict[str, Any]:
         if args:

@@ -130,6 +130,28 @@ def test_provider_error_is_an_error_result_with_the_envelope(
     assert result["content"][0]["text"].startswith(f"{UNTRUSTED_NOTICE}\n\n{code}: ")
 
 
+def test_a_result_over_4_mib_is_result_too_large(fake: FakeProviders) -> None:
+    """The bound of a capability result a sandboxed tool receives holds for a data tool.
+
+    A raw file of control characters is six bytes of JSON per byte; unbounded, a provider's
+    1 MiB answer reached the client as one 13 MB JSON-RPC message."""
+    fake.reset()
+    server = data_server(fake_data_backend(fake.endpoints, max_response_bytes=1024 * 1024))
+    url = {"url": "https://raw.githubusercontent.com/octo/hello/main/README.md"}
+    fake.behave("raw.githubusercontent.com", "body:" + "\x01" * 690_000)  # 4.14 MB of JSON
+    kept = call(server, "github_raw", {**url, "fresh": True})
+    assert kept["isError"] is False and kept["structuredContent"]["status"] == "LIVE"
+    fake.behave("raw.githubusercontent.com", "body:" + "\x01" * 700_000)  # 4.2 MB of JSON
+    refused = call(server, "github_raw", {**url, "fresh": True})
+    assert refused["isError"] is True
+    assert refused["_meta"]["io.spliceloom/error"] == {"code": "RESULT_TOO_LARGE"}
+    structured = refused["structuredContent"]
+    assert structured["status"] == "ERROR" and structured["code"] == "RESULT_TOO_LARGE"
+    assert structured["capability"] == "github.raw"
+    message = "RESULT_TOO_LARGE: Capability result is over 4194304 bytes"
+    assert refused["content"][0]["text"] == f"{UNTRUSTED_NOTICE}\n\n{message}"
+
+
 def test_unavailable_without_keys_is_not_an_error(fake: FakeProviders) -> None:
     backend = fake_data_backend(fake.endpoints, keys={})
     server = data_server(backend)
