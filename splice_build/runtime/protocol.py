@@ -1,8 +1,9 @@
 """The parent side of the host IPC protocol (host/PROTOCOL.md), with typed messages.
 
-Every frame from the child is hostile input: it is size-bounded by the reader, then decoded
-here with bounded nesting, bounded number literals, no NaN/Infinity, no unpaired surrogates,
-and a strict shape per message type. Anything else raises ``ProtocolViolation``.
+Every frame from the child is hostile input: it is size-bounded by the reader, its arrays and
+objects are counted on its text, then it is decoded here with bounded nesting, bounded number
+literals, no NaN/Infinity, no unpaired surrogates, and a strict shape per message type.
+Anything else raises ``ProtocolViolation``.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from splice_build.records import dataclass, field
@@ -23,6 +25,7 @@ from splice_build.runtime.limits import (
     MAX_FETCH_HEADERS,
     MAX_FETCH_URL_CHARS,
     MAX_FETCHES_IN_FLIGHT,
+    MAX_FRAME_CONTAINERS,
     MAX_NUMBER_LITERAL,
     MAX_OUTPUT_DEPTH,
 )
@@ -37,6 +40,9 @@ JOB_ID_DIGITS = 32  # a job's id: 128 random bits in lowercase hex (new_job_id)
 RESULT_OK_SUFFIX_BYTES = len(b',"job":""}') + JOB_ID_DIGITS
 _JOB_ID = re.compile(rf"[0-9a-f]{{{JOB_ID_DIGITS}}}")
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
+# A JSON string of a frame (no newline can be in one): its brackets are no containers.
+_STRING = re.compile(rb'"[^"\\]*+(?:\\.[^"\\]*+)*+"', re.DOTALL)
+_END = object()
 
 
 class ProtocolViolation(Exception):
@@ -197,23 +203,43 @@ def _parse_constant(name: str) -> Any:
 
 
 def _check_tree(value: Any, *, check_strings: bool) -> None:
-    """Carried values ≤ MAX_OUTPUT_DEPTH deep and (when escapes suggest it) no lone surrogates."""
-    stack: list[tuple[Any, int]] = [(value, -FRAME_ENVELOPE_DEPTH)]
+    """Carried values ≤ MAX_OUTPUT_DEPTH deep and (when escapes suggest it) no lone surrogates.
+
+    Walked with one iterator per open container (at most MAX_OUTPUT_DEPTH of them): a stack of
+    every pending child, each in a tuple with its depth, cost 64 bytes per value of the frame,
+    as much again as the decoded value (21 MiB for a 1 MiB frame of empty arrays)."""
+    stack: list[Iterator[Any]] = [iter((value,))]
     while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            if depth >= MAX_OUTPUT_DEPTH:
+        item = next(stack[-1], _END)
+        if item is _END:
+            stack.pop()
+        elif isinstance(item, dict | list):
+            if len(stack) - 1 - FRAME_ENVELOPE_DEPTH >= MAX_OUTPUT_DEPTH:
                 raise ProtocolViolation(f"nested deeper than {MAX_OUTPUT_DEPTH} levels")
-            for key, child in item.items():
+            if isinstance(item, dict):
                 if check_strings:
-                    _check_string(key)
-                stack.append((child, depth + 1))
-        elif isinstance(item, list):
-            if depth >= MAX_OUTPUT_DEPTH:
-                raise ProtocolViolation(f"nested deeper than {MAX_OUTPUT_DEPTH} levels")
-            stack.extend((child, depth + 1) for child in item)
+                    for key in item:
+                        _check_string(key)
+                stack.append(iter(item.values()))
+            else:
+                stack.append(iter(item))
         elif check_strings and isinstance(item, str):
             _check_string(item)
+
+
+def _count_containers(raw: bytes) -> int:
+    """The arrays and objects of a JSON text (exact for valid JSON; any count over the bound
+    when it is larger).
+
+    Each ``[`` or ``{`` outside a string opens one; those inside strings are subtracted only
+    when the plain count is over the bound, so an ordinary frame costs two ``bytes.count``."""
+    count = raw.count(b"[") + raw.count(b"{")
+    if count <= MAX_FRAME_CONTAINERS:
+        return count
+    for match in _STRING.finditer(raw):
+        start, end = match.span()
+        count -= raw.count(b"[", start, end) + raw.count(b"{", start, end)
+    return count
 
 
 def _check_string(text: str) -> None:
@@ -225,6 +251,8 @@ def _check_string(text: str) -> None:
 
 def decode_json(raw: bytes) -> Any:
     """Decode one hostile JSON text; raises ProtocolViolation for anything out of bounds."""
+    if _count_containers(raw) > MAX_FRAME_CONTAINERS:
+        raise ProtocolViolation(f"frame of more than {MAX_FRAME_CONTAINERS} arrays and objects")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
