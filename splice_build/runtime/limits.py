@@ -62,12 +62,6 @@ ADDRESS_SPACE_LIMIT_BYTES = 2 * 1024 * 1024 * 1024
 # envelope; capability requests are smaller. Longer frames are discarded while counting.
 FRAME_ENVELOPE_SLACK = 64 * 1024
 MAX_FRAME_BYTES = MAX_OUTPUT_BYTES + FRAME_ENVELOPE_SLACK
-# Arrays and objects in one child → parent frame, the envelope's own object included, counted
-# on its text before it is decoded. Not in the reference: a Python list or dict costs 56 to 64
-# bytes and more for a frame's "[]," (3 bytes), so a 1 MiB frame of empty arrays decoded into
-# about 22 MiB (and the depth walk made it 45). A full frame of this many containers averages
-# 8 bytes each (docs/runtime.md#pipeline).
-MAX_FRAME_CONTAINERS = 128 * 1024
 
 # Parent → host bytes waiting to be written; a host that stops reading its channel while
 # asking for more (forged requests) is killed instead of growing the parent's memory.

@@ -1,9 +1,8 @@
 """The parent side of the host IPC protocol (host/PROTOCOL.md), with typed messages.
 
-Every frame from the child is hostile input: it is size-bounded by the reader, its arrays and
-objects are counted on its text, then it is decoded here with bounded nesting, bounded number
-literals, no NaN/Infinity, no unpaired surrogates, and a strict shape per message type.
-Anything else raises ``ProtocolViolation``.
+Every frame from the child is hostile input: it is size-bounded by the reader, then decoded
+here with bounded nesting, bounded number literals, no NaN/Infinity, no unpaired surrogates,
+and a strict shape per message type. Anything else raises ``ProtocolViolation``.
 """
 
 from __future__ import annotations
@@ -25,7 +24,6 @@ from splice_build.runtime.limits import (
     MAX_FETCH_HEADERS,
     MAX_FETCH_URL_CHARS,
     MAX_FETCHES_IN_FLIGHT,
-    MAX_FRAME_CONTAINERS,
     MAX_NUMBER_LITERAL,
     MAX_OUTPUT_DEPTH,
 )
@@ -40,8 +38,6 @@ JOB_ID_DIGITS = 32  # a job's id: 128 random bits in lowercase hex (new_job_id)
 RESULT_OK_SUFFIX_BYTES = len(b',"job":""}') + JOB_ID_DIGITS
 _JOB_ID = re.compile(rf"[0-9a-f]{{{JOB_ID_DIGITS}}}")
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
-# A JSON string of a frame (no newline can be in one): its brackets are no containers.
-_STRING = re.compile(rb'"[^"\\]*+(?:\\.[^"\\]*+)*+"', re.DOTALL)
 _END = object()
 
 
@@ -227,21 +223,6 @@ def _check_tree(value: Any, *, check_strings: bool) -> None:
             _check_string(item)
 
 
-def _count_containers(raw: bytes) -> int:
-    """The arrays and objects of a JSON text (exact for valid JSON; any count over the bound
-    when it is larger).
-
-    Each ``[`` or ``{`` outside a string opens one; those inside strings are subtracted only
-    when the plain count is over the bound, so an ordinary frame costs two ``bytes.count``."""
-    count = raw.count(b"[") + raw.count(b"{")
-    if count <= MAX_FRAME_CONTAINERS:
-        return count
-    for match in _STRING.finditer(raw):
-        start, end = match.span()
-        count -= raw.count(b"[", start, end) + raw.count(b"{", start, end)
-    return count
-
-
 def _check_string(text: str) -> None:
     try:
         text.encode("utf-8")
@@ -251,8 +232,6 @@ def _check_string(text: str) -> None:
 
 def decode_json(raw: bytes) -> Any:
     """Decode one hostile JSON text; raises ProtocolViolation for anything out of bounds."""
-    if _count_containers(raw) > MAX_FRAME_CONTAINERS:
-        raise ProtocolViolation(f"frame of more than {MAX_FRAME_CONTAINERS} arrays and objects")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
