@@ -77,3 +77,52 @@ def test_a_call_cancelled_while_it_waits_leaves_the_queue() -> None:
     assert status == 200 and json.loads(body)["result"]["structuredContent"] == {"n": 1}
     assert cancelled == (202, b"")
     assert ran == [1] and admission.running == 0  # call 2 never ran; no slot is held
+
+
+def test_a_call_cancelled_as_its_slot_arrives_never_runs_and_passes_the_slot_on() -> None:
+    """The cancel and the slot reach a waiting call in one turn of the loop, in either
+    order. Python 3.11's wait_for then returned the slot and dropped the interruption: the
+    cancelled call ran (its sandbox process started for nobody), and its request's task kept
+    a request to cancel that nothing took back."""
+    ran: list[Any] = []
+    backend = MemoryBackend()
+    backend.add_tool(descriptor("@demo/echo", "block"), lambda a: ran.append(a["n"]) or {})
+    admission = AsyncAdmission(1)
+    server = Server(backend, ServerInfo())
+    app = McpHttpApp(server, token_digest(DEMO_TOKEN), admission)
+    in_flight = server._in_flight._tickets
+
+    async def post(n: int) -> tuple[tuple[int, bytes], int]:
+        params = {"name": "demo_echo_block", "arguments": {"n": n}}
+        body = json.dumps({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": params})
+        headers = [*HEADERS, (b"content-length", str(len(body)).encode())]
+        headers.append((b"mcp-session-id", b"s"))
+        answer = await exchange(app, http_scope("POST", "/mcp", headers), sending(body.encode()))
+        task = asyncio.current_task()
+        assert task is not None
+        return answer, task.cancelling()
+
+    async def walk(cancel_first: bool) -> None:
+        ran.clear()
+        await admission.acquire("127.0.0.1")  # the running call whose end hands the slot on
+        cancelled = asyncio.ensure_future(post(1))
+        successor = asyncio.ensure_future(post(2))
+        for _ in range(2000):
+            if admission.waiting == 2:
+                break
+            await asyncio.sleep(0.005)
+        (ticket,) = in_flight[(("127.0.0.1", "s"), False, 1)]
+        if cancel_first:
+            ticket.cancel("test")
+            admission.release()
+        else:
+            admission.release()
+            ticket.cancel("test")
+        assert await cancelled == ((202, b""), 0)
+        (status, _body), left = await successor
+        assert (status, left) == (200, 0)
+        assert ran == [2]  # the cancelled call never ran; the next one had the slot
+        assert (admission.running, admission.waiting, in_flight) == (0, 0, {})
+
+    for cancel_first in (False, True):
+        asyncio.run(walk(cancel_first))
