@@ -126,3 +126,33 @@ def test_a_call_cancelled_as_its_slot_arrives_never_runs_and_passes_the_slot_on(
 
     for cancel_first in (False, True):
         asyncio.run(walk(cancel_first))
+
+
+def test_a_huge_request_id_is_shown_from_its_first_characters_only(monkeypatch) -> None:
+    """The HTTP transport opens a call's ticket on its event loop: a megabyte id that needs
+    escaping all along was dumped and escaped whole there (30 ms per request) before being
+    cut. The log line is the same text, cut, from the id's first code points only."""
+    from splice_build.mcp import cancellation
+    from splice_build.security.terminal import json_terminal_safe
+    from splice_build.spec import json_text
+
+    def whole(value: str | int) -> str:  # the text the log showed, from the whole id
+        text = json_terminal_safe(json_text.dumps(value))
+        limit = cancellation.SHOWN_ID_CHARS
+        return text if len(text) <= limit else f"{text[:limit]}…"
+
+    dumped: list[int] = []
+
+    class Recording:
+        @staticmethod
+        def dumps(value: Any) -> str:
+            dumped.append(len(value) if isinstance(value, str) else 0)
+            return json_text.dumps(value)
+
+    ids: list[str | int] = [10**60, -1, 0, ""]
+    for unit in ("x", "\x01", "\u2028", "\u009b", "é", '"'):
+        ids += [unit * n for n in (1, 20, 62, 63, 64, 65, 66, 1 << 16)]
+    expected = [whole(value) for value in ids]
+    monkeypatch.setattr(cancellation, "json_text", Recording)
+    assert [cancellation.shown_id(value) for value in ids] == expected
+    assert max(dumped) == cancellation.SHOWN_ID_CHARS + 1
