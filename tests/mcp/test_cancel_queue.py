@@ -13,7 +13,7 @@ from typing import Any
 
 from splice_build.mcp.admission import AsyncAdmission
 from splice_build.mcp.interface import ServerInfo
-from splice_build.mcp.protocol import Server
+from splice_build.mcp.protocol import Server, Session
 from splice_build.mcp.transport.http import McpHttpApp, token_digest
 from testing.asgi import exchange, http_scope, sending
 from testing.mcp_clients import DEMO_TOKEN
@@ -156,3 +156,39 @@ def test_a_huge_request_id_is_shown_from_its_first_characters_only(monkeypatch) 
     monkeypatch.setattr(cancellation, "json_text", Recording)
     assert [cancellation.shown_id(value) for value in ids] == expected
     assert max(dumped) == cancellation.SHOWN_ID_CHARS + 1
+
+
+def test_a_batch_of_many_calls_files_no_id_and_is_refused_whole() -> None:
+    """Over stdio a batch is queued before protocol.batch_refusal refuses it: its ticket
+    filed every call's id (a 4 MiB line: 120,000 ids, 25 MB a ticket, for each of the 64
+    messages the reader holds), for calls that never run. A batch with one call files it."""
+    import tracemalloc
+
+    server = Server(MemoryBackend(), ServerInfo())
+    session = Session("2025-03-26", scope="stdio")
+    in_flight = server._in_flight._tickets
+
+    def call(n: Any) -> dict[str, Any]:
+        return {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": "x"}}
+
+    many = [call(n) for n in range(20_000)]
+    tracemalloc.start()
+    try:
+        ticket = server.track(many, session)
+        held, _peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert in_flight == {} and held < 10_000
+    refused = server.answer(many, session, ticket)
+    assert refused == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32600, "message": "Batch of more than 32 messages"},
+    }
+    ticket.close()
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    for batch, filed in (([ping, call(7)], [7]), ([call(None), call(8)], []), ([call(9)], [9])):
+        ticket = server.track(batch, session)
+        assert [key[2] for key in in_flight] == filed
+        ticket.close()
+        assert in_flight == {}
