@@ -44,8 +44,13 @@ def is_cancellation(message: Any) -> bool:
 
 
 def shown_id(value: str | int) -> str:
-    """A request id as JSON for the log, terminal-safe and short."""
-    text = json_terminal_safe(json_text.dumps(value))
+    """A request id as JSON for the log, terminal-safe and short. Only the string's first
+    ``SHOWN_ID_CHARS`` code points are written (each is at least one character of the text,
+    so the cut text is the same): the HTTP transport opens a ticket on its event loop, and
+    a client's id may be a megabyte that would need escaping all along (30 ms of the loop
+    per request)."""
+    shown = value[: SHOWN_ID_CHARS + 1] if isinstance(value, str) else value
+    text = json_terminal_safe(json_text.dumps(shown))
     return text if len(text) <= SHOWN_ID_CHARS else f"{text[:SHOWN_ID_CHARS]}…"
 
 
@@ -115,13 +120,16 @@ def _key(scope: Hashable, value: str | int) -> _Key:
 
 
 def _call_ids(message: Any) -> list[str | int]:
-    """The request ids of the tool calls of a decoded message (or batch)."""
+    """The request id of the tool call of a decoded message (or batch), if it has one. A
+    batch of more than one call runs none (``protocol.batch_refusal`` refuses it whole), so
+    it files no id: stdio queues a batch before that refusal, and a 4 MiB line's 120,000
+    call ids took 25 MB a ticket, for up to ``MAX_IN_FLIGHT`` messages."""
     items = message if isinstance(message, list) else [message]
-    ids = []
-    for item in items:
-        method = item.get("method") if isinstance(item, dict) else None
-        if isinstance(method, str) and method in ADMITTED_METHODS:
-            found = request_id(item.get("id"))
-            if found is not None:
-                ids.append(found)
-    return ids
+    calls = [item for item in items if _is_call(item)]
+    found = request_id(calls[0].get("id")) if len(calls) == 1 else None
+    return [] if found is None else [found]
+
+
+def _is_call(item: Any) -> bool:
+    method = item.get("method") if isinstance(item, dict) else None
+    return isinstance(method, str) and method in ADMITTED_METHODS

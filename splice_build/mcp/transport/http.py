@@ -297,28 +297,39 @@ class McpHttpApp:
     async def _admitted(self, address: str, session_id: str, token: Cancellation) -> bool:
         """Take an admission slot; False, holding none, when the call is cancelled first: a
         cancel that comes while it waits takes it out of its queue at once (the same path
-        as a client that went away, ``AsyncAdmission._give_up``)."""
+        as a client that went away, ``AsyncAdmission._give_up``), and one that comes as the
+        slot arrives passes the slot on."""
         if token.cancelled:
             return False
         loop = asyncio.get_running_loop()
         task = asyncio.current_task()
         assert task is not None, "BUG: admission outside a task"
         waiting = True
+        interrupted = False
 
         def interrupt() -> None:  # on the loop, so ``waiting`` is read after any change
+            nonlocal interrupted
             if waiting:
+                interrupted = True
                 task.cancel()
 
         remove = token.on_cancel(lambda: loop.call_soon_threadsafe(interrupt))
         try:
             await self._admission.acquire(address, session_id)
         except asyncio.CancelledError:
-            if token.cancelled and task.uncancel() == 0:
+            if interrupted and task.uncancel() == 0:
                 return False  # our own interruption, and nobody else's
             raise
         finally:
             waiting = False
             remove()
+        if interrupted:
+            # Python 3.11's wait_for returns the slot that arrived in the turn the task was
+            # interrupted and drops the interruption: take back the request to cancel.
+            task.uncancel()
+        if token.cancelled:  # cancelled as the slot arrived: it never runs
+            self._admission.release()
+            return False
         return True
 
     @staticmethod
