@@ -24,7 +24,7 @@ from typing import Any
 _NEEDS_ESCAPE = re.compile(r'[\x00-\x1f\\"]')
 _SHORT_ESCAPES = b'"\\\b\f\n\r\t'
 _LONG_ESCAPES = bytes(c for c in range(0x20) if c not in _SHORT_ESCAPES)
-_CONSTANTS = {True: 4, False: 5, None: 4}
+_CONSTANTS = {None: "null", True: "true", False: "false"}
 # A long string is counted and written this many characters at a time: never one copy of it
 # as a whole (a str holding one emoji takes four bytes for each of its characters).
 _PIECE = 64 * 1024
@@ -57,7 +57,7 @@ def _pieces(text: str) -> Iterator[str]:
 
 def _scalar_size(value: Any) -> int:
     if value is None or value is True or value is False:
-        return _CONSTANTS[value]
+        return len(_CONSTANTS[value])
     if isinstance(value, str):
         return _string_size(value)
     if isinstance(value, int):
@@ -203,7 +203,7 @@ def _write_string(text: str, out: list[bytes]) -> None:
 
 def _scalar_text(value: Any) -> str:
     if value is None or value is True or value is False:
-        return {None: "null", True: "true", False: "false"}[value]
+        return _CONSTANTS[value]
     if isinstance(value, int):
         return int.__repr__(value)
     if isinstance(value, float):
