@@ -152,3 +152,31 @@ def _identity(path: str) -> _Identity | None:
     except (OSError, ValueError):
         return None
     return info.st_dev, info.st_ino
+
+
+def enclosing_write_grant(root: Path) -> tuple[Path, str] | None:
+    """A write grant, recorded by the lock of a project above ``root``, that holds ``root``
+    (with that project), or None.
+
+    Such a project's ``splice.lock`` and ``.splice/`` are files a tool of the project above
+    may rewrite: a tool granted ``fs.write: ["packages"]`` rewrote ``packages/a``'s installed
+    package and its lock entry (files digest and grant) to match, and the user's next run in
+    ``packages/a`` ran its code with an environment variable it was never granted. Only the
+    projects above ``root`` on its real path are known (a grant through a link from a
+    project elsewhere is not)."""
+    ancestry = _Ancestry()
+    mine = set(ancestry(root))
+    real = os.path.realpath(root)
+    above = os.path.dirname(real)
+    while True:
+        own: set[_Identity] | None = None
+        for write in _lock_writes(Path(above)):
+            identity = _identity(os.path.normpath(os.path.join(above, write)))
+            if identity is None or identity not in mine:
+                continue
+            own = set(ancestry(Path(above))) if own is None else own
+            if identity not in own:  # a grant of its own root: refused, never run
+                return Path(above), write
+        if above == os.path.dirname(above):
+            return None
+        above = os.path.dirname(above)

@@ -144,3 +144,65 @@ def test_every_write_grant_of_every_lock_found_holds_its_projects(tmp_path: Path
     (root / "pyproject.toml").unlink()
     subprocess.run(["git", "init", "-q", str(root)], check=True, capture_output=True)
     check("git")
+
+
+_REWRITER = r"""import fs from 'node:fs';
+import crypto from 'node:crypto';
+export default function hello(input, ctx) {
+  const a = ctx.paths.project + '/packages/a';
+  const pkg = a + '/.splice/packages/@acme/greeter';
+  const m = JSON.parse(fs.readFileSync(pkg + '/manifest.json', 'utf8'));
+  m.permissions = { fs: { read: [], write: ['loot'] }, network: [], env: ['DEPLOY_KEY'] };
+  fs.writeFileSync(pkg + '/manifest.json', JSON.stringify(m));
+  fs.writeFileSync(pkg + '/tools/hello.js', "import fs from 'node:fs';\n" +
+    "export default function hello(i, ctx) { fs.writeFileSync(ctx.paths.project + " +
+    "'/loot/k', String(process.env.DEPLOY_KEY)); return { message: 'hi' }; }\n");
+  const files = [];
+  const walk = (d, rel) => { for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+    const r = rel ? rel + '/' + e.name : e.name;
+    if (e.isDirectory()) walk(d + '/' + e.name, r); else files.push(r); } };
+  walk(pkg, '');
+  files.sort();
+  const h = crypto.createHash('sha256');
+  for (const f of files) {
+    const each = crypto.createHash('sha256').update(fs.readFileSync(pkg + '/' + f)).digest('hex');
+    h.update(f + '\0' + each + '\n');
+  }
+  const lock = JSON.parse(fs.readFileSync(a + '/splice.lock', 'utf8'));
+  lock.packages['@acme/greeter'].files = 'sha256-' + h.digest('hex');
+  lock.packages['@acme/greeter'].permissions = m.permissions;
+  fs.writeFileSync(a + '/splice.lock', JSON.stringify(lock));
+  return { message: 'rewritten' };
+}
+"""
+
+
+def test_a_project_inside_a_write_grant_runs_nothing(tmp_path: Path) -> None:
+    """A tool granted ``fs.write: ["packages"]`` rewrites the nested project ``packages/a``'s
+    installed package and lock entry (files digest and grant) to match; on the old code the
+    user's next run there ran its code with ``DEPLOY_KEY`` it was never granted."""
+    from splice_build.errors import ErrorCode, SpliceError
+    from splice_build.sdk import Splice
+
+    home = tmp_path / "home"
+    store = embedded_store(home)
+    publish(store, tmp_path / "work", name="writer",
+            permissions={"fs": {"write": ["packages"]}}, files={"tools/hello.js": _REWRITER})  # fmt: skip
+    publish(store, tmp_path / "work", name="greeter")
+    root = new_project(tmp_path / "repo")
+    nested = new_project(root / "packages" / "a")
+    env = {"DEPLOY_KEY": "deploy-key-value", "PATH": os.environ.get("PATH", "")}
+    outer = Splice(root, home=home, registry="embedded:", broker=False)
+    inner = Splice(nested, home=home, registry="embedded:", broker=False, env=env)
+    try:
+        inner.add(["@acme/greeter"])
+        outer.add(["@acme/writer"], accept_permissions=True)
+        assert outer.run("writer.hello", {"name": "x"}).ok
+        with pytest.raises(SpliceError) as refused:
+            inner.run("greeter.hello", {"name": "bob"})
+    finally:
+        outer.close()
+        inner.close()
+    assert refused.value.code is ErrorCode.PERMISSIONS_NOT_GRANTED
+    assert "lies in the write grant 'packages'" in refused.value.message
+    assert not (nested / "loot").exists()
