@@ -80,11 +80,15 @@ class Workspace:
         relative = member.relative_to(self.root).as_posix()
         return _shown(relative.replace("\\", "\\\\")) or "."
 
+    def _named(self, project: Path) -> str:
+        """A project's label, or its path when it lies above the root."""
+        return self.label(project) if project.is_relative_to(self.root) else _shown(str(project))
+
     def dropped_lines(self) -> list[str]:
         """One warning per project found inside a write grant (project/tool_written.py)."""
         return [
             f"{self.label(d.directory)} is not synced: it lies in the write grant "
-            f"{d.grant!r} of {self.label(d.granted_by)}, where a tool may have written it"
+            f"{d.grant!r} of {self._named(d.granted_by)}, where a tool may have written it"
             for d in self.dropped
         ]
 
@@ -165,7 +169,18 @@ def find_workspace(start: Path, *, root: Path | None = None, remember: bool = Fa
         source = "walk" if listed is None else "git"
         members = listed if listed is not None else _walk(base)
         found = members
-    members, dropped = drop_tool_written(members, found)
+    # The projects above the root too: a repository checked out in a directory that a
+    # project above it grants for writing is as much a tool's as anything planted in it.
+    above = Path(os.path.realpath(base)).parents
+    members, dropped = drop_tool_written(members, [*found, *above])
+    if not members and dropped:
+        raise ProjectError(
+            ErrorCode.NOT_A_PROJECT,
+            f"Every project of the workspace at {base} lies in a write grant, where a tool "
+            "may have written it",
+            details=Workspace(base, source, (), tuple(dropped)).dropped_lines(),
+            hint="Narrow the grant so that it holds no project, or move the projects out of it.",
+        )
     if not members:
         raise ProjectError(
             ErrorCode.NOT_A_PROJECT,

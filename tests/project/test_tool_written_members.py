@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from splice_build.errors import ErrorCode, ProjectError
 from splice_build.project.workspace import find_workspace
 from testing.projects import lock_entry_json, make_project
 from testing.registry_fixtures import embedded_store, new_project, publish
@@ -145,6 +146,15 @@ def test_every_write_grant_of_every_lock_found_holds_its_projects(tmp_path: Path
     subprocess.run(["git", "init", "-q", str(root)], check=True, capture_output=True)
     check("git")
 
+    # A project above the root whose grant holds the whole repository: nothing is a member.
+    make_project(tmp_path, lock=_grants("repo"))
+    with pytest.raises(ProjectError) as refused:
+        find_workspace(root)
+    assert refused.value.code is ErrorCode.NOT_A_PROJECT
+    assert f". is not synced: it lies in the write grant 'repo' of {tmp_path}" in "".join(
+        refused.value.details
+    )
+
 
 _REWRITER = r"""import fs from 'node:fs';
 import crypto from 'node:crypto';
@@ -181,7 +191,7 @@ def test_a_project_inside_a_write_grant_runs_nothing(tmp_path: Path) -> None:
     """A tool granted ``fs.write: ["packages"]`` rewrites the nested project ``packages/a``'s
     installed package and lock entry (files digest and grant) to match; on the old code the
     user's next run there ran its code with ``DEPLOY_KEY`` it was never granted."""
-    from splice_build.errors import ErrorCode, SpliceError
+    from splice_build.errors import SpliceError
     from splice_build.sdk import Splice
 
     home = tmp_path / "home"
