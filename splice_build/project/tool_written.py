@@ -17,6 +17,9 @@ that reaches its own project's root cannot be what a tool ran with (the runtime 
 docs/security.md#grants-and-project-state), so a planted lock cannot drop every project by
 granting ``/``; it can still name a sibling, which is then reported as dropped, never
 synced silently through.
+
+``enclosing_write_grant`` is the same rule for running: a project whose directory lies in a
+write grant of a project above it runs nothing (install/installed.py).
 """
 
 from __future__ import annotations
@@ -81,8 +84,9 @@ def _write_grants(
 def _lock_writes(project: Path) -> list[str]:
     """Every ``permissions.fs.write`` string of the project's lock (``splice.lock``, else the
     legacy ``splice-lock.json``, as ``load_lockfile`` picks), read without the lock's
-    validation: more than the runtime would grant only ever drops more, and a no-op sync
-    reads every lock of the workspace here (a full parse cost 30 locks about 2 ms)."""
+    validation: more than the runtime would grant only ever drops more, and a sync reads
+    every lock of the workspace here, the no-op fast path included, before anything else
+    would."""
     import json
 
     from splice_build.project.layout import ProjectLayout
@@ -130,8 +134,15 @@ class _Ancestry:
 
     def __init__(self) -> None:
         self._known: dict[str, _Identity | None] = {}
+        self._answers: dict[str, list[_Identity]] = {}
 
     def __call__(self, directory: Path) -> list[_Identity]:
+        key = str(directory)
+        if key not in self._answers:
+            self._answers[key] = self._look_up(directory)
+        return self._answers[key]
+
+    def _look_up(self, directory: Path) -> list[_Identity]:
         real = os.path.realpath(directory)
         places = [real]
         while places[-1] != os.path.dirname(places[-1]):
