@@ -125,6 +125,18 @@ def refuse_project_state(
     root = Path(os.path.realpath(layout.root))
     problems = project_state_problems(manifest.permissions, "manifest.json", root=root, home=home)
     problems += project_state_problems(grant, "splice.lock grant", root=root, home=home)
+    from splice_build.project.tool_written import enclosing_write_grant
+
+    holder = enclosing_write_grant(layout.root)
+    if holder is not None:
+        above, write = holder
+        raise InstallError(
+            ErrorCode.PERMISSIONS_NOT_GRANTED,
+            f"{package_id}@{version} will not run: this project lies in the write grant "
+            f"{write!r} of the project {above}, whose tools may have rewritten its "
+            "splice.lock and installed files",
+            hint="Narrow that grant so that it holds no project, or move this project out of it.",
+        )
     if problems:
         raise InstallError(
             ErrorCode.PERMISSIONS_NOT_GRANTED,

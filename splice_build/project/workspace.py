@@ -39,6 +39,7 @@ from typing import Any
 
 from splice_build.errors import ErrorCode, ProjectError, UsageError
 from splice_build.project.layout import PROJECT_FILE, STATE_DIR
+from splice_build.project.tool_written import Dropped, drop_tool_written
 from splice_build.records import dataclass
 from splice_build.spec.limits import MAX_PROJECT_STATE_BYTES
 from splice_build.spec.regular_file import read_regular_file
@@ -68,6 +69,9 @@ class Workspace:
     root: Path
     source: str  # "pyproject", "git" or "walk"
     members: tuple[Path, ...]
+    # Projects found inside a write grant, where a tool may have written them
+    # (project/tool_written.py): never members.
+    dropped: tuple[Dropped, ...] = ()
 
     def label(self, member: Path) -> str:
         """The member's path relative to the root (``.`` for the root itself), as text: a
@@ -75,6 +79,18 @@ class Workspace:
         members never share a label (labels name doit tasks, which must be unique, and JSON)."""
         relative = member.relative_to(self.root).as_posix()
         return _shown(relative.replace("\\", "\\\\")) or "."
+
+    def _named(self, project: Path) -> str:
+        """A project's label, or its path when it lies above the root."""
+        return self.label(project) if project.is_relative_to(self.root) else _shown(str(project))
+
+    def dropped_lines(self) -> list[str]:
+        """One warning per project found inside a write grant (project/tool_written.py)."""
+        return [
+            f"{self.label(d.directory)} is not synced: it lies in the write grant "
+            f"{d.grant!r} of {self._named(d.granted_by)}, where a tool may have written it"
+            for d in self.dropped
+        ]
 
 
 def read_config(pyproject: Path) -> WorkspaceConfig | None:
@@ -140,6 +156,7 @@ def find_workspace(start: Path, *, root: Path | None = None, remember: bool = Fa
     config = memo.config if memo is not None else None
     if memo is not None and config is not None:
         members = memo.members(base)
+        found = memo.found
         if remember:
             memo.write(base)
         source = "pyproject"
@@ -151,6 +168,19 @@ def find_workspace(start: Path, *, root: Path | None = None, remember: bool = Fa
         listed = None if top is None else _git_listed(base)
         source = "walk" if listed is None else "git"
         members = listed if listed is not None else _walk(base)
+        found = members
+    # The projects above the root too: a repository checked out in a directory that a
+    # project above it grants for writing is as much a tool's as anything planted in it.
+    above = Path(os.path.realpath(base)).parents
+    members, dropped = drop_tool_written(members, [*found, *above])
+    if not members and dropped:
+        raise ProjectError(
+            ErrorCode.NOT_A_PROJECT,
+            f"Every project of the workspace at {base} lies in a write grant, where a tool "
+            "may have written it",
+            details=Workspace(base, source, (), tuple(dropped)).dropped_lines(),
+            hint="Narrow the grant so that it holds no project, or move the projects out of it.",
+        )
     if not members:
         raise ProjectError(
             ErrorCode.NOT_A_PROJECT,
@@ -158,7 +188,7 @@ def find_workspace(start: Path, *, root: Path | None = None, remember: bool = Fa
             hint="Run `splice init` in a project, or `splice workspace add <dir>`.",
         )
     ordered = sorted(set(members), key=lambda p: p.relative_to(base).as_posix())
-    return Workspace(base, source, tuple(ordered))
+    return Workspace(base, source, tuple(ordered), tuple(dropped))
 
 
 def _walk_up(start: Path) -> tuple[Path, _Memo | None]:
@@ -188,6 +218,7 @@ class _Memo:
         self.config = config
         self._saved = saved  # the memo file's content, when it held these bytes
         self._answer: dict[str, Any] | None = None
+        self.found: list[Path] = []  # every directory ``members`` walked to, member or not
 
     @classmethod
     def read(cls, directory: Path, pyproject: Path) -> _Memo | None:
@@ -208,7 +239,8 @@ class _Memo:
         # Names that differ only in bytes that are not UTF-8 (or in those and U+FFFD) are one
         # text to the patterns: they are members together or not at all, never one of them.
         found: dict[str, list[Path]] = {}
-        for directory in _walk(root):
+        self.found = _walk(root)
+        for directory in self.found:
             text = _matchable(directory.relative_to(root).as_posix() or ".")
             found.setdefault(text, []).append(directory)
         relative = sorted(found)

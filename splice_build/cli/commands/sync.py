@@ -90,6 +90,8 @@ def sync(
     from splice_build.tasks.sync import sync_workspace
 
     workspace = find_workspace(cwd, root=root, remember=not options.check)
+    for line in workspace.dropped_lines():
+        out.warn(line)
     out.progress(f"Syncing {len(workspace.members)} project(s) in {workspace.root}...")
     result = sync_workspace(
         workspace,

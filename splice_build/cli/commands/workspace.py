@@ -54,6 +54,8 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         raise UsageError(f"workspace {args.action} {wanted}")
     if args.action == "list":
         workspace = find_workspace(ctx.cwd, root=args.root)
+        for line in workspace.dropped_lines():
+            ctx.out.warn(line)
         labels = [workspace.label(m) for m in workspace.members]
         data = {"root": str(workspace.root), "source": workspace.source, "members": labels}
         # a member's name is the checkout's: one line each (Output.result, one_line_fields)

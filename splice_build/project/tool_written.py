@@ -1,0 +1,193 @@
+"""Projects a sandboxed tool may have written: a ``splice.json`` inside a write grant.
+
+A tool granted ``fs.write: ["out"]`` may create anything in ``out``, a ``splice.json`` and a
+``splice.lock`` included. Workspace discovery (``splice sync``, ``splice workspace list``,
+doit's tasks) counts every ``splice.json`` it finds as a project, so the user's next sync
+then contacted the registry that file names (a tool with no network sent what it could read
+to a server of its choosing, in the URL) and installed what its lock grants without asking:
+the lock of a project without an installed copy is taken as reviewed. Such a project is not
+the user's: it lies in a place the user handed to a tool.
+
+So a candidate member is dropped when it lies at or below a directory that a write grant
+recorded in the ``splice.lock`` of any project found names (the runtime grants a package
+what its lock entry records, narrowed by the installed manifest: the lock bounds what any
+tool of that project could write). Grants are compared by device and inode, so a grant
+reached through a link, or named in another case, still covers what lies in it. A grant
+that reaches its own project's root cannot be what a tool ran with (the runtime refuses it,
+docs/security.md#grants-and-project-state), so a planted lock cannot drop every project by
+granting ``/``; it can still name a sibling, which is then reported as dropped, never
+synced silently through.
+
+``enclosing_write_grant`` is the same rule for running: a project whose directory lies in a
+write grant of a project above it runs nothing (install/installed.py).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from splice_build.records import dataclass
+
+_Identity = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """A candidate member inside a write grant, and the project whose lock records it."""
+
+    directory: Path
+    granted_by: Path
+    grant: str  # the lock's entry as written
+
+
+def drop_tool_written(
+    candidates: Sequence[Path], projects: Iterable[Path]
+) -> tuple[list[Path], list[Dropped]]:
+    """``candidates`` split into those outside every write grant the locks of ``projects``
+    (every project found, members or not) record, and those inside one (each with the grant
+    that holds it)."""
+    ancestry = _Ancestry()
+    grants = _write_grants(projects, ancestry)
+    if not grants:
+        return list(candidates), []
+    kept, dropped = [], []
+    for directory in candidates:
+        holder = _holder(ancestry(directory), grants)
+        if holder is None:
+            kept.append(directory)
+        else:
+            dropped.append(Dropped(directory, *holder))
+    return kept, dropped
+
+
+def _write_grants(
+    projects: Iterable[Path], ancestry: _Ancestry
+) -> dict[_Identity, tuple[Path, str]]:
+    """Every existing directory a write grant of these projects' locks names, by identity."""
+    grants: dict[_Identity, tuple[Path, str]] = {}
+    for project in projects:
+        own: set[_Identity] | None = None
+        for write in _lock_writes(project):
+            # A lock's entry is project-relative (lockfile.py refuses '..' and absolute
+            # paths); joined as effective_fs_path joins it (spec/project_state.py).
+            identity = _identity(os.path.normpath(os.path.join(project, write)))
+            if identity is None:  # nothing there, nothing written there
+                continue
+            own = set(ancestry(project)) if own is None else own
+            if identity not in own:
+                grants.setdefault(identity, (project, write))
+    return grants
+
+
+def _lock_writes(project: Path) -> list[str]:
+    """Every ``permissions.fs.write`` string of the project's lock (``splice.lock``, else the
+    legacy ``splice-lock.json``, as ``load_lockfile`` picks), read without the lock's
+    validation: more than the runtime would grant only ever drops more, and a sync reads
+    every lock of the workspace here, the no-op fast path included, before anything else
+    would."""
+    import json
+
+    from splice_build.project.layout import ProjectLayout
+    from splice_build.spec.limits import MAX_PROJECT_STATE_BYTES
+    from splice_build.spec.regular_file import read_regular_file
+
+    layout = ProjectLayout(project)
+    for path in (layout.lock_file, layout.legacy_lock_file):
+        try:
+            document = json.loads(read_regular_file(path, MAX_PROJECT_STATE_BYTES))
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError, RecursionError):  # no package of it runs: INVALID_PROJECT
+            return []
+        return [w for entry in _members(document, "packages") for w in _fs_writes(entry)]
+    return []
+
+
+def _fs_writes(entry: object) -> list[str]:
+    node: object = entry
+    for key in ("permissions", "fs"):
+        node = node.get(key) if isinstance(node, dict) else None
+    writes = node.get("write") if isinstance(node, dict) else None
+    return [w for w in writes if isinstance(w, str)] if isinstance(writes, list) else []
+
+
+def _members(document: object, key: str) -> list[object]:
+    packages = document.get(key) if isinstance(document, dict) else None
+    return list(packages.values()) if isinstance(packages, dict) else []
+
+
+def _holder(
+    ancestry: list[_Identity], grants: dict[_Identity, tuple[Path, str]]
+) -> tuple[Path, str] | None:
+    """The grant (and its project) holding the first of ``ancestry`` that one holds."""
+    for identity in ancestry:
+        if identity in grants:
+            return grants[identity]
+    return None
+
+
+class _Ancestry:
+    """The identities of a directory's real path and of every directory above it, each
+    directory looked up once per call (a workspace's projects share most of their parents)."""
+
+    def __init__(self) -> None:
+        self._known: dict[str, _Identity | None] = {}
+        self._answers: dict[str, list[_Identity]] = {}
+
+    def __call__(self, directory: Path) -> list[_Identity]:
+        key = str(directory)
+        if key not in self._answers:
+            self._answers[key] = self._look_up(directory)
+        return self._answers[key]
+
+    def _look_up(self, directory: Path) -> list[_Identity]:
+        real = os.path.realpath(directory)
+        places = [real]
+        while places[-1] != os.path.dirname(places[-1]):
+            places.append(os.path.dirname(places[-1]))
+        found = []
+        for place in places:
+            if place not in self._known:
+                self._known[place] = _identity(place)
+            identity = self._known[place]
+            if identity is not None:
+                found.append(identity)
+        return found
+
+
+def _identity(path: str) -> _Identity | None:
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return info.st_dev, info.st_ino
+
+
+def enclosing_write_grant(root: Path) -> tuple[Path, str] | None:
+    """A write grant, recorded by the lock of a project above ``root``, that holds ``root``
+    (with that project), or None.
+
+    Such a project's ``splice.lock`` and ``.splice/`` are files a tool of the project above
+    may rewrite: a tool granted ``fs.write: ["packages"]`` rewrote ``packages/a``'s installed
+    package and its lock entry (files digest and grant) to match, and the user's next run in
+    ``packages/a`` ran its code with an environment variable it was never granted. Only the
+    projects above ``root`` on its real path are known (a grant through a link from a
+    project elsewhere is not)."""
+    ancestry = _Ancestry()
+    mine = set(ancestry(root))
+    real = os.path.realpath(root)
+    above = os.path.dirname(real)
+    while True:
+        own: set[_Identity] | None = None
+        for write in _lock_writes(Path(above)):
+            identity = _identity(os.path.normpath(os.path.join(above, write)))
+            if identity is None or identity not in mine:
+                continue
+            own = set(ancestry(Path(above))) if own is None else own
+            if identity not in own:  # a grant of its own root: refused, never run
+                return Path(above), write
+        if above == os.path.dirname(above):
+            return None
+        above = os.path.dirname(above)

