@@ -177,6 +177,10 @@ def _path(tail: str) -> str:
     return path + sep + query
 
 
+# The longest name DNS has (RFC 1035: 255 octets on the wire, 253 characters as text).
+MAX_DOMAIN_CHARACTERS = 253
+
+
 def parse_host(text: str) -> str:
     """The WHATWG host parser for special schemes; returns the serialized host."""
     if text.startswith("["):
@@ -238,7 +242,13 @@ def domain_to_ascii(domain: str) -> str:
                 # text: the host the guard checks must parse again to itself.
                 raise InvalidUrl(f"Invalid URL: host {domain!r}")
             labels.append("xn--" + encoded)
-    return ".".join(labels)
+    ascii_domain = ".".join(labels)
+    if len(ascii_domain.removesuffix(".")) > MAX_DOMAIN_CHARACTERS:
+        # No such name resolves, and this parser could not read the request URL built from
+        # it again (idna's mapping refuses over 1,024 characters, and the ASCII form of a
+        # Unicode name is longer than the name).
+        raise InvalidUrl(f"Invalid URL: host longer than {MAX_DOMAIN_CHARACTERS} characters")
+    return ascii_domain
 
 
 def _check_bidi(mapped: str, domain: str) -> None:

@@ -207,3 +207,20 @@ def test_a_zero_padded_content_length_is_read_as_its_number() -> None:
     assert status == 413
     assert json.loads(answer)["error"] == {"code": -32600, "message": "Message too large"}
     assert internal == []
+
+
+def test_a_host_longer_than_dns_allows_is_an_invalid_url() -> None:
+    """Finding 23: ``https://ß!!…`` with labels of up to 150 characters, 915 in all, passed the
+    guard, and its request URL (the ASCII form, 1,036 characters) did not parse again: idna's
+    mapping refuses over 1,024 characters. No name over 253 characters resolves; such a host
+    is now refused, whatever its form."""
+    from splice_build.security.urls import InvalidUrl, parse_url
+
+    label = "a" * 63
+    longest = ".".join([label, label, label, "a" * 61])  # 253 characters
+    assert parse_url(f"https://{longest}/").hostname == longest
+    assert parse_url(f"https://{longest}./").hostname == f"{longest}."
+    for host in (f"a{longest}", ".".join(["\u00df" + "!" * 60] * 4)):
+        with pytest.raises(InvalidUrl) as caught:
+            parse_url(f"https://{host}/")
+        assert "longer than 253" in str(caught.value)
