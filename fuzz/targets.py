@@ -1165,27 +1165,27 @@ TARGETS: dict[str, Target] = {
             "result_json",
             _result_json,
             "json_size and write_json against json.dumps: count, bytes, limit",
-            short_runs=500,
+            short_runs=300,
         ),
         Target(
             "json_text",
             _json_text,
             "canonical_and_stringified (a publish's manifest texts) against the two apart",
-            short_runs=500,
+            short_runs=300,
         ),
         Target(
             "number_text",
             _number_text,
             "spec/number_text.py against a regex of ASCII digits and int()",
             256,
-            short_runs=500,
+            short_runs=300,
         ),
         Target(
             "registry_search",
             _registry_search,
             "SQLite registry search: found exactly by the caseless form of its description",
             1024,
-            short_runs=300,
+            short_runs=200,
         ),
         Target(
             "cli_argv",
@@ -1193,13 +1193,13 @@ TARGETS: dict[str, Target] = {
             "cli.main.main on any argv, the commands' work stubbed: coded errors, plain = parser",
             1024,
             "cli.dict",
-            short_runs=100,
+            short_runs=60,
         ),
         Target(
             "mcp_cancel",
             _mcp_cancel,
             "notifications/cancelled: only the calls of its scope and JSON id end",
-            short_runs=500,
+            short_runs=300,
         ),
     )
 }
