@@ -1031,6 +1031,42 @@ def _env_file() -> Check:
     return _timed_target("env_file")
 
 
+def _result_json() -> Check:
+    from fuzz.encoder_targets import result_json
+
+    return result_json()
+
+
+def _json_text() -> Check:
+    from fuzz.encoder_targets import json_text_both
+
+    return json_text_both()
+
+
+def _number_text() -> Check:
+    from fuzz.encoder_targets import number_text
+
+    return number_text()
+
+
+def _registry_search() -> Check:
+    from fuzz.encoder_targets import registry_search
+
+    return registry_search()
+
+
+def _cli_argv() -> Check:
+    from fuzz.cli_targets import cli_argv
+
+    return cli_argv()
+
+
+def _mcp_cancel() -> Check:
+    from fuzz.cli_targets import mcp_cancel
+
+    return mcp_cancel()
+
+
 def _js_number() -> Check:
     return _timed_target("js_number")
 
@@ -1124,6 +1160,46 @@ TARGETS: dict[str, Target] = {
             "js_number (JavaScript's Number(text)): no crash, linear time",
             256,
             short_runs=500,
+        ),
+        Target(
+            "result_json",
+            _result_json,
+            "json_size and write_json against json.dumps: count, bytes, limit",
+            short_runs=300,
+        ),
+        Target(
+            "json_text",
+            _json_text,
+            "canonical_and_stringified (a publish's manifest texts) against the two apart",
+            short_runs=300,
+        ),
+        Target(
+            "number_text",
+            _number_text,
+            "spec/number_text.py against a regex of ASCII digits and int()",
+            256,
+            short_runs=300,
+        ),
+        Target(
+            "registry_search",
+            _registry_search,
+            "SQLite registry search: found exactly by the caseless form of its description",
+            1024,
+            short_runs=200,
+        ),
+        Target(
+            "cli_argv",
+            _cli_argv,
+            "cli.main.main on any argv, the commands' work stubbed: coded errors, plain = parser",
+            1024,
+            "cli.dict",
+            short_runs=60,
+        ),
+        Target(
+            "mcp_cancel",
+            _mcp_cancel,
+            "notifications/cancelled: only the calls of its scope and JSON id end",
+            short_runs=300,
         ),
     )
 }

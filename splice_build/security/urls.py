@@ -17,6 +17,7 @@ import re
 from urllib.parse import unquote_to_bytes
 
 from splice_build.records import dataclass
+from splice_build.spec.number_text import capped_count
 
 SPECIAL_PORTS: dict[str, int | None] = {
     "http": 80,
@@ -159,11 +160,11 @@ def _split_port(hostport: str) -> tuple[str, str | None]:
 def _port(text: str | None, default: int | None) -> str:
     if text is None or text == "":
         return ""
-    if not text.isascii() or not text.isdigit():
-        raise InvalidUrl(f"Invalid URL: port {text!r}")
-    value = int(text)
-    if value > 65535:
-        raise InvalidUrl(f"Invalid URL: port {text!r}")
+    # Any number of leading zeros, as WHATWG reads a port (a redirect's Location may pad it
+    # past the 4,300 digits int() reads), and no digit int() alone would take ("²", "١").
+    value = capped_count(text, 65535)
+    if value is None or value > 65535:
+        raise InvalidUrl(f"Invalid URL: port {text[:40]!r}")
     return "" if value == default else str(value)
 
 
@@ -174,6 +175,10 @@ def _path(tail: str) -> str:
     if not path.startswith("/"):
         path = "/" + path
     return path + sep + query
+
+
+# The longest name DNS has (RFC 1035: 255 octets on the wire, 253 characters as text).
+MAX_DOMAIN_CHARACTERS = 253
 
 
 def parse_host(text: str) -> str:
@@ -237,7 +242,13 @@ def domain_to_ascii(domain: str) -> str:
                 # text: the host the guard checks must parse again to itself.
                 raise InvalidUrl(f"Invalid URL: host {domain!r}")
             labels.append("xn--" + encoded)
-    return ".".join(labels)
+    ascii_domain = ".".join(labels)
+    if len(ascii_domain.removesuffix(".")) > MAX_DOMAIN_CHARACTERS:
+        # No such name resolves, and this parser could not read the request URL built from
+        # it again (idna's mapping refuses over 1,024 characters, and the ASCII form of a
+        # Unicode name is longer than the name).
+        raise InvalidUrl(f"Invalid URL: host longer than {MAX_DOMAIN_CHARACTERS} characters")
+    return ascii_domain
 
 
 def _check_bidi(mapped: str, domain: str) -> None:

@@ -8,6 +8,7 @@ its defect returns.
 from __future__ import annotations
 
 import functools
+import json
 import subprocess
 import sys
 from collections.abc import Callable
@@ -181,3 +182,45 @@ def test_secret_scan_skips_the_formats_a_text_cannot_hold() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert done.stdout.strip() == "['OpenAI/Anthropic-style key']"
+
+
+def test_a_zero_padded_content_length_is_read_as_its_number() -> None:
+    """Finding 20: ``int()`` refuses 4,300 digits or more, leading zeros included, and HTTP
+    allows any number of them: ``content-length: 000…040`` (4,400 zeros) raised
+    ``ValueError`` in the ``/mcp`` app, a 500. Now the value is its number: a body of that
+    length is answered, and a zero-padded length over 1 MiB is 413, -32600."""
+    import hashlib
+
+    from fuzz.targets import _Asgi, _mcp_server
+    from splice_build.mcp.admission import AsyncAdmission
+    from splice_build.mcp.transport.http import MAX_BODY_BYTES, build_app
+
+    server, internal = _mcp_server()
+    asgi = _Asgi(build_app(server, hashlib.sha256(b"token").digest(), AsyncAdmission(1)))
+    body = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
+    head = b"POST /mcp\nauthorization: Bearer token\ncontent-type: application/json\n"
+    zeros = b"0" * 4400
+    status, answer = asgi.request(head + b"content-length: " + zeros + b"40\n\n" + body, {})
+    assert (status, json.loads(answer)) == (200, {"jsonrpc": "2.0", "id": 1, "result": {}})
+    over = str(MAX_BODY_BYTES + 1).encode()
+    status, answer = asgi.request(head + b"content-length: " + zeros + over + b"\n\n" + body, {})
+    assert status == 413
+    assert json.loads(answer)["error"] == {"code": -32600, "message": "Message too large"}
+    assert internal == []
+
+
+def test_a_host_longer_than_dns_allows_is_an_invalid_url() -> None:
+    """Finding 23: ``https://ß!!…`` with labels of up to 150 characters, 915 in all, passed the
+    guard, and its request URL (the ASCII form, 1,036 characters) did not parse again: idna's
+    mapping refuses over 1,024 characters. No name over 253 characters resolves; such a host
+    is now refused, whatever its form."""
+    from splice_build.security.urls import InvalidUrl, parse_url
+
+    label = "a" * 63
+    longest = ".".join([label, label, label, "a" * 61])  # 253 characters
+    assert parse_url(f"https://{longest}/").hostname == longest
+    assert parse_url(f"https://{longest}./").hostname == f"{longest}."
+    for host in (f"a{longest}", ".".join(["\u00df" + "!" * 60] * 4)):
+        with pytest.raises(InvalidUrl) as caught:
+            parse_url(f"https://{host}/")
+        assert "longer than 253" in str(caught.value)

@@ -68,6 +68,7 @@ from splice_build.mcp.protocol import (
     error_response,
     parse_message,
 )
+from splice_build.spec.number_text import capped_count
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -353,14 +354,13 @@ class McpHttpApp:
     async def _read_body(self, request: Request) -> bytes:
         declared = request.headers.get("content-length")
         if declared is not None:
-            # ASCII digits only: str.isdigit() also accepts "²", which int() refuses, and a
-            # value longer than the limit's digits is over it (int() refuses 4,300+ digits).
-            if not (declared.isascii() and declared.isdigit()):
+            # ASCII digits only (str.isdigit() also accepts "²", which int() refuses), read
+            # without int() of the whole text: int() refuses 4,300 digits or more, leading
+            # zeros included, and HTTP allows any number of them.
+            length = capped_count(declared, MAX_BODY_BYTES)
+            if length is None:
                 raise _Refusal(400, INVALID_REQUEST, "Invalid Content-Length")
-            if (
-                len(declared.lstrip("0")) > len(str(MAX_BODY_BYTES))
-                or int(declared) > MAX_BODY_BYTES
-            ):
+            if length > MAX_BODY_BYTES:
                 raise _Refusal(413, INVALID_REQUEST, "Message too large")
         body = bytearray()
         try:

@@ -22,6 +22,7 @@ from starlette.requests import ClientDisconnect, Request
 
 from splice_build.errors import ErrorCode, RegistryError
 from splice_build.registry.client.deadline import Deadlines
+from splice_build.spec.number_text import capped_count
 
 # What the registry client gives itself with its defaults (registry/client/deadline.py): the
 # server holds a request body, and a download it writes (download.py), to the same.
@@ -42,10 +43,11 @@ def too_large(limit: int) -> RegistryError:
 async def read_limited(request: Request, limit: int) -> bytes:
     declared = request.headers.get("content-length")
     if declared is not None:
-        try:
-            length = int(declared)
-        except ValueError as exc:
-            raise RegistryError(ErrorCode.BAD_REQUEST, "Invalid content-length") from exc
+        # ASCII digits, any number of them (spec/number_text.py): int() also read "+5",
+        # " 5", "1_0" and other scripts' digits, and refused a length padded to 4,300 zeros.
+        length = capped_count(declared, limit)
+        if length is None:
+            raise RegistryError(ErrorCode.BAD_REQUEST, "Invalid content-length")
         if length > limit:
             raise too_large(limit)
     chunks: list[bytes] = []
