@@ -16,7 +16,8 @@ sandbox sets (it follows the *thread* that forked) fires only when the pool ends
 whole parent dies; the host also exits when its job pipe hangs up. The pool is bounded
 (``max_size`` idle plus starting processes; the least recently started process of another
 key is evicted to make room), idle processes expire after ``idle_seconds``, and ``close``
-(also run at interpreter exit) kills whatever is left. A child of ``fork`` starts with an
+(also run at interpreter exit, for every pool still open: one exit hook for all of them)
+kills whatever is left. A child of ``fork`` starts with an
 empty pool and never touches the parent's processes (runtime/forks.py).
 """
 
@@ -89,7 +90,7 @@ class WarmPool:
         self._counts = dict.fromkeys(
             ("hits", "cold", "started", "expired", "evicted", "discarded"), 0
         )
-        atexit.register(_close_at_exit, weakref.ref(self))
+        _OPEN.add(self)
         forget_in_children(self)
 
     # public ------------------------------------------------------------------------------
@@ -160,6 +161,7 @@ class WarmPool:
         PID 1 included (``SandboxProcess.close`` waits for it, bounded), and the thread has
         ended (bounded too; a start in flight is closed by the thread itself).
         """
+        _OPEN.discard(self)
         with self._cond:
             if self._closed:
                 return
@@ -297,8 +299,17 @@ class WarmPool:
             process.close()
 
 
-def _close_at_exit(ref: weakref.ref[WarmPool]) -> None:
-    pool = ref()
-    if pool is not None:
+# The pools not closed yet, closed at interpreter exit. One hook for all of them: a hook per
+# pool (it was one ``atexit.register`` per ``WarmPool``, never unregistered) kept an entry
+# for every pool ever made, closed or collected, for the life of the process: a host making
+# a ``Splice(reuse=True)`` per session, or a project switched at its path, grew by one each.
+_OPEN: weakref.WeakSet[WarmPool] = weakref.WeakSet()
+
+
+def _close_at_exit() -> None:
+    for pool in list(_OPEN):
         with contextlib.suppress(Exception):
             pool.close()
+
+
+atexit.register(_close_at_exit)

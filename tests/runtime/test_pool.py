@@ -371,3 +371,26 @@ def test_a_start_that_fails_unexpectedly_leaves_the_pool_serving(
         assert len(_pool(runtime).idle_pids()) == 1
     finally:
         runtime.close()
+
+
+def test_pools_made_and_ended_leave_no_exit_hook_behind() -> None:
+    """A long-lived host that makes pools (a ``Splice(reuse=True)`` per session, a project
+    switched at its path) keeps nothing of those it closed or dropped: each pool registered
+    an ``atexit`` hook of its own, never removed, so the hooks grew by one per pool for the
+    life of the process. One hook now closes whichever pools are still open at exit."""
+    import atexit
+    import gc
+
+    from splice_build.runtime import pool as pool_module
+
+    hooks = atexit._ncallbacks()  # type: ignore[attr-defined]
+    for _ in range(100):
+        WarmPool().close()
+    for _ in range(100):
+        WarmPool()  # dropped without close(): collected (no thread was ever started)
+    gc.collect()
+    assert atexit._ncallbacks() == hooks  # type: ignore[attr-defined]
+    still_open = WarmPool()
+    assert still_open in pool_module._OPEN  # the exit hook closes it
+    still_open.close()
+    assert still_open not in pool_module._OPEN
