@@ -13,9 +13,9 @@ SPLICE_HOME for a run whose directory holds no project; discovery and
 
 The file is rewritten only when a grant is new to it (a ``splice run`` of a known grant
 reads it once; a long-lived runtime remembers what it wrote), atomically and under a lock of
-its own, so two runs never lose each other's entry. It is bounded: when full, entries whose
-directory is gone are forgotten (nothing written there is left); when still full, the tool
-does not run. A file that cannot be read is written anew. A checkout may ship this file: read
+its own, so two runs never lose each other's entry. It is bounded (512 entries, 256 KiB, so
+that it can always be read back): when full, entries whose directory is gone are forgotten
+(nothing written there is left); when still full, the tool does not run. A file that cannot be read is written anew. A checkout may ship this file: read
 entries only ever drop more projects (each reported), and one that reaches its own project's
 root is ignored, as a lock's is.
 """
@@ -111,11 +111,13 @@ def remember(record: Path, root: Path, grants: Sequence[tuple[str, Path]]) -> se
         entries = read_records(record)  # again: another run may have added its own
         held = {entry.identity for entry in entries}
         entries += [entry for identity, entry in wanted.items() if identity not in held]
-        if len(entries) > MAX_ENTRIES:
+        data = _encoded(entries)
+        if len(entries) > MAX_ENTRIES or len(data) > _MAX_BYTES:
             entries = [entry for entry in entries if _identity(entry.path) == entry.identity]
-        if len(entries) > MAX_ENTRIES:
-            raise OverflowError(f"{record} holds {MAX_ENTRIES} write grants already")
-        atomic_write_bytes(record, _encoded(entries))
+            data = _encoded(entries)
+        if len(entries) > MAX_ENTRIES or len(data) > _MAX_BYTES:  # never one it cannot read
+            raise OverflowError(f"{record} is full of write grants whose directories exist")
+        atomic_write_bytes(record, data)
     return set(wanted)
 
 

@@ -313,3 +313,21 @@ def test_a_shipped_grant_record_only_drops_more(tmp_path: Path) -> None:
     record.write_bytes(b"\xff not json")  # unreadable: written anew with what is new
     remember(record, root, [("packages", root / "packages")])
     assert enclosing_write_grant(root / "packages" / "a", home) == (root, "packages")
+
+
+def test_a_full_grant_record_forgets_only_gone_directories(tmp_path: Path) -> None:
+    """Full of live entries, the record refuses a new one (the runtime then runs nothing,
+    ``NOT_WRITABLE``); a directory gone makes room."""
+    from splice_build.project.grant_record import MAX_ENTRIES, RECORD_NAME, read_records, remember
+
+    record = tmp_path / ".splice" / RECORD_NAME
+    grants = []
+    for number in range(MAX_ENTRIES + 1):
+        (tmp_path / f"d{number}").mkdir()
+        grants.append((f"d{number}", tmp_path / f"d{number}"))
+    remember(record, tmp_path, grants[:MAX_ENTRIES])
+    with pytest.raises(OverflowError):
+        remember(record, tmp_path, grants[MAX_ENTRIES:])
+    (tmp_path / "d0").rmdir()
+    remember(record, tmp_path, grants[MAX_ENTRIES:])
+    assert [r.grant for r in read_records(record)] == [g for g, _ in grants[1:]]
