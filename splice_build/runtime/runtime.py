@@ -370,24 +370,38 @@ class SpliceRuntime:
     def _record_grants(self, pkg: LoadedPackage, write: tuple[Path, ...]) -> None:
         """Record the write grants before the tool starts (project/grant_record.py), once
         per directory and runtime: workspace discovery must know where a tool may have
-        written after its lock entry is gone, or when it ran from ``splice run --dir``."""
-        from splice_build.project.grant_record import record_file, remember
+        written after its lock entry is gone, or when it ran from ``splice run --dir``. A
+        grant whose real path leaves the project (through a link) goes to SPLICE_HOME's
+        record too: a workspace elsewhere reads that one, never this project's."""
+        from splice_build.project.grant_record import record_file
         from splice_build.project.home import SpliceHome
 
         home = self._home if self._home is not None else SpliceHome.from_env(self._env).path
         record = record_file(self.project_root, home)
-        if record.parent != home:  # never through a link a checkout put at .splice
-            from splice_build.project.layout import ProjectLayout
+        granted = list(zip(pkg.manifest.permissions.fs_write, write, strict=True))
+        self._record_in(pkg, record, granted)
+        if record.parent != home:
+            root = str(self.project_root)
+            away = [
+                (entry, path)
+                for entry, path in granted
+                if not os.path.realpath(path).startswith(root.rstrip(os.sep) + os.sep)
+            ]
+            self._record_in(pkg, home / record.name, away)
+
+    def _record_in(self, pkg: LoadedPackage, record: Path, granted: list[tuple[str, Path]]) -> None:
+        """``granted`` added to ``record`` unless this runtime did so already."""
+        from splice_build.project.grant_record import remember
+
+        grants = [(entry, path) for entry, path in granted if (record, path) not in self._recorded]
+        if not grants:
+            return
+        from splice_build.project.layout import STATE_DIR, ProjectLayout
+
+        if record.parent == self.project_root / STATE_DIR:  # never through a checkout's link
             from splice_build.project.state_dir import check_state_dir
 
             check_state_dir(ProjectLayout(self.project_root))
-        grants = [
-            (entry, path)
-            for entry, path in zip(pkg.manifest.permissions.fs_write, write, strict=True)
-            if (record, path) not in self._recorded
-        ]
-        if not grants:
-            return
         try:
             remember(record, self.project_root, grants)
         except (OSError, OverflowError) as exc:

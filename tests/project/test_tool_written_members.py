@@ -234,10 +234,13 @@ def test_a_grant_no_lock_records_any_more_still_holds_what_its_tool_wrote(
 
     url, seen = spy
     home = tmp_path / "home"
-    permissions = {"fs": {"read": ["data"], "write": ["out"]}}
+    permissions = {"fs": {"read": ["data"], "write": ["out", "shared"]}}
     publish(embedded_store(home), tmp_path / "work", name="writer", permissions=permissions,
             files={"tools/hello.js": _PLANTER})  # fmt: skip
     project = new_project(tmp_path / "project")
+    # A grant through the checkout's link leaves the project: SPLICE_HOME's record holds it.
+    make_project(tmp_path / "beside" / "made")
+    (project / "shared").symlink_to(tmp_path / "beside")
     scratch = tmp_path / "scratch"
     for directory in (project, scratch):
         (directory / "data").mkdir(parents=True)
@@ -272,6 +275,12 @@ def test_a_grant_no_lock_records_any_more_still_holds_what_its_tool_wrote(
     assert refused.value.code is ErrorCode.NOT_A_PROJECT
     assert list(refused.value.details) == [
         f". is not synced: it lies in the write grant 'out' of {os.path.realpath(scratch)}, "
+        "where a tool may have written it"
+    ]
+    with pytest.raises(ProjectError) as beside:
+        find_workspace(tmp_path / "beside", home=home)
+    assert list(beside.value.details) == [
+        f"made is not synced: it lies in the write grant 'shared' of {os.path.realpath(project)}, "
         "where a tool may have written it"
     ]
     assert seen == []  # on the old code: ['/x/AKIA-SECRET/packages/acme/other'] twice
