@@ -378,16 +378,16 @@ class SpliceRuntime:
 
         home = self._home if self._home is not None else SpliceHome.from_env(self._env).path
         record = record_file(self.project_root, home)
-        granted = list(zip(pkg.manifest.permissions.fs_write, write, strict=True))
-        self._record_in(pkg, record, granted)
-        if record.parent != home:
-            root = str(self.project_root)
-            away = [
-                (entry, path)
-                for entry, path in granted
-                if not os.path.realpath(path).startswith(root.rstrip(os.sep) + os.sep)
-            ]
+        granted = [
+            (entry, path)
+            for entry, path in zip(pkg.manifest.permissions.fs_write, write, strict=True)
+            if (record, path) not in self._recorded  # the home's first, so both are done
+        ]
+        if granted and record.parent != home:
+            inside = str(self.project_root).rstrip(os.sep) + os.sep
+            away = [g for g in granted if not os.path.realpath(g[1]).startswith(inside)]
             self._record_in(pkg, home / record.name, away)
+        self._record_in(pkg, record, granted)
 
     def _record_in(self, pkg: LoadedPackage, record: Path, granted: list[tuple[str, Path]]) -> None:
         """``granted`` added to ``record`` unless this runtime did so already."""
