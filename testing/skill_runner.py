@@ -139,11 +139,17 @@ class Canaries:
         )
 
 
+# What the runtime itself records before a tool with a write grant starts
+# (project/grant_record.py), not anything the tool made.
+_GRANT_RECORD = {(".splice", "write-grants.json"), (".splice", "write-grants.json.lock")}
+
+
 def _listing(roots: Iterable[Path]) -> frozenset[Path]:
     found: set[Path] = set()
     for root in roots:
         for path in root.rglob("*"):
-            if "workspace" not in path.relative_to(root).parts[:1]:
+            parts = path.relative_to(root).parts
+            if "workspace" not in parts[:1] and parts not in _GRANT_RECORD:
                 found.add(path)
     return frozenset(found)
 

@@ -125,9 +125,11 @@ def refuse_project_state(
     root = Path(os.path.realpath(layout.root))
     problems = project_state_problems(manifest.permissions, "manifest.json", root=root, home=home)
     problems += project_state_problems(grant, "splice.lock grant", root=root, home=home)
+    from splice_build.project.home import SpliceHome
     from splice_build.project.tool_written import enclosing_write_grant
 
-    holder = enclosing_write_grant(layout.root)
+    known_home = home if home is not None else SpliceHome.from_env(os.environ).path
+    holder = enclosing_write_grant(layout.root, known_home)
     if holder is not None:
         above, write = holder
         raise InstallError(

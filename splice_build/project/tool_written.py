@@ -18,6 +18,11 @@ docs/security.md#grants-and-project-state), so a planted lock cannot drop every 
 granting ``/``; it can still name a sibling, which is then reported as dropped, never
 synced silently through.
 
+A lock says only what its packages may write now, so the grants the runtime recorded
+before a tool started (project/grant_record.py: the project's ``.splice/``, or SPLICE_HOME's
+for a run outside any project) count as well: a package run and then removed, or run by
+``splice run --dir``, still holds what it wrote.
+
 ``enclosing_write_grant`` is the same rule for running: a project whose directory lies in a
 write grant of a project above it runs nothing (install/installed.py).
 """
@@ -28,6 +33,7 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from splice_build.project.grant_record import RECORD_NAME, Recorded, read_records
 from splice_build.records import dataclass
 
 _Identity = tuple[int, int]
@@ -43,13 +49,14 @@ class Dropped:
 
 
 def drop_tool_written(
-    candidates: Sequence[Path], projects: Iterable[Path]
+    candidates: Sequence[Path], projects: Iterable[Path], home: Path
 ) -> tuple[list[Path], list[Dropped]]:
-    """``candidates`` split into those outside every write grant the locks of ``projects``
-    (every project found, members or not) record, and those inside one (each with the grant
-    that holds it)."""
+    """``candidates`` split into those outside every write grant the locks and grant records
+    of ``projects`` (every project found, members or not) and SPLICE_HOME's grant record
+    hold, and those inside one (each with the grant that holds it)."""
     ancestry = _Ancestry()
     grants = _write_grants(projects, ancestry)
+    _add_recorded(grants, _records(projects, home), ancestry)
     if not grants:
         return list(candidates), []
     kept, dropped = [], []
@@ -79,6 +86,30 @@ def _write_grants(
             if identity not in own:
                 grants.setdefault(identity, (project, write))
     return grants
+
+
+def _records(projects: Iterable[Path], home: Path) -> list[tuple[Path, Recorded]]:
+    """Every entry of the grant records of ``projects`` and of SPLICE_HOME, with the
+    directory its entry was joined to (project/grant_record.py)."""
+    from splice_build.project.layout import STATE_DIR
+
+    found = [(Path(r.root), r) for r in read_records(home / RECORD_NAME)]
+    for project in projects:
+        found += [(project, r) for r in read_records(project / STATE_DIR / RECORD_NAME)]
+    return found
+
+
+def _add_recorded(
+    grants: dict[_Identity, tuple[Path, str]],
+    records: list[tuple[Path, Recorded]],
+    ancestry: _Ancestry,
+) -> None:
+    """The recorded grants joined to ``grants``; one reaching its own root is ignored (the
+    runtime never grants it, so only a planted record names it)."""
+    for root, recorded in records:
+        own = set(ancestry(root))
+        for identity in recorded.identities() - own:
+            grants.setdefault(identity, (root, recorded.grant))
 
 
 def _lock_writes(project: Path) -> list[str]:
@@ -165,7 +196,7 @@ def _identity(path: str) -> _Identity | None:
     return info.st_dev, info.st_ino
 
 
-def enclosing_write_grant(root: Path) -> tuple[Path, str] | None:
+def enclosing_write_grant(root: Path, home: Path) -> tuple[Path, str] | None:
     """A write grant, recorded by the lock of a project above ``root``, that holds ``root``
     (with that project), or None.
 
@@ -179,6 +210,12 @@ def enclosing_write_grant(root: Path) -> tuple[Path, str] | None:
     mine = set(ancestry(root))
     real = os.path.realpath(root)
     above = os.path.dirname(real)
+    parents = [Path(p) for p in Path(above).parents]
+    recorded: dict[_Identity, tuple[Path, str]] = {}
+    _add_recorded(recorded, _records([Path(above), *parents], home), ancestry)
+    for identity in mine:
+        if identity in recorded:
+            return recorded[identity]
     while True:
         own: set[_Identity] | None = None
         for write in _lock_writes(Path(above)):

@@ -142,11 +142,14 @@ def _config_in(pyproject: Path, data: dict[str, Any]) -> WorkspaceConfig | None:
     )
 
 
-def find_workspace(start: Path, *, root: Path | None = None, remember: bool = False) -> Workspace:
+def find_workspace(
+    start: Path, *, root: Path | None = None, remember: bool = False, home: Path | None = None
+) -> Workspace:
     """The workspace containing ``start`` (or rooted at ``root``); see the module docstring.
 
     ``remember``: write the memo when it did not hold this answer (never for a run that
-    must change no byte). Raises ``ProjectError(NOT_A_PROJECT)`` when it has no member.
+    must change no byte). ``home``: SPLICE_HOME, whose grant record counts (default: from
+    the environment). Raises ``ProjectError(NOT_A_PROJECT)`` when it has no member.
     """
     if root is not None:
         base = Path(os.path.abspath(root))
@@ -172,7 +175,11 @@ def find_workspace(start: Path, *, root: Path | None = None, remember: bool = Fa
     # The projects above the root too: a repository checked out in a directory that a
     # project above it grants for writing is as much a tool's as anything planted in it.
     above = Path(os.path.realpath(base)).parents
-    members, dropped = drop_tool_written(members, [*found, *above])
+    if home is None:
+        from splice_build.project.home import SpliceHome
+
+        home = SpliceHome.from_env(os.environ).path
+    members, dropped = drop_tool_written(members, [*found, *above], home)
     if not members and dropped:
         raise ProjectError(
             ErrorCode.NOT_A_PROJECT,

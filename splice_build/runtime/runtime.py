@@ -107,6 +107,8 @@ class SpliceRuntime:
         self._verified: dict[tuple[str, str], LoadedPackage] = {}  # load_verified's
         # The write grants of every package this runtime ran (``_shared_writes``).
         self._ran_writes: dict[Path, None] = {}
+        # The write grants this runtime recorded, by record file (``_record_grants``).
+        self._recorded: set[tuple[Path, Path]] = set()
         if reuse is not None:
             from splice_build.runtime.pool import WarmPool
             from splice_build.runtime.reuse import ReusePool
@@ -362,6 +364,54 @@ class SpliceRuntime:
                     f"{exc.strerror or exc}; nothing was run",
                     hint="a write grant is a directory: move what is there, or make it writable",
                 ) from exc
+        if write:
+            self._record_grants(pkg, write)
+
+    def _record_grants(self, pkg: LoadedPackage, write: tuple[Path, ...]) -> None:
+        """Record the write grants before the tool starts (project/grant_record.py), once
+        per directory and runtime: workspace discovery must know where a tool may have
+        written after its lock entry is gone, or when it ran from ``splice run --dir``. A
+        grant whose real path leaves the project (through a link) goes to SPLICE_HOME's
+        record too: a workspace elsewhere reads that one, never this project's."""
+        from splice_build.project.grant_record import record_file
+        from splice_build.project.home import SpliceHome
+
+        home = self._home if self._home is not None else SpliceHome.from_env(self._env).path
+        record = record_file(self.project_root, home)
+        granted = [
+            (entry, path)
+            for entry, path in zip(pkg.manifest.permissions.fs_write, write, strict=True)
+            if (record, path) not in self._recorded  # the home's first, so both are done
+        ]
+        if granted and record.parent != home:
+            inside = str(self.project_root).rstrip(os.sep) + os.sep
+            away = [g for g in granted if not os.path.realpath(g[1]).startswith(inside)]
+            self._record_in(pkg, home / record.name, away)
+        self._record_in(pkg, record, granted)
+
+    def _record_in(self, pkg: LoadedPackage, record: Path, granted: list[tuple[str, Path]]) -> None:
+        """``granted`` added to ``record`` unless this runtime did so already."""
+        from splice_build.project.grant_record import remember
+
+        grants = [(entry, path) for entry, path in granted if (record, path) not in self._recorded]
+        if not grants:
+            return
+        from splice_build.project.layout import STATE_DIR, ProjectLayout
+
+        if record.parent == self.project_root / STATE_DIR:  # never through a checkout's link
+            from splice_build.project.state_dir import check_state_dir
+
+            check_state_dir(ProjectLayout(self.project_root))
+        try:
+            remember(record, self.project_root, grants)
+        except (OSError, OverflowError) as exc:
+            raise SandboxError(
+                ErrorCode.NOT_WRITABLE,
+                f"{pkg.id}'s write grants cannot be recorded in {record}: "
+                f"{getattr(exc, 'strerror', None) or exc}; nothing was run",
+                hint="make it writable, or delete it once what tools wrote is checked",
+            ) from exc
+        self._recorded.update((record, path) for _, path in grants)
 
     def _shared_writes(self) -> tuple[Path, ...]:
         """The write grants of the project's packages (``splice.lock``) and of every package

@@ -216,3 +216,127 @@ def test_a_project_inside_a_write_grant_runs_nothing(tmp_path: Path) -> None:
     assert refused.value.code is ErrorCode.PERMISSIONS_NOT_GRANTED
     assert "lies in the write grant 'packages'" in refused.value.message
     assert not (nested / "loot").exists()
+
+
+def test_a_grant_no_lock_records_any_more_still_holds_what_its_tool_wrote(
+    tmp_path: Path, spy: tuple[str, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The runtime records each write grant before the tool starts (project/grant_record.py).
+    On the old code both planted projects were synced, sending the secrets to the spy:
+    the writer run, then ``splice remove``d (its lock entry gone), and the same package run
+    with ``splice run --dir`` in a directory holding no project."""
+    from splice_build.cli.commands.sync import sync
+    from splice_build.cli.main import main
+    from splice_build.cli.output import Output
+    from splice_build.sdk import Splice
+    from splice_build.tasks.sync import SyncOptions
+    from testing.packages import minimal_manifest, write_package
+
+    url, seen = spy
+    home = tmp_path / "home"
+    permissions = {"fs": {"read": ["data"], "write": ["out", "shared"]}}
+    publish(embedded_store(home), tmp_path / "work", name="writer", permissions=permissions,
+            files={"tools/hello.js": _PLANTER})  # fmt: skip
+    project = new_project(tmp_path / "project")
+    # A grant through the checkout's link leaves the project: SPLICE_HOME's record holds it.
+    make_project(tmp_path / "beside" / "made")
+    (project / "shared").symlink_to(tmp_path / "beside")
+    scratch = tmp_path / "scratch"
+    for directory in (project, scratch):
+        (directory / "data").mkdir(parents=True)
+        (directory / "data" / "secret.txt").write_text("AKIA-SECRET\n")
+    splice = Splice(project, home=home, registry="embedded:", broker=False)
+    try:
+        splice.add(["@acme/writer"], accept_permissions=True)
+        assert splice.run("writer.hello", {"name": url}).ok
+        splice.remove(["@acme/writer"])
+    finally:
+        splice.close()
+    package = write_package(tmp_path / "src", minimal_manifest(name="writer",
+                            permissions=permissions), {"tools/hello.js": _PLANTER})  # fmt: skip
+    monkeypatch.setenv("SPLICE_HOME", str(home))
+    monkeypatch.chdir(scratch)
+    assert main(["--json", "run", "--dir", str(package), "writer.hello", f"name={url}"]) == 0
+    assert (scratch / "out" / "cache" / "splice.json").is_file()
+
+    lines: list[str] = []
+    out = Output(json_mode=True)
+    monkeypatch.setattr(out, "result", lambda data, text=None: lines.append(json.dumps(data)))
+    monkeypatch.setattr(out, "warn", lines.append)
+    code = sync(out, cwd=project, env=dict(os.environ), home=home, registry=None,
+                root=None, options=SyncOptions())  # fmt: skip
+    assert code == 0, lines
+    assert lines[0] == (
+        "out/cache is not synced: it lies in the write grant 'out' of ., "
+        "where a tool may have written it"
+    )
+    with pytest.raises(ProjectError) as refused:
+        find_workspace(scratch / "out" / "cache", home=home)
+    assert refused.value.code is ErrorCode.NOT_A_PROJECT
+    assert list(refused.value.details) == [
+        f". is not synced: it lies in the write grant 'out' of {os.path.realpath(scratch)}, "
+        "where a tool may have written it"
+    ]
+    with pytest.raises(ProjectError) as beside:
+        find_workspace(tmp_path / "beside", home=home)
+    assert list(beside.value.details) == [
+        f"made is not synced: it lies in the write grant 'shared' of {os.path.realpath(project)}, "
+        "where a tool may have written it"
+    ]
+    assert seen == []  # on the old code: ['/x/AKIA-SECRET/packages/acme/other'] twice
+
+
+def test_a_shipped_grant_record_only_drops_more(tmp_path: Path) -> None:
+    """A checkout's own ``.splice/write-grants.json`` naming its root, ``/`` or nonsense drops
+    nothing; naming a sibling drops it, reported. A recorded grant of a project above holds
+    a nested project for running too (``enclosing_write_grant``)."""
+    from splice_build.project.grant_record import RECORD_NAME, remember
+    from splice_build.project.tool_written import enclosing_write_grant
+
+    home = tmp_path / "home"
+    root = make_project(tmp_path / "repo")
+    make_project(root / "packages" / "a")
+    make_project(root / "packages" / "b")
+
+    def entry(path: Path) -> dict[str, object]:
+        info = os.stat(path)
+        return {"root": "/", "grant": "x", "path": str(path), "dev": info.st_dev,
+                "ino": info.st_ino}  # fmt: skip
+
+    record = root / ".splice" / RECORD_NAME
+    record.parent.mkdir(exist_ok=True)
+    shipped = [entry(root), entry(Path("/")), {"path": 3}, "x"]
+    record.write_text(json.dumps({"grants": shipped}))
+    (root / "packages" / "a" / ".splice").mkdir()
+    side = {"grants": [{**entry(root / "packages" / "b"), "grant": "../b"}]}
+    (root / "packages" / "a" / ".splice" / RECORD_NAME).write_text(json.dumps(side))
+    workspace = find_workspace(root, home=home)
+    assert [workspace.label(m) for m in workspace.members] == [".", "packages/a"]
+    assert workspace.dropped_lines() == [
+        "packages/b is not synced: it lies in the write grant '../b' of packages/a, "
+        "where a tool may have written it"
+    ]
+    assert enclosing_write_grant(root / "packages" / "a", home) is None
+    remember(record, root, [("packages", root / "packages")])
+    assert enclosing_write_grant(root / "packages" / "a", home) == (root, "packages")
+    record.write_bytes(b"\xff not json")  # unreadable: written anew with what is new
+    remember(record, root, [("packages", root / "packages")])
+    assert enclosing_write_grant(root / "packages" / "a", home) == (root, "packages")
+
+
+def test_a_full_grant_record_forgets_only_gone_directories(tmp_path: Path) -> None:
+    """Full of live entries, the record refuses a new one (the runtime then runs nothing,
+    ``NOT_WRITABLE``); a directory gone makes room."""
+    from splice_build.project.grant_record import MAX_ENTRIES, RECORD_NAME, read_records, remember
+
+    record = tmp_path / ".splice" / RECORD_NAME
+    grants = []
+    for number in range(MAX_ENTRIES + 1):
+        (tmp_path / f"d{number}").mkdir()
+        grants.append((f"d{number}", tmp_path / f"d{number}"))
+    remember(record, tmp_path, grants[:MAX_ENTRIES])
+    with pytest.raises(OverflowError):
+        remember(record, tmp_path, grants[MAX_ENTRIES:])
+    (tmp_path / "d0").rmdir()
+    remember(record, tmp_path, grants[MAX_ENTRIES:])
+    assert [r.grant for r in read_records(record)] == [g for g, _ in grants[1:]]

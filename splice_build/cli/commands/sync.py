@@ -89,7 +89,7 @@ def sync(
     from splice_build.project.workspace import find_workspace
     from splice_build.tasks.sync import sync_workspace
 
-    workspace = find_workspace(cwd, root=root, remember=not options.check)
+    workspace = find_workspace(cwd, root=root, remember=not options.check, home=home)
     for line in workspace.dropped_lines():
         out.warn(line)
     out.progress(f"Syncing {len(workspace.members)} project(s) in {workspace.root}...")

@@ -53,7 +53,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         wanted = "takes no directory" if args.action == "list" else "needs a directory"
         raise UsageError(f"workspace {args.action} {wanted}")
     if args.action == "list":
-        workspace = find_workspace(ctx.cwd, root=args.root)
+        workspace = find_workspace(ctx.cwd, root=args.root, home=ctx.home)
         for line in workspace.dropped_lines():
             ctx.out.warn(line)
         labels = [workspace.label(m) for m in workspace.members]

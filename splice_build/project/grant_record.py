@@ -1,0 +1,138 @@
+"""Where tools were granted writing: recorded by the runtime before a tool starts.
+
+Workspace discovery drops a project that lies in a write grant (project/tool_written.py),
+but a lock only says what its packages may write now: a package run, then removed (or
+updated to a version without that grant) before the next ``splice sync``, and a package run
+from its directory (``splice run --dir``, which grants what its manifest asks), left no
+trace, and a ``splice.json`` its tool planted was synced as a member again. So the runtime
+records every write grant it hands to a tool, before the tool starts: the directory's real
+path and its device and inode, with the entry as written and the directory it was joined
+to. The record lives in the project's ``.splice/`` (which no grant may reach), or in
+SPLICE_HOME for a run whose directory holds no project; discovery and
+``enclosing_write_grant`` union these places with the locks' grants.
+
+The file is rewritten only when a grant is new to it (a ``splice run`` of a known grant
+reads it once; a long-lived runtime remembers what it wrote), atomically and under a lock of
+its own, so two runs never lose each other's entry. It is bounded (512 entries, 256 KiB, so
+that it can always be read back): when full, entries whose directory is gone are forgotten
+(nothing written there is left); when still full, the tool does not run. A file that cannot be read is written anew. A checkout may ship this file: read
+entries only ever drop more projects (each reported), and one that reaches its own project's
+root is ignored, as a lock's is.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from splice_build.records import dataclass
+
+RECORD_NAME = "write-grants.json"
+MAX_ENTRIES = 512
+_MAX_BYTES = 256 * 1024
+_Identity = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One directory a tool was granted for writing."""
+
+    root: str  # the directory the entry was joined to (the project, or the run's directory)
+    grant: str  # the entry as the manifest wrote it
+    path: str  # its real path when granted
+    identity: _Identity
+
+    def identities(self) -> set[_Identity]:
+        """The recorded identity, and that of what lies at the recorded path now (a file
+        system mounted again may number its devices anew): more only ever drops more."""
+        now = _identity(self.path)
+        return {self.identity} if now is None else {self.identity, now}
+
+
+def record_file(root: Path, home: Path) -> Path:
+    """The record of a run in ``root``: its ``.splice/`` when ``root`` is a project, else
+    SPLICE_HOME's (a ``splice run --dir`` outside any project)."""
+    from splice_build.project.layout import PROJECT_FILE, STATE_DIR
+
+    if (root / PROJECT_FILE).is_file():
+        return root / STATE_DIR / RECORD_NAME
+    return home / RECORD_NAME
+
+
+def read_records(path: Path) -> list[Recorded]:
+    """The entries of a record file; none when it is missing or cannot be read."""
+    from splice_build.spec.regular_file import read_regular_file
+
+    try:
+        document = json.loads(read_regular_file(path, _MAX_BYTES))
+    except (OSError, ValueError, RecursionError):
+        return []
+    grants = document.get("grants") if isinstance(document, dict) else None
+    found = []
+    for entry in grants if isinstance(grants, list) else []:
+        recorded = _entry(entry)
+        if recorded is not None:
+            found.append(recorded)
+    return found
+
+
+def _entry(entry: object) -> Recorded | None:
+    if not isinstance(entry, dict):
+        return None
+    texts = [entry.get(key) for key in ("root", "grant", "path")]
+    numbers = [entry.get(key) for key in ("dev", "ino")]
+    if not all(isinstance(t, str) for t in texts):
+        return None
+    if not all(isinstance(n, int) and not isinstance(n, bool) for n in numbers):
+        return None
+    root, grant, path = texts
+    return Recorded(root, grant, path, (numbers[0], numbers[1]))
+
+
+def remember(record: Path, root: Path, grants: Sequence[tuple[str, Path]]) -> set[_Identity]:
+    """Record each ``(entry, directory)`` granted in ``root`` that exists and the file does
+    not hold yet; the identities now recorded. ``OSError`` when the file cannot be written,
+    ``OverflowError`` when it is full of live entries: the tool must not run then."""
+    wanted = {}
+    for grant, directory in grants:
+        identity = _identity(str(directory))
+        if identity is not None:  # one that does not exist lies in another (``_grant``)
+            wanted[identity] = Recorded(str(root), grant, os.path.realpath(directory), identity)
+    held = {entry.identity for entry in read_records(record)}
+    if held.issuperset(wanted):
+        return set(wanted)
+    from splice_build.project.atomic import atomic_write_bytes
+    from splice_build.project.locking import lock
+
+    record.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # .splice, or SPLICE_HOME
+    with lock(record.with_name(f"{RECORD_NAME}.lock")):
+        entries = read_records(record)  # again: another run may have added its own
+        held = {entry.identity for entry in entries}
+        entries += [entry for identity, entry in wanted.items() if identity not in held]
+        data = _encoded(entries)
+        if len(entries) > MAX_ENTRIES or len(data) > _MAX_BYTES:
+            entries = [entry for entry in entries if _identity(entry.path) == entry.identity]
+            data = _encoded(entries)
+        if len(entries) > MAX_ENTRIES or len(data) > _MAX_BYTES:  # never one it cannot read
+            raise OverflowError(f"{record} is full of write grants whose directories exist")
+        atomic_write_bytes(record, data)
+    return set(wanted)
+
+
+def _encoded(entries: Iterable[Recorded]) -> bytes:
+    grants = [
+        {"root": e.root, "grant": e.grant, "path": e.path, "dev": e.identity[0],
+         "ino": e.identity[1]}
+        for e in entries
+    ]  # fmt: skip
+    return (json.dumps({"grants": grants}, indent=2) + "\n").encode("ascii")
+
+
+def _identity(path: str) -> _Identity | None:
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return info.st_dev, info.st_ino
