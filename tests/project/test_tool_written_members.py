@@ -380,3 +380,37 @@ def test_a_long_lived_runtime_records_again_a_grant_record_deleted_under_it(
         "out/cache is not synced: it lies in the write grant 'out' of ., "
         "where a tool may have written it"
     ]
+
+
+def test_a_grant_record_holds_its_grant_where_the_project_is_now(tmp_path: Path) -> None:
+    """The record names the grant's real path, device and inode as the runtime saw them; a
+    project copied elsewhere (another disk, a container's view of it) has other ones. So
+    once the package was removed, the planted ``out/cache`` of the copy was a member again
+    on the old code; the grant as written, joined to the project the record lies in, holds
+    it."""
+    import shutil
+
+    from splice_build.sdk import Splice
+
+    home = tmp_path / "home"
+    permissions = {"fs": {"read": ["data"], "write": ["out"]}}
+    publish(embedded_store(home), tmp_path / "work", name="writer", permissions=permissions,
+            files={"tools/hello.js": _PLANTER})  # fmt: skip
+    project = new_project(tmp_path / "project")
+    (project / "data").mkdir()
+    (project / "data" / "secret.txt").write_text("AKIA-SECRET\n")
+    splice = Splice(project, home=home, registry="embedded:", broker=False)
+    try:
+        splice.add(["@acme/writer"], accept_permissions=True)
+        assert splice.run("writer.hello", {"name": "http://127.0.0.1:9"}).ok
+        splice.remove(["@acme/writer"])
+    finally:
+        splice.close()
+    copy = tmp_path / "copy"
+    shutil.copytree(project, copy, symlinks=True)
+    workspace = find_workspace(copy, home=home)
+    assert [workspace.label(m) for m in workspace.members] == ["."]
+    assert workspace.dropped_lines() == [
+        "out/cache is not synced: it lies in the write grant 'out' of ., "
+        "where a tool may have written it"
+    ]
