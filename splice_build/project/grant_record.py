@@ -12,7 +12,8 @@ SPLICE_HOME for a run whose directory holds no project; discovery and
 ``enclosing_write_grant`` union these places with the locks' grants.
 
 The file is rewritten only when a grant is new to it (a ``splice run`` of a known grant
-reads it once; a long-lived runtime remembers what it wrote), atomically and under a lock of
+reads it once; a long-lived runtime remembers what it wrote while the file stays as it left
+it: runtime/runtime.py ``_forget_if_changed``), atomically and under a lock of
 its own, so two runs never lose each other's entry. It is bounded (512 entries, 256 KiB, so
 that it can always be read back): when full, entries whose directory is gone are forgotten
 (nothing written there is left); when still full, the tool does not run. A file that cannot be read is written anew. A checkout may ship this file: read

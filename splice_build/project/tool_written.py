@@ -21,7 +21,9 @@ synced silently through.
 A lock says only what its packages may write now, so the grants the runtime recorded
 before a tool started (project/grant_record.py: the project's ``.splice/``, or SPLICE_HOME's
 for a run outside any project) count as well: a package run and then removed, or run by
-``splice run --dir``, still holds what it wrote.
+``splice run --dir``, still holds what it wrote. Each holds the directory it recorded and,
+as a lock's entry does, its entry joined to the project the record lies in now (a copy of
+the project has other inodes).
 
 ``enclosing_write_grant`` is the same rule for running: a project whose directory lies in a
 write grant of a project above it runs nothing (install/installed.py).
@@ -105,10 +107,17 @@ def _add_recorded(
     ancestry: _Ancestry,
 ) -> None:
     """The recorded grants joined to ``grants``; one reaching its own root is ignored (the
-    runtime never grants it, so only a planted record names it)."""
+    runtime never grants it, so only a planted record names it).
+
+    Each holds what its entry, as written, names below the directory the record lies in
+    now, as a lock's does: the real path, device and inode were the runtime's view, and a
+    project copied to another disk, or seen from a container, has others (the planted
+    project of a copy was a member again once the package was removed)."""
     for root, recorded in records:
         own = set(ancestry(root))
-        for identity in recorded.identities() - own:
+        joined = _identity(os.path.normpath(os.path.join(root, recorded.grant)))
+        held = recorded.identities() | ({joined} if joined is not None else set())
+        for identity in held - own:
             grants.setdefault(identity, (root, recorded.grant))
 
 

@@ -107,8 +107,10 @@ class SpliceRuntime:
         self._verified: dict[tuple[str, str], LoadedPackage] = {}  # load_verified's
         # The write grants of every package this runtime ran (``_shared_writes``).
         self._ran_writes: dict[Path, None] = {}
-        # The write grants this runtime recorded, by record file (``_record_grants``).
+        # The write grants this runtime recorded, by record file (``_record_grants``), and
+        # each record file's stat as this runtime last left it (``_forget_if_changed``).
         self._recorded: set[tuple[Path, Path]] = set()
+        self._record_stats: dict[Path, tuple[int, ...] | None] = {}
         if reuse is not None:
             from splice_build.runtime.pool import WarmPool
             from splice_build.runtime.reuse import ReusePool
@@ -378,6 +380,8 @@ class SpliceRuntime:
 
         home = self._home if self._home is not None else SpliceHome.from_env(self._env).path
         record = record_file(self.project_root, home)
+        self._forget_if_changed(record)
+        self._forget_if_changed(home / record.name)
         granted = [
             (entry, path)
             for entry, path in zip(pkg.manifest.permissions.fs_write, write, strict=True)
@@ -412,6 +416,19 @@ class SpliceRuntime:
                 hint="make it writable, or delete it once what tools wrote is checked",
             ) from exc
         self._recorded.update((record, path) for _, path in grants)
+        self._record_stats[record] = _stat_of(record)
+
+    def _forget_if_changed(self, record: Path) -> None:
+        """Forget what this runtime recorded in ``record`` when the file is no longer as it
+        left it (one ``stat`` a call). The user deletes it once what tools wrote is checked
+        (docs/monorepo.md): a long-lived runtime (``splice mcp``, one ``Splice``) that only
+        remembered having recorded a grant then let its tool write there with no record
+        left, and a project it planted was synced once the package was removed. Another
+        run's write changes it too: ``remember`` then finds these grants held and writes
+        nothing."""
+        if record in self._record_stats and self._record_stats[record] != _stat_of(record):
+            self._recorded = {(r, p) for r, p in self._recorded if r != record}
+            del self._record_stats[record]
 
     def _shared_writes(self) -> tuple[Path, ...]:
         """The write grants of the project's packages (``splice.lock``) and of every package
@@ -788,3 +805,13 @@ def _non_utf8_path(package_dir: str | Path, project_root: str | Path) -> ToolErr
                     hint="rename the directory to a UTF-8 name",
                 )
     return None
+
+
+def _stat_of(path: Path) -> tuple[int, ...] | None:
+    """``path``'s device, inode, size and mtime (the record is replaced whole, never edited
+    in place), or None when it is gone."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns

@@ -19,7 +19,9 @@ reported to doit as ``TaskFailed`` with the error code (no traceback). Other tas
 
 The project and the workspace are checked when the tasks are made: a directory that is no
 project (or a workspace without one) fails every doit command of that ``dodo.py`` at once,
-as doit's own ``ERROR: … (NOT_A_PROJECT)``, instead of when a task first runs.
+as doit's own ``ERROR: … (NOT_A_PROJECT)``, instead of when a task first runs. A project
+left out of the workspace because it lies in a write grant is named then too, one
+``warning:`` line on stderr each, as ``splice sync`` prints it.
 """
 
 from __future__ import annotations
@@ -123,14 +125,24 @@ def _project_root(project: object) -> Path:
 
 
 def _workspace_root(start: Path, root: object) -> Path:
+    """The workspace's root; one ``warning:`` line on stderr per project found inside a
+    write grant (project/tool_written.py), as ``splice sync`` prints them. The tasks are
+    made on every doit command, and ``splice:sync``/``splice:verify`` are up to date (their
+    action never runs) when the projects left are: a checkout's grant record naming the
+    user's project otherwise kept it out of both without a word."""
+    import sys
+
     from splice_build.errors import SpliceError
     from splice_build.project.workspace import find_workspace
     from splice_build.sdk_args import path_arg
 
     try:
-        return find_workspace(start, root=None if root is None else path_arg(root, "root")).root
+        workspace = find_workspace(start, root=None if root is None else path_arg(root, "root"))
     except SpliceError as exc:
         raise _invalid(exc) from exc
+    for line in workspace.dropped_lines():
+        print(_shown(f"warning: {line}"), file=sys.stderr)
+    return workspace.root
 
 
 def _run(start: Path, root: Path, registry: str | None, **options: Any) -> SyncResult:

@@ -340,3 +340,77 @@ def test_a_full_grant_record_forgets_only_gone_directories(tmp_path: Path) -> No
     (tmp_path / "d0").rmdir()
     remember(record, tmp_path, grants[MAX_ENTRIES:])
     assert [r.grant for r in read_records(record)] == [g for g, _ in grants[1:]]
+
+
+def test_a_long_lived_runtime_records_again_a_grant_record_deleted_under_it(
+    tmp_path: Path,
+) -> None:
+    """docs/monorepo.md tells the user to delete ``.splice/write-grants.json`` once what the
+    tools wrote is checked; a runtime that lives on (``splice mcp``, one ``Splice``) kept
+    only its memory of having recorded the grant, so its next call wrote ``out`` again with
+    no record: once the package was removed, the planted ``out/cache`` was a member again,
+    whose registry the user's sync contacts (on the old code: no record after the second
+    run)."""
+    import shutil
+
+    from splice_build.sdk import Splice
+
+    home = tmp_path / "home"
+    permissions = {"fs": {"read": ["data"], "write": ["out"]}}
+    publish(embedded_store(home), tmp_path / "work", name="writer", permissions=permissions,
+            files={"tools/hello.js": _PLANTER})  # fmt: skip
+    project = new_project(tmp_path / "project")
+    (project / "data").mkdir()
+    (project / "data" / "secret.txt").write_text("AKIA-SECRET\n")
+    record = project / ".splice" / "write-grants.json"
+    splice = Splice(project, home=home, registry="embedded:", broker=False)
+    try:
+        splice.add(["@acme/writer"], accept_permissions=True)
+        assert splice.run("writer.hello", {"name": "http://127.0.0.1:9"}).ok
+        shutil.rmtree(project / "out")  # checked and cleaned, then the record deleted
+        record.unlink()
+        assert splice.run("writer.hello", {"name": "http://127.0.0.1:9"}).ok
+        assert record.is_file()
+        splice.remove(["@acme/writer"])
+    finally:
+        splice.close()
+    workspace = find_workspace(project, home=home)
+    assert [workspace.label(m) for m in workspace.members] == ["."]
+    assert workspace.dropped_lines() == [
+        "out/cache is not synced: it lies in the write grant 'out' of ., "
+        "where a tool may have written it"
+    ]
+
+
+def test_a_grant_record_holds_its_grant_where_the_project_is_now(tmp_path: Path) -> None:
+    """The record names the grant's real path, device and inode as the runtime saw them; a
+    project copied elsewhere (another disk, a container's view of it) has other ones. So
+    once the package was removed, the planted ``out/cache`` of the copy was a member again
+    on the old code; the grant as written, joined to the project the record lies in, holds
+    it."""
+    import shutil
+
+    from splice_build.sdk import Splice
+
+    home = tmp_path / "home"
+    permissions = {"fs": {"read": ["data"], "write": ["out"]}}
+    publish(embedded_store(home), tmp_path / "work", name="writer", permissions=permissions,
+            files={"tools/hello.js": _PLANTER})  # fmt: skip
+    project = new_project(tmp_path / "project")
+    (project / "data").mkdir()
+    (project / "data" / "secret.txt").write_text("AKIA-SECRET\n")
+    splice = Splice(project, home=home, registry="embedded:", broker=False)
+    try:
+        splice.add(["@acme/writer"], accept_permissions=True)
+        assert splice.run("writer.hello", {"name": "http://127.0.0.1:9"}).ok
+        splice.remove(["@acme/writer"])
+    finally:
+        splice.close()
+    copy = tmp_path / "copy"
+    shutil.copytree(project, copy, symlinks=True)
+    workspace = find_workspace(copy, home=home)
+    assert [workspace.label(m) for m in workspace.members] == ["."]
+    assert workspace.dropped_lines() == [
+        "out/cache is not synced: it lies in the write grant 'out' of ., "
+        "where a tool may have written it"
+    ]

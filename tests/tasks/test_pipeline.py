@@ -193,3 +193,29 @@ def test_an_argument_of_the_wrong_kind_fails_up_front(
     assert done.returncode == 3, done.stderr
     assert done.stderr.startswith(f"ERROR: splice_tasks: {message} (USAGE)")
     assert "Traceback" not in done.stderr
+
+
+def test_a_project_left_out_for_a_write_grant_is_named_when_the_tasks_are_made(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A checkout (``packages/evil``) ships a grant record naming the user's
+    ``packages/good``: ``splice sync`` warns that it is not synced, but on the old code
+    ``splice:verify`` and ``splice:sync`` left it out without a word (both up to date)."""
+    import json
+
+    from splice_build.tasks import splice_tasks
+    from testing.projects import make_project
+
+    monkeypatch.setenv("SPLICE_HOME", str(tmp_path / "home"))
+    root = tmp_path / "ws"
+    good = make_project(root / "packages" / "good")
+    evil = make_project(root / "packages" / "evil")
+    entry = {"root": str(evil), "grant": "../good", "path": str(good), "dev": 1, "ino": 1}
+    (evil / ".splice").mkdir()
+    (evil / ".splice" / "write-grants.json").write_text(json.dumps({"grants": [entry]}))
+    tasks = [t["basename"] for t in splice_tasks(None, root=root)]
+    assert tasks == ["splice:sync", "splice:verify"]
+    assert capsys.readouterr().err == (
+        "warning: packages/good is not synced: it lies in the write grant '../good' of "
+        "packages/evil, where a tool may have written it\n"
+    )
