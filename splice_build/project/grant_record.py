@@ -33,7 +33,7 @@ from splice_build.records import dataclass
 RECORD_NAME = "write-grants.json"
 MAX_ENTRIES = 512
 _MAX_BYTES = 256 * 1024
-_Identity = tuple[int, int]
+Identity = tuple[int, int]  # (device, inode): a directory, whatever path reaches it
 
 
 @dataclass(frozen=True)
@@ -43,12 +43,12 @@ class Recorded:
     root: str  # the directory the entry was joined to (the project, or the run's directory)
     grant: str  # the entry as the manifest wrote it
     path: str  # its real path when granted
-    identity: _Identity
+    identity: Identity
 
-    def identities(self) -> set[_Identity]:
+    def identities(self) -> set[Identity]:
         """The recorded identity, and that of what lies at the recorded path now (a file
         system mounted again may number its devices anew): more only ever drops more."""
-        now = _identity(self.path)
+        now = directory_identity(self.path)
         return {self.identity} if now is None else {self.identity, now}
 
 
@@ -92,13 +92,13 @@ def _entry(entry: object) -> Recorded | None:
     return Recorded(root, grant, path, (numbers[0], numbers[1]))
 
 
-def remember(record: Path, root: Path, grants: Sequence[tuple[str, Path]]) -> set[_Identity]:
+def remember(record: Path, root: Path, grants: Sequence[tuple[str, Path]]) -> set[Identity]:
     """Record each ``(entry, directory)`` granted in ``root`` that exists and the file does
     not hold yet; the identities now recorded. ``OSError`` when the file cannot be written,
     ``OverflowError`` when it is full of live entries: the tool must not run then."""
     wanted = {}
     for grant, directory in grants:
-        identity = _identity(str(directory))
+        identity = directory_identity(str(directory))
         if identity is not None:  # one that does not exist lies in another (``_grant``)
             wanted[identity] = Recorded(str(root), grant, os.path.realpath(directory), identity)
     held = {entry.identity for entry in read_records(record)}
@@ -114,7 +114,9 @@ def remember(record: Path, root: Path, grants: Sequence[tuple[str, Path]]) -> se
         entries += [entry for identity, entry in wanted.items() if identity not in held]
         data = _encoded(entries)
         if len(entries) > MAX_ENTRIES or len(data) > _MAX_BYTES:
-            entries = [entry for entry in entries if _identity(entry.path) == entry.identity]
+            entries = [
+                entry for entry in entries if directory_identity(entry.path) == entry.identity
+            ]
             data = _encoded(entries)
         if len(entries) > MAX_ENTRIES or len(data) > _MAX_BYTES:  # never one it cannot read
             raise OverflowError(f"{record} is full of write grants whose directories exist")
@@ -131,7 +133,8 @@ def _encoded(entries: Iterable[Recorded]) -> bytes:
     return (json.dumps({"grants": grants}, indent=2) + "\n").encode("ascii")
 
 
-def _identity(path: str) -> _Identity | None:
+def directory_identity(path: str) -> Identity | None:
+    """The (device, inode) of what ``path`` names, links followed; None when nothing is there."""
     try:
         info = os.stat(path)
     except (OSError, ValueError):

@@ -35,10 +35,14 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from splice_build.project.grant_record import RECORD_NAME, Recorded, read_records
+from splice_build.project.grant_record import (
+    RECORD_NAME,
+    Identity,
+    Recorded,
+    directory_identity,
+    read_records,
+)
 from splice_build.records import dataclass
-
-_Identity = tuple[int, int]
 
 
 @dataclass(frozen=True)
@@ -73,15 +77,15 @@ def drop_tool_written(
 
 def _write_grants(
     projects: Iterable[Path], ancestry: _Ancestry
-) -> dict[_Identity, tuple[Path, str]]:
+) -> dict[Identity, tuple[Path, str]]:
     """Every existing directory a write grant of these projects' locks names, by identity."""
-    grants: dict[_Identity, tuple[Path, str]] = {}
+    grants: dict[Identity, tuple[Path, str]] = {}
     for project in projects:
-        own: set[_Identity] | None = None
+        own: set[Identity] | None = None
         for write in _lock_writes(project):
             # A lock's entry is project-relative (lockfile.py refuses '..' and absolute
             # paths); joined as effective_fs_path joins it (spec/project_state.py).
-            identity = _identity(os.path.normpath(os.path.join(project, write)))
+            identity = directory_identity(os.path.normpath(os.path.join(project, write)))
             if identity is None:  # nothing there, nothing written there
                 continue
             own = set(ancestry(project)) if own is None else own
@@ -102,7 +106,7 @@ def _records(projects: Iterable[Path], home: Path) -> list[tuple[Path, Recorded]
 
 
 def _add_recorded(
-    grants: dict[_Identity, tuple[Path, str]],
+    grants: dict[Identity, tuple[Path, str]],
     records: list[tuple[Path, Recorded]],
     ancestry: _Ancestry,
 ) -> None:
@@ -115,7 +119,7 @@ def _add_recorded(
     project of a copy was a member again once the package was removed)."""
     for root, recorded in records:
         own = set(ancestry(root))
-        joined = _identity(os.path.normpath(os.path.join(root, recorded.grant)))
+        joined = directory_identity(os.path.normpath(os.path.join(root, recorded.grant)))
         held = recorded.identities() | ({joined} if joined is not None else set())
         for identity in held - own:
             grants.setdefault(identity, (root, recorded.grant))
@@ -159,7 +163,7 @@ def _members(document: object, key: str) -> list[object]:
 
 
 def _holder(
-    ancestry: list[_Identity], grants: dict[_Identity, tuple[Path, str]]
+    ancestry: list[Identity], grants: dict[Identity, tuple[Path, str]]
 ) -> tuple[Path, str] | None:
     """The grant (and its project) holding the first of ``ancestry`` that one holds."""
     for identity in ancestry:
@@ -173,16 +177,16 @@ class _Ancestry:
     directory looked up once per call (a workspace's projects share most of their parents)."""
 
     def __init__(self) -> None:
-        self._known: dict[str, _Identity | None] = {}
-        self._answers: dict[str, list[_Identity]] = {}
+        self._known: dict[str, Identity | None] = {}
+        self._answers: dict[str, list[Identity]] = {}
 
-    def __call__(self, directory: Path) -> list[_Identity]:
+    def __call__(self, directory: Path) -> list[Identity]:
         key = str(directory)
         if key not in self._answers:
             self._answers[key] = self._look_up(directory)
         return self._answers[key]
 
-    def _look_up(self, directory: Path) -> list[_Identity]:
+    def _look_up(self, directory: Path) -> list[Identity]:
         real = os.path.realpath(directory)
         places = [real]
         while places[-1] != os.path.dirname(places[-1]):
@@ -190,19 +194,11 @@ class _Ancestry:
         found = []
         for place in places:
             if place not in self._known:
-                self._known[place] = _identity(place)
+                self._known[place] = directory_identity(place)
             identity = self._known[place]
             if identity is not None:
                 found.append(identity)
         return found
-
-
-def _identity(path: str) -> _Identity | None:
-    try:
-        info = os.stat(path)
-    except (OSError, ValueError):
-        return None
-    return info.st_dev, info.st_ino
 
 
 def enclosing_write_grant(root: Path, home: Path) -> tuple[Path, str] | None:
@@ -220,15 +216,15 @@ def enclosing_write_grant(root: Path, home: Path) -> tuple[Path, str] | None:
     real = os.path.realpath(root)
     above = os.path.dirname(real)
     parents = [Path(p) for p in Path(above).parents]
-    recorded: dict[_Identity, tuple[Path, str]] = {}
+    recorded: dict[Identity, tuple[Path, str]] = {}
     _add_recorded(recorded, _records([Path(above), *parents], home), ancestry)
     for identity in mine:
         if identity in recorded:
             return recorded[identity]
     while True:
-        own: set[_Identity] | None = None
+        own: set[Identity] | None = None
         for write in _lock_writes(Path(above)):
-            identity = _identity(os.path.normpath(os.path.join(above, write)))
+            identity = directory_identity(os.path.normpath(os.path.join(above, write)))
             if identity is None or identity not in mine:
                 continue
             own = set(ancestry(Path(above))) if own is None else own

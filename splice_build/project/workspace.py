@@ -92,6 +92,13 @@ class Workspace:
             for d in self.dropped
         ]
 
+    def dropped_json(self) -> list[dict[str, str]]:
+        """The dropped projects for ``--json``: the same facts as ``dropped_lines``."""
+        return [
+            {"path": self.label(d.directory), "grant": d.grant, "of": self._named(d.granted_by)}
+            for d in self.dropped
+        ]
+
 
 def read_config(pyproject: Path) -> WorkspaceConfig | None:
     """``[tool.splice.workspace]`` of ``pyproject`` (None when absent); raises ``INVALID_CONFIG``."""

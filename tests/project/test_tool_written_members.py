@@ -97,7 +97,9 @@ def test_a_tool_cannot_plant_a_member_that_sync_contacts(
         "out/cache is not synced: it lies in the write grant 'out' of ., "
         "where a tool may have written it"
     )
-    assert [p["path"] for p in json.loads(lines[-1])["projects"]] == ["."]
+    document = json.loads(lines[-1])
+    assert [p["path"] for p in document["projects"]] == ["."]
+    assert document["dropped"] == [{"path": "out/cache", "grant": "out", "of": "."}]
 
 
 def _grants(*writes: str) -> dict[str, dict]:

@@ -101,5 +101,6 @@ def sync(
         options=options,
         on_progress=lambda path, step, message: out.progress(f"[{path}] {message}"),
     )
-    out.result(result.to_json(), lambda _: result.text())
+    # Projects left out for a write grant are named on stderr above, and here for --json.
+    out.result({**result.to_json(), "dropped": workspace.dropped_json()}, lambda _: result.text())
     return 0 if result.ok else 1
