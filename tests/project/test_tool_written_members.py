@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from splice_build.errors import ErrorCode, ProjectError
-from splice_build.project.workspace import find_workspace
+from splice_build.project.workspace import Workspace, find_workspace
 from testing.projects import lock_entry_json, make_project
 from testing.registry_fixtures import embedded_store, new_project, publish
 
@@ -58,16 +58,9 @@ def spy() -> Iterator[tuple[str, list[str]]]:
         server.server_close()
 
 
-def test_a_tool_cannot_plant_a_member_that_sync_contacts(
-    tmp_path: Path, spy: tuple[str, list[str]], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The real tool, in the real sandbox, plants the project; the real sync ignores it."""
-    from splice_build.cli.commands.sync import sync
-    from splice_build.cli.output import Output
-    from splice_build.sdk import Splice
-    from splice_build.tasks.sync import SyncOptions
-
-    url, seen = spy
+def _writer_project(tmp_path: Path) -> tuple[Path, Path]:
+    """SPLICE_HOME with ``@acme/writer`` (reads ``data``, writes ``out``, plants
+    ``out/cache``) published, and a project whose ``data`` holds a secret."""
     home = tmp_path / "home"
     permissions = {"fs": {"read": ["data"], "write": ["out"]}}
     publish(embedded_store(home), tmp_path / "work", name="writer", permissions=permissions,
@@ -75,6 +68,41 @@ def test_a_tool_cannot_plant_a_member_that_sync_contacts(
     project = new_project(tmp_path / "project")
     (project / "data").mkdir()
     (project / "data" / "secret.txt").write_text("AKIA-SECRET\n")
+    return home, project
+
+
+def _sync_json(project: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[int, list[str]]:
+    """The real ``splice sync --json`` in ``project``: its exit code, then its warnings and
+    its JSON document, in the order they were printed."""
+    from splice_build.cli.commands.sync import sync
+    from splice_build.cli.output import Output
+    from splice_build.tasks.sync import SyncOptions
+
+    lines: list[str] = []
+    out = Output(json_mode=True)
+    monkeypatch.setattr(out, "result", lambda data, text=None: lines.append(json.dumps(data)))
+    monkeypatch.setattr(out, "warn", lines.append)
+    code = sync(out, cwd=project, env=dict(os.environ), home=home, registry=None,
+                root=None, options=SyncOptions())  # fmt: skip
+    return code, lines
+
+
+def _only_the_root_is_a_member(workspace: Workspace) -> None:
+    assert [workspace.label(m) for m in workspace.members] == ["."]
+    assert workspace.dropped_lines() == [
+        "out/cache is not synced: it lies in the write grant 'out' of ., "
+        "where a tool may have written it"
+    ]
+
+
+def test_a_tool_cannot_plant_a_member_that_sync_contacts(
+    tmp_path: Path, spy: tuple[str, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real tool, in the real sandbox, plants the project; the real sync ignores it."""
+    from splice_build.sdk import Splice
+
+    url, seen = spy
+    home, project = _writer_project(tmp_path)
     splice = Splice(project, home=home, registry="embedded:", broker=False)
     try:
         splice.add(["@acme/writer"], accept_permissions=True)
@@ -84,12 +112,7 @@ def test_a_tool_cannot_plant_a_member_that_sync_contacts(
     assert (project / "out" / "cache" / "splice.json").is_file()
 
     monkeypatch.setenv("SPLICE_HOME", str(home))
-    lines: list[str] = []
-    out = Output(json_mode=True)
-    monkeypatch.setattr(out, "result", lambda data, text=None: lines.append(json.dumps(data)))
-    monkeypatch.setattr(out, "warn", lines.append)
-    code = sync(out, cwd=project, env=dict(os.environ), home=home, registry=None,
-                root=None, options=SyncOptions())  # fmt: skip
+    code, lines = _sync_json(project, home, monkeypatch)
     assert seen == []  # on the old code: ['/x/AKIA-SECRET/packages/acme/other']
     assert "PACKAGE_NOT_FOUND" not in "".join(lines)
     assert code == 0, lines
@@ -227,11 +250,8 @@ def test_a_grant_no_lock_records_any_more_still_holds_what_its_tool_wrote(
     On the old code both planted projects were synced, sending the secrets to the spy:
     the writer run, then ``splice remove``d (its lock entry gone), and the same package run
     with ``splice run --dir`` in a directory holding no project."""
-    from splice_build.cli.commands.sync import sync
     from splice_build.cli.main import main
-    from splice_build.cli.output import Output
     from splice_build.sdk import Splice
-    from splice_build.tasks.sync import SyncOptions
     from testing.packages import minimal_manifest, write_package
 
     url, seen = spy
@@ -261,12 +281,7 @@ def test_a_grant_no_lock_records_any_more_still_holds_what_its_tool_wrote(
     assert main(["--json", "run", "--dir", str(package), "writer.hello", f"name={url}"]) == 0
     assert (scratch / "out" / "cache" / "splice.json").is_file()
 
-    lines: list[str] = []
-    out = Output(json_mode=True)
-    monkeypatch.setattr(out, "result", lambda data, text=None: lines.append(json.dumps(data)))
-    monkeypatch.setattr(out, "warn", lines.append)
-    code = sync(out, cwd=project, env=dict(os.environ), home=home, registry=None,
-                root=None, options=SyncOptions())  # fmt: skip
+    code, lines = _sync_json(project, home, monkeypatch)
     assert code == 0, lines
     assert lines[0] == (
         "out/cache is not synced: it lies in the write grant 'out' of ., "
@@ -357,13 +372,7 @@ def test_a_long_lived_runtime_records_again_a_grant_record_deleted_under_it(
 
     from splice_build.sdk import Splice
 
-    home = tmp_path / "home"
-    permissions = {"fs": {"read": ["data"], "write": ["out"]}}
-    publish(embedded_store(home), tmp_path / "work", name="writer", permissions=permissions,
-            files={"tools/hello.js": _PLANTER})  # fmt: skip
-    project = new_project(tmp_path / "project")
-    (project / "data").mkdir()
-    (project / "data" / "secret.txt").write_text("AKIA-SECRET\n")
+    home, project = _writer_project(tmp_path)
     record = project / ".splice" / "write-grants.json"
     splice = Splice(project, home=home, registry="embedded:", broker=False)
     try:
@@ -376,12 +385,7 @@ def test_a_long_lived_runtime_records_again_a_grant_record_deleted_under_it(
         splice.remove(["@acme/writer"])
     finally:
         splice.close()
-    workspace = find_workspace(project, home=home)
-    assert [workspace.label(m) for m in workspace.members] == ["."]
-    assert workspace.dropped_lines() == [
-        "out/cache is not synced: it lies in the write grant 'out' of ., "
-        "where a tool may have written it"
-    ]
+    _only_the_root_is_a_member(find_workspace(project, home=home))
 
 
 def test_a_grant_record_holds_its_grant_where_the_project_is_now(tmp_path: Path) -> None:
@@ -394,13 +398,7 @@ def test_a_grant_record_holds_its_grant_where_the_project_is_now(tmp_path: Path)
 
     from splice_build.sdk import Splice
 
-    home = tmp_path / "home"
-    permissions = {"fs": {"read": ["data"], "write": ["out"]}}
-    publish(embedded_store(home), tmp_path / "work", name="writer", permissions=permissions,
-            files={"tools/hello.js": _PLANTER})  # fmt: skip
-    project = new_project(tmp_path / "project")
-    (project / "data").mkdir()
-    (project / "data" / "secret.txt").write_text("AKIA-SECRET\n")
+    home, project = _writer_project(tmp_path)
     splice = Splice(project, home=home, registry="embedded:", broker=False)
     try:
         splice.add(["@acme/writer"], accept_permissions=True)
@@ -410,9 +408,4 @@ def test_a_grant_record_holds_its_grant_where_the_project_is_now(tmp_path: Path)
         splice.close()
     copy = tmp_path / "copy"
     shutil.copytree(project, copy, symlinks=True)
-    workspace = find_workspace(copy, home=home)
-    assert [workspace.label(m) for m in workspace.members] == ["."]
-    assert workspace.dropped_lines() == [
-        "out/cache is not synced: it lies in the write grant 'out' of ., "
-        "where a tool may have written it"
-    ]
+    _only_the_root_is_a_member(find_workspace(copy, home=home))
