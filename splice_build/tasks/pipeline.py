@@ -130,7 +130,8 @@ def _workspace_root(start: Path, root: object) -> Path:
     made on every doit command, and ``splice:sync``/``splice:verify`` are up to date (their
     action never runs) when the projects left are: a checkout's grant record naming the
     user's project otherwise kept it out of both without a word."""
-    from splice_build.cli.output import Output
+    import sys
+
     from splice_build.errors import SpliceError
     from splice_build.project.workspace import find_workspace
     from splice_build.sdk_args import path_arg
@@ -139,9 +140,8 @@ def _workspace_root(start: Path, root: object) -> Path:
         workspace = find_workspace(start, root=None if root is None else path_arg(root, "root"))
     except SpliceError as exc:
         raise _invalid(exc) from exc
-    out = Output()  # stderr, as ``splice sync`` prints them (cli/commands/sync.py)
     for line in workspace.dropped_lines():
-        out.warn(line)
+        print(_shown(f"warning: {line}"), file=sys.stderr)
     return workspace.root
 
 
