@@ -202,8 +202,9 @@ class _Ancestry:
 
 
 def enclosing_write_grant(root: Path, home: Path) -> tuple[Path, str] | None:
-    """A write grant, recorded by the lock of a project above ``root``, that holds ``root``
-    (with that project), or None.
+    """A write grant that holds ``root`` (with the project that recorded it), recorded by the
+    lock or the grant record of a directory above ``root`` or by SPLICE_HOME's record, or
+    None: ``drop_tool_written``'s rule, for ``root`` alone.
 
     Such a project's ``splice.lock`` and ``.splice/`` are files a tool of the project above
     may rewrite: a tool granted ``fs.write: ["packages"]`` rewrote ``packages/a``'s installed
@@ -211,25 +212,6 @@ def enclosing_write_grant(root: Path, home: Path) -> tuple[Path, str] | None:
     ``packages/a`` ran its code with an environment variable it was never granted. Only the
     projects above ``root`` on its real path are known (a grant through a link from a
     project elsewhere is not)."""
-    ancestry = _Ancestry()
-    mine = set(ancestry(root))
-    real = os.path.realpath(root)
-    above = os.path.dirname(real)
-    parents = [Path(p) for p in Path(above).parents]
-    recorded: dict[Identity, tuple[Path, str]] = {}
-    _add_recorded(recorded, _records([Path(above), *parents], home), ancestry)
-    for identity in mine:
-        if identity in recorded:
-            return recorded[identity]
-    while True:
-        own: set[Identity] | None = None
-        for write in _lock_writes(Path(above)):
-            identity = directory_identity(os.path.normpath(os.path.join(above, write)))
-            if identity is None or identity not in mine:
-                continue
-            own = set(ancestry(Path(above))) if own is None else own
-            if identity not in own:  # a grant of its own root: refused, never run
-                return Path(above), write
-        if above == os.path.dirname(above):
-            return None
-        above = os.path.dirname(above)
+    above = Path(os.path.realpath(root)).parents
+    _, dropped = drop_tool_written([root], above, home)
+    return (dropped[0].granted_by, dropped[0].grant) if dropped else None
