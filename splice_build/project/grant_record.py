@@ -13,12 +13,12 @@ SPLICE_HOME for a run whose directory holds no project; discovery and
 
 The file is rewritten only when a grant is new to it (a ``splice run`` of a known grant
 reads it once; a long-lived runtime remembers what it wrote while the file stays as it left
-it: runtime/runtime.py ``_forget_if_changed``), atomically and under a lock of
-its own, so two runs never lose each other's entry. It is bounded (512 entries, 256 KiB, so
-that it can always be read back): when full, entries whose directory is gone are forgotten
-(nothing written there is left); when still full, the tool does not run. A file that cannot be read is written anew. A checkout may ship this file: read
-entries only ever drop more projects (each reported), and one that reaches its own project's
-root is ignored, as a lock's is.
+it: runtime/runtime.py ``_forget_if_changed``), atomically and under a lock of its own, so
+two runs never lose each other's entry. It is bounded (512 entries, 256 KiB, so that it can
+always be read back): when full, entries whose directory is gone are forgotten (nothing
+written there is left); when still full, the tool does not run. A file that cannot be read
+is written anew. A checkout may ship this file: read entries only ever drop more projects
+(each reported), and one that reaches its own project's root is ignored, as a lock's is.
 """
 
 from __future__ import annotations
