@@ -335,7 +335,12 @@ def test_a_call_whose_client_left_while_it_waited_never_runs(tmp_path: Path) -> 
             sock.sendall(head.encode() + body)
             return sock
 
-        holder = send(0, "demo_echo_wait", {"path": str(release)})
+        started = tmp_path / "state" / "started"
+        started.parent.mkdir()
+        holder = send(0, "demo_echo_wait", {"path": str(release), "started": str(started)})
+        deadline = time.monotonic() + 30  # the holder has the slot before the others arrive
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
         for index in range(1, 4):
             with send(index, "demo_echo_marker", {"path": str(tmp_path / f"marker-{index}")}):
                 time.sleep(0.3)  # the call is read and waits for the slot when its client leaves
@@ -345,6 +350,6 @@ def test_a_call_whose_client_left_while_it_waited_never_runs(tmp_path: Path) -> 
         call = {"name": "demo_echo_echo", "arguments": {}}
         body = json.dumps({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": call})
         assert post(address, body.encode())[0] == 200  # queued after the three: they are done
-    assert sorted(path.name for path in tmp_path.iterdir()) == ["release"]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["release", "state"]
     stderr = process.stderr.read().decode() if process.stderr else ""
     assert "Traceback" not in stderr
