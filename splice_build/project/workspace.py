@@ -72,6 +72,9 @@ class Workspace:
     # Projects found inside a write grant, where a tool may have written them
     # (project/tool_written.py): never members.
     dropped: tuple[Dropped, ...] = ()
+    # Members inside a write grant of another user's lock or record, who cannot write them
+    # (project/state_owner.py): the grant is ignored for them, with a warning.
+    ignored: tuple[Dropped, ...] = ()
 
     def label(self, member: Path) -> str:
         """The member's path relative to the root (``.`` for the root itself), as text: a
@@ -85,11 +88,17 @@ class Workspace:
         return self.label(project) if project.is_relative_to(self.root) else _shown(str(project))
 
     def dropped_lines(self) -> list[str]:
-        """One warning per project found inside a write grant (project/tool_written.py)."""
+        """One warning per project found inside a write grant (project/tool_written.py),
+        then one per grant of another user's state ignored for a member."""
         return [
             f"{self.label(d.directory)} is not synced: it lies in the write grant "
             f"{d.grant!r} of {self._named(d.granted_by)}, where a tool may have written it"
             for d in self.dropped
+        ] + [
+            f"the write grant {d.grant!r} of {self._named(d.granted_by)} is ignored for "
+            f"{self.label(d.directory)}: it was recorded by another user (uid {d.writer}), "
+            "who cannot write that project"
+            for d in self.ignored
         ]
 
     def dropped_json(self) -> list[dict[str, str]]:
@@ -186,7 +195,7 @@ def find_workspace(
         from splice_build.project.home import SpliceHome
 
         home = SpliceHome.from_env(os.environ).path
-    members, dropped = drop_tool_written(members, [*found, *above], home)
+    members, dropped, ignored = drop_tool_written(members, [*found, *above], home)
     if not members and dropped:
         raise ProjectError(
             ErrorCode.NOT_A_PROJECT,
@@ -202,7 +211,7 @@ def find_workspace(
             hint="Run `splice init` in a project, or `splice workspace add <dir>`.",
         )
     ordered = sorted(set(members), key=lambda p: p.relative_to(base).as_posix())
-    return Workspace(base, source, tuple(ordered), tuple(dropped))
+    return Workspace(base, source, tuple(ordered), tuple(dropped), tuple(ignored))
 
 
 def _walk_up(start: Path) -> tuple[Path, _Memo | None]:
