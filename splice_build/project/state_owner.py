@@ -26,19 +26,20 @@ from collections.abc import Iterable
 from pathlib import Path
 
 
-def other_writer(info: os.stat_result, holders: Iterable[Path]) -> int | None:
+def other_writer(info: os.stat_result, entries: Iterable[Path]) -> int | None:
     """The uid other than this process's and root's that owns a state file (``info``, the
-    ``fstat`` of what was read) or one of the ``holders`` (the directory holding it); None
-    when this user or root owns them all (a platform without uids: always None)."""
+    ``fstat`` of what was read) or one of ``entries`` (its path and the directory holding
+    it, not followed: a link of another user at ``/tmp/splice.lock`` to a file of yours is
+    theirs); None when this user or root owns them all (a platform without uids: None)."""
     geteuid = getattr(os, "geteuid", None)
     if geteuid is None:
         return None
     trusted = (geteuid(), 0)
     if info.st_uid not in trusted:
         return info.st_uid
-    for holder in holders:
+    for entry in entries:
         try:
-            owner = os.stat(holder).st_uid
+            owner = os.lstat(entry).st_uid
         except OSError:
             continue  # gone since the file was read: the file's owner decided
         if owner not in trusted:

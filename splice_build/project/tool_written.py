@@ -117,12 +117,12 @@ def _records(projects: Iterable[Path], home: Path) -> list[tuple[Path, Recorded,
     from splice_build.project.layout import STATE_DIR
 
     entries, info = read_records_and_stat(home / RECORD_NAME)
-    writer = None if info is None else other_writer(info, [home])
+    writer = None if info is None else other_writer(info, [home / RECORD_NAME, home])
     found = [(Path(r.root), r, writer) for r in entries]
     for project in projects:
         state = project / STATE_DIR
         entries, info = read_records_and_stat(state / RECORD_NAME)
-        writer = None if info is None else other_writer(info, [state])
+        writer = None if info is None else other_writer(info, [state / RECORD_NAME, state])
         found += [(project, r, writer) for r in entries]
     return found
 
@@ -169,7 +169,7 @@ def _lock_writes(project: Path) -> tuple[list[str], int | None]:
         except (OSError, ValueError, RecursionError):  # no package of it runs: INVALID_PROJECT
             return [], None
         writes = [w for entry in _members(document, "packages") for w in _fs_writes(entry)]
-        return writes, other_writer(info, [project]) if writes else None
+        return writes, other_writer(info, [path, project]) if writes else None
     return [], None
 
 

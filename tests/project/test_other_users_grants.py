@@ -109,3 +109,13 @@ def test_another_users_state_holds_only_what_that_user_can_write(
     os.chmod(nested, 0o755)
     os.chmod(nested / "splice.json", 0o646)
     assert enclosing_write_grant(nested, home) == (shared, "victim/packages/a")
+
+    # Their link to a lock of root's (or yours) is theirs too.
+    os.chmod(nested / "splice.json", 0o644)
+    (shared / ".splice" / RECORD_NAME).unlink()
+    (home / RECORD_NAME).unlink()
+    yours = make_project(tmp_path / "yours", lock=_lock("victim"))
+    (shared / "splice.lock").unlink()
+    (shared / "splice.lock").symlink_to(yours / "splice.lock")
+    _chown(shared / "splice.lock")
+    assert enclosing_write_grant(victim, home) is None
