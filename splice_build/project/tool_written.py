@@ -66,15 +66,20 @@ _Holder = tuple[Path, str, int | None]
 
 
 def drop_tool_written(
-    candidates: Sequence[Path], projects: Iterable[Path], home: Path
+    candidates: Sequence[Path],
+    projects: Iterable[Path],
+    home: Path,
+    state: ProjectState | None = None,
 ) -> tuple[list[Path], list[Dropped], list[Dropped]]:
     """``candidates`` split into those outside every write grant the locks and grant records
     of ``projects`` (every project found, members or not) and SPLICE_HOME's grant record
     hold, and those inside one (each with the grant that holds it); then the grants of
-    another user's state that a kept candidate lies in but that user cannot write."""
+    another user's state that a kept candidate lies in but that user cannot write.
+    ``state``: what the walk read of these projects already (``GrantedSubtrees``)."""
+    state = ProjectState() if state is None else state
     ancestry = _Ancestry()
-    grants = _write_grants(projects, ancestry)
-    _add_recorded(grants, _records(projects, home), ancestry)
+    grants = _write_grants(projects, ancestry, state)
+    _add_recorded(grants, _records(projects, home, state), ancestry)
     if not grants:
         return list(candidates), [], []
     writers = Writers()
@@ -92,12 +97,14 @@ def drop_tool_written(
     return kept, dropped, ignored
 
 
-def _write_grants(projects: Iterable[Path], ancestry: _Ancestry) -> dict[Identity, list[_Holder]]:
+def _write_grants(
+    projects: Iterable[Path], ancestry: _Ancestry, state: ProjectState
+) -> dict[Identity, list[_Holder]]:
     """Every existing directory a write grant of these projects' locks names, by identity."""
     grants: dict[Identity, list[_Holder]] = {}
     for project in projects:
         own: set[Identity] | None = None
-        writes, writer = _lock_writes(project)
+        writes, writer = state.lock_writes(project)
         for write in writes:
             # A lock's entry is project-relative (lockfile.py refuses '..' and absolute
             # paths); joined as effective_fs_path joins it (spec/project_state.py).
@@ -110,21 +117,91 @@ def _write_grants(projects: Iterable[Path], ancestry: _Ancestry) -> dict[Identit
     return grants
 
 
-def _records(projects: Iterable[Path], home: Path) -> list[tuple[Path, Recorded, int | None]]:
+def _records(
+    projects: Iterable[Path], home: Path, state: ProjectState
+) -> list[tuple[Path, Recorded, int | None]]:
     """Every entry of the grant records of ``projects`` and of SPLICE_HOME, with the
     directory its entry was joined to (project/grant_record.py) and the other user whose
     record it is (None: this user's or root's)."""
-    from splice_build.project.layout import STATE_DIR
-
-    entries, info = read_records_and_stat(home / RECORD_NAME)
-    writer = None if info is None else other_writer(info, [home / RECORD_NAME, home])
+    entries, writer = _record_of(home)
     found = [(Path(r.root), r, writer) for r in entries]
     for project in projects:
-        state = project / STATE_DIR
-        entries, info = read_records_and_stat(state / RECORD_NAME)
-        writer = None if info is None else other_writer(info, [state / RECORD_NAME, state])
+        entries, writer = state.records(project)
         found += [(project, r, writer) for r in entries]
     return found
+
+
+def _record_of(directory: Path) -> tuple[list[Recorded], int | None]:
+    """The entries of ``directory/write-grants.json`` and the other user whose file it is."""
+    entries, info = read_records_and_stat(directory / RECORD_NAME)
+    writer = None if info is None else other_writer(info, [directory / RECORD_NAME, directory])
+    return entries, writer
+
+
+class ProjectState:
+    """Each project's lock grants and grant record, read once per discovery: the walk
+    (``GrantedSubtrees``) and ``drop_tool_written`` share them."""
+
+    def __init__(self) -> None:
+        self._locks: dict[Path, tuple[list[str], int | None]] = {}
+        self._records: dict[Path, tuple[list[Recorded], int | None]] = {}
+
+    def lock_writes(self, project: Path) -> tuple[list[str], int | None]:
+        if project not in self._locks:
+            self._locks[project] = _lock_writes(project)
+        return self._locks[project]
+
+    def records(self, project: Path) -> tuple[list[Recorded], int | None]:
+        from splice_build.project.layout import STATE_DIR
+
+        if project not in self._records:
+            self._records[project] = _record_of(project / STATE_DIR)
+        return self._records[project]
+
+
+class GrantedSubtrees:
+    """Directories the workspace walk need not enter: each a write grant, of this user's or
+    root's lock or record, lying inside the project that records it (``out``), learned from
+    the projects above the root and from each project as the walk finds it.
+
+    Every project inside such a directory is dropped by ``drop_tool_written`` whatever else
+    holds it, so walking it (a tool's 20,000-file ``out`` on every sync) found nothing to
+    sync. What the walk does not see there is not reported either; and the grants of the
+    projects inside are not read: a real one stays inside its project (a lock refuses
+    ``..``), or, through a link, SPLICE_HOME's record holds it (project/grant_record.py).
+    A grant reaching beside its project (a planted lock's link, another user's state) is
+    never pruned: what it holds is reported as before."""
+
+    def __init__(self, state: ProjectState, above: Iterable[Path]) -> None:
+        self._state = state
+        self._held: set[Identity] = set()
+        self._inodes: set[int] = set()
+        for project in above:
+            self.learn(project)
+
+    def learn(self, project: Path) -> None:
+        """Note the grants of ``project``'s lock and record that lie inside it."""
+        writes, writer = self._state.lock_writes(project)
+        entries, record_writer = self._state.records(project)
+        places = (writes if writer is None else []) + (
+            [r.grant for r in entries] if record_writer is None else []
+        )
+        if not places:
+            return
+        real = os.path.realpath(project)
+        for place in places:
+            inside = os.path.realpath(os.path.join(project, place))
+            if inside == real or os.path.commonpath([real, inside]) != real:
+                continue
+            identity = directory_identity(inside)
+            if identity is not None:
+                self._held.add(identity)
+                self._inodes.add(identity[1])
+
+    def skips(self, directory: str, inode: int) -> bool:
+        """Whether ``directory`` (its ``inode`` as listed: no system call unless it matches)
+        is one of these grants."""
+        return inode in self._inodes and directory_identity(directory) in self._held
 
 
 def _add_recorded(

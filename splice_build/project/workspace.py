@@ -39,7 +39,12 @@ from typing import Any
 
 from splice_build.errors import ErrorCode, ProjectError, UsageError
 from splice_build.project.layout import PROJECT_FILE, STATE_DIR
-from splice_build.project.tool_written import Dropped, drop_tool_written
+from splice_build.project.tool_written import (
+    Dropped,
+    GrantedSubtrees,
+    ProjectState,
+    drop_tool_written,
+)
 from splice_build.records import dataclass
 from splice_build.spec.limits import MAX_PROJECT_STATE_BYTES
 from splice_build.spec.regular_file import read_regular_file
@@ -172,9 +177,13 @@ def find_workspace(
         memo = _Memo.read(base, base / PYPROJECT)
     else:
         base, memo = _walk_up(Path(os.path.abspath(start)))
+    # The projects above the root too: a repository checked out in a directory that a
+    # project above it grants for writing is as much a tool's as anything planted in it.
+    above = Path(os.path.realpath(base)).parents
+    state = ProjectState()
     config = memo.config if memo is not None else None
     if memo is not None and config is not None:
-        members = memo.members(base)
+        members = memo.members(base, GrantedSubtrees(state, above))
         found = memo.found
         if remember:
             memo.write(base)
@@ -186,16 +195,13 @@ def find_workspace(
         # Only a work tree git names for the directory holding its .git lists members.
         listed = None if top is None else _git_listed(base)
         source = "walk" if listed is None else "git"
-        members = listed if listed is not None else _walk(base)
+        members = listed if listed is not None else _walk(base, GrantedSubtrees(state, above))
         found = members
-    # The projects above the root too: a repository checked out in a directory that a
-    # project above it grants for writing is as much a tool's as anything planted in it.
-    above = Path(os.path.realpath(base)).parents
     if home is None:
         from splice_build.project.home import SpliceHome
 
         home = SpliceHome.from_env(os.environ).path
-    members, dropped, ignored = drop_tool_written(members, [*found, *above], home)
+    members, dropped, ignored = drop_tool_written(members, [*found, *above], home, state)
     if not members and dropped:
         raise ProjectError(
             ErrorCode.NOT_A_PROJECT,
@@ -256,13 +262,13 @@ class _Memo:
             return cls(text, identity, _config_of(pyproject, raw), {})
         return cls(text, identity, WorkspaceConfig(*map(tuple, saved["config"])), saved)
 
-    def members(self, root: Path) -> list[Path]:
+    def members(self, root: Path, granted: GrantedSubtrees) -> list[Path]:
         """The member directories, matched again only when the candidates differ."""
         assert self.config is not None
         # Names that differ only in bytes that are not UTF-8 (or in those and U+FFFD) are one
         # text to the patterns: they are members together or not at all, never one of them.
         found: dict[str, list[Path]] = {}
-        self.found = _walk(root)
+        self.found = _walk(root, granted)
         for directory in self.found:
             text = _matchable(directory.relative_to(root).as_posix() or ".")
             found.setdefault(text, []).append(directory)
@@ -355,8 +361,10 @@ def _shown(relative: str) -> str:
     return relative.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
-def _walk(root: Path) -> list[Path]:
-    """Directories holding a ``splice.json``, skipping hidden ones and ``node_modules``.
+def _walk(root: Path, granted: GrantedSubtrees) -> list[Path]:
+    """Directories holding a ``splice.json``, skipping hidden ones, ``node_modules`` and the
+    write grants in ``granted`` (learned from each project as it is found: no project inside
+    one can be a member, project/tool_written.py).
 
     A checkout chooses how deep its tree is: ``os.walk`` recurses once per level (Python
     3.11), so a tree nested past the recursion limit made a sync fail with ``RecursionError``.
@@ -364,19 +372,24 @@ def _walk(root: Path) -> list[Path]:
     with ``os.walk``) and skips a directory it cannot list (a path too long to name, a
     directory this user may not read)."""
     found = []
-    pending = [str(root)]
+    pending: list[tuple[str, int | None]] = [(str(root), None)]
     while pending:
-        directory = pending.pop()
+        directory, inode = pending.pop()
+        # Checked when taken, not when listed: the project whose grant it is may be found
+        # (its splice.json listed) after it.
+        if inode is not None and granted.skips(directory, inode):
+            continue
         try:
             with os.scandir(directory) as entries:
-                listed = [(entry.name, _is_directory(entry)) for entry in entries]
+                listed = [(entry.name, _is_directory(entry), entry.inode()) for entry in entries]
         except OSError:
             continue
-        for name, (is_directory, is_real) in listed:
+        for name, (is_directory, is_real), number in listed:
             if name == PROJECT_FILE and not is_directory:
                 found.append(Path(directory))
+                granted.learn(Path(directory))
             elif is_real and name not in _PRUNED and not name.startswith("."):
-                pending.append(os.path.join(directory, name))
+                pending.append((os.path.join(directory, name), number))
     return found
 
 
