@@ -9,42 +9,49 @@ and synced nothing (``NOT_A_PROJECT``), and sibling projects could be hidden.
 
 Ignoring such files outright would forget real grants: a project of another user whose tool
 wrote into a directory this user later syncs. But a tool runs as the user who ran it, so
-everything it wrote there is owned by, or was writable for, that user. So state whose file,
-or the directory holding it, is owned by someone other than this user and root is that
-user's, and its grants hold a project only when that user can write the project (its
-directory, ``splice.json``, either lock or ``.splice``: owner, a group of that user, or
-others with write permission). A project that user cannot write is this user's own: the
+everything it wrote there is owned by, or was writable for, that user. So state whose file
+(or a link to it, or the ``.splice`` holding it) is owned by someone other than this user,
+root and the owner of the directory it belongs to (who controls what lies below it anyway)
+is that user's, and its grants hold a project only when that user can write the project
+(its directory, ``splice.json``, either lock or ``.splice``: owner, a group of that user,
+or others with write permission). A project that user cannot write is this user's own: the
 grant is ignored for it, with a warning (workspace.py). Fail closed: a user or group that
 cannot be looked up, or a project that cannot be examined, counts as writable.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from collections.abc import Iterable
 from pathlib import Path
 
 
-def other_writer(info: os.stat_result, entries: Iterable[Path]) -> int | None:
-    """The uid other than this process's and root's that owns a state file (``info``, the
-    ``fstat`` of what was read) or one of ``entries`` (its path and the directory holding
-    it, not followed: a link of another user at ``/tmp/splice.lock`` to a file of yours is
-    theirs); None when this user or root owns them all (a platform without uids: None)."""
+def other_writer(info: os.stat_result, entries: Iterable[Path], place: Path) -> int | None:
+    """The user whose claim a state file is, when it is neither this process's user, nor
+    root, nor the owner of ``place`` (the project or SPLICE_HOME the file belongs to, who
+    may rename and replace anything in it anyway: a checkout owned by another user that
+    root syncs in a container is theirs, and its tools' grants hold); None otherwise.
+
+    Owners looked at: the file read (``info``, its ``fstat``) and ``entries`` (its path and
+    the ``.splice`` holding it) not followed: another user's link ``/tmp/splice.lock`` to a
+    lock of yours is theirs. A platform without uids: always None."""
     geteuid = getattr(os, "geteuid", None)
     if geteuid is None:
         return None
-    trusted = (geteuid(), 0)
-    if info.st_uid not in trusted:
-        return info.st_uid
+    trusted = {geteuid(), 0}
+    owners = [info.st_uid]
     for entry in entries:
         try:
-            owner = os.lstat(entry).st_uid
+            owners.append(os.lstat(entry).st_uid)
         except OSError:
-            continue  # gone since the file was read: the file's owner decided
-        if owner not in trusted:
-            return owner
-    return None
+            continue  # gone since the file was read: its own owner decides
+    if all(owner in trusted for owner in owners):
+        return None
+    with contextlib.suppress(OSError):  # fail closed: only this user and root
+        trusted.add(os.stat(place).st_uid)
+    return next((owner for owner in owners if owner not in trusted), None)
 
 
 class Writers:

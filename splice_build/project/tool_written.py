@@ -123,7 +123,7 @@ def _records(
     """Every entry of the grant records of ``projects`` and of SPLICE_HOME, with the
     directory its entry was joined to (project/grant_record.py) and the other user whose
     record it is (None: this user's or root's)."""
-    entries, writer = _record_of(home)
+    entries, writer = _record_of(home, home)
     found = [(Path(r.root), r, writer) for r in entries]
     for project in projects:
         entries, writer = state.records(project)
@@ -131,11 +131,13 @@ def _records(
     return found
 
 
-def _record_of(directory: Path) -> tuple[list[Recorded], int | None]:
-    """The entries of ``directory/write-grants.json`` and the other user whose file it is."""
+def _record_of(directory: Path, place: Path) -> tuple[list[Recorded], int | None]:
+    """The entries of ``directory/write-grants.json`` and the other user whose file it is
+    (``place``: the project, or SPLICE_HOME, it belongs to)."""
     entries, info = read_records_and_stat(directory / RECORD_NAME)
-    writer = None if info is None else other_writer(info, [directory / RECORD_NAME, directory])
-    return entries, writer
+    if info is None:
+        return entries, None
+    return entries, other_writer(info, [directory / RECORD_NAME, directory], place)
 
 
 class ProjectState:
@@ -155,7 +157,7 @@ class ProjectState:
         from splice_build.project.layout import STATE_DIR
 
         if project not in self._records:
-            self._records[project] = _record_of(project / STATE_DIR)
+            self._records[project] = _record_of(project / STATE_DIR, project)
         return self._records[project]
 
 
@@ -246,7 +248,7 @@ def _lock_writes(project: Path) -> tuple[list[str], int | None]:
         except (OSError, ValueError, RecursionError):  # no package of it runs: INVALID_PROJECT
             return [], None
         writes = [w for entry in _members(document, "packages") for w in _fs_writes(entry)]
-        return writes, other_writer(info, [path, project]) if writes else None
+        return writes, other_writer(info, [path], project) if writes else None
     return [], None
 
 

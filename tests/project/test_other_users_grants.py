@@ -103,6 +103,16 @@ def test_another_users_state_holds_only_what_that_user_can_write(
         "where a tool may have written it"
     ]
 
+    # A checkout of theirs that you (root, in a container) ran a tool in: the project is
+    # theirs, so its lock is theirs to write, and what your tool wrote in out is held.
+    checkout = make_project(tmp_path / "checkout", lock=_lock("out"))
+    made = make_project(checkout / "out" / "x")
+    _chown(checkout, checkout / "splice.json", checkout / "splice.lock")
+    with pytest.raises(ProjectError) as held:
+        find_workspace(made, home=home)
+    assert held.value.code is ErrorCode.NOT_A_PROJECT
+    assert enclosing_write_grant(made, home) == (checkout, "out")
+
     # A project the other user can write (others may write it) is held: fail closed.
     os.chmod(nested, 0o777)
     assert enclosing_write_grant(nested, home) == (shared, "victim/packages/a")
