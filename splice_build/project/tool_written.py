@@ -192,7 +192,10 @@ class GrantedSubtrees:
             return
         real = os.path.realpath(project)
         for place in places:
-            inside = os.path.realpath(os.path.join(project, place))
+            try:
+                inside = os.path.realpath(os.path.join(project, place))
+            except (OSError, ValueError):  # a checkout's lock may name "a\u0000b"
+                continue
             if inside == real or os.path.commonpath([real, inside]) != real:
                 continue
             identity = directory_identity(inside)

@@ -147,7 +147,7 @@ def test_the_walk_does_not_enter_a_write_grant(
     every sync listed all of a tool's ``out``, 20,000 files on each no-op sync), also one
     reached through a link; one reaching beside its project (``../b``) still is, and what
     it holds is dropped and reported."""
-    root = make_project(tmp_path / "repo", lock=_grants("out", "outside"))
+    root = make_project(tmp_path / "repo", lock=_grants("out", "outside", "nul\u0000"))
     make_project(root / "out" / "d0" / "deeper")
     (root / "out" / "d1").mkdir()
     make_project(root / "packages" / "a", lock=_grants("gen", "../b"))
