@@ -79,7 +79,7 @@ def drop_tool_written(
     state = ProjectState() if state is None else state
     ancestry = _Ancestry()
     grants = _write_grants(projects, ancestry, state)
-    _add_recorded(grants, _records(projects, home, state), ancestry)
+    _add_recorded(grants, _records(projects, home), ancestry)
     if not grants:
         return list(candidates), [], []
     writers = Writers()
@@ -117,16 +117,16 @@ def _write_grants(
     return grants
 
 
-def _records(
-    projects: Iterable[Path], home: Path, state: ProjectState
-) -> list[tuple[Path, Recorded, int | None]]:
+def _records(projects: Iterable[Path], home: Path) -> list[tuple[Path, Recorded, int | None]]:
     """Every entry of the grant records of ``projects`` and of SPLICE_HOME, with the
     directory its entry was joined to (project/grant_record.py) and the other user whose
     record it is (None: this user's or root's)."""
     entries, writer = _record_of(home, home)
     found = [(Path(r.root), r, writer) for r in entries]
+    from splice_build.project.layout import STATE_DIR
+
     for project in projects:
-        entries, writer = state.records(project)
+        entries, writer = _record_of(project / STATE_DIR, project)
         found += [(project, r, writer) for r in entries]
     return found
 
@@ -141,30 +141,24 @@ def _record_of(directory: Path, place: Path) -> tuple[list[Recorded], int | None
 
 
 class ProjectState:
-    """Each project's lock grants and grant record, read once per discovery: the walk
-    (``GrantedSubtrees``) and ``drop_tool_written`` share them."""
+    """Each project's lock grants, read once per discovery: the walk (``GrantedSubtrees``)
+    and ``drop_tool_written`` share them."""
 
     def __init__(self) -> None:
         self._locks: dict[Path, tuple[list[str], int | None]] = {}
-        self._records: dict[Path, tuple[list[Recorded], int | None]] = {}
 
     def lock_writes(self, project: Path) -> tuple[list[str], int | None]:
         if project not in self._locks:
             self._locks[project] = _lock_writes(project)
         return self._locks[project]
 
-    def records(self, project: Path) -> tuple[list[Recorded], int | None]:
-        from splice_build.project.layout import STATE_DIR
-
-        if project not in self._records:
-            self._records[project] = _record_of(project / STATE_DIR, project)
-        return self._records[project]
-
 
 class GrantedSubtrees:
-    """Directories the workspace walk need not enter: each a write grant, of this user's or
-    root's lock or record, lying inside the project that records it (``out``), learned from
-    the projects above the root and from each project as the walk finds it.
+    """Directories the workspace walk need not enter: each a write grant of this user's or
+    root's lock, lying inside the project whose lock it is (``out``), learned from the
+    projects above the root and from each project as the walk finds it. Only locks: a
+    grant only a record holds (its package removed) is rare, and reading every record
+    during the walk cost a no-op sync more than it saved.
 
     Every project inside such a directory is dropped by ``drop_tool_written`` whatever else
     holds it, so walking it (a tool's 20,000-file ``out`` on every sync) found nothing to
@@ -182,12 +176,9 @@ class GrantedSubtrees:
             self.learn(project)
 
     def learn(self, project: Path) -> None:
-        """Note the grants of ``project``'s lock and record that lie inside it."""
+        """Note the write grants of ``project``'s lock that lie inside it."""
         writes, writer = self._state.lock_writes(project)
-        entries, record_writer = self._state.records(project)
-        places = (writes if writer is None else []) + (
-            [r.grant for r in entries] if record_writer is None else []
-        )
+        places = writes if writer is None else []
         if not places:
             return
         real = os.path.realpath(project)

@@ -387,7 +387,7 @@ def _walk(root: Path, granted: GrantedSubtrees) -> list[Path]:
         for name, (is_directory, is_real), number in listed:
             if name == PROJECT_FILE and not is_directory:
                 found.append(Path(directory))
-                granted.learn(Path(directory))
+                granted.learn(found[-1])
             elif is_real and name not in _PRUNED and not name.startswith("."):
                 pending.append((os.path.join(directory, name), number))
     return found
