@@ -61,7 +61,7 @@ class Dropped:
 
 
 # Where a grant came from: the project, its entry as written, and the other user whose
-# lock or record it is (None: this user's or root's).
+# lock or record it is (None: this user's, root's or the project owner's, state_owner.py).
 _Holder = tuple[Path, str, int | None]
 
 
@@ -120,7 +120,7 @@ def _write_grants(
 def _records(projects: Iterable[Path], home: Path) -> list[tuple[Path, Recorded, int | None]]:
     """Every entry of the grant records of ``projects`` and of SPLICE_HOME, with the
     directory its entry was joined to (project/grant_record.py) and the other user whose
-    record it is (None: this user's or root's)."""
+    record it is (None: trusted, state_owner.py)."""
     entries, writer = _record_of(home, home)
     found = [(Path(r.root), r, writer) for r in entries]
     from splice_build.project.layout import STATE_DIR
@@ -225,7 +225,7 @@ def _lock_writes(project: Path) -> tuple[list[str], int | None]:
     legacy ``splice-lock.json``, as ``load_lockfile`` picks), read without the lock's
     validation: more than the runtime would grant only ever drops more, and a sync reads
     every lock of the workspace here, the no-op fast path included, before anything else
-    would. With them, the other user whose lock it is (None: this user's or root's)."""
+    would. With them, the other user whose lock it is (None: trusted, state_owner.py)."""
     import json
 
     from splice_build.project.layout import ProjectLayout
