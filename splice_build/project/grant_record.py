@@ -64,19 +64,27 @@ def record_file(root: Path, home: Path) -> Path:
 
 def read_records(path: Path) -> list[Recorded]:
     """The entries of a record file; none when it is missing or cannot be read."""
-    from splice_build.spec.regular_file import read_regular_file
+    return read_records_and_stat(path)[0]
+
+
+def read_records_and_stat(path: Path) -> tuple[list[Recorded], os.stat_result | None]:
+    """The entries of a record file and the ``fstat`` of the file they were read from (whose
+    owner tells whose grants they are: project/state_owner.py); ``([], None)`` when it is
+    missing or cannot be read."""
+    from splice_build.spec.regular_file import read_regular_file_and_stat
 
     try:
-        document = json.loads(read_regular_file(path, _MAX_BYTES))
+        data, info = read_regular_file_and_stat(path, _MAX_BYTES)
+        document = json.loads(data)
     except (OSError, ValueError, RecursionError):
-        return []
+        return [], None
     grants = document.get("grants") if isinstance(document, dict) else None
     found = []
     for entry in grants if isinstance(grants, list) else []:
         recorded = _entry(entry)
         if recorded is not None:
             found.append(recorded)
-    return found
+    return found, info
 
 
 def _entry(entry: object) -> Recorded | None:

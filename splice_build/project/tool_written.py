@@ -27,6 +27,10 @@ the project has other inodes).
 
 ``enclosing_write_grant`` is the same rule for running: a project whose directory lies in a
 write grant of a project above it runs nothing (install/installed.py).
+
+A lock or record another user owns (``/tmp/splice.lock`` on a shared machine) holds only
+projects that user can write (project/state_owner.py); for any other it is ignored, and
+reported.
 """
 
 from __future__ import annotations
@@ -40,8 +44,9 @@ from splice_build.project.grant_record import (
     Identity,
     Recorded,
     directory_identity,
-    read_records,
+    read_records_and_stat,
 )
+from splice_build.project.state_owner import Writers, other_writer
 from splice_build.records import dataclass
 
 
@@ -52,37 +57,55 @@ class Dropped:
     directory: Path
     granted_by: Path
     grant: str  # the lock's entry as written
+    writer: int | None = None  # the other user whose state records it (state_owner.py)
+
+
+# Where a grant came from: the project, its entry as written, and the other user whose
+# lock or record it is (None: this user's, root's or the project owner's, state_owner.py).
+_Holder = tuple[Path, str, int | None]
 
 
 def drop_tool_written(
-    candidates: Sequence[Path], projects: Iterable[Path], home: Path
-) -> tuple[list[Path], list[Dropped]]:
+    candidates: Sequence[Path],
+    projects: Iterable[Path],
+    home: Path,
+    state: ProjectState | None = None,
+) -> tuple[list[Path], list[Dropped], list[Dropped]]:
     """``candidates`` split into those outside every write grant the locks and grant records
     of ``projects`` (every project found, members or not) and SPLICE_HOME's grant record
-    hold, and those inside one (each with the grant that holds it)."""
+    hold, and those inside one (each with the grant that holds it); then the grants of
+    another user's state that a kept candidate lies in but that user cannot write.
+    ``state``: what the walk read of these projects already (``GrantedSubtrees``)."""
+    state = ProjectState() if state is None else state
     ancestry = _Ancestry()
-    grants = _write_grants(projects, ancestry)
+    grants = _write_grants(projects, ancestry, state)
     _add_recorded(grants, _records(projects, home), ancestry)
     if not grants:
-        return list(candidates), []
-    kept, dropped = [], []
+        return list(candidates), [], []
+    writers = Writers()
+    kept, dropped, ignored = [], [], []
     for directory in candidates:
-        holder = _holder(ancestry(directory), grants)
+        holders = _holders(ancestry(directory), grants)
+        holder = next(
+            (h for h in holders if h[2] is None or writers.may_write(h[2], directory)), None
+        )
         if holder is None:
             kept.append(directory)
+            ignored += [Dropped(directory, *h) for h in dict.fromkeys(holders)]
         else:
             dropped.append(Dropped(directory, *holder))
-    return kept, dropped
+    return kept, dropped, ignored
 
 
 def _write_grants(
-    projects: Iterable[Path], ancestry: _Ancestry
-) -> dict[Identity, tuple[Path, str]]:
+    projects: Iterable[Path], ancestry: _Ancestry, state: ProjectState
+) -> dict[Identity, list[_Holder]]:
     """Every existing directory a write grant of these projects' locks names, by identity."""
-    grants: dict[Identity, tuple[Path, str]] = {}
+    grants: dict[Identity, list[_Holder]] = {}
     for project in projects:
         own: set[Identity] | None = None
-        for write in _lock_writes(project):
+        writes, writer = state.lock_writes(project)
+        for write in writes:
             # A lock's entry is project-relative (lockfile.py refuses '..' and absolute
             # paths); joined as effective_fs_path joins it (spec/project_state.py).
             identity = directory_identity(os.path.normpath(os.path.join(project, write)))
@@ -90,24 +113,96 @@ def _write_grants(
                 continue
             own = set(ancestry(project)) if own is None else own
             if identity not in own:
-                grants.setdefault(identity, (project, write))
+                grants.setdefault(identity, []).append((project, write, writer))
     return grants
 
 
-def _records(projects: Iterable[Path], home: Path) -> list[tuple[Path, Recorded]]:
+def _records(projects: Iterable[Path], home: Path) -> list[tuple[Path, Recorded, int | None]]:
     """Every entry of the grant records of ``projects`` and of SPLICE_HOME, with the
-    directory its entry was joined to (project/grant_record.py)."""
+    directory its entry was joined to (project/grant_record.py) and the other user whose
+    record it is (None: trusted, state_owner.py)."""
+    entries, writer = _record_of(home, home)
+    found = [(Path(r.root), r, writer) for r in entries]
     from splice_build.project.layout import STATE_DIR
 
-    found = [(Path(r.root), r) for r in read_records(home / RECORD_NAME)]
     for project in projects:
-        found += [(project, r) for r in read_records(project / STATE_DIR / RECORD_NAME)]
+        entries, writer = _record_of(project / STATE_DIR, project)
+        found += [(project, r, writer) for r in entries]
     return found
 
 
+def _record_of(directory: Path, place: Path) -> tuple[list[Recorded], int | None]:
+    """The entries of ``directory/write-grants.json`` and the other user whose file it is
+    (``place``: the project, or SPLICE_HOME, it belongs to)."""
+    entries, info = read_records_and_stat(directory / RECORD_NAME)
+    if info is None:
+        return entries, None
+    return entries, other_writer(info, [directory / RECORD_NAME, directory], place)
+
+
+class ProjectState:
+    """Each project's lock grants, read once per discovery: the walk (``GrantedSubtrees``)
+    and ``drop_tool_written`` share them."""
+
+    def __init__(self) -> None:
+        self._locks: dict[Path, tuple[list[str], int | None]] = {}
+
+    def lock_writes(self, project: Path) -> tuple[list[str], int | None]:
+        if project not in self._locks:
+            self._locks[project] = _lock_writes(project)
+        return self._locks[project]
+
+
+class GrantedSubtrees:
+    """Directories the workspace walk need not enter: each a write grant of this user's or
+    root's lock, lying inside the project whose lock it is (``out``), learned from the
+    projects above the root and from each project as the walk finds it. Only locks: a
+    grant only a record holds (its package removed) is rare, and reading every record
+    during the walk cost a no-op sync more than it saved.
+
+    Every project inside such a directory is dropped by ``drop_tool_written`` whatever else
+    holds it, so walking it (a tool's 20,000-file ``out`` on every sync) found nothing to
+    sync. What the walk does not see there is not reported either; and the grants of the
+    projects inside are not read: a real one stays inside its project (a lock refuses
+    ``..``), or, through a link, SPLICE_HOME's record holds it (project/grant_record.py).
+    A grant reaching beside its project (a planted lock's link, another user's state) is
+    never pruned: what it holds is reported as before."""
+
+    def __init__(self, state: ProjectState, above: Iterable[Path]) -> None:
+        self._state = state
+        self._held: set[Identity] = set()
+        self._inodes: set[int] = set()
+        for project in above:
+            self.learn(project)
+
+    def learn(self, project: Path) -> None:
+        """Note the write grants of ``project``'s lock that lie inside it."""
+        writes, writer = self._state.lock_writes(project)
+        places = writes if writer is None else []
+        if not places:
+            return
+        real = os.path.realpath(project)
+        for place in places:
+            try:
+                inside = os.path.realpath(os.path.join(project, place))
+            except (OSError, ValueError):  # a checkout's lock may name "a\u0000b"
+                continue
+            if inside == real or os.path.commonpath([real, inside]) != real:
+                continue
+            identity = directory_identity(inside)
+            if identity is not None:
+                self._held.add(identity)
+                self._inodes.add(identity[1])
+
+    def skips(self, directory: str, inode: int) -> bool:
+        """Whether ``directory`` (its ``inode`` as listed: no system call unless it matches)
+        is one of these grants."""
+        return inode in self._inodes and directory_identity(directory) in self._held
+
+
 def _add_recorded(
-    grants: dict[Identity, tuple[Path, str]],
-    records: list[tuple[Path, Recorded]],
+    grants: dict[Identity, list[_Holder]],
+    records: list[tuple[Path, Recorded, int | None]],
     ancestry: _Ancestry,
 ) -> None:
     """The recorded grants joined to ``grants``; one reaching its own root is ignored (the
@@ -117,36 +212,38 @@ def _add_recorded(
     now, as a lock's does: the real path, device and inode were the runtime's view, and a
     project copied to another disk, or seen from a container, has others (the planted
     project of a copy was a member again once the package was removed)."""
-    for root, recorded in records:
+    for root, recorded, writer in records:
         own = set(ancestry(root))
         joined = directory_identity(os.path.normpath(os.path.join(root, recorded.grant)))
         held = recorded.identities() | ({joined} if joined is not None else set())
         for identity in held - own:
-            grants.setdefault(identity, (root, recorded.grant))
+            grants.setdefault(identity, []).append((root, recorded.grant, writer))
 
 
-def _lock_writes(project: Path) -> list[str]:
+def _lock_writes(project: Path) -> tuple[list[str], int | None]:
     """Every ``permissions.fs.write`` string of the project's lock (``splice.lock``, else the
     legacy ``splice-lock.json``, as ``load_lockfile`` picks), read without the lock's
     validation: more than the runtime would grant only ever drops more, and a sync reads
     every lock of the workspace here, the no-op fast path included, before anything else
-    would."""
+    would. With them, the other user whose lock it is (None: trusted, state_owner.py)."""
     import json
 
     from splice_build.project.layout import ProjectLayout
     from splice_build.spec.limits import MAX_PROJECT_STATE_BYTES
-    from splice_build.spec.regular_file import read_regular_file
+    from splice_build.spec.regular_file import read_regular_file_and_stat
 
     layout = ProjectLayout(project)
     for path in (layout.lock_file, layout.legacy_lock_file):
         try:
-            document = json.loads(read_regular_file(path, MAX_PROJECT_STATE_BYTES))
+            data, info = read_regular_file_and_stat(path, MAX_PROJECT_STATE_BYTES)
+            document = json.loads(data)
         except FileNotFoundError:
             continue
         except (OSError, ValueError, RecursionError):  # no package of it runs: INVALID_PROJECT
-            return []
-        return [w for entry in _members(document, "packages") for w in _fs_writes(entry)]
-    return []
+            return [], None
+        writes = [w for entry in _members(document, "packages") for w in _fs_writes(entry)]
+        return writes, other_writer(info, [path], project) if writes else None
+    return [], None
 
 
 def _fs_writes(entry: object) -> list[str]:
@@ -162,14 +259,9 @@ def _members(document: object, key: str) -> list[object]:
     return list(packages.values()) if isinstance(packages, dict) else []
 
 
-def _holder(
-    ancestry: list[Identity], grants: dict[Identity, tuple[Path, str]]
-) -> tuple[Path, str] | None:
-    """The grant (and its project) holding the first of ``ancestry`` that one holds."""
-    for identity in ancestry:
-        if identity in grants:
-            return grants[identity]
-    return None
+def _holders(ancestry: list[Identity], grants: dict[Identity, list[_Holder]]) -> list[_Holder]:
+    """The grants (with their projects) holding any of ``ancestry``, nearest first."""
+    return [holder for identity in ancestry for holder in grants.get(identity, [])]
 
 
 class _Ancestry:
@@ -211,7 +303,9 @@ def enclosing_write_grant(root: Path, home: Path) -> tuple[Path, str] | None:
     package and its lock entry (files digest and grant) to match, and the user's next run in
     ``packages/a`` ran its code with an environment variable it was never granted. Only the
     projects above ``root`` on its real path are known (a grant through a link from a
-    project elsewhere is not)."""
+    project elsewhere is not). A grant of another user's lock or record holds ``root`` only
+    when that user can write it (``/tmp/splice.lock`` of another user stopped every project
+    under ``/tmp``)."""
     above = Path(os.path.realpath(root)).parents
-    _, dropped = drop_tool_written([root], above, home)
+    _, dropped, _ = drop_tool_written([root], above, home)
     return (dropped[0].granted_by, dropped[0].grant) if dropped else None

@@ -39,7 +39,12 @@ from typing import Any
 
 from splice_build.errors import ErrorCode, ProjectError, UsageError
 from splice_build.project.layout import PROJECT_FILE, STATE_DIR
-from splice_build.project.tool_written import Dropped, drop_tool_written
+from splice_build.project.tool_written import (
+    Dropped,
+    GrantedSubtrees,
+    ProjectState,
+    drop_tool_written,
+)
 from splice_build.records import dataclass
 from splice_build.spec.limits import MAX_PROJECT_STATE_BYTES
 from splice_build.spec.regular_file import read_regular_file
@@ -72,6 +77,9 @@ class Workspace:
     # Projects found inside a write grant, where a tool may have written them
     # (project/tool_written.py): never members.
     dropped: tuple[Dropped, ...] = ()
+    # Members inside a write grant of another user's lock or record, who cannot write them
+    # (project/state_owner.py): the grant is ignored for them, with a warning.
+    ignored: tuple[Dropped, ...] = ()
 
     def label(self, member: Path) -> str:
         """The member's path relative to the root (``.`` for the root itself), as text: a
@@ -85,11 +93,17 @@ class Workspace:
         return self.label(project) if project.is_relative_to(self.root) else _shown(str(project))
 
     def dropped_lines(self) -> list[str]:
-        """One warning per project found inside a write grant (project/tool_written.py)."""
+        """One warning per project found inside a write grant (project/tool_written.py),
+        then one per grant of another user's state ignored for a member."""
         return [
             f"{self.label(d.directory)} is not synced: it lies in the write grant "
             f"{d.grant!r} of {self._named(d.granted_by)}, where a tool may have written it"
             for d in self.dropped
+        ] + [
+            f"the write grant {d.grant!r} of {self._named(d.granted_by)} is ignored for "
+            f"{self.label(d.directory)}: it was recorded by another user (uid {d.writer}), "
+            "who cannot write that project"
+            for d in self.ignored
         ]
 
     def dropped_json(self) -> list[dict[str, str]]:
@@ -163,9 +177,13 @@ def find_workspace(
         memo = _Memo.read(base, base / PYPROJECT)
     else:
         base, memo = _walk_up(Path(os.path.abspath(start)))
+    # The projects above the root too: a repository checked out in a directory that a
+    # project above it grants for writing is as much a tool's as anything planted in it.
+    above = Path(os.path.realpath(base)).parents
+    state = ProjectState()
     config = memo.config if memo is not None else None
     if memo is not None and config is not None:
-        members = memo.members(base)
+        members = memo.members(base, GrantedSubtrees(state, above))
         found = memo.found
         if remember:
             memo.write(base)
@@ -177,16 +195,13 @@ def find_workspace(
         # Only a work tree git names for the directory holding its .git lists members.
         listed = None if top is None else _git_listed(base)
         source = "walk" if listed is None else "git"
-        members = listed if listed is not None else _walk(base)
+        members = listed if listed is not None else _walk(base, GrantedSubtrees(state, above))
         found = members
-    # The projects above the root too: a repository checked out in a directory that a
-    # project above it grants for writing is as much a tool's as anything planted in it.
-    above = Path(os.path.realpath(base)).parents
     if home is None:
         from splice_build.project.home import SpliceHome
 
         home = SpliceHome.from_env(os.environ).path
-    members, dropped = drop_tool_written(members, [*found, *above], home)
+    members, dropped, ignored = drop_tool_written(members, [*found, *above], home, state)
     if not members and dropped:
         raise ProjectError(
             ErrorCode.NOT_A_PROJECT,
@@ -202,7 +217,7 @@ def find_workspace(
             hint="Run `splice init` in a project, or `splice workspace add <dir>`.",
         )
     ordered = sorted(set(members), key=lambda p: p.relative_to(base).as_posix())
-    return Workspace(base, source, tuple(ordered), tuple(dropped))
+    return Workspace(base, source, tuple(ordered), tuple(dropped), tuple(ignored))
 
 
 def _walk_up(start: Path) -> tuple[Path, _Memo | None]:
@@ -247,13 +262,13 @@ class _Memo:
             return cls(text, identity, _config_of(pyproject, raw), {})
         return cls(text, identity, WorkspaceConfig(*map(tuple, saved["config"])), saved)
 
-    def members(self, root: Path) -> list[Path]:
+    def members(self, root: Path, granted: GrantedSubtrees) -> list[Path]:
         """The member directories, matched again only when the candidates differ."""
         assert self.config is not None
         # Names that differ only in bytes that are not UTF-8 (or in those and U+FFFD) are one
         # text to the patterns: they are members together or not at all, never one of them.
         found: dict[str, list[Path]] = {}
-        self.found = _walk(root)
+        self.found = _walk(root, granted)
         for directory in self.found:
             text = _matchable(directory.relative_to(root).as_posix() or ".")
             found.setdefault(text, []).append(directory)
@@ -346,8 +361,10 @@ def _shown(relative: str) -> str:
     return relative.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
-def _walk(root: Path) -> list[Path]:
-    """Directories holding a ``splice.json``, skipping hidden ones and ``node_modules``.
+def _walk(root: Path, granted: GrantedSubtrees) -> list[Path]:
+    """Directories holding a ``splice.json``, skipping hidden ones, ``node_modules`` and the
+    write grants in ``granted`` (learned from each project as it is found: no project inside
+    one can be a member, project/tool_written.py).
 
     A checkout chooses how deep its tree is: ``os.walk`` recurses once per level (Python
     3.11), so a tree nested past the recursion limit made a sync fail with ``RecursionError``.
@@ -355,19 +372,24 @@ def _walk(root: Path) -> list[Path]:
     with ``os.walk``) and skips a directory it cannot list (a path too long to name, a
     directory this user may not read)."""
     found = []
-    pending = [str(root)]
+    pending: list[tuple[str, int | None]] = [(str(root), None)]
     while pending:
-        directory = pending.pop()
+        directory, inode = pending.pop()
+        # Checked when taken, not when listed: the project whose grant it is may be found
+        # (its splice.json listed) after it.
+        if inode is not None and granted.skips(directory, inode):
+            continue
         try:
             with os.scandir(directory) as entries:
-                listed = [(entry.name, _is_directory(entry)) for entry in entries]
+                listed = [(entry.name, _is_directory(entry), entry.inode()) for entry in entries]
         except OSError:
             continue
-        for name, (is_directory, is_real) in listed:
+        for name, (is_directory, is_real), number in listed:
             if name == PROJECT_FILE and not is_directory:
                 found.append(Path(directory))
+                granted.learn(found[-1])
             elif is_real and name not in _PRUNED and not name.startswith("."):
-                pending.append(os.path.join(directory, name))
+                pending.append((os.path.join(directory, name), number))
     return found
 
 

@@ -116,6 +116,15 @@ def test_a_tool_cannot_plant_a_member_that_sync_contacts(
     assert seen == []  # on the old code: ['/x/AKIA-SECRET/packages/acme/other']
     assert "PACKAGE_NOT_FOUND" not in "".join(lines)
     assert code == 0, lines
+    (document,) = map(json.loads, lines)  # the walk did not enter out: nothing to report
+    assert [p["path"] for p in document["projects"]] == ["."]
+    assert document["dropped"] == []
+    # Listed by git (out not ignored), it is found, and dropped with a warning.
+    import subprocess
+
+    subprocess.run(["git", "init", "-q", str(project)], check=True, capture_output=True)
+    code, lines = _sync_json(project, home, monkeypatch)
+    assert code == 0, lines
     assert lines[0] == (
         "out/cache is not synced: it lies in the write grant 'out' of ., "
         "where a tool may have written it"
@@ -123,11 +132,48 @@ def test_a_tool_cannot_plant_a_member_that_sync_contacts(
     document = json.loads(lines[-1])
     assert [p["path"] for p in document["projects"]] == ["."]
     assert document["dropped"] == [{"path": "out/cache", "grant": "out", "of": "."}]
+    assert seen == []
 
 
 def _grants(*writes: str) -> dict[str, dict]:
     permissions = {"fs": {"read": [], "write": list(writes)}, "network": [], "env": []}
     return {"@acme/tool": lock_entry_json(permissions=permissions)}
+
+
+def test_the_walk_does_not_enter_a_write_grant(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write grant inside its own project, of the root, of a member found on the way or of
+    a project above the root, is not listed: nothing there can be a member (on the old code
+    every sync listed all of a tool's ``out``, 20,000 files on each no-op sync), also one
+    reached through a link; one reaching beside its project (``../b``) still is, and what
+    it holds is dropped and reported."""
+    root = make_project(tmp_path / "repo", lock=_grants("out", "outside", "nul\u0000"))
+    make_project(root / "out" / "d0" / "deeper")
+    (root / "out" / "d1").mkdir()
+    make_project(root / "packages" / "a", lock=_grants("gen", "../b"))
+    (root / "packages" / "a" / "gen" / "x").mkdir(parents=True)
+    make_project(root / "packages" / "b")
+    (root / "packages" / "b" / "src").mkdir()
+    (root / "build" / "y").mkdir(parents=True)
+    make_project(tmp_path, lock=_grants("repo/build"))
+    (root / "elsewhere" / "z").mkdir(parents=True)
+    (root / "outside").symlink_to(root / "elsewhere")
+    listed: list[str] = []
+    scandir = os.scandir
+
+    def listing(path: str) -> Iterator[os.DirEntry[str]]:
+        listed.append(os.path.relpath(path, root))
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", listing)
+    workspace = find_workspace(root, home=tmp_path / "home")
+    monkeypatch.undo()
+    assert [workspace.label(m) for m in workspace.members] == [".", "packages/a"]
+    assert [workspace.label(d.directory) for d in workspace.dropped] == ["packages/b"]
+    assert sorted(p for p in listed if not p.startswith("..")) == [
+        ".", "packages", "packages/a", "packages/b", "packages/b/src",
+    ]  # fmt: skip
 
 
 def test_every_write_grant_of_every_lock_found_holds_its_projects(tmp_path: Path) -> None:
@@ -147,22 +193,26 @@ def test_every_write_grant_of_every_lock_found_holds_its_projects(tmp_path: Path
     (root / "out" / "cache" / "side").symlink_to("../../packages/b")
     make_project(root / "gen" / "made")
     make_project(root / "packages" / "b")
-    expected_members = [".", "packages/a"]
-    expected_dropped = {
+    listed_dropped = {
         "out/cache": ("out", "."),
         "gen/made": ("linked", "."),
         "packages/b": ("side", "out/cache"),
     }
 
     def check(source: str) -> None:
+        # The walk does not enter a grant inside its own project (out, and gen through the
+        # link linked): what lies there is not found, so out/cache's planted sideways grant
+        # is never read. git lists them all.
+        walked = source != "git"
         workspace = find_workspace(root)
         assert workspace.source == source
-        assert [workspace.label(m) for m in workspace.members] == expected_members, source
+        members = [".", "packages/a", "packages/b"] if walked else [".", "packages/a"]
+        assert [workspace.label(m) for m in workspace.members] == members, source
         dropped = {
             workspace.label(d.directory): (d.grant, workspace.label(d.granted_by))
             for d in workspace.dropped
         }
-        assert dropped == expected_dropped, source
+        assert dropped == ({} if walked else listed_dropped), source
 
     check("walk")
     (root / "pyproject.toml").write_text('[tool.splice.workspace]\nmembers = ["**"]\n')

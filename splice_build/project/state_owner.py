@@ -1,0 +1,110 @@
+"""Whose write grant it is: a grant another user recorded holds only what that user can write.
+
+Workspace discovery and ``enclosing_write_grant`` (project/tool_written.py) read the locks
+and grant records of every directory above the root, ``/tmp`` included, and SPLICE_HOME's.
+On a shared machine any local user may create ``/tmp/splice.lock`` or
+``/tmp/.splice/write-grants.json`` (``/tmp`` is world-writable) naming a write grant over
+another user's project below: that project then ran nothing (``PERMISSIONS_NOT_GRANTED``)
+and synced nothing (``NOT_A_PROJECT``), and sibling projects could be hidden.
+
+Ignoring such files outright would forget real grants: a project of another user whose tool
+wrote into a directory this user later syncs. But a tool runs as the user who ran it, so
+everything it wrote there is owned by, or was writable for, that user. So state whose file
+(or a link to it, or the ``.splice`` holding it) is owned by someone other than this user,
+root and the owner of the directory it belongs to (who controls what lies below it anyway)
+is that user's, and its grants hold a project only when that user can write the project
+(its directory, ``splice.json``, either lock or ``.splice``: owner, a group of that user,
+or others with write permission). A project that user cannot write is this user's own: the
+grant is ignored for it, with a warning (workspace.py). Fail closed: a user or group that
+cannot be looked up, or a project that cannot be examined, counts as writable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from collections.abc import Iterable
+from pathlib import Path
+
+
+def other_writer(info: os.stat_result, entries: Iterable[Path], place: Path) -> int | None:
+    """The user whose claim a state file is, when it is neither this process's user, nor
+    root, nor the owner of ``place`` (the project or SPLICE_HOME the file belongs to, who
+    may rename and replace anything in it anyway: a checkout owned by another user that
+    root syncs in a container is theirs, and its tools' grants hold); None otherwise.
+
+    Owners looked at: the file read (``info``, its ``fstat``) and ``entries`` (its path and
+    the ``.splice`` holding it) not followed: another user's link ``/tmp/splice.lock`` to a
+    lock of yours is theirs. A platform without uids: always None."""
+    geteuid = getattr(os, "geteuid", None)
+    if geteuid is None:
+        return None
+    trusted = {geteuid(), 0}
+    owners = [info.st_uid]
+    for entry in entries:
+        try:
+            owners.append(os.lstat(entry).st_uid)
+        except OSError:
+            continue  # gone since the file was read: its own owner decides
+    if all(owner in trusted for owner in owners):
+        return None
+    with contextlib.suppress(OSError):  # fail closed: only this user and root
+        trusted.add(os.stat(place).st_uid)
+    return next((owner for owner in owners if owner not in trusted), None)
+
+
+class Writers:
+    """Whether a user can write a project, each user's groups looked up once per call."""
+
+    def __init__(self) -> None:
+        self._groups: dict[int, frozenset[int] | None] = {}
+
+    def may_write(self, uid: int, project: Path) -> bool:
+        """Whether ``uid`` can have written the project at ``project`` (module docstring)."""
+        from splice_build.project.layout import LEGACY_LOCK_FILE, LOCK_FILE, PROJECT_FILE, STATE_DIR
+
+        try:
+            if self._writable(os.stat(project), uid):
+                return True
+        except OSError:
+            return True
+        for name in (PROJECT_FILE, LOCK_FILE, LEGACY_LOCK_FILE, STATE_DIR):
+            try:
+                info = os.lstat(project / name)
+            except FileNotFoundError:
+                continue
+            except OSError:
+                return True
+            if self._writable(info, uid):
+                return True
+        return False
+
+    def _writable(self, info: os.stat_result, uid: int) -> bool:
+        if info.st_uid == uid:
+            return True  # its owner may change its mode at will
+        if stat.S_ISLNK(info.st_mode):
+            return False  # a link's own mode means nothing; its owner made it
+        if info.st_mode & stat.S_IWOTH:
+            return True
+        if info.st_mode & stat.S_IWGRP:
+            groups = self._groups_of(uid)
+            return groups is None or info.st_gid in groups
+        return False
+
+    def _groups_of(self, uid: int) -> frozenset[int] | None:
+        if uid not in self._groups:
+            self._groups[uid] = _groups(uid)
+        return self._groups[uid]
+
+
+def _groups(uid: int) -> frozenset[int] | None:
+    """The groups of ``uid``, or None when they cannot be known (no such user in the user
+    database: every group then counts)."""
+    import pwd
+
+    try:
+        entry = pwd.getpwuid(uid)
+        return frozenset(os.getgrouplist(entry.pw_name, entry.pw_gid))
+    except (KeyError, OSError):
+        return None

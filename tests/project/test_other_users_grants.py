@@ -1,0 +1,131 @@
+"""A write grant in another user's lock or record holds only what that user can write
+(project/state_owner.py, docs/monorepo.md#which-projects).
+
+Workspace discovery and the run check read the state of every directory above the project,
+``/tmp`` included. On a shared machine another local user created ``/tmp/splice.lock`` or
+``/tmp/.splice/write-grants.json`` naming a write grant over the victim's project below:
+``splice sync`` there was ``NOT_A_PROJECT`` and ``splice run`` ``PERMISSIONS_NOT_GRANTED``,
+and a sibling project could be hidden from the sync. A real grant of another user still
+holds what that user's tool wrote (files that user owns, or could write).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from splice_build.errors import ErrorCode, ProjectError
+from splice_build.project.grant_record import RECORD_NAME
+from splice_build.project.tool_written import enclosing_write_grant
+from splice_build.project.workspace import find_workspace
+from testing.projects import lock_entry_json, make_project
+
+pytestmark = pytest.mark.skipif(
+    getattr(os, "geteuid", lambda: -1)() != 0,
+    reason="making files another user owns needs root (.ci/run runs as root)",
+)
+OTHER = 65534  # nobody: another local user
+
+
+def _lock(*writes: str) -> dict[str, dict]:
+    permissions = {"fs": {"read": [], "write": list(writes)}, "network": [], "env": []}
+    return {"@acme/tool": lock_entry_json(permissions=permissions)}
+
+
+def _record(path: Path, root: Path, *granted: tuple[str, Path]) -> None:
+    entries = []
+    for grant, directory in granted:
+        info = os.stat(directory)
+        entries.append({"root": str(root), "grant": grant, "path": str(directory),
+                        "dev": info.st_dev, "ino": info.st_ino})  # fmt: skip
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"grants": entries}))
+
+
+def _chown(*paths: Path) -> None:
+    for path in paths:
+        os.chown(path, OTHER, OTHER, follow_symlinks=False)
+
+
+def test_another_users_state_holds_only_what_that_user_can_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: the sync and the run check below refused the victim's project, and
+    ``packages/a`` was left out of its sync."""
+    from splice_build.cli.main import main
+
+    shared = tmp_path / "tmp"  # as /tmp: world-writable, sticky
+    shared.mkdir()
+    os.chmod(shared, 0o1777)
+    victim = make_project(shared / "victim")
+    nested = make_project(victim / "packages" / "a")
+    # The other user's claims: a lock (the file theirs), a record (the file root's, in a
+    # directory of theirs) and SPLICE_HOME pointed at a directory of theirs.
+    make_project(shared, lock=_lock("victim"))
+    _record(shared / ".splice" / RECORD_NAME, shared, ("victim/packages/a", nested))
+    home = tmp_path / "home"
+    _record(home / RECORD_NAME, shared, ("victim", victim))
+    _chown(shared / "splice.json", shared / "splice.lock", shared / ".splice", home / RECORD_NAME)
+    # A real grant of that user: their project's tool wrote out/x, owned by them.
+    other = make_project(shared / "theirs", lock=_lock("out"))
+    planted = make_project(other / "out" / "x")
+    _chown(other, other / "splice.json", other / "splice.lock", other / "out", planted,
+           planted / "splice.json")  # fmt: skip
+
+    workspace = find_workspace(victim, home=home)
+    assert [workspace.label(m) for m in workspace.members] == [".", "packages/a"]
+    assert workspace.dropped == ()
+    shown = str(shared)
+    assert workspace.dropped_lines() == [
+        f"the write grant {g!r} of {shown} is ignored for {m}: it was recorded by another "
+        f"user (uid {OTHER}), who cannot write that project"
+        for m, g in [(".", "victim"), ("packages/a", "victim/packages/a"), ("packages/a", "victim")]
+    ]
+    assert enclosing_write_grant(victim, home) is None
+    assert enclosing_write_grant(nested, home) is None
+
+    monkeypatch.setenv("SPLICE_HOME", str(home))
+    monkeypatch.chdir(victim)
+    capsys.readouterr()
+    assert main(["--json", "sync"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert [p["path"] for p in document["projects"]] == [".", "packages/a"]
+    assert document["dropped"] == []
+
+    with pytest.raises(ProjectError) as refused:
+        find_workspace(planted, home=home)
+    assert refused.value.code is ErrorCode.NOT_A_PROJECT
+    assert list(refused.value.details) == [
+        f". is not synced: it lies in the write grant 'out' of {other}, "
+        "where a tool may have written it"
+    ]
+
+    # A checkout of theirs that you (root, in a container) ran a tool in: the project is
+    # theirs, so its lock is theirs to write, and what your tool wrote in out is held.
+    checkout = make_project(tmp_path / "checkout", lock=_lock("out"))
+    made = make_project(checkout / "out" / "x")
+    _chown(checkout, checkout / "splice.json", checkout / "splice.lock")
+    with pytest.raises(ProjectError) as held:
+        find_workspace(made, home=home)
+    assert held.value.code is ErrorCode.NOT_A_PROJECT
+    assert enclosing_write_grant(made, home) == (checkout, "out")
+
+    # A project the other user can write (others may write it) is held: fail closed.
+    os.chmod(nested, 0o777)
+    assert enclosing_write_grant(nested, home) == (shared, "victim/packages/a")
+    os.chmod(nested, 0o755)
+    os.chmod(nested / "splice.json", 0o646)
+    assert enclosing_write_grant(nested, home) == (shared, "victim/packages/a")
+
+    # Their link to a lock of root's (or yours) is theirs too.
+    os.chmod(nested / "splice.json", 0o644)
+    (shared / ".splice" / RECORD_NAME).unlink()
+    (home / RECORD_NAME).unlink()
+    yours = make_project(tmp_path / "yours", lock=_lock("victim"))
+    (shared / "splice.lock").unlink()
+    (shared / "splice.lock").symlink_to(yours / "splice.lock")
+    _chown(shared / "splice.lock")
+    assert enclosing_write_grant(victim, home) is None
