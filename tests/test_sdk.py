@@ -555,3 +555,58 @@ def test_update_takes_the_install_options_by_name(tmp_path: Path) -> None:
     with pytest.raises(SpliceError) as refused:
         splice.update(require_signed="no")  # type: ignore[arg-type]
     assert refused.value.code is ErrorCode.USAGE
+
+
+_WAITS_FOR_EVER = """import { writeFileSync } from "node:fs";
+export default function hello(input, ctx) {
+  writeFileSync(`${ctx.paths.project}/out/started`, "");
+  setInterval(() => {}, 1000);
+  return new Promise(() => {});
+}
+"""
+
+
+@pytest.mark.node
+def test_a_cancelled_run_async_ends_its_sandbox_before_cancelled_error(tmp_path: Path) -> None:
+    """An asyncio program cancelling the task that awaits a call (a user's stop, a
+    ``wait_for`` timeout): with ``await asyncio.to_thread(splice.run, ...)`` the tool went on
+    running in its sandbox, grants and network included, until its own timeout (60 s here),
+    and ``asyncio.run`` waited for it at its end. ``run_async`` ends the process: when
+    ``CancelledError`` reaches the program no child of it is left."""
+    import asyncio
+
+    from testing.registry_fixtures import embedded_store, publish
+
+    home = Path(os.environ["SPLICE_HOME"])
+    tool = {
+        "name": "hello",
+        "description": "Waits.",
+        "entry": "tools/hello.js",
+        "timeoutMs": 60_000,
+        "input": {"type": "object"},
+    }
+    publish(
+        embedded_store(home),
+        tmp_path / "work",
+        permissions={"fs": {"read": [], "write": ["out"]}, "network": [], "env": []},
+        files={"tools/hello.js": _WAITS_FOR_EVER},
+        manifest={"tools": [tool]},
+    )
+    splice = Splice.init(tmp_path / "project", registry="embedded", broker=False)
+    splice.add(["@acme/greeter"], accept_permissions=True)
+    started = tmp_path / "project" / "out"
+    before = _children()
+
+    async def main() -> tuple[bool, set[int], set[int]]:
+        call = asyncio.ensure_future(splice.run_async("greeter.hello", {}))
+        while not (started / "started").exists() and not call.done():
+            await asyncio.sleep(0.01)
+        running = call.done(), _children() - before
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        return *running, _children() - before
+
+    done, running, left = asyncio.run(main())
+    assert not done and running
+    assert left == set()
