@@ -610,3 +610,26 @@ def test_a_cancelled_run_async_ends_its_sandbox_before_cancelled_error(tmp_path:
     done, running, left = asyncio.run(main())
     assert not done and running
     assert left == set()
+
+
+@pytest.mark.node
+def test_the_isolation_setting_is_read_from_the_home_the_splice_was_given(
+    tmp_path: Path,
+) -> None:
+    """``Splice(home=...)`` read the registry and credentials from that home but the
+    ``isolation`` setting from ``SPLICE_HOME``'s ``config.json``: a host giving its own home
+    with ``"require-os"`` ran tools without the OS layer where it was missing instead of
+    being refused. A value there that is no mode is now INVALID_CONFIG before any tool runs,
+    and ``"in-process"`` there is the layer that runs."""
+    from splice_build.project.home import SpliceHome
+
+    Splice.init(tmp_path / "project").add(["@splice/example"])
+    given = SpliceHome(tmp_path / "given-home")
+    given.write_config({"isolation": "no-such-mode"})
+    with pytest.raises(SpliceError) as refused:
+        Splice(tmp_path / "project", home=given.path).run("example.hello", {"name": "Ada"})
+    assert refused.value.code is ErrorCode.INVALID_CONFIG
+    assert refused.value.message.startswith(str(given.config_file))
+    given.write_config({"isolation": "in-process"})
+    result = Splice(tmp_path / "project", home=given.path).run("example.hello", {"name": "Ada"})
+    assert result.isolation is not None and result.isolation.to_json()["layer"] == "in-process"
