@@ -633,3 +633,30 @@ def test_the_isolation_setting_is_read_from_the_home_the_splice_was_given(
     given.write_config({"isolation": "in-process"})
     result = Splice(tmp_path / "project", home=given.path).run("example.hello", {"name": "Ada"})
     assert result.isolation is not None and result.isolation.to_json()["layer"] == "in-process"
+
+
+_CLOSED_STDIO = """
+import json, os, sys
+from splice_build.sdk import Splice
+for fd in (0, 1, 2):
+    os.close(fd)
+splice = Splice(sys.argv[1])
+results = [splice.run("example.hello", {"name": "Ada"}).to_json() for _ in range(2)]
+with open(sys.argv[2], "w", encoding="utf-8") as f:
+    json.dump([(r["ok"], r.get("output"), r.get("error", {}).get("code")) for r in results], f)
+"""
+
+
+@pytest.mark.node
+def test_a_program_with_its_standard_descriptors_closed_runs_tools(tmp_path: Path) -> None:
+    """A daemon embedding the SDK, its 0, 1 and 2 closed: the job pipe was made as 0 and 1,
+    which the child's /dev/null stdin and log pipe replaced before exec, and every call was
+    TOOL_CRASHED. The sandbox's pipes are numbered above 2 now."""
+    from testing.projects import run_python
+
+    Splice.init(tmp_path / "project").add(["@splice/example"])
+    answer = tmp_path / "answer.json"
+    done = run_python(_CLOSED_STDIO, str(tmp_path / "project"), str(answer))
+    assert done.returncode == 0
+    hello = [True, {"message": "Hello, Ada."}, None]
+    assert json.loads(answer.read_text(encoding="utf-8")) == [hello, hello]

@@ -253,9 +253,9 @@ def start(spec: SandboxSpec) -> SandboxProcess:
     (``fileview.SourceChanged``, with its kind, when a source of its file view changed
     before the child bound it)."""
     view = spec.file_view()
-    job_r, job_w = os.pipe()
-    msg_r, msg_w = os.pipe()
-    report_r, report_w = os.pipe() if view is not None else (None, None)
+    job_r, job_w = _pipe()
+    msg_r, msg_w = _pipe()
+    report_r, report_w = _pipe() if view is not None else (None, None)
     if spec.fetch and sys.platform.startswith("linux"):
         _widen(job_w, msg_w)
     settle_fork_hooks()
@@ -286,6 +286,38 @@ def start(spec: SandboxSpec) -> SandboxProcess:
     os.close(msg_w)
     pidfd = _namespace_pidfd(popen.pid) if spec.isolation.os_layer else None
     return SandboxProcess(popen, job_w, msg_r, spec.isolation, pidfd, _leader_pidfd(popen.pid))
+
+
+def _pipe() -> tuple[int, int]:
+    """``os.pipe()`` with both ends numbered above the standard descriptors.
+
+    A program that closed its 0, 1 and 2 (a daemon embedding the SDK) got 0 and 1 for the job
+    pipe; in the child ``Popen`` then put /dev/null and the log pipe on those numbers before
+    exec, so the host read its job from /dev/null and every call was ``TOOL_CRASHED``."""
+    read_end, write_end = os.pipe()
+    try:
+        read_end = _above_stdio(read_end)
+    except OSError:
+        os.close(write_end)
+        raise
+    try:
+        return read_end, _above_stdio(write_end)
+    except OSError:
+        os.close(read_end)
+        raise
+
+
+def _above_stdio(fd: int) -> int:
+    """``fd``, or (numbered 0 to 2) a close-on-exec copy of it numbered 3 or more, ``fd``
+    closed."""
+    if fd > 2:
+        return fd
+    import fcntl
+
+    try:
+        return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    finally:
+        os.close(fd)
 
 
 def _changed_source(report_r: int | None, report_w: int | None) -> str:
