@@ -635,28 +635,41 @@ def test_the_isolation_setting_is_read_from_the_home_the_splice_was_given(
     assert result.isolation is not None and result.isolation.to_json()["layer"] == "in-process"
 
 
-_CLOSED_STDIO = """
+_DAEMON = """
 import json, os, sys
 from splice_build.sdk import Splice
 for fd in (0, 1, 2):
     os.close(fd)
-splice = Splice(sys.argv[1])
-results = [splice.run("example.hello", {"name": "Ada"}).to_json() for _ in range(2)]
-with open(sys.argv[2], "w", encoding="utf-8") as f:
+splice = Splice(sys.argv[1], home=sys.argv[2])
+results = [splice.run("example.hello", {"name": "Ada"}).to_json()]
+child = os.fork()
+if child == 0:
+    sys.exit(0)  # a normal exit: atexit handlers run
+os.waitpid(child, 0)
+results.append(splice.run("example.hello", {"name": "Ada"}).to_json())
+with open(sys.argv[3], "w", encoding="utf-8") as f:
     json.dump([(r["ok"], r.get("output"), r.get("error", {}).get("code")) for r in results], f)
 """
 
 
 @pytest.mark.node
-def test_a_program_with_its_standard_descriptors_closed_runs_tools(tmp_path: Path) -> None:
-    """A daemon embedding the SDK, its 0, 1 and 2 closed: the job pipe was made as 0 and 1,
+def test_a_daemon_with_standard_descriptors_closed_and_forked_children_runs_tools(
+    tmp_path: Path,
+) -> None:
+    """A daemon embedding the SDK: its 0, 1 and 2 closed, the job pipe was made as 0 and 1,
     which the child's /dev/null stdin and log pipe replaced before exec, and every call was
-    TOOL_CRASHED. The sandbox's pipes are numbered above 2 now."""
+    TOOL_CRASHED; the sandbox's pipes are numbered above 2 now. Without a file view (here
+    in-process), a child of ``fork`` that exited normally removed the parent's empty
+    working directory (its copy of the parent's ``atexit``), and every later call of the
+    parent was TOOL_CRASHED; each process now makes and removes its own."""
+    from splice_build.project.home import SpliceHome
     from testing.projects import run_python
 
     Splice.init(tmp_path / "project").add(["@splice/example"])
+    home = SpliceHome(tmp_path / "home")
+    home.write_config({"isolation": "in-process"})
     answer = tmp_path / "answer.json"
-    done = run_python(_CLOSED_STDIO, str(tmp_path / "project"), str(answer))
+    done = run_python(_DAEMON, str(tmp_path / "project"), str(home.path), str(answer))
     assert done.returncode == 0
     hello = [True, {"message": "Hello, Ada."}, None]
     assert json.loads(answer.read_text(encoding="utf-8")) == [hello, hello]

@@ -31,7 +31,6 @@ import signal
 import subprocess
 import sys
 import threading
-from functools import lru_cache
 from pathlib import Path
 
 from splice_build.records import dataclass, field, replace
@@ -133,21 +132,35 @@ class SandboxSpec:
         return self if view is None or view is self.view else replace(self, view=view)
 
 
-@lru_cache(maxsize=1)
+# empty_directory's, by the process id that made it.
+_EMPTY_DIRECTORIES: dict[int, str] = {}
+
+
 def empty_directory() -> str:
     """The working directory of a tool without a file view: empty and read-only, made once
-    per parent and removed when it exits."""
-    import tempfile
+    per process and removed by that process when it exits.
 
-    path = tempfile.mkdtemp(prefix="splice-cwd-")
-    os.chmod(path, 0o500)
-    atexit.register(_remove_directory, path)
+    Per process, not once: a child of ``fork`` that exited normally (a pre-fork server's
+    worker, a daemon's first fork) ran the parent's ``atexit`` removal, so every later call
+    of the parent failed to start in the removed directory (``TOOL_CRASHED``), and so did a
+    child's calls once its parent had exited. A child makes its own; only the process that
+    made a directory removes it."""
+    pid = os.getpid()
+    path = _EMPTY_DIRECTORIES.get(pid)
+    if path is None:
+        import tempfile
+
+        made = tempfile.mkdtemp(prefix="splice-cwd-")
+        os.chmod(made, 0o500)
+        atexit.register(_remove_directory, made, pid)
+        path = _EMPTY_DIRECTORIES.setdefault(pid, made)  # another thread's, if it came first
     return path
 
 
-def _remove_directory(path: str) -> None:
-    with contextlib.suppress(OSError):
-        os.rmdir(path)
+def _remove_directory(path: str, owner: int) -> None:
+    if os.getpid() == owner:
+        with contextlib.suppress(OSError):
+            os.rmdir(path)
 
 
 @dataclass
