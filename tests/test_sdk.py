@@ -19,6 +19,7 @@ import pytest
 
 from splice_build.errors import ErrorCode, SpliceError
 from splice_build.sdk import Splice
+from testing.isolation import needs_os_layer
 
 
 def test_init_creates_only_splice_json_and_opens_the_project(tmp_path: Path) -> None:
@@ -557,27 +558,11 @@ def test_update_takes_the_install_options_by_name(tmp_path: Path) -> None:
     assert refused.value.code is ErrorCode.USAGE
 
 
-_WAITS_FOR_EVER = """import { writeFileSync } from "node:fs";
-export default function hello(input, ctx) {
-  writeFileSync(`${ctx.paths.project}/out/started`, "");
-  setInterval(() => {}, 1000);
-  return new Promise(() => {});
-}
-"""
-
-
-@pytest.mark.node
-def test_a_cancelled_run_async_ends_its_sandbox_before_cancelled_error(tmp_path: Path) -> None:
-    """An asyncio program cancelling the task that awaits a call (a user's stop, a
-    ``wait_for`` timeout): with ``await asyncio.to_thread(splice.run, ...)`` the tool went on
-    running in its sandbox, grants and network included, until its own timeout (60 s here),
-    and ``asyncio.run`` waited for it at its end. ``run_async`` ends the process: when
-    ``CancelledError`` reaches the program no child of it is left."""
-    import asyncio
-
+def _waiting_package(tmp_path: Path, code: str) -> Splice:
+    """A project with @acme/greeter installed, its ``hello`` tool ``code`` (a 60 s timeout, a
+    write grant on ``out``)."""
     from testing.registry_fixtures import embedded_store, publish
 
-    home = Path(os.environ["SPLICE_HOME"])
     tool = {
         "name": "hello",
         "description": "Waits.",
@@ -586,30 +571,15 @@ def test_a_cancelled_run_async_ends_its_sandbox_before_cancelled_error(tmp_path:
         "input": {"type": "object"},
     }
     publish(
-        embedded_store(home),
+        embedded_store(Path(os.environ["SPLICE_HOME"])),
         tmp_path / "work",
         permissions={"fs": {"read": [], "write": ["out"]}, "network": [], "env": []},
-        files={"tools/hello.js": _WAITS_FOR_EVER},
+        files={"tools/hello.js": code},
         manifest={"tools": [tool]},
     )
     splice = Splice.init(tmp_path / "project", registry="embedded", broker=False)
     splice.add(["@acme/greeter"], accept_permissions=True)
-    started = tmp_path / "project" / "out"
-    before = _children()
-
-    async def main() -> tuple[bool, set[int], set[int]]:
-        call = asyncio.ensure_future(splice.run_async("greeter.hello", {}))
-        while not (started / "started").exists() and not call.done():
-            await asyncio.sleep(0.01)
-        running = call.done(), _children() - before
-        call.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await call
-        return *running, _children() - before
-
-    done, running, left = asyncio.run(main())
-    assert not done and running
-    assert left == set()
+    return splice
 
 
 @pytest.mark.node
@@ -673,3 +643,91 @@ def test_a_daemon_with_standard_descriptors_closed_and_forked_children_runs_tool
     assert done.returncode == 0
     hello = [True, {"message": "Hello, Ada."}, None]
     assert json.loads(answer.read_text(encoding="utf-8")) == [hello, hello]
+
+
+_WAITS_FOR_RELEASE = """import { existsSync, writeFileSync } from "node:fs";
+export default async function hello(input, ctx) {
+  const out = `${ctx.paths.project}/out`;
+  writeFileSync(`${out}/started`, "");
+  while (!existsSync(`${out}/release`)) await new Promise((wake) => setTimeout(wake, 5));
+  return { released: true };
+}
+"""
+
+
+def _status(pid: int) -> dict[str, str]:
+    """``/proc/<pid>/status`` by field ({} once the process is gone or a zombie)."""
+    try:
+        text = Path(f"/proc/{pid}/status").read_text(encoding="ascii")
+    except OSError:
+        return {}
+    fields = dict(line.split(":\t", 1) for line in text.splitlines() if ":\t" in line)
+    return {} if fields.get("State", "").startswith("Z") else fields
+
+
+@pytest.mark.node
+@needs_os_layer()
+def test_host_signals_never_run_in_the_sandbox_and_a_cancelled_run_async_ends_it(
+    tmp_path: Path,
+) -> None:
+    """Two ways a long-lived host lost hold of a running tool (one package, two calls).
+
+    With the OS layer the started process (C1) is a copy of the program, never exec'd, that
+    waits for Node in the new namespaces. A signal the program handles in Python (a host's
+    SIGUSR1, SIGHUP or SIGTERM handler; ``pkill -f`` matches C1's command line) ran that
+    handler in C1, inside the sandbox's mount view with its user namespace's capabilities,
+    and ended the call (here ``os._exit(42)``: TOOL_CRASHED, exit code 42). C1 now blocks
+    every signal: the signal stays pending and the call succeeds.
+
+    An asyncio program cancelling the task that awaits a call (a user's stop, a ``wait_for``
+    timeout): with ``await asyncio.to_thread(splice.run, ...)`` the tool went on running in
+    its sandbox, grants and network included, until its own timeout (60 s here), and
+    ``asyncio.run`` waited for it at its end. ``run_async`` ends the process: when
+    ``CancelledError`` reaches the program no child of it is left."""
+    import asyncio
+
+    splice = _waiting_package(tmp_path, _WAITS_FOR_RELEASE)
+    out, host = tmp_path / "project" / "out", os.getpid()
+
+    def handler(signum: int, frame: object) -> None:
+        if os.getpid() != host:
+            os._exit(42)
+
+    def poke() -> None:
+        while not (out / "started").exists():
+            threading.Event().wait(0.005)
+        (waiter,) = [p for p in _children() if _status(p).get("Name") == "splice-ns-wait"]
+        os.kill(waiter, signal.SIGUSR1)
+        usr1 = 1 << (signal.SIGUSR1 - 1)
+        while (fields := _status(waiter)) and not int(fields["ShdPnd"], 16) & usr1:
+            threading.Event().wait(0.005)
+        (out / "release").write_text("", encoding="utf-8")
+
+    previous = signal.signal(signal.SIGUSR1, handler)
+    poker = threading.Thread(target=poke)
+    poker.start()
+    try:
+        result = splice.run("greeter.hello", {})  # from the main thread, whose handlers run
+    finally:
+        poker.join()
+        signal.signal(signal.SIGUSR1, previous)
+    assert result.error is None
+    assert result.output == {"released": True}
+
+    (out / "started").unlink()
+    (out / "release").unlink()
+    before = _children()
+
+    async def main() -> tuple[bool, set[int], set[int]]:
+        call = asyncio.ensure_future(splice.run_async("greeter.hello", {}))
+        while not (out / "started").exists() and not call.done():
+            await asyncio.sleep(0.01)
+        running = call.done(), _children() - before
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        return *running, _children() - before
+
+    done, running, left = asyncio.run(main())
+    assert not done and running
+    assert left == set()

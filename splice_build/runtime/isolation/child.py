@@ -58,8 +58,17 @@ def enter_namespaces(kernel: Kernel, uid: int, gid: int) -> None:
 
 
 def become_waiter(kernel: Kernel, child: int) -> None:
-    """Step 2 in C1: hold nothing, wait for C2, end as it ended. Never returns."""
+    """Step 2 in C1: hold nothing, run none of the program's code, wait for C2, end as it
+    ended. Never returns.
+
+    C1 is a copy of the program that started the call, never exec'd: a signal the program
+    handles in Python (a host's SIGTERM, SIGHUP or SIGUSR1 handler; ``pkill -f`` matches C1's
+    command line, which is the program's) ran that handler here, in the sandbox's mount
+    view with every capability of its user namespace, and whatever it did ended the call
+    (``TOOL_CRASHED``, its exit code). Every signal is blocked here instead: C1 ends by
+    SIGKILL (its group's, or its parent-death signal) or as C2 ended."""
     kernel.set_name(_WAITER_NAME)
+    signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
     os.closerange(0, os.sysconf("SC_OPEN_MAX"))
     try:
         _pid, status = os.waitpid(child, 0)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import signal
 import sys
 from functools import lru_cache
 from typing import Any
@@ -333,8 +334,10 @@ class Kernel:
         self._libc.signal(signum, _SIG_IGN)
 
     def die_like(self, signum: int) -> None:
-        """End this process by ``signum`` with its default action (exit 128 + n otherwise)."""
+        """End this process by ``signum`` with its default action (exit 128 + n otherwise),
+        blocked or not (``child.become_waiter`` blocks every signal)."""
         self._libc.signal(signum, _SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signum})
         os.kill(os.getpid(), signum)
         os._exit(128 + signum)
 
