@@ -731,3 +731,45 @@ def test_host_signals_never_run_in_the_sandbox_and_a_cancelled_run_async_ends_it
     done, running, left = asyncio.run(main())
     assert not done and running
     assert left == set()
+
+
+# Set: the fork hook ``_thread_in_child`` starts a thread in every child of ``fork``, as
+# OpenTelemetry's and Logfire's batch processors do. Registered once, inert while clear.
+_HOOK_THREADS = threading.Event()
+_HOOKED: list[bool] = []
+
+
+def _thread_in_child() -> None:
+    if _HOOK_THREADS.is_set():
+        threading.Thread(target=threading.Event().wait, daemon=True).start()
+
+
+@pytest.mark.node
+@needs_os_layer()
+def test_a_program_whose_fork_hooks_start_threads_keeps_the_os_layer(tmp_path: Path) -> None:
+    """Python runs a program's ``os.register_at_fork`` hooks in the sandbox's first child
+    and in the isolation probe's; a hook that starts a thread (a telemetry exporter's worker)
+    made that child multi-threaded, and ``unshare`` of a user namespace refused it (EINVAL):
+    the probe reported the namespaces as refused by the kernel and every call ran without
+    the OS layer ("layer": "in-process", "network": "host", no file view). Such a child now
+    forks once more with libc alone: the probe passes, the call runs with the OS layer, and
+    no process is left after it."""
+    from splice_build.runtime.isolation import support
+
+    Splice.init(tmp_path / "project").add(["@splice/example"])
+    if not _HOOKED:
+        os.register_at_fork(after_in_child=_thread_in_child)
+        _HOOKED.append(True)
+    before = _children()
+    _HOOK_THREADS.set()
+    try:
+        support.detect.cache_clear()
+        probed = support.detect()
+        result = Splice(tmp_path / "project").run("example.hello", {"name": "Ada"})
+    finally:
+        _HOOK_THREADS.clear()
+        support.detect.cache_clear()
+    assert (probed.namespaces, probed.namespaces_reason) == (True, None)
+    assert result.error is None and result.isolation is not None
+    assert result.isolation.to_json()["layer"] == "os"
+    assert _children() - before == set()

@@ -51,8 +51,25 @@ _WAITER_NAME = b"splice-ns-wait"
 NAMESPACE_FLAGS = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNS | CLONE_NEWNET
 
 
+def single_threaded(kernel: Kernel) -> None:
+    """Go on in a process with this thread only, as ``unshare`` of a user namespace needs.
+
+    A child of ``fork`` holds only the forking thread, but Python then runs the program's
+    ``os.register_at_fork`` hooks in it, and some start a thread (OpenTelemetry's and
+    Logfire's batch processors restart their workers): ``unshare`` then failed with EINVAL,
+    so every call of such a program was TOOL_CRASHED, or, the probe failing the same way,
+    ran without the OS layer under ``auto``. Such a child forks once more with libc alone
+    (no hook runs) and waits for that copy, which goes on."""
+    if len(os.listdir("/proc/self/task")) > 1:
+        child = kernel.fork()
+        if child > 0:
+            become_waiter(kernel, child)
+        kernel.parent_death_signal(int(signal.SIGKILL))
+
+
 def enter_namespaces(kernel: Kernel, uid: int, gid: int) -> None:
     """Step 1 (in C1)."""
+    single_threaded(kernel)
     kernel.unshare(NAMESPACE_FLAGS)
     kernel.map_ids(uid, gid)
 

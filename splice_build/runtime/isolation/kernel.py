@@ -126,6 +126,10 @@ class Kernel:
 
     _libc: Any
     _numbers: dict[str, int]
+    # libc's ``fork`` called with the GIL held (``PyDLL``): in a child where the program's
+    # fork hooks started threads, one of them could otherwise take the GIL while ``fork``
+    # runs, and the new process would wait for it for ever.
+    _fork: Any = None
 
     @staticmethod
     @lru_cache(maxsize=1)
@@ -151,7 +155,8 @@ class Kernel:
             _ = libc.fork
         except (OSError, AttributeError):
             return None
-        return Kernel(libc, _SYSCALLS.get(_MACHINES.get(os.uname().machine.lower(), ""), {}))
+        numbers = _SYSCALLS.get(_MACHINES.get(os.uname().machine.lower(), ""), {})
+        return Kernel(libc, numbers, ctypes.PyDLL(None, use_errno=True).fork)
 
     def _check(self, result: int, step: str) -> int:
         if result == -1:
@@ -181,8 +186,9 @@ class Kernel:
         _write("/proc/self/gid_map", f"{gid} {gid} 1", "gid_map")
 
     def fork(self) -> int:
-        """libc ``fork`` without Python's fork hooks (the caller is a single-threaded child)."""
-        return self._check(self._libc.fork(), "fork")
+        """libc ``fork`` without Python's fork hooks, the GIL held: the new process holds
+        only the calling thread (the caller is a child of ``fork``)."""
+        return self._check(self._fork(), "fork")
 
     def mount_private_proc(self) -> None:
         """Make every mount private to this mount namespace, then a /proc of this PID
