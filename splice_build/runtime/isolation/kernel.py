@@ -129,7 +129,7 @@ class Kernel:
     # libc's ``fork`` called with the GIL held (``PyDLL``): in a child where the program's
     # fork hooks started threads, one of them could otherwise take the GIL while ``fork``
     # runs, and the new process would wait for it for ever.
-    _fork: Any = None
+    _fork: Any
 
     @staticmethod
     @lru_cache(maxsize=1)
