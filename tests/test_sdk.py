@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -558,9 +558,9 @@ def test_update_takes_the_install_options_by_name(tmp_path: Path) -> None:
     assert refused.value.code is ErrorCode.USAGE
 
 
-def _waiting_package(tmp_path: Path, code: str) -> Splice:
+def _waiting_package(tmp_path: Path, code: str, capabilities: Sequence[str] = ()) -> Splice:
     """A project with @acme/greeter installed, its ``hello`` tool ``code`` (a 60 s timeout, a
-    write grant on ``out``)."""
+    write grant on ``out``, and ``capabilities``)."""
     from testing.registry_fixtures import embedded_store, publish
 
     tool = {
@@ -573,7 +573,12 @@ def _waiting_package(tmp_path: Path, code: str) -> Splice:
     publish(
         embedded_store(Path(os.environ["SPLICE_HOME"])),
         tmp_path / "work",
-        permissions={"fs": {"read": [], "write": ["out"]}, "network": [], "env": []},
+        permissions={
+            "fs": {"read": [], "write": ["out"]},
+            "network": [],
+            "env": [],
+            "capabilities": list(capabilities),
+        },
         files={"tools/hello.js": code},
         manifest={"tools": [tool]},
     )
@@ -606,43 +611,72 @@ def test_the_isolation_setting_is_read_from_the_home_the_splice_was_given(
 
 
 _DAEMON = """
-import json, os, sys
+import json, os, signal, sys, time
+from pathlib import Path
 from splice_build.sdk import Splice
+
+class Broker:  # answers 3 MiB once the tool is busy, so the answer fills the pipe
+    def call(self, request):
+        while not Path(sys.argv[1], "out", "busy").exists():
+            time.sleep(0.005)
+        return {"status": "LIVE", "capability": "web.search", "data": {"blob": "x" * 3145728}}
+
+signal.signal(signal.SIGPIPE, signal.SIG_DFL)
 for fd in (0, 1, 2):
     os.close(fd)
-splice = Splice(sys.argv[1], home=sys.argv[2])
-results = [splice.run("example.hello", {"name": "Ada"}).to_json()]
+splice = Splice(sys.argv[1], home=sys.argv[2], broker=Broker())
+results = [splice.run("greeter.hello", {}).to_json()]
 child = os.fork()
 if child == 0:
     sys.exit(0)  # a normal exit: atexit handlers run
 os.waitpid(child, 0)
-results.append(splice.run("example.hello", {"name": "Ada"}).to_json())
+results.append(splice.run("greeter.hello", {}).to_json())
+results.append(splice.run("greeter.hello", {"busy": True}).to_json())
 with open(sys.argv[3], "w", encoding="utf-8") as f:
     json.dump([(r["ok"], r.get("output"), r.get("error", {}).get("code")) for r in results], f)
 """
 
+_BUSY_OR_HELLO = """import { writeFileSync } from "node:fs";
+export default function hello(input, ctx) {
+  if (!input.busy) return { message: "Hello." };
+  ctx.capability("web.search", { query: "q" }).catch(() => {});
+  writeFileSync(`${ctx.paths.project}/out/busy`, "");
+  for (const start = Date.now(); Date.now() - start < 300; );  // the host reads nothing
+  return { message: "returned" };  // the host exits: the rest of the answer has no reader
+}
+"""
+
 
 @pytest.mark.node
-def test_a_daemon_with_standard_descriptors_closed_and_forked_children_runs_tools(
+def test_a_daemon_with_its_own_process_state_runs_tools_and_survives_them(
     tmp_path: Path,
 ) -> None:
-    """A daemon embedding the SDK: its 0, 1 and 2 closed, the job pipe was made as 0 and 1,
-    which the child's /dev/null stdin and log pipe replaced before exec, and every call was
-    TOOL_CRASHED; the sandbox's pipes are numbered above 2 now. Without a file view (here
-    in-process), a child of ``fork`` that exited normally removed the parent's empty
-    working directory (its copy of the parent's ``atexit``), and every later call of the
-    parent was TOOL_CRASHED; each process now makes and removes its own."""
+    """A daemon embedding the SDK, each of its states once in one process:
+
+    - its 0, 1 and 2 closed: the job pipe was made as 0 and 1, which the child's /dev/null
+      stdin and log pipe replaced before exec, and every call was TOOL_CRASHED; the
+      sandbox's pipes are numbered above 2 now;
+    - without a file view (here in-process), a child of ``fork`` that exited normally
+      removed the parent's empty working directory (its copy of the parent's ``atexit``),
+      and every later call of the parent was TOOL_CRASHED; each process makes its own;
+    - SIGPIPE at SIG_DFL: a tool whose host exited while a 3 MiB capability answer was
+      still being written to it killed the program (exit 141); that write is EPIPE now,
+      and the call ends as the tool did."""
     from splice_build.project.home import SpliceHome
     from testing.projects import run_python
 
-    Splice.init(tmp_path / "project").add(["@splice/example"])
+    splice = _waiting_package(tmp_path, _BUSY_OR_HELLO, capabilities=["web.search"])
     home = SpliceHome(tmp_path / "home")
     home.write_config({"isolation": "in-process"})
     answer = tmp_path / "answer.json"
-    done = run_python(_DAEMON, str(tmp_path / "project"), str(home.path), str(answer))
+    done = run_python(_DAEMON, str(splice.project_root), str(home.path), str(answer))
     assert done.returncode == 0
-    hello = [True, {"message": "Hello, Ada."}, None]
-    assert json.loads(answer.read_text(encoding="utf-8")) == [hello, hello]
+    hello = [True, {"message": "Hello."}, None]
+    assert json.loads(answer.read_text(encoding="utf-8")) == [
+        hello,
+        hello,
+        [True, {"message": "returned"}, None],
+    ]
 
 
 _WAITS_FOR_RELEASE = """import { existsSync, writeFileSync } from "node:fs";

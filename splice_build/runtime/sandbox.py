@@ -301,6 +301,29 @@ def start(spec: SandboxSpec) -> SandboxProcess:
     return SandboxProcess(popen, job_w, msg_r, spec.isolation, pidfd, _leader_pidfd(popen.pid))
 
 
+def write_to_host(fd: int, data: bytes | bytearray) -> int:
+    """``os.write`` to the job pipe that never raises SIGPIPE: a host that is gone is
+    ``BrokenPipeError`` (EPIPE), whatever this process does with the signal.
+
+    Python ignores SIGPIPE, but a program may set it back to SIG_DFL (a command-line idiom,
+    or Python embedded without its signal setup). A tool chooses when its host dies (a
+    capability answer of a few MiB still being written, then a crash or a return): the
+    write that followed killed the whole program (exit 141). The signal is blocked in this
+    thread around the write, and the one the write made pending is taken before unblocking."""
+    if signal.getsignal(signal.SIGPIPE) is signal.SIG_IGN:
+        return os.write(fd, data)
+    blocked = signal.SIGPIPE in signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGPIPE})
+    try:
+        return os.write(fd, data)
+    except BrokenPipeError:
+        if not blocked and signal.SIGPIPE in signal.sigpending():
+            signal.sigwait({signal.SIGPIPE})
+        raise
+    finally:
+        if not blocked:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGPIPE})
+
+
 def _pipe() -> tuple[int, int]:
     """``os.pipe()`` with both ends numbered above the standard descriptors.
 
