@@ -381,17 +381,35 @@ def _leader_pidfd(pid: int) -> int | None:
 
 
 def _namespace_pidfd(pid: int) -> int | None:
-    """A pidfd of the started process's child: Node as PID 1 of its namespace.
+    """A pidfd of Node as PID 1 of its namespace: the started process's child, or, when
+    that child is the second waiter of ``child.single_threaded``, its child. The first
+    process below ``pid`` whose PID namespace is deeper than ``pid``'s.
 
-    ``Popen`` returns only once its exec-error pipe is closed, which that child holds until
-    it has exec'd Node, so the child exists now. None when it is already gone.
+    ``Popen`` returns only once its exec-error pipe is closed, which Node's process holds
+    until it has exec'd Node, so it exists now. None when it is already gone.
     """
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as f:
-            children = [int(field) for field in f.read().split()]
-    except OSError:
-        return None
-    for child in children:
-        with contextlib.suppress(OSError):
-            return os.pidfd_open(child)
+    depth = _namespace_depth(pid)
+    for _ in range(2):
+        try:
+            with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as f:
+                child = int(f.read().split()[0])
+        except (OSError, IndexError, ValueError):
+            return None
+        if _namespace_depth(child) > depth:
+            with contextlib.suppress(OSError):
+                return os.pidfd_open(child)
+            return None
+        pid = child
     return None
+
+
+def _namespace_depth(pid: int) -> int:
+    """How many PID namespaces ``pid`` is in (its ``NSpid`` entries; 0 when gone)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("NSpid:"):
+                    return len(line.split()) - 1
+    except OSError:
+        pass
+    return 0
