@@ -6,9 +6,11 @@ Without the OS layer the child arms the parent-death signal, sets the resource l
 1. the child (C1, the process ``Popen`` started) arms the parent-death signal and enters new
    user, PID, IPC, mount and network namespaces (the network one has only ``lo``, down,
    whatever the package's grants: its requests are performed by the parent), mapping its
-   own uid and gid;
+   own uid and gid (a C1 the program's fork hooks made multi-threaded first forks a copy
+   that does this, and waits for it: ``single_threaded``);
 2. it forks C2, the first process of the new PID namespace (PID 1): a new PID namespace
-   applies to children only. C1 closes every descriptor, waits for C2 and ends the way C2
+   applies to children only. C1 closes every descriptor, blocks every signal, waits for C2
+   and ends the way C2
    ended (exit code or signal): the parent's ``Popen`` and process-group kill keep working,
    and Popen's exec-error pipe now belongs to C2 alone, so an exec failure is still reported;
 3. C2 follows C1 (parent-death signal), builds the file view (fileview.py: a fresh root
