@@ -10,8 +10,8 @@ Without the OS layer the child arms the parent-death signal, sets the resource l
    that does this, and waits for it: ``single_threaded``);
 2. it forks C2, the first process of the new PID namespace (PID 1): a new PID namespace
    applies to children only. C1 closes every descriptor, blocks every signal, waits for C2
-   and ends the way C2
-   ended (exit code or signal): the parent's ``Popen`` and process-group kill keep working,
+   and ends the way C2 ended (exit code or signal): the parent's ``Popen`` and process-group
+   kill keep working,
    and Popen's exec-error pipe now belongs to C2 alone, so an exec failure is still reported;
 3. C2 follows C1 (parent-death signal), builds the file view (fileview.py: a fresh root
    with only Node, the host, the package, the grants, four devices and a /proc of its PID
