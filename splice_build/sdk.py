@@ -19,6 +19,7 @@ concurrently); it calls the same check the ``verify:`` task runs.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -751,6 +752,34 @@ class Splice:
         """
         pkg, tool = self.resolve_tool(ref)
         return self.run_resolved(pkg, tool, input)
+
+    async def run_async(self, ref: str, input: Mapping[str, object]) -> ToolResult:
+        """``run`` for asyncio: in a worker thread (the event loop goes on), and cancelling
+        the awaiting task ends the tool's sandbox process (SIGKILL, runtime/cancel.py) before
+        ``CancelledError`` goes on.
+
+        ``await asyncio.to_thread(splice.run, ...)`` cannot: a task cancelled (a user's stop,
+        ``asyncio.wait_for``'s timeout) leaves its thread, and the untrusted tool with its
+        grants, network and capability calls, running to the tool's own timeout (up to a
+        minute), unseen by the program, which also waited for it at ``asyncio.run``'s end."""
+        import asyncio
+        import functools
+
+        from splice_build.runtime.cancel import Cancellation, cancellable
+
+        token = Cancellation()
+        with cancellable(token):  # the task's context, hence its thread's, holds the token
+            call = asyncio.ensure_future(asyncio.to_thread(functools.partial(self.run, ref, input)))
+        try:
+            return await asyncio.shield(call)
+        except asyncio.CancelledError:
+            token.cancel()
+            while not call.done():  # its thread ends the group and reaps it; then we go on
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.wait((call,))
+            if not call.cancelled():
+                call.exception()  # read: a result or error dropped, never logged as unretrieved
+            raise
 
     def run_resolved(
         self, pkg: InstalledPackage, tool: str, input: Mapping[str, object]

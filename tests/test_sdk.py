@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ import pytest
 
 from splice_build.errors import ErrorCode, SpliceError
 from splice_build.sdk import Splice
+from testing.isolation import needs_os_layer
 
 
 def test_init_creates_only_splice_json_and_opens_the_project(tmp_path: Path) -> None:
@@ -555,3 +556,254 @@ def test_update_takes_the_install_options_by_name(tmp_path: Path) -> None:
     with pytest.raises(SpliceError) as refused:
         splice.update(require_signed="no")  # type: ignore[arg-type]
     assert refused.value.code is ErrorCode.USAGE
+
+
+def _waiting_package(tmp_path: Path, code: str, capabilities: Sequence[str] = ()) -> Splice:
+    """A project with @acme/greeter installed, its ``hello`` tool ``code`` (a 60 s timeout, a
+    write grant on ``out``, and ``capabilities``)."""
+    from testing.registry_fixtures import embedded_store, publish
+
+    tool = {
+        "name": "hello",
+        "description": "Waits.",
+        "entry": "tools/hello.js",
+        "timeoutMs": 60_000,
+        "input": {"type": "object"},
+    }
+    publish(
+        embedded_store(Path(os.environ["SPLICE_HOME"])),
+        tmp_path / "work",
+        permissions={
+            "fs": {"read": [], "write": ["out"]},
+            "network": [],
+            "env": [],
+            "capabilities": list(capabilities),
+        },
+        files={"tools/hello.js": code},
+        manifest={"tools": [tool]},
+    )
+    splice = Splice.init(tmp_path / "project", registry="embedded", broker=False)
+    splice.add(["@acme/greeter"], accept_permissions=True)
+    return splice
+
+
+@pytest.mark.node
+def test_the_isolation_setting_is_read_from_the_home_the_splice_was_given(
+    tmp_path: Path,
+) -> None:
+    """``Splice(home=...)`` read the registry and credentials from that home but the
+    ``isolation`` setting from ``SPLICE_HOME``'s ``config.json``: a host giving its own home
+    with ``"require-os"`` ran tools without the OS layer where it was missing instead of
+    being refused. A value there that is no mode is now INVALID_CONFIG before any tool runs,
+    and ``"in-process"`` there is the layer that runs."""
+    from splice_build.project.home import SpliceHome
+
+    Splice.init(tmp_path / "project").add(["@splice/example"])
+    given = SpliceHome(tmp_path / "given-home")
+    given.write_config({"isolation": "no-such-mode"})
+    with pytest.raises(SpliceError) as refused:
+        Splice(tmp_path / "project", home=given.path).run("example.hello", {"name": "Ada"})
+    assert refused.value.code is ErrorCode.INVALID_CONFIG
+    assert refused.value.message.startswith(str(given.config_file))
+    given.write_config({"isolation": "in-process"})
+    result = Splice(tmp_path / "project", home=given.path).run("example.hello", {"name": "Ada"})
+    assert result.isolation is not None and result.isolation.to_json()["layer"] == "in-process"
+
+
+_DAEMON = """
+import json, os, signal, sys, time
+from pathlib import Path
+from splice_build.sdk import Splice
+
+class Broker:  # answers 3 MiB once the tool is busy, so the answer fills the pipe
+    def call(self, request):
+        while not Path(sys.argv[1], "out", "busy").exists():
+            time.sleep(0.005)
+        return {"status": "LIVE", "capability": "web.search", "data": {"blob": "x" * 3145728}}
+
+signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+for fd in (0, 1, 2):
+    os.close(fd)
+splice = Splice(sys.argv[1], home=sys.argv[2], broker=Broker())
+results = [splice.run("greeter.hello", {}).to_json()]
+child = os.fork()
+if child == 0:
+    sys.exit(0)  # a normal exit: atexit handlers run
+os.waitpid(child, 0)
+results.append(splice.run("greeter.hello", {}).to_json())
+results.append(splice.run("greeter.hello", {"busy": True}).to_json())
+with open(sys.argv[3], "w", encoding="utf-8") as f:
+    json.dump([(r["ok"], r.get("output"), r.get("error", {}).get("code")) for r in results], f)
+"""
+
+_BUSY_OR_HELLO = """import { writeFileSync } from "node:fs";
+export default function hello(input, ctx) {
+  if (!input.busy) return { message: "Hello." };
+  ctx.capability("web.search", { query: "q" }).catch(() => {});
+  writeFileSync(`${ctx.paths.project}/out/busy`, "");
+  for (const start = Date.now(); Date.now() - start < 300; );  // the host reads nothing
+  return { message: "returned" };  // the host exits: the rest of the answer has no reader
+}
+"""
+
+
+@pytest.mark.node
+def test_a_daemon_with_its_own_process_state_runs_tools_and_survives_them(
+    tmp_path: Path,
+) -> None:
+    """A daemon embedding the SDK, each of its states once in one process:
+
+    - its 0, 1 and 2 closed: the job pipe was made as 0 and 1, which the child's /dev/null
+      stdin and log pipe replaced before exec, and every call was TOOL_CRASHED; the
+      sandbox's pipes are numbered above 2 now;
+    - without a file view (here in-process), a child of ``fork`` that exited normally
+      removed the parent's empty working directory (its copy of the parent's ``atexit``),
+      and every later call of the parent was TOOL_CRASHED; each process makes its own;
+    - SIGPIPE at SIG_DFL: a tool whose host exited while a 3 MiB capability answer was
+      still being written to it killed the program (exit 141); that write is EPIPE now,
+      and the call ends as the tool did."""
+    from splice_build.project.home import SpliceHome
+    from testing.projects import run_python
+
+    splice = _waiting_package(tmp_path, _BUSY_OR_HELLO, capabilities=["web.search"])
+    home = SpliceHome(tmp_path / "home")
+    home.write_config({"isolation": "in-process"})
+    answer = tmp_path / "answer.json"
+    done = run_python(_DAEMON, str(splice.project_root), str(home.path), str(answer))
+    assert done.returncode == 0
+    hello = [True, {"message": "Hello."}, None]
+    assert json.loads(answer.read_text(encoding="utf-8")) == [
+        hello,
+        hello,
+        [True, {"message": "returned"}, None],
+    ]
+
+
+_WAITS_FOR_RELEASE = """import { existsSync, writeFileSync } from "node:fs";
+export default async function hello(input, ctx) {
+  const out = `${ctx.paths.project}/out`;
+  writeFileSync(`${out}/started`, "");
+  while (!existsSync(`${out}/release`)) await new Promise((wake) => setTimeout(wake, 5));
+  return { released: true };
+}
+"""
+
+
+def _status(pid: int) -> dict[str, str]:
+    """``/proc/<pid>/status`` by field ({} once the process is gone or a zombie)."""
+    try:
+        text = Path(f"/proc/{pid}/status").read_text(encoding="ascii")
+    except OSError:
+        return {}
+    fields = dict(line.split(":\t", 1) for line in text.splitlines() if ":\t" in line)
+    return {} if fields.get("State", "").startswith("Z") else fields
+
+
+@pytest.mark.node
+@needs_os_layer()
+def test_host_signals_never_run_in_the_sandbox_and_a_cancelled_run_async_ends_it(
+    tmp_path: Path,
+) -> None:
+    """Two ways a long-lived host lost hold of a running tool (one package, two calls).
+
+    With the OS layer the started process (C1) is a copy of the program, never exec'd, that
+    waits for Node in the new namespaces. A signal the program handles in Python (a host's
+    SIGUSR1, SIGHUP or SIGTERM handler; ``pkill -f`` matches C1's command line) ran that
+    handler in C1, inside the sandbox's mount view with its user namespace's capabilities,
+    and ended the call (here ``os._exit(42)``: TOOL_CRASHED, exit code 42). C1 now blocks
+    every signal: the signal stays pending and the call succeeds.
+
+    An asyncio program cancelling the task that awaits a call (a user's stop, a ``wait_for``
+    timeout): with ``await asyncio.to_thread(splice.run, ...)`` the tool went on running in
+    its sandbox, grants and network included, until its own timeout (60 s here), and
+    ``asyncio.run`` waited for it at its end. ``run_async`` ends the process: when
+    ``CancelledError`` reaches the program no child of it is left."""
+    import asyncio
+
+    splice = _waiting_package(tmp_path, _WAITS_FOR_RELEASE)
+    out, host = tmp_path / "project" / "out", os.getpid()
+
+    def handler(signum: int, frame: object) -> None:
+        if os.getpid() != host:
+            os._exit(42)
+
+    def poke() -> None:
+        while not (out / "started").exists():
+            threading.Event().wait(0.005)
+        (waiter,) = [p for p in _children() if _status(p).get("Name") == "splice-ns-wait"]
+        os.kill(waiter, signal.SIGUSR1)
+        usr1 = 1 << (signal.SIGUSR1 - 1)
+        while (fields := _status(waiter)) and not int(fields["ShdPnd"], 16) & usr1:
+            threading.Event().wait(0.005)
+        (out / "release").write_text("", encoding="utf-8")
+
+    previous = signal.signal(signal.SIGUSR1, handler)
+    poker = threading.Thread(target=poke)
+    poker.start()
+    try:
+        result = splice.run("greeter.hello", {})  # from the main thread, whose handlers run
+    finally:
+        poker.join()
+        signal.signal(signal.SIGUSR1, previous)
+    assert result.error is None
+    assert result.output == {"released": True}
+
+    (out / "started").unlink()
+    (out / "release").unlink()
+    before = _children()
+
+    async def main() -> tuple[bool, set[int], set[int]]:
+        call = asyncio.ensure_future(splice.run_async("greeter.hello", {}))
+        while not (out / "started").exists() and not call.done():
+            await asyncio.sleep(0.01)
+        running = call.done(), _children() - before
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        return *running, _children() - before
+
+    done, running, left = asyncio.run(main())
+    assert not done and running
+    assert left == set()
+
+
+# Set: the fork hook ``_thread_in_child`` starts a thread in every child of ``fork``, as
+# OpenTelemetry's and Logfire's batch processors do. Registered once, inert while clear.
+_HOOK_THREADS = threading.Event()
+_HOOKED: list[bool] = []
+
+
+def _thread_in_child() -> None:
+    if _HOOK_THREADS.is_set():
+        threading.Thread(target=threading.Event().wait, daemon=True).start()
+
+
+@pytest.mark.node
+@needs_os_layer()
+def test_a_program_whose_fork_hooks_start_threads_keeps_the_os_layer(tmp_path: Path) -> None:
+    """Python runs a program's ``os.register_at_fork`` hooks in the sandbox's first child
+    and in the isolation probe's; a hook that starts a thread (a telemetry exporter's worker)
+    made that child multi-threaded, and ``unshare`` of a user namespace refused it (EINVAL):
+    the probe reported the namespaces as refused by the kernel and every call ran without
+    the OS layer ("layer": "in-process", "network": "host", no file view). Such a child now
+    forks once more with libc alone: the probe passes, the call runs with the OS layer, and
+    no process is left after it."""
+    from splice_build.runtime.isolation import support
+
+    Splice.init(tmp_path / "project").add(["@splice/example"])
+    if not _HOOKED:
+        os.register_at_fork(after_in_child=_thread_in_child)
+        _HOOKED.append(True)
+    before = _children()
+    _HOOK_THREADS.set()
+    try:
+        support.detect.cache_clear()
+        probed = support.detect()
+        result = Splice(tmp_path / "project").run("example.hello", {"name": "Ada"})
+    finally:
+        _HOOK_THREADS.clear()
+        support.detect.cache_clear()
+    assert (probed.namespaces, probed.namespaces_reason) == (True, None)
+    assert result.error is None and result.isolation is not None
+    assert result.isolation.to_json()["layer"] == "os"
+    assert _children() - before == set()

@@ -133,7 +133,7 @@ class SpliceRuntime:
         from splice_build.runtime.isolation.plan import check_mode, configured_mode
 
         self.isolation_mode = (
-            configured_mode(self._env)
+            configured_mode(self._env, self._home)
             if isolation is None
             else check_mode(isolation, source="SpliceRuntime(isolation=...)")
         )

@@ -31,7 +31,6 @@ import signal
 import subprocess
 import sys
 import threading
-from functools import lru_cache
 from pathlib import Path
 
 from splice_build.records import dataclass, field, replace
@@ -133,21 +132,35 @@ class SandboxSpec:
         return self if view is None or view is self.view else replace(self, view=view)
 
 
-@lru_cache(maxsize=1)
+# empty_directory's, by the process id that made it.
+_EMPTY_DIRECTORIES: dict[int, str] = {}
+
+
 def empty_directory() -> str:
     """The working directory of a tool without a file view: empty and read-only, made once
-    per parent and removed when it exits."""
-    import tempfile
+    per process and removed by that process when it exits.
 
-    path = tempfile.mkdtemp(prefix="splice-cwd-")
-    os.chmod(path, 0o500)
-    atexit.register(_remove_directory, path)
+    Per process, not once: a child of ``fork`` that exited normally (a pre-fork server's
+    worker, a daemon's first fork) ran the parent's ``atexit`` removal, so every later call
+    of the parent failed to start in the removed directory (``TOOL_CRASHED``), and so did a
+    child's calls once its parent had exited. A child makes its own; only the process that
+    made a directory removes it."""
+    pid = os.getpid()
+    path = _EMPTY_DIRECTORIES.get(pid)
+    if path is None:
+        import tempfile
+
+        made = tempfile.mkdtemp(prefix="splice-cwd-")
+        os.chmod(made, 0o500)
+        atexit.register(_remove_directory, made, pid)
+        path = _EMPTY_DIRECTORIES.setdefault(pid, made)  # another thread's, if it came first
     return path
 
 
-def _remove_directory(path: str) -> None:
-    with contextlib.suppress(OSError):
-        os.rmdir(path)
+def _remove_directory(path: str, owner: int) -> None:
+    if os.getpid() == owner:
+        with contextlib.suppress(OSError):
+            os.rmdir(path)
 
 
 @dataclass
@@ -253,9 +266,9 @@ def start(spec: SandboxSpec) -> SandboxProcess:
     (``fileview.SourceChanged``, with its kind, when a source of its file view changed
     before the child bound it)."""
     view = spec.file_view()
-    job_r, job_w = os.pipe()
-    msg_r, msg_w = os.pipe()
-    report_r, report_w = os.pipe() if view is not None else (None, None)
+    job_r, job_w = _pipe()
+    msg_r, msg_w = _pipe()
+    report_r, report_w = _pipe() if view is not None else (None, None)
     if spec.fetch and sys.platform.startswith("linux"):
         _widen(job_w, msg_w)
     settle_fork_hooks()
@@ -288,6 +301,61 @@ def start(spec: SandboxSpec) -> SandboxProcess:
     return SandboxProcess(popen, job_w, msg_r, spec.isolation, pidfd, _leader_pidfd(popen.pid))
 
 
+def write_to_host(fd: int, data: bytes | bytearray) -> int:
+    """``os.write`` to the job pipe that never raises SIGPIPE: a host that is gone is
+    ``BrokenPipeError`` (EPIPE), whatever this process does with the signal.
+
+    Python ignores SIGPIPE, but a program may set it back to SIG_DFL (a command-line idiom,
+    or Python embedded without its signal setup). A tool chooses when its host dies (a
+    capability answer of a few MiB still being written, then a crash or a return): the
+    write that followed killed the whole program (exit 141). The signal is blocked in this
+    thread around the write, and the one the write made pending is taken before unblocking."""
+    if signal.getsignal(signal.SIGPIPE) is signal.SIG_IGN:
+        return os.write(fd, data)
+    blocked = signal.SIGPIPE in signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGPIPE})
+    try:
+        return os.write(fd, data)
+    except BrokenPipeError:
+        if not blocked and signal.SIGPIPE in signal.sigpending():
+            signal.sigwait({signal.SIGPIPE})
+        raise
+    finally:
+        if not blocked:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGPIPE})
+
+
+def _pipe() -> tuple[int, int]:
+    """``os.pipe()`` with both ends numbered above the standard descriptors.
+
+    A program that closed its 0, 1 and 2 (a daemon embedding the SDK) got 0 and 1 for the job
+    pipe; in the child ``Popen`` then put /dev/null and the log pipe on those numbers before
+    exec, so the host read its job from /dev/null and every call was ``TOOL_CRASHED``."""
+    read_end, write_end = os.pipe()
+    try:
+        read_end = _above_stdio(read_end)
+    except OSError:
+        os.close(write_end)
+        raise
+    try:
+        return read_end, _above_stdio(write_end)
+    except OSError:
+        os.close(read_end)
+        raise
+
+
+def _above_stdio(fd: int) -> int:
+    """``fd``, or (numbered 0 to 2) a close-on-exec copy of it numbered 3 or more, ``fd``
+    closed."""
+    if fd > 2:
+        return fd
+    import fcntl
+
+    try:
+        return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    finally:
+        os.close(fd)
+
+
 def _changed_source(report_r: int | None, report_w: int | None) -> str:
     """What the child reported on the pipe (the path of a source that changed; empty when
     none), both ends closed. Read once the start is over: every child holding the write end
@@ -313,17 +381,35 @@ def _leader_pidfd(pid: int) -> int | None:
 
 
 def _namespace_pidfd(pid: int) -> int | None:
-    """A pidfd of the started process's child: Node as PID 1 of its namespace.
+    """A pidfd of Node as PID 1 of its namespace: the started process's child, or, when
+    that child is the second waiter of ``child.single_threaded``, its child. The first
+    process below ``pid`` whose PID namespace is deeper than ``pid``'s.
 
-    ``Popen`` returns only once its exec-error pipe is closed, which that child holds until
-    it has exec'd Node, so the child exists now. None when it is already gone.
+    ``Popen`` returns only once its exec-error pipe is closed, which Node's process holds
+    until it has exec'd Node, so it exists now. None when it is already gone.
     """
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as f:
-            children = [int(field) for field in f.read().split()]
-    except OSError:
-        return None
-    for child in children:
-        with contextlib.suppress(OSError):
-            return os.pidfd_open(child)
+    depth = _namespace_depth(pid)
+    for _ in range(2):
+        try:
+            with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as f:
+                child = int(f.read().split()[0])
+        except (OSError, IndexError, ValueError):
+            return None
+        if _namespace_depth(child) > depth:
+            with contextlib.suppress(OSError):
+                return os.pidfd_open(child)
+            return None
+        pid = child
     return None
+
+
+def _namespace_depth(pid: int) -> int:
+    """How many PID namespaces ``pid`` is in (its ``NSpid`` entries; 0 when gone)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("NSpid:"):
+                    return len(line.split()) - 1
+    except OSError:
+        pass
+    return 0

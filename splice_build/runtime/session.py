@@ -41,7 +41,7 @@ from splice_build.runtime.protocol import (
     encode_capability_result,
     parse_child_message,
 )
-from splice_build.runtime.sandbox import SandboxProcess
+from splice_build.runtime.sandbox import SandboxProcess, write_to_host
 
 _READ_CHUNK = 65536
 
@@ -165,7 +165,7 @@ class Session:
             sent = 0
             if not self._outgoing:
                 try:
-                    sent = os.write(self._proc.job_fd, frame)
+                    sent = write_to_host(self._proc.job_fd, frame)
                 except BlockingIOError:
                     sent = 0
                 except OSError:
@@ -366,7 +366,7 @@ class Session:
         """Write pending outgoing bytes; False when nothing is left (or the pipe is gone)."""
         with self._out_lock:
             try:
-                written = os.write(self._proc.job_fd, self._outgoing)
+                written = write_to_host(self._proc.job_fd, self._outgoing)
             except BlockingIOError:
                 return True
             except OSError:

@@ -6,10 +6,12 @@ Without the OS layer the child arms the parent-death signal, sets the resource l
 1. the child (C1, the process ``Popen`` started) arms the parent-death signal and enters new
    user, PID, IPC, mount and network namespaces (the network one has only ``lo``, down,
    whatever the package's grants: its requests are performed by the parent), mapping its
-   own uid and gid;
+   own uid and gid (a C1 the program's fork hooks made multi-threaded first forks a copy
+   that does this, and waits for it: ``single_threaded``);
 2. it forks C2, the first process of the new PID namespace (PID 1): a new PID namespace
-   applies to children only. C1 closes every descriptor, waits for C2 and ends the way C2
-   ended (exit code or signal): the parent's ``Popen`` and process-group kill keep working,
+   applies to children only. C1 closes every descriptor, blocks every signal, waits for C2
+   and ends the way C2 ended (exit code or signal): the parent's ``Popen`` and process-group
+   kill keep working,
    and Popen's exec-error pipe now belongs to C2 alone, so an exec failure is still reported;
 3. C2 follows C1 (parent-death signal), builds the file view (fileview.py: a fresh root
    with only Node, the host, the package, the grants, four devices and a /proc of its PID
@@ -51,15 +53,41 @@ _WAITER_NAME = b"splice-ns-wait"
 NAMESPACE_FLAGS = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNS | CLONE_NEWNET
 
 
+def single_threaded(kernel: Kernel) -> None:
+    """Go on in a process with this thread only, as ``unshare`` of a user namespace needs.
+
+    A child of ``fork`` holds only the forking thread, but Python then runs the program's
+    ``os.register_at_fork`` hooks in it, and some start a thread (OpenTelemetry's and
+    Logfire's batch processors restart their workers): ``unshare`` then failed with EINVAL,
+    so every call of such a program was TOOL_CRASHED, or, the probe failing the same way,
+    ran without the OS layer under ``auto``. Such a child forks once more with libc alone
+    (no hook runs) and waits for that copy, which goes on."""
+    if len(os.listdir("/proc/self/task")) > 1:
+        child = kernel.fork()
+        if child > 0:
+            become_waiter(kernel, child)
+        kernel.parent_death_signal(int(signal.SIGKILL))
+
+
 def enter_namespaces(kernel: Kernel, uid: int, gid: int) -> None:
     """Step 1 (in C1)."""
+    single_threaded(kernel)
     kernel.unshare(NAMESPACE_FLAGS)
     kernel.map_ids(uid, gid)
 
 
 def become_waiter(kernel: Kernel, child: int) -> None:
-    """Step 2 in C1: hold nothing, wait for C2, end as it ended. Never returns."""
+    """Step 2 in C1: hold nothing, run none of the program's code, wait for C2, end as it
+    ended. Never returns.
+
+    C1 is a copy of the program that started the call, never exec'd: a signal the program
+    handles in Python (a host's SIGTERM, SIGHUP or SIGUSR1 handler; ``pkill -f`` matches C1's
+    command line, which is the program's) ran that handler here, in the sandbox's mount
+    view with every capability of its user namespace, and whatever it did ended the call
+    (``TOOL_CRASHED``, its exit code). Every signal is blocked here instead: C1 ends by
+    SIGKILL (its group's, or its parent-death signal) or as C2 ended."""
     kernel.set_name(_WAITER_NAME)
+    signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
     os.closerange(0, os.sysconf("SC_OPEN_MAX"))
     try:
         _pid, status = os.waitpid(child, 0)

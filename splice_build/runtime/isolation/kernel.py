@@ -14,6 +14,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import signal
 import sys
 from functools import lru_cache
 from typing import Any
@@ -125,6 +126,10 @@ class Kernel:
 
     _libc: Any
     _numbers: dict[str, int]
+    # libc's ``fork`` called with the GIL held (``PyDLL``): in a child where the program's
+    # fork hooks started threads, one of them could otherwise take the GIL while ``fork``
+    # runs, and the new process would wait for it for ever.
+    _fork: Any
 
     @staticmethod
     @lru_cache(maxsize=1)
@@ -150,7 +155,8 @@ class Kernel:
             _ = libc.fork
         except (OSError, AttributeError):
             return None
-        return Kernel(libc, _SYSCALLS.get(_MACHINES.get(os.uname().machine.lower(), ""), {}))
+        numbers = _SYSCALLS.get(_MACHINES.get(os.uname().machine.lower(), ""), {})
+        return Kernel(libc, numbers, ctypes.PyDLL(None, use_errno=True).fork)
 
     def _check(self, result: int, step: str) -> int:
         if result == -1:
@@ -180,8 +186,9 @@ class Kernel:
         _write("/proc/self/gid_map", f"{gid} {gid} 1", "gid_map")
 
     def fork(self) -> int:
-        """libc ``fork`` without Python's fork hooks (the caller is a single-threaded child)."""
-        return self._check(self._libc.fork(), "fork")
+        """libc ``fork`` without Python's fork hooks, the GIL held: the new process holds
+        only the calling thread (the caller is a child of ``fork``)."""
+        return self._check(self._fork(), "fork")
 
     def mount_private_proc(self) -> None:
         """Make every mount private to this mount namespace, then a /proc of this PID
@@ -333,8 +340,10 @@ class Kernel:
         self._libc.signal(signum, _SIG_IGN)
 
     def die_like(self, signum: int) -> None:
-        """End this process by ``signum`` with its default action (exit 128 + n otherwise)."""
+        """End this process by ``signum`` with its default action (exit 128 + n otherwise),
+        blocked or not (``child.become_waiter`` blocks every signal)."""
         self._libc.signal(signum, _SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signum})
         os.kill(os.getpid(), signum)
         os._exit(128 + signum)
 

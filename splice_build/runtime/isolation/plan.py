@@ -24,6 +24,8 @@ from splice_build.records import dataclass, field
 from splice_build.runtime.isolation import rlimits
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from splice_build.runtime.isolation.support import IsolationSupport
 
 MODES = ("auto", "require-os", "in-process")
@@ -83,13 +85,14 @@ def check_mode(value: object, *, source: str) -> str:
     return str(value)
 
 
-def configured_mode(env: Mapping[str, str]) -> str:
-    """The user's ``isolation`` setting (``SPLICE_HOME/config.json``), else ``auto``."""
+def configured_mode(env: Mapping[str, str], home: Path | None = None) -> str:
+    """The user's ``isolation`` setting (``config.json`` of ``home``, the one a ``Splice``
+    or runtime was given, else of ``SPLICE_HOME`` in ``env``), else ``auto``."""
     from splice_build.project.home import SpliceHome
 
-    home = SpliceHome.from_env(env)
-    value = home.read_config().get("isolation", DEFAULT_MODE)
-    return check_mode(value, source=str(home.config_file))
+    user = SpliceHome(home) if home is not None else SpliceHome.from_env(env)
+    value = user.read_config().get("isolation", DEFAULT_MODE)
+    return check_mode(value, source=str(user.config_file))
 
 
 def plan_for(mode: str, support: IsolationSupport) -> IsolationPlan:
