@@ -253,8 +253,12 @@ def _unchanged(layout: ProjectLayout, home: Path) -> StatCache | None:
         return None
     if not _lock_holds(layout, state.lock, state.lock_file):
         return None
+    # Each id is valid (``@ns/name``, checked as the state was parsed), so it names its
+    # directory below ``packages_dir`` as ``layout.package_dir`` does, without parsing it
+    # again into a PackageId and a Path for every package of every member.
+    packages = os.fspath(layout.packages_dir)
     for package_id in state.packages:
-        if not cache.unchanged(package_id, layout.package_dir(package_id)):
+        if not cache.unchanged(package_id, os.path.join(packages, package_id)):
             return None
     if state.fs and _reaches_state(state.root, home, state.fs):
         return None
