@@ -48,11 +48,9 @@ from splice_build.records import dataclass, field
 from splice_build.spec.limits import MAX_FILES, MAX_PROJECT_STATE_BYTES
 from splice_build.spec.names import is_valid_package_id
 from splice_build.spec.regular_file import read_regular_file_and_stat
-from splice_build.spec.tree_digest import (
-    NotAPackageTree,
-    hash_package_file_and_stat,
-    package_files,
-)
+
+# spec/tree_digest.py (and the digests it imports) only for hashing: a no-op sync judges
+# stats alone and never loads them (tests/runtime/test_lean_path.py).
 
 # 2: the no-op state; 3: it holds the texts of splice.json and splice.lock; 4: directory keys;
 # 5: the state names the identity of splice.json and splice.lock; 6: and the fs grants
@@ -119,7 +117,7 @@ class NoopState:
     root: str
     project: str
     lock: str | None
-    packages: Mapping[str, str]  # id -> locked version
+    packages: Mapping[str, str]  # id (valid: ``is_valid_package_id``) -> locked version
     project_file: FileIdentity
     lock_file: FileIdentity | None
     fs: tuple[tuple[str, bool], ...]
@@ -167,7 +165,7 @@ class StatCache:
             cache.records, cache.directories, cache.state = parsed
         return cache
 
-    def unchanged(self, package_id: str, directory: Path) -> bool:
+    def unchanged(self, package_id: str, directory: str | Path) -> bool:
         """Every directory and file of ``directory`` has exactly its recorded stat.
 
         The no-op fast path's check (tasks/noop.py): what the records hash to was verified
@@ -184,6 +182,8 @@ class StatCache:
     def package_hashes(self, package_id: str, directory: Path) -> dict[str, str] | None:
         """The hash of every file of ``directory`` (as ``tree_hashes``), re-hashing changed
         files."""
+        from splice_build.spec.tree_digest import NotAPackageTree
+
         known = self.records.get(package_id, {})
         listed: list[tuple[str, str, Key]] = []
         walked: dict[str, os.stat_result] = {}
@@ -308,6 +308,8 @@ def _same_stats(directory: str, files: Files, directories: Directories) -> bool:
 def _list(
     directory: str, listed: list[tuple[str, str, Key]], walked: dict[str, os.stat_result]
 ) -> None:
+    from splice_build.spec.tree_digest import NotAPackageTree, package_files
+
     for relative, entry in package_files(directory, walked):
         info = entry.stat(follow_symlinks=False)
         if not stat.S_ISREG(info.st_mode):
@@ -324,6 +326,8 @@ def _same_file(listed: Key, opened: Key) -> bool:
 
 
 def _hash_one(item: tuple[str, str, Key]) -> tuple[str, tuple[str, Key]]:
+    from splice_build.spec.tree_digest import hash_package_file_and_stat
+
     relative, path, _ = item
     sha, info = hash_package_file_and_stat(path)
     return relative, (sha, _key(info))
@@ -381,8 +385,9 @@ def _parse(data: bytes, *, written_ns: int) -> Parsed | None:
         return None
     if type(body["version"]) is not int or body["version"] != VERSION:
         return None
-    records = _parse_files(body["packages"], written_ns)
-    directories = _parse_directories(body["directories"], written_ns)
+    valid: set[str] = set()  # the package ids checked so far: each table names the same
+    records = _parse_files(body["packages"], written_ns, valid)
+    directories = _parse_directories(body["directories"], written_ns, valid)
     if records is None or directories is None:
         return None
     complete = {
@@ -393,7 +398,7 @@ def _parse(data: bytes, *, written_ns: int) -> Parsed | None:
     state = body["state"]
     if state is None:
         return records, complete, None
-    parsed_state = _parse_state(state)
+    parsed_state = _parse_state(state, valid)
     return None if parsed_state is None else (records, complete, parsed_state)
 
 
@@ -407,24 +412,37 @@ def _as_key(
     ):
         return None
     key: Key = (dev, ino, size, mtime, ctime, mode)  # type: ignore[assignment]
-    return key if min(dev, ino, size, mode) >= 0 else None  # type: ignore[type-var]
+    return key if (dev | ino | size | mode) >= 0 else None  # type: ignore[operator]
 
 
-def _package_entries(packages: object, limit: int) -> Iterable[tuple[str, dict]] | None:
+def _package_entries(
+    packages: object, limit: int, valid: set[str]
+) -> Iterable[tuple[str, dict]] | None:
     """The ``(package id, entries)`` pairs of a per-package table of at most ``limit`` entries
-    each, or None for a bad shape."""
+    each, or None for a bad shape; ``valid``: ids already found valid, to which this adds."""
     if not isinstance(packages, dict):
         return None
     for package_id, entries in packages.items():
         if not isinstance(entries, dict) or len(entries) > limit:
             return None
-        if not is_valid_package_id(package_id):
+        if not _valid_id(package_id, valid):
             return None
     return packages.items()
 
 
-def _parse_files(packages: object, written_ns: int) -> dict[str, Files] | None:
-    pairs = _package_entries(packages, MAX_FILES)
+def _valid_id(package_id: object, valid: set[str]) -> bool:
+    """``is_valid_package_id``, asked once per id of one file (its three tables name the
+    same few ids, and a no-op sync parses every member's file)."""
+    if package_id in valid:
+        return True
+    if not is_valid_package_id(package_id):
+        return False
+    valid.add(package_id)  # type: ignore[arg-type]  # a valid id is a str
+    return True
+
+
+def _parse_files(packages: object, written_ns: int, valid: set[str]) -> dict[str, Files] | None:
+    pairs = _package_entries(packages, MAX_FILES, valid)
     if pairs is None:
         return None
     records: dict[str, Files] = {}
@@ -446,7 +464,9 @@ def _parse_files(packages: object, written_ns: int) -> dict[str, Files] | None:
                 is int
             ):
                 return None
-            if min(dev, ino, size, mode) < 0:  # times before 1970 are negative
+            # Times before 1970 are negative. An int's OR is negative exactly when one of
+            # them is (a call of min() less per file).
+            if (dev | ino | size | mode) < 0:
                 return None
             if type(sha) is not str or len(sha) != 64 or sha.strip(_HEX_DIGITS):
                 return None
@@ -456,8 +476,10 @@ def _parse_files(packages: object, written_ns: int) -> dict[str, Files] | None:
     return records
 
 
-def _parse_directories(packages: object, written_ns: int) -> dict[str, Directories] | None:
-    pairs = _package_entries(packages, MAX_DIRECTORIES)
+def _parse_directories(
+    packages: object, written_ns: int, valid: set[str]
+) -> dict[str, Directories] | None:
+    pairs = _package_entries(packages, MAX_DIRECTORIES, valid)
     if pairs is None:
         return None
     directories: dict[str, Directories] = {}
@@ -475,7 +497,7 @@ def _parse_directories(packages: object, written_ns: int) -> dict[str, Directori
     return directories
 
 
-def _parse_state(state: object) -> NoopState | None:
+def _parse_state(state: object, valid: set[str]) -> NoopState | None:
     if not isinstance(state, dict) or set(state) != _STATE_KEYS:
         return None
     texts = [state[name] for name in ("splice", "root", "project")]
@@ -486,7 +508,7 @@ def _parse_state(state: object) -> NoopState | None:
         return None
     if not all(isinstance(v, str) for v in versions.values()):
         return None
-    if not all(is_valid_package_id(package_id) for package_id in versions):
+    if not all(_valid_id(package_id, valid) for package_id in versions):
         return None
     project_file = _as_identity(state["projectFile"])
     lock_file = None if state["lockFile"] is None else _as_identity(state["lockFile"])

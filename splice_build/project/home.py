@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 from splice_build.errors import ErrorCode, ProjectError
-from splice_build.project.atomic import atomic_write_json, decode_json, fsync_directory
 from splice_build.project.locking import lock
 from splice_build.records import dataclass
 from splice_build.spec.regular_file import read_regular_file
@@ -114,6 +113,8 @@ class SpliceHome:
 
     def write_config(self, config: Mapping[str, Any]) -> None:
         """Replace the user config atomically (file 0600)."""
+        from splice_build.project.atomic import atomic_write_json
+
         self.ensure()
         atomic_write_json(self.config_file, dict(config), mode=FILE_MODE)
 
@@ -138,6 +139,7 @@ class SpliceHome:
         """Store ``token`` for the normalized ``registry_url``, replacing an older one."""
         from datetime import UTC, datetime  # lazy: `splice run` reads the home, never logs in
 
+        from splice_build.project.atomic import atomic_write_json
         from splice_build.project.registry_url import normalize_registry_url
 
         key = normalize_registry_url(registry_url)
@@ -150,6 +152,7 @@ class SpliceHome:
 
     def remove_credential(self, registry_url: str) -> bool:
         """Forget the token for ``registry_url``; False when none was saved."""
+        from splice_build.project.atomic import atomic_write_json
         from splice_build.project.registry_url import normalize_registry_url
 
         key = normalize_registry_url(registry_url)
@@ -163,6 +166,8 @@ class SpliceHome:
         return True
 
     def _read_json(self, path: Path) -> object:
+        from splice_build.project.atomic import decode_json
+
         try:
             data = read_regular_file(path)
         except FileNotFoundError:
@@ -191,6 +196,8 @@ def make_private_dirs(directory: Path) -> None:
     first ``splice add``, a crash report), and ``mkdir(parents=True)`` would make the home
     0755 and leave it so: its parents are created with the default mode whatever ``mode``
     says. The home must be 0700 however it came to exist."""
+    from splice_build.project.atomic import fsync_directory
+
     missing: list[Path] = []
     for path in (directory, *directory.parents):
         if os.path.isdir(path):

@@ -21,7 +21,6 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import BinaryIO
 
 if sys.platform == "win32":  # pragma: no cover (Linux CI)
     import msvcrt
@@ -78,18 +77,20 @@ def lock(path: Path, on_blocked: Callable[[], None] | None = None) -> Iterator[N
     lock a new file and run alongside the second.
     """
     path = Path(path)
-    with _open_lock_file(path) as handle:
-        found = os.fstat(handle.fileno())
+    fd, found = _open_lock_file(path)
+    try:
         key = (found.st_dev, found.st_ino)
         held = _held_here()
         if key in held:  # waiting would wait for this very thread: for ever
             raise _held_by_this_thread(path)
         held.add(key)
         try:
-            with _locked(handle.fileno(), on_blocked or _nothing):
+            with _locked(fd, on_blocked or _nothing):
                 yield
         finally:
             held.discard(key)
+    finally:
+        os.close(fd)
 
 
 _THIS_THREAD = threading.local()
@@ -114,12 +115,17 @@ def _held_by_this_thread(path: Path) -> Exception:
     )
 
 
-def _open_lock_file(path: Path) -> BinaryIO:
-    """The lock file, created (with its parent directories) if missing. ``NOT_WRITABLE``
-    naming it when something other than a regular file is in its place or on its way (a
-    directory, a FIFO: ``O_NONBLOCK`` keeps the open from waiting on one; a socket; a file
-    where a directory should be; a symbolic link, never followed: ``O_NOFOLLOW``), or when
-    the file system refuses it."""
+def _open_lock_file(path: Path) -> tuple[int, os.stat_result]:
+    """A descriptor of the lock file and its ``fstat``, the file created (with its parent
+    directories) if missing. ``NOT_WRITABLE`` naming it when something other than a regular
+    file is in its place or on its way (a directory, a FIFO: ``O_NONBLOCK`` keeps the open
+    from waiting on one; a socket; a file where a directory should be; a symbolic link,
+    never followed: ``O_NOFOLLOW``), or when the file system refuses it.
+
+    Only the descriptor's lock is used, so no file object is made (nor its blocking mode
+    restored: ``flock`` ignores it), and the parents are made only when the open finds one
+    missing (``mkdir`` of an existing directory is an exception and another ``stat``; a
+    no-op sync takes a lock per member)."""
     from splice_build.errors import ErrorCode, ProjectError, storage_error
 
     def occupied(what: str) -> ProjectError:
@@ -129,11 +135,20 @@ def _open_lock_file(path: Path) -> BinaryIO:
             hint="remove it; the next command creates the lock file again",
         )
 
-    nonblocking = getattr(os, "O_NONBLOCK", 0)
-    flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | nonblocking | getattr(os, "O_CLOEXEC", 0)
+    flags = (
+        os.O_RDWR
+        | os.O_CREAT
+        | os.O_APPEND
+        | getattr(os, "O_NONBLOCK", 0)
+        | getattr(os, "O_CLOEXEC", 0)
+        | getattr(os, "O_NOFOLLOW", 0)
+    )
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, flags | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        try:
+            fd = os.open(path, flags, 0o644)
+        except FileNotFoundError:  # a missing parent
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, flags, 0o644)
     except (FileExistsError, NotADirectoryError):
         raise occupied("a file that is not a directory") from None
     except IsADirectoryError:
@@ -146,11 +161,10 @@ def _open_lock_file(path: Path) -> BinaryIO:
             raise coded from exc
         raise occupied(f"something that cannot be opened ({exc.strerror})") from exc
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        found = os.fstat(fd)
+        if not stat.S_ISREG(found.st_mode):
             raise occupied("something that is not a regular file")
-        if nonblocking:
-            os.set_blocking(fd, True)
-        return open(fd, "a+b")
+        return fd, found
     except BaseException:
         os.close(fd)
         raise

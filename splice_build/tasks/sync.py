@@ -14,12 +14,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from splice_build.install.session import RegistrySessions
 from splice_build.records import dataclass
 from splice_build.tasks.summary import SyncResult, outcome_of
 
 if TYPE_CHECKING:
     from splice_build.install.cache import ArtifactCache
+    from splice_build.install.session import RegistrySessions
     from splice_build.project.home import SpliceHome
     from splice_build.project.workspace import Workspace
     from splice_build.registry.client.interface import RegistryClient
@@ -44,15 +44,6 @@ def _quiet(path: str, step: str, message: str) -> None:
     return None
 
 
-class _Sessions(RegistrySessions):
-    """The registries of a sync, with the ``--registry`` flag each member's registry is
-    decided with."""
-
-    def __init__(self, home: SpliceHome, env: Mapping[str, str], flag: str | None) -> None:
-        super().__init__(home=home, env=env)
-        self.flag = flag
-
-
 class _ProjectSession:
     """A project's registry session, decided only when a task needs the registry.
 
@@ -60,8 +51,9 @@ class _ProjectSession:
     ``INVALID_CONFIG`` for a bad registry value fails only that project, from its task.
     """
 
-    def __init__(self, sessions: _Sessions, root: Path) -> None:
+    def __init__(self, sessions: RegistrySessions, flag: str | None, root: Path) -> None:
         self._sessions = sessions
+        self._flag = flag  # ``--registry``, with which each member's registry is decided
         self._root = root
         self._url: str | None = None
 
@@ -74,7 +66,7 @@ class _ProjectSession:
             sessions = self._sessions
             project = load_project_file(self._root)
             self._url = resolve_registry(
-                flag=sessions.flag, env=sessions.env, project=project, home=sessions.home
+                flag=self._flag, env=sessions.env, project=project, home=sessions.home
             ).url
         return self._url
 
@@ -124,14 +116,17 @@ def sync_workspace(
             return unchanged
 
     from splice_build.install.cache import ArtifactCache
+    from splice_build.install.session import RegistrySessions  # not for a no-op
     from splice_build.project.layout import STATE_DIR
     from splice_build.tasks.graph import run_workspace
     from splice_build.tasks.request import GraphRequest
 
     cache = ArtifactCache(home.artifact_cache_dir.parent)
-    sessions = _Sessions(home, env, registry)
+    sessions = RegistrySessions(home=home, env=env)
     members = [
-        _member(directory, workspace.label(directory), cache, sessions, options, on_progress)
+        _member(
+            directory, workspace.label(directory), cache, sessions, registry, options, on_progress
+        )
         for directory in workspace.members
     ]
     try:
@@ -158,7 +153,8 @@ def _member(
     directory: Path,
     label: str,
     cache: ArtifactCache,
-    sessions: _Sessions,
+    sessions: RegistrySessions,
+    registry: str | None,
     options: SyncOptions,
     on_progress: ProjectProgress,
 ) -> Member:
@@ -178,11 +174,12 @@ def _member(
     def progress(step: str, message: str) -> None:
         on_progress(label, step, message)
 
-    session: Any = _ProjectSession(sessions, directory)  # RegistrySession's url and client
+    # RegistrySession's url and client
+    session: Any = _ProjectSession(sessions, registry, directory)
     others: Any = sessions  # RegistrySessions' get(url)
 
     def lock_decides(project: ProjectFile) -> bool:
-        return registry_url_lock_decides(flag=sessions.flag, env=sessions.env, project=project)
+        return registry_url_lock_decides(flag=registry, env=sessions.env, project=project)
 
     installer = Installer(layout, cache, session, install_options, progress, others, lock_decides)
     return Member(layout, installer, label)

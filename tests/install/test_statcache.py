@@ -88,14 +88,14 @@ def test_a_file_swapped_between_its_listing_and_its_hashing_gives_no_hashes(
     keeps the ctime of what is in it: a tampered ``lib/`` listed, then swapped for the
     original before its files are opened, would pair the tampered file's stat with the
     original's hash. The stat of the descriptor hashed must equal the listed one."""
-    from splice_build.install import statcache
+    from splice_build.spec import tree_digest  # statcache imports it only to hash
 
     directory = _package(tmp_path)
     original = tmp_path / "lib-original"
     os.rename(directory / "lib", original)
     (directory / "lib").mkdir()
     (directory / "lib" / "a.js").write_text("export const a = 666;\n")  # the tampered copy
-    real = statcache.hash_package_file_and_stat
+    real = tree_digest.hash_package_file_and_stat
     swapped = []
 
     def swap_then_hash(path: str) -> tuple[str, os.stat_result]:
@@ -105,7 +105,7 @@ def test_a_file_swapped_between_its_listing_and_its_hashing_gives_no_hashes(
             swapped.append(path)
         return real(path)
 
-    monkeypatch.setattr(statcache, "hash_package_file_and_stat", swap_then_hash)
+    monkeypatch.setattr(tree_digest, "hash_package_file_and_stat", swap_then_hash)
     cache = StatCache.load(tmp_path / "statcache.json")
     assert cache.package_hashes(PACKAGE, directory) is None
     assert swapped

