@@ -50,7 +50,10 @@ import resource
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from splice_build.stopping import Stop
 
 MAX_CONNECTIONS = 1024
 HEAD_SECONDS = 10.0
@@ -302,32 +305,37 @@ def serve_limited(
     config_args: dict[str, Any],
     sock: Any,
     log: Callable[[str], None],
+    stop: Stop,
     on_ready: Callable[[], None] = lambda: None,
     head_seconds: float = HEAD_SECONDS,
 ) -> None:
     """Run uvicorn on ``sock`` until SIGINT/SIGTERM with this module's limits: the open-file
     limit raised, the connection cap and head deadline, one framing per request, accept
     errors condensed into ``log``, uvicorn's warnings about single requests condensed.
-    ``config_args`` are the server's own ``uvicorn.Config`` arguments; ``on_ready`` runs once
-    the limits are in force, before the first connection is accepted."""
+    ``config_args`` are the server's own ``uvicorn.Config`` arguments; ``stop`` is how it
+    stops (splice_build/stopping.py: after SIGTERM this returns); ``on_ready`` runs once
+    the limits are in force and SIGTERM stops the server gracefully (a SIGTERM just after
+    the address was announced found the CLI's handler still in place: exit 143)."""
     import uvicorn
+
+    from splice_build.stopping import graceful_server, shutdown_seconds
 
     limit = max_connections(raise_open_file_limit())
     config = uvicorn.Config(
         **{**config_args, "app": one_framing(config_args["app"])},
         http=connection_protocol(limit, head_seconds),
         timeout_keep_alive=KEEP_ALIVE_SECONDS,
+        timeout_graceful_shutdown=shutdown_seconds(stop),
         loop="asyncio",
     )
     accept_errors = AcceptErrorLog(log, listening=sock)
     request_warnings = RequestWarningLog()
     uvicorn_log = logging.getLogger("uvicorn.error")
     uvicorn_log.addFilter(request_warnings)
-    on_ready()
 
     async def serve() -> None:
         asyncio.get_running_loop().set_exception_handler(accept_errors)
-        await uvicorn.Server(config).serve(sockets=[sock])
+        await graceful_server(config, stop, on_ready).serve(sockets=[sock])
 
     try:
         asyncio.run(serve())

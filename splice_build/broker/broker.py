@@ -48,6 +48,7 @@ from splice_build.broker.providers.interface import (
 )
 from splice_build.broker.targets import endpoint_problem
 from splice_build.errors import ErrorCode
+from splice_build.runtime import cancel
 from splice_build.runtime.limits import MAX_CAPABILITY_RESULT_BYTES
 from splice_build.runtime.result_json import WRITTEN_WHOLE, json_size, write_json
 from splice_build.security.redact import REDACTED, exact_forms, redact, scrub_json
@@ -187,9 +188,14 @@ class Broker:
     ) -> dict[str, Any]:
         attempts: list[Attempt] = []
         contexts: list[ProviderContext] = []
+        # A call made under a cancellation (splice mcp --data: runtime/cancel.py) that is
+        # cancelled has its requests in flight aborted, and no further provider is tried.
+        token = cancel.current()
+        stop_watching = token.on_cancel(lambda: _abort(list(contexts)))
         try:
-            return self._try_each(providers, capability, args, key, attempts, contexts)
+            return self._try_each(providers, capability, args, key, attempts, contexts, token)
         finally:  # every answer has become the result (or an attempt) by now
+            stop_watching()
             for context in contexts:
                 for client in context.clients.values():
                     client.release()
@@ -202,13 +208,18 @@ class Broker:
         key: str,
         attempts: list[Attempt],
         contexts: list[ProviderContext],
+        token: cancel.Cancellation,
     ) -> dict[str, Any]:
         for provider in providers:
             try:
                 context = self._context(provider)
                 contexts.append(context)
+                if token.cancelled:  # before this call's clients were there to abort
+                    return _cancelled(capability, args, self._clock())
                 answer = provider.call(capability, args, context)
             except ProviderFailure as exc:
+                if token.cancelled:  # aborted: no other provider is tried
+                    return _cancelled(capability, args, self._clock())
                 attempt = Attempt(provider.name, self.redact(exc.message), exc.status)
                 log.warning(
                     "provider %s failed for %s: %s", provider.name, capability, attempt.error
@@ -229,6 +240,8 @@ class Broker:
                 last_code = exc.code
                 continue
             except Exception as exc:  # a provider bug must not reach the runtime unredacted
+                if token.cancelled:
+                    return _cancelled(capability, args, self._clock())
                 log.error(
                     "provider %s crashed on %s (%s)", provider.name, capability, type(exc).__name__
                 )
@@ -332,6 +345,21 @@ class Broker:
                 }
             )
         return out
+
+
+def _abort(contexts: list[ProviderContext]) -> None:
+    """End every request of these contexts' clients now (from the cancelling thread)."""
+    for context in contexts:
+        for client in context.clients.values():
+            client.abort()
+
+
+def _cancelled(capability: str, args: Mapping[str, Any], now: float) -> dict[str, Any]:
+    """The result of a cancelled call: nobody reads it (its caller dropped the call), and
+    it is never cached."""
+    return envelope.error(
+        capability, args, ErrorCode.INTERRUPTED, "The call was cancelled", now=now
+    )
 
 
 def default_broker(

@@ -9,6 +9,11 @@ the ``mcp-session-id`` the server gave at ``initialize`` (a request without one 
 scope: its calls cannot be cancelled, since any other client sends no id as well). Ids match
 as JSON values: ``1`` and ``"1"`` are two ids. A cancellation of an id nobody filed (never
 issued, answered already, an ``initialize``) does nothing.
+
+A server that stops (SIGTERM, docs/mcp.md#stopping) *stops* tickets: at once those of calls
+that have not started (they never run), after the grace period those still running (their
+processes end as on a cancellation). A stopped call is answered ``SERVER_BUSY`` "Server
+stopping", unlike one its client cancelled.
 """
 
 from __future__ import annotations
@@ -60,6 +65,8 @@ class Ticket:
 
     def __init__(self, close: Callable[[], None], shown: str, log: Callable[[str], None]) -> None:
         self.token = Cancellation()
+        self.started = False  # its call runs (InFlight.start)
+        self.stopped = False  # cancelled because the server stops: answered, not dropped
         self._close = close
         self._shown = shown
         self._log = log
@@ -68,6 +75,13 @@ class Ticket:
         """Cancel the call and log ``why``, once: a repeated cancellation adds no log line."""
         if self.token.cancel():
             self._log(f"tools/call {self._shown} cancelled: {why}")
+
+    def stop(self) -> None:
+        """Cancel the call because the server stops (a call its client cancelled first stays
+        cancelled and unanswered)."""
+        if not self.token.cancelled:
+            self.stopped = True
+            self.cancel("the server is stopping")
 
     def close(self) -> None:
         """The call is answered or dropped: no cancellation reaches it any more."""
@@ -81,10 +95,12 @@ class InFlight:
         self._log = log
         self._lock = threading.Lock()
         self._tickets: dict[_Key, list[Ticket]] = {}
+        self._open: set[Ticket] = set()  # every open ticket, filed or not (``stop``)
+        self._stopping = False
 
     def open(self, message: Any, scope: Hashable | None) -> Ticket:
         """A ticket for the tool call(s) of a decoded message (or batch), filed under
-        ``scope`` unless it is None."""
+        ``scope`` unless it is None; stopped at once when the server stops."""
         ids = _call_ids(message)
         keys = [] if scope is None else [_key(scope, found) for found in ids]
         shown = ", ".join(shown_id(found) for found in ids) or "without an id"
@@ -92,10 +108,35 @@ class InFlight:
         with self._lock:
             for key in keys:
                 self._tickets.setdefault(key, []).append(ticket)
+            self._open.add(ticket)
+            stopping = self._stopping
+        if stopping:
+            ticket.stop()
         return ticket
+
+    def start(self, ticket: Ticket) -> bool:
+        """The ticket's call is about to run: False (it must not) when it is cancelled or the
+        server stops (the ticket is then ``stopped``, even before ``stop`` reaches it)."""
+        with self._lock:
+            ticket.started = not self._stopping and not ticket.token.cancelled
+            if self._stopping and not ticket.token.cancelled:
+                ticket.stopped = True
+            return ticket.started
+
+    def stop(self, *, running: bool) -> int:
+        """The server stops: stop every call that has not started (they never will), and
+        with ``running`` the running ones too. Returns how many calls were running."""
+        with self._lock:
+            self._stopping = True
+            tickets = list(self._open)
+        for ticket in tickets:
+            if running or not ticket.started:
+                ticket.stop()
+        return sum(ticket.started for ticket in tickets)
 
     def _remove(self, keys: list[_Key], ticket: Ticket) -> None:
         with self._lock:
+            self._open.discard(ticket)
             for key in keys:
                 tickets = self._tickets.get(key, [])
                 if ticket in tickets:

@@ -23,7 +23,7 @@ from typing import Any
 
 from splice_build.errors import ErrorCode, SpliceError
 from splice_build.mcp import mapping
-from splice_build.mcp.admission import needs_admission
+from splice_build.mcp.admission import SERVER_BUSY, busy_data, needs_admission
 from splice_build.mcp.cancellation import InFlight, Ticket
 from splice_build.mcp.interface import Backend, Refused, ServerInfo, UnknownResource, UnknownTool
 from splice_build.records import dataclass
@@ -51,6 +51,7 @@ INTERNAL_ERROR = -32603
 RESOURCE_NOT_FOUND = -32002
 UNAUTHORIZED = -32001
 CANCELLED = "notifications/cancelled"
+STOPPING_MESSAGE = "Server stopping"  # SERVER_BUSY of a call the server's stop refused or cut
 
 Log = Callable[[str], None]
 
@@ -135,6 +136,18 @@ def _call_ids(batch: list[Any]) -> list[Any]:
     ]
 
 
+def _stopped(message: Any) -> list[dict[str, Any]]:
+    """``SERVER_BUSY`` "Server stopping" for each tool call id of a message or batch."""
+    items = message if isinstance(message, list) else [message]
+    return [
+        error_response(item.get("id"), SERVER_BUSY, STOPPING_MESSAGE, busy_data())
+        for item in items
+        if isinstance(item, dict)
+        and item.get("method") == "tools/call"
+        and _valid_id(item.get("id"))
+    ]
+
+
 class Server:
     """MCP methods over a ``Backend``; one instance serves every session of a process."""
 
@@ -168,14 +181,38 @@ class Server:
         cancelled gets no answer."""
         if ticket is None:
             return self._answer(message, session)
+        if not self._in_flight.start(ticket):  # cancelled, or the server stops: never runs
+            return self.stopped_answer(message) if ticket.stopped else None
         with cancellable(ticket.token):
             answer = self._answer(message, session)
         if not ticket.token.cancelled:
             return answer
         if isinstance(answer, list):  # a batch: its other answers still go
             answer = [item for item in answer if item.get("id") not in _call_ids(message)]
+            if ticket.stopped:
+                answer += _stopped(message)
             return answer or None
-        return None
+        return self.stopped_answer(message) if ticket.stopped else None
+
+    def stopped_answer(self, message: Any) -> dict[str, Any] | list[Any] | None:
+        """What a call the server's stop refused or cut gets: ``SERVER_BUSY`` "Server
+        stopping" for its id (a client may retry it elsewhere, or once the server is back)."""
+        answers = _stopped(message)
+        if isinstance(message, list):
+            return answers or None
+        return answers[0] if answers else None
+
+    def begin_stop(self, grace: float) -> None:
+        """The server stops (docs/mcp.md#stopping): calls waiting for a slot, and any that
+        arrive from now on, never run; the running ones have ``grace`` seconds before
+        ``cut``."""
+        running = self._in_flight.stop(running=False)
+        self._log(f"stopping: {running} running call(s) get up to {grace:g} s to finish")
+
+    def cut(self) -> None:
+        """End the calls still running once the stop's grace is over (their processes end
+        as on a cancellation); they are answered "Server stopping"."""
+        self._in_flight.stop(running=True)
 
     def _answer(self, message: Any, session: Session) -> dict[str, Any] | list[Any] | None:
         if not isinstance(message, list):

@@ -19,16 +19,26 @@ key is evicted to make room), idle processes expire after ``idle_seconds``, and 
 (also run at interpreter exit, for every pool still open: one exit hook for all of them)
 kills whatever is left. A child of ``fork`` starts with an
 empty pool and never touches the parent's processes (runtime/forks.py).
+
+Processes of a package that changed are dropped as soon as the pool notices, not left to
+expire: a call (or prewarm) whose key finds no idle process ends the idle, queued and
+starting processes of the same package directory under another key (its files or grant
+changed: an update, a lock edit), and every ``CHECK_SECONDS`` while processes are idle the
+pool's thread stats each one's package directory and ends those whose directory is gone or
+is another one (removed, or replaced by an install) than the one the process was started
+on. Neither adds work to a call that finds its process idle.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import os
 import threading
 import time
 import weakref
 from collections import deque
+from pathlib import Path
 
 from splice_build.records import dataclass
 from splice_build.runtime import sandbox
@@ -41,14 +51,18 @@ DEFAULT_IDLE_SECONDS = 120.0
 # also runs the OS layer's probes, and on an overloaded machine it can take seconds: a second,
 # cold start then only adds to the load, so the wait is long.
 START_WAIT_SECONDS = 10.0
+CHECK_SECONDS = 5.0  # how often the idle processes' package directories are looked at
 
 
 @dataclass(frozen=True)
 class PoolKey:
-    """What a warm process was started for; only a call with an equal key may take it."""
+    """What a warm process was started for; only a call with an equal key may take it.
+    ``project``: the runtime's project, so that a key of another project (a pool shared by
+    runtimes) never reads as a change of this one's package (``_superseded``)."""
 
     spec: sandbox.SandboxSpec
     files_digest: str
+    project: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -63,12 +77,37 @@ class PoolStats:
     expired: int  # idle processes killed for age
     evicted: int  # idle processes killed to make room for another key
     discarded: int  # warm processes found dead when taken
+    stale: int  # processes ended because their package changed or went away
 
 
 @dataclass(frozen=True)
 class _Warm:
     process: sandbox.SandboxProcess
     started_at: float
+    directory: tuple[int, int] | None  # the package directory's (device, inode) at its start
+
+
+# What a runtime chooses, not its package: two runtimes sharing a pool may differ here for
+# one package at the same time (one with reuse, one without), and neither key is stale.
+_RUNTIME_FIELDS = ("node", "heap_limit_mb", "isolation", "reuse", "unsafe_in_process_guards_off")
+
+
+def _superseded(old: PoolKey, new: PoolKey) -> bool:
+    """Whether ``new`` replaces ``old``: the same project's package directory under the
+    same runtime settings, with other files or another grant (an update, a changed lock
+    entry)."""
+    if old == new or old.project != new.project or old.spec.package_dir != new.spec.package_dir:
+        return False
+    return all(getattr(old.spec, f) == getattr(new.spec, f) for f in _RUNTIME_FIELDS)
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """``path``'s (device, inode), or None when it is gone."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
 
 
 class WarmPool:
@@ -85,10 +124,13 @@ class WarmPool:
         self._idle: dict[PoolKey, deque[_Warm]] = {}
         self._queue: deque[PoolKey] = deque()  # starts requested, not begun
         self._in_flight: PoolKey | None = None  # the start the thread is doing now
+        self._in_flight_stale = False  # its package changed since: it is ended, not kept
+        self._stale: list[_Warm] = []  # dropped under the lock, ended by the thread
+        self._checked_at = time.monotonic()
         self._closed = False
         self._thread: threading.Thread | None = None
         self._counts = dict.fromkeys(
-            ("hits", "cold", "started", "expired", "evicted", "discarded"), 0
+            ("hits", "cold", "started", "expired", "evicted", "discarded", "stale"), 0
         )
         _OPEN.add(self)
         forget_in_children(self)
@@ -119,6 +161,8 @@ class WarmPool:
         deadline = time.monotonic() + START_WAIT_SECONDS
         with self._cond:
             warm = self._pop_alive(key)
+            if warm is None:  # a hit costs nothing more: a changed package's first call misses
+                self._drop_stale(key)
             while warm is None and self._pending(key) and not self._closed:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
@@ -137,8 +181,10 @@ class WarmPool:
         with self._cond:
             if self._closed:
                 return
-            if not self._idle.get(key) and not self._pending(key):
-                self._request(key)
+            if not self._idle.get(key):
+                self._drop_stale(key)
+                if not self._pending(key):
+                    self._request(key)
             while wait and not self._closed and not self._idle.get(key) and self._pending(key):
                 self._cond.wait(1.0)
 
@@ -166,8 +212,9 @@ class WarmPool:
             if self._closed:
                 return
             self._closed = True
-            victims = [w for q in self._idle.values() for w in q]
+            victims = [w for q in self._idle.values() for w in q] + self._stale
             self._idle.clear()
+            self._stale = []
             self._queue.clear()
             self._cond.notify_all()
             thread = self._thread
@@ -180,10 +227,12 @@ class WarmPool:
         """In a child of ``fork``: the parent's processes and thread are not the child's; the
         pool starts empty, with a lock of its own (runtime/forks.py)."""
         inherited = [w.process for q in self._idle.values() for w in q]
+        inherited += [w.process for w in self._stale]
         self._cond = threading.Condition()
         self._idle = {}
         self._queue = deque()
         self._in_flight = None
+        self._stale = []
         self._thread = None
         for process in inherited:
             process.forget()
@@ -211,16 +260,53 @@ class WarmPool:
         self._idle.pop(key, None)
         return None
 
+    def _drop_stale(self, key: PoolKey) -> None:
+        """End what the pool holds of ``key``'s package under another key: its files or
+        grant changed, so no call will take those processes again (they are ended by the
+        thread, never in the caller's)."""
+        dropped = [k for k in self._idle if _superseded(k, key)]
+        for other in dropped:
+            self._counts["stale"] += len(self._idle[other])
+            self._stale += self._idle.pop(other)
+        if any(_superseded(k, key) for k in self._queue):
+            self._queue = deque(k for k in self._queue if not _superseded(k, key))
+        if self._in_flight is not None and _superseded(self._in_flight, key):
+            self._in_flight_stale = True
+        if dropped:
+            self._start_thread()
+            self._cond.notify_all()
+
+    def _take_stale(self, now: float) -> list[_Warm]:
+        """Every ``CHECK_SECONDS``: the idle processes whose package directory is gone or
+        is another one than at their start, with those ``_drop_stale`` left to end."""
+        dropped, self._stale = self._stale, []
+        if now - self._checked_at < CHECK_SECONDS:
+            return dropped
+        self._checked_at = now
+        stale: list[_Warm] = []
+        for key in list(self._idle):
+            directory = _identity(key.spec.package_dir)  # a few stats, every CHECK_SECONDS
+            kept: deque[_Warm] = deque()
+            for warm in self._idle.pop(key):
+                (kept if warm.directory == directory else stale).append(warm)
+            if kept:
+                self._idle[key] = kept
+        self._counts["stale"] += len(stale)
+        return dropped + stale
+
     def _request(self, key: PoolKey) -> None:
         if key in self._queue:
             return  # that start will serve the next call; a backlog would outlive the burst
         self._queue.append(key)
+        self._start_thread()
+        self._cond.notify_all()
+
+    def _start_thread(self) -> None:
         if self._thread is None:
             self._thread = threading.Thread(
                 target=self._serve, name="splice-warm-pool", daemon=True
             )
             self._thread.start()
-        self._cond.notify_all()
 
     def _size(self) -> int:
         return sum(len(q) for q in self._idle.values()) + (self._in_flight is not None)
@@ -251,8 +337,13 @@ class WarmPool:
         return True, evicted
 
     def _next_expiry(self, now: float) -> float | None:
+        """Seconds until the thread has work without a request: the oldest idle process's
+        expiry, or the next look at the package directories."""
         oldest = [q[0].started_at for q in self._idle.values() if q]
-        return max(0.0, min(oldest) + self.idle_seconds - now) if oldest else None
+        if not oldest:
+            return None
+        expiry = min(oldest) + self.idle_seconds
+        return max(0.0, min(expiry, self._checked_at + CHECK_SECONDS) - now)
 
     # the pool's thread -------------------------------------------------------------------
     def _serve(self) -> None:
@@ -261,7 +352,8 @@ class WarmPool:
             with self._cond:
                 key = None
                 while not self._closed:
-                    doomed = self._take_expired(time.monotonic())
+                    now = time.monotonic()
+                    doomed = self._take_expired(now) + self._take_stale(now)
                     if doomed or self._queue:
                         break
                     self._cond.wait(self._next_expiry(time.monotonic()))
@@ -284,14 +376,19 @@ class WarmPool:
         thread goes on and the waiters of ``prewarm`` are woken: a caller then starts cold in
         its own thread, where the same error is raised and reported as the call's."""
         process: sandbox.SandboxProcess | None = None
+        directory = _identity(key.spec.package_dir)  # before: a later swap reads as stale
         try:
             process = sandbox.start(key.spec)
         except Exception:  # any error: see the docstring (the cold start reports it)
             process = None
         with self._cond:
             self._in_flight = None
-            if process is not None and not self._closed:
-                self._idle.setdefault(key, deque()).append(_Warm(process, time.monotonic()))
+            stale, self._in_flight_stale = self._in_flight_stale, False
+            if process is not None and stale:
+                self._counts["stale"] += 1
+            elif process is not None and not self._closed:
+                warm = _Warm(process, time.monotonic(), directory)
+                self._idle.setdefault(key, deque()).append(warm)
                 self._counts["started"] += 1
                 process = None
             self._cond.notify_all()

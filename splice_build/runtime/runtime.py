@@ -501,7 +501,7 @@ class SpliceRuntime:
         from splice_build.runtime.pool import PoolKey
 
         digest = pkg.files_digest if isinstance(pkg, PinnedPackage) else _digest(pkg.dir)
-        return None if digest is None else PoolKey(self._spec(pkg), digest)
+        return None if digest is None else PoolKey(self._spec(pkg), digest, self.project_root)
 
     def _job_env(self, pkg: LoadedPackage) -> dict[str, str]:
         """The declared variables present in the runtime's environment (the job's ``env``)."""
@@ -677,9 +677,8 @@ def _path_sanitizer(package_dir: Path, project_root: Path) -> PathSanitizer:
 
 def _one_job(key: PoolKey) -> PoolKey:
     """``key`` for a process that serves one job and exits (same flags, grant and view)."""
-    from splice_build.runtime.pool import PoolKey
 
-    return PoolKey(replace(key.spec, reuse=False), key.files_digest)
+    return replace(key, spec=replace(key.spec, reuse=False))
 
 
 def _digest(directory: Path | str) -> str | None:

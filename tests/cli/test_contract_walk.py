@@ -410,8 +410,8 @@ def test_a_server_stopped_after_its_json_answer_prints_no_second_document(tmp_pa
         rest, stderr = process.communicate(timeout=60)
     assert json.loads(first)["url"].startswith("http://127.0.0.1:")
     assert rest == "", rest
-    assert process.returncode == 128 + signal.SIGTERM
-    assert "error: interrupted by SIGTERM (INTERRUPTED)" in stderr, stderr
+    assert process.returncode == 0, stderr  # SIGTERM is its normal, clean stop
+    assert "INTERRUPTED" not in stderr, stderr
 
 
 @pytest.mark.parametrize(

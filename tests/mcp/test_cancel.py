@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import threading
 from pathlib import Path
@@ -229,3 +230,101 @@ def test_a_call_cancelled_as_it_succeeds_leaves_no_kept_process(installed, monke
         runtime = splice._runtime_instance
         assert runtime is not None and runtime._reuse is not None
         assert runtime._reuse.idle_pids() == []
+
+
+# -- SIGTERM (docs/mcp.md#stopping) -----------------------------------------------------------
+# Before, `splice mcp` waited for a running call to its timeout (here 60 s; a supervisor kills
+# long before) and then exited 143 (INTERRUPTED), a failed stop to systemd and a container
+# runtime. Now: the waiting call is refused at once, the running one is cut after the grace
+# (0 s here), both are answered -32003 "Server stopping", no Node process or temporary
+# directory is left and the exit status is 0.
+_STOPPING = {"code": -32003, "message": "Server stopping", "data": {"retryAfter": 1}}
+
+
+def _stopping_env(env: dict[str, str], tmp_path: Path) -> dict[str, str]:
+    (tmp_path / "tmp").mkdir()
+    return {**env, "SPLICE_MCP_STOP_GRACE": "0", "TMPDIR": str(tmp_path / "tmp")}
+
+
+def test_sigterm_stops_a_stdio_server_cleanly(installed, tmp_path: Path) -> None:
+    project, env, prefix = installed
+    running, waiting = f"{prefix}-term-stdio-run", f"{prefix}-term-stdio-wait"
+    client = LineClient(splice_argv("mcp"), env=_stopping_env(env, tmp_path), cwd=project)
+    try:
+        client.request(_call(1, running))
+        _started(running)
+        client.request(_call(2, waiting))  # waits for the only slot
+        client.request({"jsonrpc": "2.0", "id": 3, "method": "ping"})
+        assert client.receive()["id"] == 3  # the call is queued by now
+        client.process.send_signal(signal.SIGTERM)
+    finally:
+        code, rest, stderr = client.close()
+    answers = sorted((json.loads(line) for line in rest.splitlines()), key=lambda a: a["id"])
+    assert answers == [{"jsonrpc": "2.0", "id": i, "error": _STOPPING} for i in (1, 2)], stderr
+    assert code == 0, stderr
+    assert "stopped by SIGTERM" in stderr and "INTERRUPTED" not in stderr, stderr
+    assert sandbox_pids(running) == [] and sandbox_pids(waiting) == []
+    assert list((tmp_path / "tmp").iterdir()) == []
+
+
+def _read_by_the_server(client: socket.socket) -> bool:
+    """Whether the server has taken every byte ``client`` sent (its end of the connection
+    has nothing left to read, /proc/net/tcp): uvicorn then holds the request, so a stop
+    answers it rather than closing the connection."""
+    local = client.getsockname()[1]
+    peer = client.getpeername()[1]
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        ends = (int(fields[1].rsplit(":", 1)[1], 16), int(fields[2].rsplit(":", 1)[1], 16))
+        if ends == (peer, local):
+            return int(fields[4].split(":")[1], 16) == 0
+    return False
+
+
+def test_sigterm_stops_an_http_server_cleanly(installed, tmp_path: Path) -> None:
+    project, env, prefix = installed
+    running, waiting = f"{prefix}-term-http-run", f"{prefix}-term-http-wait"
+    argv = splice_argv("mcp", "--http", "--port", "0")
+    headers = {"Authorization": f"Bearer {TOKEN}", "Accept": "application/json"}
+    with http_server(argv, env=_stopping_env(env, tmp_path), cwd=project) as (url, process):
+        answers: list[httpx.Response] = []
+        caller = threading.Thread(
+            target=lambda: answers.append(
+                httpx.post(url, json=_call(1, running), headers=headers, timeout=60)
+            )
+        )
+        caller.start()
+        _started(running)
+        body = json.dumps(_call(2, waiting)).encode()
+        head = (
+            f"POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+            "Content-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        )
+        parts = urlsplit(url)
+        with socket.create_connection((parts.hostname, parts.port)) as second:
+            second.sendall(head.encode() + body)  # waits for the only slot
+            for _ in range(400):
+                if _read_by_the_server(second):
+                    break
+                threading.Event().wait(0.01)
+            process.send_signal(signal.SIGTERM)
+            code = process.wait(timeout=30)
+            refused = second.makefile("rb").read()
+        stderr = process.stderr.read().decode() if process.stderr else ""
+        caller.join(30)
+    assert code == 0, stderr
+    assert [(a.status_code, a.json()) for a in answers] == [
+        (503, {"jsonrpc": "2.0", "id": 1, "error": _STOPPING})
+    ], stderr
+    assert answers[0].headers["retry-after"] == "1"
+    status, _, rest = refused.partition(b"\r\n")
+    assert status == b"HTTP/1.1 503 Service Unavailable", refused
+    assert json.loads(rest.split(b"\r\n\r\n", 1)[1]) == {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "error": _STOPPING,
+    }
+    assert "INTERRUPTED" not in stderr, stderr
+    assert sandbox_pids(running) == [] and sandbox_pids(waiting) == []
+    assert list((tmp_path / "tmp").iterdir()) == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -330,3 +331,52 @@ def test_real_process_lists_data_tools_and_answers_unavailable_without_keys(
             assert invalid.content[0].text.startswith(UNTRUSTED_NOTICE + "\n\nINVALID_INPUT: ")
 
     anyio.run(scenario)
+
+
+def test_a_cancelled_or_cut_data_tool_stops_waiting_for_its_provider(fake: FakeProviders) -> None:
+    """A data tool runs in the server process, so a cancel cannot kill it: it ran on, its
+    admission slot held, until its providers answered or timed out (15 s each in
+    `splice mcp --data`). Now a cancel (the client's, or the stop's cut after SIGTERM)
+    aborts its provider requests in flight and tries no other provider: the client's
+    cancelled call gets no answer, the cut one "Server stopping"."""
+    from splice_build.mcp.protocol import Session
+
+    fake.reset()
+    slow, fake.slow_seconds = fake, 60.0  # longer than the test may wait for an answer
+    try:
+        for host in slow.endpoints:
+            slow.behave(host, "slow")
+        server = data_server(fake_data_backend(slow.endpoints, request_timeout=60.0))
+        session = Session(scope="client")
+        answers: dict[int, Any] = {}
+
+        def start(request_id: int) -> tuple[threading.Thread, Any]:
+            params = {"name": "web_search", "arguments": {"query": "q"}}
+            message = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+            ticket = server.track(message, session)
+            thread = threading.Thread(
+                target=lambda: answers.update({request_id: server.answer(message, session, ticket)})
+            )
+            thread.start()
+            return thread, ticket
+
+        cancelled, _ticket = start(1)
+        cut, _ticket = start(2)
+        while len(slow.seen) < 2:  # both wait for a provider's answer
+            threading.Event().wait(0.01)
+        cancel = {"requestId": 1}
+        server.answer(
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel}, session
+        )
+        cancelled.join(30)
+        server.begin_stop(0)
+        server.cut()
+        cut.join(30)
+        asked = len(slow.seen)
+    finally:
+        fake.slow_seconds = FakeProviders.slow_seconds
+        fake.reset()
+    assert not cancelled.is_alive() and not cut.is_alive()
+    assert answers[1] is None
+    assert answers[2]["error"]["message"] == "Server stopping"
+    assert asked == 2  # no second provider was tried

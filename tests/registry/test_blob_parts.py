@@ -16,6 +16,7 @@ import fcntl
 import os
 import signal
 import sys
+import time
 import traceback
 from pathlib import Path
 from typing import Any
@@ -83,3 +84,31 @@ def test_interrupted_writes_are_swept_and_live_ones_kept(tmp_path: Path) -> None
     assert [(root / _key(n)).read_bytes() for n in (2, 3)] == [b"bytes 2", b"bytes 3"]
     assert not (root / _key(1)).exists() and list(parts.iterdir()) == []
     assert unlocked != live and not unlocked.exists()
+
+
+def test_temp_files_an_older_version_left_are_removed_once_a_day_old(tmp_path: Path) -> None:
+    """Before ``artifacts/.parts``, a killed write left ``.tmp-XXXXXXXX.part`` beside its
+    artifact, unlocked, and the sweep never looked there: it stayed for good. An older
+    server sharing the store may be writing one now (a write takes seconds), so only those
+    a day old go; the walk is made until none is left, then a marker ends it."""
+    from splice_build.registry.blobs import filesystem
+
+    version = tmp_path / "packages" / "acme" / "tool" / "1.0.0"
+    version.mkdir(parents=True)
+    old, young = version / ".tmp-k3j_9x2a.part", version / ".tmp-zz00aa11.part"
+    kept = [version / ".tmp-short.part", version / "a.tar.gz", tmp_path / ".tmp-k3j_9x2b.part"]
+    for path in [old, young, *kept]:
+        path.write_bytes(b"half an artifact")
+    linked = version / ".tmp-linkedxx.part"
+    linked.symlink_to(kept[1])
+    day_ago = time.time() - 24 * 3600 - 60  # docs/registry.md: a day
+    for path in (old, *kept):
+        os.utime(path, (day_ago, day_ago))
+    FilesystemBlobStore(tmp_path)
+    assert not old.exists() and young.exists() and linked.is_symlink()
+    assert all(path.exists() for path in kept)
+    assert not (tmp_path / filesystem.LEGACY_SWEPT).exists()  # the young one is still there
+    os.utime(young, (day_ago, day_ago))
+    FilesystemBlobStore(tmp_path)
+    assert not young.exists() and linked.is_symlink()  # a link is no temp file: left alone
+    assert (tmp_path / filesystem.LEGACY_SWEPT).exists()

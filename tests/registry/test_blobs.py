@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from splice_build.errors import ErrorCode, RegistryError
-from splice_build.registry.blobs.filesystem import FilesystemBlobStore
+from splice_build.registry.blobs.filesystem import LEGACY_SWEPT, FilesystemBlobStore
 from splice_build.registry.blobs.interface import artifact_key
 from splice_build.registry.blobs.s3 import S3BlobStore
 from splice_build.spec.limits import MAX_ARCHIVE_BYTES
@@ -66,8 +66,8 @@ def test_missing_key(blobs) -> None:
 def test_filesystem_leaves_no_temp_files(tmp_path: Path) -> None:
     store = FilesystemBlobStore(tmp_path)
     store.put(KEY, b"x" * 100_000)
-    files = [p.name for p in tmp_path.rglob("*") if p.is_file()]
-    assert files == [f"{'ab' * 32}.tar.gz"]
+    files = {p.name for p in tmp_path.rglob("*") if p.is_file()}
+    assert files == {f"{'ab' * 32}.tar.gz", LEGACY_SWEPT}  # the marker: no old temp file either
 
 
 def test_filesystem_failure_is_artifact_storage_failed(tmp_path: Path) -> None:

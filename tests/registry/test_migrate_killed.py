@@ -72,6 +72,7 @@ def _published(tmp_path: Path) -> Path:
             Caller(internal_user="alice"), artifact(tmp_path / "p", "alice", "tool", version)
         )
     service.deps.meta.close()
+    FilesystemBlobStore(data / ARTIFACTS_DIR)  # as a restart: what an opening writes is there
     return data
 
 

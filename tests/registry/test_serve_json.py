@@ -35,10 +35,10 @@ def test_serve_json_prints_its_url_once_listening(tmp_path: Path) -> None:
             url = banner.split("Registry listening on ", 1)[1].split(" ", 1)[0]
             with urllib.request.urlopen(url + "/health", timeout=10) as response:
                 assert response.status == 200
-            process.send_signal(signal.SIGTERM)  # the document is out, or SIGTERM's is
+            process.send_signal(signal.SIGTERM)  # its normal stop: exit 0, nothing more
             stdout, stderr = process.communicate(timeout=60)
         port = int(url.rsplit(":", 1)[1])
         assert stdout == json.dumps({"url": f"http://127.0.0.1:{port}"}, indent=2) + "\n"
-        assert process.returncode == 128 + signal.SIGTERM, stderr
+        assert process.returncode == 0, stderr  # a clean stop (splice_build/stopping.py)
         assert banner.startswith(f"Registry listening on {url} (data: {data}, admin API: ")
-        assert "error: interrupted by SIGTERM (INTERRUPTED)" in stderr, stderr
+        assert "INTERRUPTED" not in stderr, stderr

@@ -394,3 +394,37 @@ def test_pools_made_and_ended_leave_no_exit_hook_behind() -> None:
     assert still_open in pool_module._OPEN  # the exit hook closes it
     still_open.close()
     assert still_open not in pool_module._OPEN
+
+
+def _ended(pid: int) -> bool:
+    """Whether ``pid``'s process ends (the pool's thread closes it), waiting up to 10 s."""
+    for _ in range(1000):
+        if not _alive(pid):
+            return True
+        threading.Event().wait(0.01)
+    return False
+
+
+def test_processes_of_a_changed_or_removed_package_are_ended(
+    pooled: SpliceRuntime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A warm process of a package that was updated (other files, so another key) or
+    removed was kept until it had been idle 120 s, 8 of them at most, for no call to take.
+    Now the next call of the package ends it, and the pool's look at the package
+    directories ends the process of a package that is gone."""
+    from splice_build.runtime import pool as pool_module
+
+    monkeypatch.setattr(pool_module, "CHECK_SECONDS", 0.05, raising=False)
+    pkg_dir = write_package(tmp_path / "pkgs", tool_returning("1"))
+    pooled.prewarm(pooled.load(pkg_dir), wait=True)
+    [old] = _pool(pooled).idle_pids()
+    entry = pkg_dir / "tools" / "t.mjs"
+    entry.write_text(entry.read_text() + "// updated\n")
+    updated = pooled.load(pkg_dir)
+    pooled.prewarm(updated, wait=True)  # as a call of the new version does first
+    assert _ended(old)
+    [new] = _pool(pooled).idle_pids()
+    pkg_dir.rename(tmp_path / "removed")
+    assert _ended(new)
+    stats = _pool(pooled).stats()
+    assert (stats.stale, stats.idle, stats.expired, stats.evicted) == (2, 0, 0, 0)

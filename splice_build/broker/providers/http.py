@@ -127,22 +127,36 @@ class ProviderClient:
         self._max_bytes = max_bytes
         self._label = label
         self._session: Any = None
+        self._aborted = False
+        self._session_lock = threading.Lock()  # ``abort`` comes from another thread
 
     def _guarded(self) -> Any:
-        if self._session is None:
-            from splice_build.security.guarded_http import GuardedSession
+        with self._session_lock:
+            if self._session is None:
+                from splice_build.security.guarded_http import GuardedSession
 
-            # Exactly this client's host: a fake on 127.0.0.1 is reachable only because the
-            # test-only endpoint makes that literal the one allowed host (an explicit grant).
-            # And exactly its origin: the key rides in headers such as x-api-key, which a
-            # redirect to http:// or another port of the same host would carry along.
-            self._session = GuardedSession(
-                [self._host],
-                max_response_bytes=self._max_bytes,
-                timeout_s=self._timeout,
-                same_origin_redirects=True,
-            )
-        return self._session
+                # Exactly this client's host: a fake on 127.0.0.1 is reachable only because
+                # the test-only endpoint makes that literal the one allowed host (an explicit
+                # grant). And exactly its origin: the key rides in headers such as x-api-key,
+                # which a redirect to http:// or another port of the same host would carry.
+                self._session = GuardedSession(
+                    [self._host],
+                    max_response_bytes=self._max_bytes,
+                    timeout_s=self._timeout,
+                    same_origin_redirects=True,
+                )
+                if self._aborted:
+                    self._session.abort()
+            return self._session
+
+    def abort(self) -> None:
+        """Fail the request in progress (from another thread: the call was cancelled) and
+        every later one of this client; its sockets are shut, so a blocked read returns."""
+        with self._session_lock:
+            self._aborted = True
+            session = self._session
+        if session is not None:
+            session.abort()
 
     def request(
         self,

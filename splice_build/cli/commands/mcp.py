@@ -63,8 +63,10 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     if not args.http and args.trusted_proxy:
         raise UsageError("--trusted-proxy needs --http")
     from splice_build.mcp.admission import default_max_calls
+    from splice_build.stopping import mcp_grace
 
     max_calls = args.max_calls or default_max_calls(ctx.env)
+    grace = mcp_grace(ctx.env)  # SPLICE_MCP_STOP_GRACE: USAGE (exit 2) before serving
     digest = b""
     if args.http:
         from splice_build.mcp.transport.http import TOKEN_ENV, token_digest
@@ -112,8 +114,8 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         info = ServerInfo(version=__version__, instructions=instructions)
         server = Server(backend, info, log=log)
         if args.http:
-            return _serve_http(args, ctx, server, digest, max_calls)
-        return _serve_stdio(server, root, log, max_calls)
+            return _serve_http(args, ctx, server, digest, max_calls, grace)
+        return _serve_stdio(server, root, log, max_calls, grace)
 
 
 def _reuse(root: Path, *, on: bool) -> ReusePolicy | bool:
@@ -140,22 +142,37 @@ def _data_backend(ctx: CommandContext, root: Path) -> DataBackend:
     return DataBackend(keys=lambda: load_keys(env=env, project_root=root, home=ctx.home))
 
 
-def _serve_stdio(server: Server, root: Path, log: Log, max_calls: int) -> int:
+def _serve_stdio(server: Server, root: Path, log: Log, max_calls: int, grace: int) -> int:
+    """Serve until stdin ends, or SIGTERM stops the server gracefully: exit 0 either way
+    (splice_build/stopping.py); ^C is ``INTERRUPTED`` as for every command."""
+    import signal
     import sys
 
+    from splice_build.cli.errors import Terminated
     from splice_build.mcp.transport.stdio import claim_stdout, serve_stdio
 
     protocol_out = claim_stdout()
     log(f"serving {root.name} over stdio")
     try:
-        serve_stdio(server, sys.stdin.buffer, protocol_out, log=log, max_calls=max_calls)
+        serve_stdio(
+            server, sys.stdin.buffer, protocol_out, log=log, max_calls=max_calls, grace=grace
+        )
+    except Terminated as stopped:
+        if stopped.signum != signal.SIGTERM:
+            raise
+        log("stopped by SIGTERM")
     finally:
         protocol_out.close()
     return 0
 
 
 def _serve_http(
-    args: argparse.Namespace, ctx: CommandContext, server: Server, digest: bytes, max_calls: int
+    args: argparse.Namespace,
+    ctx: CommandContext,
+    server: Server,
+    digest: bytes,
+    max_calls: int,
+    grace: int,
 ) -> int:
     from splice_build.mcp.transport.http import DEFAULT_HOST, DEFAULT_PORT, serve_http
 
@@ -170,6 +187,7 @@ def _serve_http(
             max_calls=max_calls,
             trusted_proxies=args.trusted_proxy,
             on_ready=lambda url: ctx.out.result({"url": url}, url),
+            grace=grace,
         )
     except OSError as exc:
         raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc

@@ -69,6 +69,7 @@ from splice_build.mcp.protocol import (
     parse_message,
 )
 from splice_build.spec.number_text import capped_count
+from splice_build.stopping import MCP_GRACE_SECONDS
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -269,6 +270,8 @@ class McpHttpApp:
                             watch.cancel()
                     finally:
                         self._admission.release()
+                if ticket.stopped:  # the server stops: the call is to be sent again
+                    return self._stopped(message, answer)
             except Busy:
                 raise _Refusal(
                     503,
@@ -287,6 +290,19 @@ class McpHttpApp:
         if isinstance(message, dict) and message.get("method") == "initialize":
             extra = {SESSION_HEADER: secrets.token_urlsafe(16)}
         return Response(answer, status_code=200, headers=extra, media_type="application/json")
+
+    def _stopped(self, message: Any, answer: bytes | None) -> Response:
+        """503 with ``Retry-After`` for a call the server's stop refused or cut: its
+        ``SERVER_BUSY`` "Server stopping" answer (docs/mcp.md#stopping)."""
+        from starlette.responses import Response
+
+        if answer is None:  # refused before it ran
+            stopped = self._server.stopped_answer(message)
+            answer = None if stopped is None else encode(stopped)
+        if answer is None:
+            return Response(status_code=202)
+        headers = {"retry-after": str(RETRY_AFTER_SECONDS), "connection": "close"}
+        return Response(answer, status_code=503, headers=headers, media_type="application/json")
 
     def _answer(self, message: Any, session: Session, ticket: Ticket | None = None) -> bytes | None:
         """The answer's bytes (None: notifications only, or a cancelled call), written on
@@ -417,17 +433,21 @@ def serve_http(
     log: Log | None = None,
     head_seconds: float = HEAD_SECONDS,
     body_seconds: float = BODY_SECONDS,
+    grace: float = MCP_GRACE_SECONDS,
 ) -> None:
-    """Serve until SIGINT/SIGTERM, running at most ``max_calls`` tool calls at once;
-    ``on_ready`` gets the URL once the socket listens. ``log`` (default: uvicorn's error
-    log) gets the server's own diagnostics. ``head_seconds`` and ``body_seconds``: the
-    deadlines of a request's head and body (`splice mcp` keeps the defaults; a test server
-    shortens them)."""
+    """Serve until SIGTERM (then return) or SIGINT (raised again once stopped), running at
+    most ``max_calls`` tool calls at once; ``on_ready`` gets the URL once the socket
+    listens. ``log`` (default: uvicorn's error log) gets the server's own diagnostics.
+    ``head_seconds`` and ``body_seconds``: the deadlines of a request's head and body
+    (`splice mcp` keeps the defaults; a test server shortens them). Stopping
+    (docs/mcp.md#stopping): no new connection, waiting calls refused at once, running ones
+    cut after ``grace`` seconds."""
     import logging
 
     from splice_build.client_address import TrustedProxies
     from splice_build.connections import serve_limited
     from splice_build.listen import BACKLOG, listening_socket
+    from splice_build.stopping import Stop
 
     sock = listening_socket(host, port)  # TCP_NODELAY on every accepted connection
     bound_port = sock.getsockname()[1]
@@ -448,6 +468,7 @@ def serve_http(
         config,
         sock,
         log or logging.getLogger("uvicorn.error").warning,
+        Stop(grace=grace, begin=lambda: server.begin_stop(grace), cut=server.cut),
         on_ready=lambda: on_ready(f"http://{shown_host}:{bound_port}{PATH}"),
         head_seconds=head_seconds,
     )

@@ -15,7 +15,10 @@ A message whose turn comes after the client stopped reading stdout (the pipe's r
 gone, or a write failed) is dropped unanswered: calls already running finish, none queued
 behind them starts a sandbox process for nobody. A ``notifications/cancelled`` is applied
 by the reader itself, in stdin order (docs/mcp.md#cancellation): the call it names is ended,
-or leaves the queue, and gets no answer.
+or leaves the queue, and gets no answer. A signal that ends the read (SIGTERM, ^C) stops the
+server (docs/mcp.md#stopping): the waiting calls are answered "Server stopping" at once, the
+running ones get ``grace`` seconds to finish and are then cut (answered the same), and the
+signal's exception goes on to the caller once every call thread is done.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import os
 import select
 import threading
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any, BinaryIO, Final
 
 from splice_build.mcp.admission import needs_admission
@@ -45,6 +48,7 @@ MAX_LINE_BYTES = 4 * 1024 * 1024  # docs/compatibility.md#mcp
 CHUNK_BYTES = 64 * 1024
 MAX_WORKERS = 16  # threads for messages other than tool calls
 MAX_IN_FLIGHT = 64  # beyond this the reader waits: back-pressure instead of an unbounded queue
+STOP_GRACE_SECONDS = 5.0  # running calls may finish within this once the server stops
 
 _BOM = b"\xef\xbb\xbf"
 
@@ -153,18 +157,21 @@ def serve_stdio(
     log: Log,
     max_calls: int,
     max_line_bytes: int = MAX_LINE_BYTES,
+    grace: float = STOP_GRACE_SECONDS,
 ) -> None:
     """Serve until stdin ends (or stdout closes), running at most ``max_calls`` tool calls at
-    once; waits for calls in flight before returning."""
+    once; waits for calls in flight before returning. An exception that ends the read (a
+    signal's) stops the calls first (``grace``: the module docstring), then propagates."""
     session = Session(scope="stdio")  # one client: its cancellations reach its calls
     writer = _Writer(stdout)
     slots = threading.BoundedSemaphore(MAX_IN_FLIGHT)
+    admitted: set[Future[None]] = set()  # tool calls queued or running
 
     def work(message: Any, ticket: Ticket | None) -> None:
         try:
             if writer.gone():
                 return  # the client left: no answer would be read
-            if ticket is not None and ticket.token.cancelled:
+            if ticket is not None and ticket.token.cancelled and not ticket.stopped:
                 return  # cancelled as its turn came: it never runs
             response = server.answer(message, session, ticket)
             if response is not None:
@@ -177,34 +184,60 @@ def serve_stdio(
             ticket.close()
         slots.release()
 
+    def dequeue(queued: Future[None], message: Any, ticket: Ticket) -> None:
+        """A queued call's cancellation (its client's, or the stop's) takes it out of the
+        queue and frees its place; a stopped one is answered "Server stopping"."""
+        if not queued.cancel():
+            return  # it runs, or ran: ``work`` answers it
+        try:
+            if ticket.stopped and (answer := server.stopped_answer(message)) is not None:
+                writer.send(answer)
+        finally:
+            done(ticket)
+
     with (
         ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="splice-mcp") as pool,
         ThreadPoolExecutor(max_workers=max_calls, thread_name_prefix="splice-mcp-call") as calls,
     ):
-        for line in iter_lines(stdin, limit=max_line_bytes):
-            if writer.broken:
-                break
-            if isinstance(line, Oversize):
-                log(f"discarded a message longer than {max_line_bytes} bytes")
-                writer.send(error_response(None, INVALID_REQUEST, "Message too large"))
-                continue
-            line = line.removeprefix(_BOM)
-            if not line.strip():
-                continue
-            try:
-                message = parse_message(line, max_bytes=max_line_bytes)
-            except ParseError:
-                writer.send(error_response(None, PARSE_ERROR, "Parse error"))
-                continue
-            if is_cancellation(message):  # here, in stdin order: no thread applies it late
-                if (refusal := server.answer(message, session)) is not None:
-                    writer.send(refusal)  # not JSON-RPC 2.0: answered as any message
-                continue
-            slots.acquire()
-            if not needs_admission(message):
-                pool.submit(work, message, None)
-                continue
-            ticket = server.track(message, session)  # known from now on, queued or running
-            queued = calls.submit(work, message, ticket)
-            # Cancelled while it waits for a thread: out of the queue, its place freed.
-            ticket.token.on_cancel(lambda q=queued, t=ticket: q.cancel() and done(t))
+        try:
+            for line in iter_lines(stdin, limit=max_line_bytes):
+                if writer.broken:
+                    break
+                if isinstance(line, Oversize):
+                    log(f"discarded a message longer than {max_line_bytes} bytes")
+                    writer.send(error_response(None, INVALID_REQUEST, "Message too large"))
+                    continue
+                line = line.removeprefix(_BOM)
+                if not line.strip():
+                    continue
+                try:
+                    message = parse_message(line, max_bytes=max_line_bytes)
+                except ParseError:
+                    writer.send(error_response(None, PARSE_ERROR, "Parse error"))
+                    continue
+                if is_cancellation(message):  # here, in stdin order: no thread applies it late
+                    if (refusal := server.answer(message, session)) is not None:
+                        writer.send(refusal)  # not JSON-RPC 2.0: answered as any message
+                    continue
+                slots.acquire()
+                if not needs_admission(message):
+                    pool.submit(work, message, None)
+                    continue
+                ticket = server.track(message, session)  # known from now on, queued or running
+                queued = calls.submit(work, message, ticket)
+                admitted.add(queued)
+                queued.add_done_callback(admitted.discard)
+                ticket.token.on_cancel(lambda q=queued, m=message, t=ticket: dequeue(q, m, t))
+        except BaseException:  # a signal (SIGTERM, ^C): stop, then let it end the command
+            _stop(server, admitted, grace)
+            raise
+
+
+def _stop(server: Server, admitted: set[Future[None]], grace: float) -> None:
+    """Refuse the waiting calls, give the running ones ``grace`` seconds, then cut what is
+    left (a second signal during the wait cuts them at once)."""
+    server.begin_stop(grace)
+    try:
+        wait(list(admitted), timeout=grace)
+    finally:
+        server.cut()

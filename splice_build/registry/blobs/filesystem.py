@@ -5,7 +5,12 @@ directory. A reader therefore sees either no file or the complete bytes. The tem
 in one directory, ``PARTS``, each locked (``flock``) by its writer from its creation until it
 is renamed: a write that was killed leaves its file unlocked, and opening the store removes
 the files of ``PARTS`` it can lock (``sweep_parts``), never one another writer still holds,
-whichever process or worker it is. Reads take
+whichever process or worker it is. Splice before that wrote its temp files unlocked beside
+the artifact (``packages/<ns>/<name>/<version>/.tmp-XXXXXXXX.part``): nothing tells a killed
+write of those from one an older server sharing the store is still making, but such a write
+takes seconds, so ``sweep_legacy_parts`` removes those last modified more than
+``LEGACY_PART_SECONDS`` ago, until a walk finds none left (then ``LEGACY_SWEPT`` is written
+and later opens look no further: the walk reads every version's directory). Reads take
 regular files of at most ``MAX_ARCHIVE_BYTES`` only (publish stores nothing larger): a FIFO
 or device in the store, a link to one, or a file too large is refused at once (``OSError``
 from a download, as for any unreadable artifact; ``ARTIFACT_STORAGE_FAILED`` from a
@@ -17,11 +22,15 @@ in place, so every piece comes from the same bytes, and a file whose size change
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
+import re
 import stat
 import tempfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from splice_build.errors import ErrorCode, RegistryError
@@ -34,6 +43,11 @@ PARTS = ".parts"  # below the root, beside ``packages/`` (no key starts with a d
 # flock errors of a file system without such locks: there the writers write unlocked, and the
 # sweep, which removes only what it could lock, removes nothing
 _NO_LOCKS = frozenset({errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EINVAL})
+# The temp files of older versions: ``tempfile.mkstemp(prefix=".tmp-", suffix=".part")`` in
+# the artifact's own directory, three levels below ``packages/``.
+_LEGACY_PART = re.compile(r"\.tmp-[a-z0-9_]{8}\.part")
+LEGACY_PART_SECONDS = 24 * 3600  # a write takes seconds; a day leaves room for clock skew
+LEGACY_SWEPT = ".legacy-parts-swept"  # in the root: no legacy temp file was left at a sweep
 
 
 class FilesystemBlobStore:
@@ -42,6 +56,7 @@ class FilesystemBlobStore:
     def __init__(self, root: Path) -> None:
         self.root = root
         sweep_parts(root / PARTS)
+        sweep_legacy_parts(root)
 
     def _path(self, key: str) -> Path:
         if not is_safe_relative_path(key, allow_dot=False):
@@ -133,6 +148,53 @@ def sweep_parts(directory: Path) -> None:
             pass
         finally:
             os.close(fd)
+
+
+def sweep_legacy_parts(root: Path) -> None:
+    """Remove the temp files older versions left beside the artifacts (the module docstring),
+    those last modified more than ``LEGACY_PART_SECONDS`` ago; once a walk leaves none
+    behind, write ``LEGACY_SWEPT`` so that later opens skip the walk. Best effort, as
+    ``sweep_parts``."""
+    marker = root / LEGACY_SWEPT
+    if os.path.lexists(marker):
+        return
+    old_before = time.time() - LEGACY_PART_SECONDS
+    left = 0
+    try:
+        for version in _version_directories(root / "packages"):
+            for entry in os.scandir(version):
+                if not _LEGACY_PART.fullmatch(entry.name):
+                    continue
+                info = entry.stat(follow_symlinks=False)
+                if not stat.S_ISREG(info.st_mode):
+                    continue  # no temp file (``mkstemp`` makes regular files): not ours
+                if info.st_mtime > old_before:
+                    left += 1  # a write of an older server may be making it: not yet
+                    continue
+                with contextlib.suppress(FileNotFoundError):  # another opener took it
+                    os.unlink(entry.path)
+        if left == 0:
+            marker.touch()
+    except OSError:  # not readable or not writable: the next open tries again
+        return
+
+
+def _version_directories(packages: Path) -> Iterator[str]:
+    """``packages/<ns>/<name>/<version>``: the directories artifacts are written in (no
+    link is followed)."""
+    try:
+        namespaces = list(os.scandir(packages))
+    except FileNotFoundError:  # nothing published yet
+        return
+    for namespace in namespaces:
+        if not namespace.is_dir(follow_symlinks=False):
+            continue
+        for name in os.scandir(namespace.path):
+            if not name.is_dir(follow_symlinks=False):
+                continue
+            for version in os.scandir(name.path):
+                if version.is_dir(follow_symlinks=False):
+                    yield version.path
 
 
 def _lock(fd: int, *, wait: bool) -> bool:

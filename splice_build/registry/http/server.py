@@ -1,8 +1,8 @@
 """Serve a registry data directory over HTTP with uvicorn (``splice registry serve``).
 
 The listening socket is bound here, before uvicorn starts, so ``--port 0`` works and the
-caller learns the real address (``on_listen``) before the first request can arrive, and
-every accepted connection runs with ``TCP_NODELAY`` (``splice_build.listen``). The store is
+caller learns the real address (``on_listen``, once SIGTERM stops the server cleanly:
+splice_build/stopping.py), and every accepted connection runs with ``TCP_NODELAY`` (``splice_build.listen``). The store is
 opened (and migrated) here too, once, before any worker starts: with ``workers > 1`` this
 process then only supervises worker processes serving the same socket (``http.workers``).
 
@@ -82,7 +82,8 @@ def serve(
     workers: int = 1,
     deadlines: ServeDeadlines = DEFAULT_DEADLINES,
 ) -> None:
-    """Run until interrupted. Blocks; uvicorn handles SIGINT/SIGTERM gracefully.
+    """Run until SIGTERM (then return, splice_build/stopping.py) or SIGINT (raised again
+    once stopped); either stops gracefully.
 
     ``config`` selects PostgreSQL / S3 back ends (``storage.StorageConfig``); by default the
     store is the data directory. ``trusted_proxies`` are the only peers whose
@@ -121,8 +122,7 @@ def serve(
         from splice_build.registry.http.workers import supervise
 
         service.deps.meta.close()  # no connection (nor a pool's threads) crosses a fork
-        on_listen(url)
-        supervise(workers, lambda: run(open_store()))
+        supervise(workers, lambda: run(open_store()), on_ready=lambda: on_listen(url))
 
 
 def _serve(
@@ -138,6 +138,7 @@ def _serve(
 
     from splice_build.connections import serve_limited
     from splice_build.registry.http.app import create_app
+    from splice_build.stopping import REGISTRY_GRACE_SECONDS, Stop
 
     config = {
         "app": create_app(service, trusted_proxies=trusted_proxies, body_deadline=deadlines.body),
@@ -149,4 +150,5 @@ def _serve(
         "server_header": False,  # uvicorn's "server: uvicorn" names the software to everyone
     }
     warn = logging.getLogger("uvicorn.error").warning
-    serve_limited(config, sock, warn, on_ready, head_seconds=deadlines.head)
+    stop = Stop(grace=REGISTRY_GRACE_SECONDS)  # SIGTERM: requests in flight finish, exit 0
+    serve_limited(config, sock, warn, stop, on_ready, head_seconds=deadlines.head)

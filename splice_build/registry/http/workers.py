@@ -15,9 +15,9 @@ The parent only supervises, with every signal it handles blocked and taken synch
   ``FAST_EXIT`` seconds of its start is restarted after ``RESTART_DELAY`` (a store that
   is down does not become a fork loop);
 - SIGTERM or SIGINT stops every worker with SIGTERM (uvicorn finishes the requests in
-  flight), waits up to ``STOP_TIMEOUT`` seconds and kills what is left; then, as uvicorn
-  does in a single process, the signal is raised again with the caller's handlers back in
-  place, so the command ends as it would with one worker (exit code 128 + signal).
+  flight), waits up to ``STOP_TIMEOUT`` seconds and kills what is left; then, as a single
+  process does (splice_build/stopping.py), ``supervise`` returns after SIGTERM (exit 0) and
+  raises SIGINT again with the caller's handlers back in place (130).
 
 Workers run in their own process group, so a terminal's Ctrl-C reaches only the parent
 (which then stops them once, gracefully), and with ``PR_SET_PDEATHSIG`` so that a parent
@@ -45,8 +45,11 @@ _PR_SET_PDEATHSIG = 1
 log = logging.getLogger("splice.registry.workers")
 
 
-def supervise(count: int, run_worker: Callable[[], None]) -> None:
-    """Keep ``count`` forked processes running ``run_worker`` until SIGTERM/SIGINT."""
+def supervise(
+    count: int, run_worker: Callable[[], None], on_ready: Callable[[], None] = lambda: None
+) -> None:
+    """Keep ``count`` forked processes running ``run_worker`` until SIGTERM/SIGINT;
+    ``on_ready`` runs once those signals are the supervisor's, before the workers start."""
     if threading.active_count() != 1:  # a fork would copy a thread's locks, not the thread
         raise AssertionError("BUG: the registry supervisor forks with threads running")
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, _HANDLED)
@@ -54,6 +57,7 @@ def supervise(count: int, run_worker: Callable[[], None]) -> None:
     old_chld = signal.signal(signal.SIGCHLD, lambda *_: None)
     workers: dict[int, tuple[int, float]] = {}  # pid -> (slot, started at)
     try:
+        on_ready()
         for slot in range(count):
             _start(slot, workers, run_worker)
         stopped_by = _run(count, workers, run_worker)
@@ -61,7 +65,8 @@ def supervise(count: int, run_worker: Callable[[], None]) -> None:
         _stop(workers)
         signal.signal(signal.SIGCHLD, old_chld)
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-    signal.raise_signal(stopped_by)
+    if stopped_by != signal.SIGTERM:  # a service's normal stop returns (exit 0)
+        signal.raise_signal(stopped_by)
 
 
 def _run(count: int, workers: dict[int, tuple[int, float]], run_worker: Callable[[], None]) -> int:

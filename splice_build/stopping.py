@@ -1,0 +1,97 @@
+"""How the long-running servers stop (``splice mcp``, ``splice registry serve``;
+docs/cli.md#exit-codes-and-errors, docs/mcp.md#stopping).
+
+SIGTERM is how a supervisor (systemd, a container runtime, Kubernetes, supervisord) asks a
+service to stop, and each of them counts only exit status 0 as a clean stop: a status of
+143, which uvicorn's re-raised SIGTERM gave through the CLI's ``INTERRUPTED`` handling, is a
+failure to systemd, and a container runtime reports 128 + 15 as "Error" whether the process
+exited with it or died by the signal. Dying by the signal would not even work everywhere:
+as a container's PID 1 a process ignores a signal it has no handler for. So a server stops
+gracefully and exits 0 on SIGTERM: it stops accepting, gives the work in flight ``grace``
+seconds, ends what is left (sandbox processes included) and returns. ^C stays the
+interactive interruption: the same graceful stop, then ``INTERRUPTED`` and 130 as for every
+command.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import signal
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from splice_build.records import dataclass
+
+GRACE_ENV = "SPLICE_MCP_STOP_GRACE"
+MCP_GRACE_SECONDS = 5  # well inside a container runtime's 10 s before it kills
+MAX_GRACE_SECONDS = 3600
+REGISTRY_GRACE_SECONDS = 10  # a registry request is short; the workers' own stop waits 15 s
+CUT_SECONDS = 2.0  # after the cut, for the cut calls' answers before their tasks are cancelled
+
+
+@dataclass(frozen=True)
+class Stop:
+    """A server's graceful stop: ``begin`` runs as it starts (no new work may start),
+    ``cut`` once ``grace`` seconds have passed (the work still running is ended; it may run
+    again, and must then do nothing)."""
+
+    grace: float
+    begin: Callable[[], None] = lambda: None
+    cut: Callable[[], None] = lambda: None
+
+
+def mcp_grace(env: Mapping[str, str] | None = None) -> int:
+    """``SPLICE_MCP_STOP_GRACE`` seconds if set (0 to ``MAX_GRACE_SECONDS``, ASCII digits),
+    else ``MCP_GRACE_SECONDS``."""
+    from splice_build.errors import UsageError
+    from splice_build.spec.number_text import whole_number
+
+    raw = (os.environ if env is None else env).get(GRACE_ENV)
+    if raw is None or raw == "":
+        return MCP_GRACE_SECONDS
+    value = whole_number(raw, len(str(MAX_GRACE_SECONDS)))
+    if value is None or value > MAX_GRACE_SECONDS:
+        raise UsageError(
+            f"{GRACE_ENV} must be a whole number of seconds from 0 to {MAX_GRACE_SECONDS}, "
+            f"got {raw[:40]!r}"
+        )
+    return value
+
+
+def graceful_server(config: Any, stop: Stop, on_ready: Callable[[], None]) -> Any:
+    """A ``uvicorn.Server`` that stops as this module says: SIGTERM ends ``serve`` normally
+    (uvicorn raises a caught signal again once it has shut down; SIGINT still is), and the
+    shutdown runs ``stop``; uvicorn cancels the requests still open ``CUT_SECONDS`` after
+    the cut (``config.timeout_graceful_shutdown``: ``shutdown_seconds``). ``on_ready`` runs
+    once it serves, its signal handlers in place."""
+    import uvicorn
+
+    class GracefulServer(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets)
+            if not self.should_exit:
+                on_ready()
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            if sig == signal.SIGTERM:
+                self.should_exit = True  # not recorded: nothing is raised again
+                return
+            super().handle_exit(sig, frame)
+
+        async def shutdown(self, sockets: Any = None) -> None:
+            stop.begin()
+            cut = asyncio.get_running_loop().call_later(stop.grace, stop.cut)
+            try:
+                await super().shutdown(sockets)
+            finally:
+                cut.cancel()
+                stop.cut()
+
+    return GracefulServer(config)
+
+
+def shutdown_seconds(stop: Stop) -> int:
+    """uvicorn's ``timeout_graceful_shutdown`` for ``stop`` (a whole number of seconds)."""
+    return math.ceil(stop.grace + CUT_SECONDS)
