@@ -19,6 +19,7 @@ import pytest
 
 from splice_build.errors import ErrorCode, SpliceError
 from splice_build.sdk import Splice
+from splice_build.spec.reuse import ReusePolicy
 from testing.isolation import needs_os_layer
 
 
@@ -144,6 +145,8 @@ _CALLS: dict[str, Callable[[Path, Any], object]] = {
     "Splice(env)": lambda root, v: Splice(root, env=v),
     "Splice(home)": lambda root, v: Splice(root, home=v),
     "Splice(reuse)": lambda root, v: Splice(root, reuse=v),
+    # a ReusePolicy's fields (runtime.md#opt-in-reuse): a ValueError or TypeError before
+    "ReusePolicy": lambda root, v: Splice(root, reuse=ReusePolicy(**v)),
     "Splice(on_progress)": lambda root, v: Splice(root, on_progress=v),
     "Splice(broker)": lambda root, v: Splice(root, broker=v),
     "Splice(pool)": lambda root, v: Splice(root, pool=v),
@@ -168,6 +171,11 @@ _CASES = [
     *[("Splice(home)", v, "USAGE") for v in (b"h", 5, "h\0")],
     *[("Splice(env)", v, "USAGE") for v in ("A=1", [("A", "1")], {"A": 1}, {1: "a"}, {"A": "\0"})],
     *[("Splice(reuse)", v, "USAGE") for v in (None, "yes", 1, _Hostile())],
+    *[
+        ("ReusePolicy", {field: v}, "USAGE")
+        for field in ("max_calls", "idle_seconds", "max_memory_mb", "max_idle", "max_cpu_seconds")
+        for v in (0, "1", True, _Hostile())
+    ],
     ("Splice(on_progress)", "print", "USAGE"),
     # a broker answers call(request); a pool is a WarmPool (both failed only at the first call)
     *[("Splice(broker)", v, "USAGE") for v in (True, 0, "broker", _Hostile())],

@@ -578,19 +578,24 @@ def add_member(root: Path, directory: Path) -> bool:
 
 
 def remove_member(root: Path, directory: Path) -> str:
-    """Stop syncing ``directory``: ``"removed"`` from ``members`` if listed as written, else
-    ``"excluded"`` (added to ``exclude``), or ``"absent"`` when it was not a member."""
+    """Stop syncing ``directory``: ``"removed"`` from ``members`` if listed as written and no
+    other pattern matches it, else ``"excluded"`` (added to ``exclude``), or ``"absent"``
+    when it was not a member.
+
+    The entry is dropped first and membership judged on what is left: an entry ``add``
+    wrote beside a pattern that also matches (``add`` lists a directory it takes out of
+    ``exclude``) would otherwise go while the directory stayed a member, reported removed.
+    """
     pattern = member_pattern(root, directory)
     with _editing(root):
         document = _load_document(root)
         table = _workspace_table(document)
-        if _remove_from(table, "members", pattern):
-            outcome = "removed"
-        elif directory_is_member(root, directory, table) and pattern not in _array(
-            table, "exclude"
-        ):
+        listed = _remove_from(table, "members", pattern)
+        if directory_is_member(root, directory, table) and pattern not in _array(table, "exclude"):
             _array(table, "exclude").append(pattern)
             outcome = "excluded"
+        elif listed:
+            outcome = "removed"
         else:
             return "absent"
         _save_document(root, document)

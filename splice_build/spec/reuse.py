@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from splice_build.errors import UsageError
 from splice_build.records import dataclass
 
 # (JSON key, attribute, smallest, largest, integer only)
@@ -37,13 +38,19 @@ class ReusePolicy:
     max_cpu_seconds: float | None = None
 
     def __post_init__(self) -> None:
+        """A policy of values outside the limits (or of another type) is ``USAGE``, as every
+        wrong SDK argument is (README.md): a ``ValueError`` or ``TypeError`` had no code."""
         problems = policy_problems({key: getattr(self, attr) for key, attr, *_ in _LIMITS})
-        if self.max_idle < 1:
-            problems.append("max_idle must be at least 1")
-        if self.max_cpu_seconds is not None and not self.max_cpu_seconds > 0:
-            problems.append("max_cpu_seconds must be more than 0")
+        idle = self.max_idle
+        if isinstance(idle, bool) or not isinstance(idle, int) or idle < 1:
+            problems.append("max_idle must be an integer of at least 1")
+        cpu = self.max_cpu_seconds
+        if cpu is not None and (
+            isinstance(cpu, bool) or not isinstance(cpu, (int, float)) or not cpu > 0
+        ):
+            problems.append("max_cpu_seconds must be a number more than 0")
         if problems:
-            raise ValueError(problems[0])
+            raise UsageError(f"Invalid ReusePolicy: {problems[0]}", details=problems[1:])
 
     @classmethod
     def from_json(cls, value: Any) -> ReusePolicy | None:

@@ -98,6 +98,12 @@ def test_removing_a_glob_matched_member_excludes_it(tmp_path: Path) -> None:
     (tmp_path / "packages" / "a").mkdir(parents=True)
     assert add_member(tmp_path, tmp_path / "packages" / "a") is True  # un-excluded, listed
     assert 'exclude=["services/legacy"]' in path.read_text()
+    # its entry goes, and packages/* still matching it, it is excluded again (docs/monorepo.md:
+    # removed from members was reported while it stayed a member)
+    assert remove_member(tmp_path, tmp_path / "packages" / "a") == "excluded"
+    assert path.read_text() == ODD_PYPROJECT.replace(
+        'exclude=["services/legacy"]', 'exclude=["services/legacy", "packages/a"]'
+    )
 
 
 def test_workspace_command_creates_the_table(tmp_path: Path) -> None:
