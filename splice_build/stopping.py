@@ -10,16 +10,21 @@ as a container's PID 1 a process ignores a signal it has no handler for. So a se
 gracefully and exits 0 on SIGTERM: it stops accepting, gives the work in flight ``grace``
 seconds, ends what is left (sandbox processes included) and returns. ^C stays the
 interactive interruption: the same graceful stop, then ``INTERRUPTED`` and 130 as for every
-command.
+command. SIGHUP (the terminal the server runs in was closed) is one too: the same graceful
+stop, then ``INTERRUPTED`` and 129. uvicorn handles only SIGINT and SIGTERM, so SIGHUP
+reached the CLI's handler inside the event loop: the loop ended while a call's thread ran
+on, and the process waited for that call's own timeout (60 s measured) before exiting.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import os
 import signal
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from splice_build.records import dataclass
@@ -62,13 +67,29 @@ def mcp_grace(env: Mapping[str, str] | None = None) -> int:
 
 def graceful_server(config: Any, stop: Stop, on_ready: Callable[[], None]) -> Any:
     """A ``uvicorn.Server`` that stops as this module says: SIGTERM ends ``serve`` normally
-    (uvicorn raises a caught signal again once it has shut down; SIGINT still is), and the
-    shutdown runs ``stop``; uvicorn cancels the requests still open ``CUT_SECONDS`` after
-    the cut (``config.timeout_graceful_shutdown``: ``shutdown_seconds``). ``on_ready`` runs
+    (uvicorn raises a caught signal again once it has shut down; SIGINT and SIGHUP still
+    are), and the shutdown runs ``stop``; uvicorn cancels the requests still open
+    ``CUT_SECONDS`` after the cut (``config.timeout_graceful_shutdown``: ``shutdown_seconds``). ``on_ready`` runs
     once it serves, its signal handlers in place."""
     import uvicorn
 
     class GracefulServer(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            """uvicorn's, with SIGHUP taken as SIGINT is (raised again once stopped)."""
+            hup = getattr(signal, "SIGHUP", None)
+            if hup is None or threading.current_thread() is not threading.main_thread():
+                with super().capture_signals():
+                    yield
+                return
+            previous = signal.signal(hup, self.handle_exit)
+            try:
+                with super().capture_signals():  # raises SIGHUP again, ``previous`` back
+                    yield
+                    signal.signal(hup, previous)
+            finally:
+                signal.signal(hup, previous)
+
         async def startup(self, sockets: Any = None) -> None:
             await super().startup(sockets)
             if not self.should_exit:

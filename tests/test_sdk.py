@@ -630,6 +630,7 @@ class Broker:  # answers 3 MiB once the tool is busy, so the answer fills the pi
         return {"status": "LIVE", "capability": "web.search", "data": {"blob": "x" * 3145728}}
 
 signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # before the first call's isolation probe
 for fd in (0, 1, 2):
     os.close(fd)
 splice = Splice(sys.argv[1], home=sys.argv[2], broker=Broker())
@@ -637,15 +638,19 @@ results = [splice.run("greeter.hello", {}).to_json()]
 child = os.fork()
 if child == 0:
     sys.exit(0)  # a normal exit: atexit handlers run
-os.waitpid(child, 0)
+while os.path.exists(f"/proc/{child}"):  # no waitpid: the kernel reaps it (SIG_IGN)
+    time.sleep(0.005)
 results.append(splice.run("greeter.hello", {}).to_json())
 results.append(splice.run("greeter.hello", {"busy": True}).to_json())
+results.append(splice.run("greeter.hello", {"never": True}).to_json())
 with open(sys.argv[3], "w", encoding="utf-8") as f:
     json.dump([(r["ok"], r.get("output"), r.get("error", {}).get("code")) for r in results], f)
+    f.write("\\n" + results[-1]["error"]["message"])
 """
 
 _BUSY_OR_HELLO = """import { writeFileSync } from "node:fs";
 export default function hello(input, ctx) {
+  if (input.never) return new Promise(() => {});  // Node exits 13: nothing can settle it
   if (!input.busy) return { message: "Hello." };
   ctx.capability("web.search", { query: "q" }).catch(() => {});
   writeFileSync(`${ctx.paths.project}/out/busy`, "");
@@ -669,7 +674,11 @@ def test_a_daemon_with_its_own_process_state_runs_tools_and_survives_them(
       and every later call of the parent was TOOL_CRASHED; each process makes its own;
     - SIGPIPE at SIG_DFL: a tool whose host exited while a 3 MiB capability answer was
       still being written to it killed the program (exit 141); that write is EPIPE now,
-      and the call ends as the tool did."""
+      and the call ends as the tool did;
+    - SIGCHLD ignored (the kernel reaps its children): the isolation probe's ``waitpid``
+      raised ECHILD and every call was TOOL_CRASHED ("No child processes"); a probe's
+      answer comes from its pipe now, and a tool that ends without a result is TOOL_CRASHED
+      saying its exit status is unknown (Popen's made-up 0 was reported)."""
     from splice_build.project.home import SpliceHome
     from testing.projects import run_python
 
@@ -680,11 +689,14 @@ def test_a_daemon_with_its_own_process_state_runs_tools_and_survives_them(
     done = run_python(_DAEMON, str(splice.project_root), str(home.path), str(answer))
     assert done.returncode == 0
     hello = [True, {"message": "Hello."}, None]
-    assert json.loads(answer.read_text(encoding="utf-8")) == [
+    codes, message = answer.read_text(encoding="utf-8").split("\n")
+    assert json.loads(codes) == [
         hello,
         hello,
         [True, {"message": "returned"}, None],
+        [False, None, "TOOL_CRASHED"],
     ]
+    assert "exit status is unknown: this program ignores SIGCHLD" in message
 
 
 _WAITS_FOR_RELEASE = """import { existsSync, writeFileSync } from "node:fs";

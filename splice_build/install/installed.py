@@ -110,6 +110,26 @@ def verified_manifest(package_id: str, directory: Path, verified_sha: str | None
     return manifest
 
 
+ENCLOSING_HINT = "Narrow that grant so that it holds no project, or move this project out of it."
+
+
+def enclosing_grant(root: Path, home: Path | None) -> str | None:
+    """Why no tool of the project at ``root`` runs, when it lies in a write grant of a project
+    above it (docs/security.md#grants-and-project-state), else None."""
+    from splice_build.project.home import SpliceHome
+    from splice_build.project.tool_written import enclosing_write_grant
+
+    known_home = home if home is not None else SpliceHome.from_env(os.environ).path
+    holder = enclosing_write_grant(root, known_home)
+    if holder is None:
+        return None
+    above, write = holder
+    return (
+        f"this project lies in the write grant {write!r} of the project {above}, whose tools "
+        "may have rewritten its splice.lock and installed files"
+    )
+
+
 def refuse_project_state(
     layout: ProjectLayout,
     package_id: str,
@@ -117,27 +137,23 @@ def refuse_project_state(
     manifest: Manifest,
     grant: Permissions,
     home: Path | None,
+    *,
+    enclosing: bool = True,
 ) -> None:
     """``PERMISSIONS_NOT_GRANTED`` when the lock's grant or the manifest reaches the project's
-    state or ``home`` (SPLICE_HOME), e.g. a lock written before the rule or by hand."""
+    state or ``home`` (SPLICE_HOME), e.g. a lock written before the rule or by hand, or
+    (``enclosing``) when the project lies in a write grant of a project above it."""
     from splice_build.spec.project_state import project_state_problems
 
     root = Path(os.path.realpath(layout.root))
     problems = project_state_problems(manifest.permissions, "manifest.json", root=root, home=home)
     problems += project_state_problems(grant, "splice.lock grant", root=root, home=home)
-    from splice_build.project.home import SpliceHome
-    from splice_build.project.tool_written import enclosing_write_grant
-
-    known_home = home if home is not None else SpliceHome.from_env(os.environ).path
-    holder = enclosing_write_grant(layout.root, known_home)
-    if holder is not None:
-        above, write = holder
+    held = enclosing_grant(layout.root, home) if enclosing else None
+    if held is not None:
         raise InstallError(
             ErrorCode.PERMISSIONS_NOT_GRANTED,
-            f"{package_id}@{version} will not run: this project lies in the write grant "
-            f"{write!r} of the project {above}, whose tools may have rewritten its "
-            "splice.lock and installed files",
-            hint="Narrow that grant so that it holds no project, or move this project out of it.",
+            f"{package_id}@{version} will not run: {held}",
+            hint=ENCLOSING_HINT,
         )
     if problems:
         raise InstallError(
@@ -156,12 +172,15 @@ def check_installed(
     *,
     home: Path | None = None,
     hashes_of: Callable[[Path], Mapping[str, str] | None] = tree_hashes,
+    enclosing: bool = True,
 ) -> InstalledPackage:
     """Verify the installed copy of ``package_id`` against ``entry`` (see the module docstring);
     ``home``: SPLICE_HOME, which no grant may reach. ``hashes_of`` hashes every file the
     files digest is built from: from bytes, except in the graph's ``verify`` task of
     install/sync, which passes the stat cache's (install/statcache.py); ``splice run``/
-    ``verify``/``mcp`` never do."""
+    ``verify``/``mcp`` never do. ``enclosing=False`` (that ``verify`` task): a project in a
+    write grant of a project above it is not refused here; its files are intact, and
+    reinstalling them on every install changed nothing about why its tools do not run."""
     directory = layout.package_dir(package_id)
     if entry is None or not directory.is_dir():
         raise InstallError(
@@ -190,7 +209,9 @@ def check_installed(
             package_id,
             f"manifest says {manifest.id}@{manifest.version}, splice.lock {entry.version}",
         )
-    refuse_project_state(layout, package_id, entry.version, manifest, known.permissions, home)
+    refuse_project_state(
+        layout, package_id, entry.version, manifest, known.permissions, home, enclosing=enclosing
+    )
     from splice_build.install.consent import ungranted_lines
 
     lines = ungranted_lines(manifest.permissions, known.permissions)

@@ -31,6 +31,15 @@ from splice_build.project.locking import lock
 from splice_build.records import dataclass
 from splice_build.spec.regular_file import read_regular_file
 
+
+def _expand_home(path: str, home: str | None) -> str:
+    """``path`` with a leading ``~`` (not ``~user``) replaced by ``home`` if it is set, else as
+    ``os.path.expanduser`` does."""
+    if home and (path == "~" or path.startswith("~/")):
+        return (home.rstrip("/") + path[1:]) or "/"
+    return os.path.expanduser(path)
+
+
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 CREDENTIALS_VERSION = 1
@@ -44,11 +53,12 @@ class SpliceHome:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> SpliceHome:
-        """``SPLICE_HOME`` from ``env`` (an empty value counts as unset), else ``~/.splice``."""
-        configured = env.get("SPLICE_HOME")
-        if configured:
-            return cls(Path(os.path.abspath(os.path.expanduser(configured))))
-        return cls(Path.home() / ".splice")
+        """``SPLICE_HOME`` from ``env`` (an empty value counts as unset), else ``~/.splice``;
+        ``~`` is ``env``'s ``HOME`` when it sets one, as the CLI run in ``env`` would read it
+        (``Splice(env=...)``: the process's ``HOME`` gave another user's or the host
+        program's home), else the process's home directory."""
+        configured = env.get("SPLICE_HOME") or "~/.splice"
+        return cls(Path(os.path.abspath(_expand_home(configured, env.get("HOME")))))
 
     @property
     def config_file(self) -> Path:

@@ -21,6 +21,7 @@ the program's other threads go on: ``settle_fork_hooks`` runs before each such f
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import threading
@@ -62,6 +63,17 @@ def settle_fork_hooks() -> None:
             # Also when another thread is importing it now: import_module waits for that
             # import to finish (and its hooks to be registered); loaded, it is a lookup.
             importlib.import_module(name)
+
+
+def reap(pid: int) -> None:
+    """Wait for a probe child that has said all it has to say (its report pipe reached its
+    end), whose exit status nobody needs. A program that ignores SIGCHLD (``signal.signal(
+    signal.SIGCHLD, signal.SIG_IGN)``, common in servers that never wait for their children)
+    has its children reaped by the kernel: ``waitpid`` then fails with ECHILD once the child
+    is gone, which raised out of the isolation probe and made every call ``TOOL_CRASHED``
+    ("No child processes"). So a probe's answer never comes from its exit status."""
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
 
 
 def _in_child() -> None:

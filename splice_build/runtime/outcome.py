@@ -57,6 +57,12 @@ def outcome_to_error(outcome: Outcome, *, timeout_ms: int, max_output: int) -> T
         return ToolError(ErrorCode.TOOL_CRASHED, "Tool process ran out of memory")
     if b"ERR_ACCESS_DENIED" in raw_logs:
         return ToolError(ErrorCode.PERMISSION_DENIED, "Tool process was denied access")
+    if outcome.exit_code is None:
+        return ToolError(
+            ErrorCode.TOOL_CRASHED,
+            "Tool process exited without a result (its exit status is unknown: this program "
+            "ignores SIGCHLD, so the kernel discards its children's exit statuses)",
+        )
     if outcome.exit_code == _HOST_FAILURE_EXIT:
         return ToolError(ErrorCode.TOOL_CRASHED, "The sandbox host failed before running the tool")
     if outcome.exit_code == _UNSETTLED_EXIT:

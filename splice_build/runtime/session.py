@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import selectors
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -303,6 +304,8 @@ class Session:
                 self._proc.await_exit(min(EXIT_GRACE_SECONDS, left))
             self._proc.kill_group()
             exit_code = self._proc.popen.wait()
+            if exit_code == 0 and signal.getsignal(signal.SIGCHLD) == signal.SIG_IGN:
+                exit_code = None  # the kernel reaped it (forks.reap): Popen's 0 is made up
         return Outcome(
             message=message,
             violation=violation,

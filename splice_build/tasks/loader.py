@@ -307,12 +307,21 @@ class SpliceTaskLoader(TaskLoader2):
                     continue
                 home = run.installer.session.home.path  # no grant may reach it, as in `run`
                 try:
+                    # A project in another's write grant: intact files are kept (the CLI says
+                    # why its tools will not run), not reinstalled on every install.
                     if cache is None:
-                        checked = check_installed(run.layout, package_id, entry, home=home)
+                        checked = check_installed(
+                            run.layout, package_id, entry, home=home, enclosing=False
+                        )
                     else:
                         hashes_of = functools.partial(cache.package_hashes, package_id)
                         checked = check_installed(
-                            run.layout, package_id, entry, home=home, hashes_of=hashes_of
+                            run.layout,
+                            package_id,
+                            entry,
+                            home=home,
+                            hashes_of=hashes_of,
+                            enclosing=False,
                         )
                     run.installed[package_id] = checked
                 except SpliceError as exc:

@@ -164,3 +164,18 @@ def test_make_private_dirs_creates_every_missing_parent_0700(tmp_path: Path) -> 
     (tmp_path / "file").write_text("x")
     with pytest.raises(OSError):
         make_private_dirs(tmp_path / "file" / "below")
+
+
+def test_from_env_takes_home_from_the_env_it_is_given(tmp_path: Path) -> None:
+    """``Splice(env={"HOME": ...})`` without ``SPLICE_HOME`` used the process's ``HOME``
+    (credentials, caches and keys read from the host program's home, not the one given),
+    and ``SPLICE_HOME=~/x`` in that env expanded with it too."""
+    from splice_build.sdk import Splice
+
+    mine = str(tmp_path / "u")
+    assert SpliceHome.from_env({"HOME": mine}).path == tmp_path / "u" / ".splice"
+    assert SpliceHome.from_env({"HOME": mine + "/", "SPLICE_HOME": "~/x"}).path == Path(mine, "x")
+    assert SpliceHome.from_env({"HOME": "/"}).path == Path("/.splice")
+    assert SpliceHome.from_env({"HOME": ""}).path == Path(os.environ["HOME"]) / ".splice"
+    splice = Splice.init(tmp_path / "project", env={"HOME": mine})
+    assert splice.home.path == tmp_path / "u" / ".splice"

@@ -459,3 +459,37 @@ def test_a_grant_record_holds_its_grant_where_the_project_is_now(tmp_path: Path)
     copy = tmp_path / "copy"
     shutil.copytree(project, copy, symlinks=True)
     _only_the_root_is_a_member(find_workspace(copy, home=home))
+
+
+def test_install_in_a_project_inside_a_write_grant_keeps_its_files_and_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``splice install`` in ``packages/a``, inside the root's write grant ``packages``: the
+    graph's verify refused its intact packages (the rule of ``run``), so every install
+    reinstalled them all ("1 installed" each time), and nothing said that no tool there
+    would run. Its intact files are kept now, and each install, add and update warns."""
+    from splice_build.cli.main import main
+    from splice_build.sdk import Splice
+
+    home = tmp_path / "home"
+    store = embedded_store(home)
+    publish(store, tmp_path / "work", name="writer", permissions={"fs": {"write": ["packages"]}})
+    publish(store, tmp_path / "work", name="greeter")
+    root = new_project(tmp_path / "repo")
+    nested = new_project(root / "packages" / "a")
+    with Splice(nested, home=home, registry="embedded:", broker=False) as inner:
+        inner.add(["@acme/greeter"])
+    with Splice(root, home=home, registry="embedded:", broker=False) as outer:
+        outer.add(["@acme/writer"], accept_permissions=True)
+    installed = nested / ".splice" / "packages" / "@acme" / "greeter"
+    before = installed.stat().st_ino  # an install swaps in a new directory
+    monkeypatch.setenv("SPLICE_HOME", str(home))
+    monkeypatch.chdir(nested)
+    capsys.readouterr()
+    for _ in range(2):
+        assert main(["--json", "install"]) == 0
+        done = capsys.readouterr()
+        assert [r["alreadyInstalled"] for r in json.loads(done.out)] == [True]
+        assert "no tool of this project will run (PERMISSIONS_NOT_GRANTED)" in done.err
+        assert "write grant 'packages' of the project" in done.err
+    assert installed.stat().st_ino == before

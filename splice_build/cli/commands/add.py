@@ -62,6 +62,19 @@ def open_splice(ctx: CommandContext) -> Splice:
     )
 
 
+def warn_if_held(ctx: CommandContext, splice: Splice) -> None:
+    """A ``warning:`` line when the project lies in a write grant of a project above it: its
+    packages are installed, but none of its tools runs (``PERMISSIONS_NOT_GRANTED``,
+    docs/security.md#grants-and-project-state). The install said nothing of it before, and
+    reinstalled every package each time."""
+    from splice_build.install.installed import ENCLOSING_HINT, enclosing_grant
+
+    held = enclosing_grant(splice.project_root, splice.home.path)
+    if held is not None:
+        ctx.out.warn(f"no tool of this project will run (PERMISSIONS_NOT_GRANTED): {held}. "
+                     f"{ENCLOSING_HINT}")  # fmt: skip
+
+
 def install_options(args: argparse.Namespace, ctx: CommandContext) -> dict[str, Any]:
     """Keyword options for ``Splice.add/install/update``; asks on a terminal if not accepted."""
     accept: bool | Callable[[list[str], str], bool] = bool(args.accept_permissions)
@@ -118,4 +131,5 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     splice = open_splice(ctx)
     reports = splice.add(args.packages, **install_options(args, ctx))
     ctx.out.result([r.to_json() for r in reports], lambda shown: "\n".join(report_lines(shown)))
+    warn_if_held(ctx, splice)
     return 0

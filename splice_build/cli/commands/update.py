@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from splice_build.cli.commands.add import add_install_options, install_options, open_splice
+from splice_build.cli.commands.add import (
+    add_install_options,
+    install_options,
+    open_splice,
+    warn_if_held,
+)
 from splice_build.cli.context import CommandContext
 
 NAME = "update"
@@ -23,7 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    rows = open_splice(ctx).update(args.packages, **install_options(args, ctx))
+    splice = open_splice(ctx)
+    rows = splice.update(args.packages, **install_options(args, ctx))
     lines = []
     for r in rows:
         if r["status"] == "updated" and r["from"] == r["to"]:
@@ -35,4 +41,5 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         else:
             ctx.out.warn(f'{r["id"]}: no version matches "{r["range"]}"')
     ctx.out.result(rows, "\n".join(lines))
+    warn_if_held(ctx, splice)
     return 1 if any(r["status"] == "no-match" for r in rows) else 0

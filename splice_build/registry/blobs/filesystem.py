@@ -10,7 +10,8 @@ the artifact (``packages/<ns>/<name>/<version>/.tmp-XXXXXXXX.part``): nothing te
 write of those from one an older server sharing the store is still making, but such a write
 takes seconds, so ``sweep_legacy_parts`` removes those last modified more than
 ``LEGACY_PART_SECONDS`` ago, until a walk finds none left (then ``LEGACY_SWEPT`` is written
-and later opens look no further: the walk reads every version's directory). Reads take
+and later opens look no further: the walk reads every version's directory; a store this
+process cannot write is not walked). Reads take
 regular files of at most ``MAX_ARCHIVE_BYTES`` only (publish stores nothing larger): a FIFO
 or device in the store, a link to one, or a file too large is refused at once (``OSError``
 from a download, as for any unreadable artifact; ``ARTIFACT_STORAGE_FAILED`` from a
@@ -157,6 +158,12 @@ def sweep_legacy_parts(root: Path) -> None:
     ``sweep_parts``."""
     marker = root / LEGACY_SWEPT
     if os.path.lexists(marker):
+        return
+    if not os.access(root, os.W_OK):
+        # A store this process cannot write (a read-only mount, another user's store read
+        # by the embedded registry): the marker could never be written, so every open
+        # walked every version directory (44 ms for 5,000 versions, each command of the
+        # CLI), and the temp files, if any, are the writer's to remove.
         return
     old_before = time.time() - LEGACY_PART_SECONDS
     left = 0

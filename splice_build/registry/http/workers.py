@@ -14,10 +14,10 @@ The parent only supervises, with every signal it handles blocked and taken synch
 - a worker that exits is started again, with a log line; one that dies within
   ``FAST_EXIT`` seconds of its start is restarted after ``RESTART_DELAY`` (a store that
   is down does not become a fork loop);
-- SIGTERM or SIGINT stops every worker with SIGTERM (uvicorn finishes the requests in
-  flight), waits up to ``STOP_TIMEOUT`` seconds and kills what is left; then, as a single
+- SIGTERM, SIGINT or SIGHUP stops every worker with SIGTERM (uvicorn finishes the requests
+  in flight), waits up to ``STOP_TIMEOUT`` seconds and kills what is left; then, as a single
   process does (splice_build/stopping.py), ``supervise`` returns after SIGTERM (exit 0) and
-  raises SIGINT again with the caller's handlers back in place (130).
+  raises SIGINT or SIGHUP again with the caller's handlers back in place (130, 129).
 
 Workers run in their own process group, so a terminal's Ctrl-C reaches only the parent
 (which then stops them once, gracefully), and with ``PR_SET_PDEATHSIG`` so that a parent
@@ -38,7 +38,7 @@ from collections.abc import Callable
 FAST_EXIT = 1.0  # seconds: a worker that dies sooner is restarted after RESTART_DELAY
 RESTART_DELAY = 1.0
 STOP_TIMEOUT = 15.0  # seconds the workers get to finish their requests on SIGTERM
-_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 _HANDLED = {signal.SIGCHLD, *_STOP_SIGNALS}
 _PR_SET_PDEATHSIG = 1
 
@@ -48,7 +48,7 @@ log = logging.getLogger("splice.registry.workers")
 def supervise(
     count: int, run_worker: Callable[[], None], on_ready: Callable[[], None] = lambda: None
 ) -> None:
-    """Keep ``count`` forked processes running ``run_worker`` until SIGTERM/SIGINT;
+    """Keep ``count`` forked processes running ``run_worker`` until SIGTERM/SIGINT/SIGHUP;
     ``on_ready`` runs once those signals are the supervisor's, before the workers start."""
     if threading.active_count() != 1:  # a fork would copy a thread's locks, not the thread
         raise AssertionError("BUG: the registry supervisor forks with threads running")

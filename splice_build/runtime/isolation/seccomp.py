@@ -67,7 +67,7 @@ from functools import lru_cache
 from importlib import resources
 
 from splice_build.records import dataclass
-from splice_build.runtime.forks import settle_fork_hooks
+from splice_build.runtime.forks import reap, settle_fork_hooks
 
 # <linux/audit.h>
 AUDIT_ARCH_X86_64 = 0xC000003E
@@ -589,7 +589,7 @@ def start_detect() -> Callable[[], SeccompStatus]:
     def collect() -> SeccompStatus:
         with os.fdopen(read_fd, "rb") as reader:
             answer = reader.read(4096).decode("utf-8", "replace").strip()
-        os.waitpid(pid, 0)
+        reap(pid)
         if answer == "ok":
             return SeccompStatus(
                 True,

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from functools import lru_cache
 
 from splice_build.records import dataclass
-from splice_build.runtime.forks import settle_fork_hooks
+from splice_build.runtime.forks import reap, settle_fork_hooks
 from splice_build.runtime.isolation import seccomp as seccomp_layer
 from splice_build.runtime.isolation.cgroup import CgroupStatus, detect_cgroup
 from splice_build.runtime.isolation.kernel import Kernel, last_capability
@@ -86,23 +86,29 @@ def _run_probe(kernel: Kernel, last_cap: int) -> Callable[[], str]:
     def collect() -> str:
         with contextlib.closing(os.fdopen(read_fd, "rb")) as reader:
             answer = reader.read(4096)
-        os.waitpid(pid, 0)
+        reap(pid)
         return answer.decode("utf-8", "replace").strip() or "fail the probe died"
 
     return collect
 
 
 def _probe_no_new_privs(kernel: Kernel) -> str | None:
+    """None when a child may set ``no_new_privs``: it says so on a pipe (``forks.reap``)."""
+    read_fd, write_fd = os.pipe()
     settle_fork_hooks()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the child
         try:
+            os.close(read_fd)
             kernel.no_new_privs()
+            os.write(write_fd, b"ok")
+        finally:
             os._exit(0)
-        except BaseException:
-            os._exit(1)
-    _pid, status = os.waitpid(pid, 0)
-    return None if os.waitstatus_to_exitcode(status) == 0 else "prctl(PR_SET_NO_NEW_PRIVS) failed"
+    os.close(write_fd)
+    with contextlib.closing(os.fdopen(read_fd, "rb")) as reader:
+        answer = reader.read(16)
+    reap(pid)
+    return None if answer == b"ok" else "prctl(PR_SET_NO_NEW_PRIVS) failed"
 
 
 @dataclass(frozen=True)
