@@ -299,8 +299,8 @@ def _stop(server: Server, writer: _Writer, admitted: set[Future[None]], grace: f
     from splice_build.stopping import CUT_SECONDS
 
     writer.stop_by(time.monotonic() + grace + CUT_SECONDS)
-    server.begin_stop(grace)
-    try:
+    try:  # a second signal while the waiting calls are answered still cuts the running ones
+        server.begin_stop(grace)
         wait(list(admitted), timeout=grace)
     finally:
         server.cut()
