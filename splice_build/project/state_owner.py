@@ -99,16 +99,17 @@ class Writers:
 
 
 def _has_acl(path: Path) -> bool:
-    """Whether ``path`` (not a link) carries a POSIX access ACL. With one, the group bits
-    are its mask: a named user or group entry (``setfacl -m u:them:rwx``, or a shared
-    directory's default ACL that every new file inherits) may write up to it whatever the
-    owning group is, and rather than parse the entries any ACL whose mask allows writing
-    counts as writable for every user (fail closed). A file system without ACLs has none;
-    any other failure to look counts as one."""
+    """Whether ``path`` carries a POSIX access ACL (followed, as its ``stat`` was: an entry
+    that is a link never gets here). With one, the group bits are its mask: a named user or
+    group entry (``setfacl -m u:them:rwx``, or a shared directory's default ACL that every
+    new file inherits) may write up to it whatever the owning group is, and rather than
+    parse the entries any ACL whose mask allows writing counts as writable for every user
+    (fail closed). A file system without ACLs has none; any other failure to look counts
+    as one."""
     import errno
 
     try:
-        os.getxattr(path, "system.posix_acl_access", follow_symlinks=False)
+        os.getxattr(path, "system.posix_acl_access")
     except OSError as exc:
         return exc.errno not in (errno.ENODATA, errno.ENOTSUP, errno.EOPNOTSUPP)
     except AttributeError:  # no getxattr (not Linux): no ACL this code can see
