@@ -14,7 +14,7 @@ everything it wrote there is owned by, or was writable for, that user. So state 
 root and the owner of the directory it belongs to (who controls what lies below it anyway)
 is that user's, and its grants hold a project only when that user can write the project
 (its directory, ``splice.json``, either lock or ``.splice``: owner, a group of that user,
-or others with write permission). A project that user cannot write is this user's own: the
+others with write permission, or a POSIX ACL whose mask lets anyone but the owner write). A project that user cannot write is this user's own: the
 grant is ignored for it, with a warning (workspace.py). Fail closed: a user or group that
 cannot be looked up, or a project that cannot be examined, counts as writable.
 """
@@ -65,7 +65,7 @@ class Writers:
         from splice_build.project.layout import LEGACY_LOCK_FILE, LOCK_FILE, PROJECT_FILE, STATE_DIR
 
         try:
-            if self._writable(os.stat(project), uid):
+            if self._writable(os.stat(project), uid, project):
                 return True
         except OSError:
             return True
@@ -76,11 +76,11 @@ class Writers:
                 continue
             except OSError:
                 return True
-            if self._writable(info, uid):
+            if self._writable(info, uid, project / name):
                 return True
         return False
 
-    def _writable(self, info: os.stat_result, uid: int) -> bool:
+    def _writable(self, info: os.stat_result, uid: int, path: Path) -> bool:
         if info.st_uid == uid:
             return True  # its owner may change its mode at will
         if stat.S_ISLNK(info.st_mode):
@@ -89,13 +89,32 @@ class Writers:
             return True
         if info.st_mode & stat.S_IWGRP:
             groups = self._groups_of(uid)
-            return groups is None or info.st_gid in groups
+            return groups is None or info.st_gid in groups or _has_acl(path)
         return False
 
     def _groups_of(self, uid: int) -> frozenset[int] | None:
         if uid not in self._groups:
             self._groups[uid] = _groups(uid)
         return self._groups[uid]
+
+
+def _has_acl(path: Path) -> bool:
+    """Whether ``path`` carries a POSIX access ACL (followed, as its ``stat`` was: an entry
+    that is a link never gets here). With one, the group bits are its mask: a named user or
+    group entry (``setfacl -m u:them:rwx``, or a shared directory's default ACL that every
+    new file inherits) may write up to it whatever the owning group is, and rather than
+    parse the entries any ACL whose mask allows writing counts as writable for every user
+    (fail closed). A file system without ACLs has none; any other failure to look counts
+    as one."""
+    import errno
+
+    try:
+        os.getxattr(path, "system.posix_acl_access")
+    except OSError as exc:
+        return exc.errno not in (errno.ENODATA, errno.ENOTSUP, errno.EOPNOTSUPP)
+    except AttributeError:  # no getxattr (not Linux): no ACL this code can see
+        return False
+    return True
 
 
 def _groups(uid: int) -> frozenset[int] | None:

@@ -183,8 +183,12 @@ class GrantedSubtrees:
             return
         real = os.path.realpath(project)
         for place in places:
+            # Joined as ``_write_grants`` joins it: the directory pruned is the one whose
+            # projects ``drop_tool_written`` drops. Resolved as it stands, "a/../b" with ``a``
+            # a link was another directory, whose projects the walk then hid unreported.
+            joined = os.path.normpath(os.path.join(project, place))
             try:
-                inside = os.path.realpath(os.path.join(project, place))
+                inside = os.path.realpath(joined)
             except (OSError, ValueError):  # a checkout's lock may name "a\u0000b"
                 continue
             if inside == real or os.path.commonpath([real, inside]) != real:

@@ -8,6 +8,7 @@ is anything with ``call(request) -> Mapping``; without one, calls answer UNAVAIL
 
 from __future__ import annotations
 
+import contextvars
 import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -178,8 +179,13 @@ class CapabilityChannel:
             self._executor = ThreadPoolExecutor(
                 max_workers=MAX_CAPABILITIES_IN_FLIGHT, thread_name_prefix="splice-capability"
             )
+        # In the calling context: a cancel of the call (runtime/cancel.py: an MCP client's,
+        # or the stop's cut) reaches the broker, which aborts its provider requests in
+        # flight; without it the broker ran on to each provider's timeout, and a stopping
+        # server waited for it at exit.
+        context = contextvars.copy_context()
         try:
-            future = self._executor.submit(self._call_broker, request)
+            future = self._executor.submit(context.run, self._call_broker, request)
         except BaseException:
             _PROCESS_SLOTS.give_back(self._package)
             raise

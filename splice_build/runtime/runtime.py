@@ -374,7 +374,8 @@ class SpliceRuntime:
         per directory and runtime: workspace discovery must know where a tool may have
         written after its lock entry is gone, or when it ran from ``splice run --dir``. A
         grant whose real path leaves the project (through a link) goes to SPLICE_HOME's
-        record too: a workspace elsewhere reads that one, never this project's."""
+        record too: a workspace elsewhere reads that one, never this project's; and so does
+        every grant of a project whose directory another user owns (``_shared``)."""
         from splice_build.project.grant_record import record_file
         from splice_build.project.home import SpliceHome
 
@@ -390,7 +391,9 @@ class SpliceRuntime:
         if granted and record.parent != home:
             inside = str(self.project_root).rstrip(os.sep) + os.sep
             away = [g for g in granted if not os.path.realpath(g[1]).startswith(inside)]
-            self._record_in(pkg, home / record.name, away)
+            self._record_in(
+                pkg, home / record.name, granted if _shared(self.project_root) else away
+            )
         self._record_in(pkg, record, granted)
 
     def _record_in(self, pkg: LoadedPackage, record: Path, granted: list[tuple[str, Path]]) -> None:
@@ -804,6 +807,19 @@ def _non_utf8_path(package_dir: str | Path, project_root: str | Path) -> ToolErr
                     hint="rename the directory to a UTF-8 name",
                 )
     return None
+
+
+def _shared(project_root: Path) -> bool:
+    """Whether the project's directory is another user's (a team's checkout): its grant
+    record is then rewritten by whoever runs a tool there next, owned by them with this
+    user's entries in it, and another user's record holds only what they can write
+    (project/state_owner.py). What this user's tool wrote there is known for certain only
+    from a record of this user's: SPLICE_HOME's."""
+    geteuid = getattr(os, "geteuid", None)
+    try:
+        return geteuid is not None and os.stat(project_root).st_uid != geteuid()
+    except OSError:
+        return True
 
 
 def _stat_of(path: Path) -> tuple[int, ...] | None:

@@ -469,3 +469,44 @@ def test_a_key_a_provider_echoes_never_reaches_the_tool(tmp_path: Path) -> None:
     assert received["status"] == "LIVE"
     assert received["data"] == {"debug": "GET /search?api_key=[REDACTED]", "[REDACTED]": 1}
     assert key[::-1] not in json.dumps(result)
+
+
+def test_a_cancelled_call_reaches_its_capability_calls_in_flight() -> None:
+    """A capability call runs the broker on a worker thread, which did not hold the calling
+    context: the call's cancellation (an MCP client's, or the stop's cut after SIGTERM)
+    never reached the broker there, so it did not abort its provider requests (the data
+    tools' mend, runtime/cancel.py) and ran on to each provider's timeout, and a stopping
+    server waited for it at exit. The broker now runs in the context the call was made in."""
+    from splice_build.runtime import cancel
+    from splice_build.runtime.capabilities import CapabilityChannel
+    from splice_build.runtime.protocol import CapabilityRequest
+
+    token = cancel.Cancellation()
+    aborted: list[bool] = []
+    replied = threading.Event()
+
+    class Stalled:
+        """A broker whose provider answers only when its request is aborted."""
+
+        def call(self, request: Any) -> dict[str, Any]:
+            ended = threading.Event()
+            cancel.current().on_cancel(ended.set)
+            aborted.append(ended.wait(30))  # a bound for the old code only
+            return {"status": "ERROR", "code": "INTERRUPTED"}
+
+    channel = CapabilityChannel(
+        package="@test/stall",
+        tool="t",
+        declared=["web.search"],
+        broker=Stalled(),  # type: ignore[arg-type]
+        sanitize=str,
+        on_reply=lambda _reply: replied.set(),
+    )
+    try:
+        with cancel.cancellable(token):
+            assert channel.handle(CapabilityRequest(1, "web.search", {"query": "q"})) is None
+        token.cancel()
+        assert replied.wait(60)
+    finally:
+        channel.close()
+    assert aborted == [True]

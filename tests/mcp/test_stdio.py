@@ -306,3 +306,112 @@ def test_a_tool_call_spelled_with_escapes_waits_for_its_slot(tmp_path: Path) -> 
     finally:
         code, _rest, _stderr = client.close()
     assert code == 0
+
+
+class ReadThenSignalled(io.RawIOBase):
+    """stdin that hands out ``data``, then raises as a signal's handler does in a read."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        if not self._data:
+            raise KeyboardInterrupt  # SIGTERM's Terminated is one (splice_build/cli/errors.py)
+        data, self._data = self._data, b""
+        return data
+
+
+def test_a_client_that_reads_no_more_never_holds_the_stop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client that stops reading its stdout filled the pipe, and a SIGTERM then never
+    ended ``splice mcp``: the stop waited for the threads writing answers nobody read (shown
+    with the real server: still running 20 s after SIGTERM, 2,999 tools/list sent and none
+    read). Now no write waits past the grace and the cut (both 0 here)."""
+    import os
+    import threading
+
+    from splice_build.mcp.interface import ServerInfo
+    from splice_build.mcp.protocol import Server
+    from splice_build.mcp.transport.stdio import serve_stdio
+    from testing.mcp_memory import MemoryBackend, descriptor
+
+    monkeypatch.setattr("splice_build.stopping.CUT_SECONDS", 0.0)
+    backend = MemoryBackend()
+    backend.add_tool(descriptor("@acme/big", "t", description="x" * 20_000), lambda _: None)
+    server = Server(backend, ServerInfo(version="9.9.9"), log=lambda _: None)
+    init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "c"}}
+    messages = [{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}]
+    messages += [{"jsonrpc": "2.0", "id": i, "method": "tools/list"} for i in range(1, 12)]
+    stdin = ReadThenSignalled(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
+    read_end, write_end = os.pipe()  # 64 KiB that nobody reads: 11 answers of 20 KB
+    stopped: list[str] = []
+
+    def serve() -> None:
+        with open(write_end, "wb", buffering=0) as stdout:
+            try:
+                serve_stdio(server, stdin, stdout, log=lambda _: None, max_calls=1, grace=0)
+            except KeyboardInterrupt:
+                stopped.append("stopped")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        thread.join(60)  # a bound for the old code only, which never returned
+        assert stopped == ["stopped"]
+    finally:
+        os.close(read_end)  # the old code's writers fail now, and its threads end
+        thread.join()
+
+
+def test_a_second_signal_while_the_stop_answers_still_cuts_the_running_calls(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The stop answers the waiting calls first, which waits for a client slow to read (up
+    to the grace and the cut, above): a second SIGTERM or ^C then came out of that step and
+    the cut never ran, so a running call went on to its own timeout (60 s by default)."""
+    import threading
+
+    from splice_build.mcp.interface import ServerInfo
+    from splice_build.mcp.protocol import Server
+    from splice_build.mcp.transport.stdio import serve_stdio
+    from splice_build.runtime import cancel
+    from testing.mcp_memory import MemoryBackend, descriptor
+
+    started, cut = threading.Event(), []
+
+    def hang(_: object) -> None:
+        ended = threading.Event()
+        cancel.current().on_cancel(ended.set)
+        started.set()
+        cut.append(ended.wait(30))  # a bound for the old code only, which never cut it
+
+    backend = MemoryBackend()
+    backend.add_tool(descriptor("@acme/hang", "t"), hang)
+    server = Server(backend, ServerInfo(version="9.9.9"), log=lambda _: None)
+    begin = server.begin_stop
+
+    def interrupted(grace: float) -> None:
+        begin(grace)
+        raise KeyboardInterrupt  # the second signal
+
+    monkeypatch.setattr(server, "begin_stop", interrupted)
+    init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "c"}}
+    messages = [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init},
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "acme_hang_t"}},
+    ]
+
+    class Stdin(ReadThenSignalled):
+        def read(self, size: int = -1) -> bytes:
+            data = super().read(size) if self._data else b""
+            if not data:
+                started.wait(30)
+                raise KeyboardInterrupt
+            return data
+
+    stdin = Stdin(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
+    with pytest.raises(KeyboardInterrupt):
+        serve_stdio(server, stdin, io.BytesIO(), log=lambda _: None, max_calls=1, grace=0)
+    assert cut == [True]

@@ -129,3 +129,73 @@ def test_another_users_state_holds_only_what_that_user_can_write(
     (shared / "splice.lock").symlink_to(yours / "splice.lock")
     _chown(shared / "splice.lock")
     assert enclosing_write_grant(victim, home) is None
+
+
+def _acl(path: Path, named: int, perm: int) -> None:
+    """A POSIX access ACL on ``path`` (as ``setfacl -m u:<named>:<perm>``, mask rwx), written
+    as the kernel's xattr: owner rwx, the named user, group r-x, mask rwx, others r-x."""
+    import struct
+
+    anyone = 0xFFFFFFFF
+    entries = [
+        (1, 7, anyone),
+        (2, perm, named),
+        (4, 5, anyone),
+        (0x10, 7, anyone),
+        (0x20, 5, anyone),
+    ]
+    value = struct.pack("<I", 2) + b"".join(struct.pack("<HHI", *e) for e in entries)
+    os.setxattr(path, "system.posix_acl_access", value)
+
+
+def test_a_project_another_user_may_write_through_an_acl_is_held_by_their_grant(
+    tmp_path: Path,
+) -> None:
+    """A team directory whose default ACL lets each member write what another made: the
+    other user ran sync in your project (their splice.lock, grant ``out``) and their tool
+    rewrote ``out/x/splice.json``, yours, writable for them through the ACL. The group bits
+    (the ACL's mask) name a group they are not in, so the grant was ignored for ``out/x``
+    ("who cannot write that project") and the rewritten project synced."""
+    project = make_project(tmp_path / "team" / "proj", lock=_lock("out"))
+    _chown(project / "splice.lock")
+    planted = make_project(project / "out" / "x")
+    try:
+        _acl(planted / "splice.json", OTHER, 6)
+    except OSError as exc:  # a file system without ACLs
+        pytest.skip(f"no POSIX ACLs here: {exc}")
+    assert enclosing_write_grant(planted, tmp_path / "home") == (project, "out")
+    with pytest.raises(ProjectError) as held:
+        find_workspace(planted, home=tmp_path / "home")
+    assert held.value.code is ErrorCode.NOT_A_PROJECT
+    # The same mode without an ACL: their grant is ignored (the group is root's).
+    os.removexattr(planted / "splice.json", "system.posix_acl_access")
+    os.chmod(planted / "splice.json", 0o664)
+    assert enclosing_write_grant(planted, tmp_path / "home") is None
+
+
+def test_your_grant_in_a_record_another_user_rewrote_still_holds(tmp_path: Path) -> None:
+    """A team's checkout (its directory a third user's): your tool, granted ``out``, wrote
+    ``out/cache`` (yours, 0755) and you removed the package; then another user ran a tool
+    there, and the runtime rewrote ``.splice/write-grants.json`` as theirs, your entry kept
+    (simulated by the chown: the file another user's atomic rewrite leaves). Your grant was
+    then theirs, ignored for a project only you can write, and your tool's project synced
+    (find_workspace on the old code: ``out/cache`` a member). The runtime now records every
+    grant of a run in another user's project in SPLICE_HOME too."""
+    from splice_build.sdk import Splice
+    from tests.project.test_tool_written_members import _writer_project
+
+    home, project = _writer_project(tmp_path)
+    os.chown(project, 4242, 4242)  # the team's (a third user's); you may write it as root
+    splice = Splice(project, home=home, registry="embedded:", broker=False)
+    try:
+        splice.add(["@acme/writer"], accept_permissions=True)
+        assert splice.run("writer.hello", {"name": "http://127.0.0.1:9"}).ok
+        splice.remove(["@acme/writer"])
+    finally:
+        splice.close()
+    assert os.stat(project / "out" / "cache" / "splice.json").st_uid == 0
+    _chown(project / ".splice" / RECORD_NAME)
+    with pytest.raises(ProjectError) as held:
+        find_workspace(project / "out" / "cache", home=home)
+    assert held.value.code is ErrorCode.NOT_A_PROJECT
+    assert enclosing_write_grant(project / "out" / "cache", home) == (project.resolve(), "out")

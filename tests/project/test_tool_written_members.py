@@ -147,8 +147,14 @@ def test_the_walk_does_not_enter_a_write_grant(
     a project above the root, is not listed: nothing there can be a member (on the old code
     every sync listed all of a tool's ``out``, 20,000 files on each no-op sync), also one
     reached through a link; one reaching beside its project (``../b``) still is, and what
-    it holds is dropped and reported."""
-    root = make_project(tmp_path / "repo", lock=_grants("out", "outside", "nul\u0000"))
+    it holds is dropped and reported. An entry is joined as the drop joins it: resolved as
+    it stood, ``via/../hidden`` (``via`` a link to ``deep/d``) hid the member ``deep/hidden``
+    unreported, which no grant holds (an invalid lock, but read raw here)."""
+    lock = _grants("out", "outside", "nul\u0000", "via/../hidden")
+    root = make_project(tmp_path / "repo", lock=lock)
+    make_project(root / "deep" / "hidden")
+    (root / "deep" / "d").mkdir()
+    (root / "via").symlink_to("deep/d")
     make_project(root / "out" / "d0" / "deeper")
     (root / "out" / "d1").mkdir()
     make_project(root / "packages" / "a", lock=_grants("gen", "../b"))
@@ -169,10 +175,11 @@ def test_the_walk_does_not_enter_a_write_grant(
     monkeypatch.setattr(os, "scandir", listing)
     workspace = find_workspace(root, home=tmp_path / "home")
     monkeypatch.undo()
-    assert [workspace.label(m) for m in workspace.members] == [".", "packages/a"]
+    assert [workspace.label(m) for m in workspace.members] == [".", "deep/hidden", "packages/a"]
     assert [workspace.label(d.directory) for d in workspace.dropped] == ["packages/b"]
     assert sorted(p for p in listed if not p.startswith("..")) == [
-        ".", "packages", "packages/a", "packages/b", "packages/b/src",
+        ".", "deep", "deep/d", "deep/hidden", "packages", "packages/a", "packages/b",
+        "packages/b/src",
     ]  # fmt: skip
 
 

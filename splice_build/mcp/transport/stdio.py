@@ -23,6 +23,7 @@ signal's exception goes on to the caller once every call thread is done.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import threading
@@ -112,12 +113,31 @@ def claim_stdout() -> BinaryIO:
 
 
 class _Writer:
-    """Serializes whole messages onto the output stream."""
+    """Serializes whole messages onto the output stream.
+
+    A client that stops reading its stdout fills the pipe, and a write then waits for it for
+    ever: a stopping server (SIGTERM) waited for those writes' threads and never exited. So
+    a file the platform can ``poll`` is written a piece at a time, each waiting until the
+    file takes it or, once the server stops (``stop_by``), until the stop's deadline, when
+    the writer gives up as on a closed pipe. A piece is at most ``PIPE_BUF`` bytes: a pipe
+    that reports room takes that many without blocking."""
 
     def __init__(self, stream: BinaryIO) -> None:
         self._stream = stream
         self._lock = threading.Lock()
         self.broken = False
+        self._deadline: float | None = None
+        self._woken_r, self._woken_w = os.pipe()  # written once: the deadline is set
+
+    def close(self) -> None:
+        os.close(self._woken_r)
+        os.close(self._woken_w)
+
+    def stop_by(self, deadline: float) -> None:
+        """The server stops: no write waits past ``deadline`` (``time.monotonic``)."""
+        if self._deadline is None:
+            self._deadline = deadline
+            os.write(self._woken_w, b"x")
 
     def gone(self) -> bool:
         """Whether nobody reads the stream any more: a write failed, or (where ``poll``
@@ -125,11 +145,8 @@ class _Writer:
         does."""
         if self.broken:
             return True
-        try:
-            fd = self._stream.fileno()
-        except (OSError, ValueError):  # not a file (an in-memory stream), or closed
-            return False
-        if not hasattr(select, "poll"):
+        fd = self._fileno()
+        if fd is None:
             return False
         poller = select.poll()
         poller.register(fd, select.POLLOUT)
@@ -143,10 +160,48 @@ class _Writer:
             if self.broken:
                 return
             try:
-                self._stream.write(data)
-                self._stream.flush()
+                fd = self._fileno()
+                if fd is None:
+                    self._stream.write(data)
+                    self._stream.flush()
+                elif not self._write_by_pieces(fd, memoryview(data)):
+                    self.broken = True  # the stop's deadline passed: nobody reads
             except (BrokenPipeError, ValueError, OSError):
                 self.broken = True
+
+    def _fileno(self) -> int | None:
+        """The stream's descriptor when the platform can ``poll`` it, else None."""
+        if not hasattr(select, "poll"):
+            return None
+        try:
+            return self._stream.fileno()
+        except (OSError, ValueError):  # not a file (an in-memory stream), or closed
+            return None
+
+    def _write_by_pieces(self, fd: int, data: memoryview) -> bool:
+        """Write ``data`` to ``fd``; False when the stop's deadline passes first."""
+        self._stream.flush()  # nothing of the stream's own buffer goes after these bytes
+        while data:
+            if not self._takes(fd):
+                return False
+            data = data[os.write(fd, data[: select.PIPE_BUF]) :]
+        return True
+
+    def _takes(self, fd: int) -> bool:
+        """Wait until ``fd`` takes a piece (or reports an error, which its write raises);
+        False once the stop's deadline passes first."""
+        import time
+
+        while True:
+            poller = select.poll()
+            poller.register(fd, select.POLLOUT)
+            deadline, timeout = self._deadline, None
+            if deadline is None:
+                poller.register(self._woken_r, select.POLLIN)  # stop_by wakes this wait
+            elif (timeout := (deadline - time.monotonic()) * 1000) <= 0:
+                return False
+            if any(found == fd for found, _events in poller.poll(timeout)):
+                return True
 
 
 def serve_stdio(
@@ -196,6 +251,7 @@ def serve_stdio(
             done(ticket)
 
     with (
+        contextlib.closing(writer),  # closed last: the threads below are done by then
         ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="splice-mcp") as pool,
         ThreadPoolExecutor(max_workers=max_calls, thread_name_prefix="splice-mcp-call") as calls,
     ):
@@ -229,15 +285,22 @@ def serve_stdio(
                 queued.add_done_callback(admitted.discard)
                 ticket.token.on_cancel(lambda q=queued, m=message, t=ticket: dequeue(q, m, t))
         except BaseException:  # a signal (SIGTERM, ^C): stop, then let it end the command
-            _stop(server, admitted, grace)
+            _stop(server, writer, admitted, grace)
             raise
 
 
-def _stop(server: Server, admitted: set[Future[None]], grace: float) -> None:
+def _stop(server: Server, writer: _Writer, admitted: set[Future[None]], grace: float) -> None:
     """Refuse the waiting calls, give the running ones ``grace`` seconds, then cut what is
-    left (a second signal during the wait cuts them at once)."""
-    server.begin_stop(grace)
-    try:
+    left (a second signal during the wait cuts them at once). No answer is written past the
+    grace and ``CUT_SECONDS`` (splice_build/stopping.py): a client that reads no more never
+    holds the stop."""
+    import time
+
+    from splice_build.stopping import CUT_SECONDS
+
+    writer.stop_by(time.monotonic() + grace + CUT_SECONDS)
+    try:  # a second signal while the waiting calls are answered still cuts the running ones
+        server.begin_stop(grace)
         wait(list(admitted), timeout=grace)
     finally:
         server.cut()
