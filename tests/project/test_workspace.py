@@ -106,6 +106,39 @@ def test_removing_a_glob_matched_member_excludes_it(tmp_path: Path) -> None:
     )
 
 
+def test_a_directory_removed_or_added_is_that_directory_and_no_other(tmp_path: Path) -> None:
+    """A name is written as a literal pattern: ``[a]``, ``*``, ``?``, a leading ``!`` or ``#``,
+    a backslash or a space were read as pattern syntax, and a top-level name (no slash) was
+    matched at any depth, so ``remove`` excluded other members and kept the one named."""
+    names = ["[a]", "*", "?", "!x", "#x", "a b", "x ", "a\\b", "{a,b}"]
+    projects = [
+        "a",
+        "b",
+        "packages/a",
+        "packages/b",
+        "packages/x",
+        *[f"packages/{n}" for n in names],
+    ]
+    for project in projects:
+        (tmp_path / project).mkdir(parents=True)
+        (tmp_path / project / "splice.json").write_text("{}")
+    path = tmp_path / "pyproject.toml"
+
+    def members() -> set[str]:
+        found = find_workspace(tmp_path, root=tmp_path).members
+        return {m.relative_to(tmp_path).as_posix() for m in found}
+
+    for name in ["a", *[f"packages/{n}" for n in names]]:
+        path.write_text('[tool.splice.workspace]\nmembers = ["**"]\n')
+        assert remove_member(tmp_path, tmp_path / name) == "excluded", name
+        assert members() == set(projects) - {name}, name
+        path.write_text("[tool.splice.workspace]\nmembers = []\n")
+        assert add_member(tmp_path, tmp_path / name) is True
+        assert members() == {name}, name
+        assert remove_member(tmp_path, tmp_path / name) == "removed", name
+        assert "members = []" in path.read_text(), name
+
+
 def test_workspace_command_creates_the_table(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n')
     new_project(tmp_path / "libs" / "one")
