@@ -375,7 +375,7 @@ class SpliceRuntime:
         written after its lock entry is gone, or when it ran from ``splice run --dir``. A
         grant whose real path leaves the project (through a link) goes to SPLICE_HOME's
         record too: a workspace elsewhere reads that one, never this project's; and so does
-        every grant of a project whose directory another user owns (``_shared``)."""
+        every grant of a project whose record another user may replace (``_shared``)."""
         from splice_build.project.grant_record import record_file
         from splice_build.project.home import SpliceHome
 
@@ -810,16 +810,31 @@ def _non_utf8_path(package_dir: str | Path, project_root: str | Path) -> ToolErr
 
 
 def _shared(project_root: Path) -> bool:
-    """Whether the project's directory is another user's (a team's checkout): its grant
+    """Whether another user may replace the project's grant record: the project's directory
+    or its ``.splice`` is another user's (a team's checkout), or a group or others may write
+    it (umask 002, a shared directory's default ACL, whose mask shows as the group bits). The
     record is then rewritten by whoever runs a tool there next, owned by them with this
     user's entries in it, and another user's record holds only what they can write
     (project/state_owner.py). What this user's tool wrote there is known for certain only
-    from a record of this user's: SPLICE_HOME's."""
+    from a record of this user's: SPLICE_HOME's. Fail closed: what cannot be examined counts
+    as shared; a group of this user alone is not told apart from a team's."""
+    import stat
+
+    from splice_build.project.layout import STATE_DIR
+
     geteuid = getattr(os, "geteuid", None)
-    try:
-        return geteuid is not None and os.stat(project_root).st_uid != geteuid()
-    except OSError:
-        return True
+    if geteuid is None:
+        return False
+    for path in (project_root, project_root / STATE_DIR):
+        try:
+            info = os.stat(path)
+        except FileNotFoundError:
+            continue  # no .splice yet: the record's write creates it, 0700 (grant_record.py)
+        except OSError:
+            return True
+        if info.st_uid != geteuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            return True
+    return False
 
 
 def _stat_of(path: Path) -> tuple[int, ...] | None:
