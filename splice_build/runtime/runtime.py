@@ -811,30 +811,15 @@ def _non_utf8_path(package_dir: str | Path, project_root: str | Path) -> ToolErr
 
 def _shared(project_root: Path) -> bool:
     """Whether another user may replace the project's grant record: the project's directory
-    or its ``.splice`` is another user's (a team's checkout), or a group or others may write
-    it (umask 002, a shared directory's default ACL, whose mask shows as the group bits). The
-    record is then rewritten by whoever runs a tool there next, owned by them with this
-    user's entries in it, and another user's record holds only what they can write
-    (project/state_owner.py). What this user's tool wrote there is known for certain only
-    from a record of this user's: SPLICE_HOME's. Fail closed: what cannot be examined counts
-    as shared; a group of this user alone is not told apart from a team's."""
-    import stat
-
+    or its ``.splice`` is another user's (a team's checkout), or others, a team's group or
+    an ACL may write it (project/state_owner.py ``others_may_write``). The record is then
+    rewritten by whoever runs a tool there next, owned by them with this user's entries in
+    it, and another user's record holds only what they can write. What this user's tool
+    wrote there is known for certain only from a record of this user's: SPLICE_HOME's."""
     from splice_build.project.layout import STATE_DIR
+    from splice_build.project.state_owner import others_may_write
 
-    geteuid = getattr(os, "geteuid", None)
-    if geteuid is None:
-        return False
-    for path in (project_root, project_root / STATE_DIR):
-        try:
-            info = os.stat(path)
-        except FileNotFoundError:
-            continue  # no .splice yet: the record's write creates it, 0700 (grant_record.py)
-        except OSError:
-            return True
-        if info.st_uid != geteuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-            return True
-    return False
+    return others_may_write(project_root) or others_may_write(project_root / STATE_DIR)
 
 
 def _stat_of(path: Path) -> tuple[int, ...] | None:

@@ -231,3 +231,25 @@ def test_your_grant_in_your_project_whose_state_a_group_may_write_still_holds(
     with pytest.raises(ProjectError) as held:
         find_workspace(project / "out" / "cache", home=home)
     assert held.value.code is ErrorCode.NOT_A_PROJECT
+
+
+def test_whose_state_another_user_may_replace(tmp_path: Path) -> None:
+    """The runtime's rule for recording in SPLICE_HOME too (runtime.py ``_shared``): a group
+    of this user alone (root's here, as a user private group under umask 002) does not
+    make a project shared, so the home's bounded record does not take every grant of every
+    project; a team's group, others or an ACL naming another user do."""
+    from splice_build.runtime.runtime import _shared
+
+    state = tmp_path / ".splice"
+    state.mkdir()
+    cases = [(0, 0o755, None, False), (0, 0o775, None, False), (4242, 0o775, None, True)]
+    cases += [(0, 0o757, None, True), (0, 0o775, OTHER, True)]
+    for gid, mode, acl_user, shared in cases:
+        os.chown(state, 0, gid)
+        os.chmod(state, mode)
+        if acl_user is not None:
+            _acl(state, acl_user, 7)
+        assert _shared(tmp_path) is shared, (gid, oct(mode), acl_user)
+    os.chown(state, OTHER, 0)
+    os.chmod(state, 0o700)
+    assert _shared(tmp_path) is True
