@@ -538,9 +538,17 @@ def _invalid(pyproject: Path, problem: str) -> ProjectError:
 # editing ------------------------------------------------------------------------------------
 def member_pattern(root: Path, directory: Path) -> str:
     """``directory`` as a pattern relative to ``root`` that matches that directory and no
-    other (``_literal``); ``USAGE`` when it is outside."""
+    other (``_literal``); ``USAGE`` when it is outside or the pattern would be longer than
+    ``read_config`` reads."""
     relative = _relative(root, directory)
-    return _literal(relative) if relative else "."
+    pattern = _literal(relative) if relative else "."
+    if len(pattern) > MAX_PATTERN_CHARS:  # written, every later read was INVALID_CONFIG
+        raise UsageError(
+            f"{_shown(relative)} cannot be written as a pattern of at most "
+            f"{MAX_PATTERN_CHARS} characters (it takes {len(pattern)}); nothing was changed",
+            hint=f"list it by a shorter pattern in {PYPROJECT} yourself, or rename it",
+        )
+    return pattern
 
 
 def _literal(relative: str) -> str:

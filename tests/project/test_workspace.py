@@ -137,6 +137,17 @@ def test_a_directory_removed_or_added_is_that_directory_and_no_other(tmp_path: P
         assert members() == {name}, name
         assert remove_member(tmp_path, tmp_path / name) == "removed", name
         assert "members = []" in path.read_text(), name
+    # escaped, a name may outgrow the 256 characters a pattern may have: refused, unwritten
+    long = tmp_path / "packages" / ("a b" * 80)
+    long.mkdir()
+    path.write_text('[tool.splice.workspace]\nmembers = ["**"]\n')
+    before = path.read_bytes()
+    for edit in (add_member, remove_member):
+        with pytest.raises(SpliceError) as refused:
+            edit(tmp_path, long)
+        assert refused.value.code is ErrorCode.USAGE
+    assert path.read_bytes() == before
+    assert members() == set(projects)
 
 
 def test_workspace_command_creates_the_table(tmp_path: Path) -> None:
