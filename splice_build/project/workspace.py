@@ -600,7 +600,9 @@ def add_member(root: Path, directory: Path) -> bool:
     with _editing(root):
         document = _load_document(root)
         table = _workspace_table(document)
-        changed = _remove_from(table, "exclude", pattern)
+        # the name as earlier versions wrote it too (unescaped, unanchored), as they dropped it
+        changed = _remove_from(table, "exclude", _relative(root, directory) or ".")
+        changed = _remove_from(table, "exclude", pattern) or changed
         if pattern not in _array(table, "members"):
             _array(table, "members").append(pattern)
             changed = True
@@ -622,7 +624,8 @@ def remove_member(root: Path, directory: Path) -> str:
     with _editing(root):
         document = _load_document(root)
         table = _workspace_table(document)
-        listed = _remove_from(table, "members", pattern)
+        listed = _remove_from(table, "members", _relative(root, directory) or ".")
+        listed = _remove_from(table, "members", pattern) or listed
         if directory_is_member(root, directory, table) and pattern not in _array(table, "exclude"):
             _array(table, "exclude").append(pattern)
             outcome = "excluded"

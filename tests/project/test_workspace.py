@@ -137,6 +137,13 @@ def test_a_directory_removed_or_added_is_that_directory_and_no_other(tmp_path: P
         assert members() == {name}, name
         assert remove_member(tmp_path, tmp_path / name) == "removed", name
         assert "members = []" in path.read_text(), name
+    # an entry as earlier versions wrote it (unescaped, unanchored) goes as it went then
+    path.write_text('[tool.splice.workspace]\nmembers = ["a", "/b"]\n')
+    assert remove_member(tmp_path, tmp_path / "a") == "removed"
+    assert members() == {"b"}
+    path.write_text('[tool.splice.workspace]\nmembers = ["/b"]\nexclude = ["a"]\n')
+    assert add_member(tmp_path, tmp_path / "a") is True
+    assert members() == {"a", "b"}
     # escaped, a name may outgrow the 256 characters a pattern may have: refused, unwritten
     long = tmp_path / "packages" / ("a b" * 80)
     long.mkdir()
