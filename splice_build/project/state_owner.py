@@ -22,6 +22,7 @@ cannot be looked up, or a project that cannot be examined, counts as writable.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import stat
 from collections.abc import Iterable
@@ -138,9 +139,11 @@ def others_may_write(path: Path) -> bool:
     return not _group_of_one(info.st_gid, geteuid()) or _has_acl(path)
 
 
+@functools.lru_cache(maxsize=16)
 def _group_of_one(gid: int, uid: int) -> bool:
     """Whether ``uid`` is the only user of group ``gid``: its primary group, named as the
-    user, with no other member in the group or user database; False when unsure."""
+    user, with no other member in the group or user database; False when unsure. Cached:
+    the user database is read whole (``getpwall``), once per group and process."""
     import grp
     import pwd
 
