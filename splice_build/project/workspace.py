@@ -538,8 +538,8 @@ def _invalid(pyproject: Path, problem: str) -> ProjectError:
 # editing ------------------------------------------------------------------------------------
 def member_pattern(root: Path, directory: Path) -> str:
     """``directory`` as a pattern relative to ``root`` that matches that directory and no
-    other (``_literal``); ``USAGE`` when it is outside or the pattern would be longer than
-    ``read_config`` reads."""
+    other (``_literal``); ``USAGE`` when it is outside, or no such pattern that
+    ``read_config`` reads matches it."""
     relative = _relative(root, directory)
     pattern = _literal(relative) if relative else "."
     if len(pattern) > MAX_PATTERN_CHARS:  # written, every later read was INVALID_CONFIG
@@ -547,6 +547,16 @@ def member_pattern(root: Path, directory: Path) -> str:
             f"{_shown(relative)} cannot be written as a pattern of at most "
             f"{MAX_PATTERN_CHARS} characters (it takes {len(pattern)}); nothing was changed",
             hint=f"list it by a shorter pattern in {PYPROJECT} yourself, or rename it",
+        )
+    try:  # checked, not assumed: a name ending in a tab or U+3000 has no pattern that works
+        matches = _spec((pattern,)).match_file(relative or ".")
+    except ValueError:
+        matches = False
+    if not matches:
+        raise UsageError(
+            f"{_shown(relative)!r} cannot be written as a pattern that matches it (a name "
+            "ending in a white space character); nothing was changed",
+            hint="rename the directory",
         )
     return pattern
 
