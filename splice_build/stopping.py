@@ -76,9 +76,14 @@ def graceful_server(config: Any, stop: Stop, on_ready: Callable[[], None]) -> An
     class GracefulServer(uvicorn.Server):
         @contextlib.contextmanager
         def capture_signals(self) -> Iterator[None]:
-            """uvicorn's, with SIGHUP taken as SIGINT is (raised again once stopped)."""
+            """uvicorn's, with SIGHUP taken as SIGINT is (raised again once stopped), unless
+            the process ignores it (``nohup``: cli/errors.py leaves it ignored)."""
             hup = getattr(signal, "SIGHUP", None)
-            if hup is None or threading.current_thread() is not threading.main_thread():
+            if (
+                hup is None
+                or threading.current_thread() is not threading.main_thread()
+                or signal.getsignal(hup) == signal.SIG_IGN
+            ):
                 with super().capture_signals():
                     yield
                 return

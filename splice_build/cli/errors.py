@@ -28,7 +28,10 @@ class Terminated(KeyboardInterrupt):
 
 
 def stop_on_termination() -> None:
-    """Turn SIGTERM and SIGHUP into :class:`Terminated` in the main thread."""
+    """Turn SIGTERM and SIGHUP into :class:`Terminated` in the main thread, unless the
+    process was started ignoring it (``nohup splice mcp --http &``: the terminal's hangup at
+    logout stopped the server nohup was there to keep; Python keeps an ignored SIGINT
+    ignored the same way)."""
 
     def handler(signum: int, frame: object) -> None:
         raise Terminated(signum)
@@ -39,7 +42,7 @@ def stop_on_termination() -> None:
 
     if threading.current_thread() is threading.main_thread():
         for signum in (_signal.SIGTERM, getattr(_signal, "SIGHUP", None)):
-            if signum is not None:
+            if signum is not None and _signal.getsignal(signum) != _signal.SIG_IGN:
                 _signal.signal(signum, handler)
 
 

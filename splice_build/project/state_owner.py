@@ -22,6 +22,7 @@ cannot be looked up, or a project that cannot be examined, counts as writable.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import stat
 from collections.abc import Iterable
@@ -115,6 +116,47 @@ def _has_acl(path: Path) -> bool:
     except AttributeError:  # no getxattr (not Linux): no ACL this code can see
         return False
     return True
+
+
+def others_may_write(path: Path) -> bool:
+    """Whether a user other than this process's may replace what the directory ``path``
+    holds: it is another user's, or others may write it, or a group may, unless that group
+    is this user's alone (``_group_of_one``: umask 002's user private group) and no ACL
+    lets anyone else in. Fail closed: what cannot be examined counts."""
+    geteuid = getattr(os, "geteuid", None)
+    if geteuid is None:
+        return False
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    if info.st_uid != geteuid() or info.st_mode & stat.S_IWOTH:
+        return True
+    if not info.st_mode & stat.S_IWGRP:
+        return False
+    return not _group_of_one(info.st_gid, geteuid()) or _has_acl(path)
+
+
+@functools.lru_cache(maxsize=16)
+def _group_of_one(gid: int, uid: int) -> bool:
+    """Whether ``uid`` is the only user of group ``gid``: its primary group, named as the
+    user, with no other member in the group or user database; False when unsure. Cached:
+    the user database is read whole (``getpwall``), once per group and process."""
+    import grp
+    import pwd
+
+    try:
+        user, group = pwd.getpwuid(uid), grp.getgrgid(gid)
+        everyone = pwd.getpwall()
+    except (KeyError, OSError):
+        return False
+    if user.pw_gid != gid or group.gr_name != user.pw_name:
+        return False
+    if set(group.gr_mem) - {user.pw_name}:
+        return False
+    return all(entry.pw_uid == uid or entry.pw_gid != gid for entry in everyone)
 
 
 def _groups(uid: int) -> frozenset[int] | None:

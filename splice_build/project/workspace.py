@@ -537,7 +537,49 @@ def _invalid(pyproject: Path, problem: str) -> ProjectError:
 
 # editing ------------------------------------------------------------------------------------
 def member_pattern(root: Path, directory: Path) -> str:
-    """``directory`` as a pattern relative to ``root``; ``USAGE`` when it is outside."""
+    """``directory`` as a pattern relative to ``root`` that matches that directory and no
+    other (``_literal``); ``USAGE`` when it is outside, or no such pattern that
+    ``read_config`` reads matches it."""
+    relative = _relative(root, directory)
+    pattern = _literal(relative) if relative else "."
+    if len(pattern) > MAX_PATTERN_CHARS:  # written, every later read was INVALID_CONFIG
+        raise UsageError(
+            f"{_shown(relative)} cannot be written as a pattern of at most "
+            f"{MAX_PATTERN_CHARS} characters (it takes {len(pattern)}); nothing was changed",
+            hint=f"list it by a shorter pattern in {PYPROJECT} yourself, or rename it",
+        )
+    try:  # checked, not assumed: a name ending in a tab or U+3000 has no pattern that works
+        matches = _spec((pattern,)).match_file(relative or ".")
+    except ValueError:
+        matches = False
+    if not matches:
+        raise UsageError(
+            f"{_shown(relative)!r} cannot be written as a pattern that matches it (a name "
+            "ending in a white space character); nothing was changed",
+            hint="rename the directory",
+        )
+    return pattern
+
+
+def _literal(relative: str) -> str:
+    """``relative`` as a pattern matching exactly that path (and what lies below it).
+
+    Written as it stands, a name was read as a pattern: removing ``packages/[a]`` excluded
+    ``packages/a`` (``[a]`` is a set) and left ``packages/[a]`` a member, ``packages/*``
+    excluded every package, and a top-level ``a`` (no slash: matched at any depth, as in
+    ``.gitignore``) excluded ``packages/a`` too. Every character outside a plain allow-list
+    is escaped with a backslash (``\\x`` matches ``x``), and a single name is anchored with
+    a leading ``/``."""
+    escaped = "".join(c if c.isalnum() or c in _PLAIN else "\\" + c for c in relative)
+    return escaped if "/" in relative else "/" + escaped
+
+
+_PLAIN = frozenset("._-/+@=,%:")
+
+
+def _relative(root: Path, directory: Path) -> str:
+    """``directory`` relative to ``root`` ("" for the root); ``USAGE`` when it is outside or
+    its name is not UTF-8."""
     absolute = Path(os.path.abspath(directory))
     try:
         relative = absolute.relative_to(root).as_posix()
@@ -548,7 +590,7 @@ def member_pattern(root: Path, directory: Path) -> str:
             f"{_shown(relative)} is not valid UTF-8, so it cannot be written to {PYPROJECT}",
             hint="rename the directory to a UTF-8 name",
         )
-    return relative or "."
+    return relative
 
 
 def add_member(root: Path, directory: Path) -> bool:
@@ -563,12 +605,14 @@ def add_member(root: Path, directory: Path) -> bool:
         problem = "is not a directory" if directory.exists() else "does not exist"
         raise UsageError(
             f"{directory} {problem}",
-            hint=f"Create the project first (`splice init {pattern}`), then add it.",
+            hint=f"Create the project first (`splice init {_relative(root, directory)}`), then add it.",
         )
     with _editing(root):
         document = _load_document(root)
         table = _workspace_table(document)
-        changed = _remove_from(table, "exclude", pattern)
+        # the name as earlier versions wrote it too (unescaped, unanchored), as they dropped it
+        changed = _remove_from(table, "exclude", _relative(root, directory) or ".")
+        changed = _remove_from(table, "exclude", pattern) or changed
         if pattern not in _array(table, "members"):
             _array(table, "members").append(pattern)
             changed = True
@@ -590,7 +634,8 @@ def remove_member(root: Path, directory: Path) -> str:
     with _editing(root):
         document = _load_document(root)
         table = _workspace_table(document)
-        listed = _remove_from(table, "members", pattern)
+        listed = _remove_from(table, "members", _relative(root, directory) or ".")
+        listed = _remove_from(table, "members", pattern) or listed
         if directory_is_member(root, directory, table) and pattern not in _array(table, "exclude"):
             _array(table, "exclude").append(pattern)
             outcome = "excluded"
@@ -617,7 +662,7 @@ def _editing(root: Path) -> Iterator[None]:
 def directory_is_member(root: Path, directory: Path, table: Any) -> bool:
     """Whether ``table``'s patterns make ``directory`` a member; raises ``INVALID_CONFIG``
     for patterns ``read_config`` refuses."""
-    relative = member_pattern(root, directory)
+    relative = _relative(root, directory) or "."
     pyproject = root / PYPROJECT
     members = _spec(_patterns(pyproject, table, "members"))
     exclude = _spec(_patterns(pyproject, table, "exclude"))

@@ -375,7 +375,7 @@ class SpliceRuntime:
         written after its lock entry is gone, or when it ran from ``splice run --dir``. A
         grant whose real path leaves the project (through a link) goes to SPLICE_HOME's
         record too: a workspace elsewhere reads that one, never this project's; and so does
-        every grant of a project whose directory another user owns (``_shared``)."""
+        every grant of a project whose record another user may replace (``_shared``)."""
         from splice_build.project.grant_record import record_file
         from splice_build.project.home import SpliceHome
 
@@ -810,16 +810,16 @@ def _non_utf8_path(package_dir: str | Path, project_root: str | Path) -> ToolErr
 
 
 def _shared(project_root: Path) -> bool:
-    """Whether the project's directory is another user's (a team's checkout): its grant
-    record is then rewritten by whoever runs a tool there next, owned by them with this
-    user's entries in it, and another user's record holds only what they can write
-    (project/state_owner.py). What this user's tool wrote there is known for certain only
-    from a record of this user's: SPLICE_HOME's."""
-    geteuid = getattr(os, "geteuid", None)
-    try:
-        return geteuid is not None and os.stat(project_root).st_uid != geteuid()
-    except OSError:
-        return True
+    """Whether another user may replace the project's grant record: the project's directory
+    or its ``.splice`` is another user's (a team's checkout), or others, a team's group or
+    an ACL may write it (project/state_owner.py ``others_may_write``). The record is then
+    rewritten by whoever runs a tool there next, owned by them with this user's entries in
+    it, and another user's record holds only what they can write. What this user's tool
+    wrote there is known for certain only from a record of this user's: SPLICE_HOME's."""
+    from splice_build.project.layout import STATE_DIR
+    from splice_build.project.state_owner import others_may_write
+
+    return others_may_write(project_root) or others_may_write(project_root / STATE_DIR)
 
 
 def _stat_of(path: Path) -> tuple[int, ...] | None:

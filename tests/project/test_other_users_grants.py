@@ -199,3 +199,57 @@ def test_your_grant_in_a_record_another_user_rewrote_still_holds(tmp_path: Path)
         find_workspace(project / "out" / "cache", home=home)
     assert held.value.code is ErrorCode.NOT_A_PROJECT
     assert enclosing_write_grant(project / "out" / "cache", home) == (project.resolve(), "out")
+
+
+def test_your_grant_in_your_project_whose_state_a_group_may_write_still_holds(
+    tmp_path: Path,
+) -> None:
+    """Your project (yours, a team's group may write its ``.splice``, as under umask 002 or
+    a shared directory's default ACL): another user of that group who runs a tool there
+    rewrites ``.splice/write-grants.json`` as theirs, your entry kept, just as in another
+    user's directory. Your tool had planted ``out/cache`` (0755: they cannot write it), so
+    your grant, read as theirs, was ignored and ``out/cache`` synced once you removed the
+    package (find_workspace on the old code: a member). Whoever else may replace the record,
+    SPLICE_HOME's holds your grants too."""
+    from splice_build.sdk import Splice
+    from tests.project.test_tool_written_members import _writer_project
+
+    home, project = _writer_project(tmp_path)
+    (project / ".splice").mkdir(exist_ok=True)
+    os.chown(project / ".splice", 0, 4242)
+    os.chmod(project / ".splice", 0o2775)  # the team's group may write it; the project is yours
+    splice = Splice(project, home=home, registry="embedded:", broker=False)
+    try:
+        splice.add(["@acme/writer"], accept_permissions=True)
+        assert splice.run("writer.hello", {"name": "http://127.0.0.1:9"}).ok
+        splice.remove(["@acme/writer"])
+    finally:
+        splice.close()
+    assert os.stat(project).st_uid == 0
+    assert os.stat(project / "out" / "cache" / "splice.json").st_uid == 0
+    _chown(project / ".splice" / RECORD_NAME)  # their rewrite, your entry kept
+    with pytest.raises(ProjectError) as held:
+        find_workspace(project / "out" / "cache", home=home)
+    assert held.value.code is ErrorCode.NOT_A_PROJECT
+
+
+def test_whose_state_another_user_may_replace(tmp_path: Path) -> None:
+    """The runtime's rule for recording in SPLICE_HOME too (runtime.py ``_shared``): a group
+    of this user alone (root's here, as a user private group under umask 002) does not
+    make a project shared, so the home's bounded record does not take every grant of every
+    project; a team's group, others or an ACL naming another user do."""
+    from splice_build.runtime.runtime import _shared
+
+    state = tmp_path / ".splice"
+    state.mkdir()
+    cases = [(0, 0o755, None, False), (0, 0o775, None, False), (4242, 0o775, None, True)]
+    cases += [(0, 0o757, None, True), (0, 0o775, OTHER, True)]
+    for gid, mode, acl_user, shared in cases:
+        os.chown(state, 0, gid)
+        os.chmod(state, mode)
+        if acl_user is not None:
+            _acl(state, acl_user, 7)
+        assert _shared(tmp_path) is shared, (gid, oct(mode), acl_user)
+    os.chown(state, OTHER, 0)
+    os.chmod(state, 0o700)
+    assert _shared(tmp_path) is True

@@ -106,6 +106,58 @@ def test_removing_a_glob_matched_member_excludes_it(tmp_path: Path) -> None:
     )
 
 
+def test_a_directory_removed_or_added_is_that_directory_and_no_other(tmp_path: Path) -> None:
+    """A name is written as a literal pattern: ``[a]``, ``*``, ``?``, a leading ``!`` or ``#``,
+    a backslash or a space were read as pattern syntax, and a top-level name (no slash) was
+    matched at any depth, so ``remove`` excluded other members and kept the one named."""
+    names = ["[a]", "*", "?", "!x", "#x", "a b", "x ", "a\\b", "{a,b}"]
+    projects = [
+        "a",
+        "b",
+        "packages/a",
+        "packages/b",
+        "packages/x",
+        *[f"packages/{n}" for n in names],
+    ]
+    for project in projects:
+        (tmp_path / project).mkdir(parents=True)
+        (tmp_path / project / "splice.json").write_text("{}")
+    path = tmp_path / "pyproject.toml"
+
+    def members() -> set[str]:
+        found = find_workspace(tmp_path, root=tmp_path).members
+        return {m.relative_to(tmp_path).as_posix() for m in found}
+
+    for name in ["a", *[f"packages/{n}" for n in names]]:
+        path.write_text('[tool.splice.workspace]\nmembers = ["**"]\n')
+        assert remove_member(tmp_path, tmp_path / name) == "excluded", name
+        assert members() == set(projects) - {name}, name
+        path.write_text("[tool.splice.workspace]\nmembers = []\n")
+        assert add_member(tmp_path, tmp_path / name) is True
+        assert members() == {name}, name
+        assert remove_member(tmp_path, tmp_path / name) == "removed", name
+        assert "members = []" in path.read_text(), name
+    # an entry as earlier versions wrote it (unescaped, unanchored) goes as it went then
+    path.write_text('[tool.splice.workspace]\nmembers = ["a", "/b"]\n')
+    assert remove_member(tmp_path, tmp_path / "a") == "removed"
+    assert members() == {"b"}
+    path.write_text('[tool.splice.workspace]\nmembers = ["/b"]\nexclude = ["a"]\n')
+    assert add_member(tmp_path, tmp_path / "a") is True
+    assert members() == {"a", "b"}
+    # escaped, a name may outgrow the 256 characters a pattern may have: refused, unwritten
+    # and a name ending in white space other than a space has none (git strips it): refused
+    path.write_text('[tool.splice.workspace]\nmembers = ["**"]\n')
+    before = path.read_bytes()
+    for name in ("a b" * 80, "x\t", "x\u3000", "x\x1f"):
+        (tmp_path / "packages" / name).mkdir()
+        for edit in (add_member, remove_member):
+            with pytest.raises(SpliceError) as refused:
+                edit(tmp_path, tmp_path / "packages" / name)
+            assert refused.value.code is ErrorCode.USAGE, repr(name)
+    assert path.read_bytes() == before
+    assert members() == set(projects)
+
+
 def test_workspace_command_creates_the_table(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n')
     new_project(tmp_path / "libs" / "one")

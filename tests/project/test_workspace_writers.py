@@ -65,5 +65,8 @@ def test_concurrent_workspace_adds_lose_no_member(tmp_path: Path) -> None:
                 process.wait()
 
     document = tomllib.loads((root / "pyproject.toml").read_text())
-    assert sorted(document["tool"]["splice"]["workspace"]["members"]) == ["a", "b"]
+    assert sorted(document["tool"]["splice"]["workspace"]["members"]) == [
+        "/a",
+        "/b",
+    ]  # literal, anchored (workspace._literal)
     assert document["project"] == {"name": "ws"}

@@ -39,7 +39,6 @@ FAST_EXIT = 1.0  # seconds: a worker that dies sooner is restarted after RESTART
 RESTART_DELAY = 1.0
 STOP_TIMEOUT = 15.0  # seconds the workers get to finish their requests on SIGTERM
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-_HANDLED = {signal.SIGCHLD, *_STOP_SIGNALS}
 _PR_SET_PDEATHSIG = 1
 
 log = logging.getLogger("splice.registry.workers")
@@ -52,7 +51,11 @@ def supervise(
     ``on_ready`` runs once those signals are the supervisor's, before the workers start."""
     if threading.active_count() != 1:  # a fork would copy a thread's locks, not the thread
         raise AssertionError("BUG: the registry supervisor forks with threads running")
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _HANDLED)
+    # A stop signal the process was started ignoring (``nohup``'s SIGHUP, a background
+    # job's SIGINT) stays ignored: blocked and waited for, it would stop the registry.
+    stops = frozenset(s for s in _STOP_SIGNALS if signal.getsignal(s) != signal.SIG_IGN)
+    handled = {signal.SIGCHLD, *stops}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, handled)
     # A handler keeps SIGCHLD pending while blocked (POSIX may discard an ignored signal).
     old_chld = signal.signal(signal.SIGCHLD, lambda *_: None)
     workers: dict[int, tuple[int, float]] = {}  # pid -> (slot, started at)
@@ -60,7 +63,7 @@ def supervise(
         on_ready()
         for slot in range(count):
             _start(slot, workers, run_worker)
-        stopped_by = _run(count, workers, run_worker)
+        stopped_by = _run(count, workers, run_worker, stops)
     finally:
         _stop(workers)
         signal.signal(signal.SIGCHLD, old_chld)
@@ -69,8 +72,14 @@ def supervise(
         signal.raise_signal(stopped_by)
 
 
-def _run(count: int, workers: dict[int, tuple[int, float]], run_worker: Callable[[], None]) -> int:
-    """Restart workers as they exit; return the stop signal once one arrives."""
+def _run(
+    count: int,
+    workers: dict[int, tuple[int, float]],
+    run_worker: Callable[[], None],
+    stops: frozenset[int],
+) -> int:
+    """Restart workers as they exit; return the stop signal (one of ``stops``) once one
+    arrives."""
     due: dict[int, float] = {}  # slot -> when to start it again
     while True:
         now = time.monotonic()
@@ -79,8 +88,8 @@ def _run(count: int, workers: dict[int, tuple[int, float]], run_worker: Callable
                 del due[slot]
                 _start(slot, workers, run_worker)
         timeout = max(0.0, min(due.values()) - now) if due else 60.0
-        info = signal.sigtimedwait(_HANDLED, timeout)
-        if info is not None and info.si_signo in _STOP_SIGNALS:
+        info = signal.sigtimedwait({signal.SIGCHLD, *stops}, timeout)
+        if info is not None and info.si_signo in stops:
             return info.si_signo
         for pid, status in _reap():
             slot, started = workers.pop(pid)
