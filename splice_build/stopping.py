@@ -76,24 +76,30 @@ def graceful_server(config: Any, stop: Stop, on_ready: Callable[[], None]) -> An
     class GracefulServer(uvicorn.Server):
         @contextlib.contextmanager
         def capture_signals(self) -> Iterator[None]:
-            """uvicorn's, with SIGHUP taken as SIGINT is (raised again once stopped), unless
-            the process ignores it (``nohup``: cli/errors.py leaves it ignored)."""
-            hup = getattr(signal, "SIGHUP", None)
-            if (
-                hup is None
-                or threading.current_thread() is not threading.main_thread()
-                or signal.getsignal(hup) == signal.SIG_IGN
-            ):
+            """uvicorn's, with SIGHUP taken as SIGINT is (raised again once stopped), and
+            every stop signal the process was started ignoring left ignored: ``nohup``
+            (SIGHUP; cli/errors.py leaves it ignored too) and a job a shell started in the
+            background (SIGINT: ^C to the script that started it is not for the server).
+            uvicorn took SIGINT whatever its disposition, so such a server stopped on ^C
+            and, raising the ignored signal again, exited 0."""
+            if threading.current_thread() is not threading.main_thread():
                 with super().capture_signals():
                     yield
                 return
-            previous = signal.signal(hup, self.handle_exit)
+            ignored = [s for s in _stop_signals() if signal.getsignal(s) == signal.SIG_IGN]
+            hup = getattr(signal, "SIGHUP", None)
+            taken = hup is not None and hup not in ignored
+            previous = signal.signal(hup, self.handle_exit) if taken else None
             try:
                 with super().capture_signals():  # raises SIGHUP again, ``previous`` back
+                    for signum in ignored:
+                        signal.signal(signum, signal.SIG_IGN)
                     yield
-                    signal.signal(hup, previous)
+                    if taken:
+                        signal.signal(hup, previous)
             finally:
-                signal.signal(hup, previous)
+                if taken:
+                    signal.signal(hup, previous)
 
         async def startup(self, sockets: Any = None) -> None:
             await super().startup(sockets)
@@ -116,6 +122,12 @@ def graceful_server(config: Any, stop: Stop, on_ready: Callable[[], None]) -> An
                 stop.cut()
 
     return GracefulServer(config)
+
+
+def _stop_signals() -> list[int]:
+    """The signals that stop a server: SIGINT, SIGTERM and, where it exists, SIGHUP."""
+    hup = getattr(signal, "SIGHUP", None)
+    return [signal.SIGINT, signal.SIGTERM] + ([hup] if hup is not None else [])
 
 
 def shutdown_seconds(stop: Stop) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -54,12 +55,23 @@ class RunningRegistry:
 
 
 def launch(
-    argv: Sequence[str], data: Path, *, env: Mapping[str, str] | None = None, timeout: float = 20
+    argv: Sequence[str],
+    data: Path,
+    *,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 20,
+    sigint: signal.Handlers = signal.SIG_DFL,
 ) -> RunningRegistry:
-    """Run ``argv`` (a server that prints the listening line) and wait until it is healthy."""
+    """Run ``argv`` (a server that prints the listening line) and wait until it is healthy.
+
+    ``sigint``: its SIGINT disposition at start, the default as in a terminal's foreground
+    whatever this process's: a test run started in the background by a script has SIGINT
+    ignored, which a server keeps (splice_build/stopping.py), so a ^C test would see no stop.
+    """
     full_env = {**os.environ, **(env or {})}
     process = subprocess.Popen(
         list(argv),
+        preexec_fn=lambda: signal.signal(signal.SIGINT, sigint),
         env=full_env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,

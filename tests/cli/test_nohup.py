@@ -1,4 +1,5 @@
-"""A server started ignoring SIGHUP (``nohup splice mcp --http &``) keeps ignoring it.
+"""A server started ignoring a stop signal (``nohup splice mcp --http &``; a background job's
+SIGINT) keeps ignoring it.
 
 The CLI turned SIGHUP into ``INTERRUPTED`` whatever its disposition at start, and the HTTP
 server and the registry supervisor took it as a stop: the terminal's hangup at logout
@@ -50,13 +51,42 @@ def test_splice_mcp_started_ignoring_sighup_ignores_it(tmp_path: Path) -> None:
     assert b"INTERRUPTED" not in err and b"interrupted" not in err, err.decode()
 
 
-def test_the_http_server_leaves_an_ignored_sighup_ignored() -> None:
+@pytest.mark.parametrize("ignored", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_the_http_servers_leave_an_ignored_stop_signal_ignored(ignored: signal.Signals) -> None:
+    """Each stop signal in turn ignored at start: it stays ignored while the server serves
+    and after, and the others are the server's. uvicorn took SIGINT whatever its
+    disposition: a server a shell started in the background stopped on ^C (exit 0)."""
     import uvicorn
 
     server = graceful_server(uvicorn.Config(app=None), Stop(grace=0), lambda: None)
-    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    stops = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    saved = {signum: signal.getsignal(signum) for signum in stops}
+    for signum in stops:  # whatever this test process had (a background run ignores SIGINT)
+        signal.signal(signum, signal.SIG_IGN if signum == ignored else signal.SIG_DFL)
     try:
         with server.capture_signals():
-            assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+            serving = {signum: signal.getsignal(signum) for signum in stops}
+        after = signal.getsignal(ignored)
     finally:
-        signal.signal(signal.SIGHUP, previous)
+        for signum, handler in saved.items():
+            signal.signal(signum, handler)
+    assert serving[ignored] == signal.SIG_IGN and after == signal.SIG_IGN
+    assert all(serving[s] == server.handle_exit for s in stops if s != ignored)
+
+
+def test_a_registry_started_in_the_background_ignores_sigint(tmp_path: Path) -> None:
+    """``splice registry serve &`` from a script (SIGINT ignored, as a shell starts a
+    background job): ^C to the script leaves it serving; SIGTERM still stops it, exit 0.
+    Before: it stopped on SIGINT and exited 0."""
+    from testing.registry_server import launch, serve_argv
+
+    data = tmp_path / "data"
+    server = launch(serve_argv(data), data, sigint=signal.SIG_IGN)
+    try:
+        server.process.send_signal(signal.SIGINT)
+        with pytest.raises(subprocess.TimeoutExpired):
+            server.process.wait(timeout=1)
+        server.process.send_signal(signal.SIGTERM)
+        assert server.process.wait(timeout=30) == 0
+    finally:
+        server.stop()
