@@ -181,18 +181,11 @@ def test_your_grant_in_a_record_another_user_rewrote_still_holds(tmp_path: Path)
     then theirs, ignored for a project only you can write, and your tool's project synced
     (find_workspace on the old code: ``out/cache`` a member). The runtime now records every
     grant of a run in another user's project in SPLICE_HOME too."""
-    from splice_build.sdk import Splice
-    from tests.project.test_tool_written_members import _writer_project
+    from tests.project.test_tool_written_members import _planted_then_removed, _writer_project
 
     home, project = _writer_project(tmp_path)
     os.chown(project, 4242, 4242)  # the team's (a third user's); you may write it as root
-    splice = Splice(project, home=home, registry="embedded:", broker=False)
-    try:
-        splice.add(["@acme/writer"], accept_permissions=True)
-        assert splice.run("writer.hello", {"name": "http://127.0.0.1:9"}).ok
-        splice.remove(["@acme/writer"])
-    finally:
-        splice.close()
+    _planted_then_removed(project, home)
     assert os.stat(project / "out" / "cache" / "splice.json").st_uid == 0
     _chown(project / ".splice" / RECORD_NAME)
     with pytest.raises(ProjectError) as held:
@@ -211,20 +204,13 @@ def test_your_grant_in_your_project_whose_state_a_group_may_write_still_holds(
     your grant, read as theirs, was ignored and ``out/cache`` synced once you removed the
     package (find_workspace on the old code: a member). Whoever else may replace the record,
     SPLICE_HOME's holds your grants too."""
-    from splice_build.sdk import Splice
-    from tests.project.test_tool_written_members import _writer_project
+    from tests.project.test_tool_written_members import _planted_then_removed, _writer_project
 
     home, project = _writer_project(tmp_path)
     (project / ".splice").mkdir(exist_ok=True)
     os.chown(project / ".splice", 0, 4242)
     os.chmod(project / ".splice", 0o2775)  # the team's group may write it; the project is yours
-    splice = Splice(project, home=home, registry="embedded:", broker=False)
-    try:
-        splice.add(["@acme/writer"], accept_permissions=True)
-        assert splice.run("writer.hello", {"name": "http://127.0.0.1:9"}).ok
-        splice.remove(["@acme/writer"])
-    finally:
-        splice.close()
+    _planted_then_removed(project, home)
     assert os.stat(project).st_uid == 0
     assert os.stat(project / "out" / "cache" / "splice.json").st_uid == 0
     _chown(project / ".splice" / RECORD_NAME)  # their rewrite, your entry kept

@@ -71,6 +71,20 @@ def _writer_project(tmp_path: Path) -> tuple[Path, Path]:
     return home, project
 
 
+def _planted_then_removed(project: Path, home: Path, url: str = "http://127.0.0.1:9") -> None:
+    """Add ``@acme/writer`` to ``project``, run its tool once (it plants ``out/cache``,
+    naming ``url``), then remove the package: no lock names the grant any more."""
+    from splice_build.sdk import Splice
+
+    splice = Splice(project, home=home, registry="embedded:", broker=False)
+    try:
+        splice.add(["@acme/writer"], accept_permissions=True)
+        assert splice.run("writer.hello", {"name": url}).ok
+        splice.remove(["@acme/writer"])
+    finally:
+        splice.close()
+
+
 def _sync_json(project: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[int, list[str]]:
     """The real ``splice sync --json`` in ``project``: its exit code, then its warnings and
     its JSON document, in the order they were printed."""
@@ -308,7 +322,6 @@ def test_a_grant_no_lock_records_any_more_still_holds_what_its_tool_wrote(
     the writer run, then ``splice remove``d (its lock entry gone), and the same package run
     with ``splice run --dir`` in a directory holding no project."""
     from splice_build.cli.main import main
-    from splice_build.sdk import Splice
     from testing.packages import minimal_manifest, write_package
 
     url, seen = spy
@@ -324,13 +337,7 @@ def test_a_grant_no_lock_records_any_more_still_holds_what_its_tool_wrote(
     for directory in (project, scratch):
         (directory / "data").mkdir(parents=True)
         (directory / "data" / "secret.txt").write_text("AKIA-SECRET\n")
-    splice = Splice(project, home=home, registry="embedded:", broker=False)
-    try:
-        splice.add(["@acme/writer"], accept_permissions=True)
-        assert splice.run("writer.hello", {"name": url}).ok
-        splice.remove(["@acme/writer"])
-    finally:
-        splice.close()
+    _planted_then_removed(project, home, url)
     package = write_package(tmp_path / "src", minimal_manifest(name="writer",
                             permissions=permissions), {"tools/hello.js": _PLANTER})  # fmt: skip
     monkeypatch.setenv("SPLICE_HOME", str(home))
@@ -453,16 +460,8 @@ def test_a_grant_record_holds_its_grant_where_the_project_is_now(tmp_path: Path)
     it."""
     import shutil
 
-    from splice_build.sdk import Splice
-
     home, project = _writer_project(tmp_path)
-    splice = Splice(project, home=home, registry="embedded:", broker=False)
-    try:
-        splice.add(["@acme/writer"], accept_permissions=True)
-        assert splice.run("writer.hello", {"name": "http://127.0.0.1:9"}).ok
-        splice.remove(["@acme/writer"])
-    finally:
-        splice.close()
+    _planted_then_removed(project, home)
     copy = tmp_path / "copy"
     shutil.copytree(project, copy, symlinks=True)
     _only_the_root_is_a_member(find_workspace(copy, home=home))
