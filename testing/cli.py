@@ -6,6 +6,7 @@ import json
 import os
 import pty
 import select
+import signal
 import subprocess
 import sys
 import time
@@ -22,6 +23,23 @@ def splice_executable() -> str:
             f"BUG: the splice console script is not installed next to {sys.executable}"
         )
     return str(exe)
+
+
+def foreground_signals(*ignored: int) -> Callable[[], None]:
+    """A ``preexec_fn``: SIGINT and SIGHUP at their defaults, as a terminal's foreground job
+    has them, then each of ``ignored`` ignored.
+
+    A test run started under ``nohup`` or in the background by a script ignores them, its
+    children inherit that, and a server keeps a stop signal it was started ignoring ignored
+    (splice_build/stopping.py): a test sending one would wait for a stop that never comes."""
+
+    def preexec() -> None:
+        for signum in (signal.SIGINT, signal.SIGHUP):
+            signal.signal(signum, signal.SIG_DFL)
+        for signum in ignored:
+            signal.signal(signum, signal.SIG_IGN)
+
+    return preexec
 
 
 @dataclass(frozen=True)

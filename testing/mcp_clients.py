@@ -287,11 +287,17 @@ def http_server(
     open_files: tuple[int, int] | None = None,
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """Start an HTTP server process that prints its URL first; yields (url, process).
-    ``open_files`` = (soft, hard) ``RLIMIT_NOFILE`` the process starts with."""
+    ``open_files`` = (soft, hard) ``RLIMIT_NOFILE`` the process starts with. Its stop
+    signals are a terminal foreground job's whatever this process's
+    (``testing.cli.foreground_signals``)."""
+    from testing.cli import foreground_signals
 
-    def limit_open_files() -> None:
+    signals = foreground_signals()
+
+    def set_up() -> None:
         import resource
 
+        signals()
         if open_files is not None:
             resource.setrlimit(resource.RLIMIT_NOFILE, open_files)
 
@@ -301,7 +307,7 @@ def http_server(
         stderr=subprocess.PIPE,
         env=dict(env),
         cwd=cwd,
-        preexec_fn=limit_open_files if open_files is not None else None,
+        preexec_fn=set_up,
     )
     try:
         assert process.stdout is not None

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -22,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from testing.cli import splice_executable
+from testing.cli import foreground_signals, splice_executable
 
 if TYPE_CHECKING:
     from testing.registry_backends import StoreBackend
@@ -60,18 +59,15 @@ def launch(
     *,
     env: Mapping[str, str] | None = None,
     timeout: float = 20,
-    sigint: signal.Handlers = signal.SIG_DFL,
+    ignored: Sequence[int] = (),
 ) -> RunningRegistry:
-    """Run ``argv`` (a server that prints the listening line) and wait until it is healthy.
-
-    ``sigint``: its SIGINT disposition at start, the default as in a terminal's foreground
-    whatever this process's: a test run started in the background by a script has SIGINT
-    ignored, which a server keeps (splice_build/stopping.py), so a ^C test would see no stop.
-    """
+    """Run ``argv`` (a server that prints the listening line) and wait until it is healthy;
+    its stop signals as in a terminal's foreground whatever this process's, but ``ignored``
+    (``testing.cli.foreground_signals``)."""
     full_env = {**os.environ, **(env or {})}
     process = subprocess.Popen(
         list(argv),
-        preexec_fn=lambda: signal.signal(signal.SIGINT, sigint),
+        preexec_fn=foreground_signals(*ignored),
         env=full_env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,

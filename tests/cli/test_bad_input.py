@@ -19,7 +19,7 @@ import pytest
 
 from splice_build.cli.parser import build_parser, load_commands
 from splice_build.errors import ErrorCode
-from testing.cli import Completed, run_splice, splice_executable
+from testing.cli import Completed, foreground_signals, run_splice, splice_executable
 from testing.packages import write_package
 
 EXIT_CODES = {0, 1, 2}  # docs/cli.md: 130 only on ^C
@@ -312,10 +312,6 @@ def _reading_stdin(pid: int) -> bool:
     return fields[:2] == ["0", "0x0"]
 
 
-def _default_sigint() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 @pytest.mark.skipif(
     platform.system() != "Linux" or platform.machine() != "x86_64",
     reason="finds the blocking read through /proc/<pid>/syscall (x86-64 Linux numbering)",
@@ -328,9 +324,7 @@ def test_interrupted_under_json_is_one_document_and_exit_130(tmp_path: Path) -> 
         stderr=subprocess.PIPE,
         text=True,
         cwd=tmp_path,
-        # A test run started in the background by a shell without job control inherits
-        # SIGINT ignored, and Python keeps an ignored SIGINT ignored: give splice the default.
-        preexec_fn=_default_sigint,
+        preexec_fn=foreground_signals(),  # Python keeps an ignored SIGINT ignored
     )
     try:
         deadline = time.monotonic() + 60

@@ -81,7 +81,7 @@ def test_a_registry_started_in_the_background_ignores_sigint(tmp_path: Path) -> 
     from testing.registry_server import launch, serve_argv
 
     data = tmp_path / "data"
-    server = launch(serve_argv(data), data, sigint=signal.SIG_IGN)
+    server = launch(serve_argv(data), data, ignored=[signal.SIGINT])
     try:
         server.process.send_signal(signal.SIGINT)
         with pytest.raises(subprocess.TimeoutExpired):
