@@ -6,7 +6,7 @@ in one directory, ``PARTS``, each locked (``flock``) by its writer from its crea
 is renamed: a write that was killed leaves its file unlocked, and opening the store removes
 the files of ``PARTS`` it can lock (``sweep_parts``), never one another writer still holds,
 whichever process or worker it is. Splice before that wrote its temp files unlocked beside
-the artifact (``packages/<ns>/<name>/<version>/.tmp-XXXXXXXX.part``): nothing tells a killed
+the artifact (``packages/<ns>/<name>/<version>/.tmp-<random>.part``): nothing tells a killed
 write of those from one an older server sharing the store is still making, but such a write
 takes seconds, so ``sweep_legacy_parts`` removes those last modified more than
 ``LEGACY_PART_SECONDS`` ago, until a walk finds none left (then ``LEGACY_SWEPT`` is written
