@@ -194,19 +194,30 @@ def test_over_http_only_the_calling_session_cancels(installed) -> None:
 
         # A client that closes its connection cancels its running call (no session needed).
         left = f"{prefix}-left"
-        body = json.dumps(_call(7, left)).encode()
-        head = (
-            f"POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
-            "Content-Type: application/json\r\nmcp-protocol-version: 2025-11-25\r\n"
-            f"Content-Length: {len(body)}\r\n\r\n"
-        )
-        parts = urlsplit(url)
-        with socket.create_connection((parts.hostname, parts.port)) as connection:
-            connection.sendall(head.encode() + body)
+        with _raw_call(url, _call(7, left)):
             _started(left)  # the only slot was free again
         assert wait_until_gone(left) == []
         served = post(_call(8), "sb").json()  # and is again
         assert served["result"]["structuredContent"] == {"done": True}
+
+
+def _raw_call(url: str, message: dict[str, object]) -> socket.socket:
+    """A connection to the server at ``url`` that has sent ``message`` as one whole POST
+    (closing it is a client that left)."""
+    body = json.dumps(message).encode()
+    head = (
+        f"POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+        "Content-Type: application/json\r\nmcp-protocol-version: 2025-11-25\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    )
+    parts = urlsplit(url)
+    connection = socket.create_connection((parts.hostname, parts.port))
+    try:
+        connection.sendall(head.encode() + body)
+    except BaseException:
+        connection.close()
+        raise
+    return connection
 
 
 def test_a_call_cancelled_as_it_succeeds_leaves_no_kept_process(installed, monkeypatch) -> None:
@@ -301,15 +312,7 @@ def test_sigterm_or_sighup_stops_an_http_server_cleanly(
         )
         caller.start()
         _started(running)
-        body = json.dumps(_call(2, waiting)).encode()
-        head = (
-            f"POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
-            "Content-Type: application/json\r\n"
-            f"Content-Length: {len(body)}\r\n\r\n"
-        )
-        parts = urlsplit(url)
-        with socket.create_connection((parts.hostname, parts.port)) as second:
-            second.sendall(head.encode() + body)  # waits for the only slot
+        with _raw_call(url, _call(2, waiting)) as second:  # waits for the only slot
             for _ in range(400):
                 if _read_by_the_server(second):
                     break
