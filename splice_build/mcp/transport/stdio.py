@@ -44,12 +44,12 @@ from splice_build.mcp.protocol import (
     error_response,
     parse_message,
 )
+from splice_build.stopping import CUT_SECONDS, MCP_GRACE_SECONDS
 
 MAX_LINE_BYTES = 4 * 1024 * 1024  # docs/compatibility.md#mcp
 CHUNK_BYTES = 64 * 1024
 MAX_WORKERS = 16  # threads for messages other than tool calls
 MAX_IN_FLIGHT = 64  # beyond this the reader waits: back-pressure instead of an unbounded queue
-STOP_GRACE_SECONDS = 5.0  # running calls may finish within this once the server stops
 
 _BOM = b"\xef\xbb\xbf"
 
@@ -212,7 +212,7 @@ def serve_stdio(
     log: Log,
     max_calls: int,
     max_line_bytes: int = MAX_LINE_BYTES,
-    grace: float = STOP_GRACE_SECONDS,
+    grace: float = MCP_GRACE_SECONDS,
 ) -> None:
     """Serve until stdin ends (or stdout closes), running at most ``max_calls`` tool calls at
     once; waits for calls in flight before returning. An exception that ends the read (a
@@ -295,8 +295,6 @@ def _stop(server: Server, writer: _Writer, admitted: set[Future[None]], grace: f
     grace and ``CUT_SECONDS`` (splice_build/stopping.py): a client that reads no more never
     holds the stop."""
     import time
-
-    from splice_build.stopping import CUT_SECONDS
 
     writer.stop_by(time.monotonic() + grace + CUT_SECONDS)
     try:  # a second signal while the waiting calls are answered still cuts the running ones
