@@ -680,7 +680,6 @@ def _path_sanitizer(package_dir: Path, project_root: Path) -> PathSanitizer:
 
 def _one_job(key: PoolKey) -> PoolKey:
     """``key`` for a process that serves one job and exits (same flags, grant and view)."""
-
     return replace(key, spec=replace(key.spec, reuse=False))
 
 
