@@ -135,8 +135,9 @@ def _write_crash_log(home: Path, exc: BaseException) -> Path | None:
 
 
 @contextlib.contextmanager
-def error_handler(out: Output, *, home: Path, verbose: bool) -> Iterator[None]:
-    """Map SpliceError → its exit code, ^C → 130, anything else → 1 with a crash log.
+def error_handler(out: Output, *, home: Path | None, verbose: bool) -> Iterator[None]:
+    """Map SpliceError → its exit code, ^C → 130, anything else → 1 with a crash log (under
+    ``home``'s ``logs/``; none while ``home`` is not known yet).
 
     Under ``--json`` every failure, unexpected ones included, is one error document on
     stdout (docs/cli.md#exit-codes-and-errors).
@@ -167,8 +168,8 @@ def error_handler(out: Output, *, home: Path, verbose: bool) -> Iterator[None]:
         _crash(out, home, verbose, exc)
 
 
-def _crash(out: Output, home: Path, verbose: bool, exc: Exception) -> NoReturn:
-    log = _write_crash_log(home, exc)
+def _crash(out: Output, home: Path | None, verbose: bool, exc: Exception) -> NoReturn:
+    log = None if home is None else _write_crash_log(home, exc)
     hint = f"a report was written to {log}" if log else None
     message = f"unexpected failure: {type(exc).__name__}: {exc}"
     _report(out, ErrorCode.INTERNAL_ERROR, message, hint)

@@ -109,10 +109,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     json_mode = "--json" in options
     color = sys.stderr.isatty() and "--no-color" not in options and not env.get("NO_COLOR")
     out = Output(json_mode=json_mode, color=color)
-    home = Path(env.get("SPLICE_HOME") or Path.home() / ".splice")
+    verbose = "--verbose" in options
     stop_on_termination()
     try:
-        with error_handler(out, home=home, verbose="--verbose" in options):
+        with error_handler(out, home=None, verbose=verbose):
+            from splice_build.project.home import SpliceHome
+
+            # One reading of SPLICE_HOME for every command (``~`` expanded, made absolute).
+            home = SpliceHome.from_env(env).path
+        with error_handler(out, home=home, verbose=verbose):
             # Only a sync command line imports the sync command.
             code = _plain_sync(argv, out, env=env, home=home) if command == "sync" else None
             if code is not None:

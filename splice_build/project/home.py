@@ -16,7 +16,8 @@ docs/compatibility.md#user-state::
 The directory is 0700 and the two JSON files 0600; both files are written atomically with
 the temp file created 0600, so a token is never readable by another user, not even for an
 instant. ``SPLICE_TOKEN`` is not handled here: it is the registry client's business. Nothing
-is read at import time or by :meth:`SpliceHome.from_env`.
+is read at import time; :meth:`SpliceHome.from_env` reads only the user database, and only
+when ``HOME`` is unset.
 """
 
 from __future__ import annotations
@@ -32,12 +33,50 @@ from splice_build.records import dataclass
 from splice_build.spec.regular_file import read_regular_file
 
 
+def _user_home(home: str | None) -> str:
+    """``home`` (the caller's ``HOME``) when set, else the process's ``HOME``, else the user
+    database's entry for this uid; ``INVALID_CONFIG`` when none names a directory.
+
+    An empty ``HOME`` counts as unset: ``os.path.expanduser`` would make ``~/.splice`` the root's
+    ``/.splice``, and with neither ``HOME`` nor a user entry (a container's arbitrary uid) it
+    leaves ``~`` in place, so the state would land in ``./~/.splice`` under whatever directory
+    the command was run from.
+    """
+    for candidate in (home, os.environ.get("HOME")):
+        if candidate:
+            return candidate
+    import pwd
+
+    try:
+        entry = pwd.getpwuid(os.getuid()).pw_dir
+    except KeyError:
+        entry = ""
+    if not entry:
+        raise ProjectError(
+            ErrorCode.INVALID_CONFIG,
+            f"no home directory for Splice's state: HOME is not set and user {os.getuid()} "
+            "has no entry in the user database",
+            hint="Set SPLICE_HOME (or HOME) to a directory you own.",
+        )
+    return entry
+
+
 def _expand_home(path: str, home: str | None) -> str:
-    """``path`` with a leading ``~`` (not ``~user``) replaced by ``home`` if it is set, else as
-    ``os.path.expanduser`` does."""
-    if home and (path == "~" or path.startswith("~/")):
-        return (home.rstrip("/") + path[1:]) or "/"
-    return os.path.expanduser(path)
+    """``path`` with a leading ``~`` replaced by the user's home (:func:`_user_home`) or ``~user``
+    by that user's; ``INVALID_CONFIG`` when that user is unknown (it would stay a relative
+    directory named ``~user``)."""
+    if path == "~" or path.startswith("~/"):
+        return (_user_home(home).rstrip("/") + path[1:]) or "/"
+    if path.startswith("~"):
+        expanded = os.path.expanduser(path)
+        if expanded.startswith("~"):
+            raise ProjectError(
+                ErrorCode.INVALID_CONFIG,
+                f"SPLICE_HOME {path!r} names a user this system does not know",
+                hint="Set SPLICE_HOME to an absolute path.",
+            )
+        return expanded
+    return path
 
 
 DIR_MODE = 0o700

@@ -179,3 +179,11 @@ def test_from_env_takes_home_from_the_env_it_is_given(tmp_path: Path) -> None:
     assert SpliceHome.from_env({"HOME": ""}).path == Path(os.environ["HOME"]) / ".splice"
     splice = Splice.init(tmp_path / "project", env={"HOME": mine})
     assert splice.home.path == tmp_path / "u" / ".splice"
+
+
+def test_a_home_of_an_unknown_user_is_a_config_error(tmp_path: Path) -> None:
+    """``~nobody-here/x`` is left as it is by ``os.path.expanduser``: a relative directory named
+    ``~nobody-here`` under whatever directory the command runs in."""
+    with pytest.raises(ProjectError) as raised:
+        SpliceHome.from_env({"SPLICE_HOME": "~splice-no-such-user/state"})
+    assert raised.value.code == ErrorCode.INVALID_CONFIG
