@@ -115,11 +115,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         with error_handler(out, home=None, verbose=verbose):
             from splice_build.project.home import SpliceHome
 
+            cwd = _working_directory()
             # One reading of SPLICE_HOME for every command (``~`` expanded, made absolute).
             home = SpliceHome.from_env(env).path
         with error_handler(out, home=home, verbose=verbose):
             # Only a sync command line imports the sync command.
-            code = _plain_sync(argv, out, env=env, home=home) if command == "sync" else None
+            code = (
+                _plain_sync(argv, out, cwd=cwd, env=env, home=home) if command == "sync" else None
+            )
             if code is not None:
                 return code
             plain = _plain_command(argv, command)
@@ -149,12 +152,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 color=color and not args.no_color,
                 verbose=bool(args.verbose),
                 registry=args.registry,
-                cwd=Path.cwd(),
+                cwd=cwd,
                 env=env,
                 home=home,
                 interactive=sys.stdin.isatty() and sys.stderr.isatty(),
                 out=out,
-                project_root=_project_root(Path.cwd()) if module.NEEDS_PROJECT else None,
+                project_root=_project_root(cwd) if module.NEEDS_PROJECT else None,
             )
             code = module.run(args, ctx)
             assert isinstance(code, int), f"BUG: command {args.command} returned {code!r}"
@@ -166,7 +169,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     raise AssertionError("BUG: unreachable")
 
 
-def _plain_sync(argv: Sequence[str], out: Output, *, env: dict[str, str], home: Path) -> int | None:
+def _working_directory() -> Path:
+    """The directory the command runs in; ``USAGE`` when it was removed (``os.getcwd`` fails),
+    which every relative path, the project search and a relative ``SPLICE_HOME`` need."""
+    try:
+        return Path.cwd()
+    except FileNotFoundError:
+        raise UsageError(
+            "the current directory no longer exists",
+            hint="change to an existing directory and run the command again",
+        ) from None
+
+
+def _plain_sync(
+    argv: Sequence[str], out: Output, *, cwd: Path, env: dict[str, str], home: Path
+) -> int | None:
     """``splice sync [--check]`` without the parser, when ``argv`` says nothing else."""
     from splice_build.cli.commands import sync
 
@@ -176,9 +193,7 @@ def _plain_sync(argv: Sequence[str], out: Output, *, env: dict[str, str], home: 
     from splice_build.tasks.sync import SyncOptions
 
     options = SyncOptions(check=check)
-    return sync.sync(
-        out, cwd=Path.cwd(), env=env, home=home, registry=None, root=None, options=options
-    )
+    return sync.sync(out, cwd=cwd, env=env, home=home, registry=None, root=None, options=options)
 
 
 # Commands that read some command lines without the parser (their ``plain_args``).

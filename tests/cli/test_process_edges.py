@@ -71,3 +71,26 @@ def test_a_failed_command_keeps_its_exit_code(project) -> None:
     done = _run(project, "run", "example.nope", "--json")
     assert done.returncode == 1
     assert json.loads(done.stdout)["error"]["code"] == "TOOL_NOT_FOUND"
+
+
+@pytest.mark.parametrize("args", [("sync",), ("list",), ("run", "@splice/example.hello")])
+def test_a_removed_working_directory_is_a_usage_error(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    """Started in a directory that was removed (a shell left in a deleted build directory),
+    every command crashed with ``INTERNAL_ERROR`` and wrote a crash report."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    done = subprocess.run(
+        [splice_executable(), "--json", *args],
+        cwd=gone,
+        env={**os.environ, "SPLICE_HOME": str(tmp_path / "home")},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=lambda: os.rmdir(gone),  # runs after the child's chdir
+    )
+    assert done.returncode == 2, done.stderr
+    assert json.loads(done.stdout)["error"]["code"] == "USAGE"
+    assert not (tmp_path / "home" / "logs").exists()
