@@ -6,7 +6,7 @@ address) is only read once the request head is complete; so without limits a cli
 opens connections and never finishes a head runs the process out of files, and nobody is
 served.
 
-- ``raise_open_file_limit``: at start-up the soft ``RLIMIT_NOFILE`` goes up to the hard one.
+- at start-up the soft ``RLIMIT_NOFILE`` goes up to the hard one (splice_build/open_files.py).
 - ``connection_protocol``: at most ``max_connections`` connections are open at once
   (``MAX_CONNECTIONS``, or half the open-file limit if that is lower: the rest is for
   sandbox processes, the project, the registry's store and the server itself). A connection that would pass it
@@ -65,19 +65,6 @@ ABORT_EXTENSION = "splice.abort"
 ACCEPT_ERROR = "socket.accept() out of system resource"
 # The callback that retries such an accept, as its failure is reported.
 ACCEPT_RETRY = "_start_serving"
-
-
-def raise_open_file_limit() -> int:
-    """Raise the soft open-file limit to the hard one (where the system allows); returns the
-    soft limit now in force."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard != resource.RLIM_INFINITY and soft != resource.RLIM_INFINITY and soft < hard:
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-        except (ValueError, OSError):
-            return soft  # e.g. macOS refuses more than OPEN_MAX: keep what we have
-        return hard
-    return soft
 
 
 def max_connections(open_files: int) -> int:
@@ -318,6 +305,7 @@ def serve_limited(
     the address was announced found the CLI's handler still in place: exit 143)."""
     import uvicorn
 
+    from splice_build.open_files import raise_open_file_limit
     from splice_build.stopping import graceful_server, shutdown_seconds
 
     limit = max_connections(raise_open_file_limit())

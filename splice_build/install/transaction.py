@@ -70,6 +70,8 @@ JOURNAL = "journal.json"
 _TOKEN = re.compile(r"[0-9a-f]{12}")
 _SWAP_KEYS = frozenset({"package", "token", "install"})
 _JOURNAL_KEYS = frozenset({"swaps", "lock", "ranges"})
+# A read failing for lack of descriptors or memory says nothing about the journal.
+_PROCESS_LIMIT_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM})
 
 
 def _staging_token() -> str:
@@ -230,6 +232,8 @@ def _read_journal(
     except FileNotFoundError:
         return None
     except OSError as exc:  # .splice/tmp a file, the journal a FIFO or a directory
+        if exc.errno in _PROCESS_LIMIT_ERRNOS:
+            raise  # the process's fault, not the journal's: never advise removing it
         raise refused(f"cannot be read ({exc.strerror})") from None
     except ValueError:
         raise refused("is not JSON") from None

@@ -97,7 +97,10 @@ def sync_workspace(
 
     A workspace whose every member is as its last no-op run left it is answered without the
     graph (tasks/noop.py)."""
+    from splice_build.open_files import room_for_members
     from splice_build.tasks.noop import unchanged_workspace
+
+    room_for_members(len(workspace.members))  # every member's lock is held at once
 
     def blocked() -> None:
         on_progress(".", "waiting", "Waiting for another Splice process on .splice/...")
