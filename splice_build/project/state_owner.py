@@ -17,6 +17,15 @@ is that user's, and its grants hold a project only when that user can write the 
 others with write permission, or a POSIX ACL whose mask lets anyone but the owner write). A project that user cannot write is this user's own: the
 grant is ignored for it, with a warning (workspace.py). Fail closed: a user or group that
 cannot be looked up, or a project that cannot be examined, counts as writable.
+
+A file of this user or root is not always theirs: in a directory another user may write
+(``/tmp``, a team's checkout) that user may have put it there, as a hard link (the kernel
+allows one to any file they may read and write) or by a rename, and written into it. A team
+checkout's ``splice.lock`` of yours, writable for its group, linked as ``/tmp/splice.lock``
+by a member who then wrote a grant over your ``/tmp/victim`` into it, stopped that project
+as a lock of yours would. Such a file (another user may write it, or it has another link,
+and a directory holding it another user may write) is ``ANYONE``'s: its grants hold only
+projects some user other than this one and root may write.
 """
 
 from __future__ import annotations
@@ -28,6 +37,10 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
+# The writer of a file of this user or root that another user may have put and written
+# (module docstring): not a uid, so never a file's owner.
+ANYONE = -1
+
 
 def other_writer(info: os.stat_result, entries: Iterable[Path], place: Path) -> int | None:
     """The user whose claim a state file is, when it is neither this process's user, nor
@@ -37,7 +50,10 @@ def other_writer(info: os.stat_result, entries: Iterable[Path], place: Path) -> 
 
     Owners looked at: the file read (``info``, its ``fstat``) and ``entries`` (its path and
     the ``.splice`` holding it) not followed: another user's link ``/tmp/splice.lock`` to a
-    lock of yours is theirs. A platform without uids: always None."""
+    lock of yours is theirs. ``ANYONE`` for such a file of this user or root that another
+    user may write, or that has another link, in a directory another user may write (the
+    file's or one holding an entry: they may have put it there, module docstring). A
+    platform without uids: always None."""
     geteuid = getattr(os, "geteuid", None)
     if geteuid is None:
         return None
@@ -49,10 +65,33 @@ def other_writer(info: os.stat_result, entries: Iterable[Path], place: Path) -> 
         except OSError:
             continue  # gone since the file was read: its own owner decides
     if all(owner in trusted for owner in owners):
-        return None
+        return ANYONE if _maybe_put_by_another(info, entries) else None
     with contextlib.suppress(OSError):  # fail closed: only this user and root
         trusted.add(os.stat(place).st_uid)
     return next((owner for owner in owners if owner not in trusted), None)
+
+
+def _maybe_put_by_another(info: os.stat_result, entries: Iterable[Path]) -> bool:
+    """Whether another user may have written the file read (``info``, reached at the first
+    of ``entries``) and put it where it lies: they may write it or it has another link, and
+    a directory holding one of ``entries`` they may write. Nothing more is looked at for a
+    file only its owner may write, with one link (every file Splice writes, atomically)."""
+    paths = list(entries)
+    if info.st_nlink < 2 and not _open_to_others(info, paths[0]):
+        return False
+    return any(others_may_write(path.parent) for path in paths)
+
+
+def _open_to_others(info: os.stat_result, path: Path) -> bool:
+    """Whether a user other than this process's and root may write the inode ``info``
+    (``path``'s, followed): others' write, a group's unless it is this user's alone, or a
+    POSIX ACL whose mask allows writing (``_has_acl``). Fail closed, as ``others_may_write``."""
+    euid = os.geteuid()
+    if info.st_uid not in (euid, 0) or info.st_mode & stat.S_IWOTH:
+        return True
+    if not info.st_mode & stat.S_IWGRP:
+        return False
+    return not _group_of_one(info.st_gid, euid) or _has_acl(path)
 
 
 class Writers:
@@ -62,7 +101,8 @@ class Writers:
         self._groups: dict[int, frozenset[int] | None] = {}
 
     def may_write(self, uid: int, project: Path) -> bool:
-        """Whether ``uid`` can have written the project at ``project`` (module docstring)."""
+        """Whether ``uid`` can have written the project at ``project`` (module docstring);
+        for ``ANYONE``, whether any user other than this one and root can."""
         from splice_build.project.layout import LEGACY_LOCK_FILE, LOCK_FILE, PROJECT_FILE, STATE_DIR
 
         try:
@@ -82,6 +122,10 @@ class Writers:
         return False
 
     def _writable(self, info: os.stat_result, uid: int, path: Path) -> bool:
+        if uid == ANYONE:  # a link's owner made it: another's counts, this user's not
+            return info.st_uid not in (os.geteuid(), 0) or (
+                not stat.S_ISLNK(info.st_mode) and _open_to_others(info, path)
+            )
         if info.st_uid == uid:
             return True  # its owner may change its mode at will
         if stat.S_ISLNK(info.st_mode):

@@ -101,8 +101,7 @@ class Workspace:
             for d in self.dropped
         ] + [
             f"the write grant {d.grant!r} of {self._named(d.granted_by)} is ignored for "
-            f"{self.label(d.directory)}: it was recorded by another user (uid {d.writer}), "
-            "who cannot write that project"
+            f"{self.label(d.directory)}: {_recorder(d.writer)}"
             for d in self.ignored
         ]
 
@@ -112,6 +111,20 @@ class Workspace:
             {"path": self.label(d.directory), "grant": d.grant, "of": self._named(d.granted_by)}
             for d in self.dropped
         ]
+
+
+def _recorder(writer: int | None) -> str:
+    """Who recorded an ignored grant (project/state_owner.py): another user, or a file of
+    yours or root's that another user may have put where it lies and written."""
+    from splice_build.project.state_owner import ANYONE
+
+    if writer == ANYONE:
+        return (
+            "its file is yours or root's, but lies where another user may have put it and "
+            "written it (a file others may write, or with another link, in a directory they "
+            "may write), and no other user can write that project"
+        )
+    return f"it was recorded by another user (uid {writer}), who cannot write that project"
 
 
 def read_config(pyproject: Path) -> WorkspaceConfig | None:

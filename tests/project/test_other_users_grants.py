@@ -252,3 +252,62 @@ def test_whose_state_another_user_may_replace(tmp_path: Path) -> None:
     os.chown(state, OTHER, 0)
     os.chmod(state, 0o700)
     assert _shared(tmp_path) is True
+
+
+def test_a_file_of_yours_another_user_may_write_and_put_above_your_project_is_not_yours(
+    tmp_path: Path,
+) -> None:
+    """A team checkout's ``splice.lock`` (or ``.splice/write-grants.json``) of yours,
+    writable for the team's group (a setgid directory under umask 002): a member of the
+    group hard-linked it into ``/tmp`` (the kernel lets them link any file they may read and
+    write) and wrote a grant over your ``/tmp/victim`` into it. The file was yours, so the
+    grant held: ``splice sync`` there was ``NOT_A_PROJECT`` and every run refused (shown
+    with the real CLI, the link and the write made as uid 65534 with the team's group). A
+    rename out of the checkout leaves one link; the file's mode tells it then."""
+    shared = tmp_path / "tmp"  # as /tmp: world-writable, sticky
+    shared.mkdir()
+    os.chmod(shared, 0o1777)
+    victim = make_project(shared / "victim")
+    team = make_project(tmp_path / "team", lock=_lock("out"))
+    _record(team / ".splice" / RECORD_NAME, team, ("./victim", victim))
+    for name in ("splice.lock", f".splice/{RECORD_NAME}"):
+        os.chown(team / name, 0, 4242)  # yours, the team's group may write it
+        os.chmod(team / name, 0o664)
+    home = tmp_path / "home"
+    make_project(shared)
+    _chown(shared / "splice.json")
+    (shared / ".splice").mkdir()
+    os.link(team / ".splice" / RECORD_NAME, shared / ".splice" / RECORD_NAME)
+    os.link(team / "splice.lock", shared / "splice.lock")
+    (shared / "splice.lock").write_text(
+        json.dumps({"lockfileVersion": 1, "packages": _lock("victim")})
+    )
+
+    workspace = find_workspace(victim, home=home)
+    assert [workspace.label(m) for m in workspace.members] == ["."]
+    tail = (
+        "its file is yours or root's, but lies where another user may have put it and "
+        "written it (a file others may write, or with another link, in a directory they "
+        "may write), and no other user can write that project"
+    )
+    assert workspace.dropped_lines() == [
+        f"the write grant {grant!r} of {shared} is ignored for .: {tail}"
+        for grant in ("victim", "./victim")
+    ]
+    assert enclosing_write_grant(victim, home) is None
+
+    # Renamed there instead: one link, but the team may write it. Not held.
+    os.unlink(shared / "splice.lock")
+    os.rename(team / "splice.lock", shared / "splice.lock")
+    (shared / ".splice" / RECORD_NAME).unlink()
+    assert enclosing_write_grant(victim, home) is None
+    # Yours alone (one link, 0644): your lock, and its grant holds as before.
+    os.chmod(shared / "splice.lock", 0o644)
+    assert enclosing_write_grant(victim, home) == (shared, "victim")
+    # Held too, as ANYONE's, for a project another user may write.
+    os.chmod(shared / "splice.lock", 0o664)
+    os.chmod(victim, 0o777)
+    assert enclosing_write_grant(victim, home) == (shared, "victim")
+    with pytest.raises(ProjectError) as held:
+        find_workspace(victim, home=home)
+    assert held.value.code is ErrorCode.NOT_A_PROJECT
