@@ -16,7 +16,8 @@ is that user's, and its grants hold a project only when that user can write the 
 (its directory, ``splice.json``, either lock or ``.splice``: owner, a group of that user,
 others with write permission, or a POSIX ACL whose mask lets anyone but the owner write). A project that user cannot write is this user's own: the
 grant is ignored for it, with a warning (workspace.py). Fail closed: a user or group that
-cannot be looked up, or a project that cannot be examined, counts as writable.
+cannot be looked up (a group without an entry: every user's), or a project that cannot be
+examined, counts as writable.
 
 A file of this user or root is not always theirs: in a directory another user may write
 (``/tmp``, a team's checkout) that user may have put it there, as a hard link (the kernel
@@ -134,7 +135,9 @@ class Writers:
             return True
         if info.st_mode & stat.S_IWGRP:
             groups = self._groups_of(uid)
-            return groups is None or info.st_gid in groups or _has_acl(path)
+            if groups is None or info.st_gid in groups or _unnamed_group(info.st_gid):
+                return True
+            return _has_acl(path)
         return False
 
     def _groups_of(self, uid: int) -> frozenset[int] | None:
@@ -201,6 +204,21 @@ def _group_of_one(gid: int, uid: int) -> bool:
     if set(group.gr_mem) - {user.pw_name}:
         return False
     return all(entry.pw_uid == uid or entry.pw_gid != gid for entry in everyone)
+
+
+@functools.lru_cache(maxsize=16)
+def _unnamed_group(gid: int) -> bool:
+    """Whether the group database has no entry for ``gid``: who holds it is then unknown
+    (a process may hold any group as a supplementary one, ``setpriv --groups``, a
+    container's added group, while the database lists it nowhere), so it counts as every
+    user's. Cached per group and process."""
+    import grp
+
+    try:
+        grp.getgrgid(gid)
+    except KeyError:
+        return True
+    return False
 
 
 def _groups(uid: int) -> frozenset[int] | None:

@@ -311,3 +311,28 @@ def test_a_file_of_yours_another_user_may_write_and_put_above_your_project_is_no
     with pytest.raises(ProjectError) as held:
         find_workspace(victim, home=home)
     assert held.value.code is ErrorCode.NOT_A_PROJECT
+
+
+def test_a_group_the_group_database_does_not_name_counts_as_every_users(tmp_path: Path) -> None:
+    """A team's project (a third user's) whose lock another user wrote (grant ``out``); in
+    ``out/x``, a project of yours, writable for a group the group database has no entry for
+    (one a process holds only as a supplementary group: ``setpriv --groups``, a container's
+    added group). Their tool, run with that group, rewrote ``out/x/splice.json`` (shown as
+    uid 65534 with the group); the user database lists none of their groups as it, so the
+    grant was ignored ("who cannot write that project") and the rewritten project synced."""
+    import grp
+
+    unnamed = next(
+        gid for gid in range(4300, 5300) if gid not in {g.gr_gid for g in grp.getgrall()}
+    )
+    team = make_project(tmp_path / "team", lock=_lock("out"))
+    os.chown(team, 4242, 4242)
+    _chown(team / "splice.lock")
+    planted = make_project(team / "out" / "x")
+    os.chown(planted / "splice.json", 0, unnamed)
+    os.chmod(planted / "splice.json", 0o664)
+    home = tmp_path / "home"
+    assert enclosing_write_grant(planted, home) == (team, "out")
+    with pytest.raises(ProjectError) as held:
+        find_workspace(planted, home=home)
+    assert held.value.code is ErrorCode.NOT_A_PROJECT
