@@ -336,3 +336,58 @@ def test_a_group_the_group_database_does_not_name_counts_as_every_users(tmp_path
     with pytest.raises(ProjectError) as held:
         find_workspace(planted, home=home)
     assert held.value.code is ErrorCode.NOT_A_PROJECT
+
+
+def test_another_users_checkout_cannot_fill_the_grant_record_your_own_runs_need(
+    tmp_path: Path,
+) -> None:
+    """SPLICE_HOME records every grant of a run in another user's checkout. That user
+    pointed its granted ``out`` at a new directory (a link of theirs) before each of your
+    runs there, each run recorded a live entry (20 real runs: 20 entries), and 512 filled
+    the home's one record: a run in your own project whose grant leaves it through a link,
+    recorded there too, was then ``NOT_WRITABLE``, as was every ``splice run --dir``. The
+    entries of runs in such places are kept apart: filling them refuses only runs there."""
+    from splice_build.project.grant_record import MAX_ENTRIES, remember
+    from splice_build.sdk import Splice
+    from testing.registry_fixtures import new_project
+    from tests.project.test_tool_written_members import _writer_project
+
+    home, project = _writer_project(tmp_path)
+    checkout = new_project(tmp_path / "team")
+    (checkout / "data").mkdir()
+    (checkout / "data" / "secret.txt").write_text("s\n")
+    _chown(checkout)
+    splice = Splice(checkout, home=home, registry="embedded:", broker=False)
+    try:
+        splice.add(["@acme/writer"], accept_permissions=True)
+        assert splice.run("writer.hello", {"name": "x"}).ok
+        splice.remove(["@acme/writer"])
+    finally:
+        splice.close()
+    [used] = home.glob("write-grants*.json")  # the one record that run wrote in SPLICE_HOME
+    (checkout / ".splice" / RECORD_NAME).unlink()  # theirs to rewrite: the home's holds
+    with pytest.raises(ProjectError) as held:
+        find_workspace(checkout / "out" / "cache", home=home)
+    assert held.value.code is ErrorCode.NOT_A_PROJECT
+    # What 511 more runs, each with out a new link of theirs, leave in that record.
+    made = [checkout / "store" / str(n) for n in range(MAX_ENTRIES - 1)]
+    for directory in made:
+        directory.mkdir(parents=True)
+    _record(used, checkout, ("out", checkout / "out"), *[("out", d) for d in made])
+
+    away = tmp_path / "elsewhere"
+    away.mkdir()
+    (project / "out").symlink_to(away)  # your project's grant leaves it through a link
+    splice = Splice(project, home=home, registry="embedded:", broker=False)
+    try:
+        splice.add(["@acme/writer"], accept_permissions=True)
+        result = splice.run("writer.hello", {"name": "x"})
+    finally:
+        splice.close()
+    assert result.ok, result.error
+    with pytest.raises(ProjectError) as held:
+        find_workspace(away / "cache", home=home)
+    assert held.value.code is ErrorCode.NOT_A_PROJECT
+    (checkout / "more").mkdir()
+    with pytest.raises(OverflowError):  # a run there with a new grant: still refused
+        remember(used, checkout, [("out", checkout / "more")])
