@@ -391,3 +391,51 @@ def test_another_users_checkout_cannot_fill_the_grant_record_your_own_runs_need(
     (checkout / "more").mkdir()
     with pytest.raises(OverflowError):  # a run there with a new grant: still refused
         remember(used, checkout, [("out", checkout / "more")])
+
+
+def test_another_users_pyproject_above_your_project_is_not_your_workspace(
+    tmp_path: Path,
+) -> None:
+    """Another user's ``/tmp/pyproject.toml`` with ``[tool.splice.workspace]`` made ``/tmp``
+    the workspace of your ``/tmp/victim``: with ``members = ["evil"]`` your ``splice sync``
+    there synced their project only (it asked the registry their ``splice.json`` names),
+    never yours, and ``workspace add`` edited their file; a FIFO of theirs there was
+    ``INVALID_CONFIG`` for every command (all shown with the real CLI, the files made as
+    uid 65534). Now passed over with a warning unless they may write your directory."""
+    shared = tmp_path / "tmp"  # as /tmp: world-writable, sticky
+    shared.mkdir()
+    os.chmod(shared, 0o1777)
+    victim = make_project(shared / "victim")
+    evil = make_project(shared / "evil")
+    pyproject = shared / "pyproject.toml"
+    pyproject.write_text('[tool.splice.workspace]\nmembers = ["evil"]\n')
+    _chown(evil, evil / "splice.json", pyproject)
+    home = tmp_path / "home"
+    passed = (
+        f"{pyproject} is not taken as the workspace root: it is another user's (uid {OTHER}), "
+        "who cannot write the directories below it down to this one"
+    )
+
+    workspace = find_workspace(victim, home=home)
+    assert (workspace.root, workspace.members) == (victim, (victim,))
+    assert workspace.dropped_lines() == [passed]
+    from splice_build.project.workspace import configured_root  # workspace add's root
+
+    assert configured_root(victim) is None
+    pyproject.unlink()
+    os.mkfifo(pyproject)
+    _chown(pyproject)
+    assert find_workspace(victim, home=home).dropped_lines() == [passed]
+    with pytest.raises(ProjectError) as invalid:  # the directory you are in: yours to take
+        find_workspace(shared, home=home)
+    assert invalid.value.code is ErrorCode.INVALID_CONFIG
+
+    # They may write your directory (or the directory is theirs): their table holds.
+    pyproject.unlink()
+    pyproject.write_text('[tool.splice.workspace]\nmembers = ["evil"]\n')
+    _chown(pyproject)
+    os.chmod(victim, 0o777)
+    assert find_workspace(victim, home=home).members == (evil,)
+    os.chmod(victim, 0o755)
+    _chown(shared)
+    assert configured_root(victim) == shared
