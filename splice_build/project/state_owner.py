@@ -95,6 +95,31 @@ def _open_to_others(info: os.stat_result, path: Path) -> bool:
     return not _group_of_one(info.st_gid, euid) or _has_acl(path)
 
 
+def claimed_above(path: Path, info: os.stat_result | None, start: Path) -> int | None:
+    """The other user whose claim the file ``path`` in a directory above ``start`` is
+    (``other_writer``, the directory as its place; ``info``: the ``fstat`` of what was read,
+    None to look at ``path`` itself, not followed), when they cannot write ``start`` nor any
+    directory between (``Writers.may_write``); else None, as for a file in ``start`` itself
+    (the user's choice). The walk up to a project's ``splice.json`` or a workspace's
+    ``pyproject.toml`` passes such a file over: any local user may make
+    ``/tmp/splice.json``, and your ``splice run`` in ``/tmp/mywork`` ran their installed tool
+    with the environment variables and your files their lock granted."""
+    directory = path.parent
+    if directory == start or not start.is_relative_to(directory):
+        return None
+    if info is None:
+        try:
+            info = os.lstat(path)
+        except OSError:
+            return None
+    writer = other_writer(info, [path], directory)
+    if writer is None:
+        return None
+    writers = Writers()
+    between = [start, *start.parents[: len(start.parts) - len(directory.parts) - 1]]
+    return None if any(writers.may_write(writer, d) for d in between) else writer
+
+
 class Writers:
     """Whether a user can write a project, each user's groups looked up once per call."""
 

@@ -303,28 +303,14 @@ class _Foreign(Exception):
 
 
 def _foreign(pyproject: Path, info: os.stat_result | None, start: Path) -> int | None:
-    """The other user whose claim ``pyproject`` (above ``start``) is, when they cannot write
-    ``start`` nor any directory between (project/state_owner.py: their file, or one of
-    yours they may have put there); None when it is this user's to take. Another user's
-    ``/tmp/pyproject.toml`` made ``/tmp`` the workspace of your ``/tmp/victim``: its
-    ``members`` synced their projects and left yours out, and a FIFO there was
-    ``INVALID_CONFIG`` for every command. A file in ``start`` itself is the user's choice."""
-    from splice_build.project.state_owner import Writers, other_writer
+    """The other user whose claim ``pyproject`` above ``start`` is (project/state_owner.py
+    ``claimed_above``; ``info``: the ``fstat`` of what was read, None when it could not be
+    read). Another user's ``/tmp/pyproject.toml`` made ``/tmp`` the workspace of your
+    ``/tmp/victim``: its ``members`` synced their projects and left yours out, and a FIFO
+    there was ``INVALID_CONFIG`` for every command."""
+    from splice_build.project.state_owner import claimed_above
 
-    directory = pyproject.parent
-    if directory == start:
-        return None
-    if info is None:  # unreadable: its owner decides, not followed
-        try:
-            info = os.lstat(pyproject)
-        except OSError:
-            return None
-    writer = other_writer(info, [pyproject], directory)
-    if writer is None:
-        return None
-    writers = Writers()
-    between = [start, *start.parents[: len(start.parts) - len(directory.parts) - 1]]
-    return None if any(writers.may_write(writer, d) for d in between) else writer
+    return claimed_above(pyproject, info, start)
 
 
 MEMO_FILE = "workspace.json"

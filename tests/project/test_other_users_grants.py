@@ -439,3 +439,30 @@ def test_another_users_pyproject_above_your_project_is_not_your_workspace(
     os.chmod(victim, 0o755)
     _chown(shared)
     assert configured_root(victim) == shared
+
+
+def test_another_users_project_above_your_directory_is_not_yours_to_run(tmp_path: Path) -> None:
+    """Another user's ``/tmp/splice.json``, with their lock and installed package: your
+    ``splice run evil.hello`` in ``/tmp/mywork`` (yours, no project) walked up to their
+    project and ran their tool as you, with the environment variable and your directory
+    their lock granted (real CLI: it returned ``SECRET`` and listed ``mywork``). Passed over
+    now, unless they may write your directory; in their directory it is theirs to run."""
+    from splice_build.project.project_file import find_project_root
+
+    shared = tmp_path / "tmp"  # as /tmp: world-writable, sticky
+    shared.mkdir()
+    os.chmod(shared, 0o1777)
+    make_project(shared)
+    _chown(shared / "splice.json")
+    mywork = shared / "mywork"
+    (mywork / "deeper").mkdir(parents=True)
+    with pytest.raises(ProjectError) as refused:
+        find_project_root(mywork / "deeper")
+    assert refused.value.code is ErrorCode.NOT_A_PROJECT
+    assert list(refused.value.details) == [
+        f"{shared / 'splice.json'} is passed over: it is another user's (uid {OTHER}), "
+        "who cannot write this directory"
+    ]
+    assert find_project_root(shared) == shared
+    os.chmod(mywork, 0o777)  # they may write a directory between: theirs to claim
+    assert find_project_root(mywork / "deeper") == shared
