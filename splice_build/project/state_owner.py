@@ -43,7 +43,7 @@ from pathlib import Path
 ANYONE = -1
 
 
-def other_writer(info: os.stat_result, entries: Iterable[Path], place: Path) -> int | None:
+def other_writer(info: os.stat_result, entries: Iterable[Path], place: Path | None) -> int | None:
     """The user whose claim a state file is, when it is neither this process's user, nor
     root, nor the owner of ``place`` (the project or SPLICE_HOME the file belongs to, who
     may rename and replace anything in it anyway: a checkout owned by another user that
@@ -67,8 +67,9 @@ def other_writer(info: os.stat_result, entries: Iterable[Path], place: Path) -> 
             continue  # gone since the file was read: its own owner decides
     if all(owner in trusted for owner in owners):
         return ANYONE if _maybe_put_by_another(info, entries) else None
-    with contextlib.suppress(OSError):  # fail closed: only this user and root
-        trusted.add(os.stat(place).st_uid)
+    if place is not None:
+        with contextlib.suppress(OSError):  # fail closed: only this user and root
+            trusted.add(os.stat(place).st_uid)
     return next((owner for owner in owners if owner not in trusted), None)
 
 
@@ -97,10 +98,11 @@ def _open_to_others(info: os.stat_result, path: Path) -> bool:
 
 def claimed_above(path: Path, info: os.stat_result | None, start: Path) -> int | None:
     """The other user whose claim the file ``path`` in a directory above ``start`` is
-    (``other_writer``, the directory as its place; ``info``: the ``fstat`` of what was read,
-    None to look at ``path`` itself, not followed), when they cannot write ``start`` nor any
-    directory between (``Writers.may_write``); else None, as for a file in ``start`` itself
-    (the user's choice). The walk up to a project's ``splice.json`` or a workspace's
+    (``other_writer``; ``info``: the ``fstat`` of what was read, None to look at ``path``
+    itself, not followed), when they cannot write ``start`` nor any directory between
+    (``Writers.may_write``); else None, as for a file in ``start`` itself (the user's
+    choice). The directory's owner is not trusted here: owning a directory above yours lets
+    them move what lies below, not make your commands run their project's tools. The walk up to a project's ``splice.json`` or a workspace's
     ``pyproject.toml`` passes such a file over: any local user may make
     ``/tmp/splice.json``, and your ``splice run`` in ``/tmp/mywork`` ran their installed tool
     with the environment variables and your files their lock granted."""
@@ -112,7 +114,7 @@ def claimed_above(path: Path, info: os.stat_result | None, start: Path) -> int |
             info = os.lstat(path)
         except OSError:
             return None
-    writer = other_writer(info, [path], directory)
+    writer = other_writer(info, [path], None)
     if writer is None:
         return None
     writers = Writers()

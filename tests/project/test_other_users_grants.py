@@ -401,7 +401,8 @@ def test_another_users_pyproject_above_your_project_is_not_your_workspace(
     there synced their project only (it asked the registry their ``splice.json`` names),
     never yours, and ``workspace add`` edited their file; a FIFO of theirs there was
     ``INVALID_CONFIG`` for every command (all shown with the real CLI, the files made as
-    uid 65534). Now passed over with a warning unless they may write your directory."""
+    uid 65534). Now passed over with a warning unless they may write your directory (the
+    directory above it being theirs is not enough)."""
     shared = tmp_path / "tmp"  # as /tmp: world-writable, sticky
     shared.mkdir()
     os.chmod(shared, 0o1777)
@@ -437,7 +438,9 @@ def test_another_users_pyproject_above_your_project_is_not_your_workspace(
     os.chmod(victim, 0o777)
     assert find_workspace(victim, home=home).members == (evil,)
     os.chmod(victim, 0o755)
-    _chown(shared)
+    _chown(shared)  # owning the directory above yours is not enough
+    assert configured_root(victim) is None
+    _chown(victim)
     assert configured_root(victim) == shared
 
 
@@ -464,5 +467,8 @@ def test_another_users_project_above_your_directory_is_not_yours_to_run(tmp_path
         "who cannot write this directory"
     ]
     assert find_project_root(shared) == shared
+    _chown(shared)  # their directory above yours: still not your project
+    with pytest.raises(ProjectError):
+        find_project_root(mywork)
     os.chmod(mywork, 0o777)  # they may write a directory between: theirs to claim
     assert find_project_root(mywork / "deeper") == shared
