@@ -47,7 +47,8 @@ def other_writer(info: os.stat_result, entries: Iterable[Path], place: Path | No
     """The user whose claim a state file is, when it is neither this process's user, nor
     root, nor the owner of ``place`` (the project or SPLICE_HOME the file belongs to, who
     may rename and replace anything in it anyway: a checkout owned by another user that
-    root syncs in a container is theirs, and its tools' grants hold); None otherwise.
+    root syncs in a container is theirs, and its tools' grants hold; None: no such owner is
+    trusted); None otherwise.
 
     Owners looked at: the file read (``info``, its ``fstat``) and ``entries`` (its path and
     the ``.splice`` holding it) not followed: another user's link ``/tmp/splice.lock`` to a
@@ -102,10 +103,11 @@ def claimed_above(path: Path, info: os.stat_result | None, start: Path) -> int |
     itself, not followed), when they cannot write ``start`` nor any directory between
     (``Writers.may_write``); else None, as for a file in ``start`` itself (the user's
     choice). The directory's owner is not trusted here: owning a directory above yours lets
-    them move what lies below, not make your commands run their project's tools. The walk up to a project's ``splice.json`` or a workspace's
-    ``pyproject.toml`` passes such a file over: any local user may make
-    ``/tmp/splice.json``, and your ``splice run`` in ``/tmp/mywork`` ran their installed tool
-    with the environment variables and your files their lock granted."""
+    them move what lies below, not make your commands run their project's tools. The walk
+    up to a project's ``splice.json`` or a workspace's ``pyproject.toml`` passes such a file
+    over: any local user may make ``/tmp/splice.json``, and your ``splice run`` in
+    ``/tmp/mywork`` ran their installed tool with the environment variables and your files
+    their lock granted."""
     directory = path.parent
     if directory == start or not start.is_relative_to(directory):
         return None
