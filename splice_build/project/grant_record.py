@@ -19,6 +19,13 @@ always be read back): when full, entries whose directory is gone are forgotten (
 written there is left); when still full, the tool does not run. A file that cannot be read
 is written anew. A checkout may ship this file: read entries only ever drop more projects
 (each reported), and one that reaches its own project's root is ignored, as a lock's is.
+
+SPLICE_HOME keeps the grants of runs in a place another user may change apart
+(``SHARED_RECORD_NAME``): in a team's checkout that user may point a granted ``out`` at a new
+directory (a link they own) before each of your runs there, each run then records a live
+entry, and 512 runs filled the one record, so every later run of yours that records there
+(a grant leaving your own project through a link, ``splice run --dir``) was refused. Filling
+the shared record now refuses only runs in such places, which that user may stop anyway.
 """
 
 from __future__ import annotations
@@ -31,6 +38,8 @@ from pathlib import Path
 from splice_build.records import dataclass
 
 RECORD_NAME = "write-grants.json"
+# SPLICE_HOME's record of the runs in a place another user may change (module docstring).
+SHARED_RECORD_NAME = "write-grants-shared.json"
 MAX_ENTRIES = 512
 _MAX_BYTES = 256 * 1024
 Identity = tuple[int, int]  # (device, inode): a directory, whatever path reaches it
@@ -52,14 +61,20 @@ class Recorded:
         return {self.identity} if now is None else {self.identity, now}
 
 
-def record_file(root: Path, home: Path) -> Path:
+def record_file(root: Path, home: Path, shared: bool) -> Path:
     """The record of a run in ``root``: its ``.splice/`` when ``root`` is a project, else
-    SPLICE_HOME's (a ``splice run --dir`` outside any project)."""
+    SPLICE_HOME's (a ``splice run --dir`` outside any project): ``home_record``'s."""
     from splice_build.project.layout import PROJECT_FILE, STATE_DIR
 
     if (root / PROJECT_FILE).is_file():
         return root / STATE_DIR / RECORD_NAME
-    return home / RECORD_NAME
+    return home_record(home, shared)
+
+
+def home_record(home: Path, shared: bool) -> Path:
+    """SPLICE_HOME's record of a run; ``shared``: in a place another user may change, whose
+    entries are kept apart (module docstring)."""
+    return home / (SHARED_RECORD_NAME if shared else RECORD_NAME)
 
 
 def read_records(path: Path) -> list[Recorded]:

@@ -23,8 +23,10 @@ re-entrant).
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -151,23 +153,48 @@ class ProjectFile:
 
 
 def find_project_root(start: Path) -> Path:
-    """The nearest directory at or above ``start`` holding a ``splice.json`` file.
+    """The nearest directory at or above ``start`` holding a ``splice.json`` file, passing
+    over another user's above ``start`` unless they may write ``start`` or a directory
+    between (project/state_owner.py ``claimed_above``: ``/tmp/splice.json`` is anyone's).
 
     Symbolic links in ``start`` are kept as written (like Node's ``path.resolve``).
     Raises ``ProjectError(NOT_A_PROJECT)`` when there is none.
     """
     here = Path(os.path.abspath(start))
+    passed: list[str] = []
     for directory in (here, *here.parents):
+        path = directory / PROJECT_FILE
         try:
-            found = (directory / PROJECT_FILE).is_file()
+            info = os.stat(path)
+        except FileNotFoundError:
+            continue
         except OSError as exc:  # a name too long, a directory this user may not search
+            if exc.errno in (errno.ENOTDIR, errno.ELOOP):
+                continue  # not a file there (is_file's answer)
             raise ProjectError(
                 ErrorCode.NOT_A_PROJECT,
                 f"{directory} cannot be searched for {PROJECT_FILE}: {exc.strerror}",
             ) from None
-        if found:
-            return directory
-    raise _not_a_project(here)
+        if not stat.S_ISREG(info.st_mode):
+            continue
+        if directory != here:
+            from splice_build.project.state_owner import claimed_above
+
+            writer = claimed_above(path, info, here)
+            if writer is not None:
+                passed.append(f"{path} is passed over: {_whose(writer)}")
+                continue
+        return directory
+    raise _not_a_project(here, tuple(passed))
+
+
+def _whose(writer: int) -> str:
+    """Whose ``splice.json`` above the current directory was passed over."""
+    from splice_build.project.state_owner import ANYONE
+
+    if writer == ANYONE:
+        return "it is yours or root's, but another user may have put it there and written it"
+    return f"it is another user's (uid {writer}), who cannot write this directory"
 
 
 def load_project_file(root: Path) -> ProjectFile:
@@ -215,10 +242,11 @@ def init_project(directory: Path, *, registry: str | None = None) -> tuple[Path,
     return root, created
 
 
-def _not_a_project(directory: Path) -> ProjectError:
+def _not_a_project(directory: Path, details: tuple[str, ...] = ()) -> ProjectError:
     return ProjectError(
         ErrorCode.NOT_A_PROJECT,
         f"No splice.json found in {directory} or any parent directory.",
+        details=details,
         hint="Run `splice init` to create one.",
     )
 

@@ -16,7 +16,17 @@ is that user's, and its grants hold a project only when that user can write the 
 (its directory, ``splice.json``, either lock or ``.splice``: owner, a group of that user,
 others with write permission, or a POSIX ACL whose mask lets anyone but the owner write). A project that user cannot write is this user's own: the
 grant is ignored for it, with a warning (workspace.py). Fail closed: a user or group that
-cannot be looked up, or a project that cannot be examined, counts as writable.
+cannot be looked up (a group without an entry: every user's), or a project that cannot be
+examined, counts as writable.
+
+A file of this user or root is not always theirs: in a directory another user may write
+(``/tmp``, a team's checkout) that user may have put it there, as a hard link (the kernel
+allows one to any file they may read and write) or by a rename, and written into it. A team
+checkout's ``splice.lock`` of yours, writable for its group, linked as ``/tmp/splice.lock``
+by a member who then wrote a grant over your ``/tmp/victim`` into it, stopped that project
+as a lock of yours would. Such a file (another user may write it, or it has another link,
+and a directory holding it another user may write) is ``ANYONE``'s: its grants hold only
+projects some user other than this one and root may write.
 """
 
 from __future__ import annotations
@@ -28,16 +38,24 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
+# The writer of a file of this user or root that another user may have put and written
+# (module docstring): not a uid, so never a file's owner.
+ANYONE = -1
 
-def other_writer(info: os.stat_result, entries: Iterable[Path], place: Path) -> int | None:
+
+def other_writer(info: os.stat_result, entries: Iterable[Path], place: Path | None) -> int | None:
     """The user whose claim a state file is, when it is neither this process's user, nor
     root, nor the owner of ``place`` (the project or SPLICE_HOME the file belongs to, who
     may rename and replace anything in it anyway: a checkout owned by another user that
-    root syncs in a container is theirs, and its tools' grants hold); None otherwise.
+    root syncs in a container is theirs, and its tools' grants hold; None: no such owner is
+    trusted); None otherwise.
 
     Owners looked at: the file read (``info``, its ``fstat``) and ``entries`` (its path and
     the ``.splice`` holding it) not followed: another user's link ``/tmp/splice.lock`` to a
-    lock of yours is theirs. A platform without uids: always None."""
+    lock of yours is theirs. ``ANYONE`` for such a file of this user or root that another
+    user may write, or that has another link, in a directory another user may write (the
+    file's or one holding an entry: they may have put it there, module docstring). A
+    platform without uids: always None."""
     geteuid = getattr(os, "geteuid", None)
     if geteuid is None:
         return None
@@ -49,10 +67,61 @@ def other_writer(info: os.stat_result, entries: Iterable[Path], place: Path) -> 
         except OSError:
             continue  # gone since the file was read: its own owner decides
     if all(owner in trusted for owner in owners):
-        return None
-    with contextlib.suppress(OSError):  # fail closed: only this user and root
-        trusted.add(os.stat(place).st_uid)
+        return ANYONE if _maybe_put_by_another(info, entries) else None
+    if place is not None:
+        with contextlib.suppress(OSError):  # fail closed: only this user and root
+            trusted.add(os.stat(place).st_uid)
     return next((owner for owner in owners if owner not in trusted), None)
+
+
+def _maybe_put_by_another(info: os.stat_result, entries: Iterable[Path]) -> bool:
+    """Whether another user may have written the file read (``info``, reached at the first
+    of ``entries``) and put it where it lies: they may write it or it has another link, and
+    a directory holding one of ``entries`` they may write. Nothing more is looked at for a
+    file only its owner may write, with one link (every file Splice writes, atomically)."""
+    paths = list(entries)
+    if info.st_nlink < 2 and not _open_to_others(info, paths[0]):
+        return False
+    return any(others_may_write(path.parent) for path in paths)
+
+
+def _open_to_others(info: os.stat_result, path: Path) -> bool:
+    """Whether a user other than this process's and root may write the inode ``info``
+    (``path``'s, followed): others' write, a group's unless it is this user's alone, or a
+    POSIX ACL whose mask allows writing (``_has_acl``). Fail closed, as ``others_may_write``."""
+    euid = os.geteuid()
+    if info.st_uid not in (euid, 0) or info.st_mode & stat.S_IWOTH:
+        return True
+    if not info.st_mode & stat.S_IWGRP:
+        return False
+    return not _group_of_one(info.st_gid, euid) or _has_acl(path)
+
+
+def claimed_above(path: Path, info: os.stat_result | None, start: Path) -> int | None:
+    """The other user whose claim the file ``path`` in a directory above ``start`` is
+    (``other_writer``; ``info``: the ``fstat`` of what was read, None to look at ``path``
+    itself, not followed), when they cannot write ``start`` nor any directory between
+    (``Writers.may_write``); else None, as for a file in ``start`` itself (the user's
+    choice). The directory's owner is not trusted here: owning a directory above yours lets
+    them move what lies below, not make your commands run their project's tools. The walk
+    up to a project's ``splice.json`` or a workspace's ``pyproject.toml`` passes such a file
+    over: any local user may make ``/tmp/splice.json``, and your ``splice run`` in
+    ``/tmp/mywork`` ran their installed tool with the environment variables and your files
+    their lock granted."""
+    directory = path.parent
+    if directory == start or not start.is_relative_to(directory):
+        return None
+    if info is None:
+        try:
+            info = os.lstat(path)
+        except OSError:
+            return None
+    writer = other_writer(info, [path], None)
+    if writer is None:
+        return None
+    writers = Writers()
+    between = [start, *start.parents[: len(start.parts) - len(directory.parts) - 1]]
+    return None if any(writers.may_write(writer, d) for d in between) else writer
 
 
 class Writers:
@@ -62,7 +131,8 @@ class Writers:
         self._groups: dict[int, frozenset[int] | None] = {}
 
     def may_write(self, uid: int, project: Path) -> bool:
-        """Whether ``uid`` can have written the project at ``project`` (module docstring)."""
+        """Whether ``uid`` can have written the project at ``project`` (module docstring);
+        for ``ANYONE``, whether any user other than this one and root can."""
         from splice_build.project.layout import LEGACY_LOCK_FILE, LOCK_FILE, PROJECT_FILE, STATE_DIR
 
         try:
@@ -82,6 +152,10 @@ class Writers:
         return False
 
     def _writable(self, info: os.stat_result, uid: int, path: Path) -> bool:
+        if uid == ANYONE:  # a link's owner made it: another's counts, this user's not
+            return info.st_uid not in (os.geteuid(), 0) or (
+                not stat.S_ISLNK(info.st_mode) and _open_to_others(info, path)
+            )
         if info.st_uid == uid:
             return True  # its owner may change its mode at will
         if stat.S_ISLNK(info.st_mode):
@@ -90,7 +164,9 @@ class Writers:
             return True
         if info.st_mode & stat.S_IWGRP:
             groups = self._groups_of(uid)
-            return groups is None or info.st_gid in groups or _has_acl(path)
+            if groups is None or info.st_gid in groups or _unnamed_group(info.st_gid):
+                return True
+            return _has_acl(path)
         return False
 
     def _groups_of(self, uid: int) -> frozenset[int] | None:
@@ -157,6 +233,21 @@ def _group_of_one(gid: int, uid: int) -> bool:
     if set(group.gr_mem) - {user.pw_name}:
         return False
     return all(entry.pw_uid == uid or entry.pw_gid != gid for entry in everyone)
+
+
+@functools.lru_cache(maxsize=16)
+def _unnamed_group(gid: int) -> bool:
+    """Whether the group database has no entry for ``gid``: who holds it is then unknown
+    (a process may hold any group as a supplementary one, ``setpriv --groups``, a
+    container's added group, while the database lists it nowhere), so it counts as every
+    user's. Cached per group and process."""
+    import grp
+
+    try:
+        grp.getgrgid(gid)
+    except KeyError:
+        return True
+    return False
 
 
 def _groups(uid: int) -> frozenset[int] | None:

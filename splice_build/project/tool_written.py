@@ -20,7 +20,7 @@ synced silently through.
 
 A lock says only what its packages may write now, so the grants the runtime recorded
 before a tool started (project/grant_record.py: the project's ``.splice/``, or SPLICE_HOME's
-for a run outside any project) count as well: a package run and then removed, or run by
+two, for a run outside any project) count as well: a package run and then removed, or run by
 ``splice run --dir``, still holds what it wrote. Each holds the directory it recorded and,
 as a lock's entry does, its entry joined to the project the record lies in now (a copy of
 the project has other inodes).
@@ -41,6 +41,7 @@ from pathlib import Path
 
 from splice_build.project.grant_record import (
     RECORD_NAME,
+    SHARED_RECORD_NAME,
     Identity,
     Recorded,
     directory_identity,
@@ -121,23 +122,25 @@ def _records(projects: Iterable[Path], home: Path) -> list[tuple[Path, Recorded,
     """Every entry of the grant records of ``projects`` and of SPLICE_HOME, with the
     directory its entry was joined to (project/grant_record.py) and the other user whose
     record it is (None: trusted, state_owner.py)."""
-    entries, writer = _record_of(home, home)
-    found = [(Path(r.root), r, writer) for r in entries]
+    found = []
+    for name in (RECORD_NAME, SHARED_RECORD_NAME):
+        entries, writer = _record_of(home / name, home)
+        found += [(Path(r.root), r, writer) for r in entries]
     from splice_build.project.layout import STATE_DIR
 
     for project in projects:
-        entries, writer = _record_of(project / STATE_DIR, project)
+        entries, writer = _record_of(project / STATE_DIR / RECORD_NAME, project)
         found += [(project, r, writer) for r in entries]
     return found
 
 
-def _record_of(directory: Path, place: Path) -> tuple[list[Recorded], int | None]:
-    """The entries of ``directory/write-grants.json`` and the other user whose file it is
-    (``place``: the project, or SPLICE_HOME, it belongs to)."""
-    entries, info = read_records_and_stat(directory / RECORD_NAME)
+def _record_of(path: Path, place: Path) -> tuple[list[Recorded], int | None]:
+    """The entries of the record ``path`` and the other user whose file it is (``place``:
+    the project, or SPLICE_HOME, it belongs to)."""
+    entries, info = read_records_and_stat(path)
     if info is None:
         return entries, None
-    return entries, other_writer(info, [directory / RECORD_NAME, directory], place)
+    return entries, other_writer(info, [path, path.parent], place)
 
 
 class ProjectState:

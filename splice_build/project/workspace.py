@@ -7,6 +7,9 @@ The root is found by walking up from the current directory to a ``pyproject.toml
     members = ["packages/*", "services/**"]   # gitignore-style patterns (pathspec)
     exclude = ["services/legacy"]
 
+Another user's ``pyproject.toml`` above the current directory is passed over unless they may
+write it or a directory between (``_foreign``: ``/tmp/pyproject.toml`` is anyone's to make).
+
 A member is a directory holding a ``splice.json`` whose path relative to the root matches
 ``members`` and not ``exclude``. As in ``.gitignore``, a matched directory includes its
 subdirectories (``packages/*`` also covers ``packages/a/nested``). Without such a file the
@@ -80,6 +83,9 @@ class Workspace:
     # Members inside a write grant of another user's lock or record, who cannot write them
     # (project/state_owner.py): the grant is ignored for them, with a warning.
     ignored: tuple[Dropped, ...] = ()
+    # Another user's pyproject.toml above the current directory, with its writer, not taken
+    # as the root (``_foreign``): a warning each.
+    passed: tuple[tuple[Path, int], ...] = ()
 
     def label(self, member: Path) -> str:
         """The member's path relative to the root (``.`` for the root itself), as text: a
@@ -95,16 +101,22 @@ class Workspace:
     def dropped_lines(self) -> list[str]:
         """One warning per project found inside a write grant (project/tool_written.py),
         then one per grant of another user's state ignored for a member."""
-        return [
-            f"{self.label(d.directory)} is not synced: it lies in the write grant "
-            f"{d.grant!r} of {self._named(d.granted_by)}, where a tool may have written it"
-            for d in self.dropped
-        ] + [
-            f"the write grant {d.grant!r} of {self._named(d.granted_by)} is ignored for "
-            f"{self.label(d.directory)}: it was recorded by another user (uid {d.writer}), "
-            "who cannot write that project"
-            for d in self.ignored
-        ]
+        return (
+            [
+                f"{self.label(d.directory)} is not synced: it lies in the write grant "
+                f"{d.grant!r} of {self._named(d.granted_by)}, where a tool may have written it"
+                for d in self.dropped
+            ]
+            + [
+                f"the write grant {d.grant!r} of {self._named(d.granted_by)} is ignored for "
+                f"{self.label(d.directory)}: {_recorder(d.writer)}"
+                for d in self.ignored
+            ]
+            + [
+                f"{_shown(str(path))} is not taken as the workspace root: {_owner(writer)}"
+                for path, writer in self.passed
+            ]
+        )
 
     def dropped_json(self) -> list[dict[str, str]]:
         """The dropped projects for ``--json``: the same facts as ``dropped_lines``."""
@@ -112,6 +124,35 @@ class Workspace:
             {"path": self.label(d.directory), "grant": d.grant, "of": self._named(d.granted_by)}
             for d in self.dropped
         ]
+
+
+def _recorder(writer: int | None) -> str:
+    """Who recorded an ignored grant (project/state_owner.py): another user, or a file of
+    yours or root's that another user may have put where it lies and written."""
+    from splice_build.project.state_owner import ANYONE
+
+    if writer == ANYONE:
+        return (
+            "its file is yours or root's, but lies where another user may have put it and "
+            "written it (a file others may write, or with another link, in a directory they "
+            "may write), and no other user can write that project"
+        )
+    return f"it was recorded by another user (uid {writer}), who cannot write that project"
+
+
+def _owner(writer: int) -> str:
+    """Whose ``pyproject.toml`` above the current directory was passed over (``_foreign``)."""
+    from splice_build.project.state_owner import ANYONE
+
+    if writer == ANYONE:
+        return (
+            "it is yours or root's, but lies where another user may have put it and written "
+            "it, and no other user can write the directories below it down to this one"
+        )
+    return (
+        f"it is another user's (uid {writer}), who cannot write the directories below it "
+        "down to this one"
+    )
 
 
 def read_config(pyproject: Path) -> WorkspaceConfig | None:
@@ -122,8 +163,16 @@ def read_config(pyproject: Path) -> WorkspaceConfig | None:
 
 def _pyproject_bytes(pyproject: Path) -> bytes | None:
     """The bytes of ``pyproject`` (None when absent); raises ``INVALID_CONFIG`` when unreadable."""
+    found = _pyproject_bytes_and_stat(pyproject)
+    return None if found is None else found[0]
+
+
+def _pyproject_bytes_and_stat(pyproject: Path) -> tuple[bytes, os.stat_result] | None:
+    """``_pyproject_bytes`` with the ``fstat`` of the file read (whose owner it is)."""
+    from splice_build.spec.regular_file import read_regular_file_and_stat
+
     try:
-        return read_regular_file(pyproject, MAX_PROJECT_STATE_BYTES)
+        return read_regular_file_and_stat(pyproject, MAX_PROJECT_STATE_BYTES)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -172,11 +221,12 @@ def find_workspace(
     must change no byte). ``home``: SPLICE_HOME, whose grant record counts (default: from
     the environment). Raises ``ProjectError(NOT_A_PROJECT)`` when it has no member.
     """
+    passed: list[tuple[Path, int]] = []
     if root is not None:
         base = Path(os.path.abspath(root))
         memo = _Memo.read(base, base / PYPROJECT)
     else:
-        base, memo = _walk_up(Path(os.path.abspath(start)))
+        base, memo, passed = _walk_up(Path(os.path.abspath(start)))
     # The projects above the root too: a repository checked out in a directory that a
     # project above it grants for writing is as much a tool's as anything planted in it.
     above = Path(os.path.realpath(base)).parents
@@ -207,7 +257,7 @@ def find_workspace(
             ErrorCode.NOT_A_PROJECT,
             f"Every project of the workspace at {base} lies in a write grant, where a tool "
             "may have written it",
-            details=Workspace(base, source, (), tuple(dropped)).dropped_lines(),
+            details=Workspace(base, source, (), tuple(dropped), (), tuple(passed)).dropped_lines(),
             hint="Narrow the grant so that it holds no project, or move the projects out of it.",
         )
     if not members:
@@ -217,15 +267,50 @@ def find_workspace(
             hint="Run `splice init` in a project, or `splice workspace add <dir>`.",
         )
     ordered = sorted(set(members), key=lambda p: p.relative_to(base).as_posix())
-    return Workspace(base, source, tuple(ordered), tuple(dropped), tuple(ignored))
+    return Workspace(base, source, tuple(ordered), tuple(dropped), tuple(ignored), tuple(passed))
 
 
-def _walk_up(start: Path) -> tuple[Path, _Memo | None]:
+def _walk_up(start: Path) -> tuple[Path, _Memo | None, list[tuple[Path, int]]]:
+    """The nearest directory at or above ``start`` whose ``pyproject.toml`` holds a
+    workspace table, with its memo; and each such file above ``start`` passed over as
+    another user's (``_foreign``)."""
+    passed: list[tuple[Path, int]] = []
     for directory in (start, *start.parents):
-        memo = _Memo.read(directory, directory / PYPROJECT)
+        try:
+            memo = _Memo.read(directory, directory / PYPROJECT, start)
+        except _Foreign as foreign:
+            passed.append((directory / PYPROJECT, foreign.writer))
+            continue
         if memo is not None and memo.config is not None:
-            return directory, memo
-    return start, None
+            return directory, memo, passed
+    return start, None, passed
+
+
+def configured_root(start: Path) -> Path | None:
+    """The nearest directory at or above ``start`` whose ``pyproject.toml`` holds a
+    workspace table this user may take (``_walk_up``), or None."""
+    base, memo, _ = _walk_up(Path(os.path.abspath(start)))
+    return base if memo is not None else None
+
+
+class _Foreign(Exception):
+    """A ``pyproject.toml`` above the current directory that another user may have written
+    and the workspace table (or the failure to read it) of which is not this user's to take."""
+
+    def __init__(self, writer: int) -> None:
+        super().__init__(writer)
+        self.writer = writer
+
+
+def _foreign(pyproject: Path, info: os.stat_result | None, start: Path) -> int | None:
+    """The other user whose claim ``pyproject`` above ``start`` is (project/state_owner.py
+    ``claimed_above``; ``info``: the ``fstat`` of what was read, None when it could not be
+    read). Another user's ``/tmp/pyproject.toml`` made ``/tmp`` the workspace of your
+    ``/tmp/victim``: its ``members`` synced their projects and left yours out, and a FIFO
+    there was ``INVALID_CONFIG`` for every command."""
+    from splice_build.project.state_owner import claimed_above
+
+    return claimed_above(pyproject, info, start)
 
 
 MEMO_FILE = "workspace.json"
@@ -250,11 +335,27 @@ class _Memo:
         self.found: list[Path] = []  # every directory ``members`` walked to, member or not
 
     @classmethod
-    def read(cls, directory: Path, pyproject: Path) -> _Memo | None:
-        """None without a ``pyproject.toml``; raises ``INVALID_CONFIG`` as ``read_config``."""
-        raw = _pyproject_bytes(pyproject)
-        if raw is None:
+    def read(cls, directory: Path, pyproject: Path, start: Path | None = None) -> _Memo | None:
+        """None without a ``pyproject.toml``; raises ``INVALID_CONFIG`` as ``read_config``.
+        ``start``: the directory the walk up began in; ``_Foreign`` for another user's file
+        above it that holds a workspace table or cannot be read (``_foreign``)."""
+        try:
+            found = _pyproject_bytes_and_stat(pyproject)
+        except ProjectError:
+            if start is not None and (writer := _foreign(pyproject, None, start)) is not None:
+                raise _Foreign(writer) from None
+            raise
+        if found is None:
             return None
+        raw, info = found
+        if start is not None and (writer := _foreign(pyproject, info, start)) is not None:
+            try:
+                config = _config_of(pyproject, raw)
+            except ProjectError:
+                config = WorkspaceConfig(())
+            if config is None:
+                return None  # no workspace table: not a root whoever wrote it
+            raise _Foreign(writer)
         text = raw.decode("utf-8", "surrogateescape")
         identity = _identity(pyproject)
         saved = _load_memo(directory / STATE_DIR / MEMO_FILE)

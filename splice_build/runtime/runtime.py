@@ -375,25 +375,26 @@ class SpliceRuntime:
         written after its lock entry is gone, or when it ran from ``splice run --dir``. A
         grant whose real path leaves the project (through a link) goes to SPLICE_HOME's
         record too: a workspace elsewhere reads that one, never this project's; and so does
-        every grant of a project whose record another user may replace (``_shared``)."""
-        from splice_build.project.grant_record import record_file
+        every grant of a project whose record another user may replace (``_shared``), to
+        the home's record of such places, kept apart (project/grant_record.py)."""
+        from splice_build.project.grant_record import home_record, record_file
         from splice_build.project.home import SpliceHome
 
         home = self._home if self._home is not None else SpliceHome.from_env(self._env).path
-        record = record_file(self.project_root, home)
+        shared = _shared(self.project_root)  # two stats: a chmod may change it
+        record = record_file(self.project_root, home, shared)
+        in_home = home_record(home, shared)
         self._forget_if_changed(record)
-        self._forget_if_changed(home / record.name)
+        self._forget_if_changed(in_home)
         granted = [
             (entry, path)
             for entry, path in zip(pkg.manifest.permissions.fs_write, write, strict=True)
             if (record, path) not in self._recorded  # the home's first, so both are done
         ]
-        if granted and record.parent != home:
+        if granted and record != in_home:
             inside = str(self.project_root).rstrip(os.sep) + os.sep
             away = [g for g in granted if not os.path.realpath(g[1]).startswith(inside)]
-            self._record_in(
-                pkg, home / record.name, granted if _shared(self.project_root) else away
-            )
+            self._record_in(pkg, in_home, granted if shared else away)
         self._record_in(pkg, record, granted)
 
     def _record_in(self, pkg: LoadedPackage, record: Path, granted: list[tuple[str, Path]]) -> None:

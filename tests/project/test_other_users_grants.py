@@ -252,3 +252,223 @@ def test_whose_state_another_user_may_replace(tmp_path: Path) -> None:
     os.chown(state, OTHER, 0)
     os.chmod(state, 0o700)
     assert _shared(tmp_path) is True
+
+
+def test_a_file_of_yours_another_user_may_write_and_put_above_your_project_is_not_yours(
+    tmp_path: Path,
+) -> None:
+    """A team checkout's ``splice.lock`` (or ``.splice/write-grants.json``) of yours,
+    writable for the team's group (a setgid directory under umask 002): a member of the
+    group hard-linked it into ``/tmp`` (the kernel lets them link any file they may read and
+    write) and wrote a grant over your ``/tmp/victim`` into it. The file was yours, so the
+    grant held: ``splice sync`` there was ``NOT_A_PROJECT`` and every run refused (shown
+    with the real CLI, the link and the write made as uid 65534 with the team's group). A
+    rename out of the checkout leaves one link; the file's mode tells it then."""
+    shared = tmp_path / "tmp"  # as /tmp: world-writable, sticky
+    shared.mkdir()
+    os.chmod(shared, 0o1777)
+    victim = make_project(shared / "victim")
+    team = make_project(tmp_path / "team", lock=_lock("out"))
+    _record(team / ".splice" / RECORD_NAME, team, ("./victim", victim))
+    for name in ("splice.lock", f".splice/{RECORD_NAME}"):
+        os.chown(team / name, 0, 4242)  # yours, the team's group may write it
+        os.chmod(team / name, 0o664)
+    home = tmp_path / "home"
+    make_project(shared)
+    _chown(shared / "splice.json")
+    (shared / ".splice").mkdir()
+    os.link(team / ".splice" / RECORD_NAME, shared / ".splice" / RECORD_NAME)
+    os.link(team / "splice.lock", shared / "splice.lock")
+    (shared / "splice.lock").write_text(
+        json.dumps({"lockfileVersion": 1, "packages": _lock("victim")})
+    )
+
+    workspace = find_workspace(victim, home=home)
+    assert [workspace.label(m) for m in workspace.members] == ["."]
+    tail = (
+        "its file is yours or root's, but lies where another user may have put it and "
+        "written it (a file others may write, or with another link, in a directory they "
+        "may write), and no other user can write that project"
+    )
+    assert workspace.dropped_lines() == [
+        f"the write grant {grant!r} of {shared} is ignored for .: {tail}"
+        for grant in ("victim", "./victim")
+    ]
+    assert enclosing_write_grant(victim, home) is None
+
+    # Renamed there instead: one link, but the team may write it. Not held.
+    os.unlink(shared / "splice.lock")
+    os.rename(team / "splice.lock", shared / "splice.lock")
+    (shared / ".splice" / RECORD_NAME).unlink()
+    assert enclosing_write_grant(victim, home) is None
+    # Yours alone (one link, 0644): your lock, and its grant holds as before.
+    os.chmod(shared / "splice.lock", 0o644)
+    assert enclosing_write_grant(victim, home) == (shared, "victim")
+    # Held too, as ANYONE's, for a project another user may write.
+    os.chmod(shared / "splice.lock", 0o664)
+    os.chmod(victim, 0o777)
+    assert enclosing_write_grant(victim, home) == (shared, "victim")
+    with pytest.raises(ProjectError) as held:
+        find_workspace(victim, home=home)
+    assert held.value.code is ErrorCode.NOT_A_PROJECT
+
+
+def test_a_group_the_group_database_does_not_name_counts_as_every_users(tmp_path: Path) -> None:
+    """A team's project (a third user's) whose lock another user wrote (grant ``out``); in
+    ``out/x``, a project of yours, writable for a group the group database has no entry for
+    (one a process holds only as a supplementary group: ``setpriv --groups``, a container's
+    added group). Their tool, run with that group, rewrote ``out/x/splice.json`` (shown as
+    uid 65534 with the group); the user database lists none of their groups as it, so the
+    grant was ignored ("who cannot write that project") and the rewritten project synced."""
+    import grp
+
+    unnamed = next(
+        gid for gid in range(4300, 5300) if gid not in {g.gr_gid for g in grp.getgrall()}
+    )
+    team = make_project(tmp_path / "team", lock=_lock("out"))
+    os.chown(team, 4242, 4242)
+    _chown(team / "splice.lock")
+    planted = make_project(team / "out" / "x")
+    os.chown(planted / "splice.json", 0, unnamed)
+    os.chmod(planted / "splice.json", 0o664)
+    home = tmp_path / "home"
+    assert enclosing_write_grant(planted, home) == (team, "out")
+    with pytest.raises(ProjectError) as held:
+        find_workspace(planted, home=home)
+    assert held.value.code is ErrorCode.NOT_A_PROJECT
+
+
+def test_another_users_checkout_cannot_fill_the_grant_record_your_own_runs_need(
+    tmp_path: Path,
+) -> None:
+    """SPLICE_HOME records every grant of a run in another user's checkout. That user
+    pointed its granted ``out`` at a new directory (a link of theirs) before each of your
+    runs there, each run recorded a live entry (20 real runs: 20 entries), and 512 filled
+    the home's one record: a run in your own project whose grant leaves it through a link,
+    recorded there too, was then ``NOT_WRITABLE``, as was every ``splice run --dir``. The
+    entries of runs in such places are kept apart: filling them refuses only runs there."""
+    from splice_build.project.grant_record import MAX_ENTRIES, remember
+    from splice_build.sdk import Splice
+    from testing.registry_fixtures import new_project
+    from tests.project.test_tool_written_members import _writer_project
+
+    home, project = _writer_project(tmp_path)
+    checkout = new_project(tmp_path / "team")
+    (checkout / "data").mkdir()
+    (checkout / "data" / "secret.txt").write_text("s\n")
+    _chown(checkout)
+    splice = Splice(checkout, home=home, registry="embedded:", broker=False)
+    try:
+        splice.add(["@acme/writer"], accept_permissions=True)
+        assert splice.run("writer.hello", {"name": "x"}).ok
+        splice.remove(["@acme/writer"])
+    finally:
+        splice.close()
+    [used] = home.glob("write-grants*.json")  # the one record that run wrote in SPLICE_HOME
+    (checkout / ".splice" / RECORD_NAME).unlink()  # theirs to rewrite: the home's holds
+    with pytest.raises(ProjectError) as held:
+        find_workspace(checkout / "out" / "cache", home=home)
+    assert held.value.code is ErrorCode.NOT_A_PROJECT
+    # What 511 more runs, each with out a new link of theirs, leave in that record.
+    made = [checkout / "store" / str(n) for n in range(MAX_ENTRIES - 1)]
+    for directory in made:
+        directory.mkdir(parents=True)
+    _record(used, checkout, ("out", checkout / "out"), *[("out", d) for d in made])
+
+    away = tmp_path / "elsewhere"
+    away.mkdir()
+    (project / "out").symlink_to(away)  # your project's grant leaves it through a link
+    splice = Splice(project, home=home, registry="embedded:", broker=False)
+    try:
+        splice.add(["@acme/writer"], accept_permissions=True)
+        result = splice.run("writer.hello", {"name": "x"})
+    finally:
+        splice.close()
+    assert result.ok, result.error
+    with pytest.raises(ProjectError) as held:
+        find_workspace(away / "cache", home=home)
+    assert held.value.code is ErrorCode.NOT_A_PROJECT
+    (checkout / "more").mkdir()
+    with pytest.raises(OverflowError):  # a run there with a new grant: still refused
+        remember(used, checkout, [("out", checkout / "more")])
+
+
+def test_another_users_pyproject_above_your_project_is_not_your_workspace(
+    tmp_path: Path,
+) -> None:
+    """Another user's ``/tmp/pyproject.toml`` with ``[tool.splice.workspace]`` made ``/tmp``
+    the workspace of your ``/tmp/victim``: with ``members = ["evil"]`` your ``splice sync``
+    there synced their project only (it asked the registry their ``splice.json`` names),
+    never yours, and ``workspace add`` edited their file; a FIFO of theirs there was
+    ``INVALID_CONFIG`` for every command (all shown with the real CLI, the files made as
+    uid 65534). Now passed over with a warning unless they may write your directory (the
+    directory above it being theirs is not enough)."""
+    shared = tmp_path / "tmp"  # as /tmp: world-writable, sticky
+    shared.mkdir()
+    os.chmod(shared, 0o1777)
+    victim = make_project(shared / "victim")
+    evil = make_project(shared / "evil")
+    pyproject = shared / "pyproject.toml"
+    pyproject.write_text('[tool.splice.workspace]\nmembers = ["evil"]\n')
+    _chown(evil, evil / "splice.json", pyproject)
+    home = tmp_path / "home"
+    passed = (
+        f"{pyproject} is not taken as the workspace root: it is another user's (uid {OTHER}), "
+        "who cannot write the directories below it down to this one"
+    )
+
+    workspace = find_workspace(victim, home=home)
+    assert (workspace.root, workspace.members) == (victim, (victim,))
+    assert workspace.dropped_lines() == [passed]
+    from splice_build.project.workspace import configured_root  # workspace add's root
+
+    assert configured_root(victim) is None
+    pyproject.unlink()
+    os.mkfifo(pyproject)
+    _chown(pyproject)
+    assert find_workspace(victim, home=home).dropped_lines() == [passed]
+    with pytest.raises(ProjectError) as invalid:  # the directory you are in: yours to take
+        find_workspace(shared, home=home)
+    assert invalid.value.code is ErrorCode.INVALID_CONFIG
+
+    # They may write your directory (or the directory is theirs): their table holds.
+    pyproject.unlink()
+    pyproject.write_text('[tool.splice.workspace]\nmembers = ["evil"]\n')
+    _chown(pyproject)
+    os.chmod(victim, 0o777)
+    assert find_workspace(victim, home=home).members == (evil,)
+    os.chmod(victim, 0o755)
+    _chown(shared)  # owning the directory above yours is not enough
+    assert configured_root(victim) is None
+    _chown(victim)
+    assert configured_root(victim) == shared
+
+
+def test_another_users_project_above_your_directory_is_not_yours_to_run(tmp_path: Path) -> None:
+    """Another user's ``/tmp/splice.json``, with their lock and installed package: your
+    ``splice run evil.hello`` in ``/tmp/mywork`` (yours, no project) walked up to their
+    project and ran their tool as you, with the environment variable and your directory
+    their lock granted (real CLI: it returned ``SECRET`` and listed ``mywork``). Passed over
+    now, unless they may write your directory; in their directory it is theirs to run."""
+    from splice_build.project.project_file import find_project_root
+
+    shared = tmp_path / "tmp"  # as /tmp: world-writable, sticky
+    shared.mkdir()
+    os.chmod(shared, 0o1777)
+    make_project(shared)
+    _chown(shared / "splice.json")
+    mywork = shared / "mywork"
+    (mywork / "deeper").mkdir(parents=True)
+    with pytest.raises(ProjectError) as refused:
+        find_project_root(mywork / "deeper")
+    assert refused.value.code is ErrorCode.NOT_A_PROJECT
+    assert list(refused.value.details) == [
+        f"{shared / 'splice.json'} is passed over: it is another user's (uid {OTHER}), "
+        "who cannot write this directory"
+    ]
+    assert find_project_root(shared) == shared
+    _chown(shared)  # their directory above yours: still not your project
+    with pytest.raises(ProjectError):
+        find_project_root(mywork)
+    os.chmod(mywork, 0o777)  # they may write a directory between: theirs to claim
+    assert find_project_root(mywork / "deeper") == shared

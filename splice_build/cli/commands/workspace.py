@@ -28,13 +28,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _root(args: argparse.Namespace, ctx: CommandContext) -> Path:
     """``--root``, else the root of a configured workspace above, else the git or current dir."""
-    from splice_build.project.workspace import find_workspace, read_config
+    from splice_build.project.workspace import configured_root, find_workspace
 
     if args.root is not None:
         return Path(args.root).resolve()
-    for directory in (ctx.cwd, *ctx.cwd.parents):
-        if read_config(directory / "pyproject.toml") is not None:
-            return directory
+    configured = configured_root(ctx.cwd)
+    if configured is not None:
+        return configured
     try:
         return find_workspace(ctx.cwd).root
     except Exception:  # no member yet: the first `add` creates the workspace here
