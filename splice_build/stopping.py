@@ -18,7 +18,6 @@ on, and the process waited for that call's own timeout (60 s measured) before ex
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import math
 import os
@@ -113,6 +112,8 @@ def graceful_server(config: Any, stop: Stop, on_ready: Callable[[], None]) -> An
             super().handle_exit(sig, frame)
 
         async def shutdown(self, sockets: Any = None) -> None:
+            import asyncio
+
             stop.begin()
             cut = asyncio.get_running_loop().call_later(stop.grace, stop.cut)
             try:
@@ -122,6 +123,35 @@ def graceful_server(config: Any, stop: Stop, on_ready: Callable[[], None]) -> An
                 stop.cut()
 
     return GracefulServer(config)
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """Run the block with the stop signals the process handles doing nothing, then put their
+    handlers back (main thread only: elsewhere a signal's handler never runs anyway).
+
+    For the end of a stop, which is bounded (the cut, the call threads' last answers, the
+    warm processes' close): a further SIGTERM or ^C raised into it left the cut or the pool's
+    close half done, and the command ended 143 or, the exception raised again inside the
+    error report, with a traceback and exit 1 (``kill`` sent twice to a stopping ``splice
+    mcp``). A signal the process was started ignoring stays ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    taken = {
+        s: h for s in _stop_signals() if (h := signal.getsignal(s)) not in (None, signal.SIG_IGN)
+    }
+    for signum in taken:
+        signal.signal(signum, _held)
+    try:
+        yield
+    finally:
+        for signum, handler in taken.items():
+            signal.signal(signum, handler)
+
+
+def _held(signum: int, frame: Any) -> None:
+    """A stop signal during ``signals_held``: the stop already under way goes on."""
 
 
 def _stop_signals() -> list[int]:

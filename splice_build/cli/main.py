@@ -56,6 +56,14 @@ def _command_word(argv: Sequence[str]) -> str | None:
     return None if split is None else split[1]
 
 
+def _service(command: str | None, argv: Sequence[str]) -> bool:
+    """Whether ``argv`` runs a server (``splice mcp``, ``splice registry serve``), before
+    the parser says so (cli/errors.py ``Handling``)."""
+    if command == "mcp":
+        return True
+    return command == "registry" and argv[argv.index("registry") + 1 :][:1] == ["serve"]
+
+
 def _fewer_collections(command: str | None) -> None:
     """Collect less often in a ``run`` or ``sync`` process; long-running commands (``mcp``,
     ``registry serve``) keep the interpreter's thresholds."""
@@ -112,7 +120,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     home = Path(env.get("SPLICE_HOME") or Path.home() / ".splice")
     stop_on_termination()
     try:
-        with error_handler(out, home=home, verbose="--verbose" in options):
+        with error_handler(out, home=home, verbose="--verbose" in options) as handling:
+            handling.service = _service(command, argv)
             # Only a sync command line imports the sync command.
             code = _plain_sync(argv, out, env=env, home=home) if command == "sync" else None
             if code is not None:
@@ -136,6 +145,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     parser.print_help(sys.stderr)
                     return EXIT_USAGE
                 module = commands[args.command]
+                handling.service = args.command == "mcp" or (
+                    args.command == "registry" and args.action == "serve"
+                )
             from splice_build.cli.context import CommandContext
 
             out.json_mode = bool(args.json)
