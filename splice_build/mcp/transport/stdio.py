@@ -127,6 +127,7 @@ class _Writer:
         self._lock = threading.Lock()
         self.broken = False
         self._deadline: float | None = None
+        self._torn = False  # a message was cut short: the next one starts a new line
         self._woken_r, self._woken_w = os.pipe()  # written once: the deadline is set
 
     def close(self) -> None:
@@ -179,12 +180,24 @@ class _Writer:
             return None
 
     def _write_by_pieces(self, fd: int, data: memoryview) -> bool:
-        """Write ``data`` to ``fd``; False when the stop's deadline passes first."""
+        """Write ``data`` to ``fd``; False when the stop's deadline passes first.
+
+        A signal's exception between two pieces (a second SIGTERM while the stop answers a
+        large batch) leaves the message cut short: the next one then starts on a line of its
+        own, so the client loses the cut message alone. It was written onto the end of the
+        cut one, and the client could read neither (the running call's "Server stopping"
+        never arrived). The handler may run once a piece is written but before it is
+        counted, so any message left unfinished counts as cut short (at worst the client
+        reads an empty line)."""
         self._stream.flush()  # nothing of the stream's own buffer goes after these bytes
+        if self._torn:
+            data = memoryview(b"\n" + data)
+        self._torn = True  # until the last piece is written
         while data:
             if not self._takes(fd):
                 return False
             data = data[os.write(fd, data[: select.PIPE_BUF]) :]
+        self._torn = False
         return True
 
     def _takes(self, fd: int) -> bool:
