@@ -18,16 +18,18 @@ on, and the process waited for that call's own timeout (60 s measured) before ex
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import math
 import os
 import signal
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice_build.records import dataclass
+
+if TYPE_CHECKING:
+    import asyncio  # imported where it runs: the CLI's ^C report needs only signals_held
 
 GRACE_ENV = "SPLICE_MCP_STOP_GRACE"
 MCP_GRACE_SECONDS = 5  # well inside a container runtime's 10 s before it kills
@@ -139,6 +141,8 @@ def graceful_server(config: Any, stop: Stop, on_ready: Callable[[], None]) -> An
             self._loop.call_later(CUT_SECONDS, setattr, self, "force_exit", True)
 
         async def shutdown(self, sockets: Any = None) -> None:
+            import asyncio
+
             stop.begin()
             self._loop = asyncio.get_running_loop()
             self._cut = self._loop.call_later(stop.grace, stop.cut)
