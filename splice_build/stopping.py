@@ -124,7 +124,7 @@ def graceful_server(config: Any, stop: Stop, on_ready: Callable[[], None]) -> An
             """A second stop signal ends the grace: the running work is cut now, and the
             server stops waiting for it ``CUT_SECONDS`` later, as over stdio. uvicorn's own
             second ^C (``force_exit``) stopped waiting at once, so the running calls' tasks
-            were cancelled unanswered (500 Internal Server Error, not "Server stopping"),
+            were cancelled (500 Internal Server Error, not "Server stopping"),
             and it let a second SIGTERM change nothing (the whole grace was waited for)."""
             if sig != signal.SIGTERM:
                 super().handle_exit(sig, frame)  # recorded: raised again once stopped
