@@ -57,8 +57,8 @@ def test_a_second_stop_signal_cuts_an_http_servers_calls_and_they_are_answered(
 ) -> None:
     """Over HTTP a second SIGTERM changed nothing (the whole grace, up to an hour, was
     waited for) and a second ^C was uvicorn's force quit: the running calls' tasks were
-    cancelled unanswered (a real ``splice mcp --http``: 500 Internal Server Error where
-    stdio answers "Server stopping"). Now either cuts them at once, and they are answered."""
+    cancelled (a real ``splice mcp --http``: 500 Internal Server Error where stdio answers
+    "Server stopping"). Now either cuts them at once, and they are answered."""
     import asyncio
     import socket
     import threading
