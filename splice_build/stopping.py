@@ -18,16 +18,18 @@ on, and the process waited for that call's own timeout (60 s measured) before ex
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import math
 import os
 import signal
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice_build.records import dataclass
+
+if TYPE_CHECKING:
+    import asyncio  # imported where it runs: the CLI's ^C report needs only signals_held
 
 GRACE_ENV = "SPLICE_MCP_STOP_GRACE"
 MCP_GRACE_SECONDS = 5  # well inside a container runtime's 10 s before it kills
@@ -106,22 +108,82 @@ def graceful_server(config: Any, stop: Stop, on_ready: Callable[[], None]) -> An
             if not self.should_exit:
                 on_ready()
 
+        hurried = False  # a stop signal came again: the grace is over
+        _cut: asyncio.TimerHandle | None = None
+        _loop: asyncio.AbstractEventLoop | None = None
+
         def handle_exit(self, sig: int, frame: Any) -> None:
-            if sig == signal.SIGTERM:
+            if self.should_exit:
+                self._hurry(sig, frame)
+            elif sig == signal.SIGTERM:
                 self.should_exit = True  # not recorded: nothing is raised again
-                return
-            super().handle_exit(sig, frame)
+            else:
+                super().handle_exit(sig, frame)
+
+        def _hurry(self, sig: int, frame: Any) -> None:
+            """A second stop signal ends the grace: the running work is cut now, and the
+            server stops waiting for it ``CUT_SECONDS`` later, as over stdio. uvicorn's own
+            second ^C (``force_exit``) stopped waiting at once, so the running calls' tasks
+            were cancelled (500 Internal Server Error, not "Server stopping"),
+            and it let a second SIGTERM change nothing (the whole grace was waited for)."""
+            if sig != signal.SIGTERM:
+                super().handle_exit(sig, frame)  # recorded: raised again once stopped
+                self.force_exit = False
+            self.hurried = True
+            if self._loop is not None:  # else the shutdown, not begun yet, cuts at once
+                self._loop.call_soon_threadsafe(self._cut_now)
+
+        def _cut_now(self) -> None:
+            if self._cut is not None:
+                self._cut.cancel()
+            stop.cut()
+            assert self._loop is not None
+            self._loop.call_later(CUT_SECONDS, setattr, self, "force_exit", True)
 
         async def shutdown(self, sockets: Any = None) -> None:
+            import asyncio
+
             stop.begin()
-            cut = asyncio.get_running_loop().call_later(stop.grace, stop.cut)
+            self._loop = asyncio.get_running_loop()
+            self._cut = self._loop.call_later(stop.grace, stop.cut)
+            if self.hurried:
+                self._cut_now()
             try:
                 await super().shutdown(sockets)
             finally:
-                cut.cancel()
+                self._cut.cancel()
                 stop.cut()
 
     return GracefulServer(config)
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """Run the block with the stop signals the process handles doing nothing, then put their
+    handlers back (main thread only: elsewhere a signal's handler never runs anyway).
+
+    For the end of a stop, which is bounded (the cut, the call threads' last answers, the
+    warm processes' close): a further SIGTERM or ^C raised into it left the cut or the pool's
+    close half done, and the command ended 143 or, the exception raised again inside the
+    error report, with a traceback and exit 1 (``kill`` sent twice to a stopping ``splice
+    mcp``). A signal the process was started ignoring stays ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    taken = {
+        s: h for s in _stop_signals() if (h := signal.getsignal(s)) not in (None, signal.SIG_IGN)
+    }
+    for signum in taken:
+        signal.signal(signum, _held)
+    try:
+        yield
+    finally:
+        for signum, handler in taken.items():
+            signal.signal(signum, handler)
+
+
+def _held(signum: int, frame: Any) -> None:
+    """A stop signal during ``signals_held``: the stop already under way goes on."""
 
 
 def _stop_signals() -> list[int]:

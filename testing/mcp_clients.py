@@ -325,6 +325,20 @@ def http_server(
             process.wait()
 
 
+def read_by_the_server(client: Any) -> bool:
+    """Whether the server has taken every byte ``client`` sent (its end of the connection
+    has nothing left to read, /proc/net/tcp): uvicorn then holds the request, so a stop
+    answers it rather than closing the connection."""
+    local = client.getsockname()[1]
+    peer = client.getpeername()[1]
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        ends = (int(fields[1].rsplit(":", 1)[1], 16), int(fields[2].rsplit(":", 1)[1], 16))
+        if ends == (peer, local):
+            return int(fields[4].split(":")[1], 16) == 0
+    return False
+
+
 def free_port() -> int:
     import socket
 

@@ -134,28 +134,42 @@ def _write_crash_log(home: Path, exc: BaseException) -> Path | None:
     return path
 
 
+class Handling:
+    """What ``error_handler`` knows of the command it runs. ``service``: a server (``splice
+    mcp``, ``splice registry serve``), whose normal stop SIGTERM is whenever it comes
+    (splice_build/stopping.py), its start-up included: exit 0, nothing reported."""
+
+    service: bool = False
+
+
 @contextlib.contextmanager
-def error_handler(out: Output, *, home: Path | None, verbose: bool) -> Iterator[None]:
+def error_handler(out: Output, *, home: Path | None, verbose: bool) -> Iterator[Handling]:
     """Map SpliceError → its exit code, ^C → 130, anything else → 1 with a crash log (under
     ``home``'s ``logs/``; none while ``home`` is not known yet).
 
     Under ``--json`` every failure, unexpected ones included, is one error document on
     stdout (docs/cli.md#exit-codes-and-errors).
     """
+    handling = Handling()
     try:
-        yield
+        yield handling
     except SpliceError as exc:
         raise Exit(report_error(out, exc)) from exc
     except KeyboardInterrupt as exc:
         import signal
 
+        from splice_build.stopping import signals_held
+
         signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
+        if signum == signal.SIGTERM and handling.service:
+            raise Exit(0) from exc
         stopped = SpliceError(
             ErrorCode.INTERRUPTED,
             f"interrupted by {signal.Signals(signum).name}",
             hint="run the command again: it finishes or undoes what was interrupted",
         )
-        report_error(out, stopped)
+        with signals_held():  # a second ^C raised into the report ended it with a traceback
+            report_error(out, stopped)
         raise Exit(128 + signum) from exc
     except BrokenPipeError as exc:
         raise Exit(EXIT_FAILED) from exc

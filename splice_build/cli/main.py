@@ -56,6 +56,14 @@ def _command_word(argv: Sequence[str]) -> str | None:
     return None if split is None else split[1]
 
 
+def _service(command: str | None, argv: Sequence[str]) -> bool:
+    """Whether ``argv`` runs a server (``splice mcp``, ``splice registry serve``), before
+    the parser says so (cli/errors.py ``Handling``)."""
+    if command == "mcp":
+        return True
+    return command == "registry" and argv[argv.index("registry") + 1 :][:1] == ["serve"]
+
+
 def _fewer_collections(command: str | None) -> None:
     """Collect less often in a ``run`` or ``sync`` process; long-running commands (``mcp``,
     ``registry serve``) keep the interpreter's thresholds."""
@@ -112,13 +120,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     verbose = "--verbose" in options
     stop_on_termination()
     try:
-        with error_handler(out, home=None, verbose=verbose):
+        with error_handler(out, home=None, verbose=verbose) as handling:
+            handling.service = _service(command, argv)
             from splice_build.project.home import SpliceHome
 
             cwd = _working_directory()
             # One reading of SPLICE_HOME for every command (``~`` expanded, made absolute).
             home = SpliceHome.from_env(env).path
-        with error_handler(out, home=home, verbose=verbose):
+        with error_handler(out, home=home, verbose=verbose) as handling:
+            handling.service = _service(command, argv)
             # Only a sync command line imports the sync command.
             code = (
                 _plain_sync(argv, out, cwd=cwd, env=env, home=home) if command == "sync" else None
@@ -144,6 +154,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     parser.print_help(sys.stderr)
                     return EXIT_USAGE
                 module = commands[args.command]
+                handling.service = args.command == "mcp" or (
+                    args.command == "registry" and args.action == "serve"
+                )
             from splice_build.cli.context import CommandContext
 
             out.json_mode = bool(args.json)

@@ -101,7 +101,7 @@ def _superseded(old: PoolKey, new: PoolKey) -> bool:
     return all(getattr(old.spec, f) == getattr(new.spec, f) for f in _RUNTIME_FIELDS)
 
 
-def _identity(path: Path) -> tuple[int, int] | None:
+def directory_identity(path: Path) -> tuple[int, int] | None:
     """``path``'s (device, inode), or None when it is gone."""
     try:
         found = os.stat(path)
@@ -285,7 +285,7 @@ class WarmPool:
         self._checked_at = now
         stale: list[_Warm] = []
         for key in list(self._idle):
-            directory = _identity(key.spec.package_dir)  # a few stats, every CHECK_SECONDS
+            directory = directory_identity(key.spec.package_dir)  # a few stats, every CHECK_SECONDS
             kept: deque[_Warm] = deque()
             for warm in self._idle.pop(key):
                 (kept if warm.directory == directory else stale).append(warm)
@@ -376,7 +376,7 @@ class WarmPool:
         thread goes on and the waiters of ``prewarm`` are woken: a caller then starts cold in
         its own thread, where the same error is raised and reported as the call's."""
         process: sandbox.SandboxProcess | None = None
-        directory = _identity(key.spec.package_dir)  # before: a later swap reads as stale
+        directory = directory_identity(key.spec.package_dir)  # before: a later swap reads as stale
         try:
             process = sandbox.start(key.spec)
         except Exception:  # any error: see the docstring (the cold start reports it)

@@ -39,7 +39,7 @@ from splice_build.records import dataclass, field
 from splice_build.runtime.forks import forget_in_children
 from splice_build.runtime.isolation.rlimits import CPU_SECONDS
 from splice_build.runtime.limits import MAX_TIMEOUT_MS
-from splice_build.runtime.pool import PoolKey
+from splice_build.runtime.pool import CHECK_SECONDS, PoolKey, directory_identity
 from splice_build.runtime.sandbox import SandboxProcess
 from splice_build.spec.reuse import ReusePolicy
 
@@ -66,6 +66,9 @@ class Lease:
     calls: int = 0
     last_used: float = field(default_factory=time.monotonic)
     node_pid: int | None = None  # Node's pid as this parent sees it (for its memory)
+    # Its package directory's (device, inode) when it was first given back: the reaper ends
+    # it once the directory is gone or another one (pool.py ``_take_stale``).
+    directory: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,7 @@ class ReusePool:
         self._idle: dict[PoolKey, deque[Lease]] = {}
         self._closed = False
         self._reaper: threading.Thread | None = None
+        self._checked_at = time.monotonic()
         self._counts = dict.fromkeys(("reused", "recycled", "discarded"), 0)
         forget_in_children(self)
 
@@ -140,6 +144,7 @@ class ReusePool:
         lease.last_used = time.monotonic()
         if lease.node_pid is None:
             lease.node_pid = _node_pid(lease.process)
+            lease.directory = directory_identity(lease.key.spec.package_dir)
         stopped = lease.node_pid is not None and _signal_group(lease.process, signal.SIGSTOP)
         doomed: list[Lease] = []
         with self._cond:
@@ -215,6 +220,21 @@ class ReusePool:
         self._counts["recycled"] += len(doomed)
         return doomed
 
+    def _take_moved(self) -> list[Lease]:
+        """The idle processes whose package directory is gone or another one than when
+        they were first given back (a few stats, every ``CHECK_SECONDS``), taken out."""
+        moved: list[Lease] = []
+        for key in list(self._idle):
+            directory = directory_identity(key.spec.package_dir)
+            kept = deque(lease for lease in self._idle[key] if lease.directory == directory)
+            moved += [lease for lease in self._idle[key] if lease.directory != directory]
+            if kept:
+                self._idle[key] = kept
+            else:
+                del self._idle[key]
+        self._counts["discarded"] += len(moved)
+        return moved
+
     def _start_reaper(self) -> None:
         if self._reaper is None:
             self._reaper = threading.Thread(target=self._reap, name="splice-reuse", daemon=True)
@@ -222,7 +242,10 @@ class ReusePool:
 
     # the reaper thread -------------------------------------------------------------------
     def _reap(self) -> None:
-        """End processes idle for ``idle_seconds``; runs until ``close``."""
+        """End processes idle for ``idle_seconds``, and every ``CHECK_SECONDS`` those whose
+        package directory is gone or another one (pool.py does the same for warm
+        processes: a kept process of a removed package stayed, stopped, for up to
+        ``idleSeconds``, an hour at most); runs until ``close``."""
         while True:
             with self._cond:
                 if self._closed:
@@ -236,10 +259,14 @@ class ReusePool:
                     if not queue:
                         del self._idle[key]
                 self._counts["recycled"] += len(doomed)
+                if now - self._checked_at >= CHECK_SECONDS:
+                    self._checked_at = now
+                    doomed += self._take_moved()
                 if not doomed:
                     oldest = [q[0].last_used for q in self._idle.values() if q]
-                    wait = min(oldest) + self.policy.idle_seconds - now if oldest else None
-                    self._cond.wait(wait)
+                    expiry = min(oldest) + self.policy.idle_seconds if oldest else None
+                    check = self._checked_at + CHECK_SECONDS
+                    self._cond.wait(None if expiry is None else min(expiry, check) - now)
             for lease in doomed:
                 lease.process.close()
 

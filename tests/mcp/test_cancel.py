@@ -26,6 +26,7 @@ from testing.mcp_clients import (
     child_env,
     free_port,
     http_server,
+    read_by_the_server,
     sdk_http,
     splice_argv,
 )
@@ -278,20 +279,6 @@ def test_sigterm_stops_a_stdio_server_cleanly(installed, tmp_path: Path) -> None
     assert list((tmp_path / "tmp").iterdir()) == []
 
 
-def _read_by_the_server(client: socket.socket) -> bool:
-    """Whether the server has taken every byte ``client`` sent (its end of the connection
-    has nothing left to read, /proc/net/tcp): uvicorn then holds the request, so a stop
-    answers it rather than closing the connection."""
-    local = client.getsockname()[1]
-    peer = client.getpeername()[1]
-    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
-        fields = line.split()
-        ends = (int(fields[1].rsplit(":", 1)[1], 16), int(fields[2].rsplit(":", 1)[1], 16))
-        if ends == (peer, local):
-            return int(fields[4].split(":")[1], 16) == 0
-    return False
-
-
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
 def test_sigterm_or_sighup_stops_an_http_server_cleanly(
     installed, tmp_path: Path, sig: signal.Signals
@@ -314,7 +301,7 @@ def test_sigterm_or_sighup_stops_an_http_server_cleanly(
         _started(running)
         with _raw_call(url, _call(2, waiting)) as second:  # waits for the only slot
             for _ in range(400):
-                if _read_by_the_server(second):
+                if read_by_the_server(second):
                     break
                 threading.Event().wait(0.01)
             process.send_signal(sig)

@@ -28,7 +28,14 @@ from splice_build.connections import (
     RequestWarningLog,
     max_connections,
 )
-from testing.mcp_clients import DEMO_TOKEN, child_env, demo_argv, free_port, http_server
+from testing.mcp_clients import (
+    DEMO_TOKEN,
+    child_env,
+    demo_argv,
+    free_port,
+    http_server,
+    read_by_the_server,
+)
 from testing.open_files import process_open_files, room_for_sockets
 
 PING = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
@@ -257,3 +264,34 @@ def test_a_server_stopped_while_accept_waits_logs_no_traceback() -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Too many open files" in done.stderr, "the accept did fail"
     assert "Traceback" not in done.stderr, done.stderr[-2000:]
+
+
+def test_a_request_still_sending_its_body_is_refused_when_the_server_stops() -> None:
+    """It held a stopping server for the whole grace and the cut (7 s), was then cancelled:
+    500 Internal Server Error, and uvicorn logged an "Exception in ASGI application"
+    traceback (a real ``splice mcp --http`` and a client that sent half a body). Now the stop
+    refuses it at once, as a waiting call: 503, "Server stopping", ``Connection: close``."""
+    import signal
+    import threading
+
+    with http_server(demo_argv("http", "0"), env=child_env()) as (url, process):
+        parts = urlsplit(url)
+        with socket.create_connection((parts.hostname, parts.port), timeout=30) as sock:
+            sock.sendall(request(PING[:5], content_length=len(PING)))
+            for _ in range(400):
+                if read_by_the_server(sock):
+                    break
+                threading.Event().wait(0.01)
+            process.send_signal(signal.SIGTERM)
+            answer = closed_by_server(sock, time.monotonic() + 30)
+        code = process.wait(timeout=30)
+        stderr = process.stderr.read().decode() if process.stderr else ""
+    assert answer is not None and answer.startswith(b"HTTP/1.1 503 "), (answer, stderr)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert b"connection: close" in head.lower() and b"retry-after: 1" in head.lower()
+    assert json.loads(body)["error"] == {
+        "code": -32003,
+        "message": "Server stopping",
+        "data": {"retryAfter": 1},
+    }
+    assert code == 0 and "Traceback" not in stderr, stderr

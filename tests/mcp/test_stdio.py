@@ -415,3 +415,72 @@ def test_a_second_signal_while_the_stop_answers_still_cuts_the_running_calls(
     with pytest.raises(KeyboardInterrupt):
         serve_stdio(server, stdin, io.BytesIO(), log=lambda _: None, max_calls=1, grace=0)
     assert cut == [True]
+
+
+def test_a_signal_that_cuts_an_answer_short_costs_that_answer_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A second SIGTERM while the stop answered a large batch "Server stopping" (written a
+    piece at a time) left that answer cut short, and the running call's answer went onto
+    the end of it: the client could read neither (shown with a real signal and a slow
+    reader). Now the next answer starts a line of its own. Here the signal's exception is
+    raised right after the batch answer's first piece."""
+    import os
+    import threading
+
+    from splice_build.mcp.interface import ServerInfo
+    from splice_build.mcp.protocol import Server
+    from splice_build.mcp.transport.stdio import serve_stdio
+    from splice_build.runtime import cancel
+    from testing.mcp_memory import MemoryBackend, descriptor
+
+    started = threading.Event()
+
+    def hang(_: object) -> None:
+        ended = threading.Event()
+        cancel.current().on_cancel(ended.set)
+        started.set()
+        ended.wait(30)
+
+    backend = MemoryBackend()
+    backend.add_tool(descriptor("@acme/hang", "t"), hang)
+    server = Server(backend, ServerInfo(version="9.9.9"), log=lambda _: None)
+    call = {"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "acme_hang_t"}}
+    init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "c"}}
+    batch = [{**call, "id": f"{i}-{'x' * 100}"} for i in range(100)]  # answered in pieces
+    messages = [{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}]
+    messages += [{**call, "id": 1}, batch]
+
+    class Stdin(ReadThenSignalled):
+        def read(self, size: int = -1) -> bytes:
+            data = super().read(size) if self._data else b""
+            if not data:
+                started.wait(30)
+                raise KeyboardInterrupt  # the stop's signal
+            return data
+
+    read_end, write_end = os.pipe()
+    real_write, cut_short = os.write, []
+
+    def write(fd: int, data: bytes) -> int:
+        written = real_write(fd, data)
+        if fd == write_end and bytes(data[:2]) == b"[{" and not cut_short:
+            cut_short.append(written)
+            raise KeyboardInterrupt  # the second signal, between two pieces
+        return written
+
+    monkeypatch.setattr(os, "write", write)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(os.fdopen(read_end, "rb").read()))
+    reader.start()
+    stdin = Stdin(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
+    with open(write_end, "wb", buffering=0) as stdout, pytest.raises(KeyboardInterrupt):
+        serve_stdio(server, stdin, stdout, log=lambda _: None, max_calls=1, grace=0)
+    reader.join()
+    lines = received[0].splitlines()
+    assert cut_short and len(lines) == 3 and lines[1].startswith(b"[{")  # the cut one
+    assert json.loads(lines[2]) == {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "error": {"code": -32003, "message": "Server stopping", "data": {"retryAfter": 1}},
+    }

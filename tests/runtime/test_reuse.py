@@ -182,6 +182,31 @@ def test_recycled_after_idle_time(make_reusing, tmp_path: Path) -> None:
     assert _call(runtime, pkg)["token"] != first["token"]
 
 
+def test_a_kept_process_of_a_removed_package_is_ended(
+    make_reusing, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The warm pool's look at its processes' package directories (pool.py) is the reaper's
+    too: a kept process of a package removed since (``splice remove`` beside a
+    ``splice mcp --reuse``) stayed, stopped, until it had been idle ``idleSeconds`` (here an
+    hour, the most a project may set), for no call to take. A package still there keeps its
+    process."""
+    from splice_build.runtime import reuse as reuse_module
+
+    monkeypatch.setattr(reuse_module, "CHECK_SECONDS", 0.05, raising=False)
+    runtime = make_reusing(idle_seconds=3600)
+    removed, kept = _package(tmp_path), _package(tmp_path, name="other")
+    _call(runtime, runtime.load(removed))
+    [old] = _pool(runtime).idle_pids()
+    _call(runtime, runtime.load(kept))
+    removed.rename(tmp_path / "gone")
+    for _ in range(1000):  # the reaper ends it within a look or two; a bound for the old code
+        if _gone(old):
+            break
+        threading.Event().wait(0.01)
+    assert _gone(old)
+    assert len(_pool(runtime).idle_pids()) == 1 and _pool(runtime).stats().discarded == 1
+
+
 @pytest.mark.parametrize(
     ("input", "code"),
     [({"fail": True}, ErrorCode.TOOL_ERROR), ({"hang": True}, ErrorCode.TIMEOUT)],

@@ -89,12 +89,13 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         ctx.out.info(f"[splice mcp] {one_line(message)}")
 
     from splice_build.runtime.pool import WarmPool
+    from splice_build.stopping import signals_held
 
     data = _data_backend(ctx, root) if args.data else None
     broker = data.broker if data is not None else None  # skills' capability calls share it
     # A long-lived server: sandbox processes are started before calls arrive (one per call,
     # unless reuse is on: --reuse, or "reuse" in splice.json).
-    with Splice(
+    splice = Splice(
         root,
         registry=ctx.registry,
         env=ctx.env,
@@ -102,7 +103,8 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         pool=WarmPool(),
         broker=broker,
         reuse=reuse,
-    ) as splice:
+    )
+    try:
         backend: Backend = InstalledBackend(splice)
         instructions = INSTRUCTIONS
         if data is not None:
@@ -116,6 +118,11 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         if args.http:
             return _serve_http(args, ctx, server, digest, max_calls, grace)
         return _serve_stdio(server, root, log, max_calls, grace)
+    finally:
+        # Bounded (the pool's close waits for its processes, within limits); a signal raised
+        # into it left the close half done and the command ended 143, or 1 with a traceback.
+        with signals_held():
+            splice.close()
 
 
 def _reuse(root: Path, *, on: bool) -> ReusePolicy | bool:

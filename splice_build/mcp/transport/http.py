@@ -58,6 +58,7 @@ from splice_build.mcp.protocol import (
     INVALID_REQUEST,
     PARSE_ERROR,
     PROTOCOL_VERSIONS,
+    STOPPING_MESSAGE,
     UNAUTHORIZED,
     Log,
     ParseError,
@@ -206,6 +207,18 @@ class McpHttpApp:
         # ping, an initialize or a tools/list until one of them ended. The admission already
         # bounds them, so this never makes a call wait.
         self._call_threads = CapacityLimiter(admission.limit)
+        self._stopping = False
+        self._body_deadlines: set[asyncio.Timeout] = set()  # of the bodies being read
+
+    def stop_reading(self) -> None:
+        """The server stops (on the loop): a request still sending its body is refused now,
+        "Server stopping" as a waiting call is (docs/mcp.md#stopping). It held the stop for
+        the whole grace and the cut, and was then cancelled (500 Internal Server Error),
+        uvicorn logging an "Exception in ASGI application" traceback."""
+        self._stopping = True
+        now = asyncio.get_running_loop().time()
+        for deadline in self._body_deadlines:
+            deadline.reschedule(now)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         from starlette.requests import ClientDisconnect, Request
@@ -380,12 +393,19 @@ class McpHttpApp:
                 raise _Refusal(413, INVALID_REQUEST, "Message too large")
         body = bytearray()
         try:
-            async with asyncio.timeout(self._body_seconds):
-                async for chunk in request.stream():
-                    body += chunk
-                    if len(body) > MAX_BODY_BYTES:
-                        raise _Refusal(413, INVALID_REQUEST, "Message too large")
+            async with asyncio.timeout(0 if self._stopping else self._body_seconds) as deadline:
+                self._body_deadlines.add(deadline)  # ``stop_reading`` ends it
+                try:
+                    async for chunk in request.stream():
+                        body += chunk
+                        if len(body) > MAX_BODY_BYTES:
+                            raise _Refusal(413, INVALID_REQUEST, "Message too large")
+                finally:
+                    self._body_deadlines.discard(deadline)
         except TimeoutError:
+            if self._stopping:
+                headers = {"retry-after": str(RETRY_AFTER_SECONDS), "connection": "close"}
+                raise _Refusal(503, SERVER_BUSY, STOPPING_MESSAGE, headers, busy_data()) from None
             raise _Refusal(
                 408, INVALID_REQUEST, "Request body too slow", {"connection": "close"}
             ) from None
@@ -405,10 +425,14 @@ def build_app(
     server: Server, digest: bytes, admission: AsyncAdmission, body_seconds: float = BODY_SECONDS
 ) -> Starlette:
     """Starlette routes ``/mcp`` (every method) to the endpoint; any other path is a 404."""
+    return _routed(McpHttpApp(server, digest, admission, body_seconds))
+
+
+def _routed(endpoint: McpHttpApp) -> Starlette:
+    """Starlette routing ``/mcp`` to ``endpoint``, and any other path to a 404."""
     from starlette.applications import Starlette
     from starlette.routing import Route
 
-    endpoint = McpHttpApp(server, digest, admission, body_seconds)
     app = Starlette(routes=[Route(PATH, endpoint)], exception_handlers={404: _not_found})
     app.router.redirect_slashes = False
     return app
@@ -452,11 +476,14 @@ def serve_http(
     sock = listening_socket(host, port)  # TCP_NODELAY on every accepted connection
     bound_port = sock.getsockname()[1]
     shown_host = f"[{host}]" if sock.family == socket.AF_INET6 else host
+    endpoint = McpHttpApp(server, digest, AsyncAdmission(max_calls), body_seconds)
+
+    def begin_stop() -> None:
+        endpoint.stop_reading()
+        server.begin_stop(grace)
+
     config = {
-        "app": TrustedProxies(
-            build_app(server, digest, AsyncAdmission(max_calls), body_seconds),
-            trusted=trusted_proxies,
-        ),
+        "app": TrustedProxies(_routed(endpoint), trusted=trusted_proxies),
         "backlog": BACKLOG,
         "log_level": "warning",
         "access_log": False,
@@ -468,7 +495,7 @@ def serve_http(
         config,
         sock,
         log or logging.getLogger("uvicorn.error").warning,
-        Stop(grace=grace, begin=lambda: server.begin_stop(grace), cut=server.cut),
+        Stop(grace=grace, begin=begin_stop, cut=server.cut),
         on_ready=lambda: on_ready(f"http://{shown_host}:{bound_port}{PATH}"),
         head_seconds=head_seconds,
     )

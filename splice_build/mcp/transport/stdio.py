@@ -44,7 +44,7 @@ from splice_build.mcp.protocol import (
     error_response,
     parse_message,
 )
-from splice_build.stopping import CUT_SECONDS, MCP_GRACE_SECONDS
+from splice_build.stopping import CUT_SECONDS, MCP_GRACE_SECONDS, signals_held
 
 MAX_LINE_BYTES = 4 * 1024 * 1024  # docs/compatibility.md#mcp
 CHUNK_BYTES = 64 * 1024
@@ -127,6 +127,7 @@ class _Writer:
         self._lock = threading.Lock()
         self.broken = False
         self._deadline: float | None = None
+        self._torn = False  # a message was cut short: the next one starts a new line
         self._woken_r, self._woken_w = os.pipe()  # written once: the deadline is set
 
     def close(self) -> None:
@@ -179,12 +180,24 @@ class _Writer:
             return None
 
     def _write_by_pieces(self, fd: int, data: memoryview) -> bool:
-        """Write ``data`` to ``fd``; False when the stop's deadline passes first."""
+        """Write ``data`` to ``fd``; False when the stop's deadline passes first.
+
+        A signal's exception between two pieces (a second SIGTERM while the stop answers a
+        large batch) leaves the message cut short: the next one then starts on a line of its
+        own, so the client loses the cut message alone. It was written onto the end of the
+        cut one, and the client could read neither (the running call's "Server stopping"
+        never arrived). The handler may run once a piece is written but before it is
+        counted, so any message left unfinished counts as cut short (at worst the client
+        reads an empty line)."""
         self._stream.flush()  # nothing of the stream's own buffer goes after these bytes
+        if self._torn:
+            data = memoryview(b"\n" + data)
+        self._torn = True  # until the last piece is written
         while data:
             if not self._takes(fd):
                 return False
             data = data[os.write(fd, data[: select.PIPE_BUF]) :]
+        self._torn = False
         return True
 
     def _takes(self, fd: int) -> bool:
@@ -251,7 +264,8 @@ def serve_stdio(
             done(ticket)
 
     with (
-        contextlib.closing(writer),  # closed last: the threads below are done by then
+        contextlib.ExitStack() as after_the_cut,  # left last: the threads are done by then
+        contextlib.closing(writer),  # closed next: the threads below are done by then
         ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="splice-mcp") as pool,
         ThreadPoolExecutor(max_workers=max_calls, thread_name_prefix="splice-mcp-call") as calls,
     ):
@@ -285,15 +299,23 @@ def serve_stdio(
                 queued.add_done_callback(admitted.discard)
                 ticket.token.on_cancel(lambda q=queued, m=message, t=ticket: dequeue(q, m, t))
         except BaseException:  # a signal (SIGTERM, ^C): stop, then let it end the command
-            _stop(server, writer, admitted, grace)
+            _stop(server, writer, admitted, grace, after_the_cut)
             raise
 
 
-def _stop(server: Server, writer: _Writer, admitted: set[Future[None]], grace: float) -> None:
+def _stop(
+    server: Server,
+    writer: _Writer,
+    admitted: set[Future[None]],
+    grace: float,
+    after_the_cut: contextlib.ExitStack,
+) -> None:
     """Refuse the waiting calls, give the running ones ``grace`` seconds, then cut what is
     left (a second signal during the wait cuts them at once). No answer is written past the
     grace and ``CUT_SECONDS`` (splice_build/stopping.py): a client that reads no more never
-    holds the stop."""
+    holds the stop. From the cut until ``after_the_cut`` closes, once the call threads are
+    done, the stop signals do nothing (``signals_held``): a third one raised into the cut
+    left calls uncut, which the threads' join then waited for to their own timeout."""
     import time
 
     writer.stop_by(time.monotonic() + grace + CUT_SECONDS)
@@ -301,4 +323,5 @@ def _stop(server: Server, writer: _Writer, admitted: set[Future[None]], grace: f
         server.begin_stop(grace)
         wait(list(admitted), timeout=grace)
     finally:
+        after_the_cut.enter_context(signals_held())
         server.cut()

@@ -1,0 +1,104 @@
+"""A stop signal where a server command did not wait for one (testing/stop_signals.py).
+
+- Start-up: SIGTERM is a server's normal stop (exit 0, splice_build/stopping.py), but one
+  arriving before it served (the parse, the project's reading, the store's opening: a
+  supervisor stopping a service that just started) ended ``splice mcp`` and ``splice
+  registry serve`` 143 ``INTERRUPTED``, a failure to the supervisor. Measured with the real
+  commands: SIGTERM 0.1 to 0.2 s after ``splice mcp`` started, 0.1 to 0.4 s after ``splice
+  registry serve`` started. Other commands keep 143.
+- Teardown: a further SIGTERM while ``splice mcp`` closed its warm pool (``kill`` sent more
+  than once) raised into the close, leaving it half done, and ended the command 143 or, raised
+  again inside the error report, with a traceback and exit 1 after "stopped by SIGTERM".
+- The cut: a third signal as the stop cut the running calls left them uncut, and the stop
+  then waited for them to their own timeout (60 s by default).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from testing.cli import foreground_signals
+from testing.mcp_clients import child_env
+
+pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="POSIX signals")
+
+
+def test_sigterm_at_each_unguarded_phase_of_a_server_stops_it_cleanly(tmp_path: Path) -> None:
+    (tmp_path / "splice.json").write_text('{"specVersion": 1, "packages": {}}')
+    env = child_env({"HOME": str(tmp_path), "SPLICE_HOME": str(tmp_path / ".splice")})
+    done = subprocess.run(
+        [sys.executable, "-m", "testing.stop_signals", str(tmp_path)],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=Path(__file__).resolve().parents[2],
+        preexec_fn=foreground_signals(),
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stderr.rsplit("\n", 2)[1])
+    assert found["startup"] == [0, 0, 128 + signal.SIGTERM], done.stderr
+    assert found["teardown"] == {"code": 0, "closed": True}, done.stderr
+    assert found["cut"] is True, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.count("interrupted by SIGTERM") == 1, done.stderr  # splice list's
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_second_stop_signal_cuts_an_http_servers_calls_and_they_are_answered(
+    sig: signal.Signals,
+) -> None:
+    """Over HTTP a second SIGTERM changed nothing (the whole grace, up to an hour, was
+    waited for) and a second ^C was uvicorn's force quit: the running calls' tasks were
+    cancelled (a real ``splice mcp --http``: 500 Internal Server Error where stdio answers
+    "Server stopping"). Now either cuts them at once, and they are answered."""
+    import asyncio
+    import socket
+    import threading
+
+    import httpx2 as httpx
+    import uvicorn
+
+    from splice_build.stopping import Stop, graceful_server, shutdown_seconds
+
+    arrived, cut = threading.Event(), threading.Event()
+
+    async def app(scope: dict, receive: object, send: object) -> None:  # type: ignore[type-arg]
+        await receive()  # type: ignore[operator]
+        arrived.set()
+        while not cut.is_set():
+            await asyncio.sleep(0.005)
+        await send({"type": "http.response.start", "status": 503, "headers": []})  # type: ignore[operator]
+        await send({"type": "http.response.body", "body": b"stopping"})  # type: ignore[operator]
+
+    stop = Stop(grace=3600, cut=cut.set)
+    config = uvicorn.Config(app, lifespan="off", log_level="critical")
+    config.timeout_graceful_shutdown = shutdown_seconds(stop)
+    server = graceful_server(config, stop, lambda: None)
+    sock = socket.create_server(("127.0.0.1", 0))
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}/"
+    serving = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])))
+    serving.start()
+    answers: list[int] = []
+    caller = threading.Thread(
+        target=lambda: answers.append(httpx.post(url, timeout=60).status_code)
+    )
+    caller.start()
+    try:
+        assert arrived.wait(30)
+        server.handle_exit(sig, None)  # off the main thread: the handler's work is the same
+        server.handle_exit(sig, None)
+        serving.join(30)  # a bound for the old code only (SIGTERM: an hour's grace)
+        caller.join(30)
+        assert answers == [503] and not serving.is_alive()
+    finally:
+        cut.set()  # the old code's request ends
+        serving.join()
+        caller.join()
