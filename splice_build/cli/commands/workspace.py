@@ -64,10 +64,10 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     root = _root(args, ctx)
     directory = (ctx.cwd / args.directory).resolve()
     if args.action == "add":
-        changed = add_member(root, directory)
+        changed = add_member(root, directory, home=ctx.home)
         outcome = "added" if changed else "already a member"
     else:
-        outcome = remove_member(root, directory)
+        outcome = remove_member(root, directory, home=ctx.home)
     path = (
         directory.relative_to(root).as_posix() if directory.is_relative_to(root) else str(directory)
     )
