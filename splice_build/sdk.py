@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -519,13 +519,17 @@ class Splice:
         return results
 
     def _selected(self, packages: Mapping[str, str], ids: Sequence[str]) -> list[str]:
-        from splice_build.spec.names import PackageId
+        from splice_build.spec.names import PackageId, did_you_mean
 
         chosen = [PackageId.parse(i).id for i in names_arg(ids, "ids")] or list(packages)  # type: ignore[arg-type]
         unknown = [i for i in chosen if i not in packages]
         if unknown:
             raise InstallError(
-                ErrorCode.NOT_INSTALLED, f"{unknown[0]} is not in splice.json", details=unknown
+                ErrorCode.NOT_INSTALLED,
+                f"{unknown[0]} is not in splice.json",
+                details=unknown if len(unknown) > 1 else (),
+                hint=f"{did_you_mean(unknown[0], packages)}Run `splice list` to see the "
+                "project's packages.",
             )
         return chosen
 
@@ -658,7 +662,11 @@ class Splice:
             pairs = [(i, ref) for i in lock_ids if valid and ref in self._tool_names(i)]
             tool = ref
         if not pairs:
-            raise _no_package_provides(ref)
+            meant: list[str] = []
+            if "." in ref:  # a mistyped package's closest, the tool as given: no manifest read
+                qualified = tool_ref.qualified
+                meant = [f"{i if qualified else i.rsplit('/', 1)[-1]}.{tool}" for i in lock_ids]
+            raise _no_package_provides(ref, meant)
         if len({i for i, _ in pairs}) > 1:
             raise InstallError(
                 ErrorCode.AMBIGUOUS_TOOL,
@@ -825,9 +833,13 @@ def _unreadable_input(package: str, tool: str, given: object, exc: Exception) ->
     )
 
 
-def _no_package_provides(ref: str) -> InstallError:
+def _no_package_provides(ref: str, known: Iterable[str] = ()) -> InstallError:
+    """``known``: the tool references ``ref`` may have meant (the closest is named)."""
+    from splice_build.spec.names import did_you_mean
+
     return InstallError(
         ErrorCode.NOT_INSTALLED,
         f"No installed package provides {ref}",
-        hint="Run `splice list` to see installed packages, `splice add <pkg>` to install one.",
+        hint=f"{did_you_mean(ref, known)}Run `splice list` to see installed packages, "
+        "`splice add <pkg>` to install one.",
     )

@@ -36,3 +36,32 @@ def test_info_and_add_answer_an_unknown_package_alike(
             "hint": "Search with `splice search <words>`.",
         }
     )
+
+
+def test_a_mistyped_installed_package_or_tool_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``remove``, ``outdated``, ``update`` and ``run`` of a name the project does not have
+    (NOT_INSTALLED) hint at the closest one it has, as a mistyped command is answered; before,
+    remove had no hint and outdated/update repeated the name as their one detail."""
+    from splice_build.cli.main import main
+
+    monkeypatch.setenv("SPLICE_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("SPLICE_REGISTRY", raising=False)
+    monkeypatch.chdir(new_project(tmp_path / "project"))
+    assert main(["add", "@splice/example"]) == 0
+    listed = "Run `splice list` to see the project's packages."
+    for argv, hint in (
+        (["remove", "@splice/exampel"], f"Did you mean @splice/example? {listed}"),
+        (["outdated", "@splice/exampel"], f"Did you mean @splice/example? {listed}"),
+        (["update", "@splice/exampel"], f"Did you mean @splice/example? {listed}"),
+        (["remove", "@acme/other"], listed),
+        (["run", "exampel.hello"], "Did you mean example.hello? Run `splice list` to see"),
+        (["run", "@splice/exampl.hello"], "Did you mean @splice/example.hello? Run"),
+    ):
+        capsys.readouterr()
+        assert main(["--json", *argv]) == 1, argv
+        error = json.loads(capsys.readouterr().out)["error"]
+        assert error["code"] == "NOT_INSTALLED", argv
+        assert error["hint"].startswith(hint), (argv, error)
+        assert "details" not in error, (argv, error)
