@@ -65,3 +65,28 @@ def test_a_mistyped_installed_package_or_tool_is_named(
         assert error["code"] == "NOT_INSTALLED", argv
         assert error["hint"].startswith(hint), (argv, error)
         assert "details" not in error, (argv, error)
+
+
+def test_run_dir_names_the_directory_it_could_not_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``splice run --dir`` said "Package directory not found" or "manifest.json is missing"
+    naming no directory; it names the one it read, and where there is one, ``validate``."""
+    from splice_build.cli.main import main
+
+    monkeypatch.setenv("SPLICE_HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "empty").mkdir()
+    validate = f"`splice validate {tmp_path / 'empty'}` lists every problem of the package"
+    for given, message, hint in (
+        ("missing", f"Package directory not found ({tmp_path / 'missing'})", None),
+        ("empty", f"manifest.json is missing ({tmp_path / 'empty'})", validate),
+    ):
+        capsys.readouterr()
+        assert main(["--json", "run", "--dir", given, "a.b"]) == 1, given
+        error = json.loads(capsys.readouterr().out)["error"]
+        assert (error["code"], error["message"], error.get("hint")) == (
+            "INVALID_PACKAGE",
+            message,
+            hint,
+        )
