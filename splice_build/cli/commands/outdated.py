@@ -26,6 +26,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _status(row: dict[str, Any]) -> str:
+    """The status for people: ``up to date`` beside a newer ``Latest`` read as nothing to do,
+    when ``update`` (which keeps the range) will never reach it; say how to."""
+    from splice_build.spec.semver import Version
+
+    shown = _STATUS[row["status"]]
+    latest, wanted = row["latest"], row["wanted"]
+    if (
+        row["status"] == "up-to-date"
+        and latest
+        and wanted
+        and Version.parse(wanted) < Version.parse(latest)
+    ):
+        return f"{shown}; {latest} is outside the range (splice add {row['id']})"
+    return shown
+
+
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     rows = open_splice(ctx).outdated(args.packages)
 
@@ -38,15 +55,17 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
                 r["wanted"] or "-",
                 r["latest"] or "-",
                 r["range"],
-                _STATUS[r["status"]],
+                _status(r),
             )
             for r in rows
         ]
         widths = [max(len(row[i]) for row in table) for i in range(5)]
         return "\n".join(
-            "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:5])) + "  " + row[5]
+            (
+                "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:5])) + "  " + row[5]
+            ).rstrip()
             for row in table
-        ).rstrip()
+        )
 
     ctx.out.result(rows, text)
     return 0
