@@ -1,4 +1,4 @@
-"""`splice outdated` for people: a newer version outside the range is said to be so.
+"""`splice outdated` and `update` for people: a newer version outside the range is said to be so.
 
 ``update`` keeps each range (docs/cli.md), so a package at the newest version its range
 allows was shown "up to date" beside a newer ``Latest``, read as nothing to do."""
@@ -34,4 +34,9 @@ def test_a_newer_version_outside_the_range_says_how_to_reach_it(
     assert lines[0] == "Package        Current  Wanted  Latest  Range"  # no trailing blanks
     assert lines[1].split("  ^1.0.0  ")[1] == (
         "up to date; 2.0.0 is outside the range (splice add @acme/greeter)"
+    )
+    assert main(["update"]) == 0  # its text says the same
+    assert capsys.readouterr().out == (
+        '@acme/greeter@1.0.0 is up to date (range "^1.0.0"); 2.0.0 is outside the range '
+        "(splice add @acme/greeter)\n"
     )

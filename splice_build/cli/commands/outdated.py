@@ -26,20 +26,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _status(row: dict[str, Any]) -> str:
-    """The status for people: ``up to date`` beside a newer ``Latest`` read as nothing to do,
-    when ``update`` (which keeps the range) will never reach it; say how to."""
+def newer_outside(package_id: str, reached: str | None, latest: str | None) -> str:
+    """``; 2.0.0 is outside the range (splice add @ns/name)`` when ``latest`` is newer than
+    the version the range reaches, else ``""``: ``update`` keeps every range, so "up to date"
+    beside a newer latest read as nothing to do."""
     from splice_build.spec.semver import Version
 
+    if reached and latest and Version.parse(reached) < Version.parse(latest):
+        return f"; {latest} is outside the range (splice add {package_id})"
+    return ""
+
+
+def _status(row: dict[str, Any]) -> str:
     shown = _STATUS[row["status"]]
-    latest, wanted = row["latest"], row["wanted"]
-    if (
-        row["status"] == "up-to-date"
-        and latest
-        and wanted
-        and Version.parse(wanted) < Version.parse(latest)
-    ):
-        return f"{shown}; {latest} is outside the range (splice add {row['id']})"
+    if row["status"] == "up-to-date":
+        return shown + newer_outside(row["id"], row["wanted"], row["latest"])
     return shown
 
 
