@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from splice_build.errors import ErrorCode, InstallError, SpliceError, UsageError
+from splice_build.errors import ErrorCode, InstallError, RegistryError, SpliceError, UsageError
 from splice_build.install.installed import (
     InstalledPackage,
     check_installed,
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from splice_build.project.layout import ProjectLayout
     from splice_build.project.lockfile import LockEntry, Lockfile
     from splice_build.project.project_file import ProjectFile
+    from splice_build.registry.client.interface import RegistryClient
     from splice_build.runtime import LoadedPackage, SpliceRuntime, ToolResult
     from splice_build.runtime.pool import WarmPool
     from splice_build.spec.reuse import ReusePolicy
@@ -568,7 +569,12 @@ class Splice:
                         f"No version of {package_id} matches {parsed.range}",
                     )
                 version = str(best)
-            return verification_report(session, self.layout, package_id, version)
+            try:
+                return verification_report(session, self.layout, package_id, version)
+            except RegistryError as exc:
+                if exc.code is ErrorCode.PACKAGE_NOT_FOUND and parsed.range.is_exact:
+                    _no_such_version(session.client, package_id, version, exc)
+                raise
         finally:
             session.close()
 
@@ -831,6 +837,22 @@ def _unreadable_input(package: str, tool: str, given: object, exc: Exception) ->
             f"Input could not be read: the {kind(given)} raised {kind(exc)}",
         ),
     )
+
+
+def _no_such_version(client: RegistryClient, package_id: str, version: str, exc: Exception) -> None:
+    """Raise what is missing when ``package_id@version`` was not found: the package (named
+    in the registry asked, as ``add`` says it) or the version, with those that exist ("Version
+    … not found" said neither, only the detail "registry code: NOT_FOUND")."""
+    from splice_build.install.resolve import published_versions
+
+    versions, _ = published_versions(client, package_id)
+    if version not in versions:
+        raise RegistryError(
+            ErrorCode.PACKAGE_NOT_FOUND,
+            f"{package_id} has no version {version}",
+            details=[f"available: {', '.join(versions) or 'none'}"],
+            hint=f"`splice info {package_id}` shows its versions.",
+        ) from exc
 
 
 def _no_package_provides(ref: str, known: Iterable[str] = ()) -> InstallError:

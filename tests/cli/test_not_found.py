@@ -2,7 +2,8 @@
 
 ``splice info`` of a mistyped name said only "Package @splice/fils not found" with the detail
 "registry code: NOT_FOUND" and no hint, while ``add``, ``verify``, ``outdated`` and
-``update`` named the registry asked and pointed at ``splice search``."""
+``update`` named the registry asked and pointed at ``splice search``. A version it does not
+have is named, with those it has."""
 
 from __future__ import annotations
 
@@ -36,6 +37,18 @@ def test_info_and_add_answer_an_unknown_package_alike(
             "hint": "Search with `splice search <words>`.",
         }
     )
+    # a version it does not have: which one is missing, and those it has ("Version
+    # @splice/example@9.9.9 not found" with the detail "registry code: NOT_FOUND" before)
+    capsys.readouterr()
+    assert main(["--json", "verify", "@splice/example@9.9.9"]) == 1
+    error = json.loads(capsys.readouterr().out)["error"]
+    available = error.pop("details")
+    assert error == {
+        "code": "PACKAGE_NOT_FOUND",
+        "message": "@splice/example has no version 9.9.9",
+        "hint": "`splice info @splice/example` shows its versions.",
+    }
+    assert len(available) == 1 and available[0].startswith("available: 0."), available
 
 
 def test_a_mistyped_installed_package_or_tool_is_named(
