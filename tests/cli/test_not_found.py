@@ -103,3 +103,24 @@ def test_run_dir_names_the_directory_it_could_not_load(
             message,
             hint,
         )
+
+
+def test_validate_pack_and_publish_outside_a_package_say_where_they_looked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Run in a project rather than in the package, they listed "manifest.json is missing"
+    and "SKILL.md is missing" with no word of the directory read; the hint names it."""
+    from splice_build.cli.main import main
+
+    monkeypatch.setenv("SPLICE_HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(new_project(tmp_path / "project"))
+    hint = (
+        f"{tmp_path / 'project'} holds no manifest.json: run the command in the package's "
+        "directory, or name it (`splice pack ./my-skill`)"
+    )
+    for argv in (["validate"], ["pack"], ["publish", "--dry-run"]):
+        capsys.readouterr()
+        assert main(["--json", *argv]) == 1, argv
+        error = json.loads(capsys.readouterr().out)["error"]
+        assert (error["code"], error["hint"]) == ("INVALID_PACKAGE", hint), argv
+        assert "manifest.json is missing" in error["details"], argv
