@@ -40,3 +40,23 @@ def test_a_mistyped_setting_and_a_missing_value_are_named(
         error = json.loads(capsys.readouterr().out)["error"]
         assert (error["code"], error["message"], error.get("hint")) == ("USAGE", message, hint)
     assert not (tmp_path / "home" / "config.json").exists()
+
+
+def test_a_mistyped_registry_alias_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--registry locl`` (or ``config set registry locl``) named no alias in its hint."""
+    from splice_build.cli.main import main
+
+    monkeypatch.setenv("SPLICE_HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    aliases = "Use an http(s) URL or one of the aliases: local, embedded."
+    for argv, hint in (
+        (["--registry", "locl", "search", "x"], f"Did you mean local? {aliases}"),
+        (["config", "set", "registry", "embeded"], f"Did you mean embedded? {aliases}"),
+        (["--registry", "ftp://locl", "search", "x"], aliases),
+    ):
+        capsys.readouterr()
+        assert main(["--json", *argv]) == 2, argv
+        error = json.loads(capsys.readouterr().out)["error"]
+        assert (error["code"], error["hint"]) == ("INVALID_CONFIG", hint), argv
