@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -270,3 +271,23 @@ def test_the_first_table_written_keeps_every_member_found_without_one(tmp_path: 
         add_member(root, root / "tools", home=home)
     assert refused.value.code is ErrorCode.USAGE
     assert not path.exists()
+
+
+def test_removing_a_directory_that_is_no_member_says_so_in_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The text said ``docs: absent (…)``, read as if the directory were missing; ``--json``
+    keeps the outcome ``absent``."""
+    from splice_build.cli.main import main
+
+    new_project(tmp_path / "a")
+    (tmp_path / "docs").mkdir()
+    monkeypatch.setenv("SPLICE_HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert main(["workspace", "remove", "docs"]) == 0
+    said = capsys.readouterr().out
+    assert said == f"docs: not a member, nothing changed ({tmp_path}/pyproject.toml)\n"
+    assert main(["--json", "workspace", "remove", "docs"]) == 0
+    assert json.loads(capsys.readouterr().out)["outcome"] == "absent"
+    assert not (tmp_path / "pyproject.toml").exists()
