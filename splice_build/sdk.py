@@ -22,11 +22,11 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from splice_build.errors import ErrorCode, InstallError, SpliceError, UsageError
+from splice_build.errors import ErrorCode, InstallError, RegistryError, SpliceError, UsageError
 from splice_build.install.installed import (
     InstalledPackage,
     check_installed,
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from splice_build.project.layout import ProjectLayout
     from splice_build.project.lockfile import LockEntry, Lockfile
     from splice_build.project.project_file import ProjectFile
+    from splice_build.registry.client.interface import RegistryClient
     from splice_build.runtime import LoadedPackage, SpliceRuntime, ToolResult
     from splice_build.runtime.pool import WarmPool
     from splice_build.spec.reuse import ReusePolicy
@@ -519,13 +520,17 @@ class Splice:
         return results
 
     def _selected(self, packages: Mapping[str, str], ids: Sequence[str]) -> list[str]:
-        from splice_build.spec.names import PackageId
+        from splice_build.spec.names import PackageId, did_you_mean
 
         chosen = [PackageId.parse(i).id for i in names_arg(ids, "ids")] or list(packages)  # type: ignore[arg-type]
         unknown = [i for i in chosen if i not in packages]
         if unknown:
             raise InstallError(
-                ErrorCode.NOT_INSTALLED, f"{unknown[0]} is not in splice.json", details=unknown
+                ErrorCode.NOT_INSTALLED,
+                f"{unknown[0]} is not in splice.json",
+                details=unknown if len(unknown) > 1 else (),
+                hint=f"{did_you_mean(unknown[0], packages)}Run `splice list` to see the "
+                "project's packages.",
             )
         return chosen
 
@@ -564,7 +569,12 @@ class Splice:
                         f"No version of {package_id} matches {parsed.range}",
                     )
                 version = str(best)
-            return verification_report(session, self.layout, package_id, version)
+            try:
+                return verification_report(session, self.layout, package_id, version)
+            except RegistryError as exc:
+                if exc.code is ErrorCode.PACKAGE_NOT_FOUND and parsed.range.is_exact:
+                    _no_such_version(session.client, package_id, version, exc)
+                raise
         finally:
             session.close()
 
@@ -658,7 +668,11 @@ class Splice:
             pairs = [(i, ref) for i in lock_ids if valid and ref in self._tool_names(i)]
             tool = ref
         if not pairs:
-            raise _no_package_provides(ref)
+            meant: list[str] = []
+            if "." in ref:  # a mistyped package's closest, the tool as given: no manifest read
+                qualified = tool_ref.qualified
+                meant = [f"{i if qualified else i.rsplit('/', 1)[-1]}.{tool}" for i in lock_ids]
+            raise _no_package_provides(ref, meant)
         if len({i for i, _ in pairs}) > 1:
             raise InstallError(
                 ErrorCode.AMBIGUOUS_TOOL,
@@ -825,9 +839,29 @@ def _unreadable_input(package: str, tool: str, given: object, exc: Exception) ->
     )
 
 
-def _no_package_provides(ref: str) -> InstallError:
+def _no_such_version(client: RegistryClient, package_id: str, version: str, exc: Exception) -> None:
+    """Raise what is missing when ``package_id@version`` was not found: the package (named
+    in the registry asked, as ``add`` says it) or the version, with those that exist ("Version
+    … not found" said neither, only the detail "registry code: NOT_FOUND")."""
+    from splice_build.install.resolve import published_versions
+
+    versions, _ = published_versions(client, package_id)
+    if version not in versions:
+        raise RegistryError(
+            ErrorCode.PACKAGE_NOT_FOUND,
+            f"{package_id} has no version {version}",
+            details=[f"available: {', '.join(versions) or 'none'}"],
+            hint=f"`splice info {package_id}` shows its versions.",
+        ) from exc
+
+
+def _no_package_provides(ref: str, known: Iterable[str] = ()) -> InstallError:
+    """``known``: the tool references ``ref`` may have meant (the closest is named)."""
+    from splice_build.spec.names import did_you_mean
+
     return InstallError(
         ErrorCode.NOT_INSTALLED,
         f"No installed package provides {ref}",
-        hint="Run `splice list` to see installed packages, `splice add <pkg>` to install one.",
+        hint=f"{did_you_mean(ref, known)}Run `splice list` to see installed packages, "
+        "`splice add <pkg>` to install one.",
     )

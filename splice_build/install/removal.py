@@ -11,6 +11,7 @@ from splice_build.install import transaction
 from splice_build.project.layout import ProjectLayout
 from splice_build.project.lockfile import load_lockfile
 from splice_build.project.project_file import load_project_file
+from splice_build.spec.names import did_you_mean
 
 
 def remove_packages(layout: ProjectLayout, ids: Sequence[str]) -> list[dict[str, Any]]:
@@ -23,7 +24,12 @@ def remove_packages(layout: ProjectLayout, ids: Sequence[str]) -> list[dict[str,
         entry = lock.get(package_id)
         on_disk = os.path.lexists(layout.package_dir(package_id))  # a dangling link too
         if entry is None and package_id not in project.packages and not on_disk:
-            raise InstallError(ErrorCode.NOT_INSTALLED, f"{package_id} is not installed")
+            raise InstallError(
+                ErrorCode.NOT_INSTALLED,
+                f"{package_id} is not installed",
+                hint=f"{did_you_mean(package_id, project.packages)}Run `splice list` to see "
+                "the project's packages.",
+            )
         removed.append({"name": package_id, "version": entry.version if entry else None})
         lock = lock.without(package_id)
         if on_disk:

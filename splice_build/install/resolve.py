@@ -40,8 +40,21 @@ def published_versions(client: RegistryClient, package_id: str) -> tuple[list[st
     version, else the highest prerelease), never taken from the answer's ``latest``: the
     registry's own pointer is only a claim, and one naming an older listed version made
     ``outdated`` and ``update`` report that one as the latest."""
+    info = package_answer(client, package_id)
+    entries = info.get("versions", [])
+    if info.get("versionsTruncated") is True:  # the rest are on the /versions pages
+        entries = all_version_entries(client, package_id)
+    versions = [str(v["version"]) for v in entries if isinstance(v, dict)]
+    latest = latest_version(versions)
+    return versions, None if latest is None else str(latest)
+
+
+def package_answer(client: RegistryClient, package_id: str) -> dict[str, Any]:
+    """The registry's answer for ``package_id``; ``PACKAGE_NOT_FOUND`` names the registry
+    asked and hints at ``splice search``, whichever command asked (``info`` said only
+    "Package … not found" with the detail "registry code: NOT_FOUND")."""
     try:
-        info: dict[str, Any] = client.package(package_id)
+        return client.package(package_id)
     except RegistryError as exc:
         if exc.code is ErrorCode.PACKAGE_NOT_FOUND:
             raise RegistryError(
@@ -50,12 +63,6 @@ def published_versions(client: RegistryClient, package_id: str) -> tuple[list[st
                 hint="Search with `splice search <words>`.",
             ) from exc
         raise
-    entries = info.get("versions", [])
-    if info.get("versionsTruncated") is True:  # the rest are on the /versions pages
-        entries = all_version_entries(client, package_id)
-    versions = [str(v["version"]) for v in entries if isinstance(v, dict)]
-    latest = latest_version(versions)
-    return versions, None if latest is None else str(latest)
 
 
 def _registry_named(url: str) -> str:

@@ -41,9 +41,9 @@ class RegistrySetting:
     source: str
 
 
-def _invalid(reason: str, *, details: tuple[str, ...] = ()) -> ProjectError:
+def _invalid(reason: str, *, details: tuple[str, ...] = (), hint: str = _HINT) -> ProjectError:
     return ProjectError(
-        ErrorCode.INVALID_CONFIG, f"Invalid registry URL: {reason}", details=details, hint=_HINT
+        ErrorCode.INVALID_CONFIG, f"Invalid registry URL: {reason}", details=details, hint=hint
     )
 
 
@@ -78,8 +78,11 @@ def normalize_registry_url(value: str) -> str:
     except ValueError as exc:
         raise _invalid(f'"{text}" is not a URL ({exc})') from exc
     scheme = parts.scheme.lower()
-    if scheme not in _DEFAULT_PORTS:
-        raise _invalid(f'"{text}" must start with http:// or https://')
+    if scheme not in _DEFAULT_PORTS:  # "locl": a mistyped alias is named as a command is
+        from splice_build.spec.names import did_you_mean
+
+        meant = did_you_mean(text, ALIASES) if not scheme else ""
+        raise _invalid(f'"{text}" must start with http:// or https://', hint=meant + _HINT)
     if not parts.hostname:
         raise _invalid(f'"{text}" has no host')
     if "?" in text or "#" in text:

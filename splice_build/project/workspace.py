@@ -694,10 +694,11 @@ def _relative(root: Path, directory: Path) -> str:
     return relative
 
 
-def add_member(root: Path, directory: Path) -> bool:
+def add_member(root: Path, directory: Path, *, home: Path | None = None) -> bool:
     """Add ``directory`` to ``members`` (and drop it from ``exclude``); False if already there.
 
-    Creates ``pyproject.toml`` or the ``[tool.splice.workspace]`` table when missing. A
+    Creates ``pyproject.toml`` or the ``[tool.splice.workspace]`` table when missing, listing
+    the projects that were members (``_found_members``) and ``directory``. A
     ``directory`` that does not exist (or is no directory) is refused with ``USAGE`` and
     nothing is written: a typo would otherwise become a member that matches nothing.
     """
@@ -709,20 +710,23 @@ def add_member(root: Path, directory: Path) -> bool:
             hint=f"Create the project first (`splice init {_relative(root, directory)}`), then add it.",
         )
     with _editing(root):
+        found = _found_members(root, home, adding=True)
         document = _load_document(root)
         table = _workspace_table(document)
+        for member in found or ():
+            _array(table, "members").append(member)
         # the name as earlier versions wrote it too (unescaped, unanchored), as they dropped it
         changed = _remove_from(table, "exclude", _relative(root, directory) or ".")
         changed = _remove_from(table, "exclude", pattern) or changed
         if pattern not in _array(table, "members"):
             _array(table, "members").append(pattern)
             changed = True
-        if changed:
+        if changed or found is not None:
             _save_document(root, document)
     return changed
 
 
-def remove_member(root: Path, directory: Path) -> str:
+def remove_member(root: Path, directory: Path, *, home: Path | None = None) -> str:
     """Stop syncing ``directory``: ``"removed"`` from ``members`` if listed as written and no
     other pattern matches it, else ``"excluded"`` (added to ``exclude``), or ``"absent"``
     when it was not a member.
@@ -730,11 +734,18 @@ def remove_member(root: Path, directory: Path) -> str:
     The entry is dropped first and membership judged on what is left: an entry ``add``
     wrote beside a pattern that also matches (``add`` lists a directory it takes out of
     ``exclude``) would otherwise go while the directory stayed a member, reported removed.
+    Without a ``[tool.splice.workspace]`` table, the one written lists the other projects
+    that were members (``_found_members``).
     """
     pattern = member_pattern(root, directory)
     with _editing(root):
+        found = _found_members(root, home, adding=False)
+        if found is not None and pattern not in found:
+            return "absent"
         document = _load_document(root)
         table = _workspace_table(document)
+        for member in found or ():
+            _array(table, "members").append(member)
         listed = _remove_from(table, "members", _relative(root, directory) or ".")
         listed = _remove_from(table, "members", pattern) or listed
         if directory_is_member(root, directory, table) and pattern not in _array(table, "exclude"):
@@ -746,6 +757,35 @@ def remove_member(root: Path, directory: Path) -> str:
             return "absent"
         _save_document(root, document)
     return outcome
+
+
+def _found_members(root: Path, home: Path | None, *, adding: bool) -> list[str] | None:
+    """The patterns of the members ``find_workspace`` finds at ``root`` without a
+    ``[tool.splice.workspace]`` table (git's listing or the walk), or None when ``root``'s
+    ``pyproject.toml`` has one.
+
+    Once written, the table's patterns alone say who is a member: created holding only the
+    directory added, it silently dropped every other project ``workspace list`` showed, and
+    ``remove`` of such a project found no entry, printed ``absent`` and left it synced.
+    ``USAGE`` when they are more than a table may hold, and nothing is written.
+    """
+    if read_config(root / PYPROJECT) is not None:
+        return None
+    try:
+        members = find_workspace(root, root=root, home=home).members
+    except ProjectError as exc:
+        if exc.code is not ErrorCode.NOT_A_PROJECT:
+            raise
+        return []  # no member yet: the table starts with the directory added
+    if len(members) + (1 if adding else -1) > MAX_PATTERNS:
+        raise UsageError(
+            f"the workspace at {root} has {len(members)} projects, and [tool.splice.workspace] "
+            f"would list each of them, where it holds at most {MAX_PATTERNS} patterns; "
+            "nothing was changed",
+            hint=f"write [tool.splice.workspace] members in {PYPROJECT} as patterns "
+            '(members = ["packages/*"]), then add or remove',
+        )
+    return [member_pattern(root, member) for member in members]
 
 
 @contextlib.contextmanager

@@ -8,6 +8,7 @@ from its tool (``example.hello``, ``@splice/example.hello``).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from splice_build.errors import ErrorCode, SpecError
@@ -188,3 +189,13 @@ def _quote(value: object) -> str:
     if isinstance(value, str):
         return f'"{str.__str__(value)}"'
     return f"(a {type(value).__name__}, not a string)"
+
+
+def did_you_mean(given: str, names: Iterable[str]) -> str:
+    """``Did you mean X? `` for the one of ``names`` closest to ``given`` (a hint's start),
+    else ``""``: a mistyped package or tool is answered as the parser answers a mistyped
+    command (``did you mean 'install'?``)."""
+    import difflib  # only on such an error: a command that succeeds never needs it
+
+    close = difflib.get_close_matches(given, list(names), n=1)
+    return f"Did you mean {close[0]}? " if close else ""

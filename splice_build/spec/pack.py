@@ -139,7 +139,7 @@ def pack_directory(directory: Path) -> PackResult:
     from splice_build.spec.package import validate_package_files
 
     files = collect_package_files(directory)
-    manifest = validate_package_files(files)
+    manifest = validate_package_files(files, directory=str(directory))
     try:
         archive = pack_archive(files)
     except SpecError as exc:

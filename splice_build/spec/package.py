@@ -41,10 +41,12 @@ def validate_skill_md(data: bytes) -> list[str]:
     return []
 
 
-def validate_package_files(files: Mapping[str, bytes]) -> Manifest:
+def validate_package_files(files: Mapping[str, bytes], *, directory: str | None = None) -> Manifest:
     """The package's manifest, when ``files`` (package-relative path → bytes) form a valid package.
 
-    Raises SpecError INVALID_PACKAGE with one detail per problem.
+    Raises SpecError INVALID_PACKAGE with one detail per problem. ``directory``: where the
+    files were collected, named in the hint when it holds no ``manifest.json`` (``splice
+    publish`` run in the project rather than in the package).
     """
     problems: list[str] = []
     manifest = _manifest(files, problems)
@@ -62,7 +64,15 @@ def validate_package_files(files: Mapping[str, bytes]) -> Manifest:
             if tool.entry not in files
         ]
     if problems:
-        raise SpecError(ErrorCode.INVALID_PACKAGE, "Package is invalid", details=problems)
+        hint = None
+        if directory is not None and MANIFEST_FILE not in files:
+            hint = (
+                f"{directory} holds no {MANIFEST_FILE}: run the command in the package's "
+                "directory, or name it (`splice pack ./my-skill`)"
+            )
+        raise SpecError(
+            ErrorCode.INVALID_PACKAGE, "Package is invalid", details=problems, hint=hint
+        )
     assert manifest is not None
     return manifest
 

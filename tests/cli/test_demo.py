@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from testing.cli import run_splice
 
 
@@ -55,3 +57,19 @@ def test_demo_runs_on_the_embedded_registry_whatever_registry_is_configured(
     assert result.json()["ok"] is True
     chosen = run_splice("--registry", nobody, "--json", "demo", "--dir", str(tmp_path / "other"))
     assert (chosen.code, chosen.json()["error"]["code"]) == (1, "REGISTRY_UNREACHABLE")
+
+
+def test_the_temporary_project_is_said_to_be_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without ``--dir`` step 1 names a project in a temporary directory that is gone when
+    the demo ends: the last line says so and how to keep one (before, nothing did)."""
+    from splice_build.cli.main import main
+
+    monkeypatch.setenv("SPLICE_HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    assert main(["demo"]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    project = Path(lines[0].split(": ", 1)[1].split(" (registry")[0]).parent
+    assert lines[-1] == f"Removed {project}: `splice demo --dir DIR` keeps the project"
+    assert not project.exists()

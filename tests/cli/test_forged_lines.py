@@ -125,7 +125,8 @@ def test_a_registry_error_cannot_print_a_hint_or_detail_line(
 
     registry.twist = error
     try:
-        done = run_splice("--registry", registry.url, "info", "@acme/missing", cwd=tmp_path)
+        # a namespace: a missing package's error is Splice's own now (resolve.package_answer)
+        done = run_splice("--registry", registry.url, "namespace", "info", "@missing", cwd=tmp_path)
     finally:
         registry.twist = None
     assert done.code == 1

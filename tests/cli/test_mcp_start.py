@@ -22,3 +22,19 @@ def test_an_invalid_reuse_setting_stops_mcp_at_its_start(tmp_path: Path) -> None
     assert error["code"] == "INVALID_PROJECT"
     assert "reuse.maxCalls" in error["message"]
     assert "serving" not in done.stderr
+
+
+def test_a_project_option_naming_no_directory_stops_mcp_at_its_start(tmp_path: Path) -> None:
+    """``--project`` was walked up from like a working directory: a mistyped one (in a
+    client's configuration) served the project around it, with its tools. It is USAGE."""
+    project = new_project(tmp_path / "p")
+    (project / "file").write_text("x", encoding="utf-8")
+    for given, problem in (("typo", "does not exist"), ("file", "is not a directory")):
+        done = run_splice("--json", "mcp", "--project", str(project / given), input="")
+        assert done.code == 2, done.stdout + done.stderr
+        error = done.json()["error"]
+        assert (error["code"], error["message"]) == (
+            "USAGE",
+            f"--project {project / given} {problem}",
+        )
+        assert "serving" not in done.stderr

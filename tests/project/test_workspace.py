@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -233,3 +234,60 @@ def test_a_git_work_tree_whose_name_ends_with_a_space(tmp_path: Path) -> None:
     workspace = find_workspace(root / "a")
     assert workspace.source == "git" and workspace.root == root
     assert [workspace.label(m) for m in workspace.members] == ["a"]
+
+
+def test_the_first_table_written_keeps_every_member_found_without_one(tmp_path: Path) -> None:
+    """Without ``[tool.splice.workspace]`` the members are found (git's listing or the walk);
+    the table ``add`` or ``remove`` writes lists them all but the one removed. Before, ``add``
+    wrote the one directory alone, silently dropping every other project from ``splice
+    sync``, and ``remove`` of a member found no entry, said ``absent`` and left it synced."""
+    home = tmp_path / "home"
+    root = tmp_path / "repo"
+    path = root / "pyproject.toml"
+    for name in ("a", "b", "c"):
+        new_project(root / "packages" / name)
+
+    def members() -> set[str]:
+        found = find_workspace(root, root=root, home=home).members
+        return {m.relative_to(root).as_posix() for m in found}
+
+    assert remove_member(root, root / "packages" / "b", home=home) == "removed"
+    assert members() == {"packages/a", "packages/c"}
+    path.unlink()
+    assert add_member(root, root / "packages" / "a", home=home) is False  # a member already
+    assert members() == {"packages/a", "packages/b", "packages/c"}
+    path.unlink()
+    assert remove_member(root, root / "packages", home=home) == "absent"  # no project
+    assert not path.exists()
+    (root / "tools").mkdir()
+    assert add_member(root, root / "tools", home=home) is True
+    assert members() == {"packages/a", "packages/b", "packages/c"}
+    assert "tools" in path.read_text()
+    # more members than a table may list: refused, nothing written
+    path.unlink()
+    for index in range(254):
+        new_project(root / "more" / str(index))
+    with pytest.raises(SpliceError) as refused:
+        add_member(root, root / "tools", home=home)
+    assert refused.value.code is ErrorCode.USAGE
+    assert not path.exists()
+
+
+def test_removing_a_directory_that_is_no_member_says_so_in_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The text said ``docs: absent (…)``, read as if the directory were missing; ``--json``
+    keeps the outcome ``absent``."""
+    from splice_build.cli.main import main
+
+    new_project(tmp_path / "a")
+    (tmp_path / "docs").mkdir()
+    monkeypatch.setenv("SPLICE_HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert main(["workspace", "remove", "docs"]) == 0
+    said = capsys.readouterr().out
+    assert said == f"docs: not a member, nothing changed ({tmp_path}/pyproject.toml)\n"
+    assert main(["--json", "workspace", "remove", "docs"]) == 0
+    assert json.loads(capsys.readouterr().out)["outcome"] == "absent"
+    assert not (tmp_path / "pyproject.toml").exists()

@@ -32,9 +32,21 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     from splice_build.registry.client.open import configured_registry
 
     home = SpliceHome.from_env(ctx.env)
-    if args.action != "list" and args.key not in KEYS:
+    if args.action != "list" and args.key is None:
         raise UsageError(f"config {args.action} needs a key: {', '.join(KEYS)}")
-    if (args.action == "set") != (args.value is not None):
+    if args.action != "list" and args.key not in KEYS:
+        from splice_build.spec.names import did_you_mean
+
+        raise UsageError(
+            f"unknown setting {args.key!r} (choose from {', '.join(map(repr, KEYS))})",
+            hint=f"{did_you_mean(args.key, KEYS)}Run `splice config list` to see the settings.",
+        )
+    if args.action == "set" and args.value is None:
+        raise UsageError(
+            "config set registry needs a value: a URL or an alias (local, embedded)",
+            hint="To go back to the default, run `splice config unset registry`.",
+        )
+    if args.action != "set" and args.value is not None:
         raise UsageError("only `config set registry <value>` takes a value")
     if args.action == "set":
         url = normalize_registry_url(args.value)

@@ -106,6 +106,8 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     else:
         with tempfile.TemporaryDirectory(prefix="splice-demo-") as tmp:
             summary = _run_demo(Path(tmp), args.name, ctx)
+        # step 1 named it: say it is gone, and how to keep one to look at
+        ctx.out.progress(f"Removed {tmp}: `splice demo --dir DIR` keeps the project")
     final = summary["runs"]["restored"]
     shown = final["output"] if final["ok"] else final["error"]
     ctx.out.result(summary, lambda _: json_for_people(shown))

@@ -113,7 +113,7 @@ def _text(data: dict[str, Any]) -> str:
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     from splice_build.errors import ErrorCode, RegistryError
-    from splice_build.install.resolve import all_version_entries
+    from splice_build.install.resolve import all_version_entries, package_answer
     from splice_build.project.home import SpliceHome
     from splice_build.registry.client.answers import documented
     from splice_build.registry.client.open import open_configured
@@ -128,7 +128,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         flag=ctx.registry, env=ctx.env, cwd=ctx.cwd, home=SpliceHome.from_env(ctx.env)
     )
     try:
-        package = opened.client.package(package_id)
+        package = package_answer(opened.client, package_id)
         entries = package.get("versions", [])
         if package.get("versionsTruncated") is True:  # the rest are on the /versions pages
             entries = all_version_entries(opened.client, package_id)

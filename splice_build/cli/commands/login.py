@@ -12,7 +12,8 @@ else ``USAGE`` before anything is sent.
 The registry must be one the user chose (``--registry``, ``SPLICE_REGISTRY``, the user
 config), as for ``SPLICE_TOKEN`` (docs/registry.md#where-a-token-goes): in someone else's
 checkout, a ``splice.json`` naming its own server would otherwise receive the token typed
-or piped in for the user's real registry. Such a login is ``USAGE`` before any token is read.
+or piped in for the user's real registry. Such a login is ``USAGE`` before any token is read,
+and so is one that names no registry at all: the embedded registry, the default, needs none.
 """
 
 from __future__ import annotations
@@ -78,6 +79,8 @@ def _not_a_token(reason: str) -> UsageError:
 def _checked(token: str) -> str:
     from splice_build.registry.api import TOKEN_PATTERN
 
+    if not token:
+        raise _not_a_token("no token was given (an empty line)")
     if not TOKEN_PATTERN.fullmatch(token):
         raise _not_a_token(f"{len(token)} characters not in the token format")
     return token
@@ -104,6 +107,13 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     home = SpliceHome.from_env(ctx.env)
     setting = configured_registry(flag=ctx.registry, env=ctx.env, cwd=ctx.cwd, home=home)
     url = setting.url
+    if setting.source == "default":  # asked for a token, it answered "Invalid … token"
+        raise UsageError(
+            "splice login needs the registry to log in to: the embedded registry, used when "
+            "none is named, needs no login",
+            hint="Name it: `splice login --registry URL` (or set it once: `splice config set "
+            "registry URL`).",
+        )
     _require_chosen(setting.source, url, ctx, home)
     token = _checked(_read_token(args, ctx, url))
     client = open_registry(url, home=home, token=token, env={})

@@ -75,7 +75,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
 
     from splice_build.project.project_file import find_project_root
 
-    root = find_project_root(ctx.cwd / args.project if args.project else ctx.cwd)
+    root = find_project_root(_project_dir(ctx.cwd / args.project) if args.project else ctx.cwd)
     reuse = _reuse(root, on=args.reuse)  # INVALID_PROJECT (exit 1) here, before serving
 
     from splice_build import __version__
@@ -123,6 +123,19 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         # into it left the close half done and the command ended 143, or 1 with a traceback.
         with signals_held():
             splice.close()
+
+
+def _project_dir(given: Path) -> Path:
+    """``--project``, refused (``USAGE``) when it is no directory: a mistyped one in a client's
+    configuration was walked up from like a working directory, and the project around it
+    served in its place, with its tools."""
+    if not given.is_dir():
+        problem = "is not a directory" if given.exists() else "does not exist"
+        raise UsageError(
+            f"--project {given} {problem}",
+            hint="Give the project's directory, the one holding splice.json.",
+        )
+    return given
 
 
 def _reuse(root: Path, *, on: bool) -> ReusePolicy | bool:

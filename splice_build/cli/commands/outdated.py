@@ -26,6 +26,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def newer_outside(package_id: str, reached: str | None, latest: str | None) -> str:
+    """``; 2.0.0 is outside the range (splice add @ns/name)`` when ``latest`` is newer than
+    the version the range reaches, else ``""``: ``update`` keeps every range, so "up to date"
+    beside a newer latest read as nothing to do."""
+    from splice_build.spec.semver import Version
+
+    if reached and latest and Version.parse(reached) < Version.parse(latest):
+        return f"; {latest} is outside the range (splice add {package_id})"
+    return ""
+
+
+def _status(row: dict[str, Any]) -> str:
+    shown = _STATUS[row["status"]]
+    if row["status"] == "up-to-date":
+        return shown + newer_outside(row["id"], row["wanted"], row["latest"])
+    return shown
+
+
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     rows = open_splice(ctx).outdated(args.packages)
 
@@ -38,15 +56,17 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
                 r["wanted"] or "-",
                 r["latest"] or "-",
                 r["range"],
-                _STATUS[r["status"]],
+                _status(r),
             )
             for r in rows
         ]
         widths = [max(len(row[i]) for row in table) for i in range(5)]
         return "\n".join(
-            "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:5])) + "  " + row[5]
+            (
+                "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:5])) + "  " + row[5]
+            ).rstrip()
             for row in table
-        ).rstrip()
+        )
 
     ctx.out.result(rows, text)
     return 0

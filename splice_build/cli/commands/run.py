@@ -156,7 +156,19 @@ def _run_directory(args: argparse.Namespace, ctx: CommandContext) -> tuple[str, 
 
     ref = ToolRef.parse(args.tool_ref)
     runtime = SpliceRuntime(project_root=_project_root(ctx), env=ctx.env)
-    pkg = runtime.load(ctx.cwd / args.package_dir)
+    directory = ctx.cwd / args.package_dir
+    try:
+        pkg = runtime.load(directory)
+    except SandboxError as exc:  # the loader's words name no path: say which, and what next
+        if exc.code is not ErrorCode.INVALID_PACKAGE:
+            raise
+        validate = f"`splice validate {directory}` lists every problem of the package"
+        raise SandboxError(
+            exc.code,
+            f"{exc.message} ({directory})",
+            details=exc.details,
+            hint=exc.hint or (validate if directory.is_dir() else None),
+        ) from exc
     _check_ref_matches(ref, pkg)
     tool = pkg.manifest.tool(ref.tool)
     schema = tool.input if tool is not None else {}

@@ -10,6 +10,7 @@ from splice_build.cli.commands.add import (
     open_splice,
     warn_if_held,
 )
+from splice_build.cli.commands.outdated import newer_outside
 from splice_build.cli.context import CommandContext
 
 NAME = "update"
@@ -35,9 +36,11 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         if r["status"] == "updated" and r["from"] == r["to"]:
             lines.append(f"Reinstalled {r['id']}@{r['to']}: the installed copy was restored")
         elif r["status"] == "updated":
-            lines.append(f"Updated {r['id']} {r['from'] or '-'} -> {r['to']}")
+            outside = newer_outside(r["id"], r["to"], r["latest"])
+            lines.append(f"Updated {r['id']} {r['from'] or '-'} -> {r['to']}{outside}")
         elif r["status"] == "up-to-date":
-            lines.append(f'{r["id"]}@{r["to"]} is up to date (range "{r["range"]}")')
+            outside = newer_outside(r["id"], r["to"], r["latest"])
+            lines.append(f'{r["id"]}@{r["to"]} is up to date (range "{r["range"]}"){outside}')
         else:
             ctx.out.warn(f'{r["id"]}: no version matches "{r["range"]}"')
     ctx.out.result(rows, "\n".join(lines))

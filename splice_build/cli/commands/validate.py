@@ -41,7 +41,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
 
     target = ctx.cwd / args.target
     files, kind = _load_files(target)
-    manifest = validate_package_files(files)
+    manifest = validate_package_files(files, directory=str(target) if kind == "directory" else None)
     require_visible_text(manifest)
     require_visible_paths(files)
     tools = [f"{manifest.name}.{tool.name}" for tool in manifest.tools]

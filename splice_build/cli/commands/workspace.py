@@ -12,6 +12,9 @@ NAME = "workspace"
 HELP = "list the workspace's projects, or add/remove one in pyproject.toml"
 NEEDS_PROJECT = False
 ACTIONS = ("list", "add", "remove")
+# The outcomes for people ("absent" alone read as if the directory were missing); --json
+# keeps remove_member's words.
+_SAID = {"absent": "not a member, nothing changed"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -64,16 +67,18 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     root = _root(args, ctx)
     directory = (ctx.cwd / args.directory).resolve()
     if args.action == "add":
-        changed = add_member(root, directory)
+        changed = add_member(root, directory, home=ctx.home)
         outcome = "added" if changed else "already a member"
     else:
-        outcome = remove_member(root, directory)
+        outcome = remove_member(root, directory, home=ctx.home)
     path = (
         directory.relative_to(root).as_posix() if directory.is_relative_to(root) else str(directory)
     )
     # the root and the member are the checkout's directories: one line each (one_line_fields)
     ctx.out.result(
         {"root": str(root), "directory": path, "outcome": outcome},
-        lambda shown: f"{shown['directory']}: {shown['outcome']} ({shown['root']}/{PYPROJECT})",
+        lambda shown: (
+            f"{shown['directory']}: {_SAID.get(outcome, outcome)} ({shown['root']}/{PYPROJECT})"
+        ),
     )
     return 0

@@ -1,0 +1,62 @@
+"""`splice config`'s usage errors say what was wrong: a mistyped setting was "config get
+needs a key: registry" (a key was given) and `config set registry` without a value was
+"only `config set registry <value>` takes a value" (it is that very command)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+
+def test_a_mistyped_setting_and_a_missing_value_are_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from splice_build.cli.main import main
+
+    monkeypatch.setenv("SPLICE_HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    for argv, message, hint in (
+        (
+            ["config", "get", "regsitry"],
+            "unknown setting 'regsitry' (choose from 'registry')",
+            "Did you mean registry? Run `splice config list` to see the settings.",
+        ),
+        (
+            ["config", "set", "registry"],
+            "config set registry needs a value: a URL or an alias (local, embedded)",
+            "To go back to the default, run `splice config unset registry`.",
+        ),
+        (["config", "get"], "config get needs a key: registry", None),
+        (
+            ["config", "get", "registry", "x"],
+            "only `config set registry <value>` takes a value",
+            None,
+        ),
+    ):
+        capsys.readouterr()
+        assert main(["--json", *argv]) == 2, argv
+        error = json.loads(capsys.readouterr().out)["error"]
+        assert (error["code"], error["message"], error.get("hint")) == ("USAGE", message, hint)
+    assert not (tmp_path / "home" / "config.json").exists()
+
+
+def test_a_mistyped_registry_alias_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--registry locl`` (or ``config set registry locl``) named no alias in its hint."""
+    from splice_build.cli.main import main
+
+    monkeypatch.setenv("SPLICE_HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    aliases = "Use an http(s) URL or one of the aliases: local, embedded."
+    for argv, hint in (
+        (["--registry", "locl", "search", "x"], f"Did you mean local? {aliases}"),
+        (["config", "set", "registry", "embeded"], f"Did you mean embedded? {aliases}"),
+        (["--registry", "ftp://locl", "search", "x"], aliases),
+    ):
+        capsys.readouterr()
+        assert main(["--json", *argv]) == 2, argv
+        error = json.loads(capsys.readouterr().out)["error"]
+        assert (error["code"], error["hint"]) == ("INVALID_CONFIG", hint), argv

@@ -1,0 +1,126 @@
+"""A package the registry does not have is one error, whichever command asked.
+
+``splice info`` of a mistyped name said only "Package @splice/fils not found" with the detail
+"registry code: NOT_FOUND" and no hint, while ``add``, ``verify``, ``outdated`` and
+``update`` named the registry asked and pointed at ``splice search``. A version it does not
+have is named, with those it has."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from testing.registry_fixtures import new_project
+
+
+def test_info_and_add_answer_an_unknown_package_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from splice_build.cli.main import main
+
+    monkeypatch.setenv("SPLICE_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("SPLICE_REGISTRY", raising=False)
+    monkeypatch.chdir(new_project(tmp_path / "project"))
+    errors = {}
+    for command in ("info", "add"):
+        capsys.readouterr()
+        assert main(["--json", command, "@splice/fils"]) == 1, command
+        errors[command] = json.loads(capsys.readouterr().out)["error"]
+    assert (
+        errors["info"]
+        == errors["add"]
+        == {
+            "code": "PACKAGE_NOT_FOUND",
+            "message": "Package @splice/fils was not found in the embedded registry",
+            "hint": "Search with `splice search <words>`.",
+        }
+    )
+    # a version it does not have: which one is missing, and those it has ("Version
+    # @splice/example@9.9.9 not found" with the detail "registry code: NOT_FOUND" before)
+    capsys.readouterr()
+    assert main(["--json", "verify", "@splice/example@9.9.9"]) == 1
+    error = json.loads(capsys.readouterr().out)["error"]
+    available = error.pop("details")
+    assert error == {
+        "code": "PACKAGE_NOT_FOUND",
+        "message": "@splice/example has no version 9.9.9",
+        "hint": "`splice info @splice/example` shows its versions.",
+    }
+    assert len(available) == 1 and available[0].startswith("available: 0."), available
+
+
+def test_a_mistyped_installed_package_or_tool_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``remove``, ``outdated``, ``update`` and ``run`` of a name the project does not have
+    (NOT_INSTALLED) hint at the closest one it has, as a mistyped command is answered; before,
+    remove had no hint and outdated/update repeated the name as their one detail."""
+    from splice_build.cli.main import main
+
+    monkeypatch.setenv("SPLICE_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("SPLICE_REGISTRY", raising=False)
+    monkeypatch.chdir(new_project(tmp_path / "project"))
+    assert main(["add", "@splice/example"]) == 0
+    listed = "Run `splice list` to see the project's packages."
+    for argv, hint in (
+        (["remove", "@splice/exampel"], f"Did you mean @splice/example? {listed}"),
+        (["outdated", "@splice/exampel"], f"Did you mean @splice/example? {listed}"),
+        (["update", "@splice/exampel"], f"Did you mean @splice/example? {listed}"),
+        (["remove", "@acme/other"], listed),
+        (["run", "exampel.hello"], "Did you mean example.hello? Run `splice list` to see"),
+        (["run", "@splice/exampl.hello"], "Did you mean @splice/example.hello? Run"),
+    ):
+        capsys.readouterr()
+        assert main(["--json", *argv]) == 1, argv
+        error = json.loads(capsys.readouterr().out)["error"]
+        assert error["code"] == "NOT_INSTALLED", argv
+        assert error["hint"].startswith(hint), (argv, error)
+        assert "details" not in error, (argv, error)
+
+
+def test_run_dir_names_the_directory_it_could_not_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``splice run --dir`` said "Package directory not found" or "manifest.json is missing"
+    naming no directory; it names the one it read, and where there is one, ``validate``."""
+    from splice_build.cli.main import main
+
+    monkeypatch.setenv("SPLICE_HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "empty").mkdir()
+    validate = f"`splice validate {tmp_path / 'empty'}` lists every problem of the package"
+    for given, message, hint in (
+        ("missing", f"Package directory not found ({tmp_path / 'missing'})", None),
+        ("empty", f"manifest.json is missing ({tmp_path / 'empty'})", validate),
+    ):
+        capsys.readouterr()
+        assert main(["--json", "run", "--dir", given, "a.b"]) == 1, given
+        error = json.loads(capsys.readouterr().out)["error"]
+        assert (error["code"], error["message"], error.get("hint")) == (
+            "INVALID_PACKAGE",
+            message,
+            hint,
+        )
+
+
+def test_validate_pack_and_publish_outside_a_package_say_where_they_looked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Run in a project rather than in the package, they listed "manifest.json is missing"
+    and "SKILL.md is missing" with no word of the directory read; the hint names it."""
+    from splice_build.cli.main import main
+
+    monkeypatch.setenv("SPLICE_HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(new_project(tmp_path / "project"))
+    hint = (
+        f"{tmp_path / 'project'} holds no manifest.json: run the command in the package's "
+        "directory, or name it (`splice pack ./my-skill`)"
+    )
+    for argv in (["validate"], ["pack"], ["publish", "--dry-run"]):
+        capsys.readouterr()
+        assert main(["--json", *argv]) == 1, argv
+        error = json.loads(capsys.readouterr().out)["error"]
+        assert (error["code"], error["hint"]) == ("INVALID_PACKAGE", hint), argv
+        assert "manifest.json is missing" in error["details"], argv

@@ -1,0 +1,42 @@
+"""`splice outdated` and `update` for people: a newer version outside the range is said to be so.
+
+``update`` keeps each range (docs/cli.md), so a package at the newest version its range
+allows was shown "up to date" beside a newer ``Latest``, read as nothing to do."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from testing.registry_fixtures import embedded_store, new_project, publish
+
+
+def test_a_newer_version_outside_the_range_says_how_to_reach_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from splice_build.cli.main import main
+    from splice_build.sdk import Splice
+
+    home = tmp_path / "home"
+    store = embedded_store(home)
+    for version in ("1.0.0", "2.0.0"):
+        publish(store, tmp_path / "work", version=version)
+    project = new_project(tmp_path / "project")
+    with Splice(project, home=home, registry="embedded:", broker=False) as splice:
+        splice.add(["@acme/greeter@^1.0.0"])
+    monkeypatch.setenv("SPLICE_HOME", str(home))
+    monkeypatch.delenv("SPLICE_REGISTRY", raising=False)
+    monkeypatch.chdir(project)
+    capsys.readouterr()
+    assert main(["outdated"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "Package        Current  Wanted  Latest  Range"  # no trailing blanks
+    assert lines[1].split("  ^1.0.0  ")[1] == (
+        "up to date; 2.0.0 is outside the range (splice add @acme/greeter)"
+    )
+    assert main(["update"]) == 0  # its text says the same
+    assert capsys.readouterr().out == (
+        '@acme/greeter@1.0.0 is up to date (range "^1.0.0"); 2.0.0 is outside the range '
+        "(splice add @acme/greeter)\n"
+    )
