@@ -827,3 +827,34 @@ def test_a_program_whose_fork_hooks_start_threads_keeps_the_os_layer(tmp_path: P
     assert result.error is None and result.isolation is not None
     assert result.isolation.to_json()["layer"] == "os"
     assert _children() - before == set()
+
+
+@pytest.mark.node
+def test_a_host_holding_more_than_a_thousand_descriptors_runs_tools_and_leaks_none(
+    tmp_path: Path,
+) -> None:
+    """A long-lived server holding a thousand sockets (its RLIMIT_NOFILE raised, as servers
+    do) got the sandbox's pidfds numbered above 1023, which ``select`` refuses: every call
+    raised ``ValueError: filedescriptor out of range in select()`` out of ``run``, and left
+    its pipes and pidfds open (6 more descriptors a call). The waits use ``poll`` now."""
+    import resource
+
+    Splice.init(tmp_path / "project").add(["@splice/example"])
+    splice = Splice(tmp_path / "project", broker=False)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1100:
+        pytest.skip(f"RLIMIT_NOFILE's hard limit is {hard}: no descriptor above 1023 can be had")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1100), hard))
+    held = [os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)]
+    try:
+        while held[-1] < 1030:
+            held.append(os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC))
+        before = len(os.listdir("/proc/self/fd"))
+        results = [splice.run("example.hello", {"name": "Ada"})]
+        after = len(os.listdir("/proc/self/fd"))
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert [r.error for r in results] == [None]
+    assert after == before

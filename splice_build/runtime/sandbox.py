@@ -25,6 +25,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import errno
+import math
 import os
 import select
 import signal
@@ -190,7 +191,7 @@ class SandboxProcess:
         except (AttributeError, OSError):  # no pidfd (an old kernel, not Linux), or reaped
             return
         try:
-            select.select([fd], [], [], seconds)
+            wait_readable(fd, seconds)
         finally:
             os.close(fd)
 
@@ -223,7 +224,7 @@ class SandboxProcess:
         self.kill_group()
         self.popen.wait()
         if self.namespace_pidfd is not None:
-            select.select([self.namespace_pidfd], [], [], NAMESPACE_EXIT_SECONDS)
+            wait_readable(self.namespace_pidfd, NAMESPACE_EXIT_SECONDS)
         self._release()
 
     def forget(self) -> None:
@@ -246,6 +247,23 @@ class SandboxProcess:
                 if fd is not None:
                     with contextlib.suppress(OSError):
                         os.close(fd)
+
+
+def wait_readable(fd: int, seconds: float) -> None:
+    """Wait up to ``seconds`` for ``fd`` (a pidfd: readable once its process has exited).
+
+    With ``poll``, whatever the descriptor's number: ``select`` takes none above 1023
+    (FD_SETSIZE), and a long-lived server holding a thousand sockets got pidfds past it,
+    so every call raised ``ValueError: filedescriptor out of range in select()`` out of
+    ``run`` and left its pipes and pidfds open. ``select`` only where the program removed
+    ``poll`` (a green-thread library's monkey patch)."""
+    poll = getattr(select, "poll", None)
+    if poll is None:
+        select.select([fd], [], [], seconds)
+        return
+    poller = poll()
+    poller.register(fd, select.POLLIN)
+    poller.poll(max(0, math.ceil(seconds * 1000)))
 
 
 # Pipe capacity (Linux): fetch bodies travel in frames of up to ~350 KB; the default 64 KiB
