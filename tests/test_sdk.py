@@ -830,31 +830,70 @@ def test_a_program_whose_fork_hooks_start_threads_keeps_the_os_layer(tmp_path: P
 
 
 @pytest.mark.node
-def test_a_host_holding_more_than_a_thousand_descriptors_runs_tools_and_leaks_none(
+@needs_os_layer()
+def test_the_hosts_descriptors_umask_and_open_file_limit_never_fail_a_call(
     tmp_path: Path,
 ) -> None:
-    """A long-lived server holding a thousand sockets (its RLIMIT_NOFILE raised, as servers
-    do) got the sandbox's pidfds numbered above 1023, which ``select`` refuses: every call
-    raised ``ValueError: filedescriptor out of range in select()`` out of ``run``, and left
-    its pipes and pidfds open (6 more descriptors a call). The waits use ``poll`` now."""
+    """A long-lived program's process state, one call under each:
+
+    - more than 1,023 descriptors open (a server holding a thousand sockets, its
+      RLIMIT_NOFILE raised): the sandbox's pidfds were numbered past what ``select`` takes,
+      every call raised ``ValueError: filedescriptor out of range in select()`` out of
+      ``run`` and left its pipes and pidfds open (6 descriptors a call); the waits poll now;
+    - ``os.umask(0o777)``: the file view, built in a copy of the program between fork and
+      exec, made its mount points mode 000 and Node, without capabilities, could not load
+      its libraries (TOOL_CRASHED, exit code 127); they are made under umask 022 now;
+    - a soft RLIMIT_NOFILE barely above the descriptors the program holds (``ulimit -n
+      64``): the view ran out of descriptors, skipped the mount points it could not open
+      and Node was missing from it (TOOL_CRASHED, "No such file or directory"); the view's
+      process raises its soft limit to the hard one first.
+
+    The program's umask and limits are left as they were."""
     import resource
 
     Splice.init(tmp_path / "project").add(["@splice/example"])
     splice = Splice(tmp_path / "project", broker=False)
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard != resource.RLIM_INFINITY and hard < 1100:
-        pytest.skip(f"RLIMIT_NOFILE's hard limit is {hard}: no descriptor above 1023 can be had")
-    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1100), hard))
+    limits = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if limits[1] != resource.RLIM_INFINITY and limits[1] < 1100:
+        pytest.skip(f"RLIMIT_NOFILE's hard limit is {limits[1]}: no descriptor past 1023")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(limits[0], 1100), limits[1]))
     held = [os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)]
     try:
         while held[-1] < 1030:
             held.append(os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC))
         before = len(os.listdir("/proc/self/fd"))
-        results = [splice.run("example.hello", {"name": "Ada"})]
-        after = len(os.listdir("/proc/self/fd"))
+        results = [splice.run("example.hello", {"name": "descriptors"})]
+        leaked = len(os.listdir("/proc/self/fd")) - before
     finally:
         for fd in held:
             os.close(fd)
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
-    assert [r.error for r in results] == [None]
-    assert after == before
+        resource.setrlimit(resource.RLIMIT_NOFILE, limits)
+    umask = os.umask(0o777)
+    try:
+        results.append(splice.run("example.hello", {"name": "umask"}))
+    finally:
+        assert os.umask(umask) == 0o777
+    soft = _limit_leaving_free(24)  # the call's own pipes fit; the view needs about 60
+    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, limits[1]))
+    try:
+        results.append(splice.run("example.hello", {"name": "limit"}))
+    finally:
+        assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] == soft
+        resource.setrlimit(resource.RLIMIT_NOFILE, limits)
+    assert leaked == 0
+    assert [(r.error, r.output) for r in results] == [
+        (None, {"message": "Hello, descriptors."}),
+        (None, {"message": "Hello, umask."}),
+        (None, {"message": "Hello, limit."}),
+    ]
+
+
+def _limit_leaving_free(free: int) -> int:
+    """The soft RLIMIT_NOFILE under which this process can open exactly ``free`` more
+    descriptors (a new one takes the lowest free number, which must be below the limit)."""
+    taken = {int(fd) for fd in os.listdir("/proc/self/fd")}
+    limit = 0
+    while free:
+        free -= limit not in taken
+        limit += 1
+    return limit
