@@ -472,6 +472,37 @@ def test_a_relative_home_is_the_one_named_when_the_splice_was_made(
     assert not (tmp_path / "elsewhere" / "relhome").exists()
 
 
+def test_a_removed_working_directory_is_a_coded_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A host whose working directory was removed (a temporary directory cleaned up, a
+    release directory replaced): ``Splice()``, a relative ``project``, ``home`` or
+    ``Splice.init`` directory raised a bare ``FileNotFoundError`` from ``os.path.abspath``.
+    No project is found from a working directory that is gone (NOT_A_PROJECT); a relative
+    path argument names nothing (USAGE). A project named by its absolute path still opens."""
+    Splice.init(tmp_path / "project")
+    (tmp_path / "gone").mkdir()
+    monkeypatch.chdir(tmp_path / "gone")
+    (tmp_path / "gone").rmdir()
+    codes = {}
+    for name, call in {
+        "Splice()": lambda: Splice(),
+        "project": lambda: Splice("project"),
+        "home": lambda: Splice(tmp_path / "project", home="home"),
+        "init": lambda: Splice.init("new"),
+    }.items():
+        with pytest.raises(SpliceError) as caught:
+            call()
+        codes[name] = str(caught.value.code)
+    assert codes == {
+        "Splice()": "NOT_A_PROJECT",
+        "project": "USAGE",
+        "home": "USAGE",
+        "init": "USAGE",
+    }
+    assert Splice(tmp_path / "project").list() == []
+
+
 @pytest.mark.node
 def test_a_project_path_switched_to_another_project_runs_in_the_new_one(tmp_path: Path) -> None:
     """``Splice("deploy/current")`` where ``current`` is a link switched to a new release of
