@@ -862,8 +862,8 @@ def test_a_program_whose_fork_hooks_start_threads_keeps_the_os_layer(tmp_path: P
 
 @pytest.mark.node
 @needs_os_layer()
-def test_the_hosts_descriptors_umask_and_open_file_limit_never_fail_a_call(
-    tmp_path: Path,
+def test_the_hosts_process_state_never_fails_a_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A long-lived program's process state, one call under each:
 
@@ -877,10 +877,15 @@ def test_the_hosts_descriptors_umask_and_open_file_limit_never_fail_a_call(
     - a soft RLIMIT_NOFILE barely above the descriptors the program holds (``ulimit -n
       64``): the view ran out of descriptors, skipped the mount points it could not open
       and Node was missing from it (TOOL_CRASHED, "No such file or directory"); the view's
-      process raises its soft limit to the hard one first.
+      process raises its soft limit to the hard one first;
+    - a ``select`` module monkey-patched by a green-thread library (eventlet deletes
+      ``select.poll`` and ``epoll``; its ``select.select`` is its own): the check of a kept
+      process before it served again called ``select.poll`` and raised AttributeError out of
+      ``run``, the kept process lost from the pool; Splice waits with ``select`` there.
 
     The program's umask and limits are left as they were."""
     import resource
+    import select
 
     Splice.init(tmp_path / "project").add(["@splice/example"])
     splice = Splice(tmp_path / "project", broker=False)
@@ -911,12 +916,31 @@ def test_the_hosts_descriptors_umask_and_open_file_limit_never_fail_a_call(
     finally:
         assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] == soft
         resource.setrlimit(resource.RLIMIT_NOFILE, limits)
+    real, seen = select.select, []
+
+    def green_select(*args: Any) -> Any:
+        seen.append(len(args[0]))
+        return real(*args)
+
+    before = _children()
+    with Splice(tmp_path / "project", reuse=True, broker=False) as reusing:
+        monkeypatch.delattr(select, "poll")
+        monkeypatch.delattr(select, "epoll")
+        monkeypatch.setattr(select, "select", green_select)
+        results += [reusing.run("example.hello", {"name": f"green {n}"}) for n in range(2)]
+        runtime = reusing._runtime_instance
+        assert runtime is not None and runtime._reuse is not None
+        reused = runtime._reuse.stats().reused
     assert leaked == 0
     assert [(r.error, r.output) for r in results] == [
         (None, {"message": "Hello, descriptors."}),
         (None, {"message": "Hello, umask."}),
         (None, {"message": "Hello, limit."}),
+        (None, {"message": "Hello, green 0."}),
+        (None, {"message": "Hello, green 1."}),
     ]
+    assert reused == 1 and seen
+    assert _children() - before == set()
 
 
 def _limit_leaving_free(free: int) -> int:

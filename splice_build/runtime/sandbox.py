@@ -32,6 +32,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 from splice_build.records import dataclass, field, replace
@@ -191,7 +192,7 @@ class SandboxProcess:
         except (AttributeError, OSError):  # no pidfd (an old kernel, not Linux), or reaped
             return
         try:
-            wait_readable(fd, seconds)
+            wait_readable([fd], seconds)
         finally:
             os.close(fd)
 
@@ -224,7 +225,7 @@ class SandboxProcess:
         self.kill_group()
         self.popen.wait()
         if self.namespace_pidfd is not None:
-            wait_readable(self.namespace_pidfd, NAMESPACE_EXIT_SECONDS)
+            wait_readable([self.namespace_pidfd], NAMESPACE_EXIT_SECONDS)
         self._release()
 
     def forget(self) -> None:
@@ -249,21 +250,22 @@ class SandboxProcess:
                         os.close(fd)
 
 
-def wait_readable(fd: int, seconds: float) -> None:
-    """Wait up to ``seconds`` for ``fd`` (a pidfd: readable once its process has exited).
+def wait_readable(fds: Sequence[int], seconds: float) -> bool:
+    """Wait up to ``seconds`` until one of ``fds`` is readable (a pidfd: its process has
+    exited; a pipe: data or a hang-up); whether one is.
 
-    With ``poll``, whatever the descriptor's number: ``select`` takes none above 1023
+    With ``poll``, whatever the descriptors' numbers: ``select`` takes none above 1023
     (FD_SETSIZE), and a long-lived server holding a thousand sockets got pidfds past it,
     so every call raised ``ValueError: filedescriptor out of range in select()`` out of
     ``run`` and left its pipes and pidfds open. ``select`` only where the program removed
-    ``poll`` (a green-thread library's monkey patch)."""
+    ``poll`` (a green-thread library's monkey patch: eventlet deletes it)."""
     poll = getattr(select, "poll", None)
     if poll is None:
-        select.select([fd], [], [], seconds)
-        return
+        return bool(select.select(list(fds), [], [], seconds)[0])
     poller = poll()
-    poller.register(fd, select.POLLIN)
-    poller.poll(max(0, math.ceil(seconds * 1000)))
+    for fd in fds:
+        poller.register(fd, select.POLLIN)
+    return bool(poller.poll(max(0, math.ceil(seconds * 1000))))
 
 
 # Pipe capacity (Linux): fetch bodies travel in frames of up to ~350 KB; the default 64 KiB
