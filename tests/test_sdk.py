@@ -943,6 +943,41 @@ def test_the_hosts_process_state_never_fails_a_call(
     assert _children() - before == set()
 
 
+@pytest.mark.node
+def test_a_keyboard_interrupt_anywhere_in_a_start_ends_the_sandbox(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """^C in a program running ``run`` from its main thread (a notebook's interrupt, a REPL)
+    raises KeyboardInterrupt between any two statements. Landing after the sandbox process
+    was created and before the code that ends it on any exception (taking its pidfds,
+    re-hashing the package, watching the call's cancellation), it left Node and its waiter
+    running for ever, waiting for a job on a pipe whose write end the program kept open
+    (8 descriptors and two processes a time). Each such point is walked here: the
+    interrupt goes on, and no process or descriptor is left."""
+    from splice_build.runtime import cancel, runtime, sandbox
+
+    Splice.init(tmp_path / "project").add(["@splice/example"])
+    splice = Splice(tmp_path / "project", broker=False)
+    assert splice.run("example.hello", {"name": "Ada"}).error is None
+    children, descriptors = _children(), len(os.listdir("/proc/self/fd"))
+    left = {}
+    for owner, name in (
+        (sandbox, "_leader_pidfd"),
+        (runtime, "_check_bound"),
+        (cancel.Cancellation, "watch"),
+    ):
+
+        def interrupted(*args: object) -> None:
+            raise KeyboardInterrupt
+
+        with monkeypatch.context() as patched:
+            patched.setattr(owner, name, interrupted)
+            with pytest.raises(KeyboardInterrupt):
+                splice.run("example.hello", {"name": "Ada"})
+        left[name] = (_children() - children, len(os.listdir("/proc/self/fd")) - descriptors)
+    assert left == dict.fromkeys(["_leader_pidfd", "_check_bound", "watch"], (set(), 0))
+
+
 def _limit_leaving_free(free: int) -> int:
     """The soft RLIMIT_NOFILE under which this process can open exactly ``free`` more
     descriptors (a new one takes the lowest free number, which must be below the limit)."""
