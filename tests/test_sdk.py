@@ -476,10 +476,12 @@ def test_a_removed_working_directory_is_a_coded_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A host whose working directory was removed (a temporary directory cleaned up, a
-    release directory replaced): ``Splice()``, a relative ``project``, ``home`` or
-    ``Splice.init`` directory raised a bare ``FileNotFoundError`` from ``os.path.abspath``.
-    No project is found from a working directory that is gone (NOT_A_PROJECT); a relative
-    path argument names nothing (USAGE). A project named by its absolute path still opens."""
+    release directory replaced): ``Splice()``, a relative ``project``, ``home``,
+    ``Splice.init`` directory or ``SPLICE_HOME`` raised a bare ``FileNotFoundError`` from
+    ``os.path.abspath``. No project is found from a working directory that is gone
+    (NOT_A_PROJECT); a relative path argument names nothing (USAGE), nor does such a
+    ``SPLICE_HOME`` (INVALID_CONFIG, as its other faults). A project named by its absolute
+    path still opens."""
     Splice.init(tmp_path / "project")
     (tmp_path / "gone").mkdir()
     monkeypatch.chdir(tmp_path / "gone")
@@ -490,6 +492,7 @@ def test_a_removed_working_directory_is_a_coded_error(
         "project": lambda: Splice("project"),
         "home": lambda: Splice(tmp_path / "project", home="home"),
         "init": lambda: Splice.init("new"),
+        "SPLICE_HOME": lambda: Splice(tmp_path / "project", env={"SPLICE_HOME": "home"}),
     }.items():
         with pytest.raises(SpliceError) as caught:
             call()
@@ -499,6 +502,7 @@ def test_a_removed_working_directory_is_a_coded_error(
         "project": "USAGE",
         "home": "USAGE",
         "init": "USAGE",
+        "SPLICE_HOME": "INVALID_CONFIG",
     }
     assert Splice(tmp_path / "project").list() == []
 
