@@ -347,6 +347,42 @@ def test_a_forked_child_never_touches_the_parents_processes(tmp_path: Path) -> N
         assert runtime._reuse.stats().reused == 1  # the kept process served it
 
 
+def test_a_child_forked_during_another_threads_change_makes_its_own(tmp_path: Path) -> None:
+    """A program forks (``multiprocessing``'s default start method on Linux) while another
+    of its threads adds or installs: the graph's run lock (and the in-flight count's
+    condition) that thread held were copied held into the child, where no thread would ever
+    release them, and the child's first ``add`` waited for ever (6 forks of 6 hung, real SDK,
+    the other thread adding in another project). The child's runs now have their own."""
+    from splice_build.tasks import graph, loader
+
+    held, release = threading.Event(), threading.Event()
+
+    def change_in_progress() -> None:
+        with graph._IN_PROCESS, loader.IN_FLIGHT._changed:
+            held.set()
+            release.wait()
+
+    other = threading.Thread(target=change_in_progress)
+    other.start()
+    held.wait()
+    try:
+        child = os.fork()
+        if child == 0:  # pragma: no cover (its exit status is checked below)
+            status = 1
+            try:
+                signal.alarm(30)  # the old code never returned
+                Splice.init(tmp_path / "child").add(["@splice/example"])
+                status = 0
+            finally:
+                os._exit(status)
+    finally:
+        release.set()
+        other.join()
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert [p["name"] for p in Splice(tmp_path / "child").list()] == ["@splice/example"]
+
+
 def test_every_call_on_a_removed_project_is_not_a_project_and_makes_nothing(
     tmp_path: Path,
 ) -> None:
