@@ -383,6 +383,27 @@ def test_a_child_forked_during_another_threads_change_makes_its_own(tmp_path: Pa
     assert [p["name"] for p in Splice(tmp_path / "child").list()] == ["@splice/example"]
 
 
+def test_a_child_forked_during_the_first_capability_call_has_a_broker(tmp_path: Path) -> None:
+    """The default broker is built on the first capability call, under a lock held through
+    about 50 ms of imports. A program forking then (another thread's tool making its first
+    ``ctx.capability`` call) copied the lock held into the child: every capability call of
+    the child's tools waited for it, to the tool's timeout. The child's is a new lock."""
+    splice = Splice.init(tmp_path / "project")
+    broker: Any = splice._broker
+    with broker._lock:  # another thread's first call, building the broker
+        child = os.fork()
+        if child == 0:  # pragma: no cover (its exit status is checked below)
+            status = 1
+            try:
+                signal.alarm(30)  # the old code never returned
+                answer = broker.call({"capability": "no.such", "args": {}})
+                status = 0 if answer["status"] == "ERROR" else 2
+            finally:
+                os._exit(status)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
 def test_every_call_on_a_removed_project_is_not_a_project_and_makes_nothing(
     tmp_path: Path,
 ) -> None:
