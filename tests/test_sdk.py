@@ -388,6 +388,8 @@ def test_a_child_forked_during_the_first_capability_call_has_a_broker(tmp_path: 
     about 50 ms of imports. A program forking then (another thread's tool making its first
     ``ctx.capability`` call) copied the lock held into the child: every capability call of
     the child's tools waited for it, to the tool's timeout. The child's is a new lock."""
+    import splice_build.broker.broker  # noqa: F401 (imported once here, not in the child)
+
     splice = Splice.init(tmp_path / "project")
     broker: Any = splice._broker
     with broker._lock:  # another thread's first call, building the broker
