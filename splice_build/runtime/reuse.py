@@ -40,7 +40,7 @@ from splice_build.runtime.forks import forget_in_children
 from splice_build.runtime.isolation.rlimits import CPU_SECONDS
 from splice_build.runtime.limits import MAX_TIMEOUT_MS
 from splice_build.runtime.pool import PoolKey
-from splice_build.runtime.sandbox import SandboxProcess, wait_readable
+from splice_build.runtime.sandbox import SandboxProcess
 from splice_build.spec.reuse import ReusePolicy
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -291,6 +291,8 @@ def _quiet(process: SandboxProcess) -> bool:
     read as the next call's (a later caller's logs holding what an earlier call logged).
     ``wait_readable``, not ``select.poll``: a program monkey-patched by a green-thread library
     has none, and every reuse raised AttributeError out of ``run`` (the kept process lost)."""
+    from splice_build.runtime.sandbox import wait_readable
+
     streams = (process.popen.stdout, process.popen.stderr)
     fds = [process.message_fd, *(s.fileno() for s in streams if s is not None)]
     return not wait_readable(fds, 0)
