@@ -33,7 +33,7 @@ from splice_build.install.installed import (
     read_installed_manifest,
 )
 from splice_build.runtime.forks import forget_in_children
-from splice_build.sdk_args import env_arg, kind, names_arg, path_arg
+from splice_build.sdk_args import absolute_arg, env_arg, kind, names_arg, working_directory
 
 if TYPE_CHECKING:
     from splice_build.install.consent import Accept
@@ -97,7 +97,7 @@ class Splice:
         from splice_build.project.layout import ProjectLayout
         from splice_build.project.project_file import find_project_root
 
-        start = path_arg(project, "project") if project is not None else Path.cwd()
+        start = absolute_arg(project, "project") if project is not None else working_directory()
         self.env: Mapping[str, str] = env_arg(os.environ if env is None else env)
         if on_progress is not None and not callable(on_progress):
             raise UsageError(f"on_progress must be callable, not {kind(on_progress)}")
@@ -117,7 +117,7 @@ class Splice:
         self.home: SpliceHome = (
             # Absolute now, as SPLICE_HOME is read: a relative home would follow every later
             # os.chdir (caches, credentials and keys read and written elsewhere).
-            SpliceHome(Path(os.path.abspath(path_arg(home, "home"))))
+            SpliceHome(absolute_arg(home, "home"))
             if home is not None
             else SpliceHome.from_env(self.env)
         )
@@ -147,7 +147,7 @@ class Splice:
         from splice_build.project.directories import usable_directory
         from splice_build.project.project_file import init_project
 
-        target = usable_directory(path_arg(directory, "directory"), "project directory")
+        target = usable_directory(absolute_arg(directory, "directory"), "project directory")
         root, _created = init_project(target, registry=registry)
         return cls(root, **options)
 

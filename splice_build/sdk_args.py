@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from splice_build.errors import UsageError
+from splice_build.errors import ErrorCode, ProjectError, UsageError
 
 
 def kind(value: object) -> str:
@@ -39,6 +39,36 @@ def path_arg(value: object, what: str) -> Path:
     if "\0" in text:
         raise UsageError(f"{what} contains a NUL character")
     return Path(str.__str__(text))
+
+
+def absolute_arg(value: object, what: str) -> Path:
+    """``path_arg``'s path made absolute now, against the working directory as it is.
+
+    A host may remove its working directory (a temporary directory cleaned up, a release
+    directory replaced): ``os.path.abspath`` of a relative path then raised a bare
+    ``FileNotFoundError`` out of ``Splice(...)`` and ``Splice.init``."""
+    path = path_arg(value, what)
+    if path.is_absolute():
+        return Path(os.path.normpath(path))
+    try:
+        return Path(os.path.abspath(path))
+    except FileNotFoundError:
+        raise UsageError(
+            f"{what} is a relative path, and this program's working directory no longer exists",
+            hint="pass an absolute path, or change to an existing directory first",
+        ) from None
+
+
+def working_directory() -> Path:
+    """The working directory; ``NOT_A_PROJECT`` when it was removed (no project is there)."""
+    try:
+        return Path.cwd()
+    except FileNotFoundError:
+        raise ProjectError(
+            ErrorCode.NOT_A_PROJECT,
+            "this program's working directory no longer exists: no project can be found from it",
+            hint="pass the project's path, or change to an existing directory first",
+        ) from None
 
 
 def names_arg(values: object, what: str) -> list[object]:

@@ -347,6 +347,65 @@ def test_a_forked_child_never_touches_the_parents_processes(tmp_path: Path) -> N
         assert runtime._reuse.stats().reused == 1  # the kept process served it
 
 
+def test_a_child_forked_during_another_threads_change_makes_its_own(tmp_path: Path) -> None:
+    """A program forks (``multiprocessing``'s default start method on Linux) while another
+    of its threads adds or installs: the graph's run lock (and the in-flight count's
+    condition) that thread held were copied held into the child, where no thread would ever
+    release them, and the child's first ``add`` waited for ever (6 forks of 6 hung, real SDK,
+    the other thread adding in another project). The child's runs now have their own."""
+    from splice_build.tasks import graph, loader
+
+    held, release = threading.Event(), threading.Event()
+
+    def change_in_progress() -> None:
+        with graph._IN_PROCESS, loader.IN_FLIGHT._changed:
+            held.set()
+            release.wait()
+
+    other = threading.Thread(target=change_in_progress)
+    other.start()
+    held.wait()
+    try:
+        child = os.fork()
+        if child == 0:  # pragma: no cover (its exit status is checked below)
+            status = 1
+            try:
+                signal.alarm(30)  # the old code never returned
+                Splice.init(tmp_path / "child").add(["@splice/example"])
+                status = 0
+            finally:
+                os._exit(status)
+    finally:
+        release.set()
+        other.join()
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert [p["name"] for p in Splice(tmp_path / "child").list()] == ["@splice/example"]
+
+
+def test_a_child_forked_during_the_first_capability_call_has_a_broker(tmp_path: Path) -> None:
+    """The default broker is built on the first capability call, under a lock held through
+    about 50 ms of imports. A program forking then (another thread's tool making its first
+    ``ctx.capability`` call) copied the lock held into the child: every capability call of
+    the child's tools waited for it, to the tool's timeout. The child's is a new lock."""
+    import splice_build.broker.broker  # noqa: F401 (imported once here, not in the child)
+
+    splice = Splice.init(tmp_path / "project")
+    broker: Any = splice._broker
+    with broker._lock:  # another thread's first call, building the broker
+        child = os.fork()
+        if child == 0:  # pragma: no cover (its exit status is checked below)
+            status = 1
+            try:
+                signal.alarm(30)  # the old code never returned
+                answer = broker.call({"capability": "no.such", "args": {}})
+                status = 0 if answer["status"] == "ERROR" else 2
+            finally:
+                os._exit(status)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
 def test_every_call_on_a_removed_project_is_not_a_project_and_makes_nothing(
     tmp_path: Path,
 ) -> None:
@@ -470,6 +529,41 @@ def test_a_relative_home_is_the_one_named_when_the_splice_was_made(
     assert splice.home.path == tmp_path / "made here" / "relhome"
     splice.home.write_config({})
     assert not (tmp_path / "elsewhere" / "relhome").exists()
+
+
+def test_a_removed_working_directory_is_a_coded_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A host whose working directory was removed (a temporary directory cleaned up, a
+    release directory replaced): ``Splice()``, a relative ``project``, ``home``,
+    ``Splice.init`` directory or ``SPLICE_HOME`` raised a bare ``FileNotFoundError`` from
+    ``os.path.abspath``. No project is found from a working directory that is gone
+    (NOT_A_PROJECT); a relative path argument names nothing (USAGE), nor does such a
+    ``SPLICE_HOME`` (INVALID_CONFIG, as its other faults). A project named by its absolute
+    path still opens."""
+    Splice.init(tmp_path / "project")
+    (tmp_path / "gone").mkdir()
+    monkeypatch.chdir(tmp_path / "gone")
+    (tmp_path / "gone").rmdir()
+    codes = {}
+    for name, call in {
+        "Splice()": lambda: Splice(),
+        "project": lambda: Splice("project"),
+        "home": lambda: Splice(tmp_path / "project", home="home"),
+        "init": lambda: Splice.init("new"),
+        "SPLICE_HOME": lambda: Splice(tmp_path / "project", env={"SPLICE_HOME": "home"}),
+    }.items():
+        with pytest.raises(SpliceError) as caught:
+            call()
+        codes[name] = str(caught.value.code)
+    assert codes == {
+        "Splice()": "NOT_A_PROJECT",
+        "project": "USAGE",
+        "home": "USAGE",
+        "init": "USAGE",
+        "SPLICE_HOME": "INVALID_CONFIG",
+    }
+    assert Splice(tmp_path / "project").list() == []
 
 
 @pytest.mark.node
@@ -827,3 +921,132 @@ def test_a_program_whose_fork_hooks_start_threads_keeps_the_os_layer(tmp_path: P
     assert result.error is None and result.isolation is not None
     assert result.isolation.to_json()["layer"] == "os"
     assert _children() - before == set()
+
+
+@pytest.mark.node
+@needs_os_layer()
+def test_the_hosts_process_state_never_fails_a_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long-lived program's process state, one call under each:
+
+    - more than 1,023 descriptors open (a server holding a thousand sockets, its
+      RLIMIT_NOFILE raised): the sandbox's pidfds were numbered past what ``select`` takes,
+      every call raised ``ValueError: filedescriptor out of range in select()`` out of
+      ``run`` and left its pipes and pidfds open (6 descriptors a call); the waits poll now;
+    - ``os.umask(0o777)``: the file view, built in a copy of the program between fork and
+      exec, made its mount points mode 000 and Node, without capabilities, could not load
+      its libraries (TOOL_CRASHED, exit code 127); they are made under umask 022 now;
+    - a soft RLIMIT_NOFILE barely above the descriptors the program holds (``ulimit -n
+      64``): the view ran out of descriptors, skipped the mount points it could not open
+      and Node was missing from it (TOOL_CRASHED, "No such file or directory"); the view's
+      process raises its soft limit to the hard one first;
+    - a ``select`` module monkey-patched by a green-thread library (eventlet deletes
+      ``select.poll`` and ``epoll``; its ``select.select`` is its own): the check of a kept
+      process before it served again called ``select.poll`` and raised AttributeError out of
+      ``run``, the kept process lost from the pool; Splice waits with ``select`` there.
+
+    The program's umask and limits are left as they were."""
+    import resource
+    import select
+
+    Splice.init(tmp_path / "project").add(["@splice/example"])
+    splice = Splice(tmp_path / "project", broker=False)
+    limits = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if limits[1] != resource.RLIM_INFINITY and limits[1] < 1100:
+        pytest.skip(f"RLIMIT_NOFILE's hard limit is {limits[1]}: no descriptor past 1023")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(limits[0], 1100), limits[1]))
+    held = [os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)]
+    try:
+        while held[-1] < 1030:
+            held.append(os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC))
+        before = len(os.listdir("/proc/self/fd"))
+        results = [splice.run("example.hello", {"name": "descriptors"})]
+        leaked = len(os.listdir("/proc/self/fd")) - before
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, limits)
+    umask = os.umask(0o777)
+    try:
+        results.append(splice.run("example.hello", {"name": "umask"}))
+    finally:
+        assert os.umask(umask) == 0o777
+    soft = _limit_leaving_free(24)  # the call's own pipes fit; the view needs about 60
+    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, limits[1]))
+    try:
+        results.append(splice.run("example.hello", {"name": "limit"}))
+    finally:
+        assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] == soft
+        resource.setrlimit(resource.RLIMIT_NOFILE, limits)
+    real, seen = select.select, []
+
+    def green_select(*args: Any) -> Any:
+        seen.append(len(args[0]))
+        return real(*args)
+
+    before = _children()
+    with Splice(tmp_path / "project", reuse=True, broker=False) as reusing:
+        monkeypatch.delattr(select, "poll")
+        monkeypatch.delattr(select, "epoll")
+        monkeypatch.setattr(select, "select", green_select)
+        results += [reusing.run("example.hello", {"name": f"green {n}"}) for n in range(2)]
+        runtime = reusing._runtime_instance
+        assert runtime is not None and runtime._reuse is not None
+        reused = runtime._reuse.stats().reused
+    assert leaked == 0
+    assert [(r.error, r.output) for r in results] == [
+        (None, {"message": "Hello, descriptors."}),
+        (None, {"message": "Hello, umask."}),
+        (None, {"message": "Hello, limit."}),
+        (None, {"message": "Hello, green 0."}),
+        (None, {"message": "Hello, green 1."}),
+    ]
+    assert reused == 1 and seen
+    assert _children() - before == set()
+
+
+@pytest.mark.node
+def test_a_keyboard_interrupt_anywhere_in_a_start_ends_the_sandbox(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """^C in a program running ``run`` from its main thread (a notebook's interrupt, a REPL)
+    raises KeyboardInterrupt between any two statements. Landing after the sandbox process
+    was created and before the code that ends it on any exception (taking its pidfds,
+    re-hashing the package, watching the call's cancellation), it left Node and its waiter
+    running for ever, waiting for a job on a pipe whose write end the program kept open
+    (8 descriptors and two processes a time). Each such point is walked here: the
+    interrupt goes on, and no process or descriptor is left."""
+    from splice_build.runtime import cancel, runtime, sandbox
+
+    Splice.init(tmp_path / "project").add(["@splice/example"])
+    splice = Splice(tmp_path / "project", broker=False)
+    assert splice.run("example.hello", {"name": "Ada"}).error is None
+    children, descriptors = _children(), len(os.listdir("/proc/self/fd"))
+    left = {}
+    for owner, name in (
+        (sandbox, "_leader_pidfd"),
+        (runtime, "_check_bound"),
+        (cancel.Cancellation, "watch"),
+    ):
+
+        def interrupted(*args: object) -> None:
+            raise KeyboardInterrupt
+
+        with monkeypatch.context() as patched:
+            patched.setattr(owner, name, interrupted)
+            with pytest.raises(KeyboardInterrupt):
+                splice.run("example.hello", {"name": "Ada"})
+        left[name] = (_children() - children, len(os.listdir("/proc/self/fd")) - descriptors)
+    assert left == dict.fromkeys(["_leader_pidfd", "_check_bound", "watch"], (set(), 0))
+
+
+def _limit_leaving_free(free: int) -> int:
+    """The soft RLIMIT_NOFILE under which this process can open exactly ``free`` more
+    descriptors (a new one takes the lowest free number, which must be below the limit)."""
+    taken = {int(fd) for fd in os.listdir("/proc/self/fd")}
+    limit = 0
+    while free:
+        free -= limit not in taken
+        limit += 1
+    return limit

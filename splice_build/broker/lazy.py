@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from splice_build.runtime.forks import forget_in_children
+
 if TYPE_CHECKING:
     from splice_build.broker.broker import Broker
 
@@ -25,6 +27,14 @@ class LazyDefaultBroker:
         self._env = dict(env)
         self._home = home
         self._broker: Broker | None = None
+        self._lock = threading.Lock()
+        forget_in_children(self)
+
+    def forget_after_fork(self) -> None:
+        """In a child of ``fork`` (runtime/forks.py): another thread's first call may have
+        held the lock while it built the broker (about 50 ms of imports), and no thread of
+        the child would release it; every capability call of the child's tools then waited
+        for it to the tool's timeout. The child builds a broker of its own if it has none."""
         self._lock = threading.Lock()
 
     def call(self, request: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -254,6 +254,22 @@ def _fsync_pool() -> ThreadPoolExecutor:
         return _fsync_executor
 
 
+def _forget_fsync_pool() -> None:
+    """In a child of ``fork`` (``multiprocessing``'s default start method on Linux): the
+    parent's pool is not the child's. Its threads do not exist there, but the pool still
+    counts the idle ones: the child's first writes, no more of them than that count, were
+    queued for threads that never ran them, and ``write_tree`` waited for ever (a child
+    adding @splice/example after its parent installed a package of 40 files hung in its
+    first ``add``). The child makes a pool of its own on first use."""
+    global _fsync_executor, _fsync_executor_lock
+    _fsync_executor = None
+    _fsync_executor_lock = _thread.allocate_lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_fsync_pool)
+
+
 def _fsync_path(path: str) -> None:
     if sys.platform == "win32":
         if os.path.isdir(path):

@@ -97,7 +97,14 @@ class SpliceHome:
         (``Splice(env=...)``: the process's ``HOME`` gave another user's or the host
         program's home), else the process's home directory."""
         configured = env.get("SPLICE_HOME") or "~/.splice"
-        return cls(Path(os.path.abspath(_expand_home(configured, env.get("HOME")))))
+        try:
+            return cls(Path(os.path.abspath(_expand_home(configured, env.get("HOME")))))
+        except FileNotFoundError:  # relative, and the working directory was removed
+            raise ProjectError(
+                ErrorCode.INVALID_CONFIG,
+                "SPLICE_HOME is a relative path, and the working directory no longer exists",
+                hint="set SPLICE_HOME to an absolute path",
+            ) from None
 
     @property
     def config_file(self) -> Path:

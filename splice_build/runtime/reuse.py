@@ -315,15 +315,14 @@ def _stop_reached(pid: int) -> bool:
 def _quiet(process: SandboxProcess) -> bool:
     """Nothing arrived on its message pipe or its stdout/stderr since its result: no frame
     or log line of code the package left running, and no hang-up. Anything there would be
-    read as the next call's (a later caller's logs holding what an earlier call logged)."""
-    import select
+    read as the next call's (a later caller's logs holding what an earlier call logged).
+    ``wait_readable``, not ``select.poll``: a program monkey-patched by a green-thread library
+    has none, and every reuse raised AttributeError out of ``run`` (the kept process lost)."""
+    from splice_build.runtime.sandbox import wait_readable
 
-    poller = select.poll()
-    poller.register(process.message_fd, select.POLLIN)
-    for stream in (process.popen.stdout, process.popen.stderr):
-        if stream is not None:
-            poller.register(stream.fileno(), select.POLLIN)
-    return not poller.poll(0)
+    streams = (process.popen.stdout, process.popen.stderr)
+    fds = [process.message_fd, *(s.fileno() for s in streams if s is not None)]
+    return not wait_readable(fds, 0)
 
 
 def _same_package(a: PoolKey, b: PoolKey) -> bool:

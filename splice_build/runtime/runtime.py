@@ -296,15 +296,15 @@ class SpliceRuntime:
                 isolation=isolation,
             )
 
+        cancellation = cancel.current()  # an MCP client's notifications/cancelled ends it
         try:
             tool, job_input = self._prepare(pkg, tool_name, input)
             process, lease = self._start(pkg, env)
         except SpliceError as exc:
             return finish(error=ToolError(exc.code, exc.message, exc.details, exc.hint))
-        isolation = process.isolation
-        cancellation = cancel.current()  # an MCP client's notifications/cancelled ends it
-        cancellation.watch(process)
-        try:
+        try:  # from the first statement after the start: a ^C lands between any two
+            isolation = process.isolation
+            cancellation.watch(process)
             return self._run(
                 pkg, tool, job_input, env, process, lease, clean, finish, budget, cancellation
             )
@@ -524,9 +524,13 @@ class SpliceRuntime:
             if self._pool is None or key is None:
                 spec = self._spec(pkg)
                 process = sandbox.start(spec)
-                expected = pkg.files_digest if isinstance(pkg, PinnedPackage) else None
-                if expected is not None:
-                    _check_bound(pkg, spec, expected, process)
+                try:
+                    expected = pkg.files_digest if isinstance(pkg, PinnedPackage) else None
+                    if expected is not None:
+                        _check_bound(pkg, spec, expected, process)
+                except BaseException:  # a ^C (KeyboardInterrupt) as much as a refusal
+                    process.close()
+                    raise
                 return process, None
             if self._reuse is not None:
                 from splice_build.runtime.reuse import Lease
@@ -555,15 +559,18 @@ class SpliceRuntime:
             raise SandboxError(
                 ErrorCode.TOOL_CRASHED, f"Could not start the tool process: {exc}"
             ) from exc
-        _check_bound(pkg, key.spec, key.files_digest, process)
-        if lease is not None:
-            from splice_build.runtime.reuse import resume
+        try:
+            _check_bound(pkg, key.spec, key.files_digest, process)
+            if lease is not None:
+                from splice_build.runtime.reuse import resume
 
-            if not resume(process):  # a kept process waits stopped: continued for this job
-                process.close()
-                raise SandboxError(
-                    ErrorCode.TOOL_CRASHED, "The kept tool process could not be continued"
-                )
+                if not resume(process):  # a kept process waits stopped: continued for this job
+                    raise SandboxError(
+                        ErrorCode.TOOL_CRASHED, "The kept tool process could not be continued"
+                    )
+        except BaseException:  # a ^C (KeyboardInterrupt) as much as a refusal
+            process.close()
+            raise
         return process, lease
 
     def _run(

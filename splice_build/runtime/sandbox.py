@@ -25,12 +25,14 @@ from __future__ import annotations
 import atexit
 import contextlib
 import errno
+import math
 import os
 import select
 import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 from splice_build.records import dataclass, field, replace
@@ -190,7 +192,7 @@ class SandboxProcess:
         except (AttributeError, OSError):  # no pidfd (an old kernel, not Linux), or reaped
             return
         try:
-            select.select([fd], [], [], seconds)
+            wait_readable([fd], seconds)
         finally:
             os.close(fd)
 
@@ -223,7 +225,7 @@ class SandboxProcess:
         self.kill_group()
         self.popen.wait()
         if self.namespace_pidfd is not None:
-            select.select([self.namespace_pidfd], [], [], NAMESPACE_EXIT_SECONDS)
+            wait_readable([self.namespace_pidfd], NAMESPACE_EXIT_SECONDS)
         self._release()
 
     def forget(self) -> None:
@@ -248,6 +250,24 @@ class SandboxProcess:
                         os.close(fd)
 
 
+def wait_readable(fds: Sequence[int], seconds: float) -> bool:
+    """Wait up to ``seconds`` until one of ``fds`` is readable (a pidfd: its process has
+    exited; a pipe: data or a hang-up); whether one is.
+
+    With ``poll``, whatever the descriptors' numbers: ``select`` takes none above 1023
+    (FD_SETSIZE), and a long-lived server holding a thousand sockets got pidfds past it,
+    so every call raised ``ValueError: filedescriptor out of range in select()`` out of
+    ``run`` and left its pipes and pidfds open. ``select`` only where the program removed
+    ``poll`` (a green-thread library's monkey patch: eventlet deletes it)."""
+    poll = getattr(select, "poll", None)
+    if poll is None:
+        return bool(select.select(list(fds), [], [], seconds)[0])
+    poller = poll()
+    for fd in fds:
+        poller.register(fd, select.POLLIN)
+    return bool(poller.poll(max(0, math.ceil(seconds * 1000))))
+
+
 # Pipe capacity (Linux): fetch bodies travel in frames of up to ~350 KB; the default 64 KiB
 # would split each into several writes and wake-ups.
 _PIPE_BYTES = 1024 * 1024
@@ -268,7 +288,7 @@ def start(spec: SandboxSpec) -> SandboxProcess:
     view = spec.file_view()
     job_r, job_w = _pipe()
     msg_r, msg_w = _pipe()
-    report_r, report_w = _pipe() if view is not None else (None, None)
+    report = list(_pipe()) if view is not None else []  # read end, write end
     if spec.fetch and sys.platform.startswith("linux"):
         _widen(job_w, msg_w)
     settle_fork_hooks()
@@ -282,23 +302,38 @@ def start(spec: SandboxSpec) -> SandboxProcess:
             env={},
             cwd="/" if view is not None else empty_directory(),
             start_new_session=True,
-            preexec_fn=make_preexec(spec.isolation, os.getpid(), view, report_w),
+            preexec_fn=make_preexec(
+                spec.isolation, os.getpid(), view, report[1] if report else None
+            ),
         )
     except BaseException as exc:
         for fd in (job_r, job_w, msg_r, msg_w):
             os.close(fd)
-        changed = _changed_source(report_r, report_w)
+        changed = _changed_source(report)
         if view is not None and changed:
             why = "changed after the file view was planned"
             raise fileview.SourceChanged(errno.ESTALE, changed, why, view.kind_of(changed)) from exc
         if isinstance(exc, subprocess.SubprocessError):  # the preexec setup failed
             raise OSError(f"the sandbox's isolation could not be applied: {exc}") from exc
         raise
-    _changed_source(report_r, report_w)
-    os.close(job_r)
-    os.close(msg_w)
-    pidfd = _namespace_pidfd(popen.pid) if spec.isolation.os_layer else None
-    return SandboxProcess(popen, job_w, msg_r, spec.isolation, pidfd, _leader_pidfd(popen.pid))
+    # Owned at once: whatever interrupts the rest (a ^C's KeyboardInterrupt in the thread that
+    # started it) ends the process, instead of leaving Node waiting for ever on a job pipe
+    # whose write end nothing would close.
+    process = SandboxProcess(popen, job_w, msg_r, spec.isolation)
+    child_ends = [job_r, msg_w]
+    try:
+        _changed_source(report)
+        while child_ends:
+            os.close(child_ends.pop())
+        if spec.isolation.os_layer:
+            process.namespace_pidfd = _namespace_pidfd(popen.pid)
+        process.leader_pidfd = _leader_pidfd(popen.pid)
+    except BaseException:
+        for fd in (*child_ends, *report):
+            os.close(fd)
+        process.close()
+        raise
+    return process
 
 
 def write_to_host(fd: int, data: bytes | bytearray) -> int:
@@ -356,20 +391,21 @@ def _above_stdio(fd: int) -> int:
         os.close(fd)
 
 
-def _changed_source(report_r: int | None, report_w: int | None) -> str:
-    """What the child reported on the pipe (the path of a source that changed; empty when
-    none), both ends closed. Read once the start is over: every child holding the write end
-    has exec'd (close-on-exec) or exited, so the read never waits."""
-    if report_r is None or report_w is None:
+def _changed_source(report: list[int]) -> str:
+    """What the child reported on the pipe ``report`` (read end, write end; empty without a
+    file view): the path of a source that changed, empty when none. Each end is closed and
+    taken out of the list. Read once the start is over, without blocking: every child
+    holding the write end has exec'd (close-on-exec) or exited, so all it wrote is there."""
+    if not report:
         return ""
-    os.close(report_w)
     try:
-        os.set_blocking(report_r, False)
+        os.set_blocking(report[0], False)
         with contextlib.suppress(BlockingIOError):
-            return os.fsdecode(os.read(report_r, 65536))
+            return os.fsdecode(os.read(report[0], 65536))
         return ""
     finally:
-        os.close(report_r)
+        while report:
+            os.close(report.pop())
 
 
 def _leader_pidfd(pid: int) -> int | None:

@@ -32,6 +32,7 @@ doit facts this module is built on (issues #6 and #7):
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import tempfile
 import threading
@@ -53,6 +54,18 @@ from splice_build.tasks.request import GraphRequest, GraphRun, WorkspaceRun
 
 _IN_PROCESS = threading.Lock()
 _RUNNING_HERE = threading.local()  # whether this thread is inside run_workspace
+
+
+def _forget_runs_after_fork() -> None:
+    """In a child of ``fork`` (``multiprocessing``'s default start method on Linux): the
+    lock a run of another thread of the parent held at the fork would never be released
+    there (that thread does not exist in the child), and the child's first ``add`` or
+    ``install`` waited for it for ever. The child's runs are serialized among its own."""
+    global _IN_PROCESS
+    _IN_PROCESS = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_runs_after_fork)
 
 
 @dataclass(frozen=True)

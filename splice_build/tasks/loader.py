@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import threading
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -126,6 +127,17 @@ class InFlight:
 
 
 IN_FLIGHT = InFlight()
+
+
+def _new_in_flight() -> None:
+    """In a child of ``fork``: the parent's actions are not the child's, and its condition
+    may have been held by a thread the child does not have (tasks/graph.py does the same
+    for its run lock)."""
+    global IN_FLIGHT
+    IN_FLIGHT = InFlight()
+
+
+os.register_at_fork(after_in_child=_new_in_flight)
 
 
 def _guarded(run: GraphRun, action: Callable[[], None]) -> Callable[[], bool]:

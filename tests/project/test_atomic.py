@@ -206,3 +206,36 @@ def test_write_tree_reports_a_failure_after_its_fsyncs_ended(tmp_path: Path) -> 
     with pytest.raises(FileExistsError):
         write_tree(root, {"a.js": b"a", "tools/b.js": b"b"})
     assert (root / "a.js").read_bytes() == b"a"
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_child_of_fork_writes_a_tree_whatever_its_parent_wrote(tmp_path: Path) -> None:
+    """A child of ``fork`` (``multiprocessing``'s default start method on Linux) inherited
+    the parent's fsync pool: its threads do not exist there, but the pool counted the idle
+    ones, so the child's first writes (no more of them than that count) were queued for
+    threads that never ran them and ``write_tree`` waited for ever (shown with the SDK: a
+    child's ``add(["@splice/example"])`` after its parent installed a package of 40 files).
+    Here every thread of the pool is made busy, then idle, before the fork."""
+    import signal
+    import threading
+
+    from splice_build.project import atomic
+
+    pool, release = atomic._fsync_pool(), threading.Event()
+    busy = [pool.submit(release.wait) for _ in range(atomic._FSYNC_THREADS)]
+    release.set()
+    for done in busy:
+        done.result()
+    (tmp_path / "child").mkdir()
+    child = os.fork()
+    if child == 0:  # pragma: no cover (its exit status is checked below)
+        status = 1
+        try:
+            signal.alarm(30)  # the old code never returned
+            atomic.write_tree(tmp_path / "child", {"a.js": b"a", "tools/b.js": b"b"})
+            status = 0
+        finally:
+            os._exit(status)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert (tmp_path / "child" / "tools" / "b.js").read_bytes() == b"b"

@@ -108,6 +108,7 @@ def seal(kernel: Kernel, plan: IsolationPlan, view: fileview.FileView | None) ->
     """
     kernel.parent_death_signal(int(signal.SIGKILL))
     if view is not None:
+        rlimits.widen_open_files()
         fileview.build(kernel, view)
     else:
         kernel.mount_private_proc()

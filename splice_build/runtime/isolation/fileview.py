@@ -366,6 +366,10 @@ def _open_source(kernel: Kernel, path: str, directory: bool) -> int | None:
         return None
 
 
+# Errors of a resource running out, not of the path: the build fails rather than skip a bind.
+_EXHAUSTED = (errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOSPC)
+
+
 class _MountPoints:
     """Mount points under the new root's tmpfs (``root``), created there when missing.
 
@@ -396,7 +400,9 @@ class _MountPoints:
             if os.fstat(parent).st_dev != self._tmpfs:
                 return None
             fd = _create(parent, name, directory)
-        except OSError:  # a link, or a file where a directory must be
+        except OSError as exc:  # a link, or a file where a directory must be
+            if exc.errno in _EXHAUSTED:  # never a missing mount point: the view would lack it
+                raise
             return None
         self._owned.append(fd)
         return fd
@@ -474,10 +480,16 @@ def _open_planned(kernel: Kernel, bind: Bind) -> int | None:
 
 def build(kernel: Kernel, view: FileView) -> None:
     """Steps 2–4 (in the namespace's PID 1, before exec): afterwards ``/`` is the view and
-    the working directory. Raises OSError naming the step the kernel refused."""
+    the working directory. Raises OSError naming the step the kernel refused.
+
+    The mount points are made under umask 022 whatever the program's (given back before
+    exec, for the files the tool writes): under a host's ``os.umask(0o777)`` they were made
+    mode 000 and Node, without capabilities, could not reach its own libraries (every call
+    TOOL_CRASHED, exit code 127)."""
     kernel.make_mounts_private()
     opened: list[int] = []
     points: _MountPoints | None = None
+    umask = os.umask(0o022)
     try:
         trees: list[tuple[Bind, int]] = []
         for bind in view.binds:
@@ -510,6 +522,7 @@ def build(kernel: Kernel, view: FileView) -> None:
         os.chdir(BASE)
         kernel.pivot_to_cwd()
     finally:
+        os.umask(umask)
         if points is not None:
             points.close()
         for fd in opened:

@@ -72,6 +72,19 @@ def _set(kind: int, value: int) -> None:
     resource.setrlimit(kind, (value, value))
 
 
+def widen_open_files() -> None:
+    """Raise the soft limit on descriptors to the hard one (in C2, before the file view is
+    built; ``apply_limits`` sets the tool's own afterwards).
+
+    The view holds a descriptor per bind and per mount point at once, besides every
+    descriptor the program had (they are closed only after this, at exec): a program whose
+    soft limit was 64 (``ulimit -n 64``, or a server near its limit) ran out while the view
+    was built, and every call was TOOL_CRASHED with "No such file or directory" for Node."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard and hard != resource.RLIM_INFINITY:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
 def apply_limits(limits: Limits, kernel: Kernel | None) -> None:
     """Apply in the child right before exec (the address-space cap last but one: nothing
     allocates after it)."""
