@@ -13,6 +13,7 @@ import os
 import resource
 import signal
 
+from splice_build.open_files import raise_open_file_limit
 from splice_build.records import dataclass
 from splice_build.runtime.isolation.kernel import Kernel
 from splice_build.runtime.limits import ADDRESS_SPACE_LIMIT_BYTES, MAX_TIMEOUT_MS
@@ -80,9 +81,7 @@ def widen_open_files() -> None:
     descriptor the program had (they are closed only after this, at exec): a program whose
     soft limit was 64 (``ulimit -n 64``, or a server near its limit) ran out while the view
     was built, and every call was TOOL_CRASHED with "No such file or directory" for Node."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft != hard and hard != resource.RLIM_INFINITY:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    raise_open_file_limit()
 
 
 def apply_limits(limits: Limits, kernel: Kernel | None) -> None:
