@@ -141,18 +141,16 @@ def _recorder(writer: int | None) -> str:
 
 
 def _owner(writer: int) -> str:
-    """Whose ``pyproject.toml`` above the current directory was passed over (``_foreign``)."""
+    """Whose ``pyproject.toml`` or ``.git`` above the current directory was passed over
+    (``_foreign``, ``_foreign_git``)."""
     from splice_build.project.state_owner import ANYONE
 
     if writer == ANYONE:
         return (
             "it is yours or root's, but lies where another user may have put it and written "
-            "it, and no other user can write the directories below it down to this one"
+            "it, and no other user can write this directory"
         )
-    return (
-        f"it is another user's (uid {writer}), who cannot write the directories below it "
-        "down to this one"
-    )
+    return f"it is another user's (uid {writer}), who cannot write this directory"
 
 
 def read_config(pyproject: Path) -> WorkspaceConfig | None:
@@ -239,9 +237,15 @@ def find_workspace(
             memo.write(base)
         source = "pyproject"
     else:
-        top = _git_toplevel(base)
-        if root is None and top is not None:
-            base = top
+        tree = _git_toplevel(base)
+        top = None if tree is None else tree[0]
+        if root is None and tree is not None:
+            writer = _foreign_git(tree[1], base)
+            if writer is None:
+                base = tree[0]
+            else:  # their work tree is not yours: the walk from here
+                passed.append((tree[1] / ".git", writer))
+                top = None
         # Only a work tree git names for the directory holding its .git lists members.
         listed = None if top is None else _git_listed(base)
         source = "walk" if listed is None else "git"
@@ -514,9 +518,10 @@ def _git(root: Path, *args: str) -> str | None:
     return None if out is None else os.fsdecode(out)
 
 
-def _git_toplevel(start: Path) -> Path | None:
-    """The git work tree holding ``start``: the nearest directory at or above it that holds
-    a ``.git``, when git names that very directory, else None (no git: the walk).
+def _git_toplevel(start: Path) -> tuple[Path, Path] | None:
+    """The git work tree holding ``start`` as git names it, and as the nearest directory at
+    or above ``start`` that holds a ``.git`` (the same directory: else None, no git: the
+    walk).
 
     An unpacked archive can carry its ``.git`` with a ``config`` of its choosing, and
     ``core.worktree`` there made git name any directory of the machine as the work tree: a
@@ -530,7 +535,18 @@ def _git_toplevel(start: Path) -> Path | None:
     holder = next((d for d in (start, *start.parents) if os.path.lexists(d / ".git")), None)
     if holder is None or not _same_directory(top, holder):
         return None
-    return top
+    return top, holder
+
+
+def _foreign_git(holder: Path, start: Path) -> int | None:
+    """The other user whose claim the ``.git`` of the work tree above ``start`` is
+    (project/state_owner.py ``claimed_above``), as for a ``pyproject.toml``: with git told
+    to trust any repository (``safe.directory = *``, a common setting of CI images) another
+    user's ``/tmp/.git`` made ``/tmp`` the workspace of your ``/tmp/victim``, and your sync
+    synced their projects beside it."""
+    from splice_build.project.state_owner import claimed_above
+
+    return claimed_above(holder / ".git", None, start)
 
 
 def _same_directory(one: Path, other: Path) -> bool:
