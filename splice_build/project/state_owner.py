@@ -130,19 +130,24 @@ def claimed_above(
 
 def entry_writer(path: Path) -> int | None:
     """``other_writer`` for whatever ``path`` is (None when absent), its owner's trust
-    alone: a directory of this user or root is ``ANYONE``'s only when another user may
-    write it (a directory's link count is its subdirectories, not other names for it)."""
+    alone: a directory of this user or root (and a link to one, of theirs) is ``ANYONE``'s
+    only when another user may write it (a directory's link count is its subdirectories,
+    not other names for it)."""
     if getattr(os, "geteuid", None) is None:
         return None  # a platform without uids, as other_writer
     try:
         info = os.lstat(path)
     except OSError:
         return None
-    if not stat.S_ISDIR(info.st_mode):
+    trusted = (os.geteuid(), 0)
+    if stat.S_ISLNK(info.st_mode):
+        if info.st_uid not in trusted:
+            return info.st_uid  # their link: they chose what it reaches
         with contextlib.suppress(OSError):  # a dangling link: its own owner decides
             info = os.stat(path)
+    if not stat.S_ISDIR(info.st_mode):
         return other_writer(info, [path], None)
-    if info.st_uid not in (os.geteuid(), 0):
+    if info.st_uid not in trusted:
         return info.st_uid
     return ANYONE if _open_to_others(info, path) else None
 

@@ -514,6 +514,11 @@ def test_a_claim_above_is_passed_over_whatever_lies_between_or_beside_it(
             find_project_root(shared / "mywork")
         assert beside.value.code is ErrorCode.NOT_A_PROJECT, name
         path.rmdir() if name == ".splice" else path.unlink()
+    (shared / ".splice").symlink_to(shared / "mywork")  # their link to a directory of yours
+    _chown(shared / ".splice")
+    with pytest.raises(ProjectError):
+        find_project_root(shared / "mywork")
+    (shared / ".splice").unlink()
     assert find_project_root(shared / "mywork") == shared  # yours alone: taken
 
     if shutil.which("git") is None:
