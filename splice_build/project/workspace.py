@@ -237,15 +237,15 @@ def find_workspace(
             memo.write(base)
         source = "pyproject"
     else:
-        tree = _git_toplevel(base)
-        top = None if tree is None else tree[0]
-        if root is None and tree is not None:
-            writer = _foreign_git(tree[1], base)
-            if writer is None:
-                base = tree[0]
-            else:  # their work tree is not yours: the walk from here
-                passed.append((tree[1] / ".git", writer))
-                top = None
+        holder = _git_holder(base)
+        if root is None and holder is not None:
+            writer = _foreign_git(holder, base)
+            if writer is not None:  # their work tree is not yours: the walk from here
+                passed.append((holder / ".git", writer))
+                holder = None
+        top = None if holder is None else _git_toplevel(base, holder)
+        if root is None and top is not None:
+            base = top
         # Only a work tree git names for the directory holding its .git lists members.
         listed = None if top is None else _git_listed(base)
         source = "walk" if listed is None else "git"
@@ -518,10 +518,15 @@ def _git(root: Path, *args: str) -> str | None:
     return None if out is None else os.fsdecode(out)
 
 
-def _git_toplevel(start: Path) -> tuple[Path, Path] | None:
-    """The git work tree holding ``start`` as git names it, and as the nearest directory at
-    or above ``start`` that holds a ``.git`` (the same directory: else None, no git: the
-    walk).
+def _git_holder(start: Path) -> Path | None:
+    """The nearest directory at or above ``start`` that holds a ``.git``: git is asked only
+    when there is one (without, its answer was never taken)."""
+    return next((d for d in (start, *start.parents) if os.path.lexists(d / ".git")), None)
+
+
+def _git_toplevel(start: Path, holder: Path) -> Path | None:
+    """The git work tree holding ``start``, when git names ``holder`` (``_git_holder``),
+    else None (no git: the walk).
 
     An unpacked archive can carry its ``.git`` with a ``config`` of its choosing, and
     ``core.worktree`` there made git name any directory of the machine as the work tree: a
@@ -532,18 +537,17 @@ def _git_toplevel(start: Path) -> tuple[Path, Path] | None:
         return None
     # Only the line break is git's: a directory name may end with a space.
     top = Path(out.removesuffix("\n"))
-    holder = next((d for d in (start, *start.parents) if os.path.lexists(d / ".git")), None)
-    if holder is None or not _same_directory(top, holder):
-        return None
-    return top, holder
+    return top if _same_directory(top, holder) else None
 
 
 def _foreign_git(holder: Path, start: Path) -> int | None:
-    """The other user whose claim the ``.git`` of the work tree above ``start`` is
-    (project/state_owner.py ``claimed_above``), as for a ``pyproject.toml``: with git told
-    to trust any repository (``safe.directory = *``, a common setting of CI images) another
-    user's ``/tmp/.git`` made ``/tmp`` the workspace of your ``/tmp/victim``, and your sync
-    synced their projects beside it."""
+    """The other user whose claim the ``.git`` above ``start`` is (project/state_owner.py
+    ``claimed_above``), as for a ``pyproject.toml``, and git is not started there: with
+    git told to trust any repository (``safe.directory = *``, a common setting of CI
+    images) another user's ``/tmp/.git`` made ``/tmp`` the workspace of your
+    ``/tmp/victim``, and your sync synced their projects beside it; and a FIFO of theirs as
+    ``/tmp/.git/HEAD`` held every sync below ``/tmp`` for git's time limit (git opens it
+    while it looks for the repository, before its own ownership check)."""
     from splice_build.project.state_owner import claimed_above
 
     return claimed_above(holder / ".git", None, start)

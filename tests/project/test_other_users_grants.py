@@ -485,7 +485,8 @@ def test_a_claim_above_is_passed_over_whatever_lies_between_or_beside_it(
     there), their ``splice.lock`` and ``.splice`` beside it: only the ``splice.json`` was
     looked at, and your run in ``/tmp/mywork`` ran their tool. Their ``/tmp/.git`` with git
     told to trust any repository (``safe.directory = *``): ``/tmp`` was the workspace of your
-    ``/tmp/victim``, and your ``splice sync`` synced their project beside it."""
+    ``/tmp/victim``, and your ``splice sync`` synced their project beside it; a FIFO of theirs
+    as ``/tmp/.git/HEAD`` held every sync below ``/tmp`` for git's 60-second limit."""
     import shutil
     import subprocess
 
@@ -534,9 +535,15 @@ def test_a_claim_above_is_passed_over_whatever_lies_between_or_beside_it(
     _chown(shared / ".git", evil, evil / "splice.json")
     workspace = find_workspace(victim, home=tmp_path / "home")
     assert (workspace.root, workspace.members) == (victim, (victim,))
-    assert workspace.dropped_lines() == [
+    passed = [
         f"{shared / '.git'} is not taken as the workspace root: it is another user's "
         f"(uid {OTHER}), who cannot write this directory"
     ]
+    assert workspace.dropped_lines() == passed
     _chown(victim)  # they may write your directory: their work tree holds it
     assert find_workspace(victim, home=tmp_path / "home").members == (evil, victim)
+    # A FIFO of theirs as HEAD held git (so the sync) for its time limit: git is not started.
+    os.chown(victim, 0, 0)
+    (shared / ".git" / "HEAD").unlink()
+    os.mkfifo(shared / ".git" / "HEAD")
+    assert find_workspace(victim, home=tmp_path / "home").dropped_lines() == passed
