@@ -83,8 +83,8 @@ class Workspace:
     # Members inside a write grant of another user's lock or record, who cannot write them
     # (project/state_owner.py): the grant is ignored for them, with a warning.
     ignored: tuple[Dropped, ...] = ()
-    # Another user's pyproject.toml above the current directory, with its writer, not taken
-    # as the root (``_foreign``): a warning each.
+    # Another user's pyproject.toml or .git above the current directory, with its writer,
+    # not taken as the root (``_foreign``, ``_foreign_git``): a warning each.
     passed: tuple[tuple[Path, int], ...] = ()
 
     def label(self, member: Path) -> str:
