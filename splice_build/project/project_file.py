@@ -154,8 +154,9 @@ class ProjectFile:
 
 def find_project_root(start: Path) -> Path:
     """The nearest directory at or above ``start`` holding a ``splice.json`` file, passing
-    over another user's above ``start`` unless they may write ``start`` or a directory
-    between (project/state_owner.py ``claimed_above``: ``/tmp/splice.json`` is anyone's).
+    over one above ``start`` whose file, locks or ``.splice`` are another user's unless they
+    may write ``start`` (project/state_owner.py ``claimed_above``: ``/tmp/splice.json`` is
+    anyone's, and so are a ``/tmp/splice.lock`` and ``/tmp/.splice`` beside yours).
 
     Symbolic links in ``start`` are kept as written (like Node's ``path.resolve``).
     Raises ``ProjectError(NOT_A_PROJECT)`` when there is none.
@@ -178,9 +179,10 @@ def find_project_root(start: Path) -> Path:
         if not stat.S_ISREG(info.st_mode):
             continue
         if directory != here:
+            from splice_build.project.layout import LEGACY_LOCK_FILE, LOCK_FILE, STATE_DIR
             from splice_build.project.state_owner import claimed_above
 
-            writer = claimed_above(path, info, here)
+            writer = claimed_above(path, info, here, (LOCK_FILE, LEGACY_LOCK_FILE, STATE_DIR))
             if writer is not None:
                 passed.append(f"{path} is passed over: {_whose(writer)}")
                 continue
@@ -193,8 +195,14 @@ def _whose(writer: int) -> str:
     from splice_build.project.state_owner import ANYONE
 
     if writer == ANYONE:
-        return "it is yours or root's, but another user may have put it there and written it"
-    return f"it is another user's (uid {writer}), who cannot write this directory"
+        return (
+            "it, its lock or its .splice is yours or root's, but another user may have put "
+            "it there and written it"
+        )
+    return (
+        f"it, its lock or its .splice is another user's (uid {writer}), who cannot write "
+        "this directory"
+    )
 
 
 def load_project_file(root: Path) -> ProjectFile:
@@ -243,11 +251,19 @@ def init_project(directory: Path, *, registry: str | None = None) -> tuple[Path,
 
 
 def _not_a_project(directory: Path, details: tuple[str, ...] = ()) -> ProjectError:
+    """``details``: the projects passed over, whose hint is to run in that project itself
+    (taken there whoever wrote it), not to make this directory a project of its own."""
     return ProjectError(
         ErrorCode.NOT_A_PROJECT,
         f"No splice.json found in {directory} or any parent directory.",
         details=details,
-        hint="Run `splice init` to create one.",
+        hint=(
+            "Run the command in the directory of the project passed over if it is yours to "
+            "run (or name it: splice mcp --project DIR, Splice(DIR)), or `splice init` to "
+            "create one here."
+            if details
+            else "Run `splice init` to create one."
+        ),
     )
 
 

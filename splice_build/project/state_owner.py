@@ -97,31 +97,59 @@ def _open_to_others(info: os.stat_result, path: Path) -> bool:
     return not _group_of_one(info.st_gid, euid) or _has_acl(path)
 
 
-def claimed_above(path: Path, info: os.stat_result | None, start: Path) -> int | None:
+def claimed_above(
+    path: Path, info: os.stat_result | None, start: Path, beside: Iterable[str] = ()
+) -> int | None:
     """The other user whose claim the file ``path`` in a directory above ``start`` is
     (``other_writer``; ``info``: the ``fstat`` of what was read, None to look at ``path``
-    itself, not followed), when they cannot write ``start`` nor any directory between
+    itself: ``entry_writer``), or whose claim an entry ``beside`` it is (a project's locks
+    and ``.splice``, which decide what runs there), when they cannot write ``start``
     (``Writers.may_write``); else None, as for a file in ``start`` itself (the user's
     choice). The directory's owner is not trusted here: owning a directory above yours lets
     them move what lies below, not make your commands run their project's tools. The walk
-    up to a project's ``splice.json`` or a workspace's ``pyproject.toml`` passes such a file
-    over: any local user may make ``/tmp/splice.json``, and your ``splice run`` in
-    ``/tmp/mywork`` ran their installed tool with the environment variables and your files
-    their lock granted."""
+    up to a project's ``splice.json``, a workspace's ``pyproject.toml`` or git's ``.git``
+    passes such a claim over: any local user may make ``/tmp/splice.json``, and your
+    ``splice run`` in ``/tmp/mywork`` ran their installed tool with the environment
+    variables and your files their lock granted.
+
+    Only ``start`` counts, not a directory between that they may write: a claim of theirs
+    in that directory would be passed over, so one above it is too (their world-writable
+    ``pub`` between their project and your ``mywork`` made it yours to run)."""
     directory = path.parent
     if directory == start or not start.is_relative_to(directory):
         return None
-    if info is None:
-        try:
-            info = os.lstat(path)
-        except OSError:
-            return None
-    writer = other_writer(info, [path], None)
+    writer = entry_writer(path) if info is None else other_writer(info, [path], None)
+    for name in beside:
+        if writer is not None:
+            break
+        writer = entry_writer(directory / name)
     if writer is None:
         return None
-    writers = Writers()
-    between = [start, *start.parents[: len(start.parts) - len(directory.parts) - 1]]
-    return None if any(writers.may_write(writer, d) for d in between) else writer
+    return None if Writers().may_write(writer, start) else writer
+
+
+def entry_writer(path: Path) -> int | None:
+    """``other_writer`` for whatever ``path`` is (None when absent), its owner's trust
+    alone: a directory of this user or root (and a link to one, of theirs) is ``ANYONE``'s
+    only when another user may write it (a directory's link count is its subdirectories,
+    not other names for it)."""
+    if getattr(os, "geteuid", None) is None:
+        return None  # a platform without uids, as other_writer
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    trusted = (os.geteuid(), 0)
+    if stat.S_ISLNK(info.st_mode):
+        if info.st_uid not in trusted:
+            return info.st_uid  # their link: they chose what it reaches
+        with contextlib.suppress(OSError):  # a dangling link: its own owner decides
+            info = os.stat(path)
+    if not stat.S_ISDIR(info.st_mode):
+        return other_writer(info, [path], None)
+    if info.st_uid not in trusted:
+        return info.st_uid
+    return ANYONE if _open_to_others(info, path) else None
 
 
 class Writers:

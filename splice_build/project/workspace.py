@@ -83,8 +83,8 @@ class Workspace:
     # Members inside a write grant of another user's lock or record, who cannot write them
     # (project/state_owner.py): the grant is ignored for them, with a warning.
     ignored: tuple[Dropped, ...] = ()
-    # Another user's pyproject.toml above the current directory, with its writer, not taken
-    # as the root (``_foreign``): a warning each.
+    # Another user's pyproject.toml or .git above the current directory, with its writer,
+    # not taken as the root (``_foreign``, ``_foreign_git``): a warning each.
     passed: tuple[tuple[Path, int], ...] = ()
 
     def label(self, member: Path) -> str:
@@ -141,18 +141,16 @@ def _recorder(writer: int | None) -> str:
 
 
 def _owner(writer: int) -> str:
-    """Whose ``pyproject.toml`` above the current directory was passed over (``_foreign``)."""
+    """Whose ``pyproject.toml`` or ``.git`` above the current directory was passed over
+    (``_foreign``, ``_foreign_git``)."""
     from splice_build.project.state_owner import ANYONE
 
     if writer == ANYONE:
         return (
             "it is yours or root's, but lies where another user may have put it and written "
-            "it, and no other user can write the directories below it down to this one"
+            "it, and no other user can write this directory"
         )
-    return (
-        f"it is another user's (uid {writer}), who cannot write the directories below it "
-        "down to this one"
-    )
+    return f"it is another user's (uid {writer}), who cannot write this directory"
 
 
 def read_config(pyproject: Path) -> WorkspaceConfig | None:
@@ -239,7 +237,13 @@ def find_workspace(
             memo.write(base)
         source = "pyproject"
     else:
-        top = _git_toplevel(base)
+        holder = _git_holder(base)
+        if root is None and holder is not None:
+            writer = _foreign_git(holder, base)
+            if writer is not None:  # their work tree is not yours: the walk from here
+                passed.append((holder / ".git", writer))
+                holder = None
+        top = None if holder is None else _git_toplevel(base, holder)
         if root is None and top is not None:
             base = top
         # Only a work tree git names for the directory holding its .git lists members.
@@ -514,9 +518,15 @@ def _git(root: Path, *args: str) -> str | None:
     return None if out is None else os.fsdecode(out)
 
 
-def _git_toplevel(start: Path) -> Path | None:
-    """The git work tree holding ``start``: the nearest directory at or above it that holds
-    a ``.git``, when git names that very directory, else None (no git: the walk).
+def _git_holder(start: Path) -> Path | None:
+    """The nearest directory at or above ``start`` that holds a ``.git``: git is asked only
+    when there is one (without, its answer was never taken)."""
+    return next((d for d in (start, *start.parents) if os.path.lexists(d / ".git")), None)
+
+
+def _git_toplevel(start: Path, holder: Path) -> Path | None:
+    """The git work tree holding ``start``, when git names ``holder`` (``_git_holder``),
+    else None (no git: the walk).
 
     An unpacked archive can carry its ``.git`` with a ``config`` of its choosing, and
     ``core.worktree`` there made git name any directory of the machine as the work tree: a
@@ -527,10 +537,20 @@ def _git_toplevel(start: Path) -> Path | None:
         return None
     # Only the line break is git's: a directory name may end with a space.
     top = Path(out.removesuffix("\n"))
-    holder = next((d for d in (start, *start.parents) if os.path.lexists(d / ".git")), None)
-    if holder is None or not _same_directory(top, holder):
-        return None
-    return top
+    return top if _same_directory(top, holder) else None
+
+
+def _foreign_git(holder: Path, start: Path) -> int | None:
+    """The other user whose claim the ``.git`` above ``start`` is (project/state_owner.py
+    ``claimed_above``), as for a ``pyproject.toml``, and git is not started there: with
+    git told to trust any repository (``safe.directory = *``, a common setting of CI
+    images) another user's ``/tmp/.git`` made ``/tmp`` the workspace of your
+    ``/tmp/victim``, and your sync synced their projects beside it; and a FIFO of theirs as
+    ``/tmp/.git/HEAD`` held every sync below ``/tmp`` for git's time limit (git opens it
+    while it looks for the repository, before its own ownership check)."""
+    from splice_build.project.state_owner import claimed_above
+
+    return claimed_above(holder / ".git", None, start)
 
 
 def _same_directory(one: Path, other: Path) -> bool:

@@ -414,7 +414,7 @@ def test_another_users_pyproject_above_your_project_is_not_your_workspace(
     home = tmp_path / "home"
     passed = (
         f"{pyproject} is not taken as the workspace root: it is another user's (uid {OTHER}), "
-        "who cannot write the directories below it down to this one"
+        "who cannot write this directory"
     )
 
     workspace = find_workspace(victim, home=home)
@@ -463,12 +463,87 @@ def test_another_users_project_above_your_directory_is_not_yours_to_run(tmp_path
         find_project_root(mywork / "deeper")
     assert refused.value.code is ErrorCode.NOT_A_PROJECT
     assert list(refused.value.details) == [
-        f"{shared / 'splice.json'} is passed over: it is another user's (uid {OTHER}), "
-        "who cannot write this directory"
+        f"{shared / 'splice.json'} is passed over: it, its lock or its .splice is another "
+        f"user's (uid {OTHER}), who cannot write this directory"
     ]
     assert find_project_root(shared) == shared
     _chown(shared)  # their directory above yours: still not your project
     with pytest.raises(ProjectError):
         find_project_root(mywork)
-    os.chmod(mywork, 0o777)  # they may write a directory between: theirs to claim
-    assert find_project_root(mywork / "deeper") == shared
+    os.chmod(mywork, 0o777)  # they may write your directory: theirs to claim
+    assert find_project_root(mywork) == shared
+
+
+def test_a_claim_above_is_passed_over_whatever_lies_between_or_beside_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three ways past the walk up's rule, each shown with the real CLI as root, the files
+    of uid 65534. A world-writable ``pub`` of theirs between their project and your
+    ``mywork``: a directory between that they may write made their project yours to run
+    (``splice run example.hello`` ran their installed tool), though a project of theirs in
+    ``pub`` itself was passed over. Your ``splice.json`` in ``/tmp`` (``splice init`` once
+    there), their ``splice.lock`` and ``.splice`` beside it: only the ``splice.json`` was
+    looked at, and your run in ``/tmp/mywork`` ran their tool. Their ``/tmp/.git`` with git
+    told to trust any repository (``safe.directory = *``): ``/tmp`` was the workspace of your
+    ``/tmp/victim``, and your ``splice sync`` synced their project beside it; a FIFO of theirs
+    as ``/tmp/.git/HEAD`` held every sync below ``/tmp`` for git's 60-second limit."""
+    import shutil
+    import subprocess
+
+    from splice_build.project.project_file import find_project_root
+
+    theirs = tmp_path / "theirs"
+    make_project(theirs)
+    pub = theirs / "pub"
+    (pub / "mywork").mkdir(parents=True)
+    os.chmod(pub, 0o1777)
+    _chown(theirs, theirs / "splice.json", pub)
+    with pytest.raises(ProjectError) as between:
+        find_project_root(pub / "mywork")
+    assert between.value.code is ErrorCode.NOT_A_PROJECT
+    assert "Run the command in the directory of the project" in str(between.value.hint)
+
+    shared = tmp_path / "tmp"  # as /tmp: world-writable, sticky
+    (shared / "mywork").mkdir(parents=True)
+    os.chmod(shared, 0o1777)
+    make_project(shared)  # yours
+    for name in ("splice.lock", "splice-lock.json", ".splice"):  # theirs beside it
+        path = shared / name
+        path.mkdir() if name == ".splice" else path.write_text("{}")
+        _chown(path)
+        with pytest.raises(ProjectError) as beside:
+            find_project_root(shared / "mywork")
+        assert beside.value.code is ErrorCode.NOT_A_PROJECT, name
+        path.rmdir() if name == ".splice" else path.unlink()
+    (shared / ".splice").symlink_to(shared / "mywork")  # their link to a directory of yours
+    _chown(shared / ".splice")
+    with pytest.raises(ProjectError):
+        find_project_root(shared / "mywork")
+    (shared / ".splice").unlink()
+    assert find_project_root(shared / "mywork") == shared  # yours alone: taken
+
+    if shutil.which("git") is None:
+        return
+    (shared / "splice.json").unlink()
+    home = tmp_path / "githome"
+    home.mkdir()
+    (home / ".gitconfig").write_text("[safe]\n\tdirectory = *\n")
+    monkeypatch.setenv("HOME", str(home))
+    subprocess.run(["git", "init", "-q", str(shared)], check=True)
+    evil = make_project(shared / "evil")
+    victim = make_project(shared / "victim")
+    _chown(shared / ".git", evil, evil / "splice.json")
+    workspace = find_workspace(victim, home=tmp_path / "home")
+    assert (workspace.root, workspace.members) == (victim, (victim,))
+    passed = [
+        f"{shared / '.git'} is not taken as the workspace root: it is another user's "
+        f"(uid {OTHER}), who cannot write this directory"
+    ]
+    assert workspace.dropped_lines() == passed
+    _chown(victim)  # they may write your directory: their work tree holds it
+    assert find_workspace(victim, home=tmp_path / "home").members == (evil, victim)
+    # A FIFO of theirs as HEAD held git (so the sync) for its time limit: git is not started.
+    os.chown(victim, 0, 0)
+    (shared / ".git" / "HEAD").unlink()
+    os.mkfifo(shared / ".git" / "HEAD")
+    assert find_workspace(victim, home=tmp_path / "home").dropped_lines() == passed
