@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from splice_build.project.layout import STATE_DIR_MODE, STATE_FILE_MODE
+
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -197,7 +199,7 @@ def make_dirs(directory: Path) -> None:
         return
     make_dirs(directory.parent)
     try:
-        directory.mkdir()
+        directory.mkdir(mode=STATE_DIR_MODE)
     except FileExistsError:
         if not directory.is_dir():
             raise
@@ -224,10 +226,11 @@ def write_tree(directory: Path, files: Mapping[str, bytes]) -> None:
         for relative, content in files.items():
             path = directory.joinpath(*relative.split("/"))
             if path.parent not in directories:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                below = path.relative_to(directory).parents[:-1]  # "a/b" of "a/b/c.js"
+                below = path.relative_to(directory).parents[:-1]  # "a/b", "a" of "a/b/c.js"
+                for parent in reversed(below):
+                    (directory / parent).mkdir(mode=STATE_DIR_MODE, exist_ok=True)
                 directories.update(directory / parent for parent in below)
-            with open(path, "xb") as handle:
+            with open(path, "xb", opener=_new_installed_file) as handle:
                 handle.write(content)
             pending.append(pool.submit(_fsync_path, str(path)))
         pending += [pool.submit(_fsync_path, str(d)) for d in directories]
@@ -235,6 +238,11 @@ def write_tree(directory: Path, files: Mapping[str, bytes]) -> None:
         wait(pending)  # none still runs when the caller deletes the tree after a failure
     for done in pending:
         done.result()  # the first failure, if any
+
+
+def _new_installed_file(path: str, flags: int) -> int:
+    """``open``'s opener for ``write_tree``: the file is created ``STATE_FILE_MODE``."""
+    return os.open(path, flags, STATE_FILE_MODE)
 
 
 _fsync_executor: ThreadPoolExecutor | None = None

@@ -30,7 +30,23 @@ from splice_build.spec.names import PackageId
 # The names live with the rule that no grant may reach them (spec/project_state.py).
 from splice_build.spec.project_state import LEGACY_LOCK_FILE, LOCK_FILE, PROJECT_FILE, STATE_DIR
 
-__all__ = ["LEGACY_LOCK_FILE", "LOCK_FILE", "PROJECT_FILE", "STATE_DIR", "ProjectLayout"]
+__all__ = [
+    "LEGACY_LOCK_FILE",
+    "LOCK_FILE",
+    "PROJECT_FILE",
+    "STATE_DIR",
+    "STATE_DIR_MODE",
+    "STATE_FILE_MODE",
+    "ProjectLayout",
+]
+
+# The modes Splice asks for (the umask then applies) for the directories and the installed
+# files it creates in a project: never writable by other users, whatever the umask. Under a
+# daemon's umask 0 they were 0777 and 0666, and another user could change an installed
+# package's code between its check and Node reading it. A group keeps write access under a
+# team's umask 002.
+STATE_DIR_MODE = 0o775
+STATE_FILE_MODE = 0o664
 
 
 @dataclass(frozen=True)

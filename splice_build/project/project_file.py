@@ -33,7 +33,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from splice_build.errors import ErrorCode, ProjectError, SpecError
-from splice_build.project.atomic import atomic_write_json, decode_json
+from splice_build.project.atomic import atomic_write_json, decode_json, make_dirs
 from splice_build.project.layout import PROJECT_FILE, ProjectLayout
 from splice_build.project.registry_url import normalize_registry_url
 from splice_build.records import dataclass, field, replace
@@ -244,7 +244,7 @@ def init_project(directory: Path, *, registry: str | None = None) -> tuple[Path,
     path = ProjectLayout(root).project_file
     if path.exists() and not path.is_file():
         raise _invalid("is not a regular file")
-    root.mkdir(parents=True, exist_ok=True)
+    make_dirs(root)  # STATE_DIR_MODE: never writable by others, whatever the umask
     # Created only if absent, atomically: two concurrent inits never overwrite each other.
     created = atomic_write_json(path, ProjectFile({}, registry).to_json(), exclusive=True)
     return root, created

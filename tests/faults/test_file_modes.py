@@ -62,3 +62,44 @@ def test_a_home_first_made_by_the_artifact_cache_is_private(
     assert any((home / "cache").rglob("*.json"))
     assert _mode(home) == 0o700
     assert {_mode(d) for d in home.rglob("*") if d.is_dir()} == {0o700}
+
+
+def test_nothing_splice_makes_in_a_project_is_writable_by_others_whatever_the_umask(
+    tmp_path: Path,
+) -> None:
+    """Under a daemon's umask 0 the installed package's files were 0666 and its directories
+    0777: another local user could change a tool's code between its check and Node reading
+    it. Every directory and file an ``init``, ``add`` and ``sync`` make is walked; a group
+    keeps write access (a team's umask 002)."""
+    import subprocess
+
+    from testing.cli import splice_executable
+
+    project = tmp_path / "made" / "p"  # init makes both directories
+    env = {**os.environ, "SPLICE_HOME": str(tmp_path / "home")}
+
+    def splice(*args: str) -> None:
+        done = subprocess.run(
+            [splice_executable(), *args],
+            cwd=project if project.exists() else tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            preexec_fn=lambda: os.umask(0),
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+
+    splice("init", str(project))
+    splice("add", "@splice/example")
+    splice("sync")
+    made = [tmp_path / "made", *(project).rglob("*")]
+    assert any(p.match("*/.splice/packages/@splice/example/tools/*.js") for p in made)
+    others_may_write = [
+        str(p.relative_to(tmp_path))
+        for p in made
+        if not p.is_symlink() and p.lstat().st_mode & stat.S_IWOTH
+    ]
+    assert others_may_write == []
+    group_may_write = _mode(project / ".splice" / "packages" / "@splice" / "example" / "tools")
+    assert group_may_write == 0o775
