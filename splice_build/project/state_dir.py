@@ -35,8 +35,8 @@ def state_lock(
     """Hold the project's lock, after :func:`check_state_dir`: the lock file is created
     inside ``.splice``, so taking it through a linked ``.splice`` would create a file
     elsewhere. Every writer of project state takes the lock here."""
-    check_state_dir(layout)
-    _make_state_dir(layout)
+    if not check_state_dir(layout):
+        _make_state_dir(layout)  # a no-op sync takes a lock per member, its .splice there
     with lock(layout.state_lock, on_blocked):
         yield
 
@@ -63,16 +63,19 @@ def project_gone(root: Path) -> ProjectError:
     )
 
 
-def check_state_dir(layout: ProjectLayout) -> None:
+def check_state_dir(layout: ProjectLayout) -> bool:
     """``NOT_WRITABLE`` naming the first symbolic link among ``.splice``, its entries and the
     entries of ``.splice/packages``, or a scope entry of the latter that is no directory;
-    nothing is changed. A missing ``.splice`` is fine."""
+    nothing is changed. A missing ``.splice`` is fine. Returns whether ``.splice`` is a
+    directory (``state_lock`` then need not make it: ``mkdir`` of an existing directory is
+    an exception and another ``stat``)."""
     state = layout.state_dir
     if not _is_real_directory(state):
-        return  # missing, or a file: the lock file's own check names the latter
+        return False  # missing, or a file: the lock file's own check names the latter
     _refuse_links_in(state)
     if _is_real_directory(layout.packages_dir):
         _refuse_links_in(layout.packages_dir, scopes=True)
+    return True
 
 
 def _is_real_directory(path: Path) -> bool:

@@ -32,7 +32,6 @@ from splice_build.spec.validation import SchemaValidator, compile_schema
 ANY_PUBLIC_HOST = "*"
 MAX_HOST_LENGTH = 253
 _LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
-_HOST_PATTERN = re.compile(rf"(?:\*\.)?{_LABEL}(?:\.{_LABEL})*")
 
 _NO_PERMISSIONS = "none (sandboxed: no file, network, environment or host capability access)"
 _ANY_HOST_LINE = "network: any public host (private, loopback and link-local addresses are blocked)"
@@ -54,10 +53,17 @@ _CAPABILITY_NOTE = "run by Splice with the host's provider keys: the tool gets r
 _BILLED_NOTE = "may spend provider credits/money"
 
 
+@functools.cache
+def _host_pattern() -> re.Pattern[str]:
+    """Compiled on first use: most manifests name no host, and ~0.09 ms of a cold
+    ``splice run`` went to compiling it."""
+    return re.compile(rf"(?:\*\.)?{_LABEL}(?:\.{_LABEL})*")
+
+
 def is_valid_host_pattern(value: str) -> bool:
     """``*``, or a lowercase host name optionally prefixed with ``*.`` (at most 253 characters)."""
     return value == ANY_PUBLIC_HOST or (
-        len(value) <= MAX_HOST_LENGTH and _HOST_PATTERN.fullmatch(value) is not None
+        len(value) <= MAX_HOST_LENGTH and _host_pattern().fullmatch(value) is not None
     )
 
 

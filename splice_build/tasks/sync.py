@@ -10,6 +10,7 @@ workspace's order.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,6 +28,12 @@ if TYPE_CHECKING:
 
 ProjectProgress = Callable[[str, str, str], None]  # (project path, step, message)
 SYNC_DB = "sync.sqlite3"
+
+# Descriptors a sync wants beside its members' locks (the graph database, registry
+# connections, files being hashed or written, the interpreter's own), and the fewest it is
+# let start with: a no-op took 5, a sync reinstalling a package 12.
+SYNC_HEADROOM = 64
+SYNC_MINIMUM_HEADROOM = 16
 
 
 @dataclass(frozen=True)
@@ -83,6 +90,37 @@ class _ProjectSession:
 DEFAULT_OPTIONS = SyncOptions()
 
 
+def room_for_members(members: int) -> None:
+    """Make room for a sync holding ``members`` locks at once, raising the soft limit when it
+    leaves less than ``SYNC_HEADROOM``; ``INVALID_CONFIG`` before any lock is taken when even
+    the hard limit leaves less than ``SYNC_MINIMUM_HEADROOM``.
+
+    A user's soft limit is often 1,024: a larger monorepo ran out of files part-way, and the
+    failure surfaced as whichever file could not be opened next (an install journal "cannot
+    be read", with the hint to remove it)."""
+    needed = members + SYNC_HEADROOM
+    # The soft limit without importing ``resource`` or open_files.py (a no-op sync's budget
+    # is milliseconds, a module ~0.1 ms); -1 is no limit.
+    soft = os.sysconf("SC_OPEN_MAX")
+    if soft < 0 or soft >= needed:
+        return
+    import resource
+
+    from splice_build.open_files import raise_open_file_limit
+
+    soft = raise_open_file_limit()
+    if soft == resource.RLIM_INFINITY or soft >= members + SYNC_MINIMUM_HEADROOM:
+        return
+    from splice_build.errors import ErrorCode, ProjectError
+
+    raise ProjectError(
+        ErrorCode.INVALID_CONFIG,
+        f"the workspace has {members} member projects and sync holds each one's lock until it "
+        f"is done: the open-file limit ({soft}) is too low",
+        hint=f"raise it to at least {needed} (ulimit -n {needed}) and sync again",
+    )
+
+
 def sync_workspace(
     workspace: Workspace,
     *,
@@ -97,7 +135,6 @@ def sync_workspace(
 
     A workspace whose every member is as its last no-op run left it is answered without the
     graph (tasks/noop.py)."""
-    from splice_build.open_files import room_for_members
     from splice_build.tasks.noop import unchanged_workspace
 
     room_for_members(len(workspace.members))  # every member's lock is held at once

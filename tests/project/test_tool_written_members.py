@@ -499,3 +499,50 @@ def test_install_in_a_project_inside_a_write_grant_keeps_its_files_and_says_why(
         assert "no tool of this project will run (PERMISSIONS_NOT_GRANTED)" in done.err
         assert "write grant 'packages' of the project" in done.err
     assert installed.stat().st_ino == before
+
+
+def test_a_lock_read_without_parsing_gives_what_parsing_gives(tmp_path: Path) -> None:
+    """``_lock_writes`` skips ``json.loads`` for a lock whose every ``"write"`` holds ``[]``
+    as written (project/tool_written.py ``_writes_nothing``); each text here, one a key the
+    byte look could misread (an escape, a compact or spaced list, a duplicate key, the word
+    as a value, UTF-16, a BOM, no JSON at all), gives what the parsed lock gives."""
+    from splice_build.project import tool_written
+
+    def parsed(data: bytes) -> list[str]:
+        try:
+            document = json.loads(data)
+        except (ValueError, RecursionError):
+            return []
+        return [
+            w
+            for entry in tool_written._members(document, "packages")
+            for w in tool_written._fs_writes(entry)
+        ]
+
+    plain = json.dumps({"lockfileVersion": 1, "packages": _grants()}, indent=2)
+    granted = json.dumps({"lockfileVersion": 1, "packages": _grants("out")}, indent=2)
+    texts = [
+        plain,
+        granted,
+        plain.replace('"write": []', '"wr\\u0069te": ["out"]', 1),
+        plain.replace('"write": []', '"write":["out"]', 1),
+        plain.replace('"write": []', '"write": [ "out" ]', 1),
+        plain.replace('"write": []', '"write": [], "write": ["out"]', 1),
+        plain.replace('"read": []', '"read": ["write"]', 1),
+        plain.replace('"read": []', '"read": ["a\\"write\\": []"]', 1),
+        plain.replace("[]", '["\\u0000"]', 1),
+        "{" + plain[1:-1] + ", }",
+        "not json",
+    ]
+    cases = [t.encode("utf-8") for t in texts]
+    cases += [granted.encode(codec) for codec in ("utf-16", "utf-16-le", "utf-32-be")]
+    cases += [b"\xef\xbb\xbf" + granted.encode(), granted.encode().replace(b"out", b"\xff")]
+    project = tmp_path / "p"
+    project.mkdir()
+    skipped = 0
+    for data in cases:
+        (project / "splice.lock").write_bytes(data)
+        writes, _ = tool_written._lock_writes(project)
+        assert writes == parsed(data), data
+        skipped += tool_written._writes_nothing(data)
+    assert tool_written._writes_nothing(plain.encode()) and skipped >= 2

@@ -35,6 +35,8 @@ HEAVY = (
     "inspect",
     # splice_build/spec/digests.py: a small package is hashed without loading OpenSSL (~4 ms)
     "hashlib",
+    # splice_build/spec/validation.py: string.Template formats a failed check's message only
+    "string",
 )
 REPO = Path(__file__).resolve().parents[2]
 
@@ -114,6 +116,8 @@ NOOP_SYNC_HEAVY = (
     "splice_build.spec.digests",
     "splice_build.project.atomic",
     "splice_build.install.session",
+    # Only a sync whose open-file limit must be raised (tasks/sync.py room_for_members).
+    "splice_build.open_files",
 )
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from splice_build.errors import EXIT_USAGE
-from splice_build.open_files import SYNC_MINIMUM_HEADROOM
+from splice_build.tasks.sync import SYNC_MINIMUM_HEADROOM
 from testing.cli import run_splice, splice_executable
 from testing.projects import run_python
 
