@@ -323,8 +323,9 @@ def _stop(
     left (a second signal during the wait cuts them at once). No answer is written past the
     grace and ``CUT_SECONDS`` (splice_build/stopping.py): a client that reads no more never
     holds the stop. From the cut until ``after_the_cut`` closes, once the call threads are
-    done, the stop signals do nothing (``signals_held``): a third one raised into the cut
-    left calls uncut, which the threads' join then waited for to their own timeout."""
+    done, the stop signals do nothing (``signals_held``, for its bound): a third one raised
+    into the cut left calls uncut, which the threads' join then waited for to their own
+    timeout."""
     import time
 
     writer.stop_by(time.monotonic() + grace + CUT_SECONDS)
