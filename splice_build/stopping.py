@@ -171,9 +171,9 @@ def signals_held(seconds: float | None = None) -> Iterator[None]:
     mcp``). A signal the process was started ignoring stays ignored.
 
     A stop signal once ``seconds`` have passed acts as it would without the hold: an end
-    that overruns its bound is stuck (a call waiting for the project's lock, which another
-    ``splice`` process holds, is out of the cut's reach), and ignoring every SIGTERM, ^C and
-    SIGHUP then left the server to be killed outright."""
+    that overruns its bound is stuck somewhere the cut does not reach (a call waiting for
+    the project's lock was, until such a wait ended on a cancellation: project/locking.py),
+    and ignoring every SIGTERM, ^C and SIGHUP then left the server to be killed outright."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return

@@ -10,8 +10,8 @@ from inside the phase, so it lands there whatever the machine's speed.
    warm pool) is closed: the exit code and whether the close ran to its end;
 3. ``cut``: ``serve_stdio`` stopped by a signal (grace 0), SIGTERM again as the running call
    is cut: whether the call was cut;
-4. ``overrun``: the same with a call the cut does not end (as one waiting for the project's
-   lock), SIGTERM again once the hold's bound is over (``HELD_SECONDS`` 0 here): whether
+4. ``overrun``: the same with a call the cut does not end (stuck where no cancellation
+   reaches), SIGTERM again once the hold's bound is over (``HELD_SECONDS`` 0 here): whether
    ``serve_stdio`` ended while the call was still stuck.
 
 and writes the findings as one JSON object, the last line of stderr (fd 1 is stderr once

@@ -12,9 +12,9 @@
 - The cut: a third signal as the stop cut the running calls left them uncut, and the stop
   then waited for them to their own timeout (60 s by default).
 - An overrun: from the cut on further stop signals did nothing, for as long as the calls took
-  to end: a call the cut does not reach (one waiting for the project's lock, which another
-  ``splice`` process held) left a real ``splice mcp`` deaf to SIGTERM, ^C and SIGHUP alike,
-  to be killed outright. Now a signal once the hold's bound (``HELD_SECONDS``) is over acts.
+  to end: a call the cut did not reach (one waiting for the project's lock, which another
+  ``splice`` process held, before project/locking.py ended such a wait on a cancellation)
+  left a real ``splice mcp`` deaf to SIGTERM, ^C and SIGHUP alike, to be killed outright. Now a signal once the hold's bound (``HELD_SECONDS``) is over acts.
 """
 
 from __future__ import annotations
