@@ -36,6 +36,7 @@ MCP_GRACE_SECONDS = 5  # well inside a container runtime's 10 s before it kills
 MAX_GRACE_SECONDS = 3600
 REGISTRY_GRACE_SECONDS = 10  # a registry request is short; the workers' own stop waits 15 s
 CUT_SECONDS = 2.0  # after the cut, for the cut calls' answers before their tasks are cancelled
+HELD_SECONDS = 5.0  # further stop signals do nothing this long (``signals_held``)
 
 
 @dataclass(frozen=True)
@@ -158,32 +159,49 @@ def graceful_server(config: Any, stop: Stop, on_ready: Callable[[], None]) -> An
 
 
 @contextlib.contextmanager
-def signals_held() -> Iterator[None]:
-    """Run the block with the stop signals the process handles doing nothing, then put their
-    handlers back (main thread only: elsewhere a signal's handler never runs anyway).
+def signals_held(seconds: float | None = None) -> Iterator[None]:
+    """Run the block with the stop signals the process handles doing nothing for ``seconds``
+    (``HELD_SECONDS``), then put their handlers back (main thread only: elsewhere a signal's
+    handler never runs anyway).
 
     For the end of a stop, which is bounded (the cut, the call threads' last answers, the
     warm processes' close): a further SIGTERM or ^C raised into it left the cut or the pool's
     close half done, and the command ended 143 or, the exception raised again inside the
     error report, with a traceback and exit 1 (``kill`` sent twice to a stopping ``splice
-    mcp``). A signal the process was started ignoring stays ignored."""
+    mcp``). A signal the process was started ignoring stays ignored.
+
+    A stop signal once ``seconds`` have passed acts as it would without the hold: an end
+    that overruns its bound is stuck somewhere the cut does not reach (a call waiting for
+    the project's lock was, until such a wait ended on a cancellation: project/locking.py),
+    and ignoring every SIGTERM, ^C and SIGHUP then left the server to be killed outright."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    import time
+
+    until = time.monotonic() + (HELD_SECONDS if seconds is None else seconds)
     taken = {
         s: h for s in _stop_signals() if (h := signal.getsignal(s)) not in (None, signal.SIG_IGN)
     }
+
+    def held(signum: int, frame: Any) -> None:
+        if time.monotonic() < until:
+            return  # the stop already under way goes on
+        for taken_signum, handler in taken.items():
+            signal.signal(taken_signum, handler)
+        handler = taken[signum]
+        if callable(handler):
+            handler(signum, frame)
+        else:  # SIG_DFL: what the signal does to a process without a handler
+            signal.raise_signal(signum)
+
     for signum in taken:
-        signal.signal(signum, _held)
+        signal.signal(signum, held)
     try:
         yield
     finally:
         for signum, handler in taken.items():
             signal.signal(signum, handler)
-
-
-def _held(signum: int, frame: Any) -> None:
-    """A stop signal during ``signals_held``: the stop already under way goes on."""
 
 
 def _stop_signals() -> list[int]:

@@ -9,7 +9,10 @@ from inside the phase, so it lands there whatever the machine's speed.
 2. ``teardown``: ``splice mcp`` over stdio whose stdin ends, SIGTERM as its ``Splice`` (the
    warm pool) is closed: the exit code and whether the close ran to its end;
 3. ``cut``: ``serve_stdio`` stopped by a signal (grace 0), SIGTERM again as the running call
-   is cut: whether the call was cut.
+   is cut: whether the call was cut;
+4. ``overrun``: the same with a call the cut does not end (stuck where no cancellation
+   reaches), SIGTERM again once the hold's bound is over (``HELD_SECONDS`` 0 here): whether
+   ``serve_stdio`` ended while the call was still stuck.
 
 and writes the findings as one JSON object, the last line of stderr (fd 1 is stderr once
 ``splice mcp`` claimed stdout).
@@ -121,6 +124,49 @@ def _cut() -> bool:
     return cut == [True]
 
 
+def _overrun() -> bool:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from splice_build import stopping
+    from splice_build.mcp.interface import ServerInfo
+    from splice_build.mcp.protocol import Server
+    from splice_build.mcp.transport import stdio
+    from testing.mcp_memory import MemoryBackend, descriptor
+
+    started, released, ended = threading.Event(), threading.Event(), threading.Event()
+
+    def stuck(_: object) -> None:  # the cut does not reach it
+        started.set()
+        released.wait(HANG_SECONDS)  # the bound of the old code, which waited for it
+        ended.set()
+
+    class Pools(ThreadPoolExecutor):
+        def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+            signalled = self._thread_name_prefix == "splice-mcp-call" and wait
+            real = _terminating(super().shutdown) if signalled else super().shutdown
+            real(wait, cancel_futures=cancel_futures)  # SIGTERM as the stop waits for the call
+
+    backend = MemoryBackend()
+    backend.add_tool(descriptor("@acme/stuck", "t"), stuck)
+    server = Server(backend, ServerInfo(version="9.9.9"), log=lambda _: None)
+    init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "c"}}
+    messages = [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init},
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "acme_stuck_t"}},
+    ]
+    stdin = _Signalled(b"".join(json.dumps(m).encode() + b"\n" for m in messages), started)
+    held = stopping.__dict__.get("HELD_SECONDS")
+    stopping.HELD_SECONDS = 0.0  # type: ignore[misc]
+    pools, stdio.ThreadPoolExecutor = stdio.ThreadPoolExecutor, Pools  # type: ignore[misc]
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            stdio.serve_stdio(server, stdin, io.BytesIO(), log=lambda _: None, max_calls=1, grace=0)
+        return not ended.is_set()
+    finally:
+        stopping.HELD_SECONDS, stdio.ThreadPoolExecutor = held, pools  # type: ignore[misc]
+        released.set()
+
+
 def run(directory: Path) -> None:
     os.chdir(directory)
     found: dict[str, Any] = {"startup": _startup(), "teardown": _teardown()}
@@ -128,6 +174,7 @@ def run(directory: Path) -> None:
 
     stop_on_termination()  # as main left it: SIGTERM raises Terminated
     found["cut"] = _cut()
+    found["overrun"] = _overrun()
     sys.stderr.write("\n" + json.dumps(found) + "\n")
 
 

@@ -57,15 +57,54 @@ else:
             fcntl.flock(fileno, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             on_blocked()
-            fcntl.flock(fileno, fcntl.LOCK_EX)
+            _wait_for(fileno)
         try:
             yield
         finally:
             fcntl.flock(fileno, fcntl.LOCK_UN)
 
+    def _wait_for(fileno: int) -> None:
+        """Take the lock once its holder lets it go; inside a call that can be cancelled
+        (runtime/cancel.py: a tool call of ``splice mcp``), ``STATE_LOCKED`` once the call
+        is cancelled. A blocking ``flock`` cannot be interrupted from another thread: a call
+        waiting for a project another ``splice`` process was changing was out of the reach
+        of its cancellation and of the server's stop, which then never ended."""
+        from splice_build.runtime.cancel import active
+
+        token = active()
+        if token is None:
+            fcntl.flock(fileno, fcntl.LOCK_EX)
+            return
+        cancelled = threading.Event()
+        forget = token.on_cancel(cancelled.set)
+        try:
+            while True:
+                try:
+                    fcntl.flock(fileno, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    return
+                except BlockingIOError:
+                    if cancelled.wait(_CANCEL_POLL_SECONDS):
+                        raise _cancelled_while_waiting() from None
+        finally:
+            forget()
+
 
 def _nothing() -> None:
     return None
+
+
+_CANCEL_POLL_SECONDS = 0.05  # how soon a cancelled call stops waiting for a lock
+
+
+def _cancelled_while_waiting() -> Exception:
+    from splice_build.errors import ErrorCode, ProjectError
+
+    return ProjectError(
+        ErrorCode.STATE_LOCKED,
+        "the call was cancelled while it waited for the project, which another splice "
+        "process is changing",
+        hint="call it again once that command has finished",
+    )
 
 
 @contextlib.contextmanager

@@ -94,6 +94,11 @@ def cancellable(token: Cancellation) -> Iterator[Cancellation]:
         _current.reset(reset)
 
 
+def active() -> Cancellation | None:
+    """The calling context's token, or None outside ``cancellable``."""
+    return _current.get()
+
+
 def current() -> Cancellation:
     """The calling context's token, or a fresh one nobody can cancel."""
     token = _current.get()

@@ -66,8 +66,9 @@ class Lease:
     calls: int = 0
     last_used: float = field(default_factory=time.monotonic)
     node_pid: int | None = None  # Node's pid as this parent sees it (for its memory)
-    # Its package directory's (device, inode) when it was first given back: the reaper ends
-    # it once the directory is gone or another one (pool.py ``_take_stale``).
+    # Its package directory's (device, inode) when it was leased for its first job: the
+    # reaper ends it once the directory is gone or another one (pool.py ``_take_stale``).
+    # Found after that job, a directory removed or replaced during it read as current.
     directory: tuple[int, int] | None = None
 
 
@@ -144,7 +145,6 @@ class ReusePool:
         lease.last_used = time.monotonic()
         if lease.node_pid is None:
             lease.node_pid = _node_pid(lease.process)
-            lease.directory = directory_identity(lease.key.spec.package_dir)
         stopped = lease.node_pid is not None and _signal_group(lease.process, signal.SIGSTOP)
         doomed: list[Lease] = []
         with self._cond:
@@ -222,12 +222,14 @@ class ReusePool:
 
     def _take_moved(self) -> list[Lease]:
         """The idle processes whose package directory is gone or another one than when
-        they were first given back (a few stats, every ``CHECK_SECONDS``), taken out."""
+        they were first leased (a few stats, every ``CHECK_SECONDS``), taken out."""
         moved: list[Lease] = []
         for key in list(self._idle):
-            directory = directory_identity(key.spec.package_dir)
-            kept = deque(lease for lease in self._idle[key] if lease.directory == directory)
-            moved += [lease for lease in self._idle[key] if lease.directory != directory]
+            directory = directory_identity(key.spec.package_dir)  # None: gone
+            kept: deque[Lease] = deque()
+            for lease in self._idle[key]:
+                here = directory is not None and lease.directory == directory
+                (kept.append if here else moved.append)(lease)
             if kept:
                 self._idle[key] = kept
             else:

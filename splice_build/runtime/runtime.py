@@ -533,7 +533,10 @@ class SpliceRuntime:
                     raise
                 return process, None
             if self._reuse is not None:
+                from splice_build.runtime.pool import directory_identity
                 from splice_build.runtime.reuse import Lease
+
+                directory = key.spec.package_dir
 
                 lease = self._reuse.take(key, env)
                 if lease is None:
@@ -547,7 +550,7 @@ class SpliceRuntime:
                     self._pool.prewarm(key, wait=True)
                     warm = self._pool.acquire_warm(key)
                     if warm is not None:
-                        lease = Lease(key, warm, env)
+                        lease = Lease(key, warm, env, directory=directory_identity(directory))
                 process = (
                     lease.process if lease is not None else self._pool.start_cold(_one_job(key))
                 )

@@ -11,6 +11,10 @@
   again inside the error report, with a traceback and exit 1 after "stopped by SIGTERM".
 - The cut: a third signal as the stop cut the running calls left them uncut, and the stop
   then waited for them to their own timeout (60 s by default).
+- An overrun: from the cut on further stop signals did nothing, for as long as the calls took
+  to end: a call the cut did not reach (one waiting for the project's lock, which another
+  ``splice`` process held, before project/locking.py ended such a wait on a cancellation)
+  left a real ``splice mcp`` deaf to SIGTERM, ^C and SIGHUP alike, to be killed outright. Now a signal once the hold's bound (``HELD_SECONDS``) is over acts.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ def test_sigterm_at_each_unguarded_phase_of_a_server_stops_it_cleanly(tmp_path: 
     assert found["startup"] == [0, 0, 128 + signal.SIGTERM], done.stderr
     assert found["teardown"] == {"code": 0, "closed": True}, done.stderr
     assert found["cut"] is True, done.stderr
+    assert found["overrun"] is True, done.stderr
     assert "Traceback" not in done.stderr, done.stderr
     assert done.stderr.count("interrupted by SIGTERM") == 1, done.stderr  # splice list's
 

@@ -484,3 +484,76 @@ def test_a_signal_that_cuts_an_answer_short_costs_that_answer_alone(
         "id": 1,
         "error": {"code": -32003, "message": "Server stopping", "data": {"retryAfter": 1}},
     }
+
+
+def test_a_signal_once_stdin_ended_still_stops_the_running_calls(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A client stops its server by closing stdin, then sending SIGTERM when it has not
+    exited (MCP's stdio shutdown). The server waited for the running calls in its pools'
+    exits, out of the stop's reach, and a signal raised into a thread's join marks that
+    thread ended (Python before 3.13): a real ``splice mcp`` exited 0 at once, the running
+    call neither given its grace nor answered. Here the signal's exception comes as the
+    server waits for the running call once stdin has ended (in whichever wait it is)."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from splice_build.mcp.interface import ServerInfo
+    from splice_build.mcp.protocol import Server
+    from splice_build.mcp.transport import stdio
+    from splice_build.runtime import cancel
+    from testing.mcp_memory import MemoryBackend, descriptor
+
+    started, ended_stdin, signalled = threading.Event(), threading.Event(), threading.Event()
+    cut: list[bool] = []
+
+    def hang(_: object) -> None:
+        ended = threading.Event()
+        cancel.current().on_cancel(ended.set)
+        started.set()
+        cut.append(ended.wait(30))  # a bound for the old code only, which never cut it
+
+    def signal_once() -> None:
+        if ended_stdin.is_set() and not signalled.is_set():
+            signalled.set()
+            started.wait(30)
+            raise KeyboardInterrupt  # SIGTERM as the server waits for the running call
+
+    real_wait = stdio.wait
+
+    def wait(*args: Any, **kwargs: Any) -> Any:
+        signal_once()
+        return real_wait(*args, **kwargs)
+
+    class Pool(ThreadPoolExecutor):
+        def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+            signal_once()
+            super().shutdown(wait, cancel_futures=cancel_futures)
+
+    class Stdin(io.BytesIO):
+        def read1(self, size: int = -1) -> bytes:
+            data = super().read1(size)
+            if not data:
+                ended_stdin.set()
+            return data
+
+    monkeypatch.setattr(stdio, "wait", wait)
+    monkeypatch.setattr(stdio, "ThreadPoolExecutor", Pool)
+    backend = MemoryBackend()
+    backend.add_tool(descriptor("@acme/hang", "t"), hang)
+    server = Server(backend, ServerInfo(version="9.9.9"), log=lambda _: None)
+    init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "c"}}
+    messages = [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init},
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "acme_hang_t"}},
+    ]
+    stdout = io.BytesIO()
+    stdin = Stdin(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
+    with pytest.raises(KeyboardInterrupt):
+        stdio.serve_stdio(server, stdin, stdout, log=lambda _: None, max_calls=1, grace=0)
+    assert signalled.is_set() and cut == [True]
+    assert json.loads(stdout.getvalue().splitlines()[-1]) == {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "error": {"code": -32003, "message": "Server stopping", "data": {"retryAfter": 1}},
+    }

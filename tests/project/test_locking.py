@@ -112,3 +112,50 @@ def test_two_processes_racing_lose_no_update(tmp_path: Path) -> None:
     leftovers = {p.name for p in root.iterdir()} - {"splice.json", "splice.lock", ".splice"}
     assert leftovers == set()
     assert {p.name for p in ProjectLayout(root).state_dir.iterdir()} == {"state.lock"}
+
+
+def test_a_cancelled_call_stops_waiting_for_the_lock(tmp_path: Path) -> None:
+    """A tool call of ``splice mcp`` that waited for a project another ``splice`` process was
+    changing (``Splice._recovered``) sat in a blocking ``flock`` that neither the client's
+    cancellation nor the server's stop could end: the stop never ended (a real ``splice
+    mcp --http``: the request cancelled with a 500 after the cut, then the process waited for
+    the call's thread at its exit until SIGKILL). Now the call's cancellation ends the wait,
+    ``STATE_LOCKED``; outside a call nothing changes (the wait above). The holder here is
+    another thread: the lock belongs to an open file, so it excludes this one alike."""
+    import threading
+
+    from splice_build.errors import ErrorCode, ProjectError
+    from splice_build.runtime.cancel import Cancellation, cancellable
+
+    path = tmp_path / "state.lock"
+    held, released, blocked = threading.Event(), threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with lock(path):
+            held.set()
+            released.wait(10)  # the bound of the old code, which waited for it
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait(10)
+    token, found = Cancellation(), []
+
+    def wait() -> None:
+        with cancellable(token):
+            try:
+                with lock(path, on_blocked=blocked.set):
+                    found.append("taken")
+            except ProjectError as exc:
+                found.append(exc.code)
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    try:
+        assert blocked.wait(10)
+        token.cancel()
+        waiter.join(10)
+        assert found == [ErrorCode.STATE_LOCKED] and not released.is_set()
+    finally:
+        released.set()
+        holder.join()
+        waiter.join()

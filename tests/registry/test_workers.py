@@ -13,6 +13,8 @@ import os
 import select
 import signal
 import sqlite3
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -25,6 +27,7 @@ import requests
 from splice_build.registry.service.ratelimit import RateLimits
 from splice_build.registry.storage import DB_FILE
 from testing.cli import run_splice
+from testing.mcp_clients import child_env
 from testing.rate_windows import away_from_window_ends
 from testing.registry_backends import StoreBackend
 from testing.registry_server import RunningRegistry, registry_server, user_token
@@ -162,6 +165,54 @@ def test_a_stop_signal_leaves_no_process(tmp_path: Path, sig: signal.Signals) ->
         _wait_for(lambda: all(_gone(pid) for pid in workers), "the workers to end")
         with pytest.raises(requests.ConnectionError):
             requests.get(server.url + "/health", timeout=5)
+
+
+# The supervisor (one worker) in a process of its own: the worker sends it the stop signal,
+# then a second one once it is told to stop, and notes how its own stop ends.
+_SECOND_SIGNAL = """
+import os, signal, sys, time
+from splice_build.registry.http import workers
+
+workers.STOP_TIMEOUT = 5.0  # the old code's bound: the worker is then killed
+note = sys.argv[1]
+
+def worker() -> None:
+    told = []
+
+    def stop(signum: int, frame: object) -> None:
+        told.append(signum)
+        if len(told) == 1:
+            os.kill(os.getppid(), signal.SIGTERM)  # a second SIGTERM to a stopping supervisor
+        else:
+            with open(note, "w") as f:
+                f.write("told again")
+            raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    os.kill(os.getppid(), signal.SIGTERM)
+    while True:  # a request in flight, for the worker's grace
+        time.sleep(0.01)
+
+workers.supervise(1, worker)
+"""
+
+
+def test_a_second_stop_signal_reaches_the_workers(tmp_path: Path) -> None:
+    """A second SIGTERM or ^C to a stopping supervisor was taken and told to no worker, so
+    with ``--workers`` it changed nothing: the requests in flight held the stop for the
+    whole grace, 10 s and uvicorn's 2 s (a real ``splice registry serve --workers 2`` with two
+    requests sending their bodies: exit after 12.2 s, one worker 2.3 s). Now it is passed on,
+    and ends the workers' grace as it ends a single server's."""
+    note = tmp_path / "note"
+    done = subprocess.run(
+        [sys.executable, "-c", _SECOND_SIGNAL, str(note)],
+        capture_output=True,
+        text=True,
+        env=child_env(),
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert note.is_file() and note.read_text() == "told again", done.stderr
 
 
 def test_a_killed_parent_takes_its_workers_along(tmp_path: Path) -> None:

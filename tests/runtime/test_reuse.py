@@ -207,6 +207,36 @@ def test_a_kept_process_of_a_removed_package_is_ended(
     assert len(_pool(runtime).idle_pids()) == 1 and _pool(runtime).stats().discarded == 1
 
 
+def test_a_kept_process_of_a_package_removed_during_its_first_call_is_ended(
+    make_reusing, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reaper compared its processes' package directories with the one found when each
+    was first given back, after its first call: a package removed during that call
+    (``splice remove`` beside a running call of ``splice mcp --reuse``) was found gone then
+    and now alike, so its process stayed, stopped, until it had been idle ``idleSeconds``.
+    The directory is the one the process was started for."""
+    from splice_build.runtime import reuse as reuse_module
+
+    monkeypatch.setattr(reuse_module, "CHECK_SECONDS", 0.05, raising=False)
+    runtime = make_reusing(idle_seconds=3600)
+    removed = _package(tmp_path)
+    real_give_back = ReusePool.give_back
+
+    def give_back(pool: ReusePool, lease: reuse_module.Lease) -> None:
+        if removed.exists():
+            removed.rename(tmp_path / "gone")  # removed while its first call ran
+        real_give_back(pool, lease)
+
+    monkeypatch.setattr(ReusePool, "give_back", give_back)
+    _call(runtime, runtime.load(removed))
+    [old] = _pool(runtime).idle_pids()
+    for _ in range(1000):  # the reaper ends it within a look or two; a bound for the old code
+        if _gone(old):
+            break
+        threading.Event().wait(0.01)
+    assert _gone(old) and _pool(runtime).stats().discarded == 1
+
+
 @pytest.mark.parametrize(
     ("input", "code"),
     [({"fail": True}, ErrorCode.TOOL_ERROR), ({"hang": True}, ErrorCode.TIMEOUT)],

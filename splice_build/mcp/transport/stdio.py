@@ -234,6 +234,7 @@ def serve_stdio(
     writer = _Writer(stdout)
     slots = threading.BoundedSemaphore(MAX_IN_FLIGHT)
     admitted: set[Future[None]] = set()  # tool calls queued or running
+    answering: set[Future[None]] = set()  # the other messages being answered
 
     def work(message: Any, ticket: Ticket | None) -> None:
         try:
@@ -291,13 +292,21 @@ def serve_stdio(
                     continue
                 slots.acquire()
                 if not needs_admission(message):
-                    pool.submit(work, message, None)
+                    other = pool.submit(work, message, None)
+                    answering.add(other)
+                    other.add_done_callback(answering.discard)
                     continue
                 ticket = server.track(message, session)  # known from now on, queued or running
                 queued = calls.submit(work, message, ticket)
                 admitted.add(queued)
                 queued.add_done_callback(admitted.discard)
                 ticket.token.on_cancel(lambda q=queued, m=message, t=ticket: dequeue(q, m, t))
+            # stdin ended (a client's stop closes it, then sends SIGTERM): the work in flight
+            # is waited for here, where a signal still stops it as below. The pools' exits
+            # waited for it out of the stop's reach, and on Python before 3.13 a signal
+            # raised into a thread's join marks that thread ended: the running call was
+            # neither given its grace nor answered, and the process exited under it.
+            wait([*admitted, *answering])
         except BaseException:  # a signal (SIGTERM, ^C): stop, then let it end the command
             _stop(server, writer, admitted, grace, after_the_cut)
             raise
@@ -314,8 +323,9 @@ def _stop(
     left (a second signal during the wait cuts them at once). No answer is written past the
     grace and ``CUT_SECONDS`` (splice_build/stopping.py): a client that reads no more never
     holds the stop. From the cut until ``after_the_cut`` closes, once the call threads are
-    done, the stop signals do nothing (``signals_held``): a third one raised into the cut
-    left calls uncut, which the threads' join then waited for to their own timeout."""
+    done, the stop signals do nothing (``signals_held``, for its bound): a third one raised
+    into the cut left calls uncut, which the threads' join then waited for to their own
+    timeout."""
     import time
 
     writer.stop_by(time.monotonic() + grace + CUT_SECONDS)

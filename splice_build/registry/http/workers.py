@@ -65,9 +65,10 @@ def supervise(
             _start(slot, workers, run_worker)
         stopped_by = _run(count, workers, run_worker, stops)
     finally:
-        _stop(workers)
+        again = _stop(workers, stops)
         signal.signal(signal.SIGCHLD, old_chld)
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+    stopped_by = again or stopped_by  # a later ^C or SIGHUP says how it ends, as uvicorn's
     if stopped_by != signal.SIGTERM:  # a service's normal stop returns (exit 0)
         signal.raise_signal(stopped_by)
 
@@ -163,8 +164,15 @@ def _describe(status: int) -> str:
     return f"exited with status {os.waitstatus_to_exitcode(status)}"
 
 
-def _stop(workers: dict[int, tuple[int, float]]) -> None:
-    """SIGTERM every worker, wait for them (SIGKILL after ``STOP_TIMEOUT``), reap them all."""
+def _stop(workers: dict[int, tuple[int, float]], stops: frozenset[int] = frozenset()) -> int:
+    """SIGTERM every worker, wait for them (SIGKILL after ``STOP_TIMEOUT``), reap them all.
+
+    A stop signal meanwhile (one of ``stops``) is passed on as a second SIGTERM, which ends a
+    worker's grace as it does a single server's (splice_build/stopping.py): the supervisor
+    took it and told no worker, so a second ^C or SIGTERM changed nothing and the requests in
+    flight held the stop for the whole grace. Returns the last such signal other than
+    SIGTERM (SIGINT, SIGHUP), else 0."""
+    again = 0
     for pid in workers:
         _signal(pid, signal.SIGTERM)
     deadline = time.monotonic() + STOP_TIMEOUT
@@ -173,13 +181,18 @@ def _stop(workers: dict[int, tuple[int, float]]) -> None:
             workers.pop(pid, None)
         left = deadline - time.monotonic()
         if not workers:
-            return
+            return again
         if left <= 0:
             log.warning("registry workers %s did not stop in time; killing them", sorted(workers))
             for pid in workers:
                 _signal(pid, signal.SIGKILL)
             deadline = float("inf")
-        signal.sigtimedwait({signal.SIGCHLD}, min(max(left, 0.0), 1.0))
+        info = signal.sigtimedwait({signal.SIGCHLD, *stops}, min(max(left, 0.0), 1.0))
+        if info is not None and info.si_signo in stops:
+            again = again if info.si_signo == signal.SIGTERM else info.si_signo
+            for pid in workers:
+                _signal(pid, signal.SIGTERM)
+    return again
 
 
 def _signal(pid: int, sig: int) -> None:
