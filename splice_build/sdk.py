@@ -769,7 +769,7 @@ class Splice:
 
     async def run_async(self, ref: str, input: Mapping[str, object]) -> ToolResult:
         """``run`` for asyncio: in a worker thread (the event loop goes on), and cancelling
-        the awaiting task ends the tool's sandbox process (SIGKILL, runtime/cancel.py) before
+        the awaiting task ends the tool's sandbox process (SIGKILL, splice_build/cancel.py) before
         ``CancelledError`` goes on.
 
         ``await asyncio.to_thread(splice.run, ...)`` cannot: a task cancelled (a user's stop,
@@ -779,7 +779,7 @@ class Splice:
         import asyncio
         import functools
 
-        from splice_build.runtime.cancel import Cancellation, cancellable
+        from splice_build.cancel import Cancellation, cancellable
 
         token = Cancellation()
         with cancellable(token):  # the task's context, hence its thread's, holds the token

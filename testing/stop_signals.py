@@ -95,10 +95,10 @@ class _Signalled(io.RawIOBase):
 
 
 def _cut() -> bool:
+    from splice_build import cancel
     from splice_build.mcp.interface import ServerInfo
     from splice_build.mcp.protocol import Server
     from splice_build.mcp.transport.stdio import serve_stdio
-    from splice_build.runtime import cancel
     from testing.mcp_memory import MemoryBackend, descriptor
 
     started, cut = threading.Event(), []

@@ -1017,7 +1017,8 @@ def test_a_keyboard_interrupt_anywhere_in_a_start_ends_the_sandbox(
     running for ever, waiting for a job on a pipe whose write end the program kept open
     (8 descriptors and two processes a time). Each such point is walked here: the
     interrupt goes on, and no process or descriptor is left."""
-    from splice_build.runtime import cancel, runtime, sandbox
+    from splice_build import cancel
+    from splice_build.runtime import runtime, sandbox
 
     Splice.init(tmp_path / "project").add(["@splice/example"])
     splice = Splice(tmp_path / "project", broker=False)

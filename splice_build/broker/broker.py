@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from splice_build import cancel
 from splice_build.broker import envelope
 from splice_build.broker.cache import ResultCache, cache_key
 from splice_build.broker.capabilities import argument_problems, with_checked_targets
@@ -48,7 +49,6 @@ from splice_build.broker.providers.interface import (
 )
 from splice_build.broker.targets import endpoint_problem
 from splice_build.errors import ErrorCode
-from splice_build.runtime import cancel
 from splice_build.runtime.limits import MAX_CAPABILITY_RESULT_BYTES
 from splice_build.runtime.result_json import WRITTEN_WHOLE, json_size, write_json
 from splice_build.security.redact import REDACTED, exact_forms, redact, scrub_json
@@ -188,7 +188,7 @@ class Broker:
     ) -> dict[str, Any]:
         attempts: list[Attempt] = []
         contexts: list[ProviderContext] = []
-        # A call made under a cancellation (splice mcp --data: runtime/cancel.py) that is
+        # A call made under a cancellation (splice mcp --data: splice_build/cancel.py) that is
         # cancelled has its requests in flight aborted, and no further provider is tried.
         token = cancel.current()
         stop_watching = token.on_cancel(lambda: _abort(list(contexts)))

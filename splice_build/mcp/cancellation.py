@@ -22,8 +22,8 @@ import threading
 from collections.abc import Callable, Hashable
 from typing import Any
 
+from splice_build.cancel import Cancellation
 from splice_build.mcp.admission import ADMITTED_METHODS
-from splice_build.runtime.cancel import Cancellation
 from splice_build.security.terminal import json_terminal_safe
 from splice_build.spec import json_text
 

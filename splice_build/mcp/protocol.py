@@ -21,13 +21,13 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
+from splice_build.cancel import cancellable
 from splice_build.errors import ErrorCode, SpliceError
 from splice_build.mcp import mapping
 from splice_build.mcp.admission import SERVER_BUSY, busy_data, needs_admission
 from splice_build.mcp.cancellation import InFlight, Ticket
 from splice_build.mcp.interface import Backend, Refused, ServerInfo, UnknownResource, UnknownTool
 from splice_build.records import dataclass
-from splice_build.runtime.cancel import cancellable
 from splice_build.security.terminal import json_terminal_safe
 from splice_build.spec import json_text
 from splice_build.spec.json_depth import nesting_depth
@@ -177,7 +177,7 @@ class Server:
         self, message: Any, session: Session, ticket: Ticket | None = None
     ) -> dict[str, Any] | list[Any] | None:
         """Answer a decoded message or batch; None when nothing is to be sent back. The tool
-        call of a message with a ``ticket`` runs cancellable (runtime/cancel.py), and once
+        call of a message with a ``ticket`` runs cancellable (splice_build/cancel.py), and once
         cancelled gets no answer."""
         if ticket is None:
             return self._answer(message, session)

@@ -65,11 +65,11 @@ else:
 
     def _wait_for(fileno: int) -> None:
         """Take the lock once its holder lets it go; inside a call that can be cancelled
-        (runtime/cancel.py: a tool call of ``splice mcp``), ``STATE_LOCKED`` once the call
+        (splice_build/cancel.py: a tool call of ``splice mcp``), ``STATE_LOCKED`` once the call
         is cancelled. A blocking ``flock`` cannot be interrupted from another thread: a call
         waiting for a project another ``splice`` process was changing was out of the reach
         of its cancellation and of the server's stop, which then never ended."""
-        from splice_build.runtime.cancel import active
+        from splice_build.cancel import active
 
         token = active()
         if token is None:

@@ -179,7 +179,7 @@ class CapabilityChannel:
             self._executor = ThreadPoolExecutor(
                 max_workers=MAX_CAPABILITIES_IN_FLIGHT, thread_name_prefix="splice-capability"
             )
-        # In the calling context: a cancel of the call (runtime/cancel.py: an MCP client's,
+        # In the calling context: a cancel of the call (splice_build/cancel.py: an MCP client's,
         # or the stop's cut) reaches the broker, which aborts its provider requests in
         # flight; without it the broker ran on to each provider's timeout, and a stopping
         # server waited for it at exit.

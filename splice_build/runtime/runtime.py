@@ -31,9 +31,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from splice_build import cancel
 from splice_build.errors import ErrorCode, SandboxError, SpliceError
 from splice_build.records import dataclass, fields, replace
-from splice_build.runtime import cancel, sandbox
+from splice_build.runtime import sandbox
 from splice_build.runtime.capabilities import CapabilityBroker, CapabilityChannel, CapabilityReply
 from splice_build.runtime.fetch_channel import FetchChannel, TableResolver
 from splice_build.runtime.host_files import host_dir

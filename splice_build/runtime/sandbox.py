@@ -203,7 +203,7 @@ class SandboxProcess:
 
     def end_now(self) -> None:
         """SIGKILL the started process and its namespace's PID 1, from any thread (a
-        cancelled call, runtime/cancel.py).
+        cancelled call, splice_build/cancel.py).
 
         Through pidfds, which name these very processes: the call's own thread may reap
         the process meanwhile, and a pid (or group id) freed that way could already name

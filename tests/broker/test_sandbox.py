@@ -475,9 +475,9 @@ def test_a_cancelled_call_reaches_its_capability_calls_in_flight() -> None:
     """A capability call runs the broker on a worker thread, which did not hold the calling
     context: the call's cancellation (an MCP client's, or the stop's cut after SIGTERM)
     never reached the broker there, so it did not abort its provider requests (the data
-    tools' mend, runtime/cancel.py) and ran on to each provider's timeout, and a stopping
+    tools' mend, splice_build/cancel.py) and ran on to each provider's timeout, and a stopping
     server waited for it at exit. The broker now runs in the context the call was made in."""
-    from splice_build.runtime import cancel
+    from splice_build import cancel
     from splice_build.runtime.capabilities import CapabilityChannel
     from splice_build.runtime.protocol import CapabilityRequest
 

@@ -224,8 +224,8 @@ def _raw_call(url: str, message: dict[str, object]) -> socket.socket:
 def test_a_call_cancelled_as_it_succeeds_leaves_no_kept_process(installed, monkeypatch) -> None:
     """With reuse, a cancel that comes after the result was read (the session already
     decided to keep the process) still ends the process: it is never given back."""
+    from splice_build.cancel import Cancellation, cancellable
     from splice_build.runtime import runtime as runtime_module
-    from splice_build.runtime.cancel import Cancellation, cancellable
 
     project, env, _prefix = installed
     token = Cancellation()

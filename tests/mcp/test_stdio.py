@@ -373,10 +373,10 @@ def test_a_second_signal_while_the_stop_answers_still_cuts_the_running_calls(
     the cut never ran, so a running call went on to its own timeout (60 s by default)."""
     import threading
 
+    from splice_build import cancel
     from splice_build.mcp.interface import ServerInfo
     from splice_build.mcp.protocol import Server
     from splice_build.mcp.transport.stdio import serve_stdio
-    from splice_build.runtime import cancel
     from testing.mcp_memory import MemoryBackend, descriptor
 
     started, cut = threading.Event(), []
@@ -428,10 +428,10 @@ def test_a_signal_that_cuts_an_answer_short_costs_that_answer_alone(
     import os
     import threading
 
+    from splice_build import cancel
     from splice_build.mcp.interface import ServerInfo
     from splice_build.mcp.protocol import Server
     from splice_build.mcp.transport.stdio import serve_stdio
-    from splice_build.runtime import cancel
     from testing.mcp_memory import MemoryBackend, descriptor
 
     started = threading.Event()
@@ -498,10 +498,10 @@ def test_a_signal_once_stdin_ended_still_stops_the_running_calls(
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
+    from splice_build import cancel
     from splice_build.mcp.interface import ServerInfo
     from splice_build.mcp.protocol import Server
     from splice_build.mcp.transport import stdio
-    from splice_build.runtime import cancel
     from testing.mcp_memory import MemoryBackend, descriptor
 
     started, ended_stdin, signalled = threading.Event(), threading.Event(), threading.Event()

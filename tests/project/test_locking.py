@@ -124,8 +124,8 @@ def test_a_cancelled_call_stops_waiting_for_the_lock(tmp_path: Path) -> None:
     another thread: the lock belongs to an open file, so it excludes this one alike."""
     import threading
 
+    from splice_build.cancel import Cancellation, cancellable
     from splice_build.errors import ErrorCode, ProjectError
-    from splice_build.runtime.cancel import Cancellation, cancellable
 
     path = tmp_path / "state.lock"
     held, released, blocked = threading.Event(), threading.Event(), threading.Event()

@@ -77,8 +77,8 @@ if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.responses import Response
 
+    from splice_build.cancel import Cancellation
     from splice_build.client_address import IPNetwork
-    from splice_build.runtime.cancel import Cancellation
 
 MAX_BODY_BYTES = 1024 * 1024
 BODY_SECONDS = 30.0  # the whole body must arrive within this, once the head has
