@@ -730,10 +730,12 @@ def add_member(root: Path, directory: Path, *, home: Path | None = None) -> bool
             hint=f"Create the project first (`splice init {_relative(root, directory)}`), then add it.",
         )
     with _editing(root):
-        found = _found_members(root, home, adding=True)
+        found = _found_members(root, home)
+        if found is not None and _among(directory, found):
+            return False  # written, the table would stop finding the projects made later
         document = _load_document(root)
         table = _workspace_table(document)
-        for member in found or ():
+        for member in _listed(root, found, adding=True):
             _array(table, "members").append(member)
         # the name as earlier versions wrote it too (unescaped, unanchored), as they dropped it
         changed = _remove_from(table, "exclude", _relative(root, directory) or ".")
@@ -759,12 +761,12 @@ def remove_member(root: Path, directory: Path, *, home: Path | None = None) -> s
     """
     pattern = member_pattern(root, directory)
     with _editing(root):
-        found = _found_members(root, home, adding=False)
-        if found is not None and pattern not in found:
+        found = _found_members(root, home)
+        if found is not None and not _among(directory, found):
             return "absent"
         document = _load_document(root)
         table = _workspace_table(document)
-        for member in found or ():
+        for member in _listed(root, found, adding=False):
             _array(table, "members").append(member)
         listed = _remove_from(table, "members", _relative(root, directory) or ".")
         listed = _remove_from(table, "members", pattern) or listed
@@ -779,33 +781,45 @@ def remove_member(root: Path, directory: Path, *, home: Path | None = None) -> s
     return outcome
 
 
-def _found_members(root: Path, home: Path | None, *, adding: bool) -> list[str] | None:
-    """The patterns of the members ``find_workspace`` finds at ``root`` without a
-    ``[tool.splice.workspace]`` table (git's listing or the walk), or None when ``root``'s
-    ``pyproject.toml`` has one.
+def _found_members(root: Path, home: Path | None) -> list[Path] | None:
+    """The members ``find_workspace`` finds at ``root`` without a ``[tool.splice.workspace]``
+    table (git's listing or the walk), or None when ``root``'s ``pyproject.toml`` has one.
 
     Once written, the table's patterns alone say who is a member: created holding only the
     directory added, it silently dropped every other project ``workspace list`` showed, and
     ``remove`` of such a project found no entry, printed ``absent`` and left it synced.
-    ``USAGE`` when they are more than a table may hold, and nothing is written.
     """
     if read_config(root / PYPROJECT) is not None:
         return None
     try:
-        members = find_workspace(root, root=root, home=home).members
+        return find_workspace(root, root=root, home=home).members
     except ProjectError as exc:
         if exc.code is not ErrorCode.NOT_A_PROJECT:
             raise
         return []  # no member yet: the table starts with the directory added
-    if len(members) + (1 if adding else -1) > MAX_PATTERNS:
+
+
+def _among(directory: Path, members: list[Path]) -> bool:
+    """Whether ``directory`` is one of ``members`` (both made absolute, as ``_relative`` does)."""
+    return os.path.abspath(directory) in {os.path.abspath(member) for member in members}
+
+
+def _listed(root: Path, found: list[Path] | None, *, adding: bool) -> list[str]:
+    """The literal patterns of ``found`` for the first table (none when there is one);
+    ``USAGE`` when they and the change are more than a table may hold, and nothing is
+    written. ``add`` of a member and ``remove`` of no member write nothing, so the change
+    is one more or one fewer."""
+    if found is None:
+        return []
+    if len(found) + (1 if adding else -1) > MAX_PATTERNS:
         raise UsageError(
-            f"the workspace at {root} has {len(members)} projects, and [tool.splice.workspace] "
+            f"the workspace at {root} has {len(found)} projects, and [tool.splice.workspace] "
             f"would list each of them, where it holds at most {MAX_PATTERNS} patterns; "
             "nothing was changed",
             hint=f"write [tool.splice.workspace] members in {PYPROJECT} as patterns "
             '(members = ["packages/*"]), then add or remove',
         )
-    return [member_pattern(root, member) for member in members]
+    return [member_pattern(root, member) for member in found]
 
 
 @contextlib.contextmanager
@@ -869,12 +883,21 @@ def _check_editable(path: Path, raw: bytes) -> None:
 
 
 def _workspace_table(document: Any) -> Any:
+    """The ``[tool.splice.workspace]`` table of ``document``, made where missing: inside an
+    inline table (``tool = {ruff = {...}}``) as an inline table, the only kind TOML lets it
+    hold (a section there made tomlkit raise ``ValueError``, an ``INTERNAL_ERROR``)."""
     import tomlkit
+    from tomlkit.items import InlineTable
 
     node = document
     for key in ("tool", "splice", "workspace"):
         if key not in node:
-            node[key] = tomlkit.table(is_super_table=key != "workspace")
+            inline = isinstance(node, InlineTable)
+            node[key] = (
+                tomlkit.inline_table()
+                if inline
+                else tomlkit.table(is_super_table=key != "workspace")
+            )
         node = node[key]
     return node
 

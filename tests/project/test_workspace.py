@@ -161,8 +161,9 @@ def test_a_directory_removed_or_added_is_that_directory_and_no_other(tmp_path: P
 
 def test_workspace_command_creates_the_table(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n')
-    new_project(tmp_path / "libs" / "one")
+    (tmp_path / "libs" / "one").mkdir(parents=True)  # no project yet: not found, so added
     done = run_splice("workspace", "--root", str(tmp_path), "add", "libs/one", cwd=tmp_path)
+    new_project(tmp_path / "libs" / "one")
     assert done.code == 0, done.stderr
     text = (tmp_path / "pyproject.toml").read_text()
     assert text.startswith('[project]\nname = "x"\n')
@@ -254,9 +255,9 @@ def test_the_first_table_written_keeps_every_member_found_without_one(tmp_path: 
     assert remove_member(root, root / "packages" / "b", home=home) == "removed"
     assert members() == {"packages/a", "packages/c"}
     path.unlink()
-    assert add_member(root, root / "packages" / "a", home=home) is False  # a member already
-    assert members() == {"packages/a", "packages/b", "packages/c"}
-    path.unlink()
+    # a member already: nothing written, so a project made later is still found
+    assert add_member(root, root / "packages" / "a", home=home) is False
+    assert not path.exists()
     assert remove_member(root, root / "packages", home=home) == "absent"  # no project
     assert not path.exists()
     (root / "tools").mkdir()
@@ -291,3 +292,32 @@ def test_removing_a_directory_that_is_no_member_says_so_in_words(
     assert main(["--json", "workspace", "remove", "docs"]) == 0
     assert json.loads(capsys.readouterr().out)["outcome"] == "absent"
     assert not (tmp_path / "pyproject.toml").exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "written"),
+    [
+        (
+            "tool = {ruff = {x = 1}}  # kept\n",
+            'tool = {ruff = {x = 1},splice = {workspace = {members = ["/b"]}}}  # kept\n',
+        ),
+        (
+            "# kept\ntool.splice = {x = 1}\n",
+            '# kept\ntool.splice = {x = 1,workspace = {members = ["/b"]}}\n',
+        ),
+    ],
+    ids=["tool", "tool.splice"],
+)
+def test_the_table_is_written_inside_an_inline_table(
+    tmp_path: Path, text: str, written: str
+) -> None:
+    """An inline ``tool`` or ``tool.splice`` gets ``workspace`` as an inline table, the only
+    kind TOML lets it hold; ``add`` and ``remove`` were ``INTERNAL_ERROR`` (tomlkit's
+    ``ValueError: Inline tables cannot contain a table``), real CLI."""
+    for name in ("a", "b"):
+        new_project(tmp_path / name)
+    path = tmp_path / "pyproject.toml"
+    path.write_text(text)
+    assert remove_member(tmp_path, tmp_path / "a", home=tmp_path / "home") == "removed"
+    assert path.read_text() == written
+    assert [m.name for m in find_workspace(tmp_path, root=tmp_path).members] == ["b"]
