@@ -781,8 +781,8 @@ def remove_member(root: Path, directory: Path, *, home: Path | None = None) -> s
     return outcome
 
 
-def _found_members(root: Path, home: Path | None) -> list[Path] | None:
-    """The members ``find_workspace`` finds at ``root`` without a ``[tool.splice.workspace]``
+def _found_members(root: Path, home: Path | None) -> Workspace | None:
+    """The workspace ``find_workspace`` finds at ``root`` without a ``[tool.splice.workspace]``
     table (git's listing or the walk), or None when ``root``'s ``pyproject.toml`` has one.
 
     Once written, the table's patterns alone say who is a member: created holding only the
@@ -792,34 +792,56 @@ def _found_members(root: Path, home: Path | None) -> list[Path] | None:
     if read_config(root / PYPROJECT) is not None:
         return None
     try:
-        return find_workspace(root, root=root, home=home).members
+        return find_workspace(root, root=root, home=home)
     except ProjectError as exc:
         if exc.code is not ErrorCode.NOT_A_PROJECT:
             raise
-        return []  # no member yet: the table starts with the directory added
+        return Workspace(root, "walk", ())  # no member yet: the table starts with the directory
 
 
-def _among(directory: Path, members: list[Path]) -> bool:
-    """Whether ``directory`` is one of ``members`` (both made absolute, as ``_relative`` does)."""
-    return os.path.abspath(directory) in {os.path.abspath(member) for member in members}
+def _kept_by_a_table(root: Path, workspace: Workspace) -> None:
+    """``USAGE`` when a member git's listing found is not one of the directories a table's
+    patterns are matched against (``_walk``'s: none under a hidden directory or
+    ``node_modules``): listed in the table, ``.tools/x`` was silently no member any more."""
+    walked = {os.path.abspath(d) for d in _walk(root, GrantedSubtrees(ProjectState(), ()))}
+    lost = [m for m in workspace.members if os.path.abspath(m) not in walked]
+    if lost:
+        shown = workspace.label(lost[0])
+        raise UsageError(
+            f"{shown} is a member (found by git's listing) that no [tool.splice.workspace] "
+            "table can keep: with a table, members are found by a walk that enters no hidden "
+            "directory or node_modules; nothing was changed",
+            hint=f"move {shown} out of the hidden directory or node_modules, or write the "
+            f"table in {PYPROJECT} yourself (it then stops being a member)",
+        )
 
 
-def _listed(root: Path, found: list[Path] | None, *, adding: bool) -> list[str]:
-    """The literal patterns of ``found`` for the first table (none when there is one);
-    ``USAGE`` when they and the change are more than a table may hold, and nothing is
-    written. ``add`` of a member and ``remove`` of no member write nothing, so the change
-    is one more or one fewer."""
+def _among(directory: Path, found: Workspace) -> bool:
+    """Whether ``directory`` is one of ``found``'s members (made absolute, as ``_relative``
+    does)."""
+    return os.path.abspath(directory) in {os.path.abspath(member) for member in found.members}
+
+
+def _listed(root: Path, found: Workspace | None, *, adding: bool) -> list[str]:
+    """The literal patterns of ``found``'s members for the first table (none when there is
+    one); ``USAGE`` when they and the change are more than a table may hold, or when one of
+    them is none a table can keep (``_kept_by_a_table``), and nothing is written. ``add`` of
+    a member and ``remove`` of no member write nothing, so the change is one more or one
+    fewer."""
     if found is None:
         return []
-    if len(found) + (1 if adding else -1) > MAX_PATTERNS:
+    count = len(found.members)
+    if count + (1 if adding else -1) > MAX_PATTERNS:
         raise UsageError(
-            f"the workspace at {root} has {len(found)} projects, and [tool.splice.workspace] "
+            f"the workspace at {root} has {count} projects, and [tool.splice.workspace] "
             f"would list each of them, where it holds at most {MAX_PATTERNS} patterns; "
             "nothing was changed",
             hint=f"write [tool.splice.workspace] members in {PYPROJECT} as patterns "
             '(members = ["packages/*"]), then add or remove',
         )
-    return [member_pattern(root, member) for member in found]
+    if found.source == "git":
+        _kept_by_a_table(root, found)
+    return [member_pattern(root, member) for member in found.members]
 
 
 @contextlib.contextmanager

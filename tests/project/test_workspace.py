@@ -321,3 +321,21 @@ def test_the_table_is_written_inside_an_inline_table(
     assert remove_member(tmp_path, tmp_path / "a", home=tmp_path / "home") == "removed"
     assert path.read_text() == written
     assert [m.name for m in find_workspace(tmp_path, root=tmp_path).members] == ["b"]
+
+
+def test_a_first_table_that_would_drop_a_member_git_finds_is_refused(tmp_path: Path) -> None:
+    """git's listing finds ``.tools/x``; a table's patterns are matched against the walk's
+    directories, which enter no hidden directory or ``node_modules``: the table ``add``
+    wrote listed ``.tools/x`` and it was silently no member any more (real CLI)."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    for rel in ("packages/a", ".tools/x"):
+        new_project(tmp_path / rel)
+    (tmp_path / "packages" / "new").mkdir()
+    assert find_workspace(tmp_path, root=tmp_path).source == "git"
+    for change, name in ((add_member, "new"), (remove_member, "a")):
+        with pytest.raises(SpliceError) as refused:
+            change(tmp_path, tmp_path / "packages" / name, home=tmp_path / "h")
+        assert refused.value.code is ErrorCode.USAGE
+        assert refused.value.message.startswith(".tools/x is a member (found by git's listing)")
+    assert add_member(tmp_path, tmp_path / "packages" / "a", home=tmp_path / "h") is False
+    assert not (tmp_path / "pyproject.toml").exists()
