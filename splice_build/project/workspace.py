@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from splice_build.errors import ErrorCode, ProjectError, UsageError
-from splice_build.project.layout import PROJECT_FILE, STATE_DIR, STATE_DIR_MODE
+from splice_build.project.layout import PROJECT_FILE, STATE_DIR, state_dir_mode
 from splice_build.project.tool_written import (
     Dropped,
     GrantedSubtrees,
@@ -409,7 +409,7 @@ class _Memo:
         check_state_dir(ProjectLayout(root))  # a cache, but never written through a link
         state = root / STATE_DIR
         try:
-            state.mkdir(mode=STATE_DIR_MODE, exist_ok=True)
+            state.mkdir(mode=state_dir_mode(), exist_ok=True)
             atomic_write_bytes(state / MEMO_FILE, json.dumps(body).encode("utf-8"))
         except OSError:
             return
