@@ -723,6 +723,7 @@ def add_member(root: Path, directory: Path, *, home: Path | None = None) -> bool
     nothing is written: a typo would otherwise become a member that matches nothing.
     """
     pattern = member_pattern(root, directory)
+    _walked_into(root, directory)
     if not directory.is_dir():
         problem = "is not a directory" if directory.exists() else "does not exist"
         raise UsageError(
@@ -746,6 +747,22 @@ def add_member(root: Path, directory: Path, *, home: Path | None = None) -> bool
         if changed or found is not None:
             _save_document(root, document)
     return changed
+
+
+def _walked_into(root: Path, directory: Path) -> None:
+    """``USAGE`` when ``directory`` lies in a directory the walk that finds members never
+    enters (a hidden one, ``node_modules``; ``_walk``): ``workspace add .tools/x`` printed
+    ``added`` and wrote the pattern, and ``.tools/x`` was never a member."""
+    relative = _relative(root, directory)
+    parts = [] if relative == "." else relative.split("/")
+    skipped = next((p for p in parts if p in _PRUNED or p.startswith(".")), None)
+    if skipped is not None:
+        raise UsageError(
+            f"{_shown(relative)} lies in {_shown(skipped)}, which the walk that finds members "
+            "never enters (a hidden directory or node_modules): it would never be a member; "
+            "nothing was changed",
+            hint="move the project out of it, then add it",
+        )
 
 
 def remove_member(root: Path, directory: Path, *, home: Path | None = None) -> str:

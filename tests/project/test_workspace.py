@@ -339,3 +339,17 @@ def test_a_first_table_that_would_drop_a_member_git_finds_is_refused(tmp_path: P
         assert refused.value.message.startswith(".tools/x is a member (found by git's listing)")
     assert add_member(tmp_path, tmp_path / "packages" / "a", home=tmp_path / "h") is False
     assert not (tmp_path / "pyproject.toml").exists()
+
+
+def test_adding_a_directory_the_walk_never_enters_is_refused(tmp_path: Path) -> None:
+    """Members are found by a walk that enters no hidden directory or ``node_modules``:
+    ``workspace add .tools/x`` printed ``added``, wrote the pattern, and ``.tools/x`` was
+    never a member (real CLI)."""
+    for rel in ("packages/a", ".tools/x", "node_modules/y", "packages/a/.cache/z"):
+        new_project(tmp_path / rel)
+    for rel in (".tools/x", "node_modules/y", "packages/a/.cache/z"):
+        with pytest.raises(SpliceError) as refused:
+            add_member(tmp_path, tmp_path / rel, home=tmp_path / "h")
+        assert refused.value.code is ErrorCode.USAGE
+        assert "which the walk that finds members never enters" in refused.value.message
+    assert not (tmp_path / "pyproject.toml").exists()
