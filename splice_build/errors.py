@@ -206,6 +206,21 @@ _DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 _NOT_WRITABLE_ERRNOS = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
 # What creating or entering a directory answers when a file stands in its place.
 _IN_THE_WAY_ERRNOS = frozenset({errno.EEXIST, errno.ENOTDIR})
+# No descriptor left: the process's open-file limit, or the system's table.
+_OUT_OF_FILES_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE})
+
+
+def out_of_files(where: object) -> ProjectError:
+    """No file descriptor was left to open ``where``: a limit the user can raise, not a bug.
+    A workspace sync makes room for its members' locks up front
+    (open_files.room_for_members), but each install's own files come on top: a first sync
+    of 20 members under ``ulimit -n 36`` ended in ``INTERNAL_ERROR`` with a crash report."""
+    return ProjectError(
+        ErrorCode.INVALID_CONFIG,
+        f"no file descriptor was left to open {where}: the open-file limit is too low",
+        hint="raise it (ulimit -n) and run the command again; an install it cut short is "
+        "finished or undone then",
+    )
 
 
 def disk_full(where: object) -> ProjectError:
@@ -227,7 +242,8 @@ def not_writable(where: object, reason: str) -> ProjectError:
 
 
 def storage_error(exc: OSError) -> ProjectError | None:
-    """The coded error for a file system refusal a user can fix, or None for anything else.
+    """The coded error for a file system refusal a user can fix (a full disk, no write access,
+    a file in the way, no descriptor left), or None for anything else.
 
     A full disk, a read-only tree and a file where a directory belongs are the user's to fix,
     not bugs: every writer of state writes atomically (docs/lifecycle.md#failure-and-recovery),
@@ -235,6 +251,8 @@ def storage_error(exc: OSError) -> ProjectError | None:
     access or the directory.
     """
     where = exc.filename or "a file"
+    if exc.errno in _OUT_OF_FILES_ERRNOS:
+        return out_of_files(where)
     if exc.errno in _DISK_FULL_ERRNOS:
         return disk_full(where)
     if exc.errno in _NOT_WRITABLE_ERRNOS:

@@ -124,15 +124,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             handling.service = _service(command, argv)
             from splice_build.project.home import SpliceHome
 
-            cwd = _working_directory()
             # One reading of SPLICE_HOME for every command (``~`` expanded, made absolute).
             home = SpliceHome.from_env(env).path
         with error_handler(out, home=home, verbose=verbose) as handling:
             handling.service = _service(command, argv)
             # Only a sync command line imports the sync command.
-            code = (
-                _plain_sync(argv, out, cwd=cwd, env=env, home=home) if command == "sync" else None
-            )
+            code = _plain_sync(argv, out, env=env, home=home) if command == "sync" else None
             if code is not None:
                 return code
             plain = _plain_command(argv, command)
@@ -159,6 +156,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
             from splice_build.cli.context import CommandContext
 
+            cwd = _working_directory()  # after the parser: --help and its errors need none
             out.json_mode = bool(args.json)
             ctx = CommandContext(
                 json=bool(args.json),
@@ -183,8 +181,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _working_directory() -> Path:
-    """The directory the command runs in; ``USAGE`` when it was removed (``os.getcwd`` fails),
-    which every relative path, the project search and a relative ``SPLICE_HOME`` need."""
+    """The directory the command runs in, read once a command line is known to run a
+    command; ``USAGE`` when it was removed (``os.getcwd`` fails), which every relative path
+    and the project search need. Read before the parser, it made ``splice --help`` and the
+    parser's own usage errors say the directory no longer exists."""
     try:
         return Path.cwd()
     except FileNotFoundError:
@@ -194,9 +194,7 @@ def _working_directory() -> Path:
         ) from None
 
 
-def _plain_sync(
-    argv: Sequence[str], out: Output, *, cwd: Path, env: dict[str, str], home: Path
-) -> int | None:
+def _plain_sync(argv: Sequence[str], out: Output, *, env: dict[str, str], home: Path) -> int | None:
     """``splice sync [--check]`` without the parser, when ``argv`` says nothing else."""
     from splice_build.cli.commands import sync
 
@@ -206,6 +204,7 @@ def _plain_sync(
     from splice_build.tasks.sync import SyncOptions
 
     options = SyncOptions(check=check)
+    cwd = _working_directory()
     return sync.sync(out, cwd=cwd, env=env, home=home, registry=None, root=None, options=options)
 
 

@@ -17,6 +17,8 @@ from splice_build.spec.semver import Range, RangeKind, Version, latest_version, 
 # The most versions a version walk takes (docs/registry.md#version-lists): far beyond any real
 # history, and a bound on what a registry that never ends its pages can make a client read.
 MAX_LISTED_VERSIONS = 100_000
+# The versions an error names as available: the highest, then how many more.
+MAX_SHOWN_VERSIONS = 20
 
 if TYPE_CHECKING:
     from splice_build.project.lockfile import LockEntry
@@ -47,6 +49,21 @@ def published_versions(client: RegistryClient, package_id: str) -> tuple[list[st
     versions = [str(v["version"]) for v in entries if isinstance(v, dict)]
     latest = latest_version(versions)
     return versions, None if latest is None else str(latest)
+
+
+def available_detail(versions: list[str]) -> str:
+    """``available: …`` for an error: the ``MAX_SHOWN_VERSIONS`` highest of a registry's
+    ``versions``, then how many more. A registry may list ``MAX_LISTED_VERSIONS`` of up to
+    256 characters each: listed whole, they made one error line of megabytes, cut only where
+    the CLI cuts any output (1 MiB)."""
+    from splice_build.spec.semver import is_valid_version
+
+    if not versions:
+        return "available: none"
+    parsed = sorted((Version.parse(v) for v in versions if is_valid_version(v)), reverse=True)
+    shown = ", ".join(str(v) for v in parsed[:MAX_SHOWN_VERSIONS])
+    more = len(parsed) - min(len(parsed), MAX_SHOWN_VERSIONS)
+    return f"available: {shown}" + (f" and {more} more" if more else "")
 
 
 def package_answer(client: RegistryClient, package_id: str) -> dict[str, Any]:
@@ -162,7 +179,7 @@ def resolve(
         raise InstallError(
             ErrorCode.NO_MATCHING_VERSION,
             f"No version of {package_id} matches {rng.text}",
-            details=[f"available: {', '.join(versions) or 'none'}"],
+            details=[available_detail(versions)],
         )
     return Resolution(package_id, str(best), saved_range(rng, str(best)))
 

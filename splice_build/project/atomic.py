@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from splice_build.project.layout import STATE_DIR_MODE, STATE_FILE_MODE
+from splice_build.project.layout import state_dir_mode, state_file_mode
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
@@ -199,7 +199,7 @@ def make_dirs(directory: Path) -> None:
         return
     make_dirs(directory.parent)
     try:
-        directory.mkdir(mode=STATE_DIR_MODE)
+        directory.mkdir(mode=state_dir_mode())
     except FileExistsError:
         if not directory.is_dir():
             raise
@@ -222,15 +222,20 @@ def write_tree(directory: Path, files: Mapping[str, bytes]) -> None:
     pool = _fsync_pool()
     pending: list[Future[None]] = []
     directories = {directory}
+    dir_mode, file_mode = state_dir_mode(), state_file_mode()  # the umask read once
+
+    def new_file(path: str, flags: int) -> int:
+        return os.open(path, flags, file_mode)
+
     try:
         for relative, content in files.items():
             path = directory.joinpath(*relative.split("/"))
             if path.parent not in directories:
                 below = path.relative_to(directory).parents[:-1]  # "a/b", "a" of "a/b/c.js"
                 for parent in reversed(below):
-                    (directory / parent).mkdir(mode=STATE_DIR_MODE, exist_ok=True)
+                    (directory / parent).mkdir(mode=dir_mode, exist_ok=True)
                 directories.update(directory / parent for parent in below)
-            with open(path, "xb", opener=_new_installed_file) as handle:
+            with open(path, "xb", opener=new_file) as handle:
                 handle.write(content)
             pending.append(pool.submit(_fsync_path, str(path)))
         pending += [pool.submit(_fsync_path, str(d)) for d in directories]
@@ -238,11 +243,6 @@ def write_tree(directory: Path, files: Mapping[str, bytes]) -> None:
         wait(pending)  # none still runs when the caller deletes the tree after a failure
     for done in pending:
         done.result()  # the first failure, if any
-
-
-def _new_installed_file(path: str, flags: int) -> int:
-    """``open``'s opener for ``write_tree``: the file is created ``STATE_FILE_MODE``."""
-    return os.open(path, flags, STATE_FILE_MODE)
 
 
 _fsync_executor: ThreadPoolExecutor | None = None

@@ -244,7 +244,7 @@ def init_project(directory: Path, *, registry: str | None = None) -> tuple[Path,
     path = ProjectLayout(root).project_file
     if path.exists() and not path.is_file():
         raise _invalid("is not a regular file")
-    make_dirs(root)  # STATE_DIR_MODE: never writable by others, whatever the umask
+    make_dirs(root)  # state_dir_mode(): never writable by others, whatever the umask
     # Created only if absent, atomically: two concurrent inits never overwrite each other.
     created = atomic_write_json(path, ProjectFile({}, registry).to_json(), exclusive=True)
     return root, created
@@ -299,7 +299,8 @@ def _parse(value: object) -> ProjectFile:
 
         problems.extend(policy_problems(reuse))
     if problems:
-        raise _invalid(problems[0], tuple(problems) if len(problems) > 1 else ())
+        shown = _shown_problems(problems)
+        raise _invalid(shown[0], tuple(shown) if len(problems) > 1 else ())
     extra = {k: v for k, v in value.items() if k not in _KNOWN_KEYS}
     namespaces = tuple(dict.fromkeys(str(ns).removeprefix("@") for ns in policy))
     signers = {ns.removeprefix("@"): tuple(dict.fromkeys(ids)) for ns, ids in trusted.items()}
@@ -350,6 +351,21 @@ def _policy_problems(policy: object) -> list[str]:
 def _is_spec_version(value: object) -> bool:
     # JSON.parse reads 1 and 1.0 as the same number; a boolean is never a version.
     return isinstance(value, int | float) and not isinstance(value, bool) and value == SPEC_VERSION
+
+
+# What an INVALID_PROJECT error shows of a splice.json's problems: a checkout's file (up to
+# 64 MiB) chooses their number and the names and ranges each one quotes, twice.
+MAX_SHOWN_PROBLEMS = 20
+MAX_PROBLEM_CHARS = 500
+
+
+def _shown_problems(problems: list[str]) -> list[str]:
+    """The first ``MAX_SHOWN_PROBLEMS`` of ``problems``, each cut at ``MAX_PROBLEM_CHARS``,
+    then how many more: 200 package names of 5,000 characters made every command in that
+    checkout print 2 MB (``--json`` too, in one document)."""
+    shown = [p if len(p) <= MAX_PROBLEM_CHARS else p[:MAX_PROBLEM_CHARS] + "…" for p in problems]
+    more = len(shown) - MAX_SHOWN_PROBLEMS
+    return shown[:MAX_SHOWN_PROBLEMS] + ([f"and {more} more"] if more > 0 else [])
 
 
 def _show(container: Mapping[str, object], key: str) -> str:

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from splice_build.errors import ErrorCode, ProjectError
-from splice_build.project.layout import STATE_DIR, STATE_DIR_MODE, ProjectLayout
+from splice_build.project.layout import STATE_DIR, ProjectLayout, state_dir_mode
 from splice_build.project.locking import lock
 
 
@@ -47,7 +47,7 @@ def _make_state_dir(layout: ProjectLayout) -> None:
     it lives is ``NOT_A_PROJECT``, not made again as a directory holding ``.splice/state.lock``.
     Anything else in the way is named by the lock file's own open, coded."""
     try:
-        layout.state_dir.mkdir(mode=STATE_DIR_MODE, exist_ok=True)
+        layout.state_dir.mkdir(mode=state_dir_mode(), exist_ok=True)
     except FileNotFoundError:
         raise project_gone(layout.root) from None
     except OSError:

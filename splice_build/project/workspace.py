@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from splice_build.errors import ErrorCode, ProjectError, UsageError
-from splice_build.project.layout import PROJECT_FILE, STATE_DIR, STATE_DIR_MODE
+from splice_build.project.layout import PROJECT_FILE, STATE_DIR, state_dir_mode
 from splice_build.project.tool_written import (
     Dropped,
     GrantedSubtrees,
@@ -409,7 +409,7 @@ class _Memo:
         check_state_dir(ProjectLayout(root))  # a cache, but never written through a link
         state = root / STATE_DIR
         try:
-            state.mkdir(mode=STATE_DIR_MODE, exist_ok=True)
+            state.mkdir(mode=state_dir_mode(), exist_ok=True)
             atomic_write_bytes(state / MEMO_FILE, json.dumps(body).encode("utf-8"))
         except OSError:
             return
@@ -723,6 +723,7 @@ def add_member(root: Path, directory: Path, *, home: Path | None = None) -> bool
     nothing is written: a typo would otherwise become a member that matches nothing.
     """
     pattern = member_pattern(root, directory)
+    _walked_into(root, directory)
     if not directory.is_dir():
         problem = "is not a directory" if directory.exists() else "does not exist"
         raise UsageError(
@@ -730,10 +731,12 @@ def add_member(root: Path, directory: Path, *, home: Path | None = None) -> bool
             hint=f"Create the project first (`splice init {_relative(root, directory)}`), then add it.",
         )
     with _editing(root):
-        found = _found_members(root, home, adding=True)
+        found = _found_members(root, home)
+        if found is not None and _among(directory, found):
+            return False  # written, the table would stop finding the projects made later
         document = _load_document(root)
         table = _workspace_table(document)
-        for member in found or ():
+        for member in _listed(root, found, adding=True):
             _array(table, "members").append(member)
         # the name as earlier versions wrote it too (unescaped, unanchored), as they dropped it
         changed = _remove_from(table, "exclude", _relative(root, directory) or ".")
@@ -744,6 +747,22 @@ def add_member(root: Path, directory: Path, *, home: Path | None = None) -> bool
         if changed or found is not None:
             _save_document(root, document)
     return changed
+
+
+def _walked_into(root: Path, directory: Path) -> None:
+    """``USAGE`` when ``directory`` lies in a directory the walk that finds members never
+    enters (a hidden one, ``node_modules``; ``_walk``): ``workspace add .tools/x`` printed
+    ``added`` and wrote the pattern, and ``.tools/x`` was never a member."""
+    relative = _relative(root, directory)
+    parts = [] if relative == "." else relative.split("/")
+    skipped = next((p for p in parts if p in _PRUNED or p.startswith(".")), None)
+    if skipped is not None:
+        raise UsageError(
+            f"{_shown(relative)} lies in {_shown(skipped)}, which the walk that finds members "
+            "never enters (a hidden directory or node_modules): it would never be a member; "
+            "nothing was changed",
+            hint="move the project out of it, then add it",
+        )
 
 
 def remove_member(root: Path, directory: Path, *, home: Path | None = None) -> str:
@@ -759,12 +778,12 @@ def remove_member(root: Path, directory: Path, *, home: Path | None = None) -> s
     """
     pattern = member_pattern(root, directory)
     with _editing(root):
-        found = _found_members(root, home, adding=False)
-        if found is not None and pattern not in found:
+        found = _found_members(root, home)
+        if found is not None and not _among(directory, found):
             return "absent"
         document = _load_document(root)
         table = _workspace_table(document)
-        for member in found or ():
+        for member in _listed(root, found, adding=False):
             _array(table, "members").append(member)
         listed = _remove_from(table, "members", _relative(root, directory) or ".")
         listed = _remove_from(table, "members", pattern) or listed
@@ -779,33 +798,67 @@ def remove_member(root: Path, directory: Path, *, home: Path | None = None) -> s
     return outcome
 
 
-def _found_members(root: Path, home: Path | None, *, adding: bool) -> list[str] | None:
-    """The patterns of the members ``find_workspace`` finds at ``root`` without a
-    ``[tool.splice.workspace]`` table (git's listing or the walk), or None when ``root``'s
-    ``pyproject.toml`` has one.
+def _found_members(root: Path, home: Path | None) -> Workspace | None:
+    """The workspace ``find_workspace`` finds at ``root`` without a ``[tool.splice.workspace]``
+    table (git's listing or the walk), or None when ``root``'s ``pyproject.toml`` has one.
 
     Once written, the table's patterns alone say who is a member: created holding only the
     directory added, it silently dropped every other project ``workspace list`` showed, and
     ``remove`` of such a project found no entry, printed ``absent`` and left it synced.
-    ``USAGE`` when they are more than a table may hold, and nothing is written.
     """
     if read_config(root / PYPROJECT) is not None:
         return None
     try:
-        members = find_workspace(root, root=root, home=home).members
+        return find_workspace(root, root=root, home=home)
     except ProjectError as exc:
         if exc.code is not ErrorCode.NOT_A_PROJECT:
             raise
-        return []  # no member yet: the table starts with the directory added
-    if len(members) + (1 if adding else -1) > MAX_PATTERNS:
+        return Workspace(root, "walk", ())  # no member yet: the table starts with the directory
+
+
+def _kept_by_a_table(root: Path, workspace: Workspace) -> None:
+    """``USAGE`` when a member git's listing found is not one of the directories a table's
+    patterns are matched against (``_walk``'s: none under a hidden directory or
+    ``node_modules``): listed in the table, ``.tools/x`` was silently no member any more."""
+    walked = {os.path.abspath(d) for d in _walk(root, GrantedSubtrees(ProjectState(), ()))}
+    lost = [m for m in workspace.members if os.path.abspath(m) not in walked]
+    if lost:
+        shown = workspace.label(lost[0])
         raise UsageError(
-            f"the workspace at {root} has {len(members)} projects, and [tool.splice.workspace] "
+            f"{shown} is a member (found by git's listing) that no [tool.splice.workspace] "
+            "table can keep: with a table, members are found by a walk that enters no hidden "
+            "directory or node_modules; nothing was changed",
+            hint=f"move {shown} out of the hidden directory or node_modules, or write the "
+            f"table in {PYPROJECT} yourself (it then stops being a member)",
+        )
+
+
+def _among(directory: Path, found: Workspace) -> bool:
+    """Whether ``directory`` is one of ``found``'s members (made absolute, as ``_relative``
+    does)."""
+    return os.path.abspath(directory) in {os.path.abspath(member) for member in found.members}
+
+
+def _listed(root: Path, found: Workspace | None, *, adding: bool) -> list[str]:
+    """The literal patterns of ``found``'s members for the first table (none when there is
+    one); ``USAGE`` when they and the change are more than a table may hold, or when one of
+    them is none a table can keep (``_kept_by_a_table``), and nothing is written. ``add`` of
+    a member and ``remove`` of no member write nothing, so the change is one more or one
+    fewer."""
+    if found is None:
+        return []
+    count = len(found.members)
+    if count + (1 if adding else -1) > MAX_PATTERNS:
+        raise UsageError(
+            f"the workspace at {root} has {count} projects, and [tool.splice.workspace] "
             f"would list each of them, where it holds at most {MAX_PATTERNS} patterns; "
             "nothing was changed",
             hint=f"write [tool.splice.workspace] members in {PYPROJECT} as patterns "
             '(members = ["packages/*"]), then add or remove',
         )
-    return [member_pattern(root, member) for member in members]
+    if found.source == "git":
+        _kept_by_a_table(root, found)
+    return [member_pattern(root, member) for member in found.members]
 
 
 @contextlib.contextmanager
@@ -869,12 +922,21 @@ def _check_editable(path: Path, raw: bytes) -> None:
 
 
 def _workspace_table(document: Any) -> Any:
+    """The ``[tool.splice.workspace]`` table of ``document``, made where missing: inside an
+    inline table (``tool = {ruff = {...}}``) as an inline table, the only kind TOML lets it
+    hold (a section there made tomlkit raise ``ValueError``, an ``INTERNAL_ERROR``)."""
     import tomlkit
+    from tomlkit.items import InlineTable
 
     node = document
     for key in ("tool", "splice", "workspace"):
         if key not in node:
-            node[key] = tomlkit.table(is_super_table=key != "workspace")
+            inline = isinstance(node, InlineTable)
+            node[key] = (
+                tomlkit.inline_table()
+                if inline
+                else tomlkit.table(is_super_table=key != "workspace")
+            )
         node = node[key]
     return node
 

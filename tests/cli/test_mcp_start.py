@@ -29,12 +29,16 @@ def test_a_project_option_naming_no_directory_stops_mcp_at_its_start(tmp_path: P
     client's configuration) served the project around it, with its tools. It is USAGE."""
     project = new_project(tmp_path / "p")
     (project / "file").write_text("x", encoding="utf-8")
-    for given, problem in (("typo", "does not exist"), ("file", "is not a directory")):
-        done = run_splice("--json", "mcp", "--project", str(project / given), input="")
+    cases = [
+        (str(project / "typo"), f"--project {project / 'typo'} does not exist"),
+        (str(project / "file"), f"--project {project / 'file'} is not a directory"),
+        # empty (a client's ${workspaceFolder} with no folder open): it served the project
+        # around the client's working directory
+        ("", "--project is empty"),
+    ]
+    for given, message in cases:
+        done = run_splice("--json", "mcp", "--project", given, cwd=project, input="")
         assert done.code == 2, done.stdout + done.stderr
         error = done.json()["error"]
-        assert (error["code"], error["message"]) == (
-            "USAGE",
-            f"--project {project / given} {problem}",
-        )
+        assert (error["code"], error["message"]) == ("USAGE", message)
         assert "serving" not in done.stderr

@@ -124,3 +124,42 @@ def test_validate_pack_and_publish_outside_a_package_say_where_they_looked(
         error = json.loads(capsys.readouterr().out)["error"]
         assert (error["code"], error["hint"]) == ("INVALID_PACKAGE", hint), argv
         assert "manifest.json is missing" in error["details"], argv
+
+
+def test_the_versions_an_error_names_are_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A registry may list 100,000 versions of up to 256 characters: ``info``, ``add`` and
+    ``verify`` of a version it lacks named every one in one detail (30,000 made 1 MiB of
+    stderr, cut only there, real CLI). The 20 highest are named, then how many more."""
+    from http.server import BaseHTTPRequestHandler
+
+    from splice_build.cli.main import main
+    from testing.netservers import serve_handler
+
+    listed = [{"version": f"1.0.{n}-{'a' * 200}"} for n in range(100)]
+
+    class Registry(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            return
+
+        def do_GET(self) -> None:
+            found = self.path == "/packages/acme/many"
+            body = {"name": "@acme/many", "versions": listed} if found else {"error": {}}
+            data = json.dumps(body).encode()
+            self.send_response(200 if found else 404)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    monkeypatch.setenv("SPLICE_HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(new_project(tmp_path / "project"))
+    highest = ", ".join(f"1.0.{n}-{'a' * 200}" for n in range(99, 79, -1))
+    with serve_handler(Registry) as url:
+        for command in ("info", "add", "verify"):
+            capsys.readouterr()
+            asked = "@acme/many@9.9.9" if command == "verify" else "@acme/many@^9.0.0"
+            assert main(["--json", "--registry", url, command, asked]) == 1, command
+            error = json.loads(capsys.readouterr().out)["error"]
+            assert error["details"] == [f"available: {highest} and 80 more"], command

@@ -94,3 +94,24 @@ def test_a_removed_working_directory_is_a_usage_error(
     assert done.returncode == 2, done.stderr
     assert json.loads(done.stdout)["error"]["code"] == "USAGE"
     assert not (tmp_path / "home" / "logs").exists()
+
+
+def test_help_and_the_parsers_errors_need_no_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The working directory is read once the line is known to run a command: read first,
+    ``splice --help`` and a mistyped command in a removed directory said only that the
+    directory no longer exists (in process, as the real CLI)."""
+    from splice_build.cli.main import main
+
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    monkeypatch.setenv("SPLICE_HOME", str(tmp_path / "home"))
+    assert main(["--help"]) == 0
+    assert "usage:" in capsys.readouterr().out
+    for argv, message in [(["lst"], "unknown command 'lst'"), (["list"], "no longer exists")]:
+        assert main(["--json", *argv]) == 2
+        error = json.loads(capsys.readouterr().out)["error"]
+        assert error["code"] == "USAGE" and message in error["message"], error

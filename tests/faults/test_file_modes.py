@@ -70,7 +70,7 @@ def test_nothing_splice_makes_in_a_project_is_writable_by_others_whatever_the_um
     """Under a daemon's umask 0 the installed package's files were 0666 and its directories
     0777: another local user could change a tool's code between its check and Node reading
     it. Every directory and file an ``init``, ``add`` and ``sync`` make is walked; a group
-    keeps write access (a team's umask 002)."""
+    keeps write access only where the umask sets it apart from others (a team's 002)."""
     import subprocess
 
     from testing.cli import splice_executable
@@ -101,5 +101,15 @@ def test_nothing_splice_makes_in_a_project_is_writable_by_others_whatever_the_um
         if not p.is_symlink() and p.lstat().st_mode & stat.S_IWOTH
     ]
     assert others_may_write == []
-    group_may_write = _mode(project / ".splice" / "packages" / "@splice" / "example" / "tools")
-    assert group_may_write == 0o775
+    # nor by the group: a umask of 0 chose none, and a primary group may be every user's
+    # (``users``): there another user rewrote tools/hello.js
+    tools = project / ".splice" / "packages" / "@splice" / "example" / "tools"
+    assert (_mode(tools), _mode(tools / "hello.js")) == (0o755, 0o644)
+    # a team's umask 002 sets the group apart from others: its write is kept
+    from splice_build.project.layout import state_dir_mode, state_file_mode
+
+    old = os.umask(0o002)
+    try:
+        assert (state_dir_mode(), state_file_mode()) == (0o775, 0o664)
+    finally:
+        os.umask(old)

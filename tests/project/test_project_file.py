@@ -207,3 +207,18 @@ def test_init_rejects_a_bad_registry_and_writes_nothing(tmp_path: Path) -> None:
     assert info.value.exit_code == 2
     assert "secret" not in info.value.message
     assert not (tmp_path / "p").exists()
+
+
+def test_the_problems_an_invalid_file_shows_are_bounded(tmp_path: Path) -> None:
+    """A checkout's splice.json chooses how many problems it has and what each quotes (twice):
+    200 package names of 5,000 characters made every command there print 2 MB, ``--json`` in
+    one document. The first 20 are shown, each cut at 500 characters, then how many more."""
+    names = {"@a/" + "B" * (5000 + n): "^1.0.0" for n in range(200)}
+    write_json(tmp_path / "splice.json", {"specVersion": 1, "packages": names})
+    with pytest.raises(ProjectError) as refused:
+        load_project_file(tmp_path)
+    assert refused.value.code is ErrorCode.INVALID_PROJECT
+    details = refused.value.details
+    assert len(details) == 21 and details[-1] == "and 180 more"
+    assert all(len(d) == 501 and d.endswith("…") for d in details[:-1])
+    assert len(refused.value.message) < 600

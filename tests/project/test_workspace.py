@@ -161,8 +161,9 @@ def test_a_directory_removed_or_added_is_that_directory_and_no_other(tmp_path: P
 
 def test_workspace_command_creates_the_table(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n')
-    new_project(tmp_path / "libs" / "one")
+    (tmp_path / "libs" / "one").mkdir(parents=True)  # no project yet: not found, so added
     done = run_splice("workspace", "--root", str(tmp_path), "add", "libs/one", cwd=tmp_path)
+    new_project(tmp_path / "libs" / "one")
     assert done.code == 0, done.stderr
     text = (tmp_path / "pyproject.toml").read_text()
     assert text.startswith('[project]\nname = "x"\n')
@@ -254,9 +255,9 @@ def test_the_first_table_written_keeps_every_member_found_without_one(tmp_path: 
     assert remove_member(root, root / "packages" / "b", home=home) == "removed"
     assert members() == {"packages/a", "packages/c"}
     path.unlink()
-    assert add_member(root, root / "packages" / "a", home=home) is False  # a member already
-    assert members() == {"packages/a", "packages/b", "packages/c"}
-    path.unlink()
+    # a member already: nothing written, so a project made later is still found
+    assert add_member(root, root / "packages" / "a", home=home) is False
+    assert not path.exists()
     assert remove_member(root, root / "packages", home=home) == "absent"  # no project
     assert not path.exists()
     (root / "tools").mkdir()
@@ -290,4 +291,65 @@ def test_removing_a_directory_that_is_no_member_says_so_in_words(
     assert said == f"docs: not a member, nothing changed ({tmp_path}/pyproject.toml)\n"
     assert main(["--json", "workspace", "remove", "docs"]) == 0
     assert json.loads(capsys.readouterr().out)["outcome"] == "absent"
+    assert not (tmp_path / "pyproject.toml").exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "written"),
+    [
+        (
+            "tool = {ruff = {x = 1}}  # kept\n",
+            'tool = {ruff = {x = 1},splice = {workspace = {members = ["/b"]}}}  # kept\n',
+        ),
+        (
+            "# kept\ntool.splice = {x = 1}\n",
+            '# kept\ntool.splice = {x = 1,workspace = {members = ["/b"]}}\n',
+        ),
+    ],
+    ids=["tool", "tool.splice"],
+)
+def test_the_table_is_written_inside_an_inline_table(
+    tmp_path: Path, text: str, written: str
+) -> None:
+    """An inline ``tool`` or ``tool.splice`` gets ``workspace`` as an inline table, the only
+    kind TOML lets it hold; ``add`` and ``remove`` were ``INTERNAL_ERROR`` (tomlkit's
+    ``ValueError: Inline tables cannot contain a table``), real CLI."""
+    for name in ("a", "b"):
+        new_project(tmp_path / name)
+    path = tmp_path / "pyproject.toml"
+    path.write_text(text)
+    assert remove_member(tmp_path, tmp_path / "a", home=tmp_path / "home") == "removed"
+    assert path.read_text() == written
+    assert [m.name for m in find_workspace(tmp_path, root=tmp_path).members] == ["b"]
+
+
+def test_a_first_table_that_would_drop_a_member_git_finds_is_refused(tmp_path: Path) -> None:
+    """git's listing finds ``.tools/x``; a table's patterns are matched against the walk's
+    directories, which enter no hidden directory or ``node_modules``: the table ``add``
+    wrote listed ``.tools/x`` and it was silently no member any more (real CLI)."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    for rel in ("packages/a", ".tools/x"):
+        new_project(tmp_path / rel)
+    (tmp_path / "packages" / "new").mkdir()
+    assert find_workspace(tmp_path, root=tmp_path).source == "git"
+    for change, name in ((add_member, "new"), (remove_member, "a")):
+        with pytest.raises(SpliceError) as refused:
+            change(tmp_path, tmp_path / "packages" / name, home=tmp_path / "h")
+        assert refused.value.code is ErrorCode.USAGE
+        assert refused.value.message.startswith(".tools/x is a member (found by git's listing)")
+    assert add_member(tmp_path, tmp_path / "packages" / "a", home=tmp_path / "h") is False
+    assert not (tmp_path / "pyproject.toml").exists()
+
+
+def test_adding_a_directory_the_walk_never_enters_is_refused(tmp_path: Path) -> None:
+    """Members are found by a walk that enters no hidden directory or ``node_modules``:
+    ``workspace add .tools/x`` printed ``added``, wrote the pattern, and ``.tools/x`` was
+    never a member (real CLI)."""
+    for rel in ("packages/a", ".tools/x", "node_modules/y", "packages/a/.cache/z"):
+        new_project(tmp_path / rel)
+    for rel in (".tools/x", "node_modules/y", "packages/a/.cache/z"):
+        with pytest.raises(SpliceError) as refused:
+            add_member(tmp_path, tmp_path / rel, home=tmp_path / "h")
+        assert refused.value.code is ErrorCode.USAGE
+        assert "which the walk that finds members never enters" in refused.value.message
     assert not (tmp_path / "pyproject.toml").exists()

@@ -88,3 +88,25 @@ def test_a_journal_unread_for_lack_of_descriptors_is_not_called_bad(tmp_path: Pa
         str(tmp_path),
     )
     assert done.stdout.split() == ["errno", "24"], (done.stdout, done.stderr)
+
+
+def test_no_descriptor_left_is_a_coded_error(capsys: pytest.CaptureFixture[str]) -> None:
+    """Room is made for the members' locks up front, but each install's own files come on top:
+    a first sync of 20 members under ``ulimit -n 36`` (real CLI) ended in ``INTERNAL_ERROR``
+    with a crash report. Running out of descriptors, the process's or the system's, is
+    ``INVALID_CONFIG`` naming the file, as a limit too low for the locks is."""
+    import errno
+
+    from splice_build.cli.errors import Exit, error_handler
+    from splice_build.cli.output import Output
+
+    for number in (errno.EMFILE, errno.ENFILE):
+        with (
+            pytest.raises(Exit) as ended,
+            error_handler(Output(json_mode=True), home=None, verbose=False),
+        ):
+            raise OSError(number, os.strerror(number), "/p/.splice/tmp/x")
+        assert ended.value.code == EXIT_USAGE
+        error = json.loads(capsys.readouterr().out)["error"]
+        assert error["code"] == "INVALID_CONFIG", error
+        assert error["message"].startswith("no file descriptor was left to open /p/.splice/tmp/x")

@@ -113,7 +113,7 @@ def _text(data: dict[str, Any]) -> str:
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     from splice_build.errors import ErrorCode, RegistryError
-    from splice_build.install.resolve import all_version_entries, package_answer
+    from splice_build.install.resolve import all_version_entries, available_detail, package_answer
     from splice_build.project.home import SpliceHome
     from splice_build.registry.client.answers import documented
     from splice_build.registry.client.open import open_configured
@@ -138,7 +138,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
             raise RegistryError(
                 ErrorCode.NO_MATCHING_VERSION,
                 f"No version of {package_id} matches {ref.range}",
-                details=[f"available: {', '.join(available)}"],
+                details=[available_detail(available)],
             )
         selected = opened.client.version(package_id, str(chosen))
     finally:

@@ -75,7 +75,8 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
 
     from splice_build.project.project_file import find_project_root
 
-    root = find_project_root(_project_dir(ctx.cwd / args.project) if args.project else ctx.cwd)
+    given = args.project
+    root = find_project_root(ctx.cwd if given is None else _project_dir(ctx.cwd, given))
     reuse = _reuse(root, on=args.reuse)  # INVALID_PROJECT (exit 1) here, before serving
 
     from splice_build import __version__
@@ -125,17 +126,20 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
             splice.close()
 
 
-def _project_dir(given: Path) -> Path:
+def _project_dir(cwd: Path, given: str) -> Path:
     """``--project``, refused (``USAGE``) when it is no directory: a mistyped one in a client's
     configuration was walked up from like a working directory, and the project around it
-    served in its place, with its tools."""
-    if not given.is_dir():
-        problem = "is not a directory" if given.exists() else "does not exist"
-        raise UsageError(
-            f"--project {given} {problem}",
-            hint="Give the project's directory, the one holding splice.json.",
-        )
-    return given
+    served in its place, with its tools. So was an empty one (a client's variable that
+    expanded to nothing, docs/mcp.md's ``${workspaceFolder}`` with no folder open): it
+    served the project around the client's working directory."""
+    hint = "Give the project's directory, the one holding splice.json."
+    if not given:
+        raise UsageError("--project is empty", hint=hint)
+    directory = cwd / given
+    if not directory.is_dir():
+        problem = "is not a directory" if directory.exists() else "does not exist"
+        raise UsageError(f"--project {directory} {problem}", hint=hint)
+    return directory
 
 
 def _reuse(root: Path, *, on: bool) -> ReusePolicy | bool:
