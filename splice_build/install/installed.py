@@ -198,7 +198,10 @@ def other_writers(
         why = added_writer(info, path, project, layout.root)
         if why is not None:
             found.append((str(path), why))
+    mine = (os.geteuid(), 0) if hasattr(os, "geteuid") else ()
     for name, info in stats:
+        if info.st_uid in mine and not info.st_mode & 0o022:
+            continue  # only its owner may write it: added_writer's answer, without the call
         why = added_writer(info, Path(name), project, layout.root)
         if why is not None:
             found.append((name, why))

@@ -296,8 +296,9 @@ def _open_to_all(packages: str, ids: Iterable[str]) -> bool:
     (install/modes.py). A package's own files and directories need no look here: their
     modes are in the stat records compared above. (A group's write is left to the check
     before a run, install/installed.py, which names the directory.)"""
-    scopes = {os.path.dirname(os.path.join(packages, package_id)) for package_id in ids}
-    for directory in (os.path.dirname(packages), packages, *scopes):
+    directories = {os.path.dirname(packages), packages}
+    directories.update(f"{packages}/{package_id.partition('/')[0]}" for package_id in ids)
+    for directory in directories:
         try:
             if os.stat(directory).st_mode & stat.S_IWOTH:
                 return True
