@@ -214,8 +214,9 @@ def refuse_other_writers(
     """``INSTALLED_PACKAGE_MODIFIED`` when another user could change the code just verified
     before Node reads it (:func:`other_writers`): the bytes are right now, but are not
     the verified copy's for longer than that user lets them be, so the copy is treated as
-    the one ``splice install`` restores (it takes write access from others on an intact
-    tree, or installs it again). A directory above ``.splice`` is the user's to mend."""
+    the one ``splice install`` restores (install/modes.py: it closes ``.splice`` down to the
+    scope, and installs an open package again). The project's directory is the user's to
+    mend."""
     found = other_writers(layout, package_id, stats)
     if not found:
         return

@@ -4,11 +4,12 @@ A package installed before Splice made its files 0664 and directories 0775 whate
 umask (project/layout.py), under a daemon's umask 0, is 0666/0777: every call of its tools
 is then refused (``INSTALLED_PACKAGE_MODIFIED``, install/installed.py
 ``refuse_other_writers``), since another user could change its code between the check and
-Node reading it. The graph's ``verify`` task closes what this user owns of such an intact
-tree (and of ``.splice``, ``.splice/packages`` and the scope's directory) with ``chmod``
-instead of installing it again; what it cannot close (another user's file) is left for the
-install to replace. It runs only when the graph runs, never on the no-op path: a ``chmod``
-changes a file's mode and ``ctime``, which the stat cache compares (install/statcache.py).
+Node reading it. The graph's ``verify`` task closes ``.splice``, ``.splice/packages`` and
+the scope's directory with ``chmod`` when this user owns them, and has a package whose own
+tree another user may write installed again: a ``chmod`` does not take back a descriptor
+that user opened for writing while the file was open to them, a new copy has new inodes.
+It runs only when the graph runs, never on the no-op path (tasks/noop.py looks at those
+directories; a package's own modes are in the stat records it compares).
 """
 
 from __future__ import annotations
@@ -40,21 +41,21 @@ def open_entries(layout: ProjectLayout, package_id: str) -> list[tuple[str, str]
 
 
 def close_modes(layout: ProjectLayout, package_id: str) -> list[tuple[str, str]]:
-    """Take others' write (then a group's, when that still counts) from each entry of the
-    package's tree and of ``.splice`` down to it that this user owns and another user may
-    write; what is left open afterwards (the project's directory is the user's own to
-    mend: never changed here)."""
+    """Take others' write (then a group's, when that still counts) from ``.splice``,
+    ``.splice/packages`` and the package's scope directory where this user owns them and
+    another user may write them; what is left open afterwards, the package's own tree
+    included (installed again by the caller). The project's directory is the user's own to
+    mend: never changed here."""
     found = open_entries(layout, package_id)
     if not found or getattr(os, "geteuid", None) is None:
         return found
     ours = {str(path) for path in chain_to(layout, package_id)[1:]}
-    inside = str(layout.package_dir(package_id))
     changed = False
     for path, _ in found:
-        if path not in ours and not (path == inside or path.startswith(inside + os.sep)):
+        if path not in ours:
             continue
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except OSError:
             continue  # gone, or a link put in its place: the check refuses what is left
         try:

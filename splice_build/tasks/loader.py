@@ -322,8 +322,8 @@ class SpliceTaskLoader(TaskLoader2):
                     continue
                 home = run.installer.session.home.path  # no grant may reach it, as in `run`
                 try:
-                    # Write access of other users is taken first (install/modes.py); a file
-                    # of another user's in the package is installed again.
+                    # Others' write access to .splice is taken first; a package whose own
+                    # tree another user may write is installed again (install/modes.py).
                     left = (open_entries if self.workspace.check else close_modes)(
                         run.layout, package_id
                     )
