@@ -220,13 +220,14 @@ def refuse_other_writers(
     found = other_writers(layout, package_id, stats)
     if not found:
         return
-    root = str(layout.root)
-    hint = (
-        f"Take write access from other users: `chmod o-w {root}`."
-        if any(path == root for path, _ in found)
-        else "Run `splice install`: it takes write access to the package from other users "
-        f"(or `chmod o-w,g-w {found[0][0]}`)."
-    )
+    root, package = str(layout.root), layout.package_dir(package_id)
+    if any(path == root for path, _ in found):
+        hint = f"Take write access from other users: `chmod o-w {root}`."
+    elif any(Path(path).is_relative_to(package) for path, _ in found):
+        # Not chmod: it leaves a descriptor they opened for writing while they could.
+        hint = "Run `splice install`: it installs the package again, writable by you alone."
+    else:
+        hint = f"Run `splice install` or `chmod o-w,g-w {found[0][0]}`."
     raise InstallError(
         ErrorCode.INSTALLED_PACKAGE_MODIFIED,
         f"Installed package {package_id} may be changed by another user before it runs",
