@@ -9,7 +9,11 @@ raises instead of returning a flag:
 ``PERMISSIONS_NOT_GRANTED`` (also when the lock's grant or the manifest reaches the project's
 own state: :func:`refuse_project_state`). An entry that does not record ``files``, ``size`` or
 ``permissions`` is ``LOCK_INCOMPLETE`` before anything is read: no check is ever skipped for a
-field the lock lacks (docs/security.md#incomplete-lock-entries).
+field the lock lacks (docs/security.md#incomplete-lock-entries). Checked from bytes, a tree
+that a user beyond the project's may write (a file, a directory of it, or one from the
+project down to it: :func:`refuse_other_writers`) is ``INSTALLED_PACKAGE_MODIFIED`` too: that
+user could change the code between the check and Node reading it
+(docs/security.md#who-may-write-the-code).
 
 The manifest it describes the package with is bound to the verified bytes: the check hashes
 every file (``tree_hashes``), builds the digest from those hashes, and then parses only a
@@ -165,20 +169,90 @@ def refuse_project_state(
         )
 
 
+def chain_to(layout: ProjectLayout, package_id: str) -> list[Path]:
+    """The directories from the project down to the one holding the package's directory:
+    a user who may write one of them may rename what it holds away and put theirs there."""
+    packages = layout.package_dir(package_id).parent
+    return [layout.root, layout.state_dir, layout.packages_dir, packages]
+
+
+def other_writers(
+    layout: ProjectLayout, package_id: str, stats: list[tuple[str, os.stat_result]]
+) -> list[tuple[str, str]]:
+    """``(path, why)`` of each directory on the package's way (:func:`chain_to`) and each of
+    its files and directories (``stats``: as ``tree_hashes`` read them) that a user beyond
+    those who may write the project may write (project/state_owner.py ``added_writer``)."""
+    from splice_build.project.state_owner import added_writer
+
+    try:
+        project = os.stat(layout.root)
+    except OSError as exc:
+        return [(str(layout.root), f"it cannot be examined: {exc.strerror or exc}")]
+    found = []
+    for path in chain_to(layout, package_id):
+        try:
+            info = os.stat(path)
+        except OSError as exc:
+            found.append((str(path), f"it cannot be examined: {exc.strerror or exc}"))
+            continue
+        why = added_writer(info, path, project, layout.root)
+        if why is not None:
+            found.append((str(path), why))
+    mine = (os.geteuid(), 0) if hasattr(os, "geteuid") else ()
+    for name, info in stats:
+        if info.st_uid in mine and not info.st_mode & 0o022:
+            continue  # only its owner may write it: added_writer's answer, without the call
+        why = added_writer(info, Path(name), project, layout.root)
+        if why is not None:
+            found.append((name, why))
+    return found
+
+
+def refuse_other_writers(
+    layout: ProjectLayout, package_id: str, stats: list[tuple[str, os.stat_result]]
+) -> None:
+    """``INSTALLED_PACKAGE_MODIFIED`` when another user could change the code just verified
+    before Node reads it (:func:`other_writers`): the bytes are right now, but are not
+    the verified copy's for longer than that user lets them be, so the copy is treated as
+    the one ``splice install`` restores (install/modes.py: it closes ``.splice`` down to the
+    scope, and installs an open package again). The project's directory is the user's to
+    mend."""
+    found = other_writers(layout, package_id, stats)
+    if not found:
+        return
+    root, package = str(layout.root), layout.package_dir(package_id)
+    if any(path == root for path, _ in found):
+        hint = f"Take write access from other users: `chmod o-w {root}`."
+    elif any(Path(path).is_relative_to(package) for path, _ in found):
+        # Not chmod: it leaves a descriptor they opened for writing while they could.
+        hint = "Run `splice install`: it installs the package again, writable by you alone."
+    else:
+        hint = f"Run `splice install` or `chmod o-w,g-w {found[0][0]}`."
+    raise InstallError(
+        ErrorCode.INSTALLED_PACKAGE_MODIFIED,
+        f"Installed package {package_id} may be changed by another user before it runs",
+        details=[f"{path}: {why}" for path, why in found[:8]],
+        hint=hint,
+    )
+
+
 def check_installed(
     layout: ProjectLayout,
     package_id: str,
     entry: LockEntry | None,
     *,
     home: Path | None = None,
-    hashes_of: Callable[[Path], Mapping[str, str] | None] = tree_hashes,
+    hashes_of: Callable[[Path], Mapping[str, str] | None] | None = None,
     enclosing: bool = True,
 ) -> InstalledPackage:
     """Verify the installed copy of ``package_id`` against ``entry`` (see the module docstring);
     ``home``: SPLICE_HOME, which no grant may reach. ``hashes_of`` hashes every file the
-    files digest is built from: from bytes, except in the graph's ``verify`` task of
-    install/sync, which passes the stat cache's (install/statcache.py); ``splice run``/
-    ``verify``/``mcp`` never do. ``enclosing=False`` (that ``verify`` task): a project in a
+    files digest is built from: from bytes (None: ``tree_hashes``, and every file and
+    directory read, and those from the project down to the package, is checked to be
+    writable by no user beyond the project's: :func:`refuse_other_writers`), except in the
+    graph's ``verify`` task of install/sync, which passes the stat cache's
+    (install/statcache.py) and makes the modes right itself; ``splice run``/``verify``/
+    ``mcp`` never do. ``enclosing=False`` (that ``verify`` task): a project in a
     write grant of a project above it is not refused here; its files are intact, and
     reinstalling them on every install changed nothing about why its tools do not run."""
     directory = layout.package_dir(package_id)
@@ -189,8 +263,9 @@ def check_installed(
             hint=f"Run `splice add {package_id}`." if entry is None else RESTORE_HINT,
         )
     known = entry.known(package_id)  # LOCK_INCOMPLETE: no check runs on a field it lacks
+    stats: list[tuple[str, os.stat_result]] | None = [] if hashes_of is None else None
     try:
-        hashes = hashes_of(directory)
+        hashes = tree_hashes(directory, stats) if hashes_of is None else hashes_of(directory)
     except OSError as exc:  # a path nested past the system's limit, an unreadable directory
         raise _modified(package_id, f"its files cannot be read: {exc.strerror or exc}") from exc
     actual = None if hashes is None else files_digest_from_hashes(hashes)
@@ -201,6 +276,8 @@ def check_installed(
             else f"files digest {actual} differs from splice.lock ({known.files})"
         )
         raise _modified(package_id, reason)
+    if stats is not None:
+        refuse_other_writers(layout, package_id, stats)
     from splice_build.spec.manifest import MANIFEST_FILE
 
     manifest = verified_manifest(package_id, directory, hashes.get(MANIFEST_FILE))

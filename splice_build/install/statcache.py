@@ -53,8 +53,10 @@ from splice_build.spec.regular_file import read_regular_file_and_stat
 # stats alone and never loads them (tests/runtime/test_lean_path.py).
 
 # 2: the no-op state; 3: it holds the texts of splice.json and splice.lock; 4: directory keys;
-# 5: the state names the identity of splice.json and splice.lock; 6: and the fs grants
-VERSION = 6
+# 5: the state names the identity of splice.json and splice.lock; 6: and the fs grants;
+# 7: a record of 6 may hold a tree others may write, which only a run of the graph closes
+# (install/modes.py)
+VERSION = 7
 
 # Threads pay off only when hashlib and os.read release the GIL on enough bytes: hashlib does
 # for buffers over 2 KiB, and a pool's start-up costs about what hashing 1 MiB does.

@@ -288,3 +288,38 @@ def _groups(uid: int) -> frozenset[int] | None:
         return frozenset(os.getgrouplist(entry.pw_name, entry.pw_gid))
     except (KeyError, OSError):
         return None
+
+
+def added_writer(
+    info: os.stat_result, path: Path, project: os.stat_result, root: Path
+) -> str | None:
+    """Why a user who may not write the project's directory ``root`` (``project``: its
+    ``stat``) may write the inode ``info`` (``path``'s): a directory from the project down to
+    an installed package, or one of the package's own directories and files (the code a
+    call is about to run, install/installed.py). None when only those who already decide
+    what the project runs may write it: this user, root, the project's owner and those
+    ``Writers.may_write`` lets write the project's directory (a teammate's file in a shared
+    checkout).
+
+    Counted as ``others_may_write`` counts them: others' write (always: the project's
+    directory itself too), a group unless it is this user's alone (``_group_of_one``) or
+    the group the project's directory is writable for (a team's setgid checkout under
+    umask 002), a POSIX ACL whose mask allows writing unless the project's directory has
+    one too (a team directory's default ACL). Their owner set these modes; what they open
+    to a user beyond the project's lets that user change the code between its check and
+    Node reading it, or rename a directory away and put theirs in its place."""
+    geteuid = getattr(os, "geteuid", None)
+    if geteuid is None:
+        return None  # a platform without uids, as other_writer
+    euid, owner = geteuid(), info.st_uid
+    if owner not in (euid, 0, project.st_uid) and not Writers()._writable(project, owner, root):
+        return f"it is owned by user {owner}, who may not write the project"
+    if info.st_mode & stat.S_IWOTH:
+        return "every user may write it"
+    if not info.st_mode & stat.S_IWGRP or _group_of_one(info.st_gid, euid):
+        return None
+    if _has_acl(path):
+        return None if _has_acl(root) else "a POSIX ACL lets other users write it"
+    if project.st_mode & stat.S_IWGRP and info.st_gid == project.st_gid:
+        return None  # the team's group, which may write the project anyway
+    return f"group {info.st_gid} may write it and not the project"

@@ -349,6 +349,7 @@ class SpliceRuntime:
         """Check the grants and mkdir -p each write path (PERMISSIONS_NOT_GRANTED first),
         except one inside another write path: the tool shapes what lies there, links
         included, and may create it itself (``fileview.shaped_by_tool``)."""
+        from splice_build.project.atomic import make_dirs
         from splice_build.runtime.isolation.fileview import canonical, shaped_by_tool
 
         write = self._granted_paths(pkg)[1]
@@ -359,7 +360,7 @@ class SpliceRuntime:
             if shaped_by_tool(str(path), writable, shared):
                 continue
             try:
-                path.mkdir(parents=True, exist_ok=True)
+                make_dirs(path)  # state_dir_mode(), as everything Splice makes in a project
             except OSError as exc:  # a file there or on the way, a refused mkdir, a long name
                 raise SandboxError(
                     ErrorCode.NOT_WRITABLE,

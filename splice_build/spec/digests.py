@@ -33,7 +33,7 @@ def new_sha256(size: int) -> Any:
     """A SHA-256 object for ``size`` bytes to come: the builtin while the budget lasts.
 
     The caller feeds at most about ``size`` bytes, in ``update`` calls of at most 1 MiB
-    (``hash_package_file``) or once (``sha256_hex``, whose size is exact): Python 3.11's
+    (``hash_package_file_and_stat``) or once (``sha256_hex``, whose size is exact): Python 3.11's
     builtin gives a wrong digest for a single ``update`` of more than 4 GiB, which no caller
     here can reach."""
     builtin = _builtin_sha256() if size <= _budget[0] else None

@@ -26,14 +26,11 @@ class NotAPackageTree(Exception):
     """The tree holds something a verified package cannot contain."""
 
 
-def hash_package_file(path: str) -> str:
-    """Hex SHA-256 of the regular file at ``path``; ``NotAPackageTree`` for anything else."""
-    return hash_package_file_and_stat(path)[0]
-
-
 def hash_package_file_and_stat(path: str) -> tuple[str, os.stat_result]:
-    """``hash_package_file`` with the ``fstat`` of the descriptor it read (the stat cache
-    records the two together, install/statcache.py)."""
+    """Hex SHA-256 of the regular file at ``path`` (``NotAPackageTree`` for anything else)
+    with the ``fstat`` of the descriptor it read: the stat cache records the two together
+    (install/statcache.py), the check before a run looks at who may write it
+    (install/installed.py)."""
     # O_NOFOLLOW: the entry was a regular file when listed; refuse it if it became a link.
     # READ_FLAGS: nor wait on a FIFO put in its place (refused below as no regular file).
     fd = os.open(path, READ_FLAGS | getattr(os, "O_NOFOLLOW", 0))
@@ -88,18 +85,27 @@ def package_files(
                     raise NotAPackageTree(entry.path)
 
 
-def tree_hashes(directory: Path | str) -> dict[str, str] | None:
+def tree_hashes(
+    directory: Path | str, stats: list[tuple[str, os.stat_result]] | None = None
+) -> dict[str, str] | None:
     """``relative path -> hex sha256`` of every file, or None for a tree no package can be
     (``directory`` may be text such as ``/proc/self/fd/N/.``, which a ``Path`` would cut to
-    the link itself)."""
+    the link itself). ``stats``, when given, receives ``(path, stat)`` of every file read
+    (its descriptor's ``fstat``) and every directory listed (its ``lstat``, taken before
+    the listing): who may change what was hashed (install/installed.py)."""
     hashes: dict[str, str] = {}
+    directories: dict[str, os.stat_result] | None = None if stats is None else {}
     try:
         if not stat.S_ISDIR(os.lstat(directory).st_mode):
             return None
-        for relative, entry in package_files(os.fspath(directory)):
-            hashes[relative] = hash_package_file(entry.path)
+        for relative, entry in package_files(os.fspath(directory), directories):
+            hashes[relative], info = hash_package_file_and_stat(entry.path)
+            if stats is not None:
+                stats.append((entry.path, info))
     except (NotAPackageTree, FileNotFoundError, NotADirectoryError):
         return None
+    if stats is not None and directories is not None:
+        stats.extend((os.path.join(directory, rel), info) for rel, info in directories.items())
     return hashes
 
 

@@ -35,6 +35,7 @@ import functools
 import os
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, ClassVar
 
 from doit.cmd_base import TaskLoader2
@@ -44,9 +45,11 @@ from doit.task import Task
 from splice_build.errors import ErrorCode, InstallError, SpliceError, storage_error
 from splice_build.install.installed import check_installed
 from splice_build.install.installer import Checked, Fetched, Target
+from splice_build.install.modes import close_modes, open_entries
 from splice_build.install.resolve import locked_offline, resolve
 from splice_build.install.statcache import StatCache, file_system_now
 from splice_build.spec.semver import Range, Version
+from splice_build.spec.tree_digest import tree_hashes
 from splice_build.tasks.checker import Sha256Checker
 from splice_build.tasks.reporter import reporter_class
 from splice_build.tasks.reporter import task_name as label_task_name
@@ -319,11 +322,23 @@ class SpliceTaskLoader(TaskLoader2):
                     continue
                 home = run.installer.session.home.path  # no grant may reach it, as in `run`
                 try:
+                    # Others' write access to .splice is taken first; a package whose own
+                    # tree another user may write is installed again (install/modes.py).
+                    left = (open_entries if self.workspace.check else close_modes)(
+                        run.layout, package_id
+                    )
+                    inside = run.layout.package_dir(package_id)
+                    left = [(p, why) for p, why in left if Path(p).is_relative_to(inside)]
                     # A project in another's write grant: intact files are kept (the CLI says
                     # why its tools will not run), not reinstalled on every install.
                     if cache is None:
-                        checked = check_installed(
-                            run.layout, package_id, entry, home=home, enclosing=False
+                        checked = check_installed(  # modes judged above
+                            run.layout,
+                            package_id,
+                            entry,
+                            home=home,
+                            hashes_of=tree_hashes,
+                            enclosing=False,
                         )
                     else:
                         hashes_of = functools.partial(cache.package_hashes, package_id)
@@ -335,6 +350,10 @@ class SpliceTaskLoader(TaskLoader2):
                             hashes_of=hashes_of,
                             enclosing=False,
                         )
+                    if left:
+                        run.installed.pop(package_id, None)
+                        run.damaged[package_id] = f"{left[0][0]}: {left[0][1]}"
+                        continue
                     run.installed[package_id] = checked
                 except SpliceError as exc:
                     run.installed.pop(package_id, None)  # install restores it

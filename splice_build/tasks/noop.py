@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import stat
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -282,9 +283,28 @@ def _unchanged(layout: ProjectLayout, home: Path, real_root: str) -> StatCache |
     for package_id in state.packages:
         if not cache.unchanged(package_id, os.path.join(packages, package_id)):
             return None
+    if _open_to_all(packages, state.packages):
+        return None
     if state.fs and _reaches_state(state.root, home, state.fs):
         return None
     return cache
+
+
+def _open_to_all(packages: str, ids: Iterable[str]) -> bool:
+    """Whether every user may write ``.splice``, ``.splice/packages`` or a scope's directory
+    there (or one cannot be examined): the graph then runs, and takes that write access
+    (install/modes.py). A package's own files and directories need no look here: their
+    modes are in the stat records compared above. (A group's write is left to the check
+    before a run, install/installed.py, which names the directory.)"""
+    directories = {os.path.dirname(packages), packages}
+    directories.update(f"{packages}/{package_id.partition('/')[0]}" for package_id in ids)
+    for directory in directories:
+        try:
+            if os.stat(directory).st_mode & stat.S_IWOTH:
+                return True
+        except OSError:
+            return True
+    return False
 
 
 def _reaches_state(root: str, home: Path, entries: Iterable[tuple[str, bool]]) -> bool:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -223,7 +224,14 @@ def test_your_grant_in_your_project_whose_state_a_group_may_write_still_holds(
     (project / ".splice").mkdir(exist_ok=True)
     os.chown(project / ".splice", 0, 4242)
     os.chmod(project / ".splice", 0o2775)  # the team's group may write it; the project is yours
+    # While the tool runs the team may write the project's directory too: a tool is never
+    # run where a group beyond the project's may write .splice (install/installed.py).
+    before = os.stat(project)
+    os.chown(project, 0, 4242)
+    os.chmod(project, 0o2775)
     _planted_then_removed(project, home)
+    os.chown(project, before.st_uid, before.st_gid)
+    os.chmod(project, stat.S_IMODE(before.st_mode))
     assert os.stat(project).st_uid == 0
     assert os.stat(project / "out" / "cache" / "splice.json").st_uid == 0
     _chown(project / ".splice" / RECORD_NAME)  # their rewrite, your entry kept

@@ -149,15 +149,15 @@ def test_a_pooled_load_describes_only_the_manifest_it_hashed(
     pkg_dir = write_package(tmp_path / "pkgs", tool_returning("1"))
     manifest_path = pkg_dir / "manifest.json"
     good = manifest_path.read_bytes()
-    real_hash = hashing.hash_package_file
+    real_hash = hashing.hash_package_file_and_stat
 
-    def hash_then_swap(path: str) -> str:
-        digest = real_hash(path)
+    def hash_then_swap(path: str) -> tuple[str, os.stat_result]:
+        hashed = real_hash(path)
         if path == str(manifest_path):
             manifest_path.write_bytes(good.replace(b'"t"', b'"u"'))
-        return digest
+        return hashed
 
-    monkeypatch.setattr(hashing, "hash_package_file", hash_then_swap)
+    monkeypatch.setattr(hashing, "hash_package_file_and_stat", hash_then_swap)
     with pytest.raises(SandboxError) as info:
         pooled.load(pkg_dir)
     assert info.value.code is ErrorCode.INSTALLED_PACKAGE_MODIFIED

@@ -317,15 +317,15 @@ def test_a_manifest_swapped_during_a_call_is_never_remembered(
             swaps.append(when)
 
     if when == "while hashed":
-        real_hash = hashing.hash_package_file
+        real_hash = hashing.hash_package_file_and_stat
 
-        def hash_then_swap(path: str) -> str:
-            digest = real_hash(path)
+        def hash_then_swap(path: str) -> tuple[str, os.stat_result]:
+            hashed = real_hash(path)
             if path == str(manifest_path):
                 swap()
-            return digest
+            return hashed
 
-        monkeypatch.setattr(hashing, "hash_package_file", hash_then_swap)
+        monkeypatch.setattr(hashing, "hash_package_file_and_stat", hash_then_swap)
     else:
         real_resolve = sdk.Splice.resolve_tool
 

@@ -1,0 +1,173 @@
+"""A tool's code that another user may change is never run; install/sync take that access.
+
+Packages installed under a daemon's umask 0 before Splice fixed its modes (0666 files, 0777
+directories), or a tree someone chmod'ed, let any local user rewrite a tool between the
+check from bytes and Node reading it (install/installed.py ``refuse_other_writers``,
+install/modes.py; docs/security.md#installed-code).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from splice_build.errors import ErrorCode, SpliceError
+from splice_build.project.home import SpliceHome
+from splice_build.project.layout import ProjectLayout
+from splice_build.project.workspace import find_workspace
+from splice_build.runtime import runtime as runtime_module
+from splice_build.sdk import Splice
+from splice_build.tasks.sync import SyncOptions, SyncResult, sync_workspace
+from testing.registry_fixtures import embedded_store, new_project, publish
+
+GREETER = "@acme/greeter"
+NOBODY = 65534
+EVIL = "export default function hello() { return { message: 'PWNED' }; }\n"
+
+as_another_user = pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() != 0 or shutil.which("setpriv") is None,
+    reason="acts as another local user (root and setpriv)",
+)
+
+
+def _sync(root: Path, **options: object) -> SyncResult:
+    return sync_workspace(
+        find_workspace(root, root=root),
+        home=SpliceHome.from_env(os.environ),
+        env=dict(os.environ),
+        options=SyncOptions(**options),  # type: ignore[arg-type]
+    )
+
+
+def _chmod_tree(top: Path, bits: int) -> None:
+    for path in [top, *top.rglob("*")]:
+        path.chmod(stat.S_IMODE(path.stat().st_mode) | bits)
+
+
+@pytest.fixture
+def project(registry: dict) -> Iterator[Path]:
+    """An installed project another user can reach (pytest's own directories are 0700)."""
+    shared = Path(tempfile.mkdtemp(prefix="splice-others-"))
+    shared.chmod(0o755)
+    root = new_project(shared / "p", {GREETER: "1.0.0"})
+    root.chmod(0o755)
+    assert _sync(root).ok
+    yield root
+    shutil.rmtree(shared)
+
+
+@as_another_user
+def test_a_tool_another_user_may_rewrite_is_refused_before_it_runs(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The attack: uid 65534 rewrites tools/hello.js in the window after the re-check and
+    before Node reads it (here, as soon as the re-check returns). On the old code the
+    other user's code ran; now the call is refused before any process starts."""
+    layout = ProjectLayout(project)
+    package = layout.package_dir(GREETER)
+    entry = package / "tools" / "hello.js"
+    _chmod_tree(layout.packages_dir, stat.S_IWOTH)  # as installed under umask 0 before
+    checked = runtime_module._check_bound
+
+    def then_swap(*args: object) -> None:
+        checked(*args)  # type: ignore[arg-type]
+        subprocess.run(
+            ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "sh", "-c",
+             'printf %s "$1" > "$2"', "sh", EVIL, str(entry)],
+            check=True,
+        )  # fmt: skip
+
+    monkeypatch.setattr(runtime_module, "_check_bound", then_swap)
+    with pytest.raises(SpliceError) as refused:
+        Splice(project).run("greeter.hello", {"name": "x"})
+    assert refused.value.code is ErrorCode.INSTALLED_PACKAGE_MODIFIED
+    assert f"{layout.packages_dir}: every user may write it" in refused.value.details
+    assert "splice install" in (refused.value.hint or "")
+    assert "PWNED" not in entry.read_text()
+
+    monkeypatch.undo()
+    # Installed again: a chmod would leave a descriptor they opened for writing theirs.
+    result = _sync(project)
+    assert result.ok and [p.name for p in result.projects[0].restored] == [GREETER]
+    for path in [layout.state_dir, *layout.state_dir.joinpath("packages").rglob("*")]:
+        assert not path.stat().st_mode & stat.S_IWOTH, path
+    assert Splice(project).run("greeter.hello", {"name": "x"}).output == {"message": "Hello, x."}
+
+
+@as_another_user
+def test_what_may_write_the_way_to_a_package_decides_whether_it_runs(project: Path) -> None:
+    """One walk: the project's directory, a scope's directory and a file open to every user,
+    a group beyond the project's, are refused with the path named; the project's own group
+    (a team's setgid checkout under umask 002) is not. A chmod of a directory above the
+    package is seen by the no-op sync, which then runs the graph and closes it."""
+    layout = ProjectLayout(project)
+    package = layout.package_dir(GREETER)
+    scope = package.parent
+
+    def refusal() -> SpliceError | None:
+        try:
+            Splice(project).run("greeter.hello", {"name": "x"})
+        except SpliceError as exc:
+            assert exc.code is ErrorCode.INSTALLED_PACKAGE_MODIFIED, exc
+            return exc
+        return None
+
+    project.chmod(0o777)
+    refused = refusal()
+    assert (
+        refused is not None
+        and refused.hint == f"Take write access from other users: `chmod o-w {project}`."
+    )
+    project.chmod(0o755)
+
+    team, foreign = 100, NOBODY  # a group of the project's directory, another group
+    for path in [project, *project.rglob("*")]:
+        os.chown(path, -1, team)
+    _chmod_tree(project, stat.S_IWGRP)
+    assert refusal() is None  # a team's checkout runs as it did
+
+    os.chown(package / "manifest.json", -1, foreign)
+    refused = refusal()
+    assert refused is not None
+    assert list(refused.details) == [
+        f"{package / 'manifest.json'}: group {foreign} may write it and not the project"
+    ]
+    os.chown(package / "manifest.json", -1, team)
+
+    assert _sync(project).ok  # now recorded: the next sync is a no-op
+    scope.chmod(0o777)
+    refused = refusal()
+    assert refused is not None and list(refused.details) == [f"{scope}: every user may write it"]
+    assert _sync(project).ok
+    assert stat.S_IMODE(scope.stat().st_mode) == 0o775
+    assert refusal() is None
+
+
+def test_a_write_grant_made_under_umask_0_is_not_open_to_other_users(
+    registry: dict, home: Path, tmp_path: Path
+) -> None:
+    """The directories of a write grant a call creates (``mkdir -p``) were 0777 under a
+    daemon's umask 0; they are 0775 as everything else Splice makes in a project."""
+    publish(
+        embedded_store(home),
+        tmp_path / "packages",
+        name="writer",
+        permissions={"fs": {"read": [], "write": ["out/deep"]}, "network": [], "env": []},
+    )
+    project = new_project(tmp_path / "w", {"@acme/writer": "1.0.0"})
+    assert _sync(project, accept_permissions=True).ok
+    umask = os.umask(0)
+    try:
+        result = Splice(project).run("writer.hello", {"name": "x"})
+    finally:
+        os.umask(umask)
+    assert result.ok, result.to_json()
+    modes = [stat.S_IMODE((project / name).stat().st_mode) for name in ("out", "out/deep")]
+    assert modes == [0o775, 0o775]
