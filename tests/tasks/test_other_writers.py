@@ -154,7 +154,8 @@ def test_a_write_grant_made_under_umask_0_is_not_open_to_other_users(
     registry: dict, home: Path, tmp_path: Path
 ) -> None:
     """The directories of a write grant a call creates (``mkdir -p``) were 0777 under a
-    daemon's umask 0; they are 0775 as everything else Splice makes in a project."""
+    daemon's umask 0; they are 0755 there, as everything else Splice makes in a project
+    (project/layout.py: a umask of 0 sets no group apart)."""
     publish(
         embedded_store(home),
         tmp_path / "packages",
@@ -170,4 +171,4 @@ def test_a_write_grant_made_under_umask_0_is_not_open_to_other_users(
         os.umask(umask)
     assert result.ok, result.to_json()
     modes = [stat.S_IMODE((project / name).stat().st_mode) for name in ("out", "out/deep")]
-    assert modes == [0o775, 0o775]
+    assert modes == [0o755, 0o755]
