@@ -102,3 +102,18 @@ class MemoryBackend:
         if entry is None:
             raise UnknownResource(uri)
         return ResourceContents(uri=uri, text=entry[1], mime_type=entry[0].mime_type)
+
+
+def stdio_script(*requests: object) -> bytes:
+    """The bytes a stdio client writes: ``initialize`` (protocol 2025-06-18, id 0), then each
+    of ``requests`` (an object, or a list of them: a batch) as given, one JSON line each."""
+    import json
+
+    init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "c"}}
+    messages = [{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}, *requests]
+    return b"".join(json.dumps(m).encode() + b"\n" for m in messages)
+
+
+def call_request(tool: str, request_id: int = 1) -> dict[str, Any]:
+    """A ``tools/call`` of ``tool`` without arguments."""
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {"name": tool}}

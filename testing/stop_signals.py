@@ -99,7 +99,7 @@ def _cut() -> bool:
     from splice_build.mcp.interface import ServerInfo
     from splice_build.mcp.protocol import Server
     from splice_build.mcp.transport.stdio import serve_stdio
-    from testing.mcp_memory import MemoryBackend, descriptor
+    from testing.mcp_memory import MemoryBackend, call_request, descriptor, stdio_script
 
     started, cut = threading.Event(), []
 
@@ -113,12 +113,7 @@ def _cut() -> bool:
     backend.add_tool(descriptor("@acme/hang", "t"), hang)
     server = Server(backend, ServerInfo(version="9.9.9"), log=lambda _: None)
     server.cut = _terminating(server.cut)  # type: ignore[method-assign]
-    init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "c"}}
-    messages = [
-        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init},
-        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "acme_hang_t"}},
-    ]
-    stdin = _Signalled(b"".join(json.dumps(m).encode() + b"\n" for m in messages), started)
+    stdin = _Signalled(stdio_script(call_request("acme_hang_t")), started)
     with contextlib.suppress(KeyboardInterrupt):  # the stop's Terminated, once it is done
         serve_stdio(server, stdin, io.BytesIO(), log=lambda _: None, max_calls=1, grace=0)
     return cut == [True]
@@ -131,7 +126,7 @@ def _overrun() -> bool:
     from splice_build.mcp.interface import ServerInfo
     from splice_build.mcp.protocol import Server
     from splice_build.mcp.transport import stdio
-    from testing.mcp_memory import MemoryBackend, descriptor
+    from testing.mcp_memory import MemoryBackend, call_request, descriptor, stdio_script
 
     started, released, ended = threading.Event(), threading.Event(), threading.Event()
 
@@ -149,12 +144,7 @@ def _overrun() -> bool:
     backend = MemoryBackend()
     backend.add_tool(descriptor("@acme/stuck", "t"), stuck)
     server = Server(backend, ServerInfo(version="9.9.9"), log=lambda _: None)
-    init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "c"}}
-    messages = [
-        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init},
-        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "acme_stuck_t"}},
-    ]
-    stdin = _Signalled(b"".join(json.dumps(m).encode() + b"\n" for m in messages), started)
+    stdin = _Signalled(stdio_script(call_request("acme_stuck_t")), started)
     held = stopping.__dict__.get("HELD_SECONDS")
     stopping.HELD_SECONDS = 0.0  # type: ignore[misc]
     pools, stdio.ThreadPoolExecutor = stdio.ThreadPoolExecutor, Pools  # type: ignore[misc]

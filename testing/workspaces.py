@@ -14,8 +14,12 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from testing.registry_fixtures import publish
+
+if TYPE_CHECKING:
+    from splice_build.tasks.sync import SyncResult
 
 
 def skill_sized_files(seed: int, count: int = 8, size: int = 3000) -> dict[str, str]:
@@ -74,3 +78,18 @@ def tree_snapshot(root: Path) -> dict[str, str]:
             with open(path, "rb") as handle:
                 snapshot[os.path.relpath(path, root)] = hashlib.sha256(handle.read()).hexdigest()
     return snapshot
+
+
+def sync_in_place(root: Path, **options: object) -> SyncResult:
+    """``sync_workspace`` of the workspace at ``root`` with this process's environment and
+    home, as ``splice sync --root ROOT`` would run it."""
+    from splice_build.project.home import SpliceHome
+    from splice_build.project.workspace import find_workspace
+    from splice_build.tasks.sync import SyncOptions, sync_workspace
+
+    return sync_workspace(
+        find_workspace(root, root=root),
+        home=SpliceHome.from_env(os.environ),
+        env=dict(os.environ),
+        options=SyncOptions(**options),  # type: ignore[arg-type]
+    )

@@ -44,24 +44,15 @@ _SPACE = frozenset(" \t\n\r")
 # The patterns are compiled on first use: a class reaching the surrogates costs 0.1-0.3 ms
 # to compile, four of them 0.5 ms, and a cold ``splice run`` imports this module (for its
 # validation) but writes no JSON here and never parses past the C decoder.
-@functools.cache
-def _needs_escape() -> re.Pattern[str]:
-    return re.compile(r'["\\\x00-\x1f\ud800-\udfff]')
+_NEEDS_ESCAPE = r'["\\\x00-\x1f\ud800-\udfff]'
+_SURROGATE = r"[\ud800-\udfff]"
+_WHITESPACE = r"[ \t\n\r]*"
+_NUMBER = r"(-?(?:0|[1-9][0-9]*))(\.[0-9]+)?([eE][-+]?[0-9]+)?"
 
 
 @functools.cache
-def _surrogate() -> re.Pattern[str]:
-    return re.compile(r"[\ud800-\udfff]")
-
-
-@functools.cache
-def _whitespace() -> re.Pattern[str]:
-    return re.compile(r"[ \t\n\r]*")
-
-
-@functools.cache
-def _number() -> re.Pattern[str]:
-    return re.compile(r"(-?(?:0|[1-9][0-9]*))(\.[0-9]+)?([eE][-+]?[0-9]+)?")
+def _pattern(source: str) -> re.Pattern[str]:
+    return re.compile(source)
 
 
 _LITERALS = {"null": None, "true": True, "false": False}
@@ -233,7 +224,7 @@ def parse_iterative(
 
 
 def _skip(text: str, index: int) -> int:
-    match = _whitespace().match(text, index)
+    match = _pattern(_WHITESPACE).match(text, index)
     assert match is not None
     return match.end()
 
@@ -255,7 +246,7 @@ def _scalar(
     for word, literal in _LITERALS.items():
         if text.startswith(word, index):
             return literal, index + len(word)
-    match = _number().match(text, index)
+    match = _pattern(_NUMBER).match(text, index)
     if match is None:
         raise JSONDecodeError("Expecting value", text, index)
     whole, fraction, exponent = match.groups()
@@ -294,7 +285,7 @@ def dumps(value: object, *, indent: int | None = None) -> str:
     except (RecursionError, _EncodedInside):
         return stringify(value)
     # Outside string literals JSON text has no surrogates; inside, the escape means the same.
-    return _surrogate().sub(_escape, text) if _surrogate().search(text) else text
+    return _pattern(_SURROGATE).sub(_escape, text) if _pattern(_SURROGATE).search(text) else text
 
 
 READABLE_SLACK = 64 * 1024  # characters indentation may always add (``readable``)
@@ -335,8 +326,8 @@ def indented_within(value: object, indent: int, limit: int) -> str | None:
     except (RecursionError, _EncodedInside):
         return None
     text = "".join(chunks)
-    if _surrogate().search(text):
-        text = _surrogate().sub(_escape, text)  # six characters for each: count them again
+    if _pattern(_SURROGATE).search(text):
+        text = _pattern(_SURROGATE).sub(_escape, text)  # six characters for each: count them again
     return text if len(text) <= limit else None
 
 
@@ -537,13 +528,13 @@ def _escape(match: re.Match[str]) -> str:
 
 def _as_utf16_string(text: str) -> str:
     """Join surrogate pairs into characters, as a JavaScript string would read them."""
-    if not _surrogate().search(text):
+    if not _pattern(_SURROGATE).search(text):
         return text
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
 
 
 def _string(text: str) -> str:
-    return '"' + _needs_escape().sub(_escape, _as_utf16_string(text)) + '"'
+    return '"' + _pattern(_NEEDS_ESCAPE).sub(_escape, _as_utf16_string(text)) + '"'
 
 
 def number_text(value: float) -> str:

@@ -335,16 +335,14 @@ def test_a_client_that_reads_no_more_never_holds_the_stop(monkeypatch: pytest.Mo
     from splice_build.mcp.interface import ServerInfo
     from splice_build.mcp.protocol import Server
     from splice_build.mcp.transport.stdio import serve_stdio
-    from testing.mcp_memory import MemoryBackend, descriptor
+    from testing.mcp_memory import MemoryBackend, descriptor, stdio_script
 
     monkeypatch.setattr("splice_build.stopping.CUT_SECONDS", 0.0)
     backend = MemoryBackend()
     backend.add_tool(descriptor("@acme/big", "t", description="x" * 20_000), lambda _: None)
     server = Server(backend, ServerInfo(version="9.9.9"), log=lambda _: None)
-    init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "c"}}
-    messages = [{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}]
-    messages += [{"jsonrpc": "2.0", "id": i, "method": "tools/list"} for i in range(1, 12)]
-    stdin = ReadThenSignalled(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
+    lists = [{"jsonrpc": "2.0", "id": i, "method": "tools/list"} for i in range(1, 12)]
+    stdin = ReadThenSignalled(stdio_script(*lists))
     read_end, write_end = os.pipe()  # 64 KiB that nobody reads: 11 answers of 20 KB
     stopped: list[str] = []
 
@@ -377,7 +375,7 @@ def test_a_second_signal_while_the_stop_answers_still_cuts_the_running_calls(
     from splice_build.mcp.interface import ServerInfo
     from splice_build.mcp.protocol import Server
     from splice_build.mcp.transport.stdio import serve_stdio
-    from testing.mcp_memory import MemoryBackend, descriptor
+    from testing.mcp_memory import MemoryBackend, call_request, descriptor, stdio_script
 
     started, cut = threading.Event(), []
 
@@ -397,11 +395,6 @@ def test_a_second_signal_while_the_stop_answers_still_cuts_the_running_calls(
         raise KeyboardInterrupt  # the second signal
 
     monkeypatch.setattr(server, "begin_stop", interrupted)
-    init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "c"}}
-    messages = [
-        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init},
-        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "acme_hang_t"}},
-    ]
 
     class Stdin(ReadThenSignalled):
         def read(self, size: int = -1) -> bytes:
@@ -411,7 +404,7 @@ def test_a_second_signal_while_the_stop_answers_still_cuts_the_running_calls(
                 raise KeyboardInterrupt
             return data
 
-    stdin = Stdin(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
+    stdin = Stdin(stdio_script(call_request("acme_hang_t")))
     with pytest.raises(KeyboardInterrupt):
         serve_stdio(server, stdin, io.BytesIO(), log=lambda _: None, max_calls=1, grace=0)
     assert cut == [True]
@@ -432,7 +425,7 @@ def test_a_signal_that_cuts_an_answer_short_costs_that_answer_alone(
     from splice_build.mcp.interface import ServerInfo
     from splice_build.mcp.protocol import Server
     from splice_build.mcp.transport.stdio import serve_stdio
-    from testing.mcp_memory import MemoryBackend, descriptor
+    from testing.mcp_memory import MemoryBackend, descriptor, stdio_script
 
     started = threading.Event()
 
@@ -446,10 +439,7 @@ def test_a_signal_that_cuts_an_answer_short_costs_that_answer_alone(
     backend.add_tool(descriptor("@acme/hang", "t"), hang)
     server = Server(backend, ServerInfo(version="9.9.9"), log=lambda _: None)
     call = {"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "acme_hang_t"}}
-    init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "c"}}
     batch = [{**call, "id": f"{i}-{'x' * 100}"} for i in range(100)]  # answered in pieces
-    messages = [{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}]
-    messages += [{**call, "id": 1}, batch]
 
     class Stdin(ReadThenSignalled):
         def read(self, size: int = -1) -> bytes:
@@ -473,7 +463,7 @@ def test_a_signal_that_cuts_an_answer_short_costs_that_answer_alone(
     received: list[bytes] = []
     reader = threading.Thread(target=lambda: received.append(os.fdopen(read_end, "rb").read()))
     reader.start()
-    stdin = Stdin(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
+    stdin = Stdin(stdio_script({**call, "id": 1}, batch))
     with open(write_end, "wb", buffering=0) as stdout, pytest.raises(KeyboardInterrupt):
         serve_stdio(server, stdin, stdout, log=lambda _: None, max_calls=1, grace=0)
     reader.join()
@@ -502,7 +492,7 @@ def test_a_signal_once_stdin_ended_still_stops_the_running_calls(
     from splice_build.mcp.interface import ServerInfo
     from splice_build.mcp.protocol import Server
     from splice_build.mcp.transport import stdio
-    from testing.mcp_memory import MemoryBackend, descriptor
+    from testing.mcp_memory import MemoryBackend, call_request, descriptor, stdio_script
 
     started, ended_stdin, signalled = threading.Event(), threading.Event(), threading.Event()
     cut: list[bool] = []
@@ -542,13 +532,8 @@ def test_a_signal_once_stdin_ended_still_stops_the_running_calls(
     backend = MemoryBackend()
     backend.add_tool(descriptor("@acme/hang", "t"), hang)
     server = Server(backend, ServerInfo(version="9.9.9"), log=lambda _: None)
-    init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "c"}}
-    messages = [
-        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init},
-        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "acme_hang_t"}},
-    ]
     stdout = io.BytesIO()
-    stdin = Stdin(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
+    stdin = Stdin(stdio_script(call_request("acme_hang_t")))
     with pytest.raises(KeyboardInterrupt):
         stdio.serve_stdio(server, stdin, stdout, log=lambda _: None, max_calls=1, grace=0)
     assert signalled.is_set() and cut == [True]

@@ -19,13 +19,11 @@ from pathlib import Path
 import pytest
 
 from splice_build.errors import ErrorCode, SpliceError
-from splice_build.project.home import SpliceHome
 from splice_build.project.layout import ProjectLayout
-from splice_build.project.workspace import find_workspace
 from splice_build.runtime import runtime as runtime_module
 from splice_build.sdk import Splice
-from splice_build.tasks.sync import SyncOptions, SyncResult, sync_workspace
 from testing.registry_fixtures import embedded_store, new_project, publish
+from testing.workspaces import sync_in_place
 
 GREETER = "@acme/greeter"
 NOBODY = 65534
@@ -35,15 +33,6 @@ as_another_user = pytest.mark.skipif(
     not hasattr(os, "geteuid") or os.geteuid() != 0 or shutil.which("setpriv") is None,
     reason="acts as another local user (root and setpriv)",
 )
-
-
-def _sync(root: Path, **options: object) -> SyncResult:
-    return sync_workspace(
-        find_workspace(root, root=root),
-        home=SpliceHome.from_env(os.environ),
-        env=dict(os.environ),
-        options=SyncOptions(**options),  # type: ignore[arg-type]
-    )
 
 
 def _chmod_tree(top: Path, bits: int) -> None:
@@ -58,7 +47,7 @@ def project(registry: dict) -> Iterator[Path]:
     shared.chmod(0o755)
     root = new_project(shared / "p", {GREETER: "1.0.0"})
     root.chmod(0o755)
-    assert _sync(root).ok
+    assert sync_in_place(root).ok
     yield root
     shutil.rmtree(shared)
 
@@ -94,7 +83,7 @@ def test_a_tool_another_user_may_rewrite_is_refused_before_it_runs(
 
     monkeypatch.undo()
     # Installed again: a chmod would leave a descriptor they opened for writing theirs.
-    result = _sync(project)
+    result = sync_in_place(project)
     assert result.ok and [p.name for p in result.projects[0].restored] == [GREETER]
     for path in [layout.state_dir, *layout.state_dir.joinpath("packages").rglob("*")]:
         assert not path.stat().st_mode & stat.S_IWOTH, path
@@ -141,11 +130,11 @@ def test_what_may_write_the_way_to_a_package_decides_whether_it_runs(project: Pa
     ]
     os.chown(package / "manifest.json", -1, team)
 
-    assert _sync(project).ok  # now recorded: the next sync is a no-op
+    assert sync_in_place(project).ok  # now recorded: the next sync is a no-op
     scope.chmod(0o777)
     refused = refusal()
     assert refused is not None and list(refused.details) == [f"{scope}: every user may write it"]
-    assert _sync(project).ok
+    assert sync_in_place(project).ok
     assert stat.S_IMODE(scope.stat().st_mode) == 0o775
     assert refusal() is None
 
@@ -163,7 +152,7 @@ def test_a_write_grant_made_under_umask_0_is_not_open_to_other_users(
         permissions={"fs": {"read": [], "write": ["out/deep"]}, "network": [], "env": []},
     )
     project = new_project(tmp_path / "w", {"@acme/writer": "1.0.0"})
-    assert _sync(project, accept_permissions=True).ok
+    assert sync_in_place(project, accept_permissions=True).ok
     umask = os.umask(0)
     try:
         result = Splice(project).run("writer.hello", {"name": "x"})
