@@ -188,7 +188,7 @@ def other_writers(
         project = os.stat(layout.root)
     except OSError as exc:
         return [(str(layout.root), f"it cannot be examined: {exc.strerror or exc}")]
-    found = []
+    found = _renamers_above(layout.root, project)
     for path in chain_to(layout, package_id):
         try:
             info = os.stat(path)
@@ -208,6 +208,37 @@ def other_writers(
     return found
 
 
+def _renamers_above(root: Path, project: os.stat_result) -> list[tuple[str, str]]:
+    """``(path, why)`` of each directory above the project, by the path given and by its real
+    path, in which a user beyond the project's may rename the entry on the way away
+    (project/state_owner.py ``renamer_above``): with another tree put in its place
+    between the check and the process's start, theirs is what runs (a team's
+    group-writable ``/srv/shared`` holding your project writable by you alone)."""
+    from splice_build.project.state_owner import renamer_above
+
+    found: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    mine = (os.geteuid(), 0)
+    for path in dict.fromkeys((os.path.abspath(root), os.path.realpath(root))):
+        while (directory := os.path.dirname(path)) != path:
+            if path not in seen:
+                seen.add(path)
+                try:
+                    info = os.stat(directory)
+                    if info.st_uid in mine and not info.st_mode & 0o022:
+                        path = directory
+                        continue  # only its owner may rename what it holds
+                    entry = os.lstat(path)
+                except OSError as exc:
+                    found.append((directory, f"it cannot be examined: {exc.strerror or exc}"))
+                else:
+                    why = renamer_above(info, Path(directory), entry, project, root)
+                    if why is not None:
+                        found.append((directory, why))
+            path = directory
+    return found
+
+
 def refuse_other_writers(
     layout: ProjectLayout, package_id: str, stats: list[tuple[str, os.stat_result]]
 ) -> None:
@@ -223,6 +254,11 @@ def refuse_other_writers(
     root, package = str(layout.root), layout.package_dir(package_id)
     if any(path == root for path, _ in found):
         hint = f"Take write access from other users: `chmod o-w {root}`."
+    elif any(Path(root).is_relative_to(path) for path, _ in found):
+        hint = (
+            f"Another user may move the project away: make {found[0][0]} writable by you "
+            f"alone, sticky (`chmod +t {found[0][0]}`), or move the project out of it."
+        )
     elif any(Path(path).is_relative_to(package) for path, _ in found):
         # Not chmod: it leaves a descriptor they opened for writing while they could.
         hint = "Run `splice install`: it installs the package again, writable by you alone."

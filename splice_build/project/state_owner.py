@@ -326,3 +326,24 @@ def added_writer(
     if project.st_mode & stat.S_IWGRP and info.st_gid == project.st_gid:
         return None  # the team's group, which may write the project anyway
     return f"group {info.st_gid} may write it and not the project"
+
+
+def renamer_above(
+    info: os.stat_result, path: Path, entry: os.stat_result, project: os.stat_result, root: Path
+) -> str | None:
+    """Why a user beyond the project's may rename away the entry on the way to the project
+    (``entry``: its ``lstat``) held by the directory ``path`` above it (``info``: its
+    ``stat``), and put theirs in its place between the check and Node reading the code:
+    ``added_writer``'s reasons for the directory, unless it is sticky (``/tmp``) and both
+    it and the entry belong to those who decide what the project runs (only the owners of
+    the directory and of the entry may rename an entry of a sticky directory)."""
+    why = added_writer(info, path, project, root)
+    if why is None or not info.st_mode & stat.S_ISVTX:
+        return why
+    trusted = (os.geteuid(), 0, project.st_uid)
+    if info.st_uid not in trusted:
+        return why  # added_writer's: owned by a user who may not write the project
+    owner = entry.st_uid
+    if owner in trusted or Writers()._writable(project, owner, root):
+        return None
+    return f"it is sticky, but user {owner} owns the entry on the way and may rename it"

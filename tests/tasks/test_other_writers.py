@@ -23,6 +23,7 @@ from splice_build.errors import ErrorCode, SpliceError
 from splice_build.project import state_owner
 from splice_build.project.layout import ProjectLayout
 from splice_build.runtime import runtime as runtime_module
+from splice_build.runtime.isolation import fileview
 from splice_build.sdk import Splice
 from testing.registry_fixtures import embedded_store, new_project, publish
 from testing.workspaces import sync_in_place
@@ -209,3 +210,56 @@ def test_an_acl_on_a_file_of_a_group_of_one_lets_no_other_user_rewrite_a_tool(
     monkeypatch.undo()
     assert sync_in_place(project).ok
     assert Splice(project).run("greeter.hello", {"name": "x"}).output == {"message": "Hello, x."}
+
+
+@as_another_user
+def test_a_directory_above_the_project_another_user_may_write_is_refused(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The project lies in a directory every user may write, not sticky (a team's
+    ``/srv/shared``): uid 65534 renamed the project away after the check and put a copy of
+    theirs in its place before the file view was planned, then rewrote the tool after the
+    re-check (which hashes the bound copy: the same bytes until then). On the old code
+    their code ran. Refused now, naming the directory; a sticky one (``/tmp``) runs, unless
+    its owner is a user who may not write the project."""
+    shared = project.parent
+    entry = ProjectLayout(project).package_dir(GREETER) / "tools" / "hello.js"
+    planned, checked = fileview.plan_view, runtime_module._check_bound
+
+    def swap_then_plan(*args: object, **kwargs: object) -> object:
+        subprocess.run(
+            ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "sh", "-c",
+             'mv "$1/p" "$1/old" && cp -r "$1/old" "$1/p"', "sh", str(shared)],
+            check=True,
+        )  # fmt: skip
+        return planned(*args, **kwargs)  # type: ignore[arg-type]
+
+    def then_write(*args: object) -> None:
+        checked(*args)  # type: ignore[arg-type]
+        subprocess.run(
+            ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "sh", "-c",
+             'printf %s "$1" > "$2"', "sh", EVIL, str(entry)],
+            check=True,
+        )  # fmt: skip
+
+    shared.chmod(0o777)
+    with monkeypatch.context() as patched:
+        patched.setattr(fileview, "plan_view", swap_then_plan)
+        patched.setattr(runtime_module, "_check_bound", then_write)
+        with pytest.raises(SpliceError) as refused:
+            Splice(project).run("greeter.hello", {"name": "x"})
+    assert refused.value.code is ErrorCode.INSTALLED_PACKAGE_MODIFIED
+    assert list(refused.value.details) == [f"{shared}: every user may write it"]
+    assert f"chmod +t {shared}" in (refused.value.hint or "")
+    assert not (shared / "old").exists()
+
+    shared.chmod(0o1777)
+    assert Splice(project).run("greeter.hello", {"name": "x"}).output == {"message": "Hello, x."}
+    os.chown(shared, NOBODY, -1)
+    with pytest.raises(SpliceError) as refused:
+        Splice(project).run("greeter.hello", {"name": "x"})
+    assert refused.value.code is ErrorCode.INSTALLED_PACKAGE_MODIFIED
+    # (and the system's sticky /tmp, when it holds the directory: its entry is theirs now)
+    assert refused.value.details[0] == (
+        f"{shared}: it is owned by user {NOBODY}, who may not write the project"
+    )
