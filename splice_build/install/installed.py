@@ -11,7 +11,8 @@ own state: :func:`refuse_project_state`). An entry that does not record ``files`
 ``permissions`` is ``LOCK_INCOMPLETE`` before anything is read: no check is ever skipped for a
 field the lock lacks (docs/security.md#incomplete-lock-entries). Checked from bytes, a tree
 that a user beyond the project's may write (a file, a directory of it, or one from the
-project down to it: :func:`refuse_other_writers`) is ``INSTALLED_PACKAGE_MODIFIED`` too: that
+project down to it; or a directory above the project, in which they may rename it away:
+:func:`refuse_other_writers`) is ``INSTALLED_PACKAGE_MODIFIED`` too: that
 user could change the code between the check and Node reading it
 (docs/security.md#who-may-write-the-code).
 
@@ -218,6 +219,8 @@ def _renamers_above(root: Path, project: os.stat_result) -> list[tuple[str, str]
 
     found: list[tuple[str, str]] = []
     seen: set[str] = set()
+    if not hasattr(os, "geteuid"):
+        return found  # a platform without uids, as added_writer
     mine = (os.geteuid(), 0)
     for path in dict.fromkeys((os.path.abspath(root), os.path.realpath(root))):
         while (directory := os.path.dirname(path)) != path:
