@@ -11,7 +11,8 @@ own state: :func:`refuse_project_state`). An entry that does not record ``files`
 ``permissions`` is ``LOCK_INCOMPLETE`` before anything is read: no check is ever skipped for a
 field the lock lacks (docs/security.md#incomplete-lock-entries). Checked from bytes, a tree
 that a user beyond the project's may write (a file, a directory of it, or one from the
-project down to it: :func:`refuse_other_writers`) is ``INSTALLED_PACKAGE_MODIFIED`` too: that
+project down to it; or a directory above the project, in which they may rename it away:
+:func:`refuse_other_writers`) is ``INSTALLED_PACKAGE_MODIFIED`` too: that
 user could change the code between the check and Node reading it
 (docs/security.md#who-may-write-the-code).
 
@@ -188,7 +189,7 @@ def other_writers(
         project = os.stat(layout.root)
     except OSError as exc:
         return [(str(layout.root), f"it cannot be examined: {exc.strerror or exc}")]
-    found = []
+    found = _renamers_above(layout.root, project)
     for path in chain_to(layout, package_id):
         try:
             info = os.stat(path)
@@ -208,6 +209,39 @@ def other_writers(
     return found
 
 
+def _renamers_above(root: Path, project: os.stat_result) -> list[tuple[str, str]]:
+    """``(path, why)`` of each directory above the project, by the path given and by its real
+    path, in which a user beyond the project's may rename the entry on the way away
+    (project/state_owner.py ``renamer_above``): with another tree put in its place
+    between the check and the process's start, theirs is what runs (a team's
+    group-writable ``/srv/shared`` holding your project writable by you alone)."""
+    from splice_build.project.state_owner import renamer_above
+
+    found: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    if not hasattr(os, "geteuid"):
+        return found  # a platform without uids, as added_writer
+    mine = (os.geteuid(), 0)
+    for path in dict.fromkeys((os.path.abspath(root), os.path.realpath(root))):
+        while (directory := os.path.dirname(path)) != path:
+            if path not in seen:
+                seen.add(path)
+                try:
+                    info = os.stat(directory)
+                    if info.st_uid in mine and not info.st_mode & 0o022:
+                        path = directory
+                        continue  # only its owner may rename what it holds
+                    entry = os.lstat(path)
+                except OSError as exc:
+                    found.append((directory, f"it cannot be examined: {exc.strerror or exc}"))
+                else:
+                    why = renamer_above(info, Path(directory), entry, project, root)
+                    if why is not None:
+                        found.append((directory, why))
+            path = directory
+    return found
+
+
 def refuse_other_writers(
     layout: ProjectLayout, package_id: str, stats: list[tuple[str, os.stat_result]]
 ) -> None:
@@ -223,6 +257,11 @@ def refuse_other_writers(
     root, package = str(layout.root), layout.package_dir(package_id)
     if any(path == root for path, _ in found):
         hint = f"Take write access from other users: `chmod o-w {root}`."
+    elif any(Path(root).is_relative_to(path) for path, _ in found):
+        hint = (
+            f"Another user may move the project away: make {found[0][0]} writable by you "
+            f"alone, sticky (`chmod +t {found[0][0]}`), or move the project out of it."
+        )
     elif any(Path(path).is_relative_to(package) for path, _ in found):
         # Not chmod: it leaves a descriptor they opened for writing while they could.
         hint = "Run `splice install`: it installs the package again, writable by you alone."

@@ -302,10 +302,11 @@ def added_writer(
     checkout).
 
     Counted as ``others_may_write`` counts them: others' write (always: the project's
-    directory itself too), a group unless it is this user's alone (``_group_of_one``) or
-    the group the project's directory is writable for (a team's setgid checkout under
-    umask 002), a POSIX ACL whose mask allows writing unless the project's directory has
-    one too (a team directory's default ACL). Their owner set these modes; what they open
+    directory itself too), a POSIX ACL whose mask allows writing unless the project's
+    directory has one too (a team directory's default ACL; whatever the owning group: a
+    named user's entry counts with your private group's too), a group unless it is this
+    user's alone (``_group_of_one``) or the group the project's directory is writable for
+    (a team's setgid checkout under umask 002). Their owner set these modes; what they open
     to a user beyond the project's lets that user change the code between its check and
     Node reading it, or rename a directory away and put theirs in its place."""
     geteuid = getattr(os, "geteuid", None)
@@ -316,10 +317,33 @@ def added_writer(
         return f"it is owned by user {owner}, who may not write the project"
     if info.st_mode & stat.S_IWOTH:
         return "every user may write it"
-    if not info.st_mode & stat.S_IWGRP or _group_of_one(info.st_gid, euid):
+    if not info.st_mode & stat.S_IWGRP:
         return None
-    if _has_acl(path):
+    if _has_acl(path):  # before the owning group: the bits are the mask, not the group's
         return None if _has_acl(root) else "a POSIX ACL lets other users write it"
+    if _group_of_one(info.st_gid, euid):
+        return None
     if project.st_mode & stat.S_IWGRP and info.st_gid == project.st_gid:
         return None  # the team's group, which may write the project anyway
     return f"group {info.st_gid} may write it and not the project"
+
+
+def renamer_above(
+    info: os.stat_result, path: Path, entry: os.stat_result, project: os.stat_result, root: Path
+) -> str | None:
+    """Why a user beyond the project's may rename away the entry on the way to the project
+    (``entry``: its ``lstat``) held by the directory ``path`` above it (``info``: its
+    ``stat``), and put theirs in its place between the check and Node reading the code:
+    ``added_writer``'s reasons for the directory, unless it is sticky (``/tmp``) and both
+    it and the entry belong to those who decide what the project runs (only the owners of
+    the directory and of the entry may rename an entry of a sticky directory)."""
+    why = added_writer(info, path, project, root)
+    if why is None or not info.st_mode & stat.S_ISVTX:
+        return why
+    trusted = (os.geteuid(), 0, project.st_uid)
+    if info.st_uid not in trusted:
+        return why  # added_writer's: owned by a user who may not write the project
+    owner = entry.st_uid
+    if owner in trusted or Writers()._writable(project, owner, root):
+        return None
+    return f"it is sticky, but user {owner} owns the entry on the way and may rename it"

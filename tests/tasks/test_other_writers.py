@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import struct
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -19,8 +20,10 @@ from pathlib import Path
 import pytest
 
 from splice_build.errors import ErrorCode, SpliceError
+from splice_build.project import state_owner
 from splice_build.project.layout import ProjectLayout
 from splice_build.runtime import runtime as runtime_module
+from splice_build.runtime.isolation import fileview
 from splice_build.sdk import Splice
 from testing.registry_fixtures import embedded_store, new_project, publish
 from testing.workspaces import sync_in_place
@@ -161,3 +164,102 @@ def test_a_write_grant_made_under_umask_0_is_not_open_to_other_users(
     assert result.ok, result.to_json()
     modes = [stat.S_IMODE((project / name).stat().st_mode) for name in ("out", "out/deep")]
     assert modes == [0o755, 0o755]
+
+
+def _acl_letting_write(uid: int) -> bytes:
+    """A POSIX access ACL (the kernel's xattr form): owner rw, user ``uid`` rw, the owning
+    group r, mask rw, others r: ``setfacl -m u:<uid>:rw``, which shows as mode 0664."""
+    entries = [(0x01, 6, -1), (0x02, 6, uid), (0x04, 4, -1), (0x10, 6, -1), (0x20, 4, -1)]
+    return struct.pack("<I", 2) + b"".join(
+        struct.pack("<HHI", tag, perm, ident & 0xFFFFFFFF) for tag, perm, ident in entries
+    )
+
+
+@as_another_user
+def test_an_acl_on_a_file_of_a_group_of_one_lets_no_other_user_rewrite_a_tool(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An ACL naming another user on a tool's file whose owning group is this user's alone
+    (a default ACL of the directory it was made in, or setfacl): its group bits are the
+    ACL's mask, and the group-of-one rule let it pass without looking at the ACL, so uid
+    65534 rewrote the tool after the re-check and the call ran their code. Refused now, as
+    any ACL beyond the project's; install makes the file again without it."""
+    layout = ProjectLayout(project)
+    entry = layout.package_dir(GREETER) / "tools" / "hello.js"
+    assert state_owner._group_of_one(entry.stat().st_gid, os.geteuid())
+    try:
+        os.setxattr(entry, "system.posix_acl_access", _acl_letting_write(NOBODY))
+    except OSError as exc:
+        pytest.skip(f"no POSIX ACLs here: {exc}")
+    checked = runtime_module._check_bound
+
+    def then_swap(*args: object) -> None:
+        checked(*args)  # type: ignore[arg-type]
+        subprocess.run(
+            ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "sh", "-c",
+             'printf %s "$1" > "$2"', "sh", EVIL, str(entry)],
+            check=True,
+        )  # fmt: skip
+
+    monkeypatch.setattr(runtime_module, "_check_bound", then_swap)
+    with pytest.raises(SpliceError) as refused:
+        Splice(project).run("greeter.hello", {"name": "x"})
+    assert refused.value.code is ErrorCode.INSTALLED_PACKAGE_MODIFIED
+    assert list(refused.value.details) == [f"{entry}: a POSIX ACL lets other users write it"]
+    assert "PWNED" not in entry.read_text()
+    monkeypatch.undo()
+    assert sync_in_place(project).ok
+    assert Splice(project).run("greeter.hello", {"name": "x"}).output == {"message": "Hello, x."}
+
+
+@as_another_user
+def test_a_directory_above_the_project_another_user_may_write_is_refused(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The project lies in a directory every user may write, not sticky (a team's
+    ``/srv/shared``): uid 65534 renamed the project away after the check and put a copy of
+    theirs in its place before the file view was planned, then rewrote the tool after the
+    re-check (which hashes the bound copy: the same bytes until then). On the old code
+    their code ran. Refused now, naming the directory; a sticky one (``/tmp``) runs, unless
+    its owner is a user who may not write the project."""
+    shared = project.parent
+    entry = ProjectLayout(project).package_dir(GREETER) / "tools" / "hello.js"
+    planned, checked = fileview.plan_view, runtime_module._check_bound
+
+    def swap_then_plan(*args: object, **kwargs: object) -> object:
+        subprocess.run(
+            ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "sh", "-c",
+             'mv "$1/p" "$1/old" && cp -r "$1/old" "$1/p"', "sh", str(shared)],
+            check=True,
+        )  # fmt: skip
+        return planned(*args, **kwargs)  # type: ignore[arg-type]
+
+    def then_write(*args: object) -> None:
+        checked(*args)  # type: ignore[arg-type]
+        subprocess.run(
+            ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "sh", "-c",
+             'printf %s "$1" > "$2"', "sh", EVIL, str(entry)],
+            check=True,
+        )  # fmt: skip
+
+    shared.chmod(0o777)
+    with monkeypatch.context() as patched:
+        patched.setattr(fileview, "plan_view", swap_then_plan)
+        patched.setattr(runtime_module, "_check_bound", then_write)
+        with pytest.raises(SpliceError) as refused:
+            Splice(project).run("greeter.hello", {"name": "x"})
+    assert refused.value.code is ErrorCode.INSTALLED_PACKAGE_MODIFIED
+    assert list(refused.value.details) == [f"{shared}: every user may write it"]
+    assert f"chmod +t {shared}" in (refused.value.hint or "")
+    assert not (shared / "old").exists()
+
+    shared.chmod(0o1777)
+    assert Splice(project).run("greeter.hello", {"name": "x"}).output == {"message": "Hello, x."}
+    os.chown(shared, NOBODY, -1)
+    with pytest.raises(SpliceError) as refused:
+        Splice(project).run("greeter.hello", {"name": "x"})
+    assert refused.value.code is ErrorCode.INSTALLED_PACKAGE_MODIFIED
+    # (and the system's sticky /tmp, when it holds the directory: its entry is theirs now)
+    assert refused.value.details[0] == (
+        f"{shared}: it is owned by user {NOBODY}, who may not write the project"
+    )
