@@ -52,7 +52,8 @@ from splice_build.project.atomic import (
     make_dirs,
     remove_stale_temps,
 )
-from splice_build.project.layout import ProjectLayout, state_dir_mode
+from splice_build.project.creation_modes import dir_mode_in
+from splice_build.project.layout import ProjectLayout
 from splice_build.project.lockfile import Lockfile, load_lockfile, save_lockfile
 from splice_build.project.project_file import (
     load_project_file,
@@ -124,7 +125,7 @@ def staging_dir(layout: ProjectLayout, package_id: str) -> Path:
     path = Swap.build(layout, package_id, _staging_token(), install=True).staged
     assert path is not None
     make_dirs(layout.tmp_dir)
-    path.mkdir(mode=state_dir_mode())
+    path.mkdir(mode=dir_mode_in(path.parent))
     return path
 
 

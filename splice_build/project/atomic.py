@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from splice_build.project.layout import state_dir_mode, state_file_mode
+from splice_build.project.creation_modes import dir_mode_in, file_mode_in
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
@@ -199,7 +199,7 @@ def make_dirs(directory: Path) -> None:
         return
     make_dirs(directory.parent)
     try:
-        directory.mkdir(mode=state_dir_mode())
+        directory.mkdir(mode=dir_mode_in(directory.parent))
     except FileExistsError:
         if not directory.is_dir():
             raise
@@ -222,7 +222,8 @@ def write_tree(directory: Path, files: Mapping[str, bytes]) -> None:
     pool = _fsync_pool()
     pending: list[Future[None]] = []
     directories = {directory}
-    dir_mode, file_mode = state_dir_mode(), state_file_mode()  # the umask read once
+    # The tree's directories are made in ``directory`` or in one another: one answer for all.
+    dir_mode, file_mode = dir_mode_in(directory), file_mode_in(directory)
 
     def new_file(path: str, flags: int) -> int:
         return os.open(path, flags, file_mode)

@@ -30,48 +30,7 @@ from splice_build.spec.names import PackageId
 # The names live with the rule that no grant may reach them (spec/project_state.py).
 from splice_build.spec.project_state import LEGACY_LOCK_FILE, LOCK_FILE, PROJECT_FILE, STATE_DIR
 
-__all__ = [
-    "LEGACY_LOCK_FILE",
-    "LOCK_FILE",
-    "PROJECT_FILE",
-    "STATE_DIR",
-    "ProjectLayout",
-    "state_dir_mode",
-    "state_file_mode",
-]
-
-
-def state_dir_mode() -> int:
-    """The mode Splice asks for (the umask then applies) for a directory it creates in a
-    project: 0775 where the umask keeps others from writing but not the group (a team's
-    002), else 0755 (``_group_may_write``)."""
-    return 0o775 if _group_may_write() else 0o755
-
-
-def state_file_mode() -> int:
-    """As :func:`state_dir_mode`, for an installed package's file: 0664 or 0644."""
-    return 0o664 if _group_may_write() else 0o644
-
-
-def _group_may_write() -> bool:
-    """Whether the process's umask sets the group apart from others: it masks others' write
-    (``002``), so group write is what the user chose.
-
-    Nothing Splice makes in a project is writable by others: under a daemon's umask 0 an
-    installed package's files were 0666, and another user could change a tool's code
-    between its check and Node reading it. Nor by the group then: a umask of 0 chose no
-    group, and the user's primary group may be every user's (a distribution's ``users``,
-    gid 100): with 0664 kept, another user of it rewrote ``tools/hello.js``. The umask is
-    read from ``/proc/self/status``, as ``os.umask`` cannot read it without setting it,
-    racing with the program's other threads; unread, the group gets no write."""
-    try:
-        with open("/proc/self/status", "rb") as status:
-            for line in status:
-                if line.startswith(b"Umask:"):
-                    return bool(int(line.split()[1], 8) & 0o002)
-    except (OSError, ValueError, IndexError):
-        pass
-    return False
+__all__ = ["LEGACY_LOCK_FILE", "LOCK_FILE", "PROJECT_FILE", "STATE_DIR", "ProjectLayout"]
 
 
 @dataclass(frozen=True)

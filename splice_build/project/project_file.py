@@ -244,7 +244,7 @@ def init_project(directory: Path, *, registry: str | None = None) -> tuple[Path,
     path = ProjectLayout(root).project_file
     if path.exists() and not path.is_file():
         raise _invalid("is not a regular file")
-    make_dirs(root)  # state_dir_mode(): never writable by others, whatever the umask
+    make_dirs(root)  # project/creation_modes.py: never writable by others, whatever the umask
     # Created only if absent, atomically: two concurrent inits never overwrite each other.
     created = atomic_write_json(path, ProjectFile({}, registry).to_json(), exclusive=True)
     return root, created

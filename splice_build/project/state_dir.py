@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from splice_build.errors import ErrorCode, ProjectError
-from splice_build.project.layout import STATE_DIR, ProjectLayout, state_dir_mode
+from splice_build.project.layout import STATE_DIR, ProjectLayout
 from splice_build.project.locking import lock
 
 
@@ -46,8 +46,10 @@ def _make_state_dir(layout: ProjectLayout) -> None:
     file's parents are made for a user's SPLICE_HOME): a project removed while a ``Splice`` of
     it lives is ``NOT_A_PROJECT``, not made again as a directory holding ``.splice/state.lock``.
     Anything else in the way is named by the lock file's own open, coded."""
+    from splice_build.project.creation_modes import dir_mode_in
+
     try:
-        layout.state_dir.mkdir(mode=state_dir_mode(), exist_ok=True)
+        layout.state_dir.mkdir(mode=dir_mode_in(layout.root), exist_ok=True)
     except FileNotFoundError:
         raise project_gone(layout.root) from None
     except OSError:

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from splice_build.errors import ErrorCode, ProjectError, UsageError
-from splice_build.project.layout import PROJECT_FILE, STATE_DIR, state_dir_mode
+from splice_build.project.layout import PROJECT_FILE, STATE_DIR
 from splice_build.project.tool_written import (
     Dropped,
     GrantedSubtrees,
@@ -403,13 +403,14 @@ class _Memo:
         import json
 
         from splice_build.project.atomic import atomic_write_bytes
+        from splice_build.project.creation_modes import dir_mode_in
         from splice_build.project.layout import ProjectLayout
         from splice_build.project.state_dir import check_state_dir
 
         check_state_dir(ProjectLayout(root))  # a cache, but never written through a link
         state = root / STATE_DIR
         try:
-            state.mkdir(mode=state_dir_mode(), exist_ok=True)
+            state.mkdir(mode=dir_mode_in(root), exist_ok=True)
             atomic_write_bytes(state / MEMO_FILE, json.dumps(body).encode("utf-8"))
         except OSError:
             return

@@ -360,7 +360,9 @@ class SpliceRuntime:
             if shaped_by_tool(str(path), writable, shared):
                 continue
             try:
-                make_dirs(path)  # state_dir_mode(), as everything Splice makes in a project
+                make_dirs(
+                    path
+                )  # project/creation_modes.py, as everything Splice makes in a project
             except OSError as exc:  # a file there or on the way, a refused mkdir, a long name
                 raise SandboxError(
                     ErrorCode.NOT_WRITABLE,

@@ -43,7 +43,8 @@ from typing import Any
 from splice_build.errors import SpliceError
 from splice_build.install.installer import Installer
 from splice_build.install.transaction import project_lock
-from splice_build.project.layout import ProjectLayout, state_dir_mode
+from splice_build.project.creation_modes import dir_mode_in
+from splice_build.project.layout import ProjectLayout
 from splice_build.project.lockfile import load_lockfile
 from splice_build.project.locking import lock
 from splice_build.project.project_file import load_project_file, sorted_by_id
@@ -232,7 +233,7 @@ def _run_doit(workspace: WorkspaceRun) -> None:
     from splice_build.tasks.loader import IN_FLIGHT, SavingSqliteDB
 
     db = workspace.db
-    db.parent.mkdir(mode=state_dir_mode(), parents=True, exist_ok=True)
+    db.parent.mkdir(mode=dir_mode_in(db.parent.parent), parents=True, exist_ok=True)
     _usable_database(db)
     SavingSqliteDB.failures.clear()
     IN_FLIGHT.reset()

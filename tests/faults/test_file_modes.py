@@ -101,15 +101,38 @@ def test_nothing_splice_makes_in_a_project_is_writable_by_others_whatever_the_um
         if not p.is_symlink() and p.lstat().st_mode & stat.S_IWOTH
     ]
     assert others_may_write == []
-    # nor by the group: a umask of 0 chose none, and a primary group may be every user's
-    # (``users``): there another user rewrote tools/hello.js
+    # nor by the group: the directory it was made in gave none (a umask of 0 chose none, and
+    # a primary group may be every user's, ``users``: there another user rewrote hello.js)
     tools = project / ".splice" / "packages" / "@splice" / "example" / "tools"
     assert (_mode(tools), _mode(tools / "hello.js")) == (0o755, 0o644)
-    # a team's umask 002 sets the group apart from others: its write is kept
-    from splice_build.project.layout import state_dir_mode, state_file_mode
 
+
+def test_a_team_directory_keeps_its_group_write_and_nothing_else_gains_one(
+    tmp_path: Path,
+) -> None:
+    """The group may write what Splice makes where the directory it is made in already lets
+    that group write (a team's setgid checkout): the check before a run allows exactly that.
+    A project directory of 2755 in such a directory gave its .splice 2775 under umask 002,
+    which that check then refused for good (every sync installed the same modes again)."""
+    from splice_build.project.atomic import make_dirs, write_tree
+
+    team = tmp_path / "team"
+    team.mkdir()
+    team.chmod(0o2775)
+    private = team / "private"
+    private.mkdir()
+    private.chmod(0o2755)
     old = os.umask(0o002)
     try:
-        assert (state_dir_mode(), state_file_mode()) == (0o775, 0o664)
+        for parent, want in ((team, (0o775, 0o664)), (private, (0o755, 0o644))):
+            make_dirs(parent / "state" / "tree")
+            write_tree(parent / "state" / "tree", {"tools/a.js": b"x"})
+            made = parent / "state" / "tree"
+            got = (
+                _mode(parent / "state") & 0o777,
+                _mode(made / "tools") & 0o777,
+                _mode(made / "tools" / "a.js"),
+            )
+            assert got == (want[0], want[0], want[1]), parent.name
     finally:
         os.umask(old)

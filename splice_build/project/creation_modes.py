@@ -1,0 +1,41 @@
+"""The modes Splice asks for (the umask then applies) for the directories and the installed
+package files it creates in a project: ``.splice/`` and everything under it, the directory
+``splice init`` makes, a write grant's directories.
+
+Never writable by other users, whatever the umask: under a daemon's umask 0 an installed
+package's files were 0666 and its directories 0777, and another user could change a tool's
+code between its check and Node reading it. The group gets write access only where the
+directory the new entry is made in already gives it to the group the entry will have (the
+directory's own when it is setgid, else the process's): a team's group-writable checkout
+stays one, and nothing opens to a group the project did not. Under umask 0 with a primary
+group every user shares (``users``), a project whose directory is not group-writable gains no
+group write; one whose directory is could be renamed away by that group anyway. This is the
+rule the check before a run applies (project/state_owner.py ``added_writer``: group write
+where the project's directory gives it to that same group), so what Splice makes passes it.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+
+def dir_mode_in(parent: Path) -> int:
+    """The mode for a directory made in ``parent``: 0775 or 0755."""
+    return 0o775 if _group_may_write_in(parent) else 0o755
+
+
+def file_mode_in(parent: Path) -> int:
+    """The mode for an installed package's file made in ``parent``: 0664 or 0644."""
+    return 0o664 if _group_may_write_in(parent) else 0o644
+
+
+def _group_may_write_in(parent: Path) -> bool:
+    try:
+        info = os.stat(parent)
+    except OSError:
+        return False  # the mkdir or open that follows says why
+    if not info.st_mode & stat.S_IWGRP:
+        return False
+    return bool(info.st_mode & stat.S_ISGID) or info.st_gid == os.getegid()
