@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from splice_build.errors import ErrorCode
 from splice_build.records import dataclass
+from splice_build.runtime.forks import forget_in_children
 from splice_build.runtime.limits import (
     MAX_CAPABILITIES_IN_FLIGHT,
     MAX_CAPABILITIES_IN_FLIGHT_PER_PACKAGE,
@@ -46,6 +47,16 @@ class _ProcessSlots:
         self._total = total
         self._per_package = per_package
         self._held: dict[str, int] = {}
+        self._lock = threading.Lock()
+        forget_in_children(self)
+
+    def forget_after_fork(self) -> None:
+        """In a child of ``fork`` (runtime/forks.py): the parent's calls in flight run on its
+        threads, none of which the child has, so nothing would ever give their slots back: a
+        program forking while a package had 8 broker calls in flight (a tool that starts calls
+        to a slow provider and returns, run twice) had every capability call of that package
+        in the child answer CAPABILITY_LIMIT. The child starts with none held."""
+        self._held = {}
         self._lock = threading.Lock()
 
     def take(self, package: str) -> str | None:

@@ -286,13 +286,19 @@ def start(spec: SandboxSpec) -> SandboxProcess:
     (``fileview.SourceChanged``, with its kind, when a source of its file view changed
     before the child bound it)."""
     view = spec.file_view()
-    job_r, job_w = _pipe()
-    msg_r, msg_w = _pipe()
-    report = list(_pipe()) if view is not None else []  # read end, write end
-    if spec.fetch and sys.platform.startswith("linux"):
-        _widen(job_w, msg_w)
-    settle_fork_hooks()
+    # Every pipe end is made inside the try: a ^C's KeyboardInterrupt landing between two
+    # pipes, or in the fork hooks' imports, left the ends made so far open.
+    ends: list[int] = []
+    report: list[int] = []  # read end, write end
     try:
+        ends += _pipe()
+        ends += _pipe()
+        job_r, job_w, msg_r, msg_w = ends
+        if view is not None:
+            report += _pipe()
+        if spec.fetch and sys.platform.startswith("linux"):
+            _widen(job_w, msg_w)
+        settle_fork_hooks()
         popen = subprocess.Popen(
             spec.argv(job_r, msg_w),
             stdin=subprocess.DEVNULL,
@@ -307,7 +313,7 @@ def start(spec: SandboxSpec) -> SandboxProcess:
             ),
         )
     except BaseException as exc:
-        for fd in (job_r, job_w, msg_r, msg_w):
+        for fd in ends:
             os.close(fd)
         changed = _changed_source(report)
         if view is not None and changed:

@@ -143,3 +143,40 @@ def test_broker_failure_and_oversized_result(run_tool) -> None:
         CALL, permissions=DECLARED, broker=RecordingBroker(result={"d": "x" * (5 * 1024 * 1024)})
     )
     assert big.output["code"] == "RESULT_TOO_LARGE"
+
+
+def test_a_child_of_fork_holds_none_of_its_parents_calls_in_flight() -> None:
+    """A program forking while a package had 8 broker calls in flight (a tool that starts
+    calls to a slow provider and returns, run twice): the child's copy of the process's
+    slots and of the answers' byte budget still counted them, and no thread of the child
+    would ever give them back, so every capability call of that package in the child was
+    CAPABILITY_LIMIT (real SDK). The child holds none of them."""
+    import os
+    import signal
+
+    from splice_build.broker.providers.http import BODIES_IN_FLIGHT, MAX_BYTES_IN_FLIGHT
+    from splice_build.runtime.capabilities import _PROCESS_SLOTS
+    from splice_build.runtime.limits import MAX_CAPABILITIES_IN_FLIGHT_PER_PACKAGE
+
+    package = "@acme/forked"
+    for _ in range(MAX_CAPABILITIES_IN_FLIGHT_PER_PACKAGE):
+        assert _PROCESS_SLOTS.take(package) is None
+    free = MAX_BYTES_IN_FLIGHT - BODIES_IN_FLIGHT.held
+    assert BODIES_IN_FLIGHT.take(free)
+    try:
+        assert _PROCESS_SLOTS.take(package) is not None  # the parent's share is full
+        child = os.fork()
+        if child == 0:  # pragma: no cover (its exit status is checked below)
+            status = 1
+            try:
+                signal.alarm(30)
+                status = 0 if _PROCESS_SLOTS.take(package) is None else 2
+                status = status or (0 if BODIES_IN_FLIGHT.take(MAX_BYTES_IN_FLIGHT) else 3)
+            finally:
+                os._exit(status)
+        _, status = os.waitpid(child, 0)
+    finally:
+        BODIES_IN_FLIGHT.give_back(free)
+        for _ in range(MAX_CAPABILITIES_IN_FLIGHT_PER_PACKAGE):
+            _PROCESS_SLOTS.give_back(package)
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -250,3 +250,34 @@ def test_no_nested_user_namespace_even_without_the_seccomp_filter() -> None:
         [sys.executable, "-c", NESTED_USER_NAMESPACE], capture_output=True, text=True, check=False
     )
     assert unsandboxed.stdout.strip() == "made"  # the probe can fail
+
+
+LOWER_HARD_LIMIT = """
+import os, resource, subprocess, sys
+from splice_build.runtime.isolation import plan, support
+from splice_build.runtime.isolation.child import make_preexec
+
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, 100))
+planned = plan.plan_for("auto", support.detect())
+print(planned.to_json()["limits"]["openFiles"])
+got = "import resource; print(resource.getrlimit(resource.RLIMIT_NOFILE))"
+done = subprocess.run([sys.executable, "-c", got], capture_output=True, text=True, env={},
+                      preexec_fn=make_preexec(planned, os.getpid()), check=True)
+print(done.stdout.strip())
+"""
+
+
+def test_the_limits_a_call_reports_are_those_its_process_got() -> None:
+    """A program whose hard ``RLIMIT_NOFILE`` is below the tool's 256 (a service's
+    ``LimitNOFILE=100``): the tool inherits that hard limit and cannot be given more, and each
+    call's ``isolation.limits`` said 256 all the same (rlimits.Limits.within_hard_limits)."""
+    done = subprocess.run(
+        [sys.executable, "-c", LOWER_HARD_LIMIT],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == ["100", "(100, 100)"]

@@ -30,6 +30,14 @@ from testing.workspaces import sync_in_place
 
 GREETER = "@acme/greeter"
 NOBODY = 65534
+# Writes a directory and a file into its grant, with Node's defaults (0777 and 0666).
+_WRITES = """import { mkdirSync, writeFileSync } from "node:fs";
+export default function hello(input, ctx) {
+  mkdirSync(`${ctx.paths.project}/out/deep/made`);
+  writeFileSync(`${ctx.paths.project}/out/deep/written`, "x");
+  return { message: "written" };
+}
+"""
 EVIL = "export default function hello() { return { message: 'PWNED' }; }\n"
 
 as_another_user = pytest.mark.skipif(
@@ -147,12 +155,15 @@ def test_a_write_grant_made_under_umask_0_is_not_open_to_other_users(
 ) -> None:
     """The directories of a write grant a call creates (``mkdir -p``) were 0777 under a
     daemon's umask 0; they are 0755 there, as everything else Splice makes in a project
-    (project/layout.py: a umask of 0 sets no group apart)."""
+    (project/layout.py: a umask of 0 sets no group apart). So are the file and directory the
+    tool writes there: it ran under the program's umask 0, and made them 0666 and 0777
+    (runtime/isolation/child.py ``close_to_others``)."""
     publish(
         embedded_store(home),
         tmp_path / "packages",
         name="writer",
         permissions={"fs": {"read": [], "write": ["out/deep"]}, "network": [], "env": []},
+        files={"tools/hello.js": _WRITES},
     )
     project = new_project(tmp_path / "w", {"@acme/writer": "1.0.0"})
     assert sync_in_place(project, accept_permissions=True).ok
@@ -162,8 +173,9 @@ def test_a_write_grant_made_under_umask_0_is_not_open_to_other_users(
     finally:
         os.umask(umask)
     assert result.ok, result.to_json()
-    modes = [stat.S_IMODE((project / name).stat().st_mode) for name in ("out", "out/deep")]
-    assert modes == [0o755, 0o755]
+    names = ("out", "out/deep", "out/deep/made", "out/deep/written")
+    modes = [stat.S_IMODE((project / name).stat().st_mode) for name in names]
+    assert modes == [0o755, 0o755, 0o755, 0o644]
 
 
 def _acl_letting_write(uid: int) -> bytes:

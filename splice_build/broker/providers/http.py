@@ -20,6 +20,7 @@ from urllib.parse import quote, urlencode, urlsplit
 from splice_build.broker.providers.interface import ProviderFailure
 from splice_build.errors import ErrorCode
 from splice_build.records import dataclass
+from splice_build.runtime.forks import forget_in_children
 from splice_build.spec.number_text import whole_number
 
 # docs/capabilities.md: 15 s for one provider's part of one call, all its requests together
@@ -71,6 +72,14 @@ class ByteBudget:
 
     def __init__(self, total: int) -> None:
         self._total = total
+        self._held = 0
+        self._lock = threading.Lock()
+        forget_in_children(self)
+
+    def forget_after_fork(self) -> None:
+        """In a child of ``fork`` (runtime/forks.py): the bytes the parent's calls in flight
+        hold are never given back there (their threads are the parent's), and would leave the
+        child's calls less of the budget, down to none. The child holds none."""
         self._held = 0
         self._lock = threading.Lock()
 

@@ -118,6 +118,22 @@ def seal(kernel: Kernel, plan: IsolationPlan, view: fileview.FileView | None) ->
     kernel.read_only_proc()
 
 
+def close_to_others() -> None:
+    """The tool's umask: the program's, with the group's and others' write masked too unless
+    it masks others' write already (a team's 002 keeps the group's write; the directories
+    Splice makes follow the rule of project/creation_modes.py).
+
+    A tool writes its output into the project (its write grants) under this umask: under a
+    daemon's umask 0 its files were 0666 and its directories 0777, inside a grant's directory
+    Splice made 0755, so any local user could rewrite what the tool wrote there (a generated
+    file the project then builds from) before the program read it."""
+    umask = os.umask(0o022)
+    if umask & 0o002:
+        os.umask(umask)
+    else:
+        os.umask(umask | 0o022)
+
+
 def make_preexec(
     plan: IsolationPlan,
     parent_pid: int,
@@ -154,6 +170,7 @@ def make_preexec(
             kernel.drop_capabilities(plan.last_cap)
         if plan.no_new_privs and kernel is not None:
             kernel.no_new_privs()
+        close_to_others()
         rlimits.apply_limits(plan.limits, kernel)
         if socket_filter is not None:
             socket_filter.install()

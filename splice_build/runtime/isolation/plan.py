@@ -120,7 +120,9 @@ def plan_for(mode: str, support: IsolationSupport) -> IsolationPlan:
         pid_max=rlimits.PID_MAX if os_layer and support.pid_max else None,
         no_new_privs=support.no_new_privs,
         last_cap=support.last_cap,
-        limits=rlimits.Limits(processes=rlimits.PROCESSES if in_user_namespace else None),
+        limits=rlimits.Limits(
+            processes=rlimits.PROCESSES if in_user_namespace else None
+        ).within_hard_limits(),
         reasons=reasons,
     )
 

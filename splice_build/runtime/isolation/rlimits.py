@@ -14,7 +14,7 @@ import resource
 import signal
 
 from splice_build.open_files import raise_open_file_limit
-from splice_build.records import dataclass
+from splice_build.records import dataclass, replace
 from splice_build.runtime.isolation.kernel import Kernel
 from splice_build.runtime.limits import ADDRESS_SPACE_LIMIT_BYTES, MAX_TIMEOUT_MS
 
@@ -63,6 +63,30 @@ class Limits:
         if self.processes is not None:
             out["processes"] = self.processes
         return out
+
+    def within_hard_limits(self) -> Limits:
+        """These limits, none above the program's hard one: the tool inherits that hard limit
+        and ``apply_limits`` cannot raise it, so a program whose hard ``RLIMIT_NOFILE`` was 100
+        ran its tools with 100 open files while each call's ``isolation.limits`` said 256."""
+        lowered = {
+            name: min(value, hard)
+            for name, kind in _RESOURCES.items()
+            if (value := getattr(self, name)) is not None
+            and (hard := resource.getrlimit(kind)[1]) != resource.RLIM_INFINITY
+            and hard < value
+        }
+        return replace(self, **lowered) if lowered else self
+
+
+# Each limit's field and its resource.
+_RESOURCES = {
+    "address_space": resource.RLIMIT_AS,
+    "cpu_seconds": resource.RLIMIT_CPU,
+    "open_files": resource.RLIMIT_NOFILE,
+    "file_size": resource.RLIMIT_FSIZE,
+    "core": resource.RLIMIT_CORE,
+    "processes": resource.RLIMIT_NPROC,
+}
 
 
 def _set(kind: int, value: int) -> None:
