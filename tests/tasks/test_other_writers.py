@@ -63,6 +63,29 @@ def project(registry: dict) -> Iterator[Path]:
     shutil.rmtree(shared)
 
 
+def _as_nobody(script: str, *args: str) -> None:
+    """Run the shell ``script`` (its arguments ``$1``…) as the other local user."""
+    subprocess.run(
+        [
+            *("setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"),
+            *("sh", "-c", script, "sh", *args),
+        ],
+        check=True,
+    )
+
+
+def _rewrite_after_the_check(monkeypatch: pytest.MonkeyPatch, entry: Path) -> None:
+    """The other user rewrites ``entry`` as soon as the call's re-check returns, in the window
+    before Node reads it."""
+    checked = runtime_module._check_bound
+
+    def then_swap(*args: object) -> None:
+        checked(*args)  # type: ignore[arg-type]
+        _as_nobody('printf %s "$1" > "$2"', EVIL, str(entry))
+
+    monkeypatch.setattr(runtime_module, "_check_bound", then_swap)
+
+
 @as_another_user
 def test_a_tool_another_user_may_rewrite_is_refused_before_it_runs(
     project: Path, monkeypatch: pytest.MonkeyPatch
@@ -74,17 +97,7 @@ def test_a_tool_another_user_may_rewrite_is_refused_before_it_runs(
     package = layout.package_dir(GREETER)
     entry = package / "tools" / "hello.js"
     _chmod_tree(layout.packages_dir, stat.S_IWOTH)  # as installed under umask 0 before
-    checked = runtime_module._check_bound
-
-    def then_swap(*args: object) -> None:
-        checked(*args)  # type: ignore[arg-type]
-        subprocess.run(
-            ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "sh", "-c",
-             'printf %s "$1" > "$2"', "sh", EVIL, str(entry)],
-            check=True,
-        )  # fmt: skip
-
-    monkeypatch.setattr(runtime_module, "_check_bound", then_swap)
+    _rewrite_after_the_check(monkeypatch, entry)
     with pytest.raises(SpliceError) as refused:
         Splice(project).run("greeter.hello", {"name": "x"})
     assert refused.value.code is ErrorCode.INSTALLED_PACKAGE_MODIFIED
@@ -203,17 +216,7 @@ def test_an_acl_on_a_file_of_a_group_of_one_lets_no_other_user_rewrite_a_tool(
         os.setxattr(entry, "system.posix_acl_access", _acl_letting_write(NOBODY))
     except OSError as exc:
         pytest.skip(f"no POSIX ACLs here: {exc}")
-    checked = runtime_module._check_bound
-
-    def then_swap(*args: object) -> None:
-        checked(*args)  # type: ignore[arg-type]
-        subprocess.run(
-            ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "sh", "-c",
-             'printf %s "$1" > "$2"', "sh", EVIL, str(entry)],
-            check=True,
-        )  # fmt: skip
-
-    monkeypatch.setattr(runtime_module, "_check_bound", then_swap)
+    _rewrite_after_the_check(monkeypatch, entry)
     with pytest.raises(SpliceError) as refused:
         Splice(project).run("greeter.hello", {"name": "x"})
     assert refused.value.code is ErrorCode.INSTALLED_PACKAGE_MODIFIED
@@ -239,20 +242,12 @@ def test_a_directory_above_the_project_another_user_may_write_is_refused(
     planned, checked = fileview.plan_view, runtime_module._check_bound
 
     def swap_then_plan(*args: object, **kwargs: object) -> object:
-        subprocess.run(
-            ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "sh", "-c",
-             'mv "$1/p" "$1/old" && cp -r "$1/old" "$1/p"', "sh", str(shared)],
-            check=True,
-        )  # fmt: skip
+        _as_nobody('mv "$1/p" "$1/old" && cp -r "$1/old" "$1/p"', str(shared))
         return planned(*args, **kwargs)  # type: ignore[arg-type]
 
     def then_write(*args: object) -> None:
         checked(*args)  # type: ignore[arg-type]
-        subprocess.run(
-            ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "sh", "-c",
-             'printf %s "$1" > "$2"', "sh", EVIL, str(entry)],
-            check=True,
-        )  # fmt: skip
+        _as_nobody('printf %s "$1" > "$2"', EVIL, str(entry))
 
     shared.chmod(0o777)
     with monkeypatch.context() as patched:
