@@ -221,15 +221,17 @@ def test_a_kept_process_of_a_package_removed_during_its_first_call_is_ended(
     runtime = make_reusing(idle_seconds=3600)
     removed = _package(tmp_path)
     real_give_back = ReusePool.give_back
+    given_back: list[int] = []
 
     def give_back(pool: ReusePool, lease: reuse_module.Lease) -> None:
         if removed.exists():
             removed.rename(tmp_path / "gone")  # removed while its first call ran
+        given_back.append(lease.process.pid)  # the reaper may end it before the call returns
         real_give_back(pool, lease)
 
     monkeypatch.setattr(ReusePool, "give_back", give_back)
     _call(runtime, runtime.load(removed))
-    [old] = _pool(runtime).idle_pids()
+    [old] = given_back
     for _ in range(1000):  # the reaper ends it within a look or two; a bound for the old code
         if _gone(old):
             break
