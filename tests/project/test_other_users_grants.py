@@ -22,6 +22,7 @@ from splice_build.errors import ErrorCode, ProjectError
 from splice_build.project.grant_record import RECORD_NAME
 from splice_build.project.tool_written import enclosing_write_grant
 from splice_build.project.workspace import find_workspace
+from testing.acls import posix_acls_kept, set_access_acl
 from testing.projects import lock_entry_json, make_project
 
 pytestmark = pytest.mark.skipif(
@@ -132,38 +133,8 @@ def test_another_users_state_holds_only_what_that_user_can_write(
     assert enclosing_write_grant(victim, home) is None
 
 
-def _acl(path: Path, named: int, perm: int) -> None:
-    """A POSIX access ACL on ``path`` (as ``setfacl -m u:<named>:<perm>``, mask rwx), written
-    as the kernel's xattr: owner rwx, the named user, group r-x, mask rwx, others r-x."""
-    import struct
-
-    anyone = 0xFFFFFFFF
-    entries = [
-        (1, 7, anyone),
-        (2, perm, named),
-        (4, 5, anyone),
-        (0x10, 7, anyone),
-        (0x20, 5, anyone),
-    ]
-    value = struct.pack("<I", 2) + b"".join(struct.pack("<HHI", *e) for e in entries)
-    os.setxattr(path, "system.posix_acl_access", value)
-
-
-def _posix_acls() -> bool:
-    """Whether the file system of the temporary directory (where ``tmp_path`` lies) keeps
-    POSIX ACLs."""
-    import tempfile
-
-    with tempfile.NamedTemporaryFile() as probe:
-        try:
-            _acl(Path(probe.name), OTHER, 6)
-        except OSError:
-            return False
-    return True
-
-
 @pytest.mark.skipif(
-    not _posix_acls(), reason="the temporary directory's file system keeps no POSIX ACLs"
+    not posix_acls_kept(), reason="the temporary directory's file system keeps no POSIX ACLs"
 )
 def test_a_project_another_user_may_write_through_an_acl_is_held_by_their_grant(
     tmp_path: Path,
@@ -176,7 +147,7 @@ def test_a_project_another_user_may_write_through_an_acl_is_held_by_their_grant(
     project = make_project(tmp_path / "team" / "proj", lock=_lock("out"))
     _chown(project / "splice.lock")
     planted = make_project(project / "out" / "x")
-    _acl(planted / "splice.json", OTHER, 6)
+    set_access_acl(planted / "splice.json", OTHER, 6)
     assert enclosing_write_grant(planted, tmp_path / "home") == (project, "out")
     with pytest.raises(ProjectError) as held:
         find_workspace(planted, home=tmp_path / "home")
@@ -255,7 +226,7 @@ def test_whose_state_another_user_may_replace(tmp_path: Path) -> None:
         os.chown(state, 0, gid)
         os.chmod(state, mode)
         if acl_user is not None:
-            _acl(state, acl_user, 7)
+            set_access_acl(state, acl_user, 7)
         assert _shared(tmp_path) is shared, (gid, oct(mode), acl_user)
     os.chown(state, OTHER, 0)
     os.chmod(state, 0o700)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-import struct
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -25,6 +24,7 @@ from splice_build.project.layout import ProjectLayout
 from splice_build.runtime import runtime as runtime_module
 from splice_build.runtime.isolation import fileview
 from splice_build.sdk import Splice
+from testing.acls import posix_acls_kept, set_access_acl
 from testing.registry_fixtures import embedded_store, new_project, publish
 from testing.workspaces import sync_in_place
 
@@ -191,16 +191,10 @@ def test_a_write_grant_made_under_umask_0_is_not_open_to_other_users(
     assert modes == [0o755, 0o755, 0o755, 0o644]
 
 
-def _acl_letting_write(uid: int) -> bytes:
-    """A POSIX access ACL (the kernel's xattr form): owner rw, user ``uid`` rw, the owning
-    group r, mask rw, others r: ``setfacl -m u:<uid>:rw``, which shows as mode 0664."""
-    entries = [(0x01, 6, -1), (0x02, 6, uid), (0x04, 4, -1), (0x10, 6, -1), (0x20, 4, -1)]
-    return struct.pack("<I", 2) + b"".join(
-        struct.pack("<HHI", tag, perm, ident & 0xFFFFFFFF) for tag, perm, ident in entries
-    )
-
-
 @as_another_user
+@pytest.mark.skipif(
+    not posix_acls_kept(), reason="the temporary directory's file system keeps no POSIX ACLs"
+)
 def test_an_acl_on_a_file_of_a_group_of_one_lets_no_other_user_rewrite_a_tool(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -212,10 +206,7 @@ def test_an_acl_on_a_file_of_a_group_of_one_lets_no_other_user_rewrite_a_tool(
     layout = ProjectLayout(project)
     entry = layout.package_dir(GREETER) / "tools" / "hello.js"
     assert state_owner._group_of_one(entry.stat().st_gid, os.geteuid())
-    try:
-        os.setxattr(entry, "system.posix_acl_access", _acl_letting_write(NOBODY))
-    except OSError as exc:
-        pytest.skip(f"no POSIX ACLs here: {exc}")
+    set_access_acl(entry, NOBODY, 6)
     _rewrite_after_the_check(monkeypatch, entry)
     with pytest.raises(SpliceError) as refused:
         Splice(project).run("greeter.hello", {"name": "x"})
