@@ -213,7 +213,7 @@ _OUT_OF_FILES_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE})
 def out_of_files(where: object) -> ProjectError:
     """No file descriptor was left to open ``where``: a limit the user can raise, not a bug.
     A workspace sync makes room for its members' locks up front
-    (open_files.room_for_members), but each install's own files come on top: a first sync
+    (tasks/sync.py room_for_members), but each install's own files come on top: a first sync
     of 20 members under ``ulimit -n 36`` ended in ``INTERNAL_ERROR`` with a crash report."""
     return ProjectError(
         ErrorCode.INVALID_CONFIG,

@@ -1,8 +1,8 @@
 """The process's open-file limit (``RLIMIT_NOFILE``), raised where a command needs many
-descriptors at once: the HTTP servers (connections, splice_build/connections.py) and a
+descriptors at once: the HTTP servers (connections, splice_build/connections.py), a
 workspace sync, which holds every member's state lock until it is done
 (splice_build/tasks/sync.py ``room_for_members``, which imports this module only when the
-limit is too low)."""
+limit is too low), and a sandbox's file view (runtime/isolation/child.py)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """``splice install``/``sync`` take write access to an installed package from other users.
 
-A package installed before Splice made its files 0664 and directories 0775 whatever the
-umask (project/creation_modes.py), under a daemon's umask 0, is 0666/0777: every call of its tools
+A package installed under a daemon's umask 0 before Splice stopped opening what it makes to
+other users (project/creation_modes.py) is 0666/0777: every call of its tools
 is then refused (``INSTALLED_PACKAGE_MODIFIED``, install/installed.py
 ``refuse_other_writers``), since another user could change its code between the check and
 Node reading it. The graph's ``verify`` task closes ``.splice``, ``.splice/packages`` and

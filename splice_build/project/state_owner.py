@@ -85,12 +85,15 @@ def _maybe_put_by_another(info: os.stat_result, entries: Iterable[Path]) -> bool
     return any(others_may_write(path.parent) for path in paths)
 
 
-def _open_to_others(info: os.stat_result, path: Path) -> bool:
-    """Whether a user other than this process's and root may write the inode ``info``
-    (``path``'s, followed): others' write, a group's unless it is this user's alone, or a
-    POSIX ACL whose mask allows writing (``_has_acl``). Fail closed, as ``others_may_write``."""
+def _open_to_others(info: os.stat_result, path: Path, *, root_trusted: bool = True) -> bool:
+    """Whether a user other than this process's and root (``root_trusted=False``: and other
+    than this process's alone) may write the inode ``info`` (``path``'s, followed): its
+    owner, others' write, a group's unless it is this user's alone (``_group_of_one``: umask
+    002's user private group), or a POSIX ACL whose mask allows writing (``_has_acl``)."""
     euid = os.geteuid()
-    if info.st_uid not in (euid, 0) or info.st_mode & stat.S_IWOTH:
+    if info.st_uid not in ((euid, 0) if root_trusted else (euid,)):
+        return True
+    if info.st_mode & stat.S_IWOTH:
         return True
     if not info.st_mode & stat.S_IWGRP:
         return False
@@ -236,11 +239,7 @@ def others_may_write(path: Path) -> bool:
         return False
     except OSError:
         return True
-    if info.st_uid != geteuid() or info.st_mode & stat.S_IWOTH:
-        return True
-    if not info.st_mode & stat.S_IWGRP:
-        return False
-    return not _group_of_one(info.st_gid, geteuid()) or _has_acl(path)
+    return _open_to_others(info, path, root_trusted=False)
 
 
 @functools.lru_cache(maxsize=16)

@@ -360,9 +360,8 @@ class SpliceRuntime:
             if shaped_by_tool(str(path), writable, shared):
                 continue
             try:
-                make_dirs(
-                    path
-                )  # project/creation_modes.py, as everything Splice makes in a project
+                # project/creation_modes.py's modes, as everything Splice makes in a project
+                make_dirs(path)
             except OSError as exc:  # a file there or on the way, a refused mkdir, a long name
                 raise SandboxError(
                     ErrorCode.NOT_WRITABLE,

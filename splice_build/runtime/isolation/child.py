@@ -35,6 +35,7 @@ import os
 import signal
 from collections.abc import Callable
 
+from splice_build.open_files import raise_open_file_limit
 from splice_build.runtime.isolation import fileview, rlimits, seccomp
 from splice_build.runtime.isolation.kernel import (
     CLONE_NEWIPC,
@@ -108,7 +109,11 @@ def seal(kernel: Kernel, plan: IsolationPlan, view: fileview.FileView | None) ->
     """
     kernel.parent_death_signal(int(signal.SIGKILL))
     if view is not None:
-        rlimits.widen_open_files()
+        # The view holds a descriptor per bind and mount point at once, beside every one the
+        # program had (closed only at exec): under a soft limit of 64 it ran out, and every
+        # call was TOOL_CRASHED with "No such file or directory" for Node. ``apply_limits``
+        # sets the tool's own limit afterwards.
+        raise_open_file_limit()
         fileview.build(kernel, view)
     else:
         kernel.mount_private_proc()

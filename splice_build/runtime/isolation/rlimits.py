@@ -13,7 +13,6 @@ import os
 import resource
 import signal
 
-from splice_build.open_files import raise_open_file_limit
 from splice_build.records import dataclass, replace
 from splice_build.runtime.isolation.kernel import Kernel
 from splice_build.runtime.limits import ADDRESS_SPACE_LIMIT_BYTES, MAX_TIMEOUT_MS
@@ -95,17 +94,6 @@ def _set(kind: int, value: int) -> None:
     if hard != resource.RLIM_INFINITY:
         value = min(value, hard)
     resource.setrlimit(kind, (value, value))
-
-
-def widen_open_files() -> None:
-    """Raise the soft limit on descriptors to the hard one (in C2, before the file view is
-    built; ``apply_limits`` sets the tool's own afterwards).
-
-    The view holds a descriptor per bind and per mount point at once, besides every
-    descriptor the program had (they are closed only after this, at exec): a program whose
-    soft limit was 64 (``ulimit -n 64``, or a server near its limit) ran out while the view
-    was built, and every call was TOOL_CRASHED with "No such file or directory" for Node."""
-    raise_open_file_limit()
 
 
 def apply_limits(limits: Limits, kernel: Kernel | None) -> None:
