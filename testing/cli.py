@@ -59,14 +59,14 @@ def run_splice(
     input: str | None = None,
     timeout: float = 120,
     address_space: int | None = None,
-    open_files: int | None = None,
+    open_files: int | tuple[int, int] | None = None,
 ) -> Completed:
     """Run `splice ARGS…` with the test's environment (SPLICE_HOME etc. from os.environ).
 
     ``address_space``: the command's ``RLIMIT_AS`` in bytes, so that a read that never ends
     fails with ``MemoryError`` there instead of taking the test machine's memory.
     ``open_files``: the command's soft ``RLIMIT_NOFILE`` (a user's default is often 1,024,
-    a test machine's far more)."""
+    a test machine's far more), or its (soft, hard) pair (a service's ``LimitNOFILE=``)."""
     full_env = {**os.environ, **(env or {})}
     proc = subprocess.run(
         [splice_executable(), *args],
@@ -82,7 +82,9 @@ def run_splice(
     return Completed(proc.returncode, proc.stdout, proc.stderr)
 
 
-def _limits(address_space: int | None, open_files: int | None) -> Callable[[], None] | None:
+def _limits(
+    address_space: int | None, open_files: int | tuple[int, int] | None
+) -> Callable[[], None] | None:
     if address_space is None and open_files is None:
         return None
 
@@ -91,7 +93,9 @@ def _limits(address_space: int | None, open_files: int | None) -> Callable[[], N
 
         if address_space is not None:
             resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
-        if open_files is not None:
+        if isinstance(open_files, tuple):
+            resource.setrlimit(resource.RLIMIT_NOFILE, open_files)
+        elif open_files is not None:
             hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
             resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, hard))
 

@@ -55,7 +55,7 @@ from splice_build.runtime.session import Session
 from splice_build.security.redact import PathSanitizer, redact
 
 if TYPE_CHECKING:
-    from splice_build.runtime.isolation.fileview import SourceChanged
+    from splice_build.runtime.isolation.fileview import OutOfFiles, SourceChanged
     from splice_build.runtime.isolation.plan import IsolationPlan
     from splice_build.runtime.isolation.support import IsolationSupport
     from splice_build.runtime.pool import PoolKey, WarmPool
@@ -519,7 +519,7 @@ class SpliceRuntime:
     ) -> tuple[sandbox.SandboxProcess, Lease | None]:
         """The call's process, and its lease (under the job's ``env``) when it may be kept for
         the next call."""
-        from splice_build.runtime.isolation.fileview import SourceChanged
+        from splice_build.runtime.isolation.fileview import OutOfFiles, SourceChanged
 
         lease = None
         try:
@@ -561,6 +561,8 @@ class SpliceRuntime:
                 process = self._pool.acquire(key)
         except SourceChanged as exc:
             raise _view_changed(pkg, exc) from exc
+        except OutOfFiles as exc:
+            raise _view_out_of_files(pkg, exc) from exc
         except OSError as exc:
             raise SandboxError(
                 ErrorCode.TOOL_CRASHED, f"Could not start the tool process: {exc}"
@@ -718,6 +720,20 @@ def _view_changed(pkg: LoadedPackage, exc: SourceChanged) -> SandboxError:
         f"{pkg.id}: {what or 'a file of the runtime'} changed while its sandbox started "
         "(a symbolic link or another directory in its place); nothing was run",
         hint="run the tool again once the files stay in place",
+    )
+
+
+def _view_out_of_files(pkg: LoadedPackage, exc: OutOfFiles) -> SandboxError:
+    """The refusal of a start whose file view ran out of descriptors: the program's hard
+    open-file limit (a service's ``LimitNOFILE=64``) is too low for the OS layer on this
+    machine, as a layer the kernel refuses is (nothing was run; it was TOOL_CRASHED, "Exception
+    occurred in preexec_fn")."""
+    return SandboxError(
+        ErrorCode.ISOLATION_UNAVAILABLE,
+        f"{pkg.id}: its sandbox could not be started: {exc.strerror}; nothing was run",
+        # The view needs about 60 beside the CLI's own: 1,024 is a user's usual soft limit.
+        hint="raise the hard open-file limit to 1024 or more (ulimit -Hn, or LimitNOFILE= in "
+        "a service unit) before starting splice",
     )
 
 

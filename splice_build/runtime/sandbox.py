@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import errno
 import math
 import os
+import resource
 import select
 import signal
 import subprocess
@@ -284,7 +284,7 @@ def _widen(*fds: int) -> None:
 def start(spec: SandboxSpec) -> SandboxProcess:
     """Start the host; raises OSError when the process cannot be created
     (``fileview.SourceChanged``, with its kind, when a source of its file view changed
-    before the child bound it)."""
+    before the child bound it; ``fileview.OutOfFiles`` when the view's descriptors ran out)."""
     view = spec.file_view()
     # Every pipe end is made inside the try: a ^C's KeyboardInterrupt landing between two
     # pipes, or in the fork hooks' imports, left the ends made so far open.
@@ -315,10 +315,9 @@ def start(spec: SandboxSpec) -> SandboxProcess:
     except BaseException as exc:
         for fd in ends:
             os.close(fd)
-        changed = _changed_source(report)
-        if view is not None and changed:
-            why = "changed after the file view was planned"
-            raise fileview.SourceChanged(errno.ESTALE, changed, why, view.kind_of(changed)) from exc
+        failure = _reported_failure(report, view)
+        if failure is not None:
+            raise failure from exc
         if isinstance(exc, subprocess.SubprocessError):  # the preexec setup failed
             raise OSError(f"the sandbox's isolation could not be applied: {exc}") from exc
         raise
@@ -328,7 +327,7 @@ def start(spec: SandboxSpec) -> SandboxProcess:
     process = SandboxProcess(popen, job_w, msg_r, spec.isolation)
     child_ends = [job_r, msg_w]
     try:
-        _changed_source(report)
+        _reported_failure(report, view)
         while child_ends:
             os.close(child_ends.pop())
         if spec.isolation.os_layer:
@@ -397,21 +396,25 @@ def _above_stdio(fd: int) -> int:
         os.close(fd)
 
 
-def _changed_source(report: list[int]) -> str:
+def _reported_failure(report: list[int], view: fileview.FileView | None) -> OSError | None:
     """What the child reported on the pipe ``report`` (read end, write end; empty without a
-    file view): the path of a source that changed, empty when none. Each end is closed and
-    taken out of the list. Read once the start is over, without blocking: every child
-    holding the write end has exec'd (close-on-exec) or exited, so all it wrote is there."""
+    file view) about its view's failure (``fileview.reported_failure``), None when nothing.
+    Each end is closed and taken out of the list. Read once the start is over, without
+    blocking: every child holding the write end has exec'd (close-on-exec) or exited, so all
+    it wrote is there."""
     if not report:
-        return ""
+        return None
     try:
         os.set_blocking(report[0], False)
-        with contextlib.suppress(BlockingIOError):
-            return os.fsdecode(os.read(report[0], 65536))
-        return ""
+        try:
+            written = os.read(report[0], 65536)
+        except BlockingIOError:
+            return None
     finally:
         while report:
             os.close(report.pop())
+    assert view is not None, "BUG: a report pipe without a file view"
+    return fileview.reported_failure(written, view, resource.getrlimit(resource.RLIMIT_NOFILE)[1])
 
 
 def _leader_pidfd(pid: int) -> int | None:

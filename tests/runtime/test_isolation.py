@@ -7,6 +7,7 @@ clear code."""
 from __future__ import annotations
 
 import errno
+import json
 import os
 import shutil
 import socket
@@ -23,6 +24,8 @@ from splice_build.records import replace
 from splice_build.runtime import SpliceRuntime, ToolResult
 from splice_build.runtime.isolation import plan, rlimits, seccomp, support
 from splice_build.runtime.isolation.child import make_preexec
+from splice_build.sdk import Splice
+from testing.cli import run_splice
 from testing.hostile_packages import write_package
 from testing.isolation import needs_os_layer, wait_for_namespace_gone
 
@@ -256,6 +259,8 @@ LOWER_HARD_LIMIT = """
 import os, resource, subprocess, sys
 from splice_build.runtime.isolation import plan, support
 from splice_build.runtime.isolation.child import make_preexec
+from splice_build.sdk import Splice
+from testing.cli import run_splice
 
 resource.setrlimit(resource.RLIMIT_NOFILE, (64, 100))
 planned = plan.plan_for("auto", support.detect())
@@ -281,3 +286,22 @@ def test_the_limits_a_call_reports_are_those_its_process_got() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[:2] == ["100", "(100, 100)"]
+
+
+def test_a_hard_open_file_limit_too_low_for_the_view_is_named(tmp_path: Path) -> None:
+    """A program whose hard ``RLIMIT_NOFILE`` is 64 (a service's ``LimitNOFILE=64``): the file
+    view holds a descriptor per bind and mount point at once and ran out before Node existed,
+    and every call was TOOL_CRASHED, "Exception occurred in preexec_fn". It is
+    ISOLATION_UNAVAILABLE now, naming the limit and the one the hint asks for, which is
+    enough."""
+    project = tmp_path / "project"
+    Splice.init(project).add(["@splice/example"])
+    low = run_splice("--json", "run", "example.hello", "name=x", cwd=project, open_files=(64, 64))
+    assert low.code == 1, low.stderr
+    error = low.json()["error"]
+    assert error["code"] == ErrorCode.ISOLATION_UNAVAILABLE, error
+    assert "hard open-file limit (64)" in error["message"]
+    assert "1024" in error["hint"]
+    hinted = run_splice("run", "example.hello", "name=x", cwd=project, open_files=(1024, 1024))
+    assert hinted.code == 0, hinted.stderr
+    assert json.loads(hinted.stdout) == {"message": "Hello, x."}

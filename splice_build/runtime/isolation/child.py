@@ -146,9 +146,9 @@ def make_preexec(
     report_fd: int | None = None,
 ) -> Callable[[], None]:
     """The ``preexec_fn`` for one sandbox process (libc is looked up here, in the parent);
-    ``view`` is the file view to build (the OS layer with ``plan.file_view`` only). When a
-    planned source changed before it was bound, its path is written to ``report_fd``
-    (``Popen`` passes on only that the ``preexec_fn`` failed)."""
+    ``view`` is the file view to build (the OS layer with ``plan.file_view`` only). When the
+    view cannot be built because a planned source changed or the descriptors ran out, that is
+    written to ``report_fd`` (``fileview.failure_report``)."""
     assert view is None or (plan.os_layer and plan.file_view), "BUG: a view without its layer"
     kernel = Kernel.load()
     uid, gid = os.geteuid(), os.getegid()
@@ -168,9 +168,9 @@ def make_preexec(
                 become_waiter(kernel, child)
             try:
                 seal(kernel, plan, view)
-            except fileview.SourceChanged as exc:
+            except OSError as exc:
                 if report_fd is not None:
-                    os.write(report_fd, os.fsencode(exc.source))
+                    os.write(report_fd, fileview.failure_report(exc))
                 raise
             kernel.drop_capabilities(plan.last_cap)
         if plan.no_new_privs and kernel is not None:

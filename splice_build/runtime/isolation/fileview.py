@@ -133,6 +133,43 @@ class SourceChanged(OSError):
         self.kind = kind
 
 
+class OutOfFiles(OSError):
+    """The view could not be built: it ran out of descriptors under the program's hard
+    open-file limit ``hard`` (it holds one per bind and mount point at once, beside every one
+    the program had; the soft limit was raised to ``hard`` first). Nothing was run."""
+
+    def __init__(self, hard: int) -> None:
+        super().__init__(
+            errno.EMFILE,
+            "the file view holds a descriptor per bind and mount point at once, beside the "
+            f"program's own, and the hard open-file limit ({hard}) ran out",
+        )
+        self.hard = hard
+
+
+_CHANGED = b"changed "
+_OUT_OF_FILES = b"out-of-files"
+
+
+def failure_report(exc: OSError) -> bytes:
+    """What the child writes on its report pipe about the failure ``exc`` of its view
+    (``Popen`` passes on only that the ``preexec_fn`` failed); empty for nothing the parent
+    can name. ``reported_failure`` reads it."""
+    if isinstance(exc, SourceChanged):
+        return _CHANGED + os.fsencode(exc.source)
+    return _OUT_OF_FILES if exc.errno == errno.EMFILE else b""
+
+
+def reported_failure(report: bytes, view: FileView, hard_limit: int) -> OSError | None:
+    """The error the child's ``failure_report`` names (None for an empty report):
+    ``SourceChanged`` with its kind, or ``OutOfFiles``."""
+    if report.startswith(_CHANGED):
+        source = os.fsdecode(report[len(_CHANGED) :])
+        why = "changed after the file view was planned"
+        return SourceChanged(errno.ESTALE, source, why, view.kind_of(source))
+    return OutOfFiles(hard_limit) if report == _OUT_OF_FILES else None
+
+
 def elf_interpreter(binary: Path) -> str | None:
     """The ``PT_INTERP`` path of a 64-bit ELF executable (None for a static one)."""
     with open(binary, "rb") as f:
