@@ -1,6 +1,7 @@
 """The modes Splice asks for (the umask then applies) for the directories and the installed
 package files it creates in a project: ``.splice/`` and everything under it, the directory
-``splice init`` makes, a write grant's directories.
+``splice init`` makes, a write grant's directories; and the directories of a registry's data
+store (``registry serve --data``).
 
 Never writable by other users, whatever the umask: under a daemon's umask 0 an installed
 package's files were 0666 and its directories 0777, and another user could change a tool's
@@ -24,6 +25,25 @@ from pathlib import Path
 def dir_mode_in(parent: Path) -> int:
     """The mode for a directory made in ``parent``: 0775 or 0755."""
     return 0o775 if _group_may_write_in(parent) else 0o755
+
+
+def make_directories(path: Path) -> None:
+    """``path`` and its missing parents (``mkdir -p``), each made with ``dir_mode_in`` its own
+    parent: ``Path.mkdir(parents=True)`` makes the parents 0777 less the umask, and under a
+    daemon's umask 0 a registry's data directory (``--data /srv/registry/data``) was
+    writable by every user, who is then its admin (docs/registry.md)."""
+    missing: list[Path] = []
+    while not path.is_dir():
+        missing.append(path)
+        if path.parent == path:
+            break
+        path = path.parent
+    for directory in reversed(missing):
+        try:
+            directory.mkdir(mode=dir_mode_in(directory.parent))
+        except FileExistsError:
+            if not directory.is_dir():
+                raise
 
 
 def file_mode_in(parent: Path) -> int:

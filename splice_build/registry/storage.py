@@ -141,7 +141,9 @@ def open_service(
     """Open (creating and migrating as needed) the registry stored in ``data`` / ``config``."""
     config = config or StorageConfig()
     if config.needs_data_dir:
-        data.mkdir(parents=True, exist_ok=True)
+        from splice_build.project.creation_modes import make_directories
+
+        make_directories(data)
     meta = open_metadata(data, config)
     try:
         blobs = open_blobs(data, config)

@@ -26,6 +26,7 @@ import pytest
 
 from splice_build.registry.blobs.filesystem import PARTS, FilesystemBlobStore
 from splice_build.registry.blobs.interface import artifact_key
+from testing.projects import run_python
 
 
 def _key(n: int) -> str:
@@ -137,3 +138,37 @@ def test_a_store_that_cannot_be_written_is_not_walked(
     )
     FilesystemBlobStore(tmp_path)
     assert not (tmp_path / filesystem.LEGACY_SWEPT).exists()
+
+
+UMASK_ZERO_PUBLISH = """
+import sys
+from pathlib import Path
+from splice_build.registry.client.embedded import EmbeddedRegistryClient
+from splice_build.spec.pack import pack_directory
+from testing.packages import minimal_manifest, write_package
+work = Path(sys.argv[1])
+package = write_package(work / "pkg", minimal_manifest(namespace="acme", name="greeter"))
+client = EmbeddedRegistryClient(work / "srv" / "registry" / "data")
+try:
+    client.publish(pack_directory(package).archive)
+finally:
+    client.close()
+"""
+
+
+def test_a_store_made_under_umask_zero_is_writable_by_its_owner_alone(tmp_path: Path) -> None:
+    """A registry started by a daemon whose umask is 0 (``registry serve --data
+    /srv/registry/data``): its data directory, the directories above it that it made, and the
+    artifacts' directories were 0777, so every local user could replace ``registry.db`` or an
+    artifact, which makes them the registry's admin (docs/registry.md). They are made as
+    ``project/creation_modes.py`` says now: never writable by others."""
+    done = run_python(UMASK_ZERO_PUBLISH, str(tmp_path), umask=0)
+    assert done.returncode == 0, done.stderr
+    made = [tmp_path / "srv", *sorted((tmp_path / "srv").rglob("*"))]
+    assert any(path.name.endswith(".tar.gz") for path in made), made
+    open_to_others = [
+        f"{path.relative_to(tmp_path)} {path.stat().st_mode & 0o7777:o}"
+        for path in made
+        if path.stat().st_mode & 0o002
+    ]
+    assert open_to_others == []

@@ -28,6 +28,7 @@ from splice_build.sdk import Splice
 from testing.cli import run_splice
 from testing.hostile_packages import write_package
 from testing.isolation import needs_os_layer, wait_for_namespace_gone
+from testing.projects import run_python
 
 pytestmark = [pytest.mark.node, needs_os_layer()]
 
@@ -261,6 +262,7 @@ from splice_build.runtime.isolation import plan, support
 from splice_build.runtime.isolation.child import make_preexec
 from splice_build.sdk import Splice
 from testing.cli import run_splice
+from testing.projects import run_python
 
 resource.setrlimit(resource.RLIMIT_NOFILE, (64, 100))
 planned = plan.plan_for("auto", support.detect())
@@ -276,14 +278,7 @@ def test_the_limits_a_call_reports_are_those_its_process_got() -> None:
     """A program whose hard ``RLIMIT_NOFILE`` is below the tool's 256 (a service's
     ``LimitNOFILE=100``): the tool inherits that hard limit and cannot be given more, and each
     call's ``isolation.limits`` said 256 all the same (rlimits.Limits.within_hard_limits)."""
-    done = subprocess.run(
-        [sys.executable, "-c", LOWER_HARD_LIMIT],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-        check=False,
-    )
+    done = run_python(LOWER_HARD_LIMIT)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[:2] == ["100", "(100, 100)"]
 

@@ -35,6 +35,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from splice_build.errors import ErrorCode, RegistryError
+from splice_build.project.creation_modes import make_directories
 from splice_build.registry.blobs.interface import BlobReader, conflict, missing
 from splice_build.spec.limits import MAX_ARCHIVE_BYTES
 from splice_build.spec.paths import is_safe_relative_path
@@ -72,14 +73,14 @@ class FilesystemBlobStore:
                     raise conflict(key)
                 return
             parts = self.root / PARTS
-            parts.mkdir(parents=True, exist_ok=True)
+            make_directories(parts)
             fd, temp = _locked_temp(parts)
             try:
                 with os.fdopen(fd, "wb", closefd=False) as handle:
                     handle.write(data)
                     handle.flush()
                     os.fsync(handle.fileno())
-                target.parent.mkdir(parents=True, exist_ok=True)
+                make_directories(target.parent)
                 os.replace(temp, target)
             except BaseException:
                 Path(temp).unlink(missing_ok=True)
