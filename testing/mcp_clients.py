@@ -12,6 +12,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -337,6 +338,24 @@ def read_by_the_server(client: Any) -> bool:
         if ends == (peer, local):
             return int(fields[4].split(":")[1], 16) == 0
     return False
+
+
+def closed_by_server(sock: socket.socket, deadline: float) -> bytes | None:
+    """What the server sent before closing ``sock`` (None if it is still open at
+    ``deadline``)."""
+    received = b""
+    sock.settimeout(1)
+    while time.monotonic() < deadline:
+        try:
+            data = sock.recv(65536)
+        except TimeoutError:
+            continue
+        except ConnectionResetError:
+            return received
+        if not data:
+            return received
+        received += data
+    return None
 
 
 def free_port() -> int:

@@ -31,6 +31,7 @@ from splice_build.connections import (
 from testing.mcp_clients import (
     DEMO_TOKEN,
     child_env,
+    closed_by_server,
     demo_argv,
     free_port,
     http_server,
@@ -59,24 +60,6 @@ def ping(url: str, timeout: float = 30) -> str:
             return sock.recv(65536).split(b"\r\n", 1)[0].decode()
     except OSError as exc:
         return repr(exc)
-
-
-def closed_by_server(sock: socket.socket, deadline: float) -> bytes | None:
-    """What the server sent before closing ``sock`` (None if it is still open at
-    ``deadline``)."""
-    received = b""
-    sock.settimeout(1)
-    while time.monotonic() < deadline:
-        try:
-            data = sock.recv(65536)
-        except TimeoutError:
-            continue
-        except ConnectionResetError:
-            return received
-        if not data:
-            return received
-        received += data
-    return None
 
 
 @pytest.fixture

@@ -9,9 +9,11 @@ worker with a log line, and SIGTERM (or a parent killed outright) leaves no proc
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -20,6 +22,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 import requests
@@ -27,7 +30,7 @@ import requests
 from splice_build.registry.service.ratelimit import RateLimits
 from splice_build.registry.storage import DB_FILE
 from testing.cli import run_splice
-from testing.mcp_clients import child_env
+from testing.mcp_clients import child_env, closed_by_server, read_by_the_server
 from testing.rate_windows import away_from_window_ends
 from testing.registry_backends import StoreBackend
 from testing.registry_server import RunningRegistry, registry_server, user_token
@@ -165,6 +168,35 @@ def test_a_stop_signal_leaves_no_process(tmp_path: Path, sig: signal.Signals) ->
         _wait_for(lambda: all(_gone(pid) for pid in workers), "the workers to end")
         with pytest.raises(requests.ConnectionError):
             requests.get(server.url + "/health", timeout=5)
+
+
+def test_an_upload_still_arriving_at_the_cut_is_answered_server_stopping(tmp_path: Path) -> None:
+    """A publish whose body still trickled in when the server stopped held it for the grace
+    and uvicorn's 2 s, was then cancelled, and uvicorn logged an "Exception in ASGI
+    application" traceback (a real ``splice registry serve``: exit after 12.1 s). Its read
+    ends at the cut now, answered 503 ``SERVER_STOPPING`` with ``retry-after``; the second
+    SIGTERM here ends the grace at once."""
+    with registry_server(tmp_path / "data", admin=False) as server:
+        token = user_token(server, "alice")
+        parts = urlsplit(server.url)
+        head = (
+            f"POST /publish HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n"
+            "Content-Type: application/octet-stream\r\nContent-Length: 100000\r\n\r\n"
+        )
+        with socket.create_connection((parts.hostname, parts.port), timeout=30) as sock:
+            sock.sendall(head.encode() + b"x" * 100)
+            _wait_for(lambda: read_by_the_server(sock), "the server to take the body's start")
+            server.process.send_signal(signal.SIGTERM)
+            time.sleep(0.2)
+            server.process.send_signal(signal.SIGTERM)
+            answer = closed_by_server(sock, time.monotonic() + 30)
+        code = server.process.wait(timeout=30)
+        stderr = server.process.stderr.read() if server.process.stderr else ""
+    assert answer is not None and answer.startswith(b"HTTP/1.1 503 "), (answer, stderr)
+    head_of_answer, _, body = answer.partition(b"\r\n\r\n")
+    assert b"retry-after: 5" in head_of_answer.lower()
+    assert json.loads(body)["error"]["code"] == "SERVER_STOPPING"
+    assert code == 0 and "Traceback" not in stderr, stderr
 
 
 # The supervisor (one worker) in a process of its own: the worker sends it the stop signal,

@@ -41,6 +41,7 @@ import socket
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from splice_build.body_reads import BodyReads
 from splice_build.client_address import client_key
 from splice_build.connections import HEAD_SECONDS
 from splice_build.errors import UsageError
@@ -195,7 +196,10 @@ class McpHttpApp:
         digest: bytes,
         admission: AsyncAdmission,
         body_seconds: float = BODY_SECONDS,
+        bodies: BodyReads | None = None,
     ) -> None:
+        """``bodies``: the reads the server's stop ends (a registry's ``/mcp`` shares its
+        app's; ``splice mcp --http`` has this app's own, ended by ``stop_reading``)."""
         from anyio import CapacityLimiter
 
         self._server = server
@@ -207,18 +211,14 @@ class McpHttpApp:
         # ping, an initialize or a tools/list until one of them ended. The admission already
         # bounds them, so this never makes a call wait.
         self._call_threads = CapacityLimiter(admission.limit)
-        self._stopping = False
-        self._body_deadlines: set[asyncio.Timeout] = set()  # of the bodies being read
+        self._bodies = BodyReads() if bodies is None else bodies
 
     def stop_reading(self) -> None:
         """The server stops (on the loop): a request still sending its body is refused now,
         "Server stopping" as a waiting call is (docs/mcp.md#stopping). It held the stop for
         the whole grace and the cut, and was then cancelled (500 Internal Server Error),
         uvicorn logging an "Exception in ASGI application" traceback."""
-        self._stopping = True
-        now = asyncio.get_running_loop().time()
-        for deadline in self._body_deadlines:
-            deadline.reschedule(now)
+        self._bodies.end()
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         from starlette.requests import ClientDisconnect, Request
@@ -393,17 +393,13 @@ class McpHttpApp:
                 raise _Refusal(413, INVALID_REQUEST, "Message too large")
         body = bytearray()
         try:
-            async with asyncio.timeout(0 if self._stopping else self._body_seconds) as deadline:
-                self._body_deadlines.add(deadline)  # ``stop_reading`` ends it
-                try:
-                    async for chunk in request.stream():
-                        body += chunk
-                        if len(body) > MAX_BODY_BYTES:
-                            raise _Refusal(413, INVALID_REQUEST, "Message too large")
-                finally:
-                    self._body_deadlines.discard(deadline)
+            async with self._bodies.within(self._body_seconds):  # ``stop_reading`` ends it
+                async for chunk in request.stream():
+                    body += chunk
+                    if len(body) > MAX_BODY_BYTES:
+                        raise _Refusal(413, INVALID_REQUEST, "Message too large")
         except TimeoutError:
-            if self._stopping:
+            if self._bodies.ended:
                 headers = {"retry-after": str(RETRY_AFTER_SECONDS), "connection": "close"}
                 raise _Refusal(503, SERVER_BUSY, STOPPING_MESSAGE, headers, busy_data()) from None
             raise _Refusal(

@@ -19,9 +19,9 @@ from splice_build.registry.client.answers import checked
 from splice_build.registry.client.interface import split_package_id, token_body
 from splice_build.registry.client.statuses import error_for_status
 from splice_build.registry.service.auth import Caller
-from splice_build.registry.service.ratelimit import RateLimitedError, RateLimits
+from splice_build.registry.service.ratelimit import RateLimits
 from splice_build.registry.service.registry_service import RegistryService
-from splice_build.registry.service.status import status_for
+from splice_build.registry.service.status import RetryLaterError, status_for
 
 LOCAL_USER = "local"
 NO_LIMITS = RateLimits(failed_auth=0, publishes=0, requests=0, admin=0)
@@ -47,7 +47,7 @@ class EmbeddedRegistryClient:
         try:
             return fn(*args, **kwargs)
         except RegistryError as exc:
-            retry = str(exc.retry_after) if isinstance(exc, RateLimitedError) else None
+            retry = str(exc.retry_after) if isinstance(exc, RetryLaterError) else None
             raise error_for_status(
                 status_for(exc.code),
                 exc.message,

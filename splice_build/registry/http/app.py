@@ -20,12 +20,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from splice_build.body_reads import BodyReads
 from splice_build.client_address import IPNetwork, TrustedProxies
 from splice_build.errors import ErrorCode, RegistryError, SpliceError
 from splice_build.mcp.transport.http import BODY_SECONDS
 from splice_build.registry.client.deadline import DEFAULT_DEADLINE, Deadlines
 from splice_build.registry.http import routes_account, routes_admin, routes_read
-from splice_build.registry.http.body import BODY_DEADLINES
+from splice_build.registry.http.body import BODY_DEADLINES, BODY_READS
 from splice_build.registry.http.errors import error_response
 from splice_build.registry.http.routing import CORS_HEADERS
 from splice_build.registry.service.registry_service import RegistryService
@@ -47,11 +48,12 @@ def create_app(
     ``trusted_proxies``: the only peers whose ``X-Forwarded-For`` names the client
     (``client_address``). ``body_deadline``: the base of a request body's deadline, in
     seconds (``body.body_seconds``; ``/mcp`` takes the lesser of it and its own 30 s)."""
+    bodies = BodyReads()  # ended by the server's stop at its cut (http/server.py)
     routes = [
         *routes_read.routes(service),
         *routes_account.routes(service),
         *routes_admin.routes(service),
-        Route("/mcp", _mcp_endpoint(service, min(BODY_SECONDS, body_deadline))),
+        Route("/mcp", _mcp_endpoint(service, min(BODY_SECONDS, body_deadline), bodies)),
     ]
     app = Starlette(
         routes=routes,
@@ -67,16 +69,19 @@ def create_app(
     # a TLS proxy), inviting a client that follows it to send its token and body there.
     app.router.redirect_slashes = False
     setattr(app.state, BODY_DEADLINES, Deadlines(request=body_deadline))
+    setattr(app.state, BODY_READS, bodies)
     return app
 
 
-def _mcp_endpoint(service: RegistryService, body_seconds: float) -> RegistryMcpEndpoint:
+def _mcp_endpoint(
+    service: RegistryService, body_seconds: float, bodies: BodyReads
+) -> RegistryMcpEndpoint:
     """The discovery MCP server of ``/mcp``; its errors are logged like the app's."""
     from splice_build.registry.http.mcp_endpoint import RegistryMcpEndpoint
     from splice_build.registry.mcp_backend import registry_mcp_server
 
     server = registry_mcp_server(service.deps, log=lambda message: log.error("mcp: %s", message))
-    return RegistryMcpEndpoint(service, server, body_seconds)
+    return RegistryMcpEndpoint(service, server, body_seconds, bodies)
 
 
 def _cors(request: Request) -> dict[str, str]:

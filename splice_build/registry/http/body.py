@@ -12,16 +12,20 @@ request of that size (docs/registry.md#deadlines, its defaults), so no client wi
 deadline is cut off, and a client that sends a head and never the body does not hold a
 request forever. ``splice registry serve --body-deadline SECONDS`` replaces the base of it
 (``BODY_DEADLINES``, kept in the app's state).
+
+A body still arriving when the server's grace at its stop is over is answered 503
+``SERVER_STOPPING`` with ``retry-after`` (``BODY_READS``, splice_build/body_reads.py), not
+cancelled with a traceback.
 """
 
 from __future__ import annotations
 
-import asyncio
-
 from starlette.requests import ClientDisconnect, Request
 
+from splice_build.body_reads import BodyReads
 from splice_build.errors import ErrorCode, RegistryError
 from splice_build.registry.client.deadline import Deadlines
+from splice_build.registry.service.status import RetryLaterError
 from splice_build.spec.number_text import capped_count
 
 # What the registry client gives itself with its defaults (registry/client/deadline.py): the
@@ -29,6 +33,9 @@ from splice_build.spec.number_text import capped_count
 CLIENT_DEADLINES = Deadlines()
 # The app state's name for the ``Deadlines`` whose ``for_download`` is a body's deadline.
 BODY_DEADLINES = "body_deadlines"
+# The app state's name for the ``BodyReads`` its server's stop ends.
+BODY_READS = "body_reads"
+STOPPING_RETRY_SECONDS = 5  # a restarted server (or another behind the proxy) is soon there
 
 
 def body_seconds(limit: int, deadlines: Deadlines = CLIENT_DEADLINES) -> float:
@@ -53,14 +60,21 @@ async def read_limited(request: Request, limit: int) -> bytes:
     chunks: list[bytes] = []
     total = 0
     seconds = body_seconds(limit, getattr(request.app.state, BODY_DEADLINES, CLIENT_DEADLINES))
+    reads: BodyReads = getattr(request.app.state, BODY_READS, None) or BodyReads()
     try:
-        async with asyncio.timeout(seconds):
+        async with reads.within(seconds):
             async for chunk in request.stream():
                 total += len(chunk)
                 if total > limit:
                     raise too_large(limit)
                 chunks.append(chunk)
     except TimeoutError as exc:
+        if reads.ended:
+            raise RetryLaterError(
+                ErrorCode.SERVER_STOPPING,
+                "Server stopping: the request body was not complete when it stopped",
+                retry_after=STOPPING_RETRY_SECONDS,
+            ) from exc
         raise RegistryError(
             ErrorCode.TIMEOUT, f"Request body not complete within {seconds:g} s"
         ) from exc

@@ -1,7 +1,7 @@
 """The one function that turns a ``SpliceError`` into an HTTP error response.
 
-Body ``{"error": {"code", "message", "details"?}}`` (docs/compatibility.md#registry-api); 429 adds
-``retry-after``. The status comes from ``service.status`` (one table keyed by error code).
+Body ``{"error": {"code", "message", "details"?}}`` (docs/compatibility.md#registry-api); 429 and a
+stopping server's 503 add ``retry-after``. The status comes from ``service.status`` (one table keyed by error code).
 """
 
 from __future__ import annotations
@@ -11,8 +11,7 @@ from collections.abc import Mapping
 from starlette.responses import Response
 
 from splice_build.errors import SpliceError
-from splice_build.registry.service.ratelimit import RateLimitedError
-from splice_build.registry.service.status import status_for
+from splice_build.registry.service.status import RetryLaterError, status_for
 from splice_build.spec import json_text
 
 
@@ -28,7 +27,7 @@ def error_response(exc: SpliceError, *, headers: Mapping[str, str] | None = None
     if exc.details:
         error["details"] = list(exc.details)
     out = {"cache-control": "no-store", **(headers or {})}
-    if isinstance(exc, RateLimitedError):
+    if isinstance(exc, RetryLaterError):
         out["retry-after"] = str(exc.retry_after)
     return Response(
         json_bytes({"error": error}),

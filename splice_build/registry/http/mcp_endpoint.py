@@ -21,6 +21,7 @@ from typing import Any
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
+from splice_build.body_reads import BodyReads
 from splice_build.mcp.admission import AsyncAdmission, default_max_calls
 from splice_build.mcp.transport.http import McpHttpApp
 from splice_build.registry.http.routing import caller_of
@@ -33,11 +34,16 @@ class RegistryMcpEndpoint:
     """The ASGI app of ``/mcp`` (every method: the transport answers 405 for non-POST)."""
 
     def __init__(
-        self, service: RegistryService, server: RegistryMcpServer, body_seconds: float
+        self,
+        service: RegistryService,
+        server: RegistryMcpServer,
+        body_seconds: float,
+        bodies: BodyReads,
     ) -> None:
         self._service = service
         self._server = server
         self._body_seconds = body_seconds
+        self._bodies = bodies  # the app's: the server's stop ends them
         # Read when the app is made, so a bad SPLICE_MCP_MAX_CALLS stops the server at its
         # start (USAGE), not every /mcp request with an error of its own.
         self._max_calls = default_max_calls()
@@ -52,5 +58,7 @@ class RegistryMcpEndpoint:
         digest = hashlib.sha256(token.encode("utf-8")).digest()
         if self._admission is None:
             self._admission = AsyncAdmission(self._max_calls)
-        endpoint = McpHttpApp(self._server, digest, self._admission, self._body_seconds)
+        endpoint = McpHttpApp(
+            self._server, digest, self._admission, self._body_seconds, self._bodies
+        )
         await endpoint(scope, receive, send)

@@ -138,10 +138,12 @@ def _serve(
 
     from splice_build.connections import serve_limited
     from splice_build.registry.http.app import create_app
+    from splice_build.registry.http.body import BODY_READS
     from splice_build.stopping import REGISTRY_GRACE_SECONDS, Stop
 
+    app = create_app(service, trusted_proxies=trusted_proxies, body_deadline=deadlines.body)
     config = {
-        "app": create_app(service, trusted_proxies=trusted_proxies, body_deadline=deadlines.body),
+        "app": app,
         "log_config": None,  # LOG_CONFIG is in place; uvicorn must not install its own handlers
         "log_level": "warning",
         "access_log": False,
@@ -150,5 +152,6 @@ def _serve(
         "server_header": False,  # uvicorn's "server: uvicorn" names the software to everyone
     }
     warn = logging.getLogger("uvicorn.error").warning
-    stop = Stop(grace=REGISTRY_GRACE_SECONDS)  # SIGTERM: requests in flight finish, exit 0
+    # SIGTERM: requests in flight finish, exit 0; bodies still arriving at the cut are 503.
+    stop = Stop(grace=REGISTRY_GRACE_SECONDS, cut=getattr(app.state, BODY_READS).end)
     serve_limited(config, sock, warn, stop, on_ready, head_seconds=deadlines.head)

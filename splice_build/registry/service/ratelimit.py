@@ -12,8 +12,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from splice_build.client_address import client_key
-from splice_build.errors import ErrorCode, RegistryError
+from splice_build.errors import ErrorCode
 from splice_build.records import dataclass
+from splice_build.registry.service.status import RetryLaterError
 
 if TYPE_CHECKING:
     from splice_build.registry.service.deps import Deps
@@ -31,12 +32,12 @@ class RateLimits:
     admin_period: int = 60
 
 
-class RateLimitedError(RegistryError):
+class RateLimitedError(RetryLaterError):
     """429 with the number of seconds to wait (the HTTP ``retry-after`` header)."""
 
     def __init__(self, message: str, *, retry_after: int) -> None:
-        super().__init__(ErrorCode.RATE_LIMITED, message, hint=f"Retry after {retry_after} s.")
-        self.retry_after = retry_after
+        hint = f"Retry after {retry_after} s."
+        super().__init__(ErrorCode.RATE_LIMITED, message, retry_after=retry_after, hint=hint)
 
 
 def _window(deps: Deps, period: int) -> int:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from splice_build.errors import ErrorCode
+from splice_build.errors import ErrorCode, RegistryError
 
 STATUS_BY_CODE: Mapping[ErrorCode, int] = {
     ErrorCode.BAD_REQUEST: 400,
@@ -34,9 +34,21 @@ STATUS_BY_CODE: Mapping[ErrorCode, int] = {
     ErrorCode.ARTIFACT_STORAGE_FAILED: 502,
     ErrorCode.METADATA_WRITE_FAILED: 503,
     ErrorCode.STORAGE_UNAVAILABLE: 503,
+    ErrorCode.SERVER_STOPPING: 503,
 }
 
 
 def status_for(code: ErrorCode) -> int:
     """Codes without an entry are server bugs leaking through: 500."""
     return STATUS_BY_CODE.get(code, 500)
+
+
+class RetryLaterError(RegistryError):
+    """An error answered with the number of seconds to wait (the HTTP ``retry-after``
+    header): a rate limit's 429, a stopping server's 503."""
+
+    def __init__(
+        self, code: ErrorCode, message: str, *, retry_after: int, hint: str | None = None
+    ) -> None:
+        super().__init__(code, message, hint=hint)
+        self.retry_after = retry_after
