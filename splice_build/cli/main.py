@@ -246,7 +246,14 @@ def entry() -> NoReturn:
     import threading
 
     code = main()
-    threading._shutdown()  # type: ignore[attr-defined]  # what Py_FinalizeEx does first
+    try:
+        threading._shutdown()  # type: ignore[attr-defined]  # what Py_FinalizeEx does first
+    except KeyboardInterrupt:
+        # ^C, SIGTERM or SIGHUP (cli/errors.py ``Terminated``) while a thread of the command
+        # keeps it from ending: the command has finished and said so, and its exit code
+        # stands (a server's SIGTERM stays 0); the thread ends with the process. It was a
+        # traceback, and death by the signal.
+        pass
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:

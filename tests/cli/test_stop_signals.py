@@ -107,3 +107,51 @@ def test_a_second_stop_signal_cuts_an_http_servers_calls_and_they_are_answered(
         cut.set()  # the old code's request ends
         serving.join()
         caller.join()
+
+
+# The console script with a thread of the command's that outlives it (a worker stuck on a
+# slow file system), ^C'd once the command has printed its answer.
+_STUCK_THREAD = """
+import sys, threading, time
+import splice_build.cli.main as cli
+
+command = cli.main
+
+def main():
+    threading.Thread(target=time.sleep, args=(60,)).start()
+    code = command(["--version"])
+    sys.stdout.flush()
+    return code
+
+def shutdown():
+    print("joining", flush=True)
+    join()
+
+join, threading._shutdown = threading._shutdown, shutdown
+cli.main = main
+cli.entry()
+"""
+
+
+def test_a_stop_signal_while_the_end_waits_for_a_thread_ends_it_quietly() -> None:
+    """``entry`` waits for the command's threads, as a normal exit does: ^C during that wait
+    raised KeyboardInterrupt out of it, a traceback, and the process died by SIGINT after
+    the command had answered. The command's own exit code stands now, at once."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", _STUCK_THREAD],
+        env=child_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=foreground_signals(),
+    )
+    assert process.stdout is not None
+    assert process.stdout.readline().startswith("splice ")
+    assert process.stdout.readline() == "joining\n"
+    process.send_signal(signal.SIGINT)
+    try:
+        _, stderr = process.communicate(timeout=20)
+    finally:
+        process.kill()  # the old end waited for the thread again, a minute
+    assert process.returncode == 0, stderr
+    assert stderr == ""
