@@ -340,3 +340,37 @@ def test_a_grant_through_a_link_into_the_kernels_file_systems_is_refused(
         kernel = "/proc" if target in {"/proc/self", "/dev/fd"} else target[:4]
         problem = f'permissions.fs.write: "{name}" is inside the kernel\'s {kernel}'
         assert list(error.details) == [problem]
+
+
+# Every asynchronous recursive removal of a directory the tool may read but not write; Node
+# throws each refusal uncaught from inside its own lstat callback (remove_guard.mjs).
+RECURSIVE_REMOVALS = r"""
+import fs from 'node:fs';
+import { rm } from 'node:fs/promises';
+const outcome = (e) => (e ? [e.code, e.permission, e.resource === dir] : ['removed']);
+let dir;
+export default async (input, ctx) => {
+  dir = ctx.paths.project + '/workspace';
+  const opts = { recursive: true };
+  const seen = [];
+  seen.push(await new Promise((r) => fs.rm(dir, opts, (e) => r(outcome(e)))));
+  seen.push(await new Promise((r) => fs.rmdir(new URL('file://' + dir), opts, (e) => r(outcome(e)))));
+  seen.push(await fs.promises.rmdir(dir, opts).then(() => outcome(), outcome));
+  seen.push(await rm(dir, opts).then(() => outcome(), outcome));
+  seen.push(await rm(dir + '/missing', opts).then(() => outcome(), (e) => [e.code]));
+  return { seen, kept: fs.readdirSync(dir) };
+};
+"""
+
+
+def test_a_refused_recursive_removal_reaches_the_tool(run_tool, project: Path) -> None:
+    """The tool catches the refusal (before: an uncaught ERR_ACCESS_DENIED ended the call
+    whatever it caught) and nothing is removed."""
+    (project / "workspace").mkdir()
+    (project / "workspace" / "keep.txt").write_text("kept", encoding="utf-8")
+    (project / "out").mkdir()
+    result = run_tool(RECURSIVE_REMOVALS, permissions=GRANTS)
+    assert result.ok, result.to_json()
+    refused = ["ERR_ACCESS_DENIED", "FileSystemWrite", True]
+    # A missing path is refused alike (Node answered ENOENT for it, and threw for the others).
+    assert result.output == {"seen": [refused] * 4 + [["ERR_ACCESS_DENIED"]], "kept": ["keep.txt"]}

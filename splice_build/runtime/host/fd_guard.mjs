@@ -25,6 +25,7 @@
 // reaches it: through `fs.promises`, `process.getBuiltinModule` or an import (host.mjs passes
 // ``prepareBuiltin`` to the module guard).
 import { deniedError } from './module_guard.mjs';
+import { guardCallbackRemoval, guardPromiseRemoval } from './remove_guard.mjs';
 import {
   MapCtor, WeakSetCtor, apply, builtin, construct, defineProperty, getOwnPropertyDescriptor,
   getPrototypeOf, isProxy, keys, mapDelete, mapGet, mapHas, mapSet, nextTick, ownKeys, rejected,
@@ -219,6 +220,9 @@ function wrapFs(channelFds) {
     }
     return apply(open, fs, args);
   };
+  // Refusals Node would throw uncaught reach the tool (remove_guard.mjs).
+  fs.rm = guardCallbackRemoval(fs.rm);
+  fs.rmdir = guardCallbackRemoval(fs.rmdir);
   fs.close = closing(originals.close, 'close');
   fs.closeSync = closing(originals.closeSync, 'closeSync');
   const promises = getOwnPropertyDescriptor(fs, 'promises');
@@ -330,6 +334,8 @@ function guardedPromises() {
     if (handleProto === null) guardHandleProto(getPrototypeOf(handle));
     return handle;
   });
+  replace(promises, 'rm', guardPromiseRemoval(promises.rm));
+  replace(promises, 'rmdir', guardPromiseRemoval(promises.rmdir));
   // `import { open } from 'node:fs/promises'` links against the guarded functions.
   syncBuiltinESMExports();
   return promises;

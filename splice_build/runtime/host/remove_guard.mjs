@@ -1,0 +1,78 @@
+// Recursive removals that Node's permission model refuses in a place the tool may read but
+// not write, given to the tool as an error it can catch.
+//
+// Node's asynchronous recursive removal (`fs.rm`/`fs.rmdir` with a callback and
+// `fs.promises.rm`/`rmdir`, `recursive: true`, on a directory) lstats the path, then calls
+// the native `rmdir` from inside the lstat's callback, where the permission model's refusal
+// is thrown instead of passed on: no callback, no rejection, an uncaught exception that ends
+// the call, whatever `try`/`catch` the tool wrapped around it (Node 24.19). So such a removal
+// is refused here first, with Node's own error (`ERR_ACCESS_DENIED`, `FileSystemWrite`, the
+// path), the way Node refuses every other asynchronous call: in the callback, on the next
+// tick, or as the promise's rejection. Node still checks every removal it makes; this only
+// answers first where its answer would not reach the tool.
+import { ACCESS_DENIED } from './codes.mjs';
+import {
+  ErrorCtor, URLCtor, apply, builtin, nextTick, rejected, safeGet, setOwn,
+} from './pristine.mjs';
+
+const { fileURLToPath } = builtin('node:url');
+const { resolve } = builtin('node:path');
+// Node's own, taken before any tool code runs (undefined without --permission: tests only).
+const permission = process.permission;
+const permissionHas = permission === undefined ? undefined : permission.has;
+
+/** The path Node's permission model checks for ``path``, or undefined when it is neither a
+ * string nor a URL (Node then refuses or checks it itself). */
+function checkedPath(path) {
+  if (typeof path === 'string') return apply(resolve, undefined, [path]);
+  if (path instanceof URLCtor) {
+    try {
+      return apply(resolve, undefined, [apply(fileURLToPath, undefined, [path])]);
+    } catch {
+      return undefined;
+    }
+  }
+  return undefined;
+}
+
+/** Node's refusal of a write to ``path``, when a recursive removal of it would be one Node
+ * throws uncaught (readable, not writable); null otherwise. */
+export function refusedRemoval(path, options) {
+  if (permissionHas === undefined) return null;
+  if (options === null || typeof options !== 'object' || !safeGet(options, 'recursive')) {
+    return null;
+  }
+  const resource = checkedPath(path);
+  if (resource === undefined) return null;
+  if (!apply(permissionHas, permission, ['fs.read', resource])) return null;
+  if (apply(permissionHas, permission, ['fs.write', resource])) return null;
+  const err = new ErrorCtor(
+    'Access to this API has been restricted. Use --allow-fs-write to manage permissions.',
+  );
+  setOwn(err, 'code', ACCESS_DENIED);
+  setOwn(err, 'permission', 'FileSystemWrite');
+  setOwn(err, 'resource', resource);
+  return err;
+}
+
+/** ``fs.rm``/``fs.rmdir`` (a callback last) refusing first as ``refusedRemoval`` says. */
+export function guardCallbackRemoval(fn) {
+  return function remove(...args) {
+    const callback = args[args.length - 1];
+    const err = args.length > 2 ? refusedRemoval(args[0], args[1]) : null;
+    if (err !== null && typeof callback === 'function') {
+      apply(nextTick, process, [callback, err]);
+      return undefined;
+    }
+    return apply(fn, this, args);
+  };
+}
+
+/** ``fs.promises.rm``/``rmdir`` rejecting first as ``refusedRemoval`` says. */
+export function guardPromiseRemoval(fn) {
+  return function remove(...args) {
+    const err = refusedRemoval(args[0], args[1]);
+    if (err !== null) return rejected(err);
+    return apply(fn, this, args);
+  };
+}
