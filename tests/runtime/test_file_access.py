@@ -343,7 +343,7 @@ def test_a_grant_through_a_link_into_the_kernels_file_systems_is_refused(
 
 
 # Every asynchronous recursive removal of a directory the tool may read but not write; Node
-# throws each refusal uncaught from inside its own lstat callback (remove_guard.mjs).
+# throws each refusal uncaught from inside its own lstat callback (fs_gaps.mjs).
 RECURSIVE_REMOVALS = r"""
 import fs from 'node:fs';
 import { rm } from 'node:fs/promises';
@@ -374,3 +374,45 @@ def test_a_refused_recursive_removal_reaches_the_tool(run_tool, project: Path) -
     refused = ["ERR_ACCESS_DENIED", "FileSystemWrite", True]
     # A missing path is refused alike (Node answered ENOENT for it, and threw for the others).
     assert result.output == {"seen": [refused] * 4 + [["ERR_ACCESS_DENIED"]], "kept": ["keep.txt"]}
+
+
+# Copies of a read grant holding a link to the project's root into a write grant, by every
+# copy function; then a write through where the link would be.
+COPIES_OF_A_LINK = r"""
+import fs from 'node:fs';
+import { cpSync } from 'node:fs';
+const outcome = (f) => { try { f(); return 'copied'; } catch (e) { return e.code; } };
+export default async (input, ctx) => {
+  const data = ctx.paths.project + '/workspace';
+  const out = ctx.paths.project + '/out';
+  const seen = [
+    outcome(() => fs.cpSync(data, out + '/a', { recursive: true })),
+    outcome(() => cpSync(data, out + '/b', { recursive: true, filter: () => true })),
+    await new Promise((r) => fs.cp(data, out + '/c', { recursive: true }, (e) => r(e ? e.code : 'copied'))),
+    await fs.promises.cp(data, out + '/d', { recursive: true }).then(() => 'copied', (e) => e.code),
+    outcome(() => fs.cpSync(data + '/keep.txt', out + '/keep.txt')),
+  ];
+  const links = ['a', 'b', 'c', 'd'].filter((d) => fs.existsSync(out + '/' + d + '/sub/up'));
+  const wrote = outcome(() => fs.writeFileSync(out + '/a/sub/up/splice.json', '{"packages": {"x": "1"}}'));
+  return { seen, links, wrote };
+};
+"""
+
+
+def test_a_copy_makes_no_link_in_a_write_grant(run_tool, project: Path) -> None:
+    """fs.cpSync made the links of a directory without the check of fs.symlink (Node's C++
+    copy): through `out/a/sub/up` a tool rewrote splice.json (in-process; EROFS in the file
+    view). Every copy refuses the link now, as fs.symlink does; files still copy."""
+    (project / "workspace" / "sub").mkdir(parents=True)
+    (project / "workspace" / "keep.txt").write_text("kept", encoding="utf-8")
+    os.symlink("../..", project / "workspace" / "sub" / "up")
+    (project / "out").mkdir()
+    before = (project / "splice.json").read_text(encoding="utf-8")
+    result = run_tool(COPIES_OF_A_LINK, permissions=GRANTS)
+    assert result.ok, result.to_json()
+    assert result.output == {
+        "seen": ["ERR_ACCESS_DENIED"] * 4 + ["copied"],
+        "links": [],
+        "wrote": "ENOENT",
+    }
+    assert (project / "splice.json").read_text(encoding="utf-8") == before

@@ -728,22 +728,31 @@ function installModuleGuard(packageDir, allowed, prepare) {
 return Object.freeze({ __proto__: null, deniedError, loadError, isAllowedBuiltin, installModuleGuard, });
 })();
 
-// ---- remove_guard.mjs
-const __host_remove_guard = (() => {
+// ---- fs_gaps.mjs
+const __host_fs_gaps = (() => {
 const { ACCESS_DENIED } = __host_codes;
-const { ErrorCtor, URLCtor, apply, builtin, nextTick, rejected, safeGet, setOwn } = __host_pristine;
-// Recursive removals that Node's permission model refuses in a place the tool may read but
-// not write, given to the tool as an error it can catch.
+const { ErrorCtor, URLCtor, apply, builtin, keys, nextTick, rejected, safeGet, setOwn } = __host_pristine;
+// Where Node's own fs calls step around its permission model (Node 24.19), and the host
+// closes the gap before the call reaches Node.
 //
-// Node's asynchronous recursive removal (`fs.rm`/`fs.rmdir` with a callback and
+// Links. The tool may not make a symbolic link (`fs.symlink` needs every read and write
+// permission), since Node follows links without checking where they lead: a link in a write
+// grant writes wherever it points. But `fs.cpSync` without a `filter` copies a directory in
+// C++ (`cpSyncCopyDir`), which makes every link it finds there without that check: a link
+// in a read grant (`data/up -> ..`, a checkout's own) copied into a write grant let the tool
+// write the project's splice.json through it. With a filter Node takes its JavaScript walk,
+// whose `symlinkSync` is checked; so every `cpSync` gets one (the tool's, or one that keeps
+// everything), and a link in the tree is refused as `fs.symlink` refuses it.
+//
+// Refusals. Node's asynchronous recursive removal (`fs.rm`/`fs.rmdir` with a callback and
 // `fs.promises.rm`/`rmdir`, `recursive: true`, on a directory) lstats the path, then calls
 // the native `rmdir` from inside the lstat's callback, where the permission model's refusal
 // is thrown instead of passed on: no callback, no rejection, an uncaught exception that ends
-// the call, whatever `try`/`catch` the tool wrapped around it (Node 24.19). So such a removal
-// is refused here first, with Node's own error (`ERR_ACCESS_DENIED`, `FileSystemWrite`, the
-// path), the way Node refuses every other asynchronous call: in the callback, on the next
-// tick, or as the promise's rejection. Node still checks every removal it makes; this only
-// answers first where its answer would not reach the tool.
+// the call, whatever `try`/`catch` the tool wrapped around it. So such a removal is refused
+// here first, with Node's own error (`ERR_ACCESS_DENIED`, `FileSystemWrite`, the path), the
+// way Node refuses every other asynchronous call: in the callback, on the next tick, or as
+// the promise's rejection. Node still checks every removal it makes; this only answers first
+// where its answer would not reach the tool.
 
 const { fileURLToPath } = builtin('node:url');
 const { resolve } = builtin('node:path');
@@ -806,13 +815,37 @@ function guardPromiseRemoval(fn) {
     return apply(fn, this, args);
   };
 }
-return Object.freeze({ __proto__: null, refusedRemoval, guardCallbackRemoval, guardPromiseRemoval, });
+
+/** A filter that keeps every entry (Node's default, by its JavaScript walk). */
+function keepAll() {
+  return true;
+}
+
+/** ``fs.cpSync`` always given a filter, so that Node copies by its checked walk. Options
+ * that are not an object go to Node as they are (it refuses them); an object's own
+ * enumerable options are copied, as Node's own spread of them does. */
+function guardCopySync(fn) {
+  return function cpSync(...args) {
+    const options = args[2];
+    if (options === undefined || (options !== null && typeof options === 'object')) {
+      const copy = { __proto__: null };
+      if (options !== undefined) {
+        const names = keys(options);
+        for (let i = 0; i < names.length; i += 1) setOwn(copy, names[i], options[names[i]]);
+      }
+      if (copy.filter === undefined) setOwn(copy, 'filter', keepAll);
+      args[2] = copy;
+    }
+    return apply(fn, this, args);
+  };
+}
+return Object.freeze({ __proto__: null, refusedRemoval, guardCallbackRemoval, guardPromiseRemoval, guardCopySync, });
 })();
 
 // ---- fd_guard.mjs
 const __host_fd_guard = (() => {
 const { deniedError } = __host_module_guard;
-const { guardCallbackRemoval, guardPromiseRemoval } = __host_remove_guard;
+const { guardCallbackRemoval, guardCopySync, guardPromiseRemoval } = __host_fs_gaps;
 const { MapCtor, WeakSetCtor, apply, builtin, construct, defineProperty, getOwnPropertyDescriptor, getPrototypeOf, isProxy, keys, mapDelete, mapGet, mapHas, mapSet, nextTick, ownKeys, rejected, settle, stringCharCodeAt, stringEndsWith, stringSlice, stringStartsWith, symbolDescription, weakSetAdd, weakSetHas } = __host_pristine;
 // The descriptor guard: a tool names only file descriptors that are its own.
 //
@@ -1028,7 +1061,8 @@ function wrapFs(channelFds) {
     }
     return apply(open, fs, args);
   };
-  // Refusals Node would throw uncaught reach the tool (remove_guard.mjs).
+  // Gaps in Node's own checks (fs_gaps.mjs).
+  fs.cpSync = guardCopySync(fs.cpSync);
   fs.rm = guardCallbackRemoval(fs.rm);
   fs.rmdir = guardCallbackRemoval(fs.rmdir);
   fs.close = closing(originals.close, 'close');

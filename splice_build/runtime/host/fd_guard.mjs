@@ -25,7 +25,7 @@
 // reaches it: through `fs.promises`, `process.getBuiltinModule` or an import (host.mjs passes
 // ``prepareBuiltin`` to the module guard).
 import { deniedError } from './module_guard.mjs';
-import { guardCallbackRemoval, guardPromiseRemoval } from './remove_guard.mjs';
+import { guardCallbackRemoval, guardCopySync, guardPromiseRemoval } from './fs_gaps.mjs';
 import {
   MapCtor, WeakSetCtor, apply, builtin, construct, defineProperty, getOwnPropertyDescriptor,
   getPrototypeOf, isProxy, keys, mapDelete, mapGet, mapHas, mapSet, nextTick, ownKeys, rejected,
@@ -220,7 +220,8 @@ function wrapFs(channelFds) {
     }
     return apply(open, fs, args);
   };
-  // Refusals Node would throw uncaught reach the tool (remove_guard.mjs).
+  // Gaps in Node's own checks (fs_gaps.mjs).
+  fs.cpSync = guardCopySync(fs.cpSync);
   fs.rm = guardCallbackRemoval(fs.rm);
   fs.rmdir = guardCallbackRemoval(fs.rmdir);
   fs.close = closing(originals.close, 'close');

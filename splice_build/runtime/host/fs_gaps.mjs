@@ -1,18 +1,27 @@
-// Recursive removals that Node's permission model refuses in a place the tool may read but
-// not write, given to the tool as an error it can catch.
+// Where Node's own fs calls step around its permission model (Node 24.19), and the host
+// closes the gap before the call reaches Node.
 //
-// Node's asynchronous recursive removal (`fs.rm`/`fs.rmdir` with a callback and
+// Links. The tool may not make a symbolic link (`fs.symlink` needs every read and write
+// permission), since Node follows links without checking where they lead: a link in a write
+// grant writes wherever it points. But `fs.cpSync` without a `filter` copies a directory in
+// C++ (`cpSyncCopyDir`), which makes every link it finds there without that check: a link
+// in a read grant (`data/up -> ..`, a checkout's own) copied into a write grant let the tool
+// write the project's splice.json through it. With a filter Node takes its JavaScript walk,
+// whose `symlinkSync` is checked; so every `cpSync` gets one (the tool's, or one that keeps
+// everything), and a link in the tree is refused as `fs.symlink` refuses it.
+//
+// Refusals. Node's asynchronous recursive removal (`fs.rm`/`fs.rmdir` with a callback and
 // `fs.promises.rm`/`rmdir`, `recursive: true`, on a directory) lstats the path, then calls
 // the native `rmdir` from inside the lstat's callback, where the permission model's refusal
 // is thrown instead of passed on: no callback, no rejection, an uncaught exception that ends
-// the call, whatever `try`/`catch` the tool wrapped around it (Node 24.19). So such a removal
-// is refused here first, with Node's own error (`ERR_ACCESS_DENIED`, `FileSystemWrite`, the
-// path), the way Node refuses every other asynchronous call: in the callback, on the next
-// tick, or as the promise's rejection. Node still checks every removal it makes; this only
-// answers first where its answer would not reach the tool.
+// the call, whatever `try`/`catch` the tool wrapped around it. So such a removal is refused
+// here first, with Node's own error (`ERR_ACCESS_DENIED`, `FileSystemWrite`, the path), the
+// way Node refuses every other asynchronous call: in the callback, on the next tick, or as
+// the promise's rejection. Node still checks every removal it makes; this only answers first
+// where its answer would not reach the tool.
 import { ACCESS_DENIED } from './codes.mjs';
 import {
-  ErrorCtor, URLCtor, apply, builtin, nextTick, rejected, safeGet, setOwn,
+  ErrorCtor, URLCtor, apply, builtin, keys, nextTick, rejected, safeGet, setOwn,
 } from './pristine.mjs';
 
 const { fileURLToPath } = builtin('node:url');
@@ -73,6 +82,30 @@ export function guardPromiseRemoval(fn) {
   return function remove(...args) {
     const err = refusedRemoval(args[0], args[1]);
     if (err !== null) return rejected(err);
+    return apply(fn, this, args);
+  };
+}
+
+/** A filter that keeps every entry (Node's default, by its JavaScript walk). */
+function keepAll() {
+  return true;
+}
+
+/** ``fs.cpSync`` always given a filter, so that Node copies by its checked walk. Options
+ * that are not an object go to Node as they are (it refuses them); an object's own
+ * enumerable options are copied, as Node's own spread of them does. */
+export function guardCopySync(fn) {
+  return function cpSync(...args) {
+    const options = args[2];
+    if (options === undefined || (options !== null && typeof options === 'object')) {
+      const copy = { __proto__: null };
+      if (options !== undefined) {
+        const names = keys(options);
+        for (let i = 0; i < names.length; i += 1) setOwn(copy, names[i], options[names[i]]);
+      }
+      if (copy.filter === undefined) setOwn(copy, 'filter', keepAll);
+      args[2] = copy;
+    }
     return apply(fn, this, args);
   };
 }
