@@ -26,6 +26,8 @@ import {
 
 const { fileURLToPath } = builtin('node:url');
 const { resolve } = builtin('node:path');
+// Node's own: path.resolve would call whatever `process.cwd` the tool put there.
+const cwd = process.cwd;
 // Node's own, taken before any tool code runs (undefined without --permission: tests only).
 const permission = process.permission;
 const permissionHas = permission === undefined ? undefined : permission.has;
@@ -33,10 +35,11 @@ const permissionHas = permission === undefined ? undefined : permission.has;
 /** The path Node's permission model checks for ``path``, or undefined when it is neither a
  * string nor a URL (Node then refuses or checks it itself). */
 function checkedPath(path) {
-  if (typeof path === 'string') return apply(resolve, undefined, [path]);
+  const here = apply(cwd, process, []);
+  if (typeof path === 'string') return apply(resolve, undefined, [here, path]);
   if (path instanceof URLCtor) {
     try {
-      return apply(resolve, undefined, [apply(fileURLToPath, undefined, [path])]);
+      return apply(resolve, undefined, [here, apply(fileURLToPath, undefined, [path])]);
     } catch {
       return undefined;
     }
