@@ -416,3 +416,51 @@ def test_a_copy_makes_no_link_in_a_write_grant(run_tool, project: Path) -> None:
         "wrote": "ENOENT",
     }
     assert (project / "splice.json").read_text(encoding="utf-8") == before
+
+
+# Every way a tool could open a file of its write grant to other users, and what stays
+# allowed (modes and masks that keep others' write off).
+OPENING_MODES = r"""
+import fs from 'node:fs';
+import { chmod } from 'node:fs/promises';
+import { umask } from 'node:process';
+const sync = (f) => { try { f(); return 'done'; } catch (e) { return e.code; } };
+export default async (input, ctx) => {
+  const out = ctx.paths.project + '/out';
+  fs.mkdirSync(out + '/d');
+  fs.writeFileSync(out + '/f', 'x');
+  const fd = fs.openSync(out + '/f', 'r');
+  const handle = await fs.promises.open(out + '/f', 'r');
+  const refused = [
+    sync(() => fs.chmodSync(out + '/d', 0o777)),
+    sync(() => fs.chmodSync(out + '/d', '777')),
+    sync(() => fs.fchmodSync(fd, 0o666)),
+    await new Promise((r) => fs.chmod(out + '/d', 0o757, (e) => r(e ? e.code : 'done'))),
+    await chmod(out + '/f', 0o602).then(() => 'done', (e) => e.code),
+    await handle.chmod(0o666).then(() => 'done', (e) => e.code),
+    sync(() => process.umask(0)),
+    sync(() => umask('0')),
+  ];
+  const allowed = [
+    sync(() => fs.chmodSync(out + '/d', 0o700)),
+    sync(() => fs.chmodSync(out + '/f', '644')),
+    sync(() => process.umask(0o077)),
+  ];
+  await handle.close();
+  fs.mkdirSync(out + '/e', 0o777);
+  return { refused, allowed };
+};
+"""
+
+
+def test_a_tool_cannot_open_its_files_to_other_users(run_tool, project: Path) -> None:
+    """chmod 0777 of a directory in the write grant let another user plant a link there, and
+    the tool's next call wrote through it to a file of the user outside every grant
+    (isolation in-process, uid 65534 as the other user). Modes and umasks that would give
+    others write are refused (file_modes.mjs); nothing in the grant is open to them."""
+    (project / "out").mkdir()
+    result = run_tool(OPENING_MODES, permissions=GRANTS)
+    assert result.ok, result.to_json()
+    assert result.output == {"refused": ["ERR_ACCESS_DENIED"] * 8, "allowed": ["done"] * 3}
+    modes = {p.name: p.stat().st_mode & 0o777 for p in (project / "out").iterdir()}
+    assert modes == {"d": 0o700, "e": 0o700, "f": 0o644}

@@ -845,10 +845,83 @@ function guardCopySync(fn) {
 return Object.freeze({ __proto__: null, refusedRemoval, guardCallbackRemoval, guardPromiseRemoval, guardCopySync, });
 })();
 
+// ---- file_modes.mjs
+const __host_file_modes = (() => {
+const { deniedError } = __host_module_guard;
+const { apply, nextTick, rejected, stringCharCodeAt } = __host_pristine;
+// A tool's files stay closed to other users. The sandbox starts the tool under a umask that
+// masks others' write, and the group's unless the program's umask gave the group write
+// (runtime/isolation/child.py close_to_others). A tool could undo that: `process.umask(0)`
+// or `chmod 0777` on a directory of its write grant let any local user plant a link there,
+// and the tool's next call wrote through it to any file of the user who runs Splice (Node
+// follows links in a grant wherever they lead; without the file view nothing else stops it).
+// So no umask may drop a bit of the start's write mask, and no chmod may set one: both are
+// refused with ERR_ACCESS_DENIED, as a write outside the grants is.
+
+const umask = process.umask;
+// Read before any tool code runs (process.umask() with no argument only reads).
+const CLOSED = apply(umask, process, []) & 0o022;
+
+/** ``mode`` as Node reads it (a number, or a string of octal digits); undefined for anything
+ * else, which Node refuses itself. */
+function modeValue(mode) {
+  if (typeof mode === 'number') return mode;
+  if (typeof mode !== 'string' || mode.length === 0 || mode.length > 11) return undefined;
+  let value = 0;
+  for (let i = 0; i < mode.length; i += 1) {
+    const digit = apply(stringCharCodeAt, mode, [i]) - 48;
+    if (!(digit >= 0 && digit <= 7)) return undefined;
+    value = value * 8 + digit;
+  }
+  return value;
+}
+
+/** The refusal of a file ``mode`` that gives other users a write the start's umask masks,
+ * or null. */
+function openingMode(mode) {
+  const value = modeValue(mode);
+  if (value === undefined || (value & CLOSED) === 0) return null;
+  return deniedError('a file mode that lets other users write');
+}
+
+/** ``fs.chmod``-like ``fn`` (path or descriptor, mode, callback unless ``Sync``) refusing an
+ * opening mode: thrown, or passed to the callback on the next tick. */
+function guardModeCall(fn, sync) {
+  return function chmod(...args) {
+    const err = openingMode(args[1]);
+    if (err === null) return apply(fn, this, args);
+    const callback = args[args.length - 1];
+    if (sync || typeof callback !== 'function') throw err;
+    apply(nextTick, process, [callback, err]);
+    return undefined;
+  };
+}
+
+/** ``fs.promises.chmod``-like ``fn`` rejecting an opening mode. */
+function guardModePromise(fn) {
+  return function chmod(...args) {
+    const err = openingMode(args[1]);
+    return err === null ? apply(fn, this, args) : rejected(err);
+  };
+}
+
+/** process.umask: reads as before; a mask that keeps the start's closed bits is set. */
+function guardedUmask(...args) {
+  if (args.length === 0 || args[0] === undefined) return apply(umask, process, args);
+  const value = modeValue(args[0]);
+  if (value !== undefined && (value & CLOSED) !== CLOSED) {
+    throw deniedError('a umask that lets other users write');
+  }
+  return apply(umask, process, args);
+}
+return Object.freeze({ __proto__: null, openingMode, guardModeCall, guardModePromise, guardedUmask, });
+})();
+
 // ---- fd_guard.mjs
 const __host_fd_guard = (() => {
 const { deniedError } = __host_module_guard;
 const { guardCallbackRemoval, guardCopySync, guardPromiseRemoval } = __host_fs_gaps;
+const { guardModeCall, guardModePromise, openingMode } = __host_file_modes;
 const { MapCtor, WeakSetCtor, apply, builtin, construct, defineProperty, getOwnPropertyDescriptor, getPrototypeOf, isProxy, keys, mapDelete, mapGet, mapHas, mapSet, nextTick, ownKeys, rejected, settle, stringCharCodeAt, stringEndsWith, stringSlice, stringStartsWith, symbolDescription, weakSetAdd, weakSetHas } = __host_pristine;
 // The descriptor guard: a tool names only file descriptors that are its own.
 //
@@ -1068,6 +1141,15 @@ function wrapFs(channelFds) {
   fs.cpSync = guardCopySync(fs.cpSync);
   fs.rm = guardCallbackRemoval(fs.rm);
   fs.rmdir = guardCallbackRemoval(fs.rmdir);
+  // Modes that open a file to other users (file_modes.mjs).
+  const modeCalls = ['chmod', 'fchmod', 'lchmod'];
+  for (let i = 0; i < modeCalls.length; i += 1) {
+    const name = modeCalls[i];
+    if (typeof fs[name] === 'function') fs[name] = guardModeCall(fs[name], false);
+    if (typeof fs[`${name}Sync`] === 'function') {
+      fs[`${name}Sync`] = guardModeCall(fs[`${name}Sync`], true);
+    }
+  }
   fs.close = closing(originals.close, 'close');
   fs.closeSync = closing(originals.closeSync, 'closeSync');
   const promises = getOwnPropertyDescriptor(fs, 'promises');
@@ -1138,8 +1220,11 @@ function guardHandleProto(proto) {
     const d = getOwnPropertyDescriptor(proto, names[i]);
     if (names[i] === 'constructor' || typeof d.value !== 'function') continue;
     const fn = d.value;
+    const modeAt = names[i] === 'chmod' ? 0 : -1;
     replace(proto, names[i], function handleMethod(...args) {
       if (!apply(weakSetHas, handles, [this])) return rejected(forgedHandleError());
+      const err = modeAt < 0 ? null : openingMode(args[modeAt]);
+      if (err !== null) return rejected(err);
       return apply(fn, this, args);
     });
   }
@@ -1180,6 +1265,10 @@ function guardedPromises() {
     return handle;
   });
   replace(promises, 'rm', guardPromiseRemoval(promises.rm));
+  replace(promises, 'chmod', guardModePromise(promises.chmod));
+  if (typeof promises.lchmod === 'function') {
+    replace(promises, 'lchmod', guardModePromise(promises.lchmod));
+  }
   replace(promises, 'rmdir', guardPromiseRemoval(promises.rmdir));
   // `import { open } from 'node:fs/promises'` links against the guarded functions.
   syncBuiltinESMExports();
@@ -1203,6 +1292,7 @@ return Object.freeze({ __proto__: null, prepareBuiltin, installFdGuard, });
 const __host_harden = (() => {
 const { deniedError, isAllowedBuiltin } = __host_module_guard;
 const { installFdGuard, prepareBuiltin } = __host_fd_guard;
+const { guardedUmask } = __host_file_modes;
 const { apply, builtin, defineProperty, fatalException, freeze, getOwnPropertyDescriptor, getPrototypeOf, keys, ownKeys, safeString, setOwn, setUncaughtExceptionCaptureCallback, writeSync } = __host_pristine;
 // Locks down the tool's process before its module is imported: environment, process methods
 // that reach other processes or native code, live stdio handles, the fs.realpath variants,
@@ -1337,6 +1427,8 @@ function installProcessDenials() {
   for (const name of DENIED_PROCESS_MEMBERS) {
     lock(process, name, deniedFunction(`process.${name}`));
   }
+  // Enumerable, as Node's own (`import { umask } from 'node:process'`).
+  lock(process, 'umask', guardedUmask, true);
 }
 
 // fs.realpath and fs.realpathSync are Node's JavaScript walks, which lstat each component
