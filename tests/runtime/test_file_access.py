@@ -340,3 +340,127 @@ def test_a_grant_through_a_link_into_the_kernels_file_systems_is_refused(
         kernel = "/proc" if target in {"/proc/self", "/dev/fd"} else target[:4]
         problem = f'permissions.fs.write: "{name}" is inside the kernel\'s {kernel}'
         assert list(error.details) == [problem]
+
+
+# Every asynchronous recursive removal of a directory the tool may read but not write; Node
+# throws each refusal uncaught from inside its own lstat callback (fs_gaps.mjs).
+RECURSIVE_REMOVALS = r"""
+import fs from 'node:fs';
+import { rm } from 'node:fs/promises';
+const outcome = (e) => (e ? [e.code, e.permission, e.resource === dir] : ['removed']);
+let dir;
+export default async (input, ctx) => {
+  dir = ctx.paths.project + '/workspace';
+  const opts = { recursive: true };
+  const seen = [];
+  seen.push(await new Promise((r) => fs.rm(dir, opts, (e) => r(outcome(e)))));
+  seen.push(await new Promise((r) => fs.rmdir(new URL('file://' + dir), opts, (e) => r(outcome(e)))));
+  seen.push(await fs.promises.rmdir(dir, opts).then(() => outcome(), outcome));
+  seen.push(await rm(dir, opts).then(() => outcome(), outcome));
+  seen.push(await rm(dir + '/missing', opts).then(() => outcome(), (e) => [e.code]));
+  return { seen, kept: fs.readdirSync(dir) };
+};
+"""
+
+
+def test_a_refused_recursive_removal_reaches_the_tool(run_tool, project: Path) -> None:
+    """The tool catches the refusal (before: an uncaught ERR_ACCESS_DENIED ended the call
+    whatever it caught) and nothing is removed."""
+    (project / "workspace").mkdir()
+    (project / "workspace" / "keep.txt").write_text("kept", encoding="utf-8")
+    (project / "out").mkdir()
+    result = run_tool(RECURSIVE_REMOVALS, permissions=GRANTS)
+    assert result.ok, result.to_json()
+    refused = ["ERR_ACCESS_DENIED", "FileSystemWrite", True]
+    # A missing path is refused alike (Node answered ENOENT for it, and threw for the others).
+    assert result.output == {"seen": [refused] * 4 + [["ERR_ACCESS_DENIED"]], "kept": ["keep.txt"]}
+
+
+# Copies of a read grant holding a link to the project's root into a write grant, by every
+# copy function; then a write through where the link would be.
+COPIES_OF_A_LINK = r"""
+import fs from 'node:fs';
+import { cpSync } from 'node:fs';
+const outcome = (f) => { try { f(); return 'copied'; } catch (e) { return e.code; } };
+export default async (input, ctx) => {
+  const data = ctx.paths.project + '/workspace';
+  const out = ctx.paths.project + '/out';
+  const seen = [
+    outcome(() => fs.cpSync(data, out + '/a', { recursive: true })),
+    outcome(() => cpSync(data, out + '/b', { recursive: true, filter: () => true })),
+    await new Promise((r) => fs.cp(data, out + '/c', { recursive: true }, (e) => r(e ? e.code : 'copied'))),
+    await fs.promises.cp(data, out + '/d', { recursive: true }).then(() => 'copied', (e) => e.code),
+    outcome(() => fs.cpSync(data + '/keep.txt', out + '/keep.txt')),
+  ];
+  const links = ['a', 'b', 'c', 'd'].filter((d) => fs.existsSync(out + '/' + d + '/sub/up'));
+  const wrote = outcome(() => fs.writeFileSync(out + '/a/sub/up/splice.json', '{"packages": {"x": "1"}}'));
+  return { seen, links, wrote };
+};
+"""
+
+
+def test_a_copy_makes_no_link_in_a_write_grant(run_tool, project: Path) -> None:
+    """fs.cpSync made the links of a directory without the check of fs.symlink (Node's C++
+    copy): through `out/a/sub/up` a tool rewrote splice.json (in-process; EROFS in the file
+    view). Every copy refuses the link now, as fs.symlink does; files still copy."""
+    (project / "workspace" / "sub").mkdir(parents=True)
+    (project / "workspace" / "keep.txt").write_text("kept", encoding="utf-8")
+    os.symlink("../..", project / "workspace" / "sub" / "up")
+    (project / "out").mkdir()
+    before = (project / "splice.json").read_text(encoding="utf-8")
+    result = run_tool(COPIES_OF_A_LINK, permissions=GRANTS)
+    assert result.ok, result.to_json()
+    assert result.output == {
+        "seen": ["ERR_ACCESS_DENIED"] * 4 + ["copied"],
+        "links": [],
+        "wrote": "ENOENT",
+    }
+    assert (project / "splice.json").read_text(encoding="utf-8") == before
+
+
+# Every way a tool could open a file of its write grant to other users, and what stays
+# allowed (modes and masks that keep others' write off).
+OPENING_MODES = r"""
+import fs from 'node:fs';
+import { chmod } from 'node:fs/promises';
+import { umask } from 'node:process';
+const sync = (f) => { try { f(); return 'done'; } catch (e) { return e.code; } };
+export default async (input, ctx) => {
+  const out = ctx.paths.project + '/out';
+  fs.mkdirSync(out + '/d');
+  fs.writeFileSync(out + '/f', 'x');
+  const fd = fs.openSync(out + '/f', 'r');
+  const handle = await fs.promises.open(out + '/f', 'r');
+  const refused = [
+    sync(() => fs.chmodSync(out + '/d', 0o777)),
+    sync(() => fs.chmodSync(out + '/d', '777')),
+    sync(() => fs.fchmodSync(fd, 0o666)),
+    await new Promise((r) => fs.chmod(out + '/d', 0o757, (e) => r(e ? e.code : 'done'))),
+    await chmod(out + '/f', 0o602).then(() => 'done', (e) => e.code),
+    await handle.chmod(0o666).then(() => 'done', (e) => e.code),
+    sync(() => process.umask(0)),
+    sync(() => umask('0')),
+  ];
+  const allowed = [
+    sync(() => fs.chmodSync(out + '/d', 0o700)),
+    sync(() => fs.chmodSync(out + '/f', '644')),
+    sync(() => process.umask(0o077)),
+  ];
+  await handle.close();
+  fs.mkdirSync(out + '/e', 0o777);
+  return { refused, allowed };
+};
+"""
+
+
+def test_a_tool_cannot_open_its_files_to_other_users(run_tool, project: Path) -> None:
+    """chmod 0777 of a directory in the write grant let another user plant a link there, and
+    the tool's next call wrote through it to a file of the user outside every grant
+    (isolation in-process, uid 65534 as the other user). Modes and umasks that would give
+    others write are refused (file_modes.mjs); nothing in the grant is open to them."""
+    (project / "out").mkdir()
+    result = run_tool(OPENING_MODES, permissions=GRANTS)
+    assert result.ok, result.to_json()
+    assert result.output == {"refused": ["ERR_ACCESS_DENIED"] * 8, "allowed": ["done"] * 3}
+    modes = {p.name: p.stat().st_mode & 0o777 for p in (project / "out").iterdir()}
+    assert modes == {"d": 0o700, "e": 0o700, "f": 0o644}

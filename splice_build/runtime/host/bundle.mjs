@@ -728,9 +728,200 @@ function installModuleGuard(packageDir, allowed, prepare) {
 return Object.freeze({ __proto__: null, deniedError, loadError, isAllowedBuiltin, installModuleGuard, });
 })();
 
+// ---- fs_gaps.mjs
+const __host_fs_gaps = (() => {
+const { ACCESS_DENIED } = __host_codes;
+const { ErrorCtor, URLCtor, apply, builtin, keys, nextTick, rejected, safeGet, setOwn } = __host_pristine;
+// Where Node's own fs calls step around its permission model (Node 24.19), and the host
+// closes the gap before the call reaches Node.
+//
+// Links. The tool may not make a symbolic link (`fs.symlink` needs every read and write
+// permission), since Node follows links without checking where they lead: a link in a write
+// grant writes wherever it points. But `fs.cpSync` without a `filter` copies a directory in
+// C++ (`cpSyncCopyDir`), which makes every link it finds there without that check: a link
+// in a read grant (`data/up -> ..`, a checkout's own) copied into a write grant let the tool
+// write the project's splice.json through it. With a filter Node takes its JavaScript walk,
+// whose `symlinkSync` is checked; so every `cpSync` gets one (the tool's, or one that keeps
+// everything), and a link in the tree is refused as `fs.symlink` refuses it.
+//
+// Refusals. Node's asynchronous recursive removal (`fs.rm`/`fs.rmdir` with a callback and
+// `fs.promises.rm`/`rmdir`, `recursive: true`, on a directory) lstats the path, then calls
+// the native `rmdir` from inside the lstat's callback, where the permission model's refusal
+// is thrown instead of passed on: no callback, no rejection, an uncaught exception that ends
+// the call, whatever `try`/`catch` the tool wrapped around it. So such a removal is refused
+// here first, with Node's own error (`ERR_ACCESS_DENIED`, `FileSystemWrite`, the path), the
+// way Node refuses every other asynchronous call: in the callback, on the next tick, or as
+// the promise's rejection. Node still checks every removal it makes; this only answers first
+// where its answer would not reach the tool.
+
+const { fileURLToPath } = builtin('node:url');
+const { resolve } = builtin('node:path');
+// Node's own: path.resolve would call whatever `process.cwd` the tool put there.
+const cwd = process.cwd;
+// Node's own, taken before any tool code runs (undefined without --permission: tests only).
+const permission = process.permission;
+const permissionHas = permission === undefined ? undefined : permission.has;
+
+/** The path Node's permission model checks for ``path``, or undefined when it is neither a
+ * string nor a URL (Node then refuses or checks it itself). */
+function checkedPath(path) {
+  const here = apply(cwd, process, []);
+  if (typeof path === 'string') return apply(resolve, undefined, [here, path]);
+  if (path instanceof URLCtor) {
+    try {
+      return apply(resolve, undefined, [here, apply(fileURLToPath, undefined, [path])]);
+    } catch {
+      return undefined;
+    }
+  }
+  return undefined;
+}
+
+/** Node's refusal of a write to ``path``, when a recursive removal of it would be one Node
+ * throws uncaught (readable, not writable); null otherwise. */
+function refusedRemoval(path, options) {
+  if (permissionHas === undefined) return null;
+  if (options === null || typeof options !== 'object' || !safeGet(options, 'recursive')) {
+    return null;
+  }
+  const resource = checkedPath(path);
+  if (resource === undefined) return null;
+  if (!apply(permissionHas, permission, ['fs.read', resource])) return null;
+  if (apply(permissionHas, permission, ['fs.write', resource])) return null;
+  const err = new ErrorCtor(
+    'Access to this API has been restricted. Use --allow-fs-write to manage permissions.',
+  );
+  setOwn(err, 'code', ACCESS_DENIED);
+  setOwn(err, 'permission', 'FileSystemWrite');
+  setOwn(err, 'resource', resource);
+  return err;
+}
+
+/** ``fs.rm``/``fs.rmdir`` (a callback last) refusing first as ``refusedRemoval`` says. */
+function guardCallbackRemoval(fn) {
+  return function remove(...args) {
+    const callback = args[args.length - 1];
+    const err = args.length > 2 ? refusedRemoval(args[0], args[1]) : null;
+    if (err !== null && typeof callback === 'function') {
+      apply(nextTick, process, [callback, err]);
+      return undefined;
+    }
+    return apply(fn, this, args);
+  };
+}
+
+/** ``fs.promises.rm``/``rmdir`` rejecting first as ``refusedRemoval`` says. */
+function guardPromiseRemoval(fn) {
+  return function remove(...args) {
+    const err = refusedRemoval(args[0], args[1]);
+    if (err !== null) return rejected(err);
+    return apply(fn, this, args);
+  };
+}
+
+/** A filter that keeps every entry (Node's default, by its JavaScript walk). */
+function keepAll() {
+  return true;
+}
+
+/** ``fs.cpSync`` always given a filter, so that Node copies by its checked walk. Options
+ * that are not an object go to Node as they are (it refuses them); an object's own
+ * enumerable options are copied, as Node's own spread of them does. */
+function guardCopySync(fn) {
+  return function cpSync(...args) {
+    const options = args[2];
+    if (options === undefined || (options !== null && typeof options === 'object')) {
+      const copy = { __proto__: null };
+      if (options !== undefined) {
+        const names = keys(options);
+        for (let i = 0; i < names.length; i += 1) setOwn(copy, names[i], options[names[i]]);
+      }
+      if (copy.filter === undefined) setOwn(copy, 'filter', keepAll);
+      args[2] = copy;
+    }
+    return apply(fn, this, args);
+  };
+}
+return Object.freeze({ __proto__: null, refusedRemoval, guardCallbackRemoval, guardPromiseRemoval, guardCopySync, });
+})();
+
+// ---- file_modes.mjs
+const __host_file_modes = (() => {
+const { deniedError } = __host_module_guard;
+const { apply, nextTick, rejected, stringCharCodeAt } = __host_pristine;
+// A tool's files stay closed to other users. The sandbox starts the tool under a umask that
+// masks others' write, and the group's unless the program's umask gave the group write
+// (runtime/isolation/child.py close_to_others). A tool could undo that: `process.umask(0)`
+// or `chmod 0777` on a directory of its write grant let any local user plant a link there,
+// and the tool's next call wrote through it to any file of the user who runs Splice (Node
+// follows links in a grant wherever they lead; without the file view nothing else stops it).
+// So no umask may drop a bit of the start's write mask, and no chmod may set one: both are
+// refused with ERR_ACCESS_DENIED, as a write outside the grants is.
+
+const umask = process.umask;
+// Read before any tool code runs (process.umask() with no argument only reads).
+const CLOSED = apply(umask, process, []) & 0o022;
+
+/** ``mode`` as Node reads it (a number, or a string of octal digits); undefined for anything
+ * else, which Node refuses itself. */
+function modeValue(mode) {
+  if (typeof mode === 'number') return mode;
+  if (typeof mode !== 'string' || mode.length === 0 || mode.length > 11) return undefined;
+  let value = 0;
+  for (let i = 0; i < mode.length; i += 1) {
+    const digit = apply(stringCharCodeAt, mode, [i]) - 48;
+    if (!(digit >= 0 && digit <= 7)) return undefined;
+    value = value * 8 + digit;
+  }
+  return value;
+}
+
+/** The refusal of a file ``mode`` that gives other users a write the start's umask masks,
+ * or null. */
+function openingMode(mode) {
+  const value = modeValue(mode);
+  if (value === undefined || (value & CLOSED) === 0) return null;
+  return deniedError('a file mode that lets other users write');
+}
+
+/** ``fs.chmod``-like ``fn`` (path or descriptor, mode, callback unless ``Sync``) refusing an
+ * opening mode: thrown, or passed to the callback on the next tick. */
+function guardModeCall(fn, sync) {
+  return function chmod(...args) {
+    const err = openingMode(args[1]);
+    if (err === null) return apply(fn, this, args);
+    const callback = args[args.length - 1];
+    if (sync || typeof callback !== 'function') throw err;
+    apply(nextTick, process, [callback, err]);
+    return undefined;
+  };
+}
+
+/** ``fs.promises.chmod``-like ``fn`` rejecting an opening mode. */
+function guardModePromise(fn) {
+  return function chmod(...args) {
+    const err = openingMode(args[1]);
+    return err === null ? apply(fn, this, args) : rejected(err);
+  };
+}
+
+/** process.umask: reads as before; a mask that keeps the start's closed bits is set. */
+function guardedUmask(...args) {
+  if (args.length === 0 || args[0] === undefined) return apply(umask, process, args);
+  const value = modeValue(args[0]);
+  if (value !== undefined && (value & CLOSED) !== CLOSED) {
+    throw deniedError('a umask that lets other users write');
+  }
+  return apply(umask, process, args);
+}
+return Object.freeze({ __proto__: null, openingMode, guardModeCall, guardModePromise, guardedUmask, });
+})();
+
 // ---- fd_guard.mjs
 const __host_fd_guard = (() => {
 const { deniedError } = __host_module_guard;
+const { guardCallbackRemoval, guardCopySync, guardPromiseRemoval } = __host_fs_gaps;
+const { guardModeCall, guardModePromise, openingMode } = __host_file_modes;
 const { MapCtor, WeakSetCtor, apply, builtin, construct, defineProperty, getOwnPropertyDescriptor, getPrototypeOf, isProxy, keys, mapDelete, mapGet, mapHas, mapSet, nextTick, ownKeys, rejected, settle, stringCharCodeAt, stringEndsWith, stringSlice, stringStartsWith, symbolDescription, weakSetAdd, weakSetHas } = __host_pristine;
 // The descriptor guard: a tool names only file descriptors that are its own.
 //
@@ -946,6 +1137,19 @@ function wrapFs(channelFds) {
     }
     return apply(open, fs, args);
   };
+  // Gaps in Node's own checks (fs_gaps.mjs).
+  fs.cpSync = guardCopySync(fs.cpSync);
+  fs.rm = guardCallbackRemoval(fs.rm);
+  fs.rmdir = guardCallbackRemoval(fs.rmdir);
+  // Modes that open a file to other users (file_modes.mjs).
+  const modeCalls = ['chmod', 'fchmod', 'lchmod'];
+  for (let i = 0; i < modeCalls.length; i += 1) {
+    const name = modeCalls[i];
+    if (typeof fs[name] === 'function') fs[name] = guardModeCall(fs[name], false);
+    if (typeof fs[`${name}Sync`] === 'function') {
+      fs[`${name}Sync`] = guardModeCall(fs[`${name}Sync`], true);
+    }
+  }
   fs.close = closing(originals.close, 'close');
   fs.closeSync = closing(originals.closeSync, 'closeSync');
   const promises = getOwnPropertyDescriptor(fs, 'promises');
@@ -1016,8 +1220,11 @@ function guardHandleProto(proto) {
     const d = getOwnPropertyDescriptor(proto, names[i]);
     if (names[i] === 'constructor' || typeof d.value !== 'function') continue;
     const fn = d.value;
+    const modeAt = names[i] === 'chmod' ? 0 : -1;
     replace(proto, names[i], function handleMethod(...args) {
       if (!apply(weakSetHas, handles, [this])) return rejected(forgedHandleError());
+      const err = modeAt < 0 ? null : openingMode(args[modeAt]);
+      if (err !== null) return rejected(err);
       return apply(fn, this, args);
     });
   }
@@ -1057,6 +1264,12 @@ function guardedPromises() {
     if (handleProto === null) guardHandleProto(getPrototypeOf(handle));
     return handle;
   });
+  replace(promises, 'rm', guardPromiseRemoval(promises.rm));
+  replace(promises, 'chmod', guardModePromise(promises.chmod));
+  if (typeof promises.lchmod === 'function') {
+    replace(promises, 'lchmod', guardModePromise(promises.lchmod));
+  }
+  replace(promises, 'rmdir', guardPromiseRemoval(promises.rmdir));
   // `import { open } from 'node:fs/promises'` links against the guarded functions.
   syncBuiltinESMExports();
   return promises;
@@ -1079,6 +1292,7 @@ return Object.freeze({ __proto__: null, prepareBuiltin, installFdGuard, });
 const __host_harden = (() => {
 const { deniedError, isAllowedBuiltin } = __host_module_guard;
 const { installFdGuard, prepareBuiltin } = __host_fd_guard;
+const { guardedUmask } = __host_file_modes;
 const { apply, builtin, defineProperty, fatalException, freeze, getOwnPropertyDescriptor, getPrototypeOf, keys, ownKeys, safeString, setOwn, setUncaughtExceptionCaptureCallback, writeSync } = __host_pristine;
 // Locks down the tool's process before its module is imported: environment, process methods
 // that reach other processes or native code, live stdio handles, the fs.realpath variants,
@@ -1213,6 +1427,8 @@ function installProcessDenials() {
   for (const name of DENIED_PROCESS_MEMBERS) {
     lock(process, name, deniedFunction(`process.${name}`));
   }
+  // Enumerable, as Node's own (`import { umask } from 'node:process'`).
+  lock(process, 'umask', guardedUmask, true);
 }
 
 // fs.realpath and fs.realpathSync are Node's JavaScript walks, which lstat each component

@@ -25,6 +25,8 @@
 // reaches it: through `fs.promises`, `process.getBuiltinModule` or an import (host.mjs passes
 // ``prepareBuiltin`` to the module guard).
 import { deniedError } from './module_guard.mjs';
+import { guardCallbackRemoval, guardCopySync, guardPromiseRemoval } from './fs_gaps.mjs';
+import { guardModeCall, guardModePromise, openingMode } from './file_modes.mjs';
 import {
   MapCtor, WeakSetCtor, apply, builtin, construct, defineProperty, getOwnPropertyDescriptor,
   getPrototypeOf, isProxy, keys, mapDelete, mapGet, mapHas, mapSet, nextTick, ownKeys, rejected,
@@ -219,6 +221,19 @@ function wrapFs(channelFds) {
     }
     return apply(open, fs, args);
   };
+  // Gaps in Node's own checks (fs_gaps.mjs).
+  fs.cpSync = guardCopySync(fs.cpSync);
+  fs.rm = guardCallbackRemoval(fs.rm);
+  fs.rmdir = guardCallbackRemoval(fs.rmdir);
+  // Modes that open a file to other users (file_modes.mjs).
+  const modeCalls = ['chmod', 'fchmod', 'lchmod'];
+  for (let i = 0; i < modeCalls.length; i += 1) {
+    const name = modeCalls[i];
+    if (typeof fs[name] === 'function') fs[name] = guardModeCall(fs[name], false);
+    if (typeof fs[`${name}Sync`] === 'function') {
+      fs[`${name}Sync`] = guardModeCall(fs[`${name}Sync`], true);
+    }
+  }
   fs.close = closing(originals.close, 'close');
   fs.closeSync = closing(originals.closeSync, 'closeSync');
   const promises = getOwnPropertyDescriptor(fs, 'promises');
@@ -289,8 +304,11 @@ function guardHandleProto(proto) {
     const d = getOwnPropertyDescriptor(proto, names[i]);
     if (names[i] === 'constructor' || typeof d.value !== 'function') continue;
     const fn = d.value;
+    const modeAt = names[i] === 'chmod' ? 0 : -1;
     replace(proto, names[i], function handleMethod(...args) {
       if (!apply(weakSetHas, handles, [this])) return rejected(forgedHandleError());
+      const err = modeAt < 0 ? null : openingMode(args[modeAt]);
+      if (err !== null) return rejected(err);
       return apply(fn, this, args);
     });
   }
@@ -330,6 +348,12 @@ function guardedPromises() {
     if (handleProto === null) guardHandleProto(getPrototypeOf(handle));
     return handle;
   });
+  replace(promises, 'rm', guardPromiseRemoval(promises.rm));
+  replace(promises, 'chmod', guardModePromise(promises.chmod));
+  if (typeof promises.lchmod === 'function') {
+    replace(promises, 'lchmod', guardModePromise(promises.lchmod));
+  }
+  replace(promises, 'rmdir', guardPromiseRemoval(promises.rmdir));
   // `import { open } from 'node:fs/promises'` links against the guarded functions.
   syncBuiltinESMExports();
   return promises;

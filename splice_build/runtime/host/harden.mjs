@@ -5,6 +5,7 @@
 // built-in allow-list) and the URL classes Node's module loader uses.
 import { deniedError, isAllowedBuiltin } from './module_guard.mjs';
 import { installFdGuard, prepareBuiltin } from './fd_guard.mjs';
+import { guardedUmask } from './file_modes.mjs';
 import {
   apply, builtin, defineProperty, fatalException, freeze, getOwnPropertyDescriptor,
   getPrototypeOf, keys, ownKeys, safeString, setOwn, setUncaughtExceptionCaptureCallback,
@@ -138,6 +139,8 @@ function installProcessDenials() {
   for (const name of DENIED_PROCESS_MEMBERS) {
     lock(process, name, deniedFunction(`process.${name}`));
   }
+  // Enumerable, as Node's own (`import { umask } from 'node:process'`).
+  lock(process, 'umask', guardedUmask, true);
 }
 
 // fs.realpath and fs.realpathSync are Node's JavaScript walks, which lstat each component

@@ -1,0 +1,114 @@
+// Where Node's own fs calls step around its permission model (Node 24.19), and the host
+// closes the gap before the call reaches Node.
+//
+// Links. The tool may not make a symbolic link (`fs.symlink` needs every read and write
+// permission), since Node follows links without checking where they lead: a link in a write
+// grant writes wherever it points. But `fs.cpSync` without a `filter` copies a directory in
+// C++ (`cpSyncCopyDir`), which makes every link it finds there without that check: a link
+// in a read grant (`data/up -> ..`, a checkout's own) copied into a write grant let the tool
+// write the project's splice.json through it. With a filter Node takes its JavaScript walk,
+// whose `symlinkSync` is checked; so every `cpSync` gets one (the tool's, or one that keeps
+// everything), and a link in the tree is refused as `fs.symlink` refuses it.
+//
+// Refusals. Node's asynchronous recursive removal (`fs.rm`/`fs.rmdir` with a callback and
+// `fs.promises.rm`/`rmdir`, `recursive: true`, on a directory) lstats the path, then calls
+// the native `rmdir` from inside the lstat's callback, where the permission model's refusal
+// is thrown instead of passed on: no callback, no rejection, an uncaught exception that ends
+// the call, whatever `try`/`catch` the tool wrapped around it. So such a removal is refused
+// here first, with Node's own error (`ERR_ACCESS_DENIED`, `FileSystemWrite`, the path), the
+// way Node refuses every other asynchronous call: in the callback, on the next tick, or as
+// the promise's rejection. Node still checks every removal it makes; this only answers first
+// where its answer would not reach the tool.
+import { ACCESS_DENIED } from './codes.mjs';
+import {
+  ErrorCtor, URLCtor, apply, builtin, keys, nextTick, rejected, safeGet, setOwn,
+} from './pristine.mjs';
+
+const { fileURLToPath } = builtin('node:url');
+const { resolve } = builtin('node:path');
+// Node's own: path.resolve would call whatever `process.cwd` the tool put there.
+const cwd = process.cwd;
+// Node's own, taken before any tool code runs (undefined without --permission: tests only).
+const permission = process.permission;
+const permissionHas = permission === undefined ? undefined : permission.has;
+
+/** The path Node's permission model checks for ``path``, or undefined when it is neither a
+ * string nor a URL (Node then refuses or checks it itself). */
+function checkedPath(path) {
+  const here = apply(cwd, process, []);
+  if (typeof path === 'string') return apply(resolve, undefined, [here, path]);
+  if (path instanceof URLCtor) {
+    try {
+      return apply(resolve, undefined, [here, apply(fileURLToPath, undefined, [path])]);
+    } catch {
+      return undefined;
+    }
+  }
+  return undefined;
+}
+
+/** Node's refusal of a write to ``path``, when a recursive removal of it would be one Node
+ * throws uncaught (readable, not writable); null otherwise. */
+export function refusedRemoval(path, options) {
+  if (permissionHas === undefined) return null;
+  if (options === null || typeof options !== 'object' || !safeGet(options, 'recursive')) {
+    return null;
+  }
+  const resource = checkedPath(path);
+  if (resource === undefined) return null;
+  if (!apply(permissionHas, permission, ['fs.read', resource])) return null;
+  if (apply(permissionHas, permission, ['fs.write', resource])) return null;
+  const err = new ErrorCtor(
+    'Access to this API has been restricted. Use --allow-fs-write to manage permissions.',
+  );
+  setOwn(err, 'code', ACCESS_DENIED);
+  setOwn(err, 'permission', 'FileSystemWrite');
+  setOwn(err, 'resource', resource);
+  return err;
+}
+
+/** ``fs.rm``/``fs.rmdir`` (a callback last) refusing first as ``refusedRemoval`` says. */
+export function guardCallbackRemoval(fn) {
+  return function remove(...args) {
+    const callback = args[args.length - 1];
+    const err = args.length > 2 ? refusedRemoval(args[0], args[1]) : null;
+    if (err !== null && typeof callback === 'function') {
+      apply(nextTick, process, [callback, err]);
+      return undefined;
+    }
+    return apply(fn, this, args);
+  };
+}
+
+/** ``fs.promises.rm``/``rmdir`` rejecting first as ``refusedRemoval`` says. */
+export function guardPromiseRemoval(fn) {
+  return function remove(...args) {
+    const err = refusedRemoval(args[0], args[1]);
+    if (err !== null) return rejected(err);
+    return apply(fn, this, args);
+  };
+}
+
+/** A filter that keeps every entry (Node's default, by its JavaScript walk). */
+function keepAll() {
+  return true;
+}
+
+/** ``fs.cpSync`` always given a filter, so that Node copies by its checked walk. Options
+ * that are not an object go to Node as they are (it refuses them); an object's own
+ * enumerable options are copied, as Node's own spread of them does. */
+export function guardCopySync(fn) {
+  return function cpSync(...args) {
+    const options = args[2];
+    if (options === undefined || (options !== null && typeof options === 'object')) {
+      const copy = { __proto__: null };
+      if (options !== undefined) {
+        const names = keys(options);
+        for (let i = 0; i < names.length; i += 1) setOwn(copy, names[i], options[names[i]]);
+      }
+      if (copy.filter === undefined) setOwn(copy, 'filter', keepAll);
+      args[2] = copy;
+    }
+    return apply(fn, this, args);
+  };
+}
