@@ -1,0 +1,101 @@
+"""A team's checkout: two members of the group a setgid ``2775`` project belongs to, under
+umask 002, each syncs, adds and removes there, and each runs what the other installed
+(docs/security.md#who-may-write-the-code)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from splice_build.errors import ErrorCode, SpliceError
+from splice_build.project.layout import ProjectLayout
+from splice_build.sdk import Splice
+from testing.registry_fixtures import new_project
+from testing.team_member import MEMBER, as_member, member_home
+from testing.workspaces import sync_in_place
+
+GREETER, OTHER = "@acme/greeter", "@acme/other"
+
+as_a_team = pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() != 0,
+    reason="acts as a second member of the project's group (root: setresuid)",
+)
+
+
+@pytest.fixture
+def shared() -> Iterator[Path]:
+    """A directory both members reach (pytest's own directories are 0700), umask 002."""
+    top = Path(tempfile.mkdtemp(prefix="splice-team-"))
+    top.chmod(0o755)
+    umask = os.umask(0o002)
+    yield top
+    os.umask(umask)
+    shutil.rmtree(top)
+
+
+def _team_project(shared: Path, mode: int = 0o2775) -> Path:
+    """A project directory of the member's group, as ``install -d -g team -m 2775``."""
+    root = shared / "p"
+    root.mkdir()
+    os.chown(root, -1, MEMBER)
+    root.chmod(mode)
+    return new_project(root, {GREETER: "1.0.0"})
+
+
+def _state_files(root: Path) -> list[Path]:
+    state = ProjectLayout(root).state_dir
+    return [
+        root / "splice.json",
+        root / "splice.lock",
+        *(p for p in state.iterdir() if p.is_file()),
+    ]
+
+
+@as_a_team
+def test_a_member_syncs_adds_and_removes_in_a_teammates_checkout(
+    registry: dict, home: Path, shared: Path
+) -> None:
+    """The state the first member's Splice made was 0644 (its lock file, the doit database,
+    the stat cache, the locks), so the second member's every sync, add and remove ended
+    NOT_WRITABLE. It is made with the group's write where the directory gives it; state made
+    before that (0644 here) is locked read-only and the database replaced. What each member
+    installs passes the check before the other's runs."""
+    root = _team_project(shared)
+    assert sync_in_place(root).ok
+    state = _state_files(root)
+    assert {p.name: stat.S_IMODE(p.stat().st_mode) for p in state} == {p.name: 0o664 for p in state}
+    for path in state:
+        path.chmod(0o644)  # as made before
+    theirs = member_home(home, shared)
+
+    assert as_member(theirs, 0o002, lambda: sync_in_place(root, stat_cache=False)) == "ok"
+    assert as_member(theirs, 0o002, lambda: Splice(root).add([OTHER])) == "ok"
+    package = ProjectLayout(root).package_dir(OTHER)
+    assert package.stat().st_uid == MEMBER
+    assert Splice(root).run("other.hello", {"name": "x"}).output == {"message": "Hello, x."}
+    assert as_member(theirs, 0o002, lambda: Splice(root).remove([GREETER])) == "ok"
+    assert as_member(theirs, 0o002, lambda: Splice(root).run("other.hello", {"name": "y"})) == "ok"
+
+
+@as_a_team
+def test_a_directory_a_teammate_left_behind_names_the_way_out(registry: dict, shared: Path) -> None:
+    """A ``.splice`` made by a member who has left the group (here owned by uid 1, no
+    member) is theirs to chmod, and ``splice install`` makes none of it again: the hint
+    said to run one or the other, for ever. It says to move it away and sync."""
+    root = _team_project(shared)
+    assert sync_in_place(root).ok
+    state = ProjectLayout(root).state_dir
+    os.chown(state, 1, -1)
+    with pytest.raises(SpliceError) as refused:
+        Splice(root).run("greeter.hello", {"name": "x"})
+    assert refused.value.code is ErrorCode.INSTALLED_PACKAGE_MODIFIED
+    assert f"`mv {state} {state}.old`" in (refused.value.hint or "")
+    state.rename(f"{state}.old")
+    assert sync_in_place(root).ok
+    assert Splice(root).run("greeter.hello", {"name": "x"}).output == {"message": "Hello, x."}
