@@ -305,7 +305,8 @@ def added_writer(
     directory has one too (a team directory's default ACL; whatever the owning group: a
     named user's entry counts with your private group's too), a group unless it is this
     user's alone (``_group_of_one``) or the group the project's directory is writable for
-    (a team's setgid checkout under umask 002). Their owner set these modes; what they open
+    (a team's setgid checkout under umask 002; by its ACL group entry where it has an
+    access ACL, whose mask its group bits then are: project/posix_acl.py). Their owner set these modes; what they open
     to a user beyond the project's lets that user change the code between its check and
     Node reading it, or rename a directory away and put theirs in its place."""
     geteuid = getattr(os, "geteuid", None)
@@ -322,7 +323,9 @@ def added_writer(
         return None if _has_acl(root) else "a POSIX ACL lets other users write it"
     if _group_of_one(info.st_gid, euid):
         return None
-    if project.st_mode & stat.S_IWGRP and info.st_gid == project.st_gid:
+    from splice_build.project.posix_acl import group_may_write
+
+    if info.st_gid == project.st_gid and group_may_write(project, root):
         return None  # the team's group, which may write the project anyway
     return f"group {info.st_gid} may write it and not the project"
 

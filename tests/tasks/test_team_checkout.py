@@ -1,6 +1,7 @@
 """A team's checkout: two members of the group a setgid ``2775`` project belongs to, under
 umask 002, each syncs, adds and removes there, and each runs what the other installed
-(docs/security.md#who-may-write-the-code)."""
+(docs/security.md#who-may-write-the-code); a group its directory does not let write, by
+its ACL, gains nothing (project/posix_acl.py)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 from splice_build.errors import ErrorCode, SpliceError
 from splice_build.project.layout import ProjectLayout
 from splice_build.sdk import Splice
+from testing.acls import posix_acls_kept, set_access_acl
 from testing.registry_fixtures import new_project
 from testing.team_member import MEMBER, as_member, member_home
 from testing.workspaces import sync_in_place
@@ -99,3 +101,29 @@ def test_a_directory_a_teammate_left_behind_names_the_way_out(registry: dict, sh
     state.rename(f"{state}.old")
     assert sync_in_place(root).ok
     assert Splice(root).run("greeter.hello", {"name": "x"}).output == {"message": "Hello, x."}
+
+
+@as_a_team
+@pytest.mark.skipif(
+    not posix_acls_kept(), reason="the temporary directory's file system keeps no POSIX ACLs"
+)
+def test_a_group_an_acl_keeps_from_writing_the_project_gains_nothing(
+    registry: dict, shared: Path
+) -> None:
+    """``2755`` with ``setfacl -m u:1:rwx`` shows group write (the mask) while the group may
+    not write it: Splice made ``.splice`` and the tools 2775/0664 there, the check let them
+    run, and a member of the group (who may not write the project) could rewrite a tool.
+    Now nothing is made writable for the group, and such a tree is refused."""
+    root = _team_project(shared, 0o2755)
+    set_access_acl(root, 1, 7)
+    assert sync_in_place(root).ok
+    made = [p for p in root.rglob("*") if p.name != "splice.json"]  # the test's
+    assert [p for p in made if p.stat().st_mode & stat.S_IWGRP] == []
+    for path in made:
+        path.chmod(stat.S_IMODE(path.stat().st_mode) | stat.S_IWGRP)  # as made before
+    with pytest.raises(SpliceError) as refused:
+        Splice(root).run("greeter.hello", {"name": "x"})
+    assert refused.value.code is ErrorCode.INSTALLED_PACKAGE_MODIFIED
+    assert f"{ProjectLayout(root).state_dir}: group {MEMBER} may write it and not the project" in (
+        refused.value.details
+    )

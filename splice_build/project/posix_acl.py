@@ -1,0 +1,82 @@
+"""Who a directory's POSIX ACLs let write, read from the kernel's extended attributes.
+
+With an access ACL a file's group bits are its mask, not its owning group's permission: a
+project directory ``2755`` given ``setfacl -m u:them:rwx`` shows ``drwxrwsr-x+`` while its
+group may not write it. Read as the group's, a team member who could not write the project
+could write the ``.splice`` Splice then made there, and rewrite a tool the check let run
+(project/creation_modes.py, project/state_owner.py ``added_writer``). And a directory's
+default ACL is copied onto every entry made in it, its mask taken from the group bits asked
+for: a named user of a default ACL (``setfacl -d -m u:them:rwx``) who may not write the
+directory itself could write every file Splice made there with the group's write.
+
+Fail closed: an ACL that cannot be read or parsed lets no group write here.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import struct
+from pathlib import Path
+
+ACCESS = "system.posix_acl_access"
+DEFAULT = "system.posix_acl_default"
+# The tags of acl_ea_entry (linux/posix_acl_xattr.h) and the write permission.
+_USER, _GROUP_OBJ, _GROUP, _MASK = 0x02, 0x04, 0x08, 0x10
+_WRITE = 0x02
+_VERSION = 2
+
+
+def entries(path: Path | str, name: str) -> list[tuple[int, int, int]] | None:
+    """The ``(tag, perm, id)`` entries of the ACL ``name`` of ``path`` (followed); None when it
+    has none (or the file system keeps none). Raises ``OSError`` when it cannot be read and
+    ``ValueError`` when it is not a version 2 ACL."""
+    try:
+        value = os.getxattr(path, name)
+    except OSError as exc:
+        if exc.errno in (errno.ENODATA, errno.ENOTSUP, errno.EOPNOTSUPP):
+            return None
+        raise
+    if len(value) < 4 or (len(value) - 4) % 8 or struct.unpack_from("<I", value)[0] != _VERSION:
+        raise ValueError(f"not a POSIX ACL: {len(value)} bytes")
+    return [struct.unpack_from("<HHI", value, at) for at in range(4, len(value), 8)]
+
+
+def group_may_write(info: os.stat_result, path: Path | str) -> bool:
+    """Whether the owning group of ``path`` (``info``: its ``stat``) may write it: its group
+    bits, or with an access ACL its group entry's write under the mask."""
+    if not info.st_mode & stat.S_IWGRP:
+        return False  # no ACL entry writes past a mask without write
+    try:
+        found = entries(path, ACCESS)
+    except (OSError, ValueError, AttributeError):
+        return False
+    if found is None:
+        return True
+    return any(tag == _GROUP_OBJ and perm & _WRITE for tag, perm, _ in found)
+
+
+def default_adds_writers(directory: Path | str) -> bool:
+    """Whether ``directory``'s default ACL names a user or group with write access that its
+    access ACL does not let write it (under its mask): an entry made there with the group's
+    write would open to them. Unreadable: True."""
+    try:
+        default = entries(directory, DEFAULT)
+        if default is None:
+            return False
+        access = entries(directory, ACCESS) or []
+    except (OSError, ValueError, AttributeError):
+        return True
+    wanted = [
+        (tag, ident) for tag, perm, ident in default if tag in (_USER, _GROUP) and perm & _WRITE
+    ]
+    if not wanted:
+        return False
+    if any(tag == _MASK and not perm & _WRITE for tag, perm, _ in access):
+        return True
+    return not all(_writes(access, key) for key in wanted)
+
+
+def _writes(found: list[tuple[int, int, int]], key: tuple[int, int]) -> bool:
+    return any((tag, ident) == key and perm & _WRITE for tag, perm, ident in found)
