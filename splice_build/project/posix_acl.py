@@ -57,6 +57,29 @@ def group_may_write(info: os.stat_result, path: Path | str) -> bool:
     return any(tag == _GROUP_OBJ and perm & _WRITE for tag, perm, _ in found)
 
 
+def lets_write(path: Path | str, uid: int, groups: frozenset[int], gid: int) -> bool | None:
+    """Whether the access ACL of ``path`` (owned by another user than ``uid``, owning group
+    ``gid``) lets ``uid``, of ``groups``, write it: its named user entry, else any entry of one
+    of its groups (the owning group's included), each under the mask. None: ``path`` has no
+    access ACL. Unreadable: True (fail closed: a writer)."""
+    try:
+        found = entries(path, ACCESS)
+    except (OSError, ValueError, AttributeError):
+        return True
+    if found is None:
+        return None
+    if any(tag == _MASK and not perm & _WRITE for tag, perm, _ in found):
+        return False
+    mine = [perm for tag, perm, ident in found if tag == _USER and ident == uid]
+    if mine:
+        return bool(mine[0] & _WRITE)
+    return any(
+        perm & _WRITE
+        for tag, perm, ident in found
+        if (tag == _GROUP and ident in groups) or (tag == _GROUP_OBJ and gid in groups)
+    )
+
+
 def default_adds_writers(directory: Path | str) -> bool:
     """Whether ``directory``'s default ACL names a user or group with write access that its
     access ACL does not let write it (under its mask): an entry made there with the group's

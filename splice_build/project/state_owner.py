@@ -14,7 +14,10 @@ everything it wrote there is owned by, or was writable for, that user. So state 
 root and the owner of the directory it belongs to (who controls what lies below it anyway)
 is that user's, and its grants hold a project only when that user can write the project
 (its directory, ``splice.json``, either lock or ``.splice``: owner, a group of that user,
-others with write permission, or a POSIX ACL whose mask lets anyone but the owner write). A project that user cannot write is this user's own: the
+others with write permission, or an entry of theirs in a POSIX ACL, under its mask:
+project/posix_acl.py; any ACL counted for every user, so in a team's checkout with a
+``g:team:rwx`` ACL a member who had left the group still owned, and could rewrite, the tools
+the others ran). A project that user cannot write is this user's own: the
 grant is ignored for it, with a warning (workspace.py). Fail closed: a user or group that
 cannot be looked up (a group without an entry: every user's), or a project that cannot be
 examined, counts as writable.
@@ -194,10 +197,13 @@ class Writers:
         if info.st_mode & stat.S_IWOTH:
             return True
         if info.st_mode & stat.S_IWGRP:
+            from splice_build.project.posix_acl import lets_write
+
             groups = self._groups_of(uid)
-            if groups is None or info.st_gid in groups or _unnamed_group(info.st_gid):
+            if groups is None or _unnamed_group(info.st_gid):
                 return True
-            return _has_acl(path)
+            by_acl = lets_write(path, uid, groups, info.st_gid)
+            return info.st_gid in groups if by_acl is None else by_acl
         return False
 
     def _groups_of(self, uid: int) -> frozenset[int] | None:

@@ -127,3 +127,25 @@ def test_a_group_an_acl_keeps_from_writing_the_project_gains_nothing(
     assert f"{ProjectLayout(root).state_dir}: group {MEMBER} may write it and not the project" in (
         refused.value.details
     )
+
+
+@as_a_team
+@pytest.mark.skipif(
+    not posix_acls_kept(), reason="the temporary directory's file system keeps no POSIX ACLs"
+)
+def test_a_user_the_projects_acl_does_not_name_is_no_member(registry: dict, shared: Path) -> None:
+    """Any access ACL on the project's directory counted as letting every user write it, so
+    files of a user it does not name (uid 1; a member who had left a ``g:team:rwx`` checkout,
+    shown with real users) were trusted, and they could rewrite their tool after the check.
+    The ACL's entries decide now."""
+    root = _team_project(shared)
+    set_access_acl(root, MEMBER, 7)
+    assert sync_in_place(root).ok
+    tool = ProjectLayout(root).package_dir(GREETER) / "tools" / "hello.js"
+    os.chown(tool, 1, -1)
+    with pytest.raises(SpliceError) as refused:
+        Splice(root).run("greeter.hello", {"name": "x"})
+    assert refused.value.code is ErrorCode.INSTALLED_PACKAGE_MODIFIED
+    assert list(refused.value.details) == [
+        f"{tool}: it is owned by user 1, who may not write the project"
+    ]
