@@ -185,6 +185,14 @@ class Writers:
                 return True
         return False
 
+    def member(self, uid: int, project: os.stat_result, root: Path) -> bool:
+        """Whether ``uid`` may write the project's directory ``root`` (``project``: its
+        ``stat``), as one trusted with what it runs: a user the user database does not know
+        is not (``_writable`` counts them as a writer, which fails closed for a claim and
+        open for trust: a deleted member's files, whose uid a process of theirs still holds,
+        were run)."""
+        return self._groups_of(uid) is not None and self._writable(project, uid, root)
+
     def _writable(self, info: os.stat_result, uid: int, path: Path) -> bool:
         if uid == ANYONE:  # a link's owner made it: another's counts, this user's not
             return info.st_uid not in (os.geteuid(), 0) or (
@@ -319,7 +327,7 @@ def added_writer(
     if geteuid is None:
         return None  # a platform without uids, as other_writer
     euid, owner = geteuid(), info.st_uid
-    if owner not in (euid, 0, project.st_uid) and not Writers()._writable(project, owner, root):
+    if owner not in (euid, 0, project.st_uid) and not Writers().member(owner, project, root):
         return f"it is owned by user {owner}, who may not write the project"
     if info.st_mode & stat.S_IWOTH:
         return "every user may write it"
@@ -352,6 +360,6 @@ def renamer_above(
     if info.st_uid not in trusted:
         return why  # added_writer's: owned by a user who may not write the project
     owner = entry.st_uid
-    if owner in trusted or Writers()._writable(project, owner, root):
+    if owner in trusted or Writers().member(owner, project, root):
         return None
     return f"it is sticky, but user {owner} owns the entry on the way and may rename it"

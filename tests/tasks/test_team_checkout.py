@@ -149,3 +149,33 @@ def test_a_user_the_projects_acl_does_not_name_is_no_member(registry: dict, shar
     assert list(refused.value.details) == [
         f"{tool}: it is owned by user 1, who may not write the project"
     ]
+
+
+@as_a_team
+def test_files_of_a_user_the_user_database_does_not_know_are_not_a_members(
+    registry: dict, shared: Path
+) -> None:
+    """A member deleted (``userdel``) leaves their files and maybe a process holding their
+    uid: with no entry their groups were unknown, counted as every group, and their tool
+    (which that uid may rewrite after the check) passed it."""
+    root = _team_project(shared)
+    assert sync_in_place(root).ok
+    tool = ProjectLayout(root).package_dir(GREETER) / "tools" / "hello.js"
+    unknown = next(uid for uid in range(40000, 41000) if not _known(uid))
+    os.chown(tool, unknown, -1)
+    with pytest.raises(SpliceError) as refused:
+        Splice(root).run("greeter.hello", {"name": "x"})
+    assert refused.value.code is ErrorCode.INSTALLED_PACKAGE_MODIFIED
+    assert list(refused.value.details) == [
+        f"{tool}: it is owned by user {unknown}, who may not write the project"
+    ]
+
+
+def _known(uid: int) -> bool:
+    import pwd
+
+    try:
+        pwd.getpwuid(uid)
+    except KeyError:
+        return False
+    return True
