@@ -43,4 +43,4 @@ def _group_may_write_in(parent: Path) -> bool:
         return False  # the mkdir or open that follows says why
     if not (info.st_mode & stat.S_ISGID or info.st_gid == os.getegid()):
         return False
-    return group_may_write(info, parent) and not default_adds_writers(parent)
+    return group_may_write(info, parent) and not default_adds_writers(info, parent)

@@ -57,6 +57,26 @@ def group_may_write(info: os.stat_result, path: Path | str) -> bool:
     return any(tag == _GROUP_OBJ and perm & _WRITE for tag, perm, _ in found)
 
 
+def writers(info: os.stat_result, path: Path | str) -> tuple[set[int], set[int]] | None:
+    """The users and groups the access ACL of ``path`` (``info``: its ``stat``) lets write
+    it besides its owner, under its mask (its owning group's entry as its ``st_gid``); None
+    when it has none. Raises ``OSError`` or ``ValueError`` when it cannot be read."""
+    found = entries(path, ACCESS)
+    if found is None:
+        return None
+    users: set[int] = set()
+    groups: set[int] = set()
+    if any(tag == _MASK and not perm & _WRITE for tag, perm, _ in found):
+        return users, groups
+    for tag, perm, ident in found:
+        if perm & _WRITE:
+            if tag == _USER:
+                users.add(ident)
+            elif tag in (_GROUP, _GROUP_OBJ):
+                groups.add(info.st_gid if tag == _GROUP_OBJ else ident)
+    return users, groups
+
+
 def lets_write(path: Path | str, uid: int, groups: frozenset[int], gid: int) -> bool | None:
     """Whether the access ACL of ``path`` (owned by another user than ``uid``, owning group
     ``gid``) lets ``uid``, of ``groups``, write it: its named user entry, else any entry of one
@@ -80,10 +100,12 @@ def lets_write(path: Path | str, uid: int, groups: frozenset[int], gid: int) -> 
     )
 
 
-def default_adds_writers(directory: Path | str) -> bool:
-    """Whether ``directory``'s default ACL names a user or group with write access that its
-    access ACL does not let write it (under its mask): an entry made there with the group's
-    write would open to them. Unreadable: True."""
+def default_adds_writers(info: os.stat_result, directory: Path | str) -> bool:
+    """Whether ``directory``'s (``info``: its ``stat``) default ACL names a user or group with
+    write access that may not write the directory itself (by its access ACL under its mask;
+    its owner, or its owning group where that may write it, as ``setfacl -d -m g:team:rwx``
+    on a team's ``2775`` directory names): an entry made there with the group's write would
+    open to them. Unreadable: True."""
     try:
         default = entries(directory, DEFAULT)
         if default is None:
@@ -96,9 +118,11 @@ def default_adds_writers(directory: Path | str) -> bool:
     ]
     if not wanted:
         return False
-    if any(tag == _MASK and not perm & _WRITE for tag, perm, _ in access):
-        return True
-    return not all(_writes(access, key) for key in wanted)
+    own = {(_USER, info.st_uid)}
+    if group_may_write(info, directory):
+        own.add((_GROUP, info.st_gid))
+    masked = any(tag == _MASK and not perm & _WRITE for tag, perm, _ in access)
+    return any(key not in own and (masked or not _writes(access, key)) for key in wanted)
 
 
 def _writes(found: list[tuple[int, int, int]], key: tuple[int, int]) -> bool:

@@ -315,12 +315,14 @@ def added_writer(
     checkout).
 
     Counted as ``others_may_write`` counts them: others' write (always: the project's
-    directory itself too), a POSIX ACL whose mask allows writing unless the project's
-    directory has one too (a team directory's default ACL; whatever the owning group: a
-    named user's entry counts with your private group's too), a group unless it is this
-    user's alone (``_group_of_one``) or the group the project's directory is writable for
-    (a team's setgid checkout under umask 002; by its ACL group entry where it has an
-    access ACL, whose mask its group bits then are: project/posix_acl.py). Their owner set these modes; what they open
+    directory itself too), a POSIX ACL entry allowing writing (under its mask; whatever the
+    owning group: a named user's entry counts with your private group's too) for a user or
+    group who may not write the project's directory (a team directory's default ACL
+    ``d:g:team:rwx`` names one who may: the entries Splice made there were refused while
+    the directory had only that default ACL, and the sync that closed them took the team's
+    write), a group unless it is this user's alone (``_group_of_one``) or one the project's
+    directory is writable for (a team's setgid checkout under umask 002; by its ACL entries
+    where it has an access ACL, whose mask its group bits then are: project/posix_acl.py). Their owner set these modes; what they open
     to a user beyond the project's lets that user change the code between its check and
     Node reading it, or rename a directory away and put theirs in its place."""
     geteuid = getattr(os, "geteuid", None)
@@ -333,15 +335,35 @@ def added_writer(
         return "every user may write it"
     if not info.st_mode & stat.S_IWGRP:
         return None
-    if _has_acl(path):  # before the owning group: the bits are the mask, not the group's
-        return None if _has_acl(root) else "a POSIX ACL lets other users write it"
-    if _group_of_one(info.st_gid, euid):
-        return None
-    from splice_build.project.posix_acl import group_may_write
+    from splice_build.project.posix_acl import writers
 
-    if info.st_gid == project.st_gid and group_may_write(project, root):
-        return None  # the team's group, which may write the project anyway
+    try:
+        named = writers(info, path)
+        team = _project_groups(project, root)
+    except (OSError, ValueError):
+        return "its POSIX ACL cannot be read"
+    if named is not None:  # before the owning group: the bits are the mask, not the group's
+        users, groups = named
+        trusted = (euid, 0, project.st_uid)
+        if any(u not in trusted and not Writers().member(u, project, root) for u in users) or any(
+            g not in team and not _group_of_one(g, euid) for g in groups
+        ):
+            return "a POSIX ACL lets other users write it"
+        return None
+    if _group_of_one(info.st_gid, euid) or info.st_gid in team:
+        return None  # this user's own group, or the team's, which may write the project anyway
     return f"group {info.st_gid} may write it and not the project"
+
+
+def _project_groups(project: os.stat_result, root: Path) -> set[int]:
+    """The groups that may write the project's directory ``root`` (``project``: its
+    ``stat``): its owning group by its group bits, or those its access ACL lets write."""
+    from splice_build.project.posix_acl import writers
+
+    named = writers(project, root)
+    if named is not None:
+        return named[1]
+    return {project.st_gid} if project.st_mode & stat.S_IWGRP else set()
 
 
 def renamer_above(

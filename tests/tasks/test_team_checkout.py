@@ -17,7 +17,7 @@ import pytest
 from splice_build.errors import ErrorCode, SpliceError
 from splice_build.project.layout import ProjectLayout
 from splice_build.sdk import Splice
-from testing.acls import posix_acls_kept, set_access_acl
+from testing.acls import posix_acls_kept, set_access_acl, set_default_group_acl
 from testing.registry_fixtures import new_project
 from testing.team_member import MEMBER, as_member, member_home
 from testing.workspaces import sync_in_place
@@ -179,3 +179,22 @@ def _known(uid: int) -> bool:
     except KeyError:
         return False
     return True
+
+
+@as_a_team
+@pytest.mark.skipif(
+    not posix_acls_kept(), reason="the temporary directory's file system keeps no POSIX ACLs"
+)
+def test_a_teams_default_acl_is_a_teams_checkout(registry: dict, home: Path, shared: Path) -> None:
+    """``setfacl -d -m g:team:rwx`` on the team's ``2775`` project: every entry Splice made
+    there carries that ACL, and any ACL on an entry was refused unless the project's
+    directory had an access ACL too, so the first run after ``add`` was refused and the
+    sync that closed ``.splice`` took the team's write (the other member's ``add`` then
+    NOT_WRITABLE). An ACL's writers are judged as the project's writers are."""
+    root = _team_project(shared)
+    set_default_group_acl(root, MEMBER, 7)
+    assert sync_in_place(root).ok
+    assert Splice(root).run("greeter.hello", {"name": "x"}).output == {"message": "Hello, x."}
+    theirs = member_home(home, shared)
+    assert as_member(theirs, 0o002, lambda: Splice(root).add([OTHER])) == "ok"
+    assert Splice(root).run("other.hello", {"name": "x"}).output == {"message": "Hello, x."}
