@@ -32,8 +32,11 @@ def entries(path: Path | str, name: str) -> list[tuple[int, int, int]] | None:
     """The ``(tag, perm, id)`` entries of the ACL ``name`` of ``path`` (followed); None when it
     has none (or the file system keeps none). Raises ``OSError`` when it cannot be read and
     ``ValueError`` when it is not a version 2 ACL."""
+    getxattr = getattr(os, "getxattr", None)
+    if getxattr is None:
+        return None  # not Linux: no ACL this code can see
     try:
-        value = os.getxattr(path, name)
+        value = getxattr(path, name)
     except OSError as exc:
         if exc.errno in (errno.ENODATA, errno.ENOTSUP, errno.EOPNOTSUPP):
             return None
@@ -49,12 +52,10 @@ def group_may_write(info: os.stat_result, path: Path | str) -> bool:
     if not info.st_mode & stat.S_IWGRP:
         return False  # no ACL entry writes past a mask without write
     try:
-        found = entries(path, ACCESS)
-    except (OSError, ValueError, AttributeError):
+        named = writers(info, path)
+    except (OSError, ValueError):
         return False
-    if found is None:
-        return True
-    return any(tag == _GROUP_OBJ and perm & _WRITE for tag, perm, _ in found)
+    return named is None or info.st_gid in named[1]
 
 
 def writers(info: os.stat_result, path: Path | str) -> tuple[set[int], set[int]] | None:
@@ -84,7 +85,7 @@ def lets_write(path: Path | str, uid: int, groups: frozenset[int], gid: int) -> 
     access ACL. Unreadable: True (fail closed: a writer)."""
     try:
         found = entries(path, ACCESS)
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError):
         return True
     if found is None:
         return None
@@ -111,7 +112,7 @@ def default_adds_writers(info: os.stat_result, directory: Path | str) -> bool:
         if default is None:
             return False
         access = entries(directory, ACCESS) or []
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError):
         return True
     wanted = [
         (tag, ident) for tag, perm, ident in default if tag in (_USER, _GROUP) and perm & _WRITE
