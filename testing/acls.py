@@ -21,6 +21,15 @@ def set_access_acl(path: Path, named: int, perm: int) -> None:
     os.setxattr(path, "system.posix_acl_access", value)
 
 
+def set_default_group_acl(path: Path, group: int, perm: int) -> None:
+    """As ``setfacl -d -m g:<group>:<perm>`` on a ``2775`` directory: a default ACL of owner
+    rwx, the named group ``perm``, group rwx, mask rwx, others r-x."""
+    entries = [(1, 7, _ANYONE), (4, 7, _ANYONE), (8, perm, group), (0x10, 7, _ANYONE)]
+    entries.append((0x20, 5, _ANYONE))
+    value = struct.pack("<I", 2) + b"".join(struct.pack("<HHI", *e) for e in entries)
+    os.setxattr(path, "system.posix_acl_default", value)
+
+
 def posix_acls_kept() -> bool:
     """Whether the file system of the temporary directory (where ``tmp_path`` lies) keeps
     POSIX ACLs."""

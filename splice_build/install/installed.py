@@ -262,6 +262,11 @@ def refuse_other_writers(
             f"Another user may move the project away: make {found[0][0]} writable by you "
             f"alone, sticky (`chmod +t {found[0][0]}`), or move the project out of it."
         )
+    elif (theirs := _theirs_on_the_way(layout, package_id, found)) is not None:
+        hint = (
+            f"{theirs} belongs to another user, who alone may change its mode: move it away "
+            f"(`mv {theirs} {theirs}.old`) and run `splice sync`, which makes it again."
+        )
     elif any(Path(path).is_relative_to(package) for path, _ in found):
         # Not chmod: it leaves a descriptor they opened for writing while they could.
         hint = "Run `splice install`: it installs the package again, writable by you alone."
@@ -273,6 +278,24 @@ def refuse_other_writers(
         details=[f"{path}: {why}" for path, why in found[:8]],
         hint=hint,
     )
+
+
+def _theirs_on_the_way(
+    layout: ProjectLayout, package_id: str, found: list[tuple[str, str]]
+) -> str | None:
+    """The first directory from ``.splice`` down to the package's scope that is refused and
+    owned by another user (a teammate who has left the team's group): neither ``chmod``
+    nor ``splice install`` can close it for this user."""
+    refused = {path for path, _ in found}
+    for directory in chain_to(layout, package_id)[1:]:
+        if str(directory) not in refused:
+            continue
+        try:
+            if os.lstat(directory).st_uid != os.geteuid():
+                return str(directory)
+        except OSError:
+            continue
+    return None
 
 
 def check_installed(

@@ -33,9 +33,16 @@ _O_BINARY = getattr(os, "O_BINARY", 0)  # Windows only; 0 elsewhere
 
 
 def atomic_write_bytes(
-    path: Path, data: bytes, *, mode: int = 0o644, exclusive: bool = False, keep_mode: bool = False
+    path: Path,
+    data: bytes,
+    *,
+    mode: int | None = None,
+    exclusive: bool = False,
+    keep_mode: bool = False,
 ) -> bool:
-    """Replace ``path`` with ``data`` atomically; the new file has ``mode`` minus the umask.
+    """Replace ``path`` with ``data`` atomically; the new file has ``mode`` minus the umask
+    (None: the mode project/creation_modes.py gives a file made in its directory, 0664 in a
+    team's checkout: a teammate's next command rewrites it in place or locks it).
 
     With ``keep_mode`` a file that ``path`` already is keeps its permission bits instead (a
     user's ``splice.json`` made private or group-writable stays so after ``splice add``); a
@@ -50,6 +57,8 @@ def atomic_write_bytes(
     remove_stale_temps(path)
     kept = _current_mode(path) if keep_mode else None
     temp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    if mode is None:
+        mode = file_mode_in(path.parent)
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY, mode)
     try:
         try:
@@ -147,7 +156,7 @@ def atomic_write_json(
     path: Path,
     value: object,
     *,
-    mode: int = 0o644,
+    mode: int | None = None,
     exclusive: bool = False,
     keep_mode: bool = False,
 ) -> bool:

@@ -10,7 +10,10 @@ directory the new entry is made in already gives it to the group the entry will 
 directory's own when it is setgid, else the process's): a team's group-writable checkout
 stays one, and nothing opens to a group the project did not. Under umask 0 with a primary
 group every user shares (``users``), a project whose directory is not group-writable gains no
-group write; one whose directory is could be renamed away by that group anyway. This is the
+group write; one whose directory is could be renamed away by that group anyway. The group's
+write is its ACL group entry's where the directory has an access ACL, and a default ACL
+naming a writer the directory does not let write takes the group's write away (its mask
+would be theirs: project/posix_acl.py). This is the
 rule the check before a run applies (project/state_owner.py ``added_writer``: group write
 where the project's directory gives it to that same group), so what Splice makes passes it.
 """
@@ -47,15 +50,17 @@ def make_directories(path: Path) -> None:
 
 
 def file_mode_in(parent: Path) -> int:
-    """The mode for an installed package's file made in ``parent``: 0664 or 0644."""
+    """The mode for a file Splice makes in ``parent``: 0664 or 0644."""
     return 0o664 if _group_may_write_in(parent) else 0o644
 
 
 def _group_may_write_in(parent: Path) -> bool:
+    from splice_build.project.posix_acl import default_adds_writers, group_may_write
+
     try:
         info = os.stat(parent)
     except OSError:
         return False  # the mkdir or open that follows says why
-    if not info.st_mode & stat.S_IWGRP:
+    if not (info.st_mode & stat.S_ISGID or info.st_gid == os.getegid()):
         return False
-    return bool(info.st_mode & stat.S_ISGID) or info.st_gid == os.getegid()
+    return group_may_write(info, parent) and not default_adds_writers(info, parent)

@@ -154,6 +154,16 @@ def _held_by_this_thread(path: Path) -> Exception:
     )
 
 
+def _create_lock_file(path: Path, flags: int) -> int:
+    """Open ``path`` with ``flags``, creating it (and its parent directories) with the mode
+    project/creation_modes.py gives a file made in its directory."""
+    from splice_build.project.creation_modes import file_mode_in
+
+    if not path.parent.is_dir():
+        path.parent.mkdir(parents=True, exist_ok=True)
+    return os.open(path, flags | os.O_CREAT, file_mode_in(path.parent))
+
+
 def _open_lock_file(path: Path) -> tuple[int, os.stat_result]:
     """A descriptor of the lock file and its ``fstat``, the file created (with its parent
     directories) if missing. ``NOT_WRITABLE`` naming it when something other than a regular
@@ -162,9 +172,12 @@ def _open_lock_file(path: Path) -> tuple[int, os.stat_result]:
     never followed: ``O_NOFOLLOW``), or when the file system refuses it.
 
     Only the descriptor's lock is used, so no file object is made (nor its blocking mode
-    restored: ``flock`` ignores it), and the parents are made only when the open finds one
-    missing (``mkdir`` of an existing directory is an exception and another ``stat``; a
-    no-op sync takes a lock per member)."""
+    restored: ``flock`` ignores it), and the file and its parents are made only when the open
+    finds them missing (``mkdir`` of an existing directory is an exception and another
+    ``stat``; a no-op sync takes a lock per member). A new lock file gets the group's write
+    where its directory gives it (project/creation_modes.py); one that this user may not
+    write (a teammate's in a team's checkout, made before that rule) is locked through a
+    read-only descriptor: ``flock`` asks for none."""
     from splice_build.errors import ErrorCode, ProjectError, storage_error
 
     def occupied(what: str) -> ProjectError:
@@ -175,19 +188,18 @@ def _open_lock_file(path: Path) -> tuple[int, os.stat_result]:
         )
 
     flags = (
-        os.O_RDWR
-        | os.O_CREAT
-        | os.O_APPEND
+        os.O_APPEND
         | getattr(os, "O_NONBLOCK", 0)
         | getattr(os, "O_CLOEXEC", 0)
         | getattr(os, "O_NOFOLLOW", 0)
     )
     try:
         try:
-            fd = os.open(path, flags, 0o644)
-        except FileNotFoundError:  # a missing parent
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, flags, 0o644)
+            fd = os.open(path, flags | os.O_RDWR)
+        except FileNotFoundError:  # the first lock here, or a missing parent
+            fd = _create_lock_file(path, flags | os.O_RDWR)
+        except PermissionError:
+            fd = os.open(path, flags | os.O_RDONLY)
     except (FileExistsError, NotADirectoryError):
         raise occupied("a file that is not a directory") from None
     except IsADirectoryError:

@@ -14,7 +14,10 @@ everything it wrote there is owned by, or was writable for, that user. So state 
 root and the owner of the directory it belongs to (who controls what lies below it anyway)
 is that user's, and its grants hold a project only when that user can write the project
 (its directory, ``splice.json``, either lock or ``.splice``: owner, a group of that user,
-others with write permission, or a POSIX ACL whose mask lets anyone but the owner write). A project that user cannot write is this user's own: the
+others with write permission, or an entry of theirs in a POSIX ACL, under its mask:
+project/posix_acl.py; any ACL counted for every user, so in a team's checkout with a
+``g:team:rwx`` ACL a member who had left the group still owned, and could rewrite, the tools
+the others ran). A project that user cannot write is this user's own: the
 grant is ignored for it, with a warning (workspace.py). Fail closed: a user or group that
 cannot be looked up (a group without an entry: every user's), or a project that cannot be
 examined, counts as writable.
@@ -182,6 +185,14 @@ class Writers:
                 return True
         return False
 
+    def member(self, uid: int, project: os.stat_result, root: Path) -> bool:
+        """Whether ``uid`` may write the project's directory ``root`` (``project``: its
+        ``stat``), as one trusted with what it runs: a user the user database does not know
+        is not (``_writable`` counts them as a writer, which fails closed for a claim and
+        open for trust: a deleted member's files, whose uid a process of theirs still holds,
+        were run)."""
+        return self._groups_of(uid) is not None and self._writable(project, uid, root)
+
     def _writable(self, info: os.stat_result, uid: int, path: Path) -> bool:
         if uid == ANYONE:  # a link's owner made it: another's counts, this user's not
             return info.st_uid not in (os.geteuid(), 0) or (
@@ -194,10 +205,13 @@ class Writers:
         if info.st_mode & stat.S_IWOTH:
             return True
         if info.st_mode & stat.S_IWGRP:
+            from splice_build.project.posix_acl import lets_write
+
             groups = self._groups_of(uid)
-            if groups is None or info.st_gid in groups or _unnamed_group(info.st_gid):
+            if groups is None or _unnamed_group(info.st_gid):
                 return True
-            return _has_acl(path)
+            by_acl = lets_write(path, uid, groups, info.st_gid)
+            return info.st_gid in groups if by_acl is None else by_acl
         return False
 
     def _groups_of(self, uid: int) -> frozenset[int] | None:
@@ -301,30 +315,55 @@ def added_writer(
     checkout).
 
     Counted as ``others_may_write`` counts them: others' write (always: the project's
-    directory itself too), a POSIX ACL whose mask allows writing unless the project's
-    directory has one too (a team directory's default ACL; whatever the owning group: a
-    named user's entry counts with your private group's too), a group unless it is this
-    user's alone (``_group_of_one``) or the group the project's directory is writable for
-    (a team's setgid checkout under umask 002). Their owner set these modes; what they open
+    directory itself too), a POSIX ACL entry allowing writing (under its mask; whatever the
+    owning group: a named user's entry counts with your private group's too) for a user or
+    group who may not write the project's directory (a team directory's default ACL
+    ``d:g:team:rwx`` names one who may: the entries Splice made there were refused while
+    the directory had only that default ACL, and the sync that closed them took the team's
+    write), a group unless it is this user's alone (``_group_of_one``) or one the project's
+    directory is writable for (a team's setgid checkout under umask 002; by its ACL entries
+    where it has an access ACL, whose mask its group bits then are: project/posix_acl.py). Their owner set these modes; what they open
     to a user beyond the project's lets that user change the code between its check and
     Node reading it, or rename a directory away and put theirs in its place."""
     geteuid = getattr(os, "geteuid", None)
     if geteuid is None:
         return None  # a platform without uids, as other_writer
     euid, owner = geteuid(), info.st_uid
-    if owner not in (euid, 0, project.st_uid) and not Writers()._writable(project, owner, root):
+    if owner not in (euid, 0, project.st_uid) and not Writers().member(owner, project, root):
         return f"it is owned by user {owner}, who may not write the project"
     if info.st_mode & stat.S_IWOTH:
         return "every user may write it"
     if not info.st_mode & stat.S_IWGRP:
         return None
-    if _has_acl(path):  # before the owning group: the bits are the mask, not the group's
-        return None if _has_acl(root) else "a POSIX ACL lets other users write it"
-    if _group_of_one(info.st_gid, euid):
+    from splice_build.project.posix_acl import writers
+
+    try:
+        named = writers(info, path)
+        team = _project_groups(project, root)
+    except (OSError, ValueError):
+        return "its POSIX ACL cannot be read"
+    if named is not None:  # before the owning group: the bits are the mask, not the group's
+        users, groups = named
+        trusted = (euid, 0, project.st_uid)
+        if any(u not in trusted and not Writers().member(u, project, root) for u in users) or any(
+            g not in team and not _group_of_one(g, euid) for g in groups
+        ):
+            return "a POSIX ACL lets other users write it"
         return None
-    if project.st_mode & stat.S_IWGRP and info.st_gid == project.st_gid:
-        return None  # the team's group, which may write the project anyway
+    if _group_of_one(info.st_gid, euid) or info.st_gid in team:
+        return None  # this user's own group, or the team's, which may write the project anyway
     return f"group {info.st_gid} may write it and not the project"
+
+
+def _project_groups(project: os.stat_result, root: Path) -> set[int]:
+    """The groups that may write the project's directory ``root`` (``project``: its
+    ``stat``): its owning group by its group bits, or those its access ACL lets write."""
+    from splice_build.project.posix_acl import writers
+
+    named = writers(project, root)
+    if named is not None:
+        return named[1]
+    return {project.st_gid} if project.st_mode & stat.S_IWGRP else set()
 
 
 def renamer_above(
@@ -343,6 +382,6 @@ def renamer_above(
     if info.st_uid not in trusted:
         return why  # added_writer's: owned by a user who may not write the project
     owner = entry.st_uid
-    if owner in trusted or Writers()._writable(project, owner, root):
+    if owner in trusted or Writers().member(owner, project, root):
         return None
     return f"it is sticky, but user {owner} owns the entry on the way and may rename it"

@@ -43,7 +43,7 @@ from typing import Any
 from splice_build.errors import SpliceError
 from splice_build.install.installer import Installer
 from splice_build.install.transaction import project_lock
-from splice_build.project.creation_modes import dir_mode_in
+from splice_build.project.creation_modes import dir_mode_in, file_mode_in
 from splice_build.project.layout import ProjectLayout
 from splice_build.project.lockfile import load_lockfile
 from splice_build.project.locking import lock
@@ -277,10 +277,15 @@ def _usable_database(db: Path) -> None:
     recomputed), so one that is not a database, or is corrupt, is replaced by an empty one.
     A full disk or a read-only directory is the user's to fix: ``DISK_FULL`` or
     ``NOT_WRITABLE`` (docs/lifecycle.md#failure-and-recovery).
+
+    A new one is made with the mode project/creation_modes.py gives (SQLite's own is 0644,
+    and its journals take the database's), so a teammate's sync in a team's checkout writes
+    it too; one this user may not write (a teammate's made before that rule) is replaced the
+    same way, when the directory lets this user.
     """
     import sqlite3
 
-    existed = db.exists()
+    existed = _writable_database(db)
     for attempt in (1, 2):
         try:
             conn = sqlite3.connect(db)
@@ -301,6 +306,21 @@ def _usable_database(db: Path) -> None:
             if attempt == 2:
                 raise AssertionError(f"BUG: doit cannot use its database {db}") from exc
             _start_afresh(db)  # not a database, or corrupt
+
+
+def _writable_database(db: Path) -> bool:
+    """Whether ``db`` exists; one this user may not write is deleted first, and a missing one
+    is made empty with its creation mode."""
+    if db.exists():
+        if os.access(db, os.W_OK):
+            return True
+        try:
+            _start_afresh(db)
+        except OSError:
+            return True  # the directory is not ours to write: SQLite's refusal says so
+    with contextlib.suppress(OSError):  # SQLite's own open reports why
+        os.close(os.open(db, os.O_WRONLY | os.O_CREAT | os.O_EXCL, file_mode_in(db.parent)))
+    return False
 
 
 def _start_afresh(db: Path) -> None:
