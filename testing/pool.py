@@ -51,6 +51,21 @@ def wait_until_gone(needle: str, timeout: float = 10.0) -> list[int]:
         time.sleep(0.05)
 
 
+def wait_until_dead(pid: int, timeout: float = 10.0) -> None:
+    """Until ``pid`` is a zombie or gone, as ``waitpid`` then sees it. A process killed with
+    a large address space loses its command line (``sandbox_pids``) as it starts to exit,
+    before it is one: under load a pool could still find it running."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if _state(str(pid)) == "Z":
+                return
+        except OSError:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"process {pid} still running after {timeout} s")
+
+
 def start_pool_parent(
     project: Path, packages: list[Path], *, mode: str, hang: Path | None = None
 ) -> subprocess.Popen[str]:

@@ -19,7 +19,7 @@ from splice_build.runtime import SpliceRuntime
 from splice_build.runtime.host_files import host_entry
 from splice_build.runtime.pool import PoolKey, WarmPool
 from testing.hostile_packages import tool_returning, write_package
-from testing.pool import sandbox_pids, start_pool_parent, wait_until_gone
+from testing.pool import sandbox_pids, start_pool_parent, wait_until_dead, wait_until_gone
 
 pytestmark = pytest.mark.node
 
@@ -223,7 +223,7 @@ def test_a_dead_warm_process_is_not_handed_out(pooled: SpliceRuntime, tmp_path: 
     pooled.prewarm(pkg, wait=True)
     [pid] = _pool(pooled).idle_pids()
     os.kill(pid, signal.SIGKILL)
-    wait_until_gone(f"{tmp_path}/pkgs", timeout=5)
+    wait_until_dead(pid)
     result = pooled.execute(pkg, "t", {})
     assert result.ok and result.output != pid
     assert _pool(pooled).stats().discarded == 1
