@@ -193,6 +193,22 @@ def test_all_problems_are_listed(tmp_path: Path) -> None:
     ]
 
 
+def test_the_problems_an_invalid_lock_shows_are_bounded(tmp_path: Path) -> None:
+    """A checkout's splice.lock chooses how many problems it has and what each quotes: 5,000
+    malformed entries with long names and versions made every command there (list, install,
+    run, verify) print 6 MB. The first 20 are shown, each cut at 500 characters, then how
+    many more, as for splice.json."""
+    entries = {"@a/" + "b" * (600 + n): lock_entry_json(version="x" * 600) for n in range(300)}
+    write_json(tmp_path / "splice.lock", {"lockfileVersion": 1, "packages": entries})
+    with pytest.raises(ProjectError) as refused:
+        load_lockfile(tmp_path)
+    assert refused.value.code is ErrorCode.INVALID_PROJECT
+    details = refused.value.details
+    assert len(details) == 21 and details[-1] == "and 580 more"
+    assert all(len(d) == 501 and d.endswith("…") for d in details[:-1])
+    assert len(refused.value.message) < 600
+
+
 def test_a_lock_read_again_is_parsed_again_when_any_byte_differs(tmp_path: Path) -> None:
     """The last lock read is kept by its exact bytes: the same bytes give the same parse, a
     same-size edit or the same text in the legacy file is read afresh."""
