@@ -12,12 +12,27 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from splice_build.errors import ProjectError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 INTEGRITY = "sha256-" + "ab" * 32
 FILES_DIGEST = "sha256-" + "cd" * 32
 KEY_ID = "ed25519:0123456789abcdef"
+
+
+def assert_problems_bounded(refused: ProjectError, more: int) -> None:
+    """``refused`` shows the first 20 problems, each cut at 500 characters, then how many
+    ``more`` (project_file.shown_problems), and a message of one of them."""
+    from splice_build.errors import ErrorCode
+
+    assert refused.code is ErrorCode.INVALID_PROJECT
+    details = refused.details
+    assert len(details) == 21 and details[-1] == f"and {more} more"
+    assert all(len(d) == 501 and d.endswith("…") for d in details[:-1])
+    assert len(refused.message) < 600
 
 
 def write_json(path: Path, value: object) -> Path:

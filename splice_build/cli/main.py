@@ -243,17 +243,16 @@ def entry() -> NoReturn:
     context managers and atomic renames (issue #22 item 3).
     """
     import atexit
+    import contextlib
     import threading
 
     code = main()
-    try:
+    # ^C, SIGTERM or SIGHUP (cli/errors.py ``Terminated``) while a thread of the command keeps
+    # it from ending: the command has finished and said so, and its exit code stands (a
+    # server's SIGTERM stays 0); the thread ends with the process. It was a traceback, and
+    # death by the signal.
+    with contextlib.suppress(KeyboardInterrupt):
         threading._shutdown()  # type: ignore[attr-defined]  # what Py_FinalizeEx does first
-    except KeyboardInterrupt:
-        # ^C, SIGTERM or SIGHUP (cli/errors.py ``Terminated``) while a thread of the command
-        # keeps it from ending: the command has finished and said so, and its exit code
-        # stands (a server's SIGTERM stays 0); the thread ends with the process. It was a
-        # traceback, and death by the signal.
-        pass
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:

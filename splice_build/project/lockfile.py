@@ -37,7 +37,7 @@ from typing import Any, Final
 from splice_build.errors import ErrorCode, ProjectError, SpecError
 from splice_build.project.atomic import atomic_write_json, decode_json, fsync_directory
 from splice_build.project.layout import LOCK_FILE, ProjectLayout
-from splice_build.project.project_file import sorted_by_id
+from splice_build.project.project_file import shown_problems, sorted_by_id
 from splice_build.records import dataclass, field, fields
 from splice_build.spec.digests import is_integrity
 from splice_build.spec.limits import MAX_PROJECT_STATE_BYTES
@@ -271,7 +271,10 @@ def _parse(file_name: str, value: object) -> Lockfile:
     else:
         problems.append("packages: must be an object")
     if problems:
-        raise _invalid(file_name, problems[0], tuple(problems) if len(problems) > 1 else ())
+        # A checkout chooses how many problems its lock has and what each quotes: 5,000
+        # malformed entries made every command there print 6 MB.
+        shown = shown_problems(problems)
+        raise _invalid(file_name, shown[0], tuple(shown) if len(problems) > 1 else ())
     return Lockfile(entries)
 
 

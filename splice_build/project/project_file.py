@@ -299,7 +299,7 @@ def _parse(value: object) -> ProjectFile:
 
         problems.extend(policy_problems(reuse))
     if problems:
-        shown = _shown_problems(problems)
+        shown = shown_problems(problems)
         raise _invalid(shown[0], tuple(shown) if len(problems) > 1 else ())
     extra = {k: v for k, v in value.items() if k not in _KNOWN_KEYS}
     namespaces = tuple(dict.fromkeys(str(ns).removeprefix("@") for ns in policy))
@@ -359,10 +359,11 @@ MAX_SHOWN_PROBLEMS = 20
 MAX_PROBLEM_CHARS = 500
 
 
-def _shown_problems(problems: list[str]) -> list[str]:
+def shown_problems(problems: list[str]) -> list[str]:
     """The first ``MAX_SHOWN_PROBLEMS`` of ``problems``, each cut at ``MAX_PROBLEM_CHARS``,
     then how many more: 200 package names of 5,000 characters made every command in that
-    checkout print 2 MB (``--json`` too, in one document)."""
+    checkout print 2 MB (``--json`` too, in one document). ``splice.lock`` is shown the same
+    way (project/lockfile.py)."""
     shown = [p if len(p) <= MAX_PROBLEM_CHARS else p[:MAX_PROBLEM_CHARS] + "…" for p in problems]
     more = len(shown) - MAX_SHOWN_PROBLEMS
     return shown[:MAX_SHOWN_PROBLEMS] + ([f"and {more} more"] if more > 0 else [])

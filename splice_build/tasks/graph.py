@@ -38,7 +38,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice_build.errors import SpliceError
 from splice_build.install.installer import Installer
@@ -52,6 +52,9 @@ from splice_build.records import dataclass
 from splice_build.tasks.noop import save_stat_caches
 from splice_build.tasks.reporter import TaskRecord
 from splice_build.tasks.request import GraphRequest, GraphRun, WorkspaceRun
+
+if TYPE_CHECKING:
+    import sqlite3
 
 _IN_PROCESS = threading.Lock()
 _RUNNING_HERE = threading.local()  # whether this thread is inside run_workspace
@@ -276,7 +279,8 @@ def _usable_database(db: Path) -> None:
     here first, the way doit opens it. The file only caches file states (every check is
     recomputed), so one that is not a database, or is corrupt, is replaced by an empty one.
     A full disk or a read-only directory is the user's to fix: ``DISK_FULL`` or
-    ``NOT_WRITABLE`` (docs/lifecycle.md#failure-and-recovery).
+    ``NOT_WRITABLE`` (docs/lifecycle.md#failure-and-recovery). A database holding anything
+    but doit's one table is replaced too (``_only_doit_table``).
 
     A new one is made with the mode project/creation_modes.py gives (SQLite's own is 0644,
     and its journals take the database's), so a teammate's sync in a team's checkout writes
@@ -290,10 +294,9 @@ def _usable_database(db: Path) -> None:
         try:
             conn = sqlite3.connect(db)
             try:
-                conn.execute(
-                    "create table if not exists doit "
-                    "(task_id text not null primary key, task_data json)"
-                )
+                if not _only_doit_table(conn):
+                    raise sqlite3.DatabaseError("not doit's schema")
+                conn.execute(f"create table if not exists doit {_DOIT_COLUMNS}")
                 conn.execute("select count(*) from doit").fetchone()
             finally:
                 conn.close()
@@ -305,7 +308,36 @@ def _usable_database(db: Path) -> None:
                 raise _refused(db, exc) from exc
             if attempt == 2:
                 raise AssertionError(f"BUG: doit cannot use its database {db}") from exc
-            _start_afresh(db)  # not a database, or corrupt
+            _start_afresh(db)  # not a database, corrupt, or not doit's schema
+            existed = _writable_database(db)  # made again with its creation mode
+
+
+# The one table doit's sqlite3 backend makes (doit/dependency.py SqliteDB), and the index
+# SQLite makes for its primary key.
+_DOIT_COLUMNS = "(task_id text not null primary key, task_data json)"
+_DOIT_SCHEMA = frozenset(
+    {
+        ("table", "doit", "doit", "".join(f"create table doit {_DOIT_COLUMNS}".split())),
+        ("index", "sqlite_autoindex_doit_1", "doit", None),
+    }
+)
+
+
+def _only_doit_table(conn: sqlite3.Connection) -> bool:
+    """Whether the database holds nothing, or doit's table and its index alone.
+
+    The database is a file in ``.splice/``, which can come with a checkout, and SQLite runs
+    what its schema says: a trigger on ``doit`` (or a view named ``doit``) holding a
+    recursive query that never ends made ``splice install`` spin at full CPU until it was
+    killed with SIGKILL (SIGTERM and ^C wait for SQLite to return). Read before any statement
+    touches the table; compared by text, white space and case aside (doit's own script
+    writes it over several lines)."""
+    rows = conn.execute("select type, name, tbl_name, sql from sqlite_master").fetchall()
+    found = {
+        (kind, name, table, None if sql is None else "".join(sql.lower().split()))
+        for kind, name, table, sql in rows
+    }
+    return len(found) == len(rows) and found in (frozenset(), _DOIT_SCHEMA)
 
 
 def _writable_database(db: Path) -> bool:

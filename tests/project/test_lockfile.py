@@ -10,7 +10,14 @@ import pytest
 from splice_build.errors import ErrorCode, ProjectError
 from splice_build.project.lockfile import LockEntry, Lockfile, load_lockfile, save_lockfile
 from splice_build.spec.permissions import Permissions
-from testing.projects import FILES_DIGEST, INTEGRITY, KEY_ID, lock_entry_json, write_json
+from testing.projects import (
+    FILES_DIGEST,
+    INTEGRITY,
+    KEY_ID,
+    assert_problems_bounded,
+    lock_entry_json,
+    write_json,
+)
 
 RESOLVED = "http://127.0.0.1:8787/packages/acme/tool/1.0.0/download"
 
@@ -191,6 +198,18 @@ def test_all_problems_are_listed(tmp_path: Path) -> None:
         "malformed entry for @a/a",
         "malformed entry for @a/b",
     ]
+
+
+def test_the_problems_an_invalid_lock_shows_are_bounded(tmp_path: Path) -> None:
+    """A checkout's splice.lock chooses how many problems it has and what each quotes: 5,000
+    malformed entries with long names and versions made every command there (list, install,
+    run, verify) print 6 MB. The first 20 are shown, each cut at 500 characters, then how
+    many more, as for splice.json."""
+    entries = {"@a/" + "b" * (600 + n): lock_entry_json(version="x" * 600) for n in range(300)}
+    write_json(tmp_path / "splice.lock", {"lockfileVersion": 1, "packages": entries})
+    with pytest.raises(ProjectError) as refused:
+        load_lockfile(tmp_path)
+    assert_problems_bounded(refused.value, 580)
 
 
 def test_a_lock_read_again_is_parsed_again_when_any_byte_differs(tmp_path: Path) -> None:

@@ -73,3 +73,26 @@ def test_a_directory_beside_the_graph_database_is_not_a_crash(
         assert done.code == 0, done.stdout + done.stderr
         assert "Traceback" not in done.stderr
     assert not (project / ".splice" / f"{database}-wal").is_dir()
+
+
+@pytest.mark.parametrize("command", [["install"], ["sync"]])
+def test_sql_a_shipped_database_holds_is_never_run(tmp_path: Path, command: list[str]) -> None:
+    """SQLite runs what a database's schema says: a checkout's ``.splice/graph.sqlite3``
+    (``sync.sqlite3``) with a trigger on doit's table holding a recursive query that never
+    ends made ``splice install`` spin at full CPU for as long as it was let (610 s, SIGTERM
+    at 30 s did not stop it; SIGKILL did). A database holding anything but doit's table is
+    started afresh: here the trigger's own table shows whether it ran."""
+    project = new_project(tmp_path / "p")
+    database = project / ".splice" / ("graph.sqlite3" if command == ["install"] else "sync.sqlite3")
+    database.parent.mkdir()
+    with sqlite3.connect(database) as db:
+        db.executescript(
+            "create table doit (task_id text not null primary key, task_data json);"
+            "create table ran (n);"
+            "create trigger t after insert on doit begin insert into ran values (1); end;"
+        )
+    done = run_splice("--json", *command, cwd=project)
+    assert done.code == 0, done.stdout + done.stderr
+    with sqlite3.connect(database) as db:
+        names = sorted(name for (name,) in db.execute("select name from sqlite_master"))
+    assert names == ["doit", "sqlite_autoindex_doit_1"]
