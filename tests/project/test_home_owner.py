@@ -13,10 +13,15 @@ from pathlib import Path
 import pytest
 
 from splice_build.errors import ErrorCode, ProjectError
+from splice_build.project.grant_record import RECORD_NAME
 from splice_build.project.home import SpliceHome
 from splice_build.project.keys import generate_key, load_key
+from splice_build.project.workspace import find_workspace
+from splice_build.runtime import SpliceRuntime
 from testing.cli import run_splice
+from testing.hostile_packages import write_package
 from testing.other_user import NOBODY, as_another_user, as_nobody
+from testing.projects import make_project
 
 pytestmark = as_another_user
 
@@ -120,3 +125,40 @@ def test_a_key_another_user_put_in_a_home_of_mine_does_not_sign(shared: Path) ->
     with pytest.raises(ProjectError) as refused:
         load_key(home, "theirs")
     assert refused.value.code is ErrorCode.INVALID_CONFIG
+
+
+def test_a_run_records_no_grant_in_a_home_of_another_user(shared: Path) -> None:
+    """A runtime given its isolation reads no config.json: its first use of the home was
+    the grant record of a run outside any project, written into their directory (old code:
+    the tool ran and write-grants.json was there, theirs to rewrite). Nothing runs now."""
+    theirs = shared / "theirs"
+    as_nobody('mkdir "$1"', str(theirs))
+    permissions = {"fs": {"read": [], "write": ["out"]}}
+    package = write_package(
+        shared / "pkgs", "export default () => ({});\n", permissions=permissions
+    )
+    (shared / "dir").mkdir()
+    with SpliceRuntime(
+        project_root=shared / "dir", env={}, isolation="in-process", home=theirs
+    ) as rt:
+        result = rt.execute(rt.load(package), "t", {})
+    assert result.error is not None and result.error.code == ErrorCode.INVALID_CONFIG
+    assert list(theirs.iterdir()) == []
+
+
+def test_a_grant_recorded_in_a_home_of_another_user_holds_only_what_they_may_write(
+    shared: Path,
+) -> None:
+    """Its owner is trusted as a home's (state_owner.other_writer's place): their record
+    naming a grant over your project made it NOT_A_PROJECT on the old code."""
+    victim = make_project(shared / "victim")
+    info = os.stat(victim)
+    home = shared / "theirs"
+    home.mkdir()
+    entry = {"root": str(shared), "grant": "victim", "path": str(victim)}
+    (home / RECORD_NAME).write_text(
+        json.dumps({"grants": [{**entry, "dev": info.st_dev, "ino": info.st_ino}]})
+    )
+    for path in (home, home / RECORD_NAME):
+        os.chown(path, NOBODY, NOBODY)
+    assert find_workspace(victim, home=home).members == (victim,)
