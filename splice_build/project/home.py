@@ -229,7 +229,7 @@ class SpliceHome:
         from splice_build.project.registry_url import normalize_registry_url
 
         key = normalize_registry_url(registry_url)
-        if not self.credentials_file.exists():
+        if not self.check().credentials_file.exists():  # before the lock is made in it
             return False
         with lock(self.state_lock):
             document = self.read_credentials()

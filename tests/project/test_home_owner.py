@@ -52,6 +52,10 @@ def test_a_home_another_user_made_first_is_refused_before_anything_is_read(share
         SpliceHome(home).ensure()  # root's chmod would have closed it, theirs still
     assert refused.value.code is ErrorCode.INVALID_CONFIG
     assert home.stat().st_mode & 0o777 == 0o755
+    as_nobody('printf %s "$2" > "$1/credentials.json"', str(home), '{"registries": {}}')
+    with pytest.raises(ProjectError):
+        SpliceHome(home).remove_credential("http://127.0.0.1:9")  # made its lock there first
+    assert sorted(p.name for p in home.iterdir()) == ["config.json", "credentials.json"]
 
 
 def _link_of_theirs(shared: Path) -> Path:
