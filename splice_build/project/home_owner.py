@@ -9,7 +9,7 @@ and replace, was theirs: their ``config.json`` naming a registry on ``127.0.0.1`
 the user's ``SPLICE_TOKEN`` on the next ``splice whoami``.
 
 So the home, by the path given and by its real path, must be a directory of this user that
-no other user may write (project/state_owner.py ``others_may_write``: others' write, a
+no other user may write (project/state_owner.py ``others_may_write``'s rule: others' write, a
 group with another member, an ACL), and in every directory above it no other user may
 rename the entry on the way: one only this user or root may write, or a sticky one (``/tmp``)
 of this user or root in which the entry is this user's. A home that does not exist yet is
@@ -34,7 +34,7 @@ _SOUND: set[tuple[Path, int]] = set()
 
 def home_problem(home: Path) -> str | None:
     """Why another user may have chosen what ``home`` holds, or None (module docstring)."""
-    from splice_build.project.state_owner import _open_to_others
+    from splice_build.project.state_owner import open_to_others
 
     if getattr(os, "geteuid", None) is None:
         return None  # a platform without uids, as state_owner
@@ -52,7 +52,7 @@ def home_problem(home: Path) -> str | None:
         return "it is not a directory"
     if info.st_uid != euid:
         return f"it is owned by user {info.st_uid}"
-    if _open_to_others(info, Path(real), root_trusted=False):
+    if open_to_others(info, Path(real), root_trusted=False):
         return "other users may write it"
     for path in dict.fromkeys((os.path.abspath(home), real)):
         while (directory := os.path.dirname(path)) != path:
@@ -61,7 +61,7 @@ def home_problem(home: Path) -> str | None:
                 entry = os.lstat(path)
             except OSError as exc:
                 return f"{directory} cannot be examined ({exc.strerror or exc})"
-            if _open_to_others(above, Path(directory)) and not (
+            if open_to_others(above, Path(directory)) and not (
                 above.st_mode & stat.S_ISVTX and above.st_uid in (euid, 0) and entry.st_uid == euid
             ):
                 return f"another user may replace {path} (in {directory}, which they may write)"
