@@ -19,7 +19,6 @@ key-carrying RPC URL (path segments, query values and host labels).
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -99,11 +98,10 @@ def parse_env_file(text: str) -> dict[str, str]:
 
 
 def _read(path: Path) -> dict[str, str]:
-    from splice_build.spec.regular_file import read_regular_file
+    from splice_build.spec.regular_file import read_regular_file, this_user
 
-    owner = os.geteuid() if hasattr(os, "geteuid") else None  # no owners to compare on Windows
     try:
-        data = read_regular_file(path, limit=MAX_ENV_FILE_BYTES, owner=owner)
+        data = read_regular_file(path, limit=MAX_ENV_FILE_BYTES, owner=this_user())
     except OSError:  # missing, unreadable, a FIFO or device, too large, another user's
         return {}
     return parse_env_file(data.decode("utf-8", errors="replace"))

@@ -114,6 +114,10 @@ def _write_crash_log(home: Path, exc: BaseException) -> Path | None:
 
     stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%S")
     path = home / "logs" / f"crash-{stamp}-{os.getpid()}.log"
+    from splice_build.project.home_owner import home_problem
+
+    if home_problem(home) is not None:
+        return None  # another user's home: they would choose where the report goes, and read it
     try:
         from splice_build.project.home import make_private_dirs
 

@@ -30,7 +30,7 @@ from typing import Any
 from splice_build.errors import ErrorCode, ProjectError
 from splice_build.project.locking import lock
 from splice_build.records import dataclass
-from splice_build.spec.regular_file import read_regular_file
+from splice_build.spec.regular_file import read_regular_file, this_user
 
 
 def _user_home(home: str | None) -> str:
@@ -142,21 +142,38 @@ class SpliceHome:
     def state_lock(self) -> Path:
         return self.path / "state.lock"
 
+    def check(self) -> SpliceHome:
+        """This home, once found to be this user's alone (project/home_owner.py):
+        ``INVALID_CONFIG`` when another user may have chosen what it holds."""
+        from splice_build.project.home_owner import check_home
+
+        check_home(self.path)
+        return self
+
     def ensure(self) -> None:
         """Create the directory (mode 0700), tightening an existing one that others can read.
 
-        Raises ``ProjectError(INVALID_CONFIG)`` when the path cannot be used.
+        Raises ``ProjectError(INVALID_CONFIG)`` when the path cannot be used, or is not this
+        user's alone (:meth:`check`, made again once the directory exists: another user may
+        have made it first).
         """
         try:
             self.path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+        except OSError as exc:
+            raise self._unusable(exc) from exc
+        self.check()
+        try:
             if self.path.stat().st_mode & 0o077:
                 self.path.chmod(DIR_MODE)
         except OSError as exc:
-            raise ProjectError(
-                ErrorCode.INVALID_CONFIG,
-                f"SPLICE_HOME {self.path} cannot be used: {exc.strerror}",
-                hint="Set SPLICE_HOME to a directory you own.",
-            ) from exc
+            raise self._unusable(exc) from exc
+
+    def _unusable(self, exc: OSError) -> ProjectError:
+        return ProjectError(
+            ErrorCode.INVALID_CONFIG,
+            f"SPLICE_HOME {self.path} cannot be used: {exc.strerror}",
+            hint="Set SPLICE_HOME to a directory you own.",
+        )
 
     def read_config(self) -> dict[str, Any]:
         """The user config (``{}`` when there is none); ``INVALID_CONFIG`` when malformed."""
@@ -212,7 +229,7 @@ class SpliceHome:
         from splice_build.project.registry_url import normalize_registry_url
 
         key = normalize_registry_url(registry_url)
-        if not self.credentials_file.exists():
+        if not self.check().credentials_file.exists():  # before the lock is made in it
             return False
         with lock(self.state_lock):
             document = self.read_credentials()
@@ -224,8 +241,9 @@ class SpliceHome:
     def _read_json(self, path: Path) -> object:
         from splice_build.project.atomic import decode_json
 
-        try:
-            data = read_regular_file(path)
+        self.check()
+        try:  # a file another user put here before the home was closed is theirs: refused
+            data = read_regular_file(path, owner=this_user())
         except FileNotFoundError:
             return None
         except OSError as exc:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from splice_build.errors import ErrorCode, ProjectError, SpecError
 from splice_build.project.atomic import atomic_write_bytes
 from splice_build.records import dataclass, field
-from splice_build.spec.regular_file import read_regular_file
+from splice_build.spec.regular_file import read_regular_file, this_user
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -103,7 +103,7 @@ def create_key_file(path: Path, *, name: str) -> SigningKey:
 
 def load_key(home: SpliceHome, name: str = DEFAULT_KEY_NAME) -> SigningKey:
     """Load ``keys/<name>.key``; raises ProjectError(KEY_NOT_FOUND) or (INVALID_CONFIG)."""
-    path = key_path(home, name)
+    path = key_path(home.check(), name)
     if not path.is_file():
         raise ProjectError(
             ErrorCode.KEY_NOT_FOUND,
@@ -130,7 +130,9 @@ def load_key_file(path: Path, *, name: str) -> SigningKey:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     try:
-        private = serialization.load_pem_private_key(read_regular_file(path), password=None)
+        # Another user's key file (put in the home before it was closed) would sign as you.
+        data = read_regular_file(path, owner=this_user())
+        private = serialization.load_pem_private_key(data, password=None)
     except (OSError, *key_refusals()) as exc:
         raise _invalid(path, "not a readable unencrypted PKCS#8 PEM private key") from exc
     if not isinstance(private, Ed25519PrivateKey):
@@ -141,7 +143,7 @@ def load_key_file(path: Path, *, name: str) -> SigningKey:
 def list_keys(home: SpliceHome) -> list[KeyFile]:
     """Every ``<name>.key`` in the keys directory, sorted by name."""
     try:
-        entries = list(home.keys_dir.iterdir())
+        entries = list(home.check().keys_dir.iterdir())
     except FileNotFoundError:
         return []
     found = []

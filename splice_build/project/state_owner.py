@@ -83,12 +83,12 @@ def _maybe_put_by_another(info: os.stat_result, entries: Iterable[Path]) -> bool
     a directory holding one of ``entries`` they may write. Nothing more is looked at for a
     file only its owner may write, with one link (every file Splice writes, atomically)."""
     paths = list(entries)
-    if info.st_nlink < 2 and not _open_to_others(info, paths[0]):
+    if info.st_nlink < 2 and not open_to_others(info, paths[0]):
         return False
     return any(others_may_write(path.parent) for path in paths)
 
 
-def _open_to_others(info: os.stat_result, path: Path, *, root_trusted: bool = True) -> bool:
+def open_to_others(info: os.stat_result, path: Path, *, root_trusted: bool = True) -> bool:
     """Whether a user other than this process's and root (``root_trusted=False``: and other
     than this process's alone) may write the inode ``info`` (``path``'s, followed): its
     owner, others' write, a group's unless it is this user's alone (``_group_of_one``: umask
@@ -155,7 +155,7 @@ def entry_writer(path: Path) -> int | None:
         return other_writer(info, [path], None)
     if info.st_uid not in trusted:
         return info.st_uid
-    return ANYONE if _open_to_others(info, path) else None
+    return ANYONE if open_to_others(info, path) else None
 
 
 class Writers:
@@ -196,7 +196,7 @@ class Writers:
     def _writable(self, info: os.stat_result, uid: int, path: Path) -> bool:
         if uid == ANYONE:  # a link's owner made it: another's counts, this user's not
             return info.st_uid not in (os.geteuid(), 0) or (
-                not stat.S_ISLNK(info.st_mode) and _open_to_others(info, path)
+                not stat.S_ISLNK(info.st_mode) and open_to_others(info, path)
             )
         if info.st_uid == uid:
             return True  # its owner may change its mode at will
@@ -253,7 +253,7 @@ def others_may_write(path: Path) -> bool:
         return False
     except OSError:
         return True
-    return _open_to_others(info, path, root_trusted=False)
+    return open_to_others(info, path, root_trusted=False)
 
 
 @functools.lru_cache(maxsize=16)

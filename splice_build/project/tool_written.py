@@ -122,9 +122,14 @@ def _records(projects: Iterable[Path], home: Path) -> list[tuple[Path, Recorded,
     """Every entry of the grant records of ``projects`` and of SPLICE_HOME, with the
     directory its entry was joined to (project/grant_record.py) and the other user whose
     record it is (None: trusted, state_owner.py)."""
+    from splice_build.project.home_owner import home_problem
+
     found = []
+    # The home's owner is trusted as a project's is, unless the home is not the user's alone:
+    # then, as everywhere, a record of another user holds only what they may write.
+    place = home if home_problem(home) is None else None
     for name in (RECORD_NAME, SHARED_RECORD_NAME):
-        entries, writer = _record_of(home / name, home)
+        entries, writer = _record_of(home / name, place)
         found += [(Path(r.root), r, writer) for r in entries]
     from splice_build.project.layout import STATE_DIR
 
@@ -134,9 +139,9 @@ def _records(projects: Iterable[Path], home: Path) -> list[tuple[Path, Recorded,
     return found
 
 
-def _record_of(path: Path, place: Path) -> tuple[list[Recorded], int | None]:
+def _record_of(path: Path, place: Path | None) -> tuple[list[Recorded], int | None]:
     """The entries of the record ``path`` and the other user whose file it is (``place``:
-    the project, or SPLICE_HOME, it belongs to)."""
+    the project, or SPLICE_HOME, it belongs to, whose owner is trusted; None: none is)."""
     entries, info = read_records_and_stat(path)
     if info is None:
         return entries, None

@@ -413,6 +413,10 @@ class SpliceRuntime:
             from splice_build.project.state_dir import check_state_dir
 
             check_state_dir(ProjectLayout(self.project_root))
+        else:  # SPLICE_HOME's: made 0700 if need be, and never another user's
+            from splice_build.project.home import SpliceHome
+
+            SpliceHome(record.parent).ensure()
         try:
             remember(record, self.project_root, grants)
         except (OSError, OverflowError) as exc:

@@ -27,6 +27,12 @@ READ_FLAGS = (
 )
 
 
+def this_user() -> int | None:
+    """The ``owner`` to pass for a file only this user (or root) may have made; None on a
+    platform without uids (Windows), where there are no owners to compare."""
+    return os.geteuid() if hasattr(os, "geteuid") else None
+
+
 def read_regular_file(path: Path, limit: int | None = None, *, owner: int | None = None) -> bytes:
     """The bytes of the regular file at ``path`` (links followed, as ``Path.read_bytes``);
     see :func:`read_regular_file_and_stat`."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,11 +24,11 @@ from splice_build.runtime import runtime as runtime_module
 from splice_build.runtime.isolation import fileview
 from splice_build.sdk import Splice
 from testing.acls import posix_acls_kept, set_access_acl
+from testing.other_user import NOBODY, as_another_user, as_nobody
 from testing.registry_fixtures import embedded_store, new_project, publish
 from testing.workspaces import sync_in_place
 
 GREETER = "@acme/greeter"
-NOBODY = 65534
 # Writes a directory and a file into its grant, with Node's defaults (0777 and 0666).
 _WRITES = """import { mkdirSync, writeFileSync } from "node:fs";
 export default function hello(input, ctx) {
@@ -39,11 +38,6 @@ export default function hello(input, ctx) {
 }
 """
 EVIL = "export default function hello() { return { message: 'PWNED' }; }\n"
-
-as_another_user = pytest.mark.skipif(
-    not hasattr(os, "geteuid") or os.geteuid() != 0 or shutil.which("setpriv") is None,
-    reason="acts as another local user (root and setpriv)",
-)
 
 
 def _chmod_tree(top: Path, bits: int) -> None:
@@ -63,17 +57,6 @@ def project(registry: dict) -> Iterator[Path]:
     shutil.rmtree(shared)
 
 
-def _as_nobody(script: str, *args: str) -> None:
-    """Run the shell ``script`` (its arguments ``$1``…) as the other local user."""
-    subprocess.run(
-        [
-            *("setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"),
-            *("sh", "-c", script, "sh", *args),
-        ],
-        check=True,
-    )
-
-
 def _rewrite_after_the_check(monkeypatch: pytest.MonkeyPatch, entry: Path) -> None:
     """The other user rewrites ``entry`` as soon as the call's re-check returns, in the window
     before Node reads it."""
@@ -81,7 +64,7 @@ def _rewrite_after_the_check(monkeypatch: pytest.MonkeyPatch, entry: Path) -> No
 
     def then_swap(*args: object) -> None:
         checked(*args)  # type: ignore[arg-type]
-        _as_nobody('printf %s "$1" > "$2"', EVIL, str(entry))
+        as_nobody('printf %s "$1" > "$2"', EVIL, str(entry))
 
     monkeypatch.setattr(runtime_module, "_check_bound", then_swap)
 
@@ -233,12 +216,12 @@ def test_a_directory_above_the_project_another_user_may_write_is_refused(
     planned, checked = fileview.plan_view, runtime_module._check_bound
 
     def swap_then_plan(*args: object, **kwargs: object) -> object:
-        _as_nobody('mv "$1/p" "$1/old" && cp -r "$1/old" "$1/p"', str(shared))
+        as_nobody('mv "$1/p" "$1/old" && cp -r "$1/old" "$1/p"', str(shared))
         return planned(*args, **kwargs)  # type: ignore[arg-type]
 
     def then_write(*args: object) -> None:
         checked(*args)  # type: ignore[arg-type]
-        _as_nobody('printf %s "$1" > "$2"', EVIL, str(entry))
+        as_nobody('printf %s "$1" > "$2"', EVIL, str(entry))
 
     shared.chmod(0o777)
     with monkeypatch.context() as patched:
