@@ -22,11 +22,14 @@ _UNREADABLE_LATER = ("grp", "pwd", "re2")
 
 
 def member_home(home: Path, shared: Path) -> Path:
-    """A SPLICE_HOME of the member's below ``shared`` with a copy of ``home``'s registry."""
+    """A SPLICE_HOME of the member's below ``shared`` with a copy of ``home``'s registry: theirs
+    alone, as Splice takes a home only when no other user may write it (copied under the
+    team's umask 002 it would be writable by their group)."""
     theirs = shared / "member-home"
     shutil.copytree(home / "registry", theirs / "registry")
     for path in [theirs, *theirs.rglob("*")]:
         os.chown(path, MEMBER, MEMBER, follow_symlinks=False)
+        path.chmod(path.stat().st_mode & ~0o022)
     return theirs
 
 

@@ -12,7 +12,7 @@ So the home, by the path given and by its real path, must be a directory of this
 no other user may write (project/state_owner.py ``others_may_write``'s rule: others' write, a
 group with another member, an ACL), and in every directory above it no other user may
 rename the entry on the way: one only this user or root may write, or a sticky one (``/tmp``)
-of this user or root in which the entry is this user's. A home that does not exist yet is
+of this user or root in which the entry is this user's or root's. A home that does not exist yet is
 no problem here: it is made 0700 by this user, and looked at again once made
 (``SpliceHome.ensure``). Root is held to the same rule: a ``sudo`` that keeps the caller's
 ``HOME`` reads that user's ``~/.splice``.
@@ -62,7 +62,9 @@ def home_problem(home: Path) -> str | None:
             except OSError as exc:
                 return f"{directory} cannot be examined ({exc.strerror or exc})"
             if open_to_others(above, Path(directory)) and not (
-                above.st_mode & stat.S_ISVTX and above.st_uid in (euid, 0) and entry.st_uid == euid
+                above.st_mode & stat.S_ISVTX
+                and above.st_uid in (euid, 0)
+                and entry.st_uid in (euid, 0)
             ):
                 return f"another user may replace {path} (in {directory}, which they may write)"
             path = directory
