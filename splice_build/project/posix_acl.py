@@ -78,15 +78,18 @@ def writers(info: os.stat_result, path: Path | str) -> tuple[set[int], set[int]]
     return users, groups
 
 
-def lets_write(path: Path | str, uid: int, groups: frozenset[int], gid: int) -> bool | None:
+def lets_write(
+    path: Path | str, uid: int, groups: frozenset[int], gid: int, *, unreadable: bool = True
+) -> bool | None:
     """Whether the access ACL of ``path`` (owned by another user than ``uid``, owning group
     ``gid``) lets ``uid``, of ``groups``, write it: its named user entry, else any entry of one
     of its groups (the owning group's included), each under the mask. None: ``path`` has no
-    access ACL. Unreadable: True (fail closed: a writer)."""
+    access ACL. Unreadable: ``unreadable`` (fail closed: a writer for a claim, none for
+    trust)."""
     try:
         found = entries(path, ACCESS)
     except (OSError, ValueError):
-        return True
+        return unreadable
     if found is None:
         return None
     if any(tag == _MASK and not perm & _WRITE for tag, perm, _ in found):

@@ -191,9 +191,17 @@ class Writers:
         is not (``_writable`` counts them as a writer, which fails closed for a claim and
         open for trust: a deleted member's files, whose uid a process of theirs still holds,
         were run)."""
-        return self._groups_of(uid) is not None and self._writable(project, uid, root)
+        return self._groups_of(uid) is not None and self._writable(
+            project, uid, root, unknown=False
+        )
 
-    def _writable(self, info: os.stat_result, uid: int, path: Path) -> bool:
+    def _writable(
+        self, info: os.stat_result, uid: int, path: Path, *, unknown: bool = True
+    ) -> bool:
+        """Whether ``uid`` may write ``path`` (``info``: its ``lstat``); ``unknown`` when it
+        depends on what cannot be known (a group without an entry, an unreadable ACL): True
+        for a claim, False for trust (``member``: a checkout whose group had no entry,
+        ``groupdel team``, trusted the files of every user the user database knows)."""
         if uid == ANYONE:  # a link's owner made it: another's counts, this user's not
             return info.st_uid not in (os.geteuid(), 0) or (
                 not stat.S_ISLNK(info.st_mode) and open_to_others(info, path)
@@ -209,8 +217,8 @@ class Writers:
 
             groups = self._groups_of(uid)
             if groups is None or _unnamed_group(info.st_gid):
-                return True
-            by_acl = lets_write(path, uid, groups, info.st_gid)
+                return unknown
+            by_acl = lets_write(path, uid, groups, info.st_gid, unreadable=unknown)
             return info.st_gid in groups if by_acl is None else by_acl
         return False
 

@@ -198,3 +198,35 @@ def test_a_teams_default_acl_is_a_teams_checkout(registry: dict, home: Path, sha
     theirs = member_home(home, shared)
     assert as_member(theirs, 0o002, lambda: Splice(root).add([OTHER])) == "ok"
     assert Splice(root).run("other.hello", {"name": "x"}).output == {"message": "Hello, x."}
+
+
+@as_a_team
+def test_a_group_the_group_database_does_not_know_makes_no_member(
+    registry: dict, shared: Path
+) -> None:
+    """A team's checkout whose group has no entry (``groupdel team``, or a gid a container
+    added): who holds it is unknown, and that counted as every user holding it, so the
+    files of any user the user database knows (uid 65534, who once held the group) were
+    trusted, and they could rewrite their tool after the check."""
+    root = _team_project(shared)
+    unnamed = next(gid for gid in range(40000, 41000) if not _group_known(gid))
+    os.chown(root, -1, unnamed)
+    assert sync_in_place(root).ok
+    tool = ProjectLayout(root).package_dir(GREETER) / "tools" / "hello.js"
+    os.chown(tool, MEMBER, -1)
+    with pytest.raises(SpliceError) as refused:
+        Splice(root).run("greeter.hello", {"name": "x"})
+    assert refused.value.code is ErrorCode.INSTALLED_PACKAGE_MODIFIED
+    assert list(refused.value.details) == [
+        f"{tool}: it is owned by user {MEMBER}, who may not write the project"
+    ]
+
+
+def _group_known(gid: int) -> bool:
+    import grp
+
+    try:
+        grp.getgrgid(gid)
+    except KeyError:
+        return False
+    return True
