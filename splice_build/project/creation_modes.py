@@ -54,6 +54,14 @@ def file_mode_in(parent: Path) -> int:
     return 0o664 if _group_may_write_in(parent) else 0o644
 
 
+def lock_mode_in(parent: Path) -> int:
+    """The mode for a lock file made in ``parent``: 0660 or 0600, never others' read.
+    ``flock`` asks only for a descriptor, so whoever may open a lock file may hold it: a
+    0644 ``.splice/state.lock`` let any local user stop every sync of the project
+    (project/locking.py)."""
+    return 0o660 if _group_may_write_in(parent) else 0o600
+
+
 def _group_may_write_in(parent: Path) -> bool:
     from splice_build.project.posix_acl import default_adds_writers, group_may_write
 

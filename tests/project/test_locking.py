@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import signal
+import stat
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+
+import pytest
 
 from splice_build.project.layout import ProjectLayout
 from splice_build.project.lockfile import load_lockfile
@@ -159,3 +165,31 @@ def test_a_cancelled_call_stops_waiting_for_the_lock(tmp_path: Path) -> None:
         released.set()
         holder.join()
         waiter.join()
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() != 0 or shutil.which("setpriv") is None,
+    reason="locks the file as another user (root: setpriv)",
+)
+@pytest.mark.parametrize("made_before", [False, True])
+def test_another_user_cannot_hold_the_lock(made_before: bool) -> None:
+    """``flock`` asks only for a descriptor, and a lock file was 0644: any local user could
+    open it read-only and hold it (``flock -x .splice/state.lock sleep inf`` as uid 65534),
+    and every sync, add and remove of the project, or every command taking SPLICE_HOME's
+    lock, waited for ever. Only those who may write it may open it; one made 0644 before
+    loses others' read at its owner's next lock."""
+    top = Path(tempfile.mkdtemp(prefix="splice-lock-"))
+    try:
+        top.chmod(0o755)
+        path = top / "state.lock"
+        if made_before:
+            path.touch()
+            path.chmod(0o644)
+        with lock(path):
+            pass
+        assert stat.S_IMODE(path.stat().st_mode) & 0o044 == 0
+        nobody = ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"]
+        held = subprocess.run([*nobody, "flock", "-n", "-x", str(path), "true"], check=False)
+        assert held.returncode != 0
+    finally:
+        shutil.rmtree(top)

@@ -71,7 +71,10 @@ def test_a_member_syncs_adds_and_removes_in_a_teammates_checkout(
     root = _team_project(shared)
     assert sync_in_place(root).ok
     state = _state_files(root)
-    assert {p.name: stat.S_IMODE(p.stat().st_mode) for p in state} == {p.name: 0o664 for p in state}
+    made = {p.name: stat.S_IMODE(p.stat().st_mode) for p in state}
+    assert made == {
+        p.name: 0o660 if p.suffix == ".lock" and p.parent != root else 0o664 for p in state
+    }
     for path in state:
         path.chmod(0o644)  # as made before
     theirs = member_home(home, shared)
