@@ -23,7 +23,7 @@ from pathlib import Path
 ACCESS = "system.posix_acl_access"
 DEFAULT = "system.posix_acl_default"
 # The tags of acl_ea_entry (linux/posix_acl_xattr.h) and the write permission.
-_USER, _GROUP_OBJ, _GROUP, _MASK = 0x02, 0x04, 0x08, 0x10
+_USER_OBJ, _USER, _GROUP_OBJ, _GROUP, _MASK, _OTHER = 0x01, 0x02, 0x04, 0x08, 0x10, 0x20
 _WRITE = 0x02
 _VERSION = 2
 
@@ -31,7 +31,7 @@ _VERSION = 2
 def entries(path: Path | str, name: str) -> list[tuple[int, int, int]] | None:
     """The ``(tag, perm, id)`` entries of the ACL ``name`` of ``path`` (followed); None when it
     has none (or the file system keeps none). Raises ``OSError`` when it cannot be read and
-    ``ValueError`` when it is not a version 2 ACL."""
+    ``ValueError`` when it is not a valid version 2 ACL (``_valid``)."""
     getxattr = getattr(os, "getxattr", None)
     if getxattr is None:
         return None  # not Linux: no ACL this code can see
@@ -43,7 +43,32 @@ def entries(path: Path | str, name: str) -> list[tuple[int, int, int]] | None:
         raise
     if len(value) < 4 or (len(value) - 4) % 8 or struct.unpack_from("<I", value)[0] != _VERSION:
         raise ValueError(f"not a POSIX ACL: {len(value)} bytes")
-    return [struct.unpack_from("<HHI", value, at) for at in range(4, len(value), 8)]
+    found = [struct.unpack_from("<HHI", value, at) for at in range(4, len(value), 8)]
+    if not _valid(found):
+        raise ValueError(f"not a valid POSIX ACL: {found[:8]}")
+    return found
+
+
+def _valid(found: list[tuple[int, int, int]]) -> bool:
+    """Whether ``found`` is an ACL the kernel would accept (``posix_acl_valid``): known tags
+    and permission bits only, one owner, owning group and others entry each, named users
+    and groups each named once and under a mask, one mask at most. The kernel refuses any
+    other on a local file system, but a FUSE or network file system may hand back what it
+    likes: a second mask without write made every named writer count as none, a tag this
+    code does not know would be skipped (fail closed: no group writes, every user may)."""
+    tags = [tag for tag, _, _ in found]
+    named = [(tag, ident) for tag, _, ident in found if tag in (_USER, _GROUP)]
+    masks = tags.count(_MASK)
+    return (
+        all(tag in _TAGS and not perm & ~0o7 for tag, perm, _ in found)
+        and all(tags.count(tag) == 1 for tag in (_USER_OBJ, _GROUP_OBJ, _OTHER))
+        and masks <= 1
+        and (masks == 1 or not named)
+        and len(set(named)) == len(named)
+    )
+
+
+_TAGS = frozenset({_USER_OBJ, _USER, _GROUP_OBJ, _GROUP, _MASK, _OTHER})
 
 
 def group_may_write(info: os.stat_result, path: Path | str) -> bool:
