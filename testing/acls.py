@@ -12,10 +12,10 @@ from pathlib import Path
 _ANYONE = 0xFFFFFFFF
 
 
-def set_access_acl(path: Path, named: int, perm: int) -> None:
+def set_access_acl(path: Path, named: int, perm: int, group: int = 5) -> None:
     """As ``setfacl -m u:<named>:<perm>`` with mask rwx: owner rwx, the named user ``perm``,
-    group r-x, mask rwx, others r-x."""
-    entries = [(1, 7, _ANYONE), (2, perm, named), (4, 5, _ANYONE), (0x10, 7, _ANYONE)]
+    the owning group ``group`` (r-x), mask rwx, others r-x."""
+    entries = [(1, 7, _ANYONE), (2, perm, named), (4, group, _ANYONE), (0x10, 7, _ANYONE)]
     entries.append((0x20, 5, _ANYONE))
     value = struct.pack("<I", 2) + b"".join(struct.pack("<HHI", *e) for e in entries)
     os.setxattr(path, "system.posix_acl_access", value)

@@ -72,15 +72,35 @@ _TAGS = frozenset({_USER_OBJ, _USER, _GROUP_OBJ, _GROUP, _MASK, _OTHER})
 
 
 def group_may_write(info: os.stat_result, path: Path | str) -> bool:
-    """Whether the owning group of ``path`` (``info``: its ``stat``) may write it: its group
-    bits, or with an access ACL its group entry's write under the mask."""
+    """Whether every member of the owning group of ``path`` (``info``: its ``stat``) may
+    write it (``whole_groups``)."""
     if not info.st_mode & stat.S_IWGRP:
         return False  # no ACL entry writes past a mask without write
     try:
-        named = writers(info, path)
+        return info.st_gid in whole_groups(info, path)
     except (OSError, ValueError):
         return False
-    return named is None or info.st_gid in named[1]
+
+
+def whole_groups(info: os.stat_result, path: Path | str) -> set[int]:
+    """The groups every member of which may write ``path`` (``info``: its ``stat``): its
+    owning group by its group bits, or with an access ACL the groups its entries let write
+    under the mask, less those of a user it names without write (``u:them:r-x``, whose own
+    entry decides for them: a member of a ``2775`` team's project so named could not write
+    it, yet wrote every tool there the team's write let the check trust). A named user the
+    user database does not know takes every group. Raises ``OSError`` or ``ValueError``
+    when the ACL cannot be read."""
+    named = writers(info, path)
+    if named is None:
+        return {info.st_gid} if info.st_mode & stat.S_IWGRP else set()
+    from splice_build.project.state_owner import groups_of_user
+
+    groups = named[1]
+    for tag, perm, ident in entries(path, ACCESS) or []:
+        if tag == _USER and not perm & _WRITE and ident != info.st_uid and groups:
+            held = groups_of_user(ident)
+            groups = set() if held is None else groups - held
+    return groups
 
 
 def writers(info: os.stat_result, path: Path | str) -> tuple[set[int], set[int]] | None:

@@ -224,7 +224,7 @@ class Writers:
 
     def _groups_of(self, uid: int) -> frozenset[int] | None:
         if uid not in self._groups:
-            self._groups[uid] = _groups(uid)
+            self._groups[uid] = groups_of_user(uid)
         return self._groups[uid]
 
 
@@ -299,7 +299,7 @@ def _unnamed_group(gid: int) -> bool:
     return False
 
 
-def _groups(uid: int) -> frozenset[int] | None:
+def groups_of_user(uid: int) -> frozenset[int] | None:
     """The groups of ``uid``, or None when they cannot be known (no such user in the user
     database: every group then counts)."""
     import pwd
@@ -343,11 +343,14 @@ def added_writer(
         return "every user may write it"
     if not info.st_mode & stat.S_IWGRP:
         return None
-    from splice_build.project.posix_acl import writers
+    from splice_build.project.posix_acl import whole_groups, writers
 
     try:
         named = writers(info, path)
-        team = _project_groups(project, root)
+        if named is not None and os.path.samestat(info, project):
+            team = named[1]  # who may write the project's directory may write it
+        else:
+            team = whole_groups(project, root)  # every member of which may write the project
     except (OSError, ValueError):
         return "its POSIX ACL cannot be read"
     if named is not None:  # before the owning group: the bits are the mask, not the group's
@@ -361,17 +364,6 @@ def added_writer(
     if _group_of_one(info.st_gid, euid) or info.st_gid in team:
         return None  # this user's own group, or the team's, which may write the project anyway
     return f"group {info.st_gid} may write it and not the project"
-
-
-def _project_groups(project: os.stat_result, root: Path) -> set[int]:
-    """The groups that may write the project's directory ``root`` (``project``: its
-    ``stat``): its owning group by its group bits, or those its access ACL lets write."""
-    from splice_build.project.posix_acl import writers
-
-    named = writers(project, root)
-    if named is not None:
-        return named[1]
-    return {project.st_gid} if project.st_mode & stat.S_IWGRP else set()
 
 
 def renamer_above(

@@ -155,6 +155,34 @@ def test_a_user_the_projects_acl_does_not_name_is_no_member(registry: dict, shar
 
 
 @as_a_team
+@pytest.mark.skipif(
+    not posix_acls_kept(), reason="the temporary directory's file system keeps no POSIX ACLs"
+)
+def test_a_member_the_projects_acl_keeps_from_writing_it_makes_the_group_no_team(
+    registry: dict, shared: Path
+) -> None:
+    """``setfacl -m u:them:r-x`` on a team's ``2775`` project: their own entry decides, so
+    they may not write the project, but they may write all the team may write. The team's
+    write on the tools passed the check (shown with real users: the one so named rewrote a
+    tool in a checkout they could not add a file to). Such a group is no team: Splice makes
+    nothing writable for it, and a tree that is is refused."""
+    root = _team_project(shared)
+    set_access_acl(root, MEMBER, 5, group=7)
+    assert sync_in_place(root).ok
+    assert Splice(root).run("greeter.hello", {"name": "x"}).output == {"message": "Hello, x."}
+    made = [p for p in root.rglob("*") if p.name != "splice.json"]  # the test's
+    assert [p for p in made if p.stat().st_mode & stat.S_IWGRP] == []
+    tool = ProjectLayout(root).package_dir(GREETER) / "tools" / "hello.js"
+    tool.chmod(0o664)  # as made before
+    with pytest.raises(SpliceError) as refused:
+        Splice(root).run("greeter.hello", {"name": "x"})
+    assert refused.value.code is ErrorCode.INSTALLED_PACKAGE_MODIFIED
+    assert list(refused.value.details) == [
+        f"{tool}: group {MEMBER} may write it and not the project"
+    ]
+
+
+@as_a_team
 def test_files_of_a_user_the_user_database_does_not_know_are_not_a_members(
     registry: dict, shared: Path
 ) -> None:
