@@ -54,12 +54,21 @@ def file_mode_in(parent: Path) -> int:
     return 0o664 if _group_may_write_in(parent) else 0o644
 
 
-def lock_mode_in(parent: Path) -> int:
-    """The mode for a lock file made in ``parent``: 0660 or 0600, never others' read.
-    ``flock`` asks only for a descriptor, so whoever may open a lock file may hold it: a
-    0644 ``.splice/state.lock`` let any local user stop every sync of the project
-    (project/locking.py)."""
+def private_mode_in(parent: Path) -> int:
+    """The mode for a file made in ``parent`` that only those who may write it need to open:
+    0660 or 0600, never others' read. A lock file: ``flock`` asks only for a descriptor, so
+    whoever may open one may hold it, and a 0644 ``.splice/state.lock`` let any local user
+    stop every sync of the project (project/locking.py). A doit database: SQLite's read lock
+    asks only for read access, and a transaction another user held open on a 0644
+    ``.splice/graph.sqlite3`` made every ``add`` crash, "database is locked"
+    (tasks/graph.py)."""
     return 0o660 if _group_may_write_in(parent) else 0o600
+
+
+def beyond_private(mode: int, parent: Path) -> int:
+    """The group's and others' bits of ``mode`` that ``private_mode_in(parent)`` does not
+    give: what a file made before (0644) opens to users who should not open it."""
+    return mode & 0o077 & ~private_mode_in(parent)
 
 
 def _group_may_write_in(parent: Path) -> bool:

@@ -157,24 +157,25 @@ def _held_by_this_thread(path: Path) -> Exception:
 def _create_lock_file(path: Path, flags: int) -> int:
     """Open ``path`` with ``flags``, creating it (and its parent directories) with the mode
     project/creation_modes.py gives a lock file made in its directory."""
-    from splice_build.project.creation_modes import lock_mode_in
+    from splice_build.project.creation_modes import private_mode_in
 
     if not path.parent.is_dir():
         path.parent.mkdir(parents=True, exist_ok=True)
-    return os.open(path, flags | os.O_CREAT, lock_mode_in(path.parent))
+    return os.open(path, flags | os.O_CREAT, private_mode_in(path.parent))
 
 
 def _close_to_readers(fd: int, path: Path, found: os.stat_result) -> None:
-    """Take from a lock file of this user what ``lock_mode_in`` would not give it (others'
-    read of one made 0644 before): whoever may open it may hold it. A descriptor opened
-    before stays open; the file is never made anew (module docstring of ``lock``)."""
-    from splice_build.project.creation_modes import lock_mode_in
+    """Take from a lock file of this user what ``private_mode_in`` would not give it
+    (others' read of one made 0644 before): whoever may open it may hold it. A descriptor
+    opened before stays open; the file is never made anew (module docstring of ``lock``)."""
+    from splice_build.project.creation_modes import beyond_private
 
     if getattr(os, "geteuid", None) is None or found.st_uid != os.geteuid():
         return
     mode = stat.S_IMODE(found.st_mode)
-    if mode & 0o077 & ~lock_mode_in(path.parent):
-        os.fchmod(fd, mode & ~(0o077 & ~lock_mode_in(path.parent)))
+    extra = beyond_private(mode, path.parent)
+    if extra:
+        os.fchmod(fd, mode & ~extra)
 
 
 def _open_lock_file(path: Path) -> tuple[int, os.stat_result]:

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 from splice_build.errors import SpliceError
 from splice_build.install.installer import Installer
 from splice_build.install.transaction import project_lock
-from splice_build.project.creation_modes import dir_mode_in, file_mode_in
+from splice_build.project.creation_modes import beyond_private, dir_mode_in, private_mode_in
 from splice_build.project.layout import ProjectLayout
 from splice_build.project.lockfile import load_lockfile
 from splice_build.project.locking import lock
@@ -341,17 +341,19 @@ def _only_doit_table(conn: sqlite3.Connection) -> bool:
 
 
 def _writable_database(db: Path) -> bool:
-    """Whether ``db`` exists; one this user may not write is deleted first, and a missing one
-    is made empty with its creation mode."""
+    """Whether ``db`` exists; one this user may not write, or that users who may not write
+    it may open (made 0644 before: project/creation_modes.py ``private_mode_in``), is
+    deleted first, and a missing one is made empty with its creation mode. A new file, not
+    a ``chmod``: a read transaction another user holds open keeps its inode."""
     if db.exists():
-        if os.access(db, os.W_OK):
+        if os.access(db, os.W_OK) and not beyond_private(db.stat().st_mode, db.parent):
             return True
         try:
             _start_afresh(db)
         except OSError:
             return True  # the directory is not ours to write: SQLite's refusal says so
     with contextlib.suppress(OSError):  # SQLite's own open reports why
-        os.close(os.open(db, os.O_WRONLY | os.O_CREAT | os.O_EXCL, file_mode_in(db.parent)))
+        os.close(os.open(db, os.O_WRONLY | os.O_CREAT | os.O_EXCL, private_mode_in(db.parent)))
     return False
 
 

@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
+import stat
+import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,6 +19,7 @@ import pytest
 from splice_build.project.layout import ProjectLayout
 from testing.cli import run_splice
 from testing.registry_fixtures import new_project
+from testing.workspaces import sync_in_place
 
 
 @pytest.mark.parametrize("state", ["x", ["1", 2, "x"], [1, 2], 7, None, {"a": 1}])
@@ -96,3 +101,46 @@ def test_sql_a_shipped_database_holds_is_never_run(tmp_path: Path, command: list
     with sqlite3.connect(database) as db:
         names = sorted(name for (name,) in db.execute("select name from sqlite_master"))
     assert names == ["doit", "sqlite_autoindex_doit_1"]
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() != 0 or shutil.which("setpriv") is None,
+    reason="opens the database as another user (root: setpriv)",
+)
+@pytest.mark.parametrize("made_before", [False, True])
+def test_another_user_cannot_open_the_graph_database(made_before: bool) -> None:
+    """SQLite's read lock asks only for read access, and the databases were 0644: uid 65534
+    held a read transaction open on a team's ``.splice/graph.sqlite3`` (real users) and the
+    member's ``splice add`` ended INTERNAL_ERROR, "database is locked". They are made 0600
+    (0660 in a team's checkout), and one made 0644 before is made anew: its inode may be
+    held."""
+    top = Path(tempfile.mkdtemp(prefix="splice-db-"))
+    try:
+        top.chmod(0o755)
+        project = new_project(top / "p")
+        layout = ProjectLayout(project)
+        databases = [layout.graph_db, layout.state_dir / "sync.sqlite3"]
+        _run_both_graphs(project)
+        if made_before:
+            for db in databases:
+                db.chmod(0o644)
+            _run_both_graphs(project)
+        assert {db.name: stat.S_IMODE(db.stat().st_mode) for db in databases} == {
+            db.name: 0o600 for db in databases
+        }
+        nobody = ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"]
+        opened = [
+            subprocess.run([*nobody, "head", "-c1", str(db)], check=False) for db in databases
+        ]
+        assert [done.returncode for done in opened] == [1, 1]
+    finally:
+        shutil.rmtree(top)
+
+
+def _run_both_graphs(project: Path) -> None:
+    """``splice install`` (``.splice/graph.sqlite3``) and ``splice sync``
+    (``.splice/sync.sqlite3``) of ``project``, each running its graph."""
+    stat_cache = ProjectLayout(project).stat_cache
+    assert run_splice("install", cwd=project).code == 0
+    stat_cache.unlink()  # no fast path: the graph runs
+    assert sync_in_place(project).ok

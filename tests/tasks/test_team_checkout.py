@@ -72,9 +72,8 @@ def test_a_member_syncs_adds_and_removes_in_a_teammates_checkout(
     assert sync_in_place(root).ok
     state = _state_files(root)
     made = {p.name: stat.S_IMODE(p.stat().st_mode) for p in state}
-    assert made == {
-        p.name: 0o660 if p.suffix == ".lock" and p.parent != root else 0o664 for p in state
-    }
+    private = {"state.lock", "graph.sqlite3", "sync.sqlite3"}  # creation_modes.private_mode_in
+    assert made == {p.name: 0o660 if p.name in private else 0o664 for p in state}
     for path in state:
         path.chmod(0o644)  # as made before
     theirs = member_home(home, shared)
