@@ -5,11 +5,13 @@ its ACL, gains nothing (project/posix_acl.py)."""
 
 from __future__ import annotations
 
+import grp
 import os
+import pwd
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -123,11 +125,8 @@ def test_a_group_an_acl_keeps_from_writing_the_project_gains_nothing(
     assert [p for p in made if p.stat().st_mode & stat.S_IWGRP] == []
     for path in made:
         path.chmod(stat.S_IMODE(path.stat().st_mode) | stat.S_IWGRP)  # as made before
-    with pytest.raises(SpliceError) as refused:
-        Splice(root).run("greeter.hello", {"name": "x"})
-    assert refused.value.code is ErrorCode.INSTALLED_PACKAGE_MODIFIED
     assert f"{ProjectLayout(root).state_dir}: group {MEMBER} may write it and not the project" in (
-        refused.value.details
+        _refused_details(root)
     )
 
 
@@ -145,10 +144,7 @@ def test_a_user_the_projects_acl_does_not_name_is_no_member(registry: dict, shar
     assert sync_in_place(root).ok
     tool = ProjectLayout(root).package_dir(GREETER) / "tools" / "hello.js"
     os.chown(tool, 1, -1)
-    with pytest.raises(SpliceError) as refused:
-        Splice(root).run("greeter.hello", {"name": "x"})
-    assert refused.value.code is ErrorCode.INSTALLED_PACKAGE_MODIFIED
-    assert list(refused.value.details) == [
+    assert _refused_details(root) == [
         f"{tool}: it is owned by user 1, who may not write the project"
     ]
 
@@ -173,12 +169,7 @@ def test_a_member_the_projects_acl_keeps_from_writing_it_makes_the_group_no_team
     assert [p for p in made if p.stat().st_mode & stat.S_IWGRP] == []
     tool = ProjectLayout(root).package_dir(GREETER) / "tools" / "hello.js"
     tool.chmod(0o664)  # as made before
-    with pytest.raises(SpliceError) as refused:
-        Splice(root).run("greeter.hello", {"name": "x"})
-    assert refused.value.code is ErrorCode.INSTALLED_PACKAGE_MODIFIED
-    assert list(refused.value.details) == [
-        f"{tool}: group {MEMBER} may write it and not the project"
-    ]
+    assert _refused_details(root) == [f"{tool}: group {MEMBER} may write it and not the project"]
 
 
 @as_a_team
@@ -191,24 +182,29 @@ def test_files_of_a_user_the_user_database_does_not_know_are_not_a_members(
     root = _team_project(shared)
     assert sync_in_place(root).ok
     tool = ProjectLayout(root).package_dir(GREETER) / "tools" / "hello.js"
-    unknown = next(uid for uid in range(40000, 41000) if not _known(uid))
+    unknown = _unknown(pwd.getpwuid)
     os.chown(tool, unknown, -1)
-    with pytest.raises(SpliceError) as refused:
-        Splice(root).run("greeter.hello", {"name": "x"})
-    assert refused.value.code is ErrorCode.INSTALLED_PACKAGE_MODIFIED
-    assert list(refused.value.details) == [
+    assert _refused_details(root) == [
         f"{tool}: it is owned by user {unknown}, who may not write the project"
     ]
 
 
-def _known(uid: int) -> bool:
-    import pwd
+def _unknown(lookup: Callable[[int], object]) -> int:
+    """An id from 40000 that ``lookup`` (``pwd.getpwuid``, ``grp.getgrgid``) does not know."""
+    for ident in range(40000, 41000):
+        try:
+            lookup(ident)
+        except KeyError:
+            return ident
+    raise AssertionError("BUG: every id from 40000 to 40999 is known")
 
-    try:
-        pwd.getpwuid(uid)
-    except KeyError:
-        return False
-    return True
+
+def _refused_details(root: Path) -> list[str]:
+    """The details of the refusal of a run of the project at ``root``'s tool."""
+    with pytest.raises(SpliceError) as refused:
+        Splice(root).run("greeter.hello", {"name": "x"})
+    assert refused.value.code is ErrorCode.INSTALLED_PACKAGE_MODIFIED
+    return list(refused.value.details)
 
 
 @as_a_team
@@ -239,24 +235,10 @@ def test_a_group_the_group_database_does_not_know_makes_no_member(
     files of any user the user database knows (uid 65534, who once held the group) were
     trusted, and they could rewrite their tool after the check."""
     root = _team_project(shared)
-    unnamed = next(gid for gid in range(40000, 41000) if not _group_known(gid))
-    os.chown(root, -1, unnamed)
+    os.chown(root, -1, _unknown(grp.getgrgid))
     assert sync_in_place(root).ok
     tool = ProjectLayout(root).package_dir(GREETER) / "tools" / "hello.js"
     os.chown(tool, MEMBER, -1)
-    with pytest.raises(SpliceError) as refused:
-        Splice(root).run("greeter.hello", {"name": "x"})
-    assert refused.value.code is ErrorCode.INSTALLED_PACKAGE_MODIFIED
-    assert list(refused.value.details) == [
+    assert _refused_details(root) == [
         f"{tool}: it is owned by user {MEMBER}, who may not write the project"
     ]
-
-
-def _group_known(gid: int) -> bool:
-    import grp
-
-    try:
-        grp.getgrgid(gid)
-    except KeyError:
-        return False
-    return True
