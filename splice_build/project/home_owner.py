@@ -26,10 +26,20 @@ from pathlib import Path
 
 from splice_build.errors import ErrorCode, ProjectError
 
-# Homes found to be a user's alone, with that user's uid. No other user can change that
-# afterwards (that is what was checked), so each is looked at once per process and user: a
-# run reads config.json more than once, and a look is about 10 system calls.
-_SOUND: set[tuple[Path, int]] = set()
+# Homes found to be a user's alone, by path and uid, with the identity of the directory
+# found (``_identity``). No other user may change that directory or the way to it (that is
+# what was checked), so while the path still reaches that directory, unchanged, one stat
+# stands for the walk (about 10 system calls, and a run reads config.json more than once).
+# The path alone was not enough: a home in a sticky directory that its user removed (or a
+# cleaner of /tmp did) could be made again by anyone, and a long-lived process (the SDK,
+# ``splice mcp``) went on using theirs.
+_SOUND: dict[tuple[Path, int], tuple[int, ...]] = {}
+
+
+def _identity(info: os.stat_result) -> tuple[int, ...]:
+    """What a home that is still the one checked keeps: the same directory, owner and mode
+    (a chmod or an ACL's mask of the user's own shows in the mode)."""
+    return (info.st_dev, info.st_ino, info.st_uid, info.st_mode)
 
 
 def home_problem(home: Path) -> str | None:
@@ -39,8 +49,11 @@ def home_problem(home: Path) -> str | None:
     if getattr(os, "geteuid", None) is None:
         return None  # a platform without uids, as state_owner
     euid = os.geteuid()
-    if (home, euid) in _SOUND:
-        return None
+    try:
+        if _SOUND.get((home, euid)) == _identity(os.stat(home)):
+            return None
+    except OSError:
+        pass  # looked at below
     real = os.path.realpath(home)
     try:
         info = os.stat(real)
@@ -68,7 +81,7 @@ def home_problem(home: Path) -> str | None:
             ):
                 return f"another user may replace {path} (in {directory}, which they may write)"
             path = directory
-    _SOUND.add((home, euid))
+    _SOUND[(home, euid)] = _identity(info)
     return None
 
 
@@ -80,5 +93,5 @@ def check_home(home: Path) -> None:
             ErrorCode.INVALID_CONFIG,
             f"SPLICE_HOME {home} cannot be used: {problem}",
             hint="Set SPLICE_HOME to a directory only you may write (mode 0700), "
-            "in a directory only you or root may write (the default is ~/.splice).",
+            "in a directory only you or root may write (`mktemp -d -p /tmp` makes one).",
         )

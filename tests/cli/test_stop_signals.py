@@ -155,3 +155,48 @@ def test_a_stop_signal_while_the_end_waits_for_a_thread_ends_it_quietly() -> Non
         process.kill()  # the old end waited for the thread again, a minute
     assert process.returncode == 0, stderr
     assert stderr == ""
+
+
+# The console script whose clean-up at exit is slow (a warm pool's close joins its thread for
+# up to 10 s), stopped once the command has answered.
+_SLOW_CLEAN_UP = """
+import atexit, time
+import splice_build.cli.main as cli
+
+def clean_up():
+    print("cleaning up", flush=True)
+    time.sleep(60)
+
+atexit.register(clean_up)
+cli.entry()
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_a_stop_signal_during_the_clean_ups_at_exit_ends_them_quietly(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    """The signal was raised into the ``atexit`` handler it landed in: "Exception ignored in
+    atexit callback" and a ``Terminated`` traceback once the command had answered, the
+    handler half done. The process ends at once now, with the command's exit code."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", _SLOW_CLEAN_UP, "--json", "config"],
+        env=child_env({"SPLICE_HOME": str(tmp_path / "home")}),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=foreground_signals(),
+    )
+    assert process.stdout is not None
+    answer = ""
+    for line in process.stdout:  # up to the clean-up, or the end of a process that died
+        if line == "cleaning up\n":
+            break
+        answer += line
+    process.send_signal(sig)
+    try:
+        _, stderr = process.communicate(timeout=20)
+    finally:
+        process.kill()
+    assert json.loads(answer)["home"] == str(tmp_path / "home")
+    assert (process.returncode, stderr) == (0, "")

@@ -120,6 +120,24 @@ def test_a_home_of_mine_in_a_sticky_directory_is_used(shared: Path) -> None:
     assert home.read_config() == {"registry": "local"}
 
 
+def test_a_home_made_again_by_another_user_is_refused_in_the_same_process(shared: Path) -> None:
+    """A long-lived process (the SDK, ``splice mcp``) looks at its home more than once. Once
+    found sound, the path alone was trusted for the process's life: after the home in a
+    sticky directory was removed (by its user, or a cleaner of /tmp), uid 65534 made it
+    again with their ``registry/``, and root's next ``ensure`` chmod'ed their directory 0700
+    and took it (the embedded registry's store)."""
+    home = SpliceHome(shared / "home")
+    home.ensure()
+    shutil.rmtree(home.path)
+    as_nobody('mkdir -m 755 "$1" "$1/registry"', str(home.path))
+    with pytest.raises(ProjectError) as refused:
+        home.ensure()
+    assert refused.value.message == (
+        f"SPLICE_HOME {home.path} cannot be used: it is owned by user {NOBODY}"
+    )
+    assert home.path.stat().st_mode & 0o777 == 0o755
+
+
 def test_a_key_another_user_put_in_a_home_of_mine_does_not_sign(shared: Path) -> None:
     """Put in keys/ while the home was open to them, their key would sign (and be registered)
     as the user's."""

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from splice_build.cli import arg_types
 from splice_build.cli.context import CommandContext
-from splice_build.errors import UsageError
+from splice_build.errors import ErrorCode, ProjectError, UsageError
 
 if TYPE_CHECKING:
     from splice_build.registry.http.server import ServeDeadlines
@@ -292,7 +292,25 @@ def _data_dir(args: argparse.Namespace, ctx: CommandContext, *, existing: bool) 
         if existing and not data.exists()
         else "--data names the registry's data directory"
     )
-    return usable_directory(data, "--data", must_exist=existing, hint=hint)
+    usable_directory(data, "--data", must_exist=existing, hint=hint)
+    return _out_of_strangers_reach(data)
+
+
+def _out_of_strangers_reach(data: Path) -> Path:
+    """``data``, unless a user other than this one, root or a group may replace what it
+    holds (registry/data_owner.py): ``INVALID_CONFIG``, before any store is opened."""
+    from splice_build.registry.data_owner import data_problem
+
+    problem = data_problem(data)
+    if problem is None:
+        return data
+    raise ProjectError(
+        ErrorCode.INVALID_CONFIG,
+        f"--data {data} cannot be used: {problem}",
+        hint="whoever may write the data directory or rename it away is the registry's admin: "
+        "keep it, and every directory above it, writable only by you, root or your team's "
+        "group (chmod o-w, or chmod +t for a directory every user shares)",
+    )
 
 
 def _serve(args: argparse.Namespace, ctx: CommandContext) -> int:
