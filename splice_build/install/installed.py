@@ -180,9 +180,10 @@ def chain_to(layout: ProjectLayout, package_id: str) -> list[Path]:
 def other_writers(
     layout: ProjectLayout, package_id: str, stats: list[tuple[str, os.stat_result]]
 ) -> list[tuple[str, str]]:
-    """``(path, why)`` of each directory on the package's way (:func:`chain_to`) and each of
-    its files and directories (``stats``: as ``tree_hashes`` read them) that a user beyond
-    those who may write the project may write (project/state_owner.py ``added_writer``)."""
+    """``(path, why)`` of each directory on the package's way (:func:`chain_to`), of the lock
+    (its grants decide what the verified code may reach) and of each of the package's files
+    and directories (``stats``: as ``tree_hashes`` read them) that a user beyond those who
+    may write the project may write (project/state_owner.py ``added_writer``)."""
     from splice_build.project.state_owner import added_writer
 
     try:
@@ -190,7 +191,8 @@ def other_writers(
     except OSError as exc:
         return [(str(layout.root), f"it cannot be examined: {exc.strerror or exc}")]
     found = _renamers_above(layout.root, project)
-    for path in chain_to(layout, package_id):
+    locks = [lock for lock in (layout.lock_file, layout.legacy_lock_file) if lock.exists()]
+    for path in (*chain_to(layout, package_id), *locks):
         try:
             info = os.stat(path)
         except OSError as exc:
@@ -255,8 +257,16 @@ def refuse_other_writers(
     if not found:
         return
     root, package = str(layout.root), layout.package_dir(package_id)
+    locks = {str(layout.lock_file), str(layout.legacy_lock_file)}
     if any(path == root for path, _ in found):
         hint = f"Take write access from other users: `chmod o-w {root}`."
+    elif lock := next((path for path, _ in found if path in locks), None):
+        # Its grants are what the verified code may reach: theirs to set while they may.
+        hint = (
+            f"{lock} grants the package what it may reach: review it, then make it writable "
+            f"by you alone (`chmod go-w {lock}`, or for another user's file "
+            f"`cp {lock} {lock}.mine && mv {lock}.mine {lock}`)."
+        )
     elif any(Path(root).is_relative_to(path) for path, _ in found):
         hint = (
             f"Another user may move the project away: make {found[0][0]} writable by you "

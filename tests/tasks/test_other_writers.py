@@ -146,6 +146,42 @@ def test_what_may_write_the_way_to_a_package_decides_whether_it_runs(project: Pa
     assert refusal() is None
 
 
+@as_another_user
+def test_a_lock_another_user_may_write_is_refused_before_it_runs(project: Path) -> None:
+    """splice.lock's grants decide what a verified tool may reach (the variables it reads, the
+    paths it writes), and only the package's code and the directories on its way were
+    checked: a lock another user owns or may write (an ex-member's in a team's checkout, one
+    made 0666 under a daemon's umask 0) had its grants taken as they stood. A team's
+    group-writable lock still runs."""
+    lock = ProjectLayout(project).lock_file
+
+    def refusal() -> SpliceError | None:
+        try:
+            Splice(project).run("greeter.hello", {"name": "x"})
+        except SpliceError as exc:
+            assert exc.code is ErrorCode.INSTALLED_PACKAGE_MODIFIED, exc
+            return exc
+        return None
+
+    lock.chmod(0o666)
+    refused = refusal()
+    assert refused is not None and list(refused.details) == [f"{lock}: every user may write it"]
+    assert refused.hint is not None and f"chmod go-w {lock}" in refused.hint
+    lock.chmod(0o644)
+    os.chown(lock, NOBODY, -1)
+    refused = refusal()
+    assert refused is not None and list(refused.details) == [
+        f"{lock}: it is owned by user {NOBODY}, who may not write the project"
+    ]
+    os.chown(lock, 0, -1)
+    team = 100  # the project directory's group: a team's checkout
+    os.chown(project, -1, team)
+    project.chmod(0o2775)
+    os.chown(lock, -1, team)
+    lock.chmod(0o664)
+    assert refusal() is None
+
+
 def test_a_write_grant_made_under_umask_0_is_not_open_to_other_users(
     registry: dict, home: Path, tmp_path: Path
 ) -> None:
