@@ -742,7 +742,9 @@ const { ErrorCtor, URLCtor, apply, builtin, keys, nextTick, rejected, safeGet, s
 // in a read grant (`data/up -> ..`, a checkout's own) copied into a write grant let the tool
 // write the project's splice.json through it. With a filter Node takes its JavaScript walk,
 // whose `symlinkSync` is checked; so every `cpSync` gets one (the tool's, or one that keeps
-// everything), and a link in the tree is refused as `fs.symlink` refuses it.
+// everything), and a link in the tree is refused as `fs.symlink` refuses it. Node calls the
+// filter as a method of its options: the tool's is called from the host's, so it never holds
+// them (it could clear their `filter`).
 //
 // Refusals. Node's asynchronous recursive removal (`fs.rm`/`fs.rmdir` with a callback and
 // `fs.promises.rm`/`rmdir`, `recursive: true`, on a directory) lstats the path, then calls
@@ -824,9 +826,18 @@ function keepAll() {
   return true;
 }
 
-/** ``fs.cpSync`` always given a filter, so that Node copies by its checked walk. Options
- * that are not an object go to Node as they are (it refuses them); an object's own
- * enumerable options are copied, as Node's own spread of them does. */
+/** The tool's cpSync ``filter`` called with no `this`. Node calls a filter as a method of its
+ * own options, whose `filter` it reads again at every directory: a filter that set
+ * `this.filter = undefined` brought back the C++ copy of every directory after. */
+function calledAlone(filter) {
+  return function filter_(src, dest) {
+    return apply(filter, undefined, [src, dest]);
+  };
+}
+
+/** ``fs.cpSync`` always given a filter of the host's, so that Node copies by its checked
+ * walk. Options that are not an object go to Node as they are (it refuses them); an object's
+ * own enumerable options are copied, as Node's own spread of them does. */
 function guardCopySync(fn) {
   return function cpSync(...args) {
     const options = args[2];
@@ -836,7 +847,9 @@ function guardCopySync(fn) {
         const names = keys(options);
         for (let i = 0; i < names.length; i += 1) setOwn(copy, names[i], options[names[i]]);
       }
-      if (copy.filter === undefined) setOwn(copy, 'filter', keepAll);
+      const filter = copy.filter;
+      if (filter === undefined) setOwn(copy, 'filter', keepAll);
+      else if (typeof filter === 'function') setOwn(copy, 'filter', calledAlone(filter));
       args[2] = copy;
     }
     return apply(fn, this, args);
@@ -862,16 +875,18 @@ const umask = process.umask;
 // Read before any tool code runs (process.umask() with no argument only reads).
 const CLOSED = apply(umask, process, []) & 0o022;
 
-/** ``mode`` as Node reads it (a number, or a string of octal digits); undefined for anything
- * else, which Node refuses itself. */
+/** ``mode`` as Node reads it: a number, or a string of octal digits of any length (Node's
+ * parseFileMode takes `'0000000000777'` as 0o777); undefined for anything else, which Node
+ * refuses itself. A string's value is kept to its low 32 bits, the bits a mode has (Node
+ * refuses a larger one). */
 function modeValue(mode) {
   if (typeof mode === 'number') return mode;
-  if (typeof mode !== 'string' || mode.length === 0 || mode.length > 11) return undefined;
+  if (typeof mode !== 'string' || mode.length === 0) return undefined;
   let value = 0;
   for (let i = 0; i < mode.length; i += 1) {
     const digit = apply(stringCharCodeAt, mode, [i]) - 48;
     if (!(digit >= 0 && digit <= 7)) return undefined;
-    value = value * 8 + digit;
+    value = (value * 8 + digit) % 0x100000000;
   }
   return value;
 }
@@ -1103,6 +1118,17 @@ function closing(fn, name) {
   };
 }
 
+/** ``fs.cp``/``fs.cpSync`` with fs/promises guarded first. Node's copies (cp.js, which
+ * cpSync loads too) take fs/promises' `chmod` and `copyFile` once, when they first load: a
+ * copy made before the tool reached fs/promises carried a source directory's 0777 through
+ * Node's own `chmod`, for that copy and every later one. */
+function promisesFirst(fn) {
+  return function copy(...args) {
+    if (!promisesGuarded) guardedPromises();
+    return apply(fn, this, args);
+  };
+}
+
 function wrapFs(channelFds) {
   const fixed = [0, 1, 2, channelFds[0], channelFds[1]];
   for (let i = 0; i < fixed.length; i += 1) apply(mapSet, permanent, [fixed[i], true]);
@@ -1138,7 +1164,8 @@ function wrapFs(channelFds) {
     return apply(open, fs, args);
   };
   // Gaps in Node's own checks (fs_gaps.mjs).
-  fs.cpSync = guardCopySync(fs.cpSync);
+  fs.cp = promisesFirst(fs.cp);
+  fs.cpSync = promisesFirst(guardCopySync(fs.cpSync));
   fs.rm = guardCallbackRemoval(fs.rm);
   fs.rmdir = guardCallbackRemoval(fs.rmdir);
   // Modes that open a file to other users (file_modes.mjs).

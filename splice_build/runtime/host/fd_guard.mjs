@@ -187,6 +187,17 @@ function closing(fn, name) {
   };
 }
 
+/** ``fs.cp``/``fs.cpSync`` with fs/promises guarded first. Node's copies (cp.js, which
+ * cpSync loads too) take fs/promises' `chmod` and `copyFile` once, when they first load: a
+ * copy made before the tool reached fs/promises carried a source directory's 0777 through
+ * Node's own `chmod`, for that copy and every later one. */
+function promisesFirst(fn) {
+  return function copy(...args) {
+    if (!promisesGuarded) guardedPromises();
+    return apply(fn, this, args);
+  };
+}
+
 function wrapFs(channelFds) {
   const fixed = [0, 1, 2, channelFds[0], channelFds[1]];
   for (let i = 0; i < fixed.length; i += 1) apply(mapSet, permanent, [fixed[i], true]);
@@ -222,7 +233,8 @@ function wrapFs(channelFds) {
     return apply(open, fs, args);
   };
   // Gaps in Node's own checks (fs_gaps.mjs).
-  fs.cpSync = guardCopySync(fs.cpSync);
+  fs.cp = promisesFirst(fs.cp);
+  fs.cpSync = promisesFirst(guardCopySync(fs.cpSync));
   fs.rm = guardCallbackRemoval(fs.rm);
   fs.rmdir = guardCallbackRemoval(fs.rmdir);
   // Modes that open a file to other users (file_modes.mjs).

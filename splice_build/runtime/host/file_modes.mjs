@@ -13,16 +13,18 @@ const umask = process.umask;
 // Read before any tool code runs (process.umask() with no argument only reads).
 const CLOSED = apply(umask, process, []) & 0o022;
 
-/** ``mode`` as Node reads it (a number, or a string of octal digits); undefined for anything
- * else, which Node refuses itself. */
+/** ``mode`` as Node reads it: a number, or a string of octal digits of any length (Node's
+ * parseFileMode takes `'0000000000777'` as 0o777); undefined for anything else, which Node
+ * refuses itself. A string's value is kept to its low 32 bits, the bits a mode has (Node
+ * refuses a larger one). */
 function modeValue(mode) {
   if (typeof mode === 'number') return mode;
-  if (typeof mode !== 'string' || mode.length === 0 || mode.length > 11) return undefined;
+  if (typeof mode !== 'string' || mode.length === 0) return undefined;
   let value = 0;
   for (let i = 0; i < mode.length; i += 1) {
     const digit = apply(stringCharCodeAt, mode, [i]) - 48;
     if (!(digit >= 0 && digit <= 7)) return undefined;
-    value = value * 8 + digit;
+    value = (value * 8 + digit) % 0x100000000;
   }
   return value;
 }
