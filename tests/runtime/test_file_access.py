@@ -454,6 +454,12 @@ export default async (input, ctx) => {
     // Node reads an octal string of any length.
     sync(() => fs.chmodSync(out + '/d', '0000000000000777')),
     sync(() => umask('0000000000000')),
+    // Set-ID bits (the OS layer's seccomp filter answers EPERM).
+    sync(() => fs.chmodSync(out + '/f', 0o4755)),
+    sync(() => fs.chmodSync(out + '/d', 0o2700)),
+    sync(() => fs.writeFileSync(out + '/g', 'x', { mode: 0o4755 })),
+    await fs.promises.writeFile(out + '/h', 'x', { mode: 0o2755 }).then(() => 'done', (e) => e.code),
+    await new Promise((r) => fs.open(out + '/i', 'w', 0o4700, (e) => r(e ? e.code : 'done'))),
   ];
   const allowed = [
     sync(() => fs.chmodSync(out + '/d', 0o700)),
@@ -471,12 +477,15 @@ def test_a_tool_cannot_open_its_files_to_other_users(run_tool, project: Path) ->
     """chmod 0777 of a directory in the write grant let another user plant a link there, and
     the tool's next call wrote through it to a file of the user outside every grant
     (isolation in-process, uid 65534 as the other user). Modes and umasks that would give
-    others write are refused (file_modes.mjs); nothing in the grant is open to them."""
+    others write are refused (file_modes.mjs), and so are the set-ID bits, in a chmod or a new
+    file's mode, as the OS layer's seccomp filter refuses them (in-process, a program the
+    tool wrote and made 04755 ran as root for uid 65534). Nothing in the grant is open to
+    them."""
     (project / "out").mkdir()
     result = run_tool(OPENING_MODES, permissions=GRANTS)
     assert result.ok, result.to_json()
-    assert result.output == {"refused": ["ERR_ACCESS_DENIED"] * 10, "allowed": ["done"] * 3}
-    modes = {p.name: p.stat().st_mode & 0o777 for p in (project / "out").iterdir()}
+    assert result.output == {"refused": ["ERR_ACCESS_DENIED"] * 15, "allowed": ["done"] * 3}
+    modes = {p.name: p.stat().st_mode & 0o7777 for p in (project / "out").iterdir()}
     assert modes == {"d": 0o700, "e": 0o700, "f": 0o644}
 
 

@@ -861,7 +861,7 @@ return Object.freeze({ __proto__: null, refusedRemoval, guardCallbackRemoval, gu
 // ---- file_modes.mjs
 const __host_file_modes = (() => {
 const { deniedError } = __host_module_guard;
-const { apply, nextTick, rejected, stringCharCodeAt } = __host_pristine;
+const { apply, nextTick, rejected, setOwn, stringCharCodeAt } = __host_pristine;
 // A tool's files stay closed to other users. The sandbox starts the tool under a umask that
 // masks others' write, and the group's unless the program's umask gave the group write
 // (runtime/isolation/child.py close_to_others). A tool could undo that: `process.umask(0)`
@@ -870,10 +870,21 @@ const { apply, nextTick, rejected, stringCharCodeAt } = __host_pristine;
 // follows links in a grant wherever they lead; without the file view nothing else stops it).
 // So no umask may drop a bit of the start's write mask, and no chmod may set one: both are
 // refused with ERR_ACCESS_DENIED, as a write outside the grants is.
+//
+// No umask masks the set-user-ID and set-group-ID bits either, which the OS layer's seccomp
+// filter refuses in every mode (docs/security.md): without it, a tool that wrote a program
+// into its write grant and made it set-user-ID (`chmod 04755`) let any local user run it as
+// the user who ran Splice (uid 65534 ran such a copy of `id`: euid=0(root)), and as root,
+// which keeps the bits through a write, `writeFile(p, bytes, { mode: 0o4755 })` made one at
+// once. So no chmod sets either bit and no file is created with one (`open`, `openSync`,
+// `writeFileSync`, fs/promises' `open`, `writeFile` and `appendFile`; `writeFile`,
+// `appendFile`, `appendFileSync` and write streams reach one of them; `mkdir` drops both).
 
 const umask = process.umask;
 // Read before any tool code runs (process.umask() with no argument only reads).
 const CLOSED = apply(umask, process, []) & 0o022;
+// S_ISUID | S_ISGID
+const SET_ID = 0o6000;
 
 /** ``mode`` as Node reads it: a number, or a string of octal digits of any length (Node's
  * parseFileMode takes `'0000000000777'` as 0o777); undefined for anything else, which Node
@@ -891,12 +902,12 @@ function modeValue(mode) {
   return value;
 }
 
-/** The refusal of a file ``mode`` that gives other users a write the start's umask masks,
- * or null. */
+/** The refusal of a chmod to ``mode`` that gives other users a write the start's umask
+ * masks or sets a set-ID bit, or null. */
 function openingMode(mode) {
   const value = modeValue(mode);
-  if (value === undefined || (value & CLOSED) === 0) return null;
-  return deniedError('a file mode that lets other users write');
+  if (value === undefined || (value & (CLOSED | SET_ID)) === 0) return null;
+  return deniedError('a file mode that lets other users write, or run a file as its owner');
 }
 
 /** ``fs.chmod``-like ``fn`` (path or descriptor, mode, callback unless ``Sync``) refusing an
@@ -920,6 +931,35 @@ function guardModePromise(fn) {
   };
 }
 
+/** ``options`` of a call that creates a file, with their ``mode`` read once and kept as an
+ * own property of options that inherit the rest (a getter could tell the host one mode and
+ * Node another); a string or anything else goes as it is. Returns the mode. */
+function fixedMode(args, at) {
+  const options = args[at];
+  if (options === null || typeof options !== 'object') return undefined;
+  const mode = options.mode;
+  const fixed = { __proto__: options };
+  setOwn(fixed, 'mode', mode);
+  args[at] = fixed;
+  return mode;
+}
+
+/** ``fn``, a call that creates a file, refusing a mode with a set-ID bit: ``at`` is the index
+ * of its mode, or of its options when ``inOptions``; ``form`` is `sync`, `callback` or
+ * `promise`. The umask masks the rest of a new file's mode. */
+function guardCreation(fn, at, inOptions, form) {
+  return function create(...args) {
+    const value = modeValue(inOptions ? fixedMode(args, at) : args[at]);
+    if (value === undefined || (value & SET_ID) === 0) return apply(fn, this, args);
+    const err = deniedError('a file mode that runs the file as its owner');
+    if (form === 'promise') return rejected(err);
+    const callback = args[args.length - 1];
+    if (form === 'sync' || typeof callback !== 'function') throw err;
+    apply(nextTick, process, [callback, err]);
+    return undefined;
+  };
+}
+
 /** process.umask: reads as before; a mask that keeps the start's closed bits is set. */
 function guardedUmask(...args) {
   if (args.length === 0 || args[0] === undefined) return apply(umask, process, args);
@@ -929,14 +969,14 @@ function guardedUmask(...args) {
   }
   return apply(umask, process, args);
 }
-return Object.freeze({ __proto__: null, openingMode, guardModeCall, guardModePromise, guardedUmask, });
+return Object.freeze({ __proto__: null, openingMode, guardModeCall, guardModePromise, guardCreation, guardedUmask, });
 })();
 
 // ---- fd_guard.mjs
 const __host_fd_guard = (() => {
 const { deniedError } = __host_module_guard;
 const { guardCallbackRemoval, guardCopySync, guardPromiseRemoval } = __host_fs_gaps;
-const { guardModeCall, guardModePromise, openingMode } = __host_file_modes;
+const { guardCreation, guardModeCall, guardModePromise, openingMode } = __host_file_modes;
 const { MapCtor, WeakSetCtor, apply, builtin, construct, defineProperty, getOwnPropertyDescriptor, getPrototypeOf, isProxy, keys, mapDelete, mapGet, mapHas, mapSet, nextTick, ownKeys, rejected, settle, stringCharCodeAt, stringEndsWith, stringSlice, stringStartsWith, symbolDescription, weakSetAdd, weakSetHas } = __host_pristine;
 // The descriptor guard: a tool names only file descriptors that are its own.
 //
@@ -1177,6 +1217,11 @@ function wrapFs(channelFds) {
       fs[`${name}Sync`] = guardModeCall(fs[`${name}Sync`], true);
     }
   }
+  // New files with a set-ID bit (file_modes.mjs): writeFile, appendFile and write streams
+  // open with fs.open, appendFileSync calls writeFileSync.
+  fs.open = guardCreation(fs.open, 2, false, 'callback');
+  fs.openSync = guardCreation(fs.openSync, 2, false, 'sync');
+  fs.writeFileSync = guardCreation(fs.writeFileSync, 2, true, 'sync');
   fs.close = closing(originals.close, 'close');
   fs.closeSync = closing(originals.closeSync, 'closeSync');
   const promises = getOwnPropertyDescriptor(fs, 'promises');
@@ -1297,6 +1342,10 @@ function guardedPromises() {
     replace(promises, 'lchmod', guardModePromise(promises.lchmod));
   }
   replace(promises, 'rmdir', guardPromiseRemoval(promises.rmdir));
+  // fs/promises' writeFile and appendFile open with its own open, not the module's.
+  replace(promises, 'open', guardCreation(promises.open, 2, false, 'promise'));
+  replace(promises, 'writeFile', guardCreation(promises.writeFile, 2, true, 'promise'));
+  replace(promises, 'appendFile', guardCreation(promises.appendFile, 2, true, 'promise'));
   // `import { open } from 'node:fs/promises'` links against the guarded functions.
   syncBuiltinESMExports();
   return promises;

@@ -26,7 +26,9 @@
 // ``prepareBuiltin`` to the module guard).
 import { deniedError } from './module_guard.mjs';
 import { guardCallbackRemoval, guardCopySync, guardPromiseRemoval } from './fs_gaps.mjs';
-import { guardModeCall, guardModePromise, openingMode } from './file_modes.mjs';
+import {
+  guardCreation, guardModeCall, guardModePromise, openingMode,
+} from './file_modes.mjs';
 import {
   MapCtor, WeakSetCtor, apply, builtin, construct, defineProperty, getOwnPropertyDescriptor,
   getPrototypeOf, isProxy, keys, mapDelete, mapGet, mapHas, mapSet, nextTick, ownKeys, rejected,
@@ -246,6 +248,11 @@ function wrapFs(channelFds) {
       fs[`${name}Sync`] = guardModeCall(fs[`${name}Sync`], true);
     }
   }
+  // New files with a set-ID bit (file_modes.mjs): writeFile, appendFile and write streams
+  // open with fs.open, appendFileSync calls writeFileSync.
+  fs.open = guardCreation(fs.open, 2, false, 'callback');
+  fs.openSync = guardCreation(fs.openSync, 2, false, 'sync');
+  fs.writeFileSync = guardCreation(fs.writeFileSync, 2, true, 'sync');
   fs.close = closing(originals.close, 'close');
   fs.closeSync = closing(originals.closeSync, 'closeSync');
   const promises = getOwnPropertyDescriptor(fs, 'promises');
@@ -366,6 +373,10 @@ function guardedPromises() {
     replace(promises, 'lchmod', guardModePromise(promises.lchmod));
   }
   replace(promises, 'rmdir', guardPromiseRemoval(promises.rmdir));
+  // fs/promises' writeFile and appendFile open with its own open, not the module's.
+  replace(promises, 'open', guardCreation(promises.open, 2, false, 'promise'));
+  replace(promises, 'writeFile', guardCreation(promises.writeFile, 2, true, 'promise'));
+  replace(promises, 'appendFile', guardCreation(promises.appendFile, 2, true, 'promise'));
   // `import { open } from 'node:fs/promises'` links against the guarded functions.
   syncBuiltinESMExports();
   return promises;

@@ -6,12 +6,23 @@
 // follows links in a grant wherever they lead; without the file view nothing else stops it).
 // So no umask may drop a bit of the start's write mask, and no chmod may set one: both are
 // refused with ERR_ACCESS_DENIED, as a write outside the grants is.
+//
+// No umask masks the set-user-ID and set-group-ID bits either, which the OS layer's seccomp
+// filter refuses in every mode (docs/security.md): without it, a tool that wrote a program
+// into its write grant and made it set-user-ID (`chmod 04755`) let any local user run it as
+// the user who ran Splice (uid 65534 ran such a copy of `id`: euid=0(root)), and as root,
+// which keeps the bits through a write, `writeFile(p, bytes, { mode: 0o4755 })` made one at
+// once. So no chmod sets either bit and no file is created with one (`open`, `openSync`,
+// `writeFileSync`, fs/promises' `open`, `writeFile` and `appendFile`; `writeFile`,
+// `appendFile`, `appendFileSync` and write streams reach one of them; `mkdir` drops both).
 import { deniedError } from './module_guard.mjs';
-import { apply, nextTick, rejected, stringCharCodeAt } from './pristine.mjs';
+import { apply, nextTick, rejected, setOwn, stringCharCodeAt } from './pristine.mjs';
 
 const umask = process.umask;
 // Read before any tool code runs (process.umask() with no argument only reads).
 const CLOSED = apply(umask, process, []) & 0o022;
+// S_ISUID | S_ISGID
+const SET_ID = 0o6000;
 
 /** ``mode`` as Node reads it: a number, or a string of octal digits of any length (Node's
  * parseFileMode takes `'0000000000777'` as 0o777); undefined for anything else, which Node
@@ -29,12 +40,12 @@ function modeValue(mode) {
   return value;
 }
 
-/** The refusal of a file ``mode`` that gives other users a write the start's umask masks,
- * or null. */
+/** The refusal of a chmod to ``mode`` that gives other users a write the start's umask
+ * masks or sets a set-ID bit, or null. */
 export function openingMode(mode) {
   const value = modeValue(mode);
-  if (value === undefined || (value & CLOSED) === 0) return null;
-  return deniedError('a file mode that lets other users write');
+  if (value === undefined || (value & (CLOSED | SET_ID)) === 0) return null;
+  return deniedError('a file mode that lets other users write, or run a file as its owner');
 }
 
 /** ``fs.chmod``-like ``fn`` (path or descriptor, mode, callback unless ``Sync``) refusing an
@@ -55,6 +66,35 @@ export function guardModePromise(fn) {
   return function chmod(...args) {
     const err = openingMode(args[1]);
     return err === null ? apply(fn, this, args) : rejected(err);
+  };
+}
+
+/** ``options`` of a call that creates a file, with their ``mode`` read once and kept as an
+ * own property of options that inherit the rest (a getter could tell the host one mode and
+ * Node another); a string or anything else goes as it is. Returns the mode. */
+function fixedMode(args, at) {
+  const options = args[at];
+  if (options === null || typeof options !== 'object') return undefined;
+  const mode = options.mode;
+  const fixed = { __proto__: options };
+  setOwn(fixed, 'mode', mode);
+  args[at] = fixed;
+  return mode;
+}
+
+/** ``fn``, a call that creates a file, refusing a mode with a set-ID bit: ``at`` is the index
+ * of its mode, or of its options when ``inOptions``; ``form`` is `sync`, `callback` or
+ * `promise`. The umask masks the rest of a new file's mode. */
+export function guardCreation(fn, at, inOptions, form) {
+  return function create(...args) {
+    const value = modeValue(inOptions ? fixedMode(args, at) : args[at]);
+    if (value === undefined || (value & SET_ID) === 0) return apply(fn, this, args);
+    const err = deniedError('a file mode that runs the file as its owner');
+    if (form === 'promise') return rejected(err);
+    const callback = args[args.length - 1];
+    if (form === 'sync' || typeof callback !== 'function') throw err;
+    apply(nextTick, process, [callback, err]);
+    return undefined;
   };
 }
 
