@@ -460,11 +460,15 @@ export default async (input, ctx) => {
     sync(() => fs.writeFileSync(out + '/g', 'x', { mode: 0o4755 })),
     await fs.promises.writeFile(out + '/h', 'x', { mode: 0o2755 }).then(() => 'done', (e) => e.code),
     await new Promise((r) => fs.open(out + '/i', 'w', 0o4700, (e) => r(e ? e.code : 'done'))),
+    // Another owner (as root, uid 65534 got a directory to plant a link in).
+    sync(() => fs.chownSync(out + '/d', process.geteuid() + 1, -1)),
+    await fs.promises.chown(out + '/f', -1, process.getegid() + 1).then(() => 'done', (e) => e.code),
   ];
   const allowed = [
     sync(() => fs.chmodSync(out + '/d', 0o700)),
     sync(() => fs.chmodSync(out + '/f', '644')),
     sync(() => process.umask(0o077)),
+    sync(() => fs.chownSync(out + '/d', process.geteuid(), -1)),
   ];
   await handle.close();
   fs.mkdirSync(out + '/e', 0o777);
@@ -479,12 +483,12 @@ def test_a_tool_cannot_open_its_files_to_other_users(run_tool, project: Path) ->
     (isolation in-process, uid 65534 as the other user). Modes and umasks that would give
     others write are refused (file_modes.mjs), and so are the set-ID bits, in a chmod or a new
     file's mode, as the OS layer's seccomp filter refuses them (in-process, a program the
-    tool wrote and made 04755 ran as root for uid 65534). Nothing in the grant is open to
-    them."""
+    tool wrote and made 04755 ran as root for uid 65534), and a chown to another user or
+    group. Nothing in the grant is open to them."""
     (project / "out").mkdir()
     result = run_tool(OPENING_MODES, permissions=GRANTS)
     assert result.ok, result.to_json()
-    assert result.output == {"refused": ["ERR_ACCESS_DENIED"] * 15, "allowed": ["done"] * 3}
+    assert result.output == {"refused": ["ERR_ACCESS_DENIED"] * 17, "allowed": ["done"] * 4}
     modes = {p.name: p.stat().st_mode & 0o7777 for p in (project / "out").iterdir()}
     assert modes == {"d": 0o700, "e": 0o700, "f": 0o644}
 

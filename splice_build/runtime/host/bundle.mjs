@@ -879,12 +879,16 @@ const { apply, nextTick, rejected, setOwn, stringCharCodeAt } = __host_pristine;
 // once. So no chmod sets either bit and no file is created with one (`open`, `openSync`,
 // `writeFileSync`, fs/promises' `open`, `writeFile` and `appendFile`; `writeFile`,
 // `appendFile`, `appendFileSync` and write streams reach one of them; `mkdir` drops both).
+// Nor may a tool give a file away (`chown`): as root it could hand another user a directory.
 
 const umask = process.umask;
 // Read before any tool code runs (process.umask() with no argument only reads).
 const CLOSED = apply(umask, process, []) & 0o022;
 // S_ISUID | S_ISGID
 const SET_ID = 0o6000;
+// The ids a chown may name besides -1 (no change).
+const OWN_UID = apply(process.geteuid, process, []);
+const OWN_GID = apply(process.getegid, process, []);
 
 /** ``mode`` as Node reads it: a number, or a string of octal digits of any length (Node's
  * parseFileMode takes `'0000000000777'` as 0o777); undefined for anything else, which Node
@@ -910,25 +914,38 @@ function openingMode(mode) {
   return deniedError('a file mode that lets other users write, or run a file as its owner');
 }
 
-/** ``fs.chmod``-like ``fn`` (path or descriptor, mode, callback unless ``Sync``) refusing an
- * opening mode: thrown, or passed to the callback on the next tick. */
-function guardModeCall(fn, sync) {
-  return function chmod(...args) {
-    const err = openingMode(args[1]);
+/** The refusal of a chown to ``uid`` and ``gid`` that gives a file to another user or group
+ * (only -1, no change, and the process's own ids pass), or null. */
+function givingAway(uid, gid) {
+  if ((uid === -1 || uid === OWN_UID) && (gid === -1 || gid === OWN_GID)) return null;
+  return deniedError('a file owner other than the user running the tool');
+}
+
+/** ``fn`` refusing the calls ``refusal`` (the arguments → an error or null) refuses, as Node
+ * refuses in its ``form`` (`sync`: thrown; `callback`: passed to the last argument on the
+ * next tick; `promise`: rejected). */
+function refusing(fn, form, refusal) {
+  return function guarded(...args) {
+    const err = refusal(args);
     if (err === null) return apply(fn, this, args);
+    if (form === 'promise') return rejected(err);
     const callback = args[args.length - 1];
-    if (sync || typeof callback !== 'function') throw err;
+    if (form === 'sync' || typeof callback !== 'function') throw err;
     apply(nextTick, process, [callback, err]);
     return undefined;
   };
 }
 
-/** ``fs.promises.chmod``-like ``fn`` rejecting an opening mode. */
-function guardModePromise(fn) {
-  return function chmod(...args) {
-    const err = openingMode(args[1]);
-    return err === null ? apply(fn, this, args) : rejected(err);
-  };
+/** ``fs.chmod``-like ``fn`` (a path or descriptor, then the mode) refusing an opening mode. */
+function guardModeCall(fn, form) {
+  return refusing(fn, form, (args) => openingMode(args[1]));
+}
+
+/** ``fs.chown``-like ``fn`` (a path or descriptor, then uid and gid) refusing to give the
+ * file away: as root, a tool gave a directory of its write grant to uid 65534, who could
+ * plant a link there; a user in several groups could give one to another group. */
+function guardOwnerCall(fn, form) {
+  return refusing(fn, form, (args) => givingAway(args[1], args[2]));
 }
 
 /** ``options`` of a call that creates a file, with their ``mode`` read once and kept as an
@@ -945,19 +962,14 @@ function fixedMode(args, at) {
 }
 
 /** ``fn``, a call that creates a file, refusing a mode with a set-ID bit: ``at`` is the index
- * of its mode, or of its options when ``inOptions``; ``form`` is `sync`, `callback` or
- * `promise`. The umask masks the rest of a new file's mode. */
+ * of its mode, or of its options when ``inOptions``. The umask masks the rest of a new
+ * file's mode. */
 function guardCreation(fn, at, inOptions, form) {
-  return function create(...args) {
+  return refusing(fn, form, (args) => {
     const value = modeValue(inOptions ? fixedMode(args, at) : args[at]);
-    if (value === undefined || (value & SET_ID) === 0) return apply(fn, this, args);
-    const err = deniedError('a file mode that runs the file as its owner');
-    if (form === 'promise') return rejected(err);
-    const callback = args[args.length - 1];
-    if (form === 'sync' || typeof callback !== 'function') throw err;
-    apply(nextTick, process, [callback, err]);
-    return undefined;
-  };
+    if (value === undefined || (value & SET_ID) === 0) return null;
+    return deniedError('a file mode that runs the file as its owner');
+  });
 }
 
 /** process.umask: reads as before; a mask that keeps the start's closed bits is set. */
@@ -969,14 +981,14 @@ function guardedUmask(...args) {
   }
   return apply(umask, process, args);
 }
-return Object.freeze({ __proto__: null, openingMode, guardModeCall, guardModePromise, guardCreation, guardedUmask, });
+return Object.freeze({ __proto__: null, openingMode, guardModeCall, guardOwnerCall, guardCreation, guardedUmask, });
 })();
 
 // ---- fd_guard.mjs
 const __host_fd_guard = (() => {
 const { deniedError } = __host_module_guard;
 const { guardCallbackRemoval, guardCopySync, guardPromiseRemoval } = __host_fs_gaps;
-const { guardCreation, guardModeCall, guardModePromise, openingMode } = __host_file_modes;
+const { guardCreation, guardModeCall, guardOwnerCall, openingMode } = __host_file_modes;
 const { MapCtor, WeakSetCtor, apply, builtin, construct, defineProperty, getOwnPropertyDescriptor, getPrototypeOf, isProxy, keys, mapDelete, mapGet, mapHas, mapSet, nextTick, ownKeys, rejected, settle, stringCharCodeAt, stringEndsWith, stringSlice, stringStartsWith, symbolDescription, weakSetAdd, weakSetHas } = __host_pristine;
 // The descriptor guard: a tool names only file descriptors that are its own.
 //
@@ -1208,13 +1220,14 @@ function wrapFs(channelFds) {
   fs.cpSync = promisesFirst(guardCopySync(fs.cpSync));
   fs.rm = guardCallbackRemoval(fs.rm);
   fs.rmdir = guardCallbackRemoval(fs.rmdir);
-  // Modes that open a file to other users (file_modes.mjs).
-  const modeCalls = ['chmod', 'fchmod', 'lchmod'];
+  // Modes and owners that open a file to other users (file_modes.mjs).
+  const modeCalls = ['chmod', 'fchmod', 'lchmod', 'chown', 'fchown', 'lchown'];
   for (let i = 0; i < modeCalls.length; i += 1) {
     const name = modeCalls[i];
-    if (typeof fs[name] === 'function') fs[name] = guardModeCall(fs[name], false);
+    const guard = i < 3 ? guardModeCall : guardOwnerCall;
+    if (typeof fs[name] === 'function') fs[name] = guard(fs[name], 'callback');
     if (typeof fs[`${name}Sync`] === 'function') {
-      fs[`${name}Sync`] = guardModeCall(fs[`${name}Sync`], true);
+      fs[`${name}Sync`] = guard(fs[`${name}Sync`], 'sync');
     }
   }
   // New files with a set-ID bit (file_modes.mjs): writeFile, appendFile and write streams
@@ -1337,10 +1350,12 @@ function guardedPromises() {
     return handle;
   });
   replace(promises, 'rm', guardPromiseRemoval(promises.rm));
-  replace(promises, 'chmod', guardModePromise(promises.chmod));
+  replace(promises, 'chmod', guardModeCall(promises.chmod, 'promise'));
   if (typeof promises.lchmod === 'function') {
-    replace(promises, 'lchmod', guardModePromise(promises.lchmod));
+    replace(promises, 'lchmod', guardModeCall(promises.lchmod, 'promise'));
   }
+  replace(promises, 'chown', guardOwnerCall(promises.chown, 'promise'));
+  replace(promises, 'lchown', guardOwnerCall(promises.lchown, 'promise'));
   replace(promises, 'rmdir', guardPromiseRemoval(promises.rmdir));
   // fs/promises' writeFile and appendFile open with its own open, not the module's.
   replace(promises, 'open', guardCreation(promises.open, 2, false, 'promise'));

@@ -27,7 +27,7 @@
 import { deniedError } from './module_guard.mjs';
 import { guardCallbackRemoval, guardCopySync, guardPromiseRemoval } from './fs_gaps.mjs';
 import {
-  guardCreation, guardModeCall, guardModePromise, openingMode,
+  guardCreation, guardModeCall, guardOwnerCall, openingMode,
 } from './file_modes.mjs';
 import {
   MapCtor, WeakSetCtor, apply, builtin, construct, defineProperty, getOwnPropertyDescriptor,
@@ -239,13 +239,14 @@ function wrapFs(channelFds) {
   fs.cpSync = promisesFirst(guardCopySync(fs.cpSync));
   fs.rm = guardCallbackRemoval(fs.rm);
   fs.rmdir = guardCallbackRemoval(fs.rmdir);
-  // Modes that open a file to other users (file_modes.mjs).
-  const modeCalls = ['chmod', 'fchmod', 'lchmod'];
+  // Modes and owners that open a file to other users (file_modes.mjs).
+  const modeCalls = ['chmod', 'fchmod', 'lchmod', 'chown', 'fchown', 'lchown'];
   for (let i = 0; i < modeCalls.length; i += 1) {
     const name = modeCalls[i];
-    if (typeof fs[name] === 'function') fs[name] = guardModeCall(fs[name], false);
+    const guard = i < 3 ? guardModeCall : guardOwnerCall;
+    if (typeof fs[name] === 'function') fs[name] = guard(fs[name], 'callback');
     if (typeof fs[`${name}Sync`] === 'function') {
-      fs[`${name}Sync`] = guardModeCall(fs[`${name}Sync`], true);
+      fs[`${name}Sync`] = guard(fs[`${name}Sync`], 'sync');
     }
   }
   // New files with a set-ID bit (file_modes.mjs): writeFile, appendFile and write streams
@@ -368,10 +369,12 @@ function guardedPromises() {
     return handle;
   });
   replace(promises, 'rm', guardPromiseRemoval(promises.rm));
-  replace(promises, 'chmod', guardModePromise(promises.chmod));
+  replace(promises, 'chmod', guardModeCall(promises.chmod, 'promise'));
   if (typeof promises.lchmod === 'function') {
-    replace(promises, 'lchmod', guardModePromise(promises.lchmod));
+    replace(promises, 'lchmod', guardModeCall(promises.lchmod, 'promise'));
   }
+  replace(promises, 'chown', guardOwnerCall(promises.chown, 'promise'));
+  replace(promises, 'lchown', guardOwnerCall(promises.lchown, 'promise'));
   replace(promises, 'rmdir', guardPromiseRemoval(promises.rmdir));
   // fs/promises' writeFile and appendFile open with its own open, not the module's.
   replace(promises, 'open', guardCreation(promises.open, 2, false, 'promise'));
