@@ -26,6 +26,9 @@ from splice_build.mcp.mapping import tool_result
 pytestmark = pytest.mark.node
 
 GRANTS = {"fs": {"read": ["workspace"], "write": ["out"]}}
+# A write grant inside a read grant: Node's fs.cp stats every directory from the copy's
+# destination up to its source's, which must all be readable.
+NESTED_GRANTS = {"fs": {"read": ["workspace"], "write": ["workspace/out"]}}
 
 PROBE = r"""
 import fs from 'node:fs';
@@ -391,8 +394,14 @@ export default async (input, ctx) => {
     await new Promise((r) => fs.cp(data, out + '/c', { recursive: true }, (e) => r(e ? e.code : 'copied'))),
     await fs.promises.cp(data, out + '/d', { recursive: true }).then(() => 'copied', (e) => e.code),
     outcome(() => fs.cpSync(data + '/keep.txt', out + '/keep.txt')),
+    // Node calls a filter as a method of its options: clearing their filter brought back
+    // the C++ copy for the directories below.
+    outcome(() => cpSync(data, out + '/e', { recursive: true, filter() {
+      try { this.filter = undefined; } catch {}
+      return true;
+    } })),
   ];
-  const links = ['a', 'b', 'c', 'd'].filter((d) => fs.existsSync(out + '/' + d + '/sub/up'));
+  const links = ['a', 'b', 'c', 'd', 'e'].filter((d) => fs.existsSync(out + '/' + d + '/sub/up'));
   const wrote = outcome(() => fs.writeFileSync(out + '/a/sub/up/splice.json', '{"packages": {"x": "1"}}'));
   return { seen, links, wrote };
 };
@@ -402,7 +411,9 @@ export default async (input, ctx) => {
 def test_a_copy_makes_no_link_in_a_write_grant(run_tool, project: Path) -> None:
     """fs.cpSync made the links of a directory without the check of fs.symlink (Node's C++
     copy): through `out/a/sub/up` a tool rewrote splice.json (in-process; EROFS in the file
-    view). Every copy refuses the link now, as fs.symlink does; files still copy."""
+    view), and so through `out/e/sub/up` once the host gave every cpSync a filter, with a
+    filter that cleared Node's options' own. Every copy refuses the link now, as fs.symlink
+    does; files still copy."""
     (project / "workspace" / "sub").mkdir(parents=True)
     (project / "workspace" / "keep.txt").write_text("kept", encoding="utf-8")
     os.symlink("../..", project / "workspace" / "sub" / "up")
@@ -411,7 +422,7 @@ def test_a_copy_makes_no_link_in_a_write_grant(run_tool, project: Path) -> None:
     result = run_tool(COPIES_OF_A_LINK, permissions=GRANTS)
     assert result.ok, result.to_json()
     assert result.output == {
-        "seen": ["ERR_ACCESS_DENIED"] * 4 + ["copied"],
+        "seen": ["ERR_ACCESS_DENIED"] * 4 + ["copied", "ERR_ACCESS_DENIED"],
         "links": [],
         "wrote": "ENOENT",
     }
@@ -440,11 +451,24 @@ export default async (input, ctx) => {
     await handle.chmod(0o666).then(() => 'done', (e) => e.code),
     sync(() => process.umask(0)),
     sync(() => umask('0')),
+    // Node reads an octal string of any length.
+    sync(() => fs.chmodSync(out + '/d', '0000000000000777')),
+    sync(() => umask('0000000000000')),
+    // Set-ID bits (the OS layer's seccomp filter answers EPERM).
+    sync(() => fs.chmodSync(out + '/f', 0o4755)),
+    sync(() => fs.chmodSync(out + '/d', 0o2700)),
+    sync(() => fs.writeFileSync(out + '/g', 'x', { mode: 0o4755 })),
+    await fs.promises.writeFile(out + '/h', 'x', { mode: 0o2755 }).then(() => 'done', (e) => e.code),
+    await new Promise((r) => fs.open(out + '/i', 'w', 0o4700, (e) => r(e ? e.code : 'done'))),
+    // Another owner (as root, uid 65534 got a directory to plant a link in).
+    sync(() => fs.chownSync(out + '/d', process.geteuid() + 1, -1)),
+    await fs.promises.chown(out + '/f', -1, process.getegid() + 1).then(() => 'done', (e) => e.code),
   ];
   const allowed = [
     sync(() => fs.chmodSync(out + '/d', 0o700)),
     sync(() => fs.chmodSync(out + '/f', '644')),
     sync(() => process.umask(0o077)),
+    sync(() => fs.chownSync(out + '/d', process.geteuid(), -1)),
   ];
   await handle.close();
   fs.mkdirSync(out + '/e', 0o777);
@@ -457,10 +481,42 @@ def test_a_tool_cannot_open_its_files_to_other_users(run_tool, project: Path) ->
     """chmod 0777 of a directory in the write grant let another user plant a link there, and
     the tool's next call wrote through it to a file of the user outside every grant
     (isolation in-process, uid 65534 as the other user). Modes and umasks that would give
-    others write are refused (file_modes.mjs); nothing in the grant is open to them."""
+    others write are refused (file_modes.mjs), and so are the set-ID bits, in a chmod or a new
+    file's mode, as the OS layer's seccomp filter refuses them (in-process, a program the
+    tool wrote and made 04755 ran as root for uid 65534), and a chown to another user or
+    group. Nothing in the grant is open to them."""
     (project / "out").mkdir()
     result = run_tool(OPENING_MODES, permissions=GRANTS)
     assert result.ok, result.to_json()
-    assert result.output == {"refused": ["ERR_ACCESS_DENIED"] * 8, "allowed": ["done"] * 3}
-    modes = {p.name: p.stat().st_mode & 0o777 for p in (project / "out").iterdir()}
+    assert result.output == {"refused": ["ERR_ACCESS_DENIED"] * 17, "allowed": ["done"] * 4}
+    modes = {p.name: p.stat().st_mode & 0o7777 for p in (project / "out").iterdir()}
     assert modes == {"d": 0o700, "e": 0o700, "f": 0o644}
+
+
+# A copy made before the tool reached fs/promises (node:fs from process.getBuiltinModule
+# reads no `fs.promises`, where an import of it does).
+EARLY_COPY = r"""
+export default async (input, ctx) => {
+  const fs = process.getBuiltinModule('node:fs');
+  const data = ctx.paths.project + '/workspace';
+  const copy = (to) => new Promise((r) => fs.cp(data + '/open', to, { recursive: true }, r));
+  const first = await copy(data + '/out/c');
+  const later = await fs.promises.cp(data + '/open', data + '/out/d', { recursive: true })
+    .then(() => null, (e) => e);
+  return [first, later].map((e) => (e ? e.code : 'copied'));
+};
+"""
+
+
+def test_a_first_copy_carries_no_open_mode(run_tool, project: Path) -> None:
+    """Node's copies take fs/promises' chmod when they first load: a tool whose first copy
+    came before it reached fs/promises had Node's own chmod carry a 0777 directory of its
+    read grant over, for that copy and every later one (out/c and out/d 0777). Refused now,
+    as every chmod that opens a directory to others is."""
+    (project / "workspace" / "open").mkdir(parents=True)
+    (project / "workspace" / "open").chmod(0o777)
+    result = run_tool(EARLY_COPY, permissions=NESTED_GRANTS)
+    assert result.ok, result.to_json()
+    assert result.output == ["ERR_ACCESS_DENIED"] * 2
+    copies = project / "workspace" / "out"
+    assert {p.name: p.stat().st_mode & 0o022 for p in copies.iterdir()} == {"c": 0, "d": 0}

@@ -742,7 +742,9 @@ const { ErrorCtor, URLCtor, apply, builtin, keys, nextTick, rejected, safeGet, s
 // in a read grant (`data/up -> ..`, a checkout's own) copied into a write grant let the tool
 // write the project's splice.json through it. With a filter Node takes its JavaScript walk,
 // whose `symlinkSync` is checked; so every `cpSync` gets one (the tool's, or one that keeps
-// everything), and a link in the tree is refused as `fs.symlink` refuses it.
+// everything), and a link in the tree is refused as `fs.symlink` refuses it. Node calls the
+// filter as a method of its options: the tool's is called from the host's, so it never holds
+// them (it could clear their `filter`).
 //
 // Refusals. Node's asynchronous recursive removal (`fs.rm`/`fs.rmdir` with a callback and
 // `fs.promises.rm`/`rmdir`, `recursive: true`, on a directory) lstats the path, then calls
@@ -824,9 +826,18 @@ function keepAll() {
   return true;
 }
 
-/** ``fs.cpSync`` always given a filter, so that Node copies by its checked walk. Options
- * that are not an object go to Node as they are (it refuses them); an object's own
- * enumerable options are copied, as Node's own spread of them does. */
+/** The tool's cpSync ``filter`` called with no `this`. Node calls a filter as a method of its
+ * own options, whose `filter` it reads again at every directory: a filter that set
+ * `this.filter = undefined` brought back the C++ copy of every directory after. */
+function calledAlone(filter) {
+  return function filter_(src, dest) {
+    return apply(filter, undefined, [src, dest]);
+  };
+}
+
+/** ``fs.cpSync`` always given a filter of the host's, so that Node copies by its checked
+ * walk. Options that are not an object go to Node as they are (it refuses them); an object's
+ * own enumerable options are copied, as Node's own spread of them does. */
 function guardCopySync(fn) {
   return function cpSync(...args) {
     const options = args[2];
@@ -836,7 +847,9 @@ function guardCopySync(fn) {
         const names = keys(options);
         for (let i = 0; i < names.length; i += 1) setOwn(copy, names[i], options[names[i]]);
       }
-      if (copy.filter === undefined) setOwn(copy, 'filter', keepAll);
+      const filter = copy.filter;
+      if (filter === undefined) setOwn(copy, 'filter', keepAll);
+      else if (typeof filter === 'function') setOwn(copy, 'filter', calledAlone(filter));
       args[2] = copy;
     }
     return apply(fn, this, args);
@@ -848,7 +861,7 @@ return Object.freeze({ __proto__: null, refusedRemoval, guardCallbackRemoval, gu
 // ---- file_modes.mjs
 const __host_file_modes = (() => {
 const { deniedError } = __host_module_guard;
-const { apply, nextTick, rejected, stringCharCodeAt } = __host_pristine;
+const { apply, nextTick, rejected, setOwn, stringCharCodeAt } = __host_pristine;
 // A tool's files stay closed to other users. The sandbox starts the tool under a umask that
 // masks others' write, and the group's unless the program's umask gave the group write
 // (runtime/isolation/child.py close_to_others). A tool could undo that: `process.umask(0)`
@@ -857,52 +870,106 @@ const { apply, nextTick, rejected, stringCharCodeAt } = __host_pristine;
 // follows links in a grant wherever they lead; without the file view nothing else stops it).
 // So no umask may drop a bit of the start's write mask, and no chmod may set one: both are
 // refused with ERR_ACCESS_DENIED, as a write outside the grants is.
+//
+// No umask masks the set-user-ID and set-group-ID bits either, which the OS layer's seccomp
+// filter refuses in every mode (docs/security.md): without it, a tool that wrote a program
+// into its write grant and made it set-user-ID (`chmod 04755`) let any local user run it as
+// the user who ran Splice (uid 65534 ran such a copy of `id`: euid=0(root)), and as root,
+// which keeps the bits through a write, `writeFile(p, bytes, { mode: 0o4755 })` made one at
+// once. So no chmod sets either bit and no file is created with one (`open`, `openSync`,
+// `writeFileSync`, fs/promises' `open`, `writeFile` and `appendFile`; `writeFile`,
+// `appendFile`, `appendFileSync` and write streams reach one of them; `mkdir` drops both).
+// Nor may a tool give a file away (`chown`): as root it could hand another user a directory.
 
 const umask = process.umask;
 // Read before any tool code runs (process.umask() with no argument only reads).
 const CLOSED = apply(umask, process, []) & 0o022;
+// S_ISUID | S_ISGID
+const SET_ID = 0o6000;
+// The ids a chown may name besides -1 (no change).
+const OWN_UID = apply(process.geteuid, process, []);
+const OWN_GID = apply(process.getegid, process, []);
 
-/** ``mode`` as Node reads it (a number, or a string of octal digits); undefined for anything
- * else, which Node refuses itself. */
+/** ``mode`` as Node reads it: a number, or a string of octal digits of any length (Node's
+ * parseFileMode takes `'0000000000777'` as 0o777); undefined for anything else, which Node
+ * refuses itself. A string's value is kept to its low 32 bits, the bits a mode has (Node
+ * refuses a larger one). */
 function modeValue(mode) {
   if (typeof mode === 'number') return mode;
-  if (typeof mode !== 'string' || mode.length === 0 || mode.length > 11) return undefined;
+  if (typeof mode !== 'string' || mode.length === 0) return undefined;
   let value = 0;
   for (let i = 0; i < mode.length; i += 1) {
     const digit = apply(stringCharCodeAt, mode, [i]) - 48;
     if (!(digit >= 0 && digit <= 7)) return undefined;
-    value = value * 8 + digit;
+    value = (value * 8 + digit) % 0x100000000;
   }
   return value;
 }
 
-/** The refusal of a file ``mode`` that gives other users a write the start's umask masks,
- * or null. */
+/** The refusal of a chmod to ``mode`` that gives other users a write the start's umask
+ * masks or sets a set-ID bit, or null. */
 function openingMode(mode) {
   const value = modeValue(mode);
-  if (value === undefined || (value & CLOSED) === 0) return null;
-  return deniedError('a file mode that lets other users write');
+  if (value === undefined || (value & (CLOSED | SET_ID)) === 0) return null;
+  return deniedError('a file mode that lets other users write, or run a file as its owner');
 }
 
-/** ``fs.chmod``-like ``fn`` (path or descriptor, mode, callback unless ``Sync``) refusing an
- * opening mode: thrown, or passed to the callback on the next tick. */
-function guardModeCall(fn, sync) {
-  return function chmod(...args) {
-    const err = openingMode(args[1]);
+/** The refusal of a chown to ``uid`` and ``gid`` that gives a file to another user or group
+ * (only -1, no change, and the process's own ids pass), or null. */
+function givingAway(uid, gid) {
+  if ((uid === -1 || uid === OWN_UID) && (gid === -1 || gid === OWN_GID)) return null;
+  return deniedError('a file owner other than the user running the tool');
+}
+
+/** ``fn`` refusing the calls ``refusal`` (the arguments → an error or null) refuses, as Node
+ * refuses in its ``form`` (`sync`: thrown; `callback`: passed to the last argument on the
+ * next tick; `promise`: rejected). */
+function refusing(fn, form, refusal) {
+  return function guarded(...args) {
+    const err = refusal(args);
     if (err === null) return apply(fn, this, args);
+    if (form === 'promise') return rejected(err);
     const callback = args[args.length - 1];
-    if (sync || typeof callback !== 'function') throw err;
+    if (form === 'sync' || typeof callback !== 'function') throw err;
     apply(nextTick, process, [callback, err]);
     return undefined;
   };
 }
 
-/** ``fs.promises.chmod``-like ``fn`` rejecting an opening mode. */
-function guardModePromise(fn) {
-  return function chmod(...args) {
-    const err = openingMode(args[1]);
-    return err === null ? apply(fn, this, args) : rejected(err);
-  };
+/** ``fs.chmod``-like ``fn`` (a path or descriptor, then the mode) refusing an opening mode. */
+function guardModeCall(fn, form) {
+  return refusing(fn, form, (args) => openingMode(args[1]));
+}
+
+/** ``fs.chown``-like ``fn`` (a path or descriptor, then uid and gid) refusing to give the
+ * file away: as root, a tool gave a directory of its write grant to uid 65534, who could
+ * plant a link there; a user in several groups could give one to another group. */
+function guardOwnerCall(fn, form) {
+  return refusing(fn, form, (args) => givingAway(args[1], args[2]));
+}
+
+/** ``options`` of a call that creates a file, with their ``mode`` read once and kept as an
+ * own property of options that inherit the rest (a getter could tell the host one mode and
+ * Node another); a string or anything else goes as it is. Returns the mode. */
+function fixedMode(args, at) {
+  const options = args[at];
+  if (options === null || typeof options !== 'object') return undefined;
+  const mode = options.mode;
+  const fixed = { __proto__: options };
+  setOwn(fixed, 'mode', mode);
+  args[at] = fixed;
+  return mode;
+}
+
+/** ``fn``, a call that creates a file, refusing a mode with a set-ID bit: ``at`` is the index
+ * of its mode, or of its options when ``inOptions``. The umask masks the rest of a new
+ * file's mode. */
+function guardCreation(fn, at, inOptions, form) {
+  return refusing(fn, form, (args) => {
+    const value = modeValue(inOptions ? fixedMode(args, at) : args[at]);
+    if (value === undefined || (value & SET_ID) === 0) return null;
+    return deniedError('a file mode that runs the file as its owner');
+  });
 }
 
 /** process.umask: reads as before; a mask that keeps the start's closed bits is set. */
@@ -914,14 +981,14 @@ function guardedUmask(...args) {
   }
   return apply(umask, process, args);
 }
-return Object.freeze({ __proto__: null, openingMode, guardModeCall, guardModePromise, guardedUmask, });
+return Object.freeze({ __proto__: null, openingMode, guardModeCall, guardOwnerCall, guardCreation, guardedUmask, });
 })();
 
 // ---- fd_guard.mjs
 const __host_fd_guard = (() => {
 const { deniedError } = __host_module_guard;
 const { guardCallbackRemoval, guardCopySync, guardPromiseRemoval } = __host_fs_gaps;
-const { guardModeCall, guardModePromise, openingMode } = __host_file_modes;
+const { guardCreation, guardModeCall, guardOwnerCall, openingMode } = __host_file_modes;
 const { MapCtor, WeakSetCtor, apply, builtin, construct, defineProperty, getOwnPropertyDescriptor, getPrototypeOf, isProxy, keys, mapDelete, mapGet, mapHas, mapSet, nextTick, ownKeys, rejected, settle, stringCharCodeAt, stringEndsWith, stringSlice, stringStartsWith, symbolDescription, weakSetAdd, weakSetHas } = __host_pristine;
 // The descriptor guard: a tool names only file descriptors that are its own.
 //
@@ -1103,6 +1170,17 @@ function closing(fn, name) {
   };
 }
 
+/** ``fs.cp``/``fs.cpSync`` with fs/promises guarded first. Node's copies (cp.js, which
+ * cpSync loads too) take fs/promises' `chmod` and `copyFile` once, when they first load: a
+ * copy made before the tool reached fs/promises carried a source directory's 0777 through
+ * Node's own `chmod`, for that copy and every later one. */
+function promisesFirst(fn) {
+  return function copy(...args) {
+    if (!promisesGuarded) guardedPromises();
+    return apply(fn, this, args);
+  };
+}
+
 function wrapFs(channelFds) {
   const fixed = [0, 1, 2, channelFds[0], channelFds[1]];
   for (let i = 0; i < fixed.length; i += 1) apply(mapSet, permanent, [fixed[i], true]);
@@ -1138,18 +1216,25 @@ function wrapFs(channelFds) {
     return apply(open, fs, args);
   };
   // Gaps in Node's own checks (fs_gaps.mjs).
-  fs.cpSync = guardCopySync(fs.cpSync);
+  fs.cp = promisesFirst(fs.cp);
+  fs.cpSync = promisesFirst(guardCopySync(fs.cpSync));
   fs.rm = guardCallbackRemoval(fs.rm);
   fs.rmdir = guardCallbackRemoval(fs.rmdir);
-  // Modes that open a file to other users (file_modes.mjs).
-  const modeCalls = ['chmod', 'fchmod', 'lchmod'];
+  // Modes and owners that open a file to other users (file_modes.mjs).
+  const modeCalls = ['chmod', 'fchmod', 'lchmod', 'chown', 'fchown', 'lchown'];
   for (let i = 0; i < modeCalls.length; i += 1) {
     const name = modeCalls[i];
-    if (typeof fs[name] === 'function') fs[name] = guardModeCall(fs[name], false);
+    const guard = i < 3 ? guardModeCall : guardOwnerCall;
+    if (typeof fs[name] === 'function') fs[name] = guard(fs[name], 'callback');
     if (typeof fs[`${name}Sync`] === 'function') {
-      fs[`${name}Sync`] = guardModeCall(fs[`${name}Sync`], true);
+      fs[`${name}Sync`] = guard(fs[`${name}Sync`], 'sync');
     }
   }
+  // New files with a set-ID bit (file_modes.mjs): writeFile, appendFile and write streams
+  // open with fs.open, appendFileSync calls writeFileSync.
+  fs.open = guardCreation(fs.open, 2, false, 'callback');
+  fs.openSync = guardCreation(fs.openSync, 2, false, 'sync');
+  fs.writeFileSync = guardCreation(fs.writeFileSync, 2, true, 'sync');
   fs.close = closing(originals.close, 'close');
   fs.closeSync = closing(originals.closeSync, 'closeSync');
   const promises = getOwnPropertyDescriptor(fs, 'promises');
@@ -1265,11 +1350,17 @@ function guardedPromises() {
     return handle;
   });
   replace(promises, 'rm', guardPromiseRemoval(promises.rm));
-  replace(promises, 'chmod', guardModePromise(promises.chmod));
+  replace(promises, 'chmod', guardModeCall(promises.chmod, 'promise'));
   if (typeof promises.lchmod === 'function') {
-    replace(promises, 'lchmod', guardModePromise(promises.lchmod));
+    replace(promises, 'lchmod', guardModeCall(promises.lchmod, 'promise'));
   }
+  replace(promises, 'chown', guardOwnerCall(promises.chown, 'promise'));
+  replace(promises, 'lchown', guardOwnerCall(promises.lchown, 'promise'));
   replace(promises, 'rmdir', guardPromiseRemoval(promises.rmdir));
+  // fs/promises' writeFile and appendFile open with its own open, not the module's.
+  replace(promises, 'open', guardCreation(promises.open, 2, false, 'promise'));
+  replace(promises, 'writeFile', guardCreation(promises.writeFile, 2, true, 'promise'));
+  replace(promises, 'appendFile', guardCreation(promises.appendFile, 2, true, 'promise'));
   // `import { open } from 'node:fs/promises'` links against the guarded functions.
   syncBuiltinESMExports();
   return promises;

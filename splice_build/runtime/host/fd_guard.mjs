@@ -26,7 +26,9 @@
 // ``prepareBuiltin`` to the module guard).
 import { deniedError } from './module_guard.mjs';
 import { guardCallbackRemoval, guardCopySync, guardPromiseRemoval } from './fs_gaps.mjs';
-import { guardModeCall, guardModePromise, openingMode } from './file_modes.mjs';
+import {
+  guardCreation, guardModeCall, guardOwnerCall, openingMode,
+} from './file_modes.mjs';
 import {
   MapCtor, WeakSetCtor, apply, builtin, construct, defineProperty, getOwnPropertyDescriptor,
   getPrototypeOf, isProxy, keys, mapDelete, mapGet, mapHas, mapSet, nextTick, ownKeys, rejected,
@@ -187,6 +189,17 @@ function closing(fn, name) {
   };
 }
 
+/** ``fs.cp``/``fs.cpSync`` with fs/promises guarded first. Node's copies (cp.js, which
+ * cpSync loads too) take fs/promises' `chmod` and `copyFile` once, when they first load: a
+ * copy made before the tool reached fs/promises carried a source directory's 0777 through
+ * Node's own `chmod`, for that copy and every later one. */
+function promisesFirst(fn) {
+  return function copy(...args) {
+    if (!promisesGuarded) guardedPromises();
+    return apply(fn, this, args);
+  };
+}
+
 function wrapFs(channelFds) {
   const fixed = [0, 1, 2, channelFds[0], channelFds[1]];
   for (let i = 0; i < fixed.length; i += 1) apply(mapSet, permanent, [fixed[i], true]);
@@ -222,18 +235,25 @@ function wrapFs(channelFds) {
     return apply(open, fs, args);
   };
   // Gaps in Node's own checks (fs_gaps.mjs).
-  fs.cpSync = guardCopySync(fs.cpSync);
+  fs.cp = promisesFirst(fs.cp);
+  fs.cpSync = promisesFirst(guardCopySync(fs.cpSync));
   fs.rm = guardCallbackRemoval(fs.rm);
   fs.rmdir = guardCallbackRemoval(fs.rmdir);
-  // Modes that open a file to other users (file_modes.mjs).
-  const modeCalls = ['chmod', 'fchmod', 'lchmod'];
+  // Modes and owners that open a file to other users (file_modes.mjs).
+  const modeCalls = ['chmod', 'fchmod', 'lchmod', 'chown', 'fchown', 'lchown'];
   for (let i = 0; i < modeCalls.length; i += 1) {
     const name = modeCalls[i];
-    if (typeof fs[name] === 'function') fs[name] = guardModeCall(fs[name], false);
+    const guard = i < 3 ? guardModeCall : guardOwnerCall;
+    if (typeof fs[name] === 'function') fs[name] = guard(fs[name], 'callback');
     if (typeof fs[`${name}Sync`] === 'function') {
-      fs[`${name}Sync`] = guardModeCall(fs[`${name}Sync`], true);
+      fs[`${name}Sync`] = guard(fs[`${name}Sync`], 'sync');
     }
   }
+  // New files with a set-ID bit (file_modes.mjs): writeFile, appendFile and write streams
+  // open with fs.open, appendFileSync calls writeFileSync.
+  fs.open = guardCreation(fs.open, 2, false, 'callback');
+  fs.openSync = guardCreation(fs.openSync, 2, false, 'sync');
+  fs.writeFileSync = guardCreation(fs.writeFileSync, 2, true, 'sync');
   fs.close = closing(originals.close, 'close');
   fs.closeSync = closing(originals.closeSync, 'closeSync');
   const promises = getOwnPropertyDescriptor(fs, 'promises');
@@ -349,11 +369,17 @@ function guardedPromises() {
     return handle;
   });
   replace(promises, 'rm', guardPromiseRemoval(promises.rm));
-  replace(promises, 'chmod', guardModePromise(promises.chmod));
+  replace(promises, 'chmod', guardModeCall(promises.chmod, 'promise'));
   if (typeof promises.lchmod === 'function') {
-    replace(promises, 'lchmod', guardModePromise(promises.lchmod));
+    replace(promises, 'lchmod', guardModeCall(promises.lchmod, 'promise'));
   }
+  replace(promises, 'chown', guardOwnerCall(promises.chown, 'promise'));
+  replace(promises, 'lchown', guardOwnerCall(promises.lchown, 'promise'));
   replace(promises, 'rmdir', guardPromiseRemoval(promises.rmdir));
+  // fs/promises' writeFile and appendFile open with its own open, not the module's.
+  replace(promises, 'open', guardCreation(promises.open, 2, false, 'promise'));
+  replace(promises, 'writeFile', guardCreation(promises.writeFile, 2, true, 'promise'));
+  replace(promises, 'appendFile', guardCreation(promises.appendFile, 2, true, 'promise'));
   // `import { open } from 'node:fs/promises'` links against the guarded functions.
   syncBuiltinESMExports();
   return promises;

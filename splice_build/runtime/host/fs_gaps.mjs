@@ -8,7 +8,9 @@
 // in a read grant (`data/up -> ..`, a checkout's own) copied into a write grant let the tool
 // write the project's splice.json through it. With a filter Node takes its JavaScript walk,
 // whose `symlinkSync` is checked; so every `cpSync` gets one (the tool's, or one that keeps
-// everything), and a link in the tree is refused as `fs.symlink` refuses it.
+// everything), and a link in the tree is refused as `fs.symlink` refuses it. Node calls the
+// filter as a method of its options: the tool's is called from the host's, so it never holds
+// them (it could clear their `filter`).
 //
 // Refusals. Node's asynchronous recursive removal (`fs.rm`/`fs.rmdir` with a callback and
 // `fs.promises.rm`/`rmdir`, `recursive: true`, on a directory) lstats the path, then calls
@@ -94,9 +96,18 @@ function keepAll() {
   return true;
 }
 
-/** ``fs.cpSync`` always given a filter, so that Node copies by its checked walk. Options
- * that are not an object go to Node as they are (it refuses them); an object's own
- * enumerable options are copied, as Node's own spread of them does. */
+/** The tool's cpSync ``filter`` called with no `this`. Node calls a filter as a method of its
+ * own options, whose `filter` it reads again at every directory: a filter that set
+ * `this.filter = undefined` brought back the C++ copy of every directory after. */
+function calledAlone(filter) {
+  return function filter_(src, dest) {
+    return apply(filter, undefined, [src, dest]);
+  };
+}
+
+/** ``fs.cpSync`` always given a filter of the host's, so that Node copies by its checked
+ * walk. Options that are not an object go to Node as they are (it refuses them); an object's
+ * own enumerable options are copied, as Node's own spread of them does. */
 export function guardCopySync(fn) {
   return function cpSync(...args) {
     const options = args[2];
@@ -106,7 +117,9 @@ export function guardCopySync(fn) {
         const names = keys(options);
         for (let i = 0; i < names.length; i += 1) setOwn(copy, names[i], options[names[i]]);
       }
-      if (copy.filter === undefined) setOwn(copy, 'filter', keepAll);
+      const filter = copy.filter;
+      if (filter === undefined) setOwn(copy, 'filter', keepAll);
+      else if (typeof filter === 'function') setOwn(copy, 'filter', calledAlone(filter));
       args[2] = copy;
     }
     return apply(fn, this, args);
