@@ -366,6 +366,7 @@ class Splice:
         """``[{name, version, range, status, code?, hint?}]``: status ``ok`` / ``missing`` /
         ``invalid``; a package that is not ok carries the refusal's code and hint (for
         example ``LOCK_INCOMPLETE``, hint ``splice install``)."""
+        from splice_build.install.derived import require_derived
         from splice_build.project.lockfile import load_lockfile
         from splice_build.project.project_file import load_project_file, sorted_by_id
 
@@ -377,7 +378,8 @@ class Splice:
             entry = lock.get(package_id)
             problem: dict[str, Any] = {}
             try:
-                check_installed(self.layout, package_id, entry, home=self.home.path)
+                installed = check_installed(self.layout, package_id, entry, home=self.home.path)
+                require_derived(self.home.path, installed)
                 status = "ok"
             except SpliceError as exc:
                 status = "missing" if exc.code is ErrorCode.NOT_INSTALLED else "invalid"
@@ -581,7 +583,8 @@ class Splice:
     # installed code ---------------------------------------------------------------------------
     def check(self, package_id: str) -> InstalledPackage:
         """Re-verify ``package_id`` from bytes; raises ``INSTALLED_PACKAGE_MODIFIED`` /
-        ``PERMISSIONS_NOT_GRANTED`` / ``NOT_INSTALLED``."""
+        ``PERMISSIONS_NOT_GRANTED`` / ``NOT_INSTALLED`` (also for a tree this machine never
+        checked against the artifact its lock pins: install/derived.py)."""
         from splice_build.project.lockfile import load_lockfile
         from splice_build.spec.names import PackageId
 
@@ -598,16 +601,20 @@ class Splice:
         instant. So a failed check is made once more after any transaction in progress has
         finished (``_recovered`` waits for the project lock while ``.splice/tmp`` exists),
         against the lock as it is then; a package really modified fails both times."""
+        from splice_build.install.derived import require_derived
+
         try:
-            return check_installed(
+            installed = check_installed(
                 self.layout, package_id, lock.get(package_id), home=self.home.path
             )
         except SpliceError:
             self._recovered()
-        from splice_build.project.lockfile import load_lockfile
+            from splice_build.project.lockfile import load_lockfile
 
-        entry = load_lockfile(self.project_root).get(package_id)
-        return check_installed(self.layout, package_id, entry, home=self.home.path)
+            entry = load_lockfile(self.project_root).get(package_id)
+            installed = check_installed(self.layout, package_id, entry, home=self.home.path)
+        require_derived(self.home.path, installed)
+        return installed
 
     def installed(self) -> list[InstalledPackage]:
         """Packages passing the files-digest and grant checks (others are silently skipped)."""

@@ -700,8 +700,8 @@ def test_the_isolation_setting_is_read_from_the_home_the_splice_was_given(
     and ``"in-process"`` there is the layer that runs."""
     from splice_build.project.home import SpliceHome
 
-    Splice.init(tmp_path / "project").add(["@splice/example"])
     given = SpliceHome(tmp_path / "given-home")
+    Splice.init(tmp_path / "project", home=given.path).add(["@splice/example"])
     given.write_config({"isolation": "no-such-mode"})
     with pytest.raises(SpliceError) as refused:
         Splice(tmp_path / "project", home=given.path).run("example.hello", {"name": "Ada"})
@@ -777,7 +777,7 @@ def test_a_daemon_with_its_own_process_state_runs_tools_and_survives_them(
     from testing.projects import run_python
 
     splice = _waiting_package(tmp_path, _BUSY_OR_HELLO, capabilities=["web.search"])
-    home = SpliceHome(tmp_path / "home")
+    home = SpliceHome(Path(os.environ["SPLICE_HOME"]))  # the one the package was added with
     home.write_config({"isolation": "in-process"})
     answer = tmp_path / "answer.json"
     done = run_python(_DAEMON, str(splice.project_root), str(home.path), str(answer))

@@ -20,6 +20,12 @@ The cache is shared by every project of the user, and the same bytes may come fr
 registries: a record counts only for the registry that listed its signatures (the lock
 entry's), so a registry that lists none for public bytes (one a checkout names) cannot make
 every other project's restore of them unsigned (``SIGNER_CHANGED``).
+
+``<directory>/files/<hex>`` holds the files digest this machine derived from the artifact
+``sha256-<hex>`` when it verified it (install, sync, add, update, verify), next to the cached
+artifact: the digest of the tree the artifact extracts to. It is what makes a lock entry's ``files`` trusted here
+(install/derived.py, docs/security.md#the-locks-files-digest-is-derived-here); nothing in a
+project is read to write it.
 """
 
 from __future__ import annotations
@@ -39,6 +45,8 @@ from splice_build.spec.regular_file import read_regular_file
 # A record holds a few signature entries of a few hundred bytes each: far below this. One that
 # would not fit is not written (and one larger on disk is not read), so what is written reads back.
 MAX_SIGNATURES_BYTES = 1024 * 1024
+# A files digest is ``sha256-`` and 64 hex digits; a record larger than this is none.
+MAX_FILES_DIGEST_BYTES = 128
 
 
 def _warn(message: str, *args: object) -> None:
@@ -103,6 +111,36 @@ class ArtifactCache:
             atomic_write_bytes(path, data)
         except OSError as exc:
             _warn("could not write cache entry %s: %s", path, exc)
+
+    def files_digest_path_for(self, integrity: str) -> Path:
+        """Where the files digest derived from the artifact ``integrity`` is recorded."""
+        return self.directory / "files" / self.path_for(integrity).name  # home's files_digest_dir
+
+    def files_digest(self, integrity: str) -> str | None:
+        """The files digest recorded for the artifact ``integrity``, or None (no record, or
+        one that is no regular file of a digest's size)."""
+        try:
+            data = read_regular_file(
+                self.files_digest_path_for(integrity), limit=MAX_FILES_DIGEST_BYTES
+            )
+        except OSError:
+            return None
+        return data.decode("ascii", "replace")
+
+    def put_files_digest(self, integrity: str, files: str) -> None:
+        """Record ``files``, the files digest of the artifact ``integrity`` just verified
+        (best effort: without it, the package is checked against the artifact again), only
+        next to an artifact the cache holds, as its signatures: a put that failed (a full
+        disk) leaves no orphan."""
+        if not self.path_for(integrity).is_file() or self.files_digest(integrity) == files:
+            return
+        path = self.files_digest_path_for(integrity)
+        try:
+            make_private_dirs(path.parent)
+            remove_dead_temps(path.parent)
+            atomic_write_bytes(path, files.encode())
+        except OSError as exc:
+            _warn("could not write files digest %s: %s", path, exc)
 
     def signatures_path_for(self, integrity: str) -> Path:
         """Where the signatures stored with the artifact ``integrity`` live."""

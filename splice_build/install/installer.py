@@ -356,6 +356,9 @@ class Installer:
         signer_pinning(pinned, signed_by, self.options.allow_signer_change)
         if not fetched.from_cache:
             self.cache.put(fetched.data)
+        # What these bytes extract to, derived here: a lock entry's files digest is trusted
+        # on this machine only once it is this one (install/derived.py).
+        self.cache.put_files_digest(expected.integrity, verified.files_digest)
         self._keep_signatures(target, fetched, verified)
         require_consent(
             verified.manifest.permissions,

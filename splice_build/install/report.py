@@ -12,6 +12,7 @@ from bytes) and no permission is ungranted. A project's ``requireSignatures`` an
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -171,6 +172,16 @@ def _provenance_check(meta: dict[str, Any], expected: Expected) -> CheckResult:
     )
 
 
+def _record_files_digest(session: RegistrySession, data: bytes, files: Mapping[str, bytes]) -> None:
+    """What the verified artifact extracts to, recorded as an install records it
+    (install/derived.py): a fact of these bytes, whoever served them."""
+    from splice_build.install.cache import ArtifactCache
+    from splice_build.spec.digests import integrity_of
+
+    cache = ArtifactCache(session.home.artifact_cache_dir.parent)
+    cache.put_files_digest(integrity_of(data), files_digest(files))
+
+
 def verification_report(
     session: RegistrySession, layout: ProjectLayout | None, package_id: str, version: str
 ) -> dict[str, Any]:
@@ -197,6 +208,8 @@ def verification_report(
         trusted=project.trusted_for(package_id) if project is not None else (),
     )
     outcome = artifact_policy(signature).report(candidate)
+    if outcome.verified and candidate.files is not None:
+        _record_files_digest(session, data, candidate.files)
     results = list(outcome.results)
     results.append(
         _provenance_check(meta, expected)

@@ -55,8 +55,8 @@ from splice_build.spec.regular_file import read_regular_file_and_stat
 # 2: the no-op state; 3: it holds the texts of splice.json and splice.lock; 4: directory keys;
 # 5: the state names the identity of splice.json and splice.lock; 6: and the fs grants;
 # 7: a record of 6 may hold a tree others may write, which only a run of the graph closes
-# (install/modes.py)
-VERSION = 7
+# (install/modes.py); 8: the state names the artifacts whose files digests it relied on
+VERSION = 8
 
 # Threads pay off only when hashlib and os.read release the GIL on enough bytes: hashlib does
 # for buffers over 2 KiB, and a pool's start-up costs about what hashing 1 MiB does.
@@ -113,7 +113,11 @@ class NoopState:
     ``fs``: every ``(entry, write)`` of the packages' lock grants and manifests (``fs.read``,
     ``fs.write``). Whether one reaches the project's state or ``SPLICE_HOME`` depends on the
     real path it names and on this run's home, not only on bytes (spec/project_state.py), so
-    each no-op judges them again as the graph's ``verify`` does (tasks/noop.py)."""
+    each no-op judges them again as the graph's ``verify`` does (tasks/noop.py).
+
+    ``artifacts``: the hex of each package's locked integrity, whose files digest record in
+    ``SPLICE_HOME`` the run found equal to the lock's (install/derived.py); each no-op finds
+    the record still there (a cache removed since is derived again by the graph)."""
 
     splice: str
     root: str
@@ -123,6 +127,7 @@ class NoopState:
     project_file: FileIdentity
     lock_file: FileIdentity | None
     fs: tuple[tuple[str, bool], ...]
+    artifacts: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -134,6 +139,7 @@ class NoopState:
             "projectFile": list(self.project_file),
             "lockFile": None if self.lock_file is None else list(self.lock_file),
             "fs": [[entry, write] for entry, write in self.fs],
+            "artifacts": list(self.artifacts),
         }
 
 
@@ -372,7 +378,17 @@ def _encode(
 
 Parsed = tuple[dict[str, Files], dict[str, Directories], NoopState | None]
 _TOP_KEYS = {"version", "state", "packages", "directories"}
-_STATE_KEYS = {"splice", "root", "project", "lock", "packages", "projectFile", "lockFile", "fs"}
+_STATE_KEYS = {
+    "splice",
+    "root",
+    "project",
+    "lock",
+    "packages",
+    "projectFile",
+    "lockFile",
+    "fs",
+    "artifacts",
+}
 
 
 def _parse(data: bytes, *, written_ns: int) -> Parsed | None:
@@ -517,7 +533,10 @@ def _parse_state(state: object, valid: set[str]) -> NoopState | None:
     if project_file is None or (lock_file is None) != (state["lock"] is None):
         return None
     fs = _as_fs_entries(state["fs"])
-    if fs is None:
+    artifacts = state["artifacts"]
+    if fs is None or type(artifacts) is not list:
+        return None
+    if not all(type(a) is str and len(a) == 64 and not a.strip(_HEX_DIGITS) for a in artifacts):
         return None
     return NoopState(
         *texts,
@@ -526,6 +545,7 @@ def _parse_state(state: object, valid: set[str]) -> NoopState | None:
         project_file=project_file,
         lock_file=lock_file,
         fs=fs,
+        artifacts=tuple(artifacts),
     )
 
 

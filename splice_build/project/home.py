@@ -127,6 +127,11 @@ class SpliceHome:
         return self.cache_dir / "artifacts" / "sha256"
 
     @property
+    def files_digest_dir(self) -> Path:
+        """The files digests derived from the cached artifacts (install/cache.py)."""
+        return self.cache_dir / "artifacts" / "files"
+
+    @property
     def registry_dir(self) -> Path:
         return self.path / "registry"
 

@@ -15,7 +15,11 @@ Per project (``<p>`` is empty for ``splice install``, ``:<path>`` for a workspac
   project; it always runs (no ``file_dep``, no ``uptodate``). A file whose stat matches the
   stat cache's record is not re-read (install/statcache.py, docs/lifecycle.md#the-stat-cache);
   every other file is hashed from bytes. It is the
-  tree-digest dependency of ``install<p>`` — a directory is not a valid ``file_dep``.
+  tree-digest dependency of ``install<p>`` — a directory is not a valid ``file_dep``. A
+  package intact against the lock whose files digest this machine never derived from the
+  artifact the lock pins (install/derived.py) is not kept yet: ``install<p>`` checks that
+  artifact (fetched like any other) and keeps the tree when it is the artifact's, else
+  restores it from the artifact with the lock's digest rewritten.
 - ``fetch:<id>``: one task per package id for *all* projects of the run: each distinct
   artifact (registry, id, version, pinned integrity) some project needs is fetched once, then
   shared; up to date when every project has the locked version intact or in the cache.
@@ -43,6 +47,7 @@ from doit.dependency import SqliteDB
 from doit.task import Task
 
 from splice_build.errors import ErrorCode, InstallError, SpliceError, storage_error
+from splice_build.install.derived import derived_here
 from splice_build.install.installed import check_installed
 from splice_build.install.installer import Checked, Fetched, Target
 from splice_build.install.modes import close_modes, open_entries
@@ -354,7 +359,13 @@ class SpliceTaskLoader(TaskLoader2):
                         run.installed.pop(package_id, None)
                         run.damaged[package_id] = f"{left[0][0]}: {left[0][1]}"
                         continue
-                    run.installed[package_id] = checked
+                    if self.workspace.check or derived_here(
+                        run.installer.cache.directory, package_id, entry
+                    ):
+                        run.installed[package_id] = checked
+                    else:  # checked against its artifact before it is kept (_check_one)
+                        run.installed.pop(package_id, None)
+                        run.underived[package_id] = checked
                 except SpliceError as exc:
                     run.installed.pop(package_id, None)  # install restores it
                     if exc.code is not ErrorCode.NOT_INSTALLED:
@@ -428,10 +439,33 @@ class SpliceTaskLoader(TaskLoader2):
             assert run.project is not None
             run.installer.check_kept(package_id, installed.lock_entry, run.project)
             return None
-        shared = self.workspace.fetches.get(fetch_key(run, target))
-        if isinstance(shared, BaseException):
-            raise shared
-        return run.installer.check(target, shared or run.installer.fetch(target))
+        underived = run.underived.get(package_id)
+        if underived is not None:  # the policy a kept copy meets, before any registry is asked
+            assert run.project is not None
+            run.installer.check_kept(package_id, underived.lock_entry, run.project)
+        try:
+            shared = self.workspace.fetches.get(fetch_key(run, target))
+            if isinstance(shared, BaseException):
+                raise shared
+            fetched = shared or run.installer.fetch(target)
+        except SpliceError as exc:
+            if underived is None or exc.code is not ErrorCode.REGISTRY_UNREACHABLE:
+                raise
+            raise _underived_unreachable(package_id, exc) from exc
+        checked = run.installer.check(target, fetched)  # records what the artifact extracts to
+        if underived is None:
+            return checked
+        locked = underived.lock_entry.known(package_id).files
+        if checked.entry.files == locked:
+            run.installed[package_id] = underived  # the artifact's tree: kept
+            return None
+        why = (
+            f"its files and splice.lock's files digest ({locked}) are not the artifact's"
+            f" ({checked.entry.files}); restored from the artifact, splice.lock's digest rewritten"
+        )
+        run.damaged[package_id] = why
+        run.installer.progress("verifying", f"{package_id}@{target.version}: {why}")
+        return checked
 
     def _keep_one(self, run: GraphRun, package_id: str) -> None:
         """The report of a package kept as installed (``_check_one`` returned None for it)."""
@@ -492,6 +526,18 @@ def _file_system_now(run: GraphRun) -> int | None:
         return file_system_now(run.layout.state_lock)
     except OSError:
         return None
+
+
+def _underived_unreachable(package_id: str, exc: SpliceError) -> SpliceError:
+    """The artifact an underived package must be checked against could not be had: its
+    tree is neither kept as checked nor run (install/derived.py)."""
+    return type(exc)(
+        exc.code,
+        f"{package_id} cannot be checked against the artifact splice.lock pins: {exc.message}",
+        details=[*exc.details, "its files digest was never derived on this machine"],
+        hint="Run `splice install` again where the registry can be reached; until then its "
+        "tools do not run here.",
+    )
 
 
 def _frozen_mismatch(package_id: str, unlocked: bool) -> InstallError:

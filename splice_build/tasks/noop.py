@@ -19,6 +19,8 @@ lock as the graph would, they re-check for every member
   state and this run's ``SPLICE_HOME`` as the graph's ``verify`` judges them (a granted
   directory that became a link to ``.splice``, or a home moved inside a granted one, changes
   no byte the state compares),
+- every package's record, in this run's ``SPLICE_HOME``, of the files digest derived from its
+  artifact (install/derived.py; the graph found it equal to the lock's),
 
 and answer "unchanged" for every project only when all of that holds (``install`` then reports
 each package as the graph reports a kept one, from the lock and the installed manifest); any
@@ -111,6 +113,12 @@ def _noop_state(run: GraphRun) -> NoopState | None:
         project_file=project_read[1],
         lock_file=None if lock_read is None else lock_read[1],
         fs=fs,
+        artifacts=tuple(
+            sorted(
+                run.installer.cache.files_digest_path_for(lock_file.packages[i].integrity).name
+                for i in ids
+            )
+        ),
     )
 
 
@@ -285,9 +293,22 @@ def _unchanged(layout: ProjectLayout, home: Path, real_root: str) -> StatCache |
             return None
     if _open_to_all(packages, state.packages):
         return None
+    if not _still_derived(home, state.artifacts):
+        return None
     if state.fs and _reaches_state(state.root, home, state.fs):
         return None
     return cache
+
+
+def _still_derived(home: Path, artifacts: Iterable[str]) -> bool:
+    """Each artifact's files digest record (install/cache.py) is still in ``home``: the run
+    that wrote the state found it equal to the lock's, and only a verification of those very
+    bytes writes it. One ``stat`` each; a removed cache sends the project through the graph,
+    which derives the digest again, so ``splice run`` is never refused for good."""
+    from splice_build.project.home import SpliceHome
+
+    records = os.fspath(SpliceHome(home).files_digest_dir)
+    return all(os.path.isfile(os.path.join(records, name)) for name in artifacts)
 
 
 def _open_to_all(packages: str, ids: Iterable[str]) -> bool:

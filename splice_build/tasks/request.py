@@ -115,6 +115,9 @@ class GraphRun:
     unresolved: list[str] = field(default_factory=list)
     installed: dict[str, InstalledPackage] = field(default_factory=dict)
     damaged: dict[str, str] = field(default_factory=dict)
+    # Intact against splice.lock, but its files digest was never derived here from the
+    # artifact the lock pins (install/derived.py): checked against that artifact first.
+    underived: dict[str, InstalledPackage] = field(default_factory=dict)
     reports: dict[str, InstallReport] = field(default_factory=dict)
     changes: list[Change] = field(default_factory=list)
     record: TaskRecord = field(default_factory=TaskRecord)

@@ -4,6 +4,7 @@ position around `--input`, and input of any depth answered with a stable code â€
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -16,14 +17,28 @@ DEEP = 60_000
 
 
 @pytest.fixture(scope="module")
-def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A project with @splice/example installed (its own SPLICE_HOME, from conftest)."""
-    project = tmp_path_factory.mktemp("run-input") / "project"
+def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A project with @splice/example installed, and the SPLICE_HOME that installed it: the
+    only one that checked it against its artifact (docs/security.md#the-locks-files-digest-is-derived-here)."""
+    base = tmp_path_factory.mktemp("run-input")
+    project, home = base / "project", base / "home"
     project.mkdir()
     for args in (("init",), ("add", "@splice/example")):
-        done = run_splice(*args, cwd=project, timeout=300)
+        done = run_splice(*args, cwd=project, env={"SPLICE_HOME": str(home)}, timeout=300)
         assert done.code == 0, done.stderr
-    return project
+    return project, home
+
+
+@pytest.fixture
+def home(installed: tuple[Path, Path], clean_environ: Path) -> Path:
+    """The SPLICE_HOME of each command of the test (conftest restores the test's own)."""
+    os.environ["SPLICE_HOME"] = str(installed[1])
+    return installed[1]
+
+
+@pytest.fixture
+def project(installed: tuple[Path, Path], home: Path) -> Path:
+    return installed[0]
 
 
 def _envelope(done: Completed) -> dict:
@@ -61,7 +76,7 @@ def test_an_option_after_the_end_of_options_is_a_pair(project: Path) -> None:
 
 
 def test_deep_input_is_input_too_large_on_the_plain_and_the_parsed_path(
-    project: Path, clean_environ: Path
+    project: Path, home: Path
 ) -> None:
     """A value nested 60,000 levels deep in a pair (a property without a type, so read as
     JSON) and in ``--input``: both are the runtime's INPUT_TOO_LARGE, as the SDK and MCP
@@ -78,7 +93,7 @@ def test_deep_input_is_input_too_large_on_the_plain_and_the_parsed_path(
         "code": "INPUT_TOO_LARGE",
         "message": "Input is nested deeper than 256 levels",
     }
-    _no_crash_report(clean_environ)
+    _no_crash_report(home)
     ran, imported = main_in_fresh_process(
         ["run", "example.hello", "name=x", f"extra={deep}"], cwd=project, watched=["argparse"]
     )
@@ -97,13 +112,13 @@ def test_deep_input_is_input_too_large_on_the_plain_and_the_parsed_path(
     ],
 )
 def test_bad_input_of_any_depth_has_a_stable_code(
-    project: Path, clean_environ: Path, argv: list[str], code: str, exit_code: int
+    project: Path, home: Path, argv: list[str], code: str, exit_code: int
 ) -> None:
     done = run_splice("--json", "run", "example.hello", *argv, cwd=project)
     assert "Traceback" not in done.stderr, done.stderr
     assert done.code == exit_code, done.stdout
     assert done.json()["error"]["code"] == code
-    _no_crash_report(clean_environ)
+    _no_crash_report(home)
     human = run_splice("run", "example.hello", *argv, cwd=project)
     assert human.code == exit_code
     assert human.stderr.startswith("error: ") and "unexpected failure" not in human.stderr

@@ -149,6 +149,7 @@ def test_a_record_or_state_naming_no_valid_package_is_not_trusted(tmp_path: Path
             "projectFile": [1, 2, 3],
             "lockFile": None,
             "fs": [],
+            "artifacts": [],
         }
         path.write_text(json.dumps({**body, "state": state}))
         assert StatCache.load(path).state is None, bad
@@ -161,6 +162,7 @@ def test_a_record_or_state_naming_no_valid_package_is_not_trusted(tmp_path: Path
         "projectFile": [1, 2, 3],
         "lockFile": None,
         "fs": [["out", True]],
+        "artifacts": ["0" * 64],
     }
     path.write_text(json.dumps({**body, "state": good}))
     assert StatCache.load(path).state is not None  # the same shape with a valid id is read
@@ -168,6 +170,10 @@ def test_a_record_or_state_naming_no_valid_package_is_not_trusted(tmp_path: Path
     for fs in (None, {}, [["out"]], [["out", 1]], [[1, True]], [("out", True, 1)]):
         path.write_text(json.dumps({**body, "state": {**good, "fs": fs}}))
         assert StatCache.load(path).state is None, fs
+    # The artifacts whose files digest records a no-op finds still there: 64 hex digits each.
+    for artifacts in (None, ["0" * 63], ["0" * 63 + "g"], ["0" * 63 + "A"], [0], "0" * 64):
+        path.write_text(json.dumps({**body, "state": {**good, "artifacts": artifacts}}))
+        assert StatCache.load(path).state is None, artifacts
     # The identity of splice.json and splice.lock has its shape too: three integers, and
     # one for the lock exactly when the state holds a lock's text.
     for project_file, lock, lock_file in (

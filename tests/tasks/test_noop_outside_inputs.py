@@ -113,3 +113,24 @@ def test_a_signer_known_only_to_splice_home_is_never_answered_for(tmp_path: Path
     with pytest.raises(SpliceError) as refused:
         Splice(project, home=tmp_path / "other-home").install()
     assert refused.value.code is ErrorCode.SIGNATURE_REQUIRED
+
+
+@pytest.mark.skipif(os.name == "nt", reason="no stat cache on Windows")
+def test_a_removed_files_digest_record_goes_to_the_graph(tmp_path: Path) -> None:
+    """The record of the files digest this machine derived from the artifact lives in
+    ``SPLICE_HOME`` (install/derived.py), which no state compares: with it removed (a cache
+    cleared), the recorded state answered "kept" while ``splice run`` refused the package
+    (``NOT_INSTALLED``, hint ``splice install``), and ``splice install`` never derived it
+    again. The graph runs, derives it from the cached artifact, and the tool runs."""
+    home = Path(os.environ["SPLICE_HOME"])
+    publish(embedded_store(home), tmp_path / "work")
+    project = new_project(tmp_path / "p", {"@acme/greeter": "^1.0.0"})
+    splice = _recorded(project, home)
+    for record in SpliceHome(home).files_digest_dir.iterdir():
+        record.unlink()
+    with pytest.raises(SpliceError) as refused:
+        splice.run("greeter.hello", {"name": "x"})
+    assert refused.value.code is ErrorCode.NOT_INSTALLED
+    splice.install()
+    assert splice.last_tasks is not None and splice.last_tasks.executed != []
+    assert splice.run("greeter.hello", {"name": "x"}).output == {"message": "Hello, x."}

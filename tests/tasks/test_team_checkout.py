@@ -84,6 +84,8 @@ def test_a_member_syncs_adds_and_removes_in_a_teammates_checkout(
     assert as_member(theirs, 0o002, lambda: Splice(root).add([OTHER])) == "ok"
     package = ProjectLayout(root).package_dir(OTHER)
     assert package.stat().st_uid == MEMBER
+    # What a teammate installed runs here once this user's sync checked it against its artifact.
+    assert sync_in_place(root).ok
     assert Splice(root).run("other.hello", {"name": "x"}).output == {"message": "Hello, x."}
     assert as_member(theirs, 0o002, lambda: Splice(root).remove([GREETER])) == "ok"
     assert as_member(theirs, 0o002, lambda: Splice(root).run("other.hello", {"name": "y"})) == "ok"
@@ -223,6 +225,7 @@ def test_a_teams_default_acl_is_a_teams_checkout(registry: dict, home: Path, sha
     assert Splice(root).run("greeter.hello", {"name": "x"}).output == {"message": "Hello, x."}
     theirs = member_home(home, shared)
     assert as_member(theirs, 0o002, lambda: Splice(root).add([OTHER])) == "ok"
+    assert sync_in_place(root).ok
     assert Splice(root).run("other.hello", {"name": "x"}).output == {"message": "Hello, x."}
 
 
