@@ -45,6 +45,16 @@ def _chmod_tree(top: Path, bits: int) -> None:
         path.chmod(stat.S_IMODE(path.stat().st_mode) | bits)
 
 
+def _refusal(project: Path) -> SpliceError | None:
+    """The INSTALLED_PACKAGE_MODIFIED refusal of a run of the greeter, None when it ran."""
+    try:
+        Splice(project).run("greeter.hello", {"name": "x"})
+    except SpliceError as exc:
+        assert exc.code is ErrorCode.INSTALLED_PACKAGE_MODIFIED, exc
+        return exc
+    return None
+
+
 @pytest.fixture
 def project(registry: dict) -> Iterator[Path]:
     """An installed project another user can reach (pytest's own directories are 0700)."""
@@ -107,16 +117,8 @@ def test_what_may_write_the_way_to_a_package_decides_whether_it_runs(project: Pa
     package = layout.package_dir(GREETER)
     scope = package.parent
 
-    def refusal() -> SpliceError | None:
-        try:
-            Splice(project).run("greeter.hello", {"name": "x"})
-        except SpliceError as exc:
-            assert exc.code is ErrorCode.INSTALLED_PACKAGE_MODIFIED, exc
-            return exc
-        return None
-
     project.chmod(0o777)
-    refused = refusal()
+    refused = _refusal(project)
     assert (
         refused is not None
         and refused.hint == f"Take write access from other users: `chmod o-w {project}`."
@@ -127,10 +129,10 @@ def test_what_may_write_the_way_to_a_package_decides_whether_it_runs(project: Pa
     for path in [project, *project.rglob("*")]:
         os.chown(path, -1, team)
     _chmod_tree(project, stat.S_IWGRP)
-    assert refusal() is None  # a team's checkout runs as it did
+    assert _refusal(project) is None  # a team's checkout runs as it did
 
     os.chown(package / "manifest.json", -1, foreign)
-    refused = refusal()
+    refused = _refusal(project)
     assert refused is not None
     assert list(refused.details) == [
         f"{package / 'manifest.json'}: group {foreign} may write it and not the project"
@@ -139,11 +141,11 @@ def test_what_may_write_the_way_to_a_package_decides_whether_it_runs(project: Pa
 
     assert sync_in_place(project).ok  # now recorded: the next sync is a no-op
     scope.chmod(0o777)
-    refused = refusal()
+    refused = _refusal(project)
     assert refused is not None and list(refused.details) == [f"{scope}: every user may write it"]
     assert sync_in_place(project).ok
     assert stat.S_IMODE(scope.stat().st_mode) == 0o775
-    assert refusal() is None
+    assert _refusal(project) is None
 
 
 @as_another_user
@@ -155,21 +157,13 @@ def test_a_lock_another_user_may_write_is_refused_before_it_runs(project: Path) 
     group-writable lock still runs."""
     lock = ProjectLayout(project).lock_file
 
-    def refusal() -> SpliceError | None:
-        try:
-            Splice(project).run("greeter.hello", {"name": "x"})
-        except SpliceError as exc:
-            assert exc.code is ErrorCode.INSTALLED_PACKAGE_MODIFIED, exc
-            return exc
-        return None
-
     lock.chmod(0o666)
-    refused = refusal()
+    refused = _refusal(project)
     assert refused is not None and list(refused.details) == [f"{lock}: every user may write it"]
     assert refused.hint is not None and f"chmod go-w {lock}" in refused.hint
     lock.chmod(0o644)
     os.chown(lock, NOBODY, -1)
-    refused = refusal()
+    refused = _refusal(project)
     assert refused is not None and list(refused.details) == [
         f"{lock}: it is owned by user {NOBODY}, who may not write the project"
     ]
@@ -179,7 +173,7 @@ def test_a_lock_another_user_may_write_is_refused_before_it_runs(project: Path) 
     project.chmod(0o2775)
     os.chown(lock, -1, team)
     lock.chmod(0o664)
-    assert refusal() is None
+    assert _refusal(project) is None
 
 
 def test_a_write_grant_made_under_umask_0_is_not_open_to_other_users(
