@@ -191,11 +191,13 @@ def other_writers(
     except OSError as exc:
         return [(str(layout.root), f"it cannot be examined: {exc.strerror or exc}")]
     found = _renamers_above(layout.root, project)
-    locks = [lock for lock in (layout.lock_file, layout.legacy_lock_file) if lock.exists()]
+    locks = (layout.lock_file, layout.legacy_lock_file)
     for path in (*chain_to(layout, package_id), *locks):
         try:
             info = os.stat(path)
         except OSError as exc:
+            if path in locks and isinstance(exc, (FileNotFoundError, NotADirectoryError)):
+                continue  # no such lock (one stat where exists() and stat() took two)
             found.append((str(path), f"it cannot be examined: {exc.strerror or exc}"))
             continue
         why = added_writer(info, path, project, layout.root)
