@@ -184,28 +184,31 @@ def other_writers(
     (its grants decide what the verified code may reach) and of each of the package's files
     and directories (``stats``: as ``tree_hashes`` read them) that a user beyond those who
     may write the project may write (project/state_owner.py ``added_writer``)."""
-    from splice_build.project.state_owner import added_writer
+    from splice_build.project.state_owner import added_writer, project_team
 
     try:
         project = os.stat(layout.root)
     except OSError as exc:
         return [(str(layout.root), f"it cannot be examined: {exc.strerror or exc}")]
     found = _renamers_above(layout.root, project)
-    locks = [lock for lock in (layout.lock_file, layout.legacy_lock_file) if lock.exists()]
+    team = project_team(project, layout.root)
+    locks = (layout.lock_file, layout.legacy_lock_file)
     for path in (*chain_to(layout, package_id), *locks):
         try:
             info = os.stat(path)
         except OSError as exc:
+            if path in locks and isinstance(exc, (FileNotFoundError, NotADirectoryError)):
+                continue  # no such lock (one stat where exists() and stat() took two)
             found.append((str(path), f"it cannot be examined: {exc.strerror or exc}"))
             continue
-        why = added_writer(info, path, project, layout.root)
+        why = added_writer(info, path, project, layout.root, team=team)
         if why is not None:
             found.append((str(path), why))
     mine = (os.geteuid(), 0) if hasattr(os, "geteuid") else ()
     for name, info in stats:
         if info.st_uid in mine and not info.st_mode & 0o022:
             continue  # only its owner may write it: added_writer's answer, without the call
-        why = added_writer(info, Path(name), project, layout.root)
+        why = added_writer(info, Path(name), project, layout.root, team=team)
         if why is not None:
             found.append((name, why))
     return found

@@ -168,6 +168,10 @@ def _close_to_readers(fd: int, path: Path, found: os.stat_result) -> None:
     """Take from a lock file of this user what ``private_mode_in`` would not give it
     (others' read of one made 0644 before): whoever may open it may hold it. A descriptor
     opened before stays open; the file is never made anew (module docstring of ``lock``)."""
+    if not found.st_mode & 0o077:
+        # Nothing beyond its owner's bits: beyond_private's answer without the call, so a
+        # no-op sync (a lock per member) asks no euid and imports no creation_modes.
+        return
     from splice_build.project.creation_modes import beyond_private
 
     if getattr(os, "geteuid", None) is None or found.st_uid != os.geteuid():

@@ -90,13 +90,13 @@ def whole_groups(info: os.stat_result, path: Path | str) -> set[int]:
     it, yet wrote every tool there the team's write let the check trust). A named user the
     user database does not know takes every group. Raises ``OSError`` or ``ValueError``
     when the ACL cannot be read."""
-    named = writers(info, path)
-    if named is None:
+    found = entries(path, ACCESS)  # read once: the writers and the users named without write
+    if found is None:
         return {info.st_gid} if info.st_mode & stat.S_IWGRP else set()
     from splice_build.project.state_owner import groups_of_user
 
-    groups = named[1]
-    for tag, perm, ident in entries(path, ACCESS) or []:
+    groups = _writers_in(found, info)[1]
+    for tag, perm, ident in found:
         if tag == _USER and not perm & _WRITE and ident != info.st_uid and groups:
             held = groups_of_user(ident)
             groups = set() if held is None else groups - held
@@ -108,8 +108,13 @@ def writers(info: os.stat_result, path: Path | str) -> tuple[set[int], set[int]]
     it besides its owner, under its mask (its owning group's entry as its ``st_gid``); None
     when it has none. Raises ``OSError`` or ``ValueError`` when it cannot be read."""
     found = entries(path, ACCESS)
-    if found is None:
-        return None
+    return None if found is None else _writers_in(found, info)
+
+
+def _writers_in(
+    found: list[tuple[int, int, int]], info: os.stat_result
+) -> tuple[set[int], set[int]]:
+    """``writers``' answer from the entries of an access ACL."""
     users: set[int] = set()
     groups: set[int] = set()
     if any(tag == _MASK and not perm & _WRITE for tag, perm, _ in found):

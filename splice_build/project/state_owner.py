@@ -38,7 +38,7 @@ import contextlib
 import functools
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 # The writer of a file of this user or root that another user may have put and written
@@ -311,8 +311,32 @@ def groups_of_user(uid: int) -> frozenset[int] | None:
         return None
 
 
+def project_team(project: os.stat_result, root: Path) -> Callable[[], set[int]]:
+    """The groups every member of which may write the project's directory ``root``
+    (``project``: its ``stat``; posix_acl ``whole_groups``) for one check of many entries
+    (``added_writer``'s ``team``): read at the first entry that needs them, then kept. Read
+    again per entry, they were one ``getxattr`` of the project's directory per file and
+    directory of a package before each run of a group-writable project. A read that
+    fails is not kept: each entry that needs it fails alike."""
+    kept: list[set[int]] = []
+
+    def team() -> set[int]:
+        if not kept:
+            from splice_build.project.posix_acl import whole_groups  # only where a group writes
+
+            kept.append(whole_groups(project, root))
+        return kept[0]
+
+    return team
+
+
 def added_writer(
-    info: os.stat_result, path: Path, project: os.stat_result, root: Path
+    info: os.stat_result,
+    path: Path,
+    project: os.stat_result,
+    root: Path,
+    *,
+    team: Callable[[], set[int]] | None = None,
 ) -> str | None:
     """Why a user who may not write the project's directory ``root`` (``project``: its
     ``stat``) may write the inode ``info`` (``path``'s): a directory from the project down to
@@ -332,7 +356,8 @@ def added_writer(
     directory is writable for (a team's setgid checkout under umask 002; by its ACL entries
     where it has an access ACL, whose mask its group bits then are: project/posix_acl.py). Their owner set these modes; what they open
     to a user beyond the project's lets that user change the code between its check and
-    Node reading it, or rename a directory away and put theirs in its place."""
+    Node reading it, or rename a directory away and put theirs in its place. ``team``: the
+    project's groups for a check of many entries (``project_team``), read here otherwise."""
     geteuid = getattr(os, "geteuid", None)
     if geteuid is None:
         return None  # a platform without uids, as other_writer
@@ -343,25 +368,25 @@ def added_writer(
         return "every user may write it"
     if not info.st_mode & stat.S_IWGRP:
         return None
-    from splice_build.project.posix_acl import whole_groups, writers
+    from splice_build.project.posix_acl import writers
 
     try:
         named = writers(info, path)
         if named is not None and os.path.samestat(info, project):
-            team = named[1]  # who may write the project's directory may write it
-        else:
-            team = whole_groups(project, root)  # every member of which may write the project
+            groups_writing = named[1]  # who may write the project's directory may write it
+        else:  # every member of which may write the project
+            groups_writing = (team or project_team(project, root))()
     except (OSError, ValueError):
         return "its POSIX ACL cannot be read"
     if named is not None:  # before the owning group: the bits are the mask, not the group's
         users, groups = named
         trusted = (euid, 0, project.st_uid)
         if any(u not in trusted and not Writers().member(u, project, root) for u in users) or any(
-            g not in team and not _group_of_one(g, euid) for g in groups
+            g not in groups_writing and not _group_of_one(g, euid) for g in groups
         ):
             return "a POSIX ACL lets other users write it"
         return None
-    if _group_of_one(info.st_gid, euid) or info.st_gid in team:
+    if _group_of_one(info.st_gid, euid) or info.st_gid in groups_writing:
         return None  # this user's own group, or the team's, which may write the project anyway
     return f"group {info.st_gid} may write it and not the project"
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from splice_build.project import posix_acl
+from testing.acls import posix_acls_kept
 
 _ANY = 0xFFFFFFFF
 _VALID = [(1, 7, _ANY), (2, 7, 65534), (4, 5, _ANY), (0x10, 7, _ANY), (0x20, 5, _ANY)]
@@ -80,3 +81,24 @@ def test_no_bytes_make_the_parser_raise_or_open(handed_back: list[bytes]) -> Non
             assert posix_acl.default_adds_writers(info, ".")
             continue
         assert found is not None and _acl(found) == value
+
+
+@pytest.mark.skipif(not posix_acls_kept(), reason="the temporary file system keeps no ACL")
+def test_whole_groups_reads_the_acl_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The groups and the users named without write come from one reading of the ACL (it was
+    read twice: once for the writers, again for the named users): one ``getxattr`` per
+    directory Splice makes a file in, and per project checked, where an ACL is set."""
+    found = [(1, 7, _ANY), (2, 5, 65534), (4, 7, _ANY), (8, 7, 100), (0x10, 7, _ANY)]
+    os.setxattr(tmp_path, posix_acl.ACCESS, _acl([*found, (0x20, 5, _ANY)]))
+    read = os.getxattr
+    reads: list[str] = []
+
+    def counted(path: str | Path, name: str) -> bytes:
+        reads.append(name)
+        return read(path, name)
+
+    monkeypatch.setattr(os, "getxattr", counted)
+    info = tmp_path.stat()
+    # nobody (named without write) is in no group here: the owning group and 100 stay whole
+    assert posix_acl.whole_groups(info, tmp_path) == {info.st_gid, 100}
+    assert reads == [posix_acl.ACCESS]

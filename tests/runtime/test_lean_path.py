@@ -118,6 +118,9 @@ NOOP_SYNC_HEAVY = (
     "splice_build.install.session",
     # Only a sync whose open-file limit must be raised (tasks/sync.py room_for_members).
     "splice_build.open_files",
+    # Only a lock file open to more than its owner (project/locking.py _close_to_readers):
+    # a member's state.lock is made 0600.
+    "splice_build.project.creation_modes",
 )
 
 

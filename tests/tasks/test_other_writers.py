@@ -176,6 +176,40 @@ def test_a_lock_another_user_may_write_is_refused_before_it_runs(project: Path) 
     assert _refusal(project) is None
 
 
+@as_another_user
+def test_the_check_before_a_run_reads_the_projects_acl_once(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In a team's checkout (group-writable, umask 002) each entry the check looks at has the
+    group's write, and which groups may write the project was read again for each of them:
+    one getxattr of the project's directory per directory and file of the package
+    (state_owner.project_team). The answer is the same: a team's checkout runs, a group
+    beyond it is refused."""
+    from splice_build.install.installed import other_writers
+
+    layout = ProjectLayout(project)
+    team = 100  # a group of the project's directory
+    for path in [project, *project.rglob("*")]:
+        os.chown(path, -1, team)
+    _chmod_tree(project, stat.S_IWGRP)
+    stats = [(str(p), p.stat()) for p in layout.package_dir(GREETER).rglob("*")]
+    read = os.getxattr
+    reads: list[str] = []
+
+    def counted(path: str | Path, name: str) -> bytes:
+        reads.append(os.fspath(path))
+        return read(path, name)
+
+    monkeypatch.setattr(os, "getxattr", counted)
+    assert other_writers(layout, GREETER, stats) == []
+    # Once as the first entry on the way, once for the groups (was once more per entry).
+    assert reads.count(str(project)) == 2
+    manifest = layout.package_dir(GREETER) / "manifest.json"
+    os.chown(manifest, -1, NOBODY)
+    found = other_writers(layout, GREETER, [(str(manifest), manifest.stat())])
+    assert found == [(str(manifest), f"group {NOBODY} may write it and not the project")]
+
+
 def test_a_write_grant_made_under_umask_0_is_not_open_to_other_users(
     registry: dict, home: Path, tmp_path: Path
 ) -> None:
