@@ -350,7 +350,9 @@ def _parse_fetch(frame: dict[str, Any]) -> FetchRequest:
         raise ProtocolViolation("fetch without a valid url")
     if not isinstance(method, str) or len(method) > 32 or not HTTP_TOKEN.fullmatch(method):
         raise ProtocolViolation("fetch without a valid method")
-    if redirect not in _REDIRECTS or not isinstance(body, bool):
+    # A string first: a JSON object or array is unhashable, and ``in`` a set raised TypeError
+    # out of the decoder (the frames fuzz target, with ``"redirect": {"": "0"}``).
+    if not isinstance(redirect, str) or redirect not in _REDIRECTS or not isinstance(body, bool):
         raise ProtocolViolation("fetch without a valid redirect mode or body flag")
     return FetchRequest(
         _fetch_id(frame), url, method, _header_list(frame.get("headers")), redirect, body

@@ -203,6 +203,43 @@ def test_hostile_fetch_frames_raise_protocol_violation(frame: bytes) -> None:
         parse_child_message(frame)
 
 
+# One valid frame of each kind the child sends, and a value of every JSON type (an object and
+# an array, which no set or dict lookup can take, included).
+_EVERY_KIND = [
+    json.loads(_result(b'{"type":"result","ok":true,"output":1}')),
+    json.loads(_result(b'{"type":"result","ok":false,"error":{"code":"E","message":"m"}}')),
+    {"type": "capability", "id": 1, "name": "search", "args": {}},
+    json.loads(_fetch()),
+    {"type": "fetch-body", "id": 1, "data": "AA=="},
+    {"type": "fetch-body-end", "id": 1},
+    {"type": "fetch-pull", "id": 1, "chunks": 1},
+    {"type": "fetch-cancel", "id": 1},
+]
+_EVERY_TYPE = [None, True, False, 0, -1, 1.5, "", "follow", [], [1], {}, {"": "0"}]
+
+
+@pytest.mark.parametrize("valid", _EVERY_KIND, ids=lambda f: f"{f['type']}-{f.get('ok', '')}")
+def test_every_field_of_every_frame_of_every_type_is_a_message_or_a_violation(
+    valid: dict[str, object],
+) -> None:
+    """Each field of each kind of frame, and of a result's error, given a value of each JSON
+    type: the decoder answers with a message or ProtocolViolation, nothing else. A fetch's
+    ``redirect`` as an object raised TypeError (unhashable) out of it."""
+    frames = []
+    for key in valid:
+        for value in _EVERY_TYPE:
+            frames.append({**valid, key: value})
+    if isinstance(valid.get("error"), dict):
+        for key in ("code", "message"):
+            for value in _EVERY_TYPE:
+                frames.append({**valid, "error": {"code": "E", "message": "m", key: value}})
+    for frame in frames:
+        try:
+            parse_child_message(json.dumps(frame).encode())
+        except ProtocolViolation:
+            continue
+
+
 def test_the_job_carries_no_network_policy() -> None:
     frame = json.loads(Job(entry_url="file:///x.js", input={}, context={}, env={}).encode())
     assert "netPolicy" not in frame and "testResolver" not in frame
