@@ -302,8 +302,10 @@ def test_without_the_filter_the_same_probe_sets_set_id_bits(tmp_path: Path) -> N
 
 @pytest.mark.node
 def test_a_tool_cannot_leave_a_set_id_file_in_its_write_grant(tmp_path: Path) -> None:
-    """Through Node's own file APIs, with the OS layer: every way of giving a file in the
-    write grant a set-ID mode is refused, plain modes still work, and nothing set-ID is left."""
+    """Through Node's own file APIs, with the OS layer and the host's own guards off (its
+    file_modes.mjs refuses these first, ERR_ACCESS_DENIED): every way of giving a file in the
+    write grant a set-ID mode is refused by the filter, plain modes still work, and nothing
+    set-ID is left."""
     body = r"""
 import fs from 'node:fs';
 const attempt = (name, act) => { try { act(); return 'ok'; } catch (e) { return e.code ?? String(e); } };
@@ -327,7 +329,7 @@ export default async () => {
     project = tmp_path / "project"
     (project / "w").mkdir(parents=True)
     pkg = write_package(tmp_path / "pkgs", body, permissions={"fs": {"write": ["w"]}})
-    runtime = SpliceRuntime(project_root=project, env={})
+    runtime = SpliceRuntime(project_root=project, env={}, _unsafe_in_process_guards_off=True)
     result = runtime.execute(runtime.load(pkg), "t", {})
     assert result.ok, result.to_json()
     assert result.isolation is not None and result.isolation.seccomp
