@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -270,9 +271,11 @@ def _in_process_env(base: Path, env: dict[str, str]) -> dict[str, str]:
     """The environment of a server whose user setting switches the OS layer off
     (``isolation = in-process``, docs/runtime.md): a reference, not a way to serve. It shows
     what one fresh process per call reaches without namespaces, file view or seccomp, so the
-    4-caller ceiling can be split into the OS layer's share and the rest."""
+    4-caller ceiling can be split into the OS layer's share and the rest. The home is a copy
+    of the one that installed the project: a home runs only what its own cache derived from
+    the artifacts (docs/security.md#the-locks-files-digest-is-derived-here)."""
     home = base / "home-in-process"
-    home.mkdir()
+    shutil.copytree(env["SPLICE_HOME"], home, symlinks=True)
     (home / "config.json").write_text(json.dumps({"isolation": "in-process"}), encoding="utf-8")
     return {**env, "SPLICE_HOME": str(home)}
 
