@@ -12,9 +12,13 @@ which Linux copies to every connection it accepts.
 
 from __future__ import annotations
 
+import os
 import socket
 
 BACKLOG = 128
+
+# Every listening socket this process made, for ``close_in_child``.
+_LISTENING: list[socket.socket] = []
 
 
 def listening_socket(host: str, port: int) -> socket.socket:
@@ -30,4 +34,19 @@ def listening_socket(host: str, port: int) -> socket.socket:
     except BaseException:
         sock.close()
         raise
+    _LISTENING.append(sock)
     return sock
+
+
+def close_in_child() -> None:
+    """Close this process's listening sockets, in a child between fork and exec (a sandbox's
+    ``preexec_fn``, runtime/isolation/child.py). A child holds every descriptor of the server
+    until its exec closes them, some milliseconds while it builds its namespaces and file
+    view: a ``splice mcp --http`` killed outright (SIGKILL, the OOM killer) still had its port
+    accepting then, and a proxy's next POST, connected to a socket nobody would answer, came
+    back 502 instead of going to the other instance (tests/deploy). A closed socket's
+    ``fileno()`` is -1, so a descriptor number reused since is never closed here."""
+    for sock in _LISTENING:
+        fd = sock.fileno()
+        if fd >= 0:
+            os.close(fd)

@@ -283,6 +283,41 @@ def test_the_limits_a_call_reports_are_those_its_process_got() -> None:
     assert done.stdout.split("\n")[:2] == ["100", "(100, 100)"]
 
 
+LISTENING_IN_THE_CHILD = """
+import os, subprocess, sys
+from splice_build.listen import listening_socket
+from splice_build.runtime.isolation import plan, support
+from splice_build.runtime.isolation.child import make_preexec
+
+sock = listening_socket("127.0.0.1", 0)
+setup = make_preexec(plan.plan_for("auto", support.detect()), os.getpid())
+read, write = os.pipe()
+
+def probe():
+    setup()
+    try:
+        os.fstat(sock.fileno())
+        os.write(write, b"open")
+    except OSError:
+        os.write(write, b"closed")
+
+subprocess.run([sys.executable, "-c", "pass"], preexec_fn=probe, env={}, check=True)
+print(os.read(read, 16).decode(), os.fstat(sock.fileno()).st_mode != 0)
+"""
+
+
+def test_a_sandbox_child_holds_no_listening_socket_of_its_server() -> None:
+    """A sandbox's child held every descriptor of the server until its exec, milliseconds
+    while it built its namespaces and file view: a `splice mcp --http` killed outright still
+    had its port accepting then (3 of 8 kills under load), and nginx's next POST, connected
+    to a socket nobody would answer, came back 502 instead of going to the other instance
+    (tests/deploy). The child closes the server's listening sockets first; the server keeps
+    them."""
+    done = run_python(LISTENING_IN_THE_CHILD)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["closed", "True"]
+
+
 def test_a_hard_open_file_limit_too_low_for_the_view_is_named(tmp_path: Path) -> None:
     """A program whose hard ``RLIMIT_NOFILE`` is 64 (a service's ``LimitNOFILE=64``): the file
     view holds a descriptor per bind and mount point at once and ran out before Node existed,

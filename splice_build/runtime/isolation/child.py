@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 from collections.abc import Callable
 
 from splice_build.open_files import raise_open_file_limit
@@ -155,7 +156,15 @@ def make_preexec(
     arch = seccomp.current_arch() if plan.seccomp else None
     socket_filter = seccomp.Filter.build(arch) if arch is not None else None
 
+    # A server's listening sockets (splice_build/listen.py), closed first in the child so the
+    # server's port refuses as soon as the server is gone; a program that made none never
+    # imported that module, and nothing is imported for it here.
+    listen = sys.modules.get("splice_build.listen")
+    close_listening = listen.close_in_child if listen is not None else None
+
     def setup() -> None:
+        if close_listening is not None:
+            close_listening()
         if kernel is not None:
             kernel.parent_death_signal(int(signal.SIGKILL))
             if os.getppid() != parent_pid:  # the parent died before the signal was armed
