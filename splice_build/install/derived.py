@@ -27,13 +27,6 @@ DERIVE_HINT = (
 )
 
 
-def artifact_cache(home: Path) -> Path:
-    """The artifact cache directory of the SPLICE_HOME ``home`` (project/home.py)."""
-    from splice_build.project.home import SpliceHome
-
-    return SpliceHome(home).artifact_cache_dir.parent
-
-
 def derived_here(cache_dir: Path, package_id: str, entry: LockEntry) -> bool:
     """The files digest this machine derived from the entry's artifact is its ``files``."""
     from splice_build.install.cache import ArtifactCache
@@ -46,7 +39,9 @@ def require_derived(home: Path, package: InstalledPackage) -> None:
     """``NOT_INSTALLED`` unless this machine derived ``package``'s files digest from its
     artifact: the tree matches the lock, but nothing says the lock matches the registry's
     bytes. One small file read; nothing is fetched."""
-    if derived_here(artifact_cache(home), package.id, package.lock_entry):
+    from splice_build.project.home import SpliceHome
+
+    if derived_here(SpliceHome(home).artifacts_dir, package.id, package.lock_entry):
         return
     raise InstallError(
         ErrorCode.NOT_INSTALLED,

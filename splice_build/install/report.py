@@ -178,7 +178,7 @@ def _record_files_digest(session: RegistrySession, data: bytes, files: Mapping[s
     from splice_build.install.cache import ArtifactCache
     from splice_build.spec.digests import integrity_of
 
-    cache = ArtifactCache(session.home.artifact_cache_dir.parent)
+    cache = ArtifactCache(session.home.artifacts_dir)
     cache.put_files_digest(integrity_of(data), files_digest(files))
 
 

@@ -123,13 +123,18 @@ class SpliceHome:
         return self.path / "cache"
 
     @property
+    def artifacts_dir(self) -> Path:
+        """The artifact cache's directory (install/cache.py ``ArtifactCache``)."""
+        return self.cache_dir / "artifacts"
+
+    @property
     def artifact_cache_dir(self) -> Path:
-        return self.cache_dir / "artifacts" / "sha256"
+        return self.artifacts_dir / "sha256"
 
     @property
     def files_digest_dir(self) -> Path:
         """The files digests derived from the cached artifacts (install/cache.py)."""
-        return self.cache_dir / "artifacts" / "files"
+        return self.artifacts_dir / "files"
 
     @property
     def registry_dir(self) -> Path:

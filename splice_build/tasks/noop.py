@@ -222,7 +222,7 @@ def _kept_reports(
     def cache() -> ArtifactCache:  # opened only for a package whose lock entry pins no signer
         from splice_build.install.cache import ArtifactCache
 
-        return ArtifactCache(home.check().artifact_cache_dir.parent)
+        return ArtifactCache(home.check().artifacts_dir)
 
     state = stat_cache.state
     if state is None or state.lock is None:

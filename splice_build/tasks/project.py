@@ -50,7 +50,7 @@ def run_project(
     session = RegistrySession(registry_url, home=home, env=env)
     others = RegistrySessions(home=home, env=env)  # the registries a ``Resolve`` names
     try:
-        cache = ArtifactCache(home.check().artifact_cache_dir.parent)
+        cache = ArtifactCache(home.check().artifacts_dir)
 
         def lock_decides(project: ProjectFile) -> bool:
             return registry_url_lock_decides(flag=flag, env=env, project=project)

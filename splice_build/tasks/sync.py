@@ -161,7 +161,7 @@ def sync_workspace(
     from splice_build.tasks.graph import run_workspace
     from splice_build.tasks.request import GraphRequest
 
-    cache = ArtifactCache(home.check().artifact_cache_dir.parent)
+    cache = ArtifactCache(home.check().artifacts_dir)
     sessions = RegistrySessions(home=home, env=env)
     members = [
         _member(
