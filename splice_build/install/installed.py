@@ -220,30 +220,25 @@ def _renamers_above(root: Path, project: os.stat_result) -> list[tuple[str, str]
     (project/state_owner.py ``renamer_above``): with another tree put in its place
     between the check and the process's start, theirs is what runs (a team's
     group-writable ``/srv/shared`` holding your project writable by you alone)."""
+    from splice_build.project.paths_above import entries_above
     from splice_build.project.state_owner import renamer_above
 
     found: list[tuple[str, str]] = []
-    seen: set[str] = set()
     if not hasattr(os, "geteuid"):
         return found  # a platform without uids, as added_writer
     mine = (os.geteuid(), 0)
-    for path in dict.fromkeys((os.path.abspath(root), os.path.realpath(root))):
-        while (directory := os.path.dirname(path)) != path:
-            if path not in seen:
-                seen.add(path)
-                try:
-                    info = os.stat(directory)
-                    if info.st_uid in mine and not info.st_mode & 0o022:
-                        path = directory
-                        continue  # only its owner may rename what it holds
-                    entry = os.lstat(path)
-                except OSError as exc:
-                    found.append((directory, f"it cannot be examined: {exc.strerror or exc}"))
-                else:
-                    why = renamer_above(info, Path(directory), entry, project, root)
-                    if why is not None:
-                        found.append((directory, why))
-            path = directory
+    for directory, path in entries_above(root):
+        try:
+            info = os.stat(directory)
+            if info.st_uid in mine and not info.st_mode & 0o022:
+                continue  # only its owner may rename what it holds
+            entry = os.lstat(path)
+        except OSError as exc:
+            found.append((directory, f"it cannot be examined: {exc.strerror or exc}"))
+        else:
+            why = renamer_above(info, Path(directory), entry, project, root)
+            if why is not None:
+                found.append((directory, why))
     return found
 
 

@@ -44,6 +44,7 @@ def _identity(info: os.stat_result) -> tuple[int, ...]:
 
 def home_problem(home: Path) -> str | None:
     """Why another user may have chosen what ``home`` holds, or None (module docstring)."""
+    from splice_build.project.paths_above import entries_above
     from splice_build.project.state_owner import open_to_others
 
     if getattr(os, "geteuid", None) is None:
@@ -67,20 +68,16 @@ def home_problem(home: Path) -> str | None:
         return f"it is owned by user {info.st_uid}"
     if open_to_others(info, Path(real), root_trusted=False):
         return "other users may write it"
-    for path in dict.fromkeys((os.path.abspath(home), real)):
-        while (directory := os.path.dirname(path)) != path:
-            try:
-                above = os.stat(directory)
-                entry = os.lstat(path)
-            except OSError as exc:
-                return f"{directory} cannot be examined ({exc.strerror or exc})"
-            if open_to_others(above, Path(directory)) and not (
-                above.st_mode & stat.S_ISVTX
-                and above.st_uid in (euid, 0)
-                and entry.st_uid in (euid, 0)
-            ):
-                return f"another user may replace {path} (in {directory}, which they may write)"
-            path = directory
+    for directory, path in entries_above(home):
+        try:
+            above = os.stat(directory)
+            entry = os.lstat(path)
+        except OSError as exc:
+            return f"{directory} cannot be examined ({exc.strerror or exc})"
+        if open_to_others(above, Path(directory)) and not (
+            above.st_mode & stat.S_ISVTX and above.st_uid in (euid, 0) and entry.st_uid in (euid, 0)
+        ):
+            return f"another user may replace {path} (in {directory}, which they may write)"
     _SOUND[(home, euid)] = _identity(info)
     return None
 

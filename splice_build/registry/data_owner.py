@@ -21,6 +21,8 @@ import os
 import stat
 from pathlib import Path
 
+from splice_build.project.paths_above import entries_above
+
 
 def data_problem(data: Path) -> str | None:
     """Why a user other than this one, root or a group may replace what ``data`` holds, or
@@ -40,12 +42,10 @@ def data_problem(data: Path) -> str | None:
             return f"it is owned by user {info.st_uid}"
         if info.st_mode & stat.S_IWOTH:
             return "every user may write it"
-    for path in dict.fromkeys((os.path.abspath(data), real)):
-        while (directory := os.path.dirname(path)) != path:
-            problem = _renamer(directory, path, trusted)
-            if problem is not None:
-                return f"another user may replace {path} ({problem})"
-            path = directory
+    for directory, path in entries_above(data):
+        problem = _renamer(directory, path, trusted)
+        if problem is not None:
+            return f"another user may replace {path} ({problem})"
     return None
 
 

@@ -71,6 +71,11 @@ def _in_a_directory_anyone_may_write(shared: Path) -> Path:
     return shared / "open" / "home"
 
 
+def _my_link_into_a_directory_anyone_may_write(shared: Path) -> Path:
+    (shared / "link").symlink_to(_in_a_directory_anyone_may_write(shared))
+    return shared / "link"  # the way by the path given is sound; its target's is not
+
+
 def _open_to_a_group(shared: Path) -> Path:
     (shared / "home").mkdir()
     os.chown(shared / "home", -1, 4242)  # a group with no entry: anyone's
@@ -92,6 +97,10 @@ def _their_file_in_a_home_of_mine(shared: Path) -> Path:
         (
             _in_a_directory_anyone_may_write,
             "another user may replace {home} (in {shared}/open, which they may write)",
+        ),
+        (
+            _my_link_into_a_directory_anyone_may_write,
+            "another user may replace {shared}/open/home (in {shared}/open, which they may write)",
         ),
         (_open_to_a_group, "other users may write it"),
         (_their_file_in_a_home_of_mine, None),
