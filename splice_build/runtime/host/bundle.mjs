@@ -728,9 +728,299 @@ function installModuleGuard(packageDir, allowed, prepare) {
 return Object.freeze({ __proto__: null, deniedError, loadError, isAllowedBuiltin, installModuleGuard, });
 })();
 
+// ---- file_modes.mjs
+const __host_file_modes = (() => {
+const { deniedError } = __host_module_guard;
+const { apply, nextTick, rejected, setOwn, stringCharCodeAt } = __host_pristine;
+// A tool's files stay closed to other users. The sandbox starts the tool under a umask that
+// masks others' write, and the group's unless the program's umask gave the group write
+// (runtime/isolation/child.py close_to_others). A tool could undo that: `process.umask(0)`
+// or `chmod 0777` on a directory of its write grant let any local user plant a link there,
+// and the tool's next call wrote through it to any file of the user who runs Splice (Node
+// follows links in a grant wherever they lead; without the file view nothing else stops it).
+// So no umask may drop a bit of the start's write mask, and no chmod may set one: both are
+// refused with ERR_ACCESS_DENIED, as a write outside the grants is.
+//
+// No umask masks the set-user-ID and set-group-ID bits either, which the OS layer's seccomp
+// filter refuses in every mode (docs/security.md): without it, a tool that wrote a program
+// into its write grant and made it set-user-ID (`chmod 04755`) let any local user run it as
+// the user who ran Splice (uid 65534 ran such a copy of `id`: euid=0(root)), and as root,
+// which keeps the bits through a write, `writeFile(p, bytes, { mode: 0o4755 })` made one at
+// once. So no chmod sets either bit and no file is created with one (`open`, `openSync`,
+// `writeFileSync`, fs/promises' `open`, `writeFile` and `appendFile`; `writeFile`,
+// `appendFile`, `appendFileSync` and write streams reach one of them; `mkdir` drops both).
+// Nor may a tool give a file away (`chown`): as root it could hand another user a directory.
+
+const umask = process.umask;
+// Read before any tool code runs (process.umask() with no argument only reads).
+const CLOSED = apply(umask, process, []) & 0o022;
+// S_ISUID | S_ISGID
+const SET_ID = 0o6000;
+// The ids a chown may name besides -1 (no change).
+const OWN_UID = apply(process.geteuid, process, []);
+const OWN_GID = apply(process.getegid, process, []);
+
+/** ``mode`` as Node reads it: a number, or a string of octal digits of any length (Node's
+ * parseFileMode takes `'0000000000777'` as 0o777); undefined for anything else, which Node
+ * refuses itself. A string's value is kept to its low 32 bits, the bits a mode has (Node
+ * refuses a larger one). */
+function modeValue(mode) {
+  if (typeof mode === 'number') return mode;
+  if (typeof mode !== 'string' || mode.length === 0) return undefined;
+  let value = 0;
+  for (let i = 0; i < mode.length; i += 1) {
+    const digit = apply(stringCharCodeAt, mode, [i]) - 48;
+    if (!(digit >= 0 && digit <= 7)) return undefined;
+    value = (value * 8 + digit) % 0x100000000;
+  }
+  return value;
+}
+
+/** The refusal of a chmod to ``mode`` that gives other users a write the start's umask
+ * masks or sets a set-ID bit, or null. */
+function openingMode(mode) {
+  const value = modeValue(mode);
+  if (value === undefined || (value & (CLOSED | SET_ID)) === 0) return null;
+  return deniedError('a file mode that lets other users write, or run a file as its owner');
+}
+
+/** The refusal of a chown to ``uid`` and ``gid`` that gives a file to another user or group
+ * (only -1, no change, and the process's own ids pass), or null. */
+function givingAway(uid, gid) {
+  if ((uid === -1 || uid === OWN_UID) && (gid === -1 || gid === OWN_GID)) return null;
+  return deniedError('a file owner other than the user running the tool');
+}
+
+/** The refusal of a FileHandle's method ``name`` called with ``args`` (its `chmod` and
+ * `chown` take what `fchmod` and `fchown` take after the descriptor), or null. Node 24
+ * refuses both under its permission model anyway; this holds should it allow them. */
+function handleRefusal(name, args) {
+  if (name === 'chmod') return openingMode(args[0]);
+  if (name === 'chown') return givingAway(args[0], args[1]);
+  return null;
+}
+
+/** ``fn`` refusing the calls ``refusal`` (the arguments → an error or null) refuses, as Node
+ * refuses in its ``form`` (`sync`: thrown; `callback`: passed to the last argument on the
+ * next tick; `promise`: rejected). */
+function refusing(fn, form, refusal) {
+  return function guarded(...args) {
+    const err = refusal(args);
+    if (err === null) return apply(fn, this, args);
+    if (form === 'promise') return rejected(err);
+    const callback = args[args.length - 1];
+    if (form === 'sync' || typeof callback !== 'function') throw err;
+    apply(nextTick, process, [callback, err]);
+    return undefined;
+  };
+}
+
+/** ``fs.chmod``-like ``fn`` (a path or descriptor, then the mode) refusing an opening mode. */
+function guardModeCall(fn, form) {
+  return refusing(fn, form, (args) => openingMode(args[1]));
+}
+
+/** ``fs.chown``-like ``fn`` (a path or descriptor, then uid and gid) refusing to give the
+ * file away: as root, a tool gave a directory of its write grant to uid 65534, who could
+ * plant a link there; a user in several groups could give one to another group. */
+function guardOwnerCall(fn, form) {
+  return refusing(fn, form, (args) => givingAway(args[1], args[2]));
+}
+
+/** ``options`` of a call that creates a file, with their ``mode`` read once and kept as an
+ * own property of options that inherit the rest (a getter could tell the host one mode and
+ * Node another); a string or anything else goes as it is. Returns the mode. */
+function fixedMode(args, at) {
+  const options = args[at];
+  if (options === null || typeof options !== 'object') return undefined;
+  const mode = options.mode;
+  const fixed = { __proto__: options };
+  setOwn(fixed, 'mode', mode);
+  args[at] = fixed;
+  return mode;
+}
+
+/** ``fn``, a call that creates a file, refusing a mode with a set-ID bit: ``at`` is the index
+ * of its mode, or of its options when ``inOptions``. The umask masks the rest of a new
+ * file's mode. */
+function guardCreation(fn, at, inOptions, form) {
+  return refusing(fn, form, (args) => {
+    const value = modeValue(inOptions ? fixedMode(args, at) : args[at]);
+    if (value === undefined || (value & SET_ID) === 0) return null;
+    return deniedError('a file mode that runs the file as its owner');
+  });
+}
+
+/** process.umask: reads as before; a mask that keeps the start's closed bits is set. */
+function guardedUmask(...args) {
+  if (args.length === 0 || args[0] === undefined) return apply(umask, process, args);
+  const value = modeValue(args[0]);
+  if (value !== undefined && (value & CLOSED) !== CLOSED) {
+    throw deniedError('a umask that lets other users write');
+  }
+  return apply(umask, process, args);
+}
+return Object.freeze({ __proto__: null, CLOSED, handleRefusal, guardModeCall, guardOwnerCall, guardCreation, guardedUmask, });
+})();
+
+// ---- file_copies.mjs
+const __host_file_copies = (() => {
+const { deniedError } = __host_module_guard;
+const { CLOSED } = __host_file_modes;
+const { PromiseCtor, URLCtor, apply, builtin, getOwnPropertyDescriptor, hasOwn, isView, nextTick, rejected, settle } = __host_pristine;
+// A copy gets no mode or owner the tool could not give a file itself. Node's copyFile
+// (libuv's uv_fs_copyfile, which every `fs.copyFile` form and the files `fs.cp` and
+// `cpSync` copy reach) gives the copy its source's mode with `fchmod`, which no umask masks
+// and file_modes.mjs never sees, and, as root, its source's owner. A root-owned
+// set-user-ID program in a read grant (a root file system a project unpacks) copied into the
+// write grant stayed 04755 through the tool's rewrite of its bytes (root keeps the bits),
+// and uid 65534 ran the tool's program as root; a copy of another user's file was theirs.
+//
+// So the host makes each copy in a directory of its own beside the destination (mkdtemp:
+// 0700, so no other user reaches the copy while it has the source's mode), gives it the
+// user's own uid and the source's permission bits less the set-ID bits and what the start's
+// umask closes, and only then renames it into place (or links it, with COPYFILE_EXCL, which
+// refuses an existing destination as Node does). The source's mode is read from a `Stats`
+// object a tool can forge, which only decides bits a `chmod` of the tool's could set. Every
+// step runs synchronously, the callback and promise forms too: a tool's code running
+// between two steps could move the copy out of its directory before its mode was set. Paths
+// are made strings first, so that no getter of the tool's runs inside Node's own checks.
+//
+// `cpSync` onto an existing file (with `force`, its default) does not copy by copyFile: it
+// removes the file and copies in C++ (`cpSyncOverrideFile`: std::filesystem's copy_file, or
+// libuv's with a `mode`), which gives the copy its source's mode too, and no chmod follows
+// for the host to check (a set-user-ID source made a 04755 copy over `out/a`; a 0666 one,
+// 0666). So the host's cpSync filter (fs_gaps.mjs) removes such a file first, as that copy
+// would: Node then finds no file there and copies by copyFileSync and chmodSync, both
+// guarded.
+
+const fs = builtin('node:fs');
+const { basename, dirname, join } = builtin('node:path');
+const { fileURLToPath } = builtin('node:url');
+// Node's own, before any tool code runs.
+const {
+  accessSync, chmodSync, chownSync, copyFileSync, linkSync, mkdtempSync, renameSync, rmdirSync,
+  statSync, unlinkSync,
+} = fs;
+const realpathNative = fs.realpathSync.native;
+const { COPYFILE_EXCL } = fs.constants;
+const OWN_UID = apply(process.geteuid, process, []);
+const strict = new TextDecoder('utf-8', { fatal: true });
+const decode = TextDecoder.prototype.decode;
+const promiseResolve = PromiseCtor.resolve;
+
+/** ``path`` (a string, a file URL or UTF-8 bytes) as a string; a string for Node to refuse
+ * when it is none of these. */
+function pathString(path) {
+  if (typeof path === 'string') return path;
+  if (path instanceof URLCtor) return apply(fileURLToPath, undefined, [path]);
+  if (isView(path)) {
+    try {
+      return apply(decode, strict, [path]);
+    } catch {
+      throw deniedError('a copy to or from a path that is not UTF-8');
+    }
+  }
+  throw deniedError('a copy named by anything but a string, a URL or bytes');
+}
+
+/** Copy ``src`` to ``dest`` as the top of this module says; ``flags`` as Node takes them. */
+function copyClosed(src, dest, flags) {
+  const from = pathString(src);
+  const to = pathString(dest);
+  const exclusive = typeof flags === 'number' && (flags & COPYFILE_EXCL) !== 0;
+  const inner = typeof flags === 'number' ? flags | COPYFILE_EXCL : flags;
+  const mode = statSync(from).mode;
+  const bits = (typeof mode === 'number' ? mode : 0) & 0o777 & ~CLOSED;
+  const dir = mkdtempSync(join(dirname(to), '.splice-copy-'));
+  const copy = join(dir, 'copy');
+  try {
+    copyFileSync(from, copy, inner);
+    chmodSync(copy, bits);
+    chownSync(copy, OWN_UID, -1);
+    if (exclusive) linkSync(copy, to);
+    else renameSync(copy, to);
+  } finally {
+    try {
+      unlinkSync(copy);
+    } catch {
+      // renamed into place, or never made
+    }
+    rmdirSync(dir);
+  }
+}
+
+/** ``fs.copyFileSync``, ``fs.copyFile`` (``form`` callback) or fs/promises' ``copyFile``
+ * (``form`` promise) copying as ``copyClosed`` does; a call without a callback goes to Node,
+ * which refuses it before it copies anything. */
+function guardCopyFile(fn, form) {
+  return function copyFile(...args) {
+    if (form === 'sync') return copyClosed(args[0], args[1], args[2]);
+    if (form === 'promise') {
+      try {
+        copyClosed(args[0], args[1], args[2]);
+      } catch (err) {
+        return rejected(err);
+      }
+      return settle(apply(promiseResolve, PromiseCtor, [undefined]));
+    }
+    const callback = args[args.length - 1];
+    if (typeof callback !== 'function') return apply(fn, this, args);
+    let err = null;
+    try {
+      copyClosed(args[0], args[1], args.length > 3 ? args[2] : undefined);
+    } catch (caught) {
+      err = caught;
+    }
+    apply(nextTick, process, [callback, err]);
+    return undefined;
+  };
+}
+
+/** The code of Node's error ``err`` as Node set it (an own data property); a getter or
+ * setter of the tool's on the way is refused. */
+function ownCode(err) {
+  const d = err !== null && typeof err === 'object'
+    ? getOwnPropertyDescriptor(err, 'code') : undefined;
+  if (d === undefined || !hasOwn(d, 'value')) {
+    throw deniedError('a copy while errors are redefined');
+  }
+  return d.value;
+}
+
+/** ``path``'s real directory joined with its name (one path per entry, whatever the way). */
+function entry(path) {
+  return join(apply(realpathNative, fs, [dirname(path)]), basename(path));
+}
+
+/** Before `cpSync` (with ``force``) copies ``src`` to ``dest``: remove ``dest`` when it is
+ * a file or a link and ``src`` is no directory, as Node's C++ copy over it would first
+ * (see the top of this module). Nothing is removed where Node refuses the copy itself: a
+ * missing or unreadable source, a directory there, or ``src`` and ``dest`` one entry. */
+function clearForCopy(src, dest, force) {
+  if (force === false) return;
+  const from = pathString(src);
+  const to = pathString(dest);
+  try {
+    accessSync(`${from}/`);
+    return; // a directory (or a link to one): Node copies into it, or refuses
+  } catch (err) {
+    if (ownCode(err) !== 'ENOTDIR') return; // missing or refused: Node says so
+  }
+  try {
+    if (entry(from) === entry(to)) return;
+    unlinkSync(to);
+  } catch (err) {
+    ownCode(err); // nothing there, or a directory: Node answers for it
+  }
+}
+return Object.freeze({ __proto__: null, guardCopyFile, clearForCopy, });
+})();
+
 // ---- fs_gaps.mjs
 const __host_fs_gaps = (() => {
 const { ACCESS_DENIED } = __host_codes;
+const { clearForCopy } = __host_file_copies;
 const { ErrorCtor, URLCtor, apply, builtin, keys, nextTick, rejected, safeGet, setOwn } = __host_pristine;
 // Where Node's own fs calls step around its permission model (Node 24.19), and the host
 // closes the gap before the call reaches Node.
@@ -757,6 +1047,7 @@ const { ErrorCtor, URLCtor, apply, builtin, keys, nextTick, rejected, safeGet, s
 // where its answer would not reach the tool.
 
 const { fileURLToPath } = builtin('node:url');
+const { isPromise } = builtin('node:util').types;
 const { resolve } = builtin('node:path');
 // Node's own: path.resolve would call whatever `process.cwd` the tool put there.
 const cwd = process.cwd;
@@ -821,17 +1112,18 @@ function guardPromiseRemoval(fn) {
   };
 }
 
-/** A filter that keeps every entry (Node's default, by its JavaScript walk). */
-function keepAll() {
-  return true;
-}
-
-/** The tool's cpSync ``filter`` called with no `this`. Node calls a filter as a method of its
- * own options, whose `filter` it reads again at every directory: a filter that set
- * `this.filter = undefined` brought back the C++ copy of every directory after. */
-function calledAlone(filter) {
+/** The filter the host gives ``fs.cpSync``: the tool's ``filter`` (or one that keeps every
+ * entry, Node's default) called with no `this` (Node calls a filter as a method of its own
+ * options, whose `filter` it reads again at every directory: a filter that set
+ * `this.filter = undefined` brought back the C++ copy of every directory after), and an
+ * entry kept is cleared for the copy (file_copies.mjs clearForCopy). A promise goes back to
+ * Node, which refuses it. */
+function hostFilter(filter, force) {
   return function filter_(src, dest) {
-    return apply(filter, undefined, [src, dest]);
+    const keep = filter === undefined ? true : apply(filter, undefined, [src, dest]);
+    if (isPromise(keep) || !keep) return keep;
+    clearForCopy(src, dest, force);
+    return true;
   };
 }
 
@@ -848,8 +1140,9 @@ function guardCopySync(fn) {
         for (let i = 0; i < names.length; i += 1) setOwn(copy, names[i], options[names[i]]);
       }
       const filter = copy.filter;
-      if (filter === undefined) setOwn(copy, 'filter', keepAll);
-      else if (typeof filter === 'function') setOwn(copy, 'filter', calledAlone(filter));
+      if (filter === undefined || typeof filter === 'function') {
+        setOwn(copy, 'filter', hostFilter(filter, copy.force));
+      }
       args[2] = copy;
     }
     return apply(fn, this, args);
@@ -858,137 +1151,12 @@ function guardCopySync(fn) {
 return Object.freeze({ __proto__: null, refusedRemoval, guardCallbackRemoval, guardPromiseRemoval, guardCopySync, });
 })();
 
-// ---- file_modes.mjs
-const __host_file_modes = (() => {
-const { deniedError } = __host_module_guard;
-const { apply, nextTick, rejected, setOwn, stringCharCodeAt } = __host_pristine;
-// A tool's files stay closed to other users. The sandbox starts the tool under a umask that
-// masks others' write, and the group's unless the program's umask gave the group write
-// (runtime/isolation/child.py close_to_others). A tool could undo that: `process.umask(0)`
-// or `chmod 0777` on a directory of its write grant let any local user plant a link there,
-// and the tool's next call wrote through it to any file of the user who runs Splice (Node
-// follows links in a grant wherever they lead; without the file view nothing else stops it).
-// So no umask may drop a bit of the start's write mask, and no chmod may set one: both are
-// refused with ERR_ACCESS_DENIED, as a write outside the grants is.
-//
-// No umask masks the set-user-ID and set-group-ID bits either, which the OS layer's seccomp
-// filter refuses in every mode (docs/security.md): without it, a tool that wrote a program
-// into its write grant and made it set-user-ID (`chmod 04755`) let any local user run it as
-// the user who ran Splice (uid 65534 ran such a copy of `id`: euid=0(root)), and as root,
-// which keeps the bits through a write, `writeFile(p, bytes, { mode: 0o4755 })` made one at
-// once. So no chmod sets either bit and no file is created with one (`open`, `openSync`,
-// `writeFileSync`, fs/promises' `open`, `writeFile` and `appendFile`; `writeFile`,
-// `appendFile`, `appendFileSync` and write streams reach one of them; `mkdir` drops both).
-// Nor may a tool give a file away (`chown`): as root it could hand another user a directory.
-
-const umask = process.umask;
-// Read before any tool code runs (process.umask() with no argument only reads).
-const CLOSED = apply(umask, process, []) & 0o022;
-// S_ISUID | S_ISGID
-const SET_ID = 0o6000;
-// The ids a chown may name besides -1 (no change).
-const OWN_UID = apply(process.geteuid, process, []);
-const OWN_GID = apply(process.getegid, process, []);
-
-/** ``mode`` as Node reads it: a number, or a string of octal digits of any length (Node's
- * parseFileMode takes `'0000000000777'` as 0o777); undefined for anything else, which Node
- * refuses itself. A string's value is kept to its low 32 bits, the bits a mode has (Node
- * refuses a larger one). */
-function modeValue(mode) {
-  if (typeof mode === 'number') return mode;
-  if (typeof mode !== 'string' || mode.length === 0) return undefined;
-  let value = 0;
-  for (let i = 0; i < mode.length; i += 1) {
-    const digit = apply(stringCharCodeAt, mode, [i]) - 48;
-    if (!(digit >= 0 && digit <= 7)) return undefined;
-    value = (value * 8 + digit) % 0x100000000;
-  }
-  return value;
-}
-
-/** The refusal of a chmod to ``mode`` that gives other users a write the start's umask
- * masks or sets a set-ID bit, or null. */
-function openingMode(mode) {
-  const value = modeValue(mode);
-  if (value === undefined || (value & (CLOSED | SET_ID)) === 0) return null;
-  return deniedError('a file mode that lets other users write, or run a file as its owner');
-}
-
-/** The refusal of a chown to ``uid`` and ``gid`` that gives a file to another user or group
- * (only -1, no change, and the process's own ids pass), or null. */
-function givingAway(uid, gid) {
-  if ((uid === -1 || uid === OWN_UID) && (gid === -1 || gid === OWN_GID)) return null;
-  return deniedError('a file owner other than the user running the tool');
-}
-
-/** ``fn`` refusing the calls ``refusal`` (the arguments → an error or null) refuses, as Node
- * refuses in its ``form`` (`sync`: thrown; `callback`: passed to the last argument on the
- * next tick; `promise`: rejected). */
-function refusing(fn, form, refusal) {
-  return function guarded(...args) {
-    const err = refusal(args);
-    if (err === null) return apply(fn, this, args);
-    if (form === 'promise') return rejected(err);
-    const callback = args[args.length - 1];
-    if (form === 'sync' || typeof callback !== 'function') throw err;
-    apply(nextTick, process, [callback, err]);
-    return undefined;
-  };
-}
-
-/** ``fs.chmod``-like ``fn`` (a path or descriptor, then the mode) refusing an opening mode. */
-function guardModeCall(fn, form) {
-  return refusing(fn, form, (args) => openingMode(args[1]));
-}
-
-/** ``fs.chown``-like ``fn`` (a path or descriptor, then uid and gid) refusing to give the
- * file away: as root, a tool gave a directory of its write grant to uid 65534, who could
- * plant a link there; a user in several groups could give one to another group. */
-function guardOwnerCall(fn, form) {
-  return refusing(fn, form, (args) => givingAway(args[1], args[2]));
-}
-
-/** ``options`` of a call that creates a file, with their ``mode`` read once and kept as an
- * own property of options that inherit the rest (a getter could tell the host one mode and
- * Node another); a string or anything else goes as it is. Returns the mode. */
-function fixedMode(args, at) {
-  const options = args[at];
-  if (options === null || typeof options !== 'object') return undefined;
-  const mode = options.mode;
-  const fixed = { __proto__: options };
-  setOwn(fixed, 'mode', mode);
-  args[at] = fixed;
-  return mode;
-}
-
-/** ``fn``, a call that creates a file, refusing a mode with a set-ID bit: ``at`` is the index
- * of its mode, or of its options when ``inOptions``. The umask masks the rest of a new
- * file's mode. */
-function guardCreation(fn, at, inOptions, form) {
-  return refusing(fn, form, (args) => {
-    const value = modeValue(inOptions ? fixedMode(args, at) : args[at]);
-    if (value === undefined || (value & SET_ID) === 0) return null;
-    return deniedError('a file mode that runs the file as its owner');
-  });
-}
-
-/** process.umask: reads as before; a mask that keeps the start's closed bits is set. */
-function guardedUmask(...args) {
-  if (args.length === 0 || args[0] === undefined) return apply(umask, process, args);
-  const value = modeValue(args[0]);
-  if (value !== undefined && (value & CLOSED) !== CLOSED) {
-    throw deniedError('a umask that lets other users write');
-  }
-  return apply(umask, process, args);
-}
-return Object.freeze({ __proto__: null, openingMode, guardModeCall, guardOwnerCall, guardCreation, guardedUmask, });
-})();
-
 // ---- fd_guard.mjs
 const __host_fd_guard = (() => {
 const { deniedError } = __host_module_guard;
 const { guardCallbackRemoval, guardCopySync, guardPromiseRemoval } = __host_fs_gaps;
-const { guardCreation, guardModeCall, guardOwnerCall, openingMode } = __host_file_modes;
+const { guardCopyFile } = __host_file_copies;
+const { guardCreation, guardModeCall, guardOwnerCall, handleRefusal } = __host_file_modes;
 const { MapCtor, WeakSetCtor, apply, builtin, construct, defineProperty, getOwnPropertyDescriptor, getPrototypeOf, isProxy, keys, mapDelete, mapGet, mapHas, mapSet, nextTick, ownKeys, rejected, settle, stringCharCodeAt, stringEndsWith, stringSlice, stringStartsWith, symbolDescription, weakSetAdd, weakSetHas } = __host_pristine;
 // The descriptor guard: a tool names only file descriptors that are its own.
 //
@@ -1235,6 +1403,9 @@ function wrapFs(channelFds) {
   fs.open = guardCreation(fs.open, 2, false, 'callback');
   fs.openSync = guardCreation(fs.openSync, 2, false, 'sync');
   fs.writeFileSync = guardCreation(fs.writeFileSync, 2, true, 'sync');
+  // Copies with the source's mode and owner (file_copies.mjs).
+  fs.copyFile = guardCopyFile(fs.copyFile, 'callback');
+  fs.copyFileSync = guardCopyFile(fs.copyFileSync, 'sync');
   fs.close = closing(originals.close, 'close');
   fs.closeSync = closing(originals.closeSync, 'closeSync');
   const promises = getOwnPropertyDescriptor(fs, 'promises');
@@ -1305,10 +1476,10 @@ function guardHandleProto(proto) {
     const d = getOwnPropertyDescriptor(proto, names[i]);
     if (names[i] === 'constructor' || typeof d.value !== 'function') continue;
     const fn = d.value;
-    const modeAt = names[i] === 'chmod' ? 0 : -1;
-    replace(proto, names[i], function handleMethod(...args) {
+    const name = names[i];
+    replace(proto, name, function handleMethod(...args) {
       if (!apply(weakSetHas, handles, [this])) return rejected(forgedHandleError());
-      const err = modeAt < 0 ? null : openingMode(args[modeAt]);
+      const err = handleRefusal(name, args);
       if (err !== null) return rejected(err);
       return apply(fn, this, args);
     });
@@ -1361,6 +1532,7 @@ function guardedPromises() {
   replace(promises, 'open', guardCreation(promises.open, 2, false, 'promise'));
   replace(promises, 'writeFile', guardCreation(promises.writeFile, 2, true, 'promise'));
   replace(promises, 'appendFile', guardCreation(promises.appendFile, 2, true, 'promise'));
+  replace(promises, 'copyFile', guardCopyFile(promises.copyFile, 'promise'));
   // `import { open } from 'node:fs/promises'` links against the guarded functions.
   syncBuiltinESMExports();
   return promises;
