@@ -863,11 +863,37 @@ function guardedUmask(...args) {
 return Object.freeze({ __proto__: null, CLOSED, handleRefusal, guardModeCall, guardOwnerCall, guardCreation, guardedUmask, });
 })();
 
+// ---- fs_paths.mjs
+const __host_fs_paths = (() => {
+const { URLCtor, apply, builtin, isView } = __host_pristine;
+// A path argument of an fs call as the string Node's permission model checks, for the guards
+// that look at a path before Node does (fs_gaps.mjs, file_copies.mjs).
+
+const { fileURLToPath } = builtin('node:url');
+const strict = new TextDecoder('utf-8', { fatal: true });
+const decode = TextDecoder.prototype.decode;
+
+/** ``path`` (a string, a file URL or UTF-8 bytes) as a string; undefined for anything else,
+ * a URL that names no file, or bytes that are not UTF-8. */
+function pathText(path) {
+  if (typeof path === 'string') return path;
+  try {
+    if (path instanceof URLCtor) return apply(fileURLToPath, undefined, [path]);
+    if (isView(path)) return apply(decode, strict, [path]);
+  } catch {
+    return undefined;
+  }
+  return undefined;
+}
+return Object.freeze({ __proto__: null, pathText, });
+})();
+
 // ---- file_copies.mjs
 const __host_file_copies = (() => {
 const { deniedError } = __host_module_guard;
 const { CLOSED } = __host_file_modes;
-const { PromiseCtor, URLCtor, apply, builtin, getOwnPropertyDescriptor, hasOwn, isView, nextTick, rejected, settle } = __host_pristine;
+const { pathText } = __host_fs_paths;
+const { PromiseCtor, apply, builtin, getOwnPropertyDescriptor, hasOwn, nextTick, rejected, settle } = __host_pristine;
 // A copy gets no mode or owner the tool could not give a file itself. Node's copyFile
 // (libuv's uv_fs_copyfile, which every `fs.copyFile` form and the files `fs.cp` and
 // `cpSync` copy reach) gives the copy its source's mode with `fchmod`, which no umask masks
@@ -896,7 +922,6 @@ const { PromiseCtor, URLCtor, apply, builtin, getOwnPropertyDescriptor, hasOwn, 
 
 const fs = builtin('node:fs');
 const { basename, dirname, join } = builtin('node:path');
-const { fileURLToPath } = builtin('node:url');
 // Node's own, before any tool code runs.
 const {
   accessSync, chmodSync, chownSync, copyFileSync, linkSync, mkdtempSync, renameSync, rmdirSync,
@@ -905,23 +930,13 @@ const {
 const realpathNative = fs.realpathSync.native;
 const { COPYFILE_EXCL } = fs.constants;
 const OWN_UID = apply(process.geteuid, process, []);
-const strict = new TextDecoder('utf-8', { fatal: true });
-const decode = TextDecoder.prototype.decode;
 const promiseResolve = PromiseCtor.resolve;
 
-/** ``path`` (a string, a file URL or UTF-8 bytes) as a string; a string for Node to refuse
- * when it is none of these. */
+/** ``path`` as a string (fs_paths.mjs); anything else is refused. */
 function pathString(path) {
-  if (typeof path === 'string') return path;
-  if (path instanceof URLCtor) return apply(fileURLToPath, undefined, [path]);
-  if (isView(path)) {
-    try {
-      return apply(decode, strict, [path]);
-    } catch {
-      throw deniedError('a copy to or from a path that is not UTF-8');
-    }
-  }
-  throw deniedError('a copy named by anything but a string, a URL or bytes');
+  const text = pathText(path);
+  if (text === undefined) throw deniedError('a copy named by anything but a path');
+  return text;
 }
 
 /** Copy ``src`` to ``dest`` as the top of this module says; ``flags`` as Node takes them. */
@@ -1021,7 +1036,8 @@ return Object.freeze({ __proto__: null, guardCopyFile, clearForCopy, });
 const __host_fs_gaps = (() => {
 const { ACCESS_DENIED } = __host_codes;
 const { clearForCopy } = __host_file_copies;
-const { ErrorCtor, URLCtor, apply, builtin, keys, nextTick, rejected, safeGet, setOwn } = __host_pristine;
+const { pathText } = __host_fs_paths;
+const { ErrorCtor, apply, builtin, keys, nextTick, rejected, safeGet, setOwn } = __host_pristine;
 // Where Node's own fs calls step around its permission model (Node 24.19), and the host
 // closes the gap before the call reaches Node.
 //
@@ -1046,7 +1062,6 @@ const { ErrorCtor, URLCtor, apply, builtin, keys, nextTick, rejected, safeGet, s
 // the promise's rejection. Node still checks every removal it makes; this only answers first
 // where its answer would not reach the tool.
 
-const { fileURLToPath } = builtin('node:url');
 const { isPromise } = builtin('node:util').types;
 const { resolve } = builtin('node:path');
 // Node's own: path.resolve would call whatever `process.cwd` the tool put there.
@@ -1055,19 +1070,12 @@ const cwd = process.cwd;
 const permission = process.permission;
 const permissionHas = permission === undefined ? undefined : permission.has;
 
-/** The path Node's permission model checks for ``path``, or undefined when it is neither a
- * string nor a URL (Node then refuses or checks it itself). */
+/** The path Node's permission model checks for ``path``, or undefined when it is no path
+ * fs_paths.mjs reads (Node then refuses or checks it itself). */
 function checkedPath(path) {
-  const here = apply(cwd, process, []);
-  if (typeof path === 'string') return apply(resolve, undefined, [here, path]);
-  if (path instanceof URLCtor) {
-    try {
-      return apply(resolve, undefined, [here, apply(fileURLToPath, undefined, [path])]);
-    } catch {
-      return undefined;
-    }
-  }
-  return undefined;
+  const text = pathText(path);
+  if (text === undefined) return undefined;
+  return apply(resolve, undefined, [apply(cwd, process, []), text]);
 }
 
 /** Node's refusal of a write to ``path``, when a recursive removal of it would be one Node

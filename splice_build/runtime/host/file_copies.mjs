@@ -25,14 +25,13 @@
 // guarded.
 import { deniedError } from './module_guard.mjs';
 import { CLOSED } from './file_modes.mjs';
+import { pathText } from './fs_paths.mjs';
 import {
-  PromiseCtor, URLCtor, apply, builtin, getOwnPropertyDescriptor, hasOwn, isView, nextTick,
-  rejected, settle,
+  PromiseCtor, apply, builtin, getOwnPropertyDescriptor, hasOwn, nextTick, rejected, settle,
 } from './pristine.mjs';
 
 const fs = builtin('node:fs');
 const { basename, dirname, join } = builtin('node:path');
-const { fileURLToPath } = builtin('node:url');
 // Node's own, before any tool code runs.
 const {
   accessSync, chmodSync, chownSync, copyFileSync, linkSync, mkdtempSync, renameSync, rmdirSync,
@@ -41,23 +40,13 @@ const {
 const realpathNative = fs.realpathSync.native;
 const { COPYFILE_EXCL } = fs.constants;
 const OWN_UID = apply(process.geteuid, process, []);
-const strict = new TextDecoder('utf-8', { fatal: true });
-const decode = TextDecoder.prototype.decode;
 const promiseResolve = PromiseCtor.resolve;
 
-/** ``path`` (a string, a file URL or UTF-8 bytes) as a string; a string for Node to refuse
- * when it is none of these. */
+/** ``path`` as a string (fs_paths.mjs); anything else is refused. */
 function pathString(path) {
-  if (typeof path === 'string') return path;
-  if (path instanceof URLCtor) return apply(fileURLToPath, undefined, [path]);
-  if (isView(path)) {
-    try {
-      return apply(decode, strict, [path]);
-    } catch {
-      throw deniedError('a copy to or from a path that is not UTF-8');
-    }
-  }
-  throw deniedError('a copy named by anything but a string, a URL or bytes');
+  const text = pathText(path);
+  if (text === undefined) throw deniedError('a copy named by anything but a path');
+  return text;
 }
 
 /** Copy ``src`` to ``dest`` as the top of this module says; ``flags`` as Node takes them. */

@@ -23,11 +23,11 @@
 // where its answer would not reach the tool.
 import { ACCESS_DENIED } from './codes.mjs';
 import { clearForCopy } from './file_copies.mjs';
+import { pathText } from './fs_paths.mjs';
 import {
-  ErrorCtor, URLCtor, apply, builtin, keys, nextTick, rejected, safeGet, setOwn,
+  ErrorCtor, apply, builtin, keys, nextTick, rejected, safeGet, setOwn,
 } from './pristine.mjs';
 
-const { fileURLToPath } = builtin('node:url');
 const { isPromise } = builtin('node:util').types;
 const { resolve } = builtin('node:path');
 // Node's own: path.resolve would call whatever `process.cwd` the tool put there.
@@ -36,19 +36,12 @@ const cwd = process.cwd;
 const permission = process.permission;
 const permissionHas = permission === undefined ? undefined : permission.has;
 
-/** The path Node's permission model checks for ``path``, or undefined when it is neither a
- * string nor a URL (Node then refuses or checks it itself). */
+/** The path Node's permission model checks for ``path``, or undefined when it is no path
+ * fs_paths.mjs reads (Node then refuses or checks it itself). */
 function checkedPath(path) {
-  const here = apply(cwd, process, []);
-  if (typeof path === 'string') return apply(resolve, undefined, [here, path]);
-  if (path instanceof URLCtor) {
-    try {
-      return apply(resolve, undefined, [here, apply(fileURLToPath, undefined, [path])]);
-    } catch {
-      return undefined;
-    }
-  }
-  return undefined;
+  const text = pathText(path);
+  if (text === undefined) return undefined;
+  return apply(resolve, undefined, [apply(cwd, process, []), text]);
 }
 
 /** Node's refusal of a write to ``path``, when a recursive removal of it would be one Node
