@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from splice_build.errors import ErrorCode
 from splice_build.runtime import SpliceRuntime
 from testing.hostile_packages import write_package
 
@@ -217,3 +218,32 @@ def test_a_copy_keeps_no_set_id_bit_nor_another_owner(project: Path, tmp_path: P
     setid = {n: s.st_mode & 0o7777 for n, s in copies.items() if n.startswith("setid")}
     assert setid == {f"setid.{form}": 0o755 for form in ("sync", "cb", "p", "over")}
     assert {s.st_uid for s in copies.values()} == {0}
+
+
+COPIES_UNTIL_KILLED = r"""
+import fs from 'node:fs';
+export default (input, ctx) => {
+  for (;;) fs.copyFileSync(ctx.paths.project + '/workspace/setid', ctx.paths.project + '/out/c');
+};
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root keeps the set-ID bits through a copy")
+def test_a_copy_killed_midway_leaves_no_set_id_file(project: Path, tmp_path: Path) -> None:
+    """A copy made by libuv and fixed after holds the source's 04755 while its bytes go in:
+    a tool copying until its timeout killed it left such a file (4 runs of 5) to
+    rename and rewrite at its next call. The host's copy never holds one."""
+    (project / "workspace").mkdir()
+    (project / "out").mkdir()
+    source = project / "workspace" / "setid"
+    source.write_bytes(os.urandom(20 << 20))
+    source.chmod(0o4755)
+    package = write_package(
+        tmp_path / "packages", COPIES_UNTIL_KILLED, permissions=GRANTS, timeout_ms=300
+    )
+    with SpliceRuntime(project_root=project, env={}, isolation="in-process") as runtime:
+        result = runtime.execute(runtime.load(package), "t", {})
+    assert result.error is not None and result.error.code == ErrorCode.TIMEOUT
+    left = {str(p.relative_to(project)): p.lstat().st_mode & 0o7777 for p in project.rglob("*")}
+    assert left.pop("workspace/setid") == 0o4755
+    assert [name for name, mode in left.items() if mode & 0o6000] == []

@@ -6,15 +6,19 @@
 // write grant stayed 04755 through the tool's rewrite of its bytes (root keeps the bits),
 // and uid 65534 ran the tool's program as root; a copy of another user's file was theirs.
 //
-// So the host makes each copy in a directory of its own beside the destination (mkdtemp:
-// 0700, so no other user reaches the copy while it has the source's mode), gives it the
-// user's own uid and the source's permission bits less the set-ID bits and what the start's
-// umask closes, and only then renames it into place (or links it, with COPYFILE_EXCL, which
-// refuses an existing destination as Node does). The source's mode is read from a `Stats`
-// object a tool can forge, which only decides bits a `chmod` of the tool's could set. Every
-// step runs synchronously, the callback and promise forms too: a tool's code running
-// between two steps could move the copy out of its directory before its mode was set. Paths
-// are made strings first, so that no getter of the tool's runs inside Node's own checks.
+// So the host copies the bytes itself, through descriptors it opens by the paths (which Node
+// checks as it checks the tool's own opens): the copy is created 0600 (under the umask) as the user's, and only
+// once written gets the source's permission bits less the set-ID bits and what the start's
+// umask closes. No copy ever holds a set-ID bit, not for an instant: a copy made by libuv in
+// a directory of the host's and fixed after held 04755 while its bytes went in, and a tool
+// that looped such copies until its timeout killed it found one left (4 runs of 5) to rename
+// and rewrite at its next call. The source's mode is read from a `Stats` object a tool can
+// forge, which decides only bits a `chmod` of the tool's could set. COPYFILE_EXCL refuses an
+// existing destination, as Node does; COPYFILE_FICLONE copies (a reflink is what libuv tries
+// first), COPYFILE_FICLONE_FORCE, which allows nothing but a reflink, is refused. Every step
+// runs synchronously, in the callback and promise forms too (the host's descriptors are never
+// open while the tool's code runs), and the paths are made strings first, so that no getter
+// of the tool's runs inside a step.
 //
 // `cpSync` onto an existing file (with `force`, its default) does not copy by copyFile: it
 // removes the file and copies in C++ (`cpSyncOverrideFile`: std::filesystem's copy_file, or
@@ -27,20 +31,22 @@ import { deniedError } from './module_guard.mjs';
 import { CLOSED } from './file_modes.mjs';
 import { pathText } from './fs_paths.mjs';
 import {
-  PromiseCtor, apply, builtin, getOwnPropertyDescriptor, hasOwn, nextTick, rejected, settle,
+  PromiseCtor, Uint8ArrayCtor, apply, builtin, getOwnPropertyDescriptor, hasOwn, nextTick,
+  readvSync, rejected, settle, writevSync,
 } from './pristine.mjs';
 
 const fs = builtin('node:fs');
 const { basename, dirname, join } = builtin('node:path');
 // Node's own, before any tool code runs.
 const {
-  accessSync, chmodSync, chownSync, copyFileSync, linkSync, mkdtempSync, renameSync, rmdirSync,
-  statSync, unlinkSync,
+  accessSync, chmodSync, closeSync, copyFileSync, openSync, statSync, unlinkSync,
 } = fs;
 const realpathNative = fs.realpathSync.native;
-const { COPYFILE_EXCL } = fs.constants;
-const OWN_UID = apply(process.geteuid, process, []);
+const { COPYFILE_EXCL, COPYFILE_FICLONE_FORCE } = fs.constants;
+const ArrayBufferCtor = ArrayBuffer;
 const promiseResolve = PromiseCtor.resolve;
+// The bytes read and written at a time.
+const CHUNK = 1 << 20;
 
 /** ``path`` as a string (fs_paths.mjs); anything else is refused. */
 function pathString(path) {
@@ -49,30 +55,59 @@ function pathString(path) {
   return text;
 }
 
-/** Copy ``src`` to ``dest`` as the top of this module says; ``flags`` as Node takes them. */
+/** Write every byte ``input`` has left to ``output`` (descriptors the host opened). */
+function pour(input, output) {
+  const buffer = new ArrayBufferCtor(CHUNK);
+  const whole = new Uint8ArrayCtor(buffer);
+  for (;;) {
+    const read = readvSync(input, [whole], null);
+    if (read === 0) return;
+    for (let done = 0; done < read;) {
+      done += writevSync(output, [new Uint8ArrayCtor(buffer, done, read - done)], null);
+    }
+  }
+}
+
+/** Copy ``src`` to ``dest`` as the top of this module says; ``flags`` as Node takes them
+ * (anything else goes to Node, which refuses it before it copies). */
 function copyClosed(src, dest, flags) {
   const from = pathString(src);
   const to = pathString(dest);
-  const exclusive = typeof flags === 'number' && (flags & COPYFILE_EXCL) !== 0;
-  const inner = typeof flags === 'number' ? flags | COPYFILE_EXCL : flags;
-  const mode = statSync(from).mode;
-  const bits = (typeof mode === 'number' ? mode : 0) & 0o777 & ~CLOSED;
-  const dir = mkdtempSync(join(dirname(to), '.splice-copy-'));
-  const copy = join(dir, 'copy');
-  try {
-    copyFileSync(from, copy, inner);
-    chmodSync(copy, bits);
-    chownSync(copy, OWN_UID, -1);
-    if (exclusive) linkSync(copy, to);
-    else renameSync(copy, to);
-  } finally {
-    try {
-      unlinkSync(copy);
-    } catch {
-      // renamed into place, or never made
-    }
-    rmdirSync(dir);
+  if (!(flags == null || (typeof flags === 'number' && (flags | 0) === flags && flags >= 0 && flags <= 7))) {
+    return apply(copyFileSync, fs, [from, to, flags]);
   }
+  const bits = flags == null ? 0 : flags;
+  if ((bits & COPYFILE_FICLONE_FORCE) !== 0) throw deniedError('a copy by reflink only');
+  const source = statSync(from);
+  const mode = source.mode;
+  const closed = (typeof mode === 'number' ? mode : 0) & 0o777 & ~CLOSED;
+  const exclusive = (bits & COPYFILE_EXCL) !== 0;
+  if (!exclusive) {
+    const target = statSync(to, { __proto__: null, throwIfNoEntry: false });
+    // One file: Node leaves it as it is.
+    if (target !== undefined && target.dev === source.dev && target.ino === source.ino) return;
+  }
+  const input = openSync(from, 'r');
+  try {
+    const output = openSync(to, exclusive ? 'wx' : 'w', 0o600);
+    try {
+      pour(input, output);
+    } catch (err) {
+      // As libuv, no half copy is left.
+      try {
+        closeSync(output);
+        unlinkSync(to);
+      } catch {
+        // gone already: the error that matters is the copy's
+      }
+      throw err;
+    }
+    closeSync(output);
+  } finally {
+    closeSync(input);
+  }
+  chmodSync(to, closed);
+  return undefined;
 }
 
 /** ``fs.copyFileSync``, ``fs.copyFile`` (``form`` callback) or fs/promises' ``copyFile``
