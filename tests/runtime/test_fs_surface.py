@@ -53,7 +53,7 @@ FILE_MODES = (
 FS_GAPS = "cp rm rmdir symlink"
 # file_copies.mjs.
 FILE_COPIES = "copyFile"
-# Sync forms answered as their callback form is (one line above names both).
+# Names without a Sync form; every other name's Sync form is answered as the name is.
 WITHOUT_SYNC = {"Dir", "Dirent", "FileReadStream", "ReadStream", "Stats", "_toUnixTimestamp"}
 WITHOUT_SYNC |= {"createReadStream", "createWriteStream", "WriteStream", "FileWriteStream"}
 WITHOUT_SYNC |= {"Utf8Stream", "openAsBlob", "unwatchFile", "watch", "watchFile"}
@@ -66,14 +66,21 @@ PROMISES = (
 )
 # A FileHandle (fd_guard.mjs: only one fs/promises open returned); chmod, chown and utimes
 # are the descriptor forms Node refuses, and file_modes.mjs refuses what they would open;
-# fd_guard.mjs fixes each handle's own fd.
+# fd_guard.mjs fixes each handle's own fd. A handle sent through a MessagePort arrives as a
+# new one that open did not return (refused).
 HANDLE = (
     "appendFile chmod chown constructor createReadStream createWriteStream datasync fd "
     "getAsyncId read readFile readLines readableWebStream readv stat sync truncate utimes "
-    "write writeFile writev"
+    "write writeFile writev Symbol(Symbol.asyncDispose) Symbol(messaging_transfer_symbol) "
+    "Symbol(messaging_transfer_list_symbol) Symbol(messaging_deserialize_symbol) "
+    "Symbol(kRef) Symbol(kUnref)"
 )
 # A Dir reads its directory only.
-DIR = "close closeSync constructor entries path processReadResult read readSync readSyncRecursive"
+DIR = (
+    "close closeSync constructor entries path processReadResult read readSync "
+    "readSyncRecursive Symbol(Symbol.dispose) Symbol(Symbol.asyncDispose) "
+    "Symbol(Symbol.asyncIterator)"
+)
 
 
 def _fs_names() -> set[str]:
@@ -88,10 +95,10 @@ def _fs_names() -> set[str]:
 
 SURFACE = r"""
 import fs from 'node:fs';
-const functions = (o) => Object.getOwnPropertyNames(o).filter((k) => {
+const functions = (o) => Reflect.ownKeys(o).filter((k) => {
   const d = Object.getOwnPropertyDescriptor(o, k);
   return d.get !== undefined || typeof d.value === 'function';
-}).sort();
+}).map(String).sort();
 const code = (p) => p.then(() => 'done', (e) => e.code);
 const sync = (f) => { try { f(); return 'done'; } catch (e) { return e.code; } };
 const callback = (f) => new Promise((r) => f((e) => r(e ? e.code : 'done')));
