@@ -36,6 +36,7 @@ IN_PROCESS_TOO = frozenset(
         "test_net_guard_adversarial",
         "test_module_guard",
         "test_file_access",
+        "test_fs_surface",
         "test_descriptors",
         "test_async_failure",
     }

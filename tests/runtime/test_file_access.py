@@ -361,6 +361,9 @@ export default async (input, ctx) => {
   seen.push(await fs.promises.rmdir(dir, opts).then(() => outcome(), outcome));
   seen.push(await rm(dir, opts).then(() => outcome(), outcome));
   seen.push(await rm(dir + '/missing', opts).then(() => outcome(), (e) => [e.code]));
+  // A path given as bytes (it was not looked at: Node threw uncaught again).
+  seen.push(await new Promise((r) => fs.rm(Buffer.from(dir), opts, (e) => r(outcome(e)))));
+  seen.push(await rm(Buffer.from(dir), opts).then(() => outcome(), outcome));
   return { seen, kept: fs.readdirSync(dir) };
 };
 """
@@ -376,7 +379,10 @@ def test_a_refused_recursive_removal_reaches_the_tool(run_tool, project: Path) -
     assert result.ok, result.to_json()
     refused = ["ERR_ACCESS_DENIED", "FileSystemWrite", True]
     # A missing path is refused alike (Node answered ENOENT for it, and threw for the others).
-    assert result.output == {"seen": [refused] * 4 + [["ERR_ACCESS_DENIED"]], "kept": ["keep.txt"]}
+    assert result.output == {
+        "seen": [refused] * 4 + [["ERR_ACCESS_DENIED"]] + [refused] * 2,
+        "kept": ["keep.txt"],
+    }
 
 
 # Copies of a read grant holding a link to the project's root into a write grant, by every

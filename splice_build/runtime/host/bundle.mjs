@@ -728,136 +728,6 @@ function installModuleGuard(packageDir, allowed, prepare) {
 return Object.freeze({ __proto__: null, deniedError, loadError, isAllowedBuiltin, installModuleGuard, });
 })();
 
-// ---- fs_gaps.mjs
-const __host_fs_gaps = (() => {
-const { ACCESS_DENIED } = __host_codes;
-const { ErrorCtor, URLCtor, apply, builtin, keys, nextTick, rejected, safeGet, setOwn } = __host_pristine;
-// Where Node's own fs calls step around its permission model (Node 24.19), and the host
-// closes the gap before the call reaches Node.
-//
-// Links. The tool may not make a symbolic link (`fs.symlink` needs every read and write
-// permission), since Node follows links without checking where they lead: a link in a write
-// grant writes wherever it points. But `fs.cpSync` without a `filter` copies a directory in
-// C++ (`cpSyncCopyDir`), which makes every link it finds there without that check: a link
-// in a read grant (`data/up -> ..`, a checkout's own) copied into a write grant let the tool
-// write the project's splice.json through it. With a filter Node takes its JavaScript walk,
-// whose `symlinkSync` is checked; so every `cpSync` gets one (the tool's, or one that keeps
-// everything), and a link in the tree is refused as `fs.symlink` refuses it. Node calls the
-// filter as a method of its options: the tool's is called from the host's, so it never holds
-// them (it could clear their `filter`).
-//
-// Refusals. Node's asynchronous recursive removal (`fs.rm`/`fs.rmdir` with a callback and
-// `fs.promises.rm`/`rmdir`, `recursive: true`, on a directory) lstats the path, then calls
-// the native `rmdir` from inside the lstat's callback, where the permission model's refusal
-// is thrown instead of passed on: no callback, no rejection, an uncaught exception that ends
-// the call, whatever `try`/`catch` the tool wrapped around it. So such a removal is refused
-// here first, with Node's own error (`ERR_ACCESS_DENIED`, `FileSystemWrite`, the path), the
-// way Node refuses every other asynchronous call: in the callback, on the next tick, or as
-// the promise's rejection. Node still checks every removal it makes; this only answers first
-// where its answer would not reach the tool.
-
-const { fileURLToPath } = builtin('node:url');
-const { resolve } = builtin('node:path');
-// Node's own: path.resolve would call whatever `process.cwd` the tool put there.
-const cwd = process.cwd;
-// Node's own, taken before any tool code runs (undefined without --permission: tests only).
-const permission = process.permission;
-const permissionHas = permission === undefined ? undefined : permission.has;
-
-/** The path Node's permission model checks for ``path``, or undefined when it is neither a
- * string nor a URL (Node then refuses or checks it itself). */
-function checkedPath(path) {
-  const here = apply(cwd, process, []);
-  if (typeof path === 'string') return apply(resolve, undefined, [here, path]);
-  if (path instanceof URLCtor) {
-    try {
-      return apply(resolve, undefined, [here, apply(fileURLToPath, undefined, [path])]);
-    } catch {
-      return undefined;
-    }
-  }
-  return undefined;
-}
-
-/** Node's refusal of a write to ``path``, when a recursive removal of it would be one Node
- * throws uncaught (readable, not writable); null otherwise. */
-function refusedRemoval(path, options) {
-  if (permissionHas === undefined) return null;
-  if (options === null || typeof options !== 'object' || !safeGet(options, 'recursive')) {
-    return null;
-  }
-  const resource = checkedPath(path);
-  if (resource === undefined) return null;
-  if (!apply(permissionHas, permission, ['fs.read', resource])) return null;
-  if (apply(permissionHas, permission, ['fs.write', resource])) return null;
-  const err = new ErrorCtor(
-    'Access to this API has been restricted. Use --allow-fs-write to manage permissions.',
-  );
-  setOwn(err, 'code', ACCESS_DENIED);
-  setOwn(err, 'permission', 'FileSystemWrite');
-  setOwn(err, 'resource', resource);
-  return err;
-}
-
-/** ``fs.rm``/``fs.rmdir`` (a callback last) refusing first as ``refusedRemoval`` says. */
-function guardCallbackRemoval(fn) {
-  return function remove(...args) {
-    const callback = args[args.length - 1];
-    const err = args.length > 2 ? refusedRemoval(args[0], args[1]) : null;
-    if (err !== null && typeof callback === 'function') {
-      apply(nextTick, process, [callback, err]);
-      return undefined;
-    }
-    return apply(fn, this, args);
-  };
-}
-
-/** ``fs.promises.rm``/``rmdir`` rejecting first as ``refusedRemoval`` says. */
-function guardPromiseRemoval(fn) {
-  return function remove(...args) {
-    const err = refusedRemoval(args[0], args[1]);
-    if (err !== null) return rejected(err);
-    return apply(fn, this, args);
-  };
-}
-
-/** A filter that keeps every entry (Node's default, by its JavaScript walk). */
-function keepAll() {
-  return true;
-}
-
-/** The tool's cpSync ``filter`` called with no `this`. Node calls a filter as a method of its
- * own options, whose `filter` it reads again at every directory: a filter that set
- * `this.filter = undefined` brought back the C++ copy of every directory after. */
-function calledAlone(filter) {
-  return function filter_(src, dest) {
-    return apply(filter, undefined, [src, dest]);
-  };
-}
-
-/** ``fs.cpSync`` always given a filter of the host's, so that Node copies by its checked
- * walk. Options that are not an object go to Node as they are (it refuses them); an object's
- * own enumerable options are copied, as Node's own spread of them does. */
-function guardCopySync(fn) {
-  return function cpSync(...args) {
-    const options = args[2];
-    if (options === undefined || (options !== null && typeof options === 'object')) {
-      const copy = { __proto__: null };
-      if (options !== undefined) {
-        const names = keys(options);
-        for (let i = 0; i < names.length; i += 1) setOwn(copy, names[i], options[names[i]]);
-      }
-      const filter = copy.filter;
-      if (filter === undefined) setOwn(copy, 'filter', keepAll);
-      else if (typeof filter === 'function') setOwn(copy, 'filter', calledAlone(filter));
-      args[2] = copy;
-    }
-    return apply(fn, this, args);
-  };
-}
-return Object.freeze({ __proto__: null, refusedRemoval, guardCallbackRemoval, guardPromiseRemoval, guardCopySync, });
-})();
-
 // ---- file_modes.mjs
 const __host_file_modes = (() => {
 const { deniedError } = __host_module_guard;
@@ -921,6 +791,15 @@ function givingAway(uid, gid) {
   return deniedError('a file owner other than the user running the tool');
 }
 
+/** The refusal of a FileHandle's method ``name`` called with ``args`` (its `chmod` and
+ * `chown` take what `fchmod` and `fchown` take after the descriptor), or null. Node 24
+ * refuses both under its permission model anyway; this holds should it allow them. */
+function handleRefusal(name, args) {
+  if (name === 'chmod') return openingMode(args[0]);
+  if (name === 'chown') return givingAway(args[0], args[1]);
+  return null;
+}
+
 /** ``fn`` refusing the calls ``refusal`` (the arguments → an error or null) refuses, as Node
  * refuses in its ``form`` (`sync`: thrown; `callback`: passed to the last argument on the
  * next tick; `promise`: rejected). */
@@ -981,14 +860,345 @@ function guardedUmask(...args) {
   }
   return apply(umask, process, args);
 }
-return Object.freeze({ __proto__: null, openingMode, guardModeCall, guardOwnerCall, guardCreation, guardedUmask, });
+return Object.freeze({ __proto__: null, CLOSED, handleRefusal, guardModeCall, guardOwnerCall, guardCreation, guardedUmask, });
+})();
+
+// ---- fs_paths.mjs
+const __host_fs_paths = (() => {
+const { URLCtor, apply, builtin, isView } = __host_pristine;
+// A path argument of an fs call as the string Node's permission model checks, for the guards
+// that look at a path before Node does (fs_gaps.mjs, file_copies.mjs).
+
+const { fileURLToPath } = builtin('node:url');
+const strict = new TextDecoder('utf-8', { fatal: true });
+const decode = TextDecoder.prototype.decode;
+
+/** ``path`` (a string, a file URL or UTF-8 bytes) as a string; undefined for anything else,
+ * a URL that names no file, or bytes that are not UTF-8. */
+function pathText(path) {
+  if (typeof path === 'string') return path;
+  try {
+    if (path instanceof URLCtor) return apply(fileURLToPath, undefined, [path]);
+    if (isView(path)) return apply(decode, strict, [path]);
+  } catch {
+    return undefined;
+  }
+  return undefined;
+}
+return Object.freeze({ __proto__: null, pathText, });
+})();
+
+// ---- file_copies.mjs
+const __host_file_copies = (() => {
+const { deniedError } = __host_module_guard;
+const { CLOSED } = __host_file_modes;
+const { pathText } = __host_fs_paths;
+const { PromiseCtor, Uint8ArrayCtor, apply, builtin, getOwnPropertyDescriptor, hasOwn, nextTick, readvSync, rejected, settle, writevSync } = __host_pristine;
+// A copy gets no mode or owner the tool could not give a file itself. Node's copyFile
+// (libuv's uv_fs_copyfile, which every `fs.copyFile` form and the files `fs.cp` and
+// `cpSync` copy reach) gives the copy its source's mode with `fchmod`, which no umask masks
+// and file_modes.mjs never sees, and, as root, its source's owner. A root-owned
+// set-user-ID program in a read grant (a root file system a project unpacks) copied into the
+// write grant stayed 04755 through the tool's rewrite of its bytes (root keeps the bits),
+// and uid 65534 ran the tool's program as root; a copy of another user's file was theirs.
+//
+// So the host copies the bytes itself, through descriptors it opens by the paths (which Node
+// checks as it checks the tool's own opens): the copy is created 0600 (under the umask) as the user's, and only
+// once written gets the source's permission bits less the set-ID bits and what the start's
+// umask closes. No copy ever holds a set-ID bit, not for an instant: a copy made by libuv in
+// a directory of the host's and fixed after held 04755 while its bytes went in, and a tool
+// that looped such copies until its timeout killed it found one left (4 runs of 5) to rename
+// and rewrite at its next call. The source's mode is read from a `Stats` object a tool can
+// forge, which decides only bits a `chmod` of the tool's could set. COPYFILE_EXCL refuses an
+// existing destination, as Node does; COPYFILE_FICLONE copies (a reflink is what libuv tries
+// first), COPYFILE_FICLONE_FORCE, which allows nothing but a reflink, is refused. Every step
+// runs synchronously, in the callback and promise forms too (the host's descriptors are never
+// open while the tool's code runs), and the paths are made strings first, so that no getter
+// of the tool's runs inside a step.
+//
+// `cpSync` onto an existing file (with `force`, its default) does not copy by copyFile: it
+// removes the file and copies in C++ (`cpSyncOverrideFile`: std::filesystem's copy_file, or
+// libuv's with a `mode`), which gives the copy its source's mode too, and no chmod follows
+// for the host to check (a set-user-ID source made a 04755 copy over `out/a`; a 0666 one,
+// 0666). So the host's cpSync filter (fs_gaps.mjs) removes such a file first, as that copy
+// would: Node then finds no file there and copies by copyFileSync and chmodSync, both
+// guarded.
+
+const fs = builtin('node:fs');
+const { basename, dirname, join } = builtin('node:path');
+// Node's own, before any tool code runs.
+const {
+  accessSync, chmodSync, closeSync, copyFileSync, openSync, statSync, unlinkSync,
+} = fs;
+const realpathNative = fs.realpathSync.native;
+const { COPYFILE_EXCL, COPYFILE_FICLONE_FORCE } = fs.constants;
+const ArrayBufferCtor = ArrayBuffer;
+const promiseResolve = PromiseCtor.resolve;
+// The bytes read and written at a time.
+const CHUNK = 1 << 20;
+
+/** ``path`` as a string (fs_paths.mjs); anything else is refused. */
+function pathString(path) {
+  const text = pathText(path);
+  if (text === undefined) throw deniedError('a copy named by anything but a path');
+  return text;
+}
+
+/** Write every byte ``input`` has left to ``output`` (descriptors the host opened). */
+function pour(input, output) {
+  const buffer = new ArrayBufferCtor(CHUNK);
+  const whole = new Uint8ArrayCtor(buffer);
+  for (;;) {
+    const read = readvSync(input, [whole], null);
+    if (read === 0) return;
+    for (let done = 0; done < read;) {
+      done += writevSync(output, [new Uint8ArrayCtor(buffer, done, read - done)], null);
+    }
+  }
+}
+
+/** Copy ``src`` to ``dest`` as the top of this module says; ``flags`` as Node takes them
+ * (anything else goes to Node, which refuses it before it copies). */
+function copyClosed(src, dest, flags) {
+  const from = pathString(src);
+  const to = pathString(dest);
+  if (!(flags == null || (typeof flags === 'number' && (flags | 0) === flags && flags >= 0 && flags <= 7))) {
+    return apply(copyFileSync, fs, [from, to, flags]);
+  }
+  const bits = flags == null ? 0 : flags;
+  if ((bits & COPYFILE_FICLONE_FORCE) !== 0) throw deniedError('a copy by reflink only');
+  const source = statSync(from);
+  const mode = source.mode;
+  const closed = (typeof mode === 'number' ? mode : 0) & 0o777 & ~CLOSED;
+  const exclusive = (bits & COPYFILE_EXCL) !== 0;
+  if (!exclusive) {
+    const target = statSync(to, { __proto__: null, throwIfNoEntry: false });
+    // One file: Node leaves it as it is.
+    if (target !== undefined && target.dev === source.dev && target.ino === source.ino) return;
+  }
+  const input = openSync(from, 'r');
+  try {
+    const output = openSync(to, exclusive ? 'wx' : 'w', 0o600);
+    try {
+      pour(input, output);
+    } catch (err) {
+      // As libuv, no half copy is left.
+      try {
+        closeSync(output);
+        unlinkSync(to);
+      } catch {
+        // gone already: the error that matters is the copy's
+      }
+      throw err;
+    }
+    closeSync(output);
+  } finally {
+    closeSync(input);
+  }
+  chmodSync(to, closed);
+  return undefined;
+}
+
+/** ``fs.copyFileSync``, ``fs.copyFile`` (``form`` callback) or fs/promises' ``copyFile``
+ * (``form`` promise) copying as ``copyClosed`` does; a call without a callback goes to Node,
+ * which refuses it before it copies anything. */
+function guardCopyFile(fn, form) {
+  return function copyFile(...args) {
+    if (form === 'sync') return copyClosed(args[0], args[1], args[2]);
+    if (form === 'promise') {
+      try {
+        copyClosed(args[0], args[1], args[2]);
+      } catch (err) {
+        return rejected(err);
+      }
+      return settle(apply(promiseResolve, PromiseCtor, [undefined]));
+    }
+    const callback = args[args.length - 1];
+    if (typeof callback !== 'function') return apply(fn, this, args);
+    let err = null;
+    try {
+      copyClosed(args[0], args[1], args.length > 3 ? args[2] : undefined);
+    } catch (caught) {
+      err = caught;
+    }
+    apply(nextTick, process, [callback, err]);
+    return undefined;
+  };
+}
+
+/** The code of Node's error ``err`` as Node set it (an own data property); a getter or
+ * setter of the tool's on the way is refused. */
+function ownCode(err) {
+  const d = err !== null && typeof err === 'object'
+    ? getOwnPropertyDescriptor(err, 'code') : undefined;
+  if (d === undefined || !hasOwn(d, 'value')) {
+    throw deniedError('a copy while errors are redefined');
+  }
+  return d.value;
+}
+
+/** ``path``'s real directory joined with its name (one path per entry, whatever the way). */
+function entry(path) {
+  return join(apply(realpathNative, fs, [dirname(path)]), basename(path));
+}
+
+/** Before `cpSync` (with ``force``) copies ``src`` to ``dest``: remove ``dest`` when it is
+ * a file or a link and ``src`` is no directory, as Node's C++ copy over it would first
+ * (see the top of this module). Nothing is removed where Node refuses the copy itself: a
+ * missing or unreadable source, a directory there, or ``src`` and ``dest`` one entry. */
+function clearForCopy(src, dest, force) {
+  if (force === false) return;
+  const from = pathString(src);
+  const to = pathString(dest);
+  try {
+    accessSync(`${from}/`);
+    return; // a directory (or a link to one): Node copies into it, or refuses
+  } catch (err) {
+    if (ownCode(err) !== 'ENOTDIR') return; // missing or refused: Node says so
+  }
+  try {
+    if (entry(from) === entry(to)) return;
+    unlinkSync(to);
+  } catch (err) {
+    ownCode(err); // nothing there, or a directory: Node answers for it
+  }
+}
+return Object.freeze({ __proto__: null, guardCopyFile, clearForCopy, });
+})();
+
+// ---- fs_gaps.mjs
+const __host_fs_gaps = (() => {
+const { ACCESS_DENIED } = __host_codes;
+const { clearForCopy } = __host_file_copies;
+const { pathText } = __host_fs_paths;
+const { ErrorCtor, apply, builtin, keys, nextTick, rejected, safeGet, setOwn } = __host_pristine;
+// Where Node's own fs calls step around its permission model (Node 24.19), and the host
+// closes the gap before the call reaches Node.
+//
+// Links. The tool may not make a symbolic link (`fs.symlink` needs every read and write
+// permission), since Node follows links without checking where they lead: a link in a write
+// grant writes wherever it points. But `fs.cpSync` without a `filter` copies a directory in
+// C++ (`cpSyncCopyDir`), which makes every link it finds there without that check: a link
+// in a read grant (`data/up -> ..`, a checkout's own) copied into a write grant let the tool
+// write the project's splice.json through it. With a filter Node takes its JavaScript walk,
+// whose `symlinkSync` is checked; so every `cpSync` gets one (the tool's, or one that keeps
+// everything), and a link in the tree is refused as `fs.symlink` refuses it. Node calls the
+// filter as a method of its options: the tool's is called from the host's, so it never holds
+// them (it could clear their `filter`).
+//
+// Refusals. Node's asynchronous recursive removal (`fs.rm`/`fs.rmdir` with a callback and
+// `fs.promises.rm`/`rmdir`, `recursive: true`, on a directory) lstats the path, then calls
+// the native `rmdir` from inside the lstat's callback, where the permission model's refusal
+// is thrown instead of passed on: no callback, no rejection, an uncaught exception that ends
+// the call, whatever `try`/`catch` the tool wrapped around it. So such a removal is refused
+// here first, with Node's own error (`ERR_ACCESS_DENIED`, `FileSystemWrite`, the path), the
+// way Node refuses every other asynchronous call: in the callback, on the next tick, or as
+// the promise's rejection. Node still checks every removal it makes; this only answers first
+// where its answer would not reach the tool.
+
+const { isPromise } = builtin('node:util').types;
+const { resolve } = builtin('node:path');
+// Node's own: path.resolve would call whatever `process.cwd` the tool put there.
+const cwd = process.cwd;
+// Node's own, taken before any tool code runs (undefined without --permission: tests only).
+const permission = process.permission;
+const permissionHas = permission === undefined ? undefined : permission.has;
+
+/** The path Node's permission model checks for ``path``, or undefined when it is no path
+ * fs_paths.mjs reads (Node then refuses or checks it itself). */
+function checkedPath(path) {
+  const text = pathText(path);
+  if (text === undefined) return undefined;
+  return apply(resolve, undefined, [apply(cwd, process, []), text]);
+}
+
+/** Node's refusal of a write to ``path``, when a recursive removal of it would be one Node
+ * throws uncaught (readable, not writable); null otherwise. */
+function refusedRemoval(path, options) {
+  if (permissionHas === undefined) return null;
+  if (options === null || typeof options !== 'object' || !safeGet(options, 'recursive')) {
+    return null;
+  }
+  const resource = checkedPath(path);
+  if (resource === undefined) return null;
+  if (!apply(permissionHas, permission, ['fs.read', resource])) return null;
+  if (apply(permissionHas, permission, ['fs.write', resource])) return null;
+  const err = new ErrorCtor(
+    'Access to this API has been restricted. Use --allow-fs-write to manage permissions.',
+  );
+  setOwn(err, 'code', ACCESS_DENIED);
+  setOwn(err, 'permission', 'FileSystemWrite');
+  setOwn(err, 'resource', resource);
+  return err;
+}
+
+/** ``fs.rm``/``fs.rmdir`` (a callback last) refusing first as ``refusedRemoval`` says. */
+function guardCallbackRemoval(fn) {
+  return function remove(...args) {
+    const callback = args[args.length - 1];
+    const err = args.length > 2 ? refusedRemoval(args[0], args[1]) : null;
+    if (err !== null && typeof callback === 'function') {
+      apply(nextTick, process, [callback, err]);
+      return undefined;
+    }
+    return apply(fn, this, args);
+  };
+}
+
+/** ``fs.promises.rm``/``rmdir`` rejecting first as ``refusedRemoval`` says. */
+function guardPromiseRemoval(fn) {
+  return function remove(...args) {
+    const err = refusedRemoval(args[0], args[1]);
+    if (err !== null) return rejected(err);
+    return apply(fn, this, args);
+  };
+}
+
+/** The filter the host gives ``fs.cpSync``: the tool's ``filter`` (or one that keeps every
+ * entry, Node's default) called with no `this` (Node calls a filter as a method of its own
+ * options, whose `filter` it reads again at every directory: a filter that set
+ * `this.filter = undefined` brought back the C++ copy of every directory after), and an
+ * entry kept is cleared for the copy (file_copies.mjs clearForCopy). A promise goes back to
+ * Node, which refuses it. */
+function hostFilter(filter, force) {
+  return function filter_(src, dest) {
+    const keep = filter === undefined ? true : apply(filter, undefined, [src, dest]);
+    if (isPromise(keep) || !keep) return keep;
+    clearForCopy(src, dest, force);
+    return true;
+  };
+}
+
+/** ``fs.cpSync`` always given a filter of the host's, so that Node copies by its checked
+ * walk. Options that are not an object go to Node as they are (it refuses them); an object's
+ * own enumerable options are copied, as Node's own spread of them does. */
+function guardCopySync(fn) {
+  return function cpSync(...args) {
+    const options = args[2];
+    if (options === undefined || (options !== null && typeof options === 'object')) {
+      const copy = { __proto__: null };
+      if (options !== undefined) {
+        const names = keys(options);
+        for (let i = 0; i < names.length; i += 1) setOwn(copy, names[i], options[names[i]]);
+      }
+      const filter = copy.filter;
+      if (filter === undefined || typeof filter === 'function') {
+        setOwn(copy, 'filter', hostFilter(filter, copy.force));
+      }
+      args[2] = copy;
+    }
+    return apply(fn, this, args);
+  };
+}
+return Object.freeze({ __proto__: null, refusedRemoval, guardCallbackRemoval, guardPromiseRemoval, guardCopySync, });
 })();
 
 // ---- fd_guard.mjs
 const __host_fd_guard = (() => {
 const { deniedError } = __host_module_guard;
 const { guardCallbackRemoval, guardCopySync, guardPromiseRemoval } = __host_fs_gaps;
-const { guardCreation, guardModeCall, guardOwnerCall, openingMode } = __host_file_modes;
+const { guardCopyFile } = __host_file_copies;
+const { guardCreation, guardModeCall, guardOwnerCall, handleRefusal } = __host_file_modes;
 const { MapCtor, WeakSetCtor, apply, builtin, construct, defineProperty, getOwnPropertyDescriptor, getPrototypeOf, isProxy, keys, mapDelete, mapGet, mapHas, mapSet, nextTick, ownKeys, rejected, settle, stringCharCodeAt, stringEndsWith, stringSlice, stringStartsWith, symbolDescription, weakSetAdd, weakSetHas } = __host_pristine;
 // The descriptor guard: a tool names only file descriptors that are its own.
 //
@@ -1235,6 +1445,9 @@ function wrapFs(channelFds) {
   fs.open = guardCreation(fs.open, 2, false, 'callback');
   fs.openSync = guardCreation(fs.openSync, 2, false, 'sync');
   fs.writeFileSync = guardCreation(fs.writeFileSync, 2, true, 'sync');
+  // Copies with the source's mode and owner (file_copies.mjs).
+  fs.copyFile = guardCopyFile(fs.copyFile, 'callback');
+  fs.copyFileSync = guardCopyFile(fs.copyFileSync, 'sync');
   fs.close = closing(originals.close, 'close');
   fs.closeSync = closing(originals.closeSync, 'closeSync');
   const promises = getOwnPropertyDescriptor(fs, 'promises');
@@ -1305,10 +1518,10 @@ function guardHandleProto(proto) {
     const d = getOwnPropertyDescriptor(proto, names[i]);
     if (names[i] === 'constructor' || typeof d.value !== 'function') continue;
     const fn = d.value;
-    const modeAt = names[i] === 'chmod' ? 0 : -1;
-    replace(proto, names[i], function handleMethod(...args) {
+    const name = names[i];
+    replace(proto, name, function handleMethod(...args) {
       if (!apply(weakSetHas, handles, [this])) return rejected(forgedHandleError());
-      const err = modeAt < 0 ? null : openingMode(args[modeAt]);
+      const err = handleRefusal(name, args);
       if (err !== null) return rejected(err);
       return apply(fn, this, args);
     });
@@ -1361,6 +1574,7 @@ function guardedPromises() {
   replace(promises, 'open', guardCreation(promises.open, 2, false, 'promise'));
   replace(promises, 'writeFile', guardCreation(promises.writeFile, 2, true, 'promise'));
   replace(promises, 'appendFile', guardCreation(promises.appendFile, 2, true, 'promise'));
+  replace(promises, 'copyFile', guardCopyFile(promises.copyFile, 'promise'));
   // `import { open } from 'node:fs/promises'` links against the guarded functions.
   syncBuiltinESMExports();
   return promises;

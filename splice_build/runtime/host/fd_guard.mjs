@@ -26,8 +26,9 @@
 // ``prepareBuiltin`` to the module guard).
 import { deniedError } from './module_guard.mjs';
 import { guardCallbackRemoval, guardCopySync, guardPromiseRemoval } from './fs_gaps.mjs';
+import { guardCopyFile } from './file_copies.mjs';
 import {
-  guardCreation, guardModeCall, guardOwnerCall, openingMode,
+  guardCreation, guardModeCall, guardOwnerCall, handleRefusal,
 } from './file_modes.mjs';
 import {
   MapCtor, WeakSetCtor, apply, builtin, construct, defineProperty, getOwnPropertyDescriptor,
@@ -254,6 +255,9 @@ function wrapFs(channelFds) {
   fs.open = guardCreation(fs.open, 2, false, 'callback');
   fs.openSync = guardCreation(fs.openSync, 2, false, 'sync');
   fs.writeFileSync = guardCreation(fs.writeFileSync, 2, true, 'sync');
+  // Copies with the source's mode and owner (file_copies.mjs).
+  fs.copyFile = guardCopyFile(fs.copyFile, 'callback');
+  fs.copyFileSync = guardCopyFile(fs.copyFileSync, 'sync');
   fs.close = closing(originals.close, 'close');
   fs.closeSync = closing(originals.closeSync, 'closeSync');
   const promises = getOwnPropertyDescriptor(fs, 'promises');
@@ -324,10 +328,10 @@ function guardHandleProto(proto) {
     const d = getOwnPropertyDescriptor(proto, names[i]);
     if (names[i] === 'constructor' || typeof d.value !== 'function') continue;
     const fn = d.value;
-    const modeAt = names[i] === 'chmod' ? 0 : -1;
-    replace(proto, names[i], function handleMethod(...args) {
+    const name = names[i];
+    replace(proto, name, function handleMethod(...args) {
       if (!apply(weakSetHas, handles, [this])) return rejected(forgedHandleError());
-      const err = modeAt < 0 ? null : openingMode(args[modeAt]);
+      const err = handleRefusal(name, args);
       if (err !== null) return rejected(err);
       return apply(fn, this, args);
     });
@@ -380,6 +384,7 @@ function guardedPromises() {
   replace(promises, 'open', guardCreation(promises.open, 2, false, 'promise'));
   replace(promises, 'writeFile', guardCreation(promises.writeFile, 2, true, 'promise'));
   replace(promises, 'appendFile', guardCreation(promises.appendFile, 2, true, 'promise'));
+  replace(promises, 'copyFile', guardCopyFile(promises.copyFile, 'promise'));
   // `import { open } from 'node:fs/promises'` links against the guarded functions.
   syncBuiltinESMExports();
   return promises;

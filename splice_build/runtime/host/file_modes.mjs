@@ -21,7 +21,7 @@ import { apply, nextTick, rejected, setOwn, stringCharCodeAt } from './pristine.
 
 const umask = process.umask;
 // Read before any tool code runs (process.umask() with no argument only reads).
-const CLOSED = apply(umask, process, []) & 0o022;
+export const CLOSED = apply(umask, process, []) & 0o022;
 // S_ISUID | S_ISGID
 const SET_ID = 0o6000;
 // The ids a chown may name besides -1 (no change).
@@ -46,7 +46,7 @@ function modeValue(mode) {
 
 /** The refusal of a chmod to ``mode`` that gives other users a write the start's umask
  * masks or sets a set-ID bit, or null. */
-export function openingMode(mode) {
+function openingMode(mode) {
   const value = modeValue(mode);
   if (value === undefined || (value & (CLOSED | SET_ID)) === 0) return null;
   return deniedError('a file mode that lets other users write, or run a file as its owner');
@@ -57,6 +57,15 @@ export function openingMode(mode) {
 function givingAway(uid, gid) {
   if ((uid === -1 || uid === OWN_UID) && (gid === -1 || gid === OWN_GID)) return null;
   return deniedError('a file owner other than the user running the tool');
+}
+
+/** The refusal of a FileHandle's method ``name`` called with ``args`` (its `chmod` and
+ * `chown` take what `fchmod` and `fchown` take after the descriptor), or null. Node 24
+ * refuses both under its permission model anyway; this holds should it allow them. */
+export function handleRefusal(name, args) {
+  if (name === 'chmod') return openingMode(args[0]);
+  if (name === 'chown') return givingAway(args[0], args[1]);
+  return null;
 }
 
 /** ``fn`` refusing the calls ``refusal`` (the arguments → an error or null) refuses, as Node

@@ -22,11 +22,13 @@
 // the promise's rejection. Node still checks every removal it makes; this only answers first
 // where its answer would not reach the tool.
 import { ACCESS_DENIED } from './codes.mjs';
+import { clearForCopy } from './file_copies.mjs';
+import { pathText } from './fs_paths.mjs';
 import {
-  ErrorCtor, URLCtor, apply, builtin, keys, nextTick, rejected, safeGet, setOwn,
+  ErrorCtor, apply, builtin, keys, nextTick, rejected, safeGet, setOwn,
 } from './pristine.mjs';
 
-const { fileURLToPath } = builtin('node:url');
+const { isPromise } = builtin('node:util').types;
 const { resolve } = builtin('node:path');
 // Node's own: path.resolve would call whatever `process.cwd` the tool put there.
 const cwd = process.cwd;
@@ -34,19 +36,12 @@ const cwd = process.cwd;
 const permission = process.permission;
 const permissionHas = permission === undefined ? undefined : permission.has;
 
-/** The path Node's permission model checks for ``path``, or undefined when it is neither a
- * string nor a URL (Node then refuses or checks it itself). */
+/** The path Node's permission model checks for ``path``, or undefined when it is no path
+ * fs_paths.mjs reads (Node then refuses or checks it itself). */
 function checkedPath(path) {
-  const here = apply(cwd, process, []);
-  if (typeof path === 'string') return apply(resolve, undefined, [here, path]);
-  if (path instanceof URLCtor) {
-    try {
-      return apply(resolve, undefined, [here, apply(fileURLToPath, undefined, [path])]);
-    } catch {
-      return undefined;
-    }
-  }
-  return undefined;
+  const text = pathText(path);
+  if (text === undefined) return undefined;
+  return apply(resolve, undefined, [apply(cwd, process, []), text]);
 }
 
 /** Node's refusal of a write to ``path``, when a recursive removal of it would be one Node
@@ -91,17 +86,18 @@ export function guardPromiseRemoval(fn) {
   };
 }
 
-/** A filter that keeps every entry (Node's default, by its JavaScript walk). */
-function keepAll() {
-  return true;
-}
-
-/** The tool's cpSync ``filter`` called with no `this`. Node calls a filter as a method of its
- * own options, whose `filter` it reads again at every directory: a filter that set
- * `this.filter = undefined` brought back the C++ copy of every directory after. */
-function calledAlone(filter) {
+/** The filter the host gives ``fs.cpSync``: the tool's ``filter`` (or one that keeps every
+ * entry, Node's default) called with no `this` (Node calls a filter as a method of its own
+ * options, whose `filter` it reads again at every directory: a filter that set
+ * `this.filter = undefined` brought back the C++ copy of every directory after), and an
+ * entry kept is cleared for the copy (file_copies.mjs clearForCopy). A promise goes back to
+ * Node, which refuses it. */
+function hostFilter(filter, force) {
   return function filter_(src, dest) {
-    return apply(filter, undefined, [src, dest]);
+    const keep = filter === undefined ? true : apply(filter, undefined, [src, dest]);
+    if (isPromise(keep) || !keep) return keep;
+    clearForCopy(src, dest, force);
+    return true;
   };
 }
 
@@ -118,8 +114,9 @@ export function guardCopySync(fn) {
         for (let i = 0; i < names.length; i += 1) setOwn(copy, names[i], options[names[i]]);
       }
       const filter = copy.filter;
-      if (filter === undefined) setOwn(copy, 'filter', keepAll);
-      else if (typeof filter === 'function') setOwn(copy, 'filter', calledAlone(filter));
+      if (filter === undefined || typeof filter === 'function') {
+        setOwn(copy, 'filter', hostFilter(filter, copy.force));
+      }
       args[2] = copy;
     }
     return apply(fn, this, args);
