@@ -41,7 +41,8 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from operator import attrgetter
 from pathlib import Path
 
 from splice_build.records import dataclass, field
@@ -79,15 +80,11 @@ Directories = dict[str, Key]  # relative path ("" for the package's own) -> key
 _HEX_DIGITS = "0123456789abcdef"
 
 
-def _key(info: os.stat_result) -> Key:
-    return (
-        info.st_dev,
-        info.st_ino,
-        info.st_size,
-        info.st_mtime_ns,
-        info.st_ctime_ns,
-        info.st_mode,
-    )
+# The key of an ``os.stat_result``, read in C (no Python frame per call): it is taken for
+# every installed file and directory of every project on each no-op sync.
+_key: Callable[[os.stat_result], Key] = attrgetter(
+    "st_dev", "st_ino", "st_size", "st_mtime_ns", "st_ctime_ns", "st_mode"
+)
 
 
 FileIdentity = tuple[int, int, int]  # dev, ino, ctime_ns
