@@ -171,7 +171,15 @@ def test_a_record_or_state_naming_no_valid_package_is_not_trusted(tmp_path: Path
         path.write_text(json.dumps({**body, "state": {**good, "fs": fs}}))
         assert StatCache.load(path).state is None, fs
     # The artifacts whose files digest records a no-op finds still there: 64 hex digits each.
-    for artifacts in (None, ["0" * 63], ["0" * 63 + "g"], ["0" * 63 + "A"], [0], "0" * 64):
+    for artifacts in (
+        None,
+        ["0" * 63],
+        ["0" * 63 + "g"],
+        ["0" * 63 + "A"],
+        ["0" * 63 + "\u00e9"],
+        [0],
+        "0" * 64,
+    ):
         path.write_text(json.dumps({**body, "state": {**good, "artifacts": artifacts}}))
         assert StatCache.load(path).state is None, artifacts
     # The identity of splice.json and splice.lock has its shape too: three integers, and
@@ -187,6 +195,32 @@ def test_a_record_or_state_naming_no_valid_package_is_not_trusted(tmp_path: Path
         odd = {**good, "projectFile": project_file, "lock": lock, "lockFile": lock_file}
         path.write_text(json.dumps({**body, "state": odd}))
         assert StatCache.load(path).state is None, odd
+
+
+def test_a_record_whose_hash_is_not_64_lowercase_hex_digits_is_not_trusted(
+    tmp_path: Path,
+) -> None:
+    """Each record's SHA-256 is read as exactly 64 lowercase hex digits: one odd hash, in
+    any record of any package, makes the whole file untrusted (every file hashed again)."""
+    directory = _package(tmp_path)
+    path = tmp_path / "statcache.json"
+    cache = StatCache.load(path)
+    cache.package_hashes(PACKAGE, directory)
+    cache.save([PACKAGE], before_ns=max(_times(directory)) + 1)
+    body = json.loads(path.read_text())
+    later = max(_times(directory)) + 10**9  # every record strictly older than the file
+
+    def load(packages: dict) -> dict:
+        path.write_text(json.dumps({**body, "packages": packages}))
+        os.utime(path, ns=(later, later))
+        return StatCache.load(path).records
+
+    assert set(load(body["packages"])[PACKAGE]) == {"manifest.json", "lib/a.js"}
+    for bad in ("0" * 63 + "g", "0" * 63 + "A", "0" * 63 + "\u00e9", "0" * 63, "0" * 65, 0, ""):
+        for name in ("manifest.json", "lib/a.js"):  # the first record checked, and a later one
+            record = [*body["packages"][PACKAGE][name][:6], bad]
+            files = {**body["packages"][PACKAGE], name: record}
+            assert load({PACKAGE: files}) == {}, (name, bad)
 
 
 def test_a_listing_without_device_and_inode_compares_the_other_fields() -> None:
