@@ -173,6 +173,7 @@ def unchanged_workspace(
         return None  # never synced, or the cache was deleted: no state to compare
     states: dict[Path, NoopState] = {}
     real = _real_paths(workspace.members)
+    digests = _digests_dir(home)  # the same for every member: named once
     with contextlib.ExitStack() as stack:
         for directory in sorted(workspace.members, key=str):  # run_workspace's lock order
             layout = layouts[directory]
@@ -180,7 +181,7 @@ def unchanged_workspace(
                 stack.enter_context(state_lock(layout, on_blocked))
             elif layout.state_lock.exists():
                 stack.enter_context(lock(layout.state_lock, on_blocked))
-            cache = _unchanged(layout, home, real[directory])
+            cache = _unchanged(layout, home, real[directory], digests)
             if cache is None or cache.state is None:
                 return None
             states[directory] = cache.state
@@ -195,7 +196,9 @@ def unchanged_install(
     if not os.path.isfile(layout.stat_cache):
         return None
     with state_lock(layout, on_blocked):
-        cache = _unchanged(layout, home.path, os.path.realpath(layout.root))
+        cache = _unchanged(
+            layout, home.path, os.path.realpath(layout.root), os.fspath(home.files_digest_dir)
+        )
         if cache is None or cache.state is None:
             return None
         reports = _kept_reports(layout, home, cache)
@@ -266,10 +269,11 @@ def _real_paths(directories: Iterable[Path]) -> dict[Path, str]:
     return found
 
 
-def _unchanged(layout: ProjectLayout, home: Path, real_root: str) -> StatCache | None:
+def _unchanged(layout: ProjectLayout, home: Path, real_root: str, digests: str) -> StatCache | None:
     """The project's stat cache if everything its recorded state covers is as recorded
     and no recorded ``fs`` entry reaches the project's state or ``home``, else None;
-    ``real_root``: the real path of the project's directory (``os.path.realpath``)."""
+    ``real_root``: the real path of the project's directory (``os.path.realpath``);
+    ``digests``: ``home``'s files digest records (:func:`_digests_dir`)."""
     from splice_build import __version__
 
     if os.path.lexists(layout.tmp_dir):
@@ -293,22 +297,26 @@ def _unchanged(layout: ProjectLayout, home: Path, real_root: str) -> StatCache |
             return None
     if _open_to_all(packages, state.packages):
         return None
-    if not _still_derived(home, state.artifacts):
+    if not _still_derived(digests, state.artifacts):
         return None
     if state.fs and _reaches_state(state.root, home, state.fs):
         return None
     return cache
 
 
-def _still_derived(home: Path, artifacts: Iterable[str]) -> bool:
-    """Each artifact's files digest record (install/cache.py) is still in ``home``: the run
-    that wrote the state found it equal to the lock's, and only a verification of those very
-    bytes writes it. One ``stat`` each; a removed cache sends the project through the graph,
-    which derives the digest again, so ``splice run`` is never refused for good."""
+def _digests_dir(home: Path) -> str:
+    """The directory of ``home``'s files digest records (``SpliceHome.files_digest_dir``)."""
     from splice_build.project.home import SpliceHome
 
-    records = os.fspath(SpliceHome(home).files_digest_dir)
-    return all(os.path.isfile(os.path.join(records, name)) for name in artifacts)
+    return os.fspath(SpliceHome(home).files_digest_dir)
+
+
+def _still_derived(digests: str, artifacts: Iterable[str]) -> bool:
+    """Each artifact's files digest record (install/cache.py) is still in ``digests``: the
+    run that wrote the state found it equal to the lock's, and only a verification of those
+    very bytes writes it. One ``stat`` each; a removed cache sends the project through the
+    graph, which derives the digest again, so ``splice run`` is never refused for good."""
+    return all(os.path.isfile(os.path.join(digests, name)) for name in artifacts)
 
 
 def _open_to_all(packages: str, ids: Iterable[str]) -> bool:
