@@ -31,6 +31,16 @@ def _times(directory: Path) -> list[int]:
     return [t for p in files for t in (p.stat().st_mtime_ns, p.stat().st_ctime_ns)]
 
 
+def _saved(tmp_path: Path) -> tuple[Path, Path, dict]:
+    """A package's directory, the cache that records it, and that cache's JSON body."""
+    directory = _package(tmp_path)
+    path = tmp_path / "statcache.json"
+    cache = StatCache.load(path)
+    cache.package_hashes(PACKAGE, directory)
+    cache.save([PACKAGE], before_ns=max(_times(directory)) + 1)
+    return directory, path, json.loads(path.read_text())
+
+
 def test_files_not_strictly_older_than_the_clock_are_not_recorded(tmp_path: Path) -> None:
     directory = _package(tmp_path)
     path = tmp_path / "statcache.json"
@@ -129,12 +139,7 @@ def test_a_fifo_in_place_of_the_cache_is_ignored_at_once(tmp_path: Path) -> None
 def test_a_record_or_state_naming_no_valid_package_is_not_trusted(tmp_path: Path) -> None:
     """The cache is read like any other input: an id no package can have (here one that
     would reach outside ``.splice/packages``) makes the whole file untrusted."""
-    directory = _package(tmp_path)
-    path = tmp_path / "statcache.json"
-    cache = StatCache.load(path)
-    cache.package_hashes(PACKAGE, directory)
-    cache.save([PACKAGE], before_ns=max(_times(directory)) + 1)
-    body = json.loads(path.read_text())
+    _, path, body = _saved(tmp_path)
     assert body["packages"][PACKAGE]
     for bad in ("@acme/../../x", "acme/pkg", "@ACME/pkg"):
         forged = {**body, "packages": {bad: body["packages"][PACKAGE]}}
@@ -202,12 +207,7 @@ def test_a_record_whose_hash_is_not_64_lowercase_hex_digits_is_not_trusted(
 ) -> None:
     """Each record's SHA-256 is read as exactly 64 lowercase hex digits: one odd hash, in
     any record of any package, makes the whole file untrusted (every file hashed again)."""
-    directory = _package(tmp_path)
-    path = tmp_path / "statcache.json"
-    cache = StatCache.load(path)
-    cache.package_hashes(PACKAGE, directory)
-    cache.save([PACKAGE], before_ns=max(_times(directory)) + 1)
-    body = json.loads(path.read_text())
+    directory, path, body = _saved(tmp_path)
     later = max(_times(directory)) + 10**9  # every record strictly older than the file
 
     def load(packages: dict) -> dict:
