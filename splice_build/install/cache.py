@@ -57,15 +57,6 @@ def _warn(message: str, *args: object) -> None:
     logging.getLogger(__name__).warning(message, *args)
 
 
-def _mismatch(data: bytes, integrity: str, size: int | None) -> str | None:
-    """How ``data`` is not the artifact ``integrity`` (of ``size`` bytes), or None."""
-    if integrity_of(data) != integrity:
-        return "other bytes"
-    if size is not None and len(data) != size:
-        return f"{len(data)} bytes, expected {size}"
-    return None
-
-
 class ArtifactCache:
     """Artifacts by integrity under ``directory`` (``<directory>/sha256/<hex>``)."""
 
@@ -81,7 +72,10 @@ class ArtifactCache:
     def get(self, integrity: str, size: int | None = None) -> bytes | None:
         """The cached bytes if they still hash to ``integrity`` (and have ``size``), else None.
 
-        A corrupt entry is deleted, so the next fetch replaces it.
+        A corrupt entry is deleted, so the next fetch replaces it. Bytes that hash to
+        ``integrity`` are that artifact whatever ``size`` says: a size that differs is the
+        caller's (a ``splice.lock`` another hand wrote), so the entry is kept for every other
+        project of the user and only this read finds nothing.
         """
         path = self.path_for(integrity)
         try:
@@ -91,12 +85,12 @@ class ArtifactCache:
         except OSError as exc:  # a FIFO, a device, a directory, too large: no artifact
             problem = exc.strerror or type(exc).__name__
         else:
-            problem = _mismatch(data, integrity, size)
-            if problem is None:
+            if integrity_of(data) == integrity:
                 # Two installs of one sync may both write this entry; killed between them, the
                 # second's temp file stays, and no later write of the entry comes to remove it.
                 remove_stale_temps(path)
-                return data
+                return data if size is None or len(data) == size else None
+            problem = "other bytes"
         _warn("deleting corrupt cache entry %s (%s)", path, problem)
         with contextlib.suppress(OSError):
             path.unlink()  # the entry itself: a link goes, never what it points to
