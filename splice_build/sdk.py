@@ -380,6 +380,7 @@ class Splice:
             try:
                 installed = check_installed(self.layout, package_id, entry, home=self.home.path)
                 require_derived(self.home.path, installed)
+                self._require_listed(installed, project)
                 status = "ok"
             except SpliceError as exc:
                 status = "missing" if exc.code is ErrorCode.NOT_INSTALLED else "invalid"
@@ -614,7 +615,21 @@ class Splice:
             entry = load_lockfile(self.project_root).get(package_id)
             installed = check_installed(self.layout, package_id, entry, home=self.home.path)
         require_derived(self.home.path, installed)
+        self._require_listed(installed)
         return installed
+
+    def _require_listed(
+        self, installed: InstalledPackage, project: ProjectFile | None = None
+    ) -> None:
+        """A package ``splice.json`` (``project``, else read now) does not list runs only
+        when it asks for nothing (install/consent.py ``require_listed``)."""
+        from splice_build.install.consent import require_listed
+        from splice_build.project.project_file import load_project_file
+
+        if project is None:
+            project = load_project_file(self.project_root)
+        listed = installed.id in project.packages
+        require_listed(installed.id, installed.version, installed.manifest.permissions, listed)
 
     def installed(self) -> list[InstalledPackage]:
         """Packages passing the files-digest and grant checks (others are silently skipped)."""
