@@ -18,10 +18,12 @@ from splice_build.project.home import SpliceHome
 from splice_build.project.keys import generate_key, load_key
 from splice_build.project.workspace import find_workspace
 from splice_build.runtime import SpliceRuntime
+from splice_build.sdk import Splice
+from splice_build.spec.tree_digest import tree_digest
 from testing.cli import run_splice
-from testing.hostile_packages import write_package
+from testing.hostile_packages import tool_returning, write_package
 from testing.other_user import NOBODY, as_another_user, as_nobody
-from testing.projects import make_project
+from testing.projects import lock_entry_json, make_project
 
 pytestmark = as_another_user
 
@@ -184,3 +186,26 @@ def test_a_grant_recorded_in_a_home_of_another_user_holds_only_what_they_may_wri
     for path in (home, home / RECORD_NAME):
         os.chown(path, NOBODY, NOBODY)
     assert find_workspace(victim, home=home).members == (victim,)
+
+
+def test_a_files_digest_record_in_a_home_of_another_user_trusts_nothing(shared: Path) -> None:
+    """install/derived.py read the record from the home it was given unchecked: with a home
+    uid 65534 made, their record for a tree of their choosing made `splice mcp` list its
+    tools and serve its SKILL.md (real CLI; the call was refused later, by the runtime),
+    and the SDK's list() say "ok" and tools() describe it."""
+    project = shared / "p"
+    package = write_package(project / ".splice/packages/@test", tool_returning("{}"))
+    entry = lock_entry_json("@test/hostile", files=tree_digest(package))
+    make_project(project, {"@test/hostile": "1.0.0"}, lock={"@test/hostile": entry})
+    theirs = shared / "theirs"
+    records = theirs / "cache/artifacts/files"
+    as_nobody(
+        'mkdir -p "$1" && printf %s "$2" > "$1/$3"',
+        str(records),
+        entry["files"],
+        entry["integrity"].removeprefix("sha256-"),
+    )
+    splice = Splice(project, home=theirs)
+    [row] = splice.list()
+    assert (row["status"], row["code"]) == ("invalid", "INVALID_CONFIG")
+    assert splice.tools() == []
