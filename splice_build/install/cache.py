@@ -40,7 +40,7 @@ from splice_build.project.atomic import atomic_write_bytes, remove_dead_temps, r
 from splice_build.project.home import make_private_dirs
 from splice_build.spec.digests import INTEGRITY_PREFIX, integrity_of, is_integrity
 from splice_build.spec.limits import MAX_ARCHIVE_BYTES
-from splice_build.spec.regular_file import read_regular_file
+from splice_build.spec.regular_file import read_regular_file, this_user
 
 # A record holds a few signature entries of a few hundred bytes each: far below this. One that
 # would not fit is not written (and one larger on disk is not read), so what is written reads back.
@@ -112,10 +112,14 @@ class ArtifactCache:
 
     def files_digest(self, integrity: str) -> str | None:
         """The files digest recorded for the artifact ``integrity``, or None (no record, or
-        one that is no regular file of a digest's size)."""
+        one that is no regular file of a digest's size). Unlike an artifact or its
+        signatures, a record is believed, not checked again: one another user owns (put while
+        the home was open to them, as a config.json or a key may be) is none."""
         try:
             data = read_regular_file(
-                self.files_digest_path_for(integrity), limit=MAX_FILES_DIGEST_BYTES
+                self.files_digest_path_for(integrity),
+                limit=MAX_FILES_DIGEST_BYTES,
+                owner=this_user(),
             )
         except OSError:
             return None
