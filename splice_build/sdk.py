@@ -593,8 +593,11 @@ class Splice:
         self._recovered()
         return self._check_in(load_lockfile(self.project_root), canonical)
 
-    def _check_in(self, lock: Lockfile, package_id: str) -> InstalledPackage:
-        """``check`` against a lock already read (one read of it per call of the caller).
+    def _check_in(
+        self, lock: Lockfile, package_id: str, project: ProjectFile | None = None
+    ) -> InstalledPackage:
+        """``check`` against a lock already read (one read of it per call of the caller), and
+        ``project`` (``splice.json``, else read now).
 
         An install or removal in another process (``splice add`` while ``splice mcp``
         serves) can be halfway through its swap when the files are hashed, or commit just
@@ -615,7 +618,7 @@ class Splice:
             entry = load_lockfile(self.project_root).get(package_id)
             installed = check_installed(self.layout, package_id, entry, home=self.home.path)
         require_derived(self.home.path, installed)
-        self._require_listed(installed)
+        self._require_listed(installed, project)
         return installed
 
     def _require_listed(
@@ -634,13 +637,15 @@ class Splice:
     def installed(self) -> list[InstalledPackage]:
         """Packages passing the files-digest and grant checks (others are silently skipped)."""
         from splice_build.project.lockfile import load_lockfile
+        from splice_build.project.project_file import load_project_file
 
         self._recovered()
         lock = load_lockfile(self.project_root)
+        project = load_project_file(self.project_root)
         intact = []
         for package_id in lock.packages:
             try:
-                intact.append(self._check_in(lock, package_id))
+                intact.append(self._check_in(lock, package_id, project))
             except SpliceError:
                 continue
         return intact
