@@ -380,6 +380,7 @@ class Splice:
             try:
                 installed = check_installed(self.layout, package_id, entry, home=self.home.path)
                 require_derived(self.home.path, installed)
+                self._require_listed(installed, project)
                 status = "ok"
             except SpliceError as exc:
                 status = "missing" if exc.code is ErrorCode.NOT_INSTALLED else "invalid"
@@ -592,8 +593,11 @@ class Splice:
         self._recovered()
         return self._check_in(load_lockfile(self.project_root), canonical)
 
-    def _check_in(self, lock: Lockfile, package_id: str) -> InstalledPackage:
-        """``check`` against a lock already read (one read of it per call of the caller).
+    def _check_in(
+        self, lock: Lockfile, package_id: str, project: ProjectFile | None = None
+    ) -> InstalledPackage:
+        """``check`` against a lock already read (one read of it per call of the caller), and
+        ``project`` (``splice.json``, else read now).
 
         An install or removal in another process (``splice add`` while ``splice mcp``
         serves) can be halfway through its swap when the files are hashed, or commit just
@@ -614,18 +618,34 @@ class Splice:
             entry = load_lockfile(self.project_root).get(package_id)
             installed = check_installed(self.layout, package_id, entry, home=self.home.path)
         require_derived(self.home.path, installed)
+        self._require_listed(installed, project)
         return installed
+
+    def _require_listed(
+        self, installed: InstalledPackage, project: ProjectFile | None = None
+    ) -> None:
+        """A package ``splice.json`` (``project``, else read now) does not list runs only
+        when it asks for nothing (install/consent.py ``require_listed``)."""
+        from splice_build.install.consent import require_listed
+        from splice_build.project.project_file import load_project_file
+
+        if project is None:
+            project = load_project_file(self.project_root)
+        listed = installed.id in project.packages
+        require_listed(installed.id, installed.version, installed.manifest.permissions, listed)
 
     def installed(self) -> list[InstalledPackage]:
         """Packages passing the files-digest and grant checks (others are silently skipped)."""
         from splice_build.project.lockfile import load_lockfile
+        from splice_build.project.project_file import load_project_file
 
         self._recovered()
         lock = load_lockfile(self.project_root)
+        project = load_project_file(self.project_root)
         intact = []
         for package_id in lock.packages:
             try:
-                intact.append(self._check_in(lock, package_id))
+                intact.append(self._check_in(lock, package_id, project))
             except SpliceError:
                 continue
         return intact

@@ -40,7 +40,7 @@ from splice_build.project.atomic import atomic_write_bytes, remove_dead_temps, r
 from splice_build.project.home import make_private_dirs
 from splice_build.spec.digests import INTEGRITY_PREFIX, integrity_of, is_integrity
 from splice_build.spec.limits import MAX_ARCHIVE_BYTES
-from splice_build.spec.regular_file import read_regular_file
+from splice_build.spec.regular_file import read_regular_file, this_user
 
 # A record holds a few signature entries of a few hundred bytes each: far below this. One that
 # would not fit is not written (and one larger on disk is not read), so what is written reads back.
@@ -55,15 +55,6 @@ def _warn(message: str, *args: object) -> None:
     import logging
 
     logging.getLogger(__name__).warning(message, *args)
-
-
-def _mismatch(data: bytes, integrity: str, size: int | None) -> str | None:
-    """How ``data`` is not the artifact ``integrity`` (of ``size`` bytes), or None."""
-    if integrity_of(data) != integrity:
-        return "other bytes"
-    if size is not None and len(data) != size:
-        return f"{len(data)} bytes, expected {size}"
-    return None
 
 
 class ArtifactCache:
@@ -81,7 +72,10 @@ class ArtifactCache:
     def get(self, integrity: str, size: int | None = None) -> bytes | None:
         """The cached bytes if they still hash to ``integrity`` (and have ``size``), else None.
 
-        A corrupt entry is deleted, so the next fetch replaces it.
+        A corrupt entry is deleted, so the next fetch replaces it. Bytes that hash to
+        ``integrity`` are that artifact whatever ``size`` says: a size that differs is the
+        caller's (a ``splice.lock`` another hand wrote), so the entry is kept for every other
+        project of the user and only this read finds nothing.
         """
         path = self.path_for(integrity)
         try:
@@ -91,12 +85,12 @@ class ArtifactCache:
         except OSError as exc:  # a FIFO, a device, a directory, too large: no artifact
             problem = exc.strerror or type(exc).__name__
         else:
-            problem = _mismatch(data, integrity, size)
-            if problem is None:
+            if integrity_of(data) == integrity:
                 # Two installs of one sync may both write this entry; killed between them, the
                 # second's temp file stays, and no later write of the entry comes to remove it.
                 remove_stale_temps(path)
-                return data
+                return data if size is None or len(data) == size else None
+            problem = "other bytes"
         _warn("deleting corrupt cache entry %s (%s)", path, problem)
         with contextlib.suppress(OSError):
             path.unlink()  # the entry itself: a link goes, never what it points to
@@ -118,10 +112,14 @@ class ArtifactCache:
 
     def files_digest(self, integrity: str) -> str | None:
         """The files digest recorded for the artifact ``integrity``, or None (no record, or
-        one that is no regular file of a digest's size)."""
+        one that is no regular file of a digest's size). Unlike an artifact or its
+        signatures, a record is believed, not checked again: one another user owns (put while
+        the home was open to them, as a config.json or a key may be) is none."""
         try:
             data = read_regular_file(
-                self.files_digest_path_for(integrity), limit=MAX_FILES_DIGEST_BYTES
+                self.files_digest_path_for(integrity),
+                limit=MAX_FILES_DIGEST_BYTES,
+                owner=this_user(),
             )
         except OSError:
             return None

@@ -69,3 +69,21 @@ def require_consent(
             details=lines,
             hint="Review them, then re-run with --accept-permissions.",
         )
+
+
+def require_listed(package_id: str, version: str, requested: Permissions, listed: bool) -> None:
+    """``PERMISSIONS_NOT_GRANTED`` when ``splice.json`` does not list the package
+    (``listed``) and it asks for any permission: a lock entry no reviewed file names grants
+    nothing (docs/security.md#consent-on-this-machine) when a tool runs, as when it installs.
+    Its files digest being derived here says whose bytes they are, not that anyone agreed
+    to what they may reach."""
+    lines = [] if listed else ungranted_lines(requested, None)
+    if not lines:
+        return
+    raise InstallError(
+        ErrorCode.PERMISSIONS_NOT_GRANTED,
+        f"{package_id}@{version} is not in splice.json: splice.lock's grant for it grants nothing",
+        details=lines,
+        hint=f"Review its permissions, then `splice add {package_id}@{version}`, or "
+        f"`splice remove {package_id}`.",
+    )

@@ -464,6 +464,24 @@ class Installer:
             )
         kept_signer(package_id, entry.version, signer, require_signed=require, trusted=trusted)
 
+    def consent_kept(
+        self, package_id: str, manifest: Manifest, entry: LockEntry, project: ProjectFile
+    ) -> None:
+        """A kept copy of a package ``splice.json`` does not list asks for every permission
+        its manifest declares, as installing it does (its lock entry grants nothing:
+        docs/security.md#consent-on-this-machine); ``PERMISSIONS_NOT_ACCEPTED`` without
+        consent. A listed package's copy was checked within its grant: nothing to ask."""
+        if package_id in project.packages:
+            return
+        require_consent(
+            manifest.permissions,
+            None,
+            self.options.accept_permissions,
+            f"{package_id}@{entry.version}",
+            root=self._root,
+            home=self.session.home.path,
+        )
+
     def kept_report(
         self, package_id: str, manifest: Manifest, entry: LockEntry, *, offline: bool = False
     ) -> InstallReport:

@@ -388,6 +388,8 @@ class SpliceTaskLoader(TaskLoader2):
                     and run.project.packages.get(package_id) != target.range_text
                 ):
                     return False
+                if package_id not in run.project.packages:
+                    return False  # install() asks for consent to what it declares
                 try:  # a kept package must meet the signature policy: install() raises why
                     entry = run.installed[package_id].lock_entry
                     run.installer.check_kept(package_id, entry, run.project)
@@ -438,6 +440,9 @@ class SpliceTaskLoader(TaskLoader2):
         if target.pinned is not None and installed is not None:
             assert run.project is not None
             run.installer.check_kept(package_id, installed.lock_entry, run.project)
+            run.installer.consent_kept(
+                package_id, installed.manifest, installed.lock_entry, run.project
+            )
             return None
         underived = run.underived.get(package_id)
         if underived is not None:  # the policy a kept copy meets, before any registry is asked

@@ -28,7 +28,20 @@ def test_round_trip_and_layout(tmp_path: Path) -> None:
         "sha256-"
     )
     assert cache.get(integrity, len(data)) == data
-    assert cache.get(integrity, len(data) + 1) is None  # a size mismatch is a corrupt entry too
+
+
+def test_a_wrong_size_leaves_the_entry_alone(tmp_path: Path) -> None:
+    """Bytes that hash to the integrity are the artifact: a size that differs is the asker's.
+    A checkout's splice.lock pinning a cached artifact with another size made `splice install`
+    delete the user's verified entry (real CLI: 'deleting corrupt cache entry ... (4631 bytes,
+    expected 4632)', then LOCK_MISMATCH 'Nothing was changed'), so every other project of the
+    user fetched it again, and offline could not restore it."""
+    cache = ArtifactCache(tmp_path)
+    data = b"artifact bytes"
+    cache.put(data)
+    integrity = integrity_of(data)
+    assert cache.get(integrity, len(data) + 1) is None
+    assert cache.get(integrity, len(data)) == data
 
 
 def test_corrupt_entry_is_deleted(tmp_path: Path) -> None:

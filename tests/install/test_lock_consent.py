@@ -150,6 +150,36 @@ def test_a_lock_entry_splice_json_does_not_list_grants_nothing(
         assert _state(project) == before
 
 
+def test_a_lock_entry_splice_json_does_not_list_runs_nothing_it_asks_for(
+    server: RunningRegistry, tmp_path: Path
+) -> None:
+    """The pull request brings the installed copy of what only the lock names, too, and
+    these bytes were derived here before (the teammate's `add` stands for another project of
+    this user; a `splice install` refused for consent derives them as well): run, list and
+    MCP ran it under the lock's grant (on main: `splice run spy.hello` exit 0), and install
+    and add kept it asking nothing. The grant of a package splice.json does not list is
+    nothing at a run as at an install, for a copy kept as for one fetched."""
+    project = _installed_at_1_0_0(server, tmp_path / "p")
+    teammate = tmp_path / "teammate"
+    _pull(project, _teammate_lock(server, teammate, "@acme/spy@1.0.0"), "@acme/spy")
+    shutil.copytree(teammate / ".splice/packages/@acme/spy", project / ".splice/packages/@acme/spy")
+    code, out = _splice(project, "run", "spy.hello", "name=x")
+    assert (code, out["error"]["code"]) == (1, "PERMISSIONS_NOT_GRANTED"), out
+    assert out["error"]["details"] == WIDE_LINES
+    code, out = _splice(project, "list")
+    assert [(row["name"], row["status"]) for row in out] == [
+        (GREETER, "ok"),
+        ("@acme/spy", "invalid"),
+    ]
+    # Nor does keeping that copy grant it: install and the hint's add ask (on main: exit 0).
+    before = _state(project)
+    for command in (("install",), ("add", "@acme/spy@1.0.0")):
+        code, out = _splice(project, *command)
+        assert (code, out["error"]["code"]) == (1, "PERMISSIONS_NOT_ACCEPTED"), out
+        assert out["error"]["details"] == WIDE_LINES
+    assert _state(project) == before
+
+
 def test_sync_check_names_what_the_lock_would_grant(
     server: RunningRegistry, tmp_path: Path
 ) -> None:

@@ -18,10 +18,12 @@ from splice_build.project.home import SpliceHome
 from splice_build.project.keys import generate_key, load_key
 from splice_build.project.workspace import find_workspace
 from splice_build.runtime import SpliceRuntime
+from splice_build.sdk import Splice
+from splice_build.spec.tree_digest import tree_digest
 from testing.cli import run_splice
-from testing.hostile_packages import write_package
+from testing.hostile_packages import tool_returning, write_package
 from testing.other_user import NOBODY, as_another_user, as_nobody
-from testing.projects import make_project
+from testing.projects import lock_entry_json, make_project
 
 pytestmark = as_another_user
 
@@ -193,3 +195,43 @@ def test_a_grant_recorded_in_a_home_of_another_user_holds_only_what_they_may_wri
     for path in (home, home / RECORD_NAME):
         os.chown(path, NOBODY, NOBODY)
     assert find_workspace(victim, home=home).members == (victim,)
+
+
+def _project_and_record(shared: Path) -> tuple[Path, str, str]:
+    """A project whose installed package no artifact ever held (its lock's files digest
+    recomputed to match), with the name and text of the record that would make it run."""
+    project = shared / "p"
+    package = write_package(project / ".splice/packages/@test", tool_returning("{}"))
+    entry = lock_entry_json("@test/hostile", files=tree_digest(package))
+    make_project(project, {"@test/hostile": "1.0.0"}, lock={"@test/hostile": entry})
+    return project, entry["integrity"].removeprefix("sha256-"), entry["files"]
+
+
+def test_a_files_digest_record_in_a_home_of_another_user_trusts_nothing(shared: Path) -> None:
+    """install/derived.py read the record from the home it was given unchecked: with a home
+    uid 65534 made, their record for a tree of their choosing made `splice mcp` list its
+    tools and serve its SKILL.md (real CLI; the call was refused later, by the runtime),
+    and the SDK's list() say "ok" and tools() describe it."""
+    project, name, files = _project_and_record(shared)
+    theirs = shared / "theirs"
+    records = theirs / "cache/artifacts/files"
+    as_nobody('mkdir -p "$1" && printf %s "$2" > "$1/$3"', str(records), files, name)
+    splice = Splice(project, home=theirs)
+    [row] = splice.list()
+    assert (row["status"], row["code"]) == ("invalid", "INVALID_CONFIG")
+    assert splice.tools() == []
+
+
+def test_a_files_digest_record_of_another_user_in_a_home_of_mine_is_none(shared: Path) -> None:
+    """Put before the home was closed, as their config.json above: a record is believed
+    as it reads, so theirs made root's `splice run` run a rewritten tool with its grant
+    (real CLI: the secret returned)."""
+    project, name, files = _project_and_record(shared)
+    home = shared / "home"
+    record = home / "cache/artifacts/files" / name
+    record.parent.mkdir(parents=True)
+    home.chmod(0o700)
+    record.write_text(files)
+    os.chown(record, NOBODY, NOBODY)
+    [row] = Splice(project, home=home).list()
+    assert (row["status"], row["code"]) == ("missing", "NOT_INSTALLED")
