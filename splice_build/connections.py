@@ -105,6 +105,19 @@ def connection_protocol(limit: int, head_seconds: float = HEAD_SECONDS) -> type[
             if self.cycle is not None:
                 self.cycle.scope.setdefault("extensions", {})[ABORT_EXTENSION] = self._displace
 
+        def send_400_response(self, msg: str) -> None:
+            """h11 refused what the client sent: uvicorn answers 400 and closes. Once an
+            answer has begun (a request answered before its body was read, that body's
+            framing then broken: a bad chunk size after a 401) no second one can be sent,
+            and uvicorn's try raised h11's LocalProtocolError out of ``data_received``:
+            asyncio logged "Fatal error: protocol.data_received() call failed." and a
+            traceback of 25 lines for every such request of any client, before any token
+            was read. The connection is closed without an answer instead."""
+            if self.conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
+                super().send_400_response(msg)
+            else:
+                self.transport.close()
+
         def on_response_complete(self) -> None:
             super().on_response_complete()
             self._track()

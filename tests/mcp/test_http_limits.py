@@ -211,6 +211,36 @@ def test_a_flood_of_refused_requests_is_not_a_flood_of_log_lines() -> None:
     assert "pip install" not in stderr
 
 
+def test_a_body_broken_after_its_answer_closes_the_connection_quietly() -> None:
+    """No token, a chunked body: answered 401 before the body is read; the body then breaks
+    its framing (a chunk size that is no number). uvicorn tried a 400 after the 401, h11
+    refused it, and asyncio logged "Fatal error: protocol.data_received() call failed." with
+    a traceback, for every such request of any client. The connection is closed now, with
+    the one condensed line of a refused request."""
+    head = (
+        b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n"
+    )
+    with http_server(demo_argv("http", "0"), env=child_env()) as (url, process):
+        parts = urlsplit(url)
+        answers = []
+        for _ in range(3):
+            with socket.create_connection((parts.hostname, parts.port), timeout=30) as sock:
+                sock.sendall(head)
+                answer = b""
+                while not answer.endswith(b"}}"):  # the 401's whole JSON-RPC error
+                    answer += sock.recv(65536)
+                sock.sendall(b"zz\r\n")
+                answers.append(answer.split(b"\r\n", 1)[0] + b" | " + sock.recv(65536))
+        assert ping(url) == "HTTP/1.1 200 OK"
+        process.terminate()
+        _out, err = process.communicate(timeout=30)
+    assert answers == [b"HTTP/1.1 401 Unauthorized | "] * 3  # closed, nothing after the 401
+    stderr = err.decode()
+    assert "Traceback" not in stderr and "Fatal error" not in stderr, stderr[-2000:]
+    assert stderr.count(REQUEST_WARNINGS[0]) == 1, stderr
+
+
 # A server out of files that stops within the second before asyncio retries its accept: the
 # retries run on the closed listening socket (both servers stop this way on SIGTERM).
 _STOP_WHILE_ACCEPT_WAITS = """
