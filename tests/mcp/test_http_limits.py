@@ -22,6 +22,7 @@ import pytest
 
 from splice_build.connections import (
     ACCEPT_ERROR,
+    MAX_CHUNKS,
     MAX_CONNECTIONS,
     REQUEST_WARNINGS,
     AcceptErrorLog,
@@ -211,33 +212,57 @@ def test_a_flood_of_refused_requests_is_not_a_flood_of_log_lines() -> None:
     assert "pip install" not in stderr
 
 
-def test_a_body_broken_after_its_answer_closes_the_connection_quietly() -> None:
-    """No token, a chunked body: answered 401 before the body is read; the body then breaks
-    its framing (a chunk size that is no number). uvicorn tried a 400 after the 401, h11
-    refused it, and asyncio logged "Fatal error: protocol.data_received() call failed." with
-    a traceback, for every such request of any client. The connection is closed now, with
-    the one condensed line of a refused request."""
-    head = (
+def _answered(address: tuple[str, int], *pieces: bytes) -> bytes:
+    """What the server sends on a connection of its own to ``pieces`` until it closes it, a
+    piece sent once the answer to the one before has begun (a single piece: all at once)."""
+    received = b""
+    with socket.create_connection(address, timeout=30) as sock:
+        for piece in pieces:
+            sock.sendall(piece)
+            if piece is not pieces[-1]:
+                while not received.endswith(b"}}"):  # the whole JSON-RPC error
+                    received += sock.recv(65536)
+        try:
+            while chunk := sock.recv(65536):
+                received += chunk
+        except ConnectionResetError:
+            pass
+    return received
+
+
+def test_chunked_bodies_the_parser_refuses_close_their_connection_quietly() -> None:
+    """A chunked body whose framing breaks (a chunk size that is no number), and one of more
+    than ``MAX_CHUNKS`` chunks, before any token is read. Sent with its head, the first was
+    answered 400 by uvicorn and then by the app, which h11 refused: "Exception in ASGI
+    application" and a traceback. Sent after the 401 that answered it unread, uvicorn's 400
+    was refused: "Fatal error: protocol.data_received() call failed." and a traceback. And a
+    body of 1-byte chunks had no end (its 401 sent, it was parsed on, at 0.3 s of the loop
+    for each 256 KiB read): a ping on another connection waited 4.2 s. Now each is refused
+    and its connection closed, with the one condensed line of a refused request."""
+    no_token = (
         b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
         b"Transfer-Encoding: chunked\r\n\r\n"
     )
+    blank = b"1\r\n \r\n"  # one chunk of JSON's white space
+    last = b"%x\r\n%s\r\n0\r\n\r\n" % (len(PING), PING)
     with http_server(demo_argv("http", "0"), env=child_env()) as (url, process):
         parts = urlsplit(url)
-        answers = []
-        for _ in range(3):
-            with socket.create_connection((parts.hostname, parts.port), timeout=30) as sock:
-                sock.sendall(head)
-                answer = b""
-                while not answer.endswith(b"}}"):  # the 401's whole JSON-RPC error
-                    answer += sock.recv(65536)
-                sock.sendall(b"zz\r\n")
-                answers.append(answer.split(b"\r\n", 1)[0] + b" | " + sock.recv(65536))
-        assert ping(url) == "HTTP/1.1 200 OK"
+        assert parts.hostname is not None and parts.port is not None
+        address = (parts.hostname, parts.port)
+        with_head = _answered(address, no_token + b"zz\r\n")
+        after_401 = _answered(address, no_token, b"zz\r\n")
+        chunked = request(b"").replace(b"Content-Length: 0", b"Transfer-Encoding: chunked")
+        too_many = _answered(address, chunked + blank * MAX_CHUNKS + last)
+        closing = chunked.replace(b"Host: x\r\n", b"Host: x\r\nConnection: close\r\n")
+        as_many = _answered(address, closing + blank * (MAX_CHUNKS - 1) + last)
         process.terminate()
         _out, err = process.communicate(timeout=30)
-    assert answers == [b"HTTP/1.1 401 Unauthorized | "] * 3  # closed, nothing after the 401
+    assert with_head.startswith(b"HTTP/1.1 400 ") and with_head.count(b"HTTP/1.1") == 1
+    assert after_401.startswith(b"HTTP/1.1 401 ") and after_401.endswith(b"}}")
+    assert too_many.startswith(b"HTTP/1.1 400 ") and too_many.count(b"HTTP/1.1") == 1
+    assert as_many.startswith(b"HTTP/1.1 200 ") and as_many.endswith(b'"result":{}}')
     stderr = err.decode()
-    assert "Traceback" not in stderr and "Fatal error" not in stderr, stderr[-2000:]
+    assert "Traceback" not in stderr and "Exception" not in stderr, stderr[-2000:]
     assert stderr.count(REQUEST_WARNINGS[0]) == 1, stderr
 
 
