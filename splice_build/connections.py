@@ -37,6 +37,8 @@ served.
   end), made each read of 256 KiB take 0.3 s of the loop, and every other client waited
   seconds for an answer. 4,096 chunks are 30 ms of it; a client that streams a body sends
   chunks of kilobytes (a 5 MiB publish in 4 KiB chunks is 1,280).
+- ``CloseWhenStopping``: once the server's stop has begun, every answer says
+  ``Connection: close``, as the server closes its connection after it.
 - ``RequestWarningLog``: uvicorn logs a warning for every request h11 refuses and for every
   ``Upgrade`` header (two lines, one of them telling to install a WebSocket library), before
   any token is read: one client sent 1,700 such requests a second on one connection, a
@@ -249,6 +251,37 @@ def one_framing(app: Any) -> Any:
     return framed
 
 
+_CLOSE = (b"connection", b"close")
+
+
+class CloseWhenStopping:
+    """The ASGI ``app`` whose answers say ``Connection: close`` once ``stopping`` is set
+    (the server's stop has begun: it closes every connection after its answer). Without
+    it, an answer given in the grace looked like any other, and a client that sent its next
+    request on the same connection, as HTTP/1.1 lets it, had it reset unanswered (a real
+    ``splice mcp --http``: a tools/call answered 200 in the grace, the next POST on its
+    connection ECONNRESET); a proxy keeping connections to the server answers such a POST
+    502 rather than send it to another instance."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.stopping = False
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def closing(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start" and self.stopping:
+                headers = list(message.get("headers", ()))
+                if not any(name.lower() == b"connection" for name, _value in headers):
+                    message = {**message, "headers": [*headers, _CLOSE]}
+            await send(message)
+
+        await self.app(scope, receive, closing)
+
+
 # What uvicorn's h11 protocol logs (logger "uvicorn.error") about a request any client can
 # send: one refused by h11, one with an Upgrade header (the second line follows it when no
 # WebSocket library is installed).
@@ -353,11 +386,17 @@ def serve_limited(
     import uvicorn
 
     from splice_build.open_files import raise_open_file_limit
-    from splice_build.stopping import graceful_server, shutdown_seconds
+    from splice_build.stopping import Stop, graceful_server, shutdown_seconds
 
     limit = max_connections(raise_open_file_limit())
+    app = CloseWhenStopping(one_framing(config_args["app"]))
+
+    def begin() -> None:
+        app.stopping = True
+        stop.begin()
+
     config = uvicorn.Config(
-        **{**config_args, "app": one_framing(config_args["app"])},
+        **{**config_args, "app": app},
         http=connection_protocol(limit, head_seconds),
         timeout_keep_alive=KEEP_ALIVE_SECONDS,
         timeout_graceful_shutdown=shutdown_seconds(stop),
@@ -370,7 +409,8 @@ def serve_limited(
 
     async def serve() -> None:
         asyncio.get_running_loop().set_exception_handler(accept_errors)
-        await graceful_server(config, stop, on_ready).serve(sockets=[sock])
+        stopping = Stop(grace=stop.grace, begin=begin, cut=stop.cut)
+        await graceful_server(config, stopping, on_ready).serve(sockets=[sock])
 
     try:
         asyncio.run(serve())

@@ -15,7 +15,8 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -333,3 +334,42 @@ def test_a_request_still_sending_its_body_is_refused_when_the_server_stops() -> 
         "data": {"retryAfter": 1},
     }
     assert code == 0 and "Traceback" not in stderr, stderr
+
+
+def test_an_answer_given_while_the_server_stops_says_its_connection_closes(
+    tmp_path: Path,
+) -> None:
+    """A call running at SIGTERM is answered in the grace, and its connection closed after
+    it: the answer said nothing of that, so a client sending its next request on the same
+    connection, as HTTP/1.1 lets it, had it reset unanswered. It says ``Connection: close``."""
+    import signal
+
+    started, release = tmp_path / "started", tmp_path / "release"
+    arguments = {"path": str(release), "started": str(started), "id": 1}
+    message = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "demo_echo_wait", "arguments": arguments},
+    }
+    with http_server(demo_argv("http", "0"), env=child_env()) as (url, process):
+        parts = urlsplit(url)
+        with socket.create_connection((parts.hostname, parts.port), timeout=30) as sock:
+            sock.sendall(request(json.dumps(message).encode()))
+            _wait_until(started.exists)
+            process.send_signal(signal.SIGTERM)
+            assert process.stderr is not None
+            assert b"stopping: 1 running call(s)" in process.stderr.readline()
+            release.touch()
+            answer = closed_by_server(sock, time.monotonic() + 30)
+        assert process.wait(timeout=30) == 0
+    assert answer is not None and answer.startswith(b"HTTP/1.1 200 "), answer
+    head = answer.partition(b"\r\n\r\n")[0].lower()
+    assert head.count(b"\r\nconnection: close") == 1, head
+
+
+def _wait_until(done: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 30
+    while not done():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
