@@ -35,8 +35,16 @@ class BodyReads:
                 self._deadlines.discard(deadline)
 
     def end(self) -> None:
-        """End every read now, and any that starts later at once (on the event loop)."""
+        """End every read now, and any that starts later at once (on the event loop).
+
+        A read whose own deadline has fired but whose task has not run since is left as it
+        is: its reader gets its ``TimeoutError`` all the same and, ``ended`` being set,
+        answers as the others do. Rescheduling it raised ``RuntimeError`` (an expiring
+        ``asyncio.Timeout`` cannot be changed), out of the server's stop: a ``splice mcp
+        --http`` sent SIGTERM as a burst of slow bodies reached their deadline left the
+        other reads running, logged a traceback for each and did not exit."""
         self.ended = True
         now = asyncio.get_running_loop().time()
         for deadline in self._deadlines:
-            deadline.reschedule(now)
+            if not deadline.expired():
+                deadline.reschedule(now)

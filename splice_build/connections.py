@@ -30,6 +30,15 @@ served.
   cannot trust. h11 reads such a body as chunked and keeps the connection, so behind a proxy
   that goes by the length the bytes after the chunks are taken as the next request (request
   smuggling; RFC 9112 section 6.3 says to close the connection after such a request).
+- ``MAX_CHUNKS``: a chunked request body of more chunks is refused with 400 (h11's refusal)
+  and its connection closed. h11 makes an event of every chunk, and uvicorn handles every
+  event a read brings before the loop serves anyone else: one client sending a body of
+  1-byte chunks, no token needed (the body of an answered request is still parsed to its
+  end), made each read of 256 KiB take 0.3 s of the loop, and every other client waited
+  seconds for an answer. 4,096 chunks are 30 ms of it; a client that streams a body sends
+  chunks of kilobytes (a 5 MiB publish in 4 KiB chunks is 1,280).
+- ``CloseWhenStopping``: once the server's stop has begun, every answer says
+  ``Connection: close``, as the server closes its connection after it.
 - ``RequestWarningLog``: uvicorn logs a warning for every request h11 refuses and for every
   ``Upgrade`` header (two lines, one of them telling to install a WebSocket library), before
   any token is read: one client sent 1,700 such requests a second on one connection, a
@@ -57,6 +66,7 @@ if TYPE_CHECKING:
 
 MAX_CONNECTIONS = 1024
 HEAD_SECONDS = 10.0
+MAX_CHUNKS = 4096  # of one request body sent chunked
 KEEP_ALIVE_SECONDS = 5
 ACCEPT_LOG_SECONDS = 10.0
 ABORT_EXTENSION = "splice.abort"
@@ -84,7 +94,27 @@ def connection_protocol(limit: int, head_seconds: float = HEAD_SECONDS) -> type[
     # their head (None once the head is in and its body is arriving).
     waiting: OrderedDict[Any, asyncio.TimerHandle | None] = OrderedDict()
 
+    class ChunkLimitedConnection(h11.Connection):
+        """h11's parser, refusing a request body of more than ``MAX_CHUNKS`` chunks."""
+
+        chunks = 0  # of the request being read
+
+        def next_event(self) -> Any:
+            event = super().next_event()
+            if type(event) is h11.Request:
+                self.chunks = 0
+            elif type(event) is h11.Data and event.chunk_start:
+                self.chunks += 1
+                if self.chunks > MAX_CHUNKS:
+                    raise h11.RemoteProtocolError(f"more than {MAX_CHUNKS} chunks")
+            return event
+
     class LimitedH11Protocol(H11Protocol):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            # uvicorn's own, counting chunks (serve_limited sets no h11 limit of uvicorn's)
+            self.conn = ChunkLimitedConnection(h11.SERVER)
+
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
             if len(self.connections) > limit:
@@ -104,6 +134,25 @@ def connection_protocol(limit: int, head_seconds: float = HEAD_SECONDS) -> type[
             super().handle_events()
             if self.cycle is not None:
                 self.cycle.scope.setdefault("extensions", {})[ABORT_EXTENSION] = self._displace
+
+        def send_400_response(self, msg: str) -> None:
+            """h11 refused what the client sent: uvicorn answers 400 and closes; the app of
+            the request, if one runs, answers nobody now (as once the connection is lost).
+            It still could: the 400 came first when the refused bytes came with the head (a
+            chunked body with a bad chunk size, or more than ``MAX_CHUNKS``), and the app's
+            answer then raised h11's LocalProtocolError: "Exception in ASGI application"
+            and a traceback, for every such request of any client. Once an answer has begun
+            (a request answered before its body was read, that body's framing broken after
+            a 401) no 400 can follow it: uvicorn's try raised the same error out of
+            ``data_received``, and asyncio logged "Fatal error: protocol.data_received()
+            call failed." with a traceback; the connection is only closed."""
+            if self.conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
+                super().send_400_response(msg)
+            else:
+                self.transport.close()
+            if self.cycle is not None and not self.cycle.response_complete:
+                self.cycle.disconnected = True
+                self.cycle.message_event.set()
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
@@ -200,6 +249,37 @@ def one_framing(app: Any) -> Any:
         await send({"type": "http.response.body", "body": _FRAMING_REFUSAL})
 
     return framed
+
+
+_CLOSE = (b"connection", b"close")
+
+
+class CloseWhenStopping:
+    """The ASGI ``app`` whose answers say ``Connection: close`` once ``stopping`` is set
+    (the server's stop has begun: it closes every connection after its answer). Without
+    it, an answer given in the grace looked like any other, and a client that sent its next
+    request on the same connection, as HTTP/1.1 lets it, had it reset unanswered (a real
+    ``splice mcp --http``: a tools/call answered 200 in the grace, the next POST on its
+    connection ECONNRESET); a proxy keeping connections to the server answers such a POST
+    502 rather than send it to another instance."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.stopping = False
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def closing(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start" and self.stopping:
+                headers = list(message.get("headers", ()))
+                if not any(name.lower() == b"connection" for name, _value in headers):
+                    message = {**message, "headers": [*headers, _CLOSE]}
+            await send(message)
+
+        await self.app(scope, receive, closing)
 
 
 # What uvicorn's h11 protocol logs (logger "uvicorn.error") about a request any client can
@@ -306,11 +386,17 @@ def serve_limited(
     import uvicorn
 
     from splice_build.open_files import raise_open_file_limit
-    from splice_build.stopping import graceful_server, shutdown_seconds
+    from splice_build.stopping import Stop, graceful_server, shutdown_seconds
 
     limit = max_connections(raise_open_file_limit())
+    app = CloseWhenStopping(one_framing(config_args["app"]))
+
+    def begin() -> None:
+        app.stopping = True
+        stop.begin()
+
     config = uvicorn.Config(
-        **{**config_args, "app": one_framing(config_args["app"])},
+        **{**config_args, "app": app},
         http=connection_protocol(limit, head_seconds),
         timeout_keep_alive=KEEP_ALIVE_SECONDS,
         timeout_graceful_shutdown=shutdown_seconds(stop),
@@ -323,7 +409,8 @@ def serve_limited(
 
     async def serve() -> None:
         asyncio.get_running_loop().set_exception_handler(accept_errors)
-        await graceful_server(config, stop, on_ready).serve(sockets=[sock])
+        stopping = Stop(grace=stop.grace, begin=begin, cut=stop.cut)
+        await graceful_server(config, stopping, on_ready).serve(sockets=[sock])
 
     try:
         asyncio.run(serve())

@@ -15,13 +15,15 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
 from splice_build.connections import (
     ACCEPT_ERROR,
+    MAX_CHUNKS,
     MAX_CONNECTIONS,
     REQUEST_WARNINGS,
     AcceptErrorLog,
@@ -211,6 +213,60 @@ def test_a_flood_of_refused_requests_is_not_a_flood_of_log_lines() -> None:
     assert "pip install" not in stderr
 
 
+def _answered(address: tuple[str, int], *pieces: bytes) -> bytes:
+    """What the server sends on a connection of its own to ``pieces`` until it closes it, a
+    piece sent once the answer to the one before has begun (a single piece: all at once)."""
+    received = b""
+    with socket.create_connection(address, timeout=30) as sock:
+        for piece in pieces:
+            sock.sendall(piece)
+            if piece is not pieces[-1]:
+                while not received.endswith(b"}}"):  # the whole JSON-RPC error
+                    received += sock.recv(65536)
+        try:
+            while chunk := sock.recv(65536):
+                received += chunk
+        except ConnectionResetError:
+            pass
+    return received
+
+
+def test_chunked_bodies_the_parser_refuses_close_their_connection_quietly() -> None:
+    """A chunked body whose framing breaks (a chunk size that is no number), and one of more
+    than ``MAX_CHUNKS`` chunks, before any token is read. Sent with its head, the first was
+    answered 400 by uvicorn and then by the app, which h11 refused: "Exception in ASGI
+    application" and a traceback. Sent after the 401 that answered it unread, uvicorn's 400
+    was refused: "Fatal error: protocol.data_received() call failed." and a traceback. And a
+    body of 1-byte chunks had no end (its 401 sent, it was parsed on, at 0.3 s of the loop
+    for each 256 KiB read): a ping on another connection waited 4.2 s. Now each is refused
+    and its connection closed, with the one condensed line of a refused request."""
+    no_token = (
+        b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n"
+    )
+    blank = b"1\r\n \r\n"  # one chunk of JSON's white space
+    last = b"%x\r\n%s\r\n0\r\n\r\n" % (len(PING), PING)
+    with http_server(demo_argv("http", "0"), env=child_env()) as (url, process):
+        parts = urlsplit(url)
+        assert parts.hostname is not None and parts.port is not None
+        address = (parts.hostname, parts.port)
+        with_head = _answered(address, no_token + b"zz\r\n")
+        after_401 = _answered(address, no_token, b"zz\r\n")
+        chunked = request(b"").replace(b"Content-Length: 0", b"Transfer-Encoding: chunked")
+        too_many = _answered(address, chunked + blank * MAX_CHUNKS + last)
+        closing = chunked.replace(b"Host: x\r\n", b"Host: x\r\nConnection: close\r\n")
+        as_many = _answered(address, closing + blank * (MAX_CHUNKS - 1) + last)
+        process.terminate()
+        _out, err = process.communicate(timeout=30)
+    assert with_head.startswith(b"HTTP/1.1 400 ") and with_head.count(b"HTTP/1.1") == 1
+    assert after_401.startswith(b"HTTP/1.1 401 ") and after_401.endswith(b"}}")
+    assert too_many.startswith(b"HTTP/1.1 400 ") and too_many.count(b"HTTP/1.1") == 1
+    assert as_many.startswith(b"HTTP/1.1 200 ") and as_many.endswith(b'"result":{}}')
+    stderr = err.decode()
+    assert "Traceback" not in stderr and "Exception" not in stderr, stderr[-2000:]
+    assert stderr.count(REQUEST_WARNINGS[0]) == 1, stderr
+
+
 # A server out of files that stops within the second before asyncio retries its accept: the
 # retries run on the closed listening socket (both servers stop this way on SIGTERM).
 _STOP_WHILE_ACCEPT_WAITS = """
@@ -278,3 +334,42 @@ def test_a_request_still_sending_its_body_is_refused_when_the_server_stops() -> 
         "data": {"retryAfter": 1},
     }
     assert code == 0 and "Traceback" not in stderr, stderr
+
+
+def test_an_answer_given_while_the_server_stops_says_its_connection_closes(
+    tmp_path: Path,
+) -> None:
+    """A call running at SIGTERM is answered in the grace, and its connection closed after
+    it: the answer said nothing of that, so a client sending its next request on the same
+    connection, as HTTP/1.1 lets it, had it reset unanswered. It says ``Connection: close``."""
+    import signal
+
+    started, release = tmp_path / "started", tmp_path / "release"
+    arguments = {"path": str(release), "started": str(started), "id": 1}
+    message = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "demo_echo_wait", "arguments": arguments},
+    }
+    with http_server(demo_argv("http", "0"), env=child_env()) as (url, process):
+        parts = urlsplit(url)
+        with socket.create_connection((parts.hostname, parts.port), timeout=30) as sock:
+            sock.sendall(request(json.dumps(message).encode()))
+            _wait_until(started.exists)
+            process.send_signal(signal.SIGTERM)
+            assert process.stderr is not None
+            assert b"stopping: 1 running call(s)" in process.stderr.readline()
+            release.touch()
+            answer = closed_by_server(sock, time.monotonic() + 30)
+        assert process.wait(timeout=30) == 0
+    assert answer is not None and answer.startswith(b"HTTP/1.1 200 "), answer
+    head = answer.partition(b"\r\n\r\n")[0].lower()
+    assert head.count(b"\r\nconnection: close") == 1, head
+
+
+def _wait_until(done: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 30
+    while not done():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
