@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
+import sys
 import threading
 import weakref
 from typing import Protocol
@@ -63,6 +64,22 @@ def settle_fork_hooks() -> None:
             # Also when another thread is importing it now: import_module waits for that
             # import to finish (and its hooks to be registered); loaded, it is a lookup.
             importlib.import_module(name)
+
+
+def fork_probe() -> int:
+    """``os.fork()`` for a probe child, which never execs and only reports on a pipe: the
+    fork hooks settled first (``settle_fork_hooks``), and in the child a server's listening
+    sockets closed at once (splice_build/listen.py ``close_in_child``), as a sandbox child's
+    are. A probe lives some milliseconds (the isolation probe builds namespaces and a file
+    view), and a server killed outright meanwhile kept its port accepting connections nobody
+    would answer. A program that made no listening socket never imported that module, and
+    nothing is imported for it here."""
+    settle_fork_hooks()
+    listen = sys.modules.get("splice_build.listen")
+    pid = os.fork()
+    if pid == 0 and listen is not None:
+        listen.close_in_child()
+    return pid
 
 
 def reap(pid: int) -> None:

@@ -6,6 +6,7 @@ clear code."""
 
 from __future__ import annotations
 
+import ast
 import errno
 import json
 import os
@@ -19,6 +20,7 @@ from typing import Any
 
 import pytest
 
+import splice_build
 from splice_build.errors import ErrorCode
 from splice_build.records import replace
 from splice_build.runtime import SpliceRuntime, ToolResult
@@ -316,6 +318,62 @@ def test_a_sandbox_child_holds_no_listening_socket_of_its_server() -> None:
     done = run_python(LISTENING_IN_THE_CHILD)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["closed", "True"]
+
+
+LISTENING_IN_A_PROBE = """
+import os
+from splice_build.listen import listening_socket
+from splice_build.runtime.forks import fork_probe
+
+sock = listening_socket("127.0.0.1", 0)
+read, write = os.pipe()
+pid = fork_probe()
+if pid == 0:
+    try:
+        os.fstat(sock.fileno())
+        os.write(write, b"open")
+    except OSError:
+        os.write(write, b"closed")
+    os._exit(0)
+os.waitpid(pid, 0)
+print(os.read(read, 16).decode(), os.fstat(sock.fileno()).st_mode != 0)
+"""
+
+
+def test_a_probe_child_holds_no_listening_socket_of_its_server() -> None:
+    """The isolation, seccomp and no_new_privs probes are forked children too, alive some
+    milliseconds at a server's first call: they close its listening sockets as a sandbox's
+    child does (the server keeps them)."""
+    done = run_python(LISTENING_IN_A_PROBE)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["closed", "True"]
+
+
+# The one fork that keeps a server's listening socket: a registry worker serves on it.
+KEEPS_THE_LISTENING_SOCKET = {("registry/http/workers.py", "_start")}
+
+
+def test_every_fork_of_a_child_that_does_not_exec_is_a_probe_fork() -> None:
+    """Walks every call of ``os.fork`` in the package: each is ``forks.fork_probe``'s, or the
+    registry worker's (which serves on the socket). A probe forked with ``os.fork`` directly
+    held the server's port open for its life."""
+    package = Path(splice_build.__file__).parent
+    found = set()
+    for path in sorted(package.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for function in ast.walk(tree):
+            if not isinstance(function, ast.FunctionDef):
+                continue
+            for node in ast.walk(function):
+                if (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "fork"
+                    and isinstance(node.func.value, ast.Name)
+                    and node.func.value.id == "os"
+                ):
+                    found.add((path.relative_to(package).as_posix(), function.name))
+    assert found == {("runtime/forks.py", "fork_probe"), *KEEPS_THE_LISTENING_SOCKET}
 
 
 def test_a_hard_open_file_limit_too_low_for_the_view_is_named(tmp_path: Path) -> None:

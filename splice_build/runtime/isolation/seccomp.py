@@ -67,7 +67,7 @@ from functools import lru_cache
 from importlib import resources
 
 from splice_build.records import dataclass
-from splice_build.runtime.forks import reap, settle_fork_hooks
+from splice_build.runtime.forks import fork_probe, reap
 
 # <linux/audit.h>
 AUDIT_ARCH_X86_64 = 0xC000003E
@@ -576,8 +576,7 @@ def start_detect() -> Callable[[], SeccompStatus]:
         status = SeccompStatus(False, why)
         return lambda: status
     read_fd, write_fd = os.pipe()
-    settle_fork_hooks()
-    pid = os.fork()
+    pid = fork_probe()
     if pid == 0:  # pragma: no cover - runs in the child
         try:
             os.close(read_fd)

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from functools import lru_cache
 
 from splice_build.records import dataclass
-from splice_build.runtime.forks import reap, settle_fork_hooks
+from splice_build.runtime.forks import fork_probe, reap
 from splice_build.runtime.isolation import seccomp as seccomp_layer
 from splice_build.runtime.isolation.cgroup import CgroupStatus, detect_cgroup
 from splice_build.runtime.isolation.kernel import Kernel, last_capability
@@ -73,8 +73,7 @@ def _run_probe(kernel: Kernel, last_cap: int) -> Callable[[], str]:
     from splice_build.runtime.isolation.child import probe
 
     read_fd, write_fd = os.pipe()
-    settle_fork_hooks()
-    pid = os.fork()
+    pid = fork_probe()
     if pid == 0:  # pragma: no cover - runs in the child
         try:
             os.close(read_fd)
@@ -95,8 +94,7 @@ def _run_probe(kernel: Kernel, last_cap: int) -> Callable[[], str]:
 def _probe_no_new_privs(kernel: Kernel) -> str | None:
     """None when a child may set ``no_new_privs``: it says so on a pipe (``forks.reap``)."""
     read_fd, write_fd = os.pipe()
-    settle_fork_hooks()
-    pid = os.fork()
+    pid = fork_probe()
     if pid == 0:  # pragma: no cover - runs in the child
         try:
             os.close(read_fd)
