@@ -382,6 +382,8 @@ class Splice:
                 require_derived(self.home.path, installed)
                 status = "ok"
             except SpliceError as exc:
+                if exc.code is ErrorCode.INVALID_CONFIG:
+                    raise  # the home, not the package: no row can be trusted
                 status = "missing" if exc.code is ErrorCode.NOT_INSTALLED else "invalid"
                 problem = {"code": str(exc.code), "hint": exc.hint}
             rows.append(

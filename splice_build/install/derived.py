@@ -38,10 +38,12 @@ def derived_here(cache_dir: Path, package_id: str, entry: LockEntry) -> bool:
 def require_derived(home: Path, package: InstalledPackage) -> None:
     """``NOT_INSTALLED`` unless this machine derived ``package``'s files digest from its
     artifact: the tree matches the lock, but nothing says the lock matches the registry's
-    bytes. One small file read; nothing is fetched."""
+    bytes. One small file read; nothing is fetched. The record is read only from a home
+    that is this user's alone (``INVALID_CONFIG`` otherwise): another user who chose what
+    the home holds could have put there the digest of any tree."""
     from splice_build.project.home import SpliceHome
 
-    if derived_here(SpliceHome(home).artifacts_dir, package.id, package.lock_entry):
+    if derived_here(SpliceHome(home).check().artifacts_dir, package.id, package.lock_entry):
         return
     raise InstallError(
         ErrorCode.NOT_INSTALLED,

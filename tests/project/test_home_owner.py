@@ -18,6 +18,7 @@ from splice_build.project.home import SpliceHome
 from splice_build.project.keys import generate_key, load_key
 from splice_build.project.workspace import find_workspace
 from splice_build.runtime import SpliceRuntime
+from splice_build.sdk import Splice
 from testing.cli import run_splice
 from testing.hostile_packages import write_package
 from testing.other_user import NOBODY, as_another_user, as_nobody
@@ -193,3 +194,25 @@ def test_a_grant_recorded_in_a_home_of_another_user_holds_only_what_they_may_wri
     for path in (home, home / RECORD_NAME):
         os.chown(path, NOBODY, NOBODY)
     assert find_workspace(victim, home=home).members == (victim,)
+
+
+def test_a_files_digest_record_is_not_read_from_a_home_of_another_user(
+    shared: Path, tmp_path: Path
+) -> None:
+    """The record that a lock's files digest was derived here (install/derived.py) is read
+    from the home as its config is: uid 65534's home, holding the record of the tree a
+    checkout ships (an author's rewrite, its digest in the lock), made ``list`` call the
+    package ok (exit 0 on the old code) and ``run`` answer ``NOT_INSTALLED`` with the hint
+    ``splice install`` rather than the home's refusal."""
+    mine = tmp_path / "home"
+    with Splice.init(tmp_path / "project", home=mine) as splice:
+        splice.add(["@splice/example"])
+    theirs = shared / "theirs"
+    shutil.copytree(SpliceHome(mine).files_digest_dir, SpliceHome(theirs).files_digest_dir)
+    for path in (theirs, *theirs.rglob("*")):
+        os.chown(path, NOBODY, NOBODY)
+    with Splice(tmp_path / "project", home=theirs) as splice:
+        for call in (splice.list, lambda: splice.check("@splice/example")):
+            with pytest.raises(ProjectError) as refused:
+                call()
+            assert refused.value.code is ErrorCode.INVALID_CONFIG
