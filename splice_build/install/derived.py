@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from splice_build.errors import ErrorCode, InstallError
+from splice_build.errors import ErrorCode, NotDerivedError
 
 if TYPE_CHECKING:
     from splice_build.install.installed import InstalledPackage
@@ -45,7 +45,7 @@ def require_derived(home: Path, package: InstalledPackage) -> None:
 
     if derived_here(SpliceHome(home).check().artifacts_dir, package.id, package.lock_entry):
         return
-    raise InstallError(
+    raise NotDerivedError(
         ErrorCode.NOT_INSTALLED,
         f"{package.id}@{package.version} was not installed on this machine",
         details=[
