@@ -184,6 +184,13 @@ class InstallError(SpliceError):
     """Resolving, downloading, verifying or installing a package failed."""
 
 
+class NotDerivedError(InstallError):
+    """``NOT_INSTALLED`` for a tree that is there but was never checked on this machine
+    against its artifact (install/derived.py): unlike a package that is missing, it has a
+    step to take (``splice install``), which ``splice mcp`` says rather than calling the tool
+    unknown (mcp/backend.py)."""
+
+
 class RegistryError(SpliceError):
     """The registry refused a request or could not be reached."""
 

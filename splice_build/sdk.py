@@ -383,6 +383,8 @@ class Splice:
                 self._require_listed(installed, project)
                 status = "ok"
             except SpliceError as exc:
+                if exc.code is ErrorCode.INVALID_CONFIG:
+                    raise  # the home, not the package: no row can be trusted
                 status = "missing" if exc.code is ErrorCode.NOT_INSTALLED else "invalid"
                 problem = {"code": str(exc.code), "hint": exc.hint}
             rows.append(

@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from splice_build.errors import ErrorCode, InstallError
+from splice_build.errors import ErrorCode, NotDerivedError
 
 if TYPE_CHECKING:
     from splice_build.install.installed import InstalledPackage
@@ -39,12 +39,13 @@ def require_derived(home: Path, package: InstalledPackage) -> None:
     """``NOT_INSTALLED`` unless this machine derived ``package``'s files digest from its
     artifact: the tree matches the lock, but nothing says the lock matches the registry's
     bytes. One small file read; nothing is fetched. The record is read only from a home
-    found this user's alone (``INVALID_CONFIG`` otherwise): in another user's, they wrote it."""
+    that is this user's alone (``INVALID_CONFIG`` otherwise): another user who chose what
+    the home holds could have put there the digest of any tree."""
     from splice_build.project.home import SpliceHome
 
     if derived_here(SpliceHome(home).check().artifacts_dir, package.id, package.lock_entry):
         return
-    raise InstallError(
+    raise NotDerivedError(
         ErrorCode.NOT_INSTALLED,
         f"{package.id}@{package.version} was not installed on this machine",
         details=[

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from splice_build.errors import ErrorCode, SpliceError
+from splice_build.errors import ErrorCode, NotDerivedError, SpliceError
 from splice_build.mcp.interface import (
     Refused,
     Resource,
@@ -84,7 +84,9 @@ class InstalledBackend:
         return replace(outcome, meta={f"{META_PREFIX}isolation": envelope["isolation"]})
 
     def _refuse_if_locked(self, name: str) -> None:
-        """A locked package whose check fails explains why its tool is not served."""
+        """A locked package whose check fails explains why its tool is not served: one
+        missing is unknown, one this machine never checked against its artifact (a fresh
+        clone's) is not (``splice install`` serves it)."""
         for entry in self._splice.list():
             package_id = str(entry["name"])
             if not name.startswith(_mcp_prefix(package_id)):
@@ -92,7 +94,7 @@ class InstalledBackend:
             try:
                 self._splice.check(package_id)
             except SpliceError as exc:
-                if exc.code != ErrorCode.NOT_INSTALLED:
+                if exc.code != ErrorCode.NOT_INSTALLED or isinstance(exc, NotDerivedError):
                     raise self._scrubbed(exc) from exc
 
     @contextlib.contextmanager

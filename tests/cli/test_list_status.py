@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 from splice_build.project.layout import ProjectLayout
+from splice_build.sdk import Splice
 from testing.cli import run_splice
 
 EXAMPLE = "@splice/example"
@@ -52,3 +53,20 @@ def test_a_package_only_in_splice_json_is_missing(tmp_path: Path) -> None:
     (project / "splice.lock").unlink()
     shutil.rmtree(ProjectLayout(project).package_dir(EXAMPLE))
     assert _statuses(project) == (1, ["missing"])
+
+
+def test_the_text_gives_the_hint_of_a_refusal_splice_install_does_not_mend(
+    tmp_path: Path,
+) -> None:
+    """A project in a directory every user may write is refused at every call, and only its
+    user can close that directory (docs/security.md#who-may-write-the-code). The text said
+    "run `splice install` ... restore invalid ones", which changes nothing there; ``--json``
+    had the right hint all along."""
+    with Splice.init(tmp_path / "project") as splice:  # in-process: a CLI add costs 2 s
+        splice.add([EXAMPLE])
+    tmp_path.chmod(0o777)
+    project = tmp_path / "project"
+    human = run_splice("list", cwd=project)
+    assert human.code == 1
+    assert f"chmod +t {tmp_path}" in human.stderr
+    assert "splice install" not in human.stderr

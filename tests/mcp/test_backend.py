@@ -139,3 +139,21 @@ def test_a_skill_md_rewritten_after_its_check_is_not_served(
     srv = Server(InstalledBackend(splice), ServerInfo(instructions=INSTRUCTIONS))
     answer = ask(srv, "resources/read", {"uri": "splice://packages/@splice/example/SKILL.md"})
     assert answer["error"]["code"] == -32002
+
+
+def test_a_package_this_home_never_checked_says_what_to_do(
+    server: tuple[Server, Path], tmp_path: Path
+) -> None:
+    """A fresh clone (here: another SPLICE_HOME) served by ``splice mcp`` listed no tool, and a
+    call answered "Unknown tool" (-32602) with nothing to say that ``splice install`` would
+    serve it (docs/security.md#the-locks-files-digest-is-derived-here)."""
+    from splice_build.sdk import Splice
+
+    _, root = server
+    srv = Server(InstalledBackend(Splice(root, home=tmp_path / "new-home")), ServerInfo())
+    assert tool_names(srv) == []
+    refused = ask(srv, "tools/call", {"name": "splice_example_hello", "arguments": {"name": "A"}})
+    assert refused["result"]["isError"] is True
+    text = refused["result"]["content"][0]["text"]
+    assert text.startswith("NOT_INSTALLED: @splice/example@"), text
+    assert "was not installed on this machine" in text and "`splice install`" in text

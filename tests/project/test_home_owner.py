@@ -197,6 +197,29 @@ def test_a_grant_recorded_in_a_home_of_another_user_holds_only_what_they_may_wri
     assert find_workspace(victim, home=home).members == (victim,)
 
 
+def test_a_files_digest_record_is_not_read_from_a_home_of_another_user(
+    shared: Path, tmp_path: Path
+) -> None:
+    """The record that a lock's files digest was derived here (install/derived.py) is read
+    from the home as its config is: uid 65534's home, holding the record of the tree a
+    checkout ships (an author's rewrite, its digest in the lock), made ``list`` call the
+    package ok (exit 0 on the old code) and ``run`` answer ``NOT_INSTALLED`` with the hint
+    ``splice install`` rather than the home's refusal."""
+    mine = tmp_path / "home"
+    with Splice.init(tmp_path / "project", home=mine) as splice:
+        splice.add(["@splice/example"])
+    theirs = shared / "theirs"
+    shutil.copytree(SpliceHome(mine).files_digest_dir, SpliceHome(theirs).files_digest_dir)
+    for path in (theirs, *theirs.rglob("*")):
+        os.chown(path, NOBODY, NOBODY)
+    with Splice(tmp_path / "project", home=theirs) as splice:
+        assert splice.tools() == []  # installed() leaves out what fails a check
+        for call in (splice.list, lambda: splice.check("@splice/example")):
+            with pytest.raises(ProjectError) as refused:
+                call()
+            assert refused.value.code is ErrorCode.INVALID_CONFIG
+
+
 def _project_and_record(shared: Path) -> tuple[Path, str, str]:
     """A project whose installed package no artifact ever held (its lock's files digest
     recomputed to match), with the name and text of the record that would make it run."""
@@ -205,21 +228,6 @@ def _project_and_record(shared: Path) -> tuple[Path, str, str]:
     entry = lock_entry_json("@test/hostile", files=tree_digest(package))
     make_project(project, {"@test/hostile": "1.0.0"}, lock={"@test/hostile": entry})
     return project, entry["integrity"].removeprefix("sha256-"), entry["files"]
-
-
-def test_a_files_digest_record_in_a_home_of_another_user_trusts_nothing(shared: Path) -> None:
-    """install/derived.py read the record from the home it was given unchecked: with a home
-    uid 65534 made, their record for a tree of their choosing made `splice mcp` list its
-    tools and serve its SKILL.md (real CLI; the call was refused later, by the runtime),
-    and the SDK's list() say "ok" and tools() describe it."""
-    project, name, files = _project_and_record(shared)
-    theirs = shared / "theirs"
-    records = theirs / "cache/artifacts/files"
-    as_nobody('mkdir -p "$1" && printf %s "$2" > "$1/$3"', str(records), files, name)
-    splice = Splice(project, home=theirs)
-    [row] = splice.list()
-    assert (row["status"], row["code"]) == ("invalid", "INVALID_CONFIG")
-    assert splice.tools() == []
 
 
 def test_a_files_digest_record_of_another_user_in_a_home_of_mine_is_none(shared: Path) -> None:

@@ -1,8 +1,9 @@
 """`splice list`: installed packages with status ok / missing / invalid (checked from bytes).
 
-Exit 1 when any package is not ``ok``, so scripts and CI can rely on it; both other states
-are repaired by ``splice install`` (it restores the verified copy, or installs what is missing,
-asking consent where a grant is missing), which the text says.
+Exit 1 when any package is not ``ok``, so scripts and CI can rely on it. The text gives each
+refusal's own hint once: most are repaired by ``splice install`` (it restores the verified
+copy, or installs what is missing, asking consent where a grant is missing), but not all (a
+directory above the project that another user may write is the user's to close).
 """
 
 from __future__ import annotations
@@ -42,8 +43,8 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         )
 
     ctx.out.result(rows, text)
-    if any(row["status"] != "ok" for row in rows):
-        if not ctx.json:
-            ctx.out.info(f"hint: {_HINT}")
-        return 1
-    return 0
+    refused = [row for row in rows if row["status"] != "ok"]
+    if not ctx.json:
+        for hint in dict.fromkeys(row.get("hint") or _HINT for row in refused):
+            ctx.out.info(f"hint: {hint}")
+    return 1 if refused else 0
