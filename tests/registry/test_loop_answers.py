@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from splice_build.registry.http import routing
+from splice_build.registry.http import answer_cache, routing
 from splice_build.registry.http.app import create_app
 from splice_build.registry.http.errors import json_bytes
 from splice_build.registry.storage import open_service
@@ -27,7 +27,7 @@ READS = {  # path → what the answer holds, computed by the service directly
     "/packages/search?q=plain": lambda s: s.search("plain", limit=None, kind=None),
     "/packages/acme/plain": lambda s: s.package("acme", "plain"),
     "/packages/acme/plain/versions": lambda s: s.versions("acme", "plain", cursor=None, limit=None),
-    "/packages/acme/plain/1.0.0": lambda s: s.version("acme", "plain", "1.0.0", to_send=True),
+    "/packages/acme/plain/1.0.0": lambda s: s.version_document("acme", "plain", "1.0.0").build(),
     "/packages/acme/plain/1.0.0/provenance": lambda s: s.provenance("acme", "plain", "1.0.0"),
     "/namespaces/acme": lambda s: s.namespace("acme"),
     "/namespaces/acme/keys": lambda s: s.keys("acme"),
@@ -52,6 +52,7 @@ def test_every_read_answer_is_written_off_the_event_loop(
         return json_bytes(data)
 
     monkeypatch.setattr(routing, "json_bytes", spy)
+    monkeypatch.setattr(answer_cache, "json_bytes", spy)  # package and version answers
     service = open_service(store)
     try:
         app = create_app(service)

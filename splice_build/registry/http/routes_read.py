@@ -3,7 +3,7 @@ namespaces and their keys (CORS on every answer, errors too)."""
 
 from __future__ import annotations
 
-from functools import partial
+from collections.abc import Callable
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -11,14 +11,17 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from splice_build.registry.api import IMMUTABLE_CACHE, INTEGRITY_HEADER
+from splice_build.registry.http.answer_cache import AnswerCache, names_etag
 from splice_build.registry.http.download import ArtifactResponse
 from splice_build.registry.http.routing import (
     CORS_HEADERS,
+    JSON_TYPE,
     json_response,
     path_param,
     public_read,
     threaded_json,
 )
+from splice_build.registry.service.read import Keyed
 from splice_build.registry.service.registry_service import RegistryService
 
 
@@ -30,6 +33,19 @@ def first(request: Request, name: str) -> str | None:
 
 def routes(service: RegistryService) -> list[Route]:
     """The routes of this group, handlers bound to ``service``."""
+    answers = AnswerCache()
+
+    async def kept(request: Request, document: Callable[..., Keyed], *args: str) -> Response:
+        """The document's kept answer (http/answer_cache.py), or 304 when the client holds it."""
+
+        def answer() -> Response:
+            made = answers.answer(document(*args))
+            headers = {"cache-control": "no-store", **CORS_HEADERS, "etag": made.etag}
+            if names_etag(request.headers.get("if-none-match"), made.etag):
+                return Response(status_code=304, headers=headers)
+            return Response(made.body, media_type=JSON_TYPE, headers=headers)
+
+        return await run_in_threadpool(answer)
 
     async def index(request: Request) -> Response:
         return json_response(service.index(), public=True)
@@ -47,8 +63,11 @@ def routes(service: RegistryService) -> list[Route]:
         )
 
     async def package(request: Request) -> Response:
-        return await threaded_json(
-            service.package, path_param(request, "ns"), path_param(request, "name"), public=True
+        return await kept(
+            request,
+            service.package_document,
+            path_param(request, "ns"),
+            path_param(request, "name"),
         )
 
     async def versions(request: Request) -> Response:
@@ -62,12 +81,12 @@ def routes(service: RegistryService) -> list[Route]:
         )
 
     async def version(request: Request) -> Response:
-        return await threaded_json(
-            partial(service.version, to_send=True),
+        return await kept(
+            request,
+            service.version_document,
             path_param(request, "ns"),
             path_param(request, "name"),
             path_param(request, "version"),
-            public=True,
         )
 
     async def provenance(request: Request) -> Response:

@@ -32,6 +32,7 @@ CORS_HEADERS = {
     "access-control-expose-headers": "x-splice-integrity, content-length, content-disposition, retry-after",
     "vary": "origin",
 }
+JSON_TYPE = "application/json; charset=utf-8"
 PREFLIGHT_HEADERS = {**CORS_HEADERS, "access-control-allow-methods": "GET, OPTIONS"}
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -41,7 +42,7 @@ def json_response(data: Any, *, status: int = 200, public: bool = False) -> Resp
     return Response(
         json_bytes(data),
         status_code=status,
-        media_type="application/json; charset=utf-8",
+        media_type=JSON_TYPE,
         headers=headers,
     )
 

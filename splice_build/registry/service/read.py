@@ -8,10 +8,11 @@ from __future__ import annotations
 import base64
 import json
 import math
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from splice_build.errors import ErrorCode, RegistryError
-from splice_build.records import dataclass
+from splice_build.records import dataclass, replace
 from splice_build.registry.api import BUNDLE_CONTENT_TYPE, TARGZ_CONTENT_TYPE
 from splice_build.registry.blobs.interface import BlobReader
 from splice_build.registry.db.interface import Package, PageKey, Version, VersionEntry
@@ -51,6 +52,16 @@ class OpenArtifact:
     integrity: str
     filename: str
     content_type: str
+
+
+@dataclass(frozen=True)
+class Keyed:
+    """A document to answer: ``key`` names every row and column it is made of but those the
+    store never changes, so equal keys mean equal documents; ``build`` makes it
+    (http/answer_cache.py keeps its written bytes by the key)."""
+
+    key: Hashable
+    build: Callable[[], dict[str, Any]]
 
 
 def search(
@@ -112,7 +123,17 @@ def package(deps: Deps, namespace: str, name: str) -> dict[str, Any]:
     order) and holds the versions a range is most likely to want; ``versionCount`` and
     ``versionsTruncated`` tell a client that the rest are on the ``/versions`` pages.
     """
+    return _package_document(deps, _package(deps, namespace, name))
+
+
+def package_document(deps: Deps, namespace: str, name: str) -> Keyed:
+    """``package`` by its key: the package's row, whose ``versionCount`` and ``updatedAt`` a
+    publish changes (versions are never deleted, so the listed ones change only then)."""
     row = _package(deps, namespace, name)
+    return Keyed(("package", row), lambda: _package_document(deps, row))
+
+
+def _package_document(deps: Deps, row: Package) -> dict[str, Any]:
     highest = deps.meta.highest_versions(row.id, limit=PACKAGE_VERSIONS)
     if all(v.version != row.latest_version for v in highest):
         # Many prereleases above the latest stable version: "latest" must stay resolvable.
@@ -207,18 +228,37 @@ def _filename(package: Package, row: Version) -> str:
     return f"{package.namespace}-{package.name}-{row.version}.{suffix}"
 
 
-def version(
-    deps: Deps, namespace: str, name: str, number: str, *, to_send: bool = False
-) -> dict[str, Any]:
-    """The version's metadata with its manifest.
+def version(deps: Deps, namespace: str, name: str, number: str) -> dict[str, Any]:
+    """The version's metadata with its manifest, parsed whole (``version_document`` answers)."""
+    package_row, row = _version(deps, namespace, name, number)
+    signatures = version_signatures(deps, package_row.id, row.version)
+    return _version_document(package_row, row, signatures, json_text.parse)
 
-    ``to_send``: the answer is only written out (``json_text.dumps``), so a manifest deeper than
-    the C decoder reads stays the text publish stored (``json_text.parse_shallow``). Parsing a
-    million-level ``default`` and writing it again took about 5 s of the server's CPU for every
-    anonymous read of such a version, for the same bytes.
+
+def version_document(deps: Deps, namespace: str, name: str, number: str) -> Keyed:
+    """``version`` to be written out, by its key: the version's row but its manifest, which the
+    store never changes (migrations/0002_immutability.sql), and its signatures with their
+    keys' revocations; of the package row, only its names.
+
+    The answer is only written (``json_text.dumps``), so a manifest deeper than the C decoder
+    reads stays the text publish stored (``json_text.parse_shallow``): parsing a million-level
+    ``default`` and writing it again took about 5 s of the server's CPU per anonymous read.
     """
     package_row, row = _version(deps, namespace, name, number)
-    read_manifest = json_text.parse_shallow if to_send else json_text.parse
+    signatures = version_signatures(deps, package_row.id, row.version)
+    names = (package_row.id, package_row.namespace, package_row.name)
+    key = ("version", names, replace(row, manifest=""), json.dumps(signatures))
+    return Keyed(
+        key, lambda: _version_document(package_row, row, signatures, json_text.parse_shallow)
+    )
+
+
+def _version_document(
+    package_row: Package,
+    row: Version,
+    signatures: list[dict[str, Any]],
+    read_manifest: Callable[[str], Any],
+) -> dict[str, Any]:
     return {
         "name": package_row.id,
         "version": row.version,
@@ -234,7 +274,7 @@ def version(
             "url": row.artifact_url,
         },
         "provenance": _provenance(package_row, row),
-        "signatures": version_signatures(deps, package_row.id, row.version),
+        "signatures": signatures,
     }
 
 

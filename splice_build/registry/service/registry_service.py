@@ -32,7 +32,7 @@ from splice_build.registry.service.auth import (
 from splice_build.registry.service.clock import Clock, system_clock
 from splice_build.registry.service.deps import Deps
 from splice_build.registry.service.ratelimit import RateLimits
-from splice_build.registry.service.read import Artifact, OpenArtifact
+from splice_build.registry.service.read import Artifact, Keyed, OpenArtifact
 
 ENDPOINTS = (
     "GET /health",
@@ -100,13 +100,19 @@ class RegistryService:
     def package(self, ns: str, name: str) -> dict[str, Any]:
         return read.package(self.deps, ns, name)
 
+    def package_document(self, ns: str, name: str) -> Keyed:
+        return read.package_document(self.deps, ns, name)
+
     def versions(
         self, ns: str, name: str, *, cursor: str | None = None, limit: str | None = None
     ) -> dict[str, Any]:
         return read.versions(self.deps, ns, name, cursor=cursor, limit=limit)
 
-    def version(self, ns: str, name: str, version: str, *, to_send: bool = False) -> dict[str, Any]:
-        return read.version(self.deps, ns, name, version, to_send=to_send)
+    def version(self, ns: str, name: str, version: str) -> dict[str, Any]:
+        return read.version(self.deps, ns, name, version)
+
+    def version_document(self, ns: str, name: str, version: str) -> Keyed:
+        return read.version_document(self.deps, ns, name, version)
 
     def provenance(self, ns: str, name: str, version: str) -> dict[str, Any]:
         return read.provenance(self.deps, ns, name, version)

@@ -1,0 +1,86 @@
+"""The written bytes of anonymous read answers, kept by what they are made of.
+
+Writing a version's answer costs the server about 0.1 s of CPU for a manifest of 2 MiB
+(parsing the stored text, writing it compactly, then indented), and it was paid again for
+every anonymous ``GET``, for the same bytes. An answer is kept here under its ``key``: every
+row and column it is built from, except what the store never changes (a version's manifest,
+docs/registry.md: the immutability triggers). A publish, a signature, a key's revocation or an
+artifact's move changes the key, so a changed answer is built again and never served stale,
+and each process (``--workers``) keeps its own copies with no signal to pass between them.
+
+The copies are bounded by ``MAX_BYTES`` in all, the least recently used dropped first; an
+answer larger than ``MAX_ANSWER`` is written for each request as before. Each answer carries
+a strong ETag (a digest of its bytes), and a request whose ``If-None-Match`` names it is
+answered ``304 Not Modified`` without a body.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable
+
+from splice_build.records import dataclass
+from splice_build.registry.http.errors import json_bytes
+from splice_build.registry.service.read import Keyed
+
+MAX_BYTES = 64 * 1024 * 1024  # all the kept answers of one process
+MAX_ANSWER = 8 * 1024 * 1024  # the largest kept: a 2 MiB manifest indented is at most ~4.2 MiB
+
+
+@dataclass(frozen=True)
+class Answer:
+    body: bytes
+    etag: str  # quoted, as the header carries it
+
+
+def _answer(body: bytes) -> Answer:
+    return Answer(body, '"' + hashlib.sha256(body).hexdigest()[:32] + '"')
+
+
+class AnswerCache:
+    """Written answers by key, least recently used dropped past ``max_bytes`` (thread-safe:
+    the handlers run on the thread pool)."""
+
+    def __init__(self, max_bytes: int = MAX_BYTES, max_answer: int = MAX_ANSWER) -> None:
+        self._max_bytes = max_bytes
+        self._max_answer = max_answer
+        self._answers: OrderedDict[Hashable, Answer] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def answer(self, document: Keyed) -> Answer:
+        """The kept answer of ``document.key``, or its document written (and kept)."""
+        with self._lock:
+            kept = self._answers.get(document.key)
+            if kept is not None:
+                self._answers.move_to_end(document.key)
+                return kept
+        made = _answer(json_bytes(document.build()))  # outside the lock: it may take 0.1 s
+        if len(made.body) <= self._max_answer:
+            self._keep(document.key, made)
+        return made
+
+    def _keep(self, key: Hashable, answer: Answer) -> None:
+        with self._lock:
+            previous = self._answers.pop(key, None)
+            if previous is not None:
+                self._bytes -= len(previous.body)
+            self._answers[key] = answer
+            self._bytes += len(answer.body)
+            while self._bytes > self._max_bytes:
+                _, dropped = self._answers.popitem(last=False)
+                self._bytes -= len(dropped.body)
+
+
+def names_etag(if_none_match: str | None, etag: str) -> bool:
+    """Whether an ``If-None-Match`` header names ``etag`` (``*``, a list, weak or strong:
+    RFC 9110 compares weakly for this header)."""
+    if if_none_match is None:
+        return False
+    for tag in if_none_match.split(","):
+        tag = tag.strip()
+        if tag == "*" or tag.removeprefix("W/") == etag:
+            return True
+    return False
