@@ -19,7 +19,7 @@ from splice_build.spec.pack import pack_directory
 from testing.packages import minimal_manifest, write_package
 from testing.registry_memory_blobs import MemoryBlobStore
 
-NO_LIMITS = RateLimits(failed_auth=0, publishes=0, requests=0, admin=0)
+NO_LIMITS = RateLimits(failed_auth=0, publishes=0, requests=0, admin=0, costly_reads=0)
 
 
 def package_dir(

@@ -51,6 +51,7 @@ NUMERIC_FLAGS = {
     ("registry", "--head-deadline"),
     ("registry", "--port"),
     ("registry", "--publish-limit"),
+    ("registry", "--read-limit"),
     ("registry", "--request-limit"),
     ("registry", "--workers"),
     ("search", "--limit"),

@@ -19,14 +19,17 @@ from urllib.parse import quote, urlsplit
 
 import pytest
 
+from splice_build.records import replace
 from splice_build.registry.http.answer_cache import AnswerCache
 from splice_build.registry.http.app import create_app
+from splice_build.registry.service.ratelimit import COSTLY_READ
 from splice_build.registry.service.read import Keyed
 from splice_build.registry.storage import open_service
 from splice_build.spec import json_text
 from splice_build.spec.signing import signing_payload
 from testing.asgi import exchange, http_scope, sending
-from testing.registry import artifact
+from testing.packages import minimal_manifest
+from testing.registry import NO_LIMITS, artifact
 from testing.registry_fixtures import publish
 from testing.registry_server import RunningRegistry, registry_server, user_token
 from testing.signing import new_key
@@ -58,6 +61,36 @@ def test_a_read_answer_is_written_once(tmp_path: Path, monkeypatch: pytest.Monke
     assert [status for status, _ in answers] == [200] * 6
     assert answers[0::2] == answers[:1] * 3 and answers[1::2] == answers[1:2] * 3
     assert len(written) == 2  # each answer written at its first read only (main: 6)
+
+
+def test_answers_written_for_one_client_have_a_budget(tmp_path: Path) -> None:
+    # A kept answer costs ~1 ms; one not kept (another worker, dropped past the bound, never
+    # read) is written again, ~0.1 s for a 2 MiB manifest: each such write is charged.
+    store = tmp_path / "store"
+    publish(store, tmp_path / "work", name="plain")
+    manifest = minimal_manifest(name="big")
+    items = [f"item-{i}" for i in range(COSTLY_READ // 8)]  # ~330,000 characters
+    manifest["tools"][0]["input"]["properties"]["name"]["default"] = items
+    big = json.dumps(manifest)
+    publish(store, tmp_path / "work", name="big", files={"manifest.json": big})
+    service = open_service(store, limits=replace(NO_LIMITS, costly_reads=2))
+
+    def read(app: Any, name: str) -> tuple[int, bytes]:
+        return asyncio.run(
+            exchange(app, http_scope("GET", f"/packages/acme/{name}/1.0.0"), sending())
+        )
+
+    try:
+        apps = [create_app(service) for _ in range(3)]  # each keeps its own answers
+        statuses = [read(app, "big")[0] for app in apps]
+        refused = read(create_app(service), "big")[1]
+        kept = read(apps[0], "big")[0]  # still answered: kept answers cost nothing
+        small = read(create_app(service), "plain")[0]  # an answer of a small version neither
+    finally:
+        service.deps.meta.close()
+    assert statuses == [200, 200, 429]  # main: 200, 200, 200
+    assert json.loads(refused)["error"]["code"] == "RATE_LIMITED"
+    assert (kept, small) == (200, 200)
 
 
 def _get(server: RunningRegistry, path: str, etag: str | None = None) -> http.client.HTTPResponse:
@@ -139,6 +172,6 @@ def test_kept_answers_stay_within_their_bound() -> None:
 
     answers = AnswerCache(max_bytes=3000, max_answer=2000)
     for name in ("a", "b", "a", "c", "a", "b", "huge", "huge"):
-        answers.answer(document(name, 5000 if name == "huge" else 1000))
+        answers.answer(document(name, 5000 if name == "huge" else 1000), lambda _: None)
     # a, b kept; a used again; c drops b (the least recently used); b drops c; huge never kept
     assert built == ["a", "b", "c", "b", "huge", "huge"]

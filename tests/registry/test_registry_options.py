@@ -31,6 +31,7 @@ OPTIONS: dict[str, tuple[str | None, tuple[str, ...]]] = {
     "--port": ("8787", ("serve",)),
     "--publish-limit": ("10", ("serve",)),
     "--request-limit": ("60", ("serve",)),
+    "--read-limit": ("30", ("serve",)),
     "--head-deadline": ("10", ("serve",)),
     "--body-deadline": ("60", ("serve",)),
     "--workers": ("1", ("serve",)),
@@ -97,7 +98,7 @@ def test_every_option_applies_only_to_the_actions_that_take_it(tmp_path: Path) -
             assert refusal.value.hint == "run `splice registry --help` for the options of each"
             refused.append((option, chosen))
     assert len(refused) + len(taken) == len(OPTIONS) * 7
-    assert len(taken) == 7 + 8 + 6 + 1 + 2
+    assert len(taken) == 7 + 9 + 6 + 1 + 2
     assert not (tmp_path / "splice-registry-data").exists() and not (tmp_path / "home").exists()
 
 

@@ -17,6 +17,7 @@ FLAGS = {  # flag: (a value it takes, its value, values out of its bounds)
     "--body-deadline": ("86400", 86400.0, ("0", "86401")),
     "--publish-limit": ("0", 0, ("1234567890",)),
     "--request-limit": ("12", 12, ("1234567890",)),
+    "--read-limit": ("7", 7, ("1234567890",)),
     "--workers": ("2", 2, ("0", "257")),
     "--port": ("0", 0, ("65536",)),
     "--expires": ("30d", 30, ("0", "366d", "١d")),  # admin create-token's
@@ -38,7 +39,7 @@ def test_every_number_flag_takes_ascii_digits_within_its_bounds_only() -> None:
             assert refusal.value.code is ErrorCode.USAGE
             assert refusal.value.message.startswith(f"argument {flag}: "), refusal.value.message
             refused.append((flag, bad))
-    assert len(refused) == len(FLAGS) * len(NOT_DIGITS) + 12
+    assert len(refused) == len(FLAGS) * len(NOT_DIGITS) + 13
 
 
 def test_the_deadlines_default_to_the_servers_own() -> None:

@@ -37,7 +37,7 @@ DEFAULT_DATA = "splice-registry-data"
 MAX_WORKERS = 256
 MAX_DEADLINE_SECONDS = 24 * 3600  # a day, as SPLICE_REGISTRY_DEADLINE (docs/registry.md)
 SECONDS = f"whole seconds from 1 to {MAX_DEADLINE_SECONDS}"
-MAX_LIMIT = 999_999_999  # of --publish-limit and --request-limit: any real limit fits
+MAX_LIMIT = 999_999_999  # of --publish-limit, --request-limit, --read-limit: any real limit fits
 SERVE_OPTIONS = frozenset(
     {
         "--data",
@@ -45,6 +45,7 @@ SERVE_OPTIONS = frozenset(
         "--port",
         "--publish-limit",
         "--request-limit",
+        "--read-limit",
         "--head-deadline",
         "--body-deadline",
         "--workers",
@@ -169,6 +170,12 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
         type=arg_types.numeric("--request-limit", 0, MAX_LIMIT),
         default=60,
         help="authenticated requests per client per minute (0 = off)",
+    )
+    serve.add_argument(
+        "--read-limit",
+        type=arg_types.numeric("--read-limit", 0, MAX_LIMIT),
+        default=30,
+        help="answers of large versions written per client per minute (0 = off)",
     )
     serve.add_argument(
         "--head-deadline",
@@ -325,7 +332,9 @@ def _serve(args: argparse.Namespace, ctx: CommandContext) -> int:
         raise UsageError(f"{ADMIN_TOKEN_ENV} must be a hex SHA-256 (64 characters)")
     data = _data_dir(args, ctx, existing=False)
     config = StorageConfig.from_env(ctx.env)
-    limits = RateLimits(publishes=args.publish_limit, requests=args.request_limit)
+    limits = RateLimits(
+        publishes=args.publish_limit, requests=args.request_limit, costly_reads=args.read_limit
+    )
     where = f"data: {data}" if config == StorageConfig() else config.describe(data)
 
     def announce(url: str) -> None:

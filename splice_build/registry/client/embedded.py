@@ -24,7 +24,7 @@ from splice_build.registry.service.registry_service import RegistryService
 from splice_build.registry.service.status import RetryLaterError, status_for
 
 LOCAL_USER = "local"
-NO_LIMITS = RateLimits(failed_auth=0, publishes=0, requests=0, admin=0)
+NO_LIMITS = RateLimits(failed_auth=0, publishes=0, requests=0, admin=0, costly_reads=0)
 T = TypeVar("T")
 
 

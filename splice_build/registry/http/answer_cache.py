@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 
 from splice_build.records import dataclass
 from splice_build.registry.http.errors import json_bytes
@@ -50,13 +50,15 @@ class AnswerCache:
         self._bytes = 0
         self._lock = threading.Lock()
 
-    def answer(self, document: Keyed) -> Answer:
-        """The kept answer of ``document.key``, or its document written (and kept)."""
+    def answer(self, document: Keyed, charge: Callable[[Keyed], None]) -> Answer:
+        """The kept answer of ``document.key``, or its document written (and kept), once
+        ``charge`` (the client's budget of costly reads) let it be."""
         with self._lock:
             kept = self._answers.get(document.key)
             if kept is not None:
                 self._answers.move_to_end(document.key)
                 return kept
+        charge(document)
         made = _answer(json_bytes(document.build()))  # outside the lock: it may take 0.1 s
         if len(made.body) <= self._max_answer:
             self._keep(document.key, made)

@@ -16,6 +16,7 @@ from splice_build.registry.http.download import ArtifactResponse
 from splice_build.registry.http.routing import (
     CORS_HEADERS,
     JSON_TYPE,
+    caller_of,
     json_response,
     path_param,
     public_read,
@@ -38,8 +39,13 @@ def routes(service: RegistryService) -> list[Route]:
     async def kept(request: Request, document: Callable[..., Keyed], *args: str) -> Response:
         """The document's kept answer (http/answer_cache.py), or 304 when the client holds it."""
 
+        client = caller_of(request).client
+
+        def charge(document: Keyed) -> None:
+            service.charge_costly_read(client, document.cost)
+
         def answer() -> Response:
-            made = answers.answer(document(*args))
+            made = answers.answer(document(*args), charge)
             headers = {"cache-control": "no-store", **CORS_HEADERS, "etag": made.etag}
             if names_etag(request.headers.get("if-none-match"), made.etag):
                 return Response(status_code=304, headers=headers)

@@ -30,6 +30,8 @@ class RateLimits:
     request_period: int = 60
     admin: int = 30  # admin API per client
     admin_period: int = 60
+    costly_reads: int = 30  # answers of large versions written per client (not those kept)
+    costly_read_period: int = 60
 
 
 class RateLimitedError(RetryLaterError):
@@ -89,6 +91,20 @@ def record_failed_auth(deps: Deps, kind: str, client: str) -> None:
 def count_request(deps: Deps, client: str) -> None:
     limits = deps.limits
     _count(deps, "requests", client_key(client), limits.requests, limits.request_period, "requests")
+
+
+COSTLY_READ = 256 * 1024  # characters of stored manifest: a written answer's cost, ~10 ms
+
+
+def count_costly_read(deps: Deps, client: str, cost: int) -> None:
+    """Charge a client for an answer about to be written that costs the server ``cost``
+    characters of stored text (http/answer_cache.py calls it only when the answer is not
+    kept); ``RATE_LIMITED`` past its budget. A 2 MiB manifest's answer is about 0.1 s of CPU."""
+    if cost < COSTLY_READ:
+        return
+    limits = deps.limits
+    period = limits.costly_read_period
+    _count(deps, "costly-read", client_key(client), limits.costly_reads, period, "reads")
 
 
 def count_publish(deps: Deps, user_id: int) -> None:

@@ -62,6 +62,7 @@ class Keyed:
 
     key: Hashable
     build: Callable[[], dict[str, Any]]
+    cost: int = 0  # characters of stored text ``build`` parses (``ratelimit.count_costly_read``)
 
 
 def search(
@@ -249,7 +250,9 @@ def version_document(deps: Deps, namespace: str, name: str, number: str) -> Keye
     names = (package_row.id, package_row.namespace, package_row.name)
     key = ("version", names, replace(row, manifest=""), json.dumps(signatures))
     return Keyed(
-        key, lambda: _version_document(package_row, row, signatures, json_text.parse_shallow)
+        key,
+        lambda: _version_document(package_row, row, signatures, json_text.parse_shallow),
+        cost=len(row.manifest),
     )
 
 

@@ -19,6 +19,7 @@ from splice_build.registry.service import (
     fields,
     namespaces,
     publish,
+    ratelimit,
     read,
     signing,
     tokens,
@@ -113,6 +114,9 @@ class RegistryService:
 
     def version_document(self, ns: str, name: str, version: str) -> Keyed:
         return read.version_document(self.deps, ns, name, version)
+
+    def charge_costly_read(self, client: str, cost: int) -> None:
+        ratelimit.count_costly_read(self.deps, client, cost)
 
     def provenance(self, ns: str, name: str, version: str) -> dict[str, Any]:
         return read.provenance(self.deps, ns, name, version)
