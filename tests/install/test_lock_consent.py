@@ -280,7 +280,7 @@ def test_a_pull_request_shipping_the_installed_copy_asks_again(
     assert out["error"]["details"] == WIDE_LINES
     code, out = _splice(project, command, "--accept-permissions")
     assert code == 0, out
-    code, out = _splice(project, "install")  # the record now grants it: nothing to ask
+    code, out = _splice(project, "run", "greeter.hello", "name=x")  # the record grants it now
     assert code == 0, out
 
 
