@@ -627,14 +627,20 @@ class Splice:
         self, installed: InstalledPackage, project: ProjectFile | None = None
     ) -> None:
         """A package ``splice.json`` (``project``, else read now) does not list runs only
-        when it asks for nothing (install/consent.py ``require_listed``)."""
-        from splice_build.install.consent import require_listed
+        when it asks for nothing (install/consent.py ``require_listed``), and a listed one
+        only within what this machine recorded granting it (``require_recorded``)."""
+        from splice_build.install.consent import require_listed, require_recorded
+        from splice_build.install.consent_record import read_record
         from splice_build.project.project_file import load_project_file
 
         if project is None:
             project = load_project_file(self.project_root)
         listed = installed.id in project.packages
-        require_listed(installed.id, installed.version, installed.manifest.permissions, listed)
+        requested = installed.manifest.permissions
+        require_listed(installed.id, installed.version, requested, listed)
+        record = read_record(self.home.path, self.project_root)
+        recorded = None if record is None else record.grant_for(installed.id)
+        require_recorded(installed.id, installed.version, requested, recorded)
 
     def installed(self) -> list[InstalledPackage]:
         """Packages passing the files-digest and grant checks (others are silently skipped)."""

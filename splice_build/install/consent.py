@@ -87,3 +87,22 @@ def require_listed(package_id: str, version: str, requested: Permissions, listed
         hint=f"Review its permissions, then `splice add {package_id}@{version}`, or "
         f"`splice remove {package_id}`.",
     )
+
+
+def require_recorded(
+    package_id: str, version: str, requested: Permissions, recorded: Permissions | None
+) -> None:
+    """``PERMISSIONS_NOT_GRANTED`` when the installed copy asks for more than this machine
+    recorded granting the package (``recorded``; None: no record, the lock's grant stands):
+    a pull request can bring a lock pinning a wider version together with its installed
+    copy, and a tool of it must not run before an install asked
+    (install/consent_record.py)."""
+    lines = [] if recorded is None else ungranted_lines(requested, recorded)
+    if not lines:
+        return
+    raise InstallError(
+        ErrorCode.PERMISSIONS_NOT_GRANTED,
+        f"{package_id}@{version} asks for permissions this machine did not grant it",
+        details=lines,
+        hint="Run `splice install`: it asks for them.",
+    )

@@ -29,6 +29,7 @@ from splice_build.install.checks import (
     verify_artifact,
 )
 from splice_build.install.consent import Accept, require_consent
+from splice_build.install.consent_record import read_record, write_record
 from splice_build.install.install_report import (
     InstallReport,
     kept_report,
@@ -54,6 +55,7 @@ from splice_build.spec.digests import integrity_of, is_integrity
 from splice_build.spec.tree_digest import tree_digest
 
 if TYPE_CHECKING:
+    from splice_build.install.consent_record import ConsentRecord
     from splice_build.project.project_file import ProjectFile
     from splice_build.spec.manifest import Manifest
     from splice_build.spec.permissions import Permissions
@@ -470,17 +472,38 @@ class Installer:
         """A kept copy of a package ``splice.json`` does not list asks for every permission
         its manifest declares, as installing it does (its lock entry grants nothing:
         docs/security.md#consent-on-this-machine); ``PERMISSIONS_NOT_ACCEPTED`` without
-        consent. A listed package's copy was checked within its grant: nothing to ask."""
-        if package_id in project.packages:
+        consent. A listed package's copy asks for what its manifest declares beyond what
+        this machine recorded granting it (install/consent_record.py): the copy, and the
+        lock naming it, may both have come with a pull request, and its artifact may have
+        been verified here for another project. Without a record for it, it was checked
+        within its lock entry's grant: nothing to ask."""
+        compared, granted = self._kept_grant(package_id, project)
+        if not compared:
             return
         require_consent(
             manifest.permissions,
-            None,
+            granted,
             self.options.accept_permissions,
             f"{package_id}@{entry.version}",
             root=self._root,
             home=self.session.home.path,
         )
+
+    def kept_asks(self, package_id: str, manifest: Manifest, project: ProjectFile) -> bool:
+        """:meth:`consent_kept` would ask (accepted or not): the install runs, and records
+        what is accepted."""
+        from splice_build.install.consent import ungranted_lines
+
+        compared, granted = self._kept_grant(package_id, project)
+        return compared and bool(ungranted_lines(manifest.permissions, granted, self._root))
+
+    def _kept_grant(self, package_id: str, project: ProjectFile) -> tuple[bool, Permissions | None]:
+        """Whether a kept copy of ``package_id`` is asked about, and the grant it is compared
+        with (:meth:`consent_kept`)."""
+        if package_id not in project.packages:
+            return True, None
+        granted = self._consented(package_id)
+        return granted is not None, granted
 
     def kept_report(
         self, package_id: str, manifest: Manifest, entry: LockEntry, *, offline: bool = False
@@ -570,18 +593,20 @@ class Installer:
         return tuple(ungranted_lines(pinned.permissions, granted, self._root))
 
     def _granted_here(self, package_id: str, current: LockEntry | None) -> Permissions | None:
-        """The grant consent compares with: the lock's, narrowed to what the copy installed
-        on this machine was granted when there is one (docs/security.md#consent-on-this-machine).
+        """The grant consent compares with: the lock's, narrowed to what this machine
+        granted the package (docs/security.md#consent-on-this-machine).
 
         ``splice.lock`` comes with the checkout: a pull request can pin a new version and
-        widen its grant in one diff. What this machine agreed to is the grant its installed
-        copy runs under (its manifest was within the lock's grant when installed, and the
-        grant recorded is exactly that manifest's permissions), so a lock wider than that
-        asks again. Without an installed copy (a fresh clone) the lock is the project's
-        reviewed record for the packages ``splice.json`` lists. A copy whose manifest cannot
-        be read, or names another package, grants nothing (fail closed: removing the
-        directory is what makes a fresh clone). A lock entry ``splice.json`` does not list
-        grants nothing either: no reviewed file but the lock shows it.
+        widen its grant in one diff. What this machine agreed to is recorded in SPLICE_HOME
+        after each install of the project (install/consent_record.py), out of the checkout's
+        reach, so a lock wider than that asks again. A project without a record for the
+        package (installed before records were kept) falls back to the grant its installed
+        copy runs under (its manifest was within the lock's grant when installed); without
+        an installed copy either (a fresh clone) the lock is the project's reviewed record
+        for the packages ``splice.json`` lists. A copy whose manifest cannot be read, or
+        names another package, grants nothing (fail closed: removing the directory is what
+        makes a fresh clone). A lock entry ``splice.json`` does not list grants nothing
+        either: no reviewed file but the lock shows it.
         """
         from splice_build.install.installed import read_installed_manifest
         from splice_build.spec.permissions import common
@@ -589,6 +614,9 @@ class Installer:
         grant = _recorded_grant(current)
         if grant is None or package_id not in load_project_file(self.layout.root).packages:
             return None
+        consented = self._consented(package_id)
+        if consented is not None:
+            return common(grant, consented)
         directory = self.layout.package_dir(package_id)
         if not os.path.lexists(directory):
             return grant
@@ -597,6 +625,29 @@ class Installer:
         except (SpliceError, OSError):
             return None
         return common(grant, installed.permissions) if installed.id == package_id else None
+
+    def _consented(self, package_id: str) -> Permissions | None:
+        """What this machine recorded granting ``package_id`` in this project, or None
+        (install/consent_record.py ``ConsentRecord.grant_for``)."""
+        record = self.consent_record()
+        return None if record is None else record.grant_for(package_id)
+
+    def consent_record(self) -> ConsentRecord | None:
+        """This project's record of what this machine granted its packages, or None."""
+        return read_record(self.session.home.path, self._root)
+
+    def record_consent(self, granted: Mapping[str, Permissions]) -> None:
+        """After a successful install of the project: record ``granted`` (the permissions of
+        each installed copy the run checked or kept) over the last record, without the
+        packages ``splice.lock`` no longer names. The caller holds the project lock."""
+        last = self.consent_record()
+        merged = {**(last.grants if last is not None and not last.corrupt else {}), **granted}
+        locked = load_lockfile(self.layout.root).packages
+        write_record(
+            self.session.home.path,
+            self._root,
+            {k: v for k, v in merged.items() if k in locked},
+        )
 
     def _relative_dir(self, package_id: str) -> str:
         return self.layout.package_dir(package_id).relative_to(self.layout.root).as_posix()

@@ -8,6 +8,7 @@ docs/compatibility.md#user-state::
     <home>/keys/<name>.key      Ed25519 private keys (PKCS#8 PEM)      0600
     <home>/cache/artifacts/sha256/<hex>   verified artifacts
     <home>/cache/artifacts/signatures/<hex>.json   their verified signatures (signed only)
+    <home>/consent/<hex>.json   what this machine granted a project's packages
     <home>/registry/            the embedded registry's store
     <home>/.env                 provider keys (data layer only)
     <home>/logs/                unexpected-failure reports
@@ -135,6 +136,11 @@ class SpliceHome:
     def files_digest_dir(self) -> Path:
         """The files digests derived from the cached artifacts (install/cache.py)."""
         return self.artifacts_dir / "files"
+
+    @property
+    def consent_dir(self) -> Path:
+        """What this machine granted each project's packages (install/consent_record.py)."""
+        return self.path / "consent"
 
     @property
     def registry_dir(self) -> Path:

@@ -38,9 +38,9 @@ import contextlib
 import functools
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from doit.cmd_base import TaskLoader2
 from doit.dependency import SqliteDB
@@ -59,6 +59,9 @@ from splice_build.tasks.checker import Sha256Checker
 from splice_build.tasks.reporter import reporter_class
 from splice_build.tasks.reporter import task_name as label_task_name
 from splice_build.tasks.request import Change, FetchKey, GraphRun, WorkspaceRun
+
+if TYPE_CHECKING:
+    from splice_build.spec.permissions import Permissions
 
 
 class SavingSqliteDB(SqliteDB):  # type: ignore[misc]
@@ -174,6 +177,18 @@ def is_kept(run: GraphRun, package_id: str) -> bool:
     """The target is the locked version and ``verify`` found it intact."""
     target = run.targets.get(package_id)
     return target is not None and target.pinned is not None and package_id in run.installed
+
+
+def _granted_now(run: GraphRun, checked: Mapping[str, Checked | None]) -> dict[str, Permissions]:
+    """The permissions each copy of the run's packages now runs under, once installed or
+    kept (install/consent_record.py records them as what this machine granted)."""
+    granted: dict[str, Permissions] = {}
+    for package_id, one in checked.items():
+        if one is not None:
+            granted[package_id] = one.verified.manifest.permissions
+        elif run.targets.get(package_id) is not None and package_id in run.installed:
+            granted[package_id] = run.installed[package_id].manifest.permissions
+    return granted
 
 
 def fetch_key(run: GraphRun, target: Target) -> FetchKey:
@@ -390,12 +405,19 @@ class SpliceTaskLoader(TaskLoader2):
                     return False
                 if package_id not in run.project.packages:
                     return False  # install() asks for consent to what it declares
-                try:  # a kept package must meet the signature policy: install() raises why
-                    entry = run.installed[package_id].lock_entry
-                    run.installer.check_kept(package_id, entry, run.project)
+                kept = run.installed[package_id]
+                try:  # a kept package must meet the signature policy and have been granted
+                    # what it asks for here: install() raises why, or records what is accepted
+                    if run.installer.kept_asks(package_id, kept.manifest, run.project):
+                        return False
+                    run.installer.check_kept(package_id, kept.lock_entry, run.project)
                 except SpliceError:
                     return False
-            return True
+            try:  # a record of what this machine granted that misses a package gets it now
+                record = run.installer.consent_record()
+            except SpliceError:
+                return False
+            return record is not None and all(i in record.grants for i in run.ids)
 
         def install() -> None:
             # Every package is checked (verified, its signer trusted, its permissions
@@ -410,6 +432,7 @@ class SpliceTaskLoader(TaskLoader2):
             for package_id in run.ids:
                 if checked[package_id] is None:
                     self._keep_one(run, package_id)
+            run.installer.record_consent(_granted_now(run, checked))
 
         deps = [task_name("lock", run), task_name("verify", run)]
         deps += [f"fetch:{package_id}" for package_id in run.ids]

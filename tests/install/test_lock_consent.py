@@ -11,12 +11,14 @@ the lock as the project's reviewed record (docs/security.md#consent-on-this-mach
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from splice_build.install.consent_record import record_path
 from testing.cli import run_splice
 from testing.project_state import state_bytes
 from testing.registry_fixtures import new_project, publish
@@ -37,8 +39,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningRegistry
         yield running
 
 
-def _splice(project: Path, *args: str) -> tuple[int, dict]:
-    done = run_splice("--json", *args, cwd=project)
+def _splice(project: Path, *args: str, home: Path | None = None) -> tuple[int, dict]:
+    """``splice --json ARGS`` in ``project``, with the SPLICE_HOME ``home`` (None: the test's)."""
+    env = None if home is None else {"SPLICE_HOME": str(home)}
+    done = run_splice("--json", *args, cwd=project, env=env)
     assert "Traceback" not in done.stderr, done.stderr
     return done.code, done.json()
 
@@ -53,10 +57,18 @@ def _installed_at_1_0_0(server: RunningRegistry, root: Path) -> Path:
     return project
 
 
-def _teammate_lock(server: RunningRegistry, root: Path, ref: str = f"{GREETER}@1.1.0") -> dict:
-    """The lock entry ``add <ref> --accept-permissions`` writes elsewhere."""
+def _teammate_lock(
+    server: RunningRegistry,
+    root: Path,
+    ref: str = f"{GREETER}@1.1.0",
+    home: Path | None = None,
+) -> dict:
+    """The lock entry ``add <ref> --accept-permissions`` writes elsewhere (with the teammate's
+    SPLICE_HOME ``home``; None: this machine's, so its artifact was verified here)."""
     other = new_project(root)
-    code, out = _splice(other, "--registry", server.url, "add", ref, "--accept-permissions")
+    code, out = _splice(
+        other, "--registry", server.url, "add", ref, "--accept-permissions", home=home
+    )
     assert code == 0, out
     return json.loads((other / "splice.lock").read_text())["packages"][ref.rsplit("@", 1)[0]]
 
@@ -119,11 +131,14 @@ def test_a_lock_widening_only_the_grant_does_not_pass_a_later_update(
 
 
 def test_a_fresh_clone_takes_the_lock_as_reviewed(server: RunningRegistry, tmp_path: Path) -> None:
-    """Nothing installed here yet: the committed lock is the only record of the grant."""
+    """Nothing installed here yet: the committed lock is the only record of the grant. The
+    clone is a new directory: SPLICE_HOME's record of what this machine granted is kept by
+    the project's real path, and the directory installed at 1.0.0 has one."""
     project = _installed_at_1_0_0(server, tmp_path / "p")
     _pull(project, _teammate_lock(server, tmp_path / "teammate"))
-    shutil.rmtree(project / ".splice")
-    code, out = _splice(project, "install")
+    clone = tmp_path / "clone"
+    shutil.copytree(project, clone, ignore=shutil.ignore_patterns(".splice"))
+    code, out = _splice(clone, "install")
     assert code == 0, out
     assert [r["version"] for r in out] == ["1.1.0"]
 
@@ -211,4 +226,89 @@ def test_an_installed_copy_whose_manifest_cannot_be_read_grants_nothing(
     code, out = _splice(project, "install")
     assert code == 1, out
     assert out["error"]["code"] == "PERMISSIONS_NOT_ACCEPTED", out
+    assert out["error"]["details"] == WIDE_LINES
+
+
+def _ship(teammate: Path, project: Path, whole: bool) -> None:
+    """The pull request also brings the teammate's installed copy of 1.1.0 (``.splice/`` is
+    committed, or git overwrote the ignored files): the whole tree, or only its
+    ``manifest.json`` (1.1.0's tool files are 1.0.0's)."""
+    source = teammate / ".splice/packages/@acme/greeter"
+    target = project / ".splice/packages/@acme/greeter"
+    if whole:
+        shutil.rmtree(target)
+        shutil.copytree(source, target)
+    else:
+        shutil.copyfile(source / "manifest.json", target / "manifest.json")
+
+
+def _pull_with_tree(server: RunningRegistry, root: Path, whole: bool, home: Path | None) -> Path:
+    """A project installed at 1.0.0 here, and a pull request bringing the lock of 1.1.0 with
+    its installed copy."""
+    project = _installed_at_1_0_0(server, root / "p")
+    _pull(project, _teammate_lock(server, root / "teammate", home=home))
+    _ship(root / "teammate", project, whole)
+    return project
+
+
+@pytest.mark.parametrize(
+    ("whole", "teammate_home", "command"),
+    [(True, True, "install"), (False, True, "sync"), (True, False, "update")],
+    ids=["tree-other-home", "manifest-other-home", "tree-verified-here"],
+)
+def test_a_pull_request_shipping_the_installed_copy_asks_again(
+    server: RunningRegistry, tmp_path: Path, whole: bool, teammate_home: bool, command: str
+) -> None:
+    """On main exit 0 and no prompt, and ``splice run`` then ran 1.1.0 under the wide grant:
+    consent was narrowed to the shipped manifest, and a copy whose artifact this home had
+    verified (the teammate stands for another project of the user) was kept with no consent
+    step at all; ``splice run`` ran the shipped copy before any install too, once its
+    artifact was verified here. What this machine granted is recorded in SPLICE_HOME
+    (install/consent_record.py); ``--accept-permissions`` records the new grant."""
+    home = tmp_path / "teammate-home" if teammate_home else None
+    project = _pull_with_tree(server, tmp_path, whole, home)
+    before = _state(project)
+    code, out = _splice(project, command)
+    assert code == 1, out
+    assert _error(out)["code"] == "PERMISSIONS_NOT_ACCEPTED", out
+    assert _error(out)["details"] == WIDE_LINES
+    assert _state(project) == before
+    # The refused install derived 1.1.0's files digest here: the shipped copy is its bytes.
+    code, out = _splice(project, "run", "greeter.hello", "name=x")
+    assert code == 1, out
+    assert out["error"]["code"] == "PERMISSIONS_NOT_GRANTED", out
+    assert out["error"]["details"] == WIDE_LINES
+    code, out = _splice(project, command, "--accept-permissions")
+    assert code == 0, out
+    code, out = _splice(project, "run", "greeter.hello", "name=x")  # the record grants it now
+    assert code == 0, out
+
+
+def _record(project: Path) -> Path:
+    return record_path(Path(os.environ["SPLICE_HOME"]), project)
+
+
+def test_a_corrupt_record_grants_nothing(server: RunningRegistry, tmp_path: Path) -> None:
+    """A record that cannot be read asks for everything rather than falling back to the
+    shipped manifest."""
+    project = _pull_with_tree(server, tmp_path, True, tmp_path / "teammate-home")
+    _record(project).write_bytes(b"{not json")
+    code, out = _splice(project, "install")
+    assert (code, out["error"]["code"]) == (1, "PERMISSIONS_NOT_ACCEPTED"), out
+    assert out["error"]["details"] == WIDE_LINES
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
+def test_a_record_another_user_owns_is_none(server: RunningRegistry, tmp_path: Path) -> None:
+    """Another user's record granting 1.1.0's permissions (put while the home was open to
+    them) grants nothing here: the installed 1.0.0 copy's grant stands, and the lock asks."""
+    project = _installed_at_1_0_0(server, tmp_path / "p")
+    _pull(project, _teammate_lock(server, tmp_path / "teammate"))
+    record = _record(project)
+    data = json.loads(record.read_text())
+    data["packages"][GREETER] = WIDE
+    record.write_text(json.dumps(data))
+    os.chown(record, 65534, 65534)
+    code, out = _splice(project, "install")
+    assert (code, out["error"]["code"]) == (1, "PERMISSIONS_NOT_ACCEPTED"), out
     assert out["error"]["details"] == WIDE_LINES

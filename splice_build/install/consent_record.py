@@ -1,0 +1,133 @@
+"""What this machine consented to for a project's packages: ``SPLICE_HOME/consent/<hex>.json``.
+
+``splice.lock`` and ``.splice/packages`` both come with a checkout (git overwrites ignored
+files, or ``.splice`` is committed): a pull request that pins a version asking for more and
+ships that version's installed copy (the registry's own bytes, or only its ``manifest.json``)
+made the installed manifest, which consent was narrowed to, say what the pull request wanted.
+So the grant each installed copy of a project runs under is recorded where no checkout
+writes: in SPLICE_HOME, keyed by the project's real path (``<hex>`` is its SHA-256), written
+after every successful install, sync, add or update of the project while its lock is held,
+and read only from a home that is this user's alone. ``install/installer.py``
+``_granted_here`` and ``consent_kept`` prefer it to the installed manifest, and ``splice
+run``, ``splice mcp``, ``splice list`` and the SDK refuse a copy asking for more than it
+(``sdk.py`` ``_require_listed``; docs/security.md#consent-on-this-machine).
+
+A record another user owns (put there while the home was open to them) is none, as a
+missing one (a fresh clone, a moved project): the lock stays the project's reviewed record.
+A record that is there but cannot be read, or is not of its shape, grants nothing: every
+permission is asked for again, and the next successful install writes it anew.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from splice_build.records import dataclass
+
+if TYPE_CHECKING:
+    from splice_build.spec.permissions import Permissions
+
+# A project's packages and their grants: far below this. A record that would not fit is not
+# written (the last one stays: it asks again for what was granted since, never for less).
+MAX_RECORD_BYTES = 256 * 1024
+RECORD_VERSION = 1
+
+
+@dataclass(frozen=True)
+class ConsentRecord:
+    """The grants this machine recorded for a project's packages; ``corrupt``: a record that
+    was there but could not be read, which grants nothing to any package."""
+
+    grants: Mapping[str, Permissions]
+    corrupt: bool = False
+
+    def grant_for(self, package_id: str) -> Permissions | None:
+        """What ``package_id``'s installed copy was granted here: empty when the record is
+        corrupt, None when the record does not name the package (installed before records
+        were kept, or new to the project: its lock entry is then the only record)."""
+        if self.corrupt:
+            from splice_build.spec.permissions import Permissions
+
+            return Permissions.from_json({})
+        return self.grants.get(package_id)
+
+
+def record_path(home: Path, root: Path) -> Path:
+    """Where the record of the project at ``root`` lives in the home ``home``."""
+    from splice_build.project.home import SpliceHome
+    from splice_build.spec.digests import sha256_hex
+
+    digest = sha256_hex(os.fsencode(os.path.realpath(root)))  # no OpenSSL on `splice run`
+    return SpliceHome(home).consent_dir / f"{digest}.json"
+
+
+def read_record(home: Path, root: Path) -> ConsentRecord | None:
+    """The record of the project at ``root``, or None when there is none (see the module
+    docstring); ``INVALID_CONFIG`` when the home is not this user's alone."""
+    from splice_build.project.home import SpliceHome
+    from splice_build.spec.regular_file import read_regular_file, this_user
+
+    SpliceHome(home).check()
+    try:
+        data = read_regular_file(record_path(home, root), limit=MAX_RECORD_BYTES, owner=this_user())
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return None if exc.errno == errno.EPERM else ConsentRecord({}, corrupt=True)
+    grants = _grants(data, os.path.realpath(root))
+    return ConsentRecord({}, corrupt=True) if grants is None else ConsentRecord(grants)
+
+
+def _grants(data: bytes, real_root: str) -> dict[str, Permissions] | None:
+    """The grants of a record for the project at ``real_root``, or None when it is not one."""
+    from splice_build.errors import SpliceError
+    from splice_build.spec.permissions import Permissions
+
+    try:
+        value = json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(value, dict) or (value.get("version"), value.get("project")) != (
+        RECORD_VERSION,
+        real_root,
+    ):
+        return None
+    packages = value.get("packages")
+    if not isinstance(packages, dict):
+        return None
+    try:
+        return {str(k): Permissions.from_json(v) for k, v in packages.items()}
+    except SpliceError:
+        return None
+
+
+def write_record(home: Path, root: Path, grants: Mapping[str, Permissions]) -> None:
+    """Replace the record of the project at ``root`` with ``grants`` (atomically, 0600; the
+    caller holds the project's lock). Best effort: a record that cannot be written leaves the
+    last one, which grants no more than this machine consented to."""
+    from splice_build.project.atomic import atomic_write_bytes, remove_dead_temps
+    from splice_build.project.home import FILE_MODE, SpliceHome, make_private_dirs
+
+    SpliceHome(home).check()
+    path = record_path(home, root)
+    record = {
+        "version": RECORD_VERSION,
+        "project": os.path.realpath(root),
+        "packages": {k: grants[k].to_json() for k in sorted(grants)},
+    }
+    text = json.dumps(record, indent=2).encode() + b"\n"
+    try:
+        if len(text) > MAX_RECORD_BYTES:
+            raise ValueError(f"{len(text)} bytes (max {MAX_RECORD_BYTES})")
+        make_private_dirs(path.parent)
+        remove_dead_temps(path.parent)
+        atomic_write_bytes(path, text, mode=FILE_MODE)
+    except (OSError, ValueError) as exc:
+        import logging
+
+        logging.getLogger(__name__).warning("could not write consent record %s: %s", path, exc)
