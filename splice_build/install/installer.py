@@ -489,13 +489,17 @@ class Installer:
             home=self.session.home.path,
         )
 
-    def kept_asks(self, package_id: str, manifest: Manifest, project: ProjectFile) -> bool:
-        """:meth:`consent_kept` would ask (accepted or not): the install runs, and records
-        what is accepted."""
+    def kept_consent(
+        self, package_id: str, manifest: Manifest, project: ProjectFile
+    ) -> tuple[str, ...]:
+        """The lines :meth:`consent_kept` would ask for (accepted or not): the install runs,
+        and records what is accepted; ``sync --check`` lists them."""
         from splice_build.install.consent import ungranted_lines
 
         compared, granted = self._kept_grant(package_id, project)
-        return compared and bool(ungranted_lines(manifest.permissions, granted, self._root))
+        if not compared:
+            return ()
+        return tuple(ungranted_lines(manifest.permissions, granted, self._root))
 
     def _kept_grant(self, package_id: str, project: ProjectFile) -> tuple[bool, Permissions | None]:
         """Whether a kept copy of ``package_id`` is asked about, and the grant it is compared

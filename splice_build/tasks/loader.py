@@ -408,7 +408,7 @@ class SpliceTaskLoader(TaskLoader2):
                 kept = run.installed[package_id]
                 try:  # a kept package must meet the signature policy and have been granted
                     # what it asks for here: install() raises why, or records what is accepted
-                    if run.installer.kept_asks(package_id, kept.manifest, run.project):
+                    if run.installer.kept_consent(package_id, kept.manifest, run.project):
                         return False
                     run.installer.check_kept(package_id, kept.lock_entry, run.project)
                 except SpliceError:
@@ -459,6 +459,13 @@ class SpliceTaskLoader(TaskLoader2):
                 reason = damaged or ("not installed" if target.pinned else "newly resolved")
                 consent = run.installer.consent_needed(target)
                 run.changes.append(Change(package_id, action, target.version, reason, consent))
+            elif run.project is not None and (
+                consent := run.installer.kept_consent(
+                    package_id, run.installed[package_id].manifest, run.project
+                )
+            ):  # a copy that came with the checkout asks beyond what this machine granted
+                reason = "it asks for more than this machine granted it"
+                run.changes.append(Change(package_id, "keep", target.version, reason, consent))
             return None
         if target.pinned is not None and installed is not None:
             assert run.project is not None

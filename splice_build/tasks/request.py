@@ -71,7 +71,8 @@ class GraphRequest:
 
 @dataclass(frozen=True)
 class Change:
-    """What a ``check`` run would do to one package: ``install``, ``restore`` or ``resolve``.
+    """What a ``check`` run would do to one package: ``install``, ``restore`` or ``resolve``,
+    or ``keep`` an intact copy that asks for permissions (``consent``) the install asks for.
 
     ``version`` is the version it would install, or the range it would resolve.
     ``consent``: the lines of what the locked grant gives beyond what this machine granted

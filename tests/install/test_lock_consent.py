@@ -312,3 +312,37 @@ def test_a_record_another_user_owns_is_none(server: RunningRegistry, tmp_path: P
     code, out = _splice(project, "install")
     assert (code, out["error"]["code"]) == (1, "PERMISSIONS_NOT_ACCEPTED"), out
     assert out["error"]["details"] == WIDE_LINES
+
+
+@pytest.mark.parametrize("shipped", ["manifest.json", "tree"])
+def test_a_pull_request_shipping_the_wider_copy_is_asked_for(
+    server: RunningRegistry, tmp_path: Path, shipped: str
+) -> None:
+    """The pull request pins 1.1.0 and also ships, in the ignored ``.splice/`` git
+    overwrites, 1.1.0's ``manifest.json`` or its whole tree (whose files digest this machine
+    derived for the teammate's project, as for another member using 1.1.0). The copy
+    "installed here" asked for what the lock grants: ``sync`` exit 0 and the tool ran with
+    the secret; after this machine's record of its grants (install/consent_record.py), sync
+    asked but ``sync --check`` (a pre-commit hook) still said nothing of it."""
+    project = _installed_at_1_0_0(server, tmp_path / "p")
+    teammate = tmp_path / "teammate"
+    _pull(project, _teammate_lock(server, teammate))
+    installed = project / ".splice/packages/@acme/greeter"
+    if shipped == "tree":
+        shutil.rmtree(installed)
+        shutil.copytree(teammate / ".splice/packages/@acme/greeter", installed)
+    else:  # a new file, as git writes it
+        (installed / shipped).unlink()
+        shutil.copy(teammate / ".splice/packages/@acme/greeter" / shipped, installed / shipped)
+    code, out = _splice(project, "sync", "--check")
+    assert code == 1, out
+    [change] = out["projects"][0]["changes"]
+    assert (change["version"], change["consent"]) == ("1.1.0", WIDE_LINES)
+    before = _state(project)
+    code, out = _splice(project, "sync")
+    assert (code, _error(out)["code"]) == (1, "PERMISSIONS_NOT_ACCEPTED"), out
+    assert _error(out)["details"] == WIDE_LINES
+    assert _state(project) == before
+    code, out = _splice(project, "sync", "--accept-permissions")  # reviewed: recorded here
+    assert code == 0, out
+    assert _splice(project, "sync", "--check")[0] == 0
