@@ -1071,6 +1071,24 @@ def _js_number() -> Check:
     return _timed_target("js_number")
 
 
+def _grant_records() -> Check:
+    from fuzz.record_targets import grant_records
+
+    return grant_records()
+
+
+def _posix_acl() -> Check:
+    from fuzz.record_targets import posix_acl
+
+    return posix_acl()
+
+
+def _graph_records() -> Check:
+    from fuzz.record_targets import graph_records
+
+    return graph_records()
+
+
 TARGETS: dict[str, Target] = {
     t.name: t
     for t in (
@@ -1199,6 +1217,26 @@ TARGETS: dict[str, Target] = {
             "mcp_cancel",
             _mcp_cancel,
             "notifications/cancelled: only the calls of its scope and JSON id end",
+            short_runs=300,
+        ),
+        Target(
+            "grant_records",
+            _grant_records,
+            "write-grants.json (a checkout's, SPLICE_HOME's): discovery's drop, then remember",
+            short_runs=300,
+        ),
+        Target(
+            "posix_acl",
+            _posix_acl,
+            "a POSIX ACL's xattr: parse against the kernel's rules, writers under the mask",
+            1024,
+            short_runs=500,
+        ),
+        Target(
+            "graph_records",
+            _graph_records,
+            "a doit task record of .splice/graph.sqlite3: status and save, never skipped",
+            1024,
             short_runs=300,
         ),
     )

@@ -112,7 +112,20 @@ def _entry(entry: object) -> Recorded | None:
     if not all(isinstance(n, int) and not isinstance(n, bool) for n in numbers):
         return None
     root, grant, path = texts
+    if not _real_path(root):
+        return None
     return Recorded(root, grant, path, (numbers[0], numbers[1]))
+
+
+def _real_path(text: str) -> bool:
+    """Whether ``text`` is a path the runtime could have recorded as a root (a real path:
+    absolute, and one the system can name). Workspace discovery resolves a root of
+    SPLICE_HOME's record as it stands: one holding a NUL or a lone surrogate that stood for
+    no byte made ``os.path.realpath`` raise, and ``splice sync`` end ``INTERNAL_ERROR``."""
+    try:
+        return os.path.isabs(text) and b"\0" not in os.fsencode(text)
+    except UnicodeEncodeError:
+        return False
 
 
 def remember(record: Path, root: Path, grants: Sequence[tuple[str, Path]]) -> set[Identity]:

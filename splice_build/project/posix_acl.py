@@ -41,6 +41,13 @@ def entries(path: Path | str, name: str) -> list[tuple[int, int, int]] | None:
         if exc.errno in (errno.ENODATA, errno.ENOTSUP, errno.EOPNOTSUPP):
             return None
         raise
+    return parse(value)
+
+
+def parse(value: bytes) -> list[tuple[int, int, int]]:
+    """The ``(tag, perm, id)`` entries of an ACL's extended attribute ``value``; raises
+    ``ValueError`` when it is not a valid version 2 ACL (``_valid``). A FUSE or network file
+    system hands back any bytes (fuzz/targets.py ``posix_acl``)."""
     if len(value) < 4 or (len(value) - 4) % 8 or struct.unpack_from("<I", value)[0] != _VERSION:
         raise ValueError(f"not a POSIX ACL: {len(value)} bytes")
     found = [struct.unpack_from("<HHI", value, at) for at in range(4, len(value), 8)]

@@ -72,8 +72,9 @@ class SavingSqliteDB(SqliteDB):  # type: ignore[misc]
     serialized in a process, so one list serves.
 
     The database is a file in ``.splice/``, which can come with a checkout: a task's record
-    that is not a JSON object (or not JSON) is read as no record, so the task's checks are
-    recomputed, as for a task never run.
+    that is not one a run of these tasks writes (``_written_here``; not JSON, not an object,
+    another field) is read as no record, so the task's checks are recomputed, as for a task
+    never run.
     """
 
     failures: ClassVar[list[Exception]] = []
@@ -83,7 +84,29 @@ class SavingSqliteDB(SqliteDB):  # type: ignore[misc]
             data = super()._get_task_data(task_id)
         except (ValueError, RecursionError):  # not JSON, or not UTF-8
             return {}
-        return data if isinstance(data, dict) else {}
+        return data if _written_here(data) else {}
+
+
+def _written_here(record: object) -> bool:
+    """Whether ``record`` has only the fields doit's ``save_success`` writes for these tasks,
+    each of its shape: ``_values_:`` an object, ``checker:`` a name, ``deps:`` a list of file
+    names, and a file state under each of those names (its shape the checker's to judge,
+    tasks/checker.py). doit reads more: ``"ignore:"`` (what ``doit ignore`` writes, a command
+    not offered here) made every task of ``splice install`` and ``splice sync`` skipped, which
+    then said "Nothing to install: splice.json has no packages" and left a rewritten package
+    in place; ``deps:`` of any other shape (a number, a list holding a list) raised inside
+    doit, an ``INTERNAL_ERROR``."""
+    if not isinstance(record, dict):
+        return False
+    deps = record.get("deps:", [])
+    if not isinstance(deps, list) or not all(isinstance(dep, str) for dep in deps):
+        return False
+    shapes = {"_values_:": dict, "checker:": str, "deps:": list}
+    names = set(deps)
+    return all(
+        isinstance(value, shapes[key]) if key in shapes else key in names
+        for key, value in record.items()
+    )
 
     def dump(self) -> None:
         import sqlite3

@@ -405,6 +405,31 @@ def test_a_shipped_grant_record_only_drops_more(tmp_path: Path) -> None:
     assert enclosing_write_grant(root / "packages" / "a", home) == (root, "packages")
 
 
+def test_a_home_record_entry_whose_root_is_no_real_path_is_passed_over(tmp_path: Path) -> None:
+    """SPLICE_HOME's record names each entry's root, resolved as it stands: a root holding a
+    NUL or a lone surrogate made ``os.path.realpath`` raise, and ``splice sync`` and ``splice
+    workspace list`` end ``INTERNAL_ERROR`` (found writing the ``grant_records`` fuzz target). Such
+    an entry, and a relative root (the runtime records real paths), is passed over; the
+    record's other entries still hold what they name."""
+    from splice_build.project.grant_record import RECORD_NAME
+
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    root = make_project(tmp_path / "repo")
+    make_project(root / "out" / "planted")
+    info = os.stat(root / "out")
+    entry = {"grant": "out", "path": str(root / "out"), "dev": info.st_dev, "ino": info.st_ino}
+    roots = ["/x\0y", "/x\ud800", "relative", str(root)]
+    grants = [{**entry, "root": text} for text in roots]
+    (home / RECORD_NAME).write_text(json.dumps({"grants": grants}))
+    workspace = find_workspace(root, home=home)
+    assert [workspace.label(m) for m in workspace.members] == ["."]
+    assert workspace.dropped_lines() == [
+        "out/planted is not synced: it lies in the write grant 'out' of ., "
+        "where a tool may have written it"
+    ]
+
+
 def test_a_full_grant_record_forgets_only_gone_directories(tmp_path: Path) -> None:
     """Full of live entries, the record refuses a new one (the runtime then runs nothing,
     ``NOT_WRITABLE``); a directory gone makes room."""

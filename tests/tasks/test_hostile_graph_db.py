@@ -18,7 +18,7 @@ import pytest
 
 from splice_build.project.layout import ProjectLayout
 from testing.cli import run_splice
-from testing.registry_fixtures import new_project
+from testing.registry_fixtures import embedded_store, new_project, publish
 from testing.workspaces import sync_in_place
 
 
@@ -45,7 +45,10 @@ def test_a_forged_file_state_in_the_graph_database_is_not_a_crash(
         assert "Traceback" not in done.stderr
 
 
-@pytest.mark.parametrize("record", ["[]", '"x"', "7", "not json", "[" * 100_000])
+@pytest.mark.parametrize(
+    "record",
+    ["[]", '"x"', "7", "not json", "[" * 100_000, '{"deps:": [["x"]]}'],
+)
 def test_a_forged_task_record_in_the_graph_database_is_not_a_crash(
     tmp_path: Path, record: str
 ) -> None:
@@ -60,6 +63,30 @@ def test_a_forged_task_record_in_the_graph_database_is_not_a_crash(
         done = run_splice("--json", "install", cwd=project)
         assert done.code == 0, done.stdout + done.stderr
         assert "Traceback" not in done.stderr
+
+
+def test_a_shipped_record_marking_the_tasks_ignored_skips_none(tmp_path: Path) -> None:
+    """doit skips a task whose record holds ``"ignore:"`` (what ``doit ignore`` writes): a
+    checkout's database so marked made ``splice install`` say "Nothing to install:
+    splice.json has no packages" and leave the installed tool it had rewritten in place. Only
+    the fields these tasks write are read (tasks/loader.py ``_written_here``)."""
+    home = Path(os.environ["SPLICE_HOME"])
+    publish(embedded_store(home), tmp_path / "work")
+    project = new_project(tmp_path / "p", {"@acme/greeter": "^1.0.0"})
+    layout = ProjectLayout(project)
+    registry = {"SPLICE_REGISTRY": "embedded:"}
+    assert run_splice("install", cwd=project, env=registry).code == 0
+    tool = layout.package_dir("@acme/greeter") / "tools" / "hello.js"
+    original = tool.read_bytes()
+    tool.chmod(0o644)
+    tool.write_bytes(original + b"// rewritten\n")
+    with sqlite3.connect(layout.graph_db) as db:
+        db.execute("update doit set task_data = ?", ('{"ignore:": "1"}',))
+    layout.stat_cache.unlink()  # no fast path: the graph runs
+    done = run_splice("install", cwd=project, env=registry)
+    assert done.code == 0, done.stdout + done.stderr
+    assert "Nothing to install" not in done.stdout
+    assert tool.read_bytes() == original
 
 
 @pytest.mark.parametrize("command", [["install"], ["sync"]])

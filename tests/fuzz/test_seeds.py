@@ -1,0 +1,68 @@
+"""The seeds of the format parsers' targets are read as what they stand for, in today's format.
+
+A seed in a format the code no longer reads is refused at its first field, and so is every
+mutation of it: the statcache seeds of format version 6 (the code reads 8) kept libFuzzer at
+78 edges of the version check, never reaching the records, and two frame seeds named fields
+the protocol had renamed. Each parser here refuses an input as a whole, so a stale seed is
+seen at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from fuzz.engine import CORPUS
+from splice_build.install.statcache import _parse
+from splice_build.project.lockfile import load_lockfile
+from splice_build.project.project_file import load_project_file
+from splice_build.runtime.protocol import parse_child_message
+from splice_build.spec.manifest import Manifest
+
+# Seeds that stand for a refusal (an input that once found a defect).
+REFUSALS = {"frames": {"redirect-object.json"}}
+
+
+def _statcache(data: bytes, tmp_path: Path) -> None:
+    assert _parse(data, written_ns=2**63) is not None
+
+
+def _frame(data: bytes, tmp_path: Path) -> None:
+    parse_child_message(data)
+
+
+def _written(name: str, load: Callable[[Path], object]) -> Callable[[bytes, Path], None]:
+    def read(data: bytes, tmp_path: Path) -> None:
+        (tmp_path / name).write_bytes(data)
+        load(tmp_path)
+
+    return read
+
+
+def _manifest(data: bytes, tmp_path: Path) -> None:
+    Manifest.from_json(data.decode())
+
+
+READERS: dict[str, Callable[[bytes, Path], None]] = {
+    "statcache": _statcache,
+    "frames": _frame,
+    "splice_lock": _written("splice.lock", load_lockfile),
+    "splice_json": _written("splice.json", load_project_file),
+    "manifest": _manifest,
+}
+
+
+@pytest.mark.parametrize(
+    ("target", "seed"),
+    [
+        (target, seed)
+        for target in sorted(READERS)
+        for seed in sorted((CORPUS / target).iterdir())
+        if seed.name not in REFUSALS.get(target, set())
+    ],
+    ids=lambda value: getattr(value, "name", value),
+)
+def test_a_seed_is_read_as_valid_input(target: str, seed: Path, tmp_path: Path) -> None:
+    READERS[target](seed.read_bytes(), tmp_path)
