@@ -86,6 +86,16 @@ class SavingSqliteDB(SqliteDB):  # type: ignore[misc]
             return {}
         return data if _written_here(data) else {}
 
+    def dump(self) -> None:
+        import sqlite3
+
+        try:
+            super().dump()
+        except sqlite3.DatabaseError as exc:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.close()
+            SavingSqliteDB.failures.append(exc)
+
 
 def _written_here(record: object) -> bool:
     """Whether ``record`` has only the fields doit's ``save_success`` writes for these tasks,
@@ -107,16 +117,6 @@ def _written_here(record: object) -> bool:
         isinstance(value, shapes[key]) if key in shapes else key in names
         for key, value in record.items()
     )
-
-    def dump(self) -> None:
-        import sqlite3
-
-        try:
-            super().dump()
-        except sqlite3.DatabaseError as exc:
-            with contextlib.suppress(sqlite3.Error):
-                self._conn.close()
-            SavingSqliteDB.failures.append(exc)
 
 
 BACKEND = "splice-sqlite3"
