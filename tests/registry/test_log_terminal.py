@@ -57,7 +57,7 @@ from splice_build.registry.service.registry_service import RegistryService
 def fail(self, *args):
     raise RuntimeError("a bug")
 
-RegistryService.package = fail
+RegistryService.package_document = fail  # the route of /packages/{ns}/{name}
 serve(Path(sys.argv[1]), host="127.0.0.1", port=0, admin_token_sha256=None, limits=RateLimits(),
       on_listen=lambda url: print("Registry listening on", url, file=sys.stderr, flush=True))
 """
