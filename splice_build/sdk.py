@@ -37,6 +37,7 @@ from splice_build.sdk_args import absolute_arg, env_arg, kind, names_arg, workin
 
 if TYPE_CHECKING:
     from splice_build.install.consent import Accept
+    from splice_build.install.consent_record import ConsentRecord
     from splice_build.install.install_report import InstallReport
     from splice_build.install.installer import InstallOptions
     from splice_build.install.session import RegistrySession
@@ -50,6 +51,8 @@ if TYPE_CHECKING:
     from splice_build.spec.reuse import ReusePolicy
     from splice_build.tasks.reporter import TaskRecord
     from splice_build.tasks.request import GraphRequest
+
+    GrantSources = tuple[ProjectFile, ConsentRecord | None]
 
 __all__ = ["InstallReport", "InstalledPackage", "Splice"]
 
@@ -368,10 +371,11 @@ class Splice:
         example ``LOCK_INCOMPLETE``, hint ``splice install``)."""
         from splice_build.install.derived import require_derived
         from splice_build.project.lockfile import load_lockfile
-        from splice_build.project.project_file import load_project_file, sorted_by_id
+        from splice_build.project.project_file import sorted_by_id
 
         self._recovered()
-        project = load_project_file(self.project_root)
+        grants = self._grant_sources()
+        project = grants[0]
         lock = load_lockfile(self.project_root)
         rows = []
         for package_id in sorted_by_id({**project.packages, **lock.packages}):
@@ -380,7 +384,7 @@ class Splice:
             try:
                 installed = check_installed(self.layout, package_id, entry, home=self.home.path)
                 require_derived(self.home.path, installed)
-                self._require_listed(installed, project)
+                self._require_listed(installed, grants)
                 status = "ok"
             except SpliceError as exc:
                 if exc.code is ErrorCode.INVALID_CONFIG:
@@ -596,10 +600,10 @@ class Splice:
         return self._check_in(load_lockfile(self.project_root), canonical)
 
     def _check_in(
-        self, lock: Lockfile, package_id: str, project: ProjectFile | None = None
+        self, lock: Lockfile, package_id: str, grants: GrantSources | None = None
     ) -> InstalledPackage:
         """``check`` against a lock already read (one read of it per call of the caller), and
-        ``project`` (``splice.json``, else read now).
+        ``grants`` (:meth:`_grant_sources`, else read now).
 
         An install or removal in another process (``splice add`` while ``splice mcp``
         serves) can be halfway through its swap when the files are hashed, or commit just
@@ -620,40 +624,48 @@ class Splice:
             entry = load_lockfile(self.project_root).get(package_id)
             installed = check_installed(self.layout, package_id, entry, home=self.home.path)
         require_derived(self.home.path, installed)
-        self._require_listed(installed, project)
+        self._require_listed(installed, grants)
         return installed
 
-    def _require_listed(
-        self, installed: InstalledPackage, project: ProjectFile | None = None
-    ) -> None:
-        """A package ``splice.json`` (``project``, else read now) does not list runs only
-        when it asks for nothing (install/consent.py ``require_listed``), and a listed one
-        only within what this machine recorded granting it (``require_recorded``)."""
-        from splice_build.install.consent import require_listed, require_recorded
+    def _grant_sources(self) -> GrantSources:
+        """``splice.json`` and this machine's consent record of the project
+        (install/consent_record.py): what :meth:`_require_listed` checks a package against,
+        read once by a caller that checks many."""
         from splice_build.install.consent_record import read_record
         from splice_build.project.project_file import load_project_file
 
-        if project is None:
-            project = load_project_file(self.project_root)
+        return load_project_file(self.project_root), read_record(self.home.path, self.project_root)
+
+    def _require_listed(
+        self, installed: InstalledPackage, grants: GrantSources | None = None
+    ) -> None:
+        """A package ``splice.json`` does not list runs only when it asks for nothing
+        (install/consent.py ``require_listed``), and a listed one only within what this
+        machine recorded granting it (``require_recorded``); ``grants``: both as
+        :meth:`_grant_sources` reads them, else read now."""
+        from splice_build.install.consent import require_listed, require_recorded
+
+        project, record = self._grant_sources() if grants is None else grants
         listed = installed.id in project.packages
         requested = installed.manifest.permissions
         require_listed(installed.id, installed.version, requested, listed)
-        record = read_record(self.home.path, self.project_root)
         recorded = None if record is None else record.grant_for(installed.id)
         require_recorded(installed.id, installed.version, requested, recorded)
 
     def installed(self) -> list[InstalledPackage]:
         """Packages passing the files-digest and grant checks (others are silently skipped)."""
         from splice_build.project.lockfile import load_lockfile
-        from splice_build.project.project_file import load_project_file
 
         self._recovered()
         lock = load_lockfile(self.project_root)
-        project = load_project_file(self.project_root)
+        try:
+            grants = self._grant_sources()
+        except SpliceError:
+            return []  # an invalid splice.json, or a home not this user's: none passes
         intact = []
         for package_id in lock.packages:
             try:
-                intact.append(self._check_in(lock, package_id, project))
+                intact.append(self._check_in(lock, package_id, grants))
             except SpliceError:
                 continue
         return intact

@@ -164,6 +164,7 @@ class Installer:
         self.progress = progress
         # The directory the runtime joins fs grants to (it resolves links the same way).
         self._root = Path(os.path.realpath(layout.root))
+        self._consent_record: tuple[ConsentRecord | None] | None = None  # (read,) once read
 
     def session_for(self, registry: str | None) -> RegistrySession:
         """The session of ``registry`` (a :attr:`Target.registry`): the run's own for None.
@@ -637,8 +638,12 @@ class Installer:
         return None if record is None else record.grant_for(package_id)
 
     def consent_record(self) -> ConsentRecord | None:
-        """This project's record of what this machine granted its packages, or None."""
-        return read_record(self.session.home.path, self._root)
+        """This project's record of what this machine granted its packages, or None; read
+        once for the run (an installer serves one run, under the project's lock) and again
+        after :meth:`record_consent` writes it."""
+        if self._consent_record is None:
+            self._consent_record = (read_record(self.session.home.path, self._root),)
+        return self._consent_record[0]
 
     def record_consent(self, granted: Mapping[str, Permissions]) -> None:
         """After a successful install of the project: record ``granted`` (the permissions of
@@ -652,6 +657,7 @@ class Installer:
             self._root,
             {k: v for k, v in merged.items() if k in locked},
         )
+        self._consent_record = None
 
     def _relative_dir(self, package_id: str) -> str:
         return self.layout.package_dir(package_id).relative_to(self.layout.root).as_posix()
