@@ -104,9 +104,15 @@ def test_a_rewritten_tree_and_files_digest_get_the_registrys_bytes(tmp_path: Pat
         env = {"SPLICE_HOME": str(home), "MY_SECRET": "s3cr3t"}
         assert _code(_run(checkout, env)) == "NOT_INSTALLED"
         assert _code(_run(checkout, env)) == "NOT_INSTALLED"
+        # `splice info` said "installed: 1.0.0" here: the lock's version, not the copy's state
+        info = run_splice("info", "@acme/greeter", cwd=checkout, env=env)
+        assert "locked: 1.0.0 (installed copy: missing, NOT_INSTALLED)" in info.stdout
+        assert "installed: 1.0.0" not in info.stdout, info.stdout
         done = run_splice("install", cwd=checkout, env=env)
         assert done.code == 0, done.stderr
         assert "are not the artifact's" in done.stderr
+        info = run_splice("--json", "info", "@acme/greeter", cwd=checkout, env=env)
+        assert info.json()["installed"]["status"] == "ok", info.stdout
     ran = _run(checkout, env)
     assert ran.json()["output"] == {"message": "the registry"}, ran.stdout + ran.stderr
     lock = json.loads((checkout / "splice.lock").read_text(encoding="utf-8"))

@@ -157,8 +157,11 @@ def test_a_lock_without_a_field_runs_nothing_unchecked_and_install_restores_it(
 
     info = run_splice("--json", "info", PACKAGE, cwd=project)
     assert info.code == 0, info.stderr
-    grant = info.json()["installed"]["grant"]
-    assert grant == (None if field == "permissions" else ["environment variable: GREETING"])
+    installed = info.json()["installed"]
+    assert installed["grant"] == (
+        None if field == "permissions" else ["environment variable: GREETING"]
+    )
+    assert (installed["status"], installed["code"]) == ("invalid", expected)
 
     if field == "permissions":  # the grant is unknown: consent is asked as on a first install
         refused = _error(run_splice("--json", "install", cwd=project))

@@ -31,8 +31,10 @@ def _project_root(ctx: CommandContext) -> Path | None:
         return None
 
 
-def _installed(root: Path | None, package_id: str) -> dict[str, Any] | None:
-    """The locked version and its grant, when run inside a project that has the package."""
+def _installed(ctx: CommandContext, root: Path | None, package_id: str) -> dict[str, Any] | None:
+    """The locked version, its grant and whether the installed copy would run, when run
+    inside a project that has the package: a clone's lock names a version no install has put
+    there yet, so the lock alone is no word that it is installed."""
     from splice_build.errors import ProjectError
     from splice_build.project.lockfile import Unknown, load_lockfile
 
@@ -50,7 +52,22 @@ def _installed(root: Path | None, package_id: str) -> dict[str, Any] | None:
         "version": entry.version,
         "signedBy": entry.signed_by,
         "grant": None if isinstance(grant, Unknown) else grant.describe(root),
+        **_copy_status(ctx, root, package_id),
     }
+
+
+def _copy_status(ctx: CommandContext, root: Path, package_id: str) -> dict[str, Any]:
+    """``splice list``'s row for the package (checked from bytes): ``status`` ``ok`` /
+    ``missing`` / ``invalid``, with the refusal's ``code`` and ``hint`` when not ok."""
+    from splice_build.errors import SpliceError
+    from splice_build.sdk import Splice
+
+    try:
+        rows = Splice(root, registry=ctx.registry, env=ctx.env, home=ctx.home).list()
+    except SpliceError as exc:  # the project's state or the home cannot be read
+        return {"status": "invalid", "code": str(exc.code), "hint": exc.hint}
+    row = next(row for row in rows if row["name"] == package_id)
+    return {key: row[key] for key in ("status", "code", "hint") if key in row}
 
 
 def _signature_status(selected: dict[str, Any]) -> str:
@@ -97,10 +114,17 @@ def _text(data: dict[str, Any]) -> str:
         f"signature: {data['signature']}",
     ]
     installed = data.get("installed")
-    if installed:
+    if installed and installed["status"] == "ok":
         lines.append(f"installed: {installed['version']}")
-        if installed["grant"] is not None:
-            lines.append("granted in splice.lock: " + ("; ".join(installed["grant"]) or "none"))
+    elif installed:
+        code = f", {installed['code']}" if installed.get("code") else ""
+        lines.append(
+            f"locked: {installed['version']} (installed copy: {installed['status']}{code})"
+        )
+        if installed.get("hint"):
+            lines.append(f"  hint: {installed['hint']}")
+    if installed and installed["grant"] is not None:
+        lines.append("granted in splice.lock: " + ("; ".join(installed["grant"]) or "none"))
     lines.append("Permissions:")
     lines += [f"  {line}" for line in data["permissions"]]
     lines.append("Tools:")
@@ -151,7 +175,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         "tools": describe_tools(manifest),
         "permissions": manifest.permissions.describe(root),
         "signature": _signature_status(selected),
-        "installed": _installed(root, package_id),
+        "installed": _installed(ctx, root, package_id),
     }
     ctx.out.result(data, _text)
     return 0
