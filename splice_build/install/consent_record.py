@@ -28,13 +28,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from splice_build.records import dataclass
+from splice_build.spec.limits import MAX_PROJECT_STATE_BYTES
 
 if TYPE_CHECKING:
     from splice_build.spec.permissions import Permissions
 
-# A project's packages and their grants: far below this. A record that would not fit is not
-# written (the last one stays: it asks again for what was granted since, never for less).
-MAX_RECORD_BYTES = 256 * 1024
+# A record holds no more grants than the lock it was written for (each copy runs within its
+# entry's grant), written compact, so the lock's bound holds it. It is never left unwritten
+# for its size: a project without a record falls back to its installed copies, which a
+# checkout writes; one too large to read grants nothing.
+MAX_RECORD_BYTES = MAX_PROJECT_STATE_BYTES
 RECORD_VERSION = 1
 
 
@@ -120,14 +123,12 @@ def write_record(home: Path, root: Path, grants: Mapping[str, Permissions]) -> N
         "project": os.path.realpath(root),
         "packages": {k: grants[k].to_json() for k in sorted(grants)},
     }
-    text = json.dumps(record, indent=2).encode() + b"\n"
+    text = json.dumps(record, separators=(",", ":")).encode() + b"\n"
     try:
-        if len(text) > MAX_RECORD_BYTES:
-            raise ValueError(f"{len(text)} bytes (max {MAX_RECORD_BYTES})")
         make_private_dirs(path.parent)
         remove_dead_temps(path.parent)
         atomic_write_bytes(path, text, mode=FILE_MODE)
-    except (OSError, ValueError) as exc:
+    except OSError as exc:
         import logging
 
         logging.getLogger(__name__).warning("could not write consent record %s: %s", path, exc)

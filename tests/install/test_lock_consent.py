@@ -27,6 +27,9 @@ from testing.registry_server import RunningRegistry, registry_server
 GREETER = "@acme/greeter"
 WIDE = {"network": ["evil.example.com"], "env": ["AWS_SECRET_ACCESS_KEY"]}
 WIDE_LINES = ["network: evil.example.com", "environment variable: AWS_SECRET_ACCESS_KEY"]
+# A package granted more than the record's old bound held (256 KiB): 2,100 names of 128
+# characters.
+MANY = {"env": [f"MANY_{i:04d}".ljust(128, "_") for i in range(2100)]}
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +38,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningRegistry
     publish(root / "data", root / "work", version="1.0.0")
     publish(root / "data", root / "work", version="1.1.0", permissions=WIDE)
     publish(root / "data", root / "work", name="spy", permissions=WIDE)
+    publish(root / "data", root / "work", name="many", permissions=MANY)
     with registry_server(root / "data", admin=False) as running:
         yield running
 
@@ -47,9 +51,13 @@ def _splice(project: Path, *args: str, home: Path | None = None) -> tuple[int, d
     return done.code, done.json()
 
 
-def _installed_at_1_0_0(server: RunningRegistry, root: Path) -> Path:
+def _installed_at_1_0_0(server: RunningRegistry, root: Path, *others: str) -> Path:
+    """A project that added greeter 1.0.0 (and ``others``, accepted) in its first install."""
     project = new_project(root)
-    code, out = _splice(project, "--registry", server.url, "add", f"{GREETER}@1.0.0")
+    accept = ("--accept-permissions",) if others else ()
+    code, out = _splice(
+        project, "--registry", server.url, "add", f"{GREETER}@1.0.0", *others, *accept
+    )
     assert code == 0, out
     data = json.loads((project / "splice.json").read_text())
     data["packages"][GREETER] = "^1.0.0"
@@ -296,6 +304,20 @@ def test_a_corrupt_record_grants_nothing(server: RunningRegistry, tmp_path: Path
     code, out = _splice(project, "install")
     assert (code, out["error"]["code"]) == (1, "PERMISSIONS_NOT_ACCEPTED"), out
     assert out["error"]["details"] == WIDE_LINES
+
+
+def test_a_project_granting_much_gets_its_record(server: RunningRegistry, tmp_path: Path) -> None:
+    """A project whose grants took more than 256 KiB got no record at all ('could not write
+    consent record', a warning), so it fell back to its installed copies: a pull request
+    shipping 1.1.0's copy with its lock synced exit 0, no prompt, and its tool ran with the
+    secret (on main). The record is bound as the lock it comes from is."""
+    project = _installed_at_1_0_0(server, tmp_path / "p", "@acme/many@1.0.0")
+    _pull(project, _teammate_lock(server, tmp_path / "teammate"))
+    _ship(tmp_path / "teammate", project, whole=True)
+    code, out = _splice(project, "sync")
+    assert code == 1, out
+    assert _error(out)["code"] == "PERMISSIONS_NOT_ACCEPTED", out
+    assert _error(out)["details"] == WIDE_LINES
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
