@@ -105,6 +105,18 @@ def _get(server: RunningRegistry, path: str, etag: str | None = None) -> http.cl
     return response
 
 
+def _preflight(server: RunningRegistry, path: str, headers: str) -> http.client.HTTPResponse:
+    """A browser's CORS preflight of a GET that sends ``headers``."""
+    parts = urlsplit(server.url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+    asks = {"origin": "https://page.test", "access-control-request-method": "GET"}
+    conn.request("OPTIONS", path, headers={**asks, "access-control-request-headers": headers})
+    response = conn.getresponse()
+    response.read()
+    conn.close()
+    return response
+
+
 def _send(server: RunningRegistry, method: str, path: str, token: str, body: bytes) -> Any:
     parts = urlsplit(server.url)
     conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
@@ -134,6 +146,10 @@ def test_answers_change_in_every_worker_and_a_held_one_is_answered_304(tmp_path:
         held = _get(server, VERSION, etag)
         assert (held.status, held.body, held.getheader("etag")) == (304, b"", etag)
         assert held.getheader("access-control-allow-origin") == "*"
+        # A page of another origin may read the etag and ask with it (main: neither).
+        assert "etag" in held.getheader("access-control-expose-headers").split(", ")
+        preflight = _preflight(server, VERSION, "if-none-match")
+        assert preflight.getheader("access-control-allow-headers") == "if-none-match"
         for header in (f"W/{etag}", f'"other", {etag}', "*"):
             assert _get(server, VERSION, header).status == 304, header
         other = _get(server, VERSION, '"other"')
@@ -176,3 +192,4 @@ def test_kept_answers_stay_within_their_bound() -> None:
         answers.answer(document(name, 5000 if name == "huge" else 1000), lambda _: None)
     # a, b kept; a used again; c drops b (the least recently used); b drops c; huge never kept
     assert built == ["a", "b", "c", "b", "huge", "huge"]
+
