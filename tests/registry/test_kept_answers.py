@@ -20,6 +20,7 @@ from urllib.parse import quote, urlsplit
 
 import pytest
 
+from splice_build.errors import ErrorCode, RegistryError
 from splice_build.records import replace
 from splice_build.registry.http.answer_cache import AnswerCache
 from splice_build.registry.http.app import create_app
@@ -27,6 +28,7 @@ from splice_build.registry.service.ratelimit import COSTLY_READ
 from splice_build.registry.service.read import Keyed
 from splice_build.registry.storage import open_service
 from splice_build.spec import json_text
+from splice_build.spec.limits import MAX_FILE_BYTES
 from splice_build.spec.signing import signing_payload
 from testing.asgi import exchange, http_scope, sending
 from testing.packages import minimal_manifest
@@ -193,3 +195,23 @@ def test_kept_answers_stay_within_their_bound() -> None:
     # a, b kept; a used again; c drops b (the least recently used); b drops c; huge never kept
     assert built == ["a", "b", "c", "b", "huge", "huge"]
 
+
+def test_a_manifest_stored_larger_than_its_file_bound_is_refused(tmp_path: Path) -> None:
+    # The stored text is JSON.stringify's: 1e20 is its 21 digits. A 2 MiB file of them was a
+    # 9.2 MB manifest and a 16 MB answer, over the kept bound, written at 0.6 s of the
+    # server's CPU for every read (main: published).
+    store = tmp_path / "store"
+    manifest = minimal_manifest(name="grown")
+    manifest["tools"][0]["input"]["properties"]["name"]["default"] = "SLOT"
+    count = MAX_FILE_BYTES // 20  # 5 characters each in the file, 22 as stored
+    text = json.dumps(manifest).replace('"SLOT"', "[" + ",".join(["1e20"] * count) + "]")
+    assert len(text) < MAX_FILE_BYTES // 2
+    with pytest.raises(RegistryError) as refused:
+        publish(store, tmp_path / "work", name="grown", files={"manifest.json": text})
+    assert refused.value.code is ErrorCode.INVALID_PACKAGE
+    service = open_service(store)
+    try:
+        assert service.deps.meta.package("@acme/grown") is None
+    finally:
+        service.deps.meta.close()
+    assert not list((store / "artifacts").rglob("*grown*"))  # refused before it is stored
