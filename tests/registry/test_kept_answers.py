@@ -66,9 +66,8 @@ def test_a_read_answer_is_written_once(tmp_path: Path, monkeypatch: pytest.Monke
     assert len(written) == 2  # each answer written at its first read only (main: 6)
 
 
-def test_answers_written_for_one_client_have_a_budget(tmp_path: Path) -> None:
-    # A kept answer costs ~1 ms; one not kept (another worker, dropped past the bound, never
-    # read) is written again, ~0.1 s for a 2 MiB manifest: each such write is charged.
+def _large_version(tmp_path: Path) -> Path:
+    """A store with ``@acme/plain`` and ``@acme/big``, whose manifest is a costly read."""
     store = tmp_path / "store"
     publish(store, tmp_path / "work", name="plain")
     manifest = minimal_manifest(name="big")
@@ -76,24 +75,42 @@ def test_answers_written_for_one_client_have_a_budget(tmp_path: Path) -> None:
     manifest["tools"][0]["input"]["properties"]["name"]["default"] = items
     big = json.dumps(manifest)
     publish(store, tmp_path / "work", name="big", files={"manifest.json": big})
-    service = open_service(store, limits=replace(NO_LIMITS, costly_reads=2))
+    return store
 
-    def read(app: Any, name: str) -> tuple[int, bytes]:
-        return asyncio.run(
-            exchange(app, http_scope("GET", f"/packages/acme/{name}/1.0.0"), sending())
-        )
 
+def _read(app: Any, name: str) -> tuple[int, bytes]:
+    return asyncio.run(exchange(app, http_scope("GET", f"/packages/acme/{name}/1.0.0"), sending()))
+
+
+def test_answers_written_for_one_client_have_a_budget(tmp_path: Path) -> None:
+    # A kept answer costs ~1 ms; one not kept (another worker, dropped past the bound, never
+    # read) is written again, up to 0.8 s for a 2 MiB manifest: each such write is charged,
+    # 2 costly reads up front for its ~330,000 characters, 1 once it was written in 10 ms.
+    service = open_service(_large_version(tmp_path), limits=replace(NO_LIMITS, costly_reads=3))
     try:
         apps = [create_app(service) for _ in range(3)]  # each keeps its own answers
-        statuses = [read(app, "big")[0] for app in apps]
-        refused = read(create_app(service), "big")[1]
-        kept = read(apps[0], "big")[0]  # still answered: kept answers cost nothing
-        small = read(create_app(service), "plain")[0]  # an answer of a small version neither
+        statuses = [_read(app, "big")[0] for app in apps]
+        refused = _read(create_app(service), "big")[1]
+        kept = _read(apps[0], "big")[0]  # still answered: kept answers cost nothing
+        small = _read(create_app(service), "plain")[0]  # an answer of a small version neither
     finally:
         service.deps.meta.close()
     assert statuses == [200, 200, 429]  # main: 200, 200, 200
     assert json.loads(refused)["error"]["code"] == "RATE_LIMITED"
     assert (kept, small) == (200, 200)
+
+
+def test_a_written_answer_is_charged_the_cpu_it_took(tmp_path: Path) -> None:
+    # 2 MiB manifests took 50 ms to 0.79 s of a real server's CPU to write by their shape,
+    # each charged one read: every costly_read_seconds of CPU begun is one (here 1 µs, so the
+    # first write spends the budget of 3; main: one read each).
+    limits = replace(NO_LIMITS, costly_reads=3, costly_read_seconds=1e-6)
+    service = open_service(_large_version(tmp_path), limits=limits)
+    try:
+        statuses = [_read(create_app(service), "big")[0] for _ in range(2)]
+    finally:
+        service.deps.meta.close()
+    assert statuses == [200, 429]
 
 
 def _get(server: RunningRegistry, path: str, etag: str | None = None) -> http.client.HTTPResponse:
@@ -183,6 +200,10 @@ def _json(**fields: str) -> bytes:
     return json.dumps(fields).encode()
 
 
+def _free(seconds: float) -> None:
+    """The CPU a write took, charged to a client with no budget to spend."""
+
+
 def test_kept_answers_stay_within_their_bound() -> None:
     built: list[str] = []
 
@@ -191,7 +212,7 @@ def test_kept_answers_stay_within_their_bound() -> None:
 
     answers = AnswerCache(max_bytes=3000, max_answer=2000)
     for name in ("a", "b", "a", "c", "a", "b", "huge", "huge"):
-        answers.answer(document(name, 5000 if name == "huge" else 1000), lambda _: None)
+        answers.answer(document(name, 5000 if name == "huge" else 1000), lambda _: _free)
     # a, b kept; a used again; c drops b (the least recently used); b drops c; huge never kept
     assert built == ["a", "b", "c", "b", "huge", "huge"]
 
