@@ -120,9 +120,14 @@ class Manifest:
         return cls._from_parsed(raw, check_project_state, owned=True)
 
     @classmethod
-    def from_dict(cls, obj: object, *, check_project_state: bool = True) -> Manifest:
-        """Validate and normalize a parsed manifest; raises SpecError INVALID_MANIFEST."""
-        return cls._from_parsed(obj, check_project_state, owned=False)
+    def from_dict(
+        cls, obj: object, *, check_project_state: bool = True, owned: bool = False
+    ) -> Manifest:
+        """Validate and normalize a parsed manifest; raises SpecError INVALID_MANIFEST.
+
+        ``owned``: nothing else holds ``obj``, so its schemas are kept, not copied (as
+        ``from_json`` keeps those it parsed)."""
+        return cls._from_parsed(obj, check_project_state, owned=owned)
 
     @classmethod
     def _from_parsed(cls, obj: object, check_project_state: bool, *, owned: bool) -> Manifest:

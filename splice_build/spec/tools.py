@@ -39,11 +39,12 @@ def annotations_for(permissions: Permissions) -> dict[str, bool]:
     }
 
 
-def describe_tools(manifest: Manifest) -> list[dict[str, Any]]:
-    """One descriptor per tool, in manifest order (fresh dicts: callers may modify them)."""
+def describe_tools(manifest: Manifest, *, shared: bool = False) -> list[dict[str, Any]]:
+    """One descriptor per tool, in manifest order (fresh dicts: callers may modify them;
+    ``shared``: their schemas are the manifest's own, for a caller that only writes them)."""
     descriptors = []
     for tool in manifest.tools:
-        spec = tool.to_json()
+        spec = tool.to_json(shared=shared)
         descriptor: dict[str, Any] = {
             "package": manifest.id,
             "version": manifest.version,

@@ -204,6 +204,7 @@ def test_rate_limit_counter_is_shared_and_windowed(store: MetadataStore) -> None
     assert store.count("k", 5) == 3
     assert store.hit("k", 6) == 1
     assert store.count("k", 5) == 0  # old windows are dropped
+    assert (store.hit("k", 6, 4), store.hit("w", 6, 3)) == (5, 3)  # weighted: a costly read's CPU
 
 
 def test_rate_limit_rows_of_clients_gone_quiet_are_dropped(store: MetadataStore) -> None:

@@ -20,6 +20,7 @@ from urllib.parse import quote, urlsplit
 
 import pytest
 
+from splice_build.errors import ErrorCode, RegistryError
 from splice_build.records import replace
 from splice_build.registry.http.answer_cache import AnswerCache
 from splice_build.registry.http.app import create_app
@@ -27,6 +28,7 @@ from splice_build.registry.service.ratelimit import COSTLY_READ
 from splice_build.registry.service.read import Keyed
 from splice_build.registry.storage import open_service
 from splice_build.spec import json_text
+from splice_build.spec.limits import MAX_FILE_BYTES
 from splice_build.spec.signing import signing_payload
 from testing.asgi import exchange, http_scope, sending
 from testing.packages import minimal_manifest
@@ -64,9 +66,8 @@ def test_a_read_answer_is_written_once(tmp_path: Path, monkeypatch: pytest.Monke
     assert len(written) == 2  # each answer written at its first read only (main: 6)
 
 
-def test_answers_written_for_one_client_have_a_budget(tmp_path: Path) -> None:
-    # A kept answer costs ~1 ms; one not kept (another worker, dropped past the bound, never
-    # read) is written again, ~0.1 s for a 2 MiB manifest: each such write is charged.
+def _large_version(tmp_path: Path) -> Path:
+    """A store with ``@acme/plain`` and ``@acme/big``, whose manifest is a costly read."""
     store = tmp_path / "store"
     publish(store, tmp_path / "work", name="plain")
     manifest = minimal_manifest(name="big")
@@ -74,24 +75,42 @@ def test_answers_written_for_one_client_have_a_budget(tmp_path: Path) -> None:
     manifest["tools"][0]["input"]["properties"]["name"]["default"] = items
     big = json.dumps(manifest)
     publish(store, tmp_path / "work", name="big", files={"manifest.json": big})
-    service = open_service(store, limits=replace(NO_LIMITS, costly_reads=2))
+    return store
 
-    def read(app: Any, name: str) -> tuple[int, bytes]:
-        return asyncio.run(
-            exchange(app, http_scope("GET", f"/packages/acme/{name}/1.0.0"), sending())
-        )
 
+def _read(app: Any, name: str) -> tuple[int, bytes]:
+    return asyncio.run(exchange(app, http_scope("GET", f"/packages/acme/{name}/1.0.0"), sending()))
+
+
+def test_answers_written_for_one_client_have_a_budget(tmp_path: Path) -> None:
+    # A kept answer costs ~1 ms; one not kept (another worker, dropped past the bound, never
+    # read) is written again, up to 0.8 s for a 2 MiB manifest: each such write is charged,
+    # 2 costly reads up front for its ~330,000 characters, 1 once it was written in 10 ms.
+    service = open_service(_large_version(tmp_path), limits=replace(NO_LIMITS, costly_reads=3))
     try:
         apps = [create_app(service) for _ in range(3)]  # each keeps its own answers
-        statuses = [read(app, "big")[0] for app in apps]
-        refused = read(create_app(service), "big")[1]
-        kept = read(apps[0], "big")[0]  # still answered: kept answers cost nothing
-        small = read(create_app(service), "plain")[0]  # an answer of a small version neither
+        statuses = [_read(app, "big")[0] for app in apps]
+        refused = _read(create_app(service), "big")[1]
+        kept = _read(apps[0], "big")[0]  # still answered: kept answers cost nothing
+        small = _read(create_app(service), "plain")[0]  # an answer of a small version neither
     finally:
         service.deps.meta.close()
     assert statuses == [200, 200, 429]  # main: 200, 200, 200
     assert json.loads(refused)["error"]["code"] == "RATE_LIMITED"
     assert (kept, small) == (200, 200)
+
+
+def test_a_written_answer_is_charged_the_cpu_it_took(tmp_path: Path) -> None:
+    # 2 MiB manifests took 50 ms to 0.79 s of a real server's CPU to write by their shape,
+    # each charged one read: every costly_read_seconds of CPU begun is one (here 1 µs, so the
+    # first write spends the budget of 3; main: one read each).
+    limits = replace(NO_LIMITS, costly_reads=3, costly_read_seconds=1e-6)
+    service = open_service(_large_version(tmp_path), limits=limits)
+    try:
+        statuses = [_read(create_app(service), "big")[0] for _ in range(2)]
+    finally:
+        service.deps.meta.close()
+    assert statuses == [200, 429]
 
 
 def _get(server: RunningRegistry, path: str, etag: str | None = None) -> http.client.HTTPResponse:
@@ -101,6 +120,18 @@ def _get(server: RunningRegistry, path: str, etag: str | None = None) -> http.cl
     conn.request("GET", path, headers={"if-none-match": etag} if etag else {})
     response = conn.getresponse()
     response.body = response.read()  # type: ignore[attr-defined]
+    conn.close()
+    return response
+
+
+def _preflight(server: RunningRegistry, path: str, headers: str) -> http.client.HTTPResponse:
+    """A browser's CORS preflight of a GET that sends ``headers``."""
+    parts = urlsplit(server.url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+    asks = {"origin": "https://page.test", "access-control-request-method": "GET"}
+    conn.request("OPTIONS", path, headers={**asks, "access-control-request-headers": headers})
+    response = conn.getresponse()
+    response.read()
     conn.close()
     return response
 
@@ -134,6 +165,10 @@ def test_answers_change_in_every_worker_and_a_held_one_is_answered_304(tmp_path:
         held = _get(server, VERSION, etag)
         assert (held.status, held.body, held.getheader("etag")) == (304, b"", etag)
         assert held.getheader("access-control-allow-origin") == "*"
+        # A page of another origin may read the etag and ask with it (main: neither).
+        assert "etag" in held.getheader("access-control-expose-headers").split(", ")
+        preflight = _preflight(server, VERSION, "if-none-match")
+        assert preflight.getheader("access-control-allow-headers") == "if-none-match"
         for header in (f"W/{etag}", f'"other", {etag}', "*"):
             assert _get(server, VERSION, header).status == 304, header
         other = _get(server, VERSION, '"other"')
@@ -165,6 +200,10 @@ def _json(**fields: str) -> bytes:
     return json.dumps(fields).encode()
 
 
+def _free(seconds: float) -> None:
+    """The CPU a write took, charged to a client with no budget to spend."""
+
+
 def test_kept_answers_stay_within_their_bound() -> None:
     built: list[str] = []
 
@@ -173,6 +212,27 @@ def test_kept_answers_stay_within_their_bound() -> None:
 
     answers = AnswerCache(max_bytes=3000, max_answer=2000)
     for name in ("a", "b", "a", "c", "a", "b", "huge", "huge"):
-        answers.answer(document(name, 5000 if name == "huge" else 1000), lambda _: None)
+        answers.answer(document(name, 5000 if name == "huge" else 1000), lambda _: _free)
     # a, b kept; a used again; c drops b (the least recently used); b drops c; huge never kept
     assert built == ["a", "b", "c", "b", "huge", "huge"]
+
+
+def test_a_manifest_stored_larger_than_its_file_bound_is_refused(tmp_path: Path) -> None:
+    # The stored text is JSON.stringify's: 1e20 is its 21 digits. A 2 MiB file of them was a
+    # 9.2 MB manifest and a 16 MB answer, over the kept bound, written at 0.6 s of the
+    # server's CPU for every read (main: published).
+    store = tmp_path / "store"
+    manifest = minimal_manifest(name="grown")
+    manifest["tools"][0]["input"]["properties"]["name"]["default"] = "SLOT"
+    count = MAX_FILE_BYTES // 20  # 5 characters each in the file, 22 as stored
+    text = json.dumps(manifest).replace('"SLOT"', "[" + ",".join(["1e20"] * count) + "]")
+    assert len(text) < MAX_FILE_BYTES // 2
+    with pytest.raises(RegistryError) as refused:
+        publish(store, tmp_path / "work", name="grown", files={"manifest.json": text})
+    assert refused.value.code is ErrorCode.INVALID_PACKAGE
+    service = open_service(store)
+    try:
+        assert service.deps.meta.package("@acme/grown") is None
+    finally:
+        service.deps.meta.close()
+    assert not list((store / "artifacts").rglob("*grown*"))  # refused before it is stored

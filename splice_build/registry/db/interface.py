@@ -265,8 +265,8 @@ class PackageStore(Protocol):
 
 
 class RateLimitStore(Protocol):
-    def hit(self, key: str, window_start: int) -> int:
-        """Count one event in a fixed window and return the window's count.
+    def hit(self, key: str, window_start: int, weight: int = 1) -> int:
+        """Count one event (``weight`` of them) in a fixed window and return the window's count.
 
         Rows of earlier windows are dropped: the key's own, and (once per window) those of
         every key of the same limit (``<limit>:`` prefix), so a client seen once does not

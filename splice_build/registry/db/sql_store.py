@@ -598,16 +598,17 @@ class SqlMetadataStore(ABC):
 
     # -- rate limits ------------------------------------------------------------------
 
-    def hit(self, key: str, window_start: int) -> int:
+    def hit(self, key: str, window_start: int, weight: int = 1) -> int:
         limit = key.partition(":")[0] + ":"
         sweep = self._swept.get(limit, window_start - 1) < window_start
         with self._write() as tx:
             row = tx.execute(
-                "INSERT INTO rate_limits (key, window_start, count) VALUES (?, ?, 1) "
-                "ON CONFLICT (key, window_start) DO UPDATE SET count = rate_limits.count + 1 "
-                "RETURNING count",
+                "INSERT INTO rate_limits (key, window_start, count) VALUES (?, ?, ?) "
+                "ON CONFLICT (key, window_start) DO UPDATE "
+                "SET count = rate_limits.count + excluded.count RETURNING count",
                 key,
                 window_start,
+                weight,
             ).fetchone()
             tx.execute(
                 "DELETE FROM rate_limits WHERE key = ? AND window_start < ?", key, window_start

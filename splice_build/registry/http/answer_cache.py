@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 
@@ -35,6 +36,12 @@ class Answer:
     etag: str  # quoted, as the header carries it
 
 
+Charge = Callable[[Keyed], Callable[[float], None]]
+"""A client's budget of costly reads (registry/service/ratelimit.py): charges an answer about
+to be written, or raises ``RATE_LIMITED``, and returns what charges the CPU (this thread's
+seconds) its writing took."""
+
+
 def _answer(body: bytes) -> Answer:
     return Answer(body, '"' + hashlib.sha256(body).hexdigest()[:32] + '"')
 
@@ -50,16 +57,19 @@ class AnswerCache:
         self._bytes = 0
         self._lock = threading.Lock()
 
-    def answer(self, document: Keyed, charge: Callable[[Keyed], None]) -> Answer:
+    def answer(self, document: Keyed, charge: Charge) -> Answer:
         """The kept answer of ``document.key``, or its document written (and kept), once
-        ``charge`` (the client's budget of costly reads) let it be."""
+        ``charge`` (the client's budget of costly reads) let it be, then charged the CPU
+        the writing took."""
         with self._lock:
             kept = self._answers.get(document.key)
             if kept is not None:
                 self._answers.move_to_end(document.key)
                 return kept
-        charge(document)
+        settle = charge(document)
+        began = time.thread_time()
         made = _answer(json_bytes(document.build()))  # outside the lock: it may take 0.1 s
+        settle(time.thread_time() - began)
         if len(made.body) <= self._max_answer:
             self._keep(document.key, made)
         return made

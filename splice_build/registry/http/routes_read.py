@@ -41,8 +41,8 @@ def routes(service: RegistryService) -> list[Route]:
 
         client = caller_of(request).client
 
-        def charge(document: Keyed) -> None:
-            service.charge_costly_read(client, document.cost)
+        def charge(document: Keyed) -> Callable[[float], None]:
+            return service.charge_costly_read(client, document.cost)
 
         def answer() -> Response:
             made = answers.answer(document(*args), charge)

@@ -29,11 +29,19 @@ from splice_build.spec.untrusted_json import UntrustedJsonError, decode
 
 CORS_HEADERS = {
     "access-control-allow-origin": "*",
-    "access-control-expose-headers": "x-splice-integrity, content-length, content-disposition, retry-after",
+    "access-control-expose-headers": (
+        "x-splice-integrity, content-length, content-disposition, retry-after, etag"
+    ),
     "vary": "origin",
 }
 JSON_TYPE = "application/json; charset=utf-8"
-PREFLIGHT_HEADERS = {**CORS_HEADERS, "access-control-allow-methods": "GET, OPTIONS"}
+# A page holding a kept answer's etag asks again with If-None-Match, which is no header a
+# browser sends across origins without a preflight that allows it (http/answer_cache.py).
+PREFLIGHT_HEADERS = {
+    **CORS_HEADERS,
+    "access-control-allow-methods": "GET, OPTIONS",
+    "access-control-allow-headers": "if-none-match",
+}
 Handler = Callable[[Request], Awaitable[Response]]
 
 

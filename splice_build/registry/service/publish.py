@@ -27,6 +27,7 @@ from splice_build.registry.service.deps import Deps
 from splice_build.registry.service.namespaces import authorize_publish
 from splice_build.spec import json_text
 from splice_build.spec.js_text import well_formed
+from splice_build.spec.limits import MAX_FILE_BYTES
 from splice_build.spec.names import download_path
 
 
@@ -104,12 +105,13 @@ def publish_as(deps: Deps, principal: Principal, body: bytes) -> dict[str, Any]:
     existing = deps.meta.version(package_id, version)  # (7)
     if existing is not None:
         raise _exists(package_id, version, existing.integrity, integrity)
+    # One walk writes both: the canonical form (manifestSha256) and the stored text
+    canonical, stored = json_text.canonical_and_stringified(decoded.normalized)
+    _refuse_grown(stored)
     legacy = decoded.archive_format != "tar.gz"
     key = artifact_key(namespace, name, version, sha, legacy=legacy)
     deps.blobs.put(key, body)  # (8) artifact first
     now = deps.now_iso()
-    # One walk writes both: the canonical form (manifestSha256) and the stored text
-    canonical, stored = json_text.canonical_and_stringified(decoded.normalized)
     canonical_bytes = canonical.encode("utf-8")
     filename = f"{namespace}-{name}-{version}." + ("splice.json" if legacy else "tar.gz")
     provenance = {
@@ -170,6 +172,22 @@ def publish_as(deps: Deps, principal: Principal, body: bytes) -> dict[str, Any]:
         "size": len(body),
         "download": download_path(namespace, name, version),
     }
+
+
+def _refuse_grown(stored: str) -> None:
+    """The stored manifest is held to the file's own bound (``MAX_FILE_BYTES``): its text is
+    written as ``JSON.stringify`` writes it, so ``1e20`` (4 characters) is stored as its 21
+    digits, and a 2 MiB file of them was a 9.2 MB manifest whose version answer (16 MB) no
+    server keeps (http/answer_cache.py), written again for every read at 0.6 s of CPU."""
+    size = len(stored.encode("utf-8", "surrogatepass"))
+    if size > MAX_FILE_BYTES:
+        raise RegistryError(
+            ErrorCode.INVALID_PACKAGE,
+            f"manifest.json written out as the registry stores it exceeds {MAX_FILE_BYTES} bytes",
+            details=[f"stored: {size} bytes"],
+            hint="Numbers are stored as JavaScript writes them (1e20 as its 21 digits): "
+            "make manifest.json smaller.",
+        )
 
 
 def _latest(versions: Sequence[str]) -> str:

@@ -9,6 +9,7 @@ A client is counted by ``client_address.client_key``: an IPv6 client by its /64 
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from splice_build.client_address import client_key
@@ -32,6 +33,7 @@ class RateLimits:
     admin_period: int = 60
     costly_reads: int = 30  # answers of large versions written per client (not those kept)
     costly_read_period: int = 60
+    costly_read_seconds: float = 0.1  # CPU of writing answers that one costly read stands for
 
 
 class RateLimitedError(RetryLaterError):
@@ -93,18 +95,60 @@ def count_request(deps: Deps, client: str) -> None:
     _count(deps, "requests", client_key(client), limits.requests, limits.request_period, "requests")
 
 
-COSTLY_READ = 256 * 1024  # characters of stored manifest: a written answer's cost, ~10 ms
+COSTLY_READ = 256 * 1024  # characters of stored manifest charged one costly read up front
 
 
-def count_costly_read(deps: Deps, client: str, cost: int) -> None:
-    """Charge a client for an answer about to be written that costs the server ``cost``
-    characters of stored text (http/answer_cache.py calls it only when the answer is not
-    kept); ``RATE_LIMITED`` past its budget. A 2 MiB manifest's answer is about 0.1 s of CPU."""
-    if cost < COSTLY_READ:
-        return
+@dataclass(frozen=True)
+class CostlyCharge:
+    """What ``count_costly_read`` charged: ``units`` costly reads in the fixed ``window``."""
+
+    units: int
+    window: int
+
+
+def _costly_key(client: str) -> str:
+    return f"costly-read:{client_key(client)}"
+
+
+def count_costly_read(deps: Deps, client: str, cost: int) -> CostlyCharge:
+    """Charge a client for an answer about to be written from ``cost`` characters of stored
+    text (http/answer_cache.py calls it only when the answer is not kept) the most its
+    writing may take: a costly read (``costly_read_seconds`` of CPU) for every
+    ``COSTLY_READ`` characters begun, 256 KiB or more; ``RATE_LIMITED`` past the budget.
+
+    The most, because the text's shape decides: 2 MiB manifests took 50 ms (strings) to
+    0.79 s (lists nested 8 deep) of a real server's CPU, so 0.1 s per 256 KiB. Charged
+    before the write, so concurrent requests cannot all pass a budget that only their
+    writing would spend."""
     limits = deps.limits
-    period = limits.costly_read_period
-    _count(deps, "costly-read", client_key(client), limits.costly_reads, period, "reads")
+    charge = CostlyCharge(
+        math.ceil(cost / COSTLY_READ) if cost >= COSTLY_READ else 0,
+        _window(deps, limits.costly_read_period),
+    )
+    if charge.units == 0 or limits.costly_reads <= 0:
+        return charge
+    if deps.meta.hit(_costly_key(client), charge.window, charge.units) > limits.costly_reads:
+        raise RateLimitedError("Too many reads; slow down", retry_after=limits.costly_read_period)
+    return charge
+
+
+def settle_costly_read(deps: Deps, client: str, charged: CostlyCharge, seconds: float) -> None:
+    """Charge what the writing took instead of ``charged``: a costly read for every
+    ``costly_read_seconds`` of its CPU begun, once it took that long (so any answer that
+    took 0.1 s is charged), and at least one for an answer charged up front. What was
+    charged beyond is given back, in its own window only. Never refused: the answer is
+    written already."""
+    limits = deps.limits
+    if limits.costly_reads <= 0:
+        return
+    unit = limits.costly_read_seconds
+    took = math.ceil(seconds / unit) if seconds >= unit else 0
+    if charged.units:
+        took = max(took, 1)
+    window = _window(deps, limits.costly_read_period)
+    owed = took - charged.units if window == charged.window else max(took - charged.units, 0)
+    if owed:
+        deps.meta.hit(_costly_key(client), window, owed)
 
 
 def count_publish(deps: Deps, user_id: int) -> None:

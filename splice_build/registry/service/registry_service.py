@@ -7,7 +7,7 @@ rule. Errors are ``RegistryError``s with server codes; transports turn them into
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from splice_build.registry.api import API_VERSION
@@ -115,8 +115,11 @@ class RegistryService:
     def version_document(self, ns: str, name: str, version: str) -> Keyed:
         return read.version_document(self.deps, ns, name, version)
 
-    def charge_costly_read(self, client: str, cost: int) -> None:
-        ratelimit.count_costly_read(self.deps, client, cost)
+    def charge_costly_read(self, client: str, cost: int) -> Callable[[float], None]:
+        """Charge an answer about to be written (``ratelimit.count_costly_read``); what it
+        returns charges the CPU its writing took instead."""
+        charged = ratelimit.count_costly_read(self.deps, client, cost)
+        return lambda seconds: ratelimit.settle_costly_read(self.deps, client, charged, seconds)
 
     def provenance(self, ns: str, name: str, version: str) -> dict[str, Any]:
         return read.provenance(self.deps, ns, name, version)
