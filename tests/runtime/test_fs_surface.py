@@ -254,3 +254,62 @@ def test_a_copy_killed_midway_leaves_no_set_id_file(project: Path, tmp_path: Pat
     left = {str(p.relative_to(project)): p.lstat().st_mode & 0o7777 for p in project.rglob("*")}
     assert left.pop("workspace/setid") == 0o4755
     assert [name for name, mode in left.items() if mode & 0o6000] == []
+
+
+COPIES_OVER_FILES = r"""
+import fs from 'node:fs';
+const sync = (f) => { try { f(); return 'copied'; } catch (e) { return e.code; } };
+// `${src}/` one byte past PATH_MAX: the host could not tell the source from a directory.
+const long = (dir, name) => {
+  const pad = 4095 - (dir.length + 1 + name.length);
+  return dir + '/' + (pad % 2 ? '/' : '') + './'.repeat(pad >> 1) + name;
+};
+export default (input, ctx) => {
+  const p = ctx.paths.project, out = p + '/out';
+  const outcomes = [];
+  for (const name of input.names) {
+    for (const way of ['long', 'alone', 'put back']) fs.writeFileSync(`${out}/${name}.${way}`, 'old');
+    outcomes.push(sync(() => fs.cpSync(long(p + '/workspace', name), `${out}/${name}.long`)));
+    // A file granted alone: the host could not resolve its directory.
+    outcomes.push(sync(() => fs.cpSync(`${p}/alone/${name}`, `${out}/${name}.alone`)));
+    // Node's Stats of the source runs a setter of Object.prototype after the host's filter.
+    let armed = false;
+    Object.defineProperty(Object.prototype, 'blksize', {
+      configurable: true,
+      set(value) {
+        Object.defineProperty(this, 'blksize', { value, writable: true, enumerable: true });
+        if (armed) fs.writeFileSync(`${out}/${name}.put back`, 'old');
+        armed = false;
+      },
+    });
+    const filter = () => { armed = true; return true; };
+    outcomes.push(sync(() => fs.cpSync(`${p}/workspace/${name}`, `${out}/${name}.put back`, { filter })));
+    delete Object.prototype.blksize;
+  }
+  return outcomes;
+};
+"""
+
+
+def test_cpsync_never_copies_over_a_file_itself(run_tool, project: Path) -> None:
+    """cpSync over a file the host's filter had not removed copied in C++ with the source's
+    mode: a 0666 source gave a copy other users may write (the OS layer too) and, as root
+    in-process, a set-user-ID program a 04755 copy. Such a file is refused EEXIST now; one
+    the filter removes is copied by the guarded copy, whose chmod refuses those modes."""
+    (project / "out").mkdir()
+    sources = {"open": 0o666}
+    if os.geteuid() == 0:
+        sources["setid"] = 0o4755
+    for directory in ("workspace", "alone"):
+        (project / directory).mkdir()
+        for name, mode in sources.items():
+            shutil.copy(shutil.which("true") or "/bin/true", project / directory / name)
+            (project / directory / name).chmod(mode)
+    grants = {"fs": {"read": ["workspace", *(f"alone/{n}" for n in sources)], "write": ["out"]}}
+    result = run_tool(COPIES_OVER_FILES, {"names": list(sources)}, permissions=grants)
+    assert result.ok, result.to_json()
+    assert result.output == ["ERR_FS_CP_EEXIST", "ERR_ACCESS_DENIED", "ERR_FS_CP_EEXIST"] * len(
+        sources
+    )
+    modes = {p.name: p.stat().st_mode & 0o7777 for p in (project / "out").iterdir()}
+    assert [name for name, mode in modes.items() if mode & 0o6002] == []

@@ -922,7 +922,8 @@ const { PromiseCtor, Uint8ArrayCtor, apply, builtin, getOwnPropertyDescriptor, h
 // for the host to check (a set-user-ID source made a 04755 copy over `out/a`; a 0666 one,
 // 0666). So the host's cpSync filter (fs_gaps.mjs) removes such a file first, as that copy
 // would: Node then finds no file there and copies by copyFileSync and chmodSync, both
-// guarded.
+// guarded; and Node is told not to copy over one (fs_gaps.mjs guardCopySync), so a file
+// found there after all is refused, never copied over in C++.
 
 const fs = builtin('node:fs');
 const { basename, dirname, join } = builtin('node:path');
@@ -1042,6 +1043,17 @@ function entry(path) {
   return join(apply(realpathNative, fs, [dirname(path)]), basename(path));
 }
 
+/** Whether ``a`` and ``b`` are one entry; a directory whose real path Node refuses to give
+ * (a file granted alone) holds no entry of the other's. */
+function oneEntry(a, b) {
+  try {
+    return entry(a) === entry(b);
+  } catch (err) {
+    ownCode(err);
+    return false;
+  }
+}
+
 /** Before `cpSync` (with ``force``) copies ``src`` to ``dest``: remove ``dest`` when it is
  * a file or a link and ``src`` is no directory, as Node's C++ copy over it would first
  * (see the top of this module). Nothing is removed where Node refuses the copy itself: a
@@ -1056,8 +1068,8 @@ function clearForCopy(src, dest, force) {
   } catch (err) {
     if (ownCode(err) !== 'ENOTDIR') return; // missing or refused: Node says so
   }
+  if (oneEntry(from, to)) return;
   try {
-    if (entry(from) === entry(to)) return;
     unlinkSync(to);
   } catch (err) {
     ownCode(err); // nothing there, or a directory: Node answers for it
@@ -1170,8 +1182,19 @@ function hostFilter(filter, force) {
 }
 
 /** ``fs.cpSync`` always given a filter of the host's, so that Node copies by its checked
- * walk. Options that are not an object go to Node as they are (it refuses them); an object's
- * own enumerable options are copied, as Node's own spread of them does. */
+ * walk, and never allowed to copy over a file itself. Options that are not an object go to
+ * Node as they are (it refuses them); an object's own enumerable options are copied, as
+ * Node's own spread of them does.
+ *
+ * A file found where Node copies one (`force`, its default) is removed by the host's filter,
+ * but Node looks again after the filter (its `lstat`), and what it finds there it copies
+ * over in C++ (`cpSyncOverrideFile`, see file_copies.mjs), with the source's mode. The
+ * filter's removal left files there: a source path of 4,095 bytes (`${src}/` too long to
+ * tell a directory) or a file granted alone (its directory's real path refused), and a
+ * setter of the tool's on `Object.prototype`, run by Node's `Stats` of the source after the
+ * filter, put one back; as root and in-process a set-user-ID program copied so was 04755.
+ * So Node is given `force: false` and `errorOnExist: true`: a file the filter did not
+ * clear is refused `EEXIST`, never copied over. */
 function guardCopySync(fn) {
   return function cpSync(...args) {
     const options = args[2];
@@ -1181,9 +1204,15 @@ function guardCopySync(fn) {
         const names = keys(options);
         for (let i = 0; i < names.length; i += 1) setOwn(copy, names[i], options[names[i]]);
       }
-      const filter = copy.filter;
+      const { filter, force, errorOnExist } = copy;
       if (filter === undefined || typeof filter === 'function') {
-        setOwn(copy, 'filter', hostFilter(filter, copy.force));
+        setOwn(copy, 'filter', hostFilter(filter, force));
+      }
+      // Anything else than a boolean or nothing goes to Node, which refuses it.
+      if ((force === undefined || force === true)
+        && (errorOnExist === undefined || typeof errorOnExist === 'boolean')) {
+        setOwn(copy, 'force', false);
+        setOwn(copy, 'errorOnExist', true);
       }
       args[2] = copy;
     }

@@ -26,7 +26,8 @@
 // for the host to check (a set-user-ID source made a 04755 copy over `out/a`; a 0666 one,
 // 0666). So the host's cpSync filter (fs_gaps.mjs) removes such a file first, as that copy
 // would: Node then finds no file there and copies by copyFileSync and chmodSync, both
-// guarded.
+// guarded; and Node is told not to copy over one (fs_gaps.mjs guardCopySync), so a file
+// found there after all is refused, never copied over in C++.
 import { deniedError } from './module_guard.mjs';
 import { CLOSED } from './file_modes.mjs';
 import { pathText } from './fs_paths.mjs';
@@ -153,6 +154,17 @@ function entry(path) {
   return join(apply(realpathNative, fs, [dirname(path)]), basename(path));
 }
 
+/** Whether ``a`` and ``b`` are one entry; a directory whose real path Node refuses to give
+ * (a file granted alone) holds no entry of the other's. */
+function oneEntry(a, b) {
+  try {
+    return entry(a) === entry(b);
+  } catch (err) {
+    ownCode(err);
+    return false;
+  }
+}
+
 /** Before `cpSync` (with ``force``) copies ``src`` to ``dest``: remove ``dest`` when it is
  * a file or a link and ``src`` is no directory, as Node's C++ copy over it would first
  * (see the top of this module). Nothing is removed where Node refuses the copy itself: a
@@ -167,8 +179,8 @@ export function clearForCopy(src, dest, force) {
   } catch (err) {
     if (ownCode(err) !== 'ENOTDIR') return; // missing or refused: Node says so
   }
+  if (oneEntry(from, to)) return;
   try {
-    if (entry(from) === entry(to)) return;
     unlinkSync(to);
   } catch (err) {
     ownCode(err); // nothing there, or a directory: Node answers for it

@@ -102,8 +102,19 @@ function hostFilter(filter, force) {
 }
 
 /** ``fs.cpSync`` always given a filter of the host's, so that Node copies by its checked
- * walk. Options that are not an object go to Node as they are (it refuses them); an object's
- * own enumerable options are copied, as Node's own spread of them does. */
+ * walk, and never allowed to copy over a file itself. Options that are not an object go to
+ * Node as they are (it refuses them); an object's own enumerable options are copied, as
+ * Node's own spread of them does.
+ *
+ * A file found where Node copies one (`force`, its default) is removed by the host's filter,
+ * but Node looks again after the filter (its `lstat`), and what it finds there it copies
+ * over in C++ (`cpSyncOverrideFile`, see file_copies.mjs), with the source's mode. The
+ * filter's removal left files there: a source path of 4,095 bytes (`${src}/` too long to
+ * tell a directory) or a file granted alone (its directory's real path refused), and a
+ * setter of the tool's on `Object.prototype`, run by Node's `Stats` of the source after the
+ * filter, put one back; as root and in-process a set-user-ID program copied so was 04755.
+ * So Node is given `force: false` and `errorOnExist: true`: a file the filter did not
+ * clear is refused `EEXIST`, never copied over. */
 export function guardCopySync(fn) {
   return function cpSync(...args) {
     const options = args[2];
@@ -113,9 +124,15 @@ export function guardCopySync(fn) {
         const names = keys(options);
         for (let i = 0; i < names.length; i += 1) setOwn(copy, names[i], options[names[i]]);
       }
-      const filter = copy.filter;
+      const { filter, force, errorOnExist } = copy;
       if (filter === undefined || typeof filter === 'function') {
-        setOwn(copy, 'filter', hostFilter(filter, copy.force));
+        setOwn(copy, 'filter', hostFilter(filter, force));
+      }
+      // Anything else than a boolean or nothing goes to Node, which refuses it.
+      if ((force === undefined || force === true)
+        && (errorOnExist === undefined || typeof errorOnExist === 'boolean')) {
+        setOwn(copy, 'force', false);
+        setOwn(copy, 'errorOnExist', true);
       }
       args[2] = copy;
     }
