@@ -1081,9 +1081,10 @@ return Object.freeze({ __proto__: null, guardCopyFile, clearForCopy, });
 // ---- fs_gaps.mjs
 const __host_fs_gaps = (() => {
 const { ACCESS_DENIED } = __host_codes;
+const { deniedError } = __host_module_guard;
 const { clearForCopy } = __host_file_copies;
 const { pathText } = __host_fs_paths;
-const { ErrorCtor, apply, builtin, keys, nextTick, rejected, safeGet, setOwn } = __host_pristine;
+const { ErrorCtor, apply, builtin, keys, nextTick, rejected, setOwn } = __host_pristine;
 // Where Node's own fs calls step around its permission model (Node 24.19), and the host
 // closes the gap before the call reaches Node.
 //
@@ -1106,7 +1107,11 @@ const { ErrorCtor, apply, builtin, keys, nextTick, rejected, safeGet, setOwn } =
 // here first, with Node's own error (`ERR_ACCESS_DENIED`, `FileSystemWrite`, the path), the
 // way Node refuses every other asynchronous call: in the callback, on the next tick, or as
 // the promise's rejection. Node still checks every removal it makes; this only answers first
-// where its answer would not reach the tool.
+// where its answer would not reach the tool. What the host looks at, Node is then given: the
+// path as the string the host checked and the options as a copy it read once. Node read the
+// tool's own again, and a getter (a URL's own `pathname`, an object Node takes for a URL,
+// `recursive`) that answered the host one thing and Node another threw uncaught all the same;
+// bytes that are not UTF-8 name no path the host can check, and are refused.
 
 const { isPromise } = builtin('node:util').types;
 const { resolve } = builtin('node:path');
@@ -1116,23 +1121,36 @@ const cwd = process.cwd;
 const permission = process.permission;
 const permissionHas = permission === undefined ? undefined : permission.has;
 
-/** The path Node's permission model checks for ``path``, or undefined when it is no path
- * fs_paths.mjs reads (Node then refuses or checks it itself). */
-function checkedPath(path) {
-  const text = pathText(path);
-  if (text === undefined) return undefined;
-  return apply(resolve, undefined, [apply(cwd, process, []), text]);
+/** ``options``' own enumerable properties in a null-prototype copy, each read once, as
+ * Node's own spread of them reads them. */
+function ownCopy(options) {
+  const copy = { __proto__: null };
+  const names = keys(options);
+  for (let i = 0; i < names.length; i += 1) setOwn(copy, names[i], options[names[i]]);
+  return copy;
 }
 
-/** Node's refusal of a write to ``path``, when a recursive removal of it would be one Node
- * throws uncaught (readable, not writable); null otherwise. */
-function refusedRemoval(path, options) {
+/** Node's refusal of a write to the path of a removal's ``args`` (path, options, …), when a
+ * recursive removal of it would be one Node throws uncaught (readable, not writable); null
+ * otherwise. ``args`` then hold what the host looked at: the options copied, and the path of
+ * a recursive removal as its string (see the top of this module). */
+function refusedRemoval(args) {
   if (permissionHas === undefined) return null;
-  if (options === null || typeof options !== 'object' || !safeGet(options, 'recursive')) {
-    return null;
+  const options = args[1];
+  if (options === null || typeof options !== 'object') return null;
+  const copy = ownCopy(options);
+  args[1] = copy;
+  if (!copy.recursive) return null;
+  const path = args[0];
+  const text = pathText(path);
+  if (text === undefined) {
+    // Bytes that are not UTF-8, or an object Node might still read as a URL (anything else
+    // Node refuses itself, at once).
+    const object = (typeof path === 'object' && path !== null) || typeof path === 'function';
+    return object ? deniedError('a recursive removal of a path the host cannot read') : null;
   }
-  const resource = checkedPath(path);
-  if (resource === undefined) return null;
+  args[0] = text;
+  const resource = apply(resolve, undefined, [apply(cwd, process, []), text]);
   if (!apply(permissionHas, permission, ['fs.read', resource])) return null;
   if (apply(permissionHas, permission, ['fs.write', resource])) return null;
   const err = new ErrorCtor(
@@ -1148,7 +1166,7 @@ function refusedRemoval(path, options) {
 function guardCallbackRemoval(fn) {
   return function remove(...args) {
     const callback = args[args.length - 1];
-    const err = args.length > 2 ? refusedRemoval(args[0], args[1]) : null;
+    const err = args.length > 2 ? refusedRemoval(args) : null;
     if (err !== null && typeof callback === 'function') {
       apply(nextTick, process, [callback, err]);
       return undefined;
@@ -1160,7 +1178,7 @@ function guardCallbackRemoval(fn) {
 /** ``fs.promises.rm``/``rmdir`` rejecting first as ``refusedRemoval`` says. */
 function guardPromiseRemoval(fn) {
   return function remove(...args) {
-    const err = refusedRemoval(args[0], args[1]);
+    const err = refusedRemoval(args);
     if (err !== null) return rejected(err);
     return apply(fn, this, args);
   };
@@ -1199,11 +1217,7 @@ function guardCopySync(fn) {
   return function cpSync(...args) {
     const options = args[2];
     if (options === undefined || (options !== null && typeof options === 'object')) {
-      const copy = { __proto__: null };
-      if (options !== undefined) {
-        const names = keys(options);
-        for (let i = 0; i < names.length; i += 1) setOwn(copy, names[i], options[names[i]]);
-      }
+      const copy = options === undefined ? { __proto__: null } : ownCopy(options);
       const { filter, force, errorOnExist } = copy;
       if (filter === undefined || typeof filter === 'function') {
         setOwn(copy, 'filter', hostFilter(filter, force));
