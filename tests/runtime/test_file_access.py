@@ -379,6 +379,8 @@ export default async (input, ctx) => {
   const late = { get recursive() { asked += 1; return asked > 1; } };
   seen.push(await new Promise((r) => fs.rm(dir, late, (e) => r(code(e)))));
   seen.push(await rm(Buffer.from([...Buffer.from(dir + '/'), 0xff]), opts).then(outcome, code));
+  // Node's callback is the third argument, whatever follows it.
+  seen.push(await new Promise((r) => fs.rm(dir, opts, (e) => r(outcome(e)), 'x')));
   return { seen, kept: fs.readdirSync(dir), sub: fs.existsSync(sub) };
 };
 """
@@ -397,7 +399,7 @@ def test_a_refused_recursive_removal_reaches_the_tool(run_tool, project: Path) -
     # The URL removes what the host read it as; `recursive` read false is no recursive removal.
     read_once = [["ERR_ACCESS_DENIED"], ["removed"], ["ERR_FS_EISDIR"], ["ERR_ACCESS_DENIED"]]
     assert result.output == {
-        "seen": [refused] * 4 + [["ERR_ACCESS_DENIED"]] + [refused] * 2 + read_once,
+        "seen": [refused] * 4 + [["ERR_ACCESS_DENIED"]] + [refused] * 2 + read_once + [refused],
         "kept": ["keep.txt"],
         "sub": False,
     }

@@ -160,6 +160,8 @@ export default async (input, ctx) => {
     outcomes.push(sync(() => fs.copyFileSync(ws + '/' + name, out + '/' + name + '.sync')));
     outcomes.push(await new Promise((r) => fs.copyFile(ws + '/' + name, out + '/' + name + '.cb', (e) => r(e ? e.code : 'copied'))));
     outcomes.push(await code(fs.promises.copyFile(ws + '/' + name, out + '/' + name + '.p')));
+    // Node takes a function third argument for the callback, whatever follows it.
+    outcomes.push(await new Promise((r) => fs.copyFile(ws + '/' + name, out + '/' + name + '.late', (e) => r(e ? e.code : 'copied'), 'x')));
     // A copy that would replace a file refuses with COPYFILE_EXCL, as Node's own does.
     outcomes.push(sync(() => fs.copyFileSync(ws + '/' + name, out + '/' + name + '.p', fs.constants.COPYFILE_EXCL)));
     // cpSync over a file copied in C++, where no chmod followed.
@@ -172,8 +174,10 @@ export default async (input, ctx) => {
 """
 
 
-# copyFileSync, copyFile, fs/promises copyFile, then a COPYFILE_EXCL copy over the last.
-COPIED = ["copied", "copied", "copied", "EEXIST"]
+# copyFileSync, copyFile, fs/promises copyFile, copyFile with an argument after its callback,
+# then a COPYFILE_EXCL copy over the third.
+COPIED = ["copied", "copied", "copied", "copied", "EEXIST"]
+FORMS = ("sync", "cb", "p", "late", "over")
 
 
 def _copy(
@@ -200,8 +204,7 @@ def test_a_copy_is_closed_to_other_users(project: Path, tmp_path: Path) -> None:
     outcomes, copies = _copy(project, tmp_path, ["open", "private"], rewrite=False)
     # cpSync's own chmod to 0666 after the copy is refused (file_modes.mjs).
     assert outcomes == [*COPIED, "ERR_ACCESS_DENIED", *COPIED, "copied"]
-    forms = ("sync", "cb", "p", "over")
-    assert sorted(copies) == sorted(f"{n}.{f}" for n in ("open", "private") for f in forms)
+    assert sorted(copies) == sorted(f"{n}.{f}" for n in ("open", "private") for f in FORMS)
     for name, stat in copies.items():
         # Others' write is always closed; the group's unless the program's umask opened it.
         expected = (0o600,) if name.startswith("private") else (0o644, 0o664)
@@ -223,7 +226,7 @@ def test_a_copy_keeps_no_set_id_bit_nor_another_owner(project: Path, tmp_path: P
     outcomes, copies = _copy(project, tmp_path, ["setid", "theirs"], rewrite=True)
     assert outcomes == [*COPIED, "ERR_ACCESS_DENIED", *COPIED, "copied"]
     setid = {n: s.st_mode & 0o7777 for n, s in copies.items() if n.startswith("setid")}
-    assert setid == {f"setid.{form}": 0o755 for form in ("sync", "cb", "p", "over")}
+    assert setid == {f"setid.{form}": 0o755 for form in FORMS}
     assert {s.st_uid for s in copies.values()} == {0}
 
 

@@ -1001,8 +1001,11 @@ function copyClosed(src, dest, flags) {
 }
 
 /** ``fs.copyFileSync``, ``fs.copyFile`` (``form`` callback) or fs/promises' ``copyFile``
- * (``form`` promise) copying as ``copyClosed`` does; a call without a callback goes to Node,
- * which refuses it before it copies anything. */
+ * (``form`` promise) copying as ``copyClosed`` does. The callback is where Node finds it:
+ * the third argument when it is a function (no mode), else the fourth; the host had taken
+ * the last one, and `copyFile(src, dest, callback, 'x')` went to Node, which copied with
+ * the source's mode and called back. A call without a callback goes to Node without one,
+ * and Node refuses it before it copies anything. */
 function guardCopyFile(fn, form) {
   return function copyFile(...args) {
     if (form === 'sync') return copyClosed(args[0], args[1], args[2]);
@@ -1014,11 +1017,13 @@ function guardCopyFile(fn, form) {
       }
       return settle(apply(promiseResolve, PromiseCtor, [undefined]));
     }
-    const callback = args[args.length - 1];
-    if (typeof callback !== 'function') return apply(fn, this, args);
+    const noMode = typeof args[2] === 'function';
+    const mode = noMode ? undefined : args[2];
+    const callback = noMode ? args[2] : args[3];
+    if (typeof callback !== 'function') return apply(fn, this, [args[0], args[1], mode, callback]);
     let err = null;
     try {
-      copyClosed(args[0], args[1], args.length > 3 ? args[2] : undefined);
+      copyClosed(args[0], args[1], mode);
     } catch (caught) {
       err = caught;
     }
@@ -1162,10 +1167,12 @@ function refusedRemoval(args) {
   return err;
 }
 
-/** ``fs.rm``/``fs.rmdir`` (a callback last) refusing first as ``refusedRemoval`` says. */
+/** ``fs.rm``/``fs.rmdir`` (path, options, callback) refusing first as ``refusedRemoval``
+ * says. The callback is the third argument, where Node finds it (options being no function
+ * then): taken from the last, `rm(dir, options, callback, 'x')` went to Node uncaught. */
 function guardCallbackRemoval(fn) {
   return function remove(...args) {
-    const callback = args[args.length - 1];
+    const callback = args[2];
     const err = args.length > 2 ? refusedRemoval(args) : null;
     if (err !== null && typeof callback === 'function') {
       apply(nextTick, process, [callback, err]);

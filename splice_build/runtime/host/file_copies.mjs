@@ -112,8 +112,11 @@ function copyClosed(src, dest, flags) {
 }
 
 /** ``fs.copyFileSync``, ``fs.copyFile`` (``form`` callback) or fs/promises' ``copyFile``
- * (``form`` promise) copying as ``copyClosed`` does; a call without a callback goes to Node,
- * which refuses it before it copies anything. */
+ * (``form`` promise) copying as ``copyClosed`` does. The callback is where Node finds it:
+ * the third argument when it is a function (no mode), else the fourth; the host had taken
+ * the last one, and `copyFile(src, dest, callback, 'x')` went to Node, which copied with
+ * the source's mode and called back. A call without a callback goes to Node without one,
+ * and Node refuses it before it copies anything. */
 export function guardCopyFile(fn, form) {
   return function copyFile(...args) {
     if (form === 'sync') return copyClosed(args[0], args[1], args[2]);
@@ -125,11 +128,13 @@ export function guardCopyFile(fn, form) {
       }
       return settle(apply(promiseResolve, PromiseCtor, [undefined]));
     }
-    const callback = args[args.length - 1];
-    if (typeof callback !== 'function') return apply(fn, this, args);
+    const noMode = typeof args[2] === 'function';
+    const mode = noMode ? undefined : args[2];
+    const callback = noMode ? args[2] : args[3];
+    if (typeof callback !== 'function') return apply(fn, this, [args[0], args[1], mode, callback]);
     let err = null;
     try {
-      copyClosed(args[0], args[1], args.length > 3 ? args[2] : undefined);
+      copyClosed(args[0], args[1], mode);
     } catch (caught) {
       err = caught;
     }

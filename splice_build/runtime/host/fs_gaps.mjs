@@ -82,10 +82,12 @@ export function refusedRemoval(args) {
   return err;
 }
 
-/** ``fs.rm``/``fs.rmdir`` (a callback last) refusing first as ``refusedRemoval`` says. */
+/** ``fs.rm``/``fs.rmdir`` (path, options, callback) refusing first as ``refusedRemoval``
+ * says. The callback is the third argument, where Node finds it (options being no function
+ * then): taken from the last, `rm(dir, options, callback, 'x')` went to Node uncaught. */
 export function guardCallbackRemoval(fn) {
   return function remove(...args) {
-    const callback = args[args.length - 1];
+    const callback = args[2];
     const err = args.length > 2 ? refusedRemoval(args) : null;
     if (err !== null && typeof callback === 'function') {
       apply(nextTick, process, [callback, err]);
