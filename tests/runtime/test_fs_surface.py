@@ -316,3 +316,33 @@ def test_cpsync_never_copies_over_a_file_itself(run_tool, project: Path) -> None
     )
     modes = {p.name: p.stat().st_mode & 0o7777 for p in (project / "out").iterdir()}
     assert [name for name, mode in modes.items() if mode & 0o6002] == []
+
+
+REWRITES_A_PROGRAM = r"""
+import fs from 'node:fs';
+export default (input, ctx) => {
+  const program = ctx.paths.project + '/out/rootfs/program';
+  fs.writeFileSync(program, fs.readFileSync(program));
+  return fs.statSync(program).mode & 0o7777;
+};
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root keeps the set-ID bits through a write")
+def test_a_set_id_program_in_a_write_grant_loses_its_bits_when_rewritten(
+    project: Path, tmp_path: Path
+) -> None:
+    """In-process, root kept CAP_FSETID, and with it a file's set-ID bits through the tool's
+    writes: a root-owned 04755 program in the write grant (a root file system unpacked there)
+    rewritten with the tool's own code stayed 04755, for any local user to run as root. The
+    sandbox drops CAP_FSETID without the OS layer (the OS layer drops every capability)."""
+    (project / "out" / "rootfs").mkdir(parents=True)
+    program = project / "out" / "rootfs" / "program"
+    shutil.copy(shutil.which("true") or "/bin/true", program)
+    program.chmod(0o4755)
+    package = write_package(tmp_path / "packages", REWRITES_A_PROGRAM, permissions=GRANTS)
+    with SpliceRuntime(project_root=project, env={}, isolation="in-process") as runtime:
+        result = runtime.execute(runtime.load(package), "t", {})
+    assert result.ok, result.to_json()
+    assert result.output == 0o755
+    assert program.stat().st_mode & 0o7777 == 0o755
