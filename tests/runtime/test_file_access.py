@@ -364,7 +364,24 @@ export default async (input, ctx) => {
   // A path given as bytes (it was not looked at: Node threw uncaught again).
   seen.push(await new Promise((r) => fs.rm(Buffer.from(dir), opts, (e) => r(outcome(e)))));
   seen.push(await rm(Buffer.from(dir), opts).then(() => outcome(), outcome));
-  return { seen, kept: fs.readdirSync(dir) };
+  // Node read the path and options again, and threw uncaught when they answered otherwise: an
+  // object Node takes for a URL, a URL whose own pathname names the directory to Node only,
+  // `recursive` false to the host and true to Node; bytes that are not UTF-8 name no path.
+  const code = (e) => [e.code];
+  const duck = { href: 'file://' + dir, protocol: 'file:', hostname: '', pathname: dir };
+  seen.push(await new Promise((r) => fs.rm(duck, opts, (e) => r(code(e)))));
+  const url = new URL('file://' + dir);
+  let reads = 0;
+  const sub = ctx.paths.project + '/out/sub';
+  Object.defineProperty(url, 'pathname', { get: () => (reads++ === 0 ? sub : dir) });
+  seen.push(await rm(url, opts).then(() => outcome(), outcome));
+  let asked = 0;
+  const late = { get recursive() { asked += 1; return asked > 1; } };
+  seen.push(await new Promise((r) => fs.rm(dir, late, (e) => r(code(e)))));
+  seen.push(await rm(Buffer.from([...Buffer.from(dir + '/'), 0xff]), opts).then(outcome, code));
+  // Node's callback is the third argument, whatever follows it.
+  seen.push(await new Promise((r) => fs.rm(dir, opts, (e) => r(outcome(e)), 'x')));
+  return { seen, kept: fs.readdirSync(dir), sub: fs.existsSync(sub) };
 };
 """
 
@@ -374,14 +391,17 @@ def test_a_refused_recursive_removal_reaches_the_tool(run_tool, project: Path) -
     whatever it caught) and nothing is removed."""
     (project / "workspace").mkdir()
     (project / "workspace" / "keep.txt").write_text("kept", encoding="utf-8")
-    (project / "out").mkdir()
+    (project / "out" / "sub").mkdir(parents=True)
     result = run_tool(RECURSIVE_REMOVALS, permissions=GRANTS)
     assert result.ok, result.to_json()
     refused = ["ERR_ACCESS_DENIED", "FileSystemWrite", True]
     # A missing path is refused alike (Node answered ENOENT for it, and threw for the others).
+    # The URL removes what the host read it as; `recursive` read false is no recursive removal.
+    read_once = [["ERR_ACCESS_DENIED"], ["removed"], ["ERR_FS_EISDIR"], ["ERR_ACCESS_DENIED"]]
     assert result.output == {
-        "seen": [refused] * 4 + [["ERR_ACCESS_DENIED"]] + [refused] * 2,
+        "seen": [refused] * 4 + [["ERR_ACCESS_DENIED"]] + [refused] * 2 + read_once + [refused],
         "kept": ["keep.txt"],
+        "sub": False,
     }
 
 

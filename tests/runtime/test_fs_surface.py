@@ -160,6 +160,8 @@ export default async (input, ctx) => {
     outcomes.push(sync(() => fs.copyFileSync(ws + '/' + name, out + '/' + name + '.sync')));
     outcomes.push(await new Promise((r) => fs.copyFile(ws + '/' + name, out + '/' + name + '.cb', (e) => r(e ? e.code : 'copied'))));
     outcomes.push(await code(fs.promises.copyFile(ws + '/' + name, out + '/' + name + '.p')));
+    // Node takes a function third argument for the callback, whatever follows it.
+    outcomes.push(await new Promise((r) => fs.copyFile(ws + '/' + name, out + '/' + name + '.late', (e) => r(e ? e.code : 'copied'), 'x')));
     // A copy that would replace a file refuses with COPYFILE_EXCL, as Node's own does.
     outcomes.push(sync(() => fs.copyFileSync(ws + '/' + name, out + '/' + name + '.p', fs.constants.COPYFILE_EXCL)));
     // cpSync over a file copied in C++, where no chmod followed.
@@ -172,8 +174,10 @@ export default async (input, ctx) => {
 """
 
 
-# copyFileSync, copyFile, fs/promises copyFile, then a COPYFILE_EXCL copy over the last.
-COPIED = ["copied", "copied", "copied", "EEXIST"]
+# copyFileSync, copyFile, fs/promises copyFile, copyFile with an argument after its callback,
+# then a COPYFILE_EXCL copy over the third.
+COPIED = ["copied", "copied", "copied", "copied", "EEXIST"]
+FORMS = ("sync", "cb", "p", "late", "over")
 
 
 def _copy(
@@ -200,8 +204,7 @@ def test_a_copy_is_closed_to_other_users(project: Path, tmp_path: Path) -> None:
     outcomes, copies = _copy(project, tmp_path, ["open", "private"], rewrite=False)
     # cpSync's own chmod to 0666 after the copy is refused (file_modes.mjs).
     assert outcomes == [*COPIED, "ERR_ACCESS_DENIED", *COPIED, "copied"]
-    forms = ("sync", "cb", "p", "over")
-    assert sorted(copies) == sorted(f"{n}.{f}" for n in ("open", "private") for f in forms)
+    assert sorted(copies) == sorted(f"{n}.{f}" for n in ("open", "private") for f in FORMS)
     for name, stat in copies.items():
         # Others' write is always closed; the group's unless the program's umask opened it.
         expected = (0o600,) if name.startswith("private") else (0o644, 0o664)
@@ -223,7 +226,7 @@ def test_a_copy_keeps_no_set_id_bit_nor_another_owner(project: Path, tmp_path: P
     outcomes, copies = _copy(project, tmp_path, ["setid", "theirs"], rewrite=True)
     assert outcomes == [*COPIED, "ERR_ACCESS_DENIED", *COPIED, "copied"]
     setid = {n: s.st_mode & 0o7777 for n, s in copies.items() if n.startswith("setid")}
-    assert setid == {f"setid.{form}": 0o755 for form in ("sync", "cb", "p", "over")}
+    assert setid == {f"setid.{form}": 0o755 for form in FORMS}
     assert {s.st_uid for s in copies.values()} == {0}
 
 
@@ -254,3 +257,92 @@ def test_a_copy_killed_midway_leaves_no_set_id_file(project: Path, tmp_path: Pat
     left = {str(p.relative_to(project)): p.lstat().st_mode & 0o7777 for p in project.rglob("*")}
     assert left.pop("workspace/setid") == 0o4755
     assert [name for name, mode in left.items() if mode & 0o6000] == []
+
+
+COPIES_OVER_FILES = r"""
+import fs from 'node:fs';
+const sync = (f) => { try { f(); return 'copied'; } catch (e) { return e.code; } };
+// `${src}/` one byte past PATH_MAX: the host could not tell the source from a directory.
+const long = (dir, name) => {
+  const pad = 4095 - (dir.length + 1 + name.length);
+  return dir + '/' + (pad % 2 ? '/' : '') + './'.repeat(pad >> 1) + name;
+};
+export default (input, ctx) => {
+  const p = ctx.paths.project, out = p + '/out';
+  const outcomes = [];
+  for (const name of input.names) {
+    for (const way of ['long', 'alone', 'put back']) fs.writeFileSync(`${out}/${name}.${way}`, 'old');
+    outcomes.push(sync(() => fs.cpSync(long(p + '/workspace', name), `${out}/${name}.long`)));
+    // A file granted alone: the host could not resolve its directory.
+    outcomes.push(sync(() => fs.cpSync(`${p}/alone/${name}`, `${out}/${name}.alone`)));
+    // Node's Stats of the source runs a setter of Object.prototype after the host's filter.
+    let armed = false;
+    Object.defineProperty(Object.prototype, 'blksize', {
+      configurable: true,
+      set(value) {
+        Object.defineProperty(this, 'blksize', { value, writable: true, enumerable: true });
+        if (armed) fs.writeFileSync(`${out}/${name}.put back`, 'old');
+        armed = false;
+      },
+    });
+    const filter = () => { armed = true; return true; };
+    outcomes.push(sync(() => fs.cpSync(`${p}/workspace/${name}`, `${out}/${name}.put back`, { filter })));
+    delete Object.prototype.blksize;
+  }
+  return outcomes;
+};
+"""
+
+
+def test_cpsync_never_copies_over_a_file_itself(run_tool, project: Path) -> None:
+    """cpSync over a file the host's filter had not removed copied in C++ with the source's
+    mode: a 0666 source gave a copy other users may write (the OS layer too) and, as root
+    in-process, a set-user-ID program a 04755 copy. Such a file is refused EEXIST now; one
+    the filter removes is copied by the guarded copy, whose chmod refuses those modes."""
+    (project / "out").mkdir()
+    sources = {"open": 0o666}
+    if os.geteuid() == 0:
+        sources["setid"] = 0o4755
+    for directory in ("workspace", "alone"):
+        (project / directory).mkdir()
+        for name, mode in sources.items():
+            shutil.copy(shutil.which("true") or "/bin/true", project / directory / name)
+            (project / directory / name).chmod(mode)
+    grants = {"fs": {"read": ["workspace", *(f"alone/{n}" for n in sources)], "write": ["out"]}}
+    result = run_tool(COPIES_OVER_FILES, {"names": list(sources)}, permissions=grants)
+    assert result.ok, result.to_json()
+    assert result.output == ["ERR_FS_CP_EEXIST", "ERR_ACCESS_DENIED", "ERR_FS_CP_EEXIST"] * len(
+        sources
+    )
+    modes = {p.name: p.stat().st_mode & 0o7777 for p in (project / "out").iterdir()}
+    assert [name for name, mode in modes.items() if mode & 0o6002] == []
+
+
+REWRITES_A_PROGRAM = r"""
+import fs from 'node:fs';
+export default (input, ctx) => {
+  const program = ctx.paths.project + '/out/rootfs/program';
+  fs.writeFileSync(program, fs.readFileSync(program));
+  return fs.statSync(program).mode & 0o7777;
+};
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root keeps the set-ID bits through a write")
+def test_a_set_id_program_in_a_write_grant_loses_its_bits_when_rewritten(
+    project: Path, tmp_path: Path
+) -> None:
+    """In-process, root kept CAP_FSETID, and with it a file's set-ID bits through the tool's
+    writes: a root-owned 04755 program in the write grant (a root file system unpacked there)
+    rewritten with the tool's own code stayed 04755, for any local user to run as root. The
+    sandbox drops CAP_FSETID without the OS layer (the OS layer drops every capability)."""
+    (project / "out" / "rootfs").mkdir(parents=True)
+    program = project / "out" / "rootfs" / "program"
+    shutil.copy(shutil.which("true") or "/bin/true", program)
+    program.chmod(0o4755)
+    package = write_package(tmp_path / "packages", REWRITES_A_PROGRAM, permissions=GRANTS)
+    with SpliceRuntime(project_root=project, env={}, isolation="in-process") as runtime:
+        result = runtime.execute(runtime.load(package), "t", {})
+    assert result.ok, result.to_json()
+    assert result.output == 0o755
+    assert program.stat().st_mode & 0o7777 == 0o755

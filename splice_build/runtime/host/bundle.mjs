@@ -922,7 +922,8 @@ const { PromiseCtor, Uint8ArrayCtor, apply, builtin, getOwnPropertyDescriptor, h
 // for the host to check (a set-user-ID source made a 04755 copy over `out/a`; a 0666 one,
 // 0666). So the host's cpSync filter (fs_gaps.mjs) removes such a file first, as that copy
 // would: Node then finds no file there and copies by copyFileSync and chmodSync, both
-// guarded.
+// guarded; and Node is told not to copy over one (fs_gaps.mjs guardCopySync), so a file
+// found there after all is refused, never copied over in C++.
 
 const fs = builtin('node:fs');
 const { basename, dirname, join } = builtin('node:path');
@@ -1000,8 +1001,11 @@ function copyClosed(src, dest, flags) {
 }
 
 /** ``fs.copyFileSync``, ``fs.copyFile`` (``form`` callback) or fs/promises' ``copyFile``
- * (``form`` promise) copying as ``copyClosed`` does; a call without a callback goes to Node,
- * which refuses it before it copies anything. */
+ * (``form`` promise) copying as ``copyClosed`` does. The callback is where Node finds it:
+ * the third argument when it is a function (no mode), else the fourth; the host had taken
+ * the last one, and `copyFile(src, dest, callback, 'x')` went to Node, which copied with
+ * the source's mode and called back. A call without a callback goes to Node without one,
+ * and Node refuses it before it copies anything. */
 function guardCopyFile(fn, form) {
   return function copyFile(...args) {
     if (form === 'sync') return copyClosed(args[0], args[1], args[2]);
@@ -1013,11 +1017,13 @@ function guardCopyFile(fn, form) {
       }
       return settle(apply(promiseResolve, PromiseCtor, [undefined]));
     }
-    const callback = args[args.length - 1];
-    if (typeof callback !== 'function') return apply(fn, this, args);
+    const noMode = typeof args[2] === 'function';
+    const mode = noMode ? undefined : args[2];
+    const callback = noMode ? args[2] : args[3];
+    if (typeof callback !== 'function') return apply(fn, this, [args[0], args[1], mode, callback]);
     let err = null;
     try {
-      copyClosed(args[0], args[1], args.length > 3 ? args[2] : undefined);
+      copyClosed(args[0], args[1], mode);
     } catch (caught) {
       err = caught;
     }
@@ -1042,6 +1048,17 @@ function entry(path) {
   return join(apply(realpathNative, fs, [dirname(path)]), basename(path));
 }
 
+/** Whether ``a`` and ``b`` are one entry; a directory whose real path Node refuses to give
+ * (a file granted alone) holds no entry of the other's. */
+function oneEntry(a, b) {
+  try {
+    return entry(a) === entry(b);
+  } catch (err) {
+    ownCode(err);
+    return false;
+  }
+}
+
 /** Before `cpSync` (with ``force``) copies ``src`` to ``dest``: remove ``dest`` when it is
  * a file or a link and ``src`` is no directory, as Node's C++ copy over it would first
  * (see the top of this module). Nothing is removed where Node refuses the copy itself: a
@@ -1056,8 +1073,8 @@ function clearForCopy(src, dest, force) {
   } catch (err) {
     if (ownCode(err) !== 'ENOTDIR') return; // missing or refused: Node says so
   }
+  if (oneEntry(from, to)) return;
   try {
-    if (entry(from) === entry(to)) return;
     unlinkSync(to);
   } catch (err) {
     ownCode(err); // nothing there, or a directory: Node answers for it
@@ -1069,9 +1086,10 @@ return Object.freeze({ __proto__: null, guardCopyFile, clearForCopy, });
 // ---- fs_gaps.mjs
 const __host_fs_gaps = (() => {
 const { ACCESS_DENIED } = __host_codes;
+const { deniedError } = __host_module_guard;
 const { clearForCopy } = __host_file_copies;
 const { pathText } = __host_fs_paths;
-const { ErrorCtor, apply, builtin, keys, nextTick, rejected, safeGet, setOwn } = __host_pristine;
+const { ErrorCtor, apply, builtin, keys, nextTick, rejected, setOwn } = __host_pristine;
 // Where Node's own fs calls step around its permission model (Node 24.19), and the host
 // closes the gap before the call reaches Node.
 //
@@ -1094,7 +1112,11 @@ const { ErrorCtor, apply, builtin, keys, nextTick, rejected, safeGet, setOwn } =
 // here first, with Node's own error (`ERR_ACCESS_DENIED`, `FileSystemWrite`, the path), the
 // way Node refuses every other asynchronous call: in the callback, on the next tick, or as
 // the promise's rejection. Node still checks every removal it makes; this only answers first
-// where its answer would not reach the tool.
+// where its answer would not reach the tool. What the host looks at, Node is then given: the
+// path as the string the host checked and the options as a copy it read once. Node read the
+// tool's own again, and a getter (a URL's own `pathname`, an object Node takes for a URL,
+// `recursive`) that answered the host one thing and Node another threw uncaught all the same;
+// bytes that are not UTF-8 name no path the host can check, and are refused.
 
 const { isPromise } = builtin('node:util').types;
 const { resolve } = builtin('node:path');
@@ -1104,23 +1126,36 @@ const cwd = process.cwd;
 const permission = process.permission;
 const permissionHas = permission === undefined ? undefined : permission.has;
 
-/** The path Node's permission model checks for ``path``, or undefined when it is no path
- * fs_paths.mjs reads (Node then refuses or checks it itself). */
-function checkedPath(path) {
-  const text = pathText(path);
-  if (text === undefined) return undefined;
-  return apply(resolve, undefined, [apply(cwd, process, []), text]);
+/** ``options``' own enumerable properties in a null-prototype copy, each read once, as
+ * Node's own spread of them reads them. */
+function ownCopy(options) {
+  const copy = { __proto__: null };
+  const names = keys(options);
+  for (let i = 0; i < names.length; i += 1) setOwn(copy, names[i], options[names[i]]);
+  return copy;
 }
 
-/** Node's refusal of a write to ``path``, when a recursive removal of it would be one Node
- * throws uncaught (readable, not writable); null otherwise. */
-function refusedRemoval(path, options) {
+/** Node's refusal of a write to the path of a removal's ``args`` (path, options, …), when a
+ * recursive removal of it would be one Node throws uncaught (readable, not writable); null
+ * otherwise. ``args`` then hold what the host looked at: the options copied, and the path of
+ * a recursive removal as its string (see the top of this module). */
+function refusedRemoval(args) {
   if (permissionHas === undefined) return null;
-  if (options === null || typeof options !== 'object' || !safeGet(options, 'recursive')) {
-    return null;
+  const options = args[1];
+  if (options === null || typeof options !== 'object') return null;
+  const copy = ownCopy(options);
+  args[1] = copy;
+  if (!copy.recursive) return null;
+  const path = args[0];
+  const text = pathText(path);
+  if (text === undefined) {
+    // Bytes that are not UTF-8, or an object Node might still read as a URL (anything else
+    // Node refuses itself, at once).
+    const object = (typeof path === 'object' && path !== null) || typeof path === 'function';
+    return object ? deniedError('a recursive removal of a path the host cannot read') : null;
   }
-  const resource = checkedPath(path);
-  if (resource === undefined) return null;
+  args[0] = text;
+  const resource = apply(resolve, undefined, [apply(cwd, process, []), text]);
   if (!apply(permissionHas, permission, ['fs.read', resource])) return null;
   if (apply(permissionHas, permission, ['fs.write', resource])) return null;
   const err = new ErrorCtor(
@@ -1132,11 +1167,13 @@ function refusedRemoval(path, options) {
   return err;
 }
 
-/** ``fs.rm``/``fs.rmdir`` (a callback last) refusing first as ``refusedRemoval`` says. */
+/** ``fs.rm``/``fs.rmdir`` (path, options, callback) refusing first as ``refusedRemoval``
+ * says. The callback is the third argument, where Node finds it (options being no function
+ * then): taken from the last, `rm(dir, options, callback, 'x')` went to Node uncaught. */
 function guardCallbackRemoval(fn) {
   return function remove(...args) {
-    const callback = args[args.length - 1];
-    const err = args.length > 2 ? refusedRemoval(args[0], args[1]) : null;
+    const callback = args[2];
+    const err = args.length > 2 ? refusedRemoval(args) : null;
     if (err !== null && typeof callback === 'function') {
       apply(nextTick, process, [callback, err]);
       return undefined;
@@ -1148,7 +1185,7 @@ function guardCallbackRemoval(fn) {
 /** ``fs.promises.rm``/``rmdir`` rejecting first as ``refusedRemoval`` says. */
 function guardPromiseRemoval(fn) {
   return function remove(...args) {
-    const err = refusedRemoval(args[0], args[1]);
+    const err = refusedRemoval(args);
     if (err !== null) return rejected(err);
     return apply(fn, this, args);
   };
@@ -1170,20 +1207,33 @@ function hostFilter(filter, force) {
 }
 
 /** ``fs.cpSync`` always given a filter of the host's, so that Node copies by its checked
- * walk. Options that are not an object go to Node as they are (it refuses them); an object's
- * own enumerable options are copied, as Node's own spread of them does. */
+ * walk, and never allowed to copy over a file itself. Options that are not an object go to
+ * Node as they are (it refuses them); an object's own enumerable options are copied, as
+ * Node's own spread of them does.
+ *
+ * A file found where Node copies one (`force`, its default) is removed by the host's filter,
+ * but Node looks again after the filter (its `lstat`), and what it finds there it copies
+ * over in C++ (`cpSyncOverrideFile`, see file_copies.mjs), with the source's mode. The
+ * filter's removal left files there: a source path of 4,095 bytes (`${src}/` too long to
+ * tell a directory) or a file granted alone (its directory's real path refused), and a
+ * setter of the tool's on `Object.prototype`, run by Node's `Stats` of the source after the
+ * filter, put one back; as root and in-process a set-user-ID program copied so was 04755.
+ * So Node is given `force: false` and `errorOnExist: true`: a file the filter did not
+ * clear is refused `EEXIST`, never copied over. */
 function guardCopySync(fn) {
   return function cpSync(...args) {
     const options = args[2];
     if (options === undefined || (options !== null && typeof options === 'object')) {
-      const copy = { __proto__: null };
-      if (options !== undefined) {
-        const names = keys(options);
-        for (let i = 0; i < names.length; i += 1) setOwn(copy, names[i], options[names[i]]);
-      }
-      const filter = copy.filter;
+      const copy = options === undefined ? { __proto__: null } : ownCopy(options);
+      const { filter, force, errorOnExist } = copy;
       if (filter === undefined || typeof filter === 'function') {
-        setOwn(copy, 'filter', hostFilter(filter, copy.force));
+        setOwn(copy, 'filter', hostFilter(filter, force));
+      }
+      // Anything else than a boolean or nothing goes to Node, which refuses it.
+      if ((force === undefined || force === true)
+        && (errorOnExist === undefined || typeof errorOnExist === 'boolean')) {
+        setOwn(copy, 'force', false);
+        setOwn(copy, 'errorOnExist', true);
       }
       args[2] = copy;
     }
@@ -1262,11 +1312,12 @@ function refuse(fd, name, args) {
   apply(nextTick, process, [callback, err]);
 }
 
-/** Count an asynchronous operation on the tool's ``fd``: its callback (the last of ``args``)
- * is wrapped to end it. Returns a function that ends it now (the call threw). */
+/** Count an asynchronous operation on the tool's ``fd``: every function among ``args`` is
+ * wrapped to end it, since Node does not always call the last one (`fs.read(fd, buffer, 0,
+ * 6, 0, callback, 'x')` calls the sixth: taken from the last, such a read went uncounted and
+ * a closeSync freed its number while it was queued). Returns a function that ends it now
+ * (the call threw). */
 function track(fd, args) {
-  const last = args.length - 1;
-  const callback = args[last];
   const count = apply(mapGet, inFlight, [fd]);
   apply(mapSet, inFlight, [fd, count === undefined ? 1 : count + 1]);
   let ended = false;
@@ -1275,11 +1326,21 @@ function track(fd, args) {
     ended = true;
     endOperation(fd);
   };
-  args[last] = function operationDone(...results) {
-    end();
-    return apply(callback, this, results);
-  };
+  for (let i = 1; i < args.length; i += 1) {
+    const callback = args[i];
+    if (typeof callback !== 'function') continue;
+    args[i] = function operationDone(...results) {
+      end();
+      return apply(callback, this, results);
+    };
+  }
   return end;
+}
+
+/** Whether ``args`` hold a function after the descriptor (a callback Node may call). */
+function anyFunction(args) {
+  for (let i = 1; i < args.length; i += 1) if (typeof args[i] === 'function') return true;
+  return false;
 }
 
 /** One operation on ``fd`` ended: the last one makes a waiting close. */
@@ -1305,7 +1366,7 @@ function endOperation(fd) {
 function callCounted(fn, name, self, args) {
   const fd = args[0];
   const counted = typeof fd === 'number' && apply(mapHas, opened, [fd])
-    && typeof args[args.length - 1] === 'function' && !apply(stringEndsWith, name, ['Sync']);
+    && !apply(stringEndsWith, name, ['Sync']) && anyFunction(args);
   if (!counted) return apply(fn, self, args);
   const end = track(fd, args);
   try {

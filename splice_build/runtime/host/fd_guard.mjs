@@ -72,11 +72,12 @@ function refuse(fd, name, args) {
   apply(nextTick, process, [callback, err]);
 }
 
-/** Count an asynchronous operation on the tool's ``fd``: its callback (the last of ``args``)
- * is wrapped to end it. Returns a function that ends it now (the call threw). */
+/** Count an asynchronous operation on the tool's ``fd``: every function among ``args`` is
+ * wrapped to end it, since Node does not always call the last one (`fs.read(fd, buffer, 0,
+ * 6, 0, callback, 'x')` calls the sixth: taken from the last, such a read went uncounted and
+ * a closeSync freed its number while it was queued). Returns a function that ends it now
+ * (the call threw). */
 function track(fd, args) {
-  const last = args.length - 1;
-  const callback = args[last];
   const count = apply(mapGet, inFlight, [fd]);
   apply(mapSet, inFlight, [fd, count === undefined ? 1 : count + 1]);
   let ended = false;
@@ -85,11 +86,21 @@ function track(fd, args) {
     ended = true;
     endOperation(fd);
   };
-  args[last] = function operationDone(...results) {
-    end();
-    return apply(callback, this, results);
-  };
+  for (let i = 1; i < args.length; i += 1) {
+    const callback = args[i];
+    if (typeof callback !== 'function') continue;
+    args[i] = function operationDone(...results) {
+      end();
+      return apply(callback, this, results);
+    };
+  }
   return end;
+}
+
+/** Whether ``args`` hold a function after the descriptor (a callback Node may call). */
+function anyFunction(args) {
+  for (let i = 1; i < args.length; i += 1) if (typeof args[i] === 'function') return true;
+  return false;
 }
 
 /** One operation on ``fd`` ended: the last one makes a waiting close. */
@@ -115,7 +126,7 @@ function endOperation(fd) {
 function callCounted(fn, name, self, args) {
   const fd = args[0];
   const counted = typeof fd === 'number' && apply(mapHas, opened, [fd])
-    && typeof args[args.length - 1] === 'function' && !apply(stringEndsWith, name, ['Sync']);
+    && !apply(stringEndsWith, name, ['Sync']) && anyFunction(args);
   if (!counted) return apply(fn, self, args);
   const end = track(fd, args);
   try {

@@ -26,7 +26,8 @@
 // for the host to check (a set-user-ID source made a 04755 copy over `out/a`; a 0666 one,
 // 0666). So the host's cpSync filter (fs_gaps.mjs) removes such a file first, as that copy
 // would: Node then finds no file there and copies by copyFileSync and chmodSync, both
-// guarded.
+// guarded; and Node is told not to copy over one (fs_gaps.mjs guardCopySync), so a file
+// found there after all is refused, never copied over in C++.
 import { deniedError } from './module_guard.mjs';
 import { CLOSED } from './file_modes.mjs';
 import { pathText } from './fs_paths.mjs';
@@ -111,8 +112,11 @@ function copyClosed(src, dest, flags) {
 }
 
 /** ``fs.copyFileSync``, ``fs.copyFile`` (``form`` callback) or fs/promises' ``copyFile``
- * (``form`` promise) copying as ``copyClosed`` does; a call without a callback goes to Node,
- * which refuses it before it copies anything. */
+ * (``form`` promise) copying as ``copyClosed`` does. The callback is where Node finds it:
+ * the third argument when it is a function (no mode), else the fourth; the host had taken
+ * the last one, and `copyFile(src, dest, callback, 'x')` went to Node, which copied with
+ * the source's mode and called back. A call without a callback goes to Node without one,
+ * and Node refuses it before it copies anything. */
 export function guardCopyFile(fn, form) {
   return function copyFile(...args) {
     if (form === 'sync') return copyClosed(args[0], args[1], args[2]);
@@ -124,11 +128,13 @@ export function guardCopyFile(fn, form) {
       }
       return settle(apply(promiseResolve, PromiseCtor, [undefined]));
     }
-    const callback = args[args.length - 1];
-    if (typeof callback !== 'function') return apply(fn, this, args);
+    const noMode = typeof args[2] === 'function';
+    const mode = noMode ? undefined : args[2];
+    const callback = noMode ? args[2] : args[3];
+    if (typeof callback !== 'function') return apply(fn, this, [args[0], args[1], mode, callback]);
     let err = null;
     try {
-      copyClosed(args[0], args[1], args.length > 3 ? args[2] : undefined);
+      copyClosed(args[0], args[1], mode);
     } catch (caught) {
       err = caught;
     }
@@ -153,6 +159,17 @@ function entry(path) {
   return join(apply(realpathNative, fs, [dirname(path)]), basename(path));
 }
 
+/** Whether ``a`` and ``b`` are one entry; a directory whose real path Node refuses to give
+ * (a file granted alone) holds no entry of the other's. */
+function oneEntry(a, b) {
+  try {
+    return entry(a) === entry(b);
+  } catch (err) {
+    ownCode(err);
+    return false;
+  }
+}
+
 /** Before `cpSync` (with ``force``) copies ``src`` to ``dest``: remove ``dest`` when it is
  * a file or a link and ``src`` is no directory, as Node's C++ copy over it would first
  * (see the top of this module). Nothing is removed where Node refuses the copy itself: a
@@ -167,8 +184,8 @@ export function clearForCopy(src, dest, force) {
   } catch (err) {
     if (ownCode(err) !== 'ENOTDIR') return; // missing or refused: Node says so
   }
+  if (oneEntry(from, to)) return;
   try {
-    if (entry(from) === entry(to)) return;
     unlinkSync(to);
   } catch (err) {
     ownCode(err); // nothing there, or a directory: Node answers for it

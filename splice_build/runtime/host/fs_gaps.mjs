@@ -20,12 +20,17 @@
 // here first, with Node's own error (`ERR_ACCESS_DENIED`, `FileSystemWrite`, the path), the
 // way Node refuses every other asynchronous call: in the callback, on the next tick, or as
 // the promise's rejection. Node still checks every removal it makes; this only answers first
-// where its answer would not reach the tool.
+// where its answer would not reach the tool. What the host looks at, Node is then given: the
+// path as the string the host checked and the options as a copy it read once. Node read the
+// tool's own again, and a getter (a URL's own `pathname`, an object Node takes for a URL,
+// `recursive`) that answered the host one thing and Node another threw uncaught all the same;
+// bytes that are not UTF-8 name no path the host can check, and are refused.
 import { ACCESS_DENIED } from './codes.mjs';
+import { deniedError } from './module_guard.mjs';
 import { clearForCopy } from './file_copies.mjs';
 import { pathText } from './fs_paths.mjs';
 import {
-  ErrorCtor, apply, builtin, keys, nextTick, rejected, safeGet, setOwn,
+  ErrorCtor, apply, builtin, keys, nextTick, rejected, setOwn,
 } from './pristine.mjs';
 
 const { isPromise } = builtin('node:util').types;
@@ -36,23 +41,36 @@ const cwd = process.cwd;
 const permission = process.permission;
 const permissionHas = permission === undefined ? undefined : permission.has;
 
-/** The path Node's permission model checks for ``path``, or undefined when it is no path
- * fs_paths.mjs reads (Node then refuses or checks it itself). */
-function checkedPath(path) {
-  const text = pathText(path);
-  if (text === undefined) return undefined;
-  return apply(resolve, undefined, [apply(cwd, process, []), text]);
+/** ``options``' own enumerable properties in a null-prototype copy, each read once, as
+ * Node's own spread of them reads them. */
+function ownCopy(options) {
+  const copy = { __proto__: null };
+  const names = keys(options);
+  for (let i = 0; i < names.length; i += 1) setOwn(copy, names[i], options[names[i]]);
+  return copy;
 }
 
-/** Node's refusal of a write to ``path``, when a recursive removal of it would be one Node
- * throws uncaught (readable, not writable); null otherwise. */
-export function refusedRemoval(path, options) {
+/** Node's refusal of a write to the path of a removal's ``args`` (path, options, …), when a
+ * recursive removal of it would be one Node throws uncaught (readable, not writable); null
+ * otherwise. ``args`` then hold what the host looked at: the options copied, and the path of
+ * a recursive removal as its string (see the top of this module). */
+export function refusedRemoval(args) {
   if (permissionHas === undefined) return null;
-  if (options === null || typeof options !== 'object' || !safeGet(options, 'recursive')) {
-    return null;
+  const options = args[1];
+  if (options === null || typeof options !== 'object') return null;
+  const copy = ownCopy(options);
+  args[1] = copy;
+  if (!copy.recursive) return null;
+  const path = args[0];
+  const text = pathText(path);
+  if (text === undefined) {
+    // Bytes that are not UTF-8, or an object Node might still read as a URL (anything else
+    // Node refuses itself, at once).
+    const object = (typeof path === 'object' && path !== null) || typeof path === 'function';
+    return object ? deniedError('a recursive removal of a path the host cannot read') : null;
   }
-  const resource = checkedPath(path);
-  if (resource === undefined) return null;
+  args[0] = text;
+  const resource = apply(resolve, undefined, [apply(cwd, process, []), text]);
   if (!apply(permissionHas, permission, ['fs.read', resource])) return null;
   if (apply(permissionHas, permission, ['fs.write', resource])) return null;
   const err = new ErrorCtor(
@@ -64,11 +82,13 @@ export function refusedRemoval(path, options) {
   return err;
 }
 
-/** ``fs.rm``/``fs.rmdir`` (a callback last) refusing first as ``refusedRemoval`` says. */
+/** ``fs.rm``/``fs.rmdir`` (path, options, callback) refusing first as ``refusedRemoval``
+ * says. The callback is the third argument, where Node finds it (options being no function
+ * then): taken from the last, `rm(dir, options, callback, 'x')` went to Node uncaught. */
 export function guardCallbackRemoval(fn) {
   return function remove(...args) {
-    const callback = args[args.length - 1];
-    const err = args.length > 2 ? refusedRemoval(args[0], args[1]) : null;
+    const callback = args[2];
+    const err = args.length > 2 ? refusedRemoval(args) : null;
     if (err !== null && typeof callback === 'function') {
       apply(nextTick, process, [callback, err]);
       return undefined;
@@ -80,7 +100,7 @@ export function guardCallbackRemoval(fn) {
 /** ``fs.promises.rm``/``rmdir`` rejecting first as ``refusedRemoval`` says. */
 export function guardPromiseRemoval(fn) {
   return function remove(...args) {
-    const err = refusedRemoval(args[0], args[1]);
+    const err = refusedRemoval(args);
     if (err !== null) return rejected(err);
     return apply(fn, this, args);
   };
@@ -102,20 +122,33 @@ function hostFilter(filter, force) {
 }
 
 /** ``fs.cpSync`` always given a filter of the host's, so that Node copies by its checked
- * walk. Options that are not an object go to Node as they are (it refuses them); an object's
- * own enumerable options are copied, as Node's own spread of them does. */
+ * walk, and never allowed to copy over a file itself. Options that are not an object go to
+ * Node as they are (it refuses them); an object's own enumerable options are copied, as
+ * Node's own spread of them does.
+ *
+ * A file found where Node copies one (`force`, its default) is removed by the host's filter,
+ * but Node looks again after the filter (its `lstat`), and what it finds there it copies
+ * over in C++ (`cpSyncOverrideFile`, see file_copies.mjs), with the source's mode. The
+ * filter's removal left files there: a source path of 4,095 bytes (`${src}/` too long to
+ * tell a directory) or a file granted alone (its directory's real path refused), and a
+ * setter of the tool's on `Object.prototype`, run by Node's `Stats` of the source after the
+ * filter, put one back; as root and in-process a set-user-ID program copied so was 04755.
+ * So Node is given `force: false` and `errorOnExist: true`: a file the filter did not
+ * clear is refused `EEXIST`, never copied over. */
 export function guardCopySync(fn) {
   return function cpSync(...args) {
     const options = args[2];
     if (options === undefined || (options !== null && typeof options === 'object')) {
-      const copy = { __proto__: null };
-      if (options !== undefined) {
-        const names = keys(options);
-        for (let i = 0; i < names.length; i += 1) setOwn(copy, names[i], options[names[i]]);
-      }
-      const filter = copy.filter;
+      const copy = options === undefined ? { __proto__: null } : ownCopy(options);
+      const { filter, force, errorOnExist } = copy;
       if (filter === undefined || typeof filter === 'function') {
-        setOwn(copy, 'filter', hostFilter(filter, copy.force));
+        setOwn(copy, 'filter', hostFilter(filter, force));
+      }
+      // Anything else than a boolean or nothing goes to Node, which refuses it.
+      if ((force === undefined || force === true)
+        && (errorOnExist === undefined || typeof errorOnExist === 'boolean')) {
+        setOwn(copy, 'force', false);
+        setOwn(copy, 'errorOnExist', true);
       }
       args[2] = copy;
     }

@@ -1,7 +1,8 @@
 """The code run in a sandbox child between fork and exec (``preexec_fn``), and its probe.
 
-Without the OS layer the child arms the parent-death signal, sets the resource limits and
-``no_new_privs`` and execs Node. With it (``IsolationPlan.os_layer``):
+Without the OS layer the child arms the parent-death signal, takes ``CAP_FSETID`` from the
+bounding set when it runs as root, sets the resource limits and ``no_new_privs`` and execs
+Node. With it (``IsolationPlan.os_layer``):
 
 1. the child (C1, the process ``Popen`` started) arms the parent-death signal and enters new
    user, PID, IPC, mount and network namespaces (the network one has only ``lo``, down,
@@ -182,6 +183,12 @@ def make_preexec(
                     os.write(report_fd, fileview.failure_report(exc))
                 raise
             kernel.drop_capabilities(plan.last_cap)
+        elif kernel is not None and os.geteuid() == 0:
+            # Root keeps its capabilities without the OS layer, and with CAP_FSETID a file's
+            # set-ID bits through the tool's writes: a tool rewrote a root-owned 04755
+            # program in its write grant with its own code, still 04755 (file_modes.mjs
+            # refuses only the bits a tool would set).
+            kernel.drop_fsetid()
         if plan.no_new_privs and kernel is not None:
             kernel.no_new_privs()
         close_to_others()

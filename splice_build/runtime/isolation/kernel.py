@@ -99,10 +99,13 @@ _MACHINES = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64
 # <linux/prctl.h>
 _PR_SET_PDEATHSIG = 1
 _PR_SET_NAME = 15
+_PR_CAPBSET_READ = 23
 _PR_CAPBSET_DROP = 24
 _PR_SET_NO_NEW_PRIVS = 38
 _PR_CAP_AMBIENT = 47
 _PR_CAP_AMBIENT_CLEAR_ALL = 4
+# <linux/capability.h>
+_CAP_FSETID = 4
 _SIG_DFL = 0
 _SIG_IGN = 1
 
@@ -330,6 +333,13 @@ class Kernel:
             self._libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0),
             "clear ambient capabilities",
         )
+
+    def drop_fsetid(self) -> None:
+        """Take ``CAP_FSETID`` from the bounding set where it is: a program root execs then
+        has none, and the kernel clears a file's set-ID bits when it writes the file, as it
+        does for every other user."""
+        if self._libc.prctl(_PR_CAPBSET_READ, _CAP_FSETID, 0, 0, 0) == 1:
+            self._prctl(_PR_CAPBSET_DROP, _CAP_FSETID, "drop CAP_FSETID")
 
     def no_new_privs(self) -> None:
         """No exec can gain privileges again (set-uid bits and file capabilities ignored)."""
