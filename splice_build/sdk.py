@@ -608,21 +608,25 @@ class Splice:
         An install or removal in another process (``splice add`` while ``splice mcp``
         serves) can be halfway through its swap when the files are hashed, or commit just
         after the lock was read: the copy is then missing or does not match that lock for an
-        instant. So a failed check is made once more after any transaction in progress has
-        finished (``_recovered`` waits for the project lock while ``.splice/tmp`` exists),
-        against the lock as it is then; a package really modified fails both times."""
-        from splice_build.install.derived import require_derived
-
+        instant, or its grant not recorded yet. So a failed check is made once more after any
+        transaction in progress has finished (``_recovered`` waits for the project lock while
+        ``.splice/tmp`` exists, and the record is written before it goes:
+        install/transaction.py ``apply``), against the lock and grants as they are then; a
+        package really modified fails both times."""
         try:
-            installed = check_installed(
-                self.layout, package_id, lock.get(package_id), home=self.home.path
-            )
+            return self._checked(lock.get(package_id), package_id, grants)
         except SpliceError:
             self._recovered()
             from splice_build.project.lockfile import load_lockfile
 
-            entry = load_lockfile(self.project_root).get(package_id)
-            installed = check_installed(self.layout, package_id, entry, home=self.home.path)
+            return self._checked(load_lockfile(self.project_root).get(package_id), package_id)
+
+    def _checked(
+        self, entry: LockEntry | None, package_id: str, grants: GrantSources | None = None
+    ) -> InstalledPackage:
+        from splice_build.install.derived import require_derived
+
+        installed = check_installed(self.layout, package_id, entry, home=self.home.path)
         require_derived(self.home.path, installed)
         self._require_listed(installed, grants)
         return installed
@@ -812,7 +816,30 @@ class Splice:
         Raises the ``resolve_tool`` errors before any code runs; tool failures are results.
         """
         pkg, tool = self.resolve_tool(ref)
-        return self.run_resolved(pkg, tool, input)
+        result = self.run_resolved(pkg, tool, input)
+        if self._replaced_during(pkg, result):
+            pkg, tool = self.resolve_tool(ref)
+            result = self.run_resolved(pkg, tool, input)
+        return result
+
+    def _replaced_during(self, pkg: InstalledPackage, result: ToolResult) -> bool:
+        """Whether ``result`` failed because another process replaced ``pkg`` after its
+        check (``splice update`` while ``splice mcp`` serves): its process found other files
+        than those checked (``INSTALLED_PACKAGE_MODIFIED``, no job sent) or the old copy's
+        files gone as it loaded them (``TOOL_LOAD_FAILED``), and the lock, read once that
+        change has finished, pins another copy. The call is then made again, checked anew
+        against the new copy and its grant."""
+        if result.ok or result.error is None:
+            return False
+        if result.error.code not in (
+            ErrorCode.INSTALLED_PACKAGE_MODIFIED,
+            ErrorCode.TOOL_LOAD_FAILED,
+        ):
+            return False
+        from splice_build.project.lockfile import load_lockfile
+
+        self._recovered()
+        return load_lockfile(self.project_root).get(pkg.id) != pkg.lock_entry
 
     async def run_async(self, ref: str, input: Mapping[str, object]) -> ToolResult:
         """``run`` for asyncio: in a worker thread (the event loop goes on), and cancelling

@@ -398,11 +398,15 @@ class Installer:
         )
         return Checked(target, fetched, verified, entry, previous, signature_line)
 
-    def swap_in(self, checked: Sequence[Checked]) -> dict[str, InstallReport]:
+    def swap_in(
+        self, checked: Sequence[Checked], granted: Mapping[str, Permissions]
+    ) -> dict[str, InstallReport]:
         """(8) every checked package staged, then all swapped in with their lock entries in
         one journaled transaction: one ``splice.lock`` write commits them all, so a failure
         while staging or swapping any of them (a full disk, a file in the way) leaves every
-        one as it was, as a refusal by a check does."""
+        one as it was, as a refusal by a check does. ``granted`` is recorded
+        (:meth:`record_consent`) at the commit, before the transaction ends: a call checking
+        a new copy in between would find no grant for it."""
         staged: list[tuple[Checked, Path]] = []
         try:
             for one in checked:
@@ -420,7 +424,9 @@ class Installer:
             if one.target.range_text is not None:
                 ranges[package_id] = one.target.range_text
             swaps.append(transaction.swap_for(self.layout, package_id, path))
-        transaction.apply(self.layout, swaps, lock_after, ranges)
+        transaction.apply(
+            self.layout, swaps, lock_after, ranges, on_commit=lambda: self.record_consent(granted)
+        )
         return {
             one.target.package_id: report_for(
                 one.verified.manifest,

@@ -151,10 +151,14 @@ def apply(
     swaps: Sequence[Swap],
     lock_after: Lockfile,
     ranges: Mapping[str, str | None],
+    on_commit: Callable[[], None] | None = None,
 ) -> None:
     """Run steps 2–5 of the module docstring; on any failure roll back and re-raise.
 
-    ``ranges``: the ``splice.json`` packages to set (id → range) or drop (id → None)."""
+    ``ranges``: the ``splice.json`` packages to set (id → range) or drop (id → None).
+    ``on_commit``: run once ``splice.lock`` is committed, while ``.splice/tmp`` is still
+    there: a reader whose check fails waits for it to go (sdk.py ``_recovered``), so what is
+    written here (the consent record) is read with the lock it goes with."""
     journal = {
         "swaps": [s.to_json() for s in swaps],
         "lock": lock_after.to_json(),
@@ -174,6 +178,8 @@ def apply(
         # of its directory): the change is committed, so it is never undone here; the
         # journal stays and the next command's recovery finishes it, as after a crash.
         raise
+    if on_commit is not None:
+        on_commit()
     _finish(layout, swaps, ranges)
 
 

@@ -450,12 +450,14 @@ class SpliceTaskLoader(TaskLoader2):
             if self.workspace.check:
                 return
             new = [one for one in checked.values() if one is not None]
-            if new:
-                run.reports.update(run.installer.swap_in(new))
+            granted = _granted_now(run, checked)
+            if new:  # recorded as the new copies commit
+                run.reports.update(run.installer.swap_in(new, granted))
             for package_id in run.ids:
                 if checked[package_id] is None:
                     self._keep_one(run, package_id)
-            run.installer.record_consent(_granted_now(run, checked))
+            if not new:
+                run.installer.record_consent(granted)
 
         deps = [task_name("lock", run), task_name("verify", run)]
         deps += [f"fetch:{package_id}" for package_id in run.ids]
