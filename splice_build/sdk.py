@@ -625,11 +625,12 @@ class Splice:
         self, entry: LockEntry | None, package_id: str, grants: GrantSources | None = None
     ) -> InstalledPackage:
         from splice_build.install.derived import require_derived
+        from splice_build.records import replace
 
         installed = check_installed(self.layout, package_id, entry, home=self.home.path)
         require_derived(self.home.path, installed)
-        self._require_listed(installed, grants)
-        return installed
+        links = self._require_listed(installed, grants)
+        return replace(installed, accepted_links=tuple(links.items())) if links else installed
 
     def _grant_sources(self) -> GrantSources:
         """``splice.json`` and this machine's consent record of the project
@@ -642,12 +643,18 @@ class Splice:
 
     def _require_listed(
         self, installed: InstalledPackage, grants: GrantSources | None = None
-    ) -> None:
+    ) -> Mapping[str, str]:
         """A package ``splice.json`` does not list runs only when it asks for nothing
         (install/consent.py ``require_listed``), and a listed one only within what this
-        machine recorded granting it (``require_recorded``); ``grants``: both as
-        :meth:`_grant_sources` reads them, else read now."""
-        from splice_build.install.consent import require_listed, require_recorded
+        machine recorded granting it (``require_recorded``), each file grant leading out of
+        the project only where the record accepted it leading (``require_links_accepted``);
+        ``grants``: both as :meth:`_grant_sources` reads them, else read now. Returns the
+        links the record accepted, which the runtime checks again at each call."""
+        from splice_build.install.consent import (
+            require_links_accepted,
+            require_listed,
+            require_recorded,
+        )
 
         project, record = self._grant_sources() if grants is None else grants
         listed = installed.id in project.packages
@@ -655,6 +662,9 @@ class Splice:
         require_listed(installed.id, installed.version, requested, listed)
         recorded = None if record is None else record.grant_for(installed.id)
         require_recorded(installed.id, installed.version, requested, recorded)
+        links = None if record is None else record.links_for(installed.id)
+        require_links_accepted(installed.id, installed.version, requested, self.project_root, links)
+        return links or {}
 
     def installed(self) -> list[InstalledPackage]:
         """Packages passing the files-digest and grant checks (others are silently skipped)."""
@@ -749,7 +759,9 @@ class Splice:
         pkg = self.check(PackageId.parse(ref).id)
         files = pkg.lock_entry.known(pkg.id).files
         real = Path(os.path.realpath(pkg.directory))
-        return self._runtime(real).load_verified(real, files, pkg.manifest)
+        return self._runtime(real).load_verified(
+            real, files, pkg.manifest, accepted_links=pkg.accepted_links
+        )
 
     def _runtime(self, package_dir: Path) -> SpliceRuntime:
         """The runtime of the project ``package_dir`` (a real path, as the package was just
@@ -875,7 +887,12 @@ class Splice:
         """Run ``tool`` of a package that ``resolve_tool`` has just checked (no second hash)."""
         real = Path(os.path.realpath(pkg.directory))
         runtime = self._runtime(real)
-        loaded = runtime.load_verified(real, pkg.lock_entry.known(pkg.id).files, pkg.manifest)
+        loaded = runtime.load_verified(
+            real,
+            pkg.lock_entry.known(pkg.id).files,
+            pkg.manifest,
+            accepted_links=pkg.accepted_links,
+        )
         # A mapping is copied; anything else goes as it is, so the input check refuses it
         # (INVALID_INPUT) instead of dict() turning a list of pairs into an object.
         try:

@@ -209,6 +209,12 @@ class LineClient:
     def request(self, message: Mapping[str, Any]) -> None:
         self.send(json.dumps(message).encode() + b"\n")
 
+    def initialize(self) -> None:
+        """The MCP handshake (request id 1), its answer a result."""
+        init = {"protocolVersion": "2025-11-25", "capabilities": {}}
+        self.request({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init})
+        assert "result" in self.receive()
+
     def receive(self, timeout: float = 20.0) -> dict[str, Any]:
         assert self.process.stdout is not None
         result: list[bytes] = []

@@ -6,12 +6,15 @@ that receives the ``describe`` lines of what is new and ``"id@version"``. Withou
 install stops with ``PERMISSIONS_NOT_ACCEPTED`` before anything is written. Upgrades within
 the existing grant need no consent. Nothing that reaches the project's own state or
 SPLICE_HOME is ever asked for (``INVALID_MANIFEST``, spec/project_state.py), and the lines
-show the exact paths the runtime would grant in this project.
+show the exact paths the runtime would grant in this project. A file grant whose real path
+leaves the project (through a symbolic link) is asked for, with where it leads, unless this
+machine's consent record names it with that same real path (spec/outside_grants.py): what the
+lock grants says nothing of where a link of the checkout leads.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,14 +27,39 @@ Accept = bool | Callable[[list[str], str], bool]
 
 
 def ungranted_lines(
-    requested: Permissions, granted: Permissions | None, root: Path | None = None
+    requested: Permissions,
+    granted: Permissions | None,
+    root: Path | None = None,
+    links: Mapping[str, str] | None = None,
 ) -> list[str]:
     """The ``describe`` lines of what ``requested`` asks beyond ``granted`` (None: nothing),
-    file paths as granted in the project at ``root`` when it is given."""
+    file paths as granted in the project at ``root`` when it is given; with ``root``, also
+    each file grant leading out of the project that ``links`` (what this machine accepted:
+    ``ConsentRecord.links_for``) does not name with its real path now, granted or not."""
     from splice_build.spec.permissions import Permissions, ungranted
 
     missing = ungranted(requested, granted if granted is not None else Permissions.from_json({}))
+    if root is not None:
+        missing = _with_outside(requested, missing, root, links)
     return [] if missing.is_empty else list(missing.describe(root))
+
+
+def _with_outside(
+    requested: Permissions, missing: Permissions, root: Path, links: Mapping[str, str] | None
+) -> Permissions:
+    """``missing`` and the file grants of ``requested`` leading out of the project at
+    ``root`` that ``links`` does not hold, in ``requested``'s order."""
+    from splice_build.records import replace
+    from splice_build.spec.outside_grants import unaccepted_links
+
+    away = unaccepted_links(root, requested, links)
+    if not away:
+        return missing
+    return replace(
+        missing,
+        fs_read=tuple(e for e in requested.fs_read if e in away or e in missing.fs_read),
+        fs_write=tuple(e for e in requested.fs_write if e in away or e in missing.fs_write),
+    )
 
 
 def require_consent(
@@ -42,10 +70,11 @@ def require_consent(
     *,
     root: Path | None = None,
     home: Path | None = None,
+    links: Mapping[str, str] | None = None,
 ) -> None:
     """Return when the new permissions are accepted; raise ``PERMISSIONS_NOT_ACCEPTED`` if not,
     and ``INVALID_MANIFEST`` (never a question) when they reach the state of the project at
-    ``root`` or ``home`` (SPLICE_HOME)."""
+    ``root`` or ``home`` (SPLICE_HOME); ``links``: as :func:`ungranted_lines` takes them."""
     if root is not None:
         from splice_build.spec.project_state import project_state_problems
 
@@ -57,7 +86,7 @@ def require_consent(
                 details=problems,
                 hint="No grant may reach splice.json, splice.lock, .splice/, .env* or SPLICE_HOME.",
             )
-    lines = ungranted_lines(requested, granted, root)
+    lines = ungranted_lines(requested, granted, root, links)
     if not lines:
         return
     # Only ``True`` accepts, given or answered: a truthy "no" or an object is a refusal.
@@ -104,5 +133,31 @@ def require_recorded(
         ErrorCode.PERMISSIONS_NOT_GRANTED,
         f"{package_id}@{version} asks for permissions this machine did not grant it",
         details=lines,
+        hint="Run `splice install`: it asks for them.",
+    )
+
+
+def require_links_accepted(
+    package_id: str,
+    version: str,
+    requested: Permissions,
+    root: Path,
+    links: Mapping[str, str] | None,
+) -> None:
+    """``PERMISSIONS_NOT_GRANTED`` when a file grant of the copy leads out of the project at
+    ``root`` (through a symbolic link) where this machine did not accept it leading
+    (``links``: ``ConsentRecord.links_for``; None: no record): a fresh clone can ship
+    ``docs -> ~/.ssh``, and a pull can swap a granted directory for such a link after its
+    install (spec/outside_grants.py)."""
+    from splice_build.spec.outside_grants import unaccepted_links
+
+    away = unaccepted_links(root, requested, links)
+    if not away:
+        return
+    raise InstallError(
+        ErrorCode.PERMISSIONS_NOT_GRANTED,
+        f"{package_id}@{version} has a file grant leading out of the project that this "
+        "machine did not accept; nothing was run",
+        details=ungranted_lines(requested, requested, root, links),
         hint="Run `splice install`: it asks for them.",
     )

@@ -12,6 +12,12 @@ and read only from a home that is this user's alone. ``install/installer.py``
 run``, ``splice mcp``, ``splice list`` and the SDK refuse a copy asking for more than it
 (``sdk.py`` ``_require_listed``; docs/security.md#consent-on-this-machine).
 
+Each package's record also names the ``fs`` entries of its grant whose real path left the
+project when it was consented to, each with the real path it led to then, as the prompt showed
+it (``links``; spec/outside_grants.py): the lock cannot say where a link of the checkout
+leads, so a grant through one holds only where this record names it with the same real path.
+A record of version 1 (written before) reads as before, with no such link accepted.
+
 A record another user owns (put there while the home was open to them) is none, as a
 missing one (a fresh clone, a moved project): the lock stays the project's reviewed record.
 A record that is there but cannot be read, or is not of its shape, grants nothing: every
@@ -25,9 +31,10 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from splice_build.records import dataclass
+from splice_build.records import dataclass, field
 from splice_build.spec.limits import MAX_PROJECT_STATE_BYTES
 
 if TYPE_CHECKING:
@@ -38,7 +45,11 @@ if TYPE_CHECKING:
 # for its size: a project without a record falls back to its installed copies, which a
 # checkout writes; one too large to read grants nothing.
 MAX_RECORD_BYTES = MAX_PROJECT_STATE_BYTES
-RECORD_VERSION = 1
+RECORD_VERSION = 2
+_READABLE_VERSIONS = (1, RECORD_VERSION)  # 1: no links recorded
+
+
+_NO_LINKS: Mapping[str, str] = MappingProxyType({})
 
 
 @dataclass(frozen=True)
@@ -48,6 +59,8 @@ class ConsentRecord:
 
     grants: Mapping[str, Permissions]
     corrupt: bool = False
+    # package id -> {fs entry: the real path outside the project it was accepted leading to}
+    links: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     def grant_for(self, package_id: str) -> Permissions | None:
         """What ``package_id``'s installed copy was granted here: empty when the record is
@@ -58,6 +71,11 @@ class ConsentRecord:
 
             return Permissions.from_json({})
         return self.grants.get(package_id)
+
+    def links_for(self, package_id: str) -> Mapping[str, str]:
+        """The entries of ``package_id``'s grant this machine accepted leading out of the
+        project, each with its real path then (none for a corrupt record)."""
+        return _NO_LINKS if self.corrupt else self.links.get(package_id, _NO_LINKS)
 
 
 def record_path(home: Path, root: Path) -> Path:
@@ -82,12 +100,18 @@ def read_record(home: Path, root: Path) -> ConsentRecord | None:
         return None
     except OSError as exc:
         return None if exc.errno == errno.EPERM else ConsentRecord({}, corrupt=True)
-    grants = _grants(data, os.path.realpath(root))
-    return ConsentRecord({}, corrupt=True) if grants is None else ConsentRecord(grants)
+    parsed = _parsed(data, os.path.realpath(root))
+    if parsed is None:
+        return ConsentRecord({}, corrupt=True)
+    grants, links = parsed
+    return ConsentRecord(grants, links=links)
 
 
-def _grants(data: bytes, real_root: str) -> dict[str, Permissions] | None:
-    """The grants of a record for the project at ``real_root``, or None when it is not one."""
+def _parsed(
+    data: bytes, real_root: str
+) -> tuple[dict[str, Permissions], dict[str, Mapping[str, str]]] | None:
+    """The grants and links of a record for the project at ``real_root``, or None when it
+    is not one."""
     from splice_build.errors import SpliceError
     from splice_build.spec.permissions import Permissions
 
@@ -95,23 +119,39 @@ def _grants(data: bytes, real_root: str) -> dict[str, Permissions] | None:
         value = json.loads(data)
     except (ValueError, RecursionError):
         return None
-    if not isinstance(value, dict) or (value.get("version"), value.get("project")) != (
-        RECORD_VERSION,
-        real_root,
+    if (
+        not isinstance(value, dict)
+        or value.get("version") not in _READABLE_VERSIONS
+        or value.get("project") != real_root
     ):
         return None
     packages = value.get("packages")
-    if not isinstance(packages, dict):
+    links = value.get("links", {}) if value["version"] == RECORD_VERSION else {}
+    if not isinstance(packages, dict) or not _is_links(links):
         return None
     try:
-        return {str(k): Permissions.from_json(v) for k, v in packages.items()}
+        grants = {str(k): Permissions.from_json(v) for k, v in packages.items()}
     except SpliceError:
         return None
+    return grants, {k: MappingProxyType(v) for k, v in links.items()}
 
 
-def write_record(home: Path, root: Path, grants: Mapping[str, Permissions]) -> None:
-    """Replace the record of the project at ``root`` with ``grants`` (atomically, 0600; the
-    caller holds the project's lock). Best effort: a record that cannot be written leaves the
+def _is_links(value: object) -> bool:
+    """``{package id: {entry: real path}}``, every key and path a string."""
+    return isinstance(value, dict) and all(
+        isinstance(one, dict) and all(isinstance(v, str) for v in one.values())
+        for one in value.values()
+    )
+
+
+def write_record(
+    home: Path,
+    root: Path,
+    grants: Mapping[str, Permissions],
+    links: Mapping[str, Mapping[str, str]],
+) -> None:
+    """Replace the record of the project at ``root`` with ``grants`` and, for those packages,
+    the ``links`` accepted (atomically, 0600; the caller holds the project's lock). Best effort: a record that cannot be written leaves the
     last one, which grants no more than this machine consented to."""
     from splice_build.project.atomic import atomic_write_bytes, remove_dead_temps
     from splice_build.project.home import FILE_MODE, SpliceHome, make_private_dirs
@@ -122,6 +162,7 @@ def write_record(home: Path, root: Path, grants: Mapping[str, Permissions]) -> N
         "version": RECORD_VERSION,
         "project": os.path.realpath(root),
         "packages": {k: grants[k].to_json() for k in sorted(grants)},
+        "links": {k: dict(links[k]) for k in sorted(grants) if links.get(k)},
     }
     text = json.dumps(record, separators=(",", ":")).encode() + b"\n"
     try:

@@ -61,6 +61,11 @@ class InstalledPackage:
     # SHA-256 of SKILL.md in the tree just verified: what `splice mcp` serves as the package's
     # resource must be these bytes, read afterwards (mcp/backend.py).
     skill_sha: str | None = None
+    # The file grants leading out of the project (through a link) that this machine's consent
+    # record accepted, each with the real path it led to (spec/outside_grants.py): set by the
+    # SDK's grant check (sdk.py ``_require_listed``), which refuses any other; the runtime
+    # checks them again at each call (``SpliceRuntime.load_verified``).
+    accepted_links: tuple[tuple[str, str], ...] = ()
 
 
 def _modified(package_id: str, reason: str) -> InstallError:

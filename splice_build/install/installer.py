@@ -165,6 +165,8 @@ class Installer:
         # The directory the runtime joins fs grants to (it resolves links the same way).
         self._root = Path(os.path.realpath(layout.root))
         self._consent_record: tuple[ConsentRecord | None] | None = None  # (read,) once read
+        # package id -> its file grants leading out of the project, as its consent saw them
+        self._links_seen: dict[str, dict[str, str]] = {}
 
     def session_for(self, registry: str | None) -> RegistrySession:
         """The session of ``registry`` (a :attr:`Target.registry`): the run's own for None.
@@ -363,13 +365,11 @@ class Installer:
         # on this machine only once it is this one (install/derived.py).
         self.cache.put_files_digest(expected.integrity, verified.files_digest)
         self._keep_signatures(target, fetched, verified)
-        require_consent(
+        self._consent_to(
+            target.package_id,
             verified.manifest.permissions,
             self._granted_here(target.package_id, current),
-            self.options.accept_permissions,
             subject,
-            root=self._root,
-            home=self.session.home.path,
         )
         if fetched.metadata is not None:
             registry: str | None = self.session_for(target.registry).url
@@ -483,18 +483,31 @@ class Installer:
         this machine recorded granting it (install/consent_record.py): the copy, and the
         lock naming it, may both have come with a pull request, and its artifact may have
         been verified here for another project. Without a record for it, it was checked
-        within its lock entry's grant: nothing to ask."""
-        compared, granted = self._kept_grant(package_id, project)
-        if not compared:
-            return
+        within its lock entry's grant: only a file grant leading out of the project is asked
+        for (spec/outside_grants.py)."""
+        granted = self._kept_grant(package_id, manifest, project)
+        self._consent_to(package_id, manifest.permissions, granted, f"{package_id}@{entry.version}")
+
+    def _consent_to(
+        self, package_id: str, requested: Permissions, granted: Permissions | None, subject: str
+    ) -> None:
+        """:func:`require_consent` to ``requested`` beyond ``granted`` and to each file grant
+        leading out of the project that this machine's record does not hold as it leads now;
+        what those lead to, as seen before the question, is what :meth:`record_consent`
+        records as accepted."""
+        from splice_build.spec.outside_grants import outside_links
+
+        seen = outside_links(self._root, requested)
         require_consent(
-            manifest.permissions,
+            requested,
             granted,
             self.options.accept_permissions,
-            f"{package_id}@{entry.version}",
+            subject,
             root=self._root,
             home=self.session.home.path,
+            links=self._accepted_links(package_id),
         )
+        self._links_seen[package_id] = seen
 
     def kept_consent(
         self, package_id: str, manifest: Manifest, project: ProjectFile
@@ -503,18 +516,23 @@ class Installer:
         and records what is accepted; ``sync --check`` lists them."""
         from splice_build.install.consent import ungranted_lines
 
-        compared, granted = self._kept_grant(package_id, project)
-        if not compared:
-            return ()
-        return tuple(ungranted_lines(manifest.permissions, granted, self._root))
+        granted = self._kept_grant(package_id, manifest, project)
+        return tuple(
+            ungranted_lines(
+                manifest.permissions, granted, self._root, self._accepted_links(package_id)
+            )
+        )
 
-    def _kept_grant(self, package_id: str, project: ProjectFile) -> tuple[bool, Permissions | None]:
-        """Whether a kept copy of ``package_id`` is asked about, and the grant it is compared
-        with (:meth:`consent_kept`)."""
+    def _kept_grant(
+        self, package_id: str, manifest: Manifest, project: ProjectFile
+    ) -> Permissions | None:
+        """The grant a kept copy of ``package_id`` is compared with (:meth:`consent_kept`):
+        nothing for a package ``splice.json`` does not list, what this machine recorded for
+        it, else its manifest's own (checked within its lock entry's grant)."""
         if package_id not in project.packages:
-            return True, None
+            return None
         granted = self._consented(package_id)
-        return granted is not None, granted
+        return manifest.permissions if granted is None else granted
 
     def kept_report(
         self, package_id: str, manifest: Manifest, entry: LockEntry, *, offline: bool = False
@@ -601,7 +619,8 @@ class Installer:
         if pinned is None or isinstance(pinned.permissions, Unknown):
             return ()
         granted = self._granted_here(target.package_id, pinned)
-        return tuple(ungranted_lines(pinned.permissions, granted, self._root))
+        links = self._accepted_links(target.package_id)
+        return tuple(ungranted_lines(pinned.permissions, granted, self._root, links))
 
     def _granted_here(self, package_id: str, current: LockEntry | None) -> Permissions | None:
         """The grant consent compares with: the lock's, narrowed to what this machine
@@ -643,6 +662,12 @@ class Installer:
         record = self.consent_record()
         return None if record is None else record.grant_for(package_id)
 
+    def _accepted_links(self, package_id: str) -> Mapping[str, str] | None:
+        """The file grants of ``package_id`` this machine accepted leading out of the
+        project, with where they led (install/consent_record.py), or None: no record."""
+        record = self.consent_record()
+        return None if record is None else record.links_for(package_id)
+
     def consent_record(self) -> ConsentRecord | None:
         """This project's record of what this machine granted its packages, or None; read
         once for the run (an installer serves one run, under the project's lock) and again
@@ -654,14 +679,22 @@ class Installer:
     def record_consent(self, granted: Mapping[str, Permissions]) -> None:
         """After a successful install of the project: record ``granted`` (the permissions of
         each installed copy the run checked or kept) over the last record, without the
-        packages ``splice.lock`` no longer names. The caller holds the project lock."""
+        packages ``splice.lock`` no longer names, each with the file grants leading out of
+        the project its consent saw (none for a package this run did not ask about). The
+        caller holds the project lock."""
         last = self.consent_record()
-        merged = {**(last.grants if last is not None and not last.corrupt else {}), **granted}
+        kept = last is not None and not last.corrupt
+        merged = {**(last.grants if kept else {}), **granted}
+        links = {
+            **(last.links if kept else {}),
+            **{k: self._links_seen.get(k, {}) for k in granted},
+        }
         locked = load_lockfile(self.layout.root).packages
         write_record(
             self.session.home.path,
             self._root,
             {k: v for k, v in merged.items() if k in locked},
+            links,
         )
         self._consent_record = None
 

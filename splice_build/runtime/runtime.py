@@ -71,6 +71,10 @@ class PinnedPackage(LoadedPackage):
     links, special files, too many files)."""
 
     files_digest: str | None
+    # (entry, real path) of each file grant leading out of the project the caller's consent
+    # record accepted (``load_verified``); None: a package the caller loaded from its own
+    # directory (``load``), whose grants no record covers.
+    accepted_links: tuple[tuple[str, str], ...] | None = None
 
 
 class SpliceRuntime:
@@ -171,7 +175,12 @@ class SpliceRuntime:
         return self._pinned(described, files_digest_from_hashes(hashes))
 
     def load_verified(
-        self, path: str | os.PathLike[str], files_digest: str, manifest: Manifest
+        self,
+        path: str | os.PathLike[str],
+        files_digest: str,
+        manifest: Manifest,
+        *,
+        accepted_links: tuple[tuple[str, str], ...] = (),
     ) -> LoadedPackage:
         """``load`` of an installed package the caller has just verified from its bytes
         (``Splice.run``: ``files_digest`` checked against the lock, ``manifest`` parsed from
@@ -182,11 +191,21 @@ class SpliceRuntime:
         manifest object it was built from. ``execute`` recomputes the digest from the bytes
         after starting or taking the process, through the directory its file view bound,
         and refuses the call when it differs (``INSTALLED_PACKAGE_MODIFIED``, ``_check_bound``).
+        ``accepted_links``: the file grants the caller's consent record accepted leading out
+        of the project, with where (spec/outside_grants.py); every call refuses any other
+        such grant as its paths are resolved (``_granted_paths``), so a link swapped in after
+        the caller's check runs nothing.
         """
         real = os.path.realpath(path)
         loaded = self._verified.get((real, files_digest))
-        if loaded is None or loaded.manifest is not manifest:
-            loaded = self._pinned(describe_package(Path(real), manifest), files_digest)
+        if (
+            not isinstance(loaded, PinnedPackage)
+            or loaded.manifest is not manifest
+            or loaded.accepted_links != accepted_links
+        ):
+            loaded = self._pinned(
+                describe_package(Path(real), manifest), files_digest, accepted_links
+            )
             if len(self._verified) >= _VERIFIED_MAX:
                 self._verified.clear()
             self._verified[(real, files_digest)] = loaded
@@ -194,10 +213,19 @@ class SpliceRuntime:
             self.prewarm(loaded)
         return loaded
 
-    def _pinned(self, pkg: LoadedPackage, digest: str | None) -> PinnedPackage:
+    def _pinned(
+        self,
+        pkg: LoadedPackage,
+        digest: str | None,
+        accepted_links: tuple[tuple[str, str], ...] | None = None,
+    ) -> PinnedPackage:
         """``pkg`` keyed by ``digest`` (of the bytes its manifest was read from), with a warm
         process requested for it."""
-        pinned = PinnedPackage(**{f: getattr(pkg, f) for f in _LOADED_FIELDS}, files_digest=digest)
+        pinned = PinnedPackage(
+            **{f: getattr(pkg, f) for f in _LOADED_FIELDS},
+            files_digest=digest,
+            accepted_links=accepted_links,
+        )
         self.prewarm(pinned)
         return pinned
 
@@ -486,6 +514,8 @@ class SpliceRuntime:
                 details=problems,
                 hint="Install a version of the package that does not ask for it.",
             )
+        if isinstance(pkg, PinnedPackage) and pkg.accepted_links is not None:
+            _refuse_unaccepted_links(pkg, self.project_root, pkg.accepted_links)
         read = tuple(Path(effective_fs_path(self.project_root, p)) for p in perms.fs_read)
         write = tuple(Path(effective_fs_path(self.project_root, p)) for p in perms.fs_write)
         _refuse_wildcards(pkg, [host_dir(), pkg.dir, *read, *write])
@@ -696,6 +726,25 @@ def _path_sanitizer(package_dir: Path, project_root: Path) -> PathSanitizer:
     """The placeholders of a call's texts, built once per package and project (each call of
     ``splice mcp`` would otherwise build its path forms and their pattern again)."""
     return PathSanitizer.for_paths({package_dir: "<package>", project_root: "<project>"})
+
+
+def _refuse_unaccepted_links(
+    pkg: LoadedPackage, root: Path, accepted: tuple[tuple[str, str], ...]
+) -> None:
+    """PERMISSIONS_NOT_GRANTED when a file grant of ``pkg`` leads out of the project at
+    ``root`` where ``accepted`` does not say it led when this machine consented
+    (spec/outside_grants.py)."""
+    from splice_build.spec.outside_grants import unaccepted_links
+
+    away = unaccepted_links(root, pkg.manifest.permissions, dict(accepted))
+    if away:
+        raise SandboxError(
+            ErrorCode.PERMISSIONS_NOT_GRANTED,
+            f"{pkg.id}: a file grant leads out of the project where this machine did not "
+            "accept it leading; nothing was run",
+            details=[f"{entry} -> {real or '(unresolved)'}" for entry, real in away.items()],
+            hint="Run `splice install`: it asks for them.",
+        )
 
 
 def _one_job(key: PoolKey) -> PoolKey:

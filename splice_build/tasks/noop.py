@@ -18,7 +18,9 @@ lock as the graph would, they re-check for every member
 - every ``fs`` entry of the packages' grants and manifests, judged again against the project's
   state and this run's ``SPLICE_HOME`` as the graph's ``verify`` judges them (a granted
   directory that became a link to ``.splice``, or a home moved inside a granted one, changes
-  no byte the state compares),
+  no byte the state compares), and none of them leading out of the project (through a link:
+  whether this machine accepted where it leads is the graph's to ask, install/consent.py,
+  so a project with such a grant always runs it),
 - every package's record, in this run's ``SPLICE_HOME``, of the files digest derived from its
   artifact (install/derived.py; the graph found it equal to the lock's),
 
@@ -299,7 +301,7 @@ def _unchanged(layout: ProjectLayout, home: Path, real_root: str, digests: str) 
         return None
     if not _still_derived(digests, state.artifacts):
         return None
-    if state.fs and _reaches_state(state.root, home, state.fs):
+    if state.fs and (_reaches_state(state.root, home, state.fs) or _leaves(state.root, state.fs)):
         return None
     return cache
 
@@ -346,6 +348,17 @@ def _reaches_state(root: str, home: Path, entries: Iterable[tuple[str, bool]]) -
         checked = ProjectState(Path(root), home)
         return any(checked.fs_problem(entry, write=write) is not None for entry, write in entries)
     except (OSError, ValueError):  # a name no path can have: the graph says what it is
+        return True
+
+
+def _leaves(root: str, entries: Iterable[tuple[str, bool]]) -> bool:
+    """Some entry's real path leaves the project at ``root`` (spec/outside_grants.py)."""
+    from splice_build.spec.outside_grants import outside_links
+    from splice_build.spec.permissions import Permissions
+
+    try:
+        return bool(outside_links(Path(root), Permissions(fs_read=tuple(e for e, _ in entries))))
+    except ValueError:  # a name no path can have: the graph says what it is
         return True
 
 

@@ -202,9 +202,7 @@ def test_mcp_descriptions_and_skill_md_show_hidden_characters_escaped(
     assert run_splice(*args, cwd=project).code == 0
     client = LineClient(splice_argv("mcp"), env=child_env(), cwd=project)
     try:
-        init = {"protocolVersion": "2025-11-25", "capabilities": {}}
-        client.request({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init})
-        assert "result" in client.receive()
+        client.initialize()
         client.request({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
         (tool,) = client.receive()["result"]["tools"]
         uri = "splice://packages/@acme/forger/SKILL.md"
@@ -248,9 +246,7 @@ def test_a_tool_log_cannot_print_a_server_log_line(
     assert run_splice("--registry", registry.url, "add", "@acme/liar", cwd=project).code == 0
     client = LineClient(splice_argv("mcp"), env=child_env(), cwd=project)
     try:
-        init = {"protocolVersion": "2025-11-25", "capabilities": {}}
-        client.request({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init})
-        assert "result" in client.receive()
+        client.initialize()
         call = {"name": "acme_liar_hello", "arguments": {"name": "x"}}
         client.request({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call})
         assert client.receive()["result"]["isError"] is False

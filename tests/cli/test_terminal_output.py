@@ -169,9 +169,7 @@ def test_mcp_server_stderr_shows_tool_logs_escaped(
     assert added.code == 0, added.stderr
     client = LineClient(splice_argv("mcp"), env=child_env(), cwd=project)
     try:
-        init = {"protocolVersion": "2025-11-25", "capabilities": {}}
-        client.request({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init})
-        assert "result" in client.receive()
+        client.initialize()
         client.request({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
         (tool,) = client.receive()["result"]["tools"]
         call = {"name": tool["name"], "arguments": {"name": "ok"}}
