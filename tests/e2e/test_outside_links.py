@@ -84,6 +84,10 @@ def _runs_after_accepting(project: Path) -> None:
     assert _splice(project, "install", "--accept-permissions").code == 0
     done = _splice(project, "run", "greeter.hello", "name=x")
     assert (done.code, done.json()["output"]) == (0, SECRET)
+    # kept by the next sync, which runs the graph and asks nothing: the link is accepted
+    assert _splice(project, "sync").code == 0
+    done = _splice(project, "run", "greeter.hello", "name=x")
+    assert (done.code, done.json()["output"]) == (0, SECRET)
 
 
 @pytest.mark.parametrize("ships_copy", [True, False], ids=["with-splice-dir", "fresh"])
