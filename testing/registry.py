@@ -9,6 +9,7 @@ import gzip
 import io
 import json
 import tarfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,11 @@ from testing.packages import minimal_manifest, write_package
 from testing.registry_memory_blobs import MemoryBlobStore
 
 NO_LIMITS = RateLimits(failed_auth=0, publishes=0, requests=0, admin=0, costly_reads=0)
+
+
+def free(_document: object) -> Callable[[float], None]:
+    """A client with no budget of costly reads to spend (``answer_cache.Charge``)."""
+    return lambda _seconds: None
 
 
 def package_dir(

@@ -103,8 +103,8 @@ def _plain_container(original: Container, depth: int) -> Container:
 
 @dataclass(frozen=True)
 class Encoded:
-    """JSON text this process wrote itself with ``stringify``, kept as text: ``stringify`` and
-    ``dumps`` write it as it is.
+    """JSON text this process wrote itself (``stringify`` or ``dumps``), kept as text:
+    ``stringify`` and ``dumps`` write it as it is.
 
     For a stored document too deep for the C decoder (``parse_shallow``): parsing it with
     ``parse_iterative`` and writing it again with ``stringify`` costs seconds of pure Python per

@@ -24,15 +24,17 @@ from splice_build.errors import ErrorCode, RegistryError
 from splice_build.records import replace
 from splice_build.registry.http.answer_cache import AnswerCache
 from splice_build.registry.http.app import create_app
+from splice_build.registry.service import admin
 from splice_build.registry.service.ratelimit import COSTLY_READ
 from splice_build.registry.service.read import Keyed
+from splice_build.registry.service.tokens import TokenRequest
 from splice_build.registry.storage import open_service
 from splice_build.spec import json_text
 from splice_build.spec.limits import MAX_FILE_BYTES
 from splice_build.spec.signing import signing_payload
 from testing.asgi import exchange, http_scope, sending
 from testing.packages import minimal_manifest
-from testing.registry import NO_LIMITS, artifact
+from testing.registry import NO_LIMITS, artifact, free
 from testing.registry_fixtures import publish
 from testing.registry_server import RunningRegistry, registry_server, user_token
 from testing.signing import new_key
@@ -111,6 +113,57 @@ def test_a_written_answer_is_charged_the_cpu_it_took(tmp_path: Path) -> None:
     finally:
         service.deps.meta.close()
     assert statuses == [200, 429]
+
+
+def _package_info(app: Any, token: str, name: str) -> dict[str, Any]:
+    """The result of one ``registry_package_info`` call on ``POST /mcp`` of ``app``."""
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
+    call["params"] = {"name": "registry_package_info", "arguments": {"package": f"@acme/{name}"}}
+    body = json.dumps(call).encode()
+    headers = [
+        (b"authorization", f"Bearer {token}".encode()),
+        (b"content-type", b"application/json"),
+        (b"accept", b"application/json"),
+        (b"mcp-protocol-version", b"2025-06-18"),
+        (b"content-length", str(len(body)).encode()),
+    ]
+    scope = http_scope("POST", "/mcp", headers)
+    status, answer = asyncio.run(exchange(app, scope, sending(body)))
+    assert status == 200, answer[:300]
+    return json.loads(answer)["result"]
+
+
+def test_package_info_is_made_once_and_charged_to_its_caller(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # registry_package_info parsed and checked a version's manifest at every call: a real
+    # server took 0.83 s of CPU a call for 2 MiB of lists nested 8 deep, outside --read-limit.
+    # Now what it reads of a version is kept, and making it is charged as a GET's write is.
+    service = open_service(_large_version(tmp_path), limits=replace(NO_LIMITS, costly_reads=3))
+    parsed: list[str] = []
+    parse_shallow = json_text.parse_shallow
+    monkeypatch.setattr(
+        json_text, "parse_shallow", lambda text: parsed.append(text) or parse_shallow(text)
+    )
+    try:
+        admin.create_user(service.deps, USER)
+        token = admin.create_token(service.deps, USER, TokenRequest())["token"]
+        apps = [create_app(service) for _ in range(3)]  # each keeps its own
+        first, kept = (_package_info(apps[0], token, "big") for _ in range(2))
+        made = _package_info(apps[1], token, "big")
+        parses = len(parsed)
+        refused = _package_info(apps[2], token, "big")
+        read = _read(apps[1], "big")[0]  # the GET path's budget is the same
+        small = _package_info(apps[2], token, "plain")
+        manifest = json.loads(service.deps.meta.version("@acme/big", "1.0.0").manifest)
+    finally:
+        service.deps.meta.close()
+    schema = first["structuredContent"]["tools"][0]["inputSchema"]
+    assert schema == manifest["tools"][0]["input"] and kept == first == made
+    # main: parsed 3 times (once a call), the third caller answered
+    assert (parses, refused["isError"]) == (2, True)
+    assert refused["content"][0]["text"].startswith("RATE_LIMITED: ")
+    assert (read, small["isError"]) == (429, False)
 
 
 def _get(server: RunningRegistry, path: str, etag: str | None = None) -> http.client.HTTPResponse:
@@ -200,10 +253,6 @@ def _json(**fields: str) -> bytes:
     return json.dumps(fields).encode()
 
 
-def _free(seconds: float) -> None:
-    """The CPU a write took, charged to a client with no budget to spend."""
-
-
 def test_kept_answers_stay_within_their_bound() -> None:
     built: list[str] = []
 
@@ -212,7 +261,7 @@ def test_kept_answers_stay_within_their_bound() -> None:
 
     answers = AnswerCache(max_bytes=3000, max_answer=2000)
     for name in ("a", "b", "a", "c", "a", "b", "huge", "huge"):
-        answers.answer(document(name, 5000 if name == "huge" else 1000), lambda _: _free)
+        answers.get(document(name, 5000 if name == "huge" else 1000), free)
     # a, b kept; a used again; c drops b (the least recently used); b drops c; huge never kept
     assert built == ["a", "b", "c", "b", "huge", "huge"]
 

@@ -26,12 +26,13 @@ from splice_build.mcp.interface import ToolOutcome
 from splice_build.mcp.mapping import tool_result
 from splice_build.registry.http.app import create_app
 from splice_build.registry.http.errors import json_bytes
-from splice_build.registry.mcp_backend import PACKAGE_INFO, RegistryDiscoveryBackend
+from splice_build.registry.mcp_backend import PACKAGE_INFO, RegistryDiscoveryBackend, charged_to
 from splice_build.registry.service.registry_service import RegistryService
 from splice_build.registry.storage import open_service
 from splice_build.spec import json_text
 from testing.asgi import exchange, http_scope, sending
 from testing.packages import minimal_manifest
+from testing.registry import free
 from testing.registry_fixtures import publish
 
 DEPTH = 3000  # beyond what the C decoder reads (the interpreter's recursion limit)
@@ -125,7 +126,7 @@ def test_registry_package_info_refuses_a_manifest_too_deep_for_the_c_decoder_unp
     monkeypatch.setattr(json_text, "parse_iterative", refuse)
     try:
         backend = RegistryDiscoveryBackend(service.deps)
-        with pytest.raises(RegistryError) as refused:
+        with charged_to(free), pytest.raises(RegistryError) as refused:
             backend.call_tool(PACKAGE_INFO, {"package": "@acme/deep"})
     finally:
         service.deps.meta.close()
@@ -148,10 +149,12 @@ def test_registry_package_info_copies_no_schema(
 
     monkeypatch.setattr(json_text, "copy", refuse)
     try:
-        outcome = RegistryDiscoveryBackend(service.deps).call_tool(
-            PACKAGE_INFO, {"package": "@acme/plain"}
-        )
+        with charged_to(free):
+            outcome = RegistryDiscoveryBackend(service.deps).call_tool(
+                PACKAGE_INFO, {"package": "@acme/plain"}
+            )
     finally:
         service.deps.meta.close()
     schema = minimal_manifest()["tools"][0]["input"]
-    assert outcome.output["tools"][0]["inputSchema"] == schema  # main: the AssertionError
+    tools = json_text.parse(outcome.output["tools"].text)  # written once (mcp_backend.ManifestView)
+    assert tools[0]["inputSchema"] == schema  # main: the AssertionError

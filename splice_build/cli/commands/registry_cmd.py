@@ -175,7 +175,7 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
         "--read-limit",
         type=arg_types.numeric("--read-limit", 0, MAX_LIMIT),
         default=30,
-        help="costly reads (0.1 s of CPU writing an answer) per client per minute (0 = off)",
+        help="costly reads (0.1 s of CPU making an answer, GET or MCP) per client per minute (0 = off)",
     )
     serve.add_argument(
         "--head-deadline",

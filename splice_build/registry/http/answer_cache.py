@@ -11,7 +11,9 @@ and each process (``--workers``) keeps its own copies with no signal to pass bet
 The copies are bounded by ``MAX_BYTES`` in all, the least recently used dropped first; an
 answer larger than ``MAX_ANSWER`` is written for each request as before. Each answer carries
 a strong ETag (a digest of its bytes), and a request whose ``If-None-Match`` names it is
-answered ``304 Not Modified`` without a body.
+answered ``304 Not Modified`` without a body. ``KeptCache`` is the keeping, bound and charge
+of any value made from a ``Keyed`` document (the MCP ``registry_package_info`` keeps what it
+reads of a manifest with it: registry/mcp_backend.py).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
+from typing import Generic, TypeVar
 
 from splice_build.records import dataclass
 from splice_build.registry.http.errors import json_bytes
@@ -28,6 +31,8 @@ from splice_build.registry.service.read import Keyed
 
 MAX_BYTES = 64 * 1024 * 1024  # all the kept answers of one process
 MAX_ANSWER = 8 * 1024 * 1024  # the largest kept: a 2 MiB manifest indented is at most ~4.2 MiB
+
+V = TypeVar("V")
 
 
 @dataclass(frozen=True)
@@ -46,44 +51,64 @@ def _answer(body: bytes) -> Answer:
     return Answer(body, '"' + hashlib.sha256(body).hexdigest()[:32] + '"')
 
 
-class AnswerCache:
-    """Written answers by key, least recently used dropped past ``max_bytes`` (thread-safe:
-    the handlers run on the thread pool)."""
+class KeptCache(Generic[V]):
+    """Values made from keyed documents, kept by key, least recently used dropped past
+    ``max_bytes`` of their ``size`` (thread-safe: the handlers run on the thread pool)."""
 
-    def __init__(self, max_bytes: int = MAX_BYTES, max_answer: int = MAX_ANSWER) -> None:
+    def __init__(
+        self,
+        make: Callable[[Keyed], V],
+        size: Callable[[V], int],
+        max_bytes: int = MAX_BYTES,
+        max_one: int = MAX_ANSWER,
+    ) -> None:
+        self._make = make
+        self._size = size
         self._max_bytes = max_bytes
-        self._max_answer = max_answer
-        self._answers: OrderedDict[Hashable, Answer] = OrderedDict()
+        self._max_one = max_one
+        self._kept: OrderedDict[Hashable, tuple[V, int]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
 
-    def answer(self, document: Keyed, charge: Charge) -> Answer:
-        """The kept answer of ``document.key``, or its document written (and kept), once
-        ``charge`` (the client's budget of costly reads) let it be, then charged the CPU
-        the writing took."""
+    def get(self, document: Keyed, charge: Charge) -> V:
+        """The value kept for ``document.key``, or one made (and kept), once ``charge`` (the
+        client's budget of costly reads) let it be, then charged the CPU the making took."""
         with self._lock:
-            kept = self._answers.get(document.key)
+            kept = self._kept.get(document.key)
             if kept is not None:
-                self._answers.move_to_end(document.key)
-                return kept
+                self._kept.move_to_end(document.key)
+                return kept[0]
         settle = charge(document)
         began = time.thread_time()
-        made = _answer(json_bytes(document.build()))  # outside the lock: it may take 0.1 s
+        made = self._make(document)  # outside the lock: it may take 0.1 s
         settle(time.thread_time() - began)
-        if len(made.body) <= self._max_answer:
-            self._keep(document.key, made)
+        size = self._size(made)
+        if size <= self._max_one:
+            self._keep(document.key, made, size)
         return made
 
-    def _keep(self, key: Hashable, answer: Answer) -> None:
+    def _keep(self, key: Hashable, value: V, size: int) -> None:
         with self._lock:
-            previous = self._answers.pop(key, None)
+            previous = self._kept.pop(key, None)
             if previous is not None:
-                self._bytes -= len(previous.body)
-            self._answers[key] = answer
-            self._bytes += len(answer.body)
+                self._bytes -= previous[1]
+            self._kept[key] = (value, size)
+            self._bytes += size
             while self._bytes > self._max_bytes:
-                _, dropped = self._answers.popitem(last=False)
-                self._bytes -= len(dropped.body)
+                _, (_, dropped) = self._kept.popitem(last=False)
+                self._bytes -= dropped
+
+
+class AnswerCache(KeptCache[Answer]):
+    """Written answers by key (their bytes counted)."""
+
+    def __init__(self, max_bytes: int = MAX_BYTES, max_answer: int = MAX_ANSWER) -> None:
+        super().__init__(
+            lambda document: _answer(json_bytes(document.build())),
+            lambda answer: len(answer.body),
+            max_bytes,
+            max_answer,
+        )
 
 
 def names_etag(if_none_match: str | None, etag: str) -> bool:

@@ -10,12 +10,15 @@ notifications). That transport checks its own bearer token against one digest; i
 given the digest of the token the registry has just accepted, so its check passes for
 exactly this request's credentials and the transport stays unchanged. Its tool calls are
 reads of the store, admitted like those of ``splice mcp --http`` (at most the core count at
-once, fair queues, 503 beyond; docs/mcp.md#admission-control).
+once, fair queues, 503 beyond; docs/mcp.md#admission-control). What a call must read of a
+large manifest is charged to the client's budget of costly reads, as an anonymous ``GET``
+of its version is (``mcp_backend.charged_to``).
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -25,8 +28,9 @@ from splice_build.body_reads import BodyReads
 from splice_build.mcp.admission import AsyncAdmission, default_max_calls
 from splice_build.mcp.transport.http import McpHttpApp
 from splice_build.registry.http.routing import caller_of
-from splice_build.registry.mcp_backend import RegistryMcpServer
+from splice_build.registry.mcp_backend import RegistryMcpServer, charged_to
 from splice_build.registry.service.auth import bearer_token
+from splice_build.registry.service.read import Keyed
 from splice_build.registry.service.registry_service import RegistryService
 
 
@@ -61,4 +65,9 @@ class RegistryMcpEndpoint:
         endpoint = McpHttpApp(
             self._server, digest, self._admission, self._body_seconds, self._bodies
         )
-        await endpoint(scope, receive, send)
+
+        def charge(document: Keyed) -> Callable[[float], None]:
+            return self._service.charge_costly_read(caller.client, document.cost)
+
+        with charged_to(charge):  # the calls' threads start in this context
+            await endpoint(scope, receive, send)

@@ -45,7 +45,7 @@ def routes(service: RegistryService) -> list[Route]:
             return service.charge_costly_read(client, document.cost)
 
         def answer() -> Response:
-            made = answers.answer(document(*args), charge)
+            made = answers.get(document(*args), charge)
             headers = {"cache-control": "no-store", **CORS_HEADERS, "etag": made.etag}
             if names_etag(request.headers.get("if-none-match"), made.etag):
                 return Response(status_code=304, headers=headers)

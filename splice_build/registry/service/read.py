@@ -61,7 +61,7 @@ class Keyed:
     (http/answer_cache.py keeps its written bytes by the key)."""
 
     key: Hashable
-    build: Callable[[], dict[str, Any]]
+    build: Callable[[], Any]
     cost: int = 0  # characters of stored text ``build`` parses (``ratelimit.count_costly_read``)
 
 
