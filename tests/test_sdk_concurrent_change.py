@@ -101,7 +101,7 @@ def test_a_call_checking_the_new_copy_before_its_grant_is_recorded_waits_for_it(
         with project_lock(splice.layout):
             splice.layout.tmp_dir.mkdir()
             write_record(
-                splice.home.path, splice.project_root, {GREETER: Permissions.from_json({})}
+                splice.home.path, splice.project_root, {GREETER: Permissions.from_json({})}, {}
             )
             committed.set()
             release.wait(10)
@@ -124,6 +124,7 @@ def test_a_call_checking_the_new_copy_before_its_grant_is_recorded_waits_for_it(
     finally:
         release.set()
         thread.join()
+    assert committed.is_set(), "the other process's change never happened"
 
 
 @pytest.mark.node
