@@ -15,6 +15,8 @@ ACTIONS = ("list", "add", "remove")
 # The outcomes for people ("absent" alone read as if the directory were missing); --json
 # keeps remove_member's words.
 _SAID = {"absent": "not a member, nothing changed"}
+# No [tool.splice.workspace] table at the root: every splice.json found there is a member.
+_WALKED = ": no [tool.splice.workspace] table in pyproject.toml, every project found is a member"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,6 +51,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         PYPROJECT,
         add_member,
         find_workspace,
+        read_config,
         remove_member,
     )
 
@@ -74,11 +77,14 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     path = (
         directory.relative_to(root).as_posix() if directory.is_relative_to(root) else str(directory)
     )
+    # Where the answer came from: the table, else the walk (add and remove write none when
+    # nothing changes, and naming a pyproject.toml that does not exist sent people to look).
+    source = f"/{PYPROJECT}" if read_config(root / PYPROJECT) is not None else _WALKED
     # the root and the member are the checkout's directories: one line each (one_line_fields)
     ctx.out.result(
         {"root": str(root), "directory": path, "outcome": outcome},
         lambda shown: (
-            f"{shown['directory']}: {_SAID.get(outcome, outcome)} ({shown['root']}/{PYPROJECT})"
+            f"{shown['directory']}: {_SAID.get(outcome, outcome)} ({shown['root']}{source})"
         ),
     )
     return 0
