@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from testing.registry import artifact
 from testing.registry_fixtures import new_project
 
 
@@ -109,11 +110,15 @@ def test_validate_pack_and_publish_outside_a_package_say_where_they_looked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Run in a project rather than in the package, they listed "manifest.json is missing"
-    and "SKILL.md is missing" with no word of the directory read; the hint names it."""
+    and "SKILL.md is missing" with no word of the directory read; the hint names it. So it
+    does where `splice pack ./my-skill` (docs/skills.md) left its archive: run there, the
+    three said "A package cannot contain a packed package archive", hint "Move it out of the
+    package directory", of a directory that was no package."""
     from splice_build.cli.main import main
 
     monkeypatch.setenv("SPLICE_HOME", str(tmp_path / "home"))
     monkeypatch.chdir(new_project(tmp_path / "project"))
+    (tmp_path / "project/acme-greeter-1.0.0.tar.gz").write_bytes(artifact(tmp_path / "src"))
     hint = (
         f"{tmp_path / 'project'} holds no manifest.json: run the command in the package's "
         "directory, or name it (`splice pack ./my-skill`)"
