@@ -35,11 +35,36 @@ def package_id(text: str) -> str:
 
 
 def tool_ref(text: str) -> str:
-    """``<package>.<tool>`` (``example.hello`` or ``@splice/example.hello``)."""
+    """``<package>.<tool>`` (``example.hello`` or ``@splice/example.hello``). A word with no
+    dot that names a tool the way MCP or a manifest does (``splice_example_hello``,
+    ``hello``) gets the hint of how to write it here: the message alone left a user who had
+    the name from ``splice mcp`` guessing."""
+    from splice_build.errors import SpecError
     from splice_build.spec.names import ToolRef
 
-    ToolRef.parse(text)
+    try:
+        ToolRef.parse(text)
+    except SpecError as exc:
+        hint = None if "." in text or exc.hint else _tool_ref_hint(text)
+        if hint is None:
+            raise
+        raise SpecError(exc.code, exc.message, details=exc.details, hint=hint) from None
     return text
+
+
+def _tool_ref_hint(text: str) -> str | None:
+    from splice_build.spec.names import is_valid_package_id, is_valid_tool_name
+    from splice_build.spec.tools import split_mcp_tool_name
+
+    named = split_mcp_tool_name(text)
+    if named is not None:
+        package, tool = named
+        if is_valid_package_id(package) and is_valid_tool_name(tool):
+            name = package.rsplit("/", 1)[-1]
+            return f"That is an MCP tool name; here it is {name}.{tool} (or {package}.{tool})."
+    if is_valid_tool_name(text):
+        return f"Name its package too: <package>.{text} (`splice list` shows the project's)."
+    return None
 
 
 def namespace(text: str) -> str:

@@ -168,3 +168,25 @@ def test_the_versions_an_error_names_are_bounded(
             assert main(["--json", "--registry", url, command, asked]) == 1, command
             error = json.loads(capsys.readouterr().out)["error"]
             assert error["details"] == [f"available: {highest} and 80 more"], command
+
+
+def test_run_of_a_tool_named_as_mcp_or_a_manifest_names_it_says_how_to_write_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`splice run splice_example_hello` (the name `splice mcp` lists) and `splice run hello`
+    were INVALID_REF "Expected <package>.<tool>" with no hint; the hint now writes it."""
+    from splice_build.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    for given, hint in (
+        (
+            "splice_example_hello",
+            "That is an MCP tool name; here it is example.hello (or @splice/example.hello).",
+        ),
+        ("hello", "Name its package too: <package>.hello (`splice list` shows the project's)."),
+        ("Hello", None),
+    ):
+        capsys.readouterr()
+        assert main(["--json", "run", given]) == 2, given
+        error = json.loads(capsys.readouterr().out)["error"]
+        assert (error["code"], error.get("hint")) == ("INVALID_REF", hint), given
