@@ -190,3 +190,23 @@ def test_run_of_a_tool_named_as_mcp_or_a_manifest_names_it_says_how_to_write_it(
         assert main(["--json", "run", given]) == 2, given
         error = json.loads(capsys.readouterr().out)["error"]
         assert (error["code"], error.get("hint")) == ("INVALID_REF", hint), given
+
+
+def test_a_package_named_without_its_namespace_or_at_sign_gets_the_whole_name_as_hint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`splice add files` (the word searched for) and `splice add splice/files` were
+    INVALID_NAME "Expected @namespace/name, e.g. @splice/example." with no hint."""
+    from splice_build.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    for argv, hint in (
+        (["add", "files"], "Names are @namespace/name: `splice search files` finds it."),
+        (["info", "splice/files@^0.1.0"], "Did you mean @splice/files?"),
+        (["remove", "splice/files"], "Did you mean @splice/files?"),
+        (["add", "Files"], None),
+    ):
+        capsys.readouterr()
+        assert main(["--json", *argv]) == 2, argv
+        error = json.loads(capsys.readouterr().out)["error"]
+        assert (error["code"], error.get("hint")) == ("INVALID_NAME", hint), argv
