@@ -214,5 +214,7 @@ def _serve_http(
             grace=grace,
         )
     except OSError as exc:
-        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+        from splice_build.listen import cannot_listen
+
+        raise cannot_listen(host, port, exc) from exc
     return 0
