@@ -44,5 +44,5 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         else:
             ctx.out.warn(f'{r["id"]}: no version matches "{r["range"]}"')
     ctx.out.result(rows, "\n".join(lines))
-    warn_if_held(ctx, splice)
+    warn_if_held(ctx, splice.project_root)
     return 1 if any(r["status"] == "no-match" for r in rows) else 0
