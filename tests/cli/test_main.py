@@ -190,3 +190,20 @@ def test_an_option_may_stand_between_any_two_operands() -> None:
     assert parser.parse_args(["run", "x.y", "a=1", "--", "--json"]).pairs == ["a=1", "--json"]
     with pytest.raises(UsageError, match="--input: expected one argument"):
         parser.parse_args(["run", "x.y", "--input"])
+
+
+def test_python_dash_m_splice_build_is_the_splice_command(tmp_path: Path) -> None:
+    """`python -m splice_build` answered "No module named splice_build.__main__": the way to
+    run Splice where the `splice` script is not on PATH did not exist."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "splice_build", "--json", "--version"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert json.loads(done.stdout) == {"version": __version__}
