@@ -100,6 +100,10 @@ def test_version_and_help_under_json_are_one_document() -> None:
         assert result.code == 0, argv
         assert result.json()["command"] == "run", argv
         assert result.json()["help"].startswith("usage: splice run"), argv
+        # where a tool's inputs are listed: the help named none (the obvious next question)
+        assert "`splice info @ns/name` lists a package's tools and inputs" in " ".join(
+            result.json()["help"].split()
+        ), argv
     assert (
         run_splice("--json", "run", "--help").stdout == run_splice("help", "run", "--json").stdout
     )

@@ -32,7 +32,10 @@ NEEDS_PROJECT = False
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "tool_ref", type=arg_types.tool_ref, metavar="<pkg>.<tool>", help="e.g. example.hello"
+        "tool_ref",
+        type=arg_types.tool_ref,
+        metavar="<pkg>.<tool>",
+        help="e.g. example.hello (`splice info @ns/name` lists a package's tools and inputs)",
     )
     # Pairs before or after any option (``--input J a=1`` as ``a=1 --input J``): cli/operands.py.
     parser.add_argument("pairs", nargs="*", metavar="key=value", help="input properties")
