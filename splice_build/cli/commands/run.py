@@ -232,5 +232,10 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     else:
         assert result.error is not None, "BUG: failed result without error"
         error = result.error
-        ctx.out.error(error.message, error.details, error.hint, code=str(error.code))
+        hint = error.hint
+        if hint is None and error.code is ErrorCode.INVALID_INPUT and args.package_dir is None:
+            # the details say what was wrong, not what the tool takes (the help's pointer)
+            package_id, tool = label.rsplit(".", 1)
+            hint = f"`splice info {package_id}` lists the inputs of {tool} and the other tools."
+        ctx.out.error(error.message, error.details, hint, code=str(error.code))
     return 1
