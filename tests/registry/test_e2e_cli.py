@@ -336,6 +336,11 @@ def test_not_logged_in(server: RunningRegistry, pkg_root: Path) -> None:
         "publish", str(package_dir(pkg_root, "anon", "x")), "--registry", server.url, "--json"
     )
     assert error_of(done)["code"] == "NOT_LOGGED_IN"
+    # the login that mends it names the registry: a bare `splice login` is USAGE ("needs the
+    # registry to log in to"), where the hint sent a new user
+    assert error_of(done)["hint"] == (
+        f"Run `splice login --registry {server.url}` or set SPLICE_TOKEN."
+    )
     bad = run_splice("login", "--registry", server.url, "--json", input="splice_" + "A" * 43 + "\n")
     assert error_of(bad)["code"] == "UNAUTHENTICATED"
     empty = run_splice("login", "--registry", server.url, input="\n")
