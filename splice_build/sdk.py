@@ -348,6 +348,8 @@ class Splice:
                     ErrorCode.LOCK_MISMATCH,
                     "splice.lock does not cover splice.json",
                     details=unlocked,
+                    hint="Lock them where they may be resolved: `splice install` (without "
+                    "--frozen), then commit splice.lock.",
                 )
         # The no-op fast path reports without the graph, so without a one-off requirement
         # the last no-op run did not check (splice.json's own policy is in its state).
