@@ -76,7 +76,7 @@ def tool_ref(text: str) -> str:
 
 
 def _tool_ref_hint(text: str) -> str | None:
-    from splice_build.spec.names import is_valid_package_id, is_valid_tool_name
+    from splice_build.spec.names import is_valid_name, is_valid_package_id, is_valid_tool_name
     from splice_build.spec.tools import split_mcp_tool_name
 
     named = split_mcp_tool_name(text)
@@ -85,6 +85,9 @@ def _tool_ref_hint(text: str) -> str | None:
         if is_valid_package_id(package) and is_valid_tool_name(tool):
             name = package.rsplit("/", 1)[-1]
             return f"That is an MCP tool name; here it is {name}.{tool} (or {package}.{tool})."
+    package, _, tool = text.partition("_")  # names hold no "_": files_write is files.write
+    if tool and is_valid_name(package) and is_valid_tool_name(tool):
+        return f"Did you mean {package}.{tool}?"
     if is_valid_tool_name(text):
         return f"Name its package too: <package>.{text} (`splice list` shows the project's)."
     return None

@@ -184,6 +184,7 @@ def test_run_of_a_tool_named_as_mcp_or_a_manifest_names_it_says_how_to_write_it(
             "That is an MCP tool name; here it is example.hello (or @splice/example.hello).",
         ),
         ("hello", "Name its package too: <package>.hello (`splice list` shows the project's)."),
+        ("files_write", "Did you mean files.write?"),
         ("Hello", None),
     ):
         capsys.readouterr()
