@@ -64,3 +64,21 @@ def test_a_registry_that_was_never_reached_is_not_remembered(tmp_path: Path) -> 
     (kept,) = Splice(project, registry=registry.url).add([PACKAGE])  # nothing listens there now
     assert kept.offline
     assert "registry" not in json.loads((project / "splice.json").read_text(encoding="utf-8"))
+
+
+def test_a_registry_on_this_machine_that_is_not_running_says_to_start_it(tmp_path: Path) -> None:
+    """`splice --registry local add …` before `splice registry serve` said "Check the URL …
+    and your network": a connection refused on a loopback address is a server not started."""
+    import socket
+
+    project = new_project(tmp_path / "p")
+    with socket.socket() as bound:  # bound, never listening: every connection is refused
+        bound.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{bound.getsockname()[1]}"
+        with pytest.raises(SpliceError) as refused:
+            Splice(project, registry=url).add([PACKAGE])
+    assert str(refused.value.code) == "REGISTRY_UNREACHABLE"
+    assert refused.value.hint == (
+        f"Nothing listens at {url}: start it (`splice registry serve`), or check the URL "
+        "(`splice config get registry`)."
+    )
