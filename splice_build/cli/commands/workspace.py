@@ -15,8 +15,6 @@ ACTIONS = ("list", "add", "remove")
 # The outcomes for people ("absent" alone read as if the directory were missing); --json
 # keeps remove_member's words.
 _SAID = {"absent": "not a member, nothing changed"}
-# No [tool.splice.workspace] table at the root: every splice.json found there is a member.
-_WALKED = ": no [tool.splice.workspace] table in pyproject.toml, every project found is a member"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -79,7 +77,11 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     )
     # Where the answer came from: the table, else the walk (add and remove write none when
     # nothing changes, and naming a pyproject.toml that does not exist sent people to look).
-    source = f"/{PYPROJECT}" if read_config(root / PYPROJECT) is not None else _WALKED
+    source = (
+        f"/{PYPROJECT}"
+        if read_config(root / PYPROJECT) is not None
+        else f": no [tool.splice.workspace] table in {PYPROJECT}, every project found is a member"
+    )
     # the root and the member are the checkout's directories: one line each (one_line_fields)
     ctx.out.result(
         {"root": str(root), "directory": path, "outcome": outcome},
