@@ -12,8 +12,11 @@ which Linux copies to every connection it accepts.
 
 from __future__ import annotations
 
+import errno
 import os
 import socket
+
+from splice_build.errors import UsageError
 
 BACKLOG = 128
 
@@ -36,6 +39,18 @@ def listening_socket(host: str, port: int) -> socket.socket:
         raise
     _LISTENING.append(sock)
     return sock
+
+
+def cannot_listen(host: str, port: int, exc: OSError) -> UsageError:
+    """``USAGE`` for an address a server cannot listen on (in use, not this machine's, not
+    resolvable). An address in use says what to do: the message alone left a user who
+    started a second server on the default port to guess."""
+    hint = None
+    if exc.errno == errno.EADDRINUSE:
+        hint = (
+            "Another process listens there: stop it, or choose another --port (0 picks a free one)."
+        )
+    return UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}", hint=hint)
 
 
 def close_in_child() -> None:

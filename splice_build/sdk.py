@@ -292,13 +292,16 @@ class Splice:
         }
         request = GraphRequest(ids=tuple(resolve), resolve=resolve)
         reports = self._graph(request, options)
-        self._remember_registry()
+        if not all(report.offline for report in reports.values()):
+            self._remember_registry()  # a registry that never answered gave the project nothing
         return list(reports.values())
 
     def _remember_registry(self) -> None:
         """A ``registry`` given to ``add`` in a project whose splice.json names none is kept
         there (as given), so ``outdated``, ``update`` and a fresh clone ask the registry the
-        packages came from. A project that names one keeps it: the flag was a one-off."""
+        packages came from. A project that names one keeps it: the flag was a one-off. Called
+        only when the registry answered: a mistyped URL that ``add`` fell back from to the
+        locked versions (offline) is not written."""
         if self._registry_flag is None:
             return
         from splice_build.install.transaction import project_lock
@@ -345,6 +348,8 @@ class Splice:
                     ErrorCode.LOCK_MISMATCH,
                     "splice.lock does not cover splice.json",
                     details=unlocked,
+                    hint="Lock them where they may be resolved: `splice install` (without "
+                    "--frozen), then commit splice.lock.",
                 )
         # The no-op fast path reports without the graph, so without a one-off requirement
         # the last no-op run did not check (splice.json's own policy is in its state).

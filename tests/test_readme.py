@@ -8,9 +8,12 @@ import ast
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -51,3 +54,25 @@ def test_the_readme_python_example_runs_in_an_empty_directory(tmp_path: Path) ->
         "splice.json",
         "splice.lock",
     ]
+
+
+def test_the_readme_quick_start_runs_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The README's ```sh block of `splice` commands, each line as a user types it (the
+    servers, `splice mcp`, left out), in an empty directory: every one exits 0, and the file
+    the `run` line's comment names holds what it wrote."""
+    from splice_build.cli.main import main
+
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    [block] = [
+        b for b in re.findall(r"^```sh\n(.*?)^```$", text, flags=re.M | re.S) if "splice init" in b
+    ]
+    lines = [shlex.split(line, comments=True) for line in block.splitlines()]
+    commands = [argv for argv in lines if argv and argv[:2] != ["splice", "mcp"]]
+    assert [argv[1] for argv in commands] == ["init", "search", "add", "run", "list"]
+    monkeypatch.chdir(tmp_path)
+    for argv in commands:
+        assert main(argv[1:]) == 0, (argv, capsys.readouterr().err)
+    assert "workspace/notes.md" in block
+    assert (tmp_path / "workspace/notes.md").read_text(encoding="utf-8") == "# Notes"

@@ -22,7 +22,7 @@ def package_ref(text: str) -> str:
     """``@ns/name`` or ``@ns/name@<range>``."""
     from splice_build.spec.names import PackageRef
 
-    PackageRef.parse(text)
+    _with_name_hint(PackageRef.parse, text)
     return text
 
 
@@ -30,16 +30,67 @@ def package_id(text: str) -> str:
     """``@ns/name``."""
     from splice_build.spec.names import PackageId
 
-    PackageId.parse(text)
+    _with_name_hint(PackageId.parse, text)
     return text
+
+
+def _with_name_hint(parse: Any, text: str) -> None:
+    """``parse(text)``; an ``INVALID_NAME`` for ``files`` or ``splice/files`` (the name as
+    ``splice search`` lists it, less its ``@`` or namespace) gets the hint of the whole
+    name: the message's example alone left a user guessing the namespace."""
+    from splice_build.errors import ErrorCode, SpecError
+    from splice_build.spec.names import is_valid_name
+
+    try:
+        parse(text)
+    except SpecError as exc:
+        hint = None
+        if exc.code is ErrorCode.INVALID_NAME and not exc.hint:
+            name = text.partition("@")[0]  # what follows is the range, not echoed
+            parts = name.split("/")
+            if all(is_valid_name(part) for part in parts) and len(parts) == 2:
+                hint = f"Did you mean @{name}?"
+            elif len(parts) == 1 and is_valid_name(name):
+                hint = f"Names are @namespace/name: `splice search {name}` finds it."
+        if hint is None:
+            raise
+        raise SpecError(exc.code, exc.message, details=exc.details, hint=hint) from None
 
 
 def tool_ref(text: str) -> str:
-    """``<package>.<tool>`` (``example.hello`` or ``@splice/example.hello``)."""
+    """``<package>.<tool>`` (``example.hello`` or ``@splice/example.hello``). A word with no
+    dot that names a tool the way MCP or a manifest does (``splice_example_hello``,
+    ``hello``) gets the hint of how to write it here: the message alone left a user who had
+    the name from ``splice mcp`` guessing."""
+    from splice_build.errors import SpecError
     from splice_build.spec.names import ToolRef
 
-    ToolRef.parse(text)
+    try:
+        ToolRef.parse(text)
+    except SpecError as exc:
+        hint = None if "." in text or exc.hint else _tool_ref_hint(text)
+        if hint is None:
+            raise
+        raise SpecError(exc.code, exc.message, details=exc.details, hint=hint) from None
     return text
+
+
+def _tool_ref_hint(text: str) -> str | None:
+    from splice_build.spec.names import is_valid_name, is_valid_package_id, is_valid_tool_name
+    from splice_build.spec.tools import split_mcp_tool_name
+
+    named = split_mcp_tool_name(text)
+    if named is not None:
+        package, tool = named
+        if is_valid_package_id(package) and is_valid_tool_name(tool):
+            name = package.rsplit("/", 1)[-1]
+            return f"That is an MCP tool name; here it is {name}.{tool} (or {package}.{tool})."
+    package, _, tool = text.partition("_")  # names hold no "_": files_write is files.write
+    if tool and is_valid_name(package) and is_valid_tool_name(tool):
+        return f"Did you mean {package}.{tool}?"
+    if is_valid_tool_name(text):
+        return f"Name its package too: <package>.{text} (`splice list` shows the project's)."
+    return None
 
 
 def namespace(text: str) -> str:

@@ -132,8 +132,17 @@ def signer_pinning(
         f"The publisher signature changed: splice.lock pins {previous_signed_by}, "
         f"the new version is {found}",
         details=[f"pinned: {previous_signed_by}", f"found: {new_signed_by or 'no signature'}"],
-        hint="If the publisher rotated its key on purpose, re-run with --allow-signer-change.",
+        hint=_UNSIGNED_HINT if new_signed_by is None else _ROTATED_HINT,
     )
+
+
+# A key rotation explains another signer, not a version with none: that one the publisher
+# did not sign (or the registry dropped its signature), which accepting would unpin.
+_ROTATED_HINT = "If the publisher rotated its key on purpose, re-run with --allow-signer-change."
+_UNSIGNED_HINT = (
+    "Ask the publisher to sign it (`splice sign`); --allow-signer-change installs it unsigned "
+    "and drops the pin."
+)
 
 
 def first_signer(

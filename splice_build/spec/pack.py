@@ -131,6 +131,20 @@ def collect_package_files(directory: Path) -> dict[str, bytes]:
     return {path: collected.files[path] for path in sorted(collected.files, key=utf16_sort_key)}
 
 
+def collect_package(directory: Path) -> dict[str, bytes]:
+    """``collect_package_files`` of a directory that holds a ``manifest.json``, refused
+    before anything in it is read when it does not: no package is there (most often the
+    project, or the directory above the package where `splice pack ./my-skill` left its
+    archive), so what the walk would find in it (that archive, a link, 500 files) is beside
+    the point."""
+    from splice_build.spec.manifest import MANIFEST_FILE
+    from splice_build.spec.package import no_manifest
+
+    if directory.is_dir() and not os.path.lexists(directory / MANIFEST_FILE):
+        raise no_manifest(str(directory))
+    return collect_package_files(directory)
+
+
 def pack_directory(directory: Path) -> PackResult:
     """Collect, validate (``validate_package_files``) and pack a package directory.
 
@@ -138,7 +152,7 @@ def pack_directory(directory: Path) -> PackResult:
     """
     from splice_build.spec.package import validate_package_files
 
-    files = collect_package_files(directory)
+    files = collect_package(directory)
     manifest = validate_package_files(files, directory=str(directory))
     try:
         archive = pack_archive(files)

@@ -66,15 +66,32 @@ def validate_package_files(files: Mapping[str, bytes], *, directory: str | None 
     if problems:
         hint = None
         if directory is not None and MANIFEST_FILE not in files:
-            hint = (
-                f"{directory} holds no {MANIFEST_FILE}: run the command in the package's "
-                "directory, or name it (`splice pack ./my-skill`)"
-            )
+            hint = no_manifest_hint(directory)
         raise SpecError(
             ErrorCode.INVALID_PACKAGE, "Package is invalid", details=problems, hint=hint
         )
     assert manifest is not None
     return manifest
+
+
+def no_manifest_hint(directory: str) -> str:
+    """The hint for a directory that holds no ``manifest.json``: most often the project, or
+    the directory above the package, where a command was run without naming the package."""
+    return (
+        f"{directory} holds no {MANIFEST_FILE}: run the command in the package's "
+        "directory, or name it (`splice pack ./my-skill`)"
+    )
+
+
+def no_manifest(directory: str) -> SpecError:
+    """``INVALID_PACKAGE`` for a directory with no ``manifest.json`` at its top
+    (``spec/pack.collect_package``)."""
+    return SpecError(
+        ErrorCode.INVALID_PACKAGE,
+        "Package is invalid",
+        details=[f"{MANIFEST_FILE} is missing"],
+        hint=no_manifest_hint(directory),
+    )
 
 
 def _manifest(files: Mapping[str, bytes], problems: list[str]) -> Manifest | None:

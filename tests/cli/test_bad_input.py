@@ -212,6 +212,26 @@ def test_registry_serve_with_a_port_out_of_range_is_a_usage_error(tmp_path: Path
     assert not (tmp_path / "splice-registry-data").exists()  # refused before a store is made
 
 
+def test_a_port_in_use_says_what_to_do(tmp_path: Path) -> None:
+    """A second `splice registry serve` or `splice mcp --http` on the port of one already
+    running was USAGE "cannot listen on 127.0.0.1:8787: Address already in use" with no hint."""
+    import socket
+
+    (tmp_path / "splice.json").write_text('{"specVersion": 1, "packages": {}}')
+    hint = "Another process listens there: stop it, or choose another --port (0 picks a free one)."
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        for argv, env in (
+            (["registry", "serve", "--data", str(tmp_path / "data")], None),
+            (["mcp", "--http"], {"SPLICE_MCP_TOKEN": "t" * 32}),
+        ):
+            done = run_splice(*argv, "--port", port, "--json", cwd=tmp_path, env=env)
+            _usage(done, f"cannot listen on 127.0.0.1:{port}: Address already in use")
+            assert done.json()["error"]["hint"] == hint, argv
+
+
 def test_pack_out_into_a_missing_directory_or_onto_a_directory(tmp_path: Path) -> None:
     package = write_package(tmp_path / "pkg")
     missing = tmp_path / "missing" / "out.tgz"

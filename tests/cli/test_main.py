@@ -100,6 +100,10 @@ def test_version_and_help_under_json_are_one_document() -> None:
         assert result.code == 0, argv
         assert result.json()["command"] == "run", argv
         assert result.json()["help"].startswith("usage: splice run"), argv
+        # where a tool's inputs are listed: the help named none (the obvious next question)
+        assert "`splice info @ns/name` lists a package's tools and inputs" in " ".join(
+            result.json()["help"].split()
+        ), argv
     assert (
         run_splice("--json", "run", "--help").stdout == run_splice("help", "run", "--json").stdout
     )
@@ -190,3 +194,20 @@ def test_an_option_may_stand_between_any_two_operands() -> None:
     assert parser.parse_args(["run", "x.y", "a=1", "--", "--json"]).pairs == ["a=1", "--json"]
     with pytest.raises(UsageError, match="--input: expected one argument"):
         parser.parse_args(["run", "x.y", "--input"])
+
+
+def test_python_dash_m_splice_build_is_the_splice_command(tmp_path: Path) -> None:
+    """`python -m splice_build` answered "No module named splice_build.__main__": the way to
+    run Splice where the `splice` script is not on PATH did not exist."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "splice_build", "--json", "--version"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert json.loads(done.stdout) == {"version": __version__}

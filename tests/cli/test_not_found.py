@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from testing.registry import artifact
 from testing.registry_fixtures import new_project
 
 
@@ -109,11 +110,15 @@ def test_validate_pack_and_publish_outside_a_package_say_where_they_looked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Run in a project rather than in the package, they listed "manifest.json is missing"
-    and "SKILL.md is missing" with no word of the directory read; the hint names it."""
+    and "SKILL.md is missing" with no word of the directory read; the hint names it. So it
+    does where `splice pack ./my-skill` (docs/skills.md) left its archive: run there, the
+    three said "A package cannot contain a packed package archive", hint "Move it out of the
+    package directory", of a directory that was no package."""
     from splice_build.cli.main import main
 
     monkeypatch.setenv("SPLICE_HOME", str(tmp_path / "home"))
     monkeypatch.chdir(new_project(tmp_path / "project"))
+    (tmp_path / "project/acme-greeter-1.0.0.tar.gz").write_bytes(artifact(tmp_path / "src"))
     hint = (
         f"{tmp_path / 'project'} holds no manifest.json: run the command in the package's "
         "directory, or name it (`splice pack ./my-skill`)"
@@ -163,3 +168,46 @@ def test_the_versions_an_error_names_are_bounded(
             assert main(["--json", "--registry", url, command, asked]) == 1, command
             error = json.loads(capsys.readouterr().out)["error"]
             assert error["details"] == [f"available: {highest} and 80 more"], command
+
+
+def test_run_of_a_tool_named_as_mcp_or_a_manifest_names_it_says_how_to_write_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`splice run splice_example_hello` (the name `splice mcp` lists) and `splice run hello`
+    were INVALID_REF "Expected <package>.<tool>" with no hint; the hint now writes it."""
+    from splice_build.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    for given, hint in (
+        (
+            "splice_example_hello",
+            "That is an MCP tool name; here it is example.hello (or @splice/example.hello).",
+        ),
+        ("hello", "Name its package too: <package>.hello (`splice list` shows the project's)."),
+        ("files_write", "Did you mean files.write?"),
+        ("Hello", None),
+    ):
+        capsys.readouterr()
+        assert main(["--json", "run", given]) == 2, given
+        error = json.loads(capsys.readouterr().out)["error"]
+        assert (error["code"], error.get("hint")) == ("INVALID_REF", hint), given
+
+
+def test_a_package_named_without_its_namespace_or_at_sign_gets_the_whole_name_as_hint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`splice add files` (the word searched for) and `splice add splice/files` were
+    INVALID_NAME "Expected @namespace/name, e.g. @splice/example." with no hint."""
+    from splice_build.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    for argv, hint in (
+        (["add", "files"], "Names are @namespace/name: `splice search files` finds it."),
+        (["info", "splice/files@^0.1.0"], "Did you mean @splice/files?"),
+        (["remove", "splice/files"], "Did you mean @splice/files?"),
+        (["add", "Files"], None),
+    ):
+        capsys.readouterr()
+        assert main(["--json", *argv]) == 2, argv
+        error = json.loads(capsys.readouterr().out)["error"]
+        assert (error["code"], error.get("hint")) == ("INVALID_NAME", hint), argv

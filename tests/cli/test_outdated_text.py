@@ -40,3 +40,19 @@ def test_a_newer_version_outside_the_range_says_how_to_reach_it(
         '@acme/greeter@1.0.0 is up to date (range "^1.0.0"); 2.0.0 is outside the range '
         "(splice add @acme/greeter)\n"
     )
+
+
+def test_a_project_with_no_packages_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`outdated` printed a table's header alone and `update` an empty line, where `list`
+    and `install` say the project has no packages."""
+    from splice_build.cli.main import main
+
+    monkeypatch.chdir(new_project(tmp_path / "project"))
+    for command in ("outdated", "update"):
+        capsys.readouterr()
+        assert main([command]) == 0
+        assert capsys.readouterr().out == (
+            "No packages: splice.json has none. Add one with `splice add <pkg>`.\n"
+        ), command

@@ -122,3 +122,14 @@ def test_bad_input_of_any_depth_has_a_stable_code(
     human = run_splice("run", "example.hello", *argv, cwd=project)
     assert human.code == exit_code
     assert human.stderr.startswith("error: ") and "unexpected failure" not in human.stderr
+
+
+def test_input_the_tool_refuses_says_where_its_inputs_are_listed(project: Path) -> None:
+    """`splice run example.hello nme=a` listed what was wrong (`input.name: is required`,
+    `input.nme: unknown property`) and no hint: which inputs the tool takes was nowhere
+    said. The text now points at `splice info`; `--json` keeps the runtime's envelope."""
+    done = run_splice("run", "example.hello", "nme=a", cwd=project)
+    assert done.code == 1
+    assert done.stderr.splitlines()[-1] == (
+        "hint: `splice info @splice/example` lists the inputs of hello and the other tools."
+    )

@@ -9,6 +9,7 @@ version is outside of still needs the registry.
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -44,3 +45,40 @@ def test_add_keeps_the_locked_version_from_the_cache_when_the_registry_is_unreac
         splice.add([f"{PACKAGE}@2.0.0"])
     assert str(refused.value.code) == "REGISTRY_UNREACHABLE"
     assert pinned(project, PACKAGE) == ("1.0.0", "~1.0.0")
+
+
+def test_a_registry_that_was_never_reached_is_not_remembered(tmp_path: Path) -> None:
+    """`splice --registry URL add` writes URL into a splice.json that names no registry, so
+    later commands ask where the packages came from. When URL could not be reached and the
+    locked version was kept offline, nothing came from it: a mistyped URL was written all the
+    same, and every later `outdated`, `update` and fresh clone asked a registry that never
+    answered."""
+    project = new_project(tmp_path / "p")
+    with crafted_registry(tmp_path / "work") as registry:
+        registry.add_version(PACKAGE, "1.0.0")
+        registry.list_versions(PACKAGE, ["1.0.0"])
+        Splice(project, registry=registry.url).add([PACKAGE])
+    named = json.loads((project / "splice.json").read_text(encoding="utf-8"))
+    assert named.pop("registry") == registry.url  # reached: remembered
+    (project / "splice.json").write_text(json.dumps(named), encoding="utf-8")
+    (kept,) = Splice(project, registry=registry.url).add([PACKAGE])  # nothing listens there now
+    assert kept.offline
+    assert "registry" not in json.loads((project / "splice.json").read_text(encoding="utf-8"))
+
+
+def test_a_registry_on_this_machine_that_is_not_running_says_to_start_it(tmp_path: Path) -> None:
+    """`splice --registry local add …` before `splice registry serve` said "Check the URL …
+    and your network": a connection refused on a loopback address is a server not started."""
+    import socket
+
+    project = new_project(tmp_path / "p")
+    with socket.socket() as bound:  # bound, never listening: every connection is refused
+        bound.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{bound.getsockname()[1]}"
+        with pytest.raises(SpliceError) as refused:
+            Splice(project, registry=url).add([PACKAGE])
+    assert str(refused.value.code) == "REGISTRY_UNREACHABLE"
+    assert refused.value.hint == (
+        f"Nothing listens at {url}: start it (`splice registry serve`), or check the URL "
+        "(`splice config get registry`)."
+    )

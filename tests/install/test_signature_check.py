@@ -152,3 +152,5 @@ def test_signer_pinning_refuses_a_changed_or_missing_signer(new) -> None:
         signer_pinning(A, new, False)
     assert info.value.code is ErrorCode.SIGNER_CHANGED
     assert "--allow-signer-change" in (info.value.hint or "")
+    # an unsigned version is no key rotation: the hint says what it is (main: "rotated")
+    assert ("rotated its key" in (info.value.hint or "")) is (new is not None)

@@ -157,3 +157,22 @@ def test_a_package_this_home_never_checked_says_what_to_do(
     text = refused["result"]["content"][0]["text"]
     assert text.startswith("NOT_INSTALLED: @splice/example@"), text
     assert "was not installed on this machine" in text and "`splice install`" in text
+
+
+def test_splice_mcp_says_at_start_which_packages_it_will_not_serve(
+    server: tuple[Server, Path], tmp_path: Path
+) -> None:
+    """The same fresh clone under the real `splice mcp`: a client showed no tool, and the
+    server's log only "serving … over stdio". It now names each package left out, with the
+    refusal's code and what to do."""
+    from testing.cli import run_splice
+
+    _, root = server
+    done = run_splice("mcp", cwd=root, env={"SPLICE_HOME": str(tmp_path / "new-home")}, input="")
+    assert done.code == 0, done.stderr
+    assert done.stderr.splitlines()[0] == (
+        "[splice mcp] @splice/example is not served (NOT_INSTALLED): Run `splice install`: "
+        "it checks the installed files against the artifact splice.lock pins."
+    )
+    served = run_splice("mcp", cwd=root, input="")  # the home that installed it: no such line
+    assert "is not served" not in served.stderr and "serving" in served.stderr

@@ -498,7 +498,7 @@ def test_install_in_a_project_inside_a_write_grant_keeps_its_files_and_says_why(
     """``splice install`` in ``packages/a``, inside the root's write grant ``packages``: the
     graph's verify refused its intact packages (the rule of ``run``), so every install
     reinstalled them all ("1 installed" each time), and nothing said that no tool there
-    would run. Its intact files are kept now, and each install, add and update warns."""
+    would run. Its intact files are kept now, and each install, add, update and init warns."""
     from splice_build.cli.main import main
     from splice_build.sdk import Splice
 
@@ -524,6 +524,9 @@ def test_install_in_a_project_inside_a_write_grant_keeps_its_files_and_says_why(
         assert "no tool of this project will run (PERMISSIONS_NOT_GRANTED)" in done.err
         assert "write grant 'packages' of the project" in done.err
     assert installed.stat().st_ino == before
+    # `splice init` of another project there said nothing: the warning came with the first add
+    assert main(["init", str(root / "packages" / "b")]) == 0
+    assert "no tool of this project will run (PERMISSIONS_NOT_GRANTED)" in capsys.readouterr().err
 
 
 def test_a_lock_read_without_parsing_gives_what_parsing_gives(tmp_path: Path) -> None:

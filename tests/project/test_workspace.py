@@ -278,7 +278,9 @@ def test_removing_a_directory_that_is_no_member_says_so_in_words(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The text said ``docs: absent (…)``, read as if the directory were missing; ``--json``
-    keeps the outcome ``absent``."""
+    keeps the outcome ``absent``. With no workspace table, neither that nor ``add``'s
+    "already a member" names a ``pyproject.toml`` (there was none to look at): the walk
+    decided."""
     from splice_build.cli.main import main
 
     new_project(tmp_path / "a")
@@ -286,9 +288,11 @@ def test_removing_a_directory_that_is_no_member_says_so_in_words(
     monkeypatch.setenv("SPLICE_HOME", str(tmp_path / "home"))
     monkeypatch.chdir(tmp_path)
     capsys.readouterr()
+    walked = f"({tmp_path}: no [tool.splice.workspace] table in pyproject.toml, every project found is a member)"
     assert main(["workspace", "remove", "docs"]) == 0
-    said = capsys.readouterr().out
-    assert said == f"docs: not a member, nothing changed ({tmp_path}/pyproject.toml)\n"
+    assert capsys.readouterr().out == f"docs: not a member, nothing changed {walked}\n"
+    assert main(["workspace", "add", "a"]) == 0
+    assert capsys.readouterr().out == f"a: already a member {walked}\n"
     assert main(["--json", "workspace", "remove", "docs"]) == 0
     assert json.loads(capsys.readouterr().out)["outcome"] == "absent"
     assert not (tmp_path / "pyproject.toml").exists()

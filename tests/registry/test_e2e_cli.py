@@ -37,6 +37,15 @@ def test_publish_search_info_download(server: RunningRegistry, pkg_root: Path) -
     login = run_splice("login", "--registry", server.url, input=token + "\n")
     assert login.code == 0, login.stderr
     assert f"Logged in to {server.url} as alice" in login.stdout
+    # a later command without --registry asks the embedded registry: the login says so
+    assert login.stdout.splitlines()[1] == (
+        "next: commands without --registry still use the embedded registry; pass --registry "
+        f"{server.url}, or make it the default: splice config set registry {server.url}"
+    )
+    assert run_splice("config", "set", "registry", server.url).code == 0
+    again = run_splice("login", "--registry", server.url, input=token + "\n")
+    assert again.stdout == f"Logged in to {server.url} as alice\n", again.stderr
+    assert run_splice("config", "unset", "registry").code == 0
     directory = package_dir(pkg_root, "alice", "tool", "1.0.0")
     done = run_splice("publish", str(directory), "--registry", server.url)
     assert done.code == 0, done.stderr
@@ -327,6 +336,11 @@ def test_not_logged_in(server: RunningRegistry, pkg_root: Path) -> None:
         "publish", str(package_dir(pkg_root, "anon", "x")), "--registry", server.url, "--json"
     )
     assert error_of(done)["code"] == "NOT_LOGGED_IN"
+    # the login that mends it names the registry: a bare `splice login` is USAGE ("needs the
+    # registry to log in to"), where the hint sent a new user
+    assert error_of(done)["hint"] == (
+        f"Run `splice login --registry {server.url}` or set SPLICE_TOKEN."
+    )
     bad = run_splice("login", "--registry", server.url, "--json", input="splice_" + "A" * 43 + "\n")
     assert error_of(bad)["code"] == "UNAUTHENTICATED"
     empty = run_splice("login", "--registry", server.url, input="\n")

@@ -49,7 +49,10 @@ def test_publish_to_the_embedded_registry(tmp_path: Path) -> None:
     assert dry.code == 0 and "Dry run: @mine/tool@1.0.0 is valid" in dry.stdout
     done = run_splice("publish", str(directory))
     assert done.code == 0, done.stderr
-    assert "Published @mine/tool@1.0.0 to embedded:" in done.stdout
+    assert done.stdout.splitlines()[0] == (
+        "Published @mine/tool@1.0.0 to embedded: (this machine's own registry: "
+        "`splice publish --registry URL` publishes to a served one)"
+    )
     again = run_splice("publish", str(directory), "--json")
     assert again.code == 1 and again.json()["error"]["code"] == "VERSION_EXISTS"
     reserved = run_splice("publish", str(package_dir(tmp_path, "splice", "fake")), "--json")

@@ -14,6 +14,7 @@ from splice_build.cli.context import CommandContext
 
 if TYPE_CHECKING:
     import argparse
+    from pathlib import Path
 
     from splice_build.sdk import Splice
 
@@ -62,14 +63,14 @@ def open_splice(ctx: CommandContext) -> Splice:
     )
 
 
-def warn_if_held(ctx: CommandContext, splice: Splice) -> None:
-    """A ``warning:`` line when the project lies in a write grant of a project above it: its
-    packages are installed, but none of its tools runs (``PERMISSIONS_NOT_GRANTED``,
+def warn_if_held(ctx: CommandContext, root: Path) -> None:
+    """A ``warning:`` line when the project at ``root`` lies in a write grant of a project
+    above it: its packages install, but none of its tools runs (``PERMISSIONS_NOT_GRANTED``,
     docs/security.md#grants-and-project-state). The install said nothing of it before, and
-    reinstalled every package each time."""
+    reinstalled every package each time; ``init`` says it before anything is added."""
     from splice_build.install.installed import ENCLOSING_HINT, enclosing_grant
 
-    held = enclosing_grant(splice.project_root, splice.home.path)
+    held = enclosing_grant(root, ctx.home)
     if held is not None:
         ctx.out.warn(f"no tool of this project will run (PERMISSIONS_NOT_GRANTED): {held}. "
                      f"{ENCLOSING_HINT}")  # fmt: skip
@@ -131,5 +132,5 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     splice = open_splice(ctx)
     reports = splice.add(args.packages, **install_options(args, ctx))
     ctx.out.result([r.to_json() for r in reports], lambda shown: "\n".join(report_lines(shown)))
-    warn_if_held(ctx, splice)
+    warn_if_held(ctx, splice.project_root)
     return 0

@@ -61,5 +61,5 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         return "\n".join(lines)
 
     ctx.out.result([r.to_json() for r in reports], text)
-    warn_if_held(ctx, splice)
+    warn_if_held(ctx, splice.project_root)
     return 0

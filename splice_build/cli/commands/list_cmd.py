@@ -18,10 +18,23 @@ NAME = "list"
 HELP = "list the project's packages and whether they are intact"
 NEEDS_PROJECT = True
 
-_NOTES = {"missing": "  (missing)", "invalid": "  (invalid: modified or not granted)"}
 _CODE_NOTES = {
     "LOCK_INCOMPLETE": "  (LOCK_INCOMPLETE: splice.lock entry incomplete - run splice install)"
 }
+# What an invalid row's refusal means, in words; any other refusal is shown by its code
+# ("modified or not granted" left people to guess which, and hid the rest).
+_INVALID = {"INSTALLED_PACKAGE_MODIFIED": "modified", "PERMISSIONS_NOT_GRANTED": "not granted"}
+
+
+def _note(row: dict[str, Any]) -> str:
+    code = row.get("code", "")
+    if code in _CODE_NOTES:
+        return _CODE_NOTES[code]
+    if row["status"] == "invalid":
+        return f"  (invalid: {_INVALID.get(code, code)})"
+    return "  (missing)" if row["status"] == "missing" else ""
+
+
 _HINT = "run `splice install` to install missing packages and restore invalid ones"
 
 
@@ -36,11 +49,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         if not rows:
             return "No packages installed. Add one with `splice add <pkg>`."
         width = max(len(r["name"]) for r in rows)
-        return "\n".join(
-            f"{r['name']:<{width}}  {r['version'] or '-'}"
-            f"{_CODE_NOTES.get(r.get('code', ''), _NOTES.get(r['status'], ''))}"
-            for r in rows
-        )
+        return "\n".join(f"{r['name']:<{width}}  {r['version'] or '-'}{_note(r)}" for r in rows)
 
     ctx.out.result(rows, text)
     refused = [row for row in rows if row["status"] != "ok"]

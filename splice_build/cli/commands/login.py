@@ -122,8 +122,26 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     finally:
         client.close()
     home.save_credential(url, token, str(who["user"]))
+    # Named by --registry alone, the registry is not where the next command goes: a new user
+    # who logged in, then ran `splice publish`, published to the embedded registry.
+    usual = configured_registry(flag=None, env=ctx.env, cwd=ctx.cwd, home=home).url
     ctx.out.result(
         {"registry": url, "user": who["user"]},
-        lambda shown: f"Logged in to {shown['registry']} as {shown['user']}",
+        lambda shown: (
+            f"Logged in to {shown['registry']} as {shown['user']}"
+            + (_elsewhere(shown["registry"], usual) if usual != url else "")
+        ),
     )
     return 0
+
+
+def _elsewhere(url: str, usual: str) -> str:
+    """The ``next:`` line of a login to a registry that commands without ``--registry`` do
+    not ask (``usual`` is the one they do)."""
+    from splice_build.project.registry_url import EMBEDDED_REGISTRY
+
+    named = "the embedded registry" if usual == EMBEDDED_REGISTRY else usual
+    return (
+        f"\nnext: commands without --registry still use {named}; pass --registry {url}, "
+        f"or make it the default: splice config set registry {url}"
+    )

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from splice_build.mcp.data_backend import DataBackend
     from splice_build.mcp.interface import Backend
     from splice_build.mcp.protocol import Log, Server
+    from splice_build.sdk import Splice
     from splice_build.spec.reuse import ReusePolicy
 
 NAME = "mcp"
@@ -116,6 +117,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
             instructions = f"{INSTRUCTIONS}\n\n{DATA_INSTRUCTIONS}"
         info = ServerInfo(version=__version__, instructions=instructions)
         server = Server(backend, info, log=log)
+        _note_unserved(splice, log)
         if args.http:
             return _serve_http(args, ctx, server, digest, max_calls, grace)
         return _serve_stdio(server, root, log, max_calls, grace)
@@ -124,6 +126,23 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         # into it left the close half done and the command ended 143, or 1 with a traceback.
         with signals_held():
             splice.close()
+
+
+def _note_unserved(splice: Splice, log: Log) -> None:
+    """One log line per package of the project that ``tools/list`` will leave out, with the
+    refusal's code and hint (``splice list``'s rows). A client configured on a fresh clone
+    showed no tool at all, and the server's log said nothing of why (``NOT_INSTALLED``
+    until ``splice install``). Each request still checks for itself (docs/mcp.md)."""
+    from splice_build.errors import SpliceError
+
+    try:
+        rows = splice.list()
+    except SpliceError:
+        return  # the project's state itself: every tools/list answers it with its code
+    for row in rows:
+        if row["status"] != "ok":
+            hint = row.get("hint") or "`splice list` says why"
+            log(f"{row['name']} is not served ({row.get('code')}): {hint}")
 
 
 def _project_dir(cwd: Path, given: str) -> Path:
@@ -214,5 +233,7 @@ def _serve_http(
             grace=grace,
         )
     except OSError as exc:
-        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+        from splice_build.listen import cannot_listen
+
+        raise cannot_listen(host, port, exc) from exc
     return 0

@@ -20,6 +20,9 @@ _STATUS = {
 }
 
 
+NO_PACKAGES = "No packages: splice.json has none. Add one with `splice add <pkg>`."
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "packages", nargs="*", metavar="pkg", help="packages to check (default: all of splice.json)"
@@ -48,6 +51,8 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     rows = open_splice(ctx).outdated(args.packages)
 
     def text(rows: list[dict[str, Any]]) -> str:
+        if not rows:  # a header alone read as if the check had found nothing to say
+            return NO_PACKAGES
         table = [("Package", "Current", "Wanted", "Latest", "Range", "")]
         table += [
             (

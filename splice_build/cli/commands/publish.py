@@ -38,6 +38,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--key", metavar="NAME", help="--sign: the local key (default: default)")
 
 
+# Where a publish with no registry named lands is this machine's alone: a user who followed
+# docs/publishing.md (login, then publish) read "to embedded:" as their registry.
+_EMBEDDED_NOTE = (
+    " (this machine's own registry: `splice publish --registry URL` publishes to a served one)"
+)
+
+
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     from splice_build.errors import ErrorCode, RegistryError
     from splice_build.project.home import SpliceHome
@@ -77,7 +84,10 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     opened = open_configured(flag=ctx.registry, env=ctx.env, cwd=ctx.cwd, home=home)
     require_login(opened)
     ctx.out.progress(f"Publishing {ident} to {opened.url}...")
-    text = f"Published {ident} to {opened.url}\n{summary}"
+    from splice_build.project.registry_url import EMBEDDED_REGISTRY
+
+    whose = _EMBEDDED_NOTE if opened.url == EMBEDDED_REGISTRY else ""
+    text = f"Published {ident} to {opened.url}{whose}\n{summary}"
     try:
         if key is not None:
             _require_registered(opened, key, manifest.namespace)

@@ -32,7 +32,10 @@ NEEDS_PROJECT = False
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "tool_ref", type=arg_types.tool_ref, metavar="<pkg>.<tool>", help="e.g. example.hello"
+        "tool_ref",
+        type=arg_types.tool_ref,
+        metavar="<pkg>.<tool>",
+        help="e.g. example.hello (`splice info @ns/name` lists a package's tools and inputs)",
     )
     # Pairs before or after any option (``--input J a=1`` as ``a=1 --input J``): cli/operands.py.
     parser.add_argument("pairs", nargs="*", metavar="key=value", help="input properties")
@@ -229,5 +232,10 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     else:
         assert result.error is not None, "BUG: failed result without error"
         error = result.error
-        ctx.out.error(error.message, error.details, error.hint, code=str(error.code))
+        hint = error.hint
+        if hint is None and error.code is ErrorCode.INVALID_INPUT and args.package_dir is None:
+            # the details say what was wrong, not what the tool takes (the help's pointer)
+            package_id, tool = label.rsplit(".", 1)
+            hint = f"`splice info {package_id}` lists the inputs of {tool} and the other tools."
+        ctx.out.error(error.message, error.details, hint, code=str(error.code))
     return 1

@@ -10,7 +10,7 @@ from splice_build.cli.commands.add import (
     open_splice,
     warn_if_held,
 )
-from splice_build.cli.commands.outdated import newer_outside
+from splice_build.cli.commands.outdated import NO_PACKAGES, newer_outside
 from splice_build.cli.context import CommandContext
 
 NAME = "update"
@@ -43,6 +43,6 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
             lines.append(f'{r["id"]}@{r["to"]} is up to date (range "{r["range"]}"){outside}')
         else:
             ctx.out.warn(f'{r["id"]}: no version matches "{r["range"]}"')
-    ctx.out.result(rows, "\n".join(lines))
-    warn_if_held(ctx, splice)
+    ctx.out.result(rows, "\n".join(lines) if rows else NO_PACKAGES)  # not an empty line
+    warn_if_held(ctx, splice.project_root)
     return 1 if any(r["status"] == "no-match" for r in rows) else 0

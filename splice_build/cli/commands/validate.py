@@ -24,10 +24,10 @@ def _load_files(target: Path) -> tuple[dict[str, bytes], str]:
     from splice_build.errors import ErrorCode, SpecError
     from splice_build.spec.archive import read_archive
     from splice_build.spec.limits import MAX_ARCHIVE_BYTES
-    from splice_build.spec.pack import collect_package_files
+    from splice_build.spec.pack import collect_package
 
     if target.is_dir():
-        return collect_package_files(target), "directory"
+        return collect_package(target), "directory"
     if not target.is_file():
         raise SpecError(ErrorCode.INVALID_PACKAGE, f"No package directory or archive at {target}")
     with target.open("rb") as handle:

@@ -49,6 +49,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         PYPROJECT,
         add_member,
         find_workspace,
+        read_config,
         remove_member,
     )
 
@@ -74,11 +75,18 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     path = (
         directory.relative_to(root).as_posix() if directory.is_relative_to(root) else str(directory)
     )
+    # Where the answer came from: the table, else the walk (add and remove write none when
+    # nothing changes, and naming a pyproject.toml that does not exist sent people to look).
+    source = (
+        f"/{PYPROJECT}"
+        if read_config(root / PYPROJECT) is not None
+        else f": no [tool.splice.workspace] table in {PYPROJECT}, every project found is a member"
+    )
     # the root and the member are the checkout's directories: one line each (one_line_fields)
     ctx.out.result(
         {"root": str(root), "directory": path, "outcome": outcome},
         lambda shown: (
-            f"{shown['directory']}: {_SAID.get(outcome, outcome)} ({shown['root']}/{PYPROJECT})"
+            f"{shown['directory']}: {_SAID.get(outcome, outcome)} ({shown['root']}{source})"
         ),
     )
     return 0

@@ -168,7 +168,7 @@ class HttpRegistryClient:
                 ErrorCode.REGISTRY_UNREACHABLE,
                 f"Cannot reach the registry at {self.base_url}",
                 details=[type(exc).__name__],
-                hint="Check the URL (`splice config get registry`) and your network.",
+                hint=_unreachable_hint(self.base_url, exc),
             ) from exc
         if not ok:
             raise _error(response, body)
@@ -448,3 +448,21 @@ def _error(response: requests.Response, raw: bytes) -> RegistryError:
         server_code=server_code,
         retry_after=response.headers.get("retry-after"),
     )
+
+
+def _unreachable_hint(base_url: str, exc: requests.RequestException) -> str:
+    """What to do about a registry that could not be reached. A connection refused on this
+    machine is a registry that is not running (the ``local`` alias before ``splice registry
+    serve``): "check your network" sent a new user looking at the wrong thing."""
+    from urllib.parse import urlsplit
+
+    import requests
+
+    host = urlsplit(base_url).hostname or ""
+    refused = isinstance(exc, requests.ConnectionError) and "refused" in str(exc).lower()
+    if refused and (host.startswith("127.") or host in ("::1", "localhost")):
+        return (
+            f"Nothing listens at {base_url}: start it (`splice registry serve`), or check the "
+            "URL (`splice config get registry`)."
+        )
+    return "Check the URL (`splice config get registry`) and your network."

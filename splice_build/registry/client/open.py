@@ -160,7 +160,9 @@ def require_login(opened: Opened) -> None:
     if opened.client.has_token or opened.url == EMBEDDED_REGISTRY:
         return
     opened.client.close()
-    hint = "Run `splice login` or set SPLICE_TOKEN."
+    # with the registry named: a bare `splice login` asks which one (the embedded registry,
+    # the default, needs none), so this hint alone sent the user round in a circle
+    hint = f"Run `splice login --registry {opened.url}` or set SPLICE_TOKEN."
     details: list[str] = []
     if opened.env_token_withheld:
         named_by = _PROJECT_FILES.get(opened.source, opened.source)

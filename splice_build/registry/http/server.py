@@ -20,8 +20,7 @@ from typing import Any
 
 from splice_build.client_address import IPNetwork
 from splice_build.connections import HEAD_SECONDS
-from splice_build.errors import UsageError
-from splice_build.listen import listening_socket
+from splice_build.listen import cannot_listen, listening_socket
 from splice_build.records import dataclass
 from splice_build.registry.client.deadline import DEFAULT_DEADLINE
 from splice_build.registry.service.ratelimit import RateLimits
@@ -98,7 +97,7 @@ def serve(
     try:  # first, so that an address that cannot be used leaves no store behind
         sock = listening_socket(host, port)  # TCP_NODELAY on every accepted connection
     except OSError as exc:  # in use, not an address of this machine, not resolvable
-        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+        raise cannot_listen(host, port, exc) from exc
 
     def open_store() -> RegistryService:
         return open_service(
