@@ -1063,3 +1063,14 @@ def _limit_leaving_free(free: int) -> int:
         free -= limit not in taken
         limit += 1
     return limit
+
+
+@pytest.mark.node
+def test_permissions_not_accepted_names_the_sdks_argument(tmp_path: Path) -> None:
+    """The refusal's hint named only the CLI's ``--accept-permissions``, which an SDK call
+    cannot take."""
+    splice = Splice.init(tmp_path / "project")
+    with pytest.raises(SpliceError) as refused:
+        splice.add(["@splice/files"])
+    assert refused.value.code is ErrorCode.PERMISSIONS_NOT_ACCEPTED
+    assert "accept_permissions=True" in (refused.value.hint or "")

@@ -25,6 +25,12 @@ if TYPE_CHECKING:
 
 Accept = bool | Callable[[list[str], str], bool]
 
+# The CLI's flag and the SDK's argument: the same refusal reaches both (an SDK user was told
+# of a flag their call cannot take).
+ACCEPT_HINT = (
+    "Review them, then re-run with --accept-permissions (Python SDK: accept_permissions=True)."
+)
+
 
 def ungranted_lines(
     requested: Permissions,
@@ -96,7 +102,7 @@ def require_consent(
             ErrorCode.PERMISSIONS_NOT_ACCEPTED,
             f"{subject} requests permissions that were not accepted",
             details=lines,
-            hint="Review them, then re-run with --accept-permissions.",
+            hint=ACCEPT_HINT,
         )
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from splice_build.install.consent import ACCEPT_HINT
 from testing.cli import run_splice
 
 pytestmark = pytest.mark.node
@@ -45,7 +46,7 @@ def test_reviewing_permissions_info_then_add(project: Path) -> None:
     refused = run_splice("add", "@splice/http", cwd=project)
     assert refused.code == 1
     assert f"  - {ANY_PUBLIC_HOST}" in refused.stderr.splitlines()
-    assert "hint: Review them, then re-run with --accept-permissions." in refused.stderr
+    assert f"hint: {ACCEPT_HINT}" in refused.stderr
     as_json = run_splice("--json", "add", "@splice/http", cwd=project)
     assert as_json.code == 1
     assert as_json.json()["error"]["code"] == "PERMISSIONS_NOT_ACCEPTED"
