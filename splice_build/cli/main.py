@@ -246,7 +246,13 @@ def entry() -> NoReturn:
     import contextlib
     import threading
 
-    code = main()
+    try:
+        code = main()
+    except KeyboardInterrupt:
+        # ^C in the command's first milliseconds, before its error handler began (the
+        # standard streams, the command word): nothing was done yet. It was a traceback and
+        # exit 1; it is the exit of an interrupted command, without a report of work undone.
+        code = 130
     # ^C, SIGTERM or SIGHUP (cli/errors.py ``Terminated``) while a thread of the command keeps
     # it from ending: the command has finished and said so, and its exit code stands (a
     # server's SIGTERM stays 0); the thread ends with the process. It was a traceback, and

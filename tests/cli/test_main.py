@@ -211,3 +211,22 @@ def test_python_dash_m_splice_build_is_the_splice_command(tmp_path: Path) -> Non
     )
     assert (done.returncode, done.stderr) == (0, "")
     assert json.loads(done.stdout) == {"version": __version__}
+
+
+def test_an_interrupt_before_the_error_handler_is_exit_130_without_a_traceback() -> None:
+    """^C in a command's first milliseconds, before its error handler began (review/walkthrough:
+    50-80 ms after the start), printed a traceback and exited 1. The interrupt is sent where
+    ``main`` begins, as a ^C landing there would be."""
+    import subprocess
+    import sys
+
+    code = (
+        "import os, signal\n"
+        "from splice_build.cli import main as m\n"
+        "m._open_standard_descriptors = lambda: os.kill(os.getpid(), signal.SIGINT)\n"
+        "m.entry()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, "list"], capture_output=True, text=True, timeout=60
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (130, "", "")
