@@ -176,6 +176,7 @@ def unchanged_workspace(
     states: dict[Path, NoopState] = {}
     real = _real_paths(workspace.members)
     digests = _digests_dir(home)  # the same for every member: named once
+    derived: set[str] = set()  # records found there, each looked at once for all members
     with contextlib.ExitStack() as stack:
         for directory in sorted(workspace.members, key=str):  # run_workspace's lock order
             layout = layouts[directory]
@@ -183,7 +184,7 @@ def unchanged_workspace(
                 stack.enter_context(state_lock(layout, on_blocked))
             elif layout.state_lock.exists():
                 stack.enter_context(lock(layout.state_lock, on_blocked))
-            cache = _unchanged(layout, home, real[directory], digests)
+            cache = _unchanged(layout, home, real[directory], digests, derived)
             if cache is None or cache.state is None:
                 return None
             states[directory] = cache.state
@@ -199,7 +200,11 @@ def unchanged_install(
         return None
     with state_lock(layout, on_blocked):
         cache = _unchanged(
-            layout, home.path, os.path.realpath(layout.root), os.fspath(home.files_digest_dir)
+            layout,
+            home.path,
+            os.path.realpath(layout.root),
+            os.fspath(home.files_digest_dir),
+            set(),
         )
         if cache is None or cache.state is None:
             return None
@@ -271,11 +276,14 @@ def _real_paths(directories: Iterable[Path]) -> dict[Path, str]:
     return found
 
 
-def _unchanged(layout: ProjectLayout, home: Path, real_root: str, digests: str) -> StatCache | None:
+def _unchanged(
+    layout: ProjectLayout, home: Path, real_root: str, digests: str, derived: set[str]
+) -> StatCache | None:
     """The project's stat cache if everything its recorded state covers is as recorded
     and no recorded ``fs`` entry reaches the project's state or ``home``, else None;
     ``real_root``: the real path of the project's directory (``os.path.realpath``);
-    ``digests``: ``home``'s files digest records (:func:`_digests_dir`)."""
+    ``digests``: ``home``'s files digest records (:func:`_digests_dir`); ``derived``: the
+    records this run found there already (:func:`_still_derived`)."""
     from splice_build import __version__
 
     if os.path.lexists(layout.tmp_dir):
@@ -299,7 +307,7 @@ def _unchanged(layout: ProjectLayout, home: Path, real_root: str, digests: str) 
             return None
     if _open_to_all(packages, state.packages):
         return None
-    if not _still_derived(digests, state.artifacts):
+    if not _still_derived(digests, state.artifacts, derived):
         return None
     if state.fs and (_reaches_state(state.root, home, state.fs) or _leaves(state.root, state.fs)):
         return None
@@ -313,12 +321,20 @@ def _digests_dir(home: Path) -> str:
     return os.fspath(SpliceHome(home).files_digest_dir)
 
 
-def _still_derived(digests: str, artifacts: Iterable[str]) -> bool:
+def _still_derived(digests: str, artifacts: Iterable[str], found: set[str]) -> bool:
     """Each artifact's files digest record (install/cache.py) is still in ``digests``: the
     run that wrote the state found it equal to the lock's, and only a verification of those
-    very bytes writes it. One ``stat`` each; a removed cache sends the project through the
-    graph, which derives the digest again, so ``splice run`` is never refused for good."""
-    return all(os.path.isfile(os.path.join(digests, name)) for name in artifacts)
+    very bytes writes it. One ``stat`` per record and run, not per member naming it
+    (``found``: the records this run found there, which this adds to; a workspace's
+    members share their packages: 30 × 3 named 20); a removed cache sends the project
+    through the graph, which derives the digest again, so ``splice run`` is never refused
+    for good."""
+    for name in artifacts:
+        if name not in found:
+            if not os.path.isfile(os.path.join(digests, name)):
+                return False
+            found.add(name)
+    return True
 
 
 def _open_to_all(packages: str, ids: Iterable[str]) -> bool:

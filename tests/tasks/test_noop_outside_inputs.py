@@ -28,6 +28,7 @@ from splice_build.errors import ErrorCode, SpliceError
 from splice_build.project.home import SpliceHome
 from splice_build.project.workspace import find_workspace
 from splice_build.sdk import Splice
+from splice_build.tasks.noop import _still_derived
 from splice_build.tasks.sync import SyncOptions, SyncResult, sync_workspace
 from testing.hostile_registry import signed_store
 from testing.registry_fixtures import embedded_store, new_project, publish
@@ -134,3 +135,16 @@ def test_a_removed_files_digest_record_goes_to_the_graph(tmp_path: Path) -> None
     splice.install()
     assert splice.last_tasks is not None and splice.last_tasks.executed != []
     assert splice.run("greeter.hello", {"name": "x"}).output == {"message": "Hello, x."}
+
+
+def test_a_files_digest_record_is_looked_for_once_per_run(tmp_path: Path) -> None:
+    """A workspace's members share packages (bench/bench_sync.py's 30 × 3 name 20 records):
+    a no-op sync looks for each record once, not once per member naming it, and one not
+    there fails the member (tasks/noop.py ``_still_derived``)."""
+    (tmp_path / "a").write_text("")
+    found: set[str] = set()
+    assert _still_derived(str(tmp_path), ["a"], found) and found == {"a"}
+    (tmp_path / "a").unlink()
+    assert _still_derived(str(tmp_path), ["a"], found)  # found by this run already
+    assert not _still_derived(str(tmp_path), ["a", "b"], found)
+    assert not _still_derived(str(tmp_path), ["a"], set())
