@@ -23,6 +23,7 @@ started a process says which layer ran (``ToolResult.isolation``).
 
 from __future__ import annotations
 
+import errno
 import os
 import time
 import weakref
@@ -55,7 +56,7 @@ from splice_build.runtime.session import Session
 from splice_build.security.redact import PathSanitizer, redact
 
 if TYPE_CHECKING:
-    from splice_build.runtime.isolation.fileview import OutOfFiles, SourceChanged
+    from splice_build.runtime.isolation.fileview import FileView, OutOfFiles, SourceChanged
     from splice_build.runtime.isolation.plan import IsolationPlan
     from splice_build.runtime.isolation.support import IsolationSupport
     from splice_build.runtime.pool import PoolKey, WarmPool
@@ -535,8 +536,10 @@ class SpliceRuntime:
             unsafe_in_process_guards_off=self._guards_off,
             reuse=self._reuse is not None,
             shared_writes=self._shared_writes() if read_paths or write_paths else (),
-        )
-        return spec.planned()
+        ).planned()
+        if spec.view is not None and isinstance(pkg, PinnedPackage):
+            _refuse_planned_links(pkg, self.project_root, spec.view)
+        return spec
 
     def _pool_key(self, pkg: LoadedPackage) -> PoolKey | None:
         from splice_build.runtime.pool import PoolKey
@@ -745,6 +748,29 @@ def _refuse_unaccepted_links(
             details=[f"{entry} -> {real or '(unresolved)'}" for entry, real in away.items()],
             hint="Run `splice install`: it asks for them.",
         )
+
+
+def _refuse_planned_links(pkg: PinnedPackage, root: Path, view: FileView) -> None:
+    """SourceChanged (a grant) when ``view`` binds a grant of ``pkg`` out of the project at
+    ``root`` where this machine did not accept one of its entries leading, for that access:
+    ``_granted_paths`` resolved the grants before the view was planned, and a link swapped
+    in between (a directory of the project renamed for one, at any moment) was bound and
+    read. What ``build`` mounts is what the plan names (device and inode), so the plan is
+    the resolution that holds. A package with no consent to check (``load``) is not held."""
+    from splice_build.runtime.isolation.fileview import MOUNT_ATTR_RDONLY, SourceChanged
+
+    if pkg.accepted_links is None:
+        return
+    perms = pkg.manifest.permissions
+    accepted = dict(pkg.accepted_links)
+    writable = {accepted[e] for e in perms.fs_write if e in accepted}
+    readable = writable | {accepted[e] for e in perms.fs_read if e in accepted}
+    for bind in view.grants_outside(os.path.realpath(root)):
+        held = readable if bind.attrs & MOUNT_ATTR_RDONLY else writable
+        if bind.source not in held:
+            raise SourceChanged(
+                errno.ESTALE, bind.source, "left the project after it was checked", "grant"
+            )
 
 
 def _one_job(key: PoolKey) -> PoolKey:
