@@ -76,9 +76,21 @@ def require_consent(
     and ``INVALID_MANIFEST`` (never a question) when they reach the state of the project at
     ``root`` or ``home`` (SPLICE_HOME); ``links``: as :func:`ungranted_lines` takes them."""
     if root is not None:
-        from splice_build.spec.project_state import project_state_problems
+        from splice_build.spec.project_state import (
+            GRANT_UNRESOLVED,
+            GRANT_UNRESOLVED_HINT,
+            project_state_problems,
+        )
 
-        problems = project_state_problems(requested, root=root, home=home)
+        try:
+            problems = project_state_problems(requested, root=root, home=home)
+        except OSError as exc:  # a link renamed as it was read, or unreadable
+            raise InstallError(
+                ErrorCode.PERMISSIONS_NOT_ACCEPTED,
+                f"{subject}: {GRANT_UNRESOLVED}; nothing was accepted",
+                details=[exc.strerror or str(exc)],
+                hint=GRANT_UNRESOLVED_HINT,
+            ) from exc
         if problems:
             raise InstallError(
                 ErrorCode.INVALID_MANIFEST,

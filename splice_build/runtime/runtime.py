@@ -494,7 +494,12 @@ class SpliceRuntime:
         PERMISSIONS_NOT_GRANTED when one reaches the project's state or SPLICE_HOME (also
         through a link), so no such grant is ever given, whatever the lock says."""
         from splice_build.project.home import SpliceHome
-        from splice_build.spec.project_state import effective_fs_path, project_state_problems
+        from splice_build.spec.project_state import (
+            GRANT_UNRESOLVED,
+            GRANT_UNRESOLVED_HINT,
+            effective_fs_path,
+            project_state_problems,
+        )
 
         perms = pkg.manifest.permissions
         home = self._home if self._home is not None else SpliceHome.from_env(self._env).path
@@ -503,10 +508,9 @@ class SpliceRuntime:
         except OSError as exc:  # a grant's path swapped mid-resolution (realpath's readlink)
             raise SandboxError(
                 ErrorCode.PERMISSIONS_NOT_GRANTED,
-                f"{pkg.id}: a granted path changed while it was checked (a symbolic link or "
-                "another directory in its place); nothing was run",
+                f"{pkg.id}: {GRANT_UNRESOLVED}; nothing was run",
                 details=[exc.strerror or str(exc)],
-                hint="run the tool again once the files stay in place",
+                hint=GRANT_UNRESOLVED_HINT,
             ) from exc
         if problems:
             raise SandboxError(

@@ -318,7 +318,10 @@ def shown_fs_path(root: PurePath, entry: str) -> str:
     runtime grants and binds the real path (runtime/runtime.py resolves each grant), so the
     consent prompt names it too, never only the project path the link stands at."""
     effective = effective_fs_path(root, entry)
-    real = os.path.realpath(effective)
+    try:
+        real = os.path.realpath(effective)
+    except OSError as exc:  # a link renamed as it was read, or unreadable: never accepted
+        return f"{effective} (a link that could not be resolved: {exc.strerror})"
     if real == str(effective_fs_path(PurePath(os.path.realpath(root)), entry)):
         return str(effective)
     return f"{effective} (a link to {real})"

@@ -277,6 +277,16 @@ def env_entry_problem(name: str) -> str | None:
     return None
 
 
+# Why a check of a project's grants stopped when resolving one raised OSError: ``readlink`` of
+# a link renamed away for a directory as it was read (EINVAL), or of one this user may not
+# read (``/proc/1/cwd``: EACCES). The caller refuses with its code.
+GRANT_UNRESOLVED = (
+    "a granted path could not be resolved (a symbolic link on its way changed as it was "
+    "read, or cannot be read)"
+)
+GRANT_UNRESOLVED_HINT = "Keep its links in place and readable, then run it again."
+
+
 def project_state_problems(
     permissions: Permissions,
     where: str = "permissions",
@@ -284,7 +294,8 @@ def project_state_problems(
     root: PurePath = ABSTRACT_ROOT,
     home: PurePath | None = None,
 ) -> list[str]:
-    """``<where>.fs.read: "." would include …`` lines, one per refused entry (empty: fine)."""
+    """``<where>.fs.read: "." would include …`` lines, one per refused entry (empty: fine).
+    Raises OSError when a path cannot be resolved (``GRANT_UNRESOLVED``)."""
     lines: list[str] = []
     state = ProjectState(root, home) if permissions.fs_read or permissions.fs_write else None
     for field, entries in (("fs.read", permissions.fs_read), ("fs.write", permissions.fs_write)):

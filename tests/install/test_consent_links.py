@@ -179,3 +179,47 @@ def test_a_link_swapped_in_between_the_check_and_the_file_view_is_not_bound(
     assert "PRIVATE-KEY-BYTES" not in json.dumps(result.to_json())
     assert result.error is not None and result.error.code is ErrorCode.PERMISSIONS_NOT_GRANTED
 
+
+def test_a_grant_whose_link_cannot_be_read_is_refused_with_its_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``readlink`` fails on a link ``lstat`` found (``docs -> /proc/1/cwd`` for a user who is
+    not root: EACCES; a link renamed away as it is read: EINVAL), so resolving the grant
+    raises. The SDK's check let that OSError out of ``Splice.run`` (the CLI:
+    INTERNAL_ERROR, 1 of 100 real ``splice run`` beside a loop of renames); every check
+    now refuses with its code, and the prompt's line says so."""
+    from splice_build.sdk import Splice
+
+    root, _ssh = _project_with_links(tmp_path)
+    os.remove(root / "docs")
+    (root / "docs").mkdir()
+    home = tmp_path / "splice-home"
+    publish(embedded_store(home), tmp_path / "work", permissions={"fs": {"read": ["docs"]}})
+    (root / "splice.json").write_text('{"specVersion": 1, "packages": {}}')
+    unreadable = os.path.realpath(root / "docs")
+    readlink = os.readlink
+
+    def refused_for_docs(path: str | os.PathLike[str], **kw: object) -> str:
+        if os.fspath(path) == unreadable:
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return readlink(path, **kw)  # type: ignore[arg-type]
+
+    splice = Splice(root, home=home, registry="embedded:", broker=False)
+    try:
+        splice.add(["@acme/greeter"], accept_permissions=True)
+        os.rmdir(unreadable)
+        os.symlink("/proc/1/cwd", unreadable)
+        monkeypatch.setattr(os, "readlink", refused_for_docs)
+        with pytest.raises(InstallError) as refused:
+            splice.run("greeter.hello", {"name": "x"})
+        assert refused.value.code is ErrorCode.PERMISSIONS_NOT_GRANTED
+        assert splice.list()[0]["code"] == "PERMISSIONS_NOT_GRANTED"
+        with pytest.raises(InstallError) as asked:
+            splice.install(accept_permissions=True)
+        assert asked.value.code is ErrorCode.PERMISSIONS_NOT_ACCEPTED
+    finally:
+        splice.close()
+    requested = Permissions.from_json({"fs": {"read": ["docs"]}})
+    assert ungranted_lines(requested, None, root) == [
+        f"read files: {root}/docs (a link that could not be resolved: Permission denied)"
+    ]
