@@ -223,3 +223,42 @@ def test_a_grant_whose_link_cannot_be_read_is_refused_with_its_code(
     assert ungranted_lines(requested, None, root) == [
         f"read files: {root}/docs (a link that could not be resolved: Permission denied)"
     ]
+
+
+def test_the_record_accepts_where_the_question_showed_the_link_leading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Consent resolved the grants three times: once for what to record, once to decide and
+    once for the question's lines, so a link retargeted between the first and the last was
+    shown leading to one place and recorded (then run) as leading to another. It is resolved
+    once and the question shows that."""
+    from splice_build.install import installer
+    from splice_build.sdk import Splice
+
+    root, ssh = _project_with_links(tmp_path)
+    home = tmp_path / "splice-home"
+    publish(embedded_store(home), tmp_path / "work", permissions={"fs": {"read": ["docs"]}})
+    (root / "splice.json").write_text('{"specVersion": 1, "packages": {}}')
+    public = tmp_path / "public-docs"
+    public.mkdir()
+    asked = installer.require_consent
+
+    def retargeted_first(*args: object, **kw: object) -> None:
+        if os.readlink(root / "docs") != str(public):  # the retarget lands
+            os.remove(root / "docs")
+            os.symlink(public, root / "docs")
+        asked(*args, **kw)  # type: ignore[arg-type]
+
+    shown: list[str] = []
+    monkeypatch.setattr(installer, "require_consent", retargeted_first)
+    splice = Splice(root, home=home, registry="embedded:", broker=False)
+    try:
+        splice.add(
+            ["@acme/greeter"], accept_permissions=lambda lines, _: shown.extend(lines) or True
+        )
+    finally:
+        splice.close()
+    record = read_record(home, root)
+    assert record is not None
+    assert dict(record.links_for("@acme/greeter")) == {"docs": ssh}
+    assert shown == [f"read files: {os.path.realpath(root)}/docs (a link to {ssh})"]
