@@ -378,8 +378,8 @@ class SpliceRuntime:
         """Check the grants and mkdir -p each write path (PERMISSIONS_NOT_GRANTED first),
         except one inside another write path: the tool shapes what lies there, links
         included, and may create it itself (``fileview.shaped_by_tool``)."""
-        from splice_build.project.atomic import make_dirs
-        from splice_build.runtime.isolation.fileview import canonical, shaped_by_tool
+        from splice_build.project.atomic import make_dirs_through_no_link
+        from splice_build.runtime.isolation.fileview import canonical, resolve, shaped_by_tool
 
         write = self._granted_paths(pkg)[1]
         self._ran_writes.update(dict.fromkeys(write))
@@ -389,8 +389,19 @@ class SpliceRuntime:
             if shaped_by_tool(str(path), writable, shared):
                 continue
             try:
+                # resolved once more, held to the consent as the view's plan is, and made
+                # following no link: one renamed in since the check creates nothing elsewhere
+                real = resolve(str(path))[0]
+                if isinstance(pkg, PinnedPackage) and not _held(pkg, self.project_root, real):
+                    raise SandboxError(
+                        ErrorCode.PERMISSIONS_NOT_GRANTED,
+                        f"{pkg.id}: a granted path changed while it was checked (a symbolic "
+                        "link or another directory in its place); nothing was run",
+                        details=[f"{path} -> {real}"],
+                        hint="run the tool again once the files stay in place",
+                    )
                 # project/creation_modes.py's modes, as everything Splice makes in a project
-                make_dirs(path)
+                make_dirs_through_no_link(real)
             except OSError as exc:  # a file there or on the way, a refused mkdir, a long name
                 raise SandboxError(
                     ErrorCode.NOT_WRITABLE,
@@ -760,21 +771,29 @@ def _refuse_planned_links(pkg: PinnedPackage, root: Path, view: FileView) -> Non
     ``_granted_paths`` resolved the grants before the view was planned, and a link swapped
     in between (a directory of the project renamed for one, at any moment) was bound and
     read. What ``build`` mounts is what the plan names (device and inode), so the plan is
-    the resolution that holds. A package with no consent to check (``load``) is not held."""
+    the resolution that holds."""
     from splice_build.runtime.isolation.fileview import MOUNT_ATTR_RDONLY, SourceChanged
 
-    if pkg.accepted_links is None:
-        return
-    perms = pkg.manifest.permissions
-    accepted = dict(pkg.accepted_links)
-    writable = {accepted[e] for e in perms.fs_write if e in accepted}
-    readable = writable | {accepted[e] for e in perms.fs_read if e in accepted}
     for bind in view.grants_outside(os.path.realpath(root)):
-        held = readable if bind.attrs & MOUNT_ATTR_RDONLY else writable
-        if bind.source not in held:
+        if not _held(pkg, root, bind.source, write=not bind.attrs & MOUNT_ATTR_RDONLY):
             raise SourceChanged(
                 errno.ESTALE, bind.source, "left the project after it was checked", "grant"
             )
+
+
+def _held(pkg: PinnedPackage, root: Path, real: str, *, write: bool = True) -> bool:
+    """Whether ``pkg`` may reach the canonical path ``real`` (for writing, or only reading):
+    inside the project at ``root``, or where this machine accepted one of its entries of
+    that access leading (every path when nothing is to be checked: ``load``)."""
+    if pkg.accepted_links is None:
+        return True
+    real_root = os.path.realpath(root)
+    if real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep):
+        return True
+    perms = pkg.manifest.permissions
+    accepted = dict(pkg.accepted_links)
+    entries = perms.fs_write if write else (*perms.fs_write, *perms.fs_read)
+    return real in {accepted[e] for e in entries if e in accepted}
 
 
 def _one_job(key: PoolKey) -> PoolKey:

@@ -262,3 +262,42 @@ def test_the_record_accepts_where_the_question_showed_the_link_leading(
     assert record is not None
     assert dict(record.links_for("@acme/greeter")) == {"docs": ssh}
     assert shown == [f"read files: {os.path.realpath(root)}/docs (a link to {ssh})"]
+
+
+def test_a_write_grant_is_not_created_through_a_link_swapped_in_after_the_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The runtime creates a missing write grant (``mkdir -p``) after checking the grants:
+    ``out`` renamed for a link to a directory elsewhere in between made ``out/new`` there
+    (and on the old code bound it for writing). It is resolved, held to the consent and
+    made following no link."""
+    from splice_build.runtime.runtime import SpliceRuntime
+    from splice_build.sdk import Splice
+
+    root, _ssh = _project_with_links(tmp_path)
+    os.remove(root / "out")
+    (root / "out").mkdir()  # a directory of the project when consented to
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    home = tmp_path / "splice-home"
+    publish(embedded_store(home), tmp_path / "work", permissions={"fs": {"write": ["out/new"]}})
+    (root / "splice.json").write_text('{"specVersion": 1, "packages": {}}')
+    checked = SpliceRuntime._granted_paths
+
+    def swapped_after(runtime: SpliceRuntime, pkg: object) -> object:
+        paths = checked(runtime, pkg)  # type: ignore[arg-type]
+        if (root / "out").is_dir() and not (root / "out").is_symlink():  # the rename lands
+            os.rmdir(root / "out")
+            os.symlink(elsewhere, root / "out")
+        return paths
+
+    splice = Splice(root, home=home, registry="embedded:", broker=False)
+    try:
+        splice.add(["@acme/greeter"], accept_permissions=True)
+        pkg, tool = splice.resolve_tool("greeter.hello")
+        monkeypatch.setattr(SpliceRuntime, "_granted_paths", swapped_after)
+        result = splice.run_resolved(pkg, tool, {"name": "x"})
+    finally:
+        splice.close()
+    assert list(elsewhere.iterdir()) == []
+    assert result.error is not None and result.error.code is ErrorCode.PERMISSIONS_NOT_GRANTED
