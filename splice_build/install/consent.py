@@ -85,20 +85,17 @@ def require_consent(
     ``root`` or ``home`` (SPLICE_HOME); ``links`` and ``found``: as :func:`ungranted_lines`
     takes them."""
     if root is not None:
-        from splice_build.spec.project_state import (
-            GRANT_UNRESOLVED,
-            GRANT_UNRESOLVED_HINT,
-            project_state_problems,
-        )
+        from splice_build.spec.project_state import grant_unresolved, project_state_problems
 
         try:
             problems = project_state_problems(requested, root=root, home=home)
         except OSError as exc:  # a link renamed as it was read, or unreadable
-            raise InstallError(
+            raise grant_unresolved(
+                InstallError,
                 ErrorCode.PERMISSIONS_NOT_ACCEPTED,
-                f"{subject}: {GRANT_UNRESOLVED}; nothing was accepted",
-                details=[exc.strerror or str(exc)],
-                hint=GRANT_UNRESOLVED_HINT,
+                subject,
+                exc,
+                "nothing was accepted",
             ) from exc
         if problems:
             raise InstallError(

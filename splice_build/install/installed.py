@@ -153,11 +153,7 @@ def refuse_project_state(
     """``PERMISSIONS_NOT_GRANTED`` when the lock's grant or the manifest reaches the project's
     state or ``home`` (SPLICE_HOME), e.g. a lock written before the rule or by hand, or
     (``enclosing``) when the project lies in a write grant of a project above it."""
-    from splice_build.spec.project_state import (
-        GRANT_UNRESOLVED,
-        GRANT_UNRESOLVED_HINT,
-        project_state_problems,
-    )
+    from splice_build.spec.project_state import grant_unresolved, project_state_problems
 
     root = Path(os.path.realpath(layout.root))
     try:
@@ -166,11 +162,12 @@ def refuse_project_state(
         )
         problems += project_state_problems(grant, "splice.lock grant", root=root, home=home)
     except OSError as exc:  # a link renamed as it was read, or unreadable
-        raise InstallError(
+        raise grant_unresolved(
+            InstallError,
             ErrorCode.PERMISSIONS_NOT_GRANTED,
-            f"{package_id}@{version}: {GRANT_UNRESOLVED}; nothing was run",
-            details=[exc.strerror or str(exc)],
-            hint=GRANT_UNRESOLVED_HINT,
+            f"{package_id}@{version}",
+            exc,
+            "nothing was run",
         ) from exc
     held = enclosing_grant(layout.root, home) if enclosing else None
     if held is not None:

@@ -506,9 +506,8 @@ class SpliceRuntime:
         through a link), so no such grant is ever given, whatever the lock says."""
         from splice_build.project.home import SpliceHome
         from splice_build.spec.project_state import (
-            GRANT_UNRESOLVED,
-            GRANT_UNRESOLVED_HINT,
             effective_fs_path,
+            grant_unresolved,
             project_state_problems,
         )
 
@@ -517,11 +516,8 @@ class SpliceRuntime:
         try:
             problems = project_state_problems(perms, root=self.project_root, home=home)
         except OSError as exc:  # a grant's path swapped mid-resolution (realpath's readlink)
-            raise SandboxError(
-                ErrorCode.PERMISSIONS_NOT_GRANTED,
-                f"{pkg.id}: {GRANT_UNRESOLVED}; nothing was run",
-                details=[exc.strerror or str(exc)],
-                hint=GRANT_UNRESOLVED_HINT,
+            raise grant_unresolved(
+                SandboxError, ErrorCode.PERMISSIONS_NOT_GRANTED, pkg.id, exc, "nothing was run"
             ) from exc
         if problems:
             raise SandboxError(

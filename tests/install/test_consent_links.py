@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -21,6 +23,9 @@ from splice_build.spec.permissions import Permissions
 from testing.hostile_packages import tool_returning
 from testing.isolation import needs_os_layer
 from testing.registry_fixtures import embedded_store, publish
+
+if TYPE_CHECKING:
+    from splice_build.runtime.result import ToolResult
 
 
 def test_a_grant_through_a_link_names_its_real_path(tmp_path: Path) -> None:
@@ -132,6 +137,21 @@ def test_a_link_swapped_after_the_check_is_refused_at_the_call(tmp_path: Path) -
     assert "PRIVATE-KEY-BYTES" not in json.dumps(result.to_json())
 
 
+def _run_added(root: Path, home: Path, then: Callable[[], object]) -> ToolResult:
+    """``@acme/greeter`` added to the project at ``root`` (accepted), ``then()`` (which sets
+    the hook that lands a rename), and one run of its tool."""
+    from splice_build.sdk import Splice
+
+    splice = Splice(root, home=home, registry="embedded:", broker=False)
+    try:
+        splice.add(["@acme/greeter"], accept_permissions=True)
+        pkg, tool = splice.resolve_tool("greeter.hello")
+        then()
+        return splice.run_resolved(pkg, tool, {"name": "x"})
+    finally:
+        splice.close()
+
+
 @needs_os_layer()
 @pytest.mark.node
 def test_a_link_swapped_in_between_the_check_and_the_file_view_is_not_bound(
@@ -142,7 +162,6 @@ def test_a_link_swapped_in_between_the_check_and_the_file_view_is_not_bound(
     (another user of a shared checkout, at any moment) was bound and the key read (a real
     ``splice run`` beside a loop of such renames: 9 of 60 calls). The plan is checked too."""
     from splice_build.runtime.sandbox import SandboxSpec
-    from splice_build.sdk import Splice
 
     root, ssh = _project_with_links(tmp_path)
     (Path(ssh) / "id_ed25519").write_text("PRIVATE-KEY-BYTES")
@@ -168,14 +187,9 @@ def test_a_link_swapped_in_between_the_check_and_the_file_view_is_not_bound(
             os.rename(root / "docs-link", root / "docs")
         return planned(spec)
 
-    splice = Splice(root, home=home, registry="embedded:", broker=False)
-    try:
-        splice.add(["@acme/greeter"], accept_permissions=True)
-        pkg, tool = splice.resolve_tool("greeter.hello")
-        monkeypatch.setattr(SandboxSpec, "planned", swapped_first)
-        result = splice.run_resolved(pkg, tool, {"name": "x"})
-    finally:
-        splice.close()
+    result = _run_added(
+        root, home, lambda: monkeypatch.setattr(SandboxSpec, "planned", swapped_first)
+    )
     assert "PRIVATE-KEY-BYTES" not in json.dumps(result.to_json())
     assert result.error is not None and result.error.code is ErrorCode.PERMISSIONS_NOT_GRANTED
 
@@ -272,7 +286,6 @@ def test_a_write_grant_is_not_created_through_a_link_swapped_in_after_the_check(
     (and on the old code bound it for writing). It is resolved, held to the consent and
     made following no link."""
     from splice_build.runtime.runtime import SpliceRuntime
-    from splice_build.sdk import Splice
 
     root, _ssh = _project_with_links(tmp_path)
     os.remove(root / "out")
@@ -291,13 +304,8 @@ def test_a_write_grant_is_not_created_through_a_link_swapped_in_after_the_check(
             os.symlink(elsewhere, root / "out")
         return paths
 
-    splice = Splice(root, home=home, registry="embedded:", broker=False)
-    try:
-        splice.add(["@acme/greeter"], accept_permissions=True)
-        pkg, tool = splice.resolve_tool("greeter.hello")
-        monkeypatch.setattr(SpliceRuntime, "_granted_paths", swapped_after)
-        result = splice.run_resolved(pkg, tool, {"name": "x"})
-    finally:
-        splice.close()
+    result = _run_added(
+        root, home, lambda: monkeypatch.setattr(SpliceRuntime, "_granted_paths", swapped_after)
+    )
     assert list(elsewhere.iterdir()) == []
     assert result.error is not None and result.error.code is ErrorCode.PERMISSIONS_NOT_GRANTED
