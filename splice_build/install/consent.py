@@ -37,28 +37,35 @@ def ungranted_lines(
     granted: Permissions | None,
     root: Path | None = None,
     links: Mapping[str, str] | None = None,
+    found: Mapping[str, str] | None = None,
 ) -> list[str]:
     """The ``describe`` lines of what ``requested`` asks beyond ``granted`` (None: nothing),
     file paths as granted in the project at ``root`` when it is given; with ``root``, also
     each file grant leading out of the project that ``links`` (what this machine accepted:
-    ``ConsentRecord.links_for``) does not name with its real path now, granted or not."""
+    ``ConsentRecord.links_for``) does not name with its real path now, granted or not.
+    ``found``: the grants leading out as the caller resolved them (``outside_links``), judged
+    and shown as they are: the record the caller writes is then what the lines showed."""
     from splice_build.spec.permissions import Permissions, ungranted
 
     missing = ungranted(requested, granted if granted is not None else Permissions.from_json({}))
     if root is not None:
-        missing = _with_outside(requested, missing, root, links)
-    return [] if missing.is_empty else list(missing.describe(root))
+        missing = _with_outside(requested, missing, root, links, found)
+    return [] if missing.is_empty else list(missing.describe(root, found))
 
 
 def _with_outside(
-    requested: Permissions, missing: Permissions, root: Path, links: Mapping[str, str] | None
+    requested: Permissions,
+    missing: Permissions,
+    root: Path,
+    links: Mapping[str, str] | None,
+    found: Mapping[str, str] | None,
 ) -> Permissions:
     """``missing`` and the file grants of ``requested`` leading out of the project at
     ``root`` that ``links`` does not hold, in ``requested``'s order."""
     from splice_build.records import replace
     from splice_build.spec.outside_grants import unaccepted_links
 
-    away = unaccepted_links(root, requested, links)
+    away = unaccepted_links(root, requested, links, found)
     if not away:
         return missing
     return replace(
@@ -77,14 +84,25 @@ def require_consent(
     root: Path | None = None,
     home: Path | None = None,
     links: Mapping[str, str] | None = None,
+    found: Mapping[str, str] | None = None,
 ) -> None:
     """Return when the new permissions are accepted; raise ``PERMISSIONS_NOT_ACCEPTED`` if not,
     and ``INVALID_MANIFEST`` (never a question) when they reach the state of the project at
-    ``root`` or ``home`` (SPLICE_HOME); ``links``: as :func:`ungranted_lines` takes them."""
+    ``root`` or ``home`` (SPLICE_HOME); ``links`` and ``found``: as :func:`ungranted_lines`
+    takes them."""
     if root is not None:
-        from splice_build.spec.project_state import project_state_problems
+        from splice_build.spec.project_state import grant_unresolved, project_state_problems
 
-        problems = project_state_problems(requested, root=root, home=home)
+        try:
+            problems = project_state_problems(requested, root=root, home=home)
+        except OSError as exc:  # a link renamed as it was read, or unreadable
+            raise grant_unresolved(
+                InstallError,
+                ErrorCode.PERMISSIONS_NOT_ACCEPTED,
+                subject,
+                exc,
+                "nothing was accepted",
+            ) from exc
         if problems:
             raise InstallError(
                 ErrorCode.INVALID_MANIFEST,
@@ -92,7 +110,7 @@ def require_consent(
                 details=problems,
                 hint="No grant may reach splice.json, splice.lock, .splice/, .env* or SPLICE_HOME.",
             )
-    lines = ungranted_lines(requested, granted, root, links)
+    lines = ungranted_lines(requested, granted, root, links, found)
     if not lines:
         return
     # Only ``True`` accepts, given or answered: a truthy "no" or an object is a refusal.

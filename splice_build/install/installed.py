@@ -153,11 +153,22 @@ def refuse_project_state(
     """``PERMISSIONS_NOT_GRANTED`` when the lock's grant or the manifest reaches the project's
     state or ``home`` (SPLICE_HOME), e.g. a lock written before the rule or by hand, or
     (``enclosing``) when the project lies in a write grant of a project above it."""
-    from splice_build.spec.project_state import project_state_problems
+    from splice_build.spec.project_state import grant_unresolved, project_state_problems
 
     root = Path(os.path.realpath(layout.root))
-    problems = project_state_problems(manifest.permissions, "manifest.json", root=root, home=home)
-    problems += project_state_problems(grant, "splice.lock grant", root=root, home=home)
+    try:
+        problems = project_state_problems(
+            manifest.permissions, "manifest.json", root=root, home=home
+        )
+        problems += project_state_problems(grant, "splice.lock grant", root=root, home=home)
+    except OSError as exc:  # a link renamed as it was read, or unreadable
+        raise grant_unresolved(
+            InstallError,
+            ErrorCode.PERMISSIONS_NOT_GRANTED,
+            f"{package_id}@{version}",
+            exc,
+            "nothing was run",
+        ) from exc
     held = enclosing_grant(layout.root, home) if enclosing else None
     if held is not None:
         raise InstallError(

@@ -493,8 +493,8 @@ class Installer:
     ) -> None:
         """:func:`require_consent` to ``requested`` beyond ``granted`` and to each file grant
         leading out of the project that this machine's record does not hold as it leads now;
-        what those lead to, as seen before the question, is what :meth:`record_consent`
-        records as accepted."""
+        what those lead to, resolved once before the question and shown as resolved, is what
+        :meth:`record_consent` records as accepted."""
         from splice_build.spec.outside_grants import outside_links
 
         seen = outside_links(self._root, requested)
@@ -506,6 +506,7 @@ class Installer:
             root=self._root,
             home=self.session.home.path,
             links=self._accepted_links(package_id),
+            found=seen,
         )
         self._links_seen[package_id] = seen
 

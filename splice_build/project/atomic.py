@@ -216,6 +216,30 @@ def make_dirs(directory: Path) -> None:
     fsync_directory(directory.parent)
 
 
+def make_dirs_through_no_link(directory: str) -> None:
+    """:func:`make_dirs` of a canonical path (no symbolic link in it) that follows none: each
+    component is opened ``O_NOFOLLOW`` from ``/`` and each missing one made in the directory
+    so opened, so a link renamed in on the way (after the path was resolved and checked)
+    fails the walk (``ELOOP``, ``ENOTDIR``) instead of leading the creation elsewhere."""
+    flags = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    done = "/"
+    held = os.open(done, flags)
+    try:
+        for part in [p for p in directory.split("/") if p]:
+            parent, done = done, os.path.join(done, part)
+            try:
+                here = os.open(part, flags, dir_fd=held)
+            except FileNotFoundError:
+                with contextlib.suppress(FileExistsError):  # made by another call meanwhile
+                    os.mkdir(part, dir_mode_in(Path(parent)), dir_fd=held)
+                    fsync_directory(Path(parent))
+                here = os.open(part, flags, dir_fd=held)
+            os.close(held)
+            held = here
+    finally:
+        os.close(held)
+
+
 def write_tree(directory: Path, files: Mapping[str, bytes]) -> None:
     """Write ``files`` (relative POSIX path → bytes) as new files below the existing
     ``directory``; return once every file and directory written (``directory`` included) is

@@ -23,6 +23,7 @@ started a process says which layer ran (``ToolResult.isolation``).
 
 from __future__ import annotations
 
+import errno
 import os
 import time
 import weakref
@@ -55,7 +56,7 @@ from splice_build.runtime.session import Session
 from splice_build.security.redact import PathSanitizer, redact
 
 if TYPE_CHECKING:
-    from splice_build.runtime.isolation.fileview import OutOfFiles, SourceChanged
+    from splice_build.runtime.isolation.fileview import FileView, OutOfFiles, SourceChanged
     from splice_build.runtime.isolation.plan import IsolationPlan
     from splice_build.runtime.isolation.support import IsolationSupport
     from splice_build.runtime.pool import PoolKey, WarmPool
@@ -377,8 +378,8 @@ class SpliceRuntime:
         """Check the grants and mkdir -p each write path (PERMISSIONS_NOT_GRANTED first),
         except one inside another write path: the tool shapes what lies there, links
         included, and may create it itself (``fileview.shaped_by_tool``)."""
-        from splice_build.project.atomic import make_dirs
-        from splice_build.runtime.isolation.fileview import canonical, shaped_by_tool
+        from splice_build.project.atomic import make_dirs_through_no_link
+        from splice_build.runtime.isolation.fileview import canonical, resolve, shaped_by_tool
 
         write = self._granted_paths(pkg)[1]
         self._ran_writes.update(dict.fromkeys(write))
@@ -388,8 +389,19 @@ class SpliceRuntime:
             if shaped_by_tool(str(path), writable, shared):
                 continue
             try:
+                # resolved once more, held to the consent as the view's plan is, and made
+                # following no link: one renamed in since the check creates nothing elsewhere
+                real = resolve(str(path))[0]
+                if isinstance(pkg, PinnedPackage) and not _held(pkg, self.project_root, real):
+                    raise SandboxError(
+                        ErrorCode.PERMISSIONS_NOT_GRANTED,
+                        f"{pkg.id}: a granted path changed while it was checked (a symbolic "
+                        "link or another directory in its place); nothing was run",
+                        details=[f"{path} -> {real}"],
+                        hint="run the tool again once the files stay in place",
+                    )
                 # project/creation_modes.py's modes, as everything Splice makes in a project
-                make_dirs(path)
+                make_dirs_through_no_link(real)
             except OSError as exc:  # a file there or on the way, a refused mkdir, a long name
                 raise SandboxError(
                     ErrorCode.NOT_WRITABLE,
@@ -493,19 +505,19 @@ class SpliceRuntime:
         PERMISSIONS_NOT_GRANTED when one reaches the project's state or SPLICE_HOME (also
         through a link), so no such grant is ever given, whatever the lock says."""
         from splice_build.project.home import SpliceHome
-        from splice_build.spec.project_state import effective_fs_path, project_state_problems
+        from splice_build.spec.project_state import (
+            effective_fs_path,
+            grant_unresolved,
+            project_state_problems,
+        )
 
         perms = pkg.manifest.permissions
         home = self._home if self._home is not None else SpliceHome.from_env(self._env).path
         try:
             problems = project_state_problems(perms, root=self.project_root, home=home)
         except OSError as exc:  # a grant's path swapped mid-resolution (realpath's readlink)
-            raise SandboxError(
-                ErrorCode.PERMISSIONS_NOT_GRANTED,
-                f"{pkg.id}: a granted path changed while it was checked (a symbolic link or "
-                "another directory in its place); nothing was run",
-                details=[exc.strerror or str(exc)],
-                hint="run the tool again once the files stay in place",
+            raise grant_unresolved(
+                SandboxError, ErrorCode.PERMISSIONS_NOT_GRANTED, pkg.id, exc, "nothing was run"
             ) from exc
         if problems:
             raise SandboxError(
@@ -535,8 +547,10 @@ class SpliceRuntime:
             unsafe_in_process_guards_off=self._guards_off,
             reuse=self._reuse is not None,
             shared_writes=self._shared_writes() if read_paths or write_paths else (),
-        )
-        return spec.planned()
+        ).planned()
+        if spec.view is not None and isinstance(pkg, PinnedPackage):
+            _refuse_planned_links(pkg, self.project_root, spec.view)
+        return spec
 
     def _pool_key(self, pkg: LoadedPackage) -> PoolKey | None:
         from splice_build.runtime.pool import PoolKey
@@ -745,6 +759,37 @@ def _refuse_unaccepted_links(
             details=[f"{entry} -> {real or '(unresolved)'}" for entry, real in away.items()],
             hint="Run `splice install`: it asks for them.",
         )
+
+
+def _refuse_planned_links(pkg: PinnedPackage, root: Path, view: FileView) -> None:
+    """SourceChanged (a grant) when ``view`` binds a grant of ``pkg`` out of the project at
+    ``root`` where this machine did not accept one of its entries leading, for that access:
+    ``_granted_paths`` resolved the grants before the view was planned, and a link swapped
+    in between (a directory of the project renamed for one, at any moment) was bound and
+    read. What ``build`` mounts is what the plan names (device and inode), so the plan is
+    the resolution that holds."""
+    from splice_build.runtime.isolation.fileview import MOUNT_ATTR_RDONLY, SourceChanged
+
+    for bind in view.grants_outside(os.path.realpath(root)):
+        if not _held(pkg, root, bind.source, write=not bind.attrs & MOUNT_ATTR_RDONLY):
+            raise SourceChanged(
+                errno.ESTALE, bind.source, "left the project after it was checked", "grant"
+            )
+
+
+def _held(pkg: PinnedPackage, root: Path, real: str, *, write: bool = True) -> bool:
+    """Whether ``pkg`` may reach the canonical path ``real`` (for writing, or only reading):
+    inside the project at ``root``, or where this machine accepted one of its entries of
+    that access leading (every path when nothing is to be checked: ``load``)."""
+    if pkg.accepted_links is None:
+        return True
+    real_root = os.path.realpath(root)
+    if real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep):
+        return True
+    perms = pkg.manifest.permissions
+    accepted = dict(pkg.accepted_links)
+    entries = perms.fs_write if write else (*perms.fs_write, *perms.fs_read)
+    return real in {accepted[e] for e in entries if e in accepted}
 
 
 def _one_job(key: PoolKey) -> PoolKey:

@@ -48,13 +48,18 @@ def outside_links(root: PurePath, permissions: Permissions) -> dict[str, str]:
 
 
 def unaccepted_links(
-    root: PurePath, permissions: Permissions, accepted: Mapping[str, str] | None
+    root: PurePath,
+    permissions: Permissions,
+    accepted: Mapping[str, str] | None,
+    found: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """:func:`outside_links` that ``accepted`` (entry: the real path this machine accepted it
-    leading to; None: nothing accepted) does not name with that same real path."""
+    """:func:`outside_links` (``found``: as the caller resolved them) that ``accepted``
+    (entry: the real path this machine accepted it leading to; None: nothing accepted) does
+    not name with that same real path."""
     held = accepted or {}
+    links = outside_links(root, permissions) if found is None else found
     return {
         entry: real
-        for entry, real in outside_links(root, permissions).items()
+        for entry, real in links.items()
         if real == UNRESOLVED or held.get(entry) != real
     }

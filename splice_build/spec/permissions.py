@@ -184,15 +184,23 @@ class Permissions:
             out["capabilities"] = list(self.capabilities)
         return out
 
-    def describe(self, root: PurePath | None = None) -> list[str]:
+    def describe(
+        self, root: PurePath | None = None, links: Mapping[str, str] | None = None
+    ) -> list[str]:
         """Human lines (``splice info``, consent prompts): one per path, host and variable, and
         one for all host capabilities. With ``root`` (a project's directory) a file line shows
-        the exact path the runtime grants, not the entry's text."""
+        the exact path the runtime grants, not the entry's text; ``links``: where entries
+        leading out of the project were resolved to lead (spec/outside_grants.py), shown as
+        they are, never resolved again (what a consent records is what it showed)."""
         if self.is_empty:
             return [_NO_PERMISSIONS]
 
         def shown(entry: str) -> str:
-            return entry if root is None else shown_fs_path(root, entry)
+            if root is None:
+                return entry
+            if links is not None and entry in links:
+                return shown_link(root, entry, links[entry])
+            return shown_fs_path(root, entry)
 
         # One maker per list of the schema: a list without one fails here, never goes unshown.
         makers: dict[str, Callable[[tuple[str, ...]], list[str]]] = {
@@ -318,9 +326,21 @@ def shown_fs_path(root: PurePath, entry: str) -> str:
     runtime grants and binds the real path (runtime/runtime.py resolves each grant), so the
     consent prompt names it too, never only the project path the link stands at."""
     effective = effective_fs_path(root, entry)
-    real = os.path.realpath(effective)
+    try:
+        real = os.path.realpath(effective)
+    except OSError as exc:  # a link renamed as it was read, or unreadable: never accepted
+        return f"{effective} (a link that could not be resolved: {exc.strerror})"
     if real == str(effective_fs_path(PurePath(os.path.realpath(root)), entry)):
         return str(effective)
+    return f"{effective} (a link to {real})"
+
+
+def shown_link(root: PurePath, entry: str, real: str) -> str:
+    """The line of a file grant resolved to ``real`` out of the project (``""``: it could
+    not be resolved, spec/outside_grants.py ``UNRESOLVED``)."""
+    effective = effective_fs_path(root, entry)
+    if not real:
+        return f"{effective} (a link that could not be resolved)"
     return f"{effective} (a link to {real})"
 
 

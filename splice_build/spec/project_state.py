@@ -35,8 +35,9 @@ import sys
 import threading
 from collections.abc import Sequence
 from pathlib import PurePath, PurePosixPath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
+from splice_build.errors import ErrorCode, SpliceError
 from splice_build.records import dataclass, replace
 from splice_build.spec.paths import fold_path
 
@@ -277,6 +278,22 @@ def env_entry_problem(name: str) -> str | None:
     return None
 
 
+E = TypeVar("E", bound=SpliceError)
+
+
+def grant_unresolved(error: type[E], code: ErrorCode, subject: str, exc: OSError, done: str) -> E:
+    """The refusal (``error`` with ``code``) of a check of ``subject``'s grants that stopped
+    when resolving one raised ``exc``: ``readlink`` of a link renamed away for a directory as
+    it was read (EINVAL), or of one this user may not read (``/proc/1/cwd``: EACCES)."""
+    return error(
+        code,
+        f"{subject}: a granted path could not be resolved (a symbolic link on its way changed "
+        f"as it was read, or cannot be read); {done}",
+        details=[exc.strerror or str(exc)],
+        hint="Keep its links in place and readable, then run it again.",
+    )
+
+
 def project_state_problems(
     permissions: Permissions,
     where: str = "permissions",
@@ -284,7 +301,8 @@ def project_state_problems(
     root: PurePath = ABSTRACT_ROOT,
     home: PurePath | None = None,
 ) -> list[str]:
-    """``<where>.fs.read: "." would include …`` lines, one per refused entry (empty: fine)."""
+    """``<where>.fs.read: "." would include …`` lines, one per refused entry (empty: fine).
+    Raises OSError when a path cannot be resolved (``grant_unresolved``)."""
     lines: list[str] = []
     state = ProjectState(root, home) if permissions.fs_read or permissions.fs_write else None
     for field, entries in (("fs.read", permissions.fs_read), ("fs.write", permissions.fs_write)):

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -18,7 +20,12 @@ from splice_build.install.consent import require_links_accepted, ungranted_lines
 from splice_build.install.consent_record import read_record, record_path, write_record
 from splice_build.spec.outside_grants import outside_links
 from splice_build.spec.permissions import Permissions
+from testing.hostile_packages import tool_returning
+from testing.isolation import needs_os_layer
 from testing.registry_fixtures import embedded_store, publish
+
+if TYPE_CHECKING:
+    from splice_build.runtime.result import ToolResult
 
 
 def test_a_grant_through_a_link_names_its_real_path(tmp_path: Path) -> None:
@@ -128,3 +135,177 @@ def test_a_link_swapped_after_the_check_is_refused_at_the_call(tmp_path: Path) -
         splice.close()
     assert result.error is not None and result.error.code is ErrorCode.PERMISSIONS_NOT_GRANTED
     assert "PRIVATE-KEY-BYTES" not in json.dumps(result.to_json())
+
+
+def _run_added(root: Path, home: Path, then: Callable[[], object]) -> ToolResult:
+    """``@acme/greeter`` added to the project at ``root`` (accepted), ``then()`` (which sets
+    the hook that lands a rename), and one run of its tool."""
+    from splice_build.sdk import Splice
+
+    splice = Splice(root, home=home, registry="embedded:", broker=False)
+    try:
+        splice.add(["@acme/greeter"], accept_permissions=True)
+        pkg, tool = splice.resolve_tool("greeter.hello")
+        then()
+        return splice.run_resolved(pkg, tool, {"name": "x"})
+    finally:
+        splice.close()
+
+
+@needs_os_layer()
+@pytest.mark.node
+def test_a_link_swapped_in_between_the_check_and_the_file_view_is_not_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The runtime checks the grants' real paths, then plans the file view, which resolves
+    them again and binds what it finds: ``docs`` renamed for a link to ``~/.ssh`` in between
+    (another user of a shared checkout, at any moment) was bound and the key read (a real
+    ``splice run`` beside a loop of such renames: 9 of 60 calls). The plan is checked too."""
+    from splice_build.runtime.sandbox import SandboxSpec
+
+    root, ssh = _project_with_links(tmp_path)
+    (Path(ssh) / "id_ed25519").write_text("PRIVATE-KEY-BYTES")
+    os.rename(root / "docs", root / "docs-link")
+    (root / "docs").mkdir()  # a directory of the project when consented to, and checked
+    home = tmp_path / "splice-home"
+    reader = tool_returning(
+        "fs.readFileSync(`${ctx.paths.project}/docs/id_ed25519`, 'utf8')",
+        imports="import fs from 'node:fs';",
+    )
+    publish(
+        embedded_store(home),
+        tmp_path / "work",
+        permissions={"fs": {"read": ["docs"]}},
+        files={"tools/hello.js": reader},
+    )
+    (root / "splice.json").write_text('{"specVersion": 1, "packages": {}}')
+    planned = SandboxSpec.planned
+
+    def swapped_first(spec: SandboxSpec) -> SandboxSpec:
+        if (root / "docs-link").is_symlink():  # the rename lands
+            os.rmdir(root / "docs")
+            os.rename(root / "docs-link", root / "docs")
+        return planned(spec)
+
+    result = _run_added(
+        root, home, lambda: monkeypatch.setattr(SandboxSpec, "planned", swapped_first)
+    )
+    assert "PRIVATE-KEY-BYTES" not in json.dumps(result.to_json())
+    assert result.error is not None and result.error.code is ErrorCode.PERMISSIONS_NOT_GRANTED
+
+
+def test_a_grant_whose_link_cannot_be_read_is_refused_with_its_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``readlink`` fails on a link ``lstat`` found (``docs -> /proc/1/cwd`` for a user who is
+    not root: EACCES; a link renamed away as it is read: EINVAL), so resolving the grant
+    raises. The SDK's check let that OSError out of ``Splice.run`` (the CLI:
+    INTERNAL_ERROR, 1 of 100 real ``splice run`` beside a loop of renames); every check
+    now refuses with its code, and the prompt's line says so."""
+    from splice_build.sdk import Splice
+
+    root, _ssh = _project_with_links(tmp_path)
+    os.remove(root / "docs")
+    (root / "docs").mkdir()
+    home = tmp_path / "splice-home"
+    publish(embedded_store(home), tmp_path / "work", permissions={"fs": {"read": ["docs"]}})
+    (root / "splice.json").write_text('{"specVersion": 1, "packages": {}}')
+    unreadable = os.path.realpath(root / "docs")
+    readlink = os.readlink
+
+    def refused_for_docs(path: str | os.PathLike[str], **kw: object) -> str:
+        if os.fspath(path) == unreadable:
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return readlink(path, **kw)  # type: ignore[arg-type]
+
+    splice = Splice(root, home=home, registry="embedded:", broker=False)
+    try:
+        splice.add(["@acme/greeter"], accept_permissions=True)
+        os.rmdir(unreadable)
+        os.symlink("/proc/1/cwd", unreadable)
+        monkeypatch.setattr(os, "readlink", refused_for_docs)
+        with pytest.raises(InstallError) as refused:
+            splice.run("greeter.hello", {"name": "x"})
+        assert refused.value.code is ErrorCode.PERMISSIONS_NOT_GRANTED
+        assert splice.list()[0]["code"] == "PERMISSIONS_NOT_GRANTED"
+        with pytest.raises(InstallError) as asked:
+            splice.install(accept_permissions=True)
+        assert asked.value.code is ErrorCode.PERMISSIONS_NOT_ACCEPTED
+    finally:
+        splice.close()
+    requested = Permissions.from_json({"fs": {"read": ["docs"]}})
+    assert ungranted_lines(requested, None, root) == [
+        f"read files: {root}/docs (a link that could not be resolved: Permission denied)"
+    ]
+
+
+def test_the_record_accepts_where_the_question_showed_the_link_leading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Consent resolved the grants three times: once for what to record, once to decide and
+    once for the question's lines, so a link retargeted between the first and the last was
+    shown leading to one place and recorded (then run) as leading to another. It is resolved
+    once and the question shows that."""
+    from splice_build.install import installer
+    from splice_build.sdk import Splice
+
+    root, ssh = _project_with_links(tmp_path)
+    home = tmp_path / "splice-home"
+    publish(embedded_store(home), tmp_path / "work", permissions={"fs": {"read": ["docs"]}})
+    (root / "splice.json").write_text('{"specVersion": 1, "packages": {}}')
+    public = tmp_path / "public-docs"
+    public.mkdir()
+    asked = installer.require_consent
+
+    def retargeted_first(*args: object, **kw: object) -> None:
+        if os.readlink(root / "docs") != str(public):  # the retarget lands
+            os.remove(root / "docs")
+            os.symlink(public, root / "docs")
+        asked(*args, **kw)  # type: ignore[arg-type]
+
+    shown: list[str] = []
+    monkeypatch.setattr(installer, "require_consent", retargeted_first)
+    splice = Splice(root, home=home, registry="embedded:", broker=False)
+    try:
+        splice.add(
+            ["@acme/greeter"], accept_permissions=lambda lines, _: shown.extend(lines) or True
+        )
+    finally:
+        splice.close()
+    record = read_record(home, root)
+    assert record is not None
+    assert dict(record.links_for("@acme/greeter")) == {"docs": ssh}
+    assert shown == [f"read files: {os.path.realpath(root)}/docs (a link to {ssh})"]
+
+
+def test_a_write_grant_is_not_created_through_a_link_swapped_in_after_the_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The runtime creates a missing write grant (``mkdir -p``) after checking the grants:
+    ``out`` renamed for a link to a directory elsewhere in between made ``out/new`` there
+    (and on the old code bound it for writing). It is resolved, held to the consent and
+    made following no link."""
+    from splice_build.runtime.runtime import SpliceRuntime
+
+    root, _ssh = _project_with_links(tmp_path)
+    os.remove(root / "out")
+    (root / "out").mkdir()  # a directory of the project when consented to
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    home = tmp_path / "splice-home"
+    publish(embedded_store(home), tmp_path / "work", permissions={"fs": {"write": ["out/new"]}})
+    (root / "splice.json").write_text('{"specVersion": 1, "packages": {}}')
+    checked = SpliceRuntime._granted_paths
+
+    def swapped_after(runtime: SpliceRuntime, pkg: object) -> object:
+        paths = checked(runtime, pkg)  # type: ignore[arg-type]
+        if (root / "out").is_dir() and not (root / "out").is_symlink():  # the rename lands
+            os.rmdir(root / "out")
+            os.symlink(elsewhere, root / "out")
+        return paths
+
+    result = _run_added(
+        root, home, lambda: monkeypatch.setattr(SpliceRuntime, "_granted_paths", swapped_after)
+    )
+    assert list(elsewhere.iterdir()) == []
+    assert result.error is not None and result.error.code is ErrorCode.PERMISSIONS_NOT_GRANTED

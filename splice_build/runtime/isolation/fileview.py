@@ -112,6 +112,18 @@ class FileView:
     # runtime hashes (runtime.py ``_check_bound``), never the path resolved again later.
     package: Bind | None = None
 
+    def grants_outside(self, root: str) -> tuple[Bind, ...]:
+        """The grants' binds (a planned identity, not the package directory) whose source is
+        neither ``root`` (a canonical path) nor below it."""
+        return tuple(
+            bind
+            for bind in self.binds
+            if bind.identity is not None
+            and bind != self.package
+            and bind.source != root
+            and not _strictly_inside(bind.source, root)
+        )
+
     def kind_of(self, source: str) -> str:
         """What the bind of ``source`` is: ``package``, ``grant`` (a planned identity) or
         ``runtime`` (Node's files, the host, the devices)."""
