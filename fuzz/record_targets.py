@@ -12,6 +12,11 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from splice_build.install.consent_record import ConsentRecord
 
 Check = Callable[[bytes], None]
 
@@ -178,5 +183,188 @@ def graph_records() -> Check:
                 raise Finding(f"save_success wrote a record read as none: {record!r:.200}")
         finally:
             dependency.backend._conn.close()
+
+    return check
+
+
+def consent_record() -> Check:
+    """The bytes as a project's consent record in SPLICE_HOME (install/consent_record.py),
+    read as ``splice run`` reads it: a record, None or the corrupt record; one read grants
+    exactly what its bytes name, and written back reads back the same. First byte odd: the
+    file is another user's (uid 65534), which is no record. ``@ROOT@`` becomes the project's
+    real path, JSON-escaped, so that mutations reach records of this project."""
+    import json
+
+    from fuzz.targets import Finding, _scratch
+    from splice_build.install.consent_record import read_record, record_path, write_record
+    from splice_build.project.home import make_private_dirs
+
+    base = _scratch() / "consent"
+    home, root = base / "home", base / "project"
+    root.mkdir(parents=True)
+    make_private_dirs(home)
+    path = record_path(home, root)
+    make_private_dirs(path.parent)
+    escaped = json.dumps(os.path.realpath(root))[1:-1].encode()
+    foreign = os.geteuid() == 0
+
+    def check(data: bytes) -> None:
+        if not data:
+            return
+        body = data[1:].replace(b"@ROOT@", escaped)
+        path.unlink(missing_ok=True)
+        path.write_bytes(body)
+        os.chmod(path, 0o600)
+        others = foreign and data[0] % 2 == 1
+        if others:
+            os.chown(path, 65534, 65534)
+        record = read_record(home, root)
+        if others:
+            if record is not None:
+                raise Finding("a record another user owns was read")
+            return
+        if record is None:
+            raise Finding("a record that is there read as none")
+        if record.corrupt:
+            if record.grants or record.links:
+                raise Finding("the corrupt record names grants")
+            return
+        _grants_as_named(json.loads(body), record)
+        write_record(home, root, record.grants, record.links)
+        again = read_record(home, root)
+        kept = {k: dict(v) for k, v in record.links.items() if k in record.grants and v}
+        if again is None or again.corrupt or dict(again.grants) != dict(record.grants):
+            raise Finding("a record written back does not read back its grants")
+        if {k: dict(v) for k, v in again.links.items()} != kept:
+            raise Finding("a record written back does not read back its links")
+
+    return check
+
+
+def _grants_as_named(value: dict[str, Any], record: ConsentRecord) -> None:
+    """Each grant and link ``record`` holds is one the parsed JSON ``value`` names, no more."""
+    from fuzz.targets import Finding
+    from splice_build.spec.permissions import schema_leaves
+
+    version = value["version"]
+    if type(version) is not int:
+        raise Finding(f"a record of version {version!r} was read")
+    packages = value["packages"]
+    if set(record.grants) != set(packages):
+        raise Finding("the packages granted are not those the record names")
+    for package, grant in record.grants.items():
+        for leaf in schema_leaves():
+            named: object = packages[package]
+            for key in leaf:
+                named = named.get(key, {}) if isinstance(named, dict) else {}
+            held = getattr(grant, "_".join(leaf))
+            if not set(held) <= set(named or ()):
+                raise Finding(f"{package}: {'.'.join(leaf)} holds more than the record names")
+    links = value.get("links", {}) if version == 2 else {}
+    if {k: dict(v) for k, v in record.links.items()} != links:
+        raise Finding("the links read are not those the record names")
+    for package in links:
+        if package not in packages and record.links_for(package):
+            raise Finding(f"{package}: links accepted for a package the record grants nothing")
+
+
+def _outside_tree(base: Path) -> tuple[Path, Path, Path]:
+    """A project with links that stay inside it, leave it, dangle and loop; a directory
+    outside it; and a link to the project (a project reached through a link of its own)."""
+    project, away = base / "project", base / "elsewhere"
+    (project / "ws" / "sub").mkdir(parents=True)
+    (away / "dir").mkdir(parents=True)
+    (base / "project-twin").mkdir()  # its path starts with the project's
+    (project / "file.txt").write_text("x")
+    links = {
+        "in": "ws",
+        "ws/deep": "../in/sub",
+        "out": "../elsewhere",
+        "abs": str(away / "dir"),
+        "top": "/",
+        "self": ".",
+        "up": "..",
+        "gone": "../elsewhere/new-file",
+        "loop": "loop",
+        "ws/back": "../../elsewhere/dir",
+        "chain": "ws/back",
+        "again": str(project),
+        "ws/home": "../../project/ws",
+        "twin": "../project-twin",
+    }
+    for name, target in links.items():
+        os.symlink(target, project / name)
+    os.symlink("project", base / "project-link")
+    return project, base / "project-link", away
+
+
+def _real(path: str) -> str | None:
+    """Where the kernel's walk of ``path`` ends, followed one component at a time with
+    lstat and readlink (a missing component and what follows kept as written, as a write
+    would create it); None for a loop."""
+    parts = [p for p in path.split("/") if p]
+    done, hops = "/", 0
+    while parts:
+        part = parts.pop(0)
+        if part == ".":
+            continue
+        if part == "..":
+            done = os.path.dirname(done)
+            continue
+        candidate = os.path.join(done, part)
+        if os.path.islink(candidate):
+            hops += 1
+            if hops > 40:
+                return None
+            target = os.readlink(candidate)
+            if target.startswith("/"):
+                done = "/"
+            parts[:0] = [p for p in target.split("/") if p]
+            continue
+        done = candidate
+    return done
+
+
+def outside_links() -> Check:
+    """Each line of the bytes a file grant (``w:`` first: a write grant), with ``\\t`` and
+    the real path this machine accepted it leading to (``@AWAY@``: the outside directory);
+    entries a manifest cannot hold are dropped. First byte odd: the project is named through
+    a link to it. What ``unaccepted_links`` returns leads out of the project by the kernel's
+    walk (or could not be resolved), what it leaves out leads inside or was accepted with the
+    real path it leads to."""
+    from fuzz.targets import Finding, _scratch
+    from splice_build.spec.outside_grants import UNRESOLVED, unaccepted_links
+    from splice_build.spec.permissions import Permissions, is_grantable_path
+
+    project, linked, away = _outside_tree(_scratch() / "outside")
+    real_root = os.path.realpath(project)
+    real_away = os.fsencode(os.path.realpath(away))
+
+    def check(data: bytes) -> None:
+        if not data:
+            return
+        reads, writes, accepted = [], [], {}
+        text = data[1:].replace(b"@AWAY@", real_away).decode("utf-8", "replace")
+        for line in text.split("\n"):
+            entry, _, real = line.partition("\t")
+            entry, write = (entry[2:], True) if entry.startswith("w:") else (entry, False)
+            if not is_grantable_path(entry):
+                continue
+            (writes if write else reads).append(entry)
+            if real:
+                accepted[entry] = real
+        permissions = Permissions(fs_read=tuple(reads), fs_write=tuple(writes))
+        root = linked if data[0] % 2 else project
+        found = unaccepted_links(root, permissions, accepted or None)
+        for entry in {*reads, *writes}:
+            real = _real(os.path.join(real_root, entry))
+            if real is None:
+                continue  # a loop leads nowhere
+            leaves = real != real_root and not real.startswith(real_root + "/")
+            if entry in found:
+                if found[entry] != UNRESOLVED and (not leaves or found[entry] != real):
+                    raise Finding(f"{entry}: returned as {found[entry]!r}, leads to {real!r}")
+            elif leaves and accepted.get(entry) != real:
+                raise Finding(f"{entry}: leads out to {real!r}, not returned nor accepted")
 
     return check

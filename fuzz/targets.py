@@ -1089,6 +1089,30 @@ def _graph_records() -> Check:
     return graph_records()
 
 
+def _consent_record() -> Check:
+    from fuzz.record_targets import consent_record
+
+    return consent_record()
+
+
+def _outside_links() -> Check:
+    from fuzz.record_targets import outside_links
+
+    return outside_links()
+
+
+def _registry_info() -> Check:
+    from fuzz.registry_targets import registry_info
+
+    return registry_info()
+
+
+def _costly_reads() -> Check:
+    from fuzz.registry_targets import costly_reads
+
+    return costly_reads()
+
+
 TARGETS: dict[str, Target] = {
     t.name: t
     for t in (
@@ -1236,6 +1260,33 @@ TARGETS: dict[str, Target] = {
             "graph_records",
             _graph_records,
             "a doit task record of .splice/graph.sqlite3: status and save, never skipped",
+            1024,
+            short_runs=300,
+        ),
+        Target(
+            "consent_record",
+            _consent_record,
+            "SPLICE_HOME's consent record: read grants what it names, written back reads back",
+            short_runs=300,
+        ),
+        Target(
+            "outside_links",
+            _outside_links,
+            "unaccepted_links on a tree of links against a walk of lstat and readlink",
+            1024,
+            short_runs=300,
+        ),
+        Target(
+            "registry_info",
+            _registry_info,
+            "registry_package_info's package and version arguments: coded errors or an answer",
+            1024,
+            short_runs=300,
+        ),
+        Target(
+            "costly_reads",
+            _costly_reads,
+            "count_costly_read/settle_costly_read: a window holds what its reads took",
             1024,
             short_runs=300,
         ),

@@ -121,13 +121,18 @@ def _parsed(
         return None
     if (
         not isinstance(value, dict)
-        or value.get("version") not in _READABLE_VERSIONS
+        or type(value.get("version")) is not int  # not true, which equals 1, nor 2.0
+        or value["version"] not in _READABLE_VERSIONS
         or value.get("project") != real_root
     ):
         return None
     packages = value.get("packages")
     links = value.get("links", {}) if value["version"] == RECORD_VERSION else {}
-    if not isinstance(packages, dict) or not _is_links(links):
+    if (
+        not isinstance(packages, dict)
+        or not _is_links(links)
+        or not links.keys() <= packages.keys()  # write_record keeps only the granted's
+    ):
         return None
     try:
         grants = {str(k): Permissions.from_json(v) for k, v in packages.items()}

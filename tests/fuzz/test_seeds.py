@@ -9,12 +9,14 @@ seen at once.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from fuzz.engine import CORPUS
+from splice_build.install.consent_record import read_record, record_path
 from splice_build.install.statcache import _parse
 from splice_build.project.lockfile import load_lockfile
 from splice_build.project.project_file import load_project_file
@@ -45,12 +47,25 @@ def _manifest(data: bytes, tmp_path: Path) -> None:
     Manifest.from_json(data.decode())
 
 
+def _consent_record(data: bytes, tmp_path: Path) -> None:
+    """After the target's first byte (whose user owns the file), a record of the project."""
+    home, root = tmp_path / "home", tmp_path / "project"
+    root.mkdir()
+    path = record_path(home, root)
+    path.parent.mkdir(parents=True)
+    home.chmod(0o700)
+    path.write_bytes(data[1:].replace(b"@ROOT@", json.dumps(str(root.resolve()))[1:-1].encode()))
+    record = read_record(home, root)
+    assert record is not None and not record.corrupt
+
+
 READERS: dict[str, Callable[[bytes, Path], None]] = {
     "statcache": _statcache,
     "frames": _frame,
     "splice_lock": _written("splice.lock", load_lockfile),
     "splice_json": _written("splice.json", load_project_file),
     "manifest": _manifest,
+    "consent_record": _consent_record,
 }
 
 

@@ -107,8 +107,13 @@ def test_the_record_keeps_the_links_and_an_older_one_reads_without_them(
     record = read_record(home, root)
     assert record is not None and record.grant_for("@acme/greeter") == grant
     assert dict(record.links_for("@acme/greeter")) == {}
-    record_path(home, root).write_text(json.dumps({**older, "version": 2, "links": []}))
-    assert read_record(home, root).corrupt  # type: ignore[union-attr]
+    for shape in (
+        {**older, "version": 2, "links": []},
+        {**older, "version": True},  # equals 1 in Python, is no version
+        {**older, "version": 2, "links": {"@acme/other": {"docs": ssh}}},  # granted nothing
+    ):
+        record_path(home, root).write_text(json.dumps(shape))
+        assert read_record(home, root).corrupt  # type: ignore[union-attr]
 
 
 def test_a_link_swapped_after_the_check_is_refused_at_the_call(tmp_path: Path) -> None:
