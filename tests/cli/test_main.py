@@ -222,6 +222,9 @@ def test_an_interrupt_before_the_error_handler_is_exit_130_without_a_traceback()
 
     code = (
         "import os, signal\n"
+        # Python's own handler, which a process started with SIGINT ignored (an xdist
+        # worker's child) would not install
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "from splice_build.cli import main as m\n"
         "m._open_standard_descriptors = lambda: os.kill(os.getpid(), signal.SIGINT)\n"
         "m.entry()\n"
