@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import PurePath
 from typing import TYPE_CHECKING
 
-from splice_build.spec.project_state import effective_fs_path
+from splice_build.spec.project_state import effective_fs_path, real_grant_path
 
 if TYPE_CHECKING:
     from splice_build.spec.permissions import Permissions
@@ -38,7 +38,7 @@ def outside_links(root: PurePath, permissions: Permissions) -> dict[str, str]:
         if entry in found:
             continue
         try:
-            real = os.path.realpath(effective_fs_path(PurePath(real_root), entry))
+            real = real_grant_path(str(effective_fs_path(PurePath(real_root), entry)))
         except OSError:
             found[entry] = UNRESOLVED
             continue

@@ -29,6 +29,7 @@ the same name: ``Splice.Lock`` and
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import sys
@@ -180,6 +181,22 @@ def _real(path: PurePath) -> PurePath:
     return type(path)(os.path.realpath(path))
 
 
+def real_grant_path(path: str) -> str:
+    """The real path of a grant, ``os.path.realpath``'s, but raising OSError (ELOOP) for a
+    path through a loop of symbolic links, which ``realpath`` leaves as it found it: a
+    checkout's ``docs -> docs`` then looked like a directory of the project, was installed
+    without a question, and every call ended TOOL_CRASHED when the file view's plan met the
+    loop ("too many levels of symbolic links"). Callers refuse it as they refuse a link
+    that cannot be read (``grant_unresolved``)."""
+    real = os.path.realpath(path)
+    try:
+        os.stat(real)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise
+    return real
+
+
 class ProjectState:
     """The protected paths of one project, folded once (and resolved once, for a real root),
     so checking every entry of a manifest costs a real path per entry, not per pair."""
@@ -203,7 +220,7 @@ class ProjectState:
             return f'"{entry}" contains {shown}: a grant names one path, never a pattern{tail}'
         granted = [effective_fs_path(self.root, entry)]
         if self._real:
-            granted.append(_real(granted[0]))
+            granted.append(type(granted[0])(real_grant_path(str(granted[0]))))
         included: list[Protected] = []
         for candidate in map(_fold, granted):
             for folded, item in self._folded:

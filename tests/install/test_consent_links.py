@@ -314,3 +314,35 @@ def test_a_write_grant_is_not_created_through_a_link_swapped_in_after_the_check(
     )
     assert list(elsewhere.iterdir()) == []
     assert result.error is not None and result.error.code is ErrorCode.PERMISSIONS_NOT_GRANTED
+
+
+def test_a_grant_through_a_loop_of_links_is_refused_with_its_code(tmp_path: Path) -> None:
+    """A pull turns ``docs`` into ``docs -> docs``: a loop, which ``realpath`` leaves as it
+    found it, so the grant looked like a directory of the project. ``splice install`` asked
+    nothing and every call ended TOOL_CRASHED ("Could not start the tool process: too many
+    levels of symbolic links", the file view's plan). Every check now refuses it as a link
+    that cannot be resolved, with its code, before any process."""
+    from splice_build.sdk import Splice
+
+    root = tmp_path / "project"
+    (root / "docs").mkdir(parents=True)
+    home = tmp_path / "splice-home"
+    publish(embedded_store(home), tmp_path / "work", permissions={"fs": {"read": ["docs"]}})
+    (root / "splice.json").write_text('{"specVersion": 1, "packages": {}}')
+    splice = Splice(root, home=home, registry="embedded:", broker=False)
+    try:
+        splice.add(["@acme/greeter"], accept_permissions=True)
+        os.rmdir(root / "docs")
+        os.symlink("docs", root / "docs")
+        with pytest.raises(InstallError) as refused:
+            splice.run("greeter.hello", {"name": "x"})
+        assert refused.value.code is ErrorCode.PERMISSIONS_NOT_GRANTED
+        assert splice.list()[0]["code"] == "PERMISSIONS_NOT_GRANTED"
+        with pytest.raises(InstallError) as asked:
+            splice.install(accept_permissions=True)
+        assert asked.value.code is ErrorCode.PERMISSIONS_NOT_ACCEPTED
+    finally:
+        splice.close()
+    assert outside_links(root, Permissions.from_json({"fs": {"read": ["docs/sub"]}})) == {
+        "docs/sub": ""
+    }
