@@ -26,6 +26,7 @@ from testing.registry_fixtures import embedded_store, publish
 
 if TYPE_CHECKING:
     from splice_build.runtime.result import ToolResult
+    from splice_build.sdk import Splice
 
 
 def test_a_grant_through_a_link_names_its_real_path(tmp_path: Path) -> None:
@@ -199,6 +200,19 @@ def test_a_link_swapped_in_between_the_check_and_the_file_view_is_not_bound(
     assert result.error is not None and result.error.code is ErrorCode.PERMISSIONS_NOT_GRANTED
 
 
+def _refused_at_every_check(splice: Splice) -> None:
+    """``greeter.hello`` of ``splice``'s project, whose file grant cannot be resolved: its run
+    and ``list`` refuse it PERMISSIONS_NOT_GRANTED, and an install asks again even accepted
+    (PERMISSIONS_NOT_ACCEPTED)."""
+    with pytest.raises(InstallError) as refused:
+        splice.run("greeter.hello", {"name": "x"})
+    assert refused.value.code is ErrorCode.PERMISSIONS_NOT_GRANTED
+    assert splice.list()[0]["code"] == "PERMISSIONS_NOT_GRANTED"
+    with pytest.raises(InstallError) as asked:
+        splice.install(accept_permissions=True)
+    assert asked.value.code is ErrorCode.PERMISSIONS_NOT_ACCEPTED
+
+
 def test_a_grant_whose_link_cannot_be_read_is_refused_with_its_code(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -229,13 +243,7 @@ def test_a_grant_whose_link_cannot_be_read_is_refused_with_its_code(
         os.rmdir(unreadable)
         os.symlink("/proc/1/cwd", unreadable)
         monkeypatch.setattr(os, "readlink", refused_for_docs)
-        with pytest.raises(InstallError) as refused:
-            splice.run("greeter.hello", {"name": "x"})
-        assert refused.value.code is ErrorCode.PERMISSIONS_NOT_GRANTED
-        assert splice.list()[0]["code"] == "PERMISSIONS_NOT_GRANTED"
-        with pytest.raises(InstallError) as asked:
-            splice.install(accept_permissions=True)
-        assert asked.value.code is ErrorCode.PERMISSIONS_NOT_ACCEPTED
+        _refused_at_every_check(splice)
     finally:
         splice.close()
     requested = Permissions.from_json({"fs": {"read": ["docs"]}})
@@ -334,13 +342,7 @@ def test_a_grant_through_a_loop_of_links_is_refused_with_its_code(tmp_path: Path
         splice.add(["@acme/greeter"], accept_permissions=True)
         os.rmdir(root / "docs")
         os.symlink("docs", root / "docs")
-        with pytest.raises(InstallError) as refused:
-            splice.run("greeter.hello", {"name": "x"})
-        assert refused.value.code is ErrorCode.PERMISSIONS_NOT_GRANTED
-        assert splice.list()[0]["code"] == "PERMISSIONS_NOT_GRANTED"
-        with pytest.raises(InstallError) as asked:
-            splice.install(accept_permissions=True)
-        assert asked.value.code is ErrorCode.PERMISSIONS_NOT_ACCEPTED
+        _refused_at_every_check(splice)
     finally:
         splice.close()
     assert outside_links(root, Permissions.from_json({"fs": {"read": ["docs/sub"]}})) == {
