@@ -156,8 +156,9 @@ def write_record(
     links: Mapping[str, Mapping[str, str]],
 ) -> None:
     """Replace the record of the project at ``root`` with ``grants`` and, for those packages,
-    the ``links`` accepted (atomically, 0600; the caller holds the project's lock). Best effort: a record that cannot be written leaves the
-    last one, which grants no more than this machine consented to."""
+    the ``links`` accepted (atomically, 0600; the caller holds the project's lock). Best
+    effort: a record that cannot be written leaves the last one, which grants no more than
+    this machine consented to."""
     from splice_build.project.atomic import atomic_write_bytes, remove_dead_temps
     from splice_build.project.home import FILE_MODE, SpliceHome, make_private_dirs
 
