@@ -781,10 +781,9 @@ def _held(pkg: PinnedPackage, root: Path, real: str, *, write: bool = True) -> b
     """Whether ``pkg`` may reach the canonical path ``real`` (for writing, or only reading):
     inside the project at ``root``, or where this machine accepted one of its entries of
     that access leading (every path when nothing is to be checked: ``load``)."""
-    if pkg.accepted_links is None:
-        return True
-    real_root = os.path.realpath(root)
-    if real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep):
+    from splice_build.spec.outside_grants import in_project
+
+    if pkg.accepted_links is None or in_project(os.path.realpath(root), real):
         return True
     perms = pkg.manifest.permissions
     accepted = dict(pkg.accepted_links)

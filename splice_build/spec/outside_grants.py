@@ -28,11 +28,16 @@ if TYPE_CHECKING:
 UNRESOLVED = ""
 
 
+def in_project(real_root: str, real: str) -> bool:
+    """Whether the real path ``real`` is the project's real directory ``real_root`` or lies
+    below it."""
+    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
 def outside_links(root: PurePath, permissions: Permissions) -> dict[str, str]:
     """Each ``fs`` entry of ``permissions`` (read, then write) whose real path in the project
     at ``root`` is neither the project's real directory nor below it, with that real path."""
     real_root = os.path.realpath(root)
-    inside = real_root.rstrip(os.sep) + os.sep
     found: dict[str, str] = {}
     for entry in (*permissions.fs_read, *permissions.fs_write):
         if entry in found:
@@ -42,7 +47,7 @@ def outside_links(root: PurePath, permissions: Permissions) -> dict[str, str]:
         except OSError:
             found[entry] = UNRESOLVED
             continue
-        if real != real_root and not real.startswith(inside):
+        if not in_project(real_root, real):
             found[entry] = real
     return found
 
