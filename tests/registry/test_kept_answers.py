@@ -166,6 +166,52 @@ def test_package_info_is_made_once_and_charged_to_its_caller(
     assert (read, small["isError"]) == (429, False)
 
 
+def _read_skill_md(app: Any, token: str, name: str) -> dict[str, Any]:
+    """The answer to one ``resources/read`` of ``@acme/<name>@1.0.0``'s SKILL.md."""
+    uri = f"splice://registry/acme/{name}/1.0.0/SKILL.md"
+    body = json.dumps(
+        {"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": uri}}
+    ).encode()
+    headers = [
+        (b"authorization", f"Bearer {token}".encode()),
+        (b"content-type", b"application/json"),
+        (b"accept", b"application/json"),
+        (b"mcp-protocol-version", b"2025-06-18"),
+        (b"content-length", str(len(body)).encode()),
+    ]
+    status, answer = asyncio.run(exchange(app, http_scope("POST", "/mcp", headers), sending(body)))
+    assert status == 200, answer[:300]
+    return json.loads(answer)
+
+
+def test_a_skill_md_is_read_from_its_artifact_once_and_charged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # resources/read of a version's SKILL.md hashed and inflated its whole artifact at every
+    # read (49 ms of CPU for the largest archive a registry accepts), charged to no budget.
+    # Now it is read once per process and what that took is charged as a GET's write is.
+    from splice_build.spec import archive
+
+    # A budget of 2: the GET of "big" is charged 2 up front, the first read at least 1.
+    limits = replace(NO_LIMITS, costly_reads=2, costly_read_seconds=1e-6)
+    service = open_service(_large_version(tmp_path), limits=limits)
+    inflated: list[bytes] = []
+    read_archive = archive.read_archive
+    monkeypatch.setattr(
+        archive, "read_archive", lambda data: inflated.append(data) or read_archive(data)
+    )
+    try:
+        admin.create_user(service.deps, USER)
+        token = admin.create_token(service.deps, USER, TokenRequest())["token"]
+        app = create_app(service)
+        first, kept = (_read_skill_md(app, token, "plain") for _ in range(2))
+        read = _read(create_app(service), "big")[0]  # the budget a GET spends too
+    finally:
+        service.deps.meta.close()
+    assert first == kept and first["result"]["contents"][0]["text"].startswith("#")
+    assert (len(inflated), read) == (1, 429)  # main: inflated twice, the GET answered 200
+
+
 def _get(server: RunningRegistry, path: str, etag: str | None = None) -> http.client.HTTPResponse:
     """One GET on a fresh connection, the answer read whole (``.body``)."""
     parts = urlsplit(server.url)
