@@ -238,21 +238,16 @@ class ProjectState:
     def _other_project_problem(self, entry: str, real: PurePath) -> str | None:
         """Why ``entry`` reaches the state of another project on the way to its real path
         ``real``, or None: a member below the root (``packages/a/.splice``, ``packages/a/.env``)
-        or, through a link, a project beside it. The rule above is the project's own; a
-        grant holding a whole project is ``enclosing_write_grant``'s (install/installed.py).
-        The root's tool otherwise read the member's provider keys and rewrote its installed
-        files, and the member's tools still ran. Only the directories between the grant and
-        the root's own line are looked at (one ``stat`` each): a project above the root is
-        the root's workspace, and another user's ``/tmp/splice.json`` holds nothing here."""
-        line = _real(self.root).parts
-        parts = real.parts
-        for depth in range(len(parts) - 1, 0, -1):
-            if parts[:depth] == line[:depth]:
-                return None
-            project = type(real)(*parts[:depth])
-            if not os.path.isfile(project / PROJECT_FILE):
+        or, through a link, a project beside or above it (``up -> ../../.env``). The rule
+        above is the project's own; a grant holding a whole project is
+        ``enclosing_write_grant``'s (install/installed.py). The root's tool otherwise read the
+        member's provider keys and rewrote its installed files, and the member's tools still
+        ran. Each directory above the grant is looked at (one ``stat`` each)."""
+        own = _real(self.root)
+        folded = _fold(real)
+        for project in real.parents:
+            if project == own or not os.path.isfile(project / PROJECT_FILE):
                 continue
-            folded = _fold(real)
             for item in protected_paths(project):
                 if _overlap(folded, _fold(item.path), item.name_prefix) is not None:
                     return f'"{entry}" reaches the {item.what} of the project {project}'

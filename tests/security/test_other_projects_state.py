@@ -45,6 +45,8 @@ def test_a_grant_into_a_member_or_a_linked_project_is_refused(tmp_path: Path) ->
         fs_entry_problem("b-state", root)
         == f'"b-state" reaches the .splice/ of the project {beside}'
     )
+    (member / "up").symlink_to(root / ".env")
+    assert fs_entry_problem("up", member) == f'"up" reaches the .env* files of the project {root}'
     assert fs_entry_problem("packages/a/out", root) is None
     assert fs_entry_problem("b-src", root) is None
     assert fs_entry_problem("packages/a.env", root) is None  # no project there
