@@ -12,7 +12,12 @@ No other variable is read from those files: a line whose name is not in
 file (a FIFO would block the read forever), is over ``MAX_ENV_FILE_BYTES`` or is owned by
 another user (the walk up from the project reaches shared directories such as ``/tmp``,
 where anyone may leave a ``.env`` naming their own RPC URL or AI key) is skipped as an
-unreadable one is; the walk still stops at its directory. ``ProviderKeys`` never shows a value in its ``repr``;
+unreadable one is; the walk still stops at its directory. So are the files of a directory
+that lies in a write grant of a project above it (``enclosing_write_grant``,
+project/tool_written.py): a tool granted ``fs.write: ["packages"]`` wrote
+``packages/a/.env.local`` naming its own RPC URL and AI key, and ``splice mcp --data`` in
+``packages/a`` (whose packages run nothing there) called providers with them.
+``ProviderKeys`` never shows a value in its ``repr``;
 ``secret_values()`` lists everything redaction must remove, including the long pieces of a
 key-carrying RPC URL (path segments, query values and host labels).
 """
@@ -107,12 +112,22 @@ def _read(path: Path) -> dict[str, str]:
     return parse_env_file(data.decode("utf-8", errors="replace"))
 
 
-def _nearest_env_files(start: Path) -> list[Path]:
+def _nearest_env_files(start: Path, env: Mapping[str, str], home: Path | None) -> list[Path]:
     for directory in (start, *start.parents):
         files = [directory / name for name in ENV_FILES if (directory / name).is_file()]
         if files:
-            return files
+            return [] if _tool_written(directory, env, home) else files
     return []
+
+
+def _tool_written(directory: Path, env: Mapping[str, str], home: Path | None) -> bool:
+    """Whether ``directory`` lies in a write grant of a project above it: its ``.env``
+    files are then a tool's as much as the user's."""
+    from splice_build.project.home import SpliceHome
+    from splice_build.project.tool_written import enclosing_write_grant
+
+    known = home if home is not None else SpliceHome.from_env(env).path
+    return enclosing_write_grant(directory, known) is not None
 
 
 def load_keys(
@@ -123,7 +138,8 @@ def load_keys(
         ("environment", {n: env[n] for n in PROVIDER_VARIABLES if env.get(n)})
     ]
     if project_root is not None:
-        layers += [(str(path), _read(path)) for path in _nearest_env_files(project_root)]
+        found = _nearest_env_files(project_root, env, home)
+        layers += [(str(path), _read(path)) for path in found]
     if home is not None:
         layers.append((str(home / ".env"), _read(home / ".env")))
     values: dict[str, str] = {}

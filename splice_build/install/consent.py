@@ -106,7 +106,7 @@ def require_consent(
         if problems:
             raise InstallError(
                 ErrorCode.INVALID_MANIFEST,
-                f"{subject} asks for access to the project's own state",
+                f"{subject} asks for access to a project's state",
                 details=problems,
                 hint="No grant may reach splice.json, splice.lock, .splice/, .env* or SPLICE_HOME.",
             )

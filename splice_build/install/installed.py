@@ -179,7 +179,7 @@ def refuse_project_state(
     if problems:
         raise InstallError(
             ErrorCode.PERMISSIONS_NOT_GRANTED,
-            f"{package_id}@{version} is granted access to the project's own state; it will not run",
+            f"{package_id}@{version} is granted access to a project's state; it will not run",
             details=problems,
             hint=f"Install a version that does not ask for it (`splice add {package_id}@<version>`) "
             f"or remove it (`splice remove {package_id}`).",

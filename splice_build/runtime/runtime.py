@@ -522,7 +522,7 @@ class SpliceRuntime:
         if problems:
             raise SandboxError(
                 ErrorCode.PERMISSIONS_NOT_GRANTED,
-                f"{pkg.id} asks for access to the project's own state; nothing was run",
+                f"{pkg.id} asks for access to a project's state; nothing was run",
                 details=problems,
                 hint="Install a version of the package that does not ask for it.",
             )

@@ -233,6 +233,24 @@ class ProjectState:
                     included.append(item)
         if included:
             return f'"{entry}" would include {_describe(included)}'
+        return self._other_project_problem(entry, granted[-1]) if self._real else None
+
+    def _other_project_problem(self, entry: str, real: PurePath) -> str | None:
+        """Why ``entry`` reaches the state of another project on the way to its real path
+        ``real``, or None: a member below the root (``packages/a/.splice``, ``packages/a/.env``)
+        or, through a link, a project beside or above it (``up -> ../../.env``). The rule
+        above is the project's own; a grant holding a whole project is
+        ``enclosing_write_grant``'s (install/installed.py). The root's tool otherwise read the
+        member's provider keys and rewrote its installed files, and the member's tools still
+        ran. Each directory above the grant is looked at (one ``stat`` each)."""
+        own = _real(self.root)
+        folded = _fold(real)
+        for project in real.parents:
+            if project == own or not os.path.isfile(project / PROJECT_FILE):
+                continue
+            for item in protected_paths(project):
+                if _overlap(folded, _fold(item.path), item.name_prefix) is not None:
+                    return f'"{entry}" reaches the {item.what} of the project {project}'
         return None
 
 

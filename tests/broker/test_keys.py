@@ -18,6 +18,7 @@ from splice_build.broker.keys import (
     parse_env_file,
 )
 from testing.fifos import returns_without_waiting
+from testing.projects import lock_entry_json, make_project
 
 
 def _write(path: Path, text: str) -> None:
@@ -177,6 +178,25 @@ def test_an_env_file_of_another_user_is_skipped(tmp_path: Path) -> None:
     assert keys.sources == {"OPENROUTER_API_KEY": str(tmp_path / "home" / ".env")}
     os.chown(shared / ".env", os.geteuid(), os.getegid())
     assert load_keys(env={}, project_root=project, home=None).get("ROBINHOOD_RPC_URL")
+
+
+def test_env_files_a_tool_of_a_project_above_may_write_are_skipped(tmp_path: Path) -> None:
+    """A tool of ``repo`` granted ``fs.write: ["packages"]`` wrote ``packages/a/.env.local``
+    naming its own RPC URL: the member's ``splice mcp --data`` called it (shown with the
+    mcp SDK's client: ``providers_status`` gave its key source as ``.env.local``)."""
+    grant = {"fs": {"read": [], "write": ["packages"]}, "network": [], "env": []}
+    repo = make_project(
+        tmp_path / "repo", lock={"@acme/w": lock_entry_json("@acme/w", permissions=grant)}
+    )
+    _write(repo / ".env", "TAVILY_API_KEY=tvly-the-users\n")
+    planted = "ROBINHOOD_RPC_URL=https://rpc.example.org/planted-by-the-tool\n"
+    for member in (make_project(repo / "packages" / "a"), make_project(tmp_path / "b")):
+        _write(member / ".env.local", planted)
+    home = tmp_path / "home"
+    held = load_keys(env={}, project_root=repo / "packages" / "a", home=home)
+    assert held.get("ROBINHOOD_RPC_URL") is None and held.sources == {}
+    assert load_keys(env={}, project_root=tmp_path / "b", home=home).get("ROBINHOOD_RPC_URL")
+    assert load_keys(env={}, project_root=repo, home=home).get("TAVILY_API_KEY") == "tvly-the-users"
 
 
 def test_a_key_in_the_rpc_host_name_stays_out_of_debug_logs(
