@@ -1,0 +1,150 @@
+"""The names README.md and docs/*.md give are the repository's: every path of the repository a
+page names exists, every upper-case name in code (an error code, a variable, a skill's
+refusal) is one the code spells or one of the outside names listed here, and
+docs/architecture.md's layout table has one row for each module of `splice_build/` and
+none for a module that is gone. A renamed module or code leaves no stale page behind."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tests.test_doc_links import PAGES, REPO
+
+PACKAGE = REPO / "splice_build"
+_TOP = ("splice_build", "tests", "testing", "bench", "docs", "fuzz", ".ci")
+_SPAN = re.compile(r"`([^`\n]+)`")
+_UPPER = re.compile(r"`([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)`")
+
+# Upper-case names the pages give that belong to others (AWS, git, Node.js, OpenSSL, Linux).
+OUTSIDE_NAMES = frozenset(
+    {
+        "AWS_ACCESS_KEY_ID",
+        "AWS_PROFILE",
+        "AWS_REGION",
+        "AWS_SECRET_ACCESS_KEY",
+        "ERR_FS_CP_EEXIST",
+        "ERR_UNHANDLED_REJECTION",
+        "GIT_DIR",
+        "GIT_INDEX_FILE",
+        "HTTPS_PROXY",
+        "NODE_TLS_REJECT_UNAUTHORIZED",
+        "OPENSSL_CONF",
+        "PR_CAP_AMBIENT",
+        "PR_SET_DUMPABLE",
+        "PR_SET_MM",
+        "PR_SET_PTRACER",
+        "PR_SET_SPECULATION_CTRL",
+        "PR_SET_VMA",
+    }
+)
+
+
+def _where(page: Path, root: Path, text: str, offset: int) -> str:
+    return f"{page.relative_to(root)}:{text.count(chr(10), 0, offset) + 1}"
+
+
+def missing_paths(pages: list[Path], root: Path = REPO) -> list[str]:
+    """Each path in code (`tests/x.py`, `runtime/host/*.mjs`) that starts with a directory of
+    the repository or of the package and matches no file, as 'page:line: path'; a path with a
+    placeholder (`<topic>`, `{name}`) is no file's name."""
+    package = root / "splice_build"
+    subpackages = {p.name for p in package.iterdir() if p.is_dir()}
+    missing = []
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        for match in _SPAN.finditer(text):
+            path = match.group(1).split("::")[0].rstrip(".,:")
+            first = path.split("/")[0]
+            if "/" not in path or re.search(r"[<>{}\s]", path):
+                continue
+            if first in _TOP:
+                base = root
+            elif first in subpackages:
+                base = package
+            else:
+                continue
+            if not any(base.glob(path)):
+                missing.append(f"{_where(page, root, text, match.start())}: {path}")
+    return missing
+
+
+def unknown_upper_names(pages: list[Path], source: str, root: Path = REPO) -> list[str]:
+    """Each upper-case name in code that the source never spells and no outsider owns."""
+    spelled = set(re.findall(r"\b[A-Z][A-Z0-9_]*\b", source))
+    unknown = []
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        for match in _UPPER.finditer(text):
+            name = match.group(1)
+            if name not in OUTSIDE_NAMES and name not in spelled:
+                unknown.append(f"{_where(page, root, text, match.start())}: {name}")
+    return unknown
+
+
+def _source() -> str:
+    files = [p for p in PACKAGE.rglob("*") if p.suffix in (".py", ".mjs", ".json", ".md")]
+    return "\n".join(p.read_text(encoding="utf-8") for p in [*files, REPO / "dodo.py"])
+
+
+def layout_rows(page: Path) -> set[str]:
+    """The modules docs/architecture.md's layout table names in its first column."""
+    section = page.read_text(encoding="utf-8").split("## Layout", 1)[1].split("\n## ", 1)[0]
+    names: set[str] = set()
+    for row in re.findall(r"^\| ([^|]+) \|", section, re.M):
+        names.update(_SPAN.findall(row))
+    return names
+
+
+def package_modules(package: Path) -> set[str]:
+    """The package's top-level modules (`errors.py`) and directories (`spec/`, `schemas/`)."""
+    return {p.name for p in package.glob("*.py") if p.name != "__init__.py"} | {
+        f"{p.name}/" for p in package.iterdir() if p.is_dir() and p.name != "__pycache__"
+    }
+
+
+def test_every_repository_path_the_docs_name_exists() -> None:
+    assert missing_paths(PAGES) == []
+
+
+def test_every_upper_case_name_the_docs_give_is_spelled_by_the_code() -> None:
+    source = _source()
+    assert "PERMISSIONS_NOT_GRANTED" in source  # the walk read the catalogue
+    assert unknown_upper_names(PAGES, source) == []
+    assert OUTSIDE_NAMES.isdisjoint(re.findall(r"\b[A-Z][A-Z0-9_]*\b", source))
+
+
+def test_the_architecture_layout_has_one_row_per_module() -> None:
+    rows = layout_rows(REPO / "docs" / "architecture.md")
+    assert rows == package_modules(PACKAGE)
+
+
+def test_a_stale_name_is_found(tmp_path: Path) -> None:
+    (tmp_path / "splice_build" / "spec").mkdir(parents=True)
+    (tmp_path / "splice_build" / "spec" / "__init__.py").write_text("")
+    (tmp_path / "splice_build" / "spec" / "names.py").write_text("CODE = 'KNOWN_CODE'\n")
+    (tmp_path / "splice_build" / "errors.py").write_text("")
+    (tmp_path / "splice_build" / "__pycache__").mkdir()
+    page = tmp_path / "a.md"
+    page.write_text(
+        "## Layout\n\n| part | job |\n|---|---|\n| `errors.py`, `gone.py` | x |\n\n## Next\n\n"
+        "`spec/names.py` `spec/gone.py` `splice_build/spec/*.py` `bench/bench_<topic>.py`\n"
+        "`KNOWN_CODE` `GONE_CODE` `GIT_DIR` `PLAIN`\n"
+    )
+    assert missing_paths([page], tmp_path) == ["a.md:9: spec/gone.py"]
+    source = (tmp_path / "splice_build" / "spec" / "names.py").read_text()
+    assert unknown_upper_names([page], source, tmp_path) == ["a.md:10: GONE_CODE"]
+    assert layout_rows(page) == {"errors.py", "gone.py"}
+    assert package_modules(tmp_path / "splice_build") == {"errors.py", "spec/"}
+
+
+_COUNTS = ("twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen")
+
+
+def test_runtime_md_counts_the_host_bundles_modules() -> None:
+    """The reason the host is one file is its number of modules, which runtime.md gives."""
+    bundle = (PACKAGE / "runtime" / "host" / "bundle.mjs").read_text(encoding="utf-8")
+    modules = len(re.findall(r"^// ---- \w+\.mjs$", bundle, re.M))
+    page = (REPO / "docs" / "runtime.md").read_text(encoding="utf-8")
+    said = re.findall(rf"the host has ({'|'.join(_COUNTS)})\b", page)
+    assert len(said) == 2 and {_COUNTS.index(word) + 12 for word in said} == {modules}
