@@ -148,3 +148,11 @@ def test_runtime_md_counts_the_host_bundles_modules() -> None:
     page = (REPO / "docs" / "runtime.md").read_text(encoding="utf-8")
     said = re.findall(rf"the host has ({'|'.join(_COUNTS)})\b", page)
     assert len(said) == 2 and {_COUNTS.index(word) + 12 for word in said} == {modules}
+
+
+def test_lifecycle_md_names_the_stat_caches_version() -> None:
+    """A cache of another version is ignored as a whole: lifecycle.md says which one is read."""
+    from splice_build.install.statcache import VERSION
+
+    page = (REPO / "docs" / "lifecycle.md").read_text(encoding="utf-8")
+    assert re.findall(r"another `version` \((\d+) since", page) == [str(VERSION)]
