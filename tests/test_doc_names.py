@@ -6,6 +6,7 @@ none for a module that is gone. A renamed module or code leaves no stale page be
 
 from __future__ import annotations
 
+import argparse
 import re
 from pathlib import Path
 
@@ -156,3 +157,56 @@ def test_lifecycle_md_names_the_stat_caches_version() -> None:
 
     page = (REPO / "docs" / "lifecycle.md").read_text(encoding="utf-8")
     assert re.findall(r"another `version` \((\d+) since", page) == [str(VERSION)]
+
+
+_COMMAND_LINE = re.compile(r"(?:`|^[ \t]*(?:\$ )?)(splice (?:[^`\n#]*))", re.M)
+
+
+def unknown_options(
+    pages: list[Path], options: dict[str, set[str]], root: Path = REPO
+) -> list[str]:
+    """Each `--option` (or `-x`) written after `splice <command>` in code or a command line
+    that the command does not take, as 'page:line: command --option'; `options` maps each
+    command to the options it takes, the global ones included."""
+    unknown = []
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        for match in _COMMAND_LINE.finditer(text):
+            words = match.group(1).split()[1:]
+            while words and words[0].startswith("-"):  # global options before the command
+                words = words[2:] if words[0] == "--registry" else words[1:]
+            if not words or words[0] not in options:
+                continue
+            for word in words[1:]:
+                if word == "--":
+                    break
+                flag = re.sub(r"[^\w-]+$", "", word.split("=")[0])
+                if re.fullmatch(r"--[\w-]+|-\w", flag) and flag not in options[words[0]]:
+                    where = _where(page, root, text, match.start(1))
+                    unknown.append(f"{where}: {words[0]} {flag}")
+    return unknown
+
+
+def test_every_option_the_docs_give_a_command_is_one_it_takes() -> None:
+    from splice_build.cli.parser import build_parser, load_commands
+
+    parser = build_parser(load_commands())
+    [commands] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    options = {name: set(sub._option_string_actions) for name, sub in commands.choices.items()}
+    pages = [*PAGES, REPO / "bench" / "README.md"]
+    assert len(unknown_options(pages, {name: set() for name in options})) > 100  # it reads them
+    assert unknown_options(pages, options) == []
+
+
+def test_an_option_a_command_does_not_take_is_found(tmp_path: Path) -> None:
+    page = tmp_path / "a.md"
+    page.write_text(
+        "Run `splice --json add --accept-permissions @a/b` or `splice add --acept x`.\n\n"
+        "```\n$ splice --registry local run --dir . a.b --jsn\nsplice mcp -- --any\n```\n"
+        "`splice is` a word, `splice nope --x` no command.\n"
+    )
+    options = {"add": {"--accept-permissions", "--json"}, "run": {"--dir"}, "mcp": set()}
+    assert unknown_options([page], options, tmp_path) == [
+        "a.md:1: add --acept",
+        "a.md:4: run --jsn",
+    ]
