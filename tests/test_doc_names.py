@@ -115,6 +115,15 @@ def test_every_upper_case_name_the_docs_give_is_spelled_by_the_code() -> None:
     assert OUTSIDE_NAMES.isdisjoint(re.findall(r"\b[A-Z][A-Z0-9_]*\b", source))
 
 
+def test_every_code_of_the_catalogue_is_named_by_a_page() -> None:
+    """A user who gets a code can look it up: each one of splice_build/errors.py is named."""
+    from splice_build.errors import ErrorCode
+
+    words = (re.findall(r"\b[A-Z][A-Z0-9_]+\b", page.read_text(encoding="utf-8")) for page in PAGES)
+    named = {word for page in words for word in page}
+    assert [code.value for code in ErrorCode if code.value not in named] == []
+
+
 def test_the_architecture_layout_has_one_row_per_module() -> None:
     rows = layout_rows(REPO / "docs" / "architecture.md")
     assert rows == package_modules(PACKAGE)
