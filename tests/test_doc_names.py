@@ -219,3 +219,11 @@ def test_an_option_a_command_does_not_take_is_found(tmp_path: Path) -> None:
         "a.md:1: add --acept",
         "a.md:4: run --jsn",
     ]
+
+
+def test_the_readme_lists_every_page_of_docs() -> None:
+    """README's Documentation table is where a reader finds the pages: a new page is listed."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    table = readme.split("## Documentation", 1)[1].split("\n## ", 1)[0]
+    listed = set(re.findall(r"\]\((docs/[\w-]+\.md)\)", table))
+    assert listed == {f"docs/{page.name}" for page in PAGES if page.parent.name == "docs"}
