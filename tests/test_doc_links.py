@@ -1,6 +1,7 @@
 """Every relative link and #anchor of README.md and docs/*.md resolves: the file exists, and an
 anchor names a heading of the page it points to as GitHub spells it (lower case, punctuation
-other than '-' and '_' dropped, spaces as '-', a repeated heading numbered -1, -2 ...)."""
+other than '-' and '_' dropped, spaces as '-', a repeated heading numbered -1, -2 ...); and so
+does every `docs/page.md#anchor` the code, the tests and the benchmarks name."""
 
 from __future__ import annotations
 
@@ -71,3 +72,57 @@ def test_a_broken_file_or_anchor_is_found(tmp_path: Path) -> None:
         "```\n[fenced](c.md)\n```\n# Here\n"
     )
     assert broken_links([page], tmp_path) == ["a.md: c.md", "a.md: b.md#nope", "a.md: #nowhere"]
+
+
+_SOURCE_LINK = re.compile(r"\b((?:docs|bench|fuzz)/[\w-]+\.md)(?:#([\w-]+))?")
+
+
+def broken_source_links(files: list[Path], root: Path = REPO, *, pages: bool = True) -> list[str]:
+    """Each `docs/page.md#anchor` (or `bench/README.md`, `fuzz/README.md`) a source file names
+    whose heading does not exist, as 'file: target'; with ``pages`` a page that does not exist
+    too (off for tests, whose data names pages of their own making)."""
+    cache: dict[Path, set[str]] = {}
+    broken = []
+    for file in files:
+        for page, anchor in _SOURCE_LINK.findall(file.read_text(encoding="utf-8")):
+            dest = root / page
+            if not dest.exists():
+                if pages:
+                    broken.append(f"{file.relative_to(root)}: {page}")
+                continue
+            if anchor and dest not in cache:
+                cache[dest] = anchors(dest)
+            if anchor and anchor not in cache[dest]:
+                broken.append(f"{file.relative_to(root)}: {page}#{anchor}")
+    return broken
+
+
+def _sources(*tops: str) -> list[Path]:
+    return [
+        path
+        for top in tops
+        for path in sorted((REPO / top).rglob("*"))
+        if path.suffix in (".py", ".mjs") and path.name != "bundle.mjs"
+    ]
+
+
+def test_every_page_and_anchor_the_code_names_exists() -> None:
+    """Comments, docstrings and messages point readers at docs/ (a hint's 'See
+    docs/registry.md#deadlines.'): a heading renamed there must not leave them pointing at
+    nothing."""
+    code = [REPO / "dodo.py", *_sources("splice_build", "testing", "bench", "fuzz")]
+    tests = _sources("tests")
+    assert len(code) > 300 and len(tests) > 300
+    assert broken_source_links(code) == []
+    assert broken_source_links(tests, pages=False) == []
+
+
+def test_a_broken_page_or_anchor_in_the_code_is_found(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "b.md").write_text("# Title\n\n## A heading\n")
+    source = tmp_path / "a.py"
+    source.write_text(
+        '"""See docs/b.md#a-heading, docs/b.md and docs/b.md#gone; docs/c.md too."""\n'
+    )
+    assert broken_source_links([source], tmp_path) == ["a.py: docs/b.md#gone", "a.py: docs/c.md"]
+    assert broken_source_links([source], tmp_path, pages=False) == ["a.py: docs/b.md#gone"]

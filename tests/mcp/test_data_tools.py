@@ -100,6 +100,17 @@ def test_one_table_covers_every_capability_a_provider_serves() -> None:
     assert set(table) == served
 
 
+def test_mcp_md_lists_every_data_tool_and_its_capability() -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "mcp.md").read_text(encoding="utf-8")
+    table = page.split("| Tool | Capability |", 1)[1].split("\n\n", 1)[0]
+    cells = [c.strip() for row in table.splitlines()[2:] for c in row.split("|") if c.strip()]
+    shown = {
+        name.strip("`"): capability.strip("`") if capability.startswith("`") else None
+        for name, capability in zip(cells[0::2], cells[1::2], strict=True)
+    }
+    assert shown == {tool.name: tool.capability for tool in DATA_TOOLS}
+
+
 # -- calls ---------------------------------------------------------------------------------
 def test_every_data_tool_answers_live(server: Server, fake: FakeProviders) -> None:
     for name, arguments in valid_arguments().items():

@@ -1,0 +1,229 @@
+"""The names README.md and docs/*.md give are the repository's: every path of the repository a
+page names exists, every upper-case name in code (an error code, a variable, a skill's
+refusal) is one the code spells or one of the outside names listed here, and
+docs/architecture.md's layout table has one row for each module of `splice_build/` and
+none for a module that is gone. A renamed module or code leaves no stale page behind."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+from tests.test_doc_links import PAGES, REPO
+
+PACKAGE = REPO / "splice_build"
+_TOP = ("splice_build", "tests", "testing", "bench", "docs", "fuzz", ".ci")
+_SPAN = re.compile(r"`([^`\n]+)`")
+_UPPER = re.compile(r"`([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)`")
+
+# Upper-case names the pages give that belong to others (AWS, git, Node.js, OpenSSL, Linux).
+OUTSIDE_NAMES = frozenset(
+    {
+        "AWS_ACCESS_KEY_ID",
+        "AWS_PROFILE",
+        "AWS_REGION",
+        "AWS_SECRET_ACCESS_KEY",
+        "ERR_FS_CP_EEXIST",
+        "ERR_UNHANDLED_REJECTION",
+        "GIT_DIR",
+        "GIT_INDEX_FILE",
+        "HTTPS_PROXY",
+        "NODE_TLS_REJECT_UNAUTHORIZED",
+        "OPENSSL_CONF",
+        "PR_CAP_AMBIENT",
+        "PR_SET_DUMPABLE",
+        "PR_SET_MM",
+        "PR_SET_PTRACER",
+        "PR_SET_SPECULATION_CTRL",
+        "PR_SET_VMA",
+    }
+)
+
+
+def _where(page: Path, root: Path, text: str, offset: int) -> str:
+    return f"{page.relative_to(root)}:{text.count(chr(10), 0, offset) + 1}"
+
+
+def missing_paths(pages: list[Path], root: Path = REPO) -> list[str]:
+    """Each path in code (`tests/x.py`, `runtime/host/*.mjs`) that starts with a directory of
+    the repository or of the package and matches no file, as 'page:line: path'; a path with a
+    placeholder (`<topic>`, `{name}`) is no file's name."""
+    package = root / "splice_build"
+    subpackages = {p.name for p in package.iterdir() if p.is_dir()}
+    missing = []
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        for match in _SPAN.finditer(text):
+            path = match.group(1).split("::")[0].rstrip(".,:")
+            first = path.split("/")[0]
+            if "/" not in path or re.search(r"[<>{}\s]", path):
+                continue
+            if first in _TOP:
+                base = root
+            elif first in subpackages:
+                base = package
+            else:
+                continue
+            if not any(base.glob(path)):
+                missing.append(f"{_where(page, root, text, match.start())}: {path}")
+    return missing
+
+
+def unknown_upper_names(pages: list[Path], source: str, root: Path = REPO) -> list[str]:
+    """Each upper-case name in code that the source never spells and no outsider owns."""
+    spelled = set(re.findall(r"\b[A-Z][A-Z0-9_]*\b", source))
+    unknown = []
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        for match in _UPPER.finditer(text):
+            name = match.group(1)
+            if name not in OUTSIDE_NAMES and name not in spelled:
+                unknown.append(f"{_where(page, root, text, match.start())}: {name}")
+    return unknown
+
+
+def _source() -> str:
+    files = [p for p in PACKAGE.rglob("*") if p.suffix in (".py", ".mjs", ".json", ".md")]
+    return "\n".join(p.read_text(encoding="utf-8") for p in [*files, REPO / "dodo.py"])
+
+
+def layout_rows(page: Path) -> set[str]:
+    """The modules docs/architecture.md's layout table names in its first column."""
+    section = page.read_text(encoding="utf-8").split("## Layout", 1)[1].split("\n## ", 1)[0]
+    names: set[str] = set()
+    for row in re.findall(r"^\| ([^|]+) \|", section, re.M):
+        names.update(_SPAN.findall(row))
+    return names
+
+
+def package_modules(package: Path) -> set[str]:
+    """The package's top-level modules (`errors.py`) and directories (`spec/`, `schemas/`)."""
+    return {p.name for p in package.glob("*.py") if p.name != "__init__.py"} | {
+        f"{p.name}/" for p in package.iterdir() if p.is_dir() and p.name != "__pycache__"
+    }
+
+
+def test_every_repository_path_the_docs_name_exists() -> None:
+    assert missing_paths(PAGES) == []
+
+
+def test_every_upper_case_name_the_docs_give_is_spelled_by_the_code() -> None:
+    source = _source()
+    assert "PERMISSIONS_NOT_GRANTED" in source  # the walk read the catalogue
+    assert unknown_upper_names(PAGES, source) == []
+    assert OUTSIDE_NAMES.isdisjoint(re.findall(r"\b[A-Z][A-Z0-9_]*\b", source))
+
+
+def test_every_code_of_the_catalogue_is_named_by_a_page() -> None:
+    """A user who gets a code can look it up: each one of splice_build/errors.py is named."""
+    from splice_build.errors import ErrorCode
+
+    words = (re.findall(r"\b[A-Z][A-Z0-9_]+\b", page.read_text(encoding="utf-8")) for page in PAGES)
+    named = {word for page in words for word in page}
+    assert [code.value for code in ErrorCode if code.value not in named] == []
+
+
+def test_the_architecture_layout_has_one_row_per_module() -> None:
+    rows = layout_rows(REPO / "docs" / "architecture.md")
+    assert rows == package_modules(PACKAGE)
+
+
+def test_a_stale_name_is_found(tmp_path: Path) -> None:
+    (tmp_path / "splice_build" / "spec").mkdir(parents=True)
+    (tmp_path / "splice_build" / "spec" / "__init__.py").write_text("")
+    (tmp_path / "splice_build" / "spec" / "names.py").write_text("CODE = 'KNOWN_CODE'\n")
+    (tmp_path / "splice_build" / "errors.py").write_text("")
+    (tmp_path / "splice_build" / "__pycache__").mkdir()
+    page = tmp_path / "a.md"
+    page.write_text(
+        "## Layout\n\n| part | job |\n|---|---|\n| `errors.py`, `gone.py` | x |\n\n## Next\n\n"
+        "`spec/names.py` `spec/gone.py` `splice_build/spec/*.py` `bench/bench_<topic>.py`\n"
+        "`KNOWN_CODE` `GONE_CODE` `GIT_DIR` `PLAIN`\n"
+    )
+    assert missing_paths([page], tmp_path) == ["a.md:9: spec/gone.py"]
+    source = (tmp_path / "splice_build" / "spec" / "names.py").read_text()
+    assert unknown_upper_names([page], source, tmp_path) == ["a.md:10: GONE_CODE"]
+    assert layout_rows(page) == {"errors.py", "gone.py"}
+    assert package_modules(tmp_path / "splice_build") == {"errors.py", "spec/"}
+
+
+_COUNTS = ("twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen")
+
+
+def test_runtime_md_counts_the_host_bundles_modules() -> None:
+    """The reason the host is one file is its number of modules, which runtime.md gives."""
+    bundle = (PACKAGE / "runtime" / "host" / "bundle.mjs").read_text(encoding="utf-8")
+    modules = len(re.findall(r"^// ---- \w+\.mjs$", bundle, re.M))
+    page = (REPO / "docs" / "runtime.md").read_text(encoding="utf-8")
+    said = re.findall(rf"the host has ({'|'.join(_COUNTS)})\b", page)
+    assert len(said) == 2 and {_COUNTS.index(word) + 12 for word in said} == {modules}
+
+
+def test_lifecycle_md_names_the_stat_caches_version() -> None:
+    """A cache of another version is ignored as a whole: lifecycle.md says which one is read."""
+    from splice_build.install.statcache import VERSION
+
+    page = (REPO / "docs" / "lifecycle.md").read_text(encoding="utf-8")
+    assert re.findall(r"another `version` \((\d+) since", page) == [str(VERSION)]
+
+
+_COMMAND_LINE = re.compile(r"(?:`|^[ \t]*(?:\$ )?)(splice (?:[^`\n#]*))", re.M)
+
+
+def unknown_options(
+    pages: list[Path], options: dict[str, set[str]], root: Path = REPO
+) -> list[str]:
+    """Each `--option` (or `-x`) written after `splice <command>` in code or a command line
+    that the command does not take, as 'page:line: command --option'; `options` maps each
+    command to the options it takes, the global ones included."""
+    unknown = []
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        for match in _COMMAND_LINE.finditer(text):
+            words = match.group(1).split()[1:]
+            while words and words[0].startswith("-"):  # global options before the command
+                words = words[2:] if words[0] == "--registry" else words[1:]
+            if not words or words[0] not in options:
+                continue
+            for word in words[1:]:
+                if word == "--":
+                    break
+                flag = re.sub(r"[^\w-]+$", "", word.split("=")[0])
+                if re.fullmatch(r"--[\w-]+|-\w", flag) and flag not in options[words[0]]:
+                    where = _where(page, root, text, match.start(1))
+                    unknown.append(f"{where}: {words[0]} {flag}")
+    return unknown
+
+
+def test_every_option_the_docs_give_a_command_is_one_it_takes() -> None:
+    from splice_build.cli.parser import build_parser, load_commands
+
+    parser = build_parser(load_commands())
+    [commands] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    options = {name: set(sub._option_string_actions) for name, sub in commands.choices.items()}
+    pages = [*PAGES, REPO / "bench" / "README.md"]
+    assert len(unknown_options(pages, {name: set() for name in options})) > 100  # it reads them
+    assert unknown_options(pages, options) == []
+
+
+def test_an_option_a_command_does_not_take_is_found(tmp_path: Path) -> None:
+    page = tmp_path / "a.md"
+    page.write_text(
+        "Run `splice --json add --accept-permissions @a/b` or `splice add --acept x`.\n\n"
+        "```\n$ splice --registry local run --dir . a.b --jsn\nsplice mcp -- --any\n```\n"
+        "`splice is` a word, `splice nope --x` no command.\n"
+    )
+    options = {"add": {"--accept-permissions", "--json"}, "run": {"--dir"}, "mcp": set()}
+    assert unknown_options([page], options, tmp_path) == [
+        "a.md:1: add --acept",
+        "a.md:4: run --jsn",
+    ]
+
+
+def test_the_readme_lists_every_page_of_docs() -> None:
+    """README's Documentation table is where a reader finds the pages: a new page is listed."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    table = readme.split("## Documentation", 1)[1].split("\n## ", 1)[0]
+    listed = set(re.findall(r"\]\((docs/[\w-]+\.md)\)", table))
+    assert listed == {f"docs/{page.name}" for page in PAGES if page.parent.name == "docs"}
