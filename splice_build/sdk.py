@@ -649,27 +649,21 @@ class Splice:
     def _require_listed(
         self, installed: InstalledPackage, grants: GrantSources | None = None
     ) -> Mapping[str, str]:
-        """A package ``splice.json`` does not list runs only when it asks for nothing
-        (install/consent.py ``require_listed``), and a listed one only within what this
-        machine recorded granting it (``require_recorded``), each file grant leading out of
-        the project only where the record accepted it leading (``require_links_accepted``);
-        ``grants``: both as :meth:`_grant_sources` reads them, else read now. Returns the
-        links the record accepted, which the runtime checks again at each call."""
-        from splice_build.install.consent import (
-            require_links_accepted,
-            require_listed,
-            require_recorded,
-        )
+        """The checks of this machine's consent (install/consent.py ``require_consented``);
+        ``grants``: ``splice.json`` and the record as :meth:`_grant_sources` reads them, else
+        read now. Returns the links the record accepted, which the runtime checks again at
+        each call."""
+        from splice_build.install.consent import require_consented
 
         project, record = self._grant_sources() if grants is None else grants
-        listed = installed.id in project.packages
-        requested = installed.manifest.permissions
-        require_listed(installed.id, installed.version, requested, listed)
-        recorded = None if record is None else record.grant_for(installed.id)
-        require_recorded(installed.id, installed.version, requested, recorded)
-        links = None if record is None else record.links_for(installed.id)
-        require_links_accepted(installed.id, installed.version, requested, self.project_root, links)
-        return links or {}
+        return require_consented(
+            installed.id,
+            installed.version,
+            installed.manifest.permissions,
+            self.project_root,
+            installed.id in project.packages,
+            record,
+        )
 
     def installed(self) -> list[InstalledPackage]:
         """Packages passing the files-digest and grant checks (others are silently skipped)."""

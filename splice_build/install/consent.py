@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from splice_build.errors import ErrorCode, InstallError
 
 if TYPE_CHECKING:
+    from splice_build.install.consent_record import ConsentRecord
     from splice_build.spec.permissions import Permissions
 
 Accept = bool | Callable[[list[str], str], bool]
@@ -185,3 +186,26 @@ def require_links_accepted(
         details=ungranted_lines(requested, requested, root, links),
         hint="Run `splice install`: it asks for them.",
     )
+
+
+def require_consented(
+    package_id: str,
+    version: str,
+    requested: Permissions,
+    root: Path,
+    listed: bool,
+    record: ConsentRecord | None,
+) -> Mapping[str, str]:
+    """What this machine's consent asks of an installed copy before a tool of it runs (the
+    SDK, hence ``run``, ``mcp`` and ``list``; ``verify``'s ``installed`` check): a package
+    ``splice.json`` does not list (``listed``) asks for nothing (:func:`require_listed`), a
+    listed one for nothing beyond what ``record`` granted it (:func:`require_recorded`),
+    and each file grant leading out of the project at ``root`` leads where ``record``
+    accepted it leading (:func:`require_links_accepted`). Returns the links the record
+    accepted, which the runtime checks again at each call."""
+    require_listed(package_id, version, requested, listed)
+    recorded = None if record is None else record.grant_for(package_id)
+    require_recorded(package_id, version, requested, recorded)
+    links = None if record is None else record.links_for(package_id)
+    require_links_accepted(package_id, version, requested, root, links)
+    return links or {}

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice_build.errors import ErrorCode, SpliceError
 from splice_build.install.checks import NOT_RUN, Candidate, CheckResult, Expected, artifact_policy
@@ -27,6 +27,9 @@ from splice_build.project.lockfile import LockEntry, load_lockfile
 from splice_build.project.project_file import load_project_file
 from splice_build.project.state_dir import check_state_dir
 from splice_build.spec.digests import files_digest
+
+if TYPE_CHECKING:
+    from splice_build.install.installed import InstalledPackage
 
 
 def _pinned_check(
@@ -110,6 +113,7 @@ def _installed_check(
         )
     try:
         installed = check_installed(layout, package_id, entry, home=home)
+        _require_consented(layout, installed, home)
     except SpliceError as exc:
         return _failed_installed(exc)
     if candidate.files is not None and entry.known(package_id).files != files_digest(
@@ -125,6 +129,24 @@ def _installed_check(
         "installed",
         "passed",
         f"{installed.directory.relative_to(layout.root).as_posix()} matches the artifact",
+    )
+
+
+def _require_consented(layout: ProjectLayout, installed: InstalledPackage, home: Path) -> None:
+    """What this machine's consent asks before a tool of ``installed`` runs, as ``splice
+    run`` asks it (install/consent.py ``require_consented``): the check passed a copy that
+    ``run``, ``mcp`` and ``list`` refuse, such as one whose file grant a checkout's
+    ``docs -> ~/.ssh`` takes out of the project unasked."""
+    from splice_build.install.consent import require_consented
+    from splice_build.install.consent_record import read_record
+
+    require_consented(
+        installed.id,
+        installed.version,
+        installed.manifest.permissions,
+        layout.root,
+        installed.id in load_project_file(layout.root).packages,
+        read_record(home, layout.root),
     )
 
 

@@ -74,7 +74,8 @@ class PinnedPackage(LoadedPackage):
     files_digest: str | None
     # (entry, real path) of each file grant leading out of the project the caller's consent
     # record accepted (``load_verified``); None: a package the caller loaded from its own
-    # directory (``load``), whose grants no record covers.
+    # directory (``load``), which no record covers, so none of its grants may leave the
+    # project (``accepted_outside``).
     accepted_links: tuple[tuple[str, str], ...] | None = None
 
 
@@ -392,7 +393,7 @@ class SpliceRuntime:
                 # resolved once more, held to the consent as the view's plan is, and made
                 # following no link: one renamed in since the check creates nothing elsewhere
                 real = resolve(str(path))[0]
-                if isinstance(pkg, PinnedPackage) and not _held(pkg, self.project_root, real):
+                if not _held(pkg, self.project_root, real):
                     raise SandboxError(
                         ErrorCode.PERMISSIONS_NOT_GRANTED,
                         f"{pkg.id}: a granted path changed while it was checked (a symbolic "
@@ -526,8 +527,7 @@ class SpliceRuntime:
                 details=problems,
                 hint="Install a version of the package that does not ask for it.",
             )
-        if isinstance(pkg, PinnedPackage) and pkg.accepted_links is not None:
-            _refuse_unaccepted_links(pkg, self.project_root, pkg.accepted_links)
+        _refuse_unaccepted_links(pkg, self.project_root)
         read = tuple(Path(effective_fs_path(self.project_root, p)) for p in perms.fs_read)
         write = tuple(Path(effective_fs_path(self.project_root, p)) for p in perms.fs_write)
         _refuse_wildcards(pkg, [host_dir(), pkg.dir, *read, *write])
@@ -548,7 +548,7 @@ class SpliceRuntime:
             reuse=self._reuse is not None,
             shared_writes=self._shared_writes() if read_paths or write_paths else (),
         ).planned()
-        if spec.view is not None and isinstance(pkg, PinnedPackage):
+        if spec.view is not None:
             _refuse_planned_links(pkg, self.project_root, spec.view)
         return spec
 
@@ -742,26 +742,45 @@ def _path_sanitizer(package_dir: Path, project_root: Path) -> PathSanitizer:
     return PathSanitizer.for_paths({package_dir: "<package>", project_root: "<project>"})
 
 
-def _refuse_unaccepted_links(
-    pkg: LoadedPackage, root: Path, accepted: tuple[tuple[str, str], ...]
-) -> None:
+def accepted_outside(pkg: LoadedPackage) -> dict[str, str] | None:
+    """The file grants of ``pkg`` this machine accepted leading out of the project, entry:
+    real path (``load_verified``); None for a package loaded from its own directory
+    (``load``, ``splice run --dir``), which no consent record covers: none of its grants
+    may leave the project, as a grant of an installed package may not before it is asked
+    for (docs/security.md#consent-on-this-machine)."""
+    accepted = pkg.accepted_links if isinstance(pkg, PinnedPackage) else None
+    return None if accepted is None else dict(accepted)
+
+
+def _refuse_unaccepted_links(pkg: LoadedPackage, root: Path) -> None:
     """PERMISSIONS_NOT_GRANTED when a file grant of ``pkg`` leads out of the project at
-    ``root`` where ``accepted`` does not say it led when this machine consented
-    (spec/outside_grants.py)."""
+    ``root`` where this machine did not accept it leading (spec/outside_grants.py)."""
     from splice_build.spec.outside_grants import unaccepted_links
 
-    away = unaccepted_links(root, pkg.manifest.permissions, dict(accepted))
-    if away:
+    accepted = accepted_outside(pkg)
+    away = unaccepted_links(root, pkg.manifest.permissions, accepted)
+    if not away:
+        return
+    details = [f"{entry} -> {real or '(unresolved)'}" for entry, real in away.items()]
+    if accepted is None:
         raise SandboxError(
             ErrorCode.PERMISSIONS_NOT_GRANTED,
-            f"{pkg.id}: a file grant leads out of the project where this machine did not "
-            "accept it leading; nothing was run",
-            details=[f"{entry} -> {real or '(unresolved)'}" for entry, real in away.items()],
-            hint="Run `splice install`: it asks for them.",
+            f"{pkg.id}: a file grant leads out of the project through a symbolic link, and a "
+            "package run from its own directory has no consent for that; nothing was run",
+            details=details,
+            hint="Grant a directory inside the project, or install the package: "
+            "`splice install` asks for such a grant.",
         )
+    raise SandboxError(
+        ErrorCode.PERMISSIONS_NOT_GRANTED,
+        f"{pkg.id}: a file grant leads out of the project where this machine did not "
+        "accept it leading; nothing was run",
+        details=details,
+        hint="Run `splice install`: it asks for them.",
+    )
 
 
-def _refuse_planned_links(pkg: PinnedPackage, root: Path, view: FileView) -> None:
+def _refuse_planned_links(pkg: LoadedPackage, root: Path, view: FileView) -> None:
     """SourceChanged (a grant) when ``view`` binds a grant of ``pkg`` out of the project at
     ``root`` where this machine did not accept one of its entries leading, for that access:
     ``_granted_paths`` resolved the grants before the view was planned, and a link swapped
@@ -777,16 +796,16 @@ def _refuse_planned_links(pkg: PinnedPackage, root: Path, view: FileView) -> Non
             )
 
 
-def _held(pkg: PinnedPackage, root: Path, real: str, *, write: bool = True) -> bool:
+def _held(pkg: LoadedPackage, root: Path, real: str, *, write: bool = True) -> bool:
     """Whether ``pkg`` may reach the canonical path ``real`` (for writing, or only reading):
     inside the project at ``root``, or where this machine accepted one of its entries of
-    that access leading (every path when nothing is to be checked: ``load``)."""
+    that access leading (``accepted_outside``)."""
     from splice_build.spec.outside_grants import in_project
 
-    if pkg.accepted_links is None or in_project(os.path.realpath(root), real):
+    if in_project(os.path.realpath(root), real):
         return True
+    accepted = accepted_outside(pkg) or {}
     perms = pkg.manifest.permissions
-    accepted = dict(pkg.accepted_links)
     entries = perms.fs_write if write else (*perms.fs_write, *perms.fs_read)
     return real in {accepted[e] for e in entries if e in accepted}
 

@@ -18,9 +18,10 @@ lock as the graph would, they re-check for every member
 - every ``fs`` entry of the packages' grants and manifests, judged again against the project's
   state and this run's ``SPLICE_HOME`` as the graph's ``verify`` judges them (a granted
   directory that became a link to ``.splice``, or a home moved inside a granted one, changes
-  no byte the state compares), and none of them leading out of the project (through a link:
-  whether this machine accepted where it leads is the graph's to ask, install/consent.py,
-  so a project with such a grant always runs it),
+  no byte the state compares), and each of them leading out of the project (through a link)
+  accepted by this machine's consent record leading where it leads now, for every package
+  (install/consent.py asks for one that is not; a project whose packages do not all share
+  the link runs the graph),
 - every package's record, in this run's ``SPLICE_HOME``, of the files digest derived from its
   artifact (install/derived.py; the graph found it equal to the lock's),
 
@@ -309,7 +310,10 @@ def _unchanged(
         return None
     if not _still_derived(digests, state.artifacts, derived):
         return None
-    if state.fs and (_reaches_state(state.root, home, state.fs) or _leaves(state.root, state.fs)):
+    if state.fs and (
+        _reaches_state(state.root, home, state.fs)
+        or not _links_accepted(state.root, home, state.packages, state.fs)
+    ):
         return None
     return cache
 
@@ -367,15 +371,31 @@ def _reaches_state(root: str, home: Path, entries: Iterable[tuple[str, bool]]) -
         return True
 
 
-def _leaves(root: str, entries: Iterable[tuple[str, bool]]) -> bool:
-    """Some entry's real path leaves the project at ``root`` (spec/outside_grants.py)."""
-    from splice_build.spec.outside_grants import outside_links
+def _links_accepted(
+    root: str, home: Path, packages: Iterable[str], entries: Iterable[tuple[str, bool]]
+) -> bool:
+    """No entry's real path leaves the project at ``root``, or this machine's consent record
+    (in ``home``) accepted each that does leading where it leads now, for every package of
+    the state (spec/outside_grants.py). The state keeps the entries of all its packages
+    together, so this asks of each package what the graph asks only of those granted the
+    entry: it may run the graph where nothing would be asked, never skip it where
+    something would (a project whose packages do not all share the link runs it)."""
+    from splice_build.errors import SpliceError
+    from splice_build.install.consent_record import read_record
+    from splice_build.spec.outside_grants import unaccepted_links
     from splice_build.spec.permissions import Permissions
 
+    granted = Permissions(fs_read=tuple(e for e, _ in entries))
     try:
-        return bool(outside_links(Path(root), Permissions(fs_read=tuple(e for e, _ in entries))))
-    except ValueError:  # a name no path can have: the graph says what it is
-        return True
+        if not (outside := unaccepted_links(Path(root), granted, {})):
+            return True
+        record = read_record(home, Path(root))
+    except (ValueError, SpliceError):  # a name no path can have, a home not the user's alone
+        return False  # the graph says what it is
+    return record is not None and not any(
+        unaccepted_links(Path(root), granted, record.links_for(package), outside)
+        for package in packages
+    )
 
 
 def _lock_holds(layout: ProjectLayout, text: str | None, identity: FileIdentity | None) -> bool:

@@ -7,7 +7,8 @@ refused at every run, until this machine accepted where it leads
 granted, so on the old code (a) a clone shipping ``docs -> ~/.ssh`` with the lock installed
 unasked and ``splice run`` returned the private key, and (b) a project consented to while
 ``docs`` was a directory followed a pull's ``docs -> ~/.ssh`` through ``sync``, ``run`` and
-``mcp``. Real CLI, real registry server, real sandbox."""
+``mcp`` (and ``verify``'s ``installed`` check passed it once ``run`` refused it). Real CLI,
+real registry server, real sandbox."""
 
 from __future__ import annotations
 
@@ -132,6 +133,10 @@ def test_b_a_pulled_link_out_of_the_project_is_asked_for(
     assert (error["code"], error["details"]) == ("PERMISSIONS_NOT_ACCEPTED", [line])
     error = _refused(_splice(project, "run", "greeter.hello", "name=x"))
     assert (error["code"], error["details"]) == ("PERMISSIONS_NOT_GRANTED", [line])
+    verify = _splice(project, "verify", "@acme/greeter")  # its installed check is run's
+    installed = {c["id"]: c for c in verify.json()["checks"]}["installed"]
+    assert (verify.code, installed["status"]) == (1, "failed")
+    assert installed["code"] == "PERMISSIONS_NOT_GRANTED" and line in installed["message"]
     client = LineClient(splice_argv("mcp"), env=child_env(), cwd=project)
     try:
         client.initialize()

@@ -20,7 +20,8 @@ from splice_build.install.consent import require_links_accepted, ungranted_lines
 from splice_build.install.consent_record import read_record, record_path, write_record
 from splice_build.spec.outside_grants import outside_links
 from splice_build.spec.permissions import Permissions
-from testing.hostile_packages import tool_returning
+from testing.cli import run_splice
+from testing.hostile_packages import tool_returning, write_package
 from testing.isolation import needs_os_layer
 from testing.registry_fixtures import embedded_store, publish
 
@@ -348,3 +349,36 @@ def test_a_grant_through_a_loop_of_links_is_refused_with_its_code(tmp_path: Path
     assert outside_links(root, Permissions.from_json({"fs": {"read": ["docs/sub"]}})) == {
         "docs/sub": ""
     }
+
+
+@pytest.mark.node
+def test_a_package_run_from_its_directory_is_granted_no_link_out_of_the_project(
+    tmp_path: Path,
+) -> None:
+    """``splice run --dir`` and ``SpliceRuntime.load`` run a package no consent record
+    covers, and the runtime held only an installed package's grants to the record: with the
+    checkout's ``docs -> ~/.ssh`` a package directory asking ``fs.read: ["docs"]`` read the
+    private key, with the OS layer and without. Such a grant is now refused as an unasked
+    one is; a link that stays inside the project still runs."""
+    from splice_build.runtime.runtime import SpliceRuntime
+
+    root, ssh = _project_with_links(tmp_path)
+    (Path(ssh) / "id_ed25519").write_text("PRIVATE-KEY-BYTES")
+    (root / "ws" / "id_ed25519").write_text("in the project")
+    (root / "splice.json").write_text('{"specVersion": 1, "packages": {}}')
+    reader = tool_returning(
+        "fs.readFileSync(`${ctx.paths.project}/${input.dir}/id_ed25519`, 'utf8')",
+        imports="import fs from 'node:fs';",
+    )
+    pkg = write_package(tmp_path / "skills", reader, permissions={"fs": {"read": ["docs", "out"]}})
+    runtime = SpliceRuntime(project_root=root, home=tmp_path / "splice-home")
+    result = runtime.execute(runtime.load(pkg), "t", {"dir": "docs"})
+    assert result.error is not None and result.error.code is ErrorCode.PERMISSIONS_NOT_GRANTED
+    assert list(result.error.details) == [f"docs -> {ssh}"]
+    done = run_splice("--json", "run", "--dir", str(pkg), "hostile.t", "dir=docs", cwd=root)
+    assert (done.code, done.json()["error"]["code"]) == (1, "PERMISSIONS_NOT_GRANTED")
+    assert "PRIVATE-KEY-BYTES" not in done.stdout + done.stderr
+    os.remove(root / "docs")
+    os.symlink("ws", root / "docs")  # inside the project: no consent needed
+    done = run_splice("--json", "run", "--dir", str(pkg), "hostile.t", "dir=docs", cwd=root)
+    assert (done.code, done.json()["output"]) == (0, "in the project")

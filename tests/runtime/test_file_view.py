@@ -77,6 +77,18 @@ def outside(tmp_path: Path) -> Path:
     return out
 
 
+@pytest.fixture
+def ungranted(project: Path) -> Path:
+    """A directory of the project outside every grant, holding a secret file: a grant that
+    a link leads out of the project is refused before any view is planned
+    (tests/install/test_consent_links.py), so the links the tools move into grants here
+    lead to this one."""
+    out = project / "ungranted"
+    out.mkdir()
+    (out / "file").write_text(SECRET, encoding="utf-8")
+    return out
+
+
 def _node() -> Path:
     return find_node(os.environ).path
 
@@ -414,7 +426,7 @@ export default (i, ctx) => {
 @pytest.mark.usefixtures("file_view")
 @pytest.mark.parametrize("place", ["a/ref", "a/out", "a"])
 def test_a_grant_inside_a_write_grant_is_never_redirected_by_the_tool(
-    project: Path, tmp_path: Path, outside: Path, place: str
+    project: Path, tmp_path: Path, ungranted: Path, place: str
 ) -> None:
     """A read grant ``work/a/ref`` and a write grant ``work/a/out`` inside the write grant
     ``work``: the tool puts a link at one of them or at ``work/a`` (a link a checkout shipped
@@ -422,7 +434,7 @@ def test_a_grant_inside_a_write_grant_is_never_redirected_by_the_tool(
     target in its view, and the runtime must not create the write grant through the link."""
     work = project / "work"
     (work / "a").mkdir(parents=True)
-    (work / "found-link").symlink_to(outside)
+    (work / "found-link").symlink_to(ungranted)
     runtime = SpliceRuntime(project_root=project, env={}, isolation="require-os")
     permissions = {"fs": {"read": ["work/a/ref"], "write": ["work", "work/a/out"]}}
     pkg = runtime.load(write_package(tmp_path / "pkgs", REDIRECT_NESTED, permissions=permissions))
@@ -432,7 +444,7 @@ def test_a_grant_inside_a_write_grant_is_never_redirected_by_the_tool(
     after = runtime.execute(pkg, "t", {})
     assert after.ok, after.to_json()
     assert after.output == {"read": "ENOENT", "written": "ENOENT"}
-    assert sorted(p.name for p in outside.iterdir()) == ["file"]
+    assert sorted(p.name for p in ungranted.iterdir()) == ["file"]
 
 
 LIST_WS = (
@@ -528,7 +540,7 @@ def _lock_with_grant(project: Path, permissions: dict[str, Any]) -> None:
 @pytest.mark.usefixtures("file_view")
 @pytest.mark.parametrize("writer_known_by", ["this runtime", "splice.lock"])
 def test_another_packages_tool_never_redirects_a_grant(
-    project: Path, tmp_path: Path, outside: Path, writer_known_by: str
+    project: Path, tmp_path: Path, ungranted: Path, writer_known_by: str
 ) -> None:
     """The reader's grants lie inside the writer's write grant ``work``. The writer's tool
     puts a link (one a checkout shipped) at ``work/ref``: the reader's next process must not
@@ -538,7 +550,7 @@ def test_another_packages_tool_never_redirects_a_grant(
     work = project / "work"
     (work / "ref" / "out").mkdir(parents=True)
     (work / "ref" / "file").write_text("mine", encoding="utf-8")
-    (work / "found-link").symlink_to(outside)
+    (work / "found-link").symlink_to(ungranted)
     pkgs = tmp_path / "pkgs"
     writer = write_package(pkgs, PLANT_REF, name="writer", permissions=WRITER)
     reader = write_package(pkgs, READ_REF, name="reader", permissions=READER)
@@ -556,4 +568,4 @@ def test_another_packages_tool_never_redirects_a_grant(
     assert after.ok, after.to_json()
     # Not in the view; Node's permission model, resolving the link itself, may refuse first.
     assert set(after.output.values()) <= {"ENOENT", "ERR_ACCESS_DENIED"}, after.output
-    assert sorted(p.name for p in outside.iterdir()) == ["file"]
+    assert sorted(p.name for p in ungranted.iterdir()) == ["file"]

@@ -148,3 +148,35 @@ def test_a_files_digest_record_is_looked_for_once_per_run(tmp_path: Path) -> Non
     assert _still_derived(str(tmp_path), ["a"], found)  # found by this run already
     assert not _still_derived(str(tmp_path), ["a", "b"], found)
     assert not _still_derived(str(tmp_path), ["a"], set())
+
+
+@pytest.mark.skipif(os.name == "nt", reason="no stat cache on Windows")
+def test_an_accepted_link_out_of_the_project_is_answered_for_while_the_record_holds_it(
+    tmp_path: Path,
+) -> None:
+    """A grant that a link takes out of the project sent every no-op install and sync
+    through the graph, accepted or not. The fast path now asks the consent record, as the
+    graph does: accepted leading where it leads now, the state answers; retargeted, or with
+    the record gone, the graph runs and asks."""
+    from splice_build.install.consent_record import record_path
+
+    home = Path(os.environ["SPLICE_HOME"])
+    publish(embedded_store(home), tmp_path / "work", name="files", permissions=GRANT)
+    project = new_project(tmp_path / "p", {PACKAGE: "^1.0.0"})
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "keys").mkdir()
+    (project / "data").symlink_to(tmp_path / "notes")
+    (project / "out").mkdir()
+    Splice(project, home=home).install(accept_permissions=True)
+    _recorded(project, home)
+    assert not _check(project, home).projects[0].changes
+    (project / "data").unlink()
+    (project / "data").symlink_to(tmp_path / "keys")
+    [outcome] = _check(project, home).projects
+    assert [(c.package_id, c.action) for c in outcome.changes] == [(PACKAGE, "keep")]
+    (project / "data").unlink()
+    (project / "data").symlink_to(tmp_path / "notes")
+    record_path(home, project).unlink()
+    with pytest.raises(SpliceError) as asked:
+        Splice(project, home=home).install()
+    assert asked.value.code is ErrorCode.PERMISSIONS_NOT_ACCEPTED
