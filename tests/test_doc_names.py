@@ -37,6 +37,7 @@ OUTSIDE_NAMES = frozenset(
         "PR_SET_PTRACER",
         "PR_SET_SPECULATION_CTRL",
         "PR_SET_VMA",
+        "RENAME_EXCHANGE",
     }
 )
 
