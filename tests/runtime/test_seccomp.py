@@ -342,3 +342,32 @@ export default async () => {
     )
     left = [p for p in (project / "w").iterdir() if p.stat().st_mode & seccomp.SET_ID_BITS]
     assert left == []
+
+
+def test_no_new_privs_is_read_off_the_seccomp_probe() -> None:
+    """The seccomp probe child sets ``no_new_privs`` before its filter and says so: the
+    machine's support takes it from there, with the answer a child of its own gives."""
+    from splice_build.runtime.isolation.kernel import Kernel
+
+    found = seccomp.detect.__wrapped__()
+    kernel = Kernel.load()
+    assert kernel is not None
+    own = support._probe_no_new_privs(kernel)
+    assert found.no_new_privs is (own is None)
+    assert support.detect.__wrapped__().no_new_privs_reason == own
+
+
+def test_without_a_filter_no_new_privs_is_probed_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where no filter is written for the machine, no seccomp child says whether
+    ``no_new_privs`` can be set: a child of its own still finds out (it is not taken as
+    refused, nor as granted)."""
+    from splice_build.runtime.isolation.kernel import Kernel
+
+    monkeypatch.setattr(seccomp, "machine", lambda: "riscv64")
+    seccomp.detect.cache_clear()  # else the machine's support reuses this process's answer
+    kernel = Kernel.load()
+    assert kernel is not None
+    found = support.detect.__wrapped__()
+    assert found.seccomp.no_new_privs is None
+    assert found.no_new_privs is (support._probe_no_new_privs(kernel) is None)
+    assert found.no_new_privs_reason is None or "PR_SET_NO_NEW_PRIVS" in found.no_new_privs_reason

@@ -346,6 +346,11 @@ _MACHINE_NAMES = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "
 class SeccompStatus:
     available: bool
     detail: str  # what the filter denies, or why it cannot be installed
+    # The probe child sets ``no_new_privs`` before the filter (the kernel requires one or the
+    # other): True when it could, False when the kernel refused, None when no child said
+    # (no filter for this machine, or it died first). support.detect reads it rather than
+    # fork a child of its own for the same ``prctl``.
+    no_new_privs: bool | None = None
 
 
 def machine() -> str:
@@ -528,8 +533,12 @@ def _libc_prctl() -> object:
     return libc.prctl
 
 
+_NNP = "no_new_privs"
+
+
 def _probe(report_fd: int) -> None:
-    """In a throw-away child: install the filter and make sure a real socket() fails.
+    """In a throw-away child: install the filter and make sure a real socket() fails. The
+    first line says whether ``no_new_privs`` could be set (``no_new_privs 1`` or ``0``).
 
     socket() is called through libc, not the ``socket`` module, whose import (its enums)
     would cost the probe, which a cold ``splice run`` waits for, ~3 ms."""
@@ -542,7 +551,9 @@ def _probe(report_fd: int) -> None:
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
+            report(f"{_NNP} 0\n")
             raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+        report(f"{_NNP} 1\n")
         Filter.build(arch).install()
     except OSError as exc:
         report(f"fail {exc.strerror or exc}")
@@ -587,8 +598,9 @@ def start_detect() -> Callable[[], SeccompStatus]:
 
     def collect() -> SeccompStatus:
         with os.fdopen(read_fd, "rb") as reader:
-            answer = reader.read(4096).decode("utf-8", "replace").strip()
+            answer = reader.read(4096).decode("utf-8", "replace")
         reap(pid)
+        no_new_privs, answer = _no_new_privs_line(answer)
         if answer == "ok":
             return SeccompStatus(
                 True,
@@ -599,11 +611,21 @@ def start_detect() -> Callable[[], SeccompStatus]:
                 f"{_listed_counts()}; io_uring, openat2, clone3 and "
                 f"system calls above {NEWEST} refused (ENOSYS), other architectures' system "
                 "calls kill the process",
+                no_new_privs,
             )
         reason = answer.removeprefix("fail ").strip() or "the probe died"
-        return SeccompStatus(False, f"the kernel refused the filter ({reason})")
+        return SeccompStatus(False, f"the kernel refused the filter ({reason})", no_new_privs)
 
     return collect
+
+
+def _no_new_privs_line(answer: str) -> tuple[bool | None, str]:
+    """The probe's ``no_new_privs`` line read off its answer (None: it has none), and the
+    rest, stripped."""
+    first, newline, rest = answer.partition("\n")
+    if newline and first in (f"{_NNP} 0", f"{_NNP} 1"):
+        return first.endswith("1"), rest.strip()
+    return None, answer.strip()
 
 
 def _listed_counts() -> str:
