@@ -140,12 +140,14 @@ def _start() -> _Started:
     kernel = Kernel.load()
     last_cap = last_capability()
     # The children are independent: they run side by side (on two cores, for the cost of one).
+    # The namespace probe, the longer, goes first: the seccomp filter is assembled before its
+    # child is forked (seccomp.start_detect) while that one works.
+    report = None if kernel is None else _run_probe(kernel, last_cap)
     seccomp = (
         seccomp_layer.detect
         if seccomp_layer.detect.cache_info().currsize
         else seccomp_layer.start_detect()
     )
-    report = None if kernel is None else _run_probe(kernel, last_cap)
     return _Started(kernel, last_cap, seccomp, report)
 
 
