@@ -119,6 +119,44 @@ def test_node_version_comes_from_the_wheel_header() -> None:
     assert binary.version == _probe_version(str(binary.path))
 
 
+@pytest.mark.parametrize(
+    ("header", "version"),
+    [
+        ("#define NODE_MAJOR_VERSION 24\n#define NODE_MINOR_VERSION 1\n", None),
+        (
+            "#define NODE_MAJOR_VERSION 24\n#define NODE_MINOR_VERSION 1\n"
+            "#define NODE_PATCH_VERSION 2x\n",
+            None,
+        ),
+        (
+            "#define NODE_MAJOR_VERSION 24 \n#define NODE_MINOR_VERSION 1\n"
+            "#define NODE_PATCH_VERSION 2\n",
+            None,
+        ),
+        (
+            "#define NODE_MAJOR_VERSION 24\r\n#define NODE_MINOR_VERSION 1\r\n"
+            "#define NODE_PATCH_VERSION 2\r\n",
+            (24, 1, 2),  # read as text: the newlines are translated
+        ),
+        (
+            "/* x */\n#define NODE_MAJOR_VERSION 24\n#define NODE_MINOR_VERSION 1\n"
+            "#define NODE_PATCH_VERSION 2\n#define NODE_PATCH_VERSION 3\n",
+            (24, 1, 2),
+        ),
+    ],
+)
+def test_the_wheel_header_is_read_as_its_defines(
+    tmp_path: Path, header: str, version: tuple[int, int, int] | None
+) -> None:
+    """The header's first ``#define NODE_<part>_VERSION <digits>`` lines, nothing looser
+    (anything else: None, and ``node --version`` is asked)."""
+    from splice_build.runtime.node import _header_version
+
+    (tmp_path / "include" / "node").mkdir(parents=True)
+    (tmp_path / "include" / "node" / "node_version.h").write_bytes(header.encode())
+    assert _header_version(tmp_path) == version
+
+
 # A no-op ``splice sync`` answers from stat caches and no-op records (docs/monorepo.md): it
 # needs neither the task graph, nor the registry, nor the permission and schema code that
 # an install or a changed lock needs (issue #22 item 4: each import is ~1-2 ms per run).
