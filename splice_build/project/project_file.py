@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING, Any
 from splice_build.errors import ErrorCode, ProjectError, SpecError
 from splice_build.project.atomic import atomic_write_json, decode_json, make_dirs
 from splice_build.project.layout import PROJECT_FILE, ProjectLayout
-from splice_build.project.registry_url import normalize_registry_url
 from splice_build.records import dataclass, field, replace
 from splice_build.spec.limits import MAX_PROJECT_STATE_BYTES
 from splice_build.spec.names import PackageId
@@ -240,6 +239,8 @@ def init_project(directory: Path, *, registry: str | None = None) -> tuple[Path,
     """
     root = Path(os.path.abspath(directory))
     if registry is not None:
+        from splice_build.project.registry_url import normalize_registry_url
+
         normalize_registry_url(registry)
     path = ProjectLayout(root).project_file
     if path.exists() and not path.is_file():
@@ -377,6 +378,10 @@ def _show(container: Mapping[str, object], key: str) -> str:
 
 
 def _registry_problems(registry: object) -> list[str]:
+    """``registry`` (its rule's module only for a splice.json that names one: ``splice run``
+    reads this file, which most projects write without)."""
+    from splice_build.project.registry_url import normalize_registry_url
+
     if not isinstance(registry, str):
         return ["registry: must be a string"]
     try:

@@ -41,6 +41,10 @@ HEAVY = (
     # splice_build/project/project_file.py: the key-id rule, only for a splice.json that
     # lists trusted signers
     "splice_build.spec.signing",
+    # sdk.py _reuse_arg and project/project_file.py: a policy's and a registry URL's rules,
+    # only for a reuse policy given or a splice.json that names a registry
+    "splice_build.spec.reuse",
+    "splice_build.project.registry_url",
     # a text file opened as ASCII looks the codec up: /proc's numbers are read as bytes
     # (isolation/kernel.py last_capability, runtime/sandbox.py _namespace_depth)
     "encodings.ascii",
