@@ -381,3 +381,24 @@ def test_the_probe_child_inherits_the_assembled_filter() -> None:
     collect = seccomp.start_detect()
     assert seccomp._assembled.cache_info().currsize == 1
     assert collect().available
+
+
+def test_a_filter_that_cannot_be_built_is_reported_not_raised(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The filter is built in the parent before the probe child is forked: where libc cannot
+    be opened there, the seccomp layer is reported missing, as the child reported it, and
+    nothing is said of ``no_new_privs`` (the machine's support then asks a child of its own:
+    test_without_a_filter_no_new_privs_is_probed_alone)."""
+
+    def no_libc(*args: object, **kwargs: object) -> object:
+        raise OSError(2, "no libc (test)")
+
+    seccomp._libc_prctl.cache_clear()
+    seccomp._assembled.cache_clear()
+    monkeypatch.setattr(seccomp.ctypes, "CDLL", no_libc)
+    try:
+        status = seccomp.start_detect()()
+    finally:
+        seccomp._libc_prctl.cache_clear()
+    assert status == seccomp.SeccompStatus(False, "the kernel refused the filter (no libc (test))")

@@ -586,7 +586,11 @@ def start_detect() -> Callable[[], SeccompStatus]:
         return lambda: status
     # Assembled here, not in the child: the sandbox's preexec (child.make_preexec) builds the
     # same program in this process later and then finds it made (~1 ms of Python each time).
-    socket_filter = Filter.build(arch)
+    try:
+        socket_filter = Filter.build(arch)
+    except OSError as exc:  # libc's prctl not found: as the child reported it before
+        status = SeccompStatus(False, f"the kernel refused the filter ({exc.strerror or exc})")
+        return lambda: status
     read_fd, write_fd = os.pipe()
     pid = fork_probe()
     if pid == 0:  # pragma: no cover - runs in the child
