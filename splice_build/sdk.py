@@ -902,13 +902,17 @@ class Splice:
 
 
 def _reuse_arg(reuse: object) -> ReusePolicy | bool | Literal["project"]:
-    """``reuse`` as documented, checked when the SDK is made rather than at the first call."""
-    from splice_build.spec.reuse import ReusePolicy
-
-    if isinstance(reuse, (bool, ReusePolicy)):
+    """``reuse`` as documented, checked when the SDK is made rather than at the first call
+    (the policy's module only for a value that may be one: ``splice run`` passes the
+    default)."""
+    if isinstance(reuse, bool):
         return reuse
     if isinstance(reuse, str) and str.__str__(reuse) == "project":
         return "project"
+    from splice_build.spec.reuse import ReusePolicy
+
+    if isinstance(reuse, ReusePolicy):
+        return reuse
     raise UsageError(f'reuse must be True, False, "project" or a ReusePolicy, not {kind(reuse)}')
 
 

@@ -436,7 +436,7 @@ def _namespace_pidfd(pid: int) -> int | None:
     depth = _namespace_depth(pid)
     for _ in range(2):
         try:
-            with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as f:
+            with open(f"/proc/{pid}/task/{pid}/children", "rb") as f:
                 child = int(f.read().split()[0])
         except (OSError, IndexError, ValueError):
             return None
@@ -450,10 +450,10 @@ def _namespace_pidfd(pid: int) -> int | None:
 
 def _namespace_depth(pid: int) -> int:
     """How many PID namespaces ``pid`` is in (its ``NSpid`` entries; 0 when gone)."""
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii") as f:
+    try:  # bytes: its Name line is the process's own (any bytes a program named itself)
+        with open(f"/proc/{pid}/status", "rb") as f:
             for line in f:
-                if line.startswith("NSpid:"):
+                if line.startswith(b"NSpid:"):
                     return len(line.split()) - 1
     except OSError:
         pass

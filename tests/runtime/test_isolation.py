@@ -393,3 +393,30 @@ def test_a_hard_open_file_limit_too_low_for_the_view_is_named(tmp_path: Path) ->
     hinted = run_splice("run", "example.hello", "name=x", cwd=project, open_files=(1024, 1024))
     assert hinted.code == 0, hinted.stderr
     assert json.loads(hinted.stdout) == {"message": "Hello, x."}
+
+
+def test_the_namespace_depth_of_a_process_with_any_name_is_read() -> None:
+    """``/proc/<pid>/status`` begins with the process's own name, any bytes it set itself:
+    read as ASCII text, a name such as ``splicé`` raised UnicodeDecodeError out of the
+    sandbox's start-up (only OSError was caught). It is read as bytes, which also keeps the
+    ASCII codec's import off the run path (tests/runtime/test_lean_path.py)."""
+    from splice_build.runtime.sandbox import _namespace_depth
+
+    named = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; open('/proc/self/comm', 'wb').write('splicé'.encode()); "
+            "print(flush=True); sys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert named.stdout is not None
+        named.stdout.readline()
+        with open(f"/proc/{named.pid}/comm", "rb") as f:
+            assert f.read() == "splicé\n".encode()
+        assert _namespace_depth(named.pid) == _namespace_depth(os.getpid()) >= 1
+    finally:
+        named.communicate(b"")

@@ -360,8 +360,8 @@ class Kernel:
 
 def last_capability() -> int:
     """The highest capability number this kernel knows (``/proc/sys/kernel/cap_last_cap``)."""
-    try:
-        with open("/proc/sys/kernel/cap_last_cap", encoding="ascii") as f:
-            return int(f.read().strip())
+    try:  # bytes: a text file would look up (import) the ASCII codec for this one number
+        with open("/proc/sys/kernel/cap_last_cap", "rb") as f:
+            return int(f.read())
     except (OSError, ValueError):
         return 40  # CAP_CHECKPOINT_RESTORE, the last one of Linux 5.9–6.x

@@ -346,6 +346,11 @@ _MACHINE_NAMES = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "
 class SeccompStatus:
     available: bool
     detail: str  # what the filter denies, or why it cannot be installed
+    # The probe child sets ``no_new_privs`` before the filter (the kernel requires one or the
+    # other): True when it could, False when the kernel refused, None when no child said
+    # (no filter for this machine, or it died first). support.detect reads it rather than
+    # fork a child of its own for the same ``prctl``.
+    no_new_privs: bool | None = None
 
 
 def machine() -> str:
@@ -528,8 +533,12 @@ def _libc_prctl() -> object:
     return libc.prctl
 
 
-def _probe(report_fd: int) -> None:
-    """In a throw-away child: install the filter and make sure a real socket() fails.
+_NNP = "no_new_privs"
+
+
+def _probe(report_fd: int, socket_filter: Filter) -> None:
+    """In a throw-away child: install the filter and make sure a real socket() fails. The
+    first line says whether ``no_new_privs`` could be set (``no_new_privs 1`` or ``0``).
 
     socket() is called through libc, not the ``socket`` module, whose import (its enums)
     would cost the probe, which a cold ``splice run`` waits for, ~3 ms."""
@@ -537,13 +546,13 @@ def _probe(report_fd: int) -> None:
     def report(text: str) -> None:
         os.write(report_fd, text.encode("utf-8", "replace"))
 
-    arch = current_arch()
-    assert arch is not None, "BUG: probing seccomp without a known architecture"
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
+            report(f"{_NNP} 0\n")
             raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
-        Filter.build(arch).install()
+        report(f"{_NNP} 1\n")
+        socket_filter.install()
     except OSError as exc:
         report(f"fail {exc.strerror or exc}")
         return
@@ -575,20 +584,28 @@ def start_detect() -> Callable[[], SeccompStatus]:
         )
         status = SeccompStatus(False, why)
         return lambda: status
+    # Assembled here, not in the child: the sandbox's preexec (child.make_preexec) builds the
+    # same program in this process later and then finds it made (~1 ms of Python each time).
+    try:
+        socket_filter = Filter.build(arch)
+    except OSError as exc:  # libc's prctl not found: as the child reported it before
+        status = SeccompStatus(False, f"the kernel refused the filter ({exc.strerror or exc})")
+        return lambda: status
     read_fd, write_fd = os.pipe()
     pid = fork_probe()
     if pid == 0:  # pragma: no cover - runs in the child
         try:
             os.close(read_fd)
-            _probe(write_fd)
+            _probe(write_fd, socket_filter)
         finally:
             os._exit(0)
     os.close(write_fd)
 
     def collect() -> SeccompStatus:
         with os.fdopen(read_fd, "rb") as reader:
-            answer = reader.read(4096).decode("utf-8", "replace").strip()
+            answer = reader.read(4096).decode("utf-8", "replace")
         reap(pid)
+        no_new_privs, answer = _no_new_privs_line(answer)
         if answer == "ok":
             return SeccompStatus(
                 True,
@@ -599,11 +616,21 @@ def start_detect() -> Callable[[], SeccompStatus]:
                 f"{_listed_counts()}; io_uring, openat2, clone3 and "
                 f"system calls above {NEWEST} refused (ENOSYS), other architectures' system "
                 "calls kill the process",
+                no_new_privs,
             )
         reason = answer.removeprefix("fail ").strip() or "the probe died"
-        return SeccompStatus(False, f"the kernel refused the filter ({reason})")
+        return SeccompStatus(False, f"the kernel refused the filter ({reason})", no_new_privs)
 
     return collect
+
+
+def _no_new_privs_line(answer: str) -> tuple[bool | None, str]:
+    """The probe's ``no_new_privs`` line read off its answer (None: it has none), and the
+    rest, stripped."""
+    first, newline, rest = answer.partition("\n")
+    if newline and first in (f"{_NNP} 0", f"{_NNP} 1"):
+        return first.endswith("1"), rest.strip()
+    return None, answer.strip()
 
 
 def _listed_counts() -> str:
