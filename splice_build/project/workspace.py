@@ -211,13 +211,19 @@ def _config_in(pyproject: Path, data: dict[str, Any]) -> WorkspaceConfig | None:
 
 
 def find_workspace(
-    start: Path, *, root: Path | None = None, remember: bool = False, home: Path | None = None
+    start: Path,
+    *,
+    root: Path | None = None,
+    remember: bool = False,
+    home: Path | None = None,
+    may_be_empty: bool = False,
 ) -> Workspace:
     """The workspace containing ``start`` (or rooted at ``root``); see the module docstring.
 
     ``remember``: write the memo when it did not hold this answer (never for a run that
     must change no byte). ``home``: SPLICE_HOME, whose grant record counts (default: from
-    the environment). Raises ``ProjectError(NOT_A_PROJECT)`` when it has no member.
+    the environment). Raises ``ProjectError(NOT_A_PROJECT)`` when it has no member, unless
+    ``may_be_empty`` (``splice workspace list``: an empty list is its answer).
     """
     passed: list[tuple[Path, int]] = []
     if root is not None:
@@ -256,6 +262,8 @@ def find_workspace(
 
         home = SpliceHome.from_env(os.environ).path
     members, dropped, ignored = drop_tool_written(members, [*found, *above], home, state)
+    if not members and may_be_empty:
+        return Workspace(base, source, (), tuple(dropped), tuple(ignored), tuple(passed))
     if not members and dropped:
         raise ProjectError(
             ErrorCode.NOT_A_PROJECT,

@@ -76,6 +76,19 @@ def test_an_empty_workspace_is_not_a_project(tmp_path: Path) -> None:
     assert info.value.code is ErrorCode.NOT_A_PROJECT
 
 
+def test_workspace_list_of_an_empty_workspace_is_an_empty_list(tmp_path: Path) -> None:
+    # It was NOT_A_PROJECT (exit 1), as sync is: a listing has nothing to fail on.
+    listed = run_splice("--json", "workspace", "list", cwd=tmp_path)
+    assert listed.code == 0, listed.stderr
+    assert listed.json() == {"root": str(tmp_path), "source": "walk", "members": []}
+    said = run_splice("workspace", "list", cwd=tmp_path)
+    assert (said.code, said.stdout) == (
+        0,
+        f"No project (splice.json) in the workspace at {tmp_path}: `splice init` makes one, "
+        "`splice workspace add <dir>` names one.\n",
+    )
+
+
 def test_add_then_remove_keeps_every_other_byte(tmp_path: Path) -> None:
     path = tmp_path / "pyproject.toml"
     path.write_text(ODD_PYPROJECT)
