@@ -61,6 +61,7 @@ def open_splice(ctx: CommandContext) -> Splice:
         env=ctx.env,
         home=ctx.home,
         on_progress=lambda step, message: ctx.out.progress(message, step=step),
+        hints="cli",
     )
 
 

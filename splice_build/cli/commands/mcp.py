@@ -105,6 +105,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         pool=WarmPool(),
         broker=broker,
         reuse=reuse,
+        hints="cli",
     )
     try:
         backend: Backend = InstalledBackend(splice)

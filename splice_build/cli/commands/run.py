@@ -204,7 +204,9 @@ def _run_installed(args: argparse.Namespace, ctx: CommandContext) -> tuple[str, 
 
     _start_machine_probes(ctx)
 
-    splice = Splice(find_project_root(ctx.cwd), registry=ctx.registry, env=ctx.env, home=ctx.home)
+    splice = Splice(
+        find_project_root(ctx.cwd), registry=ctx.registry, env=ctx.env, home=ctx.home, hints="cli"
+    )
     pkg, tool_name = splice.resolve_tool(args.tool_ref)
     tool = pkg.manifest.tool(tool_name)
     schema = tool.input if tool is not None else {}
