@@ -110,14 +110,13 @@ class ProjectFile:
         nearest to: a misspelt ``"pakages"`` was kept silently and the project read as one
         without packages. Bounded as ``INVALID_PROJECT``'s problems are (``shown_problems``):
         the first 20 keys, each compared cut at 500 characters, then how many more."""
-        import difflib
+        from splice_build.spec.names import closest
 
-        known = {k.lower(): k for k in _KNOWN_KEYS}
         keys = list(self.extra)
         notes = []
         for key in keys[:MAX_SHOWN_PROBLEMS]:
-            near = difflib.get_close_matches(key[:MAX_PROBLEM_CHARS].lower(), known, 1)
-            guess = f" (did you mean {json.dumps(known[near[0]])}?)" if near else ""
+            near = closest(key[:MAX_PROBLEM_CHARS], _KNOWN_KEYS)
+            guess = f" (did you mean {json.dumps(near)}?)" if near is not None else ""
             notes.append(
                 f"{PROJECT_FILE}: unknown key {json.dumps(key)}{guess}: kept as written, "
                 "not read by this version"
