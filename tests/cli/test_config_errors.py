@@ -63,3 +63,27 @@ def test_a_mistyped_registry_alias_is_named(
         assert main(["--json", *argv]) == 2, argv
         error = json.loads(capsys.readouterr().out)["error"]
         assert (error["code"], error["hint"]) == ("INVALID_CONFIG", hint), argv
+
+
+def test_a_mistyped_key_of_the_user_config_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A hand-written ``{"regsitry": …}`` left the registry at its default, and `config list`
+    and `config get` said only "(default)"."""
+    from splice_build.cli.main import main
+
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    (home / "config.json").write_text(
+        '{"isolation": "auto", "regsitry": "http://127.0.0.1:8787"}'  # isolation: runtime.md
+    )
+    monkeypatch.setenv("SPLICE_HOME", str(home))
+    monkeypatch.chdir(tmp_path)
+    warning = (
+        f"warning: {home / 'config.json'}: unknown key 'regsitry' (did you mean 'registry'?): "
+        "not read"
+    )
+    for argv in (["config"], ["config", "get", "registry"]):
+        capsys.readouterr()
+        assert main(argv) == 0, argv
+        assert capsys.readouterr().err.splitlines() == [warning], argv
