@@ -150,6 +150,8 @@ def _check_ref_matches(ref: ToolRef, pkg: LoadedPackage) -> None:
         raise SandboxError(
             ErrorCode.NOT_INSTALLED,
             f"{ref.package} does not match the package in the directory ({pkg.id})",
+            hint=f"Name the directory's package: {pkg.manifest.name}.{ref.tool} "
+            f"(or {pkg.id}.{ref.tool}).",
         )
 
 
