@@ -20,11 +20,12 @@ concurrently); it calls the same check the ``verify:`` task runs.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from splice_build.errors import ErrorCode, InstallError, RegistryError, SpliceError, UsageError
 from splice_build.install.installed import (
@@ -56,6 +57,8 @@ if TYPE_CHECKING:
 
 __all__ = ["InstallReport", "InstalledPackage", "Splice"]
 
+_T = TypeVar("_T")
+
 
 def __getattr__(name: str) -> Any:
     # ``InstallReport`` is re-exported lazily: the installer is not needed to run a tool.
@@ -73,6 +76,29 @@ def _quiet(step: str, message: str) -> None:
     return None
 
 
+def _hinted(method: Callable[..., _T]) -> Callable[..., _T]:
+    """``method`` of ``Splice``, whose errors leave it with the SDK call beside each command
+    their hint names, unless the Splice was made with ``hints="cli"`` (sdk_hints.py)."""
+
+    @functools.wraps(method)
+    def hinted(self: Splice, *args: Any, **kwargs: Any) -> _T:
+        try:
+            return method(self, *args, **kwargs)
+        except SpliceError as exc:
+            _tell(exc, self._hints)
+            raise
+
+    return hinted
+
+
+def _tell(error: SpliceError, hints: str) -> None:
+    """``error``'s hint as a Splice made with ``hints`` tells it its caller."""
+    if hints == "sdk":
+        from splice_build.sdk_hints import said_to_the_sdk
+
+        said_to_the_sdk(error)
+
+
 class Splice:
     """One project (found by walking up from ``project``, default the current directory)."""
 
@@ -87,6 +113,7 @@ class Splice:
         broker: object | Literal[False] | None = None,
         pool: WarmPool | None = None,
         reuse: ReusePolicy | bool | Literal["project"] = False,
+        hints: Literal["sdk", "cli"] = "sdk",
     ) -> None:
         """``broker``: the capability broker (default: the real providers, keys loaded on first
         use); ``False`` runs tools without one (capability calls answer UNAVAILABLE).
@@ -95,7 +122,13 @@ class Splice:
         ``reuse``: opt-in process reuse between calls of one package under one grant
         (docs/runtime.md#opt-in-reuse): ``True`` with the default limits, a ``ReusePolicy``,
         or ``"project"`` for the project's ``splice.json`` ``"reuse"`` setting (off when
-        absent); ``False`` (default): one fresh process per call."""
+        absent); ``False`` (default): one fresh process per call.
+        ``hints``: what an error's hint names as the next step: ``"sdk"`` (default) the SDK
+        call beside each ``splice`` command (``Splice.install()``), ``"cli"`` the command
+        alone (the CLI and the MCP server)."""
+        if hints not in ("sdk", "cli"):
+            raise UsageError(f'hints must be "sdk" or "cli", not {hints!r}')
+        self._hints = hints
         from splice_build.project.home import SpliceHome
         from splice_build.project.layout import ProjectLayout
         from splice_build.project.project_file import find_project_root
@@ -115,7 +148,11 @@ class Splice:
             if not isinstance(pool, WarmPool):
                 raise UsageError(f"pool must be a WarmPool or None, not {kind(pool)}")
         self._reuse = _reuse_arg(reuse)
-        self.project_root = find_project_root(start)
+        try:
+            self.project_root = find_project_root(start)
+        except SpliceError as exc:  # NOT_A_PROJECT: its hint names `splice init`
+            _tell(exc, self._hints)
+            raise
         self.layout: ProjectLayout = ProjectLayout(self.project_root)
         self.home: SpliceHome = (
             # Absolute now, as SPLICE_HOME is read: a relative home would follow every later
@@ -150,8 +187,12 @@ class Splice:
         from splice_build.project.directories import usable_directory
         from splice_build.project.project_file import init_project
 
-        target = usable_directory(absolute_arg(directory, "directory"), "project directory")
-        root, _created = init_project(target, registry=registry)
+        try:
+            target = usable_directory(absolute_arg(directory, "directory"), "project directory")
+            root, _created = init_project(target, registry=registry)
+        except SpliceError as exc:
+            _tell(exc, options.get("hints", "sdk"))
+            raise
         return cls(root, **options)
 
     # plumbing ------------------------------------------------------------------------------
@@ -161,6 +202,7 @@ class Splice:
         return LazyDefaultBroker(project_root=self.project_root, env=self.env, home=self.home.path)
 
     @property
+    @_hinted
     def registry_url(self) -> str:
         from splice_build.project.project_file import load_project_file
         from splice_build.project.registry_url import resolve_registry
@@ -249,6 +291,7 @@ class Splice:
                 pass
 
     # package lifecycle -----------------------------------------------------------------------
+    @_hinted
     def add(
         self,
         refs: Sequence[str],
@@ -314,6 +357,7 @@ class Splice:
                 remembered = replace(project, registry=self._registry_flag)
                 save_project_file(self.project_root, remembered)
 
+    @_hinted
     def install(
         self,
         *,
@@ -360,6 +404,7 @@ class Splice:
         reports = self._graph(GraphRequest(), options)
         return list(reports.values())
 
+    @_hinted
     def remove(self, ids: Sequence[str]) -> list[dict[str, Any]]:
         """Remove packages (files, lock entries, ranges); ``NOT_INSTALLED`` for unknown ids."""
         from splice_build.install.removal import remove_packages
@@ -370,6 +415,7 @@ class Splice:
         with project_lock(self.layout):
             return remove_packages(self.layout, canonical)
 
+    @_hinted
     def list(self) -> list[dict[str, Any]]:
         """``[{name, version, range, status, code?, hint?}]``: status ``ok`` / ``missing`` /
         ``invalid``; a package that is not ok carries the refusal's code and hint (for
@@ -395,6 +441,7 @@ class Splice:
                 if exc.code is ErrorCode.INVALID_CONFIG:
                     raise  # the home, not the package: no row can be trusted
                 status = "missing" if exc.code is ErrorCode.NOT_INSTALLED else "invalid"
+                _tell(exc, self._hints)
                 problem = {"code": str(exc.code), "hint": exc.hint}
             rows.append(
                 {
@@ -407,6 +454,7 @@ class Splice:
             )
         return rows
 
+    @_hinted
     def outdated(self, ids: Sequence[str] = ()) -> list[dict[str, Any]]:
         """Per splice.json package: ``{id, range, current, wanted, latest, status}``.
 
@@ -472,6 +520,7 @@ class Splice:
                 session.close()
         return rows
 
+    @_hinted
     def update(
         self,
         ids: Sequence[str] = (),
@@ -548,6 +597,7 @@ class Splice:
             )
         return chosen
 
+    @_hinted
     def verify(self, ref: str) -> dict[str, Any]:
         """The verification report of docs/compatibility.md#verification-pipeline for ``@ns/name[@version]``.
 
@@ -593,6 +643,7 @@ class Splice:
             session.close()
 
     # installed code ---------------------------------------------------------------------------
+    @_hinted
     def check(self, package_id: str) -> InstalledPackage:
         """Re-verify ``package_id`` from bytes; raises ``INSTALLED_PACKAGE_MODIFIED`` /
         ``PERMISSIONS_NOT_GRANTED`` / ``NOT_INSTALLED`` (also for a tree this machine never
@@ -665,6 +716,7 @@ class Splice:
             record,
         )
 
+    @_hinted
     def installed(self) -> list[InstalledPackage]:
         """Packages passing the files-digest and grant checks (others are silently skipped)."""
         from splice_build.project.lockfile import load_lockfile
@@ -683,6 +735,7 @@ class Splice:
                 continue
         return intact
 
+    @_hinted
     def tools(self, ref: str | None = None) -> list[dict[str, Any]]:
         """Tool descriptors of intact installed packages (one package if ``ref`` names it)."""
         from splice_build.spec.names import PackageId
@@ -692,6 +745,7 @@ class Splice:
             return describe_tools(self.check(PackageId.parse(ref).id).manifest)
         return [d for pkg in self.installed() for d in describe_tools(pkg.manifest)]
 
+    @_hinted
     def resolve_tool(self, ref: str) -> tuple[InstalledPackage, str]:
         """``hello``, ``example.hello``, ``@splice/example.hello`` or ``splice_example_hello``.
 
@@ -751,6 +805,7 @@ class Splice:
         except SpliceError:
             return []
 
+    @_hinted
     def load(self, ref: str) -> LoadedPackage:
         """The runtime's view of a verified installed package (``@ns/name``)."""
         from splice_build.spec.names import PackageId
@@ -821,6 +876,7 @@ class Splice:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @_hinted
     def run(self, ref: str, input: Mapping[str, object]) -> ToolResult:
         """Re-verify the package from bytes, then run the tool in the sandbox.
 
@@ -880,6 +936,7 @@ class Splice:
                 call.exception()  # read: a result or error dropped, never logged as unretrieved
             raise
 
+    @_hinted
     def run_resolved(
         self, pkg: InstalledPackage, tool: str, input: Mapping[str, object]
     ) -> ToolResult:

@@ -1074,3 +1074,56 @@ def test_permissions_not_accepted_names_the_sdks_argument(tmp_path: Path) -> Non
         splice.add(["@splice/files"])
     assert refused.value.code is ErrorCode.PERMISSIONS_NOT_ACCEPTED
     assert "accept_permissions=True" in (refused.value.hint or "")
+
+
+def test_an_errors_hint_names_the_sdk_call_beside_the_command(tmp_path: Path) -> None:
+    """Hints name the command to run next (`splice install`), which a program calling the
+    SDK has no use for; the CLI and the MCP server keep them as written (hints="cli")."""
+    with pytest.raises(SpliceError) as missing:
+        Splice(tmp_path)
+    assert missing.value.code is ErrorCode.NOT_A_PROJECT
+    assert missing.value.hint == 'Run `splice init` (Python SDK: `Splice.init(".")`) to create one.'
+    with pytest.raises(SpliceError) as as_written:
+        Splice(tmp_path, hints="cli")
+    assert as_written.value.hint == "Run `splice init` to create one."
+    splice = Splice.init(tmp_path / "project")
+    splice.add(["@splice/example"])
+    (splice.layout.root / ".splice/packages/@splice/example/splice.package.json").write_text("{}")
+    with pytest.raises(SpliceError) as modified:
+        splice.run("example.hello", {})
+    assert modified.value.code is ErrorCode.INSTALLED_PACKAGE_MODIFIED
+    # Told once, though resolve_tool's error passes through run as well.
+    assert modified.value.hint == (
+        "Run `splice install` (Python SDK: `Splice.install()`) to restore the verified copy."
+    )
+    with pytest.raises(SpliceError) as usage:
+        Splice(tmp_path / "project", hints="people")  # type: ignore[arg-type]
+    assert usage.value.code is ErrorCode.USAGE
+
+
+@pytest.mark.parametrize(
+    ("hint", "told"),
+    [
+        (
+            "Install another (`splice add @a/b@<version>`) or `splice remove @a/b`.",
+            'Install another (`splice add @a/b@<version>` (Python SDK: `Splice.add(["@a/b@<version>"])`))'
+            ' or `splice remove @a/b` (Python SDK: `Splice.remove(["@a/b"])`).',
+        ),
+        (
+            "Run `splice add @a/b --accept-permissions` to grant them.",
+            'Run `splice add @a/b --accept-permissions` (Python SDK: `Splice.add(["@a/b"], '
+            "accept_permissions=True)`) to grant them.",
+        ),
+        ("Run `splice update`.", "Run `splice update` (Python SDK: `Splice.update()`)."),
+        # No SDK call for these: as written.
+        ("`splice info @a/b` shows its versions.", "`splice info @a/b` shows its versions."),
+        ("Run `splice install --no-such`.", "Run `splice install --no-such`."),
+        ("Run `splice list @a/b`.", "Run `splice list @a/b`."),
+    ],
+)
+def test_the_sdk_call_said_for_each_command(hint: str, told: str) -> None:
+    from splice_build.sdk_hints import said_to_the_sdk
+
+    error = SpliceError(ErrorCode.USAGE, "m", hint=hint)
+    said_to_the_sdk(error)
+    assert error.hint == told

@@ -13,13 +13,14 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from splice_build.errors import EXIT_FAILED, EXIT_USAGE, UsageError
 
 if TYPE_CHECKING:
     from types import ModuleType, SimpleNamespace
 
+    from splice_build.cli.context import CommandContext
     from splice_build.cli.output import Output
 
 PROG = "splice"
@@ -170,7 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 out=out,
                 project_root=_project_root(cwd) if module.NEEDS_PROJECT else None,
             )
-            code = module.run(args, ctx)
+            code = _run(module, args, ctx)
             assert isinstance(code, int), f"BUG: command {args.command} returned {code!r}"
             return code
     except Exit as exit_:
@@ -178,6 +179,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exit_:  # argparse's --help and --version
         return exit_.code if isinstance(exit_.code, int) else 0
     raise AssertionError("BUG: unreachable")
+
+
+def _run(module: ModuleType, args: Any, ctx: CommandContext) -> int:
+    """``module.run``, whose ``USAGE`` errors without a hint of their own point to the
+    command's help: `splice registry admin create-user` said only "wrong number of
+    arguments", `splice keys trust` its usage line, as the parser's own errors never do."""
+    from splice_build.errors import ErrorCode, SpliceError
+
+    try:
+        return module.run(args, ctx)
+    except SpliceError as exc:
+        if exc.code is ErrorCode.USAGE and not exc.hint:
+            exc.hint = f"run `{PROG} {module.NAME} --help` for usage"
+        raise
 
 
 def _working_directory() -> Path:

@@ -2,7 +2,7 @@
 
 docs/compatibility.md#user-state::
 
-    <home>/config.json          {"registry": "<url|alias>"}            0600
+    <home>/config.json          {"registry"?: "<url|alias>", "isolation"?: "<mode>"}  0600
     <home>/credentials.json     {"version": 1, "registries": {"<normalized url>":
                                   {"token", "user", "savedAt"}}}        0600
     <home>/keys/<name>.key      Ed25519 private keys (PKCS#8 PEM)      0600
@@ -190,6 +190,10 @@ class SpliceHome:
             f"SPLICE_HOME {self.path} cannot be used: {exc.strerror}",
             hint="Set SPLICE_HOME to a directory you own.",
         )
+
+    # The keys of config.json anything reads: ``registry`` (project/registry_url.py, set by
+    # `splice config`) and ``isolation`` (runtime/isolation/plan.py, written by hand).
+    CONFIG_KEYS = ("registry", "isolation")
 
     def read_config(self) -> dict[str, Any]:
         """The user config (``{}`` when there is none); ``INVALID_CONFIG`` when malformed."""

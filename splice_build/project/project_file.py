@@ -104,6 +104,25 @@ class ProjectFile:
         out.update(self.extra)
         return out
 
+    def unknown_keys(self) -> list[str]:
+        """One note per top-level key this version does not read, naming the known key it is
+        nearest to: a misspelt ``"pakages"`` was kept silently and the project read as one
+        without packages. Bounded as ``INVALID_PROJECT``'s problems are (``shown_problems``):
+        the first 20 keys, each compared cut at 500 characters, then how many more."""
+        from splice_build.spec.names import closest
+
+        keys = list(self.extra)
+        notes = []
+        for key in keys[:MAX_SHOWN_PROBLEMS]:
+            near = closest(key[:MAX_PROBLEM_CHARS], _KNOWN_KEYS)
+            guess = f" (did you mean {json.dumps(near)}?)" if near is not None else ""
+            notes.append(
+                f"{PROJECT_FILE}: unknown key {json.dumps(key)}{guess}: kept as written, "
+                "not read by this version"
+            )
+        more = len(keys) - MAX_SHOWN_PROBLEMS
+        return shown_problems(notes) + ([f"and {more} more unknown keys"] if more > 0 else [])
+
     def reuse_policy(self) -> ReusePolicy | None:
         """The project's opt-in reuse policy (None: one fresh process per call)."""
         from splice_build.spec.reuse import ReusePolicy

@@ -199,25 +199,51 @@ def _config_in(pyproject: Path, data: dict[str, Any]) -> WorkspaceConfig | None:
     # (``tool = 1`` is valid TOML), which is a malformed file, not a crash.
     table: Any = data
     for depth, key in enumerate(("tool", "splice", "workspace"), start=1):
+        if depth == 3:
+            _only_known(pyproject, "tool.splice", table, ("workspace",))
         table = table.get(key)
         if table is None:
             return None
         if not isinstance(table, dict):
             name = ".".join(("tool", "splice", "workspace")[:depth])
             raise _invalid(pyproject, f"[{name}] must be a table")
+    _only_known(pyproject, "tool.splice.workspace", table, ("members", "exclude"))
     return WorkspaceConfig(
         _patterns(pyproject, table, "members"), _patterns(pyproject, table, "exclude")
     )
 
 
+def _only_known(pyproject: Path, name: str, table: dict[str, Any], known: tuple[str, ...]) -> None:
+    """``INVALID_CONFIG`` for a key of ``[name]`` that is none of ``known``, naming the one
+    it is nearest to: ``memebers`` read as no members (every sync ``NOT_A_PROJECT``) and a
+    ``[tool.splice.workspce]`` table as none (every project found a member), silently.
+    ``[tool.splice]`` is Splice's alone, and only this module reads it."""
+    from splice_build.spec.names import closest
+
+    for key in table:
+        if key not in known:
+            near = closest(key[:MAX_PATTERN_CHARS], known)
+            guess = f" (did you mean {near!r}?)" if near is not None else ""
+            shown = key if len(key) <= MAX_PATTERN_CHARS else key[:MAX_PATTERN_CHARS] + "…"
+            raise _invalid(
+                pyproject, f"[{name}] has no key {shown!r}{guess}: it holds only {', '.join(known)}"
+            )
+
+
 def find_workspace(
-    start: Path, *, root: Path | None = None, remember: bool = False, home: Path | None = None
+    start: Path,
+    *,
+    root: Path | None = None,
+    remember: bool = False,
+    home: Path | None = None,
+    may_be_empty: bool = False,
 ) -> Workspace:
     """The workspace containing ``start`` (or rooted at ``root``); see the module docstring.
 
     ``remember``: write the memo when it did not hold this answer (never for a run that
     must change no byte). ``home``: SPLICE_HOME, whose grant record counts (default: from
-    the environment). Raises ``ProjectError(NOT_A_PROJECT)`` when it has no member.
+    the environment). Raises ``ProjectError(NOT_A_PROJECT)`` when it has no member, unless
+    ``may_be_empty`` (``splice workspace list``: an empty list is its answer).
     """
     passed: list[tuple[Path, int]] = []
     if root is not None:
@@ -256,6 +282,8 @@ def find_workspace(
 
         home = SpliceHome.from_env(os.environ).path
     members, dropped, ignored = drop_tool_written(members, [*found, *above], home, state)
+    if not members and may_be_empty:
+        return Workspace(base, source, (), tuple(dropped), tuple(ignored), tuple(passed))
     if not members and dropped:
         raise ProjectError(
             ErrorCode.NOT_A_PROJECT,

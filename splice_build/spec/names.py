@@ -195,7 +195,14 @@ def did_you_mean(given: str, names: Iterable[str]) -> str:
     """``Did you mean X? `` for the one of ``names`` closest to ``given`` (a hint's start),
     else ``""``: a mistyped package or tool is answered as the parser answers a mistyped
     command (``did you mean 'install'?``)."""
+    close = closest(given, names)
+    return f"Did you mean {close}? " if close is not None else ""
+
+
+def closest(given: str, names: Iterable[str]) -> str | None:
+    """The one of ``names`` closest to ``given`` (``difflib``'s), else None: for a mistyped
+    name, tool, or key of a file (project/project_file.py, project/workspace.py)."""
     import difflib  # only on such an error: a command that succeeds never needs it
 
     close = difflib.get_close_matches(given, list(names), n=1)
-    return f"Did you mean {close[0]}? " if close else ""
+    return close[0] if close else None

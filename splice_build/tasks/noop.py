@@ -85,6 +85,8 @@ def _noop_state(run: GraphRun) -> NoopState | None:
         return None
     if project.source is None or lock_file.source is None:
         return None  # read from the legacy lock file, or not from bytes
+    if project.extra:
+        return None  # keys it does not read: the graph's run warns of them each time
     if request.ids is not None or request.resolve or not request.stat_cache:
         return None
     if run.reports or run.changes or run.damaged or run.unresolved:

@@ -6,7 +6,8 @@ text or ``--json``::
     {"ok": bool, "check": bool, "root": str,
      "projects": [{"path", "status": "ok"|"changes"|"failed",
                    "installed": [{"name", "version"}], "restored": [...], "unchanged": [...],
-                   "changes": [{"name", "action", "version", "reason"}], "error": {...}|null}],
+                   "changes": [{"name", "action", "version", "reason"}], "error": {...}|null,
+                   "warnings": [str]}],
      "tasks": {"executed", "upToDate", "failed"}}
 """
 
@@ -39,6 +40,9 @@ class ProjectOutcome:
     unchanged: tuple[Pinned, ...] = ()
     changes: tuple[Change, ...] = ()
     error: SpliceError | None = None
+    # What the project's splice.json holds that this version does not read
+    # (ProjectFile.unknown_keys): a misspelt key read as a project without packages.
+    warnings: tuple[str, ...] = ()
 
     @property
     def status(self) -> str:
@@ -63,6 +67,7 @@ class ProjectOutcome:
             "unchanged": [p.to_json() for p in self.unchanged],
             "changes": [c.to_json() for c in self.changes],
             "error": error,
+            "warnings": list(self.warnings),
         }
 
     def line(self) -> str:
@@ -151,4 +156,5 @@ def outcome_of(run: GraphRun) -> ProjectOutcome:
         tuple(unchanged),
         tuple(run.changes),
         error,
+        () if run.project is None else tuple(run.project.unknown_keys()),
     )

@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+# cli/main.py: a command line refused without a hint of its own points to the help.
+HELP = "run `splice config --help` for usage"
+
 
 def test_a_mistyped_setting_and_a_missing_value_are_named(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
@@ -28,11 +31,11 @@ def test_a_mistyped_setting_and_a_missing_value_are_named(
             "config set registry needs a value: a URL or an alias (local, embedded)",
             "To go back to the default, run `splice config unset registry`.",
         ),
-        (["config", "get"], "config get needs a key: registry", None),
+        (["config", "get"], "config get needs a key: registry", HELP),
         (
             ["config", "get", "registry", "x"],
             "only `config set registry <value>` takes a value",
-            None,
+            HELP,
         ),
     ):
         capsys.readouterr()
@@ -60,3 +63,27 @@ def test_a_mistyped_registry_alias_is_named(
         assert main(["--json", *argv]) == 2, argv
         error = json.loads(capsys.readouterr().out)["error"]
         assert (error["code"], error["hint"]) == ("INVALID_CONFIG", hint), argv
+
+
+def test_a_mistyped_key_of_the_user_config_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A hand-written ``{"regsitry": …}`` left the registry at its default, and `config list`
+    and `config get` said only "(default)"."""
+    from splice_build.cli.main import main
+
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    (home / "config.json").write_text(
+        '{"isolation": "auto", "regsitry": "http://127.0.0.1:8787"}'  # isolation: runtime.md
+    )
+    monkeypatch.setenv("SPLICE_HOME", str(home))
+    monkeypatch.chdir(tmp_path)
+    warning = (
+        f"warning: {home / 'config.json'}: unknown key 'regsitry' (did you mean 'registry'?): "
+        "not read"
+    )
+    for argv in (["config"], ["config", "get", "registry"]):
+        capsys.readouterr()
+        assert main(argv) == 0, argv
+        assert capsys.readouterr().err.splitlines() == [warning], argv

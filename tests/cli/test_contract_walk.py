@@ -316,6 +316,8 @@ def _assert_contract(cell: Cell, done: Completed) -> dict | list | None:
     assert error["code"] != "INTERNAL_ERROR", what
     assert error["code"] in set(ErrorCode), what
     assert isinstance(error["message"], str) and error["message"], what
+    # A command line refused says where to read how to write it (cli/main.py ``_run``).
+    assert error["code"] != "USAGE" or error.get("hint"), what
     assert done.code == SpliceError(ErrorCode(error["code"]), "").exit_code, what
     return document
 

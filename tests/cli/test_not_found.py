@@ -106,6 +106,26 @@ def test_run_dir_names_the_directory_it_could_not_load(
         )
 
 
+def test_run_dir_of_another_package_names_the_directorys(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``splice run --dir good other.t`` said only that ``other`` is not the directory's
+    package, with no hint of the reference that runs it."""
+    from splice_build.cli.main import main
+    from testing.hostile_packages import write_package
+
+    monkeypatch.setenv("SPLICE_HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    package = write_package(tmp_path, "export default async () => 1;", name="good")
+    assert main(["--json", "run", "--dir", str(package), "other.t"]) == 1
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert (error["code"], error["message"], error["hint"]) == (
+        "NOT_INSTALLED",
+        "other does not match the package in the directory (@test/good)",
+        "Name the directory's package: good.t (or @test/good.t).",
+    )
+
+
 def test_validate_pack_and_publish_outside_a_package_say_where_they_looked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

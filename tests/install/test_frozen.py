@@ -16,7 +16,7 @@ def test_a_package_the_lock_does_not_cover_says_how_to_lock_it(tmp_path: Path) -
     and no hint: a CI job's author was left to find out that `--frozen` is the one thing to
     drop where the lock is made."""
     project = new_project(tmp_path / "p", {"@acme/greeter": "^1.0.0"})
-    with pytest.raises(SpliceError) as refused, Splice(project) as splice:
+    with pytest.raises(SpliceError) as refused, Splice(project, hints="cli") as splice:
         splice.install(frozen=True)
     error = refused.value
     assert (error.code, error.details) == (ErrorCode.LOCK_MISMATCH, ("@acme/greeter",))

@@ -122,3 +122,14 @@ def test_a_broken_lock_is_answered_with_its_code_not_as_an_internal_error(
         assert error["data"] == {"io.spliceloom/error": {"code": "INVALID_PROJECT"}}
         assert str(tmp_path) not in error["message"]
     assert "internal error" not in completed.stderr
+
+
+def test_a_misspelt_splice_json_key_is_warned_of_at_the_start(tmp_path: Path) -> None:
+    """``"resue": true`` served one fresh process per call and said nothing."""
+    (tmp_path / "splice.json").write_text('{"specVersion": 1, "packages": {}, "resue": true}')
+    completed = run_splice("mcp", cwd=tmp_path, input="")
+    assert completed.code == 0, completed.stderr
+    assert completed.stderr.splitlines()[0] == (
+        'warning: splice.json: unknown key "resue" (did you mean "reuse"?): kept as written, '
+        "not read by this version"
+    )

@@ -15,6 +15,7 @@ from splice_build.project.project_file import (
     load_project_file,
     save_project_file,
 )
+from testing.cli import run_splice
 from testing.projects import assert_problems_bounded, make_project, write_json
 
 
@@ -218,3 +219,37 @@ def test_the_problems_an_invalid_file_shows_are_bounded(tmp_path: Path) -> None:
     with pytest.raises(ProjectError) as refused:
         load_project_file(tmp_path)
     assert_problems_bounded(refused.value, 180)
+
+
+def test_an_unknown_key_names_the_known_key_it_is_nearest_to() -> None:
+    notes = ProjectFile({}, extra={"pakages": {}, "Registry": "x", "$schema": "y"}).unknown_keys()
+    assert notes == [
+        'splice.json: unknown key "pakages" (did you mean "packages"?): kept as written, '
+        "not read by this version",
+        'splice.json: unknown key "Registry" (did you mean "registry"?): kept as written, '
+        "not read by this version",
+        'splice.json: unknown key "$schema": kept as written, not read by this version',
+    ]
+    many = ProjectFile({}, extra={f"k{i}" * 300: i for i in range(25)}).unknown_keys()
+    assert len(many) == 21 and many[-1] == "and 5 more unknown keys"
+    assert all(len(note) <= 501 for note in many)
+    assert ProjectFile({}).unknown_keys() == []
+
+
+def test_sync_and_install_warn_of_a_misspelt_key_every_time(tmp_path: Path) -> None:
+    # "pakages" was kept silently: sync said "no packages", install "Nothing to install".
+    write_json(tmp_path / "splice.json", {"specVersion": 1, "pakages": {"@splice/example": "*"}})
+    warning = (
+        'warning: .: splice.json: unknown key "pakages" (did you mean "packages"?): kept as '
+        "written, not read by this version"
+    )
+    done = run_splice("sync", cwd=tmp_path)
+    assert done.code == 0 and warning in done.stderr.splitlines(), done.stderr
+    # The next sync would be a no-op, which reads no key: it warns all the same.
+    checked = run_splice("--json", "sync", "--check", cwd=tmp_path)
+    assert warning in checked.stderr.splitlines(), checked.stderr
+    (project,) = checked.json()["projects"]
+    assert project["warnings"] == [warning.removeprefix("warning: .: ")]
+    installed = run_splice("install", cwd=tmp_path)
+    assert installed.code == 0
+    assert warning.replace(".: ", "", 1) in installed.stderr.splitlines(), installed.stderr

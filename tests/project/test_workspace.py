@@ -76,6 +76,45 @@ def test_an_empty_workspace_is_not_a_project(tmp_path: Path) -> None:
     assert info.value.code is ErrorCode.NOT_A_PROJECT
 
 
+def test_workspace_list_of_an_empty_workspace_is_an_empty_list(tmp_path: Path) -> None:
+    # It was NOT_A_PROJECT (exit 1), as sync is: a listing has nothing to fail on.
+    listed = run_splice("--json", "workspace", "list", cwd=tmp_path)
+    assert listed.code == 0, listed.stderr
+    assert listed.json() == {"root": str(tmp_path), "source": "walk", "members": []}
+    said = run_splice("workspace", "list", cwd=tmp_path)
+    assert (said.code, said.stdout) == (
+        0,
+        f"No project (splice.json) in the workspace at {tmp_path}: `splice init` makes one, "
+        "`splice workspace add <dir>` names one.\n",
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        (
+            '[tool.splice.workspace]\nmemebers = ["a"]\n',
+            "[tool.splice.workspace] has no key 'memebers' (did you mean 'members'?): it holds "
+            "only members, exclude",
+        ),
+        (
+            '[tool.splice.workspce]\nmembers = ["a"]\n',
+            "[tool.splice] has no key 'workspce' (did you mean 'workspace'?): it holds only "
+            "workspace",
+        ),
+    ],
+)
+def test_a_misspelt_workspace_key_is_named(tmp_path: Path, text: str, problem: str) -> None:
+    """``memebers`` was read as no members (sync: NOT_A_PROJECT "No project in the
+    workspace") and ``[tool.splice.workspce]`` as no table (every project a member)."""
+    (tmp_path / "pyproject.toml").write_text(text)
+    new_project(tmp_path / "a")
+    with pytest.raises(SpliceError) as info:
+        find_workspace(tmp_path)
+    assert info.value.code is ErrorCode.INVALID_CONFIG
+    assert info.value.message == f"{tmp_path / 'pyproject.toml'} is invalid: {problem}"
+
+
 def test_add_then_remove_keeps_every_other_byte(tmp_path: Path) -> None:
     path = tmp_path / "pyproject.toml"
     path.write_text(ODD_PYPROJECT)
@@ -306,8 +345,9 @@ def test_removing_a_directory_that_is_no_member_says_so_in_words(
             'tool = {ruff = {x = 1},splice = {workspace = {members = ["/b"]}}}  # kept\n',
         ),
         (
-            "# kept\ntool.splice = {x = 1}\n",
-            '# kept\ntool.splice = {x = 1,workspace = {members = ["/b"]}}\n',
+            # [tool.splice] holds nothing but workspace (test_a_misspelt_workspace_key_is_named).
+            "# kept\ntool.splice = {}\n",
+            '# kept\ntool.splice = {workspace = {members = ["/b"]}}\n',
         ),
     ],
     ids=["tool", "tool.splice"],

@@ -211,6 +211,35 @@ def test_a_copy_is_closed_to_other_users(project: Path, tmp_path: Path) -> None:
         assert stat.st_mode & 0o7777 in expected, name
 
 
+FIFO_COPIES = r"""
+import fs from 'node:fs';
+export default async (input, ctx) => {
+  const from = ctx.paths.project + '/workspace/fifo', to = ctx.paths.project + '/out/copy';
+  const outcomes = [];
+  try { fs.copyFileSync(from, to); outcomes.push('copied'); } catch (e) { outcomes.push(e.code); }
+  outcomes.push(await new Promise((r) => fs.copyFile(from, to, (e) => r(e ? e.code : 'copied'))));
+  outcomes.push(await fs.promises.copyFile(from, to).then(() => 'copied', (e) => e.code));
+  return { outcomes, left: fs.readdirSync(ctx.paths.project + '/out') };
+};
+"""
+
+
+def test_a_copy_of_a_fifo_is_refused_at_once(project: Path, tmp_path: Path) -> None:
+    """A FIFO in a read grant held every copy of it, in each form, at the open of its
+    source until the call's timeout (as Node's own copy does: libuv opens it blocking); it
+    is refused before anything is written, as the host's copy takes only a file."""
+    (project / "workspace").mkdir()
+    (project / "out").mkdir()
+    os.mkfifo(project / "workspace" / "fifo")
+    package = write_package(
+        tmp_path / "packages", FIFO_COPIES, permissions=GRANTS, timeout_ms=5_000
+    )
+    with SpliceRuntime(project_root=project, env={}, isolation="in-process") as runtime:
+        result = runtime.execute(runtime.load(package), "t", {})
+    assert result.ok, result.to_json()
+    assert result.output == {"outcomes": ["ERR_ACCESS_DENIED"] * 3, "left": []}
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root keeps the set-ID bits through a copy")
 def test_a_copy_keeps_no_set_id_bit_nor_another_owner(project: Path, tmp_path: Path) -> None:
     """As root, a copy of a root-owned set-user-ID program was 04755 and stayed so through

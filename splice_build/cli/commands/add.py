@@ -6,6 +6,7 @@ flags, the consent prompt, and the per-package text output (docs/compatibility.m
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -60,20 +61,29 @@ def open_splice(ctx: CommandContext) -> Splice:
         env=ctx.env,
         home=ctx.home,
         on_progress=lambda step, message: ctx.out.progress(message, step=step),
+        hints="cli",
     )
 
 
-def warn_if_held(ctx: CommandContext, root: Path) -> None:
-    """A ``warning:`` line when the project at ``root`` lies in a write grant of a project
-    above it: its packages install, but none of its tools runs (``PERMISSIONS_NOT_GRANTED``,
-    docs/security.md#grants-and-project-state). The install said nothing of it before, and
-    reinstalled every package each time; ``init`` says it before anything is added."""
+def warn_of_project(ctx: CommandContext, root: Path) -> None:
+    """``warning:`` lines for what the project at ``root`` does not do as its files suggest.
+
+    When it lies in a write grant of a project above it: its packages install, but none of
+    its tools runs (``PERMISSIONS_NOT_GRANTED``, docs/security.md#grants-and-project-state).
+    The install said nothing of it before, and reinstalled every package each time; ``init``
+    says it before anything is added. And each key of its ``splice.json`` this version does
+    not read (``ProjectFile.unknown_keys``): ``"pakages"`` installed nothing, silently."""
+    from splice_build.errors import SpliceError
     from splice_build.install.installed import ENCLOSING_HINT, enclosing_grant
+    from splice_build.project.project_file import load_project_file
 
     held = enclosing_grant(root, ctx.home)
     if held is not None:
         ctx.out.warn(f"no tool of this project will run (PERMISSIONS_NOT_GRANTED): {held}. "
                      f"{ENCLOSING_HINT}")  # fmt: skip
+    with contextlib.suppress(SpliceError):  # changed since the command read it: its next run
+        for line in load_project_file(root).unknown_keys():
+            ctx.out.warn(line)
 
 
 def install_options(args: argparse.Namespace, ctx: CommandContext) -> dict[str, Any]:
@@ -132,5 +142,5 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     splice = open_splice(ctx)
     reports = splice.add(args.packages, **install_options(args, ctx))
     ctx.out.result([r.to_json() for r in reports], lambda shown: "\n".join(report_lines(shown)))
-    warn_if_held(ctx, splice.project_root)
+    warn_of_project(ctx, splice.project_root)
     return 0

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splice_build.cli.context import CommandContext
 from splice_build.errors import UsageError
+
+if TYPE_CHECKING:
+    from splice_build.project.home import SpliceHome
 
 NAME = "config"
 HELP = "show or change the default registry"
@@ -64,6 +67,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         )
         return 0
     setting = configured_registry(flag=ctx.registry, env=ctx.env, cwd=ctx.cwd, home=home)
+    _warn_of_unknown_keys(ctx, home)
     if args.action == "get":
         ctx.out.result(
             {"registry": setting.url, "source": setting.source}, f"{setting.url} ({setting.source})"
@@ -79,3 +83,16 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     text = f"home: {home.path}\nregistry: {setting.url} ({setting.source})"
     ctx.out.result(data, text)
     return 0
+
+
+def _warn_of_unknown_keys(ctx: CommandContext, home: SpliceHome) -> None:
+    """A ``warning:`` for each key of the user config nothing reads: a hand-written
+    ``{"regsitry": …}`` left the registry at its default, and `config list` and `get` said
+    only ``(default)``."""
+    from splice_build.spec.names import closest
+
+    for key in home.read_config():
+        if key not in home.CONFIG_KEYS:
+            near = closest(key[:100], home.CONFIG_KEYS)
+            guess = f" (did you mean {near!r}?)" if near is not None else ""
+            ctx.out.warn(f"{home.config_file}: unknown key {key[:100]!r}{guess}: not read")

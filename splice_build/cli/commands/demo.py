@@ -60,7 +60,9 @@ def _run_demo(project: Path, name: str, ctx: CommandContext) -> dict[str, Any]:
     root, created = init_project(project)
     # The embedded registry unless --registry names another: SPLICE_REGISTRY, the user config
     # or a served registry a project names would make the offline demo need a server.
-    splice = Splice(root, registry=ctx.registry or "embedded", env=ctx.env, home=ctx.home)
+    splice = Splice(
+        root, registry=ctx.registry or "embedded", env=ctx.env, home=ctx.home, hints="cli"
+    )
     made = "Created a project" if created else "Used the project"
     say(f"1. {made}: {root / 'splice.json'} (registry: {splice.registry_url})")
 

@@ -63,7 +63,7 @@ def _copy_status(ctx: CommandContext, root: Path, package_id: str) -> dict[str, 
     from splice_build.sdk import Splice
 
     try:
-        rows = Splice(root, registry=ctx.registry, env=ctx.env, home=ctx.home).list()
+        rows = Splice(root, registry=ctx.registry, env=ctx.env, home=ctx.home, hints="cli").list()
     except SpliceError as exc:  # the project's state or the home cannot be read
         return {"status": "invalid", "code": str(exc.code), "hint": exc.hint}
     row = next(row for row in rows if row["name"] == package_id)

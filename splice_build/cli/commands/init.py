@@ -19,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    from splice_build.cli.commands.add import warn_if_held
+    from splice_build.cli.commands.add import warn_of_project
     from splice_build.project.directories import usable_directory
     from splice_build.project.project_file import init_project
 
@@ -41,5 +41,5 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
             else f"Already a Splice project: {shown['root']}"
         ),
     )
-    warn_if_held(ctx, root)
+    warn_of_project(ctx, root)
     return 0

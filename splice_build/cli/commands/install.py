@@ -11,7 +11,7 @@ from splice_build.cli.commands.add import (
     install_options,
     open_splice,
     report_lines,
-    warn_if_held,
+    warn_of_project,
 )
 from splice_build.cli.context import CommandContext
 from splice_build.cli.plain import parsed, split_command
@@ -61,5 +61,5 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         return "\n".join(lines)
 
     ctx.out.result([r.to_json() for r in reports], text)
-    warn_if_held(ctx, splice.project_root)
+    warn_of_project(ctx, splice.project_root)
     return 0

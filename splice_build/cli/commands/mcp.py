@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from splice_build.mcp.data_backend import DataBackend
     from splice_build.mcp.interface import Backend
     from splice_build.mcp.protocol import Log, Server
+    from splice_build.project.project_file import ProjectFile
     from splice_build.sdk import Splice
     from splice_build.spec.reuse import ReusePolicy
 
@@ -78,7 +79,12 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
 
     given = args.project
     root = find_project_root(ctx.cwd if given is None else _project_dir(ctx.cwd, given))
-    reuse = _reuse(root, on=args.reuse)  # INVALID_PROJECT (exit 1) here, before serving
+    from splice_build.project.project_file import load_project_file
+
+    project = load_project_file(root)  # INVALID_PROJECT (exit 1) here, before serving
+    for line in project.unknown_keys():  # a misspelt "resue" served without reuse, silently
+        ctx.out.warn(line)
+    reuse = _reuse(project, on=args.reuse)
 
     from splice_build import __version__
     from splice_build.mcp.backend import INSTRUCTIONS, InstalledBackend
@@ -105,6 +111,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         pool=WarmPool(),
         broker=broker,
         reuse=reuse,
+        hints="cli",
     )
     try:
         backend: Backend = InstalledBackend(splice)
@@ -161,16 +168,15 @@ def _project_dir(cwd: Path, given: str) -> Path:
     return directory
 
 
-def _reuse(root: Path, *, on: bool) -> ReusePolicy | bool:
+def _reuse(project: ProjectFile, *, on: bool) -> ReusePolicy | bool:
     """``--reuse``: the project's limits if it sets them, else the defaults; without the
     flag, whatever splice.json says.
 
     splice.json is read at the start, so a ``reuse`` setting it refuses (``INVALID_PROJECT``)
     stops the server there, as a missing project does, rather than refusing every call."""
-    from splice_build.project.project_file import load_project_file
     from splice_build.spec.reuse import ReusePolicy
 
-    policy = load_project_file(root).reuse_policy()
+    policy = project.reuse_policy()
     if on:
         return policy or ReusePolicy()
     return policy or False

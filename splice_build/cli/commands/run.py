@@ -150,6 +150,8 @@ def _check_ref_matches(ref: ToolRef, pkg: LoadedPackage) -> None:
         raise SandboxError(
             ErrorCode.NOT_INSTALLED,
             f"{ref.package} does not match the package in the directory ({pkg.id})",
+            hint=f"Name the directory's package: {pkg.manifest.name}.{ref.tool} "
+            f"(or {pkg.id}.{ref.tool}).",
         )
 
 
@@ -204,7 +206,9 @@ def _run_installed(args: argparse.Namespace, ctx: CommandContext) -> tuple[str, 
 
     _start_machine_probes(ctx)
 
-    splice = Splice(find_project_root(ctx.cwd), registry=ctx.registry, env=ctx.env, home=ctx.home)
+    splice = Splice(
+        find_project_root(ctx.cwd), registry=ctx.registry, env=ctx.env, home=ctx.home, hints="cli"
+    )
     pkg, tool_name = splice.resolve_tool(args.tool_ref)
     tool = pkg.manifest.tool(tool_name)
     schema = tool.input if tool is not None else {}

@@ -106,4 +106,7 @@ def sync(
     # line itself, so a callable would only have Output copy every field of the result
     # through ``one_line_fields`` for nothing (0.16 ms of each no-op sync of 30 projects).
     out.result({**result.to_json(), "dropped": workspace.dropped_json()}, result.text())
+    for project in result.projects:
+        for line in project.warnings:
+            out.warn(f"{project.path}: {line}")
     return 0 if result.ok else 1

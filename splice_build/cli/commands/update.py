@@ -8,7 +8,7 @@ from splice_build.cli.commands.add import (
     add_install_options,
     install_options,
     open_splice,
-    warn_if_held,
+    warn_of_project,
 )
 from splice_build.cli.commands.outdated import NO_PACKAGES, newer_outside
 from splice_build.cli.context import CommandContext
@@ -44,5 +44,5 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         else:
             ctx.out.warn(f'{r["id"]}: no version matches "{r["range"]}"')
     ctx.out.result(rows, "\n".join(lines) if rows else NO_PACKAGES)  # not an empty line
-    warn_if_held(ctx, splice.project_root)
+    warn_of_project(ctx, splice.project_root)
     return 1 if any(r["status"] == "no-match" for r in rows) else 0

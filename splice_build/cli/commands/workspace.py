@@ -44,6 +44,14 @@ def _root(args: argparse.Namespace, ctx: CommandContext) -> Path:
         return ctx.cwd
 
 
+def _none(root: str) -> str:
+    """``workspace list`` of a workspace without members: said, where ``sync`` fails."""
+    return (
+        f"No project (splice.json) in the workspace at {root}: `splice init` makes one, "
+        "`splice workspace add <dir>` names one."
+    )
+
+
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     from splice_build.project.workspace import (
         PYPROJECT,
@@ -57,13 +65,13 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         wanted = "takes no directory" if args.action == "list" else "needs a directory"
         raise UsageError(f"workspace {args.action} {wanted}")
     if args.action == "list":
-        workspace = find_workspace(ctx.cwd, root=args.root, home=ctx.home)
+        workspace = find_workspace(ctx.cwd, root=args.root, home=ctx.home, may_be_empty=True)
         for line in workspace.dropped_lines():
             ctx.out.warn(line)
         labels = [workspace.label(m) for m in workspace.members]
         data = {"root": str(workspace.root), "source": workspace.source, "members": labels}
         # a member's name is the checkout's: one line each (Output.result, one_line_fields)
-        ctx.out.result(data, lambda shown: "\n".join(shown["members"]))
+        ctx.out.result(data, lambda shown: "\n".join(shown["members"]) or _none(shown["root"]))
         return 0
     root = _root(args, ctx)
     directory = (ctx.cwd / args.directory).resolve()

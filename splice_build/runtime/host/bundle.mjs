@@ -916,6 +916,11 @@ const { PromiseCtor, Uint8ArrayCtor, apply, builtin, getOwnPropertyDescriptor, h
 // open while the tool's code runs), and the paths are made strings first, so that no getter
 // of the tool's runs inside a step.
 //
+// The source is opened without blocking and must be a file (or a directory, which Node
+// refuses as it reads it: EISDIR): a FIFO in a read grant held the copy at its open until
+// the call's timeout, as Node's own copy does (libuv opens it blocking). A FIFO, a socket
+// or a device is refused before the copy is created.
+//
 // `cpSync` onto an existing file (with `force`, its default) does not copy by copyFile: it
 // removes the file and copies in C++ (`cpSyncOverrideFile`: std::filesystem's copy_file, or
 // libuv's with a `mode`), which gives the copy its source's mode too, and no chmod follows
@@ -929,10 +934,12 @@ const fs = builtin('node:fs');
 const { basename, dirname, join } = builtin('node:path');
 // Node's own, before any tool code runs.
 const {
-  accessSync, chmodSync, closeSync, copyFileSync, openSync, statSync, unlinkSync,
+  accessSync, chmodSync, closeSync, copyFileSync, fstatSync, openSync, statSync, unlinkSync,
 } = fs;
 const realpathNative = fs.realpathSync.native;
-const { COPYFILE_EXCL, COPYFILE_FICLONE_FORCE } = fs.constants;
+const {
+  COPYFILE_EXCL, COPYFILE_FICLONE_FORCE, O_NONBLOCK, O_RDONLY, S_IFDIR, S_IFMT, S_IFREG,
+} = fs.constants;
 const ArrayBufferCtor = ArrayBuffer;
 const promiseResolve = PromiseCtor.resolve;
 // The bytes read and written at a time.
@@ -977,8 +984,12 @@ function copyClosed(src, dest, flags) {
     // One file: Node leaves it as it is.
     if (target !== undefined && target.dev === source.dev && target.ino === source.ino) return;
   }
-  const input = openSync(from, 'r');
+  const input = openSync(from, O_RDONLY | O_NONBLOCK);
   try {
+    const kind = fstatSync(input).mode & S_IFMT;
+    if (kind !== S_IFREG && kind !== S_IFDIR) {
+      throw deniedError('a copy of anything but a file (a FIFO, a socket or a device)');
+    }
     const output = openSync(to, exclusive ? 'wx' : 'w', 0o600);
     try {
       pour(input, output);
