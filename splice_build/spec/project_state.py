@@ -238,11 +238,11 @@ class ProjectState:
     def _other_project_problem(self, entry: str, real: PurePath) -> str | None:
         """Why ``entry`` reaches the state of another project on the way to its real path
         ``real``, or None: a member below the root (``packages/a/.splice``, ``packages/a/.env``)
-        or, through a link, a project beside or above it (``up -> ../../.env``). The rule
-        above is the project's own; a grant holding a whole project is
-        ``enclosing_write_grant``'s (install/installed.py). The root's tool otherwise read the
-        member's provider keys and rewrote its installed files, and the member's tools still
-        ran. Each directory above the grant is looked at (one ``stat`` each)."""
+        or, through a link, a project beside or above it (``up -> ../../.env``), or a whole
+        project inside it (``packages``: ``project_below``). The rule above is the project's
+        own. The root's tool otherwise read the member's provider keys and rewrote its
+        installed files, and the member's tools still ran. Each directory above the grant is
+        looked at (one ``stat`` each), and each below it listed."""
         own = _real(self.root)
         folded = _fold(real)
         for project in real.parents:
@@ -251,7 +251,20 @@ class ProjectState:
             for item in protected_paths(project):
                 if _overlap(folded, _fold(item.path), item.name_prefix) is not None:
                     return f'"{entry}" reaches the {item.what} of the project {project}'
-        return None
+        from splice_build.spec.project_below import project_below
+
+        below = project_below(real)
+        if below is None:
+            return None
+        if isinstance(below, OSError):
+            return (
+                f'"{entry}" holds a directory that cannot be listed but can be entered '
+                f"({below.filename}): another project's state may lie in it"
+            )
+        return (
+            f'"{entry}" would include the project {below} (its splice.json, splice.lock, '
+            ".splice/ and .env* files)"
+        )
 
 
 def fs_entry_problem(

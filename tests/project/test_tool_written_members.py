@@ -112,7 +112,9 @@ def _only_the_root_is_a_member(workspace: Workspace) -> None:
 def test_a_tool_cannot_plant_a_member_that_sync_contacts(
     tmp_path: Path, spy: tuple[str, list[str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The real tool, in the real sandbox, plants the project; the real sync ignores it."""
+    """The real tool, in the real sandbox, plants the project; the real sync ignores it, and
+    refuses the tool whose write grant now holds a project (spec/project_state.py
+    ``project_below``)."""
     from splice_build.sdk import Splice
 
     url, seen = spy
@@ -129,8 +131,14 @@ def test_a_tool_cannot_plant_a_member_that_sync_contacts(
     code, lines = _sync_json(project, home, monkeypatch)
     assert seen == []  # on the old code: ['/x/AKIA-SECRET/packages/acme/other']
     assert "PACKAGE_NOT_FOUND" not in "".join(lines)
-    assert code == 0, lines
+    assert code == 1, lines
     (document,) = map(json.loads, lines)  # the walk did not enter out: nothing to report
+    (error,) = [p["error"] for p in document["projects"]]
+    assert error["code"] == "INVALID_MANIFEST"
+    assert error["details"] == [
+        f'permissions.fs.write: "out" would include the project {project / "out" / "cache"} '
+        "(its splice.json, splice.lock, .splice/ and .env* files)"
+    ]
     assert [p["path"] for p in document["projects"]] == ["."]
     assert document["dropped"] == []
     # Listed by git (out not ignored), it is found, and dropped with a warning.
@@ -138,7 +146,7 @@ def test_a_tool_cannot_plant_a_member_that_sync_contacts(
 
     subprocess.run(["git", "init", "-q", str(project)], check=True, capture_output=True)
     code, lines = _sync_json(project, home, monkeypatch)
-    assert code == 0, lines
+    assert code == 1, lines
     assert lines[0] == (
         "out/cache is not synced: it lies in the write grant 'out' of ., "
         "where a tool may have written it"
@@ -286,7 +294,10 @@ export default function hello(input, ctx) {
 def test_a_project_inside_a_write_grant_runs_nothing(tmp_path: Path) -> None:
     """A tool granted ``fs.write: ["packages"]`` rewrites the nested project ``packages/a``'s
     installed package and lock entry (files digest and grant) to match; on the old code the
-    user's next run there ran its code with ``DEPLOY_KEY`` it was never granted."""
+    user's next run there ran its code with ``DEPLOY_KEY`` it was never granted. Consented
+    before ``packages/a`` was a project, the tool is refused now that its grant holds one
+    (spec/project_state.py ``project_below``), and the project's own tools still run
+    nothing (a project made there while the tool ran is as much a tool's)."""
     from splice_build.errors import SpliceError
     from splice_build.sdk import Splice
 
@@ -296,19 +307,23 @@ def test_a_project_inside_a_write_grant_runs_nothing(tmp_path: Path) -> None:
             permissions={"fs": {"write": ["packages"]}}, files={"tools/hello.js": _REWRITER})  # fmt: skip
     publish(store, tmp_path / "work", name="greeter")
     root = new_project(tmp_path / "repo")
-    nested = new_project(root / "packages" / "a")
+    (root / "packages").mkdir()
     env = {"DEPLOY_KEY": "deploy-key-value", "PATH": os.environ.get("PATH", "")}
     outer = Splice(root, home=home, registry="embedded:", broker=False)
+    outer.add(["@acme/writer"], accept_permissions=True)
+    nested = new_project(root / "packages" / "a")
     inner = Splice(nested, home=home, registry="embedded:", broker=False, env=env)
     try:
         inner.add(["@acme/greeter"])
-        outer.add(["@acme/writer"], accept_permissions=True)
-        assert outer.run("writer.hello", {"name": "x"}).ok
+        with pytest.raises(SpliceError) as tool:
+            outer.run("writer.hello", {"name": "x"})
         with pytest.raises(SpliceError) as refused:
             inner.run("greeter.hello", {"name": "bob"})
     finally:
         outer.close()
         inner.close()
+    assert tool.value.code is ErrorCode.PERMISSIONS_NOT_GRANTED
+    assert f'"packages" would include the project {nested}' in " ".join(tool.value.details)
     assert refused.value.code is ErrorCode.PERMISSIONS_NOT_GRANTED
     assert "lies in the write grant 'packages'" in refused.value.message
     assert not (nested / "loot").exists()
@@ -331,13 +346,14 @@ def test_a_grant_no_lock_records_any_more_still_holds_what_its_tool_wrote(
             files={"tools/hello.js": _PLANTER})  # fmt: skip
     project = new_project(tmp_path / "project")
     # A grant through the checkout's link leaves the project: SPLICE_HOME's record holds it.
-    make_project(tmp_path / "beside" / "made")
+    (tmp_path / "beside").mkdir()
     (project / "shared").symlink_to(tmp_path / "beside")
     scratch = tmp_path / "scratch"
     for directory in (project, scratch):
         (directory / "data").mkdir(parents=True)
         (directory / "data" / "secret.txt").write_text("AKIA-SECRET\n")
     _planted_then_removed(project, home, url)
+    make_project(tmp_path / "beside" / "made")  # made later: a grant holding it is refused
     package = write_package(tmp_path / "src", minimal_manifest(name="writer",
                             permissions=permissions), {"tools/hello.js": _PLANTER})  # fmt: skip
     monkeypatch.setenv("SPLICE_HOME", str(home))
@@ -507,11 +523,12 @@ def test_install_in_a_project_inside_a_write_grant_keeps_its_files_and_says_why(
     publish(store, tmp_path / "work", name="writer", permissions={"fs": {"write": ["packages"]}})
     publish(store, tmp_path / "work", name="greeter")
     root = new_project(tmp_path / "repo")
+    (root / "packages").mkdir()  # consented before it held a project (project_below)
+    with Splice(root, home=home, registry="embedded:", broker=False) as outer:
+        outer.add(["@acme/writer"], accept_permissions=True)
     nested = new_project(root / "packages" / "a")
     with Splice(nested, home=home, registry="embedded:", broker=False) as inner:
         inner.add(["@acme/greeter"])
-    with Splice(root, home=home, registry="embedded:", broker=False) as outer:
-        outer.add(["@acme/writer"], accept_permissions=True)
     installed = nested / ".splice" / "packages" / "@acme" / "greeter"
     before = installed.stat().st_ino  # an install swaps in a new directory
     monkeypatch.setenv("SPLICE_HOME", str(home))

@@ -5,18 +5,22 @@
 The root's tool granted ``fs.read: ["packages/a/.env"]`` and ``fs.write:
 ["packages/a/.splice"]`` read the member's provider key (a key no tool may hold) and
 rewrote the member's installed code, and the member's own tools still ran: the rule held
-only the root's own state, and a grant holding a whole member only once it contains it.
+only the root's own state. A grant holding a whole member (``fs.read: ["packages"]``) read
+the member's ``.env`` too, with the OS layer and without it: it is refused as a grant of
+``.`` is for the project's own state (``project_below``).
 """
 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
 
 from splice_build.errors import ErrorCode, SpliceError
 from splice_build.spec.project_state import fs_entry_problem
+from testing.hostile_packages import write_package
 from testing.registry_fixtures import embedded_store, new_project, publish
 
 _READER = """import fs from 'node:fs';
@@ -74,3 +78,114 @@ def test_a_root_tool_recorded_before_the_member_was_made_runs_nothing(tmp_path: 
         outer.close()
     assert refused.value.code is ErrorCode.PERMISSIONS_NOT_GRANTED
     assert any("reaches the .env* files of the project" in d for d in refused.value.details)
+
+
+def _holds(entry: str, project: Path) -> str:
+    return (
+        f'"{entry}" would include the project {project} '
+        "(its splice.json, splice.lock, .splice/ and .env* files)"
+    )
+
+
+def test_a_grant_holding_another_project_is_refused(tmp_path: Path) -> None:
+    """Any directory below the grant holding ``splice.json`` (hidden ones and
+    ``node_modules`` too, the name folded), or one that can be entered but not listed; a
+    link below it is not followed."""
+    root = new_project(Path(os.path.realpath(tmp_path)) / "repo")
+    (root / "packages" / "empty").mkdir(parents=True)
+    assert fs_entry_problem("packages", root) is None
+    member = new_project(root / "packages" / "a")
+    assert fs_entry_problem("packages", root) == _holds("packages", member)
+    assert fs_entry_problem("packages/a/src", root) is None  # inside it, apart from its state
+    hidden = root / "data" / ".cache" / "node_modules" / "x"
+    hidden.mkdir(parents=True)
+    (hidden / "Splice.JSON.").write_text("{}")
+    assert fs_entry_problem("data", root) == _holds("data", hidden)
+    (root / "linked").mkdir()
+    (root / "linked" / "a").symlink_to(member)
+    assert fs_entry_problem("linked", root) is None
+
+
+def test_a_walk_that_found_nothing_is_checked_again_by_stat(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The next check lists nothing while no directory changed; a project made in one
+    after, or in a granted directory that did not exist, is found (spec/project_below.py)."""
+    from splice_build.spec import project_below as below
+
+    monkeypatch.setattr(below, "RECENT_NS", -(10**18))  # every listing old enough to keep
+    root = new_project(Path(os.path.realpath(tmp_path)) / "repo")
+    (root / "packages" / "b").mkdir(parents=True)
+    grant, missing = root / "packages", root / "later"
+    assert below.project_below(grant) is None
+    assert below.project_below(missing) is None
+    listings: list[object] = []
+    scandir = os.scandir
+    monkeypatch.setattr(os, "scandir", lambda path: listings.append(path) or scandir(path))
+    assert below.project_below(grant) is None
+    assert listings == []
+    time.sleep(0.02)  # past the kernel's clock tick, which change times are kept at
+    new_project(grant / "b")
+    new_project(missing / "c")
+    assert below.project_below(grant) == grant / "b"
+    assert below.project_below(missing) == missing / "c"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root lists every directory")
+def test_a_grant_holding_a_directory_entered_but_never_listed_is_refused(tmp_path: Path) -> None:
+    """Its names are unknown to the walk, and a tool that knows ``a/.env`` opens it."""
+    root = new_project(Path(os.path.realpath(tmp_path)) / "repo")
+    shut = root / "shut" / "closed"
+    shut.mkdir(parents=True)
+    shut.chmod(0o000)  # not entered by the tool either: nothing to find there
+    try:
+        assert fs_entry_problem("shut", root) is None
+        shut.chmod(0o311)
+        problem = fs_entry_problem("shut", root)
+    finally:
+        shut.chmod(0o755)
+    assert problem == (
+        f'"shut" holds a directory that cannot be listed but can be entered ({shut}): '
+        "another project's state may lie in it"
+    )
+
+
+@pytest.mark.node
+def test_a_root_tool_whose_grant_holds_a_member_reads_nothing(tmp_path: Path) -> None:
+    """Consent refuses it (INVALID_MANIFEST); consented before ``packages/a`` was a project,
+    the installed run and a run of the package's directory refuse it
+    (PERMISSIONS_NOT_GRANTED) before any process starts. On the old code the tool returned
+    the member's key."""
+    from splice_build.runtime import SpliceRuntime
+    from splice_build.sdk import Splice
+
+    home = tmp_path / "home"
+    reads = {"fs": {"read": ["packages"]}}
+    publish(embedded_store(home), tmp_path / "work", name="reader", permissions=reads,
+            files={"tools/hello.js": _READER})  # fmt: skip
+    root = new_project(tmp_path / "repo")
+    (root / "packages" / "a").mkdir(parents=True)
+    outer = Splice(root, home=home, registry="embedded:", broker=False)
+    try:
+        outer.add(["@acme/reader"], accept_permissions=True)
+        member = new_project(root / "packages" / "a")
+        (member / ".env").write_text("TAVILY_API_KEY=tvly-member-key\n")
+        with pytest.raises(SpliceError) as refused:
+            outer.run("reader.hello", {"name": "x"})
+        outer.remove(["@acme/reader"])
+        with pytest.raises(SpliceError) as asked:
+            outer.add(["@acme/reader"], accept_permissions=True)
+    finally:
+        outer.close()
+    assert refused.value.code is ErrorCode.PERMISSIONS_NOT_GRANTED
+    assert asked.value.code is ErrorCode.INVALID_MANIFEST
+    real = Path(os.path.realpath(member))
+    assert _holds("packages", real) in " ".join(refused.value.details)
+    assert _holds("packages", real) in " ".join(asked.value.details)
+    body = "export default () => 1;"
+    package = write_package(tmp_path / "pkgs", body, permissions={"fs": {"read": ["packages"]}})
+    with SpliceRuntime(project_root=root, env={}) as runtime:
+        result = runtime.execute(runtime.load(package), "t", {})
+    assert result.error is not None and result.error.code is ErrorCode.PERMISSIONS_NOT_GRANTED
+    # A tool's error shows the project as <project> (runtime/runtime.py)
+    assert _holds("packages", Path("<project>/packages/a")) in " ".join(result.error.details)

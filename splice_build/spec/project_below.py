@@ -1,0 +1,121 @@
+"""Whether a granted directory holds another project (docs/security.md#grants-and-project-state).
+
+A grant holding a member (``fs.read: ["packages"]`` at a monorepo's root) let the root's tool
+read the member's ``.env`` (its provider keys) and ``.splice/``, with the OS layer and
+without it; so a grant whose real path holds a directory with ``splice.json`` is refused, as
+one holding the project's own state is (spec/project_state.py). Every call asks again, so a
+member made there later is found before the next call starts.
+
+Every directory below the grant is listed, hidden ones and ``node_modules`` too (a project
+there is as readable). A link is not followed: with the file view it leads only to a
+granted path, whose own check this is, and without it Node follows any link below a grant
+anyway (docs/security.md#residual-limits). A directory that can be entered but not listed
+is refused: its names are unknown here, and a tool that knows ``a/.env`` opens it.
+
+A walk that found nothing is remembered with each directory's device, inode and change time
+(``st_ctime_ns``: any entry made, removed or renamed there changes it, and no process sets
+it back; a mount on one of them changes what ``stat`` says of its path). The next check
+``stat``s each (about a tenth of a listing) and lists again only when one changed. A listing
+taken within ``RECENT_NS`` of its directory's last change is not remembered: the kernel keeps
+change times at its clock tick, and a second change within the tick of the first leaves it
+as it was.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import time
+from pathlib import PurePath
+
+from splice_build.spec.project_state import PROJECT_FILE
+
+# Longer than any kernel clock tick (10 ms at HZ=100), with room for a clock stepped back.
+RECENT_NS = 2_000_000_000
+_REMEMBERED_MAX = 64
+
+# Each real directory a walk found no project below, with (path, device, inode, change
+# time) of every directory it listed.
+_Seen = tuple[tuple[str, int, int, int], ...]
+_remembered: dict[str, _Seen] = {}
+
+
+def project_below(directory: PurePath) -> PurePath | OSError | None:
+    """The first project (a directory holding ``splice.json``, its name folded as names are
+    in spec/project_state.py) at or below the real directory ``directory``, or the error of
+    a directory there that can be entered but not listed, or None. ``directory`` is not the
+    caller's project (``fs_problem``'s rules refuse that first)."""
+    key = str(directory)
+    seen = _remembered.get(key)
+    if seen is not None and all(_unchanged(*each) for each in seen):
+        return None
+    found, listed = _walk(key)
+    if found is not None:
+        return found if isinstance(found, OSError) else type(directory)(found)
+    if listed is not None:
+        if len(_remembered) >= _REMEMBERED_MAX:
+            _remembered.clear()
+        _remembered[key] = listed
+    return None
+
+
+def _walk(top: str) -> tuple[str | OSError | None, _Seen | None]:
+    """The first project or unlistable directory at or below ``top``; else None and what
+    was listed (None when a listing is too recent to remember)."""
+    listed: list[tuple[str, int, int, int]] | None = []
+    recent = time.time_ns() - RECENT_NS
+    pending = [top]
+    while pending:
+        current = pending.pop()
+        try:
+            info = os.stat(current, follow_symlinks=False)
+        except OSError:  # gone (its directory changed), or nothing granted yet: not remembered
+            if current == top:
+                return None, None
+            continue
+        # Each directory is remembered before it is listed, also one that cannot be: a
+        # ``chmod`` making it one to enter changes its own change time, not its parent's.
+        if listed is not None:
+            if info.st_ctime_ns >= recent:
+                listed = None
+            else:
+                listed.append((current, info.st_dev, info.st_ino, info.st_ctime_ns))
+        try:
+            with os.scandir(current) as entries:
+                names = [(entry.name, _is_real_directory(entry)) for entry in entries]
+        except OSError as exc:
+            if exc.errno == errno.EACCES and os.access(current, os.X_OK):
+                return exc, None
+            continue  # not a directory, or not to be entered: the tool cannot either
+        for name, is_directory in names:
+            if _is_project_file(name):
+                return current, None
+            if is_directory:
+                pending.append(os.path.join(current, name))
+    return None, None if listed is None else tuple(listed)
+
+
+def _unchanged(path: str, device: int, inode: int, changed: int) -> bool:
+    try:
+        info = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return False
+    return (info.st_dev, info.st_ino, info.st_ctime_ns) == (device, inode, changed)
+
+
+def _is_project_file(name: str) -> bool:
+    """Whether ``name`` is ``splice.json`` to a file system that folds case and Unicode
+    normalization (``Splice.JSON``, ``splice.json.``), as spec/project_state.py compares
+    names; the full fold only for a name that could be one."""
+    if name.isascii():
+        return len(name) >= len(PROJECT_FILE) and name.lower().rstrip(". ") == PROJECT_FILE
+    from splice_build.spec.paths import fold_path
+
+    return fold_path(name).rstrip(". ") == PROJECT_FILE
+
+
+def _is_real_directory(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
