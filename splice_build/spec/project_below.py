@@ -18,7 +18,9 @@ it back; a mount on one of them changes what ``stat`` says of its path). The nex
 ``stat``s each (about a tenth of a listing) and lists again only when one changed. A listing
 taken within ``RECENT_NS`` of its directory's last change is not remembered: the kernel keeps
 change times at its clock tick, and a second change within the tick of the first leaves it
-as it was.
+as it was. (A network file system's client may answer ``stat`` from its attribute cache for
+a while, so a change another machine made there is seen by a long-lived process, ``splice
+mcp`` or one ``Splice``, only once that cache expires; each new process lists afresh.)
 """
 
 from __future__ import annotations
