@@ -354,7 +354,9 @@ def test_a_project_below_a_system_pythons_prefix_keeps_its_write_grants() -> Non
 def test_a_write_grant_may_not_reach_splices_own_installation(tmp_path: Path) -> None:
     """A project whose ``env`` is Splice's Python environment (its ``.venv`` often is): a
     write grant there would let a tool rewrite the parent's own code for its next run, so it
-    is refused before anything runs; reading it is harmless and stays allowed."""
+    is refused before anything runs. Reading it is not refused for that reason (it is
+    harmless); here it is only as a link out of the project that no consent names (a
+    package run from its directory is granted none)."""
     import sys
 
     import splice_build
@@ -376,4 +378,7 @@ def test_a_write_grant_may_not_reach_splices_own_installation(tmp_path: Path) ->
             assert "Splice's" in " ".join(result.error.details)
         readable = {"fs": {"read": ["env", "code"], "write": []}}
         pkg = write_package(tmp_path / "pkgs", body, permissions=readable, name="reader")
-        assert runtime.execute(runtime.load(pkg), "t", {}).ok
+        refused = runtime.execute(runtime.load(pkg), "t", {}).error
+        assert refused is not None and refused.code == ErrorCode.PERMISSIONS_NOT_GRANTED
+        assert "leads out of the project" in refused.message, refused.message
+        assert "Splice's" not in " ".join(refused.details), refused.details
