@@ -43,8 +43,10 @@ OPS_PER_CALL = 3
 # (splice_build/runtime/host/PROTOCOL.md): a read of its job pipe takes the next job's frame
 # (the call waits until its timeout), a write to its result pipe is no result; and
 # Object.prototype left polluted for the next call of its process (`href` and `protocol`
-# make every object a URL to Node: the host's load of the tool then fails). A refusal thrown
-# where no catch reaches (PERMISSION_DENIED), a crash or anything else is a finding.
+# make every object a URL to Node: the host's load of the tool then fails). A read of part of
+# the job pipe leaves the next frame broken: the host ends, TOOL_CRASHED with its own words
+# (JOB_UNREADABLE). A refusal thrown where no catch reaches (PERMISSION_DENIED), any other
+# crash or anything else is a finding.
 OWN_ENDS = frozenset(
     {
         ErrorCode.TOOL_ERROR,
@@ -58,6 +60,7 @@ OWN_ENDS = frozenset(
 # after the open was scheduled) still opens, and its error has no listener: the tool ends with
 # it, a refusal too, in this call or any later one of the process (Node's own, as for ENOENT).
 UNHEARD_STREAM = "ERR_UNKNOWN_ENCODING"
+JOB_UNREADABLE = "splice host: reading the next job failed"
 # What /etc/passwd starts with: never granted, so never read.
 PASSWD = "root:x:0:0:"
 
@@ -217,7 +220,9 @@ def fs_walk(isolation: str) -> Check:
             if secret in answer:
                 raise Finding(f"a secret reached the tool: {answer[:4000]}")
         if result.error is not None:
-            own = result.error.code in OWN_ENDS
+            own = result.error.code in OWN_ENDS or (
+                result.error.code == ErrorCode.TOOL_CRASHED and JOB_UNREADABLE in result.logs
+            )
             if not own and not (stream and result.error.code == ErrorCode.PERMISSION_DENIED):
                 raise Finding(
                     f"the tool ended {result.error.code} after {chunk.hex()}: {answer[-4000:]}"

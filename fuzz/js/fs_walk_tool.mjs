@@ -354,8 +354,9 @@ function twins(p) {
   ]);
 }
 
-/** ``args`` with their one path (a string or bytes) that has a twin replaced by it; null when
- * there is no such path or more than one path. */
+/** ``args`` with their first, their one path (a string or bytes) that has a twin, replaced
+ * by it; null when there is no such path or more than one (a path elsewhere may be data:
+ * `writeSync(1, path)`). */
 function twinArgs(args) {
   const map = twins(ctxPaths);
   const at = [];
@@ -363,7 +364,7 @@ function twinArgs(args) {
     const a = args[i];
     if (typeof a === 'string' || a instanceof URL || Buffer.isBuffer(a) || a instanceof Uint8Array) at.push(i);
   }
-  if (at.length !== 1) return null;
+  if (at.length !== 1 || at[0] !== 0) return null;
   const a = args[at[0]];
   const text = typeof a === 'string' ? a : Buffer.isBuffer(a) ? a.toString('latin1') : null;
   if (text === null || !map.has(text)) return null;
