@@ -8,8 +8,9 @@ shape of argument. The oracle is the file system itself, not the host's checks: 
 call of the tool, nothing outside the write grant changed (content, mode, owner, link count,
 link target), no secret of a file outside the grants reached the tool (its results, errors,
 logs) or its write grant, no file the tool may write holds a set-ID bit or a write bit the
-sandbox closes to others, every error code the tool saw is one Node or the system gives, and
-the tool ended as it should (it catches everything, so any other end is a refusal thrown
+sandbox closes to others, a call on a path outside the grants answered as the same call on
+its missing twin (a refused path says nothing of whether it exists), every error code the
+tool saw is one Node or the system gives, and the tool ended as it should (it catches everything, so any other end is a refusal thrown
 where no catch of the tool reaches).
 """
 

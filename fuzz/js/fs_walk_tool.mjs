@@ -354,6 +354,14 @@ function twins(p) {
   ]);
 }
 
+/** Whether ``a`` answers a second call as it answered the first: no getter of its own (an
+ * option that toggles would make the twin another call). */
+function stateless(a) {
+  if (a === null || (typeof a !== 'object' && typeof a !== 'function')) return true;
+  if (typeof a === 'function' || a instanceof URL || ArrayBuffer.isView(a)) return true;
+  return Object.values(Object.getOwnPropertyDescriptors(a)).every((d) => 'value' in d);
+}
+
 /** ``args`` with their first, their one path (a string or bytes) that has a twin, replaced
  * by it; null when there is no such path or more than one (a path elsewhere may be data:
  * `writeSync(1, path)`). */
@@ -364,7 +372,7 @@ function twinArgs(args) {
     const a = args[i];
     if (typeof a === 'string' || a instanceof URL || Buffer.isBuffer(a) || a instanceof Uint8Array) at.push(i);
   }
-  if (at.length !== 1 || at[0] !== 0) return null;
+  if (at.length !== 1 || at[0] !== 0 || !args.every(stateless)) return null;
   const a = args[at[0]];
   const text = typeof a === 'string' ? a : Buffer.isBuffer(a) ? a.toString('latin1') : null;
   if (text === null || !map.has(text)) return null;
