@@ -1113,6 +1113,18 @@ def _costly_reads() -> Check:
     return costly_reads()
 
 
+def _fs_walk() -> Check:
+    from fuzz.sandbox_targets import fs_walk
+
+    return fs_walk("in-process")
+
+
+def _fs_walk_os() -> Check:
+    from fuzz.sandbox_targets import fs_walk
+
+    return fs_walk("os")
+
+
 TARGETS: dict[str, Target] = {
     t.name: t
     for t in (
@@ -1289,6 +1301,20 @@ TARGETS: dict[str, Target] = {
             "count_costly_read/settle_costly_read: a window holds what its reads took",
             1024,
             short_runs=300,
+        ),
+        Target(
+            "fs_walk",
+            _fs_walk,
+            "a tool calling every fs function with every argument shape, in-process",
+            1024,
+            short_runs=10,
+        ),
+        Target(
+            "fs_walk_os",
+            _fs_walk_os,
+            "the same tool under the OS layer (namespaces, file view, seccomp)",
+            1024,
+            short_runs=10,
         ),
     )
 }

@@ -19,13 +19,14 @@ import pytest
 from fuzz.targets import TARGETS
 from splice_build.errors import ErrorCode, SpliceError
 from splice_build.project.workspace import read_config
+from testing.fuzz_marks import target_marks
 
 CASES = Path(__file__).parent / "cases"
 
 
-def _cases() -> list[tuple[str, Path]]:
+def _cases() -> list[object]:
     return [
-        (directory.name, case)
+        pytest.param(directory.name, case, marks=target_marks(directory.name))
         for directory in sorted(CASES.iterdir())
         for case in sorted(directory.iterdir())
     ]

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from fuzz.targets import TARGETS
+from testing.fuzz_marks import target_marks
 
 ROOT = Path(__file__).resolve().parents[2]
-NEEDS_NODE = {"url_diff", "files_paths", "mcp_stdio", "mcp_http"}
 AT_ONCE = 2
 
 
@@ -59,10 +59,7 @@ def runs(
 
 @pytest.mark.parametrize(
     "target",
-    [
-        pytest.param(name, marks=[pytest.mark.node] if name in NEEDS_NODE else [])
-        for name in sorted(TARGETS)
-    ],
+    [pytest.param(name, marks=target_marks(name)) for name in sorted(TARGETS)],
 )
 def test_target_runs_clean_for_a_short_budget(
     runs: dict[str, Future[subprocess.CompletedProcess[str]]], target: str

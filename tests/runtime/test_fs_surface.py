@@ -375,3 +375,32 @@ def test_a_set_id_program_in_a_write_grant_loses_its_bits_when_rewritten(
     assert result.ok, result.to_json()
     assert result.output == 0o755
     assert program.stat().st_mode & 0o7777 == 0o755
+
+
+COPIES_ONTO_LINKS = r"""
+import fs from 'node:fs';
+const sync = (f) => { try { f(); return 'copied'; } catch (e) { return e.code; } };
+export default (input, ctx) => {
+  const p = ctx.paths.project;
+  return ['dangling', 'loop'].flatMap((link) => [
+    sync(() => fs.cpSync(`${p}/workspace`, `${p}/out/${link}`, { recursive: true })),
+    sync(() => fs.cpSync(`${p}/workspace/f`, new URL(`file://${p}/out/${link}`))),
+  ]);
+};
+"""
+
+
+def test_cpsync_onto_a_link_that_leads_nowhere_is_an_error(run_tool, project: Path) -> None:
+    """Node's cpSync onto a link that resolves nowhere (dangling, a loop; with the file view,
+    any link leading out of the grants) threw a C++ exception from its path check
+    (`std::filesystem::equivalent`) and aborted the process: TOOL_CRASHED, whatever the tool
+    caught (found by the fs_walk_os fuzz target). The host answers Node's own stat error."""
+    (project / "workspace").mkdir()
+    (project / "workspace" / "f").write_text("f", encoding="utf-8")
+    (project / "out").mkdir()
+    (project / "out" / "dangling").symlink_to("../nowhere")
+    (project / "out" / "loop").symlink_to("loop")
+    result = run_tool(COPIES_ONTO_LINKS, permissions=GRANTS)
+    assert result.ok, result.to_json()
+    assert result.output == ["ENOENT", "ENOENT", "ELOOP", "ELOOP"]
+    assert sorted(p.name for p in (project / "out").iterdir()) == ["dangling", "loop"]

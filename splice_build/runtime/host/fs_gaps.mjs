@@ -25,6 +25,15 @@
 // tool's own again, and a getter (a URL's own `pathname`, an object Node takes for a URL,
 // `recursive`) that answered the host one thing and Node another threw uncaught all the same;
 // bytes that are not UTF-8 name no path the host can check, and are refused.
+//
+// Crashes. `fs.cpSync` checks its paths in C++ (`CpSyncCheckPaths`), which asks
+// `std::filesystem::equivalent` of a destination that exists as a link without catching its
+// exception: a destination that is a link leading nowhere (dangling, a loop, and with the
+// file view every link out of the grants) aborted the process, TOOL_CRASHED whatever the
+// tool caught (the fs_walk_os fuzz target found it; Node 24.19). So a destination the tool may
+// write that is a link (`readlink` answers: no `Stats`, whose getters a tool can redefine) is
+// stat'ed first, and one that resolves nowhere gets Node's own error from that stat (ENOENT,
+// ELOOP…); Node is given the path as the string the host looked at.
 import { ACCESS_DENIED } from './codes.mjs';
 import { deniedError } from './module_guard.mjs';
 import { clearForCopy } from './file_copies.mjs';
@@ -35,6 +44,8 @@ import {
 
 const { isPromise } = builtin('node:util').types;
 const { resolve } = builtin('node:path');
+// Node's own, before any tool code runs.
+const { readlinkSync, statSync } = builtin('node:fs');
 // Node's own: path.resolve would call whatever `process.cwd` the tool put there.
 const cwd = process.cwd;
 // Node's own, taken before any tool code runs (undefined without --permission: tests only).
@@ -121,6 +132,31 @@ function hostFilter(filter, force) {
   };
 }
 
+/** ``args``' destination (cpSync's second argument) as the string the host looked at, after
+ * throwing Node's stat error for a link there that resolves nowhere (see the top of this
+ * module). A path the host cannot read as a string is refused when it is an object (Node
+ * might take it for a URL), and goes to Node, which refuses it, otherwise. */
+function checkedDestination(args) {
+  const dest = args[1];
+  const text = pathText(dest);
+  if (text === undefined) {
+    const object = (typeof dest === 'object' && dest !== null) || typeof dest === 'function';
+    if (object) throw deniedError('a copy to a path the host cannot read');
+    return;
+  }
+  args[1] = text;
+  const resource = apply(resolve, undefined, [apply(cwd, process, []), text]);
+  if (permissionHas !== undefined && !apply(permissionHas, permission, ['fs.write', resource])) {
+    return; // Node refuses the copy first
+  }
+  try {
+    apply(readlinkSync, undefined, [text]);
+  } catch {
+    return; // no link there (or none the tool may read): Node answers for it
+  }
+  apply(statSync, undefined, [text]);
+}
+
 /** ``fs.cpSync`` always given a filter of the host's, so that Node copies by its checked
  * walk, and never allowed to copy over a file itself. Options that are not an object go to
  * Node as they are (it refuses them); an object's own enumerable options are copied, as
@@ -152,6 +188,7 @@ export function guardCopySync(fn) {
       }
       args[2] = copy;
     }
+    if (args.length > 1) checkedDestination(args);
     return apply(fn, this, args);
   };
 }
