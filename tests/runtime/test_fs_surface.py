@@ -240,6 +240,45 @@ def test_a_copy_of_a_fifo_is_refused_at_once(project: Path, tmp_path: Path) -> N
     assert result.output == {"outcomes": ["ERR_ACCESS_DENIED"] * 3, "left": []}
 
 
+ONTO_FIFOS = r"""
+import fs from 'node:fs';
+export default async (input, ctx) => {
+  const from = ctx.paths.project + '/workspace/a', out = ctx.paths.project + '/out/';
+  const outcomes = [];
+  for (const to of [out + 'read', out + 'unread']) {
+    try { fs.copyFileSync(from, to); outcomes.push('copied'); } catch (e) { outcomes.push(e.code); }
+    outcomes.push(await new Promise((r) => fs.copyFile(from, to, (e) => r(e ? e.code : 'copied'))));
+    outcomes.push(await fs.promises.copyFile(from, to).then(() => 'copied', (e) => e.code));
+  }
+  return outcomes;
+};
+"""
+
+
+def test_a_copy_onto_a_fifo_is_refused_at_once(project: Path, tmp_path: Path) -> None:
+    """A copy onto a FIFO in the write grant was held at the open of its destination until
+    the call's timeout when no one read it, and wrote into it when someone did (and changed
+    its mode); the destination is opened without blocking and must be a file too."""
+    (project / "workspace").mkdir()
+    (project / "workspace" / "a").write_text("bytes")
+    (project / "out").mkdir()
+    for name in ("read", "unread"):
+        os.mkfifo(project / "out" / name, 0o640)
+    reader = os.open(project / "out" / "read", os.O_RDONLY | os.O_NONBLOCK)
+    package = write_package(tmp_path / "packages", ONTO_FIFOS, permissions=GRANTS, timeout_ms=5_000)
+    try:
+        with SpliceRuntime(project_root=project, env={}, isolation="in-process") as runtime:
+            result = runtime.execute(runtime.load(package), "t", {})
+        assert os.read(reader, 64) == b""
+    finally:
+        os.close(reader)
+    assert result.ok, result.to_json()
+    assert result.output == ["ERR_ACCESS_DENIED"] * 3 + ["ENXIO"] * 3
+    for name in ("read", "unread"):
+        kept = (project / "out" / name).lstat().st_mode
+        assert (project / "out" / name).is_fifo() and kept & 0o7777 == 0o640, name
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root keeps the set-ID bits through a copy")
 def test_a_copy_keeps_no_set_id_bit_nor_another_owner(project: Path, tmp_path: Path) -> None:
     """As root, a copy of a root-owned set-user-ID program was 04755 and stayed so through

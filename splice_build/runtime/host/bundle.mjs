@@ -919,7 +919,9 @@ const { PromiseCtor, Uint8ArrayCtor, apply, builtin, getOwnPropertyDescriptor, h
 // The source is opened without blocking and must be a file (or a directory, which Node
 // refuses as it reads it: EISDIR): a FIFO in a read grant held the copy at its open until
 // the call's timeout, as Node's own copy does (libuv opens it blocking). A FIFO, a socket
-// or a device is refused before the copy is created.
+// or a device is refused before the copy is created. So is one as the destination, opened
+// without blocking too (a FIFO no one reads: ENXIO): a copy onto a FIFO in the write grant
+// was held at that open until the timeout in the same way, and it is left as it was.
 //
 // `cpSync` onto an existing file (with `force`, its default) does not copy by copyFile: it
 // removes the file and copies in C++ (`cpSyncOverrideFile`: std::filesystem's copy_file, or
@@ -938,8 +940,11 @@ const {
 } = fs;
 const realpathNative = fs.realpathSync.native;
 const {
-  COPYFILE_EXCL, COPYFILE_FICLONE_FORCE, O_NONBLOCK, O_RDONLY, S_IFDIR, S_IFMT, S_IFREG,
+  COPYFILE_EXCL, COPYFILE_FICLONE_FORCE, O_CREAT, O_EXCL, O_NONBLOCK, O_RDONLY, O_TRUNC,
+  O_WRONLY, S_IFDIR, S_IFMT, S_IFREG,
 } = fs.constants;
+// Node's 'w', without blocking.
+const OUTPUT = O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK;
 const ArrayBufferCtor = ArrayBuffer;
 const promiseResolve = PromiseCtor.resolve;
 // The bytes read and written at a time.
@@ -990,7 +995,11 @@ function copyClosed(src, dest, flags) {
     if (kind !== S_IFREG && kind !== S_IFDIR) {
       throw deniedError('a copy of anything but a file (a FIFO, a socket or a device)');
     }
-    const output = openSync(to, exclusive ? 'wx' : 'w', 0o600);
+    const output = openSync(to, (exclusive ? O_EXCL : 0) | OUTPUT, 0o600);
+    if ((fstatSync(output).mode & S_IFMT) !== S_IFREG) {
+      closeSync(output);
+      throw deniedError('a copy onto anything but a file (a FIFO, a socket or a device)');
+    }
     try {
       pour(input, output);
     } catch (err) {
