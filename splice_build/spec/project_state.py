@@ -242,15 +242,36 @@ class ProjectState:
         project inside it (``packages``: ``project_below``). The rule above is the project's
         own. The root's tool otherwise read the member's provider keys and rewrote its
         installed files, and the member's tools still ran. Each directory above the grant is
-        looked at (one ``stat`` each), and each below it listed."""
+        looked at (one ``stat`` each), and each below it listed.
+
+        Every directory above the root counts too, a project or not: the capability broker
+        reads the nearest ``.env*`` (broker/keys.py), so those hold this project's own keys,
+        and a workspace root that only ``pyproject.toml`` makes one (no ``splice.json``)
+        keeps its members' keys there and its sync state in ``.splice/`` (a member's tool
+        granted ``cfg -> ../../.env`` read them); a ``splice.lock`` above says where tools
+        may have written (project/tool_written.py). Not a directory the project lies in,
+        though (a project kept in a virtual environment named ``.env``): it holds no key
+        the broker reads, and every grant of the project would reach it."""
         own = _real(self.root)
-        folded = _fold(real)
-        for project in real.parents:
-            if project == own or not os.path.isfile(project / PROJECT_FILE):
+        above = {_fold(directory) for directory in own.parents}
+        folded, folded_own = _fold(real), _fold(own)
+        for directory in real.parents:
+            if directory == own:
                 continue
-            for item in protected_paths(project):
+            if os.path.isfile(directory / PROJECT_FILE):
+                whose, items = f"the project {directory}", protected_paths(directory)
+            elif _fold(directory) in above:
+                whose = f"{directory}, above the project"
+                items = [
+                    item
+                    for item in protected_paths(directory)
+                    if _overlap(folded_own, _fold(item.path), item.name_prefix) != "inside"
+                ]
+            else:
+                continue
+            for item in items:
                 if _overlap(folded, _fold(item.path), item.name_prefix) is not None:
-                    return f'"{entry}" reaches the {item.what} of the project {project}'
+                    return f'"{entry}" reaches the {item.what} of {whose}'
         from splice_build.spec.project_below import project_below
 
         below = project_below(real)

@@ -56,6 +56,32 @@ def test_a_grant_into_a_member_or_a_linked_project_is_refused(tmp_path: Path) ->
     assert fs_entry_problem("packages/a.env", root) is None  # no project there
 
 
+def test_a_grant_reaching_the_env_files_above_the_project_is_refused(tmp_path: Path) -> None:
+    """The broker reads the nearest ``.env*`` at or above the project (broker/keys.py), so
+    those of a directory above it are the project's keys even where that directory is no
+    project: a workspace root that only ``pyproject.toml`` makes one, whose ``.splice/``
+    holds the sync's state. A member's tool granted ``cfg -> ../../.env`` (accepted as a
+    link out of the project) read them."""
+    repo = Path(os.path.realpath(tmp_path)) / "repo"
+    member = new_project(repo / "packages" / "a")
+    (repo / "pyproject.toml").write_text('[tool.splice.workspace]\nmembers = ["packages/*"]\n')
+    (member / "cfg").symlink_to("../../.env.local")
+    (member / "notes").symlink_to("../../docs")
+    (member / "beside").symlink_to("../b/.env")
+    (member / "synced").symlink_to("../../.splice")
+    assert fs_entry_problem("cfg", member) == (
+        f'"cfg" reaches the .env* files of {repo}, above the project'
+    )
+    assert fs_entry_problem("synced", member) == (
+        f'"synced" reaches the .splice/ of {repo}, above the project'
+    )
+    assert fs_entry_problem("notes", member) is None
+    assert fs_entry_problem("beside", member) is None  # packages/b is no project, nor above
+    kept = new_project(repo / ".env" / "p")  # a project kept in a virtual environment
+    (kept / "data").mkdir()
+    assert fs_entry_problem("data", kept) is None
+
+
 @pytest.mark.node
 def test_a_root_tool_recorded_before_the_member_was_made_runs_nothing(tmp_path: Path) -> None:
     """Consented while ``packages/a`` was a plain directory; once it is a project with its

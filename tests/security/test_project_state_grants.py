@@ -79,6 +79,14 @@ def covers_state(entry: str, root: str, home: str | None) -> bool:
         return True  # the root or above: every .env* file
     if os.path.commonpath([granted, folded_root]) == folded_root:
         return os.path.relpath(granted, folded_root).split("/")[0].startswith(".env")
+    above = folded_root
+    while above != os.path.dirname(above):  # the state of every directory above
+        above = os.path.dirname(above)
+        if any(related(granted, os.path.join(above, name)) for name in (*STATE_FILES, *STATE_DIRS)):
+            return True
+        below = os.path.commonpath([granted, above]) == above and granted != above
+        if below and os.path.relpath(granted, above).split("/")[0].startswith(".env"):
+            return True
     return False
 
 
