@@ -411,9 +411,24 @@ def test_workspace_itself_a_link_is_refused(
         ("write", {"path": "new.txt", "content": "pwned"}),
         ("list", {}),
     ]
-    results = project.run_many_tools(calls)
+    # The runtime refuses it first: a package run from its directory has no consent for a
+    # grant leading out of the project.
+    refused = project.run_many_tools(calls)
+    assert error_codes(refused) == ["PERMISSIONS_NOT_GRANTED"] * 3
+    # Accepted where it leads, as a consent record names it: the skill's own check refuses.
+    from splice_build.spec.manifest import Manifest
+    from splice_build.spec.tree_digest import tree_digest
+
+    digest = tree_digest(project.package_dir)
+    assert digest is not None
+    manifest = Manifest.from_json((project.package_dir / "manifest.json").read_bytes())
+    accepted = (("workspace", os.path.realpath(outside / "dir")),)
+    pkg = project.runtime.load_verified(
+        project.package_dir, digest, manifest, accepted_links=accepted
+    )
+    results = [project.runtime.execute(pkg, tool, args).to_json() for tool, args in calls]
     assert error_codes(results) == ["PATH_OUTSIDE_SANDBOX"] * 3
-    canaries.assert_untouched(results)
+    canaries.assert_untouched([*refused, *results])
 
 
 def test_hard_links_are_refused(project: SkillProject, outside: Path, canaries: Canaries) -> None:
