@@ -668,7 +668,7 @@ def _semver() -> Check:
 def _statcache() -> Check:
     """``.splice/statcache.json`` is only a hint: whatever it holds, ``load`` returns a cache
     (ignored as a whole when malformed), and what it kept writes back to the same records."""
-    from splice_build.install.statcache import StatCache, _encode, _parse
+    from splice_build.install.statcache import StatCache, _decode, _encode, _parse
 
     root = _scratch() / "statcache"
     root.mkdir()
@@ -680,7 +680,8 @@ def _statcache() -> Check:
         if cache.changed:
             return
         kept = (cache.records, cache.directories, cache.state)
-        again = _parse(_encode(*kept), written_ns=2**63)
+        parsed = _parse(_encode(*kept), written_ns=2**63)
+        again = None if parsed is None else (*_decode(parsed[0], parsed[1], 2**63), parsed[2])
         if again != kept:
             raise Finding(f"what load kept does not read back: {again!r:.200} != {kept!r:.200}")
         for package_id in cache.records:

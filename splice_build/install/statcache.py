@@ -34,6 +34,12 @@ When every member's state still matches and every installed file's stat is exact
 The file is only a hint: unreadable, of another version or malformed in any field, it is
 ignored as a whole (every file is hashed) and rewritten by the next writing run. A ``check``
 run reads it but never writes it. Writes go through ``atomic_write_bytes``.
+
+Each package's table holds its names, their keys packed (``_KEY``) in one hex string and, for
+files, their hashes joined in another (:data:`Packed`). A no-op packs the keys it takes and
+compares the strings (``unchanged``); the tables are decoded into per-file records only for a
+run of the graph (``records``, ``directories``). A key that does not fit ``_KEY`` (a time
+beyond 64 bits of nanoseconds, which tmpfs allows) is never recorded (``_kept``).
 """
 
 from __future__ import annotations
@@ -41,8 +47,10 @@ from __future__ import annotations
 import json
 import os
 import stat
+import struct
 from collections.abc import Callable, Iterable, Mapping
-from operator import attrgetter
+from itertools import chain
+from operator import attrgetter, itemgetter
 from pathlib import Path
 
 from splice_build.records import dataclass, field
@@ -56,8 +64,9 @@ from splice_build.spec.regular_file import read_regular_file_and_stat
 # 2: the no-op state; 3: it holds the texts of splice.json and splice.lock; 4: directory keys;
 # 5: the state names the identity of splice.json and splice.lock; 6: and the fs grants;
 # 7: a record of 6 may hold a tree others may write, which only a run of the graph closes
-# (install/modes.py); 8: the state names the artifacts whose files digests it relied on
-VERSION = 8
+# (install/modes.py); 8: the state names the artifacts whose files digests it relied on;
+# 9: each package's keys packed in one hex string (``_KEY``), its hashes joined in another
+VERSION = 9
 
 # Threads pay off only when hashlib and os.read release the GIL on enough bytes: hashlib does
 # for buffers over 2 KiB, and a pool's start-up costs about what hashing 1 MiB does.
@@ -78,6 +87,14 @@ _DIRECTORY_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_
 Files = dict[str, tuple[Key, str]]  # relative path -> (key, hex sha256)
 Directories = dict[str, Key]  # relative path ("" for the package's own) -> key
 _HEX_DIGITS = b"0123456789abcdef"
+# A key packed: device, inode and size unsigned, the two times signed (before 1970 they are
+# negative), the mode unsigned; little-endian, no padding. A no-op compares the packed keys of
+# a package's stats now with its recorded string as one string, and unpacks nothing: a JSON
+# list of seven numbers per file cost a no-op sync of 990 files some 15 M instructions to
+# parse and check field by field.
+_KEY = struct.Struct("<QQQqqQ")
+_KEY_HEX = 2 * _KEY.size
+_SHA_HEX = 64
 
 
 def _all_hex(texts: list[str]) -> bool:
@@ -148,16 +165,28 @@ class NoopState:
         }
 
 
+# One package's table as the file holds it: its names (distinct; written sorted), the keys
+# of those names packed by ``_KEY`` in lowercase hex, and for files their SHA-256 in lowercase
+# hex, joined (None for directories). A plain tuple: a no-op sync makes 180 of them.
+Packed = tuple[list[str], str, "str | None"]
+
+
 @dataclass
 class StatCache:
-    """The records of one project, loaded once per run; ``save`` writes what changed."""
+    """The records of one project, loaded once per run; ``save`` writes what changed.
+
+    The tables are kept as read (``Packed``) and decoded only for a run of the graph
+    (``records``, ``directories``): a no-op compares them packed (``unchanged``)."""
 
     path: Path
-    records: dict[str, Files] = field(default_factory=dict)
-    # Every directory of a package, or the package is absent: see ``unchanged``.
-    directories: dict[str, Directories] = field(default_factory=dict)
     state: NoopState | None = None
     changed: bool = False
+    # The file's tables, and its mtime (the racy rule: see ``_decode``).
+    packed_files: dict[str, Packed] = field(default_factory=dict)
+    # Every directory of a package, or the package is absent: see ``unchanged``.
+    packed_directories: dict[str, Packed] = field(default_factory=dict)
+    written_ns: int = 0
+    _decoded: tuple[dict[str, Files], dict[str, Directories]] | None = None
     _fresh: dict[str, tuple[Files, Directories]] = field(default_factory=dict)
 
     @classmethod
@@ -175,8 +204,25 @@ class StatCache:
         if parsed is None:
             cache.changed = True
         else:
-            cache.records, cache.directories, cache.state = parsed
+            cache.packed_files, cache.packed_directories, cache.state = parsed
+            cache.written_ns = info.st_mtime_ns
         return cache
+
+    @property
+    def records(self) -> dict[str, Files]:
+        """Each package's ``relative path -> (key, hex sha256)``, racy ones dropped."""
+        return self._tables()[0]
+
+    @property
+    def directories(self) -> dict[str, Directories]:
+        """Each package's ``relative path -> key`` of its directories, where every one of
+        them and of its files is recorded (``unchanged``)."""
+        return self._tables()[1]
+
+    def _tables(self) -> tuple[dict[str, Files], dict[str, Directories]]:
+        if self._decoded is None:
+            self._decoded = _decode(self.packed_files, self.packed_directories, self.written_ns)
+        return self._decoded
 
     def unchanged(self, package_id: str, directory: str | Path) -> bool:
         """Every directory and file of ``directory`` has exactly its recorded stat.
@@ -185,12 +231,17 @@ class StatCache:
         against the lock by the run that wrote them (nothing is hashed here, and nothing is
         listed). A directory's entries change only with its ``mtime`` and ``ctime``, so an
         unchanged key for every directory the run listed means the same names as then, each
-        naming the same inode; an unchanged key for every file, the same content."""
-        files = self.records.get(package_id)
-        directories = self.directories.get(package_id)
-        if not files or not directories:
+        naming the same inode; an unchanged key for every file, the same content. The keys
+        now, equal to the recorded ones, must also be strictly older than the cache file (the
+        racy rule, as ``records`` drops a record that is not)."""
+        files = self.packed_files.get(package_id)
+        directories = self.packed_directories.get(package_id)
+        if not files or not files[0] or not directories or "" not in directories[0]:
             return False
-        return _same_stats(os.fspath(directory), files, directories)
+        keys = _stats(os.fspath(directory), directories[0], files[0])
+        if keys is None or _packed_now(keys) != directories[1] + files[1]:
+            return False
+        return _newest(keys) < self.written_ns
 
     def package_hashes(self, package_id: str, directory: Path) -> dict[str, str] | None:
         """The hash of every file of ``directory`` (as ``tree_hashes``), re-hashing changed
@@ -250,7 +301,7 @@ class StatCache:
             )
             if files is None:
                 continue
-            kept = {rel: (key, sha) for rel, (key, sha) in files.items() if _older(key, before_ns)}
+            kept = {rel: (key, sha) for rel, (key, sha) in files.items() if _kept(key, before_ns)}
             if kept:
                 records[package_id] = kept
             # All of them or none, and only with every file (see ``unchanged``).
@@ -258,7 +309,7 @@ class StatCache:
                 walked
                 and len(walked) <= MAX_DIRECTORIES
                 and len(kept) == len(files)
-                and all(_older(k, before_ns) for k in walked.values())
+                and all(_kept(k, before_ns) for k in walked.values())
             ):
                 directories[package_id] = walked
         if (
@@ -271,7 +322,9 @@ class StatCache:
         from splice_build.project.atomic import atomic_write_bytes
 
         atomic_write_bytes(self.path, _encode(records, directories, state))
-        self.records, self.directories, self.state = records, directories, state
+        self.packed_files = {pid: _pack_files(entries) for pid, entries in records.items()}
+        self.packed_directories = {pid: _pack_directories(w) for pid, w in directories.items()}
+        self.written_ns, self._decoded, self.state = before_ns, (records, directories), state
         self.changed = False
         self._fresh.clear()
 
@@ -290,8 +343,18 @@ def _older(key: Key, before_ns: int) -> bool:
     return key[3] < before_ns and key[4] < before_ns
 
 
-def _same_stats(directory: str, files: Files, directories: Directories) -> bool:
-    """Every recorded directory and file under ``directory`` has its recorded key.
+def _kept(key: Key, before_ns: int) -> bool:
+    """``key`` may be recorded: older than ``before_ns`` and each field within ``_KEY``'s
+    64 bits (a file system such as tmpfs takes times whose nanoseconds do not fit: such a
+    file is hashed on every run, as a racy one is)."""
+    dev, ino, size, mtime, ctime, mode = key
+    signed = min(mtime, ctime) >= -(2**63) and max(mtime, ctime) < 2**63
+    return _older(key, before_ns) and signed and max(dev, ino, size, mode) < 2**64
+
+
+def _stats(directory: str, *names: Iterable[str]) -> list[Key] | None:
+    """The key of every name of ``names`` under ``directory`` ("" for itself), not following
+    links, or None when one cannot be taken.
 
     This runs for every installed file of every project on each no-op sync: one ``fstatat``
     per directory and file, relative to the package's directory opened once (no listing,
@@ -301,21 +364,23 @@ def _same_stats(directory: str, files: Files, directories: Directories) -> bool:
     try:
         fd = os.open(directory, _DIRECTORY_FLAGS)
     except (OSError, ValueError):
-        return False
+        return None
     stat_at = os.stat
+    keys = []
     try:
-        for relative, key in directories.items():
-            info = stat_at(relative, dir_fd=fd, follow_symlinks=False) if relative else os.fstat(fd)
-            if _key(info) != key:
-                return False
-        for relative, (key, _) in files.items():
-            if _key(stat_at(relative, dir_fd=fd, follow_symlinks=False)) != key:
-                return False
+        for group in names:
+            for relative in group:
+                info = (
+                    stat_at(relative, dir_fd=fd, follow_symlinks=False)
+                    if relative
+                    else os.fstat(fd)
+                )
+                keys.append(_key(info))
     except (OSError, ValueError):  # ValueError: a name with NUL or no encoding (a bad file)
-        return False
+        return None
     finally:
         os.close(fd)
-    return True
+    return keys
 
 
 def _list(
@@ -365,24 +430,57 @@ def _hash_all(pending: list[tuple[str, str, Key]]) -> dict[str, tuple[str, Key]]
 def _encode(
     records: Mapping[str, Files], directories: Mapping[str, Directories], state: NoopState | None
 ) -> bytes:
-    # json.dumps, not the JavaScript-compatible writer: nanosecond stamps exceed 2**53.
+    # json.dumps, not the JavaScript-compatible writer: its numbers stop at 2**53.
     body = {
         "version": VERSION,
         "state": None if state is None else state.to_json(),
-        "packages": {
-            package_id: {rel: [*key, sha] for rel, (key, sha) in sorted(entries.items())}
-            for package_id, entries in records.items()
-        },
-        "directories": {
-            package_id: {rel: list(key) for rel, key in sorted(walked.items())}
-            for package_id, walked in directories.items()
-        },
+        "packages": {pid: _table(_pack_files(entries)) for pid, entries in records.items()},
+        "directories": {pid: _table(_pack_directories(w)) for pid, w in directories.items()},
     }
     return (json.dumps(body, separators=(",", ":")) + "\n").encode("ascii")
 
 
-Parsed = tuple[dict[str, Files], dict[str, Directories], NoopState | None]
+def _packed(keys: list[Key]) -> str:
+    """``keys`` packed one after the other by ``_KEY``, in lowercase hex: one ``struct.pack``
+    of all their fields (the struct module keeps the few formats a run asks for compiled)."""
+    return struct.pack("<" + _KEY.format[1:] * len(keys), *chain.from_iterable(keys)).hex()
+
+
+def _packed_now(keys: list[Key]) -> str | None:
+    """:func:`_packed` of keys just taken, or None when one does not fit (``_kept``: it was
+    never recorded, so the package differs)."""
+    try:
+        return _packed(keys)
+    except struct.error:
+        return None
+
+
+def _pack_files(entries: Files) -> Packed:
+    names = sorted(entries)
+    return (
+        names,
+        _packed([entries[name][0] for name in names]),
+        "".join(entries[name][1] for name in names),
+    )
+
+
+def _pack_directories(walked: Directories) -> Packed:
+    names = sorted(walked)
+    return (names, _packed([walked[name] for name in names]), None)
+
+
+def _table(packed: Packed) -> dict[str, object]:
+    names, keys, shas = packed
+    table: dict[str, object] = {"names": names, "keys": keys}
+    if shas is not None:
+        table["sha256"] = shas
+    return table
+
+
+Parsed = tuple[dict[str, Packed], dict[str, Packed], NoopState | None]
 _TOP_KEYS = {"version", "state", "packages", "directories"}
+_FILES_KEYS = {"names", "keys", "sha256"}
+_DIRECTORIES_KEYS = {"names", "keys"}
 _STATE_KEYS = {
     "splice",
     "root",
@@ -397,9 +495,9 @@ _STATE_KEYS = {
 
 
 def _parse(data: bytes, *, written_ns: int) -> Parsed | None:
-    """The records, directories and state of a cache file, or None unless every field has
-    exactly its shape. Entries not strictly older than ``written_ns`` (the cache file's
-    ``mtime``) are dropped as racy, and with any of a package's, its directories."""
+    """The packed tables and the state of a cache file, or None unless every field has
+    exactly its shape (the keys and hashes are checked as hex here, and decoded by
+    ``_decode`` only for a run of the graph)."""
     try:
         body = json.loads(data.decode("ascii"))
     except (ValueError, RecursionError):
@@ -409,48 +507,47 @@ def _parse(data: bytes, *, written_ns: int) -> Parsed | None:
     if type(body["version"]) is not int or body["version"] != VERSION:
         return None
     valid: set[str] = set()  # the package ids checked so far: each table names the same
-    records = _parse_files(body["packages"], written_ns, valid)
-    directories = _parse_directories(body["directories"], written_ns, valid)
-    if records is None or directories is None:
+    hexes: list[str] = []  # every keys and hashes string, all hex digits checked at the end
+    files = _parse_tables(body["packages"], _FILES_KEYS, MAX_FILES, valid, hexes)
+    directories = _parse_tables(
+        body["directories"], _DIRECTORIES_KEYS, MAX_DIRECTORIES, valid, hexes
+    )
+    if files is None or directories is None or not _all_hex(hexes):
         return None
-    complete = {
-        package_id: walked
-        for package_id, walked in directories.items()
-        if len(records.get(package_id, ())) == len(body["packages"].get(package_id, ()))
-    }
     state = body["state"]
     if state is None:
-        return records, complete, None
+        return files, directories, None
     parsed_state = _parse_state(state, valid)
-    return None if parsed_state is None else (records, complete, parsed_state)
+    return None if parsed_state is None else (files, directories, parsed_state)
 
 
-def _as_key(
-    dev: object, ino: object, size: object, mtime: object, ctime: object, mode: object
-) -> Key | None:
-    """The key of six fields when each is an int (not a bool), else None. Times before 1970
-    are negative; device, inode, size and mode never are."""
-    if not (
-        type(dev) is type(ino) is type(size) is type(mtime) is type(ctime) is type(mode) is int
-    ):
-        return None
-    key: Key = (dev, ino, size, mtime, ctime, mode)  # type: ignore[assignment]
-    return key if (dev | ino | size | mode) >= 0 else None  # type: ignore[operator]
-
-
-def _package_entries(
-    packages: object, limit: int, valid: set[str]
-) -> Iterable[tuple[str, dict]] | None:
-    """The ``(package id, entries)`` pairs of a per-package table of at most ``limit`` entries
-    each, or None for a bad shape; ``valid``: ids already found valid, to which this adds."""
+def _parse_tables(
+    packages: object, fields: set[str], limit: int, valid: set[str], hexes: list[str]
+) -> dict[str, Packed] | None:
+    """The tables of a per-package table (see ``Packed``), each of exactly ``fields`` and at
+    most ``limit`` names, or None for a bad shape; ``valid``: ids already found valid, to which
+    this adds; ``hexes``: the strings still to be checked as hex, to which this adds."""
     if not isinstance(packages, dict):
         return None
-    for package_id, entries in packages.items():
-        if not isinstance(entries, dict) or len(entries) > limit:
+    tables = {}
+    for package_id, table in packages.items():
+        if not isinstance(table, dict) or set(table) != fields:
+            return None
+        names, keys, shas = table["names"], table["keys"], table.get("sha256")
+        if type(names) is not list or len(names) > limit or type(keys) is not str:
+            return None
+        if len(keys) != _KEY_HEX * len(names) or not set(map(type, names)) <= {str}:
+            return None
+        if len(set(names)) != len(names):
+            return None
+        hashed = shas is not None or "sha256" in fields
+        if hashed and (type(shas) is not str or len(shas) != _SHA_HEX * len(names)):
             return None
         if not _valid_id(package_id, valid):
             return None
-    return packages.items()
+        hexes += (keys, shas) if hashed else (keys,)
+        tables[package_id] = (names, keys, shas)
+    return tables
 
 
 def _valid_id(package_id: object, valid: set[str]) -> bool:
@@ -464,62 +561,42 @@ def _valid_id(package_id: object, valid: set[str]) -> bool:
     return True
 
 
-def _parse_files(packages: object, written_ns: int, valid: set[str]) -> dict[str, Files] | None:
-    pairs = _package_entries(packages, MAX_FILES, valid)
-    if pairs is None:
-        return None
+def _newest(keys: list[Key]) -> int:
+    """The latest ``mtime`` or ``ctime`` of ``keys``, found in C (a no-op sync asks it of
+    every installed file's key)."""
+    if not keys:
+        return -(2**63)
+    return max(max(map(_MTIME, keys)), max(map(_CTIME, keys)))
+
+
+_MTIME, _CTIME = itemgetter(3), itemgetter(4)
+
+
+def _unpacked(packed: str) -> list[Key]:
+    return list(_KEY.iter_unpack(bytes.fromhex(packed)))
+
+
+def _decode(
+    files: Mapping[str, Packed], directories: Mapping[str, Packed], written_ns: int
+) -> tuple[dict[str, Files], dict[str, Directories]]:
+    """The records and directories of checked tables. Entries not strictly older than
+    ``written_ns`` (the cache file's ``mtime``) are dropped as racy, and with any of a
+    package's, its directories."""
     records: dict[str, Files] = {}
-    shas: list[str] = []  # each 64 characters long, all hex digits checked at the end
-    for package_id, entries in pairs:
-        parsed: Files = {}
-        for rel, value in entries.items():
-            # Inlined rather than through ``_as_key``: this runs for every installed file of
-            # every project on each no-op sync.
-            if type(value) is not list or len(value) != 7:
-                return None
-            dev, ino, size, mtime, ctime, mode, sha = value
-            if not (
-                type(dev)
-                is type(ino)
-                is type(size)
-                is type(mtime)
-                is type(ctime)
-                is type(mode)
-                is int
-            ):
-                return None
-            # Times before 1970 are negative. An int's OR is negative exactly when one of
-            # them is (a call of min() less per file).
-            if (dev | ino | size | mode) < 0:
-                return None
-            if type(sha) is not str or len(sha) != 64:
-                return None
-            shas.append(sha)
-            if mtime < written_ns and ctime < written_ns:
-                parsed[rel] = ((dev, ino, size, mtime, ctime, mode), sha)
-        records[package_id] = parsed
-    return records if _all_hex(shas) else None
-
-
-def _parse_directories(
-    packages: object, written_ns: int, valid: set[str]
-) -> dict[str, Directories] | None:
-    pairs = _package_entries(packages, MAX_DIRECTORIES, valid)
-    if pairs is None:
-        return None
-    directories: dict[str, Directories] = {}
-    for package_id, entries in pairs:
-        walked: Directories = {}
-        for rel, value in entries.items():
-            if not isinstance(value, list) or len(value) != 6:
-                return None
-            key = _as_key(*value)
-            if key is None:
-                return None
-            walked[rel] = key
-        if "" in walked and all(_older(key, written_ns) for key in walked.values()):
-            directories[package_id] = walked
-    return directories
+    racy = set()
+    for package_id, packed in files.items():
+        names, _, shas = packed
+        hashes = [shas[i : i + _SHA_HEX] for i in range(0, len(shas or ""), _SHA_HEX)]
+        entries = zip(names, zip(_unpacked(packed[1]), hashes, strict=True), strict=True)
+        records[package_id] = {rel: entry for rel, entry in entries if _older(entry[0], written_ns)}
+        if len(records[package_id]) != len(names):
+            racy.add(package_id)
+    walked: dict[str, Directories] = {}
+    for package_id, packed in directories.items():
+        keys = _unpacked(packed[1])
+        if "" in packed[0] and package_id not in racy and _newest(keys) < written_ns:
+            walked[package_id] = dict(zip(packed[0], keys, strict=True))
+    return records, walked
 
 
 def _parse_state(state: object, valid: set[str]) -> NoopState | None:

@@ -17,7 +17,7 @@ from splice_build.project.layout import ProjectLayout
 from testing.cli import Completed, main_in_fresh_process, run_splice
 from testing.registry_fixtures import publish
 from testing.registry_server import registry_server
-from testing.stat_records import edit_keeping_mtime, forge_clean_record
+from testing.stat_records import edit_keeping_mtime, forge_clean_record, unpacked
 from testing.workspaces import make_workspace
 
 IDS = ["@acme/pkg00", "@acme/pkg01"]
@@ -41,9 +41,9 @@ def project(tmp_path: Path, served: str) -> Path:
     for _ in range(2):  # the first run installs after its verify step; the second records
         done = _sync(root, served)
         assert done.code == 0, done.stderr
-    recorded = _cache(member)["packages"]["@acme/pkg00"]
+    recorded = unpacked(_cache(member)["packages"]["@acme/pkg00"])
     assert set(recorded) == {"manifest.json", "SKILL.md", "tools/hello.js", *FILES}
-    directories = _cache(member)["directories"]["@acme/pkg00"]
+    directories = unpacked(_cache(member)["directories"]["@acme/pkg00"])
     assert set(directories) == {"", "lib", "lib/deep", "tools"}
     return member
 
@@ -289,8 +289,8 @@ BAD_CACHES = {
         {"version": VERSION, "state": None, "packages": {}, "more": 1}
     ).encode(),
     "former version": json.dumps({"version": VERSION - 1, "state": None, "packages": {}}).encode(),
-    "boolean for a number": None,  # built from the real cache below
-    "short record": None,
+    "keys not lowercase hex": None,  # built from the real cache below
+    "keys one field short": None,
     "state of another shape": None,
 }
 
@@ -302,10 +302,12 @@ def test_a_malformed_cache_is_ignored_and_rebuilt(project: Path, served: str, ba
     data = BAD_CACHES[bad]
     if data is None:
         real = _cache(project)
-        record = real["packages"]["@acme/pkg00"]["lib/data.txt"]
-        record[0] = True if bad == "boolean for a number" else record[0]
-        if bad == "short record":
-            del record[5]
+        table = real["packages"]["@acme/pkg00"]
+        if bad == "keys not lowercase hex":
+            table["keys"] = table["keys"].upper()
+            assert table["keys"] != real["packages"]["@acme/pkg00"]["keys"].lower()
+        if bad == "keys one field short":
+            table["keys"] = table["keys"][:-16]
         if bad == "state of another shape":
             real["state"]["lock"] = 1
         data = json.dumps(real).encode()

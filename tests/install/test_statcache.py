@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import pytest
 
 from splice_build.install.statcache import StatCache, file_system_now
 from splice_build.spec.tree_digest import tree_hashes
+from testing.stat_records import packed, unpacked
 
 PACKAGE = "@acme/pkg"
 
@@ -56,7 +58,10 @@ def test_files_not_strictly_older_than_the_clock_are_not_recorded(tmp_path: Path
     cache = StatCache.load(path)
     cache.package_hashes(PACKAGE, directory)
     cache.save([PACKAGE], before_ns=max(_times(directory)) + 1)
-    assert set(json.loads(path.read_text())["packages"][PACKAGE]) == {"manifest.json", "lib/a.js"}
+    assert set(json.loads(path.read_text())["packages"][PACKAGE]["names"]) == {
+        "manifest.json",
+        "lib/a.js",
+    }
 
 
 def test_records_not_older_than_the_cache_file_are_ignored(tmp_path: Path) -> None:
@@ -216,11 +221,13 @@ def test_a_record_whose_hash_is_not_64_lowercase_hex_digits_is_not_trusted(
         return StatCache.load(path).records
 
     assert set(load(body["packages"])[PACKAGE]) == {"manifest.json", "lib/a.js"}
-    for bad in ("0" * 63 + "g", "0" * 63 + "A", "0" * 63 + "\u00e9", "0" * 63, "0" * 65, 0, ""):
+    rows = unpacked(body["packages"][PACKAGE])
+    for bad in ("0" * 63 + "g", "0" * 63 + "A", "0" * 63 + "\u00e9", "0" * 63, "0" * 65, ""):
         for name in ("manifest.json", "lib/a.js"):  # the first record checked, and a later one
-            record = [*body["packages"][PACKAGE][name][:6], bad]
-            files = {**body["packages"][PACKAGE], name: record}
+            files = packed({**rows, name: [*rows[name][:6], bad]})
             assert load({PACKAGE: files}) == {}, (name, bad)
+    for bad_field in (0, None):
+        assert load({PACKAGE: {**body["packages"][PACKAGE], "sha256": bad_field}}) == {}
 
 
 def test_a_listing_without_device_and_inode_compares_the_other_fields() -> None:
@@ -320,7 +327,7 @@ def test_a_package_with_a_file_not_recorded_has_no_directories_and_is_never_unch
         cache.package_hashes(PACKAGE, directory)
     cache.save([PACKAGE], before_ns=before_ns)
     body = json.loads(path.read_text())
-    assert set(body["packages"][PACKAGE]) == {"manifest.json"}
+    assert body["packages"][PACKAGE]["names"] == ["manifest.json"]
     assert body["directories"] == {}
     assert not StatCache.load(path).unchanged(PACKAGE, directory)
 
@@ -348,8 +355,9 @@ def test_a_record_name_no_path_can_have_is_a_difference_not_a_crash(
     cache = _recorded(tmp_path, directory)
     path = tmp_path / "statcache.json"
     body = json.loads(path.read_text())
-    entries = body[table][PACKAGE]
+    entries = unpacked(body[table][PACKAGE])
     entries[name] = entries["lib/a.js" if table == "packages" else "lib"]
+    body[table][PACKAGE] = packed(entries)
     written = path.stat()
     path.write_text(json.dumps(body))
     os.utime(path, ns=(written.st_atime_ns, written.st_mtime_ns))
@@ -415,3 +423,45 @@ def test_where_ctime_is_no_change_time_nothing_is_recorded_or_trusted(
     cache.package_hashes(PACKAGE, directory)
     cache.save([PACKAGE], before_ns=2**62)
     assert not path.exists()
+
+
+def _times_beyond_64_bits() -> bool:
+    """tmpfs keeps times whose nanoseconds since 1970 do not fit in 64 bits."""
+    try:
+        with tempfile.NamedTemporaryFile(dir="/dev/shm") as probe:
+            os.utime(probe.name, ns=(0, -(2**63) - 10**9))
+            return os.stat(probe.name).st_mtime_ns < -(2**63)
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _times_beyond_64_bits(), reason="no tmpfs at /dev/shm")
+def test_a_time_beyond_64_bits_is_hashed_each_run_not_recorded() -> None:
+    """Keys are packed in 64-bit fields: a file whose time does not fit is left out of the
+    record (hashed again on each run, as a racy one), and the no-op check of a package
+    recorded before such a time was set answers "changed" instead of raising."""
+    with tempfile.TemporaryDirectory(dir="/dev/shm") as shm:
+        root = Path(shm)
+        directory = _package(root)
+        far = directory / "lib" / "a.js"
+        cache = _recorded_all(root, directory)
+        assert cache.unchanged(PACKAGE, directory)
+        os.utime(far, ns=(0, -(2**63) - 10**9))
+        assert not StatCache.load(root / "statcache.json").unchanged(PACKAGE, directory)
+        cache = StatCache.load(root / "statcache.json")
+        assert cache.package_hashes(PACKAGE, directory) == tree_hashes(directory)
+        cache.save([PACKAGE], before_ns=2**62)
+        loaded = StatCache.load(root / "statcache.json")
+        assert set(loaded.records[PACKAGE]) == {"manifest.json"}
+        assert loaded.directories == {} and not loaded.unchanged(PACKAGE, directory)
+
+
+def _recorded_all(root: Path, directory: Path) -> StatCache:
+    """A cache recording every directory and file of ``directory``, loaded again."""
+    path = root / "statcache.json"
+    cache = StatCache.load(path)
+    cache.package_hashes(PACKAGE, directory)
+    cache.save([PACKAGE], before_ns=2**62)
+    later = 2**62 + 1
+    os.utime(path, ns=(later, later))
+    return StatCache.load(path)
