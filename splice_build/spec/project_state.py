@@ -201,7 +201,15 @@ class ProjectState:
     """The protected paths of one project, folded once (and resolved once, for a real root),
     so checking every entry of a manifest costs a real path per entry, not per pair."""
 
-    def __init__(self, root: PurePath = ABSTRACT_ROOT, home: PurePath | None = None) -> None:
+    def __init__(
+        self,
+        root: PurePath = ABSTRACT_ROOT,
+        home: PurePath | None = None,
+        *,
+        projects: dict[PurePath, bool] | None = None,
+    ) -> None:
+        """``projects``: which directories hold splice.json, shared by the checks of one run
+        (``_other_project_problem``; tasks/noop.py checks every member)."""
         self.root, self.home = root, home
         self._real = root != ABSTRACT_ROOT
         items = protected_paths(root, home)
@@ -209,6 +217,11 @@ class ProjectState:
             items += own_installation(root) + kernel_file_systems(root)
             items += [replace(i, path=_real(i.path)) for i in items]
         self._folded = [(_fold(i.path), i) for i in items]
+        # For ``_other_project_problem``, asked of each entry of one check: the root's real
+        # path and whether a directory holds splice.json, looked up once per instance (made
+        # for one check or one run: a project made above a grant later is found by the next).
+        self._own: PurePath | None = None
+        self._holds_project = {} if projects is None else projects
 
     def fs_problem(self, entry: str, *, write: bool = True) -> str | None:
         """Why ``entry`` may not be granted here (for writing, or only reading), or None."""
@@ -252,13 +265,15 @@ class ProjectState:
         may have written (project/tool_written.py). Not a directory the project lies in,
         though (a project kept in a virtual environment named ``.env``): it holds no key
         the broker reads, and every grant of the project would reach it."""
-        own = _real(self.root)
+        if self._own is None:
+            self._own = _real(self.root)
+        own = self._own
         above = {_fold(directory) for directory in own.parents}
         folded, folded_own = _fold(real), _fold(own)
         for directory in real.parents:
             if directory == own:
                 continue
-            if os.path.isfile(directory / PROJECT_FILE):
+            if self._holds(directory):
                 whose, items = f"the project {directory}", protected_paths(directory)
             elif _fold(directory) in above:
                 whose = f"{directory}, above the project"
@@ -286,6 +301,14 @@ class ProjectState:
             f'"{entry}" would include the project {below} (its splice.json, splice.lock, '
             ".splice/ and .env* files)"
         )
+
+    def _holds(self, directory: PurePath) -> bool:
+        """``directory`` holds splice.json (the entries and members of one check share their
+        parents)."""
+        held = self._holds_project.get(directory)
+        if held is None:
+            held = self._holds_project[directory] = os.path.isfile(directory / PROJECT_FILE)
+        return held
 
 
 def fs_entry_problem(

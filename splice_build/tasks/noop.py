@@ -40,7 +40,7 @@ import functools
 import os
 import stat
 from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING
 
 from splice_build.install.statcache import FileIdentity, NoopState, StatCache, file_identity
@@ -180,6 +180,7 @@ def unchanged_workspace(
     real = _real_paths(workspace.members)
     digests = _digests_dir(home)  # the same for every member: named once
     derived: set[str] = set()  # records found there, each looked at once for all members
+    projects: dict[PurePath, bool] = {}  # directories above grants holding splice.json, too
     with contextlib.ExitStack() as stack:
         for directory in sorted(workspace.members, key=str):  # run_workspace's lock order
             layout = layouts[directory]
@@ -187,7 +188,7 @@ def unchanged_workspace(
                 stack.enter_context(state_lock(layout, on_blocked))
             elif layout.state_lock.exists():
                 stack.enter_context(lock(layout.state_lock, on_blocked))
-            cache = _unchanged(layout, home, real[directory], digests, derived)
+            cache = _unchanged(layout, home, real[directory], digests, derived, projects)
             if cache is None or cache.state is None:
                 return None
             states[directory] = cache.state
@@ -208,6 +209,7 @@ def unchanged_install(
             os.path.realpath(layout.root),
             os.fspath(home.files_digest_dir),
             set(),
+            {},
         )
         if cache is None or cache.state is None:
             return None
@@ -280,13 +282,19 @@ def _real_paths(directories: Iterable[Path]) -> dict[Path, str]:
 
 
 def _unchanged(
-    layout: ProjectLayout, home: Path, real_root: str, digests: str, derived: set[str]
+    layout: ProjectLayout,
+    home: Path,
+    real_root: str,
+    digests: str,
+    derived: set[str],
+    projects: dict[PurePath, bool],
 ) -> StatCache | None:
     """The project's stat cache if everything its recorded state covers is as recorded
     and no recorded ``fs`` entry reaches the project's state or ``home``, else None;
     ``real_root``: the real path of the project's directory (``os.path.realpath``);
     ``digests``: ``home``'s files digest records (:func:`_digests_dir`); ``derived``: the
-    records this run found there already (:func:`_still_derived`)."""
+    records this run found there already (:func:`_still_derived`); ``projects``: the
+    directories this run found holding splice.json or not (spec/project_state.py)."""
     from splice_build import __version__
 
     if os.path.lexists(layout.tmp_dir):
@@ -313,7 +321,7 @@ def _unchanged(
     if not _still_derived(digests, state.artifacts, derived):
         return None
     if state.fs and (
-        _reaches_state(state.root, home, state.fs)
+        _reaches_state(state.root, home, state.fs, projects)
         or not _links_accepted(state.root, home, state.packages, state.fs)
     ):
         return None
@@ -360,14 +368,16 @@ def _open_to_all(packages: str, ids: Iterable[str]) -> bool:
     return False
 
 
-def _reaches_state(root: str, home: Path, entries: Iterable[tuple[str, bool]]) -> bool:
+def _reaches_state(
+    root: str, home: Path, entries: Iterable[tuple[str, bool]], projects: dict[PurePath, bool]
+) -> bool:
     """Some entry reaches the project's state or ``home``, by the rule (and the real paths)
     the graph's ``verify`` applies (``refuse_project_state``); imported only for a project
     whose packages name a path."""
     from splice_build.spec.project_state import ProjectState
 
     try:
-        checked = ProjectState(Path(root), home)
+        checked = ProjectState(Path(root), home, projects=projects)
         return any(checked.fs_problem(entry, write=write) is not None for entry, write in entries)
     except (OSError, ValueError):  # a name no path can have: the graph says what it is
         return True

@@ -151,6 +151,26 @@ def test_a_files_digest_record_is_looked_for_once_per_run(tmp_path: Path) -> Non
 
 
 @pytest.mark.skipif(os.name == "nt", reason="no stat cache on Windows")
+def test_the_projects_above_grants_are_looked_for_once_per_run(tmp_path: Path) -> None:
+    """Members share the directories above their grants (a workspace's ``packages/``, its
+    root and theirs): a no-op sync asks each once whether it holds splice.json, for all
+    members (tasks/noop.py), and a grant reaching a member's state is still refused."""
+    from splice_build.spec.project_state import ProjectState
+
+    packages = tmp_path / "ws" / "packages"
+    for name in ("a", "b", "c"):
+        (packages / name / "data").mkdir(parents=True)
+        (packages / name / "splice.json").write_text("{}")
+    (packages / "b" / "up").symlink_to("../a/.splice")
+    projects: dict = {}
+    assert ProjectState(packages / "c", projects=projects).fs_problem("data") is None
+    assert projects[packages] is False and packages / "c" not in projects  # its own
+    problem = ProjectState(packages / "b", projects=projects).fs_problem("up")
+    assert problem is not None and f"of the project {packages / 'a'}" in problem
+    assert projects[packages / "a"] is True
+
+
+@pytest.mark.skipif(os.name == "nt", reason="no stat cache on Windows")
 def test_an_accepted_link_out_of_the_project_is_answered_for_while_the_record_holds_it(
     tmp_path: Path,
 ) -> None:
