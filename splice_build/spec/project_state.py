@@ -197,6 +197,31 @@ def real_grant_path(path: str) -> str:
     return real
 
 
+class RunMemo:
+    """Real paths and which directories hold splice.json, looked up once for the checks of
+    one run (one check by default: a ``ProjectState`` makes its own). Every run looks
+    afresh, so a link changed or a project made since is found by the next."""
+
+    def __init__(self) -> None:
+        self._real: dict[PurePath, PurePath] = {}
+        self._holds: dict[PurePath, bool] = {}
+
+    def real(self, path: PurePath) -> PurePath:
+        """``os.path.realpath`` of ``path``: Splice's installation, the kernel's file
+        systems and ``SPLICE_HOME`` are the same for every member of a workspace."""
+        found = self._real.get(path)
+        if found is None:
+            found = self._real[path] = _real(path)
+        return found
+
+    def holds_project(self, directory: PurePath) -> bool:
+        """``directory`` holds splice.json (members share the directories above grants)."""
+        held = self._holds.get(directory)
+        if held is None:
+            held = self._holds[directory] = os.path.isfile(directory / PROJECT_FILE)
+        return held
+
+
 class ProjectState:
     """The protected paths of one project, folded once (and resolved once, for a real root),
     so checking every entry of a manifest costs a real path per entry, not per pair."""
@@ -206,22 +231,18 @@ class ProjectState:
         root: PurePath = ABSTRACT_ROOT,
         home: PurePath | None = None,
         *,
-        projects: dict[PurePath, bool] | None = None,
+        memo: RunMemo | None = None,
     ) -> None:
-        """``projects``: which directories hold splice.json, shared by the checks of one run
-        (``_other_project_problem``; tasks/noop.py checks every member)."""
+        """``memo``: what the checks of one run share (tasks/noop.py checks every member)."""
         self.root, self.home = root, home
         self._real = root != ABSTRACT_ROOT
+        self._memo = RunMemo() if memo is None else memo
         items = protected_paths(root, home)
         if self._real:
             items += own_installation(root) + kernel_file_systems(root)
-            items += [replace(i, path=_real(i.path)) for i in items]
+            items += [replace(i, path=self._memo.real(i.path)) for i in items]
         self._folded = [(_fold(i.path), i) for i in items]
-        # For ``_other_project_problem``, asked of each entry of one check: the root's real
-        # path and whether a directory holds splice.json, looked up once per instance (made
-        # for one check or one run: a project made above a grant later is found by the next).
-        self._own: PurePath | None = None
-        self._holds_project = {} if projects is None else projects
+        self._own: PurePath | None = None  # the root's real path, taken on first use
 
     def fs_problem(self, entry: str, *, write: bool = True) -> str | None:
         """Why ``entry`` may not be granted here (for writing, or only reading), or None."""
@@ -266,14 +287,14 @@ class ProjectState:
         though (a project kept in a virtual environment named ``.env``): it holds no key
         the broker reads, and every grant of the project would reach it."""
         if self._own is None:
-            self._own = _real(self.root)
+            self._own = self._memo.real(self.root)
         own = self._own
         above = {_fold(directory) for directory in own.parents}
         folded, folded_own = _fold(real), _fold(own)
         for directory in real.parents:
             if directory == own:
                 continue
-            if self._holds(directory):
+            if self._memo.holds_project(directory):
                 whose, items = f"the project {directory}", protected_paths(directory)
             elif _fold(directory) in above:
                 whose = f"{directory}, above the project"
@@ -301,14 +322,6 @@ class ProjectState:
             f'"{entry}" would include the project {below} (its splice.json, splice.lock, '
             ".splice/ and .env* files)"
         )
-
-    def _holds(self, directory: PurePath) -> bool:
-        """``directory`` holds splice.json (the entries and members of one check share their
-        parents)."""
-        held = self._holds_project.get(directory)
-        if held is None:
-            held = self._holds_project[directory] = os.path.isfile(directory / PROJECT_FILE)
-        return held
 
 
 def fs_entry_problem(

@@ -40,7 +40,7 @@ import functools
 import os
 import stat
 from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path, PurePath
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from splice_build.install.statcache import FileIdentity, NoopState, StatCache, file_identity
@@ -48,6 +48,7 @@ from splice_build.project.layout import ProjectLayout
 from splice_build.project.locking import lock
 from splice_build.project.state_dir import state_lock
 from splice_build.spec.limits import MAX_PROJECT_STATE_BYTES
+from splice_build.spec.project_state import ProjectState, RunMemo
 from splice_build.spec.regular_file import read_regular_file_and_stat
 
 if TYPE_CHECKING:
@@ -180,7 +181,7 @@ def unchanged_workspace(
     real = _real_paths(workspace.members)
     digests = _digests_dir(home)  # the same for every member: named once
     derived: set[str] = set()  # records found there, each looked at once for all members
-    projects: dict[PurePath, bool] = {}  # directories above grants holding splice.json, too
+    memo = RunMemo()  # and the real paths every member's grants are judged against
     with contextlib.ExitStack() as stack:
         for directory in sorted(workspace.members, key=str):  # run_workspace's lock order
             layout = layouts[directory]
@@ -188,7 +189,7 @@ def unchanged_workspace(
                 stack.enter_context(state_lock(layout, on_blocked))
             elif layout.state_lock.exists():
                 stack.enter_context(lock(layout.state_lock, on_blocked))
-            cache = _unchanged(layout, home, real[directory], digests, derived, projects)
+            cache = _unchanged(layout, home, real[directory], digests, derived, memo)
             if cache is None or cache.state is None:
                 return None
             states[directory] = cache.state
@@ -209,7 +210,7 @@ def unchanged_install(
             os.path.realpath(layout.root),
             os.fspath(home.files_digest_dir),
             set(),
-            {},
+            RunMemo(),
         )
         if cache is None or cache.state is None:
             return None
@@ -287,14 +288,14 @@ def _unchanged(
     real_root: str,
     digests: str,
     derived: set[str],
-    projects: dict[PurePath, bool],
+    memo: RunMemo,
 ) -> StatCache | None:
     """The project's stat cache if everything its recorded state covers is as recorded
     and no recorded ``fs`` entry reaches the project's state or ``home``, else None;
     ``real_root``: the real path of the project's directory (``os.path.realpath``);
     ``digests``: ``home``'s files digest records (:func:`_digests_dir`); ``derived``: the
-    records this run found there already (:func:`_still_derived`); ``projects``: the
-    directories this run found holding splice.json or not (spec/project_state.py)."""
+    records this run found there already (:func:`_still_derived`); ``memo``: the real paths
+    and projects this run found (spec/project_state.py)."""
     from splice_build import __version__
 
     if os.path.lexists(layout.tmp_dir):
@@ -321,7 +322,7 @@ def _unchanged(
     if not _still_derived(digests, state.artifacts, derived):
         return None
     if state.fs and (
-        _reaches_state(state.root, home, state.fs, projects)
+        _reaches_state(state.root, home, state.fs, memo)
         or not _links_accepted(state.root, home, state.packages, state.fs)
     ):
         return None
@@ -369,15 +370,12 @@ def _open_to_all(packages: str, ids: Iterable[str]) -> bool:
 
 
 def _reaches_state(
-    root: str, home: Path, entries: Iterable[tuple[str, bool]], projects: dict[PurePath, bool]
+    root: str, home: Path, entries: Iterable[tuple[str, bool]], memo: RunMemo
 ) -> bool:
     """Some entry reaches the project's state or ``home``, by the rule (and the real paths)
-    the graph's ``verify`` applies (``refuse_project_state``); imported only for a project
-    whose packages name a path."""
-    from splice_build.spec.project_state import ProjectState
-
+    the graph's ``verify`` applies (``refuse_project_state``); ``memo``: the run's."""
     try:
-        checked = ProjectState(Path(root), home, projects=projects)
+        checked = ProjectState(Path(root), home, memo=memo)
         return any(checked.fs_problem(entry, write=write) is not None for entry, write in entries)
     except (OSError, ValueError):  # a name no path can have: the graph says what it is
         return True

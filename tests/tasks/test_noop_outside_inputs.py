@@ -155,19 +155,19 @@ def test_the_projects_above_grants_are_looked_for_once_per_run(tmp_path: Path) -
     """Members share the directories above their grants (a workspace's ``packages/``, its
     root and theirs): a no-op sync asks each once whether it holds splice.json, for all
     members (tasks/noop.py), and a grant reaching a member's state is still refused."""
-    from splice_build.spec.project_state import ProjectState
+    from splice_build.spec.project_state import ProjectState, RunMemo
 
     packages = tmp_path / "ws" / "packages"
     for name in ("a", "b", "c"):
         (packages / name / "data").mkdir(parents=True)
         (packages / name / "splice.json").write_text("{}")
     (packages / "b" / "up").symlink_to("../a/.splice")
-    projects: dict = {}
-    assert ProjectState(packages / "c", projects=projects).fs_problem("data") is None
-    assert projects[packages] is False and packages / "c" not in projects  # its own
-    problem = ProjectState(packages / "b", projects=projects).fs_problem("up")
+    memo = RunMemo()
+    assert ProjectState(packages / "c", memo=memo).fs_problem("data") is None
+    assert memo._holds[packages] is False and packages / "c" not in memo._holds  # its own
+    problem = ProjectState(packages / "b", memo=memo).fs_problem("up")
     assert problem is not None and f"of the project {packages / 'a'}" in problem
-    assert projects[packages / "a"] is True
+    assert memo._holds[packages / "a"] is True
 
 
 @pytest.mark.skipif(os.name == "nt", reason="no stat cache on Windows")
