@@ -205,6 +205,7 @@ class RunMemo:
     def __init__(self) -> None:
         self._real: dict[PurePath, PurePath] = {}
         self._holds: dict[PurePath, bool] = {}
+        self._protected: dict[PurePath, list[tuple[tuple[str, ...], Protected]]] = {}
 
     def real(self, path: PurePath) -> PurePath:
         """``os.path.realpath`` of ``path``: Splice's installation, the kernel's file
@@ -212,6 +213,16 @@ class RunMemo:
         found = self._real.get(path)
         if found is None:
             found = self._real[path] = _real(path)
+        return found
+
+    def protected(self, directory: PurePath) -> list[tuple[tuple[str, ...], Protected]]:
+        """``protected_paths(directory)``, each with its path folded (``_fold``): asked of
+        every directory above each grant."""
+        found = self._protected.get(directory)
+        if found is None:
+            found = self._protected[directory] = [
+                (_fold(item.path), item) for item in protected_paths(directory)
+            ]
         return found
 
     def holds_project(self, directory: PurePath) -> bool:
@@ -243,6 +254,7 @@ class ProjectState:
             items += [replace(i, path=self._memo.real(i.path)) for i in items]
         self._folded = [(_fold(i.path), i) for i in items]
         self._own: PurePath | None = None  # the root's real path, taken on first use
+        self._above: set[tuple[str, ...]] = set()  # and the directories above it, folded
 
     def fs_problem(self, entry: str, *, write: bool = True) -> str | None:
         """Why ``entry`` may not be granted here (for writing, or only reading), or None."""
@@ -288,25 +300,25 @@ class ProjectState:
         the broker reads, and every grant of the project would reach it."""
         if self._own is None:
             self._own = self._memo.real(self.root)
+            self._above = {_fold(directory) for directory in self._own.parents}
         own = self._own
-        above = {_fold(directory) for directory in own.parents}
         folded, folded_own = _fold(real), _fold(own)
         for directory in real.parents:
             if directory == own:
                 continue
             if self._memo.holds_project(directory):
-                whose, items = f"the project {directory}", protected_paths(directory)
-            elif _fold(directory) in above:
+                whose, items = f"the project {directory}", self._memo.protected(directory)
+            elif _fold(directory) in self._above:
                 whose = f"{directory}, above the project"
                 items = [
-                    item
-                    for item in protected_paths(directory)
-                    if _overlap(folded_own, _fold(item.path), item.name_prefix) != "inside"
+                    (path, item)
+                    for path, item in self._memo.protected(directory)
+                    if _overlap(folded_own, path, item.name_prefix) != "inside"
                 ]
             else:
                 continue
-            for item in items:
-                if _overlap(folded, _fold(item.path), item.name_prefix) is not None:
+            for path, item in items:
+                if _overlap(folded, path, item.name_prefix) is not None:
                     return f'"{entry}" reaches the {item.what} of {whose}'
         from splice_build.spec.project_below import project_below
 
