@@ -1113,6 +1113,18 @@ def _costly_reads() -> Check:
     return costly_reads()
 
 
+def _net_walk() -> Check:
+    from fuzz.net_targets import net_walk
+
+    return net_walk("in-process")
+
+
+def _net_walk_os() -> Check:
+    from fuzz.net_targets import net_walk
+
+    return net_walk("os")
+
+
 TARGETS: dict[str, Target] = {
     t.name: t
     for t in (
@@ -1289,6 +1301,20 @@ TARGETS: dict[str, Target] = {
             "count_costly_read/settle_costly_read: a window holds what its reads took",
             1024,
             short_runs=300,
+        ),
+        Target(
+            "net_walk",
+            _net_walk,
+            "a tool's every route to the network, in-process: recording listeners reached only as granted",
+            512,
+            short_runs=4,
+        ),
+        Target(
+            "net_walk_os",
+            _net_walk_os,
+            "net_walk under the OS layer (where this machine has it)",
+            512,
+            short_runs=4,
         ),
     )
 }

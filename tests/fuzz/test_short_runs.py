@@ -20,7 +20,7 @@ import pytest
 from fuzz.targets import TARGETS
 
 ROOT = Path(__file__).resolve().parents[2]
-NEEDS_NODE = {"url_diff", "files_paths", "mcp_stdio", "mcp_http"}
+NEEDS_NODE = {"url_diff", "files_paths", "mcp_stdio", "mcp_http", "net_walk", "net_walk_os"}
 AT_ONCE = 2
 
 
