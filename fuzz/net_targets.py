@@ -62,6 +62,9 @@ FETCH_CAUSES = re.compile(
     r"ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ENETUNREACH|ECONNRESET|ETIMEDOUT|EADDRNOTAVAIL"
     r"|ERR_SPLICE_[A-Z_]+|UND_ERR_HEADERS_OVERFLOW|HPE_[A-Z_]+|ABORT_ERR"
 )
+# A module URL refused by the module guard (runtime/host/module_guard.mjs): its scheme, or a
+# text that is no URL, read as an npm dependency.
+MODULE_REFUSALS = {"ERR_ACCESS_DENIED", "ERR_SPLICE_MODULE_REFUSED"}
 # How a tool may end itself (as fs_walk's): its own throw, its own hang, a write of its own
 # to the result pipe, its output, a polluted prototype that breaks its next load.
 OWN_ENDS = frozenset(
@@ -132,6 +135,8 @@ def _refusals(output: dict[str, Any], allowed: frozenset[str]) -> Iterator[str]:
         refused_module = record["kind"] == "module" and record.get("module") not in allowed
         if refused_module and not record.get("thrown"):
             yield f"a built-in off the allow-list loaded: {record}"
+        if record["kind"] == "import" and record.get("code") not in MODULE_REFUSALS:
+            yield f"a module URL was not refused: {record}"
         if not record.get("thrown"):
             continue
         if record["kind"] == "fetch" and not _fetch_end_documented(record):

@@ -8,7 +8,7 @@
 // everything and returns, per attempt, how it ended; the harness judges the listeners.
 
 const PENDING_MS = 400;
-const FETCH_ROUTES = 9;
+const URL_ROUTES = 12;
 const FILE_MODULES = new Set(['fs', 'fs/promises']);
 
 class Bytes {
@@ -85,22 +85,22 @@ function hostForms(host) {
 
 /** A host spelling aimed at one of the harness's listeners or names, or at no one. */
 function host(bytes, env) {
-  const choice = bytes.next() % 6;
-  if (choice === 0) return bytes.pick(v4Forms([127, 0, 0, bytes.pick([3, 3, 1])]));
-  if (choice === 1) return bytes.pick(v4Forms([127, 0, 0, 2]));
-  if (choice === 2) return bytes.pick([1, 2, 3].flatMap((d) => v6Embeddings([127, 0, 0, d])));
-  if (choice === 3) return bytes.pick(V6_LOOPBACK);
-  if (choice === 4) return bytes.pick(hostForms(bytes.pick(env.names)));
+  // The granted literal and the names most, as the only targets a connection may reach.
+  const choice = bytes.next() % 9;
+  if (choice === 0) return '127.0.0.3';
+  if (choice <= 2) return bytes.pick(v4Forms([127, 0, 0, bytes.pick([3, 3, 1])]));
+  if (choice === 3) return bytes.pick(v4Forms([127, 0, 0, 2]));
+  if (choice === 4) return bytes.pick([1, 2, 3].flatMap((d) => v6Embeddings([127, 0, 0, d])));
+  if (choice === 5) return bytes.pick(V6_LOOPBACK);
+  if (choice <= 7) return bytes.pick(hostForms(bytes.pick(env.names)));
   return bytes.pick([...v4Forms([0, 0, 0, 0]), '[::]', '0', '10.0.0.1', '169.254.169.254', 'xn--nxasmq6b.test', 'localhost.localdomain', 'a.localhost']);
 }
 
 function port(bytes, env) {
   const ports = env.ports;
   const listener = bytes.pick([ports['127.0.0.3'], ports['127.0.0.3'], ports['127.0.0.1'], ports['127.0.0.2'], ports['::1']]);
-  return bytes.pick([
-    `:${listener}`, `:${listener}`, `:${listener}`, `:000${listener}`, ':0', ':65535', ':65536',
-    `:${listener} `, '', ':80', `:+${listener}`,
-  ]);
+  const odd = [`:000${listener}`, ':0', ':65535', ':65536', `:${listener} `, '', ':80', `:+${listener}`];
+  return bytes.next() % 2 ? `:${listener}` : bytes.pick(odd);
 }
 
 const SCHEMES = ['http', 'http', 'http', 'http', 'http', 'http', 'https', 'https', 'HTTP', 'HtTpS', 'ws', 'wss', 'ftp', 'file', 'blob:http', 'gopher'];
@@ -130,8 +130,10 @@ function location(bytes, env, depth) {
 
 /** A URL from the bytes; its path may ask the listener for a redirect. */
 function url(bytes, env, depth = 0) {
-  const scheme = bytes.pick(SCHEMES);
-  const userinfo = bytes.pick(USERINFO);
+  // Half plain http without userinfo: the host and port spellings are what is tried.
+  const plain = bytes.next() % 2 === 0;
+  const scheme = plain ? 'http' : bytes.pick(SCHEMES);
+  const userinfo = plain ? '' : bytes.pick(USERINFO);
   const h = host(bytes, env);
   const p = port(bytes, env);
   let path = '/ok';
@@ -224,6 +226,10 @@ function routes(env) {
     ['fetch globalThis', (t) => globalThis['fet' + 'ch'](t)],
   ];
   for (const [name, run] of fetchRoutes) list.push({ name, kind: 'fetch', run: (t) => run(t) });
+  // Module loads from the URL (Node's network imports, JSON modules, import.meta.resolve).
+  list.push({ name: 'import URL', kind: 'import', run: (t) => import(t) });
+  list.push({ name: 'import URL json', kind: 'import', run: (t) => import(t, { with: { type: 'json' } }) });
+  list.push({ name: 'import.meta.resolve', kind: 'import', run: (t) => import.meta.resolve(t) });
   for (const name of env.builtins) {
     list.push({
       name: `import ${name}`,
@@ -299,10 +305,11 @@ export default async function t(input) {
   const all = routes(env);
   const records = [];
   for (let i = 0; i < input.attempts && !bytes.done; i += 1) {
-    // Half the attempts are fetch's (the one route that may reach a listener), half any.
+    // Half the attempts take a URL route (fetch, the only one that may reach a listener, and
+    // module loads), half any route.
     const spread = bytes.next();
     const route = spread % 2 === 0
-      ? all[(spread >> 1) % FETCH_ROUTES]
+      ? all[(spread >> 1) % URL_ROUTES]
       : all[(bytes.next() * 256 + bytes.next()) % all.length];
     const target = url(bytes, env);
     const h = host(bytes, env);
