@@ -63,8 +63,9 @@ FETCH_CAUSES = re.compile(
     r"|ERR_SPLICE_[A-Z_]+|UND_ERR_HEADERS_OVERFLOW|HPE_[A-Z_]+|ABORT_ERR"
 )
 # A module URL refused by the module guard (runtime/host/module_guard.mjs): its scheme, or a
-# text that is no URL, read as an npm dependency.
-MODULE_REFUSALS = {"ERR_ACCESS_DENIED", "ERR_SPLICE_MODULE_REFUSED"}
+# text that is no URL, read as an npm dependency; or by Node's own file URL check before it
+# (a file: URL with a host).
+MODULE_REFUSALS = {"ERR_ACCESS_DENIED", "ERR_SPLICE_MODULE_REFUSED", "ERR_INVALID_FILE_URL_HOST"}
 # How a tool may end itself (as fs_walk's): its own throw, its own hang, a write of its own
 # to the result pipe, its output, a polluted prototype that breaks its next load.
 OWN_ENDS = frozenset(
