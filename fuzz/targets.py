@@ -1126,6 +1126,18 @@ def _fs_walk_os() -> Check:
     return fs_walk("os")
 
 
+def _net_walk() -> Check:
+    from fuzz.net_targets import net_walk
+
+    return net_walk("in-process")
+
+
+def _net_walk_os() -> Check:
+    from fuzz.net_targets import net_walk
+
+    return net_walk("os")
+
+
 TARGETS: dict[str, Target] = {
     t.name: t
     for t in (
@@ -1316,6 +1328,20 @@ TARGETS: dict[str, Target] = {
             "the same tool under the OS layer (namespaces, file view, seccomp)",
             1024,
             short_runs=10,
+        ),
+        Target(
+            "net_walk",
+            _net_walk,
+            "a tool's every route to the network, in-process: recording listeners reached only as granted",
+            512,
+            short_runs=4,
+        ),
+        Target(
+            "net_walk_os",
+            _net_walk_os,
+            "net_walk under the OS layer (where this machine has it)",
+            512,
+            short_runs=4,
         ),
     )
 }

@@ -8,7 +8,16 @@ from testing.isolation import needs_os_layer
 
 # Targets that start Node (a long-lived oracle or a real sandbox).
 NEEDS_NODE = frozenset(
-    {"url_diff", "files_paths", "mcp_stdio", "mcp_http", "fs_walk", "fs_walk_os"}
+    {
+        "url_diff",
+        "files_paths",
+        "mcp_stdio",
+        "mcp_http",
+        "fs_walk",
+        "fs_walk_os",
+        "net_walk",
+        "net_walk_os",
+    }
 )
 # Targets whose sandbox must have the OS layer (fuzz/sandbox_targets.py).
 NEEDS_OS_LAYER = frozenset({"fs_walk_os"})

@@ -35,8 +35,9 @@ export default async ({ urls }) => {
       out.push({ verdict: 'allow', host: (await r.json()).host });
     } catch (e) {
       if (e.code === 'ERR_ACCESS_DENIED') out.push({ verdict: 'deny', reason: e.reason });
-      else if (e.name === 'TypeError' && (String(e.message).startsWith('Invalid URL')
-        || e.cause?.code === 'ERR_INVALID_URL')) out.push({ verdict: 'invalid' });
+      else if (e.name === 'TypeError' && e.cause?.code === 'ERR_INVALID_URL') {
+        out.push({ verdict: 'invalid' });
+      }
       else out.push({ verdict: 'allow', failure: e.cause?.code ?? e.name });
     }
   }

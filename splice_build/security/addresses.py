@@ -68,6 +68,18 @@ def is_loopback_address(address: str, policy: NetPolicy | None = None) -> bool:
     return False
 
 
+def is_grantable_literal(address: str, policy: NetPolicy | None = None) -> bool:
+    """Whether declaring the IP literal ``address`` may grant it: never an address that no
+    connection has as its peer (``0.0.0.0`` connects to this machine's loopback)."""
+    policy = policy or load_policy()
+    ip = parse_ip(address)
+    if isinstance(ip, ipaddress.IPv4Address):
+        return not any(ip in net for net in policy.ungrantable_v4)
+    if isinstance(ip, ipaddress.IPv6Address):
+        return not any(ip in net for net in policy.ungrantable_v6)
+    return False
+
+
 def address_key(address: str) -> str | None:
     """A canonical form for comparing addresses (``::ffff:1.2.3.4`` == ``::ffff:102:304``)."""
     ip = parse_ip(address)

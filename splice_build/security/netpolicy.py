@@ -27,6 +27,8 @@ class NetPolicy:
     refused_v6: tuple[tuple[IPv6Network, str], ...]
     public_v6: tuple[IPv6Network, ...]  # outside these, no IPv6 address is public
     outside_public_v6: str  # the refusal's name for such an address
+    ungrantable_v4: tuple[IPv4Network, ...]  # no literal grant covers these (never a peer)
+    ungrantable_v6: tuple[IPv6Network, ...]
     loopback_v4: tuple[IPv4Network, ...]
     loopback_v6: tuple[IPv6Network, ...]
     localhost_names: tuple[str, ...]
@@ -64,6 +66,8 @@ def load_policy() -> NetPolicy:
         refused_v6=tuple((IPv6Network(r["cidr"]), r["name"]) for r in refused["ipv6"]),
         public_v6=tuple(IPv6Network(c) for c in raw["publicV6"]["within"]),
         outside_public_v6=raw["publicV6"]["name"],
+        ungrantable_v4=tuple(IPv4Network(c) for c in raw["literalGrant"]["ipv4"]),
+        ungrantable_v6=tuple(IPv6Network(c) for c in raw["literalGrant"]["ipv6"]),
         loopback_v4=tuple(IPv4Network(c) for c in raw["loopback"]["ipv4"]),
         loopback_v6=tuple(IPv6Network(c) for c in raw["loopback"]["ipv6"]),
         localhost_names=tuple(raw["localhost"]["names"]),

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from splice_build.records import dataclass
-from splice_build.security.addresses import is_ip_literal, is_public_address
+from splice_build.security.addresses import is_grantable_literal, is_ip_literal, is_public_address
 from splice_build.security.net_errors import (
     REASON_CREDENTIALS,
     REASON_NOT_DECLARED,
@@ -66,7 +66,7 @@ def is_localhost_name(host: str, policy: NetPolicy) -> bool:
 def host_grant(host: str, patterns: Sequence[str], policy: NetPolicy) -> Grant:
     """Which grant applies to an allowed ``host``; raises NetworkDenied for a non-public one."""
     if is_ip_literal(host):
-        if host in patterns:
+        if host in patterns and is_grantable_literal(host, policy):
             return "literal"
         if not is_public_address(host, policy):
             raise NetworkDenied(

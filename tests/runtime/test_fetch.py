@@ -116,3 +116,19 @@ def test_a_huge_response_head_is_a_fetch_failure_the_tool_catches(run_tool) -> N
         result = run_tool(body, permissions=NET)
     assert result.ok, result.to_json()
     assert result.output == ["TypeError", "fetch failed", "UND_ERR_HEADERS_OVERFLOW"]
+
+
+def test_a_url_that_does_not_parse_fails_as_in_node(run_tool) -> None:
+    """As Node's fetch: TypeError 'Failed to parse URL from <url>', its cause the parser's
+    ERR_INVALID_URL (the shim threw 'Invalid URL: <url>' with no cause, found by the net_walk
+    fuzz target), before any request and whatever the grants."""
+    urls = ["http://[::ffff:127.0.0.2]:65536/", "https://[::1%25lo]/", "http://a b/", "x"]
+    body = (
+        f"export default async () => Promise.all({urls!r}.map((u) => fetch(u).then("
+        " () => 'fetched', (e) => [e.name, e.message, e.cause?.code ?? null])));"
+    )
+    result = run_tool(body, permissions={"network": ["*"]})
+    assert result.ok, result.to_json()
+    assert result.output == [
+        ["TypeError", f"Failed to parse URL from {url}", "ERR_INVALID_URL"] for url in urls
+    ]

@@ -16,6 +16,7 @@ from splice_build.runtime import SpliceRuntime, ToolResult
 from testing.hostile_packages import write_package
 from testing.netns import run_in_private_netns
 from testing.netservers import NetServer, drip_server, serve, serve_tls
+from testing.recording_listeners import recording_listeners
 
 pytestmark = pytest.mark.node
 
@@ -94,6 +95,24 @@ def test_declared_literal_reaches_the_server(fetch_tool, server: NetServer) -> N
         "type": "application/json",
         "path": "/echo?x=1",
         "host": f"127.0.0.1:{server.port}",
+    }
+
+
+def test_a_tool_declaring_0_0_0_0_reaches_no_local_service(fetch_tool) -> None:
+    """A connect to 0.0.0.0 is a connect to this machine: the tool port-scanned its loopback
+    (an open port 'reached an unchecked address' after the handshake, a closed one
+    ECONNREFUSED), found by the net_walk fuzz target. Refused before any connection."""
+    with recording_listeners() as where:
+        port = where.ports["127.0.0.1"]
+        result = fetch_tool(_error_of(f"fetch('http://0.0.0.0:{port}/')"), network=["0.0.0.0"])
+        where.settle()
+        assert where.taken() == []
+    assert result.output == {
+        "name": "Error",
+        "message": 'Network access to "0.0.0.0" is denied: it is not a public address.',
+        "code": "ERR_ACCESS_DENIED",
+        "cause": None,
+        "causeCode": None,
     }
 
 

@@ -23,6 +23,7 @@ from splice_build.security.net_errors import (
 )
 from testing.netns import run_in_private_netns
 from testing.netservers import FakeResolver, NetServer, drip_server, serve, serve_tls
+from testing.recording_listeners import recording_listeners
 
 PUBLIC_V6 = "2606:4700:4700::1111"
 
@@ -45,6 +46,26 @@ def test_declared_literal_may_reach_it(server: NetServer) -> None:
     assert response.status == 200 and response.ok and not response.redirected
     assert response.json()["path"] == "/echo?a=1"
     assert response.json()["headers"]["host"] == f"127.0.0.1:{server.port}"
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "0", "0x0", "0.0.0.1"])
+def test_a_declared_unspecified_address_is_never_connected_to(host: str) -> None:
+    """A connect to 0.0.0.0 reaches this machine's loopback: declaring it granted a TCP
+    handshake with any local service, refused only after it by the peer check (an open port
+    answered 'reached an unchecked address', a closed one ECONNREFUSED: a port scan), found by
+    the net_walk fuzz target. No literal grant covers 0.0.0.0/8: not-public, no connection."""
+    with recording_listeners() as where:
+        port = where.ports["127.0.0.1"]
+        declared = "0.0.0.1" if host == "0.0.0.1" else "0.0.0.0"
+        with GuardedSession([declared]) as http, pytest.raises(NetworkDenied) as caught:
+            http.get(f"http://{host}:{port}/")
+        assert caught.value.reason == "not-public"
+        assert (
+            str(caught.value)
+            == f'Network access to "{declared}" is denied: it is not a public address.'
+        )
+        where.settle()
+        assert where.taken() == []
 
 
 def test_any_public_host_may_not_reach_loopback(server: NetServer) -> None:

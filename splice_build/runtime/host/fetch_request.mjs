@@ -58,11 +58,13 @@ function urlInstanceHref(input) {
   }
 }
 
+/** The URL's href; as Node's fetch, a URL that does not parse is `TypeError('Failed to parse
+ * URL from …')` whose cause is the URL parser's own `ERR_INVALID_URL`. */
 function parseHref(text) {
   try {
     return apply(urlHref, new URLCtor(text), []);
-  } catch {
-    throw new TypeErrorCtor(`Invalid URL: ${text}`);
+  } catch (err) {
+    throw new TypeErrorCtor(`Failed to parse URL from ${text}`, { __proto__: null, cause: err });
   }
 }
 
