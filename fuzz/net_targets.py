@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from splice_build.errors import ErrorCode
+from fuzz.sandbox_targets import OWN_ENDS  # how a tool may end itself, as fs_walk's
 from testing.recording_listeners import Seen, start_listeners
 
 Check = Callable[[bytes], None]
@@ -66,17 +66,6 @@ FETCH_CAUSES = re.compile(
 # text that is no URL, read as an npm dependency; or by Node's own file URL check before it
 # (a file: URL with a host).
 MODULE_REFUSALS = {"ERR_ACCESS_DENIED", "ERR_SPLICE_MODULE_REFUSED", "ERR_INVALID_FILE_URL_HOST"}
-# How a tool may end itself (as fs_walk's): its own throw, its own hang, a write of its own
-# to the result pipe, its output, a polluted prototype that breaks its next load.
-OWN_ENDS = frozenset(
-    {
-        ErrorCode.TOOL_ERROR,
-        ErrorCode.TIMEOUT,
-        ErrorCode.INVALID_OUTPUT,
-        ErrorCode.OUTPUT_TOO_LARGE,
-        ErrorCode.TOOL_LOAD_FAILED,
-    }
-)
 
 
 def _host_of(head: str) -> str | None:

@@ -115,10 +115,9 @@ def test_a_written_answer_is_charged_the_cpu_it_took(tmp_path: Path) -> None:
     assert statuses == [200, 429]
 
 
-def _package_info(app: Any, token: str, name: str) -> dict[str, Any]:
-    """The result of one ``registry_package_info`` call on ``POST /mcp`` of ``app``."""
-    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
-    call["params"] = {"name": "registry_package_info", "arguments": {"package": f"@acme/{name}"}}
+def _mcp(app: Any, token: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The JSON-RPC answer to one ``method`` request on ``POST /mcp`` of ``app``."""
+    call = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
     body = json.dumps(call).encode()
     headers = [
         (b"authorization", f"Bearer {token}".encode()),
@@ -130,7 +129,14 @@ def _package_info(app: Any, token: str, name: str) -> dict[str, Any]:
     scope = http_scope("POST", "/mcp", headers)
     status, answer = asyncio.run(exchange(app, scope, sending(body)))
     assert status == 200, answer[:300]
-    return json.loads(answer)["result"]
+    return json.loads(answer)
+
+
+def _package_info(app: Any, token: str, name: str) -> dict[str, Any]:
+    """The result of one ``registry_package_info`` call on ``POST /mcp`` of ``app``."""
+    arguments = {"package": f"@acme/{name}"}
+    params = {"name": "registry_package_info", "arguments": arguments}
+    return _mcp(app, token, "tools/call", params)["result"]
 
 
 def test_package_info_is_made_once_and_charged_to_its_caller(
@@ -169,19 +175,7 @@ def test_package_info_is_made_once_and_charged_to_its_caller(
 def _read_skill_md(app: Any, token: str, name: str) -> dict[str, Any]:
     """The answer to one ``resources/read`` of ``@acme/<name>@1.0.0``'s SKILL.md."""
     uri = f"splice://registry/acme/{name}/1.0.0/SKILL.md"
-    body = json.dumps(
-        {"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": uri}}
-    ).encode()
-    headers = [
-        (b"authorization", f"Bearer {token}".encode()),
-        (b"content-type", b"application/json"),
-        (b"accept", b"application/json"),
-        (b"mcp-protocol-version", b"2025-06-18"),
-        (b"content-length", str(len(body)).encode()),
-    ]
-    status, answer = asyncio.run(exchange(app, http_scope("POST", "/mcp", headers), sending(body)))
-    assert status == 200, answer[:300]
-    return json.loads(answer)
+    return _mcp(app, token, "resources/read", {"uri": uri})
 
 
 def test_a_skill_md_is_read_from_its_artifact_once_and_charged(

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -22,6 +25,9 @@ from splice_build.errors import ErrorCode, SpliceError
 from splice_build.spec.project_state import fs_entry_problem
 from testing.hostile_packages import write_package
 from testing.registry_fixtures import embedded_store, new_project, publish
+
+if TYPE_CHECKING:
+    from splice_build.sdk import Splice
 
 _READER = """import fs from 'node:fs';
 export default function hello(input, ctx) {
@@ -82,15 +88,18 @@ def test_a_grant_reaching_the_env_files_above_the_project_is_refused(tmp_path: P
     assert fs_entry_problem("data", kept) is None
 
 
-@pytest.mark.node
-def test_a_root_tool_recorded_before_the_member_was_made_runs_nothing(tmp_path: Path) -> None:
-    """Consented while ``packages/a`` was a plain directory; once it is a project with its
-    provider key in ``.env``, the root's tool is refused before any process starts."""
+@contextmanager
+def _consented_before_its_member(
+    tmp_path: Path, permissions: dict[str, Any]
+) -> Iterator[tuple[Splice, Path]]:
+    """A root project that accepted ``@acme/reader`` (granted ``permissions``) while
+    ``packages/a`` was a plain directory, made a project with a provider key in its ``.env``
+    since: the root's ``Splice`` and the member."""
     from splice_build.sdk import Splice
 
     home = tmp_path / "home"
-    publish(embedded_store(home), tmp_path / "work", name="reader",
-            permissions={"fs": {"read": ["packages/a/.env"]}}, files={"tools/hello.js": _READER})  # fmt: skip
+    publish(embedded_store(home), tmp_path / "work", name="reader", permissions=permissions,
+            files={"tools/hello.js": _READER})  # fmt: skip
     root = new_project(tmp_path / "repo")
     (root / "packages" / "a").mkdir(parents=True)
     outer = Splice(root, home=home, registry="embedded:", broker=False)
@@ -98,10 +107,21 @@ def test_a_root_tool_recorded_before_the_member_was_made_runs_nothing(tmp_path: 
         outer.add(["@acme/reader"], accept_permissions=True)
         member = new_project(root / "packages" / "a")
         (member / ".env").write_text("TAVILY_API_KEY=tvly-member-key\n")
-        with pytest.raises(SpliceError) as refused:
-            outer.run("reader.hello", {"name": "x"})
+        yield outer, member
     finally:
         outer.close()
+
+
+@pytest.mark.node
+def test_a_root_tool_recorded_before_the_member_was_made_runs_nothing(tmp_path: Path) -> None:
+    """Consented while ``packages/a`` was a plain directory; once it is a project with its
+    provider key in ``.env``, the root's tool is refused before any process starts."""
+    reads = {"fs": {"read": ["packages/a/.env"]}}
+    with (
+        _consented_before_its_member(tmp_path, reads) as (outer, _member),
+        pytest.raises(SpliceError) as refused,
+    ):
+        outer.run("reader.hello", {"name": "x"})
     assert refused.value.code is ErrorCode.PERMISSIONS_NOT_GRANTED
     assert any("reaches the .env* files of the project" in d for d in refused.value.details)
 
@@ -183,26 +203,17 @@ def test_a_root_tool_whose_grant_holds_a_member_reads_nothing(tmp_path: Path) ->
     (PERMISSIONS_NOT_GRANTED) before any process starts. On the old code the tool returned
     the member's key."""
     from splice_build.runtime import SpliceRuntime
-    from splice_build.sdk import Splice
 
-    home = tmp_path / "home"
-    reads = {"fs": {"read": ["packages"]}}
-    publish(embedded_store(home), tmp_path / "work", name="reader", permissions=reads,
-            files={"tools/hello.js": _READER})  # fmt: skip
-    root = new_project(tmp_path / "repo")
-    (root / "packages" / "a").mkdir(parents=True)
-    outer = Splice(root, home=home, registry="embedded:", broker=False)
-    try:
-        outer.add(["@acme/reader"], accept_permissions=True)
-        member = new_project(root / "packages" / "a")
-        (member / ".env").write_text("TAVILY_API_KEY=tvly-member-key\n")
+    with _consented_before_its_member(tmp_path, {"fs": {"read": ["packages"]}}) as (
+        outer,
+        member,
+    ):
         with pytest.raises(SpliceError) as refused:
             outer.run("reader.hello", {"name": "x"})
         outer.remove(["@acme/reader"])
         with pytest.raises(SpliceError) as asked:
             outer.add(["@acme/reader"], accept_permissions=True)
-    finally:
-        outer.close()
+    root = member.parent.parent
     assert refused.value.code is ErrorCode.PERMISSIONS_NOT_GRANTED
     assert asked.value.code is ErrorCode.INVALID_MANIFEST
     real = Path(os.path.realpath(member))
