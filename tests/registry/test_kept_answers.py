@@ -132,6 +132,20 @@ def _mcp(app: Any, token: str, method: str, params: dict[str, Any]) -> dict[str,
     return json.loads(answer)
 
 
+def _counted(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> list[Any]:
+    """The arguments of each call of ``module.name`` from now on (it still runs)."""
+    calls: list[Any] = []
+    function = getattr(module, name)
+    monkeypatch.setattr(module, name, lambda value: calls.append(value) or function(value))
+    return calls
+
+
+def _token(service: Any) -> str:
+    """A token of a new user ``USER`` of ``service``."""
+    admin.create_user(service.deps, USER)
+    return admin.create_token(service.deps, USER, TokenRequest())["token"]
+
+
 def _package_info(app: Any, token: str, name: str) -> dict[str, Any]:
     """The result of one ``registry_package_info`` call on ``POST /mcp`` of ``app``."""
     arguments = {"package": f"@acme/{name}"}
@@ -146,14 +160,9 @@ def test_package_info_is_made_once_and_charged_to_its_caller(
     # server took 0.83 s of CPU a call for 2 MiB of lists nested 8 deep, outside --read-limit.
     # Now what it reads of a version is kept, and making it is charged as a GET's write is.
     service = open_service(_large_version(tmp_path), limits=replace(NO_LIMITS, costly_reads=3))
-    parsed: list[str] = []
-    parse_shallow = json_text.parse_shallow
-    monkeypatch.setattr(
-        json_text, "parse_shallow", lambda text: parsed.append(text) or parse_shallow(text)
-    )
+    parsed = _counted(monkeypatch, json_text, "parse_shallow")
     try:
-        admin.create_user(service.deps, USER)
-        token = admin.create_token(service.deps, USER, TokenRequest())["token"]
+        token = _token(service)
         apps = [create_app(service) for _ in range(3)]  # each keeps its own
         first, kept = (_package_info(apps[0], token, "big") for _ in range(2))
         made = _package_info(apps[1], token, "big")
@@ -189,14 +198,9 @@ def test_a_skill_md_is_read_from_its_artifact_once_and_charged(
     # A budget of 2: the GET of "big" is charged 2 up front, the first read at least 1.
     limits = replace(NO_LIMITS, costly_reads=2, costly_read_seconds=1e-6)
     service = open_service(_large_version(tmp_path), limits=limits)
-    inflated: list[bytes] = []
-    read_archive = archive.read_archive
-    monkeypatch.setattr(
-        archive, "read_archive", lambda data: inflated.append(data) or read_archive(data)
-    )
+    inflated = _counted(monkeypatch, archive, "read_archive")
     try:
-        admin.create_user(service.deps, USER)
-        token = admin.create_token(service.deps, USER, TokenRequest())["token"]
+        token = _token(service)
         app = create_app(service)
         first, kept = (_read_skill_md(app, token, "plain") for _ in range(2))
         read = _read(create_app(service), "big")[0]  # the budget a GET spends too
