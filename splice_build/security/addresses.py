@@ -70,9 +70,12 @@ def is_loopback_address(address: str, policy: NetPolicy | None = None) -> bool:
 
 def is_grantable_literal(address: str, policy: NetPolicy | None = None) -> bool:
     """Whether declaring the IP literal ``address`` may grant it: never an address that no
-    connection has as its peer (``0.0.0.0`` connects to this machine's loopback)."""
+    connection has as its peer (``0.0.0.0`` connects to this machine's loopback), nor an
+    IPv4-mapped one embedding it (an IPv6 socket connects ``::ffff:0.0.0.0`` as 0.0.0.0)."""
     policy = policy or load_policy()
     ip = parse_ip(address)
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
     if isinstance(ip, ipaddress.IPv4Address):
         return not any(ip in net for net in policy.ungrantable_v4)
     if isinstance(ip, ipaddress.IPv6Address):

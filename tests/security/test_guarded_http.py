@@ -68,6 +68,20 @@ def test_a_declared_unspecified_address_is_never_connected_to(host: str) -> None
         assert where.taken() == []
 
 
+@pytest.mark.parametrize("spelled", ["[::ffff:0.0.0.0]", "[::ffff:0:0]"])
+def test_a_declared_ipv4_mapped_unspecified_address_is_never_connected_to(spelled: str) -> None:
+    """``::ffff:0.0.0.0`` is 0.0.0.0 to the kernel (an IPv6 socket maps it): declared, it
+    reached the 127.0.0.1 listener as 0.0.0.0 did, so what a mapped address embeds is judged
+    as that IPv4 address is."""
+    with recording_listeners() as where:
+        port = where.ports["127.0.0.1"]
+        with GuardedSession(["::ffff:0:0"]) as http, pytest.raises(NetworkDenied) as caught:
+            http.get(f"http://{spelled}:{port}/")
+        assert caught.value.reason == "not-public"
+        where.settle()
+        assert where.taken() == []
+
+
 def test_any_public_host_may_not_reach_loopback(server: NetServer) -> None:
     before = len(server.seen)
     with GuardedSession(["*"]) as http, pytest.raises(NetworkDenied) as caught:
