@@ -16,8 +16,9 @@ unreadable one is; the walk still stops at its directory. So are the files of a 
 that lies in a write grant of a project above it (``enclosing_write_grant``,
 project/tool_written.py): a tool granted ``fs.write: ["packages"]`` wrote
 ``packages/a/.env.local`` naming its own RPC URL and AI key, and ``splice mcp --data`` in
-``packages/a`` (whose packages run nothing there) called providers with them.
-``ProviderKeys`` never shows a value in its ``repr``;
+``packages/a`` (whose packages run nothing there) called providers with them; and so are
+files a write grant names themselves (``fs.write: ["packages/.env"]``, the nearest file above
+``packages/a``). ``ProviderKeys`` never shows a value in its ``repr``;
 ``secret_values()`` lists everything redaction must remove, including the long pieces of a
 key-carrying RPC URL (path segments, query values and host labels).
 """
@@ -116,18 +117,19 @@ def _nearest_env_files(start: Path, env: Mapping[str, str], home: Path | None) -
     for directory in (start, *start.parents):
         files = [directory / name for name in ENV_FILES if (directory / name).is_file()]
         if files:
-            return [] if _tool_written(directory, env, home) else files
+            return [] if _tool_written([directory, *files], env, home) else files
     return []
 
 
-def _tool_written(directory: Path, env: Mapping[str, str], home: Path | None) -> bool:
-    """Whether ``directory`` lies in a write grant of a project above it: its ``.env``
-    files are then a tool's as much as the user's."""
+def _tool_written(paths: list[Path], env: Mapping[str, str], home: Path | None) -> bool:
+    """Whether any of ``paths`` (a directory and its ``.env`` files) lies in a write grant of
+    a project above it: those files are then a tool's as much as the user's (a grant of
+    ``packages`` or of ``packages/.env`` itself)."""
     from splice_build.project.home import SpliceHome
     from splice_build.project.tool_written import enclosing_write_grant
 
     known = home if home is not None else SpliceHome.from_env(env).path
-    return enclosing_write_grant(directory, known) is not None
+    return any(enclosing_write_grant(path, known) is not None for path in paths)
 
 
 def load_keys(

@@ -199,6 +199,20 @@ def test_env_files_a_tool_of_a_project_above_may_write_are_skipped(tmp_path: Pat
     assert load_keys(env={}, project_root=repo, home=home).get("TAVILY_API_KEY") == "tvly-the-users"
 
 
+def test_an_env_file_a_tool_of_a_project_above_may_write_is_skipped(tmp_path: Path) -> None:
+    """The grant may be the file itself: a tool of ``repo`` granted ``fs.write:
+    ["packages/.env"]`` wrote there the RPC URL the member ``packages/a``'s broker read as
+    its own (the nearest ``.env`` above the member)."""
+    grant = {"fs": {"read": [], "write": ["packages/.env"]}, "network": [], "env": []}
+    repo = make_project(
+        tmp_path / "repo", lock={"@acme/w": lock_entry_json("@acme/w", permissions=grant)}
+    )
+    member = make_project(repo / "packages" / "a")
+    _write(repo / "packages" / ".env", "ROBINHOOD_RPC_URL=https://rpc.example.org/planted\n")
+    held = load_keys(env={}, project_root=member, home=tmp_path / "home")
+    assert held.get("ROBINHOOD_RPC_URL") is None and held.sources == {}
+
+
 def test_a_key_in_the_rpc_host_name_stays_out_of_debug_logs(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
