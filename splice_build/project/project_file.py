@@ -109,13 +109,12 @@ class ProjectFile:
         nearest to: a misspelt ``"pakages"`` was kept silently and the project read as one
         without packages. Bounded as ``INVALID_PROJECT``'s problems are (``shown_problems``):
         the first 20 keys, each compared cut at 500 characters, then how many more."""
-        from splice_build.spec.names import closest
+        from splice_build.spec.names import guessed
 
         keys = list(self.extra)
         notes = []
         for key in keys[:MAX_SHOWN_PROBLEMS]:
-            near = closest(key[:MAX_PROBLEM_CHARS], _KNOWN_KEYS)
-            guess = f" (did you mean {json.dumps(near)}?)" if near is not None else ""
+            guess = guessed(key[:MAX_PROBLEM_CHARS], _KNOWN_KEYS, json.dumps)
             notes.append(
                 f"{PROJECT_FILE}: unknown key {json.dumps(key)}{guess}: kept as written, "
                 "not read by this version"

@@ -218,12 +218,11 @@ def _only_known(pyproject: Path, name: str, table: dict[str, Any], known: tuple[
     it is nearest to: ``memebers`` read as no members (every sync ``NOT_A_PROJECT``) and a
     ``[tool.splice.workspce]`` table as none (every project found a member), silently.
     ``[tool.splice]`` is Splice's alone, and only this module reads it."""
-    from splice_build.spec.names import closest
+    from splice_build.spec.names import guessed
 
     for key in table:
         if key not in known:
-            near = closest(key[:MAX_PATTERN_CHARS], known)
-            guess = f" (did you mean {near!r}?)" if near is not None else ""
+            guess = guessed(key[:MAX_PATTERN_CHARS], known)
             shown = key if len(key) <= MAX_PATTERN_CHARS else key[:MAX_PATTERN_CHARS] + "…"
             raise _invalid(
                 pyproject, f"[{name}] has no key {shown!r}{guess}: it holds only {', '.join(known)}"

@@ -8,7 +8,7 @@ from its tool (``example.hello``, ``@splice/example.hello``).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from splice_build.errors import ErrorCode, SpecError
@@ -206,3 +206,10 @@ def closest(given: str, names: Iterable[str]) -> str | None:
 
     close = difflib.get_close_matches(given, list(names), n=1)
     return close[0] if close else None
+
+
+def guessed(given: str, names: Iterable[str], quote: Callable[[str], str] = repr) -> str:
+    """`` (did you mean 'X'?)`` for the one of ``names`` closest to ``given``, else ``""``:
+    the end of a note on an unknown key of a file (``quote``: how that file's notes quote)."""
+    close = closest(given, names)
+    return f" (did you mean {quote(close)}?)" if close is not None else ""

@@ -89,10 +89,9 @@ def _warn_of_unknown_keys(ctx: CommandContext, home: SpliceHome) -> None:
     """A ``warning:`` for each key of the user config nothing reads: a hand-written
     ``{"regsitry": …}`` left the registry at its default, and `config list` and `get` said
     only ``(default)``."""
-    from splice_build.spec.names import closest
+    from splice_build.spec.names import guessed
 
     for key in home.read_config():
         if key not in home.CONFIG_KEYS:
-            near = closest(key[:100], home.CONFIG_KEYS)
-            guess = f" (did you mean {near!r}?)" if near is not None else ""
+            guess = guessed(key[:100], home.CONFIG_KEYS)
             ctx.out.warn(f"{home.config_file}: unknown key {key[:100]!r}{guess}: not read")
