@@ -61,8 +61,13 @@ export default async (input) => {
 def make_reusing(project: Path) -> Iterator[Callable[..., SpliceRuntime]]:
     runtimes: list[SpliceRuntime] = []
 
-    def make(**policy: float) -> SpliceRuntime:
-        runtime = SpliceRuntime(project_root=project, env={}, reuse=ReusePolicy(**policy))  # type: ignore[arg-type]
+    def make(isolation: str = "auto", **policy: float) -> SpliceRuntime:
+        runtime = SpliceRuntime(
+            project_root=project,
+            env={},
+            reuse=ReusePolicy(**policy),  # type: ignore[arg-type]
+            isolation=isolation,
+        )
         runtimes.append(runtime)
         return runtime
 
@@ -428,27 +433,36 @@ LIST_GRANT = """
 import c from 'node:crypto';
 import fs from 'node:fs';
 const token = c.randomUUID();
-export default (i, ctx) => ({ token, seen: fs.readdirSync(ctx.paths.project + '/ws') });
+export default (i, ctx) => {
+  const notes = ctx.paths.project + '/ws/notes.txt';
+  if (i.open) { fs.writeFileSync(notes, 'mine'); globalThis.kept = fs.openSync(notes, 'r'); }
+  const held = globalThis.kept === undefined ? null : fs.readFileSync(globalThis.kept, 'utf8');
+  return { token, held, seen: fs.readdirSync(ctx.paths.project + '/ws') };
+};
 """
 
 
+@pytest.mark.parametrize("isolation", ["auto", "in-process"])
 def test_a_grant_renamed_away_is_not_served_by_the_old_process(
-    make_reusing, tmp_path: Path, project: Path
+    make_reusing, tmp_path: Path, project: Path, isolation: str
 ) -> None:
     """The user moves ws/ aside (with what it holds) and makes a new, empty ws/: the grant's
     path names another directory now, so the process that bound the old one is not reused
-    (with the file view it would go on reading and writing the moved directory)."""
-    runtime = make_reusing()
+    (with the file view it would go on reading and writing the moved directory; without
+    one, through a descriptor its first call opened there)."""
+    runtime = make_reusing(isolation)
     pkg = runtime.load(
         write_package(tmp_path / "pkgs", LIST_GRANT, permissions={"fs": {"write": ["ws"]}})
     )
-    before = _call(runtime, pkg)
+    before = _call(runtime, pkg, open=True)
     [old] = _pool(runtime).idle_pids()
     (project / "ws").rename(project / "ws-private")
-    (project / "ws-private" / "diary.txt").write_text("moved out of the grant", encoding="utf-8")
+    (project / "ws-private" / "notes.txt").write_text("moved out of the grant", encoding="utf-8")
     (project / "ws").mkdir()
     after = _call(runtime, pkg)
-    assert after["seen"] == [] and after["token"] != before["token"]
+    assert before["held"] == "mine"
+    assert after == {"token": after["token"], "held": None, "seen": []}
+    assert after["token"] != before["token"]
     assert _pool(runtime).stats().discarded == 1
     assert _gone(old)
 
