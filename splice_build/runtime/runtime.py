@@ -559,7 +559,7 @@ class SpliceRuntime:
         if digest is None:
             return None
         spec = self._spec(pkg)
-        if not spec.reuse or spec.view is not None:  # a one-job process has run no tool code
+        if not spec.reuse:  # a one-job process has run no tool code when it is taken
             return PoolKey(spec, digest, self.project_root)
         from splice_build.runtime.isolation.fileview import grants_named
 
