@@ -93,9 +93,12 @@ def protected_paths(root: PurePath, home: PurePath | None = None) -> list[Protec
         Protected(root / STATE_DIR, f"{STATE_DIR}/"),
         Protected(root / ENV_FILE_PREFIX, f"{ENV_FILE_PREFIX}* files", name_prefix=True),
     ]
-    if home is not None:
-        found.append(Protected(home, f"SPLICE_HOME ({home})", in_project=False))
-    return found
+    return found + home_protected(home)
+
+
+def home_protected(home: PurePath | None) -> list[Protected]:
+    """``SPLICE_HOME``, if known: no grant of any project may overlap it."""
+    return [] if home is None else [Protected(home, f"SPLICE_HOME ({home})", in_project=False)]
 
 
 # The kernel's own file systems: their entries are processes, devices and kernel state, not
@@ -188,7 +191,11 @@ def real_grant_path(path: str) -> str:
     without a question, and every call ended TOOL_CRASHED when the file view's plan met the
     loop ("too many levels of symbolic links"). Callers refuse it as they refuse a link
     that cannot be read (``grant_unresolved``)."""
-    real = os.path.realpath(path)
+    return _refuse_loop(os.path.realpath(path))
+
+
+def _refuse_loop(real: str) -> str:
+    """``real``, or the OSError (ELOOP) of a path through a loop of links."""
     try:
         os.stat(real)
     except OSError as exc:
@@ -198,21 +205,67 @@ def real_grant_path(path: str) -> str:
 
 
 class RunMemo:
-    """Real paths and which directories hold splice.json, looked up once for the checks of
-    one run (one check by default: a ``ProjectState`` makes its own). Every run looks
-    afresh, so a link changed or a project made since is found by the next."""
+    """Real paths, folded paths, which directories hold splice.json and the protected paths
+    every member shares, looked up once for the checks of one run (one check by default: a
+    ``ProjectState`` makes its own). Every run looks afresh, so a link changed or a project
+    made since is found by the next."""
 
     def __init__(self) -> None:
         self._real: dict[PurePath, PurePath] = {}
+        self._folded: dict[PurePath, tuple[str, ...]] = {}
         self._holds: dict[PurePath, bool] = {}
         self._protected: dict[PurePath, list[tuple[tuple[str, ...], Protected]]] = {}
+        self._shared: dict[PurePath | None, tuple[list[Protected], list[Protected]]] = {}
 
     def real(self, path: PurePath) -> PurePath:
-        """``os.path.realpath`` of ``path``: Splice's installation, the kernel's file
-        systems and ``SPLICE_HOME`` are the same for every member of a workspace."""
+        """``os.path.realpath`` of the absolute ``path``, taken below its parent's real path:
+        a name that is no link resolves to itself there, as realpath has it, so each
+        directory is asked once (an ``lstat``) for every path of the run below it (the
+        members' roots share their parents, each grant and protected file its root). A link,
+        or a ``..``, is left to realpath itself."""
         found = self._real.get(path)
+        if found is not None:
+            return found
+        parent, name = path.parent, path.name
+        if parent == path or name in ("", os.curdir, os.pardir):
+            found = _real(path)
+        else:
+            found = self.real(parent) / name
+            if os.path.islink(found):
+                found = _real(found)
+        self._real[path] = found
+        return found
+
+    def real_grant(self, path: PurePath) -> PurePath:
+        """``real_grant_path`` of ``path``, its directories resolved once for the run."""
+        real = self.real(path)
+        _refuse_loop(str(real))
+        return real
+
+    def fold(self, path: PurePath) -> tuple[str, ...]:
+        """``_fold(path)``, each directory's folded once for every path of the run below it."""
+        found = self._folded.get(path)
         if found is None:
-            found = self._real[path] = _real(path)
+            parent = path.parent
+            if parent == path:
+                found = _fold(path)
+            else:
+                found = (*self.fold(parent), fold_path(path.name).rstrip(". "))
+            self._folded[path] = found
+        return found
+
+    def shared(
+        self, root: PurePath, home: PurePath | None
+    ) -> tuple[list[Protected], list[Protected]]:
+        """The protected paths outside any project (``home``, Splice's installation, the
+        kernel's file systems), as named and at their real paths: the same for every member."""
+        found = self._shared.get(home)
+        if found is None:
+            items = home_protected(home) + own_installation(root) + kernel_file_systems(root)
+            found = self._shared[home] = (
+                items,
+                [replace(i, path=self.real(i.path)) for i in items],
+            )
         return found
 
     def protected(self, directory: PurePath) -> list[tuple[tuple[str, ...], Protected]]:
@@ -221,7 +274,7 @@ class RunMemo:
         found = self._protected.get(directory)
         if found is None:
             found = self._protected[directory] = [
-                (_fold(item.path), item) for item in protected_paths(directory)
+                (self.fold(item.path), item) for item in protected_paths(directory)
             ]
         return found
 
@@ -248,11 +301,13 @@ class ProjectState:
         self.root, self.home = root, home
         self._real = root != ABSTRACT_ROOT
         self._memo = RunMemo() if memo is None else memo
-        items = protected_paths(root, home)
         if self._real:
-            items += own_installation(root) + kernel_file_systems(root)
-            items += [replace(i, path=self._memo.real(i.path)) for i in items]
-        self._folded = [(_fold(i.path), i) for i in items]
+            own = protected_paths(root)
+            named, real = self._memo.shared(root, home)
+            items = own + named + [replace(i, path=self._memo.real(i.path)) for i in own] + real
+        else:
+            items = protected_paths(root, home)
+        self._folded = [(self._memo.fold(i.path), i) for i in items]
         self._own: PurePath | None = None  # the root's real path, taken on first use
         self._above: set[tuple[str, ...]] = set()  # and the directories above it, folded
 
@@ -266,9 +321,9 @@ class ProjectState:
             return f'"{entry}" contains {shown}: a grant names one path, never a pattern{tail}'
         granted = [effective_fs_path(self.root, entry)]
         if self._real:
-            granted.append(type(granted[0])(real_grant_path(str(granted[0]))))
+            granted.append(self._memo.real_grant(granted[0]))
         included: list[Protected] = []
-        for candidate in map(_fold, granted):
+        for candidate in map(self._memo.fold, granted):
             for folded, item in self._folded:
                 if item.write_only and not write:
                     continue
@@ -300,15 +355,15 @@ class ProjectState:
         the broker reads, and every grant of the project would reach it."""
         if self._own is None:
             self._own = self._memo.real(self.root)
-            self._above = {_fold(directory) for directory in self._own.parents}
+            self._above = {self._memo.fold(directory) for directory in self._own.parents}
         own = self._own
-        folded, folded_own = _fold(real), _fold(own)
+        folded, folded_own = self._memo.fold(real), self._memo.fold(own)
         for directory in real.parents:
             if directory == own:
                 continue
             if self._memo.holds_project(directory):
                 whose, items = f"the project {directory}", self._memo.protected(directory)
-            elif _fold(directory) in self._above:
+            elif self._memo.fold(directory) in self._above:
                 whose = f"{directory}, above the project"
                 items = [
                     (path, item)

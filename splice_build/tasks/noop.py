@@ -323,7 +323,7 @@ def _unchanged(
         return None
     if state.fs and (
         _reaches_state(state.root, home, state.fs, memo)
-        or not _links_accepted(state.root, home, state.packages, state.fs)
+        or not _links_accepted(state.root, home, state.packages, state.fs, memo)
     ):
         return None
     return cache
@@ -382,22 +382,28 @@ def _reaches_state(
 
 
 def _links_accepted(
-    root: str, home: Path, packages: Iterable[str], entries: Iterable[tuple[str, bool]]
+    root: str,
+    home: Path,
+    packages: Iterable[str],
+    entries: Iterable[tuple[str, bool]],
+    memo: RunMemo,
 ) -> bool:
     """No entry's real path leaves the project at ``root``, or this machine's consent record
     (in ``home``) accepted each that does leading where it leads now, for every package of
     the state (spec/outside_grants.py). The state keeps the entries of all its packages
     together, so this asks of each package what the graph asks only of those granted the
     entry: it may run the graph where nothing would be asked, never skip it where
-    something would (a project whose packages do not all share the link runs it)."""
+    something would (a project whose packages do not all share the link runs it); ``memo``:
+    the real paths :func:`_reaches_state` took."""
     from splice_build.errors import SpliceError
     from splice_build.install.consent_record import read_record
-    from splice_build.spec.outside_grants import unaccepted_links
+    from splice_build.spec.outside_grants import outside_links, unaccepted_links
     from splice_build.spec.permissions import Permissions
 
     granted = Permissions(fs_read=tuple(e for e, _ in entries))
     try:
-        if not (outside := unaccepted_links(Path(root), granted, {})):
+        found = outside_links(Path(root), granted, memo)
+        if not (outside := unaccepted_links(Path(root), granted, {}, found)):
             return True
         record = read_record(home, Path(root))
     except (ValueError, SpliceError):  # a name no path can have, a home not the user's alone
