@@ -34,7 +34,7 @@ import functools
 import os
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import PurePath, PurePosixPath
 from typing import TYPE_CHECKING, TypeVar
 
@@ -204,18 +204,42 @@ def _refuse_loop(real: str) -> str:
     return real
 
 
+# A walk below a grant that found no project: (path, device, inode, change time) of every
+# directory it listed (spec/project_below.py).
+Walked = tuple[tuple[str, int, int, int], ...]
+
+
+class Walks:
+    """The walks below grants an earlier run recorded (``recorded``, read by ``load`` when
+    first asked for), and those this run trusted, found unchanged or made afresh
+    (``trusted``): spec/project_below.py."""
+
+    def __init__(self, load: Callable[[], dict[str, Walked]] | None = None) -> None:
+        self._load = load
+        self._recorded: dict[str, Walked] | None = None
+        self.trusted: dict[str, Walked] = {}
+
+    @property
+    def recorded(self) -> dict[str, Walked]:
+        if self._recorded is None:
+            self._recorded = {} if self._load is None else self._load()
+        return self._recorded
+
+
 class RunMemo:
     """Real paths, folded paths, which directories hold splice.json and the protected paths
     every member shares, looked up once for the checks of one run (one check by default: a
     ``ProjectState`` makes its own). Every run looks afresh, so a link changed or a project
     made since is found by the next."""
 
-    def __init__(self) -> None:
+    def __init__(self, walks: Walks | None = None) -> None:
+        """``walks``: the walks below grants to trust (a no-op sync's, tasks/walk_record.py)."""
         self._real: dict[PurePath, PurePath] = {}
         self._folded: dict[PurePath, tuple[str, ...]] = {}
         self._holds: dict[PurePath, bool] = {}
         self._protected: dict[PurePath, list[tuple[tuple[str, ...], Protected]]] = {}
         self._shared: dict[PurePath | None, tuple[list[Protected], list[Protected]]] = {}
+        self.walks = Walks() if walks is None else walks
 
     def real(self, path: PurePath) -> PurePath:
         """``os.path.realpath`` of the absolute ``path``, taken below its parent's real path:
@@ -377,7 +401,7 @@ class ProjectState:
                     return f'"{entry}" reaches the {item.what} of {whose}'
         from splice_build.spec.project_below import project_below
 
-        below = project_below(real)
+        below = project_below(real, self._memo.walks)
         if below is None:
             return None
         if isinstance(below, OSError):

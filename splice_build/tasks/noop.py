@@ -48,7 +48,7 @@ from splice_build.project.layout import ProjectLayout
 from splice_build.project.locking import lock
 from splice_build.project.state_dir import state_lock
 from splice_build.spec.limits import MAX_PROJECT_STATE_BYTES
-from splice_build.spec.project_state import ProjectState, RunMemo
+from splice_build.spec.project_state import ProjectState, RunMemo, Walked, Walks
 from splice_build.spec.regular_file import read_regular_file_and_stat
 
 if TYPE_CHECKING:
@@ -178,10 +178,12 @@ def unchanged_workspace(
     if not all(os.path.isfile(layout.stat_cache) for layout in layouts.values()):
         return None  # never synced, or the cache was deleted: no state to compare
     states: dict[Path, NoopState] = {}
-    real = _real_paths(workspace.members)
     digests = _digests_dir(home)  # the same for every member: named once
     derived: set[str] = set()  # records found there, each looked at once for all members
-    memo = RunMemo()  # and the real paths every member's grants are judged against
+    # The real paths of the members and of everything their grants are judged against (the
+    # members' shared parents resolved once), and the walks below those grants the last
+    # no-op kept (tasks/walk_record.py), read only for a member with a grant.
+    memo = RunMemo(Walks(functools.partial(_recorded_walks, workspace.root)))
     with contextlib.ExitStack() as stack:
         for directory in sorted(workspace.members, key=str):  # run_workspace's lock order
             layout = layouts[directory]
@@ -189,11 +191,22 @@ def unchanged_workspace(
                 stack.enter_context(state_lock(layout, on_blocked))
             elif layout.state_lock.exists():
                 stack.enter_context(lock(layout.state_lock, on_blocked))
-            cache = _unchanged(layout, home, real[directory], digests, derived, memo)
+            real = os.fspath(memo.real(directory))
+            cache = _unchanged(layout, home, real, digests, derived, memo)
             if cache is None or cache.state is None:
                 return None
             states[directory] = cache.state
+    if memo.walks.trusted and not check:
+        from splice_build.tasks.walk_record import write_walks
+
+        write_walks(workspace.root, memo.walks.trusted, memo.walks.recorded)
     return _result(workspace, check, states)
+
+
+def _recorded_walks(root: Path) -> dict[str, Walked]:
+    from splice_build.tasks.walk_record import read_walks
+
+    return read_walks(root)
 
 
 def unchanged_install(
@@ -260,26 +273,6 @@ def _kept_reports(
     except SpliceError:
         return None
     return reports
-
-
-def _real_paths(directories: Iterable[Path]) -> dict[Path, str]:
-    """``os.path.realpath`` of each directory, each parent resolved once.
-
-    realpath resolves a path one name at a time, an ``lstat`` for each: a member of a
-    workspace five directories deep cost six, thirty members of one parent 180. A name that
-    is no link resolves to itself below its resolved parent, as realpath would have it; for
-    a link (or a name realpath does not join) realpath itself answers."""
-    parents: dict[str, str] = {}
-    found = {}
-    for directory in directories:
-        parent, name = os.path.split(os.fspath(directory))
-        if parent not in parents:
-            parents[parent] = os.path.realpath(parent)
-        joined = os.path.join(parents[parent], name)
-        if name in ("", os.curdir, os.pardir) or os.path.islink(joined):
-            joined = os.path.realpath(directory)
-        found[directory] = joined
-    return found
 
 
 def _unchanged(
