@@ -235,6 +235,7 @@ class RunMemo:
     def __init__(self, walks: Walks | None = None) -> None:
         """``walks``: the walks below grants to trust (a no-op sync's, tasks/walk_record.py)."""
         self._real: dict[PurePath, PurePath] = {}
+        self._text: dict[str, str] = {}
         self._folded: dict[PurePath, tuple[str, ...]] = {}
         self._holds: dict[PurePath, bool] = {}
         self._protected: dict[PurePath, list[tuple[tuple[str, ...], Protected]]] = {}
@@ -242,22 +243,28 @@ class RunMemo:
         self.walks = Walks() if walks is None else walks
 
     def real(self, path: PurePath) -> PurePath:
-        """``os.path.realpath`` of the absolute ``path``, taken below its parent's real path:
-        a name that is no link resolves to itself there, as realpath has it, so each
-        directory is asked once (an ``lstat``) for every path of the run below it (the
-        members' roots share their parents, each grant and protected file its root). A link,
-        or a ``..``, is left to realpath itself."""
+        """``os.path.realpath`` of ``path`` (``real_text``)."""
         found = self._real.get(path)
-        if found is not None:
-            return found
-        parent, name = path.parent, path.name
-        if parent == path or name in ("", os.curdir, os.pardir):
-            found = _real(path)
-        else:
-            found = self.real(parent) / name
-            if os.path.islink(found):
-                found = _real(found)
-        self._real[path] = found
+        if found is None:
+            found = self._real[path] = type(path)(self.real_text(os.fspath(path)))
+        return found
+
+    def real_text(self, path: str) -> str:
+        """``os.path.realpath`` of ``path``, taken below its parent's real path: a name that
+        is no link resolves to itself there, as realpath has it, so each directory is asked
+        once (an ``lstat``) for every path of the run below it (the members' roots share
+        their parents, each grant and protected file its root). A link, or a ``..``, is
+        left to realpath itself."""
+        found = self._text.get(path)
+        if found is None:
+            parent, name = os.path.split(path)
+            if name in ("", os.curdir, os.pardir):
+                found = os.path.realpath(path)
+            else:
+                found = os.path.join(self.real_text(parent), name)
+                if os.path.islink(found):
+                    found = os.path.realpath(found)
+            self._text[path] = found
         return found
 
     def real_grant(self, path: PurePath) -> PurePath:

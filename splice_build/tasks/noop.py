@@ -191,7 +191,7 @@ def unchanged_workspace(
                 stack.enter_context(state_lock(layout, on_blocked))
             elif layout.state_lock.exists():
                 stack.enter_context(lock(layout.state_lock, on_blocked))
-            real = os.fspath(memo.real(directory))
+            real = memo.real_text(os.fspath(directory))
             cache = _unchanged(layout, home, real, digests, derived, memo)
             if cache is None or cache.state is None:
                 return None
