@@ -40,10 +40,13 @@ def outside_links(
     """Each ``fs`` entry of ``permissions`` (read, then write) whose real path in the project
     at ``root`` is neither the project's real directory nor below it, with that real path;
     ``memo``: the real paths this run took already (spec/project_state.py)."""
+    entries = (*permissions.fs_read, *permissions.fs_write)
+    if not entries:
+        return {}
     memo = RunMemo() if memo is None else memo
-    real_root = str(memo.real(PurePath(os.path.abspath(root))))
+    real_root = memo.real_text(os.fspath(root))
     found: dict[str, str] = {}
-    for entry in (*permissions.fs_read, *permissions.fs_write):
+    for entry in entries:
         if entry in found:
             continue
         try:

@@ -503,11 +503,14 @@ def project_state_problems(
     *,
     root: PurePath = ABSTRACT_ROOT,
     home: PurePath | None = None,
+    memo: RunMemo | None = None,
 ) -> list[str]:
     """``<where>.fs.read: "." would include …`` lines, one per refused entry (empty: fine).
-    Raises OSError when a path cannot be resolved (``grant_unresolved``)."""
+    Raises OSError when a path cannot be resolved (``grant_unresolved``). ``memo``: what the
+    caller's other checks of this run looked up (a lock's grant and its manifest)."""
     lines: list[str] = []
-    state = ProjectState(root, home) if permissions.fs_read or permissions.fs_write else None
+    has_fs = permissions.fs_read or permissions.fs_write
+    state = ProjectState(root, home, memo=memo) if has_fs else None
     for field, entries in (("fs.read", permissions.fs_read), ("fs.write", permissions.fs_write)):
         for entry in entries:
             assert state is not None
