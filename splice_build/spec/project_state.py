@@ -204,6 +204,9 @@ def _refuse_loop(real: str) -> str:
     return real
 
 
+# Protected paths, each with its path folded (``_fold``).
+_Folded = list[tuple[tuple[str, ...], Protected]]
+
 # A walk below a grant that found no project: (path, device, inode, change time) of every
 # directory it listed (spec/project_below.py).
 Walked = tuple[tuple[str, int, int, int], ...]
@@ -238,8 +241,8 @@ class RunMemo:
         self._text: dict[str, str] = {}
         self._folded: dict[PurePath, tuple[str, ...]] = {}
         self._holds: dict[PurePath, bool] = {}
-        self._protected: dict[PurePath, list[tuple[tuple[str, ...], Protected]]] = {}
-        self._shared: dict[PurePath | None, tuple[list[Protected], list[Protected]]] = {}
+        self._protected: dict[PurePath, _Folded] = {}
+        self._shared: dict[PurePath | None, tuple[_Folded, _Folded]] = {}
         self.walks = Walks() if walks is None else walks
 
     def real(self, path: PurePath) -> PurePath:
@@ -285,21 +288,28 @@ class RunMemo:
             self._folded[path] = found
         return found
 
-    def shared(
-        self, root: PurePath, home: PurePath | None
-    ) -> tuple[list[Protected], list[Protected]]:
+    def shared(self, root: PurePath, home: PurePath | None) -> tuple[_Folded, _Folded]:
         """The protected paths outside any project (``home``, Splice's installation, the
-        kernel's file systems), as named and at their real paths: the same for every member."""
+        kernel's file systems), folded, as named and at their real paths
+        (``at_real_paths``): the same for every member."""
         found = self._shared.get(home)
         if found is None:
             items = home_protected(home) + own_installation(root) + kernel_file_systems(root)
-            found = self._shared[home] = (
-                items,
-                [replace(i, path=self.real(i.path)) for i in items],
-            )
+            named = [(self.fold(item.path), item) for item in items]
+            found = self._shared[home] = (named, self.at_real_paths(named))
         return found
 
-    def protected(self, directory: PurePath) -> list[tuple[tuple[str, ...], Protected]]:
+    def at_real_paths(self, named: _Folded) -> _Folded:
+        """Each protected path of ``named`` at its real path, where that folds to another
+        path: one that folds the same gives every grant the same verdict, named alike."""
+        found = []
+        for folded, item in named:
+            real = self.real(item.path)
+            if (folded_real := self.fold(real)) != folded:
+                found.append((folded_real, replace(item, path=real)))
+        return found
+
+    def protected(self, directory: PurePath) -> _Folded:
         """``protected_paths(directory)``, each with its path folded (``_fold``): asked of
         every directory above each grant."""
         found = self._protected.get(directory)
@@ -332,13 +342,13 @@ class ProjectState:
         self.root, self.home = root, home
         self._real = root != ABSTRACT_ROOT
         self._memo = RunMemo() if memo is None else memo
+        fold = self._memo.fold
         if self._real:
-            own = protected_paths(root)
+            own = [(fold(item.path), item) for item in protected_paths(root)]
             named, real = self._memo.shared(root, home)
-            items = own + named + [replace(i, path=self._memo.real(i.path)) for i in own] + real
+            self._folded = own + named + self._memo.at_real_paths(own) + real
         else:
-            items = protected_paths(root, home)
-        self._folded = [(self._memo.fold(i.path), i) for i in items]
+            self._folded = [(fold(item.path), item) for item in protected_paths(root, home)]
         self._own: PurePath | None = None  # the root's real path, taken on first use
         self._above: set[tuple[str, ...]] = set()  # and the directories above it, folded
 
@@ -351,10 +361,13 @@ class ProjectState:
             tail = f", and this one could include {reach}" if reach else ""
             return f'"{entry}" contains {shown}: a grant names one path, never a pattern{tail}'
         granted = [effective_fs_path(self.root, entry)]
+        candidates = [self._memo.fold(granted[0])]
         if self._real:
             granted.append(self._memo.real_grant(granted[0]))
+            if (folded_real := self._memo.fold(granted[1])) != candidates[0]:
+                candidates.append(folded_real)  # the same fold: the same verdicts
         included: list[Protected] = []
-        for candidate in map(self._memo.fold, granted):
+        for candidate in candidates:
             for folded, item in self._folded:
                 if item.write_only and not write:
                     continue
