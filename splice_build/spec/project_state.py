@@ -351,6 +351,8 @@ class ProjectState:
             self._folded = [(fold(item.path), item) for item in protected_paths(root, home)]
         self._own: PurePath | None = None  # the root's real path, taken on first use
         self._above: set[tuple[str, ...]] = set()  # and the directories above it, folded
+        self._reached: tuple[str, str] | None = None  # _reached_above's answer
+        self._reached_known = False
 
     def fs_problem(self, entry: str, *, write: bool = True) -> str | None:
         """Why ``entry`` may not be granted here (for writing, or only reading), or None."""
@@ -402,7 +404,12 @@ class ProjectState:
             self._above = {self._memo.fold(directory) for directory in self._own.parents}
         own = self._own
         folded, folded_own = self._memo.fold(real), self._memo.fold(own)
-        for directory in real.parents:
+        parents, reached = real.parents, None
+        depth = len(own.parts)
+        if len(real.parts) > depth and real.parts[:depth] == own.parts:
+            # Inside the project: above it, the grant reaches what the root itself reaches.
+            parents, reached = parents[: len(real.parts) - depth - 1], self._reached_above()
+        for directory in parents:
             if directory == own:
                 continue
             if self._memo.holds_project(directory):
@@ -419,6 +426,8 @@ class ProjectState:
             for path, item in items:
                 if _overlap(folded, path, item.name_prefix) is not None:
                     return f'"{entry}" reaches the {item.what} of {whose}'
+        if reached is not None:
+            return f'"{entry}" reaches the {reached[0]} of {reached[1]}'
         from splice_build.spec.project_below import project_below
 
         below = project_below(real, self._memo.walks)
@@ -433,6 +442,31 @@ class ProjectState:
             f'"{entry}" would include the project {below} (its splice.json, splice.lock, '
             ".splice/ and .env* files)"
         )
+
+    def _reached_above(self) -> tuple[str, str] | None:
+        """What every grant inside the project reaches above it (its name, and whose), by
+        ``_other_project_problem``'s rule for the directories above the root, or None;
+        looked up once per state. Such a grant lies deeper than each of their protected
+        paths and shares the root's names down to the root, so it overlaps one exactly
+        where the root does: a project's, wherever the root overlaps it; another
+        directory's, where the root is that very path (``include``), not where the root
+        lies inside it (the filter of ``_other_project_problem``)."""
+        if not self._reached_known:
+            assert self._own is not None
+            own, self._reached_known = self._memo.fold(self._own), True
+            for directory in self._own.parents:
+                project = self._memo.holds_project(directory)
+                for path, item in self._memo.protected(directory):
+                    verdict = _overlap(own, path, item.name_prefix)
+                    if verdict == "include" or (verdict is not None and project):
+                        whose = (
+                            f"the project {directory}"
+                            if project
+                            else f"{directory}, above the project"
+                        )
+                        self._reached = (item.what, whose)
+                        return self._reached
+        return self._reached
 
 
 def fs_entry_problem(
