@@ -59,21 +59,11 @@ def _is_entry(entry: object) -> bool:
 
 
 def write_walks(root: Path, walks: dict[str, Walked], recorded: dict[str, Walked]) -> None:
-    """Keep ``walks`` (those this run trusted) unless ``recorded`` holds exactly them; best
-    effort, as the workspace's memo (project/workspace.py): never through a link in the
-    root's ``.splice/`` (project/state_dir.py), any other failure leaves it for the next run."""
+    """Keep ``walks`` (those this run trusted) unless ``recorded`` holds exactly them, as a
+    cache (project/state_dir.py ``write_cache``)."""
     if walks == recorded:
         return
-    from splice_build.project.atomic import atomic_write_bytes
-    from splice_build.project.creation_modes import dir_mode_in
-    from splice_build.project.layout import ProjectLayout
-    from splice_build.project.state_dir import check_state_dir
+    from splice_build.project.state_dir import write_cache
 
     body = {"version": _VERSION, "walks": {top: list(map(list, w)) for top, w in walks.items()}}
-    check_state_dir(ProjectLayout(root))
-    state = root / STATE_DIR
-    try:
-        state.mkdir(mode=dir_mode_in(root), exist_ok=True)
-        atomic_write_bytes(state / RECORD_FILE, json.dumps(body).encode("utf-8"))
-    except OSError:
-        return
+    write_cache(root, RECORD_FILE, json.dumps(body).encode("utf-8"))
