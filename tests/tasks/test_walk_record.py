@@ -46,6 +46,7 @@ def test_a_project_made_in_a_grant_after_a_recorded_walk_is_refused(
 
     assert sync() and sync()  # the second is a no-op, which keeps its walks
     assert set(read_walks(project)) == {str(project / "data"), str(project / "out")}
+    assert (project / ".splice" / RECORD_FILE).stat().st_mode & 0o777 == 0o600
     listed: list[str] = []
     scandir = os.scandir
     monkeypatch.setattr(os, "scandir", lambda path: listed.append(path) or scandir(path))
@@ -87,4 +88,19 @@ def test_a_record_of_another_shape_is_not_read(tmp_path: Path) -> None:
         (state / RECORD_FILE).write_text(json.dumps(body))
         assert read_walks(tmp_path) == {}
     (state / RECORD_FILE).write_text(json.dumps({"version": 1, "walks": {"t": [entry]}}))
+    (state / RECORD_FILE).chmod(0o600)
     assert read_walks(tmp_path) == {"t": (tuple(entry),)}
+    (state / RECORD_FILE).chmod(0o620)  # a record another user may write is not trusted
+    assert read_walks(tmp_path) == {}
+
+
+@pytest.mark.skipif(os.name == "nt" or os.geteuid() != 0, reason="makes a file of another user")
+def test_a_record_another_user_made_is_not_read(tmp_path: Path) -> None:
+    """Another user can ``stat`` this user's directories, so a walk of theirs that leaves out
+    the directory holding a project would pass every check of what it lists."""
+    (tmp_path / ".splice").mkdir()
+    record = tmp_path / ".splice" / RECORD_FILE
+    record.write_text(json.dumps({"version": 1, "walks": {"t": [[str(tmp_path), 1, 2, 3]]}}))
+    record.chmod(0o600)
+    os.chown(record, 65534, 65534)
+    assert read_walks(tmp_path) == {}
