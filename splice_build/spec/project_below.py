@@ -21,6 +21,11 @@ change times at its clock tick, and a second change within the tick of the first
 as it was. (A network file system's client may answer ``stat`` from its attribute cache for
 a while, so a change another machine made there is seen by a long-lived process, ``splice
 mcp`` or one ``Splice``, only once that cache expires; each new process lists afresh.)
+
+A no-op ``splice sync`` also keeps the walks it trusted in the workspace root's ``.splice/``
+(tasks/walk_record.py) and hands them to the next one (``Walks``): each is trusted exactly as
+a walk of this process is, every directory ``stat``ed and compared. A walk recorded
+elsewhere (a checkout's) cannot know the inodes and change times the directories got here.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ import os
 import time
 from pathlib import PurePath
 
-from splice_build.spec.project_state import PROJECT_FILE
+from splice_build.spec.project_state import PROJECT_FILE, Walked, Walks
 
 # Longer than any kernel clock tick (10 ms at HZ=100), with room for a clock stepped back.
 RECENT_NS = 2_000_000_000
@@ -38,19 +43,22 @@ _REMEMBERED_MAX = 64
 
 # Each real directory a walk found no project below, with (path, device, inode, change
 # time) of every directory it listed.
-_Seen = tuple[tuple[str, int, int, int], ...]
-_remembered: dict[str, _Seen] = {}
+_remembered: dict[str, Walked] = {}
 
 
-def project_below(directory: PurePath) -> PurePath | OSError | None:
+def project_below(directory: PurePath, walks: Walks | None = None) -> PurePath | OSError | None:
     """The first project (a directory holding ``splice.json``, its name folded as names are
     in spec/project_state.py) at or below the real directory ``directory``, or the error of
     a directory there that can be entered but not listed, or None. ``directory`` is not the
-    caller's project (``fs_problem``'s rules refuse that first)."""
+    caller's project (``fs_problem``'s rules refuse that first). ``walks``: those an earlier
+    run recorded, and those this run trusted (a no-op sync's, tasks/walk_record.py)."""
     key = str(directory)
-    seen = _remembered.get(key)
-    if seen is not None and all(_unchanged(*each) for each in seen):
-        return None
+    recorded = walks.recorded.get(key) if walks is not None else None
+    for seen in (_remembered.get(key), recorded):
+        if seen is not None and all(_unchanged(*each) for each in seen):
+            if walks is not None:
+                walks.trusted[key] = seen
+            return None
     found, listed = _walk(key)
     if found is not None:
         return found if isinstance(found, OSError) else type(directory)(found)
@@ -58,10 +66,12 @@ def project_below(directory: PurePath) -> PurePath | OSError | None:
         if len(_remembered) >= _REMEMBERED_MAX:
             _remembered.clear()
         _remembered[key] = listed
+        if walks is not None:
+            walks.trusted[key] = listed
     return None
 
 
-def _walk(top: str) -> tuple[str | OSError | None, _Seen | None]:
+def _walk(top: str) -> tuple[str | OSError | None, Walked | None]:
     """The first project or unlistable directory at or below ``top``; else None and what
     was listed (None when a listing is too recent to remember)."""
     listed: list[tuple[str, int, int, int]] | None = []

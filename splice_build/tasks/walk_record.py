@@ -1,0 +1,74 @@
+"""The walks below grants a no-op ``splice sync`` trusted, kept for the next one.
+
+Each cold ``splice sync`` listed every directory below every member's ``fs`` grant to find a
+project there (spec/project_below.py): 60 grants of one subdirectory each cost a no-op of
+30 members ~6 ms. The walks that found none are kept in ``<root>/.splice/walks.json`` with
+each directory's device, inode and change time; the next no-op ``stat``s those directories
+and lists again only below one that changed. It is a cache: unreadable, of another shape or
+version, it is ignored and written anew; ``--check`` reads it and writes nothing. A record
+made elsewhere (shipped in a checkout) cannot name the inodes and change times of the
+directories here, so it is never trusted; nor is one another user made or may write (a
+walk that leaves out a directory is trusted for what it lists, and another user can
+``stat`` this user's directories), so the record is this user's alone (mode 0600).
+"""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+from splice_build.project.layout import STATE_DIR
+from splice_build.spec.limits import MAX_PROJECT_STATE_BYTES
+from splice_build.spec.project_state import Walked
+
+RECORD_FILE = "walks.json"
+_VERSION = 1
+
+
+def read_walks(root: Path) -> dict[str, Walked]:
+    """The walks recorded in the workspace root ``root``'s ``.splice/``; {} when there are
+    none or any field is not of its shape."""
+    from splice_build.spec.regular_file import read_regular_file_and_stat, this_user
+
+    try:
+        data, info = read_regular_file_and_stat(
+            root / STATE_DIR / RECORD_FILE, MAX_PROJECT_STATE_BYTES, owner=this_user(), follow=False
+        )
+        body = json.loads(data)
+    except (OSError, ValueError, RecursionError):
+        return {}
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return {}  # another user could have left out the directory holding a project
+    if not isinstance(body, dict) or body.get("version") != _VERSION:
+        return {}
+    walks = body.get("walks")
+    if not isinstance(walks, dict):
+        return {}
+    found: dict[str, Walked] = {}
+    for top, listed in walks.items():
+        if not isinstance(listed, list) or not listed or not all(map(_is_entry, listed)):
+            return {}
+        found[top] = tuple(map(tuple, listed))
+    return found
+
+
+def _is_entry(entry: object) -> bool:
+    """``[path, device, inode, change time]``."""
+    return (
+        isinstance(entry, list)
+        and len(entry) == 4
+        and isinstance(entry[0], str)
+        and all(type(number) is int for number in entry[1:])
+    )
+
+
+def write_walks(root: Path, walks: dict[str, Walked], recorded: dict[str, Walked]) -> None:
+    """Keep ``walks`` (those this run trusted) unless ``recorded`` holds exactly them, as a
+    cache (project/state_dir.py ``write_cache``)."""
+    if walks == recorded:
+        return
+    from splice_build.project.state_dir import write_cache
+
+    body = {"version": _VERSION, "walks": {top: list(map(list, w)) for top, w in walks.items()}}
+    write_cache(root, RECORD_FILE, json.dumps(body).encode("utf-8"), mode=0o600)
