@@ -12,8 +12,9 @@ bound as over HTTP; further calls queue, nothing is refused), everything else on
 so a ``ping`` is answered while calls wait. At most ``MAX_IN_FLIGHT`` messages are held:
 beyond that the reader stops reading stdin (back-pressure). The server stops when stdin ends.
 A message whose turn comes after the client stopped reading stdout (the pipe's reader is
-gone, or a write failed) is dropped unanswered: calls already running finish, none queued
-behind them starts a sandbox process for nobody. A ``notifications/cancelled`` is applied
+gone, or a write failed) is dropped unanswered. A client that closes its end of stdout (it
+exited) cancels every call in flight at once (``_Writer.on_reader_gone``): a running call
+went on to its tool's timeout for nobody, holding its sandbox process and the server. A ``notifications/cancelled`` is applied
 by the reader itself, in stdin order (docs/mcp.md#cancellation): the call it names is ended,
 or leaves the queue, and gets no answer. A signal that ends the read (SIGTERM, ^C) stops the
 server (docs/mcp.md#stopping): the waiting calls are answered "Server stopping" at once, the
@@ -27,7 +28,7 @@ import contextlib
 import os
 import select
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any, BinaryIO, Final
 
@@ -52,6 +53,8 @@ MAX_WORKERS = 16  # threads for messages other than tool calls
 MAX_IN_FLIGHT = 64  # beyond this the reader waits: back-pressure instead of an unbounded queue
 
 _BOM = b"\xef\xbb\xbf"
+# Why the calls in flight are cancelled when the client closes its end of stdout.
+GONE = "its client closed stdout"
 
 
 class Oversize:
@@ -154,6 +157,38 @@ class _Writer:
         if any(events & (select.POLLERR | select.POLLHUP) for _fd, events in poller.poll(0)):
             self.broken = True
         return self.broken
+
+    @contextlib.contextmanager
+    def on_reader_gone(self, act: Callable[[], None]) -> Iterator[None]:
+        """While in the block, call ``act`` (on a thread of its own) once nobody reads the
+        stream any more: its file reports an error (a pipe whose read end is closed) or a
+        hang-up (a socket its peer closed). A client half-closing a socket it uses both ways
+        (its end of stdin) is no hang-up. Nothing is watched where the platform cannot
+        ``poll`` the stream."""
+        fd = self._fileno()
+        if fd is None:
+            yield
+            return
+        wake_r, wake_w = os.pipe()
+
+        def watch() -> None:
+            poller = select.poll()
+            poller.register(fd, 0)  # no event asked for: errors and hang-ups only
+            poller.register(wake_r, select.POLLIN)
+            events = dict(poller.poll())
+            if events.get(fd, 0) & (select.POLLERR | select.POLLHUP) and wake_r not in events:
+                self.broken = True
+                act()
+
+        watcher = threading.Thread(target=watch, name="splice-mcp-reader", daemon=True)
+        watcher.start()
+        try:
+            yield
+        finally:
+            os.write(wake_w, b"x")
+            watcher.join()
+            os.close(wake_r)
+            os.close(wake_w)
 
     def send(self, message: dict[str, Any] | list[Any]) -> None:
         data = encode(message) + b"\n"
@@ -267,6 +302,7 @@ def serve_stdio(
     with (
         contextlib.ExitStack() as after_the_cut,  # left last: the threads are done by then
         contextlib.closing(writer),  # closed next: the threads below are done by then
+        writer.on_reader_gone(lambda: server.abandon(GONE)),
         ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="splice-mcp") as pool,
         ThreadPoolExecutor(max_workers=max_calls, thread_name_prefix="splice-mcp-call") as calls,
     ):
