@@ -21,6 +21,7 @@ from splice_build.mcp.protocol import Server, Session, encode, parse_message
 from splice_build.mcp.transport import http
 from splice_build.mcp.transport.http import McpHttpApp, token_digest
 from testing.asgi import exchange, http_scope, sending
+from testing.decodes import large_ping, watch_decodes
 from testing.mcp_clients import DEMO_SKILL_URI, DEMO_TOKEN, demo_backend
 
 MESSAGES = [
@@ -82,39 +83,20 @@ def test_large_bodies_are_decoded_one_at_a_time_and_small_ones_at_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A body's decoded objects take up to 24 times its size (1 MiB of ``{}`` is 350,000
-    dicts): the pool's 40 threads decoding such bodies at once held 1.7 GB for 100 of them on
-    a real server, and a small ping from another client waited 4-13 s for a thread. Large
+    dicts): the pool's 40 threads decoding such bodies at once held 1.1 GB for 40 of them on
+    a real server, and a small ping from another client waited 5-13 s for a thread. Large
     bodies now take turns (the interpreter lock serializes their decoding all the same), and
     a small one decoded meanwhile does not wait for them."""
-    decoding: list[int] = []  # sizes of the bodies being decoded now
-    seen: list[list[int]] = []  # what was being decoded as each decode began
-    lock = threading.Lock()
-    small_decoded = threading.Event()
-
-    def slow(data: bytes, *, max_bytes: int) -> Any:
-        with lock:
-            decoding.append(len(data))
-            seen.append(list(decoding))
-        if len(data) > http.LARGE_BODY_BYTES:
-            small_decoded.wait(0.3)  # the small body is decoded while a large one is
-        else:
-            small_decoded.set()
-        with lock:
-            decoding.remove(len(data))
-        return parse_message(data, max_bytes=max_bytes)
-
-    monkeypatch.setattr(http, "parse_message", slow)
+    decodes = watch_decodes(monkeypatch)
     server = Server(demo_backend(), ServerInfo(version="0.0.0-demo", instructions="Demo."))
-    large = {"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"a": [{}] * 40_000}}
     small = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
 
     async def flood() -> list[tuple[int, bytes]]:
         app = McpHttpApp(server, token_digest(DEMO_TOKEN), AsyncAdmission(1))
-        bodies = [json.dumps(large).encode()] * 4 + [json.dumps(small).encode()]
+        bodies = [json.dumps(large_ping()).encode()] * 4 + [json.dumps(small).encode()]
         return await asyncio.gather(*(_post(app, body) for body in bodies))
 
     answers = asyncio.run(flood())
     assert [status for status, _body in answers] == [200] * 5
-    assert small_decoded.is_set()
-    large_at_once = [sum(size > http.LARGE_BODY_BYTES for size in now) for now in seen]
-    assert max(large_at_once) == 1, seen
+    assert decodes.small_decoded.is_set()
+    assert decodes.most_large_at_once() == 1, decodes.seen

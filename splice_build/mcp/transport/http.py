@@ -74,6 +74,7 @@ from splice_build.spec.number_text import capped_count
 from splice_build.stopping import MCP_GRACE_SECONDS
 
 if TYPE_CHECKING:
+    from anyio import CapacityLimiter
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import Response
@@ -199,9 +200,12 @@ class McpHttpApp:
         admission: AsyncAdmission,
         body_seconds: float = BODY_SECONDS,
         bodies: BodyReads | None = None,
+        large_decodes: CapacityLimiter | None = None,
     ) -> None:
         """``bodies``: the reads the server's stop ends (a registry's ``/mcp`` shares its
-        app's; ``splice mcp --http`` has this app's own, ended by ``stop_reading``)."""
+        app's; ``splice mcp --http`` has this app's own, ended by ``stop_reading``).
+        ``large_decodes``: the one decoder of large bodies (``_decode``), shared by every
+        app of a server (a registry makes one app per request)."""
         from anyio import CapacityLimiter
 
         self._server = server
@@ -213,7 +217,7 @@ class McpHttpApp:
         # ping, an initialize or a tools/list until one of them ended. The admission already
         # bounds them, so this never makes a call wait.
         self._call_threads = CapacityLimiter(admission.limit)
-        self._large_decodes = CapacityLimiter(1)
+        self._large_decodes = CapacityLimiter(1) if large_decodes is None else large_decodes
         self._bodies = BodyReads() if bodies is None else bodies
 
     def stop_reading(self) -> None:
