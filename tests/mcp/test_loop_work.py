@@ -100,3 +100,55 @@ def test_large_bodies_are_decoded_one_at_a_time_and_small_ones_at_once(
     assert [status for status, _body in answers] == [200] * 5
     assert decodes.small_decoded.is_set()
     assert decodes.most_large_at_once() == 1, decodes.seen
+
+
+def test_a_large_call_waits_for_its_slot_as_its_bytes() -> None:
+    """A call waiting for a slot held its decoded request, up to 24 times its body: 8 calls
+    of 1 MiB of ``{}`` behind a running one were 282 MB of a real server, and the queue is 8
+    calls per slot. A large one now waits as its bytes and is decoded once admitted."""
+    import tracemalloc
+
+    from testing.mcp_memory import MemoryBackend, descriptor
+
+    started, release = threading.Event(), threading.Event()
+
+    def hang(_: object) -> dict[str, Any]:
+        started.set()
+        release.wait(30)
+        return {}
+
+    backend = MemoryBackend()
+    backend.add_tool(descriptor("@acme/hang", "t"), hang)
+    server = Server(backend, ServerInfo(version="9.9.9"))
+    admission = AsyncAdmission(1)
+
+    def call(request_id: int, arguments: dict[str, Any]) -> bytes:
+        params = {"name": "acme_hang_t", "arguments": arguments}
+        return json.dumps(
+            {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+        ).encode()
+
+    large = call(2, {"a": [{}] * 200_000})  # 800 KB
+
+    async def queued() -> tuple[list[tuple[int, bytes]], int]:
+        app = McpHttpApp(server, token_digest(DEMO_TOKEN), admission)
+        running = asyncio.ensure_future(_post(app, call(1, {})))
+        while not started.is_set():
+            await asyncio.sleep(0.01)
+        tracemalloc.start()
+        try:
+            waiting = asyncio.ensure_future(_post(app, large))
+            for _ in range(1000):
+                if admission.waiting or waiting.done():
+                    break
+                await asyncio.sleep(0.01)
+            held = tracemalloc.get_traced_memory()[0]
+            assert admission.waiting == 1
+        finally:
+            tracemalloc.stop()
+        release.set()
+        return list(await asyncio.gather(running, waiting)), held
+
+    answers, held = asyncio.run(queued())
+    assert [status for status, _body in answers] == [200, 200]
+    assert held < 4 * len(large), held  # its bytes (a copy or two), not 20 MB of objects
