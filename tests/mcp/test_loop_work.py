@@ -102,10 +102,12 @@ def test_large_bodies_are_decoded_one_at_a_time_and_small_ones_at_once(
     assert decodes.most_large_at_once() == 1, decodes.seen
 
 
-def test_a_large_call_waits_for_its_slot_as_its_bytes() -> None:
+@pytest.mark.parametrize("then", ["admitted", "stopped"])
+def test_a_large_call_waits_for_its_slot_as_its_bytes(then: str) -> None:
     """A call waiting for a slot held its decoded request, up to 24 times its body: 8 calls
     of 1 MiB of ``{}`` behind a running one were 282 MB of a real server, and the queue is 8
-    calls per slot. A large one now waits as its bytes and is decoded once admitted."""
+    calls per slot. A large one now waits as its bytes, decoded again once admitted, or
+    refused "Server stopping" with its id when the server stops first."""
     import tracemalloc
 
     from testing.mcp_memory import MemoryBackend, descriptor
@@ -146,9 +148,18 @@ def test_a_large_call_waits_for_its_slot_as_its_bytes() -> None:
             assert admission.waiting == 1
         finally:
             tracemalloc.stop()
+        if then == "stopped":
+            server.begin_stop(5)
+            await asyncio.wait([waiting])
         release.set()
         return list(await asyncio.gather(running, waiting)), held
 
     answers, held = asyncio.run(queued())
-    assert [status for status, _body in answers] == [200, 200]
     assert held < 4 * len(large), held  # its bytes (a copy or two), not 20 MB of objects
+    assert answers[0][0] == 200
+    status, body = answers[1]
+    if then == "admitted":
+        assert (status, json.loads(body)["id"]) == (200, 2)
+    else:
+        stopping = {"code": -32003, "message": "Server stopping", "data": {"retryAfter": 1}}
+        assert (status, json.loads(body)) == (503, {"jsonrpc": "2.0", "id": 2, "error": stopping})
