@@ -317,7 +317,7 @@ def _unchanged(
     for package_id in state.packages:
         if not cache.unchanged(package_id, os.path.join(packages, package_id)):
             return None
-    if _open_to_all(packages, state.packages):
+    if _open_to_others(layout.root, packages, state.packages):
         return None
     if not _still_derived(digests, state.artifacts, derived):
         return None
@@ -352,17 +352,32 @@ def _still_derived(digests: str, artifacts: Iterable[str], found: set[str]) -> b
     return True
 
 
-def _open_to_all(packages: str, ids: Iterable[str]) -> bool:
-    """Whether every user may write ``.splice``, ``.splice/packages`` or a scope's directory
-    there (or one cannot be examined): the graph then runs, and takes that write access
-    (install/modes.py). A package's own files and directories need no look here: their
-    modes are in the stat records compared above. (A group's write is left to the check
-    before a run, install/installed.py, which names the directory.)"""
+def _open_to_others(root: Path, packages: str, ids: Iterable[str]) -> bool:
+    """Whether a user beyond the project's may write ``.splice``, ``.splice/packages`` or a
+    scope's directory there (or one cannot be examined), as the check before a run judges
+    it (project/state_owner.py ``added_writer``): the graph then runs, and takes that write
+    access where this user owns the directory (install/modes.py). Looking at others' write
+    alone, a group's or a POSIX ACL's write let a no-op ``install`` report every package
+    kept while ``splice run`` refused them, its hint ``splice install`` changing nothing.
+    A package's own files and directories need no look here: their modes are in the stat
+    records compared above."""
     directories = {os.path.dirname(packages), packages}
     directories.update(f"{packages}/{package_id.partition('/')[0]}" for package_id in ids)
+    project: os.stat_result | None = None
+    team: Callable[[], set[int]] | None = None
     for directory in directories:
         try:
-            if os.stat(directory).st_mode & stat.S_IWOTH:
+            info = os.stat(directory)
+            if info.st_mode & stat.S_IWOTH:
+                return True
+            if not info.st_mode & stat.S_IWGRP:
+                continue  # only its owner may write it: added_writer's answer, without the call
+            from splice_build.project.state_owner import added_writer, project_team
+
+            if project is None or team is None:
+                project = os.stat(root)
+                team = project_team(project, root)
+            if added_writer(info, Path(directory), project, root, team=team) is not None:
                 return True
         except OSError:
             return True

@@ -14,6 +14,7 @@ import pytest
 
 from splice_build.install.statcache import VERSION
 from splice_build.project.layout import ProjectLayout
+from testing.acls import posix_acls_kept, set_access_acl
 from testing.cli import Completed, main_in_fresh_process, run_splice
 from testing.registry_fixtures import publish
 from testing.registry_server import registry_server
@@ -183,6 +184,26 @@ def test_install_restores_past_the_fast_path(project: Path, served: str, change:
     answered, heavy = _install(project, served)
     assert heavy == [] and answered.json() == recording.json()
     assert [r["alreadyInstalled"] for r in answered.json()] == [True, True]
+
+
+@pytest.mark.skipif(
+    not posix_acls_kept(), reason="the temporary directory's file system keeps no POSIX ACLs"
+)
+def test_install_takes_an_acl_writer_from_the_scope_past_the_fast_path(
+    project: Path, served: str
+) -> None:
+    """A scope directory another user may write through a POSIX ACL: `splice run` refuses
+    its packages and hints `splice install`, which must run the graph (it takes that write,
+    install/modes.py); the fast path looked at others' write alone and answered "kept"."""
+    assert _install(project, served)[1] == []
+    set_access_acl(ProjectLayout(project).packages_dir / "@acme", 65534, 7)
+    refused = run_splice("--json", "run", "pkg00.hello", "name=Ada", cwd=project)
+    assert refused.json()["error"]["code"] == "INSTALLED_PACKAGE_MODIFIED", refused.stdout
+    assert "splice install" in refused.json()["error"]["hint"]
+    repaired, heavy = _install(project, served)
+    assert (repaired.code, heavy[:1]) == (0, ["doit"]), repaired.stderr
+    ran = run_splice("--json", "run", "pkg00.hello", "name=Ada", cwd=project)
+    assert ran.code == 0, ran.stdout
 
 
 def test_install_refuses_a_changed_range_past_the_fast_path(project: Path, served: str) -> None:
