@@ -15,6 +15,9 @@ lock as the graph would, they re-check for every member
 - every installed directory's and file's ``(device, inode, size, mtime_ns, ctime_ns, mode)``
   against the record taken after it was verified (an added, hidden, removed or renamed file
   changes its directory's ``ctime``: nothing is listed, install/statcache.py),
+- ``.splice``, ``.splice/packages``, each scope's directory and each installed entry that is
+  not this user's alone: none that a user beyond the project's may write, by the rule of
+  the check before a run (whom a stat lets write depends on the project's directory too),
 - every ``fs`` entry of the packages' grants and manifests, judged again against the project's
   state and this run's ``SPLICE_HOME`` as the graph's ``verify`` judges them (a granted
   directory that became a link to ``.splice``, or a home moved inside a granted one, changes
@@ -43,7 +46,13 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from splice_build.install.statcache import FileIdentity, NoopState, StatCache, file_identity
+from splice_build.install.statcache import (
+    FileIdentity,
+    NoopState,
+    StatCache,
+    file_identity,
+    only_mine,
+)
 from splice_build.project.layout import ProjectLayout
 from splice_build.project.locking import lock
 from splice_build.project.state_dir import state_lock
@@ -314,10 +323,11 @@ def _unchanged(
     # directory below ``packages_dir`` as ``layout.package_dir`` does, without parsing it
     # again into a PackageId and a Path for every package of every member.
     packages = os.fspath(layout.packages_dir)
+    shared: list[tuple[str, os.stat_result]] = []
     for package_id in state.packages:
-        if not cache.unchanged(package_id, os.path.join(packages, package_id)):
+        if not cache.unchanged(package_id, os.path.join(packages, package_id), shared=shared):
             return None
-    if _open_to_others(layout.root, packages, state.packages):
+    if _open_to_others(layout.root, packages, state.packages, shared):
         return None
     if not _still_derived(digests, state.artifacts, derived):
         return None
@@ -352,36 +362,45 @@ def _still_derived(digests: str, artifacts: Iterable[str], found: set[str]) -> b
     return True
 
 
-def _open_to_others(root: Path, packages: str, ids: Iterable[str]) -> bool:
-    """Whether a user beyond the project's may write ``.splice``, ``.splice/packages`` or a
-    scope's directory there (or one cannot be examined), as the check before a run judges
-    it (project/state_owner.py ``added_writer``): the graph then runs, and takes that write
-    access where this user owns the directory (install/modes.py). Looking at others' write
-    alone, a group's or a POSIX ACL's write let a no-op ``install`` report every package
-    kept while ``splice run`` refused them, its hint ``splice install`` changing nothing.
-    A package's own files and directories need no look here: their modes are in the stat
-    records compared above."""
+def _open_to_others(
+    root: Path, packages: str, ids: Iterable[str], shared: list[tuple[str, os.stat_result]]
+) -> bool:
+    """Whether a user beyond the project's may write ``.splice``, ``.splice/packages``, a
+    scope's directory there (or one cannot be examined) or one of ``shared``, the installed
+    entries not only this user's (``StatCache.unchanged``), as the check before a run judges
+    each (project/state_owner.py ``added_writer``): the graph then runs, takes that write
+    where this user owns the directory and installs an open tree again (install/modes.py).
+
+    Their stats are as recorded, but whom they let write counts by the project's directory
+    and groups, which no record holds: with others' write alone looked at, a scope
+    directory a POSIX ACL or a group let another user write, or a team's checkout made
+    ``chmod g-w``, had a no-op ``install`` report every package kept while ``splice run``
+    refused them, its hint ``splice install`` changing nothing."""
     directories = {os.path.dirname(packages), packages}
     directories.update(f"{packages}/{package_id.partition('/')[0]}" for package_id in ids)
-    project: os.stat_result | None = None
-    team: Callable[[], set[int]] | None = None
+    entries = list(shared)
     for directory in directories:
         try:
             info = os.stat(directory)
-            if info.st_mode & stat.S_IWOTH:
-                return True
-            if not info.st_mode & stat.S_IWGRP:
-                continue  # only its owner may write it: added_writer's answer, without the call
-            from splice_build.project.state_owner import added_writer, project_team
-
-            if project is None or team is None:
-                project = os.stat(root)
-                team = project_team(project, root)
-            if added_writer(info, Path(directory), project, root, team=team) is not None:
-                return True
         except OSError:
             return True
-    return False
+        if info.st_mode & stat.S_IWOTH:
+            return True
+        if not only_mine(info):
+            entries.append((directory, info))
+    if not entries:
+        return False
+    from splice_build.project.state_owner import added_writer, project_team
+
+    try:
+        project = os.stat(root)
+        team = project_team(project, root)
+        return any(
+            added_writer(info, Path(path), project, root, team=team) is not None
+            for path, info in entries
+        )
+    except OSError:
+        return True
 
 
 def _reaches_state(

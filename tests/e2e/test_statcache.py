@@ -206,6 +206,36 @@ def test_install_takes_an_acl_writer_from_the_scope_past_the_fast_path(
     assert ran.code == 0, ran.stdout
 
 
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() != 0,
+    reason="gives the project and its packages to a group of another user (root: chown)",
+)
+def test_install_reinstalls_a_tree_its_team_no_longer_writes_past_the_fast_path(
+    project: Path, served: str
+) -> None:
+    """A team's checkout (the project's directory 2775, of a group uid 65534 is in, and so
+    the installed trees) recorded while the group wrote the project; then ``chmod g-w`` of
+    the project's directory: no recorded stat changes, yet the group may now write code it
+    may not write the project with. `splice run` refuses it and hints `splice install`,
+    which must run the graph (it installs the open tree again)."""
+    tree = ProjectLayout(project).package_dir("@acme/pkg00")
+    os.chown(project, -1, 65534)
+    project.chmod(0o2775)
+    for path in [tree, *tree.rglob("*")]:
+        os.chown(path, -1, 65534)
+        path.chmod(path.stat().st_mode | 0o020)
+    assert _install(project, served)[1][:1] == ["doit"]  # records the changed stats
+    assert _install(project, served)[1] == []
+    project.chmod(0o2755)
+    refused = run_splice("--json", "run", "pkg00.hello", "name=Ada", cwd=project)
+    assert refused.json()["error"]["code"] == "INSTALLED_PACKAGE_MODIFIED", refused.stdout
+    assert "splice install" in refused.json()["error"]["hint"]
+    repaired, heavy = _install(project, served)
+    assert (repaired.code, heavy[:1]) == (0, ["doit"]), repaired.stderr
+    ran = run_splice("--json", "run", "pkg00.hello", "name=Ada", cwd=project)
+    assert ran.code == 0, ran.stdout
+
+
 def test_install_refuses_a_changed_range_past_the_fast_path(project: Path, served: str) -> None:
     """``install`` does not follow an edited range (``sync`` does): the graph must say so."""
     assert _install(project, served)[1] == []
