@@ -186,6 +186,18 @@ def test_install_restores_past_the_fast_path(project: Path, served: str, change:
     assert [r["alreadyInstalled"] for r in answered.json()] == [True, True]
 
 
+def _install_mends_what_run_refuses(project: Path, served: str) -> None:
+    """`splice run` refuses pkg00 as open to another user and hints `splice install`, which
+    runs the graph (never the fast path) and leaves the package runnable."""
+    refused = run_splice("--json", "run", "pkg00.hello", "name=Ada", cwd=project)
+    assert refused.json()["error"]["code"] == "INSTALLED_PACKAGE_MODIFIED", refused.stdout
+    assert "splice install" in refused.json()["error"]["hint"]
+    repaired, heavy = _install(project, served)
+    assert (repaired.code, heavy[:1]) == (0, ["doit"]), repaired.stderr
+    ran = run_splice("--json", "run", "pkg00.hello", "name=Ada", cwd=project)
+    assert ran.code == 0, ran.stdout
+
+
 @pytest.mark.skipif(
     not posix_acls_kept(), reason="the temporary directory's file system keeps no POSIX ACLs"
 )
@@ -197,13 +209,7 @@ def test_install_takes_an_acl_writer_from_the_scope_past_the_fast_path(
     install/modes.py); the fast path looked at others' write alone and answered "kept"."""
     assert _install(project, served)[1] == []
     set_access_acl(ProjectLayout(project).packages_dir / "@acme", 65534, 7)
-    refused = run_splice("--json", "run", "pkg00.hello", "name=Ada", cwd=project)
-    assert refused.json()["error"]["code"] == "INSTALLED_PACKAGE_MODIFIED", refused.stdout
-    assert "splice install" in refused.json()["error"]["hint"]
-    repaired, heavy = _install(project, served)
-    assert (repaired.code, heavy[:1]) == (0, ["doit"]), repaired.stderr
-    ran = run_splice("--json", "run", "pkg00.hello", "name=Ada", cwd=project)
-    assert ran.code == 0, ran.stdout
+    _install_mends_what_run_refuses(project, served)
 
 
 @pytest.mark.skipif(
@@ -227,13 +233,7 @@ def test_install_reinstalls_a_tree_its_team_no_longer_writes_past_the_fast_path(
     assert _install(project, served)[1][:1] == ["doit"]  # records the changed stats
     assert _install(project, served)[1] == []
     project.chmod(0o2755)
-    refused = run_splice("--json", "run", "pkg00.hello", "name=Ada", cwd=project)
-    assert refused.json()["error"]["code"] == "INSTALLED_PACKAGE_MODIFIED", refused.stdout
-    assert "splice install" in refused.json()["error"]["hint"]
-    repaired, heavy = _install(project, served)
-    assert (repaired.code, heavy[:1]) == (0, ["doit"]), repaired.stderr
-    ran = run_splice("--json", "run", "pkg00.hello", "name=Ada", cwd=project)
-    assert ran.code == 0, ran.stdout
+    _install_mends_what_run_refuses(project, served)
 
 
 def test_install_refuses_a_changed_range_past_the_fast_path(project: Path, served: str) -> None:
