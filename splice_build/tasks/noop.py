@@ -25,8 +25,9 @@ lock as the graph would, they re-check for every member
   accepted by this machine's consent record leading where it leads now, for every package
   (install/consent.py asks for one that is not; a project whose packages do not all share
   the link runs the graph),
-- every package's record, in this run's ``SPLICE_HOME``, of the files digest derived from its
-  artifact (install/derived.py; the graph found it equal to the lock's),
+- every package's record, in this run's ``SPLICE_HOME`` (this user's alone, as the graph
+  requires), of the files digest derived from its artifact (install/derived.py; the graph
+  found it equal to the lock's),
 
 and answer "unchanged" for every project only when all of that holds (``install`` then reports
 each package as the graph reports a kept one, from the lock and the installed manifest); any
@@ -187,8 +188,10 @@ def unchanged_workspace(
     if not all(os.path.isfile(layout.stat_cache) for layout in layouts.values()):
         return None  # never synced, or the cache was deleted: no state to compare
     states: dict[Path, NoopState] = {}
-    real = _real_paths(workspace.members)
     digests = _digests_dir(home)  # the same for every member: named once
+    if digests is None:
+        return None
+    real = _real_paths(workspace.members)
     derived: set[str] = set()  # records found there, each looked at once for all members
     memo = RunMemo()  # and the real paths every member's grants are judged against
     with contextlib.ExitStack() as stack:
@@ -212,14 +215,12 @@ def unchanged_install(
     (every package kept, in the order the graph reports them), else None: run the graph."""
     if not os.path.isfile(layout.stat_cache):
         return None
+    digests = _digests_dir(home.path)
+    if digests is None:
+        return None
     with state_lock(layout, on_blocked):
         cache = _unchanged(
-            layout,
-            home.path,
-            os.path.realpath(layout.root),
-            os.fspath(home.files_digest_dir),
-            set(),
-            RunMemo(),
+            layout, home.path, os.path.realpath(layout.root), digests, set(), RunMemo()
         )
         if cache is None or cache.state is None:
             return None
@@ -339,11 +340,19 @@ def _unchanged(
     return cache
 
 
-def _digests_dir(home: Path) -> str:
-    """The directory of ``home``'s files digest records (``SpliceHome.files_digest_dir``)."""
+def _digests_dir(home: Path) -> str | None:
+    """The directory of ``home``'s files digest records (``SpliceHome.files_digest_dir``),
+    or None when the home is not this user's alone (``SpliceHome.check``): another user may
+    have put any record there, and the graph then says so (``INVALID_CONFIG``, as ``splice
+    run`` does). Trusting its records, a no-op ``sync`` answered exit 0 from a home made
+    ``chmod 777``."""
+    from splice_build.errors import SpliceError
     from splice_build.project.home import SpliceHome
 
-    return os.fspath(SpliceHome(home).files_digest_dir)
+    try:
+        return os.fspath(SpliceHome(home).check().files_digest_dir)
+    except SpliceError:
+        return None
 
 
 def _still_derived(digests: str, artifacts: Iterable[str], found: set[str]) -> bool:

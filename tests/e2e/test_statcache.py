@@ -236,6 +236,20 @@ def test_install_reinstalls_a_tree_its_team_no_longer_writes_past_the_fast_path(
     _install_mends_what_run_refuses(project, served)
 
 
+def test_a_home_other_users_may_write_is_refused_past_the_fast_path(
+    project: Path, served: str
+) -> None:
+    """The fast path relies on SPLICE_HOME's files digest records: from a home another user
+    may write it answered a no-op `sync` exit 0, where the graph and `splice run` refuse
+    the home (``INVALID_CONFIG``, project/home_owner.py)."""
+    root = project.parent.parent
+    assert _executed(_sync(root, served)) == []
+    Path(os.environ["SPLICE_HOME"]).chmod(0o777)
+    for args in ((), ("--check",)):
+        done = _sync(root, served, *args)
+        assert (done.code, done.json()["error"]["code"]) == (2, "INVALID_CONFIG"), done.stdout
+
+
 def test_install_refuses_a_changed_range_past_the_fast_path(project: Path, served: str) -> None:
     """``install`` does not follow an edited range (``sync`` does): the graph must say so."""
     assert _install(project, served)[1] == []
