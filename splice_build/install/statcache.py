@@ -261,10 +261,11 @@ class StatCache:
         keys = list(map(_key, infos))
         if _packed_now(keys) != directories[1] + files[1] or _newest(keys) >= self.written_ns:
             return False
-        # The owner of the package's directory ("", the first name) stands for its tree's,
-        # which one user's install writes whole; the modes are every entry's.
+        # The owner of the package's directory ("") stands for its tree's, which one user's
+        # install writes whole; the modes are every entry's.
+        own = infos[directories[0].index("")]
         if shared is not None and (
-            not only_mine(infos[0]) or reduce(or_, map(_MODE, keys)) & _OTHERS_WRITE
+            not only_mine(own) or reduce(or_, map(_MODE, keys)) & _OTHERS_WRITE
         ):
             names = chain(directories[0], files[0])
             shared.extend(
