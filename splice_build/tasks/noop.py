@@ -191,7 +191,6 @@ def unchanged_workspace(
     digests = _digests_dir(home)  # the same for every member: named once
     if digests is None:
         return None
-    real = _real_paths(workspace.members)
     derived: set[str] = set()  # records found there, each looked at once for all members
     # The real paths of the members and of everything their grants are judged against (the
     # members' shared parents resolved once), and the walks below those grants the last
