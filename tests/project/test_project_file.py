@@ -245,11 +245,14 @@ def test_sync_and_install_warn_of_a_misspelt_key_every_time(tmp_path: Path) -> N
     )
     done = run_splice("sync", cwd=tmp_path)
     assert done.code == 0 and warning in done.stderr.splitlines(), done.stderr
-    # The next sync would be a no-op, which reads no key: it warns all the same.
+    # The next sync is a no-op, which reads no key: it warns all the same, and the unknown
+    # key is no reason to run the graph (every sync of such a project ran it before).
     checked = run_splice("--json", "sync", "--check", cwd=tmp_path)
     assert warning in checked.stderr.splitlines(), checked.stderr
+    assert checked.json()["tasks"]["executed"] == []
     (project,) = checked.json()["projects"]
     assert project["warnings"] == [warning.removeprefix("warning: .: ")]
     installed = run_splice("install", cwd=tmp_path)
     assert installed.code == 0
     assert warning.replace(".: ", "", 1) in installed.stderr.splitlines(), installed.stderr
+
