@@ -136,6 +136,7 @@ def _text(data: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
+    from splice_build.cli.commands.add import warn_of_unknown_keys
     from splice_build.errors import ErrorCode, RegistryError
     from splice_build.install.resolve import all_version_entries, available_detail, package_answer
     from splice_build.project.home import SpliceHome
@@ -148,6 +149,9 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
 
     ref = PackageRef.parse(args.package)
     package_id = ref.package.id
+    root = _project_root(ctx)
+    if root is not None:  # a misspelt "registy" asked another registry, silently
+        warn_of_unknown_keys(ctx, root)
     opened = open_configured(
         flag=ctx.registry, env=ctx.env, cwd=ctx.cwd, home=SpliceHome.from_env(ctx.env)
     )
@@ -168,7 +172,6 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     finally:
         opened.client.close()
     manifest = Manifest.from_dict(selected["manifest"])
-    root = _project_root(ctx)
     data = {
         **documented("package", package),  # a registry's own members are not ours to print
         "selected": documented("version", selected),
