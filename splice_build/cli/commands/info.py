@@ -37,6 +37,7 @@ def _installed(ctx: CommandContext, root: Path | None, package_id: str) -> dict[
     there yet, so the lock alone is no word that it is installed."""
     from splice_build.errors import ProjectError
     from splice_build.project.lockfile import Unknown, load_lockfile
+    from splice_build.security.addresses import grants_connection
 
     if root is None:
         return None
@@ -51,7 +52,9 @@ def _installed(ctx: CommandContext, root: Path | None, package_id: str) -> dict[
     return {
         "version": entry.version,
         "signedBy": entry.signed_by,
-        "grant": None if isinstance(grant, Unknown) else grant.describe(root),
+        "grant": None
+        if isinstance(grant, Unknown)
+        else grant.describe(root, grants=grants_connection),
         **_copy_status(ctx, root, package_id),
     }
 
@@ -142,6 +145,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     from splice_build.project.home import SpliceHome
     from splice_build.registry.client.answers import documented
     from splice_build.registry.client.open import open_configured
+    from splice_build.security.addresses import grants_connection
     from splice_build.spec.manifest import Manifest
     from splice_build.spec.names import PackageRef
     from splice_build.spec.semver import max_satisfying
@@ -176,7 +180,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         **documented("package", package),  # a registry's own members are not ours to print
         "selected": documented("version", selected),
         "tools": describe_tools(manifest),
-        "permissions": manifest.permissions.describe(root),
+        "permissions": manifest.permissions.describe(root, grants=grants_connection),
         "signature": _signature_status(selected),
         "installed": _installed(ctx, root, package_id),
     }

@@ -36,6 +36,7 @@ def _load_files(target: Path) -> tuple[dict[str, bytes], str]:
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
+    from splice_build.security.addresses import grants_connection
     from splice_build.security.terminal import require_visible_paths, require_visible_text
     from splice_build.spec.package import validate_package_files
 
@@ -52,12 +53,15 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         "version": manifest.version,
         "files": len(files),
         "tools": tools,
-        "permissions": manifest.permissions.describe(),
+        "permissions": manifest.permissions.describe(grants=grants_connection),
     }
     text = (
         f"{manifest.id}@{manifest.version} is valid ({kind}, {len(files)} files)\n"
         f"tools: {', '.join(tools) or '(none)'}\n"
-        + "\n".join(f"permission: {line}" for line in manifest.permissions.describe())
+        + "\n".join(
+            f"permission: {line}"
+            for line in manifest.permissions.describe(grants=grants_connection)
+        )
     )
     ctx.out.result(data, text)
     return 0
