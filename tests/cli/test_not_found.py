@@ -225,6 +225,9 @@ def test_a_package_named_without_its_namespace_or_at_sign_gets_the_whole_name_as
         (["add", "files"], "Names are @namespace/name: `splice search files` finds it."),
         (["info", "splice/files@^0.1.0"], "Did you mean @splice/files?"),
         (["remove", "splice/files"], "Did you mean @splice/files?"),
+        # outdated and update read their names past the parser, without the hint
+        (["outdated", "splice/files"], "Did you mean @splice/files?"),
+        (["update", "files"], "Names are @namespace/name: `splice search files` finds it."),
         (["add", "Files"], None),
     ):
         capsys.readouterr()
