@@ -607,7 +607,11 @@ class Splice:
         ``SPLICE_REGISTRY``) is asked of the registry its lock entry came from.
         """
         from splice_build.install.report import verification_report
-        from splice_build.install.resolve import published_versions
+        from splice_build.install.resolve import (
+            available_detail,
+            pick_a_version,
+            published_versions,
+        )
         from splice_build.install.session import RegistrySession
         from splice_build.project.lockfile import load_lockfile
         from splice_build.project.project_file import load_project_file
@@ -631,6 +635,8 @@ class Splice:
                     raise InstallError(
                         ErrorCode.NO_MATCHING_VERSION,
                         f"No version of {package_id} matches {parsed.range}",
+                        details=[available_detail(versions)],
+                        hint=pick_a_version(package_id, "verify"),
                     )
                 version = str(best)
             try:

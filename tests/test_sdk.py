@@ -1101,6 +1101,27 @@ def test_an_errors_hint_names_the_sdk_call_beside_the_command(tmp_path: Path) ->
     assert usage.value.code is ErrorCode.USAGE
 
 
+def test_a_range_no_version_matches_hints_the_call_taking_one(tmp_path: Path) -> None:
+    """NO_MATCHING_VERSION had no hint (add, sync, info), and verify's not even the versions
+    there are; each now names what to type with one of them, the SDK call beside it."""
+    splice = Splice.init(tmp_path / "project")
+    for call, told in (
+        (
+            lambda: splice.add(["@splice/example@^9.0.0"]),
+            'Splice.add(["@splice/example@<version>"])',
+        ),
+        (
+            lambda: splice.verify("@splice/example@^9.0.0"),
+            'Splice.verify("@splice/example@<version>")',
+        ),
+    ):
+        with pytest.raises(SpliceError) as none:
+            call()
+        assert none.value.code is ErrorCode.NO_MATCHING_VERSION
+        assert none.value.details[0].startswith("available: 0.")
+        assert f"(Python SDK: `{told}`)" in (none.value.hint or "")
+
+
 @pytest.mark.parametrize(
     ("hint", "told"),
     [

@@ -66,6 +66,13 @@ def available_detail(versions: list[str]) -> str:
     return f"available: {shown}" + (f" and {more} more" if more else "")
 
 
+def pick_a_version(package_id: str, command: str = "add") -> str:
+    """The hint of ``NO_MATCHING_VERSION``: what to type with a version of those its
+    ``available_detail`` lists (``add``'s range none matches, a ``splice.json`` range a sync
+    resolves: ``add`` writes the new one); it had none, and the SDK's hint names the call."""
+    return f"Pick one of the versions available: `splice {command} {package_id}@<version>`."
+
+
 def package_answer(client: RegistryClient, package_id: str) -> dict[str, Any]:
     """The registry's answer for ``package_id``; ``PACKAGE_NOT_FOUND`` names the registry
     asked and hints at ``splice search``, whichever command asked (``info`` said only
@@ -180,6 +187,7 @@ def resolve(
             ErrorCode.NO_MATCHING_VERSION,
             f"No version of {package_id} matches {rng.text}",
             details=[available_detail(versions)],
+            hint=pick_a_version(package_id),
         )
     return Resolution(package_id, str(best), saved_range(rng, str(best)))
 
