@@ -34,7 +34,7 @@ from splice_build.install.installed import (
     read_installed_manifest,
 )
 from splice_build.runtime.forks import forget_in_children
-from splice_build.sdk_args import absolute_arg, env_arg, kind, names_arg, working_directory
+from splice_build.sdk_args import absolute_arg, env_arg, kind, named, names_arg, working_directory
 
 if TYPE_CHECKING:
     from splice_build.install.consent import Accept
@@ -311,7 +311,7 @@ class Splice:
             require_signed=require_signed,
             allow_signer_change=allow_signer_change,
         )
-        parsed = [PackageRef.parse(ref) for ref in names_arg(refs, "refs")]  # type: ignore[arg-type]
+        parsed = [named(PackageRef.parse, ref) for ref in names_arg(refs, "refs")]  # type: ignore[arg-type]
         if not parsed:
             raise InstallError(ErrorCode.USAGE, "add needs at least one package")
         ranges: dict[str, set[str]] = {}
@@ -411,7 +411,7 @@ class Splice:
         from splice_build.install.transaction import project_lock
         from splice_build.spec.names import PackageId
 
-        canonical = [PackageId.parse(i).id for i in names_arg(ids, "ids")]  # type: ignore[arg-type]
+        canonical = [named(PackageId.parse, i).id for i in names_arg(ids, "ids")]  # type: ignore[arg-type]
         with project_lock(self.layout):
             return remove_packages(self.layout, canonical)
 
@@ -585,7 +585,7 @@ class Splice:
     def _selected(self, packages: Mapping[str, str], ids: Sequence[str]) -> list[str]:
         from splice_build.spec.names import PackageId, did_you_mean
 
-        chosen = [PackageId.parse(i).id for i in names_arg(ids, "ids")] or list(packages)  # type: ignore[arg-type]
+        chosen = [named(PackageId.parse, i).id for i in names_arg(ids, "ids")] or list(packages)  # type: ignore[arg-type]
         unknown = [i for i in chosen if i not in packages]
         if unknown:
             raise InstallError(
@@ -618,7 +618,7 @@ class Splice:
         from splice_build.spec.names import PackageRef
         from splice_build.spec.semver import max_satisfying
 
-        parsed = PackageRef.parse(ref)
+        parsed = named(PackageRef.parse, ref)
         package_id = parsed.package.id
         entry = load_lockfile(self.project_root).get(package_id)
         url = self._registry_for(load_project_file(self.project_root), entry)

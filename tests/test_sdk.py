@@ -1101,6 +1101,24 @@ def test_an_errors_hint_names_the_sdk_call_beside_the_command(tmp_path: Path) ->
     assert usage.value.code is ErrorCode.USAGE
 
 
+def test_a_name_without_its_at_sign_or_namespace_hints_the_whole_name(tmp_path: Path) -> None:
+    """The CLI said "Did you mean @splice/files?"; the SDK's calls gave the message alone."""
+    splice = Splice.init(tmp_path / "project")
+    for call, hint in (
+        (lambda: splice.add(["splice/files@^0.1.0"]), "Did you mean @splice/files?"),
+        (lambda: splice.remove(["splice/files"]), "Did you mean @splice/files?"),
+        (
+            lambda: splice.update(["files"]),
+            "Names are @namespace/name: `splice search files` finds it.",
+        ),
+        (lambda: splice.outdated(["splice/files"]), "Did you mean @splice/files?"),
+        (lambda: splice.verify("splice/files@0.1.0"), "Did you mean @splice/files?"),
+    ):
+        with pytest.raises(SpliceError) as refused:
+            call()
+        assert (refused.value.code, refused.value.hint) == (ErrorCode.INVALID_NAME, hint)
+
+
 def test_a_range_no_version_matches_hints_the_call_taking_one(tmp_path: Path) -> None:
     """NO_MATCHING_VERSION had no hint (add, sync, info), and verify's not even the versions
     there are; each now names what to type with one of them, the SDK call beside it."""
