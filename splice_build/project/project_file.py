@@ -236,12 +236,17 @@ def load_project_file(root: Path) -> ProjectFile:
     except OSError as exc:
         raise _invalid(f"cannot be read ({exc.strerror})") from exc
     try:
-        value = decode_json(data)
-    except ValueError as exc:
-        raise _invalid(str(exc)) from exc
+        try:
+            value = decode_json(data)
+        except ValueError as exc:
+            raise _invalid(str(exc)) from exc
+        parsed = _parse(value)
+    except ProjectError as exc:  # which file: the project may be a directory above
+        exc.hint = f"Correct {path} as the message says, then run the command again."
+        raise
     from splice_build.spec.digests import sha256_hex
 
-    return replace(_parse(value), source=sha256_hex(data))
+    return replace(parsed, source=sha256_hex(data))
 
 
 def save_project_file(root: Path, pf: ProjectFile) -> None:

@@ -272,3 +272,13 @@ def test_every_command_reading_the_project_warns_of_a_misspelt_key(
         "not read by this version"
     ) in done.stderr.splitlines(), done.stderr
     done.json()  # stdout still holds the one document
+
+
+def test_an_invalid_project_file_hints_which_file_it_is(tmp_path: Path) -> None:
+    write_json(tmp_path / "splice.json", {"specVersion": 2, "packages": {}})
+    with pytest.raises(ProjectError) as invalid:
+        load_project_file(tmp_path)
+    assert invalid.value.code is ErrorCode.INVALID_PROJECT
+    assert invalid.value.hint == (
+        f"Correct {tmp_path / 'splice.json'} as the message says, then run the command again."
+    )
