@@ -1119,6 +1119,18 @@ def test_a_name_without_its_at_sign_or_namespace_hints_the_whole_name(tmp_path: 
         assert (refused.value.code, refused.value.hint) == (ErrorCode.INVALID_NAME, hint)
 
 
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
+def test_init_where_no_directory_can_be_made_is_a_coded_error() -> None:
+    # /proc answers ENOENT to a mkdir in it: Splice.init raised FileNotFoundError bare (the
+    # CLI's init an INTERNAL_ERROR with a crash report), where every SDK failure is coded.
+    with pytest.raises(SpliceError) as refused:
+        Splice.init("/proc/splice-project")
+    assert refused.value.code is ErrorCode.USAGE
+    assert refused.value.message == (
+        "project directory /proc/splice-project cannot be created: No such file or directory"
+    )
+
+
 def test_a_range_no_version_matches_hints_the_call_taking_one(tmp_path: Path) -> None:
     """NO_MATCHING_VERSION had no hint (add, sync, info), and verify's not even the versions
     there are; each now names what to type with one of them, the SDK call beside it."""
