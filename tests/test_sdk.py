@@ -1178,3 +1178,27 @@ def test_the_sdk_call_said_for_each_command(hint: str, told: str) -> None:
     error = SpliceError(ErrorCode.USAGE, "m", hint=hint)
     said_to_the_sdk(error)
     assert error.hint == told
+
+
+def test_the_package_itself_names_the_sdk() -> None:
+    # `from splice_build import Splice` was an ImportError: only splice_build.sdk had it.
+    import splice_build
+    from splice_build import ErrorCode as Code
+    from splice_build import Splice as Sdk
+    from splice_build import SpliceError as Error
+
+    assert (Sdk, Error, Code) == (Splice, SpliceError, ErrorCode)
+    with pytest.raises(AttributeError):
+        splice_build.Nope  # noqa: B018
+    # Importing the package (every command does) loads no SDK.
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, splice_build; print('splice_build.sdk' in sys.modules)",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout == "False\n"
