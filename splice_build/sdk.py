@@ -606,47 +606,9 @@ class Splice:
         package of a project whose splice.json names none (and with no ``--registry`` or
         ``SPLICE_REGISTRY``) is asked of the registry its lock entry came from.
         """
-        from splice_build.install.report import verification_report
-        from splice_build.install.resolve import (
-            available_detail,
-            pick_a_version,
-            published_versions,
+        return verify_package(
+            ref, self.layout, registry=self._registry_flag, env=self.env, home=self.home
         )
-        from splice_build.install.session import RegistrySession
-        from splice_build.project.lockfile import load_lockfile
-        from splice_build.project.project_file import load_project_file
-        from splice_build.spec.names import PackageRef
-        from splice_build.spec.semver import max_satisfying
-
-        parsed = named(PackageRef.parse, ref)
-        package_id = parsed.package.id
-        entry = load_lockfile(self.project_root).get(package_id)
-        url = self._registry_for(load_project_file(self.project_root), entry)
-        session = RegistrySession(url, home=self.home, env=self.env)
-        try:
-            if parsed.range.is_exact:
-                version = parsed.range.text
-            elif entry is not None and parsed.range.text == "latest":
-                version = entry.version
-            else:
-                versions, _ = published_versions(session.client, package_id)
-                best = max_satisfying(versions, parsed.range)
-                if best is None:
-                    raise InstallError(
-                        ErrorCode.NO_MATCHING_VERSION,
-                        f"No version of {package_id} matches {parsed.range}",
-                        details=[available_detail(versions)],
-                        hint=pick_a_version(package_id, "verify"),
-                    )
-                version = str(best)
-            try:
-                return verification_report(session, self.layout, package_id, version)
-            except RegistryError as exc:
-                if exc.code is ErrorCode.PACKAGE_NOT_FOUND and parsed.range.is_exact:
-                    _no_such_version(session.client, package_id, version, exc)
-                raise
-        finally:
-            session.close()
 
     # installed code ---------------------------------------------------------------------------
     @_hinted
@@ -962,6 +924,64 @@ class Splice:
         except Exception as exc:  # the caller's own mapping code raised while it was read
             return _unreadable_input(pkg.id, tool, input, exc)
         return runtime.execute(loaded, tool, value)
+
+
+def verify_package(
+    ref: str,
+    layout: ProjectLayout | None,
+    *,
+    registry: str | None,
+    env: Mapping[str, str],
+    home: SpliceHome,
+) -> dict[str, Any]:
+    """``Splice.verify`` of the project at ``layout``, or with None of no project (``splice
+    verify`` run anywhere, as the TypeScript CLI verifies a registry package): the registry
+    is then the flag's, ``SPLICE_REGISTRY``'s, the user config's or the embedded one, the
+    version the registry's latest, and the report has no ``pinned`` or ``installed`` check."""
+    from splice_build.install.report import verification_report
+    from splice_build.install.resolve import available_detail, pick_a_version, published_versions
+    from splice_build.install.session import RegistrySession
+    from splice_build.project.lockfile import load_lockfile
+    from splice_build.project.project_file import load_project_file
+    from splice_build.project.registry_url import resolve_registry
+    from splice_build.spec.names import PackageRef
+    from splice_build.spec.semver import max_satisfying
+
+    parsed = named(PackageRef.parse, ref)
+    package_id = parsed.package.id
+    entry = load_lockfile(layout.root).get(package_id) if layout is not None else None
+    url = resolve_registry(
+        flag=registry,
+        env=env,
+        project=load_project_file(layout.root) if layout is not None else None,
+        home=home,
+        locked=entry.registry if entry is not None else None,
+    ).url
+    session = RegistrySession(url, home=home, env=env)
+    try:
+        if parsed.range.is_exact:
+            version = parsed.range.text
+        elif entry is not None and parsed.range.text == "latest":
+            version = entry.version
+        else:
+            versions, _ = published_versions(session.client, package_id)
+            best = max_satisfying(versions, parsed.range)
+            if best is None:
+                raise InstallError(
+                    ErrorCode.NO_MATCHING_VERSION,
+                    f"No version of {package_id} matches {parsed.range}",
+                    details=[available_detail(versions)],
+                    hint=pick_a_version(package_id, "verify"),
+                )
+            version = str(best)
+        try:
+            return verification_report(session, layout, package_id, version)
+        except RegistryError as exc:
+            if exc.code is ErrorCode.PACKAGE_NOT_FOUND and parsed.range.is_exact:
+                _no_such_version(session.client, package_id, version, exc)
+            raise
+    finally:
+        session.close()
 
 
 def _reuse_arg(reuse: object) -> ReusePolicy | bool | Literal["project"]:
