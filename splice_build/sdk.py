@@ -706,12 +706,37 @@ class Splice:
     @_hinted
     def tools(self, ref: str | None = None) -> list[dict[str, Any]]:
         """Tool descriptors of intact installed packages (one package if ``ref`` names it)."""
-        from splice_build.spec.names import PackageId
         from splice_build.spec.tools import describe_tools
 
         if ref is not None:
-            return describe_tools(self.check(PackageId.parse(ref).id).manifest)
+            return describe_tools(self.check(self._package_id(ref)).manifest)
         return [d for pkg in self.installed() for d in describe_tools(pkg.manifest)]
+
+    def _package_id(self, ref: str) -> str:
+        """``@ns/name``, or the short ``name`` of exactly one locked package (as the
+        TypeScript SDK's ``tools`` and ``load`` take it): ``NOT_INSTALLED`` naming the
+        closest when none has it, ``AMBIGUOUS_TOOL`` (details: the ids) when several do."""
+        from splice_build.project.lockfile import load_lockfile
+        from splice_build.spec.names import PackageId, did_you_mean, is_valid_name
+
+        if not isinstance(ref, str) or ref.startswith("@") or not is_valid_name(ref):
+            return named(PackageId.parse, ref).id  # type: ignore[arg-type]
+        ids = list(load_lockfile(self.project_root).packages)
+        found = [i for i in ids if i.rsplit("/", 1)[-1] == ref]
+        if len(found) > 1:
+            raise InstallError(
+                ErrorCode.AMBIGUOUS_TOOL,
+                f"{ref} names several installed packages; use the full @ns/name",
+                details=found,
+            )
+        if not found:
+            short = [i.rsplit("/", 1)[-1] for i in ids]
+            raise InstallError(
+                ErrorCode.NOT_INSTALLED,
+                f"No installed package is named {ref}",
+                hint=f"{did_you_mean(ref, short)}Run `splice list` to see installed packages.",
+            )
+        return found[0]
 
     @_hinted
     def resolve_tool(self, ref: str) -> tuple[InstalledPackage, str]:
@@ -775,10 +800,9 @@ class Splice:
 
     @_hinted
     def load(self, ref: str) -> LoadedPackage:
-        """The runtime's view of a verified installed package (``@ns/name``)."""
-        from splice_build.spec.names import PackageId
-
-        pkg = self.check(PackageId.parse(ref).id)
+        """The runtime's view of a verified installed package (``@ns/name``, or the short
+        name of exactly one)."""
+        pkg = self.check(self._package_id(ref))
         files = pkg.lock_entry.known(pkg.id).files
         real = Path(os.path.realpath(pkg.directory))
         return self._runtime(real).load_verified(

@@ -1202,3 +1202,16 @@ def test_the_package_itself_names_the_sdk() -> None:
         check=True,
     )
     assert done.stdout == "False\n"
+
+
+def test_tools_and_load_take_the_short_name_of_one_installed_package(tmp_path: Path) -> None:
+    # tools("example") and load("example") were INVALID_NAME; the TypeScript SDK takes
+    # "@ns/name or unambiguous short name" for both.
+    splice = Splice.init(tmp_path / "project")
+    splice.add(["@splice/example"])
+    assert [t["name"] for t in splice.tools("example")] == ["example.hello", "example.stats"]
+    assert splice.load("example").id == "@splice/example"
+    with pytest.raises(SpliceError) as missing:
+        splice.tools("exampel")
+    assert missing.value.code is ErrorCode.NOT_INSTALLED
+    assert (missing.value.hint or "").startswith("Did you mean example? ")
