@@ -963,7 +963,7 @@ def verify_package(
     is then the flag's, ``SPLICE_REGISTRY``'s, the user config's or the embedded one, the
     version the registry's latest, and the report has no ``pinned`` or ``installed`` check."""
     from splice_build.install.report import verification_report
-    from splice_build.install.resolve import available_detail, pick_a_version, published_versions
+    from splice_build.install.resolve import no_matching_version, published_versions
     from splice_build.install.session import RegistrySession
     from splice_build.project.lockfile import load_lockfile
     from splice_build.project.project_file import load_project_file
@@ -991,12 +991,7 @@ def verify_package(
             versions, _ = published_versions(session.client, package_id)
             best = max_satisfying(versions, parsed.range)
             if best is None:
-                raise InstallError(
-                    ErrorCode.NO_MATCHING_VERSION,
-                    f"No version of {package_id} matches {parsed.range}",
-                    details=[available_detail(versions)],
-                    hint=pick_a_version(package_id, "verify"),
-                )
+                raise no_matching_version(package_id, str(parsed.range), versions, "verify")
             version = str(best)
         try:
             return verification_report(session, layout, package_id, version)

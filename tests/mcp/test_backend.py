@@ -176,19 +176,3 @@ def test_splice_mcp_says_at_start_which_packages_it_will_not_serve(
     )
     served = run_splice("mcp", cwd=root, input="")  # the home that installed it: no such line
     assert "is not served" not in served.stderr and "serving" in served.stderr
-
-
-def test_splice_mcp_says_at_start_that_a_project_without_packages_serves_no_tool(
-    tmp_path: Path,
-) -> None:
-    # A client configured on the wrong (empty) project showed no tool, and the log only
-    # "serving … over stdio".
-    from testing.cli import run_splice
-
-    (tmp_path / "splice.json").write_text('{"specVersion": 1, "packages": {}}')
-    done = run_splice("mcp", cwd=tmp_path, input="")
-    assert done.code == 0, done.stderr
-    assert done.stderr.splitlines()[0] == (
-        "[splice mcp] no package in this project's splice.json, so no tool: "
-        "`splice add <pkg>` adds one"
-    )

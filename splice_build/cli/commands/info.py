@@ -140,12 +140,10 @@ def _text(data: dict[str, Any]) -> str:
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     from splice_build.cli.commands.add import warn_of_unknown_keys
-    from splice_build.errors import ErrorCode, RegistryError
     from splice_build.install.resolve import (
         all_version_entries,
-        available_detail,
+        no_matching_version,
         package_answer,
-        pick_a_version,
     )
     from splice_build.project.home import SpliceHome
     from splice_build.registry.client.answers import documented
@@ -172,12 +170,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         available = [str(v["version"]) for v in entries]
         chosen = max_satisfying(available, ref.range)
         if chosen is None:
-            raise RegistryError(
-                ErrorCode.NO_MATCHING_VERSION,
-                f"No version of {package_id} matches {ref.range}",
-                details=[available_detail(available)],
-                hint=pick_a_version(package_id, "info"),
-            )
+            raise no_matching_version(package_id, str(ref.range), available, "info")
         selected = opened.client.version(package_id, str(chosen))
     finally:
         opened.client.close()
