@@ -34,7 +34,7 @@ from splice_build.install.installed import (
     read_installed_manifest,
 )
 from splice_build.runtime.forks import forget_in_children
-from splice_build.sdk_args import absolute_arg, env_arg, kind, names_arg, working_directory
+from splice_build.sdk_args import absolute_arg, env_arg, kind, named, names_arg, working_directory
 
 if TYPE_CHECKING:
     from splice_build.install.consent import Accept
@@ -311,7 +311,7 @@ class Splice:
             require_signed=require_signed,
             allow_signer_change=allow_signer_change,
         )
-        parsed = [PackageRef.parse(ref) for ref in names_arg(refs, "refs")]  # type: ignore[arg-type]
+        parsed = [named(PackageRef.parse, ref) for ref in names_arg(refs, "refs")]  # type: ignore[arg-type]
         if not parsed:
             raise InstallError(ErrorCode.USAGE, "add needs at least one package")
         ranges: dict[str, set[str]] = {}
@@ -411,7 +411,7 @@ class Splice:
         from splice_build.install.transaction import project_lock
         from splice_build.spec.names import PackageId
 
-        canonical = [PackageId.parse(i).id for i in names_arg(ids, "ids")]  # type: ignore[arg-type]
+        canonical = [named(PackageId.parse, i).id for i in names_arg(ids, "ids")]  # type: ignore[arg-type]
         with project_lock(self.layout):
             return remove_packages(self.layout, canonical)
 
@@ -585,7 +585,7 @@ class Splice:
     def _selected(self, packages: Mapping[str, str], ids: Sequence[str]) -> list[str]:
         from splice_build.spec.names import PackageId, did_you_mean
 
-        chosen = [PackageId.parse(i).id for i in names_arg(ids, "ids")] or list(packages)  # type: ignore[arg-type]
+        chosen = [named(PackageId.parse, i).id for i in names_arg(ids, "ids")] or list(packages)  # type: ignore[arg-type]
         unknown = [i for i in chosen if i not in packages]
         if unknown:
             raise InstallError(
@@ -606,41 +606,9 @@ class Splice:
         package of a project whose splice.json names none (and with no ``--registry`` or
         ``SPLICE_REGISTRY``) is asked of the registry its lock entry came from.
         """
-        from splice_build.install.report import verification_report
-        from splice_build.install.resolve import published_versions
-        from splice_build.install.session import RegistrySession
-        from splice_build.project.lockfile import load_lockfile
-        from splice_build.project.project_file import load_project_file
-        from splice_build.spec.names import PackageRef
-        from splice_build.spec.semver import max_satisfying
-
-        parsed = PackageRef.parse(ref)
-        package_id = parsed.package.id
-        entry = load_lockfile(self.project_root).get(package_id)
-        url = self._registry_for(load_project_file(self.project_root), entry)
-        session = RegistrySession(url, home=self.home, env=self.env)
-        try:
-            if parsed.range.is_exact:
-                version = parsed.range.text
-            elif entry is not None and parsed.range.text == "latest":
-                version = entry.version
-            else:
-                versions, _ = published_versions(session.client, package_id)
-                best = max_satisfying(versions, parsed.range)
-                if best is None:
-                    raise InstallError(
-                        ErrorCode.NO_MATCHING_VERSION,
-                        f"No version of {package_id} matches {parsed.range}",
-                    )
-                version = str(best)
-            try:
-                return verification_report(session, self.layout, package_id, version)
-            except RegistryError as exc:
-                if exc.code is ErrorCode.PACKAGE_NOT_FOUND and parsed.range.is_exact:
-                    _no_such_version(session.client, package_id, version, exc)
-                raise
-        finally:
-            session.close()
+        return verify_package(
+            ref, self.layout, registry=self._registry_flag, env=self.env, home=self.home
+        )
 
     # installed code ---------------------------------------------------------------------------
     @_hinted
@@ -738,12 +706,37 @@ class Splice:
     @_hinted
     def tools(self, ref: str | None = None) -> list[dict[str, Any]]:
         """Tool descriptors of intact installed packages (one package if ``ref`` names it)."""
-        from splice_build.spec.names import PackageId
         from splice_build.spec.tools import describe_tools
 
         if ref is not None:
-            return describe_tools(self.check(PackageId.parse(ref).id).manifest)
+            return describe_tools(self.check(self._package_id(ref)).manifest)
         return [d for pkg in self.installed() for d in describe_tools(pkg.manifest)]
+
+    def _package_id(self, ref: str) -> str:
+        """``@ns/name``, or the short ``name`` of exactly one locked package (as the
+        TypeScript SDK's ``tools`` and ``load`` take it): ``NOT_INSTALLED`` naming the
+        closest when none has it, ``AMBIGUOUS_TOOL`` (details: the ids) when several do."""
+        from splice_build.project.lockfile import load_lockfile
+        from splice_build.spec.names import PackageId, did_you_mean, is_valid_name
+
+        if not isinstance(ref, str) or ref.startswith("@") or not is_valid_name(ref):
+            return named(PackageId.parse, ref).id  # type: ignore[arg-type]
+        ids = list(load_lockfile(self.project_root).packages)
+        found = [i for i in ids if i.rsplit("/", 1)[-1] == ref]
+        if len(found) > 1:
+            raise InstallError(
+                ErrorCode.AMBIGUOUS_TOOL,
+                f"{ref} names several installed packages; use the full @ns/name",
+                details=found,
+            )
+        if not found:
+            short = [i.rsplit("/", 1)[-1] for i in ids]
+            raise InstallError(
+                ErrorCode.NOT_INSTALLED,
+                f"No installed package is named {ref}",
+                hint=f"{did_you_mean(ref, short)}Run `splice list` to see installed packages.",
+            )
+        return found[0]
 
     @_hinted
     def resolve_tool(self, ref: str) -> tuple[InstalledPackage, str]:
@@ -807,10 +800,9 @@ class Splice:
 
     @_hinted
     def load(self, ref: str) -> LoadedPackage:
-        """The runtime's view of a verified installed package (``@ns/name``)."""
-        from splice_build.spec.names import PackageId
-
-        pkg = self.check(PackageId.parse(ref).id)
+        """The runtime's view of a verified installed package (``@ns/name``, or the short
+        name of exactly one)."""
+        pkg = self.check(self._package_id(ref))
         files = pkg.lock_entry.known(pkg.id).files
         real = Path(os.path.realpath(pkg.directory))
         return self._runtime(real).load_verified(
@@ -956,6 +948,59 @@ class Splice:
         except Exception as exc:  # the caller's own mapping code raised while it was read
             return _unreadable_input(pkg.id, tool, input, exc)
         return runtime.execute(loaded, tool, value)
+
+
+def verify_package(
+    ref: str,
+    layout: ProjectLayout | None,
+    *,
+    registry: str | None,
+    env: Mapping[str, str],
+    home: SpliceHome,
+) -> dict[str, Any]:
+    """``Splice.verify`` of the project at ``layout``, or with None of no project (``splice
+    verify`` run anywhere, as the TypeScript CLI verifies a registry package): the registry
+    is then the flag's, ``SPLICE_REGISTRY``'s, the user config's or the embedded one, the
+    version the registry's latest, and the report has no ``pinned`` or ``installed`` check."""
+    from splice_build.install.report import verification_report
+    from splice_build.install.resolve import no_matching_version, published_versions
+    from splice_build.install.session import RegistrySession
+    from splice_build.project.lockfile import load_lockfile
+    from splice_build.project.project_file import load_project_file
+    from splice_build.project.registry_url import resolve_registry
+    from splice_build.spec.names import PackageRef
+    from splice_build.spec.semver import max_satisfying
+
+    parsed = named(PackageRef.parse, ref)
+    package_id = parsed.package.id
+    entry = load_lockfile(layout.root).get(package_id) if layout is not None else None
+    url = resolve_registry(
+        flag=registry,
+        env=env,
+        project=load_project_file(layout.root) if layout is not None else None,
+        home=home,
+        locked=entry.registry if entry is not None else None,
+    ).url
+    session = RegistrySession(url, home=home, env=env)
+    try:
+        if parsed.range.is_exact:
+            version = parsed.range.text
+        elif entry is not None and parsed.range.text == "latest":
+            version = entry.version
+        else:
+            versions, _ = published_versions(session.client, package_id)
+            best = max_satisfying(versions, parsed.range)
+            if best is None:
+                raise no_matching_version(package_id, str(parsed.range), versions, "verify")
+            version = str(best)
+        try:
+            return verification_report(session, layout, package_id, version)
+        except RegistryError as exc:
+            if exc.code is ErrorCode.PACKAGE_NOT_FOUND and parsed.range.is_exact:
+                _no_such_version(session.client, package_id, version, exc)
+            raise
+    finally:
+        session.close()
 
 
 def _reuse_arg(reuse: object) -> ReusePolicy | bool | Literal["project"]:

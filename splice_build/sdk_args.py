@@ -11,8 +11,9 @@ inside a command or a path that silently means another directory.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import TypeVar
 
 from splice_build.errors import ErrorCode, ProjectError, UsageError
 
@@ -77,6 +78,33 @@ def names_arg(values: object, what: str) -> list[object]:
     if isinstance(values, (str, bytes, bytearray)) or not isinstance(values, Iterable):
         raise UsageError(f"{what} must be a list of package names, not {kind(values)}")
     return list(values)
+
+
+_Parsed = TypeVar("_Parsed")
+
+
+def named(parse: Callable[[str], _Parsed], text: str) -> _Parsed:
+    """``parse(text)`` (``PackageId.parse``, ``PackageRef.parse``); an ``INVALID_NAME`` for
+    ``files`` or ``splice/files`` (the name as ``splice search`` lists it, less its ``@`` or
+    namespace) gets the hint of the whole name: the message's example alone left a user
+    guessing the namespace. The CLI's parser (cli/arg_types.py) and the SDK's calls alike."""
+    from splice_build.errors import SpecError
+    from splice_build.spec.names import is_valid_name
+
+    try:
+        return parse(text)
+    except SpecError as exc:
+        hint = None
+        if exc.code is ErrorCode.INVALID_NAME and not exc.hint and isinstance(text, str):
+            name = text.partition("@")[0]  # what follows is the range, not echoed
+            parts = name.split("/")
+            if all(is_valid_name(part) for part in parts) and len(parts) == 2:
+                hint = f"Did you mean @{name}?"
+            elif len(parts) == 1 and is_valid_name(name):
+                hint = f"Names are @namespace/name: `splice search {name}` finds it."
+        if hint is None:
+            raise
+        raise SpecError(exc.code, exc.message, details=exc.details, hint=hint) from None
 
 
 def env_arg(value: object) -> dict[str, str]:

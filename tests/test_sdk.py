@@ -1101,6 +1101,57 @@ def test_an_errors_hint_names_the_sdk_call_beside_the_command(tmp_path: Path) ->
     assert usage.value.code is ErrorCode.USAGE
 
 
+def test_a_name_without_its_at_sign_or_namespace_hints_the_whole_name(tmp_path: Path) -> None:
+    """The CLI said "Did you mean @splice/files?"; the SDK's calls gave the message alone."""
+    splice = Splice.init(tmp_path / "project")
+    for call, hint in (
+        (lambda: splice.add(["splice/files@^0.1.0"]), "Did you mean @splice/files?"),
+        (lambda: splice.remove(["splice/files"]), "Did you mean @splice/files?"),
+        (
+            lambda: splice.update(["files"]),
+            "Names are @namespace/name: `splice search files` finds it.",
+        ),
+        (lambda: splice.outdated(["splice/files"]), "Did you mean @splice/files?"),
+        (lambda: splice.verify("splice/files@0.1.0"), "Did you mean @splice/files?"),
+    ):
+        with pytest.raises(SpliceError) as refused:
+            call()
+        assert (refused.value.code, refused.value.hint) == (ErrorCode.INVALID_NAME, hint)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
+def test_init_where_no_directory_can_be_made_is_a_coded_error() -> None:
+    # /proc answers ENOENT to a mkdir in it: Splice.init raised FileNotFoundError bare (the
+    # CLI's init an INTERNAL_ERROR with a crash report), where every SDK failure is coded.
+    with pytest.raises(SpliceError) as refused:
+        Splice.init("/proc/splice-project")
+    assert refused.value.code is ErrorCode.USAGE
+    assert refused.value.message == (
+        "project directory /proc/splice-project cannot be created: No such file or directory"
+    )
+
+
+def test_a_range_no_version_matches_hints_the_call_taking_one(tmp_path: Path) -> None:
+    """NO_MATCHING_VERSION had no hint (add, sync, info), and verify's not even the versions
+    there are; each now names what to type with one of them, the SDK call beside it."""
+    splice = Splice.init(tmp_path / "project")
+    for call, told in (
+        (
+            lambda: splice.add(["@splice/example@^9.0.0"]),
+            'Splice.add(["@splice/example@<version>"])',
+        ),
+        (
+            lambda: splice.verify("@splice/example@^9.0.0"),
+            'Splice.verify("@splice/example@<version>")',
+        ),
+    ):
+        with pytest.raises(SpliceError) as none:
+            call()
+        assert none.value.code is ErrorCode.NO_MATCHING_VERSION
+        assert none.value.details[0].startswith("available: 0.")
+        assert f"(Python SDK: `{told}`)" in (none.value.hint or "")
+
+
 @pytest.mark.parametrize(
     ("hint", "told"),
     [
@@ -1127,3 +1178,40 @@ def test_the_sdk_call_said_for_each_command(hint: str, told: str) -> None:
     error = SpliceError(ErrorCode.USAGE, "m", hint=hint)
     said_to_the_sdk(error)
     assert error.hint == told
+
+
+def test_the_package_itself_names_the_sdk() -> None:
+    # `from splice_build import Splice` was an ImportError: only splice_build.sdk had it.
+    import splice_build
+    from splice_build import ErrorCode as Code
+    from splice_build import Splice as Sdk
+    from splice_build import SpliceError as Error
+
+    assert (Sdk, Error, Code) == (Splice, SpliceError, ErrorCode)
+    with pytest.raises(AttributeError):
+        splice_build.Nope  # noqa: B018
+    # Importing the package (every command does) loads no SDK.
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, splice_build; print('splice_build.sdk' in sys.modules)",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout == "False\n"
+
+
+def test_tools_and_load_take_the_short_name_of_one_installed_package(tmp_path: Path) -> None:
+    # tools("example") and load("example") were INVALID_NAME; the TypeScript SDK takes
+    # "@ns/name or unambiguous short name" for both.
+    splice = Splice.init(tmp_path / "project")
+    splice.add(["@splice/example"])
+    assert [t["name"] for t in splice.tools("example")] == ["example.hello", "example.stats"]
+    assert splice.load("example").id == "@splice/example"
+    with pytest.raises(SpliceError) as missing:
+        splice.tools("exampel")
+    assert missing.value.code is ErrorCode.NOT_INSTALLED
+    assert (missing.value.hint or "").startswith("Did you mean example? ")

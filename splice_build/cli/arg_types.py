@@ -19,42 +19,21 @@ from typing import Any
 
 
 def package_ref(text: str) -> str:
-    """``@ns/name`` or ``@ns/name@<range>``."""
+    """``@ns/name`` or ``@ns/name@<range>`` (a mistyped name's hint: sdk_args.named)."""
+    from splice_build.sdk_args import named
     from splice_build.spec.names import PackageRef
 
-    _with_name_hint(PackageRef.parse, text)
+    named(PackageRef.parse, text)
     return text
 
 
 def package_id(text: str) -> str:
     """``@ns/name``."""
+    from splice_build.sdk_args import named
     from splice_build.spec.names import PackageId
 
-    _with_name_hint(PackageId.parse, text)
+    named(PackageId.parse, text)
     return text
-
-
-def _with_name_hint(parse: Any, text: str) -> None:
-    """``parse(text)``; an ``INVALID_NAME`` for ``files`` or ``splice/files`` (the name as
-    ``splice search`` lists it, less its ``@`` or namespace) gets the hint of the whole
-    name: the message's example alone left a user guessing the namespace."""
-    from splice_build.errors import ErrorCode, SpecError
-    from splice_build.spec.names import is_valid_name
-
-    try:
-        parse(text)
-    except SpecError as exc:
-        hint = None
-        if exc.code is ErrorCode.INVALID_NAME and not exc.hint:
-            name = text.partition("@")[0]  # what follows is the range, not echoed
-            parts = name.split("/")
-            if all(is_valid_name(part) for part in parts) and len(parts) == 2:
-                hint = f"Did you mean @{name}?"
-            elif len(parts) == 1 and is_valid_name(name):
-                hint = f"Names are @namespace/name: `splice search {name}` finds it."
-        if hint is None:
-            raise
-        raise SpecError(exc.code, exc.message, details=exc.details, hint=hint) from None
 
 
 def tool_ref(text: str) -> str:

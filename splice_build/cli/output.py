@@ -131,11 +131,15 @@ class Output:
 
     def progress(self, message: str, *, step: str | None = None) -> None:
         """A progress line; ``step`` (resolving … installing) draws a bar on a terminal.
+        None under ``--json``: a program reads the document, and the lines only filled its
+        stderr (a CI log); the TypeScript CLI prints none there either. Warnings still go.
 
         One line (``one_line``): it may quote a registry's answer before it is checked (the
         integrity being verified), and a status line is redrawn in place."""
+        if self.json_mode:
+            return
         message = _line(message)
-        if not self.live or self.json_mode:
+        if not self.live:
             self._write(self._stderr, message)
             return
         bar = ""

@@ -90,6 +90,8 @@ def report_for(
     root: Path | None = None,
 ) -> InstallReport:
     """The report of one package; ``root``: the project, so file grants show their paths."""
+    from splice_build.security.addresses import grants_connection
+
     if signature is None:
         signature = f"verified {entry.signed_by}" if entry.signed_by else "unsigned"
     return InstallReport(
@@ -103,7 +105,7 @@ def report_for(
         signed_by=entry.signed_by,
         permissions=[]
         if manifest.permissions.is_empty
-        else list(manifest.permissions.describe(root)),
+        else list(manifest.permissions.describe(root, grants=grants_connection)),
         tools=[tool.name for tool in manifest.tools],
         signature=signature,
     )

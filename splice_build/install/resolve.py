@@ -66,6 +66,21 @@ def available_detail(versions: list[str]) -> str:
     return f"available: {shown}" + (f" and {more} more" if more else "")
 
 
+def no_matching_version(
+    package_id: str, range_text: str, versions: list[str], command: str = "add"
+) -> InstallError:
+    """``NO_MATCHING_VERSION`` for a range none of ``versions`` matches (``add``, a sync of a
+    ``splice.json`` range, ``info``, ``verify``): the versions there are, and the hint of
+    what to type with one (``command``: the one that asked; ``add`` writes a new range). It
+    had no hint, and the SDK's names the call."""
+    return InstallError(
+        ErrorCode.NO_MATCHING_VERSION,
+        f"No version of {package_id} matches {range_text}",
+        details=[available_detail(versions)],
+        hint=f"Pick one of the versions available: `splice {command} {package_id}@<version>`.",
+    )
+
+
 def package_answer(client: RegistryClient, package_id: str) -> dict[str, Any]:
     """The registry's answer for ``package_id``; ``PACKAGE_NOT_FOUND`` names the registry
     asked and hints at ``splice search``, whichever command asked (``info`` said only
@@ -176,11 +191,7 @@ def resolve(
         return Resolution(package_id, locked.version, saved_range(rng, locked.version))
     best = wanted_version(versions, rng, locked.version if locked is not None else None)
     if best is None:
-        raise InstallError(
-            ErrorCode.NO_MATCHING_VERSION,
-            f"No version of {package_id} matches {rng.text}",
-            details=[available_detail(versions)],
-        )
+        raise no_matching_version(package_id, rng.text, versions)
     return Resolution(package_id, str(best), saved_range(rng, str(best)))
 
 

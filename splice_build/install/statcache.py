@@ -66,8 +66,9 @@ from splice_build.spec.regular_file import read_regular_file_and_stat
 # 5: the state names the identity of splice.json and splice.lock; 6: and the fs grants;
 # 7: a record of 6 may hold a tree others may write, which only a run of the graph closes
 # (install/modes.py); 8: the state names the artifacts whose files digests it relied on;
-# 9: each package's keys packed in one hex string (``_KEY``), its hashes joined in another
-VERSION = 9
+# 9: each package's keys packed in one hex string (``_KEY``), its hashes joined in another;
+# 10: the state holds the warnings of its splice.json's unknown keys
+VERSION = 10
 
 # Threads pay off only when hashlib and os.read release the GIL on enough bytes: hashlib does
 # for buffers over 2 KiB, and a pool's start-up costs about what hashing 1 MiB does.
@@ -140,7 +141,12 @@ class NoopState:
 
     ``artifacts``: the hex of each package's locked integrity, whose files digest record in
     ``SPLICE_HOME`` the run found equal to the lock's (install/derived.py); each no-op finds
-    the record still there (a cache removed since is derived again by the graph)."""
+    the record still there (a cache removed since is derived again by the graph).
+
+    ``warnings``: the notes on the keys of that ``splice.json`` this version does not read
+    (``ProjectFile.unknown_keys``), which its bytes, compared on each no-op, give again: a
+    no-op answers them as the graph's run does, so a project with a newer version's key
+    (kept as written) skips the graph too."""
 
     splice: str
     root: str
@@ -151,6 +157,7 @@ class NoopState:
     lock_file: FileIdentity | None
     fs: tuple[tuple[str, bool], ...]
     artifacts: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -163,6 +170,7 @@ class NoopState:
             "lockFile": None if self.lock_file is None else list(self.lock_file),
             "fs": [[entry, write] for entry, write in self.fs],
             "artifacts": list(self.artifacts),
+            "warnings": list(self.warnings),
         }
 
 
@@ -532,6 +540,7 @@ _STATE_KEYS = {
     "lockFile",
     "fs",
     "artifacts",
+    "warnings",
 }
 
 
@@ -663,6 +672,9 @@ def _parse_state(state: object, valid: set[str]) -> NoopState | None:
         return None
     if not all(type(a) is str and len(a) == 64 for a in artifacts) or not _all_hex(artifacts):
         return None
+    warnings = state["warnings"]
+    if type(warnings) is not list or not all(type(w) is str for w in warnings):
+        return None
     return NoopState(
         *texts,
         lock=state["lock"],
@@ -671,6 +683,7 @@ def _parse_state(state: object, valid: set[str]) -> NoopState | None:
         lock_file=lock_file,
         fs=fs,
         artifacts=tuple(artifacts),
+        warnings=tuple(warnings),
     )
 
 

@@ -198,7 +198,14 @@ def load_lockfile(root: Path) -> Lockfile:
         last = _last_read
         if last is not None and last[0] == path.name and last[1] == data:
             return last[2]
-        parsed = _decode(path.name, data)
+        try:
+            parsed = _decode(path.name, data)
+        except ProjectError as exc:
+            exc.hint = (
+                f"Restore {path} from version control, or remove it and run `splice install`"
+                " to lock the ranges of splice.json again."
+            )
+            raise
         if path == layout.lock_file:
             from splice_build.spec.digests import sha256_hex
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from splice_build.errors import ErrorCode, ProjectError, SpecError
+from splice_build.errors import ErrorCode, ProjectError, SpecError, SpliceError
 from splice_build.project.atomic import atomic_write_json, decode_json, make_dirs
 from splice_build.project.layout import PROJECT_FILE, ProjectLayout
 from splice_build.records import dataclass, field, replace
@@ -236,12 +236,17 @@ def load_project_file(root: Path) -> ProjectFile:
     except OSError as exc:
         raise _invalid(f"cannot be read ({exc.strerror})") from exc
     try:
-        value = decode_json(data)
-    except ValueError as exc:
-        raise _invalid(str(exc)) from exc
+        try:
+            value = decode_json(data)
+        except ValueError as exc:
+            raise _invalid(str(exc)) from exc
+        parsed = _parse(value)
+    except ProjectError as exc:  # which file: the project may be a directory above
+        exc.hint = f"Correct {path} as the message says, then run the command again."
+        raise
     from splice_build.spec.digests import sha256_hex
 
-    return replace(_parse(value), source=sha256_hex(data))
+    return replace(parsed, source=sha256_hex(data))
 
 
 def save_project_file(root: Path, pf: ProjectFile) -> None:
@@ -263,10 +268,25 @@ def init_project(directory: Path, *, registry: str | None = None) -> tuple[Path,
     path = ProjectLayout(root).project_file
     if path.exists() and not path.is_file():
         raise _invalid("is not a regular file")
-    make_dirs(root)  # project/creation_modes.py: never writable by others, whatever the umask
-    # Created only if absent, atomically: two concurrent inits never overwrite each other.
-    created = atomic_write_json(path, ProjectFile({}, registry).to_json(), exclusive=True)
+    try:
+        make_dirs(root)  # project/creation_modes.py: never writable by others, whatever the umask
+        # Created only if absent, atomically: two concurrent inits never overwrite each other.
+        created = atomic_write_json(path, ProjectFile({}, registry).to_json(), exclusive=True)
+    except OSError as exc:  # the SDK's Splice.init raised it bare, the CLI as INTERNAL_ERROR
+        raise _not_created(root, exc) from exc
     return root, created
+
+
+def _not_created(root: Path, exc: OSError) -> SpliceError:
+    """``init``'s refusal of a directory the file system would not let it make or write:
+    ``NOT_WRITABLE`` (or ``DISK_FULL``…) as any write (errors.py ``storage_error``), else
+    ``USAGE`` (a directory of ``/proc``, which answers ``ENOENT`` to a ``mkdir`` in it)."""
+    from splice_build.errors import UsageError, storage_error
+
+    return storage_error(exc) or UsageError(
+        f"project directory {root} cannot be created: {exc.strerror}",
+        hint="choose a directory of a file system you can write to",
+    )
 
 
 def _not_a_project(directory: Path, details: tuple[str, ...] = ()) -> ProjectError:

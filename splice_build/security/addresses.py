@@ -83,6 +83,14 @@ def is_grantable_literal(address: str, policy: NetPolicy | None = None) -> bool:
     return False
 
 
+def grants_connection(host: str) -> bool:
+    """Whether the declared network entry ``host`` can ever let a connection through: a name,
+    or an IP literal ``is_grantable_literal`` accepts (security/targets.py's rule). What the
+    permission lines of a consent prompt, ``splice info`` and ``splice validate`` say of it
+    (spec/permissions.py ``describe``)."""
+    return parse_ip(host) is None or is_grantable_literal(host)
+
+
 def address_key(address: str) -> str | None:
     """A canonical form for comparing addresses (``::ffff:1.2.3.4`` == ``::ffff:102:304``)."""
     ip = parse_ip(address)

@@ -124,8 +124,10 @@ def collect_package_files(directory: Path) -> dict[str, bytes]:
     an unreadable entry, an unsafe or non-UTF-8 name, case-insensitive duplicates, more than
     500 files or a file over 2 MiB.
     """
-    if not directory.is_dir():
-        raise _refuse("Not a package directory", str(directory), "not a directory")
+    if not directory.is_dir():  # a mistyped path: the message alone said what, not which
+        error = _refuse("Not a package directory", str(directory), "not a directory")
+        error.hint = "Name the package's directory, the one holding manifest.json."
+        raise error
     collected = PackageFiles(ErrorCode.INVALID_PACKAGE)
     _walk(directory, "", collected)
     return {path: collected.files[path] for path in sorted(collected.files, key=utf16_sort_key)}

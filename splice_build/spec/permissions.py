@@ -35,6 +35,8 @@ _LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
 
 _NO_PERMISSIONS = "none (sandboxed: no file, network, environment or host capability access)"
 _ANY_HOST_LINE = "network: any public host (private, loopback and link-local addresses are blocked)"
+# A declared host no connection may use (``grants`` refuses it): shown, never counted as one.
+_NO_CONNECTION = "network (grants no connection: never a connection's peer): "
 _READ, _WRITE, _NETWORK, _ENV, _CAPABILITIES = (
     "read files: ",
     "write files: ",
@@ -185,13 +187,20 @@ class Permissions:
         return out
 
     def describe(
-        self, root: PurePath | None = None, links: Mapping[str, str] | None = None
+        self,
+        root: PurePath | None = None,
+        links: Mapping[str, str] | None = None,
+        *,
+        grants: Callable[[str], bool] | None = None,
     ) -> list[str]:
         """Human lines (``splice info``, consent prompts): one per path, host and variable, and
         one for all host capabilities. With ``root`` (a project's directory) a file line shows
         the exact path the runtime grants, not the entry's text; ``links``: where entries
         leading out of the project were resolved to lead (spec/outside_grants.py), shown as
-        they are, never resolved again (what a consent records is what it showed)."""
+        they are, never resolved again (what a consent records is what it showed).
+        ``grants``: whether a declared host may ever be connected to (the network policy's
+        rule, security/addresses.py ``grants_connection``): one it refuses (``0.0.0.0``) is
+        said to grant nothing, not listed as a host the user is asked to allow."""
         if self.is_empty:
             return [_NO_PERMISSIONS]
 
@@ -206,9 +215,7 @@ class Permissions:
         makers: dict[str, Callable[[tuple[str, ...]], list[str]]] = {
             "fs_read": lambda paths: [f"{_READ}{shown(path)}" for path in paths],
             "fs_write": lambda paths: [f"{_WRITE}{shown(path)}" for path in paths],
-            "network": lambda hosts: [
-                _ANY_HOST_LINE if host == ANY_PUBLIC_HOST else f"{_NETWORK}{host}" for host in hosts
-            ],
+            "network": lambda hosts: [_host_line(host, grants) for host in hosts],
             "env": lambda names: [f"{_ENV}{name}" for name in names],
             "capabilities": lambda names: [_capabilities_line(names)] if names else [],
         }
@@ -217,6 +224,14 @@ class Permissions:
             name = "_".join(leaf)
             lines += makers[name](getattr(self, name))
         return lines
+
+
+def _host_line(host: str, grants: Callable[[str], bool] | None) -> str:
+    if host == ANY_PUBLIC_HOST:
+        return _ANY_HOST_LINE
+    if grants is not None and not grants(host):
+        return f"{_NO_CONNECTION}{host}"
+    return f"{_NETWORK}{host}"
 
 
 def _capabilities_line(names: tuple[str, ...]) -> str:

@@ -96,8 +96,6 @@ def _noop_state(run: GraphRun) -> NoopState | None:
         return None
     if project.source is None or lock_file.source is None:
         return None  # read from the legacy lock file, or not from bytes
-    if project.extra:
-        return None  # keys it does not read: the graph's run warns of them each time
     if request.ids is not None or request.resolve or not request.stat_cache:
         return None
     if run.reports or run.changes or run.damaged or run.unresolved:
@@ -135,6 +133,7 @@ def _noop_state(run: GraphRun) -> NoopState | None:
                 for i in ids
             )
         ),
+        warnings=tuple(project.unknown_keys()),  # answered again by each no-op (_result)
     )
 
 
@@ -377,13 +376,20 @@ def _open_to_others(
     and groups, which no record holds: with others' write alone looked at, a scope
     directory a POSIX ACL or a group let another user write, or a team's checkout made
     ``chmod g-w``, had a no-op ``install`` report every package kept while ``splice run``
-    refused them, its hint ``splice install`` changing nothing."""
+    refused them, its hint ``splice install`` changing nothing.
+
+    A directory that does not exist is no one's to write into; the one above it is looked
+    at here too (``.splice``, which holds the stat cache, always exists). A project without
+    packages has no ``.splice/packages``: counted as one that could not be examined, such a
+    member sent every sync of its workspace through the graph."""
     directories = {os.path.dirname(packages), packages}
     directories.update(f"{packages}/{package_id.partition('/')[0]}" for package_id in ids)
     entries = list(shared)
     for directory in directories:
         try:
             info = os.stat(directory)
+        except FileNotFoundError:
+            continue
         except OSError:
             return True
         if info.st_mode & stat.S_IWOTH:
@@ -482,8 +488,9 @@ def _result(workspace: Workspace, check: bool, states: dict[Path, NoopState]) ->
                 Pinned(package_id, versions[package_id])
                 for package_id in sorted(versions, key=utf16_sort_key)
             ),
+            warnings=states[directory].warnings,  # the graph's run gave them (_noop_state)
         )
-        for label, versions in projects
+        for directory, (label, versions) in zip(workspace.members, projects, strict=True)
     )
     return SyncResult(str(workspace.root), check, outcomes, _up_to_date(projects))
 

@@ -225,9 +225,31 @@ def test_a_package_named_without_its_namespace_or_at_sign_gets_the_whole_name_as
         (["add", "files"], "Names are @namespace/name: `splice search files` finds it."),
         (["info", "splice/files@^0.1.0"], "Did you mean @splice/files?"),
         (["remove", "splice/files"], "Did you mean @splice/files?"),
+        # outdated and update read their names past the parser, without the hint
+        (["outdated", "splice/files"], "Did you mean @splice/files?"),
+        (["update", "files"], "Names are @namespace/name: `splice search files` finds it."),
         (["add", "Files"], None),
     ):
         capsys.readouterr()
         assert main(["--json", *argv]) == 2, argv
         error = json.loads(capsys.readouterr().out)["error"]
         assert (error["code"], error.get("hint")) == ("INVALID_NAME", hint), argv
+
+
+def test_install_of_a_package_names_the_command_that_adds_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`splice install @splice/files` (npm's and pip's way) said "unrecognized arguments" and
+    to read the help; the TypeScript CLI names `splice add`. Before any project is looked for."""
+    from splice_build.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    for argv, hint in (
+        (["install", "@splice/files"], "`splice add @splice/files` adds it"),
+        (["install", "--frozen", "--", "--json"], "`splice add <pkg>` adds one"),
+    ):
+        capsys.readouterr()
+        assert main(["--json", *argv]) == 2, argv
+        error = json.loads(capsys.readouterr().out)["error"]
+        assert error["code"] == "USAGE"
+        assert error["hint"] == f"{hint}; `splice install` installs what splice.lock pins."

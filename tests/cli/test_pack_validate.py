@@ -130,6 +130,16 @@ def test_validate_missing_target(tmp_path: Path) -> None:
     result = run_splice("validate", str(tmp_path / "nope"), "--json")
     assert result.code == 1
     assert result.json()["error"]["code"] == "INVALID_PACKAGE"
+    # and a file that is no archive ("Bundle is not valid UTF-8 JSON" said only that): both
+    # name what validate takes
+    (tmp_path / "notes.txt").write_text("notes\n")
+    other = run_splice("validate", str(tmp_path / "notes.txt"), "--json")
+    assert other.code == 1
+    for error in (result.json()["error"], other.json()["error"]):
+        assert error["hint"] == (
+            "Name a package directory (the one holding manifest.json) or the .tar.gz "
+            "`splice pack` wrote."
+        )
 
 
 def test_pack_refuses_symlinks(tmp_path: Path) -> None:

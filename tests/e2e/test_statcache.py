@@ -19,7 +19,7 @@ from testing.cli import Completed, main_in_fresh_process, run_splice
 from testing.registry_fixtures import publish
 from testing.registry_server import registry_server
 from testing.stat_records import edit_keeping_mtime, forge_clean_record, unpacked
-from testing.workspaces import make_workspace
+from testing.workspaces import make_workspace, sync_in_place
 
 IDS = ["@acme/pkg00", "@acme/pkg01"]
 FILES = {"lib/data.txt": "0123456789abcdef\n", "lib/deep/more.txt": "more bytes here\n"}
@@ -429,3 +429,12 @@ def test_a_plain_no_op_sync_answers_without_the_parser(
         ["sync", *args], cwd=root, watched=["argparse", "dataclasses", "inspect", "hashlib"]
     )
     assert (synced.code, imported) == (0, []), synced.stderr
+
+
+def test_a_member_without_packages_keeps_the_fast_path(tmp_path: Path) -> None:
+    # It has no .splice/packages, which the no-op looked at as a directory it could not
+    # examine: one such member sent every sync of its workspace through the graph.
+    make_workspace(tmp_path, 2, [], 0)
+    assert sync_in_place(tmp_path).ok  # records the no-op state
+    again = sync_in_place(tmp_path).to_json()
+    assert again["ok"] and again["tasks"]["executed"] == []

@@ -53,3 +53,19 @@ def test_splice_add_prints_readable_lines_for_every_official_skill(tmp_path: Pat
     assert sum(line.startswith("Installed @splice/") for line in lines) == len(ids)
     for line in lines:
         assert _problems([line]) == []
+
+
+def test_a_declared_host_no_connection_may_use_is_not_asked_as_a_grant() -> None:
+    # 0.0.0.0 grants no connection (security/addresses.py is_grantable_literal), yet the
+    # prompt listed it as "network: 0.0.0.0" and counted it as a named host.
+    from splice_build.spec.permissions import Permissions, summary
+
+    requested = Permissions.from_json({"network": ["0.0.0.0", "0.1.2.3", "127.0.0.1", "a.example"]})
+    lines = ungranted_lines(requested, None)
+    assert lines == [
+        "network (grants no connection: never a connection's peer): 0.0.0.0",
+        "network (grants no connection: never a connection's peer): 0.1.2.3",
+        "network: 127.0.0.1",
+        "network: a.example",
+    ]
+    assert summary(lines) == "2 named hosts"

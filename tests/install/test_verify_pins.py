@@ -130,3 +130,22 @@ def test_other_bytes_than_pinned_are_a_lock_mismatch(registry, project, signed) 
     pinned = _check(report, "pinned")
     assert (pinned["status"], pinned["code"]) == ("failed", "LOCK_MISMATCH")
     assert other in pinned["message"]
+
+
+def test_verify_outside_any_project_checks_the_registrys_artifact(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`splice verify @splice/example` before adding it anywhere was NOT_A_PROJECT; the
+    TypeScript CLI verifies a registry package from anywhere. Nothing is pinned or installed
+    there, so those two checks are not in the report."""
+    from splice_build.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert main(["--json", "verify", "@splice/example"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["verified"] is True
+    assert [c["id"] for c in report["checks"]] == [
+        "sha256", "size", "package", "metadata", "signature", "provenance", "source"
+    ]  # fmt: skip
+    assert list(tmp_path.iterdir()) == []  # no project made

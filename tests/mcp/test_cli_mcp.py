@@ -124,12 +124,29 @@ def test_a_broken_lock_is_answered_with_its_code_not_as_an_internal_error(
     assert "internal error" not in completed.stderr
 
 
-def test_a_misspelt_splice_json_key_is_warned_of_at_the_start(tmp_path: Path) -> None:
-    """``"resue": true`` served one fresh process per call and said nothing."""
-    (tmp_path / "splice.json").write_text('{"specVersion": 1, "packages": {}, "resue": true}')
+@pytest.mark.parametrize(
+    ("project", "first"),
+    [
+        # "resue": true served one fresh process per call and said nothing
+        (
+            '{"specVersion": 1, "packages": {}, "resue": true}',
+            'warning: splice.json: unknown key "resue" (did you mean "reuse"?): kept as written, '
+            "not read by this version",
+        ),
+        # a client configured on the wrong (empty) project showed no tool, and the log only
+        # "serving … over stdio"
+        (
+            '{"specVersion": 1, "packages": {}}',
+            "[splice mcp] no package in this project's splice.json, so no tool: "
+            "`splice add <pkg>` adds one",
+        ),
+    ],
+    ids=["misspelt key", "no package"],
+)
+def test_what_the_project_does_not_serve_is_said_at_the_start(
+    tmp_path: Path, project: str, first: str
+) -> None:
+    (tmp_path / "splice.json").write_text(project)
     completed = run_splice("mcp", cwd=tmp_path, input="")
     assert completed.code == 0, completed.stderr
-    assert completed.stderr.splitlines()[0] == (
-        'warning: splice.json: unknown key "resue" (did you mean "reuse"?): kept as written, '
-        "not read by this version"
-    )
+    assert completed.stderr.splitlines()[0] == first

@@ -234,3 +234,16 @@ def test_a_lock_read_again_is_parsed_again_when_any_byte_differs(tmp_path: Path)
     (tmp_path / "splice-lock.json").write_text(edited, encoding="utf-8")
     legacy = load_lockfile(tmp_path)
     assert legacy.packages == second.packages and legacy.source is None
+
+
+def test_an_invalid_lock_hints_where_it_is_and_how_to_mend_it(tmp_path: Path) -> None:
+    # "splice.lock is invalid: …" had no hint, and a project found above the working
+    # directory (or one member of a monorepo) left the user to find which file it was.
+    (tmp_path / "splice.lock").write_text("{bad")
+    with pytest.raises(ProjectError) as invalid:
+        load_lockfile(tmp_path)
+    assert invalid.value.code is ErrorCode.INVALID_PROJECT
+    assert invalid.value.hint == (
+        f"Restore {tmp_path / 'splice.lock'} from version control, or remove it and run "
+        "`splice install` to lock the ranges of splice.json again."
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -245,11 +246,43 @@ def test_sync_and_install_warn_of_a_misspelt_key_every_time(tmp_path: Path) -> N
     )
     done = run_splice("sync", cwd=tmp_path)
     assert done.code == 0 and warning in done.stderr.splitlines(), done.stderr
-    # The next sync would be a no-op, which reads no key: it warns all the same.
+    # The next sync is a no-op, which reads no key: it warns all the same, and the unknown
+    # key is no reason to run the graph (every sync of such a project ran it before).
     checked = run_splice("--json", "sync", "--check", cwd=tmp_path)
     assert warning in checked.stderr.splitlines(), checked.stderr
+    assert checked.json()["tasks"]["executed"] == []
     (project,) = checked.json()["projects"]
     assert project["warnings"] == [warning.removeprefix("warning: .: ")]
     installed = run_splice("install", cwd=tmp_path)
     assert installed.code == 0
     assert warning.replace(".: ", "", 1) in installed.stderr.splitlines(), installed.stderr
+
+
+def test_every_command_reading_the_project_warns_of_a_misspelt_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # list said "No packages installed", run NOT_INSTALLED, info asked the default registry
+    # ("registy"), and none of them said why.
+    from splice_build.cli.main import main
+
+    write_json(tmp_path / "splice.json", {"specVersion": 1, "registy": "embedded", "pakages": {}})
+    monkeypatch.chdir(tmp_path)
+    for command in (["list"], ["run", "example.hello"], ["info", "@splice/example"]):
+        capsys.readouterr()
+        main(["--json", *command])
+        out, err = capsys.readouterr()
+        assert (
+            'warning: splice.json: unknown key "registy" (did you mean "registry"?): kept as '
+            "written, not read by this version"
+        ) in err.splitlines(), (command, err)
+        json.loads(out)  # stdout still holds the one document
+
+
+def test_an_invalid_project_file_hints_which_file_it_is(tmp_path: Path) -> None:
+    write_json(tmp_path / "splice.json", {"specVersion": 2, "packages": {}})
+    with pytest.raises(ProjectError) as invalid:
+        load_project_file(tmp_path)
+    assert invalid.value.code is ErrorCode.INVALID_PROJECT
+    assert invalid.value.hint == (
+        f"Correct {tmp_path / 'splice.json'} as the message says, then run the command again."
+    )

@@ -397,3 +397,28 @@ def test_adding_a_directory_the_walk_never_enters_is_refused(tmp_path: Path) -> 
         assert refused.value.code is ErrorCode.USAGE
         assert "which the walk that finds members never enters" in refused.value.message
     assert not (tmp_path / "pyproject.toml").exists()
+
+
+def test_sync_in_a_project_that_is_no_member_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Run in packages/b after `splice workspace remove packages/b`, sync synced the others
+    # and said nothing of the project the user stood in.
+    from splice_build.cli.main import main
+
+    for name in ("a", "b"):
+        new_project(tmp_path / "packages" / name)
+    (tmp_path / "pyproject.toml").write_text('[tool.splice.workspace]\nmembers = ["packages/a"]\n')
+    (tmp_path / "packages" / "b" / "src").mkdir()
+    monkeypatch.chdir(tmp_path / "packages" / "b" / "src")
+    capsys.readouterr()
+    assert main(["--json", "sync", "--check"]) == 0
+    out, err = capsys.readouterr()
+    assert [p["path"] for p in json.loads(out)["projects"]] == ["packages/a"]
+    assert (
+        f"warning: packages/b (the project here) is not a member of the workspace at {tmp_path}, "
+        "so it is not synced: `splice workspace add ..` makes it one"
+    ) in err.splitlines()
+    monkeypatch.chdir(tmp_path / "packages" / "a")
+    assert main(["sync", "--check"]) == 0
+    assert "warning" not in capsys.readouterr().err

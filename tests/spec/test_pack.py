@@ -132,7 +132,10 @@ def test_unsafe_names_are_refused(tmp_path: Path) -> None:
 
 
 def test_missing_directory_is_refused(tmp_path: Path) -> None:
-    assert "not a directory" in _refused(tmp_path / "absent").details[0]
+    error = _refused(tmp_path / "absent")
+    assert "not a directory" in error.details[0]
+    # `splice pack /mistyped` said what, not which directory it wanted
+    assert error.hint == "Name the package's directory, the one holding manifest.json."
 
 
 def test_unreadable_file_is_refused(tmp_path: Path) -> None:

@@ -51,10 +51,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def open_splice(ctx: CommandContext) -> Splice:
-    """The SDK for the command's project, printing progress lines on stderr."""
+    """The SDK for the command's project, printing progress lines on stderr, after a warning
+    of each key of its ``splice.json`` this version does not read (:func:`warn_of_unknown_keys`):
+    said before the command's work, so a failure it explains has it too."""
     from splice_build.sdk import Splice
 
     assert ctx.project_root is not None, "BUG: a package command without a project"
+    warn_of_unknown_keys(ctx, ctx.project_root)
     return Splice(
         ctx.project_root,
         registry=ctx.registry,
@@ -66,22 +69,27 @@ def open_splice(ctx: CommandContext) -> Splice:
 
 
 def warn_of_project(ctx: CommandContext, root: Path) -> None:
-    """``warning:`` lines for what the project at ``root`` does not do as its files suggest.
-
-    When it lies in a write grant of a project above it: its packages install, but none of
-    its tools runs (``PERMISSIONS_NOT_GRANTED``, docs/security.md#grants-and-project-state).
-    The install said nothing of it before, and reinstalled every package each time; ``init``
-    says it before anything is added. And each key of its ``splice.json`` this version does
-    not read (``ProjectFile.unknown_keys``): ``"pakages"`` installed nothing, silently."""
-    from splice_build.errors import SpliceError
+    """A ``warning:`` line when the project at ``root`` lies in a write grant of a project
+    above it: its packages install, but none of its tools runs (``PERMISSIONS_NOT_GRANTED``,
+    docs/security.md#grants-and-project-state). The install said nothing of it before, and
+    reinstalled every package each time; ``init`` says it before anything is added."""
     from splice_build.install.installed import ENCLOSING_HINT, enclosing_grant
-    from splice_build.project.project_file import load_project_file
 
     held = enclosing_grant(root, ctx.home)
     if held is not None:
         ctx.out.warn(f"no tool of this project will run (PERMISSIONS_NOT_GRANTED): {held}. "
                      f"{ENCLOSING_HINT}")  # fmt: skip
-    with contextlib.suppress(SpliceError):  # changed since the command read it: its next run
+
+
+def warn_of_unknown_keys(ctx: CommandContext, root: Path) -> None:
+    """A ``warning:`` line for each key of the project's ``splice.json`` this version does not
+    read (``ProjectFile.unknown_keys``), for every command that reads the project:
+    ``"pakages"`` installed nothing, and ``list`` then said "No packages installed", silently.
+    A file that cannot be read says nothing here: the command itself reports it."""
+    from splice_build.errors import SpliceError
+    from splice_build.project.project_file import load_project_file
+
+    with contextlib.suppress(SpliceError):
         for line in load_project_file(root).unknown_keys():
             ctx.out.warn(line)
 

@@ -37,6 +37,7 @@ def _installed(ctx: CommandContext, root: Path | None, package_id: str) -> dict[
     there yet, so the lock alone is no word that it is installed."""
     from splice_build.errors import ProjectError
     from splice_build.project.lockfile import Unknown, load_lockfile
+    from splice_build.security.addresses import grants_connection
 
     if root is None:
         return None
@@ -51,7 +52,9 @@ def _installed(ctx: CommandContext, root: Path | None, package_id: str) -> dict[
     return {
         "version": entry.version,
         "signedBy": entry.signed_by,
-        "grant": None if isinstance(grant, Unknown) else grant.describe(root),
+        "grant": None
+        if isinstance(grant, Unknown)
+        else grant.describe(root, grants=grants_connection),
         **_copy_status(ctx, root, package_id),
     }
 
@@ -136,11 +139,16 @@ def _text(data: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    from splice_build.errors import ErrorCode, RegistryError
-    from splice_build.install.resolve import all_version_entries, available_detail, package_answer
+    from splice_build.cli.commands.add import warn_of_unknown_keys
+    from splice_build.install.resolve import (
+        all_version_entries,
+        no_matching_version,
+        package_answer,
+    )
     from splice_build.project.home import SpliceHome
     from splice_build.registry.client.answers import documented
     from splice_build.registry.client.open import open_configured
+    from splice_build.security.addresses import grants_connection
     from splice_build.spec.manifest import Manifest
     from splice_build.spec.names import PackageRef
     from splice_build.spec.semver import max_satisfying
@@ -148,6 +156,9 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
 
     ref = PackageRef.parse(args.package)
     package_id = ref.package.id
+    root = _project_root(ctx)
+    if root is not None:  # a misspelt "registy" asked another registry, silently
+        warn_of_unknown_keys(ctx, root)
     opened = open_configured(
         flag=ctx.registry, env=ctx.env, cwd=ctx.cwd, home=SpliceHome.from_env(ctx.env)
     )
@@ -159,21 +170,16 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         available = [str(v["version"]) for v in entries]
         chosen = max_satisfying(available, ref.range)
         if chosen is None:
-            raise RegistryError(
-                ErrorCode.NO_MATCHING_VERSION,
-                f"No version of {package_id} matches {ref.range}",
-                details=[available_detail(available)],
-            )
+            raise no_matching_version(package_id, str(ref.range), available, "info")
         selected = opened.client.version(package_id, str(chosen))
     finally:
         opened.client.close()
     manifest = Manifest.from_dict(selected["manifest"])
-    root = _project_root(ctx)
     data = {
         **documented("package", package),  # a registry's own members are not ours to print
         "selected": documented("version", selected),
         "tools": describe_tools(manifest),
-        "permissions": manifest.permissions.describe(root),
+        "permissions": manifest.permissions.describe(root, grants=grants_connection),
         "signature": _signature_status(selected),
         "installed": _installed(ctx, root, package_id),
     }

@@ -19,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    from splice_build.cli.commands.add import warn_of_project
+    from splice_build.cli.commands.add import warn_of_project, warn_of_unknown_keys
     from splice_build.project.directories import usable_directory
     from splice_build.project.project_file import init_project
 
@@ -42,4 +42,5 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         ),
     )
     warn_of_project(ctx, root)
+    warn_of_unknown_keys(ctx, root)
     return 0

@@ -26,9 +26,29 @@ NEEDS_PROJECT = True
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    import argparse
+
     add_install_options(parser)
     parser.add_argument(
         "--frozen", action="store_true", help="fail instead of resolving unlocked packages"
+    )
+    # Not an operand: read only to answer `splice install @splice/files` (npm's and pip's
+    # way to add one) with the command that does, as the TypeScript CLI answers it.
+    parser.add_argument("named", nargs="*", type=_no_package, help=argparse.SUPPRESS)
+
+
+def _no_package(word: str) -> str:
+    from splice_build.errors import SpecError, UsageError
+    from splice_build.spec.names import PackageRef
+
+    try:
+        PackageRef.parse(word)
+        adds = f"`splice add {word}` adds it"
+    except SpecError:
+        adds = "`splice add <pkg>` adds one"
+    raise UsageError(
+        f"install takes no packages: {word!r}",
+        hint=f"{adds}; `splice install` installs what splice.lock pins.",
     )
 
 

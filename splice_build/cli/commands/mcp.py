@@ -146,6 +146,8 @@ def _note_unserved(splice: Splice, log: Log) -> None:
         rows = splice.list()
     except SpliceError:
         return  # the project's state itself: every tools/list answers it with its code
+    if not rows:  # a client's configured directory with an empty project: no tool, no why
+        log("no package in this project's splice.json, so no tool: `splice add <pkg>` adds one")
     for row in rows:
         if row["status"] != "ok":
             hint = row.get("hint") or "`splice list` says why"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from splice_build.cli import arg_types
 from splice_build.cli.commands.add import open_splice
 from splice_build.cli.context import CommandContext
 
@@ -25,7 +26,11 @@ NO_PACKAGES = "No packages: splice.json has none. Add one with `splice add <pkg>
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "packages", nargs="*", metavar="pkg", help="packages to check (default: all of splice.json)"
+        "packages",
+        nargs="*",
+        type=arg_types.package_id,
+        metavar="pkg",
+        help="packages to check (default: all of splice.json)",
     )
 
 

@@ -201,14 +201,15 @@ def _start_machine_probes(ctx: CommandContext) -> None:
 
 
 def _run_installed(args: argparse.Namespace, ctx: CommandContext) -> tuple[str, ToolResult]:
+    from splice_build.cli.commands.add import warn_of_unknown_keys
     from splice_build.project.project_file import find_project_root
     from splice_build.sdk import Splice
 
     _start_machine_probes(ctx)
 
-    splice = Splice(
-        find_project_root(ctx.cwd), registry=ctx.registry, env=ctx.env, home=ctx.home, hints="cli"
-    )
+    root = find_project_root(ctx.cwd)
+    warn_of_unknown_keys(ctx, root)
+    splice = Splice(root, registry=ctx.registry, env=ctx.env, home=ctx.home, hints="cli")
     pkg, tool_name = splice.resolve_tool(args.tool_ref)
     tool = pkg.manifest.tool(tool_name)
     schema = tool.input if tool is not None else {}

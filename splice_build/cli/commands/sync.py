@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
     from splice_build.cli.context import CommandContext
     from splice_build.cli.output import Output
+    from splice_build.project.workspace import Workspace
     from splice_build.tasks.sync import SyncOptions
 
 NAME = "sync"
@@ -41,6 +42,38 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--check", action="store_true", help="change nothing; exit 1 listing what would change"
     )
     add_install_options(parser)
+
+
+def _project_left_out(cwd: Path, workspace: Workspace) -> str | None:
+    """A warning when the project around ``cwd`` (below the root) is no member: run in
+    ``packages/b`` after ``splice workspace remove packages/b``, or in a project the
+    ``members`` patterns miss, sync synced the others and said nothing of the one the user
+    stood in. Not looked for from the root itself (the usual place: no cost on a no-op),
+    nor for a project in a write grant (``dropped_lines`` names it)."""
+    import os
+
+    if os.fspath(cwd) == os.fspath(workspace.root):
+        return None
+    from splice_build.errors import ProjectError
+    from splice_build.project.project_file import find_project_root
+
+    try:
+        project = Path(os.path.realpath(find_project_root(cwd)))
+    except ProjectError:
+        return None
+    root = Path(os.path.realpath(workspace.root))
+    if not project.is_relative_to(root) or project == root:
+        return None
+    known = {os.path.realpath(d) for d in workspace.members}
+    known.update(os.path.realpath(d.directory) for d in workspace.dropped)
+    if os.fspath(project) in known:
+        return None
+    here = os.path.relpath(project, os.path.realpath(cwd))  # workspace add reads it from cwd
+    return (
+        f"{project.relative_to(root).as_posix()} (the project here) is not a member of the "
+        f"workspace at {workspace.root}, so it is not synced: `splice workspace add {here}` "
+        "makes it one"
+    )
 
 
 def plain_check(argv: Sequence[str]) -> bool | None:
@@ -92,6 +125,9 @@ def sync(
     workspace = find_workspace(cwd, root=root, remember=not options.check, home=home)
     for line in workspace.dropped_lines():
         out.warn(line)
+    outside = _project_left_out(cwd, workspace)
+    if outside is not None:
+        out.warn(outside)
     out.progress(f"Syncing {len(workspace.members)} project(s) in {workspace.root}...")
     result = sync_workspace(
         workspace,

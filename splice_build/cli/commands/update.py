@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from splice_build.cli import arg_types
 from splice_build.cli.commands.add import (
     add_install_options,
     install_options,
@@ -22,6 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "packages",
         nargs="*",
+        type=arg_types.package_id,
         metavar="pkg",
         help="packages to update (default: all of splice.json)",
     )

@@ -19,6 +19,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+_TAKES = (
+    "Name a package directory (the one holding manifest.json) or the .tar.gz `splice pack` wrote."
+)
+
+
 def _load_files(target: Path) -> tuple[dict[str, bytes], str]:
     """Files of a directory (pack rules) or of an archive (through the safe reader)."""
     from splice_build.errors import ErrorCode, SpecError
@@ -29,13 +34,25 @@ def _load_files(target: Path) -> tuple[dict[str, bytes], str]:
     if target.is_dir():
         return collect_package(target), "directory"
     if not target.is_file():
-        raise SpecError(ErrorCode.INVALID_PACKAGE, f"No package directory or archive at {target}")
+        raise SpecError(
+            ErrorCode.INVALID_PACKAGE, f"No package directory or archive at {target}", hint=_TAKES
+        )
     with target.open("rb") as handle:
         data = handle.read(MAX_ARCHIVE_BYTES + 1)
-    return read_archive(data), "archive"
+    try:
+        return read_archive(data), "archive"
+    except SpecError as exc:  # any other file ("Bundle is not valid UTF-8 JSON" said only that)
+        exc.hint = exc.hint or _TAKES
+        raise
+
+
+_TAKES = (
+    "Name a package directory (the one holding manifest.json) or the .tar.gz `splice pack` wrote."
+)
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
+    from splice_build.security.addresses import grants_connection
     from splice_build.security.terminal import require_visible_paths, require_visible_text
     from splice_build.spec.package import validate_package_files
 
@@ -52,12 +69,15 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         "version": manifest.version,
         "files": len(files),
         "tools": tools,
-        "permissions": manifest.permissions.describe(),
+        "permissions": manifest.permissions.describe(grants=grants_connection),
     }
     text = (
         f"{manifest.id}@{manifest.version} is valid ({kind}, {len(files)} files)\n"
         f"tools: {', '.join(tools) or '(none)'}\n"
-        + "\n".join(f"permission: {line}" for line in manifest.permissions.describe())
+        + "\n".join(
+            f"permission: {line}"
+            for line in manifest.permissions.describe(grants=grants_connection)
+        )
     )
     ctx.out.result(data, text)
     return 0

@@ -11,7 +11,7 @@ from splice_build.cli.context import CommandContext
 
 NAME = "verify"
 HELP = "verify a package's artifact, metadata and installed files"
-NEEDS_PROJECT = True
+NEEDS_PROJECT = False  # outside a project: the registry's artifact alone (report_anywhere)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,8 +23,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _report_anywhere(args: argparse.Namespace, ctx: CommandContext) -> dict[str, Any]:
+    """The project's report, or outside any project that of the registry's artifact alone
+    (no ``pinned`` or ``installed`` check), as the TypeScript CLI verifies from anywhere:
+    before, a package could not be checked before it was added to a project."""
+    from splice_build.errors import ErrorCode, ProjectError
+    from splice_build.project.home import SpliceHome
+    from splice_build.project.project_file import find_project_root
+    from splice_build.records import replace
+    from splice_build.sdk import verify_package
+
+    try:
+        root = find_project_root(ctx.cwd)
+    except ProjectError as exc:
+        if exc.code is not ErrorCode.NOT_A_PROJECT:
+            raise
+        home = SpliceHome(ctx.home)
+        return verify_package(args.package, None, registry=ctx.registry, env=ctx.env, home=home)
+    return open_splice(replace(ctx, project_root=root)).verify(args.package)
+
+
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    report = open_splice(ctx).verify(args.package)
+    report = _report_anywhere(args, ctx)
 
     def text(report: dict[str, Any]) -> str:
         head = f"{report['package']}@{report['version']}: {'verified' if report['verified'] else 'FAILED'}"
