@@ -160,6 +160,7 @@ def test_a_record_or_state_naming_no_valid_package_is_not_trusted(tmp_path: Path
             "lockFile": None,
             "fs": [],
             "artifacts": [],
+            "warnings": [],
         }
         path.write_text(json.dumps({**body, "state": state}))
         assert StatCache.load(path).state is None, bad
@@ -173,6 +174,7 @@ def test_a_record_or_state_naming_no_valid_package_is_not_trusted(tmp_path: Path
         "lockFile": None,
         "fs": [["out", True]],
         "artifacts": ["0" * 64],
+        "warnings": [],
     }
     path.write_text(json.dumps({**body, "state": good}))
     assert StatCache.load(path).state is not None  # the same shape with a valid id is read

@@ -65,7 +65,8 @@ def plain_args(argv: Sequence[str]) -> SimpleNamespace | None:
     flags, _, words = split
     if len(set(words)) != len(words) or not set(words) <= set(_FLAGS):
         return None
-    return parsed(flags, NAME, **{name: option in words for option, name in _FLAGS.items()})
+    options = {name: option in words for option, name in _FLAGS.items()}
+    return parsed(flags, NAME, **options, named=[])  # no word left for ``named``
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
