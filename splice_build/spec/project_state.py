@@ -4,7 +4,9 @@ A tool that may write ``splice.lock`` or its installed ``manifest.json`` can gra
 anything on its next run, and one that may read ``.env`` or ``SPLICE_HOME`` holds the user's
 keys and tokens. So ``fs`` entries may not reach the project's ``splice.json``,
 ``splice.lock`` (and the legacy ``splice-lock.json``), ``.splice/``, any top-level name
-starting with ``.env``, or ``SPLICE_HOME``; ``env`` entries may not name a ``SPLICE_*``
+starting with ``.env``, or ``SPLICE_HOME``, and ``fs.write`` entries not its ``.git`` either
+(git runs what ``.git/config`` and ``.git/hooks`` name as the user, outside any sandbox:
+``core.fsmonitor`` at every ``git status``); ``env`` entries may not name a ``SPLICE_*``
 variable (every variable Splice reads is one: ``SPLICE_TOKEN``, ``SPLICE_MCP_TOKEN``,
 ``SPLICE_HOME``, ``SPLICE_REGISTRY``…) nor a provider key of the capability broker
 (``spec/provider_variables.py``: ``GITHUB_TOKEN``, ``ROBINHOOD_RPC_URL``…), which a tool uses through
@@ -49,6 +51,9 @@ PROJECT_FILE = "splice.json"
 LOCK_FILE = "splice.lock"
 LEGACY_LOCK_FILE = "splice-lock.json"
 STATE_DIR = ".splice"
+# git runs what its config names (core.fsmonitor on every status, hooks on every commit),
+# as the user and outside any sandbox, and its index lists the workspace's members.
+GIT_DIR = ".git"
 ENV_FILE_PREFIX = ".env"  # .env, .env.local, .envrc, …: provider keys are read from them
 RESERVED_ENV_PREFIX = "SPLICE_"
 # Node's permission model reads "*" (anywhere in a path, also across "/") as a wildcard;
@@ -92,6 +97,7 @@ def protected_paths(root: PurePath, home: PurePath | None = None) -> list[Protec
         Protected(root / LEGACY_LOCK_FILE, LEGACY_LOCK_FILE),
         Protected(root / STATE_DIR, f"{STATE_DIR}/"),
         Protected(root / ENV_FILE_PREFIX, f"{ENV_FILE_PREFIX}* files", name_prefix=True),
+        Protected(root / GIT_DIR, f"{GIT_DIR}/", write_only=True),
     ]
     if home is not None:
         found.append(Protected(home, f"SPLICE_HOME ({home})", in_project=False))
@@ -261,7 +267,7 @@ class ProjectState:
         globs = sorted({c for c in entry if c in GLOB_CHARACTERS})
         if globs:
             shown = ", ".join(f'"{c}"' for c in globs)
-            reach = _pattern_reach(entry, self.root, self.home)
+            reach = _pattern_reach(entry, self.root, self.home, write=write)
             tail = f", and this one could include {reach}" if reach else ""
             return f'"{entry}" contains {shown}: a grant names one path, never a pattern{tail}'
         granted = [effective_fs_path(self.root, entry)]
@@ -279,9 +285,9 @@ class ProjectState:
                     included.append(item)
         if included:
             return f'"{entry}" would include {_describe(included)}'
-        return self._other_project_problem(entry, granted[-1]) if self._real else None
+        return self._other_project_problem(entry, granted[-1], write) if self._real else None
 
-    def _other_project_problem(self, entry: str, real: PurePath) -> str | None:
+    def _other_project_problem(self, entry: str, real: PurePath, write: bool) -> str | None:
         """Why ``entry`` reaches the state of another project on the way to its real path
         ``real``, or None: a member below the root (``packages/a/.splice``, ``packages/a/.env``)
         or, through a link, a project beside or above it (``up -> ../../.env``), or a whole
@@ -318,6 +324,8 @@ class ProjectState:
             else:
                 continue
             for path, item in items:
+                if item.write_only and not write:
+                    continue
                 if _overlap(folded, path, item.name_prefix) is not None:
                     return f'"{entry}" reaches the {item.what} of {whose}'
         from splice_build.spec.project_below import project_below
@@ -347,7 +355,7 @@ def fs_entry_problem(
     return ProjectState(root, home).fs_problem(entry)
 
 
-def _pattern_reach(entry: str, root: PurePath, home: PurePath | None) -> str | None:
+def _pattern_reach(entry: str, root: PurePath, home: PurePath | None, *, write: bool) -> str | None:
     """What a pattern could match: everything whose path starts with its text before the
     first glob character (Node's ``*`` also crosses ``/``)."""
     cut = min(entry.index(c) for c in GLOB_CHARACTERS if c in entry)
@@ -355,8 +363,11 @@ def _pattern_reach(entry: str, root: PurePath, home: PurePath | None) -> str | N
     reached = [
         item
         for item in protected_paths(root, home)
-        if _fold_text(str(item.path)).startswith(stem)
-        or stem.startswith(_fold_text(str(item.path)) + os.sep)
+        if (write or not item.write_only)
+        and (
+            _fold_text(str(item.path)).startswith(stem)
+            or stem.startswith(_fold_text(str(item.path)) + os.sep)
+        )
     ]
     return _describe(reached) if reached else None
 

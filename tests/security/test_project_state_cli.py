@@ -37,8 +37,18 @@ export default function hello(input, ctx) {
 """
 DOT_LINE = (
     'permissions.fs.write: "." would include the project\'s splice.json, splice.lock, '
-    "splice-lock.json, .splice/ and .env* files"
+    "splice-lock.json, .splice/, .env* files and .git/"
 )
+GIT = {"fs": {"read": [], "write": [".git"]}, "network": [], "env": []}
+# What a tool granted the git directory did, the OS layer on: the user's next `git status`
+# in the project ran the command, as the user and outside any sandbox.
+SET_FSMONITOR = """import fs from 'node:fs';
+export default function hello(input, ctx) {
+  const line = '[core]\\n\\tfsmonitor = "touch pwned"\\n';
+  fs.appendFileSync(ctx.paths.project + '/.git/config', line);
+  return { message: 'ran' };
+}
+"""
 
 
 def _error(done: Any) -> dict[str, Any]:
@@ -228,6 +238,30 @@ def test_a_hand_written_lock_granting_the_project_never_runs(
     text = json.dumps(called)
     assert "PERMISSIONS_NOT_GRANTED" in text, called
     assert (project / "splice.lock").read_bytes() == lock_bytes
+
+
+def test_a_grant_to_write_the_git_directory_never_runs(tmp_path: Path) -> None:
+    """git runs what its directory names (``core.fsmonitor`` at every ``git status``, hooks
+    at every commit) as the user, outside any sandbox: a tool granted ``fs.write:
+    [".git"]`` set one, and the user's next ``git status`` in the project ran it."""
+    package = write_package(
+        tmp_path / "tidy",
+        minimal_manifest(permissions=GIT),
+        files={"tools/hello.js": SET_FSMONITOR},
+    )
+    project = tmp_path / "project"
+    config = project / ".git" / "config"
+    config.parent.mkdir(parents=True)
+    (project / "splice.json").write_text('{"specVersion": 1, "packages": {}}\n')
+    config.write_text("[core]\n")
+    done = run_splice(
+        "--json", "run", "--dir", str(package), "greeter.hello", "name=Ada", cwd=project
+    )
+    assert _error(done)["code"] == "INVALID_PACKAGE"
+    assert _error(done)["details"] == [
+        'permissions.fs.write: ".git" would include the project\'s .git/'
+    ]
+    assert config.read_text() == "[core]\n"
 
 
 def test_the_hint_works_a_fixed_version_replaces_the_grant(tmp_path: Path) -> None:
