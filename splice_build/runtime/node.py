@@ -86,19 +86,37 @@ def _wheel_binary() -> NodeBinary | None:
     return NodeBinary(path, version) if version else None
 
 
+def override_path(env: Mapping[str, str] | None = None) -> Path | None:
+    """The binary ``SPLICE_NODE`` names, as its ``--version`` probe and the sandbox run it
+    (a relative path from the current directory, a bare name from the default search path:
+    the probe's environment is empty), or None when it is unset or names nothing.
+
+    The probe runs it as the user, outside any sandbox: spec/project_state.py keeps every
+    write grant off it."""
+    override = (os.environ if env is None else env).get("SPLICE_NODE")
+    if not override:
+        return None
+    if os.sep not in override:
+        import shutil
+
+        found = shutil.which(override, path=os.defpath)
+        return None if found is None else Path(os.path.abspath(found))
+    return Path(os.path.abspath(override))
+
+
 def find_node(env: Mapping[str, str] | None = None) -> NodeBinary:
     """The sandbox's Node; raises SandboxError(TOOL_CRASHED) when none is usable."""
     source = os.environ if env is None else env
-    override = source.get("SPLICE_NODE")
-    if override:
-        version = _probe_version(override)
-        if version is None or version[0] < MIN_NODE_MAJOR:
+    if source.get("SPLICE_NODE"):
+        path = override_path(source)
+        version = None if path is None else _probe_version(str(path))
+        if path is None or version is None or version[0] < MIN_NODE_MAJOR:
             raise SandboxError(
                 ErrorCode.TOOL_CRASHED,
                 f"SPLICE_NODE is not Node.js {MIN_NODE_MAJOR} or newer",
                 hint="unset SPLICE_NODE to use the bundled Node.js",
             )
-        return NodeBinary(Path(override), version)
+        return NodeBinary(path, version)
     binary = _wheel_binary()
     if binary is None:
         raise SandboxError(

@@ -36,7 +36,7 @@ import functools
 import os
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import PurePath, PurePosixPath
 from typing import TYPE_CHECKING, TypeVar
 
@@ -120,17 +120,26 @@ def kernel_file_systems(root: PurePath) -> list[Protected]:
     ]
 
 
-def own_installation(root: PurePath) -> list[Protected]:
+def own_installation(root: PurePath, env: Mapping[str, str] | None = None) -> list[Protected]:
     """Splice's own code and the Python environment running it (the packages it imports
-    and, by default, the sandbox's Node binary). A tool that may write there rewrites the
-    parent's own code for its next run; a project's ``.venv`` often is it."""
+    and, by default, the sandbox's Node binary), and the Node binary ``SPLICE_NODE`` of
+    ``env`` (default: this process's) names. A tool that may write there rewrites the
+    parent's own code for its next run; a project's ``.venv`` often is it. The next run
+    probes ``SPLICE_NODE`` with ``--version`` outside any sandbox: a tool granted the
+    project directory it lay in put a script there, and the user's next run ran it."""
     import splice_build
+    from splice_build.runtime.node import override_path
 
     code = type(root)(os.path.dirname(os.path.abspath(splice_build.__file__)))
     found = [Protected(code, f"Splice's own code ({code})", in_project=False, write_only=True)]
     for directory in _python_environment():
         path = type(root)(directory)
         what = f"Splice's Python environment ({path})"
+        found.append(Protected(path, what, in_project=False, write_only=True))
+    node = override_path(env)
+    if node is not None:
+        path = type(root)(node)
+        what = f"Splice's Node.js, SPLICE_NODE ({path})"
         found.append(Protected(path, what, in_project=False, write_only=True))
     return found
 
@@ -249,14 +258,16 @@ class ProjectState:
         home: PurePath | None = None,
         *,
         memo: RunMemo | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> None:
-        """``memo``: what the checks of one run share (tasks/noop.py checks every member)."""
+        """``memo``: what the checks of one run share (tasks/noop.py checks every member);
+        ``env``: the environment that picks the sandbox's Node (default: this process's)."""
         self.root, self.home = root, home
         self._real = root != ABSTRACT_ROOT
         self._memo = RunMemo() if memo is None else memo
         items = protected_paths(root, home)
         if self._real:
-            items += own_installation(root) + kernel_file_systems(root)
+            items += own_installation(root, env) + kernel_file_systems(root)
             items += [replace(i, path=self._memo.real(i.path)) for i in items]
         self._folded = [(_fold(i.path), i) for i in items]
         self._own: PurePath | None = None  # the root's real path, taken on first use
@@ -428,11 +439,14 @@ def project_state_problems(
     *,
     root: PurePath = ABSTRACT_ROOT,
     home: PurePath | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """``<where>.fs.read: "." would include …`` lines, one per refused entry (empty: fine).
-    Raises OSError when a path cannot be resolved (``grant_unresolved``)."""
+    """``<where>.fs.read: "." would include …`` lines, one per refused entry (empty: fine);
+    ``env`` as for ``ProjectState``. Raises OSError when a path cannot be resolved
+    (``grant_unresolved``)."""
     lines: list[str] = []
-    state = ProjectState(root, home) if permissions.fs_read or permissions.fs_write else None
+    has_fs = permissions.fs_read or permissions.fs_write
+    state = ProjectState(root, home, env=env) if has_fs else None
     for field, entries in (("fs.read", permissions.fs_read), ("fs.write", permissions.fs_write)):
         for entry in entries:
             assert state is not None

@@ -264,6 +264,45 @@ def test_a_grant_to_write_the_git_directory_never_runs(tmp_path: Path) -> None:
     assert config.read_text() == "[core]\n"
 
 
+# A tool granted the directory SPLICE_NODE lies in puts a script in its place.
+SWAP_NODE = """import fs from 'node:fs';
+export default function hello(input, ctx) {
+  const node = ctx.paths.project + '/tools/node';
+  fs.renameSync(node, node + '.old');
+  fs.writeFileSync(node, '#!/bin/sh\\ntouch "$0.ran"\\necho v99.0.0\\n', { mode: 0o755 });
+  return { message: 'ran' };
+}
+"""
+
+
+def test_the_node_binary_splice_node_names_is_never_written(tmp_path: Path) -> None:
+    """Splice probes ``SPLICE_NODE --version`` as the user, outside any sandbox, before it
+    starts a tool: with ``SPLICE_NODE`` in the project, a tool granted its directory put a
+    script there and the user's next run ran it (``tools/node.ran``)."""
+    from splice_build.runtime.node import find_node
+
+    package = write_package(
+        tmp_path / "swap",
+        minimal_manifest(permissions={"fs": {"write": ["tools"]}}),
+        files={"tools/hello.js": SWAP_NODE},
+    )
+    project = tmp_path / "project"
+    (project / "tools").mkdir(parents=True)
+    (project / "splice.json").write_text('{"specVersion": 1, "packages": {}}\n')
+    node = project / "tools" / "node"
+    node.symlink_to(find_node({}).path)
+    env = {"SPLICE_NODE": str(node)}
+    argv = ("--json", "run", "--dir", str(package), "greeter.hello", "name=Ada")
+    error = _error(run_splice(*argv, cwd=project, env=env))
+    assert error["code"] == "PERMISSIONS_NOT_GRANTED"
+    assert error["details"] == [
+        'permissions.fs.write: "tools" would include Splice\'s Node.js, SPLICE_NODE '
+        "(<project>/tools/node)"
+    ]
+    run_splice(*argv, cwd=project, env=env)
+    assert node.is_symlink() and not (project / "tools" / "node.ran").exists()
+
+
 def test_the_hint_works_a_fixed_version_replaces_the_grant(tmp_path: Path) -> None:
     """The refusal's advice: installing a version that does not ask for it rewrites the
     lock's grant, and the tool runs again."""
