@@ -45,6 +45,7 @@ from splice_build.records import dataclass, replace
 from splice_build.spec.paths import fold_path
 
 if TYPE_CHECKING:
+    from splice_build.spec.linked_state import Linked
     from splice_build.spec.permissions import Permissions
 
 PROJECT_FILE = "splice.json"
@@ -55,6 +56,7 @@ STATE_DIR = ".splice"
 # as the user and outside any sandbox, and its index lists the workspace's members.
 GIT_DIR = ".git"
 ENV_FILE_PREFIX = ".env"  # .env, .env.local, .envrc, …: provider keys are read from them
+ENV_FILES = (".env.local", ".env")  # the ones the broker reads, in its order (broker/keys.py)
 RESERVED_ENV_PREFIX = "SPLICE_"
 # Node's permission model reads "*" (anywhere in a path, also across "/") as a wildcard;
 # the runtime refuses a project or package path that holds one (runtime/runtime.py).
@@ -272,6 +274,7 @@ class ProjectState:
         self._folded = [(_fold(i.path), i) for i in items]
         self._own: PurePath | None = None  # the root's real path, taken on first use
         self._above: set[tuple[str, ...]] = set()  # and the directories above it, folded
+        self._linked: Linked | None = None  # its state files with another name, on first use
 
     def fs_problem(self, entry: str, *, write: bool = True) -> str | None:
         """Why ``entry`` may not be granted here (for writing, or only reading), or None."""
@@ -296,7 +299,24 @@ class ProjectState:
                     included.append(item)
         if included:
             return f'"{entry}" would include {_describe(included)}'
-        return self._other_project_problem(entry, granted[-1], write) if self._real else None
+        if not self._real:
+            return None
+        return self._other_project_problem(entry, granted[-1], write) or self._linked_problem(
+            entry, granted[-1]
+        )
+
+    def _linked_problem(self, entry: str, real: PurePath) -> str | None:
+        """Why ``entry`` holds another name of a file of the project's state (a hard link:
+        spec/linked_state.py), or None."""
+        from splice_build.spec.linked_state import linked_state, other_name
+
+        if self._linked is None:
+            self._linked = linked_state(self.root)
+        found = other_name(str(real), self._linked) if self._linked else None
+        if found is None:
+            return None
+        path, name = found
+        return f'"{entry}" holds {path}, another name (a hard link) of the project\'s {name}'
 
     def _other_project_problem(self, entry: str, real: PurePath, write: bool) -> str | None:
         """Why ``entry`` reaches the state of another project on the way to its real path

@@ -1,0 +1,67 @@
+"""Another name of the project's state inside a grant (docs/security.md#grants-and-project-state).
+
+A hard link is the same file under a second name, and the rules of spec/project_state.py
+compare paths: a grant of ``data`` holding ``data/cfg``, a hard link of ``.env`` (``ln``,
+``cp -al``, an archive unpacked with its links), handed the broker's provider keys to a tool
+that may only read ``data``, and one of ``splice.json`` in a write grant let a tool name the
+registry the next install asks. So the files Splice reads at the project's root
+(``STATE_FILES``) are looked at once per check (one ``lstat`` each); only one that has another
+link (``st_nlink`` above 1, rare) costs more: each grant is then walked for an entry with its
+device and inode (``DirEntry.inode`` comes with the listing), following no link, as
+spec/project_below.py walks.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Mapping
+from pathlib import PurePath
+
+from splice_build.spec.project_state import ENV_FILES, LEGACY_LOCK_FILE, LOCK_FILE, PROJECT_FILE
+
+STATE_FILES = (PROJECT_FILE, LOCK_FILE, LEGACY_LOCK_FILE, *ENV_FILES)
+
+# (device, inode) of a state file -> its name
+Linked = Mapping[tuple[int, int], str]
+
+
+def linked_state(root: PurePath) -> Linked:
+    """The regular files of ``STATE_FILES`` at ``root`` that have another name."""
+    found: dict[tuple[int, int], str] = {}
+    for name in STATE_FILES:
+        try:
+            info = os.lstat(root / name)
+        except OSError:
+            continue
+        if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+            found[(info.st_dev, info.st_ino)] = name
+    return found
+
+
+def other_name(real: str, linked: Linked) -> tuple[str, str] | None:
+    """The first path at or below the real path ``real`` that is a file of ``linked``, and
+    that file's name; None when there is none (or nothing is there yet)."""
+    try:
+        info = os.lstat(real)
+    except OSError:
+        return None
+    if (info.st_dev, info.st_ino) in linked:
+        return real, linked[(info.st_dev, info.st_ino)]
+    pending = [(real, info.st_dev)] if stat.S_ISDIR(info.st_mode) else []
+    while pending:
+        current, device = pending.pop()
+        try:
+            with os.scandir(current) as listing:
+                entries = list(listing)
+        except OSError:  # gone, or not to be listed (spec/project_below.py refuses that)
+            continue
+        for entry in entries:
+            if (device, entry.inode()) in linked:
+                return entry.path, linked[(device, entry.inode())]
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append((entry.path, entry.stat(follow_symlinks=False).st_dev))
+            except OSError:  # gone since the listing
+                continue
+    return None
