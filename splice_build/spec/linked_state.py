@@ -5,7 +5,9 @@ compare paths: a grant of ``data`` holding ``data/cfg``, a hard link of ``.env``
 ``cp -al``, an archive unpacked with its links), handed the broker's provider keys to a tool
 that may only read ``data``, and one of ``splice.json`` in a write grant let a tool name the
 registry the next install asks. So the files Splice reads at the project's root
-(``STATE_FILES``) are looked at once per check (one ``lstat`` each); only one that has another
+(``STATE_FILES``) and SPLICE_HOME's ``config.json`` (``isolation``), ``credentials.json``
+(registry tokens) and ``.env`` are looked at once per check (one ``lstat`` each); only one
+that has another
 link (``st_nlink`` above 1, rare) costs more: each grant is then walked for an entry with its
 device and inode (``DirEntry.inode`` comes with the listing), following no link, as
 spec/project_below.py walks.
@@ -16,32 +18,40 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Mapping
-from pathlib import PurePath
+from pathlib import Path, PurePath
 
 from splice_build.spec.project_state import ENV_FILES, LEGACY_LOCK_FILE, LOCK_FILE, PROJECT_FILE
 
 STATE_FILES = (PROJECT_FILE, LOCK_FILE, LEGACY_LOCK_FILE, *ENV_FILES)
 
-# (device, inode) of a state file -> its name
+# (device, inode) of a state file -> what it is ("the project's splice.json")
 Linked = Mapping[tuple[int, int], str]
 
 
-def linked_state(root: PurePath) -> Linked:
-    """The regular files of ``STATE_FILES`` at ``root`` that have another name."""
+def linked_state(root: PurePath, home: PurePath | None) -> Linked:
+    """The state files of the project at ``root`` and of the SPLICE_HOME ``home`` that are
+    regular files with another name."""
+    files = [(root / name, f"the project's {name}") for name in STATE_FILES]
+    if home is not None:
+        from splice_build.project.home import SpliceHome
+
+        layout = SpliceHome(Path(home))
+        for path in (layout.config_file, layout.credentials_file, layout.env_file):
+            files.append((path, f"SPLICE_HOME's {path.name}"))
     found: dict[tuple[int, int], str] = {}
-    for name in STATE_FILES:
+    for path, what in files:
         try:
-            info = os.lstat(root / name)
+            info = os.lstat(path)
         except OSError:
             continue
         if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
-            found[(info.st_dev, info.st_ino)] = name
+            found[(info.st_dev, info.st_ino)] = what
     return found
 
 
 def other_name(real: str, linked: Linked) -> tuple[str, str] | None:
     """The first path at or below the real path ``real`` that is a file of ``linked``, and
-    that file's name; None when there is none (or nothing is there yet)."""
+    what that file is; None when there is none (or nothing is there yet)."""
     try:
         info = os.lstat(real)
     except OSError:

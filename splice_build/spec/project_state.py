@@ -306,17 +306,17 @@ class ProjectState:
         )
 
     def _linked_problem(self, entry: str, real: PurePath) -> str | None:
-        """Why ``entry`` holds another name of a file of the project's state (a hard link:
-        spec/linked_state.py), or None."""
+        """Why ``entry`` holds another name of a file of the project's or SPLICE_HOME's
+        state (a hard link: spec/linked_state.py), or None."""
         from splice_build.spec.linked_state import linked_state, other_name
 
         if self._linked is None:
-            self._linked = linked_state(self.root)
+            self._linked = linked_state(self.root, self.home)
         found = other_name(str(real), self._linked) if self._linked else None
         if found is None:
             return None
-        path, name = found
-        return f'"{entry}" holds {path}, another name (a hard link) of the project\'s {name}'
+        path, what = found
+        return f'"{entry}" holds {path}, another name (a hard link) of {what}'
 
     def _other_project_problem(self, entry: str, real: PurePath, write: bool) -> str | None:
         """Why ``entry`` reaches the state of another project on the way to its real path

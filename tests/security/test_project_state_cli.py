@@ -319,7 +319,7 @@ def test_a_grant_holding_a_hard_link_of_the_projects_state_never_runs(tmp_path: 
     """A hard link is the same file under another name, and the grant rules compare paths:
     ``data/cfg`` linked to ``splice.json`` in a write grant let the tool rewrite
     ``splice.json``, and ``data/keys`` linked to ``.env`` in a read grant handed it the
-    broker's provider keys."""
+    broker's provider keys (SPLICE_HOME's ``credentials.json``, its registry tokens)."""
     package = write_package(
         tmp_path / "cfg",
         minimal_manifest(permissions={"fs": {"write": ["data"]}}),
@@ -346,6 +346,15 @@ def test_a_grant_holding_a_hard_link_of_the_projects_state_never_runs(tmp_path: 
     os.link(root / ".env", root / "data" / "keys")
     assert fs_entry_problem("data", root) == (
         f'"data" holds {root / "data" / "keys"}, another name (a hard link) of the project\'s .env'
+    )
+    (root / "data" / "keys").unlink()
+    home = root.parent / "home"
+    home.mkdir()
+    (home / "credentials.json").write_text("{}")
+    os.link(home / "credentials.json", root / "data" / "tokens")
+    assert fs_entry_problem("data", root, home) == (
+        f'"data" holds {root / "data" / "tokens"}, another name (a hard link) of '
+        "SPLICE_HOME's credentials.json"
     )
 
 
