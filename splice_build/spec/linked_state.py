@@ -15,6 +15,7 @@ spec/project_below.py walks.
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 from collections.abc import Mapping
@@ -31,22 +32,27 @@ Linked = Mapping[tuple[int, int], str]
 def linked_state(root: PurePath, home: PurePath | None) -> Linked:
     """The state files of the project at ``root`` and of the SPLICE_HOME ``home`` that are
     regular files with another name."""
-    files = [(root / name, f"the project's {name}") for name in STATE_FILES]
+    files = [(os.path.join(root, name), "the project's", name) for name in STATE_FILES]
     if home is not None:
-        from splice_build.project.home import SpliceHome
-
-        layout = SpliceHome(Path(home))
-        for path in (layout.config_file, layout.credentials_file, layout.env_file):
-            files.append((path, f"SPLICE_HOME's {path.name}"))
+        files += [(os.path.join(home, name), "SPLICE_HOME's", name) for name in _home_files()]
     found: dict[tuple[int, int], str] = {}
-    for path, what in files:
+    for path, whose, name in files:
         try:
             info = os.lstat(path)
         except OSError:
             continue
-        if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
-            found[(info.st_dev, info.st_ino)] = what
+        if info.st_nlink > 1 and stat.S_ISREG(info.st_mode):
+            found[(info.st_dev, info.st_ino)] = f"{whose} {name}"
     return found
+
+
+@functools.cache
+def _home_files() -> tuple[str, ...]:
+    """The names of SPLICE_HOME's ``config.json``, ``credentials.json`` and ``.env``."""
+    from splice_build.project.home import SpliceHome
+
+    layout = SpliceHome(Path("/"))
+    return tuple(p.name for p in (layout.config_file, layout.credentials_file, layout.env_file))
 
 
 def other_name(real: str, linked: Linked) -> tuple[str, str] | None:
