@@ -4,9 +4,9 @@ A tool that may write ``splice.lock`` or its installed ``manifest.json`` can gra
 anything on its next run, and one that may read ``.env`` or ``SPLICE_HOME`` holds the user's
 keys and tokens. So ``fs`` entries may not reach the project's ``splice.json``,
 ``splice.lock`` (and the legacy ``splice-lock.json``), ``.splice/``, any top-level name
-starting with ``.env``, or ``SPLICE_HOME``, and ``fs.write`` entries not its ``.git`` either
-(git runs what ``.git/config`` and ``.git/hooks`` name as the user, outside any sandbox:
-``core.fsmonitor`` at every ``git status``); ``env`` entries may not name a ``SPLICE_*``
+starting with ``.env``, its ``.git`` (git runs what ``.git/config`` and ``.git/hooks`` name
+as the user, outside any sandbox, ``core.fsmonitor`` at every ``git status``; and a checkout
+in CI keeps its token there), or ``SPLICE_HOME``; ``env`` entries may not name a ``SPLICE_*``
 variable (every variable Splice reads is one: ``SPLICE_TOKEN``, ``SPLICE_MCP_TOKEN``,
 ``SPLICE_HOME``, ``SPLICE_REGISTRY``…) nor a provider key of the capability broker
 (``spec/provider_variables.py``: ``GITHUB_TOKEN``, ``ROBINHOOD_RPC_URL``…), which a tool uses through
@@ -53,7 +53,8 @@ LOCK_FILE = "splice.lock"
 LEGACY_LOCK_FILE = "splice-lock.json"
 STATE_DIR = ".splice"
 # git runs what its config names (core.fsmonitor on every status, hooks on every commit),
-# as the user and outside any sandbox, and its index lists the workspace's members.
+# as the user and outside any sandbox; its index lists the workspace's members; and a CI
+# checkout keeps the job's token in its config (an http.<url>.extraheader).
 GIT_DIR = ".git"
 ENV_FILE_PREFIX = ".env"  # .env, .env.local, .envrc, …: provider keys are read from them
 ENV_FILES = (".env.local", ".env")  # the ones the broker reads, in its order (broker/keys.py)
@@ -99,7 +100,7 @@ def protected_paths(root: PurePath, home: PurePath | None = None) -> list[Protec
         Protected(root / LEGACY_LOCK_FILE, LEGACY_LOCK_FILE),
         Protected(root / STATE_DIR, f"{STATE_DIR}/"),
         Protected(root / ENV_FILE_PREFIX, f"{ENV_FILE_PREFIX}* files", name_prefix=True),
-        Protected(root / GIT_DIR, f"{GIT_DIR}/", write_only=True),
+        Protected(root / GIT_DIR, f"{GIT_DIR}/"),
     ]
     if home is not None:
         found.append(Protected(home, f"SPLICE_HOME ({home})", in_project=False))
@@ -281,7 +282,7 @@ class ProjectState:
         globs = sorted({c for c in entry if c in GLOB_CHARACTERS})
         if globs:
             shown = ", ".join(f'"{c}"' for c in globs)
-            reach = _pattern_reach(entry, self.root, self.home, write=write)
+            reach = _pattern_reach(entry, self.root, self.home)
             tail = f", and this one could include {reach}" if reach else ""
             return f'"{entry}" contains {shown}: a grant names one path, never a pattern{tail}'
         granted = [effective_fs_path(self.root, entry)]
@@ -301,7 +302,7 @@ class ProjectState:
             return f'"{entry}" would include {_describe(included)}'
         if not self._real:
             return None
-        return self._other_project_problem(entry, granted[-1], write) or self._linked_problem(
+        return self._other_project_problem(entry, granted[-1]) or self._linked_problem(
             entry, granted[-1]
         )
 
@@ -318,7 +319,7 @@ class ProjectState:
         path, what = found
         return f'"{entry}" holds {path}, another name (a hard link) of {what}'
 
-    def _other_project_problem(self, entry: str, real: PurePath, write: bool) -> str | None:
+    def _other_project_problem(self, entry: str, real: PurePath) -> str | None:
         """Why ``entry`` reaches the state of another project on the way to its real path
         ``real``, or None: a member below the root (``packages/a/.splice``, ``packages/a/.env``)
         or, through a link, a project beside or above it (``up -> ../../.env``), or a whole
@@ -355,8 +356,6 @@ class ProjectState:
             else:
                 continue
             for path, item in items:
-                if item.write_only and not write:
-                    continue
                 if _overlap(folded, path, item.name_prefix) is not None:
                     return f'"{entry}" reaches the {item.what} of {whose}'
         from splice_build.spec.project_below import project_below
@@ -386,7 +385,7 @@ def fs_entry_problem(
     return ProjectState(root, home).fs_problem(entry)
 
 
-def _pattern_reach(entry: str, root: PurePath, home: PurePath | None, *, write: bool) -> str | None:
+def _pattern_reach(entry: str, root: PurePath, home: PurePath | None) -> str | None:
     """What a pattern could match: everything whose path starts with its text before the
     first glob character (Node's ``*`` also crosses ``/``)."""
     cut = min(entry.index(c) for c in GLOB_CHARACTERS if c in entry)
@@ -394,11 +393,8 @@ def _pattern_reach(entry: str, root: PurePath, home: PurePath | None, *, write: 
     reached = [
         item
         for item in protected_paths(root, home)
-        if (write or not item.write_only)
-        and (
-            _fold_text(str(item.path)).startswith(stem)
-            or stem.startswith(_fold_text(str(item.path)) + os.sep)
-        )
+        if _fold_text(str(item.path)).startswith(stem)
+        or stem.startswith(_fold_text(str(item.path)) + os.sep)
     ]
     return _describe(reached) if reached else None
 

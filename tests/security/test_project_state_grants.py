@@ -45,8 +45,7 @@ from testing.packages import write_package as plain_package
 
 PACKAGE = Path(__file__).resolve().parents[2] / "splice_build"
 STATE_FILES = ("splice.json", "splice.lock", "splice-lock.json")
-STATE_DIRS = (".splice",)
-WRITE_ONLY_DIRS = (".git",)  # reading them is harmless; writing them runs code as the user
+STATE_DIRS = (".splice", ".git")
 GLOBS = "*?[]{}"
 
 SEGMENTS = [
@@ -69,7 +68,7 @@ def _fold(text: str) -> str:
     )
 
 
-def covers_state(entry: str, root: str, home: str | None, *, write: bool = True) -> bool:
+def covers_state(entry: str, root: str, home: str | None) -> bool:
     """The oracle: does the joined, normalized path reach project state (as text)?"""
     granted = _fold(re.sub("^/+", "/", os.path.normpath(os.path.join(root, entry))))
     folded_root = _fold(root)
@@ -77,7 +76,7 @@ def covers_state(entry: str, root: str, home: str | None, *, write: bool = True)
     def related(a: str, b: str) -> bool:  # one is the other or contains it
         return os.path.commonpath([a, b]) in (a, b)
 
-    names = (*STATE_FILES, *STATE_DIRS, *(WRITE_ONLY_DIRS if write else ()))
+    names = (*STATE_FILES, *STATE_DIRS)
     protected = [_fold(f"{root}/{name}") for name in names]
     if home is not None:
         protected.append(_fold(home))
@@ -125,7 +124,7 @@ def test_validation_refuses_exactly_what_covers_state(entry: str, field: str) ->
     expected = (
         not is_safe_relative_path(entry)
         or any(c in entry for c in GLOBS)
-        or covers_state(entry, root, None, write=field == "write")
+        or covers_state(entry, root, None)
     )
     assert (details is not None) is expected, (entry, details)
     if details is not None and is_safe_relative_path(entry):
@@ -164,18 +163,17 @@ def test_the_messages_name_the_entry_and_what_it_reaches() -> None:
     assert _manifest_refuses("data/in", "read") is None
 
 
-def test_the_git_directory_is_read_but_never_written(tmp_path: Path) -> None:
+def test_the_git_directory_is_never_granted(tmp_path: Path) -> None:
     """git runs what ``.git/config`` and ``.git/hooks`` name as the user, outside any
-    sandbox, and its index lists the workspace's members: a write grant never reaches the
-    ``.git`` of the project, of another project, or of a directory above (a member's link
-    to its repository's), in any case; a read grant may."""
+    sandbox, its index lists the workspace's members, and a CI checkout keeps the job's
+    token in its config: no grant reaches the ``.git`` of the project, of another project,
+    or of a directory above (a member's link to its repository's), in any case."""
     assert _manifest_refuses(".git", "write") == [
         'permissions.fs.write: ".git" would include the project\'s .git/'
     ]
-    assert _manifest_refuses(".Git./hooks", "write") == [
-        'permissions.fs.write: ".Git./hooks" is inside the project\'s .git/'
+    assert _manifest_refuses(".Git./hooks", "read") == [
+        'permissions.fs.read: ".Git./hooks" is inside the project\'s .git/'
     ]
-    assert _manifest_refuses(".git", "read") is None
     assert _manifest_refuses(".gitignore", "write") is None
     repo = Path(os.path.realpath(tmp_path))
     member = repo / "packages" / "a"
@@ -185,7 +183,9 @@ def test_the_git_directory_is_read_but_never_written(tmp_path: Path) -> None:
     (repo / ".git" / "hooks").mkdir(parents=True)
     (member / "hooks").symlink_to(repo / ".git" / "hooks")
     assert fs_entry_problem("hooks", member) == (f'"hooks" reaches the .git/ of the project {repo}')
-    assert ProjectState(member).fs_problem("hooks", write=False) is None
+    assert ProjectState(member).fs_problem("hooks", write=False) == (
+        f'"hooks" reaches the .git/ of the project {repo}'
+    )
     assert fs_entry_problem("packages/a/.git", repo) == (
         f'"packages/a/.git" reaches the .git/ of the project {member}'
     )
