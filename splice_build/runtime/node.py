@@ -17,6 +17,7 @@ from pathlib import Path
 
 from splice_build.errors import ErrorCode, SandboxError
 from splice_build.records import dataclass
+from splice_build.spec.node_override import override_path
 
 MIN_NODE_MAJOR = 24
 # Compiled when a ``node --version`` is read (SPLICE_NODE, or a wheel without its header),
@@ -84,24 +85,6 @@ def _wheel_binary() -> NodeBinary | None:
         return None
     version = _header_version(path.parent.parent) or _probe_version(str(path))
     return NodeBinary(path, version) if version else None
-
-
-def override_path(env: Mapping[str, str] | None = None) -> Path | None:
-    """The binary ``SPLICE_NODE`` names, as its ``--version`` probe and the sandbox run it
-    (a relative path from the current directory, a bare name from the default search path:
-    the probe's environment is empty), or None when it is unset or names nothing.
-
-    The probe runs it as the user, outside any sandbox: spec/project_state.py keeps every
-    write grant off it."""
-    override = (os.environ if env is None else env).get("SPLICE_NODE")
-    if not override:
-        return None
-    if os.sep not in override:
-        import shutil
-
-        found = shutil.which(override, path=os.defpath)
-        return None if found is None else Path(os.path.abspath(found))
-    return Path(os.path.abspath(override))
 
 
 def find_node(env: Mapping[str, str] | None = None) -> NodeBinary:

@@ -15,15 +15,23 @@ spec/project_below.py walks.
 
 from __future__ import annotations
 
-import functools
 import os
 import stat
 from collections.abc import Mapping
-from pathlib import Path, PurePath
+from pathlib import PurePath
 
-from splice_build.spec.project_state import ENV_FILES, LEGACY_LOCK_FILE, LOCK_FILE, PROJECT_FILE
+from splice_build.spec.project_state import (
+    ENV_FILES,
+    HOME_CONFIG_FILE,
+    HOME_CREDENTIALS_FILE,
+    LEGACY_LOCK_FILE,
+    LOCK_FILE,
+    PROJECT_FILE,
+)
 
 STATE_FILES = (PROJECT_FILE, LOCK_FILE, LEGACY_LOCK_FILE, *ENV_FILES)
+# SPLICE_HOME's: its isolation setting, registry tokens and provider keys (project/home.py)
+HOME_FILES = (HOME_CONFIG_FILE, HOME_CREDENTIALS_FILE, ".env")
 
 # (device, inode) of a state file -> what it is ("the project's splice.json")
 Linked = Mapping[tuple[int, int], str]
@@ -34,7 +42,7 @@ def linked_state(root: PurePath, home: PurePath | None) -> Linked:
     regular files with another name."""
     files = [(os.path.join(root, name), "the project's", name) for name in STATE_FILES]
     if home is not None:
-        files += [(os.path.join(home, name), "SPLICE_HOME's", name) for name in _home_files()]
+        files += [(os.path.join(home, name), "SPLICE_HOME's", name) for name in HOME_FILES]
     found: dict[tuple[int, int], str] = {}
     for path, whose, name in files:
         try:
@@ -44,15 +52,6 @@ def linked_state(root: PurePath, home: PurePath | None) -> Linked:
         if info.st_nlink > 1 and stat.S_ISREG(info.st_mode):
             found[(info.st_dev, info.st_ino)] = f"{whose} {name}"
     return found
-
-
-@functools.cache
-def _home_files() -> tuple[str, ...]:
-    """The names of SPLICE_HOME's ``config.json``, ``credentials.json`` and ``.env``."""
-    from splice_build.project.home import SpliceHome
-
-    layout = SpliceHome(Path("/"))
-    return tuple(p.name for p in (layout.config_file, layout.credentials_file, layout.env_file))
 
 
 def other_name(real: str, linked: Linked) -> tuple[str, str] | None:

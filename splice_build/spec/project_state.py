@@ -55,9 +55,12 @@ STATE_DIR = ".splice"
 # git runs what its config names (core.fsmonitor on every status, hooks on every commit),
 # as the user and outside any sandbox; its index lists the workspace's members; and a CI
 # checkout keeps the job's token in its config (an http.<url>.extraheader).
-GIT_DIR = ".git"
+REPOSITORY_DIR = ".git"
 ENV_FILE_PREFIX = ".env"  # .env, .env.local, .envrc, …: provider keys are read from them
 ENV_FILES = (".env.local", ".env")  # the ones the broker reads, in its order (broker/keys.py)
+# SPLICE_HOME's files that say how Splice runs and whom it is (project/home.py)
+HOME_CONFIG_FILE = "config.json"  # registry, isolation
+HOME_CREDENTIALS_FILE = "credentials.json"  # registry tokens
 RESERVED_ENV_PREFIX = "SPLICE_"
 # Node's permission model reads "*" (anywhere in a path, also across "/") as a wildcard;
 # the runtime refuses a project or package path that holds one (runtime/runtime.py).
@@ -100,7 +103,7 @@ def protected_paths(root: PurePath, home: PurePath | None = None) -> list[Protec
         Protected(root / LEGACY_LOCK_FILE, LEGACY_LOCK_FILE),
         Protected(root / STATE_DIR, f"{STATE_DIR}/"),
         Protected(root / ENV_FILE_PREFIX, f"{ENV_FILE_PREFIX}* files", name_prefix=True),
-        Protected(root / GIT_DIR, f"{GIT_DIR}/"),
+        Protected(root / REPOSITORY_DIR, f"{REPOSITORY_DIR}/"),
     ]
     if home is not None:
         found.append(Protected(home, f"SPLICE_HOME ({home})", in_project=False))
@@ -131,7 +134,7 @@ def own_installation(root: PurePath, env: Mapping[str, str] | None = None) -> li
     probes ``SPLICE_NODE`` with ``--version`` outside any sandbox: a tool granted the
     project directory it lay in put a script there, and the user's next run ran it."""
     import splice_build
-    from splice_build.runtime.node import override_path
+    from splice_build.spec.node_override import override_path
 
     code = type(root)(os.path.dirname(os.path.abspath(splice_build.__file__)))
     found = [Protected(code, f"Splice's own code ({code})", in_project=False, write_only=True)]
