@@ -19,7 +19,7 @@ from splice_build.spec.archive import pack_archive
 from splice_build.spec.pack import collect_package_files
 from splice_build.spec.project_state import fs_entry_problem
 from splice_build.spec.tree_digest import tree_digest
-from testing.cli import run_splice, splice_executable
+from testing.cli import Completed, run_splice, splice_executable
 from testing.packages import minimal_manifest, write_package
 from testing.projects import lock_entry_json, make_project
 from testing.registry_fixtures import publish
@@ -241,27 +241,38 @@ def test_a_hand_written_lock_granting_the_project_never_runs(
     assert (project / "splice.lock").read_bytes() == lock_bytes
 
 
+def _package_and_project(
+    tmp_path: Path, permissions: dict[str, Any], tool: str, directory: str
+) -> tuple[Path, Path]:
+    """A package asking ``permissions`` whose tool is ``tool``, and a project holding
+    ``splice.json`` and the directory ``directory``."""
+    package = write_package(
+        tmp_path / "pkg", minimal_manifest(permissions=permissions), files={"tools/hello.js": tool}
+    )
+    project = tmp_path / "project"
+    (project / directory).mkdir(parents=True)
+    (project / "splice.json").write_text('{"specVersion": 1, "packages": {}}\n')
+    return package, project
+
+
+def _run_from_directory(
+    package: Path, project: Path, env: dict[str, str] | None = None
+) -> Completed:
+    """``splice run --dir <package>`` of its tool in ``project``."""
+    argv = ("--json", "run", "--dir", str(package), "greeter.hello", "name=Ada")
+    return run_splice(*argv, cwd=project, env=env)
+
+
 def test_a_grant_to_write_the_git_directory_never_runs(tmp_path: Path) -> None:
     """git runs what its directory names (``core.fsmonitor`` at every ``git status``, hooks
     at every commit) as the user, outside any sandbox: a tool granted ``fs.write:
     [".git"]`` set one, and the user's next ``git status`` in the project ran it."""
-    package = write_package(
-        tmp_path / "tidy",
-        minimal_manifest(permissions=GIT),
-        files={"tools/hello.js": SET_FSMONITOR},
-    )
-    project = tmp_path / "project"
+    package, project = _package_and_project(tmp_path, GIT, SET_FSMONITOR, ".git")
     config = project / ".git" / "config"
-    config.parent.mkdir(parents=True)
-    (project / "splice.json").write_text('{"specVersion": 1, "packages": {}}\n')
     config.write_text("[core]\n")
-    done = run_splice(
-        "--json", "run", "--dir", str(package), "greeter.hello", "name=Ada", cwd=project
-    )
-    assert _error(done)["code"] == "INVALID_PACKAGE"
-    assert _error(done)["details"] == [
-        'permissions.fs.write: ".git" would include the project\'s .git/'
-    ]
+    error = _error(_run_from_directory(package, project))
+    assert error["code"] == "INVALID_PACKAGE"
+    assert error["details"] == ['permissions.fs.write: ".git" would include the project\'s .git/']
     assert config.read_text() == "[core]\n"
 
 
@@ -282,25 +293,18 @@ def test_the_node_binary_splice_node_names_is_never_written(tmp_path: Path) -> N
     script there and the user's next run ran it (``tools/node.ran``)."""
     from splice_build.runtime.node import find_node
 
-    package = write_package(
-        tmp_path / "swap",
-        minimal_manifest(permissions={"fs": {"write": ["tools"]}}),
-        files={"tools/hello.js": SWAP_NODE},
-    )
-    project = tmp_path / "project"
-    (project / "tools").mkdir(parents=True)
-    (project / "splice.json").write_text('{"specVersion": 1, "packages": {}}\n')
+    granted = {"fs": {"write": ["tools"]}}
+    package, project = _package_and_project(tmp_path, granted, SWAP_NODE, "tools")
     node = project / "tools" / "node"
     node.symlink_to(find_node({}).path)
     env = {"SPLICE_NODE": str(node)}
-    argv = ("--json", "run", "--dir", str(package), "greeter.hello", "name=Ada")
-    error = _error(run_splice(*argv, cwd=project, env=env))
+    error = _error(_run_from_directory(package, project, env))
     assert error["code"] == "PERMISSIONS_NOT_GRANTED"
     assert error["details"] == [
         'permissions.fs.write: "tools" would include Splice\'s Node.js, SPLICE_NODE '
         "(<project>/tools/node)"
     ]
-    run_splice(*argv, cwd=project, env=env)
+    _run_from_directory(package, project, env)
     assert node.is_symlink() and not (project / "tools" / "node.ran").exists()
 
 
@@ -320,18 +324,11 @@ def test_a_grant_holding_a_hard_link_of_the_projects_state_never_runs(tmp_path: 
     ``data/cfg`` linked to ``splice.json`` in a write grant let the tool rewrite
     ``splice.json``, and ``data/keys`` linked to ``.env`` in a read grant handed it the
     broker's provider keys (SPLICE_HOME's ``credentials.json``, its registry tokens)."""
-    package = write_package(
-        tmp_path / "cfg",
-        minimal_manifest(permissions={"fs": {"write": ["data"]}}),
-        files={"tools/hello.js": REWRITE_CFG},
-    )
-    project = tmp_path / "project"
-    (project / "data").mkdir(parents=True)
+    granted = {"fs": {"write": ["data"]}}
+    package, project = _package_and_project(tmp_path, granted, REWRITE_CFG, "data")
     config = project / "splice.json"
-    config.write_text('{"specVersion": 1, "packages": {}}\n')
     os.link(config, project / "data" / "cfg")
-    argv = ("--json", "run", "--dir", str(package), "greeter.hello", "name=Ada")
-    error = _error(run_splice(*argv, cwd=project))
+    error = _error(_run_from_directory(package, project))
     assert error["code"] == "PERMISSIONS_NOT_GRANTED"
     assert error["details"] == [
         'permissions.fs.write: "data" holds <project>/data/cfg, another name (a hard link) '
