@@ -6,11 +6,11 @@ compare paths: a grant of ``data`` holding ``data/cfg``, a hard link of ``.env``
 that may only read ``data``, and one of ``splice.json`` in a write grant let a tool name the
 registry the next install asks. So the files Splice reads at the project's root
 (``STATE_FILES``) and SPLICE_HOME's ``config.json`` (``isolation``), ``credentials.json``
-(registry tokens) and ``.env`` are looked at once per check (one ``lstat`` each); only one
-that has another
-link (``st_nlink`` above 1, rare) costs more: each grant is then walked for an entry with its
-device and inode (``DirEntry.inode`` comes with the listing), following no link, as
-spec/project_below.py walks.
+(registry tokens) and ``.env`` (``HOME_FILES``) are looked at once per check (one ``lstat``
+each); only one that has another link (``st_nlink`` above 1, rare) costs more: each grant is
+then walked, at every check (nothing is remembered), for an entry with its device and inode
+(``DirEntry.inode`` comes with the listing), following no link, as spec/project_below.py
+walks.
 """
 
 from __future__ import annotations
