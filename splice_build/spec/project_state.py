@@ -305,7 +305,7 @@ class ProjectState:
             return f'"{entry}" would include {_describe(included)}'
         if not self._real:
             return None
-        return self._other_project_problem(entry, granted[-1]) or self._linked_problem(
+        return self._other_project_problem(entry, granted[-1], write) or self._linked_problem(
             entry, granted[-1]
         )
 
@@ -322,7 +322,7 @@ class ProjectState:
         path, what = found
         return f'"{entry}" holds {path}, another name (a hard link) of {what}'
 
-    def _other_project_problem(self, entry: str, real: PurePath) -> str | None:
+    def _other_project_problem(self, entry: str, real: PurePath, write: bool) -> str | None:
         """Why ``entry`` reaches the state of another project on the way to its real path
         ``real``, or None: a member below the root (``packages/a/.splice``, ``packages/a/.env``)
         or, through a link, a project beside or above it (``up -> ../../.env``), or a whole
@@ -338,7 +338,11 @@ class ProjectState:
         granted ``cfg -> ../../.env`` read them); a ``splice.lock`` above says where tools
         may have written (project/tool_written.py). Not a directory the project lies in,
         though (a project kept in a virtual environment named ``.env``): it holds no key
-        the broker reads, and every grant of the project would reach it."""
+        the broker reads, and every grant of the project would reach it.
+
+        A write grant (``write``) may not hold another git repository either
+        (``project_below``): a submodule's working tree, whose ``.git`` a tool pointed at a
+        configuration of its making."""
         if self._own is None:
             self._own = self._memo.real(self.root)
             self._above = {_fold(directory) for directory in self._own.parents}
@@ -363,7 +367,7 @@ class ProjectState:
                     return f'"{entry}" reaches the {item.what} of {whose}'
         from splice_build.spec.project_below import project_below
 
-        below = project_below(real)
+        below = project_below(real, repositories=write)
         if below is None:
             return None
         if isinstance(below, OSError):
@@ -371,8 +375,14 @@ class ProjectState:
                 f'"{entry}" holds a directory that cannot be listed but can be entered '
                 f"({below.filename}): another project's state may lie in it"
             )
+        holder, name = below
+        if name == REPOSITORY_DIR:
+            return (
+                f'"{entry}" would include the git repository of {holder} (its {name}, whose '
+                "configuration names commands git runs)"
+            )
         return (
-            f'"{entry}" would include the project {below} (its splice.json, splice.lock, '
+            f'"{entry}" would include the project {holder} (its splice.json, splice.lock, '
             ".splice/ and .env* files)"
         )
 

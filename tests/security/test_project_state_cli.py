@@ -17,7 +17,7 @@ import requests
 
 from splice_build.spec.archive import pack_archive
 from splice_build.spec.pack import collect_package_files
-from splice_build.spec.project_state import fs_entry_problem
+from splice_build.spec.project_state import ProjectState, fs_entry_problem
 from splice_build.spec.tree_digest import tree_digest
 from testing.cli import Completed, run_splice, splice_executable
 from testing.packages import minimal_manifest, write_package
@@ -274,6 +274,41 @@ def test_a_grant_to_write_the_git_directory_never_runs(tmp_path: Path) -> None:
     assert error["code"] == "INVALID_PACKAGE"
     assert error["details"] == ['permissions.fs.write: ".git" would include the project\'s .git/']
     assert config.read_text() == "[core]\n"
+
+
+# A tool granted a submodule's working tree points its .git at a repository of its making.
+REPOINT_SUBMODULE = """import fs from 'node:fs';
+export default function hello(input, ctx) {
+  const lib = ctx.paths.project + '/vendor/lib';
+  fs.mkdirSync(lib + '/evil');
+  fs.writeFileSync(lib + '/evil/config', '[core]\\n\\tfsmonitor = "touch pwned"\\n');
+  fs.writeFileSync(lib + '/.git', 'gitdir: evil\\n');
+  return { message: 'ran' };
+}
+"""
+
+
+def test_a_write_grant_holding_another_git_repository_never_runs(tmp_path: Path) -> None:
+    """A submodule's working tree has a ``.git`` file naming its repository, which the
+    user's ``git status`` in the project enters: a tool granted ``vendor/lib`` pointed it at
+    a directory of its making whose ``core.fsmonitor`` that ``git status`` ran. Reading
+    such a tree stays allowed."""
+    granted = {"fs": {"write": ["vendor/lib"]}}
+    package, project = _package_and_project(tmp_path, granted, REPOINT_SUBMODULE, "vendor/lib")
+    pointer = project / "vendor" / "lib" / ".git"
+    pointer.write_text("gitdir: ../../.git/modules/vendor/lib\n")
+    error = _error(_run_from_directory(package, project))
+    assert error["code"] == "PERMISSIONS_NOT_GRANTED"
+    assert error["details"] == [
+        'permissions.fs.write: "vendor/lib" would include the git repository of '
+        "<project>/vendor/lib (its .git, whose configuration names commands git runs)"
+    ]
+    assert pointer.read_text() == "gitdir: ../../.git/modules/vendor/lib\n"
+    root = Path(os.path.realpath(project))
+    assert ProjectState(root).fs_problem("vendor", write=False) is None
+    (root / "vendor" / "lib" / ".git").unlink()
+    (root / "vendor" / "lib" / "src" / ".GIT").mkdir(parents=True)
+    assert "would include the git repository of" in (fs_entry_problem("vendor", root) or "")
 
 
 # A tool granted the directory SPLICE_NODE lies in puts a script in its place.
