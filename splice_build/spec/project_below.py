@@ -57,7 +57,8 @@ def project_below(
     be entered but not listed; or None. ``directory`` is not the caller's project
     (``fs_problem``'s rules refuse that first)."""
     key = (str(directory), repositories)
-    seen = _remembered.get(key)
+    # a walk that found no .git either answers for projects alone
+    seen = _remembered.get(key) or _remembered.get((key[0], True))
     if seen is not None and all(_unchanged(*each) for each in seen):
         return None
     found, listed = _walk(key[0], repositories)
