@@ -263,6 +263,13 @@ def _run_from_directory(
     return run_splice(*argv, cwd=project, env=env)
 
 
+def _refused_grant(package: Path, project: Path, env: dict[str, str] | None = None) -> list[str]:
+    """The details of the runtime's refusal of ``_run_from_directory`` (nothing ran)."""
+    error = _error(_run_from_directory(package, project, env))
+    assert error["code"] == "PERMISSIONS_NOT_GRANTED"
+    return error["details"]
+
+
 def test_a_grant_to_write_the_git_directory_never_runs(tmp_path: Path) -> None:
     """git runs what its directory names (``core.fsmonitor`` at every ``git status``, hooks
     at every commit) as the user, outside any sandbox: a tool granted ``fs.write:
@@ -297,9 +304,7 @@ def test_a_write_grant_holding_another_git_repository_never_runs(tmp_path: Path)
     package, project = _package_and_project(tmp_path, granted, REPOINT_SUBMODULE, "vendor/lib")
     pointer = project / "vendor" / "lib" / ".git"
     pointer.write_text("gitdir: ../../.git/modules/vendor/lib\n")
-    error = _error(_run_from_directory(package, project))
-    assert error["code"] == "PERMISSIONS_NOT_GRANTED"
-    assert error["details"] == [
+    assert _refused_grant(package, project) == [
         'permissions.fs.write: "vendor/lib" would include the git repository of '
         "<project>/vendor/lib (its .git, whose configuration names commands git runs)"
     ]
@@ -333,9 +338,7 @@ def test_the_node_binary_splice_node_names_is_never_written(tmp_path: Path) -> N
     node = project / "tools" / "node"
     node.symlink_to(find_node({}).path)
     env = {"SPLICE_NODE": str(node)}
-    error = _error(_run_from_directory(package, project, env))
-    assert error["code"] == "PERMISSIONS_NOT_GRANTED"
-    assert error["details"] == [
+    assert _refused_grant(package, project, env) == [
         'permissions.fs.write: "tools" would include Splice\'s Node.js, SPLICE_NODE '
         "(<project>/tools/node)"
     ]
@@ -362,9 +365,7 @@ def test_a_grant_holding_a_hard_link_of_the_projects_state_never_runs(tmp_path: 
     package, project = _package_and_project(tmp_path, granted, REWRITE_CFG, "data")
     config = project / "splice.json"
     os.link(config, project / "data" / "cfg")
-    error = _error(_run_from_directory(package, project))
-    assert error["code"] == "PERMISSIONS_NOT_GRANTED"
-    assert error["details"] == [
+    assert _refused_grant(package, project) == [
         'permissions.fs.write: "data" holds <project>/data/cfg, another name (a hard link) '
         "of the project's splice.json"
     ]
