@@ -34,6 +34,7 @@ from __future__ import annotations
 import errno
 import functools
 import os
+import stat
 import sys
 import threading
 from collections.abc import Mapping, Sequence
@@ -274,11 +275,25 @@ class ProjectState:
         items = protected_paths(root, home)
         if self._real:
             items += own_installation(root, env) + kernel_file_systems(root)
-            items += [replace(i, path=self._memo.real(i.path)) for i in items]
+            own = self._memo.real(root)
+            items += [replace(i, path=self._real_of(i, own)) for i in items]
         self._folded = [(_fold(i.path), i) for i in items]
         self._own: PurePath | None = None  # the root's real path, taken on first use
         self._above: set[tuple[str, ...]] = set()  # and the directories above it, folded
         self._linked: Linked | None = None  # its state files with another name, on first use
+
+    def _real_of(self, item: Protected, own: PurePath) -> PurePath:
+        """The real path of ``item``; one of the project's own names (``root / name``) is
+        ``own``'s (the root's real path) unless it is itself a link: one ``lstat``, where a
+        real path of its own took one a directory from ``/`` (and most are not there)."""
+        if not item.in_project or item.path.parent != self.root:
+            return self._memo.real(item.path)
+        try:
+            if stat.S_ISLNK(os.lstat(item.path).st_mode):
+                return self._memo.real(item.path)
+        except OSError:  # nothing there: where it would be made
+            pass
+        return own / item.path.name
 
     def fs_problem(self, entry: str, *, write: bool = True) -> str | None:
         """Why ``entry`` may not be granted here (for writing, or only reading), or None."""
