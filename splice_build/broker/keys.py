@@ -126,10 +126,9 @@ def _tool_written(paths: list[Path], env: Mapping[str, str], home: Path | None) 
     a project above it: those files are then a tool's as much as the user's (a grant of
     ``packages`` or of ``packages/.env`` itself)."""
     from splice_build.project.home import SpliceHome
-    from splice_build.project.tool_written import enclosing_write_grant
+    from splice_build.project.tool_written import in_write_grant
 
-    known = home if home is not None else SpliceHome.from_env(env).path
-    return any(enclosing_write_grant(path, known) is not None for path in paths)
+    return in_write_grant(paths, home if home is not None else SpliceHome.from_env(env).path)
 
 
 def load_keys(

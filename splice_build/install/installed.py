@@ -153,14 +153,17 @@ def refuse_project_state(
     """``PERMISSIONS_NOT_GRANTED`` when the lock's grant or the manifest reaches the project's
     state or ``home`` (SPLICE_HOME), e.g. a lock written before the rule or by hand, or
     (``enclosing``) when the project lies in a write grant of a project above it."""
-    from splice_build.spec.project_state import grant_unresolved, project_state_problems
+    from splice_build.spec.project_state import RunMemo, grant_unresolved, project_state_problems
 
     root = Path(os.path.realpath(layout.root))
+    memo = RunMemo()  # the same paths resolved for both
     try:
         problems = project_state_problems(
-            manifest.permissions, "manifest.json", root=root, home=home
+            manifest.permissions, "manifest.json", root=root, home=home, memo=memo
         )
-        problems += project_state_problems(grant, "splice.lock grant", root=root, home=home)
+        problems += project_state_problems(
+            grant, "splice.lock grant", root=root, home=home, memo=memo
+        )
     except OSError as exc:  # a link renamed as it was read, or unreadable
         raise grant_unresolved(
             InstallError,

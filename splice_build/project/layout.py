@@ -15,6 +15,8 @@ one where things are, so the layout is written down once.
                                            (install/statcache.py)
     <root>/.splice/workspace.json          a workspace root's memo of its members
                                            (project/workspace.py)
+    <root>/.splice/walks.json              a workspace root's walks below its members' grants
+                                           (tasks/walk_record.py)
     <root>/.splice/packages/@ns/name/      installed, verified files
     <root>/.splice/tmp/                    staging and backups during an install
 """

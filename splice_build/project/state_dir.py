@@ -120,3 +120,20 @@ def _link(path: Path) -> ProjectError:
         "where it keeps the project's installed packages and state",
         hint=f"remove {path}; the next command creates what it needs",
     )
+
+
+def write_cache(root: Path, name: str, data: bytes, mode: int | None = None) -> None:
+    """Write ``data`` to ``root``'s ``.splice/<name>``, a cache (the workspace's member memo,
+    the walks below grants): never through a link in ``.splice/`` (``NOT_WRITABLE``, as
+    :func:`check_state_dir`), any other failure left for the next run to write again.
+    ``mode``: as ``atomic_write_bytes``'s."""
+    from splice_build.project.atomic import atomic_write_bytes
+    from splice_build.project.creation_modes import dir_mode_in
+
+    layout = ProjectLayout(root)
+    check_state_dir(layout)
+    try:
+        layout.state_dir.mkdir(mode=dir_mode_in(root), exist_ok=True)
+        atomic_write_bytes(layout.state_dir / name, data, mode=mode)
+    except OSError:
+        return

@@ -340,3 +340,18 @@ def enclosing_write_grant(root: Path, home: Path) -> tuple[Path, str] | None:
     above = Path(os.path.realpath(root)).parents
     _, dropped, _ = drop_tool_written([root], above, home)
     return (dropped[0].granted_by, dropped[0].grant) if dropped else None
+
+
+def in_write_grant(paths: Sequence[Path], home: Path) -> bool:
+    """Whether ``enclosing_write_grant`` finds a grant holding any of ``paths`` (a directory
+    and its ``.env`` files, broker/keys.py), the locks and records above them read once for
+    the shallowest real path and those whose real paths lie directly in it: the directories
+    above any of those are all above each (or the path itself, whose own grants hold
+    nothing of its own ancestry, ``_write_grants``), so each answer stays its own. Any
+    other path (a link to elsewhere) is asked alone: a project beside it could hold it."""
+    reals = {path: Path(os.path.realpath(path)) for path in paths}
+    base = min(reals.values(), key=lambda real: len(real.parts))
+    near = [p for p, real in reals.items() if base in (real, real.parent)]
+    if drop_tool_written(near, [base, *base.parents], home)[1]:
+        return True
+    return any(enclosing_write_grant(p, home) is not None for p in paths if p not in near)

@@ -429,18 +429,9 @@ class _Memo:
             return
         import json
 
-        from splice_build.project.atomic import atomic_write_bytes
-        from splice_build.project.creation_modes import dir_mode_in
-        from splice_build.project.layout import ProjectLayout
-        from splice_build.project.state_dir import check_state_dir
+        from splice_build.project.state_dir import write_cache
 
-        check_state_dir(ProjectLayout(root))  # a cache, but never written through a link
-        state = root / STATE_DIR
-        try:
-            state.mkdir(mode=dir_mode_in(root), exist_ok=True)
-            atomic_write_bytes(state / MEMO_FILE, json.dumps(body).encode("utf-8"))
-        except OSError:
-            return
+        write_cache(root, MEMO_FILE, json.dumps(body).encode("utf-8"))
 
 
 def _load_memo(path: Path) -> dict[str, Any]:

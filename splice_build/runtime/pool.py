@@ -63,6 +63,12 @@ class PoolKey:
     spec: sandbox.SandboxSpec
     files_digest: str
     project: Path | None = None
+    # A reused process: what each granted path names now (``fileview.grants_named``). A
+    # descriptor a call opened in a grant outlives the grant's meaning (the directory moved
+    # aside and another made at its path, a link retargeted), so a changed grant is another
+    # key: without a file view, which keys only what it binds, and for a grant inside a
+    # write grant, which it does not bind.
+    grants: tuple[tuple[str, tuple[int, int] | None], ...] = ()
 
 
 @dataclass(frozen=True)

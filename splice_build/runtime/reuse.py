@@ -2,10 +2,11 @@
 
 A reused process is a warm process started with ``SandboxSpec.reuse`` (the host then serves
 another job after a success, host/serve.mjs). Between calls it waits here, under the
-``PoolKey`` it was started for — the package directory, its files digest, the grant paths,
-the limits, the isolation plan — and only a call with an equal key takes it: never two
-packages, never two grants. A process is taken by one call at a time (it leaves the pool
-while the call runs), so concurrent calls never share one: each takes its own.
+``PoolKey`` it was started for — the package directory, its files digest, the grant paths
+and what each names, the limits, the isolation plan — and only a call with an equal key
+takes it: never two packages, never two grants. A process is taken by one call at a time
+(it leaves the pool while the call runs), so concurrent calls never share one: each takes
+its own.
 
 It is given back only after a clean success (session.py: nothing of the call left open, the
 output accepted) and only while it is under the policy's limits (spec/reuse.py): a failure, a

@@ -558,7 +558,15 @@ class SpliceRuntime:
         from splice_build.runtime.pool import PoolKey
 
         digest = pkg.files_digest if isinstance(pkg, PinnedPackage) else _digest(pkg.dir)
-        return None if digest is None else PoolKey(self._spec(pkg), digest, self.project_root)
+        if digest is None:
+            return None
+        spec = self._spec(pkg)
+        if not spec.reuse:  # a one-job process has run no tool code when it is taken
+            return PoolKey(spec, digest, self.project_root)
+        from splice_build.runtime.isolation.fileview import grants_named
+
+        granted = grants_named([*spec.write_paths, *spec.read_paths])
+        return PoolKey(spec, digest, self.project_root, granted)
 
     def _job_env(self, pkg: LoadedPackage) -> dict[str, str]:
         """The declared variables present in the runtime's environment (the job's ``env``)."""

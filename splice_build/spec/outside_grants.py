@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import PurePath
 from typing import TYPE_CHECKING
 
-from splice_build.spec.project_state import effective_fs_path, real_grant_path
+from splice_build.spec.project_state import RunMemo, effective_fs_path
 
 if TYPE_CHECKING:
     from splice_build.spec.permissions import Permissions
@@ -34,16 +34,23 @@ def in_project(real_root: str, real: str) -> bool:
     return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
 
 
-def outside_links(root: PurePath, permissions: Permissions) -> dict[str, str]:
+def outside_links(
+    root: PurePath, permissions: Permissions, memo: RunMemo | None = None
+) -> dict[str, str]:
     """Each ``fs`` entry of ``permissions`` (read, then write) whose real path in the project
-    at ``root`` is neither the project's real directory nor below it, with that real path."""
-    real_root = os.path.realpath(root)
+    at ``root`` is neither the project's real directory nor below it, with that real path;
+    ``memo``: the real paths this run took already (spec/project_state.py)."""
+    entries = (*permissions.fs_read, *permissions.fs_write)
+    if not entries:
+        return {}
+    memo = RunMemo() if memo is None else memo
+    real_root = memo.real_text(os.fspath(root))
     found: dict[str, str] = {}
-    for entry in (*permissions.fs_read, *permissions.fs_write):
+    for entry in entries:
         if entry in found:
             continue
         try:
-            real = real_grant_path(str(effective_fs_path(PurePath(real_root), entry)))
+            real = str(memo.real_grant(effective_fs_path(PurePath(real_root), entry)))
         except OSError:
             found[entry] = UNRESOLVED
             continue

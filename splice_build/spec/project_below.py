@@ -27,6 +27,14 @@ change times at its clock tick, and a second change within the tick of the first
 as it was. (A network file system's client may answer ``stat`` from its attribute cache for
 a while, so a change another machine made there is seen by a long-lived process, ``splice
 mcp`` or one ``Splice``, only once that cache expires; each new process lists afresh.)
+
+A no-op ``splice sync`` also keeps the walks it trusted in the workspace root's ``.splice/``
+(tasks/walk_record.py) and hands them to the next one (``Walks``): each is trusted exactly as
+a walk of this process is, every directory ``stat``ed and compared. A walk recorded
+elsewhere (a checkout's) cannot know the inodes and change times the directories got here.
+Each walk, remembered or recorded, says whether it looked for ``.git`` too: one that looked
+only for ``splice.json`` (a read grant's) never answers for a write grant of the directory,
+which the user may have made of it since.
 """
 
 from __future__ import annotations
@@ -36,7 +44,7 @@ import os
 import time
 from pathlib import PurePath
 
-from splice_build.spec.project_state import PROJECT_FILE, REPOSITORY_DIR
+from splice_build.spec.project_state import PROJECT_FILE, REPOSITORY_DIR, Walked, WalkKey, Walks
 
 # Longer than any kernel clock tick (10 ms at HZ=100), with room for a clock stepped back.
 RECENT_NS = 2_000_000_000
@@ -44,23 +52,29 @@ _REMEMBERED_MAX = 64
 
 # Each real directory a walk found nothing below (and whether it looked for ``.git``), with
 # (path, device, inode, change time) of every directory it listed.
-_Seen = tuple[tuple[str, int, int, int], ...]
-_remembered: dict[tuple[str, bool], _Seen] = {}
+_remembered: dict[WalkKey, Walked] = {}
 
 
 def project_below(
-    directory: PurePath, *, repositories: bool = False
+    directory: PurePath, walks: Walks | None = None, *, repositories: bool = False
 ) -> tuple[PurePath, str] | OSError | None:
     """The first directory at or below the real directory ``directory`` holding a project
     (``splice.json``, its name folded as names are in spec/project_state.py) or, with
     ``repositories``, a ``.git``, with that name; or the error of a directory there that can
     be entered but not listed; or None. ``directory`` is not the caller's project
-    (``fs_problem``'s rules refuse that first)."""
+    (``fs_problem``'s rules refuse that first). ``walks``: those an earlier run recorded,
+    and those this run trusted (a no-op sync's, tasks/walk_record.py)."""
     key = (str(directory), repositories)
-    # a walk that found no .git either answers for projects alone
-    seen = _remembered.get(key) or _remembered.get((key[0], True))
-    if seen is not None and all(_unchanged(*each) for each in seen):
-        return None
+    # a walk that found no .git either answers for projects alone, never the other way
+    keys = (key,) if repositories else (key, (key[0], True))
+    recorded = walks.recorded if walks is not None else {}
+    for remembered in (_remembered, recorded):
+        for each in keys:
+            seen = remembered.get(each)
+            if seen is not None and all(_unchanged(*entry) for entry in seen):
+                if walks is not None:
+                    walks.trusted[each] = seen
+                return None
     found, listed = _walk(key[0], repositories)
     if isinstance(found, OSError):
         return found
@@ -70,10 +84,12 @@ def project_below(
         if len(_remembered) >= _REMEMBERED_MAX:
             _remembered.clear()
         _remembered[key] = listed
+        if walks is not None:
+            walks.trusted[key] = listed
     return None
 
 
-def _walk(top: str, repositories: bool) -> tuple[tuple[str, str] | OSError | None, _Seen | None]:
+def _walk(top: str, repositories: bool) -> tuple[tuple[str, str] | OSError | None, Walked | None]:
     """The first directory at or below ``top`` holding a project (or a ``.git``), with that
     name, or the error of an unlistable one; else None and what was listed (None when a
     listing is too recent to remember)."""

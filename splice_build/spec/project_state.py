@@ -34,10 +34,9 @@ from __future__ import annotations
 import errno
 import functools
 import os
-import stat
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import PurePath, PurePosixPath
 from typing import TYPE_CHECKING, TypeVar
 
@@ -106,9 +105,12 @@ def protected_paths(root: PurePath, home: PurePath | None = None) -> list[Protec
         Protected(root / ENV_FILE_PREFIX, f"{ENV_FILE_PREFIX}* files", name_prefix=True),
         Protected(root / REPOSITORY_DIR, f"{REPOSITORY_DIR}/"),
     ]
-    if home is not None:
-        found.append(Protected(home, f"SPLICE_HOME ({home})", in_project=False))
-    return found
+    return found + home_protected(home)
+
+
+def home_protected(home: PurePath | None) -> list[Protected]:
+    """``SPLICE_HOME``, if known: no grant of any project may overlap it."""
+    return [] if home is None else [Protected(home, f"SPLICE_HOME ({home})", in_project=False)]
 
 
 # The kernel's own file systems: their entries are processes, devices and kernel state, not
@@ -199,10 +201,6 @@ def _overlap(g: tuple[str, ...], p: tuple[str, ...], name_prefix: bool) -> str |
     return "include" if len(g) <= len(p) else "inside"
 
 
-def _real(path: PurePath) -> PurePath:
-    return type(path)(os.path.realpath(path))
-
-
 def real_grant_path(path: str) -> str:
     """The real path of a grant, ``os.path.realpath``'s, but raising OSError (ELOOP) for a
     path through a loop of symbolic links, which ``realpath`` leaves as it found it: a
@@ -210,7 +208,11 @@ def real_grant_path(path: str) -> str:
     without a question, and every call ended TOOL_CRASHED when the file view's plan met the
     loop ("too many levels of symbolic links"). Callers refuse it as they refuse a link
     that cannot be read (``grant_unresolved``)."""
-    real = os.path.realpath(path)
+    return _refuse_loop(os.path.realpath(path))
+
+
+def _refuse_loop(real: str) -> str:
+    """``real``, or the OSError (ELOOP) of a path through a loop of links."""
     try:
         os.stat(real)
     except OSError as exc:
@@ -219,31 +221,126 @@ def real_grant_path(path: str) -> str:
     return real
 
 
-class RunMemo:
-    """Real paths and which directories hold splice.json, looked up once for the checks of
-    one run (one check by default: a ``ProjectState`` makes its own). Every run looks
-    afresh, so a link changed or a project made since is found by the next."""
+# Protected paths, each with its path folded (``_fold``).
+_Folded = list[tuple[tuple[str, ...], Protected]]
 
-    def __init__(self) -> None:
+# A walk below a grant that found no project: (path, device, inode, change time) of every
+# directory it listed (spec/project_below.py).
+Walked = tuple[tuple[str, int, int, int], ...]
+# The directory a walk started from, and whether it looked for ``.git`` too (a write
+# grant's): one that looked only for ``splice.json`` never answers for a write grant.
+WalkKey = tuple[str, bool]
+
+
+class Walks:
+    """The walks below grants an earlier run recorded (``recorded``, read by ``load`` when
+    first asked for), and those this run trusted, found unchanged or made afresh
+    (``trusted``): spec/project_below.py."""
+
+    def __init__(self, load: Callable[[], dict[WalkKey, Walked]] | None = None) -> None:
+        self._load = load
+        self._recorded: dict[WalkKey, Walked] | None = None
+        self.trusted: dict[WalkKey, Walked] = {}
+
+    @property
+    def recorded(self) -> dict[WalkKey, Walked]:
+        if self._recorded is None:
+            self._recorded = {} if self._load is None else self._load()
+        return self._recorded
+
+
+class RunMemo:
+    """Real paths, folded paths, which directories hold splice.json and the protected paths
+    every member shares, looked up once for the checks of one run (one check by default: a
+    ``ProjectState`` makes its own). Every run looks afresh, so a link changed or a project
+    made since is found by the next."""
+
+    def __init__(self, walks: Walks | None = None) -> None:
+        """``walks``: the walks below grants to trust (a no-op sync's, tasks/walk_record.py)."""
         self._real: dict[PurePath, PurePath] = {}
+        self._text: dict[str, str] = {}
+        self._folded: dict[PurePath, tuple[str, ...]] = {}
         self._holds: dict[PurePath, bool] = {}
-        self._protected: dict[PurePath, list[tuple[tuple[str, ...], Protected]]] = {}
+        self._protected: dict[PurePath, _Folded] = {}
+        self._shared: dict[tuple[PurePath | None, PurePath | None], tuple[_Folded, _Folded]] = {}
+        self.walks = Walks() if walks is None else walks
 
     def real(self, path: PurePath) -> PurePath:
-        """``os.path.realpath`` of ``path``: Splice's installation, the kernel's file
-        systems and ``SPLICE_HOME`` are the same for every member of a workspace."""
+        """``os.path.realpath`` of ``path`` (``real_text``)."""
         found = self._real.get(path)
         if found is None:
-            found = self._real[path] = _real(path)
+            found = self._real[path] = type(path)(self.real_text(os.fspath(path)))
         return found
 
-    def protected(self, directory: PurePath) -> list[tuple[tuple[str, ...], Protected]]:
+    def real_text(self, path: str) -> str:
+        """``os.path.realpath`` of ``path``, taken below its parent's real path: a name that
+        is no link resolves to itself there, as realpath has it, so each directory is asked
+        once (an ``lstat``) for every path of the run below it (the members' roots share
+        their parents, each grant and protected file its root). A link, or a ``..``, is
+        left to realpath itself."""
+        found = self._text.get(path)
+        if found is None:
+            parent, name = os.path.split(path)
+            if name in ("", os.curdir, os.pardir):
+                found = os.path.realpath(path)
+            else:
+                found = os.path.join(self.real_text(parent), name)
+                if os.path.islink(found):
+                    found = os.path.realpath(found)
+            self._text[path] = found
+        return found
+
+    def real_grant(self, path: PurePath) -> PurePath:
+        """``real_grant_path`` of ``path``, its directories resolved once for the run."""
+        real = self.real(path)
+        _refuse_loop(str(real))
+        return real
+
+    def fold(self, path: PurePath) -> tuple[str, ...]:
+        """``_fold(path)``, each directory's folded once for every path of the run below it."""
+        found = self._folded.get(path)
+        if found is None:
+            parent = path.parent
+            if parent == path:
+                found = _fold(path)
+            else:
+                found = (*self.fold(parent), fold_path(path.name).rstrip(". "))
+            self._folded[path] = found
+        return found
+
+    def shared(
+        self, root: PurePath, home: PurePath | None, env: Mapping[str, str] | None
+    ) -> tuple[_Folded, _Folded]:
+        """The protected paths outside any project (``home``, Splice's installation and the
+        Node.js ``SPLICE_NODE`` of ``env`` names, the kernel's file systems), folded, as
+        named and at their real paths (``at_real_paths``): the same for every member."""
+        from splice_build.spec.node_override import override_path
+
+        key = (home, override_path(env))
+        found = self._shared.get(key)
+        if found is None:
+            items = home_protected(home) + own_installation(root, env) + kernel_file_systems(root)
+            named = [(self.fold(item.path), item) for item in items]
+            found = self._shared[key] = (named, self.at_real_paths(named))
+        return found
+
+    def at_real_paths(self, named: _Folded) -> _Folded:
+        """Each protected path of ``named`` at its real path, where that folds to another
+        path: one that folds the same gives every grant the same verdict, named alike."""
+        found = []
+        for folded, item in named:
+            real = self.real(item.path)
+            if (folded_real := self.fold(real)) != folded:
+                found.append((folded_real, replace(item, path=real)))
+        return found
+
+    def protected(self, directory: PurePath) -> _Folded:
         """``protected_paths(directory)``, each with its path folded (``_fold``): asked of
         every directory above each grant."""
         found = self._protected.get(directory)
         if found is None:
             found = self._protected[directory] = [
-                (_fold(item.path), item) for item in protected_paths(directory)
+                (self.fold(item.path), item) for item in protected_paths(directory)
             ]
         return found
 
@@ -272,28 +369,18 @@ class ProjectState:
         self.root, self.home = root, home
         self._real = root != ABSTRACT_ROOT
         self._memo = RunMemo() if memo is None else memo
-        items = protected_paths(root, home)
+        fold = self._memo.fold
         if self._real:
-            items += own_installation(root, env) + kernel_file_systems(root)
-            own = self._memo.real(root)
-            items += [replace(i, path=self._real_of(i, own)) for i in items]
-        self._folded = [(_fold(i.path), i) for i in items]
+            own = [(fold(item.path), item) for item in protected_paths(root)]
+            named, real = self._memo.shared(root, home, env)
+            self._folded = own + named + self._memo.at_real_paths(own) + real
+        else:
+            self._folded = [(fold(item.path), item) for item in protected_paths(root, home)]
         self._own: PurePath | None = None  # the root's real path, taken on first use
         self._above: set[tuple[str, ...]] = set()  # and the directories above it, folded
+        self._reached: tuple[str, str] | None = None  # _reached_above's answer
+        self._reached_known = False
         self._linked: Linked | None = None  # its state files with another name, on first use
-
-    def _real_of(self, item: Protected, own: PurePath) -> PurePath:
-        """The real path of ``item``; one of the project's own names (``root / name``) is
-        ``own``'s (the root's real path) unless it is itself a link: one ``lstat``, where a
-        real path of its own took one a directory from ``/`` (and most are not there)."""
-        if not item.in_project or item.path.parent != self.root:
-            return self._memo.real(item.path)
-        try:
-            if stat.S_ISLNK(os.lstat(item.path).st_mode):
-                return self._memo.real(item.path)
-        except OSError:  # nothing there: where it would be made
-            pass
-        return own / item.path.name
 
     def fs_problem(self, entry: str, *, write: bool = True) -> str | None:
         """Why ``entry`` may not be granted here (for writing, or only reading), or None."""
@@ -304,10 +391,13 @@ class ProjectState:
             tail = f", and this one could include {reach}" if reach else ""
             return f'"{entry}" contains {shown}: a grant names one path, never a pattern{tail}'
         granted = [effective_fs_path(self.root, entry)]
+        candidates = [self._memo.fold(granted[0])]
         if self._real:
-            granted.append(type(granted[0])(real_grant_path(str(granted[0]))))
+            granted.append(self._memo.real_grant(granted[0]))
+            if (folded_real := self._memo.fold(granted[1])) != candidates[0]:
+                candidates.append(folded_real)  # the same fold: the same verdicts
         included: list[Protected] = []
-        for candidate in map(_fold, granted):
+        for candidate in candidates:
             for folded, item in self._folded:
                 if item.write_only and not write:
                     continue
@@ -360,15 +450,20 @@ class ProjectState:
         configuration of its making."""
         if self._own is None:
             self._own = self._memo.real(self.root)
-            self._above = {_fold(directory) for directory in self._own.parents}
+            self._above = {self._memo.fold(directory) for directory in self._own.parents}
         own = self._own
-        folded, folded_own = _fold(real), _fold(own)
-        for directory in real.parents:
+        folded, folded_own = self._memo.fold(real), self._memo.fold(own)
+        parents, reached = real.parents, None
+        depth = len(own.parts)
+        if len(real.parts) > depth and real.parts[:depth] == own.parts:
+            # Inside the project: above it, the grant reaches what the root itself reaches.
+            parents, reached = parents[: len(real.parts) - depth - 1], self._reached_above()
+        for directory in parents:
             if directory == own:
                 continue
             if self._memo.holds_project(directory):
                 whose, items = f"the project {directory}", self._memo.protected(directory)
-            elif _fold(directory) in self._above:
+            elif self._memo.fold(directory) in self._above:
                 whose = f"{directory}, above the project"
                 items = [
                     (path, item)
@@ -380,9 +475,11 @@ class ProjectState:
             for path, item in items:
                 if _overlap(folded, path, item.name_prefix) is not None:
                     return f'"{entry}" reaches the {item.what} of {whose}'
+        if reached is not None:
+            return f'"{entry}" reaches the {reached[0]} of {reached[1]}'
         from splice_build.spec.project_below import project_below
 
-        below = project_below(real, repositories=write)
+        below = project_below(real, self._memo.walks, repositories=write)
         if below is None:
             return None
         if isinstance(below, OSError):
@@ -400,6 +497,31 @@ class ProjectState:
             f'"{entry}" would include the project {holder} (its splice.json, splice.lock, '
             ".splice/ and .env* files)"
         )
+
+    def _reached_above(self) -> tuple[str, str] | None:
+        """What every grant inside the project reaches above it (its name, and whose), by
+        ``_other_project_problem``'s rule for the directories above the root, or None;
+        looked up once per state. Such a grant lies deeper than each of their protected
+        paths and shares the root's names down to the root, so it overlaps one exactly
+        where the root does: a project's, wherever the root overlaps it; another
+        directory's, where the root is that very path (``include``), not where the root
+        lies inside it (the filter of ``_other_project_problem``)."""
+        if not self._reached_known:
+            assert self._own is not None
+            own, self._reached_known = self._memo.fold(self._own), True
+            for directory in self._own.parents:
+                project = self._memo.holds_project(directory)
+                for path, item in self._memo.protected(directory):
+                    verdict = _overlap(own, path, item.name_prefix)
+                    if verdict == "include" or (verdict is not None and project):
+                        whose = (
+                            f"the project {directory}"
+                            if project
+                            else f"{directory}, above the project"
+                        )
+                        self._reached = (item.what, whose)
+                        return self._reached
+        return self._reached
 
 
 def fs_entry_problem(
@@ -483,14 +605,16 @@ def project_state_problems(
     *,
     root: PurePath = ABSTRACT_ROOT,
     home: PurePath | None = None,
+    memo: RunMemo | None = None,
     env: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """``<where>.fs.read: "." would include …`` lines, one per refused entry (empty: fine);
-    ``env`` as for ``ProjectState``. Raises OSError when a path cannot be resolved
-    (``grant_unresolved``)."""
+    """``<where>.fs.read: "." would include …`` lines, one per refused entry (empty: fine).
+    Raises OSError when a path cannot be resolved (``grant_unresolved``). ``memo``: what the
+    caller's other checks of this run looked up (a lock's grant and its manifest); ``env``
+    as for ``ProjectState``."""
     lines: list[str] = []
     has_fs = permissions.fs_read or permissions.fs_write
-    state = ProjectState(root, home, env=env) if has_fs else None
+    state = ProjectState(root, home, memo=memo, env=env) if has_fs else None
     for field, entries in (("fs.read", permissions.fs_read), ("fs.write", permissions.fs_write)):
         for entry in entries:
             assert state is not None

@@ -48,7 +48,7 @@ from splice_build.project.layout import ProjectLayout
 from splice_build.project.locking import lock
 from splice_build.project.state_dir import state_lock
 from splice_build.spec.limits import MAX_PROJECT_STATE_BYTES
-from splice_build.spec.project_state import ProjectState, RunMemo
+from splice_build.spec.project_state import ProjectState, RunMemo, Walked, WalkKey, Walks
 from splice_build.spec.regular_file import read_regular_file_and_stat
 
 if TYPE_CHECKING:
@@ -178,10 +178,12 @@ def unchanged_workspace(
     if not all(os.path.isfile(layout.stat_cache) for layout in layouts.values()):
         return None  # never synced, or the cache was deleted: no state to compare
     states: dict[Path, NoopState] = {}
-    real = _real_paths(workspace.members)
     digests = _digests_dir(home)  # the same for every member: named once
     derived: set[str] = set()  # records found there, each looked at once for all members
-    memo = RunMemo()  # and the real paths every member's grants are judged against
+    # The real paths of the members and of everything their grants are judged against (the
+    # members' shared parents resolved once), and the walks below those grants the last
+    # no-op kept (tasks/walk_record.py), read only for a member with a grant.
+    memo = RunMemo(Walks(functools.partial(_recorded_walks, workspace.root)))
     with contextlib.ExitStack() as stack:
         for directory in sorted(workspace.members, key=str):  # run_workspace's lock order
             layout = layouts[directory]
@@ -189,11 +191,22 @@ def unchanged_workspace(
                 stack.enter_context(state_lock(layout, on_blocked))
             elif layout.state_lock.exists():
                 stack.enter_context(lock(layout.state_lock, on_blocked))
-            cache = _unchanged(layout, home, real[directory], digests, derived, memo)
+            real = memo.real_text(os.fspath(directory))
+            cache = _unchanged(layout, home, real, digests, derived, memo)
             if cache is None or cache.state is None:
                 return None
             states[directory] = cache.state
+    if memo.walks.trusted and not check:
+        from splice_build.tasks.walk_record import write_walks
+
+        write_walks(workspace.root, memo.walks.trusted, memo.walks.recorded)
     return _result(workspace, check, states)
+
+
+def _recorded_walks(root: Path) -> dict[WalkKey, Walked]:
+    from splice_build.tasks.walk_record import read_walks
+
+    return read_walks(root)
 
 
 def unchanged_install(
@@ -262,26 +275,6 @@ def _kept_reports(
     return reports
 
 
-def _real_paths(directories: Iterable[Path]) -> dict[Path, str]:
-    """``os.path.realpath`` of each directory, each parent resolved once.
-
-    realpath resolves a path one name at a time, an ``lstat`` for each: a member of a
-    workspace five directories deep cost six, thirty members of one parent 180. A name that
-    is no link resolves to itself below its resolved parent, as realpath would have it; for
-    a link (or a name realpath does not join) realpath itself answers."""
-    parents: dict[str, str] = {}
-    found = {}
-    for directory in directories:
-        parent, name = os.path.split(os.fspath(directory))
-        if parent not in parents:
-            parents[parent] = os.path.realpath(parent)
-        joined = os.path.join(parents[parent], name)
-        if name in ("", os.curdir, os.pardir) or os.path.islink(joined):
-            joined = os.path.realpath(directory)
-        found[directory] = joined
-    return found
-
-
 def _unchanged(
     layout: ProjectLayout,
     home: Path,
@@ -323,7 +316,7 @@ def _unchanged(
         return None
     if state.fs and (
         _reaches_state(state.root, home, state.fs, memo)
-        or not _links_accepted(state.root, home, state.packages, state.fs)
+        or not _links_accepted(state.root, home, state.packages, state.fs, memo)
     ):
         return None
     return cache
@@ -382,22 +375,28 @@ def _reaches_state(
 
 
 def _links_accepted(
-    root: str, home: Path, packages: Iterable[str], entries: Iterable[tuple[str, bool]]
+    root: str,
+    home: Path,
+    packages: Iterable[str],
+    entries: Iterable[tuple[str, bool]],
+    memo: RunMemo,
 ) -> bool:
     """No entry's real path leaves the project at ``root``, or this machine's consent record
     (in ``home``) accepted each that does leading where it leads now, for every package of
     the state (spec/outside_grants.py). The state keeps the entries of all its packages
     together, so this asks of each package what the graph asks only of those granted the
     entry: it may run the graph where nothing would be asked, never skip it where
-    something would (a project whose packages do not all share the link runs it)."""
+    something would (a project whose packages do not all share the link runs it); ``memo``:
+    the real paths :func:`_reaches_state` took."""
     from splice_build.errors import SpliceError
     from splice_build.install.consent_record import read_record
-    from splice_build.spec.outside_grants import unaccepted_links
+    from splice_build.spec.outside_grants import outside_links, unaccepted_links
     from splice_build.spec.permissions import Permissions
 
     granted = Permissions(fs_read=tuple(e for e, _ in entries))
     try:
-        if not (outside := unaccepted_links(Path(root), granted, {})):
+        found = outside_links(Path(root), granted, memo)
+        if not (outside := unaccepted_links(Path(root), granted, {}, found)):
             return True
         record = read_record(home, Path(root))
     except (ValueError, SpliceError):  # a name no path can have, a home not the user's alone

@@ -213,6 +213,34 @@ def test_an_env_file_a_tool_of_a_project_above_may_write_is_skipped(tmp_path: Pa
     assert held.get("ROBINHOOD_RPC_URL") is None and held.sources == {}
 
 
+def test_the_grants_above_a_directory_and_its_env_files_are_read_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One look at the locks and grant records above for the directory and its two files
+    (it was one per path, each reading every lock and record above again); a file linked
+    to a project beside it is still judged by the grants above its own real path."""
+    from splice_build.project import tool_written
+
+    grant = {"fs": {"read": [], "write": ["shared"]}, "network": [], "env": []}
+    beside = make_project(
+        tmp_path / "beside", lock={"@acme/w": lock_entry_json("@acme/w", permissions=grant)}
+    )
+    _write(beside / "shared" / ".env", "ROBINHOOD_RPC_URL=https://rpc.example.org/planted\n")
+    member = make_project(tmp_path / "repo" / "a")
+    _write(member / ".env", "TAVILY_API_KEY=tvly-the-users\n")
+    _write(member / ".env.local", "ROBINHOOD_RPC_URL=https://rpc.example.org/the-users\n")
+    looks: list[object] = []
+    drop = tool_written.drop_tool_written
+    monkeypatch.setattr(
+        tool_written, "drop_tool_written", lambda *a, **k: looks.append(a[0]) or drop(*a, **k)
+    )
+    held = load_keys(env={}, project_root=member, home=tmp_path / "home")
+    assert held.get("TAVILY_API_KEY") == "tvly-the-users" and len(looks) == 1
+    (member / ".env.local").unlink()
+    (member / ".env.local").symlink_to(beside / "shared" / ".env")
+    assert load_keys(env={}, project_root=member, home=tmp_path / "home").sources == {}
+
+
 def test_a_key_in_the_rpc_host_name_stays_out_of_debug_logs(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

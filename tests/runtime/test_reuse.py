@@ -61,8 +61,13 @@ export default async (input) => {
 def make_reusing(project: Path) -> Iterator[Callable[..., SpliceRuntime]]:
     runtimes: list[SpliceRuntime] = []
 
-    def make(**policy: float) -> SpliceRuntime:
-        runtime = SpliceRuntime(project_root=project, env={}, reuse=ReusePolicy(**policy))  # type: ignore[arg-type]
+    def make(isolation: str = "auto", **policy: float) -> SpliceRuntime:
+        runtime = SpliceRuntime(
+            project_root=project,
+            env={},
+            reuse=ReusePolicy(**policy),  # type: ignore[arg-type]
+            isolation=isolation,
+        )
         runtimes.append(runtime)
         return runtime
 
@@ -428,27 +433,41 @@ LIST_GRANT = """
 import c from 'node:crypto';
 import fs from 'node:fs';
 const token = c.randomUUID();
-export default (i, ctx) => ({ token, seen: fs.readdirSync(ctx.paths.project + '/ws') });
+export default (i, ctx) => {
+  const notes = ctx.paths.project + '/' + i.grant + '/notes.txt';
+  if (i.open) { fs.writeFileSync(notes, 'mine'); globalThis.kept = fs.openSync(notes, 'r'); }
+  const held = globalThis.kept === undefined ? null : fs.readFileSync(globalThis.kept, 'utf8');
+  return { token, held, seen: fs.readdirSync(ctx.paths.project + '/' + i.grant) };
+};
 """
 
 
+@pytest.mark.parametrize(
+    ("isolation", "grant"), [("auto", "ws"), ("in-process", "ws"), ("auto", "ws/docs")]
+)
 def test_a_grant_renamed_away_is_not_served_by_the_old_process(
-    make_reusing, tmp_path: Path, project: Path
+    make_reusing, tmp_path: Path, project: Path, isolation: str, grant: str
 ) -> None:
-    """The user moves ws/ aside (with what it holds) and makes a new, empty ws/: the grant's
-    path names another directory now, so the process that bound the old one is not reused
-    (with the file view it would go on reading and writing the moved directory)."""
-    runtime = make_reusing()
+    """The user moves a granted directory aside (with what it holds) and makes a new, empty
+    one at its path: the grant names another directory now, so the process of the old one is
+    not reused. It would go on reading what is moved out of the grant: with the file view
+    through the bind of ws/ (ws/docs, granted inside it, is not bound itself), and through a
+    descriptor its first call opened there, with a file view or without."""
+    runtime = make_reusing(isolation)
+    permissions = {"write": ["ws"], "read": [grant] if grant != "ws" else []}
     pkg = runtime.load(
-        write_package(tmp_path / "pkgs", LIST_GRANT, permissions={"fs": {"write": ["ws"]}})
+        write_package(tmp_path / "pkgs", LIST_GRANT, permissions={"fs": permissions})
     )
-    before = _call(runtime, pkg)
+    (project / grant).mkdir(parents=True, exist_ok=True)
+    before = _call(runtime, pkg, open=True, grant=grant)
     [old] = _pool(runtime).idle_pids()
-    (project / "ws").rename(project / "ws-private")
-    (project / "ws-private" / "diary.txt").write_text("moved out of the grant", encoding="utf-8")
-    (project / "ws").mkdir()
-    after = _call(runtime, pkg)
-    assert after["seen"] == [] and after["token"] != before["token"]
+    (project / grant).rename(tmp_path / "private")
+    (tmp_path / "private" / "notes.txt").write_text("moved out of the grant", encoding="utf-8")
+    (project / grant).mkdir()
+    after = _call(runtime, pkg, grant=grant)
+    assert before["held"] == "mine"
+    assert after == {"token": after["token"], "held": None, "seen": []}
+    assert after["token"] != before["token"]
     assert _pool(runtime).stats().discarded == 1
     assert _gone(old)
 

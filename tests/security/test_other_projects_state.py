@@ -88,6 +88,34 @@ def test_a_grant_reaching_the_env_files_above_the_project_is_refused(tmp_path: P
     assert fs_entry_problem("data", kept) is None
 
 
+def test_a_grant_inside_the_project_reaches_above_it_what_its_root_does(tmp_path: Path) -> None:
+    """The directories above the root are judged once per check, by the root's own path
+    (spec/project_state.py ``_reached_above``): a root that is a protected path of a
+    directory above (``.env``, ``.splice``) or lies in a project's; not a root lying inside
+    a non-project's ``.env``; a member nearer the grant is named first."""
+    top = Path(os.path.realpath(tmp_path))
+    cases = {
+        top / "a" / ".env": f'"data" reaches the .env* files of {top / "a"}, above the project',
+        top / "b" / ".splice": f'"data" reaches the .splice/ of {top / "b"}, above the project',
+        top / "c" / ".env" / "p": None,
+        top / "d" / ".splice" / "p": f'"data" reaches the .splice/ of the project {top / "d"}',
+        top / "e" / "sub" / "p": None,
+    }
+    new_project(top / "d")
+    new_project(top / "e")
+    for root, expected in cases.items():
+        new_project(root)
+        (root / "data" / "x").mkdir(parents=True)
+        assert fs_entry_problem("data", root) == expected, root
+        assert fs_entry_problem("data/x", root) == (
+            expected and expected.replace('"data"', '"data/x"')
+        )
+    member = new_project(top / "a" / ".env" / "packages" / "m")
+    assert fs_entry_problem("packages/m/.env", top / "a" / ".env") == (
+        f'"packages/m/.env" reaches the .env* files of the project {member}'
+    )
+
+
 @contextmanager
 def _consented_before_its_member(
     tmp_path: Path, permissions: dict[str, Any]

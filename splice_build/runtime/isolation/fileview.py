@@ -310,6 +310,17 @@ def _grant_entry(
     return Bind(source, source, attrs, stat.S_ISDIR(found.st_mode), identity), links
 
 
+def grants_named(paths: Iterable[Path]) -> tuple[tuple[str, tuple[int, int] | None], ...]:
+    """What each of ``paths`` names now, as a view's plan records it: its canonical path with
+    its device and inode (the path itself and None when nothing is there). SourceChanged as
+    ``_grant_entry``."""
+    named = []
+    for path in paths:
+        grant = _grant_entry(str(path), READ_ONLY)
+        named.append((str(path), None) if grant is None else (grant[0].source, grant[0].identity))
+    return tuple(named)
+
+
 @lru_cache(maxsize=4)
 def _fixed_entries(node: Path) -> tuple[tuple[Bind, list[tuple[str, str]]], ...]:
     """What every tool of this Node shares: its files (reached by the paths the loader opens)

@@ -1,0 +1,94 @@
+"""The walks below grants a no-op ``splice sync`` trusted, kept for the next one.
+
+Each cold ``splice sync`` listed every directory below every member's ``fs`` grant to find a
+project there (spec/project_below.py): 60 grants of one subdirectory each cost a no-op of
+30 members ~6 ms. The walks that found none are kept in ``<root>/.splice/walks.json`` with
+each directory's device, inode and change time; the next no-op ``stat``s those directories
+and lists again only below one that changed. It is a cache: unreadable, of another shape or
+version, it is ignored and written anew; ``--check`` reads it and writes nothing. A record
+made elsewhere (shipped in a checkout) cannot name the inodes and change times of the
+directories here, so it is never trusted; nor is one another user made or may write (a
+walk that leaves out a directory is trusted for what it lists, and another user can
+``stat`` this user's directories), so the record is this user's alone (mode 0600). Each walk
+says whether it looked for ``.git`` too (a write grant's), as the process's own do.
+"""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+from splice_build.project.layout import STATE_DIR
+from splice_build.spec.limits import MAX_PROJECT_STATE_BYTES
+from splice_build.spec.project_state import Walked, WalkKey
+
+RECORD_FILE = "walks.json"
+_VERSION = 2  # 2: each walk says whether it looked for .git
+
+
+def read_walks(root: Path) -> dict[WalkKey, Walked]:
+    """The walks recorded in the workspace root ``root``'s ``.splice/``; {} when there are
+    none or any field is not of its shape."""
+    from splice_build.spec.regular_file import read_regular_file_and_stat, this_user
+
+    try:
+        data, info = read_regular_file_and_stat(
+            root / STATE_DIR / RECORD_FILE, MAX_PROJECT_STATE_BYTES, owner=this_user(), follow=False
+        )
+        body = json.loads(data)
+    except (OSError, ValueError, RecursionError):
+        return {}
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return {}  # another user could have left out the directory holding a project
+    if not isinstance(body, dict) or body.get("version") != _VERSION:
+        return {}
+    walks = body.get("walks")
+    if not isinstance(walks, list):
+        return {}
+    found: dict[WalkKey, Walked] = {}
+    for walk in walks:
+        if not _is_walk(walk):
+            return {}
+        top, repositories, listed = walk
+        found[top, repositories] = tuple(map(tuple, listed))
+    return found
+
+
+def _is_walk(walk: object) -> bool:
+    """``[top, looked for .git, [entry, …]]``."""
+    return (
+        isinstance(walk, list)
+        and len(walk) == 3
+        and isinstance(walk[0], str)
+        and type(walk[1]) is bool
+        and isinstance(walk[2], list)
+        and bool(walk[2])
+        and all(map(_is_entry, walk[2]))
+    )
+
+
+def _is_entry(entry: object) -> bool:
+    """``[path, device, inode, change time]``."""
+    return (
+        isinstance(entry, list)
+        and len(entry) == 4
+        and isinstance(entry[0], str)
+        and all(type(number) is int for number in entry[1:])
+    )
+
+
+def write_walks(root: Path, walks: dict[WalkKey, Walked], recorded: dict[WalkKey, Walked]) -> None:
+    """Keep ``walks`` (those this run trusted) unless ``recorded`` holds exactly them, as a
+    cache (project/state_dir.py ``write_cache``)."""
+    if walks == recorded:
+        return
+    from splice_build.project.state_dir import write_cache
+
+    body = {
+        "version": _VERSION,
+        "walks": [
+            [top, repositories, list(map(list, w))] for (top, repositories), w in walks.items()
+        ],
+    }
+    write_cache(root, RECORD_FILE, json.dumps(body).encode("utf-8"), mode=0o600)
