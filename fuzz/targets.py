@@ -1062,6 +1062,12 @@ def _cli_argv() -> Check:
     return cli_argv()
 
 
+def _mcp_wire() -> Check:
+    from fuzz.wire_targets import mcp_wire
+
+    return mcp_wire()
+
+
 def _mcp_cancel() -> Check:
     from fuzz.cli_targets import mcp_cancel
 
@@ -1149,6 +1155,13 @@ TARGETS: dict[str, Target] = {
         Target("frames", _frames, "parse_child_message: the parent's decoder of sandbox frames"),
         Target("mcp_stdio", _mcp_stdio, "serve_stdio: line reader, JSON-RPC decoding, dispatch"),
         Target("mcp_http", _mcp_http, "the /mcp ASGI app: headers, body, dispatch"),
+        Target(
+            "mcp_wire",
+            _mcp_wire,
+            "splice mcp --http on a socket: HTTP framing, connection protocol, the app",
+            dictionary="http.dict",
+            short_runs=60,
+        ),
         Target(
             "registry_http",
             _registry_http,

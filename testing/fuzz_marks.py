@@ -13,6 +13,7 @@ NEEDS_NODE = frozenset(
         "files_paths",
         "mcp_stdio",
         "mcp_http",
+        "mcp_wire",
         "fs_walk",
         "fs_walk_os",
         "net_walk",

@@ -8,8 +8,9 @@ Node reading it. The graph's ``verify`` task closes ``.splice``, ``.splice/packa
 the scope's directory with ``chmod`` when this user owns them, and has a package whose own
 tree another user may write installed again: a ``chmod`` does not take back a descriptor
 that user opened for writing while the file was open to them, a new copy has new inodes.
-It runs only when the graph runs, never on the no-op path (tasks/noop.py looks at those
-directories; a package's own modes are in the stat records it compares).
+It runs only when the graph runs, never on the no-op path (tasks/noop.py judges those
+directories, and each installed entry that is not this user's alone, by the same rule,
+and runs the graph when one is open).
 """
 
 from __future__ import annotations

@@ -49,8 +49,9 @@ import os
 import stat
 import struct
 from collections.abc import Callable, Iterable, Mapping
+from functools import reduce
 from itertools import chain
-from operator import attrgetter, itemgetter
+from operator import attrgetter, itemgetter, or_
 from pathlib import Path
 
 from splice_build.records import dataclass, field
@@ -224,7 +225,13 @@ class StatCache:
             self._decoded = _decode(self.packed_files, self.packed_directories, self.written_ns)
         return self._decoded
 
-    def unchanged(self, package_id: str, directory: str | Path) -> bool:
+    def unchanged(
+        self,
+        package_id: str,
+        directory: str | Path,
+        *,
+        shared: list[tuple[str, os.stat_result]] | None = None,
+    ) -> bool:
         """Every directory and file of ``directory`` has exactly its recorded stat.
 
         The no-op fast path's check (tasks/noop.py): what the records hash to was verified
@@ -233,15 +240,40 @@ class StatCache:
         unchanged key for every directory the run listed means the same names as then, each
         naming the same inode; an unchanged key for every file, the same content. The keys
         now, equal to the recorded ones, must also be strictly older than the cache file (the
-        racy rule, as ``records`` drops a record that is not)."""
+        racy rule, as ``records`` drops a record that is not).
+
+        ``shared``, when given, receives the path and stat of each of them that a user besides
+        this one and root owns, or a group or others may write (``only_mine``): whether that
+        user or group may also write the project is decided by the project's directory and
+        groups, which can change while no recorded stat does (install/installed.py
+        ``other_writers``). Owners are looked at where the package's directory is not this
+        user's or root's; an entry of another user in a tree of this user's (a ``chown`` of
+        one file, recorded while that user wrote the project) is left to the check before a
+        run."""
         files = self.packed_files.get(package_id)
         directories = self.packed_directories.get(package_id)
         if not files or not files[0] or not directories or "" not in directories[0]:
             return False
-        keys = _stats(os.fspath(directory), directories[0], files[0])
-        if keys is None or _packed_now(keys) != directories[1] + files[1]:
+        path = os.fspath(directory)
+        infos = _stats(path, directories[0], files[0])
+        if infos is None:
             return False
-        return _newest(keys) < self.written_ns
+        keys = list(map(_key, infos))
+        if _packed_now(keys) != directories[1] + files[1] or _newest(keys) >= self.written_ns:
+            return False
+        # The owner of the package's directory ("") stands for its tree's, which one user's
+        # install writes whole; the modes are every entry's.
+        own = infos[directories[0].index("")]
+        if shared is not None and (
+            not only_mine(own) or reduce(or_, map(_MODE, keys)) & _OTHERS_WRITE
+        ):
+            names = chain(directories[0], files[0])
+            shared.extend(
+                (os.path.join(path, name), info)
+                for name, info in zip(names, infos, strict=True)
+                if not only_mine(info)
+            )
+        return True
 
     def package_hashes(self, package_id: str, directory: Path) -> dict[str, str] | None:
         """The hash of every file of ``directory`` (as ``tree_hashes``), re-hashing changed
@@ -352,8 +384,8 @@ def _kept(key: Key, before_ns: int) -> bool:
     return _older(key, before_ns) and signed and max(dev, ino, size, mode) < 2**64
 
 
-def _stats(directory: str, *names: Iterable[str]) -> list[Key] | None:
-    """The key of every name of ``names`` under ``directory`` ("" for itself), not following
+def _stats(directory: str, *names: Iterable[str]) -> list[os.stat_result] | None:
+    """The stat of every name of ``names`` under ``directory`` ("" for itself), not following
     links, or None when one cannot be taken.
 
     This runs for every installed file of every project on each no-op sync: one ``fstatat``
@@ -366,21 +398,30 @@ def _stats(directory: str, *names: Iterable[str]) -> list[Key] | None:
     except (OSError, ValueError):
         return None
     stat_at = os.stat
-    keys = []
+    infos = []
     try:
         for group in names:
             for relative in group:
-                info = (
+                infos.append(
                     stat_at(relative, dir_fd=fd, follow_symlinks=False)
                     if relative
                     else os.fstat(fd)
                 )
-                keys.append(_key(info))
     except (OSError, ValueError):  # ValueError: a name with NUL or no encoding (a bad file)
         return None
     finally:
         os.close(fd)
-    return keys
+    return infos
+
+
+_MODE = itemgetter(5)
+_OTHERS_WRITE = stat.S_IWGRP | stat.S_IWOTH
+
+
+def only_mine(info: os.stat_result) -> bool:
+    """Owned by this user or root, and no group or others may write it: an entry
+    ``other_writers`` (install/installed.py) passes without judging it."""
+    return info.st_uid in (os.geteuid(), 0) and not info.st_mode & _OTHERS_WRITE
 
 
 def _list(

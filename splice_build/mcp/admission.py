@@ -112,10 +112,15 @@ class AsyncAdmission:
         )
         self._held: dict[str, int] = {}  # waiting calls per address
 
+    @property
+    def free(self) -> bool:
+        """Whether a call acquiring now takes a slot at once, without waiting."""
+        return self.running < self.limit and not self.waiting
+
     async def acquire(self, address: str, session: str = "") -> None:
         """Take a slot, waiting in the queue of ``address`` (under ``session``) if none is
         free; raises ``Busy``."""
-        if self.running < self.limit and not self.waiting:
+        if self.free:
             self.running += 1
             return
         held = self._held.get(address, 0)

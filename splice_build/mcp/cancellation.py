@@ -134,6 +134,14 @@ class InFlight:
                 ticket.stop()
         return sum(ticket.started for ticket in tickets)
 
+    def cancel_all(self, why: str) -> None:
+        """Cancel every open call, each logged with ``why``: the server's one client is gone
+        (stdio: nobody reads its answers)."""
+        with self._lock:
+            tickets = list(self._open)
+        for ticket in tickets:
+            ticket.cancel(why)
+
     def _remove(self, keys: list[_Key], ticket: Ticket) -> None:
         with self._lock:
             self._open.discard(ticket)

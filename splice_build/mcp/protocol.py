@@ -209,6 +209,12 @@ class Server:
         running = self._in_flight.stop(running=False)
         self._log(f"stopping: {running} running call(s) get up to {grace:g} s to finish")
 
+    def abandon(self, why: str) -> None:
+        """Cancel every call in flight, as its client's ``notifications/cancelled`` would (no
+        answer is sent for them): the transport's only client is gone (stdio, whose client
+        closed stdout). Over HTTP each call's own connection says whether its client left."""
+        self._in_flight.cancel_all(why)
+
     def cut(self) -> None:
         """End the calls still running once the stop's grace is over (their processes end
         as on a cancellation); they are answered "Server stopping"."""

@@ -15,6 +15,9 @@ lock as the graph would, they re-check for every member
 - every installed directory's and file's ``(device, inode, size, mtime_ns, ctime_ns, mode)``
   against the record taken after it was verified (an added, hidden, removed or renamed file
   changes its directory's ``ctime``: nothing is listed, install/statcache.py),
+- ``.splice``, ``.splice/packages``, each scope's directory and each installed entry that is
+  not this user's alone: none that a user beyond the project's may write, by the rule of
+  the check before a run (whom a stat lets write depends on the project's directory too),
 - every ``fs`` entry of the packages' grants and manifests, judged again against the project's
   state and this run's ``SPLICE_HOME`` as the graph's ``verify`` judges them (a granted
   directory that became a link to ``.splice``, or a home moved inside a granted one, changes
@@ -22,8 +25,9 @@ lock as the graph would, they re-check for every member
   accepted by this machine's consent record leading where it leads now, for every package
   (install/consent.py asks for one that is not; a project whose packages do not all share
   the link runs the graph),
-- every package's record, in this run's ``SPLICE_HOME``, of the files digest derived from its
-  artifact (install/derived.py; the graph found it equal to the lock's),
+- every package's record, in this run's ``SPLICE_HOME`` (this user's alone, as the graph
+  requires), of the files digest derived from its artifact (install/derived.py; the graph
+  found it equal to the lock's),
 
 and answer "unchanged" for every project only when all of that holds (``install`` then reports
 each package as the graph reports a kept one, from the lock and the installed manifest); any
@@ -43,7 +47,13 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from splice_build.install.statcache import FileIdentity, NoopState, StatCache, file_identity
+from splice_build.install.statcache import (
+    FileIdentity,
+    NoopState,
+    StatCache,
+    file_identity,
+    only_mine,
+)
 from splice_build.project.layout import ProjectLayout
 from splice_build.project.locking import lock
 from splice_build.project.state_dir import state_lock
@@ -179,6 +189,8 @@ def unchanged_workspace(
         return None  # never synced, or the cache was deleted: no state to compare
     states: dict[Path, NoopState] = {}
     digests = _digests_dir(home)  # the same for every member: named once
+    if digests is None:
+        return None
     derived: set[str] = set()  # records found there, each looked at once for all members
     # The real paths of the members and of everything their grants are judged against (the
     # members' shared parents resolved once), and the walks below those grants the last
@@ -216,14 +228,12 @@ def unchanged_install(
     (every package kept, in the order the graph reports them), else None: run the graph."""
     if not os.path.isfile(layout.stat_cache):
         return None
+    digests = _digests_dir(home.path)
+    if digests is None:
+        return None
     with state_lock(layout, on_blocked):
         cache = _unchanged(
-            layout,
-            home.path,
-            os.path.realpath(layout.root),
-            os.fspath(home.files_digest_dir),
-            set(),
-            RunMemo(),
+            layout, home.path, os.path.realpath(layout.root), digests, set(), RunMemo()
         )
         if cache is None or cache.state is None:
             return None
@@ -307,10 +317,11 @@ def _unchanged(
     # directory below ``packages_dir`` as ``layout.package_dir`` does, without parsing it
     # again into a PackageId and a Path for every package of every member.
     packages = os.fspath(layout.packages_dir)
+    shared: list[tuple[str, os.stat_result]] = []
     for package_id in state.packages:
-        if not cache.unchanged(package_id, os.path.join(packages, package_id)):
+        if not cache.unchanged(package_id, os.path.join(packages, package_id), shared=shared):
             return None
-    if _open_to_all(packages, state.packages):
+    if _open_to_others(layout.root, packages, state.packages, shared):
         return None
     if not _still_derived(digests, state.artifacts, derived):
         return None
@@ -322,11 +333,19 @@ def _unchanged(
     return cache
 
 
-def _digests_dir(home: Path) -> str:
-    """The directory of ``home``'s files digest records (``SpliceHome.files_digest_dir``)."""
+def _digests_dir(home: Path) -> str | None:
+    """The directory of ``home``'s files digest records (``SpliceHome.files_digest_dir``),
+    or None when the home is not this user's alone (``SpliceHome.check``): another user may
+    have put any record there, and the graph then says so (``INVALID_CONFIG``, as ``splice
+    run`` does). Trusting its records, a no-op ``sync`` answered exit 0 from a home made
+    ``chmod 777``."""
+    from splice_build.errors import SpliceError
     from splice_build.project.home import SpliceHome
 
-    return os.fspath(SpliceHome(home).files_digest_dir)
+    try:
+        return os.fspath(SpliceHome(home).check().files_digest_dir)
+    except SpliceError:
+        return None
 
 
 def _still_derived(digests: str, artifacts: Iterable[str], found: set[str]) -> bool:
@@ -345,21 +364,45 @@ def _still_derived(digests: str, artifacts: Iterable[str], found: set[str]) -> b
     return True
 
 
-def _open_to_all(packages: str, ids: Iterable[str]) -> bool:
-    """Whether every user may write ``.splice``, ``.splice/packages`` or a scope's directory
-    there (or one cannot be examined): the graph then runs, and takes that write access
-    (install/modes.py). A package's own files and directories need no look here: their
-    modes are in the stat records compared above. (A group's write is left to the check
-    before a run, install/installed.py, which names the directory.)"""
+def _open_to_others(
+    root: Path, packages: str, ids: Iterable[str], shared: list[tuple[str, os.stat_result]]
+) -> bool:
+    """Whether a user beyond the project's may write ``.splice``, ``.splice/packages``, a
+    scope's directory there (or one cannot be examined) or one of ``shared``, the installed
+    entries not only this user's (``StatCache.unchanged``), as the check before a run judges
+    each (project/state_owner.py ``added_writer``): the graph then runs, takes that write
+    where this user owns the directory and installs an open tree again (install/modes.py).
+
+    Their stats are as recorded, but whom they let write counts by the project's directory
+    and groups, which no record holds: with others' write alone looked at, a scope
+    directory a POSIX ACL or a group let another user write, or a team's checkout made
+    ``chmod g-w``, had a no-op ``install`` report every package kept while ``splice run``
+    refused them, its hint ``splice install`` changing nothing."""
     directories = {os.path.dirname(packages), packages}
     directories.update(f"{packages}/{package_id.partition('/')[0]}" for package_id in ids)
+    entries = list(shared)
     for directory in directories:
         try:
-            if os.stat(directory).st_mode & stat.S_IWOTH:
-                return True
+            info = os.stat(directory)
         except OSError:
             return True
-    return False
+        if info.st_mode & stat.S_IWOTH:
+            return True
+        if not only_mine(info):
+            entries.append((directory, info))
+    if not entries:
+        return False
+    from splice_build.project.state_owner import added_writer, project_team
+
+    try:
+        project = os.stat(root)
+        team = project_team(project, root)
+        return any(
+            added_writer(info, Path(path), project, root, team=team) is not None
+            for path, info in entries
+        )
+    except OSError:
+        return True
 
 
 def _reaches_state(

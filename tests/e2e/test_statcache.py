@@ -14,6 +14,7 @@ import pytest
 
 from splice_build.install.statcache import VERSION
 from splice_build.project.layout import ProjectLayout
+from testing.acls import posix_acls_kept, set_access_acl
 from testing.cli import Completed, main_in_fresh_process, run_splice
 from testing.registry_fixtures import publish
 from testing.registry_server import registry_server
@@ -183,6 +184,70 @@ def test_install_restores_past_the_fast_path(project: Path, served: str, change:
     answered, heavy = _install(project, served)
     assert heavy == [] and answered.json() == recording.json()
     assert [r["alreadyInstalled"] for r in answered.json()] == [True, True]
+
+
+def _install_mends_what_run_refuses(project: Path, served: str) -> None:
+    """`splice run` refuses pkg00 as open to another user and hints `splice install`, which
+    runs the graph (never the fast path) and leaves the package runnable."""
+    refused = run_splice("--json", "run", "pkg00.hello", "name=Ada", cwd=project)
+    assert refused.json()["error"]["code"] == "INSTALLED_PACKAGE_MODIFIED", refused.stdout
+    assert "splice install" in refused.json()["error"]["hint"]
+    repaired, heavy = _install(project, served)
+    assert (repaired.code, heavy[:1]) == (0, ["doit"]), repaired.stderr
+    ran = run_splice("--json", "run", "pkg00.hello", "name=Ada", cwd=project)
+    assert ran.code == 0, ran.stdout
+
+
+@pytest.mark.skipif(
+    not posix_acls_kept(), reason="the temporary directory's file system keeps no POSIX ACLs"
+)
+def test_install_takes_an_acl_writer_from_the_scope_past_the_fast_path(
+    project: Path, served: str
+) -> None:
+    """A scope directory another user may write through a POSIX ACL: `splice run` refuses
+    its packages and hints `splice install`, which must run the graph (it takes that write,
+    install/modes.py); the fast path looked at others' write alone and answered "kept"."""
+    assert _install(project, served)[1] == []
+    set_access_acl(ProjectLayout(project).packages_dir / "@acme", 65534, 7)
+    _install_mends_what_run_refuses(project, served)
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() != 0,
+    reason="gives the project and its packages to a group of another user (root: chown)",
+)
+def test_install_reinstalls_a_tree_its_team_no_longer_writes_past_the_fast_path(
+    project: Path, served: str
+) -> None:
+    """A team's checkout (the project's directory 2775, of a group uid 65534 is in, and so
+    the installed trees) recorded while the group wrote the project; then ``chmod g-w`` of
+    the project's directory: no recorded stat changes, yet the group may now write code it
+    may not write the project with. `splice run` refuses it and hints `splice install`,
+    which must run the graph (it installs the open tree again)."""
+    tree = ProjectLayout(project).package_dir("@acme/pkg00")
+    os.chown(project, -1, 65534)
+    project.chmod(0o2775)
+    for path in [tree, *tree.rglob("*")]:
+        os.chown(path, -1, 65534)
+        path.chmod(path.stat().st_mode | 0o020)
+    assert _install(project, served)[1][:1] == ["doit"]  # records the changed stats
+    assert _install(project, served)[1] == []
+    project.chmod(0o2755)
+    _install_mends_what_run_refuses(project, served)
+
+
+def test_a_home_other_users_may_write_is_refused_past_the_fast_path(
+    project: Path, served: str
+) -> None:
+    """The fast path relies on SPLICE_HOME's files digest records: from a home another user
+    may write it answered a no-op `sync` exit 0, where the graph and `splice run` refuse
+    the home (``INVALID_CONFIG``, project/home_owner.py)."""
+    root = project.parent.parent
+    assert _executed(_sync(root, served)) == []
+    Path(os.environ["SPLICE_HOME"]).chmod(0o777)
+    for args in ((), ("--check",)):
+        done = _sync(root, served, *args)
+        assert (done.code, done.json()["error"]["code"]) == (2, "INVALID_CONFIG"), done.stdout
 
 
 def test_install_refuses_a_changed_range_past_the_fast_path(project: Path, served: str) -> None:

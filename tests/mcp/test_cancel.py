@@ -157,6 +157,53 @@ def test_over_stdio_only_the_exact_id_cancels_and_nothing_is_answered_for_it(ins
     assert sandbox_pids(queued) == []  # it never ran
 
 
+def test_over_stdio_a_client_that_closes_stdout_cancels_its_calls(installed) -> None:
+    """A client that exits (here: closes both pipes) mid-call is gone as an HTTP client
+    closing its connection is: its running call's process ends at once, its queued call
+    never runs, and the server exits. Before, the server and the call's Node ran on to
+    the tool's 60 s timeout for nobody."""
+    project, env, prefix = installed
+    running, queued = f"{prefix}-gone-run", f"{prefix}-gone-queued"
+    client = LineClient(splice_argv("mcp"), env=env, cwd=project)
+    assert client.process.stdin is not None and client.process.stdout is not None
+    client.request(_call(1, running))
+    _started(running)
+    client.request(_call(2, queued))  # waits for the only slot
+    client.request({"jsonrpc": "2.0", "id": 3, "method": "ping"})
+    assert client.receive()["id"] == 3  # the call is queued by now
+    client.process.stdin.close()
+    client.process.stdout.close()
+    assert wait_until_gone(running) == []
+    code = client.process.wait(timeout=30)
+    stderr = client.process.stderr.read().decode() if client.process.stderr else ""
+    assert code == 0, stderr
+    for request_id in (1, 2):
+        assert f"tools/call {request_id} cancelled: its client closed stdout" in stderr
+    assert sandbox_pids(queued) == []  # it never ran
+
+
+def test_over_stdio_a_cancellation_sent_after_many_queued_calls_is_read(installed) -> None:
+    """Seventy calls queued behind a running one: the reader held 64 messages and read no
+    further, so the client's ``notifications/cancelled`` of the running call waited unread
+    for it to end (its 60 s timeout). Small messages are held by the thousand now."""
+    project, env, prefix = installed
+    running, queued = f"{prefix}-full-run", f"{prefix}-full-queued"
+    client = LineClient(splice_argv("mcp"), env=env, cwd=project)
+    assert client.process.stdin is not None and client.process.stdout is not None
+    try:
+        client.request(_call(1, running))
+        _started(running)
+        for request_id in range(2, 72):
+            client.request(_call(request_id, queued))
+        client.request(_cancel(1))
+        assert wait_until_gone(running) == []
+    finally:
+        client.process.stdin.close()
+        client.process.stdout.close()  # the queued calls are cancelled: the client is gone
+        client.process.wait(timeout=30)
+    assert wait_until_gone(queued) == []
+
+
 def test_over_http_only_the_calling_session_cancels(installed) -> None:
     """The SDK client cancels its call; then, by hand: cancellations from another session,
     without a session or of another id do nothing, and the call gets no answer."""

@@ -21,6 +21,7 @@ from splice_build.mcp.protocol import Server, Session, encode, parse_message
 from splice_build.mcp.transport import http
 from splice_build.mcp.transport.http import McpHttpApp, token_digest
 from testing.asgi import exchange, http_scope, sending
+from testing.decodes import large_ping, watch_decodes
 from testing.mcp_clients import DEMO_SKILL_URI, DEMO_TOKEN, demo_backend
 
 MESSAGES = [
@@ -76,3 +77,89 @@ def test_bodies_are_decoded_and_answers_written_off_the_event_loop(
     for message, (status, body) in zip(MESSAGES, answers, strict=True):
         assert "result" in json.loads(body), body
         assert (status, body) == (200, encode(server.answer(message, Session("2025-06-18"))))
+
+
+def test_large_bodies_are_decoded_one_at_a_time_and_small_ones_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A body's decoded objects take up to 24 times its size (1 MiB of ``{}`` is 350,000
+    dicts): the pool's 40 threads decoding such bodies at once held 1.1 GB for 40 of them on
+    a real server, and a small ping from another client waited 5-13 s for a thread. Large
+    bodies now take turns (the interpreter lock serializes their decoding all the same), and
+    a small one decoded meanwhile does not wait for them."""
+    decodes = watch_decodes(monkeypatch)
+    server = Server(demo_backend(), ServerInfo(version="0.0.0-demo", instructions="Demo."))
+    small = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+
+    async def flood() -> list[tuple[int, bytes]]:
+        app = McpHttpApp(server, token_digest(DEMO_TOKEN), AsyncAdmission(1))
+        bodies = [json.dumps(large_ping()).encode()] * 4 + [json.dumps(small).encode()]
+        return await asyncio.gather(*(_post(app, body) for body in bodies))
+
+    answers = asyncio.run(flood())
+    assert [status for status, _body in answers] == [200] * 5
+    assert decodes.small_decoded.is_set()
+    assert decodes.most_large_at_once() == 1, decodes.seen
+
+
+@pytest.mark.parametrize("then", ["admitted", "stopped"])
+def test_a_large_call_waits_for_its_slot_as_its_bytes(then: str) -> None:
+    """A call waiting for a slot held its decoded request, up to 24 times its body: 8 calls
+    of 1 MiB of ``{}`` behind a running one were 282 MB of a real server, and the queue is 8
+    calls per slot. A large one now waits as its bytes, decoded again once admitted, or
+    refused "Server stopping" with its id when the server stops first."""
+    import tracemalloc
+
+    from testing.mcp_memory import MemoryBackend, descriptor
+
+    started, release = threading.Event(), threading.Event()
+
+    def hang(_: object) -> dict[str, Any]:
+        started.set()
+        release.wait(30)
+        return {}
+
+    backend = MemoryBackend()
+    backend.add_tool(descriptor("@acme/hang", "t"), hang)
+    server = Server(backend, ServerInfo(version="9.9.9"))
+    admission = AsyncAdmission(1)
+
+    def call(request_id: int, arguments: dict[str, Any]) -> bytes:
+        params = {"name": "acme_hang_t", "arguments": arguments}
+        return json.dumps(
+            {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+        ).encode()
+
+    large = call(2, {"a": [{}] * 200_000})  # 800 KB
+
+    async def queued() -> tuple[list[tuple[int, bytes]], int]:
+        app = McpHttpApp(server, token_digest(DEMO_TOKEN), admission)
+        running = asyncio.ensure_future(_post(app, call(1, {})))
+        while not started.is_set():
+            await asyncio.sleep(0.01)
+        tracemalloc.start()
+        try:
+            waiting = asyncio.ensure_future(_post(app, large))
+            for _ in range(1000):
+                if admission.waiting or waiting.done():
+                    break
+                await asyncio.sleep(0.01)
+            held = tracemalloc.get_traced_memory()[0]
+            assert admission.waiting == 1
+        finally:
+            tracemalloc.stop()
+        if then == "stopped":
+            server.begin_stop(5)
+            await asyncio.wait([waiting])
+        release.set()
+        return list(await asyncio.gather(running, waiting)), held
+
+    answers, held = asyncio.run(queued())
+    assert held < 4 * len(large), held  # its bytes (a copy or two), not 20 MB of objects
+    assert answers[0][0] == 200
+    status, body = answers[1]
+    if then == "admitted":
+        assert (status, json.loads(body)["id"]) == (200, 2)
+    else:
+        stopping = {"code": -32003, "message": "Server stopping", "data": {"retryAfter": 1}}
+        assert (status, json.loads(body)) == (503, {"jsonrpc": "2.0", "id": 2, "error": stopping})

@@ -542,3 +542,54 @@ def test_a_signal_once_stdin_ended_still_stops_the_running_calls(
         "id": 1,
         "error": {"code": -32003, "message": "Server stopping", "data": {"retryAfter": 1}},
     }
+
+
+def test_the_reader_holds_at_most_16_mib_of_unanswered_lines() -> None:
+    """Back-pressure counts the bytes of the lines held, not only how many: by count alone
+    (64) a client held 64 decoded lines of 4 MiB behind a running call (a real `splice mcp`
+    at 1,958 MB of resident memory for 20 lines of ``{}``s, 545 MB now). Here one call
+    hangs and twenty lines of 1 MiB follow it: the reader stops before the seventeenth."""
+    import io
+    import threading
+
+    from splice_build.mcp.interface import ServerInfo
+    from splice_build.mcp.protocol import Server
+    from splice_build.mcp.transport import stdio
+    from testing.mcp_memory import MemoryBackend, descriptor, stdio_script
+
+    release = threading.Event()
+    backend = MemoryBackend()
+    backend.add_tool(descriptor("@acme/hang", "t"), lambda _: release.wait(30))
+    server = Server(backend, ServerInfo(version="9.9.9"), log=lambda _: None)
+    pad = {"pad": "x" * (1024 * 1024)}
+    calls = [
+        {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "acme_hang_t", "arguments": pad}}
+        for i in range(1, 22)
+    ]  # fmt: skip
+
+    class Counted(io.BytesIO):
+        handed = 0
+
+        def read1(self, size: int = -1) -> bytes:
+            data = super().read1(size)
+            self.handed += len(data)
+            return data
+
+    stdin = Counted(stdio_script(*calls))
+    thread = threading.Thread(
+        target=stdio.serve_stdio,
+        args=(server, stdin, io.BytesIO()),
+        kwargs={"log": lambda _: None, "max_calls": 1},
+        daemon=True,
+    )
+    thread.start()
+    try:
+        before = -1
+        while stdin.handed != before:  # until the reader reads no more
+            before = stdin.handed
+            threading.Event().wait(0.1)
+        assert stdin.handed <= stdio.MAX_HELD_BYTES + 2 * stdio.CHUNK_BYTES + len(pad["pad"])
+    finally:
+        release.set()
+        thread.join(30)
+    assert stdin.handed == len(stdin.getvalue())  # and all of it once the calls were answered

@@ -296,3 +296,47 @@ def test_package_info_lists_a_bounded_set_of_versions(
             assert len(old.structured_content["versions"]) == 50
 
     anyio.run(scenario)
+
+
+def test_large_bodies_are_decoded_one_at_a_time_across_requests(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The registry's ``/mcp`` makes an app per request: the one decoder of large bodies is
+    its endpoint's, shared by every request (a limiter of each request's own bounded
+    nothing: 4 large bodies of 4 requests were decoded at once)."""
+    import asyncio
+
+    from splice_build.registry.http.app import create_app
+    from splice_build.registry.service import admin
+    from splice_build.registry.service.tokens import TokenRequest
+    from splice_build.registry.storage import open_service
+    from testing.asgi import exchange, http_scope, sending
+    from testing.decodes import large_ping, watch_decodes
+    from testing.registry import NO_LIMITS
+
+    decodes = watch_decodes(monkeypatch)
+    service = open_service(tmp_path / "registry", limits=NO_LIMITS)
+    admin.create_user(service.deps, "decoder")
+    token = admin.create_token(service.deps, "decoder", TokenRequest())["token"]
+    app = create_app(service)
+
+    async def post(body: bytes) -> tuple[int, bytes]:
+        headers = [
+            (b"authorization", f"Bearer {token}".encode()),
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+        ]
+        return await exchange(app, http_scope("POST", "/mcp", headers), sending(body))
+
+    async def flood() -> list[tuple[int, bytes]]:
+        small = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "ping"}).encode()
+        return await asyncio.gather(
+            *(post(b) for b in [json.dumps(large_ping()).encode()] * 4 + [small])
+        )
+
+    try:
+        answers = asyncio.run(flood())
+    finally:
+        service.deps.meta.close()
+    assert [status for status, _body in answers] == [200] * 5, answers[0][1][:200]
+    assert decodes.most_large_at_once() == 1, decodes.seen

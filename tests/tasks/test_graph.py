@@ -63,8 +63,10 @@ def test_a_no_op_install_reports_only_a_manifest_it_can_vouch_for(
     good = manifest_path.read_bytes()
     real_unchanged = StatCache.unchanged
 
-    def unchanged_then_swapped(self: StatCache, package_id: str, directory: Path) -> bool:
-        same = real_unchanged(self, package_id, directory)
+    def unchanged_then_swapped(
+        self: StatCache, package_id: str, directory: Path, **shared: object
+    ) -> bool:
+        same = real_unchanged(self, package_id, directory, **shared)
         if package_id == GREETER:
             swapped = json.loads(good)
             swapped["description"] = "changed after the stat check"

@@ -9,11 +9,13 @@ Every line is decoded once, by the reader, with ``protocol.parse_message`` (refu
 bounded thread pools, chosen by the decoded message (never by its bytes: ``tools\\/call`` is a
 tool call too): tool calls on ``max_calls`` threads of their own (docs/mcp.md#admission-control — the same
 bound as over HTTP; further calls queue, nothing is refused), everything else on another,
-so a ``ping`` is answered while calls wait. At most ``MAX_IN_FLIGHT`` messages are held:
-beyond that the reader stops reading stdin (back-pressure). The server stops when stdin ends.
+so a ``ping`` is answered while calls wait. At most ``MAX_IN_FLIGHT`` messages, and
+``MAX_HELD_BYTES`` of their lines, are held: beyond that the reader stops reading stdin
+(back-pressure). The server stops when stdin ends.
 A message whose turn comes after the client stopped reading stdout (the pipe's reader is
-gone, or a write failed) is dropped unanswered: calls already running finish, none queued
-behind them starts a sandbox process for nobody. A ``notifications/cancelled`` is applied
+gone, or a write failed) is dropped unanswered. A client that closes its end of stdout (it
+exited) cancels every call in flight at once (``_Writer.on_reader_gone``): a running call
+went on to its tool's timeout for nobody, holding its sandbox process and the server. A ``notifications/cancelled`` is applied
 by the reader itself, in stdin order (docs/mcp.md#cancellation): the call it names is ended,
 or leaves the queue, and gets no answer. A signal that ends the read (SIGTERM, ^C) stops the
 server (docs/mcp.md#stopping): the waiting calls are answered "Server stopping" at once, the
@@ -27,7 +29,7 @@ import contextlib
 import os
 import select
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any, BinaryIO, Final
 
@@ -49,9 +51,14 @@ from splice_build.stopping import CUT_SECONDS, MCP_GRACE_SECONDS, signals_held
 MAX_LINE_BYTES = 4 * 1024 * 1024  # docs/compatibility.md#mcp
 CHUNK_BYTES = 64 * 1024
 MAX_WORKERS = 16  # threads for messages other than tool calls
-MAX_IN_FLIGHT = 64  # beyond this the reader waits: back-pressure instead of an unbounded queue
+# Beyond either the reader waits (back-pressure instead of an unbounded queue): messages held,
+# and the bytes of their lines (a decoded line of small objects is up to 24 times its size).
+MAX_IN_FLIGHT = 1024
+MAX_HELD_BYTES = 16 * 1024 * 1024
 
 _BOM = b"\xef\xbb\xbf"
+# Why the calls in flight are cancelled when the client closes its end of stdout.
+GONE = "its client closed stdout"
 
 
 class Oversize:
@@ -155,6 +162,38 @@ class _Writer:
             self.broken = True
         return self.broken
 
+    @contextlib.contextmanager
+    def on_reader_gone(self, act: Callable[[], None]) -> Iterator[None]:
+        """While in the block, call ``act`` (on a thread of its own) once nobody reads the
+        stream any more: its file reports an error (a pipe whose read end is closed) or a
+        hang-up (a socket its peer closed). A client half-closing a socket it uses both ways
+        (its end of stdin) is no hang-up. Nothing is watched where the platform cannot
+        ``poll`` the stream."""
+        fd = self._fileno()
+        if fd is None:
+            yield
+            return
+        wake_r, wake_w = os.pipe()
+
+        def watch() -> None:
+            poller = select.poll()
+            poller.register(fd, 0)  # no event asked for: errors and hang-ups only
+            poller.register(wake_r, select.POLLIN)
+            events = dict(poller.poll())
+            if events.get(fd, 0) & (select.POLLERR | select.POLLHUP) and wake_r not in events:
+                self.broken = True
+                act()
+
+        watcher = threading.Thread(target=watch, name="splice-mcp-reader", daemon=True)
+        watcher.start()
+        try:
+            yield
+        finally:
+            os.write(wake_w, b"x")
+            watcher.join()
+            os.close(wake_r)
+            os.close(wake_w)
+
     def send(self, message: dict[str, Any] | list[Any]) -> None:
         data = encode(message) + b"\n"
         with self._lock:
@@ -217,6 +256,38 @@ class _Writer:
                 return True
 
 
+class _Held:
+    """The messages the reader has handed on and that are not answered yet, by count and by
+    the bytes of their lines: the reader waits while ``messages`` are held, or while the next
+    line would take their bytes past ``size`` (one line is always taken when none is held).
+    By count alone (64), a client held 64 decoded lines of 4 MiB (6 GB of objects for lines
+    of ``{}``), while 64 small calls queued behind a running one stopped the reader before a
+    ``notifications/cancelled`` sent after them: nothing could be cancelled until a call
+    ended (the 60 s of a hanging tool's timeout)."""
+
+    def __init__(self, messages: int, size: int) -> None:
+        self._messages = messages
+        self._size = size
+        self._count = 0
+        self._bytes = 0
+        self._changed = threading.Condition()
+
+    def take(self, size: int) -> None:
+        with self._changed:
+            while self._count and (
+                self._count >= self._messages or self._bytes + size > self._size
+            ):
+                self._changed.wait()
+            self._count += 1
+            self._bytes += size
+
+    def give(self, size: int) -> None:
+        with self._changed:
+            self._count -= 1
+            self._bytes -= size
+            self._changed.notify()
+
+
 def serve_stdio(
     server: Server,
     stdin: BinaryIO,
@@ -232,11 +303,11 @@ def serve_stdio(
     signal's) stops the calls first (``grace``: the module docstring), then propagates."""
     session = Session(scope="stdio")  # one client: its cancellations reach its calls
     writer = _Writer(stdout)
-    slots = threading.BoundedSemaphore(MAX_IN_FLIGHT)
+    held = _Held(MAX_IN_FLIGHT, MAX_HELD_BYTES)
     admitted: set[Future[None]] = set()  # tool calls queued or running
     answering: set[Future[None]] = set()  # the other messages being answered
 
-    def work(message: Any, ticket: Ticket | None) -> None:
+    def work(message: Any, ticket: Ticket | None, size: int) -> None:
         try:
             if writer.gone():
                 return  # the client left: no answer would be read
@@ -246,14 +317,14 @@ def serve_stdio(
             if response is not None:
                 writer.send(response)
         finally:
-            done(ticket)
+            done(ticket, size)
 
-    def done(ticket: Ticket | None) -> None:
+    def done(ticket: Ticket | None, size: int) -> None:
         if ticket is not None:
             ticket.close()
-        slots.release()
+        held.give(size)
 
-    def dequeue(queued: Future[None], message: Any, ticket: Ticket) -> None:
+    def dequeue(queued: Future[None], message: Any, ticket: Ticket, size: int) -> None:
         """A queued call's cancellation (its client's, or the stop's) takes it out of the
         queue and frees its place; a stopped one is answered "Server stopping"."""
         if not queued.cancel():
@@ -262,11 +333,12 @@ def serve_stdio(
             if ticket.stopped and (answer := server.stopped_answer(message)) is not None:
                 writer.send(answer)
         finally:
-            done(ticket)
+            done(ticket, size)
 
     with (
         contextlib.ExitStack() as after_the_cut,  # left last: the threads are done by then
         contextlib.closing(writer),  # closed next: the threads below are done by then
+        writer.on_reader_gone(lambda: server.abandon(GONE)),
         ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="splice-mcp") as pool,
         ThreadPoolExecutor(max_workers=max_calls, thread_name_prefix="splice-mcp-call") as calls,
     ):
@@ -290,17 +362,20 @@ def serve_stdio(
                     if (refusal := server.answer(message, session)) is not None:
                         writer.send(refusal)  # not JSON-RPC 2.0: answered as any message
                     continue
-                slots.acquire()
+                size = len(line)
+                held.take(size)
                 if not needs_admission(message):
-                    other = pool.submit(work, message, None)
+                    other = pool.submit(work, message, None, size)
                     answering.add(other)
                     other.add_done_callback(answering.discard)
                     continue
                 ticket = server.track(message, session)  # known from now on, queued or running
-                queued = calls.submit(work, message, ticket)
+                queued = calls.submit(work, message, ticket, size)
                 admitted.add(queued)
                 queued.add_done_callback(admitted.discard)
-                ticket.token.on_cancel(lambda q=queued, m=message, t=ticket: dequeue(q, m, t))
+                ticket.token.on_cancel(
+                    lambda q=queued, m=message, t=ticket, n=size: dequeue(q, m, t, n)
+                )
             # stdin ended (a client's stop closes it, then sends SIGTERM): the work in flight
             # is waited for here, where a signal still stops it as below. The pools' exits
             # waited for it out of the stop's reach, and on Python before 3.13 a signal

@@ -21,6 +21,7 @@ import hashlib
 from collections.abc import Callable
 from typing import Any
 
+from anyio import CapacityLimiter
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
@@ -52,6 +53,7 @@ class RegistryMcpEndpoint:
         # start (USAGE), not every /mcp request with an error of its own.
         self._max_calls = default_max_calls()
         self._admission: AsyncAdmission | None = None  # made on the server's event loop
+        self._large_decodes = CapacityLimiter(1)  # one for every request: McpHttpApp._decode
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         caller = caller_of(Request(scope, receive))
@@ -63,7 +65,12 @@ class RegistryMcpEndpoint:
         if self._admission is None:
             self._admission = AsyncAdmission(self._max_calls)
         endpoint = McpHttpApp(
-            self._server, digest, self._admission, self._body_seconds, self._bodies
+            self._server,
+            digest,
+            self._admission,
+            self._body_seconds,
+            self._bodies,
+            self._large_decodes,
         )
 
         def charge(document: Keyed) -> Callable[[float], None]:
