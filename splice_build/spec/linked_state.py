@@ -7,7 +7,8 @@ that may only read ``data``, and one of ``splice.json`` in a write grant let a t
 registry the next install asks. So the files Splice reads at the project's root
 (``STATE_FILES``) and SPLICE_HOME's ``config.json`` (``isolation``), ``credentials.json``
 (registry tokens) and ``.env`` (``HOME_FILES``) are looked at once per check (one ``lstat``
-each); only one that has another link (``st_nlink`` above 1, rare) costs more: each grant is
+each; SPLICE_HOME's once for every member of a run, spec/project_state.py ``RunMemo``);
+only one that has another link (``st_nlink`` above 1, rare) costs more: each grant is
 then walked, at every check (nothing is remembered), for an entry with its device and inode
 (``DirEntry.inode`` comes with the listing), following no link, as spec/project_below.py
 walks.
@@ -37,16 +38,21 @@ HOME_FILES = (HOME_CONFIG_FILE, HOME_CREDENTIALS_FILE, ".env")
 Linked = Mapping[tuple[int, int], str]
 
 
-def linked_state(root: PurePath, home: PurePath | None) -> Linked:
-    """The state files of the project at ``root`` and of the SPLICE_HOME ``home`` that are
-    regular files with another name."""
-    files = [(os.path.join(root, name), "the project's", name) for name in STATE_FILES]
-    if home is not None:
-        files += [(os.path.join(home, name), "SPLICE_HOME's", name) for name in HOME_FILES]
+def linked_state(root: PurePath) -> Linked:
+    """The state files of the project at ``root`` that are regular files with another name."""
+    return _linked(root, STATE_FILES, "the project's")
+
+
+def linked_home(home: PurePath | None) -> Linked:
+    """Those of the SPLICE_HOME ``home``, if known (the same for every member of a run)."""
+    return {} if home is None else _linked(home, HOME_FILES, "SPLICE_HOME's")
+
+
+def _linked(directory: PurePath, names: tuple[str, ...], whose: str) -> Linked:
     found: dict[tuple[int, int], str] = {}
-    for path, whose, name in files:
+    for name in names:
         try:
-            info = os.lstat(path)
+            info = os.lstat(os.path.join(directory, name))
         except OSError:
             continue
         if info.st_nlink > 1 and stat.S_ISREG(info.st_mode):

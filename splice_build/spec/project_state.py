@@ -263,6 +263,7 @@ class RunMemo:
         self._holds: dict[PurePath, bool] = {}
         self._protected: dict[PurePath, _Folded] = {}
         self._shared: dict[tuple[PurePath | None, PurePath | None], tuple[_Folded, _Folded]] = {}
+        self._home_linked: dict[PurePath | None, Linked] = {}
         self.walks = Walks() if walks is None else walks
 
     def real(self, path: PurePath) -> PurePath:
@@ -329,9 +330,21 @@ class RunMemo:
         path: one that folds the same gives every grant the same verdict, named alike."""
         found = []
         for folded, item in named:
+            text = os.fspath(item.path)
+            if self.real_text(text) == text:
+                continue  # the path itself (no link on its way): the same fold
             real = self.real(item.path)
             if (folded_real := self.fold(real)) != folded:
                 found.append((folded_real, replace(item, path=real)))
+        return found
+
+    def home_linked(self, home: PurePath | None) -> Linked:
+        """``linked_home(home)`` (spec/linked_state.py), looked at once for every member."""
+        found = self._home_linked.get(home)
+        if found is None:
+            from splice_build.spec.linked_state import linked_home
+
+            found = self._home_linked[home] = linked_home(home)
         return found
 
     def protected(self, directory: PurePath) -> _Folded:
@@ -420,7 +433,7 @@ class ProjectState:
         from splice_build.spec.linked_state import linked_state, other_name
 
         if self._linked is None:
-            self._linked = linked_state(self.root, self.home)
+            self._linked = {**linked_state(self.root), **self._memo.home_linked(self.home)}
         found = other_name(str(real), self._linked) if self._linked else None
         if found is None:
             return None
