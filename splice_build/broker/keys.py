@@ -31,9 +31,9 @@ from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
 from splice_build.records import dataclass, field
+from splice_build.spec.project_state import ENV_FILES
 from splice_build.spec.provider_variables import PROVIDER_VARIABLES
 
-ENV_FILES = (".env.local", ".env")
 # A .env file holds a few lines; one larger than this (a link to a log, to /dev/zero) is
 # skipped like an unreadable one, never read into memory.
 MAX_ENV_FILE_BYTES = 1024 * 1024

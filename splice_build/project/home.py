@@ -31,6 +31,7 @@ from typing import Any
 from splice_build.errors import ErrorCode, ProjectError
 from splice_build.project.locking import lock
 from splice_build.records import dataclass
+from splice_build.spec.project_state import HOME_CONFIG_FILE, HOME_CREDENTIALS_FILE
 from splice_build.spec.regular_file import read_regular_file, this_user
 
 
@@ -109,11 +110,11 @@ class SpliceHome:
 
     @property
     def config_file(self) -> Path:
-        return self.path / "config.json"
+        return self.path / HOME_CONFIG_FILE
 
     @property
     def credentials_file(self) -> Path:
-        return self.path / "credentials.json"
+        return self.path / HOME_CREDENTIALS_FILE
 
     @property
     def keys_dir(self) -> Path:

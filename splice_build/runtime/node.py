@@ -17,6 +17,7 @@ from pathlib import Path
 
 from splice_build.errors import ErrorCode, SandboxError
 from splice_build.records import dataclass
+from splice_build.spec.node_override import override_path
 
 MIN_NODE_MAJOR = 24
 # Compiled when a ``node --version`` is read (SPLICE_NODE, or a wheel without its header),
@@ -89,16 +90,16 @@ def _wheel_binary() -> NodeBinary | None:
 def find_node(env: Mapping[str, str] | None = None) -> NodeBinary:
     """The sandbox's Node; raises SandboxError(TOOL_CRASHED) when none is usable."""
     source = os.environ if env is None else env
-    override = source.get("SPLICE_NODE")
-    if override:
-        version = _probe_version(override)
-        if version is None or version[0] < MIN_NODE_MAJOR:
+    if source.get("SPLICE_NODE"):
+        path = override_path(source)
+        version = None if path is None else _probe_version(str(path))
+        if path is None or version is None or version[0] < MIN_NODE_MAJOR:
             raise SandboxError(
                 ErrorCode.TOOL_CRASHED,
                 f"SPLICE_NODE is not Node.js {MIN_NODE_MAJOR} or newer",
                 hint="unset SPLICE_NODE to use the bundled Node.js",
             )
-        return NodeBinary(Path(override), version)
+        return NodeBinary(path, version)
     binary = _wheel_binary()
     if binary is None:
         raise SandboxError(

@@ -515,7 +515,9 @@ class SpliceRuntime:
         perms = pkg.manifest.permissions
         home = self._home if self._home is not None else SpliceHome.from_env(self._env).path
         try:
-            problems = project_state_problems(perms, root=self.project_root, home=home)
+            problems = project_state_problems(
+                perms, root=self.project_root, home=home, env=self._env
+            )
         except OSError as exc:  # a grant's path swapped mid-resolution (realpath's readlink)
             raise grant_unresolved(
                 SandboxError, ErrorCode.PERMISSIONS_NOT_GRANTED, pkg.id, exc, "nothing was run"

@@ -1,10 +1,16 @@
-"""Whether a granted directory holds another project (docs/security.md#grants-and-project-state).
+"""Whether a granted directory holds another project, or for writing another git repository
+(docs/security.md#grants-and-project-state).
 
 A grant holding a member (``fs.read: ["packages"]`` at a monorepo's root) let the root's tool
 read the member's ``.env`` (its provider keys) and ``.splice/``, with the OS layer and
 without it; so a grant whose real path holds a directory with ``splice.json`` is refused, as
 one holding the project's own state is (spec/project_state.py). Every call asks again, so a
 member made there later is found before the next call starts.
+
+A write grant may not hold a ``.git`` either (a directory, or the file a submodule's working
+tree has): git runs what a repository's configuration names, and a tool granted a
+submodule's working tree (``vendor/lib``) pointed its ``.git`` at a directory of its making
+whose ``core.fsmonitor`` the user's next ``git status`` in the project ran.
 
 Every directory below the grant is listed, hidden ones and ``node_modules`` too (a project
 there is as readable). A link is not followed: with the file view it leads only to a
@@ -26,6 +32,9 @@ A no-op ``splice sync`` also keeps the walks it trusted in the workspace root's 
 (tasks/walk_record.py) and hands them to the next one (``Walks``): each is trusted exactly as
 a walk of this process is, every directory ``stat``ed and compared. A walk recorded
 elsewhere (a checkout's) cannot know the inodes and change times the directories got here.
+Each walk, remembered or recorded, says whether it looked for ``.git`` too: one that looked
+only for ``splice.json`` (a read grant's) never answers for a write grant of the directory,
+which the user may have made of it since.
 """
 
 from __future__ import annotations
@@ -35,33 +44,42 @@ import os
 import time
 from pathlib import PurePath
 
-from splice_build.spec.project_state import PROJECT_FILE, Walked, Walks
+from splice_build.spec.project_state import PROJECT_FILE, REPOSITORY_DIR, Walked, WalkKey, Walks
 
 # Longer than any kernel clock tick (10 ms at HZ=100), with room for a clock stepped back.
 RECENT_NS = 2_000_000_000
 _REMEMBERED_MAX = 64
 
-# Each real directory a walk found no project below, with (path, device, inode, change
-# time) of every directory it listed.
-_remembered: dict[str, Walked] = {}
+# Each real directory a walk found nothing below (and whether it looked for ``.git``), with
+# (path, device, inode, change time) of every directory it listed.
+_remembered: dict[WalkKey, Walked] = {}
 
 
-def project_below(directory: PurePath, walks: Walks | None = None) -> PurePath | OSError | None:
-    """The first project (a directory holding ``splice.json``, its name folded as names are
-    in spec/project_state.py) at or below the real directory ``directory``, or the error of
-    a directory there that can be entered but not listed, or None. ``directory`` is not the
-    caller's project (``fs_problem``'s rules refuse that first). ``walks``: those an earlier
-    run recorded, and those this run trusted (a no-op sync's, tasks/walk_record.py)."""
-    key = str(directory)
-    recorded = walks.recorded.get(key) if walks is not None else None
-    for seen in (_remembered.get(key), recorded):
-        if seen is not None and all(_unchanged(*each) for each in seen):
-            if walks is not None:
-                walks.trusted[key] = seen
-            return None
-    found, listed = _walk(key)
+def project_below(
+    directory: PurePath, walks: Walks | None = None, *, repositories: bool = False
+) -> tuple[PurePath, str] | OSError | None:
+    """The first directory at or below the real directory ``directory`` holding a project
+    (``splice.json``, its name folded as names are in spec/project_state.py) or, with
+    ``repositories``, a ``.git``, with that name; or the error of a directory there that can
+    be entered but not listed; or None. ``directory`` is not the caller's project
+    (``fs_problem``'s rules refuse that first). ``walks``: those an earlier run recorded,
+    and those this run trusted (a no-op sync's, tasks/walk_record.py)."""
+    key = (str(directory), repositories)
+    # a walk that found no .git either answers for projects alone, never the other way
+    keys = (key,) if repositories else (key, (key[0], True))
+    recorded = walks.recorded if walks is not None else {}
+    for remembered in (_remembered, recorded):
+        for each in keys:
+            seen = remembered.get(each)
+            if seen is not None and all(_unchanged(*entry) for entry in seen):
+                if walks is not None:
+                    walks.trusted[each] = seen
+                return None
+    found, listed = _walk(key[0], repositories)
+    if isinstance(found, OSError):
+        return found
     if found is not None:
-        return found if isinstance(found, OSError) else type(directory)(found)
+        return type(directory)(found[0]), found[1]
     if listed is not None:
         if len(_remembered) >= _REMEMBERED_MAX:
             _remembered.clear()
@@ -71,9 +89,10 @@ def project_below(directory: PurePath, walks: Walks | None = None) -> PurePath |
     return None
 
 
-def _walk(top: str) -> tuple[str | OSError | None, Walked | None]:
-    """The first project or unlistable directory at or below ``top``; else None and what
-    was listed (None when a listing is too recent to remember)."""
+def _walk(top: str, repositories: bool) -> tuple[tuple[str, str] | OSError | None, Walked | None]:
+    """The first directory at or below ``top`` holding a project (or a ``.git``), with that
+    name, or the error of an unlistable one; else None and what was listed (None when a
+    listing is too recent to remember)."""
     listed: list[tuple[str, int, int, int]] | None = []
     recent = time.time_ns() - RECENT_NS
     pending = [top]
@@ -101,7 +120,9 @@ def _walk(top: str) -> tuple[str | OSError | None, Walked | None]:
             continue  # not a directory, or not to be entered: the tool cannot either
         for name, is_directory in names:
             if _is_project_file(name):
-                return current, None
+                return (current, PROJECT_FILE), None
+            if repositories and _is_named(name, REPOSITORY_DIR):
+                return (current, REPOSITORY_DIR), None
             if is_directory:
                 pending.append(os.path.join(current, name))
     return None, None if listed is None else tuple(listed)
@@ -118,12 +139,18 @@ def _unchanged(path: str, device: int, inode: int, changed: int) -> bool:
 def _is_project_file(name: str) -> bool:
     """Whether ``name`` is ``splice.json`` to a file system that folds case and Unicode
     normalization (``Splice.JSON``, ``splice.json.``), as spec/project_state.py compares
-    names; the full fold only for a name that could be one."""
+    names."""
+    return _is_named(name, PROJECT_FILE)
+
+
+def _is_named(name: str, wanted: str) -> bool:
+    """Whether ``name`` is ``wanted`` (lower case) to such a file system; the full fold only
+    for a name that could be it."""
     if name.isascii():
-        return len(name) >= len(PROJECT_FILE) and name.lower().rstrip(". ") == PROJECT_FILE
+        return len(name) >= len(wanted) and name.lower().rstrip(". ") == wanted
     from splice_build.spec.paths import fold_path
 
-    return fold_path(name).rstrip(". ") == PROJECT_FILE
+    return fold_path(name).rstrip(". ") == wanted
 
 
 def _is_real_directory(entry: os.DirEntry[str]) -> bool:

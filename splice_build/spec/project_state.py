@@ -4,7 +4,9 @@ A tool that may write ``splice.lock`` or its installed ``manifest.json`` can gra
 anything on its next run, and one that may read ``.env`` or ``SPLICE_HOME`` holds the user's
 keys and tokens. So ``fs`` entries may not reach the project's ``splice.json``,
 ``splice.lock`` (and the legacy ``splice-lock.json``), ``.splice/``, any top-level name
-starting with ``.env``, or ``SPLICE_HOME``; ``env`` entries may not name a ``SPLICE_*``
+starting with ``.env``, its ``.git`` (git runs what ``.git/config`` and ``.git/hooks`` name
+as the user, outside any sandbox, ``core.fsmonitor`` at every ``git status``; and a checkout
+in CI keeps its token there), or ``SPLICE_HOME``; ``env`` entries may not name a ``SPLICE_*``
 variable (every variable Splice reads is one: ``SPLICE_TOKEN``, ``SPLICE_MCP_TOKEN``,
 ``SPLICE_HOME``, ``SPLICE_REGISTRY``…) nor a provider key of the capability broker
 (``spec/provider_variables.py``: ``GITHUB_TOKEN``, ``ROBINHOOD_RPC_URL``…), which a tool uses through
@@ -34,7 +36,7 @@ import functools
 import os
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import PurePath, PurePosixPath
 from typing import TYPE_CHECKING, TypeVar
 
@@ -43,13 +45,22 @@ from splice_build.records import dataclass, replace
 from splice_build.spec.paths import fold_path
 
 if TYPE_CHECKING:
+    from splice_build.spec.linked_state import Linked
     from splice_build.spec.permissions import Permissions
 
 PROJECT_FILE = "splice.json"
 LOCK_FILE = "splice.lock"
 LEGACY_LOCK_FILE = "splice-lock.json"
 STATE_DIR = ".splice"
+# git runs what its config names (core.fsmonitor on every status, hooks on every commit),
+# as the user and outside any sandbox; its index lists the workspace's members; and a CI
+# checkout keeps the job's token in its config (an http.<url>.extraheader).
+REPOSITORY_DIR = ".git"
 ENV_FILE_PREFIX = ".env"  # .env, .env.local, .envrc, …: provider keys are read from them
+ENV_FILES = (".env.local", ".env")  # the ones the broker reads, in its order (broker/keys.py)
+# SPLICE_HOME's files that say how Splice runs and whom it is (project/home.py)
+HOME_CONFIG_FILE = "config.json"  # registry, isolation
+HOME_CREDENTIALS_FILE = "credentials.json"  # registry tokens
 RESERVED_ENV_PREFIX = "SPLICE_"
 # Node's permission model reads "*" (anywhere in a path, also across "/") as a wildcard;
 # the runtime refuses a project or package path that holds one (runtime/runtime.py).
@@ -92,6 +103,7 @@ def protected_paths(root: PurePath, home: PurePath | None = None) -> list[Protec
         Protected(root / LEGACY_LOCK_FILE, LEGACY_LOCK_FILE),
         Protected(root / STATE_DIR, f"{STATE_DIR}/"),
         Protected(root / ENV_FILE_PREFIX, f"{ENV_FILE_PREFIX}* files", name_prefix=True),
+        Protected(root / REPOSITORY_DIR, f"{REPOSITORY_DIR}/"),
     ]
     return found + home_protected(home)
 
@@ -117,17 +129,26 @@ def kernel_file_systems(root: PurePath) -> list[Protected]:
     ]
 
 
-def own_installation(root: PurePath) -> list[Protected]:
+def own_installation(root: PurePath, env: Mapping[str, str] | None = None) -> list[Protected]:
     """Splice's own code and the Python environment running it (the packages it imports
-    and, by default, the sandbox's Node binary). A tool that may write there rewrites the
-    parent's own code for its next run; a project's ``.venv`` often is it."""
+    and, by default, the sandbox's Node binary), and the Node binary ``SPLICE_NODE`` of
+    ``env`` (default: this process's) names. A tool that may write there rewrites the
+    parent's own code for its next run; a project's ``.venv`` often is it. The next run
+    probes ``SPLICE_NODE`` with ``--version`` outside any sandbox: a tool granted the
+    project directory it lay in put a script there, and the user's next run ran it."""
     import splice_build
+    from splice_build.spec.node_override import override_path
 
     code = type(root)(os.path.dirname(os.path.abspath(splice_build.__file__)))
     found = [Protected(code, f"Splice's own code ({code})", in_project=False, write_only=True)]
     for directory in _python_environment():
         path = type(root)(directory)
         what = f"Splice's Python environment ({path})"
+        found.append(Protected(path, what, in_project=False, write_only=True))
+    node = override_path(env)
+    if node is not None:
+        path = type(root)(node)
+        what = f"Splice's Node.js, SPLICE_NODE ({path})"
         found.append(Protected(path, what, in_project=False, write_only=True))
     return found
 
@@ -180,10 +201,6 @@ def _overlap(g: tuple[str, ...], p: tuple[str, ...], name_prefix: bool) -> str |
     return "include" if len(g) <= len(p) else "inside"
 
 
-def _real(path: PurePath) -> PurePath:
-    return type(path)(os.path.realpath(path))
-
-
 def real_grant_path(path: str) -> str:
     """The real path of a grant, ``os.path.realpath``'s, but raising OSError (ELOOP) for a
     path through a loop of symbolic links, which ``realpath`` leaves as it found it: a
@@ -210,6 +227,9 @@ _Folded = list[tuple[tuple[str, ...], Protected]]
 # A walk below a grant that found no project: (path, device, inode, change time) of every
 # directory it listed (spec/project_below.py).
 Walked = tuple[tuple[str, int, int, int], ...]
+# The directory a walk started from, and whether it looked for ``.git`` too (a write
+# grant's): one that looked only for ``splice.json`` never answers for a write grant.
+WalkKey = tuple[str, bool]
 
 
 class Walks:
@@ -217,13 +237,13 @@ class Walks:
     first asked for), and those this run trusted, found unchanged or made afresh
     (``trusted``): spec/project_below.py."""
 
-    def __init__(self, load: Callable[[], dict[str, Walked]] | None = None) -> None:
+    def __init__(self, load: Callable[[], dict[WalkKey, Walked]] | None = None) -> None:
         self._load = load
-        self._recorded: dict[str, Walked] | None = None
-        self.trusted: dict[str, Walked] = {}
+        self._recorded: dict[WalkKey, Walked] | None = None
+        self.trusted: dict[WalkKey, Walked] = {}
 
     @property
-    def recorded(self) -> dict[str, Walked]:
+    def recorded(self) -> dict[WalkKey, Walked]:
         if self._recorded is None:
             self._recorded = {} if self._load is None else self._load()
         return self._recorded
@@ -242,7 +262,8 @@ class RunMemo:
         self._folded: dict[PurePath, tuple[str, ...]] = {}
         self._holds: dict[PurePath, bool] = {}
         self._protected: dict[PurePath, _Folded] = {}
-        self._shared: dict[PurePath | None, tuple[_Folded, _Folded]] = {}
+        self._shared: dict[tuple[PurePath | None, PurePath | None], tuple[_Folded, _Folded]] = {}
+        self._home_linked: dict[PurePath | None, Linked] = {}
         self.walks = Walks() if walks is None else walks
 
     def real(self, path: PurePath) -> PurePath:
@@ -288,15 +309,20 @@ class RunMemo:
             self._folded[path] = found
         return found
 
-    def shared(self, root: PurePath, home: PurePath | None) -> tuple[_Folded, _Folded]:
-        """The protected paths outside any project (``home``, Splice's installation, the
-        kernel's file systems), folded, as named and at their real paths
-        (``at_real_paths``): the same for every member."""
-        found = self._shared.get(home)
+    def shared(
+        self, root: PurePath, home: PurePath | None, env: Mapping[str, str] | None
+    ) -> tuple[_Folded, _Folded]:
+        """The protected paths outside any project (``home``, Splice's installation and the
+        Node.js ``SPLICE_NODE`` of ``env`` names, the kernel's file systems), folded, as
+        named and at their real paths (``at_real_paths``): the same for every member."""
+        from splice_build.spec.node_override import override_path
+
+        key = (home, override_path(env))
+        found = self._shared.get(key)
         if found is None:
-            items = home_protected(home) + own_installation(root) + kernel_file_systems(root)
+            items = home_protected(home) + own_installation(root, env) + kernel_file_systems(root)
             named = [(self.fold(item.path), item) for item in items]
-            found = self._shared[home] = (named, self.at_real_paths(named))
+            found = self._shared[key] = (named, self.at_real_paths(named))
         return found
 
     def at_real_paths(self, named: _Folded) -> _Folded:
@@ -304,9 +330,21 @@ class RunMemo:
         path: one that folds the same gives every grant the same verdict, named alike."""
         found = []
         for folded, item in named:
+            text = os.fspath(item.path)
+            if self.real_text(text) == text:
+                continue  # the path itself (no link on its way): the same fold
             real = self.real(item.path)
             if (folded_real := self.fold(real)) != folded:
                 found.append((folded_real, replace(item, path=real)))
+        return found
+
+    def home_linked(self, home: PurePath | None) -> Linked:
+        """``linked_home(home)`` (spec/linked_state.py), looked at once for every member."""
+        found = self._home_linked.get(home)
+        if found is None:
+            from splice_build.spec.linked_state import linked_home
+
+            found = self._home_linked[home] = linked_home(home)
         return found
 
     def protected(self, directory: PurePath) -> _Folded:
@@ -337,15 +375,17 @@ class ProjectState:
         home: PurePath | None = None,
         *,
         memo: RunMemo | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> None:
-        """``memo``: what the checks of one run share (tasks/noop.py checks every member)."""
+        """``memo``: what the checks of one run share (tasks/noop.py checks every member);
+        ``env``: the environment that picks the sandbox's Node (default: this process's)."""
         self.root, self.home = root, home
         self._real = root != ABSTRACT_ROOT
         self._memo = RunMemo() if memo is None else memo
         fold = self._memo.fold
         if self._real:
             own = [(fold(item.path), item) for item in protected_paths(root)]
-            named, real = self._memo.shared(root, home)
+            named, real = self._memo.shared(root, home, env)
             self._folded = own + named + self._memo.at_real_paths(own) + real
         else:
             self._folded = [(fold(item.path), item) for item in protected_paths(root, home)]
@@ -353,6 +393,7 @@ class ProjectState:
         self._above: set[tuple[str, ...]] = set()  # and the directories above it, folded
         self._reached: tuple[str, str] | None = None  # _reached_above's answer
         self._reached_known = False
+        self._linked: Linked | None = None  # its state files with another name, on first use
 
     def fs_problem(self, entry: str, *, write: bool = True) -> str | None:
         """Why ``entry`` may not be granted here (for writing, or only reading), or None."""
@@ -380,9 +421,26 @@ class ProjectState:
                     included.append(item)
         if included:
             return f'"{entry}" would include {_describe(included)}'
-        return self._other_project_problem(entry, granted[-1]) if self._real else None
+        if not self._real:
+            return None
+        return self._other_project_problem(entry, granted[-1], write) or self._linked_problem(
+            entry, granted[-1]
+        )
 
-    def _other_project_problem(self, entry: str, real: PurePath) -> str | None:
+    def _linked_problem(self, entry: str, real: PurePath) -> str | None:
+        """Why ``entry`` holds another name of a file of the project's or SPLICE_HOME's
+        state (a hard link: spec/linked_state.py), or None."""
+        from splice_build.spec.linked_state import linked_state, other_name
+
+        if self._linked is None:
+            self._linked = {**linked_state(self.root), **self._memo.home_linked(self.home)}
+        found = other_name(str(real), self._linked) if self._linked else None
+        if found is None:
+            return None
+        path, what = found
+        return f'"{entry}" holds {path}, another name (a hard link) of {what}'
+
+    def _other_project_problem(self, entry: str, real: PurePath, write: bool) -> str | None:
         """Why ``entry`` reaches the state of another project on the way to its real path
         ``real``, or None: a member below the root (``packages/a/.splice``, ``packages/a/.env``)
         or, through a link, a project beside or above it (``up -> ../../.env``), or a whole
@@ -398,7 +456,11 @@ class ProjectState:
         granted ``cfg -> ../../.env`` read them); a ``splice.lock`` above says where tools
         may have written (project/tool_written.py). Not a directory the project lies in,
         though (a project kept in a virtual environment named ``.env``): it holds no key
-        the broker reads, and every grant of the project would reach it."""
+        the broker reads, and every grant of the project would reach it.
+
+        A write grant (``write``) may not hold another git repository either
+        (``project_below``): a submodule's working tree, whose ``.git`` a tool pointed at a
+        configuration of its making."""
         if self._own is None:
             self._own = self._memo.real(self.root)
             self._above = {self._memo.fold(directory) for directory in self._own.parents}
@@ -430,7 +492,7 @@ class ProjectState:
             return f'"{entry}" reaches the {reached[0]} of {reached[1]}'
         from splice_build.spec.project_below import project_below
 
-        below = project_below(real, self._memo.walks)
+        below = project_below(real, self._memo.walks, repositories=write)
         if below is None:
             return None
         if isinstance(below, OSError):
@@ -438,8 +500,14 @@ class ProjectState:
                 f'"{entry}" holds a directory that cannot be listed but can be entered '
                 f"({below.filename}): another project's state may lie in it"
             )
+        holder, name = below
+        if name == REPOSITORY_DIR:
+            return (
+                f'"{entry}" would include the git repository of {holder} (its {name}, whose '
+                "configuration names commands git runs)"
+            )
         return (
-            f'"{entry}" would include the project {below} (its splice.json, splice.lock, '
+            f'"{entry}" would include the project {holder} (its splice.json, splice.lock, '
             ".splice/ and .env* files)"
         )
 
@@ -551,13 +619,15 @@ def project_state_problems(
     root: PurePath = ABSTRACT_ROOT,
     home: PurePath | None = None,
     memo: RunMemo | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> list[str]:
     """``<where>.fs.read: "." would include …`` lines, one per refused entry (empty: fine).
     Raises OSError when a path cannot be resolved (``grant_unresolved``). ``memo``: what the
-    caller's other checks of this run looked up (a lock's grant and its manifest)."""
+    caller's other checks of this run looked up (a lock's grant and its manifest); ``env``
+    as for ``ProjectState``."""
     lines: list[str] = []
     has_fs = permissions.fs_read or permissions.fs_write
-    state = ProjectState(root, home, memo=memo) if has_fs else None
+    state = ProjectState(root, home, memo=memo, env=env) if has_fs else None
     for field, entries in (("fs.read", permissions.fs_read), ("fs.write", permissions.fs_write)):
         for entry in entries:
             assert state is not None

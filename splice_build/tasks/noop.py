@@ -58,7 +58,7 @@ from splice_build.project.layout import ProjectLayout
 from splice_build.project.locking import lock
 from splice_build.project.state_dir import state_lock
 from splice_build.spec.limits import MAX_PROJECT_STATE_BYTES
-from splice_build.spec.project_state import ProjectState, RunMemo, Walked, Walks
+from splice_build.spec.project_state import ProjectState, RunMemo, Walked, WalkKey, Walks
 from splice_build.spec.regular_file import read_regular_file_and_stat
 
 if TYPE_CHECKING:
@@ -214,7 +214,7 @@ def unchanged_workspace(
     return _result(workspace, check, states)
 
 
-def _recorded_walks(root: Path) -> dict[str, Walked]:
+def _recorded_walks(root: Path) -> dict[WalkKey, Walked]:
     from splice_build.tasks.walk_record import read_walks
 
     return read_walks(root)

@@ -9,7 +9,8 @@ version, it is ignored and written anew; ``--check`` reads it and writes nothing
 made elsewhere (shipped in a checkout) cannot name the inodes and change times of the
 directories here, so it is never trusted; nor is one another user made or may write (a
 walk that leaves out a directory is trusted for what it lists, and another user can
-``stat`` this user's directories), so the record is this user's alone (mode 0600).
+``stat`` this user's directories), so the record is this user's alone (mode 0600). Each walk
+says whether it looked for ``.git`` too (a write grant's), as the process's own do.
 """
 
 from __future__ import annotations
@@ -20,13 +21,13 @@ from pathlib import Path
 
 from splice_build.project.layout import STATE_DIR
 from splice_build.spec.limits import MAX_PROJECT_STATE_BYTES
-from splice_build.spec.project_state import Walked
+from splice_build.spec.project_state import Walked, WalkKey
 
 RECORD_FILE = "walks.json"
-_VERSION = 1
+_VERSION = 2  # 2: each walk says whether it looked for .git
 
 
-def read_walks(root: Path) -> dict[str, Walked]:
+def read_walks(root: Path) -> dict[WalkKey, Walked]:
     """The walks recorded in the workspace root ``root``'s ``.splice/``; {} when there are
     none or any field is not of its shape."""
     from splice_build.spec.regular_file import read_regular_file_and_stat, this_user
@@ -43,14 +44,28 @@ def read_walks(root: Path) -> dict[str, Walked]:
     if not isinstance(body, dict) or body.get("version") != _VERSION:
         return {}
     walks = body.get("walks")
-    if not isinstance(walks, dict):
+    if not isinstance(walks, list):
         return {}
-    found: dict[str, Walked] = {}
-    for top, listed in walks.items():
-        if not isinstance(listed, list) or not listed or not all(map(_is_entry, listed)):
+    found: dict[WalkKey, Walked] = {}
+    for walk in walks:
+        if not _is_walk(walk):
             return {}
-        found[top] = tuple(map(tuple, listed))
+        top, repositories, listed = walk
+        found[top, repositories] = tuple(map(tuple, listed))
     return found
+
+
+def _is_walk(walk: object) -> bool:
+    """``[top, looked for .git, [entry, …]]``."""
+    return (
+        isinstance(walk, list)
+        and len(walk) == 3
+        and isinstance(walk[0], str)
+        and type(walk[1]) is bool
+        and isinstance(walk[2], list)
+        and bool(walk[2])
+        and all(map(_is_entry, walk[2]))
+    )
 
 
 def _is_entry(entry: object) -> bool:
@@ -63,12 +78,17 @@ def _is_entry(entry: object) -> bool:
     )
 
 
-def write_walks(root: Path, walks: dict[str, Walked], recorded: dict[str, Walked]) -> None:
+def write_walks(root: Path, walks: dict[WalkKey, Walked], recorded: dict[WalkKey, Walked]) -> None:
     """Keep ``walks`` (those this run trusted) unless ``recorded`` holds exactly them, as a
     cache (project/state_dir.py ``write_cache``)."""
     if walks == recorded:
         return
     from splice_build.project.state_dir import write_cache
 
-    body = {"version": _VERSION, "walks": {top: list(map(list, w)) for top, w in walks.items()}}
+    body = {
+        "version": _VERSION,
+        "walks": [
+            [top, repositories, list(map(list, w))] for (top, repositories), w in walks.items()
+        ],
+    }
     write_cache(root, RECORD_FILE, json.dumps(body).encode("utf-8"), mode=0o600)

@@ -33,21 +33,27 @@ from splice_build.spec.digests import integrity_of
 from splice_build.spec.manifest import Manifest
 from splice_build.spec.pack import collect_package_files
 from splice_build.spec.paths import is_safe_relative_path
-from splice_build.spec.project_state import effective_fs_path, env_entry_problem, fs_entry_problem
+from splice_build.spec.project_state import (
+    ProjectState,
+    effective_fs_path,
+    env_entry_problem,
+    fs_entry_problem,
+)
 from testing.hostile_packages import write_package
 from testing.packages import minimal_manifest
 from testing.packages import write_package as plain_package
 
 PACKAGE = Path(__file__).resolve().parents[2] / "splice_build"
 STATE_FILES = ("splice.json", "splice.lock", "splice-lock.json")
-STATE_DIRS = (".splice",)
+STATE_DIRS = (".splice", ".git")
 GLOBS = "*?[]{}"
 
 SEGMENTS = [
     ".", "..", "*", "**", "workspace", "data", "in", "cache", "splice", "spliceX",
     ".env", ".env.local", ".ENV", ".envrc", ".en", "env", ".splice", ".Splice", ".splicex",
     "splice.json", "splice.lock", "Splice.Lock", "splice.lock.", "splice-lock.json",
-    "splice.lock.bak", "home", "w*", ".e*", "[w]orkspace", "?", "{a,b}", "",
+    "splice.lock.bak", "home", "w*", ".e*", "[w]orkspace", "?", "{a,b}", "", ".git", ".GIT",
+    ".git.", ".gitignore",
 ]  # fmt: skip
 FIXED = [
     ".", "./", "*", "**", "..", "../x", "./.env", ".env.local", ".splice/cache", "workspace",
@@ -70,7 +76,8 @@ def covers_state(entry: str, root: str, home: str | None) -> bool:
     def related(a: str, b: str) -> bool:  # one is the other or contains it
         return os.path.commonpath([a, b]) in (a, b)
 
-    protected = [_fold(f"{root}/{name}") for name in (*STATE_FILES, *STATE_DIRS)]
+    names = (*STATE_FILES, *STATE_DIRS)
+    protected = [_fold(f"{root}/{name}") for name in names]
     if home is not None:
         protected.append(_fold(home))
     if any(related(granted, path) for path in protected):
@@ -82,7 +89,7 @@ def covers_state(entry: str, root: str, home: str | None) -> bool:
     above = folded_root
     while above != os.path.dirname(above):  # the state of every directory above
         above = os.path.dirname(above)
-        if any(related(granted, os.path.join(above, name)) for name in (*STATE_FILES, *STATE_DIRS)):
+        if any(related(granted, os.path.join(above, name)) for name in names):
             return True
         below = os.path.commonpath([granted, above]) == above and granted != above
         if below and os.path.relpath(granted, above).split("/")[0].startswith(".env"):
@@ -144,7 +151,7 @@ def test_with_a_real_project_the_rule_is_the_effective_path(
 def test_the_messages_name_the_entry_and_what_it_reaches() -> None:
     assert _manifest_refuses(".", "write") == [
         'permissions.fs.write: "." would include the project\'s splice.json, splice.lock, '
-        "splice-lock.json, .splice/ and .env* files"
+        "splice-lock.json, .splice/, .env* files and .git/"
     ]
     assert _manifest_refuses(".splice/cache", "read") == [
         'permissions.fs.read: ".splice/cache" is inside the project\'s .splice/'
@@ -154,6 +161,35 @@ def test_the_messages_name_the_entry_and_what_it_reaches() -> None:
     assert "could include the project's splice.json" in star
     assert _manifest_refuses("workspace", "write") is None
     assert _manifest_refuses("data/in", "read") is None
+
+
+def test_the_git_directory_is_never_granted(tmp_path: Path) -> None:
+    """git runs what ``.git/config`` and ``.git/hooks`` name as the user, outside any
+    sandbox, its index lists the workspace's members, and a CI checkout keeps the job's
+    token in its config: no grant reaches the ``.git`` of the project, of another project,
+    or of a directory above (a member's link to its repository's), in any case."""
+    assert _manifest_refuses(".git", "write") == [
+        'permissions.fs.write: ".git" would include the project\'s .git/'
+    ]
+    assert _manifest_refuses(".Git./hooks", "read") == [
+        'permissions.fs.read: ".Git./hooks" is inside the project\'s .git/'
+    ]
+    assert _manifest_refuses(".gitignore", "write") is None
+    repo = Path(os.path.realpath(tmp_path))
+    member = repo / "packages" / "a"
+    (member / "out").mkdir(parents=True)
+    (repo / "splice.json").write_text("{}")
+    (member / "splice.json").write_text("{}")
+    (repo / ".git" / "hooks").mkdir(parents=True)
+    (member / "hooks").symlink_to(repo / ".git" / "hooks")
+    assert fs_entry_problem("hooks", member) == (f'"hooks" reaches the .git/ of the project {repo}')
+    assert ProjectState(member).fs_problem("hooks", write=False) == (
+        f'"hooks" reaches the .git/ of the project {repo}'
+    )
+    assert fs_entry_problem("packages/a/.git", repo) == (
+        f'"packages/a/.git" reaches the .git/ of the project {member}'
+    )
+    assert fs_entry_problem("out", member) is None
 
 
 def test_a_link_to_the_project_root_and_a_home_inside_are_refused(tmp_path: Path) -> None:
@@ -348,8 +384,6 @@ def test_a_project_below_a_system_pythons_prefix_keeps_its_write_grants() -> Non
     project's own write grants stay grantable while a grant reaching site-packages is not."""
     import sys
     import sysconfig
-
-    from splice_build.spec.project_state import ProjectState
 
     state = ProjectState(Path(sys.prefix) / "src" / "app")
     assert state.fs_problem("out") is None

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -25,17 +26,18 @@ from testing.registry_fixtures import embedded_store, new_project, publish
 PACKAGE = "@acme/files"
 
 
-@pytest.mark.skipif(os.name == "nt", reason="no stat cache on Windows")
-def test_a_project_made_in_a_grant_after_a_recorded_walk_is_refused(
+def _installed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+) -> tuple[Path, Path, Callable[[], bool]]:
+    """A project whose package is granted ``fs.read ["data"]`` and ``fs.write ["out"]``
+    (``data/sub`` made, ``out`` not yet), its SPLICE_HOME, and an in-process sync of it as a
+    new process makes."""
     monkeypatch.setattr(project_below, "RECENT_NS", -(10**18))  # every listing old enough
     home = Path(os.environ["SPLICE_HOME"])
     grant = {"fs": {"read": ["data"], "write": ["out"]}}
     publish(embedded_store(home), tmp_path / "work", name="files", permissions=grant)
     project = Path(os.path.realpath(new_project(tmp_path / "p", {PACKAGE: "^1.0.0"})))
     (project / "data" / "sub").mkdir(parents=True)
-    (project / "out").mkdir()
     Splice(project, home=home).install(accept_permissions=True)
     workspace = find_workspace(project, root=project)
 
@@ -44,8 +46,35 @@ def test_a_project_made_in_a_grant_after_a_recorded_walk_is_refused(
         options = SyncOptions()
         return sync_workspace(workspace, home=SpliceHome(home), env={}, options=options).ok
 
+    return project, home, sync
+
+
+def _refused_sync(project: Path, home: Path) -> str:
+    """The detail of the real CLI's ``splice sync`` refusing ``project`` (INVALID_MANIFEST)."""
+    ran = subprocess.run(
+        [sys.executable, "-m", "splice_build", "sync", "--json", "--root", str(project)],
+        env={**os.environ, "SPLICE_HOME": str(home)},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert ran.returncode == 1, ran.stderr
+    [outcome] = json.loads(ran.stdout)["projects"]
+    assert outcome["error"]["code"] == "INVALID_MANIFEST"
+    return outcome["error"]["details"][0]
+
+
+@pytest.mark.skipif(os.name == "nt", reason="no stat cache on Windows")
+def test_a_project_made_in_a_grant_after_a_recorded_walk_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project, home, sync = _installed(tmp_path, monkeypatch)
+    (project / "out").mkdir()
     assert sync() and sync()  # the second is a no-op, which keeps its walks
-    assert set(read_walks(project)) == {str(project / "data"), str(project / "out")}
+    assert set(read_walks(project)) == {
+        (str(project / "data"), False),
+        (str(project / "out"), True),
+    }
     assert (project / ".splice" / RECORD_FILE).stat().st_mode & 0o777 == 0o600
     listed: list[str] = []
     scandir = os.scandir
@@ -58,20 +87,25 @@ def test_a_project_made_in_a_grant_after_a_recorded_walk_is_refused(
 
     time.sleep(0.02)  # past the kernel's clock tick, which change times are kept at
     new_project(project / "data" / "sub" / ".cache")  # a tool's, in a directory listed before
-    ran = subprocess.run(
-        [sys.executable, "-m", "splice_build", "sync", "--json", "--root", str(project)],
-        env={**os.environ, "SPLICE_HOME": str(home)},
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert ran.returncode == 1, ran.stderr
-    [outcome] = json.loads(ran.stdout)["projects"]
-    assert outcome["error"]["code"] == "INVALID_MANIFEST"
-    assert (
-        f"would include the project {project / 'data' / 'sub' / '.cache'}"
-        in (outcome["error"]["details"][0])
-    )
+    refused = _refused_sync(project, home)
+    assert f"would include the project {project / 'data' / 'sub' / '.cache'}" in refused
+
+
+@pytest.mark.skipif(os.name == "nt", reason="no stat cache on Windows")
+def test_a_walk_that_looked_only_for_projects_never_answers_for_a_write_grant(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read grant's walk looks for ``splice.json`` alone, a write grant's for ``.git``
+    too (spec/project_below.py): after the no-op recorded the walk of the read grant
+    ``data``, holding a submodule's working tree, the write grant ``out`` was made a link to
+    it (nothing in ``data`` changed), and the next sync refuses it as the graph does."""
+    project, home, sync = _installed(tmp_path, monkeypatch)
+    (project / "data" / "sub" / ".git").write_text("gitdir: ../../.git/modules/sub\n")
+    assert sync() and sync()
+    assert set(read_walks(project)) == {(str(project / "data"), False)}
+    (project / "out").symlink_to("data")
+    refused = _refused_sync(project, home)
+    assert f"would include the git repository of {project / 'data' / 'sub'}" in refused
 
 
 def test_a_record_of_another_shape_is_not_read(tmp_path: Path) -> None:
@@ -79,17 +113,19 @@ def test_a_record_of_another_shape_is_not_read(tmp_path: Path) -> None:
     state.mkdir()
     entry = [str(tmp_path), 1, 2, 3]
     for body in (
-        {"version": 1, "walks": {str(tmp_path): [entry[:3]]}},
-        {"version": 1, "walks": {str(tmp_path): [[*entry[:3], "3"]]}},
-        {"version": 1, "walks": {str(tmp_path): []}},
-        {"version": 2, "walks": {str(tmp_path): [entry]}},
+        {"version": 2, "walks": [[str(tmp_path), False, [entry[:3]]]]},
+        {"version": 2, "walks": [[str(tmp_path), False, [[*entry[:3], "3"]]]]},
+        {"version": 2, "walks": [[str(tmp_path), False, []]]},
+        {"version": 2, "walks": [[str(tmp_path), 0, [entry]]]},  # looked for .git, or not?
+        {"version": 2, "walks": [[str(tmp_path), [entry]]]},
+        {"version": 1, "walks": {str(tmp_path): [entry]}},  # the walks of version 1 never said
         [],
     ):
         (state / RECORD_FILE).write_text(json.dumps(body))
         assert read_walks(tmp_path) == {}
-    (state / RECORD_FILE).write_text(json.dumps({"version": 1, "walks": {"t": [entry]}}))
+    (state / RECORD_FILE).write_text(json.dumps({"version": 2, "walks": [["t", True, [entry]]]}))
     (state / RECORD_FILE).chmod(0o600)
-    assert read_walks(tmp_path) == {"t": (tuple(entry),)}
+    assert read_walks(tmp_path) == {("t", True): (tuple(entry),)}
     (state / RECORD_FILE).chmod(0o620)  # a record another user may write is not trusted
     assert read_walks(tmp_path) == {}
 
@@ -100,7 +136,9 @@ def test_a_record_another_user_made_is_not_read(tmp_path: Path) -> None:
     the directory holding a project would pass every check of what it lists."""
     (tmp_path / ".splice").mkdir()
     record = tmp_path / ".splice" / RECORD_FILE
-    record.write_text(json.dumps({"version": 1, "walks": {"t": [[str(tmp_path), 1, 2, 3]]}}))
+    record.write_text(
+        json.dumps({"version": 2, "walks": [["t", False, [[str(tmp_path), 1, 2, 3]]]]})
+    )
     record.chmod(0o600)
     os.chown(record, 65534, 65534)
     assert read_walks(tmp_path) == {}

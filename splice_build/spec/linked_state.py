@@ -1,0 +1,88 @@
+"""Another name of the project's state inside a grant (docs/security.md#grants-and-project-state).
+
+A hard link is the same file under a second name, and the rules of spec/project_state.py
+compare paths: a grant of ``data`` holding ``data/cfg``, a hard link of ``.env`` (``ln``,
+``cp -al``, an archive unpacked with its links), handed the broker's provider keys to a tool
+that may only read ``data``, and one of ``splice.json`` in a write grant let a tool name the
+registry the next install asks. So the files Splice reads at the project's root
+(``STATE_FILES``) and SPLICE_HOME's ``config.json`` (``isolation``), ``credentials.json``
+(registry tokens) and ``.env`` (``HOME_FILES``) are looked at once per check (one ``lstat``
+each; SPLICE_HOME's once for every member of a run, spec/project_state.py ``RunMemo``);
+only one that has another link (``st_nlink`` above 1, rare) costs more: each grant is
+then walked, at every check (nothing is remembered), for an entry with its device and inode
+(``DirEntry.inode`` comes with the listing), following no link, as spec/project_below.py
+walks.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Mapping
+from pathlib import PurePath
+
+from splice_build.spec.project_state import (
+    ENV_FILES,
+    HOME_CONFIG_FILE,
+    HOME_CREDENTIALS_FILE,
+    LEGACY_LOCK_FILE,
+    LOCK_FILE,
+    PROJECT_FILE,
+)
+
+STATE_FILES = (PROJECT_FILE, LOCK_FILE, LEGACY_LOCK_FILE, *ENV_FILES)
+# SPLICE_HOME's: its isolation setting, registry tokens and provider keys (project/home.py)
+HOME_FILES = (HOME_CONFIG_FILE, HOME_CREDENTIALS_FILE, ".env")
+
+# (device, inode) of a state file -> what it is ("the project's splice.json")
+Linked = Mapping[tuple[int, int], str]
+
+
+def linked_state(root: PurePath) -> Linked:
+    """The state files of the project at ``root`` that are regular files with another name."""
+    return _linked(root, STATE_FILES, "the project's")
+
+
+def linked_home(home: PurePath | None) -> Linked:
+    """Those of the SPLICE_HOME ``home``, if known (the same for every member of a run)."""
+    return {} if home is None else _linked(home, HOME_FILES, "SPLICE_HOME's")
+
+
+def _linked(directory: PurePath, names: tuple[str, ...], whose: str) -> Linked:
+    found: dict[tuple[int, int], str] = {}
+    for name in names:
+        try:
+            info = os.lstat(os.path.join(directory, name))
+        except OSError:
+            continue
+        if info.st_nlink > 1 and stat.S_ISREG(info.st_mode):
+            found[(info.st_dev, info.st_ino)] = f"{whose} {name}"
+    return found
+
+
+def other_name(real: str, linked: Linked) -> tuple[str, str] | None:
+    """The first path at or below the real path ``real`` that is a file of ``linked``, and
+    what that file is; None when there is none (or nothing is there yet)."""
+    try:
+        info = os.lstat(real)
+    except OSError:
+        return None
+    if (info.st_dev, info.st_ino) in linked:
+        return real, linked[(info.st_dev, info.st_ino)]
+    pending = [(real, info.st_dev)] if stat.S_ISDIR(info.st_mode) else []
+    while pending:
+        current, device = pending.pop()
+        try:
+            with os.scandir(current) as listing:
+                entries = list(listing)
+        except OSError:  # gone, or not to be listed (spec/project_below.py refuses that)
+            continue
+        for entry in entries:
+            if (device, entry.inode()) in linked:
+                return entry.path, linked[(device, entry.inode())]
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append((entry.path, entry.stat(follow_symlinks=False).st_dev))
+            except OSError:  # gone since the listing
+                continue
+    return None
