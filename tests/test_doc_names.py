@@ -169,6 +169,38 @@ def test_lifecycle_md_names_the_stat_caches_version() -> None:
     assert re.findall(r"another `version` \((\d+) since", page) == [str(VERSION)]
 
 
+# A list of what no grant may reach, as the pages write it: `.git` is one since a tool granted
+# fs.write [".git"] set core.fsmonitor (spec/project_state.py), and two lists left it out.
+_STATE_LIST = re.compile(r"`\.splice/`, `\.env\*`(?!, `\.git`)")
+
+
+def state_lists_without_git(pages: list[Path], root: Path) -> list[str]:
+    """Where a page lists the project's protected state (`.splice/`, `.env*`) without `.git`."""
+    found = []
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        found += [_where(page, root, text, m.start()) for m in _STATE_LIST.finditer(text)]
+    return found
+
+
+def test_every_list_of_the_projects_state_names_its_git() -> None:
+    assert state_lists_without_git(PAGES, REPO) == []
+
+
+def test_a_list_of_the_projects_state_without_git_is_found(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("never `splice.lock`, `.splice/`, `.env*`, `.git` or\n`.splice/`, `.env*` or\n")
+    assert state_lists_without_git([page], tmp_path) == ["page.md:2"]
+
+
+def test_security_md_quotes_the_refusal_of_a_grant_of_the_whole_project() -> None:
+    """The example line of the table of where grants are checked is the code's own."""
+    from splice_build.spec.project_state import fs_entry_problem
+
+    page = (REPO / "docs" / "security.md").read_text(encoding="utf-8")
+    assert f"`manifest.json: permissions.fs.write: {fs_entry_problem('.')}`" in page
+
+
 _COMMAND_LINE = re.compile(r"(?:`|^[ \t]*(?:\$ )?)(splice (?:[^`\n#]*))", re.M)
 
 
