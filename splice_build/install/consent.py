@@ -94,7 +94,11 @@ def require_consent(
     ``root`` or ``home`` (SPLICE_HOME); ``links`` and ``found``: as :func:`ungranted_lines`
     takes them."""
     if root is not None:
-        from splice_build.spec.project_state import grant_unresolved, project_state_problems
+        from splice_build.spec.project_state import (
+            STATE_RULE,
+            grant_unresolved,
+            project_state_problems,
+        )
 
         try:
             problems = project_state_problems(requested, root=root, home=home)
@@ -111,7 +115,7 @@ def require_consent(
                 ErrorCode.INVALID_MANIFEST,
                 f"{subject} asks for access to a project's state",
                 details=problems,
-                hint="No grant may reach splice.json, splice.lock, .splice/, .env* or SPLICE_HOME.",
+                hint=STATE_RULE,
             )
     lines = ungranted_lines(requested, granted, root, links, found)
     if not lines:

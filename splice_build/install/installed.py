@@ -185,7 +185,8 @@ def refuse_project_state(
             f"{package_id}@{version} is granted access to a project's state; it will not run",
             details=problems,
             hint=f"Install a version that does not ask for it (`splice add {package_id}@<version>`) "
-            f"or remove it (`splice remove {package_id}`).",
+            f"or remove it (`splice remove {package_id}`), or move out of the grant what a line "
+            "says it holds.",
         )
 
 

@@ -527,7 +527,8 @@ class SpliceRuntime:
                 ErrorCode.PERMISSIONS_NOT_GRANTED,
                 f"{pkg.id} asks for access to a project's state; nothing was run",
                 details=problems,
-                hint="Install a version of the package that does not ask for it.",
+                hint="Install a version of the package that does not ask for it, or move out of "
+                "the grant what a line says it holds.",
             )
         _refuse_unaccepted_links(pkg, self.project_root)
         read = tuple(Path(effective_fs_path(self.project_root, p)) for p in perms.fs_read)

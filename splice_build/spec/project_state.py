@@ -56,6 +56,16 @@ STATE_DIR = ".splice"
 # as the user and outside any sandbox; its index lists the workspace's members; and a CI
 # checkout keeps the job's token in its config (an http.<url>.extraheader).
 REPOSITORY_DIR = ".git"
+
+# What a refusal of a grant says (docs/security.md#grants-and-project-state): the rule, as
+# the hint of a refused consent, and, after a line naming something the grant holds (the
+# user's to move: a project, a repository, a hard link), what to do with it.
+STATE_RULE = (
+    "No grant may reach a project's splice.json, splice.lock, .splice/, .env* or .git, or "
+    "SPLICE_HOME, nor hold another project or a hard link of one of those files; no write "
+    "grant may hold a git repository, Splice's own files or its Node.js."
+)
+MOVE_OUT = ": move it out of the grant"
 ENV_FILE_PREFIX = ".env"  # .env, .env.local, .envrc, …: provider keys are read from them
 ENV_FILES = (".env.local", ".env")  # the ones the broker reads, in its order (broker/keys.py)
 # SPLICE_HOME's files that say how Splice runs and whom it is (project/home.py)
@@ -438,7 +448,7 @@ class ProjectState:
         if found is None:
             return None
         path, what = found
-        return f'"{entry}" holds {path}, another name (a hard link) of {what}'
+        return f'"{entry}" holds {path}, another name (a hard link) of {what}{MOVE_OUT}'
 
     def _other_project_problem(self, entry: str, real: PurePath, write: bool) -> str | None:
         """Why ``entry`` reaches the state of another project on the way to its real path
@@ -504,11 +514,11 @@ class ProjectState:
         if name == REPOSITORY_DIR:
             return (
                 f'"{entry}" would include the git repository of {holder} (its {name}, whose '
-                "configuration names commands git runs)"
+                f"configuration names commands git runs){MOVE_OUT}"
             )
         return (
             f'"{entry}" would include the project {holder} (its splice.json, splice.lock, '
-            ".splice/ and .env* files)"
+            f".splice/ and .env* files){MOVE_OUT}"
         )
 
     def _reached_above(self) -> tuple[str, str] | None:

@@ -137,7 +137,7 @@ def test_a_tool_cannot_plant_a_member_that_sync_contacts(
     assert error["code"] == "INVALID_MANIFEST"
     assert error["details"] == [
         f'permissions.fs.write: "out" would include the project {project / "out" / "cache"} '
-        "(its splice.json, splice.lock, .splice/ and .env* files)"
+        "(its splice.json, splice.lock, .splice/ and .env* files): move it out of the grant"
     ]
     assert [p["path"] for p in document["projects"]] == ["."]
     assert document["dropped"] == []

@@ -157,7 +157,7 @@ def test_a_root_tool_recorded_before_the_member_was_made_runs_nothing(tmp_path: 
 def _holds(entry: str, project: Path) -> str:
     return (
         f'"{entry}" would include the project {project} '
-        "(its splice.json, splice.lock, .splice/ and .env* files)"
+        "(its splice.json, splice.lock, .splice/ and .env* files): move it out of the grant"
     )
 
 
@@ -247,6 +247,9 @@ def test_a_root_tool_whose_grant_holds_a_member_reads_nothing(tmp_path: Path) ->
     real = Path(os.path.realpath(member))
     assert _holds("packages", real) in " ".join(refused.value.details)
     assert _holds("packages", real) in " ".join(asked.value.details)
+    # the hints say what to do: the rule at consent, moving the member out at a run
+    assert asked.value.hint is not None and "nor hold another project" in asked.value.hint
+    assert refused.value.hint is not None and "move out of the grant" in refused.value.hint
     body = "export default () => 1;"
     package = write_package(tmp_path / "pkgs", body, permissions={"fs": {"read": ["packages"]}})
     with SpliceRuntime(project_root=root, env={}) as runtime:

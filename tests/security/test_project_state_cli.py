@@ -306,7 +306,8 @@ def test_a_write_grant_holding_another_git_repository_never_runs(tmp_path: Path)
     pointer.write_text("gitdir: ../../.git/modules/vendor/lib\n")
     assert _refused_grant(package, project) == [
         'permissions.fs.write: "vendor/lib" would include the git repository of '
-        "<project>/vendor/lib (its .git, whose configuration names commands git runs)"
+        "<project>/vendor/lib (its .git, whose configuration names commands git runs): "
+        "move it out of the grant"
     ]
     assert pointer.read_text() == "gitdir: ../../.git/modules/vendor/lib\n"
     root = Path(os.path.realpath(project))
@@ -367,7 +368,7 @@ def test_a_grant_holding_a_hard_link_of_the_projects_state_never_runs(tmp_path: 
     os.link(config, project / "data" / "cfg")
     assert _refused_grant(package, project) == [
         'permissions.fs.write: "data" holds <project>/data/cfg, another name (a hard link) '
-        "of the project's splice.json"
+        "of the project's splice.json: move it out of the grant"
     ]
     assert config.read_text() == '{"specVersion": 1, "packages": {}}\n'
 
@@ -378,6 +379,7 @@ def test_a_grant_holding_a_hard_link_of_the_projects_state_never_runs(tmp_path: 
     os.link(root / ".env", root / "data" / "keys")
     assert fs_entry_problem("data", root) == (
         f'"data" holds {root / "data" / "keys"}, another name (a hard link) of the project\'s .env'
+        ": move it out of the grant"
     )
     (root / "data" / "keys").unlink()
     home = root.parent / "home"
@@ -386,7 +388,7 @@ def test_a_grant_holding_a_hard_link_of_the_projects_state_never_runs(tmp_path: 
     os.link(home / "credentials.json", root / "data" / "tokens")
     assert fs_entry_problem("data", root, home) == (
         f'"data" holds {root / "data" / "tokens"}, another name (a hard link) of '
-        "SPLICE_HOME's credentials.json"
+        "SPLICE_HOME's credentials.json: move it out of the grant"
     )
 
 
