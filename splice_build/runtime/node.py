@@ -92,8 +92,15 @@ def find_node(env: Mapping[str, str] | None = None) -> NodeBinary:
     source = os.environ if env is None else env
     if source.get("SPLICE_NODE"):
         path = override_path(source)
-        version = None if path is None else _probe_version(str(path))
-        if path is None or version is None or version[0] < MIN_NODE_MAJOR:
+        if path is None:
+            raise SandboxError(
+                ErrorCode.TOOL_CRASHED,
+                f"SPLICE_NODE names no file: {source['SPLICE_NODE']!r}",
+                hint=f"give its full path (a bare name is looked up in {os.defpath}, not PATH), "
+                "or unset SPLICE_NODE to use the bundled Node.js",
+            )
+        version = _probe_version(str(path))
+        if version is None or version[0] < MIN_NODE_MAJOR:
             raise SandboxError(
                 ErrorCode.TOOL_CRASHED,
                 f"SPLICE_NODE is not Node.js {MIN_NODE_MAJOR} or newer",

@@ -114,6 +114,11 @@ def test_splice_node_must_be_24(tmp_path: Path) -> None:
         find_node({"SPLICE_NODE": str(fake)})
     assert info.value.code == ErrorCode.TOOL_CRASHED
     assert find_node({}).version[0] >= 24
+    with pytest.raises(SandboxError) as missing:  # not "not Node.js 24": nothing is there
+        find_node({"SPLICE_NODE": "no-such-node-binary"})
+    assert missing.value.code == ErrorCode.TOOL_CRASHED
+    assert missing.value.message == "SPLICE_NODE names no file: 'no-such-node-binary'"
+    assert missing.value.hint is not None and "not PATH" in missing.value.hint
     assert find_node({}).version_text.count(".") == 2
 
 
