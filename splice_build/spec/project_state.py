@@ -264,6 +264,8 @@ class RunMemo:
         self._protected: dict[PurePath, _Folded] = {}
         self._shared: dict[tuple[PurePath | None, PurePath | None], tuple[_Folded, _Folded]] = {}
         self._home_linked: dict[PurePath | None, Linked] = {}
+        self._repositories: dict[str, tuple[str, str] | None] = {}
+        self._submodules: dict[str, tuple[str, tuple[PurePath, ...] | str]] = {}
         self.walks = Walks() if walks is None else walks
 
     def real(self, path: PurePath) -> PurePath:
@@ -355,6 +357,44 @@ class RunMemo:
             found = self._protected[directory] = [
                 (self.fold(item.path), item) for item in protected_paths(directory)
             ]
+        return found
+
+    def submodules(self, real: PurePath) -> tuple[str, tuple[PurePath, ...] | str] | None:
+        """The work tree of the git repository the real path ``real`` lies in and the
+        submodules its index lists (their paths), or why that index could not be read; None
+        outside any repository (spec/git_links.py). Looked up once per repository."""
+        from splice_build.spec.git_links import UnreadableIndex, gitlinks
+
+        found = self.repository(os.fspath(real))
+        if found is None:
+            return None
+        tree, git_directory = found
+        known = self._submodules.get(git_directory)
+        if known is None:
+            try:
+                links: tuple[PurePath, ...] | str = tuple(
+                    type(real)(tree, link) for link in gitlinks(git_directory)
+                )
+            except UnreadableIndex as exc:
+                links = str(exc)
+            known = self._submodules[git_directory] = (tree, links)
+        return known
+
+    def repository(self, directory: str) -> tuple[str, str] | None:
+        """``(work tree, git directory)`` of the nearest ``.git`` at or above the real
+        directory ``directory``, as git finds it from there; None when there is none. Each
+        directory is asked once for every grant of the run below it."""
+        from splice_build.spec.git_links import git_directory
+
+        if directory in self._repositories:
+            return self._repositories[directory]
+        named = git_directory(directory)
+        parent = os.path.dirname(directory)
+        if named is not None:
+            found: tuple[str, str] | None = (directory, named)
+        else:
+            found = None if parent == directory else self.repository(parent)
+        self._repositories[directory] = found
         return found
 
     def holds_project(self, directory: PurePath) -> bool:
@@ -494,7 +534,7 @@ class ProjectState:
 
         below = project_below(real, self._memo.walks, repositories=write)
         if below is None:
-            return None
+            return self._submodule_problem(entry, real) if write else None
         if isinstance(below, OSError):
             return (
                 f'"{entry}" holds a directory that cannot be listed but can be entered '
@@ -510,6 +550,28 @@ class ProjectState:
             f'"{entry}" would include the project {holder} (its splice.json, splice.lock, '
             ".splice/ and .env* files)"
         )
+
+    def _submodule_problem(self, entry: str, real: PurePath) -> str | None:
+        """Why the write grant ``entry`` (at ``real``, holding no ``.git``) holds a submodule
+        of the git repository it lies in, which ``git status`` there enters once a tool
+        makes its ``.git`` (spec/git_links.py), or None."""
+        found = self._memo.submodules(real)
+        if found is None:
+            return None
+        tree, links = found
+        if isinstance(links, str):
+            return (
+                f'"{entry}" lies in the git repository of {tree}, whose index could not be '
+                f"read (the submodules git status enters are unknown): {links}"
+            )
+        folded = self._memo.fold(real)
+        for link in links:
+            if _overlap(folded, self._memo.fold(link), False) == "include":
+                return (
+                    f'"{entry}" would include {link}, a submodule of the git repository of '
+                    f"{tree} (git status enters the .git a tool makes there)"
+                )
+        return None
 
     def _reached_above(self) -> tuple[str, str] | None:
         """What every grant inside the project reaches above it (its name, and whose), by
