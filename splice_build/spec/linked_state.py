@@ -5,9 +5,10 @@ compare paths: a grant of ``data`` holding ``data/cfg``, a hard link of ``.env``
 ``cp -al``, an archive unpacked with its links), handed the broker's provider keys to a tool
 that may only read ``data``, and one of ``splice.json`` in a write grant let a tool name the
 registry the next install asks. So the files Splice reads at the project's root
-(``STATE_FILES``) and SPLICE_HOME's ``config.json`` (``isolation``), ``credentials.json``
+(``STATE_FILES``), every other ``.env*`` file there (``.env.production``: protected by name
+for the secrets it holds, and read through ``data/prod``, a link of it) and SPLICE_HOME's ``config.json`` (``isolation``), ``credentials.json``
 (registry tokens) and ``.env`` (``HOME_FILES``) are looked at once per check (one ``lstat``
-each; SPLICE_HOME's once for every member of a run, spec/project_state.py ``RunMemo``);
+each, and one listing of the root for its ``.env*`` names; SPLICE_HOME's once for every member of a run, spec/project_state.py ``RunMemo``);
 only one that has another link (``st_nlink`` above 1, rare) costs more: each grant is
 then walked, at every check (nothing is remembered), for an entry with its device and inode
 (``DirEntry.inode`` comes with the listing), following no link, as spec/project_below.py
@@ -22,6 +23,7 @@ from collections.abc import Mapping
 from pathlib import PurePath
 
 from splice_build.spec.project_state import (
+    ENV_FILE_PREFIX,
     ENV_FILES,
     HOME_CONFIG_FILE,
     HOME_CREDENTIALS_FILE,
@@ -39,8 +41,31 @@ Linked = Mapping[tuple[int, int], str]
 
 
 def linked_state(root: PurePath) -> Linked:
-    """The state files of the project at ``root`` that are regular files with another name."""
-    return _linked(root, STATE_FILES, "the project's")
+    """The state files of the project at ``root`` that are regular files with another name:
+    ``STATE_FILES`` and every ``.env*`` file (its name folded, as spec/project_state.py
+    protects it)."""
+    return _linked(root, (*STATE_FILES, *_other_env_files(root)), "the project's")
+
+
+def _other_env_files(root: PurePath) -> list[str]:
+    """The names at ``root`` beside ``ENV_FILES`` that start with ``.env``, folded."""
+    from splice_build.spec.paths import fold_path
+
+    try:
+        with os.scandir(root) as entries:
+            names = [entry.name for entry in entries]
+    except OSError:  # gone (the lstats of STATE_FILES find nothing either)
+        return []
+    return [
+        name
+        for name in names
+        if name not in ENV_FILES
+        and (
+            name[:4].lower() == ENV_FILE_PREFIX
+            if name.isascii()
+            else fold_path(name).rstrip(". ").startswith(ENV_FILE_PREFIX)
+        )
+    ]
 
 
 def linked_home(home: PurePath | None) -> Linked:

@@ -425,6 +425,28 @@ def test_a_grant_holding_a_hard_link_of_the_projects_state_never_runs(tmp_path: 
     )
 
 
+# What a tool granted fs.read ["data"] returns: the file a hard link there names.
+READ_PROD = """import fs from 'node:fs';
+export default function hello(input, ctx) {
+  return { message: fs.readFileSync(ctx.paths.project + '/data/prod', 'utf8') };
+}
+"""
+
+
+def test_a_read_grant_holding_a_hard_link_of_another_env_file_never_runs(tmp_path: Path) -> None:
+    """Every ``.env*`` file at the root is protected by name for the secrets it holds, not
+    only the two the broker reads: ``data/prod`` linked to ``.env.production`` handed a
+    tool granted ``fs.read: ["data"]`` the production keys (real run, OS layer on)."""
+    granted = {"fs": {"read": ["data"]}}
+    package, project = _package_and_project(tmp_path, granted, READ_PROD, "data")
+    (project / ".ENV.production").write_text("STRIPE_SECRET_KEY=sk_live_canary\n")
+    os.link(project / ".ENV.production", project / "data" / "prod")
+    assert _refused_grant(package, project) == [
+        'permissions.fs.read: "data" holds <project>/data/prod, another name (a hard link) '
+        "of the project's .ENV.production"
+    ]
+
+
 def test_the_hint_works_a_fixed_version_replaces_the_grant(tmp_path: Path) -> None:
     """The refusal's advice: installing a version that does not ask for it rewrites the
     lock's grant, and the tool runs again."""
