@@ -41,7 +41,7 @@ def git_directory(directory: str) -> str | None:
     linked worktree's file), as git finds it there; None when there is none."""
     path = os.path.join(directory, REPOSITORY_DIR)
     try:
-        info = os.stat(path, follow_symlinks=False)
+        info = os.stat(path)  # git follows a link named .git
     except OSError:
         return None
     if stat.S_ISDIR(info.st_mode):
@@ -57,6 +57,26 @@ def git_directory(directory: str) -> str | None:
         return None
     named = os.fsdecode(line[len(_GITDIR_PREFIX) :].strip())
     return os.path.normpath(os.path.join(directory, named))
+
+
+def named_git_directories(directory: str) -> list[str]:
+    """The real paths of the git directory the ``.git`` file of ``directory`` names (a
+    submodule's, a linked worktree's, one of ``git clone --separate-git-dir``) and of the
+    common directory that one names (a linked worktree's: the main checkout's ``.git``,
+    whose configuration and hooks git runs there); [] for a ``.git`` directory (it is
+    protected by name) or none."""
+    named = git_directory(directory)
+    if named is None or named == os.path.join(directory, REPOSITORY_DIR):
+        return []
+    found = [os.path.realpath(named)]
+    try:
+        with open(os.path.join(named, "commondir"), "rb") as handle:
+            common = os.fsdecode(handle.read(4096).split(b"\n", 1)[0].strip())
+    except OSError:
+        return found
+    if common:
+        found.append(os.path.realpath(os.path.join(named, common)))
+    return found
 
 
 def gitlinks(git_directory: str) -> tuple[str, ...]:

@@ -380,6 +380,23 @@ class RunMemo:
             known = self._submodules[git_directory] = (tree, links)
         return known
 
+    def git_elsewhere(self, root: PurePath) -> _Folded:
+        """The git directory of the repository the project at ``root`` lies in, where a
+        ``.git`` file names one elsewhere (a linked worktree's, and the main checkout's
+        ``.git`` it shares; a submodule's; one of ``--separate-git-dir``), folded: protected
+        as ``.git`` is. A tool granted the main checkout's ``.git`` through a link set
+        ``core.fsmonitor``, and the user's next ``git status`` in the worktree ran it."""
+        from splice_build.spec.git_links import named_git_directories
+
+        found = self.repository(os.fspath(self.real(root)))
+        if found is None:
+            return []
+        items = [
+            Protected(type(root)(path), f"the project's git directory {path}", in_project=False)
+            for path in named_git_directories(found[0])
+        ]
+        return [(self.fold(item.path), item) for item in items]
+
     def repository(self, directory: str) -> tuple[str, str] | None:
         """``(work tree, git directory)`` of the nearest ``.git`` at or above the real
         directory ``directory``, as git finds it from there; None when there is none. Each
@@ -425,6 +442,7 @@ class ProjectState:
         fold = self._memo.fold
         if self._real:
             own = [(fold(item.path), item) for item in protected_paths(root)]
+            own += self._memo.git_elsewhere(root)
             named, real = self._memo.shared(root, home, env)
             self._folded = own + named + self._memo.at_real_paths(own) + real
         else:
