@@ -30,6 +30,8 @@ MAX_INDEX_BYTES = 256 * 1024 * 1024
 _GITDIR_PREFIX = b"gitdir:"
 _GITLINK = 0o160000
 _HASH_SIZES = (20, 32)
+_GITLINK_MODE = struct.pack(">I", _GITLINK)  # as an entry holds it
+_SPLIT = b"link"  # the extension of a split index
 
 
 class UnreadableIndex(Exception):
@@ -92,6 +94,8 @@ def gitlinks(git_directory: str) -> tuple[str, ...]:
         raise UnreadableIndex(f"{path}: {exc.strerror or exc}") from exc
     if len(data) > MAX_INDEX_BYTES:
         raise UnreadableIndex(f"{path}: larger than {MAX_INDEX_BYTES} bytes")
+    if data[:4] == b"DIRC" and _GITLINK_MODE not in data and _SPLIT not in data:
+        return ()  # no entry can be a gitlink, nor the index split: a large one read in C
     found: set[str] = set()
     why = "not an index this version of Splice reads"
     read_any = False
