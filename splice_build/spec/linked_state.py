@@ -7,7 +7,9 @@ that may only read ``data``, and one of ``splice.json`` in a write grant let a t
 registry the next install asks. So the files Splice reads at the project's root
 (``STATE_FILES``), every other ``.env*`` file there (``.env.production``: protected by name
 for the secrets it holds, and read through ``data/prod``, a link of it) and SPLICE_HOME's ``config.json`` (``isolation``), ``credentials.json``
-(registry tokens) and ``.env`` (``HOME_FILES``) are looked at once per check (one ``lstat``
+(registry tokens) and ``.env`` (``HOME_FILES``), and every file of its ``keys/`` (the
+private signing keys) and ``consent/`` (what this machine granted each project, which a tool
+rewriting it would widen) (``HOME_DIRECTORIES``) are looked at once per check (one ``lstat``
 each, and one listing of the root for its ``.env*`` names; SPLICE_HOME's once for every member of a run, spec/project_state.py ``RunMemo``);
 only one that has another link (``st_nlink`` above 1, rare) costs more: each grant is
 then walked, at every check (nothing is remembered), for an entry with its device and inode
@@ -35,6 +37,9 @@ from splice_build.spec.project_state import (
 STATE_FILES = (PROJECT_FILE, LOCK_FILE, LEGACY_LOCK_FILE, *ENV_FILES)
 # SPLICE_HOME's: its isolation setting, registry tokens and provider keys (project/home.py)
 HOME_FILES = (HOME_CONFIG_FILE, HOME_CREDENTIALS_FILE, ".env")
+# SPLICE_HOME's directories whose every file is state: signing keys and consent records
+# (project/home.py keys_dir, consent_dir)
+HOME_DIRECTORIES = ("keys", "consent")
 
 # (device, inode) of a state file -> what it is ("the project's splice.json")
 Linked = Mapping[tuple[int, int], str]
@@ -70,7 +75,16 @@ def _other_env_files(root: PurePath) -> list[str]:
 
 def linked_home(home: PurePath | None) -> Linked:
     """Those of the SPLICE_HOME ``home``, if known (the same for every member of a run)."""
-    return {} if home is None else _linked(home, HOME_FILES, "SPLICE_HOME's")
+    if home is None:
+        return {}
+    names = list(HOME_FILES)
+    for directory in HOME_DIRECTORIES:
+        try:
+            with os.scandir(os.path.join(home, directory)) as entries:
+                names += [f"{directory}/{entry.name}" for entry in entries]
+        except OSError:  # none yet, or not to be listed
+            continue
+    return _linked(home, tuple(names), "SPLICE_HOME's")
 
 
 def _linked(directory: PurePath, names: tuple[str, ...], whose: str) -> Linked:

@@ -395,7 +395,8 @@ def test_a_grant_holding_a_hard_link_of_the_projects_state_never_runs(tmp_path: 
     """A hard link is the same file under another name, and the grant rules compare paths:
     ``data/cfg`` linked to ``splice.json`` in a write grant let the tool rewrite
     ``splice.json``, and ``data/keys`` linked to ``.env`` in a read grant handed it the
-    broker's provider keys (SPLICE_HOME's ``credentials.json``, its registry tokens)."""
+    broker's provider keys (SPLICE_HOME's ``credentials.json``, its registry tokens, and
+    ``keys/default.key``, a private signing key a tool granted ``fs.read: ["data"]`` read)."""
     granted = {"fs": {"write": ["data"]}}
     package, project = _package_and_project(tmp_path, granted, REWRITE_CFG, "data")
     config = project / "splice.json"
@@ -422,6 +423,15 @@ def test_a_grant_holding_a_hard_link_of_the_projects_state_never_runs(tmp_path: 
     assert fs_entry_problem("data", root, home) == (
         f'"data" holds {root / "data" / "tokens"}, another name (a hard link) of '
         "SPLICE_HOME's credentials.json"
+    )
+    # its private signing keys and consent records, every file of keys/ and consent/
+    (root / "data" / "tokens").unlink()
+    (home / "keys").mkdir()
+    (home / "keys" / "default.key").write_text("-----BEGIN PRIVATE KEY-----\n")
+    os.link(home / "keys" / "default.key", root / "data" / "signing")
+    assert fs_entry_problem("data", root, home) == (
+        f'"data" holds {root / "data" / "signing"}, another name (a hard link) of '
+        "SPLICE_HOME's keys/default.key"
     )
 
 
