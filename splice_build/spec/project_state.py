@@ -264,6 +264,7 @@ class RunMemo:
         self._protected: dict[PurePath, _Folded] = {}
         self._shared: dict[tuple[PurePath | None, PurePath | None], tuple[_Folded, _Folded]] = {}
         self._home_linked: dict[PurePath | None, Linked] = {}
+        self._above_linked: dict[PurePath, Linked] = {}
         self._repositories: dict[str, tuple[str, str] | None] = {}
         self._submodules: dict[str, tuple[str, tuple[PurePath, ...] | str]] = {}
         self.walks = Walks() if walks is None else walks
@@ -357,6 +358,19 @@ class RunMemo:
             found = self._protected[directory] = [
                 (self.fold(item.path), item) for item in protected_paths(directory)
             ]
+        return found
+
+    def linked_above(self, root: PurePath) -> Linked:
+        """``linked_above`` (spec/linked_state.py) of every directory above the real path
+        of ``root``, each looked at once for every member below it."""
+        from splice_build.spec.linked_state import linked_above
+
+        found: dict[tuple[int, int], str] = {}
+        for directory in reversed(self.real(root).parents):
+            linked = self._above_linked.get(directory)
+            if linked is None:
+                linked = self._above_linked[directory] = linked_above(directory)
+            found.update(linked)
         return found
 
     def submodules(self, real: PurePath) -> tuple[str, tuple[PurePath, ...] | str] | None:
@@ -491,7 +505,11 @@ class ProjectState:
         from splice_build.spec.linked_state import linked_state, other_name
 
         if self._linked is None:
-            self._linked = {**linked_state(self.root), **self._memo.home_linked(self.home)}
+            self._linked = {
+                **self._memo.linked_above(self.root),
+                **linked_state(self.root),
+                **self._memo.home_linked(self.home),
+            }
         found = other_name(str(real), self._linked) if self._linked else None
         if found is None:
             return None

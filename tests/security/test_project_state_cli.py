@@ -457,6 +457,20 @@ def test_a_read_grant_holding_a_hard_link_of_another_env_file_never_runs(tmp_pat
     ]
 
 
+def test_a_read_grant_holding_a_hard_link_of_the_env_file_above_never_runs(tmp_path: Path) -> None:
+    """The broker reads the nearest ``.env`` at or above a project (a workspace root's for
+    its members): ``data/k`` linked to the one above handed a tool granted ``fs.read:
+    ["data"]`` the provider keys, as a link of the project's own ``.env`` did."""
+    granted = {"fs": {"read": ["data"]}}
+    package, project = _package_and_project(tmp_path, granted, READ_PROD, "data")
+    (tmp_path / ".env").write_text("TAVILY_API_KEY=tvly-canary-above\n")
+    os.link(tmp_path / ".env", project / "data" / "prod")
+    assert _refused_grant(package, project) == [
+        'permissions.fs.read: "data" holds <project>/data/prod, another name (a hard link) '
+        f"of {os.path.realpath(tmp_path / '.env')}, above the project"
+    ]
+
+
 def test_the_hint_works_a_fixed_version_replaces_the_grant(tmp_path: Path) -> None:
     """The refusal's advice: installing a version that does not ask for it rewrites the
     lock's grant, and the tool runs again."""
