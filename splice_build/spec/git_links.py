@@ -22,12 +22,15 @@ from __future__ import annotations
 import os
 import stat
 import struct
+from pathlib import Path
 
 from splice_build.spec.project_state import REPOSITORY_DIR
+from splice_build.spec.regular_file import read_regular_file
 
 # A larger index (millions of files) is refused as unreadable rather than read whole.
 MAX_INDEX_BYTES = 256 * 1024 * 1024
 _GITDIR_PREFIX = b"gitdir:"
+_SMALL_FILE_BYTES = 64 * 1024
 _GITLINK = 0o160000
 _HASH_SIZES = (20, 32)
 _GITLINK_MODE = struct.pack(">I", _GITLINK)  # as an entry holds it
@@ -51,8 +54,7 @@ def git_directory(directory: str) -> str | None:
     if not stat.S_ISREG(info.st_mode):
         return None
     try:
-        with open(path, "rb") as handle:
-            line = handle.read(4096).split(b"\n", 1)[0].strip()
+        line = _first_line(path)
     except OSError:
         return None
     if not line.startswith(_GITDIR_PREFIX):
@@ -72,8 +74,7 @@ def named_git_directories(directory: str) -> list[str]:
         return []
     found = [os.path.realpath(named)]
     try:
-        with open(os.path.join(named, "commondir"), "rb") as handle:
-            common = os.fsdecode(handle.read(4096).split(b"\n", 1)[0].strip())
+        common = os.fsdecode(_first_line(os.path.join(named, "commondir")))
     except OSError:
         return found
     if common:
@@ -81,19 +82,22 @@ def named_git_directories(directory: str) -> list[str]:
     return found
 
 
+def _first_line(path: str) -> bytes:
+    """The first line of the small regular file at ``path`` (a ``.git`` file, ``commondir``),
+    stripped; OSError for anything else, a FIFO included (it is never waited on)."""
+    return read_regular_file(Path(path), _SMALL_FILE_BYTES).split(b"\n", 1)[0].strip()
+
+
 def gitlinks(git_directory: str) -> tuple[str, ...]:
     """The paths (relative to the work tree, ``/``-separated) the index of
     ``git_directory`` lists as submodules; () without an index. Raises UnreadableIndex."""
     path = os.path.join(git_directory, "index")
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_INDEX_BYTES + 1)
+        data = read_regular_file(Path(path), MAX_INDEX_BYTES)
     except FileNotFoundError:
         return ()
-    except OSError as exc:
+    except OSError as exc:  # a FIFO never blocks the check (spec/regular_file.py)
         raise UnreadableIndex(f"{path}: {exc.strerror or exc}") from exc
-    if len(data) > MAX_INDEX_BYTES:
-        raise UnreadableIndex(f"{path}: larger than {MAX_INDEX_BYTES} bytes")
     if data[:4] == b"DIRC" and _GITLINK_MODE not in data and _SPLIT not in data:
         return ()  # no entry can be a gitlink, nor the index split: a large one read in C
     found: set[str] = set()

@@ -3,6 +3,7 @@ name size) and reports one it cannot read, which refuses the write grants in it.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -53,3 +54,12 @@ def test_a_split_index_is_unreadable_and_refuses_write_grants_in_its_repository(
     state = ProjectState(repository.resolve())
     assert "whose index could not be read" in (state.fs_problem("vendor/notes.txt") or "")
     assert state.fs_problem("vendor/notes.txt", write=False) is None
+
+
+def test_an_index_that_is_a_fifo_is_unreadable_not_waited_on(tmp_path: Path) -> None:
+    """A repository above a grant may be one a tool made in another of its write grants;
+    its index (or ``.git`` file) a FIFO would have held the check for a writer forever."""
+    (tmp_path / ".git").mkdir()
+    os.mkfifo(tmp_path / ".git" / "index")
+    with pytest.raises(UnreadableIndex, match="not a regular file"):
+        gitlinks(str(tmp_path / ".git"))
