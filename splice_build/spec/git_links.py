@@ -90,11 +90,13 @@ def _first_line(path: str) -> bytes:
 
 def gitlinks(git_directory: str) -> tuple[str, ...]:
     """The paths (relative to the work tree, ``/``-separated) the index of
-    ``git_directory`` lists as submodules; () without an index. Raises UnreadableIndex."""
+    ``git_directory`` lists as submodules; () without an index or with one this user may
+    not read (another user's repository above the project: git, run by this user, reads
+    it no more and enters no submodule). Raises UnreadableIndex."""
     path = os.path.join(git_directory, "index")
     try:
         data = read_regular_file(Path(path), MAX_INDEX_BYTES)
-    except FileNotFoundError:
+    except (FileNotFoundError, PermissionError):  # git reads none either, nor enters any
         return ()
     except OSError as exc:  # a FIFO never blocks the check (spec/regular_file.py)
         raise UnreadableIndex(f"{path}: {exc.strerror or exc}") from exc
