@@ -577,7 +577,7 @@ class ProjectState:
                 f"({below.filename}): another project's state may lie in it"
             )
         holder, name = below
-        if name == REPOSITORY_DIR:
+        if name != PROJECT_FILE:  # its .git, or the HEAD, objects and refs of a bare one
             return (
                 f'"{entry}" would include the git repository of {holder} (its {name}, whose '
                 "configuration names commands git runs)"

@@ -317,6 +317,24 @@ def test_a_write_grant_holding_another_git_repository_never_runs(tmp_path: Path)
     assert "would include the git repository of" in (fs_entry_problem("vendor", root) or "")
 
 
+def test_a_write_grant_holding_a_bare_repository_never_runs(tmp_path: Path) -> None:
+    """A directory holding ``HEAD``, ``objects`` and ``refs`` is a git directory to a git
+    started in it, ``.git`` or not: a tool granted ``out`` made one whose ``core.pager`` the
+    user's next ``git branch`` in ``out`` ran (git 2.39 on a terminal), and no check found
+    it, since it looked for ``.git`` alone."""
+    granted = {"fs": {"write": ["out"]}}
+    package, project = _package_and_project(tmp_path, granted, SET_FSMONITOR, "out/mirror")
+    bare = project / "out" / "mirror"
+    for directory in ("objects", "refs"):
+        (bare / directory).mkdir()
+    (bare / "HEAD").write_text("ref: refs/heads/main\n")
+    (bare / "config").write_text('[core]\n\tpager = "touch pwned; cat"\n')
+    assert _refused_grant(package, project) == [
+        'permissions.fs.write: "out" would include the git repository of <project>/out/mirror '
+        "(its HEAD, objects and refs, whose configuration names commands git runs)"
+    ]
+
+
 # A tool granted a submodule that is not checked out makes its .git.
 MAKE_SUBMODULE_GIT = """import fs from 'node:fs';
 export default function hello(input, ctx) {
