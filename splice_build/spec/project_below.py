@@ -10,7 +10,10 @@ member made there later is found before the next call starts.
 A write grant may not hold a ``.git`` either (a directory, or the file a submodule's working
 tree has): git runs what a repository's configuration names, and a tool granted a
 submodule's working tree (``vendor/lib``) pointed its ``.git`` at a directory of its making
-whose ``core.fsmonitor`` the user's next ``git status`` in the project ran.
+whose ``core.fsmonitor`` the user's next ``git status`` in the project ran. Nor a bare
+repository (a directory holding ``HEAD``, ``objects`` and ``refs``, which a git started in it
+takes for its git directory, ``.git`` or not): a tool made one whose ``core.pager`` the
+user's next ``git branch`` there ran, and a walk looking for ``.git`` alone never found it.
 
 Every directory below the grant is listed, hidden ones and ``node_modules`` too (a project
 there is as readable). A link is not followed: with the file view it leads only to a
@@ -46,6 +49,9 @@ from pathlib import PurePath
 
 from splice_build.spec.project_state import PROJECT_FILE, REPOSITORY_DIR, Walked, WalkKey, Walks
 
+# What a walk looking for ``.git`` reports of a directory git takes for a bare repository.
+BARE_REPOSITORY = "HEAD, objects and refs"
+_BARE_NAMES = frozenset(("head", "objects", "refs"))
 # Longer than any kernel clock tick (10 ms at HZ=100), with room for a clock stepped back.
 RECENT_NS = 2_000_000_000
 _REMEMBERED_MAX = 64
@@ -118,6 +124,8 @@ def _walk(top: str, repositories: bool) -> tuple[tuple[str, str] | OSError | Non
             if exc.errno == errno.EACCES and os.access(current, os.X_OK):
                 return exc, None
             continue  # not a directory, or not to be entered: the tool cannot either
+        if repositories and _looks_bare(names):
+            return (current, BARE_REPOSITORY), None
         for name, is_directory in names:
             if _is_project_file(name):
                 return (current, PROJECT_FILE), None
@@ -126,6 +134,14 @@ def _walk(top: str, repositories: bool) -> tuple[tuple[str, str] | OSError | Non
             if is_directory:
                 pending.append(os.path.join(current, name))
     return None, None if listed is None else tuple(listed)
+
+
+def _looks_bare(names: list[tuple[str, bool]]) -> bool:
+    """Whether a directory of these names is a git directory to a git started in it: a
+    bare repository needs no ``.git`` (``HEAD``, ``objects`` and ``refs``; the names
+    folded, as everywhere here), and its ``config`` names a pager the user's next ``git
+    branch`` there runs."""
+    return {_folded(name) for name, _ in names}.issuperset(_BARE_NAMES)
 
 
 def _unchanged(path: str, device: int, inode: int, changed: int) -> bool:
@@ -146,11 +162,16 @@ def _is_project_file(name: str) -> bool:
 def _is_named(name: str, wanted: str) -> bool:
     """Whether ``name`` is ``wanted`` (lower case) to such a file system; the full fold only
     for a name that could be it."""
+    return len(name) >= len(wanted) and _folded(name) == wanted
+
+
+def _folded(name: str) -> str:
+    """``name`` folded as spec/project_state.py folds names."""
     if name.isascii():
-        return len(name) >= len(wanted) and name.lower().rstrip(". ") == wanted
+        return name.lower().rstrip(". ")
     from splice_build.spec.paths import fold_path
 
-    return fold_path(name).rstrip(". ") == wanted
+    return fold_path(name).rstrip(". ")
 
 
 def _is_real_directory(entry: os.DirEntry[str]) -> bool:

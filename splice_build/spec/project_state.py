@@ -274,6 +274,9 @@ class RunMemo:
         self._protected: dict[PurePath, _Folded] = {}
         self._shared: dict[tuple[PurePath | None, PurePath | None], tuple[_Folded, _Folded]] = {}
         self._home_linked: dict[PurePath | None, Linked] = {}
+        self._above_linked: dict[PurePath, Linked] = {}
+        self._repositories: dict[str, tuple[str, str] | None] = {}
+        self._submodules: dict[str, tuple[str, tuple[PurePath, ...] | str]] = {}
         self.walks = Walks() if walks is None else walks
 
     def real(self, path: PurePath) -> PurePath:
@@ -367,6 +370,74 @@ class RunMemo:
             ]
         return found
 
+    def linked_above(self, root: PurePath) -> Linked:
+        """``linked_above`` (spec/linked_state.py) of every directory above the real path
+        of ``root``, each looked at once for every member below it."""
+        from splice_build.spec.linked_state import linked_above
+
+        found: dict[tuple[int, int], str] = {}
+        for directory in reversed(self.real(root).parents):
+            linked = self._above_linked.get(directory)
+            if linked is None:
+                linked = self._above_linked[directory] = linked_above(directory)
+            found.update(linked)
+        return found
+
+    def submodules(self, real: PurePath) -> tuple[str, tuple[PurePath, ...] | str] | None:
+        """The work tree of the git repository the real path ``real`` lies in and the
+        submodules its index lists (their paths), or why that index could not be read; None
+        outside any repository (spec/git_links.py). Looked up once per repository."""
+        from splice_build.spec.git_links import UnreadableIndex, gitlinks
+
+        found = self.repository(os.fspath(real))
+        if found is None:
+            return None
+        tree, git_directory = found
+        known = self._submodules.get(git_directory)
+        if known is None:
+            try:
+                links: tuple[PurePath, ...] | str = tuple(
+                    type(real)(tree, link) for link in gitlinks(git_directory)
+                )
+            except UnreadableIndex as exc:
+                links = str(exc)
+            known = self._submodules[git_directory] = (tree, links)
+        return known
+
+    def git_elsewhere(self, root: PurePath) -> _Folded:
+        """The git directory of the repository the project at ``root`` lies in, where a
+        ``.git`` file names one elsewhere (a linked worktree's, and the main checkout's
+        ``.git`` it shares; a submodule's; one of ``--separate-git-dir``), folded: protected
+        as ``.git`` is. A tool granted the main checkout's ``.git`` through a link set
+        ``core.fsmonitor``, and the user's next ``git status`` in the worktree ran it."""
+        from splice_build.spec.git_links import named_git_directories
+
+        found = self.repository(os.fspath(self.real(root)))
+        if found is None:
+            return []
+        items = [
+            Protected(type(root)(path), f"the project's git directory {path}", in_project=False)
+            for path in named_git_directories(found[0])
+        ]
+        return [(self.fold(item.path), item) for item in items]
+
+    def repository(self, directory: str) -> tuple[str, str] | None:
+        """``(work tree, git directory)`` of the nearest ``.git`` at or above the real
+        directory ``directory``, as git finds it from there; None when there is none. Each
+        directory is asked once for every grant of the run below it."""
+        from splice_build.spec.git_links import git_directory
+
+        if directory in self._repositories:
+            return self._repositories[directory]
+        named = git_directory(directory)
+        parent = os.path.dirname(directory)
+        if named is not None:
+            found: tuple[str, str] | None = (directory, named)
+        else:
+            found = None if parent == directory else self.repository(parent)
+        self._repositories[directory] = found
+        return found
+
     def holds_project(self, directory: PurePath) -> bool:
         """``directory`` holds splice.json (members share the directories above grants)."""
         held = self._holds.get(directory)
@@ -395,6 +466,7 @@ class ProjectState:
         fold = self._memo.fold
         if self._real:
             own = [(fold(item.path), item) for item in protected_paths(root)]
+            own += self._memo.git_elsewhere(root)
             named, real = self._memo.shared(root, home, env)
             self._folded = own + named + self._memo.at_real_paths(own) + real
         else:
@@ -443,7 +515,11 @@ class ProjectState:
         from splice_build.spec.linked_state import linked_state, other_name
 
         if self._linked is None:
-            self._linked = {**linked_state(self.root), **self._memo.home_linked(self.home)}
+            self._linked = {
+                **self._memo.linked_above(self.root),
+                **linked_state(self.root),
+                **self._memo.home_linked(self.home),
+            }
         found = other_name(str(real), self._linked) if self._linked else None
         if found is None:
             return None
@@ -504,14 +580,14 @@ class ProjectState:
 
         below = project_below(real, self._memo.walks, repositories=write)
         if below is None:
-            return None
+            return self._submodule_problem(entry, real) if write else None
         if isinstance(below, OSError):
             return (
                 f'"{entry}" holds a directory that cannot be listed but can be entered '
                 f"({below.filename}): another project's state may lie in it"
             )
         holder, name = below
-        if name == REPOSITORY_DIR:
+        if name != PROJECT_FILE:  # its .git, or the HEAD, objects and refs of a bare one
             return (
                 f'"{entry}" would include the git repository of {holder} (its {name}, whose '
                 f"configuration names commands git runs){MOVE_OUT}"
@@ -520,6 +596,28 @@ class ProjectState:
             f'"{entry}" would include the project {holder} (its splice.json, splice.lock, '
             f".splice/ and .env* files){MOVE_OUT}"
         )
+
+    def _submodule_problem(self, entry: str, real: PurePath) -> str | None:
+        """Why the write grant ``entry`` (at ``real``, holding no ``.git``) holds a submodule
+        of the git repository it lies in, which ``git status`` there enters once a tool
+        makes its ``.git`` (spec/git_links.py), or None."""
+        found = self._memo.submodules(real)
+        if found is None:
+            return None
+        tree, links = found
+        if isinstance(links, str):
+            return (
+                f'"{entry}" lies in the git repository of {tree}, whose index could not be '
+                f"read (the submodules git status enters are unknown): {links}"
+            )
+        folded = self._memo.fold(real)
+        for link in links:
+            if _overlap(folded, self._memo.fold(link), False) == "include":
+                return (
+                    f'"{entry}" would include {link}, a submodule of the git repository of '
+                    f"{tree} (git status enters the .git a tool makes there)"
+                )
+        return None
 
     def _reached_above(self) -> tuple[str, str] | None:
         """What every grant inside the project reaches above it (its name, and whose), by

@@ -24,7 +24,7 @@ from splice_build.spec.limits import MAX_PROJECT_STATE_BYTES
 from splice_build.spec.project_state import Walked, WalkKey
 
 RECORD_FILE = "walks.json"
-_VERSION = 2  # 2: each walk says whether it looked for .git
+_VERSION = 3  # 2: each walk says whether it looked for .git; 3: and for a bare repository
 
 
 def read_walks(root: Path) -> dict[WalkKey, Walked]:

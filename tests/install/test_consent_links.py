@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,6 +22,7 @@ from splice_build.install.consent import require_links_accepted, ungranted_lines
 from splice_build.install.consent_record import read_record, record_path, write_record
 from splice_build.spec.outside_grants import outside_links
 from splice_build.spec.permissions import Permissions
+from splice_build.spec.project_state import ProjectState
 from testing.cli import run_splice
 from testing.hostile_packages import tool_returning, write_package
 from testing.isolation import needs_os_layer
@@ -382,3 +385,47 @@ def test_a_package_run_from_its_directory_is_granted_no_link_out_of_the_project(
     os.symlink("ws", root / "docs")  # inside the project: no consent needed
     done = run_splice("--json", "run", "--dir", str(pkg), "hostile.t", "dir=docs", cwd=root)
     assert (done.code, done.json()["output"]) == (0, "in the project")
+
+
+def _worktree(base: Path) -> tuple[Path, Path]:
+    """A git checkout ``main`` and its linked worktree ``wt`` (whose ``.git`` is a file
+    naming ``main/.git/worktrees/wt``, which names ``main/.git`` its common directory)."""
+    main = base / "main"
+    git = ("git", "-c", "user.name=a", "-c", "user.email=a@b")
+    subprocess.run([*git, "init", "-q", str(main)], check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "x"], cwd=main, check=True)
+    subprocess.run([*git, "worktree", "add", "-q", str(base / "wt")], cwd=main, check=True)
+    return main, base / "wt"
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_a_link_to_the_git_directory_of_a_worktree_is_refused_not_asked(tmp_path: Path) -> None:
+    """A linked worktree's ``.git`` is a file; its repository is the main checkout's
+    ``.git``, whose configuration and hooks git runs in the worktree. Through a link the
+    checkout ships (``gitdir -> ../main/.git``) it was asked for as a link out of the
+    project, and a tool granted it set ``core.fsmonitor``, which the user's next ``git
+    status`` in the worktree ran. It is refused as the project's ``.git`` is, also for a
+    project in a subdirectory of the worktree."""
+    home = tmp_path / "home"
+    publish(embedded_store(home), tmp_path / "work", permissions={"fs": {"write": ["gitdir"]}})
+    main, worktree = _worktree(tmp_path)
+    (worktree / "splice.json").write_text('{"specVersion": 1, "packages": {}}\n')
+    os.symlink("../main/.git", worktree / "gitdir")
+    env = {"SPLICE_HOME": str(home), "SPLICE_REGISTRY": "embedded:"}
+    done = run_splice(
+        "--json", "add", "@acme/greeter", "--accept-permissions", cwd=worktree, env=env
+    )
+    assert done.code == 1, done.stdout
+    error = json.loads(done.stdout)["error"]
+    assert error["code"] == "INVALID_MANIFEST"
+    common = os.path.realpath(main / ".git")
+    assert error["details"] == [
+        'permissions.fs.write: "gitdir" would include the project\'s git directory '
+        f"{common}/worktrees/wt and the project's git directory {common}"
+    ]
+    app = worktree / "app"
+    app.mkdir()
+    os.symlink("../../main/.git/hooks", app / "hooks")
+    assert ProjectState(app.resolve()).fs_problem("hooks", write=False) == (
+        f'"hooks" is inside the project\'s git directory {common}'
+    )
