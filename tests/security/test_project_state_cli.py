@@ -332,7 +332,7 @@ def test_a_write_grant_holding_a_bare_repository_never_runs(tmp_path: Path) -> N
     (bare / "config").write_text('[core]\n\tpager = "touch pwned; cat"\n')
     assert _refused_grant(package, project) == [
         'permissions.fs.write: "out" would include the git repository of <project>/out/mirror '
-        "(its HEAD, objects and refs, whose configuration names commands git runs)"
+        "(its HEAD, objects and refs, whose configuration names commands git runs): move it out of the grant"
     ]
 
 
@@ -451,7 +451,7 @@ def test_a_grant_holding_a_hard_link_of_the_projects_state_never_runs(tmp_path: 
     os.link(home / "keys" / "default.key", root / "data" / "signing")
     assert fs_entry_problem("data", root, home) == (
         f'"data" holds {root / "data" / "signing"}, another name (a hard link) of '
-        "SPLICE_HOME's keys/default.key"
+        "SPLICE_HOME's keys/default.key: move it out of the grant"
     )
 
 
@@ -473,7 +473,7 @@ def test_a_read_grant_holding_a_hard_link_of_another_env_file_never_runs(tmp_pat
     os.link(project / ".ENV.production", project / "data" / "prod")
     assert _refused_grant(package, project) == [
         'permissions.fs.read: "data" holds <project>/data/prod, another name (a hard link) '
-        "of the project's .ENV.production"
+        "of the project's .ENV.production: move it out of the grant"
     ]
 
 
@@ -487,7 +487,7 @@ def test_a_read_grant_holding_a_hard_link_of_the_env_file_above_never_runs(tmp_p
     os.link(tmp_path / ".env", project / "data" / "prod")
     assert _refused_grant(package, project) == [
         'permissions.fs.read: "data" holds <project>/data/prod, another name (a hard link) '
-        f"of {os.path.realpath(tmp_path / '.env')}, above the project"
+        f"of {os.path.realpath(tmp_path / '.env')}, above the project: move it out of the grant"
     ]
 
 
