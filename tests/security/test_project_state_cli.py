@@ -463,31 +463,35 @@ export default function hello(input, ctx) {
 """
 
 
-def test_a_read_grant_holding_a_hard_link_of_another_env_file_never_runs(tmp_path: Path) -> None:
-    """Every ``.env*`` file at the root is protected by name for the secrets it holds, not
-    only the two the broker reads: ``data/prod`` linked to ``.env.production`` handed a
-    tool granted ``fs.read: ["data"]`` the production keys (real run, OS layer on)."""
+@pytest.mark.parametrize(
+    ("where", "secret"),
+    [
+        # Every ``.env*`` file at the root is protected by name for the secrets it holds,
+        # not only the two the broker reads (.env.production handed over production keys).
+        ("project/.ENV.production", "STRIPE_SECRET_KEY=sk_live_canary"),
+        # The broker reads the nearest ``.env`` at or above a project (a workspace root's
+        # for its members), so the one above is its provider keys as the project's own is.
+        (".env", "TAVILY_API_KEY=tvly-canary-above"),
+    ],
+)
+def test_a_read_grant_holding_a_hard_link_of_an_env_file_never_runs(
+    tmp_path: Path, where: str, secret: str
+) -> None:
+    """``data/prod`` linked to the file handed a tool granted ``fs.read: ["data"]`` the
+    secret (real run, OS layer on)."""
     granted = {"fs": {"read": ["data"]}}
     package, project = _package_and_project(tmp_path, granted, READ_PROD, "data")
-    (project / ".ENV.production").write_text("STRIPE_SECRET_KEY=sk_live_canary\n")
-    os.link(project / ".ENV.production", project / "data" / "prod")
+    linked = tmp_path / where
+    linked.write_text(secret + "\n")
+    os.link(linked, project / "data" / "prod")
+    what = (
+        "the project's .ENV.production"
+        if linked.parent == project
+        else f"{os.path.realpath(linked)}, above the project"
+    )
     assert _refused_grant(package, project) == [
         'permissions.fs.read: "data" holds <project>/data/prod, another name (a hard link) '
-        "of the project's .ENV.production: move it out of the grant"
-    ]
-
-
-def test_a_read_grant_holding_a_hard_link_of_the_env_file_above_never_runs(tmp_path: Path) -> None:
-    """The broker reads the nearest ``.env`` at or above a project (a workspace root's for
-    its members): ``data/k`` linked to the one above handed a tool granted ``fs.read:
-    ["data"]`` the provider keys, as a link of the project's own ``.env`` did."""
-    granted = {"fs": {"read": ["data"]}}
-    package, project = _package_and_project(tmp_path, granted, READ_PROD, "data")
-    (tmp_path / ".env").write_text("TAVILY_API_KEY=tvly-canary-above\n")
-    os.link(tmp_path / ".env", project / "data" / "prod")
-    assert _refused_grant(package, project) == [
-        'permissions.fs.read: "data" holds <project>/data/prod, another name (a hard link) '
-        f"of {os.path.realpath(tmp_path / '.env')}, above the project: move it out of the grant"
+        f"of {what}: move it out of the grant"
     ]
 
 
