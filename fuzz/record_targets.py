@@ -368,3 +368,47 @@ def outside_links() -> Check:
                 raise Finding(f"{entry}: leads out to {real!r}, not returned nor accepted")
 
     return check
+
+
+def git_index() -> Check:
+    """``spec.git_links.gitlinks`` against git itself: the bytes are an index's body (its
+    SHA-1 checksum appended, so that git reads what the mutations make), written as the
+    index of a scratch repository; whenever git lists an entry of mode 160000 (a submodule
+    ``git status`` enters), ``gitlinks`` lists it too or refuses the index as unreadable
+    (the grant is then refused: fail closed). Anything but a tuple or ``UnreadableIndex``
+    is a finding."""
+    import hashlib
+    import subprocess
+
+    from fuzz.targets import Finding, _scratch
+    from splice_build.spec.git_links import UnreadableIndex, gitlinks
+
+    repo = _scratch() / "git-index"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    git_dir = repo / ".git"
+    env = {"PATH": os.defpath, "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(repo)}
+
+    def check(data: bytes) -> None:
+        (git_dir / "index").write_bytes(data + hashlib.sha1(data).digest())
+        try:
+            ours: tuple[str, ...] | None = gitlinks(str(git_dir))
+        except UnreadableIndex:
+            ours = None
+        listed = subprocess.run(
+            ["git", "-C", str(repo), "ls-files", "--stage", "-z"],
+            capture_output=True,
+            env=env,
+            check=False,
+        )
+        if listed.returncode != 0 or ours is None:
+            return  # git reads no entry, or the grant is refused
+        theirs = {  # git shows an empty name as "./"
+            os.path.normpath(os.fsdecode(entry.split(b"\t", 1)[1]))
+            for entry in listed.stdout.split(b"\0")
+            if entry.startswith(b"160000 ")
+        }
+        missed = theirs - {os.path.normpath(link) for link in ours}
+        if missed:
+            raise Finding(f"git enters submodules gitlinks does not list: {sorted(missed)}")
+
+    return check

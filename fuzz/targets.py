@@ -1102,6 +1102,12 @@ def _consent_record() -> Check:
     return consent_record()
 
 
+def _git_index() -> Check:
+    from fuzz.record_targets import git_index
+
+    return git_index()
+
+
 def _outside_links() -> Check:
     from fuzz.record_targets import outside_links
 
@@ -1306,6 +1312,12 @@ TARGETS: dict[str, Target] = {
             _consent_record,
             "SPLICE_HOME's consent record: read grants what it names, written back reads back",
             short_runs=300,
+        ),
+        Target(
+            "git_index",
+            _git_index,
+            "gitlinks (a write grant's submodules) against git ls-files on the same index",
+            short_runs=100,
         ),
         Target(
             "outside_links",

@@ -9,6 +9,7 @@ seen at once.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +22,7 @@ from splice_build.install.statcache import _parse
 from splice_build.project.lockfile import load_lockfile
 from splice_build.project.project_file import load_project_file
 from splice_build.runtime.protocol import parse_child_message
+from splice_build.spec.git_links import gitlinks
 from splice_build.spec.manifest import Manifest
 
 # Seeds that stand for a refusal (an input that once found a defect).
@@ -59,6 +61,13 @@ def _consent_record(data: bytes, tmp_path: Path) -> None:
     assert record is not None and not record.corrupt
 
 
+def _git_index(data: bytes, tmp_path: Path) -> None:
+    """The body of an index git wrote (the target appends its checksum): every seed lists
+    the submodule ``vendor/lib``."""
+    (tmp_path / "index").write_bytes(data + hashlib.sha1(data).digest())
+    assert gitlinks(str(tmp_path)) == ("vendor/lib",)
+
+
 READERS: dict[str, Callable[[bytes, Path], None]] = {
     "statcache": _statcache,
     "frames": _frame,
@@ -66,6 +75,7 @@ READERS: dict[str, Callable[[bytes, Path], None]] = {
     "splice_json": _written("splice.json", load_project_file),
     "manifest": _manifest,
     "consent_record": _consent_record,
+    "git_index": _git_index,
 }
 
 
