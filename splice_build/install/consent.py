@@ -51,9 +51,11 @@ def ungranted_lines(
     missing = ungranted(requested, granted if granted is not None else Permissions.from_json({}))
     if root is not None:
         missing = _with_outside(requested, missing, root, links, found)
+    if missing.is_empty:
+        return []
     from splice_build.security.addresses import grants_connection
 
-    return [] if missing.is_empty else list(missing.describe(root, found, grants=grants_connection))
+    return list(missing.describe(root, found, grants=grants_connection))
 
 
 def _with_outside(
