@@ -213,6 +213,22 @@ def _synced_copy(base: Path, to: Path) -> Path:
     return to
 
 
+def _home_restorer(tmp_path: Path) -> Callable[[], None]:
+    """A copy of SPLICE_HOME's directories a change removes, and a function putting them back
+    as they are now."""
+    home = Path(os.environ["SPLICE_HOME"])
+    saved = tmp_path / "home-saved"
+    for i, directory in enumerate(_home_dirs(home)):
+        shutil.copytree(directory, saved / str(i))
+
+    def restore() -> None:
+        for i, directory in enumerate(_home_dirs(home)):
+            shutil.rmtree(directory, ignore_errors=True)
+            shutil.copytree(saved / str(i), directory)
+
+    return restore
+
+
 def _walk(
     synced: Path, installed: list[str], bits: tuple[int, ...], tmp_path: Path
 ) -> dict[str, tuple]:
@@ -221,9 +237,7 @@ def _walk(
     from splice_build.tasks.noop import unchanged_workspace
 
     home = Path(os.environ["SPLICE_HOME"])
-    saved = tmp_path / "home-saved"
-    for i, directory in enumerate(_home_dirs(home)):
-        shutil.copytree(directory, saved / str(i))
+    restore = _home_restorer(tmp_path)
     disagreements = {}
     for i, (name, change) in enumerate(_changes(synced, installed, bits).items()):
         project = _synced_copy(synced, tmp_path / f"c{i}")
@@ -235,9 +249,7 @@ def _walk(
         graph = _check(project)
         if fast != graph:
             disagreements[name] = (fast, graph)
-        for j, directory in enumerate(_home_dirs(home)):
-            if not directory.exists():
-                shutil.copytree(saved / str(j), directory)
+        restore()
     return disagreements
 
 
@@ -253,3 +265,39 @@ def test_the_fast_path_answers_what_the_graph_answers_everywhere(
     synced: Path, tmp_path: Path
 ) -> None:
     assert _walk(synced, _installed(synced), MODE_BITS, tmp_path) == {}
+
+
+def _install(project: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[int, str]:
+    """``splice install --json`` in ``project``: its exit code and output, the project's
+    path named ``<project>``."""
+    monkeypatch.chdir(project)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        code = main(["--json", "install"])
+    return code, out.getvalue().replace(str(project), "<project>")
+
+
+@pytest.mark.slow  # about 6 s: two copies synced per change
+def test_install_fast_answers_what_the_graph_answers(
+    synced: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``splice install`` (``unchanged_install``) on a copy with its stat cache and on one
+    without: the same exit code and JSON, the fast lane's changes."""
+    home = Path(os.environ["SPLICE_HOME"])
+    restore = _home_restorer(tmp_path)
+    one = ".splice/packages/@acme/granted/lib"
+    disagreements = {}
+    for i, (name, change) in enumerate(
+        _changes(synced, [one, f"{one}/data.txt"], SOME_BITS).items()
+    ):
+        answers = []
+        for side in ("fast", "graph"):
+            project = _synced_copy(synced, tmp_path / f"{side}{i}")
+            change(project, home)
+            if side == "graph":
+                ProjectLayout(project).stat_cache.unlink(missing_ok=True)
+            answers.append(_install(project, monkeypatch))
+            restore()
+        if answers[0] != answers[1]:
+            disagreements[name] = answers
+    assert disagreements == {}
