@@ -31,6 +31,13 @@ GRANTED = {"@acme/granted": {"fs": {"read": ["docs"], "write": ["out"]}}, "@acme
 MODE_BITS = (0o4000, 0o2000, 0o1000, 0o400, 0o200, 0o100, 0o040, 0o020, 0o010, 0o004, 0o002, 0o001)
 SOME_BITS = (0o4000, 0o200, 0o020, 0o002)  # the fast lane's: setuid, and each class's write
 
+CONFIGS = {
+    "not JSON": "{",
+    "a registry not a URL": '{"registry": "not a url"}',
+    "another registry": '{"registry": "http://127.0.0.1:9"}',
+    "an unknown key": '{"zz": 1}',
+    "an isolation mode unknown": '{"isolation": "zz"}',
+}
 Change = Callable[[Path, Path], None]  # (project, SPLICE_HOME)
 
 
@@ -188,6 +195,10 @@ def _changes(project: Path, installed: list[str], bits: tuple[int, ...]) -> dict
         changes[f"SPLICE_HOME: {what} removed"] = lambda _p, home, i=i: shutil.rmtree(
             _home_dirs(home)[i]
         )
+    for what, text in CONFIGS.items():
+        changes[f"SPLICE_HOME: config.json {what}"] = lambda _p, home, text=text: SpliceHome(
+            home
+        ).config_file.write_text(text)
     return changes
 
 
@@ -222,6 +233,7 @@ def _home_restorer(tmp_path: Path) -> Callable[[], None]:
         shutil.copytree(directory, saved / str(i))
 
     def restore() -> None:
+        SpliceHome(home).config_file.unlink(missing_ok=True)
         for i, directory in enumerate(_home_dirs(home)):
             shutil.rmtree(directory, ignore_errors=True)
             shutil.copytree(saved / str(i), directory)
@@ -301,3 +313,22 @@ def test_install_fast_answers_what_the_graph_answers(
         if answers[0] != answers[1]:
             disagreements[name] = answers
     assert disagreements == {}
+
+
+@pytest.mark.parametrize("policy", ["--require-signed", "requireSignatures"])
+def test_a_check_holds_kept_packages_to_the_signature_policy(
+    synced: Path, tmp_path: Path, policy: str
+) -> None:
+    """``sync --check`` answers what ``sync`` would: a kept unsigned package under
+    ``--require-signed`` or ``splice.json``'s ``requireSignatures`` is ``SIGNATURE_REQUIRED``
+    (exit 1) in both. A check never ran the policy of a kept package (only a writing run's
+    keep did): it said ``ok`` where the sync failed."""
+    project = _synced_copy(synced, tmp_path / "copy")
+    flags = [policy] if policy.startswith("--") else []
+    if not flags:
+        _edit_json("splice.json", lambda d: {**d, "requireSignatures": ["acme"]})(project, project)
+    answers = [
+        _splice("sync", *check, *flags, "--root", str(project)) for check in (["--check"], [])
+    ]
+    for code, out in answers:
+        assert (code, (out["projects"][0]["error"] or {}).get("code")) == (1, "SIGNATURE_REQUIRED")
