@@ -315,20 +315,21 @@ def test_install_fast_answers_what_the_graph_answers(
     assert disagreements == {}
 
 
-@pytest.mark.parametrize("policy", ["--require-signed", "requireSignatures"])
-def test_a_check_holds_kept_packages_to_the_signature_policy(
-    synced: Path, tmp_path: Path, policy: str
-) -> None:
+def test_a_check_holds_kept_packages_to_the_signature_policy(synced: Path, tmp_path: Path) -> None:
     """``sync --check`` answers what ``sync`` would: a kept unsigned package under
     ``--require-signed`` or ``splice.json``'s ``requireSignatures`` is ``SIGNATURE_REQUIRED``
     (exit 1) in both. A check never ran the policy of a kept package (only a writing run's
     keep did): it said ``ok`` where the sync failed."""
-    project = _synced_copy(synced, tmp_path / "copy")
-    flags = [policy] if policy.startswith("--") else []
-    if not flags:
-        _edit_json("splice.json", lambda d: {**d, "requireSignatures": ["acme"]})(project, project)
-    answers = [
-        _splice("sync", *check, *flags, "--root", str(project)) for check in (["--check"], [])
-    ]
-    for code, out in answers:
-        assert (code, (out["projects"][0]["error"] or {}).get("code")) == (1, "SIGNATURE_REQUIRED")
+    for policy in ("--require-signed", "requireSignatures"):
+        project = _synced_copy(synced, tmp_path / policy)
+        flags = [policy] if policy.startswith("--") else []
+        if not flags:
+            _edit_json("splice.json", lambda d: {**d, "requireSignatures": ["acme"]})(
+                project, project
+            )
+        for check in (["--check"], []):
+            code, out = _splice("sync", *check, *flags, "--root", str(project))
+            assert (code, (out["projects"][0]["error"] or {}).get("code")) == (
+                1,
+                "SIGNATURE_REQUIRED",
+            ), (policy, check)
