@@ -484,11 +484,14 @@ class SpliceTaskLoader(TaskLoader2):
                 reason = damaged or ("not installed" if target.pinned else "newly resolved")
                 consent = run.installer.consent_needed(target)
                 run.changes.append(Change(package_id, action, target.version, reason, consent))
-            elif run.project is not None and (
-                consent := run.installer.kept_consent(
-                    package_id, run.installed[package_id].manifest, run.project
-                )
-            ):  # a copy that came with the checkout asks beyond what this machine granted
+                return None
+            if run.project is None:
+                return None
+            kept = run.installed[package_id]
+            # the signature policy a writing run's keep() holds a kept copy to (Installer.keep)
+            run.installer.check_kept(package_id, kept.lock_entry, run.project)
+            if consent := run.installer.kept_consent(package_id, kept.manifest, run.project):
+                # a copy that came with the checkout asks beyond what this machine granted
                 reason = "it asks for more than this machine granted it"
                 run.changes.append(Change(package_id, "keep", target.version, reason, consent))
             return None
