@@ -465,15 +465,7 @@ class Splice:
         return [row for row, _url in self._outdated(ids)]
 
     def _registry_for(self, project: ProjectFile, entry: LockEntry | None) -> str:
-        from splice_build.project.registry_url import resolve_registry
-
-        return resolve_registry(
-            flag=self._registry_flag,
-            env=self.env,
-            project=project,
-            home=self.home,
-            locked=entry.registry if entry is not None else None,
-        ).url
+        return _registry_url(self._registry_flag, self.env, project, self.home, entry)
 
     def _outdated(self, ids: Sequence[str]) -> list[tuple[dict[str, Any], str]]:
         """``outdated``'s rows, each with the registry URL it was looked up in."""
@@ -967,20 +959,14 @@ def verify_package(
     from splice_build.install.session import RegistrySession
     from splice_build.project.lockfile import load_lockfile
     from splice_build.project.project_file import load_project_file
-    from splice_build.project.registry_url import resolve_registry
     from splice_build.spec.names import PackageRef
     from splice_build.spec.semver import max_satisfying
 
     parsed = named(PackageRef.parse, ref)
     package_id = parsed.package.id
     entry = load_lockfile(layout.root).get(package_id) if layout is not None else None
-    url = resolve_registry(
-        flag=registry,
-        env=env,
-        project=load_project_file(layout.root) if layout is not None else None,
-        home=home,
-        locked=entry.registry if entry is not None else None,
-    ).url
+    project = load_project_file(layout.root) if layout is not None else None
+    url = _registry_url(registry, env, project, home, entry)
     session = RegistrySession(url, home=home, env=env)
     try:
         if parsed.range.is_exact:
@@ -1001,6 +987,21 @@ def verify_package(
             raise
     finally:
         session.close()
+
+
+def _registry_url(
+    flag: str | None,
+    env: Mapping[str, str],
+    project: ProjectFile | None,
+    home: SpliceHome,
+    entry: LockEntry | None,
+) -> str:
+    """The registry a package is asked of: the flag's, ``SPLICE_REGISTRY``'s, the project's,
+    where its lock ``entry`` came from, the user config's or the embedded one."""
+    from splice_build.project.registry_url import resolve_registry
+
+    locked = entry.registry if entry is not None else None
+    return resolve_registry(flag=flag, env=env, project=project, home=home, locked=locked).url
 
 
 def _reuse_arg(reuse: object) -> ReusePolicy | bool | Literal["project"]:
