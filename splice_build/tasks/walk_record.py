@@ -51,6 +51,8 @@ def read_walks(root: Path) -> dict[WalkKey, Walked]:
         if not _is_walk(walk):
             return {}
         top, repositories, listed = walk
+        if listed[0][0] != top:  # a walk lists its top first (spec/project_below.py _walk)
+            return {}
         found[top, repositories] = tuple(map(tuple, listed))
     return found
 

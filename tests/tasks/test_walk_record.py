@@ -120,13 +120,15 @@ def test_a_record_of_another_shape_is_not_read(tmp_path: Path) -> None:
         {"version": 3, "walks": [[str(tmp_path), [entry]]]},
         {"version": 2, "walks": [[str(tmp_path), True, [entry]]]},  # saw no bare repository
         {"version": 1, "walks": {str(tmp_path): [entry]}},  # the walks of version 1 never said
+        {"version": 3, "walks": [["t", True, [entry]]]},  # a walk lists its own top first
         [],
     ):
         (state / RECORD_FILE).write_text(json.dumps(body))
         assert read_walks(tmp_path) == {}
-    (state / RECORD_FILE).write_text(json.dumps({"version": 3, "walks": [["t", True, [entry]]]}))
+    top = str(tmp_path)
+    (state / RECORD_FILE).write_text(json.dumps({"version": 3, "walks": [[top, True, [entry]]]}))
     (state / RECORD_FILE).chmod(0o600)
-    assert read_walks(tmp_path) == {("t", True): (tuple(entry),)}
+    assert read_walks(tmp_path) == {(top, True): (tuple(entry),)}
     (state / RECORD_FILE).chmod(0o620)  # a record another user may write is not trusted
     assert read_walks(tmp_path) == {}
 
@@ -138,7 +140,7 @@ def test_a_record_another_user_made_is_not_read(tmp_path: Path) -> None:
     (tmp_path / ".splice").mkdir()
     record = tmp_path / ".splice" / RECORD_FILE
     record.write_text(
-        json.dumps({"version": 3, "walks": [["t", False, [[str(tmp_path), 1, 2, 3]]]]})
+        json.dumps({"version": 3, "walks": [[str(tmp_path), False, [[str(tmp_path), 1, 2, 3]]]]})
     )
     record.chmod(0o600)
     os.chown(record, 65534, 65534)
