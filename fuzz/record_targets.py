@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Callable
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -410,5 +410,57 @@ def git_index() -> Check:
         missed = theirs - {os.path.normpath(link) for link in ours}
         if missed:
             raise Finding(f"git enters submodules gitlinks does not list: {sorted(missed)}")
+
+    return check
+
+
+def walk_records() -> Check:
+    """``tasks.walk_record.read_walks`` on the bytes as ``.splice/walks.json``, then
+    ``spec.project_below.project_below`` of a write grant trusting what it read, as a no-op
+    ``splice sync`` does. ``@WS@``, ``@A@``, ``@B@`` become the granted directory and two
+    directories below it, ``@DEV@`` their device, ``@INO_WS@``, ``@CT_WS@`` (and ``_A``,
+    ``_B``) each one's inode and change time as a clean walk recorded them; a ``.git`` is
+    then made in the granted directory, so that every record names its top as it was
+    before. Whatever the record holds, the ``.git`` is found; what ``read_walks`` returns is
+    of the record's shape (each walk listing its top first) and reads back the same once
+    ``write_walks`` wrote it."""
+    from fuzz.targets import Finding, _scratch
+    from splice_build.spec import project_below as below
+    from splice_build.spec.project_state import REPOSITORY_DIR, Walks
+    from splice_build.tasks.walk_record import read_walks, write_walks
+
+    base = _scratch() / "walks"
+    root, again = base / "project", base / "again"
+    granted = root / "ws"
+    for directory in (granted / "a", granted / "b", again / ".splice"):
+        directory.mkdir(parents=True)
+    (root / ".splice").mkdir(mode=0o700)
+    names = {b"@DEV@": str(os.stat(granted).st_dev).encode()}
+    for mark, path in (("WS", granted), ("A", granted / "a"), ("B", granted / "b")):
+        info = os.stat(path)
+        names[f"@{mark}@".encode()] = os.fsencode(path)
+        names[f"@INO_{mark}@".encode()] = str(info.st_ino).encode()
+        names[f"@CT_{mark}@".encode()] = str(info.st_ctime_ns).encode()
+    (granted / REPOSITORY_DIR).mkdir()  # the top's change time moves past every record
+    record = root / ".splice" / "walks.json"
+    planted = (PurePath(granted), REPOSITORY_DIR)
+
+    def check(data: bytes) -> None:
+        for name, value in names.items():
+            data = data.replace(name, value)
+        record.write_bytes(data)
+        record.chmod(0o600)
+        recorded = read_walks(root)
+        for (top, looked), listed in recorded.items():
+            if type(looked) is not bool or not listed or listed[0][0] != top:
+                raise Finding(f"a walk of {top!r} read as {listed!r:.200}")
+        below._remembered.clear()
+        found = below.project_below(PurePath(granted), Walks(lambda: recorded), repositories=True)
+        if found != planted:
+            raise Finding(f"the grant's .git was not found, but {found!r}")
+        if recorded:
+            write_walks(again, recorded, {})
+            if read_walks(again) != recorded:
+                raise Finding("a record read, written and read again changed")
 
     return check

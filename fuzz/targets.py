@@ -1108,6 +1108,12 @@ def _git_index() -> Check:
     return git_index()
 
 
+def _walk_records() -> Check:
+    from fuzz.record_targets import walk_records
+
+    return walk_records()
+
+
 def _outside_links() -> Check:
     from fuzz.record_targets import outside_links
 
@@ -1318,6 +1324,13 @@ TARGETS: dict[str, Target] = {
             _git_index,
             "gitlinks (a write grant's submodules) against git ls-files on the same index",
             short_runs=100,
+        ),
+        Target(
+            "walk_records",
+            _walk_records,
+            "read_walks (.splice/walks.json): no record hides a .git made since it was taken",
+            dictionary="walks.dict",
+            short_runs=300,
         ),
         Target(
             "outside_links",

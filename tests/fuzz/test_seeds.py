@@ -24,6 +24,7 @@ from splice_build.project.project_file import load_project_file
 from splice_build.runtime.protocol import parse_child_message
 from splice_build.spec.git_links import gitlinks
 from splice_build.spec.manifest import Manifest
+from splice_build.tasks.walk_record import read_walks
 
 # Seeds that stand for a refusal (an input that once found a defect).
 REFUSALS = {"frames": {"redirect-object.json"}}
@@ -68,6 +69,24 @@ def _git_index(data: bytes, tmp_path: Path) -> None:
     assert gitlinks(str(tmp_path)) == ("vendor/lib",)
 
 
+def _walk_records(data: bytes, tmp_path: Path) -> None:
+    """A record of the target's tree (``ws`` and its ``a`` and ``b``) as a walk took it:
+    every walk it holds is read."""
+    granted = tmp_path / "ws"
+    for below in ("a", "b"):
+        (granted / below).mkdir(parents=True)
+    (tmp_path / ".splice").mkdir(mode=0o700)
+    for mark, path in (("WS", granted), ("A", granted / "a"), ("B", granted / "b")):
+        info = path.stat()
+        data = data.replace(f"@{mark}@".encode(), str(path).encode())
+        data = data.replace(f"@INO_{mark}@".encode(), str(info.st_ino).encode())
+        data = data.replace(f"@CT_{mark}@".encode(), str(info.st_ctime_ns).encode())
+    data = data.replace(b"@DEV@", str(granted.stat().st_dev).encode())
+    (tmp_path / ".splice" / "walks.json").write_bytes(data)
+    (tmp_path / ".splice" / "walks.json").chmod(0o600)
+    assert len(read_walks(tmp_path)) == len(json.loads(data)["walks"])
+
+
 READERS: dict[str, Callable[[bytes, Path], None]] = {
     "statcache": _statcache,
     "frames": _frame,
@@ -76,6 +95,7 @@ READERS: dict[str, Callable[[bytes, Path], None]] = {
     "manifest": _manifest,
     "consent_record": _consent_record,
     "git_index": _git_index,
+    "walk_records": _walk_records,
 }
 
 
