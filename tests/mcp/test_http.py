@@ -110,6 +110,31 @@ def test_missing_or_wrong_token_is_401(url: str, authorization: str | None) -> N
 
 
 @pytest.mark.parametrize(
+    "values",
+    [
+        (f"Bearer {DEMO_TOKEN}", "Bearer wrong-token-0123456789abcdefghij"),
+        (f"Bearer {DEMO_TOKEN}", f"Bearer {DEMO_TOKEN}"),
+    ],
+)
+def test_two_authorization_headers_are_401(url: str, values: tuple[str, str]) -> None:
+    """The token in the first of two headers was accepted (a proxy in front reading the
+    second would see another caller than the server did)."""
+    parts = urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=20)
+    try:
+        connection.putrequest("POST", parts.path)
+        for name, value in [*JSON.items(), *(("Authorization", value) for value in values)]:
+            connection.putheader(name, value)
+        connection.putheader("Content-Length", str(len(PING)))
+        connection.endheaders(PING)
+        response = connection.getresponse()
+        assert response.status == 401
+        assert json.loads(response.read())["error"] == {"code": -32001, "message": "Unauthorized"}
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize(
     "origin", ["http://localhost", "http://127.0.0.1:8788", "null", "https://evil.example"]
 )
 def test_any_origin_is_403(url: str, origin: str) -> None:
