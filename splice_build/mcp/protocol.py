@@ -13,7 +13,8 @@ Batches (docs/mcp.md#hostile-input): JSON-RPC batches exist only in protocol rev
 2025-03-26 (later revisions removed them). A batch is answered only in a session of that
 revision, holds 1 to ``MAX_BATCH`` messages of which at most one is a tool call (a call
 takes one admission slot, docs/mcp.md#admission-control: a batch of many would hold it for
-all of them in turn), and is otherwise refused as a whole with one -32600 (id null).
+all of them in turn) and none an ``initialize``, and is otherwise refused as a whole with
+one -32600 (id null).
 """
 
 from __future__ import annotations
@@ -92,6 +93,10 @@ def batch_refusal(messages: list[Any], session: Session) -> str | None:
         return f"Batch of more than {MAX_BATCH} messages"
     if sum(needs_admission(message) for message in messages) > 1:
         return "Batch of more than one tools/call"
+    if any(isinstance(item, dict) and item.get("method") == "initialize" for item in messages):
+        # 2025-03-26, Lifecycle: "MUST NOT be part of a JSON-RPC batch"; answered, it set
+        # the revision of the batch's later messages and (stdio) of the session.
+        return "Batch holding initialize"
     return None
 
 

@@ -202,6 +202,22 @@ def test_stdio_batches_only_in_2025_03_26_at_most_32_and_one_call(stdio: LineCli
     _answers_then_exits_cleanly(stdio)
 
 
+def test_stdio_a_batch_holding_initialize_is_refused(stdio: LineClient) -> None:
+    """2025-03-26 forbids it; answered, its initialize moved the session to another revision
+    (and the next batch was refused)."""
+    _initialize(stdio, "2025-03-26")
+    again = {"jsonrpc": "2.0", "id": 1, "method": "initialize"}
+    stdio.send(json.dumps([again, *_pings(1)]).encode() + b"\n")
+    assert stdio.receive() == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32600, "message": "Batch holding initialize"},
+    }
+    stdio.send(json.dumps(_pings(1)).encode() + b"\n")
+    assert stdio.receive() == [{"jsonrpc": "2.0", "id": 0, "result": {}}]
+    _answers_then_exits_cleanly(stdio)
+
+
 # -- Streamable HTTP ---------------------------------------------------------------------------
 HEADERS = {
     "Authorization": f"Bearer {DEMO_TOKEN}",

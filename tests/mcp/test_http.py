@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 import anyio
 import pytest
 
+from splice_build.connections import HEAD_SECONDS
 from splice_build.errors import UsageError
 from splice_build.mcp.transport.http import MAX_BODY_BYTES, token_digest
 from testing.http_framing import two_framings
@@ -107,6 +108,63 @@ def test_missing_or_wrong_token_is_401(url: str, authorization: str | None) -> N
         "id": None,
         "error": {"code": -32001, "message": "Unauthorized"},
     }
+
+
+def test_a_body_answered_unread_closes_its_connection(url: str) -> None:
+    """A request refused before its body is read (no token: 401) has its connection closed
+    after the answer, and the rest of the body is never read: it was read and parsed to its
+    declared end until the head deadline (a client with no token sent 1.4 GB in those 10 s
+    on one connection; 16 of them took another client's ping from 2 to 300 ms)."""
+    parts = urlsplit(url)
+    no_token = (
+        b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Content-Length: 1000000000\r\n\r\n{"
+    )
+    started = time.monotonic()
+    with socket.create_connection((parts.hostname, parts.port), timeout=30) as sock:
+        sock.sendall(no_token)
+        answered = b""
+        while chunk := sock.recv(65536):  # until the server closes the connection (main: 10 s)
+            answered += chunk
+    head = answered.partition(b"\r\n\r\n")[0].lower()
+    assert head.startswith(b"http/1.1 401 ") and b"\r\nconnection: close" in head
+    assert time.monotonic() - started < HEAD_SECONDS / 2  # closed with its answer
+    with socket.create_connection((parts.hostname, parts.port), timeout=30) as sock:
+        sock.sendall(post_bytes(parts.path))  # its body read: the connection is kept
+        kept = sock.recv(65536).partition(b"\r\n\r\n")[0].lower()
+    assert kept.startswith(b"http/1.1 200 ") and b"connection:" not in kept
+
+
+def post_bytes(path: str) -> bytes:
+    """A ping with the token, as bytes for a raw socket (keep-alive)."""
+    head = f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {len(PING)}\r\n"
+    head += "".join(f"{name}: {value}\r\n" for name, value in {**AUTH, **JSON}.items())
+    return head.encode() + b"\r\n" + PING
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        (f"Bearer {DEMO_TOKEN}", "Bearer wrong-token-0123456789abcdefghij"),
+        (f"Bearer {DEMO_TOKEN}", f"Bearer {DEMO_TOKEN}"),
+    ],
+)
+def test_two_authorization_headers_are_401(url: str, values: tuple[str, str]) -> None:
+    """The token in the first of two headers was accepted (a proxy in front reading the
+    second would see another caller than the server did)."""
+    parts = urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=20)
+    try:
+        connection.putrequest("POST", parts.path)
+        for name, value in [*JSON.items(), *(("Authorization", value) for value in values)]:
+            connection.putheader(name, value)
+        connection.putheader("Content-Length", str(len(PING)))
+        connection.endheaders(PING)
+        response = connection.getresponse()
+        assert response.status == 401
+        assert json.loads(response.read())["error"] == {"code": -32001, "message": "Unauthorized"}
+    finally:
+        connection.close()
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,8 @@
 
 Every request passes, in order: path ``/mcp`` (404; every refusal is a JSON-RPC error
 document), no ``Origin`` header (403: a browser page must never reach a local tool server),
-bearer token (401, compared in constant time as SHA-256 digests), POST (405), media type exactly ``application/json`` (415), an Accept that
+one ``Authorization`` header, a bearer token (401, compared in constant time as SHA-256
+digests), POST (405), media type exactly ``application/json`` (415), an Accept that
 allows JSON (406; a weight of 0 refuses it), a supported ``mcp-protocol-version`` (400), a
 body of at most 1 MiB (413, decided from ``content-length`` or while streaming, without
 reading further) arriving within ``BODY_SECONDS`` (408), a body the hostile-input decoder
@@ -251,7 +252,7 @@ class McpHttpApp:
         headers = request.headers
         if "origin" in headers:
             raise _Refusal(403, INVALID_REQUEST, "Origin not allowed")
-        self._authorize(headers.get("authorization", ""))
+        self._authorize(headers.getlist("authorization"))
         if request.method != "POST":
             raise _Refusal(405, INVALID_REQUEST, "Method not allowed", {"allow": "POST"})
         if not _is_json(headers.get("content-type", "")):
@@ -397,7 +398,12 @@ class McpHttpApp:
         address = client_key(request.client.host) if request.client else ""
         return address, request.headers.get(SESSION_HEADER, "")[:128]
 
-    def _authorize(self, authorization: str) -> None:
+    def _authorize(self, authorizations: list[str]) -> None:
+        """Refuse (401) unless the request carries exactly one ``Authorization`` header, a
+        bearer token whose digest is the server's. Two headers are refused whatever they
+        hold: the header is no list, and a proxy in front that read the other one than this
+        server did would let one request pass as two different callers."""
+        authorization = authorizations[0] if len(authorizations) == 1 else ""
         scheme, _, credentials = authorization.partition(" ")
         presented = hashlib.sha256(credentials.strip().encode("utf-8")).digest()
         # Compare digests even for a wrong scheme, so timing says nothing about either part.
