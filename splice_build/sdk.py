@@ -25,7 +25,7 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypeVar
 
 from splice_build.errors import ErrorCode, InstallError, RegistryError, SpliceError, UsageError
 from splice_build.install.installed import (
@@ -58,6 +58,7 @@ if TYPE_CHECKING:
 __all__ = ["InstallReport", "InstalledPackage", "Splice"]
 
 _T = TypeVar("_T")
+_P = ParamSpec("_P")
 
 
 def __getattr__(name: str) -> Any:
@@ -76,12 +77,15 @@ def _quiet(step: str, message: str) -> None:
     return None
 
 
-def _hinted(method: Callable[..., _T]) -> Callable[..., _T]:
+def _hinted(
+    method: Callable[Concatenate[Splice, _P], _T],
+) -> Callable[Concatenate[Splice, _P], _T]:
     """``method`` of ``Splice``, whose errors leave it with the SDK call beside each command
-    their hint names, unless the Splice was made with ``hints="cli"`` (sdk_hints.py)."""
+    their hint names, unless the Splice was made with ``hints="cli"`` (sdk_hints.py). Typed
+    with the method's own parameters, so a type checker sees each method's signature."""
 
     @functools.wraps(method)
-    def hinted(self: Splice, *args: Any, **kwargs: Any) -> _T:
+    def hinted(self: Splice, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
         try:
             return method(self, *args, **kwargs)
         except SpliceError as exc:
@@ -104,11 +108,11 @@ class Splice:
 
     def __init__(
         self,
-        project: Path | str | None = None,
+        project: str | os.PathLike[str] | None = None,
         *,
         registry: str | None = None,
         env: Mapping[str, str] | None = None,
-        home: Path | None = None,
+        home: str | os.PathLike[str] | None = None,
         on_progress: Progress | None = None,
         broker: object | Literal[False] | None = None,
         pool: WarmPool | None = None,
@@ -177,7 +181,9 @@ class Splice:
         self._runtime_lock = threading.Lock()
 
     @classmethod
-    def init(cls, directory: Path | str, *, registry: str | None = None, **options: Any) -> Splice:
+    def init(
+        cls, directory: str | os.PathLike[str], *, registry: str | None = None, **options: Any
+    ) -> Splice:
         """Make ``directory`` a project, as ``splice init`` does, and return its SDK.
 
         Creates the directory if needed and ``splice.json`` (and nothing else) unless one is
