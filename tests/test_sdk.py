@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import json
+import math
 import os
 import shutil
 import signal
@@ -18,6 +19,7 @@ from typing import Any
 import pytest
 
 from splice_build.errors import ErrorCode, SpliceError
+from splice_build.runtime.pool import WarmPool
 from splice_build.sdk import Splice
 from splice_build.spec.reuse import ReusePolicy
 from testing.isolation import needs_os_layer
@@ -150,6 +152,8 @@ _CALLS: dict[str, Callable[[Path, Any], object]] = {
     "Splice(on_progress)": lambda root, v: Splice(root, on_progress=v),
     "Splice(broker)": lambda root, v: Splice(root, broker=v),
     "Splice(pool)": lambda root, v: Splice(root, pool=v),
+    # a WarmPool's settings: "5" seconds killed the pool's thread, NaN kept processes for ever
+    "WarmPool": lambda root, v: Splice(root, pool=WarmPool(**v)),
     "Splice.init": lambda root, v: Splice.init(v),
     "add": lambda root, v: Splice(root).add(v),
     "install(frozen)": lambda root, v: Splice(root).install(frozen=v),
@@ -180,6 +184,11 @@ _CASES = [
     # a broker answers call(request); a pool is a WarmPool (both failed only at the first call)
     *[("Splice(broker)", v, "USAGE") for v in (True, 0, "broker", _Hostile())],
     *[("Splice(pool)", v, "USAGE") for v in (True, "pool", 5, _Hostile())],
+    *[
+        ("WarmPool", {"idle_seconds": v}, "USAGE")
+        for v in ("5", -1, 0, math.nan, math.inf, 10**400, True, _Hostile())
+    ],
+    *[("WarmPool", {"max_size": v}, "USAGE") for v in (0, "8", 1.5, True, _Hostile())],
     *[("install(frozen)", v, "USAGE") for v in ("no", 1, None)],
     # lists of names: one string is not a list of one-letter names; a bad item is its own code
     *[
