@@ -611,14 +611,14 @@ class Splice:
     # installed code ---------------------------------------------------------------------------
     @_hinted
     def check(self, package_id: str) -> InstalledPackage:
-        """Re-verify ``package_id`` from bytes; raises ``INSTALLED_PACKAGE_MODIFIED`` /
+        """Re-verify ``package_id`` (``@ns/name``, or the short name of exactly one, as
+        ``tools`` and ``load`` take it) from bytes; raises ``INSTALLED_PACKAGE_MODIFIED`` /
         ``PERMISSIONS_NOT_GRANTED`` / ``NOT_INSTALLED`` (also for a tree this machine never
         checked against the artifact its lock pins: install/derived.py)."""
         from splice_build.project.lockfile import load_lockfile
-        from splice_build.spec.names import PackageId
 
-        canonical = PackageId.parse(package_id).id
         self._recovered()
+        canonical = self._package_id(package_id)
         return self._check_in(load_lockfile(self.project_root), canonical)
 
     def _check_in(
@@ -707,7 +707,7 @@ class Splice:
         from splice_build.spec.tools import describe_tools
 
         if ref is not None:
-            return describe_tools(self.check(self._package_id(ref)).manifest)
+            return describe_tools(self.check(ref).manifest)
         return [d for pkg in self.installed() for d in describe_tools(pkg.manifest)]
 
     def _package_id(self, ref: str) -> str:
@@ -800,7 +800,7 @@ class Splice:
     def load(self, ref: str) -> LoadedPackage:
         """The runtime's view of a verified installed package (``@ns/name``, or the short
         name of exactly one)."""
-        pkg = self.check(self._package_id(ref))
+        pkg = self.check(ref)
         files = pkg.lock_entry.known(pkg.id).files
         real = Path(os.path.realpath(pkg.directory))
         return self._runtime(real).load_verified(
@@ -865,6 +865,11 @@ class Splice:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def __repr__(self) -> str:
+        """The project alone: ``env`` (keys, tokens) and the registry (a URL may carry a
+        user's name) are never shown, so a logged ``Splice`` leaks neither."""
+        return f"Splice(project={str(self.project_root)!r})"
 
     @_hinted
     def run(self, ref: str, input: Mapping[str, object]) -> ToolResult:

@@ -1213,14 +1213,25 @@ def test_the_package_itself_names_the_sdk() -> None:
     assert done.stdout == "False\n"
 
 
-def test_tools_and_load_take_the_short_name_of_one_installed_package(tmp_path: Path) -> None:
+def test_tools_load_and_check_take_the_short_name_of_one_installed_package(
+    tmp_path: Path,
+) -> None:
     # tools("example") and load("example") were INVALID_NAME; the TypeScript SDK takes
-    # "@ns/name or unambiguous short name" for both.
+    # "@ns/name or unambiguous short name" for both. check("example"), which both call, was
+    # INVALID_NAME still.
     splice = Splice.init(tmp_path / "project")
     splice.add(["@splice/example"])
     assert [t["name"] for t in splice.tools("example")] == ["example.hello", "example.stats"]
     assert splice.load("example").id == "@splice/example"
+    assert splice.check("example").id == "@splice/example"
     with pytest.raises(SpliceError) as missing:
         splice.tools("exampel")
     assert missing.value.code is ErrorCode.NOT_INSTALLED
     assert (missing.value.hint or "").startswith("Did you mean example? ")
+
+
+def test_a_splices_repr_names_its_project_and_no_secret(tmp_path: Path) -> None:
+    # repr was '<splice_build.sdk.Splice object at 0x…>'; env and the registry stay out of it.
+    Splice.init(tmp_path)
+    splice = Splice(tmp_path, env={"SPLICE_TOKEN": "sekrit"}, registry="http://u:pw@127.0.0.1:1")
+    assert repr(splice) == f"Splice(project={str(tmp_path)!r})"
