@@ -936,6 +936,10 @@ class Splice:
         self, pkg: InstalledPackage, tool: str, input: Mapping[str, object]
     ) -> ToolResult:
         """Run ``tool`` of a package that ``resolve_tool`` has just checked (no second hash)."""
+        if not isinstance(pkg, InstalledPackage):  # the only proof that it was checked
+            raise UsageError(
+                f"run_resolved takes the package resolve_tool or check returned, not {kind(pkg)}"
+            )
         real = Path(os.path.realpath(pkg.directory))
         runtime = self._runtime(real)
         loaded = runtime.load_verified(

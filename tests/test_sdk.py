@@ -166,6 +166,7 @@ _CALLS: dict[str, Callable[[Path, Any], object]] = {
     "verify": lambda root, v: Splice(root).verify(v),
     "resolve_tool": lambda root, v: Splice(root).resolve_tool(v),
     "run": lambda root, v: Splice(root).run(v, {}),
+    "run_resolved": lambda root, v: Splice(root).run_resolved(v, "hello", {}),
 }
 _CASES = [
     # the constructor and init: a path is str or os.PathLike of str, env maps str to str
@@ -206,6 +207,8 @@ _CASES = [
     ],
     ("verify", _Hostile(), "INVALID_REF"),
     *[(m, v, "NOT_INSTALLED") for m in ("resolve_tool", "run") for v in (_Hostile(), ["x.y"])],
+    # what resolve_tool returned, not a name (an AttributeError before)
+    *[("run_resolved", v, "USAGE") for v in ("@splice/example", None, _Hostile())],
 ]
 
 
