@@ -19,6 +19,7 @@ concurrently); it calls the same check the ``verify:`` task runs.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import functools
 import os
@@ -421,6 +422,9 @@ class Splice:
         with project_lock(self.layout):
             return remove_packages(self.layout, canonical)
 
+    # ``list`` names this method in the rest of the class body: a type checker read each later
+    # ``list[...]`` annotation as it (no valid type, so those methods returned ``Any``), hence
+    # ``builtins.list`` below.
     @_hinted
     def list(self) -> list[dict[str, Any]]:
         """``[{name, version, range, status, code?, hint?}]``: status ``ok`` / ``missing`` /
@@ -461,7 +465,7 @@ class Splice:
         return rows
 
     @_hinted
-    def outdated(self, ids: Sequence[str] = ()) -> list[dict[str, Any]]:
+    def outdated(self, ids: Sequence[str] = ()) -> builtins.list[dict[str, Any]]:
         """Per splice.json package: ``{id, range, current, wanted, latest, status}``.
 
         Each package is looked up in its registry: the one ``registry_url`` names, except that
@@ -473,7 +477,7 @@ class Splice:
     def _registry_for(self, project: ProjectFile, entry: LockEntry | None) -> str:
         return _registry_url(self._registry_flag, self.env, project, self.home, entry)
 
-    def _outdated(self, ids: Sequence[str]) -> list[tuple[dict[str, Any], str]]:
+    def _outdated(self, ids: Sequence[str]) -> builtins.list[tuple[dict[str, Any], str]]:
         """``outdated``'s rows, each with the registry URL it was looked up in."""
         from splice_build.install.resolve import published_versions, wanted_version
         from splice_build.install.session import RegistrySession
@@ -526,7 +530,7 @@ class Splice:
         accept_permissions: Accept = False,
         require_signed: bool = False,
         allow_signer_change: bool = False,
-    ) -> list[dict[str, Any]]:
+    ) -> builtins.list[dict[str, Any]]:
         """Install each package's ``wanted`` version, from the registry ``outdated`` found it
         in; ranges never change. The options are ``add``'s (an unknown keyword is Python's
         ``TypeError`` naming ``Splice.update``, as for every method's signature; a wrong
@@ -580,7 +584,7 @@ class Splice:
             )
         return results
 
-    def _selected(self, packages: Mapping[str, str], ids: Sequence[str]) -> list[str]:
+    def _selected(self, packages: Mapping[str, str], ids: Sequence[str]) -> builtins.list[str]:
         from splice_build.spec.names import PackageId, did_you_mean
 
         chosen = [named(PackageId.parse, i).id for i in names_arg(ids, "ids")] or list(packages)  # type: ignore[arg-type]
@@ -683,7 +687,7 @@ class Splice:
         )
 
     @_hinted
-    def installed(self) -> list[InstalledPackage]:
+    def installed(self) -> builtins.list[InstalledPackage]:
         """Packages passing the files-digest and grant checks (others are silently skipped)."""
         from splice_build.project.lockfile import load_lockfile
 
@@ -702,7 +706,7 @@ class Splice:
         return intact
 
     @_hinted
-    def tools(self, ref: str | None = None) -> list[dict[str, Any]]:
+    def tools(self, ref: str | None = None) -> builtins.list[dict[str, Any]]:
         """Tool descriptors of intact installed packages (one package if ``ref`` names it)."""
         from splice_build.spec.tools import describe_tools
 
@@ -773,7 +777,7 @@ class Splice:
             pairs = [(i, ref) for i in lock_ids if valid and ref in self._tool_names(i)]
             tool = ref
         if not pairs:
-            meant: list[str] = []
+            meant: builtins.list[str] = []
             if "." in ref:  # a mistyped package's closest, the tool as given: no manifest read
                 qualified = tool_ref.qualified
                 meant = [f"{i if qualified else i.rsplit('/', 1)[-1]}.{tool}" for i in lock_ids]
@@ -787,7 +791,7 @@ class Splice:
         package_id, tool = pairs[0]
         return self._check_in(lock, package_id), tool
 
-    def _tool_names(self, package_id: str) -> list[str]:
+    def _tool_names(self, package_id: str) -> builtins.list[str]:
         """Tool names from the installed manifest (only to match a name; ``check`` follows)."""
         try:
             return [

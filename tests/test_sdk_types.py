@@ -1,6 +1,7 @@
 """What a type checker sees of the SDK: the package says it is typed (``py.typed``), the names
 ``splice_build`` and ``splice_build.runtime`` load when first used are visible to it, and each
-``Splice`` method keeps its own signature through the decorator that adds the SDK's hints."""
+``Splice`` method keeps its own signature through the decorator that adds the SDK's hints and
+its return type after the method named ``list``."""
 
 from __future__ import annotations
 
@@ -58,6 +59,7 @@ reveal_type(splice.run("example.hello", {"name": "Ada"}))
 reveal_type(splice.add(["@splice/example"]))
 splice.run(1, {})
 splice.add(["@splice/example"], accept_permission=True)
+reveal_type(splice.outdated())
 """
 
 
@@ -79,3 +81,5 @@ def test_a_users_program_is_checked_against_the_sdks_signatures(tmp_path: Path) 
     assert any(line.startswith('user.py:5: note: Revealed type is "list[') for line in lines)
     assert any(line.startswith("user.py:6: error: Argument 1") for line in lines), done.stdout
     assert any(line.startswith("user.py:7: error: Unexpected keyword") for line in lines)
+    # The methods after Splice.list read their `list[...]` return as that method: Any.
+    assert 'user.py:8: note: Revealed type is "list[dict[str, Any]]"' in lines

@@ -142,7 +142,7 @@ def _idle_seconds(max_size: object, idle_seconds: object) -> float:
 
 def _shown(value: object) -> str:
     """A plain number as it is, anything else by its type alone (no caller's ``__repr__``)."""
-    if type(value) is float or (type(value) is int and abs(value) < 10**18):  # type: ignore[arg-type]
+    if type(value) is float or (type(value) is int and abs(value) < 10**18):
         return repr(value)
     from splice_build.sdk_args import kind
 
