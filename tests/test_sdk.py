@@ -1238,3 +1238,28 @@ def test_a_splices_repr_names_its_project_and_no_secret(tmp_path: Path) -> None:
     Splice.init(tmp_path)
     splice = Splice(tmp_path, env={"SPLICE_TOKEN": "sekrit"}, registry="http://u:pw@127.0.0.1:1")
     assert repr(splice) == f"Splice(project={str(tmp_path)!r})"
+
+
+def test_an_sdk_error_is_read_back_from_another_process(tmp_path: Path) -> None:
+    # pickle rebuilt an error by calling its class with the message alone, which no
+    # SpliceError takes: one raised in a ProcessPoolExecutor worker broke the pool
+    # (BrokenProcessPool for that call and every later one).
+    import pickle
+
+    from splice_build.errors import UsageError
+    from splice_build.registry.service.status import RetryLaterError
+    from splice_build.security.net_errors import NetworkDenied
+
+    with pytest.raises(SpliceError) as raised:
+        Splice(tmp_path)
+    made = [
+        raised.value,
+        UsageError("u", details=["d"], hint="h"),
+        NetworkDenied("m", "not-public", host="h"),
+        RetryLaterError(ErrorCode.RATE_LIMITED, "m", retry_after=3),
+    ]
+    for error in made:
+        back = pickle.loads(pickle.dumps(error))
+        assert type(back) is type(error) and vars(back) == vars(error)
+        assert (back.args, back.to_dict()) == (error.args, error.to_dict())
+    assert made[0].code is ErrorCode.NOT_A_PROJECT and "Splice.init" in (made[0].hint or "")
