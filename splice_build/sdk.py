@@ -781,6 +781,17 @@ class Splice:
             if "." in ref:  # a mistyped package's closest, the tool as given: no manifest read
                 qualified = tool_ref.qualified
                 meant = [f"{i if qualified else i.rsplit('/', 1)[-1]}.{tool}" for i in lock_ids]
+            elif tools := [  # a package named without its tool: the tools it has
+                f"{ref}.{name}"
+                for i in lock_ids
+                if ref in (i, i.rsplit("/", 1)[-1])
+                for name in self._tool_names(i)
+            ]:
+                raise InstallError(
+                    ErrorCode.NOT_INSTALLED,
+                    f"No installed package provides {ref}",
+                    hint=f"{ref} is a package: name one of its tools, {', '.join(tools)}.",
+                )
             raise _no_package_provides(ref, meant)
         if len({i for i, _ in pairs}) > 1:
             raise InstallError(

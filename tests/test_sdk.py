@@ -1227,6 +1227,13 @@ def test_tools_load_and_check_take_the_short_name_of_one_installed_package(
     assert [t["name"] for t in splice.tools("example")] == ["example.hello", "example.stats"]
     assert splice.load("example").id == "@splice/example"
     assert splice.check("example").id == "@splice/example"
+    # run() of the package alone named no tool of it: "Run `splice list` …" only
+    for package in ("example", "@splice/example"):
+        with pytest.raises(SpliceError) as toolless:
+            splice.run(package, {})
+        assert toolless.value.code is ErrorCode.NOT_INSTALLED
+        tools = f"{package}.hello, {package}.stats"
+        assert toolless.value.hint == f"{package} is a package: name one of its tools, {tools}."
     with pytest.raises(SpliceError) as missing:
         splice.tools("exampel")
     assert missing.value.code is ErrorCode.NOT_INSTALLED
