@@ -6,8 +6,13 @@ that importing the package (every command does) loads neither."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+if TYPE_CHECKING:  # what a type checker sees of the names loaded when first named
+    from splice_build.errors import ErrorCode, SpliceError
+    from splice_build.sdk import Splice
+
+__all__ = ["ErrorCode", "Splice", "SpliceError", "__version__"]
 __version__ = "0.1.0"
 
 _LAZY = {
@@ -24,3 +29,7 @@ def __getattr__(name: str) -> Any:
     import importlib
 
     return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -171,6 +171,20 @@ class SpliceError(Exception):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.code!s}, {self.message!r})"
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled (and copied) by its attributes, not by calling ``__init__`` with the
+        message alone, which no ``SpliceError`` takes: a ``SpliceError`` raised in a worker of
+        ``concurrent.futures.ProcessPoolExecutor`` could not be read back, and the pool broke
+        (``BrokenProcessPool`` for that call and every later one)."""
+        return (_restored, (type(self), self.message), self.__dict__)
+
+
+def _restored(cls: type[SpliceError], message: str) -> SpliceError:
+    """A ``cls`` holding ``message`` as its argument; pickle then sets its attributes."""
+    error = cls.__new__(cls, message)
+    Exception.__init__(error, message)
+    return error
+
 
 class SpecError(SpliceError):
     """A manifest, name, range, version or archive is not valid."""

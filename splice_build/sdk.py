@@ -19,13 +19,14 @@ concurrently); it calls the same check the ``verify:`` task runs.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import functools
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypeVar
 
 from splice_build.errors import ErrorCode, InstallError, RegistryError, SpliceError, UsageError
 from splice_build.install.installed import (
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
 __all__ = ["InstallReport", "InstalledPackage", "Splice"]
 
 _T = TypeVar("_T")
+_P = ParamSpec("_P")
 
 
 def __getattr__(name: str) -> Any:
@@ -76,12 +78,15 @@ def _quiet(step: str, message: str) -> None:
     return None
 
 
-def _hinted(method: Callable[..., _T]) -> Callable[..., _T]:
+def _hinted(
+    method: Callable[Concatenate[Splice, _P], _T],
+) -> Callable[Concatenate[Splice, _P], _T]:
     """``method`` of ``Splice``, whose errors leave it with the SDK call beside each command
-    their hint names, unless the Splice was made with ``hints="cli"`` (sdk_hints.py)."""
+    their hint names, unless the Splice was made with ``hints="cli"`` (sdk_hints.py). Typed
+    with the method's own parameters, so a type checker sees each method's signature."""
 
     @functools.wraps(method)
-    def hinted(self: Splice, *args: Any, **kwargs: Any) -> _T:
+    def hinted(self: Splice, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
         try:
             return method(self, *args, **kwargs)
         except SpliceError as exc:
@@ -104,11 +109,11 @@ class Splice:
 
     def __init__(
         self,
-        project: Path | str | None = None,
+        project: str | os.PathLike[str] | None = None,
         *,
         registry: str | None = None,
         env: Mapping[str, str] | None = None,
-        home: Path | None = None,
+        home: str | os.PathLike[str] | None = None,
         on_progress: Progress | None = None,
         broker: object | Literal[False] | None = None,
         pool: WarmPool | None = None,
@@ -177,7 +182,9 @@ class Splice:
         self._runtime_lock = threading.Lock()
 
     @classmethod
-    def init(cls, directory: Path | str, *, registry: str | None = None, **options: Any) -> Splice:
+    def init(
+        cls, directory: str | os.PathLike[str], *, registry: str | None = None, **options: Any
+    ) -> Splice:
         """Make ``directory`` a project, as ``splice init`` does, and return its SDK.
 
         Creates the directory if needed and ``splice.json`` (and nothing else) unless one is
@@ -415,6 +422,9 @@ class Splice:
         with project_lock(self.layout):
             return remove_packages(self.layout, canonical)
 
+    # ``list`` names this method in the rest of the class body: a type checker read each later
+    # ``list[...]`` annotation as it (no valid type, so those methods returned ``Any``), hence
+    # ``builtins.list`` below.
     @_hinted
     def list(self) -> list[dict[str, Any]]:
         """``[{name, version, range, status, code?, hint?}]``: status ``ok`` / ``missing`` /
@@ -455,7 +465,7 @@ class Splice:
         return rows
 
     @_hinted
-    def outdated(self, ids: Sequence[str] = ()) -> list[dict[str, Any]]:
+    def outdated(self, ids: Sequence[str] = ()) -> builtins.list[dict[str, Any]]:
         """Per splice.json package: ``{id, range, current, wanted, latest, status}``.
 
         Each package is looked up in its registry: the one ``registry_url`` names, except that
@@ -467,7 +477,7 @@ class Splice:
     def _registry_for(self, project: ProjectFile, entry: LockEntry | None) -> str:
         return _registry_url(self._registry_flag, self.env, project, self.home, entry)
 
-    def _outdated(self, ids: Sequence[str]) -> list[tuple[dict[str, Any], str]]:
+    def _outdated(self, ids: Sequence[str]) -> builtins.list[tuple[dict[str, Any], str]]:
         """``outdated``'s rows, each with the registry URL it was looked up in."""
         from splice_build.install.resolve import published_versions, wanted_version
         from splice_build.install.session import RegistrySession
@@ -520,7 +530,7 @@ class Splice:
         accept_permissions: Accept = False,
         require_signed: bool = False,
         allow_signer_change: bool = False,
-    ) -> list[dict[str, Any]]:
+    ) -> builtins.list[dict[str, Any]]:
         """Install each package's ``wanted`` version, from the registry ``outdated`` found it
         in; ranges never change. The options are ``add``'s (an unknown keyword is Python's
         ``TypeError`` naming ``Splice.update``, as for every method's signature; a wrong
@@ -574,7 +584,7 @@ class Splice:
             )
         return results
 
-    def _selected(self, packages: Mapping[str, str], ids: Sequence[str]) -> list[str]:
+    def _selected(self, packages: Mapping[str, str], ids: Sequence[str]) -> builtins.list[str]:
         from splice_build.spec.names import PackageId, did_you_mean
 
         chosen = [named(PackageId.parse, i).id for i in names_arg(ids, "ids")] or list(packages)  # type: ignore[arg-type]
@@ -605,14 +615,14 @@ class Splice:
     # installed code ---------------------------------------------------------------------------
     @_hinted
     def check(self, package_id: str) -> InstalledPackage:
-        """Re-verify ``package_id`` from bytes; raises ``INSTALLED_PACKAGE_MODIFIED`` /
+        """Re-verify ``package_id`` (``@ns/name``, or the short name of exactly one, as
+        ``tools`` and ``load`` take it) from bytes; raises ``INSTALLED_PACKAGE_MODIFIED`` /
         ``PERMISSIONS_NOT_GRANTED`` / ``NOT_INSTALLED`` (also for a tree this machine never
         checked against the artifact its lock pins: install/derived.py)."""
         from splice_build.project.lockfile import load_lockfile
-        from splice_build.spec.names import PackageId
 
-        canonical = PackageId.parse(package_id).id
         self._recovered()
+        canonical = self._package_id(package_id)
         return self._check_in(load_lockfile(self.project_root), canonical)
 
     def _check_in(
@@ -677,7 +687,7 @@ class Splice:
         )
 
     @_hinted
-    def installed(self) -> list[InstalledPackage]:
+    def installed(self) -> builtins.list[InstalledPackage]:
         """Packages passing the files-digest and grant checks (others are silently skipped)."""
         from splice_build.project.lockfile import load_lockfile
 
@@ -696,12 +706,12 @@ class Splice:
         return intact
 
     @_hinted
-    def tools(self, ref: str | None = None) -> list[dict[str, Any]]:
+    def tools(self, ref: str | None = None) -> builtins.list[dict[str, Any]]:
         """Tool descriptors of intact installed packages (one package if ``ref`` names it)."""
         from splice_build.spec.tools import describe_tools
 
         if ref is not None:
-            return describe_tools(self.check(self._package_id(ref)).manifest)
+            return describe_tools(self.check(ref).manifest)
         return [d for pkg in self.installed() for d in describe_tools(pkg.manifest)]
 
     def _package_id(self, ref: str) -> str:
@@ -767,10 +777,21 @@ class Splice:
             pairs = [(i, ref) for i in lock_ids if valid and ref in self._tool_names(i)]
             tool = ref
         if not pairs:
-            meant: list[str] = []
+            meant: builtins.list[str] = []
             if "." in ref:  # a mistyped package's closest, the tool as given: no manifest read
                 qualified = tool_ref.qualified
                 meant = [f"{i if qualified else i.rsplit('/', 1)[-1]}.{tool}" for i in lock_ids]
+            elif tools := [  # a package named without its tool: the tools it has
+                f"{ref}.{name}"
+                for i in lock_ids
+                if ref in (i, i.rsplit("/", 1)[-1])
+                for name in self._tool_names(i)
+            ]:
+                raise InstallError(
+                    ErrorCode.NOT_INSTALLED,
+                    f"No installed package provides {ref}",
+                    hint=f"{ref} is a package: name one of its tools, {', '.join(tools)}.",
+                )
             raise _no_package_provides(ref, meant)
         if len({i for i, _ in pairs}) > 1:
             raise InstallError(
@@ -781,7 +802,7 @@ class Splice:
         package_id, tool = pairs[0]
         return self._check_in(lock, package_id), tool
 
-    def _tool_names(self, package_id: str) -> list[str]:
+    def _tool_names(self, package_id: str) -> builtins.list[str]:
         """Tool names from the installed manifest (only to match a name; ``check`` follows)."""
         try:
             return [
@@ -794,7 +815,7 @@ class Splice:
     def load(self, ref: str) -> LoadedPackage:
         """The runtime's view of a verified installed package (``@ns/name``, or the short
         name of exactly one)."""
-        pkg = self.check(self._package_id(ref))
+        pkg = self.check(ref)
         files = pkg.lock_entry.known(pkg.id).files
         real = Path(os.path.realpath(pkg.directory))
         return self._runtime(real).load_verified(
@@ -859,6 +880,11 @@ class Splice:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def __repr__(self) -> str:
+        """The project alone: ``env`` (keys, tokens) and the registry (a URL may carry a
+        user's name) are never shown, so a logged ``Splice`` leaks neither."""
+        return f"Splice(project={str(self.project_root)!r})"
 
     @_hinted
     def run(self, ref: str, input: Mapping[str, object]) -> ToolResult:
@@ -925,6 +951,10 @@ class Splice:
         self, pkg: InstalledPackage, tool: str, input: Mapping[str, object]
     ) -> ToolResult:
         """Run ``tool`` of a package that ``resolve_tool`` has just checked (no second hash)."""
+        if not isinstance(pkg, InstalledPackage):  # the only proof that it was checked
+            raise UsageError(
+                f"run_resolved takes the package resolve_tool or check returned, not {kind(pkg)}"
+            )
         real = Path(os.path.realpath(pkg.directory))
         runtime = self._runtime(real)
         loaded = runtime.load_verified(

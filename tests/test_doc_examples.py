@@ -5,7 +5,8 @@ pass Splice's own reading of those files; every ```toml block is TOML, and a
 `[tool.splice.workspace]` table in one is a workspace Splice reads; every ```python block
 is Python. Then the examples whose output a page shows: packages.md's invalid manifest gives
 the lines its `splice validate` example prints, and runtime.md's `"reuse": true` is the
-limits the same page spells out. One walk in this process, no subprocess."""
+limits the same page spells out, and sdk.md's Python example prints what its comments show.
+One walk in this process, no subprocess."""
 
 from __future__ import annotations
 
@@ -130,3 +131,19 @@ def test_reuse_true_is_the_limits_runtime_md_spells_out(tmp_path: Path) -> None:
         (tmp_path / "splice.json").write_text(json.dumps(doc), encoding="utf-8")
         policies.append(load_project_file(tmp_path).reuse_policy())
     assert policies[0] == policies[1] and policies[0] is not None
+
+
+@pytest.mark.node
+def test_the_sdk_example_prints_what_sdk_md_shows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/sdk.md's example, run as written in an empty directory (the embedded registry):
+    each print prints what its comment shows (up to a closing '…')."""
+    [(where, body)] = [b for b in blocks("python") if b[0].startswith("docs/sdk.md")]
+    shown = [line.split("  # ", 1)[1] for line in body.splitlines() if "print(" in line]
+    monkeypatch.chdir(tmp_path)
+    exec(compile(body, where, "exec"), {})  # the page's own example
+    printed = capsys.readouterr().out.splitlines()
+    assert len(printed) == len(shown) == 3
+    for line, comment in zip(printed, shown, strict=True):
+        assert line.startswith(comment.removesuffix(" …")), (line, comment)

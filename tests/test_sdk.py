@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import json
+import math
 import os
 import shutil
 import signal
@@ -18,6 +19,7 @@ from typing import Any
 import pytest
 
 from splice_build.errors import ErrorCode, SpliceError
+from splice_build.runtime.pool import WarmPool
 from splice_build.sdk import Splice
 from splice_build.spec.reuse import ReusePolicy
 from testing.isolation import needs_os_layer
@@ -150,6 +152,8 @@ _CALLS: dict[str, Callable[[Path, Any], object]] = {
     "Splice(on_progress)": lambda root, v: Splice(root, on_progress=v),
     "Splice(broker)": lambda root, v: Splice(root, broker=v),
     "Splice(pool)": lambda root, v: Splice(root, pool=v),
+    # a WarmPool's settings: "5" seconds killed the pool's thread, NaN kept processes for ever
+    "WarmPool": lambda root, v: Splice(root, pool=WarmPool(**v)),
     "Splice.init": lambda root, v: Splice.init(v),
     "add": lambda root, v: Splice(root).add(v),
     "install(frozen)": lambda root, v: Splice(root).install(frozen=v),
@@ -162,6 +166,7 @@ _CALLS: dict[str, Callable[[Path, Any], object]] = {
     "verify": lambda root, v: Splice(root).verify(v),
     "resolve_tool": lambda root, v: Splice(root).resolve_tool(v),
     "run": lambda root, v: Splice(root).run(v, {}),
+    "run_resolved": lambda root, v: Splice(root).run_resolved(v, "hello", {}),
 }
 _CASES = [
     # the constructor and init: a path is str or os.PathLike of str, env maps str to str
@@ -180,6 +185,11 @@ _CASES = [
     # a broker answers call(request); a pool is a WarmPool (both failed only at the first call)
     *[("Splice(broker)", v, "USAGE") for v in (True, 0, "broker", _Hostile())],
     *[("Splice(pool)", v, "USAGE") for v in (True, "pool", 5, _Hostile())],
+    *[
+        ("WarmPool", {"idle_seconds": v}, "USAGE")
+        for v in ("5", -1, 0, math.nan, math.inf, 10**400, True, _Hostile())
+    ],
+    *[("WarmPool", {"max_size": v}, "USAGE") for v in (0, "8", 1.5, True, _Hostile())],
     *[("install(frozen)", v, "USAGE") for v in ("no", 1, None)],
     # lists of names: one string is not a list of one-letter names; a bad item is its own code
     *[
@@ -197,6 +207,8 @@ _CASES = [
     ],
     ("verify", _Hostile(), "INVALID_REF"),
     *[(m, v, "NOT_INSTALLED") for m in ("resolve_tool", "run") for v in (_Hostile(), ["x.y"])],
+    # what resolve_tool returned, not a name (an AttributeError before)
+    *[("run_resolved", v, "USAGE") for v in ("@splice/example", None, _Hostile())],
 ]
 
 
@@ -1204,14 +1216,57 @@ def test_the_package_itself_names_the_sdk() -> None:
     assert done.stdout == "False\n"
 
 
-def test_tools_and_load_take_the_short_name_of_one_installed_package(tmp_path: Path) -> None:
+def test_tools_load_and_check_take_the_short_name_of_one_installed_package(
+    tmp_path: Path,
+) -> None:
     # tools("example") and load("example") were INVALID_NAME; the TypeScript SDK takes
-    # "@ns/name or unambiguous short name" for both.
+    # "@ns/name or unambiguous short name" for both. check("example"), which both call, was
+    # INVALID_NAME still.
     splice = Splice.init(tmp_path / "project")
     splice.add(["@splice/example"])
     assert [t["name"] for t in splice.tools("example")] == ["example.hello", "example.stats"]
     assert splice.load("example").id == "@splice/example"
+    assert splice.check("example").id == "@splice/example"
+    # run() of the package alone named no tool of it: "Run `splice list` …" only
+    for package in ("example", "@splice/example"):
+        with pytest.raises(SpliceError) as toolless:
+            splice.run(package, {})
+        assert toolless.value.code is ErrorCode.NOT_INSTALLED
+        tools = f"{package}.hello, {package}.stats"
+        assert toolless.value.hint == f"{package} is a package: name one of its tools, {tools}."
     with pytest.raises(SpliceError) as missing:
         splice.tools("exampel")
     assert missing.value.code is ErrorCode.NOT_INSTALLED
     assert (missing.value.hint or "").startswith("Did you mean example? ")
+
+
+def test_a_splices_repr_names_its_project_and_no_secret(tmp_path: Path) -> None:
+    # repr was '<splice_build.sdk.Splice object at 0x…>'; env and the registry stay out of it.
+    Splice.init(tmp_path)
+    splice = Splice(tmp_path, env={"SPLICE_TOKEN": "sekrit"}, registry="http://u:pw@127.0.0.1:1")
+    assert repr(splice) == f"Splice(project={str(tmp_path)!r})"
+
+
+def test_an_sdk_error_is_read_back_from_another_process(tmp_path: Path) -> None:
+    # pickle rebuilt an error by calling its class with the message alone, which no
+    # SpliceError takes: one raised in a ProcessPoolExecutor worker broke the pool
+    # (BrokenProcessPool for that call and every later one).
+    import pickle
+
+    from splice_build.errors import UsageError
+    from splice_build.registry.service.status import RetryLaterError
+    from splice_build.security.net_errors import NetworkDenied
+
+    with pytest.raises(SpliceError) as raised:
+        Splice(tmp_path)
+    made = [
+        raised.value,
+        UsageError("u", details=["d"], hint="h"),
+        NetworkDenied("m", "not-public", host="h"),
+        RetryLaterError(ErrorCode.RATE_LIMITED, "m", retry_after=3),
+    ]
+    for error in made:
+        back = pickle.loads(pickle.dumps(error))
+        assert type(back) is type(error) and vars(back) == vars(error)
+        assert (back.args, back.to_dict()) == (error.args, error.to_dict())
+    assert made[0].code is ErrorCode.NOT_A_PROJECT and "Splice.init" in (made[0].hint or "")

@@ -13,7 +13,13 @@ Names are resolved lazily so importing ``splice_build.runtime`` costs nothing un
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what a type checker sees of the names resolved when first used
+    from splice_build.runtime.capabilities import CapabilityBroker
+    from splice_build.runtime.loader import LoadedPackage
+    from splice_build.runtime.result import ToolError, ToolResult
+    from splice_build.runtime.runtime import SpliceRuntime
 
 __all__ = ["CapabilityBroker", "LoadedPackage", "SpliceRuntime", "ToolError", "ToolResult"]
 
@@ -30,3 +36,7 @@ def __getattr__(name: str) -> Any:
     if name in _WHERE:
         return getattr(import_module(_WHERE[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_WHERE})

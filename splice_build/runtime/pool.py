@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import math
 import os
 import threading
 import time
@@ -116,16 +117,46 @@ def directory_identity(path: Path) -> tuple[int, int] | None:
     return found.st_dev, found.st_ino
 
 
+def _idle_seconds(max_size: object, idle_seconds: object) -> float:
+    """``idle_seconds`` as a float, once both settings are ones the pool's thread can work
+    with, else ``USAGE``: an ``idle_seconds`` of ``"5"`` killed that thread at its first
+    expiry check (every call then waited 5 s for a warm process that never came), a negative
+    one expired every process as it started, NaN kept them for ever; ``max_size`` raised a
+    bare ``ValueError`` or ``TypeError``."""
+    from splice_build.errors import UsageError
+
+    if type(max_size) is not int or max_size < 1:
+        raise UsageError(f"WarmPool max_size must be an int of at least 1, not {_shown(max_size)}")
+    seconds = math.nan
+    if type(idle_seconds) in (int, float):
+        try:
+            seconds = float(idle_seconds)  # type: ignore[arg-type]
+        except OverflowError:  # an int past any float
+            seconds = math.inf
+    if not 0 < seconds < math.inf:
+        raise UsageError(
+            f"WarmPool idle_seconds must be a finite number above 0, not {_shown(idle_seconds)}"
+        )
+    return seconds
+
+
+def _shown(value: object) -> str:
+    """A plain number as it is, anything else by its type alone (no caller's ``__repr__``)."""
+    if type(value) is float or (type(value) is int and abs(value) < 10**18):
+        return repr(value)
+    from splice_build.sdk_args import kind
+
+    return kind(value)
+
+
 class WarmPool:
     """Bounded, expiring warm sandbox processes; thread-safe."""
 
     def __init__(
         self, *, max_size: int = DEFAULT_MAX_SIZE, idle_seconds: float = DEFAULT_IDLE_SECONDS
     ) -> None:
-        if max_size < 1:
-            raise ValueError("max_size must be at least 1")
+        self.idle_seconds = _idle_seconds(max_size, idle_seconds)
         self.max_size = max_size
-        self.idle_seconds = idle_seconds
         self._cond = threading.Condition()
         self._idle: dict[PoolKey, deque[_Warm]] = {}
         self._queue: deque[PoolKey] = deque()  # starts requested, not begun
