@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import ast
 import importlib
-import importlib.util
 import os
 import subprocess
 import sys
@@ -63,7 +62,6 @@ reveal_type(splice.outdated())
 """
 
 
-@pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed")
 def test_a_users_program_is_checked_against_the_sdks_signatures(tmp_path: Path) -> None:
     # The decorator adding the SDK's hints was typed Callable[..., T]: `splice.run(1, {})` and
     # a misspelt keyword passed mypy --strict.
