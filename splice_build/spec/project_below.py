@@ -19,7 +19,11 @@ Every directory below the grant is listed, hidden ones and ``node_modules`` too 
 there is as readable). A link is not followed: with the file view it leads only to a
 granted path, whose own check this is, and without it Node follows any link below a grant
 anyway (docs/security.md#residual-limits). A directory that can be entered but not listed
-is refused: its names are unknown here, and a tool that knows ``a/.env`` opens it.
+is refused: its names are unknown here, and a tool that knows ``a/.env`` opens it. So is a
+directory nested so deep that its path is longer than one system call may name
+(``ENAMETOOLONG``): a tool granted ``out`` renamed a chain of 1,990 directories, a ``.git``
+at its bottom, into the bottom of another such chain (each path under the limit), and the
+walk, which names each directory by its path, passed over what lay below the limit.
 
 A walk that found nothing is remembered with each directory's device, inode and change time
 (``st_ctime_ns``: any entry made, removed or renamed there changes it, and no process sets
@@ -106,7 +110,9 @@ def _walk(top: str, repositories: bool) -> tuple[tuple[str, str] | OSError | Non
         current = pending.pop()
         try:
             info = os.stat(current, follow_symlinks=False)
-        except OSError:  # gone (its directory changed), or nothing granted yet: not remembered
+        except OSError as exc:  # gone (its directory changed), or nothing granted yet
+            if exc.errno == errno.ENAMETOOLONG:
+                return exc, None
             if current == top:
                 return None, None
             continue
@@ -121,7 +127,9 @@ def _walk(top: str, repositories: bool) -> tuple[tuple[str, str] | OSError | Non
             with os.scandir(current) as entries:
                 names = [(entry.name, _is_real_directory(entry)) for entry in entries]
         except OSError as exc:
-            if exc.errno == errno.EACCES and os.access(current, os.X_OK):
+            if exc.errno == errno.ENAMETOOLONG or (
+                exc.errno == errno.EACCES and os.access(current, os.X_OK)
+            ):
                 return exc, None
             continue  # not a directory, or not to be entered: the tool cannot either
         if repositories and _looks_bare(names):

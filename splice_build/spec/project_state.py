@@ -582,6 +582,12 @@ class ProjectState:
         if below is None:
             return self._submodule_problem(entry, real) if write else None
         if isinstance(below, OSError):
+            if below.errno == errno.ENAMETOOLONG:
+                return (
+                    f'"{entry}" holds a directory nested too deep to list (a path of '
+                    f"{len(str(below.filename))} characters below {real}): another project's "
+                    f"state or a git repository may lie in it{MOVE_OUT}"
+                )
             return (
                 f'"{entry}" holds a directory that cannot be listed but can be entered '
                 f"({below.filename}): another project's state may lie in it"
