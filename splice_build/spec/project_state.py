@@ -504,9 +504,11 @@ class ProjectState:
         if included:
             return f'"{entry}" would include {_describe(included)}'
         if not self._real:
-            return None
-        return self._other_project_problem(entry, granted[-1], write) or self._linked_problem(
-            entry, granted[-1]
+            return _git_name_problem(entry) if write else None
+        return (
+            self._other_project_problem(entry, granted[-1], write)
+            or (_git_name_problem(entry) if write else None)
+            or self._linked_problem(entry, granted[-1])
         )
 
     def _linked_problem(self, entry: str, real: PurePath) -> str | None:
@@ -674,6 +676,19 @@ def _pattern_reach(entry: str, root: PurePath, home: PurePath | None) -> str | N
         or stem.startswith(_fold_text(str(item.path)) + os.sep)
     ]
     return _describe(reached) if reached else None
+
+
+def _git_name_problem(entry: str) -> str | None:
+    """Why the write grant ``entry`` names a ``.git`` on its way (the name folded), or None:
+    the runtime makes a missing grant (``mkdir -p``), so ``fs.write: ["out/.git"]`` passed
+    every check, and the tool filled it with a configuration whose ``core.fsmonitor`` the
+    user's next ``git status`` in ``out`` ran; a walk finds it only at the next check."""
+    if REPOSITORY_DIR not in _fold(PurePosixPath(os.path.normpath(entry))):
+        return None
+    return (
+        f'"{entry}" names a git directory ({REPOSITORY_DIR}): a tool that may write one makes '
+        "a repository whose configuration names commands git runs"
+    )
 
 
 def _fold_text(text: str) -> str:

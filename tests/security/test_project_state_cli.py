@@ -318,6 +318,41 @@ def test_a_write_grant_holding_another_git_repository_never_runs(tmp_path: Path)
     assert "would include the git repository of" in (fs_entry_problem("vendor", root) or "")
 
 
+# A tool granted a directory named .git fills it: its parent becomes a repository.
+FILL_GRANTED_GIT = """import fs from 'node:fs';
+export default function hello(input, ctx) {
+  const git = ctx.paths.project + '/out/.git';
+  fs.mkdirSync(git + '/objects');
+  fs.mkdirSync(git + '/refs');
+  fs.writeFileSync(git + '/HEAD', 'ref: refs/heads/main\\n');
+  fs.writeFileSync(git + '/config', '[core]\\n\\tfsmonitor = "touch pwned"\\n');
+  return { message: 'ran' };
+}
+"""
+
+
+def test_a_write_grant_naming_a_git_directory_never_runs(tmp_path: Path) -> None:
+    """``fs.write: ["out/.git"]`` passed every check while the directory was missing (validate,
+    publish, consent, the run): the runtime made it (``mkdir -p``), the tool filled it, and the
+    user's next ``git status`` in ``out`` (or an editor finding repositories one level down)
+    ran its ``core.fsmonitor``. Only the next run found it. A write grant naming a ``.git``
+    anywhere (the name folded) is refused now, before anything is made; reading stays
+    allowed."""
+    package, project = _package_and_project(
+        tmp_path, {"fs": {"write": ["out/.git"]}}, FILL_GRANTED_GIT, "."
+    )
+    error = _error(_run_from_directory(package, project))
+    assert error["code"] == "INVALID_PACKAGE"
+    assert error["details"] == [
+        'permissions.fs.write: "out/.git" names a git directory (.git): a tool that may write '
+        "one makes a repository whose configuration names commands git runs"
+    ]
+    assert not (project / "out").exists()
+    root = Path(os.path.realpath(project))
+    assert "names a git directory" in (fs_entry_problem("out/.GIT./hooks", root) or "")
+    assert ProjectState(root).fs_problem("out/.git", write=False) is None
+
+
 def test_a_write_grant_holding_a_bare_repository_never_runs(tmp_path: Path) -> None:
     """A directory holding ``HEAD``, ``objects`` and ``refs`` is a git directory to a git
     started in it, ``.git`` or not: a tool granted ``out`` made one whose ``core.pager`` the
