@@ -13,7 +13,9 @@ submodule's working tree (``vendor/lib``) pointed its ``.git`` at a directory of
 whose ``core.fsmonitor`` the user's next ``git status`` in the project ran. Nor a bare
 repository (a directory holding ``HEAD``, ``objects`` and ``refs``, which a git started in it
 takes for its git directory, ``.git`` or not): a tool made one whose ``core.pager`` the
-user's next ``git branch`` there ran, and a walk looking for ``.git`` alone never found it.
+user's next ``git branch`` there ran, and a walk looking for ``.git`` alone never found it;
+nor one holding ``HEAD`` and ``commondir``, git's other sign of a git directory
+(``_git_directory_signs``).
 
 Every directory below the grant is listed, hidden ones and ``node_modules`` too (a project
 there is as readable). A link is not followed: with the file view it leads only to a
@@ -53,9 +55,13 @@ from pathlib import PurePath
 
 from splice_build.spec.project_state import PROJECT_FILE, REPOSITORY_DIR, Walked, WalkKey, Walks
 
-# What a walk looking for ``.git`` reports of a directory git takes for a bare repository.
-BARE_REPOSITORY = "HEAD, objects and refs"
-_BARE_NAMES = frozenset(("head", "objects", "refs"))
+# What a walk looking for ``.git`` reports of a directory git takes for its git directory
+# without any ``.git``, by the names (folded) that make it one: a bare repository's, or one
+# whose ``commondir`` file names where its objects, refs and configuration lie.
+_GIT_DIRECTORY_NAMES = (
+    ("HEAD, objects and refs", frozenset(("head", "objects", "refs"))),
+    ("HEAD and commondir", frozenset(("head", "commondir"))),
+)
 # Longer than any kernel clock tick (10 ms at HZ=100), with room for a clock stepped back.
 RECENT_NS = 2_000_000_000
 _REMEMBERED_MAX = 64
@@ -132,8 +138,8 @@ def _walk(top: str, repositories: bool) -> tuple[tuple[str, str] | OSError | Non
             ):
                 return exc, None
             continue  # not a directory, or not to be entered: the tool cannot either
-        if repositories and _looks_bare(names):
-            return (current, BARE_REPOSITORY), None
+        if repositories and (signs := _git_directory_signs(names)) is not None:
+            return (current, signs), None
         for name, is_directory in names:
             if _is_project_file(name):
                 return (current, PROJECT_FILE), None
@@ -144,12 +150,18 @@ def _walk(top: str, repositories: bool) -> tuple[tuple[str, str] | OSError | Non
     return None, None if listed is None else tuple(listed)
 
 
-def _looks_bare(names: list[tuple[str, bool]]) -> bool:
-    """Whether a directory of these names is a git directory to a git started in it: a
-    bare repository needs no ``.git`` (``HEAD``, ``objects`` and ``refs``; the names
-    folded, as everywhere here), and its ``config`` names a pager the user's next ``git
-    branch`` there runs."""
-    return {_folded(name) for name, _ in names}.issuperset(_BARE_NAMES)
+def _git_directory_signs(names: list[tuple[str, bool]]) -> str | None:
+    """The names that make a directory of these names a git directory to a git started in
+    it (a repository needs no ``.git``), or None: a bare repository's ``HEAD``, ``objects``
+    and ``refs``, whose ``config`` names a pager the user's next ``git branch`` there runs;
+    or ``HEAD`` and ``commondir`` (a linked worktree's git directory), git then looking for
+    the objects, refs and configuration in the directory ``commondir`` names: a tool
+    granted ``out`` wrote ``out/wt/HEAD``, ``out/wt/commondir`` naming ``../c`` and
+    ``out/c/{objects,refs,config}``, no directory holding all three, and git 2.39's ``git
+    branch`` in ``out/wt`` ran ``out/c/config``'s pager. The names folded, as everywhere
+    here."""
+    folded = {_folded(name) for name, _ in names}
+    return next((signs for signs, wanted in _GIT_DIRECTORY_NAMES if folded >= wanted), None)
 
 
 def _unchanged(path: str, device: int, inode: int, changed: int) -> bool:

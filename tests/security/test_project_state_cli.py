@@ -353,21 +353,33 @@ def test_a_write_grant_naming_a_git_directory_never_runs(tmp_path: Path) -> None
     assert ProjectState(root).fs_problem("out/.git", write=False) is None
 
 
-def test_a_write_grant_holding_a_bare_repository_never_runs(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("common", "signs"),
+    [(".", "HEAD, objects and refs"), ("../common", "HEAD and commondir")],
+    ids=["bare", "commondir"],
+)
+def test_a_write_grant_holding_a_bare_repository_never_runs(
+    tmp_path: Path, common: str, signs: str
+) -> None:
     """A directory holding ``HEAD``, ``objects`` and ``refs`` is a git directory to a git
     started in it, ``.git`` or not: a tool granted ``out`` made one whose ``core.pager`` the
     user's next ``git branch`` in ``out`` ran (git 2.39 on a terminal), and no check found
-    it, since it looked for ``.git`` alone."""
+    it, since it looked for ``.git`` alone. So is one holding ``HEAD`` and a ``commondir``
+    naming where the others and the ``config`` lie (``../common``): no directory held all
+    three, and the walk passed it."""
     granted = {"fs": {"write": ["out"]}}
     package, project = _package_and_project(tmp_path, granted, SET_FSMONITOR, "out/mirror")
     bare = project / "out" / "mirror"
+    shared = bare / common
     for directory in ("objects", "refs"):
-        (bare / directory).mkdir()
+        (shared / directory).mkdir(parents=True)
     (bare / "HEAD").write_text("ref: refs/heads/main\n")
-    (bare / "config").write_text('[core]\n\tpager = "touch pwned; cat"\n')
+    if common != ".":
+        (bare / "commondir").write_text(common + "\n")
+    (shared / "config").write_text('[core]\n\tpager = "touch pwned; cat"\n')
     assert _refused_grant(package, project) == [
         'permissions.fs.write: "out" would include the git repository of <project>/out/mirror '
-        "(its HEAD, objects and refs, whose configuration names commands git runs): move it out of the grant"
+        f"(its {signs}, whose configuration names commands git runs): move it out of the grant"
     ]
 
 
