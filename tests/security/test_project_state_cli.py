@@ -331,26 +331,42 @@ export default function hello(input, ctx) {
 """
 
 
-def test_a_write_grant_naming_a_git_directory_never_runs(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("entry", "code", "detail"),
+    [
+        ("out/.git", "INVALID_PACKAGE", '"out/.git" names a git directory (.git)'),
+        ("out", "PERMISSIONS_NOT_GRANTED", '"out" names a git directory (.git) through a link'),
+    ],
+    ids=["named", "linked"],
+)
+def test_a_write_grant_naming_a_git_directory_never_runs(
+    tmp_path: Path, entry: str, code: str, detail: str
+) -> None:
     """``fs.write: ["out/.git"]`` passed every check while the directory was missing (validate,
     publish, consent, the run): the runtime made it (``mkdir -p``), the tool filled it, and the
     user's next ``git status`` in ``out`` (or an editor finding repositories one level down)
-    ran its ``core.fsmonitor``. Only the next run found it. A write grant naming a ``.git``
-    anywhere (the name folded) is refused now, before anything is made; reading stays
-    allowed."""
+    ran its ``core.fsmonitor``. Only the next run found it. So did ``fs.write: ["out"]`` with
+    a checkout's link ``out -> x/.git``: the runtime made ``x/.git``. A write grant naming a
+    ``.git`` anywhere (the name folded), or led to one by a link, is refused now, before
+    anything is made; reading stays allowed."""
     package, project = _package_and_project(
-        tmp_path, {"fs": {"write": ["out/.git"]}}, FILL_GRANTED_GIT, "."
+        tmp_path,
+        {"fs": {"write": [entry]}},
+        FILL_GRANTED_GIT.replace("/out/.git", "/" + entry),
+        "x",
     )
+    if entry == "out":
+        (project / "out").symlink_to("x/.git")
     error = _error(_run_from_directory(package, project))
-    assert error["code"] == "INVALID_PACKAGE"
-    assert error["details"] == [
-        'permissions.fs.write: "out/.git" names a git directory (.git): a tool that may write '
-        "one makes a repository whose configuration names commands git runs"
-    ]
-    assert not (project / "out").exists()
+    assert error["code"] == code
+    (line,) = error["details"]
+    assert detail in line and line.endswith(
+        "makes a repository whose configuration names commands git runs"
+    )
+    assert list((project / "x").iterdir()) == [] and not (project / "out").is_dir()
     root = Path(os.path.realpath(project))
     assert "names a git directory" in (fs_entry_problem("out/.GIT./hooks", root) or "")
-    assert ProjectState(root).fs_problem("out/.git", write=False) is None
+    assert ProjectState(root).fs_problem(entry, write=False) is None
 
 
 @pytest.mark.parametrize(
