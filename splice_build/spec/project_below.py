@@ -13,13 +13,19 @@ submodule's working tree (``vendor/lib``) pointed its ``.git`` at a directory of
 whose ``core.fsmonitor`` the user's next ``git status`` in the project ran. Nor a bare
 repository (a directory holding ``HEAD``, ``objects`` and ``refs``, which a git started in it
 takes for its git directory, ``.git`` or not): a tool made one whose ``core.pager`` the
-user's next ``git branch`` there ran, and a walk looking for ``.git`` alone never found it.
+user's next ``git branch`` there ran, and a walk looking for ``.git`` alone never found it;
+nor one holding ``HEAD`` and ``commondir``, git's other sign of a git directory
+(``_git_directory_signs``).
 
 Every directory below the grant is listed, hidden ones and ``node_modules`` too (a project
 there is as readable). A link is not followed: with the file view it leads only to a
 granted path, whose own check this is, and without it Node follows any link below a grant
 anyway (docs/security.md#residual-limits). A directory that can be entered but not listed
-is refused: its names are unknown here, and a tool that knows ``a/.env`` opens it.
+is refused: its names are unknown here, and a tool that knows ``a/.env`` opens it. So is a
+directory nested so deep that its path is longer than one system call may name
+(``ENAMETOOLONG``): a tool granted ``out`` renamed a chain of 1,990 directories, a ``.git``
+at its bottom, into the bottom of another such chain (each path under the limit), and the
+walk, which names each directory by its path, passed over what lay below the limit.
 
 A walk that found nothing is remembered with each directory's device, inode and change time
 (``st_ctime_ns``: any entry made, removed or renamed there changes it, and no process sets
@@ -49,9 +55,13 @@ from pathlib import PurePath
 
 from splice_build.spec.project_state import PROJECT_FILE, REPOSITORY_DIR, Walked, WalkKey, Walks
 
-# What a walk looking for ``.git`` reports of a directory git takes for a bare repository.
-BARE_REPOSITORY = "HEAD, objects and refs"
-_BARE_NAMES = frozenset(("head", "objects", "refs"))
+# What a walk looking for ``.git`` reports of a directory git takes for its git directory
+# without any ``.git``, by the names (folded) that make it one: a bare repository's, or one
+# whose ``commondir`` file names where its objects, refs and configuration lie.
+_GIT_DIRECTORY_NAMES = (
+    ("HEAD, objects and refs", frozenset(("head", "objects", "refs"))),
+    ("HEAD and commondir", frozenset(("head", "commondir"))),
+)
 # Longer than any kernel clock tick (10 ms at HZ=100), with room for a clock stepped back.
 RECENT_NS = 2_000_000_000
 _REMEMBERED_MAX = 64
@@ -106,7 +116,9 @@ def _walk(top: str, repositories: bool) -> tuple[tuple[str, str] | OSError | Non
         current = pending.pop()
         try:
             info = os.stat(current, follow_symlinks=False)
-        except OSError:  # gone (its directory changed), or nothing granted yet: not remembered
+        except OSError as exc:  # gone (its directory changed), or nothing granted yet
+            if exc.errno == errno.ENAMETOOLONG:
+                return exc, None
             if current == top:
                 return None, None
             continue
@@ -121,11 +133,13 @@ def _walk(top: str, repositories: bool) -> tuple[tuple[str, str] | OSError | Non
             with os.scandir(current) as entries:
                 names = [(entry.name, _is_real_directory(entry)) for entry in entries]
         except OSError as exc:
-            if exc.errno == errno.EACCES and os.access(current, os.X_OK):
+            if exc.errno == errno.ENAMETOOLONG or (
+                exc.errno == errno.EACCES and os.access(current, os.X_OK)
+            ):
                 return exc, None
             continue  # not a directory, or not to be entered: the tool cannot either
-        if repositories and _looks_bare(names):
-            return (current, BARE_REPOSITORY), None
+        if repositories and (signs := _git_directory_signs(names)) is not None:
+            return (current, signs), None
         for name, is_directory in names:
             if _is_project_file(name):
                 return (current, PROJECT_FILE), None
@@ -136,12 +150,18 @@ def _walk(top: str, repositories: bool) -> tuple[tuple[str, str] | OSError | Non
     return None, None if listed is None else tuple(listed)
 
 
-def _looks_bare(names: list[tuple[str, bool]]) -> bool:
-    """Whether a directory of these names is a git directory to a git started in it: a
-    bare repository needs no ``.git`` (``HEAD``, ``objects`` and ``refs``; the names
-    folded, as everywhere here), and its ``config`` names a pager the user's next ``git
-    branch`` there runs."""
-    return {_folded(name) for name, _ in names}.issuperset(_BARE_NAMES)
+def _git_directory_signs(names: list[tuple[str, bool]]) -> str | None:
+    """The names that make a directory of these names a git directory to a git started in
+    it (a repository needs no ``.git``), or None: a bare repository's ``HEAD``, ``objects``
+    and ``refs``, whose ``config`` names a pager the user's next ``git branch`` there runs;
+    or ``HEAD`` and ``commondir`` (a linked worktree's git directory), git then looking for
+    the objects, refs and configuration in the directory ``commondir`` names: a tool
+    granted ``out`` wrote ``out/wt/HEAD``, ``out/wt/commondir`` naming ``../c`` and
+    ``out/c/{objects,refs,config}``, no directory holding all three, and git 2.39's ``git
+    branch`` in ``out/wt`` ran ``out/c/config``'s pager. The names folded, as everywhere
+    here."""
+    folded = {_folded(name) for name, _ in names}
+    return next((signs for signs, wanted in _GIT_DIRECTORY_NAMES if folded >= wanted), None)
 
 
 def _unchanged(path: str, device: int, inode: int, changed: int) -> bool:

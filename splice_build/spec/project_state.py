@@ -504,10 +504,24 @@ class ProjectState:
         if included:
             return f'"{entry}" would include {_describe(included)}'
         if not self._real:
-            return None
-        return self._other_project_problem(entry, granted[-1], write) or self._linked_problem(
-            entry, granted[-1]
+            return _git_name_problem(entry) if write else None
+        return (
+            self._other_project_problem(entry, granted[-1], write)
+            or (self._git_real_name_problem(entry, granted[-1]) if write else None)
+            or self._linked_problem(entry, granted[-1])
         )
+
+    def _git_real_name_problem(self, entry: str, real: PurePath) -> str | None:
+        """``_git_name_problem`` of ``entry``, or of its real path ``real`` where a link of the
+        checkout leads it (the names past those it shares with the project's real path): the
+        runtime makes the real path, so ``out -> x/.git`` made ``x/.git`` for the tool."""
+        found = _git_name_problem(entry)
+        if found is not None:
+            return found
+        shared = os.path.commonpath([real, self._memo.real(self.root)])
+        if REPOSITORY_DIR not in _fold(PurePosixPath(*real.parts[len(PurePath(shared).parts) :])):
+            return None
+        return _git_name_problem(entry, real)
 
     def _linked_problem(self, entry: str, real: PurePath) -> str | None:
         """Why ``entry`` holds another name of a file of the project's or SPLICE_HOME's
@@ -582,6 +596,12 @@ class ProjectState:
         if below is None:
             return self._submodule_problem(entry, real) if write else None
         if isinstance(below, OSError):
+            if below.errno == errno.ENAMETOOLONG:
+                return (
+                    f'"{entry}" holds a directory nested too deep to list (a path of '
+                    f"{len(str(below.filename))} characters below {real}): another project's "
+                    f"state or a git repository may lie in it{MOVE_OUT}"
+                )
             return (
                 f'"{entry}" holds a directory that cannot be listed but can be entered '
                 f"({below.filename}): another project's state may lie in it"
@@ -668,6 +688,21 @@ def _pattern_reach(entry: str, root: PurePath, home: PurePath | None) -> str | N
         or stem.startswith(_fold_text(str(item.path)) + os.sep)
     ]
     return _describe(reached) if reached else None
+
+
+def _git_name_problem(entry: str, real: PurePath | None = None) -> str | None:
+    """Why the write grant ``entry`` names a ``.git`` on its way (the name folded), or None:
+    the runtime makes a missing grant (``mkdir -p``), so ``fs.write: ["out/.git"]`` passed
+    every check, and the tool filled it with a configuration whose ``core.fsmonitor`` the
+    user's next ``git status`` in ``out`` ran; a walk finds it only at the next check.
+    ``real``: the real path a link leads ``entry`` to, whose names hold the ``.git``."""
+    if real is None and REPOSITORY_DIR not in _fold(PurePosixPath(os.path.normpath(entry))):
+        return None
+    through = "" if real is None else f" through a link ({real})"
+    return (
+        f'"{entry}" names a git directory ({REPOSITORY_DIR}){through}: a tool that may write one '
+        "makes a repository whose configuration names commands git runs"
+    )
 
 
 def _fold_text(text: str) -> str:

@@ -225,6 +225,36 @@ def test_a_grant_holding_a_directory_entered_but_never_listed_is_refused(tmp_pat
 
 
 @pytest.mark.node
+def test_a_repository_nested_past_the_path_limit_is_no_hiding_place(tmp_path: Path) -> None:
+    """A tool granted ``out`` can nest a directory deeper than one system call may name (it
+    renames a chain of directories, a ``.git`` at its bottom, into the bottom of another, each
+    path under the limit). The walk names each directory by its path and passed over what lay
+    below the limit: the grant was accepted, holding a repository. It is refused now, at the
+    check (a run: PERMISSIONS_NOT_GRANTED, before any process)."""
+    from splice_build.runtime import SpliceRuntime
+    from testing.deep_tree import nested, unnested
+
+    root = new_project(Path(os.path.realpath(tmp_path)) / "repo")
+    out = root / "out"
+    out.mkdir()
+    level = "a" * 255  # the longest name: 17 levels pass the 4,096 bytes of a path
+    nested(out, 17, bottom=".git", name=level)
+    package = write_package(
+        tmp_path / "pkg", "export default () => 1;", permissions={"fs": {"write": ["out"]}}
+    )
+    try:
+        problem = fs_entry_problem("out", root)
+        with SpliceRuntime(project_root=root, env={}) as runtime:
+            result = runtime.execute(runtime.load(package), "t", {})
+    finally:
+        unnested(out, level)
+    assert problem is not None and problem.startswith(
+        '"out" holds a directory nested too deep to list (a path of '
+    )
+    assert result.error is not None and result.error.code is ErrorCode.PERMISSIONS_NOT_GRANTED
+
+
+@pytest.mark.node
 def test_a_root_tool_whose_grant_holds_a_member_reads_nothing(tmp_path: Path) -> None:
     """Consent refuses it (INVALID_MANIFEST); consented before ``packages/a`` was a project,
     the installed run and a run of the package's directory refuse it

@@ -318,21 +318,84 @@ def test_a_write_grant_holding_another_git_repository_never_runs(tmp_path: Path)
     assert "would include the git repository of" in (fs_entry_problem("vendor", root) or "")
 
 
-def test_a_write_grant_holding_a_bare_repository_never_runs(tmp_path: Path) -> None:
+# A tool granted a directory named .git fills it: its parent becomes a repository.
+FILL_GRANTED_GIT = """import fs from 'node:fs';
+export default function hello(input, ctx) {
+  const git = ctx.paths.project + '/out/.git';
+  fs.mkdirSync(git + '/objects');
+  fs.mkdirSync(git + '/refs');
+  fs.writeFileSync(git + '/HEAD', 'ref: refs/heads/main\\n');
+  fs.writeFileSync(git + '/config', '[core]\\n\\tfsmonitor = "touch pwned"\\n');
+  return { message: 'ran' };
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("entry", "code", "detail"),
+    [
+        ("out/.git", "INVALID_PACKAGE", '"out/.git" names a git directory (.git)'),
+        ("out", "PERMISSIONS_NOT_GRANTED", '"out" names a git directory (.git) through a link'),
+    ],
+    ids=["named", "linked"],
+)
+def test_a_write_grant_naming_a_git_directory_never_runs(
+    tmp_path: Path, entry: str, code: str, detail: str
+) -> None:
+    """``fs.write: ["out/.git"]`` passed every check while the directory was missing (validate,
+    publish, consent, the run): the runtime made it (``mkdir -p``), the tool filled it, and the
+    user's next ``git status`` in ``out`` (or an editor finding repositories one level down)
+    ran its ``core.fsmonitor``. Only the next run found it. So did ``fs.write: ["out"]`` with
+    a checkout's link ``out -> x/.git``: the runtime made ``x/.git``. A write grant naming a
+    ``.git`` anywhere (the name folded), or led to one by a link, is refused now, before
+    anything is made; reading stays allowed."""
+    package, project = _package_and_project(
+        tmp_path,
+        {"fs": {"write": [entry]}},
+        FILL_GRANTED_GIT.replace("/out/.git", "/" + entry),
+        "x",
+    )
+    if entry == "out":
+        (project / "out").symlink_to("x/.git")
+    error = _error(_run_from_directory(package, project))
+    assert error["code"] == code
+    (line,) = error["details"]
+    assert detail in line and line.endswith(
+        "makes a repository whose configuration names commands git runs"
+    )
+    assert list((project / "x").iterdir()) == [] and not (project / "out").is_dir()
+    root = Path(os.path.realpath(project))
+    assert "names a git directory" in (fs_entry_problem("out/.GIT./hooks", root) or "")
+    assert ProjectState(root).fs_problem(entry, write=False) is None
+
+
+@pytest.mark.parametrize(
+    ("common", "signs"),
+    [(".", "HEAD, objects and refs"), ("../common", "HEAD and commondir")],
+    ids=["bare", "commondir"],
+)
+def test_a_write_grant_holding_a_bare_repository_never_runs(
+    tmp_path: Path, common: str, signs: str
+) -> None:
     """A directory holding ``HEAD``, ``objects`` and ``refs`` is a git directory to a git
     started in it, ``.git`` or not: a tool granted ``out`` made one whose ``core.pager`` the
     user's next ``git branch`` in ``out`` ran (git 2.39 on a terminal), and no check found
-    it, since it looked for ``.git`` alone."""
+    it, since it looked for ``.git`` alone. So is one holding ``HEAD`` and a ``commondir``
+    naming where the others and the ``config`` lie (``../common``): no directory held all
+    three, and the walk passed it."""
     granted = {"fs": {"write": ["out"]}}
     package, project = _package_and_project(tmp_path, granted, SET_FSMONITOR, "out/mirror")
     bare = project / "out" / "mirror"
+    shared = bare / common
     for directory in ("objects", "refs"):
-        (bare / directory).mkdir()
+        (shared / directory).mkdir(parents=True)
     (bare / "HEAD").write_text("ref: refs/heads/main\n")
-    (bare / "config").write_text('[core]\n\tpager = "touch pwned; cat"\n')
+    if common != ".":
+        (bare / "commondir").write_text(common + "\n")
+    (shared / "config").write_text('[core]\n\tpager = "touch pwned; cat"\n')
     assert _refused_grant(package, project) == [
         'permissions.fs.write: "out" would include the git repository of <project>/out/mirror '
-        "(its HEAD, objects and refs, whose configuration names commands git runs): move it out of the grant"
+        f"(its {signs}, whose configuration names commands git runs): move it out of the grant"
     ]
 
 

@@ -68,10 +68,13 @@ def _fold(text: str) -> str:
     )
 
 
-def covers_state(entry: str, root: str, home: str | None) -> bool:
-    """The oracle: does the joined, normalized path reach project state (as text)?"""
+def covers_state(entry: str, root: str, home: str | None, write: bool = False) -> bool:
+    """The oracle: does the joined, normalized path reach project state (as text)? A write
+    grant may not name a ``.git`` anywhere on its way either."""
     granted = _fold(re.sub("^/+", "/", os.path.normpath(os.path.join(root, entry))))
     folded_root = _fold(root)
+    if write and ".git" in _fold(os.path.normpath(entry)).split("/"):
+        return True
 
     def related(a: str, b: str) -> bool:  # one is the other or contains it
         return os.path.commonpath([a, b]) in (a, b)
@@ -124,7 +127,7 @@ def test_validation_refuses_exactly_what_covers_state(entry: str, field: str) ->
     expected = (
         not is_safe_relative_path(entry)
         or any(c in entry for c in GLOBS)
-        or covers_state(entry, root, None)
+        or covers_state(entry, root, None, field == "write")
     )
     assert (details is not None) is expected, (entry, details)
     if details is not None and is_safe_relative_path(entry):
@@ -144,7 +147,7 @@ def test_with_a_real_project_the_rule_is_the_effective_path(
     root = Path(os.path.realpath(root))
     home = root / "home" / "splice" if home_inside else root.parent / "outside-home"
     problem = fs_entry_problem(entry, root, home)
-    expected = any(c in entry for c in GLOBS) or covers_state(entry, str(root), str(home))
+    expected = any(c in entry for c in GLOBS) or covers_state(entry, str(root), str(home), True)
     assert (problem is not None) is expected, (entry, problem)
 
 
