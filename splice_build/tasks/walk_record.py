@@ -24,7 +24,8 @@ from splice_build.spec.limits import MAX_PROJECT_STATE_BYTES
 from splice_build.spec.project_state import Walked, WalkKey
 
 RECORD_FILE = "walks.json"
-_VERSION = 3  # 2: each walk says whether it looked for .git; 3: and for a bare repository
+_VERSION = 4  # 2: each walk says whether it looked for .git; 3: and for a bare repository;
+# 4: and for HEAD with commondir, and refused a path too long to name (a 3 walk skipped it)
 
 
 def read_walks(root: Path) -> dict[WalkKey, Walked]:

@@ -113,20 +113,21 @@ def test_a_record_of_another_shape_is_not_read(tmp_path: Path) -> None:
     state.mkdir()
     entry = [str(tmp_path), 1, 2, 3]
     for body in (
-        {"version": 3, "walks": [[str(tmp_path), False, [entry[:3]]]]},
-        {"version": 3, "walks": [[str(tmp_path), False, [[*entry[:3], "3"]]]]},
-        {"version": 3, "walks": [[str(tmp_path), False, []]]},
-        {"version": 3, "walks": [[str(tmp_path), 0, [entry]]]},  # looked for .git, or not?
-        {"version": 3, "walks": [[str(tmp_path), [entry]]]},
+        {"version": 4, "walks": [[str(tmp_path), False, [entry[:3]]]]},
+        {"version": 4, "walks": [[str(tmp_path), False, [[*entry[:3], "3"]]]]},
+        {"version": 4, "walks": [[str(tmp_path), False, []]]},
+        {"version": 4, "walks": [[str(tmp_path), 0, [entry]]]},  # looked for .git, or not?
+        {"version": 4, "walks": [[str(tmp_path), [entry]]]},
         {"version": 2, "walks": [[str(tmp_path), True, [entry]]]},  # saw no bare repository
+        {"version": 3, "walks": [[str(tmp_path), True, [entry]]]},  # nor HEAD with commondir
         {"version": 1, "walks": {str(tmp_path): [entry]}},  # the walks of version 1 never said
-        {"version": 3, "walks": [["t", True, [entry]]]},  # a walk lists its own top first
+        {"version": 4, "walks": [["t", True, [entry]]]},  # a walk lists its own top first
         [],
     ):
         (state / RECORD_FILE).write_text(json.dumps(body))
         assert read_walks(tmp_path) == {}
     top = str(tmp_path)
-    (state / RECORD_FILE).write_text(json.dumps({"version": 3, "walks": [[top, True, [entry]]]}))
+    (state / RECORD_FILE).write_text(json.dumps({"version": 4, "walks": [[top, True, [entry]]]}))
     (state / RECORD_FILE).chmod(0o600)
     assert read_walks(tmp_path) == {(top, True): (tuple(entry),)}
     (state / RECORD_FILE).chmod(0o620)  # a record another user may write is not trusted
@@ -140,7 +141,7 @@ def test_a_record_another_user_made_is_not_read(tmp_path: Path) -> None:
     (tmp_path / ".splice").mkdir()
     record = tmp_path / ".splice" / RECORD_FILE
     record.write_text(
-        json.dumps({"version": 3, "walks": [[str(tmp_path), False, [[str(tmp_path), 1, 2, 3]]]]})
+        json.dumps({"version": 4, "walks": [[str(tmp_path), False, [[str(tmp_path), 1, 2, 3]]]]})
     )
     record.chmod(0o600)
     os.chown(record, 65534, 65534)
