@@ -217,7 +217,8 @@ def test_a_package_named_without_its_namespace_or_at_sign_gets_the_whole_name_as
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`splice add files` (the word searched for) and `splice add splice/files` were
-    INVALID_NAME "Expected @namespace/name, e.g. @splice/example." with no hint."""
+    INVALID_NAME "Expected @namespace/name, e.g. @splice/example." with no hint; so were
+    `@files` and `@Splice/Files` ("may only contain lowercase letters", not which name)."""
     from splice_build.cli.main import main
 
     monkeypatch.chdir(tmp_path)
@@ -229,6 +230,10 @@ def test_a_package_named_without_its_namespace_or_at_sign_gets_the_whole_name_as
         (["outdated", "splice/files"], "Did you mean @splice/files?"),
         (["update", "files"], "Names are @namespace/name: `splice search files` finds it."),
         (["add", "Files"], None),
+        (["add", "@files"], "Names are @namespace/name: `splice search files` finds it."),
+        (["add", "@Splice/Files@^0.1.0"], "Did you mean @splice/files?"),
+        (["verify", "Splice/Files"], "Did you mean @splice/files?"),
+        (["add", "@splice/fi_les"], None),
     ):
         capsys.readouterr()
         assert main(["--json", *argv]) == 2, argv
