@@ -139,6 +139,18 @@ def test_a_mistyped_command_or_option_names_the_closest_one() -> None:
             "splice add",
         ),
         (["list", "extra"], "unrecognized arguments: extra", "splice list"),
+        # a mistyped option, not the operand it hid or the value read as one
+        (
+            ["add", "--acept-permissions"],
+            "unrecognized arguments: --acept-permissions (did you mean '--accept-permissions'?)",
+            "splice add",
+        ),
+        (
+            ["registry", "--prot", "8000", "serve"],
+            "unrecognized arguments: --prot (did you mean '--port'?)",
+            "splice registry",
+        ),
+        (["keys", "--key", "k", "--nope"], "unrecognized arguments: --nope", "splice keys"),
         # operands a verb may leave out are not listed as missing with it
         (["keys"], "the following arguments are required: action", "splice keys"),
         (["registry"], "the following arguments are required: action", "splice registry"),
