@@ -57,7 +57,8 @@ def test_a_mistyped_installed_package_or_tool_is_named(
 ) -> None:
     """``remove``, ``outdated``, ``update`` and ``run`` of a name the project does not have
     (NOT_INSTALLED) hint at the closest one it has, as a mistyped command is answered; before,
-    remove had no hint and outdated/update repeated the name as their one detail."""
+    remove had no hint and outdated/update repeated the name as their one detail. The short
+    name of one it has (INVALID_NAME) was hinted `splice search example`."""
     from splice_build.cli.main import main
 
     monkeypatch.setenv("SPLICE_HOME", str(tmp_path / "home"))
@@ -79,6 +80,16 @@ def test_a_mistyped_installed_package_or_tool_is_named(
         assert error["code"] == "NOT_INSTALLED", argv
         assert error["hint"].startswith(hint), (argv, error)
         assert "details" not in error, (argv, error)
+    # the short name of one of its packages (`run` takes it) is that package, not a search
+    for command in ("remove", "outdated", "update"):
+        capsys.readouterr()
+        assert main(["--json", command, "example"]) == 2, command
+        error = json.loads(capsys.readouterr().out)["error"]
+        assert error == {
+            "code": "INVALID_NAME",
+            "message": 'Invalid package name "example". Expected @namespace/name, e.g. @splice/example.',
+            "hint": "Did you mean @splice/example?",
+        }, command
 
 
 def test_run_dir_names_the_directory_it_could_not_load(
