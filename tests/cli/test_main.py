@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -123,6 +124,23 @@ def test_json_after_the_end_of_options_is_an_operand(tmp_path: Path) -> None:
         result = run_splice(*argv, cwd=tmp_path)
         assert result.code in (1, 2) and result.stdout == "", argv
         assert result.stderr.startswith("error: "), argv
+
+
+def test_every_option_says_what_it_takes_in_the_help() -> None:
+    """Each option of each command has a help text, and one taking a value a name for it
+    of its own: `splice registry --help` showed `--publish-limit PUBLISH_LIMIT` (argparse's
+    name of the attribute) without its default, and create-token's `--label LABEL`,
+    `--namespace NS` and `--expires N[d]` with no word of what they do."""
+    parser = build_parser(load_commands())
+    (sub,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    unsaid = [
+        f"{name} {action.option_strings[0]}"
+        for name, command in sub.choices.items()
+        for action in command._actions
+        if action.option_strings
+        and (not action.help or (action.nargs != 0 and "_" in (action.metavar or action.dest)))
+    ]
+    assert unsaid == []
 
 
 def test_a_mistyped_command_or_option_names_the_closest_one() -> None:

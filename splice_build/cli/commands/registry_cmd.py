@@ -163,19 +163,23 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
         "--publish-limit",
         type=arg_types.numeric("--publish-limit", 0, MAX_LIMIT),
         default=10,
-        help="publishes per user per minute (0 = off)",
+        metavar="N",
+        help="publishes per user per minute (default: 10; 0 = off)",
     )
     serve.add_argument(
         "--request-limit",
         type=arg_types.numeric("--request-limit", 0, MAX_LIMIT),
         default=60,
-        help="authenticated requests per client per minute (0 = off)",
+        metavar="N",
+        help="authenticated requests per client per minute (default: 60; 0 = off)",
     )
     serve.add_argument(
         "--read-limit",
         type=arg_types.numeric("--read-limit", 0, MAX_LIMIT),
         default=30,
-        help="costly reads (0.1 s of CPU making an answer, GET or MCP) per client per minute (0 = off)",
+        metavar="N",
+        help="costly reads (0.1 s of CPU making an answer, GET or MCP) per client per minute "
+        "(default: 30; 0 = off)",
     )
     serve.add_argument(
         "--head-deadline",
@@ -207,9 +211,17 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
         help="a reverse proxy whose X-Forwarded-For names the client (repeatable; default: none)",
     )
     token = parser.add_argument_group("admin create-token options")
-    token.add_argument("--label")
-    token.add_argument("--namespace", action="append", default=None, metavar="NS")
-    token.add_argument("--expires", type=arg_types.days, metavar="N[d]")
+    token.add_argument("--label", help="a name to recognise it by (default: default)")
+    token.add_argument(
+        "--namespace",
+        action="append",
+        default=None,
+        metavar="NS",
+        help="limit to a namespace (repeatable)",
+    )
+    token.add_argument(
+        "--expires", type=arg_types.days, metavar="N[d]", help="expire after N days (1..365)"
+    )
     token.add_argument(
         "--publish-only", action="store_true", help="cannot manage tokens or maintainers"
     )
