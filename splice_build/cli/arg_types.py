@@ -109,18 +109,23 @@ def _tool_ref_hint(text: str) -> str | None:
     return None
 
 
-def namespace(text: str) -> str:
-    """A namespace, written ``acme`` or ``@acme``."""
+def namespace(text: str, what: str = "namespace") -> str:
+    """A namespace, written ``acme`` or ``@acme``; ``what``: the name it is."""
     from splice_build.errors import ErrorCode, SpecError
     from splice_build.spec.names import is_valid_name
 
     if not is_valid_name(text.removeprefix("@")):
         raise SpecError(
             ErrorCode.INVALID_NAME,
-            f'Invalid namespace "{text}". '
-            "A namespace may only contain lowercase letters, digits and dashes.",
+            f'Invalid {what} "{text}". '
+            f"A {what} may only contain lowercase letters, digits and dashes.",
         )
     return text
+
+
+def user_name(text: str) -> str:
+    """A registry's user name: the namespace rule (registry/service/fields.py)."""
+    return namespace(text, "user name")
 
 
 def path(value: str) -> str:

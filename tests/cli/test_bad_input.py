@@ -263,6 +263,31 @@ def test_registry_admin_data_that_is_a_file_or_missing(tmp_path: Path) -> None:
     assert a_file.read_text() == "not a store"
 
 
+def test_a_malformed_user_or_namespace_is_named_before_the_store_is_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`registry admin create-user 'Bad Name'` was the store's BAD_REQUEST (exit 1) "name must
+    be a valid namespace name", naming neither the word nor the rule; `splice namespace` of a
+    malformed namespace was INVALID_NAME (exit 2) already."""
+    from splice_build.cli.main import main
+
+    monkeypatch.setenv("SPLICE_HOME", str(tmp_path / "home"))
+    (tmp_path / "data").mkdir()
+    rule = "may only contain lowercase letters, digits and dashes."
+    for argv, message in (
+        (["create-user", "Bad Name"], f'Invalid user name "Bad Name". A user name {rule}'),
+        (["set-owner", "Acme", "bob"], f'Invalid namespace "Acme". A namespace {rule}'),
+        (["set-owner", "acme", "bob!"], f'Invalid user name "bob!". A user name {rule}'),
+    ):
+        capsys.readouterr()
+        assert main(["--json", "registry", "admin", *argv, "--data", str(tmp_path / "data")]) == 2
+        error = json.loads(capsys.readouterr().out)["error"]
+        assert (error["code"], error["message"]) == ("INVALID_NAME", message), argv
+    capsys.readouterr()
+    assert main(["--json", "namespace", "add-maintainer", "acme", "Bob"]) == 2
+    assert json.loads(capsys.readouterr().out)["error"]["code"] == "INVALID_NAME"
+
+
 def test_init_on_a_file_is_a_usage_error(tmp_path: Path) -> None:
     a_file = tmp_path / "a-file"
     a_file.write_text("x")

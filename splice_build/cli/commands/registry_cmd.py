@@ -265,6 +265,7 @@ def _check_admin(args: argparse.Namespace) -> None:
         raise UsageError(f"registry admin {args.verb}: wrong number of arguments")
     if args.verb == "set-owner" and (len(args.operands) == 2) == args.release:
         raise UsageError("set-owner takes a namespace and a user, or a namespace and --release")
+    _check_names(args.verb, args.operands)
     if args.verb == "migrate" and args.to is None:
         raise UsageError("registry admin migrate needs --to postgresql://…")
     if args.verb == "create-token" and args.out is None and not args.show:
@@ -273,6 +274,18 @@ def _check_admin(args: argparse.Namespace) -> None:
             hint="--out FILE writes the token to a new file only you can read (mode 0600); "
             "--show prints it on stdout, where terminals, logs and CI output keep it",
         )
+
+
+def _check_names(verb: str, operands: list[str]) -> None:
+    """``INVALID_NAME`` (exit 2) for a malformed user or namespace given to create-user or
+    set-owner, as ``splice namespace`` refuses one; the store's BAD_REQUEST (exit 1) "name
+    must be a valid namespace name" named neither the word nor the rule."""
+    if verb == "create-user":
+        arg_types.user_name(operands[0])
+    elif verb == "set-owner":
+        arg_types.namespace(operands[0])
+        for user in operands[1:]:
+            arg_types.user_name(user)
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
