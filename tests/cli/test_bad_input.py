@@ -267,8 +267,9 @@ def test_a_malformed_user_or_namespace_is_named_before_the_store_is_asked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`registry admin create-user 'Bad Name'` was the store's BAD_REQUEST (exit 1) "name must
-    be a valid namespace name", naming neither the word nor the rule; `splice namespace` of a
-    malformed namespace was INVALID_NAME (exit 2) already."""
+    be a valid namespace name", naming neither the word nor the rule, and `token create
+    --namespace 'Acme!'` the registry's (REGISTRY_ERROR); `splice namespace` of a malformed
+    namespace was INVALID_NAME (exit 2) already."""
     from splice_build.cli.main import main
 
     monkeypatch.setenv("SPLICE_HOME", str(tmp_path / "home"))
@@ -283,9 +284,14 @@ def test_a_malformed_user_or_namespace_is_named_before_the_store_is_asked(
         assert main(["--json", "registry", "admin", *argv, "--data", str(tmp_path / "data")]) == 2
         error = json.loads(capsys.readouterr().out)["error"]
         assert (error["code"], error["message"]) == ("INVALID_NAME", message), argv
-    capsys.readouterr()
-    assert main(["--json", "namespace", "add-maintainer", "acme", "Bob"]) == 2
-    assert json.loads(capsys.readouterr().out)["error"]["code"] == "INVALID_NAME"
+    for argv in (
+        ["namespace", "add-maintainer", "acme", "Bob"],
+        ["token", "create", "--namespace", "Acme!"],  # was the registry's BAD_REQUEST
+        ["registry", "admin", "create-token", "bob", "--show", "--namespace", "Acme!"],
+    ):
+        capsys.readouterr()
+        assert main(["--json", *argv, "--registry", "http://127.0.0.1:9"]) == 2, argv
+        assert json.loads(capsys.readouterr().out)["error"]["code"] == "INVALID_NAME", argv
 
 
 def test_init_on_a_file_is_a_usage_error(tmp_path: Path) -> None:

@@ -216,6 +216,7 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
         "--namespace",
         action="append",
         default=None,
+        type=arg_types.namespace,
         metavar="NS",
         help="limit to a namespace (repeatable)",
     )

@@ -30,6 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--namespace",
         action="append",
         default=None,
+        type=arg_types.namespace,
         metavar="NS",
         help="create: limit to a namespace (repeatable)",
     )
