@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from splice_build.cli import arg_types
 from splice_build.cli.context import CommandContext
-from splice_build.errors import ErrorCode, ProjectError, UsageError
+from splice_build.errors import ErrorCode, ProjectError, UsageError, storage_error
 
 if TYPE_CHECKING:
     from splice_build.registry.http.server import ServeDeadlines
@@ -476,7 +476,14 @@ def _write_token(deps: Any, result: dict[str, Any], path: Path) -> dict[str, Any
         written = atomic_write_bytes(path, f"{token}\n".encode(), mode=0o600, exclusive=True)
     except OSError as exc:
         admin.revoke_token(deps, result["id"])
-        raise UsageError(f"--out {path}: {exc.strerror or exc}; the token was revoked") from exc
+        # a full disk or a refused write is DISK_FULL or NOT_WRITABLE (exit 1), as every
+        # write's: it was USAGE, exit 2, hinted to read --help
+        coded = storage_error(exc)
+        said = coded.message if coded else exc.strerror or str(exc)
+        message = f"--out {path}: {said}; the token was revoked"
+        if coded is None:
+            raise UsageError(message) from exc
+        raise ProjectError(coded.code, message, hint=coded.hint) from exc
     if not written:
         admin.revoke_token(deps, result["id"])
         raise UsageError(f"--out {path} already exists; the token was revoked")
