@@ -294,6 +294,31 @@ def test_a_malformed_user_or_namespace_is_named_before_the_store_is_asked(
         assert json.loads(capsys.readouterr().out)["error"]["code"] == "INVALID_NAME", argv
 
 
+def test_a_root_that_is_no_directory_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--root` of `sync` and `workspace` naming nothing was "No project (splice.json) in the
+    workspace at …" (`sync` exit 1, `workspace list` exit 0: a typo read as an empty
+    workspace), and naming a file a raw "[Errno 20] Not a directory"."""
+    from splice_build.cli.main import main
+
+    monkeypatch.setenv("SPLICE_HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a-file").write_text("x")
+    missing = f"--root {tmp_path / 'typo'} does not exist"
+    a_file = f"--root {tmp_path / 'a-file'} is not a directory"
+    for argv, message in (
+        (["sync", "--root", "typo"], missing),
+        (["sync", "--check", "--root", "a-file"], a_file),
+        (["workspace", "list", "--root", "typo"], missing),
+        (["workspace", "add", ".", "--root", "a-file"], a_file),
+    ):
+        capsys.readouterr()
+        assert main(["--json", *argv]) == 2, argv
+        error = json.loads(capsys.readouterr().out)["error"]
+        assert (error["code"], error["message"]) == ("USAGE", message), argv
+
+
 def test_init_on_a_file_is_a_usage_error(tmp_path: Path) -> None:
     a_file = tmp_path / "a-file"
     a_file.write_text("x")
