@@ -292,6 +292,10 @@ def test_a_malformed_user_or_namespace_is_named_before_the_store_is_asked(
         capsys.readouterr()
         assert main(["--json", *argv, "--registry", "http://127.0.0.1:9"]) == 2, argv
         assert json.loads(capsys.readouterr().out)["error"]["code"] == "INVALID_NAME", argv
+    capsys.readouterr()  # keys said "Invalid namespace '@Acme'", without the rule
+    assert main(["--json", "keys", "list", "@Acme"]) == 2
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert error["message"] == f'Invalid namespace "@Acme". A namespace {rule}'
 
 
 def test_a_root_that_is_no_directory_is_a_usage_error(
