@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from splice_build.cli import arg_types
+from splice_build.cli.commands.token import add_token_options
 from splice_build.cli.context import CommandContext
 from splice_build.errors import ErrorCode, ProjectError, UsageError, storage_error
 
@@ -211,18 +212,7 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
         help="a reverse proxy whose X-Forwarded-For names the client (repeatable; default: none)",
     )
     token = parser.add_argument_group("admin create-token options")
-    token.add_argument("--label", help="a name to recognise it by (default: default)")
-    token.add_argument(
-        "--namespace",
-        action="append",
-        default=None,
-        type=arg_types.namespace,
-        metavar="NS",
-        help="limit to a namespace (repeatable)",
-    )
-    token.add_argument(
-        "--expires", type=arg_types.days, metavar="N[d]", help="expire after N days (1..365)"
-    )
+    add_token_options(token)
     token.add_argument(
         "--publish-only", action="store_true", help="cannot manage tokens or maintainers"
     )
