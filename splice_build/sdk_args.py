@@ -87,24 +87,34 @@ def named(parse: Callable[[str], _Parsed], text: str) -> _Parsed:
     """``parse(text)`` (``PackageId.parse``, ``PackageRef.parse``); an ``INVALID_NAME`` for
     ``files`` or ``splice/files`` (the name as ``splice search`` lists it, less its ``@`` or
     namespace) gets the hint of the whole name: the message's example alone left a user
-    guessing the namespace. The CLI's parser (cli/arg_types.py) and the SDK's calls alike."""
+    guessing the namespace. So does ``@Splice/Files``, whose hint is the name in lower case
+    (names are lower case only; the message said which letters, not which name). The CLI's
+    parser (cli/arg_types.py) and the SDK's calls alike."""
     from splice_build.errors import SpecError
-    from splice_build.spec.names import is_valid_name
 
     try:
         return parse(text)
     except SpecError as exc:
         hint = None
         if exc.code is ErrorCode.INVALID_NAME and not exc.hint and isinstance(text, str):
-            name = text.partition("@")[0]  # what follows is the range, not echoed
-            parts = name.split("/")
-            if all(is_valid_name(part) for part in parts) and len(parts) == 2:
-                hint = f"Did you mean @{name}?"
-            elif len(parts) == 1 and is_valid_name(name):
-                hint = f"Names are @namespace/name: `splice search {name}` finds it."
+            hint = _whole_name_hint(text)
         if hint is None:
             raise
         raise SpecError(exc.code, exc.message, details=exc.details, hint=hint) from None
+
+
+def _whole_name_hint(text: str) -> str | None:
+    """The hint of ``named`` for ``text``, a name that is not a package id; None when it is
+    no near miss of one."""
+    from splice_build.spec.names import is_valid_name
+
+    name = text.removeprefix("@").partition("@")[0]  # what follows is the range, not echoed
+    parts = name.lower().split("/")
+    if len(parts) == 2 and all(is_valid_name(part) for part in parts):
+        return f"Did you mean @{'/'.join(parts)}?"
+    if len(parts) == 1 and is_valid_name(name):  # ``files`` or ``@files``
+        return f"Names are @namespace/name: `splice search {name}` finds it."
+    return None
 
 
 def env_arg(value: object) -> dict[str, str]:

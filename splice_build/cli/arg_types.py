@@ -36,6 +36,43 @@ def package_id(text: str) -> str:
     return text
 
 
+def project_package_id(text: str) -> str:
+    """``@ns/name`` of a package the project has (``remove``, ``outdated``, ``update``): a
+    bare ``files`` that is the name of exactly one package of the project's ``splice.json``
+    gets that package as hint (``Did you mean @splice/files?``), not the search for it that
+    any other bare name gets (``splice run files.read`` takes the short name, and ``splice
+    remove files`` sent to ``splice search files``)."""
+    from splice_build.errors import ErrorCode, SpecError
+
+    try:
+        return package_id(text)
+    except SpecError as exc:
+        whole = _project_package_named(text) if exc.code is ErrorCode.INVALID_NAME else None
+        if whole is None:
+            raise
+        hint = f"Did you mean {whole}?"
+        raise SpecError(exc.code, exc.message, details=exc.details, hint=hint) from None
+
+
+def _project_package_named(name: str) -> str | None:
+    """The one package of the project found from the working directory whose name part is
+    ``name``; None when there is no such project, none or several."""
+    from pathlib import Path
+
+    from splice_build.errors import SpliceError
+    from splice_build.project.project_file import find_project_root, load_project_file
+    from splice_build.spec.names import is_valid_name
+
+    if not is_valid_name(name):
+        return None
+    try:
+        packages = load_project_file(find_project_root(Path.cwd())).packages
+    except (SpliceError, OSError):  # no project here, or none this hint may read
+        return None
+    found = [package for package in packages if package.rsplit("/", 1)[-1] == name]
+    return found[0] if len(found) == 1 else None
+
+
 def tool_ref(text: str) -> str:
     """``<package>.<tool>`` (``example.hello`` or ``@splice/example.hello``). A word with no
     dot that names a tool the way MCP or a manifest does (``splice_example_hello``,
@@ -72,18 +109,23 @@ def _tool_ref_hint(text: str) -> str | None:
     return None
 
 
-def namespace(text: str) -> str:
-    """A namespace, written ``acme`` or ``@acme``."""
+def namespace(text: str, what: str = "namespace") -> str:
+    """A namespace, written ``acme`` or ``@acme``; ``what``: the name it is."""
     from splice_build.errors import ErrorCode, SpecError
     from splice_build.spec.names import is_valid_name
 
     if not is_valid_name(text.removeprefix("@")):
         raise SpecError(
             ErrorCode.INVALID_NAME,
-            f'Invalid namespace "{text}". '
-            "A namespace may only contain lowercase letters, digits and dashes.",
+            f'Invalid {what} "{text}". '
+            f"A {what} may only contain lowercase letters, digits and dashes.",
         )
     return text
+
+
+def user_name(text: str) -> str:
+    """A registry's user name: the namespace rule (registry/service/fields.py)."""
+    return namespace(text, "user name")
 
 
 def path(value: str) -> str:

@@ -156,34 +156,39 @@ def error_handler(out: Output, *, home: Path | None, verbose: bool) -> Iterator[
     """
     handling = Handling()
     try:
-        yield handling
-    except SpliceError as exc:
-        raise Exit(report_error(out, exc)) from exc
-    except KeyboardInterrupt as exc:
-        import signal
+        try:
+            yield handling
+        except SpliceError as exc:
+            raise Exit(report_error(out, exc)) from exc
+        except KeyboardInterrupt as exc:
+            import signal
 
-        from splice_build.stopping import signals_held
+            from splice_build.stopping import signals_held
 
-        signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
-        if signum == signal.SIGTERM and handling.service:
-            raise Exit(0) from exc
-        stopped = SpliceError(
-            ErrorCode.INTERRUPTED,
-            f"interrupted by {signal.Signals(signum).name}",
-            hint="run the command again: it finishes or undoes what was interrupted",
-        )
-        with signals_held():  # a second ^C raised into the report ended it with a traceback
-            report_error(out, stopped)
-        raise Exit(128 + signum) from exc
-    except BrokenPipeError as exc:
-        raise Exit(EXIT_FAILED) from exc
-    except OSError as exc:
-        coded = storage_error(exc)
-        if coded is None:
+            signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
+            if signum == signal.SIGTERM and handling.service:
+                raise Exit(0) from exc
+            stopped = SpliceError(
+                ErrorCode.INTERRUPTED,
+                f"interrupted by {signal.Signals(signum).name}",
+                hint="run the command again: it finishes or undoes what was interrupted",
+            )
+            with signals_held():  # a second ^C raised into the report ended it with a traceback
+                report_error(out, stopped)
+            raise Exit(128 + signum) from exc
+        except BrokenPipeError as exc:
+            raise Exit(EXIT_FAILED) from exc
+        except OSError as exc:
+            coded = storage_error(exc)
+            if coded is None:
+                _crash(out, home, verbose, exc)
+            raise Exit(report_error(out, coded)) from exc
+        except Exception as exc:
             _crash(out, home, verbose, exc)
-        raise Exit(report_error(out, coded)) from exc
-    except Exception as exc:
-        _crash(out, home, verbose, exc)
+    except BrokenPipeError as exc:
+        # The report itself found no reader (`splice --json list --bogus | head -0`): it was
+        # a traceback; it is the exit of every command whose output nobody reads.
+        raise Exit(EXIT_FAILED) from exc
 
 
 def _crash(out: Output, home: Path | None, verbose: bool, exc: Exception) -> NoReturn:

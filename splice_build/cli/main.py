@@ -116,8 +116,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     # line (usage errors, --help, --version): a flag counts before ``--``, not as an operand.
     options = argv[: argv.index("--")] if "--" in argv else argv
     json_mode = "--json" in options
-    color = sys.stderr.isatty() and "--no-color" not in options and not env.get("NO_COLOR")
-    out = Output(json_mode=json_mode, color=color)
+    # A terminal that acts on escape sequences: TERM=dumb (an editor's shell buffer) showed
+    # the status line's redraw and the colours as raw ``^[[2K`` and ``^[[31m``.
+    terminal = sys.stderr.isatty() and env.get("TERM") != "dumb"
+    color = terminal and "--no-color" not in options and not env.get("NO_COLOR")
+    out = Output(json_mode=json_mode, color=color, live=terminal)
     verbose = "--verbose" in options
     stop_on_termination()
     try:

@@ -44,14 +44,36 @@ def options_first(words: Sequence[str], options: Mapping[str, Any]) -> list[str]
     return [*before, *operands]
 
 
+def unknown_options(words: Sequence[str], options: Mapping[str, Any]) -> list[str]:
+    """The words before any ``--`` that argparse would take for an option none of ``options``
+    is (nor a prefix of one), skipping the value each known option takes."""
+    unknown: list[str] = []
+    index = 0
+    while index < len(words) and words[index] != "--":
+        word = words[index]
+        index += 1
+        if not _is_option(word, options):
+            continue
+        if _known(word, options):
+            index += _takes_next_word(word, options)
+        else:
+            unknown.append(word)
+    return unknown
+
+
+def _known(word: str, options: Mapping[str, Any]) -> bool:
+    """An option of ``options``: itself, its ``=value`` form, ``-jN`` or a prefix of one."""
+    name = word.split("=", 1)[0] if word.startswith("--") else word
+    return name in options or word[:2] in options or any(o.startswith(name) for o in options)
+
+
 def _is_option(word: str, options: Mapping[str, Any]) -> bool:
     """argparse's rule: an option string, its ``=value`` form or a prefix of one (``-jN``
     included); else a lone ``-``, a negative number or a word with a space is an operand,
     and any other word starting with ``-`` an unknown option."""
     if not word.startswith("-") or word == "-":
         return False
-    name = word.split("=", 1)[0] if word.startswith("--") else word
-    if name in options or word[:2] in options or any(o.startswith(name) for o in options):
+    if _known(word, options):
         return True
     return not (_NEGATIVE_NUMBER.match(word) or " " in word)
 

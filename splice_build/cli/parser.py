@@ -15,7 +15,7 @@ from typing import IO, Any
 
 from splice_build.cli import arg_types
 from splice_build.cli.main import PROG
-from splice_build.cli.operands import options_first
+from splice_build.cli.operands import options_first, unknown_options
 from splice_build.cli.plain import VALUELESS_GLOBAL_FLAGS
 from splice_build.cli.registry_of_commands import COMMAND_MODULES
 from splice_build.errors import UsageError
@@ -52,19 +52,22 @@ class _Parser(argparse.ArgumentParser):
         given (its ``--help``, and the closest of its options to a mistyped one)."""
         parsed, extras = self.parse_known_args(args, namespace)
         if extras:
-            command = self._command_parser(getattr(parsed, "command", None))
-            options = command._option_string_actions if extras[0].startswith("-") else ()
-            closest = _did_you_mean(extras[0], options)
-            raise UsageError(
-                f"unrecognized arguments: {' '.join(extras)}{closest}",
-                hint=f"run `{command.prog} --help` for usage",
-            )
+            raise self._command_parser(getattr(parsed, "command", None)).unrecognized(extras)
         return parsed
 
-    def _command_parser(self, name: str | None) -> argparse.ArgumentParser:
+    def unrecognized(self, extras: Sequence[str]) -> UsageError:
+        """The usage error of words this parser's command reads no option or operand from,
+        naming the closest of its options to the first."""
+        options = self._option_string_actions if extras[0].startswith("-") else ()
+        return UsageError(
+            f"unrecognized arguments: {' '.join(extras)}{_did_you_mean(extras[0], options)}",
+            hint=f"run `{self.prog} --help` for usage",
+        )
+
+    def _command_parser(self, name: str | None) -> _Parser:
         for action in self._actions:
             if isinstance(action, argparse._SubParsersAction) and name in action.choices:
-                return action.choices[name]
+                return action.choices[name]  # type: ignore[no-any-return]
         return self
 
     def _check_value(self, action: argparse.Action, value: Any) -> None:
@@ -94,10 +97,27 @@ class _Parser(argparse.ArgumentParser):
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> tuple[argparse.Namespace, list[str]]:
         """argparse fills positionals from the first run of operands only, so a command's
-        options are moved in front of its operands first (cli/operands.py)."""
-        if self.command is not None and args is not None:
-            args = options_first(args, self._option_string_actions)
-        return super().parse_known_args(args, namespace)
+        options are moved in front of its operands first (cli/operands.py).
+
+        A mistyped option is named before a missing or refused operand: `splice add
+        --acept-permissions` said "the following arguments are required: pkg[@range]" alone,
+        as if the option had been read, and `splice registry --prot 8000` "invalid choice:
+        '8000'" of the option's value, taken for the action."""
+        if self.command is None or args is None:
+            return super().parse_known_args(args, namespace)
+        args = options_first(args, self._option_string_actions)
+        try:
+            return super().parse_known_args(args, namespace)
+        except UsageError as exc:
+            unknown = unknown_options(args, self._option_string_actions)
+            if unknown and exc.message.startswith(_OPERAND_ERRORS):
+                raise self.unrecognized(unknown) from None
+            raise
+
+
+# The starts of argparse's errors of a command's operands, which an option it does not take
+# may have caused (its value read as an operand) or hidden (the operand left out).
+_OPERAND_ERRORS = ("the following arguments are required", "argument action: invalid choice")
 
 
 def unknown_command(word: str, commands: Iterable[str]) -> str:

@@ -37,3 +37,13 @@ def _usable(path: Path, what: str, *, must_exist: bool, hint: str | None) -> Pat
     if must_exist:
         raise UsageError(f"{what} {path} does not exist", hint=hint)
     return path
+
+
+def existing_directory(path: Path, what: str, *, hint: str | None = None) -> Path:
+    """``path`` when it is a directory; else ``USAGE`` "``what`` ``path`` does not exist" (or
+    "is not a directory"). For a directory a command reads from, which a mistake must not
+    turn into another: a mistyped one was walked up from like a working directory."""
+    if path.is_dir():
+        return path
+    problem = "is not a directory" if path.exists() or path.is_symlink() else "does not exist"
+    raise UsageError(f"{what} {path} {problem}", hint=hint)

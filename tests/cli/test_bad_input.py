@@ -263,6 +263,66 @@ def test_registry_admin_data_that_is_a_file_or_missing(tmp_path: Path) -> None:
     assert a_file.read_text() == "not a store"
 
 
+def test_a_malformed_user_or_namespace_is_named_before_the_store_is_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`registry admin create-user 'Bad Name'` was the store's BAD_REQUEST (exit 1) "name must
+    be a valid namespace name", naming neither the word nor the rule, and `token create
+    --namespace 'Acme!'` the registry's (REGISTRY_ERROR); `splice namespace` of a malformed
+    namespace was INVALID_NAME (exit 2) already."""
+    from splice_build.cli.main import main
+
+    monkeypatch.setenv("SPLICE_HOME", str(tmp_path / "home"))
+    (tmp_path / "data").mkdir()
+    rule = "may only contain lowercase letters, digits and dashes."
+    for argv, message in (
+        (["create-user", "Bad Name"], f'Invalid user name "Bad Name". A user name {rule}'),
+        (["set-owner", "Acme", "bob"], f'Invalid namespace "Acme". A namespace {rule}'),
+        (["set-owner", "acme", "bob!"], f'Invalid user name "bob!". A user name {rule}'),
+    ):
+        capsys.readouterr()
+        assert main(["--json", "registry", "admin", *argv, "--data", str(tmp_path / "data")]) == 2
+        error = json.loads(capsys.readouterr().out)["error"]
+        assert (error["code"], error["message"]) == ("INVALID_NAME", message), argv
+    for argv in (
+        ["namespace", "add-maintainer", "acme", "Bob"],
+        ["token", "create", "--namespace", "Acme!"],  # was the registry's BAD_REQUEST
+        ["registry", "admin", "create-token", "bob", "--show", "--namespace", "Acme!"],
+    ):
+        capsys.readouterr()
+        assert main(["--json", *argv, "--registry", "http://127.0.0.1:9"]) == 2, argv
+        assert json.loads(capsys.readouterr().out)["error"]["code"] == "INVALID_NAME", argv
+    capsys.readouterr()  # keys said "Invalid namespace '@Acme'", without the rule
+    assert main(["--json", "keys", "list", "@Acme"]) == 2
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert error["message"] == f'Invalid namespace "@Acme". A namespace {rule}'
+
+
+def test_a_root_that_is_no_directory_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--root` of `sync` and `workspace` naming nothing was "No project (splice.json) in the
+    workspace at …" (`sync` exit 1, `workspace list` exit 0: a typo read as an empty
+    workspace), and naming a file a raw "[Errno 20] Not a directory"."""
+    from splice_build.cli.main import main
+
+    monkeypatch.setenv("SPLICE_HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a-file").write_text("x")
+    missing = f"--root {tmp_path / 'typo'} does not exist"
+    a_file = f"--root {tmp_path / 'a-file'} is not a directory"
+    for argv, message in (
+        (["sync", "--root", "typo"], missing),
+        (["sync", "--check", "--root", "a-file"], a_file),
+        (["workspace", "list", "--root", "typo"], missing),
+        (["workspace", "add", ".", "--root", "a-file"], a_file),
+    ):
+        capsys.readouterr()
+        assert main(["--json", *argv]) == 2, argv
+        error = json.loads(capsys.readouterr().out)["error"]
+        assert (error["code"], error["message"]) == ("USAGE", message), argv
+
+
 def test_init_on_a_file_is_a_usage_error(tmp_path: Path) -> None:
     a_file = tmp_path / "a-file"
     a_file.write_text("x")

@@ -418,7 +418,16 @@ def test_a_server_stopped_after_its_json_answer_prints_no_second_document(tmp_pa
 
 @pytest.mark.parametrize(
     "argv",
-    [("--version",), ("-v",), ("--json", "--version"), ("--help",), ("help", "list"), ("doctor",)],
+    [
+        ("--version",),
+        ("-v",),
+        ("--json", "--version"),
+        ("--help",),
+        ("help", "list"),
+        ("doctor",),
+        ("--json", "list", "--bogus"),  # a failure's document: the report raised, a traceback
+        ("--json", "list"),  # NOT_A_PROJECT
+    ],
 )
 def test_a_closed_stdout_ends_in_exit_1_without_a_traceback(
     templates: Templates, tmp_path: Path, argv: tuple[str, ...]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -73,3 +74,27 @@ def test_the_temporary_project_is_said_to_be_removed(
     project = Path(lines[0].split(": ", 1)[1].split(" (registry")[0]).parent
     assert lines[-1] == f"Removed {project}: `splice demo --dir DIR` keeps the project"
     assert not project.exists()
+
+
+def test_a_demo_dir_that_is_a_file_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--dir`` naming a file, or a path under one, is refused as ``init`` refuses it; it was
+    NOT_WRITABLE (exit 1) "… is in the way", hinted "remove or move" the file."""
+    from splice_build.cli.main import main
+
+    monkeypatch.setenv("SPLICE_HOME", str(tmp_path / "home"))
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("mine")
+    for given, message in (
+        (a_file, f"project directory {a_file} is not a directory"),
+        (
+            a_file / "p",
+            f"project directory {a_file / 'p'} is inside {a_file}, which is not a directory",
+        ),
+    ):
+        capsys.readouterr()
+        assert main(["--json", "demo", "--dir", str(given)]) == 2, given
+        error = json.loads(capsys.readouterr().out)["error"]
+        assert (error["code"], error["message"]) == ("USAGE", message)
+    assert a_file.read_text() == "mine"

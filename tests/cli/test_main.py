@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -125,6 +126,23 @@ def test_json_after_the_end_of_options_is_an_operand(tmp_path: Path) -> None:
         assert result.stderr.startswith("error: "), argv
 
 
+def test_every_option_says_what_it_takes_in_the_help() -> None:
+    """Each option of each command has a help text, and one taking a value a name for it
+    of its own: `splice registry --help` showed `--publish-limit PUBLISH_LIMIT` (argparse's
+    name of the attribute) without its default, and create-token's `--label LABEL`,
+    `--namespace NS` and `--expires N[d]` with no word of what they do."""
+    parser = build_parser(load_commands())
+    (sub,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    unsaid = [
+        f"{name} {action.option_strings[0]}"
+        for name, command in sub.choices.items()
+        for action in command._actions
+        if action.option_strings
+        and (not action.help or (action.nargs != 0 and "_" in (action.metavar or action.dest)))
+    ]
+    assert unsaid == []
+
+
 def test_a_mistyped_command_or_option_names_the_closest_one() -> None:
     """A typo is a usage error that says what was meant and sends to that command's help,
     not argparse's list of every command with the top-level hint; a missing verb is named
@@ -139,6 +157,18 @@ def test_a_mistyped_command_or_option_names_the_closest_one() -> None:
             "splice add",
         ),
         (["list", "extra"], "unrecognized arguments: extra", "splice list"),
+        # a mistyped option, not the operand it hid or the value read as one
+        (
+            ["add", "--acept-permissions"],
+            "unrecognized arguments: --acept-permissions (did you mean '--accept-permissions'?)",
+            "splice add",
+        ),
+        (
+            ["registry", "--prot", "8000", "serve"],
+            "unrecognized arguments: --prot (did you mean '--port'?)",
+            "splice registry",
+        ),
+        (["keys", "--key", "k", "--nope"], "unrecognized arguments: --nope", "splice keys"),
         # operands a verb may leave out are not listed as missing with it
         (["keys"], "the following arguments are required: action", "splice keys"),
         (["registry"], "the following arguments are required: action", "splice registry"),

@@ -57,7 +57,8 @@ def test_a_mistyped_installed_package_or_tool_is_named(
 ) -> None:
     """``remove``, ``outdated``, ``update`` and ``run`` of a name the project does not have
     (NOT_INSTALLED) hint at the closest one it has, as a mistyped command is answered; before,
-    remove had no hint and outdated/update repeated the name as their one detail."""
+    remove had no hint and outdated/update repeated the name as their one detail. The short
+    name of one it has (INVALID_NAME) was hinted `splice search example`."""
     from splice_build.cli.main import main
 
     monkeypatch.setenv("SPLICE_HOME", str(tmp_path / "home"))
@@ -79,6 +80,16 @@ def test_a_mistyped_installed_package_or_tool_is_named(
         assert error["code"] == "NOT_INSTALLED", argv
         assert error["hint"].startswith(hint), (argv, error)
         assert "details" not in error, (argv, error)
+    # the short name of one of its packages (`run` takes it) is that package, not a search
+    for command in ("remove", "outdated", "update"):
+        capsys.readouterr()
+        assert main(["--json", command, "example"]) == 2, command
+        error = json.loads(capsys.readouterr().out)["error"]
+        assert error == {
+            "code": "INVALID_NAME",
+            "message": 'Invalid package name "example". Expected @namespace/name, e.g. @splice/example.',
+            "hint": "Did you mean @splice/example?",
+        }, command
 
 
 def test_run_dir_names_the_directory_it_could_not_load(
@@ -217,7 +228,8 @@ def test_a_package_named_without_its_namespace_or_at_sign_gets_the_whole_name_as
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`splice add files` (the word searched for) and `splice add splice/files` were
-    INVALID_NAME "Expected @namespace/name, e.g. @splice/example." with no hint."""
+    INVALID_NAME "Expected @namespace/name, e.g. @splice/example." with no hint; so were
+    `@files` and `@Splice/Files` ("may only contain lowercase letters", not which name)."""
     from splice_build.cli.main import main
 
     monkeypatch.chdir(tmp_path)
@@ -229,6 +241,10 @@ def test_a_package_named_without_its_namespace_or_at_sign_gets_the_whole_name_as
         (["outdated", "splice/files"], "Did you mean @splice/files?"),
         (["update", "files"], "Names are @namespace/name: `splice search files` finds it."),
         (["add", "Files"], None),
+        (["add", "@files"], "Names are @namespace/name: `splice search files` finds it."),
+        (["add", "@Splice/Files@^0.1.0"], "Did you mean @splice/files?"),
+        (["verify", "Splice/Files"], "Did you mean @splice/files?"),
+        (["add", "@splice/fi_les"], None),
     ):
         capsys.readouterr()
         assert main(["--json", *argv]) == 2, argv

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import io
 import json
+import sys
+from pathlib import Path
+
+import pytest
 
 from splice_build.cli.output import Output
+from testing.registry_fixtures import new_project
 
 
 def test_progress_on_a_terminal_redraws_one_line_with_a_step_bar() -> None:
@@ -73,3 +78,29 @@ def test_info_is_one_line_and_info_lines_one_line_each() -> None:
         "[tool] a\\x0db",
         "[tool] c\\u2028d",
     ]
+
+
+class _Terminal(io.StringIO):
+    """A standard error stream that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(("term", "escapes"), [("xterm-256color", True), ("dumb", False)])
+def test_a_dumb_terminal_gets_no_status_line_redraw_and_no_colour(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, term: str, escapes: bool
+) -> None:
+    """TERM=dumb (an editor's shell buffer) acts on no escape sequence: the status line's
+    ``\\r\\x1b[2K`` and the red ``error:`` were shown raw there."""
+    from splice_build.cli.main import main
+
+    monkeypatch.setenv("SPLICE_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("TERM", term)
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.chdir(new_project(tmp_path / "project"))
+    for argv, code in ((["sync"], 0), (["remove", "@acme/none"], 1)):
+        stderr = _Terminal()
+        monkeypatch.setattr(sys, "stderr", stderr)
+        assert main(argv) == code, stderr.getvalue()
+        assert ("\x1b[" in stderr.getvalue()) is escapes, (argv, stderr.getvalue())

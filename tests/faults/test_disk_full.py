@@ -183,3 +183,36 @@ def test_a_file_size_limit_fails_coded_instead_of_killing_the_install(
     again = subprocess.run([splice_executable(), "add", f"{GREETER}@1.1.0"], cwd=project, env=env)
     assert again.returncode == 0
     assert (project / ".splice/packages/@acme/greeter/data/big.bin").read_bytes() == BIG
+
+
+def test_a_token_file_on_a_full_disk_is_disk_full_and_the_token_revoked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``registry admin create-token --out`` onto a full disk was USAGE (exit 2), hinted to
+    read ``splice registry --help``; it is DISK_FULL, exit 1, as every write's."""
+    from splice_build.cli.main import main
+
+    disk, data = tmp_path / "disk", tmp_path / "data"
+    disk.mkdir()
+    data.mkdir()
+    monkeypatch.setenv("SPLICE_HOME", str(tmp_path / "home"))
+    assert main(["registry", "admin", "create-user", "alice", "--data", str(data)]) == 0
+    with small_disk(disk, size="64k") as ns:
+        fill(ns, disk)
+        out = ["--out", str(disk / "token")]
+        done = ns.splice(
+            "--json",
+            "registry",
+            "admin",
+            "create-token",
+            "alice",
+            "--data",
+            str(data),
+            *out,
+            cwd=tmp_path,
+        )
+        assert leftovers(ns.view(disk)) == []
+    assert done.code == 1, done.stdout + done.stderr
+    error = done.json()["error"]
+    assert error["code"] == "DISK_FULL", error
+    assert error["message"].endswith("; the token was revoked"), error

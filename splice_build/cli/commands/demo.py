@@ -104,7 +104,11 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     from splice_build.cli.output import json_for_people
 
     if args.dir:
-        summary = _run_demo(ctx.cwd / args.dir, args.name, ctx)
+        from splice_build.project.directories import usable_directory
+
+        # as init's: a file there was "in the way", hinted to be removed (`--dir /etc/passwd`)
+        project = usable_directory(ctx.cwd / args.dir, "project directory")
+        summary = _run_demo(project, args.name, ctx)
     else:
         with tempfile.TemporaryDirectory(prefix="splice-demo-") as tmp:
             summary = _run_demo(Path(tmp), args.name, ctx)

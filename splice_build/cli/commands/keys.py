@@ -58,13 +58,10 @@ def _check(args: argparse.Namespace) -> None:
 
 
 def _namespace(text: str) -> str:
-    from splice_build.errors import ErrorCode, SpecError
-    from splice_build.spec.names import is_valid_name
+    """``acme`` of ``acme`` or ``@acme`` (``INVALID_NAME`` with the rule, as ``namespace``)."""
+    from splice_build.cli.arg_types import namespace
 
-    name = text.removeprefix("@")
-    if not is_valid_name(name):
-        raise SpecError(ErrorCode.INVALID_NAME, f"Invalid namespace {text!r}")
-    return name
+    return namespace(text).removeprefix("@")
 
 
 def _open(ctx: CommandContext, *, login: bool) -> Opened:

@@ -160,14 +160,12 @@ def _project_dir(cwd: Path, given: str) -> Path:
     served in its place, with its tools. So was an empty one (a client's variable that
     expanded to nothing, docs/mcp.md's ``${workspaceFolder}`` with no folder open): it
     served the project around the client's working directory."""
+    from splice_build.project.directories import existing_directory
+
     hint = "Give the project's directory, the one holding splice.json."
     if not given:
         raise UsageError("--project is empty", hint=hint)
-    directory = cwd / given
-    if not directory.is_dir():
-        problem = "is not a directory" if directory.exists() else "does not exist"
-        raise UsageError(f"--project {directory} {problem}", hint=hint)
-    return directory
+    return existing_directory(cwd / given, "--project", hint=hint)
 
 
 def _reuse(project: ProjectFile, *, on: bool) -> ReusePolicy | bool:

@@ -25,7 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     # One flat parser (no nested sub-parsers) so the global options work after any word.
     parser.add_argument("action", choices=ACTIONS, help="what to do")
     parser.add_argument("namespace", type=arg_types.namespace, help="the namespace (acme or @acme)")
-    parser.add_argument("user", nargs="?", help="add-/remove-maintainer: the user")
+    parser.add_argument(
+        "user", nargs="?", type=arg_types.user_name, help="add-/remove-maintainer: the user"
+    )
 
 
 def _check(args: argparse.Namespace) -> None:

@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from splice_build.cli import arg_types
+from splice_build.cli.commands.token import add_token_options
 from splice_build.cli.context import CommandContext
-from splice_build.errors import ErrorCode, ProjectError, UsageError
+from splice_build.errors import ErrorCode, ProjectError, UsageError, storage_error
 
 if TYPE_CHECKING:
     from splice_build.registry.http.server import ServeDeadlines
@@ -163,19 +164,23 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
         "--publish-limit",
         type=arg_types.numeric("--publish-limit", 0, MAX_LIMIT),
         default=10,
-        help="publishes per user per minute (0 = off)",
+        metavar="N",
+        help="publishes per user per minute (default: 10; 0 = off)",
     )
     serve.add_argument(
         "--request-limit",
         type=arg_types.numeric("--request-limit", 0, MAX_LIMIT),
         default=60,
-        help="authenticated requests per client per minute (0 = off)",
+        metavar="N",
+        help="authenticated requests per client per minute (default: 60; 0 = off)",
     )
     serve.add_argument(
         "--read-limit",
         type=arg_types.numeric("--read-limit", 0, MAX_LIMIT),
         default=30,
-        help="costly reads (0.1 s of CPU making an answer, GET or MCP) per client per minute (0 = off)",
+        metavar="N",
+        help="costly reads (0.1 s of CPU making an answer, GET or MCP) per client per minute "
+        "(default: 30; 0 = off)",
     )
     serve.add_argument(
         "--head-deadline",
@@ -207,9 +212,7 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
         help="a reverse proxy whose X-Forwarded-For names the client (repeatable; default: none)",
     )
     token = parser.add_argument_group("admin create-token options")
-    token.add_argument("--label")
-    token.add_argument("--namespace", action="append", default=None, metavar="NS")
-    token.add_argument("--expires", type=arg_types.days, metavar="N[d]")
+    add_token_options(token)
     token.add_argument(
         "--publish-only", action="store_true", help="cannot manage tokens or maintainers"
     )
@@ -253,6 +256,7 @@ def _check_admin(args: argparse.Namespace) -> None:
         raise UsageError(f"registry admin {args.verb}: wrong number of arguments")
     if args.verb == "set-owner" and (len(args.operands) == 2) == args.release:
         raise UsageError("set-owner takes a namespace and a user, or a namespace and --release")
+    _check_names(args.verb, args.operands)
     if args.verb == "migrate" and args.to is None:
         raise UsageError("registry admin migrate needs --to postgresql://…")
     if args.verb == "create-token" and args.out is None and not args.show:
@@ -261,6 +265,18 @@ def _check_admin(args: argparse.Namespace) -> None:
             hint="--out FILE writes the token to a new file only you can read (mode 0600); "
             "--show prints it on stdout, where terminals, logs and CI output keep it",
         )
+
+
+def _check_names(verb: str, operands: list[str]) -> None:
+    """``INVALID_NAME`` (exit 2) for a malformed user or namespace given to create-user or
+    set-owner, as ``splice namespace`` refuses one; the store's BAD_REQUEST (exit 1) "name
+    must be a valid namespace name" named neither the word nor the rule."""
+    if verb == "create-user":
+        arg_types.user_name(operands[0])
+    elif verb == "set-owner":
+        arg_types.namespace(operands[0])
+        for user in operands[1:]:
+            arg_types.user_name(user)
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
@@ -450,7 +466,14 @@ def _write_token(deps: Any, result: dict[str, Any], path: Path) -> dict[str, Any
         written = atomic_write_bytes(path, f"{token}\n".encode(), mode=0o600, exclusive=True)
     except OSError as exc:
         admin.revoke_token(deps, result["id"])
-        raise UsageError(f"--out {path}: {exc.strerror or exc}; the token was revoked") from exc
+        # a full disk or a refused write is DISK_FULL or NOT_WRITABLE (exit 1), as every
+        # write's: it was USAGE, exit 2, hinted to read --help
+        coded = storage_error(exc)
+        said = coded.message if coded else exc.strerror or str(exc)
+        message = f"--out {path}: {said}; the token was revoked"
+        if coded is None:
+            raise UsageError(message) from exc
+        raise ProjectError(coded.code, message, hint=coded.hint) from exc
     if not written:
         admin.revoke_token(deps, result["id"])
         raise UsageError(f"--out {path} already exists; the token was revoked")

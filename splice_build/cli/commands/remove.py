@@ -17,7 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "packages",
         nargs="+",
-        type=arg_types.package_id,
+        type=arg_types.project_package_id,
         metavar="pkg",
         help="package ids, e.g. @splice/example",
     )

@@ -103,8 +103,19 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     )
     return sync(
         ctx.out, cwd=ctx.cwd, env=ctx.env, home=ctx.home, registry=ctx.registry,
-        root=args.root, options=options,
+        root=workspace_root(args, ctx), options=options,
     )  # fmt: skip
+
+
+def workspace_root(args: argparse.Namespace, ctx: CommandContext) -> Path | None:
+    """``--root`` (of ``sync`` and ``workspace``), when given: an existing directory, else
+    ``USAGE``. A mistyped one was "No project (splice.json) in the workspace at …" (``sync``,
+    exit 1; ``workspace list``, exit 0) or a raw "[Errno 20] Not a directory" for a file."""
+    if args.root is None:
+        return None
+    from splice_build.project.directories import existing_directory
+
+    return existing_directory(ctx.cwd / args.root, "--root")
 
 
 def sync(

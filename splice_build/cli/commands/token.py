@@ -25,19 +25,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "action", choices=ACTIONS, help="list your tokens, create one, or revoke one"
     )
     parser.add_argument("id", nargs="?", help="the token id to revoke (tok_…)")
-    parser.add_argument("--label", help="create: a name to recognise it by (default: default)")
+    add_token_options(parser, applies="create: ")
+
+
+def add_token_options(parser: argparse._ActionsContainer, *, applies: str = "") -> None:
+    """``--label``, ``--namespace`` and ``--expires`` of a new token (``token create``,
+    ``registry admin create-token``); ``applies``: what each help starts with."""
+    parser.add_argument("--label", help=f"{applies}a name to recognise it by (default: default)")
     parser.add_argument(
         "--namespace",
         action="append",
         default=None,
+        type=arg_types.namespace,
         metavar="NS",
-        help="create: limit to a namespace (repeatable)",
+        help=f"{applies}limit to a namespace (repeatable)",
     )
     parser.add_argument(
         "--expires",
         type=arg_types.days,
         metavar="N[d]",
-        help="create: expire after N days (1..365)",
+        help=f"{applies}expire after N days (1..365)",
     )
 
 

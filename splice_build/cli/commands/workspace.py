@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from splice_build.cli.commands.sync import workspace_root
 from splice_build.cli.context import CommandContext
 from splice_build.errors import UsageError
 
@@ -33,8 +34,9 @@ def _root(args: argparse.Namespace, ctx: CommandContext) -> Path:
     """``--root``, else the root of a configured workspace above, else the git or current dir."""
     from splice_build.project.workspace import configured_root, find_workspace
 
-    if args.root is not None:
-        return Path(args.root).resolve()
+    root = workspace_root(args, ctx)
+    if root is not None:
+        return root.resolve()
     configured = configured_root(ctx.cwd)
     if configured is not None:
         return configured
@@ -65,7 +67,8 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         wanted = "takes no directory" if args.action == "list" else "needs a directory"
         raise UsageError(f"workspace {args.action} {wanted}")
     if args.action == "list":
-        workspace = find_workspace(ctx.cwd, root=args.root, home=ctx.home, may_be_empty=True)
+        root = workspace_root(args, ctx)
+        workspace = find_workspace(ctx.cwd, root=root, home=ctx.home, may_be_empty=True)
         for line in workspace.dropped_lines():
             ctx.out.warn(line)
         labels = [workspace.label(m) for m in workspace.members]
