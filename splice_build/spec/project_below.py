@@ -27,7 +27,10 @@ it back; a mount on one of them changes what ``stat`` says of its path). The nex
 ``stat``s each (about a tenth of a listing) and lists again only when one changed. A listing
 taken within ``RECENT_NS`` of its directory's last change is not remembered: the kernel keeps
 change times at its clock tick, and a second change within the tick of the first leaves it
-as it was. (A network file system's client may answer ``stat`` from its attribute cache for
+as it was. A walk found unchanged or made afresh is trusted for the rest of its run (one
+check, or one no-op sync's members: ``Walks.trusted``), as a run's other look-ups are
+(``RunMemo``); a directory granted for reading and writing is looked at once. (A network
+file system's client may answer ``stat`` from its attribute cache for
 a while, so a change another machine made there is seen by a long-lived process, ``splice
 mcp`` or one ``Splice``, only once that cache expires; each new process lists afresh.)
 
@@ -73,6 +76,8 @@ def project_below(
     key = (str(directory), repositories)
     # a walk that found no .git either answers for projects alone, never the other way
     keys = (key,) if repositories else (key, (key[0], True))
+    if walks is not None and any(each in walks.trusted for each in keys):
+        return None  # trusted already in this run (one check, or one no-op sync's)
     recorded = walks.recorded if walks is not None else {}
     for remembered in (_remembered, recorded):
         for each in keys:

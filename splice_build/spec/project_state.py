@@ -734,14 +734,21 @@ def project_state_problems(
     caller's other checks of this run looked up (a lock's grant and its manifest); ``env``
     as for ``ProjectState``."""
     lines: list[str] = []
-    has_fs = permissions.fs_read or permissions.fs_write
-    state = ProjectState(root, home, memo=memo, env=env) if has_fs else None
-    for field, entries in (("fs.read", permissions.fs_read), ("fs.write", permissions.fs_write)):
-        for entry in entries:
-            assert state is not None
-            problem = state.fs_problem(entry, write=field == "fs.write")
-            if problem is not None:
-                lines.append(f"{where}.{field}: {problem}")
+    fields = (("fs.read", permissions.fs_read), ("fs.write", permissions.fs_write))
+    if permissions.fs_read or permissions.fs_write:
+        state = ProjectState(root, home, memo=memo, env=env)
+        # The write grants first: a walk below one that found neither a project nor a .git
+        # answers for a read grant of the same directory too (spec/project_below.py), so a
+        # directory granted both ways is listed once.
+        problems = {
+            (field, entry): state.fs_problem(entry, write=field == "fs.write")
+            for field, entries in reversed(fields)
+            for entry in entries
+        }
+        for field, entries in fields:
+            for entry in entries:
+                if (problem := problems[field, entry]) is not None:
+                    lines.append(f"{where}.{field}: {problem}")
     for name in permissions.env:
         problem = env_entry_problem(name)
         if problem is not None:
