@@ -22,7 +22,9 @@ any write in place changes the change time, which no process sets back; so a che
 ``stat``s the index and reads it again only when one of them changed (``splice mcp`` and
 one ``Splice`` ask at every call, and a cold ``splice run`` at each of its checks). As for
 the walks of spec/project_below.py, an index changed within ``RECENT_NS`` of its read is
-not remembered (a second change within the kernel's clock tick keeps the change time).
+not remembered (a second change within the kernel's clock tick keeps the change time). A
+no-op ``splice sync`` or ``splice install`` keeps the reads it trusted with its walks
+(tasks/walk_record.py) for the next one, each trusted exactly as a read of this process.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import time
 from pathlib import Path
 
 from splice_build.spec.project_below import RECENT_NS
-from splice_build.spec.project_state import REPOSITORY_DIR
+from splice_build.spec.project_state import REPOSITORY_DIR, IndexRead, Walks
 from splice_build.spec.regular_file import read_regular_file, read_regular_file_and_stat
 
 # A larger index (millions of files) is refused as unreadable rather than read whole.
@@ -48,7 +50,7 @@ _SPLIT = b"link"  # the extension of a split index
 _REMEMBERED_MAX = 16
 # The path of each index read -> (device, inode, size, modification and change time) of the
 # file read, and its gitlinks.
-_remembered: dict[str, tuple[tuple[int, ...], tuple[str, ...]]] = {}
+_remembered: dict[str, IndexRead] = {}
 
 
 class UnreadableIndex(Exception):
@@ -102,15 +104,24 @@ def _first_line(path: str) -> bytes:
     return read_regular_file(Path(path), _SMALL_FILE_BYTES).split(b"\n", 1)[0].strip()
 
 
-def gitlinks(git_directory: str) -> tuple[str, ...]:
+def gitlinks(git_directory: str, walks: Walks | None = None) -> tuple[str, ...]:
     """The paths (relative to the work tree, ``/``-separated) the index of
     ``git_directory`` lists as submodules; () without an index or with one this user may
     not read (another user's repository above the project: git, run by this user, reads
-    it no more and enters no submodule). Raises UnreadableIndex."""
+    it no more and enters no submodule). Raises UnreadableIndex. ``walks``: the index reads
+    an earlier run recorded, trusted while the index is unchanged, and those this run
+    trusted (a no-op sync's, tasks/walk_record.py)."""
     path = os.path.join(git_directory, "index")
-    known = _remembered.get(path)
-    if known is not None and _identity(path) == known[0]:
-        return known[1]
+    recorded = walks.recorded_indexes if walks is not None else {}
+    identity: tuple[int, ...] | None = None
+    for remembered in (_remembered, recorded):
+        known = remembered.get(path)
+        if known is not None:
+            identity = identity or _identity(path)
+            if identity == known[0]:
+                if walks is not None:
+                    walks.indexes[path] = known
+                return known[1]
     recent = time.time_ns() - RECENT_NS
     try:
         data, info = read_regular_file_and_stat(Path(path), MAX_INDEX_BYTES)
@@ -123,6 +134,8 @@ def gitlinks(git_directory: str) -> tuple[str, ...]:
         if len(_remembered) >= _REMEMBERED_MAX:
             _remembered.clear()
         _remembered[path] = (_key(info), found)
+        if walks is not None:
+            walks.indexes[path] = _remembered[path]
     return found
 
 

@@ -35,8 +35,9 @@ a while, so a change another machine made there is seen by a long-lived process,
 mcp`` or one ``Splice``, only once that cache expires; each new process lists afresh.)
 
 A no-op ``splice sync`` also keeps the walks it trusted in the workspace root's ``.splice/``
-(tasks/walk_record.py) and hands them to the next one (``Walks``): each is trusted exactly as
-a walk of this process is, every directory ``stat``ed and compared. A walk recorded
+(a no-op ``splice install`` in its project's: tasks/walk_record.py) and hands them to the
+next one (``Walks``): each is trusted exactly as a walk of this process is, every directory
+``stat``ed and compared. A walk recorded
 elsewhere (a checkout's) cannot know the inodes and change times the directories got here.
 Each walk, remembered or recorded, says whether it looked for ``.git`` too: one that looked
 only for ``splice.json`` (a read grant's) never answers for a write grant of the directory,

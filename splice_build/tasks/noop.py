@@ -58,7 +58,7 @@ from splice_build.project.layout import ProjectLayout
 from splice_build.project.locking import lock
 from splice_build.project.state_dir import state_lock
 from splice_build.spec.limits import MAX_PROJECT_STATE_BYTES
-from splice_build.spec.project_state import ProjectState, RunMemo, Walked, WalkKey, Walks
+from splice_build.spec.project_state import ProjectState, Recorded, RunMemo, Walks
 from splice_build.spec.regular_file import read_regular_file_and_stat
 
 if TYPE_CHECKING:
@@ -207,17 +207,23 @@ def unchanged_workspace(
             if cache is None or cache.state is None:
                 return None
             states[directory] = cache.state
-    if memo.walks.trusted and not check:
-        from splice_build.tasks.walk_record import write_walks
-
-        write_walks(workspace.root, memo.walks.trusted, memo.walks.recorded)
+    if not check:
+        _keep_walks(workspace.root, memo.walks)
     return _result(workspace, check, states)
 
 
-def _recorded_walks(root: Path) -> dict[WalkKey, Walked]:
-    from splice_build.tasks.walk_record import read_walks
+def _recorded_walks(root: Path) -> Recorded:
+    from splice_build.tasks.walk_record import read_record
 
-    return read_walks(root)
+    return read_record(root)
+
+
+def _keep_walks(root: Path, walks: Walks) -> None:
+    """Keep the walks and index reads this no-op trusted for the next (tasks/walk_record.py)."""
+    if walks.trusted or walks.indexes:
+        from splice_build.tasks.walk_record import write_walks
+
+        write_walks(root, walks.trusted, walks.recorded, walks.indexes, walks.recorded_indexes)
 
 
 def unchanged_install(
@@ -231,12 +237,13 @@ def unchanged_install(
     if digests is None:
         return None
     with state_lock(layout, on_blocked):
-        cache = _unchanged(
-            layout, home.path, os.path.realpath(layout.root), digests, set(), RunMemo()
-        )
+        memo = RunMemo(Walks(functools.partial(_recorded_walks, layout.root)))
+        cache = _unchanged(layout, home.path, os.path.realpath(layout.root), digests, set(), memo)
         if cache is None or cache.state is None:
             return None
         reports = _kept_reports(layout, home, cache)
+        if reports is not None:
+            _keep_walks(layout.root, memo.walks)
     if reports is None:
         return None
     return reports, _up_to_date([("", cache.state.packages)])
@@ -418,7 +425,10 @@ def _reaches_state(
     the graph's ``verify`` applies (``refuse_project_state``); ``memo``: the run's."""
     try:
         checked = ProjectState(Path(root), home, memo=memo)
-        return any(checked.fs_problem(entry, write=write) is not None for entry, write in entries)
+        # write grants first, as project_state_problems: a directory granted both ways is
+        # walked once (spec/project_below.py)
+        ordered = sorted(entries, key=lambda each: not each[1])
+        return any(checked.fs_problem(entry, write=write) is not None for entry, write in ordered)
     except (OSError, ValueError):  # a name no path can have: the graph says what it is
         return True
 

@@ -1,4 +1,5 @@
-"""The walks below grants a no-op ``splice sync`` trusted, kept for the next one.
+"""The walks below grants a no-op ``splice sync`` (or ``splice install``) trusted, kept for
+the next one.
 
 Each cold ``splice sync`` listed every directory below every member's ``fs`` grant to find a
 project there (spec/project_below.py): 60 grants of one subdirectory each cost a no-op of
@@ -11,6 +12,11 @@ directories here, so it is never trusted; nor is one another user made or may wr
 walk that leaves out a directory is trusted for what it lists, and another user can
 ``stat`` this user's directories), so the record is this user's alone (mode 0600). Each walk
 says whether it looked for ``.git`` too (a write grant's), as the process's own do.
+
+The record keeps the git index reads the run trusted too (spec/git_links.py: a 50,000-file
+index holding a submodule costs ~60 ms to read), each with the device, inode, size,
+modification and change time of the index it was read from: the next run ``stat``s the
+index and reads it again when any of them differs.
 """
 
 from __future__ import annotations
@@ -21,15 +27,23 @@ from pathlib import Path
 
 from splice_build.project.layout import STATE_DIR
 from splice_build.spec.limits import MAX_PROJECT_STATE_BYTES
-from splice_build.spec.project_state import Walked, WalkKey
+from splice_build.spec.project_state import IndexRead, Recorded, Walked, WalkKey
 
 RECORD_FILE = "walks.json"
-_VERSION = 3  # 2: each walk says whether it looked for .git; 3: and for a bare repository
+# 2: each walk says whether it looked for .git; 3: and for a bare repository; 4: index reads
+_VERSION = 4
+_IDENTITY_FIELDS = 5  # an index's device, inode, size, modification and change time
 
 
 def read_walks(root: Path) -> dict[WalkKey, Walked]:
     """The walks recorded in the workspace root ``root``'s ``.splice/``; {} when there are
     none or any field is not of its shape."""
+    return read_record(root)[0]
+
+
+def read_record(root: Path) -> Recorded:
+    """The walks and the index reads recorded in ``root``'s ``.splice/``; neither when
+    there are none or any field is not of its shape."""
     from splice_build.spec.regular_file import read_regular_file_and_stat, this_user
 
     try:
@@ -38,23 +52,25 @@ def read_walks(root: Path) -> dict[WalkKey, Walked]:
         )
         body = json.loads(data)
     except (OSError, ValueError, RecursionError):
-        return {}
+        return {}, {}
     if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        return {}  # another user could have left out the directory holding a project
+        return {}, {}  # another user could have left out the directory holding a project
     if not isinstance(body, dict) or body.get("version") != _VERSION:
-        return {}
-    walks = body.get("walks")
-    if not isinstance(walks, list):
-        return {}
+        return {}, {}
+    walks, indexes = body.get("walks"), body.get("indexes")
+    if not isinstance(walks, list) or not isinstance(indexes, list):
+        return {}, {}
+    if not all(map(_is_index_read, indexes)):
+        return {}, {}
     found: dict[WalkKey, Walked] = {}
     for walk in walks:
         if not _is_walk(walk):
-            return {}
+            return {}, {}
         top, repositories, listed = walk
         if listed[0][0] != top:  # a walk lists its top first (spec/project_below.py _walk)
-            return {}
+            return {}, {}
         found[top, repositories] = tuple(map(tuple, listed))
-    return found
+    return found, {path: (tuple(identity), tuple(links)) for path, identity, links in indexes}
 
 
 def _is_walk(walk: object) -> bool:
@@ -80,10 +96,32 @@ def _is_entry(entry: object) -> bool:
     )
 
 
-def write_walks(root: Path, walks: dict[WalkKey, Walked], recorded: dict[WalkKey, Walked]) -> None:
-    """Keep ``walks`` (those this run trusted) unless ``recorded`` holds exactly them, as a
-    cache (project/state_dir.py ``write_cache``)."""
-    if walks == recorded:
+def _is_index_read(read: object) -> bool:
+    """``[index path, [device, inode, size, modification time, change time], [gitlink, …]]``."""
+    return (
+        isinstance(read, list)
+        and len(read) == 3
+        and isinstance(read[0], str)
+        and isinstance(read[1], list)
+        and len(read[1]) == _IDENTITY_FIELDS
+        and all(type(number) is int for number in read[1])
+        and isinstance(read[2], list)
+        and all(isinstance(link, str) for link in read[2])
+    )
+
+
+def write_walks(
+    root: Path,
+    walks: dict[WalkKey, Walked],
+    recorded: dict[WalkKey, Walked],
+    indexes: dict[str, IndexRead] | None = None,
+    recorded_indexes: dict[str, IndexRead] | None = None,
+) -> None:
+    """Keep ``walks`` and ``indexes`` (those this run trusted) unless ``recorded`` and
+    ``recorded_indexes`` hold exactly them, as a cache (project/state_dir.py
+    ``write_cache``)."""
+    indexes = indexes or {}
+    if walks == recorded and indexes == (recorded_indexes or {}):
         return
     from splice_build.project.state_dir import write_cache
 
@@ -91,6 +129,9 @@ def write_walks(root: Path, walks: dict[WalkKey, Walked], recorded: dict[WalkKey
         "version": _VERSION,
         "walks": [
             [top, repositories, list(map(list, w))] for (top, repositories), w in walks.items()
+        ],
+        "indexes": [
+            [path, list(identity), list(links)] for path, (identity, links) in indexes.items()
         ],
     }
     write_cache(root, RECORD_FILE, json.dumps(body).encode("utf-8"), mode=0o600)
