@@ -24,7 +24,8 @@ one ``Splice`` ask at every call, and a cold ``splice run`` at each of its check
 the walks of spec/project_below.py, an index changed within ``RECENT_NS`` of its read is
 not remembered (a second change within the kernel's clock tick keeps the change time). A
 no-op ``splice sync`` or ``splice install`` keeps the reads it trusted with its walks
-(tasks/walk_record.py) for the next one, each trusted exactly as a read of this process.
+(project/walk_record.py) for the next one and a run's checks, each trusted exactly as a read
+of this process.
 """
 
 from __future__ import annotations
@@ -110,18 +111,15 @@ def gitlinks(git_directory: str, walks: Walks | None = None) -> tuple[str, ...]:
     not read (another user's repository above the project: git, run by this user, reads
     it no more and enters no submodule). Raises UnreadableIndex. ``walks``: the index reads
     an earlier run recorded, trusted while the index is unchanged, and those this run
-    trusted (a no-op sync's, tasks/walk_record.py)."""
+    trusted (a no-op sync's, project/walk_record.py)."""
     path = os.path.join(git_directory, "index")
-    recorded = walks.recorded_indexes if walks is not None else {}
-    identity: tuple[int, ...] | None = None
-    for remembered in (_remembered, recorded):
-        known = remembered.get(path)
-        if known is not None:
-            identity = identity or _identity(path)
-            if identity == known[0]:
-                if walks is not None:
-                    walks.indexes[path] = known
-                return known[1]
+    # the process's own reads first; the record (read when first asked for) where they miss
+    known = _remembered.get(path)
+    if known is None and walks is not None:
+        known = walks.recorded_indexes.get(path)
+    if known is not None and _identity(path) == known[0]:
+        _trust(path, known, walks)
+        return known[1]
     recent = time.time_ns() - RECENT_NS
     try:
         data, info = read_regular_file_and_stat(Path(path), MAX_INDEX_BYTES)
@@ -131,12 +129,17 @@ def gitlinks(git_directory: str, walks: Walks | None = None) -> tuple[str, ...]:
         raise UnreadableIndex(f"{path}: {exc.strerror or exc}") from exc
     found = _gitlinks(path, data)
     if max(info.st_mtime_ns, info.st_ctime_ns) < recent:
-        if len(_remembered) >= _REMEMBERED_MAX:
-            _remembered.clear()
-        _remembered[path] = (_key(info), found)
-        if walks is not None:
-            walks.indexes[path] = _remembered[path]
+        _trust(path, (_key(info), found), walks)
     return found
+
+
+def _trust(path: str, read: IndexRead, walks: Walks | None) -> None:
+    """Remember ``read`` of the index at ``path`` in the process, and trust it for the run."""
+    if len(_remembered) >= _REMEMBERED_MAX:
+        _remembered.clear()
+    _remembered[path] = read
+    if walks is not None:
+        walks.indexes[path] = read
 
 
 def _identity(path: str) -> tuple[int, ...] | None:

@@ -35,9 +35,9 @@ a while, so a change another machine made there is seen by a long-lived process,
 mcp`` or one ``Splice``, only once that cache expires; each new process lists afresh.)
 
 A no-op ``splice sync`` also keeps the walks it trusted in the workspace root's ``.splice/``
-(a no-op ``splice install`` in its project's: tasks/walk_record.py) and hands them to the
-next one (``Walks``): each is trusted exactly as a walk of this process is, every directory
-``stat``ed and compared. A walk recorded
+(a no-op ``splice install`` in its project's: project/walk_record.py) and hands them to the
+next one (``Walks``), and a run's checks read the project's record too: each is trusted
+exactly as a walk of this process is, every directory ``stat``ed and compared. A walk recorded
 elsewhere (a checkout's) cannot know the inodes and change times the directories got here.
 Each walk, remembered or recorded, says whether it looked for ``.git`` too: one that looked
 only for ``splice.json`` (a read grant's) never answers for a write grant of the directory,
@@ -73,32 +73,42 @@ def project_below(
     ``repositories``, a ``.git``, with that name; or the error of a directory there that can
     be entered but not listed; or None. ``directory`` is not the caller's project
     (``fs_problem``'s rules refuse that first). ``walks``: those an earlier run recorded,
-    and those this run trusted (a no-op sync's, tasks/walk_record.py)."""
+    and those this run trusted (a no-op sync's, project/walk_record.py)."""
     key = (str(directory), repositories)
     # a walk that found no .git either answers for projects alone, never the other way
     keys = (key,) if repositories else (key, (key[0], True))
     if walks is not None and any(each in walks.trusted for each in keys):
         return None  # trusted already in this run (one check, or one no-op sync's)
-    recorded = walks.recorded if walks is not None else {}
-    for remembered in (_remembered, recorded):
-        for each in keys:
-            seen = remembered.get(each)
-            if seen is not None and all(_unchanged(*entry) for entry in seen):
-                if walks is not None:
-                    walks.trusted[each] = seen
-                return None
+    # the process's own walks first; the record (read when first asked for) where they miss
+    if any(_trusted(each, _remembered.get(each), walks) for each in keys):
+        return None
+    if walks is not None and any(_trusted(each, walks.recorded.get(each), walks) for each in keys):
+        return None
     found, listed = _walk(key[0], repositories)
     if isinstance(found, OSError):
         return found
     if found is not None:
         return type(directory)(found[0]), found[1]
     if listed is not None:
-        if len(_remembered) >= _REMEMBERED_MAX:
-            _remembered.clear()
-        _remembered[key] = listed
-        if walks is not None:
-            walks.trusted[key] = listed
+        _trust(key, listed, walks)
     return None
+
+
+def _trusted(key: WalkKey, seen: Walked | None, walks: Walks | None) -> bool:
+    """Whether the walk ``seen`` is there and every directory it listed unchanged; it is then
+    remembered in the process and trusted for the run."""
+    if seen is None or not all(_unchanged(*entry) for entry in seen):
+        return False
+    _trust(key, seen, walks)
+    return True
+
+
+def _trust(key: WalkKey, listed: Walked, walks: Walks | None) -> None:
+    if len(_remembered) >= _REMEMBERED_MAX:
+        _remembered.clear()
+    _remembered[key] = listed
+    if walks is not None:
+        walks.trusted[key] = listed
 
 
 def _walk(top: str, repositories: bool) -> tuple[tuple[str, str] | OSError | None, Walked | None]:

@@ -280,7 +280,7 @@ class RunMemo:
     made since is found by the next."""
 
     def __init__(self, walks: Walks | None = None) -> None:
-        """``walks``: the walks below grants to trust (a no-op sync's, tasks/walk_record.py)."""
+        """``walks``: the walks below grants to trust (a no-op sync's, project/walk_record.py)."""
         self._real: dict[PurePath, PurePath] = {}
         self._text: dict[str, str] = {}
         self._folded: dict[PurePath, tuple[str, ...]] = {}

@@ -58,7 +58,7 @@ from splice_build.project.layout import ProjectLayout
 from splice_build.project.locking import lock
 from splice_build.project.state_dir import state_lock
 from splice_build.spec.limits import MAX_PROJECT_STATE_BYTES
-from splice_build.spec.project_state import ProjectState, Recorded, RunMemo, Walks
+from splice_build.spec.project_state import ProjectState, RunMemo, Walks
 from splice_build.spec.regular_file import read_regular_file_and_stat
 
 if TYPE_CHECKING:
@@ -191,10 +191,12 @@ def unchanged_workspace(
     if digests is None:
         return None
     derived: set[str] = set()  # records found there, each looked at once for all members
+    from splice_build.project.walk_record import recorded_walks
+
     # The real paths of the members and of everything their grants are judged against (the
     # members' shared parents resolved once), and the walks below those grants the last
-    # no-op kept (tasks/walk_record.py), read only for a member with a grant.
-    memo = RunMemo(Walks(functools.partial(_recorded_walks, workspace.root)))
+    # no-op kept (project/walk_record.py), read only for a member with a grant.
+    memo = RunMemo(recorded_walks(workspace.root))
     with contextlib.ExitStack() as stack:
         for directory in sorted(workspace.members, key=str):  # run_workspace's lock order
             layout = layouts[directory]
@@ -212,16 +214,10 @@ def unchanged_workspace(
     return _result(workspace, check, states)
 
 
-def _recorded_walks(root: Path) -> Recorded:
-    from splice_build.tasks.walk_record import read_record
-
-    return read_record(root)
-
-
 def _keep_walks(root: Path, walks: Walks) -> None:
-    """Keep the walks and index reads this no-op trusted for the next (tasks/walk_record.py)."""
+    """Keep the walks and index reads this no-op trusted for the next (project/walk_record.py)."""
     if walks.trusted or walks.indexes:
-        from splice_build.tasks.walk_record import write_walks
+        from splice_build.project.walk_record import write_walks
 
         write_walks(root, walks.trusted, walks.recorded, walks.indexes, walks.recorded_indexes)
 
@@ -237,7 +233,9 @@ def unchanged_install(
     if digests is None:
         return None
     with state_lock(layout, on_blocked):
-        memo = RunMemo(Walks(functools.partial(_recorded_walks, layout.root)))
+        from splice_build.project.walk_record import recorded_walks
+
+        memo = RunMemo(recorded_walks(layout.root))
         cache = _unchanged(layout, home.path, os.path.realpath(layout.root), digests, set(), memo)
         if cache is None or cache.state is None:
             return None

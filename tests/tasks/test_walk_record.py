@@ -1,4 +1,4 @@
-"""A no-op sync keeps the walks below grants it trusted (tasks/walk_record.py) for the next
+"""A no-op sync keeps the walks below grants it trusted (project/walk_record.py) for the next
 one, which trusts each only while every directory it listed has the device, inode and change
 time recorded (spec/project_below.py): a project a tool makes inside a grant after the record
 is found by the next sync, which refuses the package as the graph does."""
@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from splice_build.project.home import SpliceHome
+from splice_build.project.walk_record import RECORD_FILE, read_record
 from splice_build.project.workspace import find_workspace
 from splice_build.sdk import Splice
 from splice_build.spec import project_below
 from splice_build.tasks.sync import SyncOptions, sync_workspace
-from splice_build.tasks.walk_record import RECORD_FILE, read_record
 from testing.registry_fixtures import embedded_store, new_project, publish
 
 PACKAGE = "@acme/files"
@@ -202,3 +202,35 @@ def test_a_submodule_added_to_the_index_after_a_recorded_read_is_refused(
     subprocess.run(["git", "update-index", "--add", "--cacheinfo", link], cwd=project, check=True)
     refused = _refused_sync(project, home)
     assert f"would include {project / 'out' / 'lib'}, a submodule of the git repository" in refused
+
+
+@pytest.mark.node
+@pytest.mark.skipif(os.name == "nt", reason="no stat cache on Windows")
+def test_a_run_trusts_the_record_and_refuses_a_repository_made_since(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new process's ``splice run`` checks its grants against the no-op's record (main:
+    every directory below every grant listed again, at each run); a ``.git`` a tool made in
+    the write grant ``out`` after the record is found, and nothing runs."""
+    from splice_build.errors import ErrorCode, SpliceError
+
+    project, home, sync = _installed(tmp_path, monkeypatch)
+    (project / "out" / "sub").mkdir(parents=True)
+    assert sync() and sync()
+    listed: list[str] = []
+    scandir = os.scandir
+    monkeypatch.setattr(os, "scandir", lambda path: listed.append(path) or scandir(path))
+    monkeypatch.setattr(project_below, "_remembered", {})  # as a new process
+    with Splice(project, home=home) as splice:
+        assert splice.run("files.hello", {"name": "x"}).ok
+    grants = (str(project / "data"), str(project / "out"))
+    assert [p for p in listed if str(p).startswith(grants)] == []  # main: both listed
+    time.sleep(0.02)  # past the kernel's clock tick, which change times are kept at
+    (project / "out" / "sub" / ".git").mkdir()
+    monkeypatch.setattr(project_below, "_remembered", {})
+    with Splice(project, home=home) as splice, pytest.raises(SpliceError) as refused:
+        splice.run("files.hello", {"name": "x"})
+    assert refused.value.code is ErrorCode.PERMISSIONS_NOT_GRANTED
+    assert f"would include the git repository of {project / 'out' / 'sub'}" in " ".join(
+        refused.value.details
+    )

@@ -6,12 +6,14 @@ project there (spec/project_below.py): 60 grants of one subdirectory each cost a
 30 members ~6 ms. The walks that found none are kept in ``<root>/.splice/walks.json`` with
 each directory's device, inode and change time; the next no-op ``stat``s those directories
 and lists again only below one that changed. It is a cache: unreadable, of another shape or
-version, it is ignored and written anew; ``--check`` reads it and writes nothing. A record
-made elsewhere (shipped in a checkout) cannot name the inodes and change times of the
-directories here, so it is never trusted; nor is one another user made or may write (a
-walk that leaves out a directory is trusted for what it lists, and another user can
-``stat`` this user's directories), so the record is this user's alone (mode 0600). Each walk
-says whether it looked for ``.git`` too (a write grant's), as the process's own do.
+version, it is ignored and written anew; ``--check`` reads it and writes nothing, and so do
+the checks of a run (``splice run``, a ``splice mcp`` call, ``Splice.run``: the project's
+own record, ``recorded_walks``). A record made elsewhere (shipped in a checkout) cannot
+name the inodes and change times of the directories here, so it is never trusted; nor is
+one another user made or may write (a walk that leaves out a directory is trusted for what
+it lists, and another user can ``stat`` this user's directories), so the record is this
+user's alone (mode 0600). Each walk says whether it looked for ``.git`` too (a write
+grant's), as the process's own do.
 
 The record keeps the git index reads the run trusted too (spec/git_links.py: a 50,000-file
 index holding a submodule costs ~60 ms to read), each with the device, inode, size,
@@ -21,13 +23,14 @@ index and reads it again when any of them differs.
 
 from __future__ import annotations
 
+import functools
 import json
 import stat
 from pathlib import Path
 
 from splice_build.project.layout import STATE_DIR
 from splice_build.spec.limits import MAX_PROJECT_STATE_BYTES
-from splice_build.spec.project_state import IndexRead, Recorded, Walked, WalkKey
+from splice_build.spec.project_state import IndexRead, Recorded, Walked, WalkKey, Walks
 
 RECORD_FILE = "walks.json"
 # 2: each walk says whether it looked for .git; 3: and for a bare repository; 4: index reads
@@ -35,10 +38,10 @@ _VERSION = 4
 _IDENTITY_FIELDS = 5  # an index's device, inode, size, modification and change time
 
 
-def read_walks(root: Path) -> dict[WalkKey, Walked]:
-    """The walks recorded in the workspace root ``root``'s ``.splice/``; {} when there are
-    none or any field is not of its shape."""
-    return read_record(root)[0]
+def recorded_walks(root: Path) -> Walks:
+    """The record of ``root``'s ``.splice/``, read when a check first misses the process's
+    own walks and index reads: a run's checks trust it as a no-op's, writing nothing."""
+    return Walks(functools.partial(read_record, root))
 
 
 def read_record(root: Path) -> Recorded:
