@@ -18,7 +18,8 @@ install``, the server CPU of one ``tools/call`` of ``splice mcp`` (fresh process
 and ``--reuse``) and one ``Splice.run`` of the SDK in a process of its own. Whole-process
 rows give the CPU time (user + system of the process and its children), which a shared
 machine distorts least. ``SPLICE_BENCH_BEFORE=<older checkout>`` times each command of the
-large places with that checkout first on ``PYTHONPATH`` too, in the same rounds.
+large places with that checkout first on ``PYTHONPATH`` too, in the same rounds, on places
+and a SPLICE_HOME of its own built alike.
 """
 
 from __future__ import annotations
@@ -168,19 +169,25 @@ def run(quick: bool = False) -> list[Row]:
         trees["before"] = os.environ["SPLICE_BENCH_BEFORE"]
         precompile(Path(trees["before"]))
     with tempfile.TemporaryDirectory(prefix="bench-grants-") as tmp:
-        base = Path(tmp)
-        env = {**os.environ, "HOME": str(base), "SPLICE_HOME": str(base / "home")}
-        env["PYTHONPATH"] = str(REPO)
-        places = _places(base, env)
+        # Each tree has its places and SPLICE_HOME of its own: an older tree rewrites a
+        # record of a newer version (.splice/walks.json) as its own, and the other way round.
+        setups = {}
+        for number, (label, tree) in enumerate(trees.items()):
+            base = Path(tmp) / str(number)
+            env = {**os.environ, "HOME": str(base), "SPLICE_HOME": str(base / "home")}
+            env["PYTHONPATH"] = tree
+            places = _places(base, env)
+            if label != "this tree":
+                del places["small"]
+            setups[label] = (env, places)
         samples: dict[tuple[str, str, str], list[float]] = {}
         for index in range(rounds + 1):
             for name, command in _commands(calls).items():
                 order = list(trees) if index % 2 == 0 else list(reversed(trees))
                 for label in order:
+                    env, places = setups[label]
                     for place, project in places.items():
-                        if place == "small" and label != "this tree":
-                            continue
-                        taken = command({**env, "PYTHONPATH": trees[label]}, project)
+                        taken = command(env, project)
                         if index:  # round 0 warms every cache and records every walk
                             samples.setdefault((name, place, label), []).append(taken)
     rows = []
