@@ -36,7 +36,7 @@ import struct
 import time
 from pathlib import Path
 
-from splice_build.spec.project_below import RECENT_NS
+from splice_build.spec.project_below import RECENT_NS, remember
 from splice_build.spec.project_state import REPOSITORY_DIR, IndexRead, Walks
 from splice_build.spec.regular_file import read_regular_file, read_regular_file_and_stat
 
@@ -48,7 +48,6 @@ _GITLINK = 0o160000
 _HASH_SIZES = (20, 32)
 _GITLINK_MODE = struct.pack(">I", _GITLINK)  # as an entry holds it
 _SPLIT = b"link"  # the extension of a split index
-_REMEMBERED_MAX = 16
 # The path of each index read -> (device, inode, size, modification and change time) of the
 # file read, and its gitlinks.
 _remembered: dict[str, IndexRead] = {}
@@ -134,12 +133,7 @@ def gitlinks(git_directory: str, walks: Walks | None = None) -> tuple[str, ...]:
 
 
 def _trust(path: str, read: IndexRead, walks: Walks | None) -> None:
-    """Remember ``read`` of the index at ``path`` in the process, and trust it for the run."""
-    if len(_remembered) >= _REMEMBERED_MAX:
-        _remembered.clear()
-    _remembered[path] = read
-    if walks is not None:
-        walks.indexes[path] = read
+    remember(_remembered, path, read, None if walks is None else walks.indexes)
 
 
 def _identity(path: str) -> tuple[int, ...] | None:

@@ -50,6 +50,7 @@ import errno
 import os
 import time
 from pathlib import PurePath
+from typing import TypeVar
 
 from splice_build.spec.project_state import PROJECT_FILE, REPOSITORY_DIR, Walked, WalkKey, Walks
 
@@ -59,6 +60,8 @@ _BARE_NAMES = frozenset(("head", "objects", "refs"))
 # Longer than any kernel clock tick (10 ms at HZ=100), with room for a clock stepped back.
 RECENT_NS = 2_000_000_000
 _REMEMBERED_MAX = 64
+K = TypeVar("K")
+V = TypeVar("V")
 
 # Each real directory a walk found nothing below (and whether it looked for ``.git``), with
 # (path, device, inode, change time) of every directory it listed.
@@ -104,11 +107,18 @@ def _trusted(key: WalkKey, seen: Walked | None, walks: Walks | None) -> bool:
 
 
 def _trust(key: WalkKey, listed: Walked, walks: Walks | None) -> None:
-    if len(_remembered) >= _REMEMBERED_MAX:
-        _remembered.clear()
-    _remembered[key] = listed
-    if walks is not None:
-        walks.trusted[key] = listed
+    remember(_remembered, key, listed, None if walks is None else walks.trusted)
+
+
+def remember(memo: dict[K, V], key: K, value: V, trusted: dict[K, V] | None) -> None:
+    """Put ``value`` in the process's ``memo`` (emptied once it holds ``_REMEMBERED_MAX``)
+    and in what the run ``trusted``, if known: a walk here, an index read in
+    spec/git_links.py."""
+    if len(memo) >= _REMEMBERED_MAX:
+        memo.clear()
+    memo[key] = value
+    if trusted is not None:
+        trusted[key] = value
 
 
 def _walk(top: str, repositories: bool) -> tuple[tuple[str, str] | OSError | None, Walked | None]:
