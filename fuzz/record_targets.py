@@ -415,19 +415,19 @@ def git_index() -> Check:
 
 
 def walk_records() -> Check:
-    """``tasks.walk_record.read_walks`` on the bytes as ``.splice/walks.json``, then
+    """``project.walk_record.read_record`` on the bytes as ``.splice/walks.json``, then
     ``spec.project_below.project_below`` of a write grant trusting what it read, as a no-op
-    ``splice sync`` does. ``@WS@``, ``@A@``, ``@B@`` become the granted directory and two
+    ``splice sync`` and a run's checks do. ``@WS@``, ``@A@``, ``@B@`` become the granted directory and two
     directories below it, ``@DEV@`` their device, ``@INO_WS@``, ``@CT_WS@`` (and ``_A``,
     ``_B``) each one's inode and change time as a clean walk recorded them; a ``.git`` is
     then made in the granted directory, so that every record names its top as it was
-    before. Whatever the record holds, the ``.git`` is found; what ``read_walks`` returns is
-    of the record's shape (each walk listing its top first) and reads back the same once
-    ``write_walks`` wrote it."""
+    before. Whatever the record holds, the ``.git`` is found; what ``read_record`` returns
+    is of the record's shape (each walk listing its top first) and reads back the same once
+    ``write_walks`` wrote it (walks and index reads)."""
     from fuzz.targets import Finding, _scratch
+    from splice_build.project.walk_record import read_record, write_walks
     from splice_build.spec import project_below as below
     from splice_build.spec.project_state import REPOSITORY_DIR, Walks
-    from splice_build.tasks.walk_record import read_walks, write_walks
 
     base = _scratch() / "walks"
     root, again = base / "project", base / "again"
@@ -450,17 +450,18 @@ def walk_records() -> Check:
             data = data.replace(name, value)
         record.write_bytes(data)
         record.chmod(0o600)
-        recorded = read_walks(root)
+        recorded, indexes = read_record(root)
         for (top, looked), listed in recorded.items():
             if type(looked) is not bool or not listed or listed[0][0] != top:
                 raise Finding(f"a walk of {top!r} read as {listed!r:.200}")
         below._remembered.clear()
-        found = below.project_below(PurePath(granted), Walks(lambda: recorded), repositories=True)
+        walks = Walks(lambda: (recorded, indexes))
+        found = below.project_below(PurePath(granted), walks, repositories=True)
         if found != planted:
             raise Finding(f"the grant's .git was not found, but {found!r}")
-        if recorded:
-            write_walks(again, recorded, {})
-            if read_walks(again) != recorded:
+        if recorded or indexes:
+            write_walks(again, recorded, {}, indexes, {})
+            if read_record(again) != (recorded, indexes):
                 raise Finding("a record read, written and read again changed")
 
     return check

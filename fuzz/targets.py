@@ -1328,7 +1328,7 @@ TARGETS: dict[str, Target] = {
         Target(
             "walk_records",
             _walk_records,
-            "read_walks (.splice/walks.json): no record hides a .git made since it was taken",
+            "read_record (.splice/walks.json): no record hides a .git made since it was taken",
             dictionary="walks.dict",
             short_runs=300,
         ),

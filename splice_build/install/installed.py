@@ -153,10 +153,11 @@ def refuse_project_state(
     """``PERMISSIONS_NOT_GRANTED`` when the lock's grant or the manifest reaches the project's
     state or ``home`` (SPLICE_HOME), e.g. a lock written before the rule or by hand, or
     (``enclosing``) when the project lies in a write grant of a project above it."""
+    from splice_build.project.walk_record import recorded_walks
     from splice_build.spec.project_state import RunMemo, grant_unresolved, project_state_problems
 
     root = Path(os.path.realpath(layout.root))
-    memo = RunMemo()  # the same paths resolved for both
+    memo = RunMemo(recorded_walks(layout.root))  # the same paths resolved for both
     try:
         problems = project_state_problems(
             manifest.permissions, "manifest.json", root=root, home=home, memo=memo

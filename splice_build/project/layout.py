@@ -16,7 +16,7 @@ one where things are, so the layout is written down once.
     <root>/.splice/workspace.json          a workspace root's memo of its members
                                            (project/workspace.py)
     <root>/.splice/walks.json              a workspace root's walks below its members' grants
-                                           (tasks/walk_record.py)
+                                           (project/walk_record.py)
     <root>/.splice/packages/@ns/name/      installed, verified files
     <root>/.splice/tmp/                    staging and backups during an install
 """

@@ -506,7 +506,9 @@ class SpliceRuntime:
         PERMISSIONS_NOT_GRANTED when one reaches the project's state or SPLICE_HOME (also
         through a link), so no such grant is ever given, whatever the lock says."""
         from splice_build.project.home import SpliceHome
+        from splice_build.project.walk_record import recorded_walks
         from splice_build.spec.project_state import (
+            RunMemo,
             effective_fs_path,
             grant_unresolved,
             project_state_problems,
@@ -514,9 +516,10 @@ class SpliceRuntime:
 
         perms = pkg.manifest.permissions
         home = self._home if self._home is not None else SpliceHome.from_env(self._env).path
+        memo = RunMemo(recorded_walks(self.project_root))
         try:
             problems = project_state_problems(
-                perms, root=self.project_root, home=home, env=self._env
+                perms, root=self.project_root, home=home, env=self._env, memo=memo
             )
         except OSError as exc:  # a grant's path swapped mid-resolution (realpath's readlink)
             raise grant_unresolved(

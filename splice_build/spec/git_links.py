@@ -15,6 +15,17 @@ entries sorted by path, then extensions. The object names are 20 bytes (SHA-1) o
 reading finds is kept. An index split in two (``core.splitIndex``: a ``link`` extension)
 keeps most entries in another file; it, and an index of any other shape, is reported
 unreadable, and the caller refuses the grant (fail closed).
+
+An index read is remembered for the process with its device, inode, size, modification and
+change time: git writes a new index and renames it over the old one (another inode), and
+any write in place changes the change time, which no process sets back; so a check
+``stat``s the index and reads it again only when one of them changed (``splice mcp`` and
+one ``Splice`` ask at every call, and a cold ``splice run`` at each of its checks). As for
+the walks of spec/project_below.py, an index changed within ``RECENT_NS`` of its read is
+not remembered (a second change within the kernel's clock tick keeps the change time). A
+no-op ``splice sync`` or ``splice install`` keeps the reads it trusted with its walks
+(project/walk_record.py) for the next one and a run's checks, each trusted exactly as a read
+of this process.
 """
 
 from __future__ import annotations
@@ -22,10 +33,12 @@ from __future__ import annotations
 import os
 import stat
 import struct
+import time
 from pathlib import Path
 
-from splice_build.spec.project_state import REPOSITORY_DIR
-from splice_build.spec.regular_file import read_regular_file
+from splice_build.spec.project_below import RECENT_NS, remember
+from splice_build.spec.project_state import REPOSITORY_DIR, IndexRead, Walks
+from splice_build.spec.regular_file import read_regular_file, read_regular_file_and_stat
 
 # A larger index (millions of files) is refused as unreadable rather than read whole.
 MAX_INDEX_BYTES = 256 * 1024 * 1024
@@ -35,6 +48,9 @@ _GITLINK = 0o160000
 _HASH_SIZES = (20, 32)
 _GITLINK_MODE = struct.pack(">I", _GITLINK)  # as an entry holds it
 _SPLIT = b"link"  # the extension of a split index
+# The path of each index read -> (device, inode, size, modification and change time) of the
+# file read, and its gitlinks.
+_remembered: dict[str, IndexRead] = {}
 
 
 class UnreadableIndex(Exception):
@@ -88,18 +104,52 @@ def _first_line(path: str) -> bytes:
     return read_regular_file(Path(path), _SMALL_FILE_BYTES).split(b"\n", 1)[0].strip()
 
 
-def gitlinks(git_directory: str) -> tuple[str, ...]:
+def gitlinks(git_directory: str, walks: Walks | None = None) -> tuple[str, ...]:
     """The paths (relative to the work tree, ``/``-separated) the index of
     ``git_directory`` lists as submodules; () without an index or with one this user may
     not read (another user's repository above the project: git, run by this user, reads
-    it no more and enters no submodule). Raises UnreadableIndex."""
+    it no more and enters no submodule). Raises UnreadableIndex. ``walks``: the index reads
+    an earlier run recorded, trusted while the index is unchanged, and those this run
+    trusted (a no-op sync's, project/walk_record.py)."""
     path = os.path.join(git_directory, "index")
+    # the process's own reads first; the record (read when first asked for) where they miss
+    known = _remembered.get(path)
+    if known is None and walks is not None:
+        known = walks.recorded_indexes.get(path)
+    if known is not None and _identity(path) == known[0]:
+        _trust(path, known, walks)
+        return known[1]
+    recent = time.time_ns() - RECENT_NS
     try:
-        data = read_regular_file(Path(path), MAX_INDEX_BYTES)
+        data, info = read_regular_file_and_stat(Path(path), MAX_INDEX_BYTES)
     except (FileNotFoundError, PermissionError):  # git reads none either, nor enters any
         return ()
     except OSError as exc:  # a FIFO never blocks the check (spec/regular_file.py)
         raise UnreadableIndex(f"{path}: {exc.strerror or exc}") from exc
+    found = _gitlinks(path, data)
+    if max(info.st_mtime_ns, info.st_ctime_ns) < recent:
+        _trust(path, (_key(info), found), walks)
+    return found
+
+
+def _trust(path: str, read: IndexRead, walks: Walks | None) -> None:
+    remember(_remembered, path, read, None if walks is None else walks.indexes)
+
+
+def _identity(path: str) -> tuple[int, ...] | None:
+    """``_key`` of the file at ``path`` now (links followed, as the index is read)."""
+    try:
+        return _key(os.stat(path))
+    except OSError:
+        return None
+
+
+def _key(info: os.stat_result) -> tuple[int, ...]:
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def _gitlinks(path: str, data: bytes) -> tuple[str, ...]:
+    """The gitlinks of the index ``data`` read from ``path``; raises UnreadableIndex."""
     if data[:4] == b"DIRC" and _GITLINK_MODE not in data and _SPLIT not in data:
         return ()  # no entry can be a gitlink, nor the index split: a large one read in C
     found: set[str] = set()

@@ -33,13 +33,17 @@ it back; a mount on one of them changes what ``stat`` says of its path). The nex
 ``stat``s each (about a tenth of a listing) and lists again only when one changed. A listing
 taken within ``RECENT_NS`` of its directory's last change is not remembered: the kernel keeps
 change times at its clock tick, and a second change within the tick of the first leaves it
-as it was. (A network file system's client may answer ``stat`` from its attribute cache for
+as it was. A walk found unchanged or made afresh is trusted for the rest of its run (one
+check, or one no-op sync's members: ``Walks.trusted``), as a run's other look-ups are
+(``RunMemo``); a directory granted for reading and writing is looked at once. (A network
+file system's client may answer ``stat`` from its attribute cache for
 a while, so a change another machine made there is seen by a long-lived process, ``splice
 mcp`` or one ``Splice``, only once that cache expires; each new process lists afresh.)
 
 A no-op ``splice sync`` also keeps the walks it trusted in the workspace root's ``.splice/``
-(tasks/walk_record.py) and hands them to the next one (``Walks``): each is trusted exactly as
-a walk of this process is, every directory ``stat``ed and compared. A walk recorded
+(a no-op ``splice install`` in its project's: project/walk_record.py) and hands them to the
+next one (``Walks``), and a run's checks read the project's record too: each is trusted
+exactly as a walk of this process is, every directory ``stat``ed and compared. A walk recorded
 elsewhere (a checkout's) cannot know the inodes and change times the directories got here.
 Each walk, remembered or recorded, says whether it looked for ``.git`` too: one that looked
 only for ``splice.json`` (a read grant's) never answers for a write grant of the directory,
@@ -52,6 +56,7 @@ import errno
 import os
 import time
 from pathlib import PurePath
+from typing import TypeVar
 
 from splice_build.spec.project_state import PROJECT_FILE, REPOSITORY_DIR, Walked, WalkKey, Walks
 
@@ -65,6 +70,8 @@ _GIT_DIRECTORY_NAMES = (
 # Longer than any kernel clock tick (10 ms at HZ=100), with room for a clock stepped back.
 RECENT_NS = 2_000_000_000
 _REMEMBERED_MAX = 64
+K = TypeVar("K")
+V = TypeVar("V")
 
 # Each real directory a walk found nothing below (and whether it looked for ``.git``), with
 # (path, device, inode, change time) of every directory it listed.
@@ -79,30 +86,49 @@ def project_below(
     ``repositories``, a ``.git``, with that name; or the error of a directory there that can
     be entered but not listed; or None. ``directory`` is not the caller's project
     (``fs_problem``'s rules refuse that first). ``walks``: those an earlier run recorded,
-    and those this run trusted (a no-op sync's, tasks/walk_record.py)."""
+    and those this run trusted (a no-op sync's, project/walk_record.py)."""
     key = (str(directory), repositories)
     # a walk that found no .git either answers for projects alone, never the other way
     keys = (key,) if repositories else (key, (key[0], True))
-    recorded = walks.recorded if walks is not None else {}
-    for remembered in (_remembered, recorded):
-        for each in keys:
-            seen = remembered.get(each)
-            if seen is not None and all(_unchanged(*entry) for entry in seen):
-                if walks is not None:
-                    walks.trusted[each] = seen
-                return None
+    if walks is not None and any(each in walks.trusted for each in keys):
+        return None  # trusted already in this run (one check, or one no-op sync's)
+    # the process's own walks first; the record (read when first asked for) where they miss
+    if any(_trusted(each, _remembered.get(each), walks) for each in keys):
+        return None
+    if walks is not None and any(_trusted(each, walks.recorded.get(each), walks) for each in keys):
+        return None
     found, listed = _walk(key[0], repositories)
     if isinstance(found, OSError):
         return found
     if found is not None:
         return type(directory)(found[0]), found[1]
     if listed is not None:
-        if len(_remembered) >= _REMEMBERED_MAX:
-            _remembered.clear()
-        _remembered[key] = listed
-        if walks is not None:
-            walks.trusted[key] = listed
+        _trust(key, listed, walks)
     return None
+
+
+def _trusted(key: WalkKey, seen: Walked | None, walks: Walks | None) -> bool:
+    """Whether the walk ``seen`` is there and every directory it listed unchanged; it is then
+    remembered in the process and trusted for the run."""
+    if seen is None or not all(_unchanged(*entry) for entry in seen):
+        return False
+    _trust(key, seen, walks)
+    return True
+
+
+def _trust(key: WalkKey, listed: Walked, walks: Walks | None) -> None:
+    remember(_remembered, key, listed, None if walks is None else walks.trusted)
+
+
+def remember(memo: dict[K, V], key: K, value: V, trusted: dict[K, V] | None) -> None:
+    """Put ``value`` in the process's ``memo`` (emptied once it holds ``_REMEMBERED_MAX``)
+    and in what the run ``trusted``, if known: a walk here, an index read in
+    spec/git_links.py."""
+    if len(memo) >= _REMEMBERED_MAX:
+        memo.clear()
+    memo[key] = value
+    if trusted is not None:
+        trusted[key] = value
 
 
 def _walk(top: str, repositories: bool) -> tuple[tuple[str, str] | OSError | None, Walked | None]:

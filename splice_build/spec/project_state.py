@@ -240,23 +240,37 @@ Walked = tuple[tuple[str, int, int, int], ...]
 # The directory a walk started from, and whether it looked for ``.git`` too (a write
 # grant's): one that looked only for ``splice.json`` never answers for a write grant.
 WalkKey = tuple[str, bool]
+# A git index read (spec/git_links.py): the device, inode, size, modification and change
+# time of the file read, and the submodules it lists.
+IndexRead = tuple[tuple[int, ...], tuple[str, ...]]
+# What an earlier run recorded: its walks, and its index reads by the index's path.
+Recorded = tuple[dict[WalkKey, Walked], dict[str, IndexRead]]
 
 
 class Walks:
-    """The walks below grants an earlier run recorded (``recorded``, read by ``load`` when
-    first asked for), and those this run trusted, found unchanged or made afresh
-    (``trusted``): spec/project_below.py."""
+    """The walks below grants and the git index reads an earlier run recorded (``recorded``
+    and ``recorded_indexes``, read by ``load`` when first asked for), and those this run
+    trusted, found unchanged or made afresh (``trusted``, ``indexes``):
+    spec/project_below.py, spec/git_links.py."""
 
-    def __init__(self, load: Callable[[], dict[WalkKey, Walked]] | None = None) -> None:
+    def __init__(self, load: Callable[[], Recorded] | None = None) -> None:
         self._load = load
-        self._recorded: dict[WalkKey, Walked] | None = None
+        self._recorded: Recorded | None = None
         self.trusted: dict[WalkKey, Walked] = {}
+        self.indexes: dict[str, IndexRead] = {}
+
+    def _record(self) -> Recorded:
+        if self._recorded is None:
+            self._recorded = ({}, {}) if self._load is None else self._load()
+        return self._recorded
 
     @property
     def recorded(self) -> dict[WalkKey, Walked]:
-        if self._recorded is None:
-            self._recorded = {} if self._load is None else self._load()
-        return self._recorded
+        return self._record()[0]
+
+    @property
+    def recorded_indexes(self) -> dict[str, IndexRead]:
+        return self._record()[1]
 
 
 class RunMemo:
@@ -266,7 +280,7 @@ class RunMemo:
     made since is found by the next."""
 
     def __init__(self, walks: Walks | None = None) -> None:
-        """``walks``: the walks below grants to trust (a no-op sync's, tasks/walk_record.py)."""
+        """``walks``: the walks below grants to trust (a no-op sync's, project/walk_record.py)."""
         self._real: dict[PurePath, PurePath] = {}
         self._text: dict[str, str] = {}
         self._folded: dict[PurePath, tuple[str, ...]] = {}
@@ -386,7 +400,8 @@ class RunMemo:
     def submodules(self, real: PurePath) -> tuple[str, tuple[PurePath, ...] | str] | None:
         """The work tree of the git repository the real path ``real`` lies in and the
         submodules its index lists (their paths), or why that index could not be read; None
-        outside any repository (spec/git_links.py). Looked up once per repository."""
+        outside any repository (spec/git_links.py). Looked up once per repository, and
+        trusted from ``walks`` while the index is unchanged."""
         from splice_build.spec.git_links import UnreadableIndex, gitlinks
 
         found = self.repository(os.fspath(real))
@@ -397,7 +412,7 @@ class RunMemo:
         if known is None:
             try:
                 links: tuple[PurePath, ...] | str = tuple(
-                    type(real)(tree, link) for link in gitlinks(git_directory)
+                    type(real)(tree, link) for link in gitlinks(git_directory, self.walks)
                 )
             except UnreadableIndex as exc:
                 links = str(exc)
@@ -769,14 +784,21 @@ def project_state_problems(
     caller's other checks of this run looked up (a lock's grant and its manifest); ``env``
     as for ``ProjectState``."""
     lines: list[str] = []
-    has_fs = permissions.fs_read or permissions.fs_write
-    state = ProjectState(root, home, memo=memo, env=env) if has_fs else None
-    for field, entries in (("fs.read", permissions.fs_read), ("fs.write", permissions.fs_write)):
-        for entry in entries:
-            assert state is not None
-            problem = state.fs_problem(entry, write=field == "fs.write")
-            if problem is not None:
-                lines.append(f"{where}.{field}: {problem}")
+    fields = (("fs.read", permissions.fs_read), ("fs.write", permissions.fs_write))
+    if permissions.fs_read or permissions.fs_write:
+        state = ProjectState(root, home, memo=memo, env=env)
+        # The write grants first: a walk below one that found neither a project nor a .git
+        # answers for a read grant of the same directory too (spec/project_below.py), so a
+        # directory granted both ways is listed once.
+        problems = {
+            (field, entry): state.fs_problem(entry, write=field == "fs.write")
+            for field, entries in reversed(fields)
+            for entry in entries
+        }
+        for field, entries in fields:
+            for entry in entries:
+                if (problem := problems[field, entry]) is not None:
+                    lines.append(f"{where}.{field}: {problem}")
     for name in permissions.env:
         problem = env_entry_problem(name)
         if problem is not None:

@@ -58,7 +58,7 @@ from splice_build.project.layout import ProjectLayout
 from splice_build.project.locking import lock
 from splice_build.project.state_dir import state_lock
 from splice_build.spec.limits import MAX_PROJECT_STATE_BYTES
-from splice_build.spec.project_state import ProjectState, RunMemo, Walked, WalkKey, Walks
+from splice_build.spec.project_state import ProjectState, RunMemo, Walks
 from splice_build.spec.regular_file import read_regular_file_and_stat
 
 if TYPE_CHECKING:
@@ -191,10 +191,12 @@ def unchanged_workspace(
     if digests is None:
         return None
     derived: set[str] = set()  # records found there, each looked at once for all members
+    from splice_build.project.walk_record import recorded_walks
+
     # The real paths of the members and of everything their grants are judged against (the
     # members' shared parents resolved once), and the walks below those grants the last
-    # no-op kept (tasks/walk_record.py), read only for a member with a grant.
-    memo = RunMemo(Walks(functools.partial(_recorded_walks, workspace.root)))
+    # no-op kept (project/walk_record.py), read only for a member with a grant.
+    memo = RunMemo(recorded_walks(workspace.root))
     with contextlib.ExitStack() as stack:
         for directory in sorted(workspace.members, key=str):  # run_workspace's lock order
             layout = layouts[directory]
@@ -207,17 +209,17 @@ def unchanged_workspace(
             if cache is None or cache.state is None:
                 return None
             states[directory] = cache.state
-    if memo.walks.trusted and not check:
-        from splice_build.tasks.walk_record import write_walks
-
-        write_walks(workspace.root, memo.walks.trusted, memo.walks.recorded)
+    if not check:
+        _keep_walks(workspace.root, memo.walks)
     return _result(workspace, check, states)
 
 
-def _recorded_walks(root: Path) -> dict[WalkKey, Walked]:
-    from splice_build.tasks.walk_record import read_walks
+def _keep_walks(root: Path, walks: Walks) -> None:
+    """Keep the walks and index reads this no-op trusted for the next (project/walk_record.py)."""
+    if walks.trusted or walks.indexes:
+        from splice_build.project.walk_record import write_walks
 
-    return read_walks(root)
+        write_walks(root, walks.trusted, walks.recorded, walks.indexes, walks.recorded_indexes)
 
 
 def unchanged_install(
@@ -231,12 +233,15 @@ def unchanged_install(
     if digests is None:
         return None
     with state_lock(layout, on_blocked):
-        cache = _unchanged(
-            layout, home.path, os.path.realpath(layout.root), digests, set(), RunMemo()
-        )
+        from splice_build.project.walk_record import recorded_walks
+
+        memo = RunMemo(recorded_walks(layout.root))
+        cache = _unchanged(layout, home.path, os.path.realpath(layout.root), digests, set(), memo)
         if cache is None or cache.state is None:
             return None
         reports = _kept_reports(layout, home, cache)
+        if reports is not None:
+            _keep_walks(layout.root, memo.walks)
     if reports is None:
         return None
     return reports, _up_to_date([("", cache.state.packages)])
@@ -418,7 +423,10 @@ def _reaches_state(
     the graph's ``verify`` applies (``refuse_project_state``); ``memo``: the run's."""
     try:
         checked = ProjectState(Path(root), home, memo=memo)
-        return any(checked.fs_problem(entry, write=write) is not None for entry, write in entries)
+        # write grants first, as project_state_problems: a directory granted both ways is
+        # walked once (spec/project_below.py)
+        ordered = sorted(entries, key=lambda each: not each[1])
+        return any(checked.fs_problem(entry, write=write) is not None for entry, write in ordered)
     except (OSError, ValueError):  # a name no path can have: the graph says what it is
         return True
 

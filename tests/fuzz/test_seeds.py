@@ -19,12 +19,12 @@ import pytest
 from fuzz.engine import CORPUS
 from splice_build.install.consent_record import read_record, record_path
 from splice_build.install.statcache import _parse
+from splice_build.project import walk_record
 from splice_build.project.lockfile import load_lockfile
 from splice_build.project.project_file import load_project_file
 from splice_build.runtime.protocol import parse_child_message
 from splice_build.spec.git_links import gitlinks
 from splice_build.spec.manifest import Manifest
-from splice_build.tasks.walk_record import read_walks
 
 # Seeds that stand for a refusal (an input that once found a defect).
 REFUSALS = {"frames": {"redirect-object.json"}}
@@ -84,7 +84,8 @@ def _walk_records(data: bytes, tmp_path: Path) -> None:
     data = data.replace(b"@DEV@", str(granted.stat().st_dev).encode())
     (tmp_path / ".splice" / "walks.json").write_bytes(data)
     (tmp_path / ".splice" / "walks.json").chmod(0o600)
-    assert len(read_walks(tmp_path)) == len(json.loads(data)["walks"])
+    walks, indexes = walk_record.read_record(tmp_path)
+    assert (len(walks), len(indexes)) == (len(json.loads(data)["walks"]), 1)
 
 
 READERS: dict[str, Callable[[bytes, Path], None]] = {

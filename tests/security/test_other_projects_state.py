@@ -205,6 +205,36 @@ def test_a_walk_that_found_nothing_is_checked_again_by_stat(
     assert below.project_below(missing) == (missing / "c", "splice.json")
 
 
+def test_a_directory_granted_both_ways_is_listed_once_a_check_and_again_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A check of ``fs.read`` and ``fs.write`` of ``src`` listed it twice (once looking for
+    a project, once for a ``.git`` too) and ``stat``ed every directory of each remembered
+    walk at each entry; now its write grant's walk answers for both. A ``.git`` made below
+    after the walk was remembered still refuses the write grant at the next check, never
+    the read grant."""
+    from splice_build.spec import project_below as below
+    from splice_build.spec.permissions import Permissions
+    from splice_build.spec.project_state import project_state_problems
+
+    monkeypatch.setattr(below, "RECENT_NS", -(10**18))  # every listing old enough to keep
+    monkeypatch.setattr(below, "_remembered", {})
+    root = new_project(Path(os.path.realpath(tmp_path)) / "repo")
+    (root / "src" / "deep").mkdir(parents=True)
+    grants = Permissions(fs_read=("src",), fs_write=("src",))
+    listings: list[object] = []
+    scandir = os.scandir
+    monkeypatch.setattr(os, "scandir", lambda path: listings.append(path) or scandir(path))
+    assert project_state_problems(grants, root=root) == []
+    assert listings.count(str(root / "src")) == 1  # main: 2
+    time.sleep(0.02)  # past the kernel's clock tick, which change times are kept at
+    (root / "src" / "deep" / ".git").mkdir()
+    assert project_state_problems(grants, root=root) == [
+        f'permissions.fs.write: "src" would include the git repository of {root / "src" / "deep"} '
+        "(its .git, whose configuration names commands git runs): move it out of the grant"
+    ]
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root lists every directory")
 def test_a_grant_holding_a_directory_entered_but_never_listed_is_refused(tmp_path: Path) -> None:
     """Its names are unknown to the walk, and a tool that knows ``a/.env`` opens it."""

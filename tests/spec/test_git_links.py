@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -63,3 +64,74 @@ def test_an_index_that_is_a_fifo_is_unreadable_not_waited_on(tmp_path: Path) -> 
     os.mkfifo(tmp_path / ".git" / "index")
     with pytest.raises(UnreadableIndex, match="not a regular file"):
         gitlinks(str(tmp_path / ".git"))
+
+
+def _plain_repository(path: Path) -> Path:
+    """A repository whose index lists ``vendor/notes.txt`` alone."""
+    subprocess.run(["git", "init", "-q", str(path)], check=True)
+    (path / "vendor" / "lib").mkdir(parents=True)
+    (path / "vendor" / "notes.txt").write_text("x\n")
+    subprocess.run(["git", "add", "vendor/notes.txt"], cwd=path, check=True)
+    return Path(os.path.realpath(path))
+
+
+def _add_submodule(repository: Path) -> None:
+    link = f"160000,{'1' * 40},vendor/lib"
+    subprocess.run(
+        ["git", "update-index", "--add", "--cacheinfo", link], cwd=repository, check=True
+    )
+
+
+def _remember_at_once(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Every index read old enough to remember; the list of the reads made from now on."""
+    from splice_build.spec import git_links
+
+    monkeypatch.setattr(git_links, "RECENT_NS", -(10**18))
+    monkeypatch.setattr(git_links, "_remembered", {})
+    reads: list[object] = []
+    read = git_links.read_regular_file_and_stat
+    monkeypatch.setattr(
+        git_links, "read_regular_file_and_stat", lambda *a, **k: reads.append(a) or read(*a, **k)
+    )
+    return reads
+
+
+def test_an_index_read_once_is_read_again_only_once_it_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each check of a long-lived process (``splice mcp``, one ``Splice``) re-read a 50,000-file
+    index; now it ``stat``s it, and a submodule added since (git renames a new index over the
+    old) refuses the write grant holding it at the next check."""
+    repository = _plain_repository(tmp_path / "repo")
+    reads = _remember_at_once(monkeypatch)
+    assert ProjectState(repository).fs_problem("vendor") is None
+    assert ProjectState(repository).fs_problem("vendor") is None
+    assert len(reads) == 1  # main: 2
+    time.sleep(0.02)  # past the kernel's clock tick, which change times are kept at
+    _add_submodule(repository)
+    assert "a submodule of the git repository" in (
+        ProjectState(repository).fs_problem("vendor") or ""
+    )
+    assert len(reads) == 2
+
+
+def test_an_index_rewritten_in_place_with_its_times_put_back_is_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same inode and size, the modification time set back (``vendor/lib`` a file's
+    entry made a submodule's): the change time moved, and the submodule is found."""
+    repository = _plain_repository(tmp_path / "repo")
+    index = repository / ".git" / "index"
+    _add_submodule(repository)
+    with_link = index.read_bytes()
+    blob = f"100644,{'1' * 40},vendor/lib"
+    subprocess.run(["git", "update-index", "--cacheinfo", blob], cwd=repository, check=True)
+    _remember_at_once(monkeypatch)
+    assert gitlinks(str(repository / ".git")) == ()
+    before = index.stat()
+    assert before.st_size == len(with_link)
+    time.sleep(0.02)  # past the kernel's clock tick
+    with open(index, "r+b") as handle:
+        handle.write(with_link)
+    os.utime(index, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert gitlinks(str(repository / ".git")) == ("vendor/lib",)
