@@ -17,7 +17,7 @@ from splice_build.mcp.interface import ServerInfo
 from splice_build.mcp.protocol import Server, Session
 from splice_build.spec.tree_digest import tree_digest
 from testing.cli import run_splice
-from testing.mcp_clients import child_env, free_port, http_server, splice_argv
+from testing.mcp_clients import child_env, http_server, splice_argv
 
 pytestmark = pytest.mark.node
 
@@ -77,7 +77,7 @@ def test_streamable_http_listens_on_loopback_only_by_default(tmp_path: Path) -> 
     project = tmp_path / "project"
     project.mkdir()
     assert run_splice("init", cwd=project).code == 0
-    argv = splice_argv("mcp", "--http", "--port", str(free_port()))
+    argv = splice_argv("mcp", "--http", "--port", "0")
     env = child_env({"SPLICE_MCP_TOKEN": TOKEN})
     with http_server(argv, env=env, cwd=project) as (url, _process):
         parts = urlsplit(url)

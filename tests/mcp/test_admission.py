@@ -28,7 +28,6 @@ from testing.mcp_clients import (
     LineClient,
     child_env,
     demo_argv,
-    free_port,
     http_server,
     sdk_http,
 )
@@ -43,7 +42,7 @@ HEADERS = {
 @pytest.fixture
 def url() -> Iterator[str]:
     env = child_env({"SPLICE_MCP_MAX_CALLS": "1"})
-    with http_server(demo_argv("http", str(free_port())), env=env) as (address, _process):
+    with http_server(demo_argv("http", "0"), env=env) as (address, _process):
         yield address
 
 
@@ -255,7 +254,7 @@ def test_behind_a_trusted_proxy_a_client_without_session_is_queued_by_its_addres
     names it only from a ``--trusted-proxy`` peer (here the test itself, on 127.0.0.1, also
     when named as the IPv4-mapped address a dual-stack socket shows for it)."""
     trusted = proxy is not None
-    argv = demo_argv("http", str(free_port()), *([proxy] if proxy else []))
+    argv = demo_argv("http", "0", *([proxy] if proxy else []))
     env = child_env({"SPLICE_MCP_MAX_CALLS": "1"})
     with http_server(argv, env=env) as (url, _process):
         call = partial(_forwarded_call, url, tmp_path / "release")
@@ -281,7 +280,7 @@ def test_behind_a_trusted_proxy_a_client_without_session_is_queued_by_its_addres
 def test_an_ipv6_client_rotating_addresses_of_its_64_is_one_address(tmp_path: Path) -> None:
     """An IPv6 host has a /64 of source addresses: its calls share one queue whatever
     address of it they come from, and another /64 still pushes out (client_address.client_key)."""
-    argv = demo_argv("http", str(free_port()), "127.0.0.1")
+    argv = demo_argv("http", "0", "127.0.0.1")
     env = child_env({"SPLICE_MCP_MAX_CALLS": "1"})
     with http_server(argv, env=env) as (url, _process):
         call = partial(_forwarded_call, url, tmp_path / "release")
@@ -499,7 +498,7 @@ def test_requests_are_answered_while_as_many_calls_run_as_the_pool_has_threads(
     threads = 40  # anyio's default thread limiter, which Starlette's run_in_threadpool takes
     env = child_env({"SPLICE_MCP_MAX_CALLS": str(threads)})
     release, started = tmp_path / "release", tmp_path / "started"
-    with http_server(demo_argv("http", str(free_port())), env=env) as (address, _process):
+    with http_server(demo_argv("http", "0"), env=env) as (address, _process):
         parts = urlsplit(address)
 
         def send(body: bytes) -> http.client.HTTPConnection:

@@ -12,6 +12,7 @@ import os
 import signal
 import socket
 import threading
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -24,7 +25,6 @@ from splice_build.sdk import Splice
 from testing.mcp_clients import (
     LineClient,
     child_env,
-    free_port,
     http_server,
     read_by_the_server,
     sdk_http,
@@ -76,8 +76,10 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
 
 
 def _started(needle: str) -> None:
-    """Wait until the hanging call's Node process runs."""
-    for _ in range(400):
+    """Wait until the hanging call's Node process runs (30 s: a bound on a wait that must
+    end, spent only on a failure; a loaded machine takes seconds to start Node)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
         if sandbox_pids(needle):
             return
         threading.Event().wait(0.025)
@@ -209,7 +211,7 @@ def test_over_http_only_the_calling_session_cancels(installed) -> None:
     without a session or of another id do nothing, and the call gets no answer."""
     project, env, prefix = installed
     needle = f"{prefix}-http"
-    argv = splice_argv("mcp", "--http", "--port", str(free_port()))
+    argv = splice_argv("mcp", "--http", "--port", "0")
     with http_server(argv, env=env, cwd=project) as (url, _process):
 
         async def with_the_sdk() -> None:
@@ -347,9 +349,8 @@ def test_sigterm_or_sighup_stops_an_http_server_cleanly(
         caller.start()
         _started(running)
         with _raw_call(url, _call(2, waiting)) as second:  # waits for the only slot
-            for _ in range(400):
-                if read_by_the_server(second):
-                    break
+            deadline = time.monotonic() + 30
+            while not read_by_the_server(second) and time.monotonic() < deadline:
                 threading.Event().wait(0.01)
             process.send_signal(sig)
             code = process.wait(timeout=90)

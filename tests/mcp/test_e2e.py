@@ -10,7 +10,6 @@ import anyio
 import pytest
 
 from testing.mcp_clients import (
-    free_port,
     http_server,
     installed_project,
     sdk_http,
@@ -63,7 +62,7 @@ def test_stdio_list_call_read_and_errors(installed: tuple[Path, dict[str, str]])
 
 def test_http_list_and_call(installed: tuple[Path, dict[str, str]]) -> None:
     project, env = installed
-    argv = splice_argv("mcp", "--http", "--port", str(free_port()))
+    argv = splice_argv("mcp", "--http", "--port", "0")
     with http_server(argv, env={**env, "SPLICE_MCP_TOKEN": TOKEN}, cwd=project) as (url, _process):
 
         async def scenario() -> None:
@@ -129,7 +128,7 @@ def test_http_with_one_call_at_a_time_serves_every_session(
     waits its turn in its own queue (one call each: within the queue's bounds, so none is
     refused) and all are served."""
     project, env = installed
-    argv = splice_argv("mcp", "--http", "--port", str(free_port()), "--max-calls", "1")
+    argv = splice_argv("mcp", "--http", "--port", "0", "--max-calls", "1")
     with http_server(argv, env={**env, "SPLICE_MCP_TOKEN": TOKEN}, cwd=project) as (url, _process):
         results: dict[int, Any] = {}
 

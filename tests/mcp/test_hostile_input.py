@@ -22,7 +22,7 @@ from splice_build.mcp.protocol import MAX_BATCH
 from splice_build.mcp.transport.stdio import MAX_LINE_BYTES
 from testing.cli import run_splice
 from testing.hostile_json import hostile_documents
-from testing.mcp_clients import DEMO_TOKEN, LineClient, child_env, free_port, http_server
+from testing.mcp_clients import DEMO_TOKEN, LineClient, child_env, http_server
 from testing.mcp_clients import splice_argv as splice
 
 PARSE_ERROR = {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
@@ -241,7 +241,7 @@ def post(url: str, body: bytes, headers: dict[str, str] | None = None) -> tuple[
 @pytest.fixture
 def http_url(project: tuple[Path, dict[str, str]]) -> Iterator[tuple[str, Any]]:
     directory, env = project
-    argv = splice("mcp", "--http", "--port", str(free_port()))
+    argv = splice("mcp", "--http", "--port", "0")
     with http_server(argv, env=env, cwd=directory) as (url, process):
         yield url, process
 

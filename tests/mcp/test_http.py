@@ -22,7 +22,6 @@ from testing.mcp_clients import (
     DEMO_TOKEN,
     child_env,
     demo_argv,
-    free_port,
     http_server,
     sdk_http,
 )
@@ -34,7 +33,7 @@ PING = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
 
 @pytest.fixture(scope="module")
 def url() -> Iterator[str]:
-    with http_server(demo_argv("http", str(free_port())), env=child_env()) as (address, _process):
+    with http_server(demo_argv("http", "0"), env=child_env()) as (address, _process):
         yield address
 
 
@@ -237,7 +236,7 @@ def test_accept_weights_decide(url: str, accept: str, status: int) -> None:
 
 
 def test_a_client_leaving_mid_body_gets_nothing_and_logs_nothing() -> None:
-    with http_server(demo_argv("http", str(free_port())), env=child_env()) as (address, process):
+    with http_server(demo_argv("http", "0"), env=child_env()) as (address, process):
         parts = urlsplit(address)
         for _ in range(3):
             with socket.create_connection((parts.hostname, parts.port), timeout=10) as sock:
@@ -377,7 +376,7 @@ def test_a_call_whose_client_left_while_it_waited_never_runs(tmp_path: Path) -> 
     connection; when the slot frees, none of them runs (docs/mcp.md#admission-control)."""
     env = child_env({"SPLICE_MCP_MAX_CALLS": "1"})
     release = tmp_path / "release"
-    with http_server(demo_argv("http", str(free_port())), env=env) as (address, process):
+    with http_server(demo_argv("http", "0"), env=env) as (address, process):
         parts = urlsplit(address)
 
         def send(index: int, name: str, arguments: dict[str, Any]) -> socket.socket:

@@ -35,7 +35,6 @@ from testing.mcp_clients import (
     child_env,
     closed_by_server,
     demo_argv,
-    free_port,
     http_server,
     read_by_the_server,
 )
@@ -76,7 +75,7 @@ def test_partial_heads_cannot_run_the_server_out_of_files(
     """The review's attack: more connections than the server has files, each sending the
     first line of a request and nothing more, no token. The server stays reachable and its
     log stays quiet."""
-    argv = demo_argv("http", str(free_port()))
+    argv = demo_argv("http", "0")
     with http_server(argv, env=child_env(), open_files=(256, 256)) as (url, process):
         parts = urlsplit(url)
         assert ping(url).startswith("HTTP/1.1 200")
@@ -94,7 +93,7 @@ def test_partial_heads_cannot_run_the_server_out_of_files(
 
 
 def test_the_soft_open_file_limit_is_raised_to_the_hard_one() -> None:
-    argv = demo_argv("http", str(free_port()))
+    argv = demo_argv("http", "0")
     with http_server(argv, env=child_env(), open_files=(256, 4096)) as (url, process):
         assert process_open_files(process.pid) == (4096, 4096)
         assert ping(url).startswith("HTTP/1.1 200")
@@ -111,7 +110,7 @@ def test_a_slow_head_and_a_stalled_body_are_closed() -> None:
     """A head that trickles in (one header line every half second, so never idle) is closed
     at its deadline; an authorized request whose body never arrives is answered 408 and
     closed. The server's deadlines are shortened to 2 and 3 s (`splice mcp` has 10 and 30)."""
-    argv = demo_argv("http", str(free_port()), "--deadlines", "2,3")
+    argv = demo_argv("http", "0", "--deadlines", "2,3")
     with http_server(argv, env=child_env()) as (url, process):
         parts = urlsplit(url)
         address = (parts.hostname, parts.port)
@@ -189,7 +188,7 @@ def test_a_flood_of_refused_requests_is_not_a_flood_of_log_lines() -> None:
     asking for an Upgrade, pipelined on one. Before, the server logged one line for each
     refused request and two for each Upgrade (one telling to install a WebSocket library);
     now each kind is one line per window, while the server answers them all."""
-    with http_server(demo_argv("http", str(free_port())), env=child_env()) as (url, process):
+    with http_server(demo_argv("http", "0"), env=child_env()) as (url, process):
         parts = urlsplit(url)
         address = (parts.hostname, parts.port)
         for _ in range(50):

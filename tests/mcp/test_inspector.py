@@ -78,7 +78,7 @@ def test_inspector_against_the_transports(inspector: Path, tmp_path: Path) -> No
     env = child_env({"HOME": str(tmp_path)})
     called = check_stdio(demo_argv("stdio"), "demo_echo_echo", {"text": "hi"}, env, Path.cwd())
     assert called["structuredContent"] == {"echo": {"text": "hi"}}
-    with http_server(demo_argv("http", str(free_port())), env=env) as (url, _process):
+    with http_server(demo_argv("http", "0"), env=env) as (url, _process):
         called = check_http(url, DEMO_TOKEN, "demo_echo_echo", {"text": "yo"}, env)
         assert called["structuredContent"] == {"echo": {"text": "yo"}}
 
@@ -89,7 +89,7 @@ def test_inspector_against_splice_mcp(inspector: Path, tmp_path: Path) -> None:
     called = check_stdio(splice_argv("mcp"), "splice_example_hello", {"name": "Ada"}, env, project)
     assert called["structuredContent"] == {"message": "Hello, Ada."}
     token = "inspector-token-abcdefghijklmnop"
-    argv = splice_argv("mcp", "--http", "--port", str(free_port()))
+    argv = splice_argv("mcp", "--http", "--port", "0")
     with http_server(argv, env={**env, "SPLICE_MCP_TOKEN": token}, cwd=project) as (url, _process):
         called = check_http(url, token, "splice_example_hello", {"name": "Bo"}, env)
         assert called["structuredContent"] == {"message": "Hello, Bo."}

@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -41,6 +43,14 @@ HEADERS = [
     (b"accept", b"application/json"),
     (b"mcp-protocol-version", b"2025-06-18"),
 ]
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    """Poll ``condition`` on this event loop; 30 s is only a bound on a wait that must end
+    (a loaded machine can leave a thread unscheduled for seconds), spent only on a failure."""
+    deadline = time.monotonic() + 30
+    while not condition() and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
 
 
 async def _post(app: McpHttpApp, body: bytes) -> tuple[int, bytes]:
@@ -135,24 +145,17 @@ def test_a_large_call_waits_for_its_slot_as_its_bytes(then: str) -> None:
     async def queued() -> tuple[list[tuple[int, bytes]], int]:
         app = McpHttpApp(server, token_digest(DEMO_TOKEN), admission)
         running = asyncio.ensure_future(_post(app, call(1, {})))
-        while not started.is_set():
-            await asyncio.sleep(0.01)
+        await _until(started.is_set)
         tracemalloc.start()
         try:
             waiting = asyncio.ensure_future(_post(app, large))
-            for _ in range(1000):
-                if admission.waiting or waiting.done():
-                    break
-                await asyncio.sleep(0.01)
+            await _until(lambda: bool(admission.waiting) or waiting.done())
             assert admission.waiting == 1
             # The decoding thread keeps its result until it next runs (anyio's worker drops
             # it after handing it over): on a loaded machine, after the call has begun to
             # wait. What the wait itself holds is measured once that thread has run.
-            for _ in range(100):
-                held = tracemalloc.get_traced_memory()[0]
-                if held < 4 * len(large):
-                    break
-                await asyncio.sleep(0.01)
+            await _until(lambda: tracemalloc.get_traced_memory()[0] < 4 * len(large))
+            held = tracemalloc.get_traced_memory()[0]
         finally:
             tracemalloc.stop()
         if then == "stopped":

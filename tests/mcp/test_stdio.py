@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from splice_build.mcp.admission import MAX_CALLS_ENV
 from splice_build.mcp.transport.stdio import CHUNK_BYTES, OVERSIZE, iter_lines
 from testing.mcp_clients import LineClient, child_env, demo_argv, rss_kib, sdk_stdio
 
@@ -245,8 +246,12 @@ def test_sdk_client_over_stdio() -> None:
 
 
 def test_fifty_concurrent_calls() -> None:
+    """Ten calls at once (the default is one per core: on a one-core machine the fifty ran
+    one after another, 15 s, and the bound below failed whatever the server did)."""
+    env = child_env({MAX_CALLS_ENV: "10"})
+
     async def scenario() -> float:
-        async with sdk_stdio(demo_argv("stdio"), env=child_env()) as session:
+        async with sdk_stdio(demo_argv("stdio"), env=env) as session:
             results: dict[int, Any] = {}
 
             async def one(index: int) -> None:

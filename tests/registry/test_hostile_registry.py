@@ -145,16 +145,18 @@ def test_an_oversized_error_body_keeps_its_status(hostile) -> None:
 
 def test_an_answer_nested_deeper_than_any_registry_answer_is_refused_unparsed(hostile) -> None:
     """16 MiB of ``[[[…`` (8 million levels) used to be parsed whole, seconds per million
-    levels, after the deadline; it is refused by one linear scan."""
+    levels, after the deadline; it is refused by one linear scan. Counted in this thread's
+    CPU time, which reads and scans the answer (about 1 s; parsed whole first, 11 s): a
+    loaded machine stretched its wall time past 20 s."""
     client, _ = hostile
-    started = time.monotonic()
+    started = time.thread_time()
     with pytest.raises(RegistryError) as caught:
         client.package("@evil/deep-json")
     assert caught.value.code is ErrorCode.REGISTRY_ERROR
     assert list(caught.value.details) == [
         f"the answer is not JSON: nested deeper than {MAX_ANSWER_DEPTH} levels"
     ]
-    assert time.monotonic() - started < 10
+    assert time.thread_time() - started < 5
 
 
 def test_an_answer_as_deep_as_a_registry_answer_can_be_is_read(hostile) -> None:

@@ -13,6 +13,7 @@ pytestmark = pytest.mark.node
 
 SECRET = "s3cr3t-value-of-the-declared-variable"
 TOKEN = "ghp_" + "Z" * 36
+OUT_WRITE = {"fs": {"read": [], "write": ["out"]}}  # a tool may write project/out
 
 
 def test_error_message_golden(run_tool, project: Path) -> None:
@@ -115,13 +116,22 @@ def test_crafted_error_and_logs_are_redacted_in_linear_time(run_tool) -> None:
     assert result.logs == "eyJ-" * 4000 + ' API_TOKEN="[REDACTED]" ' + "a." * 8000
 
 
-def test_a_timed_out_call_still_gets_its_logs_redacted(run_tool) -> None:
+def test_a_timed_out_call_still_gets_its_logs_redacted(run_tool, project: Path) -> None:
     """Redaction counts against the call's deadline with a grace (REDACTION_GRACE_S): a tool
-    that used all its time gets its logs back redacted, not replaced by the marker."""
+    that used all its time gets its logs back redacted, not replaced by the marker. The tool
+    must have logged before its deadline: a loaded machine took more than 300 ms to get Node
+    that far, so the deadline grows until the tool's file says it logged (console.log to a
+    pipe is a synchronous write)."""
     body = (
-        "export default () => { console.log('TOKEN'.repeat(13000) + ' GITHUB_TOKEN=abc');"
+        "import fs from 'node:fs'; export default (i, ctx) => {"
+        " console.log('TOKEN'.repeat(13000) + ' GITHUB_TOKEN=abc');"
+        " fs.writeFileSync(ctx.paths.project + '/out/logged', '1');"
         " return new Promise(() => setInterval(() => {}, 1000)); };"
     )
-    result = run_tool(body, timeout_ms=300)
+    (project / "out").mkdir()
+    for timeout_ms in (300, 3000, 30_000):
+        result = run_tool(body, timeout_ms=timeout_ms, permissions=OUT_WRITE)
+        if (project / "out" / "logged").exists():
+            break
     assert result.error is not None and result.error.code == "TIMEOUT"
     assert result.logs == "TOKEN" * 13000 + " GITHUB_TOKEN=[REDACTED]"
