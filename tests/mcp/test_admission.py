@@ -46,10 +46,14 @@ def url() -> Iterator[str]:
         yield address
 
 
-def wait_call(path: Path, call_id: Any, log: Path | None = None) -> bytes:
+def wait_call(
+    path: Path, call_id: Any, log: Path | None = None, started: Path | None = None
+) -> bytes:
     arguments = {"path": str(path), "id": call_id}
     if log is not None:
         arguments["log"] = str(log)
+    if started is not None:
+        arguments["started"] = str(started)
     params = {"name": "demo_echo_wait", "arguments": arguments}
     return json.dumps(
         {"jsonrpc": "2.0", "id": call_id, "method": "tools/call", "params": params}
@@ -208,23 +212,29 @@ def test_rotating_session_ids_earns_a_flooder_no_room(url: str, tmp_path: Path) 
     """The review's attack: a flooder sends every call under a new ``mcp-session-id`` and
     fills the queue. Another address's call then pushes out the flooder's newest waiting
     call and waits for its turn instead of being refused."""
-    release = tmp_path / "release"
-    holder = Caller(url, wait_call(release, "holder"), uuid.uuid4().hex, source="127.0.0.2")
+    release, started = tmp_path / "release", tmp_path / "started"
+    holder_call = wait_call(release, "holder", started=started)
+    holder = Caller(url, holder_call, uuid.uuid4().hex, source="127.0.0.2")
     holder.start()
-    until(lambda: ping(url)["result"] == {})
+    until(started.exists)  # it runs: each later call waits or is refused
     flood = []
     for index in range(12):  # more than the whole queue (8)
         body = wait_call(release, f"flood-{index}")
         caller = Caller(url, body, uuid.uuid4().hex, source="127.0.0.2")
         caller.start()
-        caller.join(0.3)
         flood.append(caller)
-    refused = [c for c in flood if c.response is not None and c.response.status_code == 503]
-    assert len(refused) == 4  # eight queued: the whole queue, nobody else waiting
+
+    def refused() -> int:
+        return sum(c.response is not None and c.response.status_code == 503 for c in flood)
+
+    # Refusals only grow: four means all twelve arrived, eight queued (the whole queue).
+    until(lambda: refused() >= 4)
+    assert refused() == 4
     victim = Caller(url, wait_call(release, "victim"), "victim", source="127.0.0.3")
     victim.start()
-    victim.join(1.0)
+    until(lambda: refused() > 4 or victim.response is not None)
     assert victim.response is None  # waiting for its turn, not refused
+    assert refused() == 5  # it pushed out the flooder's newest waiting call
     release.touch()
     victim.join(60)
     assert victim.response is not None and victim.response.status_code == 200
