@@ -143,10 +143,10 @@ def _walk(top: str, repositories: bool) -> tuple[tuple[str, str] | OSError | Non
         try:
             info = os.stat(current, follow_symlinks=False)
         except OSError as exc:  # gone (its directory changed), or nothing granted yet
+            if current == top:  # a grant no path can name holds nothing a tool reaches:
+                return None, None  # making it fails (NOT_WRITABLE), and no call opens it
             if exc.errno == errno.ENAMETOOLONG:
                 return exc, None
-            if current == top:
-                return None, None
             continue
         # Each directory is remembered before it is listed, also one that cannot be: a
         # ``chmod`` making it one to enter changes its own change time, not its parent's.
