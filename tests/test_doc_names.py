@@ -125,6 +125,22 @@ def test_every_code_of_the_catalogue_is_named_by_a_page() -> None:
     assert [code.value for code in ErrorCode if code.value not in named] == []
 
 
+# The hook runtime/forks.py calls in a forked child: no user calls it.
+_SDK_HOOKS = frozenset({"forget_after_fork"})
+
+
+def test_sdk_md_names_every_public_method_and_property_of_splice() -> None:
+    """docs/sdk.md is the SDK's contract: a method or property of ``Splice`` it does not name
+    (``registry_url`` was one) is one a user cannot know is there, or what it promises."""
+    from splice_build.sdk import Splice
+
+    text = (REPO / "docs" / "sdk.md").read_text(encoding="utf-8")
+    public = {name for name in vars(Splice) if not name.startswith("_")} - _SDK_HOOKS
+    assert {"run_resolved", "registry_url", "init"} <= public
+    named = re.compile(r"`(?:await )?(?:Splice\.|splice\.)?(\w+)")
+    assert sorted(public - set(named.findall(text))) == []
+
+
 def test_the_architecture_layout_has_one_row_per_module() -> None:
     rows = layout_rows(REPO / "docs" / "architecture.md")
     assert rows == package_modules(PACKAGE)
