@@ -871,7 +871,8 @@ class Splice:
         return self._reuse or None
 
     def close(self) -> None:
-        """End the warm sandbox processes, if a pool was given."""
+        """End the sandbox processes this object keeps (a pool's, reuse's) and their threads;
+        a later call runs in a process of its own (docs/sdk.md#resources)."""
         if self._runtime_instance is not None:
             self._runtime_instance.close()
 

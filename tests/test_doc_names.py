@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 from tests.test_doc_links import PAGES, REPO
@@ -16,6 +17,9 @@ PACKAGE = REPO / "splice_build"
 _TOP = ("splice_build", "tests", "testing", "bench", "docs", "fuzz", ".ci")
 _SPAN = re.compile(r"`([^`\n]+)`")
 _UPPER = re.compile(r"`([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)`")
+# Code blocks, code spans and link targets, blanked before plain text is searched for paths.
+_PLAIN_HIDDEN = re.compile(r"^```.*?^```|`[^`\n]*`|\]\([^)\s]*\)", re.M | re.S)
+_PLAIN_PATH = re.compile(r"(?<![\w/.-])((?:\.ci|[a-z_]+)/[\w./-]*\.[a-z]+)\b")
 
 # Upper-case names the pages give that belong to others (AWS, git, Node.js, OpenSSL, Linux).
 OUTSIDE_NAMES = frozenset(
@@ -46,16 +50,24 @@ def _where(page: Path, root: Path, text: str, offset: int) -> str:
     return f"{page.relative_to(root)}:{text.count(chr(10), 0, offset) + 1}"
 
 
+def _named_paths(text: str) -> Iterator[re.Match[str]]:
+    """The code spans of ``text``, then the file paths written as plain text (a name with a
+    suffix after a directory, outside code and links: ``(splice_build/errors.py)``)."""
+    yield from _SPAN.finditer(text)
+    hidden = _PLAIN_HIDDEN.sub(lambda found: " " * len(found.group()), text)
+    yield from _PLAIN_PATH.finditer(hidden)
+
+
 def missing_paths(pages: list[Path], root: Path = REPO) -> list[str]:
-    """Each path in code (`tests/x.py`, `runtime/host/*.mjs`) that starts with a directory of
-    the repository or of the package and matches no file, as 'page:line: path'; a path with a
-    placeholder (`<topic>`, `{name}`) is no file's name."""
+    """Each path in code (`tests/x.py`, `runtime/host/*.mjs`), or a file's path in plain text,
+    that starts with a directory of the repository or of the package and matches no file, as
+    'page:line: path'; a path with a placeholder (`<topic>`, `{name}`) is no file's name."""
     package = root / "splice_build"
     subpackages = {p.name for p in package.iterdir() if p.is_dir()}
     missing = []
     for page in pages:
         text = page.read_text(encoding="utf-8")
-        for match in _SPAN.finditer(text):
+        for match in _named_paths(text):
             path = match.group(1).split("::")[0].rstrip(".,:")
             first = path.split("/")[0]
             if "/" not in path or re.search(r"[<>{}\s]", path):
@@ -125,6 +137,22 @@ def test_every_code_of_the_catalogue_is_named_by_a_page() -> None:
     assert [code.value for code in ErrorCode if code.value not in named] == []
 
 
+# The hook runtime/forks.py calls in a forked child: no user calls it.
+_SDK_HOOKS = frozenset({"forget_after_fork"})
+
+
+def test_sdk_md_names_every_public_method_and_property_of_splice() -> None:
+    """docs/sdk.md is the SDK's contract: a method or property of ``Splice`` it does not name
+    (``registry_url`` was one) is one a user cannot know is there, or what it promises."""
+    from splice_build.sdk import Splice
+
+    text = (REPO / "docs" / "sdk.md").read_text(encoding="utf-8")
+    public = {name for name in vars(Splice) if not name.startswith("_")} - _SDK_HOOKS
+    assert {"run_resolved", "registry_url", "init"} <= public
+    named = re.compile(r"`(?:await )?(?:Splice\.|splice\.)?(\w+)")
+    assert sorted(public - set(named.findall(text))) == []
+
+
 def test_the_architecture_layout_has_one_row_per_module() -> None:
     rows = layout_rows(REPO / "docs" / "architecture.md")
     assert rows == package_modules(PACKAGE)
@@ -141,8 +169,12 @@ def test_a_stale_name_is_found(tmp_path: Path) -> None:
         "## Layout\n\n| part | job |\n|---|---|\n| `errors.py`, `gone.py` | x |\n\n## Next\n\n"
         "`spec/names.py` `spec/gone.py` `splice_build/spec/*.py` `bench/bench_<topic>.py`\n"
         "`KNOWN_CODE` `GONE_CODE` `GIT_DIR` `PLAIN`\n"
+        "plain: (splice_build/errors.py), spec/names.py and splice_build/lost.py; install/sync\n"
     )
-    assert missing_paths([page], tmp_path) == ["a.md:9: spec/gone.py"]
+    assert missing_paths([page], tmp_path) == [
+        "a.md:9: spec/gone.py",
+        "a.md:11: splice_build/lost.py",
+    ]
     source = (tmp_path / "splice_build" / "spec" / "names.py").read_text()
     assert unknown_upper_names([page], source, tmp_path) == ["a.md:10: GONE_CODE"]
     assert layout_rows(page) == {"errors.py", "gone.py"}

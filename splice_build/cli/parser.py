@@ -18,7 +18,7 @@ from splice_build.cli.main import PROG
 from splice_build.cli.operands import options_first, unknown_options
 from splice_build.cli.plain import VALUELESS_GLOBAL_FLAGS
 from splice_build.cli.registry_of_commands import COMMAND_MODULES
-from splice_build.errors import UsageError
+from splice_build.errors import SpecError, UsageError
 
 
 class Shown(Exception):
@@ -101,16 +101,17 @@ class _Parser(argparse.ArgumentParser):
 
         A mistyped option is named before a missing or refused operand: `splice add
         --acept-permissions` said "the following arguments are required: pkg[@range]" alone,
-        as if the option had been read, and `splice registry --prot 8000` "invalid choice:
-        '8000'" of the option's value, taken for the action."""
+        as if the option had been read, `splice registry --prot 8000` "invalid choice:
+        '8000'" of the option's value, taken for the action, and `splice add --regsitry
+        local @a/b` 'Invalid package name "local"' of the value, taken for a package."""
         if self.command is None or args is None:
             return super().parse_known_args(args, namespace)
         args = options_first(args, self._option_string_actions)
         try:
             return super().parse_known_args(args, namespace)
-        except UsageError as exc:
+        except (UsageError, SpecError) as exc:
             unknown = unknown_options(args, self._option_string_actions)
-            if unknown and exc.message.startswith(_OPERAND_ERRORS):
+            if unknown and _of_an_operand(exc):
                 raise self.unrecognized(unknown) from None
             raise
 
@@ -118,6 +119,13 @@ class _Parser(argparse.ArgumentParser):
 # The starts of argparse's errors of a command's operands, which an option it does not take
 # may have caused (its value read as an operand) or hidden (the operand left out).
 _OPERAND_ERRORS = ("the following arguments are required", "argument action: invalid choice")
+
+
+def _of_an_operand(exc: UsageError | SpecError) -> bool:
+    """argparse's error of a missing or refused operand, or a reference's ``type=`` check
+    (cli/arg_types.py: ``INVALID_NAME``, ``INVALID_REF``, ``INVALID_RANGE``, raised as they
+    are, not through argparse), which a mistyped option's value read as an operand meets."""
+    return isinstance(exc, SpecError) or exc.message.startswith(_OPERAND_ERRORS)
 
 
 def unknown_command(word: str, commands: Iterable[str]) -> str:

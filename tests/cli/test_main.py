@@ -169,6 +169,17 @@ def test_a_mistyped_command_or_option_names_the_closest_one() -> None:
             "splice registry",
         ),
         (["keys", "--key", "k", "--nope"], "unrecognized arguments: --nope", "splice keys"),
+        # ... or the value read as a package or tool reference its check refused
+        (
+            ["add", "--regsitry", "local", "@a/b"],
+            "unrecognized arguments: --regsitry (did you mean '--registry'?)",
+            "splice add",
+        ),
+        (
+            ["run", "--inptu", "{}", "example.hello"],
+            "unrecognized arguments: --inptu (did you mean '--input'?)",
+            "splice run",
+        ),
         # operands a verb may leave out are not listed as missing with it
         (["keys"], "the following arguments are required: action", "splice keys"),
         (["registry"], "the following arguments are required: action", "splice registry"),
