@@ -378,10 +378,20 @@ class SpliceRuntime:
     def _grant(self, pkg: LoadedPackage) -> None:
         """Check the grants and mkdir -p each write path (PERMISSIONS_NOT_GRANTED first),
         except one inside another write path: the tool shapes what lies there, links
-        included, and may create it itself (``fileview.shaped_by_tool``)."""
+        included, and may create it itself (``fileview.shaped_by_tool``).
+
+        When every write path is a directory already, nothing is created and this check
+        would be the earlier of two with nothing of the runtime's between them: ``_spec``
+        checks the grants again, against the state at the start, before any process is
+        started or taken. It is then left to that one (a grant of a project walked below
+        costs a ``stat`` of every directory the walk listed, each check)."""
         from splice_build.project.atomic import make_dirs_through_no_link
         from splice_build.runtime.isolation.fileview import canonical, resolve, shaped_by_tool
+        from splice_build.spec.project_state import effective_fs_path
 
+        named = [effective_fs_path(self.project_root, p) for p in pkg.manifest.permissions.fs_write]
+        if all(os.path.isdir(path) for path in named):
+            return  # a directory gone since is created by no one: the check at the start sees it
         write = self._granted_paths(pkg)[1]
         self._ran_writes.update(dict.fromkeys(write))
         writable = canonical(write)
@@ -410,8 +420,6 @@ class SpliceRuntime:
                     f"{exc.strerror or exc}; nothing was run",
                     hint="a write grant is a directory: move what is there, or make it writable",
                 ) from exc
-        if write:
-            self._record_grants(pkg, write)
 
     def _record_grants(self, pkg: LoadedPackage, write: tuple[Path, ...]) -> None:
         """Record the write grants before the tool starts (project/grant_record.py), once
@@ -424,6 +432,8 @@ class SpliceRuntime:
         from splice_build.project.grant_record import home_record, record_file
         from splice_build.project.home import SpliceHome
 
+        if not write:
+            return
         home = self._home if self._home is not None else SpliceHome.from_env(self._env).path
         shared = _shared(self.project_root)  # two stats: a chmod may change it
         record = record_file(self.project_root, home, shared)
@@ -543,6 +553,7 @@ class SpliceRuntime:
         from splice_build.runtime.isolation.plan import plan_for
 
         read_paths, write_paths = self._granted_paths(pkg)
+        self._ran_writes.update(dict.fromkeys(write_paths))
         spec = sandbox.SandboxSpec(
             node=self.node(),
             package_dir=pkg.dir,
@@ -588,6 +599,7 @@ class SpliceRuntime:
             key = self._pool_key(pkg) if self._pool is not None else None
             if self._pool is None or key is None:
                 spec = self._spec(pkg)
+                self._record_grants(pkg, spec.write_paths)
                 process = sandbox.start(spec)
                 try:
                     expected = pkg.files_digest if isinstance(pkg, PinnedPackage) else None
@@ -597,6 +609,7 @@ class SpliceRuntime:
                     process.close()
                     raise
                 return process, None
+            self._record_grants(pkg, key.spec.write_paths)
             if self._reuse is not None:
                 from splice_build.runtime.pool import directory_identity
                 from splice_build.runtime.reuse import Lease
