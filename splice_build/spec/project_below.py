@@ -29,7 +29,8 @@ walk, which names each directory by its path, passed over what lay below the lim
 
 A walk that found nothing is remembered with each directory's device, inode and change time
 (``st_ctime_ns``: any entry made, removed or renamed there changes it, and no process sets
-it back; a mount on one of them changes what ``stat`` says of its path). The next check
+it back; a mount on one of them changes what ``stat`` says of its path), on the file systems
+spec/change_times.py allows (elsewhere no walk is remembered). The next check
 ``stat``s each (about a tenth of a listing) and lists again only when one changed. A listing
 taken within ``RECENT_NS`` of its directory's last change is not remembered: the kernel keeps
 change times at its clock tick, and a second change within the tick of the first leaves it
@@ -102,15 +103,27 @@ def project_below(
         return found
     if found is not None:
         return type(directory)(found[0]), found[1]
-    if listed is not None:
+    if listed is not None and _keeps_change_times(listed):
         _trust(key, listed, walks)
     return None
 
 
+def _keeps_change_times(listed: Walked) -> bool:
+    """Whether every directory of ``listed`` lies on a file system whose change times only
+    the kernel sets (spec/change_times.py): one ``statfs`` for each device."""
+    from splice_build.spec.change_times import keeps_change_times
+
+    first = {device: path for path, device, _, _ in reversed(listed)}
+    return all(map(keeps_change_times, first.values()))
+
+
 def _trusted(key: WalkKey, seen: Walked | None, walks: Walks | None) -> bool:
-    """Whether the walk ``seen`` is there and every directory it listed unchanged; it is then
-    remembered in the process and trusted for the run."""
+    """Whether the walk ``seen`` is there, every directory it listed unchanged and on a file
+    system whose change times no process sets; it is then remembered in the process and
+    trusted for the run."""
     if seen is None or not all(_unchanged(*entry) for entry in seen):
+        return False
+    if not _keeps_change_times(seen):
         return False
     _trust(key, seen, walks)
     return True

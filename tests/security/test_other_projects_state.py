@@ -23,6 +23,7 @@ import pytest
 
 from splice_build.errors import ErrorCode, SpliceError
 from splice_build.spec.project_state import fs_entry_problem
+from testing.fat_mount import FAT_AVAILABLE, fat_mount
 from testing.hostile_packages import write_package
 from testing.registry_fixtures import embedded_store, new_project, publish
 
@@ -233,6 +234,36 @@ def test_a_directory_granted_both_ways_is_listed_once_a_check_and_again_the_next
         f'permissions.fs.write: "src" would include the git repository of {root / "src" / "deep"} '
         "(its .git, whose configuration names commands git runs): move it out of the grant"
     ]
+
+
+@pytest.mark.skipif(not FAT_AVAILABLE, reason="a FAT file system: fusefat, mkfs.vfat, /dev/fuse")
+def test_a_walk_where_a_tool_sets_change_times_is_listed_at_every_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """FAT's change time is its modification time: a tool granted ``out`` made
+    ``out/sub/.git`` and put ``out/sub``'s time back with ``utime``, and the next check of
+    the same process (``splice mcp``, one ``Splice``) trusted its remembered walk and passed
+    the write grant (main: ``[]``). Such a walk is never remembered (spec/change_times.py)."""
+    from splice_build.spec import project_below as below
+    from splice_build.spec.permissions import Permissions
+    from splice_build.spec.project_state import project_state_problems
+
+    monkeypatch.setattr(below, "RECENT_NS", -(10**18))  # every listing old enough to keep
+    monkeypatch.setattr(below, "_remembered", {})
+    with fat_mount(tmp_path) as fat:
+        root = new_project(fat / "repo")
+        sub = root / "out" / "sub"
+        sub.mkdir(parents=True)
+        grants = Permissions(fs_write=("out",))
+        assert project_state_problems(grants, root=root) == []
+        before = os.stat(sub).st_mtime_ns
+        (sub / ".git").mkdir()
+        os.utime(sub, ns=(before, before))
+        assert os.stat(sub).st_ctime_ns == before  # set back by the owner
+        assert project_state_problems(grants, root=root) == [
+            f'permissions.fs.write: "out" would include the git repository of {sub} (its .git, '
+            "whose configuration names commands git runs): move it out of the grant"
+        ]
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root lists every directory")
