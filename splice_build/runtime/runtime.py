@@ -247,6 +247,7 @@ class SpliceRuntime:
         except OSError:
             return  # the call starts its process itself and reports why it cannot
         if key is not None:
+            self._record_grants(pkg, key.spec.write_paths)  # before any process of it starts
             self._pool.prewarm(key, wait=wait)
 
     def close(self) -> None:
