@@ -59,6 +59,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
+        self._finish()
         if self.command != "HEAD":
             self.wfile.write(body)
 
@@ -66,10 +67,20 @@ class _Handler(BaseHTTPRequestHandler):
         with self.server.lock:
             self.server.active += 1
             self.server.max_active = max(self.server.max_active, self.server.active)
+        self._finished = False
         try:
             self._route()
         finally:
-            with self.server.lock:
+            self._finish()
+
+    def _finish(self) -> None:
+        """This request no longer counts as active: called before the answer's last bytes
+        are written, since a client may send its next request as soon as they arrive (on
+        a loaded machine before this thread ran on, a slot's next request was counted
+        beside the one that had freed it)."""
+        with self.server.lock:
+            if not self._finished:
+                self._finished = True
                 self.server.active -= 1
 
     def _route(self) -> None:
@@ -93,6 +104,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.flush()
             time.sleep(int(query.get("ms", "2000")) / 1000)
+            self._finish()
             self.wfile.write(b"ok")
         elif route == "/big":
             self._reply(200, b"x" * int(query["bytes"]))
