@@ -103,21 +103,20 @@ class ConfiguredMode:
         from splice_build.project.home import SpliceHome
 
         self._user = SpliceHome(home) if home is not None else SpliceHome.from_env(env)
-        self._seen: object = _UNREAD
-        self._mode = DEFAULT_MODE
+        # (the file's stat before it was read, the mode read): one value, so that threads
+        # reading at once never pair one state's stat with another's mode
+        self._read: tuple[tuple[int, ...] | None, str] | None = None
 
     def current(self) -> str:
         """The mode now; INVALID_CONFIG (at every call, never remembered) for a bad file."""
         seen = _stat_key(self._user.config_file)  # before the read: a later change is seen
-        if seen != self._seen:
-            self._seen = _UNREAD
-            value = self._user.read_config().get("isolation", DEFAULT_MODE)
-            self._mode = check_mode(value, source=str(self._user.config_file))
-            self._seen = seen
-        return self._mode
-
-
-_UNREAD = object()
+        read = self._read
+        if read is not None and read[0] == seen:
+            return read[1]
+        value = self._user.read_config().get("isolation", DEFAULT_MODE)
+        mode = check_mode(value, source=str(self._user.config_file))
+        self._read = (seen, mode)
+        return mode
 
 
 def _stat_key(path: Path) -> tuple[int, ...] | None:
