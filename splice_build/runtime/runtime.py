@@ -137,24 +137,31 @@ class SpliceRuntime:
         # Tests only: no permission model, module guard, fetch guard or process locks in the
         # tool's process, to prove what the OS layer alone stops (tests/runtime/test_isolation*).
         self._guards_off = _unsafe_in_process_guards_off
-        from splice_build.runtime.isolation.plan import check_mode, configured_mode
+        from splice_build.runtime.isolation.plan import ConfiguredMode, check_mode
 
-        self.isolation_mode = (
-            configured_mode(self._env, self._home)
-            if isolation is None
-            else check_mode(isolation, source="SpliceRuntime(isolation=...)")
-        )
-        if self.isolation_mode == "require-os":
-            self._isolation_support()  # refuse now, not at the first call
+        # ``isolation=``, else the user's setting, read again at a call once it changed
+        if isolation is None:
+            self._mode_now: Callable[[], str] = ConfiguredMode(self._env, self._home).current
+        else:
+            given = check_mode(isolation, source="SpliceRuntime(isolation=...)")
+            self._mode_now = lambda: given
+        mode = self.isolation_mode
+        if mode == "require-os":
+            self._isolation_support(mode)  # refuse now, not at the first call
 
-    def _isolation_support(self) -> IsolationSupport:
+    @property
+    def isolation_mode(self) -> str:
+        """The isolation asked for now: ``isolation=``, else ``config.json``'s as it is."""
+        return self._mode_now()
+
+    def _isolation_support(self, mode: str) -> IsolationSupport:
         """The machine's support; ISOLATION_UNAVAILABLE here under ``require-os`` when any
         layer it requires is missing."""
         from splice_build.runtime.isolation.plan import unavailable_error
         from splice_build.runtime.isolation.support import detect
 
         support = detect()
-        if self.isolation_mode == "require-os" and support.missing_required():
+        if mode == "require-os" and support.missing_required():
             raise unavailable_error(support)
         return support
 
@@ -555,12 +562,13 @@ class SpliceRuntime:
 
         read_paths, write_paths = self._granted_paths(pkg)
         self._ran_writes.update(dict.fromkeys(write_paths))
+        mode = self.isolation_mode
         spec = sandbox.SandboxSpec(
             node=self.node(),
             package_dir=pkg.dir,
             read_paths=read_paths,
             write_paths=write_paths,
-            isolation=plan_for(self.isolation_mode, self._isolation_support()),
+            isolation=plan_for(mode, self._isolation_support(mode)),
             fetch=bool(pkg.manifest.permissions.network),
             unsafe_in_process_guards_off=self._guards_off,
             reuse=self._reuse is not None,

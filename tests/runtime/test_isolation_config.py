@@ -284,3 +284,33 @@ def test_require_os_refuses_every_missing_layer_it_claims(layer: str) -> None:
     assert [d.partition(":")[0] for d in caught.value.details] == [layer]
     assert layer in caught.value.message
     assert plan.plan_for("auto", without).to_json()["layer"] == "os"  # auto: reported only
+
+
+@pytest.mark.node
+@needs_os_layer()
+def test_a_changed_setting_reaches_the_next_call_of_a_long_lived_runtime(tmp_path: Path) -> None:
+    """The setting switched back to ``auto`` (or made ``require-os``, or broken) while one
+    runtime serves is the next call's, not the start's: a ``splice mcp --reuse`` read it once
+    and went on running in-process, in the very process it kept from before."""
+    from splice_build.spec.reuse import ReusePolicy
+    from testing.hostile_packages import tool_returning, write_package
+
+    env = _home(tmp_path, {"isolation": "in-process"})
+    config = Path(env["SPLICE_HOME"]) / "config.json"
+    body = tool_returning("{ token }", imports="const token = Math.random();")
+    seen: list[object] = []
+    with SpliceRuntime(project_root=tmp_path, env=env, reuse=ReusePolicy()) as runtime:
+        pkg = runtime.load(write_package(tmp_path / "pkgs", body))
+        for setting in ("in-process", "in-process", "auto", "require-os", "sandbox"):
+            config.write_text(json.dumps({"isolation": setting}), encoding="utf-8")
+            result = runtime.execute(pkg, "t", {})
+            if result.error is not None:
+                seen.append(result.error.code)
+            else:
+                assert result.isolation is not None
+                seen.append((result.isolation.os_layer, result.output["token"]))
+    kept, again, auto, required, broken = seen
+    assert kept == again and kept[0] is False  # type: ignore[index]
+    assert auto[0] is True and auto[1] != kept[1]  # type: ignore[index]
+    assert required == auto  # the same OS-layer process: its plan is the same
+    assert broken == ErrorCode.INVALID_CONFIG

@@ -643,3 +643,35 @@ def test_work_left_running_does_nothing_while_its_process_waits(
         assert result.error is not None
         assert result.error.code in (ErrorCode.INVALID_OUTPUT, ErrorCode.TOOL_ERROR)
         assert after == "throw" and _pool(runtime).idle_pids() == []
+
+
+# Starts a 48 MiB write of its grant and answers without waiting for it; with ``listen``, a
+# capability call first makes the host read its pipe asynchronously (a request of its own).
+LEAVES_A_WRITE = """
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+const token = crypto.randomUUID();
+export default async (input, ctx) => {
+  if (input.listen) await ctx.capability('web.search', { query: 'x' }).catch(() => null);
+  fs.writeFile(ctx.paths.project + '/ws/big', Buffer.alloc(48 * 1024 * 1024, 1), () => {});
+  return { token };
+};
+"""
+
+
+@pytest.mark.parametrize("listen", [False, True])
+def test_a_write_left_in_flight_is_done_when_a_kept_process_answers(
+    make_reusing, tmp_path: Path, project: Path, listen: bool
+) -> None:
+    """A stop holds a thread only once its system call returns: a write the tool left
+    un-awaited went on in the kernel while the kept process waited, stopped, after its call
+    had returned (a 120 MB one grew the file for ~0.3 s). A kept process answers once its
+    file-system requests are done, as a one-job host's exit waits for them: nothing of the
+    call touches the grant after its result."""
+    runtime = make_reusing()
+    permissions = {"fs": {"write": ["ws"]}, "capabilities": ["web.search"]}
+    pkg = runtime.load(write_package(tmp_path / "pkgs", LEAVES_A_WRITE, permissions=permissions))
+    first = _call(runtime, pkg, listen=listen)
+    assert (project / "ws" / "big").stat().st_size == 48 * 1024 * 1024
+    assert _pool(runtime).stats().idle == 1  # still kept, and served again
+    assert _call(runtime, pkg, listen=listen)["token"] == first["token"]

@@ -118,6 +118,9 @@ const readvSync = fs.readvSync;
 const readv = fs.readv;
 const writevSync = fs.writevSync;
 const reallyExit = process.reallyExit;
+// What a kept process's result waits on (host.mjs, ``fileRequestsDone``).
+const getActiveResourcesInfo = process.getActiveResourcesInfo;
+const setTimer = setTimeout;
 // Node's handler of every uncaught exception and unhandled rejection, which the C++ side looks
 // up on `process` each time, and the setter of the hook it calls (harden.mjs, lockFailureHandler).
 const fatalException = process._fatalException;
@@ -238,7 +241,7 @@ function copyBytes(bytes) {
   apply(typedArraySet, out, [bytes]);
   return out;
 }
-return Object.freeze({ __proto__: null, builtin, apply, construct, ownKeys, stringify, parse, defineProperty, freeze, keys, hasOwn, getOwnPropertyDescriptor, getPrototypeOf, isArray, StringCtor, NumberCtor, ErrorCtor, TypeErrorCtor, RangeErrorCtor, MapCtor, mapGet, mapSet, mapHas, mapDelete, WeakSetCtor, weakSetAdd, weakSetHas, PromiseCtor, promiseReject, bufferByteLength, Uint8ArrayCtor, typedArraySet, typedArrayIndexOf, typedArrayBuffer, typedArrayByteOffset, typedArrayByteLength, typedArrayTag, dataViewBuffer, dataViewByteOffset, dataViewByteLength, arrayBufferByteLength, isView, stringStartsWith, stringEndsWith, stringSlice, stringIndexOf, stringToLowerCase, stringToUpperCase, stringCharCodeAt, stringToWellFormed, arrayIncludes, URLCtor, urlCanParse, urlHref, urlProtocol, urlHostname, urlPathname, decodeUriComponent, urlSearchParamsToString, BlobCtor, blobArrayBuffer, blobType, blobSize, abortSignalAborted, abortSignalReason, addEventListener, removeEventListener, SymbolIterator, SymbolToStringTag, symbolDescription, base64Slice, formatWithOptions, isProxy, writeSync, readvSync, readv, writevSync, reallyExit, fatalException, setUncaughtExceptionCaptureCallback, nextTick, web, captureWebStreams, call, settle, deferred, rejected, setOwn, safeString, safeGet, utf8Decode, utf8Encode, byteLength, view, copyBytes, });
+return Object.freeze({ __proto__: null, builtin, apply, construct, ownKeys, stringify, parse, defineProperty, freeze, keys, hasOwn, getOwnPropertyDescriptor, getPrototypeOf, isArray, StringCtor, NumberCtor, ErrorCtor, TypeErrorCtor, RangeErrorCtor, MapCtor, mapGet, mapSet, mapHas, mapDelete, WeakSetCtor, weakSetAdd, weakSetHas, PromiseCtor, promiseReject, bufferByteLength, Uint8ArrayCtor, typedArraySet, typedArrayIndexOf, typedArrayBuffer, typedArrayByteOffset, typedArrayByteLength, typedArrayTag, dataViewBuffer, dataViewByteOffset, dataViewByteLength, arrayBufferByteLength, isView, stringStartsWith, stringEndsWith, stringSlice, stringIndexOf, stringToLowerCase, stringToUpperCase, stringCharCodeAt, stringToWellFormed, arrayIncludes, URLCtor, urlCanParse, urlHref, urlProtocol, urlHostname, urlPathname, decodeUriComponent, urlSearchParamsToString, BlobCtor, blobArrayBuffer, blobType, blobSize, abortSignalAborted, abortSignalReason, addEventListener, removeEventListener, SymbolIterator, SymbolToStringTag, symbolDescription, base64Slice, formatWithOptions, isProxy, writeSync, readvSync, readv, writevSync, reallyExit, getActiveResourcesInfo, setTimer, fatalException, setUncaughtExceptionCaptureCallback, nextTick, web, captureWebStreams, call, settle, deferred, rejected, setOwn, safeString, safeGet, utf8Decode, utf8Encode, byteLength, view, copyBytes, });
 })();
 
 // ---- codes.mjs
@@ -3026,7 +3029,7 @@ const { prepareBuiltin } = __host_fd_guard;
 const { createFetch } = __host_fetch;
 const { createCapabilityClient } = __host_capability;
 const { serveJobs } = __host_serve;
-const { apply, captureWebStreams, formatWithOptions, freeze, hasOwn, isArray, keys, reallyExit, safeGet, safeString, setOwn, settle, stringToWellFormed, stringify, writeSync } = __host_pristine;
+const { apply, captureWebStreams, deferred, formatWithOptions, freeze, getActiveResourcesInfo, hasOwn, isArray, keys, reallyExit, safeGet, safeString, setOwn, setTimer, settle, stringToWellFormed, stringify, writeSync } = __host_pristine;
 // The sandbox host: reads one job from the parent, hardens the process, imports the tool's
 // entry module and sends exactly one result frame (PROTOCOL.md). Started by
 // splice_build/runtime/sandbox.py as `node <flags> host.mjs <in-fd> <out-fd> [fetch] [reuse]`
@@ -3168,6 +3171,28 @@ try {
   hostFailure('hardening', err);
 }
 
+// The requests Node's thread pool runs for the file system (an un-awaited `fs.writeFile`, a
+// FileHandle's write), as `process.getActiveResourcesInfo` names them.
+const FILE_REQUESTS = freeze({ __proto__: null, FSReqCallback: true, FSReqPromise: true });
+
+/** Reuse: settles once no file-system request the tool started is in flight. A stop holds a
+ * thread only when its system call returns, so a write in the kernel goes on while a kept
+ * process waits stopped: a 120 MB `fs.writeFile` left un-awaited went on writing its grant
+ * ~0.3 s after its call had returned. A one-job host's exit waits for them; a kept one's
+ * result does (their callbacks run within the call, under its deadline). The channel's own
+ * read, once it listens (channel.mjs), is one such request, always pending. */
+async function fileRequestsDone() {
+  for (;;) {
+    const active = apply(getActiveResourcesInfo, undefined, []);
+    let pending = channel.listening ? -1 : 0;
+    for (let i = 0; i < active.length; i += 1) if (FILE_REQUESTS[active[i]] === true) pending += 1;
+    if (pending <= 0) return;
+    const box = deferred();
+    apply(setTimer, undefined, [box.resolve, 1]);
+    await box.promise;
+  }
+}
+
 /** Run one job to its result frame (a failure exits the process, see ``finish``). */
 async function runJob(job) {
   finished = false;
@@ -3210,6 +3235,7 @@ async function runJob(job) {
   } catch (err) {
     fail(HOST_CODES.INVALID_OUTPUT, `Tool output is not JSON-serializable: ${messageOf(err)}`);
   }
+  if (REUSE) await fileRequestsDone();
   finish(`{"type":"result","ok":true,"output":${outputJson === undefined ? 'null' : outputJson},"job":${jsonString(jobId)}}`, true);
 }
 

@@ -16,8 +16,9 @@ import { createFetch } from './fetch.mjs';
 import { createCapabilityClient } from './capability.mjs';
 import { serveJobs } from './serve.mjs';
 import {
-  apply, captureWebStreams, formatWithOptions, freeze, hasOwn, isArray, keys, reallyExit,
-  safeGet, safeString, setOwn, settle, stringToWellFormed, stringify, writeSync,
+  apply, captureWebStreams, deferred, formatWithOptions, freeze, getActiveResourcesInfo, hasOwn,
+  isArray, keys, reallyExit, safeGet, safeString, setOwn, setTimer, settle, stringToWellFormed,
+  stringify, writeSync,
 } from './pristine.mjs';
 
 const EXIT_HOST_FAILURE = 70;
@@ -154,6 +155,28 @@ try {
   hostFailure('hardening', err);
 }
 
+// The requests Node's thread pool runs for the file system (an un-awaited `fs.writeFile`, a
+// FileHandle's write), as `process.getActiveResourcesInfo` names them.
+const FILE_REQUESTS = freeze({ __proto__: null, FSReqCallback: true, FSReqPromise: true });
+
+/** Reuse: settles once no file-system request the tool started is in flight. A stop holds a
+ * thread only when its system call returns, so a write in the kernel goes on while a kept
+ * process waits stopped: a 120 MB `fs.writeFile` left un-awaited went on writing its grant
+ * ~0.3 s after its call had returned. A one-job host's exit waits for them; a kept one's
+ * result does (their callbacks run within the call, under its deadline). The channel's own
+ * read, once it listens (channel.mjs), is one such request, always pending. */
+async function fileRequestsDone() {
+  for (;;) {
+    const active = apply(getActiveResourcesInfo, undefined, []);
+    let pending = channel.listening ? -1 : 0;
+    for (let i = 0; i < active.length; i += 1) if (FILE_REQUESTS[active[i]] === true) pending += 1;
+    if (pending <= 0) return;
+    const box = deferred();
+    apply(setTimer, undefined, [box.resolve, 1]);
+    await box.promise;
+  }
+}
+
 /** Run one job to its result frame (a failure exits the process, see ``finish``). */
 async function runJob(job) {
   finished = false;
@@ -196,6 +219,7 @@ async function runJob(job) {
   } catch (err) {
     fail(HOST_CODES.INVALID_OUTPUT, `Tool output is not JSON-serializable: ${messageOf(err)}`);
   }
+  if (REUSE) await fileRequestsDone();
   finish(`{"type":"result","ok":true,"output":${outputJson === undefined ? 'null' : outputJson},"job":${jsonString(jobId)}}`, true);
 }
 

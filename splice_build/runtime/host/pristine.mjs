@@ -113,6 +113,9 @@ export const readvSync = fs.readvSync;
 export const readv = fs.readv;
 export const writevSync = fs.writevSync;
 export const reallyExit = process.reallyExit;
+// What a kept process's result waits on (host.mjs, ``fileRequestsDone``).
+export const getActiveResourcesInfo = process.getActiveResourcesInfo;
+export const setTimer = setTimeout;
 // Node's handler of every uncaught exception and unhandled rejection, which the C++ side looks
 // up on `process` each time, and the setter of the hook it calls (harden.mjs, lockFailureHandler).
 export const fatalException = process._fatalException;

@@ -16,6 +16,7 @@ field of ``splice run --json`` and of MCP ``_meta["io.spliceloom/isolation"]``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -88,11 +89,43 @@ def check_mode(value: object, *, source: str) -> str:
 def configured_mode(env: Mapping[str, str], home: Path | None = None) -> str:
     """The user's ``isolation`` setting (``config.json`` of ``home``, the one a ``Splice``
     or runtime was given, else of ``SPLICE_HOME`` in ``env``), else ``auto``."""
-    from splice_build.project.home import SpliceHome
+    return ConfiguredMode(env, home).current()
 
-    user = SpliceHome(home) if home is not None else SpliceHome.from_env(env)
-    value = user.read_config().get("isolation", DEFAULT_MODE)
-    return check_mode(value, source=str(user.config_file))
+
+class ConfiguredMode:
+    """The user's ``isolation`` setting as ``config.json`` says it at each call: read again
+    whenever the file's ``stat`` changed, else one ``stat``. A long-lived runtime
+    (``splice mcp``, one ``Splice``) read it once, at its start: switched from
+    ``in-process`` back to ``auto`` while a ``splice mcp --reuse`` served, the next calls
+    still ran in-process, in the very process kept from before."""
+
+    def __init__(self, env: Mapping[str, str], home: Path | None = None) -> None:
+        from splice_build.project.home import SpliceHome
+
+        self._user = SpliceHome(home) if home is not None else SpliceHome.from_env(env)
+        # (the file's stat before it was read, the mode read): one value, so that threads
+        # reading at once never pair one state's stat with another's mode
+        self._read: tuple[tuple[int, ...] | None, str] | None = None
+
+    def current(self) -> str:
+        """The mode now; INVALID_CONFIG (at every call, never remembered) for a bad file."""
+        seen = _stat_key(self._user.config_file)  # before the read: a later change is seen
+        read = self._read
+        if read is not None and read[0] == seen:
+            return read[1]
+        value = self._user.read_config().get("isolation", DEFAULT_MODE)
+        mode = check_mode(value, source=str(self._user.config_file))
+        self._read = (seen, mode)
+        return mode
+
+
+def _stat_key(path: Path) -> tuple[int, ...] | None:
+    """What tells one state of ``path`` from another (None: no such file, or unreadable)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_uid)
 
 
 def plan_for(mode: str, support: IsolationSupport) -> IsolationPlan:
