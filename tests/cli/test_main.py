@@ -143,6 +143,24 @@ def test_every_option_says_what_it_takes_in_the_help() -> None:
     assert unsaid == []
 
 
+def test_every_option_with_a_default_names_it_in_the_help() -> None:
+    """An option taking a value that has a default says which: `splice sync --help` showed
+    `-j N  run N tasks at once` (1 unless given) and `splice demo --help` `--name NAME`
+    (Splice), where `search --limit` says `default 20`."""
+    parser = build_parser(load_commands())
+    (sub,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    unsaid = [
+        f"{name} {action.option_strings[0]}"
+        for name, command in sub.choices.items()
+        for action in command._actions
+        if action.option_strings
+        and action.nargs != 0
+        and action.default not in (None, [], argparse.SUPPRESS)
+        and not ("default" in (action.help or "") and str(action.default) in action.help)
+    ]
+    assert unsaid == []
+
+
 def test_a_mistyped_command_or_option_names_the_closest_one() -> None:
     """A typo is a usage error that says what was meant and sends to that command's help,
     not argparse's list of every command with the top-level hint; a missing verb is named
