@@ -1,5 +1,5 @@
 """The names README.md and docs/*.md give are the repository's: every path of the repository a
-page names exists, every upper-case name in code (an error code, a variable, a skill's
+page names exists (and every test it names as `tests/x.py::test_y` is defined there), every upper-case name in code (an error code, a variable, a skill's
 refusal) is one the code spells or one of the outside names listed here, and
 docs/architecture.md's layout table has one row for each module of `splice_build/` and
 none for a module that is gone. A renamed module or code leaves no stale page behind."""
@@ -68,7 +68,8 @@ def missing_paths(pages: list[Path], root: Path = REPO) -> list[str]:
     for page in pages:
         text = page.read_text(encoding="utf-8")
         for match in _named_paths(text):
-            path = match.group(1).split("::")[0].rstrip(".,:")
+            path, _, name = match.group(1).partition("::")
+            path, name = path.rstrip(".,:"), re.split(r"[^\w]", name)[0]
             first = path.split("/")[0]
             if "/" not in path or re.search(r"[<>{}\s]", path):
                 continue
@@ -78,9 +79,21 @@ def missing_paths(pages: list[Path], root: Path = REPO) -> list[str]:
                 base = package
             else:
                 continue
-            if not any(base.glob(path)):
-                missing.append(f"{_where(page, root, text, match.start())}: {path}")
+            found = list(base.glob(path))
+            if not found or (name and not _defines(found[0], name)):
+                named = f"{path}::{name}" if found else path
+                missing.append(f"{_where(page, root, text, match.start())}: {named}")
     return missing
+
+
+def _defines(module: Path, name: str) -> bool:
+    """Whether the Python file ``module`` defines a function or class ``name`` (a test a
+    page names as `tests/x.py::test_y`), at any indentation."""
+    source = module.read_text(encoding="utf-8")
+    return (
+        re.search(rf"^\s*(?:async\s+)?(?:def|class)\s+{re.escape(name)}\b", source, re.M)
+        is not None
+    )
 
 
 def unknown_upper_names(pages: list[Path], source: str, root: Path = REPO) -> list[str]:
@@ -170,9 +183,16 @@ def test_a_stale_name_is_found(tmp_path: Path) -> None:
         "`spec/names.py` `spec/gone.py` `splice_build/spec/*.py` `bench/bench_<topic>.py`\n"
         "`KNOWN_CODE` `GONE_CODE` `GIT_DIR` `PLAIN`\n"
         "plain: (splice_build/errors.py), spec/names.py and splice_build/lost.py; install/sync\n"
+        "`splice_build/spec/names.py::CODE` `splice_build/spec/names.py::test_gone`\n"
+        "`spec/names.py::Names::test_kept`\n"
+    )
+    (tmp_path / "splice_build" / "spec" / "names.py").write_text(
+        "CODE = 'KNOWN_CODE'\n\n\nclass Names:\n    def test_kept(self) -> None: ...\n"
     )
     assert missing_paths([page], tmp_path) == [
         "a.md:9: spec/gone.py",
+        "a.md:12: splice_build/spec/names.py::CODE",
+        "a.md:12: splice_build/spec/names.py::test_gone",
         "a.md:11: splice_build/lost.py",
     ]
     source = (tmp_path / "splice_build" / "spec" / "names.py").read_text()
