@@ -166,6 +166,19 @@ def test_sdk_md_names_every_public_method_and_property_of_splice() -> None:
     assert sorted(public - set(named.findall(text))) == []
 
 
+def test_runtime_md_names_every_setting_of_the_reuse_policy() -> None:
+    """Every field of ``ReusePolicy`` is a setting an SDK user may give: runtime.md named
+    ``max_calls``, ``idle_seconds`` and ``max_memory_mb`` but not ``max_idle`` or
+    ``max_cpu_seconds``, whose defaults it gave as fixed numbers."""
+    from splice_build.records import fields as record_fields
+    from splice_build.spec.reuse import ReusePolicy
+
+    text = (REPO / "docs" / "runtime.md").read_text(encoding="utf-8")
+    fields = [field.name for field in record_fields(ReusePolicy)]
+    assert "max_idle" in fields
+    assert [name for name in fields if f"`{name}`" not in text and f"{name}=" not in text] == []
+
+
 def test_the_architecture_layout_has_one_row_per_module() -> None:
     rows = layout_rows(REPO / "docs" / "architecture.md")
     assert rows == package_modules(PACKAGE)
