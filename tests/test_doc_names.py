@@ -166,6 +166,19 @@ def test_sdk_md_names_every_public_method_and_property_of_splice() -> None:
     assert sorted(public - set(named.findall(text))) == []
 
 
+def test_sdk_md_names_every_keyword_splice_takes() -> None:
+    """What ``Splice(...)`` takes is part of the SDK's contract: sdk.md named no ``home`` and
+    said nothing of ``broker=False`` or of the default broker."""
+    import inspect
+
+    from splice_build.sdk import Splice
+
+    text = (REPO / "docs" / "sdk.md").read_text(encoding="utf-8")
+    keywords = [name for name in inspect.signature(Splice).parameters if name != "self"]
+    assert "home" in keywords
+    assert [name for name in keywords if not re.search(rf"\b{name}=", text)] == []
+
+
 def test_runtime_md_names_every_setting_of_the_reuse_policy() -> None:
     """Every field of ``ReusePolicy`` is a setting an SDK user may give: runtime.md named
     ``max_calls``, ``idle_seconds`` and ``max_memory_mb`` but not ``max_idle`` or
