@@ -179,6 +179,32 @@ def test_sdk_md_names_every_keyword_splice_takes() -> None:
     assert [name for name in keywords if not re.search(rf"\b{name}=", text)] == []
 
 
+def test_compatibility_md_lists_the_refused_ranges_of_the_network_policy() -> None:
+    """The network guard's refused ranges, as compatibility.md lists them, are those of
+    schemas/netpolicy.json: the page left out ::ffff:0:0:0/96 and the rule that an IPv6
+    address outside 2000::/3 is never public."""
+    import json
+
+    policy = json.loads((PACKAGE / "schemas" / "netpolicy.json").read_text(encoding="utf-8"))
+    text = (REPO / "docs" / "compatibility.md").read_text(encoding="utf-8")
+    text = " ".join(text.split("### Network guard", 1)[1].split("\n### ", 1)[0].split())
+    for family, lead, end in (
+        ("ipv4", "Refused IPv4: ", ". Refused IPv6"),
+        ("ipv6", "Refused IPv6: ", ", and (ours)"),
+    ):
+        listed = re.findall(r"[0-9a-f:.]+/\d+", text.split(lead, 1)[1].split(end, 1)[0])
+        if family == "ipv4":  # written short: 10/8, 100.64/10
+            listed = [re.sub(r"^([\d.]+)/", lambda m: _dotted(m.group(1)) + "/", c) for c in listed]
+        assert listed == [entry["cidr"] for entry in policy["refused"][family]], family
+    assert " or ".join(policy["publicV6"]["within"]) in text
+
+
+def _dotted(prefix: str) -> str:
+    """An IPv4 prefix written short (``100.64``) as its four numbers (``100.64.0.0``)."""
+    parts = prefix.split(".")
+    return ".".join(parts + ["0"] * (4 - len(parts)))
+
+
 def test_runtime_md_names_every_setting_of_the_reuse_policy() -> None:
     """Every field of ``ReusePolicy`` is a setting an SDK user may give: runtime.md named
     ``max_calls``, ``idle_seconds`` and ``max_memory_mb`` but not ``max_idle`` or
