@@ -1,5 +1,5 @@
 """The names README.md and docs/*.md give are the repository's: every path of the repository a
-page names exists, every upper-case name in code (an error code, a variable, a skill's
+page names exists (and every test it names as `tests/x.py::test_y` is defined there), every upper-case name in code (an error code, a variable, a skill's
 refusal) is one the code spells or one of the outside names listed here, and
 docs/architecture.md's layout table has one row for each module of `splice_build/` and
 none for a module that is gone. A renamed module or code leaves no stale page behind."""
@@ -68,7 +68,8 @@ def missing_paths(pages: list[Path], root: Path = REPO) -> list[str]:
     for page in pages:
         text = page.read_text(encoding="utf-8")
         for match in _named_paths(text):
-            path = match.group(1).split("::")[0].rstrip(".,:")
+            path, _, name = match.group(1).partition("::")
+            path, name = path.rstrip(".,:"), re.split(r"[^\w]", name)[0]
             first = path.split("/")[0]
             if "/" not in path or re.search(r"[<>{}\s]", path):
                 continue
@@ -78,9 +79,21 @@ def missing_paths(pages: list[Path], root: Path = REPO) -> list[str]:
                 base = package
             else:
                 continue
-            if not any(base.glob(path)):
-                missing.append(f"{_where(page, root, text, match.start())}: {path}")
+            found = list(base.glob(path))
+            if not found or (name and not _defines(found[0], name)):
+                named = f"{path}::{name}" if found else path
+                missing.append(f"{_where(page, root, text, match.start())}: {named}")
     return missing
+
+
+def _defines(module: Path, name: str) -> bool:
+    """Whether the Python file ``module`` defines a function or class ``name`` (a test a
+    page names as `tests/x.py::test_y`), at any indentation."""
+    source = module.read_text(encoding="utf-8")
+    return (
+        re.search(rf"^\s*(?:async\s+)?(?:def|class)\s+{re.escape(name)}\b", source, re.M)
+        is not None
+    )
 
 
 def unknown_upper_names(pages: list[Path], source: str, root: Path = REPO) -> list[str]:
@@ -153,6 +166,58 @@ def test_sdk_md_names_every_public_method_and_property_of_splice() -> None:
     assert sorted(public - set(named.findall(text))) == []
 
 
+def test_sdk_md_names_every_keyword_splice_takes() -> None:
+    """What ``Splice(...)`` takes is part of the SDK's contract: sdk.md named no ``home`` and
+    said nothing of ``broker=False`` or of the default broker."""
+    import inspect
+
+    from splice_build.sdk import Splice
+
+    text = (REPO / "docs" / "sdk.md").read_text(encoding="utf-8")
+    keywords = [name for name in inspect.signature(Splice).parameters if name != "self"]
+    assert "home" in keywords
+    assert [name for name in keywords if not re.search(rf"\b{name}=", text)] == []
+
+
+def test_compatibility_md_lists_the_refused_ranges_of_the_network_policy() -> None:
+    """The network guard's refused ranges, as compatibility.md lists them, are those of
+    schemas/netpolicy.json: the page left out ::ffff:0:0:0/96 and the rule that an IPv6
+    address outside 2000::/3 is never public."""
+    import json
+
+    policy = json.loads((PACKAGE / "schemas" / "netpolicy.json").read_text(encoding="utf-8"))
+    text = (REPO / "docs" / "compatibility.md").read_text(encoding="utf-8")
+    text = " ".join(text.split("### Network guard", 1)[1].split("\n### ", 1)[0].split())
+    for family, lead, end in (
+        ("ipv4", "Refused IPv4: ", ". Refused IPv6"),
+        ("ipv6", "Refused IPv6: ", ", and (ours)"),
+    ):
+        listed = re.findall(r"[0-9a-f:.]+/\d+", text.split(lead, 1)[1].split(end, 1)[0])
+        if family == "ipv4":  # written short: 10/8, 100.64/10
+            listed = [re.sub(r"^([\d.]+)/", lambda m: _dotted(m.group(1)) + "/", c) for c in listed]
+        assert listed == [entry["cidr"] for entry in policy["refused"][family]], family
+    assert " or ".join(policy["publicV6"]["within"]) in text
+
+
+def _dotted(prefix: str) -> str:
+    """An IPv4 prefix written short (``100.64``) as its four numbers (``100.64.0.0``)."""
+    parts = prefix.split(".")
+    return ".".join(parts + ["0"] * (4 - len(parts)))
+
+
+def test_runtime_md_names_every_setting_of_the_reuse_policy() -> None:
+    """Every field of ``ReusePolicy`` is a setting an SDK user may give: runtime.md named
+    ``max_calls``, ``idle_seconds`` and ``max_memory_mb`` but not ``max_idle`` or
+    ``max_cpu_seconds``, whose defaults it gave as fixed numbers."""
+    from splice_build.records import fields as record_fields
+    from splice_build.spec.reuse import ReusePolicy
+
+    text = (REPO / "docs" / "runtime.md").read_text(encoding="utf-8")
+    fields = [field.name for field in record_fields(ReusePolicy)]
+    assert "max_idle" in fields
+    assert [name for name in fields if f"`{name}`" not in text and f"{name}=" not in text] == []
+
+
 def test_the_architecture_layout_has_one_row_per_module() -> None:
     rows = layout_rows(REPO / "docs" / "architecture.md")
     assert rows == package_modules(PACKAGE)
@@ -170,9 +235,16 @@ def test_a_stale_name_is_found(tmp_path: Path) -> None:
         "`spec/names.py` `spec/gone.py` `splice_build/spec/*.py` `bench/bench_<topic>.py`\n"
         "`KNOWN_CODE` `GONE_CODE` `GIT_DIR` `PLAIN`\n"
         "plain: (splice_build/errors.py), spec/names.py and splice_build/lost.py; install/sync\n"
+        "`splice_build/spec/names.py::CODE` `splice_build/spec/names.py::test_gone`\n"
+        "`spec/names.py::Names::test_kept`\n"
+    )
+    (tmp_path / "splice_build" / "spec" / "names.py").write_text(
+        "CODE = 'KNOWN_CODE'\n\n\nclass Names:\n    def test_kept(self) -> None: ...\n"
     )
     assert missing_paths([page], tmp_path) == [
         "a.md:9: spec/gone.py",
+        "a.md:12: splice_build/spec/names.py::CODE",
+        "a.md:12: splice_build/spec/names.py::test_gone",
         "a.md:11: splice_build/lost.py",
     ]
     source = (tmp_path / "splice_build" / "spec" / "names.py").read_text()

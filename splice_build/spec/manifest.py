@@ -200,8 +200,11 @@ def _validate(raw: object, check_project_state: bool = True) -> tuple[list[str],
     permissions = Permissions()
     if "permissions" in raw:
         permissions = Permissions.parse_into(raw["permissions"], permission_errors, "permissions")
-        if check_project_state and not permission_errors:
-            permission_errors = project_state_problems(permissions)
+        if check_project_state:
+            judged = permissions
+            if permission_errors:
+                judged = Permissions.well_formed(raw["permissions"])
+            permission_errors += project_state_problems(judged)
     problems += [Problem(("permissions",), line) for line in permission_errors]
     problems += _tool_problems(raw.get("tools"))
     problems += _self_reference_problems(raw)

@@ -171,6 +171,28 @@ class Permissions:
 
         return cls(**{"_".join(leaf): _unique(at(leaf)) for leaf in schema_leaves()})
 
+    @classmethod
+    def well_formed(cls, obj: object) -> Permissions:
+        """The entries of ``obj`` that are each well formed, where ``parse_into`` found a
+        problem: the rules of the project's state judge them too, so that validation says
+        every problem at once (a malformed ``./x`` hid the refusal of ``.`` beside it)."""
+        if not isinstance(obj, Mapping):
+            return cls()
+        bad = {problem.path for problem in _schema().check(obj)}
+        kept: dict[str, tuple[str, ...]] = {}
+        for leaf in schema_leaves():
+            node: Any = obj
+            for key in leaf:
+                node = node.get(key) if isinstance(node, Mapping) else None
+            if not isinstance(node, list) or leaf in bad:
+                node = []
+            kept["_".join(leaf)] = _unique(
+                entry
+                for index, entry in enumerate(node)
+                if isinstance(entry, str) and (*leaf, index) not in bad
+            )
+        return cls(**kept)
+
     @property
     def is_empty(self) -> bool:
         return not any(getattr(self, "_".join(leaf)) for leaf in schema_leaves())

@@ -131,16 +131,38 @@ def test_every_option_says_what_it_takes_in_the_help() -> None:
     of its own: `splice registry --help` showed `--publish-limit PUBLISH_LIMIT` (argparse's
     name of the attribute) without its default, and create-token's `--label LABEL`,
     `--namespace NS` and `--expires N[d]` with no word of what they do."""
-    parser = build_parser(load_commands())
-    (sub,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     unsaid = [
         f"{name} {action.option_strings[0]}"
+        for name, action in _options()
+        if not action.help or (action.nargs != 0 and "_" in (action.metavar or action.dest))
+    ]
+    assert unsaid == []
+
+
+def test_every_option_with_a_default_names_it_in_the_help() -> None:
+    """An option taking a value that has a default says which: `splice sync --help` showed
+    `-j N  run N tasks at once` (1 unless given) and `splice demo --help` `--name NAME`
+    (Splice), where `search --limit` says `default 20`."""
+    unsaid = [
+        f"{name} {action.option_strings[0]}"
+        for name, action in _options()
+        if action.nargs != 0
+        and action.default not in (None, [], argparse.SUPPRESS)
+        and not ("default" in (action.help or "") and str(action.default) in action.help)
+    ]
+    assert unsaid == []
+
+
+def _options() -> list[tuple[str, argparse.Action]]:
+    """Each option of each command, with the command's name."""
+    parser = build_parser(load_commands())
+    (sub,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return [
+        (name, action)
         for name, command in sub.choices.items()
         for action in command._actions
         if action.option_strings
-        and (not action.help or (action.nargs != 0 and "_" in (action.metavar or action.dest)))
     ]
-    assert unsaid == []
 
 
 def test_a_mistyped_command_or_option_names_the_closest_one() -> None:

@@ -166,6 +166,23 @@ def test_the_messages_name_the_entry_and_what_it_reaches() -> None:
     assert _manifest_refuses("data/in", "read") is None
 
 
+def test_a_malformed_entry_hides_no_refusal_of_the_others() -> None:
+    """Validation says every problem at once (docs/packages.md): `splice validate` of
+    `fs.read: ["./x", "."]` named only `./x`, and the refusal of `.` came once it was mended."""
+    permissions = {"fs": {"read": ["./x", ".", "data"], "write": ["out/.git"]}, "env": ["x"]}
+    with pytest.raises(SpecError) as raised:
+        Manifest.from_dict(minimal_manifest(permissions=permissions))
+    assert raised.value.code is ErrorCode.INVALID_MANIFEST
+    assert [line.split(": ")[0] for line in raised.value.details] == [
+        "permissions.fs.read[0]",
+        "permissions.env[0]",
+        "permissions.fs.read",
+        "permissions.fs.write",
+    ]
+    assert raised.value.details[2].startswith('permissions.fs.read: "." would include')
+    assert raised.value.details[3].startswith('permissions.fs.write: "out/.git" names a git')
+
+
 def test_the_git_directory_is_never_granted(tmp_path: Path) -> None:
     """git runs what ``.git/config`` and ``.git/hooks`` name as the user, outside any
     sandbox, its index lists the workspace's members, and a CI checkout keeps the job's

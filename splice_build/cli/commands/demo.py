@@ -31,7 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dir", type=arg_types.path, help="project directory to use (default: a temporary one)"
     )
-    parser.add_argument("--name", default="Splice", help="name passed to example.hello")
+    parser.add_argument(
+        "--name", default="Splice", help="name passed to example.hello (default: Splice)"
+    )
 
 
 def _call(splice: Splice, name: str) -> dict[str, Any]:

@@ -32,7 +32,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("--root", type=Path, help="the workspace root (default: found upwards)")
     parser.add_argument(
-        "-j", "--jobs", type=_jobs, default=1, metavar="N", help="run N tasks at once"
+        "-j",
+        "--jobs",
+        type=_jobs,
+        default=1,
+        metavar="N",
+        help="run N tasks at once (1..64; default 1)",
     )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument(
