@@ -271,12 +271,23 @@ def write_tree(directory: Path, files: Mapping[str, bytes]) -> None:
                 directories.update(directory / parent for parent in below)
             with open(path, "xb", opener=new_file) as handle:
                 handle.write(content)
-            pending.append(pool.submit(_fsync_path, str(path)))
-        pending += [pool.submit(_fsync_path, str(d)) for d in directories]
+            pending.append(_fsync_later(pool, path))
+        pending += [_fsync_later(pool, d) for d in directories]
     finally:
         wait(pending)  # none still runs when the caller deletes the tree after a failure
     for done in pending:
         done.result()  # the first failure, if any
+
+
+def _fsync_later(pool: ThreadPoolExecutor, path: Path) -> Future[None]:
+    """``path``'s fsync on ``pool``, a stop signal deferred until it is queued: a ^C while
+    the pool started a thread for it left that thread unknown to ``concurrent.futures``,
+    which never told it to end, and the exit joined it for ever (a real ``splice add`` of
+    three packages: "interrupted by SIGINT", then a hang until a second ^C)."""
+    from splice_build.stopping import signals_deferred
+
+    with signals_deferred():
+        return pool.submit(_fsync_path, str(path))
 
 
 _fsync_executor: ThreadPoolExecutor | None = None
