@@ -5,7 +5,8 @@ Hints are written once, where each error is raised, naming the command to run ne
 no command line at hand, so ``Splice`` (sdk.py) passes each hint of an error leaving it
 through :func:`said_to_the_sdk`, which adds the call that does the same after each command
 it knows: "Run `splice install` (Python SDK: `Splice.install()`) to restore the verified
-copy." The CLI and the MCP server (``Splice(hints="cli")``) keep the hint as written.
+copy." A flag named outside a command ("re-run with --accept-permissions") gets its keyword
+the same way. The CLI and the MCP server (``Splice(hints="cli")``) keep the hint as written.
 """
 
 from __future__ import annotations
@@ -25,15 +26,29 @@ _CALLS = {
     "verify": ("Splice.verify", "one"),
     "init": ("Splice.init", "one"),
 }
-_FLAGS = {"--accept-permissions": "accept_permissions=True", "--frozen": "frozen=True"}
+_FLAGS = {
+    "--accept-permissions": "accept_permissions=True",
+    "--allow-signer-change": "allow_signer_change=True",
+    "--frozen": "frozen=True",
+}
 _COMMAND = re.compile(r"`splice ([a-z]+)((?: [^`\s]+)*)`")
+_FLAG = re.compile(r"(?<![\w-])--[a-z-]+(?![\w-])")  # "re-run with --accept-permissions."
 _SAID = " (Python SDK: `"
 
 
 def said_to_the_sdk(error: SpliceError) -> None:
-    """Add the SDK call after each command ``error``'s hint names (once per error)."""
+    """Add the SDK call after each command ``error``'s hint names, and the keyword after each
+    flag it names outside a command (once per error)."""
     if error.hint and _SAID not in error.hint:
-        error.hint = _COMMAND.sub(_with_call, error.hint)
+        parts = _COMMAND.sub(_with_call, error.hint).split("`")
+        parts[::2] = [_FLAG.sub(_with_keyword, outside) for outside in parts[::2]]
+        error.hint = "`".join(parts)
+
+
+def _with_keyword(found: re.Match[str]) -> str:
+    """The flag found, then the SDK's keyword for it (none for a flag the SDK has none for)."""
+    keyword = _FLAGS.get(found.group(0))
+    return found.group(0) if keyword is None else f"{found.group(0)}{_SAID}{keyword}`)"
 
 
 def _with_call(found: re.Match[str]) -> str:

@@ -189,11 +189,7 @@ def signals_held(seconds: float | None = None) -> Iterator[None]:
             return  # the stop already under way goes on
         for taken_signum, handler in taken.items():
             signal.signal(taken_signum, handler)
-        handler = taken[signum]
-        if callable(handler):
-            handler(signum, frame)
-        else:  # SIG_DFL: what the signal does to a process without a handler
-            signal.raise_signal(signum)
+        _act(taken[signum], signum, frame)
 
     for signum in taken:
         signal.signal(signum, held)
@@ -202,6 +198,43 @@ def signals_held(seconds: float | None = None) -> Iterator[None]:
     finally:
         for signum, handler in taken.items():
             signal.signal(signum, handler)
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Run the block with the stop signals the process handles recorded, not acted on; once
+    it ends, the first one recorded acts as it would have (main thread only: elsewhere a
+    signal's handler never runs anyway).
+
+    For a step a ``KeyboardInterrupt`` must not cut in two because what it leaves cannot be
+    undone: a ``ThreadPoolExecutor`` starting a thread (``Thread.start`` waits for it to
+    run) and interrupted before it records the thread never tells that thread to end, and
+    the exit joins it for ever (project/atomic.py's fsync pool). A signal the process was
+    started ignoring stays ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    taken = {
+        s: h for s in _stop_signals() if (h := signal.getsignal(s)) not in (None, signal.SIG_IGN)
+    }
+    caught: list[int] = []
+    for signum in taken:
+        signal.signal(signum, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        for signum, handler in taken.items():
+            signal.signal(signum, handler)
+    if caught:
+        _act(taken[caught[0]], caught[0], None)
+
+
+def _act(handler: Any, signum: int, frame: Any) -> None:
+    """What ``signum`` does with ``handler``, the handler that was taken from it."""
+    if callable(handler):
+        handler(signum, frame)
+    else:  # SIG_DFL: what the signal does to a process without a handler
+        signal.raise_signal(signum)
 
 
 def _stop_signals() -> list[int]:

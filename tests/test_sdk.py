@@ -1086,6 +1086,10 @@ def test_permissions_not_accepted_names_the_sdks_argument(tmp_path: Path) -> Non
         splice.add(["@splice/files"])
     assert refused.value.code is ErrorCode.PERMISSIONS_NOT_ACCEPTED
     assert "accept_permissions=True" in (refused.value.hint or "")
+    # the CLI (hints="cli") names its flag alone: it said the SDK's argument too
+    with pytest.raises(SpliceError) as told_the_cli:
+        Splice(tmp_path / "project", hints="cli").add(["@splice/files"])
+    assert told_the_cli.value.hint == "Review them, then re-run with --accept-permissions."
 
 
 def test_an_errors_hint_names_the_sdk_call_beside_the_command(tmp_path: Path) -> None:
@@ -1178,6 +1182,17 @@ def test_a_range_no_version_matches_hints_the_call_taking_one(tmp_path: Path) ->
             "accept_permissions=True)`) to grant them.",
         ),
         ("Run `splice update`.", "Run `splice update` (Python SDK: `Splice.update()`)."),
+        (
+            "Review them, then re-run with --accept-permissions.",
+            "Review them, then re-run with --accept-permissions (Python SDK: "
+            "`accept_permissions=True`).",
+        ),
+        (
+            "`splice sign` it; --allow-signer-change installs it.",
+            "`splice sign` it; --allow-signer-change (Python SDK: `allow_signer_change=True`) "
+            "installs it.",
+        ),
+        ("Re-run with --no-such.", "Re-run with --no-such."),
         # No SDK call for these: as written.
         ("`splice info @a/b` shows its versions.", "`splice info @a/b` shows its versions."),
         ("Run `splice install --no-such`.", "Run `splice install --no-such`."),

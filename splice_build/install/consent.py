@@ -26,11 +26,8 @@ if TYPE_CHECKING:
 
 Accept = bool | Callable[[list[str], str], bool]
 
-# The CLI's flag and the SDK's argument: the same refusal reaches both (an SDK user was told
-# of a flag their call cannot take).
-ACCEPT_HINT = (
-    "Review them, then re-run with --accept-permissions (Python SDK: accept_permissions=True)."
-)
+# The CLI's flag: the SDK names its argument beside it (sdk_hints.py).
+ACCEPT_HINT = "Review them, then re-run with --accept-permissions."
 
 
 def ungranted_lines(

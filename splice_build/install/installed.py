@@ -45,6 +45,9 @@ if TYPE_CHECKING:
     from splice_build.spec.permissions import Permissions
 
 RESTORE_HINT = "Run `splice install` to restore the verified copy."
+# A locked package with no directory (a fresh clone, .splice/ ignored by git) had no copy
+# here to restore.
+MISSING_HINT = "Run `splice install` to install what splice.lock pins."
 _MANIFESTS_MAX = 1024  # distinct manifests one process remembers, by the SHA-256 of their bytes
 _manifests: dict[str, Manifest] = {}
 
@@ -351,7 +354,7 @@ def check_installed(
         raise InstallError(
             ErrorCode.NOT_INSTALLED,
             f"{package_id} is not installed",
-            hint=f"Run `splice add {package_id}`." if entry is None else RESTORE_HINT,
+            hint=f"Run `splice add {package_id}`." if entry is None else MISSING_HINT,
         )
     known = entry.known(package_id)  # LOCK_INCOMPLETE: no check runs on a field it lacks
     stats: list[tuple[str, os.stat_result]] | None = [] if hashes_of is None else None

@@ -138,9 +138,8 @@ def signer_pinning(
 
 # A key rotation explains another signer, not a version with none: that one the publisher
 # did not sign (or the registry dropped its signature), which accepting would unpin. The
-# CLI's flag and the SDK's argument, as consent.py's ACCEPT_HINT: the same refusal reaches
-# both (an SDK caller was told of a flag their call cannot take).
-_ALLOW = "--allow-signer-change (Python SDK: allow_signer_change=True)"
+# CLI's flag: the SDK names its argument beside it (sdk_hints.py).
+_ALLOW = "--allow-signer-change"
 _ROTATED_HINT = f"If the publisher rotated its key on purpose, re-run with {_ALLOW}."
 _UNSIGNED_HINT = (
     f"Ask the publisher to sign it (`splice sign`); {_ALLOW} installs it unsigned and drops "

@@ -252,6 +252,8 @@ def write_tree(directory: Path, files: Mapping[str, bytes]) -> None:
     other each waits for its own (bench/README.md, "install_write")."""
     from concurrent.futures import wait
 
+    from splice_build.stopping import signals_deferred
+
     pool = _fsync_pool()
     pending: list[Future[None]] = []
     directories = {directory}
@@ -261,18 +263,24 @@ def write_tree(directory: Path, files: Mapping[str, bytes]) -> None:
     def new_file(path: str, flags: int) -> int:
         return os.open(path, flags, file_mode)
 
+    # A stop signal acts once the fsyncs are queued: a ^C while the pool started a thread
+    # (Thread.start waits for it to run) left that thread unknown to concurrent.futures,
+    # which never told it to end, and the exit joined it for ever (a real ``splice add`` of
+    # three packages: "interrupted by SIGINT", then a hang until a second ^C). Once per
+    # tree: a deferral costs tens of microseconds.
     try:
-        for relative, content in files.items():
-            path = directory.joinpath(*relative.split("/"))
-            if path.parent not in directories:
-                below = path.relative_to(directory).parents[:-1]  # "a/b", "a" of "a/b/c.js"
-                for parent in reversed(below):
-                    (directory / parent).mkdir(mode=dir_mode, exist_ok=True)
-                directories.update(directory / parent for parent in below)
-            with open(path, "xb", opener=new_file) as handle:
-                handle.write(content)
-            pending.append(pool.submit(_fsync_path, str(path)))
-        pending += [pool.submit(_fsync_path, str(d)) for d in directories]
+        with signals_deferred():
+            for relative, content in files.items():
+                path = directory.joinpath(*relative.split("/"))
+                if path.parent not in directories:
+                    below = path.relative_to(directory).parents[:-1]  # "a/b", "a" of "a/b/c.js"
+                    for parent in reversed(below):
+                        (directory / parent).mkdir(mode=dir_mode, exist_ok=True)
+                    directories.update(directory / parent for parent in below)
+                with open(path, "xb", opener=new_file) as handle:
+                    handle.write(content)
+                pending.append(pool.submit(_fsync_path, str(path)))
+            pending += [pool.submit(_fsync_path, str(d)) for d in directories]
     finally:
         wait(pending)  # none still runs when the caller deletes the tree after a failure
     for done in pending:

@@ -216,7 +216,9 @@ def _open_lock_file(path: Path) -> tuple[int, os.stat_result]:
             fd = os.open(path, flags | os.O_RDWR)
         except FileNotFoundError:  # the first lock here, or a missing parent
             fd = _create_lock_file(path, flags | os.O_RDWR)
-        except PermissionError:
+        except OSError as exc:  # not ours to write, or a read-only mount's: flock needs neither
+            if not isinstance(exc, PermissionError) and exc.errno != errno.EROFS:
+                raise
             fd = os.open(path, flags | os.O_RDONLY)
     except (FileExistsError, NotADirectoryError):
         raise occupied("a file that is not a directory") from None

@@ -360,9 +360,13 @@ class SpliceRuntime:
         tools = {t.name: t for t in pkg.manifest.tools}
         tool = tools.get(tool_name)
         if tool is None:  # (1)
+            from splice_build.spec.names import closest
+
+            close = closest(tool_name, tools)  # as a mistyped package is answered
             raise SandboxError(
                 ErrorCode.TOOL_NOT_FOUND,
                 f'Tool "{tool_name}" not found in {pkg.id}. Available: {", ".join(tools) or "none"}',
+                hint=f"Did you mean {pkg.id}.{close}?" if close is not None else None,
             )
         minimum = (pkg.manifest.runtime or {}).get("minNodeVersion")  # (2)
         if minimum:

@@ -44,6 +44,9 @@ def test_list_exits_1_with_the_install_hint_until_install_repairs(tmp_path: Path
     assert _statuses(project) == (1, ["missing"])
     human = run_splice("list", cwd=project)
     assert human.code == 1 and "missing" in human.stdout and "splice install" in human.stderr
+    # nothing here to restore (a fresh clone's case): it said "to restore the verified copy"
+    missing = run_splice("list", "--json", cwd=project).json()[0]
+    assert missing["hint"] == "Run `splice install` to install what splice.lock pins."
 
     assert run_splice("install", cwd=project, timeout=300).code == 0
     assert _statuses(project) == (0, ["ok"])

@@ -63,6 +63,20 @@ def test_a_read_only_project_refuses_with_not_writable_and_changes_nothing(
     assert _listed(project) == [("1.1.0", "ok")]
 
 
+@needs_namespaces
+def test_a_read_only_checkout_is_checked_by_sync_check(
+    served: RunningRegistry, tmp_path: Path
+) -> None:
+    """``splice sync --check`` (the pre-commit hook, a CI gate) writes nothing, so it answers
+    in a checkout mounted read-only (a container's ``-v $PWD:/src:ro``): it was NOT_WRITABLE,
+    "the file system refused access to …/.splice/state.lock", the lock file it only holds."""
+    project = _project(tmp_path, served)
+    with read_only(project) as ns:
+        done = ns.splice("--json", "sync", "--check", cwd=project)
+    assert (done.code, done.json()["ok"]) == (0, True), done.stdout + done.stderr
+    assert done.json()["projects"][0]["unchanged"] == [{"name": GREETER, "version": "1.0.0"}]
+
+
 @pytest.mark.parametrize(
     "damage",
     [b"garbage, not SQLite" * 100, b"SQLite format 3\0" + b"\xff" * 4000],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -239,3 +240,33 @@ def test_a_child_of_fork_writes_a_tree_whatever_its_parent_wrote(tmp_path: Path)
     _, status = os.waitpid(child, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert (tmp_path / "child" / "tools" / "b.js").read_bytes() == b"b"
+
+
+INTERRUPTED_AS_A_THREAD_STARTS = """
+import signal, sys, threading
+from pathlib import Path
+from splice_build.project import atomic
+start = threading.Thread.start
+def start_then_interrupt(self):  # ^C lands as the pool's first thread has started
+    start(self)
+    threading.Thread.start = start
+    signal.raise_signal(signal.SIGINT)
+threading.Thread.start = start_then_interrupt
+signal.alarm(20)  # the old code's exit joined the thread for ever
+try:
+    atomic.write_tree(Path(sys.argv[1]), {"a.js": b"a"})
+except KeyboardInterrupt:
+    print("interrupted")
+"""
+
+
+@pytest.mark.skipif(not hasattr(signal, "alarm"), reason="needs signal.alarm")
+def test_a_tree_write_interrupted_as_a_thread_starts_still_lets_the_process_exit(
+    tmp_path: Path,
+) -> None:
+    """^C while the fsync pool started a thread (a real ``splice add`` of three packages,
+    killed with SIGINT: "interrupted by SIGINT", then no exit until a second ^C): the pool
+    never recorded the thread, never told it to end, and the exit joined it for ever. The
+    interruption now waits until the fsync is queued, then acts."""
+    done = run_python(INTERRUPTED_AS_A_THREAD_STARTS, str(tmp_path))
+    assert (done.returncode, done.stdout.strip()) == (0, "interrupted")

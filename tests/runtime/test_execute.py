@@ -59,6 +59,9 @@ def test_failure_envelope_has_no_output_and_details_only_when_present(runtime) -
         "code": "TOOL_NOT_FOUND",
         "message": 'Tool "nope" not found in @splice/example. Available: hello, stats',
     }
+    # a mistyped one is named, as a mistyped package is (there was no hint)
+    mistyped = runtime.execute(runtime.load(EXAMPLE), "helo", {}).to_json()
+    assert mistyped["error"]["hint"] == "Did you mean @splice/example.hello?"
 
 
 @pytest.mark.parametrize(
