@@ -29,6 +29,10 @@ from testing.switches import SWITCHES
 REPO = Path(__file__).resolve().parent.parent
 DEMO_TOKEN = "demo-token-0123456789abcdefghij"
 DEMO_SKILL_URI = "splice://packages/@demo/echo/SKILL.md"
+# The demo HTTP server appends a line to the file this names each time a call starts waiting
+# for a slot: a test places its calls in the queue by that event, not by a moment it hopes
+# is long enough (tests/mcp/test_admission.py).
+QUEUE_LOG = "SPLICE_TEST_QUEUE_LOG"
 
 
 # -- the demo backend ------------------------------------------------------------------------
@@ -132,6 +136,8 @@ def serve_demo(argv: Sequence[str]) -> int:
         sys.stdout.write(url + "\n")
         sys.stdout.flush()
 
+    if QUEUE_LOG in os.environ:
+        _log_the_queue(Path(os.environ[QUEUE_LOG]))
     rest = list(argv[2:])
     deadlines: dict[str, float] = {}
     if rest[:1] == ["--deadlines"]:
@@ -148,6 +154,27 @@ def serve_demo(argv: Sequence[str]) -> int:
         **deadlines,
     )
     return 0
+
+
+def _log_the_queue(log: Path) -> None:
+    """The HTTP transport's admission, unchanged, appends ``queued`` to ``log`` as a call
+    enters its queue (its ``waiting`` count grows; on the event loop, before the call waits)."""
+    from splice_build.mcp import admission
+    from splice_build.mcp.transport import http
+
+    class Logged(admission.AsyncAdmission):
+        @property  # type: ignore[override]
+        def waiting(self) -> int:
+            return self._logged_waiting
+
+        @waiting.setter
+        def waiting(self, count: int) -> None:
+            if count > getattr(self, "_logged_waiting", 0):
+                with open(log, "a", encoding="utf-8") as lines:
+                    lines.write("queued\n")
+            self._logged_waiting = count
+
+    http.AsyncAdmission = Logged  # type: ignore[misc]
 
 
 def demo_argv(*args: str) -> list[str]:

@@ -25,6 +25,7 @@ import pytest
 from splice_build.mcp.admission import SERVER_BUSY
 from testing.mcp_clients import (
     DEMO_TOKEN,
+    QUEUE_LOG,
     LineClient,
     child_env,
     demo_argv,
@@ -39,10 +40,14 @@ HEADERS = {
 }
 
 
+def one_slot(tmp_path: Path) -> dict[str, str]:
+    """A demo server's environment: one slot, its queue logged (``Placed.start``)."""
+    return child_env({"SPLICE_MCP_MAX_CALLS": "1", QUEUE_LOG: str(tmp_path / "queue.log")})
+
+
 @pytest.fixture
-def url() -> Iterator[str]:
-    env = child_env({"SPLICE_MCP_MAX_CALLS": "1"})
-    with http_server(demo_argv("http", "0"), env=env) as (address, _process):
+def url(tmp_path: Path) -> Iterator[str]:
+    with http_server(demo_argv("http", "0"), env=one_slot(tmp_path)) as (address, _process):
         yield address
 
 
@@ -130,36 +135,69 @@ def until(condition: Any) -> None:
     raise AssertionError("condition never held")
 
 
-def busy_refusals(url: str, tmp_path: Path, session: str, count: int) -> list[Response]:
-    """Send ``count`` calls that never end by themselves; the answers that came at once (a
-    queued call waits, far below the queue's 10 s deadline for all of them together)."""
+def _lines(path: Path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+class Placed:
+    """Calls to a server started with ``one_slot(tmp_path)``, each sent once the one before
+    it has its place: running, waiting in the queue, or answered (refused). The server
+    logs each call entering its queue (testing/mcp_clients.py ``QUEUE_LOG``) and each
+    ``wait_call`` names ``started``; no call is ordered by a moment."""
+
+    def __init__(self, url: str, tmp_path: Path) -> None:
+        self.url, self.queue, self.started = url, tmp_path / "queue.log", tmp_path / "started"
+
+    def start(self, caller: Caller) -> str:
+        """``caller`` started; ``"running"``, ``"queued"`` or ``"answered"`` once it is."""
+        queued, running = _lines(self.queue), _lines(self.started)
+        caller.start()
+        until(
+            lambda: (
+                caller.response is not None
+                or (_lines(self.queue), _lines(self.started)) != (queued, running)
+            )
+        )
+        if _lines(self.queue) > queued:
+            return "queued"
+        return "running" if _lines(self.started) > running else "answered"
+
+    def call(
+        self, release: Path, name: str, session: str = "", log: Path | None = None, **kwargs: Any
+    ) -> tuple[Caller, str]:
+        """A call that waits for ``release``, started and placed (``start``)."""
+        caller = Caller(self.url, wait_call(release, name, log, self.started), session, **kwargs)
+        return caller, self.start(caller)
+
+
+def busy_refusals(placed: Placed, tmp_path: Path, session: str, count: int) -> list[Response]:
+    """Send ``count`` calls that never end by themselves, one placed after the other; the
+    answers of those answered at once, and the others are all queued."""
     refused = []
     for index in range(count):
-        body = wait_call(tmp_path / f"never-{session}-{index}", f"{session}-{index}")
-        caller = Caller(url, body, session)
-        caller.start()
-        caller.join(0.3)
+        caller, place = placed.call(tmp_path / f"never-{session}-{index}", f"{session}-{index}")
+        assert place in ("queued", "answered")
         if caller.response is not None:
             refused.append(caller.response)
     return refused
 
 
 def test_second_call_waits_and_calls_beyond_the_queue_get_503(url: str, tmp_path: Path) -> None:
+    placed = Placed(url, tmp_path)
     first_release = tmp_path / "first"
-    first = Caller(url, wait_call(first_release, "first"), "a")
-    first.start()
+    first, place = placed.call(first_release, "first", "a")
+    assert place == "running"
     # The first call holds the only slot; a ping is not a tool call and is still answered.
     assert ping(url)["result"] == {}
     second_release = tmp_path / "second"
-    second = Caller(url, wait_call(second_release, "second"), "b")
     second_release.touch()  # the second call could finish at once if it ran
-    second.start()
+    second, place = placed.call(second_release, "second", "b")
+    assert place == "queued"  # behind the first call
     assert ping(url)["result"] == {}
-    second.join(0.5)
-    assert second.response is None  # queued behind the first call
+    assert second.response is None
     # Session "a" floods from the same address as "b": one address may fill the whole queue
     # (8 calls: "b"'s and seven of "a"'s), then "a" is refused (it cannot push itself out).
-    refused = busy_refusals(url, tmp_path, "a", 9)
+    refused = busy_refusals(placed, tmp_path, "a", 9)
     assert len(refused) == 2
     response = refused[0]
     assert response.status_code == 503
@@ -182,30 +220,24 @@ def test_second_call_waits_and_calls_beyond_the_queue_get_503(url: str, tmp_path
 
 
 def test_a_flooding_address_does_not_starve_another(url: str, tmp_path: Path) -> None:
+    placed = Placed(url, tmp_path)
     release, order = tmp_path / "release", tmp_path / "order"
-    holder = Caller(url, wait_call(release, "holder", order), "flood", source="127.0.0.2")
-    holder.start()
-    until(lambda: ping(url)["result"] == {})
+    holder, place = placed.call(release, "holder", "flood", order, source="127.0.0.2")
+    assert place == "running"
     flood = []
     for index in range(2):  # the flooding address's whole share of the queue
-        body = wait_call(release, f"flood-{index}", order)
-        caller = Caller(url, body, "flood", source="127.0.0.2")
-        caller.start()
+        caller, place = placed.call(release, f"flood-{index}", "flood", order, source="127.0.0.2")
+        assert place == "queued"
         flood.append(caller)
-    time.sleep(0.3)  # let the flood reach the queue first (order only, nothing measured)
-    other = Caller(url, wait_call(release, "other", order), "other", source="127.0.0.3")
-    other.start()
-    time.sleep(0.3)
+    other, place = placed.call(release, "other", "other", order, source="127.0.0.3")
+    assert place == "queued"
     assert other.response is None and all(caller.response is None for caller in flood)
     release.touch()
     for caller in [holder, other, *flood]:
         caller.join(60)
         assert caller.response is not None and caller.response.status_code == 200
     # Round-robin: the flood's queued calls alternate with the other address's call.
-    # (The two flood calls race each other to the queue; their own order is theirs.)
-    ran = order.read_text().split()
-    assert ran[0] == "holder" and ran[2] == "other"
-    assert sorted([ran[1], ran[3]]) == ["flood-0", "flood-1"]
+    assert order.read_text().split() == ["holder", "flood-0", "other", "flood-1"]
 
 
 def test_rotating_session_ids_earns_a_flooder_no_room(url: str, tmp_path: Path) -> None:
@@ -245,15 +277,6 @@ def test_rotating_session_ids_earns_a_flooder_no_room(url: str, tmp_path: Path) 
     assert statuses == [200] * 7 + [503] * 5  # one more pushed out by the victim
 
 
-def _forwarded_call(url: str, release: Path, name: str, client: str) -> Caller:
-    """A call that waits for ``release``, from ``client`` as a trusted proxy forwards it
-    (``X-Forwarded-For``), started and given a moment to reach the queue."""
-    caller = Caller(url, wait_call(release, name), "", forwarded=client)
-    caller.start()
-    caller.join(0.3)
-    return caller
-
-
 @pytest.mark.parametrize(
     "proxy", ["127.0.0.1", "::ffff:127.0.0.1", None], ids=["trusted", "mapped", "untrusted"]
 )
@@ -265,45 +288,52 @@ def test_behind_a_trusted_proxy_a_client_without_session_is_queued_by_its_addres
     when named as the IPv4-mapped address a dual-stack socket shows for it)."""
     trusted = proxy is not None
     argv = demo_argv("http", "0", *([proxy] if proxy else []))
-    env = child_env({"SPLICE_MCP_MAX_CALLS": "1"})
-    with http_server(argv, env=env) as (url, _process):
-        call = partial(_forwarded_call, url, tmp_path / "release")
+    with http_server(argv, env=one_slot(tmp_path)) as (url, _process):
+        placed = Placed(url, tmp_path)
+        call = partial(placed.call, tmp_path / "release")
 
-        calls = [call(f"a{i}", "10.0.0.1") for i in range(9)]  # one runs, eight fill the queue
-        refused = call("a9", "10.0.0.1")
-        other = call("b0", "10.0.0.2")
-        assert refused.response is not None and refused.response.status_code == 503
+        calls = [call(f"a{i}", forwarded="10.0.0.1") for i in range(9)]
+        # one runs, eight fill the queue
+        assert [place for _, place in calls] == ["running"] + ["queued"] * 8
+        refused, place = call("a9", forwarded="10.0.0.1")
+        assert place == "answered" and refused.response is not None
+        assert refused.response.status_code == 503
+        other, place = call("b0", forwarded="10.0.0.2")
         if trusted:  # another address: pushes out a's newest call and waits its turn
-            assert other.response is None
-            pushed_out = calls[-1]
-            pushed_out.join(10)
+            assert place == "queued"
+            pushed_out = calls.pop()[0]
+            pushed_out.join(60)
             assert pushed_out.response is not None and pushed_out.response.status_code == 503
-            calls = calls[:-1]
         else:  # the header is ignored: one peer, one address, the queue already full
+            assert place == "answered"
             assert other.response is not None and other.response.status_code == 503
         (tmp_path / "release").touch()
-        for caller in [*calls, other]:
+        for caller, _ in calls:
             caller.join(60)
-        assert all(c.response is not None and c.response.status_code == 200 for c in calls)
+            assert caller.response is not None and caller.response.status_code == 200
+        other.join(60)
 
 
 def test_an_ipv6_client_rotating_addresses_of_its_64_is_one_address(tmp_path: Path) -> None:
     """An IPv6 host has a /64 of source addresses: its calls share one queue whatever
     address of it they come from, and another /64 still pushes out (client_address.client_key)."""
     argv = demo_argv("http", "0", "127.0.0.1")
-    env = child_env({"SPLICE_MCP_MAX_CALLS": "1"})
-    with http_server(argv, env=env) as (url, _process):
-        call = partial(_forwarded_call, url, tmp_path / "release")
+    with http_server(argv, env=one_slot(tmp_path)) as (url, _process):
+        placed = Placed(url, tmp_path)
+        call = partial(placed.call, tmp_path / "release")
 
-        calls = [call(f"a{i}", f"2001:db8::{i + 1:x}") for i in range(9)]
-        rotated = call("a9", "2001:db8::ffff:1")  # a fresh address of the same /64
-        assert rotated.response is not None and rotated.response.status_code == 503
-        other = call("b0", "2001:db8:0:1::1")  # the next /64: pushes out the newest
-        assert other.response is None
-        calls[-1].join(10)
-        assert calls[-1].response is not None and calls[-1].response.status_code == 503
+        calls = [call(f"a{i}", forwarded=f"2001:db8::{i + 1:x}") for i in range(9)]
+        assert [place for _, place in calls] == ["running"] + ["queued"] * 8
+        rotated, place = call("a9", forwarded="2001:db8::ffff:1")  # a fresh address, same /64
+        assert place == "answered" and rotated.response is not None
+        assert rotated.response.status_code == 503
+        other, place = call("b0", forwarded="2001:db8:0:1::1")  # the next /64: pushes out
+        assert place == "queued"
+        newest = calls.pop()[0]
+        newest.join(60)
+        assert newest.response is not None and newest.response.status_code == 503
         (tmp_path / "release").touch()
-        for caller in [*calls[:-1], other]:
+        for caller in [*(caller for caller, _ in calls), other]:
             caller.join(60)
             assert caller.response is not None and caller.response.status_code == 200
 

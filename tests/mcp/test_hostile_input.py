@@ -27,9 +27,7 @@ from testing.mcp_clients import splice_argv as splice
 
 PARSE_ERROR = {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
 PING = {"jsonrpc": "2.0", "id": "after", "method": "ping"}
-FUZZ = settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+FUZZ = settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 def _message(slot: str, part: bytes) -> bytes:

@@ -130,7 +130,6 @@ def test_every_body_route_refuses_hostile_json(
 
     @settings(
         max_examples=200,
-        deadline=None,
         suppress_health_check=[HealthCheck.function_scoped_fixture],
     )
     @given(st.sampled_from(targets), hostile_bodies)

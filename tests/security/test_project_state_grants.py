@@ -117,9 +117,7 @@ entries = st.one_of(
 )
 
 
-@settings(
-    max_examples=600, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(max_examples=600, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(entry=entries, field=st.sampled_from(["read", "write"]))
 def test_validation_refuses_exactly_what_covers_state(entry: str, field: str) -> None:
     details = _manifest_refuses(entry, field)
@@ -135,9 +133,7 @@ def test_validation_refuses_exactly_what_covers_state(entry: str, field: str) ->
         assert line.startswith(f'permissions.fs.{field}: "{entry}" '), line
 
 
-@settings(
-    max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(max_examples=400, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(entry=entries, home_inside=st.booleans())
 def test_with_a_real_project_the_rule_is_the_effective_path(
     entry: str, home_inside: bool, tmp_path_factory: pytest.TempPathFactory
@@ -268,7 +264,6 @@ def test_every_provider_key_is_refused() -> None:
             raise AssertionError(f"{name} was accepted as an env grant")
 
 
-@settings(deadline=None)
 @given(
     name=st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,20}", fullmatch=True)
     | st.sampled_from(PROVIDER_VARIABLES).map(str.lower)

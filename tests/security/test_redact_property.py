@@ -123,7 +123,7 @@ def check(around: tuple[str, str], separators: tuple[str, str], found: tuple[str
 
 
 def _test(name: str) -> Callable[..., None]:  # one test per format, so a failure names it
-    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
     @given(st.tuples(AROUND, AROUND), st.tuples(SEPARATOR, SEPARATOR), FORMATS[name])
     def test(around: tuple[str, str], separators: tuple[str, str], found: tuple[str, str]) -> None:
         check(around, separators, found)
