@@ -20,6 +20,7 @@ import pytest
 
 from splice_build.spec.pack import pack_directory
 from testing.http_framing import two_framings
+from testing.mcp_clients import closed_by_server
 from testing.open_files import process_open_files, room_for_sockets
 from testing.packages import minimal_manifest, write_package
 from testing.registry_server import (
@@ -177,7 +178,10 @@ def test_clients_that_never_read_an_answer_cannot_hold_every_connection(
         sockets.append(half)
         half.sendall(PARTIAL_HEAD)
         time.sleep(HEAD_SECONDS + 1)  # past the head deadline of every one of them
-        assert half.recv(1) == b""  # closed by the server, nothing answered
+        # Closed by the server, nothing answered: an end of file, or a reset when the server
+        # closed it with its half head still unread (it may do so at once while every
+        # connection is busy, which is how a loaded machine orders it).
+        assert closed_by_server(half, time.monotonic() + 30) == b""
         assert _health(server.url) == 200  # while they are all still open
     finally:
         _stop(server, sockets)
