@@ -41,7 +41,7 @@ def sandbox_pids(needle: str) -> list[int]:
     return found
 
 
-def wait_until_gone(needle: str, timeout: float = 10.0) -> list[int]:
+def wait_until_gone(needle: str, timeout: float = 30.0) -> list[int]:
     """The processes still alive after ``timeout`` seconds (empty when all ended)."""
     deadline = time.monotonic() + timeout
     while True:
@@ -51,7 +51,7 @@ def wait_until_gone(needle: str, timeout: float = 10.0) -> list[int]:
         time.sleep(0.05)
 
 
-def wait_until_dead(pid: int, timeout: float = 10.0) -> None:
+def wait_until_dead(pid: int, timeout: float = 30.0) -> None:
     """Until ``pid`` is a zombie or gone, as ``waitpid`` then sees it. A process killed with
     a large address space loses its command line (``sandbox_pids``) as it starts to exit,
     before it is one: under load a pool could still find it running."""

@@ -48,7 +48,7 @@ def test_killing_a_warm_process_ends_its_node(project: Path, tmp_path: Path) -> 
         assert runtime._pool is not None
         [waiter] = runtime._pool.idle_pids()  # the process Popen started: it waits for Node
         os.kill(waiter, signal.SIGKILL)
-        assert wait_until_gone(str(tmp_path / "pkgs"), timeout=5) == []  # Node followed
+        assert wait_until_gone(str(tmp_path / "pkgs")) == []  # Node followed
         result = runtime.execute(pkg, "t", {})
         assert result.ok and runtime._pool.stats().discarded == 1
     finally:

@@ -199,7 +199,7 @@ def test_bounded_and_expiring(project: Path, tmp_path: Path) -> None:
             runtime.prewarm(pkg, wait=True)
         pool = _pool(runtime)
         assert len(pool.idle_pids()) <= 2
-        assert wait_until_gone(str(tmp_path / "pkgs"), timeout=10) == []
+        assert wait_until_gone(str(tmp_path / "pkgs")) == []
         stats = pool.stats()
         assert stats.evicted >= 2 and stats.expired >= 1 and stats.idle == 0
     finally:

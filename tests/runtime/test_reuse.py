@@ -408,7 +408,7 @@ def test_close_ends_every_reused_process(make_reusing, tmp_path: Path) -> None:
     pkg = runtime.load(_package(tmp_path))
     _call(runtime, pkg)
     runtime.close()
-    assert wait_until_gone(str(tmp_path / "pkgs"), timeout=10) == []
+    assert wait_until_gone(str(tmp_path / "pkgs")) == []
 
 
 def test_a_changed_variable_value_is_not_served_by_the_old_process(
