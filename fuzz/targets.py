@@ -692,7 +692,8 @@ def _statcache() -> Check:
 
 # settings read from environment variables -----------------------------------------------------
 def _env_settings() -> Check:
-    """First byte: which variable; the rest: its value, as ``os.environ`` decodes bytes."""
+    """First byte: which variable (0-7 as before the last four were added: the seeds and
+    cases keep theirs); the rest: its value, as ``os.environ`` decodes bytes."""
     from splice_build.errors import SpliceError
     from splice_build.mcp.admission import MAX_CALLS_ENV, default_max_calls
     from splice_build.mcp.transport.http import token_digest
@@ -701,6 +702,8 @@ def _env_settings() -> Check:
     from splice_build.registry.client.deadline import DEADLINE_ENV, MIN_RATE_ENV, Deadlines
     from splice_build.registry.client.open import resolve_token
     from splice_build.registry.storage import ARTIFACTS_ENV, DATABASE_URL_ENV, StorageConfig
+    from splice_build.spec.node_override import override_path
+    from splice_build.stopping import GRACE_ENV, mcp_grace
 
     home = SpliceHome(_scratch() / "home")
     url = "http://127.0.0.1:8787"
@@ -721,6 +724,10 @@ def _env_settings() -> Check:
         ),
         (lambda v: StorageConfig.from_env({DATABASE_URL_ENV: v}), {"INVALID_CONFIG"}),
         (lambda v: StorageConfig.from_env({ARTIFACTS_ENV: v}), {"INVALID_CONFIG"}),
+        (lambda v: mcp_grace({GRACE_ENV: v}), {"USAGE"}),
+        (lambda v: override_path({"SPLICE_NODE": v}), set()),
+        (lambda v: SpliceHome.from_env({"SPLICE_HOME": v}), {"INVALID_CONFIG"}),
+        (lambda v: SpliceHome.from_env({"HOME": v}), {"INVALID_CONFIG"}),
     )
 
     def check(data: bytes) -> None:
@@ -1123,6 +1130,48 @@ def _outside_links() -> Check:
     return outside_links()
 
 
+def _install_journal() -> Check:
+    from fuzz.state_targets import install_journal
+
+    return install_journal()
+
+
+def _member_locks() -> Check:
+    from fuzz.state_targets import member_locks
+
+    return member_locks()
+
+
+def _workspace_memo() -> Check:
+    from fuzz.state_targets import workspace_memo
+
+    return workspace_memo()
+
+
+def _workspace_edit() -> Check:
+    from fuzz.state_targets import workspace_edit
+
+    return workspace_edit()
+
+
+def _home_files() -> Check:
+    from fuzz.state_targets import home_files
+
+    return home_files()
+
+
+def _provider_answers() -> Check:
+    from fuzz.provider_targets import provider_answers
+
+    return provider_answers()
+
+
+def _tool_input() -> Check:
+    from fuzz.input_targets import tool_input
+
+    return tool_input()
+
+
 def _registry_info() -> Check:
     from fuzz.registry_targets import registry_info
 
@@ -1340,6 +1389,51 @@ TARGETS: dict[str, Target] = {
             _outside_links,
             "unaccepted_links on a tree of links against a walk of lstat and readlink",
             1024,
+            short_runs=300,
+        ),
+        Target(
+            "install_journal",
+            _install_journal,
+            "a checkout's .splice/tmp/journal.json: recovery touches only its own places",
+            dictionary="state.dict",
+            short_runs=100,
+        ),
+        Target(
+            "member_locks",
+            _member_locks,
+            "a member's splice.lock as discovery reads it: fast path = whole parse, drops",
+            dictionary="state.dict",
+            short_runs=300,
+        ),
+        Target(
+            "workspace_memo",
+            _workspace_memo,
+            "a checkout's .splice/workspace.json: a shipped memo never picks the members",
+            dictionary="state.dict",
+            short_runs=100,
+        ),
+        Target(
+            "workspace_edit",
+            _workspace_edit,
+            "splice workspace add/remove editing a checkout's pyproject.toml in place",
+            short_runs=100,
+        ),
+        Target(
+            "home_files",
+            _home_files,
+            "SPLICE_HOME config.json and credentials.json: read, used, written back",
+            short_runs=300,
+        ),
+        Target(
+            "provider_answers",
+            _provider_answers,
+            "a data provider's API answer: every capability's reader, through a real Broker",
+            short_runs=100,
+        ),
+        Target(
+            "tool_input",
+            _tool_input,
+            "a tool's input (MCP arguments, run --input, key=value): as sent, schema-checked",
             short_runs=300,
         ),
         Target(

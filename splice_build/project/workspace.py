@@ -763,9 +763,27 @@ def add_member(root: Path, directory: Path, *, home: Path | None = None) -> bool
         if pattern not in _array(table, "members"):
             _array(table, "members").append(pattern)
             changed = True
+        _still_excluded(root, directory, table)
         if changed or found is not None:
             _save_document(root, document)
     return changed
+
+
+def _still_excluded(root: Path, directory: Path, table: Any) -> None:
+    """``USAGE`` when an ``exclude`` pattern other than the directory's own entry keeps it out
+    (``apps/``, ``apps/*``, ``*/web``): ``workspace add apps/web`` printed ``added``, wrote
+    the member and left it excluded, never synced. Nothing is written."""
+    if directory_is_member(root, directory, table):
+        return
+    relative = _relative(root, directory) or "."
+    pyproject = root / PYPROJECT
+    exclude = _patterns(pyproject, table, "exclude")
+    keeping = [p for p in exclude if _spec((p,)).match_file(relative)] or exclude
+    raise UsageError(
+        f"{_shown(relative)} stays excluded by {', '.join(map(repr, keeping))} in "
+        f"[tool.splice.workspace] exclude: it would not be a member; nothing was changed",
+        hint=f"narrow that exclude pattern in {pyproject}, then add it",
+    )
 
 
 def _walked_into(root: Path, directory: Path) -> None:

@@ -17,17 +17,21 @@ from pathlib import Path
 import pytest
 
 from fuzz.engine import CORPUS
+from fuzz.state_targets import _OTHER, _TOKEN
 from splice_build.install.consent_record import read_record, record_path
 from splice_build.install.statcache import _parse
+from splice_build.install.transaction import JOURNAL, _read_journal
 from splice_build.project import walk_record
+from splice_build.project.layout import ProjectLayout
 from splice_build.project.lockfile import load_lockfile
 from splice_build.project.project_file import load_project_file
+from splice_build.project.workspace import _load_memo
 from splice_build.runtime.protocol import parse_child_message
 from splice_build.spec.git_links import gitlinks
 from splice_build.spec.manifest import Manifest
 
 # Seeds that stand for a refusal (an input that once found a defect).
-REFUSALS = {"frames": {"redirect-object.json"}}
+REFUSALS = {"frames": {"redirect-object.json"}, "install_journal": {"traversal.json"}}
 
 
 def _statcache(data: bytes, tmp_path: Path) -> None:
@@ -88,6 +92,23 @@ def _walk_records(data: bytes, tmp_path: Path) -> None:
     assert (len(walks), len(indexes)) == (len(json.loads(data)["walks"]), 1)
 
 
+def _install_journal(data: bytes, tmp_path: Path) -> None:
+    """A journal of the target's two staging tokens (``@LOCK@``: any lock)."""
+    layout = ProjectLayout(tmp_path)
+    layout.tmp_dir.mkdir(parents=True)
+    for mark, value in ((b"@LOCK@", "{}"), (b"@TOKEN@", _TOKEN), (b"@OTHER@", _OTHER)):
+        data = data.replace(mark, value.encode())
+    (layout.tmp_dir / JOURNAL).write_bytes(data)
+    assert _read_journal(layout) is not None
+
+
+def _workspace_memo(data: bytes, tmp_path: Path) -> None:
+    """A memo of the current version, whatever file it names."""
+    memo = tmp_path / "workspace.json"
+    memo.write_bytes(data.replace(b"@PYPROJECT@", b"x").replace(b"@FILE@", b"[1, 2, 3]"))
+    assert _load_memo(memo) != {}
+
+
 READERS: dict[str, Callable[[bytes, Path], None]] = {
     "statcache": _statcache,
     "frames": _frame,
@@ -97,6 +118,8 @@ READERS: dict[str, Callable[[bytes, Path], None]] = {
     "consent_record": _consent_record,
     "git_index": _git_index,
     "walk_records": _walk_records,
+    "install_journal": _install_journal,
+    "workspace_memo": _workspace_memo,
 }
 
 

@@ -422,3 +422,22 @@ def test_sync_in_a_project_that_is_no_member_says_so(
     monkeypatch.chdir(tmp_path / "packages" / "a")
     assert main(["sync", "--check"]) == 0
     assert "warning" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("exclude", ["apps/", "apps/*", "*/web", "apps/**"])
+def test_adding_a_directory_another_exclude_pattern_keeps_out_is_refused(
+    tmp_path: Path, exclude: str
+) -> None:
+    """``workspace add apps/web`` under ``exclude = ["apps/"]`` printed ``added``, wrote the
+    member, and ``apps/web`` stayed excluded, never synced (real CLI; the ``workspace_edit``
+    fuzz target): only its own entry is taken out of ``exclude``, so any other pattern that
+    keeps it out is a refusal, nothing written."""
+    for rel in ("packages/a", "apps/web"):
+        new_project(tmp_path / rel)
+    text = f'[tool.splice.workspace]\nmembers = ["packages/*"]\nexclude = ["{exclude}"]\n'
+    (tmp_path / "pyproject.toml").write_text(text)
+    with pytest.raises(SpliceError) as refused:
+        add_member(tmp_path, tmp_path / "apps" / "web", home=tmp_path / "h")
+    assert refused.value.code is ErrorCode.USAGE
+    assert refused.value.message.startswith(f"apps/web stays excluded by {exclude!r}")
+    assert (tmp_path / "pyproject.toml").read_text() == text
