@@ -284,6 +284,7 @@ class RunMemo:
         self._real: dict[PurePath, PurePath] = {}
         self._text: dict[str, str] = {}
         self._folded: dict[PurePath, tuple[str, ...]] = {}
+        self._names: dict[str, str] = {}
         self._holds: dict[PurePath, bool] = {}
         self._protected: dict[PurePath, _Folded] = {}
         self._shared: dict[tuple[PurePath | None, PurePath | None], tuple[_Folded, _Folded]] = {}
@@ -325,15 +326,18 @@ class RunMemo:
         return real
 
     def fold(self, path: PurePath) -> tuple[str, ...]:
-        """``_fold(path)``, each directory's folded once for every path of the run below it."""
+        """``_fold(path)``, each name folded once for the run. Built from the path's names,
+        never from its parent's fold: a path of k names made k parents, each hashed and
+        copied (k² work), and 7,900 grants of 128 names (a 2 MiB manifest) took 11 s."""
         found = self._folded.get(path)
         if found is None:
-            parent = path.parent
-            if parent == path:
-                found = _fold(path)
-            else:
-                found = (*self.fold(parent), fold_path(path.name).rstrip(". "))
-            self._folded[path] = found
+            found = self._folded[path] = tuple(map(self._fold_name, path.parts))
+        return found
+
+    def _fold_name(self, name: str) -> str:
+        found = self._names.get(name)
+        if found is None:
+            found = self._names[name] = fold_path(name).rstrip(". ")
         return found
 
     def shared(
@@ -586,12 +590,14 @@ class ProjectState:
         if len(real.parts) > depth and real.parts[:depth] == own.parts:
             # Inside the project: above it, the grant reaches what the root itself reaches.
             parents, reached = parents[: len(real.parts) - depth - 1], self._reached_above()
-        for directory in parents:
+        for index, directory in enumerate(parents):
             if directory == own:
                 continue
             if self._memo.holds_project(directory):
                 whose, items = f"the project {directory}", self._memo.protected(directory)
-            elif self._memo.fold(directory) in self._above:
+            # The directory's fold is the start of the grant's (folded name by name): folding
+            # each of a deep grant's directories again cost k² names.
+            elif folded[: len(folded) - 1 - index] in self._above:
                 whose = f"{directory}, above the project"
                 items = [
                     (path, item)

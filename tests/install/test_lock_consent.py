@@ -27,9 +27,12 @@ from testing.registry_server import RunningRegistry, registry_server
 GREETER = "@acme/greeter"
 WIDE = {"network": ["evil.example.com"], "env": ["AWS_SECRET_ACCESS_KEY"]}
 WIDE_LINES = ["network: evil.example.com", "environment variable: AWS_SECRET_ACCESS_KEY"]
-# A package granted more than the record's old bound held (256 KiB): 2,100 names of 128
-# characters.
-MANY = {"env": [f"MANY_{i:04d}".ljust(128, "_") for i in range(2100)]}
+# A package granted more than the record's old bound held (256 KiB) within the 1,000 entries
+# of a permission list: 1,000 names of 128 characters and 1,000 hosts of 201.
+MANY = {
+    "env": [f"MANY_{i:04d}".ljust(128, "_") for i in range(1000)],
+    "network": [f"h{i:04d}." + ".".join(c * 63 for c in "abc") + ".com" for i in range(1000)],
+}
 
 
 @pytest.fixture(scope="module")
