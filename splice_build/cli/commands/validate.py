@@ -46,11 +46,6 @@ def _load_files(target: Path) -> tuple[dict[str, bytes], str]:
         raise
 
 
-_TAKES = (
-    "Name a package directory (the one holding manifest.json) or the .tar.gz `splice pack` wrote."
-)
-
-
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     from splice_build.security.addresses import grants_connection
     from splice_build.security.terminal import require_visible_paths, require_visible_text
