@@ -34,8 +34,6 @@ def call_provider(
     """``provider.call``, with a shape error raised while it read an answer as a failure."""
     try:
         return provider.call(capability, args, ctx)
-    except ProviderFailure:
-        raise
     except _SHAPE_ERRORS as exc:
         read = [c.last_answer for c in ctx.clients.values() if c.last_answer is not None]
         if not read:
