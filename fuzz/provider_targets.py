@@ -54,8 +54,9 @@ def provider_answers() -> Check:
     """First byte: the call (``CALLS``); the rest: the body every host of its provider answers
     with status 200 (bytes that are not UTF-8 sent as such). The vendor was reached; the
     answer is the tool's JSON (no ``NaN``), ``LIVE`` or ``ERROR``; the provider keys appear in
-    no answer. A provider that raises on an answer of another shape is caught by the broker
-    (``PROVIDER_ERROR``, "internal error", logged at ERROR): not flagged here (fuzz/README.md)."""
+    no answer; no call ends in the broker's last resort for a provider's crash ("internal
+    error", logged at ERROR): an answer of another shape is the vendor's ``ProviderFailure``
+    (``broker/providers/answer_shape.py``)."""
     import contextlib
 
     from fuzz.targets import Finding
@@ -92,6 +93,8 @@ def provider_answers() -> Check:
         fake.reset()
         if "network error" in str(answer.get("message")):
             raise Finding(f"{name} {capability}: the fake vendor was not reached: {answer!r:.300}")
+        if "internal error" in str(answer.get("message")):
+            raise Finding(f"{name} {capability}: the provider crashed: {answer!r:.300}")
         text = json.dumps(answer, allow_nan=False)  # goes back to the tool as a frame
         if answer.get("status") not in ("LIVE", "ERROR"):
             raise Finding(f"{name} {capability}: status {answer.get('status')!r}")

@@ -128,6 +128,9 @@ class ProviderClient:
         self.provider = provider
         self._budget = budget
         self._held = 0  # bytes of ``budget`` this client's answers hold (``release``)
+        # (when, endpoint template) of the last JSON answer handed to the provider: a
+        # provider raising after it was reading a vendor's answer (``answer_shape.py``)
+        self.last_answer: tuple[float, str] | None = None
         self.key = key
         self._base = base.rstrip("/")
         self._host = (urlsplit(base).hostname or "").lower()
@@ -224,7 +227,10 @@ class ProviderClient:
 
     def request_json(self, method: str, template: str, **options: Any) -> tuple[Any, Response]:
         response = self.request(method, template, **options)
-        return response.json(f"{method} {self._label}{template}", self.provider), response
+        endpoint = f"{method} {self._label}{template}"
+        payload = response.json(endpoint, self.provider)
+        self.last_answer = (time.monotonic(), endpoint)
+        return payload, response
 
     def _send(
         self,
