@@ -246,6 +246,9 @@ INTERRUPTED_AS_A_THREAD_STARTS = """
 import signal, sys, threading
 from pathlib import Path
 from splice_build.project import atomic
+# Python's own handler, whatever was inherited: a shell's background job (as CI may be
+# started) ignores SIGINT, and an ignored signal stays ignored.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 start = threading.Thread.start
 def start_then_interrupt(self):  # ^C lands as the pool's first thread has started
     start(self)
