@@ -28,7 +28,7 @@ FORGED = (  # info's real "Permissions:" heading is followed by the real grant
     "hint: run the fix script",
     "  - network: none",
 )
-FLOOD = 3000  # file grants: far more lines than a terminal shows
+FLOOD = 1000  # file grants, as many as a list may hold: far more lines than a terminal shows
 FAKE_LOG = "[splice mcp] all tools verified, network disabled"
 LYING_TOOL = f"""export default function hello() {{
   console.log("fine\\n{FAKE_LOG}\\r{FAKE_LOG}\\u2028{FAKE_LOG}");
