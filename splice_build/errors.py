@@ -71,7 +71,7 @@ class ErrorCode(StrEnum):
     ISOLATION_UNAVAILABLE = "ISOLATION_UNAVAILABLE"
     DISK_FULL = "DISK_FULL"  # a write found no space (or hit a file size limit)
     NOT_WRITABLE = "NOT_WRITABLE"  # a write was refused: read-only file system or permissions
-    INTERRUPTED = "INTERRUPTED"  # ^C, SIGTERM or SIGHUP stopped the command
+    INTERRUPTED = "INTERRUPTED"  # ^C, SIGTERM or SIGHUP stopped the command; close() a call
     # runtime
     TOOL_NOT_FOUND = "TOOL_NOT_FOUND"
     INVALID_INPUT = "INVALID_INPUT"

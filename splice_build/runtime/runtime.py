@@ -131,6 +131,8 @@ class SpliceRuntime:
         # keeping their processes and threads until the interpreter exits. A pool the caller
         # gave may serve other runtimes too: only ``close()`` ends it.
         self._closer = weakref.finalize(self, _close_pools, self._reuse, made)
+        # How many times ``close()`` was called: a call that saw it change ended by it.
+        self._closes = 0
         self._given = None if made is not None else pool
         # Tests only: fake DNS answers for the parent's fetch (docs/network-security.md).
         self._test_resolver = None if _unsafe_test_resolver is None else dict(_unsafe_test_resolver)
@@ -260,6 +262,7 @@ class SpliceRuntime:
     def close(self) -> None:
         """End the pool's processes (a runtime without a pool holds none); a pool this runtime
         made ends also when the runtime is collected without it."""
+        self._closes += 1  # before the processes end: their calls read it as they answer
         self._closer()
         if self._given is not None:
             self._given.close()
@@ -309,6 +312,7 @@ class SpliceRuntime:
         paths = _path_sanitizer(pkg.dir, self.project_root)
         isolation: IsolationPlan | None = None  # set once a process is started
         budget = _RedactionBudget(None)  # the call's deadline, once the job has one
+        closes = self._closes
 
         def clean(text: str) -> str:
             text = text.encode("utf-8", "replace").decode("utf-8")
@@ -317,6 +321,8 @@ class SpliceRuntime:
         def finish(
             output: Any = None, error: ToolError | None = None, logs: str = ""
         ) -> ToolResult:
+            if error is not None and self._closed_under(error, closes):
+                error = _CLOSED_DURING_CALL
             if error is not None:
                 error = ToolError(
                     error.code,
@@ -351,6 +357,16 @@ class SpliceRuntime:
             cancellation.unwatch()
             process.close()  # never leave a started process behind (close is idempotent)
             raise
+
+    def _closed_under(self, error: ToolError, closes: int) -> bool:
+        """True when ``close()`` ended the process of a call that started before it: a kept
+        or warm process dies with the pool's thread that ``close()`` ends, and the call would
+        otherwise report the tool as crashed."""
+        return (
+            error.code is ErrorCode.TOOL_CRASHED
+            and self._pool is not None
+            and self._closes != closes
+        )
 
     def _prepare(self, pkg: LoadedPackage, tool_name: str, value: Any) -> tuple[Tool, Any]:
         """Steps 1–7 of docs/compatibility.md#runtime; raises SandboxError, never starts a process."""
@@ -754,6 +770,13 @@ class SpliceRuntime:
             return finish(error=error, logs=logs)
         assert isinstance(outcome.message, ResultOk), "BUG: success without a result"
         return finish(output=outcome.message.output, logs=logs)
+
+
+_CLOSED_DURING_CALL = ToolError(
+    ErrorCode.INTERRUPTED,
+    "close() ended the tool's process during the call",
+    hint="close the Splice or runtime once its calls have returned",
+)
 
 
 def _close_pools(reuse: ReusePool | None, pool: WarmPool | None) -> None:

@@ -411,6 +411,29 @@ def test_close_ends_every_reused_process(make_reusing, tmp_path: Path) -> None:
     assert wait_until_gone(str(tmp_path / "pkgs")) == []
 
 
+def test_a_call_close_cuts_short_answers_interrupted(make_reusing, tmp_path: Path) -> None:
+    """``close()`` while another thread's call runs in a kept process ends that process (it
+    dies with the pool's thread). The call answered ``TOOL_CRASHED`` ("exit code -9"), as if
+    the tool had crashed; it is the caller's ``close()``, so ``INTERRUPTED``."""
+    runtime = make_reusing()
+    pkg = runtime.load(_package(tmp_path))
+    _call(runtime, pkg)
+    assert _pool(runtime).idle_pids()
+    results = []
+    caller = threading.Thread(
+        target=lambda: results.append(runtime.execute(pkg, "t", {"sleep": 20_000}))
+    )
+    caller.start()
+    deadline = time.monotonic() + 30
+    while _pool(runtime).idle_pids() and time.monotonic() < deadline:
+        time.sleep(0.01)  # the call took the kept process
+    runtime.close()
+    caller.join(30)
+    [result] = results
+    assert result.error is not None and result.error.code is ErrorCode.INTERRUPTED
+    assert "close()" in result.error.message
+
+
 def test_a_changed_variable_value_is_not_served_by_the_old_process(
     project: Path, tmp_path: Path
 ) -> None:
