@@ -46,7 +46,7 @@ def options_first(words: Sequence[str], options: Mapping[str, Any]) -> list[str]
 
 def unknown_options(words: Sequence[str], options: Mapping[str, Any]) -> list[str]:
     """The words before any ``--`` that argparse would take for an option none of ``options``
-    is (nor a prefix of one), skipping the value each known option takes."""
+    is, skipping the value each known option takes."""
     unknown: list[str] = []
     index = 0
     while index < len(words) and words[index] != "--":
@@ -62,14 +62,14 @@ def unknown_options(words: Sequence[str], options: Mapping[str, Any]) -> list[st
 
 
 def _known(word: str, options: Mapping[str, Any]) -> bool:
-    """An option of ``options``: itself, its ``=value`` form, ``-jN`` or a prefix of one."""
+    """An option of ``options``: itself, its ``=value`` form or ``-jN`` (the parser takes no
+    abbreviation: cli/parser.py)."""
     name = word.split("=", 1)[0] if word.startswith("--") else word
-    return name in options or word[:2] in options or any(o.startswith(name) for o in options)
+    return name in options or word[:2] in options
 
 
 def _is_option(word: str, options: Mapping[str, Any]) -> bool:
-    """argparse's rule: an option string, its ``=value`` form or a prefix of one (``-jN``
-    included); else a lone ``-``, a negative number or a word with a space is an operand,
+    """argparse's rule: an option string or its ``=value`` form (``-jN`` included); else a lone ``-``, a negative number or a word with a space is an operand,
     and any other word starting with ``-`` an unknown option."""
     if not word.startswith("-") or word == "-":
         return False
@@ -82,7 +82,4 @@ def _takes_next_word(word: str, options: Mapping[str, Any]) -> bool:
     """An option that takes one value and was not given it in the same word."""
     if "=" in word:
         return False
-    if word in options:
-        return options[word].nargs is None
-    matches = {options[o] for o in options if word.startswith("--") and o.startswith(word)}
-    return len(matches) == 1 and matches.pop().nargs is None
+    return word in options and options[word].nargs is None

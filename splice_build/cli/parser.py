@@ -42,6 +42,14 @@ class _Parser(argparse.ArgumentParser):
     json = False
     command: str | None = None
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # No abbreviated long options (argparse's default took ``--acc`` for
+        # ``--accept-permissions``): a script's abbreviation could come to mean another
+        # option once one sharing its start is added, and the TypeScript CLI has none. A
+        # mistyped or shortened option is reported with the closest one (``unrecognized``).
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(message, hint=f"run `{self.prog} --help` for usage")
 
@@ -59,8 +67,10 @@ class _Parser(argparse.ArgumentParser):
         """The usage error of words this parser's command reads no option or operand from,
         naming the closest of its options to the first."""
         options = self._option_string_actions if extras[0].startswith("-") else ()
+        # ``--name=value``'s value is not shown: a mistyped ``--token=…`` is a secret.
+        words = [w.split("=")[0] + "=…" if w.startswith("--") and "=" in w else w for w in extras]
         return UsageError(
-            f"unrecognized arguments: {' '.join(extras)}{_did_you_mean(extras[0], options)}",
+            f"unrecognized arguments: {' '.join(words)}{_did_you_mean(extras[0], options)}",
             hint=f"run `{self.prog} --help` for usage",
         )
 
@@ -137,7 +147,11 @@ def _did_you_mean(word: str, choices: Iterable[Any]) -> str:
     import difflib  # only on a usage error: the parse of a good command line never needs it
 
     names = [choice for choice in choices if isinstance(choice, str)]
-    close = difflib.get_close_matches(word, names, n=1) if isinstance(word, str) else []
+    if not isinstance(word, str):
+        return ""
+    # A shortened long option (no abbreviation is taken) names the one option it starts.
+    started = [n for n in names if word.startswith("--") and n.startswith(word.split("=")[0])]
+    close = started if len(started) == 1 else difflib.get_close_matches(word, names, n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 

@@ -191,6 +191,23 @@ def test_a_mistyped_command_or_option_names_the_closest_one() -> None:
             "splice registry",
         ),
         (["keys", "--key", "k", "--nope"], "unrecognized arguments: --nope", "splice keys"),
+        # no abbreviation is taken: a shortened option names the one it starts
+        (
+            ["add", "--acc", "@a/b"],
+            "unrecognized arguments: --acc (did you mean '--accept-permissions'?)",
+            "splice add",
+        ),
+        (
+            ["sync", "-j", "2", "--ch"],
+            "unrecognized arguments: --ch (did you mean '--check'?)",
+            "splice sync",
+        ),
+        # an unknown option's value is never shown (a shortened --token's included)
+        (
+            ["login", "--tok=splice_secret"],
+            "unrecognized arguments: --tok=… (did you mean '--token'?)",
+            "splice login",
+        ),
         # ... or the value read as a package or tool reference its check refused
         (
             ["add", "--regsitry", "local", "@a/b"],
