@@ -55,8 +55,10 @@ def provider_answers() -> Check:
     with status 200 (bytes that are not UTF-8 sent as such). The vendor was reached; the
     answer is the tool's JSON (no ``NaN``), ``LIVE`` or ``ERROR``; the provider keys appear in
     no answer; no call ends in the broker's last resort for a provider's crash ("internal
-    error", logged at ERROR): an answer of another shape is the vendor's ``ProviderFailure``
-    (``broker/providers/answer_shape.py``)."""
+    error", logged at ERROR): a value of another type in the answer is the vendor's
+    ``ProviderFailure``, raised where a typed read found it
+    (``broker/providers/answer_reader.py``), and the path that refusal names holds a value of
+    another type in the body served (``testing/answer_paths.py``)."""
     import contextlib
 
     from fuzz.targets import Finding
@@ -64,6 +66,9 @@ def provider_answers() -> Check:
     from splice_build.broker.cache import ResultCache
     from splice_build.broker.keys import load_keys
     from splice_build.broker.providers import PROVIDERS
+    from splice_build.broker.providers.http import MAX_RESPONSE_VALUES
+    from splice_build.spec.untrusted_json import decode
+    from testing.answer_paths import SHAPE_REFUSAL, misnamed
     from testing.fake_providers import HOSTS, fake_providers, recognizable_keys
 
     stack = contextlib.ExitStack()
@@ -100,6 +105,13 @@ def provider_answers() -> Check:
             raise Finding(f"{name} {capability}: status {answer.get('status')!r}")
         if "LEAKCANARY" in text and b"LEAKCANARY" not in data:
             raise Finding(f"{name} {capability}: a provider key in the answer: {text[:300]}")
+        refusal = SHAPE_REFUSAL.fullmatch(str(answer.get("message")))
+        if refusal:  # the provider read the body, so it decodes as the provider decoded it
+            served = body.encode("utf-8", "surrogatepass")
+            if misnamed(
+                refusal, decode(served, max_bytes=len(served), max_values=MAX_RESPONSE_VALUES)
+            ):
+                raise Finding(f"{name} {capability}: {refusal[0]!r} of the answer {body!r:.300}")
 
     # The server lives as long as the check: a context manager's generator nobody holds is
     # closed when it is collected, and its server shut down with it.

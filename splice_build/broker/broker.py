@@ -36,7 +36,6 @@ from splice_build.broker.capabilities import argument_problems, with_checked_tar
 from splice_build.broker.envelope import Attempt
 from splice_build.broker.interface import BrokerRequest
 from splice_build.broker.keys import ProviderKeys, load_keys
-from splice_build.broker.providers.answer_shape import call_provider
 from splice_build.broker.providers.http import (
     DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_TIMEOUT_SECONDS,
@@ -217,7 +216,7 @@ class Broker:
                 contexts.append(context)
                 if token.cancelled:  # before this call's clients were there to abort
                     return _cancelled(capability, args, self._clock())
-                answer = call_provider(provider, capability, args, context)
+                answer = provider.call(capability, args, context)
             except ProviderFailure as exc:
                 if token.cancelled:  # aborted: no other provider is tried
                     return _cancelled(capability, args, self._clock())

@@ -223,11 +223,12 @@ def test_a_provider_answer_holds_a_bounded_number_of_values() -> None:
     results = []
     with fake_providers() as fake:
         broker = broker_for(fake, max_response_bytes=8 * MAX_RESPONSE_VALUES)
-        # The object, "pairs", the lists and "note" (its commas and brackets are no values).
-        for lists in (MAX_RESPONSE_VALUES - 3, MAX_RESPONSE_VALUES - 2):
-            answer = '{"pairs": [' + ", ".join(["[ ]"] * lists) + '], "note": ",[{,"}'
+        # The object, "pairs", the empty pairs and "note" (its commas and brackets are no
+        # values).
+        for pairs in (MAX_RESPONSE_VALUES - 3, MAX_RESPONSE_VALUES - 2):
+            answer = '{"pairs": [' + ", ".join(["{ }"] * pairs) + '], "note": ",[{,"}'
             fake.behave("api.dexscreener.com", "body:" + answer)
-            results.append(broker.call({**request, "args": {"query": f"q{lists}"}}))
+            results.append(broker.call({**request, "args": {"query": f"q{pairs}"}}))
     assert [(r["status"], r.get("code")) for r in results] == [
         ("LIVE", None),
         ("ERROR", "PROVIDER_ERROR"),

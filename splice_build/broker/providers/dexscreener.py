@@ -6,44 +6,40 @@ from collections.abc import Mapping
 from typing import Any
 
 from splice_build.broker.envelope import DEFAULT_CHAIN, DEFAULT_CHAIN_ID
+from splice_build.broker.providers.answer_reader import Answer
 from splice_build.broker.providers.interface import ProviderContext, ProviderData, ProviderFailure
-from splice_build.broker.providers.numbers import finite_number
 from splice_build.errors import ErrorCode
 
 HOST = "api.dexscreener.com"
 MAX_PAIRS = 50
 
 
-def _pair(item: Mapping[str, Any]) -> dict[str, Any]:
-    base = item.get("baseToken") if isinstance(item.get("baseToken"), Mapping) else {}
-    quote = item.get("quoteToken") if isinstance(item.get("quoteToken"), Mapping) else {}
-    liquidity = item.get("liquidity") if isinstance(item.get("liquidity"), Mapping) else {}
-    volume = item.get("volume") if isinstance(item.get("volume"), Mapping) else {}
+def _token(token: Answer) -> dict[str, Any]:
     return {
-        "network": item.get("chainId"),
-        "dex": item.get("dexId"),
-        "pair": item.get("pairAddress"),
-        "base": {
-            "address": base.get("address"),
-            "symbol": base.get("symbol"),
-            "name": base.get("name"),
-        },
-        "quote": {
-            "address": quote.get("address"),
-            "symbol": quote.get("symbol"),
-            "name": quote.get("name"),
-        },
-        "priceUsd": finite_number(item.get("priceUsd")),
-        "priceNative": finite_number(item.get("priceNative")),
-        "liquidityUsd": finite_number(liquidity.get("usd")),
-        "volume24hUsd": finite_number(volume.get("h24")),
-        "url": item.get("url"),
+        "address": token.field("address").text(),
+        "symbol": token.field("symbol").text(),
+        "name": token.field("name").text(),
     }
 
 
-def _pairs(payload: Any) -> list[dict[str, Any]]:
-    found = payload.get("pairs") if isinstance(payload, Mapping) else payload
-    return [_pair(p) for p in found or [] if isinstance(p, Mapping)][:MAX_PAIRS]
+def _pair(item: Answer) -> dict[str, Any]:
+    return {
+        "network": item.field("chainId").text(),
+        "dex": item.field("dexId").text(),
+        "pair": item.field("pairAddress").text(),
+        "base": _token(item.field("baseToken")),
+        "quote": _token(item.field("quoteToken")),
+        "priceUsd": item.field("priceUsd").price(),
+        "priceNative": item.field("priceNative").price(),
+        "liquidityUsd": item.field("liquidity").field("usd").price(),
+        "volume24hUsd": item.field("volume").field("h24").price(),
+        "url": item.field("url").text(),
+    }
+
+
+def _pairs(found: Answer) -> list[dict[str, Any]]:
+    """The first ``MAX_PAIRS`` pairs of the list ``found``."""
+    return [_pair(item.as_object()) for item in found.items()[:MAX_PAIRS]]
 
 
 class DexScreener:
@@ -62,10 +58,11 @@ class DexScreener:
             template = "/token-pairs/v1/{network}/{address}"
             params = {"network": args["network"], "address": args["address"]}
             payload, _ = http.request_json("GET", template, path_params=params)
+            # this endpoint answers the list of pairs itself
             return ProviderData({"pairs": _pairs(payload)}, f"GET {template}")
         query = args["query"] if capability == "market.search" else args["token"]
         payload, _ = http.request_json("GET", "/latest/dex/search", params={"q": query})
-        pairs = _pairs(payload)
+        pairs = _pairs(payload.as_object().field("pairs"))
         if capability == "market.search":
             return ProviderData({"query": query, "pairs": pairs}, "GET /latest/dex/search")
         network = args.get("network") or DEFAULT_CHAIN
@@ -77,7 +74,7 @@ class DexScreener:
             for p in pairs
             if p["network"] == network
             and p["priceUsd"] is not None
-            and token in {str(p["base"]["symbol"]).lower(), str(p["base"]["address"]).lower()}
+            and token in {(p["base"]["symbol"] or "").lower(), (p["base"]["address"] or "").lower()}
         ]
         if not matching:
             raise ProviderFailure(

@@ -10,7 +10,6 @@ from splice_build.broker.providers.web_results import (
     DEFAULT_LIMIT,
     UNTRUSTED_NOTE,
     clip,
-    items,
     page,
 )
 
@@ -36,12 +35,12 @@ class Exa:
             payload, _ = http.request_json(
                 "POST", "/answer", body={"query": args["query"]}, headers=auth
             )
-            answer = payload.get("answer") if isinstance(payload, Mapping) else None
+            payload = payload.as_object()
             sources = [
-                {"url": str(c.get("url", "")), "title": c.get("title")}
-                for c in items(payload, "citations")
+                {"url": c.field("url").text() or "", "title": c.field("title").text()}
+                for c in payload.field("citations").objects()
             ]
-            data = {"answer": answer if isinstance(answer, str) else "", "sources": sources}
+            data = {"answer": payload.field("answer").text() or "", "sources": sources}
             return ProviderData(data, "POST /answer", notes=(UNTRUSTED_NOTE,))
         if capability == "web.extract":
             template, body = "/contents", {"urls": list(args["urls"]), "text": text}
@@ -61,8 +60,13 @@ class Exa:
                 body["contents"] = {"text": text}
         payload, _ = http.request_json("POST", template, body=body, headers=auth)
         results = [
-            page(item.get("url"), item.get("title"), None, clip(item.get("text"), most))
-            for item in items(payload, "results")
+            page(
+                item.field("url").text(),
+                item.field("title").text(),
+                None,
+                clip(item.field("text").text(), most),
+            )
+            for item in payload.as_object().field("results").objects()
         ]
         if capability == "web.extract":
             data = {"pages": results, "failed": []}

@@ -14,7 +14,6 @@ from splice_build.broker.providers.web_results import (
     DEFAULT_LIMIT,
     UNTRUSTED_NOTE,
     clip,
-    items,
     page,
 )
 from splice_build.runtime.limits import MAX_CAPABILITY_RESULT_BYTES
@@ -49,17 +48,18 @@ class Firecrawl:
         if capability == "web.map":
             body = {"url": args["url"], "limit": args.get("limit", DEFAULT_MAP_LIMIT)}
             payload, _ = http.request_json("POST", "/v1/map", body=body, headers=auth)
-            links = payload.get("links") if isinstance(payload, Mapping) else None
-            data = {
-                "url": args["url"],
-                "links": [link for link in links or [] if isinstance(link, str)],
-            }
+            links = [link.text() for link in payload.as_object().field("links").items()]
+            data = {"url": args["url"], "links": [link for link in links if link is not None]}
             return ProviderData(data, "POST /v1/map", notes=(UNTRUSTED_NOTE,))
         body = {"query": args["query"], "limit": args.get("limit", DEFAULT_LIMIT)}
         payload, _ = http.request_json("POST", "/v1/search", body=body, headers=auth)
         results = [
-            page(item.get("url"), item.get("title"), clip(item.get("description"), most))
-            for item in items(payload, "data")
+            page(
+                item.field("url").text(),
+                item.field("title").text(),
+                clip(item.field("description").text(), most),
+            )
+            for item in payload.as_object().field("data").objects()
         ]
         return ProviderData(
             {"query": args["query"], "results": results}, "POST /v1/search", notes=(UNTRUSTED_NOTE,)
@@ -93,15 +93,13 @@ class Firecrawl:
                 failed.extend(urls[n:])
                 notes += (PAGES_OVER_TIME,)
                 break
-            scraped = payload.get("data") if isinstance(payload, Mapping) else None
-            scraped = scraped if isinstance(scraped, Mapping) else {}
-            meta = scraped.get("metadata") if isinstance(scraped.get("metadata"), Mapping) else {}
-            content = clip(scraped.get("markdown"), most)
+            scraped = payload.as_object().field("data")
+            content = clip(scraped.field("markdown").text(), most)
             kept += len(content.encode("utf-8", "surrogatepass")) if content else 0
             if kept > MAX_CAPABILITY_RESULT_BYTES:
                 failed.append(url)
                 continue
-            pages.append(page(url, meta.get("title"), None, content))
+            pages.append(page(url, scraped.field("metadata").field("title").text(), None, content))
         if kept >= MAX_CAPABILITY_RESULT_BYTES and failed:
             notes += (PAGES_OVER_BUDGET,)
         return ProviderData({"pages": pages, "failed": failed}, "POST /v1/scrape", notes=notes)

@@ -7,18 +7,36 @@ from collections.abc import Mapping
 from typing import Any
 
 from splice_build.broker.envelope import DEFAULT_CHAIN, DEFAULT_CHAIN_ID
+from splice_build.broker.providers.answer_reader import Answer
 from splice_build.broker.providers.interface import ProviderContext, ProviderData, ProviderFailure
-from splice_build.broker.providers.numbers import finite_number
 from splice_build.errors import ErrorCode
 
 HOST = "api.geckoterminal.com"
 _ADDRESS = re.compile(r"[A-Za-z0-9]{20,100}")
 DEFAULT_OHLCV_LIMIT = 100
+_CANDLE = ("time", "open", "high", "low", "close", "volume")  # an ohlcv_list row, in order
 
 
-def _attributes(item: Any) -> Mapping[str, Any]:
-    attrs = item.get("attributes") if isinstance(item, Mapping) else None
-    return attrs if isinstance(attrs, Mapping) else {}
+def _attributes(answer: Answer) -> Answer:
+    """``data.attributes`` of a JSON:API answer."""
+    return answer.as_object().field("data").field("attributes")
+
+
+def _pool(item: Answer) -> dict[str, Any]:
+    attributes = item.as_object().field("attributes")
+    return {
+        "pair": attributes.field("address").text(),
+        "name": attributes.field("name").text(),
+        "priceUsd": attributes.field("base_token_price_usd").price(),
+        "liquidityUsd": attributes.field("reserve_in_usd").price(),
+    }
+
+
+def _candle(row: Answer) -> dict[str, Any]:
+    values = row.items()
+    if len(values) < len(_CANDLE):
+        raise row.wrong(f"has fewer than {len(_CANDLE)} values")
+    return {name: value.number() for name, value in zip(_CANDLE, values, strict=False)}
 
 
 class GeckoTerminal:
@@ -42,17 +60,8 @@ class GeckoTerminal:
             template = "/api/v2/networks/{network}/tokens/{address}/pools"
             params = {"network": network, "address": args["address"]}
             payload, _ = http.request_json("GET", template, path_params=params)
-            found = payload.get("data") if isinstance(payload, Mapping) else None
-            pairs = [
-                {
-                    "network": network,
-                    "pair": _attributes(p).get("address"),
-                    "name": _attributes(p).get("name"),
-                    "priceUsd": finite_number(_attributes(p).get("base_token_price_usd")),
-                    "liquidityUsd": finite_number(_attributes(p).get("reserve_in_usd")),
-                }
-                for p in found or []
-            ]
+            found = payload.as_object().field("data").items()
+            pairs = [{"network": network, **_pool(item)} for item in found]
             return ProviderData({"pairs": pairs}, f"GET {template}")
         token = str(args["token"])
         if not _ADDRESS.fullmatch(token):
@@ -63,15 +72,8 @@ class GeckoTerminal:
         payload, _ = http.request_json(
             "GET", template, path_params={"network": network, "address": token}
         )
-        prices = _attributes(payload.get("data") if isinstance(payload, Mapping) else None).get(
-            "token_prices"
-        )
-        price = None
-        if isinstance(prices, Mapping):
-            price = next(
-                (finite_number(v) for k, v in prices.items() if str(k).lower() == token.lower()),
-                None,
-            )
+        prices = _attributes(payload).field("token_prices").entries()
+        price = next((v.price() for k, v in prices if k.lower() == token.lower()), None)
         if price is None:
             raise ProviderFailure(
                 f"geckoterminal GET {template}: no price for that token", code=ErrorCode.NOT_FOUND
@@ -95,21 +97,7 @@ class GeckoTerminal:
                 "limit": args.get("limit", DEFAULT_OHLCV_LIMIT),
             },
         )
-        rows = _attributes(payload.get("data") if isinstance(payload, Mapping) else None).get(
-            "ohlcv_list"
-        )
-        candles = [
-            {
-                "time": row[0],
-                "open": row[1],
-                "high": row[2],
-                "low": row[3],
-                "close": row[4],
-                "volume": row[5],
-            }
-            for row in rows or []
-            if isinstance(row, list) and len(row) >= 6
-        ]
+        candles = [_candle(row) for row in _attributes(payload).field("ohlcv_list").items()]
         data = {
             "network": network,
             "pool": args["pool"],

@@ -34,13 +34,15 @@ class Gemini:
         auth = {"x-goog-api-key": str(http.key)}
         if capability == "ai.models":
             payload, _ = http.request_json("GET", "/v1beta/models", headers=auth)
-            found = payload.get("models") if isinstance(payload, Mapping) else None
             search = str(args.get("search", "")).lower()
+            found = [
+                (m.field("name").text() or "", m.field("displayName").text())
+                for m in payload.as_object().field("models").objects()
+            ]
             models = [
-                {"id": str(m.get("name", "")).removeprefix("models/"), "name": m.get("displayName")}
-                for m in found or []
-                if isinstance(m, Mapping)
-                and search in f"{m.get('name')} {m.get('displayName')}".lower()
+                {"id": name.removeprefix("models/"), "name": title}
+                for name, title in found
+                if search in f"{name} {title or ''}".lower()
             ]
             return ProviderData({"provider": self.name, "models": models}, "GET /v1beta/models")
         check_request(args)
@@ -63,29 +65,20 @@ class Gemini:
         payload, _ = http.request_json(
             "POST", template, path_params={"model": model}, body=body, headers=auth
         )
-        payload = payload if isinstance(payload, Mapping) else {}
-        candidates = payload.get("candidates") or [{}]
-        content = candidates[0].get("content", {}) if isinstance(candidates[0], Mapping) else {}
-        parts = content.get("parts", []) if isinstance(content, Mapping) else []
-        texts = [
-            p.get("text")
-            for p in parts
-            if isinstance(p, Mapping) and isinstance(p.get("text"), str)
-        ]
+        payload = payload.as_object()
+        candidates = payload.field("candidates").objects()
+        parts = candidates[0].field("content").field("parts").objects() if candidates else []
+        texts = [text for text in (part.field("text").text() for part in parts) if text is not None]
         if not texts:
             raise ProviderFailure(f"gemini POST {template} returned no text")
-        usage = (
-            payload.get("usageMetadata")
-            if isinstance(payload.get("usageMetadata"), Mapping)
-            else {}
-        )
+        usage = payload.field("usageMetadata")
         data: dict[str, Any] = {
             "provider": self.name,
             "model": model,
             "text": "".join(texts),
             "usage": {
-                "inputTokens": usage.get("promptTokenCount"),
-                "outputTokens": usage.get("candidatesTokenCount"),
+                "inputTokens": usage.field("promptTokenCount").number(),
+                "outputTokens": usage.field("candidatesTokenCount").number(),
             },
         }
         if "responseSchema" in args:

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from splice_build.broker.providers.answer_reader import Answer
 from splice_build.broker.providers.interface import ProviderContext, ProviderData, ProviderFailure
 from splice_build.errors import ErrorCode
 from splice_build.spec.number_text import whole_number
@@ -72,32 +73,32 @@ def _rate_limit(headers: Mapping[str, str]) -> dict[str, Any] | None:
     }
 
 
-def _public(item: Any) -> bool:
-    return isinstance(item, Mapping) and item.get("private") is False
+def _public(item: Answer) -> bool:
+    """Whether GitHub marks ``item`` ``"private": false`` (anything else is not public)."""
+    return item.field("private").value is False
 
 
-def _repository(item: Mapping[str, Any]) -> dict[str, Any]:
-    owner = item.get("owner") if isinstance(item.get("owner"), Mapping) else {}
-    license_ = item.get("license") if isinstance(item.get("license"), Mapping) else {}
+def _repository(item: Answer) -> dict[str, Any]:
+    topics = [topic.text() for topic in item.field("topics").items()]
     return {
-        "fullName": item.get("full_name"),
-        "name": item.get("name"),
-        "owner": owner.get("login"),
-        "description": item.get("description"),
-        "url": item.get("html_url"),
-        "homepage": item.get("homepage") or None,
-        "defaultBranch": item.get("default_branch"),
-        "language": item.get("language"),
-        "license": license_.get("spdx_id"),
-        "topics": [t for t in item.get("topics") or [] if isinstance(t, str)],
-        "stars": item.get("stargazers_count"),
-        "forks": item.get("forks_count"),
-        "openIssues": item.get("open_issues_count"),
-        "archived": item.get("archived"),
-        "fork": item.get("fork"),
-        "createdAt": item.get("created_at"),
-        "updatedAt": item.get("updated_at"),
-        "pushedAt": item.get("pushed_at"),
+        "fullName": item.field("full_name").text(),
+        "name": item.field("name").text(),
+        "owner": item.field("owner").field("login").text(),
+        "description": item.field("description").text(),
+        "url": item.field("html_url").text(),
+        "homepage": item.field("homepage").text() or None,
+        "defaultBranch": item.field("default_branch").text(),
+        "language": item.field("language").text(),
+        "license": item.field("license").field("spdx_id").text(),
+        "topics": [topic for topic in topics if topic is not None],
+        "stars": item.field("stargazers_count").number(),
+        "forks": item.field("forks_count").number(),
+        "openIssues": item.field("open_issues_count").number(),
+        "archived": item.field("archived").flag(),
+        "fork": item.field("fork").flag(),
+        "createdAt": item.field("created_at").text(),
+        "updatedAt": item.field("updated_at").text(),
+        "pushedAt": item.field("pushed_at").text(),
     }
 
 
@@ -124,7 +125,7 @@ class GitHub:
             payload, response = http.request_json(
                 "GET", template, path_params={"owner": owner, "repo": repo}, headers=headers
             )
-            if not _public(payload):  # answered as GitHub answers a missing one
+            if not _public(payload.as_object()):  # answered as GitHub answers a missing one
                 raise http.not_found("GET", template)
             data: dict[str, Any] = {"repository": _repository(payload)}
         else:
@@ -138,15 +139,15 @@ class GitHub:
             query = f"is:public {_quotes_closed(args['query'])}"
             params = {"q": query, "page": page, "per_page": per_page}
             payload, response = http.request_json("GET", template, params=params, headers=headers)
-            payload = payload if isinstance(payload, Mapping) else {}
+            payload = payload.as_object()
             data = {
                 "query": args["query"],
-                "totalCount": payload.get("total_count"),
-                "incompleteResults": payload.get("incomplete_results"),
+                "totalCount": payload.field("total_count").number(),
+                "incompleteResults": payload.field("incomplete_results").flag(),
                 "page": page,
                 "perPage": per_page,
                 "repositories": [
-                    _repository(item) for item in payload.get("items") or [] if _public(item)
+                    _repository(item) for item in payload.field("items").objects() if _public(item)
                 ],
             }
         return ProviderData(data, f"GET {template}", rate_limit=_rate_limit(response.headers))

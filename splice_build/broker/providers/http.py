@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
+from splice_build.broker.providers.answer_reader import Answer
 from splice_build.broker.providers.interface import ProviderFailure
 from splice_build.errors import ErrorCode
 from splice_build.records import dataclass
@@ -128,9 +129,6 @@ class ProviderClient:
         self.provider = provider
         self._budget = budget
         self._held = 0  # bytes of ``budget`` this client's answers hold (``release``)
-        # (when, endpoint template) of the last JSON answer handed to the provider: a
-        # provider raising after it was reading a vendor's answer (``answer_shape.py``)
-        self.last_answer: tuple[float, str] | None = None
         self.key = key
         self._base = base.rstrip("/")
         self._host = (urlsplit(base).hostname or "").lower()
@@ -225,12 +223,14 @@ class ProviderClient:
             raise _status_failure(self.provider, endpoint, response)
         return response
 
-    def request_json(self, method: str, template: str, **options: Any) -> tuple[Any, Response]:
+    def request_json(self, method: str, template: str, **options: Any) -> tuple[Answer, Response]:
+        """``request``, its body decoded: the answer is read through ``Answer``'s typed reads
+        (``answer_reader.py``), which name this endpoint when a value has another type."""
         response = self.request(method, template, **options)
         endpoint = f"{method} {self._label}{template}"
-        payload = response.json(endpoint, self.provider)
-        self.last_answer = (time.monotonic(), endpoint)
-        return payload, response
+        return Answer(
+            response.json(endpoint, self.provider), f"{self.provider} {endpoint}"
+        ), response
 
     def _send(
         self,

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
+from splice_build.broker.providers.answer_reader import Answer
 from splice_build.broker.providers.interface import ProviderContext, ProviderData, ProviderFailure
 from splice_build.errors import ErrorCode
 
@@ -31,18 +32,27 @@ _TOKEN_CALLS = {
 _QUANTITY = re.compile(r"0x[0-9a-fA-F]{1,64}")
 
 
-def _int(value: Any) -> int | None:
-    """The endpoint's quantity, or None when ``value`` is not one: ``int(text, 16)`` alone also
+def _int(answer: Answer) -> int | None:
+    """The endpoint's quantity, or None when ``answer`` is not one: ``int(text, 16)`` alone also
     reads ``0x_10``, `` 0x10`` and non-ASCII digits, raises on ``0xzz``, and turns thousands of
     digits into an integer that has no JSON text on the way back to the tool."""
-    if not (isinstance(value, str) and _QUANTITY.fullmatch(value)):
+    value = answer.text()
+    if value is None or not _QUANTITY.fullmatch(value):
         return None
     return int(value, 16)
 
 
-def _abi_string(value: Any) -> str | None:
+def _id(item: Answer) -> int | None:
+    """The id of one answer of the batch, if it is one of the whole numbers sent (``true``
+    and ``1.0`` are equal to ``1`` in Python, a list is no key of a dict)."""
+    value = item.field("id").value
+    return value if type(value) is int else None
+
+
+def _abi_string(answer: Answer) -> str | None:
     """Decode an ABI-encoded ``string`` return value (or a bytes32 one, as old tokens use)."""
-    if not isinstance(value, str) or not value.startswith("0x"):
+    value = answer.text()
+    if value is None or not value.startswith("0x"):
         return None
     try:
         raw = bytes.fromhex(value[2:])
@@ -68,23 +78,23 @@ class JsonRpc:
     def call(self, capability: str, args: Mapping[str, Any], ctx: ProviderContext) -> ProviderData:
         (http,) = ctx.clients.values()
 
-        def rpc(*calls: tuple[str, list[Any]]) -> list[Any]:
+        def rpc(*calls: tuple[str, list[Any]]) -> list[Answer]:
             batch = [
                 {"jsonrpc": "2.0", "id": i, "method": m, "params": p}
                 for i, (m, p) in enumerate(calls)
             ]
             payload, _ = http.request_json("POST", "", body=batch)
-            if not isinstance(payload, list):
+            if not isinstance(payload.value, list):
                 raise ProviderFailure(
                     f"jsonrpc POST {ENDPOINT}: the answer is not a JSON-RPC batch"
                 )
-            by_id = {item.get("id"): item for item in payload if isinstance(item, Mapping)}
+            by_id = {_id(item): item for item in payload.objects()}
             out = []
             for i, (method, _params) in enumerate(calls):
-                item = by_id.get(i, {})
-                if "error" in item:
+                item = by_id.get(i, Answer({}, payload.where))  # not answered: no result
+                if item.has("error"):
                     raise ProviderFailure(f"jsonrpc {method} failed")
-                out.append(item.get("result"))
+                out.append(item.field("result"))
             return out
 
         if capability == "onchain.balance":
@@ -106,20 +116,20 @@ class JsonRpc:
                 ("eth_getTransactionByHash", [args["hash"]]),
                 ("eth_getTransactionReceipt", [args["hash"]]),
             )
-            if not isinstance(tx, Mapping):
+            if tx.value is None:
                 raise ProviderFailure(
                     "jsonrpc: no transaction with that hash", code=ErrorCode.NOT_FOUND
                 )
-            receipt = receipt if isinstance(receipt, Mapping) else {}
-            status = {"0x1": "success", "0x0": "failed"}.get(str(receipt.get("status")), "pending")
+            tx = tx.as_object()
+            outcome = receipt.field("status").text()  # a receipt not given: still pending
             data = {
-                "hash": tx.get("hash"),
-                "from": tx.get("from"),
-                "to": tx.get("to"),
-                "wei": str(_int(tx.get("value")) or 0),
-                "blockNumber": _int(tx.get("blockNumber")),
-                "status": status,
-                "gasUsed": _int(receipt.get("gasUsed")),
+                "hash": tx.field("hash").text(),
+                "from": tx.field("from").text(),
+                "to": tx.field("to").text(),
+                "wei": str(_int(tx.field("value")) or 0),
+                "blockNumber": _int(tx.field("blockNumber")),
+                "status": {"0x1": "success", "0x0": "failed"}.get(outcome or "", "pending"),
+                "gasUsed": _int(receipt.field("gasUsed")),
             }
             return ProviderData(
                 data, f"POST {ENDPOINT} eth_getTransactionByHash", block_number=data["blockNumber"]
@@ -131,7 +141,7 @@ class JsonRpc:
             for selector in _TOKEN_CALLS.values()
         ]
         code, block, name, symbol, decimals, supply = rpc(*calls)
-        if code in (None, "0x"):
+        if code.text() in (None, "0x"):
             raise ProviderFailure("jsonrpc: no contract at that address", code=ErrorCode.NOT_FOUND)
         data = {
             "address": address,

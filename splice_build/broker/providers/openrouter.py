@@ -32,13 +32,16 @@ class OpenRouter:
         auth = {"authorization": f"Bearer {http.key}"}
         if capability == "ai.models":
             payload, _ = http.request_json("GET", "/api/v1/models", headers=auth)
-            found = payload.get("data") if isinstance(payload, Mapping) else None
             search = str(args.get("search", "")).lower()
-            models = [
-                {"id": m.get("id"), "name": m.get("name"), "contextLength": m.get("context_length")}
-                for m in found or []
-                if isinstance(m, Mapping) and search in f"{m.get('id')} {m.get('name')}".lower()
+            found = [
+                {
+                    "id": m.field("id").text(),
+                    "name": m.field("name").text(),
+                    "contextLength": m.field("context_length").number(),
+                }
+                for m in payload.as_object().field("data").objects()
             ]
+            models = [m for m in found if search in f"{m['id'] or ''} {m['name'] or ''}".lower()]
             return ProviderData({"provider": self.name, "models": models}, "GET /api/v1/models")
         check_request(args)
         body: dict[str, Any] = {
@@ -54,29 +57,25 @@ class OpenRouter:
                 "json_schema": {"name": "result", "strict": True, "schema": args["responseSchema"]},
             }
         payload, _ = http.request_json("POST", "/api/v1/chat/completions", body=body, headers=auth)
-        payload = payload if isinstance(payload, Mapping) else {}
-        choices = payload.get("choices") or [{}]
-        message = choices[0].get("message", {}) if isinstance(choices[0], Mapping) else {}
-        text = message.get("content") if isinstance(message, Mapping) else None
-        if not isinstance(text, str):
+        payload = payload.as_object()
+        choices = payload.field("choices").objects()
+        text = choices[0].field("message").field("content").text() if choices else None
+        if text is None:
             raise ProviderFailure("openrouter POST /api/v1/chat/completions returned no text")
-        usage = payload.get("usage") if isinstance(payload.get("usage"), Mapping) else {}
+        usage = payload.field("usage")
         data: dict[str, Any] = {
             "provider": self.name,
-            "model": payload.get("model", body["model"]),
+            "model": payload.field("model").text() or body["model"],
             "text": text,
             "usage": {
-                "inputTokens": usage.get("prompt_tokens"),
-                "outputTokens": usage.get("completion_tokens"),
+                "inputTokens": usage.field("prompt_tokens").number(),
+                "outputTokens": usage.field("completion_tokens").number(),
             },
         }
         if "responseSchema" in args:
             data["json"] = requested_json(self.name, text)
-        request_id = payload.get("id")
         return ProviderData(
-            data,
-            "POST /api/v1/chat/completions",
-            request_id=request_id if isinstance(request_id, str) else None,
+            data, "POST /api/v1/chat/completions", request_id=payload.field("id").text()
         )
 
 

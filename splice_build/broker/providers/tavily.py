@@ -10,7 +10,6 @@ from splice_build.broker.providers.web_results import (
     DEFAULT_LIMIT,
     UNTRUSTED_NOTE,
     clip,
-    items,
     page,
 )
 
@@ -35,11 +34,14 @@ class Tavily:
             payload, _ = http.request_json(
                 "POST", "/extract", body={"urls": list(args["urls"])}, headers=auth
             )
+            payload = payload.as_object()
             pages = [
-                page(item.get("url"), content=clip(item.get("raw_content"), most))
-                for item in items(payload, "results")
+                page(item.field("url").text(), content=clip(item.field("raw_content").text(), most))
+                for item in payload.field("results").objects()
             ]
-            failed = [str(item.get("url")) for item in items(payload, "failed_results")]
+            failed = [
+                item.field("url").text() or "" for item in payload.field("failed_results").objects()
+            ]
             return ProviderData(
                 {"pages": pages, "failed": failed}, "POST /extract", notes=(UNTRUSTED_NOTE,)
             )
@@ -54,19 +56,19 @@ class Tavily:
                 "exclude_domains": list(args.get("excludeDomains", [])),
             }
         payload, _ = http.request_json("POST", "/search", body=body, headers=auth)
+        payload = payload.as_object()
         results = [
             page(
-                item.get("url"),
-                item.get("title"),
-                clip(item.get("content"), most),
-                clip(item.get("raw_content"), most) if args.get("content") else None,
+                item.field("url").text(),
+                item.field("title").text(),
+                clip(item.field("content").text(), most),
+                clip(item.field("raw_content").text(), most) if args.get("content") else None,
             )
-            for item in items(payload, "results")
+            for item in payload.field("results").objects()
         ]
         if capability == "web.answer":
-            answer = payload.get("answer") if isinstance(payload, Mapping) else None
             data: dict[str, Any] = {
-                "answer": answer if isinstance(answer, str) else "",
+                "answer": payload.field("answer").text() or "",
                 "sources": [{"url": r["url"], "title": r["title"]} for r in results],
             }
         else:
