@@ -52,6 +52,7 @@ from splice_build.errors import ErrorCode
 from splice_build.runtime.limits import MAX_CAPABILITY_RESULT_BYTES
 from splice_build.runtime.result_json import WRITTEN_WHOLE, json_size, write_json
 from splice_build.security.redact import REDACTED, exact_forms, redact, scrub_json
+from splice_build.spec.js_date import iso_string
 
 log = logging.getLogger(__name__)
 
@@ -271,7 +272,7 @@ class Broker:
         provenance: dict[str, Any] = {
             "source": provider.name,
             "resource": answer.resource,
-            "fetchedAt": envelope.iso(self._clock()),
+            "fetchedAt": iso_string(self._clock()),
             "fresh": True,
         }
         if answer.block_number is not None:

@@ -22,10 +22,10 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from splice_build.broker.envelope import iso
 from splice_build.records import dataclass
 from splice_build.runtime.limits import MAX_CAPABILITY_RESULT_BYTES
 from splice_build.runtime.result_json import json_size, write_json
+from splice_build.spec.js_date import iso_string
 
 MAX_ENTRIES = 500  # docs/compatibility.md#capabilities
 MAX_BYTES = 32 * 1024 * 1024  # all entries' JSON together (docs/capabilities.md)
@@ -120,10 +120,10 @@ class ResultCache:
         ttl_ms = round(entry.ttl * 1000)
         return json.loads(entry.text), {
             "key": key,
-            "cachedAt": iso(entry.stored_at),
+            "cachedAt": iso_string(entry.stored_at),
             "ageMs": round((now - entry.stored_at) * 1000),
             "ttlMs": ttl_ms,
-            "expiresAt": iso(entry.stored_at + entry.ttl),
+            "expiresAt": iso_string(entry.stored_at + entry.ttl),
         }
 
     def put(self, key: str, capability: str, result: Mapping[str, Any]) -> None:

@@ -13,11 +13,11 @@ Every text that reaches these builders is already redacted by the caller.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from splice_build.errors import ErrorCode
 from splice_build.records import dataclass
+from splice_build.spec.js_date import iso_string
 
 # Robinhood Chain mainnet: the one chain the broker serves (docs/compatibility.md#capabilities).
 DEFAULT_CHAIN = "robinhood"
@@ -28,12 +28,6 @@ CACHED = "CACHED"
 UNAVAILABLE = "UNAVAILABLE"
 ERROR = "ERROR"
 STATUSES = (LIVE, CACHED, UNAVAILABLE, ERROR)
-
-
-def iso(timestamp: float) -> str:
-    """``Date.prototype.toISOString()`` form: UTC, milliseconds, ``Z``."""
-    moment = datetime.fromtimestamp(timestamp, UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
 def chain_of(capability: str, args: Any) -> tuple[str | None, int | None]:
@@ -100,7 +94,7 @@ def unavailable(
     }
     if providers:
         out["providers"] = list(providers)
-    out["timestamp"] = iso(now)
+    out["timestamp"] = iso_string(now)
     return out
 
 
@@ -126,5 +120,5 @@ def error(
     }
     if details:
         out["details"] = list(details)
-    out["timestamp"] = iso(now)
+    out["timestamp"] = iso_string(now)
     return out

@@ -54,6 +54,7 @@ from itertools import chain
 from operator import attrgetter, itemgetter, or_
 from pathlib import Path
 
+from splice_build.file_keys import CHANGE_FIELDS, FileIdentity
 from splice_build.records import dataclass, field
 from splice_build.spec.limits import MAX_FILES, MAX_PROJECT_STATE_BYTES
 from splice_build.spec.names import is_valid_package_id
@@ -108,18 +109,10 @@ def _all_hex(texts: list[str]) -> bool:
 
 
 # The key of an ``os.stat_result``, read in C (no Python frame per call): it is taken for
-# every installed file and directory of every project on each no-op sync.
-_key: Callable[[os.stat_result], Key] = attrgetter(
-    "st_dev", "st_ino", "st_size", "st_mtime_ns", "st_ctime_ns", "st_mode"
-)
-
-
-FileIdentity = tuple[int, int, int]  # dev, ino, ctime_ns
-
-
-def file_identity(info: os.stat_result) -> FileIdentity:
-    """Which file this is on this machine, and since when it holds its bytes."""
-    return (info.st_dev, info.st_ino, info.st_ctime_ns)
+# every installed file and directory of every project on each no-op sync. Its
+# ``change_key`` (splice_build/file_keys.py) and the mode: a tree others may write is told by
+# it (``_OTHERS_WRITE``), and a link or special file put in a recorded name (``_stats``).
+_key: Callable[[os.stat_result], Key] = attrgetter(*CHANGE_FIELDS, "st_mode")
 
 
 @dataclass(frozen=True)
@@ -128,11 +121,12 @@ class NoopState:
 
     ``project``/``lock`` are the texts of the parsed files (``lock`` is None when no lock
     file existed): a later no-op compares bytes, so it needs no hashing and no OpenSSL.
-    ``project_file``/``lock_file`` are those files' :func:`file_identity` as they were read:
-    a checkout can ship a state holding the texts of its own ``splice.json`` and
-    ``splice.lock`` and no package at all (nothing then left to compare), but it cannot know
-    the inode and ``ctime`` its files get when they are written on this machine, and no
-    process sets a ``ctime``, so only a state this machine wrote can ever match.
+    ``project_file``/``lock_file`` are those files' ``file_identity``
+    (splice_build/file_keys.py) as they were read: a checkout can ship a state holding the
+    texts of its own ``splice.json`` and ``splice.lock`` and no package at all (nothing then
+    left to compare), but it cannot know the inode and ``ctime`` its files get when they are
+    written on this machine, and no process sets a ``ctime``, so only a state this machine
+    wrote can ever match.
 
     ``fs``: every ``(entry, write)`` of the packages' lock grants and manifests (``fs.read``,
     ``fs.write``). Whether one reaches the project's state or ``SPLICE_HOME`` depends on the

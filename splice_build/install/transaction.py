@@ -45,6 +45,7 @@ import stat
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
+from splice_build.file_keys import same_file
 from splice_build.project.atomic import (
     atomic_write_json,
     decode_json,
@@ -393,7 +394,7 @@ def _remove_directory(path: Path) -> None:
     fd = _open_directory(path, None)
     # One frame a level: the directory's name in its parent, its identity, the
     # subdirectories still to remove.
-    stack = [("", _identity(fd), _empty_but_directories(fd))]
+    stack = [("", same_file(os.fstat(fd)), _empty_but_directories(fd))]
     try:
         while True:
             below = stack[-1][2]
@@ -402,7 +403,7 @@ def _remove_directory(path: Path) -> None:
                 child = _open_directory(name, fd)
                 os.close(fd)
                 fd = child
-                stack.append((name, _identity(fd), _empty_but_directories(fd)))
+                stack.append((name, same_file(os.fstat(fd)), _empty_but_directories(fd)))
                 continue
             name = stack.pop()[0]
             if not stack:
@@ -410,7 +411,7 @@ def _remove_directory(path: Path) -> None:
             parent = os.open("..", _DIRECTORY, dir_fd=fd)
             os.close(fd)
             fd = parent
-            if _identity(fd) != stack[-1][1]:
+            if same_file(os.fstat(fd)) != stack[-1][1]:
                 raise OSError(errno.ESTALE, f"{path}: a directory moved while it was removed")
             os.rmdir(name, dir_fd=fd)
     finally:
@@ -445,11 +446,6 @@ def _empty_but_directories(fd: int) -> list[str]:
         else:
             os.unlink(name, dir_fd=fd)
     return directories
-
-
-def _identity(fd: int) -> tuple[int, int]:
-    info = os.fstat(fd)
-    return info.st_dev, info.st_ino
 
 
 @contextlib.contextmanager

@@ -34,6 +34,7 @@ from splice_build.mcp.interface import (
 from splice_build.mcp.mapping import META_PREFIX
 from splice_build.runtime.limits import MAX_CAPABILITY_RESULT_BYTES
 from splice_build.runtime.result_json import json_size
+from splice_build.spec.js_date import iso_string
 
 if TYPE_CHECKING:
     from splice_build.broker.broker import Broker, KeysSource
@@ -185,7 +186,7 @@ class DataBackend:
             "data": {"providers": providers},
             "provenance": {
                 "source": "splice",
-                "fetchedAt": envelope.iso(time.time()),
+                "fetchedAt": iso_string(time.time()),
                 "fresh": True,
             },
         }

@@ -35,6 +35,7 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from splice_build.file_keys import SameFile, same_file_at
 from splice_build.records import dataclass
 
 RECORD_NAME = "write-grants.json"
@@ -42,7 +43,6 @@ RECORD_NAME = "write-grants.json"
 SHARED_RECORD_NAME = "write-grants-shared.json"
 MAX_ENTRIES = 512
 _MAX_BYTES = 256 * 1024
-Identity = tuple[int, int]  # (device, inode): a directory, whatever path reaches it
 
 
 @dataclass(frozen=True)
@@ -52,12 +52,12 @@ class Recorded:
     root: str  # the directory the entry was joined to (the project, or the run's directory)
     grant: str  # the entry as the manifest wrote it
     path: str  # its real path when granted
-    identity: Identity
+    identity: SameFile
 
-    def identities(self) -> set[Identity]:
+    def identities(self) -> set[SameFile]:
         """The recorded identity, and that of what lies at the recorded path now (a file
         system mounted again may number its devices anew): more only ever drops more."""
-        now = directory_identity(self.path)
+        now = same_file_at(self.path)
         return {self.identity} if now is None else {self.identity, now}
 
 
@@ -128,13 +128,13 @@ def _real_path(text: str) -> bool:
         return False
 
 
-def remember(record: Path, root: Path, grants: Sequence[tuple[str, Path]]) -> set[Identity]:
+def remember(record: Path, root: Path, grants: Sequence[tuple[str, Path]]) -> set[SameFile]:
     """Record each ``(entry, directory)`` granted in ``root`` that exists and the file does
     not hold yet; the identities now recorded. ``OSError`` when the file cannot be written,
     ``OverflowError`` when it is full of live entries: the tool must not run then."""
     wanted = {}
     for grant, directory in grants:
-        identity = directory_identity(str(directory))
+        identity = same_file_at(str(directory))
         if identity is not None:  # one that does not exist lies in another (``_grant``)
             wanted[identity] = Recorded(str(root), grant, os.path.realpath(directory), identity)
     held = {entry.identity for entry in read_records(record)}
@@ -150,9 +150,7 @@ def remember(record: Path, root: Path, grants: Sequence[tuple[str, Path]]) -> se
         entries += [entry for identity, entry in wanted.items() if identity not in held]
         data = _encoded(entries)
         if len(entries) > MAX_ENTRIES or len(data) > _MAX_BYTES:
-            entries = [
-                entry for entry in entries if directory_identity(entry.path) == entry.identity
-            ]
+            entries = [entry for entry in entries if same_file_at(entry.path) == entry.identity]
             data = _encoded(entries)
         if len(entries) > MAX_ENTRIES or len(data) > _MAX_BYTES:  # never one it cannot read
             raise OverflowError(f"{record} is full of write grants whose directories exist")
@@ -167,12 +165,3 @@ def _encoded(entries: Iterable[Recorded]) -> bytes:
         for e in entries
     ]  # fmt: skip
     return (json.dumps({"grants": grants}, indent=2) + "\n").encode("ascii")
-
-
-def directory_identity(path: str) -> Identity | None:
-    """The (device, inode) of what ``path`` names, links followed; None when nothing is there."""
-    try:
-        info = os.stat(path)
-    except (OSError, ValueError):
-        return None
-    return info.st_dev, info.st_ino

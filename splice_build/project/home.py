@@ -231,13 +231,14 @@ class SpliceHome:
 
     def save_credential(self, registry_url: str, token: str, user: str) -> None:
         """Store ``token`` for the normalized ``registry_url``, replacing an older one."""
-        from datetime import UTC, datetime  # lazy: `splice run` reads the home, never logs in
+        import time
 
         from splice_build.project.atomic import atomic_write_json
         from splice_build.project.registry_url import normalize_registry_url
+        from splice_build.spec.js_date import iso_string
 
         key = normalize_registry_url(registry_url)
-        saved_at = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        saved_at = iso_string(time.time())
         self.ensure()
         with lock(self.state_lock):
             document = self.read_credentials()

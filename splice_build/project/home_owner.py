@@ -25,6 +25,7 @@ import stat
 from pathlib import Path
 
 from splice_build.errors import ErrorCode, ProjectError
+from splice_build.file_keys import same_file
 
 # Homes found to be a user's alone, by path and uid, with the identity of the directory
 # found (``_identity``). No other user may change that directory or the way to it (that is
@@ -39,7 +40,7 @@ _SOUND: dict[tuple[Path, int], tuple[int, ...]] = {}
 def _identity(info: os.stat_result) -> tuple[int, ...]:
     """What a home that is still the one checked keeps: the same directory, owner and mode
     (a chmod or an ACL's mask of the user's own shows in the mode)."""
-    return (info.st_dev, info.st_ino, info.st_uid, info.st_mode)
+    return (*same_file(info), info.st_uid, info.st_mode)
 
 
 def home_problem(home: Path) -> str | None:

@@ -22,6 +22,8 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from splice_build.file_keys import same_file
+
 if sys.platform == "win32":  # pragma: no cover (Linux CI)
     import msvcrt
 
@@ -118,7 +120,7 @@ def lock(path: Path, on_blocked: Callable[[], None] | None = None) -> Iterator[N
     path = Path(path)
     fd, found = _open_lock_file(path)
     try:
-        key = (found.st_dev, found.st_ino)
+        key = same_file(found)
         held = _held_here()
         if key in held:  # waiting would wait for this very thread: for ever
             raise _held_by_this_thread(path)

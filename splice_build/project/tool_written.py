@@ -39,12 +39,11 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from splice_build.file_keys import SameFile, same_file_at
 from splice_build.project.grant_record import (
     RECORD_NAME,
     SHARED_RECORD_NAME,
-    Identity,
     Recorded,
-    directory_identity,
     read_records_and_stat,
 )
 from splice_build.project.state_owner import Writers, other_writer
@@ -100,16 +99,16 @@ def drop_tool_written(
 
 def _write_grants(
     projects: Iterable[Path], ancestry: _Ancestry, state: ProjectState
-) -> dict[Identity, list[_Holder]]:
+) -> dict[SameFile, list[_Holder]]:
     """Every existing directory a write grant of these projects' locks names, by identity."""
-    grants: dict[Identity, list[_Holder]] = {}
+    grants: dict[SameFile, list[_Holder]] = {}
     for project in projects:
-        own: set[Identity] | None = None
+        own: set[SameFile] | None = None
         writes, writer = state.lock_writes(project)
         for write in writes:
             # A lock's entry is project-relative (lockfile.py refuses '..' and absolute
             # paths); joined as effective_fs_path joins it (spec/project_state.py).
-            identity = directory_identity(os.path.normpath(os.path.join(project, write)))
+            identity = same_file_at(os.path.normpath(os.path.join(project, write)))
             if identity is None:  # nothing there, nothing written there
                 continue
             own = set(ancestry(project)) if own is None else own
@@ -178,7 +177,7 @@ class GrantedSubtrees:
 
     def __init__(self, state: ProjectState, above: Iterable[Path]) -> None:
         self._state = state
-        self._held: set[Identity] = set()
+        self._held: set[SameFile] = set()
         self._inodes: set[int] = set()
         for project in above:
             self.learn(project)
@@ -201,7 +200,7 @@ class GrantedSubtrees:
                 continue
             if inside == real or os.path.commonpath([real, inside]) != real:
                 continue
-            identity = directory_identity(inside)
+            identity = same_file_at(inside)
             if identity is not None:
                 self._held.add(identity)
                 self._inodes.add(identity[1])
@@ -209,11 +208,11 @@ class GrantedSubtrees:
     def skips(self, directory: str, inode: int) -> bool:
         """Whether ``directory`` (its ``inode`` as listed: no system call unless it matches)
         is one of these grants."""
-        return inode in self._inodes and directory_identity(directory) in self._held
+        return inode in self._inodes and same_file_at(directory) in self._held
 
 
 def _add_recorded(
-    grants: dict[Identity, list[_Holder]],
+    grants: dict[SameFile, list[_Holder]],
     records: list[tuple[Path, Recorded, int | None]],
     ancestry: _Ancestry,
 ) -> None:
@@ -226,7 +225,7 @@ def _add_recorded(
     project of a copy was a member again once the package was removed)."""
     for root, recorded, writer in records:
         own = set(ancestry(root))
-        joined = directory_identity(os.path.normpath(os.path.join(root, recorded.grant)))
+        joined = same_file_at(os.path.normpath(os.path.join(root, recorded.grant)))
         held = recorded.identities() | ({joined} if joined is not None else set())
         for identity in held - own:
             grants.setdefault(identity, []).append((root, recorded.grant, writer))
@@ -290,7 +289,7 @@ def _members(document: object, key: str) -> list[object]:
     return list(packages.values()) if isinstance(packages, dict) else []
 
 
-def _holders(ancestry: list[Identity], grants: dict[Identity, list[_Holder]]) -> list[_Holder]:
+def _holders(ancestry: list[SameFile], grants: dict[SameFile, list[_Holder]]) -> list[_Holder]:
     """The grants (with their projects) holding any of ``ancestry``, nearest first."""
     return [holder for identity in ancestry for holder in grants.get(identity, [])]
 
@@ -300,16 +299,16 @@ class _Ancestry:
     directory looked up once per call (a workspace's projects share most of their parents)."""
 
     def __init__(self) -> None:
-        self._known: dict[str, Identity | None] = {}
-        self._answers: dict[str, list[Identity]] = {}
+        self._known: dict[str, SameFile | None] = {}
+        self._answers: dict[str, list[SameFile]] = {}
 
-    def __call__(self, directory: Path) -> list[Identity]:
+    def __call__(self, directory: Path) -> list[SameFile]:
         key = str(directory)
         if key not in self._answers:
             self._answers[key] = self._look_up(directory)
         return self._answers[key]
 
-    def _look_up(self, directory: Path) -> list[Identity]:
+    def _look_up(self, directory: Path) -> list[SameFile]:
         real = os.path.realpath(directory)
         places = [real]
         while places[-1] != os.path.dirname(places[-1]):
@@ -317,7 +316,7 @@ class _Ancestry:
         found = []
         for place in places:
             if place not in self._known:
-                self._known[place] = directory_identity(place)
+                self._known[place] = same_file_at(place)
             identity = self._known[place]
             if identity is not None:
                 found.append(identity)

@@ -28,6 +28,7 @@ import json
 import stat
 from pathlib import Path
 
+from splice_build.file_keys import CHANGE_FIELDS
 from splice_build.project.layout import STATE_DIR
 from splice_build.spec.limits import MAX_PROJECT_STATE_BYTES
 from splice_build.spec.project_state import IndexRead, Recorded, Walked, WalkKey, Walks
@@ -36,7 +37,7 @@ RECORD_FILE = "walks.json"
 # 2: each walk says whether it looked for .git; 3: and for a bare repository; 4: index reads,
 # and walks that looked for HEAD with commondir and refused a path too long to name
 _VERSION = 4
-_IDENTITY_FIELDS = 5  # an index's device, inode, size, modification and change time
+_IDENTITY_FIELDS = len(CHANGE_FIELDS)  # an index's change_key
 
 
 def recorded_walks(root: Path) -> Walks:

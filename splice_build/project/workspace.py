@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from splice_build.errors import ErrorCode, ProjectError, UsageError
+from splice_build.file_keys import file_identity
 from splice_build.project.layout import PROJECT_FILE, STATE_DIR
 from splice_build.project.tool_written import (
     Dropped,
@@ -457,15 +458,15 @@ def _load_memo(path: Path) -> dict[str, Any]:
 
 
 def _identity(path: Path) -> list[int] | None:
-    """``path``'s device, inode and ``ctime`` (None when it cannot be read): a memo is this
-    machine's own only when it names them. A checkout can ship ``.splice/workspace.json``
-    with the text of its ``pyproject.toml`` and any members; it cannot know the inode and
-    ``ctime`` its files get when they are written here, and no process sets a ``ctime``."""
+    """``path``'s ``file_identity`` (device, inode and ``ctime``) as a JSON list, None when
+    it cannot be read: a memo is this machine's own only when it names them. A checkout can
+    ship ``.splice/workspace.json`` with the text of its ``pyproject.toml`` and any members;
+    it cannot know the inode and ``ctime`` its files get when they are written here, and no
+    process sets a ``ctime``."""
     try:
-        info = os.stat(path)
+        return list(file_identity(os.stat(path)))
     except OSError:
         return None
-    return [info.st_dev, info.st_ino, info.st_ctime_ns]
 
 
 def _matching(config: WorkspaceConfig, relative: list[str]) -> set[str]:

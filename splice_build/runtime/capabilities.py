@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextvars
 import json
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -28,6 +29,7 @@ from splice_build.runtime.limits import (
 )
 from splice_build.runtime.protocol import CapabilityRequest
 from splice_build.runtime.result_json import json_size, write_json
+from splice_build.spec.js_date import iso_string
 from splice_build.spec.json_depth import nesting_depth
 
 if TYPE_CHECKING:
@@ -111,9 +113,7 @@ class CapabilityReply:
 
 
 def _now() -> str:
-    from datetime import UTC, datetime  # lazy: only a capability call needs the clock
-
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    return iso_string(time.time())
 
 
 class CapabilityChannel:

@@ -34,13 +34,13 @@ from __future__ import annotations
 import atexit
 import contextlib
 import math
-import os
 import threading
 import time
 import weakref
 from collections import deque
 from pathlib import Path
 
+from splice_build.file_keys import same_file_at
 from splice_build.records import dataclass
 from splice_build.runtime import sandbox
 from splice_build.runtime.forks import forget_in_children
@@ -106,15 +106,6 @@ def _superseded(old: PoolKey, new: PoolKey) -> bool:
     if old == new or old.project != new.project or old.spec.package_dir != new.spec.package_dir:
         return False
     return all(getattr(old.spec, f) == getattr(new.spec, f) for f in _RUNTIME_FIELDS)
-
-
-def directory_identity(path: Path) -> tuple[int, int] | None:
-    """``path``'s (device, inode), or None when it is gone."""
-    try:
-        found = os.stat(path)
-    except OSError:
-        return None
-    return found.st_dev, found.st_ino
 
 
 def _idle_seconds(max_size: object, idle_seconds: object) -> float:
@@ -322,7 +313,7 @@ class WarmPool:
         self._checked_at = now
         stale: list[_Warm] = []
         for key in list(self._idle):
-            directory = directory_identity(key.spec.package_dir)  # a few stats, every CHECK_SECONDS
+            directory = same_file_at(key.spec.package_dir)  # a few stats, every CHECK_SECONDS
             kept: deque[_Warm] = deque()
             for warm in self._idle.pop(key):
                 (kept if warm.directory == directory else stale).append(warm)
@@ -413,7 +404,7 @@ class WarmPool:
         thread goes on and the waiters of ``prewarm`` are woken: a caller then starts cold in
         its own thread, where the same error is raised and reported as the call's."""
         process: sandbox.SandboxProcess | None = None
-        directory = directory_identity(key.spec.package_dir)  # before: a later swap reads as stale
+        directory = same_file_at(key.spec.package_dir)  # before: a later swap reads as stale
         try:
             process = sandbox.start(key.spec)
         except Exception:  # any error: see the docstring (the cold start reports it)

@@ -36,11 +36,12 @@ import threading
 import time
 from collections import deque
 
+from splice_build.file_keys import same_file_at
 from splice_build.records import dataclass, field
 from splice_build.runtime.forks import forget_in_children
 from splice_build.runtime.isolation.rlimits import CPU_SECONDS
 from splice_build.runtime.limits import MAX_TIMEOUT_MS
-from splice_build.runtime.pool import CHECK_SECONDS, PoolKey, directory_identity
+from splice_build.runtime.pool import CHECK_SECONDS, PoolKey
 from splice_build.runtime.sandbox import SandboxProcess
 from splice_build.spec.reuse import ReusePolicy
 
@@ -226,7 +227,7 @@ class ReusePool:
         they were first leased (a few stats, every ``CHECK_SECONDS``), taken out."""
         moved: list[Lease] = []
         for key in list(self._idle):
-            directory = directory_identity(key.spec.package_dir)  # None: gone
+            directory = same_file_at(key.spec.package_dir)  # None: gone
             kept: deque[Lease] = deque()
             for lease in self._idle[key]:
                 here = directory is not None and lease.directory == directory

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from splice_build import cancel
 from splice_build.errors import ErrorCode, SandboxError, SpliceError
+from splice_build.file_keys import ChangeKey, change_key_at, same_file, same_file_at
 from splice_build.records import dataclass, fields, replace
 from splice_build.runtime import sandbox
 from splice_build.runtime.capabilities import CapabilityBroker, CapabilityChannel, CapabilityReply
@@ -117,7 +118,7 @@ class SpliceRuntime:
         # The write grants this runtime recorded, by record file (``_record_grants``), and
         # each record file's stat as this runtime last left it (``_forget_if_changed``).
         self._recorded: set[tuple[Path, Path]] = set()
-        self._record_stats: dict[Path, tuple[int, ...] | None] = {}
+        self._record_stats: dict[Path, ChangeKey | None] = {}
         if reuse is not None:
             from splice_build.runtime.pool import WarmPool
             from splice_build.runtime.reuse import ReusePool
@@ -506,7 +507,7 @@ class SpliceRuntime:
                 hint="make it writable, or delete it once what tools wrote is checked",
             ) from exc
         self._recorded.update((record, path) for _, path in grants)
-        self._record_stats[record] = _stat_of(record)
+        self._record_stats[record] = change_key_at(record)
 
     def _forget_if_changed(self, record: Path) -> None:
         """Forget what this runtime recorded in ``record`` when the file is no longer as it
@@ -516,7 +517,7 @@ class SpliceRuntime:
         left, and a project it planted was synced once the package was removed. Another
         run's write changes it too: ``remember`` then finds these grants held and writes
         nothing."""
-        if record in self._record_stats and self._record_stats[record] != _stat_of(record):
+        if record in self._record_stats and self._record_stats[record] != change_key_at(record):
             self._recorded = {(r, p) for r, p in self._recorded if r != record}
             del self._record_stats[record]
 
@@ -640,7 +641,6 @@ class SpliceRuntime:
                 return process, None
             self._record_grants(pkg, key.spec.write_paths)
             if self._reuse is not None:
-                from splice_build.runtime.pool import directory_identity
                 from splice_build.runtime.reuse import Lease
 
                 directory = key.spec.package_dir
@@ -657,7 +657,7 @@ class SpliceRuntime:
                     self._pool.prewarm(key, wait=True)
                     warm = self._pool.acquire_warm(key)
                     if warm is not None:
-                        lease = Lease(key, warm, env, directory=directory_identity(directory))
+                        lease = Lease(key, warm, env, directory=same_file_at(directory))
                 process = (
                     lease.process if lease is not None else self._pool.start_cold(_one_job(key))
                 )
@@ -966,7 +966,7 @@ def _bound_digest(directory: Path, bound: tuple[int, int]) -> tuple[str | None, 
         return None, f"the package directory cannot be opened: {exc.strerror or exc}"
     try:
         found = os.fstat(fd)
-        if (found.st_dev, found.st_ino) != bound:
+        if same_file(found) != bound:
             return None, "the package directory was replaced after the tool's process bound it"
         return _digest(f"/proc/self/fd/{fd}/."), ""
     finally:
@@ -1028,13 +1028,3 @@ def _shared(project_root: Path) -> bool:
     from splice_build.project.state_owner import others_may_write
 
     return others_may_write(project_root) or others_may_write(project_root / STATE_DIR)
-
-
-def _stat_of(path: Path) -> tuple[int, ...] | None:
-    """``path``'s device, inode, size and mtime (the record is replaced whole, never edited
-    in place), or None when it is gone."""
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns

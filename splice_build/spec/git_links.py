@@ -36,6 +36,7 @@ import struct
 import time
 from pathlib import Path
 
+from splice_build.file_keys import change_key, change_key_at
 from splice_build.spec.project_below import RECENT_NS, remember
 from splice_build.spec.project_state import REPOSITORY_DIR, IndexRead, Walks
 from splice_build.spec.regular_file import read_regular_file, read_regular_file_and_stat
@@ -48,8 +49,8 @@ _GITLINK = 0o160000
 _HASH_SIZES = (20, 32)
 _GITLINK_MODE = struct.pack(">I", _GITLINK)  # as an entry holds it
 _SPLIT = b"link"  # the extension of a split index
-# The path of each index read -> (device, inode, size, modification and change time) of the
-# file read, and its gitlinks.
+# The path of each index read -> the file read's ``change_key`` (splice_build/file_keys.py),
+# and its gitlinks.
 _remembered: dict[str, IndexRead] = {}
 
 
@@ -116,7 +117,7 @@ def gitlinks(git_directory: str, walks: Walks | None = None) -> tuple[str, ...]:
     known = _remembered.get(path)
     if known is None and walks is not None:
         known = walks.recorded_indexes.get(path)
-    if known is not None and _identity(path) == known[0]:
+    if known is not None and change_key_at(path) == known[0]:
         _trust(path, known, walks)
         return known[1]
     recent = time.time_ns() - RECENT_NS
@@ -128,24 +129,12 @@ def gitlinks(git_directory: str, walks: Walks | None = None) -> tuple[str, ...]:
         raise UnreadableIndex(f"{path}: {exc.strerror or exc}") from exc
     found = _gitlinks(path, data)
     if max(info.st_mtime_ns, info.st_ctime_ns) < recent:
-        _trust(path, (_key(info), found), walks)
+        _trust(path, (change_key(info), found), walks)
     return found
 
 
 def _trust(path: str, read: IndexRead, walks: Walks | None) -> None:
     remember(_remembered, path, read, None if walks is None else walks.indexes)
-
-
-def _identity(path: str) -> tuple[int, ...] | None:
-    """``_key`` of the file at ``path`` now (links followed, as the index is read)."""
-    try:
-        return _key(os.stat(path))
-    except OSError:
-        return None
-
-
-def _key(info: os.stat_result) -> tuple[int, ...]:
-    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 def _gitlinks(path: str, data: bytes) -> tuple[str, ...]:

@@ -26,6 +26,7 @@ import stat
 from collections.abc import Callable, Mapping
 from pathlib import PurePath
 
+from splice_build.file_keys import same_file
 from splice_build.spec.project_state import (
     ENV_FILE_PREFIX,
     ENV_FILES,
@@ -105,7 +106,7 @@ def _linked(directory: PurePath, names: tuple[str, ...], what: Callable[[str], s
         except OSError:
             continue
         if info.st_nlink > 1 and stat.S_ISREG(info.st_mode):
-            found[(info.st_dev, info.st_ino)] = what(name)
+            found[same_file(info)] = what(name)
     return found
 
 
@@ -116,8 +117,8 @@ def other_name(real: str, linked: Linked) -> tuple[str, str] | None:
         info = os.lstat(real)
     except OSError:
         return None
-    if (info.st_dev, info.st_ino) in linked:
-        return real, linked[(info.st_dev, info.st_ino)]
+    if (key := same_file(info)) in linked:
+        return real, linked[key]
     pending = [(real, info.st_dev)] if stat.S_ISDIR(info.st_mode) else []
     while pending:
         current, device = pending.pop()

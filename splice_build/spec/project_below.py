@@ -59,6 +59,7 @@ import time
 from pathlib import PurePath
 from typing import TypeVar
 
+from splice_build.file_keys import file_identity
 from splice_build.spec.project_state import PROJECT_FILE, REPOSITORY_DIR, Walked, WalkKey, Walks
 
 # What a walk looking for ``.git`` reports of a directory git takes for its git directory
@@ -167,7 +168,7 @@ def _walk(top: str, repositories: bool) -> tuple[tuple[str, str] | OSError | Non
             if info.st_ctime_ns >= recent:
                 listed = None
             else:
-                listed.append((current, info.st_dev, info.st_ino, info.st_ctime_ns))
+                listed.append((current, *file_identity(info)))
         try:
             with os.scandir(current) as entries:
                 names = [(entry.name, _is_real_directory(entry)) for entry in entries]
@@ -208,7 +209,7 @@ def _unchanged(path: str, device: int, inode: int, changed: int) -> bool:
         info = os.stat(path, follow_symlinks=False)
     except OSError:
         return False
-    return (info.st_dev, info.st_ino, info.st_ctime_ns) == (device, inode, changed)
+    return file_identity(info) == (device, inode, changed)
 
 
 def _is_project_file(name: str) -> bool:

@@ -234,14 +234,14 @@ def _refuse_loop(real: str) -> str:
 # Protected paths, each with its path folded (``_fold``).
 _Folded = list[tuple[tuple[str, ...], Protected]]
 
-# A walk below a grant that found no project: (path, device, inode, change time) of every
-# directory it listed (spec/project_below.py).
+# A walk below a grant that found no project: the path and ``file_identity`` (device, inode,
+# change time: splice_build/file_keys.py) of every directory it listed (spec/project_below.py).
 Walked = tuple[tuple[str, int, int, int], ...]
 # The directory a walk started from, and whether it looked for ``.git`` too (a write
 # grant's): one that looked only for ``splice.json`` never answers for a write grant.
 WalkKey = tuple[str, bool]
-# A git index read (spec/git_links.py): the device, inode, size, modification and change
-# time of the file read, and the submodules it lists.
+# A git index read (spec/git_links.py): the file read's ``change_key`` (device, inode, size,
+# modification and change time: splice_build/file_keys.py), and the submodules it lists.
 IndexRead = tuple[tuple[int, ...], tuple[str, ...]]
 # What an earlier run recorded: its walks, and its index reads by the index's path.
 Recorded = tuple[dict[WalkKey, Walked], dict[str, IndexRead]]

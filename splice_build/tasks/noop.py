@@ -47,13 +47,8 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from splice_build.install.statcache import (
-    FileIdentity,
-    NoopState,
-    StatCache,
-    file_identity,
-    only_mine,
-)
+from splice_build.file_keys import FileIdentity, file_identity
+from splice_build.install.statcache import NoopState, StatCache, only_mine
 from splice_build.project.layout import ProjectLayout
 from splice_build.project.locking import lock
 from splice_build.project.state_dir import state_lock

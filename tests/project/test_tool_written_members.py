@@ -14,7 +14,7 @@ import http.server
 import json
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -464,17 +464,40 @@ def test_a_full_grant_record_forgets_only_gone_directories(tmp_path: Path) -> No
     assert [r.grant for r in read_records(record)] == [g for g, _ in grants[1:]]
 
 
-def test_a_long_lived_runtime_records_again_a_grant_record_deleted_under_it(
-    tmp_path: Path,
+def _delete(record: Path) -> None:
+    record.unlink()
+
+
+def _empty_in_place_keeping_size_and_mtime(record: Path) -> None:
+    """The record rewritten in place (same inode) with no grant, its size kept and its
+    modification time set back: only its change time tells."""
+    before = record.stat()
+    emptied = b'{"grants": []}'
+    with record.open("r+b") as handle:
+        handle.write(emptied + b" " * (before.st_size - len(emptied) - 1) + b"\n")
+    os.utime(record, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = record.stat()
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (
+        before.st_ino,
+        before.st_size,
+        before.st_mtime_ns,
+    )
+
+
+@pytest.mark.parametrize("change", [_delete, _empty_in_place_keeping_size_and_mtime])
+def test_a_long_lived_runtime_records_again_a_grant_record_changed_under_it(
+    tmp_path: Path, change: Callable[[Path], None]
 ) -> None:
     """docs/monorepo.md tells the user to delete ``.splice/write-grants.json`` once what the
     tools wrote is checked; a runtime that lives on (``splice mcp``, one ``Splice``) kept
     only its memory of having recorded the grant, so its next call wrote ``out`` again with
     no record: once the package was removed, the planted ``out/cache`` was a member again,
     whose registry the user's sync contacts (on the old code: no record after the second
-    run)."""
+    run). A record rewritten in place with its size and modification time kept is as much
+    changed: the runtime compared no change time, and recorded nothing again."""
     import shutil
 
+    from splice_build.project.grant_record import read_records
     from splice_build.sdk import Splice
 
     home, project = _writer_project(tmp_path)
@@ -483,10 +506,10 @@ def test_a_long_lived_runtime_records_again_a_grant_record_deleted_under_it(
     try:
         splice.add(["@acme/writer"], accept_permissions=True)
         assert splice.run("writer.hello", {"name": "http://127.0.0.1:9"}).ok
-        shutil.rmtree(project / "out")  # checked and cleaned, then the record deleted
-        record.unlink()
+        shutil.rmtree(project / "out")  # checked and cleaned, then the record changed
+        change(record)
         assert splice.run("writer.hello", {"name": "http://127.0.0.1:9"}).ok
-        assert record.is_file()
+        assert [entry.grant for entry in read_records(record)] == ["out"]
         splice.remove(["@acme/writer"])
     finally:
         splice.close()

@@ -35,6 +35,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from splice_build.errors import ErrorCode, RegistryError
+from splice_build.file_keys import same_file
 from splice_build.project.creation_modes import make_directories
 from splice_build.registry.blobs.interface import BlobReader, conflict, missing
 from splice_build.spec.limits import MAX_ARCHIVE_BYTES
@@ -226,7 +227,7 @@ def _names(path: str, fd: int) -> bool:
     except FileNotFoundError:
         return False
     opened = os.fstat(fd)
-    return (named.st_dev, named.st_ino) == (opened.st_dev, opened.st_ino)
+    return same_file(named) == same_file(opened)
 
 
 def _read_at(path: Path, size: int | None, offset: int, count: int) -> tuple[bytes, int]:

@@ -10,8 +10,9 @@ from __future__ import annotations
 from splice_build.records import dataclass, field
 from splice_build.registry.blobs.interface import BlobStore
 from splice_build.registry.db.interface import MetadataStore
-from splice_build.registry.service.clock import Clock, iso, system_clock
+from splice_build.registry.service.clock import Clock, system_clock
 from splice_build.registry.service.ratelimit import RateLimits
+from splice_build.spec.js_date import iso_string
 
 
 @dataclass(frozen=True)
@@ -27,4 +28,4 @@ class Deps:
         return self.clock()
 
     def now_iso(self) -> str:
-        return iso(self.clock())
+        return iso_string(self.clock())

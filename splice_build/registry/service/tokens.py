@@ -18,8 +18,8 @@ from splice_build.registry.service.auth import (
     require_manage,
     token_hash,
 )
-from splice_build.registry.service.clock import iso
 from splice_build.registry.service.deps import Deps
+from splice_build.spec.js_date import iso_string
 
 _DAY = 86_400
 
@@ -69,7 +69,9 @@ def issue_token(
     """
     secret = new_token()
     now = deps.now()
-    expires = iso(now + request.expires_in_days * _DAY) if request.expires_in_days else not_after
+    expires = (
+        iso_string(now + request.expires_in_days * _DAY) if request.expires_in_days else not_after
+    )
     if not_after is not None and expires is not None and expires > not_after:
         raise RegistryError(
             ErrorCode.TOKEN_SCOPE,
@@ -83,7 +85,7 @@ def issue_token(
             user_id=user.id,
             token_hash=token_hash(secret),
             label=request.label,
-            created_at=iso(now),
+            created_at=iso_string(now),
             expires_at=expires,
             namespaces=request.namespaces,
             can_manage=request.can_manage,

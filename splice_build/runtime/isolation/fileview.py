@@ -60,6 +60,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 
+from splice_build.file_keys import same_file
 from splice_build.records import dataclass
 from splice_build.runtime.isolation.kernel import (
     MOUNT_ATTR_NODEV,
@@ -306,7 +307,7 @@ def _grant_entry(
         return None
     if stat.S_ISLNK(found.st_mode):
         raise SourceChanged(errno.ESTALE, source, "changed while the file view was planned", kind)
-    identity = (found.st_dev, found.st_ino)
+    identity = same_file(found)
     return Bind(source, source, attrs, stat.S_ISDIR(found.st_mode), identity), links
 
 
@@ -517,7 +518,7 @@ def _check_identity(bind: Bind, source: int | None) -> None:
     found = None
     if source is not None:
         now = os.fstat(source)
-        found = (now.st_dev, now.st_ino)
+        found = same_file(now)
     if found != bind.identity:
         if source is not None:
             os.close(source)

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from splice_build.errors import ErrorCode, ProjectError, SandboxError
+from splice_build.file_keys import change_key
 from splice_build.records import dataclass, field
 from splice_build.runtime.isolation import rlimits
 
@@ -120,12 +121,14 @@ class ConfiguredMode:
 
 
 def _stat_key(path: Path) -> tuple[int, ...] | None:
-    """What tells one state of ``path`` from another (None: no such file, or unreadable)."""
+    """What tells one state of ``path`` from another (None: no such file, or unreadable):
+    its ``change_key`` and its owner, on which the read depends (another user's file is
+    refused, project/home.py)."""
     try:
         st = os.stat(path)
     except OSError:
         return None
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_uid)
+    return (*change_key(st), st.st_uid)
 
 
 def plan_for(mode: str, support: IsolationSupport) -> IsolationPlan:
