@@ -319,11 +319,16 @@ def _mcp_http() -> Check:
     import hashlib
 
     from splice_build.mcp.admission import AsyncAdmission
+    from splice_build.mcp.transport.auth_throttle import AuthThrottle, ThrottlePolicy
     from splice_build.mcp.transport.http import build_app
 
     server, internal = _mcp_server()
     admission = AsyncAdmission(4)  # the server's bound on tool calls, as `splice mcp --http`
-    asgi = _Asgi(build_app(server, hashlib.sha256(b"fuzz-token").digest(), admission))
+    # No throttle: after ten inputs with a wrong token every later one would be refused 429
+    # before it is read, whatever it holds (tests/mcp/test_auth_throttle.py tests it).
+    unthrottled = AuthThrottle(ThrottlePolicy(failures=0))
+    digest = hashlib.sha256(b"fuzz-token").digest()
+    asgi = _Asgi(build_app(server, digest, admission, throttle=unthrottled))
 
     def check(data: bytes) -> None:
         status, body = asgi.request(data, {b"@TOKEN@": b"fuzz-token"})

@@ -55,6 +55,7 @@ class _Errors(logging.Handler):
 
 def mcp_wire() -> Check:
     from fuzz.targets import Finding, _check_rpc_answer, _mcp_server
+    from splice_build.mcp.transport.auth_throttle import ThrottlePolicy
     from splice_build.mcp.transport.http import serve_http, token_digest
 
     server, internal = _mcp_server()
@@ -71,6 +72,9 @@ def mcp_wire() -> Check:
             log=internal.append,  # accept errors: none are expected
             head_seconds=HEAD_SECONDS,
             body_seconds=BODY_SECONDS,
+            # No throttle: after ten inputs with a wrong token every later one, and the
+            # ping after each, would be refused 429 before it is read.
+            auth_throttle=ThrottlePolicy(failures=0),
         )
 
     threading.Thread(target=serve, name="mcp-wire", daemon=True).start()

@@ -9,6 +9,7 @@ official ``mcp`` SDK (a test dependency), a raw line client, and the MCP Inspect
 from __future__ import annotations
 
 import contextlib
+import http.client
 import importlib.util
 import json
 import os
@@ -20,6 +21,7 @@ import time
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from splice_build.errors import ErrorCode, SpliceError
 from splice_build.mcp.interface import ServerInfo, ToolOutcome
@@ -114,8 +116,12 @@ def demo_backend() -> MemoryBackend:
 
 def serve_demo(argv: Sequence[str]) -> int:
     """Entry point of the demo server process (``stdio`` or ``http PORT [--deadlines HEAD,BODY]
-    [TRUSTED_PROXY…]``; ``--deadlines``: a request's head and body deadlines in seconds, so a
-    test of them waits seconds, not the server's own 10 and 30)."""
+    [--auth-throttle FAILURES,CLIENTS,FIRST_BLOCK] [TRUSTED_PROXY…]``; ``--deadlines``: a
+    request's head and body deadlines in seconds, so a test of them waits seconds, not the
+    server's own 10 and 30; ``--auth-throttle``: failed tokens before a block, clients
+    counted at once and the first block's seconds, so a test of many addresses sends dozens
+    of requests, not the default policy's 40,000, and a block outlasts a loaded machine's
+    pauses)."""
     from splice_build.client_address import parse_trusted_proxy
     from splice_build.mcp.admission import default_max_calls
     from splice_build.mcp.protocol import Server
@@ -139,10 +145,18 @@ def serve_demo(argv: Sequence[str]) -> int:
     if QUEUE_LOG in os.environ:
         _log_the_queue(Path(os.environ[QUEUE_LOG]))
     rest = list(argv[2:])
-    deadlines: dict[str, float] = {}
+    options: dict[str, Any] = {}
     if rest[:1] == ["--deadlines"]:
         head, body = rest[1].split(",")
-        deadlines = {"head_seconds": float(head), "body_seconds": float(body)}
+        options = {"head_seconds": float(head), "body_seconds": float(body)}
+        del rest[:2]
+    if rest[:1] == ["--auth-throttle"]:
+        from splice_build.mcp.transport.auth_throttle import ThrottlePolicy
+
+        failures, clients, first_block = rest[1].split(",")
+        options["auth_throttle"] = ThrottlePolicy(
+            failures=int(failures), clients=int(clients), first_block=float(first_block)
+        )
         del rest[:2]
     serve_http(
         server,
@@ -151,7 +165,7 @@ def serve_demo(argv: Sequence[str]) -> int:
         max_calls=max_calls,
         trusted_proxies=[parse_trusted_proxy(text) for text in rest],
         on_ready=ready,
-        **deadlines,
+        **options,
     )
     return 0
 
@@ -309,6 +323,35 @@ async def sdk_http(url: str, token: str, *, source: str | None = None) -> AsyncI
     ):
         await session.initialize()
         yield session
+
+
+# -- HTTP requests ---------------------------------------------------------------------------
+class Response:
+    """Status, lower-cased headers and decoded JSON body of one answer."""
+
+    def __init__(self, status: int, headers: dict[str, str], body: bytes) -> None:
+        self.status_code, self.headers, self._body = status, headers, body
+
+    def json(self) -> Any:
+        return json.loads(self._body)
+
+
+def post(url: str, body: bytes, headers: dict[str, str], source: str | None = None) -> Response:
+    """One POST on a fresh connection (http.client: a real client, nothing of ours), from
+    the loopback address ``source`` if given (127.0.0.0/8 is all loopback on Linux: each
+    address is another client to the server)."""
+    parts = urlsplit(url)
+    connection = http.client.HTTPConnection(
+        parts.hostname, parts.port, timeout=60, source_address=(source, 0) if source else None
+    )
+    try:
+        connection.request("POST", parts.path, body=body, headers=headers)
+        answer = connection.getresponse()
+        data = answer.read()
+        lowered = {key.lower(): value for key, value in answer.getheaders()}
+        return Response(answer.status, lowered, data)
+    finally:
+        connection.close()
 
 
 # -- HTTP server processes --------------------------------------------------------------------

@@ -20,6 +20,7 @@ import pytest
 from splice_build.cli.parser import build_parser, load_commands
 from splice_build.errors import ErrorCode
 from testing.cli import Completed, foreground_signals, run_splice, splice_executable
+from testing.mcp_clients import DEMO_TOKEN
 from testing.packages import write_package
 
 EXIT_CODES = {0, 1, 2}  # docs/cli.md: 130 only on ^C
@@ -225,7 +226,7 @@ def test_a_port_in_use_says_what_to_do(tmp_path: Path) -> None:
         port = str(taken.getsockname()[1])
         for argv, env in (
             (["registry", "serve", "--data", str(tmp_path / "data")], None),
-            (["mcp", "--http"], {"SPLICE_MCP_TOKEN": "t" * 32}),
+            (["mcp", "--http"], {"SPLICE_MCP_TOKEN": DEMO_TOKEN}),
         ):
             done = run_splice(*argv, "--port", port, "--json", cwd=tmp_path, env=env)
             _usage(done, f"cannot listen on 127.0.0.1:{port}: Address already in use")

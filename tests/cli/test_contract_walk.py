@@ -34,6 +34,7 @@ from splice_build.cli.main import main
 from splice_build.cli.parser import build_parser, load_commands
 from splice_build.errors import ErrorCode, SpliceError
 from testing.cli import Completed, splice_executable
+from testing.mcp_clients import DEMO_TOKEN
 from testing.packages import write_package
 from testing.registry_fixtures import new_project
 
@@ -401,7 +402,7 @@ def test_a_server_stopped_after_its_json_answer_prints_no_second_document(tmp_pa
     """``splice mcp --http --json`` prints ``{"url"}`` once it listens; SIGTERM, its normal
     stop, then wrote an INTERRUPTED failure document after it: two documents on stdout."""
     new_project(tmp_path)
-    env = {**os.environ, "SPLICE_MCP_TOKEN": "t" * 32}
+    env = {**os.environ, "SPLICE_MCP_TOKEN": DEMO_TOKEN}
     argv = [splice_executable(), "mcp", "--http", "--port", "0", "--json"]
     with subprocess.Popen(
         argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True

@@ -18,6 +18,7 @@ import pytest
 from splice_build.errors import ErrorCode
 from splice_build.skills import skills_root
 from testing.cli import Completed, run_splice
+from testing.mcp_clients import DEMO_TOKEN
 from testing.packages import write_package
 
 EXAMPLE = str(skills_root() / "example")
@@ -111,7 +112,7 @@ def workdir(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("text", HOSTILE, ids=[ascii(s) for s in HOSTILE])
 def test_every_error_path_answers_one_json_document(workdir: Path, text: str) -> None:
     # The registry is never reached (refused at once); `mcp --http` gets as far as the project.
-    env = {"SPLICE_REGISTRY": "http://127.0.0.1:9", "SPLICE_MCP_TOKEN": "t" * 32}
+    env = {"SPLICE_REGISTRY": "http://127.0.0.1:9", "SPLICE_MCP_TOKEN": DEMO_TOKEN}
 
     def answer(name: str) -> tuple[str, Completed]:
         argv = PATHS[name](text, workdir)

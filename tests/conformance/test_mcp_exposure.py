@@ -17,11 +17,11 @@ from splice_build.mcp.interface import ServerInfo
 from splice_build.mcp.protocol import Server, Session
 from splice_build.spec.tree_digest import tree_digest
 from testing.cli import run_splice
-from testing.mcp_clients import child_env, http_server, splice_argv
+from testing.mcp_clients import DEMO_TOKEN, child_env, http_server, splice_argv
 
 pytestmark = pytest.mark.node
 
-TOKEN = "t" * 32
+TOKEN = DEMO_TOKEN
 
 
 def _ask(server: Server, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -27,9 +27,11 @@ from testing.mcp_clients import (
     DEMO_TOKEN,
     QUEUE_LOG,
     LineClient,
+    Response,
     child_env,
     demo_argv,
     http_server,
+    post,
     sdk_http,
 )
 
@@ -63,34 +65,6 @@ def wait_call(
     return json.dumps(
         {"jsonrpc": "2.0", "id": call_id, "method": "tools/call", "params": params}
     ).encode()
-
-
-class Response:
-    """Status, lower-cased headers and decoded JSON body of one answer."""
-
-    def __init__(self, status: int, headers: dict[str, str], body: bytes) -> None:
-        self.status_code, self.headers, self._body = status, headers, body
-
-    def json(self) -> Any:
-        return json.loads(self._body)
-
-
-def post(url: str, body: bytes, headers: dict[str, str], source: str | None = None) -> Response:
-    """One POST on a fresh connection (http.client: a real client, nothing of ours), from
-    the loopback address ``source`` if given (127.0.0.0/8 is all loopback on Linux: each
-    address is another client to the server)."""
-    parts = urlsplit(url)
-    connection = http.client.HTTPConnection(
-        parts.hostname, parts.port, timeout=60, source_address=(source, 0) if source else None
-    )
-    try:
-        connection.request("POST", parts.path, body=body, headers=headers)
-        answer = connection.getresponse()
-        data = answer.read()
-        lowered = {key.lower(): value for key, value in answer.getheaders()}
-        return Response(answer.status, lowered, data)
-    finally:
-        connection.close()
 
 
 class Caller(threading.Thread):

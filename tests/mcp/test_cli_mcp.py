@@ -8,13 +8,14 @@ from pathlib import Path
 import pytest
 
 from testing.cli import run_splice
+from testing.mcp_clients import DEMO_TOKEN
 
 
 @pytest.mark.parametrize(
     "args", [["--host", "0.0.0.0"], ["--port", "9000"], ["--http", "--port", "70000"]]
 )
 def test_host_and_port_need_http(tmp_path: Path, args: list[str]) -> None:
-    completed = run_splice("mcp", *args, cwd=tmp_path, env={"SPLICE_MCP_TOKEN": "t" * 32})
+    completed = run_splice("mcp", *args, cwd=tmp_path, env={"SPLICE_MCP_TOKEN": DEMO_TOKEN})
     assert completed.code == 2
     assert "error:" in completed.stderr
 
@@ -29,7 +30,7 @@ def test_host_and_port_need_http(tmp_path: Path, args: list[str]) -> None:
 def test_trusted_proxy_needs_http_and_an_address(
     tmp_path: Path, args: list[str], expected: str
 ) -> None:
-    completed = run_splice("mcp", *args, cwd=tmp_path, env={"SPLICE_MCP_TOKEN": "t" * 32})
+    completed = run_splice("mcp", *args, cwd=tmp_path, env={"SPLICE_MCP_TOKEN": DEMO_TOKEN})
     assert completed.code == 2
     assert expected in completed.stderr
     assert completed.stdout == ""
@@ -42,6 +43,20 @@ def test_http_needs_a_long_token(tmp_path: Path, token: str | None) -> None:
     assert completed.code == 2
     assert "SPLICE_MCP_TOKEN" in completed.stderr
     assert completed.stdout == ""
+
+
+def test_http_refuses_a_token_easy_to_guess_before_it_listens(tmp_path: Path) -> None:
+    """24 times ``a`` was served (and guessed online at 680 tokens a second)."""
+    env = {"SPLICE_MCP_TOKEN": "a" * 24}
+    completed = run_splice(
+        "mcp", "--http", "--port", "0", "--json", cwd=tmp_path, env=env, timeout=30
+    )
+    assert completed.code == 2
+    error = json.loads(completed.stdout)["error"]
+    assert error["code"] == "USAGE"
+    assert error["message"].startswith("SPLICE_MCP_TOKEN is too easy to guess: 4 bits")
+    assert "secrets.token_urlsafe(32)" in error["hint"]
+    assert "a" * 24 not in completed.stdout + completed.stderr
 
 
 def test_http_refuses_a_token_no_client_can_send(tmp_path: Path) -> None:

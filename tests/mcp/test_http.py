@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 import http.client
 import json
+import secrets
 import socket
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +18,7 @@ import anyio
 import pytest
 
 from splice_build.connections import HEAD_SECONDS
-from splice_build.errors import UsageError
+from splice_build.errors import ErrorCode, UsageError
 from splice_build.mcp.transport.http import MAX_BODY_BYTES, token_digest
 from testing.http_framing import two_framings
 from testing.mcp_clients import (
@@ -348,7 +351,43 @@ def test_token_must_be_long_enough() -> None:
     for weak in (None, "", "x" * 23):
         with pytest.raises(UsageError):
             token_digest(weak)
-    assert len(token_digest("x" * 24)) == 32
+    assert len(token_digest(secrets.token_urlsafe(18))) == 32  # 24 characters
+
+
+@pytest.mark.parametrize(
+    "weak",
+    [
+        "a" * 24,
+        "x" * 64,
+        "abcdefghijklmnopqrstuvwxyz",
+        "0123456789012345678901234",
+        "passwordpasswordpassword",
+        "abababababababababababababababab",
+        "Sp1ice!Sp1ice!Sp1ice!Sp1ice!",
+    ],
+)
+def test_a_token_of_repeats_runs_or_steps_is_refused(weak: str) -> None:
+    """Any 24 characters were accepted: ``a`` 24 times, then guessed at 680 tokens a second."""
+    with pytest.raises(UsageError, match="too easy to guess") as refused:
+        token_digest(weak)
+    assert refused.value.code == ErrorCode.USAGE
+    assert "secrets.token_urlsafe(32)" in (refused.value.hint or "")
+
+
+def test_generated_tokens_pass() -> None:
+    """The generators people use: the hint's, ``openssl rand -hex 16`` and ``-base64 32``'s
+    output, a UUID; each estimated far above the bar (at least 84 bits in 200,000 of each)."""
+    makers = [
+        lambda: secrets.token_urlsafe(32),
+        lambda: secrets.token_urlsafe(18),
+        lambda: secrets.token_hex(16),
+        lambda: secrets.token_hex(16).upper(),
+        lambda: base64.b64encode(secrets.token_bytes(32)).decode(),
+        lambda: str(uuid.uuid4()),
+    ]
+    for make in makers:
+        for _ in range(300):
+            assert len(token_digest(make())) == 32
 
 
 @pytest.mark.parametrize("token", ["é" * 24, "x" * 23 + "é", "x" * 12 + " " + "x" * 12, "\t" * 24])

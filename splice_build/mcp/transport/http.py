@@ -2,9 +2,10 @@
 
 Every request passes, in order: path ``/mcp`` (404; every refusal is a JSON-RPC error
 document), no ``Origin`` header (403: a browser page must never reach a local tool server),
-one ``Authorization`` header, a bearer token (401, compared in constant time as SHA-256
-digests), POST (405), media type exactly ``application/json`` (415), an Accept that
-allows JSON (406; a weight of 0 refuses it), a supported ``mcp-protocol-version`` (400), a
+a client not blocked for its failed tokens (429, ``auth_throttle``), one ``Authorization``
+header, a bearer token (401, compared in constant time as SHA-256 digests), POST (405),
+media type exactly ``application/json`` (415), an Accept that allows JSON (406; a weight of
+0 refuses it), a supported ``mcp-protocol-version`` (400), a
 body of at most 1 MiB (413, decided from ``content-length`` or while streaming, without
 reading further) arriving within ``BODY_SECONDS`` (408), a body the hostile-input decoder
 accepts (400 with -32700), a batch only where ``protocol.batch_refusal`` allows it (400
@@ -45,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 from splice_build.body_reads import BodyReads
 from splice_build.client_address import client_key
 from splice_build.connections import HEAD_SECONDS
-from splice_build.errors import UsageError
+from splice_build.errors import ErrorCode, UsageError
 from splice_build.mcp.admission import (
     BUSY_MESSAGE,
     RETRY_AFTER_SECONDS,
@@ -71,6 +72,8 @@ from splice_build.mcp.protocol import (
     error_response,
     parse_message,
 )
+from splice_build.mcp.transport.auth_throttle import AuthThrottle, ThrottlePolicy
+from splice_build.security.token_strength import MIN_TOKEN_BITS, estimated_bits
 from splice_build.spec.number_text import capped_count
 from splice_build.stopping import MCP_GRACE_SECONDS
 
@@ -94,14 +97,16 @@ PATH = "/mcp"
 # A request without the header is taken as the oldest revision with this transport (6.4).
 DEFAULT_HTTP_VERSION = "2025-03-26"
 TOKEN_ENV = "SPLICE_MCP_TOKEN"
+THROTTLED_MESSAGE = "Too many failed authentications"
 SESSION_HEADER = "mcp-session-id"
 
 
 def token_digest(token: str | None) -> bytes:
-    """SHA-256 of the configured token; only the digest is kept. Raises UsageError if weak,
-    or if it holds a character other than visible ASCII (``!`` to ``~``): HTTP header bytes
-    are read as Latin-1 and the edges of a header value are stripped, so no client could
-    present such a token."""
+    """SHA-256 of the configured token; only the digest is kept. Raises UsageError if it is
+    shorter than ``MIN_TOKEN_LENGTH``, if it holds a character other than visible ASCII (``!``
+    to ``~``: HTTP header bytes are read as Latin-1 and the edges of a header value are
+    stripped, so no client could present such a token), or if too little of it is beyond a
+    pattern (``security.token_strength``: ``aaaa…``, ``abcd…``, a word repeated)."""
     # In words that do not read as an assignment of a token: the redactor would take
     # ``SPLICE_MCP_TOKEN="$(…`` for a secret and leave a hint that says nothing.
     hint = (
@@ -116,6 +121,14 @@ def token_digest(token: str | None) -> bytes:
     if not all("!" <= character <= "~" for character in token):
         raise UsageError(
             f"{TOKEN_ENV} must hold only visible ASCII characters (no spaces, no non-ASCII)",
+            hint=hint,
+        )
+    bits = estimated_bits(token)
+    if bits < MIN_TOKEN_BITS:
+        raise UsageError(
+            f"{TOKEN_ENV} is too easy to guess: {int(bits)} bits of it are not repeats, runs or "
+            f"steps, and {MIN_TOKEN_BITS} are needed (docs/mcp.md#streamable-http)",
+            details=["a token made of random bytes passes, as the hint's command makes"],
             hint=hint,
         )
     return hashlib.sha256(token.encode("ascii")).digest()
@@ -202,11 +215,15 @@ class McpHttpApp:
         body_seconds: float = BODY_SECONDS,
         bodies: BodyReads | None = None,
         large_decodes: CapacityLimiter | None = None,
+        throttle: AuthThrottle | None = None,
     ) -> None:
         """``bodies``: the reads the server's stop ends (a registry's ``/mcp`` shares its
         app's; ``splice mcp --http`` has this app's own, ended by ``stop_reading``).
         ``large_decodes``: the one decoder of large bodies (``_decode``), shared by every
-        app of a server (a registry makes one app per request)."""
+        app of a server (a registry makes one app per request). ``throttle``: the failed
+        tokens counted per client (default: one of the default policy; a registry's ``/mcp``
+        has authenticated its caller against its own budget before, so this one never
+        counts a failure there)."""
         from anyio import CapacityLimiter
 
         self._server = server
@@ -220,6 +237,7 @@ class McpHttpApp:
         self._call_threads = CapacityLimiter(admission.limit)
         self._large_decodes = CapacityLimiter(1) if large_decodes is None else large_decodes
         self._bodies = BodyReads() if bodies is None else bodies
+        self._throttle = AuthThrottle() if throttle is None else throttle
 
     def stop_reading(self) -> None:
         """The server stops (on the loop): a request still sending its body is refused now,
@@ -252,7 +270,7 @@ class McpHttpApp:
         headers = request.headers
         if "origin" in headers:
             raise _Refusal(403, INVALID_REQUEST, "Origin not allowed")
-        self._authorize(headers.getlist("authorization"))
+        self._authorize(self._client_key(request)[0], headers.getlist("authorization"))
         if request.method != "POST":
             raise _Refusal(405, INVALID_REQUEST, "Method not allowed", {"allow": "POST"})
         if not _is_json(headers.get("content-type", "")):
@@ -398,17 +416,30 @@ class McpHttpApp:
         address = client_key(request.client.host) if request.client else ""
         return address, request.headers.get(SESSION_HEADER, "")[:128]
 
-    def _authorize(self, authorizations: list[str]) -> None:
+    def _authorize(self, client: str, authorizations: list[str]) -> None:
         """Refuse (401) unless the request carries exactly one ``Authorization`` header, a
         bearer token whose digest is the server's. Two headers are refused whatever they
         hold: the header is no list, and a proxy in front that read the other one than this
-        server did would let one request pass as two different callers."""
+        server did would let one request pass as two different callers. A client blocked
+        for its failures is refused (429) before anything is compared, and each failure of
+        a request that sent the header is counted (``auth_throttle``)."""
+        wait = self._throttle.retry_after(client)
+        if wait is not None:
+            raise _Refusal(
+                429,
+                UNAUTHORIZED,
+                THROTTLED_MESSAGE,
+                {"retry-after": str(wait)},
+                {"retryAfter": wait, "io.spliceloom/error": {"code": ErrorCode.RATE_LIMITED.value}},
+            )
         authorization = authorizations[0] if len(authorizations) == 1 else ""
         scheme, _, credentials = authorization.partition(" ")
         presented = hashlib.sha256(credentials.strip().encode("utf-8")).digest()
         # Compare digests even for a wrong scheme, so timing says nothing about either part.
         matches = hmac.compare_digest(presented, self._digest)
         if scheme.lower() != "bearer" or not matches:
+            if authorizations:  # a token was presented: a guess, counted
+                self._throttle.failed(client)
             raise _Refusal(
                 401, UNAUTHORIZED, "Unauthorized", {"www-authenticate": 'Bearer realm="splice-mcp"'}
             )
@@ -455,10 +486,14 @@ def _parse_body(body: bytes) -> Any:
 
 
 def build_app(
-    server: Server, digest: bytes, admission: AsyncAdmission, body_seconds: float = BODY_SECONDS
+    server: Server,
+    digest: bytes,
+    admission: AsyncAdmission,
+    body_seconds: float = BODY_SECONDS,
+    throttle: AuthThrottle | None = None,
 ) -> Starlette:
     """Starlette routes ``/mcp`` (every method) to the endpoint; any other path is a 404."""
-    return _routed(McpHttpApp(server, digest, admission, body_seconds))
+    return _routed(McpHttpApp(server, digest, admission, body_seconds, throttle=throttle))
 
 
 def _routed(endpoint: McpHttpApp) -> Starlette:
@@ -491,6 +526,7 @@ def serve_http(
     head_seconds: float = HEAD_SECONDS,
     body_seconds: float = BODY_SECONDS,
     grace: float = MCP_GRACE_SECONDS,
+    auth_throttle: ThrottlePolicy | None = None,
 ) -> None:
     """Serve until SIGTERM (then return) or SIGINT (raised again once stopped), running at
     most ``max_calls`` tool calls at once; ``on_ready`` gets the URL once the socket
@@ -498,7 +534,8 @@ def serve_http(
     ``head_seconds`` and ``body_seconds``: the deadlines of a request's head and body
     (`splice mcp` keeps the defaults; a test server shortens them). Stopping
     (docs/mcp.md#stopping): no new connection, waiting calls refused at once, running ones
-    cut after ``grace`` seconds."""
+    cut after ``grace`` seconds. ``auth_throttle``: how failed tokens are counted per client
+    (default ``ThrottlePolicy()``; a test server counts fewer)."""
     import logging
 
     from splice_build.client_address import TrustedProxies
@@ -509,7 +546,13 @@ def serve_http(
     sock = listening_socket(host, port)  # TCP_NODELAY on every accepted connection
     bound_port = sock.getsockname()[1]
     shown_host = f"[{host}]" if sock.family == socket.AF_INET6 else host
-    endpoint = McpHttpApp(server, digest, AsyncAdmission(max_calls), body_seconds)
+    endpoint = McpHttpApp(
+        server,
+        digest,
+        AsyncAdmission(max_calls),
+        body_seconds,
+        throttle=AuthThrottle(auth_throttle),
+    )
 
     def begin_stop() -> None:
         endpoint.stop_reading()

@@ -9,7 +9,9 @@ but a valid user token always gets through: a client that spent its budget gets
 office, a proxy) keeps working with a real token. Guessing gains nothing from this: a token has
 256 random bits. The admin API keeps the strict block (its token is the operator's choice and
 may be weak; the operator also has ``splice registry admin`` on the store), with a budget of
-its own, so failing user tokens never lock the admin out, nor the other way round.
+its own, so failing user tokens never lock the admin out, nor the other way round. All
+clients together also share one budget of failed admin tokens (``failed_admin_auth``): many
+source addresses buy a guesser no more attempts at it than two addresses would.
 """
 
 from __future__ import annotations

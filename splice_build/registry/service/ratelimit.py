@@ -25,6 +25,10 @@ if TYPE_CHECKING:
 class RateLimits:
     failed_auth: int = 20  # failing tokens per client address, then 429 (valid tokens still pass)
     failed_auth_period: int = 600
+    # failing admin tokens of all clients together in that period, then the admin API is 429
+    # for everyone: its token is the operator's choice, and 127.0.0.0/8 alone is 16 million
+    # addresses of 20 guesses each
+    failed_admin_auth: int = 40
     publishes: int = 10  # per user
     publish_period: int = 60
     requests: int = 60  # authenticated requests per client
@@ -57,6 +61,12 @@ def _count(deps: Deps, name: str, key: str, limit: int, period: int, what: str) 
 
 USER_AUTH = "auth-fail"  # failed user tokens (a valid token still passes: service.auth)
 ADMIN_AUTH = "admin-auth-fail"  # failed admin tokens (a strict block)
+EVERY_CLIENT = "*"  # the key of the admin failures of all clients together (no address)
+
+
+def _shared_budget(deps: Deps, kind: str) -> int:
+    """What all clients together may fail ``kind`` in a window; 0 when no such bound."""
+    return deps.limits.failed_admin_auth if kind == ADMIN_AUTH else 0
 
 
 def _auth_blocked(deps: Deps) -> RateLimitedError:
@@ -66,17 +76,22 @@ def _auth_blocked(deps: Deps) -> RateLimitedError:
 
 
 def check_auth_block(deps: Deps, kind: str, client: str) -> None:
-    """Refuse a client whose ``kind`` of authentication failed too often (``RATE_LIMITED``)."""
+    """Refuse a client whose ``kind`` of authentication failed too often (``RATE_LIMITED``),
+    and for admin tokens every client once all of them together failed too often."""
     limits = deps.limits
     if limits.failed_auth <= 0:
         return
     window = _window(deps, limits.failed_auth_period)
     if deps.meta.count(f"{kind}:{client_key(client)}", window) >= limits.failed_auth:
         raise _auth_blocked(deps)
+    shared = _shared_budget(deps, kind)
+    if shared > 0 and deps.meta.count(f"{kind}:{EVERY_CLIENT}", window) >= shared:
+        raise _auth_blocked(deps)
 
 
 def record_failed_auth(deps: Deps, kind: str, client: str) -> None:
-    """Count one failed attempt; ``RATE_LIMITED`` when it is past the client's budget.
+    """Count one failed attempt; ``RATE_LIMITED`` when it is past the client's budget, or
+    for admin tokens past the budget all clients share.
 
     The count and the decision are one atomic upsert: concurrent failures (threads of one
     server, or several server processes) cannot all pass a check made before their count.
@@ -84,9 +99,10 @@ def record_failed_auth(deps: Deps, kind: str, client: str) -> None:
     limits = deps.limits
     if limits.failed_auth <= 0:
         return
-    if deps.meta.hit(f"{kind}:{client_key(client)}", _window(deps, limits.failed_auth_period)) > (
-        limits.failed_auth
-    ):
+    window = _window(deps, limits.failed_auth_period)
+    shared = _shared_budget(deps, kind)
+    over_shared = shared > 0 and deps.meta.hit(f"{kind}:{EVERY_CLIENT}", window) > shared
+    if deps.meta.hit(f"{kind}:{client_key(client)}", window) > limits.failed_auth or over_shared:
         raise _auth_blocked(deps)
 
 
