@@ -202,6 +202,15 @@ def hostile_archives() -> dict[str, tuple[bytes, str]]:
             tar_gz([RawEntry("s.js", b"1"), RawEntry("\u017f.js", b"2")]),
             "\u017f.js",
         ),
+        # Merged by Windows, which drops a name's trailing dots and spaces.
+        "windows_trailing_dot_duplicate": (
+            tar_gz([RawEntry("tools/x.js", b"1"), RawEntry("tools/x.js.", b"2")]),
+            'entry "tools/x.js."',
+        ),
+        "windows_trailing_space_duplicate": (
+            tar_gz([RawEntry("x.js ", b"1"), RawEntry("X.JS", b"2")]),
+            'entry "X.JS"',
+        ),
         # A file and a directory of one name: no file system holds both, so the install
         # would fail halfway through writing its staging copy.
         "file_then_directory": (
