@@ -202,6 +202,11 @@ def hostile_archives() -> dict[str, tuple[bytes, str]]:
             tar_gz([RawEntry("s.js", b"1"), RawEntry("\u017f.js", b"2")]),
             "\u017f.js",
         ),
+        # GNU tar lists "hello.js": an old GNU header has no prefix, those bytes are times.
+        "gnu_header_with_prefix": (
+            tar_gz([RawEntry("hello.js", b"x", prefix="tools", magic=b"ustar ", version=b" \0")]),
+            'entry "tools/hello.js"',
+        ),
         # Merged by Windows, which drops a name's trailing dots and spaces.
         "windows_trailing_dot_duplicate": (
             tar_gz([RawEntry("tools/x.js", b"1"), RawEntry("tools/x.js.", b"2")]),

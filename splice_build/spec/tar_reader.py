@@ -5,7 +5,8 @@ only what a package can contain, and never touches the file system. It yields re
 as ``(path, bytes)``; directory entries are skipped (after a path check); every other entry
 type is refused: hard and symbolic links, devices, FIFOs, contiguous files, and the PAX (``x``,
 ``g``) and GNU (``L``, ``K``, ...) extension headers that could rename a later entry. Each header
-must carry a correct checksum and the ``ustar`` magic; names must be valid UTF-8; an entry whose
+must carry a correct checksum and the ``ustar`` magic, and only a POSIX header (``ustar\\0``) a
+prefix; names must be valid UTF-8; an entry whose
 data runs past the end of the stream is refused. Parsing stops at the first all-zero block.
 
 The package rules that do not depend on the container (hidden files, limits, duplicates) are
@@ -33,6 +34,7 @@ _SIZE = (124, 12)
 _CHECKSUM = (148, 8)
 _TYPEFLAG = 156
 _MAGIC = (257, 5)
+_POSIX_MAGIC = b"ustar\0"
 _PREFIX = (345, 155)
 
 _REGULAR = (b"0", b"\0")
@@ -114,6 +116,16 @@ def _parse_header(header: bytes, offset: int) -> _Header:
             header,
             offset,
             f"type {typeflag.decode('latin-1')!r} ({kind})",
+        )
+    if _field(header, _PREFIX) and header[magic_start : magic_start + 6] != _POSIX_MAGIC:
+        # Only a POSIX header ("ustar\0") has a prefix: GNU tar, libarchive and other readers
+        # take these bytes of an old GNU header ("ustar  \0") for times, and list the entry
+        # under its name alone, so a reviewer's tar showed one path where we installed another.
+        raise _reject(
+            "Ambiguous tar header",
+            header,
+            offset,
+            "a prefix in a header that is not POSIX ustar (other readers ignore it)",
         )
     try:
         name = _field(header, _NAME).decode("utf-8")
