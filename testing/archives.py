@@ -207,6 +207,11 @@ def hostile_archives() -> dict[str, tuple[bytes, str]]:
             tar_gz([RawEntry("hello.js", b"x", prefix="tools", magic=b"ustar ", version=b" \0")]),
             'entry "tools/hello.js"',
         ),
+        # GNU tar reads a directory's data as the next headers: it lists tools/evil.js.
+        "directory_with_data": (
+            tar_gz([RawEntry("d/", raw_tar([RawEntry("tools/evil.js", b"x")]), typeflag=b"5")]),
+            'entry "d/"',
+        ),
         # Merged by Windows, which drops a name's trailing dots and spaces.
         "windows_trailing_dot_duplicate": (
             tar_gz([RawEntry("tools/x.js", b"1"), RawEntry("tools/x.js.", b"2")]),

@@ -174,6 +174,16 @@ def iter_tar_files(tar: bytes | bytearray) -> Iterator[tuple[str, memoryview]]:
             )
         if entry.typeflag == _DIRECTORY:
             _check_directory(entry, header, offset)
+            if entry.size:
+                # GNU tar and Python's tarfile give a directory no data: they read the next
+                # block as a header, so the data skipped here held entries listed there, and
+                # an entry read here could sit in a file's data there, listed by no tar.
+                raise _reject(
+                    "Ambiguous tar header",
+                    header,
+                    offset,
+                    "a directory with data (other readers take it for headers)",
+                )
         else:
             yield entry.path, view[data_start:data_end]
         offset = data_start + -(-entry.size // BLOCK) * BLOCK
