@@ -14,7 +14,7 @@ from splice_build.records import dataclass
 from splice_build.spec.limits import MAX_FILE_BYTES, MAX_FILES
 from splice_build.spec.paths import (
     MAX_SEGMENT_BYTES,
-    fold_path,
+    fold_name,
     is_safe_relative_path,
     long_segment,
 )
@@ -110,11 +110,10 @@ class PathClaims:
 
 
 def stored_name(path: str) -> str:
-    """``path`` as every file system an install may write to stores it: folded (``fold_path``),
-    and each segment without its trailing dots and spaces, which Windows drops (``hello.js.``
-    is ``hello.js`` there, ``tools./x.js`` is in ``tools``), as project_state.py compares the
-    project's own names. The number of segments is kept."""
-    return "/".join(segment.rstrip(". ") for segment in fold_path(path).split("/"))
+    """``path`` as every file system an install may write to stores it: each name folded by
+    ``fold_name`` (``hello.js.`` is ``hello.js`` on Windows, ``tools./x.js`` is in ``tools``).
+    The number of segments is kept."""
+    return "/".join(fold_name(segment) for segment in path.split("/"))
 
 
 def _folded_directories(folded: str) -> list[str]:
