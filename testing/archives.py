@@ -212,6 +212,12 @@ def hostile_archives() -> dict[str, tuple[bytes, str]]:
             tar_gz([RawEntry("d/", raw_tar([RawEntry("tools/evil.js", b"x")]), typeflag=b"5")]),
             'entry "d/"',
         ),
+        # GNU tar skips the NUL that starts a number: a size of 1024 there, hiding the next
+        # two blocks in this file's data, where a field cut at its first NUL read 0.
+        "size_after_a_nul": (
+            tar_gz([RawEntry("notes.txt", size_field=b"\0" + b"%011o" % 1024)]),
+            'entry "notes.txt"',
+        ),
         # Merged by Windows, which drops a name's trailing dots and spaces.
         "windows_trailing_dot_duplicate": (
             tar_gz([RawEntry("tools/x.js", b"1"), RawEntry("tools/x.js.", b"2")]),

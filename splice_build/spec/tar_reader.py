@@ -25,8 +25,10 @@ from splice_build.spec.paths import is_safe_relative_path
 
 BLOCK = 512
 _ZERO_BLOCK = bytes(BLOCK)
-_OCTAL = re.compile(rb"[0-7]*")
-_ASCII_WHITESPACE = b" \t\n\v\f\r"
+# A number field as a whole: blanks, octal digits, then only blanks and NULs to its end. Not
+# cut at its first NUL: GNU tar skips a NUL that starts a field (written by a tar whose
+# previous field overflowed), so "\0" + "00000002000" is a size of 1024 there and 0 when cut.
+_OCTAL = re.compile(rb"[ \t\n\v\f\r]*([0-7]*)[ \t\n\v\f\r\0]*")
 
 # Header layout (POSIX ustar): (offset, length) of the fields the reader uses.
 _NAME = (0, 100)
@@ -85,13 +87,15 @@ def _reject(message: str, header: bytes, offset: int, reason: str) -> SpecError:
 
 
 def _octal(header: bytes, span: tuple[int, int], offset: int, what: str) -> int:
-    text = _field(header, span).strip(_ASCII_WHITESPACE)
-    if not _OCTAL.fullmatch(text):
+    start, length = span
+    number = _OCTAL.fullmatch(header, start, start + length)
+    if number is None:
         # Also refuses GNU base-256 numbers (high bit set), which no package needs.
         raise _reject(
             "Tar header contains an invalid number", header, offset, f"{what} is not octal"
         )
-    return int(text, 8) if text else 0
+    digits = number.group(1)
+    return int(digits, 8) if digits else 0
 
 
 def _parse_header(header: bytes, offset: int) -> _Header:
