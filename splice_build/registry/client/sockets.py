@@ -10,8 +10,9 @@ long as the registry liked, holding its socket, in every long-lived process (the
 asked. Here every connection made or used for an exchange is held by it (``Exchange``), so
 abandoning the exchange shuts them, and one made after that is shut as it is made.
 
-Not covered: the TLS handshake of a new connection, during which the socket belongs to
-``ssl`` alone; each of its reads is bounded by the connect timeout.
+Not held: a TLS handshake, during which the socket belongs to ``ssl`` alone; it needs no
+holding, as CPython bounds the whole handshake by the socket's timeout, the connect timeout
+(a registry that sends the handshake a byte every 20 ms is cut off at it).
 """
 
 from __future__ import annotations
