@@ -190,7 +190,10 @@ def test_an_abandoned_request_ends_its_thread_and_connection(tmp_path: Path) -> 
     project = new_project(tmp_path / "project")
     with drip_server([b"HTTP/1.1 100 Continue\r\n\r\n"] * 400, 0.02) as drip:
         splice = Splice(
-            project, registry=f"http://127.0.0.1:{drip.port}", env=FAST, home=tmp_path / "home"
+            project,
+            registry=f"http://127.0.0.1:{drip.port}",
+            env={**FAST, "SPLICE_REGISTRY_DEADLINE": "0.5"},
+            home=tmp_path / "home",
         )
         with pytest.raises(RegistryError) as caught:
             splice.add(["@acme/greeter"])
