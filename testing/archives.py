@@ -202,6 +202,31 @@ def hostile_archives() -> dict[str, tuple[bytes, str]]:
             tar_gz([RawEntry("s.js", b"1"), RawEntry("\u017f.js", b"2")]),
             "\u017f.js",
         ),
+        # GNU tar lists "hello.js": an old GNU header has no prefix, those bytes are times.
+        "gnu_header_with_prefix": (
+            tar_gz([RawEntry("hello.js", b"x", prefix="tools", magic=b"ustar ", version=b" \0")]),
+            'entry "tools/hello.js"',
+        ),
+        # GNU tar reads a directory's data as the next headers: it lists tools/evil.js.
+        "directory_with_data": (
+            tar_gz([RawEntry("d/", raw_tar([RawEntry("tools/evil.js", b"x")]), typeflag=b"5")]),
+            'entry "d/"',
+        ),
+        # GNU tar skips the NUL that starts a number: a size of 1024 there, hiding the next
+        # two blocks in this file's data, where a field cut at its first NUL read 0.
+        "size_after_a_nul": (
+            tar_gz([RawEntry("notes.txt", size_field=b"\0" + b"%011o" % 1024)]),
+            'entry "notes.txt"',
+        ),
+        # Merged by Windows, which drops a name's trailing dots and spaces.
+        "windows_trailing_dot_duplicate": (
+            tar_gz([RawEntry("tools/x.js", b"1"), RawEntry("tools/x.js.", b"2")]),
+            'entry "tools/x.js."',
+        ),
+        "windows_trailing_space_duplicate": (
+            tar_gz([RawEntry("x.js ", b"1"), RawEntry("X.JS", b"2")]),
+            'entry "X.JS"',
+        ),
         # A file and a directory of one name: no file system holds both, so the install
         # would fail halfway through writing its staging copy.
         "file_then_directory": (

@@ -218,7 +218,7 @@ class Installer:
             if integrity != pinned.integrity or (
                 pinned.size_if_known is not None and size != pinned.size_if_known
             ):
-                raise _lock_mismatch(target, f"registry has {integrity} ({size} bytes)")
+                raise _lock_mismatch(target, f"registry has {_pin(integrity, size)}")
         return meta
 
     # (3) ----------------------------------------------------------------------------------
@@ -744,12 +744,18 @@ def _download_url(registry: str, target: Target) -> str:
     return registry + download_path(namespace, name, target.version)
 
 
+def _pin(integrity: str, size: object) -> str:
+    """An integrity and its size as a detail says them; a size not given is said so (an old
+    lock entry records none, a registry's version answer may give none)."""
+    return f"{integrity} ({size} bytes)" if isinstance(size, int) else f"{integrity} (no size)"
+
+
 def _lock_mismatch(target: Target, reason: str) -> InstallError:
     pinned = target.pinned
     assert pinned is not None
     return InstallError(
         ErrorCode.LOCK_MISMATCH,
         f"{target.package_id}@{target.version} does not match splice.lock",
-        details=[f"splice.lock: {pinned.integrity} ({pinned.size_if_known} bytes)", reason],
+        details=[f"splice.lock: {_pin(pinned.integrity, pinned.size_if_known)}", reason],
         hint="Nothing was changed. If the change is expected, remove the entry and re-add the package.",
     )

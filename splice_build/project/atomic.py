@@ -22,7 +22,7 @@ import stat
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from splice_build.project.creation_modes import dir_mode_in, file_mode_in
 
@@ -173,26 +173,48 @@ def atomic_write_json(
     )
 
 
-def decode_json(data: bytes) -> object:
+def decode_json(data: bytes, *, unique_keys: bool = False) -> object:
     """Parse a JSON state file; raises ``ValueError`` with a one-line reason.
 
     The reason names a position, never the content, so a damaged credentials file cannot
-    leak a token into an error message.
+    leak a token into an error message. ``unique_keys`` (``splice.json``, ``splice.lock``:
+    committed files, no secret in a key) refuses a key given twice in one object, naming it:
+    ``JSON.parse`` keeps the last, so a lock listing one package twice (a hand edit, or a
+    merge that kept both sides) installed whichever came last, silently, while a reader of
+    the file may take the first.
     """
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ValueError(f"not UTF-8 (byte {exc.start})") from exc
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        hook = _unique_object if unique_keys else None
+        return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=hook)
     except json.JSONDecodeError as exc:
         raise ValueError(
             f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
         ) from exc
     except RecursionError as exc:
         raise ValueError("not valid JSON (nested too deeply)") from exc
+    except _RepeatedKey:
+        raise
     except ValueError as exc:  # from _reject_constant
         raise ValueError(f"not valid JSON ({exc})") from exc
+
+
+class _RepeatedKey(ValueError):
+    """A key given twice in one object: valid JSON, but not one reading of it."""
+
+
+def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _RepeatedKey(f"the key {json.dumps(key[:100])} is given twice in one object")
+            seen.add(key)
+    return value
 
 
 def _reject_constant(name: str) -> object:

@@ -229,7 +229,7 @@ def lock_entries(data: bytes) -> Mapping[str, LockEntry]:
 
 def _decode(file_name: str, data: bytes) -> Lockfile:
     try:
-        value = decode_json(data)
+        value = decode_json(data, unique_keys=True)
     except ValueError as exc:
         raise _invalid(file_name, str(exc)) from exc
     return _parse(file_name, value)

@@ -237,7 +237,7 @@ def load_project_file(root: Path) -> ProjectFile:
         raise _invalid(f"cannot be read ({exc.strerror})") from exc
     try:
         try:
-            value = decode_json(data)
+            value = decode_json(data, unique_keys=True)
         except ValueError as exc:
             raise _invalid(str(exc)) from exc
         parsed = _parse(value)

@@ -14,7 +14,7 @@ from splice_build.records import dataclass
 from splice_build.spec.limits import MAX_FILE_BYTES, MAX_FILES
 from splice_build.spec.paths import (
     MAX_SEGMENT_BYTES,
-    fold_path,
+    fold_name,
     is_safe_relative_path,
     long_segment,
 )
@@ -67,7 +67,7 @@ class Clash:
 
 
 class PathClaims:
-    """The paths of one package, compared as ``fold_path`` compares them.
+    """The paths of one package, compared as ``stored_name`` compares them.
 
     A path clashes with an earlier one when both fold to the same path (one file would
     overwrite the other), or when one is a directory of the other (``lib`` and ``lib/a.js``:
@@ -81,12 +81,12 @@ class PathClaims:
 
     def claim(self, path: str) -> Clash | None:
         """Claim ``path`` (a safe relative path), or say why it clashes (claiming nothing)."""
-        folded = fold_path(path)
+        folded = stored_name(path)
         if folded in self._files:
             return Clash(
                 "Duplicate file path",
                 f"same path as {quote_path(self._files[folded])} ignoring case and Unicode"
-                " normalization",
+                " normalization, and trailing dots and spaces",
             )
         if folded in self._directories:
             inside = self._directories[folded]
@@ -107,6 +107,13 @@ class PathClaims:
         for directory in directories:
             self._directories.setdefault(directory, path)
         return None
+
+
+def stored_name(path: str) -> str:
+    """``path`` as every file system an install may write to stores it: each name folded by
+    ``fold_name`` (``hello.js.`` is ``hello.js`` on Windows, ``tools./x.js`` is in ``tools``).
+    The number of segments is kept."""
+    return "/".join(fold_name(segment) for segment in path.split("/"))
 
 
 def _folded_directories(folded: str) -> list[str]:

@@ -58,7 +58,7 @@ def linked_state(root: PurePath) -> Linked:
 
 def _other_env_files(root: PurePath) -> list[str]:
     """The names at ``root`` beside ``ENV_FILES`` that start with ``.env``, folded."""
-    from splice_build.spec.paths import fold_path
+    from splice_build.spec.paths import fold_name
 
     try:
         with os.scandir(root) as entries:
@@ -72,7 +72,7 @@ def _other_env_files(root: PurePath) -> list[str]:
         and (
             name[:4].lower() == ENV_FILE_PREFIX
             if name.isascii()
-            else fold_path(name).rstrip(". ").startswith(ENV_FILE_PREFIX)
+            else fold_name(name).startswith(ENV_FILE_PREFIX)
         )
     ]
 

@@ -73,3 +73,10 @@ def fold_path(path: str) -> str:
     import unicodedata  # a C extension; the no-op ``sync`` never folds a path
 
     return unicodedata.normalize("NFC", unicodedata.normalize("NFC", path).casefold())
+
+
+def fold_name(name: str) -> str:
+    """One name (a path segment) as every file system stores it: folded (``fold_path``), and
+    without the trailing dots and spaces Windows drops (``x.js.`` and ``x.js `` are ``x.js``
+    there). The rule of project state's names and of a package's paths alike."""
+    return fold_path(name).rstrip(". ")

@@ -229,9 +229,9 @@ def _folded(name: str) -> str:
     """``name`` folded as spec/project_state.py folds names."""
     if name.isascii():
         return name.lower().rstrip(". ")
-    from splice_build.spec.paths import fold_path
+    from splice_build.spec.paths import fold_name
 
-    return fold_path(name).rstrip(". ")
+    return fold_name(name)
 
 
 def _is_real_directory(entry: os.DirEntry[str]) -> bool:

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from splice_build.errors import ErrorCode, SpliceError
 from splice_build.records import dataclass, replace
-from splice_build.spec.paths import fold_path
+from splice_build.spec.paths import fold_name, fold_path
 
 if TYPE_CHECKING:
     from splice_build.spec.linked_state import Linked
@@ -192,7 +192,7 @@ def _python_environment() -> tuple[str, ...]:
 
 
 def _fold(path: PurePath) -> tuple[str, ...]:
-    return tuple(fold_path(part).rstrip(". ") for part in path.parts)
+    return tuple(fold_name(part) for part in path.parts)
 
 
 def _overlap(g: tuple[str, ...], p: tuple[str, ...], name_prefix: bool) -> str | None:
@@ -337,7 +337,7 @@ class RunMemo:
     def _fold_name(self, name: str) -> str:
         found = self._names.get(name)
         if found is None:
-            found = self._names[name] = fold_path(name).rstrip(". ")
+            found = self._names[name] = fold_name(name)
         return found
 
     def shared(

@@ -5,7 +5,8 @@ only what a package can contain, and never touches the file system. It yields re
 as ``(path, bytes)``; directory entries are skipped (after a path check); every other entry
 type is refused: hard and symbolic links, devices, FIFOs, contiguous files, and the PAX (``x``,
 ``g``) and GNU (``L``, ``K``, ...) extension headers that could rename a later entry. Each header
-must carry a correct checksum and the ``ustar`` magic; names must be valid UTF-8; an entry whose
+must carry a correct checksum and the ``ustar`` magic, and only a POSIX header (``ustar\\0``) a
+prefix; names must be valid UTF-8; an entry whose
 data runs past the end of the stream is refused. Parsing stops at the first all-zero block.
 
 The package rules that do not depend on the container (hidden files, limits, duplicates) are
@@ -24,8 +25,10 @@ from splice_build.spec.paths import is_safe_relative_path
 
 BLOCK = 512
 _ZERO_BLOCK = bytes(BLOCK)
-_OCTAL = re.compile(rb"[0-7]*")
-_ASCII_WHITESPACE = b" \t\n\v\f\r"
+# A number field as a whole: blanks, octal digits, then only blanks and NULs to its end. Not
+# cut at its first NUL: GNU tar skips a NUL that starts a field (written by a tar whose
+# previous field overflowed), so "\0" + "00000002000" is a size of 1024 there and 0 when cut.
+_OCTAL = re.compile(rb"[ \t\n\v\f\r]*([0-7]*)[ \t\n\v\f\r\0]*")
 
 # Header layout (POSIX ustar): (offset, length) of the fields the reader uses.
 _NAME = (0, 100)
@@ -33,6 +36,7 @@ _SIZE = (124, 12)
 _CHECKSUM = (148, 8)
 _TYPEFLAG = 156
 _MAGIC = (257, 5)
+_POSIX_MAGIC = b"ustar\0"
 _PREFIX = (345, 155)
 
 _REGULAR = (b"0", b"\0")
@@ -83,13 +87,15 @@ def _reject(message: str, header: bytes, offset: int, reason: str) -> SpecError:
 
 
 def _octal(header: bytes, span: tuple[int, int], offset: int, what: str) -> int:
-    text = _field(header, span).strip(_ASCII_WHITESPACE)
-    if not _OCTAL.fullmatch(text):
+    start, length = span
+    number = _OCTAL.fullmatch(header, start, start + length)
+    if number is None:
         # Also refuses GNU base-256 numbers (high bit set), which no package needs.
         raise _reject(
             "Tar header contains an invalid number", header, offset, f"{what} is not octal"
         )
-    return int(text, 8) if text else 0
+    digits = number.group(1)
+    return int(digits, 8) if digits else 0
 
 
 def _parse_header(header: bytes, offset: int) -> _Header:
@@ -114,6 +120,16 @@ def _parse_header(header: bytes, offset: int) -> _Header:
             header,
             offset,
             f"type {typeflag.decode('latin-1')!r} ({kind})",
+        )
+    if _field(header, _PREFIX) and header[magic_start : magic_start + 6] != _POSIX_MAGIC:
+        # Only a POSIX header ("ustar\0") has a prefix: GNU tar, libarchive and other readers
+        # take these bytes of an old GNU header ("ustar  \0") for times, and list the entry
+        # under its name alone, so a reviewer's tar showed one path where we installed another.
+        raise _reject(
+            "Ambiguous tar header",
+            header,
+            offset,
+            "a prefix in a header that is not POSIX ustar (other readers ignore it)",
         )
     try:
         name = _field(header, _NAME).decode("utf-8")
@@ -162,6 +178,16 @@ def iter_tar_files(tar: bytes | bytearray) -> Iterator[tuple[str, memoryview]]:
             )
         if entry.typeflag == _DIRECTORY:
             _check_directory(entry, header, offset)
+            if entry.size:
+                # GNU tar and Python's tarfile give a directory no data: they read the next
+                # block as a header, so the data skipped here held entries listed there, and
+                # an entry read here could sit in a file's data there, listed by no tar.
+                raise _reject(
+                    "Ambiguous tar header",
+                    header,
+                    offset,
+                    "a directory with data (other readers take it for headers)",
+                )
         else:
             yield entry.path, view[data_start:data_end]
         offset = data_start + -(-entry.size // BLOCK) * BLOCK

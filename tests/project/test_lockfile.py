@@ -247,3 +247,20 @@ def test_an_invalid_lock_hints_where_it_is_and_how_to_mend_it(tmp_path: Path) ->
         f"Restore {tmp_path / 'splice.lock'} from version control, or remove it and run "
         "`splice install` to lock the ranges of splice.json again."
     )
+
+
+def test_a_package_locked_twice_is_refused(tmp_path: Path) -> None:
+    """Two entries for one package (a hand edit, or a merge that kept both sides) are valid
+    JSON whose ``JSON.parse`` keeps the last: the install took that one silently, while a
+    person reading the lock may take the first (main: 2.0.0 loaded, no error)."""
+    first = json.dumps(lock_entry_json("@acme/tool", "1.0.0"))
+    second = json.dumps(lock_entry_json("@acme/tool", "2.0.0"))
+    (tmp_path / "splice.lock").write_text(
+        f'{{"lockfileVersion": 1, "packages": {{"@acme/tool": {first}, "@acme/tool": {second}}}}}'
+    )
+    with pytest.raises(ProjectError) as caught:
+        load_lockfile(tmp_path)
+    assert caught.value.code is ErrorCode.INVALID_PROJECT
+    assert caught.value.message == (
+        'splice.lock is invalid: the key "@acme/tool" is given twice in one object'
+    )

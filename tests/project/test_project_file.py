@@ -286,3 +286,19 @@ def test_an_invalid_project_file_hints_which_file_it_is(tmp_path: Path) -> None:
     assert invalid.value.hint == (
         f"Correct {tmp_path / 'splice.json'} as the message says, then run the command again."
     )
+
+
+def test_a_key_given_twice_is_refused(tmp_path: Path) -> None:
+    """The registry (or a package) named twice: ``JSON.parse`` keeps the last, a reader of the
+    file may see the first (main: the second registry used, no error)."""
+    (tmp_path / "splice.json").write_text(
+        '{"specVersion": 1, "registry": "https://registry.example", "packages": {},'
+        ' "registry": "http://127.0.0.1:9"}'
+    )
+    with pytest.raises(ProjectError) as caught:
+        load_project_file(tmp_path)
+    assert caught.value.code is ErrorCode.INVALID_PROJECT
+    assert (
+        caught.value.message
+        == 'splice.json is invalid: the key "registry" is given twice in one object'
+    )

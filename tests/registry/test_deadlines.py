@@ -4,6 +4,8 @@ refused with ``REGISTRY_UNAVAILABLE`` once the deadline passes, and the project 
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -172,3 +174,37 @@ def test_the_client_answers_again_after_a_deadline(served: str) -> None:
             assert client.package("@acme/greeter")["name"] == "@acme/greeter"
         finally:
             client.close()
+
+
+def test_an_abandoned_request_ends_its_thread_and_connection(tmp_path: Path) -> None:
+    """A registry that keeps sending ``100 Continue`` heads (http.client skips any number) never
+    lets a read of the head wait out its socket timeout. The request is abandoned at its
+    deadline, and its thread and connection end with it (registry/client/sockets.py): they
+    read on for as long as the registry sent, in the SDK's process (main: until the drip
+    ended, 8 s), and each retry left one more."""
+    from splice_build.errors import ErrorCode, RegistryError
+    from splice_build.sdk import Splice
+    from testing.netservers import drip_server
+    from testing.registry_fixtures import new_project
+
+    project = new_project(tmp_path / "project")
+    with drip_server([b"HTTP/1.1 100 Continue\r\n\r\n"] * 400, 0.02) as drip:
+        splice = Splice(
+            project,
+            registry=f"http://127.0.0.1:{drip.port}",
+            env={**FAST, "SPLICE_REGISTRY_DEADLINE": "0.5"},
+            home=tmp_path / "home",
+        )
+        with pytest.raises(RegistryError) as caught:
+            splice.add(["@acme/greeter"])
+        assert caught.value.code is ErrorCode.REGISTRY_UNAVAILABLE
+        ends = time.monotonic() + 3
+        while _requests_running() and time.monotonic() < ends:
+            time.sleep(0.05)
+        assert not _requests_running()
+        assert not drip.finished.is_set()
+        splice.close()
+
+
+def _requests_running() -> bool:
+    return any(t.name == "splice-registry-request" for t in threading.enumerate())

@@ -171,7 +171,7 @@ def test_every_problem_at_once() -> None:
     assert problems_of(files) == [
         'disallowed file ".DS_Store": hidden files and node_modules are not allowed in packages',
         'duplicate file path "readme.MD": same path as "README.md" ignoring case and Unicode'
-        " normalization",
+        " normalization, and trailing dots and spaces",
         "SKILL.md is empty",
         'tool "other": entry file "tools/other.js" is missing',
     ]

@@ -13,7 +13,6 @@ only serves packages never sees it. It never appears in an error.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -34,6 +33,8 @@ from splice_build.spec.untrusted_json import UntrustedJsonError, decode
 if TYPE_CHECKING:
     import requests
 
+    from splice_build.registry.client.sockets import Exchange
+
 CONNECT_TIMEOUT = 10.0
 # A registry is a remote party: every body is read with a cap, never whole on trust.
 MAX_JSON_BYTES = 16 * 1024 * 1024  # metadata and search answers (a manifest is far smaller)
@@ -51,9 +52,11 @@ def _new_session(base_url: str) -> requests.Session:
 
     A plain-HTTP registry on a loopback address takes nothing from the environment: a proxy
     would receive its requests, token included, in clear (``credential_route.direct_only``)."""
+    from splice_build.registry.client.sockets import mount as mount_held
     from splice_build.security.http_session import new_session
 
     session = new_session()
+    mount_held(session)
     session.trust_env = not direct_only(base_url)
     session.auth = _no_credentials
     session.headers["accept"] = "application/json"
@@ -92,8 +95,8 @@ class HttpRegistryClient:
         within the request's deadline (``deadline.Budget``).
 
         The exchange runs in a daemon thread while this one waits for the deadline: a read
-        blocked on a stalled socket cannot be interrupted otherwise. On expiry the answer is
-        closed and abandoned (the thread ends with the connection) and the session replaced.
+        blocked on a stalled socket cannot be interrupted otherwise. On expiry the request is
+        abandoned (``_abandon``: its sockets shut, so its thread ends) and the session replaced.
         """
         sent = kwargs.get("data")
         upload = len(sent) if isinstance(sent, bytes) else 0
@@ -101,15 +104,19 @@ class HttpRegistryClient:
             self.deadlines.for_download(upload) if upload else self.deadlines.request,
             ceiling=self.deadlines.for_download(limit) if download else None,
         )
+        from splice_build.registry.client.sockets import Exchange, exchange_in_this_thread
+
         outcome: dict[str, Any] = {}
         done = threading.Event()
         session = self._session
+        held = Exchange()
 
         def exchange() -> None:
             try:
-                outcome["value"] = self._exchange(
-                    session, method, path, limit, download, budget, outcome, kwargs
-                )
+                with exchange_in_this_thread(held):
+                    outcome["value"] = self._exchange(
+                        session, method, path, limit, download, budget, kwargs
+                    )
             except BaseException as exc:  # handed to the waiting thread, raised there
                 outcome["error"] = exc
             finally:
@@ -119,10 +126,10 @@ class HttpRegistryClient:
         worker.start()
         while not done.wait(max(budget.remaining(), 0.0)):
             if budget.expired():
-                self._abandon(outcome.get("response"))
+                self._abandon(held)
                 raise self._late(path, budget)
         if isinstance(outcome.get("error"), _Expired):
-            self._abandon(outcome.get("response"))
+            self._abandon(held)
             raise self._late(path, budget)
         if "error" in outcome:
             raise outcome["error"]
@@ -137,7 +144,6 @@ class HttpRegistryClient:
         limit: int,
         download: bool,
         budget: Budget,
-        outcome: dict[str, Any],
         kwargs: dict[str, Any],
     ) -> tuple[requests.Response, bytes]:
         import requests
@@ -152,7 +158,6 @@ class HttpRegistryClient:
                 stream=True,
                 **kwargs,
             )
-            outcome["response"] = response
             with response:
                 ok = 200 <= response.status_code < 300
                 if ok and download:
@@ -174,20 +179,14 @@ class HttpRegistryClient:
             raise _error(response, body)
         return response, body
 
-    def _abandon(self, response: requests.Response | None) -> None:
+    def _abandon(self, held: Exchange) -> None:
         """Drop a request past its deadline and start a fresh session.
 
         The answer is not closed here: closing waits for the lock the reading thread holds.
-        Its socket is shut down instead, which ends that read at once; before the headers
-        there is no answer yet, and the thread ends with its connection's read timeout.
+        The sockets the request used are shut down instead (``sockets.Exchange``), which ends
+        the read at once, the head's too, and any connection it makes after this.
         """
-        import socket
-
-        connection = getattr(getattr(response, "raw", None), "_connection", None)
-        sock = getattr(connection, "sock", None)
-        if isinstance(sock, socket.socket):
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
+        held.abandon()
         self._session = _new_session(self.base_url)
 
     def _late(self, path: str, budget: Budget) -> RegistryError:
