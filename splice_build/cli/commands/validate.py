@@ -19,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="?",
         default=".",
         type=arg_types.path,
-        help="package directory or archive",
+        help="package directory or archive (default: .)",
     )
 
 
