@@ -309,11 +309,16 @@ _COMMAND_LINE = re.compile(r"(?:`|^[ \t]*(?:\$ )?)(splice (?:[^`\n#]*))", re.M)
 
 
 def unknown_options(
-    pages: list[Path], options: dict[str, set[str]], root: Path = REPO
+    pages: list[Path],
+    options: dict[str, set[str]],
+    root: Path = REPO,
+    verbs: dict[str, dict[str, set[str]]] | None = None,
 ) -> list[str]:
     """Each `--option` (or `-x`) written after `splice <command>` in code or a command line
     that the command does not take, as 'page:line: command --option'; `options` maps each
-    command to the options it takes, the global ones included."""
+    command to the options it takes, the global ones included. `verbs` maps a command to the
+    options only one of its verbs takes (`registry`: `create-token` takes `--label`, `serve`
+    does not): after that verb no other verb's own option is taken."""
     unknown = []
     for page in pages:
         text = page.read_text(encoding="utf-8")
@@ -323,14 +328,45 @@ def unknown_options(
                 words = words[2:] if words[0] == "--registry" else words[1:]
             if not words or words[0] not in options:
                 continue
+            taken = _taken(words, options[words[0]], (verbs or {}).get(words[0], {}))
             for word in words[1:]:
                 if word == "--":
                     break
                 flag = re.sub(r"[^\w-]+$", "", word.split("=")[0])
-                if re.fullmatch(r"--[\w-]+|-\w", flag) and flag not in options[words[0]]:
+                if re.fullmatch(r"--[\w-]+|-\w", flag) and flag not in taken:
                     where = _where(page, root, text, match.start(1))
                     unknown.append(f"{where}: {words[0]} {flag}")
     return unknown
+
+
+def _taken(words: list[str], options: set[str], verbs: dict[str, set[str]]) -> set[str]:
+    """The options of the command line ``words``: the command's, less those of a verb other
+    than the one named (none left out when no verb is named)."""
+    verb = next((word for word in words[1:] if word in verbs), None)
+    if verb is None:
+        return options
+    return options - set().union(*verbs.values()) | verbs[verb]
+
+
+def verb_options(commands: dict[str, argparse.ArgumentParser]) -> dict[str, dict[str, set[str]]]:
+    """The options each verb alone takes: `registry`'s table (`TAKES`), and of another
+    command each option whose help starts with a verb (`create: a name to recognise it by`)."""
+    from splice_build.cli.commands.registry_cmd import TAKES
+
+    found: dict[str, dict[str, set[str]]] = {"registry": {v: set(o) for v, o in TAKES.items()}}
+    for name, parser in commands.items():
+        [first, *_] = [a for a in parser._actions if not a.option_strings] or [None]
+        if name in found or first is None or not first.choices:
+            continue
+        found[name] = {
+            verb: {
+                a.option_strings[0]
+                for a in parser._actions
+                if a.option_strings and (a.help or "").startswith(f"{verb}: ")
+            }
+            for verb in first.choices
+        }
+    return found
 
 
 def test_every_option_the_docs_give_a_command_is_one_it_takes() -> None:
@@ -339,9 +375,12 @@ def test_every_option_the_docs_give_a_command_is_one_it_takes() -> None:
     parser = build_parser(load_commands())
     [commands] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     options = {name: set(sub._option_string_actions) for name, sub in commands.choices.items()}
+    verbs = verb_options(commands.choices)
+    assert {"--key"} == verbs["keys"]["register"] and "--label" in verbs["token"]["create"]
+    assert "--label" not in verbs["registry"]["serve"]
     pages = [*PAGES, REPO / "bench" / "README.md"]
     assert len(unknown_options(pages, {name: set() for name in options})) > 100  # it reads them
-    assert unknown_options(pages, options) == []
+    assert unknown_options(pages, options, verbs=verbs) == []
 
 
 def test_an_option_a_command_does_not_take_is_found(tmp_path: Path) -> None:
@@ -356,6 +395,19 @@ def test_an_option_a_command_does_not_take_is_found(tmp_path: Path) -> None:
         "a.md:1: add --acept",
         "a.md:4: run --jsn",
     ]
+    page.write_text(
+        "`splice token create --label ci` `splice token list --label ci --json`\n"
+        "`splice token --label ci` `splice registry serve --show`\n"
+    )
+    options = {"token": {"--label", "--json"}, "registry": {"--show"}}
+    verbs = {
+        "token": {"create": {"--label"}, "list": set()},
+        "registry": {"serve": set(), "create-token": {"--show"}},
+    }
+    assert unknown_options([page], options, tmp_path, verbs) == [
+        "a.md:1: token --label",
+        "a.md:2: registry --show",
+    ]
 
 
 def test_the_readme_lists_every_page_of_docs() -> None:
@@ -364,3 +416,27 @@ def test_the_readme_lists_every_page_of_docs() -> None:
     table = readme.split("## Documentation", 1)[1].split("\n## ", 1)[0]
     listed = set(re.findall(r"\]\((docs/[\w-]+\.md)\)", table))
     assert listed == {f"docs/{page.name}" for page in PAGES if page.parent.name == "docs"}
+
+
+def codes_of_the_usage_row(page: Path) -> set[str]:
+    """The error codes cli.md's table of exit codes names in its row of exit 2."""
+    from splice_build.errors import ErrorCode
+
+    [row] = re.findall(r"^\| 2 \|.*$", page.read_text(encoding="utf-8"), re.M)
+    return {name for name in re.findall(r"`([A-Z][A-Z_]+)`", row) if name in ErrorCode.__members__}
+
+
+def test_cli_md_names_every_code_that_exits_2_and_no_other() -> None:
+    """A user scripting around exit codes reads cli.md's table: its row of exit 2 names each
+    code the CLI ends with 2 (`SpliceError.exit_code`), and no code that ends with 1."""
+    from splice_build.errors import EXIT_USAGE, ErrorCode, SpliceError
+
+    usage = {code.value for code in ErrorCode if SpliceError(code, "").exit_code == EXIT_USAGE}
+    assert "INVALID_CONFIG" in usage
+    assert codes_of_the_usage_row(REPO / "docs" / "cli.md") == usage
+
+
+def test_the_codes_of_the_usage_row_are_read(tmp_path: Path) -> None:
+    page = tmp_path / "cli.md"
+    page.write_text("| 1 | `DISK_FULL` |\n| 2 | usage (`USAGE`, `INVALID_REF`, `SPLICE_TOKEN`) |\n")
+    assert codes_of_the_usage_row(page) == {"USAGE", "INVALID_REF"}
