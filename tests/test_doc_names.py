@@ -440,3 +440,12 @@ def test_the_codes_of_the_usage_row_are_read(tmp_path: Path) -> None:
     page = tmp_path / "cli.md"
     page.write_text("| 1 | `DISK_FULL` |\n| 2 | usage (`USAGE`, `INVALID_REF`, `SPLICE_TOKEN`) |\n")
     assert codes_of_the_usage_row(page) == {"USAGE", "INVALID_REF"}
+
+
+def test_every_variable_splice_reads_is_named_by_a_page() -> None:
+    """A user can look up each `SPLICE_*` variable Splice reads: every such name the package
+    (or dodo.py) spells as a string is named by a page (cli.md's table, registry.md's, ...)."""
+    read = set(re.findall(r"[\"'](SPLICE_[A-Z0-9_]+)[\"']", _source()))
+    assert {"SPLICE_HOME", "SPLICE_MCP_STOP_GRACE"} <= read
+    named = {name for page in PAGES for name in re.findall(r"`(SPLICE_\w+)", page.read_text())}
+    assert sorted(read - named) == []
