@@ -449,3 +449,14 @@ def test_every_variable_splice_reads_is_named_by_a_page() -> None:
     assert {"SPLICE_HOME", "SPLICE_MCP_STOP_GRACE"} <= read
     named = {name for page in PAGES for name in re.findall(r"`(SPLICE_\w+)", page.read_text())}
     assert sorted(read - named) == []
+
+
+def test_mcp_md_names_every_meta_key_the_server_writes() -> None:
+    """A client reads `_meta` by its keys: each `io.spliceloom/…` key the server writes is
+    named in mcp.md (`io.spliceloom/isolation`, on every call that started a process, was
+    named only in security.md)."""
+    source = "\n".join(p.read_text(encoding="utf-8") for p in (PACKAGE / "mcp").rglob("*.py"))
+    written = set(re.findall(r"\{META_PREFIX\}(\w+)", source))
+    assert {"isolation", "error", "billed"} <= written
+    page = (REPO / "docs" / "mcp.md").read_text(encoding="utf-8")
+    assert sorted(key for key in written if f"io.spliceloom/{key}" not in page) == []
