@@ -460,3 +460,103 @@ def test_mcp_md_names_every_meta_key_the_server_writes() -> None:
     assert {"isolation", "error", "billed"} <= written
     page = (REPO / "docs" / "mcp.md").read_text(encoding="utf-8")
     assert sorted(key for key in written if f"io.spliceloom/{key}" not in page) == []
+
+
+_ARGUMENT_BOUND = re.compile(
+    r"`(\w+)`(?:/`(\w+)`)?\s+(?:≤\s*(\d+(?:,\d{3})*)(\s*MiB)?|(\d+)\.\.(\d+))(?:\s*×\s*(\d+)\.\.(\d+))?"
+)
+
+
+def capability_bounds_unlike_the_schema(page: Path, schema: dict) -> tuple[int, list[str]]:
+    """How many bounds capabilities.md's table gives (`query` 1..400, `limit` ≤ 20, `maxBytes`
+    ≤ 5 MiB, `urls` 1..10 × 8..2048 for the items), and each that differs from the schema of
+    a capability of its row (its lengths, values or items, `$ref`s followed)."""
+    defs = schema["$defs"]
+
+    def resolved(node: dict) -> dict:
+        while "$ref" in node:
+            node = defs[node["$ref"].rsplit("/", 1)[1]]
+        return node
+
+    def bounds(node: dict) -> tuple[int | None, int | None] | None:
+        node = resolved(node)
+        for low, high in (
+            ("minLength", "maxLength"),
+            ("minimum", "maximum"),
+            ("minItems", "maxItems"),
+        ):
+            if low in node or high in node:
+                return node.get(low), node.get(high)
+        return None
+
+    table = page.read_text(encoding="utf-8").split("## Capabilities with providers", 1)[1]
+    table = table.split("\n## ", 1)[0]
+    checked, unlike = 0, []
+    for names, arguments in re.findall(r"^\| (`[^|]+) \| [^|]+ \| ([^|]+) \|$", table, re.M):
+        capabilities = re.findall(r"`([\w.]+)`", names)
+        for said in _ARGUMENT_BOUND.finditer(arguments):
+            for name in filter(None, said.group(1, 2)):
+                properties = [
+                    defs[c]["properties"][name]
+                    for c in capabilities
+                    if name in defs[c].get("properties", {})
+                ]
+                if not properties:
+                    unlike.append(f"{names}: no argument {name}")
+                for node in properties:
+                    checked += 1
+                    if said.group(3):
+                        most = int(said.group(3).replace(",", "")) * (2**20 if said.group(4) else 1)
+                        ok = (bounds(node) or (None, None))[1] == most
+                    else:
+                        ok = bounds(node) == (int(said.group(5)), int(said.group(6)))
+                    if said.group(7):
+                        items = (int(said.group(7)), int(said.group(8)))
+                        ok = ok and bounds(resolved(node)["items"]) == items
+                    if not ok:
+                        unlike.append(f"{names}: {said.group(0)} (schema: {bounds(node)})")
+    return checked, unlike
+
+
+def test_capabilities_md_gives_the_bounds_of_the_argument_schema() -> None:
+    """The table of capabilities and their arguments is what the broker checks
+    (schemas/capability_args.json), and its list of billed capabilities what the catalogue
+    marks billed (schemas/capabilities.json)."""
+    import json
+
+    page = REPO / "docs" / "capabilities.md"
+    schema = json.loads((PACKAGE / "schemas" / "capability_args.json").read_text(encoding="utf-8"))
+    checked, unlike = capability_bounds_unlike_the_schema(page, schema)
+    assert checked >= 20 and unlike == []
+    catalogue = json.loads((PACKAGE / "schemas" / "capabilities.json").read_text(encoding="utf-8"))
+    billed = {entry["name"] for entry in catalogue["capabilities"] if entry["billed"]}
+    said = page.read_text(encoding="utf-8").split("Billed capabilities (", 1)[1].split(")", 1)[0]
+    assert set(re.findall(r"`([\w.]+)`", said)) == billed
+
+
+def test_a_bound_unlike_the_schema_is_found(tmp_path: Path) -> None:
+    page = tmp_path / "capabilities.md"
+    page.write_text(
+        "## Capabilities with providers in this build\n\n| a | b | c |\n| --- | --- | --- |\n"
+        "| `x.y` / `x.z` | p | `query` 1..400, `limit` ≤ 20, `urls` 1..10 × 8..2048, `gone` ≤ 1 |\n"
+    )
+    schema = {
+        "$defs": {
+            "url": {"type": "string", "minLength": 8, "maxLength": 99},
+            "x.y": {"properties": {"query": {"minLength": 1, "maxLength": 400}}},
+            "x.z": {
+                "properties": {
+                    "limit": {"minimum": 1, "maximum": 50},
+                    "urls": {"minItems": 1, "maxItems": 10, "items": {"$ref": "#/$defs/url"}},
+                }
+            },
+        }
+    }
+    assert capability_bounds_unlike_the_schema(page, schema) == (
+        3,
+        [
+            "`x.y` / `x.z`: `limit` ≤ 20 (schema: (1, 50))",
+            "`x.y` / `x.z`: `urls` 1..10 × 8..2048 (schema: (1, 10))",
+            "`x.y` / `x.z`: no argument gone",
+        ],
+    )
