@@ -560,3 +560,80 @@ def test_a_bound_unlike_the_schema_is_found(tmp_path: Path) -> None:
             "`x.y` / `x.z`: no argument gone",
         ],
     )
+
+
+# `splice <words> --option`, the words over lines too (a message written in two strings).
+_GIVES_AN_OPTION = re.compile(r"`splice [^`]*\s-")
+
+
+def message_strings(module: Path) -> str:
+    """The strings of a module a user may read (messages, hints, help), one a line: every
+    string constant but docstrings, an f-string with `{…}` for each value it formats."""
+    import ast
+
+    tree = ast.parse(module.read_text(encoding="utf-8"))
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+    }
+    skipped = docstrings | {  # and the pieces of an f-string, read as the f-string
+        id(part)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.JoinedStr)
+        for part in node.values
+    }
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr):
+            found.append(
+                "".join(
+                    part.value if isinstance(part, ast.Constant) else "{…}" for part in node.values
+                )
+            )
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in skipped
+        ):
+            found.append(node.value)
+    return "\n".join(text.replace("\n", " ") for text in found)
+
+
+def test_every_option_a_message_gives_a_command_is_one_it_takes(tmp_path: Path) -> None:
+    """What the CLI prints names commands too (``hint: Run `splice login --registry URL` ``,
+    help texts): each option a message, hint or help of the package gives after `splice
+    <command>` is one that command (and verb) takes, as for the pages."""
+    from splice_build.cli.parser import build_parser, load_commands
+
+    parser = build_parser(load_commands())
+    [commands] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    options = {name: set(sub._option_string_actions) for name, sub in commands.choices.items()}
+    texts = []
+    for index, module in enumerate(sorted(PACKAGE.rglob("*.py"))):
+        if not _GIVES_AN_OPTION.search(module.read_text(encoding="utf-8")):
+            continue  # gives no command an option: not parsed, to keep the test fast
+        texts.append(tmp_path / f"{index}-{module.stem}.txt")
+        texts[-1].write_text(message_strings(module), encoding="utf-8", errors="backslashreplace")
+    assert len(unknown_options(texts, {name: set() for name in options}, tmp_path)) > 10
+    assert unknown_options(texts, options, tmp_path, verb_options(commands.choices)) == []
+
+
+def test_a_message_giving_an_option_a_command_does_not_take_is_found(tmp_path: Path) -> None:
+    module = tmp_path / "mod.py"
+    module.write_text(
+        '"""`splice add --bogus` in a docstring is no message."""\n'
+        "# `splice add --bogus` in a comment neither\n"
+        'HINT = "Run `splice add " "--acept` or"\n'
+        'NEXT = f"`splice login --registry {url}` `splice list --jsn`"\n'
+    )
+    assert _GIVES_AN_OPTION.search(module.read_text())
+    page = tmp_path / "mod.txt"
+    page.write_text(message_strings(module))
+    options = {"add": {"--accept-permissions"}, "login": {"--registry"}, "list": {"--json"}}
+    assert unknown_options([page], options, tmp_path) == [
+        "mod.txt:1: add --acept",
+        "mod.txt:2: list --jsn",
+    ]
