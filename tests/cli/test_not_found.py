@@ -71,6 +71,9 @@ def test_a_mistyped_installed_package_or_tool_is_named(
         (["outdated", "@splice/exampel"], f"Did you mean @splice/example? {listed}"),
         (["update", "@splice/exampel"], f"Did you mean @splice/example? {listed}"),
         (["remove", "@acme/other"], listed),
+        # the namespace alone is no likeness: "@splice/" made any package of it the closest
+        (["update", "@splice/nope"], listed),
+        (["remove", "@splcie/example"], f"Did you mean @splice/example? {listed}"),
         (["run", "exampel.hello"], "Did you mean example.hello? Run `splice list` to see"),
         (["run", "@splice/exampl.hello"], "Did you mean @splice/example.hello? Run"),
     ):
