@@ -63,7 +63,10 @@ def mcp_grace(env: Mapping[str, str] | None = None) -> int:
     if value is None or value > MAX_GRACE_SECONDS:
         raise UsageError(
             f"{GRACE_ENV} must be a whole number of seconds from 0 to {MAX_GRACE_SECONDS}, "
-            f"got {raw[:40]!r}"
+            f"got {raw[:40]!r}",
+            # the command's --help, the hint otherwise, says nothing of the variable
+            hint=f"Unset {GRACE_ENV} for the default of {MCP_GRACE_SECONDS} s "
+            "(docs/mcp.md#stopping).",
         )
     return value
 

@@ -309,11 +309,16 @@ _COMMAND_LINE = re.compile(r"(?:`|^[ \t]*(?:\$ )?)(splice (?:[^`\n#]*))", re.M)
 
 
 def unknown_options(
-    pages: list[Path], options: dict[str, set[str]], root: Path = REPO
+    pages: list[Path],
+    options: dict[str, set[str]],
+    root: Path = REPO,
+    verbs: dict[str, dict[str, set[str]]] | None = None,
 ) -> list[str]:
     """Each `--option` (or `-x`) written after `splice <command>` in code or a command line
     that the command does not take, as 'page:line: command --option'; `options` maps each
-    command to the options it takes, the global ones included."""
+    command to the options it takes, the global ones included. `verbs` maps a command to the
+    options only one of its verbs takes (`registry`: `create-token` takes `--label`, `serve`
+    does not): after that verb no other verb's own option is taken."""
     unknown = []
     for page in pages:
         text = page.read_text(encoding="utf-8")
@@ -323,14 +328,45 @@ def unknown_options(
                 words = words[2:] if words[0] == "--registry" else words[1:]
             if not words or words[0] not in options:
                 continue
+            taken = _taken(words, options[words[0]], (verbs or {}).get(words[0], {}))
             for word in words[1:]:
                 if word == "--":
                     break
                 flag = re.sub(r"[^\w-]+$", "", word.split("=")[0])
-                if re.fullmatch(r"--[\w-]+|-\w", flag) and flag not in options[words[0]]:
+                if re.fullmatch(r"--[\w-]+|-\w", flag) and flag not in taken:
                     where = _where(page, root, text, match.start(1))
                     unknown.append(f"{where}: {words[0]} {flag}")
     return unknown
+
+
+def _taken(words: list[str], options: set[str], verbs: dict[str, set[str]]) -> set[str]:
+    """The options of the command line ``words``: the command's, less those of a verb other
+    than the one named (none left out when no verb is named)."""
+    verb = next((word for word in words[1:] if word in verbs), None)
+    if verb is None:
+        return options
+    return options - set().union(*verbs.values()) | verbs[verb]
+
+
+def verb_options(commands: dict[str, argparse.ArgumentParser]) -> dict[str, dict[str, set[str]]]:
+    """The options each verb alone takes: `registry`'s table (`TAKES`), and of another
+    command each option whose help starts with a verb (`create: a name to recognise it by`)."""
+    from splice_build.cli.commands.registry_cmd import TAKES
+
+    found: dict[str, dict[str, set[str]]] = {"registry": {v: set(o) for v, o in TAKES.items()}}
+    for name, parser in commands.items():
+        [first, *_] = [a for a in parser._actions if not a.option_strings] or [None]
+        if name in found or first is None or not first.choices:
+            continue
+        found[name] = {
+            verb: {
+                a.option_strings[0]
+                for a in parser._actions
+                if a.option_strings and (a.help or "").startswith(f"{verb}: ")
+            }
+            for verb in first.choices
+        }
+    return found
 
 
 def test_every_option_the_docs_give_a_command_is_one_it_takes() -> None:
@@ -339,9 +375,12 @@ def test_every_option_the_docs_give_a_command_is_one_it_takes() -> None:
     parser = build_parser(load_commands())
     [commands] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     options = {name: set(sub._option_string_actions) for name, sub in commands.choices.items()}
+    verbs = verb_options(commands.choices)
+    assert {"--key"} == verbs["keys"]["register"] and "--label" in verbs["token"]["create"]
+    assert "--label" not in verbs["registry"]["serve"]
     pages = [*PAGES, REPO / "bench" / "README.md"]
     assert len(unknown_options(pages, {name: set() for name in options})) > 100  # it reads them
-    assert unknown_options(pages, options) == []
+    assert unknown_options(pages, options, verbs=verbs) == []
 
 
 def test_an_option_a_command_does_not_take_is_found(tmp_path: Path) -> None:
@@ -356,6 +395,19 @@ def test_an_option_a_command_does_not_take_is_found(tmp_path: Path) -> None:
         "a.md:1: add --acept",
         "a.md:4: run --jsn",
     ]
+    page.write_text(
+        "`splice token create --label ci` `splice token list --label ci --json`\n"
+        "`splice token --label ci` `splice registry serve --show`\n"
+    )
+    options = {"token": {"--label", "--json"}, "registry": {"--show"}}
+    verbs = {
+        "token": {"create": {"--label"}, "list": set()},
+        "registry": {"serve": set(), "create-token": {"--show"}},
+    }
+    assert unknown_options([page], options, tmp_path, verbs) == [
+        "a.md:1: token --label",
+        "a.md:2: registry --show",
+    ]
 
 
 def test_the_readme_lists_every_page_of_docs() -> None:
@@ -364,3 +416,224 @@ def test_the_readme_lists_every_page_of_docs() -> None:
     table = readme.split("## Documentation", 1)[1].split("\n## ", 1)[0]
     listed = set(re.findall(r"\]\((docs/[\w-]+\.md)\)", table))
     assert listed == {f"docs/{page.name}" for page in PAGES if page.parent.name == "docs"}
+
+
+def codes_of_the_usage_row(page: Path) -> set[str]:
+    """The error codes cli.md's table of exit codes names in its row of exit 2."""
+    from splice_build.errors import ErrorCode
+
+    [row] = re.findall(r"^\| 2 \|.*$", page.read_text(encoding="utf-8"), re.M)
+    return {name for name in re.findall(r"`([A-Z][A-Z_]+)`", row) if name in ErrorCode.__members__}
+
+
+def test_cli_md_names_every_code_that_exits_2_and_no_other() -> None:
+    """A user scripting around exit codes reads cli.md's table: its row of exit 2 names each
+    code the CLI ends with 2 (`SpliceError.exit_code`), and no code that ends with 1."""
+    from splice_build.errors import EXIT_USAGE, ErrorCode, SpliceError
+
+    usage = {code.value for code in ErrorCode if SpliceError(code, "").exit_code == EXIT_USAGE}
+    assert "INVALID_CONFIG" in usage
+    assert codes_of_the_usage_row(REPO / "docs" / "cli.md") == usage
+
+
+def test_the_codes_of_the_usage_row_are_read(tmp_path: Path) -> None:
+    page = tmp_path / "cli.md"
+    page.write_text("| 1 | `DISK_FULL` |\n| 2 | usage (`USAGE`, `INVALID_REF`, `SPLICE_TOKEN`) |\n")
+    assert codes_of_the_usage_row(page) == {"USAGE", "INVALID_REF"}
+
+
+def test_every_variable_splice_reads_is_named_by_a_page() -> None:
+    """A user can look up each `SPLICE_*` variable Splice reads: every such name the package
+    (or dodo.py) spells as a string is named by a page (cli.md's table, registry.md's, ...)."""
+    read = set(re.findall(r"[\"'](SPLICE_[A-Z0-9_]+)[\"']", _source()))
+    assert {"SPLICE_HOME", "SPLICE_MCP_STOP_GRACE"} <= read
+    named = {name for page in PAGES for name in re.findall(r"`(SPLICE_\w+)", page.read_text())}
+    assert sorted(read - named) == []
+
+
+def test_mcp_md_names_every_meta_key_the_server_writes() -> None:
+    """A client reads `_meta` by its keys: each `io.spliceloom/…` key the server writes is
+    named in mcp.md (`io.spliceloom/isolation`, on every call that started a process, was
+    named only in security.md)."""
+    source = "\n".join(p.read_text(encoding="utf-8") for p in (PACKAGE / "mcp").rglob("*.py"))
+    written = set(re.findall(r"\{META_PREFIX\}(\w+)", source))
+    assert {"isolation", "error", "billed"} <= written
+    page = (REPO / "docs" / "mcp.md").read_text(encoding="utf-8")
+    assert sorted(key for key in written if f"io.spliceloom/{key}" not in page) == []
+
+
+_ARGUMENT_BOUND = re.compile(
+    r"`(\w+)`(?:/`(\w+)`)?\s+(?:≤\s*(\d+(?:,\d{3})*)(\s*MiB)?|(\d+)\.\.(\d+))(?:\s*×\s*(\d+)\.\.(\d+))?"
+)
+
+
+def capability_bounds_unlike_the_schema(page: Path, schema: dict) -> tuple[int, list[str]]:
+    """How many bounds capabilities.md's table gives (`query` 1..400, `limit` ≤ 20, `maxBytes`
+    ≤ 5 MiB, `urls` 1..10 × 8..2048 for the items), and each that differs from the schema of
+    a capability of its row (its lengths, values or items, `$ref`s followed)."""
+    defs = schema["$defs"]
+
+    def resolved(node: dict) -> dict:
+        while "$ref" in node:
+            node = defs[node["$ref"].rsplit("/", 1)[1]]
+        return node
+
+    def bounds(node: dict) -> tuple[int | None, int | None] | None:
+        node = resolved(node)
+        for low, high in (
+            ("minLength", "maxLength"),
+            ("minimum", "maximum"),
+            ("minItems", "maxItems"),
+        ):
+            if low in node or high in node:
+                return node.get(low), node.get(high)
+        return None
+
+    table = page.read_text(encoding="utf-8").split("## Capabilities with providers", 1)[1]
+    table = table.split("\n## ", 1)[0]
+    checked, unlike = 0, []
+    for names, arguments in re.findall(r"^\| (`[^|]+) \| [^|]+ \| ([^|]+) \|$", table, re.M):
+        capabilities = re.findall(r"`([\w.]+)`", names)
+        for said in _ARGUMENT_BOUND.finditer(arguments):
+            for name in filter(None, said.group(1, 2)):
+                properties = [
+                    defs[c]["properties"][name]
+                    for c in capabilities
+                    if name in defs[c].get("properties", {})
+                ]
+                if not properties:
+                    unlike.append(f"{names}: no argument {name}")
+                for node in properties:
+                    checked += 1
+                    if said.group(3):
+                        most = int(said.group(3).replace(",", "")) * (2**20 if said.group(4) else 1)
+                        ok = (bounds(node) or (None, None))[1] == most
+                    else:
+                        ok = bounds(node) == (int(said.group(5)), int(said.group(6)))
+                    if said.group(7):
+                        items = (int(said.group(7)), int(said.group(8)))
+                        ok = ok and bounds(resolved(node)["items"]) == items
+                    if not ok:
+                        unlike.append(f"{names}: {said.group(0)} (schema: {bounds(node)})")
+    return checked, unlike
+
+
+def test_capabilities_md_gives_the_bounds_of_the_argument_schema() -> None:
+    """The table of capabilities and their arguments is what the broker checks
+    (schemas/capability_args.json), and its list of billed capabilities what the catalogue
+    marks billed (schemas/capabilities.json)."""
+    import json
+
+    page = REPO / "docs" / "capabilities.md"
+    schema = json.loads((PACKAGE / "schemas" / "capability_args.json").read_text(encoding="utf-8"))
+    checked, unlike = capability_bounds_unlike_the_schema(page, schema)
+    assert checked >= 20 and unlike == []
+    catalogue = json.loads((PACKAGE / "schemas" / "capabilities.json").read_text(encoding="utf-8"))
+    billed = {entry["name"] for entry in catalogue["capabilities"] if entry["billed"]}
+    said = page.read_text(encoding="utf-8").split("Billed capabilities (", 1)[1].split(")", 1)[0]
+    assert set(re.findall(r"`([\w.]+)`", said)) == billed
+
+
+def test_a_bound_unlike_the_schema_is_found(tmp_path: Path) -> None:
+    page = tmp_path / "capabilities.md"
+    page.write_text(
+        "## Capabilities with providers in this build\n\n| a | b | c |\n| --- | --- | --- |\n"
+        "| `x.y` / `x.z` | p | `query` 1..400, `limit` ≤ 20, `urls` 1..10 × 8..2048, `gone` ≤ 1 |\n"
+    )
+    schema = {
+        "$defs": {
+            "url": {"type": "string", "minLength": 8, "maxLength": 99},
+            "x.y": {"properties": {"query": {"minLength": 1, "maxLength": 400}}},
+            "x.z": {
+                "properties": {
+                    "limit": {"minimum": 1, "maximum": 50},
+                    "urls": {"minItems": 1, "maxItems": 10, "items": {"$ref": "#/$defs/url"}},
+                }
+            },
+        }
+    }
+    assert capability_bounds_unlike_the_schema(page, schema) == (
+        3,
+        [
+            "`x.y` / `x.z`: `limit` ≤ 20 (schema: (1, 50))",
+            "`x.y` / `x.z`: `urls` 1..10 × 8..2048 (schema: (1, 10))",
+            "`x.y` / `x.z`: no argument gone",
+        ],
+    )
+
+
+# `splice <words> --option`, the words over lines too (a message written in two strings).
+_GIVES_AN_OPTION = re.compile(r"`splice [^`]*\s-")
+
+
+def message_strings(module: Path) -> str:
+    """The strings of a module a user may read (messages, hints, help), one a line: every
+    string constant but docstrings, an f-string with `{…}` for each value it formats."""
+    import ast
+
+    tree = ast.parse(module.read_text(encoding="utf-8"))
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+    }
+    skipped = docstrings | {  # and the pieces of an f-string, read as the f-string
+        id(part)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.JoinedStr)
+        for part in node.values
+    }
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr):
+            found.append(
+                "".join(
+                    part.value if isinstance(part, ast.Constant) else "{…}" for part in node.values
+                )
+            )
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in skipped
+        ):
+            found.append(node.value)
+    return "\n".join(text.replace("\n", " ") for text in found)
+
+
+def test_every_option_a_message_gives_a_command_is_one_it_takes(tmp_path: Path) -> None:
+    """What the CLI prints names commands too (``hint: Run `splice login --registry URL` ``,
+    help texts): each option a message, hint or help of the package gives after `splice
+    <command>` is one that command (and verb) takes, as for the pages."""
+    from splice_build.cli.parser import build_parser, load_commands
+
+    parser = build_parser(load_commands())
+    [commands] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    options = {name: set(sub._option_string_actions) for name, sub in commands.choices.items()}
+    texts = []
+    for index, module in enumerate(sorted(PACKAGE.rglob("*.py"))):
+        if not _GIVES_AN_OPTION.search(module.read_text(encoding="utf-8")):
+            continue  # gives no command an option: not parsed, to keep the test fast
+        texts.append(tmp_path / f"{index}-{module.stem}.txt")
+        texts[-1].write_text(message_strings(module), encoding="utf-8", errors="backslashreplace")
+    assert len(unknown_options(texts, {name: set() for name in options}, tmp_path)) > 10
+    assert unknown_options(texts, options, tmp_path, verb_options(commands.choices)) == []
+
+
+def test_a_message_giving_an_option_a_command_does_not_take_is_found(tmp_path: Path) -> None:
+    module = tmp_path / "mod.py"
+    module.write_text(
+        '"""`splice add --bogus` in a docstring is no message."""\n'
+        "# `splice add --bogus` in a comment neither\n"
+        'HINT = "Run `splice add " "--acept` or"\n'
+        'NEXT = f"`splice login --registry {url}` `splice list --jsn`"\n'
+    )
+    assert _GIVES_AN_OPTION.search(module.read_text())
+    page = tmp_path / "mod.txt"
+    page.write_text(message_strings(module))
+    options = {"add": {"--accept-permissions"}, "login": {"--registry"}, "list": {"--json"}}
+    assert unknown_options([page], options, tmp_path) == [
+        "mod.txt:1: add --acept",
+        "mod.txt:2: list --jsn",
+    ]

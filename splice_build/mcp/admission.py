@@ -53,7 +53,10 @@ def default_max_calls(env: Mapping[str, str] | None = None) -> int:
     if value is None or value < 1:
         raise UsageError(
             f"{MAX_CALLS_ENV} must be a positive integer of at most {MAX_CALLS_DIGITS} digits, "
-            f"got {raw[:40]!r}"
+            f"got {raw[:40]!r}",
+            # `splice registry --help`, the hint otherwise, says nothing of the variable
+            hint=f"Unset {MAX_CALLS_ENV} to run as many calls at once as there are cores "
+            "(docs/mcp.md#admission-control).",
         )
     return value
 

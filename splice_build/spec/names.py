@@ -201,10 +201,20 @@ def did_you_mean(given: str, names: Iterable[str]) -> str:
 
 def closest(given: str, names: Iterable[str]) -> str | None:
     """The one of ``names`` closest to ``given`` (``difflib``'s), else None: for a mistyped
-    name, tool, or key of a file (project/project_file.py, project/workspace.py)."""
+    name, tool, or key of a file (project/project_file.py, project/workspace.py). A package
+    (``@ns/name``, ``@ns/name.tool``) is compared by what follows its namespace, when both
+    have one: the shared ``@splice/`` made any package of the namespace close, so
+    ``splice update @splice/nope`` was hinted ``Did you mean @splice/files?``."""
     import difflib  # only on such an error: a command that succeeds never needs it
 
-    close = difflib.get_close_matches(given, list(names), n=1)
+    names = list(names)
+    if given.startswith("@") and names and all(name.startswith("@") for name in names):
+        by_rest: dict[str, str] = {}
+        for name in names:  # the first of names sharing a rest, as the list gives them
+            by_rest.setdefault(name.partition("/")[2], name)
+        close = difflib.get_close_matches(given.partition("/")[2], list(by_rest), n=1)
+        return by_rest[close[0]] if close else None
+    close = difflib.get_close_matches(given, names, n=1)
     return close[0] if close else None
 
 

@@ -133,29 +133,30 @@ def collect_package_files(directory: Path) -> dict[str, bytes]:
     return {path: collected.files[path] for path in sorted(collected.files, key=utf16_sort_key)}
 
 
-def collect_package(directory: Path) -> dict[str, bytes]:
+def collect_package(directory: Path, *, command: str = "pack") -> dict[str, bytes]:
     """``collect_package_files`` of a directory that holds a ``manifest.json``, refused
     before anything in it is read when it does not: no package is there (most often the
     project, or the directory above the package where `splice pack ./my-skill` left its
     archive), so what the walk would find in it (that archive, a link, 500 files) is beside
-    the point."""
+    the point. ``command``: the ``splice`` command the hint shows naming the package."""
     from splice_build.spec.manifest import MANIFEST_FILE
     from splice_build.spec.package import no_manifest
 
     if directory.is_dir() and not os.path.lexists(directory / MANIFEST_FILE):
-        raise no_manifest(str(directory))
+        raise no_manifest(str(directory), command)
     return collect_package_files(directory)
 
 
-def pack_directory(directory: Path) -> PackResult:
+def pack_directory(directory: Path, *, command: str = "pack") -> PackResult:
     """Collect, validate (``validate_package_files``) and pack a package directory.
 
-    Raises SpecError(INVALID_PACKAGE) for every problem: collecting, validating or packing.
+    Raises SpecError(INVALID_PACKAGE) for every problem: collecting, validating or packing;
+    ``command`` as for ``collect_package``.
     """
     from splice_build.spec.package import validate_package_files
 
-    files = collect_package(directory)
-    manifest = validate_package_files(files, directory=str(directory))
+    files = collect_package(directory, command=command)
+    manifest = validate_package_files(files, directory=str(directory), command=command)
     try:
         archive = pack_archive(files)
     except SpecError as exc:

@@ -41,12 +41,15 @@ def validate_skill_md(data: bytes) -> list[str]:
     return []
 
 
-def validate_package_files(files: Mapping[str, bytes], *, directory: str | None = None) -> Manifest:
+def validate_package_files(
+    files: Mapping[str, bytes], *, directory: str | None = None, command: str = "pack"
+) -> Manifest:
     """The package's manifest, when ``files`` (package-relative path → bytes) form a valid package.
 
     Raises SpecError INVALID_PACKAGE with one detail per problem. ``directory``: where the
     files were collected, named in the hint when it holds no ``manifest.json`` (``splice
-    publish`` run in the project rather than in the package).
+    publish`` run in the project rather than in the package), with ``command`` as the
+    ``splice`` command that names the package's directory.
     """
     problems: list[str] = []
     manifest = _manifest(files, problems)
@@ -66,7 +69,7 @@ def validate_package_files(files: Mapping[str, bytes], *, directory: str | None 
     if problems:
         hint = None
         if directory is not None and MANIFEST_FILE not in files:
-            hint = no_manifest_hint(directory)
+            hint = no_manifest_hint(directory, command)
         raise SpecError(
             ErrorCode.INVALID_PACKAGE, "Package is invalid", details=problems, hint=hint
         )
@@ -74,23 +77,24 @@ def validate_package_files(files: Mapping[str, bytes], *, directory: str | None 
     return manifest
 
 
-def no_manifest_hint(directory: str) -> str:
+def no_manifest_hint(directory: str, command: str) -> str:
     """The hint for a directory that holds no ``manifest.json``: most often the project, or
-    the directory above the package, where a command was run without naming the package."""
+    the directory above the package, where ``splice <command>`` was run without naming the
+    package (the hint of ``splice validate`` told it to ``splice pack``)."""
     return (
         f"{directory} holds no {MANIFEST_FILE}: run the command in the package's "
-        "directory, or name it (`splice pack ./my-skill`)"
+        f"directory, or name it (`splice {command} ./my-skill`)"
     )
 
 
-def no_manifest(directory: str) -> SpecError:
+def no_manifest(directory: str, command: str) -> SpecError:
     """``INVALID_PACKAGE`` for a directory with no ``manifest.json`` at its top
     (``spec/pack.collect_package``)."""
     return SpecError(
         ErrorCode.INVALID_PACKAGE,
         "Package is invalid",
         details=[f"{MANIFEST_FILE} is missing"],
-        hint=no_manifest_hint(directory),
+        hint=no_manifest_hint(directory, command),
     )
 
 

@@ -139,30 +139,55 @@ def test_every_option_says_what_it_takes_in_the_help() -> None:
     assert unsaid == []
 
 
-def test_every_option_with_a_default_names_it_in_the_help() -> None:
+def test_every_option_or_operand_with_a_default_names_it_in_the_help() -> None:
     """An option taking a value that has a default says which: `splice sync --help` showed
     `-j N  run N tasks at once` (1 unless given) and `splice demo --help` `--name NAME`
-    (Splice), where `search --limit` says `default 20`."""
+    (Splice), where `search --limit` says `default 20`. So does an operand that may be left
+    out: `splice validate --help` showed `target  package directory or archive`, with no word
+    of the `.` read without one, where `pack`, `publish` and `init` say `(default: .)`."""
     unsaid = [
-        f"{name} {action.option_strings[0]}"
-        for name, action in _options()
+        f"{name} {action.option_strings[0] if action.option_strings else action.dest}"
+        for name, action in _options(operands=True)
         if action.nargs != 0
         and action.default not in (None, [], argparse.SUPPRESS)
-        and not ("default" in (action.help or "") and str(action.default) in action.help)
+        and not (
+            "default" in (action.help or "")
+            and all(str(value) in action.help for value in _values(action.default))
+        )
     ]
     assert unsaid == []
 
 
-def _options() -> list[tuple[str, argparse.Action]]:
-    """Each option of each command, with the command's name."""
-    parser = build_parser(load_commands())
-    (sub,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+def test_keys_help_says_what_each_action_takes() -> None:
+    """`splice keys --help` said of its operands only "name, @namespace or key id": nothing of
+    `trust`'s public key file, or of `revoke` and `trust` taking a namespace and a key."""
+    from splice_build.cli.commands.keys import USAGE
+
+    [command] = [c for name, c in _commands() if name == "keys"]
+    shown = " ".join(command.format_help().split())
+    assert [u for u in USAGE.values() if u.removeprefix("keys ") not in shown] == []
+
+
+def _values(default: object) -> list[object]:
+    """The values of an option's default: the items of a list (`secret-scan`'s `['.']`)."""
+    return list(default) if isinstance(default, list) else [default]
+
+
+def _options(*, operands: bool = False) -> list[tuple[str, argparse.Action]]:
+    """Each option of each command, with the command's name; ``operands``: its operands too."""
     return [
         (name, action)
-        for name, command in sub.choices.items()
+        for name, command in _commands()
         for action in command._actions
-        if action.option_strings
+        if action.option_strings or operands
     ]
+
+
+def _commands() -> list[tuple[str, argparse.ArgumentParser]]:
+    """Each command's name and parser."""
+    parser = build_parser(load_commands())
+    (sub,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return list(sub.choices.items())
 
 
 def test_a_mistyped_command_or_option_names_the_closest_one() -> None:

@@ -71,6 +71,9 @@ def test_a_mistyped_installed_package_or_tool_is_named(
         (["outdated", "@splice/exampel"], f"Did you mean @splice/example? {listed}"),
         (["update", "@splice/exampel"], f"Did you mean @splice/example? {listed}"),
         (["remove", "@acme/other"], listed),
+        # the namespace alone is no likeness: "@splice/" made any package of it the closest
+        (["update", "@splice/nope"], listed),
+        (["remove", "@splcie/example"], f"Did you mean @splice/example? {listed}"),
         (["run", "exampel.hello"], "Did you mean example.hello? Run `splice list` to see"),
         (["run", "@splice/exampl.hello"], "Did you mean @splice/example.hello? Run"),
     ):
@@ -144,17 +147,18 @@ def test_validate_pack_and_publish_outside_a_package_say_where_they_looked(
     and "SKILL.md is missing" with no word of the directory read; the hint names it. So it
     does where `splice pack ./my-skill` (docs/skills.md) left its archive: run there, the
     three said "A package cannot contain a packed package archive", hint "Move it out of the
-    package directory", of a directory that was no package."""
+    package directory", of a directory that was no package. Each names itself as the way to
+    name the package (`splice validate` and `splice publish` hinted `splice pack ./my-skill`)."""
     from splice_build.cli.main import main
 
     monkeypatch.setenv("SPLICE_HOME", str(tmp_path / "home"))
     monkeypatch.chdir(new_project(tmp_path / "project"))
     (tmp_path / "project/acme-greeter-1.0.0.tar.gz").write_bytes(artifact(tmp_path / "src"))
-    hint = (
-        f"{tmp_path / 'project'} holds no manifest.json: run the command in the package's "
-        "directory, or name it (`splice pack ./my-skill`)"
-    )
     for argv in (["validate"], ["pack"], ["publish", "--dry-run"]):
+        hint = (
+            f"{tmp_path / 'project'} holds no manifest.json: run the command in the package's "
+            f"directory, or name it (`splice {argv[0]} ./my-skill`)"
+        )
         capsys.readouterr()
         assert main(["--json", *argv]) == 1, argv
         error = json.loads(capsys.readouterr().out)["error"]

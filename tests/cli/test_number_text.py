@@ -110,6 +110,14 @@ def test_every_typed_flag_refuses_with_a_safe_message() -> None:
     assert seen == NUMERIC_FLAGS
 
 
+def test_cli_md_lists_every_numeric_flag() -> None:
+    """cli.md says which flags are numbers written in ASCII digits only: its list is the one
+    the parser's types make (a new numeric flag, or one no longer numeric, is said there)."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text(encoding="utf-8")
+    listed = page.split("A number, in a setting above or a flag (", 1)[1].split(")", 1)[0]
+    assert set(re.findall(r"`(--[\w-]+)`", listed)) == {flag for _, flag in NUMERIC_FLAGS}
+
+
 @pytest.mark.parametrize(
     ("name", "good", "wanted", "decimal"),
     [

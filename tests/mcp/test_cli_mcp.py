@@ -112,6 +112,29 @@ def test_max_calls_from_the_environment_is_ascii_digits_or_usage(tmp_path: Path)
     assert caught.value.code == ErrorCode.USAGE
 
 
+def test_a_bad_server_variable_is_hinted_what_to_do_not_the_help(tmp_path: Path) -> None:
+    """A bad SPLICE_MCP_STOP_GRACE or SPLICE_MCP_MAX_CALLS was hinted "run `splice mcp
+    --help`" (or `splice registry --help`), a help that never names the variable: the hint
+    now says what unsetting it gives, and where the page is."""
+    assert run_splice("init", cwd=tmp_path).code == 0
+    for argv, env, hint in (
+        (
+            ["mcp"],
+            {"SPLICE_MCP_STOP_GRACE": "-1"},
+            "Unset SPLICE_MCP_STOP_GRACE for the default of 5 s (docs/mcp.md#stopping).",
+        ),
+        (
+            ["registry", "serve", "--port", "0", "--data", str(tmp_path / "data")],
+            {"SPLICE_MCP_MAX_CALLS": "0"},
+            "Unset SPLICE_MCP_MAX_CALLS to run as many calls at once as there are cores "
+            "(docs/mcp.md#admission-control).",
+        ),
+    ):
+        done = run_splice("--json", *argv, cwd=tmp_path, env=env)
+        assert done.code == 2, (argv, done.stderr)
+        assert done.json()["error"]["hint"] == hint, argv
+
+
 def test_a_broken_lock_is_answered_with_its_code_not_as_an_internal_error(
     tmp_path: Path,
 ) -> None:

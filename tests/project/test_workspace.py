@@ -202,6 +202,11 @@ def test_workspace_command_creates_the_table(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n')
     (tmp_path / "libs" / "one").mkdir(parents=True)  # no project yet: not found, so added
     done = run_splice("workspace", "--root", str(tmp_path), "add", "libs/one", cwd=tmp_path)
+    # named alone it is no member yet: sync said "No project", hinting this very command
+    assert done.stderr == (
+        "warning: libs/one holds no splice.json: it is synced once `splice init libs/one` "
+        "makes it a project\n"
+    )
     new_project(tmp_path / "libs" / "one")
     assert done.code == 0, done.stderr
     text = (tmp_path / "pyproject.toml").read_text()
@@ -209,6 +214,9 @@ def test_workspace_command_creates_the_table(tmp_path: Path) -> None:
     assert "[tool.splice.workspace]" in text and '"libs/one"' in text
     listed = run_splice("--json", "workspace", "list", cwd=tmp_path / "libs")
     assert listed.json()["members"] == ["libs/one"]
+    new_project(tmp_path / "libs" / "two")
+    two = run_splice("workspace", "--root", str(tmp_path), "add", "libs/two", cwd=tmp_path)
+    assert (two.code, two.stderr) == (0, "")
     outside = run_splice("workspace", "--root", str(tmp_path), "add", "/", cwd=tmp_path)
     assert outside.code == 2
 

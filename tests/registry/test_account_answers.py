@@ -216,3 +216,32 @@ def test_whoami_names_the_registry_it_asked(world: World) -> None:
     assert json_done.code == 0 and text_done.code == 0, (json_done.stderr, text_done.stderr)
     assert json_done.json()["registry"] == world.url
     assert text_done.stdout.splitlines()[0] == f"{USER} on {world.url}"
+
+
+def test_token_list_says_expired_of_a_token_past_its_expiry(world: World) -> None:
+    """`splice token list` showed a token past its `expiresAt` as `active` (only `revokedAt`
+    was read), though the registry answers it 401. The real server's answer, with one
+    token's expiry moved to the past (the answer it gives once that day has come) and
+    another's to the future."""
+    past, future = "2020-01-02T03:04:05.006Z", "2999-01-02T03:04:05.006Z"
+
+    def expiring(answer: Any) -> Any:
+        mine = next(token for token in answer["tokens"] if token["current"])
+        return {
+            "tokens": [
+                {**mine, "current": False, "id": "tok_0000000000000001", "expiresAt": past},
+                {**mine, "expiresAt": future},
+            ]
+        }
+
+    world.twist = lambda path, answer: expiring(answer) if path == "/auth/tokens" else answer
+    try:
+        done = run_splice(
+            "token", "list", "--registry", world.url, env={"SPLICE_TOKEN": world.token}
+        )
+    finally:
+        world.twist = None
+    assert done.code == 0, done.stderr
+    first, second = done.stdout.splitlines()
+    assert first.endswith(f"  expired {past}"), first
+    assert second.endswith(f"  active, expires {future} (current)"), second

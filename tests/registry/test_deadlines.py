@@ -137,22 +137,27 @@ def test_a_malformed_deadline_is_a_config_error(project: Path, served: str, valu
         assert done.json()["error"]["code"] == "INVALID_CONFIG"
 
 
-def test_an_over_limit_value_names_the_exact_limit() -> None:
+def test_a_refused_value_is_told_the_form_and_the_exact_limit() -> None:
     """The bounds docs/registry.md#deadlines gives (a day, 1 GiB/s) are named exactly: the
-    rate's read 'up to 1.07374e+09', a number no one can type back as the limit."""
+    rate's read 'up to 1.07374e+09', a number no one can type back as the limit. And the
+    message says the form cli.md gives: it read "must be a positive number", of 1.5 bytes/s,
+    1e3 s or .5 s, each a positive number to whoever typed it."""
     from splice_build.errors import ProjectError
     from splice_build.registry.client.deadline import Deadlines
 
-    for name, value, limit in (
-        ("SPLICE_REGISTRY_DEADLINE", "86401", "86400"),
-        ("SPLICE_REGISTRY_MIN_RATE", "2000000000", "1073741824"),
+    seconds = "seconds as N or N.N in ASCII digits, above 0 and up to 86400"
+    rate = "whole bytes per second in ASCII digits, from 1 to 1073741824"
+    for name, value, wanted in (
+        ("SPLICE_REGISTRY_DEADLINE", "86401", seconds),
+        ("SPLICE_REGISTRY_DEADLINE", "1e3", seconds),
+        ("SPLICE_REGISTRY_DEADLINE", ".5", seconds),
+        ("SPLICE_REGISTRY_MIN_RATE", "2000000000", rate),
+        ("SPLICE_REGISTRY_MIN_RATE", "1.5", rate),
     ):
         with pytest.raises(ProjectError) as caught:
             Deadlines.from_env({name: value})
         assert caught.value.code.value == "INVALID_CONFIG"
-        assert (
-            caught.value.message == f"{name} must be a positive number up to {limit}, not {value!r}"
-        )
+        assert caught.value.message == f"{name} must be {wanted}, not {value!r}"
     assert Deadlines.from_env({"SPLICE_REGISTRY_MIN_RATE": "1073741824"}).min_rate == 1024**3
 
 

@@ -23,7 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="?",
         default="list",
         choices=("list", "get", "set", "unset"),
-        help="list (the default): every setting and where the registry comes from",
+        help="list (the default): the home, the registry and where it comes from (with "
+        "--json also every key of config.json); get, set, unset: the registry",
     )
     parser.add_argument("key", nargs="?", help="the setting (only: registry)")
     parser.add_argument("value", nargs="?", help="the new value (set only): a URL or an alias")

@@ -45,7 +45,8 @@ USAGE = {
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     # One flat parser (no nested sub-parsers) so the global options work after any word.
     parser.add_argument("action", choices=tuple(ARITY), help="what to do with keys")
-    parser.add_argument("words", nargs="*", metavar="arg", help="name, @namespace or key id")
+    operands = "; ".join(usage.removeprefix("keys ") for usage in USAGE.values())
+    parser.add_argument("words", nargs="*", metavar="arg", help=f"what each takes: {operands}")
     parser.add_argument("--key", metavar="NAME", help="register: the local key (default: default)")
 
 

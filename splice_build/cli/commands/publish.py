@@ -61,7 +61,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     home = SpliceHome.from_env(ctx.env)
     key = _load_key(home, args.key) if args.sign else None
     directory = ctx.cwd / args.dir
-    packed = pack_directory(directory)
+    packed = pack_directory(directory, command="publish")
     manifest = packed.manifest
     require_visible_text(manifest)
     require_visible_paths(packed.files)

@@ -7,6 +7,8 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from splice_build.cli import arg_types
@@ -59,14 +61,33 @@ def _check(args: argparse.Namespace) -> None:
 def _list_text(tokens: list[dict[str, Any]]) -> str:
     if not tokens:
         return "No tokens."
+    now = datetime.now(UTC)
     lines = []
     for t in tokens:
-        state = "revoked" if t.get("revokedAt") else "active"
+        state = _state(t, now)
         scope = ", ".join(f"@{ns}" for ns in t["namespaces"]) if t.get("namespaces") else "all"
         kind = "managing" if t.get("canManage") else "publish-only"
         current = " (current)" if t.get("current") else ""
         lines.append(f"{t['id']}  {t['label']}  {kind}  scope: {scope}  {state}{current}")
     return "\n".join(lines)
+
+
+def _state(token: Mapping[str, Any], now: datetime) -> str:
+    """``revoked``, ``expired`` or ``active``, with the expiry a token has: the list said
+    ``active`` of a token past its ``expiresAt``, which the registry refuses (401). An expiry
+    that is no time is shown as the registry gave it, never called active."""
+    if token.get("revokedAt"):
+        return "revoked"
+    expires = token.get("expiresAt")
+    if not expires:
+        return "active"
+    try:
+        when = datetime.fromisoformat(str(expires))
+    except ValueError:
+        return f"expires {expires}"
+    if when.tzinfo is None:  # the registry writes UTC (registry/service/clock.py)
+        when = when.replace(tzinfo=UTC)
+    return f"expired {expires}" if when <= now else f"active, expires {expires}"
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:

@@ -15,7 +15,11 @@ NEEDS_PROJECT = False
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "target", nargs="?", default=".", type=arg_types.path, help="package directory or archive"
+        "target",
+        nargs="?",
+        default=".",
+        type=arg_types.path,
+        help="package directory or archive (default: .)",
     )
 
 
@@ -32,7 +36,7 @@ def _load_files(target: Path) -> tuple[dict[str, bytes], str]:
     from splice_build.spec.pack import collect_package
 
     if target.is_dir():
-        return collect_package(target), "directory"
+        return collect_package(target, command="validate"), "directory"
     if not target.is_file():
         raise SpecError(
             ErrorCode.INVALID_PACKAGE, f"No package directory or archive at {target}", hint=_TAKES
@@ -53,7 +57,9 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
 
     target = ctx.cwd / args.target
     files, kind = _load_files(target)
-    manifest = validate_package_files(files, directory=str(target) if kind == "directory" else None)
+    manifest = validate_package_files(
+        files, directory=str(target) if kind == "directory" else None, command="validate"
+    )
     require_visible_text(manifest)
     require_visible_paths(files)
     tools = [f"{manifest.name}.{tool.name}" for tool in manifest.tools]

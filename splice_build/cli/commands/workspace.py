@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from splice_build.cli.commands.sync import workspace_root
@@ -62,6 +63,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         read_config,
         remove_member,
     )
+    from splice_build.spec.project_state import PROJECT_FILE
 
     if (args.action == "list") != (args.directory is None):
         wanted = "takes no directory" if args.action == "list" else "needs a directory"
@@ -93,6 +95,13 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         if read_config(root / PYPROJECT) is not None
         else f": no [tool.splice.workspace] table in {PYPROJECT}, every project found is a member"
     )
+    if outcome == "added" and not os.path.lexists(directory / PROJECT_FILE):
+        # A member is a directory holding a splice.json: named alone, sync still found none
+        # (and said "No project …", hinting this very command).
+        ctx.out.warn(
+            f"{path} holds no {PROJECT_FILE}: it is synced once `splice init {path}` makes it "
+            "a project"
+        )
     # the root and the member are the checkout's directories: one line each (one_line_fields)
     ctx.out.result(
         {"root": str(root), "directory": path, "outcome": outcome},

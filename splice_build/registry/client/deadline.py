@@ -53,7 +53,11 @@ def _seconds(text: str) -> float:
         return DEFAULT_DEADLINE
     value = decimal_number(text, MAX_DIGITS)
     if value is None or not 0 < value <= MAX_DEADLINE:
-        raise _invalid(DEADLINE_ENV, text, f"a positive number up to {MAX_DEADLINE:.0f}")
+        raise _invalid(
+            DEADLINE_ENV,
+            text,
+            f"seconds as N or N.N in ASCII digits, above 0 and up to {MAX_DEADLINE:.0f}",
+        )
     return value
 
 
@@ -64,7 +68,9 @@ def _rate(text: str) -> int:
         return DEFAULT_MIN_RATE
     value = whole_number(text, MAX_DIGITS)
     if value is None or not 0 < value <= MAX_MIN_RATE:
-        raise _invalid(MIN_RATE_ENV, text, f"a positive number up to {MAX_MIN_RATE}")
+        raise _invalid(
+            MIN_RATE_ENV, text, f"whole bytes per second in ASCII digits, from 1 to {MAX_MIN_RATE}"
+        )
     return value
 
 
