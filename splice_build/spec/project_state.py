@@ -322,7 +322,7 @@ class RunMemo:
         missing = self._absent.get(real)
         while names:
             if missing is not None:  # nothing there: the rest of the names as they are
-                real = os.path.join(real, *reversed(names))
+                real = os.path.join(real, os.sep.join(reversed(names)))
                 self._absent[real] = missing
                 break
             name = names.pop()
@@ -333,18 +333,18 @@ class RunMemo:
         return real
 
     def _nearest(self, path: str) -> tuple[str, str, list[str]]:
-        """The nearest path at or above ``path`` resolved already (else one realpath
-        resolves: the root, a ``..``), its real path, and the names below it, deepest
-        first. Looked for by the separators of ``path`` first (a grant's many names are one
-        search of the text), name by name where a name is no plain one."""
-        cut = len(path)
-        while (cut := path.rfind(os.sep, 0, cut)) > 0:
-            known = self._text.get(path[:cut])
-            if known is not None:
-                names = path[cut + 1 :].split(os.sep)[::-1]
-                if not {"", os.curdir, os.pardir} & set(names):
-                    return path[:cut], known, names
-                break
+        """A path above ``path`` resolved already (else one realpath resolves: the root, a
+        ``..``), its real path, and the names below it, deepest first. Looked for from the
+        top by the separators of ``path`` (the run's paths share the project's directories,
+        and below a grant's first missing name none is kept), name by name where a name is
+        no plain one."""
+        found, cut = 0, 0
+        while (cut := path.find(os.sep, cut + 1)) > 0 and path[:cut] in self._text:
+            found = cut
+        if found:
+            names = path[found + 1 :].split(os.sep)[::-1]
+            if not {"", os.curdir, os.pardir} & set(names):
+                return path[:found], self._text[path[:found]], names
         names, top = [], path
         while True:
             parent, name = os.path.split(top)
