@@ -32,6 +32,7 @@ from splice_build.errors import ErrorCode, InstallError, RegistryError, SpliceEr
 from splice_build.install.installed import (
     InstalledPackage,
     check_installed,
+    grant_memo,
     read_installed_manifest,
 )
 from splice_build.runtime.forks import forget_in_children
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
     from splice_build.registry.client.interface import RegistryClient
     from splice_build.runtime import LoadedPackage, SpliceRuntime, ToolResult
     from splice_build.runtime.pool import WarmPool
+    from splice_build.spec.project_state import RunMemo
     from splice_build.spec.reuse import ReusePolicy
     from splice_build.tasks.reporter import TaskRecord
     from splice_build.tasks.request import GraphRequest
@@ -443,9 +445,12 @@ class Splice:
             entry = lock.get(package_id)
             problem: dict[str, Any] = {}
             try:
-                installed = check_installed(self.layout, package_id, entry, home=self.home.path)
+                memo = grant_memo(self.layout)
+                installed = check_installed(
+                    self.layout, package_id, entry, home=self.home.path, memo=memo
+                )
                 require_derived(self.home.path, installed)
-                self._require_listed(installed, grants)
+                self._require_listed(installed, grants, memo)
                 status = "ok"
             except SpliceError as exc:
                 if exc.code is ErrorCode.INVALID_CONFIG:
@@ -653,9 +658,10 @@ class Splice:
         from splice_build.install.derived import require_derived
         from splice_build.records import replace
 
-        installed = check_installed(self.layout, package_id, entry, home=self.home.path)
+        memo = grant_memo(self.layout)
+        installed = check_installed(self.layout, package_id, entry, home=self.home.path, memo=memo)
         require_derived(self.home.path, installed)
-        links = self._require_listed(installed, grants)
+        links = self._require_listed(installed, grants, memo)
         return replace(installed, accepted_links=tuple(links.items())) if links else installed
 
     def _grant_sources(self) -> GrantSources:
@@ -668,12 +674,16 @@ class Splice:
         return load_project_file(self.project_root), read_record(self.home.path, self.project_root)
 
     def _require_listed(
-        self, installed: InstalledPackage, grants: GrantSources | None = None
+        self,
+        installed: InstalledPackage,
+        grants: GrantSources | None = None,
+        memo: RunMemo | None = None,
     ) -> Mapping[str, str]:
         """The checks of this machine's consent (install/consent.py ``require_consented``);
         ``grants``: ``splice.json`` and the record as :meth:`_grant_sources` reads them, else
-        read now. Returns the links the record accepted, which the runtime checks again at
-        each call."""
+        read now; ``memo``: the real paths ``check_installed`` took of the copy's grants.
+        Returns the links the record accepted, which the runtime checks again at each
+        call."""
         from splice_build.install.consent import require_consented
 
         project, record = self._grant_sources() if grants is None else grants
@@ -684,6 +694,7 @@ class Splice:
             self.project_root,
             installed.id in project.packages,
             record,
+            memo,
         )
 
     @_hinted

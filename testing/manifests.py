@@ -24,6 +24,7 @@ _MANIFEST: dict[str, Any] = {
     "tools": [_TOOL],
 }
 _DROP = object()
+MOST_ENTRIES = 1000  # of one permission list: schemas/permissions.schema.json maxItems
 
 
 def tool_dict(**overrides: Any) -> dict[str, Any]:
@@ -34,6 +35,12 @@ def tool_dict(**overrides: Any) -> dict[str, Any]:
 def manifest_dict(**overrides: Any) -> dict[str, Any]:
     """A valid manifest (``@splice/example`` 0.1.0, one tool); ``key=DROP`` removes a key."""
     return _apply(copy.deepcopy(_MANIFEST), overrides)
+
+
+def deep_grants(count: int = MOST_ENTRIES) -> list[str]:
+    """``count`` file grants as deep as an entry may be (256 characters: 128 names each),
+    each apart from the others at its first name, none of them made in any project."""
+    return [(f"{i:x}" + "/a" * 127)[:256].rstrip("/") for i in range(count)]
 
 
 def nested_schema(levels: int, *, via: str = "items") -> dict[str, Any]:

@@ -23,6 +23,7 @@ from splice_build.errors import ErrorCode, InstallError
 if TYPE_CHECKING:
     from splice_build.install.consent_record import ConsentRecord
     from splice_build.spec.permissions import Permissions
+    from splice_build.spec.project_state import RunMemo
 
 Accept = bool | Callable[[list[str], str], bool]
 
@@ -173,15 +174,17 @@ def require_links_accepted(
     requested: Permissions,
     root: Path,
     links: Mapping[str, str] | None,
+    memo: RunMemo | None = None,
 ) -> None:
     """``PERMISSIONS_NOT_GRANTED`` when a file grant of the copy leads out of the project at
     ``root`` (through a symbolic link) where this machine did not accept it leading
     (``links``: ``ConsentRecord.links_for``; None: no record): a fresh clone can ship
     ``docs -> ~/.ssh``, and a pull can swap a granted directory for such a link after its
-    install (spec/outside_grants.py)."""
-    from splice_build.spec.outside_grants import unaccepted_links
+    install (spec/outside_grants.py). ``memo``: the real paths the copy's other grant checks
+    took (install/installed.py ``grant_memo``)."""
+    from splice_build.spec.outside_grants import outside_links, unaccepted_links
 
-    away = unaccepted_links(root, requested, links)
+    away = unaccepted_links(root, requested, links, outside_links(root, requested, memo))
     if not away:
         return
     raise InstallError(
@@ -200,17 +203,18 @@ def require_consented(
     root: Path,
     listed: bool,
     record: ConsentRecord | None,
+    memo: RunMemo | None = None,
 ) -> Mapping[str, str]:
     """What this machine's consent asks of an installed copy before a tool of it runs (the
     SDK, hence ``run``, ``mcp`` and ``list``; ``verify``'s ``installed`` check): a package
     ``splice.json`` does not list (``listed``) asks for nothing (:func:`require_listed`), a
     listed one for nothing beyond what ``record`` granted it (:func:`require_recorded`),
     and each file grant leading out of the project at ``root`` leads where ``record``
-    accepted it leading (:func:`require_links_accepted`). Returns the links the record
+    accepted it leading (:func:`require_links_accepted`, with ``memo``). Returns the links the record
     accepted, which the runtime checks again at each call."""
     require_listed(package_id, version, requested, listed)
     recorded = None if record is None else record.grant_for(package_id)
     require_recorded(package_id, version, requested, recorded)
     links = None if record is None else record.links_for(package_id)
-    require_links_accepted(package_id, version, requested, root, links)
+    require_links_accepted(package_id, version, requested, root, links, memo)
     return links or {}

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from splice_build.project.lockfile import LockEntry
     from splice_build.spec.manifest import Manifest
     from splice_build.spec.permissions import Permissions
+    from splice_build.spec.project_state import RunMemo
 
 RESTORE_HINT = "Run `splice install` to restore the verified copy."
 # A locked package with no directory (a fresh clone, .splice/ ignored by git) had no copy
@@ -152,15 +153,16 @@ def refuse_project_state(
     home: Path | None,
     *,
     enclosing: bool = True,
+    memo: RunMemo | None = None,
 ) -> None:
     """``PERMISSIONS_NOT_GRANTED`` when the lock's grant or the manifest reaches the project's
     state or ``home`` (SPLICE_HOME), e.g. a lock written before the rule or by hand, or
-    (``enclosing``) when the project lies in a write grant of a project above it."""
-    from splice_build.project.walk_record import recorded_walks
-    from splice_build.spec.project_state import RunMemo, grant_unresolved, project_state_problems
+    (``enclosing``) when the project lies in a write grant of a project above it. ``memo``:
+    what the caller's other checks of the copy look up (``grant_memo``)."""
+    from splice_build.spec.project_state import grant_unresolved, project_state_problems
 
     root = Path(os.path.realpath(layout.root))
-    memo = RunMemo(recorded_walks(layout.root))  # the same paths resolved for both
+    memo = grant_memo(layout) if memo is None else memo  # the same paths resolved for both
     try:
         problems = project_state_problems(
             manifest.permissions, "manifest.json", root=root, home=home, memo=memo
@@ -330,6 +332,15 @@ def _theirs_on_the_way(
     return None
 
 
+def grant_memo(layout: ProjectLayout) -> RunMemo:
+    """What the grant checks of one copy, at one moment, share (spec/project_state.py): the
+    real paths they take, and the walks the project's record holds."""
+    from splice_build.project.walk_record import recorded_walks
+    from splice_build.spec.project_state import RunMemo
+
+    return RunMemo(recorded_walks(layout.root))
+
+
 def check_installed(
     layout: ProjectLayout,
     package_id: str,
@@ -338,6 +349,7 @@ def check_installed(
     home: Path | None = None,
     hashes_of: Callable[[Path], Mapping[str, str] | None] | None = None,
     enclosing: bool = True,
+    memo: RunMemo | None = None,
 ) -> InstalledPackage:
     """Verify the installed copy of ``package_id`` against ``entry`` (see the module docstring);
     ``home``: SPLICE_HOME, which no grant may reach. ``hashes_of`` hashes every file the
@@ -348,7 +360,8 @@ def check_installed(
     (install/statcache.py) and makes the modes right itself; ``splice run``/``verify``/
     ``mcp`` never do. ``enclosing=False`` (that ``verify`` task): a project in a
     write grant of a project above it is not refused here; its files are intact, and
-    reinstalling them on every install changed nothing about why its tools do not run."""
+    reinstalling them on every install changed nothing about why its tools do not run.
+    ``memo``: as for ``refuse_project_state``."""
     directory = layout.package_dir(package_id)
     if entry is None or not directory.is_dir():
         raise InstallError(
@@ -381,7 +394,14 @@ def check_installed(
             f"manifest says {manifest.id}@{manifest.version}, splice.lock {entry.version}",
         )
     refuse_project_state(
-        layout, package_id, entry.version, manifest, known.permissions, home, enclosing=enclosing
+        layout,
+        package_id,
+        entry.version,
+        manifest,
+        known.permissions,
+        home,
+        enclosing=enclosing,
+        memo=memo,
     )
     from splice_build.install.consent import ungranted_lines
 

@@ -63,6 +63,7 @@ if TYPE_CHECKING:
     from splice_build.runtime.pool import PoolKey, WarmPool
     from splice_build.runtime.reuse import Lease, ReusePool
     from splice_build.spec.manifest import Manifest, Tool
+    from splice_build.spec.project_state import RunMemo
     from splice_build.spec.reuse import ReusePolicy
 
 
@@ -572,7 +573,7 @@ class SpliceRuntime:
                 hint="Install a version of the package that does not ask for it, or move out of "
                 "the grant what a line says it holds.",
             )
-        _refuse_unaccepted_links(pkg, self.project_root)
+        _refuse_unaccepted_links(pkg, self.project_root, memo)
         read = tuple(Path(effective_fs_path(self.project_root, p)) for p in perms.fs_read)
         write = tuple(Path(effective_fs_path(self.project_root, p)) for p in perms.fs_write)
         _refuse_wildcards(pkg, [host_dir(), pkg.dir, *read, *write])
@@ -815,13 +816,16 @@ def accepted_outside(pkg: LoadedPackage) -> dict[str, str] | None:
     return None if accepted is None else dict(accepted)
 
 
-def _refuse_unaccepted_links(pkg: LoadedPackage, root: Path) -> None:
+def _refuse_unaccepted_links(pkg: LoadedPackage, root: Path, memo: RunMemo) -> None:
     """PERMISSIONS_NOT_GRANTED when a file grant of ``pkg`` leads out of the project at
-    ``root`` where this machine did not accept it leading (spec/outside_grants.py)."""
-    from splice_build.spec.outside_grants import unaccepted_links
+    ``root`` where this machine did not accept it leading (spec/outside_grants.py); ``memo``:
+    the real paths the call's other grant checks took a moment before."""
+    from splice_build.spec.outside_grants import outside_links, unaccepted_links
 
     accepted = accepted_outside(pkg)
-    away = unaccepted_links(root, pkg.manifest.permissions, accepted)
+    permissions = pkg.manifest.permissions
+    found = outside_links(root, permissions, memo)
+    away = unaccepted_links(root, permissions, accepted, found)
     if not away:
         return
     details = [f"{entry} -> {real or '(unresolved)'}" for entry, real in away.items()]

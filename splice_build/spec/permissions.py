@@ -26,7 +26,7 @@ from typing import Any
 from splice_build.errors import ErrorCode, SpecError
 from splice_build.records import dataclass, fields
 from splice_build.spec.paths import is_safe_relative_path
-from splice_build.spec.project_state import effective_fs_path
+from splice_build.spec.project_state import RunMemo, effective_fs_path
 from splice_build.spec.validation import SchemaValidator, compile_schema
 
 ANY_PUBLIC_HOST = "*"
@@ -226,12 +226,14 @@ class Permissions:
         if self.is_empty:
             return [_NO_PERMISSIONS]
 
+        memo = RunMemo()  # the grants' directories resolved once for these lines
+
         def shown(entry: str) -> str:
             if root is None:
                 return entry
             if links is not None and entry in links:
                 return shown_link(root, entry, links[entry])
-            return shown_fs_path(root, entry)
+            return shown_fs_path(root, entry, memo)
 
         # One maker per list of the schema: a list without one fails here, never goes unshown.
         makers: dict[str, Callable[[tuple[str, ...]], list[str]]] = {
@@ -357,17 +359,20 @@ def common(requested: Permissions, granted: Permissions) -> Permissions:
     return _compare(requested, granted, lambda held: held)
 
 
-def shown_fs_path(root: PurePath, entry: str) -> str:
+def shown_fs_path(root: PurePath, entry: str, memo: RunMemo | None = None) -> str:
     """The path a file grant names in the project at ``root``, and where it really leads when a
     symbolic link on the way (``docs -> ~/.ssh`` in a cloned checkout) takes it elsewhere: the
     runtime grants and binds the real path (runtime/runtime.py resolves each grant), so the
-    consent prompt names it too, never only the project path the link stands at."""
+    consent prompt names it too, never only the project path the link stands at. ``memo``:
+    the real paths the other lines of the same list took (spec/project_state.py)."""
+    memo = RunMemo() if memo is None else memo
     effective = effective_fs_path(root, entry)
     try:
-        real = os.path.realpath(effective)
+        real = memo.real_text(os.fspath(effective))
+        real_root = memo.real_text(os.fspath(root))
     except OSError as exc:  # a link renamed as it was read, or unreadable: never accepted
         return f"{effective} (a link that could not be resolved: {exc.strerror})"
-    if real == str(effective_fs_path(PurePath(os.path.realpath(root)), entry)):
+    if real == str(effective_fs_path(PurePath(real_root), entry)):
         return str(effective)
     return f"{effective} (a link to {real})"
 

@@ -17,9 +17,8 @@ import pytest
 from splice_build.errors import ErrorCode, SpecError
 from splice_build.spec.manifest import Manifest
 from splice_build.spec.permissions import Permissions
-from testing.manifests import manifest_dict
-
-MOST = 1000  # entries of one list: schemas/permissions.schema.json maxItems
+from testing.manifests import MOST_ENTRIES as MOST
+from testing.manifests import deep_grants, manifest_dict
 
 # One list at a time, as a manifest names it, with an entry maker.
 LISTS = {
@@ -62,7 +61,7 @@ def test_200000_read_grants_are_refused_before_any_is_checked() -> None:
 def test_deep_grants_cost_their_length_not_its_square() -> None:
     """1,000 grants of 128 names each: every name of a grant was folded once per directory
     above it (project_state.RunMemo.fold made each parent path), 1.1 s of CPU on main."""
-    grants = [(f"{i:x}" + "/a" * 127)[:256].rstrip("/") for i in range(MOST)]
+    grants = deep_grants()
     raw = manifest_dict(permissions={"fs": {"read": grants}})
     started = time.process_time()
     manifest = Manifest.from_dict(raw)
