@@ -21,7 +21,9 @@ Every directory below the grant is listed, hidden ones and ``node_modules`` too 
 there is as readable). A link is not followed: with the file view it leads only to a
 granted path, whose own check this is, and without it Node follows any link below a grant
 anyway (docs/security.md#residual-limits). A directory that can be entered but not listed
-is refused: its names are unknown here, and a tool that knows ``a/.env`` opens it. So is a
+is refused: its names are unknown here, and a tool that knows ``a/.env`` opens it; so is one
+whose listing failed for any other reason than being gone, no directory or closed to the
+tool (``_PASSED_OVER``), which a walk used to pass over. So is a
 directory nested so deep that its path is longer than one system call may name
 (``ENAMETOOLONG``): a tool granted ``out`` renamed a chain of 1,990 directories, a ``.git``
 at its bottom, into the bottom of another such chain (each path under the limit), and the
@@ -72,6 +74,10 @@ _GIT_DIRECTORY_NAMES = (
 # Longer than any kernel clock tick (10 ms at HZ=100), with room for a clock stepped back.
 RECENT_NS = 2_000_000_000
 _REMEMBERED_MAX = 64
+# The errors of a directory below the grant that the walk passes over: gone since it was
+# listed, no directory after all, or one the tool cannot enter either. Any other (``EMFILE``,
+# ``EIO``, ``ENAMETOOLONG``) leaves its names unknown, and the grant is refused (fail closed).
+_PASSED_OVER = frozenset((errno.ENOENT, errno.ENOTDIR, errno.EACCES))
 K = TypeVar("K")
 V = TypeVar("V")
 
@@ -159,9 +165,9 @@ def _walk(top: str, repositories: bool) -> tuple[tuple[str, str] | OSError | Non
         except OSError as exc:  # gone (its directory changed), or nothing granted yet
             if current == top:  # a grant no path can name holds nothing a tool reaches:
                 return None, None  # making it fails (NOT_WRITABLE), and no call opens it
-            if exc.errno == errno.ENAMETOOLONG:
-                return exc, None
-            continue
+            if exc.errno in _PASSED_OVER:
+                continue
+            return exc, None
         # Each directory is remembered before it is listed, also one that cannot be: a
         # ``chmod`` making it one to enter changes its own change time, not its parent's.
         if listed is not None:
@@ -173,11 +179,11 @@ def _walk(top: str, repositories: bool) -> tuple[tuple[str, str] | OSError | Non
             with os.scandir(current) as entries:
                 names = [(entry.name, _is_real_directory(entry)) for entry in entries]
         except OSError as exc:
-            if exc.errno == errno.ENAMETOOLONG or (
+            if exc.errno in _PASSED_OVER and not (
                 exc.errno == errno.EACCES and os.access(current, os.X_OK)
             ):
-                return exc, None
-            continue  # not a directory, or not to be entered: the tool cannot either
+                continue  # gone, not a directory, or not to be entered: the tool cannot either
+            return exc, None  # too deep, or unlisted for another reason: its names are unknown
         if repositories and (signs := _git_directory_signs(names)) is not None:
             return (current, signs), None
         for name, is_directory in names:

@@ -686,9 +686,14 @@ class ProjectState:
                     f"{len(str(below.filename))} characters below {real}): another project's "
                     f"state or a git repository may lie in it{MOVE_OUT}"
                 )
+            if below.errno == errno.EACCES:
+                return (
+                    f'"{entry}" holds a directory that cannot be listed but can be entered '
+                    f"({below.filename}): another project's state may lie in it"
+                )
             return (
-                f'"{entry}" holds a directory that cannot be listed but can be entered '
-                f"({below.filename}): another project's state may lie in it"
+                f'"{entry}" holds a directory that could not be looked at ({below.filename}: '
+                f"{below.strerror}): another project's state may lie in it"
             )
         holder, name = below
         if name != PROJECT_FILE:  # its .git, or the HEAD, objects and refs of a bare one

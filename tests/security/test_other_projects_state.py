@@ -285,6 +285,34 @@ def test_a_grant_holding_a_directory_entered_but_never_listed_is_refused(tmp_pat
     )
 
 
+def test_a_directory_the_walk_could_not_list_for_another_reason_is_refused(
+    tmp_path: Path,
+) -> None:
+    """A listing that failed for any reason but "gone", "no directory" or "not to be entered"
+    (here ``EMFILE``: no descriptor left for it) was passed over as one the tool could not
+    enter either, and the walk answered "nothing below" over a ``splice.json`` it never saw.
+    Its names are unknown: the walk reports the error, and the grant is refused."""
+    import errno
+    import resource
+    from pathlib import PurePath
+
+    from splice_build.spec.project_below import project_below
+
+    grant = Path(os.path.realpath(tmp_path)) / "out"
+    (grant / "member").mkdir(parents=True)
+    (grant / "member" / "splice.json").write_text("{}", encoding="utf-8")
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    lowest_free = os.dup(0)
+    os.close(lowest_free)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (lowest_free, hard))  # the next open fails
+    try:
+        found = project_below(PurePath(grant), repositories=True)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert isinstance(found, OSError) and found.errno == errno.EMFILE
+    assert project_below(PurePath(grant), repositories=True) == (grant / "member", "splice.json")
+
+
 @pytest.mark.node
 def test_a_repository_nested_past_the_path_limit_is_no_hiding_place(tmp_path: Path) -> None:
     """A tool granted ``out`` can nest a directory deeper than one system call may name (it
