@@ -171,7 +171,10 @@ def error_handler(out: Output, *, home: Path | None, verbose: bool) -> Iterator[
             stopped = SpliceError(
                 ErrorCode.INTERRUPTED,
                 f"interrupted by {signal.Signals(signum).name}",
-                hint="run the command again: it finishes or undoes what was interrupted",
+                # A server stopped as it stops for SIGTERM: nothing is left to finish or undo.
+                hint=None
+                if handling.service
+                else "run the command again: it finishes or undoes what was interrupted",
             )
             with signals_held():  # a second ^C raised into the report ended it with a traceback
                 report_error(out, stopped)
