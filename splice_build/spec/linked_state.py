@@ -110,9 +110,13 @@ def _linked(directory: PurePath, names: tuple[str, ...], what: Callable[[str], s
     return found
 
 
-def other_name(real: str, linked: Linked) -> tuple[str, str] | None:
+def other_name(real: str, linked: Linked) -> tuple[str, str] | OSError | None:
     """The first path at or below the real path ``real`` that is a file of ``linked``, and
-    what that file is; None when there is none (or nothing is there yet)."""
+    what that file is; None when there is none (or nothing is there yet); or the error of a
+    directory there that could not be listed for another reason than being gone, no
+    directory or closed to the tool (its names unknown: spec/project_below.py's rule)."""
+    from splice_build.spec.project_below import passed_over
+
     try:
         info = os.lstat(real)
     except OSError:
@@ -125,8 +129,10 @@ def other_name(real: str, linked: Linked) -> tuple[str, str] | None:
         try:
             with os.scandir(current) as listing:
                 entries = list(listing)
-        except OSError:  # gone, or not to be listed (spec/project_below.py refuses that)
-            continue
+        except OSError as exc:
+            if passed_over(exc, current):
+                continue
+            return exc
         for entry in entries:
             if (device, entry.inode()) in linked:
                 return entry.path, linked[(device, entry.inode())]

@@ -23,7 +23,7 @@ granted path, whose own check this is, and without it Node follows any link belo
 anyway (docs/security.md#residual-limits). A directory that can be entered but not listed
 is refused: its names are unknown here, and a tool that knows ``a/.env`` opens it; so is one
 whose listing failed for any other reason than being gone, no directory or closed to the
-tool (``_PASSED_OVER``), which a walk used to pass over. So is a
+tool (``passed_over``), which a walk used to pass over. So is a
 directory nested so deep that its path is longer than one system call may name
 (``ENAMETOOLONG``): a tool granted ``out`` renamed a chain of 1,990 directories, a ``.git``
 at its bottom, into the bottom of another such chain (each path under the limit), and the
@@ -179,10 +179,8 @@ def _walk(top: str, repositories: bool) -> tuple[tuple[str, str] | OSError | Non
             with os.scandir(current) as entries:
                 names = [(entry.name, _is_real_directory(entry)) for entry in entries]
         except OSError as exc:
-            if exc.errno in _PASSED_OVER and not (
-                exc.errno == errno.EACCES and os.access(current, os.X_OK)
-            ):
-                continue  # gone, not a directory, or not to be entered: the tool cannot either
+            if passed_over(exc, current):
+                continue
             return exc, None  # too deep, or unlisted for another reason: its names are unknown
         if repositories and (signs := _git_directory_signs(names)) is not None:
             return (current, signs), None
@@ -194,6 +192,15 @@ def _walk(top: str, repositories: bool) -> tuple[tuple[str, str] | OSError | Non
             if is_directory:
                 pending.append(os.path.join(current, name))
     return None, None if listed is None else tuple(listed)
+
+
+def passed_over(error: OSError, directory: str) -> bool:
+    """Whether a walk may pass over ``directory``, whose listing failed with ``error``: it is
+    gone, no directory, or not to be entered (by the tool either). Any other failure leaves
+    its names unknown, and the grant holding it is refused."""
+    if error.errno == errno.EACCES:
+        return not os.access(directory, os.X_OK)
+    return error.errno in _PASSED_OVER
 
 
 def _git_directory_signs(names: list[tuple[str, bool]]) -> str | None:

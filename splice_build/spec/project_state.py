@@ -613,6 +613,11 @@ class ProjectState:
         found = other_name(str(real), self._linked) if self._linked else None
         if found is None:
             return None
+        if isinstance(found, OSError):
+            return (
+                f'"{entry}" holds a directory that could not be looked at ({found.filename}: '
+                f"{found.strerror}): another name of the project's state may lie in it"
+            )
         path, what = found
         return f'"{entry}" holds {path}, another name (a hard link) of {what}{MOVE_OUT}'
 

@@ -285,6 +285,21 @@ def test_a_grant_holding_a_directory_entered_but_never_listed_is_refused(tmp_pat
     )
 
 
+@contextmanager
+def _no_descriptor_left() -> Iterator[None]:
+    """The next ``open`` (a listing's included) fails with ``EMFILE`` until the block ends."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    lowest_free = os.dup(0)
+    os.close(lowest_free)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (lowest_free, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
 def test_a_directory_the_walk_could_not_list_for_another_reason_is_refused(
     tmp_path: Path,
 ) -> None:
@@ -293,7 +308,6 @@ def test_a_directory_the_walk_could_not_list_for_another_reason_is_refused(
     enter either, and the walk answered "nothing below" over a ``splice.json`` it never saw.
     Its names are unknown: the walk reports the error, and the grant is refused."""
     import errno
-    import resource
     from pathlib import PurePath
 
     from splice_build.spec.project_below import project_below
@@ -301,16 +315,33 @@ def test_a_directory_the_walk_could_not_list_for_another_reason_is_refused(
     grant = Path(os.path.realpath(tmp_path)) / "out"
     (grant / "member").mkdir(parents=True)
     (grant / "member" / "splice.json").write_text("{}", encoding="utf-8")
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    lowest_free = os.dup(0)
-    os.close(lowest_free)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (lowest_free, hard))  # the next open fails
-    try:
+    with _no_descriptor_left():
         found = project_below(PurePath(grant), repositories=True)
-    finally:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
     assert isinstance(found, OSError) and found.errno == errno.EMFILE
     assert project_below(PurePath(grant), repositories=True) == (grant / "member", "splice.json")
+
+
+def test_a_hard_link_search_that_could_not_list_a_directory_is_refused(tmp_path: Path) -> None:
+    """The search for another name of a state file (spec/linked_state.py, when one has a
+    second link) passed over a directory it could not list for any reason, as "not to be
+    listed": a hard link of ``.env`` below it went unseen. The same rule as the walk's now."""
+    import errno
+
+    from splice_build.file_keys import same_file
+    from splice_build.spec.linked_state import other_name
+
+    root = Path(os.path.realpath(tmp_path))
+    (root / ".env").write_text("KEY=secret\n", encoding="utf-8")
+    (root / "data" / "deep").mkdir(parents=True)
+    os.link(root / ".env", root / "data" / "deep" / "cfg")
+    linked = {same_file(os.lstat(root / ".env")): "the project's .env"}
+    with _no_descriptor_left():
+        found = other_name(str(root / "data"), linked)
+    assert isinstance(found, OSError) and found.errno == errno.EMFILE
+    assert other_name(str(root / "data"), linked) == (
+        str(root / "data" / "deep" / "cfg"),
+        "the project's .env",
+    )
 
 
 @pytest.mark.node
