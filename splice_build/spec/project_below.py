@@ -75,9 +75,9 @@ _GIT_DIRECTORY_NAMES = (
 RECENT_NS = 2_000_000_000
 _REMEMBERED_MAX = 64
 # The errors of a directory below the grant that the walk passes over: gone since it was
-# listed, no directory after all, or one the tool cannot enter either. Any other (``EMFILE``,
+# listed, or no directory after all (``EACCES``: ``passed_over``). Any other (``EMFILE``,
 # ``EIO``, ``ENAMETOOLONG``) leaves its names unknown, and the grant is refused (fail closed).
-_PASSED_OVER = frozenset((errno.ENOENT, errno.ENOTDIR, errno.EACCES))
+_PASSED_OVER = frozenset((errno.ENOENT, errno.ENOTDIR))
 K = TypeVar("K")
 V = TypeVar("V")
 
@@ -165,7 +165,7 @@ def _walk(top: str, repositories: bool) -> tuple[tuple[str, str] | OSError | Non
         except OSError as exc:  # gone (its directory changed), or nothing granted yet
             if current == top:  # a grant no path can name holds nothing a tool reaches:
                 return None, None  # making it fails (NOT_WRITABLE), and no call opens it
-            if exc.errno in _PASSED_OVER:
+            if passed_over(exc, current):
                 continue
             return exc, None
         # Each directory is remembered before it is listed, also one that cannot be: a
