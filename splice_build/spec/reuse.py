@@ -68,8 +68,12 @@ def policy_problems(value: Any, where: str = "reuse") -> list[str]:
         return []
     if not isinstance(value, dict):
         return [f"{where}: must be true, false or an object of limits"]
-    known = {key for key, *_ in _LIMITS}
-    problems = [f"{where}.{key}: unknown limit" for key in value if key not in known]
+    known = [key for key, *_ in _LIMITS]
+    unknown = [key for key in value if key not in known]
+    problems = [
+        f"{where}.{key}: unknown limit{_guess(key, known) if i < 20 else ''}"
+        for i, key in enumerate(unknown)
+    ]
     for key, _attr, low, high, integer in _LIMITS:
         if key not in value:
             continue
@@ -79,3 +83,14 @@ def policy_problems(value: Any, where: str = "reuse") -> list[str]:
             what = "an integer" if integer else "a number"
             problems.append(f"{where}.{key}: must be {what} from {low} to {high}")
     return problems
+
+
+def _guess(key: str, known: list[str]) -> str:
+    """`` (did you mean "maxCalls"?)`` for a mistyped limit, compared cut at 100 characters:
+    the file chooses the key, and only the first 20 are compared (as splice.json's unknown
+    top-level keys are, project/project_file.py)."""
+    import json
+
+    from splice_build.spec.names import guessed
+
+    return guessed(key[:100], known, json.dumps)

@@ -510,14 +510,17 @@ def test_the_project_setting_and_its_errors(tmp_path: Path) -> None:
         ({"maxCalls": 0}, "reuse.maxCalls"),
         ({"idleSeconds": "long"}, "reuse.idleSeconds"),
         ({"maxMemoryMb": 1.5}, "reuse.maxMemoryMb"),
-        ({"calls": 3}, "reuse.calls"),
+        ({"calls": 3}, 'reuse.calls: unknown limit (did you mean "maxCalls"?)'),
+        ({"x": 3}, "reuse.x: unknown limit\n"),
+        ({"maxcalls": 3}, 'reuse.maxcalls: unknown limit (did you mean "maxCalls"?)'),
+        ({"idleSecond": 3}, 'reuse.idleSecond: unknown limit (did you mean "idleSeconds"?)'),
         ("yes", "reuse:"),
     ):
         config.write_text(json.dumps({"specVersion": 1, "packages": {}, "reuse": bad}))
         with pytest.raises(SpliceError) as caught:
             load_project_file(root)
         assert caught.value.code == ErrorCode.INVALID_PROJECT
-        assert named in caught.value.message
+        assert named in caught.value.message + "\n"
     config.write_text('{"specVersion": 1, "packages": {}, "reuse": false}')
     assert load_project_file(root).reuse_policy() is None
 
