@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-from functools import lru_cache
 from pathlib import Path
 
 import pytest
@@ -19,6 +17,7 @@ import pytest
 from splice_build.errors import ErrorCode
 from splice_build.runtime.builtins import allowed_builtins
 from splice_build.runtime.node import find_node
+from testing.node_builtins import bundled_builtins
 
 pytestmark = pytest.mark.node
 
@@ -60,26 +59,6 @@ UNLISTED = [
     "node:FS",
     "node:",
 ]
-
-
-@lru_cache(maxsize=1)
-def bundled_builtins() -> tuple[str, ...]:
-    """``module.builtinModules`` of the Node the sandbox runs, asked of that Node now."""
-    done = subprocess.run(
-        [
-            str(find_node().path),
-            "-e",
-            "process.stdout.write(JSON.stringify(require('node:module').builtinModules))",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={},
-        check=True,
-    )
-    names = json.loads(done.stdout)
-    assert isinstance(names, list) and len(names) > 40, names
-    return tuple(names)
 
 
 def _forms(module: str) -> list[str]:

@@ -19,7 +19,11 @@
 // keeps its descriptor in a writable own property (`kFd`) that `fd` returns: a tool that set
 // it, or defined its own `fd` on the handle, made a real handle write any descriptor. So each
 // handle `open` returns has both as fixed accessors over the number it opened, which Node
-// may only set to -1 (its close).
+// may only set to -1 (its close). Behind each handle, under a symbol-keyed property Node's
+// own methods read (`kHandle`), is the C++ FileHandle: its class, reached through the
+// prototype's `constructor`, made a handle of any number it was given (`new C(3)`), then
+// read that descriptor (`readStart`) or closed it (the job channel, libuv's pipes). Every
+// `constructor` on that object's prototype chain is a function that refuses.
 //
 // fs/promises costs a process ~10 ms to load, so its guard is installed when a tool first
 // reaches it: through `fs.promises`, `process.getBuiltinModule` or an import (host.mjs passes
@@ -299,22 +303,22 @@ function forgedHandleError() {
   return deniedError('a file handle that fs/promises open did not return');
 }
 
-/** The own symbol-keyed property where Node's FileHandle keeps its descriptor (`kFd`). */
-function descriptorKey(handle) {
+/** The own symbol-keyed property of ``handle`` named ``description`` (Node's `kFd`,
+ * `kHandle`), or a refusal: a Node that keeps it elsewhere needs this guard reviewed. */
+function ownSymbol(handle, description, what) {
   const own = ownKeys(handle);
   for (let i = 0; i < own.length; i += 1) {
-    if (typeof own[i] === 'symbol' && apply(symbolDescription, own[i], []) === 'kFd') {
+    if (typeof own[i] === 'symbol' && apply(symbolDescription, own[i], []) === description) {
       return own[i];
     }
   }
-  // Fail closed: a Node that keeps it elsewhere needs this guard reviewed.
-  throw deniedError('file handles (their descriptor property is unknown)');
+  throw deniedError(`file handles (their ${what} property is unknown)`);
 }
 
 /** ``handle``'s `kFd` and `fd` as fixed accessors over the descriptor it opened: the tool
  * reads them, and only Node's close may set `kFd`, to -1. */
 function fixDescriptor(handle) {
-  const key = descriptorKey(handle);
+  const key = ownSymbol(handle, 'kFd', 'descriptor');
   let fd = getOwnPropertyDescriptor(handle, key).value;
   const get = function fd_() { return fd; };
   defineProperty(handle, key, {
@@ -330,6 +334,27 @@ function fixDescriptor(handle) {
   defineProperty(handle, 'fd', {
     __proto__: null, get, set: undefined, enumerable: false, configurable: false,
   });
+}
+
+/** In place of every `constructor` on the prototype chain of a FileHandle's C++ object. */
+function denied() {
+  throw deniedError("a native handle's class");
+}
+
+/** Each `constructor` on the prototype chain of ``handle``'s C++ object, below
+ * Object.prototype, becomes a refusing function, fixed in place. */
+function lockNativeConstructors(handle) {
+  const native = getOwnPropertyDescriptor(handle, ownSymbol(handle, 'kHandle', 'native handle'));
+  for (let p = getPrototypeOf(native.value); p !== null; p = getPrototypeOf(p)) {
+    if (getPrototypeOf(p) === null) break; // Object.prototype: its constructor is Object
+    if (getOwnPropertyDescriptor(p, 'constructor') === undefined) continue;
+    defineProperty(p, 'constructor', {
+      __proto__: null, value: denied, writable: false, enumerable: false, configurable: false,
+    });
+    if (getOwnPropertyDescriptor(p, 'constructor').value !== denied) {
+      throw deniedError('file handles (their native class could not be locked)');
+    }
+  }
 }
 
 function guardHandleProto(proto) {
@@ -379,8 +404,16 @@ function guardedPromises() {
       await handle.close();
       throw err;
     }
+    if (handleProto === null) {
+      try {
+        lockNativeConstructors(handle);
+      } catch (err) {
+        await handle.close();
+        throw err;
+      }
+      guardHandleProto(getPrototypeOf(handle));
+    }
     apply(weakSetAdd, handles, [handle]);
-    if (handleProto === null) guardHandleProto(getPrototypeOf(handle));
     return handle;
   });
   replace(promises, 'rm', guardPromiseRemoval(promises.rm));
