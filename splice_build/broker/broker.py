@@ -32,7 +32,7 @@ from typing import Any
 from splice_build import cancel
 from splice_build.broker import envelope
 from splice_build.broker.cache import ResultCache, cache_key
-from splice_build.broker.capabilities import argument_problems, with_checked_targets
+from splice_build.broker.capabilities import argument_problems, provider_arguments
 from splice_build.broker.envelope import Attempt
 from splice_build.broker.interface import BrokerRequest
 from splice_build.broker.keys import ProviderKeys, load_keys
@@ -159,7 +159,7 @@ class Broker:
                 now=now,
                 details=[self.redact(p) for p in problems],
             )
-        args = with_checked_targets(capability, args)
+        args = provider_arguments(capability, args)
         key = cache_key(capability, args)
         hit = self._cache.get(key)
         if hit is not None:

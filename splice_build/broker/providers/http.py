@@ -185,9 +185,7 @@ class ProviderClient:
         but 2xx (404 → NOT_FOUND, 429 → RATE_LIMITED, others PROVIDER_ERROR).
         """
         endpoint = self._endpoint(method, template)
-        path = template.format(
-            **{k: quote(str(v), safe="") for k, v in (path_params or {}).items()}
-        )
+        path = template.format(**_path_segments(self.provider, endpoint, path_params or {}))
         limit = min(max_bytes or self._max_bytes, self._max_bytes)
         response = self._send(method, self._base + path, endpoint, params, body, headers, limit)
         if response.status not in _SUCCESS:
@@ -258,7 +256,8 @@ class ProviderClient:
         sent = {"accept": "application/json", **(headers or {})}
         data = None
         if body is not None:
-            data = json.dumps(body, separators=(",", ":")).encode()
+            # Strict JSON: a NaN would be sent as the bare word, which no vendor reads as JSON.
+            data = json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
             sent["content-type"] = "application/json"
         left = self.time_left()
         if left <= 0:
@@ -311,6 +310,25 @@ class ProviderClient:
             if not chunk:
                 return bytes(body)
             body += chunk
+
+
+def _path_segments(provider: str, endpoint: str, params: Mapping[str, Any]) -> dict[str, str]:
+    """Each path parameter percent-encoded, which must hold a character other than ``.``
+    (an allow-list: ``.`` is the one character ``quote`` leaves that the URL parser reads as
+    a step). A ``.`` or ``..`` segment is no name to the parser (``/repos/octo/.`` is
+    ``/repos/octo/``, ``/repos/./hello`` is ``/repos/hello``) and an empty one changes the
+    path too: such a value sent the request, with the provider's key, to another endpoint
+    than the template's."""
+    encoded = {}
+    for name, value in params.items():
+        text = str(value)
+        if not text.strip("."):
+            raise ProviderFailure(
+                f"{provider} {endpoint}: {{{name}}} must hold a character other than '.'",
+                code=ErrorCode.INVALID_INPUT,
+            )
+        encoded[name] = quote(text, safe="")
+    return encoded
 
 
 def _not_found(provider: str, endpoint: str) -> ProviderFailure:
