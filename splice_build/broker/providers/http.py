@@ -198,10 +198,13 @@ class ProviderClient:
         which a tool must not be able to tell from one that does not exist."""
         return _not_found(self.provider, self._endpoint(method, template))
 
-    def release(self) -> None:
-        """Give back the budget this client's answers held: the call made its result."""
-        self._budget.give_back(self._held)
-        self._held = 0
+    def release(self, keep: int = 0) -> None:
+        """Give back the budget this client's answers held, all but ``keep`` bytes: the
+        call made its result, its provider failed (nothing of its answers is kept), or the
+        provider keeps only ``keep`` bytes of them (Firecrawl, the text of pages scraped)."""
+        given = max(self._held - keep, 0)
+        self._budget.give_back(given)
+        self._held -= given
 
     def time_left(self) -> float:
         """Seconds left of the call's time (negative once it has passed)."""
