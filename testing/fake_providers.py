@@ -433,7 +433,10 @@ def fake_providers(address: str = "127.0.0.1") -> Iterator[FakeProviders]:
     server = ThreadingHTTPServer((address, 0), _handler(state))
     server.daemon_threads = True
     state.port = server.server_address[1]
-    thread = threading.Thread(target=server.serve_forever, name="fake-providers", daemon=True)
+    # Looked at every 50 ms for the shutdown (the default 0.5 s was the end of every block).
+    thread = threading.Thread(
+        target=server.serve_forever, args=(0.05,), name="fake-providers", daemon=True
+    )
     thread.start()
     try:
         yield state

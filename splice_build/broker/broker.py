@@ -32,7 +32,7 @@ from typing import Any
 from splice_build import cancel
 from splice_build.broker import envelope
 from splice_build.broker.cache import ResultCache, cache_key
-from splice_build.broker.capabilities import argument_problems, with_checked_targets
+from splice_build.broker.capabilities import argument_problems, provider_arguments
 from splice_build.broker.envelope import Attempt
 from splice_build.broker.interface import BrokerRequest
 from splice_build.broker.keys import ProviderKeys, load_keys
@@ -159,7 +159,7 @@ class Broker:
                 now=now,
                 details=[self.redact(p) for p in problems],
             )
-        args = with_checked_targets(capability, args)
+        args = provider_arguments(capability, args)
         key = cache_key(capability, args)
         hit = self._cache.get(key)
         if hit is not None:
@@ -197,9 +197,7 @@ class Broker:
             return self._try_each(providers, capability, args, key, attempts, contexts, token)
         finally:  # every answer has become the result (or an attempt) by now
             stop_watching()
-            for context in contexts:
-                for client in context.clients.values():
-                    client.release()
+            _release(contexts)
 
     def _try_each(
         self,
@@ -219,6 +217,9 @@ class Broker:
                     return _cancelled(capability, args, self._clock())
                 answer = provider.call(capability, args, context)
             except ProviderFailure as exc:
+                # A failed provider's answers are dropped: their bytes are no longer held
+                # while the next provider answers (three web providers' 5 MiB each).
+                _release(contexts)
                 if token.cancelled:  # aborted: no other provider is tried
                     return _cancelled(capability, args, self._clock())
                 attempt = Attempt(provider.name, self.redact(exc.message), exc.status)
@@ -241,6 +242,7 @@ class Broker:
                 last_code = exc.code
                 continue
             except Exception as exc:  # a provider bug must not reach the runtime unredacted
+                _release(contexts)
                 if token.cancelled:
                     return _cancelled(capability, args, self._clock())
                 log.error(
@@ -346,6 +348,13 @@ class Broker:
                 }
             )
         return out
+
+
+def _release(contexts: list[ProviderContext]) -> None:
+    """Give back the answer budget every client of ``contexts`` holds (again: nothing)."""
+    for context in contexts:
+        for client in context.clients.values():
+            client.release()
 
 
 def _abort(contexts: list[ProviderContext]) -> None:

@@ -13,7 +13,7 @@ import functools
 from collections.abc import Iterable
 from typing import Any
 
-from splice_build.spec.untrusted_json import has_lone_surrogate
+from splice_build.spec.untrusted_json import has_lone_surrogate, has_non_finite_number
 from splice_build.spec.validation import SchemaValidator, compile_schema
 
 # Problems listed in one INVALID_INPUT answer. The arguments come from a tool (up to 256 KiB):
@@ -49,21 +49,45 @@ def _urls(value: Any) -> Iterable[tuple[str, str]]:
     return (("", value),)
 
 
-def with_checked_targets(capability: str, args: dict[str, Any]) -> dict[str, Any]:
-    """``args`` (already free of problems) with each target URL replaced by the WHATWG
-    serialization that was checked: a provider parses the URL it is sent with its own
-    parser, which reads ``http://a.example\\@169.254.169.254/`` as another host than the
-    check did; the serialization reads the same to every parser."""
+@functools.cache
+def _integer_arguments(capability: str) -> frozenset[str]:
+    """The arguments of ``capability`` its schema types ``integer`` (all are top-level)."""
+    definitions = _schema().schema["$defs"]
+    found = set()
+    for name, rule in definitions[capability].get("properties", {}).items():
+        while "$ref" in rule:
+            rule = definitions[rule["$ref"].rsplit("/", 1)[-1]]
+        if rule.get("type") == "integer":
+            found.add(name)
+    return frozenset(found)
+
+
+def provider_arguments(capability: str, args: dict[str, Any]) -> dict[str, Any]:
+    """``args`` (already free of problems) as providers are given them, and as the cache
+    keys them:
+
+    - an integer argument as a Python ``int``: JSON has one kind of number and the schema's
+      ``integer`` takes ``100.0`` (an MCP client's JSON, a frame a tool wrote itself), which
+      providers used as it came: ``text[:100.0]`` raised TypeError in all three web
+      providers, each after its billed request, and ``limit=1.0`` went into query strings;
+    - each target URL replaced by the WHATWG serialization that was checked: a provider
+      parses the URL it is sent with its own parser, which reads
+      ``http://a.example\\@169.254.169.254/`` as another host than the check did; the
+      serialization reads the same to every parser."""
+    out = {
+        name: int(value) if name in _integer_arguments(capability) else value
+        for name, value in args.items()
+    }
     field = _TARGET_URL_ARGS.get(capability)
     if field is None:
-        return args
+        return out
     from splice_build.security.urls import parse_url
 
-    value = args[field]
-    checked = (
+    value = out[field]
+    out[field] = (
         [parse_url(url).href for url in value] if isinstance(value, list) else parse_url(value).href
     )
-    return {**args, field: checked}
+    return out
 
 
 def _shortened(problem: str) -> str:
@@ -77,6 +101,8 @@ def argument_problems(capability: str, args: Any) -> list[str]:
     request = {"capability": capability, "args": args}
     if has_lone_surrogate(request):  # no UTF-8 form: neither a cache key nor a request body
         return ["args: a string holds an unpaired surrogate"]
+    if has_non_finite_number(args):  # no JSON form, and NaN passes every bound of the schema
+        return ["args: a number is NaN or infinite"]
     schema = _schema()
     found = schema.ordered(schema.check(request, limit=MAX_LISTED_PROBLEMS + 1))
     problems = [_shortened(p) for p in found[:MAX_LISTED_PROBLEMS]]

@@ -55,6 +55,12 @@ def _pattern(source: str) -> re.Pattern[str]:
     return re.compile(source)
 
 
+def is_json_number(text: str) -> bool:
+    """``text`` is a number as JSON writes it: ASCII digits, no ``+``, ``_``, whitespace,
+    ``NaN`` or ``inf`` (``float()`` reads all of those, and digits of any script)."""
+    return _pattern(_NUMBER).fullmatch(text) is not None
+
+
 _LITERALS = {"null": None, "true": True, "false": False}
 
 

@@ -154,21 +154,32 @@ def _float(text: str) -> float:
     return value
 
 
-def json_strings(value: Any) -> Iterator[str]:
-    """Every string of a JSON value, object keys included, at any depth (an explicit stack:
-    a decoded value may nest deeper than Python's recursion limit)."""
+def _json_scalars(value: Any) -> Iterator[Any]:
+    """Every value of a JSON value that is no object or list, object keys included, at any
+    depth (an explicit stack: a decoded value may nest deeper than Python's recursion limit)."""
     stack = [value]
     while stack:
         item = stack.pop()
-        if isinstance(item, str):
-            yield item
-        elif isinstance(item, Mapping):
+        if isinstance(item, Mapping):
             stack.extend(item)
             stack.extend(item.values())
         elif isinstance(item, list):
             stack.extend(item)
+        else:
+            yield item
+
+
+def json_strings(value: Any) -> Iterator[str]:
+    """Every string of a JSON value, object keys included, at any depth."""
+    return (item for item in _json_scalars(value) if isinstance(item, str))
 
 
 def has_lone_surrogate(value: Any) -> bool:
     """A string (key or value) anywhere in ``value`` holds a surrogate: it has no UTF-8 form."""
     return any(_SURROGATE.search(text) for text in json_strings(value))
+
+
+def has_non_finite_number(value: Any) -> bool:
+    """A float anywhere in ``value`` is ``NaN`` or infinite: it has no JSON form (a value
+    built in Python; ``decode`` never gives one)."""
+    return any(isinstance(item, float) and not math.isfinite(item) for item in _json_scalars(value))

@@ -185,3 +185,44 @@ def test_a_large_result_costs_the_channel_about_its_own_bytes() -> None:
         channel.close()
     assert json.loads(frame)["result"] == result
     assert peak < 4 * MAX_CAPABILITY_RESULT_BYTES, f"{peak >> 20} MiB"
+
+
+def test_a_call_holds_one_answer_of_the_budget_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """web.extract of ten pages, maxCharacters 100 (a tool's choice): Tavily's and Exa's
+    answers are too large, Firecrawl scrapes the ten. The failed providers' answers and every
+    scrape were held to the call's end: with 5 MiB answers one call held 56 MiB of the
+    process's 64 MiB, and every other package's capability calls were CAPABILITY_LIMIT while
+    it ran. Now no answer is held when the next request is sent (Firecrawl keeps only its
+    pages' text)."""
+    from splice_build.broker.providers.http import ProviderClient
+    from testing.fake_providers import broker_for, fake_providers
+
+    most = 256 * 1024
+    held_at_send: list[int] = []
+    send = ProviderClient._send
+
+    def observed(self: ProviderClient, *args: Any) -> Any:
+        held_at_send.append(BODIES_IN_FLIGHT.held - before)
+        return send(self, *args)
+
+    monkeypatch.setattr(ProviderClient, "_send", observed)
+    before = BODIES_IN_FLIGHT.held
+    page = json.dumps({"data": {"markdown": "x" * (most - 100), "metadata": {"title": "t"}}})
+    with fake_providers() as fake:
+        fake.oversize_bytes = 2 * most
+        fake.behave("api.tavily.com", "oversize")
+        fake.behave("api.exa.ai", "oversize")
+        fake.behave("api.firecrawl.dev", "body:" + page)
+        urls = [f"https://example.com/{n}" for n in range(10)]
+        result = broker_for(fake, max_response_bytes=most).call(
+            {
+                "package": "@t/p",
+                "tool": "t",
+                "capability": "web.extract",
+                "args": {"urls": urls, "maxCharacters": 100},
+            }
+        )
+    assert (result["status"], len(result["data"]["pages"])) == ("LIVE", 10), result
+    assert len(held_at_send) == 12
+    assert max(held_at_send) <= 10 * 100, held_at_send  # main: 2.8 MB before the tenth scrape
+    assert BODIES_IN_FLIGHT.held == before

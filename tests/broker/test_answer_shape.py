@@ -150,3 +150,15 @@ def test_a_token_not_given_is_no_token_named_none(fake: FakeProviders) -> None:
             fake, dexscreener, "market.price", {"token": token}, json.dumps({"pairs": [pair]})
         )
         assert (answer["status"], answer["code"]) == ("ERROR", "NOT_FOUND"), answer
+
+
+def test_a_price_string_is_a_json_number_or_null(fake: FakeProviders) -> None:
+    """``float()`` reads far more than a number's JSON text: ``_`` between digits, digits of
+    any script, surrounding whitespace, a sign (main: "٣.٥" was the price 3.5, "1_000" was
+    1000.0). A vendor's price string is read as JSON writes a number, else it is null."""
+    texts = ("1_000", "\u0663.\u0665", " 2.5", "+7", ".5", "0x10", "1.25", "2e-7", "-3")
+    pairs = [{"chainId": "robinhood", "priceUsd": text} for text in texts]
+    dexscreener = {"dexscreener": PROVIDERS["dexscreener"]}
+    answer = _call(fake, dexscreener, "market.search", {"query": "q"}, json.dumps({"pairs": pairs}))
+    prices = [pair["priceUsd"] for pair in answer["data"]["pairs"]]
+    assert prices == [None, None, None, None, None, None, 1.25, 2e-7, -3.0], answer

@@ -19,6 +19,8 @@ from typing import Any
 
 from splice_build.broker.providers.interface import ProviderFailure
 from splice_build.records import dataclass
+from splice_build.spec.json_text import is_json_number
+from splice_build.spec.untrusted_json import MAX_NUMBER_CHARS
 
 
 @dataclass(frozen=True)
@@ -90,15 +92,15 @@ class Answer:
         raise self.wrong("is not a boolean")
 
     def price(self) -> float | None:
-        """A market number as vendors send it, a JSON number or a decimal string (``"1.25"``),
-        as a finite float; ``None`` for a string that is no finite number: ``float()`` also
-        reads ``"NaN"``, ``"inf"`` and ``"1e999"``, which have no JSON form and could not be
-        sent back to the tool."""
+        """A market number as vendors send it, a JSON number or one written as a string
+        (``"1.25"``), as a finite float; ``None`` for a string that is no JSON number's text
+        or no finite number: ``float()`` also reads ``"NaN"``, ``"inf"`` and ``"1e999"``,
+        which have no JSON form and could not be sent back to the tool, and ``"1_000"``,
+        ``" 2.5"``, ``"+7"`` and digits of any script (``"٣.٥"`` was 3.5)."""
         if isinstance(self.value, str):
-            try:
-                number = float(self.value)
-            except (ValueError, OverflowError):
+            if len(self.value) > MAX_NUMBER_CHARS or not is_json_number(self.value):
                 return None
+            number = float(self.value)
         else:
             given = self.number()
             if given is None:

@@ -84,25 +84,38 @@ class Firecrawl:
                 failed.append(url)
                 continue
             try:
-                payload, _ = http.request_json(
-                    "POST", "/v1/scrape", body={"url": url, "formats": ["markdown"]}, headers=auth
-                )
+                title, content = _scrape(http, auth, url, most)
             except ProviderFailure:
                 if not pages or http.time_left() > 0:
                     raise
                 failed.extend(urls[n:])
                 notes += (PAGES_OVER_TIME,)
                 break
-            scraped = payload.as_object().field("data")
-            content = clip(scraped.field("markdown").text(), most)
             kept += len(content.encode("utf-8", "surrogatepass")) if content else 0
+            # Of the answer (up to 5 MiB), only the page's text is held now: ten answers
+            # held to the call's end took 50 MiB of the process's answer budget
+            # (docs/capabilities.md), a tool's maxCharacters: 100 keeping ten pages.
+            http.release(keep=kept)
             if kept > MAX_CAPABILITY_RESULT_BYTES:
                 failed.append(url)
                 continue
-            pages.append(page(url, scraped.field("metadata").field("title").text(), None, content))
+            pages.append(page(url, title, None, content))
         if kept >= MAX_CAPABILITY_RESULT_BYTES and failed:
             notes += (PAGES_OVER_BUDGET,)
         return ProviderData({"pages": pages, "failed": failed}, "POST /v1/scrape", notes=notes)
+
+
+def _scrape(
+    http: Any, auth: Mapping[str, str], url: str, most: int | None
+) -> tuple[str | None, str | None]:
+    """The title and text (cut at ``most`` characters) of the page at ``url``; nothing else
+    of Firecrawl's answer outlives this call."""
+    payload, _ = http.request_json(
+        "POST", "/v1/scrape", body={"url": url, "formats": ["markdown"]}, headers=auth
+    )
+    scraped = payload.as_object().field("data")
+    content = clip(scraped.field("markdown").text(), most)
+    return scraped.field("metadata").field("title").text(), content
 
 
 PROVIDER = Firecrawl()

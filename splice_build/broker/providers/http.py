@@ -185,9 +185,7 @@ class ProviderClient:
         but 2xx (404 → NOT_FOUND, 429 → RATE_LIMITED, others PROVIDER_ERROR).
         """
         endpoint = self._endpoint(method, template)
-        path = template.format(
-            **{k: quote(str(v), safe="") for k, v in (path_params or {}).items()}
-        )
+        path = template.format(**_path_segments(self.provider, endpoint, path_params or {}))
         limit = min(max_bytes or self._max_bytes, self._max_bytes)
         response = self._send(method, self._base + path, endpoint, params, body, headers, limit)
         if response.status not in _SUCCESS:
@@ -200,10 +198,13 @@ class ProviderClient:
         which a tool must not be able to tell from one that does not exist."""
         return _not_found(self.provider, self._endpoint(method, template))
 
-    def release(self) -> None:
-        """Give back the budget this client's answers held: the call made its result."""
-        self._budget.give_back(self._held)
-        self._held = 0
+    def release(self, keep: int = 0) -> None:
+        """Give back the budget this client's answers held, all but ``keep`` bytes: the
+        call made its result, its provider failed (nothing of its answers is kept), or the
+        provider keeps only ``keep`` bytes of them (Firecrawl, the text of pages scraped)."""
+        given = max(self._held - keep, 0)
+        self._budget.give_back(given)
+        self._held -= given
 
     def time_left(self) -> float:
         """Seconds left of the call's time (negative once it has passed)."""
@@ -258,7 +259,8 @@ class ProviderClient:
         sent = {"accept": "application/json", **(headers or {})}
         data = None
         if body is not None:
-            data = json.dumps(body, separators=(",", ":")).encode()
+            # Strict JSON: a NaN would be sent as the bare word, which no vendor reads as JSON.
+            data = json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
             sent["content-type"] = "application/json"
         left = self.time_left()
         if left <= 0:
@@ -311,6 +313,25 @@ class ProviderClient:
             if not chunk:
                 return bytes(body)
             body += chunk
+
+
+def _path_segments(provider: str, endpoint: str, params: Mapping[str, Any]) -> dict[str, str]:
+    """Each path parameter percent-encoded, which must hold a character other than ``.``
+    (an allow-list: ``.`` is the one character ``quote`` leaves that the URL parser reads as
+    a step). A ``.`` or ``..`` segment is no name to the parser (``/repos/octo/.`` is
+    ``/repos/octo/``, ``/repos/./hello`` is ``/repos/hello``) and an empty one changes the
+    path too: such a value sent the request, with the provider's key, to another endpoint
+    than the template's."""
+    encoded = {}
+    for name, value in params.items():
+        text = str(value)
+        if not text.strip("."):
+            raise ProviderFailure(
+                f"{provider} {endpoint}: {{{name}}} must hold a character other than '.'",
+                code=ErrorCode.INVALID_INPUT,
+            )
+        encoded[name] = quote(text, safe="")
+    return encoded
 
 
 def _not_found(provider: str, endpoint: str) -> ProviderFailure:
