@@ -64,7 +64,16 @@ def default_max_calls(env: Mapping[str, str] | None = None) -> int:
 def needs_admission(message: Any) -> bool:
     """Whether a decoded message (or batch) runs a tool and so must take a slot."""
     items = message if isinstance(message, list) else [message]
-    return any(_method(item) in ADMITTED_METHODS for item in items)
+    return any(is_tool_call(item) for item in items)
+
+
+def is_tool_call(item: Any) -> bool:
+    """Whether one decoded message is a tool call: a request (it has an ``id``) of an
+    admitted method. A notification naming ``tools/call`` runs nothing and is answered
+    nothing (``protocol.Server.handle``), so it takes no slot, files no cancellation ticket
+    and is no batch's call; counted, it waited up to ``WAIT_SECONDS`` behind running
+    calls for its 202 and was then refused 503, and it made a batch's one call two."""
+    return isinstance(item, dict) and "id" in item and _method(item) in ADMITTED_METHODS
 
 
 def _method(item: Any) -> str | None:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from splice_build.cancel import Cancellation
-from splice_build.mcp.admission import ADMITTED_METHODS
+from splice_build.mcp.admission import is_tool_call
 from splice_build.security.terminal import json_terminal_safe
 from splice_build.spec import json_text
 
@@ -174,11 +174,6 @@ def _call_ids(message: Any) -> list[str | int]:
     it files no id: stdio queues a batch before that refusal, and a 4 MiB line's 120,000
     call ids took 25 MB a ticket, for up to ``MAX_IN_FLIGHT`` messages."""
     items = message if isinstance(message, list) else [message]
-    calls = [item for item in items if _is_call(item)]
+    calls = [item for item in items if is_tool_call(item)]
     found = request_id(calls[0].get("id")) if len(calls) == 1 else None
     return [] if found is None else [found]
-
-
-def _is_call(item: Any) -> bool:
-    method = item.get("method") if isinstance(item, dict) else None
-    return isinstance(method, str) and method in ADMITTED_METHODS

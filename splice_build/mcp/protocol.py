@@ -25,7 +25,7 @@ from typing import Any
 from splice_build.cancel import cancellable
 from splice_build.errors import ErrorCode, SpliceError
 from splice_build.mcp import mapping
-from splice_build.mcp.admission import SERVER_BUSY, busy_data, needs_admission
+from splice_build.mcp.admission import SERVER_BUSY, busy_data, is_tool_call
 from splice_build.mcp.cancellation import InFlight, Ticket
 from splice_build.mcp.interface import Backend, Refused, ServerInfo, UnknownResource, UnknownTool
 from splice_build.records import dataclass
@@ -91,7 +91,7 @@ def batch_refusal(messages: list[Any], session: Session) -> str | None:
         return "Empty batch"
     if len(messages) > MAX_BATCH:
         return f"Batch of more than {MAX_BATCH} messages"
-    if sum(needs_admission(message) for message in messages) > 1:
+    if sum(is_tool_call(message) for message in messages) > 1:
         return "Batch of more than one tools/call"
     if any(isinstance(item, dict) and item.get("method") == "initialize" for item in messages):
         # 2025-03-26, Lifecycle: "MUST NOT be part of a JSON-RPC batch"; answered, it set
@@ -134,11 +134,7 @@ def _valid_id(value: Any) -> bool:
 
 def _call_ids(batch: list[Any]) -> list[Any]:
     """The ids of a batch's tool calls (at most one: ``batch_refusal``)."""
-    return [
-        item.get("id")
-        for item in batch
-        if isinstance(item, dict) and item.get("method") == "tools/call"
-    ]
+    return [item.get("id") for item in batch if is_tool_call(item)]
 
 
 def _stopped(message: Any) -> list[dict[str, Any]]:
@@ -147,9 +143,7 @@ def _stopped(message: Any) -> list[dict[str, Any]]:
     return [
         error_response(item.get("id"), SERVER_BUSY, STOPPING_MESSAGE, busy_data())
         for item in items
-        if isinstance(item, dict)
-        and item.get("method") == "tools/call"
-        and _valid_id(item.get("id"))
+        if is_tool_call(item) and _valid_id(item.get("id"))
     ]
 
 

@@ -324,6 +324,33 @@ def test_sdk_client_gets_a_session_id_and_is_served(url: str) -> None:
     assert len(response.headers["mcp-session-id"]) >= 16
 
 
+def test_a_tools_call_notification_takes_no_slot(url: str, tmp_path: Path) -> None:
+    """A notification naming ``tools/call`` runs nothing and is answered nothing: it is
+    answered 202 at once while every slot is held, and a 2025-03-26 batch holding one next
+    to a call holds one call. Before, it waited in the queue behind the running call (up to
+    10 s, then 503 "Server busy"), and the batch was refused "Batch of more than one
+    tools/call"."""
+    placed = Placed(url, tmp_path)
+    release = tmp_path / "release"
+    holder, place = placed.call(release, "holder")
+    assert place == "running"
+    echo = {"name": "demo_echo_echo", "arguments": {"text": "x"}}
+    note = {"jsonrpc": "2.0", "method": "tools/call", "params": echo}
+    notified = Caller(url, json.dumps(note).encode(), "a")
+    assert placed.start(notified) == "answered"
+    assert notified.response is not None and notified.response.status_code == 202
+    release.touch()
+    holder.join(60)
+    batch = [{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": echo}, note]
+    answered = post(url, json.dumps(batch).encode(), HEADERS)
+    assert answered.status_code == 200
+    (item,) = answered.json()  # 2025-03-26: the output is the text alone
+    assert (item["id"], json.loads(item["result"]["content"][0]["text"])) == (
+        7,
+        {"echo": echo["arguments"]},
+    )
+
+
 def test_stdio_runs_one_call_at_a_time_and_queues_the_next(tmp_path: Path) -> None:
     client = LineClient(demo_argv("stdio"), env=child_env({"SPLICE_MCP_MAX_CALLS": "1"}))
     try:

@@ -13,7 +13,7 @@ with -32600). Only
 notifications → 202. A client that leaves mid-body gets nothing and logs nothing. Before
 any of this, ``connections`` bounds the connections and the time to send a request head.
 
-A message holding a ``tools/call`` then takes a slot of the server's ``AsyncAdmission``
+A message holding a ``tools/call`` request then takes a slot of the server's ``AsyncAdmission``
 (docs/mcp.md#admission-control): it waits in its client's queue, or is refused with 503,
 ``Retry-After`` and the JSON-RPC error ``SERVER_BUSY``. The queue is that of the client's
 address: the peer's, or the ``X-Forwarded-For`` client when the peer is a
