@@ -182,6 +182,18 @@ def test_sdk_md_names_every_class_a_method_of_splice_returns() -> None:
     assert sorted(name for name in returned if f"`{name}`" not in text) == []
 
 
+def test_every_name_the_python_api_exports_is_named_by_a_page() -> None:
+    """What ``__all__`` offers a program is looked up in the pages: `ToolError`, the type of
+    a ``ToolResult``'s ``error``, exported by ``splice_build.runtime``, was named by none."""
+    import importlib
+
+    text = "\n".join(page.read_text(encoding="utf-8") for page in PAGES)
+    modules = ("splice_build", "splice_build.sdk", "splice_build.runtime", "splice_build.tasks")
+    exported = {name for m in modules for name in importlib.import_module(m).__all__}
+    assert {"Splice", "ToolResult", "splice_tasks"} <= exported
+    assert sorted(name for name in exported - {"__version__"} if f"`{name}" not in text) == []
+
+
 def test_sdk_md_names_every_keyword_splice_takes() -> None:
     """What ``Splice(...)`` takes is part of the SDK's contract: sdk.md named no ``home`` and
     said nothing of ``broker=False`` or of the default broker."""
