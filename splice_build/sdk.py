@@ -256,14 +256,10 @@ class Splice:
 
     def _check_registry_choice(self) -> None:
         """A bad ``registry`` argument or ``SPLICE_REGISTRY`` is ``INVALID_CONFIG`` even when
-        no registry is asked: the no-op fast path answered a no-op install with exit 0 where
-        the graph refuses it. Only those two come before anything the project or the lock
-        says, so only they are read here (project/registry_url.py)."""
-        if self._registry_flag is None and not self.env.get("SPLICE_REGISTRY"):
-            return
-        from splice_build.project.registry_url import resolve_registry
+        no registry is asked: the no-op fast path answered a no-op install with exit 0."""
+        from splice_build.project.registry_url import check_named_registry
 
-        resolve_registry(flag=self._registry_flag, env=self.env, project=None, home=self.home)
+        check_named_registry(flag=self._registry_flag, env=self.env, home=self.home)
 
     def _blocked(self) -> None:
         self._progress("waiting", "Waiting for another Splice process on .splice/...")

@@ -166,6 +166,34 @@ def test_sdk_md_names_every_public_method_and_property_of_splice() -> None:
     assert sorted(public - set(named.findall(text))) == []
 
 
+def test_sdk_md_names_every_class_a_method_of_splice_returns() -> None:
+    """What a call gives back is part of the contract: sdk.md said `load(ref)` checks a copy
+    and never what it returns (a ``LoadedPackage``), nor what `add()` and `install()` do."""
+    import inspect
+
+    from splice_build.sdk import Splice
+
+    text = (REPO / "docs" / "sdk.md").read_text(encoding="utf-8")
+    public = [getattr(Splice, n) for n in vars(Splice) if not n.startswith("_")]
+    annotations = [str(inspect.signature(m).return_annotation) for m in public if callable(m)]
+    returned = {name for given in annotations for name in re.findall(r"\b[A-Z]\w+", given)}
+    returned -= {"Any", "None"}
+    assert {"InstallReport", "InstalledPackage", "ToolResult"} <= returned
+    assert sorted(name for name in returned if f"`{name}`" not in text) == []
+
+
+def test_every_name_the_python_api_exports_is_named_by_a_page() -> None:
+    """What ``__all__`` offers a program is looked up in the pages: `ToolError`, the type of
+    a ``ToolResult``'s ``error``, exported by ``splice_build.runtime``, was named by none."""
+    import importlib
+
+    text = "\n".join(page.read_text(encoding="utf-8") for page in PAGES)
+    modules = ("splice_build", "splice_build.sdk", "splice_build.runtime", "splice_build.tasks")
+    exported = {name for m in modules for name in importlib.import_module(m).__all__}
+    assert {"Splice", "ToolResult", "splice_tasks"} <= exported
+    assert sorted(name for name in exported - {"__version__"} if f"`{name}" not in text) == []
+
+
 def test_sdk_md_names_every_keyword_splice_takes() -> None:
     """What ``Splice(...)`` takes is part of the SDK's contract: sdk.md named no ``home`` and
     said nothing of ``broker=False`` or of the default broker."""

@@ -137,6 +137,15 @@ def lock_decides(*, flag: str | None, env: Mapping[str, str], project: ProjectFi
     return flag is None and not env.get("SPLICE_REGISTRY") and project.registry is None
 
 
+def check_named_registry(*, flag: str | None, env: Mapping[str, str], home: SpliceHome) -> None:
+    """``INVALID_CONFIG`` for a bad ``--registry`` or ``SPLICE_REGISTRY`` even where no registry
+    is asked (a no-op ``install`` or ``sync``, a sync whose locked copies are all intact): a
+    command answered exit 0 with one that the next, needing a registry, refuses. Only those two
+    come before anything a project or its lock says, so only they are read."""
+    if flag is not None or env.get("SPLICE_REGISTRY"):
+        resolve_registry(flag=flag, env=env, project=None, home=home)
+
+
 def resolve_registry(
     *,
     flag: str | None,

@@ -92,12 +92,18 @@ def find_node(env: Mapping[str, str] | None = None) -> NodeBinary:
     source = os.environ if env is None else env
     if source.get("SPLICE_NODE"):
         path = override_path(source)
-        if path is None:
+        if path is None or not path.is_file():
+            # A path that names nothing is no old Node.js: "not Node.js 24" sent the user
+            # of a mistyped /usr/local/bin/nod looking for a newer version.
+            fix = (
+                "check the path"
+                if path is not None
+                else f"give its full path (a bare name is looked up in {os.defpath}, not PATH)"
+            )
             raise SandboxError(
                 ErrorCode.TOOL_CRASHED,
                 f"SPLICE_NODE names no file: {source['SPLICE_NODE']!r}",
-                hint=f"give its full path (a bare name is looked up in {os.defpath}, not PATH), "
-                "or unset SPLICE_NODE to use the bundled Node.js",
+                hint=f"{fix}, or unset SPLICE_NODE to use the bundled Node.js",
             )
         version = _probe_version(str(path))
         if version is None or version[0] < MIN_NODE_MAJOR:

@@ -135,8 +135,10 @@ def sync_workspace(
 
     A workspace whose every member is as its last no-op run left it is answered without the
     graph (tasks/noop.py)."""
+    from splice_build.project.registry_url import check_named_registry
     from splice_build.tasks.noop import unchanged_workspace
 
+    check_named_registry(flag=registry, env=env, home=home)
     room_for_members(len(workspace.members))  # every member's lock is held at once
 
     def blocked() -> None:

@@ -23,7 +23,7 @@ def test_a_mistyped_setting_and_a_missing_value_are_named(
     for argv, message, hint in (
         (
             ["config", "get", "regsitry"],
-            "unknown setting 'regsitry' (choose from 'registry')",
+            "unknown setting 'regsitry' (choose from 'registry', 'isolation')",
             "Did you mean registry? Run `splice config list` to see the settings.",
         ),
         (
@@ -31,7 +31,7 @@ def test_a_mistyped_setting_and_a_missing_value_are_named(
             "config set registry needs a value: a URL or an alias (local, embedded)",
             "To go back to the default, run `splice config unset registry`.",
         ),
-        (["config", "get"], "config get needs a key: registry", HELP),
+        (["config", "get"], "config get needs a key: registry, isolation", HELP),
         (
             ["config", "get", "registry", "x"],
             "only `config set registry <value>` takes a value",
@@ -87,3 +87,37 @@ def test_a_mistyped_key_of_the_user_config_is_named(
         capsys.readouterr()
         assert main(argv) == 0, argv
         assert capsys.readouterr().err.splitlines() == [warning], argv
+
+
+def test_the_isolation_setting_is_one_config_sets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/security.md's ``isolation`` key of config.json is a setting the runtime reads, and
+    `config list` no longer warns of it, but `splice config set isolation require-os` was
+    "unknown setting 'isolation' (choose from 'registry')": only a hand edit set it."""
+    from splice_build.cli.main import main
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("SPLICE_HOME", str(home))
+    monkeypatch.chdir(tmp_path)
+
+    def answer(*argv: str) -> tuple[int, dict]:
+        capsys.readouterr()
+        code = main(["--json", "config", *argv])
+        return code, json.loads(capsys.readouterr().out)
+
+    assert answer("get", "isolation") == (0, {"isolation": "auto", "source": "default"})
+    assert answer("set", "isolation", "require-os") == (
+        0,
+        {"isolation": "require-os", "source": "user"},
+    )
+    assert json.loads((home / "config.json").read_text()) == {"isolation": "require-os"}
+    assert answer("list")[1]["isolation"] == "require-os"
+    code, refused = answer("set", "isolation", "off")
+    assert (code, refused["error"]["code"]) == (2, "INVALID_CONFIG")
+    assert (
+        "isolation must be one of auto, require-os, in-process, not 'off'"
+        in (refused["error"]["message"])
+    )
+    assert answer("unset", "isolation") == (0, {"isolation": None, "removed": True})
+    assert json.loads((home / "config.json").read_text()) == {}

@@ -45,3 +45,21 @@ def test_login_without_a_registry_named_reads_no_token_and_says_how(
             assert stdin.buffer.tell() == 0  # the token was never read
         else:
             assert error["details"][0] == detail
+
+
+def test_login_to_a_registry_no_token_may_go_to_reads_no_token(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A plain-http:// registry off this machine was refused only once the token had been
+    typed at the prompt (or read from stdin) for it: now before the prompt."""
+    from splice_build.cli.main import main
+
+    monkeypatch.setenv("SPLICE_HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    stdin = io.TextIOWrapper(io.BytesIO((TOKEN + "\n").encode()))
+    monkeypatch.setattr(sys, "stdin", stdin)
+    assert main(["--json", "--registry", "http://10.1.2.3:8787", "login"]) == 2
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert error["code"] == "INVALID_CONFIG", error
+    assert error["message"].startswith("Refusing to send your registry token to http://10.1.2.3")
+    assert stdin.buffer.tell() == 0  # the token was never read

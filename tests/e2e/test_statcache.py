@@ -261,11 +261,15 @@ def test_install_refuses_a_changed_range_past_the_fast_path(project: Path, serve
 
 def test_a_bad_registry_choice_is_refused_past_the_fast_path(project: Path, served: str) -> None:
     """The fast path answered a no-op install exit 0 with a ``--registry`` or
-    ``SPLICE_REGISTRY`` that the graph refuses (docs/cli.md, "Which registry")."""
+    ``SPLICE_REGISTRY`` that the graph refuses (docs/cli.md, "Which registry"), and `sync`,
+    which asks no registry for intact locked copies, answered 0 on either path, where
+    `install` and a sync that must resolve say ``INVALID_CONFIG``."""
     assert _install(project, served)[1] == []
+    root = project.parent.parent
     for args, env in ((("--registry", "ftp://x"), None), ((), {"SPLICE_REGISTRY": "ftp://x"})):
-        done = run_splice(*args, "--json", "install", cwd=project, env=env)
-        assert (done.code, done.json()["error"]["code"]) == (2, "INVALID_CONFIG"), done.stdout
+        for command, cwd in ((["install"], project), (["sync"], root), (["sync", "--check"], root)):
+            done = run_splice(*args, "--json", *command, cwd=cwd, env=env)
+            assert (done.code, done.json()["error"]["code"]) == (2, "INVALID_CONFIG"), command
 
 
 def _edit_json(path: Path, edit: Callable[[dict], object]) -> None:

@@ -119,6 +119,13 @@ def test_splice_node_must_be_24(tmp_path: Path) -> None:
     assert missing.value.code == ErrorCode.TOOL_CRASHED
     assert missing.value.message == "SPLICE_NODE names no file: 'no-such-node-binary'"
     assert missing.value.hint is not None and "not PATH" in missing.value.hint
+    for nothing in (tmp_path / "nod", tmp_path):  # a mistyped path, a directory
+        with pytest.raises(SandboxError) as missing:
+            find_node({"SPLICE_NODE": str(nothing)})
+        assert missing.value.message == f"SPLICE_NODE names no file: {str(nothing)!r}"
+        assert (
+            missing.value.hint == "check the path, or unset SPLICE_NODE to use the bundled Node.js"
+        )
     assert find_node({}).version_text.count(".") == 2
 
 

@@ -1,4 +1,6 @@
-"""`splice config [list|get|set|unset] registry [value]`: the user's default registry."""
+"""`splice config [list|get|set|unset] <key> [value]`: the user's settings in
+``SPLICE_HOME/config.json``: the default ``registry`` and the sandbox's ``isolation`` mode
+(docs/security.md#the-os-layer), the keys ``SpliceHome.CONFIG_KEYS`` names."""
 
 from __future__ import annotations
 
@@ -12,9 +14,13 @@ if TYPE_CHECKING:
     from splice_build.project.home import SpliceHome
 
 NAME = "config"
-HELP = "show or change the default registry"
+HELP = "show or change the default registry and the isolation mode"
 NEEDS_PROJECT = False
-KEYS = ("registry",)
+# What `set` takes, by key (each key of SpliceHome.CONFIG_KEYS).
+VALUES = {
+    "registry": "a URL or an alias (local, embedded)",
+    "isolation": "a mode (auto, require-os, in-process)",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,67 +29,110 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="?",
         default="list",
         choices=("list", "get", "set", "unset"),
-        help="list (the default): the home, the registry and where it comes from (with "
-        "--json also every key of config.json); get, set, unset: the registry",
+        help="list (the default): the home, the registry and where it comes from, and the "
+        "isolation mode (with --json also every key of config.json); get, set, unset: one "
+        "setting",
     )
-    parser.add_argument("key", nargs="?", help="the setting (only: registry)")
-    parser.add_argument("value", nargs="?", help="the new value (set only): a URL or an alias")
+    parser.add_argument("key", nargs="?", help="the setting: registry or isolation")
+    parser.add_argument(
+        "value", nargs="?", help="the new value (set only): a registry URL or alias, or a mode"
+    )
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     from splice_build.project.home import SpliceHome
-    from splice_build.project.registry_url import ALIASES, normalize_registry_url
-    from splice_build.registry.client.open import configured_registry
+    from splice_build.project.registry_url import ALIASES
 
     home = SpliceHome.from_env(ctx.env)
-    if args.action != "list" and args.key is None:
-        raise UsageError(f"config {args.action} needs a key: {', '.join(KEYS)}")
-    if args.action != "list" and args.key not in KEYS:
-        from splice_build.spec.names import did_you_mean
-
-        raise UsageError(
-            f"unknown setting {args.key!r} (choose from {', '.join(map(repr, KEYS))})",
-            hint=f"{did_you_mean(args.key, KEYS)}Run `splice config list` to see the settings.",
-        )
-    if args.action == "set" and args.value is None:
-        raise UsageError(
-            "config set registry needs a value: a URL or an alias (local, embedded)",
-            hint="To go back to the default, run `splice config unset registry`.",
-        )
-    if args.action != "set" and args.value is not None:
-        raise UsageError("only `config set registry <value>` takes a value")
+    _check_words(args)
+    key = args.key
     if args.action == "set":
-        url = normalize_registry_url(args.value)
-        home.write_config({**home.read_config(), "registry": url})
-        ctx.out.result({"registry": url, "source": "user"}, f"registry = {url} (user)")
+        value = _checked(key, args.value)
+        home.write_config({**home.read_config(), key: value})
+        ctx.out.result({key: value, "source": "user"}, f"{key} = {value} (user)")
         return 0
     if args.action == "unset":
         config = home.read_config()
-        removed = config.pop("registry", None) is not None
+        removed = config.pop(key, None) is not None
         if removed:
             home.write_config(config)
         ctx.out.result(
-            {"registry": None, "removed": removed},
-            "registry unset" if removed else "registry was not set",
+            {key: None, "removed": removed}, f"{key} unset" if removed else f"{key} was not set"
         )
         return 0
-    setting = configured_registry(flag=ctx.registry, env=ctx.env, cwd=ctx.cwd, home=home)
     _warn_of_unknown_keys(ctx, home)
     if args.action == "get":
-        ctx.out.result(
-            {"registry": setting.url, "source": setting.source}, f"{setting.url} ({setting.source})"
-        )
+        value, source = _registry(ctx, home) if key == "registry" else _isolation(home)
+        ctx.out.result({key: value, "source": source}, f"{value} ({source})")
         return 0
+    registry, source = _registry(ctx, home)
+    isolation, isolation_source = _isolation(home)
     data: dict[str, Any] = {
         "home": str(home.path),
-        "registry": setting.url,
-        "source": setting.source,
+        "registry": registry,
+        "source": source,
+        "isolation": isolation,
         "userConfig": home.read_config(),
         "aliases": dict(ALIASES),
     }
-    text = f"home: {home.path}\nregistry: {setting.url} ({setting.source})"
+    text = (
+        f"home: {home.path}\nregistry: {registry} ({source})\n"
+        f"isolation: {isolation} ({isolation_source})"
+    )
     ctx.out.result(data, text)
     return 0
+
+
+def _check_words(args: argparse.Namespace) -> None:
+    """The usage errors of the words given: a known key for every action but `list`, and a
+    value for `set` alone."""
+    keys = tuple(VALUES)
+    if args.action != "list" and args.key is None:
+        raise UsageError(f"config {args.action} needs a key: {', '.join(keys)}")
+    if args.action != "list" and args.key not in keys:
+        from splice_build.spec.names import did_you_mean
+
+        raise UsageError(
+            f"unknown setting {args.key!r} (choose from {', '.join(map(repr, keys))})",
+            hint=f"{did_you_mean(args.key, keys)}Run `splice config list` to see the settings.",
+        )
+    if args.action == "set" and args.value is None:
+        raise UsageError(
+            f"config set {args.key} needs a value: {VALUES[args.key]}",
+            hint=f"To go back to the default, run `splice config unset {args.key}`.",
+        )
+    if args.action != "set" and args.value is not None:
+        raise UsageError(f"only `config set {args.key} <value>` takes a value")
+
+
+def _checked(key: str, value: str) -> str:
+    """``value`` as ``config.json`` keeps it; ``INVALID_CONFIG`` when it is none."""
+    if key == "registry":
+        from splice_build.project.registry_url import normalize_registry_url
+
+        return normalize_registry_url(value)
+    from splice_build.runtime.isolation.plan import check_mode
+
+    return check_mode(value, source="config set isolation")
+
+
+def _registry(ctx: CommandContext, home: SpliceHome) -> tuple[str, str]:
+    """The registry commands ask here and where that comes from (cli.md, "Which registry")."""
+    from splice_build.registry.client.open import configured_registry
+
+    setting = configured_registry(flag=ctx.registry, env=ctx.env, cwd=ctx.cwd, home=home)
+    return setting.url, setting.source
+
+
+def _isolation(home: SpliceHome) -> tuple[str, str]:
+    """The isolation mode and where it comes from (``user`` or ``default``), as the runtime
+    reads it (runtime/isolation/plan.py)."""
+    from splice_build.runtime.isolation.plan import DEFAULT_MODE, check_mode
+
+    value = home.read_config().get("isolation")
+    if value is None:
+        return DEFAULT_MODE, "default"
+    return check_mode(value, source=str(home.config_file)), "user"
 
 
 def _warn_of_unknown_keys(ctx: CommandContext, home: SpliceHome) -> None:

@@ -102,6 +102,8 @@ def _require_chosen(source: str, url: str, ctx: CommandContext, home: SpliceHome
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     from splice_build.project.home import SpliceHome
+    from splice_build.project.registry_url import EMBEDDED_REGISTRY
+    from splice_build.registry.client.credential_route import require_token_route
     from splice_build.registry.client.open import configured_registry, open_registry
 
     home = SpliceHome.from_env(ctx.env)
@@ -115,6 +117,8 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
             "registry URL`).",
         )
     _require_chosen(setting.source, url, ctx, home)
+    if url != EMBEDDED_REGISTRY:  # in-process: no request carries the token
+        require_token_route(url)  # before a token is typed for a registry it could not go to
     token = _checked(_read_token(args, ctx, url))
     client = open_registry(url, home=home, token=token, env={})
     try:

@@ -52,6 +52,13 @@ def may_carry_token(base_url: str) -> bool:
 def authorization_header(base_url: str, token: str) -> dict[str, str]:
     """The ``Authorization`` header for a request to ``base_url``; refuses a plain-HTTP
     registry that is not on this machine with ``INVALID_CONFIG`` (the token is not sent)."""
+    require_token_route(base_url)
+    return {"authorization": f"Bearer {token}"}
+
+
+def require_token_route(base_url: str) -> None:
+    """``INVALID_CONFIG`` for a registry no token may go to (``may_carry_token``): also
+    asked by ``splice login`` before it prompts for a token it could not send."""
     if not may_carry_token(base_url):
         host = urlsplit(base_url).hostname or base_url
         raise RegistryError(
@@ -66,4 +73,3 @@ def authorization_header(base_url: str, token: str) -> dict[str, str]:
                 "http://127.0.0.1:PORT (docs/registry.md#where-a-token-goes)."
             ),
         )
-    return {"authorization": f"Bearer {token}"}
