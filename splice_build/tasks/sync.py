@@ -139,8 +139,10 @@ def sync_workspace(
 
     room_for_members(len(workspace.members))  # every member's lock is held at once
 
-    def blocked() -> None:
-        on_progress(".", "waiting", "Waiting for another Splice process on .splice/...")
+    def blocked(member: Path) -> None:  # the member whose lock another process holds
+        on_progress(
+            workspace.label(member), "waiting", "Waiting for another Splice process on .splice/..."
+        )
 
     if not options.check:
         from splice_build.project.layout import ProjectLayout
