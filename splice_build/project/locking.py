@@ -95,6 +95,9 @@ def _nothing() -> None:
     return None
 
 
+# What a command prints before it waits for a project's lock another process holds.
+WAITING = "Waiting for another Splice process on .splice/..."
+
 # Told which project's lock another process holds, before waiting for it: a run over many
 # projects (``splice sync``) names the one it waits for.
 BlockedOn = Callable[[Path], None]

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -734,8 +734,16 @@ def _relative(root: Path, directory: Path) -> str:
     return relative
 
 
-def add_member(root: Path, directory: Path, *, home: Path | None = None) -> bool:
+def add_member(
+    root: Path,
+    directory: Path,
+    *,
+    home: Path | None = None,
+    on_blocked: Callable[[], None] | None = None,
+) -> bool:
     """Add ``directory`` to ``members`` (and drop it from ``exclude``); False if already there.
+    ``on_blocked``: called before waiting for the root's lock, which another process holds
+    (``_editing``).
 
     Creates ``pyproject.toml`` or the ``[tool.splice.workspace]`` table when missing, listing
     the projects that were members (``_found_members``) and ``directory``. A
@@ -750,7 +758,7 @@ def add_member(root: Path, directory: Path, *, home: Path | None = None) -> bool
             f"{directory} {problem}",
             hint=f"Create the project first (`splice init {_relative(root, directory)}`), then add it.",
         )
-    with _editing(root):
+    with _editing(root, on_blocked):
         found = _found_members(root, home)
         if found is not None and _among(directory, found):
             return False  # written, the table would stop finding the projects made later
@@ -803,7 +811,13 @@ def _walked_into(root: Path, directory: Path) -> None:
         )
 
 
-def remove_member(root: Path, directory: Path, *, home: Path | None = None) -> str:
+def remove_member(
+    root: Path,
+    directory: Path,
+    *,
+    home: Path | None = None,
+    on_blocked: Callable[[], None] | None = None,
+) -> str:
     """Stop syncing ``directory``: ``"removed"`` from ``members`` if listed as written and no
     other pattern matches it, else ``"excluded"`` (added to ``exclude``), or ``"absent"``
     when it was not a member.
@@ -812,10 +826,10 @@ def remove_member(root: Path, directory: Path, *, home: Path | None = None) -> s
     wrote beside a pattern that also matches (``add`` lists a directory it takes out of
     ``exclude``) would otherwise go while the directory stayed a member, reported removed.
     Without a ``[tool.splice.workspace]`` table, the one written lists the other projects
-    that were members (``_found_members``).
+    that were members (``_found_members``). ``on_blocked``: as ``add_member``'s.
     """
     pattern = member_pattern(root, directory)
-    with _editing(root):
+    with _editing(root, on_blocked):
         found = _found_members(root, home)
         if found is not None and not _among(directory, found):
             return "absent"
@@ -900,14 +914,16 @@ def _listed(root: Path, found: Workspace | None, *, adding: bool) -> list[str]:
 
 
 @contextlib.contextmanager
-def _editing(root: Path) -> Iterator[None]:
+def _editing(root: Path, on_blocked: Callable[[], None] | None) -> Iterator[None]:
     """Hold the root's ``.splice/state.lock`` around a read-modify-write of its
     ``pyproject.toml``: two ``workspace add`` at once would otherwise each write back what
-    it read, and the member the first added would be lost (then never synced or checked)."""
+    it read, and the member the first added would be lost (then never synced or checked).
+    ``on_blocked`` is told when another process holds it: a sync of a workspace whose root is
+    a member holds it to its end, and ``workspace add`` waited that long without a word."""
     from splice_build.project.layout import ProjectLayout
     from splice_build.project.state_dir import state_lock
 
-    with state_lock(ProjectLayout(root)):
+    with state_lock(ProjectLayout(root), on_blocked):
         yield
 
 

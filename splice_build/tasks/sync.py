@@ -140,9 +140,9 @@ def sync_workspace(
     room_for_members(len(workspace.members))  # every member's lock is held at once
 
     def blocked(member: Path) -> None:  # the member whose lock another process holds
-        on_progress(
-            workspace.label(member), "waiting", "Waiting for another Splice process on .splice/..."
-        )
+        from splice_build.project.locking import WAITING
+
+        on_progress(workspace.label(member), "waiting", WAITING)
 
     if not options.check:
         from splice_build.project.layout import ProjectLayout
