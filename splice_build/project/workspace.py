@@ -346,7 +346,9 @@ def _foreign(pyproject: Path, info: os.stat_result | None, start: Path) -> int |
 
 
 MEMO_FILE = "workspace.json"
-_MEMO_VERSION = 3  # 2: the text of pyproject.toml, not its SHA-256; 3: the file's identity
+# 2: the text of pyproject.toml, not its SHA-256; 3: the file's identity; 4: ``members``
+# patterns no walk reaches refused (``_reachable``), which a memo of 3 would not check again
+_MEMO_VERSION = 4
 
 
 class _Memo:
@@ -513,9 +515,15 @@ def _walk(root: Path, granted: GrantedSubtrees) -> list[Path]:
             if name == PROJECT_FILE and not is_directory:
                 found.append(Path(directory))
                 granted.learn(found[-1])
-            elif is_real and name not in _PRUNED and not name.startswith("."):
+            elif is_real and not _never_walked(name):
                 pending.append((os.path.join(directory, name), number))
     return found
+
+
+def _never_walked(name: str) -> bool:
+    """Whether ``_walk`` never enters a directory called ``name``: a hidden one or
+    ``node_modules``."""
+    return name in _PRUNED or name.startswith(".")
 
 
 def _is_directory(entry: os.DirEntry[str]) -> tuple[bool, bool]:
@@ -643,7 +651,32 @@ def _patterns(pyproject: Path, table: Any, key: str) -> tuple[str, ...]:
         _spec(patterns)
     except ValueError as exc:
         raise _invalid(pyproject, f"{name}: {exc}") from exc
+    if key == "members":
+        for pattern in patterns:
+            _reachable(pyproject, pattern)
     return patterns
+
+
+def _reachable(pyproject: Path, pattern: str) -> None:
+    """``INVALID_CONFIG`` for a ``members`` pattern that names a directory no member can lie
+    in: a hidden one or ``node_modules``, which the walk that finds members never enters
+    (``_walk``), or ``..``, above the root. ``members = [".tools/x", "../shared"]`` matched
+    nothing, and those projects were silently never synced. A negation (``!``) is left be."""
+    if pattern.startswith("!"):
+        return
+    for part in pattern.split("/"):
+        name = part.removeprefix("\\")
+        if name == ".." or (name not in ("", ".") and _never_walked(name)):
+            where = (
+                "above the root"
+                if name == ".."
+                else "never entered (a hidden directory or node_modules)"
+            )
+            raise _invalid(
+                pyproject,
+                f"[tool.splice.workspace] members: {pattern!r} names {part!r}, {where}: "
+                "no member can lie there",
+            )
 
 
 def _spec(patterns: tuple[str, ...]) -> Any:
@@ -801,7 +834,7 @@ def _walked_into(root: Path, directory: Path) -> None:
     ``added`` and wrote the pattern, and ``.tools/x`` was never a member."""
     relative = _relative(root, directory)
     parts = [] if relative == "." else relative.split("/")
-    skipped = next((p for p in parts if p in _PRUNED or p.startswith(".")), None)
+    skipped = next((p for p in parts if _never_walked(p)), None)
     if skipped is not None:
         raise UsageError(
             f"{_shown(relative)} lies in {_shown(skipped)}, which the walk that finds members "

@@ -110,3 +110,25 @@ def test_sync_names_the_refused_pattern(tmp_path: Path) -> None:
     error = json.loads(done.stdout)["error"]
     assert error["code"] == "INVALID_CONFIG", error
     assert "members: a pattern cannot be compiled" in error["message"]
+
+
+def test_a_member_pattern_no_walk_reaches_is_refused(tmp_path: Path) -> None:
+    """``members`` naming a hidden directory, ``node_modules`` or ``..`` matched nothing:
+    sync said ``1 project(s): 0 failed`` and those projects were never synced (real CLI)."""
+    root = tmp_path / "repo"
+    for rel in ("packages/a", ".tools/x", "vendor/node_modules/y", "shared"):
+        new_project(root.parent / rel if rel == "shared" else root / rel)
+    for pattern, named in [
+        (".tools/x", ".tools"),
+        ("vendor/node_modules/*", "node_modules"),
+        ("packages/.*", ".*"),
+        ("../shared", ".."),
+    ]:
+        _write(root, ["packages/*", pattern])
+        done = run_splice("--json", "sync", cwd=root)
+        assert done.code == 2, (pattern, done.stdout, done.stderr)
+        error = json.loads(done.stdout)["error"]
+        assert error["code"] == "INVALID_CONFIG", (pattern, error)
+        assert f"members: {pattern!r} names {named!r}" in error["message"], error
+    _write(root, ["packages/*", "!packages/.cache", "./packages/a"])  # read as before
+    assert run_splice("sync", cwd=root).code == 0
