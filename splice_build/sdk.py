@@ -262,7 +262,9 @@ class Splice:
         check_named_registry(flag=self._registry_flag, env=self.env, home=self.home)
 
     def _blocked(self) -> None:
-        self._progress("waiting", "Waiting for another Splice process on .splice/...")
+        from splice_build.project.locking import WAITING
+
+        self._progress("waiting", WAITING)
 
     def _unchanged_install(self) -> list[InstallReport] | None:
         """A no-op install's reports without the graph when the project is as the last no-op

@@ -95,6 +95,21 @@ def _nothing() -> None:
     return None
 
 
+# What a command prints before it waits for a project's lock another process holds.
+WAITING = "Waiting for another Splice process on .splice/..."
+
+# Told which project's lock another process holds, before waiting for it: a run over many
+# projects (``splice sync``) names the one it waits for.
+BlockedOn = Callable[[Path], None]
+
+
+def blocked_on(on_blocked: BlockedOn | None, project: Path) -> Callable[[], None] | None:
+    """The ``on_blocked`` of ``lock`` for ``project``'s lock, telling ``on_blocked`` it."""
+    if on_blocked is None:
+        return None
+    return lambda: on_blocked(project)
+
+
 _CANCEL_POLL_SECONDS = 0.05  # how soon a cancelled call stops waiting for a lock
 
 

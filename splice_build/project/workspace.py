@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -346,7 +346,9 @@ def _foreign(pyproject: Path, info: os.stat_result | None, start: Path) -> int |
 
 
 MEMO_FILE = "workspace.json"
-_MEMO_VERSION = 3  # 2: the text of pyproject.toml, not its SHA-256; 3: the file's identity
+# 2: the text of pyproject.toml, not its SHA-256; 3: the file's identity; 4: ``members``
+# patterns no walk reaches refused (``_reachable``), which a memo of 3 would not check again
+_MEMO_VERSION = 4
 
 
 class _Memo:
@@ -513,9 +515,15 @@ def _walk(root: Path, granted: GrantedSubtrees) -> list[Path]:
             if name == PROJECT_FILE and not is_directory:
                 found.append(Path(directory))
                 granted.learn(found[-1])
-            elif is_real and name not in _PRUNED and not name.startswith("."):
+            elif is_real and not _never_walked(name):
                 pending.append((os.path.join(directory, name), number))
     return found
+
+
+def _never_walked(name: str) -> bool:
+    """Whether ``_walk`` never enters a directory called ``name``: a hidden one or
+    ``node_modules``."""
+    return name in _PRUNED or name.startswith(".")
 
 
 def _is_directory(entry: os.DirEntry[str]) -> tuple[bool, bool]:
@@ -643,7 +651,32 @@ def _patterns(pyproject: Path, table: Any, key: str) -> tuple[str, ...]:
         _spec(patterns)
     except ValueError as exc:
         raise _invalid(pyproject, f"{name}: {exc}") from exc
+    if key == "members":
+        for pattern in patterns:
+            _reachable(pyproject, pattern)
     return patterns
+
+
+def _reachable(pyproject: Path, pattern: str) -> None:
+    """``INVALID_CONFIG`` for a ``members`` pattern that names a directory no member can lie
+    in: a hidden one or ``node_modules``, which the walk that finds members never enters
+    (``_walk``), or ``..``, above the root. ``members = [".tools/x", "../shared"]`` matched
+    nothing, and those projects were silently never synced. A negation (``!``) is left be."""
+    if pattern.startswith("!"):
+        return
+    for part in pattern.split("/"):
+        name = part.removeprefix("\\")
+        if name == ".." or (name not in ("", ".") and _never_walked(name)):
+            where = (
+                "above the root"
+                if name == ".."
+                else "never entered (a hidden directory or node_modules)"
+            )
+            raise _invalid(
+                pyproject,
+                f"[tool.splice.workspace] members: {pattern!r} names {part!r}, {where}: "
+                "no member can lie there",
+            )
 
 
 def _spec(patterns: tuple[str, ...]) -> Any:
@@ -734,8 +767,16 @@ def _relative(root: Path, directory: Path) -> str:
     return relative
 
 
-def add_member(root: Path, directory: Path, *, home: Path | None = None) -> bool:
+def add_member(
+    root: Path,
+    directory: Path,
+    *,
+    home: Path | None = None,
+    on_blocked: Callable[[], None] | None = None,
+) -> bool:
     """Add ``directory`` to ``members`` (and drop it from ``exclude``); False if already there.
+    ``on_blocked``: called before waiting for the root's lock, which another process holds
+    (``_editing``).
 
     Creates ``pyproject.toml`` or the ``[tool.splice.workspace]`` table when missing, listing
     the projects that were members (``_found_members``) and ``directory``. A
@@ -750,7 +791,7 @@ def add_member(root: Path, directory: Path, *, home: Path | None = None) -> bool
             f"{directory} {problem}",
             hint=f"Create the project first (`splice init {_relative(root, directory)}`), then add it.",
         )
-    with _editing(root):
+    with _editing(root, on_blocked):
         found = _found_members(root, home)
         if found is not None and _among(directory, found):
             return False  # written, the table would stop finding the projects made later
@@ -793,7 +834,7 @@ def _walked_into(root: Path, directory: Path) -> None:
     ``added`` and wrote the pattern, and ``.tools/x`` was never a member."""
     relative = _relative(root, directory)
     parts = [] if relative == "." else relative.split("/")
-    skipped = next((p for p in parts if p in _PRUNED or p.startswith(".")), None)
+    skipped = next((p for p in parts if _never_walked(p)), None)
     if skipped is not None:
         raise UsageError(
             f"{_shown(relative)} lies in {_shown(skipped)}, which the walk that finds members "
@@ -803,7 +844,13 @@ def _walked_into(root: Path, directory: Path) -> None:
         )
 
 
-def remove_member(root: Path, directory: Path, *, home: Path | None = None) -> str:
+def remove_member(
+    root: Path,
+    directory: Path,
+    *,
+    home: Path | None = None,
+    on_blocked: Callable[[], None] | None = None,
+) -> str:
     """Stop syncing ``directory``: ``"removed"`` from ``members`` if listed as written and no
     other pattern matches it, else ``"excluded"`` (added to ``exclude``), or ``"absent"``
     when it was not a member.
@@ -812,10 +859,10 @@ def remove_member(root: Path, directory: Path, *, home: Path | None = None) -> s
     wrote beside a pattern that also matches (``add`` lists a directory it takes out of
     ``exclude``) would otherwise go while the directory stayed a member, reported removed.
     Without a ``[tool.splice.workspace]`` table, the one written lists the other projects
-    that were members (``_found_members``).
+    that were members (``_found_members``). ``on_blocked``: as ``add_member``'s.
     """
     pattern = member_pattern(root, directory)
-    with _editing(root):
+    with _editing(root, on_blocked):
         found = _found_members(root, home)
         if found is not None and not _among(directory, found):
             return "absent"
@@ -900,14 +947,16 @@ def _listed(root: Path, found: Workspace | None, *, adding: bool) -> list[str]:
 
 
 @contextlib.contextmanager
-def _editing(root: Path) -> Iterator[None]:
+def _editing(root: Path, on_blocked: Callable[[], None] | None) -> Iterator[None]:
     """Hold the root's ``.splice/state.lock`` around a read-modify-write of its
     ``pyproject.toml``: two ``workspace add`` at once would otherwise each write back what
-    it read, and the member the first added would be lost (then never synced or checked)."""
+    it read, and the member the first added would be lost (then never synced or checked).
+    ``on_blocked`` is told when another process holds it: a sync of a workspace whose root is
+    a member holds it to its end, and ``workspace add`` waited that long without a word."""
     from splice_build.project.layout import ProjectLayout
     from splice_build.project.state_dir import state_lock
 
-    with state_lock(ProjectLayout(root)):
+    with state_lock(ProjectLayout(root), on_blocked):
         yield
 
 

@@ -46,7 +46,7 @@ from splice_build.install.transaction import project_lock
 from splice_build.project.creation_modes import beyond_private, dir_mode_in, private_mode_in
 from splice_build.project.layout import ProjectLayout
 from splice_build.project.lockfile import load_lockfile
-from splice_build.project.locking import lock
+from splice_build.project.locking import BlockedOn, blocked_on, lock
 from splice_build.project.project_file import load_project_file, sorted_by_id
 from splice_build.records import dataclass
 from splice_build.tasks.noop import save_stat_caches
@@ -127,8 +127,9 @@ def run_graph(
     on_blocked: Callable[[], None] | None = None,
 ) -> GraphResult:
     """Run the graph of one project; raises its first ``SpliceError`` (nothing half-done)."""
+    waiting = None if on_blocked is None else lambda _project: on_blocked()
     workspace = run_workspace(
-        [Member(layout, installer)], request, db=layout.graph_db, on_blocked=on_blocked
+        [Member(layout, installer)], request, db=layout.graph_db, on_blocked=waiting
     )
     [run] = workspace.members
     if run.error is not None:
@@ -142,7 +143,7 @@ def run_workspace(
     *,
     db: Path,
     jobs: int = 1,
-    on_blocked: Callable[[], None] | None = None,
+    on_blocked: BlockedOn | None = None,
 ) -> WorkspaceRun:
     """Run one graph over ``members``; each project's error stays in its ``GraphRun``.
 
@@ -176,15 +177,16 @@ def _run_workspace(
     *,
     db: Path,
     jobs: int,
-    on_blocked: Callable[[], None] | None,
+    on_blocked: BlockedOn | None,
 ) -> WorkspaceRun:
     ordered = sorted(members, key=lambda m: str(m.layout.root))
     with _IN_PROCESS, contextlib.ExitStack() as stack:
         for member in ordered:
+            waiting = blocked_on(on_blocked, member.layout.root)
             if not request.check:
-                stack.enter_context(project_lock(member.layout, on_blocked))
+                stack.enter_context(project_lock(member.layout, waiting))
             elif member.layout.state_lock.exists():
-                stack.enter_context(lock(member.layout.state_lock, on_blocked))
+                stack.enter_context(lock(member.layout.state_lock, waiting))
         if request.check:
             db = Path(stack.enter_context(tempfile.TemporaryDirectory())) / "check.sqlite3"
         runs = tuple(open_run(member, request) for member in members)

@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING
 from splice_build.file_keys import FileIdentity, file_identity
 from splice_build.install.statcache import NoopState, StatCache, only_mine
 from splice_build.project.layout import ProjectLayout
-from splice_build.project.locking import lock
+from splice_build.project.locking import BlockedOn, blocked_on, lock
 from splice_build.project.state_dir import state_lock
 from splice_build.spec.limits import MAX_PROJECT_STATE_BYTES
 from splice_build.spec.project_state import ProjectState, RunMemo, Walks
@@ -174,7 +174,7 @@ def unchanged_workspace(
     *,
     home: Path,
     check: bool,
-    on_blocked: Callable[[], None] | None = None,
+    on_blocked: BlockedOn | None = None,
 ) -> SyncResult | None:
     """The result of a no-op ``sync`` when every member is as its recorded state, else None;
     ``home``: this run's SPLICE_HOME, which no grant may reach."""
@@ -195,10 +195,11 @@ def unchanged_workspace(
     with contextlib.ExitStack() as stack:
         for directory in sorted(workspace.members, key=str):  # run_workspace's lock order
             layout = layouts[directory]
+            waiting = blocked_on(on_blocked, directory)
             if not check:
-                stack.enter_context(state_lock(layout, on_blocked))
+                stack.enter_context(state_lock(layout, waiting))
             elif layout.state_lock.exists():
-                stack.enter_context(lock(layout.state_lock, on_blocked))
+                stack.enter_context(lock(layout.state_lock, waiting))
             real = memo.real_text(os.fspath(directory))
             cache = _unchanged(layout, home, real, digests, derived, memo)
             if cache is None or cache.state is None:

@@ -141,8 +141,10 @@ def sync_workspace(
     check_named_registry(flag=registry, env=env, home=home)
     room_for_members(len(workspace.members))  # every member's lock is held at once
 
-    def blocked() -> None:
-        on_progress(".", "waiting", "Waiting for another Splice process on .splice/...")
+    def blocked(member: Path) -> None:  # the member whose lock another process holds
+        from splice_build.project.locking import WAITING
+
+        on_progress(workspace.label(member), "waiting", WAITING)
 
     if not options.check:
         from splice_build.project.layout import ProjectLayout

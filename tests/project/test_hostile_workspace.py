@@ -163,7 +163,7 @@ def test_a_member_memo_shipped_with_the_checkout_is_not_believed(tmp_path: Path)
     pyproject = tmp_path / "pyproject.toml"
     pyproject.write_text('[tool.splice.workspace]\nmembers = ["apps/*"]\nexclude = ["vendor"]\n')
     forged = {
-        "version": 3,
+        "version": 4,
         "pyproject": pyproject.read_text(),
         "file": [0, 0, 0],
         "config": [["**"], []],

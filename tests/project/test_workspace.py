@@ -432,6 +432,23 @@ def test_sync_in_a_project_that_is_no_member_says_so(
     assert "warning" not in capsys.readouterr().err
 
 
+def test_sync_json_carries_the_workspace_warnings(tmp_path: Path) -> None:
+    """A program reading ``sync --json`` learned nothing of the project it was run in being
+    left out: ``"ok": true``, the warning on stderr alone (real CLI)."""
+    for name in ("a", "b"):
+        new_project(tmp_path / "packages" / name)
+    (tmp_path / "pyproject.toml").write_text('[tool.splice.workspace]\nmembers = ["packages/a"]\n')
+    line = (
+        f"packages/b (the project here) is not a member of the workspace at {tmp_path}, "
+        "so it is not synced: `splice workspace add .` makes it one"
+    )
+    done = run_splice("--json", "sync", cwd=tmp_path / "packages" / "b")
+    assert done.code == 0, done.stderr
+    assert done.json()["warnings"] == [line]
+    assert f"warning: {line}" in done.stderr.splitlines()
+    assert run_splice("--json", "sync", cwd=tmp_path).json()["warnings"] == []
+
+
 @pytest.mark.parametrize("exclude", ["apps/", "apps/*", "*/web", "apps/**"])
 def test_adding_a_directory_another_exclude_pattern_keeps_out_is_refused(
     tmp_path: Path, exclude: str

@@ -110,3 +110,29 @@ def test_sync_names_the_refused_pattern(tmp_path: Path) -> None:
     error = json.loads(done.stdout)["error"]
     assert error["code"] == "INVALID_CONFIG", error
     assert "members: a pattern cannot be compiled" in error["message"]
+
+
+def test_a_member_pattern_no_walk_reaches_is_refused(tmp_path: Path) -> None:
+    """``members`` naming a hidden directory, ``node_modules`` or ``..`` matched nothing:
+    sync said ``1 project(s): 0 failed`` and those projects were never synced."""
+    for rel in ("packages/a", ".tools/x"):
+        new_project(tmp_path / rel)
+    _write(tmp_path, ["packages/*", ".tools/x"])
+    done = run_splice("--json", "sync", cwd=tmp_path)  # the real command
+    assert done.code == 2, (done.stdout, done.stderr)
+    error = json.loads(done.stdout)["error"]
+    assert error["code"] == "INVALID_CONFIG", error
+    assert "members: '.tools/x' names '.tools', never entered" in error["message"], error
+    pyproject = tmp_path / "pyproject.toml"
+    for pattern, named in [
+        ("vendor/node_modules/*", "node_modules"),
+        ("packages/.*", ".*"),
+        ("packages/\\.cache", "\\.cache"),
+        ("../shared", ".."),
+    ]:
+        with pytest.raises(ProjectError) as refused:
+            workspace._config_of(pyproject, _toml(["packages/*", pattern]))
+        assert refused.value.code is ErrorCode.INVALID_CONFIG
+        assert f"members: {pattern!r} names {named!r}" in refused.value.message
+    read = workspace._config_of(pyproject, _toml(["!packages/.cache", "./packages/a", "."]))
+    assert read is not None and read.members == ("!packages/.cache", "./packages/a", ".")

@@ -139,11 +139,14 @@ def sync(
     from splice_build.tasks.sync import sync_workspace
 
     workspace = find_workspace(cwd, root=root, remember=not options.check, home=home)
-    for line in workspace.dropped_lines():
-        out.warn(line)
+    # The workspace's warnings, on stderr now and in the --json document: read from it alone,
+    # the project the sync was run in, left out, was a silent ``"ok": true``.
+    warnings = workspace.dropped_lines()
     outside = _project_left_out(cwd, workspace)
     if outside is not None:
-        out.warn(outside)
+        warnings.append(outside)
+    for line in warnings:
+        out.warn(line)
     out.progress(f"Syncing {len(workspace.members)} project(s) in {workspace.root}...")
     result = sync_workspace(
         workspace,
@@ -157,7 +160,8 @@ def sync(
     # The text is given as text: ``SyncResult.text`` makes each path and registry word one
     # line itself, so a callable would only have Output copy every field of the result
     # through ``one_line_fields`` for nothing (0.16 ms of each no-op sync of 30 projects).
-    out.result({**result.to_json(), "dropped": workspace.dropped_json()}, result.text())
+    document = {**result.to_json(), "dropped": workspace.dropped_json(), "warnings": warnings}
+    out.result(document, result.text())
     for project in result.projects:
         for line in project.warnings:
             out.warn(f"{project.path}: {line}")

@@ -80,11 +80,17 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         return 0
     root = _root(args, ctx)
     directory = (ctx.cwd / args.directory).resolve()
+
+    def blocked() -> None:  # a sync of a workspace whose root is a member holds its lock
+        from splice_build.project.locking import WAITING
+
+        ctx.out.progress(WAITING)
+
     if args.action == "add":
-        changed = add_member(root, directory, home=ctx.home)
+        changed = add_member(root, directory, home=ctx.home, on_blocked=blocked)
         outcome = "added" if changed else "already a member"
     else:
-        outcome = remove_member(root, directory, home=ctx.home)
+        outcome = remove_member(root, directory, home=ctx.home, on_blocked=blocked)
     path = (
         directory.relative_to(root).as_posix() if directory.is_relative_to(root) else str(directory)
     )
