@@ -734,6 +734,7 @@ class Splice:
 
         if not isinstance(ref, str) or ref.startswith("@") or not is_valid_name(ref):
             return named(PackageId.parse, ref).id  # type: ignore[arg-type]
+        ref = str.__str__(ref)  # a subclass's own __str__ or __format__ never runs in a message
         ids = list(load_lockfile(self.project_root).packages)
         found = [i for i in ids if i.rsplit("/", 1)[-1] == ref]
         if len(found) > 1:
@@ -764,6 +765,7 @@ class Splice:
 
         if not isinstance(ref, str):
             raise _no_package_provides(f"a {kind(ref)}")
+        ref = str.__str__(ref)  # a subclass's own __str__ or __format__ never runs in a message
         self._recovered()
         lock = load_lockfile(self.project_root)  # read once: resolved and checked against it
         lock_ids = list(lock.packages)

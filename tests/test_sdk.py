@@ -136,6 +136,18 @@ class _Hostile:
         raise AssertionError("__hash__ was called")
 
 
+class _HostileText(str):
+    """A name as a ``str`` subclass whose own conversions raise: a message must use the text."""
+
+    def __str__(self) -> str:
+        raise AssertionError("__str__ was called")
+
+    def __format__(self, spec: str) -> str:
+        raise AssertionError("__format__ was called")
+
+    __repr__ = __str__
+
+
 class _NumberPath:
     def __fspath__(self) -> object:
         return 5
@@ -172,6 +184,9 @@ _CASES = [
     # the constructor and init: a path is str or os.PathLike of str, env maps str to str
     *[("Splice(project)", v, "USAGE") for v in (b"p", 5, ["p"], _NumberPath(), "p\0q")],
     ("Splice(project)", "/" + _HUGE, "NOT_A_PROJECT"),
+    # a lone surrogate no file name or environment can carry (a bare UnicodeEncodeError before)
+    *[(c, "p\ud800", "USAGE") for c in ("Splice(project)", "Splice.init", "Splice(home)")],
+    *[("Splice(env)", v, "USAGE") for v in ({"SPLICE_HOME": "/h\ud800"}, {"A\udfff": "1"})],
     *[("Splice.init", v, "USAGE") for v in (None, b"p", 5, _NumberPath(), "p\0q", _HUGE)],
     *[("Splice(home)", v, "USAGE") for v in (b"h", 5, "h\0")],
     *[("Splice(env)", v, "USAGE") for v in ("A=1", [("A", "1")], {"A": 1}, {1: "a"}, {"A": "\0"})],
@@ -207,6 +222,8 @@ _CASES = [
     ],
     ("verify", _Hostile(), "INVALID_REF"),
     *[(m, v, "NOT_INSTALLED") for m in ("resolve_tool", "run") for v in (_Hostile(), ["x.y"])],
+    *[(m, _HostileText("x.y"), "NOT_INSTALLED") for m in ("resolve_tool", "run")],
+    *[(m, _HostileText("x"), "NOT_INSTALLED") for m in ("check", "tools", "load")],
     # what resolve_tool returned, not a name (an AttributeError before)
     *[("run_resolved", v, "USAGE") for v in ("@splice/example", None, _Hostile())],
 ]
