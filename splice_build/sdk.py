@@ -174,6 +174,7 @@ class Splice:
         self._pool = pool
         self._runtime_instance: SpliceRuntime | None = None
         self._runtime_lock = threading.Lock()
+        self._closed = False  # close() was called: a runtime made later keeps no process
         self.last_tasks: TaskRecord | None = None
         forget_in_children(self)
 
@@ -860,9 +861,12 @@ class Splice:
             return self._new_runtime(root)
 
     def _new_runtime(self, root: Path) -> SpliceRuntime:
+        """A runtime for ``root`` (under ``_runtime_lock``); closed at once when this object
+        was: a call made after ``close()`` runs in a process of its own and keeps none, also
+        when ``close()`` came before the first call made a runtime to close."""
         from splice_build.runtime import SpliceRuntime
 
-        self._runtime_instance = SpliceRuntime(
+        runtime = SpliceRuntime(
             project_root=root,
             env=self.env,
             broker=self._broker,  # type: ignore[arg-type]
@@ -870,7 +874,10 @@ class Splice:
             home=self.home.path,
             reuse=self._reuse_policy(),
         )
-        return self._runtime_instance
+        if self._closed:
+            runtime.close()
+        self._runtime_instance = runtime
+        return runtime
 
     def _reuse_policy(self) -> ReusePolicy | None:
         if self._reuse == "project":
@@ -886,8 +893,11 @@ class Splice:
     def close(self) -> None:
         """End the sandbox processes this object keeps (a pool's, reuse's) and their threads;
         a later call runs in a process of its own (docs/sdk.md#resources)."""
-        if self._runtime_instance is not None:
-            self._runtime_instance.close()
+        with self._runtime_lock:  # a first call making the runtime now sees it closed
+            self._closed = True
+            runtime = self._runtime_instance
+        if runtime is not None:
+            runtime.close()
 
     def __enter__(self) -> Splice:
         return self
