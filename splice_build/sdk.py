@@ -593,7 +593,10 @@ class Splice:
     def _selected(self, packages: Mapping[str, str], ids: Sequence[str]) -> builtins.list[str]:
         from splice_build.spec.names import PackageId, did_you_mean
 
-        chosen = [named(PackageId.parse, i).id for i in names_arg(ids, "ids")] or list(packages)  # type: ignore[arg-type]
+        # Each package once, in the order given: a package named twice was looked up twice
+        # and got two rows (``splice outdated @a/b @a/b`` printed it twice).
+        given = dict.fromkeys(named(PackageId.parse, i).id for i in names_arg(ids, "ids"))  # type: ignore[arg-type]
+        chosen = list(given) or list(packages)
         unknown = [i for i in chosen if i not in packages]
         if unknown:
             raise InstallError(
