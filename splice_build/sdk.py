@@ -1111,11 +1111,11 @@ def _no_such_version(client: RegistryClient, package_id: str, version: str, exc:
 
 def _no_package_provides(ref: str, known: Iterable[str] = ()) -> InstallError:
     """``known``: the tool references ``ref`` may have meant (the closest is named)."""
-    from splice_build.spec.names import did_you_mean
+    from splice_build.spec.names import clipped, did_you_mean
 
     return InstallError(
         ErrorCode.NOT_INSTALLED,
-        f"No installed package provides {ref}",
+        f"No installed package provides {clipped(ref)}",
         hint=f"{did_you_mean(ref, known)}Run `splice list` to see installed packages, "
         "`splice add <pkg>` to install one.",
     )

@@ -250,6 +250,36 @@ def test_every_argument_of_a_wrong_kind_is_a_coded_error_and_writes_nothing(
     assert sorted(tmp_path.rglob("*")) == before
 
 
+_MEGA = 1 << 20
+
+
+@pytest.mark.parametrize(
+    ("call", "value", "code"),
+    [
+        ("add", [f"@acme/x@^{'9' * _MEGA}"], "INVALID_RANGE"),
+        ("verify", f"@acme/x@{'9' * _MEGA}", "INVALID_RANGE"),
+        ("outdated", ["@acme/" + "a" * _MEGA], "INVALID_NAME"),
+        ("check", "@acme/" + "a" * _MEGA, "INVALID_NAME"),
+        ("run", "x" * _MEGA, "NOT_INSTALLED"),
+        ("resolve_tool", "x" * _MEGA + ".y", "INVALID_REF"),
+    ],
+    ids=["add", "verify", "outdated", "check", "run", "resolve_tool"],
+)
+def test_a_huge_argument_is_quoted_cut_in_its_error(
+    tmp_path: Path, call: str, value: object, code: str
+) -> None:
+    """A refused name, range or tool reference is quoted in the message: a caller's string of
+    a megabyte was copied whole into the error (twice for a reference's range), and so into
+    every log of it. It is cut at 256 characters, with its length."""
+    root = tmp_path / "project"
+    Splice.init(root)
+    with pytest.raises(SpliceError) as caught:
+        _CALLS[call](root, value)
+    assert str(caught.value.code) == code
+    assert len(json.dumps(caught.value.to_dict())) < 2000, caught.value.message[:100]
+    assert " characters)" in caught.value.message
+
+
 def test_a_nul_in_the_project_path_does_not_open_a_parent_project(tmp_path: Path) -> None:
     """``Path`` takes a NUL, every lookup of it fails, and the walk up would have opened the
     project above it: the argument is refused instead."""
