@@ -1098,12 +1098,13 @@ def _no_such_version(client: RegistryClient, package_id: str, version: str, exc:
     in the registry asked, as ``add`` says it) or the version, with those that exist ("Version
     … not found" said neither, only the detail "registry code: NOT_FOUND")."""
     from splice_build.install.resolve import available_detail, published_versions
+    from splice_build.spec.names import clipped
 
     versions, _ = published_versions(client, package_id)
     if version not in versions:
         raise RegistryError(
             ErrorCode.PACKAGE_NOT_FOUND,
-            f"{package_id} has no version {version}",
+            f"{package_id} has no version {clipped(version)}",
             details=[available_detail(versions)],
             hint=f"`splice info {package_id}` shows its versions.",
         ) from exc

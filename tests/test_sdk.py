@@ -262,8 +262,11 @@ _MEGA = 1 << 20
         ("check", "@acme/" + "a" * _MEGA, "INVALID_NAME"),
         ("run", "x" * _MEGA, "NOT_INSTALLED"),
         ("resolve_tool", "x" * _MEGA + ".y", "INVALID_REF"),
+        # a version or range the registry (the embedded one) has nothing for
+        ("add", [f"@splice/example@1.0.0-{'a' * _MEGA}"], "NO_MATCHING_VERSION"),
+        ("verify", f"@splice/example@1.0.0-{'a' * _MEGA}", "PACKAGE_NOT_FOUND"),
     ],
-    ids=["add", "verify", "outdated", "check", "run", "resolve_tool"],
+    ids=["add", "verify", "outdated", "check", "run", "resolve_tool", "add-v", "verify-v"],
 )
 def test_a_huge_argument_is_quoted_cut_in_its_error(
     tmp_path: Path, call: str, value: object, code: str
