@@ -578,20 +578,19 @@ def test_a_splice_dropped_without_close_ends_its_processes_and_threads(tmp_path:
 
 
 @pytest.mark.node
-@pytest.mark.parametrize("kept", ["reuse", "pool"])
-def test_a_splice_closed_before_its_first_call_keeps_no_process(tmp_path: Path, kept: str) -> None:
+def test_a_splice_closed_before_its_first_call_keeps_no_process(tmp_path: Path) -> None:
     """``close()`` before any call (a server shut down before its first request came, then
     answering a late one) closed nothing, as no runtime was made yet, and the first call
     made one keeping its processes: a ``reuse=True`` object kept 2 processes after close and
     a call, a ``pool=`` one 1. docs/sdk.md: a call after ``close()`` keeps none."""
     Splice.init(tmp_path / "project").add(["@splice/example"])
     children = _children()
-    options: dict[str, Any] = {"reuse": True} if kept == "reuse" else {"pool": WarmPool()}
-    splice = Splice(tmp_path / "project", broker=False, **options)
-    splice.close()
-    assert splice.run("example.hello", {"name": "late"}).ok
-    assert _children() - children == set()
-    splice.close()
+    for options in ({"reuse": True}, {"pool": WarmPool()}):
+        splice = Splice(tmp_path / "project", broker=False, **options)  # type: ignore[arg-type]
+        splice.close()
+        assert splice.run("example.hello", {"name": "late"}).ok
+        assert _children() - children == set(), options
+        splice.close()
 
 
 def test_a_relative_home_is_the_one_named_when_the_splice_was_made(
