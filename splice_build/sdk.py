@@ -174,6 +174,7 @@ class Splice:
         self._pool = pool
         self._runtime_instance: SpliceRuntime | None = None
         self._runtime_lock = threading.Lock()
+        self._closed = False  # close() was called: a runtime made later keeps no process
         self.last_tasks: TaskRecord | None = None
         forget_in_children(self)
 
@@ -590,7 +591,10 @@ class Splice:
     def _selected(self, packages: Mapping[str, str], ids: Sequence[str]) -> builtins.list[str]:
         from splice_build.spec.names import PackageId, did_you_mean
 
-        chosen = [named(PackageId.parse, i).id for i in names_arg(ids, "ids")] or list(packages)  # type: ignore[arg-type]
+        # Each package once, in the order given: a package named twice was looked up twice
+        # and got two rows (``splice outdated @a/b @a/b`` printed it twice).
+        given = dict.fromkeys(named(PackageId.parse, i).id for i in names_arg(ids, "ids"))  # type: ignore[arg-type]
+        chosen = list(given) or list(packages)
         unknown = [i for i in chosen if i not in packages]
         if unknown:
             raise InstallError(
@@ -732,6 +736,7 @@ class Splice:
 
         if not isinstance(ref, str) or ref.startswith("@") or not is_valid_name(ref):
             return named(PackageId.parse, ref).id  # type: ignore[arg-type]
+        ref = str.__str__(ref)  # a subclass's own __str__ or __format__ never runs in a message
         ids = list(load_lockfile(self.project_root).packages)
         found = [i for i in ids if i.rsplit("/", 1)[-1] == ref]
         if len(found) > 1:
@@ -762,6 +767,7 @@ class Splice:
 
         if not isinstance(ref, str):
             raise _no_package_provides(f"a {kind(ref)}")
+        ref = str.__str__(ref)  # a subclass's own __str__ or __format__ never runs in a message
         self._recovered()
         lock = load_lockfile(self.project_root)  # read once: resolved and checked against it
         lock_ids = list(lock.packages)
@@ -856,9 +862,12 @@ class Splice:
             return self._new_runtime(root)
 
     def _new_runtime(self, root: Path) -> SpliceRuntime:
+        """A runtime for ``root`` (under ``_runtime_lock``); closed at once when this object
+        was: a call made after ``close()`` runs in a process of its own and keeps none, also
+        when ``close()`` came before the first call made a runtime to close."""
         from splice_build.runtime import SpliceRuntime
 
-        self._runtime_instance = SpliceRuntime(
+        runtime = SpliceRuntime(
             project_root=root,
             env=self.env,
             broker=self._broker,  # type: ignore[arg-type]
@@ -866,7 +875,10 @@ class Splice:
             home=self.home.path,
             reuse=self._reuse_policy(),
         )
-        return self._runtime_instance
+        if self._closed:
+            runtime.close()
+        self._runtime_instance = runtime
+        return runtime
 
     def _reuse_policy(self) -> ReusePolicy | None:
         if self._reuse == "project":
@@ -882,8 +894,11 @@ class Splice:
     def close(self) -> None:
         """End the sandbox processes this object keeps (a pool's, reuse's) and their threads;
         a later call runs in a process of its own (docs/sdk.md#resources)."""
-        if self._runtime_instance is not None:
-            self._runtime_instance.close()
+        with self._runtime_lock:  # a first call making the runtime now sees it closed
+            self._closed = True
+            runtime = self._runtime_instance
+        if runtime is not None:
+            runtime.close()
 
     def __enter__(self) -> Splice:
         return self
@@ -1081,12 +1096,13 @@ def _no_such_version(client: RegistryClient, package_id: str, version: str, exc:
     in the registry asked, as ``add`` says it) or the version, with those that exist ("Version
     … not found" said neither, only the detail "registry code: NOT_FOUND")."""
     from splice_build.install.resolve import available_detail, published_versions
+    from splice_build.spec.names import clipped
 
     versions, _ = published_versions(client, package_id)
     if version not in versions:
         raise RegistryError(
             ErrorCode.PACKAGE_NOT_FOUND,
-            f"{package_id} has no version {version}",
+            f"{package_id} has no version {clipped(version)}",
             details=[available_detail(versions)],
             hint=f"`splice info {package_id}` shows its versions.",
         ) from exc
@@ -1094,11 +1110,11 @@ def _no_such_version(client: RegistryClient, package_id: str, version: str, exc:
 
 def _no_package_provides(ref: str, known: Iterable[str] = ()) -> InstallError:
     """``known``: the tool references ``ref`` may have meant (the closest is named)."""
-    from splice_build.spec.names import did_you_mean
+    from splice_build.spec.names import clipped, did_you_mean
 
     return InstallError(
         ErrorCode.NOT_INSTALLED,
-        f"No installed package provides {ref}",
+        f"No installed package provides {clipped(ref)}",
         hint=f"{did_you_mean(ref, known)}Run `splice list` to see installed packages, "
         "`splice add <pkg>` to install one.",
     )

@@ -39,7 +39,21 @@ def path_arg(value: object, what: str) -> Path:
         raise UsageError(f"{what} must be a text path, not {kind(text)}")
     if "\0" in text:
         raise UsageError(f"{what} contains a NUL character")
+    if not encodable(text):
+        raise UsageError(f"{what} holds a character no file name can carry (a lone surrogate)")
     return Path(str.__str__(text))
+
+
+def encodable(text: str) -> bool:
+    """Whether ``text`` can be given to the operating system, as a file name or in the
+    environment: a lone surrogate other than those standing for an undecodable byte (the
+    ones ``os.fsdecode`` makes) cannot, and every ``open``/``stat``/``exec`` of it raised a
+    bare ``UnicodeEncodeError`` out of the SDK."""
+    try:
+        os.fsencode(text)
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def absolute_arg(value: object, what: str) -> Path:
@@ -127,6 +141,6 @@ def env_arg(value: object) -> dict[str, str]:
             raise UsageError(
                 f"env must map str to str, not {kind(key)} to {kind(item)}",
             )
-        if "\0" in key or "\0" in item or "=" in key:
+        if "\0" in key or "\0" in item or "=" in key or not (encodable(key) and encodable(item)):
             raise UsageError("env holds a name or value an environment cannot carry")
     return {str.__str__(k): str.__str__(v) for k, v in copy.items()}

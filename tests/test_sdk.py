@@ -136,6 +136,18 @@ class _Hostile:
         raise AssertionError("__hash__ was called")
 
 
+class _HostileText(str):
+    """A name as a ``str`` subclass whose own conversions raise: a message must use the text."""
+
+    def __str__(self) -> str:
+        raise AssertionError("__str__ was called")
+
+    def __format__(self, spec: str) -> str:
+        raise AssertionError("__format__ was called")
+
+    __repr__ = __str__
+
+
 class _NumberPath:
     def __fspath__(self) -> object:
         return 5
@@ -172,6 +184,9 @@ _CASES = [
     # the constructor and init: a path is str or os.PathLike of str, env maps str to str
     *[("Splice(project)", v, "USAGE") for v in (b"p", 5, ["p"], _NumberPath(), "p\0q")],
     ("Splice(project)", "/" + _HUGE, "NOT_A_PROJECT"),
+    # a lone surrogate no file name or environment can carry (a bare UnicodeEncodeError before)
+    *[(c, "p\ud800", "USAGE") for c in ("Splice(project)", "Splice.init", "Splice(home)")],
+    *[("Splice(env)", v, "USAGE") for v in ({"SPLICE_HOME": "/h\ud800"}, {"A\udfff": "1"})],
     *[("Splice.init", v, "USAGE") for v in (None, b"p", 5, _NumberPath(), "p\0q", _HUGE)],
     *[("Splice(home)", v, "USAGE") for v in (b"h", 5, "h\0")],
     *[("Splice(env)", v, "USAGE") for v in ("A=1", [("A", "1")], {"A": 1}, {1: "a"}, {"A": "\0"})],
@@ -207,6 +222,8 @@ _CASES = [
     ],
     ("verify", _Hostile(), "INVALID_REF"),
     *[(m, v, "NOT_INSTALLED") for m in ("resolve_tool", "run") for v in (_Hostile(), ["x.y"])],
+    *[(m, _HostileText("x.y"), "NOT_INSTALLED") for m in ("resolve_tool", "run")],
+    *[(m, _HostileText("x"), "NOT_INSTALLED") for m in ("check", "tools", "load")],
     # what resolve_tool returned, not a name (an AttributeError before)
     *[("run_resolved", v, "USAGE") for v in ("@splice/example", None, _Hostile())],
 ]
@@ -231,6 +248,39 @@ def test_every_argument_of_a_wrong_kind_is_a_coded_error_and_writes_nothing(
         _CALLS[call](root, value)
     assert str(caught.value.code) == code, caught.value
     assert sorted(tmp_path.rglob("*")) == before
+
+
+_MEGA = 1 << 20
+
+
+@pytest.mark.parametrize(
+    ("call", "value", "code"),
+    [
+        ("add", [f"@acme/x@^{'9' * _MEGA}"], "INVALID_RANGE"),
+        ("verify", f"@acme/x@{'9' * _MEGA}", "INVALID_RANGE"),
+        ("outdated", ["@acme/" + "a" * _MEGA], "INVALID_NAME"),
+        ("check", "@acme/" + "a" * _MEGA, "INVALID_NAME"),
+        ("run", "x" * _MEGA, "NOT_INSTALLED"),
+        ("resolve_tool", "x" * _MEGA + ".y", "INVALID_REF"),
+        # a version or range the registry (the embedded one) has nothing for
+        ("add", [f"@splice/example@1.0.0-{'a' * _MEGA}"], "NO_MATCHING_VERSION"),
+        ("verify", f"@splice/example@1.0.0-{'a' * _MEGA}", "PACKAGE_NOT_FOUND"),
+    ],
+    ids=["add", "verify", "outdated", "check", "run", "resolve_tool", "add-v", "verify-v"],
+)
+def test_a_huge_argument_is_quoted_cut_in_its_error(
+    tmp_path: Path, call: str, value: object, code: str
+) -> None:
+    """A refused name, range or tool reference is quoted in the message: a caller's string of
+    a megabyte was copied whole into the error (twice for a reference's range), and so into
+    every log of it. It is cut at 256 characters, with its length."""
+    root = tmp_path / "project"
+    Splice.init(root)
+    with pytest.raises(SpliceError) as caught:
+        _CALLS[call](root, value)
+    assert str(caught.value.code) == code
+    assert len(json.dumps(caught.value.to_dict())) < 2000, caught.value.message[:100]
+    assert " characters)" in caught.value.message
 
 
 def test_a_nul_in_the_project_path_does_not_open_a_parent_project(tmp_path: Path) -> None:
@@ -525,6 +575,22 @@ def test_a_splice_dropped_without_close_ends_its_processes_and_threads(tmp_path:
     closed.close()
     assert closed.run("example.hello", {"name": "after"}).ok
     assert _children() - children == set()
+
+
+@pytest.mark.node
+def test_a_splice_closed_before_its_first_call_keeps_no_process(tmp_path: Path) -> None:
+    """``close()`` before any call (a server shut down before its first request came, then
+    answering a late one) closed nothing, as no runtime was made yet, and the first call
+    made one keeping its processes: a ``reuse=True`` object kept 2 processes after close and
+    a call, a ``pool=`` one 1. docs/sdk.md: a call after ``close()`` keeps none."""
+    Splice.init(tmp_path / "project").add(["@splice/example"])
+    children = _children()
+    for options in ({"reuse": True}, {"pool": WarmPool()}):
+        splice = Splice(tmp_path / "project", broker=False, **options)  # type: ignore[arg-type]
+        splice.close()
+        assert splice.run("example.hello", {"name": "late"}).ok
+        assert _children() - children == set(), options
+        splice.close()
 
 
 def test_a_relative_home_is_the_one_named_when_the_splice_was_made(

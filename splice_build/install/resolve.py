@@ -73,9 +73,11 @@ def no_matching_version(
     ``splice.json`` range, ``info``, ``verify``): the versions there are, and the hint of
     what to type with one (``command``: the one that asked; ``add`` writes a new range). It
     had no hint, and the SDK's names the call."""
+    from splice_build.spec.names import clipped
+
     return InstallError(
         ErrorCode.NO_MATCHING_VERSION,
-        f"No version of {package_id} matches {range_text}",
+        f"No version of {package_id} matches {clipped(range_text)}",
         details=[available_detail(versions)],
         hint=f"Pick one of the versions available: `splice {command} {package_id}@<version>`.",
     )

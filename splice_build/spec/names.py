@@ -187,8 +187,24 @@ def _quote(value: object) -> str:
     """A name for a message: the text of a string (as ``str``, whatever its subclass says),
     only the type of anything else, so a caller's ``__str__`` never runs."""
     if isinstance(value, str):
-        return f'"{str.__str__(value)}"'
+        return f'"{clipped(value)}"'
     return f"(a {type(value).__name__}, not a string)"
+
+
+# What a message quotes of a refused name, range or version (semver.py too): an SDK caller's
+# string of megabytes was copied whole into the error, twice for a range of a reference.
+MAX_QUOTED_CHARS = 256
+
+
+def clipped(value: object) -> str:
+    """``value`` (as ``str``, whatever its subclass says) cut at ``MAX_QUOTED_CHARS``, with
+    its length; anything else named by its type, so a caller's ``__repr__`` never runs."""
+    if not isinstance(value, str):
+        return f"a {type(value).__name__}"
+    text = str.__str__(value)
+    if len(text) <= MAX_QUOTED_CHARS:
+        return text
+    return f"{text[:MAX_QUOTED_CHARS]}… ({len(text)} characters)"
 
 
 def did_you_mean(given: str, names: Iterable[str]) -> str:

@@ -56,9 +56,11 @@ class Version:
         """Parse ``text`` exactly (no trimming, no ``v`` prefix); raises SpecError INVALID_VERSION."""
         version = _parse(text)
         if version is None:
+            from splice_build.spec.names import clipped
+
             raise SpecError(
                 ErrorCode.INVALID_VERSION,
-                f"Invalid version {text!r}: expected a semantic version such as 1.2.3 or 1.2.3-beta.1",
+                f"Invalid version {clipped(text)!r}: expected a semantic version such as 1.2.3 or 1.2.3-beta.1",
             )
         return version
 
@@ -186,8 +188,10 @@ class Range:
         """Parse ``text`` exactly; raises SpecError INVALID_RANGE."""
         rng = _parse_range(text)
         if rng is None:
+            from splice_build.spec.names import clipped
+
             raise SpecError(
-                ErrorCode.INVALID_RANGE, f"Invalid version range {text!r}. {_RANGE_HELP}"
+                ErrorCode.INVALID_RANGE, f"Invalid version range {clipped(text)!r}. {_RANGE_HELP}"
             )
         return rng
 

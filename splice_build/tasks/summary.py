@@ -80,14 +80,19 @@ class ProjectOutcome:
             return f"{path}: failed: {one_line(self.error.message)} ({self.error.code})"
         if self.changes:
             # Imported only here: a no-op sync's lines never name a grant (issue #22 item 4).
+            from splice_build.project.project_file import MAX_SHOWN_PROBLEMS
             from splice_build.spec.permissions import summary
 
+            # A checkout's splice.json (up to 64 MiB) chooses how many changes there are: all
+            # of them made one line of megabytes (a pre-commit hook, doit's TaskFailed);
+            # ``--json`` lists every one.
             listed = ", ".join(
                 f"{c.action} {c.package_id}{'@' + c.version if c.version else ''}"
                 + (f" (asks for {one_line(summary(c.consent))})" if c.consent else "")
-                for c in self.changes
+                for c in self.changes[:MAX_SHOWN_PROBLEMS]
             )
-            return f"{path}: would {listed}"
+            more = len(self.changes) - MAX_SHOWN_PROBLEMS
+            return f"{path}: would {listed}" + (f", and {more} more" if more > 0 else "")
         counts = [
             f"{len(items)} {word}"
             for word, items in (

@@ -79,3 +79,17 @@ def test_an_install_journal_linked_to_a_huge_file_is_not_writable(tmp_path: Path
     error = _error(project, "install")
     assert error["code"] == "NOT_WRITABLE", error
     assert f"cannot be read (larger than {MAX_PROJECT_STATE_BYTES} bytes)" in error["message"]
+
+
+def test_a_splice_json_of_many_packages_is_one_bounded_line_of_sync_check(tmp_path: Path) -> None:
+    """The hook ``splice-verify`` (``splice sync --check``) and doit's ``splice:verify`` print
+    one line per project naming what would change: every one of a checkout's packages, so a
+    splice.json of 200,000 made a line of 6 MB. The line names the first 20 and how many
+    more (``--json`` keeps every change)."""
+    packages = {f"@acme/p{n:03}": "^1.0.0" for n in range(120)}
+    project = new_project(tmp_path / "p", packages)
+    done = run_splice("sync", "--check", cwd=project)
+    assert done.code == 1, done.stderr
+    [line] = [text for text in done.stdout.splitlines() if text.startswith(".: would ")]
+    assert line.count("resolve @acme/") == 20
+    assert line.endswith("resolve @acme/p019@^1.0.0, and 100 more")

@@ -405,6 +405,18 @@ def test_outdated_and_update(tmp_path: Path, registry: dict) -> None:
     assert json.loads((project / "splice.json").read_text())["packages"][GREETER] == "^1.0.0"
 
 
+def test_a_package_named_twice_is_one_row_of_outdated_and_update(
+    tmp_path: Path, registry: dict
+) -> None:
+    """``outdated([id, id])`` looked the package up twice and returned two rows, and
+    ``update`` reported it twice (the CLI printed it twice), while ``add`` and ``remove``
+    take a package named twice once."""
+    splice = Splice(new_project(tmp_path / "p"))
+    splice.add([f"{GREETER}@^1.0.0", f"{OTHER}@^1.0.0"])
+    assert [row["id"] for row in splice.outdated([OTHER, GREETER, OTHER])] == [OTHER, GREETER]
+    assert [row["id"] for row in splice.update([GREETER, GREETER])] == [GREETER]
+
+
 @pytest.mark.parametrize("answer", ["no", 1, [False], None])
 def test_only_a_true_answer_grants_permissions(
     tmp_path: Path, registry: dict, answer: object

@@ -176,6 +176,10 @@ def test_a_failure_shows_no_control_character_of_the_checkout(tmp_path: Path) ->
         ('"sub\\0dir"', "project contains a NUL character"),
         ('b"."', "project must be a text path, not bytes"),
         ('".", root=5', "root must be a path (str or os.PathLike), not int"),
+        (
+            '".", root="ws\\ud800"',
+            "root holds a character no file name can carry (a lone surrogate)",
+        ),
         ('".", registry=b"local"', "registry must be a URL or an alias, not bytes"),
         ('".", accept_permissions="no"', "accept_permissions must be True or False, not str"),
     ],
