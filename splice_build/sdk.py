@@ -35,6 +35,7 @@ from splice_build.install.installed import (
     grant_memo,
     read_installed_manifest,
 )
+from splice_build.records import dataclass
 from splice_build.runtime.forks import forget_in_children
 from splice_build.sdk_args import absolute_arg, env_arg, kind, named, names_arg, working_directory
 
@@ -133,41 +134,24 @@ class Splice:
         ``hints``: what an error's hint names as the next step: ``"sdk"`` (default) the SDK
         call beside each ``splice`` command (``Splice.install()``), ``"cli"`` the command
         alone (the CLI and the MCP server)."""
-        if hints not in ("sdk", "cli"):
-            raise UsageError(f'hints must be "sdk" or "cli", not {hints!r}')
-        self._hints = hints
-        from splice_build.project.home import SpliceHome
         from splice_build.project.layout import ProjectLayout
         from splice_build.project.project_file import find_project_root
 
         start = absolute_arg(project, "project") if project is not None else working_directory()
-        self.env: Mapping[str, str] = env_arg(os.environ if env is None else env)
-        if on_progress is not None and not callable(on_progress):
-            raise UsageError(f"on_progress must be callable, not {kind(on_progress)}")
-        if not (broker is None or broker is False or callable(getattr(type(broker), "call", 0))):
-            raise UsageError(
-                f"broker must be an object with a call method, None (the default) or False, "
-                f"not {kind(broker)}"
-            )
-        if pool is not None:
-            from splice_build.runtime.pool import WarmPool
-
-            if not isinstance(pool, WarmPool):
-                raise UsageError(f"pool must be a WarmPool or None, not {kind(pool)}")
-        self._reuse = _reuse_arg(reuse)
+        checked = _checked_options(
+            env=env, home=home, on_progress=on_progress, broker=broker, pool=pool, reuse=reuse,
+            hints=hints,
+        )  # fmt: skip
+        self._hints = hints
+        self.env: Mapping[str, str] = checked.env
+        self._reuse = checked.reuse
         try:
             self.project_root = find_project_root(start)
         except SpliceError as exc:  # NOT_A_PROJECT: its hint names `splice init`
             _tell(exc, self._hints)
             raise
         self.layout: ProjectLayout = ProjectLayout(self.project_root)
-        self.home: SpliceHome = (
-            # Absolute now, as SPLICE_HOME is read: a relative home would follow every later
-            # os.chdir (caches, credentials and keys read and written elsewhere).
-            SpliceHome(absolute_arg(home, "home"))
-            if home is not None
-            else SpliceHome.from_env(self.env)
-        )
+        self.home: SpliceHome = checked.home
         self._registry_flag = registry
         self._progress: Progress = on_progress or _quiet
         self._broker = self._default_broker() if broker is None else broker or None
@@ -192,11 +176,17 @@ class Splice:
 
         Creates the directory if needed and ``splice.json`` (and nothing else) unless one is
         there; ``registry`` is stored in it after it has been validated (``INVALID_CONFIG``).
-        ``options`` are the other keyword arguments of ``Splice()``.
+        ``options`` are the other keyword arguments of ``Splice()``, checked before anything
+        is written (an unknown one is ``TypeError``, a bad value ``USAGE``).
         """
+        import inspect
+
         from splice_build.project.directories import usable_directory
         from splice_build.project.project_file import init_project
 
+        given = inspect.signature(cls).bind(directory, registry=registry, **options)
+        given.apply_defaults()
+        _checked_options(**{name: given.arguments[name] for name in _OPTIONS})
         try:
             target = usable_directory(absolute_arg(directory, "directory"), "project directory")
             root, _created = init_project(target, registry=registry)
@@ -1057,6 +1047,57 @@ def _registry_url(
 
     locked = entry.registry if entry is not None else None
     return resolve_registry(flag=flag, env=env, project=project, home=home, locked=locked).url
+
+
+# The keyword arguments of Splice() that _checked_options reads (the others: project, registry).
+_OPTIONS = ("env", "home", "on_progress", "broker", "pool", "reuse", "hints")
+
+
+@dataclass(frozen=True)
+class _CheckedOptions:
+    env: Mapping[str, str]
+    home: SpliceHome
+    reuse: ReusePolicy | bool | Literal["project"]
+
+
+def _checked_options(
+    *,
+    env: object,
+    home: object,
+    on_progress: object,
+    broker: object,
+    pool: object,
+    reuse: object,
+    hints: object,
+) -> _CheckedOptions:
+    """The options of ``Splice()`` that need no project, checked (``USAGE``): by ``Splice()``
+    and by ``Splice.init`` before it writes, so a bad one leaves no directory behind."""
+    from splice_build.project.home import SpliceHome
+
+    if hints not in ("sdk", "cli"):
+        raise UsageError(f'hints must be "sdk" or "cli", not {hints!r}')
+    checked_env = env_arg(os.environ if env is None else env)
+    if on_progress is not None and not callable(on_progress):
+        raise UsageError(f"on_progress must be callable, not {kind(on_progress)}")
+    if not (broker is None or broker is False or callable(getattr(type(broker), "call", 0))):
+        raise UsageError(
+            f"broker must be an object with a call method, None (the default) or False, "
+            f"not {kind(broker)}"
+        )
+    if pool is not None:
+        from splice_build.runtime.pool import WarmPool
+
+        if not isinstance(pool, WarmPool):
+            raise UsageError(f"pool must be a WarmPool or None, not {kind(pool)}")
+    checked_reuse = _reuse_arg(reuse)
+    # Absolute now, as SPLICE_HOME is read: a relative home would follow every later
+    # os.chdir (caches, credentials and keys read and written elsewhere).
+    checked_home = (
+        SpliceHome(absolute_arg(home, "home"))
+        if home is not None
+        else SpliceHome.from_env(checked_env)
+    )
+    return _CheckedOptions(env=checked_env, home=checked_home, reuse=checked_reuse)
 
 
 def _reuse_arg(reuse: object) -> ReusePolicy | bool | Literal["project"]:

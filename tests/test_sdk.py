@@ -52,6 +52,34 @@ def test_init_refuses_a_bad_registry_and_writes_nothing(tmp_path: Path, registry
     assert not (tmp_path / "p").exists()
 
 
+@pytest.mark.parametrize(
+    ("options", "refusal"),
+    [
+        ({"hints": "x"}, ErrorCode.USAGE),
+        ({"pool": 3}, ErrorCode.USAGE),
+        ({"env": {"A": 1}}, ErrorCode.USAGE),
+        ({"reuse": "yes"}, ErrorCode.USAGE),
+        ({"on_progress": 1}, ErrorCode.USAGE),
+        ({"broker": 1}, ErrorCode.USAGE),
+        ({"home": 1}, ErrorCode.USAGE),
+        ({"hint": "sdk"}, TypeError),
+    ],
+)
+def test_init_checks_every_option_before_it_writes(
+    tmp_path: Path, options: dict[str, object], refusal: object
+) -> None:
+    """A bad option of ``Splice()`` given to ``init`` was found only once the directory and its
+    splice.json had been made: the caller's next try with the option corrected took an
+    existing project, which a bad ``registry`` had never left behind."""
+    with pytest.raises((SpliceError, TypeError)) as caught:
+        Splice.init(tmp_path / "p", **options)  # type: ignore[arg-type]
+    if isinstance(refusal, ErrorCode):
+        assert isinstance(caught.value, SpliceError) and caught.value.code is refusal
+    else:
+        assert type(caught.value) is refusal
+    assert not (tmp_path / "p").exists()
+
+
 @pytest.mark.node
 def test_run_refuses_an_input_that_is_not_an_object_as_a_result(tmp_path: Path) -> None:
     """A caller's input goes to the tool's schema as it is: a list of pairs is not turned into
