@@ -14,18 +14,23 @@ SPLICE_HOME for a run whose directory holds no project; discovery and
 The file is rewritten only when a grant is new to it (a ``splice run`` of a known grant
 reads it once; a long-lived runtime remembers what it wrote while the file stays as it left
 it: runtime/runtime.py ``_forget_if_changed``), atomically and under a lock of its own, so
-two runs never lose each other's entry. It is bounded (512 entries, 256 KiB, so that it can
-always be read back): when full, entries whose directory is gone are forgotten (nothing
-written there is left); when still full, the tool does not run. A file that cannot be read
-is written anew. A checkout may ship this file: read entries only ever drop more projects
-(each reported), and one that reaches its own project's root is ignored, as a lock's is.
+two runs never lose each other's entry. It is bounded, so that it can always be read back: as
+many entries as one package may be granted write paths (``permissions.schema.json``'s
+``fs.write`` ``maxItems``, read from there: ``MAX_ENTRIES``), and the bytes of a file of
+project state (spec/limits.py), which that many entries of the longest paths a system names
+fit in. When full, entries whose directory is gone are forgotten (nothing written there is
+left); when still full, the tool does not run. ``check_room`` tells so before the runtime
+creates any granted directory. A file that cannot be read is written anew. A checkout may
+ship this file: read entries only ever drop more projects (each reported), and one that
+reaches its own project's root is ignored, as a lock's is.
 
 SPLICE_HOME keeps the grants of runs in a place another user may change apart
 (``SHARED_RECORD_NAME``): in a team's checkout that user may point a granted ``out`` at a new
 directory (a link they own) before each of your runs there, each run then records a live
-entry, and 512 runs filled the one record, so every later run of yours that records there
-(a grant leaving your own project through a link, ``splice run --dir``) was refused. Filling
-the shared record now refuses only runs in such places, which that user may stop anyway.
+entry, and ``MAX_ENTRIES`` runs filled the one record, so every later run of yours that
+records there (a grant leaving your own project through a link, ``splice run --dir``) was
+refused. Filling the shared record now refuses only runs in such places, which that user
+may stop anyway.
 """
 
 from __future__ import annotations
@@ -37,12 +42,28 @@ from pathlib import Path
 
 from splice_build.file_keys import SameFile, same_file_at
 from splice_build.records import dataclass
+from splice_build.spec.limits import MAX_PROJECT_STATE_BYTES
 
 RECORD_NAME = "write-grants.json"
 # SPLICE_HOME's record of the runs in a place another user may change (module docstring).
 SHARED_RECORD_NAME = "write-grants-shared.json"
-MAX_ENTRIES = 512
-_MAX_BYTES = 256 * 1024
+MAX_BYTES = MAX_PROJECT_STATE_BYTES
+
+
+def _max_entries() -> int:
+    """``MAX_ENTRIES``: what one package may be granted fits in an empty record (module
+    docstring), so it is read from the schema that bounds the list; a package of more write
+    grants than the record held installed, then never ran, after its directories were made.
+    Read on first use: a no-op ``splice sync`` reads records, never fills one."""
+    from splice_build.spec.permissions import max_entries
+
+    return max_entries(("fs", "write"))
+
+
+def __getattr__(name: str) -> object:
+    if name == "MAX_ENTRIES":
+        return _max_entries()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -89,7 +110,7 @@ def read_records_and_stat(path: Path) -> tuple[list[Recorded], os.stat_result | 
     from splice_build.spec.regular_file import read_regular_file_and_stat
 
     try:
-        data, info = read_regular_file_and_stat(path, _MAX_BYTES)
+        data, info = read_regular_file_and_stat(path, MAX_BYTES)
         document = json.loads(data)
     except (OSError, ValueError, RecursionError):
         return [], None
@@ -147,15 +168,44 @@ def remember(record: Path, root: Path, grants: Sequence[tuple[str, Path]]) -> se
     with lock(record.with_name(f"{RECORD_NAME}.lock")):
         entries = read_records(record)  # again: another run may have added its own
         held = {entry.identity for entry in entries}
-        entries += [entry for identity, entry in wanted.items() if identity not in held]
-        data = _encoded(entries)
-        if len(entries) > MAX_ENTRIES or len(data) > _MAX_BYTES:
-            entries = [entry for entry in entries if same_file_at(entry.path) == entry.identity]
-            data = _encoded(entries)
-        if len(entries) > MAX_ENTRIES or len(data) > _MAX_BYTES:  # never one it cannot read
-            raise OverflowError(f"{record} is full of write grants whose directories exist")
-        atomic_write_bytes(record, data)
+        new = [entry for identity, entry in wanted.items() if identity not in held]
+        atomic_write_bytes(record, _fitted(record, entries, new))
     return set(wanted)
+
+
+def check_room(record: Path, root: Path, grants: Sequence[tuple[str, Path]]) -> None:
+    """``OverflowError`` when ``remember`` would refuse ``grants`` (the record full of live
+    entries), told before the runtime creates any of their directories: each that does not
+    exist yet counts as a new entry at the real path it would be made at, as long as the
+    longest identity. Nothing is written."""
+    entries = read_records(record)
+    held = {entry.identity for entry in entries}
+    new = {}
+    for grant, directory in grants:
+        identity = same_file_at(str(directory))
+        if identity not in held:
+            path = os.path.realpath(directory)
+            new[path] = Recorded(str(root), grant, path, identity or _LONGEST_IDENTITY)
+    if new:
+        _fitted(record, entries, list(new.values()))
+
+
+# (st_dev, st_ino) of the most digits: a directory not made yet takes no fewer bytes than this.
+_LONGEST_IDENTITY = (2**64 - 1, 2**64 - 1)
+
+
+def _fitted(record: Path, entries: list[Recorded], new: list[Recorded]) -> bytes:
+    """The file holding ``entries`` and ``new``; when over the bounds, ``entries`` whose
+    directory is gone are left out. ``OverflowError`` when it is still over them: never a
+    file that cannot be read back."""
+    most = _max_entries()
+    data = _encoded([*entries, *new])
+    if len(entries) + len(new) > most or len(data) > MAX_BYTES:
+        entries = [entry for entry in entries if same_file_at(entry.path) == entry.identity]
+        data = _encoded([*entries, *new])
+    if len(entries) + len(new) > most or len(data) > MAX_BYTES:
+        raise OverflowError(f"{record} is full of write grants whose directories exist")
+    return data
 
 
 def _encoded(entries: Iterable[Recorded]) -> bytes:

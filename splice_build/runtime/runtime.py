@@ -408,24 +408,33 @@ class SpliceRuntime:
     def _grant(self, pkg: LoadedPackage) -> None:
         """Check the grants and mkdir -p each write path (PERMISSIONS_NOT_GRANTED first),
         except one inside another write path: the tool shapes what lies there, links
-        included, and may create it itself (``fileview.shaped_by_tool``).
+        included, and may create it itself (``fileview.shaped_by_tool``). The records the
+        grants go to are checked for room first: one full of live entries refuses the run
+        with nothing made (``_check_record_room``).
 
         When every write path is a directory already, nothing is created and this check
         would be the earlier of two with nothing of the runtime's between them: ``_spec``
         checks the grants again, against the state at the start, before any process is
         started or taken. It is then left to that one (a grant of a project walked below
         costs a ``stat`` of every directory the walk listed, each check)."""
-        from splice_build.project.atomic import make_dirs_through_no_link
-        from splice_build.runtime.isolation.fileview import canonical, resolve, shaped_by_tool
+        from splice_build.project.atomic import fsync_all, make_dirs_through_no_link
+        from splice_build.runtime.isolation.fileview import (
+            canonical,
+            resolve,
+            roots,
+            shaped_by_tool,
+        )
         from splice_build.spec.project_state import effective_fs_path
 
         named = [effective_fs_path(self.project_root, p) for p in pkg.manifest.permissions.fs_write]
         if all(os.path.isdir(path) for path in named):
             return  # a directory gone since is created by no one: the check at the start sees it
         write = self._granted_paths(pkg)[1]
+        self._check_record_room(pkg, write)  # before any directory is made
         self._ran_writes.update(dict.fromkeys(write))
-        writable = canonical(write)
-        shared = canonical(self._shared_writes()) if write else []
+        writable = roots(canonical(write))
+        shared = roots(canonical(self._shared_writes()) if write else [])
+        made_in: set[str] = set()
         for path in write:
             if shaped_by_tool(str(path), writable, shared):
                 continue
@@ -442,28 +451,50 @@ class SpliceRuntime:
                         hint="run the tool again once the files stay in place",
                     )
                 # project/creation_modes.py's modes, as everything Splice makes in a project
-                make_dirs_through_no_link(real)
+                make_dirs_through_no_link(real, made_in)
             except OSError as exc:  # a file there or on the way, a refused mkdir, a long name
-                raise SandboxError(
-                    ErrorCode.NOT_WRITABLE,
-                    f"{pkg.id}'s write grant {path} cannot be created as a directory: "
-                    f"{exc.strerror or exc}; nothing was run",
-                    hint="a write grant is a directory: move what is there, or make it writable",
-                ) from exc
+                raise _not_creatable(pkg, path, exc) from exc
+        try:  # each once, before the tool starts
+            fsync_all(made_in)
+        except OSError as exc:
+            raise SandboxError(
+                ErrorCode.NOT_WRITABLE,
+                f"{pkg.id}'s write grants were made, but not durably in {exc.filename}: "
+                f"{exc.strerror or exc}; nothing was run",
+            ) from exc
 
     def _record_grants(self, pkg: LoadedPackage, write: tuple[Path, ...]) -> None:
         """Record the write grants before the tool starts (project/grant_record.py), once
         per directory and runtime: workspace discovery must know where a tool may have
-        written after its lock entry is gone, or when it ran from ``splice run --dir``. A
-        grant whose real path leaves the project (through a link) goes to SPLICE_HOME's
-        record too: a workspace elsewhere reads that one, never this project's; and so does
-        every grant of a project whose record another user may replace (``_shared``), to
-        the home's record of such places, kept apart (project/grant_record.py)."""
+        written after its lock entry is gone, or when it ran from ``splice run --dir``."""
+        for record, granted in self._grant_records(pkg, write):
+            self._record_in(pkg, record, granted)
+
+    def _check_record_room(self, pkg: LoadedPackage, write: tuple[Path, ...]) -> None:
+        """NOT_WRITABLE when a record the grants go to could not take them, told before
+        ``_grant`` creates any directory (project/grant_record.py ``check_room``)."""
+        from splice_build.project.grant_record import check_room
+
+        for record, granted in self._grant_records(pkg, write):
+            try:
+                check_room(record, self.project_root, granted)
+            except OverflowError as exc:
+                raise _unrecordable(pkg, record, exc) from exc
+
+    def _grant_records(
+        self, pkg: LoadedPackage, write: tuple[Path, ...]
+    ) -> list[tuple[Path, list[tuple[str, Path]]]]:
+        """Each record ``write`` goes to, with the ``(entry, directory)`` grants it takes
+        that this runtime did not record there yet, the home's first. A grant whose real
+        path leaves the project (through a link) goes to SPLICE_HOME's record too: a
+        workspace elsewhere reads that one, never this project's; and so does every grant
+        of a project whose record another user may replace (``_shared``), to the home's
+        record of such places, kept apart (project/grant_record.py)."""
         from splice_build.project.grant_record import home_record, record_file
         from splice_build.project.home import SpliceHome
 
         if not write:
-            return
+            return []
         home = self._home if self._home is not None else SpliceHome.from_env(self._env).path
         shared = _shared(self.project_root)  # two stats: a chmod may change it
         record = record_file(self.project_root, home, shared)
@@ -475,18 +506,25 @@ class SpliceRuntime:
             for entry, path in zip(pkg.manifest.permissions.fs_write, write, strict=True)
             if (record, path) not in self._recorded  # the home's first, so both are done
         ]
+        records = []
         if granted and record != in_home:
             inside = str(self.project_root).rstrip(os.sep) + os.sep
             away = [g for g in granted if not os.path.realpath(g[1]).startswith(inside)]
-            self._record_in(pkg, in_home, granted if shared else away)
-        self._record_in(pkg, record, granted)
+            records.append((in_home, granted if shared else away))
+        records.append((record, granted))
+        return [
+            (
+                where,
+                [(entry, path) for entry, path in grants if (where, path) not in self._recorded],
+            )
+            for where, grants in records
+        ]
 
     def _record_in(self, pkg: LoadedPackage, record: Path, granted: list[tuple[str, Path]]) -> None:
-        """``granted`` added to ``record`` unless this runtime did so already."""
+        """``granted`` added to ``record``."""
         from splice_build.project.grant_record import remember
 
-        grants = [(entry, path) for entry, path in granted if (record, path) not in self._recorded]
-        if not grants:
+        if not granted:
             return
         from splice_build.project.layout import STATE_DIR, ProjectLayout
 
@@ -499,15 +537,10 @@ class SpliceRuntime:
 
             SpliceHome(record.parent).ensure()
         try:
-            remember(record, self.project_root, grants)
+            remember(record, self.project_root, granted)
         except (OSError, OverflowError) as exc:
-            raise SandboxError(
-                ErrorCode.NOT_WRITABLE,
-                f"{pkg.id}'s write grants cannot be recorded in {record}: "
-                f"{getattr(exc, 'strerror', None) or exc}; nothing was run",
-                hint="make it writable, or delete it once what tools wrote is checked",
-            ) from exc
-        self._recorded.update((record, path) for _, path in grants)
+            raise _unrecordable(pkg, record, exc) from exc
+        self._recorded.update((record, path) for _, path in granted)
         self._record_stats[record] = change_key_at(record)
 
     def _forget_if_changed(self, record: Path) -> None:
@@ -577,7 +610,29 @@ class SpliceRuntime:
         read = tuple(Path(effective_fs_path(self.project_root, p)) for p in perms.fs_read)
         write = tuple(Path(effective_fs_path(self.project_root, p)) for p in perms.fs_write)
         _refuse_wildcards(pkg, [host_dir(), pkg.dir, *read, *write])
+        self._refuse_long_command_line(pkg, read, write)
         return read, write
+
+    def _refuse_long_command_line(
+        self, pkg: LoadedPackage, read: tuple[Path, ...], write: tuple[Path, ...]
+    ) -> None:
+        """RUNTIME_UNSUPPORTED when Node's command line, one ``--allow-fs-*`` flag a grant
+        (runtime/sandbox.py), would not fit in what this system starts a program with: the
+        lists the manifest may hold (1,000 entries each) of long paths in a project at a
+        long path took more, and the start failed (``Argument list too long``) after the
+        grants' directories were made. Told before anything is made."""
+        spec = sandbox.SandboxSpec(
+            node=self.node(), package_dir=pkg.dir, read_paths=read, write_paths=write
+        )
+        need, room = spec.command_line_bytes(), sandbox.command_line_room()
+        if need > room:
+            raise SandboxError(
+                ErrorCode.RUNTIME_UNSUPPORTED,
+                f"{pkg.id}'s file grants make a Node command line of {need} bytes, over the "
+                f"{room} this system starts a program with; nothing was run",
+                hint="grant a directory holding those paths rather than each of them, or "
+                "keep the project at a shorter path",
+            )
 
     def _spec(self, pkg: LoadedPackage) -> sandbox.SandboxSpec:
         from splice_build.runtime.isolation.plan import plan_for
@@ -861,6 +916,28 @@ def _refuse_planned_links(pkg: LoadedPackage, root: Path, view: FileView) -> Non
             raise SourceChanged(
                 errno.ESTALE, bind.source, "left the project after it was checked", "grant"
             )
+
+
+def _not_creatable(pkg: LoadedPackage, path: Path, exc: OSError) -> SandboxError:
+    """NOT_WRITABLE: ``pkg``'s write grant ``path`` (or a directory made on its way) could
+    not be made, so nothing runs."""
+    return SandboxError(
+        ErrorCode.NOT_WRITABLE,
+        f"{pkg.id}'s write grant {path} cannot be created as a directory: "
+        f"{exc.strerror or exc}; nothing was run",
+        hint="a write grant is a directory: move what is there, or make it writable",
+    )
+
+
+def _unrecordable(pkg: LoadedPackage, record: Path, exc: OSError | OverflowError) -> SandboxError:
+    """NOT_WRITABLE: ``pkg``'s write grants cannot be recorded in ``record`` (full, or not
+    writable), so nothing runs."""
+    return SandboxError(
+        ErrorCode.NOT_WRITABLE,
+        f"{pkg.id}'s write grants cannot be recorded in {record}: "
+        f"{getattr(exc, 'strerror', None) or exc}; nothing was run",
+        hint="make it writable, or delete it once what tools wrote is checked",
+    )
 
 
 def _held(pkg: LoadedPackage, root: Path, real: str, *, write: bool = True) -> bool:

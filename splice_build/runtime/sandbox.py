@@ -105,6 +105,15 @@ class SandboxSpec:
         args += [f"--allow-fs-write={p}" for p in dict.fromkeys(self.write_paths)]
         return [*args, str(host_entry()), str(in_fd), str(out_fd), *self._host_flags()]
 
+    def command_line_bytes(self) -> int:
+        """What starting this spec's Node takes of the room ``command_line_room`` tells, at
+        most: each string of its command line with its NUL and its pointer, the program's
+        path once more (the kernel keeps it too), and the environment's end (Node gets an
+        empty one), its descriptors as long as any can be."""
+        argv = replace(self, fetch=True, reuse=True).argv(_LONGEST_FD, _LONGEST_FD)
+        strings = [*argv, argv[0]]
+        return sum(len(os.fsencode(text)) + 1 + _POINTER for text in strings) + 2 * _POINTER
+
     def _host_flags(self) -> list[str]:
         return [flag for flag, on in (("fetch", self.fetch), ("reuse", self.reuse)) if on]
 
@@ -132,6 +141,19 @@ class SandboxSpec:
         that process never serves a call under the old directory."""
         view = self.file_view()
         return self if view is None or view is self.view else replace(self, view=view)
+
+
+_LONGEST_FD = 2**31 - 1
+_POINTER = 8
+# Linux keeps a new program's strings in at most a quarter of its stack limit, and never
+# more than three quarters of 8 MiB however high that limit is (fs/exec.c).
+_MOST_ROOM = 6 * 1024 * 1024
+
+
+def command_line_room() -> int:
+    """The bytes a new program's command line and environment may take here (``execve``
+    fails with ``E2BIG`` beyond them)."""
+    return min(os.sysconf("SC_ARG_MAX"), _MOST_ROOM)
 
 
 # empty_directory's, by the process id that made it.

@@ -27,7 +27,7 @@ from splice_build.errors import ErrorCode, SpecError
 from splice_build.records import dataclass, fields
 from splice_build.spec.paths import is_safe_relative_path
 from splice_build.spec.project_state import RunMemo, effective_fs_path
-from splice_build.spec.validation import SchemaValidator, compile_schema
+from splice_build.spec.validation import SchemaValidator, compile_schema, load_schema
 
 ANY_PUBLIC_HOST = "*"
 MAX_HOST_LENGTH = 253
@@ -300,29 +300,49 @@ def schema_leaves() -> tuple[tuple[str, ...], ...]:
     field named by joining the path with ``_``, and :func:`ungranted` and :func:`common`
     compare every one of them, so a permission added to the schema cannot be left out of
     consent (a leaf without its field fails here, at first use)."""
-    text = resources.files("splice_build").joinpath("schemas", "permissions.schema.json")
-    schema = json.loads(text.read_text("utf-8"))
-    defs = schema.get("$defs", {})
-
-    def walk(node: Mapping[str, Any], path: tuple[str, ...]) -> list[tuple[str, ...]]:
-        ref = node.get("$ref")
-        if isinstance(ref, str):
-            node = defs[ref.removeprefix("#/$defs/")]
-        if node.get("type") == "array":
-            return [path]
-        if node.get("type") != "object":
-            raise AssertionError(f"BUG: permissions.schema.json {path}: not an object or a list")
-        return [
-            leaf for key, child in node["properties"].items() for leaf in walk(child, (*path, key))
-        ]
-
-    leaves = tuple(walk(schema, ()))
+    leaves = tuple(_schema_lists())
     names = {"_".join(leaf) for leaf in leaves}
     if names != {f.name for f in fields(Permissions)}:
         raise AssertionError(
             f"BUG: Permissions fields differ from permissions.schema.json {sorted(names)}"
         )
     return leaves
+
+
+def max_entries(leaf: tuple[str, ...]) -> int:
+    """The most entries the list ``leaf`` may hold: its ``maxItems`` in
+    ``permissions.schema.json``, the one place that says it. What a run hands on of a list
+    (project/grant_record.py's capacity) is sized from it, never from a number of its own."""
+    limit = _schema_lists()[leaf].get("maxItems")
+    if not isinstance(limit, int):
+        raise AssertionError(f"BUG: permissions.schema.json {leaf}: a list without maxItems")
+    return limit
+
+
+@functools.cache
+def _schema_lists() -> dict[tuple[str, ...], Mapping[str, Any]]:
+    """Each list of ``permissions.schema.json`` (its ``$ref`` followed): its path of keys
+    and its schema."""
+    schema = load_schema("permissions.schema.json")
+    defs = schema.get("$defs", {})
+
+    def walk(
+        node: Mapping[str, Any], path: tuple[str, ...]
+    ) -> dict[tuple[str, ...], Mapping[str, Any]]:
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            node = defs[ref.removeprefix("#/$defs/")]
+        if node.get("type") == "array":
+            return {path: node}
+        if node.get("type") != "object":
+            raise AssertionError(f"BUG: permissions.schema.json {path}: not an object or a list")
+        return {
+            leaf: found
+            for key, child in node["properties"].items()
+            for leaf, found in walk(child, (*path, key)).items()
+        }
+
+    return walk(schema, ())
 
 
 # A grant of the first list also grants the second (a writable path is readable).
