@@ -453,8 +453,9 @@ class SpliceRuntime:
         named = [effective_fs_path(self.project_root, p) for p in pkg.manifest.permissions.fs_write]
         if all(os.path.isdir(path) for path in named):
             return  # a directory gone since is created by no one: the check at the start sees it
-        write = self._granted_paths(pkg)[1]
+        read, write = self._granted_paths(pkg)
         self._check_record_room(pkg, write)  # before any directory is made
+        self._check_view_room(pkg, read, write)
         self._ran_writes.update(dict.fromkeys(write))
         writable = roots(canonical(write))
         shared = roots(canonical(self._shared_writes()) if write else [])
@@ -486,6 +487,20 @@ class SpliceRuntime:
                 f"{pkg.id}'s write grants were made, but not durably in {exc.filename}: "
                 f"{exc.strerror or exc}; nothing was run",
             ) from exc
+
+    def _check_view_room(
+        self, pkg: LoadedPackage, read: tuple[Path, ...], write: tuple[Path, ...]
+    ) -> None:
+        """RUNTIME_UNSUPPORTED (``_refuse_view_paths``) when the tool's file view would hold
+        more paths than it may, told before ``_grant`` creates any directory: a package
+        granted 2,000 paths 128 directories deep had them all made, then the start failed."""
+        from splice_build.runtime.isolation.fileview import planned_paths
+        from splice_build.runtime.isolation.plan import plan_for
+
+        mode = self.isolation_mode
+        if plan_for(mode, self._isolation_support(mode)).file_view:
+            paths = planned_paths(self.node().path, host_dir(), pkg.dir, [*read, *write])
+            _refuse_view_paths(pkg, paths)
 
     def _record_grants(self, pkg: LoadedPackage, write: tuple[Path, ...]) -> None:
         """Record the write grants before the tool starts (project/grant_record.py), once
@@ -677,6 +692,7 @@ class SpliceRuntime:
         ).planned()
         if spec.view is not None:
             _refuse_planned_links(pkg, self.project_root, spec.view)
+            _refuse_view_paths(pkg, spec.view.paths())
         return spec
 
     def _pool_key(self, pkg: LoadedPackage) -> PoolKey | None:
@@ -1013,6 +1029,21 @@ def _view_changed(pkg: LoadedPackage, exc: SourceChanged) -> SandboxError:
     )
 
 
+def _refuse_view_paths(pkg: LoadedPackage, paths: int) -> None:
+    """RUNTIME_UNSUPPORTED when a file view of ``paths`` paths (``view_room.view_paths``) is
+    over what one may hold (``MOST_VIEW_PATHS``: the kernel memory each tool process takes)."""
+    from splice_build.runtime.isolation.view_room import MOST_VIEW_PATHS
+
+    if paths > MOST_VIEW_PATHS:
+        raise SandboxError(
+            ErrorCode.RUNTIME_UNSUPPORTED,
+            f"{pkg.id}'s file grants make a file view of {paths} directories, mount points "
+            f"and links, over the {MOST_VIEW_PATHS} a tool's view may hold (each takes the "
+            "kernel's memory while the tool runs); nothing was run",
+            hint="grant a directory holding those paths rather than each of them",
+        )
+
+
 def _view_out_of_files(pkg: LoadedPackage, exc: OutOfFiles) -> SandboxError:
     """The refusal of a start whose file view ran out of descriptors: the program's hard
     open-file limit (a service's ``LimitNOFILE=64``) is too low for the OS layer on this
@@ -1021,9 +1052,8 @@ def _view_out_of_files(pkg: LoadedPackage, exc: OutOfFiles) -> SandboxError:
     return SandboxError(
         ErrorCode.ISOLATION_UNAVAILABLE,
         f"{pkg.id}: its sandbox could not be started: {exc.strerror}; nothing was run",
-        # The view needs about 60 beside the CLI's own: 1,024 is a user's usual soft limit.
-        hint="raise the hard open-file limit to 1024 or more (ulimit -Hn, or LimitNOFILE= in "
-        "a service unit) before starting splice",
+        hint=f"raise the hard open-file limit to {exc.needed} or more (ulimit -Hn, or "
+        "LimitNOFILE= in a service unit) before starting splice",
     )
 
 

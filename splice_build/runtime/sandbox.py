@@ -306,7 +306,9 @@ def _widen(*fds: int) -> None:
 def start(spec: SandboxSpec) -> SandboxProcess:
     """Start the host; raises OSError when the process cannot be created
     (``fileview.SourceChanged``, with its kind, when a source of its file view changed
-    before the child bound it; ``fileview.OutOfFiles`` when the view's descriptors ran out)."""
+    before the child bound it; ``fileview.OutOfFiles`` when the view's descriptors ran out;
+    ``fileview.IsolationFailed``, with the errno and the step, when the kernel refused
+    another step of the OS layer)."""
     view = spec.file_view()
     # Every pipe end is made inside the try: a ^C's KeyboardInterrupt landing between two
     # pipes, or in the fork hooks' imports, left the ends made so far open.
@@ -316,7 +318,7 @@ def start(spec: SandboxSpec) -> SandboxProcess:
         ends += _pipe()
         ends += _pipe()
         job_r, job_w, msg_r, msg_w = ends
-        if view is not None:
+        if spec.isolation.os_layer:
             report += _pipe()
         if spec.fetch and sys.platform.startswith("linux"):
             _widen(job_w, msg_w)
@@ -419,8 +421,8 @@ def _above_stdio(fd: int) -> int:
 
 
 def _reported_failure(report: list[int], view: fileview.FileView | None) -> OSError | None:
-    """What the child reported on the pipe ``report`` (read end, write end; empty without a
-    file view) about its view's failure (``fileview.reported_failure``), None when nothing.
+    """What the child reported on the pipe ``report`` (read end, write end; empty without the
+    OS layer) about its isolation's failure (``fileview.reported_failure``), None when nothing.
     Each end is closed and taken out of the list. Read once the start is over, without
     blocking: every child holding the write end has exec'd (close-on-exec) or exited, so all
     it wrote is there."""
@@ -435,7 +437,6 @@ def _reported_failure(report: list[int], view: fileview.FileView | None) -> OSEr
     finally:
         while report:
             os.close(report.pop())
-    assert view is not None, "BUG: a report pipe without a file view"
     return fileview.reported_failure(written, view, resource.getrlimit(resource.RLIMIT_NOFILE)[1])
 
 

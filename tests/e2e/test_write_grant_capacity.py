@@ -17,9 +17,12 @@ from pathlib import Path
 import pytest
 
 from splice_build.project.grant_record import MAX_ENTRIES, RECORD_NAME, read_records
+from splice_build.runtime.isolation.support import detect
+from splice_build.runtime.isolation.view_room import MOST_VIEW_PATHS
 from splice_build.spec.paths import MAX_RELATIVE_PATH
 from testing.cli import Completed, run_splice
-from testing.manifests import MOST_ENTRIES
+from testing.isolation import os_layer_missing
+from testing.manifests import MOST_ENTRIES, deep_grants
 from testing.packages import minimal_manifest, write_package
 from testing.registry_fixtures import new_project, publish
 from testing.registry_server import RunningRegistry, registry_server
@@ -95,4 +98,49 @@ def test_grants_over_what_node_may_be_started_with_are_refused_before_anything_i
     done = run_splice("--json", "run", "--dir", str(package), "long.hello", "name=x", cwd=work)
     assert (done.code, done.json()["error"]["code"]) == (1, "RUNTIME_UNSUPPORTED"), done.stdout
     assert "Node command line" in done.json()["error"]["message"]
+    assert list(work.iterdir()) == []
+
+
+def test_deep_read_and_write_grants_fit_the_file_view(tmp_path: Path) -> None:
+    """34 grants 128 directories deep, half read, half written: the tool's file view makes
+    every directory on the way to each (4,352), past the 4,096 inodes its tmpfs held, and
+    holding each open it needed a descriptor apiece. The start failed (``TOOL_CRASHED``,
+    "Exception occurred in preexec_fn") after the write grants were made; the tmpfs is now
+    sized from the view, and the view holds as many descriptors as one path is deep, so the
+    tool runs under a hard open-file limit of 1,024."""
+    read, write = deep_grants(34)[:17], deep_grants(34)[17:]
+    package = write_package(
+        tmp_path / "deep",
+        minimal_manifest(name="deep", permissions={"fs": {"read": read, "write": write}}),
+    )
+    work = tmp_path / "work"
+    for grant in read:
+        (work / grant).mkdir(parents=True)
+    done = run_splice(
+        "--json", "run", "--dir", str(package), "deep.hello", "name=x",
+        cwd=work, open_files=(1024, 1024),
+    )  # fmt: skip
+    assert done.code == 0, done.stdout + done.stderr
+    assert done.json()["isolation"]["fileView"] == "minimal"
+    assert done.json()["output"] == {"message": "Hello, x."}
+
+
+def test_grants_over_what_a_file_view_may_hold_are_refused_before_anything_is_made(
+    tmp_path: Path,
+) -> None:
+    """Grants whose directories would take the file view past ``MOST_VIEW_PATHS`` (each is
+    kernel memory in every tool process: the schema's most took 312 MiB and 10 s a start) are
+    refused before any of them is made, naming the bound, rather than made and then failing
+    the start."""
+    if not detect().file_view:
+        os_layer_missing("no file view here: no bound to reach")
+    grants = deep_grants(MOST_VIEW_PATHS // 128 + 4)
+    package = write_package(
+        tmp_path / "deep", minimal_manifest(name="deep", permissions={"fs": {"write": grants}})
+    )
+    work = tmp_path / "work"
+    work.mkdir()
+    done = run_splice("--json", "run", "--dir", str(package), "deep.hello", "name=x", cwd=work)
+    assert (done.code, done.json()["error"]["code"]) == (1, "RUNTIME_UNSUPPORTED"), done.stdout
+    assert f"over the {MOST_VIEW_PATHS} a tool's view may hold" in done.json()["error"]["message"]
     assert list(work.iterdir()) == []

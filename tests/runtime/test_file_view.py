@@ -6,6 +6,7 @@ every layer, no core file and a working directory that is not the package direct
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import pwd
 import resource
@@ -20,11 +21,12 @@ import pytest
 from splice_build.errors import ErrorCode
 from splice_build.runtime import SpliceRuntime, ToolResult
 from splice_build.runtime.host_files import host_dir
-from splice_build.runtime.isolation import rlimits
+from splice_build.runtime.isolation import fileview, rlimits
 from splice_build.runtime.isolation.fileview import node_files
+from splice_build.runtime.isolation.plan import plan_for
 from splice_build.runtime.isolation.support import detect
 from splice_build.runtime.node import find_node
-from splice_build.runtime.sandbox import empty_directory
+from splice_build.runtime.sandbox import SandboxSpec, empty_directory, start
 from testing.hostile_packages import write_package
 from testing.isolation import needs_os_layer, os_layer_missing
 
@@ -569,3 +571,48 @@ def test_another_packages_tool_never_redirects_a_grant(
     # Not in the view; Node's permission model, resolving the link itself, may refuse first.
     assert set(after.output.values()) <= {"ENOENT", "ERR_ACCESS_DENIED"}, after.output
     assert sorted(p.name for p in ungranted.iterdir()) == ["file"]
+
+
+def test_a_step_the_kernel_refuses_is_named_with_its_errno(file_view: None, tmp_path: Path) -> None:
+    """A view the kernel refuses to build (here an attribute no kernel has, so
+    ``mount_setattr`` is ``EINVAL``) is told with its errno and its step: ``Popen`` passes on
+    only "Exception occurred in preexec_fn", and that was all a full tmpfs (``ENOSPC``) said."""
+    unknown = fileview.Bind("/dev/null", "/dev/null", 1 << 30, directory=False)
+    spec = SandboxSpec(
+        node=find_node(),
+        package_dir=tmp_path,
+        isolation=plan_for("auto", detect()),
+        view=fileview.FileView((unknown,)),
+    )
+    with pytest.raises(fileview.IsolationFailed) as refused:
+        start(spec).close()
+    assert refused.value.errno == errno.EINVAL
+    assert "mount_setattr: Invalid argument (EINVAL)" in str(refused.value)
+
+
+@needs_os_layer()
+@pytest.mark.usefixtures("file_view")
+def test_every_link_to_a_grant_is_in_the_view_however_long_its_text(
+    project: Path, tmp_path: Path
+) -> None:
+    """24 read grants, each a link whose text is over 128 bytes: tmpfs keeps such a text in a
+    page of its own, and the view's 64 KiB held 16. The rest were left out without a word,
+    and the tool could not read through them (``ERR_ACCESS_DENIED``); the tmpfs is sized
+    from the view's links now, and a link that does not fit fails the start instead."""
+    far = project / "far" / ("x" * 150)
+    grants = [f"l{number}" for number in range(24)]
+    for grant in grants:
+        (far / grant).mkdir(parents=True)
+        (far / grant / "f").write_text("in", encoding="utf-8")
+        (project / grant).symlink_to(far / grant)
+    result = _run(
+        project,
+        tmp_path,
+        "import fs from 'node:fs';\n"
+        f"export default (i, ctx) => ({{ read: {grants!r}.map((g) => {{\n"
+        "  try { return fs.readFileSync(ctx.paths.project + '/' + g + '/f', 'utf8'); }\n"
+        "  catch (e) { return e.code; } }) });\n",
+        permissions={"fs": {"read": grants, "write": []}},
+    )
+    assert result.ok, result.to_json()
+    assert result.output == {"read": ["in"] * len(grants)}

@@ -111,7 +111,7 @@ def seal(kernel: Kernel, plan: IsolationPlan, view: fileview.FileView | None) ->
     """
     kernel.parent_death_signal(int(signal.SIGKILL))
     if view is not None:
-        # The view holds a descriptor per bind and mount point at once, beside every one the
+        # The view holds descriptors at once (``FileView.descriptors``), beside every one the
         # program had (closed only at exec): under a soft limit of 64 it ran out, and every
         # call was TOOL_CRASHED with "No such file or directory" for Node. ``apply_limits``
         # sets the tool's own limit afterwards.
@@ -148,9 +148,9 @@ def make_preexec(
     report_fd: int | None = None,
 ) -> Callable[[], None]:
     """The ``preexec_fn`` for one sandbox process (libc is looked up here, in the parent);
-    ``view`` is the file view to build (the OS layer with ``plan.file_view`` only). When the
-    view cannot be built because a planned source changed or the descriptors ran out, that is
-    written to ``report_fd`` (``fileview.failure_report``)."""
+    ``view`` is the file view to build (the OS layer with ``plan.file_view`` only). When a
+    step of the OS layer fails (a planned source changed, the descriptors ran out, the kernel
+    refused a step), that is written to ``report_fd`` (``fileview.failure_report``)."""
     assert view is None or (plan.os_layer and plan.file_view), "BUG: a view without its layer"
     kernel = Kernel.load()
     uid, gid = os.geteuid(), os.getegid()
@@ -172,17 +172,17 @@ def make_preexec(
                 os._exit(EXIT_PARENT_GONE)
         if plan.os_layer:
             assert kernel is not None, "BUG: an OS layer without libc"
-            enter_namespaces(kernel, uid, gid)
-            child = kernel.fork()
-            if child > 0:
-                become_waiter(kernel, child)
             try:
+                enter_namespaces(kernel, uid, gid)
+                child = kernel.fork()
+                if child > 0:
+                    become_waiter(kernel, child)
                 seal(kernel, plan, view)
+                kernel.drop_capabilities(plan.last_cap)
             except OSError as exc:
                 if report_fd is not None:
                     os.write(report_fd, fileview.failure_report(exc))
                 raise
-            kernel.drop_capabilities(plan.last_cap)
         elif kernel is not None and os.geteuid() == 0:
             # Root keeps its capabilities without the OS layer, and with CAP_FSETID a file's
             # set-ID bits through the tool's writes: a tool rewrote a root-owned 04755

@@ -56,7 +56,7 @@ import os
 import stat
 import struct
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from pathlib import Path
 
@@ -71,13 +71,11 @@ from splice_build.runtime.isolation.kernel import (
     RESOLVE_NO_SYMLINKS,
     Kernel,
 )
+from splice_build.runtime.isolation.view_room import TmpfsSize, view_paths
 
 # Where the new root's tmpfs is mounted before pivot_root: an existing directory whose host
 # contents are hidden only inside this mount namespace (the sources were cloned before).
 BASE = "/tmp"
-# Mount points only: empty directories and files (the root is read-only once built).
-_TMPFS_OPTIONS = "mode=0755,size=64k,nr_inodes=4096"
-
 EXECUTABLE = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV
 READ_ONLY = EXECUTABLE | MOUNT_ATTR_NOEXEC
 WRITABLE = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC
@@ -125,6 +123,20 @@ class FileView:
             and not _strictly_inside(bind.source, root)
         )
 
+    def paths(self) -> int:
+        """The paths its tmpfs holds at most (``view_paths`` of its binds and links)."""
+        return view_paths([bind.target for bind in self.binds] + [w for w, _ in self.links])
+
+    def tmpfs(self) -> TmpfsSize:
+        """What the new root's tmpfs must hold for this view (``TmpfsSize``)."""
+        return TmpfsSize.of(self.paths(), [text for _where, text in self.links])
+
+    def descriptors(self) -> int:
+        """The descriptors ``build`` holds at once, at most: a clone of each bind, the new
+        root, and the directories on the way to the deepest mount point with that point."""
+        places = [bind.target for bind in self.binds] + [where for where, _ in self.links]
+        return len(self.binds) + 1 + max((place.count("/") for place in places), default=1)
+
     def kind_of(self, source: str) -> str:
         """What the bind of ``source`` is: ``package``, ``grant`` (a planned identity) or
         ``runtime`` (Node's files, the host, the devices)."""
@@ -132,6 +144,20 @@ class FileView:
             return "package"
         found = next((bind for bind in self.binds if bind.source == source), None)
         return "grant" if found is not None and found.identity is not None else "runtime"
+
+
+def planned_paths(node: Path, host: Path, package: Path, grants: Iterable[Path]) -> int:
+    """``view_paths`` of the view ``plan_view`` would make of these, every grant counted as
+    if it existed (none needs to: the count is taken before the runtime makes any), each at
+    its canonical path with the links on the way to it: never fewer than the view holds
+    once they exist, but for a link changed in between."""
+    places = []
+    for bind, links in _fixed_entries(node):
+        places += [bind.target, *(where for where, _text in links)]
+    for path in (host, package, *grants):
+        source, links = resolve(str(path))
+        places += [source, *(where for where, _text in links)]
+    return view_paths(places)
 
 
 class SourceChanged(OSError):
@@ -148,39 +174,60 @@ class SourceChanged(OSError):
 
 class OutOfFiles(OSError):
     """The view could not be built: it ran out of descriptors under the program's hard
-    open-file limit ``hard`` (it holds one per bind and mount point at once, beside every one
-    the program had; the soft limit was raised to ``hard`` first). Nothing was run."""
+    open-file limit ``hard`` (the soft limit was raised to ``hard`` first); ``needed``: what
+    it takes, ``FileView.descriptors`` beside the ``own`` the program had. Nothing was run."""
 
-    def __init__(self, hard: int) -> None:
+    def __init__(self, hard: int, view: FileView, own: int) -> None:
+        self.hard = hard
+        self.own = own
+        self.needed = view.descriptors() + own
         super().__init__(
             errno.EMFILE,
-            "the file view holds a descriptor per bind and mount point at once, beside the "
-            f"program's own, and the hard open-file limit ({hard}) ran out",
+            f"the file view holds up to {view.descriptors()} descriptors at once, beside the "
+            f"program's own {own}, and the hard open-file limit ({hard}) ran out",
         )
-        self.hard = hard
+
+
+class IsolationFailed(OSError):
+    """A step of the OS layer the kernel refused in the child, with its errno and the step
+    (the message of ``Kernel``'s errors names it): ``Popen`` passes on only "Exception
+    occurred in preexec_fn", and a view that ran out of room on its tmpfs was told as
+    nothing more. Nothing was run."""
+
+    def __init__(self, code: int, step: str) -> None:
+        name = errno.errorcode.get(code, str(code))
+        super().__init__(code, f"the sandbox's isolation could not be applied: {step} ({name})")
 
 
 _CHANGED = b"changed "
-_OUT_OF_FILES = b"out-of-files"
+_OUT_OF_FILES = b"out-of-files "
+_REFUSED = b"refused "
 
 
 def failure_report(exc: OSError) -> bytes:
-    """What the child writes on its report pipe about the failure ``exc`` of its view
-    (``Popen`` passes on only that the ``preexec_fn`` failed); empty for nothing the parent
-    can name. ``reported_failure`` reads it."""
+    """What the child writes on its report pipe about the failure ``exc`` of its isolation
+    (``Popen`` passes on only that the ``preexec_fn`` failed). ``reported_failure`` reads it."""
     if isinstance(exc, SourceChanged):
         return _CHANGED + os.fsencode(exc.source)
-    return _OUT_OF_FILES if exc.errno == errno.EMFILE else b""
+    if isinstance(exc, OutOfFiles):
+        return _OUT_OF_FILES + str(exc.own).encode()
+    step = exc.strerror or os.strerror(exc.errno or 0)
+    return _REFUSED + f"{exc.errno or 0} {step}".encode("utf-8", "replace")
 
 
-def reported_failure(report: bytes, view: FileView, hard_limit: int) -> OSError | None:
+def reported_failure(report: bytes, view: FileView | None, hard_limit: int) -> OSError | None:
     """The error the child's ``failure_report`` names (None for an empty report):
-    ``SourceChanged`` with its kind, or ``OutOfFiles``."""
-    if report.startswith(_CHANGED):
+    ``SourceChanged`` with its kind, ``OutOfFiles`` or ``IsolationFailed``."""
+    if report.startswith(_CHANGED) and view is not None:
         source = os.fsdecode(report[len(_CHANGED) :])
         why = "changed after the file view was planned"
         return SourceChanged(errno.ESTALE, source, why, view.kind_of(source))
-    return OutOfFiles(hard_limit) if report == _OUT_OF_FILES else None
+    if report.startswith(_REFUSED):
+        code, _, step = report[len(_REFUSED) :].decode("utf-8", "replace").partition(" ")
+        return IsolationFailed(int(code), step)
+    if report.startswith(_OUT_OF_FILES) and view is not None:
+        return OutOfFiles(hard_limit, view, int(report[len(_OUT_OF_FILES) :]))
+    return None
 
 
 def elf_interpreter(binary: Path) -> str | None:
@@ -452,20 +499,29 @@ class _MountPoints:
     """Mount points under the new root's tmpfs (``root``), created there when missing.
 
     Never follows a link and never creates anything outside the tmpfs (inside an earlier
-    bind, a missing path stays missing). Directories opened on the way are remembered, and
-    forgotten under a target once something is attached there (they would name the tmpfs
-    directory underneath)."""
+    bind, a missing path stays missing). The directories on the way to the last path asked
+    for stay open (the binds come parents first, so the next one is mostly below them); any
+    other is closed, so the descriptors held are as many as one path is deep, not one for
+    each directory of the view: a package granted 60 paths 128 directories deep held 7,700
+    at once, past many a program's hard limit. A directory is forgotten too under a target
+    once something is attached there (it would name the tmpfs directory underneath)."""
 
     def __init__(self, kernel: Kernel, root: int) -> None:
         self._kernel = kernel
         self._tmpfs = os.fstat(root).st_dev
-        self._dirs: dict[str, int | None] = {"/": root}
-        self._owned: list[int] = []
+        self._root = root
+        self._dirs: dict[str, int | None] = {}
 
     def _directory(self, path: str) -> int | None:
+        self._forget(lambda open_path: not _on_the_way(open_path, path))
+        return self._walk(path)
+
+    def _walk(self, path: str) -> int | None:
+        if path == "/":
+            return self._root
         if path in self._dirs:
             return self._dirs[path]
-        parent = self._directory(os.path.dirname(path))
+        parent = self._walk(os.path.dirname(path))
         fd = None if parent is None else self._child(parent, os.path.basename(path), True)
         self._dirs[path] = fd
         return fd
@@ -473,20 +529,19 @@ class _MountPoints:
     def _child(self, parent: int, name: str, directory: bool) -> int | None:
         flags = _PATH | (os.O_DIRECTORY if directory else 0)
         try:
-            fd = os.open(name, flags, dir_fd=parent)
+            return os.open(name, flags, dir_fd=parent)
         except FileNotFoundError:
             if os.fstat(parent).st_dev != self._tmpfs:
                 return None
-            fd = _create(parent, name, directory)
+            return _create(parent, name, directory)
         except OSError as exc:  # a link, or a file where a directory must be
             if exc.errno in _EXHAUSTED:  # never a missing mount point: the view would lack it
                 raise
             return None
-        self._owned.append(fd)
-        return fd
 
     def open(self, target: str, directory: bool) -> int | None:
-        """The mount point for ``target`` (None when it cannot be made)."""
+        """The mount point for ``target`` (None when it cannot be made), the caller's to
+        close."""
         parent = self._directory(os.path.dirname(target))
         if parent is None:
             return None
@@ -494,7 +549,10 @@ class _MountPoints:
         if fd is None:
             return None
         mode = os.fstat(fd).st_mode
-        return None if stat.S_ISLNK(mode) or stat.S_ISDIR(mode) != directory else fd
+        if stat.S_ISLNK(mode) or stat.S_ISDIR(mode) != directory:
+            os.close(fd)
+            return None
+        return fd
 
     def link(self, where: str, text: str) -> None:
         """Recreate the host's link ``where`` → ``text`` on the tmpfs (left alone when its
@@ -504,27 +562,40 @@ class _MountPoints:
             return
         try:
             os.symlink(text, os.path.basename(where), dir_fd=parent)
-        except OSError:
+        except OSError as exc:
+            if exc.errno in _EXHAUSTED:  # never a missing link: the view would lack it
+                raise
             return
 
     def attached(self, target: str) -> None:
-        inside = target.rstrip("/") + "/"
-        for path in [p for p in self._dirs if p == target or p.startswith(inside)]:
-            del self._dirs[path]
+        self._forget(lambda open_path: _on_the_way(target, open_path))
+
+    def _forget(self, which: Callable[[str], bool]) -> None:
+        for path in [path for path in self._dirs if which(path)]:
+            fd = self._dirs.pop(path)
+            if fd is not None:
+                os.close(fd)
 
     def close(self) -> None:
-        for fd in self._owned:
-            os.close(fd)
+        self._forget(lambda _path: True)
+
+
+def _on_the_way(ancestor: str, path: str) -> bool:
+    """Whether ``ancestor`` is ``path`` or a directory above it."""
+    return path == ancestor or _strictly_inside(path, ancestor)
 
 
 def _create(parent: int, name: str, directory: bool) -> int:
     """Create an empty directory or file ``name`` on the tmpfs and open it ``O_PATH``."""
-    if directory:
-        os.mkdir(name, 0o755, dir_fd=parent)
-        return os.open(name, _PATH | os.O_DIRECTORY, dir_fd=parent)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    os.close(os.open(name, flags, 0o644, dir_fd=parent))
-    return os.open(name, _PATH, dir_fd=parent)
+    try:
+        if directory:
+            os.mkdir(name, 0o755, dir_fd=parent)
+            return os.open(name, _PATH | os.O_DIRECTORY, dir_fd=parent)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        os.close(os.open(name, flags, 0o644, dir_fd=parent))
+        return os.open(name, _PATH, dir_fd=parent)
+    except OSError as exc:
+        raise OSError(exc.errno, f"create a mount point on the new root: {exc.strerror}") from exc
 
 
 def _check_identity(bind: Bind, source: int | None) -> None:
@@ -564,6 +635,20 @@ def build(kernel: Kernel, view: FileView) -> None:
     exec, for the files the tool writes): under a host's ``os.umask(0o777)`` they were made
     mode 000 and Node, without capabilities, could not reach its own libraries (every call
     TOOL_CRASHED, exit code 127)."""
+    import resource
+
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    own = hard  # every one, when not even the program's own can be listed
+    try:
+        own = len(os.listdir("/proc/self/fd")) - 1  # without the one listdir held
+        _build(kernel, view)
+    except OSError as exc:
+        if exc.errno != errno.EMFILE:
+            raise
+        raise OutOfFiles(hard, view, own) from exc
+
+
+def _build(kernel: Kernel, view: FileView) -> None:
     kernel.make_mounts_private()
     opened: list[int] = []
     points: _MountPoints | None = None
@@ -581,18 +666,23 @@ def build(kernel: Kernel, view: FileView) -> None:
             opened.append(tree)
             kernel.restrict(tree, bind.attrs, recursive=True)
             trees.append((bind, tree))
-        kernel.mount_tmpfs(BASE, _TMPFS_OPTIONS)
+        kernel.mount_tmpfs(BASE, view.tmpfs().options())
         root = os.open(BASE, _PATH | os.O_DIRECTORY)
         opened.append(root)
         points = _MountPoints(kernel, root)
-        if points.open("/proc", directory=True) is None:
+        proc = points.open("/proc", directory=True)
+        if proc is None:
             raise OSError(2, "mount /proc: no mount point")
+        os.close(proc)
         kernel.mount_proc(f"{BASE}/proc")
         points.attached("/proc")
         for bind, tree in trees:
             point = points.open(bind.target, bind.directory)
             if point is not None:
-                kernel.attach_tree(tree, point)
+                try:
+                    kernel.attach_tree(tree, point)
+                finally:
+                    os.close(point)
                 points.attached(bind.target)
         for where, text in view.links:
             points.link(where, text)
