@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from splice_build.project.layout import ProjectLayout
     from splice_build.project.lockfile import LockEntry, Lockfile
     from splice_build.project.project_file import ProjectFile
+    from splice_build.project.registry_url import RegistrySetting
     from splice_build.registry.client.interface import RegistryClient
     from splice_build.runtime import LoadedPackage, SpliceRuntime, ToolResult
     from splice_build.runtime.pool import WarmPool
@@ -468,8 +469,13 @@ class Splice:
         """
         return [row for row, _url in self._outdated(ids)]
 
-    def _registry_for(self, project: ProjectFile, entry: LockEntry | None) -> str:
-        return _registry_url(self._registry_flag, self.env, project, self.home, entry)
+    def _registry_for(self, project: ProjectFile, entry: LockEntry | None) -> RegistrySetting:
+        from splice_build.project.registry_url import resolve_registry
+
+        locked = entry.registry if entry is not None else None
+        return resolve_registry(
+            flag=self._registry_flag, env=self.env, project=project, home=self.home, locked=locked
+        )
 
     def _outdated(self, ids: Sequence[str]) -> builtins.list[tuple[dict[str, Any], str]]:
         """``outdated``'s rows, each with the registry URL it was looked up in."""
@@ -487,10 +493,14 @@ class Splice:
         try:
             for package_id in selected:
                 entry = lock.get(package_id)
-                url = self._registry_for(project, entry)
+                setting = self._registry_for(project, entry)
+                url = setting.url
                 if url not in sessions:
                     sessions[url] = RegistrySession(url, home=self.home, env=self.env)
-                versions, latest = published_versions(sessions[url].client, package_id)
+                try:
+                    versions, latest = published_versions(sessions[url].client, package_id)
+                except RegistryError as exc:
+                    raise _asked_for(exc, package_id, setting) from exc
                 rng = Range.parse(project.packages[package_id])
                 current = entry.version if entry else None
                 wanted = wanted_version(versions, rng, current)
@@ -1032,6 +1042,19 @@ def verify_package(
             raise
     finally:
         session.close()
+
+
+def _asked_for(exc: RegistryError, package_id: str, setting: RegistrySetting) -> RegistryError:
+    """``exc`` with the package it was asked for, and that its ``splice.lock`` entry named the
+    registry when it did: with one of a project's registries down, ``outdated`` and ``update``
+    said only "Cannot reach the registry at URL" (``PACKAGE_NOT_FOUND`` names the package
+    already)."""
+    if exc.code is ErrorCode.PACKAGE_NOT_FOUND:
+        return exc
+    asked = f"asked for {package_id}"
+    if setting.source == "lock":
+        asked += ": the registry its splice.lock entry names"
+    return RegistryError(exc.code, exc.message, details=[*exc.details, asked], hint=exc.hint)
 
 
 def _registry_url(

@@ -48,6 +48,11 @@ class CraftedRegistry:
         with self._guard:
             self._answers[path] = (content_type, body)
 
+    def withdraw(self, path: str) -> None:
+        """Answer ``path`` with a 404 from now on."""
+        with self._guard:
+            self._answers.pop(path, None)
+
     def add_version(
         self,
         package_id: str,

@@ -205,6 +205,8 @@ class Installer:
                 return None
             if target.pinned is not None and exc.code is ErrorCode.PACKAGE_NOT_FOUND:
                 raise _lock_mismatch(target, "the registry no longer has this version") from exc
+            if exc.code is ErrorCode.PACKAGE_NOT_FOUND:
+                raise self._not_served(target, exc, "version answer") from exc
             raise
         integrity = meta.get("integrity")
         if not is_integrity(integrity):
@@ -234,7 +236,14 @@ class Installer:
                 f"The registry is unreachable and {target.package_id}@{target.version} is not in the local cache",
             )
         self.progress("downloading", f"Downloading {target.package_id}@{target.version}...")
-        data = self.session_for(target.registry).client.download(target.package_id, target.version)
+        try:
+            data = self.session_for(target.registry).client.download(
+                target.package_id, target.version
+            )
+        except RegistryError as exc:
+            if exc.code is ErrorCode.PACKAGE_NOT_FOUND:
+                raise self._not_served(target, exc, "download") from exc
+            raise
         pinned = target.pinned
         if pinned is not None and (
             integrity_of(data) != pinned.integrity
@@ -245,6 +254,23 @@ class Installer:
                 target, f"the registry served {integrity_of(data)} ({len(data)} bytes)"
             )
         return data, False
+
+    def _not_served(self, target: Target, exc: RegistryError, answer: str) -> RegistryError:
+        """``PACKAGE_NOT_FOUND`` for a version the registry listed (or the lock pins) whose
+        ``answer`` (its version answer, its download) is a 404: the message names
+        ``id@version`` and the registry, the registry's own text is a detail. That text alone
+        was the message ("not here"), naming no package in an update of several."""
+        from splice_build.install.resolve import registry_named
+
+        registry = registry_named(self.session_for(target.registry).url)
+        return RegistryError(
+            ErrorCode.PACKAGE_NOT_FOUND,
+            f"{target.package_id}@{target.version} is listed by {registry} but its {answer} "
+            "was not found",
+            details=[f"registry: {exc.message}", *exc.details],
+            hint="The registry may be behind or misbehaving: try again later, or pick another "
+            f"version with `splice add {target.package_id}@<version>`.",
+        )
 
     def fetch(self, target: Target) -> Fetched:
         """(2)(3) the artifact bytes, with registry metadata when the registry was asked.

@@ -93,14 +93,15 @@ def package_answer(client: RegistryClient, package_id: str) -> dict[str, Any]:
         if exc.code is ErrorCode.PACKAGE_NOT_FOUND:
             raise RegistryError(
                 exc.code,
-                f"Package {package_id} was not found in {_registry_named(client.base_url)}",
+                f"Package {package_id} was not found in {registry_named(client.base_url)}",
                 hint="Search with `splice search <words>`.",
             ) from exc
         raise
 
 
-def _registry_named(url: str) -> str:
-    """The registry as a message names it: ``embedded:`` read as a cut-off sentence."""
+def registry_named(url: str) -> str:
+    """The registry at ``url`` as a message names it: ``embedded:`` read as a cut-off
+    sentence."""
     return "the embedded registry" if url == EMBEDDED_REGISTRY else url
 
 

@@ -42,6 +42,38 @@ def test_a_newer_version_outside_the_range_says_how_to_reach_it(
     )
 
 
+def test_a_newer_prerelease_outside_the_range_names_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With only prereleases listed, ``latest`` is the highest of them, and the way to it
+    read `splice add @acme/greeter`: a bare id asks for the newest stable version, so the
+    command it named failed with ``NO_MATCHING_VERSION``. The hint names the prerelease."""
+    from splice_build.cli.main import main
+    from splice_build.sdk import Splice
+
+    home = tmp_path / "home"
+    store = embedded_store(home)
+    for version in ("1.0.0-rc.1", "1.0.0-rc.2"):
+        publish(store, tmp_path / "work", version=version)
+    project = new_project(tmp_path / "project")
+    with Splice(project, home=home, registry="embedded:", broker=False) as splice:
+        splice.add(["@acme/greeter@1.0.0-rc.1"])
+    monkeypatch.setenv("SPLICE_HOME", str(home))
+    monkeypatch.delenv("SPLICE_REGISTRY", raising=False)
+    monkeypatch.chdir(project)
+    capsys.readouterr()
+    assert main(["outdated"]) == 0
+    way = "splice add @acme/greeter@1.0.0-rc.2"
+    assert (
+        capsys.readouterr()
+        .out.splitlines()[1]
+        .endswith(f"up to date; 1.0.0-rc.2 is outside the range ({way})")
+    )
+    assert main(["update"]) == 0
+    assert f"({way})" in capsys.readouterr().out
+    assert main(way.split()[1:]) == 0  # the command named works
+
+
 def test_a_project_with_no_packages_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -37,12 +37,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def newer_outside(package_id: str, reached: str | None, latest: str | None) -> str:
     """``; 2.0.0 is outside the range (splice add @ns/name)`` when ``latest`` is newer than
     the version the range reaches, else ``""``: ``update`` keeps every range, so "up to date"
-    beside a newer latest read as nothing to do."""
+    beside a newer latest read as nothing to do. A prerelease ``latest`` (none stable is
+    listed) is named in the command: a bare id asks for the newest stable version, and the
+    command shown failed with ``NO_MATCHING_VERSION``."""
     from splice_build.spec.semver import Version
 
-    if reached and latest and Version.parse(reached) < Version.parse(latest):
-        return f"; {latest} is outside the range (splice add {package_id})"
-    return ""
+    if not (reached and latest):
+        return ""
+    newest = Version.parse(latest)
+    if Version.parse(reached) >= newest:
+        return ""
+    wanted = f"{package_id}@{latest}" if newest.is_prerelease else package_id
+    return f"; {latest} is outside the range (splice add {wanted})"
 
 
 def _status(row: dict[str, Any]) -> str:
