@@ -10,7 +10,10 @@ removed) and sends itself ``SIGKILL`` before the one asked for. The kill is as a
 contain ``match`` (``"os.rename:/splice.lock"``); ``count=N`` kills before the Nth change
 instead; ``log`` lists every change seen, one ``N event path`` a line. ``fail=errno.ENOSPC`` makes
 that change fail with that ``OSError`` instead of killing (the rest of the run goes on, so
-its error handling and rollback are what is tested), and ``directories=True`` also counts
+its error handling and rollback are what is tested), ``descriptors=True`` also counts a change
+named relative to a directory's descriptor (``install/transaction.py`` empties a tree so: the
+unlinks of a backup after the commit point; bench/kill_walk.py walks them, CI's walks leave
+them out for time), and ``directories=True`` also counts
 each directory opened without writing: the ``fsync`` of a directory after a rename or
 unlink (``project/atomic.py``) opens it so, and a failing fsync is what it stands for.
 ``signal=SIGSTOP`` stops the process there instead, holding whatever it holds (the project lock, a half-done
@@ -48,6 +51,7 @@ def kill_env(
     signal: signals.Signals = signals.SIGKILL,
     fail: int | None = None,
     directories: bool = False,
+    descriptors: bool = False,
 ) -> dict[str, str]:
     """The environment of a ``splice`` child that kills itself as described above; ``root``
     may be several directories (a project and ``SPLICE_HOME``), whose changes count alike."""
@@ -71,6 +75,8 @@ def kill_env(
         env["SPLICE_TEST_KILL_FAIL"] = str(fail)
     if directories:
         env["SPLICE_TEST_KILL_DIRS"] = "1"
+    if descriptors:
+        env["SPLICE_TEST_KILL_DESCRIPTORS"] = "1"
     return env
 
 
@@ -85,6 +91,7 @@ def install() -> None:
     sent = int(os.environ.get("SPLICE_TEST_KILL_SIGNAL", str(int(signals.SIGKILL))))
     fail = int(os.environ.get("SPLICE_TEST_KILL_FAIL", "0"))
     directories = os.environ.get("SPLICE_TEST_KILL_DIRS") == "1"
+    descriptors = os.environ.get("SPLICE_TEST_KILL_DESCRIPTORS") == "1"
     seen = [0]
     fired = [False]
     writing = os.O_WRONLY | os.O_RDWR | os.O_CREAT
@@ -96,6 +103,8 @@ def install() -> None:
         if not isinstance(target, str | bytes | os.PathLike):
             return
         path = os.fsdecode(target)
+        if descriptors:
+            path = _joined(path, event, args)
         if not path.startswith(roots):
             return
         if event == "open":
@@ -118,6 +127,22 @@ def install() -> None:
             os.kill(os.getpid(), sent)
 
     sys.addaudithook(hook)
+
+
+# Where each event's ``dir_fd`` is among its arguments: a name relative to that descriptor
+# (``install/transaction.py`` empties a tree so) is a change under the directory it names.
+_DIR_FD_ARGUMENT = {"os.remove": 1, "os.rmdir": 1, "os.mkdir": 2, "os.rename": 2, "os.link": 2}
+
+
+def _joined(path: str, event: str, args: tuple[object, ...]) -> str:
+    """``path`` made absolute through the descriptor it is relative to, if any."""
+    at = _DIR_FD_ARGUMENT.get(event)
+    if at is None or os.path.isabs(path) or len(args) <= at:
+        return path
+    dir_fd = args[at]
+    if not isinstance(dir_fd, int):
+        return path
+    return os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), path)
 
 
 def stopped(pid: int) -> bool:

@@ -1,4 +1,4 @@
-"""Guards for every test: a private SPLICE_HOME and HOME, and no ambient SPLICE_*/proxy variables.
+"""Guards for every test: a private SPLICE_HOME and HOME, umask 022, and no ambient SPLICE_*/proxy variables.
 
 The test switches (``SPLICE_TEST_*``, ``testing/switches.py``) are read when this file is
 imported, before any test clears the environment; tests and helpers read them from there.
@@ -53,6 +53,20 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
     if item.get_closest_marker(MARK) is not None:
         require_os_layer()
+
+
+@pytest.fixture(autouse=True)
+def usual_umask() -> Iterator[None]:
+    """Each test starts under umask 022, as a job run by root does. What Splice makes follows
+    the umask, and keeps the group's write where a directory gives it (docs/lifecycle.md): run
+    under 002 (a regular user's default on Debian and Ubuntu) the directories the tests make
+    are a team's, and the modes 7 tests expect were the group-writable ones. A test about
+    another umask sets its own."""
+    previous = os.umask(0o022)
+    try:
+        yield
+    finally:
+        os.umask(previous)
 
 
 @pytest.fixture(autouse=True)

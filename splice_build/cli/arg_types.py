@@ -105,8 +105,44 @@ def _tool_ref_hint(text: str) -> str | None:
     if tool and is_valid_name(package) and is_valid_tool_name(tool):
         return f"Did you mean {package}.{tool}?"
     if is_valid_tool_name(text):
+        owner = _installed_package_with_tool(text)
+        if owner is not None:
+            return f"Did you mean {owner}.{text}?"
         return f"Name its package too: <package>.{text} (`splice list` shows the project's)."
     return None
+
+
+def _installed_package_with_tool(tool: str) -> str | None:
+    """How to name the one package installed in the project found from the working directory
+    whose manifest has ``tool`` (its short name, unless another locked package shares it);
+    None when there is no such project, or none or several packages have the tool. Reads the
+    installed manifests, on this error only; nothing is verified or recovered."""
+    from pathlib import Path
+
+    from splice_build.errors import SpliceError
+    from splice_build.install.installed import read_installed_manifest
+    from splice_build.project.layout import ProjectLayout
+    from splice_build.project.lockfile import load_lockfile
+    from splice_build.project.project_file import find_project_root
+
+    try:
+        root = find_project_root(Path.cwd())
+        ids = list(load_lockfile(root).packages)
+    except (SpliceError, OSError):  # no project here, or none this hint may read
+        return None
+    layout = ProjectLayout(root)
+    owners = []
+    for package in ids:
+        try:
+            manifest = read_installed_manifest(layout.package_dir(package))
+        except (SpliceError, OSError):
+            continue
+        if any(t.name == tool for t in manifest.tools):
+            owners.append(package)
+    if len(owners) != 1:
+        return None
+    short = owners[0].rsplit("/", 1)[-1]
+    return short if [i.rsplit("/", 1)[-1] for i in ids].count(short) == 1 else owners[0]
 
 
 def namespace(text: str, what: str = "namespace") -> str:

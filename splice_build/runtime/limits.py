@@ -58,6 +58,11 @@ MAX_FETCH_HEADER_BYTES = 64 * 1024  # names and values of one request together
 HEAP_LIMIT_MB = 256
 ADDRESS_SPACE_LIMIT_BYTES = 2 * 1024 * 1024 * 1024
 
+# Parent → host: the job frame, at most what host/channel.mjs reads (MAX_INCOMING_FRAME; one
+# number, tests/runtime/test_job_frame.py ties them). The input is at most MAX_INPUT_BYTES;
+# the rest is the context (the grants) and the declared variables' values.
+MAX_JOB_FRAME_BYTES = 8 * 1024 * 1024
+
 # Child → parent frames: the largest legitimate frame is a result at MAX_OUTPUT_BYTES plus its
 # envelope; capability requests are smaller. Longer frames are discarded while counting.
 FRAME_ENVELOPE_SLACK = 64 * 1024

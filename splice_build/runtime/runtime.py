@@ -43,6 +43,7 @@ from splice_build.runtime.host_files import host_dir
 from splice_build.runtime.input_checks import input_as_sent
 from splice_build.runtime.limits import (
     DEFAULT_TIMEOUT_MS,
+    MAX_JOB_FRAME_BYTES,
     MAX_LOG_BYTES,
     MAX_OUTPUT_BYTES,
     MAX_TIMEOUT_MS,
@@ -345,7 +346,7 @@ class SpliceRuntime:
 
         cancellation = cancel.current()  # an MCP client's notifications/cancelled ends it
         try:
-            tool, job_input = self._prepare(pkg, tool_name, input)
+            tool, job, frame = self._prepare(pkg, tool_name, input, env)
             process, lease = self._start(pkg, env)
         except SpliceError as exc:
             return finish(error=ToolError(exc.code, exc.message, exc.details, exc.hint))
@@ -353,7 +354,7 @@ class SpliceRuntime:
             isolation = process.isolation
             cancellation.watch(process)
             return self._run(
-                pkg, tool, job_input, env, process, lease, clean, finish, budget, cancellation
+                pkg, tool, job, frame, process, lease, clean, finish, budget, cancellation
             )
         except BaseException:
             cancellation.unwatch()
@@ -370,8 +371,11 @@ class SpliceRuntime:
             and self._closes != closes
         )
 
-    def _prepare(self, pkg: LoadedPackage, tool_name: str, value: Any) -> tuple[Tool, Any]:
-        """Steps 1–7 of docs/compatibility.md#runtime; raises SandboxError, never starts a process."""
+    def _prepare(
+        self, pkg: LoadedPackage, tool_name: str, value: Any, env: dict[str, str]
+    ) -> tuple[Tool, Job, bytes]:
+        """Steps 1–7 of docs/compatibility.md#runtime, and the job with its frame; raises
+        SandboxError, never starts a process."""
         from splice_build.spec.schema_subset import validate_value
         from splice_build.spec.semver import Version
 
@@ -402,8 +406,28 @@ class SpliceRuntime:
             raise SandboxError(
                 ErrorCode.INVALID_INPUT, f"Invalid input for {pkg.id}.{tool.name}", details=errors
             )
+        job = self._job(pkg, tool, value, env)
+        frame = job.encode()
+        _refuse_large_job(pkg, frame, env)
         self._grant(pkg)  # (7)
-        return tool, value
+        return tool, job, frame
+
+    def _job(self, pkg: LoadedPackage, tool: Tool, value: Any, env: dict[str, str]) -> Job:
+        return Job(
+            # Lexical: a package tree holds no link (loader.py), and resolving the path again
+            # here could follow a link swapped in at the package's path since its process
+            # bound the package directory (the bound one is at ``pkg.dir``).
+            entry_url=Path(os.path.normpath(pkg.dir / tool.entry)).as_uri(),
+            input=value,
+            context={
+                "package": {"id": pkg.id, "version": pkg.version},
+                "tool": tool.name,
+                "paths": {"project": str(self.project_root), "package": str(pkg.dir)},
+                "permissions": pkg.manifest.permissions.to_json(),
+            },
+            env=env,
+            unsafe_in_process_guards_off=self._guards_off,
+        )
 
     def _grant(self, pkg: LoadedPackage) -> None:
         """Check the grants and mkdir -p each write path (PERMISSIONS_NOT_GRANTED first),
@@ -745,8 +769,8 @@ class SpliceRuntime:
         self,
         pkg: LoadedPackage,
         tool: Tool,
-        value: Any,
-        env: dict[str, str],
+        job: Job,
+        frame: bytes,
         process: sandbox.SandboxProcess,
         lease: Lease | None,
         clean: Callable[[str], str],
@@ -757,21 +781,6 @@ class SpliceRuntime:
         perms = pkg.manifest.permissions
         timeout_ms = min(
             getattr(tool, "effective_timeout_ms", None) or DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS
-        )
-        job = Job(
-            # Lexical: a package tree holds no link (loader.py), and resolving the path again
-            # here could follow a link swapped in at the package's path since its process
-            # bound the package directory (the bound one is at ``pkg.dir``).
-            entry_url=Path(os.path.normpath(pkg.dir / tool.entry)).as_uri(),
-            input=value,
-            context={
-                "package": {"id": pkg.id, "version": pkg.version},
-                "tool": tool.name,
-                "paths": {"project": str(self.project_root), "package": str(pkg.dir)},
-                "permissions": perms.to_json(),
-            },
-            env=env,
-            unsafe_in_process_guards_off=self._guards_off,
         )
         deadline = time.monotonic() + timeout_ms / 1000
         budget.deadline = deadline + REDACTION_GRACE_S
@@ -797,6 +806,7 @@ class SpliceRuntime:
             outcome = Session(
                 process,
                 job=job,
+                frame=frame,
                 timeout_s=timeout_ms / 1000,
                 make_channel=make_channel,
                 make_fetch=make_fetch,
@@ -826,6 +836,26 @@ class SpliceRuntime:
             return finish(error=error, logs=logs)
         assert isinstance(outcome.message, ResultOk), "BUG: success without a result"
         return finish(output=outcome.message.output, logs=logs)
+
+
+def _refuse_large_job(pkg: LoadedPackage, frame: bytes, env: Mapping[str, str]) -> None:
+    """INPUT_TOO_LARGE for a job the host would not read (``MAX_JOB_FRAME_BYTES``): the input
+    is at most 4 MiB, but the values of the variables the package declares are the caller's
+    (an SDK ``env`` of 9 MB was ``TOOL_CRASHED``, "the sandbox host failed before running
+    the tool"). Told before any directory is made or process started."""
+    if len(frame) <= MAX_JOB_FRAME_BYTES:
+        return
+    held = sum(
+        len(name.encode()) + len(value.encode("utf-8", "surrogatepass"))
+        for name, value in env.items()
+    )
+    raise SandboxError(
+        ErrorCode.INPUT_TOO_LARGE,
+        f"The call's job for {pkg.id} is {len(frame)} bytes, over the {MAX_JOB_FRAME_BYTES} "
+        "the sandbox host reads; nothing was run",
+        details=[f"the variables {pkg.id} declares hold {held} bytes of it"] if env else [],
+        hint="give the tool a smaller input, or smaller values of the variables it declares",
+    )
 
 
 _CLOSED_DURING_CALL = ToolError(

@@ -124,6 +124,7 @@ class Session:
         process: SandboxProcess,
         *,
         job: Job,
+        frame: bytes,
         timeout_s: float,
         make_channel: Callable[[Callable[[CapabilityReply], None]], CapabilityChannel],
         make_fetch: Callable[[Callable[[bytes], None]], FetchChannel],
@@ -132,7 +133,7 @@ class Session:
     ) -> None:
         self._proc = process
         self._keep = keep
-        self._outgoing = bytearray(job.encode())
+        self._outgoing = bytearray(frame)  # job.encode(), as runtime.py checked its size
         self._job_id = job.id
         self._timeout_s = timeout_s
         self._logs = LogBuffer(log_limit)

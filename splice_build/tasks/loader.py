@@ -47,6 +47,7 @@ from doit.dependency import SqliteDB
 from doit.task import Task
 
 from splice_build.errors import ErrorCode, InstallError, SpliceError, storage_error
+from splice_build.install.consent_record import remove_dead_record_temps
 from splice_build.install.derived import derived_here
 from splice_build.install.installed import check_installed
 from splice_build.install.installer import Checked, Fetched, Target
@@ -440,7 +441,11 @@ class SpliceTaskLoader(TaskLoader2):
                 record = run.installer.consent_record()
             except SpliceError:
                 return False
-            return record is not None and all(i in record.grants for i in run.ids)
+            if record is None or not all(i in record.grants for i in run.ids):
+                return False
+            if not self.workspace.check:  # no record is written: nothing else removes them
+                remove_dead_record_temps(run.installer.session.home.path, run.layout.root)
+            return True
 
         def install() -> None:
             # Every package is checked (verified, its signer trusted, its permissions

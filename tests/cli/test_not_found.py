@@ -83,6 +83,15 @@ def test_a_mistyped_installed_package_or_tool_is_named(
         assert error["code"] == "NOT_INSTALLED", argv
         assert error["hint"].startswith(hint), (argv, error)
         assert "details" not in error, (argv, error)
+    # a bare tool name one installed package has is that package's tool; one none has is not
+    for tool, hint in (
+        ("hello", "Did you mean example.hello?"),
+        ("greet", "Name its package too: <package>.greet (`splice list` shows the project's)."),
+    ):
+        capsys.readouterr()
+        assert main(["--json", "run", tool]) == 2, tool
+        error = json.loads(capsys.readouterr().out)["error"]
+        assert (error["code"], error["hint"]) == ("INVALID_REF", hint), tool
     # the short name of one of its packages (`run` takes it) is that package, not a search
     for command in ("remove", "outdated", "update"):
         capsys.readouterr()

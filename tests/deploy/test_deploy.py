@@ -20,12 +20,14 @@ from mcp.shared.exceptions import MCPError
 from splice_build.project.lockfile import load_lockfile
 from testing.deploy import PROXY_ADDRESS, request_from
 from testing.mcp_clients import sdk_http
+from testing.rate_windows import away_from_window_ends
 from testing.registry import package_dir
 from tests.deploy.conftest import MCP_TOKEN, PACKAGE, Deployment, new_token
 
 CLIENT_A = "127.0.0.2"
 CLIENT_B = "127.0.0.3"
 FAILED_AUTH_BUDGET = 20  # RateLimits.failed_auth, the default `splice registry serve` runs with
+FAILED_AUTH_WINDOW = 600  # RateLimits.failed_auth_period: the failures count in fixed windows
 WHOAMI = "/auth/whoami"
 
 
@@ -113,7 +115,8 @@ def test_rate_limits_see_the_real_client_addresses(deployment: Deployment) -> No
         return request_from(source, url, headers=headers).status
 
     # A spends its failed-token budget through nginx (spread over both registries, counted in
-    # PostgreSQL under A's address); then even its failures are refused.
+    # PostgreSQL under A's address); then even its failures are refused. All in one window.
+    away_from_window_ends(FAILED_AUTH_WINDOW, margin=15)
     for _ in range(FAILED_AUTH_BUDGET):
         assert whoami(CLIENT_A, proxy, new_token()) == 401
     assert whoami(CLIENT_A, proxy, new_token()) == 429

@@ -2,9 +2,15 @@
 ``install`` and ``sync``, in the project and in ``SPLICE_HOME`` (testing/kill_at.py).
 
 Each command is run once to list its changes, then once per change, killed just before it.
-After each kill: ``splice.lock`` is absent or whole, and the next ``splice install`` leaves
-the old state or the new one, every package ``ok``, and no temp file or staging copy in the
-project or the cache (docs/lifecycle.md#crash-safety).
+After each kill: ``splice.json`` and ``splice.lock`` are each the old file or the new one to
+the byte (or absent where the old one was), and the next ``splice install`` leaves the old
+state or the new one, every package ``ok``, and no temp file or staging copy in the project
+or in ``SPLICE_HOME`` (docs/lifecycle.md#crash-safety).
+
+Each lane sets its project up where its steps run it: this machine's consent record in
+``SPLICE_HOME`` is keyed by the project's real path, so a project set up elsewhere and copied
+there has none, and every install after a kill wrote one anew (removing the temp file of a
+record the kill had cut short), where the user's own project keeps the one it has.
 """
 
 from __future__ import annotations
@@ -97,6 +103,38 @@ def _lane(tmp_path: Path, lane: int) -> tuple[Path, Path, Path]:
     return root / "p", root / "home", root / "h"
 
 
+def _lane_template(tmp_path: Path, lane: int) -> tuple[Path, Path]:
+    """Where a lane keeps its project and ``SPLICE_HOME`` as set up, to copy back each step."""
+    root = tmp_path / f"lane{lane}"
+    return root / "template", root / "template-home"
+
+
+def _set_up_lane(tmp_path: Path, lane: int, env: dict[str, str], setup: Setup) -> dict[str, str]:
+    """Set the lane's project up in its own place and keep a copy (:func:`_lane_template`);
+    the lane's environment."""
+    project, project_home, _ = _lane(tmp_path, lane)
+    lane_env = {**env, "SPLICE_HOME": str(project_home)}
+    project.mkdir(parents=True)
+    _run(project, lane_env, "init")
+    setup(project, lane_env)
+    template, template_home = _lane_template(tmp_path, lane)
+    shutil.copytree(project, template, symlinks=True)
+    if project_home.exists():
+        shutil.copytree(project_home, template_home, symlinks=True)
+    return lane_env
+
+
+_STATE_FILES = ("splice.json", "splice.lock")
+
+
+def _state_files(project: Path) -> tuple[bytes | None, ...]:
+    """The bytes of ``splice.json`` and ``splice.lock`` (None: absent)."""
+    return tuple(
+        (project / name).read_bytes() if (project / name).exists() else None
+        for name in _STATE_FILES
+    )
+
+
 def _fresh(template: Path, home: Path, project: Path, project_home: Path) -> None:
     """``project`` and ``project_home``: copies of ``template`` and ``home`` (if it exists)."""
     for copy, original in ((project, template), (project_home, home)):
@@ -118,31 +156,32 @@ def test_a_kill_before_any_change_leaves_the_old_state_or_the_new(
     served_to_read: RunningRegistry, tmp_path: Path, case: str
 ) -> None:
     setup, command, old, new = CASES[case]
-    template, home = tmp_path / "template", tmp_path / "template-home"
-    template.mkdir()
-    env = {"SPLICE_HOME": str(home), "SPLICE_REGISTRY": served_to_read.url}
-    _run(template, env, "init")
-    setup(template, env)
+    env = {"SPLICE_REGISTRY": served_to_read.url}
+    # Per lane: the bytes of splice.json and splice.lock before the command and after it.
+    files: dict[int, tuple[tuple[bytes | None, ...], tuple[bytes | None, ...]]] = {}
 
     def log(lane: int) -> list[str]:
         project, project_home, hook = _lane(tmp_path, lane)
-        _fresh(template, home, project, project_home)
-        return _log(
-            hook, [project, project_home], {**env, "SPLICE_HOME": str(project_home)}, *command
-        )
+        lane_env = _set_up_lane(tmp_path, lane, env, setup)
+        before = _state_files(project)
+        steps = _log(hook, [project, project_home], lane_env, *command)
+        files[lane] = before, _state_files(project)
+        return steps
 
     count = _lane_steps(each_lane(log))
 
     def one_step(step: int, lane: int) -> str | None:
         project, project_home, hook = _lane(tmp_path, lane)
         run_env = {**env, "SPLICE_HOME": str(project_home)}
-        _fresh(template, home, project, project_home)
+        _fresh(*_lane_template(tmp_path, lane), project, project_home)
         killer = kill_env(hook, [project, project_home], count=step)
         killed = run_splice(*command, cwd=project, env={**run_env, **killer})
         assert killed.code == -signal.SIGKILL, (step, killed.stdout, killed.stderr)
-        lock = project / "splice.lock"
-        if lock.exists():
-            json.loads(lock.read_text())  # never half-written
+        before, after_command = files[lane]
+        for name, now, was, will in zip(
+            _STATE_FILES, _state_files(project), before, after_command, strict=True
+        ):
+            assert now in (was, will), (step, name, now)  # never half-written, nor a third
 
         after = run_splice("--json", "install", cwd=project, env=run_env)
 

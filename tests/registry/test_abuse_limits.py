@@ -19,6 +19,7 @@ import requests
 
 from splice_build.registry.service.ratelimit import RateLimits
 from testing.cli import run_splice
+from testing.rate_windows import away_from_window_ends
 from testing.registry import package_dir
 from testing.registry_server import (
     ADMIN_TOKEN,
@@ -29,6 +30,9 @@ from testing.registry_server import (
 )
 
 BUDGET = RateLimits().failed_auth  # failing tokens per address and window
+# The failures count in fixed windows of this many seconds: a test that spends a budget starts
+# 15 s or more before a window ends, or the count would start again under its checks.
+WINDOW = RateLimits().failed_auth_period
 BOGUS = "splice_" + "x" * 43
 LIMITS_OFF = ("--publish-limit", "0", "--request-limit", "0")
 
@@ -47,6 +51,7 @@ def _whoami(server: RunningRegistry, token: str, forwarded: str | None = None) -
 
 
 def _spend_budget(server: RunningRegistry, forwarded: str | None = None) -> None:
+    away_from_window_ends(WINDOW, margin=15)
     for _ in range(BUDGET):
         assert _whoami(server, BOGUS, forwarded) == 401
     assert _whoami(server, BOGUS, forwarded) == 429
@@ -239,6 +244,7 @@ def test_many_addresses_share_one_budget_of_failed_admin_tokens(tmp_path: Path) 
     shared = RateLimits().failed_admin_auth
     with registry_server(tmp_path / "data", *LIMITS_OFF, "--trusted-proxy", "127.0.0.1") as server:
         clients = [f"192.0.2.{n // BUDGET + 1}" for n in range(shared)]
+        away_from_window_ends(WINDOW, margin=15)
         assert [_admin_guess(server, client) for client in clients] == [403] * shared
         assert _admin_guess(server, "198.51.100.7") == 429
         right = {"authorization": f"Bearer {ADMIN_TOKEN}", "x-forwarded-for": "198.51.100.8"}
@@ -256,6 +262,7 @@ def test_an_ipv6_client_cannot_rotate_addresses_of_its_network_past_the_admin_lo
     """Each guess from another address of one /64 (what any IPv6 host can pick) still spends
     the one budget of that network; another network keeps its own."""
     with registry_server(tmp_path / "data", *LIMITS_OFF, "--trusted-proxy", "127.0.0.1") as server:
+        away_from_window_ends(WINDOW, margin=15)
         codes = [_admin_guess(server, f"2001:db8::{n + 1:x}") for n in range(BUDGET + 1)]
         assert codes == [403] * BUDGET + [429], codes
         assert _admin_guess(server, "2001:db8::ffff:1234:5678:9abc") == 429

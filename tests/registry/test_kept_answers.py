@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import http.client
 import json
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -25,10 +26,11 @@ from splice_build.records import replace
 from splice_build.registry.http.answer_cache import AnswerCache
 from splice_build.registry.http.app import create_app
 from splice_build.registry.service import admin
-from splice_build.registry.service.ratelimit import COSTLY_READ
+from splice_build.registry.service.ratelimit import COSTLY_READ, RateLimits
 from splice_build.registry.service.read import Keyed
+from splice_build.registry.service.registry_service import RegistryService
 from splice_build.registry.service.tokens import TokenRequest
-from splice_build.registry.storage import open_service
+from splice_build.registry.storage import StorageConfig, open_blobs, open_metadata, open_service
 from splice_build.spec import json_text
 from splice_build.spec.limits import MAX_FILE_BYTES
 from splice_build.spec.signing import signing_payload
@@ -80,6 +82,16 @@ def _large_version(tmp_path: Path) -> Path:
     return store
 
 
+def _budgeted(store: Path, limits: RateLimits) -> RegistryService:
+    """The service of ``store`` with ``limits``, its clock stopped: the budget of costly
+    reads counts in fixed windows of 60 s, and a window ending between a test's reads (as
+    now and then on a loaded machine) would give the budget back before the refusal."""
+    config = StorageConfig()
+    now = time.time()
+    meta, blobs = open_metadata(store, config), open_blobs(store, config)
+    return RegistryService(meta, blobs, limits=limits, clock=lambda: now)
+
+
 def _read(app: Any, name: str) -> tuple[int, bytes]:
     return asyncio.run(exchange(app, http_scope("GET", f"/packages/acme/{name}/1.0.0"), sending()))
 
@@ -88,7 +100,7 @@ def test_answers_written_for_one_client_have_a_budget(tmp_path: Path) -> None:
     # A kept answer costs ~1 ms; one not kept (another worker, dropped past the bound, never
     # read) is written again, up to 0.8 s for a 2 MiB manifest: each such write is charged,
     # 2 costly reads up front for its ~330,000 characters, 1 once it was written in 10 ms.
-    service = open_service(_large_version(tmp_path), limits=replace(NO_LIMITS, costly_reads=3))
+    service = _budgeted(_large_version(tmp_path), replace(NO_LIMITS, costly_reads=3))
     try:
         apps = [create_app(service) for _ in range(3)]  # each keeps its own answers
         statuses = [_read(app, "big")[0] for app in apps]
@@ -107,7 +119,7 @@ def test_a_written_answer_is_charged_the_cpu_it_took(tmp_path: Path) -> None:
     # each charged one read: every costly_read_seconds of CPU begun is one (here 1 µs, so the
     # first write spends the budget of 3; main: one read each).
     limits = replace(NO_LIMITS, costly_reads=3, costly_read_seconds=1e-6)
-    service = open_service(_large_version(tmp_path), limits=limits)
+    service = _budgeted(_large_version(tmp_path), limits)
     try:
         statuses = [_read(create_app(service), "big")[0] for _ in range(2)]
     finally:
@@ -159,7 +171,7 @@ def test_package_info_is_made_once_and_charged_to_its_caller(
     # registry_package_info parsed and checked a version's manifest at every call: a real
     # server took 0.83 s of CPU a call for 2 MiB of lists nested 8 deep, outside --read-limit.
     # Now what it reads of a version is kept, and making it is charged as a GET's write is.
-    service = open_service(_large_version(tmp_path), limits=replace(NO_LIMITS, costly_reads=3))
+    service = _budgeted(_large_version(tmp_path), replace(NO_LIMITS, costly_reads=3))
     parsed = _counted(monkeypatch, json_text, "parse_shallow")
     try:
         token = _token(service)
@@ -197,7 +209,7 @@ def test_a_skill_md_is_read_from_its_artifact_once_and_charged(
 
     # A budget of 2: the GET of "big" is charged 2 up front, the first read at least 1.
     limits = replace(NO_LIMITS, costly_reads=2, costly_read_seconds=1e-6)
-    service = open_service(_large_version(tmp_path), limits=limits)
+    service = _budgeted(_large_version(tmp_path), limits)
     inflated = _counted(monkeypatch, archive, "read_archive")
     try:
         token = _token(service)

@@ -122,6 +122,7 @@ def test_rate_limit_counters_are_shared_by_the_servers(
         ]
         assert statuses == [201, 201, 429]
         bad = {"authorization": "Bearer splice_" + "B" * 43}
+        away_from_window_ends(RateLimits().failed_auth_period, margin=15)  # 21 in one window
         failures = [
             requests.get(server.url + "/auth/whoami", headers=bad, timeout=5).status_code
             for server in (first, second) * 10

@@ -206,7 +206,9 @@ def test_dependencies_and_build_metadata_are_refused(svc, tmp_path: Path) -> Non
 
 
 def test_failed_auth_blocks_the_client(backend: StoreBackend, open_service: OpenService) -> None:
-    svc = open_service(backend, limits=RateLimits(failed_auth=3))
+    # A fixed clock: the limits count in fixed windows, and a window ending between the
+    # failures would start the count again (as on a loaded machine, now and then).
+    svc = open_service(backend, limits=RateLimits(failed_auth=3), clock=Clock())
     bad = Caller(authorization="Bearer splice_" + "x" * 43, client="10.9.9.9")
     for _ in range(3):
         assert code_of(svc.whoami, bad) is ErrorCode.UNAUTHENTICATED
@@ -218,7 +220,7 @@ def test_failed_auth_blocks_the_client(backend: StoreBackend, open_service: Open
 def test_publish_limit_per_user(
     tmp_path: Path, backend: StoreBackend, open_service: OpenService
 ) -> None:
-    svc = open_service(backend, limits=RateLimits(publishes=2))
+    svc = open_service(backend, limits=RateLimits(publishes=2), clock=Clock())  # one window
     admin.create_user(svc.deps, "alice")
     alice = login(svc, "alice")
     svc.publish(alice, artifact(tmp_path, version="1.0.0"))
