@@ -276,9 +276,10 @@ def test_a_tree_write_interrupted_as_a_thread_starts_still_lets_the_process_exit
 
 
 def _consent_dir_listings(home: Path, projects: list[Path], monkeypatch: pytest.MonkeyPatch) -> int:
-    """How many times writing a consent record for each of ``projects`` lists the one
-    directory that holds them all."""
-    from splice_build.install.consent_record import write_record
+    """How many times writing a consent record for each of ``projects``, then checking each
+    for a killed writer's temp (an install that writes none), lists the one directory that
+    holds them all."""
+    from splice_build.install.consent_record import remove_dead_record_temps, write_record
 
     listings = 0
     real = os.scandir
@@ -291,6 +292,8 @@ def _consent_dir_listings(home: Path, projects: list[Path], monkeypatch: pytest.
     monkeypatch.setattr(os, "scandir", scandir)
     for root in projects:
         write_record(home, root, {}, {})
+    for root in projects:
+        remove_dead_record_temps(home, root)
     monkeypatch.undo()
     assert len(list((home / "consent").iterdir())) == len(projects)
     return listings
@@ -300,7 +303,8 @@ def test_writing_n_records_in_one_directory_lists_it_once_not_n_times(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A sync writes one consent record per member in SPLICE_HOME/consent, which holds one per
-    # project ever installed: listing it for each write made a sync O(members × projects).
+    # project ever installed, or checks it for a killed writer's temp: listing the directory
+    # for each made a sync O(members × projects).
     projects = [tmp_path / f"m{i}" for i in range(40)]
     homes = [tmp_path / "home-a", tmp_path / "home-b"]
     for home in homes:
