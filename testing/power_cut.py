@@ -35,10 +35,14 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from splice_build.project.layout import STAT_CACHE_FILE
 from splice_build.project.walk_record import RECORD_FILE
 from splice_build.project.workspace import MEMO_FILE
+
+if TYPE_CHECKING:
+    import pytest
 
 _CACHES = (STAT_CACHE_FILE, MEMO_FILE, RECORD_FILE)
 _WRITING = os.O_WRONLY | os.O_RDWR | os.O_CREAT
@@ -170,3 +174,17 @@ def power_cut_model(root: Path, home: Path | None = None) -> Iterator[PowerCutMo
     finally:
         _active.remove(model)
         os.fsync = real_fsync
+
+
+def count_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The descriptors ``os.fsync`` is called with from now on (until ``monkeypatch`` is
+    undone), each still synced."""
+    synced: list[int] = []
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(fd)
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    return synced

@@ -15,6 +15,7 @@ import pytest
 
 from splice_build.install.statcache import StatCache, file_system_now
 from splice_build.spec.tree_digest import tree_hashes
+from testing.power_cut import count_fsyncs
 from testing.stat_records import packed, unpacked
 
 PACKAGE = "@acme/pkg"
@@ -474,9 +475,7 @@ def test_a_save_fsyncs_nothing_and_what_a_power_cut_leaves_never_passes_a_change
 ) -> None:
     # Without fsync a power cut can leave the previous cache, or the new one empty, short
     # or with a zeroed tail: each is ignored whole or matches no changed file.
-    synced: list[int] = []
-    real = os.fsync
-    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real(fd))[-1])
+    synced = count_fsyncs(monkeypatch)
     directory, path, _ = _saved(tmp_path)
     assert synced == []
     monkeypatch.undo()

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from splice_build.project.atomic import atomic_write_bytes, atomic_write_json, decode_json
+from testing.power_cut import count_fsyncs
 from testing.projects import run_python
 
 CRASH_BEFORE_RENAME = """
@@ -337,9 +338,7 @@ def test_a_temp_left_after_the_sweep_goes_with_the_next_sweep(
 def test_a_cache_write_fsyncs_nothing_and_a_lasting_write_both(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    synced: list[int] = []
-    real = os.fsync
-    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real(fd))[-1])
+    synced = count_fsyncs(monkeypatch)
 
     atomic_write_bytes(tmp_path / "statcache.json", b"{}", durable=False)
     assert synced == []
