@@ -9,6 +9,12 @@ timings of the real binary:
   package and SHA-256s each file (target ≤ 1.5 ×), and with a bare ``python -c pass``;
 - one project changed: one ``splice.json`` range toggled between two versions (both cached).
 
+- first sync of a big workspace: 150 and 600 members with no packages, in a home that already
+  holds 2,500 consent records (one per project ever installed), wall and CPU; four times the
+  members should cost about four times as much (600 members before review/bigsync: 15.7 s,
+  4.6 s of CPU, each record's write listing the consent directory twice and every state file
+  fsynced; after: 6.3 s, 1.6 s).
+
 Issue #22's shape, 30 projects × 3 packages, adds no-op rows against the same walk-and-hash
 baseline measured right before them (target ≤ 1.0 ×): ``splice sync``, ``splice sync
 --check``, one project's ``splice install``, and ``splice sync`` with every project's stat
@@ -38,6 +44,7 @@ from bench.common import (
 )
 
 PROJECTS, PER_PROJECT, DISTINCT = 50, 10, 20
+BIG_MEMBERS, KNOWN_PROJECTS = (150, 600), 2500
 SMALL_PROJECTS, SMALL_PER_PROJECT = 30, 3  # issue #22
 
 _WALK = """
@@ -118,6 +125,41 @@ def _noop_rounds(root: Path, env: dict[str, str], repeat: int) -> tuple[list[flo
         commands["old"] = (splice_argv("sync"), _before_copy(root, env, before), old_env)
     taken = time_in_rounds(commands, repeat)
     return taken["now"], taken.get("old", [])
+
+
+def _first_big_syncs(base: Path) -> list[Row]:
+    """First ``splice sync`` of ``BIG_MEMBERS`` empty members each, wall and CPU, in a home
+    whose consent directory already holds ``KNOWN_PROJECTS`` records."""
+    home = base / "big-home"
+    (home / "consent").mkdir(mode=0o700, parents=True)
+    home.chmod(0o700)
+    for i in range(KNOWN_PROJECTS):
+        (home / "consent" / f"{i:064x}.json").write_text("{}\n")
+    taken: dict[int, tuple[float, float]] = {}
+    for members in BIG_MEMBERS:
+        root = base / f"big{members}"
+        root.mkdir()
+        (root / "pyproject.toml").write_text(
+            '[tool.splice.workspace]\nmembers = ["packages/*"]\n', encoding="utf-8"
+        )
+        for i in range(members):
+            member = root / "packages" / f"m{i:05d}"
+            member.mkdir(parents=True)
+            (member / "splice.json").write_text('{"specVersion":1,"packages":{}}\n')
+        taken[members] = _wall_and_cpu(splice_argv("sync"), root, {"SPLICE_HOME": str(home)})
+    few, many = BIG_MEMBERS
+    target = f"<= {1.1 * many / few:.1f}x"
+    return [
+        Row(
+            f"first splice sync, {many} members ({unit})",
+            taken[many][i] * 1000,
+            "ms",
+            f"{few} members",
+            taken[few][i] * 1000,
+            target,
+        )
+        for i, unit in enumerate(("wall", "CPU"))
+    ]
 
 
 def _drop_stat_caches(root: Path) -> None:
@@ -239,6 +281,7 @@ def run(quick: bool = False) -> list[Row]:
             changed += time_command(splice_argv("sync"), repeat=1, warmup=0, env=env, cwd=root)
         files = sum(len(files) for top in installed for _, _, files in os.walk(top))
         small = _small(base, ids, env, repeat)
+        big = _first_big_syncs(base)
     shape = f"{PROJECTS}×{PER_PROJECT}, {files} files"
     return [
         Row(f"cold splice sync ({shape})", median(cold) * 1000, "ms"),
@@ -275,4 +318,5 @@ def run(quick: bool = False) -> list[Row]:
             noop,
         ),
         *small,
+        *big,
     ]

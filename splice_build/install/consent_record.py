@@ -156,10 +156,16 @@ def remove_dead_record_temps(home: Path, root: Path) -> None:
     temp file and the rename left a full copy of the new record, which the recovery never
     writes (a journal is no consent) and which stayed for good when every later install of
     the project changed nothing, so wrote no record. Call it holding the project's lock,
-    after :func:`read_record` found the home to be this user's alone."""
-    from splice_build.project.atomic import remove_stale_temps
+    after :func:`read_record` found the home to be this user's alone.
 
-    remove_stale_temps(record_path(home, root))
+    Those of every record go (``remove_dead_temps``, as :func:`write_record`'s): the
+    directory holds one record per project this machine installed, and a sync checks each
+    member, so listing it for each made a sync cost members × projects; a process lists it
+    once a minute."""
+    from splice_build.project.atomic import remove_dead_temps
+    from splice_build.project.home import SpliceHome
+
+    remove_dead_temps(SpliceHome(home).consent_dir)
 
 
 def write_record(

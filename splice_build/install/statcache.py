@@ -33,7 +33,10 @@ When every member's state still matches and every installed file's stat is exact
 
 The file is only a hint: unreadable, of another version or malformed in any field, it is
 ignored as a whole (every file is hashed) and rewritten by the next writing run. A ``check``
-run reads it but never writes it. Writes go through ``atomic_write_bytes``.
+run reads it but never writes it. Writes go through ``atomic_write_bytes``, not fsynced
+(``durable=False``): a power cut can leave the previous cache, whose every entry a later
+change of its file no longer matches, or an empty or short one, which is ignored as a whole;
+neither can make a changed file pass (docs/lifecycle.md#the-stat-cache).
 
 Each package's table holds its names, their keys packed (``_KEY``) in one hex string and, for
 files, their hashes joined in another (:data:`Packed`). A no-op packs the keys it takes and
@@ -355,7 +358,7 @@ class StatCache:
             return
         from splice_build.project.atomic import atomic_write_bytes
 
-        atomic_write_bytes(self.path, _encode(records, directories, state))
+        atomic_write_bytes(self.path, _encode(records, directories, state), durable=False)
         self.packed_files = {pid: _pack_files(entries) for pid, entries in records.items()}
         self.packed_directories = {pid: _pack_directories(w) for pid, w in directories.items()}
         self.written_ns, self._decoded, self.state = before_ns, (records, directories), state

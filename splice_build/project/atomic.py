@@ -20,6 +20,7 @@ import os
 import re
 import stat
 import sys
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,6 +40,7 @@ def atomic_write_bytes(
     mode: int | None = None,
     exclusive: bool = False,
     keep_mode: bool = False,
+    durable: bool = True,
 ) -> bool:
     """Replace ``path`` with ``data`` atomically; the new file has ``mode`` minus the umask
     (None: the mode project/creation_modes.py gives a file made in its directory, 0664 in a
@@ -52,6 +54,14 @@ def atomic_write_bytes(
     file is linked into place, which fails if the name exists: create-if-absent without a
     check-then-write race). The parent directory must exist. Raises ``OSError`` when the write
     fails; the previous file is then untouched and the temp file is removed.
+
+    ``durable=False`` skips both fsyncs, for a cache that is ignored as a whole when it cannot
+    be read and whose every entry is checked against what it describes (the stat cache, the
+    member memo, the walks' record): a power cut may then leave the previous file, or the new
+    name empty or short, both of which only cost the next run work. Its readers, not this
+    function, make that safe. The rename is still atomic for every process that outlives the
+    write. Never for a file that records something nothing else can rebuild (a lock, a key, a
+    consent record).
     """
     path = Path(path)
     remove_stale_temps(path)
@@ -68,7 +78,8 @@ def atomic_write_bytes(
             while view:
                 written = os.write(fd, view)
                 view = view[written:]
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
         if exclusive:
@@ -84,7 +95,8 @@ def atomic_write_bytes(
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)
         raise
-    fsync_directory(path.parent)
+    if durable:
+        fsync_directory(path.parent)
     return True
 
 
@@ -110,16 +122,43 @@ def remove_stale_temps(path: Path) -> None:
     until the rename, so only those whose writer's process id (the name holds it) no longer
     runs on this machine are deleted; a live one, or one this process cannot signal, is left.
     Nothing is deleted on Windows, where a process cannot be probed without a handle.
+
+    Skipped where :func:`remove_dead_temps` swept the whole directory less than
+    ``SWEEP_INTERVAL`` seconds ago: that sweep removed these temps with all the others.
     """
-    _remove_dead_temps(path.parent, re.escape(path.name))
+    if not _swept_lately(path.parent):
+        _remove_dead_temps(path.parent, re.escape(path.name))
 
 
 def remove_dead_temps(directory: Path) -> None:
     """:func:`remove_stale_temps` for every file of ``directory``, whatever its name: for a
-    directory only this module writes in (the artifact cache), where a temp file of an entry
-    that is never written again (a package given up after a killed ``splice add``) would
-    otherwise stay for good."""
+    directory only this module writes in (the artifact cache, the consent records), where a
+    temp file of an entry that is never written again (a package given up after a killed
+    ``splice add``) would otherwise stay for good.
+
+    Such a directory holds one file per artifact or project ever seen, thousands, and a sync
+    writes in it once per member: listing it on every write made a sync's cost grow with the
+    members times the directory's files (1,200 members: 5 s of listing alone). So a process
+    lists it once per ``SWEEP_INTERVAL`` seconds, on the first write there, and its later
+    writes there list nothing (nor does their :func:`remove_stale_temps`). The guarantee is
+    unchanged: every temp a writer killed before the sweep left is removed by it, and one
+    killed after it by the next sweep of the directory, by this process within the interval
+    if it writes there again or by any later process's first write there; none stays for
+    good.
+    """
+    if _swept_lately(directory):
+        return
     _remove_dead_temps(directory, r"[^/]+")
+    _swept[os.path.abspath(directory)] = time.monotonic()
+
+
+SWEEP_INTERVAL = 60.0
+_swept: dict[str, float] = {}  # directory -> when this process last swept it whole
+
+
+def _swept_lately(directory: Path) -> bool:
+    when = _swept.get(os.path.abspath(directory))
+    return when is not None and time.monotonic() - when < SWEEP_INTERVAL
 
 
 def _remove_dead_temps(directory: Path, name: str) -> None:

@@ -32,7 +32,16 @@ from splice_build.spec.names import PackageId
 # The names live with the rule that no grant may reach them (spec/project_state.py).
 from splice_build.spec.project_state import LEGACY_LOCK_FILE, LOCK_FILE, PROJECT_FILE, STATE_DIR
 
-__all__ = ["LEGACY_LOCK_FILE", "LOCK_FILE", "PROJECT_FILE", "STATE_DIR", "ProjectLayout"]
+__all__ = [
+    "LEGACY_LOCK_FILE",
+    "LOCK_FILE",
+    "PROJECT_FILE",
+    "STATE_DIR",
+    "STAT_CACHE_FILE",
+    "ProjectLayout",
+]
+
+STAT_CACHE_FILE = "statcache.json"  # in STATE_DIR
 
 
 @dataclass(frozen=True)
@@ -87,7 +96,7 @@ class ProjectLayout:
 
     @cached_property
     def stat_cache(self) -> Path:
-        return self.state_dir / "statcache.json"
+        return self.state_dir / STAT_CACHE_FILE
 
     @cached_property
     def workspace_dir(self) -> Path:

@@ -126,7 +126,8 @@ def write_cache(root: Path, name: str, data: bytes, mode: int | None = None) -> 
     """Write ``data`` to ``root``'s ``.splice/<name>``, a cache (the workspace's member memo,
     the walks below grants): never through a link in ``.splice/`` (``NOT_WRITABLE``, as
     :func:`check_state_dir`), any other failure left for the next run to write again.
-    ``mode``: as ``atomic_write_bytes``'s."""
+    ``mode``: as ``atomic_write_bytes``'s. Not fsynced: a cache lost or torn by a power cut is
+    ignored as a whole, or is a previous one whose entries are checked as any are."""
     from splice_build.project.atomic import atomic_write_bytes
     from splice_build.project.creation_modes import dir_mode_in
 
@@ -134,6 +135,6 @@ def write_cache(root: Path, name: str, data: bytes, mode: int | None = None) -> 
     check_state_dir(layout)
     try:
         layout.state_dir.mkdir(mode=dir_mode_in(root), exist_ok=True)
-        atomic_write_bytes(layout.state_dir / name, data, mode=mode)
+        atomic_write_bytes(layout.state_dir / name, data, mode=mode, durable=False)
     except OSError:
         return

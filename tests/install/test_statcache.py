@@ -15,6 +15,7 @@ import pytest
 
 from splice_build.install.statcache import StatCache, file_system_now
 from splice_build.spec.tree_digest import tree_hashes
+from testing.power_cut import count_fsyncs
 from testing.stat_records import packed, unpacked
 
 PACKAGE = "@acme/pkg"
@@ -467,3 +468,22 @@ def _recorded_all(root: Path, directory: Path) -> StatCache:
     later = 2**62 + 1
     os.utime(path, ns=(later, later))
     return StatCache.load(path)
+
+
+def test_a_save_fsyncs_nothing_and_what_a_power_cut_leaves_never_passes_a_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Without fsync a power cut can leave the previous cache, or the new one empty, short
+    # or with a zeroed tail: each is ignored whole or matches no changed file.
+    synced = count_fsyncs(monkeypatch)
+    directory, path, _ = _saved(tmp_path)
+    assert synced == []
+    monkeypatch.undo()
+
+    whole = path.read_bytes()
+    (directory / "lib" / "a.js").write_text("export const a = 2;\n")  # same size, changed
+    left = [b"", whole[:-1], whole[: len(whole) // 2], whole[:-40] + bytes(40), whole]
+    for torn in left:
+        path.write_bytes(torn)
+        hashes = StatCache.load(path).package_hashes(PACKAGE, directory)
+        assert hashes == tree_hashes(directory), torn[-50:]

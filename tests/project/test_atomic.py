@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from splice_build.project.atomic import atomic_write_bytes, atomic_write_json, decode_json
+from testing.power_cut import count_fsyncs
 from testing.projects import run_python
 
 CRASH_BEFORE_RENAME = """
@@ -273,3 +274,73 @@ def test_a_tree_write_interrupted_as_a_thread_starts_still_lets_the_process_exit
     interruption now waits until the fsync is queued, then acts."""
     done = run_python(INTERRUPTED_AS_A_THREAD_STARTS, str(tmp_path))
     assert (done.returncode, done.stdout.strip()) == (0, "interrupted")
+
+
+def _consent_dir_listings(home: Path, projects: list[Path], monkeypatch: pytest.MonkeyPatch) -> int:
+    """How many times writing a consent record for each of ``projects``, then checking each
+    for a killed writer's temp (an install that writes none), lists the one directory that
+    holds them all."""
+    from splice_build.install.consent_record import remove_dead_record_temps, write_record
+
+    listings = 0
+    real = os.scandir
+
+    def scandir(path: object) -> object:
+        nonlocal listings
+        listings += Path(os.fspath(path)) == home / "consent"  # type: ignore[arg-type]
+        return real(path)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    for root in projects:
+        write_record(home, root, {}, {})
+    for root in projects:
+        remove_dead_record_temps(home, root)
+    monkeypatch.undo()
+    assert len(list((home / "consent").iterdir())) == len(projects)
+    return listings
+
+
+def test_writing_n_records_in_one_directory_lists_it_once_not_n_times(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A sync writes one consent record per member in SPLICE_HOME/consent, which holds one per
+    # project ever installed, or checks it for a killed writer's temp: listing the directory
+    # for each made a sync O(members × projects).
+    projects = [tmp_path / f"m{i}" for i in range(40)]
+    homes = [tmp_path / "home-a", tmp_path / "home-b"]
+    for home in homes:
+        home.mkdir(mode=0o700)
+
+    few = _consent_dir_listings(homes[0], projects[:20], monkeypatch)
+    many = _consent_dir_listings(homes[1], projects, monkeypatch)
+
+    assert few == many == 1
+
+
+def test_a_temp_left_after_the_sweep_goes_with_the_next_sweep(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from splice_build.project import atomic
+
+    atomic.remove_dead_temps(tmp_path)
+    dead = tmp_path / f".entry.{_dead_pid()}.0123abcd.tmp"  # killed after this process swept
+    dead.write_text("a secret")
+    atomic.remove_dead_temps(tmp_path)
+    atomic_write_bytes(tmp_path / "other", b"x")
+    assert dead.exists()  # within the interval: no listing
+
+    monkeypatch.setattr(atomic, "SWEEP_INTERVAL", 0.0)
+    atomic.remove_dead_temps(tmp_path)
+    assert not dead.exists()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="fsync of directories")
+def test_a_cache_write_fsyncs_nothing_and_a_lasting_write_both(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    synced = count_fsyncs(monkeypatch)
+
+    atomic_write_bytes(tmp_path / "statcache.json", b"{}", durable=False)
+    assert synced == []
+    atomic_write_bytes(tmp_path / "splice.lock", b"{}")
+    assert len(synced) == 2  # the file, then its directory
