@@ -6,8 +6,10 @@ as ``(path, bytes)``; directory entries are skipped (after a path check); every 
 type is refused: hard and symbolic links, devices, FIFOs, contiguous files, and the PAX (``x``,
 ``g``) and GNU (``L``, ``K``, ...) extension headers that could rename a later entry. Each header
 must carry a correct checksum and the ``ustar`` magic, and only a POSIX header (``ustar\\0``) a
-prefix; names must be valid UTF-8; an entry whose
-data runs past the end of the stream is refused. Parsing stops at the first all-zero block.
+prefix; every number field must be one (octal, read whole); names must be valid UTF-8; an
+entry whose data or padding runs past the end of the stream is refused. Parsing stops at the
+first all-zero block. What it accepts, Python's ``tarfile`` and GNU tar list alike
+(``fuzz/tar_targets.py``).
 
 The package rules that do not depend on the container (hidden files, limits, duplicates) are
 applied by the caller through ``entry_rules.PackageFiles``.
@@ -25,15 +27,27 @@ from splice_build.spec.paths import is_safe_relative_path
 
 BLOCK = 512
 _ZERO_BLOCK = bytes(BLOCK)
-# A number field as a whole: blanks, octal digits, then only blanks and NULs to its end. Not
-# cut at its first NUL: GNU tar skips a NUL that starts a field (written by a tar whose
-# previous field overflowed), so "\0" + "00000002000" is a size of 1024 there and 0 when cut.
-_OCTAL = re.compile(rb"[ \t\n\v\f\r]*([0-7]*)[ \t\n\v\f\r\0]*")
+# A number field as a whole: blanks, octal digits, then only blanks and NULs to its end, or
+# only NULs (0). Not cut at its first NUL: GNU tar skips a NUL that starts a field (written by
+# a tar whose previous field overflowed), so "\0" + "00000002000" is a size of 1024 there and 0
+# when cut; and a field of blanks alone is no number to GNU tar, which skips the entry.
+_OCTAL = re.compile(rb"[ \t\n\v\f\r]*([0-7]+)[ \t\n\v\f\r\0]*|\0*")
 
 # Header layout (POSIX ustar): (offset, length) of the fields the reader uses.
 _NAME = (0, 100)
 _SIZE = (124, 12)
 _CHECKSUM = (148, 8)
+# Every number field, read whole though only the size is used: Python's tarfile ends its
+# listing at a header whose mode, ids, time or device numbers are not a number (the entries
+# from there on are listed by no reviewer's tarfile), and GNU tar fails on them.
+_NUMBERS = {
+    "mode": (100, 8),
+    "uid": (108, 8),
+    "gid": (116, 8),
+    "mtime": (136, 12),
+    "devmajor": (329, 8),
+    "devminor": (337, 8),
+}
 _TYPEFLAG = 156
 _MAGIC = (257, 5)
 _POSIX_MAGIC = b"ustar\0"
@@ -141,6 +155,8 @@ def _parse_header(header: bytes, offset: int) -> _Header:
     path = f"{prefix}/{name}" if prefix else name
     path = path.removeprefix("./")
     size = _octal(header, _SIZE, offset, "size")
+    for what, span in _NUMBERS.items():
+        _octal(header, span, offset, what)
     return _Header(path=path, typeflag=typeflag, size=size)
 
 
@@ -169,12 +185,15 @@ def iter_tar_files(tar: bytes | bytearray) -> Iterator[tuple[str, memoryview]]:
         entry = _parse_header(header, offset)
         data_start = offset + BLOCK
         data_end = data_start + entry.size
-        if data_end > len(view):
+        padded_end = data_start + -(-entry.size // BLOCK) * BLOCK
+        if padded_end > len(view):
+            # Its padding too: Python's tarfile and GNU tar refuse a stream cut inside it.
             raise _reject(
                 "Truncated archive entry",
                 header,
                 offset,
-                f"needs {entry.size} bytes of data, {len(view) - data_start} remain",
+                f"needs {padded_end - data_start} bytes of data and padding,"
+                f" {len(view) - data_start} remain",
             )
         if entry.typeflag == _DIRECTORY:
             _check_directory(entry, header, offset)
@@ -190,4 +209,4 @@ def iter_tar_files(tar: bytes | bytearray) -> Iterator[tuple[str, memoryview]]:
                 )
         else:
             yield entry.path, view[data_start:data_end]
-        offset = data_start + -(-entry.size // BLOCK) * BLOCK
+        offset = padded_end
