@@ -247,6 +247,16 @@ def hostile_archives() -> dict[str, tuple[bytes, str]]:
             gzip_bytes(raw_tar([RawEntry("SKILL.md", b"# x\n")], end_blocks=0)[: BLOCK + 447]),
             'entry "SKILL.md"',
         ),
+        # GNU tar makes a directory entry a directory over the file of its name (it extracted
+        # no lib), and fails under a file (a/b/ after a).
+        "file_then_directory_entry": (
+            tar_gz([RawEntry("lib", b"x"), RawEntry("lib/", typeflag=b"5")]),
+            'entry "lib/"',
+        ),
+        "directory_entry_under_a_file": (
+            tar_gz([RawEntry("a", b"x"), RawEntry("a/b/", typeflag=b"5")]),
+            'entry "a/b/"',
+        ),
         # Merged by Windows, which drops a name's trailing dots and spaces.
         "windows_trailing_dot_duplicate": (
             tar_gz([RawEntry("tools/x.js", b"1"), RawEntry("tools/x.js.", b"2")]),

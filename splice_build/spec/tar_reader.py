@@ -2,7 +2,7 @@
 
 Written for this job instead of ``tarfile``: it parses each 512-byte header itself, accepts
 only what a package can contain, and never touches the file system. It yields regular files
-as ``(path, bytes)``; directory entries are skipped (after a path check); every other entry
+as ``(path, bytes)``, and directory entries as ``(path, None)`` (after a path check); every other entry
 type is refused: hard and symbolic links, devices, FIFOs, contiguous files, and the PAX (``x``,
 ``g``) and GNU (``L``, ``K``, ...) extension headers that could rename a later entry. Each header
 must carry a correct checksum and the ``ustar`` magic, and only a POSIX header (``ustar\\0``) a
@@ -160,16 +160,21 @@ def _parse_header(header: bytes, offset: int) -> _Header:
     return _Header(path=path, typeflag=typeflag, size=size)
 
 
-def _check_directory(entry: _Header, header: bytes, offset: int) -> None:
-    """Directory entries create nothing, but one that points outside the package is an attack."""
+def _directory_path(entry: _Header, header: bytes, offset: int) -> str | None:
+    """A directory entry's path (None for the package's own root). Directory entries create
+    nothing, but one that points outside the package is an attack."""
     path = entry.path.rstrip("/")
-    if path in ("", ".") or is_safe_relative_path(path, allow_dot=False):
-        return
+    if path in ("", "."):
+        return None
+    if is_safe_relative_path(path, allow_dot=False):
+        return path
     raise _reject("Unsafe file path in archive", header, offset, "directory escapes the package")
 
 
-def iter_tar_files(tar: bytes | bytearray) -> Iterator[tuple[str, memoryview]]:
-    """Yield ``(path, content)`` for each regular file of an uncompressed tar stream.
+def iter_tar_files(tar: bytes | bytearray) -> Iterator[tuple[str, memoryview | None]]:
+    """Yield ``(path, content)`` for each regular file of an uncompressed tar stream, and
+    ``(path, None)`` for each directory entry but the root's: it creates nothing, but other
+    tars make it a directory, over a file of that name.
 
     ``content`` is a view into ``tar`` (no copy). Raises SpecError(INVALID_PACKAGE) with a
     detail naming the entry and its byte offset at the first header that breaks a rule.
@@ -196,7 +201,7 @@ def iter_tar_files(tar: bytes | bytearray) -> Iterator[tuple[str, memoryview]]:
                 f" {len(view) - data_start} remain",
             )
         if entry.typeflag == _DIRECTORY:
-            _check_directory(entry, header, offset)
+            directory = _directory_path(entry, header, offset)
             if entry.size:
                 # GNU tar and Python's tarfile give a directory no data: they read the next
                 # block as a header, so the data skipped here held entries listed there, and
@@ -207,6 +212,8 @@ def iter_tar_files(tar: bytes | bytearray) -> Iterator[tuple[str, memoryview]]:
                     offset,
                     "a directory with data (other readers take it for headers)",
                 )
+            if directory is not None:
+                yield directory, None
         else:
             yield entry.path, view[data_start:data_end]
         offset = padded_end
