@@ -257,6 +257,12 @@ def hostile_archives() -> dict[str, tuple[bytes, str]]:
             tar_gz([RawEntry("a", b"x"), RawEntry("a/b/", typeflag=b"5")]),
             'entry "a/b/"',
         ),
+        # Each directory entry is claimed (file_then_directory_entry): as many as a tar of
+        # 16 MiB holds, 128 names deep, cost 6 s.
+        "many_directory_entries": (
+            tar_gz([RawEntry(f"d{i}/", typeflag=b"5") for i in range(501)]),
+            'entry "d500/"',
+        ),
         # Merged by Windows, which drops a name's trailing dots and spaces.
         "windows_trailing_dot_duplicate": (
             tar_gz([RawEntry("tools/x.js", b"1"), RawEntry("tools/x.js.", b"2")]),

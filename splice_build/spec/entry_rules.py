@@ -160,6 +160,7 @@ class PackageFiles:
     def __init__(self, code: ErrorCode) -> None:
         self._code = code
         self._claims = PathClaims()
+        self._directories = 0  # directory entries accepted
         self.files: dict[str, bytes] = {}
 
     def add(self, path: str, content: bytes | bytearray | memoryview) -> None:
@@ -191,11 +192,19 @@ class PackageFiles:
 
     def add_directory(self, path: str) -> None:
         """Accept a directory entry of an archive: it creates nothing, but may not clash
-        with a file (``PathClaims.claim_directory``)."""
+        with a file (``PathClaims.claim_directory``). At most ``MAX_FILES`` of them, as of
+        files: a claim costs up to 0.4 ms for a path of 128 names, and a tar of 16 MiB holds
+        32,768 entries (6 s of claims)."""
+        where = f"entry {quote_path(path + '/')}"
+        if self._directories >= MAX_FILES:
+            raise SpecError(
+                self._code,
+                f"Archive has more than {MAX_FILES} directory entries",
+                details=[f"{where}: directory entry number {self._directories + 1}"],
+            )
+        self._directories += 1
         clash = self._claims.claim_directory(path)
         if clash is not None:
             raise SpecError(
-                self._code,
-                f"{clash.title} in archive",
-                details=[f"entry {quote_path(path + '/')}: {clash.reason}"],
+                self._code, f"{clash.title} in archive", details=[f"{where}: {clash.reason}"]
             )
