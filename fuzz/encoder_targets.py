@@ -256,10 +256,29 @@ def _texts(data: bytes) -> Iterator[tuple[int, str]]:
         )
 
 
+def _json_reads_a_number(text: str) -> bool:
+    """Whether ``json.loads`` reads ``text``, with no blank around it, as an int or a float
+    (not its ``NaN``/``Infinity`` extensions)."""
+    import json
+
+    def no_constant(name: str) -> object:
+        raise ValueError(name)
+
+    if not text or text.strip(" \t\n\r") != text:
+        return False
+    try:
+        value = json.loads(text, parse_constant=no_constant)
+    except ValueError:  # also int()'s limit of 4,300 digits, past any bound here
+        return False
+    return type(value) in (int, float)
+
+
 def number_text() -> Check:
     """is_ascii_digits, whole_number, decimal_number and capped_count against a regex of
-    ASCII digits and Python's int on those digits."""
+    ASCII digits and Python's int on those digits; json_text.is_json_number against
+    ``json.loads``."""
     from fuzz.targets import Finding
+    from splice_build.spec.json_text import is_json_number
     from splice_build.spec.number_text import (
         capped_count,
         decimal_number,
@@ -285,6 +304,8 @@ def number_text() -> Check:
             count = min(int(text.lstrip("0") or "0"), cap + 1) if digits else None
             if capped_count(text, cap) != count:
                 raise Finding(f"capped_count({text!r}, {cap}) is not {count}")
+            if is_json_number(text) != _json_reads_a_number(text):
+                raise Finding(f"is_json_number({text!r}) is {not _json_reads_a_number(text)}")
 
     return check
 

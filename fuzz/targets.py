@@ -130,36 +130,53 @@ def _manifest() -> Check:
 
 
 # project files -------------------------------------------------------------------------------
-def _splice_json() -> Check:
+def _repeats_a_key(data: bytes) -> bool:
+    """Whether the JSON text ``data`` gives a key twice in one object (False for no JSON)."""
+    repeated = False
+
+    def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        nonlocal repeated
+        keys = [key for key, _ in pairs]
+        repeated = repeated or len(set(keys)) != len(keys)
+        return dict(pairs)
+
+    try:
+        json.loads(data.decode("utf-8-sig"), object_pairs_hook=pairs_hook)
+    except (ValueError, RecursionError):
+        return False
+    return repeated
+
+
+def _committed_file(name: str, load: Callable[[Path], object]) -> Check:
+    """``splice.json`` or ``splice.lock``: INVALID_PROJECT or read, and never read when it
+    gives a key twice in one object (the repeat is named)."""
     from splice_build.errors import SpliceError
-    from splice_build.project.project_file import load_project_file
 
     root = _scratch()
 
     def check(data: bytes) -> None:
-        (root / "splice.json").write_bytes(data)
+        (root / name).write_bytes(data)
         try:
-            load_project_file(root)
+            load(root)
         except SpliceError as exc:
             _expect_codes(exc, {"INVALID_PROJECT"})
+            return
+        if _repeats_a_key(data):
+            raise Finding(f"{name} giving a key twice was read")
 
     return check
+
+
+def _splice_json() -> Check:
+    from splice_build.project.project_file import load_project_file
+
+    return _committed_file("splice.json", load_project_file)
 
 
 def _splice_lock() -> Check:
-    from splice_build.errors import SpliceError
     from splice_build.project.lockfile import load_lockfile
 
-    root = _scratch()
-
-    def check(data: bytes) -> None:
-        (root / "splice.lock").write_bytes(data)
-        try:
-            load_lockfile(root)
-        except SpliceError as exc:
-            _expect_codes(exc, {"INVALID_PROJECT"})
-
-    return check
+    return _committed_file("splice.lock", load_lockfile)
 
 
 def _pyproject() -> Check:
@@ -1201,6 +1218,12 @@ def _fs_walk_os() -> Check:
     return fs_walk("os")
 
 
+def _tar_diff() -> Check:
+    from fuzz.tar_targets import tar_diff
+
+    return tar_diff()
+
+
 def _net_walk() -> Check:
     from fuzz.net_targets import net_walk
 
@@ -1217,6 +1240,13 @@ TARGETS: dict[str, Target] = {
     t.name: t
     for t in (
         Target("archive", _archive, "read_archive (tar.gz, legacy bundle) then validation", 65536),
+        Target(
+            "tar_diff",
+            _tar_diff,
+            "the package tar reader against tarfile and GNU tar: what it accepts, they read alike",
+            65536,
+            short_runs=300,
+        ),
         Target("manifest", _manifest, "Manifest.from_json: parser and validator"),
         Target("splice_json", _splice_json, "load_project_file on splice.json"),
         Target("splice_lock", _splice_lock, "load_lockfile on splice.lock"),

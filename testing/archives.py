@@ -36,6 +36,7 @@ class RawEntry:
     declared_size: int | None = None  # size written in the header, default len(data)
     size_field: bytes | None = None  # raw 12-byte size field (e.g. GNU base-256)
     checksum_delta: int = 0  # added to the correct checksum to corrupt it
+    fields: tuple[tuple[int, bytes], ...] = ()  # raw bytes written at an offset, last
 
 
 def ustar_header(entry: RawEntry) -> bytes:
@@ -55,6 +56,8 @@ def ustar_header(entry: RawEntry) -> bytes:
     header[257 : 257 + len(entry.magic)] = entry.magic
     header[263 : 263 + len(entry.version)] = entry.version
     header[345 : 345 + len(prefix)] = prefix
+    for offset, raw in entry.fields:
+        header[offset : offset + len(raw)] = raw
     checksum = sum(header) + entry.checksum_delta
     header[148:156] = f"{checksum:06o}\0 ".encode("ascii")
     return bytes(header)
@@ -217,6 +220,48 @@ def hostile_archives() -> dict[str, tuple[bytes, str]]:
         "size_after_a_nul": (
             tar_gz([RawEntry("notes.txt", size_field=b"\0" + b"%011o" % 1024)]),
             'entry "notes.txt"',
+        ),
+        # Python's tarfile ends its listing at a header whose mode, ids, time or device
+        # numbers are not a number: it listed SKILL.md alone; GNU tar fails on it.
+        "mode_not_a_number": (
+            tar_gz([RawEntry("SKILL.md", b"1"), RawEntry("evil.js", b"x", fields=((100, b"zz"),))]),
+            'entry "evil.js"',
+        ),
+        "mtime_not_octal": (
+            tar_gz([RawEntry("evil.js", b"x", fields=((136, b"99999999999"),))]),
+            'entry "evil.js"',
+        ),
+        "devminor_not_a_number": (
+            tar_gz([RawEntry("evil.js", b"x", fields=((337, b"x"),))]),
+            'entry "evil.js"',
+        ),
+        # A number of blanks alone is none to GNU tar, which skips the entry: it did not list
+        # notes.txt, installed here (size 0).
+        "size_of_blanks": (
+            tar_gz([RawEntry("notes.txt", size_field=b" " * 12), RawEntry("SKILL.md", b"1")]),
+            'entry "notes.txt"',
+        ),
+        # The stream ends inside the padding of its last entry's data: Python's tarfile and
+        # GNU tar refuse the archive ("unexpected end of data").
+        "cut_in_the_padding": (
+            gzip_bytes(raw_tar([RawEntry("SKILL.md", b"# x\n")], end_blocks=0)[: BLOCK + 447]),
+            'entry "SKILL.md"',
+        ),
+        # GNU tar makes a directory entry a directory over the file of its name (it extracted
+        # no lib), and fails under a file (a/b/ after a).
+        "file_then_directory_entry": (
+            tar_gz([RawEntry("lib", b"x"), RawEntry("lib/", typeflag=b"5")]),
+            'entry "lib/"',
+        ),
+        "directory_entry_under_a_file": (
+            tar_gz([RawEntry("a", b"x"), RawEntry("a/b/", typeflag=b"5")]),
+            'entry "a/b/"',
+        ),
+        # Each directory entry is claimed (file_then_directory_entry): as many as a tar of
+        # 16 MiB holds, 128 names deep, cost 6 s.
+        "many_directory_entries": (
+            tar_gz([RawEntry(f"d{i}/", typeflag=b"5") for i in range(501)]),
+            'entry "d500/"',
         ),
         # Merged by Windows, which drops a name's trailing dots and spaces.
         "windows_trailing_dot_duplicate": (

@@ -127,12 +127,15 @@ def read_archive(data: bytes) -> dict[str, bytes]:
             f"Archive is {len(data)} bytes (max {MAX_ARCHIVE_BYTES})",
             details=[f"archive: {len(data)} bytes"],
         )
-    entries: Iterable[tuple[str, bytes | memoryview]]
+    entries: Iterable[tuple[str, bytes | memoryview | None]]
     if archive_format(data) == "tar.gz":
         entries = iter_tar_files(gunzip_bounded(data, limit=MAX_EXPANDED_BYTES))
     else:
         entries = iter_bundle_files(data)
     accepted = PackageFiles(ErrorCode.INVALID_PACKAGE)
     for path, content in entries:
-        accepted.add(path, content)
+        if content is None:
+            accepted.add_directory(path)
+        else:
+            accepted.add(path, content)
     return accepted.files

@@ -96,6 +96,16 @@ class PathClaims:
                 " a directory",
             )
         directories = _folded_directories(folded)
+        clash = self._file_above(path, directories)
+        if clash is not None:
+            return clash
+        self._files[folded] = path
+        for directory in directories:
+            self._directories.setdefault(directory, path)
+        return None
+
+    def _file_above(self, path: str, directories: list[str]) -> Clash | None:
+        """The clash of ``path`` with a file claimed as one of its ``directories``."""
         for directory in directories:
             if directory in self._files:
                 return Clash(
@@ -103,9 +113,23 @@ class PathClaims:
                     f"its directory {quote_path(_directory_of(path, directory))} is the file"
                     f" {quote_path(self._files[directory])}",
                 )
-        self._files[folded] = path
-        for directory in directories:
-            self._directories.setdefault(directory, path)
+        return None
+
+    def claim_directory(self, path: str) -> Clash | None:
+        """Claim ``path`` (a safe relative path) as a directory, as an archive's directory
+        entry does: GNU tar makes it one over a file of that name, or fails under one."""
+        folded = stored_name(path)
+        if folded in self._files:
+            return Clash(
+                "File and directory of the same name",
+                f"the directory is the file {quote_path(self._files[folded])}",
+            )
+        directories = _folded_directories(folded)
+        clash = self._file_above(path, directories)
+        if clash is not None:
+            return clash
+        for directory in [*directories, folded]:
+            self._directories.setdefault(directory, f"{path}/")
         return None
 
 
@@ -136,6 +160,7 @@ class PackageFiles:
     def __init__(self, code: ErrorCode) -> None:
         self._code = code
         self._claims = PathClaims()
+        self._directories = 0  # directory entries accepted
         self.files: dict[str, bytes] = {}
 
     def add(self, path: str, content: bytes | bytearray | memoryview) -> None:
@@ -164,3 +189,22 @@ class PackageFiles:
                 self._code, f"{clash.title} in archive", details=[f"{where}: {clash.reason}"]
             )
         self.files[path] = bytes(content)
+
+    def add_directory(self, path: str) -> None:
+        """Accept a directory entry of an archive: it creates nothing, but may not clash
+        with a file (``PathClaims.claim_directory``). At most ``MAX_FILES`` of them, as of
+        files: a claim costs up to 0.4 ms for a path of 128 names, and a tar of 16 MiB holds
+        32,768 entries (6 s of claims)."""
+        where = f"entry {quote_path(path + '/')}"
+        if self._directories >= MAX_FILES:
+            raise SpecError(
+                self._code,
+                f"Archive has more than {MAX_FILES} directory entries",
+                details=[f"{where}: directory entry number {self._directories + 1}"],
+            )
+        self._directories += 1
+        clash = self._claims.claim_directory(path)
+        if clash is not None:
+            raise SpecError(
+                self._code, f"{clash.title} in archive", details=[f"{where}: {clash.reason}"]
+            )

@@ -2,12 +2,14 @@
 
 Written for this job instead of ``tarfile``: it parses each 512-byte header itself, accepts
 only what a package can contain, and never touches the file system. It yields regular files
-as ``(path, bytes)``; directory entries are skipped (after a path check); every other entry
+as ``(path, bytes)``, and directory entries as ``(path, None)`` (after a path check); every other entry
 type is refused: hard and symbolic links, devices, FIFOs, contiguous files, and the PAX (``x``,
 ``g``) and GNU (``L``, ``K``, ...) extension headers that could rename a later entry. Each header
 must carry a correct checksum and the ``ustar`` magic, and only a POSIX header (``ustar\\0``) a
-prefix; names must be valid UTF-8; an entry whose
-data runs past the end of the stream is refused. Parsing stops at the first all-zero block.
+prefix; every number field must be one (octal, read whole); names must be valid UTF-8; an
+entry whose data or padding runs past the end of the stream is refused. Parsing stops at the
+first all-zero block. What it accepts, Python's ``tarfile`` and GNU tar list alike
+(``fuzz/tar_targets.py``).
 
 The package rules that do not depend on the container (hidden files, limits, duplicates) are
 applied by the caller through ``entry_rules.PackageFiles``.
@@ -25,15 +27,27 @@ from splice_build.spec.paths import is_safe_relative_path
 
 BLOCK = 512
 _ZERO_BLOCK = bytes(BLOCK)
-# A number field as a whole: blanks, octal digits, then only blanks and NULs to its end. Not
-# cut at its first NUL: GNU tar skips a NUL that starts a field (written by a tar whose
-# previous field overflowed), so "\0" + "00000002000" is a size of 1024 there and 0 when cut.
-_OCTAL = re.compile(rb"[ \t\n\v\f\r]*([0-7]*)[ \t\n\v\f\r\0]*")
+# A number field as a whole: blanks, octal digits, then only blanks and NULs to its end, or
+# only NULs (0). Not cut at its first NUL: GNU tar skips a NUL that starts a field (written by
+# a tar whose previous field overflowed), so "\0" + "00000002000" is a size of 1024 there and 0
+# when cut; and a field of blanks alone is no number to GNU tar, which skips the entry.
+_OCTAL = re.compile(rb"[ \t\n\v\f\r]*([0-7]+)[ \t\n\v\f\r\0]*|\0*")
 
 # Header layout (POSIX ustar): (offset, length) of the fields the reader uses.
 _NAME = (0, 100)
 _SIZE = (124, 12)
 _CHECKSUM = (148, 8)
+# Every number field, read whole though only the size is used: Python's tarfile ends its
+# listing at a header whose mode, ids, time or device numbers are not a number (the entries
+# from there on are listed by no reviewer's tarfile), and GNU tar fails on them.
+_NUMBERS = {
+    "mode": (100, 8),
+    "uid": (108, 8),
+    "gid": (116, 8),
+    "mtime": (136, 12),
+    "devmajor": (329, 8),
+    "devminor": (337, 8),
+}
 _TYPEFLAG = 156
 _MAGIC = (257, 5)
 _POSIX_MAGIC = b"ustar\0"
@@ -141,19 +155,26 @@ def _parse_header(header: bytes, offset: int) -> _Header:
     path = f"{prefix}/{name}" if prefix else name
     path = path.removeprefix("./")
     size = _octal(header, _SIZE, offset, "size")
+    for what, span in _NUMBERS.items():
+        _octal(header, span, offset, what)
     return _Header(path=path, typeflag=typeflag, size=size)
 
 
-def _check_directory(entry: _Header, header: bytes, offset: int) -> None:
-    """Directory entries create nothing, but one that points outside the package is an attack."""
+def _directory_path(entry: _Header, header: bytes, offset: int) -> str | None:
+    """A directory entry's path (None for the package's own root). Directory entries create
+    nothing, but one that points outside the package is an attack."""
     path = entry.path.rstrip("/")
-    if path in ("", ".") or is_safe_relative_path(path, allow_dot=False):
-        return
+    if path in ("", "."):
+        return None
+    if is_safe_relative_path(path, allow_dot=False):
+        return path
     raise _reject("Unsafe file path in archive", header, offset, "directory escapes the package")
 
 
-def iter_tar_files(tar: bytes | bytearray) -> Iterator[tuple[str, memoryview]]:
-    """Yield ``(path, content)`` for each regular file of an uncompressed tar stream.
+def iter_tar_files(tar: bytes | bytearray) -> Iterator[tuple[str, memoryview | None]]:
+    """Yield ``(path, content)`` for each regular file of an uncompressed tar stream, and
+    ``(path, None)`` for each directory entry but the root's: it creates nothing, but other
+    tars make it a directory, over a file of that name.
 
     ``content`` is a view into ``tar`` (no copy). Raises SpecError(INVALID_PACKAGE) with a
     detail naming the entry and its byte offset at the first header that breaks a rule.
@@ -169,15 +190,18 @@ def iter_tar_files(tar: bytes | bytearray) -> Iterator[tuple[str, memoryview]]:
         entry = _parse_header(header, offset)
         data_start = offset + BLOCK
         data_end = data_start + entry.size
-        if data_end > len(view):
+        padded_end = data_start + -(-entry.size // BLOCK) * BLOCK
+        if padded_end > len(view):
+            # Its padding too: Python's tarfile and GNU tar refuse a stream cut inside it.
             raise _reject(
                 "Truncated archive entry",
                 header,
                 offset,
-                f"needs {entry.size} bytes of data, {len(view) - data_start} remain",
+                f"needs {padded_end - data_start} bytes of data and padding,"
+                f" {len(view) - data_start} remain",
             )
         if entry.typeflag == _DIRECTORY:
-            _check_directory(entry, header, offset)
+            directory = _directory_path(entry, header, offset)
             if entry.size:
                 # GNU tar and Python's tarfile give a directory no data: they read the next
                 # block as a header, so the data skipped here held entries listed there, and
@@ -188,6 +212,8 @@ def iter_tar_files(tar: bytes | bytearray) -> Iterator[tuple[str, memoryview]]:
                     offset,
                     "a directory with data (other readers take it for headers)",
                 )
+            if directory is not None:
+                yield directory, None
         else:
             yield entry.path, view[data_start:data_end]
-        offset = data_start + -(-entry.size // BLOCK) * BLOCK
+        offset = padded_end
