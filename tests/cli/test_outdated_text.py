@@ -16,18 +16,8 @@ def test_a_newer_version_outside_the_range_says_how_to_reach_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from splice_build.cli.main import main
-    from splice_build.sdk import Splice
 
-    home = tmp_path / "home"
-    store = embedded_store(home)
-    for version in ("1.0.0", "2.0.0"):
-        publish(store, tmp_path / "work", version=version)
-    project = new_project(tmp_path / "project")
-    with Splice(project, home=home, registry="embedded:", broker=False) as splice:
-        splice.add(["@acme/greeter@^1.0.0"])
-    monkeypatch.setenv("SPLICE_HOME", str(home))
-    monkeypatch.delenv("SPLICE_REGISTRY", raising=False)
-    monkeypatch.chdir(project)
+    _greeter_project(tmp_path, monkeypatch, ("1.0.0", "2.0.0"), "^1.0.0")
     capsys.readouterr()
     assert main(["outdated"]) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -49,18 +39,8 @@ def test_a_newer_prerelease_outside_the_range_names_it(
     read `splice add @acme/greeter`: a bare id asks for the newest stable version, so the
     command it named failed with ``NO_MATCHING_VERSION``. The hint names the prerelease."""
     from splice_build.cli.main import main
-    from splice_build.sdk import Splice
 
-    home = tmp_path / "home"
-    store = embedded_store(home)
-    for version in ("1.0.0-rc.1", "1.0.0-rc.2"):
-        publish(store, tmp_path / "work", version=version)
-    project = new_project(tmp_path / "project")
-    with Splice(project, home=home, registry="embedded:", broker=False) as splice:
-        splice.add(["@acme/greeter@1.0.0-rc.1"])
-    monkeypatch.setenv("SPLICE_HOME", str(home))
-    monkeypatch.delenv("SPLICE_REGISTRY", raising=False)
-    monkeypatch.chdir(project)
+    _greeter_project(tmp_path, monkeypatch, ("1.0.0-rc.1", "1.0.0-rc.2"), "1.0.0-rc.1")
     capsys.readouterr()
     assert main(["outdated"]) == 0
     way = "splice add @acme/greeter@1.0.0-rc.2"
@@ -88,3 +68,22 @@ def test_a_project_with_no_packages_says_so(
         assert capsys.readouterr().out == (
             "No packages: splice.json has none. Add one with `splice add <pkg>`.\n"
         ), command
+
+
+def _greeter_project(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, versions: tuple[str, ...], wanted: str
+) -> None:
+    """The embedded registry holding ``versions`` of @acme/greeter, and the working directory a
+    project that added it at ``wanted``."""
+    from splice_build.sdk import Splice
+
+    home = tmp_path / "home"
+    store = embedded_store(home)
+    for version in versions:
+        publish(store, tmp_path / "work", version=version)
+    project = new_project(tmp_path / "project")
+    with Splice(project, home=home, registry="embedded:", broker=False) as splice:
+        splice.add([f"@acme/greeter@{wanted}"])
+    monkeypatch.setenv("SPLICE_HOME", str(home))
+    monkeypatch.delenv("SPLICE_REGISTRY", raising=False)
+    monkeypatch.chdir(project)
