@@ -1052,9 +1052,15 @@ def _asked_for(exc: RegistryError, package_id: str, setting: RegistrySetting) ->
     if exc.code is ErrorCode.PACKAGE_NOT_FOUND:
         return exc
     asked = f"asked for {package_id}"
+    hint = exc.hint
     if setting.source == "lock":
         asked += ": the registry its splice.lock entry names"
-    return RegistryError(exc.code, exc.message, details=[*exc.details, asked], hint=exc.hint)
+        if exc.code is ErrorCode.REGISTRY_UNREACHABLE:  # its hint names the config's URL
+            hint = (
+                f"Check that this registry is up and your network: it is the one splice.lock "
+                f"records for {package_id}, not the one `splice config get registry` names."
+            )
+    return RegistryError(exc.code, exc.message, details=[*exc.details, asked], hint=hint)
 
 
 def _registry_url(

@@ -75,12 +75,38 @@ def no_matching_version(
     had no hint, and the SDK's names the call."""
     from splice_build.spec.names import clipped
 
+    prerelease = _prerelease_in_range(range_text, versions)
+    hint = (
+        f"A prerelease is taken only by its exact version: `splice {command} "
+        f"{package_id}@{prerelease}`."
+        if prerelease is not None
+        else f"Pick one of the versions available: `splice {command} {package_id}@<version>`."
+    )
     return InstallError(
         ErrorCode.NO_MATCHING_VERSION,
         f"No version of {package_id} matches {clipped(range_text)}",
         details=[available_detail(versions)],
-        hint=f"Pick one of the versions available: `splice {command} {package_id}@<version>`.",
+        hint=hint,
     )
+
+
+def _prerelease_in_range(range_text: str, versions: list[str]) -> str | None:
+    """The highest of ``versions`` that ``range_text`` would take were prereleases taken like
+    any version (``^1.0.0-rc.1`` and ``1.0.0-rc.2``), as its text: a range takes none
+    (docs/compatibility.md), and the hint "pick one of the versions available" left the user
+    at the prerelease they had written."""
+    from splice_build.errors import SpecError
+    from splice_build.spec.semver import Range, Version, is_valid_version
+
+    try:
+        rng = Range.parse(range_text)
+    except SpecError:
+        return None
+    parsed = [(Version.parse(text), text) for text in versions if is_valid_version(text)]
+    taken = [
+        (v, text) for v, text in parsed if v.is_prerelease and rng.satisfies(v, prereleases=True)
+    ]
+    return max(taken, key=lambda item: item[0])[1] if taken else None  # the first of equals
 
 
 def package_answer(client: RegistryClient, package_id: str) -> dict[str, Any]:

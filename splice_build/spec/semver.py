@@ -199,14 +199,16 @@ class Range:
     def is_exact(self) -> bool:
         return self.kind is RangeKind.EXACT
 
-    def satisfies(self, version: Version) -> bool:
+    def satisfies(self, version: Version, *, prereleases: bool = False) -> bool:
+        """Whether the range takes ``version``; ``prereleases``: as if a prerelease were
+        taken like any version (only to name one in a hint: no range takes it)."""
         if self.kind in (RangeKind.LATEST, RangeKind.ANY):
-            return not version.is_prerelease
+            return prereleases or not version.is_prerelease
         base = self.base
         assert base is not None, "BUG: a version range without a base version"
         if self.kind is RangeKind.EXACT:
             return version == base
-        if version.is_prerelease or version < base:
+        if (version.is_prerelease and not prereleases) or version < base:
             return False
         if self.kind is RangeKind.TILDE:
             return (version.major, version.minor) == (base.major, base.minor)

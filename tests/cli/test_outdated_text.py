@@ -54,6 +54,31 @@ def test_a_newer_prerelease_outside_the_range_names_it(
     assert main(way.split()[1:]) == 0  # the command named works
 
 
+def test_a_range_written_with_a_prerelease_is_hinted_the_exact_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A prerelease is taken only by an exact range: `add @acme/greeter@^1.0.0-rc.1` with
+    1.0.0-rc.1 and rc.2 listed was NO_MATCHING_VERSION hinted "pick one of the versions
+    available", which left the user at the prerelease they had written."""
+    import json
+
+    from splice_build.cli.main import main
+
+    _greeter_project(tmp_path, monkeypatch, ("1.0.0-rc.1", "1.0.0-rc.2"), "1.0.0-rc.1")
+    capsys.readouterr()
+    assert main(["--json", "add", "@acme/greeter@^1.0.0-rc.1"]) == 1
+    error = json.loads(capsys.readouterr().out)["error"]
+    way = "splice add @acme/greeter@1.0.0-rc.2"
+    assert (error["code"], error["hint"]) == (
+        "NO_MATCHING_VERSION",
+        f"A prerelease is taken only by its exact version: `{way}`.",
+    )
+    assert main(way.split()[1:]) == 0  # the command named works
+    capsys.readouterr()
+    assert main(["--json", "add", "@acme/greeter@^2.0.0"]) == 1  # none near: the general hint
+    assert json.loads(capsys.readouterr().out)["error"]["hint"].startswith("Pick one of")
+
+
 def test_a_project_with_no_packages_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -41,4 +41,8 @@ def test_a_registry_down_for_one_package_is_named_with_that_package(tmp_path: Pa
             assert error.code is ErrorCode.REGISTRY_UNREACHABLE, command
             assert error.message == f"Cannot reach the registry at {down.url}"
             assert f"asked for {DOWN}: the registry its splice.lock entry names" in error.details
+            assert error.hint == (
+                "Check that this registry is up and your network: it is the one splice.lock "
+                f"records for {DOWN}, not the one `splice config get registry` names."
+            )
             assert (project / "splice.lock").read_bytes() == lock
