@@ -30,6 +30,10 @@ def _create_token(server: RunningRegistry, *extra: str) -> Completed:
     )
 
 
+def _token_id(done: Completed) -> str:
+    return done.stdout.split("token ", 1)[1].split(" ", 1)[0]
+
+
 def _tokens_of(server: RunningRegistry, token: str) -> list[dict]:
     done = run_splice(
         "token", "list", "--json", "--registry", server.url, env={"SPLICE_TOKEN": token}
@@ -62,6 +66,12 @@ def test_out_writes_a_private_file_and_prints_no_token(
     assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
     assert token not in done.stdout + done.stderr
     assert str(token_file) in done.stdout
+    assert f"Created managing token {_token_id(done)} for alice (scope: all) in" in done.stdout
+    scoped = _create_token(server, "--namespace", "acme", "--out", str(tmp_path / "acme.token"))
+    assert scoped.code == 0, scoped.stderr
+    assert (
+        f"for alice (scope: @acme) in {tmp_path / 'acme.token'}" in scoped.stdout
+    )  # as token create
     whoami = run_splice("whoami", "--registry", server.url, env={"SPLICE_TOKEN": token})
     assert whoami.code == 0 and "alice" in whoami.stdout
 

@@ -416,19 +416,21 @@ def _admin(args: argparse.Namespace, ctx: CommandContext) -> int:
                 "canManage": not args.publish_only,
             }
             result = admin.create_token(deps, first, token_request(body, allow_manage=True))
+            from splice_build.cli.commands.token import scope_text
+
             kind = "publish-only" if args.publish_only else "managing"
+            made = (
+                f"Created {kind} token {result['id']} for {result['user']} "
+                f"(scope: {scope_text(result.get('namespaces'))})"
+            )
             if token_file is None:  # --show
-                ctx.out.info(
-                    f"Created {kind} token {result['id']} for {result['user']}; "
-                    "it is shown once, store it now"
-                )
+                ctx.out.info(f"{made}; it is shown once, store it now")
                 ctx.out.result(result, result["token"])
             else:
                 result = _write_token(deps, result, token_file)
                 ctx.out.result(
                     result,
-                    f"Created {kind} token {result['id']} for {result['user']} in {token_file} "
-                    "(mode 0600); give it to the user and delete the file",
+                    f"{made} in {token_file} (mode 0600); give it to the user and delete the file",
                 )
         elif args.verb == "revoke-token":
             result = admin.revoke_token(deps, first)

@@ -109,11 +109,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
             created = client.create_token(
                 label=args.label, namespaces=namespaces, expires_in_days=args.expires
             )
-            scope = (
-                ", ".join(f"@{ns}" for ns in created["namespaces"])
-                if created.get("namespaces")
-                else "all"
-            )
+            scope = scope_text(created.get("namespaces"))
             ctx.out.info(
                 f"Created publish-only token {created['id']} for {created['user']} (scope: {scope}); "
                 "it is shown once, store it now"
@@ -127,3 +123,12 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     finally:
         client.close()
     return 0
+
+
+def scope_text(namespaces: object) -> str:
+    """What a new token may publish to, as its creation says it: ``@acme, @tools`` for the
+    namespaces of its ``namespaces`` field, ``all`` when it has none (any the user may
+    publish to). ``registry admin create-token`` says it the same way."""
+    if isinstance(namespaces, list) and namespaces:
+        return ", ".join(f"@{ns}" for ns in namespaces)
+    return "all"
