@@ -470,12 +470,7 @@ class Splice:
         return [row for row, _url in self._outdated(ids)]
 
     def _registry_for(self, project: ProjectFile, entry: LockEntry | None) -> RegistrySetting:
-        from splice_build.project.registry_url import resolve_registry
-
-        locked = entry.registry if entry is not None else None
-        return resolve_registry(
-            flag=self._registry_flag, env=self.env, project=project, home=self.home, locked=locked
-        )
+        return _registry_setting(self._registry_flag, self.env, project, self.home, entry)
 
     def _outdated(self, ids: Sequence[str]) -> builtins.list[tuple[dict[str, Any], str]]:
         """``outdated``'s rows, each with the registry URL it was looked up in."""
@@ -1021,7 +1016,7 @@ def verify_package(
     package_id = parsed.package.id
     entry = load_lockfile(layout.root).get(package_id) if layout is not None else None
     project = load_project_file(layout.root) if layout is not None else None
-    url = _registry_url(registry, env, project, home, entry)
+    url = _registry_setting(registry, env, project, home, entry).url
     session = RegistrySession(url, home=home, env=env)
     try:
         if parsed.range.is_exact:
@@ -1063,19 +1058,20 @@ def _asked_for(exc: RegistryError, package_id: str, setting: RegistrySetting) ->
     return RegistryError(exc.code, exc.message, details=[*exc.details, asked], hint=hint)
 
 
-def _registry_url(
+def _registry_setting(
     flag: str | None,
     env: Mapping[str, str],
     project: ProjectFile | None,
     home: SpliceHome,
     entry: LockEntry | None,
-) -> str:
-    """The registry a package is asked of: the flag's, ``SPLICE_REGISTRY``'s, the project's,
-    where its lock ``entry`` came from, the user config's or the embedded one."""
+) -> RegistrySetting:
+    """The registry a package is asked of, and where it comes from: the flag's,
+    ``SPLICE_REGISTRY``'s, the project's, where its lock ``entry`` came from, the user
+    config's or the embedded one."""
     from splice_build.project.registry_url import resolve_registry
 
     locked = entry.registry if entry is not None else None
-    return resolve_registry(flag=flag, env=env, project=project, home=home, locked=locked).url
+    return resolve_registry(flag=flag, env=env, project=project, home=home, locked=locked)
 
 
 # The keyword arguments of Splice() that _checked_options reads (the others: project, registry).

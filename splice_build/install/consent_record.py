@@ -149,9 +149,8 @@ def _is_links(value: object) -> bool:
     )
 
 
-def remove_dead_record_temps(home: Path, root: Path) -> None:
-    """Delete the temp files beside the record of the project at ``root`` whose writers no
-    longer run (project/atomic.py ``remove_stale_temps``). The record is written as
+def remove_dead_record_temps(home: Path) -> None:
+    """Delete the temp files of the consent records in ``home`` whose writers no longer run (project/atomic.py ``remove_stale_temps``). The record is written as
     ``splice.lock`` commits (install/transaction.py ``on_commit``): a ``kill -9`` between its
     temp file and the rename left a full copy of the new record, which the recovery never
     writes (a journal is no consent) and which stayed for good when every later install of

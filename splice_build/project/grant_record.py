@@ -16,7 +16,7 @@ reads it once; a long-lived runtime remembers what it wrote while the file stays
 it: runtime/runtime.py ``_forget_if_changed``), atomically and under a lock of its own, so
 two runs never lose each other's entry. It is bounded, so that it can always be read back: as
 many entries as one package may be granted write paths (``permissions.schema.json``'s
-``fs.write`` ``maxItems``, read from there: ``MAX_ENTRIES``), and the bytes of a file of
+``fs.write`` ``maxItems``, read from there: ``max_entries``), and the bytes of a file of
 project state (spec/limits.py), which that many entries of the longest paths a system names
 fit in. When full, entries whose directory is gone are forgotten (nothing written there is
 left); when still full, the tool does not run. ``check_room`` tells so before the runtime
@@ -27,7 +27,7 @@ reaches its own project's root is ignored, as a lock's is.
 SPLICE_HOME keeps the grants of runs in a place another user may change apart
 (``SHARED_RECORD_NAME``): in a team's checkout that user may point a granted ``out`` at a new
 directory (a link they own) before each of your runs there, each run then records a live
-entry, and ``MAX_ENTRIES`` runs filled the one record, so every later run of yours that
+entry, and ``max_entries()`` runs filled the one record, so every later run of yours that
 records there (a grant leaving your own project through a link, ``splice run --dir``) was
 refused. Filling the shared record now refuses only runs in such places, which that user
 may stop anyway.
@@ -50,20 +50,14 @@ SHARED_RECORD_NAME = "write-grants-shared.json"
 MAX_BYTES = MAX_PROJECT_STATE_BYTES
 
 
-def _max_entries() -> int:
-    """``MAX_ENTRIES``: what one package may be granted fits in an empty record (module
-    docstring), so it is read from the schema that bounds the list; a package of more write
-    grants than the record held installed, then never ran, after its directories were made.
-    Read on first use: a no-op ``splice sync`` reads records, never fills one."""
-    from splice_build.spec.permissions import max_entries
+def max_entries() -> int:
+    """The most entries a record holds: what one package may be granted fits in an empty
+    one (module docstring), so it is read from the schema that bounds the list; a package of
+    more write grants than the record held installed, then never ran, after its directories
+    were made. Read when asked: a no-op ``splice sync`` reads records, never fills one."""
+    from splice_build.spec.permissions import max_entries as schema_max_entries
 
-    return max_entries(("fs", "write"))
-
-
-def __getattr__(name: str) -> object:
-    if name == "MAX_ENTRIES":
-        return _max_entries()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return schema_max_entries(("fs", "write"))
 
 
 @dataclass(frozen=True)
@@ -198,7 +192,7 @@ def _fitted(record: Path, entries: list[Recorded], new: list[Recorded]) -> bytes
     """The file holding ``entries`` and ``new``; when over the bounds, ``entries`` whose
     directory is gone are left out. ``OverflowError`` when it is still over them: never a
     file that cannot be read back."""
-    most = _max_entries()
+    most = max_entries()
     data = _encoded([*entries, *new])
     if len(entries) + len(new) > most or len(data) > MAX_BYTES:
         entries = [entry for entry in entries if same_file_at(entry.path) == entry.identity]

@@ -444,7 +444,7 @@ class SpliceTaskLoader(TaskLoader2):
             if record is None or not all(i in record.grants for i in run.ids):
                 return False
             if not self.workspace.check:  # no record is written: nothing else removes them
-                remove_dead_record_temps(run.installer.session.home.path, run.layout.root)
+                remove_dead_record_temps(run.installer.session.home.path)
             return True
 
         def install() -> None:

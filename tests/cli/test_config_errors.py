@@ -121,3 +121,14 @@ def test_the_isolation_setting_is_one_config_sets(
     )
     assert answer("unset", "isolation") == (0, {"isolation": None, "removed": True})
     assert json.loads((home / "config.json").read_text()) == {}
+
+
+def test_config_sets_exactly_the_keys_the_user_config_holds() -> None:
+    """`splice config` takes each key SpliceHome reads from config.json and checks its value
+    (a key added to one and not the other was taken as an isolation mode, or refused)."""
+    from splice_build.cli.commands.config import VALUES, _checked
+    from splice_build.project.home import SpliceHome
+
+    assert set(VALUES) == set(SpliceHome.CONFIG_KEYS)
+    with pytest.raises(AssertionError):
+        _checked("colour", "blue")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from splice_build.project.grant_record import MAX_ENTRIES, RECORD_NAME, read_records
+from splice_build.project.grant_record import RECORD_NAME, max_entries, read_records
 from splice_build.runtime.isolation.support import detect
 from splice_build.runtime.isolation.view_room import MOST_VIEW_PATHS
 from splice_build.spec.paths import MAX_RELATIVE_PATH
@@ -74,7 +74,7 @@ def test_a_package_granted_the_most_write_paths_runs(
     assert done.json()["output"] == {"message": "Hello, x."}
     recorded = read_records(project / ".splice" / RECORD_NAME)
     assert sorted(entry.grant for entry in recorded) == sorted(WIDE)
-    assert len(recorded) == MAX_ENTRIES
+    assert len(recorded) == max_entries()
     refused = _run(server, project, "narrow.hello")
     assert (refused.code, refused.json()["error"]["code"]) == (1, "NOT_WRITABLE"), refused.stdout
     assert not (project / "notes").exists()

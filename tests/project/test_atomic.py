@@ -293,8 +293,8 @@ def _consent_dir_listings(home: Path, projects: list[Path], monkeypatch: pytest.
     monkeypatch.setattr(os, "scandir", scandir)
     for root in projects:
         write_record(home, root, {}, {})
-    for root in projects:
-        remove_dead_record_temps(home, root)
+    for _root in projects:
+        remove_dead_record_temps(home)
     monkeypatch.undo()
     assert len(list((home / "consent").iterdir())) == len(projects)
     return listings

@@ -21,7 +21,7 @@ from splice_build.spec.paths import MAX_RELATIVE_PATH
 
 
 def _record_capacity() -> int:
-    return grant_record.MAX_ENTRIES
+    return grant_record.max_entries()
 
 
 # (schema file, list) → the count bound of what the list reaches downstream, or why none

@@ -326,7 +326,7 @@ def test_another_users_checkout_cannot_fill_the_grant_record_your_own_runs_need(
     the home's one record: a run in your own project whose grant leaves it through a link,
     recorded there too, was then ``NOT_WRITABLE``, as was every ``splice run --dir``. The
     entries of runs in such places are kept apart: filling them refuses only runs there."""
-    from splice_build.project.grant_record import MAX_ENTRIES, remember
+    from splice_build.project.grant_record import max_entries, remember
     from splice_build.sdk import Splice
     from testing.registry_fixtures import new_project
     from tests.project.test_tool_written_members import _writer_project
@@ -349,7 +349,7 @@ def test_another_users_checkout_cannot_fill_the_grant_record_your_own_runs_need(
         find_workspace(checkout / "out" / "cache", home=home)
     assert held.value.code is ErrorCode.NOT_A_PROJECT
     # What 511 more runs, each with out a new link of theirs, leave in that record.
-    made = [checkout / "store" / str(n) for n in range(MAX_ENTRIES - 1)]
+    made = [checkout / "store" / str(n) for n in range(max_entries() - 1)]
     for directory in made:
         directory.mkdir(parents=True)
     _record(used, checkout, ("out", checkout / "out"), *[("out", d) for d in made])

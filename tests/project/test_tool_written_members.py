@@ -449,18 +449,18 @@ def test_a_home_record_entry_whose_root_is_no_real_path_is_passed_over(tmp_path:
 def test_a_full_grant_record_forgets_only_gone_directories(tmp_path: Path) -> None:
     """Full of live entries, the record refuses a new one (the runtime then runs nothing,
     ``NOT_WRITABLE``); a directory gone makes room."""
-    from splice_build.project.grant_record import MAX_ENTRIES, RECORD_NAME, read_records, remember
+    from splice_build.project.grant_record import RECORD_NAME, max_entries, read_records, remember
 
     record = tmp_path / ".splice" / RECORD_NAME
     grants = []
-    for number in range(MAX_ENTRIES + 1):
+    for number in range(max_entries() + 1):
         (tmp_path / f"d{number}").mkdir()
         grants.append((f"d{number}", tmp_path / f"d{number}"))
-    remember(record, tmp_path, grants[:MAX_ENTRIES])
+    remember(record, tmp_path, grants[: max_entries()])
     with pytest.raises(OverflowError):
-        remember(record, tmp_path, grants[MAX_ENTRIES:])
+        remember(record, tmp_path, grants[max_entries() :])
     (tmp_path / "d0").rmdir()
-    remember(record, tmp_path, grants[MAX_ENTRIES:])
+    remember(record, tmp_path, grants[max_entries() :])
     assert [r.grant for r in read_records(record)] == [g for g, _ in grants[1:]]
 
 

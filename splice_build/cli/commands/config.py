@@ -111,9 +111,11 @@ def _checked(key: str, value: str) -> str:
         from splice_build.project.registry_url import normalize_registry_url
 
         return normalize_registry_url(value)
-    from splice_build.runtime.isolation.plan import check_mode
+    if key == "isolation":
+        from splice_build.runtime.isolation.plan import check_mode
 
-    return check_mode(value, source="config set isolation")
+        return check_mode(value, source="config set isolation")
+    raise AssertionError(f"BUG: config set {key}: no check for its value")
 
 
 def _registry(ctx: CommandContext, home: SpliceHome) -> tuple[str, str]:
